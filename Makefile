@@ -1,0 +1,101 @@
+# baton — build, test, bench, fuzz.
+#
+#   make            build/libbaton.a and build/baton
+#   make test       the whole suite: unit + CLI + server tests, then again under ASan+UBSan,
+#                   plus a short run of every fuzz target (tests/run.sh prints "N passed, N failed")
+#   make bench      the benchmarks under bench/
+#   make fuzz       every libFuzzer target for longer (FUZZ_SECONDS, default 60 each)
+#   make SAN=1 BUILD=build-san   the sanitizer build used by `make test`
+#
+# Sources are found by wildcard: src/<component>/*.c form the library, src/cli/*.c the command,
+# tests/unit/test_*.c one test program each, tests/fuzz/fuzz_*.c one fuzz target each.
+
+BUILD ?= build
+SAN ?= 0
+CC ?= cc
+PKGS := libpng libturbojpeg zlib libcjson
+
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+WARN := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter -Wstrict-prototypes -Wvla
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -g -pthread -Iinclude $(WARN) $(PKG_CFLAGS) -MMD -MP
+ifeq ($(SAN),1)
+OPT := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+SAN_LDFLAGS := -fsanitize=address,undefined
+else
+OPT := -O2
+SAN_LDFLAGS :=
+endif
+CFLAGS ?=
+ALL_CFLAGS := $(BASE_CFLAGS) $(OPT) $(CFLAGS)
+LDLIBS := $(PKG_LIBS) -lm -pthread
+LDFLAGS_ALL := $(SAN_LDFLAGS) $(LDFLAGS)
+
+COMPONENTS := util rec io img nn ckpt train spot infer race
+LIB_SRC := $(foreach c,$(COMPONENTS),$(wildcard src/$(c)/*.c))
+CLI_SRC := $(wildcard src/cli/*.c)
+TEST_SRC := $(wildcard tests/unit/test_*.c)
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
+TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+LIB := $(BUILD)/libbaton.a
+BIN := $(BUILD)/baton
+
+.PHONY: all test bench fuzz clean tests deps
+all: $(BIN)
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BIN): $(CLI_OBJ) $(LIB)
+	$(CC) $(LDFLAGS_ALL) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS)
+
+$(BUILD)/tests/%: tests/unit/%.c tests/unit/check.h $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Itests/unit $(LDFLAGS_ALL) -o $@ $< $(LIB) $(LDLIBS)
+
+tests: $(BIN) $(TEST_BIN)
+
+# ---- fuzz targets: clang + libFuzzer, the library compiled with the fuzzer's instrumentation
+FUZZ_BUILD := build-fuzz
+FUZZ_FLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -O1 -g
+FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_BUILD)/obj/%.o)
+FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(FUZZ_BUILD)/%)
+
+$(FUZZ_BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	clang $(BASE_CFLAGS) $(FUZZ_FLAGS) -c $< -o $@
+
+$(FUZZ_BUILD)/libbaton.a: $(FUZZ_LIB_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_BUILD)/libbaton.a
+	clang $(BASE_CFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_BUILD)/libbaton.a $(LDLIBS)
+
+fuzz-build: $(FUZZ_BIN)
+
+FUZZ_SECONDS ?= 60
+fuzz: fuzz-build
+	tests/fuzz/run.sh $(FUZZ_SECONDS)
+
+test:
+	tests/run.sh
+
+bench: all
+	bench/run.sh
+
+deps:
+	scripts/deps.sh
+
+clean:
+	rm -rf build build-san build-fuzz
+
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(FUZZ_LIB_OBJ:.o=.d)

@@ -1,0 +1,122 @@
+/* util.h — small shared pieces every component uses: status codes and error values, a growable
+ * byte buffer, the system-call table (so tests can fail any call), file helpers for crash-safe
+ * writes, a deterministic RNG, logging and a terminal progress line.
+ *
+ * Contract: nothing here exits or asserts on outside input. Functions that can fail return a
+ * baton status (BATON_OK = 0, negative = error) and fill a baton_err whose message names the file,
+ * offset, field or line. The library never prints secrets and never calls exit(). */
+#ifndef BATON_UTIL_H
+#define BATON_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#define BATON_VERSION "0.1.0"
+
+/* Status codes. Positive values are non-error outcomes of iterators. */
+enum baton_status {
+    BATON_OK = 0,
+    BATON_END = 1,             /* clean end of a stream: no more records, nothing left over */
+    BATON_NEED_MORE = 2,       /* push parsers: feed more bytes (or finish) and call again */
+    BATON_ERR_IO = -1,         /* a system call failed (errno text in the message) */
+    BATON_ERR_TRUNCATED = -2,  /* input ended in the middle of a record / structure */
+    BATON_ERR_CORRUPT = -3,    /* checksum mismatch, bad magic where one must be, flipped bits */
+    BATON_ERR_FORMAT = -4,     /* well-formed bytes that are not what was expected / unsupported */
+    BATON_ERR_NOMEM = -5,
+    BATON_ERR_ARG = -6,        /* bad argument from the caller or the command line */
+    BATON_ERR_NOTFOUND = -7,
+    BATON_ERR_NET = -8,        /* network / remote server error */
+    BATON_ERR_NOSPACE = -9,    /* disk full (ENOSPC/EDQUOT) */
+};
+
+typedef struct baton_err {
+    int code;
+    char msg[1024];
+} baton_err;
+
+/* Set err (if non-NULL) and return code. printf-style message. */
+int baton_err_set(baton_err *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Prefix an existing message: "prefix: old message". Returns err->code. */
+int baton_err_prefix(baton_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Name of a status code, e.g. "truncated". */
+const char *baton_status_name(int code);
+
+/* ---- growable byte buffer ---- */
+typedef struct baton_buf {
+    uint8_t *data;
+    size_t len, cap;
+} baton_buf;
+
+int baton_buf_reserve(baton_buf *b, size_t extra);             /* ensure cap >= len + extra */
+int baton_buf_append(baton_buf *b, const void *p, size_t n);
+void baton_buf_free(baton_buf *b);
+
+/* ---- system calls behind a table (tests replace entries to inject failures) ---- */
+typedef struct baton_sys_table {
+    int (*open)(const char *path, int flags, mode_t mode);
+    ssize_t (*read)(int fd, void *buf, size_t n);
+    ssize_t (*write)(int fd, const void *buf, size_t n);
+    ssize_t (*pread)(int fd, void *buf, size_t n, off_t off);
+    int (*fsync)(int fd);
+    int (*close)(int fd);
+    int (*rename)(const char *from, const char *to);
+    int (*unlink)(const char *path);
+    int (*mkdir)(const char *path, mode_t mode);
+} baton_sys_table;
+extern baton_sys_table baton_sys;   /* the live table */
+void baton_sys_reset(void);          /* restore the real system calls */
+
+/* ---- files ---- */
+/* Read a whole file into a malloc'd buffer (NUL-terminated for convenience; *len excludes it).
+ * max_len bounds what we accept from outside. */
+int baton_file_read_all(const char *path, size_t max_len, uint8_t **out, size_t *len, baton_err *err);
+/* Write all bytes, retrying short writes and EINTR. Maps ENOSPC/EDQUOT to BATON_ERR_NOSPACE. */
+int baton_write_all(int fd, const void *p, size_t n, const char *name, baton_err *err);
+/* Crash-safe whole-file write: PATH.tmp.PID, write, fsync, rename, fsync parent dir. */
+int baton_file_write_atomic(const char *path, const void *p, size_t n, baton_err *err);
+int baton_fsync_dir(const char *dir, baton_err *err);
+int baton_mkdir_p(const char *path, baton_err *err);
+/* Parent directory of path into out (at most cap bytes). "." when none. */
+void baton_path_dirname(const char *path, char *out, size_t cap);
+/* Join dir and name into out; returns BATON_ERR_ARG when it does not fit. */
+int baton_path_join(char *out, size_t cap, const char *dir, const char *name, baton_err *err);
+int baton_is_dir(const char *path);
+
+/* ---- RNG: xoshiro256** seeded by splitmix64; state is 4 words so it can be checkpointed ---- */
+typedef struct baton_rng {
+    uint64_t s[4];
+} baton_rng;
+void baton_rng_seed(baton_rng *r, uint64_t seed);
+/* Seed from several words (e.g. seed, epoch, stream id): independent streams per tuple. */
+void baton_rng_seed3(baton_rng *r, uint64_t a, uint64_t b, uint64_t c);
+uint64_t baton_rng_next(baton_rng *r);
+uint64_t baton_rng_below(baton_rng *r, uint64_t n);  /* uniform in [0, n), unbiased; n > 0 */
+float baton_rng_float(baton_rng *r);                 /* uniform in [0, 1) */
+/* Fisher–Yates permutation of 0..n-1 into perm. */
+void baton_rng_permutation(baton_rng *r, uint64_t *perm, size_t n);
+
+/* ---- time ---- */
+double baton_now(void);           /* monotonic seconds */
+
+/* ---- logging: to stderr, "baton: " prefix; level from BATON_LOG (error|warn|info|debug) ---- */
+enum { BATON_LOG_ERROR = 0, BATON_LOG_WARN = 1, BATON_LOG_INFO = 2, BATON_LOG_DEBUG = 3 };
+void baton_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void baton_log_set_level(int level);
+
+/* ---- progress line: redrawn in place on a terminal (stderr), silent otherwise ---- */
+typedef struct baton_progress {
+    const char *label;
+    uint64_t total, done;
+    double start, last_draw;
+    int tty;
+    int drawn;
+} baton_progress;
+void baton_progress_start(baton_progress *p, const char *label, uint64_t total);
+void baton_progress_update(baton_progress *p, uint64_t done);   /* redraws at most 10×/s */
+void baton_progress_finish(baton_progress *p);
+
+#endif

@@ -1,0 +1,100 @@
+/* args.c — the declarative option parser shared by all subcommands (see cli.h). */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void print_help(FILE *f, const char *cmd, const char *synopsis, const struct cli_opt *opts)
+{
+    fprintf(f, "usage: baton %s %s\n", cmd, synopsis);
+    for (const struct cli_opt *o = opts; o->name; o++)
+        fprintf(f, "  --%-18s %s\n", o->name, o->help ? o->help : "");
+}
+
+static int set_value(const char *cmd, const struct cli_opt *o, const char *v)
+{
+    char *end = NULL;
+    errno = 0;
+    switch (o->kind) {
+    case CLI_FLAG: *(int *)o->dst = 1; return 0;
+    case CLI_STR: *(const char **)o->dst = v; return 0;
+    case CLI_INT: {
+        long x = strtol(v, &end, 10);
+        if (errno || end == v || *end || x < -2147483647L || x > 2147483647L) break;
+        *(int *)o->dst = (int)x;
+        return 0;
+    }
+    case CLI_U64: {
+        if (*v == '-') break;
+        unsigned long long x = strtoull(v, &end, 10);
+        if (errno || end == v || *end) break;
+        *(uint64_t *)o->dst = x;
+        return 0;
+    }
+    case CLI_DBL: {
+        double x = strtod(v, &end);
+        if (errno || end == v || *end) break;
+        *(double *)o->dst = x;
+        return 0;
+    }
+    }
+    fprintf(stderr, "baton %s: --%s: '%s' is not a valid number\n", cmd, o->name, v);
+    return CLI_USAGE;
+}
+
+int cli_parse(const char *cmd, const char *synopsis, const struct cli_opt *opts, int argc,
+              char **argv, const char **pos, int maxpos, int *npos, int *help_shown)
+{
+    *npos = 0;
+    *help_shown = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            print_help(stdout, cmd, synopsis, opts);
+            *help_shown = 1;
+            return CLI_USAGE;
+        }
+        if (strncmp(a, "--", 2) != 0 || a[2] == 0) {
+            if (*npos >= maxpos) {
+                fprintf(stderr, "baton %s: unexpected argument '%s'\n", cmd, a);
+                print_help(stderr, cmd, synopsis, opts);
+                return CLI_USAGE;
+            }
+            pos[(*npos)++] = a;
+            continue;
+        }
+        const char *name = a + 2, *eq = strchr(name, '=');
+        size_t nl = eq ? (size_t)(eq - name) : strlen(name);
+        const struct cli_opt *o = opts;
+        for (; o->name; o++)
+            if (strlen(o->name) == nl && !strncmp(o->name, name, nl)) break;
+        if (!o->name) {
+            fprintf(stderr, "baton %s: unknown option '--%.*s'\n", cmd, (int)nl, name);
+            print_help(stderr, cmd, synopsis, opts);
+            return CLI_USAGE;
+        }
+        const char *v = NULL;
+        if (o->kind == CLI_FLAG) {
+            if (eq) {
+                fprintf(stderr, "baton %s: --%s takes no value\n", cmd, o->name);
+                return CLI_USAGE;
+            }
+        } else if (eq) {
+            v = eq + 1;
+        } else if (i + 1 < argc) {
+            v = argv[++i];
+        } else {
+            fprintf(stderr, "baton %s: --%s needs a value\n", cmd, o->name);
+            return CLI_USAGE;
+        }
+        if (set_value(cmd, o, v)) return CLI_USAGE;
+    }
+    return 0;
+}
+
+int cli_fail(const char *cmd, const baton_err *err)
+{
+    fprintf(stderr, "baton %s: %s\n", cmd, err->msg[0] ? err->msg : baton_status_name(err->code));
+    return CLI_ERROR;
+}

@@ -1,0 +1,37 @@
+/* cli.h — shared pieces of the `baton` command: the command table entry, exit codes, and a small
+ * declarative option parser (long options "--name VALUE" or "--name=VALUE", flags "--name").
+ * Every subcommand lives in its own cmd_<name>.c and calls only the public library API. */
+#ifndef BATON_CLI_H
+#define BATON_CLI_H
+
+#include "baton/util.h"
+
+enum { CLI_OK = 0, CLI_ERROR = 1, CLI_USAGE = 2, CLI_INTERRUPTED = 75 };
+
+struct cli_command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *help;
+};
+
+int cmd_pack(int argc, char **argv);
+int cmd_inspect(int argc, char **argv);
+
+/* Option table. kind: CLI_FLAG sets *(int*)dst = 1; CLI_STR stores the argument pointer;
+ * CLI_INT / CLI_U64 / CLI_DBL parse numbers (a bad number is a usage error). */
+enum cli_kind { CLI_FLAG, CLI_STR, CLI_INT, CLI_U64, CLI_DBL };
+struct cli_opt {
+    const char *name;      /* without the leading "--" */
+    enum cli_kind kind;
+    void *dst;
+    const char *help;
+};
+
+/* Parse argv[1..]. Positional arguments are collected into pos (up to maxpos). Returns 0, or
+ * CLI_USAGE after printing what was wrong (or the help text for --help: then *help_shown = 1). */
+int cli_parse(const char *cmd, const char *synopsis, const struct cli_opt *opts, int argc,
+              char **argv, const char **pos, int maxpos, int *npos, int *help_shown);
+/* Print "baton CMD: message" for a library error and return CLI_ERROR. */
+int cli_fail(const char *cmd, const baton_err *err);
+
+#endif

@@ -1,0 +1,41 @@
+/* main.c — the `baton` command: parses the subcommand and hands over to cmd_<name>.c.
+ * Thin by contract: all logic lives in the library. Exit codes: 0 done, 1 error, 2 usage,
+ * 75 stopped on an interruption notice after a committed checkpoint. */
+#include "cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const struct cli_command commands[] = {
+    {"pack", cmd_pack, "pack an image dataset into RecordIO/TFRecord shards"},
+    {"inspect", cmd_inspect, "count, labels, shapes of shards; --verify checks every byte"},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: baton <command> [options]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
+    fprintf(f, "\nbaton <command> --help shows a command's options.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return CLI_USAGE;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("baton %s\n", BATON_VERSION);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "baton: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return CLI_USAGE;
+}

@@ -1,0 +1,269 @@
+#!/usr/bin/env bash
+# rgw.sh — a real, SigV4-verifying S3 endpoint on loopback for baton's tests
+# and benchmarks: Ceph's RADOS Gateway on a one-node cluster (one monitor, one
+# memstore OSD, no mgr), set up as described in REFERENCE.md §12.
+#
+# Owns: everything under DIR (ceph.conf, monmap, mon/osd data, logs, pid files,
+# admin sockets, env.sh). Touches nothing else: no /etc/ceph, no systemd.
+#
+# Usage:
+#   rgw.sh start DIR PORT [MON_PORT]   # S3 on 127.0.0.1:PORT, mon on MON_PORT (default PORT+1)
+#   rgw.sh stop DIR                    # stop the daemons by their pid files, wait for them to exit
+#
+# On success `start` prints ONE line of shell exports on stdout and writes the
+# same line to DIR/env.sh, so either works:
+#   eval "$(tests/servers/rgw.sh start "$d" 7480)"     or     . "$d/env.sh"
+# Progress, timings and errors go to stderr. Exit status non-zero on failure
+# (the daemons it started are stopped again and the log tails are printed).
+#
+# Environment:
+#   BATON_RGW_ACCESS_KEY   access key of the S3 user   (default batontest)
+#   BATON_RGW_SECRET_KEY   its secret                  (default batontestsecret)
+#   BATON_RGW_MEM_MB       memstore capacity in MiB    (default 2048; data lives in RAM)
+#   BATON_RGW_TIMEOUT      seconds allowed for start   (default 60)
+# Needs: scripts/deps-servers.sh (radosgw ceph-mon ceph-osd ceph-common), curl.
+# Data are in RAM and are lost at stop; a new start begins with an empty cluster.
+set -euo pipefail
+
+prog=rgw.sh
+die() { echo "$prog: error: $*" >&2; exit 1; }
+log() { echo "$prog: $*" >&2; }
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
+
+usage() {
+    echo "usage: $prog start DIR PORT [MON_PORT] | $prog stop DIR" >&2
+    exit 2
+}
+
+# ---------------------------------------------------------------- stop
+# Kill one daemon by pid file: TERM, wait up to 10 s, then KILL.
+stop_pidfile() {
+    local pf=$1 pid i
+    [ -f "$pf" ] || return 0
+    pid=$(cat "$pf" 2>/dev/null || true)
+    rm -f "$pf"
+    case "$pid" in ''|*[!0-9]*) return 0 ;; esac
+    kill -0 "$pid" 2>/dev/null || return 0
+    kill -TERM "$pid" 2>/dev/null || true
+    for i in $(seq 1 100); do
+        kill -0 "$pid" 2>/dev/null || return 0
+        sleep 0.1
+    done
+    log "pid $pid ($(basename "$pf")) ignored TERM for 10 s; sending KILL"
+    kill -KILL "$pid" 2>/dev/null || true
+    for i in $(seq 1 50); do
+        kill -0 "$pid" 2>/dev/null || return 0
+        sleep 0.1
+    done
+    log "pid $pid did not exit"
+    return 1
+}
+
+do_stop() {
+    local dir=$1 rc=0 pf
+    [ -d "$dir/run" ] || return 0
+    # Gateway first, then the OSD, then the monitor.
+    for pf in "$dir"/run/client.rgw.*.pid "$dir"/run/osd.*.pid "$dir"/run/mon.*.pid; do
+        [ -e "$pf" ] || continue
+        stop_pidfile "$pf" || rc=1
+    done
+    return $rc
+}
+
+# ---------------------------------------------------------------- start
+port_busy() { ss -Hltn "sport = :$1" 2>/dev/null | grep -q .; }
+
+# Print the last lines of every log in DIR to stderr (for failures).
+dump_logs() {
+    local f
+    for f in "$DIR"/log/*; do
+        [ -s "$f" ] || continue
+        echo "----- tail of $f" >&2
+        tail -n 25 "$f" >&2
+    done
+}
+
+fail() {
+    echo "$prog: error: $*" >&2
+    dump_logs
+    do_stop "$DIR" || true
+    exit 1
+}
+
+remaining() { awk -v d="$DEADLINE" -v n="$(now)" 'BEGIN { r = d - n; print (r > 0 ? int(r) + 1 : 0) }'; }
+past_deadline() { awk -v d="$DEADLINE" -v n="$(now)" 'BEGIN { exit !(n > d) }'; }
+
+# ceph CLI against our cluster, bounded in time.
+cephc() {
+    local t
+    t=$(remaining)
+    [ "$t" -gt 0 ] || t=1
+    timeout "$((t + 5))" ceph -c "$CONF" --connect-timeout "$t" "$@"
+}
+
+do_start() {
+    local t0 fsid osd_uuid osd_id i code rc
+    t0=$(now)
+    for b in ceph-mon ceph-osd radosgw radosgw-admin monmaptool ceph curl ss timeout; do
+        command -v "$b" >/dev/null 2>&1 || die "$b not found (run scripts/deps-servers.sh)"
+    done
+    case "$PORT$MON_PORT" in *[!0-9]*) usage ;; esac
+    [ "$PORT" != "$MON_PORT" ] || die "PORT and MON_PORT must differ"
+    port_busy "$PORT" && die "port $PORT is already in use"
+    port_busy "$MON_PORT" && die "mon port $MON_PORT is already in use"
+
+    mkdir -p "$DIR"
+    DIR=$(cd "$DIR" && pwd)
+    CONF=$DIR/ceph.conf
+    # Refuse to start over a cluster that is still running in DIR.
+    for pf in "$DIR"/run/*.pid; do
+        [ -e "$pf" ] || continue
+        if kill -0 "$(cat "$pf" 2>/dev/null || echo x)" 2>/dev/null; then
+            die "daemons still running in $DIR (run: $prog stop $DIR)"
+        fi
+    done
+    # Fresh cluster each start: memstore data do not survive a stop anyway.
+    rm -rf "$DIR/mon" "$DIR/osd" "$DIR/run" "$DIR/log" "$DIR/rgw" "$DIR/monmap" "$DIR/env.sh"
+    mkdir -p "$DIR/mon" "$DIR/osd" "$DIR/run" "$DIR/log" "$DIR/rgw"
+    if [ ${#DIR} -gt 80 ]; then
+        log "warning: DIR is long; admin sockets (108-byte limit) may not bind"
+    fi
+
+    fsid=$(cat /proc/sys/kernel/random/uuid)
+    osd_uuid=$(cat /proc/sys/kernel/random/uuid)
+    local mem_bytes=$(( MEM_MB * 1024 * 1024 ))
+
+    # Note: "$name", "$cluster" and "$id" below are ceph metavariables, not shell.
+    cat > "$CONF" <<EOF
+# Written by tests/servers/rgw.sh: one-node loopback cluster, auth none.
+[global]
+fsid = $fsid
+mon host = v2:127.0.0.1:$MON_PORT
+ms bind msgr1 = false
+ms bind msgr2 = true
+auth cluster required = none
+auth service required = none
+auth client required = none
+auth allow insecure global id reclaim = true
+osd pool default size = 1
+osd pool default min size = 1
+osd pool default pg num = 8
+osd pool default pgp num = 8
+osd pool default pg autoscale mode = off
+osd crush chooseleaf type = 0
+mon allow pool size one = true
+mon allow pool delete = true
+mon warn on pool no redundancy = false
+paxos propose interval = 0.01
+run dir = $DIR/run
+pid file = $DIR/run/\$name.pid
+admin socket = $DIR/run/\$name.asok
+log file = $DIR/log/\$name.log
+keyring = $DIR/keyring
+crash dir = $DIR/crash
+mon data = $DIR/mon/\$cluster-\$id
+osd data = $DIR/osd/\$cluster-\$id
+osd objectstore = memstore
+memstore device bytes = $mem_bytes
+
+[client]
+# Without these radosgw never connects when auth is none: it logs
+# "get_initial_auth_request returned -13" forever (REFERENCE.md §12).
+ms mon client mode = crc
+ms client mode = crc
+
+[client.rgw.test]
+rgw frontends = beast endpoint=127.0.0.1:$PORT
+rgw data = $DIR/rgw
+ms mon client mode = crc
+ms client mode = crc
+EOF
+    : > "$DIR/keyring"
+
+    # --- monitor
+    monmaptool --create --fsid "$fsid" --addv a "[v2:127.0.0.1:$MON_PORT]" "$DIR/monmap" \
+        >"$DIR/log/setup.log" 2>&1 || fail "monmaptool failed"
+    ceph-mon -c "$CONF" --mkfs -i a --monmap "$DIR/monmap" >>"$DIR/log/setup.log" 2>&1 \
+        || fail "ceph-mon --mkfs failed"
+    ceph-mon -c "$CONF" -i a </dev/null >>"$DIR/log/daemons.out" 2>&1 || fail "ceph-mon did not start"
+    until cephc mon stat >/dev/null 2>>"$DIR/log/setup.log"; do
+        past_deadline && fail "monitor did not answer within ${TIMEOUT}s"
+        sleep 0.1
+    done
+    log "mon up after $(elapsed "$t0") s"
+
+    # --- OSD (memstore: data in RAM)
+    osd_id=$(cephc osd new "$osd_uuid" 2>>"$DIR/log/setup.log") || fail "ceph osd new failed"
+    case "$osd_id" in ''|*[!0-9]*) fail "ceph osd new returned '$osd_id'" ;; esac
+    mkdir -p "$DIR/osd/ceph-$osd_id"
+    ceph-osd -c "$CONF" -i "$osd_id" --mkfs --osd-uuid "$osd_uuid" >>"$DIR/log/setup.log" 2>&1 \
+        || fail "ceph-osd --mkfs failed"
+    ceph-osd -c "$CONF" -i "$osd_id" </dev/null >>"$DIR/log/daemons.out" 2>&1 || fail "ceph-osd did not start"
+    until cephc osd dump 2>>"$DIR/log/setup.log" | grep -q "^osd\.$osd_id up"; do
+        past_deadline && fail "osd.$osd_id not up within ${TIMEOUT}s"
+        sleep 0.1
+    done
+    log "osd.$osd_id up after $(elapsed "$t0") s"
+
+    # --- rgw pools, all in ONE ceph call reading commands from stdin; else
+    # radosgw creates them one at a time and start-up takes ~15 s longer.
+    {
+        for p in .rgw.root default.rgw.log default.rgw.control default.rgw.meta \
+                 default.rgw.buckets.index default.rgw.buckets.data default.rgw.buckets.non-ec; do
+            echo "osd pool create $p 8 8"
+            echo "osd pool application enable $p rgw"
+        done
+    } | cephc >>"$DIR/log/setup.log" 2>&1 || fail "creating the rgw pools failed"
+    log "pools created after $(elapsed "$t0") s"
+
+    # --- S3 user
+    timeout "$(( $(remaining) + 5 ))" radosgw-admin -c "$CONF" -n client.rgw.test user create \
+        --uid=test --display-name=test --access-key="$AK" --secret="$SK" \
+        >>"$DIR/log/setup.log" 2>&1 || fail "radosgw-admin user create failed"
+    log "user created after $(elapsed "$t0") s"
+
+    # --- gateway
+    radosgw -c "$CONF" -n client.rgw.test </dev/null >>"$DIR/log/daemons.out" 2>&1 \
+        || fail "radosgw did not start"
+    while :; do
+        code=$(curl -s -o /dev/null -m 2 -w '%{http_code}' "http://127.0.0.1:$PORT/" 2>/dev/null) || true
+        case "$code" in [1-5][0-9][0-9]) break ;; esac
+        past_deadline && fail "radosgw did not answer HTTP on 127.0.0.1:$PORT within ${TIMEOUT}s"
+        sleep 0.1
+    done
+    local secs
+    secs=$(elapsed "$t0")
+    log "radosgw answers on http://127.0.0.1:$PORT (HTTP $code) after $secs s total start time"
+    echo "$secs" > "$DIR/start_seconds"
+
+    local line="export AWS_ENDPOINT_URL=http://127.0.0.1:$PORT AWS_ACCESS_KEY_ID=$AK AWS_SECRET_ACCESS_KEY=$SK AWS_REGION=us-east-1"
+    echo "$line" > "$DIR/env.sh"
+    echo "$line"
+}
+
+# ---------------------------------------------------------------- main
+[ $# -ge 2 ] || usage
+cmd=$1 DIR=$2
+case "$cmd" in
+start)
+    [ $# -ge 3 ] && [ $# -le 4 ] || usage
+    PORT=$3
+    case "$PORT" in ''|*[!0-9]*) usage ;; esac
+    MON_PORT=${4:-$((PORT + 1))}
+    AK=${BATON_RGW_ACCESS_KEY:-batontest}
+    SK=${BATON_RGW_SECRET_KEY:-batontestsecret}
+    MEM_MB=${BATON_RGW_MEM_MB:-2048}
+    TIMEOUT=${BATON_RGW_TIMEOUT:-60}
+    case "$MEM_MB$TIMEOUT" in *[!0-9]*) die "BATON_RGW_MEM_MB and BATON_RGW_TIMEOUT must be integers" ;; esac
+    case "$AK$SK" in *[!A-Za-z0-9._/+=-]*) die "access key / secret: use only [A-Za-z0-9._/+=-]" ;; esac
+    DEADLINE=$(awk -v n="$(now)" -v t="$TIMEOUT" 'BEGIN { printf "%.3f", n + t }')
+    do_start
+    ;;
+stop)
+    [ $# -eq 2 ] || usage
+    [ -d "$DIR" ] || exit 0
+    do_stop "$DIR"
+    ;;
+*) usage ;;
+esac
