@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# deps.sh — installs the Debian packages baton needs to build, test and benchmark, and nothing
+# else: apt-get only, no downloads from anywhere but the configured Debian mirrors. Idempotent and
+# quick when everything is present (one dpkg-query). Run as root on Debian 12.
+#
+#   scripts/deps.sh            build + test dependencies (the default)
+#   scripts/deps.sh --check    list what is missing, install nothing (exit 1 if anything is)
+#
+# Groups (kept together here so there is exactly one place to look):
+#   build:   compilers and libraries the library and CLI link against
+#   test:    clang + libFuzzer runtime (fuzz targets), the Fashion-MNIST data set, loopback servers
+#            (nginx for HTTP sources, Ceph's RADOS Gateway for a real SigV4-checking S3 endpoint)
+set -euo pipefail
+
+build=(make gcc libc6-dev pkg-config git ca-certificates
+       libpng-dev libturbojpeg0-dev zlib1g-dev libcjson-dev libcurl4-openssl-dev)
+test=(clang libclang-rt-14-dev dataset-fashion-mnist python3 curl iproute2
+      nginx-light radosgw ceph-mon ceph-osd ceph-common)
+
+want=("${build[@]}" "${test[@]}")
+missing=()
+for p in "${want[@]}"; do
+    st=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+    [ "$st" = "installed" ] || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+    exit 0
+fi
+if [ "${1:-}" = "--check" ]; then
+    echo "missing: ${missing[*]}"
+    exit 1
+fi
+if [ "$(id -u)" != 0 ]; then
+    echo "deps.sh: missing Debian packages: ${missing[*]}" >&2
+    echo "deps.sh: run as root (or: sudo apt-get install ${missing[*]})" >&2
+    exit 1
+fi
+echo "deps.sh: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "deps.sh: done" >&2
