@@ -161,7 +161,9 @@ typedef struct baton_sample {
     float label;               /* the first label */
     const uint8_t *labels;     /* all labels, encoded: f32 LE array (RecordIO) or packed varints */
     size_t labels_len;
-    int labels_varint;         /* 1 when `labels` holds int64 varints (TFRecord) */
+    int labels_varint;         /* 1 when `labels` holds packed int64 varints (TFRecord); 2 when it
+                                * holds a whole Int64List message body (unpacked or split lists).
+                                * Read labels with baton_sample_label, whatever the storage. */
     const uint8_t *img;        /* encoded image bytes (points into the payload) */
     size_t img_len;
     baton_encoding encoding;   /* from the Example; BATON_ENC_UNKNOWN for RecordIO */
@@ -194,6 +196,7 @@ int baton_sample_build(baton_rec_format fmt, const baton_sample_in *in, baton_bu
  * then no file exists under a final name. Keeps the running CRC32C and size of the shard file.
  * An index line is written for every record (key = running record number unless given). */
 typedef struct baton_shard_writer baton_shard_writer;
+#define BATON_SHARD_KEY_AUTO UINT64_MAX   /* _add key: use the running record number */
 baton_shard_writer *baton_shard_writer_open(const char *rec_path, const char *idx_path,
                                             baton_rec_format fmt, baton_err *err);
 int baton_shard_writer_add(baton_shard_writer *w, uint64_t key, const void *payload, size_t n,

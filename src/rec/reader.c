@@ -1,0 +1,200 @@
+/* reader.c — baton_rec_reader, the push parser that turns a byte stream (any chunking) into
+ * whole records of either format.
+ *
+ * Owns one growable buffer: bytes [start, end) are fed but not yet consumed; `pos` is the stream
+ * offset of buf[start]. Bytes arrive by copy (_feed) or are written straight into the buffer
+ * (_reserve/_commit, what baton_rec_file does with read()). _next parses in place: a whole record
+ * comes back as a pointer into the buffer (zero-copy); multi-part RecordIO records are joined in
+ * a scratch buffer. Both stay valid until the next call on the reader. The buffer is compacted or
+ * grown only inside _reserve/_feed, and it is kept at most two-thirds full after compaction, so
+ * each byte is moved O(1) times on average whatever the chunk sizes; once it has grown to fit the
+ * largest record, the reader stops allocating.
+ *
+ * Contract (rec.h): _next returns OK, NEED_MORE, END (clean end after _finish) or an error;
+ * errors are sticky (same code and message on every later call); the optional checksum is a
+ * CRC32C of every byte fed after it was enabled; _position is always a record boundary, so a new
+ * reader created with that start_offset and fed from there continues exactly. With
+ * BATON_FMT_UNKNOWN the format is detected from the first bytes; an empty stream of unknown format
+ * is then an error ("empty file"), since nothing says what it is. */
+#include "rec_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define READER_MIN_CAP ((size_t)64 << 10)
+
+struct baton_rec_reader {
+    baton_rec_format fmt;
+    char *name;
+    uint8_t *buf;
+    size_t cap, start, end;
+    uint64_t pos;       /* stream offset of buf[start] */
+    uint64_t fed;       /* bytes fed in total */
+    size_t need;        /* do not re-parse before end - start reaches this */
+    int finished;
+    int checksum;
+    uint32_t crc;
+    int err_code;       /* sticky error, 0 when none */
+    baton_err sticky;
+    baton_buf scratch;
+};
+
+baton_rec_reader *baton_rec_reader_new(baton_rec_format fmt, const char *name,
+                                       uint64_t start_offset)
+{
+    baton_rec_reader *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    r->name = strdup(name ? name : "stream");
+    if (!r->name) {
+        free(r);
+        return NULL;
+    }
+    r->pos = start_offset;
+    r->fmt = fmt;
+    if (fmt != BATON_FMT_UNKNOWN && fmt != BATON_FMT_RECORDIO && fmt != BATON_FMT_TFRECORD) {
+        r->fmt = BATON_FMT_UNKNOWN;
+        r->err_code = baton_err_set(&r->sticky, BATON_ERR_ARG, "%s: record format %d is unknown",
+                                    r->name, (int)fmt);
+    }
+    return r;
+}
+
+void baton_rec_reader_free(baton_rec_reader *r)
+{
+    if (!r) return;
+    free(r->buf);
+    free(r->name);
+    baton_buf_free(&r->scratch);
+    free(r);
+}
+
+baton_rec_format baton_rec_reader_format(const baton_rec_reader *r) { return r->fmt; }
+
+void baton_rec_reader_enable_checksum(baton_rec_reader *r)
+{
+    if (!r->checksum) r->crc = 0;
+    r->checksum = 1;
+}
+
+uint32_t baton_rec_reader_checksum(const baton_rec_reader *r) { return r->crc; }
+uint64_t baton_rec_reader_fed(const baton_rec_reader *r) { return r->fed; }
+uint64_t baton_rec_reader_position(const baton_rec_reader *r) { return r->pos; }
+
+static int sticky(baton_rec_reader *r, baton_err *err)
+{
+    if (err && err != &r->sticky) *err = r->sticky;
+    return r->err_code;
+}
+
+static int fail(baton_rec_reader *r, int code, baton_err *err)
+{
+    r->err_code = code;
+    r->sticky.code = code;
+    return sticky(r, err);
+}
+
+int baton_rec_reader_reserve(baton_rec_reader *r, size_t min, uint8_t **p, size_t *cap,
+                             baton_err *err)
+{
+    if (r->finished)
+        return baton_err_set(err, BATON_ERR_ARG, "%s: bytes offered after the end of input",
+                             r->name);
+    if (r->err_code) r->start = r->end = 0;   /* nothing more will be parsed: drop it */
+    if (min == 0) min = 1;
+    if (r->cap - r->end < min) {
+        size_t live = r->end - r->start;
+        size_t ncap = r->cap > READER_MIN_CAP ? r->cap : READER_MIN_CAP;
+        if (min > SIZE_MAX / 4 || live > SIZE_MAX / 4)
+            return baton_err_set(err, BATON_ERR_NOMEM, "%s: buffer of %zu + %zu bytes too large",
+                                 r->name, live, min);
+        /* after compaction: room for min more, and at most two-thirds full */
+        while (ncap < live + min || ncap - live < live / 2) ncap *= 2;
+        if (ncap == r->cap) {
+            if (live) memmove(r->buf, r->buf + r->start, live);
+        } else {
+            uint8_t *nb = malloc(ncap);
+            if (!nb)
+                return baton_err_set(err, BATON_ERR_NOMEM,
+                                     "%s: out of memory growing the read buffer to %zu bytes",
+                                     r->name, ncap);
+            if (live) memcpy(nb, r->buf + r->start, live);
+            free(r->buf);
+            r->buf = nb;
+            r->cap = ncap;
+        }
+        r->start = 0;
+        r->end = live;
+    }
+    *p = r->buf + r->end;
+    *cap = r->cap - r->end;
+    return BATON_OK;
+}
+
+void baton_rec_reader_commit(baton_rec_reader *r, size_t n)
+{
+    if (r->finished) return;
+    if (n > r->cap - r->end) n = r->cap - r->end;   /* never past what was reserved */
+    if (n == 0) return;
+    if (r->checksum) r->crc = baton_crc32c(r->crc, r->buf + r->end, n);
+    r->end += n;
+    r->fed += n;
+}
+
+int baton_rec_reader_feed(baton_rec_reader *r, const void *p, size_t n, baton_err *err)
+{
+    if (n == 0) return BATON_OK;
+    uint8_t *dst;
+    size_t room;
+    int rc = baton_rec_reader_reserve(r, n, &dst, &room, err);
+    if (rc) return rc;
+    memcpy(dst, p, n);
+    baton_rec_reader_commit(r, n);
+    return BATON_OK;
+}
+
+void baton_rec_reader_finish(baton_rec_reader *r) { r->finished = 1; }
+
+int rec_reader_detect(baton_rec_reader *r, baton_err *err)
+{
+    if (r->err_code) return sticky(r, err);
+    if (r->fmt != BATON_FMT_UNKNOWN) return BATON_OK;
+    size_t avail = r->end - r->start;
+    baton_rec_format f;
+    int rc = rec_detect_at(r->buf ? r->buf + r->start : (const uint8_t *)"", avail, r->name,
+                           r->pos, &f, &r->sticky);
+    if (rc == BATON_OK) {
+        r->fmt = f;
+        return BATON_OK;
+    }
+    if (rc == BATON_ERR_TRUNCATED && !r->finished) return BATON_NEED_MORE;
+    return fail(r, rc, err);
+}
+
+int baton_rec_reader_next(baton_rec_reader *r, baton_rec *rec, baton_err *err)
+{
+    if (r->err_code) return sticky(r, err);
+    if (r->fmt == BATON_FMT_UNKNOWN) {
+        int rc = rec_reader_detect(r, err);
+        if (rc != BATON_OK) return rc;
+    }
+    size_t avail = r->end - r->start;
+    if (avail == 0) return r->finished ? BATON_END : BATON_NEED_MORE;
+    if (!r->finished && avail < r->need) return BATON_NEED_MORE;
+    const uint8_t *p = r->buf + r->start;
+    size_t need = 0;
+    int rc;
+    if (r->fmt == BATON_FMT_RECORDIO)
+        rc = rec_recordio_parse(p, avail, r->pos, r->name, r->finished, &r->scratch, rec, &need,
+                                &r->sticky);
+    else
+        rc = rec_tfrecord_parse(p, avail, r->pos, r->name, r->finished, rec, &need, &r->sticky);
+    if (rc == BATON_NEED_MORE) {
+        r->need = need;
+        return BATON_NEED_MORE;
+    }
+    if (rc < 0) return fail(r, rc, err);
+    r->start += rec->size;
+    r->pos += rec->size;
+    r->need = 0;
+    return BATON_OK;
+}

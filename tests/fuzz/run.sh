@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# tests/fuzz/run.sh SECONDS — run every libFuzzer target already built under build-fuzz/
+# (`make fuzz-build` builds them; this script builds nothing) for SECONDS each.
+#
+# Each target fuzz_NAME keeps its corpus in build-fuzz/corpus/NAME, seeded from
+# tests/fuzz/seeds/NAME/ when that folder exists; its log goes to build-fuzz/logs/fuzz_NAME.log
+# and any crashing input to build-fuzz/artifacts/. Prints one line per target and exits non-zero
+# when any target crashes, leaks, times out or runs out of memory (or when none is built).
+set -u
+secs=${1:-10}
+case $secs in
+    '' | *[!0-9]*) echo "usage: $0 SECONDS" >&2; exit 2 ;;
+esac
+cd "$(dirname "$0")/../.." || exit 2
+
+mkdir -p build-fuzz/corpus build-fuzz/logs build-fuzz/artifacts
+failed=0
+ran=0
+for bin in build-fuzz/fuzz_*; do
+    [ -f "$bin" ] && [ -x "$bin" ] || continue
+    target=$(basename "$bin")
+    name=${target#fuzz_}
+    corpus=build-fuzz/corpus/$name
+    log=build-fuzz/logs/$target.log
+    mkdir -p "$corpus"
+    dirs=("$corpus")
+    [ -d "tests/fuzz/seeds/$name" ] && dirs+=("tests/fuzz/seeds/$name")
+    ran=$((ran + 1))
+    "$bin" -max_total_time="$secs" -timeout=25 -rss_limit_mb=2048 -print_final_stats=1 \
+        -artifact_prefix="build-fuzz/artifacts/$target-" "${dirs[@]}" >"$log" 2>&1
+    status=$?
+    if [ "$status" -eq 0 ]; then
+        runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+        printf '%-24s ok: %s runs in %ss, corpus %s files\n' "$target" "${runs:-?}" "$secs" \
+            "$(find "$corpus" -type f | wc -l)"
+    else
+        why=$(grep -m 1 -o 'ERROR: [A-Za-z]*: [^ ]*\|deadly signal\|ERROR: libFuzzer: [a-z-]*' "$log")
+        printf '%-24s FAILED (%s); see %s\n' "$target" "${why:-exit status $status}" "$log"
+        failed=$((failed + 1))
+    fi
+done
+if [ "$ran" -eq 0 ]; then
+    echo "no fuzz targets under build-fuzz/ (run make fuzz-build first)" >&2
+    exit 1
+fi
+[ "$failed" -eq 0 ] || { echo "$failed of $ran fuzz targets failed" >&2; exit 1; }
+exit 0
