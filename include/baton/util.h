@@ -119,4 +119,14 @@ void baton_progress_start(baton_progress *p, const char *label, uint64_t total);
 void baton_progress_update(baton_progress *p, uint64_t done);   /* redraws at most 10×/s */
 void baton_progress_finish(baton_progress *p);
 
+/* ---- SVG line charts (a browser opens them; no dependencies) ---- */
+typedef struct baton_svg_series {
+    const char *name;
+    const double *x, *y;
+    size_t n;
+} baton_svg_series;
+/* Write a line chart with markers, axes with ticks, and a legend. */
+int baton_svg_lines(const char *path, const char *title, const char *xlabel, const char *ylabel,
+                    const baton_svg_series *s, size_t ns, baton_err *err);
+
 #endif

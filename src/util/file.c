@@ -46,8 +46,18 @@ int baton_file_read_all(const char *path, size_t max_len, uint8_t **out, size_t 
         return baton_err_set(err, BATON_ERR_NOMEM, "%s: out of memory", path);
     }
     for (;;) {
-        if (n + 1 >= cap) {  /* file grew (or size unknown): grow within max_len */
-            if (cap > max_len) {
+        if (n + 1 >= cap) {  /* buffer full: at end of file, or the file grew */
+            uint8_t probe;
+            ssize_t r1 = baton_sys.read(fd, &probe, 1);
+            if (r1 == 0) break;
+            if (r1 < 0) {
+                if (errno == EINTR) continue;
+                int rc = io_err(err, "read failed", path);
+                free(p);
+                baton_sys.close(fd);
+                return rc;
+            }
+            if (n + 1 > max_len) {
                 free(p);
                 baton_sys.close(fd);
                 return baton_err_set(err, BATON_ERR_FORMAT, "%s: more than %zu bytes", path, max_len);
@@ -60,6 +70,8 @@ int baton_file_read_all(const char *path, size_t max_len, uint8_t **out, size_t 
             }
             p = q;
             cap *= 2;
+            p[n++] = probe;
+            continue;
         }
         ssize_t r = baton_sys.read(fd, p + n, cap - 1 - n);
         if (r < 0) {

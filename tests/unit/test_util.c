@@ -62,6 +62,9 @@ int main(void)
     CHECK(n == 5 && memcmp(data, "hello", 5) == 0);
     free(data);
     CHECK(baton_file_read_all(path, 3, &data, &n, &err) == BATON_ERR_FORMAT);
+    CHECK(baton_file_read_all(path, 5, &data, &n, &err) == BATON_OK);  /* exactly the limit */
+    CHECK(n == 5);
+    free(data);
 
     /* a failing write leaves the old file intact and no temp file behind */
     baton_sys.write = failing_write;
