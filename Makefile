@@ -13,7 +13,7 @@
 BUILD ?= build
 SAN ?= 0
 CC ?= cc
-PKGS := libpng libturbojpeg zlib libcjson
+PKGS := libpng libturbojpeg zlib libcjson libcurl
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -44,7 +44,7 @@ TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 LIB := $(BUILD)/libbaton.a
 BIN := $(BUILD)/baton
 
-.PHONY: all test bench fuzz clean tests deps
+.PHONY: all test bench fuzz clean tests deps run
 all: $(BIN)
 
 $(BUILD)/obj/%.o: %.c
@@ -88,6 +88,9 @@ fuzz: fuzz-build
 
 test:
 	tests/run.sh
+
+run: all
+	$(BIN) run
 
 bench: all
 	bench/run.sh

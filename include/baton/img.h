@@ -2,20 +2,23 @@
  * sources that `baton pack` reads (Fashion-MNIST IDX .gz files, CIFAR-10 binary batches, an
  * image folder with one sub-folder per class), and packing them into record shards.
  *
- * Layering: img depends on rec and util.
+ * Layering: img depends on io, rec and util.
  * Pixel layout everywhere: u8, H×W×C, row-major (HWC), C = 1 (grey) or 3 (RGB).
  * Buffers: a baton_image owns its pixel buffer and grows it only when a larger image arrives, so
  * decoding in a loop does not allocate. */
 #ifndef BATON_IMG_H
 #define BATON_IMG_H
 
-#include "baton/rec.h"
+#include "baton/io.h"
 
 typedef struct baton_image {
     uint32_t h, w, c;
     uint8_t *px;      /* h*w*c bytes */
     size_t cap;       /* allocated bytes */
 } baton_image;
+
+/* Decoders refuse images with more pixels than this (a guard against hostile headers). */
+#define BATON_IMG_MAX_PIXELS ((uint64_t)64 << 20)
 
 int baton_image_resize(baton_image *im, uint32_t h, uint32_t w, uint32_t c, baton_err *err);
 void baton_image_free(baton_image *im);
@@ -29,7 +32,9 @@ int baton_img_probe(const uint8_t *p, size_t n, baton_encoding enc, const uint32
                     uint32_t *h, uint32_t *w, uint32_t *c, baton_err *err);
 /* Decode into im (HWC u8). expect = {H, W, C} is required for RAW (n must equal H*W*C); for PNG
  * and JPEG it may be NULL, or give C (expect[2] != 0) to force grey (1) or RGB (3). Alpha is
- * dropped; 16-bit PNG is reduced to 8 bits; palettes are expanded. */
+ * dropped; 16-bit PNG is reduced to 8 bits; palettes are expanded.
+ * Also (probe and decode): enc BATON_ENC_UNKNOWN is sniffed (PNG or JPEG, else FORMAT); non-zero
+ * expect[0] / expect[1] are checked against a PNG's or JPEG's size (FORMAT on mismatch). */
 int baton_img_decode(const uint8_t *p, size_t n, baton_encoding enc, const uint32_t expect[3],
                      baton_image *im, baton_err *err);
 /* Encode im. quality 1..100 for JPEG (ignored otherwise). Appends to out. Deterministic. */
@@ -99,5 +104,144 @@ void baton_pack_opts_default(baton_pack_opts *o);
 /* Pack a source into OUT_DIR: shards "<split>-NNNNN.rec|.tfrecord" + ".idx", then dataset.json
  * (written last, crash-safely). Deterministic: same inputs and options → same bytes. */
 int baton_pack(const baton_pack_opts *o, baton_manifest *out_manifest, baton_err *err);
+
+/* ---------------------------------------------------------------- inspection */
+/* What `baton inspect` reports for a dataset folder, a .rec (with or without its .idx) or a
+ * TFRecord file. Without verify: one pass over every record (framing is checked as it is read),
+ * image headers probed for shapes. With verify, additionally: every image fully decoded, every
+ * .idx entry checked against the record it points at, the shard sizes and CRC32C against
+ * dataset.json, records per shard and the total against the manifest, shapes against the
+ * manifest's shape. Problems are collected (not just the first) as one-line messages naming the
+ * file and byte offset. */
+#define BATON_INSPECT_MAX_SHAPES 8
+#define BATON_INSPECT_MAX_ERRORS 100
+
+typedef struct baton_inspect_shape {
+    uint32_t h, w, c;
+    uint64_t count;
+} baton_inspect_shape;
+
+typedef struct baton_inspect_report {
+    char kind[16];              /* "dataset" / "file" */
+    baton_rec_format format;
+    uint64_t records, bytes, files;
+    uint64_t multi_label;       /* records with more than one label */
+    uint64_t *label_hist;       /* label_bins entries: count of records whose first label is k */
+    uint32_t label_bins;
+    uint64_t label_other;       /* labels that are negative, fractional or too large */
+    uint64_t enc_count[4];      /* raw, png, jpeg, unknown */
+    baton_inspect_shape shapes[BATON_INSPECT_MAX_SHAPES];
+    uint32_t nshapes;
+    uint64_t shape_other;       /* records whose shape did not fit the table */
+    int verified;
+    char **errors;              /* up to BATON_INSPECT_MAX_ERRORS messages */
+    size_t nerrors;             /* stored */
+    uint64_t nerrors_total;     /* found */
+    double seconds;
+    baton_manifest manifest;    /* when kind is "dataset" */
+    int has_manifest;
+} baton_inspect_report;
+
+int baton_inspect(const char *path, int verify, int progress, baton_inspect_report *rep,
+                  baton_err *err);
+/* One JSON object: records, format, bytes, labels, shapes, encodings, seconds; with verify also
+ * ok and errors. malloc'd. */
+char *baton_inspect_to_json(const baton_inspect_report *rep);
+void baton_inspect_print(const baton_inspect_report *rep, FILE *f);
+void baton_inspect_free(baton_inspect_report *rep);
+
+/* ---------------------------------------------------------------- decode pipeline */
+/* Turns a loader's records into float batches for training: a reader thread takes records from
+ * the loader in epoch order and copies them into batch slots; `workers` threads decode them
+ * (raw/PNG/JPEG), augment (random crop with zero padding, horizontal flip) and normalise
+ * ((pixel/255 - mean[c]) / std[c], mean/std from dataset.json) straight into the batch tensor;
+ * finished batches are handed over strictly in order through a bounded queue of `depth` batches.
+ * Batches never span epochs: batch k of an epoch holds positions [k·batch, (k+1)·batch).
+ *
+ * Determinism: the augmentation of a sample is drawn from RNG(seed, epoch, position) only, so
+ * the bytes of every batch are the same whatever the thread count and timing, and a pipeline
+ * opened on a loader seeked to a cursor continues exactly. Buffers are allocated once at open. */
+typedef enum baton_layout {
+    BATON_LAYOUT_NCHW = 0,
+    BATON_LAYOUT_NHWC = 1,
+} baton_layout;
+
+typedef struct baton_pipeline_opts {
+    int workers;            /* decode threads; default 2 */
+    uint32_t batch;         /* samples per batch; default 128 */
+    uint32_t crop_pad;      /* random crop of the original size after zero padding (0 = none) */
+    int flip;               /* random horizontal flip, p = 0.5 */
+    baton_layout layout;    /* default NCHW */
+    int drop_last;          /* drop an epoch's final short batch */
+    uint32_t depth;         /* batches decoded ahead; default 4 */
+    int reference;          /* use the plain reference augment/normalise path (tests) */
+} baton_pipeline_opts;
+
+typedef struct baton_batch {
+    uint32_t n;             /* samples in this batch (<= opts.batch) */
+    uint32_t c, h, w;
+    baton_layout layout;
+    float *x;               /* n*c*h*w values */
+    int32_t *y;             /* n labels (first label of each record) */
+    uint64_t epoch;
+    uint64_t first;         /* epoch position of sample 0 */
+    baton_cursor next;      /* the loader cursor just after this batch: checkpoint this */
+    int last_of_epoch;
+    void *priv_;
+} baton_batch;
+
+typedef struct baton_pipeline baton_pipeline;
+void baton_pipeline_opts_default(baton_pipeline_opts *o);
+/* The loader must be positioned (baton_loader_seek) or fresh; the pipeline owns reading from it
+ * until closed. Images must all have the manifest's fixed shape. */
+baton_pipeline *baton_pipeline_open(baton_loader *l, const baton_pipeline_opts *o, baton_err *err);
+/* The next batch: BATON_OK; BATON_END once after an epoch's last batch (then the next epoch's
+ * batches follow); or an error (decode errors name the shard and offset). */
+int baton_pipeline_next(baton_pipeline *p, baton_batch **b, baton_err *err);
+void baton_pipeline_release(baton_pipeline *p, baton_batch *b);
+void baton_pipeline_close(baton_pipeline *p);
+
+/* Augment + normalise one decoded image into dst (one sample's slot in the layout).
+ * The fast path and the plain reference must produce identical floats. */
+typedef struct baton_augment {
+    int32_t dy, dx;         /* crop offset in the padded image minus pad: source = dst + (dy, dx) */
+    int flip;
+} baton_augment;
+void baton_augment_draw(uint64_t seed, uint64_t epoch, uint64_t position, uint32_t pad, int flip,
+                        baton_augment *a);
+void baton_augment_apply(const baton_image *im, const baton_augment *a, const float *mean,
+                         const float *std, baton_layout layout, float *dst);
+void baton_augment_apply_ref(const baton_image *im, const baton_augment *a, const float *mean,
+                             const float *std, baton_layout layout, float *dst);
+
+/* ---------------------------------------------------------------- input-mode benchmark */
+/* One mode of `baton bench-io`: open a loader (file mode downloads here), run the decode pipeline
+ * for `epochs` epochs, and time it: launch = start → first batch; epoch_s[k] = end of epoch k −
+ * end of epoch k−1 (epoch 0 from the first batch); total = start → end of the last epoch. */
+#define BATON_BENCH_MAX_EPOCHS 64
+
+typedef struct baton_bench_io_opts {
+    const char *uri;
+    const char *mount_path;       /* mount mode reads this path (default: uri if it is a path) */
+    const char *work_dir;         /* local copies for file/cache mode go to work_dir/<mode> */
+    uint64_t epochs;
+    uint64_t seed;
+    baton_store_opts store;
+    baton_fetch_opts fetch;
+    baton_pipeline_opts pipe;
+    int progress;
+} baton_bench_io_opts;
+
+typedef struct baton_bench_io_result {
+    baton_io_mode mode;
+    int skipped;
+    char skip_reason[160];
+    double launch_s, open_s, total_s, samples_per_s;
+    double epoch_s[BATON_BENCH_MAX_EPOCHS];
+    uint64_t epochs, samples, bytes_read, retries;
+} baton_bench_io_result;
+
+int baton_bench_io_run(const baton_bench_io_opts *o, baton_io_mode mode, baton_bench_io_result *r,
+                       baton_err *err);
 
 #endif

@@ -1,3 +1,69 @@
-/* cmd_pack.c — `baton pack`: placeholder until the img packer lands. */
+/* cmd_pack.c — `baton pack`: option parsing and a summary line; the work is baton_pack(). */
+#include "baton/img.h"
 #include "cli.h"
-int cmd_pack(int argc, char **argv) { (void)argc; (void)argv; return CLI_ERROR; }
+
+#include <stdlib.h>
+#include <string.h>
+
+int cmd_pack(int argc, char **argv)
+{
+    baton_pack_opts o;
+    baton_pack_opts_default(&o);
+    const char *format = "recordio", *encode = NULL;
+    int no_shuffle = 0, quiet = 0, json = 0;
+    const struct cli_opt opts[] = {
+        {"from", CLI_STR, &o.from, "fashion-mnist[:DIR] | imagefolder:DIR | cifar10:DIR"},
+        {"out", CLI_STR, &o.out_dir, "output folder (shards + dataset.json)"},
+        {"format", CLI_STR, &format, "recordio (default) | tfrecord"},
+        {"encode", CLI_STR, &encode, "raw | png | jpeg (default raw; imagefolder: jpeg)"},
+        {"quality", CLI_INT, &o.quality, "JPEG quality 1..100 (default 95)"},
+        {"shard-mb", CLI_DBL, &o.shard_mb, "target shard size in MB (default 64)"},
+        {"split", CLI_STR, &o.split, "train (default) | test"},
+        {"seed", CLI_U64, &o.seed, "record order seed (default 0); output is deterministic"},
+        {"no-shuffle", CLI_FLAG, &no_shuffle, "keep the source order"},
+        {"quiet", CLI_FLAG, &quiet, "no progress line"},
+        {"json", CLI_FLAG, &json, "print dataset.json after packing"},
+        {0},
+    };
+    const char *pos[1];
+    int npos, help;
+    if (cli_parse("pack", "--from SOURCE --out DIR [options]", opts, argc, argv, pos, 0, &npos, &help))
+        return help ? CLI_OK : CLI_USAGE;
+    if (!o.from || !o.out_dir) {
+        fprintf(stderr, "baton pack: --from and --out are required (baton pack --help)\n");
+        return CLI_USAGE;
+    }
+    if (baton_rec_format_parse(format, &o.format)) {
+        fprintf(stderr, "baton pack: --format '%s': expected recordio or tfrecord\n", format);
+        return CLI_USAGE;
+    }
+    if (encode && baton_encoding_parse(encode, &o.encoding)) {
+        fprintf(stderr, "baton pack: --encode '%s': expected raw, png or jpeg\n", encode);
+        return CLI_USAGE;
+    }
+    if (strcmp(o.split, "train") && strcmp(o.split, "test")) {
+        fprintf(stderr, "baton pack: --split '%s': expected train or test\n", o.split);
+        return CLI_USAGE;
+    }
+    o.shuffle = !no_shuffle;
+    o.progress = !quiet;
+    baton_manifest m;
+    baton_err err = {0};
+    double t0 = baton_now();
+    if (baton_pack(&o, &m, &err)) return cli_fail("pack", &err);
+    double dt = baton_now() - t0;
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < m.nshards; i++) bytes += m.shards[i].bytes;
+    if (json) {
+        char *s = baton_manifest_to_json(&m);
+        if (s) puts(s);
+        free(s);
+    } else {
+        printf("packed %llu %s/%s images into %zu %s shard(s) in %s: %.1f MB, %s, %.1f s\n",
+               (unsigned long long)m.samples, m.name, m.split, m.nshards,
+               baton_rec_format_name(m.format), o.out_dir, (double)bytes / 1e6,
+               baton_encoding_name(m.encoding), dt);
+    }
+    baton_manifest_free(&m);
+    return CLI_OK;
+}

@@ -9,6 +9,10 @@
 static const struct cli_command commands[] = {
     {"pack", cmd_pack, "pack an image dataset into RecordIO/TFRecord shards"},
     {"inspect", cmd_inspect, "count, labels, shapes of shards; --verify checks every byte"},
+    {"bench-io", cmd_bench_io, "input modes side by side: launch, samples/s, epoch time, total"},
+    {"channel", cmd_channel, "serve a dataset as SageMaker-style named pipes, one per epoch"},
+    {"push", cmd_push, "upload a dataset folder to s3://bucket/prefix (dataset.json last)"},
+    {"run", cmd_run, "the main job; with no JOBFILE, the built-in demo"},
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# run.sh — every benchmark, one after the other (`make bench`). Each prints a table and JSON lines;
+# copy the figures with the command that produced them into bench/RESULTS.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh
+echo "== record scan: baton inspect --verify vs cat (bench/scan.sh)"
+bench/scan.sh

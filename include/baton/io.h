@@ -1,0 +1,198 @@
+/* io.h — where the data lives and how it reaches the trainer.
+ *
+ *  stores    a dataset folder named by a URI: a plain path or file:// (local or a mounted file
+ *            system), http(s)://host/prefix/, s3://bucket/prefix/ (SigV4 through libcurl, path-style
+ *            addressing for non-AWS endpoints). Endpoint from --s3-endpoint or AWS_ENDPOINT_URL;
+ *            credentials from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN;
+ *            region from AWS_REGION (default us-east-1). Secrets never appear in any message.
+ *  fetch     an I/O thread that streams byte ranges of objects through several concurrent ranged
+ *            requests (libcurl multi), hands the bytes over strictly in order, bounds the bytes it
+ *            holds, and after a dropped connection, a short body or a 5xx re-requests exactly the
+ *            bytes not yet handed over (with If-Match on the first response's ETag, so an object
+ *            that changed underneath is an error, never a silent mix).
+ *  order     each epoch's record order is a pure function of (seed, epoch): see baton_order_*.
+ *  loader    records of an epoch in that order, in one of four modes (file, pipe, mount, cache),
+ *            resumable exactly from a cursor {seed, epoch, position}, sharded over (rank, world).
+ *
+ * Layering: io depends on rec and util (and libcurl). img's decode pipeline sits on the loader. */
+#ifndef BATON_IO_H
+#define BATON_IO_H
+
+#include "baton/rec.h"
+
+/* ---------------------------------------------------------------- stores */
+typedef enum baton_store_kind {
+    BATON_STORE_LOCAL = 0,
+    BATON_STORE_HTTP = 1,
+    BATON_STORE_S3 = 2,
+} baton_store_kind;
+
+typedef struct baton_store_opts {
+    const char *s3_endpoint;   /* overrides AWS_ENDPOINT_URL; NULL = environment / AWS default */
+    const char *region;        /* overrides AWS_REGION; default us-east-1 */
+    double connect_timeout_s;  /* default 10 */
+    double stall_timeout_s;    /* a transfer slower than 1 KB/s for this long fails; default 30 */
+    int retries;               /* per request, after the first try; default 5, backoff 50 ms × 2^k */
+} baton_store_opts;
+
+typedef struct baton_store baton_store;
+
+void baton_store_opts_default(baton_store_opts *o);
+int baton_store_open(const char *uri, const baton_store_opts *o, baton_store **out, baton_err *err);
+void baton_store_close(baton_store *s);
+baton_store_kind baton_store_kind_of(const baton_store *s);
+/* The URI for messages ("s3://bucket/prefix/"); never contains credentials. */
+const char *baton_store_uri(const baton_store *s);
+/* LOCAL: the folder path; otherwise NULL. */
+const char *baton_store_local_dir(const baton_store *s);
+/* Whole object (bounded by max bytes). Errors: BATON_ERR_NOTFOUND (404 / missing file),
+ * BATON_ERR_NET (server down, 5xx after retries, 403 with the key id named). */
+int baton_store_get(baton_store *s, const char *name, size_t max, baton_buf *out, baton_err *err);
+/* Bytes [off, off+len) of an object, appended to out. Short objects are an error. */
+int baton_store_get_range(baton_store *s, const char *name, uint64_t off, uint64_t len,
+                          baton_buf *out, baton_err *err);
+int baton_store_size(baton_store *s, const char *name, uint64_t *size, baton_err *err);
+/* Upload (S3 PUT / local crash-safe write). HTTP stores are read-only. */
+int baton_store_put(baton_store *s, const char *name, const void *p, size_t n, baton_err *err);
+int baton_store_put_file(baton_store *s, const char *name, const char *path, baton_err *err);
+/* S3 only: create the store's bucket (PUT Bucket); a bucket that already exists and is owned by
+ * these credentials is fine. A PUT into a missing bucket is BATON_ERR_NOTFOUND (NoSuchBucket). */
+int baton_store_create_bucket(baton_store *s, baton_err *err);
+
+/* ---------------------------------------------------------------- fetch: ordered range streaming */
+typedef struct baton_fetch_opts {
+    size_t chunk_bytes;     /* bytes per ranged request; default 4 MiB */
+    int inflight;           /* concurrent requests; default 4 */
+    size_t max_buffered;    /* bytes held (received, not yet released); default 64 MiB */
+} baton_fetch_opts;
+
+typedef struct baton_fetch_piece {
+    uint64_t tag;           /* the tag given to baton_fetch_add */
+    uint64_t offset;        /* object offset of data[0] */
+    const uint8_t *data;
+    size_t len;
+    int last;               /* 1 on the final piece of that range */
+    void *priv_;
+} baton_fetch_piece;
+
+typedef struct baton_fetch baton_fetch;
+void baton_fetch_opts_default(baton_fetch_opts *o);
+baton_fetch *baton_fetch_new(baton_store *s, const baton_fetch_opts *o, baton_err *err);
+/* Queue the range [off, off+len) of object name (len = UINT64_MAX: to the end). Ranges are
+ * delivered in the order they were added. */
+int baton_fetch_add(baton_fetch *f, const char *name, uint64_t off, uint64_t len, uint64_t tag,
+                    baton_err *err);
+void baton_fetch_close_input(baton_fetch *f);   /* no more ranges: next returns END after them */
+/* Block until the next in-order piece. OK, END, or an error (sticky). Each piece is one complete
+ * chunk (at most chunk_bytes; an empty range gives one empty piece with last = 1); it stays valid
+ * until released. Held pieces count against max_buffered: a caller that holds all
+ * max_buffered / chunk_bytes of them and asks for more gets BATON_ERR_ARG instead of a deadlock.
+ * The store must outlive the fetch. */
+int baton_fetch_next(baton_fetch *f, baton_fetch_piece *p, baton_err *err);
+void baton_fetch_release(baton_fetch *f, baton_fetch_piece *p);
+/* Counters for benchmarks and tests. */
+typedef struct baton_fetch_stats {
+    uint64_t requests, retries, bytes;
+} baton_fetch_stats;
+void baton_fetch_get_stats(const baton_fetch *f, baton_fetch_stats *st);
+void baton_fetch_free(baton_fetch *f);
+
+/* ---------------------------------------------------------------- order and cursor */
+typedef enum baton_io_mode {
+    BATON_MODE_FILE = 0,    /* download every shard (parallel, verified), then read locally */
+    BATON_MODE_PIPE = 1,    /* stream shards, no local copy, bounded memory */
+    BATON_MODE_MOUNT = 2,   /* read the (mounted) path directly */
+    BATON_MODE_CACHE = 3,   /* stream epoch 0 while writing a verified local copy; then read it */
+} baton_io_mode;
+const char *baton_io_mode_name(baton_io_mode m);
+int baton_io_mode_parse(const char *s, baton_io_mode *m);
+
+/* Where a reader is: the next record it hands out is record `position` (0-based) of epoch
+ * `epoch`'s order for this worker. Save it with a checkpoint; restore it to continue exactly. */
+typedef struct baton_cursor {
+    uint64_t seed;
+    uint64_t epoch;
+    uint64_t position;
+} baton_cursor;
+
+/* Orders (pure functions of seed, epoch, rank, world and the manifest):
+ *  - indexed (file, mount, cache after epoch 0): a full permutation of all records of the dataset
+ *    from RNG(seed, epoch); worker `rank` takes positions p ≡ rank (mod world).
+ *  - streamed (pipe, cache's epoch 0): the shards in a per-epoch permutation, read as one stream
+ *    cut into blocks of `block` consecutive records; each block is permuted from
+ *    RNG(seed, epoch, block#) (a bounded shuffle buffer whose memory is one block); worker `rank`
+ *    takes blocks b ≡ rank (mod world). */
+void baton_order_shards(uint64_t seed, uint64_t epoch, size_t nshards, uint64_t *perm);
+
+/* ---------------------------------------------------------------- loader */
+typedef struct baton_loader_opts {
+    const char *uri;
+    baton_io_mode mode;
+    baton_store_opts store;
+    baton_fetch_opts fetch;
+    const char *local_dir;      /* file and cache modes: where local copies go (required) */
+    uint64_t seed;
+    uint32_t rank, world;       /* default 0, 1 */
+    uint32_t block;             /* streamed order: records per shuffle block; 0 = from the
+                                   manifest, about 32 MiB of records, between 64 and 16384 */
+    int download_threads;       /* file mode: parallel downloads; default 4 */
+} baton_loader_opts;
+
+typedef struct baton_record {
+    const uint8_t *data;        /* the record payload (image record); valid until the next call */
+    size_t len;
+    uint64_t position;          /* position in this worker's epoch order */
+    uint32_t shard;             /* index into the manifest's shards */
+    uint64_t offset;            /* byte offset in that shard */
+} baton_record;
+
+typedef struct baton_loader_stats {
+    double open_s;              /* baton_loader_open: manifest + (file mode) download */
+    uint64_t bytes_read;        /* from the store or local files */
+    uint64_t downloads, redownloads, fetch_retries;
+    int cache_fallback;         /* cache mode fell back to pipe (disk full) */
+} baton_loader_stats;
+
+typedef struct baton_loader baton_loader;
+void baton_loader_opts_default(baton_loader_opts *o);
+int baton_loader_open(const baton_loader_opts *o, baton_loader **out, baton_err *err);
+const baton_manifest *baton_loader_manifest(const baton_loader *l);
+/* Records this worker gets in one epoch. */
+uint64_t baton_loader_epoch_size(const baton_loader *l);
+/* Position the loader at a cursor (seed must match the loader's). Starting fresh = {seed, 0, 0}. */
+int baton_loader_seek(baton_loader *l, const baton_cursor *c, baton_err *err);
+/* Next record of the current epoch: OK, END at the end of the epoch (the cursor then points at
+ * {epoch+1, 0}; the next call starts that epoch), or an error. */
+int baton_loader_next(baton_loader *l, baton_record *r, baton_err *err);
+baton_cursor baton_loader_cursor(const baton_loader *l);
+void baton_loader_get_stats(const baton_loader *l, baton_loader_stats *st);
+void baton_loader_close(baton_loader *l);
+
+/* ---------------------------------------------------------------- upload */
+/* Upload a dataset folder to a store: every shard and index first, dataset.json last, so readers
+ * never see a manifest whose shards are not all there. Files are checked against dataset.json
+ * (size and CRC32C) before they are sent. */
+int baton_dataset_push(const char *dir, baton_store *dst, int progress, baton_err *err);
+
+/* ---------------------------------------------------------------- FIFO channels */
+/* SageMaker Pipe-mode layout (REFERENCE.md §3): epoch e of the dataset is written, one RecordIO
+ * record per sample, into the named pipe <fifo_dir>/<channel>_<e>, which is created just before
+ * the epoch and removed after it; a reader opens it, reads to end of file, then waits for the next
+ * epoch's pipe. Epochs run from the loader's cursor up to `epochs` (exclusive). A reader that goes
+ * away mid-epoch ends that epoch cleanly (counted in stats); the next epoch's pipe follows. */
+typedef struct baton_channel_opts {
+    const char *fifo_dir;
+    const char *channel;
+    uint64_t epochs;
+    double open_timeout_s;   /* how long to wait for a reader per epoch; 0 = forever */
+    int progress;
+} baton_channel_opts;
+
+typedef struct baton_channel_stats {
+    uint64_t epochs, records, bytes, readers_gone;
+} baton_channel_stats;
+
+int baton_channel_run(baton_loader *l, const baton_channel_opts *o, baton_channel_stats *st,
+                      baton_err *err);
+
+#endif

@@ -1,0 +1,120 @@
+/* cmd_bench_io.c — `baton bench-io`: each input mode through the full decode pipeline; prints the
+ * seed's table (launch time, samples/s, epoch times, N-epoch total), one JSON line per mode with
+ * --json, and an SVG chart of cumulative time against epochs. */
+#include "baton/img.h"
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int cmd_bench_io(int argc, char **argv)
+{
+    baton_bench_io_opts o;
+    memset(&o, 0, sizeof o);
+    baton_store_opts_default(&o.store);
+    baton_fetch_opts_default(&o.fetch);
+    baton_pipeline_opts_default(&o.pipe);
+    const char *mode = "all", *svg = "bench-io.svg", *layout = "nchw";
+    int json = 0, quiet = 0, workers = o.pipe.workers, batch = (int)o.pipe.batch, pad = 2, noflip = 0;
+    int inflight = o.fetch.inflight;
+    double chunk_mb = (double)o.fetch.chunk_bytes / 1048576.0;
+    o.epochs = 3;
+    o.work_dir = "bench-io-work";
+    const struct cli_opt opts[] = {
+        {"data", CLI_STR, &o.uri, "dataset URI: path, file://, http(s)://, s3://bucket/prefix"},
+        {"mode", CLI_STR, &mode, "file | pipe | mount | cache | all (default all)"},
+        {"epochs", CLI_U64, &o.epochs, "epochs per mode (default 3)"},
+        {"mount-path", CLI_STR, &o.mount_path, "the same dataset as a (mounted) path, for mount mode"},
+        {"work-dir", CLI_STR, &o.work_dir, "local copies for file/cache mode (default ./bench-io-work)"},
+        {"workers", CLI_INT, &workers, "decode threads (default 2)"},
+        {"batch", CLI_INT, &batch, "batch size (default 128)"},
+        {"crop-pad", CLI_INT, &pad, "random crop padding (default 2)"},
+        {"no-flip", CLI_FLAG, &noflip, "no random horizontal flip"},
+        {"layout", CLI_STR, &layout, "nchw (default) | nhwc"},
+        {"seed", CLI_U64, &o.seed, "order and augmentation seed"},
+        {"s3-endpoint", CLI_STR, &o.store.s3_endpoint, "S3 endpoint (else AWS_ENDPOINT_URL)"},
+        {"inflight", CLI_INT, &inflight, "concurrent ranged requests (default 4)"},
+        {"chunk-mb", CLI_DBL, &chunk_mb, "bytes per ranged request in MiB (default 4)"},
+        {"svg", CLI_STR, &svg, "chart file (default bench-io.svg)"},
+        {"json", CLI_FLAG, &json, "one JSON line per mode"},
+        {"quiet", CLI_FLAG, &quiet, "no progress line"},
+        {0},
+    };
+    const char *pos[1];
+    int npos, help;
+    if (cli_parse("bench-io", "--data URI [--mode MODE] [--epochs N] [--json]", opts, argc, argv, pos, 0,
+                  &npos, &help))
+        return help ? CLI_OK : CLI_USAGE;
+    if (!o.uri) {
+        fprintf(stderr, "baton bench-io: --data is required\n");
+        return CLI_USAGE;
+    }
+    baton_io_mode modes[4] = {BATON_MODE_FILE, BATON_MODE_PIPE, BATON_MODE_MOUNT, BATON_MODE_CACHE};
+    int nmodes = 4;
+    if (strcmp(mode, "all")) {
+        if (baton_io_mode_parse(mode, &modes[0])) {
+            fprintf(stderr, "baton bench-io: --mode '%s': expected file, pipe, mount, cache or all\n", mode);
+            return CLI_USAGE;
+        }
+        nmodes = 1;
+    }
+    if (workers < 1 || batch < 1 || pad < 0 || inflight < 1 || !(chunk_mb > 0)) {
+        fprintf(stderr, "baton bench-io: --workers, --batch, --inflight, --chunk-mb must be positive\n");
+        return CLI_USAGE;
+    }
+    o.pipe.workers = workers;
+    o.pipe.batch = (uint32_t)batch;
+    o.pipe.crop_pad = (uint32_t)pad;
+    o.pipe.flip = !noflip;
+    o.pipe.layout = strcmp(layout, "nhwc") ? BATON_LAYOUT_NCHW : BATON_LAYOUT_NHWC;
+    o.fetch.inflight = inflight;
+    o.fetch.chunk_bytes = (size_t)(chunk_mb * 1048576.0);
+    o.progress = !quiet && !json;
+
+    baton_bench_io_result res[4];
+    baton_err err = {0};
+    for (int i = 0; i < nmodes; i++)
+        if (baton_bench_io_run(&o, modes[i], &res[i], &err)) {
+            baton_err_prefix(&err, "%s mode", baton_io_mode_name(modes[i]));
+            return cli_fail("bench-io", &err);
+        }
+
+    if (!json) printf("%-6s %9s %11s %9s  %s\n", "mode", "launch_s", "samples/s", "total_s", "epoch_s");
+    baton_svg_series ser[4];
+    double xs[4][BATON_BENCH_MAX_EPOCHS + 1], ys[4][BATON_BENCH_MAX_EPOCHS + 1];
+    size_t ns = 0;
+    for (int i = 0; i < nmodes; i++) {
+        const baton_bench_io_result *r = &res[i];
+        const char *name = baton_io_mode_name(r->mode);
+        if (r->skipped) {
+            if (json) printf("{\"mode\":\"%s\",\"skipped\":\"%s\"}\n", name, r->skip_reason);
+            else printf("%-6s skipped: %s\n", name, r->skip_reason);
+            continue;
+        }
+        if (json) {
+            printf("{\"mode\":\"%s\",\"launch_s\":%.4f,\"samples_per_s\":%.1f,\"epoch_s\":[", name, r->launch_s,
+                   r->samples_per_s);
+            for (uint64_t e = 0; e < r->epochs; e++) printf("%s%.4f", e ? "," : "", r->epoch_s[e]);
+            printf("],\"total_s\":%.4f,\"samples\":%llu,\"open_s\":%.4f,\"bytes_read\":%llu,\"retries\":%llu}\n",
+                   r->total_s, (unsigned long long)r->samples, r->open_s, (unsigned long long)r->bytes_read,
+                   (unsigned long long)r->retries);
+        } else {
+            printf("%-6s %9.3f %11.0f %9.2f ", name, r->launch_s, r->samples_per_s, r->total_s);
+            for (uint64_t e = 0; e < r->epochs; e++) printf(" %.2f", r->epoch_s[e]);
+            printf("\n");
+        }
+        xs[ns][0] = 0;
+        ys[ns][0] = r->launch_s;
+        for (uint64_t e = 0; e < r->epochs; e++) {
+            xs[ns][e + 1] = (double)(e + 1);
+            ys[ns][e + 1] = ys[ns][e] + r->epoch_s[e];
+        }
+        ser[ns] = (baton_svg_series){name, xs[ns], ys[ns], r->epochs + 1};
+        ns++;
+    }
+    if (ns && baton_svg_lines(svg, "baton bench-io: cumulative time (launch at epoch 0)", "epochs",
+                              "seconds", ser, ns, &err))
+        return cli_fail("bench-io", &err);
+    if (!json) printf("chart: %s\n", svg);
+    return CLI_OK;
+}

@@ -1,0 +1,55 @@
+/* cmd_channel.c — `baton channel`: a dataset as SageMaker-style named pipes <dir>/<channel>_<epoch>
+ * (one RecordIO record per sample), for trainers in any language. */
+#include "baton/io.h"
+#include "cli.h"
+
+#include <string.h>
+
+int cmd_channel(int argc, char **argv)
+{
+    baton_loader_opts lo;
+    baton_loader_opts_default(&lo);
+    baton_channel_opts co = {.channel = "train", .epochs = 1};
+    const char *mode = "pipe";
+    int quiet = 0;
+    double timeout = 0;
+    const struct cli_opt opts[] = {
+        {"data", CLI_STR, &lo.uri, "dataset URI: path, file://, http(s)://, s3://bucket/prefix"},
+        {"fifo-dir", CLI_STR, &co.fifo_dir, "folder for the named pipes"},
+        {"channel", CLI_STR, &co.channel, "channel name (default train): pipes are NAME_0, NAME_1, ..."},
+        {"epochs", CLI_U64, &co.epochs, "epochs (default 1)"},
+        {"mode", CLI_STR, &mode, "pipe (default) | file | mount | cache"},
+        {"local-dir", CLI_STR, &lo.local_dir, "local copy for file/cache mode"},
+        {"seed", CLI_U64, &lo.seed, "order seed (default 0)"},
+        {"s3-endpoint", CLI_STR, &lo.store.s3_endpoint, "S3 endpoint (else AWS_ENDPOINT_URL)"},
+        {"open-timeout", CLI_DBL, &timeout, "seconds to wait for a reader per epoch (default forever)"},
+        {"quiet", CLI_FLAG, &quiet, "no progress line"},
+        {0},
+    };
+    const char *pos[1];
+    int npos, help;
+    if (cli_parse("channel", "--data URI --fifo-dir DIR --channel NAME [--epochs N]", opts, argc, argv, pos,
+                  0, &npos, &help))
+        return help ? CLI_OK : CLI_USAGE;
+    if (!lo.uri || !co.fifo_dir) {
+        fprintf(stderr, "baton channel: --data and --fifo-dir are required\n");
+        return CLI_USAGE;
+    }
+    if (baton_io_mode_parse(mode, &lo.mode)) {
+        fprintf(stderr, "baton channel: --mode '%s': expected pipe, file, mount or cache\n", mode);
+        return CLI_USAGE;
+    }
+    co.open_timeout_s = timeout;
+    co.progress = !quiet;
+    baton_err err = {0};
+    baton_loader *l;
+    if (baton_loader_open(&lo, &l, &err)) return cli_fail("channel", &err);
+    baton_channel_stats st;
+    int rc = baton_channel_run(l, &co, &st, &err);
+    baton_loader_close(l);
+    if (rc) return cli_fail("channel", &err);
+    fprintf(stderr, "baton channel: %llu epoch(s), %llu records, %.1f MB%s\n", (unsigned long long)st.epochs,
+            (unsigned long long)st.records, (double)st.bytes / 1e6,
+            st.readers_gone ? " (a reader left early)" : "");
+    return CLI_OK;
+}

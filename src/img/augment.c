@@ -1,0 +1,167 @@
+/* augment.c — per-sample augmentation and normalisation into a batch slot: random crop of the
+ * original size from the image zero-padded by `pad` on each side, horizontal flip, and
+ * (pixel/255 - mean[c]) / std[c], written as NCHW or NHWC floats.
+ *
+ * Contract:
+ *  - baton_augment_draw is a pure function of (seed, epoch, position, pad, flip): the RNG stream
+ *    is baton_rng_seed3(seed ^ "aug ", epoch, position); dy then dx uniform in [-pad, pad] (drawn
+ *    only when pad > 0), then the flip bit (drawn only when flip is on, p = 0.5). This matches
+ *    torchvision's RandomCrop(size, padding=pad) followed by RandomHorizontalFlip.
+ *  - dst[y][x] = norm(P(y + dy, x' + dx)) with x' = w-1-x when flipped, else x; P is the image
+ *    with zero pixels outside it (zero before normalisation, as torchvision pads).
+ *  - baton_augment_apply_ref is the plain per-pixel loop; baton_augment_apply walks rows, fills
+ *    the out-of-image spans with the normalised zero and reads a 256-entry table per channel.
+ *    Both compute every value with img_norm_value, so they agree bit for bit (tests memcmp them).
+ *  - No allocation; nothing here can fail. Images with more than IMG_NORM_MAX_C channels take
+ *    the reference path. */
+#include "augment_internal.h"
+
+#include <string.h>
+
+#define AUG_TAG 0x61756720ULL  /* "aug " */
+
+void baton_augment_draw(uint64_t seed, uint64_t epoch, uint64_t position, uint32_t pad, int flip,
+                        baton_augment *a)
+{
+    a->dy = 0;
+    a->dx = 0;
+    a->flip = 0;
+    if (pad == 0 && !flip) return;
+    baton_rng r;
+    baton_rng_seed3(&r, seed ^ AUG_TAG, epoch, position);
+    if (pad > 0) {
+        uint64_t span = 2 * (uint64_t)pad + 1;
+        a->dy = (int32_t)((int64_t)baton_rng_below(&r, span) - (int64_t)pad);
+        a->dx = (int32_t)((int64_t)baton_rng_below(&r, span) - (int64_t)pad);
+    }
+    if (flip) a->flip = (int)(baton_rng_next(&r) >> 63);
+}
+
+/* ---------------------------------------------------------------- reference */
+
+void baton_augment_apply_ref(const baton_image *im, const baton_augment *a, const float *mean,
+                             const float *std, baton_layout layout, float *dst)
+{
+    int64_t h = im->h, w = im->w, c = im->c;
+    for (int64_t y = 0; y < h; y++) {
+        for (int64_t x = 0; x < w; x++) {
+            int64_t sy = y + a->dy;
+            int64_t sx = (a->flip ? w - 1 - x : x) + a->dx;
+            int inside = sy >= 0 && sy < h && sx >= 0 && sx < w;
+            for (int64_t k = 0; k < c; k++) {
+                uint32_t px = inside ? im->px[(sy * w + sx) * c + k] : 0;
+                float v = img_norm_value(px, mean[k], std[k]);
+                if (layout == BATON_LAYOUT_NHWC) dst[(y * w + x) * c + k] = v;
+                else dst[(k * h + y) * w + x] = v;
+            }
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- fast path */
+
+void img_norm_lut_init(img_norm_lut *lut, uint32_t c, const float *mean, const float *std)
+{
+    lut->c = c;
+    for (uint32_t k = 0; k < c && k < IMG_NORM_MAX_C; k++)
+        for (uint32_t px = 0; px < 256; px++) lut->v[k][px] = img_norm_value(px, mean[k], std[k]);
+}
+
+/* Output columns [*x0, *x1) that read inside the image; the rest read padding. */
+static void valid_span(int64_t w, int64_t dx, int flip, int64_t *x0, int64_t *x1)
+{
+    /* unflipped: sx = x + dx in [0, w)  ->  x in [-dx, w - dx)
+     * flipped:   sx = w-1-x + dx in [0, w)  ->  x in [dx, w + dx) */
+    int64_t lo = flip ? dx : -dx, hi = flip ? w + dx : w - dx;
+    if (lo < 0) lo = 0;
+    if (lo > w) lo = w;
+    if (hi > w) hi = w;
+    if (hi < lo) hi = lo;
+    *x0 = lo;
+    *x1 = hi;
+}
+
+static void fill(float *p, size_t n, float v)
+{
+    for (size_t i = 0; i < n; i++) p[i] = v;
+}
+
+/* One output row of one channel (stride 1 in dst), reading every c-th byte of a source row. */
+static void row_plane(const uint8_t *src, int64_t w, int64_t c, int64_t dx, int flip,
+                      const float *t, float *row)
+{
+    int64_t x0, x1;
+    valid_span(w, dx, flip, &x0, &x1);
+    fill(row, (size_t)x0, t[0]);
+    if (!flip) {
+        if (c == 1) {
+            for (int64_t x = x0; x < x1; x++) row[x] = t[src[x + dx]];
+        } else {
+            for (int64_t x = x0; x < x1; x++) row[x] = t[src[(x + dx) * c]];
+        }
+    } else {
+        for (int64_t x = x0; x < x1; x++) row[x] = t[src[(w - 1 - x + dx) * c]];
+    }
+    fill(row + x1, (size_t)(w - x1), t[0]);
+}
+
+void img_augment_apply_lut(const baton_image *im, const baton_augment *a, const img_norm_lut *lut,
+                           baton_layout layout, float *dst)
+{
+    int64_t h = im->h, w = im->w, c = im->c;
+    if (layout == BATON_LAYOUT_NCHW || c == 1) {
+        for (int64_t k = 0; k < c; k++) {
+            const float *t = lut->v[k];
+            float *plane = dst + k * h * w;
+            for (int64_t y = 0; y < h; y++) {
+                int64_t sy = y + a->dy;
+                if (sy < 0 || sy >= h) fill(plane + y * w, (size_t)w, t[0]);
+                else row_plane(im->px + sy * w * c + k, w, c, a->dx, a->flip, t, plane + y * w);
+            }
+        }
+        return;
+    }
+    /* NHWC with several channels: whole pixels */
+    float zero[IMG_NORM_MAX_C];
+    for (int64_t k = 0; k < c; k++) zero[k] = lut->v[k][0];
+    for (int64_t y = 0; y < h; y++) {
+        float *row = dst + y * w * c;
+        int64_t sy = y + a->dy, x0 = 0, x1 = 0;
+        if (sy >= 0 && sy < h) valid_span(w, a->dx, a->flip, &x0, &x1);
+        for (int64_t x = 0; x < x0; x++)
+            for (int64_t k = 0; k < c; k++) row[x * c + k] = zero[k];
+        if (x1 > x0) {
+            const uint8_t *s = im->px + sy * w * c;
+            int64_t dx = a->dx;
+            if (c == 3) {
+                const float *t0 = lut->v[0], *t1 = lut->v[1], *t2 = lut->v[2];
+                for (int64_t x = x0; x < x1; x++) {
+                    const uint8_t *p = s + ((a->flip ? w - 1 - x : x) + dx) * 3;
+                    float *o = row + x * 3;
+                    o[0] = t0[p[0]];
+                    o[1] = t1[p[1]];
+                    o[2] = t2[p[2]];
+                }
+            } else {
+                for (int64_t x = x0; x < x1; x++) {
+                    const uint8_t *p = s + ((a->flip ? w - 1 - x : x) + dx) * c;
+                    for (int64_t k = 0; k < c; k++) row[x * c + k] = lut->v[k][p[k]];
+                }
+            }
+        }
+        for (int64_t x = x1 > x0 ? x1 : x0; x < w; x++)
+            for (int64_t k = 0; k < c; k++) row[x * c + k] = zero[k];
+    }
+}
+
+void baton_augment_apply(const baton_image *im, const baton_augment *a, const float *mean,
+                         const float *std, baton_layout layout, float *dst)
+{
+    if (im->c > IMG_NORM_MAX_C) {
+        baton_augment_apply_ref(im, a, mean, std, layout, dst);
+        return;
+    }
+    img_norm_lut lut;
+    img_norm_lut_init(&lut, im->c, mean, std);
+    img_augment_apply_lut(im, a, &lut, layout, dst);
+}

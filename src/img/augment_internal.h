@@ -1,0 +1,33 @@
+/* augment_internal.h — what augment.c shares with pipeline.c: the per-channel normalisation table
+ * and the fast augment path that takes a prepared table, so the decode pipeline builds the table
+ * once at open instead of once per image.
+ *
+ * Contract: img_norm_value is the one definition of a normalised pixel value; both the reference
+ * path and the table use it, which is why the fast path and the reference agree bit for bit. */
+#ifndef BATON_AUGMENT_INTERNAL_H
+#define BATON_AUGMENT_INTERNAL_H
+
+#include "baton/img.h"
+
+#define IMG_NORM_MAX_C 4  /* channels a table holds (the manifest allows 1..4) */
+
+typedef struct img_norm_lut {
+    uint32_t c;
+    float v[IMG_NORM_MAX_C][256];  /* v[k][px] = normalised value of pixel px in channel k */
+} img_norm_lut;
+
+/* (px / 255 - mean) / std in float, evaluated the same way everywhere. */
+static inline float img_norm_value(uint32_t px, float mean, float std)
+{
+    float x = (float)px / 255.0f;
+    x = x - mean;
+    return x / std;
+}
+
+/* Fill the table for c channels (c <= IMG_NORM_MAX_C). */
+void img_norm_lut_init(img_norm_lut *lut, uint32_t c, const float *mean, const float *std);
+/* baton_augment_apply with a prepared table; im->c must equal lut->c. */
+void img_augment_apply_lut(const baton_image *im, const baton_augment *a, const img_norm_lut *lut,
+                           baton_layout layout, float *dst);
+
+#endif

@@ -1,0 +1,266 @@
+/* pack.c — `baton pack`: turns an image-dataset source into record shards plus dataset.json.
+ *
+ * Contract:
+ *  - Output is a pure function of (source, options): the record order is the identity or a
+ *    permutation drawn from --seed, encoders are deterministic, the manifest has a fixed field order.
+ *  - Every record is an image record (RecordIO: IRHeader + image bytes; TFRecord: tf.train.Example)
+ *    whose id is the item's position in the source, so any record can be traced back.
+ *  - Shards roll over at --shard-mb; each shard and its .idx are written under temporary names and
+ *    renamed only after fsync (baton_shard_writer); dataset.json is written last, crash-safely, so a
+ *    folder with a dataset.json always has every shard it names.
+ *  - Every image is decoded once (pixels are needed for the normalisation statistics anyway), so an
+ *    undecodable input file is reported by name before anything is published.
+ *  - Source files that are already in the requested encoding are stored as they are (no second
+ *    lossy JPEG pass); everything else is encoded from pixels. */
+#include "baton/img.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void baton_pack_opts_default(baton_pack_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->split = "train";
+    o->format = BATON_FMT_RECORDIO;
+    o->encoding = BATON_ENC_UNKNOWN;  /* resolved by source: raw, or jpeg for imagefolder */
+    o->quality = 95;
+    o->shard_mb = 64;
+    o->shuffle = 1;
+}
+
+typedef struct packer {
+    const baton_pack_opts *o;
+    baton_src *src;
+    baton_manifest *m;
+    baton_shard_writer *w;
+    size_t shard_cap;          /* allocated entries in m->shards */
+    uint64_t shard_limit;      /* bytes */
+    baton_image img;           /* decoded pixels of the current item (imagefolder) */
+    baton_buf enc, payload;
+    double sum[4], sumsq[4];
+    uint64_t pixels;           /* per channel */
+} packer;
+
+static int shard_paths(const packer *p, size_t k, char *rec, char *idx, size_t cap, char *recname,
+                       char *idxname, baton_err *err)
+{
+    const char *ext = p->o->format == BATON_FMT_TFRECORD ? "tfrecord" : "rec";
+    snprintf(recname, 64, "%s-%05zu.%s", p->m->split, k, ext);
+    snprintf(idxname, 64, "%s-%05zu.idx", p->m->split, k);
+    int rc = baton_path_join(rec, cap, p->o->out_dir, recname, err);
+    if (rc == BATON_OK) rc = baton_path_join(idx, cap, p->o->out_dir, idxname, err);
+    return rc;
+}
+
+static int open_shard(packer *p, baton_err *err)
+{
+    char rec[4096], idx[4096], recname[64], idxname[64];
+    int rc = shard_paths(p, p->m->nshards, rec, idx, sizeof rec, recname, idxname, err);
+    if (rc) return rc;
+    if (p->m->nshards == p->shard_cap) {
+        size_t cap = p->shard_cap ? p->shard_cap * 2 : 8;
+        baton_shard_info *s = realloc(p->m->shards, cap * sizeof *s);
+        if (!s) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+        p->m->shards = s;
+        p->shard_cap = cap;
+    }
+    baton_shard_info *si = &p->m->shards[p->m->nshards];
+    memset(si, 0, sizeof *si);
+    si->file = strdup(recname);
+    si->index = strdup(idxname);
+    p->m->nshards++;  /* counted now so the manifest frees the names on any failure */
+    if (!si->file || !si->index) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    p->w = baton_shard_writer_open(rec, idx, p->o->format, err);
+    return p->w ? BATON_OK : err->code;
+}
+
+static int close_shard(packer *p, baton_err *err)
+{
+    baton_shard_info *si = &p->m->shards[p->m->nshards - 1];
+    si->bytes = baton_shard_writer_bytes(p->w);
+    si->records = baton_shard_writer_records(p->w);
+    si->crc32c = baton_shard_writer_crc32c(p->w);
+    si->index_bytes = baton_shard_writer_idx_bytes(p->w);
+    si->index_crc32c = baton_shard_writer_idx_crc32c(p->w);
+    int rc = baton_shard_writer_commit(p->w, err);
+    p->w = NULL;
+    return rc;
+}
+
+/* Statistics for normalisation: per-channel sums of pixel values in [0,1]. */
+static void accumulate(packer *p, const baton_image *im)
+{
+    size_t n = (size_t)im->h * im->w;
+    uint32_t c = im->c;
+    uint64_t s[4] = {0}, q[4] = {0};  /* exact integer sums per image */
+    for (size_t i = 0; i < n; i++)
+        for (uint32_t k = 0; k < c; k++) {
+            uint32_t v = im->px[i * c + k];
+            s[k] += v;
+            q[k] += (uint64_t)v * v;
+        }
+    for (uint32_t k = 0; k < c; k++) {
+        p->sum[k] += (double)s[k] / 255.0;
+        p->sumsq[k] += (double)q[k] / (255.0 * 255.0);
+    }
+    p->pixels += n;
+}
+
+/* Check that the item's image fits the dataset (channels always; full shape when fixed). */
+static int check_shape(packer *p, const baton_image *im, const char *what, baton_err *err)
+{
+    baton_manifest *m = p->m;
+    if (m->channels == 0) m->channels = im->c;
+    if (im->c != m->channels)
+        return baton_err_set(err, BATON_ERR_FORMAT, "%s: %u channels, expected %u like the first image",
+                             what, im->c, m->channels);
+    if (m->shape[0] && (im->h != m->shape[0] || im->w != m->shape[1]))
+        return baton_err_set(err, BATON_ERR_FORMAT, "%s: %ux%u image, expected %ux%u", what, im->h,
+                             im->w, m->shape[0], m->shape[1]);
+    return BATON_OK;
+}
+
+static int pack_item(packer *p, size_t i, uint64_t key, baton_err *err)
+{
+    baton_src_item it;
+    int rc = baton_src_get(p->src, i, &it, err);
+    if (rc) return rc;
+    const baton_image *im = it.image;
+    char what[4200];
+    snprintf(what, sizeof what, "%s item %zu", baton_src_name(p->src), i);
+    if (!im) {  /* encoded file: decode to validate and measure */
+        snprintf(what, sizeof what, "%s", it.path ? it.path : "image");
+        uint32_t force[3] = {0, 0, p->m->channels};
+        rc = baton_img_decode(it.bytes, it.nbytes, it.encoding, p->m->channels ? force : NULL,
+                              &p->img, err);
+        if (rc) return rc;
+        im = &p->img;
+    }
+    rc = check_shape(p, im, what, err);
+    if (rc) return rc;
+    accumulate(p, im);
+
+    const uint8_t *bytes;
+    size_t nbytes;
+    baton_encoding enc = p->m->encoding;
+    if (enc == BATON_ENC_RAW) {
+        bytes = im->px;
+        nbytes = (size_t)im->h * im->w * im->c;
+    } else if (!it.image && it.encoding == enc) {
+        bytes = it.bytes;  /* pass-through: already in the requested encoding */
+        nbytes = it.nbytes;
+    } else {
+        p->enc.len = 0;
+        rc = baton_img_encode(im, enc, p->o->quality, &p->enc, err);
+        if (rc) return baton_err_prefix(err, "%s", what);
+        bytes = p->enc.data;
+        nbytes = p->enc.len;
+    }
+    float label = (float)it.label;
+    baton_sample_in in = {
+        .id = it.id, .labels = &label, .nlabels = 1, .img = bytes, .img_len = nbytes,
+        .encoding = enc, .h = im->h, .w = im->w, .c = im->c,
+    };
+    p->payload.len = 0;
+    rc = baton_sample_build(p->o->format, &in, &p->payload, err);
+    if (rc) return baton_err_prefix(err, "%s", what);
+
+    if (p->w && baton_shard_writer_records(p->w) > 0 &&
+        baton_shard_writer_bytes(p->w) + p->payload.len + 16 > p->shard_limit) {
+        rc = close_shard(p, err);
+        if (rc) return rc;
+    }
+    if (!p->w) {
+        rc = open_shard(p, err);
+        if (rc) return rc;
+    }
+    return baton_shard_writer_add(p->w, key, p->payload.data, p->payload.len, err);
+}
+
+static int fill_header(packer *p, baton_err *err)
+{
+    const baton_pack_opts *o = p->o;
+    baton_manifest *m = p->m;
+    m->version = 1;
+    m->name = strdup(baton_src_name(p->src));
+    m->split = strdup(o->split ? o->split : "train");
+    m->format = o->format;
+    m->encoding = o->encoding;
+    if (m->encoding == BATON_ENC_UNKNOWN)
+        m->encoding = !strcmp(baton_src_name(p->src), "imagefolder") ? BATON_ENC_JPEG : BATON_ENC_RAW;
+    m->quality = m->encoding == BATON_ENC_JPEG ? o->quality : 0;
+    m->seed = o->seed;
+    m->shuffled = o->shuffle;
+    m->classes = baton_src_classes(p->src);
+    baton_src_shape(p->src, m->shape);
+    m->channels = m->shape[2];
+    if (!m->name || !m->split) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    if (m->encoding == BATON_ENC_RAW && !m->shape[0])
+        return baton_err_set(err, BATON_ERR_ARG,
+                             "--encode raw needs images of one fixed size; %s images vary "
+                             "(use --encode png or jpeg)", m->name);
+    m->class_names = calloc(m->classes ? m->classes : 1, sizeof *m->class_names);
+    if (!m->class_names) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    for (uint32_t k = 0; k < m->classes; k++)
+        if (!(m->class_names[k] = strdup(baton_src_class_name(p->src, k))))
+            return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    return BATON_OK;
+}
+
+int baton_pack(const baton_pack_opts *o, baton_manifest *out, baton_err *err)
+{
+    memset(out, 0, sizeof *out);
+    if (!o->from || !o->out_dir) return baton_err_set(err, BATON_ERR_ARG, "pack: --from and --out are required");
+    if (o->quality < 1 || o->quality > 100)
+        return baton_err_set(err, BATON_ERR_ARG, "pack: --quality %d is outside 1..100", o->quality);
+    if (!(o->shard_mb > 0) || o->shard_mb > 1 << 20)
+        return baton_err_set(err, BATON_ERR_ARG, "pack: --shard-mb %g is outside (0, 1048576]", o->shard_mb);
+
+    packer p = {.o = o, .m = out};
+    p.shard_limit = (uint64_t)(o->shard_mb * 1048576.0);
+    if (p.shard_limit < 64) p.shard_limit = 64;
+    uint64_t *order = NULL;
+    int rc = baton_src_open(o->from, o->split ? o->split : "train", &p.src, err);
+    if (rc) return rc;
+    rc = fill_header(&p, err);
+    if (rc == BATON_OK) rc = baton_mkdir_p(o->out_dir, err);
+    size_t n = baton_src_count(p.src);
+    if (rc == BATON_OK && n == 0) rc = baton_err_set(err, BATON_ERR_FORMAT, "%s: no images", o->from);
+    if (rc == BATON_OK && !(order = malloc(n * sizeof *order)))
+        rc = baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    if (rc == BATON_OK) {
+        baton_rng rng;
+        baton_rng_seed3(&rng, o->seed, 0x7061636bULL /* "pack" */, 0);
+        if (o->shuffle) baton_rng_permutation(&rng, order, n);
+        else for (size_t i = 0; i < n; i++) order[i] = i;
+    }
+
+    baton_progress prog;
+    if (o->progress) baton_progress_start(&prog, "pack", n);
+    for (size_t k = 0; rc == BATON_OK && k < n; k++) {
+        rc = pack_item(&p, (size_t)order[k], k, err);
+        if (o->progress) baton_progress_update(&prog, k + 1);
+    }
+    if (o->progress) baton_progress_finish(&prog);
+    if (rc == BATON_OK && p.w) rc = close_shard(&p, err);
+    if (p.w) baton_shard_writer_abort(p.w);
+
+    if (rc == BATON_OK) {
+        out->samples = n;
+        for (uint32_t k = 0; k < out->channels && k < 4; k++) {
+            double mean = p.sum[k] / (double)p.pixels;
+            double var = p.sumsq[k] / (double)p.pixels - mean * mean;
+            out->mean[k] = (float)mean;
+            out->std[k] = (float)sqrt(var > 1e-12 ? var : 1e-12);
+        }
+        rc = baton_manifest_save(o->out_dir, out, err);
+    }
+    free(order);
+    baton_image_free(&p.img);
+    baton_buf_free(&p.enc);
+    baton_buf_free(&p.payload);
+    baton_src_close(p.src);
+    if (rc) baton_manifest_free(out);
+    return rc;
+}

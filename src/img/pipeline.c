@@ -1,0 +1,595 @@
+/* pipeline.c — the decode pipeline: loader records → float batches, decoded, augmented and
+ * normalised by worker threads, handed over strictly in order.
+ *
+ * Threads and ownership:
+ *  - one reader thread owns the loader. It takes a free batch slot, copies the payloads of the
+ *    batch's records into the slot's arena (grown on demand while warming up, then reused), and
+ *    publishes the slot on the in-order queue; at an epoch's end it queues an END marker.
+ *  - `workers` threads claim work units (UNIT consecutive samples of the oldest published batch
+ *    that still has unclaimed units), parse the record, check the label, decode with their own
+ *    baton_image, and augment + normalise into the slot's rows of batch->x.
+ *  - the caller's baton_pipeline_next pops the queue head once all its units are done;
+ *    baton_pipeline_release puts the slot back on the free list.
+ *  One mutex guards the queue, the free list and the unit counters; a worker takes it twice per
+ *  unit, the reader twice per batch. The hot path allocates nothing.
+ *
+ * Contract:
+ *  - Batches follow the aligned grid of the epoch: batch k holds positions [k·B, (k+1)·B) ∩
+ *    [0, epoch size); a pipeline opened at a cursor inside a batch first finishes that batch.
+ *    drop_last drops the grid's final short batch (the reader reads and discards its records).
+ *  - batch->next is the loader cursor after the batch; for the epoch's last delivered batch it is
+ *    {seed, epoch + 1, 0} (so a resume never redelivers the dropped tail).
+ *  - next() returns BATON_END exactly once per epoch, after that epoch's batches.
+ *  - Errors (loader, record parse, label, decode) are delivered in order: the batches before the
+ *    failing one are still returned, then the error, which stays (sticky). Messages name the shard
+ *    file and byte offset. Of several failing samples in a batch, the first one is reported.
+ *  - Bytes of every batch depend only on (seed, epoch, position) and the options, never on the
+ *    thread count or timing (the augmentation draw is per position).
+ *  - close() stops every thread; a reader inside baton_loader_next is waited for. */
+#include "augment_internal.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define UNIT 16              /* samples per work unit */
+#define MAX_WORKERS 256
+#define MAX_DEPTH 1024
+
+enum { Q_BATCH = 0, Q_END = 1, Q_ERR = 2 };
+
+typedef struct slot {
+    baton_batch b;           /* b.priv_ points back here */
+    /* filled by the reader while the slot is its own */
+    uint8_t *arena;
+    size_t arena_len, arena_cap;
+    size_t *rec_at, *rec_len;
+    uint32_t *shard;
+    uint64_t *offset;
+    /* under the pipeline mutex once published */
+    uint32_t nunits, next_unit, done_units;
+    int err_code;
+    uint32_t err_index;
+    baton_err err;
+    int out;                 /* handed to the caller, not yet released */
+} slot;
+
+typedef struct qent {
+    slot *s;
+    int kind;
+} qent;
+
+struct baton_pipeline {
+    baton_loader *l;
+    const baton_manifest *m;
+    baton_pipeline_opts o;
+    uint64_t seed;
+    uint32_t shape[3];       /* H, W, C */
+    size_t sample_floats;
+    baton_encoding enc;
+    img_norm_lut lut;
+
+    pthread_mutex_t mu;
+    pthread_cond_t cv_reader, cv_work, cv_ready;
+    slot *slots;
+    uint32_t nslots;
+    slot **free_list;
+    uint32_t nfree;
+    qent *q;
+    uint32_t qcap, qhead, qlen;
+    uint32_t held;           /* batches the caller holds */
+    int stop;
+    atomic_int stop_flag;    /* the same, for the reader's lock-free checks */
+    baton_err reader_err;    /* the error a Q_ERR entry stands for */
+    int sticky;
+    baton_err sticky_err;
+
+    pthread_t reader;
+    int reader_started;
+    pthread_t *workers;
+    int nworkers;
+    int mu_ok, cv_ok;
+};
+
+void baton_pipeline_opts_default(baton_pipeline_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->workers = 2;
+    o->batch = 128;
+    o->layout = BATON_LAYOUT_NCHW;
+    o->depth = 4;
+}
+
+/* ---------------------------------------------------------------- queue (caller holds mu) */
+
+static void q_push(baton_pipeline *p, slot *s, int kind)
+{
+    p->q[(p->qhead + p->qlen) % p->qcap] = (qent){s, kind};
+    p->qlen++;
+    pthread_cond_broadcast(&p->cv_ready);
+}
+
+static void q_pop(baton_pipeline *p)
+{
+    p->qhead = (p->qhead + 1) % p->qcap;
+    p->qlen--;
+    pthread_cond_signal(&p->cv_reader);
+}
+
+/* ---------------------------------------------------------------- reader */
+
+/* Push an END or ERR marker, waiting for queue space. Returns 0 when stopped. */
+static int reader_push_marker(baton_pipeline *p, int kind)
+{
+    pthread_mutex_lock(&p->mu);
+    while (!p->stop && p->qlen >= p->qcap) pthread_cond_wait(&p->cv_reader, &p->mu);
+    int ok = !p->stop;
+    if (ok) q_push(p, NULL, kind);
+    pthread_mutex_unlock(&p->mu);
+    return ok;
+}
+
+static void reader_fail(baton_pipeline *p, const baton_err *err)
+{
+    pthread_mutex_lock(&p->mu);
+    p->reader_err = *err;
+    if (p->reader_err.code >= 0) p->reader_err.code = BATON_ERR_FORMAT;
+    pthread_mutex_unlock(&p->mu);
+    reader_push_marker(p, Q_ERR);
+}
+
+/* A free slot with room on the queue for it and an END marker; NULL when stopped. */
+static slot *reader_take_slot(baton_pipeline *p)
+{
+    pthread_mutex_lock(&p->mu);
+    while (!p->stop && (p->nfree == 0 || p->qlen + 2 > p->qcap))
+        pthread_cond_wait(&p->cv_reader, &p->mu);
+    slot *s = p->stop ? NULL : p->free_list[--p->nfree];
+    pthread_mutex_unlock(&p->mu);
+    return s;
+}
+
+static void reader_return_slot(baton_pipeline *p, slot *s)
+{
+    pthread_mutex_lock(&p->mu);
+    p->free_list[p->nfree++] = s;
+    pthread_mutex_unlock(&p->mu);
+}
+
+static int arena_fit(slot *s, size_t extra, baton_err *err)
+{
+    if (s->arena_cap - s->arena_len >= extra) return BATON_OK;
+    size_t need = s->arena_len + extra, cap = s->arena_cap ? s->arena_cap : 4096;
+    if (need < s->arena_len) return baton_err_set(err, BATON_ERR_NOMEM, "record of %zu bytes", extra);
+    while (cap < need) cap = cap > SIZE_MAX / 2 ? need : cap * 2;
+    uint8_t *a = realloc(s->arena, cap);
+    if (!a) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory for a %zu-byte batch arena", cap);
+    s->arena = a;
+    s->arena_cap = cap;
+    return BATON_OK;
+}
+
+static void *reader_main(void *arg)
+{
+    baton_pipeline *p = arg;
+    baton_err err = {0};
+    const uint64_t B = p->o.batch;
+    baton_cursor cur = baton_loader_cursor(p->l);
+    uint64_t epoch = cur.epoch, pos = cur.position, size = baton_loader_epoch_size(p->l);
+    while (!atomic_load_explicit(&p->stop_flag, memory_order_relaxed)) {
+        if (pos >= size || (p->o.drop_last && (pos / B + 1) * B > size)) {
+            /* the epoch's tail: nothing (more) to deliver; read up to the loader's END */
+            baton_record r;
+            int rc;
+            while ((rc = baton_loader_next(p->l, &r, &err)) == BATON_OK)
+                if (atomic_load_explicit(&p->stop_flag, memory_order_relaxed)) return NULL;
+            if (rc != BATON_END) {
+                reader_fail(p, &err);
+                return NULL;
+            }
+            if (!reader_push_marker(p, Q_END)) return NULL;
+            cur = baton_loader_cursor(p->l);
+            epoch = cur.epoch;
+            pos = cur.position;
+            size = baton_loader_epoch_size(p->l);
+            continue;
+        }
+        slot *s = reader_take_slot(p);
+        if (!s) return NULL;
+        uint64_t end = (pos / B + 1) * B;
+        if (end > size) end = size;
+        uint32_t n = 0;
+        uint64_t first = pos;
+        int got_end = 0;
+        s->arena_len = 0;
+        while (pos < end) {
+            if (atomic_load_explicit(&p->stop_flag, memory_order_relaxed)) {
+                reader_return_slot(p, s);
+                return NULL;
+            }
+            baton_record r;
+            int rc = baton_loader_next(p->l, &r, &err);
+            if (rc == BATON_END) {
+                got_end = 1;  /* fewer records than the loader's epoch size said: end here */
+                break;
+            }
+            if (rc == BATON_OK && r.position != pos)
+                rc = baton_err_set(&err, BATON_ERR_ARG,
+                                   "loader: record at position %llu, expected %llu",
+                                   (unsigned long long)r.position, (unsigned long long)pos);
+            if (rc == BATON_OK) rc = arena_fit(s, r.len, &err);
+            if (rc != BATON_OK) {
+                reader_return_slot(p, s);
+                reader_fail(p, &err);
+                return NULL;
+            }
+            if (r.len) memcpy(s->arena + s->arena_len, r.data, r.len);
+            s->rec_at[n] = s->arena_len;
+            s->rec_len[n] = r.len;
+            s->shard[n] = r.shard;
+            s->offset[n] = r.offset;
+            s->arena_len += r.len;
+            n++;
+            pos++;
+        }
+        if (got_end) size = pos;
+        int last = pos == size || (p->o.drop_last && (pos + B > size));
+        int drop = n == 0 || (p->o.drop_last && got_end && pos % B != 0);
+        baton_batch *b = &s->b;
+        b->n = n;
+        b->epoch = epoch;
+        b->first = first;
+        b->last_of_epoch = last;
+        b->next = last ? (baton_cursor){p->seed, epoch + 1, 0} : (baton_cursor){p->seed, epoch, pos};
+        pthread_mutex_lock(&p->mu);
+        if (drop) {
+            p->free_list[p->nfree++] = s;
+        } else {
+            s->nunits = (n + UNIT - 1) / UNIT;
+            s->next_unit = 0;
+            s->done_units = 0;
+            s->err_code = 0;
+            s->err_index = UINT32_MAX;
+            q_push(p, s, Q_BATCH);
+            pthread_cond_broadcast(&p->cv_work);
+        }
+        if (got_end) q_push(p, NULL, Q_END);  /* room was reserved with the slot */
+        pthread_mutex_unlock(&p->mu);
+        if (got_end) {
+            cur = baton_loader_cursor(p->l);
+            epoch = cur.epoch;
+            pos = cur.position;
+            size = baton_loader_epoch_size(p->l);
+        }
+    }
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- workers */
+
+/* Parse, check, decode, augment sample i of slot s. */
+static int do_sample(baton_pipeline *p, slot *s, uint32_t i, baton_image *im, baton_err *err)
+{
+    const char *file = p->m->shards[s->shard[i]].file;
+    unsigned long long off = (unsigned long long)s->offset[i];
+    baton_sample smp;
+    int rc = baton_sample_parse(p->m->format, s->arena + s->rec_at[i], s->rec_len[i], file,
+                                s->offset[i], &smp, err);
+    if (rc) return rc;
+    float lab = smp.label;
+    if (!(lab >= 0.0f) || lab != floorf(lab) || lab > 2147483647.0f ||
+        (p->m->classes && lab >= (float)p->m->classes))
+        return baton_err_set(err, BATON_ERR_FORMAT, "%s: offset %llu: label %g is not a class in [0, %u)",
+                             file, off, (double)lab, p->m->classes);
+    baton_encoding enc = p->enc != BATON_ENC_UNKNOWN ? p->enc : smp.encoding;
+    rc = baton_img_decode(smp.img, smp.img_len, enc, p->shape, im, err);
+    if (rc) {
+        baton_err_prefix(err, "%s: offset %llu", file, off);
+        return rc;
+    }
+    if (im->h != p->shape[0] || im->w != p->shape[1] || im->c != p->shape[2])
+        return baton_err_set(err, BATON_ERR_FORMAT, "%s: offset %llu: %ux%ux%u image, expected %ux%ux%u",
+                             file, off, im->h, im->w, im->c, p->shape[0], p->shape[1], p->shape[2]);
+    baton_augment a;
+    baton_augment_draw(p->seed, s->b.epoch, s->b.first + i, p->o.crop_pad, p->o.flip, &a);
+    float *dst = s->b.x + (size_t)i * p->sample_floats;
+    if (p->o.reference)
+        baton_augment_apply_ref(im, &a, p->m->mean, p->m->std, p->o.layout, dst);
+    else
+        img_augment_apply_lut(im, &a, &p->lut, p->o.layout, dst);
+    s->b.y[i] = (int32_t)lab;
+    return BATON_OK;
+}
+
+static void *worker_main(void *arg)
+{
+    baton_pipeline *p = arg;
+    baton_image im = {0};
+    baton_err err = {0};
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        slot *s = NULL;
+        while (!p->stop) {
+            for (uint32_t k = 0; k < p->qlen; k++) {
+                qent *e = &p->q[(p->qhead + k) % p->qcap];
+                if (e->kind == Q_BATCH && e->s->next_unit < e->s->nunits) {
+                    s = e->s;
+                    break;
+                }
+            }
+            if (s) break;
+            pthread_cond_wait(&p->cv_work, &p->mu);
+        }
+        if (!s) break;
+        uint32_t u = s->next_unit++;
+        pthread_mutex_unlock(&p->mu);
+
+        uint32_t lo = u * UNIT, hi = lo + UNIT < s->b.n ? lo + UNIT : s->b.n, bad = UINT32_MAX;
+        int rc = BATON_OK;
+        for (uint32_t i = lo; i < hi; i++) {
+            rc = do_sample(p, s, i, &im, &err);
+            if (rc) {
+                bad = i;
+                break;
+            }
+        }
+
+        pthread_mutex_lock(&p->mu);
+        if (rc && bad < s->err_index) {
+            s->err_index = bad;
+            s->err_code = rc < 0 ? rc : BATON_ERR_FORMAT;
+            s->err = err;
+        }
+        if (++s->done_units == s->nunits) pthread_cond_broadcast(&p->cv_ready);
+    }
+    pthread_mutex_unlock(&p->mu);
+    baton_image_free(&im);
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- caller side */
+
+int baton_pipeline_next(baton_pipeline *p, baton_batch **b, baton_err *err)
+{
+    *b = NULL;
+    pthread_mutex_lock(&p->mu);
+    int rc;
+    for (;;) {
+        if (p->sticky) {
+            if (err) *err = p->sticky_err;
+            rc = p->sticky_err.code;
+            break;
+        }
+        if (p->qlen > 0) {
+            qent e = p->q[p->qhead];
+            if (e.kind == Q_END) {
+                q_pop(p);
+                rc = BATON_END;
+                break;
+            }
+            if (e.kind == Q_ERR) {
+                q_pop(p);
+                p->sticky = 1;
+                p->sticky_err = p->reader_err;
+                continue;
+            }
+            slot *s = e.s;
+            if (s->done_units == s->nunits) {
+                q_pop(p);
+                if (s->err_code) {
+                    p->sticky = 1;
+                    p->sticky_err = s->err;
+                    p->sticky_err.code = s->err_code;
+                    p->free_list[p->nfree++] = s;
+                    continue;
+                }
+                p->held++;
+                s->out = 1;
+                *b = &s->b;
+                rc = BATON_OK;
+                break;
+            }
+        } else if (p->held >= p->nslots) {
+            rc = baton_err_set(err, BATON_ERR_ARG,
+                               "pipeline: all %u batches are held by the caller; release one first",
+                               p->nslots);
+            break;
+        }
+        pthread_cond_wait(&p->cv_ready, &p->mu);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return rc;
+}
+
+void baton_pipeline_release(baton_pipeline *p, baton_batch *b)
+{
+    if (!p || !b) return;
+    slot *s = b->priv_;
+    if (s < p->slots || s >= p->slots + p->nslots) return;  /* not one of ours */
+    pthread_mutex_lock(&p->mu);
+    if (!s->out) {  /* released twice: ignore */
+        pthread_mutex_unlock(&p->mu);
+        return;
+    }
+    s->out = 0;
+    p->held--;
+    p->free_list[p->nfree++] = s;
+    pthread_cond_signal(&p->cv_reader);
+    pthread_mutex_unlock(&p->mu);
+}
+
+void baton_pipeline_close(baton_pipeline *p)
+{
+    if (!p) return;
+    if (p->mu_ok && p->cv_ok) {
+        pthread_mutex_lock(&p->mu);
+        p->stop = 1;
+        atomic_store(&p->stop_flag, 1);
+        pthread_cond_broadcast(&p->cv_reader);
+        pthread_cond_broadcast(&p->cv_work);
+        pthread_cond_broadcast(&p->cv_ready);
+        pthread_mutex_unlock(&p->mu);
+    }
+    if (p->reader_started) pthread_join(p->reader, NULL);
+    for (int i = 0; i < p->nworkers; i++) pthread_join(p->workers[i], NULL);
+    for (uint32_t i = 0; p->slots && i < p->nslots; i++) {
+        slot *s = &p->slots[i];
+        free(s->b.x);
+        free(s->b.y);
+        free(s->arena);
+        free(s->rec_at);
+        free(s->rec_len);
+        free(s->shard);
+        free(s->offset);
+    }
+    if (p->cv_ok) {
+        pthread_cond_destroy(&p->cv_reader);
+        pthread_cond_destroy(&p->cv_work);
+        pthread_cond_destroy(&p->cv_ready);
+    }
+    if (p->mu_ok) pthread_mutex_destroy(&p->mu);
+    free(p->slots);
+    free(p->free_list);
+    free(p->q);
+    free(p->workers);
+    free(p);
+}
+
+static int check_opts(const baton_manifest *m, const baton_pipeline_opts *o, baton_err *err)
+{
+    if (o->workers < 1 || o->workers > MAX_WORKERS)
+        return baton_err_set(err, BATON_ERR_ARG, "pipeline: %d workers (expected 1..%d)", o->workers,
+                             MAX_WORKERS);
+    if (o->batch < 1) return baton_err_set(err, BATON_ERR_ARG, "pipeline: batch size 0");
+    if (o->depth < 1 || o->depth > MAX_DEPTH)
+        return baton_err_set(err, BATON_ERR_ARG, "pipeline: depth %u (expected 1..%d)", o->depth,
+                             MAX_DEPTH);
+    if (o->layout != BATON_LAYOUT_NCHW && o->layout != BATON_LAYOUT_NHWC)
+        return baton_err_set(err, BATON_ERR_ARG, "pipeline: unknown layout %d", (int)o->layout);
+    if (o->crop_pad > 65536)
+        return baton_err_set(err, BATON_ERR_ARG, "pipeline: crop padding %u is too large", o->crop_pad);
+    if (m->shape[0] == 0 || m->shape[1] == 0 || m->shape[2] == 0)
+        return baton_err_set(err, BATON_ERR_FORMAT,
+                             "pipeline: dataset %s has images of varying size; a fixed shape is needed",
+                             m->name ? m->name : "?");
+    if (m->shape[2] != 1 && m->shape[2] != 3)
+        return baton_err_set(err, BATON_ERR_FORMAT, "pipeline: %u channels (expected 1 or 3)",
+                             m->shape[2]);
+    if (m->encoding != BATON_ENC_RAW && m->encoding != BATON_ENC_PNG &&
+        m->encoding != BATON_ENC_JPEG && m->encoding != BATON_ENC_UNKNOWN)
+        return baton_err_set(err, BATON_ERR_FORMAT, "pipeline: unknown encoding %d", (int)m->encoding);
+    return BATON_OK;
+}
+
+baton_pipeline *baton_pipeline_open(baton_loader *l, const baton_pipeline_opts *o, baton_err *err)
+{
+    baton_pipeline_opts def;
+    if (!o) {
+        baton_pipeline_opts_default(&def);
+        o = &def;
+    }
+    if (!l) {
+        baton_err_set(err, BATON_ERR_ARG, "pipeline: no loader");
+        return NULL;
+    }
+    const baton_manifest *m = baton_loader_manifest(l);
+    if (check_opts(m, o, err)) return NULL;
+    size_t px = (size_t)m->shape[0] * m->shape[1], sample, xbytes;
+    if (__builtin_mul_overflow(px, (size_t)m->shape[2], &sample) ||
+        __builtin_mul_overflow(sample, (size_t)o->batch * sizeof(float), &xbytes)) {
+        baton_err_set(err, BATON_ERR_ARG, "pipeline: batch of %u %ux%ux%u images is too large",
+                      o->batch, m->shape[0], m->shape[1], m->shape[2]);
+        return NULL;
+    }
+
+    baton_pipeline *p = calloc(1, sizeof *p);
+    if (!p) {
+        baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    p->l = l;
+    p->m = m;
+    p->o = *o;
+    p->seed = baton_loader_cursor(l).seed;
+    memcpy(p->shape, m->shape, sizeof p->shape);
+    p->sample_floats = sample;
+    p->enc = m->encoding;
+    img_norm_lut_init(&p->lut, m->shape[2], m->mean, m->std);
+    atomic_init(&p->stop_flag, 0);
+
+    /* a first guess at each batch's payload bytes; arenas grow on demand if records are larger */
+    uint64_t bytes = 0;
+    for (size_t s = 0; s < m->nshards; s++) bytes += m->shards[s].bytes;
+    uint64_t per = m->samples ? bytes / m->samples + 64 : 4096;
+    uint64_t guess = per * o->batch + per * o->batch / 4;
+    size_t arena0 = guess > ((uint64_t)256 << 20) ? ((size_t)256 << 20) : (size_t)guess;
+
+    int rc = BATON_OK;
+    p->nslots = o->depth;
+    p->qcap = 2 * o->depth + 2;
+    p->slots = calloc(p->nslots, sizeof *p->slots);
+    p->free_list = calloc(p->nslots, sizeof *p->free_list);
+    p->q = calloc(p->qcap, sizeof *p->q);
+    p->workers = calloc((size_t)o->workers, sizeof *p->workers);
+    if (!p->slots || !p->free_list || !p->q || !p->workers) rc = BATON_ERR_NOMEM;
+    for (uint32_t i = 0; rc == BATON_OK && i < p->nslots; i++) {
+        slot *s = &p->slots[i];
+        size_t xalloc = (xbytes + 63) / 64 * 64;
+        s->b.x = aligned_alloc(64, xalloc ? xalloc : 64);
+        s->b.y = calloc(o->batch, sizeof *s->b.y);
+        s->rec_at = calloc(o->batch, sizeof *s->rec_at);
+        s->rec_len = calloc(o->batch, sizeof *s->rec_len);
+        s->shard = calloc(o->batch, sizeof *s->shard);
+        s->offset = calloc(o->batch, sizeof *s->offset);
+        s->arena = malloc(arena0 ? arena0 : 1);
+        s->arena_cap = arena0 ? arena0 : 1;
+        if (!s->b.x || !s->b.y || !s->rec_at || !s->rec_len || !s->shard || !s->offset || !s->arena) {
+            rc = BATON_ERR_NOMEM;
+            break;
+        }
+        memset(s->b.x, 0, xalloc ? xalloc : 64);
+        s->b.c = m->shape[2];
+        s->b.h = m->shape[0];
+        s->b.w = m->shape[1];
+        s->b.layout = o->layout;
+        s->b.priv_ = s;
+        p->free_list[p->nfree++] = s;
+    }
+    if (rc) {
+        baton_err_set(err, BATON_ERR_NOMEM, "pipeline: out of memory for %u batches of %zu bytes",
+                      p->nslots, xbytes);
+        baton_pipeline_close(p);
+        return NULL;
+    }
+    if (pthread_mutex_init(&p->mu, NULL) != 0) {
+        baton_err_set(err, BATON_ERR_NOMEM, "pipeline: cannot create a mutex");
+        baton_pipeline_close(p);
+        return NULL;
+    }
+    p->mu_ok = 1;
+    if (pthread_cond_init(&p->cv_reader, NULL) != 0 || pthread_cond_init(&p->cv_work, NULL) != 0 ||
+        pthread_cond_init(&p->cv_ready, NULL) != 0) {
+        /* a failed init leaves nothing to destroy on Linux; the others are destroyed with them */
+        baton_err_set(err, BATON_ERR_NOMEM, "pipeline: cannot create condition variables");
+        baton_pipeline_close(p);
+        return NULL;
+    }
+    p->cv_ok = 1;
+    for (int i = 0; i < o->workers; i++) {
+        if (pthread_create(&p->workers[i], NULL, worker_main, p) != 0) {
+            baton_err_set(err, BATON_ERR_NOMEM, "pipeline: cannot start worker thread %d", i);
+            baton_pipeline_close(p);
+            return NULL;
+        }
+        p->nworkers++;
+    }
+    if (pthread_create(&p->reader, NULL, reader_main, p) != 0) {
+        baton_err_set(err, BATON_ERR_NOMEM, "pipeline: cannot start the reader thread");
+        baton_pipeline_close(p);
+        return NULL;
+    }
+    p->reader_started = 1;
+    return p;
+}

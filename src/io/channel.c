@@ -1,0 +1,96 @@
+/* channel.c — a dataset exposed as SageMaker-style named pipes, so a trainer in any language reads
+ * streamed records exactly as in SageMaker Pipe mode (see io.h for the contract).
+ *
+ * Each epoch: mkfifo <dir>/<channel>_<epoch>, open it for writing (this blocks until a reader
+ * opens it; polled with O_NONBLOCK so a timeout can apply), write the epoch's records RecordIO-
+ * framed, close (the reader sees end of file), unlink. EPIPE means the reader went away: the
+ * epoch ends there and the loader seeks to the start of the next epoch. SIGPIPE is ignored for the process. */
+#include "io_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static int open_writer(const char *path, double timeout_s, baton_err *err)
+{
+    double t0 = baton_now();
+    for (;;) {
+        int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+        if (fd >= 0) {
+            int fl = fcntl(fd, F_GETFL);
+            fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);  /* blocking writes from here on */
+            return fd;
+        }
+        if (errno != ENXIO)  /* ENXIO: no reader yet */
+            return baton_err_set(err, BATON_ERR_IO, "%s: cannot open for writing: %s", path, strerror(errno));
+        if (timeout_s > 0 && baton_now() - t0 > timeout_s)
+            return baton_err_set(err, BATON_ERR_IO, "%s: no reader opened it within %.0f s", path, timeout_s);
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+int baton_channel_run(baton_loader *l, const baton_channel_opts *o, baton_channel_stats *st,
+                      baton_err *err)
+{
+    memset(st, 0, sizeof *st);
+    signal(SIGPIPE, SIG_IGN);
+    int rc = baton_mkdir_p(o->fifo_dir, err);
+    if (rc) return rc;
+    baton_buf frame = {0};
+    while (rc == BATON_OK && baton_loader_cursor(l).epoch < o->epochs) {
+        uint64_t epoch = baton_loader_cursor(l).epoch;
+        char path[4096], name[256];
+        snprintf(name, sizeof name, "%s_%llu", o->channel, (unsigned long long)epoch);
+        if ((rc = baton_path_join(path, sizeof path, o->fifo_dir, name, err))) break;
+        unlink(path);
+        if (mkfifo(path, 0644) != 0) {
+            rc = baton_err_set(err, BATON_ERR_IO, "%s: mkfifo: %s", path, strerror(errno));
+            break;
+        }
+        int fd = open_writer(path, o->open_timeout_s, err);
+        if (fd < 0) {
+            rc = err->code;
+            unlink(path);
+            break;
+        }
+        baton_progress prog;
+        if (o->progress) baton_progress_start(&prog, name, baton_loader_epoch_size(l));
+        baton_record r;
+        uint64_t n = 0;
+        while ((rc = baton_loader_next(l, &r, err)) == BATON_OK) {
+            frame.len = 0;
+            if ((rc = baton_recordio_frame(&frame, r.data, r.len, err))) break;
+            if (baton_write_all(fd, frame.data, frame.len, path, err)) {
+                if (errno != EPIPE) {
+                    rc = err->code;
+                    break;
+                }
+                baton_log(BATON_LOG_WARN, "%s: the reader went away after %llu records; epoch %llu ends here",
+                          path, (unsigned long long)n, (unsigned long long)epoch);
+                st->readers_gone++;
+                baton_cursor next = {baton_loader_cursor(l).seed, epoch + 1, 0};
+                rc = baton_loader_seek(l, &next, err);
+                if (rc == BATON_OK) rc = BATON_END;
+                break;
+            }
+            n++;
+            st->records++;
+            st->bytes += frame.len;
+            if (o->progress && (n & 255) == 0) baton_progress_update(&prog, n);
+        }
+        if (o->progress) baton_progress_finish(&prog);
+        close(fd);
+        unlink(path);
+        if (rc == BATON_END) {
+            rc = BATON_OK;
+            st->epochs++;
+        }
+    }
+    baton_buf_free(&frame);
+    return rc;
+}

@@ -1,0 +1,171 @@
+/* localcopy.c — verified local copies of shards: file mode's download and cache mode's copy.
+ *
+ * Contract: bytes of one shard arrive in order (io_sink_write); they go to "<shard>.part" while a
+ * CRC32C runs over them; io_sink_commit checks size and CRC against dataset.json and only then
+ * fsyncs and renames the file to its final name. So a file under a shard's final name in a local
+ * copy is always whole and verified; a partial or corrupted copy is never used. io_download pulls
+ * whole shards through one ordered fetcher (several ranged requests in flight), downloads a
+ * shard again once when its checksum does not match, and fails clearly the second time. */
+#include "io_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int io_sink_open(io_sink *s, const char *dir, const baton_shard_info *si, baton_err *err)
+{
+    memset(s, 0, sizeof *s);
+    s->fd = -1;
+    s->si = si;
+    if (baton_path_join(s->final, sizeof s->final, dir, si->file, err)) return err->code;
+    if (snprintf(s->part, sizeof s->part, "%s.part", s->final) >= (int)sizeof s->part)
+        return baton_err_set(err, BATON_ERR_ARG, "%s: path too long", s->final);
+    s->fd = baton_sys.open(s->part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (s->fd < 0) {
+        int e = errno;
+        return baton_err_set(err, (e == ENOSPC || e == EDQUOT) ? BATON_ERR_NOSPACE : BATON_ERR_IO,
+                             "%s: cannot create: %s", s->part, strerror(e));
+    }
+    return BATON_OK;
+}
+
+int io_sink_write(io_sink *s, const void *p, size_t n, baton_err *err)
+{
+    if (s->written + n > s->si->bytes)
+        return baton_err_set(err, BATON_ERR_CORRUPT, "%s: more than the %llu bytes dataset.json lists",
+                             s->si->file, (unsigned long long)s->si->bytes);
+    int rc = baton_write_all(s->fd, p, n, s->part, err);
+    if (rc) return rc;
+    s->crc = baton_crc32c(s->crc, p, n);
+    s->written += n;
+    return BATON_OK;
+}
+
+void io_sink_abort(io_sink *s)
+{
+    if (s->fd >= 0) {
+        baton_sys.close(s->fd);
+        baton_sys.unlink(s->part);
+    }
+    s->fd = -1;
+}
+
+int io_sink_commit(io_sink *s, baton_err *err)
+{
+    const baton_shard_info *si = s->si;
+    if (s->written != si->bytes || s->crc != si->crc32c) {
+        int rc = baton_err_set(err, BATON_ERR_CORRUPT,
+                               "%s: copy has %llu bytes CRC32C %08x, dataset.json says %llu bytes %08x",
+                               si->file, (unsigned long long)s->written, s->crc,
+                               (unsigned long long)si->bytes, si->crc32c);
+        io_sink_abort(s);
+        return rc;
+    }
+    int rc = BATON_OK;
+    if (baton_sys.fsync(s->fd) != 0)
+        rc = baton_err_set(err, errno == ENOSPC ? BATON_ERR_NOSPACE : BATON_ERR_IO, "%s: fsync: %s",
+                           s->part, strerror(errno));
+    if (baton_sys.close(s->fd) != 0 && rc == BATON_OK)
+        rc = baton_err_set(err, BATON_ERR_IO, "%s: close: %s", s->part, strerror(errno));
+    s->fd = -1;
+    if (rc == BATON_OK && baton_sys.rename(s->part, s->final) != 0)
+        rc = baton_err_set(err, BATON_ERR_IO, "%s: rename: %s", s->final, strerror(errno));
+    if (rc) baton_sys.unlink(s->part);
+    return rc;
+}
+
+int io_local_valid(const char *dir, const baton_shard_info *si)
+{
+    char path[4096];
+    if (baton_path_join(path, sizeof path, dir, si->file, NULL)) return 0;
+    struct stat st;
+    if (stat(path, &st) != 0 || (uint64_t)st.st_size != si->bytes) return 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    static __thread uint8_t buf[1 << 20];
+    uint32_t crc = 0;
+    ssize_t r;
+    while ((r = read(fd, buf, sizeof buf)) > 0) crc = baton_crc32c(crc, buf, (size_t)r);
+    close(fd);
+    return r == 0 && crc == si->crc32c;
+}
+
+/* One pass: fetch the listed shards whole, in order, into verified local files. Shards whose
+ * checksum did not match are listed in bad[] (their .part removed); other errors abort. */
+static int download_pass(baton_store *store, const baton_manifest *m, const char *dir,
+                         const baton_fetch_opts *fo, const uint32_t *todo, size_t n, uint32_t *bad,
+                         size_t *nbad, uint64_t *bytes, baton_err *err)
+{
+    *nbad = 0;
+    baton_fetch *f = baton_fetch_new(store, fo, err);
+    if (!f) return err->code;
+    int rc = BATON_OK;
+    for (size_t i = 0; i < n && rc == BATON_OK; i++)
+        rc = baton_fetch_add(f, m->shards[todo[i]].file, 0, m->shards[todo[i]].bytes, todo[i], err);
+    baton_fetch_close_input(f);
+    io_sink sink;
+    int open = 0;
+    baton_fetch_piece p;
+    while (rc == BATON_OK && (rc = baton_fetch_next(f, &p, err)) == BATON_OK) {
+        const baton_shard_info *si = &m->shards[p.tag];
+        if (!open) {
+            rc = io_sink_open(&sink, dir, si, err);
+            open = rc == BATON_OK;
+        }
+        if (rc == BATON_OK) rc = io_sink_write(&sink, p.data, p.len, err);
+        *bytes += p.len;
+        int last = p.last;
+        baton_fetch_release(f, &p);
+        if (rc == BATON_OK && last) {
+            open = 0;
+            rc = io_sink_commit(&sink, err);
+            if (rc == BATON_ERR_CORRUPT) {
+                baton_log(BATON_LOG_WARN, "%s; downloading it again", err->msg);
+                bad[(*nbad)++] = (uint32_t)p.tag;
+                rc = BATON_OK;
+            }
+        }
+    }
+    if (rc == BATON_END) rc = BATON_OK;
+    if (open) io_sink_abort(&sink);
+    baton_fetch_free(f);
+    return rc;
+}
+
+int io_download(baton_store *store, const baton_manifest *m, const char *dir,
+                const baton_fetch_opts *fo, baton_loader_stats *st, baton_err *err)
+{
+    size_t n = m->nshards;
+    uint32_t *todo = malloc((n ? n : 1) * sizeof *todo), *bad = malloc((n ? n : 1) * sizeof *bad);
+    if (!todo || !bad) {
+        free(todo);
+        free(bad);
+        return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    }
+    size_t ntodo = 0, nbad = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!io_local_valid(dir, &m->shards[i])) todo[ntodo++] = (uint32_t)i;
+    int rc = BATON_OK;
+    if (ntodo) {
+        rc = download_pass(store, m, dir, fo, todo, ntodo, bad, &nbad, &st->bytes_read, err);
+        st->downloads += ntodo;
+    }
+    if (rc == BATON_OK && nbad) {
+        st->redownloads += nbad;
+        memcpy(todo, bad, nbad * sizeof *bad);
+        ntodo = nbad;
+        rc = download_pass(store, m, dir, fo, todo, ntodo, bad, &nbad, &st->bytes_read, err);
+        if (rc == BATON_OK && nbad)
+            rc = baton_err_set(err, BATON_ERR_CORRUPT,
+                               "%s: checksum mismatch again after downloading it a second time "
+                               "(the store's copy does not match dataset.json)",
+                               m->shards[bad[0]].file);
+    }
+    if (rc == BATON_OK) rc = baton_fsync_dir(dir, err);
+    free(todo);
+    free(bad);
+    return rc;
+}

@@ -1,0 +1,121 @@
+/* store_internal.h — shared between the store and fetch files of io (not public): the store
+ * object, URI parsing and object-name rules (uri.c), and the remote-request layer that the blocking
+ * store calls and the fetch thread both use (remote.c): request set-up with SigV4, response-header
+ * capture, body validation against the requested range, and the mapping of transport / HTTP
+ * failures to baton errors whose messages name the object and never contain a secret. */
+#ifndef BATON_STORE_INTERNAL_H
+#define BATON_STORE_INTERNAL_H
+
+#include "baton/io.h"
+
+#include <curl/curl.h>
+#include <pthread.h>
+
+/* ---------------------------------------------------------------- URIs and names (uri.c) */
+typedef struct io_uri {
+    baton_store_kind kind;
+    char *path;       /* LOCAL: the folder (no trailing '/' except for "/") */
+    char *scheme;     /* HTTP: "http" or "https" */
+    char *authority;  /* HTTP: host[:port] */
+    char *bucket;     /* S3 */
+    char *prefix;     /* HTTP (raw URL path) and S3 (key prefix): "" or "a/b/" (ends with '/') */
+} io_uri;
+
+int io_uri_parse(const char *s, io_uri *u, baton_err *err);
+void io_uri_free(io_uri *u);
+/* Object names: relative, printable ASCII, no empty, "." or ".." segments, no leading or trailing
+ * '/', at most 1024 bytes. `what` names the store in the message. */
+int io_name_check(const char *store_uri, const char *name, baton_err *err);
+/* Append s percent-encoded the way S3 SigV4 wants a canonical path (RFC 3986 unreserved
+ * characters and '/' kept, everything else %XX with upper-case hex). */
+int io_escape_append(baton_buf *b, const char *s);
+
+/* ---------------------------------------------------------------- the store */
+#define IO_HANDLE_POOL 8
+
+struct baton_store {
+    baton_store_kind kind;
+    baton_store_opts opts;
+    char *uri;          /* for messages; ends with '/' (local: the folder path + '/') */
+    char *local_dir;    /* LOCAL */
+    char *base_url;     /* remote: object URL = base_url + escaped name; ends with '/' */
+    char *bucket_url;   /* S3: URL of the bucket itself (create) */
+    char *hostport;     /* remote: "host:port" for messages */
+    char *bucket;
+    char region[64];
+    char sigv4[96];     /* "aws:amz:REGION:s3" */
+    int aws_default;    /* S3 on AWS itself (no endpoint given) */
+    char *access_key, *secret_key, *session_token;
+    pthread_mutex_t mu; /* guards pool */
+    CURL *pool[IO_HANDLE_POOL];
+    int npool;
+};
+
+/* ---------------------------------------------------------------- remote requests (remote.c) */
+/* What the response headers said. Reset at every status line (redirects, 100-continue). */
+typedef struct io_resp {
+    long status;
+    int have_cr;                  /* Content-Range: bytes START-END/TOTAL */
+    int cr_unsatisfied;           /* Content-Range: bytes STAR/TOTAL (416) */
+    uint64_t cr_start, cr_end, cr_total; /* cr_total = UINT64_MAX when '*' */
+    int have_len;
+    uint64_t content_length;
+    char etag[160];               /* "" when absent */
+    char errbody[2048];           /* start of a non-2xx body (S3 XML error) */
+    size_t errlen;
+} io_resp;
+
+/* One-time libcurl initialisation (thread-safe). */
+int io_curl_init(baton_err *err);
+/* URL of an object (malloc'd) or NULL when out of memory. name must have passed io_name_check. */
+char *io_object_url(const baton_store *s, const char *name);
+/* Full URI of an object for messages into out. */
+void io_object_uri(const baton_store *s, const char *name, char *out, size_t cap);
+
+/* Configure h (freshly reset) for one request: URL, timeouts, SigV4 and its headers, Range
+ * ("bytes=START-" when end == UINT64_MAX, nothing when range == 0), If-Match, header capture into
+ * resp. The header list is returned in *hdrs (caller frees after the transfer). errbuf has
+ * CURL_ERROR_SIZE bytes. */
+int io_request_setup(const baton_store *s, CURL *h, const char *url, int range, uint64_t start,
+                     uint64_t end, const char *if_match, io_resp *resp, char *errbuf,
+                     struct curl_slist **hdrs, baton_err *err);
+/* Body data of a non-2xx answer: keep the start for the error message. */
+void io_resp_keep_error(io_resp *r, const void *p, size_t n);
+/* Validate a 2xx response before trusting its body, for a request of [start, start+len)
+ * (len = UINT64_MAX: to the end; ranged = whether a Range header was sent). Returns BATON_OK or
+ * an error naming the object and offset. On success *total is the object size when known, else
+ * UINT64_MAX. */
+int io_resp_check(const baton_store *s, const char *name, const io_resp *r, int ranged,
+                  uint64_t start, uint64_t len, uint64_t *total, baton_err *err);
+/* Turn a failed transfer (curl code, or an HTTP status outside 2xx) into an error; *retry says
+ * whether trying again may help (connection trouble, timeouts, 5xx, 429). */
+int io_request_error(const baton_store *s, const char *name, uint64_t off, CURLcode cc,
+                     const char *errbuf, const io_resp *r, int *retry, baton_err *err);
+/* Remove any occurrence of the store's secrets from a message (defence in depth). */
+void io_scrub(const baton_store *s, baton_err *err);
+/* Backoff before retry k (0-based): 50 ms × 2^k, capped at 5 s. */
+double io_backoff_s(int k);
+void io_sleep_s(double s);
+/* A weak ETag (W/"...") cannot be used with If-Match. */
+int io_etag_strong(const char *etag);
+
+/* ---------------------------------------------------------------- local stores (store_local.c) */
+int io_local_get(baton_store *s, const char *name, size_t max, baton_buf *out, baton_err *err);
+int io_local_get_range(baton_store *s, const char *name, uint64_t off, uint64_t len,
+                       baton_buf *out, baton_err *err);
+int io_local_size(baton_store *s, const char *name, uint64_t *size, baton_err *err);
+int io_local_put(baton_store *s, const char *name, const void *p, size_t n, baton_err *err);
+int io_local_put_file(baton_store *s, const char *name, const char *path, baton_err *err);
+/* Open an object for reading; path of the file into path (cap bytes) for messages. */
+int io_local_open(baton_store *s, const char *name, char *path, size_t cap, baton_err *err);
+
+/* ---------------------------------------------------------------- remote stores (store_remote.c) */
+int io_remote_get(baton_store *s, const char *name, size_t max, baton_buf *out, baton_err *err);
+int io_remote_get_range(baton_store *s, const char *name, uint64_t off, uint64_t len,
+                        baton_buf *out, baton_err *err);
+int io_remote_size(baton_store *s, const char *name, uint64_t *size, baton_err *err);
+int io_remote_put(baton_store *s, const char *name, const void *p, size_t n, const char *path,
+                  baton_err *err);
+int io_remote_create_bucket(baton_store *s, baton_err *err);
+
+#endif

@@ -1,0 +1,29 @@
+# lib.sh — helpers for CLI test scripts (sourced). Each script counts its own checks and ends
+# with `finish`, which prints "N passed, N failed" and sets the exit status.
+# $BATON is the binary under test (set by tests/run.sh; defaults to build/baton).
+set -u
+BATON=${BATON:-build/baton}
+export BATON_NO_PROGRESS=1
+T=$(mktemp -d /tmp/baton-cli-XXXXXX)
+trap 'rm -rf "$T"' EXIT
+npass=0 nfail=0
+
+ok()   { npass=$((npass + 1)); }
+bad()  { nfail=$((nfail + 1)); echo "FAIL: $*" >&2; }
+check() { if eval "$1"; then ok; else bad "$2"; fi; }
+
+# expect_fail CODE PATTERN CMD... : CMD must exit with CODE and print a single-line error on
+# stderr matching the extended regex PATTERN.
+expect_fail() {
+    local code=$1 pat=$2; shift 2
+    "$@" >"$T/out" 2>"$T/err"
+    local rc=$?
+    if [ "$rc" -ne "$code" ]; then bad "exit $rc (want $code): $*: $(head -c 600 "$T/err")"; return; fi
+    if ! grep -Eq -- "$pat" "$T/err"; then bad "stderr of '$*' lacks /$pat/: $(head -c 600 "$T/err")"; return; fi
+    ok
+}
+
+finish() {
+    echo "$npass passed, $nfail failed"
+    [ "$nfail" -eq 0 ]
+}

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# run.sh — the whole test suite, as `make test` and CI run it:
+#   1. install missing Debian packages (scripts/deps.sh),
+#   2. build normally and with ASan+UBSan,
+#   3. run every unit test program and every CLI test script against both builds,
+#   4. run every libFuzzer target briefly (FUZZ_SECONDS, default 10 s each),
+#   5. run the loopback server tests (nginx, RADOS Gateway, fault proxy).
+# Each program or script is one test; the last line is "N passed, N failed".
+# BATON_TEST_QUICK=1 skips the sanitizer pass and fuzzing (for a fast local loop).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/deps.sh || { echo "0 passed, 1 failed"; exit 1; }
+jobs=$(nproc 2>/dev/null || echo 2)
+
+pass=0 fail=0 failed=()
+run() {  # run NAME CMD...
+    local name=$1; shift
+    local t0=$SECONDS log
+    log=$(mktemp)
+    if "$@" >"$log" 2>&1; then
+        pass=$((pass + 1)); printf 'ok    %-48s %3ds\n' "$name" $((SECONDS - t0))
+    else
+        fail=$((fail + 1)); failed+=("$name"); printf 'FAIL  %-48s %3ds\n' "$name" $((SECONDS - t0))
+        tail -n 40 "$log" | sed 's/^/      | /'
+    fi
+    rm -f "$log"
+}
+
+builds=(build)
+[ "${BATON_TEST_QUICK:-0}" = 1 ] || builds+=(build-san)
+for b in "${builds[@]}"; do
+    san=0; [ "$b" = build-san ] && san=1
+    if ! make -s -j"$jobs" BUILD="$b" SAN="$san" all tests >/tmp/baton-build-$$.log 2>&1; then
+        cat /tmp/baton-build-$$.log; rm -f /tmp/baton-build-$$.log
+        echo "0 passed, 1 failed"; exit 1
+    fi
+    rm -f /tmp/baton-build-$$.log
+    export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1
+    for t in "$b"/tests/test_*; do
+        case "$t" in *.d) continue ;; esac
+        run "$b/$(basename "$t")" "$t"
+    done
+    for s in tests/cli/test_*.sh; do
+        [ -e "$s" ] || continue
+        run "$b/cli/$(basename "$s" .sh)" env BATON="$b/baton" BATON_BUILD="$b" bash "$s"
+    done
+done
+
+if [ "${BATON_TEST_QUICK:-0}" != 1 ]; then
+    if make -s -j"$jobs" fuzz-build >/tmp/baton-fuzz-$$.log 2>&1; then
+        run "fuzz (${FUZZ_SECONDS:-10}s per target)" tests/fuzz/run.sh "${FUZZ_SECONDS:-10}"
+    else
+        cat /tmp/baton-fuzz-$$.log; fail=$((fail + 1)); failed+=("fuzz-build")
+    fi
+    rm -f /tmp/baton-fuzz-$$.log
+fi
+
+for s in tests/servers/test_*.sh; do
+    [ -e "$s" ] || continue
+    run "servers/$(basename "$s" .sh)" bash "$s"
+done
+
+[ ${#failed[@]} -eq 0 ] || printf 'failed: %s\n' "${failed[*]}"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,206 @@
+/* test_io_loader.c — the loader's promise in every mode: each epoch delivers every sample exactly
+ * once, in the same order as an uninterrupted reader, across any number of restarts from a saved
+ * cursor; two workers (rank 0/1 of 2) split an epoch without overlap.
+ *
+ * Without arguments it packs a small dataset and checks the four modes over a local path. The
+ * URIs in BATON_TEST_URIS (space-separated, e.g. an nginx and an S3 copy of the same dataset
+ * behind the fault proxy; set by tests/cli/test_io_servers.sh) are checked the same way, with
+ * BATON_TEST_DATASET naming the local folder they hold. */
+#include "baton/img.h"
+#include "check.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#define EPOCHS 3
+#define RESTARTS 10
+
+static char tmp[] = "/tmp/baton-test-loader-XXXXXX";
+
+static uint64_t record_id(const baton_loader *l, const baton_record *r)
+{
+    baton_sample s;
+    baton_err err;
+    if (baton_sample_parse(baton_loader_manifest(l)->format, r->data, r->len, "t", r->offset, &s, &err))
+        return UINT64_MAX;
+    return s.id;
+}
+
+static int open_loader(const char *uri, baton_io_mode mode, uint32_t rank, uint32_t world, const char *local,
+                       baton_loader **l)
+{
+    baton_loader_opts o;
+    baton_loader_opts_default(&o);
+    o.uri = uri;
+    o.mode = mode;
+    o.seed = 11;
+    o.rank = rank;
+    o.world = world;
+    o.block = 700;
+    o.local_dir = local;
+    o.fetch.chunk_bytes = 256 << 10;
+    o.store.retries = 8;
+    baton_err err = {0};
+    int rc = baton_loader_open(&o, l, &err);
+    CHECK_MSG(rc == BATON_OK, "open %s %s: %s", uri, baton_io_mode_name(mode), err.msg);
+    return rc;
+}
+
+/* The uninterrupted sequence of record ids for EPOCHS epochs. */
+static uint64_t *reference(const char *uri, baton_io_mode mode, uint32_t rank, uint32_t world,
+                           const char *local, uint64_t *n_out, uint64_t *per_epoch)
+{
+    baton_loader *l;
+    if (open_loader(uri, mode, rank, world, local, &l)) return NULL;
+    *per_epoch = baton_loader_epoch_size(l);
+    uint64_t cap = *per_epoch * EPOCHS + 1, n = 0;
+    uint64_t *ids = malloc(cap * sizeof *ids);
+    baton_err err = {0};
+    baton_record r;
+    int rc = BATON_OK, ends = 0;
+    while (ends < EPOCHS && n < cap) {
+        rc = baton_loader_next(l, &r, &err);
+        if (rc == BATON_END) {
+            ends++;
+            continue;
+        }
+        if (rc) break;
+        ids[n++] = record_id(l, &r);
+    }
+    CHECK_MSG(rc == BATON_OK || rc == BATON_END, "%s: %s", uri, err.msg);
+    *n_out = n;
+    baton_loader_close(l);
+    return ids;
+}
+
+static void check_mode(const char *uri, baton_io_mode mode, uint64_t total)
+{
+    char local[512];
+    snprintf(local, sizeof local, "%s/local-%s", tmp, baton_io_mode_name(mode));
+    const char *ld = (mode == BATON_MODE_FILE || mode == BATON_MODE_CACHE) ? local : NULL;
+    uint64_t n, per_epoch;
+    uint64_t *ref = reference(uri, mode, 0, 1, ld, &n, &per_epoch);
+    if (!ref) return;
+    CHECK_EQ_U(per_epoch, total);
+    CHECK_EQ_U(n, total * EPOCHS);
+    /* every epoch: each id exactly once */
+    uint8_t *seen = calloc(total, 1);
+    int ok = 1;
+    for (int e = 0; e < EPOCHS; e++) {
+        memset(seen, 0, total);
+        for (uint64_t i = 0; i < total && e * total + i < n; i++) {
+            uint64_t id = ref[e * total + i];
+            if (id >= total || seen[id]++) ok = 0;
+        }
+    }
+    CHECK_MSG(ok, "%s %s: an epoch missed or repeated a sample", uri, baton_io_mode_name(mode));
+    CHECK(n < 2 * total || memcmp(ref, ref + total, total * sizeof *ref) != 0);  /* epochs differ */
+
+    /* restarts: reopen from the saved cursor at random moments; the sequence must not change */
+    if (ld) {  /* a restart on a fresh machine keeps the local copy only if it's the same disk */
+        char cmd[600];
+        snprintf(cmd, sizeof cmd, "rm -rf %s", local);
+        CHECK(system(cmd) == 0);
+    }
+    baton_rng rng;
+    baton_rng_seed(&rng, 5 + mode);
+    uint64_t stops[RESTARTS];
+    for (int i = 0; i < RESTARTS; i++) stops[i] = 1 + baton_rng_below(&rng, n - 1);
+    baton_cursor cur = {11, 0, 0};
+    uint64_t got = 0, mismatches = 0;
+    int restarts = 0;
+    while (got < n) {
+        baton_loader *l;
+        if (open_loader(uri, mode, 0, 1, ld, &l)) break;
+        baton_err err = {0};
+        int rc = baton_loader_seek(l, &cur, &err);
+        CHECK_MSG(rc == BATON_OK, "seek: %s", err.msg);
+        uint64_t stop = n;
+        for (int i = 0; i < RESTARTS; i++)
+            if (stops[i] > got && stops[i] < stop) stop = stops[i];
+        baton_record r;
+        while (rc == BATON_OK && got < stop) {
+            rc = baton_loader_next(l, &r, &err);
+            if (rc == BATON_END) {
+                rc = BATON_OK;
+                continue;
+            }
+            if (rc) break;
+            if (record_id(l, &r) != ref[got]) mismatches++;
+            got++;
+        }
+        CHECK_MSG(rc == BATON_OK, "%s %s: %s", uri, baton_io_mode_name(mode), err.msg);
+        cur = baton_loader_cursor(l);
+        baton_loader_close(l);
+        if (rc) break;
+        restarts++;
+    }
+    CHECK_EQ_U(got, n);
+    CHECK_EQ_U(mismatches, 0);
+    CHECK(restarts >= RESTARTS);
+
+    /* two workers: disjoint, together the whole epoch */
+    memset(seen, 0, total);
+    uint64_t both = 0;
+    for (uint32_t rank = 0; rank < 2; rank++) {
+        char l2[600];
+        snprintf(l2, sizeof l2, "%s-r%u", local, rank);
+        uint64_t m, pe;
+        uint64_t *ids = reference(uri, mode, rank, 2, ld ? l2 : NULL, &m, &pe);
+        if (!ids) continue;
+        for (uint64_t i = 0; i < pe && i < m; i++)
+            if (ids[i] < total && !seen[ids[i]]++) both++;
+        free(ids);
+    }
+    CHECK_EQ_U(both, total);
+    printf("%-40s %-5s ok: %llu samples x %d epochs, %d restarts\n", uri, baton_io_mode_name(mode),
+           (unsigned long long)total, EPOCHS, restarts);
+    free(seen);
+    free(ref);
+}
+
+int main(void)
+{
+    CHECK(mkdtemp(tmp) != NULL);
+    const char *dataset = getenv("BATON_TEST_DATASET");
+    char ds[600];
+    if (!dataset) {
+        snprintf(ds, sizeof ds, "%s/data", tmp);
+        baton_pack_opts po;
+        baton_pack_opts_default(&po);
+        po.from = "fashion-mnist";
+        po.split = "test";
+        po.out_dir = ds;
+        po.shard_mb = 1;
+        baton_manifest m;
+        baton_err err = {0};
+        int rc = baton_pack(&po, &m, &err);
+        if (rc == BATON_ERR_NOTFOUND) {
+            printf("skip: fashion-mnist not installed\n");
+            CHECK_DONE();
+        }
+        CHECK_MSG(rc == BATON_OK, "%s", err.msg);
+        if (rc == BATON_OK) baton_manifest_free(&m);
+        dataset = ds;
+    }
+    baton_manifest m;
+    baton_err err = {0};
+    CHECK_MSG(baton_manifest_load(dataset, &m, &err) == BATON_OK, "%s", err.msg);
+    uint64_t total = m.samples;
+    baton_manifest_free(&m);
+
+    const char *uris = getenv("BATON_TEST_URIS");
+    if (!uris) {
+        for (int mode = 0; mode < 4; mode++) check_mode(dataset, (baton_io_mode)mode, total);
+    } else {
+        char *copy = strdup(uris), *save = NULL;
+        for (char *u = strtok_r(copy, " ", &save); u; u = strtok_r(NULL, " ", &save))
+            for (int mode = 0; mode < 4; mode++)
+                if (mode != BATON_MODE_MOUNT) check_mode(u, (baton_io_mode)mode, total);
+        free(copy);
+    }
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
+    CHECK(system(cmd) == 0);
+    CHECK_DONE();
+}
