@@ -40,6 +40,8 @@ typedef struct packer {
     baton_buf enc, payload;
     double sum[4], sumsq[4];
     uint64_t pixels;           /* per channel */
+    uint32_t seen_h, seen_w;   /* sources of unknown shape: the first image's size ... */
+    int varied;                /* ... and whether any other image differed */
 } packer;
 
 static int shard_paths(const packer *p, size_t k, char *rec, char *idx, size_t cap, char *recname,
@@ -116,8 +118,18 @@ static int check_shape(packer *p, const baton_image *im, const char *what, baton
         return baton_err_set(err, BATON_ERR_FORMAT, "%s: %u channels, expected %u like the first image",
                              what, im->c, m->channels);
     if (m->shape[0] && (im->h != m->shape[0] || im->w != m->shape[1]))
-        return baton_err_set(err, BATON_ERR_FORMAT, "%s: %ux%u image, expected %ux%u", what, im->h,
-                             im->w, m->shape[0], m->shape[1]);
+        return baton_err_set(err, BATON_ERR_FORMAT, "%s: %ux%u image, expected %ux%u%s", what, im->h,
+                             im->w, m->shape[0], m->shape[1],
+                             m->encoding == BATON_ENC_RAW ? " (raw records need one size; use --encode png or jpeg)" : "");
+    if (!m->shape[0] && m->encoding == BATON_ENC_RAW) {  /* raw needs one size: the first fixes it */
+        m->shape[0] = im->h;
+        m->shape[1] = im->w;
+        m->shape[2] = im->c;
+    }
+    if (!m->shape[0]) {
+        if (!p->seen_h) p->seen_h = im->h, p->seen_w = im->w;
+        else if (im->h != p->seen_h || im->w != p->seen_w) p->varied = 1;
+    }
     return BATON_OK;
 }
 
@@ -134,7 +146,7 @@ static int pack_item(packer *p, size_t i, uint64_t key, baton_err *err)
         uint32_t force[3] = {0, 0, p->m->channels};
         rc = baton_img_decode(it.bytes, it.nbytes, it.encoding, p->m->channels ? force : NULL,
                               &p->img, err);
-        if (rc) return rc;
+        if (rc) return baton_err_prefix(err, "%s", what);
         im = &p->img;
     }
     rc = check_shape(p, im, what, err);
@@ -196,10 +208,6 @@ static int fill_header(packer *p, baton_err *err)
     baton_src_shape(p->src, m->shape);
     m->channels = m->shape[2];
     if (!m->name || !m->split) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
-    if (m->encoding == BATON_ENC_RAW && !m->shape[0])
-        return baton_err_set(err, BATON_ERR_ARG,
-                             "--encode raw needs images of one fixed size; %s images vary "
-                             "(use --encode png or jpeg)", m->name);
     m->class_names = calloc(m->classes ? m->classes : 1, sizeof *m->class_names);
     if (!m->class_names) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
     for (uint32_t k = 0; k < m->classes; k++)
@@ -248,6 +256,11 @@ int baton_pack(const baton_pack_opts *o, baton_manifest *out, baton_err *err)
 
     if (rc == BATON_OK) {
         out->samples = n;
+        if (!out->shape[0] && !p.varied) {  /* every image had the same size: say so */
+            out->shape[0] = p.seen_h;
+            out->shape[1] = p.seen_w;
+            out->shape[2] = out->channels;
+        }
         for (uint32_t k = 0; k < out->channels && k < 4; k++) {
             double mean = p.sum[k] / (double)p.pixels;
             double var = p.sumsq[k] / (double)p.pixels - mean * mean;
