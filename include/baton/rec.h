@@ -105,6 +105,10 @@ int baton_rec_reader_reserve(baton_rec_reader *r, size_t min, uint8_t **p, size_
                              baton_err *err);
 void baton_rec_reader_commit(baton_rec_reader *r, size_t n);
 void baton_rec_reader_finish(baton_rec_reader *r);
+/* Zero-copy whole input: parse records straight from p[0, n), which is then the rest of the stream
+ * (finish is implied). Only on a reader that has not been fed yet; p must stay valid and unchanged
+ * until the reader is freed. The checksum (if enabled) is final once _next returns BATON_END. */
+int baton_rec_reader_borrow(baton_rec_reader *r, const void *p, size_t n, baton_err *err);
 /* Returns BATON_OK (rec filled), BATON_NEED_MORE, BATON_END, or an error. */
 int baton_rec_reader_next(baton_rec_reader *r, baton_rec *rec, baton_err *err);
 /* Stream offset of the first byte not yet consumed by _next (where a resumed stream restarts:

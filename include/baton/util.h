@@ -66,6 +66,8 @@ typedef struct baton_sys_table {
     int (*rename)(const char *from, const char *to);
     int (*unlink)(const char *path);
     int (*mkdir)(const char *path, mode_t mode);
+    void *(*mmap)(void *addr, size_t len, int prot, int flags, int fd, off_t off);
+    int (*munmap)(void *addr, size_t len);
 } baton_sys_table;
 extern baton_sys_table baton_sys;   /* the live table */
 void baton_sys_reset(void);          /* restore the real system calls */

@@ -135,7 +135,7 @@ static void examine(inspector *in, const char *name, baton_rec_format fmt, const
         count_shape(rep, 0, 0, 0);
         return;
     }
-    if (in->verify) {
+    if (in->verify && enc != BATON_ENC_RAW) {  /* raw: the length check of probe is the check */
         uint32_t force[3] = {expect[0], expect[1], in->m ? in->m->channels : expect[2]};
         rc = baton_img_decode(s.img, s.img_len, enc, enc == BATON_ENC_RAW ? expect :
                               force[2] ? force : NULL, &in->img, &err);
@@ -162,14 +162,30 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Every index entry must point at a record start of this file, one entry per record. */
-static void check_index(inspector *in, const char *idx_path, const char *rec_name, uint64_t file_bytes)
+/* Every index entry must point at a record start of this file, one entry per record; with a
+ * manifest, the index file's size and CRC32C must match too. The file is read once. */
+static void check_index(inspector *in, const char *idx_path, const char *rec_name, uint64_t file_bytes,
+                        const baton_shard_info *si)
 {
     baton_inspect_report *rep = in->rep;
     baton_err err = {0};
+    uint8_t *text;
+    size_t len;
+    if (baton_file_read_all(idx_path, (size_t)1 << 34, &text, &len, &err)) {
+        add_error(rep, "%s", err.msg);
+        return;
+    }
+    if (si) {
+        uint32_t crc = baton_crc32c(0, text, len);
+        if (len != si->index_bytes || crc != si->index_crc32c)
+            add_error(rep, "%s: %zu bytes CRC32C %08x, dataset.json says %llu bytes %08x", si->index, len,
+                      crc, (unsigned long long)si->index_bytes, si->index_crc32c);
+    }
     baton_idx_entry *e = NULL;
     size_t n = 0;
-    if (baton_idx_load(idx_path, &e, &n, &err)) {
+    int rc = baton_idx_parse(idx_path, (const char *)text, len, &e, &n, &err);
+    free(text);
+    if (rc) {
         add_error(rep, "%s", err.msg);
         return;
     }
@@ -181,9 +197,13 @@ static void check_index(inspector *in, const char *idx_path, const char *rec_nam
         add_error(rep, "%s: out of memory", idx_path);
         return;
     }
-    for (size_t i = 0; i < n; i++) sorted[i] = e[i].offset;
-    qsort(sorted, n, sizeof *sorted, cmp_u64);
-    size_t bad = 0;
+    int in_order = 1;
+    for (size_t i = 0; i < n; i++) {
+        sorted[i] = e[i].offset;
+        if (i > 0 && sorted[i] < sorted[i - 1]) in_order = 0;
+    }
+    if (!in_order) qsort(sorted, n, sizeof *sorted, cmp_u64);  /* writers list records in order */
+    size_t bad = 0, j = 0;  /* walk both ascending lists together */
     for (size_t i = 0; i < n; i++) {
         uint64_t off = sorted[i];
         if (i > 0 && off == sorted[i - 1]) {
@@ -196,7 +216,8 @@ static void check_index(inspector *in, const char *idx_path, const char *rec_nam
                           (unsigned long long)off, rec_name, (unsigned long long)file_bytes);
             continue;
         }
-        if (!bsearch(&off, in->offsets, in->noffsets, sizeof *in->offsets, cmp_u64) && bad++ < 5)
+        while (j < in->noffsets && in->offsets[j] < off) j++;
+        if ((j == in->noffsets || in->offsets[j] != off) && bad++ < 5)
             add_error(rep, "%s: offset %llu is not the start of a record in %s", idx_path,
                       (unsigned long long)off, rec_name);
     }
@@ -261,7 +282,7 @@ static void scan_file(inspector *in, const char *path, const char *name, const c
                       baton_rec_file_checksum(f), m_shard->crc32c);
     }
     baton_rec_file_close(f);
-    if (want_offsets && rc == BATON_END) check_index(in, idx_path, name, bytes);
+    if (want_offsets && rc == BATON_END) check_index(in, idx_path, name, bytes, m_shard);
     if (!in->m && in->loose_images && in->loose_unknown) {
         for (uint64_t i = 0; i < in->loose_unknown && i < 5; i++)
             add_error(rep, "%s: offset %llu: record id %llu is not a PNG or JPEG image, unlike the "
@@ -274,22 +295,6 @@ static void scan_file(inspector *in, const char *path, const char *name, const c
         add_error(rep, "%s: %llu raw records differ in size from the first one (%zu bytes)", name,
                   (unsigned long long)in->loose_len_bad, in->loose_raw_len);
     }
-}
-
-static void check_index_file(inspector *in, const char *idx_path, const baton_shard_info *si)
-{
-    uint8_t *data;
-    size_t n;
-    baton_err err = {0};
-    if (baton_file_read_all(idx_path, (size_t)1 << 34, &data, &n, &err)) {
-        add_error(in->rep, "%s", err.msg);
-        return;
-    }
-    uint32_t crc = baton_crc32c(0, data, n);
-    free(data);
-    if (n != si->index_bytes || crc != si->index_crc32c)
-        add_error(in->rep, "%s: %zu bytes CRC32C %08x, dataset.json says %llu bytes %08x", si->index,
-                  n, crc, (unsigned long long)si->index_bytes, si->index_crc32c);
 }
 
 static uint64_t total_bytes_of(const char *path)
@@ -318,7 +323,6 @@ static int inspect_dataset(inspector *in, const char *dir, baton_err *err)
         if (baton_path_join(path, sizeof path, dir, si->file, err)) return err->code;
         if (si->index && baton_path_join(idx, sizeof idx, dir, si->index, err)) return err->code;
         scan_file(in, path, si->file, si->index ? idx : NULL, si);
-        if (in->verify && si->index) check_index_file(in, idx, si);
     }
     if (in->progress) baton_progress_finish(&in->prog);
     if (rep->records != in->m->samples && rep->nerrors_total == 0)

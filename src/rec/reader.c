@@ -34,6 +34,8 @@ struct baton_rec_reader {
     int finished;
     int checksum;
     uint32_t crc;
+    int borrowed;       /* buf is the caller's memory (baton_rec_reader_borrow) */
+    size_t crc_done;    /* borrowed: bytes of buf already in crc */
     int err_code;       /* sticky error, 0 when none */
     baton_err sticky;
     baton_buf scratch;
@@ -62,7 +64,7 @@ baton_rec_reader *baton_rec_reader_new(baton_rec_format fmt, const char *name,
 void baton_rec_reader_free(baton_rec_reader *r)
 {
     if (!r) return;
-    free(r->buf);
+    if (!r->borrowed) free(r->buf);
     free(r->name);
     baton_buf_free(&r->scratch);
     free(r);
@@ -154,6 +156,29 @@ int baton_rec_reader_feed(baton_rec_reader *r, const void *p, size_t n, baton_er
 
 void baton_rec_reader_finish(baton_rec_reader *r) { r->finished = 1; }
 
+int baton_rec_reader_borrow(baton_rec_reader *r, const void *p, size_t n, baton_err *err)
+{
+    if (r->fed || r->finished || r->buf)
+        return baton_err_set(err, BATON_ERR_ARG, "%s: borrow needs a fresh reader", r->name);
+    r->buf = (uint8_t *)(uintptr_t)p;  /* never written: reserve refuses a finished reader */
+    r->borrowed = 1;
+    r->cap = r->end = n;
+    r->start = r->crc_done = 0;
+    r->fed = n;
+    r->finished = 1;
+    return BATON_OK;
+}
+
+/* Borrowed input: extend the CRC over consumed bytes in cache-sized steps, all of it at the end. */
+static void borrowed_crc(baton_rec_reader *r, int all)
+{
+    size_t upto = all ? r->end : r->start;
+    if (!r->checksum || upto == r->crc_done) return;
+    if (!all && upto - r->crc_done < ((size_t)256 << 10)) return;
+    r->crc = baton_crc32c(r->crc, r->buf + r->crc_done, upto - r->crc_done);
+    r->crc_done = upto;
+}
+
 int rec_reader_detect(baton_rec_reader *r, baton_err *err)
 {
     if (r->err_code) return sticky(r, err);
@@ -178,6 +203,7 @@ int baton_rec_reader_next(baton_rec_reader *r, baton_rec *rec, baton_err *err)
         if (rc != BATON_OK) return rc;
     }
     size_t avail = r->end - r->start;
+    if (r->borrowed) borrowed_crc(r, avail == 0);
     if (avail == 0) return r->finished ? BATON_END : BATON_NEED_MORE;
     if (!r->finished && avail < r->need) return BATON_NEED_MORE;
     const uint8_t *p = r->buf + r->start;
@@ -192,7 +218,10 @@ int baton_rec_reader_next(baton_rec_reader *r, baton_rec *rec, baton_err *err)
         r->need = need;
         return BATON_NEED_MORE;
     }
-    if (rc < 0) return fail(r, rc, err);
+    if (rc < 0) {
+        if (r->borrowed) borrowed_crc(r, 1);
+        return fail(r, rc, err);
+    }
     r->start += rec->size;
     r->pos += rec->size;
     r->need = 0;

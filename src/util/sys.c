@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,6 +21,8 @@ static const baton_sys_table real = {
     .rename = rename,
     .unlink = unlink,
     .mkdir = mkdir,
+    .mmap = mmap,
+    .munmap = munmap,
 };
 
 baton_sys_table baton_sys = {
@@ -32,6 +35,8 @@ baton_sys_table baton_sys = {
     .rename = rename,
     .unlink = unlink,
     .mkdir = mkdir,
+    .mmap = mmap,
+    .munmap = munmap,
 };
 
 void baton_sys_reset(void) { baton_sys = real; }

@@ -8,6 +8,9 @@
 #include "check.h"
 
 #include <errno.h>
+#include <sys/mman.h>
+
+#include <errno.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -259,6 +262,13 @@ static void check_file(const stream *s, const char *name)
     baton_rec_file_close(f);
 }
 
+static void *failing_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    (void)addr, (void)len, (void)prot, (void)flags, (void)fd, (void)off;
+    errno = ENOMEM;
+    return MAP_FAILED;
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/baton-test-reader-XXXXXX");
@@ -381,8 +391,10 @@ int main(void)
     CHECK_MSG(rc == BATON_ERR_TRUNCATED && k == 5 && strstr(err.msg, want), "%d %d %s", rc, k,
               err.msg);
     baton_rec_file_close(f);
-    /* a read error (EIO) after the first chunk: IO error, sticky */
+    /* a read error (EIO) after the first chunk: IO error, sticky (mapping refused first, so the
+     * read() path that a failed mmap falls back to is the one under test) */
     snprintf(path, sizeof path, "%s/big.rec", tmpdir);
+    baton_sys.mmap = failing_mmap;
     f = baton_rec_file_open(path, BATON_FMT_RECORDIO, 0, &err);
     baton_sys.read = failing_read;
     fail_reads = 0;

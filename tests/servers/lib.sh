@@ -1,0 +1,62 @@
+# lib.sh — start and stop the loopback servers from test and bench scripts (sourced).
+#   srv_init                 scratch folder $SRV, cleanup on exit (servers stopped, files removed)
+#   srv_port VAR             a free loopback port into VAR
+#   srv_nginx ROOT           nginx serving ROOT; sets NGINX_PORT
+#   srv_rgw                  RADOS Gateway; exports AWS_* (endpoint, keys, region); sets RGW_PORT
+#   srv_proxy VAR UPSTREAM [faultproxy options...]   fault proxy in front of UPSTREAM; port in VAR
+#   srv_have_rgw             true when the Ceph packages are installed
+SRV_DIR_SELF=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+SRV_PIDS=()
+
+srv_cleanup() {
+    for p in "${SRV_PIDS[@]}"; do kill "$p" 2>/dev/null; done
+    [ -d "$SRV/nginx" ] && "$SRV_DIR_SELF/nginx.sh" stop "$SRV/nginx" >/dev/null 2>&1
+    [ -d "$SRV/rgw" ] && "$SRV_DIR_SELF/rgw.sh" stop "$SRV/rgw" >/dev/null 2>&1
+    rm -rf "$SRV"
+}
+
+srv_init() {
+    SRV=$(mktemp -d /tmp/baton-srv-XXXXXX)
+    trap srv_cleanup EXIT
+    cc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror "$SRV_DIR_SELF/faultproxy.c" -o "$SRV/faultproxy" -lpthread
+}
+
+SRV_USED=" "
+srv_port() {
+    local p
+    for _ in $(seq 1 200); do
+        p=$(( 20000 + (RANDOM * 32768 + RANDOM) % 12000 ))
+        case "$SRV_USED" in *" $p "*) continue ;; esac
+        if ! ss -Hltn "sport = :$p" 2>/dev/null | grep -q .; then
+            SRV_USED="$SRV_USED$p "
+            printf -v "$1" '%s' "$p"
+            return 0
+        fi
+    done
+    echo "no free port" >&2
+    return 1
+}
+
+srv_nginx() {
+    srv_port NGINX_PORT
+    "$SRV_DIR_SELF/nginx.sh" start "$SRV/nginx" "$NGINX_PORT" "$1" >/dev/null
+}
+
+srv_have_rgw() { command -v radosgw >/dev/null && command -v ceph-mon >/dev/null && command -v ceph-osd >/dev/null; }
+
+srv_rgw() {
+    local mon
+    srv_port RGW_PORT
+    srv_port mon
+    eval "$("$SRV_DIR_SELF/rgw.sh" start "$SRV/rgw" "$RGW_PORT" "$mon")"
+}
+
+srv_proxy() {
+    local var=$1 up=$2 port
+    shift 2
+    srv_port port
+    "$SRV/faultproxy" --max-seconds 900 "$@" "$port" "$up" >"$SRV/proxy-$port.out" 2>&1 &
+    SRV_PIDS+=($!)
+    for _ in $(seq 1 100); do grep -q listening "$SRV/proxy-$port.out" && break; sleep 0.05; done
+    printf -v "$var" '%s' "$port"
+}
