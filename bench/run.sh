@@ -3,6 +3,8 @@
 # copy the figures with the command that produced them into bench/RESULTS.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh
+scripts/deps.sh --bench
 echo "== record scan: baton inspect --verify vs cat (bench/scan.sh)"
 bench/scan.sh
+echo "== input modes over HTTP and S3, and the loader peer (bench/io.sh)"
+bench/io.sh

@@ -4,6 +4,7 @@
 # quick when everything is present (one dpkg-query). Run as root on Debian 12.
 #
 #   scripts/deps.sh            build + test dependencies (the default)
+#   scripts/deps.sh --bench    also the benchmark peers (PyTorch, Pillow: large, benchmarks only)
 #   scripts/deps.sh --check    list what is missing, install nothing (exit 1 if anything is)
 #
 # Groups (kept together here so there is exactly one place to look):
@@ -17,7 +18,10 @@ build=(make gcc libc6-dev pkg-config git ca-certificates
 test=(clang libclang-rt-14-dev dataset-fashion-mnist python3 curl iproute2 bc
       nginx-light radosgw ceph-mon ceph-osd ceph-common)
 
+bench=(python3-torch python3-numpy python3-pil libopenblas0-openmp)
+
 want=("${build[@]}" "${test[@]}")
+[ "${1:-}" = "--bench" ] && want+=("${bench[@]}")
 missing=()
 for p in "${want[@]}"; do
     st=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)

@@ -41,6 +41,10 @@ int baton_img_decode(const uint8_t *p, size_t n, baton_encoding enc, const uint3
 int baton_img_encode(const baton_image *im, baton_encoding enc, int quality, baton_buf *out,
                      baton_err *err);
 
+/* Bilinear resize of src into dst (h × w, same channels), half-pixel centres, edges clamped. */
+int baton_img_resize_bilinear(const baton_image *src, uint32_t h, uint32_t w, baton_image *dst,
+                              baton_err *err);
+
 /* ---------------------------------------------------------------- IDX-ubyte (MNIST family) */
 /* The IDX format: magic 0x00 0x00 type ndim, ndim big-endian u32 dims, data. We accept type 0x08
  * (u8) with 1 dim (labels) or 3 dims (images). The buffer may be gzip-compressed (as Debian ships
@@ -98,6 +102,7 @@ typedef struct baton_pack_opts {
     double shard_mb;          /* target shard size, default 64 */
     uint64_t seed;            /* record order: permutation of the source from seed */
     int shuffle;              /* 1 default */
+    uint32_t resize_h, resize_w; /* resize every image to this size first (0 = keep) */
     int progress;             /* show a progress line */
 } baton_pack_opts;
 void baton_pack_opts_default(baton_pack_opts *o);

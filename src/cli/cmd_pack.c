@@ -9,7 +9,7 @@ int cmd_pack(int argc, char **argv)
 {
     baton_pack_opts o;
     baton_pack_opts_default(&o);
-    const char *format = "recordio", *encode = NULL;
+    const char *format = "recordio", *encode = NULL, *resize = NULL;
     int no_shuffle = 0, quiet = 0, json = 0;
     const struct cli_opt opts[] = {
         {"from", CLI_STR, &o.from, "fashion-mnist[:DIR] | imagefolder:DIR | cifar10:DIR"},
@@ -19,6 +19,7 @@ int cmd_pack(int argc, char **argv)
         {"quality", CLI_INT, &o.quality, "JPEG quality 1..100 (default 95)"},
         {"shard-mb", CLI_DBL, &o.shard_mb, "target shard size in MB (default 64)"},
         {"split", CLI_STR, &o.split, "train (default) | test"},
+        {"resize", CLI_STR, &resize, "HxW: resize every image first (bilinear)"},
         {"seed", CLI_U64, &o.seed, "record order seed (default 0); output is deterministic"},
         {"no-shuffle", CLI_FLAG, &no_shuffle, "keep the source order"},
         {"quiet", CLI_FLAG, &quiet, "no progress line"},
@@ -44,6 +45,16 @@ int cmd_pack(int argc, char **argv)
     if (strcmp(o.split, "train") && strcmp(o.split, "test")) {
         fprintf(stderr, "baton pack: --split '%s': expected train or test\n", o.split);
         return CLI_USAGE;
+    }
+    if (resize) {
+        unsigned h = 0, w = 0;
+        char tail;
+        if (sscanf(resize, "%ux%u%c", &h, &w, &tail) != 2 || !h || !w) {
+            fprintf(stderr, "baton pack: --resize '%s': expected HxW, e.g. 224x224\n", resize);
+            return CLI_USAGE;
+        }
+        o.resize_h = h;
+        o.resize_w = w;
     }
     o.shuffle = !no_shuffle;
     o.progress = !quiet;

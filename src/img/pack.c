@@ -37,6 +37,7 @@ typedef struct packer {
     size_t shard_cap;          /* allocated entries in m->shards */
     uint64_t shard_limit;      /* bytes */
     baton_image img;           /* decoded pixels of the current item (imagefolder) */
+    baton_image sized;         /* the item resized (--resize) */
     baton_buf enc, payload;
     double sum[4], sumsq[4];
     uint64_t pixels;           /* per channel */
@@ -149,6 +150,12 @@ static int pack_item(packer *p, size_t i, uint64_t key, baton_err *err)
         if (rc) return baton_err_prefix(err, "%s", what);
         im = &p->img;
     }
+    if (p->o->resize_h) {
+        rc = baton_img_resize_bilinear(im, p->o->resize_h, p->o->resize_w, &p->sized, err);
+        if (rc) return baton_err_prefix(err, "%s", what);
+        im = &p->sized;
+        it.image = im;  /* resized pixels: never pass the original file through */
+    }
     rc = check_shape(p, im, what, err);
     if (rc) return rc;
     accumulate(p, im);
@@ -207,6 +214,12 @@ static int fill_header(packer *p, baton_err *err)
     m->classes = baton_src_classes(p->src);
     baton_src_shape(p->src, m->shape);
     m->channels = m->shape[2];
+    if (o->resize_h) {
+        if (!o->resize_w || o->resize_h > 16384 || o->resize_w > 16384)
+            return baton_err_set(err, BATON_ERR_ARG, "--resize %ux%u: sides must be 1..16384",
+                                 o->resize_h, o->resize_w);
+        if (m->shape[0]) m->shape[0] = o->resize_h, m->shape[1] = o->resize_w;
+    }
     if (!m->name || !m->split) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
     m->class_names = calloc(m->classes ? m->classes : 1, sizeof *m->class_names);
     if (!m->class_names) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
@@ -271,6 +284,7 @@ int baton_pack(const baton_pack_opts *o, baton_manifest *out, baton_err *err)
     }
     free(order);
     baton_image_free(&p.img);
+    baton_image_free(&p.sized);
     baton_buf_free(&p.enc);
     baton_buf_free(&p.payload);
     baton_src_close(p.src);

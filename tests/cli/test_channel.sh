@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# test_channel.sh — `baton channel`: SageMaker-style named pipes <dir>/<channel>_<epoch>, read by a
+# plain Python reader (the one in docs/channels.md): every epoch delivers each sample exactly once,
+# RecordIO-framed; a reader that leaves early ends that epoch and the next pipe still follows.
+. "$(dirname "$0")/lib.sh"
+$BATON pack --from fashion-mnist --split test --out "$T/ds" --shard-mb 1 >/dev/null 2>&1 || bad "pack"
+cat >"$T/reader.py" <<'PY'
+import os, struct, sys, time
+MAGIC = 0xCED7230A
+def records(path, limit=None):
+    with open(path, "rb") as f:
+        k = 0
+        while limit is None or k < limit:
+            head = f.read(8)
+            if not head:
+                return
+            parts = []
+            while True:
+                magic, lrec = struct.unpack("<II", head)
+                assert magic == MAGIC, "bad magic"
+                cflag, n = lrec >> 29, lrec & ((1 << 29) - 1)
+                parts.append(f.read(n))
+                if cflag in (0, 3):
+                    f.read((4 - n % 4) % 4)
+                    break
+                parts.append(struct.pack("<I", MAGIC))
+                head = f.read(8)
+            k += 1
+            yield b"".join(parts)
+fifo, name, epochs, first_limit = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+for e in range(epochs):
+    path = os.path.join(fifo, f"{name}_{e}")
+    t0 = time.time()
+    while not os.path.exists(path):
+        if time.time() - t0 > 30: sys.exit(f"{path} never appeared")
+        time.sleep(0.01)
+    ids = [struct.unpack_from("<IfQQ", p)[2] for p in records(path, first_limit if e == 0 and first_limit else None)]
+    print(e, len(ids), len(set(ids)), min(ids), max(ids))
+PY
+timeout 120 $BATON channel --data "$T/ds" --fifo-dir "$T/fifo" --channel train --epochs 2 --quiet 2>"$T/err" &
+pid=$!
+timeout 120 python3 "$T/reader.py" "$T/fifo" train 2 0 >"$T/out" || bad "reader failed: $(cat "$T/out")"
+wait $pid || bad "channel failed: $(cat "$T/err")"
+check 'grep -qx "0 10000 10000 0 9999" "$T/out" && grep -qx "1 10000 10000 0 9999" "$T/out"' "epochs: $(cat "$T/out")"
+check '[ ! -e "$T/fifo/train_0" ] && [ ! -e "$T/fifo/train_1" ]' "pipes left behind"
+
+# a reader that leaves after 100 records: epoch 0 ends, epoch 1 is whole
+timeout 120 $BATON channel --data "$T/ds" --fifo-dir "$T/fifo2" --channel val --epochs 2 --quiet 2>"$T/err2" &
+pid=$!
+timeout 120 python3 "$T/reader.py" "$T/fifo2" val 2 100 >"$T/out2" || bad "reader 2 failed"
+wait $pid || bad "channel 2 failed: $(cat "$T/err2")"
+check 'grep -q "^0 100 100 " "$T/out2" && grep -qx "1 10000 10000 0 9999" "$T/out2"' "early leave: $(cat "$T/out2")"
+check 'grep -q "went away" "$T/err2"' "no warning about the reader leaving: $(cat "$T/err2")"
+expect_fail 2 'required' $BATON channel --data "$T/ds"
+finish
