@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # io.sh — the storage-mode experiment (REFERENCE.md §8), reproduced on one machine:
-#   1. builds a realistic dataset: Fashion-MNIST upscaled to SIZE×SIZE (default 384) and JPEG-encoded,
+#   1. builds a realistic dataset: Fashion-MNIST upscaled to SIZE×SIZE (default 448) and JPEG-encoded,
 #      about 1 GB in RecordIO shards;
 #   2. serves it from nginx (HTTP) and from a real S3 endpoint (Ceph RADOS Gateway, SigV4) on loopback;
 #   3. runs `baton bench-io --mode all` (file, pipe, mount, cache) over S3 and over HTTP, with the
@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 BATON=${BATON:-$ROOT/build/baton}
 EPOCHS=${1:-3}
-SIZE=${SIZE:-384}
+SIZE=${SIZE:-448}
 WORKERS=${WORKERS:-2}
 OUT=${OUT:-$ROOT/bench/out}
 mkdir -p "$OUT"
@@ -37,22 +37,38 @@ if srv_have_rgw; then
     $BATON push "$W/big" s3://bench/big --create-bucket --quiet >/dev/null
 fi
 
+table() {  # JSON lines of bench-io -> the seed's table, with the DoD ratios
+    python3 - "$1" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+rows = [r for r in rows if "skipped" not in r]
+print(f"{'mode':6} {'launch_s':>9} {'samples/s':>10} {'median epoch_s':>15} {'total_s':>8}  epoch_s")
+for r in rows:
+    print(f"{r['mode']:6} {r['launch_s']:9.3f} {r['samples_per_s']:10.0f} {statistics.median(r['epoch_s']):15.2f} "
+          f"{r['total_s']:8.2f}  {' '.join(f'{e:.2f}' for e in r['epoch_s'])}")
+m = {r["mode"]: r for r in rows}
+if "pipe" in m and "mount" in m:
+    print(f"pipe/mount median epoch time: {statistics.median(m['pipe']['epoch_s']) / statistics.median(m['mount']['epoch_s']):.3f} (goal <= 1.05)")
+if "cache" in m:
+    best = min(m[k]["total_s"] for k in ("file", "pipe", "mount") if k in m)
+    print(f"cache total / best of the others: {m['cache']['total_s'] / best:.3f} (goal <= 1.00)")
+PY
+}
+
 run_modes() {  # run_modes NAME URI
     echo "== bench-io over $1 ($2), $EPOCHS epochs, $WORKERS workers"
     $BATON bench-io --data "$2" --mount-path "$W/big" --mode all --epochs "$EPOCHS" --workers "$WORKERS" \
-        --work-dir "$SRV/work" --svg "$OUT/bench-io-$1.svg" --quiet | tee "$OUT/bench-io-$1.txt"
-    $BATON bench-io --data "$2" --mount-path "$W/big" --mode all --epochs "$EPOCHS" --workers "$WORKERS" \
-        --work-dir "$SRV/work" --svg "$OUT/bench-io-$1.svg" --json --quiet >"$OUT/bench-io-$1.jsonl"
-    cat "$OUT/bench-io-$1.jsonl"
+        --work-dir "$SRV/work" --svg "$OUT/bench-io-$1.svg" --json --quiet | tee "$OUT/bench-io-$1.jsonl"
+    table "$OUT/bench-io-$1.jsonl"
 }
 srv_have_rgw && run_modes s3 s3://bench/big/
 run_modes http "http://127.0.0.1:$NGINX_PORT/big/"
 
 echo "== decode pipeline vs the PyTorch DataLoader peer (28x28 JPEG, $WORKERS workers, pad 4 + flip)"
 PEER=${PEER:-$ROOT/../shared/peers/torch/loader_bench.py}
-if python3 -c 'import torch, PIL' 2>/dev/null && [ -f "$PEER" ]; then
+if /usr/bin/python3 -c 'import torch, PIL' 2>/dev/null && [ -f "$PEER" ]; then
     for r in 1 2 3; do
-        python3 "$PEER" "$W/small" --workers "$WORKERS" --epochs 2 --json | tail -n 1 >>"$OUT/peer.jsonl"
+        /usr/bin/python3 "$PEER" "$W/small" --workers "$WORKERS" --epochs 2 --json | tail -n 1 >>"$OUT/peer.jsonl"
         $BATON bench-io --data "$W/small" --mode mount --epochs 2 --workers "$WORKERS" --crop-pad 4 --json \
             --quiet --svg "$OUT/bench-io-small.svg" >>"$OUT/baton-small.jsonl"
     done

@@ -95,31 +95,27 @@ void baton_loader_opts_default(baton_loader_opts *o)
 
 /* ---------------------------------------------------------------- opening */
 
-static int load_index(baton_loader *l, size_t s, baton_err *err)
+/* Check one shard's index (bytes in b) against the manifest, keep its offsets, and (file and
+ * cache modes) write it beside the local copy. */
+static int take_index(baton_loader *l, size_t s, const baton_buf *b, baton_err *err)
 {
     const baton_shard_info *si = &l->m.shards[s];
-    if (!si->index)
-        return baton_err_set(err, BATON_ERR_FORMAT, "%s: shard %s has no .idx listed in dataset.json",
-                             l->uri, si->file);
-    baton_buf b = {0};
-    int rc = baton_store_get(l->store, si->index, (size_t)1 << 32, &b, err);
-    if (rc) return rc;
-    uint32_t crc = baton_crc32c(0, b.data, b.len);
-    if (b.len != si->index_bytes || crc != si->index_crc32c) {
-        baton_buf_free(&b);
+    uint32_t crc = baton_crc32c(0, b->data, b->len);
+    if (b->len != si->index_bytes || crc != si->index_crc32c)
         return baton_err_set(err, BATON_ERR_CORRUPT, "%s: %zu bytes CRC32C %08x, dataset.json says %llu bytes %08x",
-                             si->index, b.len, crc, (unsigned long long)si->index_bytes, si->index_crc32c);
-    }
+                             si->index, b->len, crc, (unsigned long long)si->index_bytes, si->index_crc32c);
     baton_idx_entry *e = NULL;
     size_t n = 0;
-    rc = baton_idx_parse(si->index, (const char *)b.data, b.len, &e, &n, err);
+    int rc = baton_idx_parse(si->index, (const char *)b->data, b->len, &e, &n, err);
     if (rc == BATON_OK && (l->o.mode == BATON_MODE_FILE || l->o.mode == BATON_MODE_CACHE)) {
         char path[4096];  /* keep the index beside the local copy: it becomes a dataset folder */
         rc = baton_path_join(path, sizeof path, l->local_dir, si->index, err);
-        if (rc == BATON_OK) rc = baton_file_write_atomic(path, b.data, b.len, err);
+        if (rc == BATON_OK) rc = baton_file_write_atomic(path, b->data, b->len, err);
     }
-    baton_buf_free(&b);
-    if (rc) return rc;
+    if (rc) {
+        free(e);
+        return rc;
+    }
     if (n != si->records) rc = baton_err_set(err, BATON_ERR_CORRUPT, "%s: %zu entries for %llu records",
                                              si->index, n, (unsigned long long)si->records);
     uint64_t *o = rc ? NULL : malloc((n ? n : 1) * sizeof *o);
@@ -138,6 +134,41 @@ static int load_index(baton_loader *l, size_t s, baton_err *err)
     }
     l->off[s] = o;
     return BATON_OK;
+}
+
+/* Every shard's index, fetched concurrently (many shards must not mean many round trips before
+ * the first batch). */
+static int load_indexes(baton_loader *l, baton_err *err)
+{
+    for (size_t s = 0; s < l->m.nshards; s++)
+        if (!l->m.shards[s].index)
+            return baton_err_set(err, BATON_ERR_FORMAT, "%s: shard %s has no .idx listed in dataset.json",
+                                 l->uri, l->m.shards[s].file);
+    if (l->m.nshards == 0) return BATON_OK;
+    baton_fetch_opts fo = l->o.fetch;
+    if (fo.inflight < 8) fo.inflight = 8;
+    baton_fetch *f = baton_fetch_new(l->store, &fo, err);
+    if (!f) return err->code;
+    int rc = BATON_OK;
+    for (size_t s = 0; rc == BATON_OK && s < l->m.nshards; s++)
+        rc = baton_fetch_add(f, l->m.shards[s].index, 0, l->m.shards[s].index_bytes, s, err);
+    baton_fetch_close_input(f);
+    baton_buf b = {0};
+    baton_fetch_piece p;
+    while (rc == BATON_OK && (rc = baton_fetch_next(f, &p, err)) == BATON_OK) {
+        if (baton_buf_append(&b, p.data, p.len)) rc = baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+        int last = p.last;
+        size_t s = (size_t)p.tag;
+        baton_fetch_release(f, &p);
+        if (rc == BATON_OK && last) {
+            rc = take_index(l, s, &b, err);
+            b.len = 0;
+        }
+    }
+    if (rc == BATON_END) rc = BATON_OK;
+    baton_buf_free(&b);
+    baton_fetch_free(f);
+    return rc;
 }
 
 static int map_shards(baton_loader *l, const char *dir, baton_err *err)
@@ -206,10 +237,9 @@ int baton_loader_open(const baton_loader_opts *o, baton_loader **out, baton_err 
         l->map_len = calloc(n ? n : 1, sizeof *l->map_len);
         if (!l->off || !l->shard_first || !l->map || !l->map_len)
             rc = baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
-        for (size_t s = 0; !rc && s < n; s++) {
-            rc = load_index(l, s, err);
+        for (size_t s = 0; !rc && s < n; s++)
             l->shard_first[s + 1] = l->shard_first[s] + l->m.shards[s].records;
-        }
+        if (!rc) rc = load_indexes(l, err);
         l->total = l->m.samples;
     }
     if (!rc) {

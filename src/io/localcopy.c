@@ -2,8 +2,10 @@
  *
  * Contract: bytes of one shard arrive in order (io_sink_write); they go to "<shard>.part" while a
  * CRC32C runs over them; io_sink_commit checks size and CRC against dataset.json and only then
- * fsyncs and renames the file to its final name. So a file under a shard's final name in a local
- * copy is always whole and verified; a partial or corrupted copy is never used. io_download pulls
+ * renames the file to its final name. A partial or corrupted copy is never used: a copy is trusted
+ * only after io_local_valid has checked its size and CRC32C in this process (every open of a local
+ * copy does), so no fsync is needed — a copy torn by a crash fails that check and is fetched
+ * again — and writing the cache costs the trainer no disk flushes. io_download pulls
  * whole shards through one ordered fetcher (several ranged requests in flight), downloads a
  * shard again once when its checksum does not match, and fails clearly the second time. */
 #include "io_internal.h"
@@ -65,10 +67,7 @@ int io_sink_commit(io_sink *s, baton_err *err)
         return rc;
     }
     int rc = BATON_OK;
-    if (baton_sys.fsync(s->fd) != 0)
-        rc = baton_err_set(err, errno == ENOSPC ? BATON_ERR_NOSPACE : BATON_ERR_IO, "%s: fsync: %s",
-                           s->part, strerror(errno));
-    if (baton_sys.close(s->fd) != 0 && rc == BATON_OK)
+    if (baton_sys.close(s->fd) != 0)
         rc = baton_err_set(err, BATON_ERR_IO, "%s: close: %s", s->part, strerror(errno));
     s->fd = -1;
     if (rc == BATON_OK && baton_sys.rename(s->part, s->final) != 0)
@@ -164,7 +163,6 @@ int io_download(baton_store *store, const baton_manifest *m, const char *dir,
                                "(the store's copy does not match dataset.json)",
                                m->shards[bad[0]].file);
     }
-    if (rc == BATON_OK) rc = baton_fsync_dir(dir, err);
     free(todo);
     free(bad);
     return rc;
