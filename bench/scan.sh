@@ -13,7 +13,7 @@ W=$(mktemp -d /tmp/baton-bench-scan-XXXXXX)
 trap 'rm -rf "$W"' EXIT
 export BATON_NO_PROGRESS=1
 
-python3 bench/gen_cifar.py "$W/cifar" 10000
+python3 bench/gen_cifar.py "$W/cifar" "${CIFAR_N:-60000}"
 $BATON pack --from fashion-mnist --out "$W/fmnist-raw-recordio" --quiet >/dev/null
 $BATON pack --from "cifar10:$W/cifar" --out "$W/cifar-raw-recordio" --quiet >/dev/null
 $BATON pack --from "cifar10:$W/cifar" --out "$W/cifar-raw-tfrecord" --format tfrecord --quiet >/dev/null

@@ -101,9 +101,11 @@ static void examine(inspector *in, const char *name, baton_rec_format fmt, const
     count_label(in, s.label);
     if (s.nlabels > 1) rep->multi_label++;
 
+    /* The record's encoding: TFRecord says it; in a dataset folder dataset.json says it (raw
+     * pixels may begin with any bytes, so sniffing them would be a guess); a loose RecordIO file
+     * is sniffed. */
     baton_encoding enc = s.encoding;
-    if (enc == BATON_ENC_UNKNOWN) enc = baton_img_sniff(s.img, s.img_len);
-    if (enc == BATON_ENC_UNKNOWN && in->m && in->m->encoding == BATON_ENC_RAW) enc = BATON_ENC_RAW;
+    if (enc == BATON_ENC_UNKNOWN) enc = in->m ? in->m->encoding : baton_img_sniff(s.img, s.img_len);
     rep->enc_count[enc == BATON_ENC_UNKNOWN ? 3 : enc]++;
     if (!in->m && in->verify) {
         if (enc == BATON_ENC_UNKNOWN) {

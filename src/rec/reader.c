@@ -169,12 +169,14 @@ int baton_rec_reader_borrow(baton_rec_reader *r, const void *p, size_t n, baton_
     return BATON_OK;
 }
 
-/* Borrowed input: extend the CRC over consumed bytes in cache-sized steps, all of it at the end. */
+/* Borrowed input: the CRC runs a window ahead of the parser (256 KiB at a time), so the bytes the
+ * parser touches next are already in cache; at the end (or on an error) it covers everything. */
+#define BORROW_CRC_WINDOW ((size_t)256 << 10)
 static void borrowed_crc(baton_rec_reader *r, int all)
 {
-    size_t upto = all ? r->end : r->start;
-    if (!r->checksum || upto == r->crc_done) return;
-    if (!all && upto - r->crc_done < ((size_t)256 << 10)) return;
+    if (!r->checksum || r->crc_done == r->end) return;
+    if (!all && r->crc_done >= r->start + BORROW_CRC_WINDOW / 4) return;
+    size_t upto = all || r->end - r->crc_done < BORROW_CRC_WINDOW ? r->end : r->crc_done + BORROW_CRC_WINDOW;
     r->crc = baton_crc32c(r->crc, r->buf + r->crc_done, upto - r->crc_done);
     r->crc_done = upto;
 }

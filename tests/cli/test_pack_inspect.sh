@@ -104,7 +104,7 @@ for i in range(8+24+2, 8+n): b[i]=0x41
 open(p,'wb').write(b)
 PY
 expect_fail 1 'test-00000.rec: offset 0: record id [0-9]+ is not a PNG or JPEG' $BATON inspect "$T/jp/test-00000.rec" --verify
-expect_fail 1 'test-00000.rec: offset 0: record id [0-9]+ is .*dataset.json says jpeg' $BATON inspect "$T/jp" --verify
+expect_fail 1 'test-00000.rec: offset 0: record id [0-9]+: .*JPEG' $BATON inspect "$T/jp" --verify
 # a JPEG cut short inside its entropy-coded data (framing intact): the decoder's complaint, by offset
 python3 - "$T/jp/test-00001.rec" "$T/cut.rec" <<'PY'
 import struct, sys
