@@ -11,6 +11,11 @@ int rec_pb_varint(const uint8_t *p, size_t n, size_t *pos, uint64_t *v)
 {
     uint64_t x = 0;
     size_t i = *pos;
+    if (i < n && p[i] < 0x80) {  /* the common one-byte case */
+        *v = p[i];
+        *pos = i + 1;
+        return 0;
+    }
     for (int k = 0; k < 10; k++) {
         if (i >= n) return -1;
         uint8_t b = p[i++];

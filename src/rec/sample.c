@@ -156,6 +156,7 @@ static const char *const feat_keys[F_COUNT] = {
     "image/channels", "image/class/label", "image/encoded", "image/format",
     "image/height",   "image/id",          "image/width",
 };
+static const size_t feat_klen[F_COUNT] = {14, 17, 13, 12, 12, 8, 11};  /* strlen of each key */
 enum { KIND_NONE = 0, KIND_BYTES = 1, KIND_FLOAT = 2, KIND_INT64 = 3 };
 static const char *const kind_names[4] = {"no value", "bytes_list", "float_list", "int64_list"};
 
@@ -231,7 +232,7 @@ static int collect_features(const uint8_t *p, size_t n, feat_in feats[F_COUNT], 
             }
             if (erc < 0) return -1;
             for (int k = 0; key && k < F_COUNT; k++) {
-                if (strlen(feat_keys[k]) != klen || memcmp(feat_keys[k], key, klen) != 0) continue;
+                if (feat_klen[k] != klen || memcmp(feat_keys[k], key, klen) != 0) continue;
                 if (parse_feature(val ? val : (const uint8_t *)"", vlen, &feats[k], why) < 0)
                     return -1;
             }

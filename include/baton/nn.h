@@ -1,0 +1,213 @@
+/* nn.h — tensors, layers, models, optimizers and learning-rate schedules for baton's native training
+ * engine.
+ *
+ * Layout and memory. Everything is float32. Activations are NCHW (the decode pipeline's layout);
+ * convolution weights are OIHW and linear weights [out, in] — PyTorch's layouts, so exporting a
+ * model's tensors to safetensors is a plain copy. A model is created for a maximum batch size and
+ * allocates all its memory then, in arenas (parameters, gradients, buffers, activations); an
+ * optimizer allocates its state once when created. Nothing is allocated inside forward, backward or
+ * step, and any batch of 1..max_batch images may be run.
+ *
+ * Kernels. Every heavy operation goes through a kernel table (baton_nn_kernels). The plain C
+ * reference table (baton_nn_kernels_reference) is the obviously-correct implementation that every
+ * fast path is checked against; a fast path (oneDNN) supplies another table with the same contract.
+ * Forward and backward are bit-reproducible for the same inputs, kernel table and thread count.
+ *
+ * Models (baton_nn_model_create): "mlp", "lenet", "resnet8", "resnet20", "resnet56" — see
+ * src/nn/zoo.c for their exact definitions (lenet and resnet-N are those of the PyTorch reference
+ * models). Tensor names, shapes and order are those of the PyTorch modules' state_dict().
+ *
+ * Errors are values: functions return BATON_OK or a negative baton status and fill a baton_err whose
+ * message names the model, layer or field. Nothing here exits or asserts on outside input. */
+#ifndef BATON_NN_H
+#define BATON_NN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "baton/util.h"
+
+/* ---------------------------------------------------------------------------------------------
+ * Kernel table: the seam between the network code and the arithmetic.
+ *
+ * Contract for every entry: inputs are read-only, outputs are overwritten (never accumulated),
+ * pointers do not alias unless stated, all arrays are dense NCHW / OIHW / [out,in] float32.
+ * Gradient outputs for parameters (dw, db, dgamma, dbeta) are overwritten as well.
+ * --------------------------------------------------------------------------------------------- */
+typedef struct baton_nn_conv_geom {
+    int n, ic, ih, iw;       /* input  [n, ic, ih, iw] */
+    int oc, kh, kw;          /* weight [oc, ic, kh, kw] */
+    int stride, pad;         /* same in both spatial dimensions; zero padding */
+    int oh, ow;              /* output [n, oc, oh, ow]: (ih + 2*pad - kh) / stride + 1 */
+} baton_nn_conv_geom;
+
+typedef struct baton_nn_pool_geom {
+    int n, c, ih, iw;        /* input  [n, c, ih, iw] */
+    int k, stride;           /* square window, no padding, floor mode */
+    int oh, ow;              /* output [n, c, oh, ow] */
+} baton_nn_pool_geom;
+
+typedef struct baton_nn_kernels {
+    const char *name;        /* "reference", later "dnnl" */
+    /* convolution; b / db may be NULL (no bias) */
+    void (*conv_fwd)(const baton_nn_conv_geom *g, const float *x, const float *w, const float *b, float *y);
+    void (*conv_bwd_data)(const baton_nn_conv_geom *g, const float *dy, const float *w, float *dx);
+    void (*conv_bwd_weights)(const baton_nn_conv_geom *g, const float *x, const float *dy, float *dw,
+                             float *db);
+    /* fully connected: x [n, in], w [out, in], b [out], y [n, out]; b / db may be NULL */
+    void (*linear_fwd)(int n, int in, int out, const float *x, const float *w, const float *b, float *y);
+    void (*linear_bwd_data)(int n, int in, int out, const float *dy, const float *w, float *dx);
+    void (*linear_bwd_weights)(int n, int in, int out, const float *x, const float *dy, float *dw,
+                               float *db);
+    /* batch normalisation over [n, c, hw]. Training forward writes the batch mean and the BIASED
+     * batch variance per channel (the ones used to normalise); backward takes them back. */
+    void (*bn_fwd_train)(int n, int c, int hw, const float *x, const float *gamma, const float *beta,
+                         float eps, float *y, float *mean, float *var);
+    void (*bn_fwd_infer)(int n, int c, int hw, const float *x, const float *gamma, const float *beta,
+                         const float *mean, const float *var, float eps, float *y);
+    void (*bn_bwd)(int n, int c, int hw, const float *x, const float *dy, const float *gamma,
+                   const float *mean, const float *var, float eps, float *dx, float *dgamma, float *dbeta);
+    /* relu; backward uses the forward OUTPUT y (dx = dy where y > 0); dx may alias dy */
+    void (*relu_fwd)(size_t count, const float *x, float *y);
+    void (*relu_bwd)(size_t count, const float *y, const float *dy, float *dx);
+    /* max pooling; ws holds, per output, the flat index within its input plane of the chosen
+     * element (the first maximum in row-major window order, as PyTorch) */
+    void (*maxpool_fwd)(const baton_nn_pool_geom *g, const float *x, float *y, int32_t *ws);
+    void (*maxpool_bwd)(const baton_nn_pool_geom *g, const float *dy, const int32_t *ws, float *dx);
+    /* global average pooling [n, c, hw] -> [n, c] */
+    void (*gap_fwd)(int n, int c, int hw, const float *x, float *y);
+    void (*gap_bwd)(int n, int c, int hw, const float *dy, float *dx);
+    /* y = a + b elementwise; y may alias a or b */
+    void (*add)(size_t count, const float *a, const float *b, float *y);
+} baton_nn_kernels;
+
+/* The plain C reference kernels: single-threaded, straightforward loops, fixed summation order. */
+const baton_nn_kernels *baton_nn_kernels_reference(void);
+
+/* Reference-only operations (cheap; no fast path needed). */
+/* Inverted dropout: keep an element when baton_rng_float(rng) >= p (one draw per element, in
+ * order), scale kept ones by 1/(1-p). mask receives the per-element scale (0 or 1/(1-p)). */
+void baton_nn_dropout_fwd(size_t count, float p, baton_rng *rng, const float *x, float *y, float *mask);
+void baton_nn_dropout_bwd(size_t count, const float *mask, const float *dy, float *dx);
+/* Softmax cross-entropy, mean over the batch. labels must be in [0, classes) (checked by the caller
+ * of this low-level function; baton_nn_loss checks them). dlogits (may be NULL) receives
+ * d(mean loss)/d(logits). *correct counts rows whose argmax (first maximum) equals the label. */
+void baton_nn_softmax_xent(int n, int classes, const float *logits, const int32_t *labels,
+                           float *dlogits, float *loss, int *correct);
+
+/* ---------------------------------------------------------------------------------------------
+ * Models
+ * --------------------------------------------------------------------------------------------- */
+typedef struct baton_nn_model baton_nn_model;
+
+typedef struct baton_nn_spec {
+    const char *name;        /* "mlp", "lenet", "resnet8", "resnet20", "resnet56" */
+    int in_c, in_h, in_w;    /* one image, from the dataset */
+    int classes;             /* from the dataset */
+    int max_batch;           /* activations are allocated for this many images */
+    uint64_t seed;           /* parameter initialisation (and the dropout stream) */
+} baton_nn_spec;
+
+enum { BATON_NN_PARAM = 0, BATON_NN_BUFFER = 1 };
+enum { BATON_NN_F32 = 0, BATON_NN_I64 = 1 };
+
+/* One named tensor of the model (or of an optimizer's state). */
+typedef struct baton_nn_tensor {
+    const char *name;        /* state_dict name, e.g. "layers.3.short.1.running_var" */
+    int kind;                /* BATON_NN_PARAM or BATON_NN_BUFFER */
+    int dtype;               /* BATON_NN_F32, or BATON_NN_I64 (num_batches_tracked, a 0-d tensor) */
+    int ndim;                /* 0..4 */
+    int64_t shape[4];
+    size_t numel;
+    void *data;              /* float * or int64_t *, numel elements, writable (for loading) */
+    float *grad;             /* parameters only, else NULL */
+} baton_nn_tensor;
+
+/* Build a model from its spec: validates the name and shapes, allocates everything, initialises
+ * parameters as PyTorch does by default (conv/linear weight and bias ~ U(-1/sqrt(fan_in),
+ * 1/sqrt(fan_in)), BN weight 1 and bias 0, running mean 0 and var 1), drawn from baton_rng seeded
+ * with spec->seed in state_dict order. kernels NULL means the reference kernels. */
+int baton_nn_model_create(const baton_nn_spec *spec, const baton_nn_kernels *kernels,
+                          baton_nn_model **out, baton_err *err);
+void baton_nn_model_free(baton_nn_model *m);
+
+const char *baton_nn_model_name(const baton_nn_model *m);
+void baton_nn_model_set_kernels(baton_nn_model *m, const baton_nn_kernels *kernels);
+/* Training mode (batch statistics, dropout active) or evaluation mode (running statistics). */
+void baton_nn_model_set_training(baton_nn_model *m, int training);
+size_t baton_nn_model_param_count(const baton_nn_model *m);     /* trainable scalars */
+int baton_nn_model_classes(const baton_nn_model *m);
+/* The dropout RNG (part of the training state a checkpoint must carry). */
+baton_rng *baton_nn_model_rng(baton_nn_model *m);
+
+/* Named tensors in state_dict order: parameters and buffers interleaved as PyTorch lists them. */
+size_t baton_nn_model_ntensors(const baton_nn_model *m);
+int baton_nn_model_tensor(const baton_nn_model *m, size_t i, baton_nn_tensor *t);   /* BATON_OK / ERR_ARG */
+int baton_nn_model_find(const baton_nn_model *m, const char *name, baton_nn_tensor *t); /* ERR_NOTFOUND */
+
+/* Forward n images (x: n*C*H*W floats, copied in). Logits [n, classes] stay valid until the next
+ * forward. */
+int baton_nn_forward(baton_nn_model *m, const float *x, int n, baton_err *err);
+const float *baton_nn_logits(const baton_nn_model *m);
+/* Loss of the last forward against labels (n of them); also seeds the backward pass. */
+int baton_nn_loss(baton_nn_model *m, const int32_t *labels, float *loss, int *correct, baton_err *err);
+/* Backward of the last forward + loss (training mode): fills every parameter's grad. */
+int baton_nn_backward(baton_nn_model *m, baton_err *err);
+/* forward + loss + backward */
+int baton_nn_train_batch(baton_nn_model *m, const float *x, const int32_t *labels, int n, float *loss,
+                         int *correct, baton_err *err);
+
+/* ---------------------------------------------------------------------------------------------
+ * Optimizers (PyTorch's update rules, float32 state)
+ *   SGD:   d = g + wd*p; buf = d on the first step, else momentum*buf + d;
+ *          d = nesterov ? d + momentum*buf : buf; p -= lr*d          (momentum 0: p -= lr*d)
+ *   AdamW: p *= 1 - lr*wd; m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g*g;
+ *          p -= lr/(1-b1^t) * m / (sqrt(v)/sqrt(1-b2^t) + eps)
+ * --------------------------------------------------------------------------------------------- */
+enum { BATON_NN_SGD = 0, BATON_NN_ADAMW = 1 };
+
+typedef struct baton_nn_optim_cfg {
+    int kind;                /* BATON_NN_SGD or BATON_NN_ADAMW */
+    float momentum;          /* SGD */
+    int nesterov;            /* SGD; needs momentum > 0 */
+    float weight_decay;      /* both (AdamW: decoupled) */
+    float beta1, beta2, eps; /* AdamW; 0 means PyTorch's defaults 0.9, 0.999, 1e-8 */
+} baton_nn_optim_cfg;
+
+typedef struct baton_nn_optim baton_nn_optim;
+
+int baton_nn_optim_create(const baton_nn_optim_cfg *cfg, baton_nn_model *m, baton_nn_optim **out,
+                          baton_err *err);
+void baton_nn_optim_free(baton_nn_optim *o);
+/* One update of every parameter from its grad, at learning rate lr. */
+int baton_nn_optim_step(baton_nn_optim *o, double lr, baton_err *err);
+uint64_t baton_nn_optim_steps(const baton_nn_optim *o);   /* updates done (AdamW's t) */
+void baton_nn_optim_set_steps(baton_nn_optim *o, uint64_t steps);   /* on resume */
+/* State tensors, named "<param>.momentum_buffer" (SGD with momentum) or "<param>.exp_avg" and
+ * "<param>.exp_avg_sq" (AdamW), in parameter order. */
+size_t baton_nn_optim_ntensors(const baton_nn_optim *o);
+int baton_nn_optim_tensor(const baton_nn_optim *o, size_t i, baton_nn_tensor *t);
+
+/* ---------------------------------------------------------------------------------------------
+ * Learning-rate schedules: a pure function of the global step (0-based), so resuming is exact.
+ *   CONST:  base
+ *   STEP:   base * gamma^floor(step / step_every)            (step_every = k epochs in steps)
+ *   COSINE: base * (1 + cos(pi * min(step, total) / total)) / 2   (reaches 0 at step total)
+ *   warm-up (any kind, warmup_steps > 0): multiplied by (step + 1) / warmup_steps while
+ *   step < warmup_steps; the main schedule runs on the global step throughout.
+ * --------------------------------------------------------------------------------------------- */
+enum { BATON_NN_SCHED_CONST = 0, BATON_NN_SCHED_STEP = 1, BATON_NN_SCHED_COSINE = 2 };
+
+typedef struct baton_nn_sched {
+    int kind;
+    double base_lr;
+    uint64_t step_every;     /* STEP */
+    double gamma;            /* STEP */
+    uint64_t total_steps;    /* COSINE */
+    uint64_t warmup_steps;   /* 0: none */
+} baton_nn_sched;
+
+int baton_nn_sched_check(const baton_nn_sched *s, baton_err *err);
+double baton_nn_sched_lr(const baton_nn_sched *s, uint64_t step);
+
+#endif

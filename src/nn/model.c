@@ -1,0 +1,587 @@
+/* model.c — a model as a small static graph of layers over activation slots: the builder the zoo
+ * uses, arena allocation and PyTorch-default initialisation, forward / loss / backward through the
+ * kernel table, and the named-tensor view (state_dict order) used by checkpoints.
+ *
+ * Contract: all memory is allocated in baton_nn_model_create (parameters, gradients, buffers and
+ * activations each in one arena, every tensor 64-byte aligned within it); forward, loss and
+ * backward allocate nothing. Layers run in build order; backward runs them in reverse and adds the
+ * gradients of a slot read by several layers (residual fan-out) in a fixed order. */
+#include "nn_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ALIGN_ELEMS 16   /* 64 bytes of float / int32 */
+
+static size_t align_up(size_t n) { return (n + ALIGN_ELEMS - 1) / ALIGN_ELEMS * ALIGN_ELEMS; }
+
+static int fail(baton_nn_model *m, int code, const char *fmt, const char *a, const char *b)
+{
+    if (!m->build_err) {
+        m->build_err = code;
+        baton_err_set(&m->berr, code, fmt, m->name, a ? a : "", b ? b : "");
+    }
+    return -1;
+}
+
+static void *grow(void *p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap) return p;
+    size_t nc = *cap ? *cap * 2 : 16;
+    while (nc < need) nc *= 2;
+    void *q = realloc(p, nc * elem);
+    if (q) *cap = nc;
+    return q;
+}
+
+static int add_slot(baton_nn_model *m, int c, int h, int w)
+{
+    if (m->build_err) return -1;
+    nn_slot *s = grow(m->slots, &m->cap_slots, m->nslots + 1, sizeof *s);
+    if (!s) return fail(m, BATON_ERR_NOMEM, "model %s: out of memory%s%s", NULL, NULL);
+    m->slots = s;
+    nn_slot *t = &s[m->nslots];
+    memset(t, 0, sizeof *t);
+    t->c = c;
+    t->h = h;
+    t->w = w;
+    t->per_image = (size_t)c * h * w;
+    if (t->per_image > m->max_slot) m->max_slot = t->per_image;
+    return (int)m->nslots++;
+}
+
+static nn_layer *add_layer(baton_nn_model *m, int kind, const char *name, int in)
+{
+    if (m->build_err || in < 0) return NULL;
+    nn_layer *l = grow(m->layers, &m->cap_layers, m->nlayers + 1, sizeof *l);
+    if (!l) {
+        fail(m, BATON_ERR_NOMEM, "model %s: out of memory%s%s", NULL, NULL);
+        return NULL;
+    }
+    m->layers = l;
+    l = &l[m->nlayers++];
+    memset(l, 0, sizeof *l);
+    l->kind = kind;
+    snprintf(l->name, sizeof l->name, "%s", name ? name : "");
+    l->in = in;
+    l->in2 = l->out = l->tw = l->tb = l->trm = l->trv = l->tnbt = -1;
+    return l;
+}
+
+static int add_tensor(baton_nn_model *m, const char *prefix, const char *leaf, int kind, int dtype, int ndim,
+                      const int64_t *shape, int init, float bound)
+{
+    if (m->build_err) return -1;
+    nn_tensor *t = grow(m->tensors, &m->cap_tensors, m->ntensors + 1, sizeof *t);
+    if (!t) return fail(m, BATON_ERR_NOMEM, "model %s: out of memory%s%s", NULL, NULL);
+    m->tensors = t;
+    t = &t[m->ntensors];
+    memset(t, 0, sizeof *t);
+    snprintf(t->name, sizeof t->name, "%s.%s", prefix, leaf);
+    t->kind = kind;
+    t->dtype = dtype;
+    t->ndim = ndim;
+    t->numel = 1;
+    for (int i = 0; i < ndim; i++) {
+        t->shape[i] = shape[i];
+        t->numel *= (size_t)shape[i];
+    }
+    t->init = init;
+    t->bound = bound;
+    if (kind == BATON_NN_PARAM) {
+        t->off = m->nparam;
+        m->nparam += align_up(t->numel);
+        m->param_count += t->numel;
+    } else if (dtype == BATON_NN_F32) {
+        t->off = m->nbuf;
+        m->nbuf += align_up(t->numel);
+    } else {
+        t->off = m->ni64;
+        m->ni64 += 1;
+    }
+    return (int)m->ntensors++;
+}
+
+int nn_b_input(baton_nn_model *m, int c, int h, int w) { return add_slot(m, c, h, w); }
+
+int nn_b_conv(baton_nn_model *m, const char *name, int in, int oc, int k, int stride, int pad, int bias)
+{
+    nn_layer *l = add_layer(m, NN_CONV, name, in);
+    if (!l) return -1;
+    const nn_slot *s = &m->slots[in];
+    int oh = (s->h + 2 * pad - k) / stride + 1, ow = (s->w + 2 * pad - k) / stride + 1;
+    if (s->h + 2 * pad < k || s->w + 2 * pad < k || oh < 1 || ow < 1)
+        return fail(m, BATON_ERR_ARG, "model %s: layer %s: input is smaller than the kernel%s", name, "");
+    l->k = k;
+    l->stride = stride;
+    l->pad = pad;
+    float bound = 1.0f / sqrtf((float)(s->c * k * k));
+    int64_t ws[4] = {oc, s->c, k, k}, bs[1] = {oc};
+    l->tw = add_tensor(m, name, "weight", BATON_NN_PARAM, BATON_NN_F32, 4, ws, NN_INIT_UNIFORM, bound);
+    if (bias) l->tb = add_tensor(m, name, "bias", BATON_NN_PARAM, BATON_NN_F32, 1, bs, NN_INIT_UNIFORM, bound);
+    l = &m->layers[m->nlayers - 1];
+    return l->out = add_slot(m, oc, oh, ow);
+}
+
+int nn_b_bn(baton_nn_model *m, const char *name, int in)
+{
+    nn_layer *l = add_layer(m, NN_BN, name, in);
+    if (!l) return -1;
+    const nn_slot s = m->slots[in];
+    int64_t cs[1] = {s.c};
+    int tw = add_tensor(m, name, "weight", BATON_NN_PARAM, BATON_NN_F32, 1, cs, NN_INIT_ONES, 0);
+    int tb = add_tensor(m, name, "bias", BATON_NN_PARAM, BATON_NN_F32, 1, cs, NN_INIT_ZEROS, 0);
+    int trm = add_tensor(m, name, "running_mean", BATON_NN_BUFFER, BATON_NN_F32, 1, cs, NN_INIT_ZEROS, 0);
+    int trv = add_tensor(m, name, "running_var", BATON_NN_BUFFER, BATON_NN_F32, 1, cs, NN_INIT_ONES, 0);
+    int tn = add_tensor(m, name, "num_batches_tracked", BATON_NN_BUFFER, BATON_NN_I64, 0, cs, NN_INIT_ZEROS, 0);
+    if (m->build_err) return -1;
+    l = &m->layers[m->nlayers - 1];
+    l->tw = tw;
+    l->tb = tb;
+    l->trm = trm;
+    l->trv = trv;
+    l->tnbt = tn;
+    return l->out = add_slot(m, s.c, s.h, s.w);
+}
+
+int nn_b_relu(baton_nn_model *m, int in)
+{
+    nn_layer *l = add_layer(m, NN_RELU, "relu", in);
+    if (!l) return -1;
+    const nn_slot s = m->slots[in];
+    int out = add_slot(m, s.c, s.h, s.w);
+    return m->layers[m->nlayers - 1].out = out;
+}
+
+int nn_b_maxpool(baton_nn_model *m, int in, int k, int stride)
+{
+    nn_layer *l = add_layer(m, NN_MAXPOOL, "max_pool2d", in);
+    if (!l) return -1;
+    const nn_slot s = m->slots[in];
+    if (s.h < k || s.w < k) return fail(m, BATON_ERR_ARG, "model %s: %s: input smaller than the %s window",
+                                        "max_pool2d", "pooling");
+    l->k = k;
+    l->stride = stride;
+    int oh = (s.h - k) / stride + 1, ow = (s.w - k) / stride + 1;
+    int out = add_slot(m, s.c, oh, ow);
+    return m->layers[m->nlayers - 1].out = out;
+}
+
+int nn_b_gap(baton_nn_model *m, int in)
+{
+    if (!add_layer(m, NN_GAP, "adaptive_avg_pool2d", in)) return -1;
+    int out = add_slot(m, m->slots[in].c, 1, 1);
+    return m->layers[m->nlayers - 1].out = out;
+}
+
+int nn_b_linear(baton_nn_model *m, const char *name, int in, int out_features, int bias)
+{
+    nn_layer *l = add_layer(m, NN_LINEAR, name, in);
+    if (!l) return -1;
+    const int fan_in = (int)m->slots[in].per_image;
+    float bound = 1.0f / sqrtf((float)fan_in);
+    int64_t ws[2] = {out_features, fan_in}, bs[1] = {out_features};
+    int tw = add_tensor(m, name, "weight", BATON_NN_PARAM, BATON_NN_F32, 2, ws, NN_INIT_UNIFORM, bound);
+    int tb = bias ? add_tensor(m, name, "bias", BATON_NN_PARAM, BATON_NN_F32, 1, bs, NN_INIT_UNIFORM, bound) : -1;
+    if (m->build_err) return -1;
+    l = &m->layers[m->nlayers - 1];
+    l->tw = tw;
+    l->tb = tb;
+    int out = add_slot(m, out_features, 1, 1);
+    return m->layers[m->nlayers - 1].out = out;
+}
+
+int nn_b_dropout(baton_nn_model *m, int in, float p)
+{
+    nn_layer *l = add_layer(m, NN_DROPOUT, "dropout", in);
+    if (!l) return -1;
+    l->p = p;
+    const nn_slot s = m->slots[in];
+    int out = add_slot(m, s.c, s.h, s.w);
+    return m->layers[m->nlayers - 1].out = out;
+}
+
+int nn_b_add(baton_nn_model *m, int a, int b)
+{
+    nn_layer *l = add_layer(m, NN_ADD, "add", a);
+    if (!l || b < 0) return -1;
+    l->in2 = b;
+    const nn_slot sa = m->slots[a], sb = m->slots[b];
+    if (sa.c != sb.c || sa.h != sb.h || sa.w != sb.w)
+        return fail(m, BATON_ERR_ARG, "model %s: residual add: shapes differ%s%s", NULL, NULL);
+    int out = add_slot(m, sa.c, sa.h, sa.w);
+    return m->layers[m->nlayers - 1].out = out;
+}
+
+/* ---- allocation and initialisation ---- */
+
+static int finalize(baton_nn_model *m, baton_err *err)
+{
+    const size_t B = (size_t)m->spec.max_batch;
+    /* activation arena: per slot data + grad, per layer extras */
+    size_t nact = 0, nws = 0;
+    for (size_t i = 0; i < m->nslots; i++) {
+        m->slots[i].off_data = nact;
+        nact += align_up(m->slots[i].per_image * B);
+        m->slots[i].off_grad = nact;
+        nact += align_up(m->slots[i].per_image * B);
+    }
+    for (size_t i = 0; i < m->nlayers; i++) {
+        nn_layer *l = &m->layers[i];
+        if (l->kind == NN_BN) {
+            l->off_a = nact;
+            nact += align_up(2 * (size_t)m->slots[l->in].c);
+        } else if (l->kind == NN_DROPOUT) {
+            l->off_a = nact;
+            nact += align_up(m->slots[l->in].per_image * B);
+        } else if (l->kind == NN_MAXPOOL) {
+            l->off_ws = nws;
+            nws += align_up(m->slots[l->out].per_image * B);
+        }
+    }
+    size_t nscratch = align_up(m->max_slot * B);
+    m->nact = nact;
+    m->nws = nws;
+    m->params = aligned_alloc(64, sizeof(float) * (m->nparam ? m->nparam : ALIGN_ELEMS));
+    m->grads = aligned_alloc(64, sizeof(float) * (m->nparam ? m->nparam : ALIGN_ELEMS));
+    m->bufs = aligned_alloc(64, sizeof(float) * (m->nbuf ? m->nbuf : ALIGN_ELEMS));
+    m->i64 = calloc(m->ni64 ? m->ni64 : 1, sizeof(int64_t));
+    m->acts = aligned_alloc(64, sizeof(float) * (nact + nscratch));
+    m->wsa = aligned_alloc(64, sizeof(int32_t) * (nws ? nws : ALIGN_ELEMS));
+    if (!m->params || !m->grads || !m->bufs || !m->i64 || !m->acts || !m->wsa)
+        return baton_err_set(err, BATON_ERR_NOMEM, "model %s: cannot allocate %zu activation floats for batch %d",
+                             m->name, nact + nscratch, m->spec.max_batch);
+    memset(m->params, 0, sizeof(float) * m->nparam);
+    memset(m->grads, 0, sizeof(float) * m->nparam);
+    memset(m->bufs, 0, sizeof(float) * m->nbuf);
+    memset(m->acts, 0, sizeof(float) * (nact + nscratch));
+    memset(m->wsa, 0, sizeof(int32_t) * nws);
+    m->scratch = m->acts + nact;
+    for (size_t i = 0; i < m->nslots; i++) {
+        m->slots[i].data = m->acts + m->slots[i].off_data;
+        m->slots[i].grad = m->acts + m->slots[i].off_grad;
+    }
+    for (size_t i = 0; i < m->nlayers; i++) {
+        nn_layer *l = &m->layers[i];
+        if (l->kind == NN_BN) {
+            l->save_mean = m->acts + l->off_a;
+            l->save_var = l->save_mean + m->slots[l->in].c;
+        } else if (l->kind == NN_DROPOUT) {
+            l->mask = m->acts + l->off_a;
+        } else if (l->kind == NN_MAXPOOL) {
+            l->ws = m->wsa + l->off_ws;
+        }
+    }
+    /* tensors: pointers and PyTorch-default initial values, drawn in state_dict order */
+    baton_rng init;
+    baton_rng_seed(&init, m->spec.seed);
+    for (size_t i = 0; i < m->ntensors; i++) {
+        nn_tensor *t = &m->tensors[i];
+        if (t->kind == BATON_NN_PARAM) {
+            t->data = m->params + t->off;
+            t->grad = m->grads + t->off;
+        } else if (t->dtype == BATON_NN_F32) {
+            t->data = m->bufs + t->off;
+        } else {
+            t->data = m->i64 + t->off;
+        }
+        if (t->dtype == BATON_NN_I64) continue;
+        float *d = t->data;
+        for (size_t j = 0; j < t->numel; j++) {
+            if (t->init == NN_INIT_UNIFORM)
+                d[j] = -t->bound + 2.0f * t->bound * baton_rng_float(&init);
+            else
+                d[j] = t->init == NN_INIT_ONES ? 1.0f : 0.0f;
+        }
+    }
+    /* the dropout stream is independent of the initialisation stream */
+    baton_rng_seed3(&m->rng, m->spec.seed, 0x64726f70 /* "drop" */, 0);
+    return BATON_OK;
+}
+
+int baton_nn_model_create(const baton_nn_spec *spec, const baton_nn_kernels *kernels, baton_nn_model **out,
+                          baton_err *err)
+{
+    *out = NULL;
+    if (!spec || !spec->name) return baton_err_set(err, BATON_ERR_ARG, "nn: no model name");
+    if (spec->in_c < 1 || spec->in_h < 1 || spec->in_w < 1 || spec->in_c > 4096 || spec->in_h > 8192 ||
+        spec->in_w > 8192)
+        return baton_err_set(err, BATON_ERR_ARG, "model %s: bad input shape %dx%dx%d", spec->name, spec->in_c,
+                             spec->in_h, spec->in_w);
+    if (spec->classes < 2 || spec->classes > 1000000)
+        return baton_err_set(err, BATON_ERR_ARG, "model %s: bad class count %d (need at least 2)", spec->name,
+                             spec->classes);
+    if (spec->max_batch < 1 || spec->max_batch > 65536)
+        return baton_err_set(err, BATON_ERR_ARG, "model %s: bad batch size %d", spec->name, spec->max_batch);
+    baton_nn_model *m = calloc(1, sizeof *m);
+    if (!m) return baton_err_set(err, BATON_ERR_NOMEM, "model %s: out of memory", spec->name);
+    snprintf(m->name, sizeof m->name, "%s", spec->name);
+    m->spec = *spec;
+    m->spec.name = m->name;
+    m->k = kernels ? kernels : baton_nn_kernels_reference();
+    m->training = 1;
+    m->out_slot = -1;
+    int rc = nn_zoo_build(m, err);
+    if (rc == BATON_OK && m->build_err) {
+        rc = m->build_err;
+        if (err) *err = m->berr;
+    }
+    if (rc == BATON_OK) rc = finalize(m, err);
+    if (rc != BATON_OK) {
+        baton_nn_model_free(m);
+        return rc;
+    }
+    m->out_slot = (int)m->nslots - 1;
+    *out = m;
+    return BATON_OK;
+}
+
+void baton_nn_model_free(baton_nn_model *m)
+{
+    if (!m) return;
+    free(m->layers);
+    free(m->slots);
+    free(m->tensors);
+    free(m->params);
+    free(m->grads);
+    free(m->bufs);
+    free(m->i64);
+    free(m->acts);
+    free(m->wsa);
+    free(m);
+}
+
+const char *baton_nn_model_name(const baton_nn_model *m) { return m->name; }
+void baton_nn_model_set_kernels(baton_nn_model *m, const baton_nn_kernels *k)
+{
+    m->k = k ? k : baton_nn_kernels_reference();
+}
+void baton_nn_model_set_training(baton_nn_model *m, int training) { m->training = training != 0; }
+size_t baton_nn_model_param_count(const baton_nn_model *m) { return m->param_count; }
+int baton_nn_model_classes(const baton_nn_model *m) { return m->spec.classes; }
+baton_rng *baton_nn_model_rng(baton_nn_model *m) { return &m->rng; }
+size_t baton_nn_model_ntensors(const baton_nn_model *m) { return m->ntensors; }
+
+int baton_nn_model_tensor(const baton_nn_model *m, size_t i, baton_nn_tensor *t)
+{
+    if (i >= m->ntensors) return BATON_ERR_ARG;
+    const nn_tensor *s = &m->tensors[i];
+    t->name = s->name;
+    t->kind = s->kind;
+    t->dtype = s->dtype;
+    t->ndim = s->ndim;
+    memcpy(t->shape, s->shape, sizeof t->shape);
+    t->numel = s->numel;
+    t->data = s->data;
+    t->grad = s->grad;
+    return BATON_OK;
+}
+
+int baton_nn_model_find(const baton_nn_model *m, const char *name, baton_nn_tensor *t)
+{
+    for (size_t i = 0; i < m->ntensors; i++)
+        if (strcmp(m->tensors[i].name, name) == 0) return baton_nn_model_tensor(m, i, t);
+    return BATON_ERR_NOTFOUND;
+}
+
+/* ---- forward / loss / backward ---- */
+
+static float *tdata(const baton_nn_model *m, int t) { return t < 0 ? NULL : (float *)m->tensors[t].data; }
+static float *tgrad(const baton_nn_model *m, int t) { return t < 0 ? NULL : m->tensors[t].grad; }
+
+static baton_nn_conv_geom conv_geom(const baton_nn_model *m, const nn_layer *l, int n)
+{
+    const nn_slot *i = &m->slots[l->in], *o = &m->slots[l->out];
+    baton_nn_conv_geom g = {n, i->c, i->h, i->w, o->c, l->k, l->k, l->stride, l->pad, o->h, o->w};
+    return g;
+}
+
+static baton_nn_pool_geom pool_geom(const baton_nn_model *m, const nn_layer *l, int n)
+{
+    const nn_slot *i = &m->slots[l->in], *o = &m->slots[l->out];
+    baton_nn_pool_geom g = {n, i->c, i->h, i->w, l->k, l->stride, o->h, o->w};
+    return g;
+}
+
+int baton_nn_forward(baton_nn_model *m, const float *x, int n, baton_err *err)
+{
+    if (n < 1 || n > m->spec.max_batch)
+        return baton_err_set(err, BATON_ERR_ARG, "model %s: batch of %d images (allowed 1..%d)", m->name, n,
+                             m->spec.max_batch);
+    const baton_nn_kernels *k = m->k;
+    memcpy(m->slots[0].data, x, sizeof(float) * m->slots[0].per_image * (size_t)n);
+    for (size_t li = 0; li < m->nlayers; li++) {
+        nn_layer *l = &m->layers[li];
+        const nn_slot *in = &m->slots[l->in];
+        nn_slot *out = &m->slots[l->out];
+        const size_t count = out->per_image * (size_t)n;
+        switch (l->kind) {
+        case NN_CONV: {
+            baton_nn_conv_geom g = conv_geom(m, l, n);
+            k->conv_fwd(&g, in->data, tdata(m, l->tw), tdata(m, l->tb), out->data);
+            break;
+        }
+        case NN_BN: {
+            const int hw = in->h * in->w;
+            float *rm = tdata(m, l->trm), *rv = tdata(m, l->trv);
+            if (m->training) {
+                if ((size_t)n * hw < 2)
+                    return baton_err_set(err, BATON_ERR_ARG,
+                                         "model %s: layer %s: batch norm in training needs more than 1 value "
+                                         "per channel (batch %d)", m->name, l->name, n);
+                k->bn_fwd_train(n, in->c, hw, in->data, tdata(m, l->tw), tdata(m, l->tb), NN_BN_EPS, out->data,
+                                l->save_mean, l->save_var);
+                /* PyTorch: running = (1 - momentum) * running + momentum * batch statistic, with the
+                 * unbiased variance for the running estimate */
+                const float corr = (float)((double)n * hw / ((double)n * hw - 1.0));
+                for (int c = 0; c < in->c; c++) {
+                    rm[c] = (1.0f - NN_BN_MOMENTUM) * rm[c] + NN_BN_MOMENTUM * l->save_mean[c];
+                    rv[c] = (1.0f - NN_BN_MOMENTUM) * rv[c] + NN_BN_MOMENTUM * (l->save_var[c] * corr);
+                }
+                ((int64_t *)m->tensors[l->tnbt].data)[0] += 1;
+            } else {
+                k->bn_fwd_infer(n, in->c, hw, in->data, tdata(m, l->tw), tdata(m, l->tb), rm, rv, NN_BN_EPS,
+                                out->data);
+            }
+            break;
+        }
+        case NN_RELU:
+            k->relu_fwd(count, in->data, out->data);
+            break;
+        case NN_MAXPOOL: {
+            baton_nn_pool_geom g = pool_geom(m, l, n);
+            k->maxpool_fwd(&g, in->data, out->data, l->ws);
+            break;
+        }
+        case NN_GAP:
+            k->gap_fwd(n, in->c, in->h * in->w, in->data, out->data);
+            break;
+        case NN_LINEAR:
+            k->linear_fwd(n, (int)in->per_image, out->c, in->data, tdata(m, l->tw), tdata(m, l->tb), out->data);
+            break;
+        case NN_DROPOUT:
+            if (m->training && l->p > 0.0f)
+                baton_nn_dropout_fwd(count, l->p, &m->rng, in->data, out->data, l->mask);
+            else
+                memcpy(out->data, in->data, sizeof(float) * count);
+            break;
+        case NN_ADD:
+            k->add(count, in->data, m->slots[l->in2].data, out->data);
+            break;
+        }
+    }
+    m->fwd_n = n;
+    m->fwd_training = m->training;
+    m->have_loss = 0;
+    return BATON_OK;
+}
+
+const float *baton_nn_logits(const baton_nn_model *m) { return m->slots[m->out_slot].data; }
+
+int baton_nn_loss(baton_nn_model *m, const int32_t *labels, float *loss, int *correct, baton_err *err)
+{
+    if (m->fwd_n < 1) return baton_err_set(err, BATON_ERR_ARG, "model %s: loss before any forward", m->name);
+    const int classes = m->slots[m->out_slot].c;
+    for (int i = 0; i < m->fwd_n; i++)
+        if (labels[i] < 0 || labels[i] >= classes)
+            return baton_err_set(err, BATON_ERR_ARG, "model %s: label %d of image %d is outside 0..%d", m->name,
+                                 (int)labels[i], i, classes - 1);
+    baton_nn_softmax_xent(m->fwd_n, classes, m->slots[m->out_slot].data, labels, m->slots[m->out_slot].grad,
+                          loss, correct);
+    m->have_loss = 1;
+    return BATON_OK;
+}
+
+/* Where a layer writes d(input): straight into the slot's grad the first time, else into scratch
+ * (then added by add_grad). */
+static float *grad_target(baton_nn_model *m, int slot)
+{
+    return m->slots[slot].grad_ready ? m->scratch : m->slots[slot].grad;
+}
+
+static void grad_commit(baton_nn_model *m, int slot, size_t count)
+{
+    nn_slot *s = &m->slots[slot];
+    if (s->grad_ready)
+        m->k->add(count, s->grad, m->scratch, s->grad);
+    s->grad_ready = 1;
+}
+
+int baton_nn_backward(baton_nn_model *m, baton_err *err)
+{
+    if (!m->have_loss || !m->fwd_training)
+        return baton_err_set(err, BATON_ERR_ARG, "model %s: backward needs a training-mode forward and a loss",
+                             m->name);
+    const baton_nn_kernels *k = m->k;
+    const int n = m->fwd_n;
+    for (size_t i = 0; i < m->nslots; i++) m->slots[i].grad_ready = 0;
+    m->slots[m->out_slot].grad_ready = 1;
+    for (size_t li = m->nlayers; li-- > 0;) {
+        nn_layer *l = &m->layers[li];
+        nn_slot *in = &m->slots[l->in], *out = &m->slots[l->out];
+        const size_t count = out->per_image * (size_t)n, icount = in->per_image * (size_t)n;
+        if (!out->grad_ready) memset(out->grad, 0, sizeof(float) * count);   /* unused output */
+        const int need_dx = l->in != 0;   /* no gradient for the input images */
+        float *dx = need_dx ? grad_target(m, l->in) : NULL;
+        switch (l->kind) {
+        case NN_CONV: {
+            baton_nn_conv_geom g = conv_geom(m, l, n);
+            k->conv_bwd_weights(&g, in->data, out->grad, tgrad(m, l->tw), tgrad(m, l->tb));
+            if (need_dx) k->conv_bwd_data(&g, out->grad, tdata(m, l->tw), dx);
+            break;
+        }
+        case NN_BN:
+            k->bn_bwd(n, in->c, in->h * in->w, in->data, out->grad, tdata(m, l->tw), l->save_mean, l->save_var,
+                      NN_BN_EPS, need_dx ? dx : m->scratch, tgrad(m, l->tw), tgrad(m, l->tb));
+            break;
+        case NN_RELU:
+            if (need_dx) k->relu_bwd(count, out->data, out->grad, dx);
+            break;
+        case NN_MAXPOOL:
+            if (need_dx) {
+                baton_nn_pool_geom g = pool_geom(m, l, n);
+                k->maxpool_bwd(&g, out->grad, l->ws, dx);
+            }
+            break;
+        case NN_GAP:
+            if (need_dx) k->gap_bwd(n, in->c, in->h * in->w, out->grad, dx);
+            break;
+        case NN_LINEAR:
+            k->linear_bwd_weights(n, (int)in->per_image, out->c, in->data, out->grad, tgrad(m, l->tw),
+                                  tgrad(m, l->tb));
+            if (need_dx) k->linear_bwd_data(n, (int)in->per_image, out->c, out->grad, tdata(m, l->tw), dx);
+            break;
+        case NN_DROPOUT:
+            if (need_dx) {
+                if (l->p > 0.0f)
+                    baton_nn_dropout_bwd(count, l->mask, out->grad, dx);
+                else
+                    memcpy(dx, out->grad, sizeof(float) * count);
+            }
+            break;
+        case NN_ADD:
+            if (need_dx) {
+                memcpy(dx, out->grad, sizeof(float) * count);
+                grad_commit(m, l->in, icount);
+            }
+            if (l->in2 != 0) {
+                memcpy(grad_target(m, l->in2), out->grad, sizeof(float) * count);
+                grad_commit(m, l->in2, icount);
+            }
+            continue;
+        }
+        if (need_dx) grad_commit(m, l->in, icount);
+    }
+    return BATON_OK;
+}
+
+int baton_nn_train_batch(baton_nn_model *m, const float *x, const int32_t *labels, int n, float *loss,
+                         int *correct, baton_err *err)
+{
+    int rc = baton_nn_forward(m, x, n, err);
+    if (rc == BATON_OK) rc = baton_nn_loss(m, labels, loss, correct, err);
+    if (rc == BATON_OK) rc = baton_nn_backward(m, err);
+    return rc;
+}

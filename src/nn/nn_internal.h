@@ -1,0 +1,112 @@
+/* nn_internal.h — the nn component's private structures: the layer graph a model is built into,
+ * its activation slots and named tensors, the builder used by the model zoo, and the reference
+ * kernels' symbols. Nothing outside src/nn includes this. */
+#ifndef BATON_NN_INTERNAL_H
+#define BATON_NN_INTERNAL_H
+
+#include "baton/nn.h"
+
+/* reference kernels (kern_conv.c, kern_norm.c, kern_misc.c) */
+void nn_ref_conv_fwd(const baton_nn_conv_geom *g, const float *x, const float *w, const float *b, float *y);
+void nn_ref_conv_bwd_data(const baton_nn_conv_geom *g, const float *dy, const float *w, float *dx);
+void nn_ref_conv_bwd_weights(const baton_nn_conv_geom *g, const float *x, const float *dy, float *dw,
+                             float *db);
+void nn_ref_linear_fwd(int n, int in, int out, const float *x, const float *w, const float *b, float *y);
+void nn_ref_linear_bwd_data(int n, int in, int out, const float *dy, const float *w, float *dx);
+void nn_ref_linear_bwd_weights(int n, int in, int out, const float *x, const float *dy, float *dw, float *db);
+void nn_ref_bn_fwd_train(int n, int c, int hw, const float *x, const float *gamma, const float *beta,
+                         float eps, float *y, float *mean, float *var);
+void nn_ref_bn_fwd_infer(int n, int c, int hw, const float *x, const float *gamma, const float *beta,
+                         const float *mean, const float *var, float eps, float *y);
+void nn_ref_bn_bwd(int n, int c, int hw, const float *x, const float *dy, const float *gamma,
+                   const float *mean, const float *var, float eps, float *dx, float *dgamma, float *dbeta);
+void nn_ref_relu_fwd(size_t count, const float *x, float *y);
+void nn_ref_relu_bwd(size_t count, const float *y, const float *dy, float *dx);
+void nn_ref_maxpool_fwd(const baton_nn_pool_geom *g, const float *x, float *y, int32_t *ws);
+void nn_ref_maxpool_bwd(const baton_nn_pool_geom *g, const float *dy, const int32_t *ws, float *dx);
+void nn_ref_gap_fwd(int n, int c, int hw, const float *x, float *y);
+void nn_ref_gap_bwd(int n, int c, int hw, const float *dy, float *dx);
+void nn_ref_add(size_t count, const float *a, const float *b, float *y);
+
+#define NN_BN_EPS 1e-5f
+#define NN_BN_MOMENTUM 0.1f
+#define NN_NAME_MAX 64
+
+enum nn_layer_kind { NN_CONV, NN_BN, NN_RELU, NN_MAXPOOL, NN_GAP, NN_LINEAR, NN_DROPOUT, NN_ADD };
+enum nn_init { NN_INIT_UNIFORM, NN_INIT_ONES, NN_INIT_ZEROS };
+
+/* An activation: one image is [c, h, w]; data and grad hold max_batch images. */
+typedef struct nn_slot {
+    int c, h, w;
+    size_t per_image;         /* c*h*w */
+    size_t off_data, off_grad;/* in the activation arena */
+    float *data, *grad;
+    int grad_ready;           /* backward: grad holds a value (later contributions are added) */
+} nn_slot;
+
+typedef struct nn_tensor {
+    char name[NN_NAME_MAX];
+    int kind, dtype, ndim;
+    int64_t shape[4];
+    size_t numel;
+    size_t off;               /* params arena (PARAM), buffer arena (F32 BUFFER) or i64 arena */
+    int init;
+    float bound;              /* NN_INIT_UNIFORM: U(-bound, bound) */
+    void *data;
+    float *grad;
+} nn_tensor;
+
+typedef struct nn_layer {
+    int kind;
+    char name[NN_NAME_MAX];   /* module path for messages, e.g. "layers.3.conv1" */
+    int in, in2, out;         /* slots (in2: NN_ADD only) */
+    int tw, tb;               /* tensors: weight/bias (conv, linear) or gamma/beta (bn); -1 none */
+    int trm, trv, tnbt;       /* bn buffers */
+    int k, stride, pad;       /* conv / pool */
+    float p;                  /* dropout */
+    size_t off_a;             /* activation arena extras: bn mean+var (2c), dropout mask */
+    size_t off_ws;            /* int32 arena: max-pool workspace */
+    float *save_mean, *save_var, *mask;
+    int32_t *ws;
+} nn_layer;
+
+struct baton_nn_model {
+    char name[32];
+    baton_nn_spec spec;
+    const baton_nn_kernels *k;
+    int training;
+    int fwd_n, fwd_training, have_loss;
+    nn_layer *layers;
+    size_t nlayers, cap_layers;
+    nn_slot *slots;
+    size_t nslots, cap_slots;
+    nn_tensor *tensors;
+    size_t ntensors, cap_tensors;
+    size_t nparam, nbuf, ni64, nact, nws;   /* arena sizes (elements) */
+    size_t param_count;
+    size_t max_slot;                        /* largest per_image over slots */
+    float *params, *grads, *bufs, *acts;
+    int64_t *i64;
+    int32_t *wsa;
+    float *scratch;
+    int out_slot;
+    int build_err;                          /* sticky builder failure (status) */
+    baton_err berr;
+    baton_rng rng;                          /* dropout stream */
+};
+
+/* builder (model.c); each returns the new slot id, or -1 after recording a failure in m->berr */
+int nn_b_input(baton_nn_model *m, int c, int h, int w);
+int nn_b_conv(baton_nn_model *m, const char *name, int in, int oc, int k, int stride, int pad, int bias);
+int nn_b_bn(baton_nn_model *m, const char *name, int in);
+int nn_b_relu(baton_nn_model *m, int in);
+int nn_b_maxpool(baton_nn_model *m, int in, int k, int stride);
+int nn_b_gap(baton_nn_model *m, int in);
+int nn_b_linear(baton_nn_model *m, const char *name, int in, int out, int bias);
+int nn_b_dropout(baton_nn_model *m, int in, float p);
+int nn_b_add(baton_nn_model *m, int a, int b);
+
+/* zoo.c: build the named architecture's graph into m (m->spec filled in) */
+int nn_zoo_build(baton_nn_model *m, baton_err *err);
+
+#endif
