@@ -1,11 +1,14 @@
 /* cmd_run.c — `baton run [JOBFILE]`, the main job. With no job file it runs the built-in demo.
- * Today the demo is the data path's first leg: pack Fashion-MNIST (both splits) into RecordIO
- * shards and verify every byte of them; the spot-training demo replaces it when the training
- * engine and the fleet supervisor land. Job files arrive with the fleet supervisor. */
+ * Today the demo is the data path: pack Fashion-MNIST (both splits) into RecordIO shards, verify
+ * every byte of them, then feed the training split through the decode pipeline once in each input
+ * mode (file, pipe, mount, cache) and print the seed's table. The spot-training demo replaces it
+ * when the training engine and the fleet supervisor land. Job files arrive with the fleet
+ * supervisor. */
 #include "baton/img.h"
 #include "cli.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 static int demo_split(const char *work, const char *split, baton_err *err)
 {
@@ -57,6 +60,30 @@ int cmd_run(int argc, char **argv)
     if (baton_mkdir_p(work, &err)) return cli_fail("run", &err);
     printf("baton demo: Fashion-MNIST -> RecordIO shards -> verified (work folder %s)\n", work);
     if (demo_split(work, "train", &err) || demo_split(work, "test", &err)) return cli_fail("run", &err);
+
+    baton_bench_io_opts bo;
+    memset(&bo, 0, sizeof bo);
+    char data[4096], copies[4096];
+    if (baton_path_join(data, sizeof data, work, "train", &err) ||
+        baton_path_join(copies, sizeof copies, work, "copies", &err))
+        return cli_fail("run", &err);
+    bo.uri = data;
+    bo.work_dir = copies;
+    bo.epochs = 2;
+    baton_store_opts_default(&bo.store);
+    baton_fetch_opts_default(&bo.fetch);
+    baton_pipeline_opts_default(&bo.pipe);
+    bo.pipe.crop_pad = 2;
+    bo.pipe.flip = 1;
+    bo.progress = 1;
+    printf("\ninput modes, 2 epochs through the decode pipeline (crop+flip+normalise, batch %u, %d workers):\n",
+           bo.pipe.batch, bo.pipe.workers);
+    printf("%-6s %9s %11s %9s\n", "mode", "launch_s", "samples/s", "total_s");
+    for (int m = 0; m < 4; m++) {
+        baton_bench_io_result r;
+        if (baton_bench_io_run(&bo, (baton_io_mode)m, &r, &err)) return cli_fail("run", &err);
+        printf("%-6s %9.3f %11.0f %9.2f\n", baton_io_mode_name(r.mode), r.launch_s, r.samples_per_s, r.total_s);
+    }
     printf("done: inspect with `baton inspect %s/train`\n", work);
     return CLI_OK;
 }
