@@ -168,10 +168,12 @@ enum { BATON_NN_SGD = 0, BATON_NN_ADAMW = 1 };
 
 typedef struct baton_nn_optim_cfg {
     int kind;                /* BATON_NN_SGD or BATON_NN_ADAMW */
-    float momentum;          /* SGD */
+    /* hyper-parameters are doubles, as PyTorch's Python floats: derived scalars such as 1 - beta2
+     * are formed in double and rounded to float once, where PyTorch does */
+    double momentum;         /* SGD */
     int nesterov;            /* SGD; needs momentum > 0 */
-    float weight_decay;      /* both (AdamW: decoupled) */
-    float beta1, beta2, eps; /* AdamW; 0 means PyTorch's defaults 0.9, 0.999, 1e-8 */
+    double weight_decay;     /* both (AdamW: decoupled) */
+    double beta1, beta2, eps;/* AdamW; 0 means PyTorch's defaults 0.9, 0.999, 1e-8 */
 } baton_nn_optim_cfg;
 
 typedef struct baton_nn_optim baton_nn_optim;

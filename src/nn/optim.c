@@ -27,26 +27,26 @@ int baton_nn_optim_create(const baton_nn_optim_cfg *cfg, baton_nn_model *m, bato
     *out = NULL;
     baton_nn_optim_cfg c = *cfg;
     if (c.kind == BATON_NN_ADAMW) {
-        if (c.beta1 == 0.0f) c.beta1 = 0.9f;
-        if (c.beta2 == 0.0f) c.beta2 = 0.999f;
-        if (c.eps == 0.0f) c.eps = 1e-8f;
-        if (!(c.beta1 > 0.0f && c.beta1 < 1.0f) || !(c.beta2 > 0.0f && c.beta2 < 1.0f) || !(c.eps > 0.0f))
+        if (c.beta1 == 0.0) c.beta1 = 0.9;
+        if (c.beta2 == 0.0) c.beta2 = 0.999;
+        if (c.eps == 0.0) c.eps = 1e-8;
+        if (!(c.beta1 > 0.0 && c.beta1 < 1.0) || !(c.beta2 > 0.0 && c.beta2 < 1.0) || !(c.eps > 0.0))
             return baton_err_set(err, BATON_ERR_ARG, "optimizer adamw: betas must be in (0,1) and eps > 0");
     } else if (c.kind == BATON_NN_SGD) {
-        if (!(c.momentum >= 0.0f && c.momentum < 1.0f))
-            return baton_err_set(err, BATON_ERR_ARG, "optimizer sgd: momentum %g outside [0,1)", (double)c.momentum);
-        if (c.nesterov && c.momentum <= 0.0f)
+        if (!(c.momentum >= 0.0 && c.momentum < 1.0))
+            return baton_err_set(err, BATON_ERR_ARG, "optimizer sgd: momentum %g outside [0,1)", c.momentum);
+        if (c.nesterov && c.momentum <= 0.0)
             return baton_err_set(err, BATON_ERR_ARG, "optimizer sgd: nesterov needs momentum > 0");
     } else {
         return baton_err_set(err, BATON_ERR_ARG, "optimizer: unknown kind %d", c.kind);
     }
-    if (!(c.weight_decay >= 0.0f))
-        return baton_err_set(err, BATON_ERR_ARG, "optimizer: weight_decay %g must be >= 0", (double)c.weight_decay);
+    if (!(c.weight_decay >= 0.0) || !isfinite(c.weight_decay))
+        return baton_err_set(err, BATON_ERR_ARG, "optimizer: weight_decay %g must be >= 0", c.weight_decay);
     baton_nn_optim *o = calloc(1, sizeof *o);
     if (!o) return baton_err_set(err, BATON_ERR_NOMEM, "optimizer: out of memory");
     o->cfg = c;
     o->m = m;
-    o->nstate = c.kind == BATON_NN_ADAMW ? 2 : (c.momentum > 0.0f ? 1 : 0);
+    o->nstate = c.kind == BATON_NN_ADAMW ? 2 : (c.momentum > 0.0 ? 1 : 0);
     size_t np = m->nparam ? m->nparam : 16;
     o->params = calloc(m->ntensors ? m->ntensors : 1, sizeof *o->params);
     if (o->nstate >= 1) o->s1 = calloc(np, sizeof(float));
@@ -84,7 +84,7 @@ void baton_nn_optim_free(baton_nn_optim *o)
 static void sgd_tensor(const baton_nn_optim_cfg *c, int first, float lr, size_t n, float *p, const float *g,
                        float *buf)
 {
-    const float wd = c->weight_decay, mom = c->momentum;
+    const float wd = (float)c->weight_decay, mom = (float)c->momentum;
     for (size_t i = 0; i < n; i++) {
         float d = g[i];
         if (wd != 0.0f) d = d + wd * p[i];
@@ -100,18 +100,19 @@ static void adamw_tensor(const baton_nn_optim_cfg *c, uint64_t t, double lr, siz
                          float *m1, float *m2)
 {
     /* scalars as PyTorch computes them in Python (double), used as float in the tensor ops */
-    const float decay = (float)(1.0 - lr * (double)c->weight_decay);
-    const double bc1 = 1.0 - pow((double)c->beta1, (double)t);
-    const double bc2 = 1.0 - pow((double)c->beta2, (double)t);
+    const float decay = (float)(1.0 - lr * c->weight_decay);
+    const double bc1 = 1.0 - pow(c->beta1, (double)t);
+    const double bc2 = 1.0 - pow(c->beta2, (double)t);
     const float step_size = (float)(lr / bc1);
     const float bc2_sqrt = (float)sqrt(bc2);
-    const float w1 = (float)(1.0 - (double)c->beta1), w2 = (float)(1.0 - (double)c->beta2);
+    const float w1 = (float)(1.0 - c->beta1), w2 = (float)(1.0 - c->beta2);
+    const float b2 = (float)c->beta2, eps = (float)c->eps;
     for (size_t i = 0; i < n; i++) {
-        if (c->weight_decay != 0.0f) p[i] = p[i] * decay;
+        if (c->weight_decay != 0.0) p[i] = p[i] * decay;
         /* exp_avg.lerp_(grad, 1 - beta1): weight < 0.5 form */
         m1[i] = w1 < 0.5f ? m1[i] + w1 * (g[i] - m1[i]) : g[i] - (g[i] - m1[i]) * (1.0f - w1);
-        m2[i] = m2[i] * c->beta2 + w2 * (g[i] * g[i]);
-        const float denom = sqrtf(m2[i]) / bc2_sqrt + c->eps;
+        m2[i] = m2[i] * b2 + w2 * (g[i] * g[i]);
+        const float denom = sqrtf(m2[i]) / bc2_sqrt + eps;
         p[i] = p[i] + -step_size * (m1[i] / denom);
     }
 }

@@ -8,7 +8,7 @@
 
 #include <math.h>
 
-static void fill_uniform(baton_rng *r, float *p, size_t n, float lo, float hi)
+static inline void fill_uniform(baton_rng *r, float *p, size_t n, float lo, float hi)
 {
     for (size_t i = 0; i < n; i++) p[i] = lo + (hi - lo) * baton_rng_float(r);
 }
@@ -18,7 +18,7 @@ static void fill_uniform(baton_rng *r, float *p, size_t n, float lo, float hi)
  * max_checks entries picked by rng). */
 typedef double (*gc_loss_fn)(void *ctx);
 
-static int gradcheck(const char *what, gc_loss_fn loss, void *ctx, float *var, const float *analytic, size_t n,
+static inline int gradcheck(const char *what, gc_loss_fn loss, void *ctx, float *var, const float *analytic, size_t n,
                      float eps, double atol, double rtol, size_t max_checks, baton_rng *rng)
 {
     int bad = 0;
