@@ -48,7 +48,7 @@ typedef struct baton_nn_pool_geom {
 } baton_nn_pool_geom;
 
 typedef struct baton_nn_kernels {
-    const char *name;        /* "reference", later "dnnl" */
+    const char *name;        /* "reference" or "dnnl" */
     /* convolution; b / db may be NULL (no bias) */
     void (*conv_fwd)(const baton_nn_conv_geom *g, const float *x, const float *w, const float *b, float *y);
     void (*conv_bwd_data)(const baton_nn_conv_geom *g, const float *dy, const float *w, float *dx);
@@ -83,6 +83,14 @@ typedef struct baton_nn_kernels {
 
 /* The plain C reference kernels: single-threaded, straightforward loops, fixed summation order. */
 const baton_nn_kernels *baton_nn_kernels_reference(void);
+/* The oneDNN fast path (one process-wide table): convolution, linear, batch norm, relu and add run
+ * as oneDNN primitives on the same plain layouts, created once per geometry and cached; max and
+ * global average pooling are the reference kernels. Threads: OpenMP (OMP_NUM_THREADS); bit-
+ * reproducible for a fixed thread count; calls are serialised, so the table is thread-safe. Results
+ * match the reference within float rounding, not bit for bit. A geometry oneDNN cannot handle runs
+ * on the reference kernel (one warning per operation). Returns NULL and fills err when the oneDNN
+ * CPU engine cannot be created. */
+const baton_nn_kernels *baton_nn_kernels_dnnl(baton_err *err);
 
 /* Reference-only operations (cheap; no fast path needed). */
 /* Inverted dropout: keep an element when baton_rng_float(rng) >= p (one draw per element, in

@@ -1,0 +1,559 @@
+/* kern_dnnl.c — the oneDNN fast path: a second kernel table (baton_nn_kernels_dnnl) with the same
+ * contract as the reference table, built on oneDNN's C API (CPU engine).
+ *
+ * What it owns: one process-wide CPU engine and stream, a small cache of oneDNN primitives keyed by
+ * operation and geometry (shapes, stride, padding, bias or not, epsilon), a memory object per
+ * primitive argument (its data handle is pointed at the caller's arrays on every call), and one
+ * user-managed scratchpad buffer shared by all primitives. Primitives are created the first time a
+ * geometry is seen and reused after that: in steady state a call sets a few data handles and runs
+ * the primitive, and this file allocates nothing. The cache holds CACHE_CAP entries and evicts the
+ * least recently used one; the scratchpad grows (only) when a new primitive needs more.
+ *
+ * Layout: the table boundary keeps the model's layout — NCHW activations, OIHW convolution weights,
+ * [out, in] linear weights — and every primitive is created on those plain memory descriptors, so
+ * there are no reorders.
+ *
+ * Which entries are oneDNN: convolution (forward, backward data, backward weights), inner product
+ * (the same three), batch normalisation (training forward, inference forward, backward), relu
+ * (forward, backward from the output) and add (binary). Max pooling and global average pooling use
+ * the reference kernels: the max-pool workspace format is part of the table contract (a flat index
+ * within the input plane), which oneDNN's opaque workspace is not, and both are a small share of the
+ * work.
+ *
+ * Threads: oneDNN in Debian runs on OpenMP, so OMP_NUM_THREADS sets the thread count. For a fixed
+ * thread count every primitive is deterministic, so results are bit-reproducible run to run. Calls
+ * are serialised by a mutex (the memory objects and the scratchpad are shared), so the table may be
+ * used from several threads.
+ *
+ * Errors: the table entries cannot return a status. If oneDNN cannot create or run a primitive for
+ * some geometry, that call (and later ones with the same geometry) falls back to the reference
+ * kernel, with one warning per operation logged through baton_log. Creation of the table itself
+ * fails (NULL and a message) when the engine or stream cannot be created. Nothing here aborts. */
+#include "nn_internal.h"
+
+#include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl_debug.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum op {
+    OP_CONV_FWD, OP_CONV_BWD_DATA, OP_CONV_BWD_W,
+    OP_IP_FWD, OP_IP_BWD_DATA, OP_IP_BWD_W,
+    OP_BN_TRAIN, OP_BN_INFER, OP_BN_BWD,
+    OP_RELU_FWD, OP_RELU_BWD, OP_ADD,
+    OP_COUNT
+};
+
+static const char *const op_name[OP_COUNT] = {
+    "conv_fwd", "conv_bwd_data", "conv_bwd_weights", "linear_fwd", "linear_bwd_data",
+    "linear_bwd_weights", "bn_fwd_train", "bn_fwd_infer", "bn_bwd", "relu_fwd", "relu_bwd", "add",
+};
+
+#define KEY_LEN 14     /* op + up to 13 geometry values */
+#define MAX_ARGS 9     /* user arguments + scratchpad */
+#define CACHE_CAP 192
+
+typedef struct pkey {
+    int64_t v[KEY_LEN];
+} pkey;
+
+typedef struct entry {
+    pkey key;
+    int used;                       /* slot holds a geometry */
+    int failed;                     /* oneDNN refused it: this geometry runs on the reference kernel */
+    dnnl_status_t why;              /* the failing status */
+    uint64_t tick;                  /* last use, for LRU eviction */
+    dnnl_primitive_t prim;
+    int nuser;                      /* user arguments, in the order the caller passes pointers */
+    int nargs;                      /* nuser (+1 with a scratchpad) */
+    dnnl_exec_arg_t args[MAX_ARGS];
+} entry;
+
+static struct {
+    pthread_once_t once;
+    pthread_mutex_t mu;
+    int ready;
+    char why[256];
+    dnnl_engine_t eng;
+    dnnl_stream_t strm;
+    dnnl_primitive_attr_t attr;     /* scratchpad_mode_user */
+    entry cache[CACHE_CAP];
+    uint64_t tick;
+    void *scratch;
+    size_t scratch_size;
+    int warned[OP_COUNT];
+} S = {.once = PTHREAD_ONCE_INIT, .mu = PTHREAD_MUTEX_INITIALIZER};
+
+/* ---- primitive construction ---- */
+
+static dnnl_status_t md_plain(dnnl_memory_desc_t *md, int ndims, const int64_t *dims, dnnl_format_tag_t tag)
+{
+    dnnl_dims_t d;
+    for (int i = 0; i < ndims; i++) d[i] = dims[i];
+    return dnnl_memory_desc_init_by_tag(md, ndims, d, dnnl_f32, tag);
+}
+
+#define MD4(md, a, b, c, d) md_plain(md, 4, (const int64_t[4]){a, b, c, d}, dnnl_abcd)
+#define MD2(md, a, b) md_plain(md, 2, (const int64_t[2]){a, b}, dnnl_ab)
+#define MD1(md, a) md_plain(md, 1, (const int64_t[1]){a}, dnnl_a)
+
+static void entry_clear(entry *e)
+{
+    for (int i = 0; i < e->nargs; i++)
+        if (e->args[i].memory) dnnl_memory_destroy(e->args[i].memory);
+    if (e->prim) dnnl_primitive_destroy(e->prim);
+    memset(e, 0, sizeof *e);
+}
+
+/* From an operation descriptor: the primitive, one memory object per argument in ids (their md
+ * queried from the primitive descriptor) and the scratchpad. */
+static dnnl_status_t finish(entry *e, const_dnnl_op_desc_t desc, const_dnnl_primitive_desc_t hint, const int *ids,
+                            int nids)
+{
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_status_t st = dnnl_primitive_desc_create(&pd, desc, S.attr, S.eng, hint);
+    if (st != dnnl_success) return st;
+    for (int i = 0; i < nids && st == dnnl_success; i++) {
+        const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, ids[i]);
+        if (!md || md->ndims == 0) {
+            st = dnnl_invalid_arguments;
+            break;
+        }
+        e->args[i].arg = ids[i];
+        st = dnnl_memory_create(&e->args[i].memory, md, S.eng, DNNL_MEMORY_NONE);
+        e->nargs = i + 1;
+    }
+    e->nuser = nids;
+    if (st == dnnl_success) {
+        const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+        size_t need = smd ? dnnl_memory_desc_get_size(smd) : 0;
+        if (need > 0) {
+            if (need > S.scratch_size) {
+                size_t sz = (need + 4095) / 4096 * 4096;
+                void *p = aligned_alloc(64, sz);
+                if (!p) {
+                    st = dnnl_out_of_memory;
+                } else {
+                    free(S.scratch);
+                    S.scratch = p;
+                    S.scratch_size = sz;
+                }
+            }
+            if (st == dnnl_success) {
+                e->args[e->nargs].arg = DNNL_ARG_SCRATCHPAD;
+                st = dnnl_memory_create(&e->args[e->nargs].memory, smd, S.eng, DNNL_MEMORY_NONE);
+                e->nargs++;
+            }
+        }
+    }
+    if (st == dnnl_success) st = dnnl_primitive_create(&e->prim, pd);
+    dnnl_primitive_desc_destroy(pd);
+    return st;
+}
+
+static dnnl_status_t hint_pd(dnnl_primitive_desc_t *pd, const_dnnl_op_desc_t desc)
+{
+    *pd = NULL;
+    return dnnl_primitive_desc_create(pd, desc, S.attr, S.eng, NULL);
+}
+
+/* key for convolutions: n ic ih iw oc kh kw stride pad oh ow bias */
+static dnnl_status_t conv_descs(const int64_t *v, dnnl_memory_desc_t *x, dnnl_memory_desc_t *w,
+                                dnnl_memory_desc_t *b, dnnl_memory_desc_t *y)
+{
+    dnnl_status_t st = MD4(x, v[1], v[2], v[3], v[4]);
+    if (st == dnnl_success) st = MD4(w, v[5], v[2], v[6], v[7]);
+    if (st == dnnl_success) st = MD1(b, v[5]);
+    if (st == dnnl_success) st = MD4(y, v[1], v[5], v[10], v[11]);
+    return st;
+}
+
+static dnnl_status_t build_conv(entry *e, const int64_t *v)
+{
+    dnnl_memory_desc_t x, w, b, y;
+    dnnl_status_t st = conv_descs(v, &x, &w, &b, &y);
+    if (st != dnnl_success) return st;
+    const dnnl_dims_t strides = {v[8], v[8]}, pad = {v[9], v[9]};
+    const int bias = (int)v[12];
+    dnnl_convolution_desc_t fwd, cd;
+    st = dnnl_convolution_forward_desc_init(&fwd, dnnl_forward_training, dnnl_convolution_direct, &x, &w,
+                                            bias ? &b : NULL, &y, strides, pad, pad);
+    if (st != dnnl_success) return st;
+    switch (v[0]) {
+    case OP_CONV_FWD: {
+        const int ids[4] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS};
+        return finish(e, &fwd, NULL, ids, bias ? 4 : 3);
+    }
+    case OP_CONV_BWD_DATA: {
+        const int ids[3] = {DNNL_ARG_DIFF_DST, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_SRC};
+        st = dnnl_convolution_backward_data_desc_init(&cd, dnnl_convolution_direct, &x, &w, &y, strides, pad, pad);
+        if (st != dnnl_success) return st;
+        dnnl_primitive_desc_t h;
+        st = hint_pd(&h, &fwd);
+        if (st == dnnl_success) st = finish(e, &cd, h, ids, 3);
+        if (h) dnnl_primitive_desc_destroy(h);
+        return st;
+    }
+    default: {
+        const int ids[4] = {DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_WEIGHTS, DNNL_ARG_DIFF_BIAS};
+        st = dnnl_convolution_backward_weights_desc_init(&cd, dnnl_convolution_direct, &x, &w, bias ? &b : NULL,
+                                                         &y, strides, pad, pad);
+        if (st != dnnl_success) return st;
+        dnnl_primitive_desc_t h;
+        st = hint_pd(&h, &fwd);
+        if (st == dnnl_success) st = finish(e, &cd, h, ids, bias ? 4 : 3);
+        if (h) dnnl_primitive_desc_destroy(h);
+        return st;
+    }
+    }
+}
+
+/* key for inner products: n in out bias */
+static dnnl_status_t build_ip(entry *e, const int64_t *v)
+{
+    dnnl_memory_desc_t x, w, b, y;
+    dnnl_status_t st = MD2(&x, v[1], v[2]);
+    if (st == dnnl_success) st = MD2(&w, v[3], v[2]);
+    if (st == dnnl_success) st = MD1(&b, v[3]);
+    if (st == dnnl_success) st = MD2(&y, v[1], v[3]);
+    if (st != dnnl_success) return st;
+    const int bias = (int)v[4];
+    dnnl_inner_product_desc_t fwd, d;
+    st = dnnl_inner_product_forward_desc_init(&fwd, dnnl_forward_training, &x, &w, bias ? &b : NULL, &y);
+    if (st != dnnl_success) return st;
+    if (v[0] == OP_IP_FWD) {
+        const int ids[4] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS};
+        return finish(e, &fwd, NULL, ids, bias ? 4 : 3);
+    }
+    int ids[4], nids;
+    if (v[0] == OP_IP_BWD_DATA) {
+        st = dnnl_inner_product_backward_data_desc_init(&d, &x, &w, &y);
+        const int i3[3] = {DNNL_ARG_DIFF_DST, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_SRC};
+        memcpy(ids, i3, sizeof i3);
+        nids = 3;
+    } else {
+        st = dnnl_inner_product_backward_weights_desc_init(&d, &x, &w, bias ? &b : NULL, &y);
+        const int i4[4] = {DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_WEIGHTS, DNNL_ARG_DIFF_BIAS};
+        memcpy(ids, i4, sizeof i4);
+        nids = bias ? 4 : 3;
+    }
+    if (st != dnnl_success) return st;
+    dnnl_primitive_desc_t h;
+    st = hint_pd(&h, &fwd);
+    if (st == dnnl_success) st = finish(e, &d, h, ids, nids);
+    if (h) dnnl_primitive_desc_destroy(h);
+    return st;
+}
+
+/* key for batch norm: n c hw eps-bits. The data is viewed as [n, c, 1, hw]. */
+static dnnl_status_t build_bn(entry *e, const int64_t *v)
+{
+    dnnl_memory_desc_t x;
+    dnnl_status_t st = MD4(&x, v[1], v[2], 1, v[3]);
+    if (st != dnnl_success) return st;
+    uint32_t bits = (uint32_t)v[4];
+    float eps;
+    memcpy(&eps, &bits, sizeof eps);
+    const unsigned ss = dnnl_use_scale | dnnl_use_shift;
+    dnnl_batch_normalization_desc_t fwd, d;
+    if (v[0] == OP_BN_INFER) {
+        st = dnnl_batch_normalization_forward_desc_init(&fwd, dnnl_forward_inference, &x, eps,
+                                                        ss | dnnl_use_global_stats);
+        const int ids[6] = {DNNL_ARG_SRC, DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE,
+                            DNNL_ARG_DST};
+        return st == dnnl_success ? finish(e, &fwd, NULL, ids, 6) : st;
+    }
+    st = dnnl_batch_normalization_forward_desc_init(&fwd, dnnl_forward_training, &x, eps, ss);
+    if (st != dnnl_success) return st;
+    if (v[0] == OP_BN_TRAIN) {
+        const int ids[6] = {DNNL_ARG_SRC, DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_DST, DNNL_ARG_MEAN,
+                            DNNL_ARG_VARIANCE};
+        return finish(e, &fwd, NULL, ids, 6);
+    }
+    st = dnnl_batch_normalization_backward_desc_init(&d, dnnl_backward, &x, &x, eps, ss);
+    if (st != dnnl_success) return st;
+    const int ids[8] = {DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, DNNL_ARG_SCALE, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE,
+                        DNNL_ARG_DIFF_SRC, DNNL_ARG_DIFF_SCALE, DNNL_ARG_DIFF_SHIFT};
+    dnnl_primitive_desc_t h;
+    st = hint_pd(&h, &fwd);
+    if (st == dnnl_success) st = finish(e, &d, h, ids, 8);
+    if (h) dnnl_primitive_desc_destroy(h);
+    return st;
+}
+
+/* key for elementwise operations: count */
+static dnnl_status_t build_elt(entry *e, const int64_t *v)
+{
+    dnnl_memory_desc_t x;
+    dnnl_status_t st = MD1(&x, v[1]);
+    if (st != dnnl_success) return st;
+    if (v[0] == OP_ADD) {
+        dnnl_binary_desc_t d;
+        st = dnnl_binary_desc_init(&d, dnnl_binary_add, &x, &x, &x);
+        const int ids[3] = {DNNL_ARG_SRC_0, DNNL_ARG_SRC_1, DNNL_ARG_DST};
+        return st == dnnl_success ? finish(e, &d, NULL, ids, 3) : st;
+    }
+    /* relu whose backward reads the forward output: dx = dy where y > 0 */
+    dnnl_eltwise_desc_t fwd, d;
+    st = dnnl_eltwise_forward_desc_init(&fwd, dnnl_forward_training, dnnl_eltwise_relu_use_dst_for_bwd, &x, 0.f,
+                                        0.f);
+    if (st != dnnl_success) return st;
+    if (v[0] == OP_RELU_FWD) {
+        const int ids[2] = {DNNL_ARG_SRC, DNNL_ARG_DST};
+        return finish(e, &fwd, NULL, ids, 2);
+    }
+    st = dnnl_eltwise_backward_desc_init(&d, dnnl_eltwise_relu_use_dst_for_bwd, &x, &x, 0.f, 0.f);
+    if (st != dnnl_success) return st;
+    const int ids[3] = {DNNL_ARG_DST, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_SRC};
+    dnnl_primitive_desc_t h;
+    st = hint_pd(&h, &fwd);
+    if (st == dnnl_success) st = finish(e, &d, h, ids, 3);
+    if (h) dnnl_primitive_desc_destroy(h);
+    return st;
+}
+
+static dnnl_status_t build(entry *e)
+{
+    const int64_t *v = e->key.v;
+    switch (v[0]) {
+    case OP_CONV_FWD: case OP_CONV_BWD_DATA: case OP_CONV_BWD_W: return build_conv(e, v);
+    case OP_IP_FWD: case OP_IP_BWD_DATA: case OP_IP_BWD_W: return build_ip(e, v);
+    case OP_BN_TRAIN: case OP_BN_INFER: case OP_BN_BWD: return build_bn(e, v);
+    default: return build_elt(e, v);
+    }
+}
+
+/* ---- the cache and the call path ---- */
+
+/* Under S.mu: the cached entry for key k, built on a miss (evicting the least recently used). */
+static entry *lookup(const pkey *k)
+{
+    entry *slot = NULL;
+    for (int i = 0; i < CACHE_CAP; i++) {
+        entry *e = &S.cache[i];
+        if (e->used && memcmp(&e->key, k, sizeof *k) == 0) {
+            e->tick = ++S.tick;
+            return e;
+        }
+        if (!slot || (slot->used && (!e->used || e->tick < slot->tick))) slot = e;
+    }
+    entry_clear(slot);
+    slot->key = *k;
+    slot->used = 1;
+    slot->tick = ++S.tick;
+    dnnl_status_t st = build(slot);
+    if (st != dnnl_success) {
+        pkey keep = *k;
+        entry_clear(slot);
+        slot->key = keep;
+        slot->used = 1;
+        slot->tick = S.tick;
+        slot->failed = 1;
+        slot->why = st;
+    }
+    return slot;
+}
+
+/* Run the primitive for key k on the caller's arrays (ptrs in the order of the entry's arguments).
+ * Returns 1 when oneDNN did the work, 0 when the caller must run the reference kernel. */
+static int dispatch(const pkey *k, void *const *ptrs)
+{
+    pthread_mutex_lock(&S.mu);
+    entry *e = lookup(k);
+    dnnl_status_t st = e->failed ? e->why : dnnl_success;
+    for (int i = 0; i < e->nuser && st == dnnl_success; i++) st = dnnl_memory_set_data_handle(e->args[i].memory, ptrs[i]);
+    if (st == dnnl_success && e->nargs > e->nuser)
+        st = dnnl_memory_set_data_handle(e->args[e->nuser].memory, S.scratch);
+    if (st == dnnl_success) st = dnnl_primitive_execute(e->prim, S.strm, e->nargs, e->args);
+    if (st == dnnl_success) st = dnnl_stream_wait(S.strm);
+    const int op = (int)k->v[0];
+    if (st != dnnl_success && !S.warned[op]) {
+        S.warned[op] = 1;
+        baton_log(BATON_LOG_WARN, "nn: oneDNN %s failed (%s); using the reference kernel for it", op_name[op],
+                  dnnl_status2str(st));
+    }
+    pthread_mutex_unlock(&S.mu);
+    return st == dnnl_success;
+}
+
+static pkey key(int op, int nv, const int64_t *vals)
+{
+    pkey k;
+    memset(&k, 0, sizeof k);
+    k.v[0] = op;
+    for (int i = 0; i < nv; i++) k.v[1 + i] = vals[i];
+    return k;
+}
+
+#define P(p) ((void *)(uintptr_t)(p))
+
+static pkey conv_key(int op, const baton_nn_conv_geom *g, int bias)
+{
+    const int64_t v[12] = {g->n, g->ic, g->ih, g->iw, g->oc, g->kh, g->kw, g->stride, g->pad, g->oh, g->ow, bias};
+    return key(op, 12, v);
+}
+
+static void d_conv_fwd(const baton_nn_conv_geom *g, const float *x, const float *w, const float *b, float *y)
+{
+    pkey k = conv_key(OP_CONV_FWD, g, b != NULL);
+    void *p[4] = {P(x), P(w), y, P(b)};
+    if (!dispatch(&k, p)) nn_ref_conv_fwd(g, x, w, b, y);
+}
+
+static void d_conv_bwd_data(const baton_nn_conv_geom *g, const float *dy, const float *w, float *dx)
+{
+    pkey k = conv_key(OP_CONV_BWD_DATA, g, 0);
+    void *p[3] = {P(dy), P(w), dx};
+    if (!dispatch(&k, p)) nn_ref_conv_bwd_data(g, dy, w, dx);
+}
+
+static void d_conv_bwd_weights(const baton_nn_conv_geom *g, const float *x, const float *dy, float *dw, float *db)
+{
+    pkey k = conv_key(OP_CONV_BWD_W, g, db != NULL);
+    void *p[4] = {P(x), P(dy), dw, db};
+    if (!dispatch(&k, p)) nn_ref_conv_bwd_weights(g, x, dy, dw, db);
+}
+
+static pkey ip_key(int op, int n, int in, int out, int bias)
+{
+    const int64_t v[4] = {n, in, out, bias};
+    return key(op, 4, v);
+}
+
+static void d_linear_fwd(int n, int in, int out, const float *x, const float *w, const float *b, float *y)
+{
+    pkey k = ip_key(OP_IP_FWD, n, in, out, b != NULL);
+    void *p[4] = {P(x), P(w), y, P(b)};
+    if (!dispatch(&k, p)) nn_ref_linear_fwd(n, in, out, x, w, b, y);
+}
+
+static void d_linear_bwd_data(int n, int in, int out, const float *dy, const float *w, float *dx)
+{
+    pkey k = ip_key(OP_IP_BWD_DATA, n, in, out, 0);
+    void *p[3] = {P(dy), P(w), dx};
+    if (!dispatch(&k, p)) nn_ref_linear_bwd_data(n, in, out, dy, w, dx);
+}
+
+static void d_linear_bwd_weights(int n, int in, int out, const float *x, const float *dy, float *dw, float *db)
+{
+    pkey k = ip_key(OP_IP_BWD_W, n, in, out, db != NULL);
+    void *p[4] = {P(x), P(dy), dw, db};
+    if (!dispatch(&k, p)) nn_ref_linear_bwd_weights(n, in, out, x, dy, dw, db);
+}
+
+static pkey bn_key(int op, int n, int c, int hw, float eps)
+{
+    uint32_t bits;
+    memcpy(&bits, &eps, sizeof bits);
+    const int64_t v[4] = {n, c, hw, bits};
+    return key(op, 4, v);
+}
+
+static void d_bn_fwd_train(int n, int c, int hw, const float *x, const float *gamma, const float *beta, float eps,
+                           float *y, float *mean, float *var)
+{
+    pkey k = bn_key(OP_BN_TRAIN, n, c, hw, eps);
+    void *p[6] = {P(x), P(gamma), P(beta), y, mean, var};
+    if (!dispatch(&k, p)) nn_ref_bn_fwd_train(n, c, hw, x, gamma, beta, eps, y, mean, var);
+}
+
+static void d_bn_fwd_infer(int n, int c, int hw, const float *x, const float *gamma, const float *beta,
+                           const float *mean, const float *var, float eps, float *y)
+{
+    pkey k = bn_key(OP_BN_INFER, n, c, hw, eps);
+    void *p[6] = {P(x), P(gamma), P(beta), P(mean), P(var), y};
+    if (!dispatch(&k, p)) nn_ref_bn_fwd_infer(n, c, hw, x, gamma, beta, mean, var, eps, y);
+}
+
+static void d_bn_bwd(int n, int c, int hw, const float *x, const float *dy, const float *gamma, const float *mean,
+                     const float *var, float eps, float *dx, float *dgamma, float *dbeta)
+{
+    pkey k = bn_key(OP_BN_BWD, n, c, hw, eps);
+    void *p[8] = {P(x), P(dy), P(gamma), P(mean), P(var), dx, dgamma, dbeta};
+    if (!dispatch(&k, p)) nn_ref_bn_bwd(n, c, hw, x, dy, gamma, mean, var, eps, dx, dgamma, dbeta);
+}
+
+static pkey elt_key(int op, size_t count)
+{
+    const int64_t v[1] = {(int64_t)count};
+    return key(op, 1, v);
+}
+
+static void d_relu_fwd(size_t count, const float *x, float *y)
+{
+    if (count == 0) return;
+    pkey k = elt_key(OP_RELU_FWD, count);
+    void *p[2] = {P(x), y};
+    if (!dispatch(&k, p)) nn_ref_relu_fwd(count, x, y);
+}
+
+static void d_relu_bwd(size_t count, const float *y, const float *dy, float *dx)
+{
+    if (count == 0) return;
+    pkey k = elt_key(OP_RELU_BWD, count);
+    void *p[3] = {P(y), P(dy), dx};
+    if (!dispatch(&k, p)) nn_ref_relu_bwd(count, y, dy, dx);
+}
+
+static void d_add(size_t count, const float *a, const float *b, float *y)
+{
+    if (count == 0) return;
+    /* in place only as dst == src0; a + b and b + a are the same float */
+    if (y == b && y != a) {
+        const float *t = a;
+        a = b;
+        b = t;
+    }
+    pkey k = elt_key(OP_ADD, count);
+    void *p[3] = {P(a), P(b), y};
+    if (!dispatch(&k, p)) nn_ref_add(count, a, b, y);
+}
+
+static const baton_nn_kernels dnnl_table = {
+    .name = "dnnl",
+    .conv_fwd = d_conv_fwd,
+    .conv_bwd_data = d_conv_bwd_data,
+    .conv_bwd_weights = d_conv_bwd_weights,
+    .linear_fwd = d_linear_fwd,
+    .linear_bwd_data = d_linear_bwd_data,
+    .linear_bwd_weights = d_linear_bwd_weights,
+    .bn_fwd_train = d_bn_fwd_train,
+    .bn_fwd_infer = d_bn_fwd_infer,
+    .bn_bwd = d_bn_bwd,
+    .relu_fwd = d_relu_fwd,
+    .relu_bwd = d_relu_bwd,
+    .maxpool_fwd = nn_ref_maxpool_fwd,
+    .maxpool_bwd = nn_ref_maxpool_bwd,
+    .gap_fwd = nn_ref_gap_fwd,
+    .gap_bwd = nn_ref_gap_bwd,
+    .add = d_add,
+};
+
+static void init_once(void)
+{
+    dnnl_status_t st = dnnl_engine_create(&S.eng, dnnl_cpu, 0);
+    if (st != dnnl_success) {
+        snprintf(S.why, sizeof S.why, "cannot create the oneDNN CPU engine (%s)", dnnl_status2str(st));
+        return;
+    }
+    st = dnnl_stream_create(&S.strm, S.eng, dnnl_stream_default_flags);
+    if (st == dnnl_success) st = dnnl_primitive_attr_create(&S.attr);
+    if (st == dnnl_success) st = dnnl_primitive_attr_set_scratchpad_mode(S.attr, dnnl_scratchpad_mode_user);
+    if (st != dnnl_success) {
+        snprintf(S.why, sizeof S.why, "cannot create a oneDNN stream (%s)", dnnl_status2str(st));
+        return;
+    }
+    S.ready = 1;
+}
+
+const baton_nn_kernels *baton_nn_kernels_dnnl(baton_err *err)
+{
+    pthread_once(&S.once, init_once);
+    if (!S.ready) {
+        baton_err_set(err, BATON_ERR_FORMAT, "nn: oneDNN fast path unavailable: %s", S.why);
+        return NULL;
+    }
+    return &dnnl_table;
+}

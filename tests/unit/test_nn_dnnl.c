@@ -1,0 +1,487 @@
+/* test_nn_dnnl.c — the oneDNN kernel table against the reference table: every entry on random
+ * shapes and on the exact layer shapes of lenet (1x28x28) and resnet20 (3x32x32) at batch 1 and 32,
+ * within max|a - b| <= 1e-4 * (1 + max|b|); aliasing allowed by the contract (relu dx = dy, add
+ * y = a or b); the primitive cache past its capacity; whole models (one SGD step of lenet and
+ * resnet8 under both tables: close loss, gradients and updated weights); and a few dozen training
+ * steps under the oneDNN table bit-reproducible run to run. */
+#include "nn_gradcheck.h"
+
+#include <stdlib.h>
+
+static const baton_nn_kernels *R, *D;
+static baton_rng rng;
+
+static float *vec(size_t n, float lo, float hi)
+{
+    float *p = malloc(sizeof(float) * (n ? n : 1));
+    if (p) fill_uniform(&rng, p, n, lo, hi);
+    return p;
+}
+
+/* max|a - b| <= rtol * (1 + max|b|) */
+static int close_to(const char *what, const float *a, const float *b, size_t n, double rtol)
+{
+    double md = 0.0, mb = 0.0;
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - b[i]);
+        if (!(d <= md)) {   /* NaN counts as a difference */
+            md = isnan(d) ? INFINITY : d;
+            at = i;
+        }
+        mb = fmax(mb, fabs((double)b[i]));
+    }
+    int ok = md <= rtol * (1.0 + mb);
+    if (!ok)
+        fprintf(stderr, "%s: max |diff| %.3g at %zu (%.7g vs %.7g), max |ref| %.3g\n", what, md, at, a[at], b[at],
+                mb);
+    return ok;
+}
+
+#define TOL 1e-4
+
+/* ---- convolution ---- */
+
+static void conv_case(const char *tag, int n, int ic, int ih, int iw, int oc, int k, int stride, int pad)
+{
+    baton_nn_conv_geom g = {n, ic, ih, iw, oc, k, k, stride, pad, (ih + 2 * pad - k) / stride + 1,
+                            (iw + 2 * pad - k) / stride + 1};
+    const size_t nx = (size_t)n * ic * ih * iw, nw = (size_t)oc * ic * k * k, ny = (size_t)n * oc * g.oh * g.ow;
+    float *x = vec(nx, -1, 1), *w = vec(nw, -0.5f, 0.5f), *b = vec((size_t)oc, -1, 1), *dy = vec(ny, -1, 1);
+    float *y1 = vec(ny, 0, 0), *y2 = vec(ny, 9, 9), *dx1 = vec(nx, 0, 0), *dx2 = vec(nx, 9, 9);
+    float *dw1 = vec(nw, 0, 0), *dw2 = vec(nw, 9, 9), *db1 = vec((size_t)oc, 0, 0), *db2 = vec((size_t)oc, 9, 9);
+    char what[160];
+    for (int bias = 0; bias < 2; bias++) {
+        R->conv_fwd(&g, x, w, bias ? b : NULL, y1);
+        D->conv_fwd(&g, x, w, bias ? b : NULL, y2);
+        snprintf(what, sizeof what, "%s conv_fwd bias %d", tag, bias);
+        CHECK_MSG(close_to(what, y2, y1, ny, TOL), "%s", what);
+        R->conv_bwd_weights(&g, x, dy, dw1, bias ? db1 : NULL);
+        D->conv_bwd_weights(&g, x, dy, dw2, bias ? db2 : NULL);
+        snprintf(what, sizeof what, "%s conv_bwd_weights bias %d", tag, bias);
+        CHECK_MSG(close_to(what, dw2, dw1, nw, TOL), "%s", what);
+        if (bias) CHECK_MSG(close_to(what, db2, db1, (size_t)oc, TOL), "%s db", what);
+    }
+    R->conv_bwd_data(&g, dy, w, dx1);
+    D->conv_bwd_data(&g, dy, w, dx2);
+    snprintf(what, sizeof what, "%s conv_bwd_data", tag);
+    CHECK_MSG(close_to(what, dx2, dx1, nx, TOL), "%s", what);
+    free(x), free(w), free(b), free(dy), free(y1), free(y2), free(dx1), free(dx2);
+    free(dw1), free(dw2), free(db1), free(db2);
+}
+
+static void test_conv(void)
+{
+    for (int batch = 1; batch <= 32; batch += 31) {
+        char t[64];
+        /* lenet on 1x28x28 */
+        snprintf(t, sizeof t, "lenet.conv1 n%d", batch);
+        conv_case(t, batch, 1, 28, 28, 32, 3, 1, 0);
+        snprintf(t, sizeof t, "lenet.conv2 n%d", batch);
+        conv_case(t, batch, 32, 26, 26, 64, 3, 1, 0);
+        /* resnet20 on 3x32x32: stem, the 3x3 convs of each stage, the stride-2 convs and the 1x1
+         * stride-2 projections */
+        snprintf(t, sizeof t, "resnet.conv n%d", batch);
+        conv_case(t, batch, 3, 32, 32, 16, 3, 1, 1);
+        snprintf(t, sizeof t, "resnet.s1 n%d", batch);
+        conv_case(t, batch, 16, 32, 32, 16, 3, 1, 1);
+        snprintf(t, sizeof t, "resnet.s2.conv1 n%d", batch);
+        conv_case(t, batch, 16, 32, 32, 32, 3, 2, 1);
+        snprintf(t, sizeof t, "resnet.s2.short n%d", batch);
+        conv_case(t, batch, 16, 32, 32, 32, 1, 2, 0);
+        snprintf(t, sizeof t, "resnet.s2 n%d", batch);
+        conv_case(t, batch, 32, 16, 16, 32, 3, 1, 1);
+        snprintf(t, sizeof t, "resnet.s3.conv1 n%d", batch);
+        conv_case(t, batch, 32, 16, 16, 64, 3, 2, 1);
+        snprintf(t, sizeof t, "resnet.s3.short n%d", batch);
+        conv_case(t, batch, 32, 16, 16, 64, 1, 2, 0);
+        snprintf(t, sizeof t, "resnet.s3 n%d", batch);
+        conv_case(t, batch, 64, 8, 8, 64, 3, 1, 1);
+    }
+    /* random geometries, odd sizes and floor-mode leftovers included */
+    for (int i = 0; i < 40; i++) {
+        int k = 1 + (int)baton_rng_below(&rng, 5), stride = 1 + (int)baton_rng_below(&rng, 3);
+        int pad = (int)baton_rng_below(&rng, (uint64_t)(k / 2 + 1));
+        int ih = k + (int)baton_rng_below(&rng, 12), iw = k + (int)baton_rng_below(&rng, 12);
+        int n = 1 + (int)baton_rng_below(&rng, 4), ic = 1 + (int)baton_rng_below(&rng, 20);
+        int oc = 1 + (int)baton_rng_below(&rng, 20);
+        char t[96];
+        snprintf(t, sizeof t, "random conv n%d ic%d %dx%d oc%d k%d s%d p%d", n, ic, ih, iw, oc, k, stride, pad);
+        conv_case(t, n, ic, ih, iw, oc, k, stride, pad);
+    }
+}
+
+/* ---- linear ---- */
+
+static void linear_case(const char *tag, int n, int in, int out)
+{
+    const size_t nx = (size_t)n * in, nw = (size_t)out * in, ny = (size_t)n * out;
+    float *x = vec(nx, -1, 1), *w = vec(nw, -0.1f, 0.1f), *b = vec((size_t)out, -1, 1), *dy = vec(ny, -1, 1);
+    float *y1 = vec(ny, 0, 0), *y2 = vec(ny, 9, 9), *dx1 = vec(nx, 0, 0), *dx2 = vec(nx, 9, 9);
+    float *dw1 = vec(nw, 0, 0), *dw2 = vec(nw, 9, 9), *db1 = vec((size_t)out, 0, 0), *db2 = vec((size_t)out, 9, 9);
+    char what[128];
+    for (int bias = 0; bias < 2; bias++) {
+        R->linear_fwd(n, in, out, x, w, bias ? b : NULL, y1);
+        D->linear_fwd(n, in, out, x, w, bias ? b : NULL, y2);
+        snprintf(what, sizeof what, "%s linear_fwd bias %d", tag, bias);
+        CHECK_MSG(close_to(what, y2, y1, ny, TOL), "%s", what);
+        R->linear_bwd_weights(n, in, out, x, dy, dw1, bias ? db1 : NULL);
+        D->linear_bwd_weights(n, in, out, x, dy, dw2, bias ? db2 : NULL);
+        snprintf(what, sizeof what, "%s linear_bwd_weights bias %d", tag, bias);
+        CHECK_MSG(close_to(what, dw2, dw1, nw, TOL), "%s", what);
+        if (bias) CHECK_MSG(close_to(what, db2, db1, (size_t)out, TOL), "%s db", what);
+    }
+    R->linear_bwd_data(n, in, out, dy, w, dx1);
+    D->linear_bwd_data(n, in, out, dy, w, dx2);
+    snprintf(what, sizeof what, "%s linear_bwd_data", tag);
+    CHECK_MSG(close_to(what, dx2, dx1, nx, TOL), "%s", what);
+    free(x), free(w), free(b), free(dy), free(y1), free(y2), free(dx1), free(dx2);
+    free(dw1), free(dw2), free(db1), free(db2);
+}
+
+static void test_linear(void)
+{
+    for (int batch = 1; batch <= 32; batch += 31) {
+        char t[64];
+        snprintf(t, sizeof t, "lenet.fc1 n%d", batch);
+        linear_case(t, batch, 9216, 128);
+        snprintf(t, sizeof t, "lenet.fc2 n%d", batch);
+        linear_case(t, batch, 128, 10);
+        snprintf(t, sizeof t, "resnet.fc n%d", batch);
+        linear_case(t, batch, 64, 10);
+        snprintf(t, sizeof t, "mlp.fc1 n%d", batch);
+        linear_case(t, batch, 784, 256);
+    }
+    for (int i = 0; i < 30; i++) {
+        int n = 1 + (int)baton_rng_below(&rng, 9), in = 1 + (int)baton_rng_below(&rng, 300);
+        int out = 1 + (int)baton_rng_below(&rng, 40);
+        char t[64];
+        snprintf(t, sizeof t, "random linear n%d in%d out%d", n, in, out);
+        linear_case(t, n, in, out);
+    }
+}
+
+/* ---- batch norm ---- */
+
+static void bn_case(const char *tag, int n, int c, int hw)
+{
+    const size_t cnt = (size_t)n * c * hw;
+    /* an offset per channel, so mean subtraction matters */
+    float *x = vec(cnt, -1, 1), *dy = vec(cnt, -1, 1), *g = vec((size_t)c, 0.5f, 1.5f), *b = vec((size_t)c, -1, 1);
+    for (int i = 0; i < n; i++)
+        for (int ch = 0; ch < c; ch++)
+            for (int k = 0; k < hw; k++) x[((size_t)i * c + ch) * hw + k] += 0.25f * (float)(ch % 7);
+    float *y1 = vec(cnt, 0, 0), *y2 = vec(cnt, 9, 9), *m1 = vec((size_t)c, 0, 0), *m2 = vec((size_t)c, 9, 9);
+    float *v1 = vec((size_t)c, 0, 0), *v2 = vec((size_t)c, 9, 9), *rm = vec((size_t)c, -1, 1);
+    float *rv = vec((size_t)c, 0.2f, 2.0f);
+    float *dx1 = vec(cnt, 0, 0), *dx2 = vec(cnt, 9, 9), *dg1 = vec((size_t)c, 0, 0), *dg2 = vec((size_t)c, 9, 9);
+    float *db1 = vec((size_t)c, 0, 0), *db2 = vec((size_t)c, 9, 9);
+    char what[128];
+    R->bn_fwd_train(n, c, hw, x, g, b, 1e-5f, y1, m1, v1);
+    D->bn_fwd_train(n, c, hw, x, g, b, 1e-5f, y2, m2, v2);
+    snprintf(what, sizeof what, "%s bn_fwd_train", tag);
+    CHECK_MSG(close_to(what, y2, y1, cnt, TOL), "%s y", what);
+    CHECK_MSG(close_to(what, m2, m1, (size_t)c, TOL), "%s mean", what);
+    CHECK_MSG(close_to(what, v2, v1, (size_t)c, TOL), "%s var", what);
+    R->bn_fwd_infer(n, c, hw, x, g, b, rm, rv, 1e-5f, y1);
+    D->bn_fwd_infer(n, c, hw, x, g, b, rm, rv, 1e-5f, y2);
+    snprintf(what, sizeof what, "%s bn_fwd_infer", tag);
+    CHECK_MSG(close_to(what, y2, y1, cnt, TOL), "%s", what);
+    /* backward from the same saved statistics */
+    R->bn_bwd(n, c, hw, x, dy, g, m1, v1, 1e-5f, dx1, dg1, db1);
+    D->bn_bwd(n, c, hw, x, dy, g, m1, v1, 1e-5f, dx2, dg2, db2);
+    snprintf(what, sizeof what, "%s bn_bwd", tag);
+    CHECK_MSG(close_to(what, dx2, dx1, cnt, TOL), "%s dx", what);
+    CHECK_MSG(close_to(what, dg2, dg1, (size_t)c, TOL), "%s dgamma", what);
+    CHECK_MSG(close_to(what, db2, db1, (size_t)c, TOL), "%s dbeta", what);
+    /* a different epsilon is a different primitive */
+    R->bn_fwd_infer(n, c, hw, x, g, b, rm, rv, 1e-3f, y1);
+    D->bn_fwd_infer(n, c, hw, x, g, b, rm, rv, 1e-3f, y2);
+    snprintf(what, sizeof what, "%s bn_fwd_infer eps 1e-3", tag);
+    CHECK_MSG(close_to(what, y2, y1, cnt, TOL), "%s", what);
+    free(x), free(dy), free(g), free(b), free(y1), free(y2), free(m1), free(m2), free(v1), free(v2), free(rm);
+    free(rv), free(dx1), free(dx2), free(dg1), free(dg2), free(db1), free(db2);
+}
+
+static void test_bn(void)
+{
+    for (int batch = 1; batch <= 32; batch += 31) {
+        char t[64];
+        snprintf(t, sizeof t, "resnet.bn16 n%d", batch);
+        bn_case(t, batch, 16, 32 * 32);
+        snprintf(t, sizeof t, "resnet.bn32 n%d", batch);
+        bn_case(t, batch, 32, 16 * 16);
+        snprintf(t, sizeof t, "resnet.bn64 n%d", batch);
+        bn_case(t, batch, 64, 8 * 8);
+    }
+    for (int i = 0; i < 20; i++) {
+        int n = 1 + (int)baton_rng_below(&rng, 6), c = 1 + (int)baton_rng_below(&rng, 40);
+        int hw = 1 + (int)baton_rng_below(&rng, 100);
+        if (n * hw < 2) hw = 2;
+        char t[64];
+        snprintf(t, sizeof t, "random bn n%d c%d hw%d", n, c, hw);
+        bn_case(t, n, c, hw);
+    }
+}
+
+/* ---- relu, add, pooling ---- */
+
+static void elt_case(const char *tag, size_t cnt)
+{
+    float *x = vec(cnt, -1, 1), *y1 = vec(cnt, 0, 0), *y2 = vec(cnt, 9, 9), *dy = vec(cnt, -1, 1);
+    float *dx1 = vec(cnt, 0, 0), *dx2 = vec(cnt, 9, 9), *a2 = vec(cnt, 0, 0);
+    char what[96];
+    R->relu_fwd(cnt, x, y1);
+    D->relu_fwd(cnt, x, y2);
+    snprintf(what, sizeof what, "%s relu_fwd", tag);
+    CHECK_MSG(close_to(what, y2, y1, cnt, 0), "%s", what);
+    R->relu_bwd(cnt, y1, dy, dx1);
+    D->relu_bwd(cnt, y1, dy, dx2);
+    snprintf(what, sizeof what, "%s relu_bwd", tag);
+    CHECK_MSG(close_to(what, dx2, dx1, cnt, 0), "%s", what);
+    memcpy(dx2, dy, sizeof(float) * cnt);   /* in place: dx = dy */
+    D->relu_bwd(cnt, y1, dx2, dx2);
+    CHECK_MSG(close_to(what, dx2, dx1, cnt, 0), "%s in place", what);
+    R->add(cnt, x, dy, y1);
+    D->add(cnt, x, dy, y2);
+    snprintf(what, sizeof what, "%s add", tag);
+    CHECK_MSG(close_to(what, y2, y1, cnt, 0), "%s", what);
+    memcpy(a2, x, sizeof(float) * cnt);      /* y = a */
+    D->add(cnt, a2, dy, a2);
+    CHECK_MSG(close_to(what, a2, y1, cnt, 0), "%s y=a", what);
+    memcpy(a2, dy, sizeof(float) * cnt);     /* y = b */
+    D->add(cnt, x, a2, a2);
+    CHECK_MSG(close_to(what, a2, y1, cnt, 0), "%s y=b", what);
+    free(x), free(y1), free(y2), free(dy), free(dx1), free(dx2), free(a2);
+}
+
+static void pool_case(const char *tag, int n, int c, int h, int w, int k, int s)
+{
+    baton_nn_pool_geom g = {n, c, h, w, k, s, (h - k) / s + 1, (w - k) / s + 1};
+    const size_t ni = (size_t)n * c * h * w, no = (size_t)n * c * g.oh * g.ow;
+    float *x = vec(ni, -1, 1), *y1 = vec(no, 0, 0), *y2 = vec(no, 9, 9), *dy = vec(no, -1, 1);
+    float *dx1 = vec(ni, 0, 0), *dx2 = vec(ni, 9, 9);
+    int32_t *ws1 = calloc(no, sizeof *ws1), *ws2 = calloc(no, sizeof *ws2);
+    char what[96];
+    R->maxpool_fwd(&g, x, y1, ws1);
+    D->maxpool_fwd(&g, x, y2, ws2);
+    snprintf(what, sizeof what, "%s maxpool_fwd", tag);
+    CHECK_MSG(close_to(what, y2, y1, no, 0) && memcmp(ws1, ws2, no * sizeof *ws1) == 0, "%s", what);
+    R->maxpool_bwd(&g, dy, ws1, dx1);
+    D->maxpool_bwd(&g, dy, ws1, dx2);
+    snprintf(what, sizeof what, "%s maxpool_bwd", tag);
+    CHECK_MSG(close_to(what, dx2, dx1, ni, 0), "%s", what);
+    R->gap_fwd(n, c, h * w, x, y1);
+    D->gap_fwd(n, c, h * w, x, y2);
+    snprintf(what, sizeof what, "%s gap_fwd", tag);
+    CHECK_MSG(close_to(what, y2, y1, (size_t)n * c, TOL), "%s", what);
+    R->gap_bwd(n, c, h * w, dy, dx1);
+    D->gap_bwd(n, c, h * w, dy, dx2);
+    snprintf(what, sizeof what, "%s gap_bwd", tag);
+    CHECK_MSG(close_to(what, dx2, dx1, ni, TOL), "%s", what);
+    free(x), free(y1), free(y2), free(dy), free(dx1), free(dx2), free(ws1), free(ws2);
+}
+
+static void test_elementwise_and_pool(void)
+{
+    for (int batch = 1; batch <= 32; batch += 31) {
+        char t[64];
+        snprintf(t, sizeof t, "lenet.relu2 n%d", batch);
+        elt_case(t, (size_t)batch * 64 * 24 * 24);
+        snprintf(t, sizeof t, "resnet.relu16 n%d", batch);
+        elt_case(t, (size_t)batch * 16 * 32 * 32);
+        snprintf(t, sizeof t, "resnet.relu64 n%d", batch);
+        elt_case(t, (size_t)batch * 64 * 8 * 8);
+        snprintf(t, sizeof t, "lenet.pool n%d", batch);
+        pool_case(t, batch, 64, 24, 24, 2, 2);
+        snprintf(t, sizeof t, "resnet.gap n%d", batch);
+        pool_case(t, batch, 64, 8, 8, 8, 8);
+    }
+    for (int i = 0; i < 20; i++) {
+        char t[64];
+        size_t cnt = 1 + (size_t)baton_rng_below(&rng, 5000);
+        snprintf(t, sizeof t, "random elementwise %zu", cnt);
+        elt_case(t, cnt);
+        int k = 1 + (int)baton_rng_below(&rng, 3), s = 1 + (int)baton_rng_below(&rng, 3);
+        int h = k + (int)baton_rng_below(&rng, 9), w = k + (int)baton_rng_below(&rng, 9);
+        snprintf(t, sizeof t, "random pool %dx%d k%d s%d", h, w, k, s);
+        pool_case(t, 1 + (int)baton_rng_below(&rng, 3), 1 + (int)baton_rng_below(&rng, 5), h, w, k, s);
+    }
+}
+
+/* More geometries than the primitive cache holds: entries are evicted and rebuilt, results stay
+ * right (the first counts come back after their entries were evicted). */
+static void test_cache_eviction(void)
+{
+    enum { N = 400 };
+    float *x = vec(N + 1, -1, 1), *y1 = vec(N + 1, 0, 0), *y2 = vec(N + 1, 9, 9);
+    int bad = 0;
+    for (int round = 0; round < 2; round++)
+        for (size_t cnt = 1; cnt <= N; cnt++) {
+            R->relu_fwd(cnt, x, y1);
+            D->relu_fwd(cnt, x, y2);
+            if (memcmp(y1, y2, sizeof(float) * cnt) != 0) bad++;
+        }
+    CHECK_MSG(bad == 0, "%d counts differ", bad);
+    free(x), free(y1), free(y2);
+}
+
+/* ---- whole models ---- */
+
+static baton_nn_model *make(const char *name, int c, int h, int w, int batch, const baton_nn_kernels *k)
+{
+    baton_nn_spec s = {name, c, h, w, 10, batch, 1234};
+    baton_nn_model *m = NULL;
+    baton_err err;
+    int rc = baton_nn_model_create(&s, k, &m, &err);
+    CHECK_MSG(rc == BATON_OK, "%s: %s", name, err.msg);
+    return m;
+}
+
+static void batch_of(baton_rng *r, float *x, int32_t *y, size_t per, int n)
+{
+    fill_uniform(r, x, per * (size_t)n, -1, 1);
+    for (int i = 0; i < n; i++) y[i] = (int32_t)baton_rng_below(r, 10);
+}
+
+/* One SGD step (momentum, weight decay) under each table from the same weights and batch. */
+static void test_one_step(const char *name, int c, int h, int w, int batch)
+{
+    baton_nn_model *mr = make(name, c, h, w, batch, R), *md = make(name, c, h, w, batch, D);
+    baton_nn_optim *orf = NULL, *od = NULL;
+    baton_nn_optim_cfg cfg = {.kind = BATON_NN_SGD, .momentum = 0.9, .weight_decay = 5e-4};
+    baton_err err;
+    float *x = malloc(sizeof(float) * (size_t)batch * c * h * w);
+    int32_t *lab = malloc(sizeof(int32_t) * (size_t)batch);
+    if (!mr || !md || !x || !lab) goto out;
+    CHECK(baton_nn_optim_create(&cfg, mr, &orf, &err) == BATON_OK);
+    CHECK(baton_nn_optim_create(&cfg, md, &od, &err) == BATON_OK);
+    if (!orf || !od) goto out;
+    baton_rng r;
+    baton_rng_seed(&r, 99);
+    batch_of(&r, x, lab, (size_t)c * h * w, batch);
+    float lr_loss = 0, ld_loss = 0;
+    int cr = 0, cd = 0;
+    CHECK(baton_nn_train_batch(mr, x, lab, batch, &lr_loss, &cr, &err) == BATON_OK);
+    CHECK(baton_nn_train_batch(md, x, lab, batch, &ld_loss, &cd, &err) == BATON_OK);
+    CHECK_MSG(fabsf(lr_loss - ld_loss) <= 1e-4f * (1.0f + fabsf(lr_loss)), "%s loss %.7g vs %.7g", name, lr_loss,
+              ld_loss);
+    CHECK_MSG(cr == cd, "%s correct %d vs %d", name, cr, cd);
+    int bad_g = 0, bad_w = 0;
+    for (size_t i = 0; i < baton_nn_model_ntensors(mr); i++) {
+        baton_nn_tensor a, b;
+        baton_nn_model_tensor(mr, i, &a);
+        baton_nn_model_tensor(md, i, &b);
+        if (a.kind != BATON_NN_PARAM) continue;
+        char what[128];
+        snprintf(what, sizeof what, "%s %s grad", name, a.name);
+        /* gradients pass through the whole network: float rounding compounds, so a looser bound */
+        if (!close_to(what, b.grad, a.grad, a.numel, 1e-3)) bad_g++;
+    }
+    CHECK(baton_nn_optim_step(orf, 0.1, &err) == BATON_OK);
+    CHECK(baton_nn_optim_step(od, 0.1, &err) == BATON_OK);
+    for (size_t i = 0; i < baton_nn_model_ntensors(mr); i++) {
+        baton_nn_tensor a, b;
+        baton_nn_model_tensor(mr, i, &a);
+        baton_nn_model_tensor(md, i, &b);
+        if (a.dtype != BATON_NN_F32) continue;
+        char what[128];
+        snprintf(what, sizeof what, "%s %s after one step", name, a.name);
+        if (!close_to(what, b.data, a.data, a.numel, TOL)) bad_w++;
+    }
+    CHECK_MSG(bad_g == 0, "%s: %d gradients differ", name, bad_g);
+    CHECK_MSG(bad_w == 0, "%s: %d tensors differ after one step", name, bad_w);
+    /* evaluation mode (running statistics) agrees too */
+    baton_nn_model_set_training(mr, 0);
+    baton_nn_model_set_training(md, 0);
+    CHECK(baton_nn_forward(mr, x, batch, &err) == BATON_OK);
+    CHECK(baton_nn_forward(md, x, batch, &err) == BATON_OK);
+    CHECK_MSG(close_to("eval logits", baton_nn_logits(md), baton_nn_logits(mr), (size_t)batch * 10, TOL), "%s",
+              name);
+out:
+    baton_nn_optim_free(orf);
+    baton_nn_optim_free(od);
+    baton_nn_model_free(mr);
+    baton_nn_model_free(md);
+    free(x);
+    free(lab);
+}
+
+/* steps training steps under the oneDNN table; the final weights go to out (numel floats). */
+static size_t train_run(const char *name, int c, int h, int w, int batch, int steps, float *out, float *losses)
+{
+    baton_nn_model *m = make(name, c, h, w, batch, D);
+    baton_nn_optim *o = NULL;
+    baton_nn_optim_cfg cfg = {.kind = BATON_NN_SGD, .momentum = 0.9, .nesterov = 1, .weight_decay = 5e-4};
+    baton_err err;
+    size_t total = 0;
+    float *x = malloc(sizeof(float) * (size_t)batch * c * h * w);
+    int32_t *lab = malloc(sizeof(int32_t) * (size_t)batch);
+    if (m && x && lab && baton_nn_optim_create(&cfg, m, &o, &err) == BATON_OK) {
+        baton_rng r;
+        baton_rng_seed(&r, 5);
+        for (int s = 0; s < steps; s++) {
+            /* a smaller last batch exercises a second set of primitives */
+            int n = s == steps - 1 ? batch / 2 : batch;
+            batch_of(&r, x, lab, (size_t)c * h * w, n);
+            int correct;
+            if (baton_nn_train_batch(m, x, lab, n, &losses[s], &correct, &err) != BATON_OK ||
+                baton_nn_optim_step(o, 0.05, &err) != BATON_OK) {
+                CHECK_MSG(0, "%s step %d: %s", name, s, err.msg);
+                break;
+            }
+        }
+        for (size_t i = 0; i < baton_nn_model_ntensors(m); i++) {
+            baton_nn_tensor t;
+            baton_nn_model_tensor(m, i, &t);
+            if (t.dtype != BATON_NN_F32) continue;
+            if (out) memcpy(out + total, t.data, sizeof(float) * t.numel);
+            total += t.numel;
+        }
+    }
+    baton_nn_optim_free(o);
+    baton_nn_model_free(m);
+    free(x);
+    free(lab);
+    return total;
+}
+
+static void test_reproducible(const char *name, int c, int h, int w, int batch, int steps)
+{
+    float l1[64], l2[64];
+    size_t n = train_run(name, c, h, w, batch, 1, NULL, l1);
+    float *a = calloc(n ? n : 1, sizeof(float)), *b = calloc(n ? n : 1, sizeof(float));
+    if (!a || !b || n == 0) {
+        CHECK(0);
+        free(a), free(b);
+        return;
+    }
+    train_run(name, c, h, w, batch, steps, a, l1);
+    train_run(name, c, h, w, batch, steps, b, l2);
+    CHECK_MSG(memcmp(l1, l2, sizeof(float) * (size_t)steps) == 0, "%s: losses differ run to run", name);
+    CHECK_MSG(memcmp(a, b, sizeof(float) * n) == 0, "%s: weights differ run to run", name);
+    CHECK_MSG(isfinite(l1[steps - 1]), "%s: final loss %g", name, l1[steps - 1]);
+    free(a), free(b);
+}
+
+int main(void)
+{
+    baton_err err;
+    R = baton_nn_kernels_reference();
+    D = baton_nn_kernels_dnnl(&err);
+    CHECK_MSG(D != NULL, "%s", err.msg);
+    if (!D) CHECK_DONE();
+    CHECK(strcmp(D->name, "dnnl") == 0);
+    CHECK(baton_nn_kernels_dnnl(NULL) == D);   /* one table per process */
+    baton_rng_seed(&rng, 2024);
+    test_conv();
+    test_linear();
+    test_bn();
+    test_elementwise_and_pool();
+    test_cache_eviction();
+    test_one_step("lenet", 1, 28, 28, 8);
+    test_one_step("resnet8", 3, 32, 32, 8);
+    test_reproducible("lenet", 1, 28, 28, 16, 30);
+    test_reproducible("resnet8", 3, 16, 16, 16, 30);
+    CHECK_DONE();
+}
