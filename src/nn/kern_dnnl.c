@@ -15,10 +15,10 @@
  *
  * Which entries are oneDNN: convolution (forward, backward data, backward weights), inner product
  * (the same three), batch normalisation (training forward, inference forward, backward), relu
- * (forward, backward from the output) and add (binary). Max pooling and global average pooling use
- * the reference kernels: the max-pool workspace format is part of the table contract (a flat index
- * within the input plane), which oneDNN's opaque workspace is not, and both are a small share of the
- * work.
+ * (forward, backward from the output) and add (binary). Max pooling is plain C (the max-pool
+ * workspace format is part of the table contract — a flat index within the input plane — which
+ * oneDNN's opaque workspace is not): an unrolled 2x2 stride-2 forward, the reference otherwise.
+ * Global average pooling uses the reference kernels (a tiny share of the work).
  *
  * Threads: oneDNN in Debian runs on OpenMP, so OMP_NUM_THREADS sets the thread count. For a fixed
  * thread count every primitive is deterministic, so results are bit-reproducible run to run. Calls
@@ -52,7 +52,7 @@ static const char *const op_name[OP_COUNT] = {
 };
 
 #define KEY_LEN 14     /* op + up to 13 geometry values */
-#define MAX_ARGS 9     /* user arguments + scratchpad */
+#define MAX_ARGS 10    /* user arguments + scratchpad */
 #define CACHE_CAP 192
 
 typedef struct pkey {
@@ -68,7 +68,15 @@ typedef struct entry {
     dnnl_primitive_t prim;
     int nuser;                      /* user arguments, in the order the caller passes pointers */
     int nargs;                      /* nuser (+1 with a scratchpad) */
-    dnnl_exec_arg_t args[MAX_ARGS];
+    dnnl_exec_arg_t args[MAX_ARGS]; /* what the primitive runs on: user[i] or inner[i] */
+    dnnl_memory_t user[MAX_ARGS];   /* the caller's array i, plain layout */
+    /* argument i in the primitive's own (blocked) layout, when it differs from the plain one: a
+     * buffer at inner_off[i] in the shared arena and the reorder that fills it (inputs, before) or
+     * empties it (outputs, after) */
+    dnnl_memory_t inner[MAX_ARGS];
+    dnnl_primitive_t reorder[MAX_ARGS];
+    size_t inner_off[MAX_ARGS];
+    int is_out[MAX_ARGS];
 } entry;
 
 static struct {
@@ -81,8 +89,10 @@ static struct {
     dnnl_primitive_attr_t attr;     /* scratchpad_mode_user */
     entry cache[CACHE_CAP];
     uint64_t tick;
-    void *scratch;
+    void *scratch;                  /* oneDNN scratchpad, shared (calls are serialised) */
     size_t scratch_size;
+    void *arena;                    /* blocked copies of convolution arguments, shared */
+    size_t arena_size;
     int warned[OP_COUNT];
 } S = {.once = PTHREAD_ONCE_INIT, .mu = PTHREAD_MUTEX_INITIALIZER};
 
@@ -101,50 +111,80 @@ static dnnl_status_t md_plain(dnnl_memory_desc_t *md, int ndims, const int64_t *
 
 static void entry_clear(entry *e)
 {
-    for (int i = 0; i < e->nargs; i++)
-        if (e->args[i].memory) dnnl_memory_destroy(e->args[i].memory);
+    for (int i = 0; i < MAX_ARGS; i++) {
+        if (e->user[i]) dnnl_memory_destroy(e->user[i]);
+        if (e->inner[i]) dnnl_memory_destroy(e->inner[i]);
+        if (e->reorder[i]) dnnl_primitive_destroy(e->reorder[i]);
+    }
+    if (e->nargs > e->nuser && e->args[e->nuser].memory) dnnl_memory_destroy(e->args[e->nuser].memory);
     if (e->prim) dnnl_primitive_destroy(e->prim);
     memset(e, 0, sizeof *e);
 }
 
-/* From an operation descriptor: the primitive, one memory object per argument in ids (their md
- * queried from the primitive descriptor) and the scratchpad. */
+/* Make a shared buffer at least need bytes (at primitive creation only; nothing is running). */
+static dnnl_status_t grow(void **buf, size_t *size, size_t need)
+{
+    if (need <= *size) return dnnl_success;
+    size_t sz = (need + 4095) / 4096 * 4096;
+    void *p = aligned_alloc(64, sz);
+    if (!p) return dnnl_out_of_memory;
+    free(*buf);
+    *buf = p;
+    *size = sz;
+    return dnnl_success;
+}
+
+static int is_output(int id)
+{
+    return id == DNNL_ARG_DST || id == DNNL_ARG_DIFF_SRC || id == DNNL_ARG_DIFF_WEIGHTS ||
+           id == DNNL_ARG_DIFF_BIAS;
+}
+
+/* From an operation descriptor: the primitive and one memory object per argument in ids, in the
+ * caller's plain layout (plain[i], or the primitive's own when plain is NULL). Where the primitive
+ * chose another layout for an argument, a buffer in the shared arena and a reorder to or from the
+ * plain array. Then the scratchpad. */
 static dnnl_status_t finish(entry *e, const_dnnl_op_desc_t desc, const_dnnl_primitive_desc_t hint, const int *ids,
-                            int nids)
+                            const dnnl_memory_desc_t *const *plain, int nids)
 {
     dnnl_primitive_desc_t pd = NULL;
     dnnl_status_t st = dnnl_primitive_desc_create(&pd, desc, S.attr, S.eng, hint);
     if (st != dnnl_success) return st;
+    size_t arena = 0;
+    e->nuser = e->nargs = nids;
     for (int i = 0; i < nids && st == dnnl_success; i++) {
         const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, ids[i]);
         if (!md || md->ndims == 0) {
             st = dnnl_invalid_arguments;
             break;
         }
+        const dnnl_memory_desc_t *umd = plain ? plain[i] : md;
         e->args[i].arg = ids[i];
-        st = dnnl_memory_create(&e->args[i].memory, md, S.eng, DNNL_MEMORY_NONE);
-        e->nargs = i + 1;
+        e->is_out[i] = is_output(ids[i]);
+        st = dnnl_memory_create(&e->user[i], umd, S.eng, DNNL_MEMORY_NONE);
+        e->args[i].memory = e->user[i];
+        if (st != dnnl_success || dnnl_memory_desc_equal(md, umd)) continue;
+        st = dnnl_memory_create(&e->inner[i], md, S.eng, DNNL_MEMORY_NONE);
+        e->args[i].memory = e->inner[i];
+        e->inner_off[i] = arena;
+        arena += (dnnl_memory_desc_get_size(md) + 4095) / 4096 * 4096;
+        dnnl_primitive_desc_t rpd = NULL;
+        if (st == dnnl_success)
+            st = e->is_out[i] ? dnnl_reorder_primitive_desc_create(&rpd, md, S.eng, umd, S.eng, NULL)
+                              : dnnl_reorder_primitive_desc_create(&rpd, umd, S.eng, md, S.eng, NULL);
+        if (st == dnnl_success) st = dnnl_primitive_create(&e->reorder[i], rpd);
+        if (rpd) dnnl_primitive_desc_destroy(rpd);
     }
-    e->nuser = nids;
+    if (st == dnnl_success) st = grow(&S.arena, &S.arena_size, arena);
     if (st == dnnl_success) {
         const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
         size_t need = smd ? dnnl_memory_desc_get_size(smd) : 0;
         if (need > 0) {
-            if (need > S.scratch_size) {
-                size_t sz = (need + 4095) / 4096 * 4096;
-                void *p = aligned_alloc(64, sz);
-                if (!p) {
-                    st = dnnl_out_of_memory;
-                } else {
-                    free(S.scratch);
-                    S.scratch = p;
-                    S.scratch_size = sz;
-                }
-            }
+            st = grow(&S.scratch, &S.scratch_size, need);
             if (st == dnnl_success) {
-                e->args[e->nargs].arg = DNNL_ARG_SCRATCHPAD;
-                st = dnnl_memory_create(&e->args[e->nargs].memory, smd, S.eng, DNNL_MEMORY_NONE);
-                e->nargs++;
+                e->args[nids].arg = DNNL_ARG_SCRATCHPAD;
+                st = dnnl_memory_create(&e->args[nids].memory, smd, S.eng, DNNL_MEMORY_NONE);
+                if (st == dnnl_success) e->nargs = nids + 1;
             }
         }
     }
@@ -159,51 +199,58 @@ static dnnl_status_t hint_pd(dnnl_primitive_desc_t *pd, const_dnnl_op_desc_t des
     return dnnl_primitive_desc_create(pd, desc, S.attr, S.eng, NULL);
 }
 
-/* key for convolutions: n ic ih iw oc kh kw stride pad oh ow bias */
-static dnnl_status_t conv_descs(const int64_t *v, dnnl_memory_desc_t *x, dnnl_memory_desc_t *w,
-                                dnnl_memory_desc_t *b, dnnl_memory_desc_t *y)
-{
-    dnnl_status_t st = MD4(x, v[1], v[2], v[3], v[4]);
-    if (st == dnnl_success) st = MD4(w, v[5], v[2], v[6], v[7]);
-    if (st == dnnl_success) st = MD1(b, v[5]);
-    if (st == dnnl_success) st = MD4(y, v[1], v[5], v[10], v[11]);
-    return st;
-}
-
+/* key for convolutions: n ic ih iw oc kh kw stride pad oh ow bias.
+ * The primitive picks its own layouts (oneDNN's blocked formats run several times faster than its
+ * plain-layout GEMM path); the arrays at the boundary stay NCHW / OIHW and are reordered in and out
+ * around the call. Activations with a channel count that is not a multiple of 16 (the first layer)
+ * stay plain, where padding them to a block would cost more than it saves. */
 static dnnl_status_t build_conv(entry *e, const int64_t *v)
 {
-    dnnl_memory_desc_t x, w, b, y;
-    dnnl_status_t st = conv_descs(v, &x, &w, &b, &y);
+    dnnl_memory_desc_t x, w, b, y, xa, wa, ya;
+    const int64_t xd[4] = {v[1], v[2], v[3], v[4]}, wd[4] = {v[5], v[2], v[6], v[7]};
+    const int64_t yd[4] = {v[1], v[5], v[10], v[11]};
+    const dnnl_format_tag_t any = dnnl_format_tag_any;
+    dnnl_status_t st = md_plain(&x, 4, xd, dnnl_abcd);
+    if (st == dnnl_success) st = md_plain(&w, 4, wd, dnnl_abcd);
+    if (st == dnnl_success) st = MD1(&b, v[5]);
+    if (st == dnnl_success) st = md_plain(&y, 4, yd, dnnl_abcd);
+    if (st == dnnl_success) st = md_plain(&xa, 4, xd, v[2] % 16 ? dnnl_abcd : any);
+    if (st == dnnl_success) st = md_plain(&wa, 4, wd, any);
+    if (st == dnnl_success) st = md_plain(&ya, 4, yd, v[5] % 16 ? dnnl_abcd : any);
     if (st != dnnl_success) return st;
     const dnnl_dims_t strides = {v[8], v[8]}, pad = {v[9], v[9]};
     const int bias = (int)v[12];
     dnnl_convolution_desc_t fwd, cd;
-    st = dnnl_convolution_forward_desc_init(&fwd, dnnl_forward_training, dnnl_convolution_direct, &x, &w,
-                                            bias ? &b : NULL, &y, strides, pad, pad);
+    st = dnnl_convolution_forward_desc_init(&fwd, dnnl_forward_training, dnnl_convolution_direct, &xa, &wa,
+                                            bias ? &b : NULL, &ya, strides, pad, pad);
     if (st != dnnl_success) return st;
     switch (v[0]) {
     case OP_CONV_FWD: {
         const int ids[4] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS};
-        return finish(e, &fwd, NULL, ids, bias ? 4 : 3);
+        const dnnl_memory_desc_t *pl[4] = {&x, &w, &y, &b};
+        return finish(e, &fwd, NULL, ids, pl, bias ? 4 : 3);
     }
     case OP_CONV_BWD_DATA: {
         const int ids[3] = {DNNL_ARG_DIFF_DST, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_SRC};
-        st = dnnl_convolution_backward_data_desc_init(&cd, dnnl_convolution_direct, &x, &w, &y, strides, pad, pad);
+        const dnnl_memory_desc_t *pl[3] = {&y, &w, &x};
+        st = dnnl_convolution_backward_data_desc_init(&cd, dnnl_convolution_direct, &xa, &wa, &ya, strides, pad,
+                                                      pad);
         if (st != dnnl_success) return st;
         dnnl_primitive_desc_t h;
         st = hint_pd(&h, &fwd);
-        if (st == dnnl_success) st = finish(e, &cd, h, ids, 3);
+        if (st == dnnl_success) st = finish(e, &cd, h, ids, pl, 3);
         if (h) dnnl_primitive_desc_destroy(h);
         return st;
     }
     default: {
         const int ids[4] = {DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_WEIGHTS, DNNL_ARG_DIFF_BIAS};
-        st = dnnl_convolution_backward_weights_desc_init(&cd, dnnl_convolution_direct, &x, &w, bias ? &b : NULL,
-                                                         &y, strides, pad, pad);
+        const dnnl_memory_desc_t *pl[4] = {&x, &y, &w, &b};
+        st = dnnl_convolution_backward_weights_desc_init(&cd, dnnl_convolution_direct, &xa, &wa, bias ? &b : NULL,
+                                                         &ya, strides, pad, pad);
         if (st != dnnl_success) return st;
         dnnl_primitive_desc_t h;
         st = hint_pd(&h, &fwd);
-        if (st == dnnl_success) st = finish(e, &cd, h, ids, bias ? 4 : 3);
+        if (st == dnnl_success) st = finish(e, &cd, h, ids, pl, bias ? 4 : 3);
         if (h) dnnl_primitive_desc_destroy(h);
         return st;
     }
@@ -225,7 +272,7 @@ static dnnl_status_t build_ip(entry *e, const int64_t *v)
     if (st != dnnl_success) return st;
     if (v[0] == OP_IP_FWD) {
         const int ids[4] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS};
-        return finish(e, &fwd, NULL, ids, bias ? 4 : 3);
+        return finish(e, &fwd, NULL, ids, NULL, bias ? 4 : 3);
     }
     int ids[4], nids;
     if (v[0] == OP_IP_BWD_DATA) {
@@ -242,7 +289,7 @@ static dnnl_status_t build_ip(entry *e, const int64_t *v)
     if (st != dnnl_success) return st;
     dnnl_primitive_desc_t h;
     st = hint_pd(&h, &fwd);
-    if (st == dnnl_success) st = finish(e, &d, h, ids, nids);
+    if (st == dnnl_success) st = finish(e, &d, h, ids, NULL, nids);
     if (h) dnnl_primitive_desc_destroy(h);
     return st;
 }
@@ -263,22 +310,24 @@ static dnnl_status_t build_bn(entry *e, const int64_t *v)
                                                         ss | dnnl_use_global_stats);
         const int ids[6] = {DNNL_ARG_SRC, DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE,
                             DNNL_ARG_DST};
-        return st == dnnl_success ? finish(e, &fwd, NULL, ids, 6) : st;
+        return st == dnnl_success ? finish(e, &fwd, NULL, ids, NULL, 6) : st;
     }
     st = dnnl_batch_normalization_forward_desc_init(&fwd, dnnl_forward_training, &x, eps, ss);
     if (st != dnnl_success) return st;
     if (v[0] == OP_BN_TRAIN) {
         const int ids[6] = {DNNL_ARG_SRC, DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_DST, DNNL_ARG_MEAN,
                             DNNL_ARG_VARIANCE};
-        return finish(e, &fwd, NULL, ids, 6);
+        return finish(e, &fwd, NULL, ids, NULL, 6);
     }
     st = dnnl_batch_normalization_backward_desc_init(&d, dnnl_backward, &x, &x, eps, ss);
     if (st != dnnl_success) return st;
-    const int ids[8] = {DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, DNNL_ARG_SCALE, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE,
-                        DNNL_ARG_DIFF_SRC, DNNL_ARG_DIFF_SCALE, DNNL_ARG_DIFF_SHIFT};
+    /* oneDNN 2.6 insists on a SHIFT argument in backward although no gradient depends on it; the
+     * caller passes gamma there (same shape, only read) */
+    const int ids[9] = {DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, DNNL_ARG_SCALE, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE,
+                        DNNL_ARG_DIFF_SRC, DNNL_ARG_DIFF_SCALE, DNNL_ARG_DIFF_SHIFT, DNNL_ARG_SHIFT};
     dnnl_primitive_desc_t h;
     st = hint_pd(&h, &fwd);
-    if (st == dnnl_success) st = finish(e, &d, h, ids, 8);
+    if (st == dnnl_success) st = finish(e, &d, h, ids, NULL, 9);
     if (h) dnnl_primitive_desc_destroy(h);
     return st;
 }
@@ -293,7 +342,7 @@ static dnnl_status_t build_elt(entry *e, const int64_t *v)
         dnnl_binary_desc_t d;
         st = dnnl_binary_desc_init(&d, dnnl_binary_add, &x, &x, &x);
         const int ids[3] = {DNNL_ARG_SRC_0, DNNL_ARG_SRC_1, DNNL_ARG_DST};
-        return st == dnnl_success ? finish(e, &d, NULL, ids, 3) : st;
+        return st == dnnl_success ? finish(e, &d, NULL, ids, NULL, 3) : st;
     }
     /* relu whose backward reads the forward output: dx = dy where y > 0 */
     dnnl_eltwise_desc_t fwd, d;
@@ -302,14 +351,14 @@ static dnnl_status_t build_elt(entry *e, const int64_t *v)
     if (st != dnnl_success) return st;
     if (v[0] == OP_RELU_FWD) {
         const int ids[2] = {DNNL_ARG_SRC, DNNL_ARG_DST};
-        return finish(e, &fwd, NULL, ids, 2);
+        return finish(e, &fwd, NULL, ids, NULL, 2);
     }
     st = dnnl_eltwise_backward_desc_init(&d, dnnl_eltwise_relu_use_dst_for_bwd, &x, &x, 0.f, 0.f);
     if (st != dnnl_success) return st;
     const int ids[3] = {DNNL_ARG_DST, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_SRC};
     dnnl_primitive_desc_t h;
     st = hint_pd(&h, &fwd);
-    if (st == dnnl_success) st = finish(e, &d, h, ids, 3);
+    if (st == dnnl_success) st = finish(e, &d, h, ids, NULL, 3);
     if (h) dnnl_primitive_desc_destroy(h);
     return st;
 }
@@ -363,10 +412,24 @@ static int dispatch(const pkey *k, void *const *ptrs)
     pthread_mutex_lock(&S.mu);
     entry *e = lookup(k);
     dnnl_status_t st = e->failed ? e->why : dnnl_success;
-    for (int i = 0; i < e->nuser && st == dnnl_success; i++) st = dnnl_memory_set_data_handle(e->args[i].memory, ptrs[i]);
+    for (int i = 0; i < e->nuser && st == dnnl_success; i++) {
+        st = dnnl_memory_set_data_handle(e->user[i], ptrs[i]);
+        if (st == dnnl_success && e->inner[i])
+            st = dnnl_memory_set_data_handle(e->inner[i], (char *)S.arena + e->inner_off[i]);
+    }
     if (st == dnnl_success && e->nargs > e->nuser)
         st = dnnl_memory_set_data_handle(e->args[e->nuser].memory, S.scratch);
+    for (int i = 0; i < e->nuser && st == dnnl_success; i++)
+        if (e->reorder[i] && !e->is_out[i]) {
+            dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, e->user[i]}, {DNNL_ARG_TO, e->inner[i]}};
+            st = dnnl_primitive_execute(e->reorder[i], S.strm, 2, ra);
+        }
     if (st == dnnl_success) st = dnnl_primitive_execute(e->prim, S.strm, e->nargs, e->args);
+    for (int i = 0; i < e->nuser && st == dnnl_success; i++)
+        if (e->reorder[i] && e->is_out[i]) {
+            dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, e->inner[i]}, {DNNL_ARG_TO, e->user[i]}};
+            st = dnnl_primitive_execute(e->reorder[i], S.strm, 2, ra);
+        }
     if (st == dnnl_success) st = dnnl_stream_wait(S.strm);
     const int op = (int)k->v[0];
     if (st != dnnl_success && !S.warned[op]) {
@@ -471,7 +534,7 @@ static void d_bn_bwd(int n, int c, int hw, const float *x, const float *dy, cons
                      const float *var, float eps, float *dx, float *dgamma, float *dbeta)
 {
     pkey k = bn_key(OP_BN_BWD, n, c, hw, eps);
-    void *p[8] = {P(x), P(dy), P(gamma), P(mean), P(var), dx, dgamma, dbeta};
+    void *p[9] = {P(x), P(dy), P(gamma), P(mean), P(var), dx, dgamma, dbeta, P(gamma)};
     if (!dispatch(&k, p)) nn_ref_bn_bwd(n, c, hw, x, dy, gamma, mean, var, eps, dx, dgamma, dbeta);
 }
 
@@ -511,6 +574,40 @@ static void d_add(size_t count, const float *a, const float *b, float *y)
     if (!dispatch(&k, p)) nn_ref_add(count, a, b, y);
 }
 
+/* Max pooling, 2x2 windows with stride 2 (lenet's): the reference's rule (the first maximum in
+ * row-major window order; a NaN beats a number) unrolled over the four taps. Other windows run the
+ * reference kernel. */
+static void d_maxpool_fwd(const baton_nn_pool_geom *g, const float *x, float *y, int32_t *ws)
+{
+    if (g->k != 2 || g->stride != 2) {
+        nn_ref_maxpool_fwd(g, x, y, ws);
+        return;
+    }
+    const size_t iplane = (size_t)g->ih * g->iw, oplane = (size_t)g->oh * g->ow;
+    for (size_t p = 0; p < (size_t)g->n * g->c; p++) {
+        const float *xp = x + p * iplane;
+        float *yp = y + p * oplane;
+        int32_t *wp = ws + p * oplane;
+        for (int oh = 0; oh < g->oh; oh++) {
+            const int row = 2 * oh * g->iw;
+            const float *r0 = xp + row, *r1 = r0 + g->iw;
+            for (int ow = 0; ow < g->ow; ow++) {
+                const int c = 2 * ow;
+                const float t[4] = {r0[c], r0[c + 1], r1[c], r1[c + 1]};
+                float bv = t[0];
+                int bi = 0;
+                for (int i = 1; i < 4; i++)
+                    if (t[i] > bv || (t[i] != t[i] && bv == bv)) {
+                        bv = t[i];
+                        bi = i;
+                    }
+                yp[oh * g->ow + ow] = bv;
+                wp[oh * g->ow + ow] = row + (bi >> 1) * g->iw + c + (bi & 1);
+            }
+        }
+    }
+}
+
 static const baton_nn_kernels dnnl_table = {
     .name = "dnnl",
     .conv_fwd = d_conv_fwd,
@@ -524,7 +621,7 @@ static const baton_nn_kernels dnnl_table = {
     .bn_bwd = d_bn_bwd,
     .relu_fwd = d_relu_fwd,
     .relu_bwd = d_relu_bwd,
-    .maxpool_fwd = nn_ref_maxpool_fwd,
+    .maxpool_fwd = d_maxpool_fwd,
     .maxpool_bwd = nn_ref_maxpool_bwd,
     .gap_fwd = nn_ref_gap_fwd,
     .gap_bwd = nn_ref_gap_bwd,
