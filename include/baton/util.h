@@ -81,6 +81,10 @@ int baton_write_all(int fd, const void *p, size_t n, const char *name, baton_err
 /* Crash-safe whole-file write: PATH.tmp.PID, write, fsync, rename, fsync parent dir. */
 int baton_file_write_atomic(const char *path, const void *p, size_t n, baton_err *err);
 int baton_fsync_dir(const char *dir, baton_err *err);
+/* Finish a file written under the temporary name tmp (open as fd): fsync, close, rename to path,
+ * fsync the parent. rc is the status of the writing so far: on any failure, then or here, the
+ * temporary file is removed and the first error returned. */
+int baton_file_publish(int fd, const char *tmp, const char *path, int rc, baton_err *err);
 int baton_mkdir_p(const char *path, baton_err *err);
 /* Parent directory of path into out (at most cap bytes). "." when none. */
 void baton_path_dirname(const char *path, char *out, size_t cap);

@@ -166,14 +166,5 @@ int io_local_put_file(baton_store *s, const char *name, const char *src, baton_e
     }
     free(buf);
     baton_sys.close(in);
-    if (rc == BATON_OK && baton_sys.fsync(out) != 0) rc = os_err(err, "fsync failed", tmp);
-    if (baton_sys.close(out) != 0 && rc == BATON_OK) rc = os_err(err, "close failed", tmp);
-    if (rc == BATON_OK && baton_sys.rename(tmp, path) != 0) rc = os_err(err, "rename failed", path);
-    if (rc != BATON_OK) {
-        baton_sys.unlink(tmp);
-        return rc;
-    }
-    char dir[4096];
-    baton_path_dirname(path, dir, sizeof dir);
-    return baton_fsync_dir(dir, err);
+    return baton_file_publish(out, tmp, path, rc, err);
 }

@@ -123,14 +123,8 @@ int baton_fsync_dir(const char *dir, baton_err *err)
     return BATON_OK;
 }
 
-int baton_file_write_atomic(const char *path, const void *p, size_t n, baton_err *err)
+int baton_file_publish(int fd, const char *tmp, const char *path, int rc, baton_err *err)
 {
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
-        return baton_err_set(err, BATON_ERR_ARG, "%s: path too long", path);
-    int fd = baton_sys.open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return io_err(err, "cannot create", tmp);
-    int rc = baton_write_all(fd, p, n, tmp, err);
     if (rc == BATON_OK && baton_sys.fsync(fd) != 0) rc = io_err(err, "fsync failed", tmp);
     if (baton_sys.close(fd) != 0 && rc == BATON_OK) rc = io_err(err, "close failed", tmp);
     if (rc == BATON_OK && baton_sys.rename(tmp, path) != 0) rc = io_err(err, "rename failed", path);
@@ -141,6 +135,16 @@ int baton_file_write_atomic(const char *path, const void *p, size_t n, baton_err
     char dir[4096];
     baton_path_dirname(path, dir, sizeof dir);
     return baton_fsync_dir(dir, err);
+}
+
+int baton_file_write_atomic(const char *path, const void *p, size_t n, baton_err *err)
+{
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
+        return baton_err_set(err, BATON_ERR_ARG, "%s: path too long", path);
+    int fd = baton_sys.open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return io_err(err, "cannot create", tmp);
+    return baton_file_publish(fd, tmp, path, baton_write_all(fd, p, n, tmp, err), err);
 }
 
 int baton_mkdir_p(const char *path, baton_err *err)

@@ -11,32 +11,14 @@
 
 static int sys_open(const char *path, int flags, mode_t mode) { return open(path, flags, mode); }
 
-static const baton_sys_table real = {
-    .open = sys_open,
-    .read = read,
-    .write = write,
-    .pread = pread,
-    .fsync = fsync,
-    .close = close,
-    .rename = rename,
-    .unlink = unlink,
-    .mkdir = mkdir,
-    .mmap = mmap,
-    .munmap = munmap,
-};
+#define REAL_CALLS                                                                    \
+    {                                                                                 \
+        .open = sys_open, .read = read, .write = write, .pread = pread, .fsync = fsync, \
+        .close = close, .rename = rename, .unlink = unlink, .mkdir = mkdir, .mmap = mmap, \
+        .munmap = munmap,                                                             \
+    }
 
-baton_sys_table baton_sys = {
-    .open = sys_open,
-    .read = read,
-    .write = write,
-    .pread = pread,
-    .fsync = fsync,
-    .close = close,
-    .rename = rename,
-    .unlink = unlink,
-    .mkdir = mkdir,
-    .mmap = mmap,
-    .munmap = munmap,
-};
+static const baton_sys_table real = REAL_CALLS;
+baton_sys_table baton_sys = REAL_CALLS;
 
 void baton_sys_reset(void) { baton_sys = real; }
