@@ -1,0 +1,221 @@
+/* snapshot.c — the two-phase save of CheckFreq: baton_ckpt_snapshot copies the model's and the
+ * optimizer's tensors and the state JSON into one in-memory snapshot (the finished safetensors
+ * file images, header included), so training can go on at once; baton_ckpt_persist_async hands
+ * the snapshot to a background thread that commits it (store.c) and applies retention.
+ *
+ * Contract:
+ *   - one store is driven from one thread (the training loop); the background thread only reads
+ *     the snapshot and writes the result fields, which the owner reads after pthread_join;
+ *   - the snapshot buffers are allocated on first use and reused; they grow only when the tensor
+ *     set or the state text grows (never in steady state);
+ *   - at most one persist is in flight. A snapshot taken while one is in flight waits for it
+ *     (BATON_CKPT_WAIT, the default) or returns BATON_CKPT_SKIPPED (BATON_CKPT_SKIP_IF_BUSY);
+ *   - each persist's outcome is reported once: by baton_ckpt_wait, or, when a later snapshot or
+ *     save had to wait for it, by a warning in the log;
+ *   - async and sync persists run the same code on the same bytes, so their files are identical. */
+#include "baton/ckpt.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct baton_ckpt_store {
+    char dir[4096];
+    int keep;
+    baton_buf model, optim, state, scratch;   /* file images; scratch builds headers */
+    baton_buf ents, mts, ots;                 /* reused arrays: entries, model/optim tensor lists */
+    uint64_t step;
+    int fresh;                                /* a snapshot not yet handed to a persist */
+    pthread_t th;
+    int busy;                                 /* a thread was started and not joined */
+    atomic_int done;                          /* set by the thread as it finishes */
+    int rc;
+    baton_err err;
+    char committed[4096];
+};
+
+int baton_ckpt_store_open(const char *dir, int keep, baton_ckpt_store **out, baton_err *err)
+{
+    *out = NULL;
+    if (strlen(dir) >= 3000) return baton_err_set(err, BATON_ERR_ARG, "%s: path too long", dir);
+    int rc = baton_mkdir_p(dir, err);
+    if (rc) return baton_err_prefix(err, "checkpoint directory");
+    baton_ckpt_store *s = calloc(1, sizeof *s);
+    if (!s) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    snprintf(s->dir, sizeof s->dir, "%s", dir);
+    s->keep = keep > 0 ? keep : BATON_CKPT_KEEP_DEFAULT;
+    *out = s;
+    return BATON_OK;
+}
+
+/* Join a finished or running persist; its failure is logged when not collected by wait. */
+static int join(baton_ckpt_store *s, baton_err *err, int log_failure)
+{
+    if (!s->busy) return BATON_OK;
+    pthread_join(s->th, NULL);
+    s->busy = 0;
+    if (s->rc != BATON_OK) {
+        if (log_failure) baton_log(BATON_LOG_WARN, "background checkpoint save failed: %s", s->err.msg);
+        if (err) *err = s->err;
+    }
+    return s->rc;
+}
+
+void baton_ckpt_store_close(baton_ckpt_store *s)
+{
+    if (!s) return;
+    join(s, NULL, 1);
+    baton_buf_free(&s->model);
+    baton_buf_free(&s->optim);
+    baton_buf_free(&s->state);
+    baton_buf_free(&s->scratch);
+    baton_buf_free(&s->ents);
+    baton_buf_free(&s->mts);
+    baton_buf_free(&s->ots);
+    free(s);
+}
+
+int baton_ckpt_busy(baton_ckpt_store *s) { return s->busy && !atomic_load(&s->done); }
+
+const char *baton_ckpt_last_committed(const baton_ckpt_store *s) { return s->committed; }
+
+/* Build one safetensors file image into img from a tensor list. */
+static int image(baton_ckpt_store *s, baton_buf *img, const baton_nn_tensor *t, size_t n,
+                 const char *const *mk, const char *const *mv, size_t nmeta, baton_err *err)
+{
+    s->ents.len = 0;
+    if (baton_buf_reserve(&s->ents, (n + 1) * sizeof(baton_st_entry)) != BATON_OK)
+        return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    baton_st_entry *e = (baton_st_entry *)(void *)s->ents.data;
+    for (size_t i = 0; i < n; i++) {
+        e[i].name = t[i].name;
+        e[i].dtype = t[i].dtype;
+        e[i].ndim = t[i].ndim;
+        e[i].shape = t[i].shape;
+        e[i].data = t[i].data;
+    }
+    uint64_t dl;
+    int rc = baton_st_build_header(e, n, mk, mv, nmeta, &s->scratch, &dl, err);
+    if (rc == BATON_OK) {
+        img->len = 0;
+        /* a little slack so that a longer header later (more digits) does not reallocate */
+        if (baton_buf_reserve(img, s->scratch.len + (size_t)dl + 256) != BATON_OK) {
+            rc = baton_err_set(err, BATON_ERR_NOMEM, "snapshot: out of memory (%llu bytes)",
+                               (unsigned long long)(s->scratch.len + dl));
+        } else {
+            memcpy(img->data, s->scratch.data, s->scratch.len);
+            img->len = s->scratch.len;
+            for (size_t i = 0; i < n; i++) {
+                size_t bytes = t[i].numel * baton_st_dtype_size(t[i].dtype);
+                memcpy(img->data + img->len, t[i].data, bytes);
+                img->len += bytes;
+            }
+        }
+    }
+    return rc;
+}
+
+int baton_ckpt_snapshot_tensors(baton_ckpt_store *s, const baton_nn_tensor *mt, size_t nm,
+                                const baton_nn_tensor *ot, size_t no, uint64_t optim_steps,
+                                const char *state_json, uint64_t step, int flags, baton_err *err)
+{
+    if (s->busy) {
+        if ((flags & BATON_CKPT_SKIP_IF_BUSY) && !atomic_load(&s->done)) return BATON_CKPT_SKIPPED;
+        join(s, NULL, 1);
+    }
+    size_t sl = strlen(state_json);
+    int rc = baton_ckpt_state_check("state.json", state_json, sl, step, err);
+    if (rc) return baton_err_prefix(err, "snapshot of step %" PRIu64, step);
+    static const char *const mk[] = {"format"}, *const mv[] = {"pt"};
+    if ((rc = image(s, &s->model, mt, nm, mk, mv, 1, err)) != BATON_OK) return rc;
+    char steps[32];
+    snprintf(steps, sizeof steps, "%" PRIu64, optim_steps);
+    const char *ok[] = {"steps"}, *ov[] = {steps};
+    if ((rc = image(s, &s->optim, ot, no, ok, ov, 1, err)) != BATON_OK) return rc;
+    s->state.len = 0;
+    if (baton_buf_append(&s->state, state_json, sl) != BATON_OK)
+        return baton_err_set(err, BATON_ERR_NOMEM, "snapshot: out of memory");
+    s->step = step;
+    s->fresh = 1;
+    return BATON_OK;
+}
+
+static int get_all(baton_buf *b, size_t n, int is_model, const void *obj, baton_nn_tensor **out, baton_err *err)
+{
+    b->len = 0;
+    if (baton_buf_reserve(b, (n + 1) * sizeof **out) != BATON_OK)
+        return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    *out = (baton_nn_tensor *)(void *)b->data;
+    for (size_t i = 0; i < n; i++) {
+        int rc = is_model ? baton_nn_model_tensor(obj, i, &(*out)[i]) : baton_nn_optim_tensor(obj, i, &(*out)[i]);
+        if (rc != BATON_OK) return baton_err_set(err, BATON_ERR_ARG, "snapshot: tensor %zu not available", i);
+    }
+    return BATON_OK;
+}
+
+int baton_ckpt_snapshot(baton_ckpt_store *s, const baton_nn_model *m, const baton_nn_optim *o,
+                        const char *state_json, uint64_t step, int flags, baton_err *err)
+{
+    if (s->busy && (flags & BATON_CKPT_SKIP_IF_BUSY) && !atomic_load(&s->done)) return BATON_CKPT_SKIPPED;
+    baton_nn_tensor *mt = NULL, *ot = NULL;
+    size_t nm = baton_nn_model_ntensors(m), no = o ? baton_nn_optim_ntensors(o) : 0;
+    int rc = get_all(&s->mts, nm, 1, m, &mt, err);
+    if (rc == BATON_OK && o) rc = get_all(&s->ots, no, 0, o, &ot, err);
+    if (rc == BATON_OK)
+        rc = baton_ckpt_snapshot_tensors(s, mt, nm, ot, no, o ? baton_nn_optim_steps(o) : 0, state_json, step,
+                                         flags, err);
+    return rc;
+}
+
+static void persist_now(baton_ckpt_store *s)
+{
+    baton_ckpt_blob files[3] = {
+        {"model.safetensors", s->model.data, s->model.len},
+        {"optim.safetensors", s->optim.data, s->optim.len},
+        {"state.json", s->state.data, s->state.len},
+    };
+    memset(&s->err, 0, sizeof s->err);
+    s->rc = baton_ckpt_commit(s->dir, s->step, files, 3, s->keep, s->committed, sizeof s->committed, &s->err);
+}
+
+static void *persist_thread(void *arg)
+{
+    baton_ckpt_store *s = arg;
+    persist_now(s);
+    atomic_store(&s->done, 1);
+    return NULL;
+}
+
+int baton_ckpt_persist_async(baton_ckpt_store *s, baton_err *err)
+{
+    if (s->busy) return baton_err_set(err, BATON_ERR_ARG, "%s: a checkpoint persist is already in flight", s->dir);
+    if (!s->fresh) return baton_err_set(err, BATON_ERR_ARG, "%s: no new snapshot to persist", s->dir);
+    s->fresh = 0;
+    atomic_store(&s->done, 0);
+    if (pthread_create(&s->th, NULL, persist_thread, s) != 0)
+        return baton_err_set(err, BATON_ERR_IO, "%s: cannot start the checkpoint thread", s->dir);
+    s->busy = 1;
+    return BATON_OK;
+}
+
+int baton_ckpt_wait(baton_ckpt_store *s, baton_err *err) { return join(s, err, 0); }
+
+int baton_ckpt_persist_sync(baton_ckpt_store *s, baton_err *err)
+{
+    join(s, NULL, 1);
+    if (!s->fresh) return baton_err_set(err, BATON_ERR_ARG, "%s: no new snapshot to persist", s->dir);
+    s->fresh = 0;
+    persist_now(s);
+    if (s->rc != BATON_OK && err) *err = s->err;
+    return s->rc;
+}
+
+int baton_ckpt_save_sync(baton_ckpt_store *s, const baton_nn_model *m, const baton_nn_optim *o,
+                         const char *state_json, uint64_t step, baton_err *err)
+{
+    join(s, NULL, 1);
+    int rc = baton_ckpt_snapshot(s, m, o, state_json, step, BATON_CKPT_WAIT, err);
+    return rc ? rc : baton_ckpt_persist_sync(s, err);
+}

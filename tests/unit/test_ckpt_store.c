@@ -1,0 +1,260 @@
+/* test_ckpt_store.c — MANIFEST and state.json checks, the commit protocol (with ENOSPC midway,
+ * failing fsyncs and a failing rename: no temp folder left, earlier checkpoints untouched),
+ * retention, stray temporaries, re-committing a step, listing, and baton_ckpt_latest falling back
+ * past a truncated file, a missing MANIFEST and a flipped byte. */
+#include "baton/ckpt.h"
+#include "check.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char dir[256];
+
+static int count_entries(const char *prefix)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL)
+        if (!strncmp(e->d_name, prefix, strlen(prefix))) n++;
+    if (d) closedir(d);
+    return n;
+}
+
+/* Commit a small checkpoint whose contents depend on step. */
+static int save(uint64_t step, int keep, baton_err *err)
+{
+    float w[64];
+    for (int i = 0; i < 64; i++) w[i] = (float)step + (float)i;
+    int64_t sw[2] = {8, 8};
+    baton_st_entry t[1] = {{"w", BATON_ST_F32, 2, sw, w}};
+    baton_buf m = {0}, o = {0};
+    uint64_t dl;
+    baton_st_build_header(t, 1, NULL, NULL, 0, &m, &dl, err);
+    baton_buf_append(&m, w, sizeof w);
+    baton_st_build_header(NULL, 0, NULL, NULL, 0, &o, &dl, err);
+    char state[128];
+    snprintf(state, sizeof state, "{\"step\": %llu, \"model\": \"x\"}", (unsigned long long)step);
+    baton_ckpt_blob b[3] = {{"model.safetensors", m.data, m.len}, {"optim.safetensors", o.data, o.len},
+                            {"state.json", state, strlen(state)}};
+    int rc = baton_ckpt_commit(dir, step, b, 3, keep, NULL, 0, err);
+    baton_buf_free(&m);
+    baton_buf_free(&o);
+    return rc;
+}
+
+static void ckpath(char *out, size_t cap, uint64_t step, const char *file)
+{
+    snprintf(out, cap, "%s/ckpt-%09llu%s%s", dir, (unsigned long long)step, file ? "/" : "", file ? file : "");
+}
+
+static void test_manifest(void)
+{
+    baton_ckpt_manifest m;
+    baton_err e;
+    const char *ok = "baton-ckpt 1\nmodel.safetensors 123 0badf00d\nstate.json 0 00000000\n";
+    CHECK(baton_ckpt_manifest_parse("M", ok, strlen(ok), &m, &e) == BATON_OK && m.nfiles == 2 &&
+          m.files[0].bytes == 123 && m.files[0].crc32c == 0x0badf00d);
+    char *f = baton_ckpt_manifest_format(&m);
+    CHECK(f && !strcmp(f, ok));
+    free(f);
+    static const struct { const char *text, *needle; } bad[] = {
+        {"", "line 1"},
+        {"baton-ckpt 2\n", "line 1"},
+        {"baton-ckpt 1\nmodel 1 00000000", "no end of line"},
+        {"baton-ckpt 1\nmodel 1\n", "expected \"name bytes crc32c\""},
+        {"baton-ckpt 1\n../x 1 00000000\n", "bad file name"},
+        {"baton-ckpt 1\n.. 1 00000000\n", "bad file name"},
+        {"baton-ckpt 1\na 01 00000000\n", "bad byte count"},
+        {"baton-ckpt 1\na -1 00000000\n", "bad byte count"},
+        {"baton-ckpt 1\na 99999999999999999999 00000000\n", "bad byte count"},
+        {"baton-ckpt 1\na 9223372036854775808 00000000\n", "too large"},
+        {"baton-ckpt 1\na 1 0000000\n", "8 hex digits"},
+        {"baton-ckpt 1\na 1 0000000G\n", "lowercase hex"},
+        {"baton-ckpt 1\na 1 ABCDEF00\n", "lowercase hex"},
+        {"baton-ckpt 1\na 1 00000000\na 2 00000000\n", "listed twice"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        memset(&e, 0, sizeof e);
+        int rc = baton_ckpt_manifest_parse("M", bad[i].text, strlen(bad[i].text), &m, &e);
+        CHECK_MSG(rc != BATON_OK && strstr(e.msg, bad[i].needle), "case %zu: %s", i, e.msg);
+    }
+    CHECK(baton_ckpt_state_check("s", "{\"step\": 5}", 11, 5, &e) == BATON_OK);
+    CHECK(baton_ckpt_state_check("s", "{\"step\": 5}", 11, 6, &e) == BATON_ERR_FORMAT && strstr(e.msg, "is 5"));
+    CHECK(baton_ckpt_state_check("s", "{\"step\": 5", 10, 5, &e) == BATON_ERR_FORMAT);
+    CHECK(baton_ckpt_state_check("s", "[5]", 3, 5, &e) == BATON_ERR_FORMAT && strstr(e.msg, "object"));
+    CHECK(baton_ckpt_state_check("s", "{\"step\": -1}", 12, 5, &e) == BATON_ERR_FORMAT);
+    CHECK(baton_ckpt_state_check("s", "{\"step\": 1.5}", 13, 5, &e) == BATON_ERR_FORMAT);
+    CHECK(baton_ckpt_state_check("s", "{} x", 4, 5, &e) == BATON_ERR_FORMAT);
+    uint64_t st;
+    CHECK(baton_ckpt_parse_name("ckpt-000000042", &st) && st == 42);
+    CHECK(!baton_ckpt_parse_name("ckpt-", &st) && !baton_ckpt_parse_name("ckpt-1x", &st) &&
+          !baton_ckpt_parse_name(".ckpt-1.tmp.3", &st) && !baton_ckpt_parse_name("ckpt-99999999999999999999", &st));
+}
+
+static long fail_after;          /* bytes the fake write lets through before ENOSPC */
+static ssize_t enospc_write(int fd, const void *b, size_t n)
+{
+    if (fail_after <= 0) {
+        errno = ENOSPC;
+        return -1;
+    }
+    if ((long)n > fail_after) n = (size_t)fail_after;
+    fail_after -= (long)n;
+    return write(fd, b, n);
+}
+static int fsync_calls, fsync_fail_at;
+static int failing_fsync(int fd)
+{
+    if (++fsync_calls == fsync_fail_at) {
+        errno = EIO;
+        return -1;
+    }
+    return fsync(fd);
+}
+static int failing_rename(const char *a, const char *b)
+{
+    (void)a;
+    (void)b;
+    errno = EXDEV;
+    return -1;
+}
+
+static void test_commit_failures(void)
+{
+    baton_err err = {0};
+    CHECK(save(1, 3, &err) == BATON_OK);
+    char p[512];
+    ckpath(p, sizeof p, 1, NULL);
+    CHECK(baton_ckpt_verify(p, &err) == BATON_OK);
+
+    for (long at = 0; at < 400; at += 97) {   /* ENOSPC at several points, files 1..MANIFEST */
+        fail_after = at;
+        baton_sys.write = enospc_write;
+        int rc = save(2, 3, &err);
+        baton_sys_reset();
+        CHECK_MSG(rc == BATON_ERR_NOSPACE && strstr(err.msg, "not saved"), "at %ld: %d %s", at, rc, err.msg);
+        CHECK(count_entries(".ckpt-") == 0);
+        CHECK(count_entries("ckpt-") == 1);
+        CHECK(baton_ckpt_verify(p, &err) == BATON_OK);
+    }
+    for (int k = 1; k <= 5; k++) {   /* fsync of each file, MANIFEST, then the temp folder */
+        fsync_calls = 0;
+        fsync_fail_at = k;
+        baton_sys.fsync = failing_fsync;
+        int rc = save(2, 3, &err);
+        baton_sys_reset();
+        CHECK_MSG(rc == BATON_ERR_IO && strstr(err.msg, "fsync"), "fsync %d: %d %s", k, rc, err.msg);
+        CHECK(count_entries(".ckpt-") == 0 && count_entries("ckpt-") == 1);
+    }
+    baton_sys.rename = failing_rename;
+    CHECK(save(2, 3, &err) == BATON_ERR_IO);
+    baton_sys_reset();
+    CHECK(count_entries(".ckpt-") == 0 && count_entries("ckpt-") == 1);
+    CHECK(baton_ckpt_verify(p, &err) == BATON_OK);
+    /* and the next save works */
+    CHECK(save(2, 3, &err) == BATON_OK);
+    CHECK(count_entries("ckpt-") == 2);
+}
+
+static void test_retention_and_temps(void)
+{
+    baton_err err = {0};
+    for (uint64_t s = 3; s <= 6; s++) CHECK(save(s, 3, &err) == BATON_OK);
+    baton_ckpt_info *v;
+    size_t n;
+    CHECK(baton_ckpt_list(dir, 1, &v, &n, &err) == BATON_OK);
+    CHECK_EQ_U(n, 3);
+    if (n == 3) CHECK(v[0].step == 6 && v[1].step == 5 && v[2].step == 4 && v[0].status == BATON_OK && v[0].bytes > 0);
+    free(v);
+    /* a corrupt checkpoint is not counted and is removed after the next commit */
+    char p[512];
+    ckpath(p, sizeof p, 5, "MANIFEST");
+    unlink(p);
+    CHECK(save(7, 3, &err) == BATON_OK);
+    CHECK(baton_ckpt_list(dir, 1, &v, &n, &err) == BATON_OK);
+    CHECK_EQ_U(n, 3);
+    if (n == 3) CHECK(v[0].step == 7 && v[1].step == 6 && v[2].step == 4);
+    free(v);
+    /* stray temporaries of a crashed run go on the next save; a moved-aside folder comes back */
+    char t[512], f[600];
+    snprintf(t, sizeof t, "%s/.ckpt-000000008.tmp.99999", dir);
+    mkdir(t, 0755);
+    snprintf(f, sizeof f, "%s/model.safetensors", t);
+    int fd = open(f, O_CREAT | O_WRONLY, 0644);
+    if (fd >= 0) close(fd);
+    char a[512], b[512];
+    ckpath(a, sizeof a, 4, NULL);
+    snprintf(b, sizeof b, "%s/.ckpt-000000004.old.99999", dir);
+    CHECK(rename(a, b) == 0);
+    CHECK(save(8, 4, &err) == BATON_OK);
+    CHECK(count_entries(".ckpt-") == 0);
+    CHECK(baton_ckpt_verify(a, &err) == BATON_OK);
+    /* committing a step that exists replaces it */
+    CHECK(save(8, 4, &err) == BATON_OK);
+    ckpath(a, sizeof a, 8, NULL);
+    CHECK(baton_ckpt_verify(a, &err) == BATON_OK);
+    CHECK(count_entries(".ckpt-") == 0 && count_entries("ckpt-") == 4);
+}
+
+static void test_latest(void)
+{
+    baton_err err = {0};
+    char p[512];
+    uint64_t step;
+    CHECK(baton_ckpt_latest(dir, p, sizeof p, &step, &err) == BATON_OK && step == 8);
+    /* truncate the newest model.safetensors */
+    char f[512];
+    ckpath(f, sizeof f, 8, "model.safetensors");
+    CHECK(truncate(f, 100) == 0);
+    CHECK(baton_ckpt_latest(dir, p, sizeof p, &step, &err) == BATON_OK && step == 7);
+    ckpath(f, sizeof f, 8, NULL);
+    CHECK(baton_ckpt_verify(f, &err) == BATON_ERR_TRUNCATED && strstr(err.msg, "MANIFEST says"));
+    /* delete the next one's MANIFEST */
+    ckpath(f, sizeof f, 7, "MANIFEST");
+    unlink(f);
+    CHECK(baton_ckpt_latest(dir, p, sizeof p, &step, &err) == BATON_OK && step == 6);
+    /* flip a byte in the data of the next */
+    ckpath(f, sizeof f, 6, "model.safetensors");
+    int fd = open(f, O_RDWR);
+    uint8_t c;
+    CHECK(pread(fd, &c, 1, 200) == 1);
+    c ^= 0x10;
+    CHECK(pwrite(fd, &c, 1, 200) == 1);
+    close(fd);
+    ckpath(f, sizeof f, 6, NULL);
+    CHECK(baton_ckpt_verify(f, &err) == BATON_ERR_CORRUPT && strstr(err.msg, "CRC32C"));
+    CHECK(baton_ckpt_latest(dir, p, sizeof p, &step, &err) == BATON_OK && step == 4);
+    CHECK(baton_ckpt_latest(dir, p, sizeof p, &step, &err) == BATON_OK);
+    baton_ckpt_info *v;
+    size_t n;
+    CHECK(baton_ckpt_list(dir, 1, &v, &n, &err) == BATON_OK && n == 4);
+    if (n == 4) CHECK(v[0].status != BATON_OK && v[1].status != BATON_OK && v[2].status != BATON_OK && v[3].status == BATON_OK);
+    free(v);
+    /* nothing verifies */
+    char d2[300];
+    snprintf(d2, sizeof d2, "%s/empty", dir);
+    baton_mkdir_p(d2, &err);
+    CHECK(baton_ckpt_latest(d2, p, sizeof p, &step, &err) == BATON_ERR_NOTFOUND);
+}
+
+int main(void)
+{
+    baton_log_set_level(BATON_LOG_ERROR);
+    snprintf(dir, sizeof dir, "/tmp/baton-test-store.%ld", (long)getpid());
+    baton_err err;
+    baton_mkdir_p(dir, &err);
+    test_manifest();
+    test_commit_failures();
+    test_retention_and_temps();
+    test_latest();
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "cleanup failed\n");
+    CHECK_DONE();
+}
