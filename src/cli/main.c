@@ -12,6 +12,8 @@ static const struct cli_command commands[] = {
     {"bench-io", cmd_bench_io, "input modes side by side: launch, samples/s, epoch time, total"},
     {"channel", cmd_channel, "serve a dataset as SageMaker-style named pipes, one per epoch"},
     {"push", cmd_push, "upload a dataset folder to s3://bucket/prefix (dataset.json last)"},
+    {"train", cmd_train, "train a model with crash-safe checkpoints; resumes from --ckpt-dir"},
+    {"eval", cmd_eval, "loss and accuracy of a checkpoint on a dataset"},
     {"ckpt", cmd_ckpt, "checkpoints: ls | verify | show DIR"},
     {"run", cmd_run, "the main job; with no JOBFILE, the built-in demo"},
 };

@@ -1,0 +1,78 @@
+/* train.h — the training loop behind `baton train` and the evaluation behind `baton eval`.
+ *
+ * One run: open the loader on --data (any URI and input mode) and the decode pipeline, build the
+ * model from the dataset's shape and classes (oneDNN kernels, the reference kernels when oneDNN is
+ * unavailable), SGD with Nesterov momentum 0.9 and weight decay 5e-4 on a cosine schedule over
+ * epochs × ceil(epoch_size / batch) steps, then run epochs. Per epoch: one CSV row appended to the
+ * log (epoch, loss, accuracy, val_loss, val_accuracy, lr, seconds; header only when the file is
+ * new), and an evaluation of --val when given. Checkpoints: every ckpt_every steps (snapshot, then
+ * persist in the background) and when the run ends (synchronously). state.json carries what a
+ * resume needs to continue bit-exactly: the loader cursor after the last trained batch, the
+ * model's dropout RNG, the global step (the schedule position), the running sums of the current
+ * epoch, hyper-parameters and normalisation.
+ *
+ * Resume: when ckpt_dir holds a checkpoint that verifies, the model, optimizer and state are
+ * loaded from it and the loader is positioned at the saved cursor. max_steps counts global steps
+ * across restarts.
+ *
+ * Layering: train depends on ckpt, nn, img, io, rec and util. Errors are values. */
+#ifndef BATON_TRAIN_H
+#define BATON_TRAIN_H
+
+#include "baton/ckpt.h"
+#include "baton/img.h"
+
+typedef struct baton_train_opts {
+    const char *data_uri;       /* required */
+    const char *val_uri;        /* NULL: no evaluation */
+    const char *model;          /* "mlp", "lenet", "resnet8", "resnet20", "resnet56" */
+    const char *ckpt_dir;       /* required; local copies for file/cache mode go to ckpt_dir/data */
+    const char *log_path;       /* CSV log; NULL: none */
+    baton_io_mode mode;
+    int mode_set;               /* 0: mount for a local path, pipe otherwise */
+    baton_store_opts store;
+    uint64_t epochs;            /* >= 1 */
+    uint32_t batch;             /* >= 1; default 128 */
+    double lr;                  /* 0: 0.1 for resnet-N, 0.01 for lenet and mlp */
+    uint64_t seed;
+    uint64_t ckpt_every;        /* steps between background checkpoints; 0: only at the end */
+    uint64_t max_steps;         /* global step to stop at; 0: no limit */
+    int keep;                   /* checkpoints kept; 0: the default */
+    int workers;                /* decode threads; default 2 */
+    int reference_kernels;      /* force the plain C kernels */
+    int progress;               /* show a progress line */
+} baton_train_opts;
+
+typedef struct baton_train_result {
+    int resumed;                /* 1 when a checkpoint was loaded */
+    uint64_t resumed_step;      /* its step */
+    uint64_t step;              /* global step at the end */
+    uint64_t epoch;             /* epochs completed */
+    uint64_t steps_per_epoch;
+    double loss, accuracy;      /* the last completed epoch (or the partial one when stopped) */
+    int has_val;
+    double val_loss, val_accuracy;
+    double seconds;             /* this process's training time */
+    double samples_per_s;
+    char kernels[16];           /* "dnnl" / "reference" */
+    char checkpoint[4096];      /* the last committed checkpoint folder */
+} baton_train_result;
+
+void baton_train_opts_default(baton_train_opts *o);
+int baton_train_run(const baton_train_opts *o, baton_train_result *r, baton_err *err);
+
+/* Evaluate a checkpoint on a dataset. ckpt is a checkpoint folder or a directory of them (its
+ * newest that verifies). The model is named by the checkpoint's state.json; its shapes must fit
+ * the dataset's. mode as in baton_train_opts (file/cache need local_dir). */
+typedef struct baton_eval_result {
+    double loss, accuracy;
+    uint64_t samples;
+    uint64_t step;              /* the checkpoint's step */
+    char model[32];
+    char checkpoint[4096];
+} baton_eval_result;
+
+int baton_eval_run(const char *ckpt, const char *data_uri, baton_io_mode mode, int mode_set,
+                   const char *local_dir, uint32_t batch, baton_eval_result *r, baton_err *err);
+
+#endif

@@ -1,0 +1,85 @@
+/* cmd_train.c — `baton train`: trains a model on a dataset URI with crash-safe checkpoints; with
+ * the same --ckpt-dir it resumes from the newest checkpoint that verifies. Prints one summary line
+ * at the end (step, epochs, loss, accuracy, samples/s, the last checkpoint). */
+#include "baton/train.h"
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int cmd_train(int argc, char **argv)
+{
+    baton_train_opts o;
+    baton_train_opts_default(&o);
+    const char *mode = NULL;
+    int batch = (int)o.batch, threads = 0, quiet = 0, reference = 0, keep = 0;
+    const struct cli_opt opts[] = {
+        {"data", CLI_STR, &o.data_uri, "training dataset URI: path, file://, http(s)://, s3://bucket/prefix"},
+        {"val", CLI_STR, &o.val_uri, "validation dataset URI, evaluated after each epoch"},
+        {"model", CLI_STR, &o.model, "mlp | lenet | resnet8 | resnet20 | resnet56"},
+        {"epochs", CLI_U64, &o.epochs, "epochs (required)"},
+        {"batch", CLI_INT, &batch, "batch size (default 128)"},
+        {"lr", CLI_DBL, &o.lr, "base learning rate (default 0.1 resnet, 0.01 lenet/mlp), cosine schedule"},
+        {"seed", CLI_U64, &o.seed, "data order and initialisation seed (default 0)"},
+        {"mode", CLI_STR, &mode, "file | pipe | mount | cache (default mount for a path, else pipe)"},
+        {"s3-endpoint", CLI_STR, &o.store.s3_endpoint, "S3 endpoint (else AWS_ENDPOINT_URL)"},
+        {"ckpt-dir", CLI_STR, &o.ckpt_dir, "checkpoint folder (required); resumes from it"},
+        {"ckpt-every-steps", CLI_U64, &o.ckpt_every, "checkpoint every K steps in the background (0: at the end)"},
+        {"keep", CLI_INT, &keep, "checkpoints kept (default 3)"},
+        {"log", CLI_STR, &o.log_path, "CSV log, one row per epoch (appended)"},
+        {"max-steps", CLI_U64, &o.max_steps, "stop at global step K, counted across restarts"},
+        {"threads", CLI_INT, &threads, "compute threads (sets OMP_NUM_THREADS)"},
+        {"reference", CLI_FLAG, &reference, "use the plain C kernels instead of oneDNN"},
+        {"quiet", CLI_FLAG, &quiet, "no progress line"},
+        {0},
+    };
+    const char *pos[1];
+    int npos, help;
+    if (cli_parse("train",
+                  "--data URI [--val URI] --model NAME --epochs N [--batch B] [--lr X] [--seed S] [--mode M] "
+                  "--ckpt-dir DIR [--ckpt-every-steps K] [--log FILE.csv] [--max-steps K] [--threads T]",
+                  opts, argc, argv, pos, 0, &npos, &help))
+        return help ? CLI_OK : CLI_USAGE;
+    if (!o.data_uri || !o.model || !o.ckpt_dir) {
+        fprintf(stderr, "baton train: --data, --model and --ckpt-dir are required\n");
+        return CLI_USAGE;
+    }
+    if (o.epochs < 1 || batch < 1 || threads < 0 || keep < 0 || o.lr < 0) {
+        fprintf(stderr, "baton train: --epochs and --batch must be >= 1; --lr, --threads, --keep not negative\n");
+        return CLI_USAGE;
+    }
+    static const char *const models[] = {"mlp", "lenet", "resnet8", "resnet20", "resnet56"};
+    int known = 0;
+    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) known |= !strcmp(o.model, models[i]);
+    if (!known) {
+        fprintf(stderr, "baton train: unknown model '%s': expected mlp, lenet, resnet8, resnet20 or resnet56\n",
+                o.model);
+        return CLI_USAGE;
+    }
+    if (mode) {
+        if (baton_io_mode_parse(mode, &o.mode)) {
+            fprintf(stderr, "baton train: --mode '%s': expected file, pipe, mount or cache\n", mode);
+            return CLI_USAGE;
+        }
+        o.mode_set = 1;
+    }
+    if (threads > 0) {
+        char t[16];
+        snprintf(t, sizeof t, "%d", threads);
+        setenv("OMP_NUM_THREADS", t, 1);
+    }
+    o.batch = (uint32_t)batch;
+    o.keep = keep;
+    o.reference_kernels = reference;
+    o.progress = !quiet && !getenv("BATON_NO_PROGRESS");
+
+    baton_train_result r;
+    baton_err err = {0};
+    if (baton_train_run(&o, &r, &err)) return cli_fail("train", &err);
+    printf("step %llu, epochs done %llu, loss %.4f, accuracy %.4f", (unsigned long long)r.step,
+           (unsigned long long)r.epoch, r.loss, r.accuracy);
+    if (r.has_val) printf(", val_loss %.4f, val_accuracy %.4f", r.val_loss, r.val_accuracy);
+    printf(", %.0f samples/s (%s)%s%s\n", r.samples_per_s, r.kernels, r.checkpoint[0] ? ", checkpoint " : "",
+           r.checkpoint);
+    return CLI_OK;
+}

@@ -1,0 +1,640 @@
+/* train.c — the training loop (baton_train_run) and checkpoint evaluation (baton_eval_run).
+ *
+ * Determinism: batches are a pure function of (seed, epoch, position); the model is initialised
+ * from the seed; the learning rate is a pure function of the global step; a checkpoint carries the
+ * cursor after its last batch, the dropout RNG and the optimizer state. So a run resumed from any
+ * checkpoint ends with the same bytes as an uninterrupted one (same kernels and thread count).
+ *
+ * Epoch bookkeeping (CSV row, validation) happens right after an epoch's last batch is trained,
+ * before any checkpoint of that step, so a checkpoint never sits between a finished epoch and its
+ * row. A crash after the row is written but before the next checkpoint repeats that row on resume. */
+#include "baton/train.h"
+
+#include <cJSON.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+void baton_train_opts_default(baton_train_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    baton_store_opts_default(&o->store);
+    o->epochs = 1;
+    o->batch = 128;
+    o->workers = 2;
+}
+
+static int is_local_uri(const char *uri)
+{
+    return !strstr(uri, "://") || !strncmp(uri, "file://", 7);
+}
+
+/* Per-run state that goes into state.json. */
+typedef struct run_state {
+    uint64_t step, epoch;
+    baton_cursor cursor;
+    double ep_loss_sum, ep_seconds;
+    uint64_t ep_correct, ep_seen;
+    double last_loss, last_acc, last_val_loss, last_val_acc;
+    int has_val_metrics;
+} run_state;
+
+typedef struct trainer {
+    const baton_train_opts *o;
+    baton_loader *loader, *vloader;
+    baton_pipeline *pipe, *vpipe;
+    baton_nn_model *model;
+    baton_nn_optim *optim;
+    baton_ckpt_store *store;
+    const baton_manifest *man;
+    baton_nn_sched sched;
+    baton_nn_optim_cfg ocfg;
+    double lr;
+    uint64_t steps_per_epoch;
+    run_state st;
+} trainer;
+
+/* ---------------------------------------------------------------- state.json */
+static char *state_to_json(const trainer *t)
+{
+    const run_state *s = &t->st;
+    cJSON *j = cJSON_CreateObject();
+    if (!j) return NULL;
+    char buf[64];
+    cJSON_AddStringToObject(j, "model", t->o->model);
+    cJSON_AddNumberToObject(j, "step", (double)s->step);
+    cJSON_AddNumberToObject(j, "epoch", (double)s->epoch);
+    cJSON *c = cJSON_AddObjectToObject(j, "cursor");
+    snprintf(buf, sizeof buf, "%" PRIu64, s->cursor.seed);
+    cJSON_AddStringToObject(c, "seed", buf);
+    cJSON_AddNumberToObject(c, "epoch", (double)s->cursor.epoch);
+    cJSON_AddNumberToObject(c, "position", (double)s->cursor.position);
+    const baton_rng *rng = baton_nn_model_rng(t->model);
+    cJSON *r = cJSON_AddArrayToObject(j, "dropout_rng");
+    for (int i = 0; i < 4; i++) {
+        snprintf(buf, sizeof buf, "%016" PRIx64, rng->s[i]);
+        cJSON_AddItemToArray(r, cJSON_CreateString(buf));
+    }
+    cJSON *sc = cJSON_AddObjectToObject(j, "schedule");
+    cJSON_AddStringToObject(sc, "kind", "cosine");
+    cJSON_AddNumberToObject(sc, "base_lr", t->sched.base_lr);
+    cJSON_AddNumberToObject(sc, "total_steps", (double)t->sched.total_steps);
+    cJSON_AddNumberToObject(sc, "position", (double)s->step);
+    cJSON *h = cJSON_AddObjectToObject(j, "hyper");
+    snprintf(buf, sizeof buf, "%" PRIu64, t->o->seed);
+    cJSON_AddStringToObject(h, "seed", buf);
+    cJSON_AddNumberToObject(h, "batch", t->o->batch);
+    cJSON_AddNumberToObject(h, "epochs", (double)t->o->epochs);
+    cJSON_AddNumberToObject(h, "steps_per_epoch", (double)t->steps_per_epoch);
+    cJSON_AddStringToObject(h, "optimizer", "sgd");
+    cJSON_AddNumberToObject(h, "momentum", t->ocfg.momentum);
+    cJSON_AddBoolToObject(h, "nesterov", t->ocfg.nesterov);
+    cJSON_AddNumberToObject(h, "weight_decay", t->ocfg.weight_decay);
+    cJSON *nm = cJSON_AddObjectToObject(j, "normalisation");
+    cJSON *mean = cJSON_AddArrayToObject(nm, "mean"), *std = cJSON_AddArrayToObject(nm, "std");
+    for (uint32_t k = 0; k < t->man->shape[2] && k < 4; k++) {
+        cJSON_AddItemToArray(mean, cJSON_CreateNumber(t->man->mean[k]));
+        cJSON_AddItemToArray(std, cJSON_CreateNumber(t->man->std[k]));
+    }
+    cJSON *sh = cJSON_AddArrayToObject(j, "input_shape");
+    for (int k = 0; k < 3; k++) cJSON_AddItemToArray(sh, cJSON_CreateNumber(t->man->shape[k]));
+    cJSON_AddNumberToObject(j, "classes", t->man->classes);
+    cJSON *ep = cJSON_AddObjectToObject(j, "epoch_sums");
+    cJSON_AddNumberToObject(ep, "loss_sum", s->ep_loss_sum);
+    cJSON_AddNumberToObject(ep, "correct", (double)s->ep_correct);
+    cJSON_AddNumberToObject(ep, "seen", (double)s->ep_seen);
+    cJSON_AddNumberToObject(ep, "seconds", s->ep_seconds);
+    cJSON *m = cJSON_AddObjectToObject(j, "metrics");
+    cJSON_AddNumberToObject(m, "loss", s->last_loss);
+    cJSON_AddNumberToObject(m, "accuracy", s->last_acc);
+    if (s->has_val_metrics) {
+        cJSON_AddNumberToObject(m, "val_loss", s->last_val_loss);
+        cJSON_AddNumberToObject(m, "val_accuracy", s->last_val_acc);
+    }
+    cJSON_AddStringToObject(j, "baton_version", BATON_VERSION);
+    char *out = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    return out;
+}
+
+static int json_u64(const cJSON *o, const char *key, uint64_t *v, baton_err *err)
+{
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (cJSON_IsNumber(x) && x->valuedouble >= 0) {
+        *v = (uint64_t)x->valuedouble;
+        return BATON_OK;
+    }
+    if (cJSON_IsString(x)) {
+        char *end;
+        errno = 0;
+        unsigned long long u = strtoull(x->valuestring, &end, 10);
+        if (!errno && end != x->valuestring && !*end) {
+            *v = u;
+            return BATON_OK;
+        }
+    }
+    return baton_err_set(err, BATON_ERR_FORMAT, "state.json: \"%s\" missing or not a non-negative integer", key);
+}
+
+static double json_dbl(const cJSON *o, const char *key)
+{
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNumber(x) ? x->valuedouble : 0;
+}
+
+/* Read the model name of a state.json (for eval and the model check on resume). */
+static int state_model(const cJSON *j, char *name, size_t cap, baton_err *err)
+{
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "model");
+    if (!cJSON_IsString(m) || strlen(m->valuestring) >= cap)
+        return baton_err_set(err, BATON_ERR_FORMAT, "state.json: \"model\" missing or not a model name");
+    snprintf(name, cap, "%s", m->valuestring);
+    return BATON_OK;
+}
+
+static int state_from_json(trainer *t, const char *text, baton_err *err)
+{
+    cJSON *j = cJSON_Parse(text);
+    if (!j || !cJSON_IsObject(j)) {
+        cJSON_Delete(j);
+        return baton_err_set(err, BATON_ERR_FORMAT, "state.json: not a JSON object");
+    }
+    int rc = BATON_OK;
+    run_state *s = &t->st;
+    char model[32];
+    uint64_t seed = 0, batch = 0;
+    const cJSON *h = cJSON_GetObjectItemCaseSensitive(j, "hyper");
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(j, "cursor");
+    const cJSON *ep = cJSON_GetObjectItemCaseSensitive(j, "epoch_sums");
+    const cJSON *rng = cJSON_GetObjectItemCaseSensitive(j, "dropout_rng");
+    if ((rc = state_model(j, model, sizeof model, err))) goto out;
+    if (strcmp(model, t->o->model)) {
+        rc = baton_err_set(err, BATON_ERR_FORMAT,
+                           "the checkpoint holds model %s, not %s (use another --ckpt-dir)", model, t->o->model);
+        goto out;
+    }
+    if (!cJSON_IsObject(h) || !cJSON_IsObject(c) || !cJSON_IsObject(ep) || !cJSON_IsArray(rng) ||
+        cJSON_GetArraySize(rng) != 4) {
+        rc = baton_err_set(err, BATON_ERR_FORMAT, "state.json: hyper, cursor, epoch_sums or dropout_rng missing");
+        goto out;
+    }
+    if ((rc = json_u64(h, "seed", &seed, err)) || (rc = json_u64(h, "batch", &batch, err))) goto out;
+    if (seed != t->o->seed || batch != t->o->batch) {
+        rc = baton_err_set(err, BATON_ERR_ARG,
+                           "the checkpoint was trained with --seed %" PRIu64 " --batch %" PRIu64
+                           "; resume with the same values",
+                           seed, batch);
+        goto out;
+    }
+    if ((rc = json_u64(j, "step", &s->step, err)) || (rc = json_u64(j, "epoch", &s->epoch, err)) ||
+        (rc = json_u64(c, "seed", &s->cursor.seed, err)) || (rc = json_u64(c, "epoch", &s->cursor.epoch, err)) ||
+        (rc = json_u64(c, "position", &s->cursor.position, err)) ||
+        (rc = json_u64(ep, "correct", &s->ep_correct, err)) || (rc = json_u64(ep, "seen", &s->ep_seen, err)))
+        goto out;
+    s->ep_loss_sum = json_dbl(ep, "loss_sum");
+    s->ep_seconds = json_dbl(ep, "seconds");
+    baton_rng *r = baton_nn_model_rng(t->model);
+    for (int i = 0; i < 4; i++) {
+        const cJSON *x = cJSON_GetArrayItem(rng, i);
+        char *end = NULL;
+        errno = 0;
+        unsigned long long u = cJSON_IsString(x) ? strtoull(x->valuestring, &end, 16) : 0;
+        if (!cJSON_IsString(x) || errno || end == x->valuestring || *end) {
+            rc = baton_err_set(err, BATON_ERR_FORMAT, "state.json: dropout_rng[%d] is not a hex word", i);
+            goto out;
+        }
+        r->s[i] = u;
+    }
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "metrics");
+    if (cJSON_IsObject(m)) {
+        s->last_loss = json_dbl(m, "loss");
+        s->last_acc = json_dbl(m, "accuracy");
+        s->has_val_metrics = cJSON_GetObjectItemCaseSensitive(m, "val_loss") != NULL;
+        s->last_val_loss = json_dbl(m, "val_loss");
+        s->last_val_acc = json_dbl(m, "val_accuracy");
+    }
+out:
+    cJSON_Delete(j);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- helpers */
+/* The decode pipeline: no augmentation, NCHW. */
+static baton_pipeline *open_pipe(baton_loader *l, uint32_t batch, int workers, baton_err *err)
+{
+    baton_pipeline_opts po;
+    baton_pipeline_opts_default(&po);
+    po.batch = batch;
+    po.workers = workers > 0 ? workers : 2;
+    po.crop_pad = 0;
+    po.flip = 0;
+    po.layout = BATON_LAYOUT_NCHW;
+    return baton_pipeline_open(l, &po, err);
+}
+
+static int open_data(const char *uri, baton_io_mode mode, int mode_set, const baton_store_opts *store,
+                     const char *local_dir, uint64_t seed, uint32_t batch, int workers, baton_loader **l,
+                     baton_pipeline **p, baton_err *err)
+{
+    baton_loader_opts lo;
+    baton_loader_opts_default(&lo);
+    lo.uri = uri;
+    lo.mode = mode_set ? mode : (is_local_uri(uri) ? BATON_MODE_MOUNT : BATON_MODE_PIPE);
+    lo.store = *store;
+    lo.seed = seed;
+    if (lo.mode == BATON_MODE_FILE || lo.mode == BATON_MODE_CACHE) {
+        if (!local_dir) return baton_err_set(err, BATON_ERR_ARG, "%s mode needs a local folder", baton_io_mode_name(lo.mode));
+        int rc = baton_mkdir_p(local_dir, err);
+        if (rc) return rc;
+        lo.local_dir = local_dir;
+    }
+    int rc = baton_loader_open(&lo, l, err);
+    if (rc) return baton_err_prefix(err, "%s", uri);
+    const baton_manifest *m = baton_loader_manifest(*l);
+    if (!m->shape[0] || !m->shape[1] || !m->shape[2]) {
+        baton_loader_close(*l);
+        *l = NULL;
+        return baton_err_set(err, BATON_ERR_FORMAT, "%s: images vary in size; training needs one fixed shape", uri);
+    }
+    if (baton_loader_epoch_size(*l) == 0) {
+        baton_loader_close(*l);
+        *l = NULL;
+        return baton_err_set(err, BATON_ERR_FORMAT, "%s: no records", uri);
+    }
+    if (!p) return BATON_OK;   /* the caller positions the loader first */
+    *p = open_pipe(*l, batch, workers, err);
+    if (!*p) {
+        baton_loader_close(*l);
+        *l = NULL;
+        return err->code ? err->code : BATON_ERR_ARG;
+    }
+    return BATON_OK;
+}
+
+/* One pass over the next epoch of a pipeline, model in evaluation mode. */
+static int eval_epoch(baton_nn_model *m, baton_pipeline *p, double *loss, double *acc, uint64_t *samples,
+                      baton_err *err)
+{
+    baton_nn_model_set_training(m, 0);
+    double sum = 0;
+    uint64_t correct = 0, seen = 0;
+    int rc;
+    for (;;) {
+        baton_batch *b;
+        rc = baton_pipeline_next(p, &b, err);
+        if (rc == BATON_END) {
+            if (seen) break;
+            continue;   /* the end marker of the previous pass */
+        }
+        if (rc) break;
+        float l = 0;
+        int ok = 0;
+        rc = baton_nn_forward(m, b->x, (int)b->n, err);
+        if (!rc) rc = baton_nn_loss(m, b->y, &l, &ok, err);
+        int last = b->last_of_epoch;
+        uint32_t n = b->n;
+        baton_pipeline_release(p, b);
+        if (rc) break;
+        sum += (double)l * n;
+        correct += (uint64_t)ok;
+        seen += n;
+        if (last) break;
+    }
+    baton_nn_model_set_training(m, 1);
+    if (rc && rc != BATON_END) return rc;
+    *loss = seen ? sum / (double)seen : 0;
+    *acc = seen ? (double)correct / (double)seen : 0;
+    if (samples) *samples = seen;
+    return BATON_OK;
+}
+
+/* Create the log with its header row when it does not exist yet (or is empty). */
+static int csv_header(const char *path, baton_err *err)
+{
+    struct stat sb;
+    if (stat(path, &sb) == 0 && sb.st_size > 0) return BATON_OK;
+    FILE *f = fopen(path, "a");
+    if (!f) return baton_err_set(err, BATON_ERR_IO, "%s: cannot open the log: %s", path, strerror(errno));
+    fprintf(f, "epoch,loss,accuracy,val_loss,val_accuracy,lr,seconds\n");
+    if (fclose(f) != 0) return baton_err_set(err, BATON_ERR_IO, "%s: write failed: %s", path, strerror(errno));
+    return BATON_OK;
+}
+
+static int csv_row(const char *path, uint64_t epoch, double loss, double acc, int has_val, double vloss,
+                   double vacc, double lr, double seconds, baton_err *err)
+{
+    int rc = csv_header(path, err);
+    if (rc) return rc;
+    FILE *f = fopen(path, "a");
+    if (!f) return baton_err_set(err, BATON_ERR_IO, "%s: cannot open the log: %s", path, strerror(errno));
+    fprintf(f, "%" PRIu64 ",%.6f,%.6f,", epoch, loss, acc);
+    if (has_val) fprintf(f, "%.6f,%.6f,", vloss, vacc);
+    else fprintf(f, ",,");
+    fprintf(f, "%.8g,%.3f\n", lr, seconds);
+    if (fclose(f) != 0) return baton_err_set(err, BATON_ERR_IO, "%s: write failed: %s", path, strerror(errno));
+    return BATON_OK;
+}
+
+static int model_for(const char *name, const baton_manifest *man, uint32_t batch, uint64_t seed, int reference,
+                     baton_nn_model **m, char kname[16], baton_err *err)
+{
+    const baton_nn_kernels *k = NULL;
+    if (!reference) {
+        baton_err kerr = {0};
+        k = baton_nn_kernels_dnnl(&kerr);
+        if (!k) baton_log(BATON_LOG_WARN, "oneDNN unavailable (%s); using the reference kernels", kerr.msg);
+    }
+    if (!k) k = baton_nn_kernels_reference();
+    snprintf(kname, 16, "%s", k->name);
+    baton_nn_spec spec = {
+        .name = name,
+        .in_c = (int)man->shape[2],
+        .in_h = (int)man->shape[0],
+        .in_w = (int)man->shape[1],
+        .classes = (int)man->classes,
+        .max_batch = (int)batch,
+        .seed = seed,
+    };
+    int rc = baton_nn_model_create(&spec, k, m, err);
+    if (rc)
+        return baton_err_prefix(err, "model %s for %ux%ux%u images, %u classes", name, man->shape[0], man->shape[1],
+                                man->shape[2], man->classes);
+    return BATON_OK;
+}
+
+static int save(trainer *t, int sync, baton_err *err)
+{
+    char *js = state_to_json(t);
+    if (!js) return baton_err_set(err, BATON_ERR_NOMEM, "state.json: out of memory");
+    int rc;
+    if (sync) {
+        rc = baton_ckpt_save_sync(t->store, t->model, t->optim, js, t->st.step, err);
+    } else {
+        rc = baton_ckpt_snapshot(t->store, t->model, t->optim, js, t->st.step, BATON_CKPT_WAIT, err);
+        if (!rc) rc = baton_ckpt_persist_async(t->store, err);
+    }
+    free(js);
+    return rc ? baton_err_prefix(err, "checkpoint at step %" PRIu64, t->st.step) : BATON_OK;
+}
+
+/* ---------------------------------------------------------------- the loop */
+int baton_train_run(const baton_train_opts *o, baton_train_result *r, baton_err *err)
+{
+    memset(r, 0, sizeof *r);
+    if (!o->data_uri || !o->model || !o->ckpt_dir)
+        return baton_err_set(err, BATON_ERR_ARG, "data, model and checkpoint folder are required");
+    if (o->epochs < 1 || o->batch < 1) return baton_err_set(err, BATON_ERR_ARG, "epochs and batch must be >= 1");
+    if (o->lr < 0 || !isfinite(o->lr)) return baton_err_set(err, BATON_ERR_ARG, "learning rate must be positive");
+
+    trainer t;
+    memset(&t, 0, sizeof t);
+    t.o = o;
+    int rc = baton_ckpt_store_open(o->ckpt_dir, o->keep, &t.store, err);
+    if (rc) return rc;
+    char local[4096];
+    if ((rc = baton_path_join(local, sizeof local, o->ckpt_dir, "data", err))) goto done;
+    if ((rc = open_data(o->data_uri, o->mode, o->mode_set, &o->store, local, o->seed, o->batch, o->workers,
+                        &t.loader, NULL, err)))
+        goto done;
+    t.man = baton_loader_manifest(t.loader);
+    if ((rc = model_for(o->model, t.man, o->batch, o->seed, o->reference_kernels, &t.model, r->kernels, err)))
+        goto done;
+    t.ocfg = (baton_nn_optim_cfg){.kind = BATON_NN_SGD, .momentum = 0.9, .nesterov = 1, .weight_decay = 5e-4};
+    if ((rc = baton_nn_optim_create(&t.ocfg, t.model, &t.optim, err))) goto done;
+    uint64_t esize = baton_loader_epoch_size(t.loader);
+    t.steps_per_epoch = (esize + o->batch - 1) / o->batch;
+    r->steps_per_epoch = t.steps_per_epoch;
+    t.lr = o->lr > 0 ? o->lr : (!strncmp(o->model, "resnet", 6) ? 0.1 : 0.01);
+    t.sched = (baton_nn_sched){.kind = BATON_NN_SCHED_COSINE, .base_lr = t.lr,
+                               .total_steps = o->epochs * t.steps_per_epoch};
+    if ((rc = baton_nn_sched_check(&t.sched, err))) goto done;
+    if (o->val_uri) {
+        char vlocal[4096];
+        if ((rc = baton_path_join(vlocal, sizeof vlocal, o->ckpt_dir, "data-val", err))) goto done;
+        if ((rc = open_data(o->val_uri, o->mode, o->mode_set, &o->store, vlocal, o->seed, o->batch, o->workers,
+                            &t.vloader, &t.vpipe, err)))
+            goto done;
+        const baton_manifest *vm = baton_loader_manifest(t.vloader);
+        if (memcmp(vm->shape, t.man->shape, sizeof vm->shape) || vm->classes != t.man->classes) {
+            rc = baton_err_set(err, BATON_ERR_FORMAT,
+                               "%s: %ux%ux%u images, %u classes; --data has %ux%ux%u, %u classes", o->val_uri,
+                               vm->shape[0], vm->shape[1], vm->shape[2], vm->classes, t.man->shape[0],
+                               t.man->shape[1], t.man->shape[2], t.man->classes);
+            goto done;
+        }
+    }
+
+    /* resume */
+    t.st.cursor = (baton_cursor){o->seed, 0, 0};
+    char path[4096];
+    uint64_t cstep = 0;
+    baton_err lerr = {0};
+    int lrc = baton_ckpt_latest(o->ckpt_dir, path, sizeof path, &cstep, &lerr);
+    if (lrc == BATON_OK) {
+        /* the state first: a checkpoint of another model is named as such */
+        char *state = NULL;
+        if ((rc = baton_ckpt_load(path, NULL, NULL, &state, err))) {
+            baton_err_prefix(err, "resume from %s", path);
+            goto done;
+        }
+        rc = state_from_json(&t, state, err);
+        free(state);
+        if (!rc) rc = baton_ckpt_load(path, t.model, t.optim, NULL, err);
+        if (rc) {
+            baton_err_prefix(err, "resume from %s", path);
+            goto done;
+        }
+        r->resumed = 1;
+        r->resumed_step = t.st.step;
+        snprintf(r->checkpoint, sizeof r->checkpoint, "%s", path);
+        baton_log(BATON_LOG_INFO, "resuming from %s (step %" PRIu64 ", epoch %" PRIu64 ")", path, t.st.step,
+                  t.st.epoch);
+    } else if (lrc != BATON_ERR_NOTFOUND) {
+        rc = lrc;
+        *err = lerr;
+        goto done;
+    }
+    /* a cursor at the end of an epoch continues with the next one */
+    if (t.st.cursor.position >= esize) t.st.cursor = (baton_cursor){t.st.cursor.seed, t.st.cursor.epoch + 1, 0};
+    if ((rc = baton_loader_seek(t.loader, &t.st.cursor, err))) goto done;
+    t.pipe = open_pipe(t.loader, o->batch, o->workers, err);
+    if (!t.pipe) {
+        rc = err->code ? err->code : BATON_ERR_ARG;
+        goto done;
+    }
+
+    if (o->log_path && (rc = csv_header(o->log_path, err))) goto done;
+    baton_nn_model_set_training(t.model, 1);
+    baton_progress prog;
+    char label[160] = "train";
+    uint64_t total = o->epochs * t.steps_per_epoch;
+    if (o->max_steps && o->max_steps < total) total = o->max_steps;
+    if (o->progress) baton_progress_start(&prog, label, total);
+    uint64_t last_saved = r->resumed ? t.st.step : UINT64_MAX, samples = 0;
+    double t0 = baton_now(), ep_t0 = t0;
+    double lr = baton_nn_sched_lr(&t.sched, t.st.step);
+    while (t.st.epoch < o->epochs && (!o->max_steps || t.st.step < o->max_steps)) {
+        baton_batch *b;
+        rc = baton_pipeline_next(t.pipe, &b, err);
+        if (rc == BATON_END) continue;   /* epochs end on last_of_epoch */
+        if (rc) break;
+        float loss = 0;
+        int correct = 0;
+        rc = baton_nn_train_batch(t.model, b->x, b->y, (int)b->n, &loss, &correct, err);
+        lr = baton_nn_sched_lr(&t.sched, t.st.step);
+        if (!rc) rc = baton_nn_optim_step(t.optim, lr, err);
+        uint32_t n = b->n;
+        int last = b->last_of_epoch;
+        t.st.cursor = b->next;
+        baton_pipeline_release(t.pipe, b);
+        if (rc) {
+            baton_err_prefix(err, "step %" PRIu64, t.st.step);
+            break;
+        }
+        if (!isfinite(loss)) {
+            rc = baton_err_set(err, BATON_ERR_ARG, "step %" PRIu64 ": loss is %f (lower --lr)", t.st.step, loss);
+            break;
+        }
+        t.st.step++;
+        samples += n;
+        t.st.ep_loss_sum += (double)loss * n;
+        t.st.ep_correct += (uint64_t)correct;
+        t.st.ep_seen += n;
+        double now = baton_now();
+        if (o->progress) {
+            double el = now - t0;
+            snprintf(label, sizeof label, "train epoch %" PRIu64 "/%" PRIu64 " step %" PRIu64 " loss %.4f acc %.4f %.0f samples/s",
+                     t.st.epoch + 1, o->epochs, t.st.step, t.st.ep_loss_sum / (double)t.st.ep_seen,
+                     (double)t.st.ep_correct / (double)t.st.ep_seen, el > 0 ? (double)samples / el : 0.0);
+            baton_progress_update(&prog, t.st.step);
+        }
+        if (last) {
+            double secs = t.st.ep_seconds + (now - ep_t0);
+            t.st.last_loss = t.st.ep_loss_sum / (double)t.st.ep_seen;
+            t.st.last_acc = (double)t.st.ep_correct / (double)t.st.ep_seen;
+            if (t.vpipe) {
+                if ((rc = eval_epoch(t.model, t.vpipe, &t.st.last_val_loss, &t.st.last_val_acc, NULL, err))) {
+                    baton_err_prefix(err, "validation after epoch %" PRIu64, t.st.epoch);
+                    break;
+                }
+                t.st.has_val_metrics = 1;
+            }
+            if (o->log_path && (rc = csv_row(o->log_path, t.st.epoch, t.st.last_loss, t.st.last_acc, t.vpipe != NULL,
+                                             t.st.last_val_loss, t.st.last_val_acc, lr, secs, err)))
+                break;
+            t.st.epoch++;
+            t.st.ep_loss_sum = 0;
+            t.st.ep_correct = t.st.ep_seen = 0;
+            t.st.ep_seconds = 0;
+            ep_t0 = baton_now();
+        }
+        if (o->ckpt_every && t.st.step % o->ckpt_every == 0) {
+            t.st.ep_seconds += baton_now() - ep_t0;
+            ep_t0 = baton_now();
+            if ((rc = save(&t, 0, err))) break;
+            last_saved = t.st.step;
+        }
+    }
+    if (o->progress) baton_progress_finish(&prog);
+    r->seconds = baton_now() - t0;
+    r->samples_per_s = r->seconds > 0 ? (double)samples / r->seconds : 0;
+    if (rc == BATON_OK) {
+        if (last_saved == t.st.step) {
+            rc = baton_ckpt_wait(t.store, err);
+        } else {
+            t.st.ep_seconds += baton_now() - ep_t0;
+            rc = save(&t, 1, err);
+        }
+    }
+    r->step = t.st.step;
+    r->epoch = t.st.epoch;
+    if (t.st.ep_seen) {   /* stopped inside an epoch: report the partial one */
+        r->loss = t.st.ep_loss_sum / (double)t.st.ep_seen;
+        r->accuracy = (double)t.st.ep_correct / (double)t.st.ep_seen;
+    } else {
+        r->loss = t.st.last_loss;
+        r->accuracy = t.st.last_acc;
+    }
+    r->has_val = t.st.has_val_metrics;
+    r->val_loss = t.st.last_val_loss;
+    r->val_accuracy = t.st.last_val_acc;
+
+done:
+    if (t.store) {
+        baton_err werr = {0};
+        int wrc = baton_ckpt_wait(t.store, &werr);
+        if (wrc && rc == BATON_OK) {
+            rc = wrc;
+            *err = werr;
+        }
+        if (baton_ckpt_last_committed(t.store)[0])
+            snprintf(r->checkpoint, sizeof r->checkpoint, "%s", baton_ckpt_last_committed(t.store));
+        baton_ckpt_store_close(t.store);
+    }
+    if (t.vpipe) baton_pipeline_close(t.vpipe);
+    if (t.vloader) baton_loader_close(t.vloader);
+    if (t.pipe) baton_pipeline_close(t.pipe);
+    if (t.loader) baton_loader_close(t.loader);
+    baton_nn_optim_free(t.optim);
+    baton_nn_model_free(t.model);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- eval */
+int baton_eval_run(const char *ckpt, const char *data_uri, baton_io_mode mode, int mode_set,
+                   const char *local_dir, uint32_t batch, baton_eval_result *r, baton_err *err)
+{
+    memset(r, 0, sizeof *r);
+    if (!ckpt || !data_uri || batch < 1) return baton_err_set(err, BATON_ERR_ARG, "checkpoint, data and batch are required");
+    char path[4096];
+    uint64_t step = 0;
+    char base[4096];
+    snprintf(base, sizeof base, "%s", ckpt);
+    size_t bl = strlen(base);
+    while (bl > 1 && base[bl - 1] == '/') base[--bl] = 0;
+    const char *slash = strrchr(base, '/');
+    if (baton_ckpt_parse_name(slash ? slash + 1 : base, &step)) {
+        snprintf(path, sizeof path, "%s", base);
+    } else {
+        int rc = baton_ckpt_latest(ckpt, path, sizeof path, &step, err);
+        if (rc) return rc;
+    }
+    snprintf(r->checkpoint, sizeof r->checkpoint, "%s", path);
+    char *state = NULL;
+    int rc = baton_ckpt_load(path, NULL, NULL, &state, err);
+    if (rc) return rc;
+    cJSON *j = cJSON_Parse(state);
+    free(state);
+    if (!j) return baton_err_set(err, BATON_ERR_FORMAT, "%s/state.json: not JSON", path);
+    uint64_t seed = 0;
+    const cJSON *h = cJSON_GetObjectItemCaseSensitive(j, "hyper");
+    rc = state_model(j, r->model, sizeof r->model, err);
+    if (!rc && cJSON_IsObject(h)) rc = json_u64(h, "seed", &seed, err);
+    cJSON_Delete(j);
+    if (rc) return baton_err_prefix(err, "%s", path);
+    r->step = step;
+
+    baton_loader *l = NULL;
+    baton_pipeline *p = NULL;
+    baton_nn_model *m = NULL;
+    baton_store_opts so;
+    baton_store_opts_default(&so);
+    if ((rc = open_data(data_uri, mode, mode_set, &so, local_dir, seed, batch, 2, &l, &p, err))) return rc;
+    char kname[16];
+    const baton_manifest *man = baton_loader_manifest(l);
+    if ((rc = model_for(r->model, man, batch, seed, 0, &m, kname, err))) goto out;
+    if ((rc = baton_ckpt_load(path, m, NULL, NULL, err))) {
+        baton_err_prefix(err, "dataset %s (%ux%ux%u, %u classes)", data_uri, man->shape[0], man->shape[1],
+                         man->shape[2], man->classes);
+        goto out;
+    }
+    rc = eval_epoch(m, p, &r->loss, &r->accuracy, &r->samples, err);
+out:
+    if (p) baton_pipeline_close(p);
+    if (l) baton_loader_close(l);
+    baton_nn_model_free(m);
+    return rc;
+}

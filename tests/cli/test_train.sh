@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# test_train.sh — `baton train` and `baton eval` end to end on a small Fashion-MNIST pack (test
+# split, 10 000 images): training with background checkpoints, checkpoint verification, the CSV
+# log header, byte-identical resume (15 + 15 steps against 30 uninterrupted), eval's JSON, and bad
+# input (unknown model, a checkpoint of another model, dataset/model shape mismatch).
+cd "$(dirname "$0")/../.." || exit 1
+. tests/cli/lib.sh
+export OMP_NUM_THREADS=2
+D=$T/fm
+TR="$BATON train --data $D --model mlp --epochs 2 --batch 64 --seed 7 --threads 2 --quiet"
+
+check '"$BATON" pack --from fashion-mnist --split test --out "$D" --shard-mb 1 --quiet >/dev/null' "pack"
+
+# plain run with background checkpoints every 10 steps
+check '$TR --ckpt-dir "$T/c1" --ckpt-every-steps 10 --max-steps 40 --log "$T/log.csv" >"$T/out1"' "train to 40 steps"
+check '[ -d "$T/c1/ckpt-000000040" ]' "final checkpoint ckpt-000000040 exists"
+check '"$BATON" ckpt verify "$T/c1" >/dev/null' "checkpoints verify"
+check 'head -n1 "$T/log.csv" | grep -qx "epoch,loss,accuracy,val_loss,val_accuracy,lr,seconds"' "CSV header"
+check 'grep -q "\"step\":40" "$T/c1/ckpt-000000040/state.json"' "state.json step"
+check 'grep -q "\"cursor\"" "$T/c1/ckpt-000000040/state.json"' "state.json cursor"
+# asking again for the same --max-steps trains nothing more
+check '$TR --ckpt-dir "$T/c1" --ckpt-every-steps 10 --max-steps 40 2>/dev/null | grep -q "^step 40,"' "rerun at max-steps"
+
+# resume: 30 uninterrupted steps against 15 + 15
+check '$TR --ckpt-dir "$T/a" --ckpt-every-steps 10 --max-steps 30 >/dev/null' "run A"
+check '$TR --ckpt-dir "$T/b" --ckpt-every-steps 10 --max-steps 15 >/dev/null' "run B part 1"
+check '$TR --ckpt-dir "$T/b" --ckpt-every-steps 10 --max-steps 30 >/dev/null 2>&1' "run B resumed"
+check 'cmp -s "$T/a/ckpt-000000030/model.safetensors" "$T/b/ckpt-000000030/model.safetensors"' \
+    "resumed model.safetensors is byte-identical"
+check 'cmp -s "$T/a/ckpt-000000030/optim.safetensors" "$T/b/ckpt-000000030/optim.safetensors"' \
+    "resumed optim.safetensors is byte-identical"
+
+# a full epoch with validation: one CSV row with val columns
+check '"$BATON" train --data "$D" --val "$D" --model mlp --epochs 1 --batch 256 --quiet --ckpt-dir "$T/e" --log "$T/e.csv" >/dev/null' "epoch with --val"
+check '[ "$(wc -l <"$T/e.csv")" -eq 2 ] && tail -n1 "$T/e.csv" | grep -Eq "^0,[0-9.]+,[0-9.]+,[0-9.]+,[0-9.]+,"' "CSV row with val"
+
+# eval
+check '"$BATON" eval --ckpt "$T/e" --data "$D" --json >"$T/ev.json" && grep -q "\"accuracy\":" "$T/ev.json"' "eval --json"
+check '"$BATON" eval --ckpt "$T/a/ckpt-000000030" --data "$D" | grep -q accuracy' "eval of one folder"
+
+# bad input
+expect_fail 2 "unknown model 'nope'" $BATON train --data "$D" --model nope --epochs 1 --ckpt-dir "$T/x"
+expect_fail 1 "holds model mlp, not lenet" $BATON train --data "$D" --model lenet --epochs 1 --ckpt-dir "$T/a" --quiet
+check '"$BATON" pack --from fashion-mnist --split test --out "$T/small" --shard-mb 1 --resize 14x14 --quiet >/dev/null' "pack 14x14"
+expect_fail 1 "baton eval: .*(shape|14)" $BATON eval --ckpt "$T/a" --data "$T/small"
+expect_fail 2 "required" $BATON train --model mlp --epochs 1
+finish
