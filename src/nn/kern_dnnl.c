@@ -14,8 +14,9 @@
  * there are no reorders.
  *
  * Which entries are oneDNN: convolution (forward, backward data, backward weights), inner product
- * (the same three), batch normalisation (training forward, inference forward, backward), relu
- * (forward, backward from the output) and add (binary). Max pooling is plain C (the max-pool
+ * (the same three), relu (forward, backward from the output) and add (binary). Batch normalisation
+ * is kern_bn_fast.c's (oneDNN 2.6 has only a slow generic kernel for plain NCHW batch norm, which
+ * made it over a third of a resnet training step). Max pooling is plain C (the max-pool
  * workspace format is part of the table contract — a flat index within the input plane — which
  * oneDNN's opaque workspace is not): an unrolled 2x2 stride-2 forward, the reference otherwise.
  * Global average pooling uses the reference kernels (a tiny share of the work).
@@ -23,7 +24,7 @@
  * Threads: oneDNN in Debian runs on OpenMP, so OMP_NUM_THREADS sets the thread count. For a fixed
  * thread count every primitive is deterministic, so results are bit-reproducible run to run. Calls
  * are serialised by a mutex (the memory objects and the scratchpad are shared), so the table may be
- * used from several threads.
+ * used from several threads. Batch norm runs on kern_bn_fast.c's own small pool, sized the same way.
  *
  * Errors: the table entries cannot return a status. If oneDNN cannot create or run a primitive for
  * some geometry, that call (and later ones with the same geometry) falls back to the reference
@@ -41,18 +42,17 @@
 enum op {
     OP_CONV_FWD, OP_CONV_BWD_DATA, OP_CONV_BWD_W,
     OP_IP_FWD, OP_IP_BWD_DATA, OP_IP_BWD_W,
-    OP_BN_TRAIN, OP_BN_INFER, OP_BN_BWD,
     OP_RELU_FWD, OP_RELU_BWD, OP_ADD,
     OP_COUNT
 };
 
 static const char *const op_name[OP_COUNT] = {
     "conv_fwd", "conv_bwd_data", "conv_bwd_weights", "linear_fwd", "linear_bwd_data",
-    "linear_bwd_weights", "bn_fwd_train", "bn_fwd_infer", "bn_bwd", "relu_fwd", "relu_bwd", "add",
+    "linear_bwd_weights", "relu_fwd", "relu_bwd", "add",
 };
 
 #define KEY_LEN 14     /* op + up to 13 geometry values */
-#define MAX_ARGS 10    /* user arguments + scratchpad */
+#define MAX_ARGS 6     /* user arguments + scratchpad */
 #define CACHE_CAP 192
 
 typedef struct pkey {
@@ -105,7 +105,6 @@ static dnnl_status_t md_plain(dnnl_memory_desc_t *md, int ndims, const int64_t *
     return dnnl_memory_desc_init_by_tag(md, ndims, d, dnnl_f32, tag);
 }
 
-#define MD4(md, a, b, c, d) md_plain(md, 4, (const int64_t[4]){a, b, c, d}, dnnl_abcd)
 #define MD2(md, a, b) md_plain(md, 2, (const int64_t[2]){a, b}, dnnl_ab)
 #define MD1(md, a) md_plain(md, 1, (const int64_t[1]){a}, dnnl_a)
 
@@ -294,44 +293,6 @@ static dnnl_status_t build_ip(entry *e, const int64_t *v)
     return st;
 }
 
-/* key for batch norm: n c hw eps-bits. The data is viewed as [n, c, 1, hw]. */
-static dnnl_status_t build_bn(entry *e, const int64_t *v)
-{
-    dnnl_memory_desc_t x;
-    dnnl_status_t st = MD4(&x, v[1], v[2], 1, v[3]);
-    if (st != dnnl_success) return st;
-    uint32_t bits = (uint32_t)v[4];
-    float eps;
-    memcpy(&eps, &bits, sizeof eps);
-    const unsigned ss = dnnl_use_scale | dnnl_use_shift;
-    dnnl_batch_normalization_desc_t fwd, d;
-    if (v[0] == OP_BN_INFER) {
-        st = dnnl_batch_normalization_forward_desc_init(&fwd, dnnl_forward_inference, &x, eps,
-                                                        ss | dnnl_use_global_stats);
-        const int ids[6] = {DNNL_ARG_SRC, DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE,
-                            DNNL_ARG_DST};
-        return st == dnnl_success ? finish(e, &fwd, NULL, ids, NULL, 6) : st;
-    }
-    st = dnnl_batch_normalization_forward_desc_init(&fwd, dnnl_forward_training, &x, eps, ss);
-    if (st != dnnl_success) return st;
-    if (v[0] == OP_BN_TRAIN) {
-        const int ids[6] = {DNNL_ARG_SRC, DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_DST, DNNL_ARG_MEAN,
-                            DNNL_ARG_VARIANCE};
-        return finish(e, &fwd, NULL, ids, NULL, 6);
-    }
-    st = dnnl_batch_normalization_backward_desc_init(&d, dnnl_backward, &x, &x, eps, ss);
-    if (st != dnnl_success) return st;
-    /* oneDNN 2.6 insists on a SHIFT argument in backward although no gradient depends on it; the
-     * caller passes gamma there (same shape, only read) */
-    const int ids[9] = {DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, DNNL_ARG_SCALE, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE,
-                        DNNL_ARG_DIFF_SRC, DNNL_ARG_DIFF_SCALE, DNNL_ARG_DIFF_SHIFT, DNNL_ARG_SHIFT};
-    dnnl_primitive_desc_t h;
-    st = hint_pd(&h, &fwd);
-    if (st == dnnl_success) st = finish(e, &d, h, ids, NULL, 9);
-    if (h) dnnl_primitive_desc_destroy(h);
-    return st;
-}
-
 /* key for elementwise operations: count */
 static dnnl_status_t build_elt(entry *e, const int64_t *v)
 {
@@ -369,7 +330,6 @@ static dnnl_status_t build(entry *e)
     switch (v[0]) {
     case OP_CONV_FWD: case OP_CONV_BWD_DATA: case OP_CONV_BWD_W: return build_conv(e, v);
     case OP_IP_FWD: case OP_IP_BWD_DATA: case OP_IP_BWD_W: return build_ip(e, v);
-    case OP_BN_TRAIN: case OP_BN_INFER: case OP_BN_BWD: return build_bn(e, v);
     default: return build_elt(e, v);
     }
 }
@@ -506,38 +466,6 @@ static void d_linear_bwd_weights(int n, int in, int out, const float *x, const f
     if (!dispatch(&k, p)) nn_ref_linear_bwd_weights(n, in, out, x, dy, dw, db);
 }
 
-static pkey bn_key(int op, int n, int c, int hw, float eps)
-{
-    uint32_t bits;
-    memcpy(&bits, &eps, sizeof bits);
-    const int64_t v[4] = {n, c, hw, bits};
-    return key(op, 4, v);
-}
-
-static void d_bn_fwd_train(int n, int c, int hw, const float *x, const float *gamma, const float *beta, float eps,
-                           float *y, float *mean, float *var)
-{
-    pkey k = bn_key(OP_BN_TRAIN, n, c, hw, eps);
-    void *p[6] = {P(x), P(gamma), P(beta), y, mean, var};
-    if (!dispatch(&k, p)) nn_ref_bn_fwd_train(n, c, hw, x, gamma, beta, eps, y, mean, var);
-}
-
-static void d_bn_fwd_infer(int n, int c, int hw, const float *x, const float *gamma, const float *beta,
-                           const float *mean, const float *var, float eps, float *y)
-{
-    pkey k = bn_key(OP_BN_INFER, n, c, hw, eps);
-    void *p[6] = {P(x), P(gamma), P(beta), P(mean), P(var), y};
-    if (!dispatch(&k, p)) nn_ref_bn_fwd_infer(n, c, hw, x, gamma, beta, mean, var, eps, y);
-}
-
-static void d_bn_bwd(int n, int c, int hw, const float *x, const float *dy, const float *gamma, const float *mean,
-                     const float *var, float eps, float *dx, float *dgamma, float *dbeta)
-{
-    pkey k = bn_key(OP_BN_BWD, n, c, hw, eps);
-    void *p[9] = {P(x), P(dy), P(gamma), P(mean), P(var), dx, dgamma, dbeta, P(gamma)};
-    if (!dispatch(&k, p)) nn_ref_bn_bwd(n, c, hw, x, dy, gamma, mean, var, eps, dx, dgamma, dbeta);
-}
-
 static pkey elt_key(int op, size_t count)
 {
     const int64_t v[1] = {(int64_t)count};
@@ -616,9 +544,9 @@ static const baton_nn_kernels dnnl_table = {
     .linear_fwd = d_linear_fwd,
     .linear_bwd_data = d_linear_bwd_data,
     .linear_bwd_weights = d_linear_bwd_weights,
-    .bn_fwd_train = d_bn_fwd_train,
-    .bn_fwd_infer = d_bn_fwd_infer,
-    .bn_bwd = d_bn_bwd,
+    .bn_fwd_train = nn_fast_bn_fwd_train,
+    .bn_fwd_infer = nn_fast_bn_fwd_infer,
+    .bn_bwd = nn_fast_bn_bwd,
     .relu_fwd = d_relu_fwd,
     .relu_bwd = d_relu_bwd,
     .maxpool_fwd = d_maxpool_fwd,

@@ -20,6 +20,13 @@ void nn_ref_bn_fwd_infer(int n, int c, int hw, const float *x, const float *gamm
                          const float *mean, const float *var, float eps, float *y);
 void nn_ref_bn_bwd(int n, int c, int hw, const float *x, const float *dy, const float *gamma,
                    const float *mean, const float *var, float eps, float *dx, float *dgamma, float *dbeta);
+/* the oneDNN table's batch norm (kern_bn_fast.c): same contract, threaded, vectorised */
+void nn_fast_bn_fwd_train(int n, int c, int hw, const float *x, const float *gamma, const float *beta,
+                          float eps, float *y, float *mean, float *var);
+void nn_fast_bn_fwd_infer(int n, int c, int hw, const float *x, const float *gamma, const float *beta,
+                          const float *mean, const float *var, float eps, float *y);
+void nn_fast_bn_bwd(int n, int c, int hw, const float *x, const float *dy, const float *gamma,
+                    const float *mean, const float *var, float eps, float *dx, float *dgamma, float *dbeta);
 void nn_ref_relu_fwd(size_t count, const float *x, float *y);
 void nn_ref_relu_bwd(size_t count, const float *y, const float *dy, float *dx);
 void nn_ref_maxpool_fwd(const baton_nn_pool_geom *g, const float *x, float *y, int32_t *ws);

@@ -2,11 +2,14 @@
  * shapes (with and without bias) and on the exact layer shapes of lenet and resnet20 on 1x28x28 (as
  * the PyTorch peer; resnet20 also on 3x32x32 at batch 1) at batch 1 and 32, within
  * max|a - b| <= 1e-4 * (1 + max|b|); aliasing allowed by the contract (relu dx = dy, add y = a or b);
- * the primitive cache past its capacity; whole models (one SGD step of lenet and resnet8 under both
+ * batch norm on odd shapes (one channel, one pixel per plane, planes longer than a summation
+ * block) and from two threads at once (bit-identical to one call alone); the primitive cache past
+ * its capacity; whole models (one SGD step of lenet and resnet8 under both
  * tables: close loss, gradients and updated weights, then eval-mode logits); and a few dozen
  * training steps under the oneDNN table bit-reproducible run to run. */
 #include "nn_gradcheck.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -202,7 +205,7 @@ static void bn_case(const char *tag, int n, int c, int hw)
     CHECK_MSG(close_to(what, dx2, dx1, cnt, TOL), "%s dx", what);
     CHECK_MSG(close_to(what, dg2, dg1, (size_t)c, TOL), "%s dgamma", what);
     CHECK_MSG(close_to(what, db2, db1, (size_t)c, TOL), "%s dbeta", what);
-    /* a different epsilon is a different primitive */
+    /* another epsilon */
     R->bn_fwd_infer(n, c, hw, x, g, b, rm, rv, 1e-3f, y1);
     D->bn_fwd_infer(n, c, hw, x, g, b, rm, rv, 1e-3f, y2);
     snprintf(what, sizeof what, "%s bn_fwd_infer eps 1e-3", tag);
@@ -230,6 +233,65 @@ static void test_bn(void)
         snprintf(t, sizeof t, "random bn n%d c%d hw%d", n, c, hw);
         bn_case(t, n, c, hw);
     }
+    /* odd shapes: one channel (all work in one thread), one pixel per plane with a batch of them,
+     * planes longer than the kernel's summation block, spans shorter than a vector */
+    bn_case("bn c1", 8, 1, 5000);
+    bn_case("bn c1 n1", 1, 1, 3);
+    bn_case("bn hw1 n2", 2, 3, 1);
+    bn_case("bn hw1 n128", 128, 64, 1);
+    bn_case("bn hw1 n1024", 1024, 64, 1);
+    bn_case("bn hw3", 37, 5, 3);
+    bn_case("bn large hw", 2, 3, 100003);
+    bn_case("bn large hw n1", 1, 2, 300000);
+}
+
+/* Batch norm from two threads at once (one of them runs on the pool, the other on its own or
+ * both share it): each result bit-identical to the same call made alone. */
+typedef struct bn_par {
+    int n, c, hw;
+    const float *x, *dy, *g, *b;
+    float *y, *m, *v, *dx, *dg, *db;
+} bn_par;
+
+static void bn_par_run(const bn_par *p)
+{
+    D->bn_fwd_train(p->n, p->c, p->hw, p->x, p->g, p->b, 1e-5f, p->y, p->m, p->v);
+    D->bn_bwd(p->n, p->c, p->hw, p->x, p->dy, p->g, p->m, p->v, 1e-5f, p->dx, p->dg, p->db);
+    D->bn_fwd_infer(p->n, p->c, p->hw, p->x, p->g, p->b, p->m, p->v, 1e-5f, p->dx);
+}
+
+static void *bn_par_thread(void *arg)
+{
+    for (int i = 0; i < 20; i++) bn_par_run(arg);
+    return NULL;
+}
+
+static void test_bn_threads(void)
+{
+    enum { N = 16, C = 16, HW = 196, CNT = N * C * HW };
+    float *x = vec(CNT, -1, 1), *dy = vec(CNT, -1, 1), *g = vec(C, 0.5f, 1.5f), *b = vec(C, -1, 1);
+    float *out[3][6];
+    for (int k = 0; k < 3; k++) {
+        out[k][0] = vec(CNT, 0, 0), out[k][1] = vec(C, 0, 0), out[k][2] = vec(C, 0, 0);
+        out[k][3] = vec(CNT, 0, 0), out[k][4] = vec(C, 0, 0), out[k][5] = vec(C, 0, 0);
+    }
+    bn_par p[3];
+    for (int k = 0; k < 3; k++)
+        p[k] = (bn_par){N, C, HW, x, dy, g, b, out[k][0], out[k][1], out[k][2], out[k][3], out[k][4], out[k][5]};
+    bn_par_run(&p[0]);
+    pthread_t th[2];
+    int started[2];
+    for (int k = 0; k < 2; k++) started[k] = pthread_create(&th[k], NULL, bn_par_thread, &p[k + 1]) == 0;
+    for (int k = 0; k < 2; k++)
+        if (started[k]) pthread_join(th[k], NULL);
+    CHECK(started[0] && started[1]);
+    const size_t len[6] = {CNT, C, C, CNT, C, C};
+    for (int k = 1; k < 3; k++)
+        for (int a = 0; a < 6; a++)
+            CHECK_MSG(memcmp(out[k][a], out[0][a], sizeof(float) * len[a]) == 0, "thread %d output %d", k, a);
+    free(x), free(dy), free(g), free(b);
+    for (int k = 0; k < 3; k++)
+        for (int a = 0; a < 6; a++) free(out[k][a]);
 }
 
 /* ---- relu, add, pooling ---- */
@@ -511,6 +573,7 @@ int main(int argc, char **argv)
     test_conv();
     test_linear();
     test_bn();
+    test_bn_threads();
     test_elementwise_and_pool();
     test_pool_ties();
     test_cache_eviction();
