@@ -69,6 +69,7 @@ struct baton_loader {
     baton_fetch *fetch;
     plan_seg *plan;
     size_t plan_len, plan_cap, plan_next;  /* next plan entry whose data we consume */
+    uint64_t plan_base;                    /* fetch tag of plan[0]: consumed entries are dropped */
     uint64_t planned_through;              /* epochs < this are in the plan */
     baton_buf arena;
     blk_rec *recs;
@@ -311,6 +312,7 @@ static void stream_reset(baton_loader *l)
     if (l->sink_open) io_sink_abort(&l->sink);
     l->sink_open = 0;
     l->plan_len = l->plan_next = 0;
+    l->plan_base = 0;
     l->planned_through = 0;
     l->blk_valid = 0;
 }
@@ -335,6 +337,12 @@ static int plan_epoch(baton_loader *l, uint64_t epoch, uint64_t b0, baton_err *e
     for (uint64_t b = b0; rc == BATON_OK && b < L.nblocks; b += l->o.world) {
         size_t ns = io_stream_block_segments(&L, &l->m, b, seg, segcap);
         for (size_t i = 0; rc == BATON_OK && i < ns; i++) {
+            if (l->plan_len == l->plan_cap && l->plan_next > 0) {  /* drop consumed entries */
+                memmove(l->plan, l->plan + l->plan_next, (l->plan_len - l->plan_next) * sizeof *l->plan);
+                l->plan_base += l->plan_next;
+                l->plan_len -= l->plan_next;
+                l->plan_next = 0;
+            }
             if (l->plan_len == l->plan_cap) {
                 size_t cap = l->plan_cap ? l->plan_cap * 2 : 64;
                 plan_seg *p = realloc(l->plan, cap * sizeof *p);
@@ -350,7 +358,7 @@ static int plan_epoch(baton_loader *l, uint64_t epoch, uint64_t b0, baton_err *e
                             l->off[seg[i].shard][seg[i].first],
                             rec_end(l, seg[i].shard, seg[i].first + seg[i].count), i + 1 == ns};
             rc = baton_fetch_add(l->fetch, l->m.shards[p->shard].file, p->start, p->end - p->start,
-                                 l->plan_len, err);
+                                 l->plan_base + l->plan_len, err);
             l->plan_len++;
         }
     }
@@ -428,7 +436,7 @@ static int assemble_block(baton_loader *l, baton_err *err)
         while (!last && rc == BATON_OK) {
             rc = baton_fetch_next(l->fetch, &piece, err);
             if (rc != BATON_OK) break;
-            if (piece.tag != l->plan_next || piece.offset != at) {
+            if (piece.tag != l->plan_base + l->plan_next || piece.offset != at) {
                 baton_fetch_release(l->fetch, &piece);
                 rc = baton_err_set(err, BATON_ERR_FORMAT, "%s: internal: piece at %llu, expected %llu", name,
                                    (unsigned long long)piece.offset, (unsigned long long)at);
