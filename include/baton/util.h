@@ -86,6 +86,9 @@ int baton_fsync_dir(const char *dir, baton_err *err);
  * temporary file is removed and the first error returned. */
 int baton_file_publish(int fd, const char *tmp, const char *path, int rc, baton_err *err);
 int baton_mkdir_p(const char *path, baton_err *err);
+/* Remove path and, if it is a folder, everything below it (symbolic links are removed, never
+ * followed). A missing path is success. Returns 0, or -1 with errno from the first failure. */
+int baton_remove_tree(const char *path);
 /* Parent directory of path into out (at most cap bytes). "." when none. */
 void baton_path_dirname(const char *path, char *out, size_t cap);
 /* Join dir and name into out; returns BATON_ERR_ARG when it does not fit. */

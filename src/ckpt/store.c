@@ -75,22 +75,6 @@ static const char *base_name(const char *path)
     return s;
 }
 
-/* Remove a folder and the plain files in it (checkpoint folders hold no subfolders). */
-static int remove_tree(const char *path)
-{
-    DIR *d = opendir(path);
-    if (d) {
-        struct dirent *e;
-        char p[4200];
-        while ((e = readdir(d)) != NULL) {
-            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-            if (pj(p, sizeof p, path, e->d_name)) baton_sys.unlink(p);
-        }
-        closedir(d);
-    }
-    return rmdir(path);
-}
-
 int baton_ckpt_clean_temps(const char *dir)
 {
     DIR *d = opendir(dir);
@@ -117,7 +101,7 @@ int baton_ckpt_clean_temps(const char *dir)
                 continue;
             }
         }
-        if (remove_tree(p) == 0) {
+        if (baton_remove_tree(p) == 0) {
             removed++;
             baton_log(BATON_LOG_INFO, "%s: removed a stray temporary checkpoint folder", p);
         }
@@ -179,12 +163,12 @@ int baton_ckpt_commit(const char *dir, uint64_t step, const baton_ckpt_blob *fil
         if (moved_old) baton_sys.rename(old, fin);
     }
     if (rc != BATON_OK) {
-        remove_tree(tmp);
+        baton_remove_tree(tmp);
         return baton_err_prefix(err, "checkpoint %" PRIu64 " not saved (earlier checkpoints untouched)", step);
     }
     if (committed) snprintf(committed, cap, "%s", fin);
     rc = baton_fsync_dir(dir, err);
-    if (moved_old) remove_tree(old);
+    if (moved_old) baton_remove_tree(old);
     if (rc != BATON_OK) return baton_err_prefix(err, "checkpoint %" PRIu64 " published but not durable", step);
     baton_err rerr = {0};
     if (baton_ckpt_retain(dir, keep, &rerr) != BATON_OK)
@@ -421,7 +405,7 @@ int baton_ckpt_retain(const char *dir, int keep, baton_err *err)
         }
         if (v[i].status != BATON_OK)
             baton_log(BATON_LOG_WARN, "removing checkpoint %s that does not verify: %s", v[i].path, v[i].reason);
-        if (remove_tree(v[i].path) != 0)
+        if (baton_remove_tree(v[i].path) != 0)
             baton_log(BATON_LOG_WARN, "%s: cannot remove: %s", v[i].path, strerror(errno));
     }
     free(v);

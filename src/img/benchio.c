@@ -4,15 +4,14 @@
  * side; the page cache is whatever it is (a mounted file system usually has a warm cache too). */
 #include "baton/img.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 static int empty_dir(const char *dir, baton_err *err)
 {
-    char cmd[4200];
-    if (strchr(dir, '\'')) return baton_err_set(err, BATON_ERR_ARG, "%s: quote in path", dir);
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) return baton_err_set(err, BATON_ERR_IO, "%s: cannot remove", dir);
+    if (baton_remove_tree(dir) != 0)
+        return baton_err_set(err, BATON_ERR_IO, "%s: cannot remove: %s", dir, strerror(errno));
     return baton_mkdir_p(dir, err);
 }
 

@@ -3,6 +3,7 @@
  * All system calls go through baton_sys so tests can fail them. */
 #include "baton/util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -165,6 +166,30 @@ int baton_mkdir_p(const char *path, baton_err *err)
     if (!baton_is_dir(path))
         return baton_err_set(err, BATON_ERR_IO, "%s: exists and is not a directory", path);
     return BATON_OK;
+}
+
+int baton_remove_tree(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0) return errno == ENOENT ? 0 : -1;
+    if (!S_ISDIR(st.st_mode)) return baton_sys.unlink(path);
+    DIR *d = opendir(path);
+    if (!d) return -1;
+    int rc = 0;
+    struct dirent *e;
+    char sub[4096];
+    while ((e = readdir(d)) != NULL) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        if (snprintf(sub, sizeof sub, "%s/%s", path, e->d_name) >= (int)sizeof sub) {
+            errno = ENAMETOOLONG;
+            rc = -1;
+            continue;
+        }
+        if (baton_remove_tree(sub) != 0) rc = -1;
+    }
+    closedir(d);
+    if (rmdir(path) != 0) rc = -1;
+    return rc;
 }
 
 void baton_path_dirname(const char *path, char *out, size_t cap)

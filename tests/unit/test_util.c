@@ -91,8 +91,14 @@ int main(void)
     CHECK(baton_file_read_all("/nonexistent/x", 10, &data, &n, &err) == BATON_ERR_NOTFOUND);
     CHECK(strstr(err.msg, "/nonexistent/x") != NULL);
 
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    CHECK(system(cmd) == 0);
+    char f2[300];
+    snprintf(f2, sizeof f2, "%s/x/y/file", dir);
+    CHECK(baton_file_write_atomic(f2, "x", 1, &err) == BATON_OK);
+    snprintf(sub, sizeof sub, "%s/x", dir);
+    CHECK(baton_remove_tree(sub) == 0);  /* nested folders and files */
+    CHECK(!baton_is_dir(sub));
+    CHECK(baton_remove_tree(sub) == 0);  /* already gone: fine */
+    CHECK(baton_remove_tree(dir) == 0);
+    CHECK(access(dir, F_OK) != 0);
     CHECK_DONE();
 }
