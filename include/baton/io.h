@@ -58,6 +58,19 @@ int baton_store_put_file(baton_store *s, const char *name, const char *path, bat
 /* S3 only: create the store's bucket (PUT Bucket); a bucket that already exists and is owned by
  * these credentials is fine. A PUT into a missing bucket is BATON_ERR_NOTFOUND (NoSuchBucket). */
 int baton_store_create_bucket(baton_store *s, baton_err *err);
+/* Objects whose names start with prefix ("" = all), with their sizes, sorted by name
+ * (src/io/store_list.c). S3: ListObjectsV2, every page; local: the folder tree (regular files).
+ * HTTP stores cannot be listed (BATON_ERR_ARG). More than max objects (0: 1,000,000) is an error.
+ * Free with baton_store_list_free. */
+typedef struct baton_store_obj {
+    char *name;             /* relative to the store, as baton_store_get takes it */
+    uint64_t size;
+} baton_store_obj;
+int baton_store_list(baton_store *s, const char *prefix, size_t max, baton_store_obj **out, size_t *n,
+                     baton_err *err);
+void baton_store_list_free(baton_store_obj *v, size_t n);
+/* Delete an object (S3 DELETE / unlink); one that does not exist is success. */
+int baton_store_delete(baton_store *s, const char *name, baton_err *err);
 
 /* ---------------------------------------------------------------- fetch: ordered range streaming */
 typedef struct baton_fetch_opts {
