@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "baton/io.h"
 #include "baton/nn.h"
 #include "baton/util.h"
 
@@ -193,7 +194,8 @@ int baton_ckpt_snapshot_tensors(baton_ckpt_store *s, const baton_nn_tensor *mt, 
 /* Hand the snapshot to a background thread that writes and commits it, then applies retention.
  * BATON_ERR_ARG when there is no fresh snapshot or a persist is already in flight. */
 int baton_ckpt_persist_async(baton_ckpt_store *s, baton_err *err);
-/* Wait for the in-flight persist; returns its status (BATON_OK when none was in flight). */
+/* Wait for the in-flight persist and, with a remote attached, for queued uploads; returns the first
+ * failure not yet reported (BATON_OK when none). */
 int baton_ckpt_wait(baton_ckpt_store *s, baton_err *err);
 /* Persist the current snapshot on the calling thread (waits for an in-flight persist first). */
 int baton_ckpt_persist_sync(baton_ckpt_store *s, baton_err *err);
@@ -204,6 +206,54 @@ int baton_ckpt_save_sync(baton_ckpt_store *s, const baton_nn_model *m, const bat
 int baton_ckpt_busy(baton_ckpt_store *s);
 /* Path of the last committed checkpoint folder ("" if none yet). */
 const char *baton_ckpt_last_committed(const baton_ckpt_store *s);
+
+/* ---------------------------------------------------------------------------------------------
+ * Remote copies: upload to and restore from a store (src/ckpt/remote.c)
+ *
+ * Under the store URI (s3://bucket/prefix/ or a folder) each checkpoint is ckpt-<step>/ with the
+ * local folder's files, MANIFEST uploaded last: a remote checkpoint counts as uploaded exactly when
+ * its MANIFEST object exists. Retention deletes the MANIFEST object first. Restore downloads the
+ * newest complete one that verifies and commits it locally through baton_ckpt_commit.
+ * --------------------------------------------------------------------------------------------- */
+typedef struct baton_ckpt_remote baton_ckpt_remote;
+
+/* Open the remote (S3 or a local folder; HTTP stores are read-only). keep as for the local store. */
+int baton_ckpt_remote_open(const char *uri, const baton_store_opts *so, int keep, baton_ckpt_remote **out,
+                           baton_err *err);
+/* Waits for the uploader to finish what is queued (a failure not yet reported is logged), frees. */
+void baton_ckpt_remote_close(baton_ckpt_remote *r);
+const char *baton_ckpt_remote_uri(const baton_ckpt_remote *r);
+/* Upload the committed local folder of checkpoint step on the calling thread (after any upload in
+ * flight): every file, checked against the folder's MANIFEST first, then MANIFEST; then remote
+ * retention. A queued older checkpoint is dropped. */
+int baton_ckpt_remote_upload(baton_ckpt_remote *r, const char *folder, uint64_t step, baton_err *err);
+/* Queue a committed folder for the background uploader; never waits for the network. A queued one
+ * that has not started is replaced (it is superseded). */
+int baton_ckpt_remote_enqueue(baton_ckpt_remote *r, const char *folder, uint64_t step, baton_err *err);
+/* Wait until nothing is queued or uploading; returns the outcome of the last upload when it failed
+ * and was not reported yet (each failure is reported once), else BATON_OK. */
+int baton_ckpt_remote_wait(baton_ckpt_remote *r, baton_err *err);
+/* Uploads completed so far. */
+uint64_t baton_ckpt_remote_uploads(baton_ckpt_remote *r);
+/* Steps of the complete remote checkpoints (MANIFEST present), newest first (caller frees). */
+int baton_ckpt_remote_list(baton_ckpt_remote *r, uint64_t **steps, size_t *n, baton_err *err);
+/* Keep the newest keep complete remote checkpoints (0: the remote's keep); delete older ones
+ * (MANIFEST first) and incomplete ones older than the newest complete one. */
+int baton_ckpt_remote_retain(baton_ckpt_remote *r, int keep, baton_err *err);
+/* Download the newest complete remote checkpoint that verifies and commit it under dir (keep as in
+ * baton_ckpt_commit); its folder into path, its step into *step. Damaged ones are skipped with a
+ * warning. BATON_ERR_NOTFOUND when there is none; a listing failure is an error. */
+int baton_ckpt_remote_restore(baton_ckpt_remote *r, const char *dir, int keep, char *path, size_t cap,
+                              uint64_t *step, baton_err *err);
+
+/* Attach a remote copy to a store (opened with the store's keep; the store owns it): every commit is
+ * then uploaded — queued for the uploader thread after a background persist, on the calling thread
+ * after a synchronous one (baton_ckpt_persist_sync / baton_ckpt_save_sync fail when the upload
+ * fails, the local commit standing). baton_ckpt_wait also waits for queued uploads. */
+int baton_ckpt_store_attach(baton_ckpt_store *s, const char *uri, const baton_store_opts *so, baton_err *err);
+/* With a remote attached: baton_ckpt_remote_restore into the store's directory. Without one:
+ * BATON_ERR_NOTFOUND. */
+int baton_ckpt_store_restore(baton_ckpt_store *s, char *path, size_t cap, uint64_t *step, baton_err *err);
 
 /* Commit prepared file images as ckpt-<step> under dir (the protocol in store.c), then apply
  * retention (keep newest keep verified). Used by the persist path; exposed for tests. */

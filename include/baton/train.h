@@ -11,8 +11,9 @@
  * model's dropout RNG, the global step (the schedule position), the running sums of the current
  * epoch, hyper-parameters and normalisation.
  *
- * Resume: when ckpt_dir holds a checkpoint that verifies, the model, optimizer and state are
- * loaded from it and the loader is positioned at the saved cursor. max_steps counts global steps
+ * Resume: when ckpt_dir holds a checkpoint that verifies (or, with ckpt_uri, when the newest complete
+ * remote one could be restored into it), the model, optimizer and state are loaded from it and the
+ * loader is positioned at the saved cursor. max_steps counts global steps
  * across restarts.
  *
  * Layering: train depends on ckpt, nn, img, io, rec and util. Errors are values. */
@@ -27,6 +28,9 @@ typedef struct baton_train_opts {
     const char *val_uri;        /* NULL: no evaluation */
     const char *model;          /* "mlp", "lenet", "resnet8", "resnet20", "resnet56" */
     const char *ckpt_dir;       /* required; local copies for file/cache mode go to ckpt_dir/data */
+    const char *ckpt_uri;       /* NULL, or s3://bucket/prefix/ (or a folder): every committed
+                                   checkpoint is uploaded there, and restored from there when
+                                   ckpt_dir holds none that verifies (see baton_ckpt_store_attach) */
     const char *log_path;       /* CSV log; NULL: none */
     baton_io_mode mode;
     int mode_set;               /* 0: mount for a local path, pipe otherwise */

@@ -12,7 +12,10 @@
  *     (BATON_CKPT_WAIT, the default) or returns BATON_CKPT_SKIPPED (BATON_CKPT_SKIP_IF_BUSY);
  *   - each persist's outcome is reported once: by baton_ckpt_wait, or, when a later snapshot or
  *     save had to wait for it, by a warning in the log;
- *   - async and sync persists run the same code on the same bytes, so their files are identical. */
+ *   - async and sync persists run the same code on the same bytes, so their files are identical;
+ *   - with a remote attached (remote.c), a background persist queues its committed folder for the
+ *     remote's uploader thread (training never waits for the network) and a synchronous persist
+ *     uploads before it returns; baton_ckpt_wait waits for both. */
 #include "baton/ckpt.h"
 
 #include <inttypes.h>
@@ -34,6 +37,7 @@ struct baton_ckpt_store {
     int rc;
     baton_err err;
     char committed[4096];
+    baton_ckpt_remote *remote;                /* NULL: local only */
 };
 
 int baton_ckpt_store_open(const char *dir, int keep, baton_ckpt_store **out, baton_err *err)
@@ -67,6 +71,7 @@ void baton_ckpt_store_close(baton_ckpt_store *s)
 {
     if (!s) return;
     join(s, NULL, 1);
+    baton_ckpt_remote_close(s->remote);
     baton_buf_free(&s->model);
     baton_buf_free(&s->optim);
     baton_buf_free(&s->state);
@@ -169,7 +174,7 @@ int baton_ckpt_snapshot(baton_ckpt_store *s, const baton_nn_model *m, const bato
     return rc;
 }
 
-static void persist_now(baton_ckpt_store *s)
+static void persist_now(baton_ckpt_store *s, int sync)
 {
     baton_ckpt_blob files[3] = {
         {"model.safetensors", s->model.data, s->model.len},
@@ -178,12 +183,23 @@ static void persist_now(baton_ckpt_store *s)
     };
     memset(&s->err, 0, sizeof s->err);
     s->rc = baton_ckpt_commit(s->dir, s->step, files, 3, s->keep, s->committed, sizeof s->committed, &s->err);
+    if (s->rc != BATON_OK || !s->remote) return;
+    if (sync) {
+        s->rc = baton_ckpt_remote_upload(s->remote, s->committed, s->step, &s->err);
+        if (s->rc != BATON_OK)
+            baton_err_prefix(&s->err, "checkpoint %" PRIu64 " committed locally (%s) but not uploaded", s->step,
+                             s->committed);
+    } else {
+        baton_err e = {0};
+        if (baton_ckpt_remote_enqueue(s->remote, s->committed, s->step, &e) != BATON_OK)
+            baton_log(BATON_LOG_WARN, "checkpoint %" PRIu64 " not uploaded: %s", s->step, e.msg);
+    }
 }
 
 static void *persist_thread(void *arg)
 {
     baton_ckpt_store *s = arg;
-    persist_now(s);
+    persist_now(s, 0);
     atomic_store(&s->done, 1);
     return NULL;
 }
@@ -200,14 +216,38 @@ int baton_ckpt_persist_async(baton_ckpt_store *s, baton_err *err)
     return BATON_OK;
 }
 
-int baton_ckpt_wait(baton_ckpt_store *s, baton_err *err) { return join(s, err, 0); }
+int baton_ckpt_wait(baton_ckpt_store *s, baton_err *err)
+{
+    int rc = join(s, err, 0);
+    if (s->remote) {
+        baton_err e = {0};
+        int urc = baton_ckpt_remote_wait(s->remote, &e);
+        if (urc != BATON_OK && rc == BATON_OK) {
+            rc = urc;
+            if (err) *err = e;
+        }
+    }
+    return rc;
+}
+
+int baton_ckpt_store_attach(baton_ckpt_store *s, const char *uri, const baton_store_opts *so, baton_err *err)
+{
+    if (s->remote) return baton_err_set(err, BATON_ERR_ARG, "%s: a remote is already attached", s->dir);
+    return baton_ckpt_remote_open(uri, so, s->keep, &s->remote, err);
+}
+
+int baton_ckpt_store_restore(baton_ckpt_store *s, char *path, size_t cap, uint64_t *step, baton_err *err)
+{
+    if (!s->remote) return baton_err_set(err, BATON_ERR_NOTFOUND, "%s: no remote attached", s->dir);
+    return baton_ckpt_remote_restore(s->remote, s->dir, s->keep, path, cap, step, err);
+}
 
 int baton_ckpt_persist_sync(baton_ckpt_store *s, baton_err *err)
 {
     join(s, NULL, 1);
     if (!s->fresh) return baton_err_set(err, BATON_ERR_ARG, "%s: no new snapshot to persist", s->dir);
     s->fresh = 0;
-    persist_now(s);
+    persist_now(s, 1);
     if (s->rc != BATON_OK && err) *err = s->err;
     return s->rc;
 }

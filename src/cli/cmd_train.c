@@ -1,5 +1,6 @@
 /* cmd_train.c — `baton train`: trains a model on a dataset URI with crash-safe checkpoints; with
- * the same --ckpt-dir it resumes from the newest checkpoint that verifies. Prints one summary line
+ * the same --ckpt-dir it resumes from the newest checkpoint that verifies (with --ckpt-uri, every
+ * checkpoint is also uploaded, and an empty --ckpt-dir is restored from the upload). Prints one summary line
  * at the end (step, epochs, loss, accuracy, samples/s, the last checkpoint). */
 #include "baton/train.h"
 #include "cli.h"
@@ -24,6 +25,8 @@ int cmd_train(int argc, char **argv)
         {"mode", CLI_STR, &mode, "file | pipe | mount | cache (default mount for a path, else pipe)"},
         {"s3-endpoint", CLI_STR, &o.store.s3_endpoint, "S3 endpoint (else AWS_ENDPOINT_URL)"},
         {"ckpt-dir", CLI_STR, &o.ckpt_dir, "checkpoint folder (required); resumes from it"},
+        {"ckpt-uri", CLI_STR, &o.ckpt_uri,
+         "upload every checkpoint to s3://bucket/prefix (MANIFEST last); restore from it when --ckpt-dir is empty"},
         {"ckpt-every-steps", CLI_U64, &o.ckpt_every, "checkpoint every K steps in the background (0: at the end)"},
         {"keep", CLI_INT, &keep, "checkpoints kept (default 3)"},
         {"log", CLI_STR, &o.log_path, "CSV log, one row per epoch (appended)"},
@@ -37,7 +40,7 @@ int cmd_train(int argc, char **argv)
     int npos, help;
     if (cli_parse("train",
                   "--data URI [--val URI] --model NAME --epochs N [--batch B] [--lr X] [--seed S] [--mode M] "
-                  "--ckpt-dir DIR [--ckpt-every-steps K] [--log FILE.csv] [--max-steps K] [--threads T]",
+                  "--ckpt-dir DIR [--ckpt-uri s3://B/P] [--ckpt-every-steps K] [--log FILE.csv] [--max-steps K] [--threads T]",
                   opts, argc, argv, pos, 0, &npos, &help))
         return help ? CLI_OK : CLI_USAGE;
     if (!o.data_uri || !o.model || !o.ckpt_dir) {

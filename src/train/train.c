@@ -394,6 +394,7 @@ int baton_train_run(const baton_train_opts *o, baton_train_result *r, baton_err 
     t.o = o;
     int rc = baton_ckpt_store_open(o->ckpt_dir, o->keep, &t.store, err);
     if (rc) return rc;
+    if (o->ckpt_uri && (rc = baton_ckpt_store_attach(t.store, o->ckpt_uri, &o->store, err))) goto done;
     char local[4096];
     if ((rc = baton_path_join(local, sizeof local, o->ckpt_dir, "data", err))) goto done;
     if ((rc = open_data(o->data_uri, o->mode, o->mode_set, &o->store, local, o->seed, o->batch, o->workers,
@@ -433,6 +434,7 @@ int baton_train_run(const baton_train_opts *o, baton_train_result *r, baton_err 
     uint64_t cstep = 0;
     baton_err lerr = {0};
     int lrc = baton_ckpt_latest(o->ckpt_dir, path, sizeof path, &cstep, &lerr);
+    if (lrc == BATON_ERR_NOTFOUND && o->ckpt_uri) lrc = baton_ckpt_store_restore(t.store, path, sizeof path, &cstep, &lerr);
     if (lrc == BATON_OK) {
         /* the state first: a checkpoint of another model is named as such */
         char *state = NULL;
