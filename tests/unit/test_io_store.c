@@ -317,6 +317,72 @@ static void test_s3(void)
     baton_store_close(s);
 }
 
+/* ListObjectsV2 over several pages (1000 keys per page), keys that need XML entities and query
+ * escaping, DELETE (a missing object is fine; a missing bucket is not), a wrong secret. */
+static void test_s3_list(void)
+{
+    baton_err err = {0};
+    baton_store *s = open_ok("s3://baton-test/list/", NULL);
+    if (!s) return;
+    enum { N = 1003 };
+    double t0 = baton_now();
+    for (int i = 0; i < N; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "k/%05d", i);
+        if (baton_store_put(s, name, name, (size_t)(i % 7), &err) != BATON_OK) {
+            CHECK_MSG(0, "put %s: %s", name, err.msg);
+            break;
+        }
+    }
+    const char *odd = "k/odd &<>\"'+=(1).bin";
+    CHECK_MSG(baton_store_put(s, odd, "abcd", 4, &err) == BATON_OK, "%s", err.msg);
+    baton_store_obj *v = NULL;
+    size_t n = 0;
+    CHECK_MSG(baton_store_list(s, "k/", 0, &v, &n, &err) == BATON_OK, "%s", err.msg);
+    CHECK_EQ_U(n, N + 1);
+    int ok = n == N + 1;
+    for (size_t i = 0; ok && i < N; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "k/%05zu", i);
+        ok = !strcmp(v[i].name, name) && v[i].size == i % 7;
+    }
+    CHECK_MSG(ok, "listing differs from what was put");
+    CHECK(n == N + 1 && !strcmp(v[N].name, odd) && v[N].size == 4);
+    baton_store_list_free(v, n);
+    printf("listed %d objects over %d pages (%.2f s with the puts)\n", N + 1, (N + 1 + 999) / 1000, baton_now() - t0);
+    CHECK(baton_store_list(s, "k/0100", 0, &v, &n, &err) == BATON_OK);
+    CHECK(n == 3 && !strcmp(v[0].name, "k/01000"));
+    baton_store_list_free(v, n);
+    CHECK(baton_store_list(s, "k/", 500, &v, &n, &err) == BATON_ERR_FORMAT);
+    CHECK(baton_store_list(s, "nothing/", 0, &v, &n, &err) == BATON_OK && n == 0);
+    baton_store_list_free(v, n);
+    CHECK_MSG(baton_store_delete(s, odd, &err) == BATON_OK, "%s", err.msg);
+    CHECK_MSG(baton_store_delete(s, odd, &err) == BATON_OK, "missing: %s", err.msg);
+    CHECK(baton_store_list(s, "k/odd", 0, &v, &n, &err) == BATON_OK && n == 0);
+    baton_store_list_free(v, n);
+    baton_store_close(s);
+
+    s = open_ok("s3://no-such-bucket-x/p/", NULL);
+    if (s) {
+        CHECK(baton_store_list(s, "", 0, &v, &n, &err) == BATON_ERR_NOTFOUND);
+        CHECK_MSG(strstr(err.msg, "NoSuchBucket") != NULL, "%s", err.msg);
+        CHECK(baton_store_delete(s, "x", &err) == BATON_ERR_NOTFOUND);
+        baton_store_close(s);
+    }
+    const char *good = getenv("AWS_SECRET_ACCESS_KEY");
+    char saved[128];
+    snprintf(saved, sizeof saved, "%s", good ? good : "");
+    setenv("AWS_SECRET_ACCESS_KEY", "WRONGsecretVALUE987", 1);
+    s = open_ok("s3://baton-test/list/", NULL);
+    if (s) {
+        CHECK(baton_store_list(s, "k/", 0, &v, &n, &err) == BATON_ERR_NET);
+        CHECK_MSG(strstr(err.msg, "403") && strstr(err.msg, "s3://baton-test/list/") &&
+                      !strstr(err.msg, "WRONGsecretVALUE987"), "%s", err.msg);
+        baton_store_close(s);
+    }
+    setenv("AWS_SECRET_ACCESS_KEY", saved, 1);
+}
+
 static void test_down(void)
 {
     int port = srv_free_port();   /* nothing listens there */
@@ -376,7 +442,10 @@ int main(void)
     int port, failed;
     if (srv_nginx_start(www, &port, &failed)) test_http(www, port);
     CHECK(!failed);
-    if (srv_rgw_start(256, &port, &failed)) test_s3();
+    if (srv_rgw_start(256, &port, &failed)) {
+        test_s3();
+        test_s3_list();
+    }
     CHECK(!failed);
     srv_done();
     CHECK_DONE();
