@@ -71,6 +71,9 @@ int baton_train_run(const baton_train_opts *o, baton_train_result *r, baton_err 
 typedef struct baton_eval_result {
     double loss, accuracy;
     uint64_t samples;
+    uint32_t classes;
+    uint64_t *confusion;        /* classes × classes, row = true class, column = predicted (the first
+                                   maximum logit); malloc'd: baton_eval_result_free */
     uint64_t step;              /* the checkpoint's step */
     char model[32];
     char checkpoint[4096];
@@ -78,5 +81,6 @@ typedef struct baton_eval_result {
 
 int baton_eval_run(const char *ckpt, const char *data_uri, baton_io_mode mode, int mode_set,
                    const char *local_dir, uint32_t batch, baton_eval_result *r, baton_err *err);
+void baton_eval_result_free(baton_eval_result *r);
 
 #endif

@@ -1,6 +1,8 @@
-/* cmd_eval.c — `baton eval --ckpt DIR --data URI [--json]`: loss and accuracy of a checkpoint's
- * model (DIR is a checkpoint folder or a folder of them: its newest that verifies) on a dataset.
- * --json prints one object with loss, accuracy, samples, step, model and checkpoint. */
+/* cmd_eval.c — `baton eval --ckpt DIR --data URI [--json]`: loss, accuracy and the confusion matrix
+ * of a checkpoint's model (DIR is a checkpoint folder or a folder of them: its newest that
+ * verifies) on a dataset. The table's rows are true classes, its columns predicted classes, with
+ * each class's accuracy (recall) at the end of its row. --json prints one object with loss,
+ * accuracy, samples, step, model, classes, confusion (an array of rows) and per_class_accuracy. */
 #include "baton/train.h"
 #include "cli.h"
 
@@ -40,12 +42,43 @@ int cmd_eval(int argc, char **argv)
     baton_eval_result r;
     baton_err err = {0};
     if (baton_eval_run(ckpt, data, m, mode != NULL, work, (uint32_t)batch, &r, &err)) return cli_fail("eval", &err);
+    uint32_t k = r.classes;
     if (json) {
-        printf("{\"loss\":%.6f,\"accuracy\":%.6f,\"samples\":%llu,\"step\":%llu,\"model\":\"%s\"}\n", r.loss,
-               r.accuracy, (unsigned long long)r.samples, (unsigned long long)r.step, r.model);
+        printf("{\"loss\":%.6f,\"accuracy\":%.6f,\"samples\":%llu,\"step\":%llu,\"model\":\"%s\",\"classes\":%u,"
+               "\"confusion\":[",
+               r.loss, r.accuracy, (unsigned long long)r.samples, (unsigned long long)r.step, r.model, k);
+        for (uint32_t i = 0; i < k; i++) {
+            printf("%s[", i ? "," : "");
+            for (uint32_t j = 0; j < k; j++) printf("%s%llu", j ? "," : "", (unsigned long long)r.confusion[i * k + j]);
+            printf("]");
+        }
+        printf("],\"per_class_accuracy\":[");
+        for (uint32_t i = 0; i < k; i++) {
+            uint64_t row = 0;
+            for (uint32_t j = 0; j < k; j++) row += r.confusion[i * k + j];
+            if (row) printf("%s%.6f", i ? "," : "", (double)r.confusion[i * k + i] / (double)row);
+            else printf("%snull", i ? "," : "");
+        }
+        printf("]}\n");
     } else {
         printf("model %s, step %llu, %llu samples: loss %.4f, accuracy %.4f\n", r.model, (unsigned long long)r.step,
                (unsigned long long)r.samples, r.loss, r.accuracy);
+        int w = 5;
+        for (uint64_t x = r.samples; x >= 10000; x /= 10) w++;
+        printf("\nconfusion matrix (rows: true class, columns: predicted class)\n%10s", "true\\pred");
+        for (uint32_t j = 0; j < k; j++) printf(" %*u", w, j);
+        printf("  %8s\n", "accuracy");
+        for (uint32_t i = 0; i < k; i++) {
+            uint64_t row = 0;
+            printf("%10u", i);
+            for (uint32_t j = 0; j < k; j++) {
+                printf(" %*llu", w, (unsigned long long)r.confusion[i * k + j]);
+                row += r.confusion[i * k + j];
+            }
+            if (row) printf("  %8.4f\n", (double)r.confusion[i * k + i] / (double)row);
+            else printf("  %8s\n", "-");
+        }
     }
+    baton_eval_result_free(&r);
     return CLI_OK;
 }

@@ -274,9 +274,10 @@ static int open_data(const char *uri, baton_io_mode mode, int mode_set, const ba
     return BATON_OK;
 }
 
-/* One pass over the next epoch of a pipeline, model in evaluation mode. */
+/* One pass over the next epoch of a pipeline, model in evaluation mode. conf (NULL: not wanted)
+ * receives the classes × classes confusion counts (row = label, column = first maximum logit). */
 static int eval_epoch(baton_nn_model *m, baton_pipeline *p, double *loss, double *acc, uint64_t *samples,
-                      baton_err *err)
+                      uint64_t *conf, baton_err *err)
 {
     baton_nn_model_set_training(m, 0);
     double sum = 0;
@@ -293,7 +294,18 @@ static int eval_epoch(baton_nn_model *m, baton_pipeline *p, double *loss, double
         float l = 0;
         int ok = 0;
         rc = baton_nn_forward(m, b->x, (int)b->n, err);
-        if (!rc) rc = baton_nn_loss(m, b->y, &l, &ok, err);
+        if (!rc) rc = baton_nn_loss(m, b->y, &l, &ok, err);   /* checks the labels' range */
+        if (!rc && conf) {
+            int k = baton_nn_model_classes(m);
+            const float *lg = baton_nn_logits(m);
+            for (uint32_t i = 0; i < b->n; i++) {
+                const float *row = lg + (size_t)i * (size_t)k;
+                int best = 0;
+                for (int c = 1; c < k; c++)
+                    if (row[c] > row[best]) best = c;
+                conf[(size_t)b->y[i] * (size_t)k + (size_t)best]++;
+            }
+        }
         int last = b->last_of_epoch;
         uint32_t n = b->n;
         baton_pipeline_release(p, b);
@@ -518,7 +530,7 @@ int baton_train_run(const baton_train_opts *o, baton_train_result *r, baton_err 
             t.st.last_loss = t.st.ep_loss_sum / (double)t.st.ep_seen;
             t.st.last_acc = (double)t.st.ep_correct / (double)t.st.ep_seen;
             if (t.vpipe) {
-                if ((rc = eval_epoch(t.model, t.vpipe, &t.st.last_val_loss, &t.st.last_val_acc, NULL, err))) {
+                if ((rc = eval_epoch(t.model, t.vpipe, &t.st.last_val_loss, &t.st.last_val_acc, NULL, NULL, err))) {
                     baton_err_prefix(err, "validation after epoch %" PRIu64, t.st.epoch);
                     break;
                 }
@@ -586,6 +598,12 @@ done:
 }
 
 /* ---------------------------------------------------------------- eval */
+void baton_eval_result_free(baton_eval_result *r)
+{
+    free(r->confusion);
+    r->confusion = NULL;
+}
+
 int baton_eval_run(const char *ckpt, const char *data_uri, baton_io_mode mode, int mode_set,
                    const char *local_dir, uint32_t batch, baton_eval_result *r, baton_err *err)
 {
@@ -633,8 +651,15 @@ int baton_eval_run(const char *ckpt, const char *data_uri, baton_io_mode mode, i
                          man->shape[2], man->classes);
         goto out;
     }
-    rc = eval_epoch(m, p, &r->loss, &r->accuracy, &r->samples, err);
+    r->classes = (uint32_t)baton_nn_model_classes(m);
+    r->confusion = calloc((size_t)r->classes * r->classes, sizeof *r->confusion);
+    if (!r->confusion) {
+        rc = baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    rc = eval_epoch(m, p, &r->loss, &r->accuracy, &r->samples, r->confusion, err);
 out:
+    if (rc) baton_eval_result_free(r);
     if (p) baton_pipeline_close(p);
     if (l) baton_loader_close(l);
     baton_nn_model_free(m);

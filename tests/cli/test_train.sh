@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # test_train.sh — `baton train` and `baton eval` end to end on a small Fashion-MNIST pack (test
 # split, 10 000 images): training with background checkpoints, checkpoint verification, the CSV
-# log header, byte-identical resume (15 + 15 steps against 30 uninterrupted), eval's JSON, and bad
-# input (unknown model, a checkpoint of another model, dataset/model shape mismatch).
+# log header, byte-identical resume (15 + 15 steps against 30 uninterrupted), eval's JSON and
+# confusion matrix, and bad input (unknown model, a checkpoint of another model, dataset/model
+# shape mismatch).
 cd "$(dirname "$0")/../.." || exit 1
 . tests/cli/lib.sh
 export OMP_NUM_THREADS=2
@@ -37,6 +38,20 @@ check '[ "$(wc -l <"$T/e.csv")" -eq 2 ] && tail -n1 "$T/e.csv" | grep -Eq "^0,[0
 # eval
 check '"$BATON" eval --ckpt "$T/e" --data "$D" --json >"$T/ev.json" && grep -q "\"accuracy\":" "$T/ev.json"' "eval --json"
 check '"$BATON" eval --ckpt "$T/a/ckpt-000000030" --data "$D" | grep -q accuracy' "eval of one folder"
+# the confusion matrix: 10 × 10, sums to the sample count, its trace / samples is the accuracy, and
+# each per-class accuracy is its diagonal entry over its row
+check 'python3 - "$T/ev.json" <<'"'"'PY'"'"'
+import json, sys
+j = json.load(open(sys.argv[1]))
+c, n = j["confusion"], j["samples"]
+assert n == 10000 and j["classes"] == 10 and len(c) == 10 and all(len(r) == 10 for r in c), j
+assert sum(map(sum, c)) == n, sum(map(sum, c))
+assert abs(sum(c[i][i] for i in range(10)) / n - j["accuracy"]) < 1e-6, j["accuracy"]
+assert all(abs(c[i][i] / sum(c[i]) - j["per_class_accuracy"][i]) < 1e-6 for i in range(10))
+assert len(set(map(tuple, c))) > 1   # not a constant matrix
+PY' "eval --json confusion matrix: $(head -c 400 "$T/ev.json")"
+check '[ "$("$BATON" eval --ckpt "$T/e" --data "$D" | grep -Ec "^ +[0-9]+( +[0-9]+){10} +[01]\.[0-9]{4}$")" -eq 10 ]' \
+    "eval prints a 10-row confusion table"
 
 # bad input
 expect_fail 2 "unknown model 'nope'" $BATON train --data "$D" --model nope --epochs 1 --ckpt-dir "$T/x"
