@@ -65,6 +65,23 @@ typedef struct baton_train_result {
 void baton_train_opts_default(baton_train_opts *o);
 int baton_train_run(const baton_train_opts *o, baton_train_result *r, baton_err *err);
 
+/* What a checkpoint's state.json tells the trainer (src/train/state.c; train.c writes it). */
+typedef struct baton_train_state {
+    char model[32];
+    uint64_t step, epoch;
+    baton_cursor cursor;        /* after the last trained batch */
+    uint64_t seed, batch;       /* hyper.seed, hyper.batch */
+    uint64_t rng[4];            /* the model's dropout RNG */
+    double ep_loss_sum, ep_seconds;
+    uint64_t ep_correct, ep_seen;
+    int has_metrics, has_val;
+    double loss, accuracy, val_loss, val_accuracy;
+} baton_train_state;
+
+/* Parse and validate state.json text (len bytes; need not be NUL-terminated); see state.c for the
+ * fields and checks. *st is written only on success. */
+int baton_train_state_parse(const char *text, size_t len, baton_train_state *st, baton_err *err);
+
 /* Evaluate a checkpoint on a dataset. ckpt is a checkpoint folder or a directory of them (its
  * newest that verifies). The model is named by the checkpoint's state.json; its shapes must fit
  * the dataset's. mode as in baton_train_opts (file/cache need local_dir). */

@@ -120,105 +120,37 @@ static char *state_to_json(const trainer *t)
     return out;
 }
 
-static int json_u64(const cJSON *o, const char *key, uint64_t *v, baton_err *err)
-{
-    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
-    if (cJSON_IsNumber(x) && x->valuedouble >= 0) {
-        *v = (uint64_t)x->valuedouble;
-        return BATON_OK;
-    }
-    if (cJSON_IsString(x)) {
-        char *end;
-        errno = 0;
-        unsigned long long u = strtoull(x->valuestring, &end, 10);
-        if (!errno && end != x->valuestring && !*end) {
-            *v = u;
-            return BATON_OK;
-        }
-    }
-    return baton_err_set(err, BATON_ERR_FORMAT, "state.json: \"%s\" missing or not a non-negative integer", key);
-}
-
-static double json_dbl(const cJSON *o, const char *key)
-{
-    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
-    return cJSON_IsNumber(x) ? x->valuedouble : 0;
-}
-
-/* Read the model name of a state.json (for eval and the model check on resume). */
-static int state_model(const cJSON *j, char *name, size_t cap, baton_err *err)
-{
-    const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "model");
-    if (!cJSON_IsString(m) || strlen(m->valuestring) >= cap)
-        return baton_err_set(err, BATON_ERR_FORMAT, "state.json: \"model\" missing or not a model name");
-    snprintf(name, cap, "%s", m->valuestring);
-    return BATON_OK;
-}
-
+/* Restore the run state from state.json text (the model must be this run's, seed and batch too). */
 static int state_from_json(trainer *t, const char *text, baton_err *err)
 {
-    cJSON *j = cJSON_Parse(text);
-    if (!j || !cJSON_IsObject(j)) {
-        cJSON_Delete(j);
-        return baton_err_set(err, BATON_ERR_FORMAT, "state.json: not a JSON object");
-    }
-    int rc = BATON_OK;
+    baton_train_state st;
+    int rc = baton_train_state_parse(text, strlen(text), &st, err);
+    if (rc) return rc;
+    if (strcmp(st.model, t->o->model))
+        return baton_err_set(err, BATON_ERR_FORMAT, "the checkpoint holds model %s, not %s (use another --ckpt-dir)",
+                             st.model, t->o->model);
+    if (st.seed != t->o->seed || st.batch != t->o->batch)
+        return baton_err_set(err, BATON_ERR_ARG,
+                             "the checkpoint was trained with --seed %" PRIu64 " --batch %" PRIu64
+                             "; resume with the same values",
+                             st.seed, st.batch);
     run_state *s = &t->st;
-    char model[32];
-    uint64_t seed = 0, batch = 0;
-    const cJSON *h = cJSON_GetObjectItemCaseSensitive(j, "hyper");
-    const cJSON *c = cJSON_GetObjectItemCaseSensitive(j, "cursor");
-    const cJSON *ep = cJSON_GetObjectItemCaseSensitive(j, "epoch_sums");
-    const cJSON *rng = cJSON_GetObjectItemCaseSensitive(j, "dropout_rng");
-    if ((rc = state_model(j, model, sizeof model, err))) goto out;
-    if (strcmp(model, t->o->model)) {
-        rc = baton_err_set(err, BATON_ERR_FORMAT,
-                           "the checkpoint holds model %s, not %s (use another --ckpt-dir)", model, t->o->model);
-        goto out;
+    s->step = st.step;
+    s->epoch = st.epoch;
+    s->cursor = st.cursor;
+    s->ep_loss_sum = st.ep_loss_sum;
+    s->ep_seconds = st.ep_seconds;
+    s->ep_correct = st.ep_correct;
+    s->ep_seen = st.ep_seen;
+    memcpy(baton_nn_model_rng(t->model)->s, st.rng, sizeof st.rng);
+    if (st.has_metrics) {
+        s->last_loss = st.loss;
+        s->last_acc = st.accuracy;
+        s->has_val_metrics = st.has_val;
+        s->last_val_loss = st.val_loss;
+        s->last_val_acc = st.val_accuracy;
     }
-    if (!cJSON_IsObject(h) || !cJSON_IsObject(c) || !cJSON_IsObject(ep) || !cJSON_IsArray(rng) ||
-        cJSON_GetArraySize(rng) != 4) {
-        rc = baton_err_set(err, BATON_ERR_FORMAT, "state.json: hyper, cursor, epoch_sums or dropout_rng missing");
-        goto out;
-    }
-    if ((rc = json_u64(h, "seed", &seed, err)) || (rc = json_u64(h, "batch", &batch, err))) goto out;
-    if (seed != t->o->seed || batch != t->o->batch) {
-        rc = baton_err_set(err, BATON_ERR_ARG,
-                           "the checkpoint was trained with --seed %" PRIu64 " --batch %" PRIu64
-                           "; resume with the same values",
-                           seed, batch);
-        goto out;
-    }
-    if ((rc = json_u64(j, "step", &s->step, err)) || (rc = json_u64(j, "epoch", &s->epoch, err)) ||
-        (rc = json_u64(c, "seed", &s->cursor.seed, err)) || (rc = json_u64(c, "epoch", &s->cursor.epoch, err)) ||
-        (rc = json_u64(c, "position", &s->cursor.position, err)) ||
-        (rc = json_u64(ep, "correct", &s->ep_correct, err)) || (rc = json_u64(ep, "seen", &s->ep_seen, err)))
-        goto out;
-    s->ep_loss_sum = json_dbl(ep, "loss_sum");
-    s->ep_seconds = json_dbl(ep, "seconds");
-    baton_rng *r = baton_nn_model_rng(t->model);
-    for (int i = 0; i < 4; i++) {
-        const cJSON *x = cJSON_GetArrayItem(rng, i);
-        char *end = NULL;
-        errno = 0;
-        unsigned long long u = cJSON_IsString(x) ? strtoull(x->valuestring, &end, 16) : 0;
-        if (!cJSON_IsString(x) || errno || end == x->valuestring || *end) {
-            rc = baton_err_set(err, BATON_ERR_FORMAT, "state.json: dropout_rng[%d] is not a hex word", i);
-            goto out;
-        }
-        r->s[i] = u;
-    }
-    const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "metrics");
-    if (cJSON_IsObject(m)) {
-        s->last_loss = json_dbl(m, "loss");
-        s->last_acc = json_dbl(m, "accuracy");
-        s->has_val_metrics = cJSON_GetObjectItemCaseSensitive(m, "val_loss") != NULL;
-        s->last_val_loss = json_dbl(m, "val_loss");
-        s->last_val_acc = json_dbl(m, "val_accuracy");
-    }
-out:
-    cJSON_Delete(j);
-    return rc;
+    return BATON_OK;
 }
 
 /* ---------------------------------------------------------------- helpers */
@@ -626,15 +558,12 @@ int baton_eval_run(const char *ckpt, const char *data_uri, baton_io_mode mode, i
     char *state = NULL;
     int rc = baton_ckpt_load(path, NULL, NULL, &state, err);
     if (rc) return rc;
-    cJSON *j = cJSON_Parse(state);
+    baton_train_state tst;
+    rc = baton_train_state_parse(state, strlen(state), &tst, err);
     free(state);
-    if (!j) return baton_err_set(err, BATON_ERR_FORMAT, "%s/state.json: not JSON", path);
-    uint64_t seed = 0;
-    const cJSON *h = cJSON_GetObjectItemCaseSensitive(j, "hyper");
-    rc = state_model(j, r->model, sizeof r->model, err);
-    if (!rc && cJSON_IsObject(h)) rc = json_u64(h, "seed", &seed, err);
-    cJSON_Delete(j);
     if (rc) return baton_err_prefix(err, "%s", path);
+    uint64_t seed = tst.seed;
+    snprintf(r->model, sizeof r->model, "%s", tst.model);
     r->step = step;
 
     baton_loader *l = NULL;

@@ -1,0 +1,89 @@
+/* test_train_state.c — baton_train_state_parse: a state.json as the trainer writes it parses into
+ * the right fields; seeds as decimal strings up to 2^64-1; null metrics; and each kind of bad input
+ * is refused with a message naming the field (a step of 1e300, which a plain cast would turn into
+ * undefined behaviour, a fractional or negative integer, batch 0, cursor seed != hyper seed,
+ * correct > seen, an all-zero RNG, a bad hex word, trailing bytes, a non-object, a text cut short). */
+#include "baton/train.h"
+#include "check.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *good =
+    "{\"model\":\"mlp\",\"step\":30,\"epoch\":1,\"cursor\":{\"seed\":\"7\",\"epoch\":1,\"position\":1920},"
+    "\"dropout_rng\":[\"f2dfdac63743373c\",\"ca0cf077e482fb10\",\"033cce6e86e194e7\",\"89ba41126f341537\"],"
+    "\"hyper\":{\"seed\":\"7\",\"batch\":64,\"epochs\":2},"
+    "\"epoch_sums\":{\"loss_sum\":2450.5,\"correct\":1095,\"seen\":1920,\"seconds\":0.25},"
+    "\"metrics\":{\"loss\":0.5,\"accuracy\":0.75,\"val_loss\":null,\"val_accuracy\":0.7}}\n";
+
+/* good with the first occurrence of from replaced by to */
+static int parse_with(const char *from, const char *to, baton_err *err)
+{
+    char buf[2048];
+    const char *at = strstr(good, from);
+    if (!at) return 999;
+    snprintf(buf, sizeof buf, "%.*s%s%s", (int)(at - good), good, to, at + strlen(from));
+    baton_train_state st;
+    return baton_train_state_parse(buf, strlen(buf), &st, err);
+}
+
+static void bad(const char *from, const char *to, const char *field)
+{
+    baton_err err = {0};
+    int rc = parse_with(from, to, &err);
+    CHECK_MSG(rc == BATON_ERR_FORMAT && strstr(err.msg, field), "%s -> %s: rc %d, %s", from, to, rc, err.msg);
+}
+
+int main(void)
+{
+    baton_train_state st;
+    baton_err err = {0};
+    CHECK_MSG(baton_train_state_parse(good, strlen(good), &st, &err) == BATON_OK, "%s", err.msg);
+    CHECK(!strcmp(st.model, "mlp") && st.step == 30 && st.epoch == 1);
+    CHECK(st.cursor.seed == 7 && st.cursor.epoch == 1 && st.cursor.position == 1920);
+    CHECK(st.seed == 7 && st.batch == 64);
+    CHECK(st.rng[0] == 0xf2dfdac63743373cull && st.rng[3] == 0x89ba41126f341537ull);
+    CHECK(st.ep_loss_sum == 2450.5 && st.ep_correct == 1095 && st.ep_seen == 1920 && st.ep_seconds == 0.25);
+    CHECK(st.has_metrics && st.has_val && st.loss == 0.5 && isnan(st.val_loss) && st.val_accuracy == 0.7);
+
+    CHECK(parse_with("\"seed\":\"7\",\"epoch\":1", "\"seed\":\"18446744073709551615\",\"epoch\":1", &err) ==
+          BATON_ERR_FORMAT);   /* differs from hyper.seed */
+    {
+        char buf[2048];
+        snprintf(buf, sizeof buf, "%s", good);
+        char *p;
+        while ((p = strstr(buf, "\"seed\":\"7\"")) != NULL) {
+            memmove(p + 29, p + 10, strlen(p + 10) + 1);
+            memcpy(p, "\"seed\":\"18446744073709551615\"", 29);
+        }
+        CHECK_MSG(baton_train_state_parse(buf, strlen(buf), &st, &err) == BATON_OK, "%s", err.msg);
+        CHECK(st.seed == UINT64_MAX && st.cursor.seed == UINT64_MAX);
+    }
+    /* the text need not be NUL-terminated: a prefix is cut short */
+    CHECK(baton_train_state_parse(good, 40, &st, &err) == BATON_ERR_FORMAT);
+
+    bad("\"step\":30", "\"step\":1e300", "\"step\"");
+    bad("\"step\":30", "\"step\":30.5", "\"step\"");
+    bad("\"step\":30", "\"step\":-1", "\"step\"");
+    bad("\"step\":30", "\"step\":\"3x\"", "\"step\"");
+    bad("\"position\":1920", "\"position\":\"99999999999999999999999\"", "cursor.\"position\"");
+    bad("\"batch\":64", "\"batch\":0", "hyper.\"batch\"");
+    bad("\"batch\":64", "\"batch\":4294967296", "hyper.\"batch\"");
+    bad("{\"seed\":\"7\",\"epoch\":1", "{\"seed\":\"8\",\"epoch\":1", "cursor.\"seed\"");
+    bad("\"correct\":1095", "\"correct\":1921", "\"correct\"");
+    bad("\"loss_sum\":2450.5", "\"loss_sum\":-1", "epoch_sums.\"loss_sum\"");
+    bad("\"f2dfdac63743373c\",\"ca0cf077e482fb10\",\"033cce6e86e194e7\",\"89ba41126f341537\"",
+        "\"0\",\"0\",\"000\",\"0\"", "all zero");
+    bad("\"f2dfdac63743373c\"", "\"f2dfdac63743373c0\"", "dropout_rng[0]");
+    bad("\"ca0cf077e482fb10\"", "\"-1\"", "dropout_rng[1]");
+    bad("\"ca0cf077e482fb10\"", "17", "dropout_rng[1]");
+    bad("\"model\":\"mlp\"", "\"model\":\"\"", "\"model\"");
+    bad("\"model\":\"mlp\"", "\"model\":\"a-model-name-that-is-far-too-long-to-fit\"", "\"model\"");
+    bad("\"hyper\":{", "\"hyperX\":{", "\"hyper\"");
+    bad("\"loss\":0.5", "\"loss\":\"x\"", "metrics.\"loss\"");
+    bad("}\n", "} x", "after the JSON");
+    const char *arr = "[1,2]";
+    CHECK(baton_train_state_parse(arr, strlen(arr), &st, &err) == BATON_ERR_FORMAT && strstr(err.msg, "object"));
+    CHECK_DONE();
+}
