@@ -5,8 +5,9 @@
  * unavailable), SGD with Nesterov momentum 0.9 and weight decay 5e-4 on a cosine schedule over
  * epochs × ceil(epoch_size / batch) steps, then run epochs. Per epoch: one CSV row appended to the
  * log (epoch, loss, accuracy, val_loss, val_accuracy, lr, seconds; header only when the file is
- * new), and an evaluation of --val when given. Checkpoints: every ckpt_every steps (snapshot, then
- * persist in the background) and when the run ends (synchronously). state.json carries what a
+ * new), and an evaluation of --val when given. Checkpoints: every ckpt_every steps and/or every
+ * ckpt_every_sec seconds (snapshot, then persist in the background; default every 60 s) and when
+ * the run ends (synchronously). state.json carries what a
  * resume needs to continue bit-exactly: the loader cursor after the last trained batch, the
  * model's dropout RNG, the global step (the schedule position), the running sums of the current
  * epoch, hyper-parameters and normalisation.
@@ -22,6 +23,11 @@
 
 #include "baton/ckpt.h"
 #include "baton/img.h"
+
+/* The default checkpoint interval: a background checkpoint at the first step that ends 60 s or
+ * more after the previous one. Its blocking part (the snapshot) costs well under 1 ms for the
+ * models here (bench/ckpt.sh), and at most a minute of work is lost to a hard kill. */
+#define BATON_TRAIN_CKPT_EVERY_SEC 60.0
 
 typedef struct baton_train_opts {
     const char *data_uri;       /* required */
@@ -39,7 +45,10 @@ typedef struct baton_train_opts {
     uint32_t batch;             /* >= 1; default 128 */
     double lr;                  /* 0: 0.1 for resnet-N, 0.01 for lenet and mlp */
     uint64_t seed;
-    uint64_t ckpt_every;        /* steps between background checkpoints; 0: only at the end */
+    uint64_t ckpt_every;        /* steps between background checkpoints; 0: none by step count */
+    double ckpt_every_sec;      /* seconds between background checkpoints; 0: none by time;
+                                   default BATON_TRAIN_CKPT_EVERY_SEC (a checkpoint is always
+                                   written when the run ends) */
     uint64_t max_steps;         /* global step to stop at; 0: no limit */
     int keep;                   /* checkpoints kept; 0: the default */
     int workers;                /* decode threads; default 2 */

@@ -14,6 +14,7 @@ int cmd_train(int argc, char **argv)
     baton_train_opts_default(&o);
     const char *mode = NULL;
     int batch = (int)o.batch, threads = 0, quiet = 0, reference = 0, keep = 0;
+    double every_sec = -1;
     const struct cli_opt opts[] = {
         {"data", CLI_STR, &o.data_uri, "training dataset URI: path, file://, http(s)://, s3://bucket/prefix"},
         {"val", CLI_STR, &o.val_uri, "validation dataset URI, evaluated after each epoch"},
@@ -28,6 +29,8 @@ int cmd_train(int argc, char **argv)
         {"ckpt-uri", CLI_STR, &o.ckpt_uri,
          "upload every checkpoint to s3://bucket/prefix (MANIFEST last); restore from it when --ckpt-dir is empty"},
         {"ckpt-every-steps", CLI_U64, &o.ckpt_every, "checkpoint every K steps in the background (0: at the end)"},
+        {"ckpt-every-sec", CLI_DBL, &every_sec,
+         "checkpoint every S seconds in the background (default 60 unless --ckpt-every-steps is given; 0: off)"},
         {"keep", CLI_INT, &keep, "checkpoints kept (default 3)"},
         {"log", CLI_STR, &o.log_path, "CSV log, one row per epoch (appended)"},
         {"max-steps", CLI_U64, &o.max_steps, "stop at global step K, counted across restarts"},
@@ -40,15 +43,15 @@ int cmd_train(int argc, char **argv)
     int npos, help;
     if (cli_parse("train",
                   "--data URI [--val URI] --model NAME --epochs N [--batch B] [--lr X] [--seed S] [--mode M] "
-                  "--ckpt-dir DIR [--ckpt-uri s3://B/P] [--ckpt-every-steps K] [--log FILE.csv] [--max-steps K] [--threads T]",
+                  "--ckpt-dir DIR [--ckpt-uri s3://B/P] [--ckpt-every-steps K | --ckpt-every-sec S] [--log FILE.csv] [--max-steps K] [--threads T]",
                   opts, argc, argv, pos, 0, &npos, &help))
         return help ? CLI_OK : CLI_USAGE;
     if (!o.data_uri || !o.model || !o.ckpt_dir) {
         fprintf(stderr, "baton train: --data, --model and --ckpt-dir are required\n");
         return CLI_USAGE;
     }
-    if (o.epochs < 1 || batch < 1 || threads < 0 || keep < 0 || o.lr < 0) {
-        fprintf(stderr, "baton train: --epochs and --batch must be >= 1; --lr, --threads, --keep not negative\n");
+    if (o.epochs < 1 || batch < 1 || threads < 0 || keep < 0 || o.lr < 0 || (every_sec < 0 && every_sec != -1)) {
+        fprintf(stderr, "baton train: --epochs and --batch must be >= 1; --lr, --threads, --keep, --ckpt-every-sec not negative\n");
         return CLI_USAGE;
     }
     static const char *const models[] = {"mlp", "lenet", "resnet8", "resnet20", "resnet56"};
@@ -71,6 +74,8 @@ int cmd_train(int argc, char **argv)
         snprintf(t, sizeof t, "%d", threads);
         setenv("OMP_NUM_THREADS", t, 1);
     }
+    if (every_sec >= 0) o.ckpt_every_sec = every_sec;
+    else if (o.ckpt_every) o.ckpt_every_sec = 0;   /* the step count chosen replaces the default */
     o.batch = (uint32_t)batch;
     o.keep = keep;
     o.reference_kernels = reference;

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 void baton_train_opts_default(baton_train_opts *o)
 {
@@ -25,6 +26,7 @@ void baton_train_opts_default(baton_train_opts *o)
     o->epochs = 1;
     o->batch = 128;
     o->workers = 2;
+    o->ckpt_every_sec = BATON_TRAIN_CKPT_EVERY_SEC;
 }
 
 static int is_local_uri(const char *uri)
@@ -377,6 +379,7 @@ int baton_train_run(const baton_train_opts *o, baton_train_result *r, baton_err 
     char path[4096];
     uint64_t cstep = 0;
     baton_err lerr = {0};
+    double read_t0 = baton_now();
     int lrc = baton_ckpt_latest(o->ckpt_dir, path, sizeof path, &cstep, &lerr);
     if (lrc == BATON_ERR_NOTFOUND && o->ckpt_uri) lrc = baton_ckpt_store_restore(t.store, path, sizeof path, &cstep, &lerr);
     if (lrc == BATON_OK) {
@@ -396,8 +399,8 @@ int baton_train_run(const baton_train_opts *o, baton_train_result *r, baton_err 
         r->resumed = 1;
         r->resumed_step = t.st.step;
         snprintf(r->checkpoint, sizeof r->checkpoint, "%s", path);
-        baton_log(BATON_LOG_INFO, "resuming from %s (step %" PRIu64 ", epoch %" PRIu64 ")", path, t.st.step,
-                  t.st.epoch);
+        baton_log(BATON_LOG_INFO, "resuming from %s (step %" PRIu64 ", epoch %" PRIu64 "; checkpoint read in %.3f s)",
+                  path, t.st.step, t.st.epoch, baton_now() - read_t0);
     } else if (lrc != BATON_ERR_NOTFOUND) {
         rc = lrc;
         *err = lerr;
@@ -420,7 +423,7 @@ int baton_train_run(const baton_train_opts *o, baton_train_result *r, baton_err 
     if (o->max_steps && o->max_steps < total) total = o->max_steps;
     if (o->progress) baton_progress_start(&prog, label, total);
     uint64_t last_saved = r->resumed ? t.st.step : UINT64_MAX, samples = 0;
-    double t0 = baton_now(), ep_t0 = t0;
+    double t0 = baton_now(), ep_t0 = t0, saved_t = t0;
     double lr = baton_nn_sched_lr(&t.sched, t.st.step);
     while (t.st.epoch < o->epochs && (!o->max_steps || t.st.step < o->max_steps)) {
         baton_batch *b;
@@ -450,6 +453,12 @@ int baton_train_run(const baton_train_opts *o, baton_train_result *r, baton_err 
         t.st.ep_correct += (uint64_t)correct;
         t.st.ep_seen += n;
         double now = baton_now();
+        if (samples == n) {   /* for resume-latency measurements: BATON_LOG=debug */
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            baton_log(BATON_LOG_DEBUG, "first step of this process done at %.6f (wall clock)",
+                      (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9);
+        }
         if (o->progress) {
             double el = now - t0;
             snprintf(label, sizeof label, "train epoch %" PRIu64 "/%" PRIu64 " step %" PRIu64 " loss %.4f acc %.4f %.0f samples/s",
@@ -477,11 +486,13 @@ int baton_train_run(const baton_train_opts *o, baton_train_result *r, baton_err 
             t.st.ep_seconds = 0;
             ep_t0 = baton_now();
         }
-        if (o->ckpt_every && t.st.step % o->ckpt_every == 0) {
+        if ((o->ckpt_every && t.st.step % o->ckpt_every == 0) ||
+            (o->ckpt_every_sec > 0 && baton_now() - saved_t >= o->ckpt_every_sec)) {
             t.st.ep_seconds += baton_now() - ep_t0;
             ep_t0 = baton_now();
             if ((rc = save(&t, 0, err))) break;
             last_saved = t.st.step;
+            saved_t = baton_now();
         }
     }
     if (o->progress) baton_progress_finish(&prog);
