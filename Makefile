@@ -3,7 +3,7 @@
 #   make            build/libbaton.a and build/baton
 #   make test       the whole suite: unit + CLI + server tests, then again under ASan+UBSan,
 #                   plus a short run of every fuzz target (tests/run.sh prints "N passed, N failed")
-#   make bench      the benchmarks under bench/
+#   make bench      the benchmarks under bench/ (bench/*.c built into build/bench/ by bench-build)
 #   make fuzz       every libFuzzer target for longer (FUZZ_SECONDS, default 60 each)
 #   make SAN=1 BUILD=build-san   the sanitizer build used by `make test`
 #
@@ -37,14 +37,16 @@ LIB_SRC := $(foreach c,$(COMPONENTS),$(wildcard src/$(c)/*.c))
 CLI_SRC := $(wildcard src/cli/*.c)
 TEST_SRC := $(wildcard tests/unit/test_*.c)
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+BENCH_SRC := $(wildcard bench/*.c)
 
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 LIB := $(BUILD)/libbaton.a
 BIN := $(BUILD)/baton
 
-.PHONY: all test bench fuzz clean tests deps run
+.PHONY: all test bench bench-build fuzz clean tests deps run
 all: $(BIN)
 
 $(BUILD)/obj/%.o: %.c
@@ -63,6 +65,13 @@ $(BUILD)/tests/%: tests/unit/%.c tests/unit/check.h $(LIB)
 	$(CC) $(ALL_CFLAGS) -Itests/unit $(LDFLAGS_ALL) -o $@ $< $(LIB) $(LDLIBS)
 
 tests: $(BIN) $(TEST_BIN)
+
+# ---- benchmark programs: bench/*.c -> build/bench/*
+$(BUILD)/bench/%: bench/%.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS_ALL) -o $@ $< $(LIB) $(LDLIBS)
+
+bench-build: $(BIN) $(BENCH_BIN)
 
 # ---- fuzz targets: clang + libFuzzer, the library compiled with the fuzzer's instrumentation
 FUZZ_BUILD := build-fuzz
@@ -92,7 +101,7 @@ test:
 run: all
 	$(BIN) run
 
-bench: all
+bench: all bench-build
 	bench/run.sh
 
 deps:
@@ -101,4 +110,4 @@ deps:
 clean:
 	rm -rf build build-san build-fuzz
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(FUZZ_LIB_OBJ:.o=.d) $(TEST_BIN:=.d)
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(FUZZ_LIB_OBJ:.o=.d) $(TEST_BIN:=.d) $(BENCH_BIN:=.d)

@@ -8,3 +8,11 @@ echo "== record scan: baton inspect --verify vs cat (bench/scan.sh)"
 bench/scan.sh
 echo "== input modes over HTTP and S3, and the loader peer (bench/io.sh)"
 bench/io.sh
+echo "== checkpoint cost and resume latency (bench/ckpt.sh)"
+bench/ckpt.sh
+if [ "${BATON_BENCH_LONG:-0}" = 1 ]; then
+    echo "== accuracy on Fashion-MNIST against the PyTorch peer (bench/accuracy.sh; ~40 min)"
+    bench/accuracy.sh
+else
+    echo "== skipped: bench/accuracy.sh (~40 min on 2 cores; BATON_BENCH_LONG=1 runs it)"
+fi

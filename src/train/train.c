@@ -430,6 +430,7 @@ int baton_train_run(const baton_train_opts *o, baton_train_result *r, baton_err 
         rc = baton_pipeline_next(t.pipe, &b, err);
         if (rc == BATON_END) continue;   /* epochs end on last_of_epoch */
         if (rc) break;
+        double compute_t0 = baton_now();
         float loss = 0;
         int correct = 0;
         rc = baton_nn_train_batch(t.model, b->x, b->y, (int)b->n, &loss, &correct, err);
@@ -456,8 +457,8 @@ int baton_train_run(const baton_train_opts *o, baton_train_result *r, baton_err 
         if (samples == n) {   /* for resume-latency measurements: BATON_LOG=debug */
             struct timespec ts;
             clock_gettime(CLOCK_REALTIME, &ts);
-            baton_log(BATON_LOG_DEBUG, "first step of this process done at %.6f (wall clock)",
-                      (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9);
+            baton_log(BATON_LOG_DEBUG, "first step of this process done at %.6f (wall clock; its compute %.3f s)",
+                      (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9, now - compute_t0);
         }
         if (o->progress) {
             double el = now - t0;
