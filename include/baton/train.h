@@ -100,6 +100,7 @@ typedef struct baton_eval_result {
     uint32_t classes;
     uint64_t *confusion;        /* classes × classes, row = true class, column = predicted (the first
                                    maximum logit); malloc'd: baton_eval_result_free */
+    char (*class_names)[32];    /* classes names from dataset.json ("" when it has none), malloc'd */
     uint64_t step;              /* the checkpoint's step */
     char model[32];
     char checkpoint[4096];

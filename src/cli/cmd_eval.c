@@ -65,17 +65,17 @@ int cmd_eval(int argc, char **argv)
                (unsigned long long)r.samples, r.loss, r.accuracy);
         int w = 5;
         for (uint64_t x = r.samples; x >= 10000; x /= 10) w++;
-        printf("\nconfusion matrix (rows: true class, columns: predicted class)\n%10s", "true\\pred");
+        printf("\nconfusion matrix (rows: true class, columns: predicted class)\n%-18s", "true \\ predicted");
         for (uint32_t j = 0; j < k; j++) printf(" %*u", w, j);
         printf("  %8s\n", "accuracy");
         for (uint32_t i = 0; i < k; i++) {
             uint64_t row = 0;
-            printf("%10u", i);
+            printf("%2u %-15.15s", i, r.class_names[i]);
             for (uint32_t j = 0; j < k; j++) {
                 printf(" %*llu", w, (unsigned long long)r.confusion[i * k + j]);
                 row += r.confusion[i * k + j];
             }
-            if (row) printf("  %8.4f\n", (double)r.confusion[i * k + i] / (double)row);
+            if (row) printf("  %8.4f\n", (double)r.confusion[i * k + i] / (double)row);   /* recall */
             else printf("  %8s\n", "-");
         }
     }

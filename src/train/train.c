@@ -545,7 +545,9 @@ done:
 void baton_eval_result_free(baton_eval_result *r)
 {
     free(r->confusion);
+    free(r->class_names);
     r->confusion = NULL;
+    r->class_names = NULL;
 }
 
 int baton_eval_run(const char *ckpt, const char *data_uri, baton_io_mode mode, int mode_set,
@@ -594,10 +596,13 @@ int baton_eval_run(const char *ckpt, const char *data_uri, baton_io_mode mode, i
     }
     r->classes = (uint32_t)baton_nn_model_classes(m);
     r->confusion = calloc((size_t)r->classes * r->classes, sizeof *r->confusion);
-    if (!r->confusion) {
+    r->class_names = calloc(r->classes, sizeof *r->class_names);
+    if (!r->confusion || !r->class_names) {
         rc = baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
         goto out;
     }
+    for (uint32_t i = 0; man->class_names && i < r->classes && i < man->classes; i++)
+        if (man->class_names[i]) snprintf(r->class_names[i], sizeof r->class_names[i], "%s", man->class_names[i]);
     rc = eval_epoch(m, p, &r->loss, &r->accuracy, &r->samples, r->confusion, err);
 out:
     if (rc) baton_eval_result_free(r);

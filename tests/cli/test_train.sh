@@ -50,8 +50,9 @@ assert abs(sum(c[i][i] for i in range(10)) / n - j["accuracy"]) < 1e-6, j["accur
 assert all(abs(c[i][i] / sum(c[i]) - j["per_class_accuracy"][i]) < 1e-6 for i in range(10))
 assert len(set(map(tuple, c))) > 1   # not a constant matrix
 PY' "eval --json confusion matrix: $(head -c 400 "$T/ev.json")"
-check '[ "$("$BATON" eval --ckpt "$T/e" --data "$D" | grep -Ec "^ +[0-9]+( +[0-9]+){10} +[01]\.[0-9]{4}$")" -eq 10 ]' \
+check '[ "$("$BATON" eval --ckpt "$T/e" --data "$D" | grep -Ec "^[ 0-9]{2} .{15}( +[0-9]+){10} +[01]\.[0-9]{4}$")" -eq 10 ]' \
     "eval prints a 10-row confusion table"
+check '"$BATON" eval --ckpt "$T/e" --data "$D" | grep -Eq "^ 9 Ankle boot "' "rows named by dataset.json's class names"
 
 # bad input
 expect_fail 2 "unknown model 'nope'" $BATON train --data "$D" --model nope --epochs 1 --ckpt-dir "$T/x"
