@@ -118,4 +118,16 @@ int io_remote_put(baton_store *s, const char *name, const void *p, size_t n, con
                   baton_err *err);
 int io_remote_create_bucket(baton_store *s, baton_err *err);
 
+/* ---------------------------------------------------------------- listings (store_list.c) */
+typedef struct io_objlist {
+    baton_store_obj *v;
+    size_t n, cap, max;     /* more than max entries is an error */
+} io_objlist;
+/* Parse one ListObjectsV2 page (len bytes, not NUL-terminated) into l: keyprefix is the full key
+ * prefix asked for, skip the length of the store's own prefix (removed from every key); where
+ * names the store in messages. *truncated and the continuation token (tcap bytes) for the next
+ * page. See store_list.c for the checks. */
+int io_list_parse(const char *where, const char *body, size_t len, const char *keyprefix, size_t skip,
+                  io_objlist *l, int *truncated, char *token, size_t tcap, baton_err *err);
+
 #endif

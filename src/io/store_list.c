@@ -32,12 +32,7 @@ void baton_store_list_free(baton_store_obj *v, size_t n)
     free(v);
 }
 
-typedef struct objlist {
-    baton_store_obj *v;
-    size_t n, cap, max;
-} objlist;
-
-static int list_add(objlist *l, const char *name, size_t len, uint64_t size, const char *where, baton_err *err)
+static int list_add(io_objlist *l, const char *name, size_t len, uint64_t size, const char *where, baton_err *err)
 {
     if (l->n >= l->max)
         return baton_err_set(err, BATON_ERR_FORMAT, "%s: more than %zu objects", where, l->max);
@@ -67,7 +62,7 @@ static int cmp_obj(const void *a, const void *b)
 
 /* Walk dir (the object name so far is rel, rl bytes) adding regular files whose name starts with
  * prefix. Folders that cannot lead to a match are not entered. */
-static int walk(baton_store *s, char *rel, size_t rl, const char *prefix, objlist *l, int depth, baton_err *err)
+static int walk(baton_store *s, char *rel, size_t rl, const char *prefix, io_objlist *l, int depth, baton_err *err)
 {
     char path[4096];
     int n = snprintf(path, sizeof path, "%s/%.*s", s->local_dir, (int)rl, rel);
@@ -207,12 +202,10 @@ static int parse_size(const char *t, uint64_t *v)
     return 1;
 }
 
-/* Parse one page. keyprefix is the full key prefix (store prefix + asked prefix); skip is the
- * length of the store's own prefix (removed from every key). */
-static int parse_page(baton_store *s, const char *body, size_t len, const char *keyprefix, size_t skip, objlist *l,
-                      int *truncated, char *token, size_t tcap, baton_err *err)
+int io_list_parse(const char *where, const char *body, size_t len, const char *keyprefix, size_t skip,
+                  io_objlist *l, int *truncated, char *token, size_t tcap, baton_err *err)
 {
-    const char *end = body + len, *where = s->uri;
+    const char *end = body + len;
     const char *root = find_tag(body, end, "<ListBucketResult");
     if (!root) return baton_err_set(err, BATON_ERR_FORMAT, "%s: listing: no <ListBucketResult> in the answer", where);
     char key[IO_KEY_MAX + 1], size[32];
@@ -238,7 +231,7 @@ static int parse_page(baton_store *s, const char *body, size_t len, const char *
             return baton_err_set(err, BATON_ERR_FORMAT, "%s: listing at offset %zu: key %.200s is outside prefix %s", where,
                                  (size_t)(c - body), key, keyprefix);
         baton_err ne = {0};
-        if (kl > skip && io_name_check(s->uri, key + skip, &ne) == BATON_OK &&
+        if (kl > skip && io_name_check(where, key + skip, &ne) == BATON_OK &&
             (rc = list_add(l, key + skip, kl - skip, sz, where, err)) != BATON_OK)
             return rc;
         p = ce;
@@ -320,7 +313,7 @@ static int request(baton_store *s, const char *url, const char *method, const ch
     return rc;
 }
 
-static int s3_list(baton_store *s, const char *prefix, objlist *l, baton_err *err)
+static int s3_list(baton_store *s, const char *prefix, io_objlist *l, baton_err *err)
 {
     const char *store_prefix = s->uri + 5 + strlen(s->bucket) + 1;   /* "s3://" bucket "/" */
     size_t skip = strlen(store_prefix);
@@ -352,7 +345,7 @@ static int s3_list(baton_store *s, const char *prefix, objlist *l, baton_err *er
             break;
         }
         int truncated = 0;
-        if ((rc = parse_page(s, (const char *)body.data, body.len, keyprefix, skip, l, &truncated, token, IO_KEY_MAX + 1,
+        if ((rc = io_list_parse(s->uri, (const char *)body.data, body.len, keyprefix, skip, l, &truncated, token, IO_KEY_MAX + 1,
                              err)) != BATON_OK)
             break;
         if (!truncated) break;
@@ -378,7 +371,7 @@ int baton_store_list(baton_store *s, const char *prefix, size_t max, baton_store
     for (size_t i = 0; i < pl; i++)
         if ((unsigned char)prefix[i] <= 0x20 || (unsigned char)prefix[i] >= 0x7f)
             return baton_err_set(err, BATON_ERR_ARG, "%s: list prefix has a bad character", s->uri);
-    objlist l = {0};
+    io_objlist l = {0};
     l.max = max ? max : 1000000;
     int rc;
     if (s->kind == BATON_STORE_LOCAL) {
