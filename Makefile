@@ -29,7 +29,7 @@ SAN_LDFLAGS :=
 endif
 CFLAGS ?=
 ALL_CFLAGS := $(BASE_CFLAGS) $(OPT) $(CFLAGS)
-LDLIBS := -Wl,--as-needed $(PKG_LIBS) -ldnnl -lm -pthread
+LDLIBS := -Wl,--as-needed $(PKG_LIBS) -ldnnl -lgomp -lm -pthread
 LDFLAGS_ALL := $(SAN_LDFLAGS) $(LDFLAGS)
 
 COMPONENTS := util rec io img nn ckpt train spot infer race
@@ -50,6 +50,10 @@ all: $(BIN)
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+# batch norm runs in oneDNN's OpenMP team (GCC's libgomp, which oneDNN itself uses): the same
+# threads, so neither pool spins against the other on few cores
+$(BUILD)/obj/src/nn/kern_bn_fast.o: ALL_CFLAGS += -fopenmp
 
 $(LIB): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
