@@ -36,15 +36,17 @@ COMPONENTS := util rec io img nn ckpt train spot infer race
 LIB_SRC := $(foreach c,$(COMPONENTS),$(wildcard src/$(c)/*.c))
 CLI_SRC := $(wildcard src/cli/*.c)
 TEST_SRC := $(wildcard tests/unit/test_*.c)
+BENCH_SRC := $(wildcard bench/*.c)
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 LIB := $(BUILD)/libbaton.a
 BIN := $(BUILD)/baton
 
-.PHONY: all test bench fuzz clean tests deps run
+.PHONY: all test bench bench-build fuzz clean tests deps run
 all: $(BIN)
 
 $(BUILD)/obj/%.o: %.c
@@ -67,6 +69,13 @@ $(BUILD)/tests/%: tests/unit/%.c tests/unit/check.h $(LIB)
 	$(CC) $(ALL_CFLAGS) -Itests/unit $(LDFLAGS_ALL) -o $@ $< $(LIB) $(LDLIBS)
 
 tests: $(BIN) $(TEST_BIN)
+
+# benchmark programs (bench/*.c), run by the bench/*.sh scripts
+$(BUILD)/bench/%: bench/%.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS_ALL) -o $@ $< $(LIB) $(LDLIBS)
+
+bench-build: $(BIN) $(BENCH_BIN)
 
 # ---- fuzz targets: clang + libFuzzer, the library compiled with the fuzzer's instrumentation
 FUZZ_BUILD := build-fuzz
@@ -96,7 +105,7 @@ test:
 run: all
 	$(BIN) run
 
-bench: all
+bench: bench-build
 	bench/run.sh
 
 deps:

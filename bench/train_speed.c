@@ -33,7 +33,6 @@ static const char *const pname[P_N] = {"conv_fwd", "conv_bwd_data", "conv_bwd_we
 static double ptime[P_N];
 static unsigned long pcalls[P_N];
 static const baton_nn_kernels *inner;
-static double conv_macs_fwd;   /* accumulated per profiled forward conv */
 
 #define TIMED(i, call) do { double t0_ = now(); call; ptime[i] += now() - t0_; pcalls[i]++; } while (0)
 static void w_conv_fwd(const baton_nn_conv_geom *g, const float *x, const float *w, const float *b, float *y)
@@ -155,7 +154,6 @@ int main(int argc, char **argv)
     profiled.to_plain = k->to_plain;
     profiled.from_plain = k->from_plain;
     baton_nn_model_set_kernels(m, profile ? &profiled : k);
-    (void)conv_macs_fwd;
     double fwd_flops = 2 * macs, train_flops = 3 * fwd_flops - 2 * first_macs;
 
     baton_nn_optim_cfg oc = {.kind = BATON_NN_SGD, .momentum = 0.9, .weight_decay = 5e-4};
@@ -188,8 +186,7 @@ int main(int argc, char **argv)
     }
     qsort(rates, (size_t)reps, sizeof rates[0], cmp_dbl);
     double med = rates[reps / 2];
-    double gflops = med * train_flops / batch / 1e9 * batch;
-    gflops = med * (train_flops / 1.0) / 1e9;
+    const double gflops = med * train_flops / 1e9;   /* img/s x FLOP per image */
     if (profile) {
         double total = 0;
         for (int i = 0; i < P_N; i++) total += ptime[i];
