@@ -17,7 +17,7 @@ unset AWS_EC2_METADATA_SERVICE_ENDPOINT AWS_EC2_METADATA_DISABLED
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$T"' EXIT
 D=$T/fm
-N=300
+N=200
 FIN=$(printf 'ckpt-%09d' "$N")
 TR="$BATON train --data $D --model mlp --epochs 2 --batch 64 --seed 7 --threads 2 --quiet --max-steps $N"
 
@@ -70,7 +70,7 @@ check '$TR --ckpt-dir "$T/ref" --no-notice >/dev/null 2>&1' "uninterrupted refer
 check '[ -f "$T/ref/$FIN/model.safetensors" ]' "reference has $FIN"
 
 # 1. a notice scheduled by --interrupt-after, IMDSv2 (tokens optional), 60 s notice
-start_imds --interrupt-after 0.3 --notice 60
+start_imds --interrupt-after 0.1 --notice 60
 t0=$(date +%s.%N)
 AWS_EC2_METADATA_SERVICE_ENDPOINT=$URL $TR --ckpt-dir "$T/n1" >"$T/n1.out" 2>"$T/n1.err"
 rc=$?

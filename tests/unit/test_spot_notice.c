@@ -299,7 +299,7 @@ static void test_dmi_and_env(void)
     CHECK(baton_cloud_detect(d[5]) == BATON_CLOUD_UNKNOWN);   /* empty folder */
     setenv("BATON_DMI_DIR", d[0], 1);
     CHECK(baton_cloud_detect(NULL) == BATON_CLOUD_EC2);
-    unsetenv("BATON_DMI_DIR");
+    setenv("BATON_DMI_DIR", dmi_none, 1);
 
     /* what a watcher would poll, decided without the network */
     baton_notice_opts o;
@@ -374,6 +374,7 @@ int main(void)
     unsetenv("AWS_EC2_METADATA_DISABLED");
     unsetenv("AWS_EC2_METADATA_SERVICE_ENDPOINT");
     snprintf(dmi_none, sizeof dmi_none, "/tmp/baton-no-dmi-%d", (int)getpid());   /* does not exist */
+    setenv("BATON_DMI_DIR", dmi_none, 1);   /* never a real metadata service, whatever machine this is */
     test_flow(0, 0, 0, "imds-v2");
     test_flow(1, 1, 0, "imds-v2");
     test_flow(0, 0, 403, "imds-v1");
