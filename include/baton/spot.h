@@ -111,6 +111,13 @@ int baton_notice_watching(const baton_notice_watcher *w);
 uint64_t baton_notice_rounds(const baton_notice_watcher *w);
 void baton_notice_stop(baton_notice_watcher *w);
 
+/* The parsers of metadata answers (exposed for tests and fuzzing). An instance-action body is a
+ * notice when it is a JSON object with "action" terminate|stop|hibernate and a "time" that parses:
+ * returns 1 with *kind and *deadline set, else 0. A rebalance body is {"noticeTime": time}: returns
+ * 1 with *notice_time and the raw string (for telling recommendations apart) in raw, else 0. */
+int baton_notice_parse_action(const char *body, size_t len, baton_notice_kind *kind, double *deadline);
+int baton_notice_parse_rebalance(const char *body, size_t len, double *notice_time, char *raw, size_t raw_cap);
+
 /* "terminate", "stop", "hibernate", "rebalance", "sigterm", "preempted", "none". */
 const char *baton_notice_kind_name(baton_notice_kind k);
 

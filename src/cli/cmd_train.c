@@ -86,8 +86,11 @@ int cmd_train(int argc, char **argv)
     printf(", %.0f samples/s (%s)%s%s\n", r.samples_per_s, r.kernels, r.checkpoint[0] ? ", checkpoint " : "",
            r.checkpoint);
     if (rc == BATON_STOPPED) {
-        printf("stopped on a %s notice (%s), %.0f s before the deadline\n", r.notice, r.notice_source,
-               r.notice_margin_s);
+        if (r.notice_deadline > 0)
+            printf("stopped on a %s notice (%s), %.0f s before the deadline\n", r.notice, r.notice_source,
+                   r.notice_margin_s);
+        else
+            printf("stopped on a %s notice (%s)\n", r.notice, r.notice_source);
         return CLI_INTERRUPTED;
     }
     return CLI_OK;

@@ -290,43 +290,56 @@ static const char *source_name(const baton_notice_watcher *w)
     return w->mode == MODE_V2 ? "imds-v2" : "imds-v1";
 }
 
-/* A terminal notice in w->body: {"action": terminate|stop|hibernate, "time": ISO 8601}. */
-static void ec2_action(baton_notice_watcher *w)
+int baton_notice_parse_action(const char *body, size_t len, baton_notice_kind *kind, double *deadline)
 {
-    cJSON *j = cJSON_ParseWithLength(w->body, w->blen);
+    cJSON *j = cJSON_ParseWithLength(body, len);
     const cJSON *a = cJSON_GetObjectItemCaseSensitive(j, "action");
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "time");
-    double when;
     baton_notice_kind k = BATON_NOTICE_NONE;
-    if (cJSON_IsObject(j) && cJSON_IsString(a) && cJSON_IsString(t) && !baton_spot_time_parse(t->valuestring, &when)) {
+    if (cJSON_IsObject(j) && cJSON_IsString(a) && cJSON_IsString(t) && !baton_spot_time_parse(t->valuestring, deadline)) {
         if (!strcmp(a->valuestring, "terminate")) k = BATON_NOTICE_TERMINATE;
         else if (!strcmp(a->valuestring, "stop")) k = BATON_NOTICE_STOP;
         else if (!strcmp(a->valuestring, "hibernate")) k = BATON_NOTICE_HIBERNATE;
     }
-    if (k != BATON_NOTICE_NONE) latch(w, k, when, baton_wall_now(), source_name(w));
-    else baton_log(BATON_LOG_DEBUG, "notice watcher: instance-action answer is not a notice: %.80s", w->body);
     cJSON_Delete(j);
+    *kind = k;
+    return k != BATON_NOTICE_NONE;
 }
 
-/* A rebalance recommendation in w->body: {"noticeTime": ISO 8601}; new when its time is new. */
+int baton_notice_parse_rebalance(const char *body, size_t len, double *notice_time, char *raw, size_t raw_cap)
+{
+    cJSON *j = cJSON_ParseWithLength(body, len);
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "noticeTime");
+    int ok = cJSON_IsObject(j) && cJSON_IsString(t) && strlen(t->valuestring) < raw_cap &&
+             !baton_spot_time_parse(t->valuestring, notice_time);
+    if (ok) snprintf(raw, raw_cap, "%s", t->valuestring);
+    cJSON_Delete(j);
+    return ok;
+}
+
+/* A terminal notice in w->body. */
+static void ec2_action(baton_notice_watcher *w)
+{
+    baton_notice_kind k;
+    double when;
+    if (baton_notice_parse_action(w->body, w->blen, &k, &when)) latch(w, k, when, baton_wall_now(), source_name(w));
+    else baton_log(BATON_LOG_DEBUG, "notice watcher: instance-action answer is not a notice: %.80s", w->body);
+}
+
+/* A rebalance recommendation in w->body; new when its noticeTime is new. */
 static void ec2_rebalance(baton_notice_watcher *w)
 {
-    cJSON *j = cJSON_ParseWithLength(w->body, w->blen);
-    const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "noticeTime");
+    char raw[sizeof w->rebal_last];
     double when;
-    if (cJSON_IsObject(j) && cJSON_IsString(t) && strlen(t->valuestring) < sizeof w->rebal_last &&
-        !baton_spot_time_parse(t->valuestring, &when) && strcmp(t->valuestring, w->rebal_last)) {
-        snprintf(w->rebal_last, sizeof w->rebal_last, "%s", t->valuestring);
-        pthread_mutex_lock(&w->mu);
-        w->rebal = (baton_notice_event){.kind = BATON_NOTICE_REBALANCE, .deadline = 0, .seen_at = when};
-        snprintf(w->rebal.source, sizeof w->rebal.source, "%s", source_name(w));
-        atomic_fetch_add(&w->rebal_count, 1);
-        pthread_cond_broadcast(&w->cv);
-        pthread_mutex_unlock(&w->mu);
-        baton_log(BATON_LOG_INFO, "notice: rebalance recommendation (noticeTime %s) from %s", t->valuestring,
-                  source_name(w));
-    }
-    cJSON_Delete(j);
+    if (!baton_notice_parse_rebalance(w->body, w->blen, &when, raw, sizeof raw) || !strcmp(raw, w->rebal_last)) return;
+    memcpy(w->rebal_last, raw, sizeof raw);
+    pthread_mutex_lock(&w->mu);
+    w->rebal = (baton_notice_event){.kind = BATON_NOTICE_REBALANCE, .deadline = 0, .seen_at = when};
+    snprintf(w->rebal.source, sizeof w->rebal.source, "%s", source_name(w));
+    atomic_fetch_add(&w->rebal_count, 1);
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    baton_log(BATON_LOG_INFO, "notice: rebalance recommendation (noticeTime %s) from %s", raw, source_name(w));
 }
 
 /* A token is printable ASCII without spaces, like EC2's base64 tokens. */

@@ -571,8 +571,10 @@ int baton_train_run(const baton_train_opts *o, baton_train_result *r, baton_err 
         r->notice_deadline = nev.deadline;
         r->notice_margin_s = nev.deadline > 0 ? nev.deadline - baton_wall_now() : 0;
         const char *cp = baton_ckpt_last_committed(t.store), *slash = strrchr(cp, '/');
-        baton_log(BATON_LOG_WARN, "notice: %s (%s), %.0f s before the deadline: checkpoint %s committed, stopping",
-                  r->notice, r->notice_source, r->notice_margin_s, slash ? slash + 1 : cp);
+        char left[48] = "deadline unknown";
+        if (nev.deadline > 0) snprintf(left, sizeof left, "%.0f s before the deadline", r->notice_margin_s);
+        baton_log(BATON_LOG_WARN, "notice: %s (%s), %s: checkpoint %s committed, stopping", r->notice,
+                  r->notice_source, left, slash ? slash + 1 : cp);
     }
     r->step = t.st.step;
     r->epoch = t.st.epoch;
