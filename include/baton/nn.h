@@ -31,8 +31,12 @@
  * Kernel table: the seam between the network code and the arithmetic.
  *
  * Contract for every entry: inputs are read-only, outputs are overwritten (never accumulated),
- * pointers do not alias unless stated, all arrays are dense NCHW / OIHW / [out,in] float32.
- * Gradient outputs for parameters (dw, db, dgamma, dbeta) are overwritten as well.
+ * pointers do not alias unless stated, weights are dense OIHW / [out,in] float32, and activations
+ * are in the table's layout: dense NCHW when `block` is 0; when `block` is B > 0, an activation
+ * whose channel count is a multiple of B is stored [n][c/B][h][w][B] (oneDNN's nChw16c for B = 16)
+ * and any other stays NCHW ([n, c] when h = w = 1 either way). to_plain / from_plain convert one
+ * activation between the table's layout and NCHW. Gradient outputs for parameters (dw, db, dgamma,
+ * dbeta) are overwritten as well.
  * --------------------------------------------------------------------------------------------- */
 typedef struct baton_nn_conv_geom {
     int n, ic, ih, iw;       /* input  [n, ic, ih, iw] */
@@ -49,6 +53,9 @@ typedef struct baton_nn_pool_geom {
 
 typedef struct baton_nn_kernels {
     const char *name;        /* "reference" or "dnnl" */
+    int block;               /* activation layout: 0 NCHW, B > 0 channel blocks of B (see above) */
+    void (*to_plain)(int n, int c, int h, int w, const float *x, float *y);
+    void (*from_plain)(int n, int c, int h, int w, const float *x, float *y);
     /* convolution; b / db may be NULL (no bias) */
     void (*conv_fwd)(const baton_nn_conv_geom *g, const float *x, const float *w, const float *b, float *y);
     void (*conv_bwd_data)(const baton_nn_conv_geom *g, const float *dy, const float *w, float *dx);
@@ -70,11 +77,12 @@ typedef struct baton_nn_kernels {
     /* relu; backward uses the forward OUTPUT y (dx = dy where y > 0); dx may alias dy */
     void (*relu_fwd)(size_t count, const float *x, float *y);
     void (*relu_bwd)(size_t count, const float *y, const float *dy, float *dx);
-    /* max pooling; ws holds, per output, the flat index within its input plane of the chosen
-     * element (the first maximum in row-major window order, as PyTorch) */
+    /* max pooling; ws holds, per output (in the output's storage order), the flat index within
+     * its input plane of the chosen element (the first maximum in row-major window order, as
+     * PyTorch); only the same table's backward reads it */
     void (*maxpool_fwd)(const baton_nn_pool_geom *g, const float *x, float *y, int32_t *ws);
     void (*maxpool_bwd)(const baton_nn_pool_geom *g, const float *dy, const int32_t *ws, float *dx);
-    /* global average pooling [n, c, hw] -> [n, c] */
+    /* global average pooling [n, c, hw] (table layout) -> [n, c] */
     void (*gap_fwd)(int n, int c, int hw, const float *x, float *y);
     void (*gap_bwd)(int n, int c, int hw, const float *dy, float *dx);
     /* y = a + b elementwise; y may alias a or b */

@@ -1,6 +1,6 @@
 /* kern_bn_fast.c — the fast batch-normalisation kernels of the oneDNN table (training forward,
- * inference forward, backward) over NCHW activations [n, c, hw], and the small thread pool they
- * run on.
+ * inference forward, backward) over activations [n, c, hw] in the table's layout — NCHW, or
+ * blocked [n][c/16][hw][16] when c is a multiple of 16 — and the threads they run on.
  *
  * Contract: that of the kernel table (nn.h, baton_nn_kernels) and of the reference kernels in
  * kern_norm.c — the same formulas (PyTorch's: batch mean and BIASED batch variance returned and
@@ -9,20 +9,27 @@
  * dbeta = sum(dy)), equal to the reference within float rounding, not bit for bit. The running
  * statistics are the caller's (model.c).
  *
- * Arithmetic: a channel is the n contiguous spans x[i, ch, 0 .. hw) of one image each. Sums run in
- * float vector lanes (GCC vector extensions: SSE on baseline x86-64) over at most SUM_BLOCK
+ * Arithmetic, NCHW: a channel is the n contiguous spans x[i, ch, 0 .. hw) of one image each. Sums
+ * run in float vector lanes (GCC vector extensions: SSE on baseline x86-64) over at most SUM_BLOCK
  * elements, then fold into a double; the lane layout, the folding points and the final horizontal
  * sum depend only on (n, hw), never on threads. Training forward is two passes for the statistics
  * (mean, then squares about it) and one to normalise, all over one channel while it sits in cache.
+ * Blocked: sixteen channels sit in the sixteen lanes of one vector; the images are cut into at
+ * most 16 chunks (a function of n, c and hw only), each (channel block, chunk) item sums in float
+ * lanes per image and in double across images, and the call adds the items' partials in chunk
+ * order; the same passes, each a parallel phase.
  *
- * Threads: every channel (inference: every [image, channel] plane) is computed entirely by one
- * thread, so results are bit-identical whatever the thread count or scheduling. The pool is
- * (nthreads - 1) workers started on first use and kept for the life of the process; nthreads is
- * OMP_NUM_THREADS (as oneDNN's) or else the CPUs this process may run on, capped at MAX_THREADS
- * and at that CPU count. A call wakes the workers, and it and they take chunks of channels from a
- * shared counter until none is left; then it waits for them. Idle workers sleep on a condition
- * variable. Small tensors, a call made while another thread is using the pool, and calls in a
- * child after fork run on the caller alone (same results). Nothing is allocated per call. */
+ * Threads: every item (NCHW: a channel, or for inference an [image, channel] plane; blocked: a
+ * channel block and image chunk) is computed entirely by one thread, so results are bit-identical
+ * whatever the thread count or scheduling. In the normal build (GCC with OpenMP, as Debian's oneDNN
+ * uses) the items run in an OpenMP parallel region: the same team of threads that runs oneDNN's
+ * primitives, sized by OMP_NUM_THREADS, so the two never compete for the cores. Builds without
+ * OpenMP (the fuzzing build) use a small pool of (nthreads - 1) workers started on first use:
+ * nthreads is OMP_NUM_THREADS or else the CPUs this process may run on, capped at MAX_THREADS; a
+ * call wakes the workers, they take chunks of items from a shared counter, the call waits for them.
+ * Small tensors, calls made inside a parallel region or while another thread is using the pool,
+ * and calls in a child after fork run on the caller alone (same results). Nothing is allocated per
+ * call (the blocked path keeps its partial sums on the stack). */
 #include "nn_internal.h"
 
 #include <math.h>
@@ -34,6 +41,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #define LANES 4      /* one SSE register: baseline x86-64, no ABI change for the vector type */
 #define ACCS 4       /* independent accumulator chains per sum */
@@ -171,7 +181,9 @@ static inline void span_dx(float *restrict dx, const float *restrict x, const fl
 
 /* ---- one call's work ---- */
 
-enum { JOB_TRAIN, JOB_INFER, JOB_BWD };
+enum { JOB_TRAIN, JOB_INFER, JOB_BWD,
+       /* blocked activations: the phases of one call, each over (channel block, image chunk) items */
+       JOB_B_SUM, JOB_B_SQ, JOB_B_AFFINE, JOB_B_BSUM, JOB_B_DX };
 
 typedef struct job {
     int kind;
@@ -182,6 +194,11 @@ typedef struct job {
     atomic_int next;               /* the first item no thread has taken yet */
     const float *x, *dy, *gamma, *beta, *mean, *var;
     float *y, *dx, *omean, *ovar, *dgamma, *dbeta;
+    /* blocked: images [0, n) cut into `chunks` runs of `per_chunk`; per (block, chunk) partial sums
+     * of 16 lanes (two sums in backward) in part; per-channel m, k1/scale, shift/mdy, b in coef */
+    int chunks, per_chunk;
+    double *part;
+    const float *coef;
 } job;
 
 /* The spans of channel ch, cut to at most SUM_BLOCK elements: offset of piece k of image i. */
@@ -252,6 +269,99 @@ static void bwd_channel(const job *j, int ch)
     }
 }
 
+/* ---- blocked activations: [n][c/16][hw][16], sixteen channels in the lanes of one vector ----
+ * An item is (channel block cb, image chunk ch). Sums of one item run in 16-lane float vectors over
+ * one image's plane at a time (hw elements per lane, folded into double lanes after each image);
+ * the caller adds the items' double partials in chunk order. The cut into chunks depends only on
+ * (n, c, hw), so results do not depend on threads. */
+/* the 64-byte vector type below only ever passes between static functions of this file, which the
+ * compiler inlines; its note that such a type would change an external ABI without AVX-512 does not
+ * apply (GCC and clang both call the warning -Wpsabi) */
+#pragma GCC diagnostic ignored "-Wpsabi"
+typedef float v16 __attribute__((vector_size(16 * sizeof(float))));
+
+static inline v16 v16load(const float *p)
+{
+    v16 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline void v16store(float *p, v16 v)
+{
+    memcpy(p, &v, sizeof v);
+}
+
+static inline v16 v16from(const float *p16) { return v16load(p16); }
+
+static inline const float *blk_plane(const job *j, const float *base, int img, int cb)
+{
+    return base + ((size_t)img * (j->c / 16) + cb) * (size_t)j->hw * 16;
+}
+
+static void blk_item(const job *j, int item)
+{
+    const int cb = item / j->chunks, ch = item % j->chunks;
+    const int i0 = ch * j->per_chunk, i1 = i0 + j->per_chunk < j->n ? i0 + j->per_chunk : j->n;
+    double *part = j->part + (size_t)item * 32;
+    const float *cf = j->coef + (size_t)cb * 16;   /* coef rows: [4][c] */
+    const size_t C = (size_t)j->c;
+    const v16 m = v16from(cf), k1 = v16from(cf + C), k2 = v16from(cf + 2 * C), k3 = v16from(cf + 3 * C);
+    double d0[16] = {0}, d1[16] = {0};
+    for (int i = i0; i < i1; i++) {
+        const float *x = blk_plane(j, j->x, i, cb);
+        v16 a0 = {0}, a1 = {0}, b0 = {0}, b1 = {0};
+        int p = 0;
+        switch (j->kind) {
+        case JOB_B_SUM:
+            for (; p + 2 <= j->hw; p += 2) a0 += v16load(x + (size_t)p * 16), a1 += v16load(x + (size_t)p * 16 + 16);
+            for (; p < j->hw; p++) a0 += v16load(x + (size_t)p * 16);
+            break;
+        case JOB_B_SQ:
+            for (; p + 2 <= j->hw; p += 2) {
+                v16 u = v16load(x + (size_t)p * 16) - m, w = v16load(x + (size_t)p * 16 + 16) - m;
+                a0 += u * u;
+                a1 += w * w;
+            }
+            for (; p < j->hw; p++) {
+                v16 u = v16load(x + (size_t)p * 16) - m;
+                a0 += u * u;
+            }
+            break;
+        case JOB_B_AFFINE: {   /* y = (x - m) * scale + shift */
+            float *y = (float *)blk_plane(j, j->y, i, cb);
+            for (; p < j->hw; p++) v16store(y + (size_t)p * 16, (v16load(x + (size_t)p * 16) - m) * k1 + k2);
+            continue;
+        }
+        case JOB_B_BSUM: {     /* sum dy, sum dy * (x - m) */
+            const float *dy = blk_plane(j, j->dy, i, cb);
+            for (; p < j->hw; p++) {
+                v16 g = v16load(dy + (size_t)p * 16);
+                if (p & 1) {
+                    a1 += g;
+                    b1 += g * (v16load(x + (size_t)p * 16) - m);
+                } else {
+                    a0 += g;
+                    b0 += g * (v16load(x + (size_t)p * 16) - m);
+                }
+            }
+            break;
+        }
+        default: {             /* JOB_B_DX: dx = k1 * (dy - mdy - (x - m) * b) */
+            const float *dy = blk_plane(j, j->dy, i, cb);
+            float *dx = (float *)blk_plane(j, j->dx, i, cb);
+            for (; p < j->hw; p++)
+                v16store(dx + (size_t)p * 16, k1 * (v16load(dy + (size_t)p * 16) - k2 - (v16load(x + (size_t)p * 16) - m) * k3));
+            continue;
+        }
+        }
+        const v16 sa = a0 + a1, sb = b0 + b1;
+        for (int l = 0; l < 16; l++) d0[l] += sa[l], d1[l] += sb[l];
+    }
+    memcpy(part, d0, sizeof d0);
+    memcpy(part + 16, d1, sizeof d1);
+}
+
 /* Take chunks of items until none is left. Which thread computes an item changes nothing in it. */
 static void run_items(job *j)
 {
@@ -263,7 +373,8 @@ static void run_items(job *j)
             switch (j->kind) {
             case JOB_TRAIN: train_channel(j, it); break;
             case JOB_INFER: infer_plane(j, it); break;
-            default: bwd_channel(j, it); break;
+            case JOB_BWD: bwd_channel(j, it); break;
+            default: blk_item(j, it); break;
             }
         }
     }
@@ -281,6 +392,7 @@ static struct {
     uint64_t gen;                  /* bumped once per parallel call */
     int pending;                   /* workers still running the current call */
     job *cur;
+    int omp_threads;               /* OpenMP builds: the team size (OMP_NUM_THREADS) */
 } P = {
     .once = PTHREAD_ONCE_INIT,
     .nthreads = 1,
@@ -316,6 +428,12 @@ static int cpus_allowed(void)
 
 static void pool_start(void)
 {
+#ifdef _OPENMP
+    P.pid = getpid();
+    P.omp_threads = omp_get_max_threads();
+    if (P.omp_threads > MAX_THREADS) P.omp_threads = MAX_THREADS;
+    return;
+#endif
     int cpus = cpus_allowed(), want = cpus;
     const char *env = getenv("OMP_NUM_THREADS");
     if (env && *env) {
@@ -344,6 +462,18 @@ static void run(job *j)
 {
     pthread_once(&P.once, pool_start);
     const size_t total = (size_t)j->n * j->c * j->hw;
+#ifdef _OPENMP
+    /* oneDNN's OpenMP team: its threads are the ones that just ran the convolution (and spin a
+     * while waiting for more), so the work goes to them instead of to a second pool */
+    if (P.omp_threads > 1 && j->items > 1 && total >= MIN_PARALLEL && getpid() == P.pid && !omp_in_parallel()) {
+        j->chunk = j->items / (8 * P.omp_threads);
+        if (j->chunk < 1) j->chunk = 1;
+        atomic_init(&j->next, 0);
+#pragma omp parallel num_threads(P.omp_threads)
+        run_items(j);
+        return;
+    }
+#endif
     if (P.nthreads > 1 && j->items > 1 && total >= MIN_PARALLEL && getpid() == P.pid &&
         pthread_mutex_trylock(&P.busy) == 0) {
         /* a few chunks per thread: a worker that gets its CPU late (the machine's other threads,
@@ -369,12 +499,120 @@ static void run(job *j)
     run_items(j);
 }
 
+/* ---- blocked calls ---- */
+
+#define BLK_PART_MAX 4096   /* doubles of partial sums on the stack: blocks * chunks * 32 */
+
+/* The cut of images into chunks for a blocked call: about 4096 elements per lane and chunk, at most
+ * 16 chunks, fewer when the partials would not fit. A function of (n, c, hw) only. */
+static void blk_plan(job *j)
+{
+    const int cb = j->c / 16;
+    long want = (long)j->n * j->hw / 4096;
+    if (want < 1) want = 1;
+    if (want > 16) want = 16;
+    while (want > 1 && (long)cb * want * 32 > BLK_PART_MAX) want--;
+    j->per_chunk = (int)((j->n + want - 1) / want);
+    j->chunks = (j->n + j->per_chunk - 1) / j->per_chunk;
+    j->items = cb * j->chunks;
+}
+
+/* Lane l of channel block cb summed over the chunks, in chunk order; which = 0 or 1 (the second sum). */
+static double blk_total(const job *j, int cb, int l, int which)
+{
+    double t = 0.0;
+    for (int ch = 0; ch < j->chunks; ch++) t += j->part[((size_t)cb * j->chunks + ch) * 32 + (size_t)which * 16 + l];
+    return t;
+}
+
+static int blk_ok(int c, int hw)
+{
+    return nn_is_blocked(NN_BLOCK, c) && hw > 1 && (size_t)(c / 16) * 32 <= BLK_PART_MAX;
+}
+
+static void blk_phase(job *j, int kind)
+{
+    j->kind = kind;
+    run(j);
+}
+
+static void blk_fwd_train(int n, int c, int hw, const float *x, const float *gamma, const float *beta, float eps,
+                          float *y, float *mean, float *var, float *coef)
+{
+    double part[BLK_PART_MAX];
+    job j = {.n = n, .c = c, .hw = hw, .eps = eps, .x = x, .y = y, .part = part, .coef = coef};
+    blk_plan(&j);
+    const double count = (double)n * hw;
+    memset(coef, 0, sizeof(float) * 4 * (size_t)c);
+    blk_phase(&j, JOB_B_SUM);
+    double mu[BLK_PART_MAX / 2];
+    for (int ch = 0; ch < c; ch++) {
+        mu[ch] = blk_total(&j, ch / 16, ch % 16, 0) / count;
+        coef[ch] = (float)mu[ch];
+    }
+    blk_phase(&j, JOB_B_SQ);
+    for (int ch = 0; ch < c; ch++) {
+        const double dm = (double)coef[ch] - mu[ch];
+        double v = blk_total(&j, ch / 16, ch % 16, 0) / count - dm * dm;
+        if (v < 0.0) v = 0.0;
+        mean[ch] = coef[ch];
+        var[ch] = (float)v;
+        coef[c + ch] = 1.0f / sqrtf(var[ch] + eps) * gamma[ch];
+        coef[2 * c + ch] = beta[ch];
+    }
+    blk_phase(&j, JOB_B_AFFINE);
+}
+
+static void blk_fwd_infer(int n, int c, int hw, const float *x, const float *gamma, const float *beta,
+                          const float *mean, const float *var, float eps, float *y, float *coef)
+{
+    double part[BLK_PART_MAX];
+    job j = {.n = n, .c = c, .hw = hw, .eps = eps, .x = x, .y = y, .part = part, .coef = coef};
+    blk_plan(&j);
+    for (int ch = 0; ch < c; ch++) {
+        coef[ch] = mean[ch];
+        coef[c + ch] = 1.0f / sqrtf(var[ch] + eps) * gamma[ch];
+        coef[2 * c + ch] = beta[ch];
+        coef[3 * c + ch] = 0.0f;
+    }
+    blk_phase(&j, JOB_B_AFFINE);
+}
+
+static void blk_bwd(int n, int c, int hw, const float *x, const float *dy, const float *gamma, const float *mean,
+                    const float *var, float eps, float *dx, float *dgamma, float *dbeta, float *coef)
+{
+    double part[BLK_PART_MAX];
+    job j = {.n = n, .c = c, .hw = hw, .eps = eps, .x = x, .dy = dy, .dx = dx, .part = part, .coef = coef};
+    blk_plan(&j);
+    const double count = (double)n * hw;
+    for (int ch = 0; ch < c; ch++) {
+        coef[ch] = mean[ch];
+        coef[c + ch] = coef[2 * c + ch] = coef[3 * c + ch] = 0.0f;
+    }
+    blk_phase(&j, JOB_B_BSUM);
+    for (int ch = 0; ch < c; ch++) {
+        const float invstd = 1.0f / sqrtf(var[ch] + eps);
+        const double gdy = blk_total(&j, ch / 16, ch % 16, 0), gdyx = blk_total(&j, ch / 16, ch % 16, 1) * invstd;
+        dgamma[ch] = (float)gdyx;
+        dbeta[ch] = (float)gdy;
+        coef[c + ch] = gamma[ch] * invstd;
+        coef[2 * c + ch] = (float)(gdy / count);
+        coef[3 * c + ch] = invstd * (float)(gdyx / count);
+    }
+    blk_phase(&j, JOB_B_DX);
+}
+
 /* ---- the table entries ---- */
 
 void nn_fast_bn_fwd_train(int n, int c, int hw, const float *x, const float *gamma, const float *beta, float eps,
                           float *y, float *mean, float *var)
 {
     if (n <= 0 || c <= 0 || hw <= 0) return;
+    if (blk_ok(c, hw)) {
+        float coef[4 * (BLK_PART_MAX / 32) * 16];
+        blk_fwd_train(n, c, hw, x, gamma, beta, eps, y, mean, var, coef);
+        return;
+    }
     job j = {.kind = JOB_TRAIN, .n = n, .c = c, .hw = hw, .eps = eps, .items = c, .x = x, .gamma = gamma,
              .beta = beta, .y = y, .omean = mean, .ovar = var};
     run(&j);
@@ -384,6 +622,11 @@ void nn_fast_bn_fwd_infer(int n, int c, int hw, const float *x, const float *gam
                           const float *mean, const float *var, float eps, float *y)
 {
     if (n <= 0 || c <= 0 || hw <= 0) return;
+    if (blk_ok(c, hw)) {
+        float coef[4 * (BLK_PART_MAX / 32) * 16];
+        blk_fwd_infer(n, c, hw, x, gamma, beta, mean, var, eps, y, coef);
+        return;
+    }
     job j = {.kind = JOB_INFER, .n = n, .c = c, .hw = hw, .eps = eps, .items = n * c, .x = x, .gamma = gamma,
              .beta = beta, .mean = mean, .var = var, .y = y};
     run(&j);
@@ -393,6 +636,11 @@ void nn_fast_bn_bwd(int n, int c, int hw, const float *x, const float *dy, const
                     const float *var, float eps, float *dx, float *dgamma, float *dbeta)
 {
     if (n <= 0 || c <= 0 || hw <= 0) return;
+    if (blk_ok(c, hw)) {
+        float coef[4 * (BLK_PART_MAX / 32) * 16];
+        blk_bwd(n, c, hw, x, dy, gamma, mean, var, eps, dx, dgamma, dbeta, coef);
+        return;
+    }
     job j = {.kind = JOB_BWD, .n = n, .c = c, .hw = hw, .eps = eps, .items = c, .x = x, .dy = dy, .gamma = gamma,
              .mean = mean, .var = var, .dx = dx, .dgamma = dgamma, .dbeta = dbeta};
     run(&j);

@@ -9,17 +9,20 @@
  * the primitive, and this file allocates nothing. The cache holds CACHE_CAP entries and evicts the
  * least recently used one; the scratchpad grows (only) when a new primitive needs more.
  *
- * Layout: the table boundary keeps the model's layout — NCHW activations, OIHW convolution weights,
- * [out, in] linear weights — and every primitive is created on those plain memory descriptors, so
- * there are no reorders.
+ * Layout: activations whose channel count is a multiple of 16 are blocked, nChw16c (the table's
+ * `block` is 16; kern_layout.c converts and pools them), others NCHW; convolution weights stay OIHW
+ * and linear weights [out, in] at the boundary (reordered to the primitive's weight format around
+ * each call — small arrays). Inner products see [n, features] arrays (the model flattens blocked
+ * activations to NCHW order first).
  *
  * Which entries are oneDNN: convolution (forward, backward data, backward weights), inner product
  * (the same three), relu (forward, backward from the output) and add (binary). Batch normalisation
  * is kern_bn_fast.c's (oneDNN 2.6 has only a slow generic kernel for plain NCHW batch norm, which
- * made it over a third of a resnet training step). Max pooling is plain C (the max-pool
- * workspace format is part of the table contract — a flat index within the input plane — which
- * oneDNN's opaque workspace is not): an unrolled 2x2 stride-2 forward, the reference otherwise.
- * Global average pooling uses the reference kernels (a tiny share of the work).
+ * made it over a third of a resnet training step; the blocked kernels there are as simple). Max
+ * pooling is plain C (the max-pool workspace format is part of the table contract — a flat index
+ * within the input plane — which oneDNN's opaque workspace is not): kern_layout.c's on blocked
+ * activations, an unrolled 2x2 stride-2 forward on NCHW ones, the reference otherwise. Global
+ * average pooling is plain C too (a tiny share of the work).
  *
  * Threads: oneDNN in Debian runs on OpenMP, so OMP_NUM_THREADS sets the thread count. For a fixed
  * thread count every primitive is deterministic, so results are bit-reproducible run to run. Calls
@@ -199,23 +202,25 @@ static dnnl_status_t hint_pd(dnnl_primitive_desc_t *pd, const_dnnl_op_desc_t des
 }
 
 /* key for convolutions: n ic ih iw oc kh kw stride pad oh ow bias.
- * The primitive picks its own layouts (oneDNN's blocked formats run several times faster than its
- * plain-layout GEMM path); the arrays at the boundary stay NCHW / OIHW and are reordered in and out
- * around the call. Activations with a channel count that is not a multiple of 16 (the first layer)
- * stay plain, where padding them to a block would cost more than it saves. */
+ * Activations are in the table's layout (nChw16c for channel counts that are multiples of 16, the
+ * layout oneDNN's AVX-512 convolutions use natively; NCHW otherwise, e.g. the input images), so
+ * they need no reorder. The weights stay OIHW at the boundary (the model's and PyTorch's layout)
+ * and are reordered into the primitive's blocked weight format around the call — small arrays. */
 static dnnl_status_t build_conv(entry *e, const int64_t *v)
 {
     dnnl_memory_desc_t x, w, b, y, xa, wa, ya;
     const int64_t xd[4] = {v[1], v[2], v[3], v[4]}, wd[4] = {v[5], v[2], v[6], v[7]};
     const int64_t yd[4] = {v[1], v[5], v[10], v[11]};
     const dnnl_format_tag_t any = dnnl_format_tag_any;
-    dnnl_status_t st = md_plain(&x, 4, xd, dnnl_abcd);
+    const dnnl_format_tag_t xt = nn_is_blocked(NN_BLOCK, (int)v[2]) ? dnnl_aBcd16b : dnnl_abcd;
+    const dnnl_format_tag_t yt = nn_is_blocked(NN_BLOCK, (int)v[5]) ? dnnl_aBcd16b : dnnl_abcd;
+    dnnl_status_t st = md_plain(&x, 4, xd, xt);
     if (st == dnnl_success) st = md_plain(&w, 4, wd, dnnl_abcd);
     if (st == dnnl_success) st = MD1(&b, v[5]);
-    if (st == dnnl_success) st = md_plain(&y, 4, yd, dnnl_abcd);
-    if (st == dnnl_success) st = md_plain(&xa, 4, xd, v[2] % 16 ? dnnl_abcd : any);
+    if (st == dnnl_success) st = md_plain(&y, 4, yd, yt);
+    if (st == dnnl_success) st = md_plain(&xa, 4, xd, xt);
     if (st == dnnl_success) st = md_plain(&wa, 4, wd, any);
-    if (st == dnnl_success) st = md_plain(&ya, 4, yd, v[5] % 16 ? dnnl_abcd : any);
+    if (st == dnnl_success) st = md_plain(&ya, 4, yd, yt);
     if (st != dnnl_success) return st;
     const dnnl_dims_t strides = {v[8], v[8]}, pad = {v[9], v[9]};
     const int bias = (int)v[12];
@@ -418,25 +423,62 @@ static pkey conv_key(int op, const baton_nn_conv_geom *g, int bias)
     return key(op, 12, v);
 }
 
+/* The reference convolution on the table's layout: the rare path where oneDNN refused a geometry.
+ * Blocked arguments get NCHW copies allocated for the call (this path is already a slow one). */
+static void ref_conv(int op, const baton_nn_conv_geom *g, const float *a, const float *w, const float *b, float *out,
+                     float *db)
+{
+    const int bx = nn_is_blocked(NN_BLOCK, g->ic), by = nn_is_blocked(NN_BLOCK, g->oc);
+    const size_t nx = (size_t)g->n * g->ic * g->ih * g->iw, ny = (size_t)g->n * g->oc * g->oh * g->ow;
+    float *px = bx ? malloc(sizeof(float) * nx) : NULL, *py = by ? malloc(sizeof(float) * ny) : NULL;
+    if ((bx && !px) || (by && !py)) {
+        baton_log(BATON_LOG_ERROR, "nn: out of memory in the reference fallback of %s", op_name[op]);
+        memset(out, 0, sizeof(float) * (op == OP_CONV_FWD ? ny : op == OP_CONV_BWD_DATA ? nx
+                                                               : (size_t)g->oc * g->ic * g->kh * g->kw));
+        free(px);
+        free(py);
+        return;
+    }
+    switch (op) {
+    case OP_CONV_FWD:      /* a = x; out = y */
+        if (bx) nn_layout_to_plain(NN_BLOCK, g->n, g->ic, g->ih, g->iw, a, px);
+        nn_ref_conv_fwd(g, bx ? px : a, w, b, by ? py : out);
+        if (by) nn_layout_from_plain(NN_BLOCK, g->n, g->oc, g->oh, g->ow, py, out);
+        break;
+    case OP_CONV_BWD_DATA: /* a = dy; out = dx */
+        if (by) nn_layout_to_plain(NN_BLOCK, g->n, g->oc, g->oh, g->ow, a, py);
+        nn_ref_conv_bwd_data(g, by ? py : a, w, bx ? px : out);
+        if (bx) nn_layout_from_plain(NN_BLOCK, g->n, g->ic, g->ih, g->iw, px, out);
+        break;
+    default:               /* a = x, w = dy; out = dw */
+        if (bx) nn_layout_to_plain(NN_BLOCK, g->n, g->ic, g->ih, g->iw, a, px);
+        if (by) nn_layout_to_plain(NN_BLOCK, g->n, g->oc, g->oh, g->ow, w, py);
+        nn_ref_conv_bwd_weights(g, bx ? px : a, by ? py : w, out, db);
+        break;
+    }
+    free(px);
+    free(py);
+}
+
 static void d_conv_fwd(const baton_nn_conv_geom *g, const float *x, const float *w, const float *b, float *y)
 {
     pkey k = conv_key(OP_CONV_FWD, g, b != NULL);
     void *p[4] = {P(x), P(w), y, P(b)};
-    if (!dispatch(&k, p)) nn_ref_conv_fwd(g, x, w, b, y);
+    if (!dispatch(&k, p)) ref_conv(OP_CONV_FWD, g, x, w, b, y, NULL);
 }
 
 static void d_conv_bwd_data(const baton_nn_conv_geom *g, const float *dy, const float *w, float *dx)
 {
     pkey k = conv_key(OP_CONV_BWD_DATA, g, 0);
     void *p[3] = {P(dy), P(w), dx};
-    if (!dispatch(&k, p)) nn_ref_conv_bwd_data(g, dy, w, dx);
+    if (!dispatch(&k, p)) ref_conv(OP_CONV_BWD_DATA, g, dy, w, NULL, dx, NULL);
 }
 
 static void d_conv_bwd_weights(const baton_nn_conv_geom *g, const float *x, const float *dy, float *dw, float *db)
 {
     pkey k = conv_key(OP_CONV_BWD_W, g, db != NULL);
     void *p[4] = {P(x), P(dy), dw, db};
-    if (!dispatch(&k, p)) nn_ref_conv_bwd_weights(g, x, dy, dw, db);
+    if (!dispatch(&k, p)) ref_conv(OP_CONV_BWD_W, g, x, dy, NULL, dw, db);
 }
 
 static pkey ip_key(int op, int n, int in, int out, int bias)
@@ -507,6 +549,10 @@ static void d_add(size_t count, const float *a, const float *b, float *y)
  * reference kernel. */
 static void d_maxpool_fwd(const baton_nn_pool_geom *g, const float *x, float *y, int32_t *ws)
 {
+    if (nn_is_blocked(NN_BLOCK, g->c)) {
+        nn_blk_maxpool_fwd(g, x, y, ws);
+        return;
+    }
     if (g->k != 2 || g->stride != 2) {
         nn_ref_maxpool_fwd(g, x, y, ws);
         return;
@@ -536,8 +582,35 @@ static void d_maxpool_fwd(const baton_nn_pool_geom *g, const float *x, float *y,
     }
 }
 
+static void d_maxpool_bwd(const baton_nn_pool_geom *g, const float *dy, const int32_t *ws, float *dx)
+{
+    if (nn_is_blocked(NN_BLOCK, g->c))
+        nn_blk_maxpool_bwd(g, dy, ws, dx);
+    else
+        nn_ref_maxpool_bwd(g, dy, ws, dx);
+}
+
+static void d_gap_fwd(int n, int c, int hw, const float *x, float *y)
+{
+    if (nn_is_blocked(NN_BLOCK, c))
+        nn_blk_gap_fwd(n, c, hw, x, y);
+    else
+        nn_ref_gap_fwd(n, c, hw, x, y);
+}
+
+static void d_gap_bwd(int n, int c, int hw, const float *dy, float *dx)
+{
+    if (nn_is_blocked(NN_BLOCK, c))
+        nn_blk_gap_bwd(n, c, hw, dy, dx);
+    else
+        nn_ref_gap_bwd(n, c, hw, dy, dx);
+}
+
 static const baton_nn_kernels dnnl_table = {
     .name = "dnnl",
+    .block = NN_BLOCK,
+    .to_plain = nn_blk_to_plain,
+    .from_plain = nn_blk_from_plain,
     .conv_fwd = d_conv_fwd,
     .conv_bwd_data = d_conv_bwd_data,
     .conv_bwd_weights = d_conv_bwd_weights,
@@ -550,9 +623,9 @@ static const baton_nn_kernels dnnl_table = {
     .relu_fwd = d_relu_fwd,
     .relu_bwd = d_relu_bwd,
     .maxpool_fwd = d_maxpool_fwd,
-    .maxpool_bwd = nn_ref_maxpool_bwd,
-    .gap_fwd = nn_ref_gap_fwd,
-    .gap_bwd = nn_ref_gap_bwd,
+    .maxpool_bwd = d_maxpool_bwd,
+    .gap_fwd = d_gap_fwd,
+    .gap_bwd = d_gap_bwd,
     .add = d_add,
 };
 

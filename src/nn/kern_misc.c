@@ -118,6 +118,9 @@ void baton_nn_softmax_xent(int n, int classes, const float *logits, const int32_
 
 static const baton_nn_kernels reference = {
     .name = "reference",
+    .block = 0,
+    .to_plain = nn_ref_layout_copy,
+    .from_plain = nn_ref_layout_copy,
     .conv_fwd = nn_ref_conv_fwd,
     .conv_bwd_data = nn_ref_conv_bwd_data,
     .conv_bwd_weights = nn_ref_conv_bwd_weights,

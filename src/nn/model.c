@@ -217,6 +217,18 @@ int nn_b_add(baton_nn_model *m, int a, int b)
 
 /* ---- allocation and initialisation ---- */
 
+/* A linear layer reads its input as [n, c*h*w] in NCHW order (PyTorch's flatten). When a kernel
+ * table keeps that activation blocked, the layer flattens it into a buffer of its own. */
+static int needs_flat(const nn_slot *s)
+{
+    return s->h * s->w > 1 && s->c % NN_BLOCK == 0;
+}
+
+static int flat_now(const baton_nn_model *m, const nn_layer *l)
+{
+    return l->flat && nn_is_blocked(m->k->block, m->slots[l->in].c);
+}
+
 static int finalize(baton_nn_model *m, baton_err *err)
 {
     const size_t B = (size_t)m->spec.max_batch;
@@ -239,6 +251,9 @@ static int finalize(baton_nn_model *m, baton_err *err)
         } else if (l->kind == NN_MAXPOOL) {
             l->off_ws = nws;
             nws += align_up(m->slots[l->out].per_image * B);
+        } else if (l->kind == NN_LINEAR && needs_flat(&m->slots[l->in])) {
+            l->off_flat = nact;
+            nact += align_up(m->slots[l->in].per_image * B);
         }
     }
     size_t nscratch = align_up(m->max_slot * B);
@@ -272,6 +287,8 @@ static int finalize(baton_nn_model *m, baton_err *err)
             l->mask = m->acts + l->off_a;
         } else if (l->kind == NN_MAXPOOL) {
             l->ws = m->wsa + l->off_ws;
+        } else if (l->kind == NN_LINEAR && needs_flat(&m->slots[l->in])) {
+            l->flat = m->acts + l->off_flat;
         }
     }
     /* tensors: pointers and PyTorch-default initial values, drawn in state_dict order */
@@ -411,7 +428,11 @@ int baton_nn_forward(baton_nn_model *m, const float *x, int n, baton_err *err)
         return baton_err_set(err, BATON_ERR_ARG, "model %s: batch of %d images (allowed 1..%d)", m->name, n,
                              m->spec.max_batch);
     const baton_nn_kernels *k = m->k;
-    memcpy(m->slots[0].data, x, sizeof(float) * m->slots[0].per_image * (size_t)n);
+    const nn_slot *s0 = &m->slots[0];
+    if (nn_is_blocked(k->block, s0->c))
+        k->from_plain(n, s0->c, s0->h, s0->w, x, s0->data);
+    else
+        memcpy(s0->data, x, sizeof(float) * s0->per_image * (size_t)n);
     for (size_t li = 0; li < m->nlayers; li++) {
         nn_layer *l = &m->layers[li];
         const nn_slot *in = &m->slots[l->in];
@@ -458,9 +479,15 @@ int baton_nn_forward(baton_nn_model *m, const float *x, int n, baton_err *err)
         case NN_GAP:
             k->gap_fwd(n, in->c, in->h * in->w, in->data, out->data);
             break;
-        case NN_LINEAR:
-            k->linear_fwd(n, (int)in->per_image, out->c, in->data, tdata(m, l->tw), tdata(m, l->tb), out->data);
+        case NN_LINEAR: {
+            const float *xin = in->data;
+            if (flat_now(m, l)) {
+                k->to_plain(n, in->c, in->h, in->w, in->data, l->flat);
+                xin = l->flat;
+            }
+            k->linear_fwd(n, (int)in->per_image, out->c, xin, tdata(m, l->tw), tdata(m, l->tb), out->data);
             break;
+        }
         case NN_DROPOUT:
             if (m->training && l->p > 0.0f)
                 baton_nn_dropout_fwd(count, l->p, &m->rng, in->data, out->data, l->mask);
@@ -548,11 +575,16 @@ int baton_nn_backward(baton_nn_model *m, baton_err *err)
         case NN_GAP:
             if (need_dx) k->gap_bwd(n, in->c, in->h * in->w, out->grad, dx);
             break;
-        case NN_LINEAR:
-            k->linear_bwd_weights(n, (int)in->per_image, out->c, in->data, out->grad, tgrad(m, l->tw),
-                                  tgrad(m, l->tb));
-            if (need_dx) k->linear_bwd_data(n, (int)in->per_image, out->c, out->grad, tdata(m, l->tw), dx);
+        case NN_LINEAR: {
+            const int flat = flat_now(m, l);   /* l->flat holds the input in NCHW order from forward */
+            k->linear_bwd_weights(n, (int)in->per_image, out->c, flat ? l->flat : in->data, out->grad,
+                                  tgrad(m, l->tw), tgrad(m, l->tb));
+            if (need_dx) {
+                k->linear_bwd_data(n, (int)in->per_image, out->c, out->grad, tdata(m, l->tw), flat ? l->flat : dx);
+                if (flat) k->from_plain(n, in->c, in->h, in->w, l->flat, dx);
+            }
             break;
+        }
         case NN_DROPOUT:
             if (need_dx) {
                 if (l->p > 0.0f)

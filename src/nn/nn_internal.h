@@ -34,6 +34,18 @@ void nn_ref_maxpool_bwd(const baton_nn_pool_geom *g, const float *dy, const int3
 void nn_ref_gap_fwd(int n, int c, int hw, const float *x, float *y);
 void nn_ref_gap_bwd(int n, int c, int hw, const float *dy, float *dx);
 void nn_ref_add(size_t count, const float *a, const float *b, float *y);
+/* the blocked layout of the oneDNN table (kern_layout.c): channel blocks of NN_BLOCK */
+#define NN_BLOCK 16
+int nn_is_blocked(int block, int c);
+void nn_layout_to_plain(int block, int n, int c, int h, int w, const float *x, float *y);
+void nn_layout_from_plain(int block, int n, int c, int h, int w, const float *x, float *y);
+void nn_blk_to_plain(int n, int c, int h, int w, const float *x, float *y);
+void nn_blk_from_plain(int n, int c, int h, int w, const float *x, float *y);
+void nn_ref_layout_copy(int n, int c, int h, int w, const float *x, float *y);
+void nn_blk_maxpool_fwd(const baton_nn_pool_geom *g, const float *x, float *y, int32_t *ws);
+void nn_blk_maxpool_bwd(const baton_nn_pool_geom *g, const float *dy, const int32_t *ws, float *dx);
+void nn_blk_gap_fwd(int n, int c, int hw, const float *x, float *y);
+void nn_blk_gap_bwd(int n, int c, int hw, const float *dy, float *dx);
 
 #define NN_BN_EPS 1e-5f
 #define NN_BN_MOMENTUM 0.1f
@@ -74,6 +86,9 @@ typedef struct nn_layer {
     size_t off_a;             /* activation arena extras: bn mean+var (2c), dropout mask */
     size_t off_ws;            /* int32 arena: max-pool workspace */
     float *save_mean, *save_var, *mask;
+    float *flat;              /* linear on a spatial input with a blockable channel count: the input
+                               * in NCHW order (forward), then d(input) (backward) */
+    size_t off_flat;
     int32_t *ws;
 } nn_layer;
 

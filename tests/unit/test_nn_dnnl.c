@@ -6,7 +6,9 @@
  * block) and from two threads at once (bit-identical to one call alone); the primitive cache past
  * its capacity; whole models (one SGD step of lenet and resnet8 under both
  * tables: close loss, gradients and updated weights, then eval-mode logits); and a few dozen
- * training steps under the oneDNN table bit-reproducible run to run. */
+ * training steps under the oneDNN table bit-reproducible run to run. The oneDNN table keeps
+ * activations blocked (nChw16c) where the channel count allows: entries are compared on NCHW data
+ * converted around each call with the table's own layout functions, which are checked first. */
 #include "nn_gradcheck.h"
 
 #include <pthread.h>
@@ -45,6 +47,143 @@ static int close_to(const char *what, const float *a, const float *b, size_t n, 
 
 #define TOL 1e-4
 
+/* ---- the oneDNN table keeps activations in its own layout (nChw16c where the channel count is
+ * a multiple of 16): these wrappers take and return NCHW arrays, converting around each call with
+ * the table's own to_plain / from_plain, so every entry is compared on the same NCHW data ---- */
+
+/* storage index, in the table's layout, of NCHW element i of an [n, c, h, w] activation */
+static size_t d_index(int n, int c, int h, int w, size_t i)
+{
+    const size_t hw = (size_t)h * w;
+    if (!D->block || c % D->block || hw == 1) return i;
+    const size_t img = i / ((size_t)c * hw), ch = i / hw % (size_t)c, p = i % hw, B = (size_t)D->block;
+    return ((img * (size_t)(c / D->block) + ch / B) * hw + p) * B + ch % B;
+}
+
+static float *d_in(int n, int c, int h, int w, const float *x)
+{
+    const size_t cnt = (size_t)n * c * h * w;
+    float *t = malloc(sizeof(float) * (cnt ? cnt : 1));
+    D->from_plain(n, c, h, w, x, t);
+    return t;
+}
+
+static void d_out(int n, int c, int h, int w, float *t, float *y)
+{
+    D->to_plain(n, c, h, w, t, y);
+    free(t);
+}
+
+static void Dconv_fwd(const baton_nn_conv_geom *g, const float *x, const float *w, const float *b, float *y)
+{
+    float *tx = d_in(g->n, g->ic, g->ih, g->iw, x), *ty = d_in(g->n, g->oc, g->oh, g->ow, y);
+    D->conv_fwd(g, tx, w, b, ty);
+    d_out(g->n, g->oc, g->oh, g->ow, ty, y);
+    free(tx);
+}
+
+static void Dconv_bwd_data(const baton_nn_conv_geom *g, const float *dy, const float *w, float *dx)
+{
+    float *tdy = d_in(g->n, g->oc, g->oh, g->ow, dy), *tdx = d_in(g->n, g->ic, g->ih, g->iw, dx);
+    D->conv_bwd_data(g, tdy, w, tdx);
+    d_out(g->n, g->ic, g->ih, g->iw, tdx, dx);
+    free(tdy);
+}
+
+static void Dconv_bwd_weights(const baton_nn_conv_geom *g, const float *x, const float *dy, float *dw, float *db)
+{
+    float *tx = d_in(g->n, g->ic, g->ih, g->iw, x), *tdy = d_in(g->n, g->oc, g->oh, g->ow, dy);
+    D->conv_bwd_weights(g, tx, tdy, dw, db);
+    free(tx);
+    free(tdy);
+}
+
+static void Dbn_fwd_train(int n, int c, int hw, const float *x, const float *g, const float *b, float eps, float *y,
+                          float *mean, float *var)
+{
+    float *tx = d_in(n, c, hw, 1, x), *ty = d_in(n, c, hw, 1, y);
+    D->bn_fwd_train(n, c, hw, tx, g, b, eps, ty, mean, var);
+    d_out(n, c, hw, 1, ty, y);
+    free(tx);
+}
+
+static void Dbn_fwd_infer(int n, int c, int hw, const float *x, const float *g, const float *b, const float *mean,
+                          const float *var, float eps, float *y)
+{
+    float *tx = d_in(n, c, hw, 1, x), *ty = d_in(n, c, hw, 1, y);
+    D->bn_fwd_infer(n, c, hw, tx, g, b, mean, var, eps, ty);
+    d_out(n, c, hw, 1, ty, y);
+    free(tx);
+}
+
+static void Dbn_bwd(int n, int c, int hw, const float *x, const float *dy, const float *g, const float *mean,
+                    const float *var, float eps, float *dx, float *dg, float *db)
+{
+    float *tx = d_in(n, c, hw, 1, x), *tdy = d_in(n, c, hw, 1, dy), *tdx = d_in(n, c, hw, 1, dx);
+    D->bn_bwd(n, c, hw, tx, tdy, g, mean, var, eps, tdx, dg, db);
+    d_out(n, c, hw, 1, tdx, dx);
+    free(tx);
+    free(tdy);
+}
+
+/* ws in and out in NCHW order of the outputs */
+static void Dmaxpool_fwd(const baton_nn_pool_geom *g, const float *x, float *y, int32_t *ws)
+{
+    const size_t no = (size_t)g->n * g->c * g->oh * g->ow;
+    float *tx = d_in(g->n, g->c, g->ih, g->iw, x), *ty = d_in(g->n, g->c, g->oh, g->ow, y);
+    int32_t *tws = malloc(sizeof(int32_t) * (no ? no : 1));
+    D->maxpool_fwd(g, tx, ty, tws);
+    for (size_t i = 0; i < no; i++) ws[i] = tws[d_index(g->n, g->c, g->oh, g->ow, i)];
+    d_out(g->n, g->c, g->oh, g->ow, ty, y);
+    free(tx);
+    free(tws);
+}
+
+static void Dmaxpool_bwd(const baton_nn_pool_geom *g, const float *dy, const int32_t *ws, float *dx)
+{
+    const size_t no = (size_t)g->n * g->c * g->oh * g->ow;
+    float *tdy = d_in(g->n, g->c, g->oh, g->ow, dy), *tdx = d_in(g->n, g->c, g->ih, g->iw, dx);
+    int32_t *tws = malloc(sizeof(int32_t) * (no ? no : 1));
+    for (size_t i = 0; i < no; i++) tws[d_index(g->n, g->c, g->oh, g->ow, i)] = ws[i];
+    D->maxpool_bwd(g, tdy, tws, tdx);
+    d_out(g->n, g->c, g->ih, g->iw, tdx, dx);
+    free(tdy);
+    free(tws);
+}
+
+static void Dgap_fwd(int n, int c, int hw, const float *x, float *y)
+{
+    float *tx = d_in(n, c, hw, 1, x);
+    D->gap_fwd(n, c, hw, tx, y);
+    free(tx);
+}
+
+static void Dgap_bwd(int n, int c, int hw, const float *dy, float *dx)
+{
+    float *tdx = d_in(n, c, hw, 1, dx);
+    D->gap_bwd(n, c, hw, dy, tdx);
+    d_out(n, c, hw, 1, tdx, dx);
+}
+
+/* the layout itself: from_plain puts NCHW element i at d_index(i); to_plain inverts it */
+static void test_layout(void)
+{
+    CHECK(D->block == 16 && R->block == 0);
+    const int shapes[][4] = {{2, 16, 3, 5}, {3, 32, 7, 7}, {1, 64, 1, 1}, {2, 6, 4, 4}, {1, 48, 2, 9}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const int n = shapes[s][0], c = shapes[s][1], h = shapes[s][2], w = shapes[s][3];
+        const size_t cnt = (size_t)n * c * h * w;
+        float *x = vec(cnt, -1, 1), *b = vec(cnt, 0, 0), *back = vec(cnt, 0, 0);
+        D->from_plain(n, c, h, w, x, b);
+        int ok = 1;
+        for (size_t i = 0; i < cnt; i++) ok &= b[d_index(n, c, h, w, i)] == x[i];
+        CHECK_MSG(ok, "from_plain [%d,%d,%d,%d]", n, c, h, w);
+        D->to_plain(n, c, h, w, b, back);
+        CHECK_MSG(memcmp(back, x, sizeof(float) * cnt) == 0, "to_plain round trip [%d,%d,%d,%d]", n, c, h, w);
+        free(x), free(b), free(back);
+    }
+}
+
 /* ---- convolution ---- */
 
 /* bias_mode: 0 or 1 checks that variant only, 2 both */
@@ -60,17 +199,17 @@ static void conv_case(const char *tag, int n, int ic, int ih, int iw, int oc, in
     char what[160];
     for (int bias = bias_mode == 1; bias < (bias_mode == 0 ? 1 : 2); bias++) {
         R->conv_fwd(&g, x, w, bias ? b : NULL, y1);
-        D->conv_fwd(&g, x, w, bias ? b : NULL, y2);
+        Dconv_fwd(&g, x, w, bias ? b : NULL, y2);
         snprintf(what, sizeof what, "%s conv_fwd bias %d", tag, bias);
         CHECK_MSG(close_to(what, y2, y1, ny, TOL), "%s", what);
         R->conv_bwd_weights(&g, x, dy, dw1, bias ? db1 : NULL);
-        D->conv_bwd_weights(&g, x, dy, dw2, bias ? db2 : NULL);
+        Dconv_bwd_weights(&g, x, dy, dw2, bias ? db2 : NULL);
         snprintf(what, sizeof what, "%s conv_bwd_weights bias %d", tag, bias);
         CHECK_MSG(close_to(what, dw2, dw1, nw, TOL), "%s", what);
         if (bias) CHECK_MSG(close_to(what, db2, db1, (size_t)oc, TOL), "%s db", what);
     }
     R->conv_bwd_data(&g, dy, w, dx1);
-    D->conv_bwd_data(&g, dy, w, dx2);
+    Dconv_bwd_data(&g, dy, w, dx2);
     snprintf(what, sizeof what, "%s conv_bwd_data", tag);
     CHECK_MSG(close_to(what, dx2, dx1, nx, TOL), "%s", what);
     free(x), free(w), free(b), free(dy), free(y1), free(y2), free(dx1), free(dx2);
@@ -189,25 +328,25 @@ static void bn_case(const char *tag, int n, int c, int hw)
     float *db1 = vec((size_t)c, 0, 0), *db2 = vec((size_t)c, 9, 9);
     char what[128];
     R->bn_fwd_train(n, c, hw, x, g, b, 1e-5f, y1, m1, v1);
-    D->bn_fwd_train(n, c, hw, x, g, b, 1e-5f, y2, m2, v2);
+    Dbn_fwd_train(n, c, hw, x, g, b, 1e-5f, y2, m2, v2);
     snprintf(what, sizeof what, "%s bn_fwd_train", tag);
     CHECK_MSG(close_to(what, y2, y1, cnt, TOL), "%s y", what);
     CHECK_MSG(close_to(what, m2, m1, (size_t)c, TOL), "%s mean", what);
     CHECK_MSG(close_to(what, v2, v1, (size_t)c, TOL), "%s var", what);
     R->bn_fwd_infer(n, c, hw, x, g, b, rm, rv, 1e-5f, y1);
-    D->bn_fwd_infer(n, c, hw, x, g, b, rm, rv, 1e-5f, y2);
+    Dbn_fwd_infer(n, c, hw, x, g, b, rm, rv, 1e-5f, y2);
     snprintf(what, sizeof what, "%s bn_fwd_infer", tag);
     CHECK_MSG(close_to(what, y2, y1, cnt, TOL), "%s", what);
     /* backward from the same saved statistics */
     R->bn_bwd(n, c, hw, x, dy, g, m1, v1, 1e-5f, dx1, dg1, db1);
-    D->bn_bwd(n, c, hw, x, dy, g, m1, v1, 1e-5f, dx2, dg2, db2);
+    Dbn_bwd(n, c, hw, x, dy, g, m1, v1, 1e-5f, dx2, dg2, db2);
     snprintf(what, sizeof what, "%s bn_bwd", tag);
     CHECK_MSG(close_to(what, dx2, dx1, cnt, TOL), "%s dx", what);
     CHECK_MSG(close_to(what, dg2, dg1, (size_t)c, TOL), "%s dgamma", what);
     CHECK_MSG(close_to(what, db2, db1, (size_t)c, TOL), "%s dbeta", what);
     /* another epsilon */
     R->bn_fwd_infer(n, c, hw, x, g, b, rm, rv, 1e-3f, y1);
-    D->bn_fwd_infer(n, c, hw, x, g, b, rm, rv, 1e-3f, y2);
+    Dbn_fwd_infer(n, c, hw, x, g, b, rm, rv, 1e-3f, y2);
     snprintf(what, sizeof what, "%s bn_fwd_infer eps 1e-3", tag);
     CHECK_MSG(close_to(what, y2, y1, cnt, TOL), "%s", what);
     free(x), free(dy), free(g), free(b), free(y1), free(y2), free(m1), free(m2), free(v1), free(v2), free(rm);
@@ -334,19 +473,19 @@ static void pool_case(const char *tag, int n, int c, int h, int w, int k, int s)
     int32_t *ws1 = calloc(no, sizeof *ws1), *ws2 = calloc(no, sizeof *ws2);
     char what[96];
     R->maxpool_fwd(&g, x, y1, ws1);
-    D->maxpool_fwd(&g, x, y2, ws2);
+    Dmaxpool_fwd(&g, x, y2, ws2);
     snprintf(what, sizeof what, "%s maxpool_fwd", tag);
     CHECK_MSG(close_to(what, y2, y1, no, 0) && memcmp(ws1, ws2, no * sizeof *ws1) == 0, "%s", what);
     R->maxpool_bwd(&g, dy, ws1, dx1);
-    D->maxpool_bwd(&g, dy, ws1, dx2);
+    Dmaxpool_bwd(&g, dy, ws1, dx2);
     snprintf(what, sizeof what, "%s maxpool_bwd", tag);
     CHECK_MSG(close_to(what, dx2, dx1, ni, 0), "%s", what);
     R->gap_fwd(n, c, h * w, x, y1);
-    D->gap_fwd(n, c, h * w, x, y2);
+    Dgap_fwd(n, c, h * w, x, y2);
     snprintf(what, sizeof what, "%s gap_fwd", tag);
     CHECK_MSG(close_to(what, y2, y1, (size_t)n * c, TOL), "%s", what);
     R->gap_bwd(n, c, h * w, dy, dx1);
-    D->gap_bwd(n, c, h * w, dy, dx2);
+    Dgap_bwd(n, c, h * w, dy, dx2);
     snprintf(what, sizeof what, "%s gap_bwd", tag);
     CHECK_MSG(close_to(what, dx2, dx1, ni, TOL), "%s", what);
     free(x), free(y1), free(y2), free(dy), free(dx1), free(dx2), free(ws1), free(ws2);
@@ -379,23 +518,28 @@ static void test_elementwise_and_pool(void)
     }
 }
 
-/* Max pooling ties and NaNs: the first maximum in window order wins, a NaN beats any number. */
+/* Max pooling ties and NaNs: the first maximum in window order wins, a NaN beats any number; on
+ * NCHW (3 channels) and blocked (16, 32) activations. */
 static void test_pool_ties(void)
 {
-    baton_nn_pool_geom g = {2, 3, 6, 8, 2, 2, 3, 4};
-    const size_t ni = 2 * 3 * 6 * 8, no = 2 * 3 * 3 * 4;
-    float x[2 * 3 * 6 * 8], y1[2 * 3 * 3 * 4], y2[2 * 3 * 3 * 4];
-    int32_t ws1[2 * 3 * 3 * 4], ws2[2 * 3 * 3 * 4];
-    for (size_t i = 0; i < ni; i++) {
-        uint64_t r = baton_rng_below(&rng, 10);
-        x[i] = r == 0 ? NAN : (float)(r % 3);   /* few distinct values: many ties */
+    const int chans[3] = {3, 16, 32};
+    for (int t = 0; t < 3; t++) {
+        baton_nn_pool_geom g = {2, chans[t], 6, 8, 2, 2, 3, 4};
+        const size_t ni = (size_t)2 * g.c * 6 * 8, no = (size_t)2 * g.c * 3 * 4;
+        float *x = vec(ni, 0, 0), *y1 = vec(no, 0, 0), *y2 = vec(no, 9, 9);
+        int32_t *ws1 = calloc(no, sizeof *ws1), *ws2 = calloc(no, sizeof *ws2);
+        for (size_t i = 0; i < ni; i++) {
+            uint64_t r = baton_rng_below(&rng, 10);
+            x[i] = r == 0 ? NAN : (float)(r % 3);   /* few distinct values: many ties */
+        }
+        R->maxpool_fwd(&g, x, y1, ws1);
+        Dmaxpool_fwd(&g, x, y2, ws2);
+        CHECK_MSG(memcmp(ws1, ws2, sizeof *ws1 * no) == 0, "ties, %d channels: workspace", g.c);
+        int same = 1;
+        for (size_t i = 0; i < no; i++) same &= (isnan(y1[i]) && isnan(y2[i])) || y1[i] == y2[i];
+        CHECK_MSG(same, "ties, %d channels: values", g.c);
+        free(x), free(y1), free(y2), free(ws1), free(ws2);
     }
-    R->maxpool_fwd(&g, x, y1, ws1);
-    D->maxpool_fwd(&g, x, y2, ws2);
-    CHECK(memcmp(ws1, ws2, sizeof ws1) == 0);
-    int same = 1;
-    for (size_t i = 0; i < no; i++) same &= (isnan(y1[i]) && isnan(y2[i])) || y1[i] == y2[i];
-    CHECK(same);
 }
 
 /* More geometries than the primitive cache holds: entries are evicted and rebuilt, results stay
@@ -570,6 +714,7 @@ int main(int argc, char **argv)
     CHECK(strcmp(D->name, "dnnl") == 0);
     CHECK(baton_nn_kernels_dnnl(NULL) == D);   /* one table per process */
     baton_rng_seed(&rng, 2024);
+    test_layout();
     test_conv();
     test_linear();
     test_bn();

@@ -1,0 +1,216 @@
+/* train_speed.c — training throughput of baton's models on synthetic batches (no data loading), the
+ * same measurement the PyTorch peer (../shared/peers/torch/bench.py) makes: a model built for
+ * 28x28x1 input and 10 classes, SGD with momentum 0.9 and weight decay 5e-4, timed repeats of
+ * forward + loss + backward + update. Prints img/s per repeat, the median, achieved GFLOP/s, and
+ * with --profile the time per kernel-table entry.
+ *
+ *   train_speed --model resnet20 [--batch 128] [--seconds 4] [--reps 3] [--reference] [--profile] [--json]
+ *
+ * FLOPs: 2 × multiply-accumulates of convolutions and linear layers per image for the forward
+ * pass; a training step counts 3 × forward minus the first layer's data gradient (not computed),
+ * the convention bench.py uses. */
+#include "baton/nn.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* --- per-entry profiling: a table whose entries time the wrapped table's ----------------------- */
+enum { P_CONV_F, P_CONV_BD, P_CONV_BW, P_LIN_F, P_LIN_BD, P_LIN_BW, P_BN_F, P_BN_I, P_BN_B, P_RELU_F,
+       P_RELU_B, P_MP_F, P_MP_B, P_GAP_F, P_GAP_B, P_ADD, P_N };
+static const char *const pname[P_N] = {"conv_fwd", "conv_bwd_data", "conv_bwd_weights", "linear_fwd",
+    "linear_bwd_data", "linear_bwd_weights", "bn_fwd_train", "bn_fwd_infer", "bn_bwd", "relu_fwd",
+    "relu_bwd", "maxpool_fwd", "maxpool_bwd", "gap_fwd", "gap_bwd", "add"};
+static double ptime[P_N];
+static unsigned long pcalls[P_N];
+static const baton_nn_kernels *inner;
+
+#define TIMED(i, call) do { double t0_ = now(); call; ptime[i] += now() - t0_; pcalls[i]++; } while (0)
+static void w_conv_fwd(const baton_nn_conv_geom *g, const float *x, const float *w, const float *b, float *y)
+{ TIMED(P_CONV_F, inner->conv_fwd(g, x, w, b, y)); }
+static void w_conv_bd(const baton_nn_conv_geom *g, const float *dy, const float *w, float *dx)
+{ TIMED(P_CONV_BD, inner->conv_bwd_data(g, dy, w, dx)); }
+static void w_conv_bw(const baton_nn_conv_geom *g, const float *x, const float *dy, float *dw, float *db)
+{ TIMED(P_CONV_BW, inner->conv_bwd_weights(g, x, dy, dw, db)); }
+static void w_lin_f(int n, int in, int out, const float *x, const float *w, const float *b, float *y)
+{ TIMED(P_LIN_F, inner->linear_fwd(n, in, out, x, w, b, y)); }
+static void w_lin_bd(int n, int in, int out, const float *dy, const float *w, float *dx)
+{ TIMED(P_LIN_BD, inner->linear_bwd_data(n, in, out, dy, w, dx)); }
+static void w_lin_bw(int n, int in, int out, const float *x, const float *dy, float *dw, float *db)
+{ TIMED(P_LIN_BW, inner->linear_bwd_weights(n, in, out, x, dy, dw, db)); }
+static void w_bn_f(int n, int c, int hw, const float *x, const float *g, const float *b, float eps, float *y,
+                   float *mean, float *var)
+{ TIMED(P_BN_F, inner->bn_fwd_train(n, c, hw, x, g, b, eps, y, mean, var)); }
+static void w_bn_i(int n, int c, int hw, const float *x, const float *g, const float *b, const float *mean,
+                   const float *var, float eps, float *y)
+{ TIMED(P_BN_I, inner->bn_fwd_infer(n, c, hw, x, g, b, mean, var, eps, y)); }
+static void w_bn_b(int n, int c, int hw, const float *x, const float *dy, const float *g, const float *mean,
+                   const float *var, float eps, float *dx, float *dg, float *db)
+{ TIMED(P_BN_B, inner->bn_bwd(n, c, hw, x, dy, g, mean, var, eps, dx, dg, db)); }
+static void w_relu_f(size_t count, const float *x, float *y) { TIMED(P_RELU_F, inner->relu_fwd(count, x, y)); }
+static void w_relu_b(size_t count, const float *y, const float *dy, float *dx)
+{ TIMED(P_RELU_B, inner->relu_bwd(count, y, dy, dx)); }
+static void w_mp_f(const baton_nn_pool_geom *g, const float *x, float *y, int32_t *ws)
+{ TIMED(P_MP_F, inner->maxpool_fwd(g, x, y, ws)); }
+static void w_mp_b(const baton_nn_pool_geom *g, const float *dy, const int32_t *ws, float *dx)
+{ TIMED(P_MP_B, inner->maxpool_bwd(g, dy, ws, dx)); }
+static void w_gap_f(int n, int c, int hw, const float *x, float *y) { TIMED(P_GAP_F, inner->gap_fwd(n, c, hw, x, y)); }
+static void w_gap_b(int n, int c, int hw, const float *dy, float *dx) { TIMED(P_GAP_B, inner->gap_bwd(n, c, hw, dy, dx)); }
+static void w_add(size_t count, const float *a, const float *b, float *y) { TIMED(P_ADD, inner->add(count, a, b, y)); }
+
+static baton_nn_kernels profiled = {
+    .name = "profiled", .conv_fwd = w_conv_fwd, .conv_bwd_data = w_conv_bd, .conv_bwd_weights = w_conv_bw,
+    .linear_fwd = w_lin_f, .linear_bwd_data = w_lin_bd, .linear_bwd_weights = w_lin_bw, .bn_fwd_train = w_bn_f,
+    .bn_fwd_infer = w_bn_i, .bn_bwd = w_bn_b, .relu_fwd = w_relu_f, .relu_bwd = w_relu_b, .maxpool_fwd = w_mp_f,
+    .maxpool_bwd = w_mp_b, .gap_fwd = w_gap_f, .gap_bwd = w_gap_b, .add = w_add,
+};
+
+/* --- FLOP count: one batch-1 forward through a counting table ---------------------------------- */
+static double macs, first_macs;
+static int seen_first;
+static void c_conv_fwd(const baton_nn_conv_geom *g, const float *x, const float *w, const float *b, float *y)
+{
+    double m = (double)g->n * g->oc * g->oh * g->ow * g->ic * g->kh * g->kw;
+    if (!seen_first) first_macs = m, seen_first = 1;
+    macs += m;
+    inner->conv_fwd(g, x, w, b, y);
+}
+static void c_lin_f(int n, int in, int out, const float *x, const float *w, const float *b, float *y)
+{
+    double m = (double)n * in * out;
+    if (!seen_first) first_macs = m, seen_first = 1;
+    macs += m;
+    inner->linear_fwd(n, in, out, x, w, b, y);
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv)
+{
+    const char *model = "resnet20";
+    int batch = 128, reps = 3, reference = 0, profile = 0, json = 0;
+    double seconds = 4;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--model") && i + 1 < argc) model = argv[++i];
+        else if (!strcmp(argv[i], "--batch") && i + 1 < argc) batch = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--seconds") && i + 1 < argc) seconds = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--reference")) reference = 1;
+        else if (!strcmp(argv[i], "--profile")) profile = 1;
+        else if (!strcmp(argv[i], "--json")) json = 1;
+        else {
+            fprintf(stderr, "usage: train_speed --model NAME [--batch B] [--seconds S] [--reps R] "
+                            "[--reference] [--profile] [--json]\n");
+            return 2;
+        }
+    }
+    if (batch < 1 || reps < 1 || reps > 100 || !(seconds > 0)) {
+        fprintf(stderr, "train_speed: --batch, --reps and --seconds must be positive\n");
+        return 2;
+    }
+    baton_err err = {0};
+    const baton_nn_kernels *k = reference ? baton_nn_kernels_reference() : baton_nn_kernels_dnnl(&err);
+    if (!k) {
+        fprintf(stderr, "train_speed: %s\n", err.msg);
+        return 1;
+    }
+    inner = k;
+    baton_nn_spec spec = {.name = model, .in_c = 1, .in_h = 28, .in_w = 28, .classes = 10,
+                          .max_batch = batch, .seed = 0};
+    baton_nn_model *m;
+    if (baton_nn_model_create(&spec, k, &m, &err)) {
+        fprintf(stderr, "train_speed: %s\n", err.msg);
+        return 1;
+    }
+    /* count FLOPs with a table that wraps the real one */
+    baton_nn_kernels counting = *k;
+    counting.conv_fwd = c_conv_fwd;
+    counting.linear_fwd = c_lin_f;
+    size_t xcount = (size_t)batch * 28 * 28;
+    float *x = malloc(xcount * sizeof *x);
+    int32_t *y = malloc((size_t)batch * sizeof *y);
+    baton_rng rng;
+    baton_rng_seed(&rng, 1);
+    for (size_t i = 0; i < xcount; i++) x[i] = baton_rng_float(&rng) * 2 - 1;
+    for (int i = 0; i < batch; i++) y[i] = (int32_t)(baton_rng_next(&rng) % 10);
+    baton_nn_model_set_kernels(m, &counting);
+    baton_nn_model_set_training(m, 0);
+    if (baton_nn_forward(m, x, 1, &err)) goto fail;
+    baton_nn_model_set_training(m, 1);
+    profiled.block = k->block;   /* the wrapped table's layout */
+    profiled.to_plain = k->to_plain;
+    profiled.from_plain = k->from_plain;
+    baton_nn_model_set_kernels(m, profile ? &profiled : k);
+    double fwd_flops = 2 * macs, train_flops = 3 * fwd_flops - 2 * first_macs;
+
+    baton_nn_optim_cfg oc = {.kind = BATON_NN_SGD, .momentum = 0.9, .weight_decay = 5e-4};
+    baton_nn_optim *o;
+    if (baton_nn_optim_create(&oc, m, &o, &err)) goto fail;
+    float loss;
+    int correct;
+    for (int w = 0; w < 3; w++) {   /* warm-up: primitives created, caches hot */
+        if (baton_nn_train_batch(m, x, y, batch, &loss, &correct, &err) || baton_nn_optim_step(o, 0.01, &err))
+            goto fail;
+    }
+    memset(ptime, 0, sizeof ptime);
+    memset(pcalls, 0, sizeof pcalls);
+    double rates[100], opt_time = 0;
+    unsigned long total_steps = 0;
+    for (int r = 0; r < reps; r++) {
+        double t0 = now(), t;
+        unsigned long steps = 0;
+        do {
+            if (baton_nn_train_batch(m, x, y, batch, &loss, &correct, &err)) goto fail;
+            double t1 = now();
+            if (baton_nn_optim_step(o, 0.01, &err)) goto fail;
+            opt_time += now() - t1;
+            steps++;
+            t = now() - t0;
+        } while (t < seconds);
+        total_steps += steps;
+        rates[r] = steps * (double)batch / t;
+        if (!json) printf("repeat %d: %.1f img/s (%lu steps, %.2f s)\n", r + 1, rates[r], steps, t);
+    }
+    qsort(rates, (size_t)reps, sizeof rates[0], cmp_dbl);
+    double med = rates[reps / 2];
+    const double gflops = med * train_flops / 1e9;   /* img/s x FLOP per image */
+    if (profile) {
+        double total = 0;
+        for (int i = 0; i < P_N; i++) total += ptime[i];
+        total += opt_time;
+        printf("%-20s %10s %8s %6s\n", "entry", "ms/step", "calls", "share");
+        for (int i = 0; i < P_N; i++)
+            if (pcalls[i])
+                printf("%-20s %10.2f %8lu %5.1f%%\n", pname[i], 1e3 * ptime[i] / total_steps,
+                       pcalls[i] / total_steps, 100 * ptime[i] / total);
+        printf("%-20s %10.2f %8d %5.1f%%\n", "optimizer", 1e3 * opt_time / total_steps, 1, 100 * opt_time / total);
+    }
+    if (json)
+        printf("{\"impl\": \"baton\", \"kernels\": \"%s\", \"model\": \"%s\", \"batch\": %d, \"train_img_per_s\": %.1f, "
+               "\"train_gflops\": %.1f, \"train_flops_per_img\": %.0f}\n",
+               k->name, model, batch, med, gflops, train_flops);
+    else
+        printf("%s %s batch %d: median %.1f img/s, %.1f GFLOP/s (%.1f MFLOP per image per step)\n", model,
+               k->name, batch, med, gflops, train_flops / 1e6);
+    baton_nn_optim_free(o);
+    baton_nn_model_free(m);
+    free(x);
+    free(y);
+    return 0;
+fail:
+    fprintf(stderr, "train_speed: %s\n", err.msg);
+    return 1;
+}
