@@ -3,8 +3,9 @@
 # every committed checkpoint is uploaded with its MANIFEST object last; a run whose local
 # checkpoint folder was deleted restores from the bucket and ends byte-identical to an
 # uninterrupted local run; a corrupted newest remote object makes the restore fall back to the
-# previous checkpoint (and still end byte-identical); remote retention keeps 3; a wrong secret and
-# a missing bucket fail with messages that name the bucket and never the secret.
+# previous checkpoint (and still end byte-identical); remote retention; a SIGTERM makes the trainer
+# upload its final checkpoint before it exits 75, and a fresh machine continues from it; a wrong
+# secret and a missing bucket fail with messages that name the bucket and never the secret.
 # Skips (passing, with a "skipped" line) when radosgw is not installed.
 #
 # Usage: tests/servers/test_ckpt_s3.sh   (BATON: the binary, default build/baton)
@@ -91,6 +92,27 @@ check '$TR --ckpt-dir "$T/k" --ckpt-uri s3://$B/runs/r2 --keep 1 --max-steps 15 
 s3curl "$EP/$B?list-type=2&prefix=runs%2Fr2%2F" | grep -o '<Key>[^<]*</Key>' | sed 's/<[^>]*>//g' | sort >"$T/keys3"
 check '[ "$(cat "$T/keys3" | tr "\n" " ")" = "runs/r2/ckpt-000000015/MANIFEST runs/r2/ckpt-000000015/model.safetensors runs/r2/ckpt-000000015/optim.safetensors runs/r2/ckpt-000000015/state.json " ]' \
     "remote retention keeps one checkpoint: $(tr '\n' ' ' <"$T/keys3")"
+
+# an interruption (SIGTERM): exit 75 only after the final checkpoint is committed AND uploaded; a
+# fresh machine restores it and ends byte-identical to an uninterrupted run
+TN="$BATON train --data $D --model mlp --epochs 1 --batch 64 --seed 7 --threads 2 --quiet --max-steps 150"
+check '$TN --ckpt-dir "$T/u150" --ckpt-every-steps 10 >/dev/null' "local run to 150 steps"
+$TN --ckpt-dir "$T/s" --ckpt-uri s3://$B/runs/r3 --ckpt-every-steps 10 >/dev/null 2>"$T/s.err" &
+tp=$!
+for _ in $(seq 200); do [ -d "$T/s/ckpt-000000010" ] && break; sleep 0.05; done
+kill -TERM "$tp"
+wait "$tp"
+rc=$?
+last=$(ls -d "$T/s"/ckpt-* 2>/dev/null | sort | tail -n 1 | xargs -n1 basename 2>/dev/null)
+echo "interrupted: exit $rc, newest checkpoint ${last:-none}"
+check '[ "$rc" -eq 75 ] && [ -n "$last" ]' "SIGTERM: exit $rc (want 75), newest local checkpoint ${last:-none}: $(tail -c 400 "$T/s.err")"
+s3curl "$EP/$B?list-type=2&prefix=runs%2Fr3%2F" | grep -o '<Key>[^<]*</Key>' | sed 's/<[^>]*>//g' >"$T/keys4"
+check 'grep -qx "runs/r3/$last/MANIFEST" "$T/keys4"' "the interruption checkpoint $last is uploaded before exit 75"
+rm -rf "$T/s"
+$TN --ckpt-dir "$T/s" --ckpt-uri s3://$B/runs/r3 --ckpt-every-steps 10 >/dev/null 2>"$T/s2.err"
+check '[ $? -eq 0 ] && grep -q "restored s3://$B/runs/r3/$last/" "$T/s2.err"' "a fresh machine restores $last: $(cat "$T/s2.err")"
+check 'cmp -s "$T/u150/ckpt-000000150/model.safetensors" "$T/s/ckpt-000000150/model.safetensors"' \
+    "after interruption and restore the final model is byte-identical"
 
 # errors name the bucket, never the secret
 rm -rf "$T/c"
