@@ -29,7 +29,7 @@ SAN_LDFLAGS :=
 endif
 CFLAGS ?=
 ALL_CFLAGS := $(BASE_CFLAGS) $(OPT) $(CFLAGS)
-LDLIBS := -Wl,--as-needed $(PKG_LIBS) -ldnnl -lm -pthread
+LDLIBS := -Wl,--as-needed $(PKG_LIBS) -ldnnl -lgomp -lm -pthread
 LDFLAGS_ALL := $(SAN_LDFLAGS) $(LDFLAGS)
 
 COMPONENTS := util rec io img nn ckpt train spot infer race

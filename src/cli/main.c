@@ -15,6 +15,8 @@ static const struct cli_command commands[] = {
     {"train", cmd_train, "train a model with crash-safe checkpoints; resumes from --ckpt-dir"},
     {"eval", cmd_eval, "loss and accuracy of a checkpoint on a dataset"},
     {"ckpt", cmd_ckpt, "checkpoints: ls | verify | show DIR"},
+    {"infer-bench", cmd_infer_bench, "inference latency: cold start, first query, P50/P90/P99, throughput"},
+    {"plan", cmd_plan, "plan infer | train: cheapest catalog hardware for an SLO, training cost on spot"},
     {"run", cmd_run, "the main job; with no JOBFILE, the built-in demo"},
 };
 
