@@ -8,3 +8,5 @@ echo "== record scan: baton inspect --verify vs cat (bench/scan.sh)"
 bench/scan.sh
 echo "== input modes over HTTP and S3, and the loader peer (bench/io.sh)"
 bench/io.sh
+echo "== inference latency against the PyTorch peer (bench/infer.sh)"
+bench/infer.sh
