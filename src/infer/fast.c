@@ -31,6 +31,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* libgomp, oneDNN's OpenMP runtime */
+int omp_get_max_threads(void);
+void omp_set_num_threads(int n);
+
 enum { K_CONV, K_IP, K_MAXPOOL, K_AVGPOOL };
 
 typedef struct lop {
@@ -450,9 +454,14 @@ static int pack(infer_fast *f, const float *data, int nd, const int64_t *dims, d
     if (st == dnnl_success) st = dnnl_reorder_primitive_desc_create(&rpd, &plain, f->eng, want, f->eng, NULL);
     if (st == dnnl_success) st = dnnl_primitive_create(&r, rpd);
     if (st == dnnl_success) {
+        /* on one thread: a parallel region per small reorder costs more than it saves, and on a
+         * busy machine each one can wait a scheduler tick for the second thread */
+        const int nthr = omp_get_max_threads();
+        omp_set_num_threads(1);
         dnnl_exec_arg_t a[2] = {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}};
         st = dnnl_primitive_execute(r, f->strm, 2, a);
         if (st == dnnl_success) st = dnnl_stream_wait(f->strm);
+        omp_set_num_threads(nthr);
     }
     if (r) dnnl_primitive_destroy(r);
     if (rpd) dnnl_primitive_desc_destroy(rpd);
