@@ -416,6 +416,61 @@ static int impl_rank(const_dnnl_primitive_desc_t pd)
     return strstr(impl, "gemm") && !strstr(impl, "brgemm") ? 1 : 0;
 }
 
+/* Whether a candidate with the same implementation is already in v. */
+static int has_impl(dnnl_primitive_desc_t *v, int n, const_dnnl_primitive_desc_t pd)
+{
+    const char *a = NULL, *b = NULL;
+    dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &a);
+    for (int i = 0; i < n; i++) {
+        dnnl_primitive_desc_query(v[i], dnnl_query_impl_info_str, 0, &b);
+        if (a && b && !strcmp(a, b)) return 1;
+    }
+    return 0;
+}
+
+/* Run a primitive on zero-filled scratch arguments: once (oneDNN generates gemm kernels at the
+ * first execution, so this also makes them now), then the best of ten runs, in ms; -1 when it
+ * cannot run. */
+static double time_pd(infer_fast *f, const_dnnl_primitive_desc_t pd)
+{
+    static const int ids[5] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_BIAS, DNNL_ARG_DST, DNNL_ARG_SCRATCHPAD};
+    dnnl_exec_arg_t args[5];
+    void *bufs[5] = {0};
+    int n = 0;
+    double best = -1;
+    dnnl_primitive_t p = NULL;
+    dnnl_status_t st = dnnl_success;
+    for (int i = 0; i < 5 && st == dnnl_success; i++) {
+        const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, ids[i]);
+        size_t sz = md ? dnnl_memory_desc_get_size(md) : 0;
+        if (!sz) continue;
+        bufs[n] = aligned_alloc(64, (sz + 63) / 64 * 64);
+        if (!bufs[n]) {
+            st = dnnl_out_of_memory;
+            break;
+        }
+        memset(bufs[n], 0, sz);
+        args[n].arg = ids[i];
+        st = dnnl_memory_create(&args[n].memory, md, f->eng, bufs[n]);
+        if (st == dnnl_success) n++;
+        else free(bufs[n]);
+    }
+    if (st == dnnl_success) st = dnnl_primitive_create(&p, pd);
+    for (int r = 0; r < 11 && st == dnnl_success; r++) {
+        const double t = baton_now();
+        st = dnnl_primitive_execute(p, f->strm, n, args);
+        if (st == dnnl_success) st = dnnl_stream_wait(f->strm);
+        const double ms = (baton_now() - t) * 1e3;
+        if (r > 0 && st == dnnl_success && (best < 0 || ms < best)) best = ms;
+    }
+    if (p) dnnl_primitive_destroy(p);
+    for (int i = 0; i < n; i++) {
+        dnnl_memory_destroy(args[i].memory);
+        free(bufs[i]);
+    }
+    return st == dnnl_success ? best : -1;
+}
+
 /* An input in another layout than the value's: a temporary value and a reorder into it. */
 static int adapt_input(infer_fast *f, int v, const dnnl_memory_desc_t *want, const char *name, dnnl_memory_t *mem,
                        baton_err *err)
@@ -539,10 +594,11 @@ static int make_compute(infer_fast *f, lop *o, baton_err *err)
     if (st == dnnl_success) st = md_any(&smd_any, &in->md);
     if (st != dnnl_success) return dnnl_fail(err, st, "memory descriptor", o->name);
 
-    /* Input layouts to try: the producer's (no reorder), plain NCHW for an inner product on a
-     * blocked 4-D input (brgemm kernels want it), then oneDNN's choice. The best implementation
-     * wins: a JIT kernel made at creation; then one made lazily at its first execution (the
-     * gemm-based ones: a slow first query); a reference kernel last. */
+    /* Input layouts to try: the producer's (no reorder); for an inner product on a 4-D input also
+     * the same data seen as [batch, C·H·W] (plain NCHW is exactly that; brgemm kernels take it)
+     * and plain NCHW; then oneDNN's choice. A convolution takes the first that has an optimised
+     * kernel. An inner product's candidates are timed (oneDNN's gemm and brgemm kernels each win
+     * somewhere, depending on shapes and threads) and the fastest is kept. */
     dnnl_memory_desc_t smd_plain, smd_flat, wmd_flat;
     const int is4d_ip = o->kind == K_IP && in->md.ndims == 4;
     const int try_flat = is4d_ip && md_tag(&smd_plain, 4, in->md.dims, dnnl_abcd) == dnnl_success &&
@@ -551,13 +607,12 @@ static int make_compute(infer_fast *f, lop *o, baton_err *err)
                          md_tag(&wmd_flat, 2, (const int64_t[2]){o->oc, (int64_t)in->c * in->h * in->w},
                                 dnnl_format_tag_any) == dnnl_success;
     const int try_plain = is4d_ip && try_flat && !dnnl_memory_desc_equal(&smd_plain, &in->md);
-    /* the same input seen as [batch, C·H·W] (plain NCHW is exactly that): brgemm kernels take it */
     const dnnl_memory_desc_t *cands[4] = {&in->md, try_flat ? &smd_flat : NULL, try_plain ? &smd_plain : NULL,
                                           &smd_any};
-    dnnl_primitive_desc_t pd = NULL;
-    int best = 99, chosen = -1;
+    dnnl_primitive_desc_t pd = NULL, alt[4] = {0};
+    int best = 99, chosen = -1, nalt = 0, alt_at[4] = {0};
     dnnl_status_t first_st = dnnl_success;
-    for (int attempt = 0; attempt < 4 && best > 0; attempt++) {
+    for (int attempt = 0; attempt < 4 && (best > 0 || o->kind == K_IP); attempt++) {
         const dnnl_memory_desc_t *smd = cands[attempt];
         if (!smd) continue;
         dnnl_primitive_attr_t attr = NULL;
@@ -584,6 +639,11 @@ static int make_compute(infer_fast *f, lop *o, baton_err *err)
             continue;
         }
         const int score = impl_rank(cand);
+        if (o->kind == K_IP && score < 2 && !has_impl(alt, nalt, cand)) {
+            alt_at[nalt] = attempt;
+            alt[nalt++] = cand;   /* timed below */
+            continue;
+        }
         if (score < best) {
             if (pd) dnnl_primitive_desc_destroy(pd);
             pd = cand;
@@ -592,6 +652,26 @@ static int make_compute(infer_fast *f, lop *o, baton_err *err)
         } else {
             dnnl_primitive_desc_destroy(cand);
         }
+    }
+    if (nalt) {   /* inner product: the fastest optimised candidate */
+        double tbest = INFINITY;
+        int k = 0;
+        for (int i = 0; i < nalt; i++) {
+            const double ms = nalt > 1 || impl_rank(alt[i]) == 1 ? time_pd(f, alt[i]) : 0;
+            if (ms >= 0 && ms < tbest) {
+                tbest = ms;
+                k = i;
+            }
+        }
+        if (pd) dnnl_primitive_desc_destroy(pd);
+        pd = alt[k];
+        chosen = alt_at[k];
+        for (int i = 0; i < nalt; i++)
+            if (i != k) dnnl_primitive_desc_destroy(alt[i]);
+        if (nalt > 1)
+            baton_log(BATON_LOG_DEBUG, "infer: %s: fastest of %d inner-product kernels: %.3f ms", o->name, nalt, tbest);
+    } else if (pd && best == 1) {
+        time_pd(f, pd);   /* generates its lazily made kernels now, not in the first query */
     }
     if (!pd) st = first_st != dnnl_success ? first_st : st;
     if (st != dnnl_success || !pd) return dnnl_fail(err, st, o->kind == K_CONV ? "convolution" : "inner product", o->name);
