@@ -2,28 +2,25 @@
  * a short list of oneDNN primitives that then run with no allocation and no reorder of weights.
  *
  * Compilation (infer_fast_build):
- *   1. Lowering. The graph (nn's read-only view) becomes a list of operations on "values" (one
- *      buffer each). A convolution followed by batch norm gets the BN folded in at load
- *      (w' = w·γ/√(σ²+ε), b' = (b − μ)·γ/√(σ²+ε) + β); a following ReLU becomes an eltwise
- *      post-op; dropout is the identity. A residual add whose one operand is a convolution read
- *      only by the add becomes a sum post-op of that convolution, which then writes into the
- *      other operand's buffer (in place; the convolution moves after the shortcut's producer) —
- *      legal only when the add is that operand's last reader; the ReLU after the add is a second
- *      post-op. Max and global-average pooling are oneDNN pooling primitives.
+ *   1. Lowering (lower.c): batch norm folded into convolutions, ReLU and residual adds fused as
+ *      post-ops (eltwise, sum), dropout dropped; the result is a list of operations on values.
  *   2. Primitives, in order. Each is created with format_tag any for weights and outputs, so
  *      oneDNN picks its preferred (blocked) layouts; an input takes exactly the layout its producer
- *      chose (no reorder between layers). Only if oneDNN has no optimised kernel for that layout
- *      (a reference implementation) is the input left to oneDNN too, with a reorder before it.
+ *      chose (no reorder between layers) unless oneDNN has only a reference kernel for it. An inner
+ *      product also tries its input as a plain [batch, C·H·W] matrix (brgemm kernels want that) and
+ *      keeps the fastest candidate, timed at load; gemm-based kernels, which oneDNN generates at
+ *      their first execution, are run once at load so the first query does not pay for it.
  *      The model input is plain NCHW (the caller's array), the logits plain [batch, classes] (the
  *      caller's array): their data handles are set on each call.
- *   3. Weights are reordered once into the layouts chosen; activation buffers and one shared
- *      scratchpad are allocated and touched once.
+ *   3. Weights are reordered once into the layouts chosen (on one thread: tiny reorders do not
+ *      pay for a parallel region); activation buffers and one shared scratchpad are allocated and
+ *      touched once.
  *
  * Contract: infer_fast_run allocates nothing of ours and is not thread-safe per plan (one query at
  * a time). Primitives are tuned for the OpenMP thread count in force when the plan was built.
  * A model the lowering cannot express (e.g. batch norm not after a convolution) is refused with a
  * message naming the layer. */
-#include "infer_internal.h"
+#include "fast_internal.h"
 
 #include <math.h>
 #include <oneapi/dnnl/dnnl.h>
@@ -35,55 +32,9 @@
 int omp_get_max_threads(void);
 void omp_set_num_threads(int n);
 
-enum { K_CONV, K_IP, K_MAXPOOL, K_AVGPOOL };
-
-typedef struct lop {
-    int kind;
-    const char *name;
-    int src, dst;            /* values */
-    int sum;                 /* value accumulated into (then dst == sum), -1 none */
-    int relu;
-    int k, stride, pad;
-    float *w, *b;            /* conv / ip: folded weights and bias (owned until packed) */
-    int oc;
-    long seq;                /* execution order */
-} lop;
-
-typedef struct value {
-    int c, h, w;             /* one image; linear outputs are c × 1 × 1 */
-    int dead;                /* replaced by a sum target: no buffer */
-    int alias;               /* >= 0: a view (another descriptor) of that value's buffer */
-    int has_md;
-    dnnl_memory_desc_t md;
-    dnnl_memory_t mem;       /* created with the md, data handle set later */
-} value;
-
-typedef struct fprim {
-    dnnl_primitive_t p;
-    int nargs;
-    dnnl_exec_arg_t args[6];
-    dnnl_memory_t scratch;   /* this primitive's view of the shared scratchpad, or NULL */
-} fprim;
-
-struct infer_fast {
-    dnnl_engine_t eng;
-    dnnl_stream_t strm;
-    fprim *prims;
-    int nprims, capprims;
-    value *vals;
-    int nvals, capvals;
-    dnnl_memory_t *mems;     /* packed weights and biases */
-    int nmems, capmems;
-    void **bufs;             /* every buffer we allocated */
-    int nbufs, capbufs;
-    int batch, in_val, out_val;
-    void *scratch;
-    size_t scratch_size, bytes;
-};
-
 /* ---------------------------------------------------------------- small helpers */
 
-static int push(void **arr, int *n, int *cap, size_t elem)
+int fast_push(void **arr, int *n, int *cap, size_t elem)
 {
     if (*n < *cap) return 0;
     int nc = *cap ? *cap * 2 : 16;
@@ -94,9 +45,9 @@ static int push(void **arr, int *n, int *cap, size_t elem)
     return 0;
 }
 
-static int new_value(infer_fast *f, int c, int h, int w)
+int fast_new_value(infer_fast *f, int c, int h, int w)
 {
-    if (push((void **)&f->vals, &f->nvals, &f->capvals, sizeof *f->vals)) return -1;
+    if (fast_push((void **)&f->vals, &f->nvals, &f->capvals, sizeof *f->vals)) return -1;
     value *v = &f->vals[f->nvals];
     memset(v, 0, sizeof *v);
     v->c = c;
@@ -108,7 +59,7 @@ static int new_value(infer_fast *f, int c, int h, int w)
 
 static void *own_buffer(infer_fast *f, size_t bytes)
 {
-    if (push((void **)&f->bufs, &f->nbufs, &f->capbufs, sizeof *f->bufs)) return NULL;
+    if (fast_push((void **)&f->bufs, &f->nbufs, &f->capbufs, sizeof *f->bufs)) return NULL;
     size_t sz = (bytes + 63) / 64 * 64;
     void *p = aligned_alloc(64, sz ? sz : 64);
     if (!p) return NULL;
@@ -131,240 +82,12 @@ static dnnl_status_t md_tag(dnnl_memory_desc_t *md, int nd, const int64_t *dims,
     return dnnl_memory_desc_init_by_tag(md, nd, d, dnnl_f32, tag);
 }
 
-/* ---------------------------------------------------------------- 1. lowering */
-
-typedef struct lowering {
-    lop *ops;
-    int nops, capops;
-    int *slot_val;           /* value of each slot, -1 none yet */
-    int *producer;           /* op writing each value, -1 input */
-    int *uses, *last_use;    /* per slot: readers, index of the last reading layer */
-    long seq;
-} lowering;
-
-static float *copy_floats(const float *src, size_t n)
-{
-    float *p = malloc(n * sizeof *p);
-    if (p && src) memcpy(p, src, n * sizeof *p);
-    if (p && !src) memset(p, 0, n * sizeof *p);
-    return p;
-}
-
-static int slot_shape(const baton_nn_model *m, int s, int *c, int *h, int *w)
-{
-    return baton_nn_model_slot(m, (size_t)s, c, h, w);
-}
-
-static int add_op(lowering *L, const lop *o)
-{
-    if (push((void **)&L->ops, &L->nops, &L->capops, sizeof *L->ops)) return -1;
-    L->ops[L->nops] = *o;
-    L->ops[L->nops].seq = L->seq++;
-    return L->nops++;
-}
-
-static int grow_value_maps(lowering *L, infer_fast *f)
-{
-    /* producer[] is indexed by value: keep it as long as vals */
-    int *p = realloc(L->producer, sizeof(int) * (size_t)(f->capvals ? f->capvals : 16));
-    if (!p) return -1;
-    L->producer = p;
-    return 0;
-}
-
-static int lower(const baton_nn_model *m, infer_fast *f, lowering *L, baton_err *err)
-{
-    const size_t nl = baton_nn_model_nlayers(m), ns = baton_nn_model_nslots(m);
-    baton_nn_layer_info *li = calloc(nl ? nl : 1, sizeof *li);
-    L->slot_val = malloc(sizeof(int) * ns);
-    L->uses = calloc(ns, sizeof(int));
-    L->last_use = calloc(ns, sizeof(int));
-    int rc = BATON_OK;
-    if (!li || !L->slot_val || !L->uses || !L->last_use) {
-        rc = baton_err_set(err, BATON_ERR_NOMEM, "fast path: out of memory");
-        goto out;
-    }
-    for (size_t i = 0; i < ns; i++) L->slot_val[i] = -1;
-    for (size_t i = 0; i < nl; i++) {
-        baton_nn_model_layer(m, i, &li[i]);
-        L->uses[li[i].in]++;
-        L->last_use[li[i].in] = (int)i;
-        if (li[i].in2 >= 0) {
-            L->uses[li[i].in2]++;
-            L->last_use[li[i].in2] = (int)i;
-        }
-    }
-    int c, h, w;
-    slot_shape(m, 0, &c, &h, &w);
-    f->in_val = new_value(f, c, h, w);
-    if (f->in_val < 0 || grow_value_maps(L, f)) goto nomem;
-    L->slot_val[0] = f->in_val;
-    L->producer[f->in_val] = -1;
-
-    for (size_t i = 0; i < nl; i++) {
-        const baton_nn_layer_info *l = &li[i];
-        const int vin = L->slot_val[l->in];
-        if (vin < 0) {
-            rc = baton_err_set(err, BATON_ERR_FORMAT, "fast path: layer %s reads an activation never written", l->name);
-            goto out;
-        }
-        switch (l->kind) {
-        case BATON_NN_L_CONV:
-        case BATON_NN_L_LINEAR: {
-            lop o = {.kind = l->kind == BATON_NN_L_CONV ? K_CONV : K_IP, .name = l->name, .src = vin, .sum = -1,
-                     .k = l->k, .stride = l->stride, .pad = l->pad};
-            int ic, ih, iw, oc, oh, ow;
-            slot_shape(m, l->in, &ic, &ih, &iw);
-            slot_shape(m, l->out, &oc, &oh, &ow);
-            o.oc = oc;
-            size_t wn = o.kind == K_CONV ? (size_t)oc * ic * l->k * l->k : (size_t)oc * ic * ih * iw;
-            o.w = copy_floats(l->weight, wn);
-            o.b = l->bias ? copy_floats(l->bias, (size_t)oc) : NULL;
-            if (!o.w || (l->bias && !o.b)) {
-                free(o.w);
-                free(o.b);
-                goto nomem;
-            }
-            int out = l->out;
-            size_t j = i + 1;
-            if (o.kind == K_CONV && j < nl && li[j].kind == BATON_NN_L_BN && li[j].in == out && L->uses[out] == 1) {
-                const baton_nn_layer_info *bn = &li[j];
-                if (!o.b) o.b = copy_floats(NULL, (size_t)oc);
-                if (!o.b) {
-                    free(o.w);
-                    goto nomem;
-                }
-                const size_t per = wn / (size_t)oc;
-                for (int q = 0; q < oc; q++) {
-                    const double s = (double)bn->weight[q] / sqrt((double)bn->running_var[q] + (double)bn->eps);
-                    for (size_t e = 0; e < per; e++) o.w[(size_t)q * per + e] = (float)(o.w[(size_t)q * per + e] * s);
-                    o.b[q] = (float)(((double)o.b[q] - bn->running_mean[q]) * s + bn->bias[q]);
-                }
-                out = bn->out;
-                j++;
-            }
-            if (j < nl && li[j].kind == BATON_NN_L_RELU && li[j].in == out && L->uses[out] == 1) {
-                o.relu = 1;
-                out = li[j].out;
-                j++;
-            }
-            o.dst = new_value(f, oc, oh, ow);
-            if (o.dst < 0 || grow_value_maps(L, f)) {
-                free(o.w);
-                free(o.b);
-                goto nomem;
-            }
-            int idx = add_op(L, &o);
-            if (idx < 0) {
-                free(o.w);
-                free(o.b);
-                goto nomem;
-            }
-            L->producer[o.dst] = idx;
-            L->slot_val[out] = o.dst;
-            i = j - 1;
-            break;
-        }
-        case BATON_NN_L_MAXPOOL:
-        case BATON_NN_L_GAP: {
-            int oc, oh, ow;
-            slot_shape(m, l->out, &oc, &oh, &ow);
-            lop o = {.kind = l->kind == BATON_NN_L_MAXPOOL ? K_MAXPOOL : K_AVGPOOL, .name = l->name, .src = vin,
-                     .sum = -1, .k = l->k, .stride = l->stride, .oc = oc};
-            if (o.kind == K_AVGPOOL) {
-                o.k = f->vals[vin].h;   /* global: the whole (square or not) plane, see make_pool */
-                o.stride = 1;
-            }
-            o.dst = new_value(f, oc, oh, ow);
-            if (o.dst < 0 || grow_value_maps(L, f)) goto nomem;
-            int idx = add_op(L, &o);
-            if (idx < 0) goto nomem;
-            L->producer[o.dst] = idx;
-            L->slot_val[l->out] = o.dst;
-            break;
-        }
-        case BATON_NN_L_DROPOUT:   /* evaluation mode: the identity */
-            L->slot_val[l->out] = vin;
-            break;
-        case BATON_NN_L_RELU: {
-            /* a ReLU not right after its convolution: only after a fused residual add */
-            const int p = L->producer[vin];
-            if (p >= 0 && (L->ops[p].kind == K_CONV || L->ops[p].kind == K_IP) && L->ops[p].sum >= 0 &&
-                !L->ops[p].relu && L->uses[l->in] == 1) {
-                L->ops[p].relu = 1;
-                L->slot_val[l->out] = vin;
-                break;
-            }
-            rc = baton_err_set(err, BATON_ERR_FORMAT, "fast path: ReLU on %s cannot be fused (not after a "
-                               "convolution or residual add)", l->name);
-            goto out;
-        }
-        case BATON_NN_L_ADD: {
-            int done = 0;
-            for (int t = 0; t < 2 && !done; t++) {
-                const int x = t ? l->in2 : l->in, y = t ? l->in : l->in2;
-                const int vx = L->slot_val[x], vy = L->slot_val[y];
-                const int p = vx >= 0 ? L->producer[vx] : -1;
-                if (p < 0 || vy < 0 || vy == f->in_val) continue;
-                lop *o = &L->ops[p];
-                if ((o->kind != K_CONV && o->kind != K_IP) || o->relu || o->sum >= 0 || L->uses[x] != 1 ||
-                    L->last_use[y] != (int)i || o->src == vy)
-                    continue;
-                if (f->vals[vx].c != f->vals[vy].c || f->vals[vx].h != f->vals[vy].h || f->vals[vx].w != f->vals[vy].w)
-                    continue;
-                o->sum = vy;
-                o->dst = vy;
-                o->seq = L->seq++;   /* runs after the shortcut's producer */
-                f->vals[vx].dead = 1;
-                L->producer[vy] = p;
-                L->slot_val[l->out] = vy;
-                done = 1;
-            }
-            if (!done) {
-                rc = baton_err_set(err, BATON_ERR_FORMAT, "fast path: residual add after %s cannot be fused",
-                                   i > 0 ? li[i - 1].name : "the input");
-                goto out;
-            }
-            break;
-        }
-        default:
-            rc = baton_err_set(err, BATON_ERR_FORMAT, "fast path: layer %s: batch norm not after a convolution",
-                               l->name);
-            goto out;
-        }
-    }
-    f->out_val = L->slot_val[ns - 1];
-    {
-        const int p = f->out_val >= 0 ? L->producer[f->out_val] : -1;
-        if (p < 0 || L->ops[p].kind != K_IP) {
-            rc = baton_err_set(err, BATON_ERR_FORMAT, "fast path: the model does not end in a linear layer");
-            goto out;
-        }
-    }
-    /* execution order */
-    for (int a = 1; a < L->nops; a++) {
-        lop t = L->ops[a];
-        int b = a - 1;
-        while (b >= 0 && L->ops[b].seq > t.seq) {
-            L->ops[b + 1] = L->ops[b];
-            b--;
-        }
-        L->ops[b + 1] = t;
-    }
-    goto out;
-nomem:
-    rc = baton_err_set(err, BATON_ERR_NOMEM, "fast path: out of memory");
-out:
-    free(li);
-    return rc;
-}
-
 /* ---------------------------------------------------------------- 2. primitives */
 
 static int add_prim(infer_fast *f, dnnl_primitive_desc_t pd, const int *ids, const dnnl_memory_t *mems, int n,
                     const char *name, baton_err *err)
 {
-    if (push((void **)&f->prims, &f->nprims, &f->capprims, sizeof *f->prims))
+    if (fast_push((void **)&f->prims, &f->nprims, &f->capprims, sizeof *f->prims))
         return baton_err_set(err, BATON_ERR_NOMEM, "fast path: out of memory");
     fprim *p = &f->prims[f->nprims];
     memset(p, 0, sizeof *p);
@@ -479,7 +202,7 @@ static int adapt_input(infer_fast *f, int v, const dnnl_memory_desc_t *want, con
         *mem = f->vals[v].mem;
         return BATON_OK;
     }
-    int t = new_value(f, f->vals[v].c, f->vals[v].h, f->vals[v].w);
+    int t = fast_new_value(f, f->vals[v].c, f->vals[v].h, f->vals[v].w);
     if (t < 0 || set_value_md(f, t, want)) return baton_err_set(err, BATON_ERR_NOMEM, "fast path: out of memory");
     dnnl_primitive_desc_t rpd = NULL;
     dnnl_status_t st = dnnl_reorder_primitive_desc_create(&rpd, &f->vals[v].md, f->eng, want, f->eng, NULL);
@@ -499,7 +222,7 @@ static int pack(infer_fast *f, const float *data, int nd, const int64_t *dims, d
     dnnl_memory_desc_t plain;
     dnnl_status_t st = md_tag(&plain, nd, dims, tag);
     void *buf = own_buffer(f, dnnl_memory_desc_get_size(want));
-    if (!buf || push((void **)&f->mems, &f->nmems, &f->capmems, sizeof *f->mems))
+    if (!buf || fast_push((void **)&f->mems, &f->nmems, &f->capmems, sizeof *f->mems))
         return baton_err_set(err, BATON_ERR_NOMEM, "fast path: out of memory");
     dnnl_memory_t src = NULL, dst = NULL;
     dnnl_primitive_desc_t rpd = NULL;
@@ -682,7 +405,7 @@ static int make_compute(infer_fast *f, lop *o, baton_err *err)
         /* plain NCHW (a reorder into it if the producer chose otherwise), then a 2-D view of it */
         rc = adapt_input(f, o->src, &smd_plain, o->name, &src_mem, err);
         int v = rc ? -1 : value_of_mem(f, src_mem);
-        int t = v < 0 ? -1 : new_value(f, f->vals[v].c, f->vals[v].h, f->vals[v].w);
+        int t = v < 0 ? -1 : fast_new_value(f, f->vals[v].c, f->vals[v].h, f->vals[v].w);
         if (!rc && (t < 0 || set_value_md(f, t, &smd_flat)))
             rc = baton_err_set(err, BATON_ERR_NOMEM, "fast path: out of memory");
         if (!rc) {
@@ -758,7 +481,7 @@ int infer_fast_build(const baton_nn_model *m, int batch, infer_fast **out, baton
                            dnnl_status2str(st));
         goto done;
     }
-    if ((rc = lower(m, f, &L, err))) goto done;
+    if ((rc = fast_lower(m, f, &L, err))) goto done;
     {
         value *in = &f->vals[f->in_val];
         dnnl_memory_desc_t imd;
@@ -803,15 +526,7 @@ int infer_fast_build(const baton_nn_model *m, int batch, infer_fast **out, baton
             if (f->prims[i].scratch) dnnl_memory_set_data_handle(f->prims[i].scratch, f->scratch);
     }
 done:
-    for (int i = 0; i < L.nops; i++) {
-        free(L.ops[i].w);
-        free(L.ops[i].b);
-    }
-    free(L.ops);
-    free(L.slot_val);
-    free(L.producer);
-    free(L.uses);
-    free(L.last_use);
+    fast_lowering_free(&L);
     if (rc) {
         infer_fast_free(f);
         return rc;
