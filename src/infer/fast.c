@@ -28,6 +28,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* inner products with at least this many bytes of weights get their candidate kernels timed */
+#define TIME_IP_BYTES (512.0 * 1024)
+
 /* libgomp, oneDNN's OpenMP runtime */
 int omp_get_max_threads(void);
 void omp_set_num_threads(int n);
@@ -152,7 +155,7 @@ static int has_impl(dnnl_primitive_desc_t *v, int n, const_dnnl_primitive_desc_t
 }
 
 /* Run a primitive on zero-filled scratch arguments: once (oneDNN generates gemm kernels at the
- * first execution, so this also makes them now), then the best of ten runs, in ms; -1 when it
+ * first execution, so this also makes them now), then the best of four runs, in ms; -1 when it
  * cannot run. */
 static double time_pd(infer_fast *f, const_dnnl_primitive_desc_t pd)
 {
@@ -179,7 +182,7 @@ static double time_pd(infer_fast *f, const_dnnl_primitive_desc_t pd)
         else free(bufs[n]);
     }
     if (st == dnnl_success) st = dnnl_primitive_create(&p, pd);
-    for (int r = 0; r < 11 && st == dnnl_success; r++) {
+    for (int r = 0; r < 5 && st == dnnl_success; r++) {
         const double t = baton_now();
         st = dnnl_primitive_execute(p, f->strm, n, args);
         if (st == dnnl_success) st = dnnl_stream_wait(f->strm);
@@ -229,18 +232,19 @@ static int pack(infer_fast *f, const float *data, int nd, const int64_t *dims, d
     dnnl_primitive_t r = NULL;
     if (st == dnnl_success) st = dnnl_memory_create(&src, &plain, f->eng, (void *)(uintptr_t)data);
     if (st == dnnl_success) st = dnnl_memory_create(&dst, want, f->eng, buf);
+    /* on one thread (oneDNN fixes a reorder's thread count when it is created): a parallel region
+     * per small reorder costs more than it saves, and on a busy machine each one can wait a
+     * scheduler tick for the second thread */
+    const int nthr = omp_get_max_threads();
+    omp_set_num_threads(1);
     if (st == dnnl_success) st = dnnl_reorder_primitive_desc_create(&rpd, &plain, f->eng, want, f->eng, NULL);
     if (st == dnnl_success) st = dnnl_primitive_create(&r, rpd);
     if (st == dnnl_success) {
-        /* on one thread: a parallel region per small reorder costs more than it saves, and on a
-         * busy machine each one can wait a scheduler tick for the second thread */
-        const int nthr = omp_get_max_threads();
-        omp_set_num_threads(1);
         dnnl_exec_arg_t a[2] = {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}};
         st = dnnl_primitive_execute(r, f->strm, 2, a);
         if (st == dnnl_success) st = dnnl_stream_wait(f->strm);
-        omp_set_num_threads(nthr);
     }
+    omp_set_num_threads(nthr);
     if (r) dnnl_primitive_destroy(r);
     if (rpd) dnnl_primitive_desc_destroy(rpd);
     if (src) dnnl_memory_destroy(src);
@@ -376,22 +380,31 @@ static int make_compute(infer_fast *f, lop *o, baton_err *err)
             dnnl_primitive_desc_destroy(cand);
         }
     }
-    if (nalt) {   /* inner product: the fastest optimised candidate */
+    if (nalt) {
+        /* inner product: a small one takes the first kernel made at creation (timing would cost
+         * more than any difference); a large one (lenet's fc1: 4.7 MB of weights) the fastest */
+        const int timed = nalt > 1 && (double)o->oc * in->c * in->h * in->w * sizeof(float) >= TIME_IP_BYTES;
         double tbest = INFINITY;
         int k = 0;
-        for (int i = 0; i < nalt; i++) {
-            const double ms = nalt > 1 || impl_rank(alt[i]) == 1 ? time_pd(f, alt[i]) : 0;
-            if (ms >= 0 && ms < tbest) {
-                tbest = ms;
-                k = i;
+        if (timed) {
+            for (int i = 0; i < nalt; i++) {
+                const double ms = time_pd(f, alt[i]);
+                if (ms >= 0 && ms < tbest) {
+                    tbest = ms;
+                    k = i;
+                }
             }
+        } else {
+            for (int i = 1; i < nalt; i++)
+                if (impl_rank(alt[i]) < impl_rank(alt[k])) k = i;
+            if (impl_rank(alt[k]) == 1) time_pd(f, alt[k]);   /* generate its lazily made kernels now */
         }
         if (pd) dnnl_primitive_desc_destroy(pd);
         pd = alt[k];
         chosen = alt_at[k];
         for (int i = 0; i < nalt; i++)
             if (i != k) dnnl_primitive_desc_destroy(alt[i]);
-        if (nalt > 1)
+        if (timed)
             baton_log(BATON_LOG_DEBUG, "infer: %s: fastest of %d inner-product kernels: %.3f ms", o->name, nalt, tbest);
     } else if (pd && best == 1) {
         time_pd(f, pd);   /* generates its lazily made kernels now, not in the first query */
