@@ -8,6 +8,8 @@ echo "== record scan: baton inspect --verify vs cat (bench/scan.sh)"
 bench/scan.sh
 echo "== input modes over HTTP and S3, and the loader peer (bench/io.sh)"
 bench/io.sh
+echo "== inference latency against the PyTorch peer (bench/infer.sh)"
+bench/infer.sh
 echo "== checkpoint cost and resume latency (bench/ckpt.sh)"
 bench/ckpt.sh
 if [ "${BATON_BENCH_LONG:-0}" = 1 ]; then

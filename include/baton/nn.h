@@ -146,6 +146,10 @@ typedef struct baton_nn_tensor {
  * with spec->seed in state_dict order. kernels NULL means the reference kernels. */
 int baton_nn_model_create(const baton_nn_spec *spec, const baton_nn_kernels *kernels,
                           baton_nn_model **out, baton_err *err);
+/* The same with every tensor left at zero (BN running variances too): for a caller that loads all
+ * of them next (serving a checkpoint), skipping the initialisation's random draws. */
+int baton_nn_model_create_empty(const baton_nn_spec *spec, const baton_nn_kernels *kernels,
+                                baton_nn_model **out, baton_err *err);
 void baton_nn_model_free(baton_nn_model *m);
 
 const char *baton_nn_model_name(const baton_nn_model *m);
@@ -161,6 +165,29 @@ baton_rng *baton_nn_model_rng(baton_nn_model *m);
 size_t baton_nn_model_ntensors(const baton_nn_model *m);
 int baton_nn_model_tensor(const baton_nn_model *m, size_t i, baton_nn_tensor *t);   /* BATON_OK / ERR_ARG */
 int baton_nn_model_find(const baton_nn_model *m, const char *name, baton_nn_tensor *t); /* ERR_NOTFOUND */
+
+/* Read-only view of the layer graph (src/nn/graph.c), for code that compiles a model into another
+ * form (the inference fast path). Layers are listed in execution order; activations are "slots":
+ * slot 0 is the input, the last slot the logits. Pointers stay valid while the model lives. */
+enum {
+    BATON_NN_L_CONV, BATON_NN_L_BN, BATON_NN_L_RELU, BATON_NN_L_MAXPOOL, BATON_NN_L_GAP,
+    BATON_NN_L_LINEAR, BATON_NN_L_DROPOUT, BATON_NN_L_ADD
+};
+typedef struct baton_nn_layer_info {
+    int kind;                /* BATON_NN_L_* */
+    const char *name;        /* module path, e.g. "layers.3.conv1" ("" for unnamed layers) */
+    int in, in2, out;        /* slots; in2 only for ADD (else -1) */
+    int k, stride, pad;      /* conv (square kernel) and max pooling */
+    const float *weight;     /* conv [oc, ic, k, k] / linear [out, in] weight, BN gamma; NULL: none */
+    const float *bias;       /* conv / linear bias, BN beta; NULL: none */
+    const float *running_mean, *running_var;   /* BN only */
+    float eps;               /* BN only */
+} baton_nn_layer_info;
+size_t baton_nn_model_nlayers(const baton_nn_model *m);
+int baton_nn_model_layer(const baton_nn_model *m, size_t i, baton_nn_layer_info *li);  /* BATON_OK / ERR_ARG */
+size_t baton_nn_model_nslots(const baton_nn_model *m);
+/* Shape of one image in slot i ([c, h, w]; linear outputs are [out, 1, 1]). */
+int baton_nn_model_slot(const baton_nn_model *m, size_t i, int *c, int *h, int *w);  /* BATON_OK / ERR_ARG */
 
 /* Forward n images (x: n*C*H*W floats, copied in). Logits [n, classes] stay valid until the next
  * forward. */

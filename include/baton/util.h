@@ -138,5 +138,16 @@ typedef struct baton_svg_series {
 /* Write a line chart with markers, axes with ticks, and a legend. */
 int baton_svg_lines(const char *path, const char *title, const char *xlabel, const char *ylabel,
                     const baton_svg_series *s, size_t ns, baton_err *err);
+/* Scatter charts: points with markers, an optional text label per point, and optionally a line
+ * through a series' points (e.g. a Pareto front). */
+typedef struct baton_svg_points {
+    const char *name;
+    const double *x, *y;
+    size_t n;
+    const char *const *labels;   /* per point, or NULL */
+    int line;                    /* also join the points in order */
+} baton_svg_points;
+int baton_svg_scatter(const char *path, const char *title, const char *xlabel, const char *ylabel,
+                      const baton_svg_points *s, size_t ns, baton_err *err);
 
 #endif

@@ -17,6 +17,8 @@ static const struct cli_command commands[] = {
     {"ckpt", cmd_ckpt, "checkpoints: ls | verify | show DIR"},
     {"imds", cmd_imds, "a local EC2 metadata service that can announce interruptions"},
     {"notice", cmd_notice, "notice wait: block until an interruption notice and print it"},
+    {"infer-bench", cmd_infer_bench, "inference latency: cold start, first query, P50/P90/P99, throughput"},
+    {"plan", cmd_plan, "plan infer | train: cheapest catalog hardware for an SLO, training cost on spot"},
     {"run", cmd_run, "the main job; with no JOBFILE, the built-in demo"},
 };
 

@@ -229,7 +229,7 @@ static int flat_now(const baton_nn_model *m, const nn_layer *l)
     return l->flat && nn_is_blocked(m->k->block, m->slots[l->in].c);
 }
 
-static int finalize(baton_nn_model *m, baton_err *err)
+static int finalize(baton_nn_model *m, int init_params, baton_err *err)
 {
     const size_t B = (size_t)m->spec.max_batch;
     /* activation arena: per slot data + grad, per layer extras */
@@ -304,7 +304,7 @@ static int finalize(baton_nn_model *m, baton_err *err)
         } else {
             t->data = m->i64 + t->off;
         }
-        if (t->dtype == BATON_NN_I64) continue;
+        if (t->dtype == BATON_NN_I64 || !init_params) continue;
         float *d = t->data;
         for (size_t j = 0; j < t->numel; j++) {
             if (t->init == NN_INIT_UNIFORM)
@@ -318,8 +318,8 @@ static int finalize(baton_nn_model *m, baton_err *err)
     return BATON_OK;
 }
 
-int baton_nn_model_create(const baton_nn_spec *spec, const baton_nn_kernels *kernels, baton_nn_model **out,
-                          baton_err *err)
+static int create(const baton_nn_spec *spec, const baton_nn_kernels *kernels, int init_params, baton_nn_model **out,
+                  baton_err *err)
 {
     *out = NULL;
     if (!spec || !spec->name) return baton_err_set(err, BATON_ERR_ARG, "nn: no model name");
@@ -345,7 +345,7 @@ int baton_nn_model_create(const baton_nn_spec *spec, const baton_nn_kernels *ker
         rc = m->build_err;
         if (err) *err = m->berr;
     }
-    if (rc == BATON_OK) rc = finalize(m, err);
+    if (rc == BATON_OK) rc = finalize(m, init_params, err);
     if (rc != BATON_OK) {
         baton_nn_model_free(m);
         return rc;
@@ -353,6 +353,18 @@ int baton_nn_model_create(const baton_nn_spec *spec, const baton_nn_kernels *ker
     m->out_slot = (int)m->nslots - 1;
     *out = m;
     return BATON_OK;
+}
+
+int baton_nn_model_create(const baton_nn_spec *spec, const baton_nn_kernels *kernels, baton_nn_model **out,
+                          baton_err *err)
+{
+    return create(spec, kernels, 1, out, err);
+}
+
+int baton_nn_model_create_empty(const baton_nn_spec *spec, const baton_nn_kernels *kernels, baton_nn_model **out,
+                                baton_err *err)
+{
+    return create(spec, kernels, 0, out, err);
 }
 
 void baton_nn_model_free(baton_nn_model *m)

@@ -1,9 +1,12 @@
-/* svg.c — minimal SVG line charts for benchmark and report output: one chart per file, series as
- * polylines with point markers, linear axes with "nice" ticks starting at zero, a legend. The file
- * is written crash-safely (baton_file_write_atomic) so a half-written chart never appears. */
+/* svg.c — minimal SVG charts for benchmark and report output: one chart per file, linear axes with
+ * "nice" ticks starting at zero, a legend. Line charts draw every series as a polyline with point
+ * markers; scatter charts draw markers (with optional per-point labels) and a polyline only for
+ * series that ask for one. The file is written crash-safely (baton_file_write_atomic) so a
+ * half-written chart never appears. */
 #include "baton/util.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *palette[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b"};
@@ -35,8 +38,8 @@ static void put(baton_buf *b, const char *fmt, ...)
     if (n > 0) baton_buf_append(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
 }
 
-int baton_svg_lines(const char *path, const char *title, const char *xlabel, const char *ylabel,
-                    const baton_svg_series *s, size_t ns, baton_err *err)
+static int render(const char *path, const char *title, const char *xlabel, const char *ylabel,
+                  const baton_svg_points *s, size_t ns, baton_err *err)
 {
     const double W = 720, H = 420, L = 70, R = 170, T = 40, B = 50;
     double xmax = 0, ymax = 0;
@@ -79,13 +82,21 @@ int baton_svg_lines(const char *path, const char *title, const char *xlabel, con
     put(&b, "</text>\n");
     for (size_t i = 0; i < ns; i++) {
         const char *col = palette[i % (sizeof palette / sizeof *palette)];
-        put(&b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", col);
-        for (size_t k = 0; k < s[i].n; k++)
-            put(&b, "%.1f,%.1f ", L + s[i].x[k] / xmax * pw, T + ph - s[i].y[k] / ymax * ph);
-        put(&b, "\"/>\n");
-        for (size_t k = 0; k < s[i].n; k++)
-            put(&b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n", L + s[i].x[k] / xmax * pw,
-                T + ph - s[i].y[k] / ymax * ph, col);
+        if (s[i].line) {
+            put(&b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", col);
+            for (size_t k = 0; k < s[i].n; k++)
+                put(&b, "%.1f,%.1f ", L + s[i].x[k] / xmax * pw, T + ph - s[i].y[k] / ymax * ph);
+            put(&b, "\"/>\n");
+        }
+        for (size_t k = 0; k < s[i].n; k++) {
+            const double cx = L + s[i].x[k] / xmax * pw, cy = T + ph - s[i].y[k] / ymax * ph;
+            put(&b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%s\" fill=\"%s\"/>\n", cx, cy, s[i].line ? "3" : "4", col);
+            if (s[i].labels && s[i].labels[k]) {
+                put(&b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" fill=\"%s\">", cx + 5, cy - 5, col);
+                esc(&b, s[i].labels[k]);
+                put(&b, "</text>\n");
+            }
+        }
         double ly = T + 10 + 20 * (double)i;
         put(&b, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"3\"/>"
                 "<text x=\"%.0f\" y=\"%.1f\">", L + pw + 12, ly, L + pw + 36, ly, col, L + pw + 42, ly + 4);
@@ -97,4 +108,22 @@ int baton_svg_lines(const char *path, const char *title, const char *xlabel, con
                     : baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
     baton_buf_free(&b);
     return rc;
+}
+
+int baton_svg_lines(const char *path, const char *title, const char *xlabel, const char *ylabel,
+                    const baton_svg_series *s, size_t ns, baton_err *err)
+{
+    baton_svg_points *p = calloc(ns ? ns : 1, sizeof *p);
+    if (!p) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < ns; i++)
+        p[i] = (baton_svg_points){.name = s[i].name, .x = s[i].x, .y = s[i].y, .n = s[i].n, .line = 1};
+    int rc = render(path, title, xlabel, ylabel, p, ns, err);
+    free(p);
+    return rc;
+}
+
+int baton_svg_scatter(const char *path, const char *title, const char *xlabel, const char *ylabel,
+                      const baton_svg_points *s, size_t ns, baton_err *err)
+{
+    return render(path, title, xlabel, ylabel, s, ns, err);
 }

@@ -1,0 +1,586 @@
+/* fast.c — the fast inference path: a model's layer graph compiled once, for one batch size, into
+ * a short list of oneDNN primitives that then run with no allocation and no reorder of weights.
+ *
+ * Compilation (infer_fast_build):
+ *   1. Lowering (lower.c): batch norm folded into convolutions, ReLU and residual adds fused as
+ *      post-ops (eltwise, sum), dropout dropped; the result is a list of operations on values.
+ *   2. Primitives, in order. Each is created with format_tag any for weights and outputs, so
+ *      oneDNN picks its preferred (blocked) layouts; an input takes exactly the layout its producer
+ *      chose (no reorder between layers) unless oneDNN has only a reference kernel for it. An inner
+ *      product also tries its input as a plain [batch, C·H·W] matrix (brgemm kernels want that) and
+ *      keeps the fastest candidate, timed at load; gemm-based kernels, which oneDNN generates at
+ *      their first execution, are run once at load so the first query does not pay for it.
+ *      The model input is plain NCHW (the caller's array), the logits plain [batch, classes] (the
+ *      caller's array): their data handles are set on each call.
+ *   3. Weights are reordered once into the layouts chosen (on one thread: tiny reorders do not
+ *      pay for a parallel region); activation buffers and one shared scratchpad are allocated and
+ *      touched once.
+ *
+ * Contract: infer_fast_run allocates nothing of ours and is not thread-safe per plan (one query at
+ * a time). Primitives are tuned for the OpenMP thread count in force when the plan was built.
+ * A model the lowering cannot express (e.g. batch norm not after a convolution) is refused with a
+ * message naming the layer. */
+#include "fast_internal.h"
+
+#include <math.h>
+#include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl_debug.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* inner products with at least this many bytes of weights get their candidate kernels timed */
+#define TIME_IP_BYTES (512.0 * 1024)
+
+/* libgomp, oneDNN's OpenMP runtime */
+int omp_get_max_threads(void);
+void omp_set_num_threads(int n);
+
+/* ---------------------------------------------------------------- small helpers */
+
+int fast_push(void **arr, int *n, int *cap, size_t elem)
+{
+    if (*n < *cap) return 0;
+    int nc = *cap ? *cap * 2 : 16;
+    void *p = realloc(*arr, (size_t)nc * elem);
+    if (!p) return -1;
+    *arr = p;
+    *cap = nc;
+    return 0;
+}
+
+int fast_new_value(infer_fast *f, int c, int h, int w)
+{
+    if (fast_push((void **)&f->vals, &f->nvals, &f->capvals, sizeof *f->vals)) return -1;
+    value *v = &f->vals[f->nvals];
+    memset(v, 0, sizeof *v);
+    v->c = c;
+    v->h = h;
+    v->w = w;
+    v->alias = -1;
+    return f->nvals++;
+}
+
+static void *own_buffer(infer_fast *f, size_t bytes)
+{
+    if (fast_push((void **)&f->bufs, &f->nbufs, &f->capbufs, sizeof *f->bufs)) return NULL;
+    size_t sz = (bytes + 63) / 64 * 64;
+    void *p = aligned_alloc(64, sz ? sz : 64);
+    if (!p) return NULL;
+    memset(p, 0, sz);   /* touch every page now, not during the first query */
+    f->bufs[f->nbufs++] = p;
+    f->bytes += sz;
+    return p;
+}
+
+static int dnnl_fail(baton_err *err, dnnl_status_t st, const char *what, const char *layer)
+{
+    return baton_err_set(err, BATON_ERR_FORMAT, "fast path: layer %s: %s failed (%s)", layer && *layer ? layer : "?",
+                         what, dnnl_status2str(st));
+}
+
+static dnnl_status_t md_tag(dnnl_memory_desc_t *md, int nd, const int64_t *dims, dnnl_format_tag_t tag)
+{
+    dnnl_dims_t d;
+    for (int i = 0; i < nd; i++) d[i] = dims[i];
+    return dnnl_memory_desc_init_by_tag(md, nd, d, dnnl_f32, tag);
+}
+
+/* ---------------------------------------------------------------- 2. primitives */
+
+static int add_prim(infer_fast *f, dnnl_primitive_desc_t pd, const int *ids, const dnnl_memory_t *mems, int n,
+                    const char *name, baton_err *err)
+{
+    if (fast_push((void **)&f->prims, &f->nprims, &f->capprims, sizeof *f->prims))
+        return baton_err_set(err, BATON_ERR_NOMEM, "fast path: out of memory");
+    fprim *p = &f->prims[f->nprims];
+    memset(p, 0, sizeof *p);
+    for (int i = 0; i < n; i++) {
+        p->args[i].arg = ids[i];
+        p->args[i].memory = mems[i];
+    }
+    p->nargs = n;
+    const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    size_t need = smd ? dnnl_memory_desc_get_size(smd) : 0;
+    dnnl_status_t st = dnnl_success;
+    if (need > 0) {
+        st = dnnl_memory_create(&p->scratch, smd, f->eng, DNNL_MEMORY_NONE);
+        if (st == dnnl_success) {
+            p->args[p->nargs].arg = DNNL_ARG_SCRATCHPAD;
+            p->args[p->nargs++].memory = p->scratch;
+            if (need > f->scratch_size) f->scratch_size = need;
+        }
+    }
+    if (st == dnnl_success) st = dnnl_primitive_create(&p->p, pd);
+    if (st != dnnl_success) {
+        if (p->scratch) dnnl_memory_destroy(p->scratch);
+        return dnnl_fail(err, st, "primitive creation", name);
+    }
+    f->nprims++;
+    const char *impl = NULL;
+    dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+    baton_log(BATON_LOG_DEBUG, "infer: %-20s %s", name && *name ? name : "(pool/reorder)", impl ? impl : "?");
+    return BATON_OK;
+}
+
+/* Give value v its memory descriptor (from the producing primitive) and a memory object. */
+static int set_value_md(infer_fast *f, int v, const dnnl_memory_desc_t *md)
+{
+    value *x = &f->vals[v];
+    if (x->has_md) return BATON_OK;
+    x->md = *md;
+    x->has_md = 1;
+    return dnnl_memory_create(&x->mem, md, f->eng, DNNL_MEMORY_NONE) == dnnl_success ? BATON_OK : BATON_ERR_NOMEM;
+}
+
+/* 0: a JIT kernel generated at creation; 1: gemm-based (its kernels are generated at the first
+ * execution); 2: a reference implementation. */
+static int impl_rank(const_dnnl_primitive_desc_t pd)
+{
+    const char *impl = NULL;
+    if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl) return 1;
+    if (!strncmp(impl, "ref", 3)) return 2;
+    return strstr(impl, "gemm") && !strstr(impl, "brgemm") ? 1 : 0;
+}
+
+/* Whether a candidate with the same implementation is already in v. */
+static int has_impl(dnnl_primitive_desc_t *v, int n, const_dnnl_primitive_desc_t pd)
+{
+    const char *a = NULL, *b = NULL;
+    dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &a);
+    for (int i = 0; i < n; i++) {
+        dnnl_primitive_desc_query(v[i], dnnl_query_impl_info_str, 0, &b);
+        if (a && b && !strcmp(a, b)) return 1;
+    }
+    return 0;
+}
+
+/* Run a primitive on zero-filled scratch arguments: once (oneDNN generates gemm kernels at the
+ * first execution, so this also makes them now), then the best of four runs, in ms; -1 when it
+ * cannot run. */
+static double time_pd(infer_fast *f, const_dnnl_primitive_desc_t pd)
+{
+    static const int ids[5] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_BIAS, DNNL_ARG_DST, DNNL_ARG_SCRATCHPAD};
+    dnnl_exec_arg_t args[5];
+    void *bufs[5] = {0};
+    int n = 0;
+    double best = -1;
+    dnnl_primitive_t p = NULL;
+    dnnl_status_t st = dnnl_success;
+    for (int i = 0; i < 5 && st == dnnl_success; i++) {
+        const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, ids[i]);
+        size_t sz = md ? dnnl_memory_desc_get_size(md) : 0;
+        if (!sz) continue;
+        bufs[n] = aligned_alloc(64, (sz + 63) / 64 * 64);
+        if (!bufs[n]) {
+            st = dnnl_out_of_memory;
+            break;
+        }
+        memset(bufs[n], 0, sz);
+        args[n].arg = ids[i];
+        st = dnnl_memory_create(&args[n].memory, md, f->eng, bufs[n]);
+        if (st == dnnl_success) n++;
+        else free(bufs[n]);
+    }
+    if (st == dnnl_success) st = dnnl_primitive_create(&p, pd);
+    for (int r = 0; r < 5 && st == dnnl_success; r++) {
+        const double t = baton_now();
+        st = dnnl_primitive_execute(p, f->strm, n, args);
+        if (st == dnnl_success) st = dnnl_stream_wait(f->strm);
+        const double ms = (baton_now() - t) * 1e3;
+        if (r > 0 && st == dnnl_success && (best < 0 || ms < best)) best = ms;
+    }
+    if (p) dnnl_primitive_destroy(p);
+    for (int i = 0; i < n; i++) {
+        dnnl_memory_destroy(args[i].memory);
+        free(bufs[i]);
+    }
+    return st == dnnl_success ? best : -1;
+}
+
+/* An input in another layout than the value's: a temporary value and a reorder into it. */
+static int adapt_input(infer_fast *f, int v, const dnnl_memory_desc_t *want, const char *name, dnnl_memory_t *mem,
+                       baton_err *err)
+{
+    if (dnnl_memory_desc_equal(&f->vals[v].md, want)) {
+        *mem = f->vals[v].mem;
+        return BATON_OK;
+    }
+    int t = fast_new_value(f, f->vals[v].c, f->vals[v].h, f->vals[v].w);
+    if (t < 0 || set_value_md(f, t, want)) return baton_err_set(err, BATON_ERR_NOMEM, "fast path: out of memory");
+    dnnl_primitive_desc_t rpd = NULL;
+    dnnl_status_t st = dnnl_reorder_primitive_desc_create(&rpd, &f->vals[v].md, f->eng, want, f->eng, NULL);
+    if (st != dnnl_success) return dnnl_fail(err, st, "input reorder", name);
+    const int ids[2] = {DNNL_ARG_FROM, DNNL_ARG_TO};
+    const dnnl_memory_t ms[2] = {f->vals[v].mem, f->vals[t].mem};
+    int rc = add_prim(f, rpd, ids, ms, 2, name, err);
+    dnnl_primitive_desc_destroy(rpd);
+    *mem = f->vals[t].mem;
+    return rc;
+}
+
+/* Reorder plain weights (dims, tag) into the layout the primitive wants; keep the packed copy. */
+static int pack(infer_fast *f, const float *data, int nd, const int64_t *dims, dnnl_format_tag_t tag,
+                const dnnl_memory_desc_t *want, dnnl_memory_t *out, const char *name, baton_err *err)
+{
+    dnnl_memory_desc_t plain;
+    dnnl_status_t st = md_tag(&plain, nd, dims, tag);
+    void *buf = own_buffer(f, dnnl_memory_desc_get_size(want));
+    if (!buf || fast_push((void **)&f->mems, &f->nmems, &f->capmems, sizeof *f->mems))
+        return baton_err_set(err, BATON_ERR_NOMEM, "fast path: out of memory");
+    dnnl_memory_t src = NULL, dst = NULL;
+    dnnl_primitive_desc_t rpd = NULL;
+    dnnl_primitive_t r = NULL;
+    if (st == dnnl_success) st = dnnl_memory_create(&src, &plain, f->eng, (void *)(uintptr_t)data);
+    if (st == dnnl_success) st = dnnl_memory_create(&dst, want, f->eng, buf);
+    /* on one thread (oneDNN fixes a reorder's thread count when it is created): a parallel region
+     * per small reorder costs more than it saves, and on a busy machine each one can wait a
+     * scheduler tick for the second thread */
+    const int nthr = omp_get_max_threads();
+    omp_set_num_threads(1);
+    if (st == dnnl_success) st = dnnl_reorder_primitive_desc_create(&rpd, &plain, f->eng, want, f->eng, NULL);
+    if (st == dnnl_success) st = dnnl_primitive_create(&r, rpd);
+    if (st == dnnl_success) {
+        dnnl_exec_arg_t a[2] = {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}};
+        st = dnnl_primitive_execute(r, f->strm, 2, a);
+        if (st == dnnl_success) st = dnnl_stream_wait(f->strm);
+    }
+    omp_set_num_threads(nthr);
+    if (r) dnnl_primitive_destroy(r);
+    if (rpd) dnnl_primitive_desc_destroy(rpd);
+    if (src) dnnl_memory_destroy(src);
+    if (st != dnnl_success) {
+        if (dst) dnnl_memory_destroy(dst);
+        return dnnl_fail(err, st, "weight reorder", name);
+    }
+    f->mems[f->nmems++] = dst;
+    *out = dst;
+    return BATON_OK;
+}
+
+static int value_of_mem(const infer_fast *f, dnnl_memory_t mem)
+{
+    for (int v = 0; v < f->nvals; v++)
+        if (f->vals[v].mem == mem) return v;
+    return -1;
+}
+
+static dnnl_status_t make_attr(dnnl_primitive_attr_t *attr, int sum, int relu)
+{
+    dnnl_status_t st = dnnl_primitive_attr_create(attr);
+    if (st == dnnl_success) st = dnnl_primitive_attr_set_scratchpad_mode(*attr, dnnl_scratchpad_mode_user);
+    if (st != dnnl_success || (!sum && !relu)) return st;
+    dnnl_post_ops_t po = NULL;
+    st = dnnl_post_ops_create(&po);
+    if (st == dnnl_success && sum) st = dnnl_post_ops_append_sum(po, 1.0f);
+    if (st == dnnl_success && relu) st = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f);
+    if (st == dnnl_success) st = dnnl_primitive_attr_set_post_ops(*attr, po);
+    if (po) dnnl_post_ops_destroy(po);
+    return st;
+}
+
+/* The same dims as md, format any. */
+static dnnl_status_t md_any(dnnl_memory_desc_t *out, const dnnl_memory_desc_t *md)
+{
+    return dnnl_memory_desc_init_by_tag(out, md->ndims, md->dims, dnnl_f32, dnnl_format_tag_any);
+}
+
+static int make_compute(infer_fast *f, lop *o, baton_err *err)
+{
+    const int N = f->batch;
+    value *in = &f->vals[o->src], *outv = &f->vals[o->dst];
+    const int final = o->dst == f->out_val;
+    dnnl_memory_desc_t wmd, bmd, dmd, smd_any;
+    int64_t wd[4];
+    int wnd;
+    dnnl_format_tag_t wtag;
+    dnnl_status_t st;
+    if (o->kind == K_CONV) {
+        wnd = 4;
+        wd[0] = o->oc, wd[1] = in->c, wd[2] = o->k, wd[3] = o->k;
+        wtag = dnnl_abcd;
+    } else if (in->md.ndims == 4) {
+        wnd = 4;
+        wd[0] = o->oc, wd[1] = in->c, wd[2] = in->h, wd[3] = in->w;
+        wtag = dnnl_abcd;
+    } else {
+        wnd = 2;
+        wd[0] = o->oc, wd[1] = (int64_t)in->c * in->h * in->w;
+        wtag = dnnl_ab;
+    }
+    st = md_tag(&wmd, wnd, wd, dnnl_format_tag_any);
+    if (st == dnnl_success) st = md_tag(&bmd, 1, (const int64_t[1]){o->oc}, dnnl_a);
+    if (st == dnnl_success) {
+        if (o->sum >= 0) {
+            dmd = f->vals[o->sum].md;
+        } else if (o->kind == K_CONV) {
+            st = md_tag(&dmd, 4, (const int64_t[4]){N, o->oc, outv->h, outv->w}, dnnl_format_tag_any);
+        } else {
+            st = md_tag(&dmd, 2, (const int64_t[2]){N, o->oc}, final ? dnnl_ab : dnnl_format_tag_any);
+        }
+    }
+    if (st == dnnl_success) st = md_any(&smd_any, &in->md);
+    if (st != dnnl_success) return dnnl_fail(err, st, "memory descriptor", o->name);
+
+    /* Input layouts to try: the producer's (no reorder); for an inner product on a 4-D input also
+     * the same data seen as [batch, C·H·W] (plain NCHW is exactly that; brgemm kernels take it)
+     * and plain NCHW; then oneDNN's choice. A convolution takes the first that has an optimised
+     * kernel. An inner product's candidates are timed (oneDNN's gemm and brgemm kernels each win
+     * somewhere, depending on shapes and threads) and the fastest is kept. */
+    dnnl_memory_desc_t smd_plain, smd_flat, wmd_flat;
+    const int is4d_ip = o->kind == K_IP && in->md.ndims == 4;
+    const int try_flat = is4d_ip && md_tag(&smd_plain, 4, in->md.dims, dnnl_abcd) == dnnl_success &&
+                         md_tag(&smd_flat, 2, (const int64_t[2]){N, (int64_t)in->c * in->h * in->w}, dnnl_ab) ==
+                             dnnl_success &&
+                         md_tag(&wmd_flat, 2, (const int64_t[2]){o->oc, (int64_t)in->c * in->h * in->w},
+                                dnnl_format_tag_any) == dnnl_success;
+    const int try_plain = is4d_ip && try_flat && !dnnl_memory_desc_equal(&smd_plain, &in->md);
+    const dnnl_memory_desc_t *cands[4] = {&in->md, try_flat ? &smd_flat : NULL, try_plain ? &smd_plain : NULL,
+                                          &smd_any};
+    dnnl_primitive_desc_t pd = NULL, alt[4] = {0};
+    int best = 99, chosen = -1, nalt = 0, alt_at[4] = {0};
+    dnnl_status_t first_st = dnnl_success;
+    for (int attempt = 0; attempt < 4 && (best > 0 || o->kind == K_IP); attempt++) {
+        const dnnl_memory_desc_t *smd = cands[attempt];
+        if (!smd) continue;
+        dnnl_primitive_attr_t attr = NULL;
+        dnnl_primitive_desc_t cand = NULL;
+        st = make_attr(&attr, o->sum >= 0, o->relu);
+        if (st == dnnl_success) {
+            if (o->kind == K_CONV) {
+                dnnl_convolution_desc_t cd;
+                const dnnl_dims_t strides = {o->stride, o->stride}, pad = {o->pad, o->pad};
+                st = dnnl_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, smd,
+                                                        &wmd, o->b ? &bmd : NULL, &dmd, strides, pad, pad);
+                if (st == dnnl_success) st = dnnl_primitive_desc_create(&cand, &cd, attr, f->eng, NULL);
+            } else {
+                dnnl_inner_product_desc_t id;
+                st = dnnl_inner_product_forward_desc_init(&id, dnnl_forward_inference, smd,
+                                                          smd == &smd_flat ? &wmd_flat : &wmd, o->b ? &bmd : NULL,
+                                                          &dmd);
+                if (st == dnnl_success) st = dnnl_primitive_desc_create(&cand, &id, attr, f->eng, NULL);
+            }
+        }
+        if (attr) dnnl_primitive_attr_destroy(attr);
+        if (st != dnnl_success) {
+            if (attempt == 0) first_st = st;
+            continue;
+        }
+        const int score = impl_rank(cand);
+        if (o->kind == K_IP && score < 2 && !has_impl(alt, nalt, cand)) {
+            alt_at[nalt] = attempt;
+            alt[nalt++] = cand;   /* timed below */
+            continue;
+        }
+        if (score < best) {
+            if (pd) dnnl_primitive_desc_destroy(pd);
+            pd = cand;
+            best = score;
+            chosen = attempt;
+        } else {
+            dnnl_primitive_desc_destroy(cand);
+        }
+    }
+    if (nalt) {
+        /* inner product: a small one takes the first kernel made at creation (timing would cost
+         * more than any difference); a large one (lenet's fc1: 4.7 MB of weights) the fastest */
+        const int timed = nalt > 1 && (double)o->oc * in->c * in->h * in->w * sizeof(float) >= TIME_IP_BYTES;
+        double tbest = INFINITY;
+        int k = 0;
+        if (timed) {
+            for (int i = 0; i < nalt; i++) {
+                const double ms = time_pd(f, alt[i]);
+                if (ms >= 0 && ms < tbest) {
+                    tbest = ms;
+                    k = i;
+                }
+            }
+        } else {
+            for (int i = 1; i < nalt; i++)
+                if (impl_rank(alt[i]) < impl_rank(alt[k])) k = i;
+            if (impl_rank(alt[k]) == 1) time_pd(f, alt[k]);   /* generate its lazily made kernels now */
+        }
+        if (pd) dnnl_primitive_desc_destroy(pd);
+        pd = alt[k];
+        chosen = alt_at[k];
+        for (int i = 0; i < nalt; i++)
+            if (i != k) dnnl_primitive_desc_destroy(alt[i]);
+        if (timed)
+            baton_log(BATON_LOG_DEBUG, "infer: %s: fastest of %d inner-product kernels: %.3f ms", o->name, nalt, tbest);
+    } else if (pd && best == 1) {
+        time_pd(f, pd);   /* generates its lazily made kernels now, not in the first query */
+    }
+    if (!pd) st = first_st != dnnl_success ? first_st : st;
+    if (st != dnnl_success || !pd) return dnnl_fail(err, st, o->kind == K_CONV ? "convolution" : "inner product", o->name);
+
+    int rc = BATON_OK;
+    dnnl_memory_t src_mem = NULL, w_mem = NULL, b_mem = NULL;
+    if (chosen == 1) {
+        /* plain NCHW (a reorder into it if the producer chose otherwise), then a 2-D view of it */
+        rc = adapt_input(f, o->src, &smd_plain, o->name, &src_mem, err);
+        int v = rc ? -1 : value_of_mem(f, src_mem);
+        int t = v < 0 ? -1 : fast_new_value(f, f->vals[v].c, f->vals[v].h, f->vals[v].w);
+        if (!rc && (t < 0 || set_value_md(f, t, &smd_flat)))
+            rc = baton_err_set(err, BATON_ERR_NOMEM, "fast path: out of memory");
+        if (!rc) {
+            f->vals[t].alias = v;
+            src_mem = f->vals[t].mem;
+            wnd = 2;
+            wd[1] = wd[1] * wd[2] * wd[3];
+            wtag = dnnl_ab;
+        }
+    } else {
+        rc = adapt_input(f, o->src, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), o->name, &src_mem, err);
+    }
+    if (!rc) rc = pack(f, o->w, wnd, wd, wtag, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), &w_mem,
+                       o->name, err);
+    if (!rc && o->b) rc = pack(f, o->b, 1, (const int64_t[1]){o->oc}, dnnl_a,
+                               dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 1), &b_mem, o->name, err);
+    if (!rc && o->sum < 0 && set_value_md(f, o->dst, dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0)))
+        rc = baton_err_set(err, BATON_ERR_NOMEM, "fast path: out of memory");
+    if (!rc) {
+        const int ids[4] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS};
+        const dnnl_memory_t ms[4] = {src_mem, w_mem, f->vals[o->dst].mem, b_mem};
+        rc = add_prim(f, pd, ids, ms, o->b ? 4 : 3, o->name, err);
+    }
+    dnnl_primitive_desc_destroy(pd);
+    return rc;
+}
+
+static int make_pool(infer_fast *f, lop *o, baton_err *err)
+{
+    value *in = &f->vals[o->src], *outv = &f->vals[o->dst];
+    dnnl_memory_desc_t dmd;
+    dnnl_status_t st = md_tag(&dmd, 4, (const int64_t[4]){f->batch, outv->c, outv->h, outv->w}, dnnl_format_tag_any);
+    const int gap = o->kind == K_AVGPOOL;
+    const dnnl_dims_t strides = {gap ? 1 : o->stride, gap ? 1 : o->stride};
+    const dnnl_dims_t kernel = {gap ? in->h : o->k, gap ? in->w : o->k}, pad = {0, 0};
+    dnnl_pooling_desc_t pdsc;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_primitive_attr_t attr = NULL;
+    if (st == dnnl_success)
+        st = dnnl_pooling_forward_desc_init(&pdsc, dnnl_forward_inference,
+                                            gap ? dnnl_pooling_avg_exclude_padding : dnnl_pooling_max, &in->md, &dmd,
+                                            strides, kernel, pad, pad);
+    if (st == dnnl_success) st = make_attr(&attr, 0, 0);
+    if (st == dnnl_success) st = dnnl_primitive_desc_create(&pd, &pdsc, attr, f->eng, NULL);
+    if (attr) dnnl_primitive_attr_destroy(attr);
+    if (st != dnnl_success) return dnnl_fail(err, st, "pooling", gap ? "adaptive_avg_pool2d" : "max_pool2d");
+    int rc = set_value_md(f, o->dst, dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0));
+    if (rc) rc = baton_err_set(err, BATON_ERR_NOMEM, "fast path: out of memory");
+    if (!rc) {
+        const int ids[2] = {DNNL_ARG_SRC, DNNL_ARG_DST};
+        const dnnl_memory_t ms[2] = {in->mem, outv->mem};
+        rc = add_prim(f, pd, ids, ms, 2, gap ? "adaptive_avg_pool2d" : "max_pool2d", err);
+    }
+    dnnl_primitive_desc_destroy(pd);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- 3. build, run, free */
+
+int infer_fast_build(const baton_nn_model *m, int batch, infer_fast **out, baton_err *err)
+{
+    *out = NULL;
+    infer_fast *f = calloc(1, sizeof *f);
+    if (!f) return baton_err_set(err, BATON_ERR_NOMEM, "fast path: out of memory");
+    f->batch = batch;
+    f->in_val = f->out_val = -1;
+    lowering L = {0};
+    int rc = BATON_OK;
+    dnnl_status_t st = dnnl_engine_create(&f->eng, dnnl_cpu, 0);
+    if (st == dnnl_success) st = dnnl_stream_create(&f->strm, f->eng, dnnl_stream_default_flags);
+    if (st != dnnl_success) {
+        rc = baton_err_set(err, BATON_ERR_FORMAT, "fast path: cannot create the oneDNN CPU engine (%s)",
+                           dnnl_status2str(st));
+        goto done;
+    }
+    if ((rc = fast_lower(m, f, &L, err))) goto done;
+    {
+        value *in = &f->vals[f->in_val];
+        dnnl_memory_desc_t imd;
+        if (md_tag(&imd, 4, (const int64_t[4]){batch, in->c, in->h, in->w}, dnnl_abcd) != dnnl_success ||
+            set_value_md(f, f->in_val, &imd)) {
+            rc = baton_err_set(err, BATON_ERR_NOMEM, "fast path: out of memory");
+            goto done;
+        }
+    }
+    for (int i = 0; i < L.nops && !rc; i++) {
+        lop *o = &L.ops[i];
+        rc = (o->kind == K_CONV || o->kind == K_IP) ? make_compute(f, o, err) : make_pool(f, o, err);
+    }
+    if (rc) goto done;
+    /* buffers: every live value but the caller's input and logits; then the shared scratchpad */
+    for (int v = 0; v < f->nvals; v++) {
+        value *x = &f->vals[v];
+        if (v == f->in_val || v == f->out_val || x->dead || !x->has_md || x->alias >= 0) continue;
+        void *b = own_buffer(f, dnnl_memory_desc_get_size(&x->md));
+        if (!b || dnnl_memory_set_data_handle(x->mem, b) != dnnl_success) {
+            rc = baton_err_set(err, BATON_ERR_NOMEM, "fast path: out of memory for activations");
+            goto done;
+        }
+    }
+    for (int v = 0; v < f->nvals; v++) {   /* views share their value's buffer (the input's: per call) */
+        value *x = &f->vals[v];
+        void *b = NULL;
+        if (x->alias < 0 || x->alias == f->in_val) continue;
+        if (dnnl_memory_get_data_handle(f->vals[x->alias].mem, &b) != dnnl_success ||
+            dnnl_memory_set_data_handle(x->mem, b) != dnnl_success) {
+            rc = baton_err_set(err, BATON_ERR_FORMAT, "fast path: cannot share an activation buffer");
+            goto done;
+        }
+    }
+    if (f->scratch_size) {
+        f->scratch = own_buffer(f, f->scratch_size);
+        if (!f->scratch) {
+            rc = baton_err_set(err, BATON_ERR_NOMEM, "fast path: out of memory for the scratchpad");
+            goto done;
+        }
+        for (int i = 0; i < f->nprims; i++)
+            if (f->prims[i].scratch) dnnl_memory_set_data_handle(f->prims[i].scratch, f->scratch);
+    }
+done:
+    fast_lowering_free(&L);
+    if (rc) {
+        infer_fast_free(f);
+        return rc;
+    }
+    *out = f;
+    return BATON_OK;
+}
+
+int infer_fast_run(infer_fast *f, const float *x, float *logits, baton_err *err)
+{
+    dnnl_status_t st = dnnl_memory_set_data_handle(f->vals[f->in_val].mem, (void *)(uintptr_t)x);
+    for (int v = 0; v < f->nvals && st == dnnl_success; v++)   /* views of the input (a few at most) */
+        if (f->vals[v].alias == f->in_val) st = dnnl_memory_set_data_handle(f->vals[v].mem, (void *)(uintptr_t)x);
+    if (st == dnnl_success) st = dnnl_memory_set_data_handle(f->vals[f->out_val].mem, logits);
+    for (int i = 0; i < f->nprims && st == dnnl_success; i++)
+        st = dnnl_primitive_execute(f->prims[i].p, f->strm, f->prims[i].nargs, f->prims[i].args);
+    if (st == dnnl_success) st = dnnl_stream_wait(f->strm);
+    if (st != dnnl_success)
+        return baton_err_set(err, BATON_ERR_FORMAT, "fast path: oneDNN execution failed (%s)", dnnl_status2str(st));
+    return BATON_OK;
+}
+
+int infer_fast_nprims(const infer_fast *f) { return f->nprims; }
+size_t infer_fast_bytes(const infer_fast *f) { return f->bytes; }
+
+void infer_fast_free(infer_fast *f)
+{
+    if (!f) return;
+    for (int i = 0; i < f->nprims; i++) {
+        if (f->prims[i].p) dnnl_primitive_destroy(f->prims[i].p);
+        if (f->prims[i].scratch) dnnl_memory_destroy(f->prims[i].scratch);
+    }
+    for (int v = 0; v < f->nvals; v++)
+        if (f->vals[v].mem) dnnl_memory_destroy(f->vals[v].mem);
+    for (int i = 0; i < f->nmems; i++) dnnl_memory_destroy(f->mems[i]);
+    for (int i = 0; i < f->nbufs; i++) free(f->bufs[i]);
+    if (f->strm) dnnl_stream_destroy(f->strm);
+    if (f->eng) dnnl_engine_destroy(f->eng);
+    free(f->prims);
+    free(f->vals);
+    free(f->mems);
+    free(f->bufs);
+    free(f);
+}

@@ -1,0 +1,245 @@
+/* lower.c — the first step of the fast path: a model's layer graph lowered to a short list of
+ * fused operations on "values" (one activation buffer each), ready for fast.c to turn into oneDNN
+ * primitives. A convolution followed by batch norm gets the BN folded in
+ * (w' = w·γ/√(σ²+ε), b' = (b − μ)·γ/√(σ²+ε) + β); a following ReLU becomes a post-op; dropout is
+ * the identity; a residual add whose one operand is a convolution read only by the add becomes a
+ * sum post-op of that convolution writing into the other operand's buffer (legal only when the add
+ * is that operand's last reader; the convolution then runs after the shortcut's producer), and the
+ * ReLU after the add a second post-op. Anything else is refused with the layer's name. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fast_internal.h"
+
+
+static float *copy_floats(const float *src, size_t n)
+{
+    float *p = malloc(n * sizeof *p);
+    if (p && src) memcpy(p, src, n * sizeof *p);
+    if (p && !src) memset(p, 0, n * sizeof *p);
+    return p;
+}
+
+static int slot_shape(const baton_nn_model *m, int s, int *c, int *h, int *w)
+{
+    return baton_nn_model_slot(m, (size_t)s, c, h, w);
+}
+
+static int add_op(lowering *L, const lop *o)
+{
+    if (fast_push((void **)&L->ops, &L->nops, &L->capops, sizeof *L->ops)) return -1;
+    L->ops[L->nops] = *o;
+    L->ops[L->nops].seq = L->seq++;
+    return L->nops++;
+}
+
+static int grow_value_maps(lowering *L, infer_fast *f)
+{
+    /* producer[] is indexed by value: keep it as long as vals */
+    int *p = realloc(L->producer, sizeof(int) * (size_t)(f->capvals ? f->capvals : 16));
+    if (!p) return -1;
+    L->producer = p;
+    return 0;
+}
+
+int fast_lower(const baton_nn_model *m, infer_fast *f, lowering *L, baton_err *err)
+{
+    const size_t nl = baton_nn_model_nlayers(m), ns = baton_nn_model_nslots(m);
+    baton_nn_layer_info *li = calloc(nl ? nl : 1, sizeof *li);
+    L->slot_val = malloc(sizeof(int) * ns);
+    L->uses = calloc(ns, sizeof(int));
+    L->last_use = calloc(ns, sizeof(int));
+    int rc = BATON_OK;
+    if (!li || !L->slot_val || !L->uses || !L->last_use) {
+        rc = baton_err_set(err, BATON_ERR_NOMEM, "fast path: out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < ns; i++) L->slot_val[i] = -1;
+    for (size_t i = 0; i < nl; i++) {
+        baton_nn_model_layer(m, i, &li[i]);
+        L->uses[li[i].in]++;
+        L->last_use[li[i].in] = (int)i;
+        if (li[i].in2 >= 0) {
+            L->uses[li[i].in2]++;
+            L->last_use[li[i].in2] = (int)i;
+        }
+    }
+    int c, h, w;
+    slot_shape(m, 0, &c, &h, &w);
+    f->in_val = fast_new_value(f, c, h, w);
+    if (f->in_val < 0 || grow_value_maps(L, f)) goto nomem;
+    L->slot_val[0] = f->in_val;
+    L->producer[f->in_val] = -1;
+
+    for (size_t i = 0; i < nl; i++) {
+        const baton_nn_layer_info *l = &li[i];
+        const int vin = L->slot_val[l->in];
+        if (vin < 0) {
+            rc = baton_err_set(err, BATON_ERR_FORMAT, "fast path: layer %s reads an activation never written", l->name);
+            goto out;
+        }
+        switch (l->kind) {
+        case BATON_NN_L_CONV:
+        case BATON_NN_L_LINEAR: {
+            lop o = {.kind = l->kind == BATON_NN_L_CONV ? K_CONV : K_IP, .name = l->name, .src = vin, .sum = -1,
+                     .k = l->k, .stride = l->stride, .pad = l->pad};
+            int ic, ih, iw, oc, oh, ow;
+            slot_shape(m, l->in, &ic, &ih, &iw);
+            slot_shape(m, l->out, &oc, &oh, &ow);
+            o.oc = oc;
+            size_t wn = o.kind == K_CONV ? (size_t)oc * ic * l->k * l->k : (size_t)oc * ic * ih * iw;
+            o.w = copy_floats(l->weight, wn);
+            o.b = l->bias ? copy_floats(l->bias, (size_t)oc) : NULL;
+            if (!o.w || (l->bias && !o.b)) {
+                free(o.w);
+                free(o.b);
+                goto nomem;
+            }
+            int out = l->out;
+            size_t j = i + 1;
+            if (o.kind == K_CONV && j < nl && li[j].kind == BATON_NN_L_BN && li[j].in == out && L->uses[out] == 1) {
+                const baton_nn_layer_info *bn = &li[j];
+                if (!o.b) o.b = copy_floats(NULL, (size_t)oc);
+                if (!o.b) {
+                    free(o.w);
+                    goto nomem;
+                }
+                const size_t per = wn / (size_t)oc;
+                for (int q = 0; q < oc; q++) {
+                    const double s = (double)bn->weight[q] / sqrt((double)bn->running_var[q] + (double)bn->eps);
+                    for (size_t e = 0; e < per; e++) o.w[(size_t)q * per + e] = (float)(o.w[(size_t)q * per + e] * s);
+                    o.b[q] = (float)(((double)o.b[q] - bn->running_mean[q]) * s + bn->bias[q]);
+                }
+                out = bn->out;
+                j++;
+            }
+            if (j < nl && li[j].kind == BATON_NN_L_RELU && li[j].in == out && L->uses[out] == 1) {
+                o.relu = 1;
+                out = li[j].out;
+                j++;
+            }
+            o.dst = fast_new_value(f, oc, oh, ow);
+            if (o.dst < 0 || grow_value_maps(L, f)) {
+                free(o.w);
+                free(o.b);
+                goto nomem;
+            }
+            int idx = add_op(L, &o);
+            if (idx < 0) {
+                free(o.w);
+                free(o.b);
+                goto nomem;
+            }
+            L->producer[o.dst] = idx;
+            L->slot_val[out] = o.dst;
+            i = j - 1;
+            break;
+        }
+        case BATON_NN_L_MAXPOOL:
+        case BATON_NN_L_GAP: {
+            int oc, oh, ow;
+            slot_shape(m, l->out, &oc, &oh, &ow);
+            lop o = {.kind = l->kind == BATON_NN_L_MAXPOOL ? K_MAXPOOL : K_AVGPOOL, .name = l->name, .src = vin,
+                     .sum = -1, .k = l->k, .stride = l->stride, .oc = oc};
+            if (o.kind == K_AVGPOOL) {
+                o.k = f->vals[vin].h;   /* global: the whole (square or not) plane, see make_pool */
+                o.stride = 1;
+            }
+            o.dst = fast_new_value(f, oc, oh, ow);
+            if (o.dst < 0 || grow_value_maps(L, f)) goto nomem;
+            int idx = add_op(L, &o);
+            if (idx < 0) goto nomem;
+            L->producer[o.dst] = idx;
+            L->slot_val[l->out] = o.dst;
+            break;
+        }
+        case BATON_NN_L_DROPOUT:   /* evaluation mode: the identity */
+            L->slot_val[l->out] = vin;
+            break;
+        case BATON_NN_L_RELU: {
+            /* a ReLU not right after its convolution: only after a fused residual add */
+            const int p = L->producer[vin];
+            if (p >= 0 && (L->ops[p].kind == K_CONV || L->ops[p].kind == K_IP) && L->ops[p].sum >= 0 &&
+                !L->ops[p].relu && L->uses[l->in] == 1) {
+                L->ops[p].relu = 1;
+                L->slot_val[l->out] = vin;
+                break;
+            }
+            rc = baton_err_set(err, BATON_ERR_FORMAT, "fast path: ReLU on %s cannot be fused (not after a "
+                               "convolution or residual add)", l->name);
+            goto out;
+        }
+        case BATON_NN_L_ADD: {
+            int done = 0;
+            for (int t = 0; t < 2 && !done; t++) {
+                const int x = t ? l->in2 : l->in, y = t ? l->in : l->in2;
+                const int vx = L->slot_val[x], vy = L->slot_val[y];
+                const int p = vx >= 0 ? L->producer[vx] : -1;
+                if (p < 0 || vy < 0 || vy == f->in_val) continue;
+                lop *o = &L->ops[p];
+                if ((o->kind != K_CONV && o->kind != K_IP) || o->relu || o->sum >= 0 || L->uses[x] != 1 ||
+                    L->last_use[y] != (int)i || o->src == vy)
+                    continue;
+                if (f->vals[vx].c != f->vals[vy].c || f->vals[vx].h != f->vals[vy].h || f->vals[vx].w != f->vals[vy].w)
+                    continue;
+                o->sum = vy;
+                o->dst = vy;
+                o->seq = L->seq++;   /* runs after the shortcut's producer */
+                f->vals[vx].dead = 1;
+                L->producer[vy] = p;
+                L->slot_val[l->out] = vy;
+                done = 1;
+            }
+            if (!done) {
+                rc = baton_err_set(err, BATON_ERR_FORMAT, "fast path: residual add after %s cannot be fused",
+                                   i > 0 ? li[i - 1].name : "the input");
+                goto out;
+            }
+            break;
+        }
+        default:
+            rc = baton_err_set(err, BATON_ERR_FORMAT, "fast path: layer %s: batch norm not after a convolution",
+                               l->name);
+            goto out;
+        }
+    }
+    f->out_val = L->slot_val[ns - 1];
+    {
+        const int p = f->out_val >= 0 ? L->producer[f->out_val] : -1;
+        if (p < 0 || L->ops[p].kind != K_IP) {
+            rc = baton_err_set(err, BATON_ERR_FORMAT, "fast path: the model does not end in a linear layer");
+            goto out;
+        }
+    }
+    /* execution order */
+    for (int a = 1; a < L->nops; a++) {
+        lop t = L->ops[a];
+        int b = a - 1;
+        while (b >= 0 && L->ops[b].seq > t.seq) {
+            L->ops[b + 1] = L->ops[b];
+            b--;
+        }
+        L->ops[b + 1] = t;
+    }
+    goto out;
+nomem:
+    rc = baton_err_set(err, BATON_ERR_NOMEM, "fast path: out of memory");
+out:
+    free(li);
+    return rc;
+}
+
+void fast_lowering_free(lowering *L)
+{
+    for (int i = 0; i < L->nops; i++) {
+        free(L->ops[i].w);
+        free(L->ops[i].b);
+    }
+    free(L->ops);
+    free(L->slot_val);
+    free(L->producer);
+    free(L->uses);
+    free(L->last_use);
+    memset(L, 0, sizeof *L);
+}

@@ -1,0 +1,150 @@
+/* plan_train.c — `baton plan train`: wall time and cost of a training run on each catalog instance,
+ * on demand and on spot, with the checkpoint interval of Young and Daly and the overhead it implies.
+ *
+ *   compute hours     = dataset × epochs / samples_per_s, where samples_per_s is measured here and,
+ *                       on another type, scaled by its FP32 TFLOPS over this machine's (projected)
+ *   on-demand cost    = hours × on-demand $/h (no interruptions)
+ *   spot              = a constant-hazard interruption process with mean time between interruptions
+ *                       M (from the monthly reclaim fraction f: M = 730 h / −ln(1 − f)); checkpoints
+ *                       every τ = Daly's optimum for the blocking checkpoint cost δ; expected wall time
+ *                       by Daly's model M·e^(R/M)·(e^((τ+δ)/M) − 1)·work/τ with restart cost R
+ *                       (checkpoint writes, lost work and restarts all included); cost = that × spot $/h
+ *                       (the catalog's, else on-demand × (1 − spot_discount), marked estimated).
+ * Daly 2006, "A higher order estimate of the optimum checkpoint interval for restart dumps";
+ * Young 1974. Billing details (an instance reclaimed in its first hour is free) are ignored: the
+ * spot figure is an upper bound in that respect. */
+#include "infer_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+double baton_young_interval(double delta, double mtbi)
+{
+    return delta > 0 && mtbi > 0 ? sqrt(2 * delta * mtbi) : 0;
+}
+
+double baton_daly_interval(double delta, double mtbi)
+{
+    if (!(delta > 0) || !(mtbi > 0)) return 0;
+    if (delta >= 2 * mtbi) return mtbi;
+    const double r = delta / (2 * mtbi);
+    return sqrt(2 * delta * mtbi) * (1 + sqrt(r) / 3 + r / 9) - delta;
+}
+
+double baton_daly_wall(double work, double tau, double delta, double mtbi, double restart)
+{
+    if (!(tau > 0)) return INFINITY;
+    if (!(mtbi > 0) || isinf(mtbi)) return work * (1 + delta / tau);   /* no interruptions: writes only */
+    return mtbi * exp(restart / mtbi) * expm1((tau + delta) / mtbi) * work / tau;
+}
+
+double baton_mtbi_hours(double f)
+{
+    if (!(f > 0)) return INFINITY;
+    if (f >= 1) f = 0.999999;
+    return 730.0 / -log1p(-f);
+}
+
+int baton_plan_train_run(const baton_catalog *c, const baton_plan_train_opts *o, baton_plan_train *p, baton_err *err)
+{
+    memset(p, 0, sizeof *p);
+    if (!(o->samples_per_s > 0) || !(o->dataset > 0) || !(o->epochs > 0))
+        return baton_err_set(err, BATON_ERR_ARG, "plan train: samples/s, dataset size and epochs must be > 0");
+    if (o->interrupt_month < 0 || o->interrupt_month >= 1 || o->ckpt_seconds < 0 || o->restart_seconds < 0 ||
+        o->spot_discount < 0 || o->spot_discount >= 1)
+        return baton_err_set(err, BATON_ERR_ARG, "plan train: interruption rate and spot discount must be in [0, 1), "
+                             "checkpoint and restart seconds >= 0");
+    baton_infer_config here = {0};
+    double here_tflops = o->here_gflops > 0 ? o->here_gflops / 1e3 : -1;
+    if (o->here) {
+        int rc = baton_catalog_config(c, o->here, &here, err);
+        if (rc) return baton_err_prefix(err, "--here");
+        if (here.tflops > 0) here_tflops = here.tflops;
+    }
+    p->rows = calloc(c->n + 1, sizeof *p->rows);
+    if (!p->rows) return baton_err_set(err, BATON_ERR_NOMEM, "plan: out of memory");
+    p->mtbi_h = baton_mtbi_hours(o->interrupt_month);
+    const double M = p->mtbi_h * 3600, delta = o->ckpt_seconds;
+    p->tau_young_s = isinf(M) ? INFINITY : baton_young_interval(delta, M);
+    const double work = o->dataset * o->epochs;
+    for (size_t i = 0; i < c->n; i++) {
+        const baton_catalog_entry *e = &c->e[i];
+        if (e->kind == BATON_CAT_ACCEL) continue;   /* inference accelerators do not train */
+        baton_plan_train_row *r = &p->rows[p->n];
+        snprintf(r->config, sizeof r->config, "%s", e->name);
+        if (o->here && !strcmp(e->name, here.name)) {
+            r->source = BATON_SRC_MEASURED;
+            r->samples_per_s = o->samples_per_s;
+        } else if (here_tflops > 0 && e->tflops > 0) {
+            r->source = BATON_SRC_PROJECTED;
+            r->samples_per_s = o->samples_per_s * e->tflops / here_tflops;
+        } else {
+            continue;   /* nothing to project from or onto */
+        }
+        const double secs = work / r->samples_per_s;
+        r->hours = secs / 3600;
+        r->od_cost = r->hours * e->on_demand;
+        r->spot_estimated = e->spot < 0;
+        r->spot_price = e->spot >= 0 ? e->spot : e->on_demand * (1 - o->spot_discount);
+        r->tau_s = isinf(M) ? secs : baton_daly_interval(delta, M);
+        if (r->tau_s > secs) r->tau_s = secs;   /* never more than the run itself */
+        const double wall = baton_daly_wall(secs, r->tau_s, delta, isinf(M) ? 0 : M, o->restart_seconds);
+        r->spot_hours = wall / 3600;
+        r->overhead = wall / secs - 1;
+        r->spot_cost = r->spot_hours * r->spot_price;
+        p->n++;
+    }
+    if (p->n == 0) {
+        baton_plan_train_free(p);
+        return baton_err_set(err, BATON_ERR_ARG, "plan train: no catalog type to report: give --here TYPE or a "
+                             "catalog with fp32_tflops figures");
+    }
+    return BATON_OK;
+}
+
+void baton_plan_train_free(baton_plan_train *p)
+{
+    free(p->rows);
+    p->rows = NULL;
+    p->n = 0;
+}
+
+void baton_plan_train_table(FILE *f, const baton_plan_train *p, const baton_plan_train_opts *o)
+{
+    fprintf(f, "%.0f samples x %g epochs; spot: %.0f %% of instances reclaimed per month -> mean time between "
+               "interruptions %.0f h; checkpoint %.0f s, restart %.0f s\n",
+            o->dataset, o->epochs, o->interrupt_month * 100, p->mtbi_h, o->ckpt_seconds, o->restart_seconds);
+    fprintf(f, "%-14s %-9s %10s %9s %10s %9s %12s %9s %10s %10s\n", "type", "source", "samples/s", "hours",
+            "on-demand", "spot $/h", "ckpt every", "overhead", "spot hours", "spot cost");
+    for (size_t i = 0; i < p->n; i++) {
+        const baton_plan_train_row *r = &p->rows[i];
+        char tau[32], od[32], sc[32];
+        if (r->tau_s >= 3600) snprintf(tau, sizeof tau, "%.1f h", r->tau_s / 3600);
+        else snprintf(tau, sizeof tau, "%.1f min", r->tau_s / 60);
+        snprintf(od, sizeof od, "$%.2f", r->od_cost);
+        snprintf(sc, sizeof sc, "$%.2f", r->spot_cost);
+        fprintf(f, "%-14s %-9s %10.1f %9.3f %10s %8.4f%s %12s %8.2f%% %10.3f %10s\n", r->config,
+                r->source == BATON_SRC_MEASURED ? "measured" : "projected", r->samples_per_s, r->hours, od,
+                r->spot_price, r->spot_estimated ? "*" : " ", tau, r->overhead * 100, r->spot_hours, sc);
+    }
+    int est = 0;
+    for (size_t i = 0; i < p->n; i++) est |= p->rows[i].spot_estimated;
+    if (est) fprintf(f, "* no spot price in the catalog: on-demand x (1 - %.2f) (--spot-discount)\n", o->spot_discount);
+    fprintf(f, "checkpoint interval: Daly's optimum (Young's sqrt(2*delta*M) = %.1f min); overhead = checkpoint "
+               "writes + lost work + restarts, Daly's expected wall time\n",
+            isinf(p->tau_young_s) ? 0.0 : p->tau_young_s / 60);
+}
+
+char *baton_plan_train_row_json(const baton_plan_train_row *r)
+{
+    char buf[640];
+    snprintf(buf, sizeof buf,
+             "{\"type\":\"%s\",\"source\":\"%s\",\"samples_per_s\":%.2f,\"hours\":%.5f,\"on_demand_cost\":%.4f,"
+             "\"spot_price_per_h\":%.4f,\"spot_price_estimated\":%s,\"ckpt_interval_s\":%.1f,\"overhead\":%.5f,"
+             "\"spot_hours\":%.5f,\"spot_cost\":%.4f}",
+             r->config, r->source == BATON_SRC_MEASURED ? "measured" : "projected", r->samples_per_s, r->hours,
+             r->od_cost, r->spot_price, r->spot_estimated ? "true" : "false", r->tau_s, r->overhead, r->spot_hours,
+             r->spot_cost);
+    return strdup(buf);
+}

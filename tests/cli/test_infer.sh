@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# test_infer.sh — `baton infer-bench` and `baton plan infer|train` end to end: checkpoints trained
+# for a few steps on Fashion-MNIST; every context's JSON line and fields, the table (with the GPU
+# row saying "no CUDA build"), the CSV file, plan infer from that measurement, from the seed's
+# latencies and in-process, the Pareto SVG, plan train, and bad input (unknown or corrupted
+# checkpoint, malformed catalog / latencies / measured files with their line numbers, usage).
+cd "$(dirname "$0")/../.." || exit 1
+. tests/cli/lib.sh
+export OMP_NUM_THREADS=2
+D=$T/fm
+
+check '"$BATON" pack --from fashion-mnist --split test --out "$D" --shard-mb 1 --quiet >/dev/null' "pack"
+check '"$BATON" train --data "$D" --model lenet --epochs 1 --batch 32 --max-steps 2 --quiet --ckpt-dir "$T/lenet" >/dev/null' "train lenet"
+check '"$BATON" train --data "$D" --model resnet8 --epochs 1 --batch 32 --max-steps 2 --quiet --ckpt-dir "$T/r8" >/dev/null' "train resnet8"
+
+# JSON: one line per context; the gpu context is skipped cleanly
+check '"$BATON" infer-bench --ckpt "$T/lenet" --threads 1 --batch 1,2 --path reference,fast,gpu --runs 5 --json --peak >"$T/m.json"' "infer-bench --json"
+check '[ "$(grep -c "^{" "$T/m.json")" -eq 6 ]' "6 JSON lines (2 reference, 2 fast, 2 gpu: one per batch size)"
+for k in threads batch path cold_start_ms first_ms p50_ms p90_ms p99_ms mean_ms per_s peak_gflops; do
+    check '[ "$(grep -c "\"$k\":" "$T/m.json")" -ge 4 ]' "JSON key $k"
+done
+check 'grep -q "\"path\":\"gpu\",\"skipped\":\"no CUDA build\"" "$T/m.json"' "gpu context skipped: no CUDA build"
+check 'grep "\"path\":\"fast\"" "$T/m.json" | grep -q "\"batch\":2"' "fast path at batch 2"
+check '! grep -q "\"queries\":[0-4]," "$T/m.json"' "at least --runs queries per context"
+# cold start covers load + prepare, and is above their sum
+check 'grep "\"path\":\"fast\"" "$T/m.json" | head -n1 | awk -F"[:,]" "{for(i=1;i<NF;i++){v[\$i]=\$(i+1)}} END{exit !(v[\"\\\"cold_start_ms\\\"\"]+0 > v[\"\\\"load_ms\\\"\"]+v[\"\\\"prepare_ms\\\"\"] && v[\"\\\"load_ms\\\"\"]+0 > 0)}"' "cold start >= load + prepare"
+
+# the table and the CSV
+check '"$BATON" infer-bench --ckpt "$T/r8" --threads 1 --path fast,gpu --runs 3 --csv "$T/r.csv" >"$T/table"' "infer-bench table + csv"
+check 'grep -q "no CUDA build" "$T/table" && grep -q "^resnet8 *fast" "$T/table" && grep -q "^cold start = process spawn" "$T/table"' "table rows"
+check 'head -n1 "$T/r.csv" | grep -q "^model,threads,batch,path,skipped,cold_start_ms" && [ "$(wc -l <"$T/r.csv")" -eq 3 ]' "CSV header + 2 rows"
+check '"$BATON" infer-bench --ckpt "$T/r8/ckpt-000000002" --threads 1 --path fast --seconds 0.05 --json | grep -q "\"model\":\"resnet8\""' "one checkpoint folder, --seconds"
+
+# plan infer from the measurement: priced as --here, projected elsewhere (labelled), a pick, the chart
+check '"$BATON" plan infer --measured "$T/m.json" --slo-p90-ms 1000 --here c5.large --svg "$T/p.svg" >"$T/plan"' "plan infer --measured"
+check 'grep -q "^c5.large .*measured" "$T/plan" && grep -q "projected" "$T/plan" && grep -q "^pick: " "$T/plan"' "plan rows and pick"
+check '! grep -q "^c5.large .*projected" "$T/plan"' "the --here type is measured, not projected"
+check 'grep -q "<svg" "$T/p.svg" && grep -q "Pareto front" "$T/p.svg"' "Pareto SVG"
+check '"$BATON" plan infer --measured "$T/m.json" --slo-p90-ms 1000 --json | grep -q "\"source\":\"projected\""' "plan infer --json"
+check '"$BATON" plan infer --measured "$T/m.json" --slo-p90-ms 1000 --no-project | grep -q "^pick: none"' "unpriced measurement: no pick without --here"
+# the seed's latencies: the seed's cost column, and the pick at 50 ms
+check '"$BATON" plan infer --latencies docs/seed-latencies.csv --slo-p90-ms 50 >"$T/seed"' "plan infer --latencies"
+check 'grep -q "^c5.4xlarge .*\$0.8426" "$T/seed" && grep -q "^c5.4xlarge+eia1.xlarge .*\$0.8306" "$T/seed" && grep -q "^c5.large+eia1.medium .*\$0.2340" "$T/seed"' "seed cost column"
+check 'grep -q "^pick: c5.large+eia1.medium" "$T/seed"' "seed pick"
+# in-process measurement
+check '"$BATON" plan infer --ckpt "$T/lenet" --threads 1 --runs 5 --seconds 0 --here c5.xlarge --slo-p90-ms 100 | grep -q "^pick: "' "plan infer --ckpt"
+# plan train
+check '"$BATON" plan train --samples-per-s 900 --dataset 60000 --epochs 5 --here c5.4xlarge >"$T/train"' "plan train"
+check 'grep -q "^c5.4xlarge .*measured" "$T/train" && grep -q "^p3.2xlarge .*projected" "$T/train" && grep -q "Daly" "$T/train"' "plan train rows"
+check '[ "$("$BATON" plan train --samples-per-s 900 --dataset 60000 --epochs 5 --here c5.4xlarge --json | grep -c "\"spot_cost\"")" -ge 4 ]' "plan train --json"
+
+# bad input
+expect_fail 1 "no such folder" $BATON infer-bench --ckpt "$T/nope" --path fast --runs 1
+mkdir -p "$T/empty"
+expect_fail 1 "no verified ckpt" $BATON infer-bench --ckpt "$T/empty" --path fast --runs 1
+cp -r "$T/lenet/ckpt-000000002" "$T/bad-ckpt-000000002" && mkdir -p "$T/bad" && mv "$T/bad-ckpt-000000002" "$T/bad/ckpt-000000002"
+printf 'X' | dd of="$T/bad/ckpt-000000002/model.safetensors" bs=1 seek=5000 conv=notrunc 2>/dev/null
+expect_fail 1 "model.safetensors" $BATON infer-bench --ckpt "$T/bad/ckpt-000000002" --path fast --runs 1
+expect_fail 2 "--threads '0'" $BATON infer-bench --ckpt "$T/lenet" --threads 0
+expect_fail 2 "--path 'cuda'" $BATON infer-bench --ckpt "$T/lenet" --path cuda
+expect_fail 2 "required" $BATON infer-bench --runs 3
+printf 'name,kind,on_demand_per_h,spot_per_h,vcpus,memory_gib,fp32_tflops,notes\nx,cpu,1,,2,4,1,\ny,cpu,cheap,,2,4,1,\n' >"$T/cat.csv"
+expect_fail 1 "cat.csv:3: on_demand_per_h: 'cheap'" $BATON plan infer --latencies docs/seed-latencies.csv --catalog "$T/cat.csv"
+printf 'configuration,mean_ms\nc5.large,12\nc5.large,soon\n' >"$T/lat.csv"
+expect_fail 1 "lat.csv:3: mean_ms: 'soon'" $BATON plan infer --latencies "$T/lat.csv"
+printf 'configuration,mean_ms\nc5.large,12\nm9.giant,5\n' >"$T/lat2.csv"
+expect_fail 1 "line 3: .*m9.giant" $BATON plan infer --latencies "$T/lat2.csv"
+printf '{"threads":1,"batch":1,"path":"fast","mean_ms":1,"p50_ms":1,"p90_ms":1,"per_s":1}\n{"threads":1,"batch":1}\n' >"$T/bad.json"
+expect_fail 1 "bad.json:2: \"path\"" $BATON plan infer --measured "$T/bad.json"
+expect_fail 1 "--here.*c9" $BATON plan infer --measured "$T/m.json" --here c9.xlarge
+expect_fail 2 "exactly one of" $BATON plan infer --measured "$T/m.json" --latencies docs/seed-latencies.csv
+expect_fail 2 "required" $BATON plan train --dataset 10 --epochs 1
+expect_fail 2 "infer\|train" $BATON plan deploy
+finish

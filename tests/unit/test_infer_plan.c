@@ -1,0 +1,336 @@
+/* test_infer_plan.c — the catalog, the cost model and the planners: Young/Daly against the
+ * published vectors, the seed's cost column from the seed's latencies, catalog and latencies-file
+ * errors with their line numbers, configurations, projections (always labelled projected), the
+ * pick under an SLO, nearest-rank percentiles, the JSON line round trip, plan train's arithmetic,
+ * and the Pareto chart. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "baton/infer.h"
+#include "check.h"
+
+static int near(double a, double b, double tol) { return fabs(a - b) <= tol; }
+
+static int catalog_err(const char *text, const char *want)
+{
+    baton_catalog c;
+    baton_err err = {0};
+    int rc = baton_catalog_parse("cat.csv", text, strlen(text), &c, &err);
+    if (rc == BATON_OK) {
+        baton_catalog_free(&c);
+        fprintf(stderr, "accepted: %s\n", text);
+        return 0;
+    }
+    if (!strstr(err.msg, want)) fprintf(stderr, "message '%s' lacks '%s'\n", err.msg, want);
+    return strstr(err.msg, want) != NULL;
+}
+
+static int latency_err(const char *text, const char *want)
+{
+    baton_latency_row *r = NULL;
+    size_t n = 0;
+    baton_err err = {0};
+    int rc = baton_latencies_parse("lat.csv", text, strlen(text), &r, &n, &err);
+    free(r);
+    if (rc == BATON_OK) return 0;
+    if (!strstr(err.msg, want)) fprintf(stderr, "message '%s' lacks '%s'\n", err.msg, want);
+    return strstr(err.msg, want) != NULL;
+}
+
+static void young_daly(void)
+{
+    /* REFERENCE: delta = 5 min; M = 24 h -> 116.7 min; 6 h -> 56.7 min; 15 min -> 9.14 min */
+    CHECK_MSG(near(baton_daly_interval(5, 24 * 60), 116.7, 0.05), "%f", baton_daly_interval(5, 24 * 60));
+    CHECK_MSG(near(baton_daly_interval(5, 6 * 60), 56.7, 0.05), "%f", baton_daly_interval(5, 6 * 60));
+    CHECK_MSG(near(baton_daly_interval(5, 15), 9.14, 0.005), "%f", baton_daly_interval(5, 15));
+    CHECK(near(baton_young_interval(5, 24 * 60), 120.0, 1e-9));   /* sqrt(2 * 5 * 1440) */
+    CHECK(baton_daly_interval(10, 4) == 4);                         /* delta >= 2M: M */
+    CHECK(near(baton_daly_interval(300, 86400), 116.7 * 60, 3));     /* unit-free: seconds too */
+    /* Daly's wall time: no interruptions -> work plus the writes */
+    CHECK(near(baton_daly_wall(1000, 100, 1, 0, 0), 1010, 1e-9));
+    /* with interruptions it costs more, and the optimum beats a much longer or shorter interval */
+    const double M = 3600, d = 10, R = 60, W = 36000, tau = baton_daly_interval(d, M);
+    const double best = baton_daly_wall(W, tau, d, M, R);
+    CHECK(best > W * (1 + d / tau));
+    CHECK(best < baton_daly_wall(W, tau * 4, d, M, R) && best < baton_daly_wall(W, tau / 4, d, M, R));
+    CHECK(near(baton_mtbi_hours(0.10), 730 / -log(0.9), 1e-9));
+    CHECK(isinf(baton_mtbi_hours(0)));
+}
+
+static void seed_costs(void)
+{
+    CHECK(near(baton_cost_sequential(0.68, 0.04461), 0.8426, 1e-4));
+    CHECK(near(baton_cost_throughput(0.68, 1 / 0.04461), 0.8426, 1e-4));
+    baton_catalog c;
+    baton_err err = {0};
+    CHECK_MSG(baton_catalog_load(NULL, &c, &err) == BATON_OK, "%s", err.msg);
+    baton_latency_row *r = NULL;
+    size_t n = 0;
+    CHECK_MSG(baton_latencies_load("docs/seed-latencies.csv", &r, &n, &err) == BATON_OK, "%s", err.msg);
+    baton_plan_infer_opts o = {.slo_p90_ms = 50};
+    baton_plan_infer p = {0};
+    CHECK_MSG(r && baton_plan_infer_file(&c, r, n, &o, &p, &err) == BATON_OK, "%s", err.msg);
+    /* the seed's cost column: $0.84, $0.83, $0.24 per 100k (within rounding to the cent) */
+    static const struct {
+        const char *config;
+        double cost;
+    } want[] = {{"c5.4xlarge", 0.84}, {"c5.4xlarge+eia1.xlarge", 0.83}, {"c5.large+eia1.medium", 0.24}};
+    for (size_t k = 0; k < 3; k++) {
+        int found = 0;
+        for (size_t i = 0; i < p.n; i++)
+            if (!strcmp(p.rows[i].config, want[k].config)) {
+                found = 1;
+                CHECK_MSG(near(p.rows[i].cost_seq, want[k].cost, 0.0065), "%s: $%.4f, seed $%.2f", want[k].config,
+                          p.rows[i].cost_seq, want[k].cost);
+                CHECK(p.rows[i].source == BATON_SRC_FILE && p.rows[i].p90_from_mean);
+            }
+        CHECK_MSG(found, "%s missing from the plan", want[k].config);
+    }
+    /* the cheapest meeting 50 ms is c5.large with eia1.medium; with 30 ms it is the eia1.large one */
+    CHECK(p.pick >= 0 && !strcmp(p.rows[p.pick].config, "c5.large+eia1.medium"));
+    baton_plan_infer_free(&p);
+    o.slo_p90_ms = 30;
+    CHECK(baton_plan_infer_file(&c, r, n, &o, &p, &err) == BATON_OK);
+    CHECK(p.pick >= 0 && !strcmp(p.rows[p.pick].config, "c5.large+eia1.large"));
+    baton_plan_infer_free(&p);
+    o.slo_p90_ms = 5;   /* nothing is that fast */
+    CHECK(baton_plan_infer_file(&c, r, n, &o, &p, &err) == BATON_OK && p.pick == -1);
+    baton_plan_infer_free(&p);
+    /* without the override, the catalog's own price for the EI row (0.68 + 0.52 $/h) */
+    baton_infer_config cf;
+    CHECK(baton_catalog_config(&c, "c5.4xlarge+eia1.xlarge", &cf, &err) == BATON_OK);
+    CHECK(near(cf.on_demand, 1.20, 1e-9) && near(baton_cost_sequential(cf.on_demand, 0.02034), 0.678, 0.001));
+    /* a configuration the catalog does not know is an error naming the file's line */
+    const char *bad = "configuration,mean_ms\nc5.large,10\nc9.huge,5\n";
+    baton_latency_row *br = NULL;
+    size_t bn = 0;
+    CHECK(baton_latencies_parse("lat.csv", bad, strlen(bad), &br, &bn, &err) == BATON_OK && bn == 2);
+    CHECK(baton_plan_infer_file(&c, br, bn, &o, &p, &err) == BATON_ERR_NOTFOUND);
+    CHECK_MSG(strstr(err.msg, "line 3") && strstr(err.msg, "c9.huge"), "%s", err.msg);
+    free(br);
+    free(r);
+    baton_catalog_free(&c);
+}
+
+static void catalog(void)
+{
+    baton_catalog c;
+    baton_err err = {0};
+    /* the shipped file is the built-in default */
+    uint8_t *data = NULL;
+    size_t len = 0;
+    CHECK_MSG(baton_file_read_all("docs/catalog.csv", 1 << 20, &data, &len, &err) == BATON_OK, "%s", err.msg);
+    CHECK_MSG(data && len == strlen(baton_catalog_builtin_csv()) && !memcmp(data, baton_catalog_builtin_csv(), len),
+              "docs/catalog.csv differs from the built-in catalog");
+    free(data);
+    CHECK(baton_catalog_load(NULL, &c, &err) == BATON_OK);
+    const baton_catalog_entry *e = baton_catalog_find(&c, "p3.2xlarge");
+    CHECK(e && e->kind == BATON_CAT_GPU && near(e->on_demand, 3.06, 1e-9) && near(e->tflops, 15.7, 1e-9) &&
+          e->vcpus == 8);
+    e = baton_catalog_find(&c, "c5.4xlarge");
+    CHECK(e && near(e->on_demand, 0.68, 1e-9) && near(e->tflops, 0.67, 1e-9) && e->spot < 0);
+    e = baton_catalog_find(&c, "eia1.medium");
+    CHECK(e && e->kind == BATON_CAT_ACCEL && near(e->on_demand, 0.13, 1e-9) && near(e->tflops, 1.0, 1e-9));
+    baton_infer_config cf;
+    CHECK(baton_catalog_config(&c, "c5.large+eia1.medium", &cf, &err) == BATON_OK);
+    CHECK(near(cf.on_demand, 0.215, 1e-9) && near(cf.tflops, 1.0, 1e-9) && cf.accel && cf.spot < 0);
+    CHECK(baton_catalog_config(&c, "eia1.medium", &cf, &err) == BATON_ERR_ARG && strstr(err.msg, "accelerator"));
+    CHECK(baton_catalog_config(&c, "c5.large+c5.xlarge", &cf, &err) == BATON_ERR_ARG);
+    CHECK(baton_catalog_config(&c, "m5.large", &cf, &err) == BATON_ERR_NOTFOUND && strstr(err.msg, "m5.large"));
+    baton_infer_config *all = NULL;
+    size_t n = 0;
+    CHECK(baton_catalog_configs(&c, &all, &n, &err) == BATON_OK);
+    CHECK_EQ_U(n, 5 + 3 * 3);   /* 5 instances, 3 cpu instances x 3 accelerators */
+    free(all);
+    baton_catalog_free(&c);
+
+    /* a user's catalog: spot prices, comments, the notes column optional, notes with commas */
+    const char *mine = "# mine\n\nname,kind,on_demand_per_h,spot_per_h,vcpus,memory_gib,fp32_tflops\n"
+                       "x1,cpu,1.0,0.3,8,16,1.5\n"
+                       "acc,accelerator,0.5,,,4,10\n";
+    CHECK(baton_catalog_parse("mine.csv", mine, strlen(mine), &c, &err) == BATON_OK && c.n == 2);
+    CHECK(baton_catalog_config(&c, "x1+acc", &cf, &err) == BATON_OK && near(cf.spot, 0.8, 1e-9));
+    baton_catalog_free(&c);
+
+    const char *hdr = "name,kind,on_demand_per_h,spot_per_h,vcpus,memory_gib,fp32_tflops,notes\n";
+    char buf[512];
+    snprintf(buf, sizeof buf, "%sa,cpu,1,,2,4,1,ok\nb,cpu,abc,,2,4,1,\n", hdr);
+    CHECK(catalog_err(buf, "cat.csv:3: on_demand_per_h: 'abc' is not a number"));
+    snprintf(buf, sizeof buf, "%sa,tpu,1,,2,4,1,\n", hdr);
+    CHECK(catalog_err(buf, "cat.csv:2: kind 'tpu'"));
+    snprintf(buf, sizeof buf, "# c\n%sa,cpu,1,,2,4,1,\na,cpu,2,,2,4,1,\n", hdr);
+    CHECK(catalog_err(buf, "cat.csv:4: a is listed twice (first on line 3)"));
+    snprintf(buf, sizeof buf, "%sa,cpu,1,,2\n", hdr);
+    CHECK(catalog_err(buf, "cat.csv:2: 5 fields"));
+    snprintf(buf, sizeof buf, "%sa,cpu,-1,,2,4,1,\n", hdr);
+    CHECK(catalog_err(buf, "cat.csv:2: on_demand_per_h: -1 is negative"));
+    snprintf(buf, sizeof buf, "%sa,cpu,,,2,4,1,\n", hdr);
+    CHECK(catalog_err(buf, "cat.csv:2: on_demand_per_h is required"));
+    snprintf(buf, sizeof buf, "%sa+b,cpu,1,,2,4,1,\n", hdr);
+    CHECK(catalog_err(buf, "cat.csv:2: name 'a+b'"));
+    snprintf(buf, sizeof buf, "%sa,cpu,1,,2.5,4,1,\n", hdr);
+    CHECK(catalog_err(buf, "cat.csv:2: vcpus"));
+    CHECK(catalog_err("name,price\na,1\n", "cat.csv:1: expected the header line"));
+    CHECK(catalog_err("# only a comment\n", "empty"));
+    CHECK(catalog_err(hdr, "no types"));
+}
+
+static void latencies(void)
+{
+    const char *ok = "label,configuration,mean_ms,p90_ms,batch,per_s\nx,c5.large,10,12,4,\ny,c5.xlarge,5,,1,300\n";
+    baton_latency_row *r = NULL;
+    size_t n = 0;
+    baton_err err = {0};
+    CHECK_MSG(baton_latencies_parse("lat.csv", ok, strlen(ok), &r, &n, &err) == BATON_OK && n == 2, "%s", err.msg);
+    if (n == 2) {
+        CHECK(!strcmp(r[0].config, "c5.large") && !strcmp(r[0].label, "x") && r[0].batch == 4);
+        CHECK(near(r[0].per_s, 400, 1e-9) && near(r[0].p90_ms, 12, 1e-12));   /* batch / mean */
+        CHECK(r[1].p90_ms < 0 && near(r[1].per_s, 300, 1e-12) && r[1].price_per_h < 0 && r[1].line == 3);
+    }
+    free(r);
+    CHECK(latency_err("configuration,mean_ms,speed\nc5.large,1,2\n", "lat.csv:1: unknown column 'speed'"));
+    CHECK(latency_err("configuration,p90_ms\nc5.large,1\n", "needs the columns configuration and mean_ms"));
+    CHECK(latency_err("configuration,mean_ms\nc5.large,1\nc5.large,fast\n", "lat.csv:3: mean_ms: 'fast'"));
+    CHECK(latency_err("configuration,mean_ms\n# c\nc5.large,1,3\n", "lat.csv:3: 3 fields, the header has 2"));
+    CHECK(latency_err("configuration,mean_ms\nc5.large,0\n", "lat.csv:2: mean_ms must be > 0"));
+    CHECK(latency_err("configuration,mean_ms,batch\nc5.large,1,0.5\n", "lat.csv:2: batch"));
+    CHECK(latency_err("configuration,mean_ms,mean_ms\n", "appears twice"));
+    CHECK(latency_err("configuration,mean_ms\n", "no rows"));
+}
+
+static void measured_plan(void)
+{
+    baton_catalog c;
+    baton_err err = {0};
+    CHECK(baton_catalog_load(NULL, &c, &err) == BATON_OK);
+    baton_infer_stats st[2];
+    memset(st, 0, sizeof st);
+    st[0] = (baton_infer_stats){.ctx = {2, 1, BATON_INFER_FAST}, .model = "lenet", .mean_ms = 0.5, .p50_ms = 0.45,
+                                .p90_ms = 0.6, .per_s = 2000, .peak_gflops = 440, .flops = 2.4e7};
+    st[1] = (baton_infer_stats){.ctx = {1, 1, BATON_INFER_GPU}, .skipped = "no CUDA build"};
+    baton_plan_infer_opts o = {.slo_p90_ms = 0.5, .project = 1};
+    baton_plan_infer p = {0};
+    CHECK_MSG(baton_plan_infer_measured(&c, st, 2, &o, &p, &err) == BATON_OK, "%s", err.msg);
+    /* the measured row (unpriced: no --here), then one projection per configuration with TFLOPS */
+    CHECK(p.n >= 2 && p.rows[0].source == BATON_SRC_MEASURED && !strcmp(p.rows[0].config, "this machine") &&
+          p.rows[0].price_per_h < 0 && p.rows[0].cost_thr < 0 && !p.rows[0].meets);
+    int projected = 0, saw_p3 = 0;
+    for (size_t i = 1; i < p.n; i++) {
+        CHECK(p.rows[i].source == BATON_SRC_PROJECTED);
+        projected++;
+        if (!strcmp(p.rows[i].config, "p3.2xlarge")) {
+            saw_p3 = 1;   /* 0.6 ms x 440 GFLOP/s / 15.7 TFLOPS */
+            CHECK(near(p.rows[i].p90_ms, 0.6 * 440 / 15700, 1e-9) && p.rows[i].meets);
+            CHECK(near(p.rows[i].per_s, 2000 * 15700 / 440.0, 1e-6));
+        }
+        CHECK(strcmp(p.rows[i].config, "p2.xlarge"));   /* no TFLOPS figure: not projected */
+    }
+    CHECK(saw_p3 && projected == 4 + 9);
+    /* the pick meets the SLO and is the cheapest that does */
+    CHECK(p.pick > 0 && p.rows[p.pick].meets);
+    for (size_t i = 0; i < p.n; i++)
+        if (p.rows[i].meets && p.rows[i].cost_thr >= 0) CHECK(p.rows[i].cost_thr >= p.rows[p.pick].cost_thr);
+    baton_plan_infer_free(&p);
+    /* --here prices the measured row and is not projected onto itself */
+    o.here = "c5.large";
+    o.slo_p90_ms = 1;
+    CHECK(baton_plan_infer_measured(&c, st, 2, &o, &p, &err) == BATON_OK);
+    CHECK(!strcmp(p.rows[0].config, "c5.large") && near(p.rows[0].price_per_h, 0.085, 1e-12) && p.rows[0].meets);
+    CHECK(near(p.rows[0].cost_thr, 0.085 * 1e5 / (3600 * 2000), 1e-12));
+    for (size_t i = 1; i < p.n; i++) CHECK(strcmp(p.rows[i].config, "c5.large"));
+    CHECK(baton_plan_infer_svg("/tmp/baton-test-pareto.svg", &p, &err) == BATON_OK);
+    uint8_t *svg = NULL;
+    size_t len = 0;
+    CHECK(baton_file_read_all("/tmp/baton-test-pareto.svg", 1 << 20, &svg, &len, &err) == BATON_OK);
+    CHECK(svg && strstr((char *)svg, "<svg") && strstr((char *)svg, "Pareto front") && strstr((char *)svg, "projected") &&
+          strstr((char *)svg, "<circle") && strstr((char *)svg, "c5.large"));
+    free(svg);
+    remove("/tmp/baton-test-pareto.svg");
+    baton_plan_infer_free(&p);
+    /* projection off: the measured row only */
+    o.project = 0;
+    CHECK(baton_plan_infer_measured(&c, st, 2, &o, &p, &err) == BATON_OK && p.n == 1);
+    baton_plan_infer_free(&p);
+    o.here = "nope";
+    CHECK(baton_plan_infer_measured(&c, st, 2, &o, &p, &err) == BATON_ERR_NOTFOUND && strstr(err.msg, "--here"));
+    baton_catalog_free(&c);
+}
+
+static void stats_io(void)
+{
+    double v[10];
+    for (int i = 0; i < 10; i++) v[i] = i + 1;
+    CHECK(baton_infer_percentile(v, 10, 0.5) == 5 && baton_infer_percentile(v, 10, 0.9) == 9);
+    CHECK(baton_infer_percentile(v, 10, 0.99) == 10 && baton_infer_percentile(v, 10, 0) == 1);
+    CHECK(baton_infer_percentile(v, 1, 0.9) == 1);
+    baton_infer_stats s = {.ctx = {2, 8, BATON_INFER_FAST}, .model = "resnet20", .cold_start_ms = 42.5,
+                           .first_ms = 0.9, .mean_ms = 0.51, .p50_ms = 0.5, .p90_ms = 0.6, .p95_ms = 0.7,
+                           .p99_ms = 0.9, .per_s = 15686.3, .queries = 1234, .flops = 8e7, .peak_gflops = 440};
+    char *js = baton_infer_stats_json(&s);
+    baton_infer_stats b;
+    baton_err err = {0};
+    CHECK_MSG(js && baton_infer_stats_parse("x", 1, js, &b, &err) == BATON_OK, "%s", err.msg);
+    CHECK(b.ctx.threads == 2 && b.ctx.batch == 8 && b.ctx.path == BATON_INFER_FAST && !strcmp(b.model, "resnet20"));
+    CHECK(near(b.p90_ms, 0.6, 1e-9) && near(b.cold_start_ms, 42.5, 1e-9) && b.queries == 1234 &&
+          near(b.peak_gflops, 440, 1e-9) && near(b.per_s, 15686.3, 1e-9));
+    free(js);
+    CHECK(baton_infer_stats_parse("m.json", 7, "{\"threads\":1,\"batch\":1,\"path\":\"fast\",\"mean_ms\":1,\"per_s\":9}",
+                                  &b, &err) != BATON_OK);
+    CHECK_MSG(strstr(err.msg, "m.json:7") && strstr(err.msg, "p50_ms"), "%s", err.msg);
+    CHECK(baton_infer_stats_parse("m.json", 2, "{\"threads\":1,\"batch\":1,\"path\":\"tpu\"}", &b, &err) != BATON_OK &&
+          strstr(err.msg, "path"));
+    CHECK(baton_infer_stats_parse("m.json", 3, "not json", &b, &err) != BATON_OK && strstr(err.msg, "m.json:3"));
+    CHECK(baton_infer_stats_parse("m.json", 1, "{\"threads\":1,\"batch\":4,\"path\":\"gpu\",\"skipped\":\"no CUDA build\"}",
+                                  &b, &err) == BATON_OK && !strcmp(b.skipped, "no CUDA build") && b.ctx.batch == 4);
+}
+
+static void plan_train(void)
+{
+    baton_catalog c;
+    baton_err err = {0};
+    CHECK(baton_catalog_load(NULL, &c, &err) == BATON_OK);
+    baton_plan_train_opts o = {.samples_per_s = 1000, .here = "c5.4xlarge", .dataset = 60000, .epochs = 10,
+                               .interrupt_month = 0.10, .ckpt_seconds = 10, .restart_seconds = 120, .spot_discount = 0.6};
+    baton_plan_train p;
+    CHECK_MSG(baton_plan_train_run(&c, &o, &p, &err) == BATON_OK, "%s", err.msg);
+    CHECK(near(p.mtbi_h, 730 / -log(0.9), 1e-9));
+    int seen = 0;
+    for (size_t i = 0; i < p.n; i++) {
+        const baton_plan_train_row *r = &p.rows[i];
+        CHECK(strncmp(r->config, "eia1", 4));   /* accelerators do not train */
+        CHECK(r->spot_hours >= r->hours && r->overhead > 0 && r->spot_estimated);
+        CHECK(near(r->spot_cost, r->spot_hours * r->spot_price, 1e-9));
+        if (!strcmp(r->config, "c5.4xlarge")) {
+            seen++;
+            CHECK(r->source == BATON_SRC_MEASURED && near(r->hours, 600.0 / 3600, 1e-12));
+            CHECK(near(r->od_cost, 600.0 / 3600 * 0.68, 1e-12) && near(r->spot_price, 0.68 * 0.4, 1e-12));
+        }
+        if (!strcmp(r->config, "p3.2xlarge")) {
+            seen++;   /* projected by TFLOPS: 1000 x 15.7 / 0.67 */
+            CHECK(r->source == BATON_SRC_PROJECTED && near(r->samples_per_s, 1000 * 15.7 / 0.67, 1e-6));
+            CHECK(near(r->hours, 600000.0 / r->samples_per_s / 3600, 1e-12));
+        }
+        CHECK(strcmp(r->config, "p2.xlarge"));   /* no TFLOPS: nothing to project onto */
+    }
+    CHECK(seen == 2);
+    baton_plan_train_free(&p);
+    o.samples_per_s = 0;
+    CHECK(baton_plan_train_run(&c, &o, &p, &err) == BATON_ERR_ARG);
+    baton_catalog_free(&c);
+}
+
+int main(void)
+{
+    young_daly();
+    seed_costs();
+    catalog();
+    latencies();
+    measured_plan();
+    stats_io();
+    plan_train();
+    /* the peak FLOP/s measurement gives a plausible, positive figure */
+    double g = baton_infer_peak_gflops(1, 0.05);
+    CHECK_MSG(g > 0.5 && g < 1e5, "%f GFLOP/s", g);
+    CHECK_DONE();
+}
