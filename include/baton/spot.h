@@ -1,0 +1,125 @@
+/* spot.h — interruption notices on rented machines: a local EC2 instance-metadata service (the
+ * emulator behind `baton imds`) and the notice watcher (behind `baton notice wait` and the
+ * trainer's reaction to a notice).
+ *
+ * The emulator (src/spot/imds.c) serves EC2's metadata paths on loopback with libmicrohttpd:
+ * static items, spot/instance-action (404 until an interruption is scheduled, then
+ * {"action","time"}), spot/termination-time, events/recommendations/rebalance, the IMDSv2 token
+ * PUT, GCE's instance/preempted, and control requests (PUT /baton/interrupt, /baton/rebalance,
+ * /baton/clear) that schedule events on demand.
+ *
+ * The watcher (src/spot/notice.c) is one thread that polls the metadata service(s) every poll_s
+ * seconds with short timeouts (IMDSv2 token flow with a v1 fallback; GCE with Metadata-Flavor:
+ * Google) and turns SIGTERM into a notice. It latches the first terminal notice it sees (kind,
+ * deadline, source) and never changes it afterwards; readers see it through atomics, so
+ * baton_notice_poll costs a few atomic loads and never blocks. An unreachable, slow or
+ * garbage-answering service is never a notice.
+ *
+ * Layering: spot's notice and emulator parts depend on util only (train includes this header). */
+#ifndef BATON_SPOT_H
+#define BATON_SPOT_H
+
+#include "baton/util.h"
+
+/* ---------------------------------------------------------------- the metadata emulator */
+typedef struct baton_imds baton_imds;
+typedef struct baton_imds_opts {
+    const char *listen;          /* "127.0.0.1:0" = ephemeral port on loopback (the default);
+                                    "HOST:PORT" or "[V6]:PORT" */
+    const char *instance_id, *instance_type, *zone;   /* static items; defaults provided */
+    int v2_only;                 /* 401 on GETs without a valid token */
+    double interrupt_after;      /* seconds after start to schedule a notice; < 0: none (default) */
+    const char *action;          /* "terminate" (default) | "stop" | "hibernate" */
+    double notice_seconds;       /* notice lead time, default 120 */
+    int slide;                   /* the notice time slides to now+notice on every request */
+    double rebalance_after;      /* < 0: none */
+    int garbage;                 /* answer junk on every path (status 200, bodies that are not
+                                    what the path promises: random bytes, HTML, wrong JSON) */
+    int allow_remote;
+    /* additions */
+    double interrupt_at;         /* unix seconds at which to schedule a notice; 0: none */
+    int token_status;            /* 0: the token PUT works; else answer it with this HTTP status
+                                    (403, 404, 405: an IMDSv1-only service) */
+} baton_imds_opts;
+
+void baton_imds_opts_default(baton_imds_opts *o);
+int baton_imds_start(const baton_imds_opts *o, baton_imds **out, baton_err *err);
+int baton_imds_port(const baton_imds *m);
+const char *baton_imds_url(const baton_imds *m);          /* "http://127.0.0.1:PORT" */
+/* Schedule an interruption now: instance-action appears at once with time = now + notice_s.
+ * action NULL: the configured one; notice_s < 0: the configured lead time. */
+void baton_imds_interrupt(baton_imds *m, const char *action, double notice_s);
+void baton_imds_rebalance(baton_imds *m);
+/* Withdraw a scheduled interruption and rebalance recommendation (a test convenience). */
+void baton_imds_clear(baton_imds *m);
+uint64_t baton_imds_requests(const baton_imds *m);        /* served so far (for tests) */
+void baton_imds_stop(baton_imds *m);                      /* frees */
+
+/* ---------------------------------------------------------------- the notice watcher */
+typedef enum { BATON_NOTICE_NONE = 0, BATON_NOTICE_REBALANCE, BATON_NOTICE_TERMINATE,
+               BATON_NOTICE_STOP, BATON_NOTICE_HIBERNATE, BATON_NOTICE_SIGNAL,
+               BATON_NOTICE_PREEMPTED } baton_notice_kind;
+
+typedef struct baton_notice_event {
+    baton_notice_kind kind;
+    double deadline;             /* unix seconds; 0 unknown */
+    double seen_at;              /* unix seconds */
+    char source[32];             /* "imds-v2", "imds-v1", "sigterm", "gce" */
+} baton_notice_event;
+
+typedef struct baton_notice_watcher baton_notice_watcher;
+typedef struct baton_notice_opts {
+    const char *endpoint;        /* EC2 metadata base URL; NULL: http://169.254.169.254, and only
+                                    when DMI says this is an EC2 instance */
+    double poll_s;               /* seconds between polls (default 5; BATON_NOTICE_POLL_S) */
+    double timeout_s;            /* per-request limit, connect included (default 1 s) */
+    int handle_sigterm;          /* SIGTERM latches a BATON_NOTICE_SIGNAL notice (default 1) */
+    const char *dmi_dir;         /* DMI folder (default /sys/devices/virtual/dmi/id; BATON_DMI_DIR) */
+    /* additions */
+    int ec2_disabled;            /* never poll EC2 metadata (AWS_EC2_METADATA_DISABLED=true) */
+    const char *gce_endpoint;    /* GCE metadata base URL; NULL: http://169.254.169.254, and only
+                                    when DMI says this is a GCE instance */
+    double sigterm_grace_s;      /* deadline of a SIGTERM notice = arrival + this (default 30;
+                                    BATON_SIGTERM_GRACE_S); 0: unknown */
+} baton_notice_opts;
+
+/* Defaults from the environment: AWS_EC2_METADATA_SERVICE_ENDPOINT, AWS_EC2_METADATA_DISABLED,
+ * BATON_GCE_METADATA_ENDPOINT (or GCE_METADATA_HOST), BATON_DMI_DIR, BATON_NOTICE_POLL_S,
+ * BATON_NOTICE_TIMEOUT_S, BATON_SIGTERM_GRACE_S. The strings point into the environment. */
+void baton_notice_opts_default(baton_notice_opts *o);
+int baton_notice_start(const baton_notice_opts *o, baton_notice_watcher **out, baton_err *err);
+/* Non-blocking: the latched terminal notice (kind != NONE) and, separately, whether a rebalance
+ * recommendation arrived since the last call. Returns 1 when a terminal notice is latched (then
+ * *terminal is filled), else 0 (terminal->kind = NONE). rebalance_new may be NULL. Atomic loads
+ * only; meant to be called by one thread (the trainer) once per step. */
+int baton_notice_poll(baton_notice_watcher *w, baton_notice_event *terminal, int *rebalance_new);
+/* Block until a terminal notice is latched or timeout_s passes (< 0: no limit). Returns 1 with
+ * *ev filled, or 0 on timeout. */
+int baton_notice_wait(baton_notice_watcher *w, double timeout_s, baton_notice_event *ev);
+/* As baton_notice_wait, and when rebalance_too is set also returns on a rebalance recommendation
+ * (ev->kind = BATON_NOTICE_REBALANCE, deadline 0, seen_at its noticeTime). */
+int baton_notice_wait_any(baton_notice_watcher *w, double timeout_s, int rebalance_too, baton_notice_event *ev);
+/* Which services the watcher polls (for messages): flags below. */
+enum { BATON_NOTICE_WATCH_EC2 = 1, BATON_NOTICE_WATCH_GCE = 2, BATON_NOTICE_WATCH_SIGTERM = 4 };
+int baton_notice_watching(const baton_notice_watcher *w);
+/* Polls done so far (each a round over the configured services; for tests). */
+uint64_t baton_notice_rounds(const baton_notice_watcher *w);
+void baton_notice_stop(baton_notice_watcher *w);
+
+/* "terminate", "stop", "hibernate", "rebalance", "sigterm", "preempted", "none". */
+const char *baton_notice_kind_name(baton_notice_kind k);
+
+/* DMI detection without network: BATON_CLOUD_EC2 when sys_vendor is "Amazon EC2", board_asset_tag
+ * starts with "i-", or the bios/product strings name Amazon (older Xen instances);
+ * BATON_CLOUD_GCE when product_name / sys_vendor / bios_vendor name Google. dir NULL: the default
+ * folder. */
+enum { BATON_CLOUD_UNKNOWN = 0, BATON_CLOUD_EC2 = 1, BATON_CLOUD_GCE = 2 };
+int baton_cloud_detect(const char *dmi_dir);
+
+/* ISO 8601 times as EC2 writes them: "2017-09-18T08:22:00Z" (fractions and ±hh:mm offsets are
+ * accepted). parse returns 0 and sets *t (unix seconds), or -1. format writes the Z form. */
+int baton_spot_time_parse(const char *s, double *t);
+void baton_spot_time_format(double t, char out[32]);
+double baton_wall_now(void);   /* unix seconds (CLOCK_REALTIME) */
+
+#endif

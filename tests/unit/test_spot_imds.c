@@ -1,0 +1,324 @@
+/* test_spot_imds.c — the metadata emulator over real HTTP (libcurl against its loopback port):
+ * static paths, the IMDSv2 token PUT (ttl bounds, X-Forwarded-For), v2-only 401s, expired and
+ * unknown tokens, instance-action before/after a scheduled interruption (fixed and sliding time),
+ * termination-time, rebalance, the GCE preempted path, control requests, the token-status and
+ * garbage modes, the loopback-only rule, and ISO 8601 parsing. */
+#include "baton/spot.h"
+#include "check.h"
+
+#include <cJSON.h>
+#include <curl/curl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct { char *data; size_t len; } body;
+
+static size_t on_data(char *p, size_t sz, size_t n, void *ud)
+{
+    body *b = ud;
+    size_t k = sz * n;
+    char *q = realloc(b->data, b->len + k + 1);
+    if (!q) return 0;
+    memcpy(q + b->len, p, k);
+    b->data = q;
+    b->len += k;
+    b->data[b->len] = 0;
+    return k;
+}
+
+/* One request; returns the HTTP status (0 on a transport failure); *out gets the body (free it). */
+static long req(const char *method, const char *base, const char *path, const char *h1, const char *h2, body *out)
+{
+    char url[512];
+    snprintf(url, sizeof url, "%s%s", base, path);
+    CURL *c = curl_easy_init();
+    struct curl_slist *hs = NULL;
+    if (h1) hs = curl_slist_append(hs, h1);
+    if (h2) hs = curl_slist_append(hs, h2);
+    body b = {0};
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hs);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
+    curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+    long status = 0;
+    if (curl_easy_perform(c) == CURLE_OK) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    curl_slist_free_all(hs);
+    curl_easy_cleanup(c);
+    if (out) *out = b;
+    else free(b.data);
+    return status;
+}
+
+static long get(const char *base, const char *path, const char *tokhdr, body *out)
+{
+    return req("GET", base, path, tokhdr, NULL, out);
+}
+
+static int body_is(const body *b, const char *s)
+{
+    return b->data && !strcmp(b->data, s);
+}
+
+static void test_time(void)
+{
+    double t = 0;
+    CHECK(baton_spot_time_parse("2017-09-18T08:22:00Z", &t) == 0 && t == 1505722920.0);
+    CHECK(baton_spot_time_parse("2017-09-18T10:22:00+02:00", &t) == 0 && t == 1505722920.0);
+    CHECK(baton_spot_time_parse("2017-09-18T08:22:00.250Z", &t) == 0 && fabs(t - 1505722920.25) < 1e-6);
+    CHECK(baton_spot_time_parse("2017-09-18T08:22:00", &t) == -1);       /* no zone */
+    CHECK(baton_spot_time_parse("2017-02-30T08:22:00Z", &t) == -1);      /* no such day */
+    CHECK(baton_spot_time_parse("2017-09-18T25:22:00Z", &t) == -1);
+    CHECK(baton_spot_time_parse("2017-09-18T08:22:00Zjunk", &t) == -1);
+    CHECK(baton_spot_time_parse("soon", &t) == -1);
+    CHECK(baton_spot_time_parse("", &t) == -1);
+    char s[32];
+    baton_spot_time_format(1505722920.9, s);
+    CHECK(!strcmp(s, "2017-09-18T08:22:00Z"));
+}
+
+static void test_static_and_tokens(void)
+{
+    baton_imds_opts o;
+    baton_imds_opts_default(&o);
+    o.instance_id = "i-0123456789abcdef0";
+    o.instance_type = "c5.xlarge";
+    o.zone = "eu-west-1b";
+    baton_imds *m = NULL;
+    baton_err err = {0};
+    CHECK_MSG(baton_imds_start(&o, &m, &err) == BATON_OK, "%s", err.msg);
+    if (!m) return;
+    const char *u = baton_imds_url(m);
+    char want[64];
+    snprintf(want, sizeof want, "http://127.0.0.1:%d", baton_imds_port(m));
+    CHECK(baton_imds_port(m) > 0 && !strcmp(u, want));
+
+    body b;
+    CHECK(get(u, "/latest/meta-data/instance-id", NULL, &b) == 200 && body_is(&b, "i-0123456789abcdef0"));
+    free(b.data);
+    CHECK(get(u, "/latest/meta-data/instance-type", NULL, &b) == 200 && body_is(&b, "c5.xlarge"));
+    free(b.data);
+    CHECK(get(u, "/latest/meta-data/placement/availability-zone", NULL, &b) == 200 && body_is(&b, "eu-west-1b"));
+    free(b.data);
+    CHECK(get(u, "/latest/meta-data/placement/region", NULL, &b) == 200 && body_is(&b, "eu-west-1"));
+    free(b.data);
+    CHECK(get(u, "/latest/meta-data/spot/instance-action", NULL, NULL) == 404);
+    CHECK(get(u, "/latest/meta-data/spot/termination-time", NULL, NULL) == 404);
+    CHECK(get(u, "/latest/meta-data/events/recommendations/rebalance", NULL, NULL) == 404);
+    CHECK(get(u, "/latest/meta-data/no/such/item", NULL, NULL) == 404);
+
+    /* token PUT: ttl bounds */
+    CHECK(req("PUT", u, "/latest/api/token", NULL, NULL, NULL) == 400);
+    CHECK(req("PUT", u, "/latest/api/token", "X-aws-ec2-metadata-token-ttl-seconds: 0", NULL, NULL) == 400);
+    CHECK(req("PUT", u, "/latest/api/token", "X-aws-ec2-metadata-token-ttl-seconds: 21601", NULL, NULL) == 400);
+    CHECK(req("PUT", u, "/latest/api/token", "X-aws-ec2-metadata-token-ttl-seconds: 12x", NULL, NULL) == 400);
+    CHECK(req("PUT", u, "/latest/api/token", "X-aws-ec2-metadata-token-ttl-seconds: 60", "X-Forwarded-For: 1.2.3.4",
+              NULL) == 403);
+    CHECK(req("GET", u, "/latest/api/token", NULL, NULL, NULL) == 405);
+    CHECK(req("PUT", u, "/latest/api/token", "X-aws-ec2-metadata-token-ttl-seconds: 21600", NULL, NULL) == 200);
+    CHECK(req("PUT", u, "/latest/api/token", "X-aws-ec2-metadata-token-ttl-seconds: 1", NULL, &b) == 200);
+    char hdr[128] = "X-aws-ec2-metadata-token: ";
+    CHECK(b.data && b.len > 20 && b.len < 80);
+    if (b.data) strncat(hdr, b.data, sizeof hdr - strlen(hdr) - 1);
+    free(b.data);
+    CHECK(get(u, "/latest/meta-data/instance-id", hdr, NULL) == 200);
+    CHECK(get(u, "/latest/meta-data/instance-id", "X-aws-ec2-metadata-token: nope", NULL) == 401);
+    usleep(1100 * 1000);   /* the 1 s token expires */
+    CHECK(get(u, "/latest/meta-data/instance-id", hdr, NULL) == 401);
+    CHECK(baton_imds_requests(m) >= 19);
+    baton_imds_stop(m);
+}
+
+static void test_v2_only_and_notice(int slide)
+{
+    baton_imds_opts o;
+    baton_imds_opts_default(&o);
+    o.v2_only = 1;
+    o.slide = slide;
+    o.notice_seconds = 90;
+    baton_imds *m = NULL;
+    baton_err err = {0};
+    CHECK_MSG(baton_imds_start(&o, &m, &err) == BATON_OK, "%s", err.msg);
+    if (!m) return;
+    const char *u = baton_imds_url(m);
+    CHECK(get(u, "/latest/meta-data/instance-id", NULL, NULL) == 401);
+    CHECK(get(u, "/latest/meta-data/spot/instance-action", NULL, NULL) == 401);
+    body b;
+    CHECK(req("PUT", u, "/latest/api/token", "X-aws-ec2-metadata-token-ttl-seconds: 300", NULL, &b) == 200);
+    char hdr[128] = "X-aws-ec2-metadata-token: ";
+    if (b.data) strncat(hdr, b.data, sizeof hdr - strlen(hdr) - 1);
+    free(b.data);
+    CHECK(get(u, "/latest/meta-data/spot/instance-action", hdr, NULL) == 404);
+
+    /* schedule through the control request; notice lead 90 s from the options */
+    double t0 = baton_wall_now();
+    CHECK(req("PUT", u, "/baton/interrupt?action=stop", NULL, NULL, NULL) == 200);
+    CHECK(get(u, "/latest/meta-data/spot/instance-action", hdr, &b) == 200);
+    cJSON *j = b.data ? cJSON_Parse(b.data) : NULL;
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(j, "action"), *t = cJSON_GetObjectItemCaseSensitive(j, "time");
+    double when = 0;
+    CHECK(cJSON_IsString(a) && !strcmp(a->valuestring, "stop"));
+    CHECK(cJSON_IsString(t) && baton_spot_time_parse(t->valuestring, &when) == 0);
+    CHECK_MSG(when >= floor(t0) + 89 && when <= t0 + 91, "time %f, t0 %f", when, t0);
+    char first[32] = "";
+    if (cJSON_IsString(t)) snprintf(first, sizeof first, "%s", t->valuestring);
+    cJSON_Delete(j);
+    free(b.data);
+    /* termination-time only for terminate */
+    CHECK(get(u, "/latest/meta-data/spot/termination-time", hdr, NULL) == 404);
+
+    usleep(1100 * 1000);
+    CHECK(get(u, "/latest/meta-data/spot/instance-action", hdr, &b) == 200);
+    int same = b.data && strstr(b.data, first) != NULL;
+    CHECK_MSG(slide ? !same : same, "slide %d: first %s, now %s", slide, first, b.data ? b.data : "");
+    free(b.data);
+
+    /* terminate with a 30 s notice: termination-time appears, plain text */
+    CHECK(req("PUT", u, "/baton/interrupt?action=terminate&notice=30", NULL, NULL, NULL) == 200);
+    t0 = baton_wall_now();
+    CHECK(get(u, "/latest/meta-data/spot/termination-time", hdr, &b) == 200);
+    CHECK(b.data && baton_spot_time_parse(b.data, &when) == 0 && when >= floor(t0) + 29 && when <= t0 + 31);
+    free(b.data);
+    /* bad control requests */
+    CHECK(req("PUT", u, "/baton/interrupt?action=explode", NULL, NULL, NULL) == 400);
+    CHECK(req("PUT", u, "/baton/interrupt?notice=-3", NULL, NULL, NULL) == 400);
+    CHECK(req("GET", u, "/baton/interrupt", NULL, NULL, NULL) == 405);
+
+    /* rebalance: a new noticeTime each time */
+    CHECK(get(u, "/latest/meta-data/events/recommendations/rebalance", hdr, NULL) == 404);
+    CHECK(req("PUT", u, "/baton/rebalance", NULL, NULL, NULL) == 200);
+    body r1, r2;
+    CHECK(get(u, "/latest/meta-data/events/recommendations/rebalance", hdr, &r1) == 200);
+    CHECK(r1.data && strstr(r1.data, "\"noticeTime\""));
+    baton_imds_rebalance(m);
+    CHECK(get(u, "/latest/meta-data/events/recommendations/rebalance", hdr, &r2) == 200);
+    CHECK(r1.data && r2.data && strcmp(r1.data, r2.data) != 0);
+    free(r1.data);
+    free(r2.data);
+
+    /* the state and clear */
+    CHECK(get(u, "/baton/state", NULL, &b) == 200 && b.data && strstr(b.data, "\"visible\":true"));
+    free(b.data);
+    CHECK(req("PUT", u, "/baton/clear", NULL, NULL, NULL) == 200);
+    CHECK(get(u, "/latest/meta-data/spot/instance-action", hdr, NULL) == 404);
+    CHECK(get(u, "/latest/meta-data/events/recommendations/rebalance", hdr, NULL) == 404);
+    baton_imds_stop(m);
+}
+
+static void test_scheduled_and_gce(void)
+{
+    baton_imds_opts o;
+    baton_imds_opts_default(&o);
+    o.interrupt_after = 0.5;
+    o.action = "hibernate";
+    baton_imds *m = NULL;
+    baton_err err = {0};
+    CHECK_MSG(baton_imds_start(&o, &m, &err) == BATON_OK, "%s", err.msg);
+    if (!m) return;
+    const char *u = baton_imds_url(m);
+    body b;
+    CHECK(get(u, "/latest/meta-data/spot/instance-action", NULL, NULL) == 404);
+    CHECK(get(u, "/computeMetadata/v1/instance/preempted", NULL, NULL) == 403);
+    CHECK(get(u, "/computeMetadata/v1/instance/preempted", "Metadata-Flavor: Google", &b) == 200 &&
+          body_is(&b, "FALSE"));
+    free(b.data);
+    usleep(700 * 1000);
+    CHECK(get(u, "/latest/meta-data/spot/instance-action", NULL, &b) == 200 && b.data &&
+          strstr(b.data, "\"hibernate\""));
+    free(b.data);
+    CHECK(get(u, "/computeMetadata/v1/instance/preempted", "Metadata-Flavor: Google", &b) == 200 &&
+          body_is(&b, "TRUE"));
+    free(b.data);
+    baton_imds_stop(m);
+
+    /* interrupt_at in the past: visible at once; rebalance_after 0 */
+    baton_imds_opts_default(&o);
+    o.interrupt_at = baton_wall_now() - 5;
+    o.rebalance_after = 0;
+    CHECK_MSG(baton_imds_start(&o, &m, &err) == BATON_OK, "%s", err.msg);
+    if (!m) return;
+    u = baton_imds_url(m);
+    CHECK(get(u, "/latest/meta-data/spot/instance-action", NULL, NULL) == 200);
+    CHECK(get(u, "/latest/meta-data/events/recommendations/rebalance", NULL, NULL) == 200);
+    baton_imds_stop(m);
+}
+
+static void test_modes(void)
+{
+    baton_imds_opts o;
+    baton_imds_opts_default(&o);
+    o.token_status = 403;
+    baton_imds *m = NULL;
+    baton_err err = {0};
+    CHECK_MSG(baton_imds_start(&o, &m, &err) == BATON_OK, "%s", err.msg);
+    if (!m) return;
+    const char *u = baton_imds_url(m);
+    CHECK(req("PUT", u, "/latest/api/token", "X-aws-ec2-metadata-token-ttl-seconds: 60", NULL, NULL) == 403);
+    CHECK(get(u, "/latest/meta-data/instance-id", NULL, NULL) == 200);
+    baton_imds_stop(m);
+
+    /* garbage: 200 everywhere, never a well-formed notice */
+    baton_imds_opts_default(&o);
+    o.garbage = 1;
+    CHECK_MSG(baton_imds_start(&o, &m, &err) == BATON_OK, "%s", err.msg);
+    if (!m) return;
+    u = baton_imds_url(m);
+    int well_formed = 0, ok200 = 0;
+    size_t biggest = 0;
+    for (int i = 0; i < 12; i++) {
+        body b;
+        long st = get(u, "/latest/meta-data/spot/instance-action", NULL, &b);
+        ok200 += st == 200;
+        if (b.len > biggest) biggest = b.len;
+        cJSON *j = b.data ? cJSON_Parse(b.data) : NULL;
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "time");
+        double when;
+        if (cJSON_IsString(t) && baton_spot_time_parse(t->valuestring, &when) == 0) {
+            const cJSON *a = cJSON_GetObjectItemCaseSensitive(j, "action");
+            if (cJSON_IsString(a) && !strcmp(a->valuestring, "terminate")) well_formed++;
+        }
+        cJSON_Delete(j);
+        free(b.data);
+    }
+    CHECK_EQ_U(ok200, 12);
+    CHECK_EQ_U(well_formed, 0);
+    CHECK(biggest >= 256 * 1024);
+    /* control requests still work */
+    CHECK(req("PUT", u, "/baton/interrupt", NULL, NULL, NULL) == 200);
+    baton_imds_stop(m);
+
+    /* only loopback unless allowed; bad specs */
+    baton_imds_opts_default(&o);
+    o.listen = "0.0.0.0:0";
+    CHECK(baton_imds_start(&o, &m, &err) == BATON_ERR_ARG && strstr(err.msg, "loopback"));
+    o.listen = "127.0.0.1";
+    CHECK(baton_imds_start(&o, &m, &err) == BATON_ERR_ARG);
+    o.listen = "127.0.0.1:70000";
+    CHECK(baton_imds_start(&o, &m, &err) == BATON_ERR_ARG);
+    o.listen = "[::1]:0";
+    if (baton_imds_start(&o, &m, &err) == BATON_OK) {   /* hosts without IPv6 skip this */
+        CHECK(!strncmp(baton_imds_url(m), "http://[::1]:", 13));
+        CHECK(get(baton_imds_url(m), "/latest/meta-data/instance-id", NULL, NULL) == 200);
+        baton_imds_stop(m);
+    }
+    baton_imds_opts_default(&o);
+    o.action = "explode";
+    CHECK(baton_imds_start(&o, &m, &err) == BATON_ERR_ARG);
+}
+
+int main(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    test_time();
+    test_static_and_tokens();
+    test_v2_only_and_notice(0);
+    test_v2_only_and_notice(1);
+    test_scheduled_and_gce();
+    test_modes();
+    curl_global_cleanup();
+    CHECK_DONE();
+}
