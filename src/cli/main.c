@@ -15,6 +15,7 @@ static const struct cli_command commands[] = {
     {"train", cmd_train, "train a model with crash-safe checkpoints; resumes from --ckpt-dir"},
     {"eval", cmd_eval, "loss and accuracy of a checkpoint on a dataset"},
     {"ckpt", cmd_ckpt, "checkpoints: ls | verify | show DIR"},
+    {"fleet", cmd_fleet_backends, "fleets on Slurm or AWS Spot Fleet: run | status | cancel"},
     {"run", cmd_run, "the main job; with no JOBFILE, the built-in demo"},
 };
 

@@ -100,6 +100,12 @@ do_start() {
     rm -rf "$DIR/run" "$DIR/log" "$DIR/state" "$DIR/spool" "$DIR/munge"
     mkdir -p "$DIR/run" "$DIR/log" "$DIR/state" "$DIR/spool" "$DIR/munge"
     chmod 755 "$DIR" "$DIR/munge"   # munged: the socket's folders must be searchable by all
+    local up=$DIR
+    while [ "$up" != / ]; do
+        up=$(dirname "$up")
+        [ "$(( $(stat -c %a "$up") % 10 & 1 ))" = 1 ] \
+            || die "munged needs every folder above its socket searchable by all: chmod o+x $up"
+    done
     t0=$(now)
 
     mungekey -c -k "$DIR/munge/munge.key" >/dev/null 2>&1 || die "mungekey failed"
@@ -108,7 +114,11 @@ do_start() {
     spawn munged munged -F -S "$DIR/munge/munge.socket.2" --key-file="$DIR/munge/munge.key" \
         --log-file="$DIR/log/munged.log" --pid-file="$DIR/munge/munged.pid" \
         --seed-file="$DIR/munge/munge.seed"
-    for _ in $(seq 1 100); do [ -S "$DIR/munge/munge.socket.2" ] && break; sleep 0.05; done
+    for _ in $(seq 1 100); do
+        [ -S "$DIR/munge/munge.socket.2" ] && break
+        [ -n "$(live_pid "$DIR/run/munged.pid")" ] || break
+        sleep 0.05
+    done
     [ -S "$DIR/munge/munge.socket.2" ] || fail_start "munged did not create its socket"
 
     # The node line comes from the machine itself (CPUs, cores, memory), addressed on loopback.
