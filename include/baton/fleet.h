@@ -358,4 +358,117 @@ typedef struct baton_fleet_records {
 int baton_fleet_db_load(baton_fleet_db *db, int with_events, baton_fleet_records *r, int *found, baton_err *err);
 void baton_fleet_records_free(baton_fleet_records *r);
 
+/* ---------------------------------------------------------------------------------------------
+ * Worker processes (src/spot/fleet_proc.c)
+ *
+ * A worker is a small shim process (a fork of the supervisor that only waits) leading its own
+ * process group, and under it /bin/sh -c COMMAND. The shim ignores SIGTERM/SIGINT/SIGHUP, waits
+ * for the command and writes its exit status (128+N for a signal) to a status file before exiting
+ * with it, so a supervisor that was restarted, and is no longer the parent, still learns how an
+ * adopted worker ended. Killing a worker kills its whole process group.
+ * --------------------------------------------------------------------------------------------- */
+typedef struct baton_worker_spec {
+    const char *command;          /* run by /bin/sh -c */
+    const char *cwd;              /* the volume */
+    const char *log_path;         /* stdout and stderr, appended */
+    const char *status_path;      /* written by the shim when the command ends */
+    const char *const *env;       /* NAME=VALUE entries added to (or replacing in) the environment */
+    size_t nenv;
+} baton_worker_spec;
+
+/* Start a worker; *pid is the shim (= the process group), *start its /proc start time. */
+int baton_worker_spawn(const baton_worker_spec *w, int *pid, uint64_t *start, baton_err *err);
+/* Start time of a process (clock ticks since boot, /proc/PID/stat field 22); 0 if it is gone. */
+uint64_t baton_proc_start_time(int pid);
+/* 1 when pid is alive and still the process that started at start (not a reused pid). */
+int baton_proc_same(int pid, uint64_t start);
+/* Reap a child without blocking: 1 and *code (exit status, or 128+signal) when it has ended. */
+int baton_worker_reap(int pid, int *code);
+/* The status a shim wrote: 1 and *code; 0 when there is none (the shim was killed). */
+int baton_worker_read_status(const char *status_path, int *code, double *mtime);
+/* SIGKILL the whole process group. */
+void baton_worker_kill(int pid);
+/* Read a progress file (a decimal step); -1 when missing or not a number. */
+int64_t baton_progress_file_read(const char *path);
+/* The highest ckpt-<step> folder name under dir (no verification; -1 when none). */
+int64_t baton_ckpt_newest_name(const char *dir);
+
+/* ---------------------------------------------------------------------------------------------
+ * The local fleet supervisor (src/spot/fleet_local.c)
+ *
+ * One process runs the whole fleet: a loop that every tick reaps ended workers, lets the market
+ * interrupt running ones (a notice through the worker's own metadata service, then a kill at the
+ * deadline; or a kill without notice), launches replacements (a replacement is requested as soon
+ * as its predecessor gets a notice, so the launch delay overlaps the notice), attaches or moves
+ * volumes, and reads each worker's progress and checkpoints. Every state change goes through
+ * baton_wstate_next and is logged (SQLite + JSONL + a line on stderr).
+ *
+ * Restart: a supervisor that finds the job's database recovers from it: live workers (same pid
+ * and start time) are ADOPTED — their metadata service is started again on the same port, their
+ * exit status is read from the shim's status file — and workers that ended meanwhile are
+ * accounted from their status files. A worker whose metadata port cannot be bound again is
+ * killed and replaced (its work since the last checkpoint is lost, and reported). Only one
+ * supervisor runs a job at a time (a lock file).
+ * --------------------------------------------------------------------------------------------- */
+typedef struct baton_fleet_opts {
+    const char *state_dir;        /* overrides the job's state_dir; default "baton-fleet" */
+    double time_scale;            /* > 0: overrides market.time_scale */
+    int seed_set;
+    uint64_t seed;
+    int hazard_set;
+    double hazard_scale;
+    const char *interrupts;       /* an explicit schedule (see baton_market_set_schedule) */
+    const char *bin_dir;          /* put first on the workers' PATH (the baton binary's folder) */
+    const char *imds_mode;        /* fault injection: NULL/"normal", "garbage", "unreachable" */
+    const char *jobfile_text;     /* kept in the database */
+    int quiet;                    /* no event lines on stderr */
+    int progress;                 /* a status line on a terminal */
+    double tick_s;                /* loop period in wall seconds (default 0.02) */
+    int cancel;                   /* recover the job, then cancel it at once (baton_fleet_cancel) */
+} baton_fleet_opts;
+
+void baton_fleet_opts_default(baton_fleet_opts *o);
+
+typedef struct baton_fleet_summary {
+    char dir[4096];               /* STATE/JOB */
+    char state[16];               /* "done", "failed", "cancelled" */
+    int tasks, tasks_done, tasks_failed;
+    int instances, interruptions, with_notice, without_notice, crashes, adopted;
+    double wall_s, sim_s;
+    char failure[1024];           /* why the job failed, in words (with the log's last line) */
+} baton_fleet_summary;
+
+/* STATE/JOB for a job name. */
+int baton_fleet_job_dir(const char *state_dir, const char *name, char *out, size_t cap, baton_err *err);
+/* Run (or resume) a job until every task is done, failed or cancelled. Returns BATON_OK even when
+ * a task failed (s->state says so); errors are for the supervisor itself (state folder, database,
+ * a changed job file). SIGINT/SIGTERM cancel: workers get a "stop" notice, checkpoint and exit. */
+int baton_fleet_run(const baton_job *job, const baton_fleet_opts *o, baton_fleet_summary *s, baton_err *err);
+/* Ask the job's supervisor to cancel (SIGTERM); with no supervisor alive, stop the job's live
+ * workers (SIGTERM to their process groups, then SIGKILL after grace_s) and mark it cancelled. */
+int baton_fleet_cancel(const char *job_dir, double grace_s, baton_err *err);
+
+/* ---------------------------------------------------------------------------------------------
+ * Reports (src/spot/fleet_report.c): the cost table, --json, the SVG timeline, status.
+ * --------------------------------------------------------------------------------------------- */
+typedef struct baton_fleet_report {
+    baton_fleet_records rec;
+    baton_cost_line *lines;       /* per instance, same order as rec.insts */
+    baton_cost_in *ins;
+    baton_cost_total total;
+    double now_sim;               /* the report's time (the end, or now while running) */
+    int interruptions, with_notice, without_notice, crashes;
+    int64_t lost_steps;           /* summed over interrupted and crashed instances */
+    int64_t max_lost_notice;      /* the most steps lost by one interruption with notice */
+    int64_t max_lost_no_notice;
+} baton_fleet_report;
+
+int baton_fleet_report_load(const char *job_dir, baton_fleet_report *r, baton_err *err);
+void baton_fleet_report_free(baton_fleet_report *r);
+void baton_fleet_report_print(FILE *f, const baton_fleet_report *r, int events);
+char *baton_fleet_report_json(const baton_fleet_report *r, int events);   /* malloc'd */
+int baton_fleet_report_svg(const baton_fleet_report *r, const char *path, baton_err *err);
+/* "1h02m03s" style simulated durations. */
+void baton_fleet_fmt_duration(double s, char *out, size_t cap);
+
 #endif
