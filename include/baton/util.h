@@ -21,6 +21,7 @@ enum baton_status {
     BATON_OK = 0,
     BATON_END = 1,             /* clean end of a stream: no more records, nothing left over */
     BATON_NEED_MORE = 2,       /* push parsers: feed more bytes (or finish) and call again */
+    BATON_STOPPED = 3,         /* a run stopped early on an interruption notice, its checkpoint committed */
     BATON_ERR_IO = -1,         /* a system call failed (errno text in the message) */
     BATON_ERR_TRUNCATED = -2,  /* input ended in the middle of a record / structure */
     BATON_ERR_CORRUPT = -3,    /* checksum mismatch, bad magic where one must be, flipped bits */

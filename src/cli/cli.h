@@ -23,6 +23,8 @@ int cmd_push(int argc, char **argv);
 int cmd_ckpt(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
+int cmd_imds(int argc, char **argv);
+int cmd_notice(int argc, char **argv);
 
 /* Option table. kind: CLI_FLAG sets *(int*)dst = 1; CLI_STR stores the argument pointer;
  * CLI_INT / CLI_U64 / CLI_DBL parse numbers (a bad number is a usage error). */
