@@ -99,12 +99,24 @@ int baton_notice_wait(baton_notice_watcher *w, double timeout_s, baton_notice_ev
 /* As baton_notice_wait, and when rebalance_too is set also returns on a rebalance recommendation
  * (ev->kind = BATON_NOTICE_REBALANCE, deadline 0, seen_at its noticeTime). */
 int baton_notice_wait_any(baton_notice_watcher *w, double timeout_s, int rebalance_too, baton_notice_event *ev);
+/* What a watcher with these options would poll, decided without any network access (endpoints,
+ * AWS_EC2_METADATA_DISABLED, DMI): base URLs into ec2/gce ("" when not polled). Returns the
+ * BATON_NOTICE_WATCH_* flags (SIGTERM included), or a negative status for a malformed endpoint. */
+int baton_notice_targets(const baton_notice_opts *o, char *ec2, size_t ec2_cap, char *gce, size_t gce_cap,
+                         baton_err *err);
 /* Which services the watcher polls (for messages): flags below. */
 enum { BATON_NOTICE_WATCH_EC2 = 1, BATON_NOTICE_WATCH_GCE = 2, BATON_NOTICE_WATCH_SIGTERM = 4 };
 int baton_notice_watching(const baton_notice_watcher *w);
 /* Polls done so far (each a round over the configured services; for tests). */
 uint64_t baton_notice_rounds(const baton_notice_watcher *w);
 void baton_notice_stop(baton_notice_watcher *w);
+
+/* The parsers of metadata answers (exposed for tests and fuzzing). An instance-action body is a
+ * notice when it is a JSON object with "action" terminate|stop|hibernate and a "time" that parses:
+ * returns 1 with *kind and *deadline set, else 0. A rebalance body is {"noticeTime": time}: returns
+ * 1 with *notice_time and the raw string (for telling recommendations apart) in raw, else 0. */
+int baton_notice_parse_action(const char *body, size_t len, baton_notice_kind *kind, double *deadline);
+int baton_notice_parse_rebalance(const char *body, size_t len, double *notice_time, char *raw, size_t raw_cap);
 
 /* "terminate", "stop", "hibernate", "rebalance", "sigterm", "preempted", "none". */
 const char *baton_notice_kind_name(baton_notice_kind k);

@@ -15,12 +15,19 @@
  * loaded from it and the loader is positioned at the saved cursor. max_steps counts global steps
  * across restarts.
  *
- * Layering: train depends on ckpt, nn, img, io, rec and util. Errors are values. */
+ * Notices (opts.notice): a watcher (spot.h) runs beside the loop; the loop reads its latched state
+ * once per step (atomic loads). On a terminal notice the run returns BATON_STOPPED after the
+ * current step's synchronous checkpoint is committed; the result says which notice, its deadline
+ * and how many seconds were left.
+ *
+ * Layering: train depends on ckpt, nn, img, io, rec, util and spot's notice watcher. Errors are
+ * values. */
 #ifndef BATON_TRAIN_H
 #define BATON_TRAIN_H
 
 #include "baton/ckpt.h"
 #include "baton/img.h"
+#include "baton/spot.h"
 
 typedef struct baton_train_opts {
     const char *data_uri;       /* required */
@@ -41,6 +48,11 @@ typedef struct baton_train_opts {
     int workers;                /* decode threads; default 2 */
     int reference_kernels;      /* force the plain C kernels */
     int progress;               /* show a progress line */
+    int notice;                 /* watch for interruption notices (default 0; the CLI turns it on).
+                                   terminate/stop/hibernate/SIGTERM/preempted: after the current
+                                   step, a synchronous checkpoint, then BATON_STOPPED; a rebalance
+                                   recommendation: a background checkpoint at the next step */
+    const baton_notice_opts *notice_opts;   /* NULL: baton_notice_opts_default (the environment) */
 } baton_train_opts;
 
 typedef struct baton_train_result {
@@ -56,6 +68,12 @@ typedef struct baton_train_result {
     double samples_per_s;
     char kernels[16];           /* "dnnl" / "reference" */
     char checkpoint[4096];      /* the last committed checkpoint folder */
+    int stopped;                /* 1: stopped on an interruption notice (status BATON_STOPPED) */
+    char notice[16];            /* its kind: terminate, stop, hibernate, sigterm, preempted */
+    char notice_source[32];     /* imds-v2, imds-v1, sigterm, gce */
+    double notice_deadline;     /* unix seconds; 0 unknown */
+    double notice_margin_s;     /* seconds left before the deadline when the run returned */
+    uint64_t rebalances;        /* rebalance recommendations seen (each one checkpointed) */
 } baton_train_result;
 
 void baton_train_opts_default(baton_train_opts *o);

@@ -23,6 +23,8 @@ int cmd_push(int argc, char **argv);
 int cmd_ckpt(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
+int cmd_imds(int argc, char **argv);
+int cmd_notice(int argc, char **argv);
 /* cmd_fleet_remote.c: `baton fleet` for the slurm and aws backends. argv[0] is the subcommand
  * (run, status, cancel). cli_fleet_remote_backend says which backend the arguments ask for
  * (--backend, else the job file's, else what the state folder holds; a baton_backend value). */

@@ -1,6 +1,7 @@
 /* cmd_train.c — `baton train`: trains a model on a dataset URI with crash-safe checkpoints; with
  * the same --ckpt-dir it resumes from the newest checkpoint that verifies. Prints one summary line
- * at the end (step, epochs, loss, accuracy, samples/s, the last checkpoint). */
+ * at the end (step, epochs, loss, accuracy, samples/s, the last checkpoint). Watches for
+ * interruption notices unless --no-notice: on one it exits 75 after a committed checkpoint. */
 #include "baton/train.h"
 #include "cli.h"
 
@@ -12,7 +13,7 @@ int cmd_train(int argc, char **argv)
     baton_train_opts o;
     baton_train_opts_default(&o);
     const char *mode = NULL;
-    int batch = (int)o.batch, threads = 0, quiet = 0, reference = 0, keep = 0;
+    int batch = (int)o.batch, threads = 0, quiet = 0, reference = 0, keep = 0, no_notice = 0;
     const struct cli_opt opts[] = {
         {"data", CLI_STR, &o.data_uri, "training dataset URI: path, file://, http(s)://, s3://bucket/prefix"},
         {"val", CLI_STR, &o.val_uri, "validation dataset URI, evaluated after each epoch"},
@@ -31,13 +32,14 @@ int cmd_train(int argc, char **argv)
         {"threads", CLI_INT, &threads, "compute threads (sets OMP_NUM_THREADS)"},
         {"reference", CLI_FLAG, &reference, "use the plain C kernels instead of oneDNN"},
         {"quiet", CLI_FLAG, &quiet, "no progress line"},
+        {"no-notice", CLI_FLAG, &no_notice, "ignore interruption notices (metadata service, SIGTERM)"},
         {0},
     };
     const char *pos[1];
     int npos, help;
     if (cli_parse("train",
                   "--data URI [--val URI] --model NAME --epochs N [--batch B] [--lr X] [--seed S] [--mode M] "
-                  "--ckpt-dir DIR [--ckpt-every-steps K] [--log FILE.csv] [--max-steps K] [--threads T]",
+                  "--ckpt-dir DIR [--ckpt-every-steps K] [--log FILE.csv] [--max-steps K] [--threads T] [--no-notice]",
                   opts, argc, argv, pos, 0, &npos, &help))
         return help ? CLI_OK : CLI_USAGE;
     if (!o.data_uri || !o.model || !o.ckpt_dir) {
@@ -72,14 +74,24 @@ int cmd_train(int argc, char **argv)
     o.keep = keep;
     o.reference_kernels = reference;
     o.progress = !quiet && !getenv("BATON_NO_PROGRESS");
+    o.notice = !no_notice;
 
     baton_train_result r;
     baton_err err = {0};
-    if (baton_train_run(&o, &r, &err)) return cli_fail("train", &err);
+    int rc = baton_train_run(&o, &r, &err);
+    if (rc && rc != BATON_STOPPED) return cli_fail("train", &err);
     printf("step %llu, epochs done %llu, loss %.4f, accuracy %.4f", (unsigned long long)r.step,
            (unsigned long long)r.epoch, r.loss, r.accuracy);
     if (r.has_val) printf(", val_loss %.4f, val_accuracy %.4f", r.val_loss, r.val_accuracy);
     printf(", %.0f samples/s (%s)%s%s\n", r.samples_per_s, r.kernels, r.checkpoint[0] ? ", checkpoint " : "",
            r.checkpoint);
+    if (rc == BATON_STOPPED) {
+        if (r.notice_deadline > 0)
+            printf("stopped on a %s notice (%s), %.0f s before the deadline\n", r.notice, r.notice_source,
+                   r.notice_margin_s);
+        else
+            printf("stopped on a %s notice (%s)\n", r.notice, r.notice_source);
+        return CLI_INTERRUPTED;
+    }
     return CLI_OK;
 }

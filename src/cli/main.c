@@ -15,6 +15,8 @@ static const struct cli_command commands[] = {
     {"train", cmd_train, "train a model with crash-safe checkpoints; resumes from --ckpt-dir"},
     {"eval", cmd_eval, "loss and accuracy of a checkpoint on a dataset"},
     {"ckpt", cmd_ckpt, "checkpoints: ls | verify | show DIR"},
+    {"imds", cmd_imds, "a local EC2 metadata service that can announce interruptions"},
+    {"notice", cmd_notice, "notice wait: block until an interruption notice and print it"},
     {"fleet", cmd_fleet_backends, "fleets on Slurm or AWS Spot Fleet: run | status | cancel"},
     {"run", cmd_run, "the main job; with no JOBFILE, the built-in demo"},
 };

@@ -74,14 +74,12 @@ int baton_spot_time_parse(const char *s, double *t)
     tm.tm_mday = D;
     tm.tm_hour = h;
     tm.tm_min = m;
-    tm.tm_sec = sec;
-    time_t u = timegm(&tm);
+    time_t u = timegm(&tm);   /* seconds added after the check: 23:59:60 is a leap second */
     if (u == (time_t)-1) return -1;
     /* timegm normalises 31 April into 1 May: reject dates that do not exist */
     struct tm back;
-    if (!gmtime_r(&u, &back) || back.tm_mday != D || back.tm_mon != M - 1) {
-        if (sec != 60) return -1;
-    }
+    if (!gmtime_r(&u, &back) || back.tm_mday != D || back.tm_mon != M - 1) return -1;
+    u += sec;
     *t = (double)u - off + frac;
     return 0;
 }

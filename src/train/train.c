@@ -394,6 +394,9 @@ int baton_train_run(const baton_train_opts *o, baton_train_result *r, baton_err 
     t.o = o;
     int rc = baton_ckpt_store_open(o->ckpt_dir, o->keep, &t.store, err);
     if (rc) return rc;
+    baton_notice_watcher *nw = NULL;   /* started first: a notice during setup is not missed */
+    baton_notice_event nev = {0};
+    if (o->notice && (rc = baton_notice_start(o->notice_opts, &nw, err))) goto done;
     char local[4096];
     if ((rc = baton_path_join(local, sizeof local, o->ckpt_dir, "data", err))) goto done;
     if ((rc = open_data(o->data_uri, o->mode, o->mode_set, &o->store, local, o->seed, o->batch, o->workers,
@@ -477,6 +480,17 @@ int baton_train_run(const baton_train_opts *o, baton_train_result *r, baton_err 
     double t0 = baton_now(), ep_t0 = t0;
     double lr = baton_nn_sched_lr(&t.sched, t.st.step);
     while (t.st.epoch < o->epochs && (!o->max_steps || t.st.step < o->max_steps)) {
+        int rebalance = 0;
+        if (nw && baton_notice_poll(nw, &nev, &rebalance)) break;   /* after the step before */
+        if (rebalance) {
+            r->rebalances++;
+            if (last_saved != t.st.step) {
+                t.st.ep_seconds += baton_now() - ep_t0;
+                ep_t0 = baton_now();
+                if ((rc = save(&t, 0, err))) break;
+                last_saved = t.st.step;
+            }
+        }
         baton_batch *b;
         rc = baton_pipeline_next(t.pipe, &b, err);
         if (rc == BATON_END) continue;   /* epochs end on last_of_epoch */
@@ -549,6 +563,19 @@ int baton_train_run(const baton_train_opts *o, baton_train_result *r, baton_err 
             rc = save(&t, 1, err);
         }
     }
+    if (rc == BATON_OK && nev.kind != BATON_NOTICE_NONE) {
+        rc = BATON_STOPPED;
+        r->stopped = 1;
+        snprintf(r->notice, sizeof r->notice, "%s", baton_notice_kind_name(nev.kind));
+        snprintf(r->notice_source, sizeof r->notice_source, "%s", nev.source);
+        r->notice_deadline = nev.deadline;
+        r->notice_margin_s = nev.deadline > 0 ? nev.deadline - baton_wall_now() : 0;
+        const char *cp = baton_ckpt_last_committed(t.store), *slash = strrchr(cp, '/');
+        char left[48] = "deadline unknown";
+        if (nev.deadline > 0) snprintf(left, sizeof left, "%.0f s before the deadline", r->notice_margin_s);
+        baton_log(BATON_LOG_WARN, "notice: %s (%s), %s: checkpoint %s committed, stopping", r->notice,
+                  r->notice_source, left, slash ? slash + 1 : cp);
+    }
     r->step = t.st.step;
     r->epoch = t.st.epoch;
     if (t.st.ep_seen) {   /* stopped inside an epoch: report the partial one */
@@ -574,6 +601,7 @@ done:
             snprintf(r->checkpoint, sizeof r->checkpoint, "%s", baton_ckpt_last_committed(t.store));
         baton_ckpt_store_close(t.store);
     }
+    baton_notice_stop(nw);
     if (t.vpipe) baton_pipeline_close(t.vpipe);
     if (t.vloader) baton_loader_close(t.vloader);
     if (t.pipe) baton_pipeline_close(t.pipe);

@@ -41,6 +41,7 @@ const char *baton_status_name(int code)
     case BATON_OK: return "ok";
     case BATON_END: return "end";
     case BATON_NEED_MORE: return "need-more";
+    case BATON_STOPPED: return "stopped";
     case BATON_ERR_IO: return "io error";
     case BATON_ERR_TRUNCATED: return "truncated";
     case BATON_ERR_CORRUPT: return "corrupted";

@@ -1,0 +1,595 @@
+/* notice.c — the interruption-notice watcher: one thread that polls the metadata service(s) and
+ * turns SIGTERM into a notice; readers see a latched state through atomics.
+ *
+ * What it polls, every poll_s seconds, each request limited to timeout_s (connect included):
+ *   EC2 (when an endpoint is configured, or DMI says EC2; never when AWS_EC2_METADATA_DISABLED):
+ *     PUT /latest/api/token (ttl 21600, renewed a minute before it expires); a 403/404/405 answer,
+ *     or a 200 whose body is not a token, switches to IMDSv1 (no token); a 401 on a GET drops the
+ *     token and starts over. Then GET spot/instance-action and events/recommendations/rebalance.
+ *   GCE (when an endpoint is configured, or DMI says GCE): GET instance/preempted with
+ *     Metadata-Flavor: Google; "TRUE" is a notice with a 30 s deadline.
+ * A terminal notice needs a 200 whose body is a JSON object with "action" terminate|stop|hibernate
+ * and a "time" that parses as ISO 8601; anything else (timeouts, refused connections, 5xx, HTML,
+ * JSON of another shape, bodies over 4 KiB) is ignored. The first terminal notice is latched: its
+ * kind, deadline and source never change afterwards (a sliding mock's later times are ignored),
+ * and the thread stops polling. A rebalance recommendation counts once per distinct noticeTime.
+ *
+ * SIGTERM: while at least one watcher with handle_sigterm runs, a process-wide handler (replacing
+ * the previous one, restored when the last such watcher stops) records the arrival time and writes
+ * a byte to a pipe that is never drained while a signal is pending, so every watcher's poll() wakes
+ * and latches a BATON_NOTICE_SIGNAL notice (deadline = arrival + sigterm_grace_s).
+ *
+ * Concurrency: the terminal event is written once under mu, then published by a release store of
+ * its kind; baton_notice_poll reads it after an acquire load, without locks or system calls. */
+#include "baton/spot.h"
+
+#include <cJSON.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BODY_MAX 4096
+#define TOKEN_TTL 21600
+#define GCE_NOTICE_S 30.0
+
+enum { MODE_UNKNOWN = 0, MODE_V2, MODE_V1 };
+
+struct baton_notice_watcher {
+    double poll_s, timeout_s, grace_s;
+    int watching, sig;
+    char ec2[512], gce[512];
+    pthread_t th;
+    int th_started;
+    int wake[2];
+    atomic_int stop;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    baton_notice_event term;            /* written once, before term_kind is published */
+    atomic_int term_kind;
+    baton_notice_event rebal;           /* the latest recommendation (under mu) */
+    atomic_uint_fast64_t rebal_count;
+    uint64_t rebal_polled, rebal_waited;   /* what poll() / wait() have reported */
+    atomic_uint_fast64_t rounds;
+    /* the polling thread's own */
+    CURL *h;
+    int mode;
+    char token[128];
+    double token_exp;
+    char rebal_last[64];
+    char body[BODY_MAX + 1];
+    size_t blen;
+    int overflow;
+};
+
+/* ---------------------------------------------------------------- SIGTERM, process-wide */
+static pthread_mutex_t sig_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t sig_once = PTHREAD_ONCE_INIT;
+static int sig_pipe[2] = {-1, -1};
+static int sig_users;
+static struct sigaction sig_old;
+static volatile sig_atomic_t sig_seen;
+static atomic_llong sig_ms;   /* arrival, unix milliseconds */
+
+static void sig_pipe_init(void)
+{
+    if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) != 0) sig_pipe[0] = sig_pipe[1] = -1;
+}
+
+static void on_sigterm(int s)
+{
+    (void)s;
+    int e = errno;
+    if (!sig_seen) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        atomic_store(&sig_ms, (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+        sig_seen = 1;
+        if (sig_pipe[1] >= 0) {
+            ssize_t r = write(sig_pipe[1], "T", 1);
+            (void)r;
+        }
+    }
+    errno = e;
+}
+
+static int sig_register(baton_err *err)
+{
+    pthread_once(&sig_once, sig_pipe_init);
+    if (sig_pipe[0] < 0) return baton_err_set(err, BATON_ERR_IO, "notice watcher: pipe: %s", strerror(errno));
+    pthread_mutex_lock(&sig_mu);
+    if (sig_users++ == 0) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_sigterm;
+        sigemptyset(&sa.sa_mask);
+        sa.sa_flags = SA_RESTART;
+        sigaction(SIGTERM, &sa, &sig_old);
+    }
+    pthread_mutex_unlock(&sig_mu);
+    return BATON_OK;
+}
+
+static void sig_unregister(void)
+{
+    pthread_mutex_lock(&sig_mu);
+    if (--sig_users == 0) {
+        sigaction(SIGTERM, &sig_old, NULL);
+        char c[16];
+        while (read(sig_pipe[0], c, sizeof c) > 0) {
+        }
+        sig_seen = 0;
+    }
+    pthread_mutex_unlock(&sig_mu);
+}
+
+/* ---------------------------------------------------------------- options */
+static double env_seconds(const char *name, double def)
+{
+    const char *v = getenv(name);
+    if (!v || !*v) return def;
+    char *end;
+    double x = strtod(v, &end);
+    if (end == v || *end || !(x >= 0 && x <= 86400)) {
+        baton_log(BATON_LOG_WARN, "%s='%s' is not a number of seconds; using %g", name, v, def);
+        return def;
+    }
+    return x;
+}
+
+static const char *env_str(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
+}
+
+void baton_notice_opts_default(baton_notice_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->endpoint = env_str("AWS_EC2_METADATA_SERVICE_ENDPOINT");
+    const char *dis = env_str("AWS_EC2_METADATA_DISABLED");
+    o->ec2_disabled = dis && !strcasecmp(dis, "true");
+    o->gce_endpoint = env_str("BATON_GCE_METADATA_ENDPOINT");
+    if (!o->gce_endpoint) o->gce_endpoint = env_str("GCE_METADATA_HOST");
+    o->dmi_dir = env_str("BATON_DMI_DIR");
+    o->poll_s = env_seconds("BATON_NOTICE_POLL_S", 5);
+    o->timeout_s = env_seconds("BATON_NOTICE_TIMEOUT_S", 1);
+    o->sigterm_grace_s = env_seconds("BATON_SIGTERM_GRACE_S", 30);
+    o->handle_sigterm = 1;
+}
+
+/* A base URL without trailing slashes; "http://" is added to a bare host[:port]. */
+static int base_url(const char *in, char *out, size_t cap, const char *what, baton_err *err)
+{
+    const char *scheme = strstr(in, "://") ? "" : "http://";
+    if (*scheme == 0 && strncmp(in, "http://", 7) && strncmp(in, "https://", 8))
+        return baton_err_set(err, BATON_ERR_ARG, "%s '%s': expected an http:// or https:// URL", what, in);
+    if (snprintf(out, cap, "%s%s", scheme, in) >= (int)cap)
+        return baton_err_set(err, BATON_ERR_ARG, "%s: URL too long", what);
+    size_t n = strlen(out);
+    while (n && out[n - 1] == '/') out[--n] = 0;
+    return BATON_OK;
+}
+
+int baton_notice_targets(const baton_notice_opts *o, char *ec2, size_t ec2_cap, char *gce, size_t gce_cap,
+                         baton_err *err)
+{
+    int rc, flags = o->handle_sigterm ? BATON_NOTICE_WATCH_SIGTERM : 0, cloud = -1;
+    ec2[0] = gce[0] = 0;
+    if (!o->ec2_disabled) {
+        if (o->endpoint) {
+            if ((rc = base_url(o->endpoint, ec2, ec2_cap, "EC2 metadata endpoint", err))) return rc;
+        } else if ((cloud = baton_cloud_detect(o->dmi_dir)) == BATON_CLOUD_EC2) {
+            snprintf(ec2, ec2_cap, "http://169.254.169.254");
+        }
+        if (ec2[0]) flags |= BATON_NOTICE_WATCH_EC2;
+    }
+    if (o->gce_endpoint) {
+        if ((rc = base_url(o->gce_endpoint, gce, gce_cap, "GCE metadata endpoint", err))) return rc;
+    } else if ((cloud >= 0 ? cloud : baton_cloud_detect(o->dmi_dir)) == BATON_CLOUD_GCE) {
+        snprintf(gce, gce_cap, "http://169.254.169.254");
+    }
+    if (gce[0]) flags |= BATON_NOTICE_WATCH_GCE;
+    return flags;
+}
+
+/* ---------------------------------------------------------------- HTTP (the polling thread) */
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_rc;
+static void curl_init(void) { curl_rc = curl_global_init(CURL_GLOBAL_DEFAULT); }
+
+static size_t on_body(char *p, size_t sz, size_t n, void *ud)
+{
+    baton_notice_watcher *w = ud;
+    size_t k = sz * n;
+    if (w->blen + k > BODY_MAX) {
+        w->overflow = 1;
+        return 0;   /* aborts the transfer: an oversized answer is garbage */
+    }
+    memcpy(w->body + w->blen, p, k);
+    w->blen += k;
+    w->body[w->blen] = 0;
+    return k;
+}
+
+static int on_progress(void *ud, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
+{
+    baton_notice_watcher *w = ud;
+    return atomic_load(&w->stop) ? 1 : 0;
+}
+
+/* One request; returns the HTTP status, or 0 when no complete answer came (timeout, refused,
+ * oversized). The body is in w->body. */
+static long http(baton_notice_watcher *w, const char *method, const char *base, const char *path,
+                 const char *h1, const char *h2)
+{
+    char url[1024];
+    if (snprintf(url, sizeof url, "%s%s", base, path) >= (int)sizeof url) return 0;
+    struct curl_slist *hs = NULL, *t;
+    if (h1 && (t = curl_slist_append(hs, h1))) hs = t;
+    if (h2 && (t = curl_slist_append(hs, h2))) hs = t;
+    CURL *h = w->h;
+    curl_easy_reset(h);   /* keeps the connection */
+    long ms = (long)(w->timeout_s * 1000);
+    if (ms < 1) ms = 1;
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    if (!strcmp(method, "PUT")) curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, "PUT");
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hs);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, ms);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, ms);
+    curl_easy_setopt(h, CURLOPT_NOPROXY, "*");   /* metadata never goes through a proxy */
+    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, w);
+    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(h, CURLOPT_XFERINFODATA, w);
+    w->blen = 0;
+    w->body[0] = 0;
+    w->overflow = 0;
+    long status = 0;
+    CURLcode rc = curl_easy_perform(h);
+    if (rc == CURLE_OK && !w->overflow) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    else baton_log(BATON_LOG_DEBUG, "notice watcher: %s %s%s: %s", method, base, path,
+                   w->overflow ? "answer over 4 KiB" : curl_easy_strerror(rc));
+    curl_slist_free_all(hs);
+    return status;
+}
+
+/* ---------------------------------------------------------------- latching */
+static void latch(baton_notice_watcher *w, baton_notice_kind kind, double deadline, double seen_at, const char *src)
+{
+    pthread_mutex_lock(&w->mu);
+    if (atomic_load(&w->term_kind) == BATON_NOTICE_NONE) {
+        w->term.kind = kind;
+        w->term.deadline = deadline;
+        w->term.seen_at = seen_at;
+        snprintf(w->term.source, sizeof w->term.source, "%s", src);
+        atomic_store_explicit(&w->term_kind, (int)kind, memory_order_release);
+        char t[32] = "unknown";
+        if (deadline > 0) baton_spot_time_format(deadline, t);
+        baton_log(BATON_LOG_WARN, "notice: %s (%s), deadline %s (in %.0f s)", baton_notice_kind_name(kind), src, t,
+                  deadline > 0 ? deadline - baton_wall_now() : 0.0);
+        pthread_cond_broadcast(&w->cv);
+    }
+    pthread_mutex_unlock(&w->mu);
+}
+
+static const char *source_name(const baton_notice_watcher *w)
+{
+    return w->mode == MODE_V2 ? "imds-v2" : "imds-v1";
+}
+
+int baton_notice_parse_action(const char *body, size_t len, baton_notice_kind *kind, double *deadline)
+{
+    cJSON *j = cJSON_ParseWithLength(body, len);
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(j, "action");
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "time");
+    baton_notice_kind k = BATON_NOTICE_NONE;
+    if (cJSON_IsObject(j) && cJSON_IsString(a) && cJSON_IsString(t) && !baton_spot_time_parse(t->valuestring, deadline)) {
+        if (!strcmp(a->valuestring, "terminate")) k = BATON_NOTICE_TERMINATE;
+        else if (!strcmp(a->valuestring, "stop")) k = BATON_NOTICE_STOP;
+        else if (!strcmp(a->valuestring, "hibernate")) k = BATON_NOTICE_HIBERNATE;
+    }
+    cJSON_Delete(j);
+    *kind = k;
+    return k != BATON_NOTICE_NONE;
+}
+
+int baton_notice_parse_rebalance(const char *body, size_t len, double *notice_time, char *raw, size_t raw_cap)
+{
+    cJSON *j = cJSON_ParseWithLength(body, len);
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "noticeTime");
+    int ok = cJSON_IsObject(j) && cJSON_IsString(t) && strlen(t->valuestring) < raw_cap &&
+             !baton_spot_time_parse(t->valuestring, notice_time);
+    if (ok) snprintf(raw, raw_cap, "%s", t->valuestring);
+    cJSON_Delete(j);
+    return ok;
+}
+
+/* A terminal notice in w->body. */
+static void ec2_action(baton_notice_watcher *w)
+{
+    baton_notice_kind k;
+    double when;
+    if (baton_notice_parse_action(w->body, w->blen, &k, &when)) latch(w, k, when, baton_wall_now(), source_name(w));
+    else baton_log(BATON_LOG_DEBUG, "notice watcher: instance-action answer is not a notice: %.80s", w->body);
+}
+
+/* A rebalance recommendation in w->body; new when its noticeTime is new. */
+static void ec2_rebalance(baton_notice_watcher *w)
+{
+    char raw[sizeof w->rebal_last];
+    double when;
+    if (!baton_notice_parse_rebalance(w->body, w->blen, &when, raw, sizeof raw) || !strcmp(raw, w->rebal_last)) return;
+    memcpy(w->rebal_last, raw, sizeof raw);
+    pthread_mutex_lock(&w->mu);
+    w->rebal = (baton_notice_event){.kind = BATON_NOTICE_REBALANCE, .deadline = 0, .seen_at = when};
+    snprintf(w->rebal.source, sizeof w->rebal.source, "%s", source_name(w));
+    atomic_fetch_add(&w->rebal_count, 1);
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    baton_log(BATON_LOG_INFO, "notice: rebalance recommendation (noticeTime %s) from %s", raw, source_name(w));
+}
+
+/* A token is printable ASCII without spaces, like EC2's base64 tokens. */
+static int token_ok(const char *s, size_t n)
+{
+    if (n == 0 || n >= 128) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] <= ' ' || s[i] > '~') return 0;
+    return 1;
+}
+
+static void ec2_round(baton_notice_watcher *w)
+{
+    double now = baton_now();
+    if (w->mode != MODE_V1 && (w->mode == MODE_UNKNOWN || now > w->token_exp)) {
+        char ttl[64];
+        snprintf(ttl, sizeof ttl, "X-aws-ec2-metadata-token-ttl-seconds: %d", TOKEN_TTL);
+        long st = http(w, "PUT", w->ec2, "/latest/api/token", ttl, NULL);
+        if (st == 0) return;   /* nothing answers: nothing to learn this round */
+        if (st == 200 && token_ok(w->body, w->blen)) {
+            memcpy(w->token, w->body, w->blen + 1);   /* token_ok bounds it below 128 */
+            w->token_exp = now + TOKEN_TTL - 60;
+            w->mode = MODE_V2;
+        } else if (st == 403 || st == 404 || st == 405 || st == 200) {
+            if (w->mode != MODE_V1) baton_log(BATON_LOG_DEBUG, "notice watcher: token PUT answered %ld; IMDSv1", st);
+            w->mode = MODE_V1;
+            w->token[0] = 0;
+        } else {
+            return;   /* 5xx, 400, 401: try again next round */
+        }
+    }
+    char hdr[192] = "";
+    if (w->mode == MODE_V2) snprintf(hdr, sizeof hdr, "X-aws-ec2-metadata-token: %s", w->token);
+    const char *h = hdr[0] ? hdr : NULL;
+    long st = http(w, "GET", w->ec2, "/latest/meta-data/spot/instance-action", h, NULL);
+    if (st == 401) {   /* token expired or v2 required: start over next round */
+        w->mode = MODE_UNKNOWN;
+        w->token[0] = 0;
+        return;
+    }
+    if (st == 200) ec2_action(w);
+    if (atomic_load(&w->term_kind) != BATON_NOTICE_NONE || atomic_load(&w->stop)) return;
+    st = http(w, "GET", w->ec2, "/latest/meta-data/events/recommendations/rebalance", h, NULL);
+    if (st == 200) ec2_rebalance(w);
+}
+
+static void gce_round(baton_notice_watcher *w)
+{
+    long st = http(w, "GET", w->gce, "/computeMetadata/v1/instance/preempted", "Metadata-Flavor: Google", NULL);
+    size_t n = w->blen;
+    while (n && (w->body[n - 1] == '\n' || w->body[n - 1] == '\r')) n--;
+    if (st == 200 && n == 4 && !memcmp(w->body, "TRUE", 4)) {
+        double now = baton_wall_now();
+        latch(w, BATON_NOTICE_PREEMPTED, now + GCE_NOTICE_S, now, "gce");
+    }
+}
+
+/* ---------------------------------------------------------------- the thread */
+static void check_signal(baton_notice_watcher *w)
+{
+    if (w->sig && sig_seen && atomic_load(&w->term_kind) == BATON_NOTICE_NONE) {
+        double at = (double)atomic_load(&sig_ms) / 1000.0;
+        latch(w, BATON_NOTICE_SIGNAL, w->grace_s > 0 ? at + w->grace_s : 0, at, "sigterm");
+    }
+}
+
+static void *watch(void *arg)
+{
+    baton_notice_watcher *w = arg;
+    while (!atomic_load(&w->stop)) {
+        check_signal(w);
+        if (atomic_load(&w->term_kind) == BATON_NOTICE_NONE) {
+            if (w->watching & BATON_NOTICE_WATCH_EC2) ec2_round(w);
+            check_signal(w);
+            if ((w->watching & BATON_NOTICE_WATCH_GCE) && atomic_load(&w->term_kind) == BATON_NOTICE_NONE &&
+                !atomic_load(&w->stop))
+                gce_round(w);
+            pthread_mutex_lock(&w->mu);
+            atomic_fetch_add(&w->rounds, 1);
+            pthread_cond_broadcast(&w->cv);
+            pthread_mutex_unlock(&w->mu);
+        }
+        if (atomic_load(&w->stop)) break;
+        struct pollfd fds[2] = {{.fd = w->wake[0], .events = POLLIN}, {.fd = sig_pipe[0], .events = POLLIN}};
+        /* the signal pipe stays readable once a SIGTERM came: watch it only until latched */
+        int nfds = w->sig && atomic_load(&w->term_kind) == BATON_NOTICE_NONE ? 2 : 1;
+        int ms = atomic_load(&w->term_kind) == BATON_NOTICE_NONE ? (int)(w->poll_s * 1000) : -1;
+        if (ms == 0) ms = 1;
+        int r = poll(fds, (nfds_t)nfds, ms);
+        if (r > 0 && (fds[0].revents & POLLIN)) {
+            char c[16];
+            while (read(w->wake[0], c, sizeof c) > 0) {
+            }
+        }
+    }
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- public */
+int baton_notice_start(const baton_notice_opts *o, baton_notice_watcher **out, baton_err *err)
+{
+    *out = NULL;
+    baton_notice_opts def;
+    if (!o) {
+        baton_notice_opts_default(&def);
+        o = &def;
+    }
+    if (!(o->poll_s > 0 && o->poll_s <= 3600) || !(o->timeout_s > 0 && o->timeout_s <= 600) ||
+        !(o->sigterm_grace_s >= 0))
+        return baton_err_set(err, BATON_ERR_ARG,
+                             "notice watcher: poll every 0..3600 s and a request timeout of 0..600 s expected");
+    baton_notice_watcher *w = calloc(1, sizeof *w);
+    if (!w) return baton_err_set(err, BATON_ERR_NOMEM, "notice watcher: out of memory");
+    w->poll_s = o->poll_s;
+    w->timeout_s = o->timeout_s;
+    w->grace_s = o->sigterm_grace_s;
+    w->wake[0] = w->wake[1] = -1;
+    int rc = baton_notice_targets(o, w->ec2, sizeof w->ec2, w->gce, sizeof w->gce, err);
+    if (rc < 0) {
+        free(w);
+        return rc;
+    }
+    w->watching = rc & ~BATON_NOTICE_WATCH_SIGTERM;
+    rc = BATON_OK;
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&w->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    if (pipe2(w->wake, O_CLOEXEC | O_NONBLOCK) != 0) {
+        rc = baton_err_set(err, BATON_ERR_IO, "notice watcher: pipe: %s", strerror(errno));
+        goto fail;
+    }
+    if (w->watching & (BATON_NOTICE_WATCH_EC2 | BATON_NOTICE_WATCH_GCE)) {
+        pthread_once(&curl_once, curl_init);
+        if (curl_rc != CURLE_OK || !(w->h = curl_easy_init())) {
+            rc = baton_err_set(err, BATON_ERR_NET, "notice watcher: libcurl initialisation failed");
+            goto fail;
+        }
+    }
+    if (o->handle_sigterm) {
+        if ((rc = sig_register(err))) goto fail;
+        w->sig = 1;
+        w->watching |= BATON_NOTICE_WATCH_SIGTERM;
+    }
+    if (pthread_create(&w->th, NULL, watch, w) != 0) {
+        rc = baton_err_set(err, BATON_ERR_IO, "notice watcher: cannot start its thread");
+        goto fail;
+    }
+    w->th_started = 1;
+    if (w->watching & BATON_NOTICE_WATCH_EC2) baton_log(BATON_LOG_DEBUG, "notice watcher: EC2 metadata at %s", w->ec2);
+    if (w->watching & BATON_NOTICE_WATCH_GCE) baton_log(BATON_LOG_DEBUG, "notice watcher: GCE metadata at %s", w->gce);
+    *out = w;
+    return BATON_OK;
+fail:
+    baton_notice_stop(w);
+    return rc;
+}
+
+int baton_notice_poll(baton_notice_watcher *w, baton_notice_event *terminal, int *rebalance_new)
+{
+    if (rebalance_new) {
+        uint64_t c = atomic_load_explicit(&w->rebal_count, memory_order_relaxed);
+        *rebalance_new = c != w->rebal_polled;
+        w->rebal_polled = c;
+    }
+    int k = atomic_load_explicit(&w->term_kind, memory_order_acquire);
+    if (k == BATON_NOTICE_NONE) {
+        if (terminal) memset(terminal, 0, sizeof *terminal);
+        return 0;
+    }
+    if (terminal) *terminal = w->term;
+    return 1;
+}
+
+int baton_notice_wait_any(baton_notice_watcher *w, double timeout_s, int rebalance_too, baton_notice_event *ev)
+{
+    struct timespec dl;
+    clock_gettime(CLOCK_MONOTONIC, &dl);
+    if (timeout_s >= 0) {
+        double s = (double)dl.tv_sec + (double)dl.tv_nsec * 1e-9 + timeout_s;
+        dl.tv_sec = (time_t)s;
+        dl.tv_nsec = (long)((s - (double)dl.tv_sec) * 1e9);
+    }
+    int got = 0;
+    pthread_mutex_lock(&w->mu);
+    for (;;) {
+        if (atomic_load(&w->term_kind) != BATON_NOTICE_NONE) {
+            if (ev) *ev = w->term;
+            got = 1;
+            break;
+        }
+        uint64_t c = atomic_load(&w->rebal_count);
+        if (rebalance_too && c != w->rebal_waited) {
+            w->rebal_waited = c;
+            if (ev) *ev = w->rebal;
+            got = 1;
+            break;
+        }
+        int r = timeout_s >= 0 ? pthread_cond_timedwait(&w->cv, &w->mu, &dl) : pthread_cond_wait(&w->cv, &w->mu);
+        if (r == ETIMEDOUT) break;
+    }
+    pthread_mutex_unlock(&w->mu);
+    if (!got && ev) memset(ev, 0, sizeof *ev);
+    return got;
+}
+
+int baton_notice_wait(baton_notice_watcher *w, double timeout_s, baton_notice_event *ev)
+{
+    return baton_notice_wait_any(w, timeout_s, 0, ev);
+}
+
+int baton_notice_watching(const baton_notice_watcher *w) { return w->watching; }
+
+uint64_t baton_notice_rounds(const baton_notice_watcher *w)
+{
+    return atomic_load(&((baton_notice_watcher *)w)->rounds);
+}
+
+void baton_notice_stop(baton_notice_watcher *w)
+{
+    if (!w) return;
+    atomic_store(&w->stop, 1);
+    if (w->th_started) {
+        if (w->wake[1] >= 0) {
+            ssize_t r = write(w->wake[1], "s", 1);
+            (void)r;
+        }
+        pthread_join(w->th, NULL);
+    }
+    if (w->sig) sig_unregister();
+    if (w->h) curl_easy_cleanup(w->h);
+    if (w->wake[0] >= 0) close(w->wake[0]);
+    if (w->wake[1] >= 0) close(w->wake[1]);
+    pthread_cond_destroy(&w->cv);
+    pthread_mutex_destroy(&w->mu);
+    free(w);
+}
+
+const char *baton_notice_kind_name(baton_notice_kind k)
+{
+    switch (k) {
+    case BATON_NOTICE_NONE: return "none";
+    case BATON_NOTICE_REBALANCE: return "rebalance";
+    case BATON_NOTICE_TERMINATE: return "terminate";
+    case BATON_NOTICE_STOP: return "stop";
+    case BATON_NOTICE_HIBERNATE: return "hibernate";
+    case BATON_NOTICE_SIGNAL: return "sigterm";
+    case BATON_NOTICE_PREEMPTED: return "preempted";
+    }
+    return "unknown";
+}

@@ -1,0 +1,389 @@
+/* test_spot_notice.c — the notice watcher against the metadata emulator on loopback: IMDSv2 token
+ * flow, IMDSv1 fallback (token PUT answered 403 / 404), a v2-only service, latching of a sliding
+ * deadline (and no more polling once latched), rebalance once per recommendation, GCE preempted,
+ * SIGTERM (handler restored afterwards, no stale latch in the next watcher), and the failure
+ * modes that must never be a notice nor block the caller: garbage answers, a closed port, a
+ * listening socket that never answers. Also DMI detection on fake folders and
+ * AWS_EC2_METADATA_DISABLED. No test touches anything but 127.0.0.1. */
+#include "baton/spot.h"
+#include "check.h"
+
+#include <arpa/inet.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char dmi_none[256];   /* a folder that names no cloud */
+
+static void opts_for(baton_notice_opts *o, const char *endpoint)
+{
+    baton_notice_opts_default(o);
+    o->endpoint = endpoint;
+    o->gce_endpoint = NULL;
+    o->ec2_disabled = 0;
+    o->poll_s = 0.05;
+    o->timeout_s = 0.5;
+    o->handle_sigterm = 0;
+    o->dmi_dir = dmi_none;
+}
+
+static baton_imds *imds(int v2_only, int slide, int token_status, int garbage)
+{
+    baton_imds_opts o;
+    baton_imds_opts_default(&o);
+    o.v2_only = v2_only;
+    o.slide = slide;
+    o.token_status = token_status;
+    o.garbage = garbage;
+    baton_imds *m = NULL;
+    baton_err err = {0};
+    CHECK_MSG(baton_imds_start(&o, &m, &err) == BATON_OK, "%s", err.msg);
+    return m;
+}
+
+/* Wait until the watcher has done n more rounds (bounded). */
+static void rounds(baton_notice_watcher *w, uint64_t n)
+{
+    uint64_t want = baton_notice_rounds(w) + n;
+    for (int i = 0; i < 400 && baton_notice_rounds(w) < want; i++) usleep(10000);
+}
+
+static void test_flow(int v2_only, int slide, int token_status, const char *want_source)
+{
+    baton_imds *m = imds(v2_only, slide, token_status, 0);
+    if (!m) return;
+    baton_notice_opts o;
+    opts_for(&o, baton_imds_url(m));
+    baton_notice_watcher *w = NULL;
+    baton_err err = {0};
+    CHECK_MSG(baton_notice_start(&o, &w, &err) == BATON_OK, "%s", err.msg);
+    if (!w) {
+        baton_imds_stop(m);
+        return;
+    }
+    CHECK(baton_notice_watching(w) == BATON_NOTICE_WATCH_EC2);
+    rounds(w, 3);
+    baton_notice_event ev;
+    int rb = -1;
+    CHECK(baton_notice_poll(w, &ev, &rb) == 0 && ev.kind == BATON_NOTICE_NONE && rb == 0);
+    CHECK(baton_notice_wait(w, 0.1, &ev) == 0);
+
+    double t0 = baton_wall_now();
+    baton_imds_interrupt(m, "stop", 100);
+    CHECK(baton_notice_wait(w, 3, &ev) == 1);
+    CHECK(ev.kind == BATON_NOTICE_STOP);
+    CHECK_MSG(!strcmp(ev.source, want_source), "source %s, want %s", ev.source, want_source);
+    CHECK_MSG(ev.deadline >= floor(t0) + 99 && ev.deadline <= t0 + 101, "deadline %f, t0 %f", ev.deadline, t0);
+    CHECK(ev.seen_at >= t0 - 0.01 && ev.seen_at <= baton_wall_now());
+    baton_notice_event ev2;
+    CHECK(baton_notice_poll(w, &ev2, NULL) == 1 && !memcmp(&ev, &ev2, sizeof ev));
+
+    /* latched: a later, different notice changes nothing and the service is no longer polled */
+    uint64_t served = baton_imds_requests(m);
+    baton_imds_interrupt(m, "terminate", 5);
+    usleep(slide ? 1200 * 1000 : 300 * 1000);   /* a sliding time has moved on by a second */
+    CHECK(baton_notice_poll(w, &ev2, NULL) == 1 && ev2.kind == BATON_NOTICE_STOP && ev2.deadline == ev.deadline);
+    CHECK_MSG(baton_imds_requests(m) <= served + 3, "served %llu then %llu", (unsigned long long)served,
+              (unsigned long long)baton_imds_requests(m));
+    baton_notice_stop(w);
+    baton_imds_stop(m);
+}
+
+static void test_rebalance(void)
+{
+    baton_imds *m = imds(0, 0, 0, 0);
+    if (!m) return;
+    baton_notice_opts o;
+    opts_for(&o, baton_imds_url(m));
+    baton_notice_watcher *w = NULL;
+    baton_err err = {0};
+    CHECK_MSG(baton_notice_start(&o, &w, &err) == BATON_OK, "%s", err.msg);
+    if (!w) return;
+    baton_notice_event ev;
+    int rb = -1;
+    baton_imds_rebalance(m);
+    CHECK(baton_notice_wait_any(w, 3, 1, &ev) == 1 && ev.kind == BATON_NOTICE_REBALANCE && ev.deadline == 0);
+    CHECK(baton_notice_poll(w, &ev, &rb) == 0 && rb == 1);
+    rounds(w, 4);   /* the same recommendation is still served: not new */
+    CHECK(baton_notice_poll(w, &ev, &rb) == 0 && rb == 0);
+    CHECK(baton_notice_wait_any(w, 0.2, 1, &ev) == 0);
+    baton_imds_rebalance(m);
+    rounds(w, 3);
+    CHECK(baton_notice_poll(w, &ev, &rb) == 0 && rb == 1);
+    CHECK(baton_notice_poll(w, &ev, &rb) == 0 && rb == 0);
+    baton_notice_stop(w);
+    baton_imds_stop(m);
+}
+
+/* Polls that must stay without a notice; each call to poll must return at once. */
+static void quiet_for(baton_notice_watcher *w, uint64_t nrounds, double max_s)
+{
+    double t0 = baton_now(), worst = 0;
+    uint64_t want = baton_notice_rounds(w) + nrounds;
+    int notices = 0;
+    while (baton_notice_rounds(w) < want && baton_now() - t0 < max_s) {
+        baton_notice_event ev;
+        int rb = 0;
+        double a = baton_now();
+        notices += baton_notice_poll(w, &ev, &rb) + rb;
+        double d = baton_now() - a;
+        if (d > worst) worst = d;
+        usleep(2000);
+    }
+    CHECK_MSG(baton_notice_rounds(w) >= want, "only %llu rounds in %.1f s", (unsigned long long)baton_notice_rounds(w),
+              max_s);
+    CHECK_EQ_U(notices, 0);
+    CHECK_MSG(worst < 0.005, "poll took %.6f s", worst);
+}
+
+static void test_garbage(void)
+{
+    baton_imds *m = imds(0, 0, 0, 1);
+    if (!m) return;
+    baton_imds_interrupt(m, "terminate", 120);   /* scheduled, but every answer is junk */
+    baton_imds_rebalance(m);
+    baton_notice_opts o;
+    opts_for(&o, baton_imds_url(m));
+    o.gce_endpoint = baton_imds_url(m);
+    baton_notice_watcher *w = NULL;
+    baton_err err = {0};
+    CHECK_MSG(baton_notice_start(&o, &w, &err) == BATON_OK, "%s", err.msg);
+    if (!w) return;
+    quiet_for(w, 12, 10);
+    CHECK(baton_imds_requests(m) >= 30);   /* it did talk to the service and read its answers */
+    baton_notice_stop(w);
+    baton_imds_stop(m);
+}
+
+static void test_unreachable_and_slow(void)
+{
+    /* a closed port */
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t al = sizeof a;
+    CHECK(bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && getsockname(fd, (struct sockaddr *)&a, &al) == 0);
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", ntohs(a.sin_port));
+    close(fd);
+    baton_notice_opts o;
+    opts_for(&o, url);
+    o.gce_endpoint = url;
+    baton_notice_watcher *w = NULL;
+    baton_err err = {0};
+    CHECK_MSG(baton_notice_start(&o, &w, &err) == BATON_OK, "%s", err.msg);
+    if (w) {
+        quiet_for(w, 5, 5);
+        baton_notice_stop(w);
+    }
+
+    /* a listening socket that never accepts nor answers */
+    fd = socket(AF_INET, SOCK_STREAM, 0);
+    a.sin_port = 0;
+    al = sizeof a;
+    CHECK(bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(fd, 4) == 0 &&
+          getsockname(fd, (struct sockaddr *)&a, &al) == 0);
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", ntohs(a.sin_port));
+    opts_for(&o, url);
+    o.timeout_s = 0.2;
+    w = NULL;
+    CHECK_MSG(baton_notice_start(&o, &w, &err) == BATON_OK, "%s", err.msg);
+    if (w) {
+        quiet_for(w, 3, 5);
+        CHECK(baton_notice_wait(w, 0.3, NULL) == 0);
+        double t0 = baton_now();
+        baton_notice_stop(w);   /* a request may be in flight: stopping aborts it */
+        CHECK_MSG(baton_now() - t0 < 0.5, "stop took %.3f s", baton_now() - t0);
+    }
+    close(fd);
+}
+
+static void test_gce(void)
+{
+    baton_imds *m = imds(0, 0, 0, 0);
+    if (!m) return;
+    baton_notice_opts o;
+    opts_for(&o, NULL);
+    o.ec2_disabled = 1;
+    o.gce_endpoint = baton_imds_url(m);
+    baton_notice_watcher *w = NULL;
+    baton_err err = {0};
+    CHECK_MSG(baton_notice_start(&o, &w, &err) == BATON_OK, "%s", err.msg);
+    if (!w) return;
+    CHECK(baton_notice_watching(w) == BATON_NOTICE_WATCH_GCE);
+    rounds(w, 2);
+    CHECK(baton_notice_poll(w, NULL, NULL) == 0);
+    baton_imds_interrupt(m, "terminate", 120);
+    baton_notice_event ev;
+    CHECK(baton_notice_wait(w, 3, &ev) == 1 && ev.kind == BATON_NOTICE_PREEMPTED && !strcmp(ev.source, "gce"));
+    CHECK(fabs(ev.deadline - ev.seen_at - 30) < 0.01);
+    baton_notice_stop(w);
+    baton_imds_stop(m);
+}
+
+static void test_sigterm(void)
+{
+    baton_notice_opts o;
+    opts_for(&o, NULL);
+    o.handle_sigterm = 1;
+    o.sigterm_grace_s = 45;
+    baton_notice_watcher *w1 = NULL, *w2 = NULL;
+    baton_err err = {0};
+    CHECK_MSG(baton_notice_start(&o, &w1, &err) == BATON_OK, "%s", err.msg);
+    CHECK_MSG(baton_notice_start(&o, &w2, &err) == BATON_OK, "%s", err.msg);
+    if (!w1 || !w2) return;
+    CHECK(baton_notice_watching(w1) == BATON_NOTICE_WATCH_SIGTERM);
+    CHECK(baton_notice_wait(w1, 0.1, NULL) == 0);
+    double t0 = baton_wall_now();
+    raise(SIGTERM);
+    baton_notice_event e1, e2;
+    CHECK(baton_notice_wait(w1, 2, &e1) == 1 && e1.kind == BATON_NOTICE_SIGNAL && !strcmp(e1.source, "sigterm"));
+    CHECK(baton_notice_wait(w2, 2, &e2) == 1 && e2.kind == BATON_NOTICE_SIGNAL);
+    CHECK(e1.seen_at >= t0 - 0.01 && fabs(e1.deadline - e1.seen_at - 45) < 0.01);
+    baton_notice_stop(w1);
+    struct sigaction cur;
+    sigaction(SIGTERM, NULL, &cur);
+    CHECK(cur.sa_handler != SIG_DFL);   /* w2 still holds it */
+    baton_notice_stop(w2);
+    sigaction(SIGTERM, NULL, &cur);
+    CHECK(cur.sa_handler == SIG_DFL);   /* restored */
+    /* the next watcher does not inherit the old signal */
+    CHECK_MSG(baton_notice_start(&o, &w1, &err) == BATON_OK, "%s", err.msg);
+    if (w1) {
+        usleep(100 * 1000);
+        CHECK(baton_notice_poll(w1, NULL, NULL) == 0);
+        baton_notice_stop(w1);
+    }
+}
+
+static void write_file(const char *dir, const char *name, const char *text)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "w");
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
+static void test_dmi_and_env(void)
+{
+    char base[] = "/tmp/baton-dmi-XXXXXX";
+    CHECK(mkdtemp(base) != NULL);
+    char d[6][300];
+    for (int i = 0; i < 6; i++) {
+        snprintf(d[i], sizeof d[i], "%s/%d", base, i);
+        mkdir(d[i], 0755);
+    }
+    write_file(d[0], "sys_vendor", "Amazon EC2\n");
+    write_file(d[1], "board_asset_tag", "i-0123456789abcdef0\n");
+    write_file(d[1], "sys_vendor", "Something\n");
+    write_file(d[2], "bios_version", "4.11.amazon\n");
+    write_file(d[2], "sys_vendor", "Xen\n");
+    write_file(d[3], "product_name", "Google Compute Engine\n");
+    write_file(d[3], "sys_vendor", "Google\n");
+    write_file(d[4], "sys_vendor", "QEMU\n");
+    write_file(d[4], "product_name", "Standard PC (Q35 + ICH9, 2009)\n");
+    write_file(d[4], "board_asset_tag", "\n");
+    CHECK(baton_cloud_detect(d[0]) == BATON_CLOUD_EC2);
+    CHECK(baton_cloud_detect(d[1]) == BATON_CLOUD_EC2);
+    CHECK(baton_cloud_detect(d[2]) == BATON_CLOUD_EC2);
+    CHECK(baton_cloud_detect(d[3]) == BATON_CLOUD_GCE);
+    CHECK(baton_cloud_detect(d[4]) == BATON_CLOUD_UNKNOWN);
+    CHECK(baton_cloud_detect(d[5]) == BATON_CLOUD_UNKNOWN);   /* empty folder */
+    setenv("BATON_DMI_DIR", d[0], 1);
+    CHECK(baton_cloud_detect(NULL) == BATON_CLOUD_EC2);
+    setenv("BATON_DMI_DIR", dmi_none, 1);
+
+    /* what a watcher would poll, decided without the network */
+    baton_notice_opts o;
+    opts_for(&o, NULL);
+    char ec2[256], gce[256];
+    baton_err err = {0};
+    o.dmi_dir = d[0];
+    CHECK(baton_notice_targets(&o, ec2, sizeof ec2, gce, sizeof gce, &err) == BATON_NOTICE_WATCH_EC2 &&
+          !strcmp(ec2, "http://169.254.169.254") && !gce[0]);
+    o.dmi_dir = d[3];
+    CHECK(baton_notice_targets(&o, ec2, sizeof ec2, gce, sizeof gce, &err) == BATON_NOTICE_WATCH_GCE && !ec2[0]);
+    o.dmi_dir = d[4];
+    o.handle_sigterm = 1;
+    CHECK(baton_notice_targets(&o, ec2, sizeof ec2, gce, sizeof gce, &err) == BATON_NOTICE_WATCH_SIGTERM);
+    o.handle_sigterm = 0;
+    o.dmi_dir = d[0];
+    o.ec2_disabled = 1;
+    CHECK(baton_notice_targets(&o, ec2, sizeof ec2, gce, sizeof gce, &err) == 0);
+    o.ec2_disabled = 0;
+    o.endpoint = "127.0.0.1:1338/";
+    CHECK(baton_notice_targets(&o, ec2, sizeof ec2, gce, sizeof gce, &err) == BATON_NOTICE_WATCH_EC2 &&
+          !strcmp(ec2, "http://127.0.0.1:1338"));
+    o.endpoint = "ftp://127.0.0.1";
+    CHECK(baton_notice_targets(&o, ec2, sizeof ec2, gce, sizeof gce, &err) == BATON_ERR_ARG);
+    baton_notice_watcher *w = NULL;
+    CHECK(baton_notice_start(&o, &w, &err) == BATON_ERR_ARG && !w && strstr(err.msg, "ftp://"));
+
+    /* the environment */
+    setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", "http://127.0.0.1:9/", 1);
+    setenv("AWS_EC2_METADATA_DISABLED", "TRUE", 1);
+    setenv("BATON_NOTICE_POLL_S", "0.25", 1);
+    setenv("BATON_GCE_METADATA_ENDPOINT", "http://127.0.0.1:8", 1);
+    baton_notice_opts_default(&o);
+    CHECK(o.endpoint && !strcmp(o.endpoint, "http://127.0.0.1:9/") && o.ec2_disabled && o.poll_s == 0.25 &&
+          o.handle_sigterm && o.gce_endpoint && !strcmp(o.gce_endpoint, "http://127.0.0.1:8"));
+    unsetenv("BATON_GCE_METADATA_ENDPOINT");
+    unsetenv("BATON_NOTICE_POLL_S");
+
+    /* AWS_EC2_METADATA_DISABLED=true: a live service with a notice is never asked */
+    baton_imds *m = imds(0, 0, 0, 0);
+    if (m) {
+        baton_imds_interrupt(m, "terminate", 120);
+        setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", baton_imds_url(m), 1);
+        baton_notice_opts_default(&o);
+        o.poll_s = 0.05;
+        o.handle_sigterm = 0;
+        CHECK(baton_notice_start(&o, &w, &err) == BATON_OK);
+        if (w) {
+            CHECK(baton_notice_watching(w) == 0);
+            CHECK(baton_notice_wait(w, 0.4, NULL) == 0);
+            baton_notice_stop(w);
+        }
+        CHECK_EQ_U(baton_imds_requests(m), 0);
+        unsetenv("AWS_EC2_METADATA_DISABLED");
+        baton_notice_opts_default(&o);
+        o.poll_s = 0.05;
+        o.handle_sigterm = 0;
+        o.dmi_dir = dmi_none;
+        CHECK(baton_notice_start(&o, &w, &err) == BATON_OK);
+        if (w) {
+            CHECK(baton_notice_wait(w, 3, NULL) == 1);
+            baton_notice_stop(w);
+        }
+        baton_imds_stop(m);
+    }
+    unsetenv("AWS_EC2_METADATA_SERVICE_ENDPOINT");
+    baton_remove_tree(base);
+}
+
+int main(void)
+{
+    unsetenv("AWS_EC2_METADATA_DISABLED");
+    unsetenv("AWS_EC2_METADATA_SERVICE_ENDPOINT");
+    snprintf(dmi_none, sizeof dmi_none, "/tmp/baton-no-dmi-%d", (int)getpid());   /* does not exist */
+    setenv("BATON_DMI_DIR", dmi_none, 1);   /* never a real metadata service, whatever machine this is */
+    test_flow(0, 0, 0, "imds-v2");
+    test_flow(1, 1, 0, "imds-v2");
+    test_flow(0, 0, 403, "imds-v1");
+    test_flow(0, 1, 404, "imds-v1");
+    test_rebalance();
+    test_garbage();
+    test_unreachable_and_slow();
+    test_gce();
+    test_sigterm();
+    test_dmi_and_env();
+    CHECK_DONE();
+}
