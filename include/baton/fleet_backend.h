@@ -56,7 +56,10 @@ typedef struct baton_slurm_task {
     char reason[64];
     char node[64];
     int restarts;          /* Slurm's count of restarts (requeues) */
-    int runs, notices, crashes, stops;   /* from the volume's logs/slurm-runs.log since submission */
+    int runs;              /* from the volume's logs/slurm-runs.log since the submission: */
+    int notices;           /*   runs that stopped with exit 75 (a committed checkpoint) */
+    int crashes;           /*   runs that failed on their own (counted against retries) */
+    int stops;             /*   runs stopped from outside without exit 75 (lost work) */
     int last_rc;           /* exit status of the last run, -1 none yet */
     int64_t ckpt_step;     /* newest checkpoint in the volume that verifies, -1 none */
 } baton_slurm_task;

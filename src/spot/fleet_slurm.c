@@ -467,9 +467,9 @@ static void read_runlog(baton_slurm_task *t)
             field(line, "rc", v, sizeof v);
             t->last_rc = atoi(v);
             field(line, "outcome", v, sizeof v);
-            if (!strcmp(v, "notice") || !strcmp(v, "timelimit")) t->notices++;
+            if (t->last_rc == 75) t->notices++;   /* stopped after a committed checkpoint */
             else if (!strcmp(v, "crash")) t->crashes++;
-            else if (!strcmp(v, "stopped")) t->stops++;
+            else if (strcmp(v, "done")) t->stops++; /* stopped without one (killed, time limit) */
         }
     }
     fclose(f);
