@@ -29,7 +29,7 @@
 
 static const char body[] =
     ": \"${BATON_UD_LOG:=/var/log/baton-user-data.log}\" \"${BATON_UD_DEV:=/dev}\" \"${BATON_UD_MOUNT:=$MOUNT}\"\n"
-    ": \"${BATON_UD_CODE_DIR:=/opt/baton-job}\" \"${BATON_UD_PAUSE:=2}\"\n"
+    ": \"${BATON_UD_CODE_DIR:=/opt/baton-job}\" \"${BATON_UD_PAUSE:=1}\"\n"
     "exec >>\"$BATON_UD_LOG\" 2>&1\n"
     "export AWS_DEFAULT_REGION=\"$REGION\" AWS_REGION=\"$REGION\"\n"
     "IMDS=http://169.254.169.254\n"
@@ -189,7 +189,7 @@ static const char body[] =
     "            fi\n"
     "            w=''\n"
     "        fi\n"
-    "        sleep 1\n"
+    "        sleep \"$BATON_UD_PAUSE\"\n"
     "    done\n"
     "    wait \"$job\"\n"
     "    rc=$?\n"
