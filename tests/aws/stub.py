@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/python3 -S
 """stub.py - stand-ins for the programs the aws backend's user-data script calls, for
 tests/cli/test_aws_artifacts.sh. Installed as symlinks named aws, curl, mount, umount, mkfs,
 shutdown and baton in a folder put first on PATH; the name it is called by decides what it does.
