@@ -229,7 +229,8 @@ int baton_slurm_script(const baton_job *job, const baton_slurm_opts *o, size_t t
 "esac\n"
 "if [ $requeue = 1 ]; then\n"
 "    echo \"baton: requeueing job $SLURM_JOB_ID\"\n"
-"    scontrol requeue \"$SLURM_JOB_ID\" || echo \"baton: scontrol requeue $SLURM_JOB_ID failed\"\n"
+"    # requeueing signals every process of the job, scontrol included: it ignores TERM\n"
+"    ( trap '' TERM; exec scontrol requeue \"$SLURM_JOB_ID\" ) || echo \"baton: scontrol requeue $SLURM_JOB_ID failed\"\n"
 "fi\n"
 "exit $rc\n");
     if (rc) return baton_err_set(err, BATON_ERR_NOMEM, "batch script: out of memory");

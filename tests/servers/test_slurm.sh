@@ -15,7 +15,7 @@
 # stopping"); the job completes; its final weights are byte-identical to an uninterrupted run's;
 # `baton fleet status` reads the states back (text and --json), `baton fleet cancel` cancels a
 # second submission; and a job file asking for zones is refused.
-# Requeue delays (cred_expire + 1 s) are skipped with `scontrol update StartTime=now`.
+# Requeue delays (cred_expire + 1 s) are cut short with `scontrol update StartTime=now+2`.
 #
 # Skips (exit 0, with a message) only when the slurm-wlm packages are not installed or not root.
 # Output: one "ok - ..." / "FAIL - ..." line per check; the last line "N passed, N failed".
@@ -123,7 +123,9 @@ ckpt_beyond() { local s; s=$(newest_step); [ -n "$s" ] && [ "$s" -gt "$1" ]; }
 back_in_queue() {   # back_in_queue ENDED_BEFORE NAME
     waited 60 "$2: the run ended" ended_more_than "$1"
     waited 30 "$2: the job is back in the queue" state_is PENDING
-    scontrol update jobid="$JOB" StartTime=now >/dev/null 2>&1
+    # not StartTime=now: a launch in the same second as the requeue meets the revoked credential
+    # of the previous run ("Job credential revoked") and fails the job
+    scontrol update jobid="$JOB" StartTime=now+2 >/dev/null 2>&1
     waited 60 "$2: the job runs again" state_is RUNNING
 }
 
