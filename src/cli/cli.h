@@ -25,6 +25,10 @@ int cmd_train(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_imds(int argc, char **argv);
 int cmd_notice(int argc, char **argv);
+int cmd_fleet(int argc, char **argv);
+/* `baton fleet run` and `baton run JOBFILE`: run a job file to its end, print the report. */
+struct baton_fleet_opts;
+int cli_fleet_run_file(const char *cmd, const char *path, struct baton_fleet_opts *o, int json, const char *svg);
 
 /* Option table. kind: CLI_FLAG sets *(int*)dst = 1; CLI_STR stores the argument pointer;
  * CLI_INT / CLI_U64 / CLI_DBL parse numbers (a bad number is a usage error). */

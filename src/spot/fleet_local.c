@@ -29,8 +29,10 @@ typedef struct live {
     int child;                 /* 1: our child (waitpid); 0: adopted after a restart */
     int killed;                /* we SIGKILLed it */
     int cancel;                /* it was asked to stop by a cancel */
+    int told_no_capacity;      /* "no capacity" was logged while it waits */
     int64_t last_ckpt;         /* newest ckpt-<step> folder seen */
     double next_poll;          /* wall time of the next progress / checkpoint look */
+    double next_save;          /* wall time from which a new step may be saved (for status) */
     char progress[4200], status[4200], log[4200];
 } live;
 
@@ -254,15 +256,24 @@ static void ckpt_dir_of(const sup *s, const char *volume, char *out, size_t cap)
     sfmt(out, cap, "%s/%s", volume, s->job->volume.checkpoints);
 }
 
-/* The step of the newest checkpoint that verifies; 0 when there is none. */
+/* The step of the newest complete checkpoint (the quick check: MANIFEST parses and every listed
+ * file has its size; folders appear by rename, so that is what "committed" means); 0 when none. */
 static int64_t verified_ckpt_step(const sup *s, const char *volume)
 {
-    char dir[4400], path[4096];
+    char dir[4400];
     ckpt_dir_of(s, volume, dir, sizeof dir);
-    uint64_t step = 0;
+    baton_ckpt_info *v = NULL;
+    size_t n = 0;
     baton_err e;
-    if (!baton_is_dir(dir) || baton_ckpt_latest(dir, path, sizeof path, &step, &e)) return 0;
-    return (int64_t)step;
+    int64_t step = 0;
+    if (!baton_is_dir(dir) || baton_ckpt_list(dir, 2, &v, &n, &e)) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (v[i].status == BATON_OK) {
+            step = (int64_t)v[i].step;
+            break;
+        }
+    free(v);
+    return step;
 }
 
 static void last_log_line(const char *path, char *out, size_t cap)
@@ -376,7 +387,15 @@ static void try_launch(sup *s, size_t i, double now)
     double retry = 0;
     const char *pref = s->tasks[in->task].zone[0] ? s->tasks[in->task].zone : NULL;
     int pool = baton_market_choose(&s->market, now, pref, &retry);
-    if (pool < 0) return;   /* no capacity anywhere yet; try again next tick */
+    if (pool < 0) {   /* no capacity anywhere yet: say so once, try again every tick */
+        if (!s->lv[i].told_no_capacity) {
+            char d[32];
+            baton_fleet_fmt_duration(retry - now, d, sizeof d);
+            log_event(s, "market", (int)i, in->task, NULL, NULL, NULL, "no spot capacity in any pool for %s", d);
+            s->lv[i].told_no_capacity = 1;
+        }
+        return;
+    }
     set_pool(s, i, pool);
     baton_market_plan(&s->market, in->task, in->launch, pool, &in->plan_after, &in->plan_notice);
     char d[32];
@@ -430,7 +449,9 @@ static int attach_volume(sup *s, size_t i, baton_err *err)
         int idx = (int)i;
         void *arg[2] = {s, &idx};
         baton_err me = {0};
-        if (baton_volume_move(t->volume, snap, path, volume_step, arg, &me)) {
+        char from[sizeof t->volume];   /* volume_step repoints t->volume while the move runs */
+        sfmt(from, sizeof from, "%s", t->volume);
+        if (baton_volume_move(from, snap, path, volume_step, arg, &me)) {
             /* the old volume is intact: run in its zone instead */
             log_event(s, "volume", (int)i, t->idx, NULL, NULL, NULL, "volume: move failed (%s); the volume stays in %s",
                       me.msg, t->zone);
@@ -652,9 +673,10 @@ static void progress_tick(sup *s, size_t i, double now, double wall)
     int64_t step = baton_progress_file_read(l->progress);
     if (step > in->reached_step) {
         in->reached_step = step;
-        if (in->t_first_step < 0 && step > in->resumed_step) {
-            in->t_first_step = now;
+        if (in->t_first_step < 0 && step > in->resumed_step) in->t_first_step = now;
+        if (wall >= l->next_save) {   /* at most twice a second: `baton fleet status` shows the step */
             save_inst(s, i);
+            l->next_save = wall + 0.5;
         }
     }
     char cdir[4400];
@@ -800,6 +822,8 @@ static int recover(sup *s, baton_fleet_records *r, baton_err *err)
     sfmt(s->rec.state, sizeof s->rec.state, "running");
     s->rec.t_end = -1;
     double now = sim_now(s);
+    log_event(s, "job", -1, -1, NULL, "running", NULL, "resuming job %s from its database (%zu task(s), %zu instance(s) so far)",
+              s->rec.name, s->ntasks, s->ninsts);
     for (size_t i = 0; i < s->ninsts; i++) {
         baton_fleet_inst *in = &s->insts[i];
         live *l = &s->lv[i];
@@ -1006,9 +1030,9 @@ int baton_fleet_run(const baton_job *job, const baton_fleet_opts *o, baton_fleet
     {
         char ts[32];
         baton_fleet_fmt_duration(s->job->market.notice, ts, sizeof ts);
-        log_event(s, "job", -1, -1, NULL, "running", NULL, "%s job %s: %zu task(s), capacity %d, %s, time x%g, notice %s%s",
-                  found ? "resuming" : "starting", s->rec.name, s->ntasks, s->job->target_capacity,
-                  baton_alloc_name(s->job->alloc), s->scale, ts, found ? " (recovered from the database)" : "");
+        log_event(s, "job", -1, -1, NULL, "running", NULL, "%s job %s: %zu task(s), capacity %d, %s, time x%g, notice %s",
+                  found ? "supervising" : "starting", s->rec.name, s->ntasks, s->job->target_capacity,
+                  baton_alloc_name(s->job->alloc), s->scale, ts);
     }
     if (found) clean_volumes(s);
     struct sigaction sa, old_int, old_term;
