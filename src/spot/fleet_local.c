@@ -510,7 +510,7 @@ static void inst_paths(sup *s, size_t i)
     sfmt(l->log, sizeof l->log, "%s/logs/%s.log", in->volume[0] ? in->volume : s->dir, in->name);
 }
 
-static int spawn(sup *s, size_t i, double now, baton_err *err)
+static int spawn(sup *s, size_t i, baton_err *err)
 {
     baton_fleet_inst *in = &s->insts[i];
     live *l = &s->lv[i];
@@ -558,7 +558,7 @@ static int spawn(sup *s, size_t i, double now, baton_err *err)
     char cdir[4400];
     ckpt_dir_of(s, in->volume, cdir, sizeof cdir);
     l->last_ckpt = baton_ckpt_newest_name(cdir);
-    in->t_running = now;
+    in->t_running = sim_now(s);   /* after the volume was attached or moved, which takes time */
     cJSON *d = cJSON_CreateObject();
     if (d) {
         cJSON_AddNumberToObject(d, "pid", in->pid);
@@ -577,7 +577,7 @@ static void launch_ready(sup *s, size_t i, double now)
     for (size_t k = 0; k < s->ninsts; k++)   /* the volume attaches to one instance at a time */
         if (k != i && s->insts[k].task == in->task && alive_state(s->insts[k].state)) return;
     baton_err e = {0};
-    if (spawn(s, i, now, &e)) {
+    if (spawn(s, i, &e)) {
         if (s->lv[i].imds) {
             baton_imds_stop(s->lv[i].imds);
             s->lv[i].imds = NULL;
