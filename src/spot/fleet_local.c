@@ -722,7 +722,9 @@ static void draw_status(sup *s, double now, double wall)
         const baton_fleet_inst *in = &s->insts[i];
         if (!alive_state(in->state) && in->state != BATON_W_LAUNCHING) continue;
         k += sfmt(line + k, sizeof line - (size_t)k, " | task %d %s %s/%s step %lld", in->task,
-                      baton_wstate_name(in->state), in->type, in->zone, (long long)(in->reached_step < 0 ? 0 : in->reached_step));
+                  baton_wstate_name(in->state), in->type, in->zone, (long long)(in->reached_step < 0 ? 0 : in->reached_step));
+        if (s->o->progress_total && k > 0 && (size_t)k < sizeof line - 24)
+            k += sfmt(line + k, sizeof line - (size_t)k, "/%llu", (unsigned long long)s->o->progress_total);
         shown++;
     }
     if (k > 0 && (size_t)k < sizeof line - 40)

@@ -44,7 +44,9 @@ while [ "$step" -lt "$total" ]; do
     fi
     sleep 0.02
     step=$((step + 1))
-    [ -n "${BATON_PROGRESS_FILE:-}" ] && echo "$step" >"$BATON_PROGRESS_FILE"
+    if [ -n "${BATON_PROGRESS_FILE:-}" ]; then   # replaced whole, never seen half-written
+        echo "$step" >"$BATON_PROGRESS_FILE.tmp" && mv "$BATON_PROGRESS_FILE.tmp" "$BATON_PROGRESS_FILE"
+    fi
     [ $((step % every)) -eq 0 ] && commit
 done
 commit
