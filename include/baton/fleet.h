@@ -425,6 +425,7 @@ typedef struct baton_fleet_opts {
     int progress;                 /* a status line on a terminal */
     double tick_s;                /* loop period in wall seconds (default 0.02) */
     int cancel;                   /* recover the job, then cancel it at once (baton_fleet_cancel) */
+    uint64_t progress_total;      /* steps a task needs, when known: the status line shows N/total */
 } baton_fleet_opts;
 
 void baton_fleet_opts_default(baton_fleet_opts *o);

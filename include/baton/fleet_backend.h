@@ -64,20 +64,22 @@ typedef struct baton_slurm_task {
     int64_t ckpt_step;     /* newest checkpoint in the volume that verifies, -1 none */
 } baton_slurm_task;
 
-/* Create the volumes (copying volume.seed into new ones), write STATE/slurm/task-N.sbatch and
- * submit each; STATE/slurm/jobs.json records the job ids (written after every submission, so a
- * failure half-way leaves a record of what is queued). Refuses while an earlier submission of
- * this state folder still has jobs in the queue. *tasks (malloc'd) gets one entry per task. */
-int baton_slurm_submit(const baton_job *job, const baton_slurm_opts *o, const char *state_dir,
+/* job_dir is the job's own folder (STATE/JOB, see baton_fleet_job_dir). Create the volumes
+ * (JOB_DIR/volumes/task-N unless slurm.volumes; volume.seed copied into new ones), write
+ * JOB_DIR/slurm/task-N.sbatch and submit each; JOB_DIR/slurm/jobs.json records the job ids
+ * (written after every submission, so a failure half-way leaves a record of what is queued).
+ * Refuses while an earlier submission still has jobs in the queue. *tasks (malloc'd) gets one
+ * entry per task. */
+int baton_slurm_submit(const baton_job *job, const baton_slurm_opts *o, const char *job_dir,
                        const char *bindir, baton_slurm_task **tasks, size_t *n, baton_err *err);
 /* Read the recorded jobs back: Slurm's view (scontrol show job) and the volumes' run logs. */
-int baton_slurm_status(const char *state_dir, baton_slurm_task **tasks, size_t *n, baton_err *err);
+int baton_slurm_status(const char *job_dir, baton_slurm_task **tasks, size_t *n, baton_err *err);
 /* scancel every recorded job that Slurm still knows. */
-int baton_slurm_cancel(const char *state_dir, baton_err *err);
+int baton_slurm_cancel(const char *job_dir, baton_err *err);
 /* 1 when a job in this state will not run again by itself (COMPLETED, FAILED, CANCELLED, ...). */
 int baton_slurm_state_final(const char *state);
-/* Does the state folder hold a Slurm submission (STATE/slurm/jobs.json)? */
-int baton_slurm_present(const char *state_dir);
+/* Does the job's folder hold a Slurm submission (JOB_DIR/slurm/jobs.json)? */
+int baton_slurm_present(const char *job_dir);
 
 /* ------------------------------------------------------------------------------------ AWS */
 #define BATON_AWS_USERDATA_MAX 16384   /* EC2's limit on user data before base64 */

@@ -1,14 +1,16 @@
 /* cmd_fleet_remote.c — `baton fleet run|status|cancel` for the backends beyond one machine:
  * slurm (each task a requeueable batch job) and aws (Spot Fleet artefacts, --dry-run / --apply).
- * The backend comes from --backend, else the job file's `backend:`, else (status, cancel) from
- * what the state folder holds. cmd_fleet.c hands over here when it is not local
- * (cli_fleet_remote_backend / cli_fleet_remote). Thin: the work is in src/spot/fleet_slurm.c and
- * fleet_aws.c.
+ * cmd_fleet.c hands over here when cli_fleet_remote_backend says the arguments are for one of
+ * them: --backend, else the job file's `backend:`, else (status, cancel) what the job's folder
+ * STATE/JOB holds (slurm/jobs.json, aws/fleet-requests.json). Thin: the work is in
+ * src/spot/fleet_slurm.c and fleet_aws.c.
  *
- *   baton fleet run JOBFILE --backend slurm [--state DIR] [--wait [--timeout SEC]] [--json]
- *   baton fleet run JOBFILE --backend aws [--out DIR] [--account ID] [--dry-run | --apply]
- *   baton fleet status [JOBFILE] [--backend B] [--state DIR | --out DIR] [--json]
- *   baton fleet cancel [JOBFILE] [--backend B] [--state DIR | --out DIR] */
+ *   baton fleet run JOBFILE [--backend slurm] [--state DIR] [--wait [--timeout SEC]] [--json]
+ *   baton fleet run JOBFILE [--backend aws] [--out DIR] [--account ID] [--dry-run | --apply]
+ *   baton fleet status JOB|JOBFILE [--state DIR | --out DIR] [--wait] [--json]
+ *   baton fleet cancel JOB|JOBFILE [--state DIR | --out DIR]
+ * The job's folder is STATE/JOB (STATE: --state, the job file's state_dir, else ./baton-fleet);
+ * the aws artefacts go to STATE/JOB/aws unless --out says otherwise. */
 #include "baton/fleet.h"
 #include "baton/fleet_backend.h"
 #include "cli.h"
@@ -56,7 +58,7 @@ static const char *state_of(const fopts *f, const baton_job *job)
 {
     if (f->state) return f->state;
     if (job && job->state_dir[0]) return job->state_dir;
-    return "./baton-fleet";
+    return "baton-fleet";
 }
 
 static int backend_from_name(const char *s, baton_backend *b)
@@ -171,25 +173,27 @@ static int slurm_run(baton_job *job, const fopts *f)
     self_dir(bindir, sizeof bindir);
     baton_slurm_task *t;
     size_t n;
-    const char *state = state_of(f, job);
-    if (baton_slurm_submit(job, &o, state, bindir, &t, &n, &err)) return cli_fail("fleet", &err);
+    char state[4096];
+    if (baton_fleet_job_dir(state_of(f, job), job->name, state, sizeof state, &err) ||
+        baton_slurm_submit(job, &o, state, bindir, &t, &n, &err))
+        return cli_fail("fleet", &err);
     for (size_t i = 0; i < n; i++)
         fprintf(stderr, "baton fleet: task %zu submitted as Slurm job %s (volume %s)\n", t[i].task, t[i].job_id,
                 t[i].volume);
     free(t);
     if (!f->wait) {
-        fprintf(stderr, "baton fleet: `baton fleet status --state %s` follows the jobs\n", state);
+        fprintf(stderr, "baton fleet: `baton fleet status %s%s%s` follows the jobs\n", job->path,
+                f->state ? " --state " : "", f->state ? f->state : "");
         return CLI_OK;
     }
     return slurm_wait(state, f);
 }
 
 /* ------------------------------------------------------------------ aws */
-static int aws_out_dir(const fopts *f, const baton_job *job, char *out, size_t cap)
+static void aws_out_dir(const fopts *f, const char *jobdir, char *out, size_t cap)
 {
     if (f->out) snprintf(out, cap, "%s", f->out);
-    else snprintf(out, cap, "%s/aws", state_of(f, job));
-    return 0;
+    else snprintf(out, cap, "%s/aws", jobdir);
 }
 
 static int aws_run(baton_job *job, const fopts *f)
@@ -217,8 +221,9 @@ static int aws_run(baton_job *job, const fopts *f)
         }
         if (baton_aws_account(o.account_id, sizeof o.account_id, &err)) return cli_fail("fleet", &err);
     }
-    char out[2048];
-    aws_out_dir(f, job, out, sizeof out);
+    char out[4200], jobdir[4096];
+    if (baton_fleet_job_dir(state_of(f, job), job->name, jobdir, sizeof jobdir, &err)) return cli_fail("fleet", &err);
+    aws_out_dir(f, jobdir, out, sizeof out);
     baton_aws_cmd *cmds;
     size_t n;
     if (baton_aws_generate(job, &o, out, &cmds, &n, &err)) return cli_fail("fleet", &err);
@@ -239,117 +244,125 @@ static int aws_run(baton_job *job, const fopts *f)
     return rc;
 }
 
-static int aws_region_of(const fopts *f, const baton_job *job, char *region, size_t cap)
-{
-    region[0] = 0;
-    if (f->region) {
-        snprintf(region, cap, "%s", f->region);
-        return 0;
-    }
-    if (job) {
-        baton_aws_opts o;
-        baton_err err = {0};
-        if (baton_aws_check(job, &o, &err)) return cli_fail("fleet", &err);
-        snprintf(region, cap, "%s", o.region);
-    }
-    return 0;
-}
-
 /* ------------------------------------------------------------------ dispatch */
-static int load_job(const fopts *f, baton_job *job, int *have)
-{
-    *have = 0;
-    if (f->npos < 1) return 0;
-    baton_err err = {0};
-    if (baton_job_load(f->pos[0], job, &err)) return cli_fail("fleet", &err);
-    *have = 1;
-    return 0;
-}
-
 static int is_value_opt(const char *a)
 {
-    static const char *const v[] = {"--backend", "--state", "--out", "--account", "--region", "--timeout", "--poll", NULL};
+    static const char *const v[] = {"--backend", "--state", "--out", "--account", "--region", "--timeout", "--poll",
+                                    "--time-scale", "--seed", "--hazard-scale", "--interrupts", "--svg", "--imds",
+                                    "--events", NULL};
     for (const char *const *p = v; *p; p++)
         if (!strcmp(a, *p)) return 1;
     return 0;
 }
 
+static int is_file(const char *p)
+{
+    return access(p, R_OK) == 0 && !baton_is_dir(p);
+}
+
+/* What the job's folder holds: slurm, aws, or neither (local). */
+static baton_backend present_in(const char *state, const char *name)
+{
+    char dir[4096], aws[4200];
+    baton_err err = {0};
+    if (baton_fleet_job_dir(state, name, dir, sizeof dir, &err)) return BATON_BACKEND_LOCAL;
+    snprintf(aws, sizeof aws, "%s/aws/fleet-requests.json", dir);
+    if (baton_slurm_present(dir)) return BATON_BACKEND_SLURM;
+    if (access(aws, F_OK) == 0) return BATON_BACKEND_AWS;
+    return BATON_BACKEND_LOCAL;
+}
+
 int cli_fleet_remote_backend(int argc, char **argv)
 {
-    const char *state = "./baton-fleet", *file = NULL;
+    const char *state = NULL, *pos = NULL;
     baton_backend b;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--backend") && i + 1 < argc) return backend_from_name(argv[i + 1], &b) ? -1 : (int)b;
-        if (!strncmp(a, "--backend=", 10)) return backend_from_name(a + 10, &b) ? -1 : (int)b;
+        if (!strcmp(a, "--backend") && i + 1 < argc) return backend_from_name(argv[i + 1], &b) ? BATON_BACKEND_LOCAL : (int)b;
+        if (!strncmp(a, "--backend=", 10)) return backend_from_name(a + 10, &b) ? BATON_BACKEND_LOCAL : (int)b;
         if (!strcmp(a, "--state") && i + 1 < argc) state = argv[i + 1];
         else if (!strncmp(a, "--state=", 8)) state = a + 8;
-        if (is_value_opt(a)) i++;
-        else if (a[0] != '-' && !file) file = a;
+        if (is_value_opt(a) || (!strcmp(a, "--wait") && i + 1 < argc && strspn(argv[i + 1], "0123456789.") == strlen(argv[i + 1])))
+            i++;
+        else if (a[0] != '-' && !pos)
+            pos = a;
     }
-    if (file) {
+    if (!pos) return BATON_BACKEND_LOCAL;
+    if (is_file(pos)) {
         baton_job job;
         baton_err err = {0};
-        if (baton_job_load(file, &job, &err)) return BATON_BACKEND_LOCAL;   /* the local path reports it */
+        if (baton_job_load(pos, &job, &err)) return BATON_BACKEND_LOCAL;   /* the local path reports it */
         b = job.backend;
+        if (b == BATON_BACKEND_LOCAL && strcmp(argv[0], "run"))
+            b = present_in(state ? state : job.state_dir[0] ? job.state_dir : "baton-fleet", job.name);
         baton_job_free(&job);
         return (int)b;
     }
-    char aws[4096];
-    snprintf(aws, sizeof aws, "%s/aws/fleet-requests.json", state);
-    if (baton_slurm_present(state)) return BATON_BACKEND_SLURM;
-    if (access(aws, F_OK) == 0) return BATON_BACKEND_AWS;
-    return BATON_BACKEND_LOCAL;
+    return strcmp(argv[0], "run") ? (int)present_in(state ? state : "baton-fleet", pos) : BATON_BACKEND_LOCAL;
 }
 
 /* argv[0] is the subcommand (run, status, cancel). */
 int cli_fleet_remote(int argc, char **argv)
 {
     fopts f;
-    int rc = parse("fleet", argc, argv, &f);
-    if (rc) return rc;
     const char *sub = argv[0];
-    baton_job job;
-    int have;
+    char cmd[32];
+    snprintf(cmd, sizeof cmd, "fleet %s", sub);
+    int rc = parse(cmd, argc, argv, &f);
+    if (rc) return rc;
     baton_backend b = BATON_BACKEND_LOCAL;
     if (f.backend && backend_from_name(f.backend, &b)) {
-        fprintf(stderr, "baton fleet: --backend: expected local, slurm or aws, got '%s'\n", f.backend);
+        fprintf(stderr, "baton %s: --backend: expected local, slurm or aws, got '%s'\n", cmd, f.backend);
         return CLI_USAGE;
     }
-    if ((rc = load_job(&f, &job, &have))) return rc;
-    if (have && f.backend) job.backend = b;
-    else if (have) b = job.backend;
-    else if (!f.backend) b = (baton_backend)cli_fleet_remote_backend(argc, argv);
+    if (f.npos < 1) {
+        fprintf(stderr, "baton %s: which job? (a job file, or for status and cancel a job name)\n", cmd);
+        return CLI_USAGE;
+    }
+    baton_job job;
+    int have = 0;
+    baton_err err = {0};
+    char name[BATON_JOB_NAME_MAX + 1], jobdir[4096];
+    const char *state;
+    if (is_file(f.pos[0]) || !strcmp(sub, "run")) {
+        if (baton_job_load(f.pos[0], &job, &err)) return cli_fail(cmd, &err);
+        have = 1;
+        if (f.backend) job.backend = b;
+        snprintf(name, sizeof name, "%s", job.name);
+        state = state_of(&f, &job);
+    } else {
+        snprintf(name, sizeof name, "%.*s", BATON_JOB_NAME_MAX, f.pos[0]);
+        state = state_of(&f, NULL);
+    }
+    if (!f.backend) b = have && job.backend != BATON_BACKEND_LOCAL ? job.backend : present_in(state, name);
+    if (!strcmp(sub, "run") && have && !f.backend) b = job.backend;
     if (b == BATON_BACKEND_LOCAL) {
-        fprintf(stderr, "baton fleet: not a slurm or aws job (the local backend runs it)\n");
+        fprintf(stderr, "baton %s: %s is not a slurm or aws job (the local backend runs it)\n", cmd, name);
         rc = CLI_USAGE;
         goto done;
     }
-    const char *state = state_of(&f, have ? &job : NULL);
-    baton_err err = {0};
+    if (baton_fleet_job_dir(state, name, jobdir, sizeof jobdir, &err)) {
+        rc = cli_fail(cmd, &err);
+        goto done;
+    }
     if (!strcmp(sub, "run")) {
-        if (!have) {
-            fprintf(stderr, "baton fleet run: a JOBFILE is required\n");
-            return CLI_USAGE;
-        }
         rc = b == BATON_BACKEND_SLURM ? slurm_run(&job, &f) : aws_run(&job, &f);
     } else if (!strcmp(sub, "status") && b == BATON_BACKEND_SLURM && f.wait) {
-        rc = slurm_wait(state, &f);
+        rc = slurm_wait(jobdir, &f);
     } else if (!strcmp(sub, "status") && b == BATON_BACKEND_SLURM) {
         baton_slurm_task *t;
         size_t n;
-        if (baton_slurm_status(state, &t, &n, &err)) rc = cli_fail("fleet status", &err);
+        if (baton_slurm_status(jobdir, &t, &n, &err)) rc = cli_fail(cmd, &err);
         else print_slurm(t, n, f.json), free(t);
     } else if (!strcmp(sub, "cancel") && b == BATON_BACKEND_SLURM) {
-        if (baton_slurm_cancel(state, &err)) rc = cli_fail("fleet cancel", &err);
-        else fprintf(stderr, "baton fleet: cancelled the queued and running jobs of %s\n", state);
+        if (baton_slurm_cancel(jobdir, &err)) rc = cli_fail(cmd, &err);
+        else fprintf(stderr, "baton fleet: cancelled the queued and running Slurm jobs of %s\n", name);
     } else if (!strcmp(sub, "status") || !strcmp(sub, "cancel")) {
-        char out[2048], region[64];
-        aws_out_dir(&f, have ? &job : NULL, out, sizeof out);
-        if ((rc = aws_region_of(&f, have ? &job : NULL, region, sizeof region))) goto done;
-        int r = !strcmp(sub, "status") ? baton_aws_status(out, region, stdout, &err)
-                                       : baton_aws_cancel(out, region, stderr, &err);
-        if (r) rc = cli_fail(!strcmp(sub, "status") ? "fleet status" : "fleet cancel", &err);
+        char out[4200];
+        aws_out_dir(&f, jobdir, out, sizeof out);
+        int r = !strcmp(sub, "status") ? baton_aws_status(out, f.region, stdout, &err)
+                                       : baton_aws_cancel(out, f.region, stderr, &err);
+        if (r) rc = cli_fail(cmd, &err);
     } else {
         fprintf(stderr, "baton fleet: unknown subcommand '%s' (run, status, cancel)\n", sub);
         rc = CLI_USAGE;
@@ -357,14 +370,4 @@ int cli_fleet_remote(int argc, char **argv)
 done:
     if (have) baton_job_free(&job);
     return rc;
-}
-
-/* `baton fleet SUB ...` until the local backend's cmd_fleet.c takes the command over. */
-int cmd_fleet_backends(int argc, char **argv)
-{
-    if (argc < 2) {
-        fprintf(stderr, "usage: baton fleet run JOBFILE | status | cancel  [--backend slurm|aws] ...\n");
-        return CLI_USAGE;
-    }
-    return cli_fleet_remote(argc - 1, argv + 1);
 }

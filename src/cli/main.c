@@ -17,7 +17,7 @@ static const struct cli_command commands[] = {
     {"ckpt", cmd_ckpt, "checkpoints: ls | verify | show DIR"},
     {"imds", cmd_imds, "a local EC2 metadata service that can announce interruptions"},
     {"notice", cmd_notice, "notice wait: block until an interruption notice and print it"},
-    {"fleet", cmd_fleet_backends, "fleets on Slurm or AWS Spot Fleet: run | status | cancel"},
+    {"fleet", cmd_fleet, "run | status | cancel a fleet of spot workers from a job file"},
     {"run", cmd_run, "the main job; with no JOBFILE, the built-in demo"},
 };
 

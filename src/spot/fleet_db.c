@@ -128,7 +128,7 @@ int baton_fleet_db_save_job(baton_fleet_db *d, const baton_fleet_job *j, baton_e
 
 int baton_fleet_db_save_task(baton_fleet_db *d, const baton_fleet_task *t, baton_err *err)
 {
-    return run_stmt(d, "INSERT OR REPLACE INTO tasks VALUES(?,?,?,?,?,?,?,?,?)", "isiiiissi", err, (int64_t)t->idx,
+    return run_stmt(d, "INSERT OR REPLACE INTO tasks VALUES(?,?,?,?,?,?,?,?,?)", "issiiissi", err, (int64_t)t->idx,
                     t->command, baton_task_state_name(t->state), (int64_t)t->crashes, (int64_t)t->launches,
                     (int64_t)t->interruptions, t->volume, t->zone, t->final_step);
 }

@@ -1,65 +1,26 @@
-/* fleet_local.c — the local fleet supervisor behind `baton fleet run` (contract in fleet.h):
- * tasks, instances and their state machine, the market's interruptions, replacements, volume
- * attachment and moves, progress and checkpoint tracking, cancel, and recovery after a restart.
+/* fleet_local.c — the running local fleet behind `baton fleet run` (contract in fleet.h; start,
+ * recovery and end are in fleet_run.c): tasks, instances and their state machine, the market's
+ * interruptions, replacements, volume attachment and moves, progress and checkpoint tracking,
+ * cancel, the status line and the loop.
  *
  * Every instance change goes through transition(), the one place that calls baton_wstate_next,
  * saves the row and logs the event (database, JSONL, a line on stderr). Instances live in one
  * growing array and are referred to by index, never by pointer across a call that may add one. */
 #include "baton/ckpt.h"
-#include "baton/fleet.h"
-#include "baton/spot.h"
+#include "fleet_internal.h"
 
 #include <cJSON.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <math.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
-typedef struct live {
-    baton_imds *imds;
-    int child;                 /* 1: our child (waitpid); 0: adopted after a restart */
-    int killed;                /* we SIGKILLed it */
-    int cancel;                /* it was asked to stop by a cancel */
-    int64_t last_ckpt;         /* newest ckpt-<step> folder seen */
-    double next_poll;          /* wall time of the next progress / checkpoint look */
-    char progress[4200], status[4200], log[4200];
-} live;
-
-typedef struct sup {
-    baton_job jc;              /* the job with command-line overrides applied (shallow copy) */
-    const baton_job *job;      /* = &jc */
-    const baton_fleet_opts *o;
-    char dir[4096];
-    baton_fleet_db *db;
-    baton_market market;
-    baton_fleet_job rec;
-    baton_fleet_task *tasks;
-    size_t ntasks;
-    baton_fleet_inst *insts;
-    live *lv;
-    size_t ninsts, cap;
-    int lock_fd;
-    double scale;
-    int cancelling;
-    int db_failed;
-    baton_err db_err;
-    baton_fleet_summary *sum;
-    double last_draw;
-    int drawn;
-} sup;
-
-/* snprintf whose truncation is deliberate: paths that do not fit fail later with a clear message */
-static int sfmt(char *out, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int sfmt(char *out, size_t cap, const char *fmt, ...)
+int fleet_fmt(char *out, size_t cap, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -67,9 +28,6 @@ static int sfmt(char *out, size_t cap, const char *fmt, ...)
     va_end(ap);
     return n;
 }
-
-static volatile sig_atomic_t stop_flag;
-static void on_stop_signal(int sig) { (void)sig; stop_flag = 1; }
 
 void baton_fleet_opts_default(baton_fleet_opts *o)
 {
@@ -81,17 +39,15 @@ void baton_fleet_fmt_duration(double s, char *out, size_t cap)
 {
     if (s < 0) s = 0;
     long t = (long)(s + 0.5);
-    if (t >= 3600) sfmt(out, cap, "%ldh%02ldm%02lds", t / 3600, t / 60 % 60, t % 60);
-    else if (t >= 60) sfmt(out, cap, "%ldm%02lds", t / 60, t % 60);
-    else sfmt(out, cap, "%lds", t);
+    if (t >= 3600) fleet_fmt(out, cap, "%ldh%02ldm%02lds", t / 3600, t / 60 % 60, t % 60);
+    else if (t >= 60) fleet_fmt(out, cap, "%ldm%02lds", t / 60, t % 60);
+    else fleet_fmt(out, cap, "%lds", t);
 }
 
 int baton_fleet_job_dir(const char *state_dir, const char *name, char *out, size_t cap, baton_err *err)
 {
     return baton_path_join(out, cap, state_dir && *state_dir ? state_dir : "baton-fleet", name, err);
 }
-
-static double sim_now(const sup *s) { return (baton_wall_now() - s->rec.origin) * s->scale; }
 
 /* ------------------------------------------------------------------ events */
 static void clear_line(sup *s)
@@ -102,9 +58,7 @@ static void clear_line(sup *s)
     }
 }
 
-static void log_event(sup *s, const char *kind, int idx, int task, const char *from, const char *to, cJSON *detail,
-                      const char *fmt, ...) __attribute__((format(printf, 8, 9)));
-static void log_event(sup *s, const char *kind, int idx, int task, const char *from, const char *to, cJSON *detail,
+void fleet_log_event(sup *s, const char *kind, int idx, int task, const char *from, const char *to, cJSON *detail,
                       const char *fmt, ...)
 {
     char text[1024];
@@ -116,13 +70,13 @@ static void log_event(sup *s, const char *kind, int idx, int task, const char *f
     if (detail) cJSON_AddStringToObject(detail, "message", text);
     baton_fleet_event ev;
     memset(&ev, 0, sizeof ev);
-    ev.t_sim = sim_now(s);
+    ev.t_sim = fleet_now(s);
     ev.t_wall = baton_wall_now();
-    sfmt(ev.kind, sizeof ev.kind, "%s", kind);
+    fleet_fmt(ev.kind, sizeof ev.kind, "%s", kind);
     ev.inst = idx >= 0 ? s->insts[idx].id : 0;
     ev.task = task;
-    sfmt(ev.from, sizeof ev.from, "%s", from ? from : "");
-    sfmt(ev.to, sizeof ev.to, "%s", to ? to : "");
+    fleet_fmt(ev.from, sizeof ev.from, "%s", from ? from : "");
+    fleet_fmt(ev.to, sizeof ev.to, "%s", to ? to : "");
     ev.detail = detail ? cJSON_PrintUnformatted(detail) : NULL;
     cJSON_Delete(detail);
     if (!s->db_failed && baton_fleet_db_event(s->db, &ev, &s->db_err)) s->db_failed = 1;
@@ -138,17 +92,17 @@ static void log_event(sup *s, const char *kind, int idx, int task, const char *f
     }
 }
 
-static void save_inst(sup *s, size_t i)
+void fleet_save_inst(sup *s, size_t i)
 {
     if (!s->db_failed && baton_fleet_db_save_inst(s->db, &s->insts[i], &s->db_err)) s->db_failed = 1;
 }
 
-static void save_task(sup *s, int t)
+void fleet_save_task(sup *s, int t)
 {
     if (!s->db_failed && baton_fleet_db_save_task(s->db, &s->tasks[t], &s->db_err)) s->db_failed = 1;
 }
 
-static void save_job(sup *s)
+void fleet_save_job(sup *s)
 {
     if (!s->db_failed && baton_fleet_db_save_job(s->db, &s->rec, &s->db_err)) s->db_failed = 1;
 }
@@ -166,14 +120,14 @@ static int transition(sup *s, size_t i, baton_wevent ev, cJSON *detail, const ch
     va_end(ap);
     int next = baton_wstate_next(in->state, ev);
     if (next < 0) {
-        log_event(s, "error", (int)i, in->task, baton_wstate_name(in->state), NULL, detail,
+        fleet_log_event(s, "error", (int)i, in->task, baton_wstate_name(in->state), NULL, detail,
                   "refused transition: %s in state %s (%s)", baton_wevent_name(ev), baton_wstate_name(in->state), reason);
         return -1;
     }
     const char *from = baton_wstate_name(in->state);
     in->state = (baton_wstate)next;
-    sfmt(in->reason, sizeof in->reason, "%s", reason);
-    save_inst(s, i);
+    fleet_fmt(in->reason, sizeof in->reason, "%s", reason);
+    fleet_save_inst(s, i);
     if (!detail) detail = cJSON_CreateObject();
     if (detail) {
         cJSON_AddStringToObject(detail, "event", baton_wevent_name(ev));
@@ -181,7 +135,7 @@ static int transition(sup *s, size_t i, baton_wevent ev, cJSON *detail, const ch
         if (in->type[0]) cJSON_AddStringToObject(detail, "type", in->type);
         if (in->zone[0]) cJSON_AddStringToObject(detail, "zone", in->zone);
     }
-    log_event(s, "transition", (int)i, in->task, from, baton_wstate_name(in->state), detail, "%s -> %s: %s", from,
+    fleet_log_event(s, "transition", (int)i, in->task, from, baton_wstate_name(in->state), detail, "%s -> %s: %s", from,
               baton_wstate_name(in->state), reason);
     return 0;
 }
@@ -212,23 +166,21 @@ static int new_instance(sup *s, int task)
     memset(&s->lv[i], 0, sizeof s->lv[i]);
     s->lv[i].last_ckpt = -1;
     in->id = (int)i + 1;
-    sfmt(in->name, sizeof in->name, "i-%09x%08x", name_hash(s->rec.name) & 0xfffffffu, (unsigned)in->id);
+    fleet_fmt(in->name, sizeof in->name, "i-%09x%08x", name_hash(s->rec.name) & 0xfffffffu, (unsigned)in->id);
     in->task = task;
     in->launch = s->tasks[task].launches++;
     in->state = BATON_W_PENDING;
     in->pool = -1;
-    in->t_request = sim_now(s);
+    in->t_request = fleet_now(s);
     in->t_running = in->t_first_step = in->t_notice = in->t_deadline = in->t_end = -1;
     in->plan_after = -1;
     in->exit_code = -1;
     in->resumed_step = in->reached_step = in->ckpt_step = -1;
-    save_inst(s, i);
-    save_task(s, task);
-    log_event(s, "request", (int)i, task, NULL, "PENDING", NULL, "requested (instance %d of the task)", in->launch + 1);
+    fleet_save_inst(s, i);
+    fleet_save_task(s, task);
+    fleet_log_event(s, "request", (int)i, task, NULL, "PENDING", NULL, "requested (instance %d of the task)", in->launch + 1);
     return (int)i;
 }
-
-static int alive_state(baton_wstate st) { return st == BATON_W_RUNNING || st == BATON_W_NOTICED; }
 
 /* The task needs an instance: request one unless one is already pending or launching. */
 static void ensure_successor(sup *s, int task)
@@ -244,25 +196,34 @@ static void cancel_waiting(sup *s, int task, const char *why)
 {
     for (size_t i = 0; i < s->ninsts; i++)
         if (s->insts[i].task == task && (s->insts[i].state == BATON_W_PENDING || s->insts[i].state == BATON_W_LAUNCHING)) {
-            s->insts[i].t_end = sim_now(s);
+            s->insts[i].t_end = fleet_now(s);
             transition(s, i, BATON_WE_CANCEL, NULL, "%s", why);
         }
 }
 
-static void ckpt_dir_of(const sup *s, const char *volume, char *out, size_t cap)
+void fleet_ckpt_dir(const sup *s, const char *volume, char *out, size_t cap)
 {
-    sfmt(out, cap, "%s/%s", volume, s->job->volume.checkpoints);
+    fleet_fmt(out, cap, "%s/%s", volume, s->job->volume.checkpoints);
 }
 
-/* The step of the newest checkpoint that verifies; 0 when there is none. */
+/* The step of the newest complete checkpoint (the quick check: MANIFEST parses and every listed
+ * file has its size; folders appear by rename, so that is what "committed" means); 0 when none. */
 static int64_t verified_ckpt_step(const sup *s, const char *volume)
 {
-    char dir[4400], path[4096];
-    ckpt_dir_of(s, volume, dir, sizeof dir);
-    uint64_t step = 0;
+    char dir[4400];
+    fleet_ckpt_dir(s, volume, dir, sizeof dir);
+    baton_ckpt_info *v = NULL;
+    size_t n = 0;
     baton_err e;
-    if (!baton_is_dir(dir) || baton_ckpt_latest(dir, path, sizeof path, &step, &e)) return 0;
-    return (int64_t)step;
+    int64_t step = 0;
+    if (!baton_is_dir(dir) || baton_ckpt_list(dir, 2, &v, &n, &e)) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (v[i].status == BATON_OK) {
+            step = (int64_t)v[i].step;
+            break;
+        }
+    free(v);
+    return step;
 }
 
 static void last_log_line(const char *path, char *out, size_t cap)
@@ -275,14 +236,12 @@ static void last_log_line(const char *path, char *out, size_t cap)
     while (n && (p[n - 1] == '\n' || p[n - 1] == '\r' || p[n - 1] == ' ')) n--;
     size_t b = n;
     while (b && p[b - 1] != '\n' && p[b - 1] != '\r') b--;
-    sfmt(out, cap, "%.*s", (int)(n - b > 300 ? 300 : n - b), (const char *)p + b);
+    fleet_fmt(out, cap, "%.*s", (int)(n - b > 300 ? 300 : n - b), (const char *)p + b);
     free(p);
 }
 
 /* An instance's process has ended (or was killed): account for it and move the task on. */
-static void finish_instance(sup *s, size_t i, baton_wevent ev, int code, double t_end, const char *fmt, ...)
-    __attribute__((format(printf, 6, 7)));
-static void finish_instance(sup *s, size_t i, baton_wevent ev, int code, double t_end, const char *fmt, ...)
+void fleet_finish_instance(sup *s, size_t i, baton_wevent ev, int code, double t_end, const char *fmt, ...)
 {
     char reason[160];
     va_list ap;
@@ -326,7 +285,7 @@ static void finish_instance(sup *s, size_t i, baton_wevent ev, int code, double 
         t->state = BATON_TASK_DONE;
         t->final_step = in->reached_step;
         cancel_waiting(s, in->task, "the task is done");
-        log_event(s, "task", -1, in->task, NULL, "done", NULL, "task %d done at step %lld", in->task, (long long)t->final_step);
+        fleet_log_event(s, "task", -1, in->task, NULL, "done", NULL, "task %d done at step %lld", in->task, (long long)t->final_step);
     } else if (in->state == BATON_W_CRASHED) {
         t->crashes++;
         s->sum->crashes++;
@@ -335,19 +294,19 @@ static void finish_instance(sup *s, size_t i, baton_wevent ev, int code, double 
             last_log_line(l->log, last, sizeof last);
             t->state = BATON_TASK_FAILED;
             cancel_waiting(s, in->task, "the task failed");
-            sfmt(s->sum->failure, sizeof s->sum->failure,
+            fleet_fmt(s->sum->failure, sizeof s->sum->failure,
                      "task %d failed: %d crashes (retries: %d); the last, %s, exited with status %d; log %s%s%s",
                      in->task, t->crashes, s->job->retries, in->name, code, l->log, last[0] ? ": " : "", last);
-            log_event(s, "task", -1, in->task, NULL, "failed", NULL, "%s", s->sum->failure);
+            fleet_log_event(s, "task", -1, in->task, NULL, "failed", NULL, "%s", s->sum->failure);
         } else {
-            log_event(s, "task", -1, in->task, NULL, NULL, NULL, "task %d: crash %d of %d allowed, replacing", in->task,
+            fleet_log_event(s, "task", -1, in->task, NULL, NULL, NULL, "task %d: crash %d of %d allowed, replacing", in->task,
                       t->crashes, s->job->retries);
             ensure_successor(s, in->task);
         }
     } else if (in->state == BATON_W_STOPPED) {
         ensure_successor(s, in->task);
     }
-    save_task(s, in->task);
+    fleet_save_task(s, in->task);
 }
 
 /* ------------------------------------------------------------------ launching */
@@ -364,8 +323,8 @@ static void set_pool(sup *s, size_t i, int pool)
     const baton_job_type *t = &s->job->types[baton_pool_type(&s->market, pool)];
     const char *zone = s->job->zones[baton_pool_zone(&s->market, pool)];
     in->pool = pool;
-    sfmt(in->type, sizeof in->type, "%s", t->name);
-    sfmt(in->zone, sizeof in->zone, "%s", zone);
+    fleet_fmt(in->type, sizeof in->type, "%s", t->name);
+    fleet_fmt(in->zone, sizeof in->zone, "%s", zone);
     in->spot_price = baton_job_spot_price(t, zone);
     in->on_demand_price = t->on_demand_price;
 }
@@ -376,7 +335,15 @@ static void try_launch(sup *s, size_t i, double now)
     double retry = 0;
     const char *pref = s->tasks[in->task].zone[0] ? s->tasks[in->task].zone : NULL;
     int pool = baton_market_choose(&s->market, now, pref, &retry);
-    if (pool < 0) return;   /* no capacity anywhere yet; try again next tick */
+    if (pool < 0) {   /* no capacity anywhere yet: say so once, try again every tick */
+        if (!s->lv[i].told_no_capacity) {
+            char d[32];
+            baton_fleet_fmt_duration(retry - now, d, sizeof d);
+            fleet_log_event(s, "market", (int)i, in->task, NULL, NULL, NULL, "no spot capacity in any pool for %s", d);
+            s->lv[i].told_no_capacity = 1;
+        }
+        return;
+    }
     set_pool(s, i, pool);
     baton_market_plan(&s->market, in->task, in->launch, pool, &in->plan_after, &in->plan_notice);
     char d[32];
@@ -395,12 +362,12 @@ static void volume_step(void *arg, const char *step, const char *path)
         cJSON_AddStringToObject(d, "step", step);
         cJSON_AddStringToObject(d, "path", path);
     }
-    log_event(s, "volume", idx, s->insts[idx].task, NULL, NULL, d, "volume: %s %s", step, path);
+    fleet_log_event(s, "volume", idx, s->insts[idx].task, NULL, NULL, d, "volume: %s %s", step, path);
     if (!strcmp(step, "volume-restored")) {   /* the new copy is the task's volume from now on */
         baton_fleet_task *t = &s->tasks[s->insts[idx].task];
-        sfmt(t->volume, sizeof t->volume, "%s", path);
-        sfmt(t->zone, sizeof t->zone, "%s", s->insts[idx].zone);
-        save_task(s, t->idx);
+        fleet_fmt(t->volume, sizeof t->volume, "%s", path);
+        fleet_fmt(t->zone, sizeof t->zone, "%s", s->insts[idx].zone);
+        fleet_save_task(s, t->idx);
     }
 }
 
@@ -411,28 +378,30 @@ static int attach_volume(sup *s, size_t i, baton_err *err)
     baton_fleet_task *t = &s->tasks[in->task];
     char path[4096];
     if (!t->volume[0]) {
-        sfmt(path, sizeof path, "%s/volumes/%s/vol-%d-%d", s->dir, in->zone, t->idx, s->rec.next_volume++);
-        save_job(s);
+        fleet_fmt(path, sizeof path, "%s/volumes/%s/vol-%d-%d", s->dir, in->zone, t->idx, s->rec.next_volume++);
+        fleet_save_job(s);
         if (baton_volume_create(path, s->job->volume.seed, err)) return err->code;
-        sfmt(t->volume, sizeof t->volume, "%s", path);
-        sfmt(t->zone, sizeof t->zone, "%s", in->zone);
-        save_task(s, t->idx);
+        fleet_fmt(t->volume, sizeof t->volume, "%s", path);
+        fleet_fmt(t->zone, sizeof t->zone, "%s", in->zone);
+        fleet_save_task(s, t->idx);
         cJSON *d = cJSON_CreateObject();
         if (d) cJSON_AddStringToObject(d, "path", path);
-        log_event(s, "volume", (int)i, t->idx, NULL, NULL, d, "volume: created %s%s%s", path,
+        fleet_log_event(s, "volume", (int)i, t->idx, NULL, NULL, d, "volume: created %s%s%s", path,
                   s->job->volume.seed[0] ? " from " : "", s->job->volume.seed);
     } else if (strcmp(t->zone, in->zone) != 0) {
         char snap[4096];
-        sfmt(snap, sizeof snap, "%s/snapshots/snap-%d", s->dir, s->rec.next_snapshot++);
-        sfmt(path, sizeof path, "%s/volumes/%s/vol-%d-%d", s->dir, in->zone, t->idx, s->rec.next_volume++);
-        save_job(s);
-        log_event(s, "volume", (int)i, t->idx, NULL, NULL, NULL, "volume: moving %s (%s) to %s", t->volume, t->zone, in->zone);
+        fleet_fmt(snap, sizeof snap, "%s/snapshots/snap-%d", s->dir, s->rec.next_snapshot++);
+        fleet_fmt(path, sizeof path, "%s/volumes/%s/vol-%d-%d", s->dir, in->zone, t->idx, s->rec.next_volume++);
+        fleet_save_job(s);
+        fleet_log_event(s, "volume", (int)i, t->idx, NULL, NULL, NULL, "volume: moving %s (%s) to %s", t->volume, t->zone, in->zone);
         int idx = (int)i;
         void *arg[2] = {s, &idx};
         baton_err me = {0};
-        if (baton_volume_move(t->volume, snap, path, volume_step, arg, &me)) {
+        char from[sizeof t->volume];   /* volume_step repoints t->volume while the move runs */
+        fleet_fmt(from, sizeof from, "%s", t->volume);
+        if (baton_volume_move(from, snap, path, volume_step, arg, &me)) {
             /* the old volume is intact: run in its zone instead */
-            log_event(s, "volume", (int)i, t->idx, NULL, NULL, NULL, "volume: move failed (%s); the volume stays in %s",
+            fleet_log_event(s, "volume", (int)i, t->idx, NULL, NULL, NULL, "volume: move failed (%s); the volume stays in %s",
                       me.msg, t->zone);
             int z = zone_index(s->job, t->zone);
             if (z < 0) return baton_err_set(err, BATON_ERR_ARG, "volume zone %s is not in the job's zones", t->zone);
@@ -441,23 +410,23 @@ static int attach_volume(sup *s, size_t i, baton_err *err)
             /* keep only the newest snapshot */
             char old[4096];
             for (int k = 0; k < s->rec.next_snapshot - 1; k++) {
-                sfmt(old, sizeof old, "%s/snapshots/snap-%d", s->dir, k);
+                fleet_fmt(old, sizeof old, "%s/snapshots/snap-%d", s->dir, k);
                 baton_remove_tree(old);
             }
         }
     } else {
-        log_event(s, "volume", (int)i, t->idx, NULL, NULL, NULL, "volume: attached %s", t->volume);
+        fleet_log_event(s, "volume", (int)i, t->idx, NULL, NULL, NULL, "volume: attached %s", t->volume);
     }
-    sfmt(in->volume, sizeof in->volume, "%s", t->volume);
+    fleet_fmt(in->volume, sizeof in->volume, "%s", t->volume);
     char logs[4200];
-    sfmt(logs, sizeof logs, "%s/logs", in->volume);
+    fleet_fmt(logs, sizeof logs, "%s/logs", in->volume);
     if (baton_mkdir_p(logs, err)) return err->code;
     if (access(in->volume, W_OK) != 0)
         return baton_err_set(err, BATON_ERR_IO, "volume %s is not writable: %s", in->volume, strerror(errno));
     return 0;
 }
 
-static int start_imds(sup *s, size_t i, int port, baton_err *err)
+int fleet_start_imds(sup *s, size_t i, int port, baton_err *err)
 {
     baton_fleet_inst *in = &s->insts[i];
     const char *mode = s->o->imds_mode ? s->o->imds_mode : "normal";
@@ -468,7 +437,7 @@ static int start_imds(sup *s, size_t i, int port, baton_err *err)
     baton_imds_opts io;
     baton_imds_opts_default(&io);
     char listen_on[64];
-    sfmt(listen_on, sizeof listen_on, "127.0.0.1:%d", port);
+    fleet_fmt(listen_on, sizeof listen_on, "127.0.0.1:%d", port);
     io.listen = listen_on;
     io.instance_id = in->name;
     io.instance_type = in->type;
@@ -480,43 +449,43 @@ static int start_imds(sup *s, size_t i, int port, baton_err *err)
     return 0;
 }
 
-static void inst_paths(sup *s, size_t i)
+void fleet_inst_paths(sup *s, size_t i)
 {
     live *l = &s->lv[i];
     const baton_fleet_inst *in = &s->insts[i];
-    sfmt(l->progress, sizeof l->progress, "%s/run/%s.step", s->dir, in->name);
-    sfmt(l->status, sizeof l->status, "%s/run/%s.status", s->dir, in->name);
-    sfmt(l->log, sizeof l->log, "%s/logs/%s.log", in->volume[0] ? in->volume : s->dir, in->name);
+    fleet_fmt(l->progress, sizeof l->progress, "%s/run/%s.step", s->dir, in->name);
+    fleet_fmt(l->status, sizeof l->status, "%s/run/%s.status", s->dir, in->name);
+    fleet_fmt(l->log, sizeof l->log, "%s/logs/%s.log", in->volume[0] ? in->volume : s->dir, in->name);
 }
 
-static int spawn(sup *s, size_t i, double now, baton_err *err)
+static int spawn(sup *s, size_t i, baton_err *err)
 {
     baton_fleet_inst *in = &s->insts[i];
     live *l = &s->lv[i];
     int rc = attach_volume(s, i, err);
     if (rc) return rc;
-    inst_paths(s, i);
+    fleet_inst_paths(s, i);
     unlink(l->progress);
     in->resumed_step = verified_ckpt_step(s, in->volume);
     in->reached_step = in->resumed_step;
-    if ((rc = start_imds(s, i, 0, err))) return rc;
+    if ((rc = fleet_start_imds(s, i, 0, err))) return rc;
     double notice_wall = s->job->market.notice / s->scale;
     double poll = notice_wall / 5;
     poll = poll < 0.05 ? 0.05 : poll > 1 ? 1 : poll;
     char e_url[128], e_vol[1100], e_job[128], e_task[32], e_id[64], e_type[96], e_zone[96], e_prog[4300],
         e_poll[48], e_path[8192];
-    sfmt(e_url, sizeof e_url, "AWS_EC2_METADATA_SERVICE_ENDPOINT=%s",
+    fleet_fmt(e_url, sizeof e_url, "AWS_EC2_METADATA_SERVICE_ENDPOINT=%s",
              l->imds ? baton_imds_url(l->imds) : "http://127.0.0.1:1");
-    sfmt(e_vol, sizeof e_vol, "BATON_VOLUME=%s", in->volume);
-    sfmt(e_job, sizeof e_job, "BATON_JOB=%s", s->rec.name);
-    sfmt(e_task, sizeof e_task, "BATON_TASK=%d", in->task);
-    sfmt(e_id, sizeof e_id, "BATON_INSTANCE_ID=%s", in->name);
-    sfmt(e_type, sizeof e_type, "BATON_INSTANCE_TYPE=%s", in->type);
-    sfmt(e_zone, sizeof e_zone, "BATON_ZONE=%s", in->zone);
-    sfmt(e_prog, sizeof e_prog, "BATON_PROGRESS_FILE=%s", l->progress);
-    sfmt(e_poll, sizeof e_poll, "BATON_NOTICE_POLL_S=%.3f", poll);
+    fleet_fmt(e_vol, sizeof e_vol, "BATON_VOLUME=%s", in->volume);
+    fleet_fmt(e_job, sizeof e_job, "BATON_JOB=%s", s->rec.name);
+    fleet_fmt(e_task, sizeof e_task, "BATON_TASK=%d", in->task);
+    fleet_fmt(e_id, sizeof e_id, "BATON_INSTANCE_ID=%s", in->name);
+    fleet_fmt(e_type, sizeof e_type, "BATON_INSTANCE_TYPE=%s", in->type);
+    fleet_fmt(e_zone, sizeof e_zone, "BATON_ZONE=%s", in->zone);
+    fleet_fmt(e_prog, sizeof e_prog, "BATON_PROGRESS_FILE=%s", l->progress);
+    fleet_fmt(e_poll, sizeof e_poll, "BATON_NOTICE_POLL_S=%.3f", poll);
     const char *path = getenv("PATH");
-    sfmt(e_path, sizeof e_path, "PATH=%s%s%s", s->o->bin_dir ? s->o->bin_dir : "",
+    fleet_fmt(e_path, sizeof e_path, "PATH=%s%s%s", s->o->bin_dir ? s->o->bin_dir : "",
              s->o->bin_dir ? ":" : "", path ? path : "/usr/bin:/bin");
     const char *env[64] = {e_url, e_vol, e_job, e_task, e_id, e_type, e_zone, e_prog, e_poll, e_path,
                            "BATON_NOTICE_TIMEOUT_S=0.5", "AWS_EC2_METADATA_DISABLED=false", "BATON_NO_PROGRESS=1"};
@@ -526,7 +495,7 @@ static int spawn(sup *s, size_t i, double now, baton_err *err)
     for (size_t k = 0; k < s->job->nenv && nextra < 48; k++) {
         size_t len = strlen(s->job->env[k].key) + strlen(s->job->env[k].value) + 2;
         if (!(extra[nextra] = malloc(len))) break;
-        sfmt(extra[nextra], len, "%s=%s", s->job->env[k].key, s->job->env[k].value);
+        fleet_fmt(extra[nextra], len, "%s=%s", s->job->env[k].key, s->job->env[k].value);
         env[nenv++] = extra[nextra++];
     }
     baton_worker_spec w = {s->tasks[in->task].command, in->volume, l->log, l->status, env, nenv};
@@ -535,9 +504,9 @@ static int spawn(sup *s, size_t i, double now, baton_err *err)
     if (rc) return rc;
     l->child = 1;
     char cdir[4400];
-    ckpt_dir_of(s, in->volume, cdir, sizeof cdir);
+    fleet_ckpt_dir(s, in->volume, cdir, sizeof cdir);
     l->last_ckpt = baton_ckpt_newest_name(cdir);
-    in->t_running = now;
+    in->t_running = fleet_now(s);   /* after the volume was attached or moved, which takes time */
     cJSON *d = cJSON_CreateObject();
     if (d) {
         cJSON_AddNumberToObject(d, "pid", in->pid);
@@ -554,9 +523,9 @@ static void launch_ready(sup *s, size_t i, double now)
     baton_fleet_inst *in = &s->insts[i];
     if (now < in->t_request + s->job->market.launch_delay) return;
     for (size_t k = 0; k < s->ninsts; k++)   /* the volume attaches to one instance at a time */
-        if (k != i && s->insts[k].task == in->task && alive_state(s->insts[k].state)) return;
+        if (k != i && s->insts[k].task == in->task && fleet_alive_state(s->insts[k].state)) return;
     baton_err e = {0};
-    if (spawn(s, i, now, &e)) {
+    if (spawn(s, i, &e)) {
         if (s->lv[i].imds) {
             baton_imds_stop(s->lv[i].imds);
             s->lv[i].imds = NULL;
@@ -568,17 +537,17 @@ static void launch_ready(sup *s, size_t i, double now)
         baton_fleet_task *t = &s->tasks[in->task];
         if (t->crashes > s->job->retries) {
             t->state = BATON_TASK_FAILED;
-            sfmt(s->sum->failure, sizeof s->sum->failure, "task %d failed: could not start an instance: %s", t->idx, e.msg);
-            log_event(s, "task", -1, t->idx, NULL, "failed", NULL, "%s", s->sum->failure);
+            fleet_fmt(s->sum->failure, sizeof s->sum->failure, "task %d failed: could not start an instance: %s", t->idx, e.msg);
+            fleet_log_event(s, "task", -1, t->idx, NULL, "failed", NULL, "%s", s->sum->failure);
         } else {
             ensure_successor(s, in->task);
         }
-        save_task(s, in->task);
+        fleet_save_task(s, in->task);
     }
 }
 
 /* ------------------------------------------------------------------ the running fleet */
-static void kill_now(sup *s, size_t i)
+void fleet_kill_now(sup *s, size_t i)
 {
     baton_fleet_inst *in = &s->insts[i];
     baton_worker_kill(in->pid);
@@ -607,12 +576,12 @@ static void market_tick(sup *s, size_t i, double now)
             ensure_successor(s, in->task);
         } else {
             in->interrupted = BATON_INT_NO_NOTICE;
-            kill_now(s, i);
-            finish_instance(s, i, BATON_WE_RECLAIMED, 137, now, "interrupted without notice");
+            fleet_kill_now(s, i);
+            fleet_finish_instance(s, i, BATON_WE_RECLAIMED, 137, now, "interrupted without notice");
         }
     } else if (in->state == BATON_W_NOTICED && now >= in->t_deadline) {
-        kill_now(s, i);
-        finish_instance(s, i, BATON_WE_RECLAIMED, 137, now, "%s", s->lv[i].cancel ? "killed at the cancel deadline"
+        fleet_kill_now(s, i);
+        fleet_finish_instance(s, i, BATON_WE_RECLAIMED, 137, now, "%s", s->lv[i].cancel ? "killed at the cancel deadline"
                                                                                 : "terminated at the deadline");
     }
 }
@@ -635,12 +604,12 @@ static void reap_tick(sup *s, size_t i, double now)
             code = -1;
         }
     }
-    if (code == 0) finish_instance(s, i, BATON_WE_EXIT_OK, 0, t_end, "exited 0: done");
+    if (code == 0) fleet_finish_instance(s, i, BATON_WE_EXIT_OK, 0, t_end, "exited 0: done");
     else if (code == 75)
-        finish_instance(s, i, BATON_WE_EXIT_STOPPED, 75, t_end, "%s",
+        fleet_finish_instance(s, i, BATON_WE_EXIT_STOPPED, 75, t_end, "%s",
                         in->state == BATON_W_NOTICED ? "stopped after a checkpoint (exit 75)" : "stopped (exit 75)");
-    else if (code < 0) finish_instance(s, i, BATON_WE_CRASH, -1, t_end, "vanished (no exit status)");
-    else finish_instance(s, i, BATON_WE_CRASH, code, t_end, "crashed (exit %d)", code);
+    else if (code < 0) fleet_finish_instance(s, i, BATON_WE_CRASH, -1, t_end, "vanished (no exit status)");
+    else fleet_finish_instance(s, i, BATON_WE_CRASH, code, t_end, "crashed (exit %d)", code);
 }
 
 static void progress_tick(sup *s, size_t i, double now, double wall)
@@ -652,26 +621,27 @@ static void progress_tick(sup *s, size_t i, double now, double wall)
     int64_t step = baton_progress_file_read(l->progress);
     if (step > in->reached_step) {
         in->reached_step = step;
-        if (in->t_first_step < 0 && step > in->resumed_step) {
-            in->t_first_step = now;
-            save_inst(s, i);
+        if (in->t_first_step < 0 && step > in->resumed_step) in->t_first_step = now;
+        if (wall >= l->next_save) {   /* at most twice a second: `baton fleet status` shows the step */
+            fleet_save_inst(s, i);
+            l->next_save = wall + 0.5;
         }
     }
     char cdir[4400];
-    ckpt_dir_of(s, in->volume, cdir, sizeof cdir);
+    fleet_ckpt_dir(s, in->volume, cdir, sizeof cdir);
     int64_t c = baton_ckpt_newest_name(cdir);
     if (c > l->last_ckpt) {
         l->last_ckpt = c;
         cJSON *d = cJSON_CreateObject();
         if (d) cJSON_AddNumberToObject(d, "step", (double)c);
-        log_event(s, "checkpoint", (int)i, in->task, NULL, NULL, d, "checkpoint ckpt-%lld committed", (long long)c);
+        fleet_log_event(s, "checkpoint", (int)i, in->task, NULL, NULL, d, "checkpoint ckpt-%lld committed", (long long)c);
     }
 }
 
 static void start_cancel(sup *s, double now)
 {
     s->cancelling = 1;
-    log_event(s, "job", -1, -1, NULL, "cancelling", NULL, "cancel: stopping every instance (a stop notice; each "
+    fleet_log_event(s, "job", -1, -1, NULL, "cancelling", NULL, "cancel: stopping every instance (a stop notice; each "
                                                               "checkpoints and exits)");
     for (size_t i = 0; i < s->ninsts; i++) {
         baton_fleet_inst *in = &s->insts[i];
@@ -694,17 +664,19 @@ static void draw_status(sup *s, double now, double wall)
     s->last_draw = wall;
     char t[32], line[512];
     baton_fleet_fmt_duration(now, t, sizeof t);
-    int k = sfmt(line, sizeof line, "fleet %s [%s]", s->rec.name, t);
+    int k = fleet_fmt(line, sizeof line, "fleet %s [%s]", s->rec.name, t);
     int shown = 0;
     for (size_t i = 0; i < s->ninsts && k > 0 && (size_t)k < sizeof line - 80 && shown < 3; i++) {
         const baton_fleet_inst *in = &s->insts[i];
-        if (!alive_state(in->state) && in->state != BATON_W_LAUNCHING) continue;
-        k += sfmt(line + k, sizeof line - (size_t)k, " | task %d %s %s/%s step %lld", in->task,
-                      baton_wstate_name(in->state), in->type, in->zone, (long long)(in->reached_step < 0 ? 0 : in->reached_step));
+        if (!fleet_alive_state(in->state) && in->state != BATON_W_LAUNCHING) continue;
+        k += fleet_fmt(line + k, sizeof line - (size_t)k, " | task %d %s %s/%s step %lld", in->task,
+                  baton_wstate_name(in->state), in->type, in->zone, (long long)(in->reached_step < 0 ? 0 : in->reached_step));
+        if (s->o->progress_total && k > 0 && (size_t)k < sizeof line - 24)
+            k += fleet_fmt(line + k, sizeof line - (size_t)k, "/%llu", (unsigned long long)s->o->progress_total);
         shown++;
     }
     if (k > 0 && (size_t)k < sizeof line - 40)
-        sfmt(line + k, sizeof line - (size_t)k, " | interruptions %d", s->sum->interruptions);
+        fleet_fmt(line + k, sizeof line - (size_t)k, " | interruptions %d", s->sum->interruptions);
     fprintf(stderr, "\r\033[K%s", line);
     fflush(stderr);
     s->drawn = 1;
@@ -724,27 +696,27 @@ static int any_alive(const sup *s)
     return 0;
 }
 
-static int loop(sup *s, baton_err *err)
+int fleet_loop(sup *s, baton_err *err)
 {
     for (;;) {
-        double now = sim_now(s), wall = baton_wall_now();
-        if (stop_flag && !s->cancelling) start_cancel(s, now);
+        double now = fleet_now(s), wall = baton_wall_now();
+        if (fleet_stop_flag && !s->cancelling) start_cancel(s, now);
         /* start waiting tasks up to the target capacity */
         int running = 0;
         for (size_t t = 0; t < s->ntasks; t++) running += s->tasks[t].state == BATON_TASK_RUNNING;
         for (size_t t = 0; t < s->ntasks && running < s->job->target_capacity && !s->cancelling; t++)
             if (s->tasks[t].state == BATON_TASK_WAITING) {
                 s->tasks[t].state = BATON_TASK_RUNNING;
-                save_task(s, (int)t);
+                fleet_save_task(s, (int)t);
                 running++;
                 ensure_successor(s, (int)t);
             }
         for (size_t i = 0; i < s->ninsts; i++) {   /* ninsts may grow inside: new ones wait a tick */
             baton_wstate st = s->insts[i].state;
-            if (alive_state(st)) {
+            if (fleet_alive_state(st)) {
                 reap_tick(s, i, now);
-                if (alive_state(s->insts[i].state)) progress_tick(s, i, now, wall);
-                if (alive_state(s->insts[i].state)) market_tick(s, i, now);
+                if (fleet_alive_state(s->insts[i].state)) progress_tick(s, i, now, wall);
+                if (fleet_alive_state(s->insts[i].state)) market_tick(s, i, now);
             } else if (st == BATON_W_PENDING) {
                 try_launch(s, i, now);
             } else if (st == BATON_W_LAUNCHING) {
@@ -765,344 +737,3 @@ static int loop(sup *s, baton_err *err)
     return 0;
 }
 
-/* ------------------------------------------------------------------ start, recovery, end */
-static int same_commands(const sup *s, const baton_fleet_records *r)
-{
-    if (r->ntasks != s->job->ncommands) return 0;
-    for (size_t t = 0; t < r->ntasks; t++)
-        if (strcmp(r->tasks[t].command, s->job->commands[t]) != 0) return 0;
-    return 1;
-}
-
-static int recover(sup *s, baton_fleet_records *r, baton_err *err)
-{
-    if (!same_commands(s, r))
-        return baton_err_set(err, BATON_ERR_ARG,
-                             "%s: the job's commands differ from those it was started with; give the job another "
-                             "name, or remove %s to start over", s->job->path, s->dir);
-    s->rec = r->job;
-    r->job.jobfile_text = NULL;   /* moved */
-    s->scale = s->rec.time_scale;
-    if (s->o->time_scale > 0 && fabs(s->o->time_scale - s->scale) > 1e-9)
-        baton_log(BATON_LOG_WARN, "job %s keeps the time scale it started with (%g)", s->rec.name, s->scale);
-    s->tasks = r->tasks;
-    s->ntasks = r->ntasks;
-    r->tasks = NULL;
-    r->ntasks = 0;
-    for (size_t t = 0; t < s->ntasks; t++)
-        if (s->tasks[t].state == BATON_TASK_CANCELLED) s->tasks[t].state = BATON_TASK_WAITING;
-    s->insts = r->insts;
-    s->ninsts = s->cap = r->ninsts;
-    r->insts = NULL;
-    r->ninsts = 0;
-    s->lv = calloc(s->cap ? s->cap : 1, sizeof *s->lv);
-    if (!s->lv) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
-    sfmt(s->rec.state, sizeof s->rec.state, "running");
-    s->rec.t_end = -1;
-    double now = sim_now(s);
-    for (size_t i = 0; i < s->ninsts; i++) {
-        baton_fleet_inst *in = &s->insts[i];
-        live *l = &s->lv[i];
-        l->last_ckpt = -1;
-        inst_paths(s, i);
-        if (in->interrupted != BATON_INT_NONE)
-            baton_market_reclaimed(&s->market, in->pool, in->t_notice >= 0 ? in->t_notice : in->t_end);
-        if (!alive_state(in->state)) continue;
-        l->child = 0;
-        if (!baton_proc_same(in->pid, in->pid_start)) continue;   /* ended meanwhile: the loop reads its status */
-        baton_err ie = {0};
-        if (start_imds(s, i, in->port, &ie)) {
-            kill_now(s, i);
-            finish_instance(s, i, BATON_WE_RECLAIMED, 137, now,
-                            "killed on restart: its metadata port %d could not be served again (%s)", in->port, ie.msg);
-            continue;
-        }
-        if (in->state == BATON_W_NOTICED && l->imds) {
-            double left = (in->t_deadline - now) / s->scale;
-            baton_imds_interrupt(l->imds, in->interrupted == BATON_INT_NOTICE ? "terminate" : "stop", left > 0.001 ? left : 0.001);
-        }
-        char cdir[4400];
-        ckpt_dir_of(s, in->volume, cdir, sizeof cdir);
-        l->last_ckpt = baton_ckpt_newest_name(cdir);
-        s->sum->adopted++;
-        cJSON *d = cJSON_CreateObject();
-        if (d) cJSON_AddNumberToObject(d, "pid", in->pid);
-        log_event(s, "adopt", (int)i, in->task, baton_wstate_name(in->state), baton_wstate_name(in->state), d,
-                  "adopted the running worker (pid %d, metadata on port %d)", in->pid, in->port);
-    }
-    return 0;
-}
-
-static void clean_volumes(sup *s)
-{
-    /* A move interrupted by a supervisor crash leaves either a temporary copy or an extra complete
-     * copy; the task's recorded volume is the one to keep (it always exists: see fleet_volume.c). */
-    for (size_t t = 0; t < s->ntasks; t++) {
-        const char *v = s->tasks[t].volume;
-        if (!v[0] || !baton_is_dir(v)) continue;
-        char pattern[64];
-        sfmt(pattern, sizeof pattern, "vol-%zu-", t);
-        for (size_t z = 0; z < s->job->nzones; z++) {
-            char zdir[4400];
-            sfmt(zdir, sizeof zdir, "%s/volumes/%s", s->dir, s->job->zones[z]);
-            char **names = NULL;
-            size_t n = 0;
-            DIR *d = opendir(zdir);
-            if (!d) continue;
-            struct dirent *e;
-            while ((e = readdir(d)) != NULL) {
-                if (strncmp(e->d_name, pattern, strlen(pattern)) != 0) continue;
-                char full[4600];
-                sfmt(full, sizeof full, "%s/%s", zdir, e->d_name);
-                if (strcmp(full, v) == 0) continue;
-                char **p = realloc(names, (n + 1) * sizeof *p);
-                if (!p) break;
-                names = p;
-                names[n++] = strdup(full);
-            }
-            closedir(d);
-            for (size_t k = 0; k < n; k++) {
-                if (names[k]) {
-                    log_event(s, "volume", -1, (int)t, NULL, NULL, NULL, "volume: removing the stale copy %s (task %zu's volume is %s)",
-                              names[k], t, v);
-                    baton_remove_tree(names[k]);
-                }
-                free(names[k]);
-            }
-            free(names);
-        }
-    }
-}
-
-static void summarise(sup *s)
-{
-    baton_fleet_summary *m = s->sum;
-    m->tasks = (int)s->ntasks;
-    m->tasks_done = m->tasks_failed = 0;
-    for (size_t t = 0; t < s->ntasks; t++) {
-        m->tasks_done += s->tasks[t].state == BATON_TASK_DONE;
-        m->tasks_failed += s->tasks[t].state == BATON_TASK_FAILED;
-    }
-    m->instances = (int)s->ninsts;
-    m->interruptions = m->with_notice = m->without_notice = m->crashes = 0;
-    for (size_t i = 0; i < s->ninsts; i++) {
-        const baton_fleet_inst *in = &s->insts[i];
-        if (!baton_wstate_terminal(in->state) || in->state == BATON_W_CANCELLED) continue;
-        if (in->interrupted == BATON_INT_NOTICE) m->with_notice++;
-        if (in->interrupted == BATON_INT_NO_NOTICE) m->without_notice++;
-        m->crashes += in->state == BATON_W_CRASHED;
-    }
-    m->interruptions = m->with_notice + m->without_notice;
-    sfmt(m->state, sizeof m->state, "%s", s->rec.state);
-    m->sim_s = s->rec.t_end >= 0 ? s->rec.t_end : sim_now(s);
-}
-
-static void write_reports(sup *s)
-{
-    baton_fleet_report r;
-    baton_err e = {0};
-    if (baton_fleet_report_load(s->dir, &r, &e)) {
-        baton_log(BATON_LOG_WARN, "report: %s", e.msg);
-        return;
-    }
-    char path[4200];
-    sfmt(path, sizeof path, "%s/timeline.svg", s->dir);
-    if (baton_fleet_report_svg(&r, path, &e)) baton_log(BATON_LOG_WARN, "%s", e.msg);
-    char *json = baton_fleet_report_json(&r, 0);
-    sfmt(path, sizeof path, "%s/report.json", s->dir);
-    if (json && baton_file_write_atomic(path, json, strlen(json), &e)) baton_log(BATON_LOG_WARN, "%s", e.msg);
-    free(json);
-    baton_fleet_report_free(&r);
-}
-
-static int open_lock(const char *dir, int *fd_out, baton_err *err)
-{
-    char path[4200];
-    sfmt(path, sizeof path, "%s/supervisor.lock", dir);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) return baton_err_set(err, BATON_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    *fd_out = fd;
-    return 0;
-}
-
-int baton_fleet_run(const baton_job *job, const baton_fleet_opts *o, baton_fleet_summary *sum, baton_err *err)
-{
-    memset(sum, 0, sizeof *sum);
-    if (job->backend != BATON_BACKEND_LOCAL)
-        return baton_err_set(err, BATON_ERR_ARG, "%s: backend %s is not run by the local supervisor", job->path,
-                             baton_backend_name(job->backend));
-    sup *s = calloc(1, sizeof *s);
-    if (!s) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
-    s->jc = *job;
-    s->job = &s->jc;
-    s->o = o;
-    s->sum = sum;
-    s->lock_fd = -1;
-    if (o->seed_set) s->jc.market.seed = o->seed;
-    if (o->hazard_set) s->jc.market.hazard_scale = o->hazard_scale;
-    if (o->hazard_set && o->hazard_scale > 0) s->jc.market.random = 1;
-    double wall0 = baton_wall_now();
-    char rel[4096], sub[4200];
-    baton_fleet_records r;
-    memset(&r, 0, sizeof r);
-    int found = 0, rc = baton_fleet_job_dir(o->state_dir ? o->state_dir : job->state_dir, job->name, rel, sizeof rel, err);
-    if (!rc && (rc = baton_mkdir_p(rel, err))) baton_err_prefix(err, "state folder");
-    static const char *const subs[] = {"run", "volumes", "snapshots"};
-    for (size_t k = 0; !rc && k < 3; k++) {
-        sfmt(sub, sizeof sub, "%s/%s", rel, subs[k]);
-        if ((rc = baton_mkdir_p(sub, err))) baton_err_prefix(err, "state folder");
-    }
-    if (!rc && !realpath(rel, s->dir)) rc = baton_err_set(err, BATON_ERR_IO, "%s: %s", rel, strerror(errno));
-    if (!rc && access(s->dir, W_OK) != 0)
-        rc = baton_err_set(err, BATON_ERR_IO, "state folder %s is not writable: %s", s->dir, strerror(errno));
-    sfmt(sum->dir, sizeof sum->dir, "%s", s->dir);
-    if (!rc) rc = open_lock(s->dir, &s->lock_fd, err);
-    if (!rc && flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0)
-        rc = baton_err_set(err, BATON_ERR_ARG, "job %s is already being run by another supervisor (%s/supervisor.lock is held)",
-                           job->name, s->dir);
-    if (!rc) rc = baton_fleet_db_open(s->dir, &s->db, err);
-    if (!rc) rc = baton_market_init(&s->market, s->job, err);
-    if (!rc && o->interrupts) rc = baton_market_set_schedule(&s->market, o->interrupts, err);
-    if (!rc) rc = baton_fleet_db_load(s->db, 0, &r, &found, err);
-    if (!rc && found && (!strcmp(r.job.state, "done") || !strcmp(r.job.state, "failed"))) {
-        s->rec = r.job;
-        r.job.jobfile_text = NULL;
-        s->tasks = r.tasks;
-        s->ntasks = r.ntasks;
-        s->insts = r.insts;
-        s->ninsts = r.ninsts;
-        r.tasks = NULL, r.insts = NULL, r.ntasks = r.ninsts = 0;
-        s->scale = s->rec.time_scale;
-        summarise(s);
-        if (!o->quiet) fprintf(stderr, "fleet: job %s already ended (%s); nothing to run\n", s->rec.name, s->rec.state);
-        goto out;
-    }
-    if (!rc && found) {
-        rc = recover(s, &r, err);
-    } else if (!rc) {
-        sfmt(s->rec.name, sizeof s->rec.name, "%s", job->name);
-        sfmt(s->rec.state, sizeof s->rec.state, "running");
-        s->scale = o->time_scale > 0 ? o->time_scale : job->market.time_scale;
-        s->rec.time_scale = s->scale;
-        s->rec.origin = wall0;
-        s->rec.t_end = -1;
-        sfmt(s->rec.jobfile, sizeof s->rec.jobfile, "%s", job->path);
-        s->rec.jobfile_text = o->jobfile_text ? strdup(o->jobfile_text) : NULL;
-        s->ntasks = job->ncommands;
-        s->tasks = calloc(s->ntasks, sizeof *s->tasks);
-        if (!s->tasks) rc = baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
-        for (size_t t = 0; !rc && t < s->ntasks; t++) {
-            s->tasks[t].idx = (int)t;
-            s->tasks[t].command = strdup(job->commands[t]);
-            s->tasks[t].final_step = -1;
-            if (!s->tasks[t].command) rc = baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
-            else save_task(s, (int)t);
-        }
-    }
-    if (rc) goto out;
-    s->rec.supervisor_pid = (int)getpid();
-    s->rec.supervisor_start = baton_proc_start_time((int)getpid());
-    save_job(s);
-    {
-        char ts[32];
-        baton_fleet_fmt_duration(s->job->market.notice, ts, sizeof ts);
-        log_event(s, "job", -1, -1, NULL, "running", NULL, "%s job %s: %zu task(s), capacity %d, %s, time x%g, notice %s%s",
-                  found ? "resuming" : "starting", s->rec.name, s->ntasks, s->job->target_capacity,
-                  baton_alloc_name(s->job->alloc), s->scale, ts, found ? " (recovered from the database)" : "");
-    }
-    if (found) clean_volumes(s);
-    struct sigaction sa, old_int, old_term;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    stop_flag = o->cancel ? 1 : 0;
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
-    rc = loop(s, err);
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
-    if (rc) goto out;
-    int failed = 0, cancelled = 0;
-    for (size_t t = 0; t < s->ntasks; t++) {
-        if (s->tasks[t].state == BATON_TASK_FAILED) failed = 1;
-        if (s->tasks[t].state == BATON_TASK_WAITING || s->tasks[t].state == BATON_TASK_RUNNING) {
-            s->tasks[t].state = BATON_TASK_CANCELLED;
-            save_task(s, (int)t);
-            cancelled = 1;
-        }
-    }
-    sfmt(s->rec.state, sizeof s->rec.state, "%s", failed ? "failed" : cancelled ? "cancelled" : "done");
-    s->rec.t_end = sim_now(s);
-    s->rec.supervisor_pid = 0;
-    save_job(s);
-    log_event(s, "job", -1, -1, "running", s->rec.state, NULL, "job %s %s", s->rec.name, s->rec.state);
-    if (s->db_failed) rc = baton_err_set(err, s->db_err.code, "%s", s->db_err.msg);
-    summarise(s);
-    write_reports(s);
-out:
-    sum->wall_s = baton_wall_now() - wall0;
-    for (size_t i = 0; i < s->ninsts && s->lv; i++)
-        if (s->lv[i].imds) baton_imds_stop(s->lv[i].imds);
-    baton_fleet_records_free(&r);
-    baton_market_free(&s->market);
-    baton_fleet_db_close(s->db);
-    if (s->lock_fd >= 0) close(s->lock_fd);
-    for (size_t t = 0; t < s->ntasks; t++) free(s->tasks[t].command);
-    free(s->tasks);
-    free(s->insts);
-    free(s->lv);
-    free(s->rec.jobfile_text);
-    free(s);
-    return rc;
-}
-
-int baton_fleet_cancel(const char *job_dir, double grace_s, baton_err *err)
-{
-    char dbpath[4200];
-    sfmt(dbpath, sizeof dbpath, "%s/fleet.db", job_dir);
-    if (access(dbpath, F_OK) != 0) return baton_err_set(err, BATON_ERR_NOTFOUND, "%s: no fleet job there", job_dir);
-    baton_fleet_db *db;
-    baton_fleet_records r;
-    int found = 0, lock = -1;
-    int rc = baton_fleet_db_open(job_dir, &db, err);
-    if (rc) return rc;
-    rc = baton_fleet_db_load(db, 0, &r, &found, err);
-    baton_fleet_db_close(db);
-    if (rc) return rc;
-    if (!found || strcmp(r.job.state, "running") != 0) {
-        rc = baton_err_set(err, BATON_ERR_ARG, "job at %s is not running (%s)", job_dir, found ? r.job.state : "empty");
-        baton_fleet_records_free(&r);
-        return rc;
-    }
-    if ((rc = open_lock(job_dir, &lock, err))) {
-        baton_fleet_records_free(&r);
-        return rc;
-    }
-    if (flock(lock, LOCK_EX | LOCK_NB) != 0) {
-        /* a supervisor holds the job: ask it to cancel, wait for it to finish */
-        if (baton_proc_same(r.job.supervisor_pid, r.job.supervisor_start)) kill(r.job.supervisor_pid, SIGTERM);
-        double until = baton_now() + grace_s + 30;
-        while (flock(lock, LOCK_EX | LOCK_NB) != 0 && baton_now() < until) usleep(50000);
-        close(lock);
-        baton_fleet_records_free(&r);
-        return BATON_OK;
-    }
-    close(lock);
-    /* nobody runs it: become its supervisor just long enough to stop it cleanly */
-    baton_job job;
-    char state_dir[4096];
-    baton_path_dirname(job_dir, state_dir, sizeof state_dir);
-    rc = baton_job_parse(r.job.jobfile[0] ? r.job.jobfile : "job", r.job.jobfile_text ? r.job.jobfile_text : "",
-                         r.job.jobfile_text ? strlen(r.job.jobfile_text) : 0, &job, err);
-    baton_fleet_records_free(&r);
-    if (rc) return baton_err_prefix(err, "the job file kept in %s", dbpath);
-    baton_fleet_opts o;
-    baton_fleet_opts_default(&o);
-    o.state_dir = state_dir;
-    o.cancel = 1;
-    o.quiet = 1;
-    baton_fleet_summary sum;
-    rc = baton_fleet_run(&job, &o, &sum, err);
-    baton_job_free(&job);
-    return rc;
-}

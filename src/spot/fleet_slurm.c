@@ -3,7 +3,7 @@
  *
  * Owns: the job-file checks for Slurm, the batch script, submission (sbatch), status (scontrol
  * show job + the volume's run log + its newest checkpoint) and cancel (scancel), and the record
- * STATE/slurm/jobs.json. The batch script is the whole interruption protocol on Slurm (see
+ * JOB_DIR/slurm/jobs.json. The batch script is the whole interruption protocol on Slurm (see
  * fleet_backend.h): forward TERM/USR1 to the command's process group, log the run, requeue itself
  * after a notice it was not killed for and after a crash while retries last.
  *
@@ -253,10 +253,10 @@ static int abs_dir(const char *path, char *out, size_t cap, baton_err *err)
     return BATON_OK;
 }
 
-int baton_slurm_present(const char *state_dir)
+int baton_slurm_present(const char *job_dir)
 {
     char p[4096];
-    snprintf(p, sizeof p, "%s/slurm/jobs.json", state_dir);
+    snprintf(p, sizeof p, "%s/slurm/jobs.json", job_dir);
     return access(p, F_OK) == 0;
 }
 
@@ -295,7 +295,7 @@ static int prepare_volume(const baton_job *job, size_t task, const char *vol, ba
         if (!same)
             return baton_err_set(err, BATON_ERR_ARG,
                                  "%s belongs to another job or task (its .baton-volume does not say '%.*s'); "
-                                 "choose another state_dir or slurm.volumes", vol, (int)strlen(want) - 1, want);
+                                 "choose another job_dir or slurm.volumes", vol, (int)strlen(want) - 1, want);
     } else {
         int rc = baton_mkdir_p(vol, err);
         if (rc) return rc;
@@ -351,10 +351,10 @@ typedef struct record {
     size_t n;
 } record;
 
-static int read_record(const char *state_dir, record *r, baton_err *err)
+static int read_record(const char *job_dir, record *r, baton_err *err)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/slurm/jobs.json", state_dir);
+    snprintf(path, sizeof path, "%s/slurm/jobs.json", job_dir);
     memset(r, 0, sizeof *r);
     uint8_t *p;
     size_t len;
@@ -486,10 +486,10 @@ static void newest_ckpt(baton_slurm_task *t, const char *checkpoints)
         t->ckpt_step = (int64_t)step;
 }
 
-int baton_slurm_status(const char *state_dir, baton_slurm_task **tasks, size_t *n, baton_err *err)
+int baton_slurm_status(const char *job_dir, baton_slurm_task **tasks, size_t *n, baton_err *err)
 {
     record r;
-    int rc = read_record(state_dir, &r, err);
+    int rc = read_record(job_dir, &r, err);
     if (rc) return rc;
     for (size_t i = 0; i < r.n && !rc; i++) {
         rc = query_job(&r.t[i], err);
@@ -505,11 +505,11 @@ int baton_slurm_status(const char *state_dir, baton_slurm_task **tasks, size_t *
     return BATON_OK;
 }
 
-int baton_slurm_cancel(const char *state_dir, baton_err *err)
+int baton_slurm_cancel(const char *job_dir, baton_err *err)
 {
     baton_slurm_task *t;
     size_t n;
-    int rc = baton_slurm_status(state_dir, &t, &n, err);
+    int rc = baton_slurm_status(job_dir, &t, &n, err);
     if (rc) return rc;
     const char *argv[2 + 256 + 1] = {"scancel"};
     size_t k = 1;
@@ -551,11 +551,11 @@ static int sbatch(const char *script, char *id, size_t cap, baton_err *err)
     return rc;
 }
 
-int baton_slurm_submit(const baton_job *job, const baton_slurm_opts *o, const char *state_dir,
+int baton_slurm_submit(const baton_job *job, const baton_slurm_opts *o, const char *job_dir,
                        const char *bindir, baton_slurm_task **tasks, size_t *ntasks, baton_err *err)
 {
     char state[2048], vols[960], rec[4096];
-    int rc = abs_dir(state_dir, state, sizeof state, err);
+    int rc = abs_dir(job_dir, state, sizeof state, err);
     if (rc) return rc;
     if (baton_slurm_present(state)) {
         baton_slurm_task *old;

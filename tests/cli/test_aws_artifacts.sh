@@ -272,11 +272,11 @@ EOF
 }
 check 'same_words "$A/calls.log" "$A/out/commands.sh"' "apply: ran exactly commands.sh, in order"
 check 'grep -q "\"id\":.*\"sfr-00000001" "$A/out/fleet-requests.json"' "apply: the request id is recorded"
-check 'awsrun "$BATON" fleet status --backend aws --out "$A/out" | grep -Eq "^0 +sfr-00000001-[0-9a-f-]+ +active"' "status: the fleet is active"
+check 'awsrun "$BATON" fleet status "$T/noacct.yaml" --out "$A/out" | grep -Eq "^0 +sfr-00000001-[0-9a-f-]+ +active"' "status: the fleet is active"
 expect_fail 1 "still active" awsrun "$BATON" fleet run "$T/noacct.yaml" --out "$A/out" --apply
-check 'awsrun "$BATON" fleet cancel --backend aws --out "$A/out" 2>/dev/null && tail -n1 "$A/calls.log" | grep -q "cancel-spot-fleet-requests --region us-east-1 --spot-fleet-request-ids sfr-00000001.* --terminate-instances"' \
+check 'awsrun "$BATON" fleet cancel awsjob --backend aws --out "$A/out" 2>/dev/null && tail -n1 "$A/calls.log" | grep -q "cancel-spot-fleet-requests --region us-east-1 --spot-fleet-request-ids sfr-00000001.* --terminate-instances"' \
     "cancel: cancel-spot-fleet-requests --terminate-instances"
-check 'awsrun "$BATON" fleet status --backend aws --out "$A/out" | grep -q cancelled_terminating' "status after cancel"
+check 'awsrun "$BATON" fleet status awsjob --backend aws --out "$A/out" | grep -q cancelled_terminating' "status after cancel"
 
 # ---- bad input
 bad_job() {   # bad_job PATTERN SED-EXPR...: the job file edited, then refused with PATTERN

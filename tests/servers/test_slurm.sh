@@ -95,7 +95,7 @@ slurm:
   cpus_per_task: 1
   signal_before: 5m
 EOF
-VOL=$T/state/volumes/task-0
+VOL=$T/state/fmnist-slurm/volumes/task-0
 
 # ---- helpers
 jobstate() { scontrol show job -o "$JOB" 2>/dev/null | sed -n 's/.* JobState=\([A-Z_]*\).*/\1/p'; }
@@ -133,10 +133,10 @@ back_in_queue() {   # back_in_queue ENDED_BEFORE NAME
 check '"$BATON" fleet run "$T/job.yaml" >"$T/run.out" 2>"$T/run.err"' "fleet run --backend slurm"
 JOB=$(sed -n 's/.*submitted as Slurm job \([0-9]*\).*/\1/p' "$T/run.err")
 check '[ -n "$JOB" ]' "a job id is reported: $(cat "$T/run.err")"
-check 'grep -q -- "--requeue" "$T/state/slurm/task-0.sbatch" && grep -q -- "--signal=B:USR1@300" "$T/state/slurm/task-0.sbatch" && grep -q -- "--open-mode=append" "$T/state/slurm/task-0.sbatch"' \
+check 'grep -q -- "--requeue" "$T/state/fmnist-slurm/slurm/task-0.sbatch" && grep -q -- "--signal=B:USR1@300" "$T/state/fmnist-slurm/slurm/task-0.sbatch" && grep -q -- "--open-mode=append" "$T/state/fmnist-slurm/slurm/task-0.sbatch"' \
     "the batch script asks for requeue, USR1 300 s before the time limit, appended output"
 waited 30 "the job starts" state_is RUNNING
-check '"$BATON" fleet status --state "$T/state" | grep -Eq "^0 +$JOB +RUNNING"' "fleet status shows it RUNNING"
+check '"$BATON" fleet status fmnist-slurm --state "$T/state" | grep -Eq "^0 +$JOB +RUNNING"' "fleet status (by job name) shows it RUNNING"
 
 # ---- 1: scontrol requeue
 waited 60 "run 1 writes a checkpoint" ckpt_beyond 0
@@ -157,11 +157,11 @@ scancel --signal=USR1 --batch "$JOB"
 back_in_queue 2 "USR1"
 
 # ---- completion
-check '"$BATON" fleet status --state "$T/state" --wait --timeout 120 >"$T/final.out" 2>"$T/final.err"' \
+check '"$BATON" fleet status "$T/job.yaml" --wait --timeout 120 >"$T/final.out" 2>"$T/final.err"' \
     "the job completes"
 check 'grep -Eq "^0 +$JOB +COMPLETED +- +3 +4 +3 +0 +0 +$N " "$T/final.out"' \
     "status: COMPLETED, 3 restarts, 4 runs, 3 stops with a checkpoint, exit 0, checkpoint $N: $(tail -n1 "$T/final.out")"
-check '"$BATON" fleet status --state "$T/state" --json | grep -q "\"state\":\"COMPLETED\",.*\"restarts\":3"' "status --json"
+check '"$BATON" fleet status fmnist-slurm --state "$T/state" --json | grep -q "\"state\":\"COMPLETED\",.*\"restarts\":3"' "status --json"
 check 'cmp -s "$T/ref/$FIN/model.safetensors" "$VOL/ckpt/$FIN/model.safetensors"' \
     "final model.safetensors is byte-identical to the uninterrupted run's"
 check '[ "$(grep -c "^end .*rc=75 " "$VOL/logs/slurm-runs.log")" -eq 3 ]' \
@@ -196,8 +196,8 @@ expect_refused() {   # expect_refused PATTERN NAME CMD...
 }
 expect_refused "still has jobs in the Slurm queue" "a second submission while queued is refused" \
     "$BATON" fleet run "$T/job2.yaml"
-check '"$BATON" fleet cancel --state "$T/state2" 2>/dev/null' "fleet cancel"
-cancelled() { "$BATON" fleet status --state "$T/state2" | grep -Eq "^0 +[0-9]+ +CANCELLED"; }
+check '"$BATON" fleet cancel sleeper --state "$T/state2" 2>/dev/null' "fleet cancel"
+cancelled() { "$BATON" fleet status "$T/job2.yaml" | grep -Eq "^0 +[0-9]+ +CANCELLED"; }
 waited 20 "the job is CANCELLED" cancelled
 printf 'name: zoned\nbackend: slurm\ncommand: "true"\nzones: [us-east-1a]\nstate_dir: %s/state3\n' "$T" >"$T/job3.yaml"
 expect_refused "zones: the slurm backend has no zones" "zones on Slurm are refused" "$BATON" fleet run "$T/job3.yaml"
