@@ -76,6 +76,12 @@ int baton_slurm_submit(const baton_job *job, const baton_slurm_opts *o, const ch
 int baton_slurm_status(const char *job_dir, baton_slurm_task **tasks, size_t *n, baton_err *err);
 /* scancel every recorded job that Slurm still knows. */
 int baton_slurm_cancel(const char *job_dir, baton_err *err);
+/* The parsers behind status (exposed for tests and fuzzing): one `scontrol show job -o` line into
+ * state, reason, node, restarts (a state that is not an upper-case word becomes UNKNOWN); the
+ * volume's logs/slurm-runs.log (n bytes, any content) into runs, notices, crashes, stops, last_rc
+ * counted since its last "submit" line. */
+void baton_slurm_parse_show(const char *line, baton_slurm_task *t);
+void baton_slurm_parse_runlog(const char *text, size_t n, baton_slurm_task *t);
 /* 1 when a job in this state will not run again by itself (COMPLETED, FAILED, CANCELLED, ...). */
 int baton_slurm_state_final(const char *state);
 /* Does the job's folder hold a Slurm submission (JOB_DIR/slurm/jobs.json)? */

@@ -422,6 +422,18 @@ static void field(const char *line, const char *key, char *out, size_t cap)
     out[n] = 0;
 }
 
+void baton_slurm_parse_show(const char *line, baton_slurm_task *t)
+{
+    char v[64];
+    field(line, "JobState", t->state, sizeof t->state);
+    field(line, "Reason", t->reason, sizeof t->reason);
+    field(line, "BatchHost", t->node, sizeof t->node);
+    field(line, "Restarts", v, sizeof v);
+    long r = strtol(v, NULL, 10);
+    t->restarts = r < 0 ? 0 : r > 1000000 ? 1000000 : (int)r;
+    if (!rmt_only(t->state, "ABCDEFGHIJKLMNOPQRSTUVWXYZ_")) snprintf(t->state, sizeof t->state, "UNKNOWN");
+}
+
 static int query_job(baton_slurm_task *t, baton_err *err)
 {
     const char *argv[] = {"scontrol", "show", "job", "-o", t->job_id, NULL};
@@ -435,29 +447,26 @@ static int query_job(baton_slurm_task *t, baton_err *err)
                                eo.data ? (char *)eo.data : "");
         }
     } else if (!rc) {
-        char v[64];
-        const char *line = (const char *)out.data;
-        field(line, "JobState", t->state, sizeof t->state);
-        field(line, "Reason", t->reason, sizeof t->reason);
-        field(line, "BatchHost", t->node, sizeof t->node);
-        field(line, "Restarts", v, sizeof v);
-        t->restarts = atoi(v);
-        if (!t->state[0]) snprintf(t->state, sizeof t->state, "UNKNOWN");
+        baton_slurm_parse_show(out.data ? (const char *)out.data : "", t);
     }
     baton_buf_free(&out);
     baton_buf_free(&eo);
     return rc;
 }
 
-/* Count the runs since the last submission in the volume's run log. */
-static void read_runlog(baton_slurm_task *t)
+void baton_slurm_parse_runlog(const char *text, size_t n, baton_slurm_task *t)
 {
-    char path[1200];
-    snprintf(path, sizeof path, "%s/logs/slurm-runs.log", t->volume);
-    FILE *f = fopen(path, "r");
-    if (!f) return;
+    t->runs = t->notices = t->crashes = t->stops = 0;
+    t->last_rc = -1;
     char line[1024];
-    while (fgets(line, sizeof line, f)) {
+    for (size_t i = 0; i < n;) {
+        size_t e = i;
+        while (e < n && text[e] != '\n') e++;
+        size_t l = e - i < sizeof line - 1 ? e - i : sizeof line - 1;
+        memcpy(line, text + i, l);
+        line[l] = 0;
+        i = e + 1;
+        if (strlen(line) != l) continue;   /* a NUL inside: not a line of ours */
         if (!strncmp(line, "submit ", 7)) {
             t->runs = t->notices = t->crashes = t->stops = 0;
             t->last_rc = -1;
@@ -466,14 +475,27 @@ static void read_runlog(baton_slurm_task *t)
         } else if (!strncmp(line, "end ", 4)) {
             char v[32];
             field(line, "rc", v, sizeof v);
-            t->last_rc = atoi(v);
+            long rc = strtol(v, NULL, 10);
+            t->last_rc = rc < 0 || rc > 255 ? 255 : (int)rc;
             field(line, "outcome", v, sizeof v);
             if (t->last_rc == 75) t->notices++;   /* stopped after a committed checkpoint */
             else if (!strcmp(v, "crash")) t->crashes++;
             else if (strcmp(v, "done")) t->stops++; /* stopped without one (killed, time limit) */
         }
     }
-    fclose(f);
+}
+
+/* Count the runs since the last submission in the volume's run log. */
+static void read_runlog(baton_slurm_task *t)
+{
+    char path[1200];
+    uint8_t *p;
+    size_t n;
+    baton_err e = {0};
+    snprintf(path, sizeof path, "%s/logs/slurm-runs.log", t->volume);
+    if (baton_file_read_all(path, 16u << 20, &p, &n, &e)) return;
+    baton_slurm_parse_runlog((const char *)p, n, t);
+    free(p);
 }
 
 static void newest_ckpt(baton_slurm_task *t, const char *checkpoints)

@@ -154,6 +154,23 @@ static void test_slurm(void)
     expect_err(t, 0, "slurm.partition: 'a b' is not a valid value");
     snprintf(t, sizeof t, "%senv: {\"BAD-NAME\": 1}\n", head);
     expect_err(t, 0, "not a valid environment variable name");
+    /* the status parsers */
+    baton_slurm_task tk;
+    memset(&tk, 0, sizeof tk);
+    baton_slurm_parse_show("JobId=12 JobName=baton-s-0 JobState=PENDING Reason=BeginTime Dependency=(null) "
+                           "Requeue=1 Restarts=3 BatchFlag=1 BatchHost=node7 NumNodes=1\n", &tk);
+    CHECK(!strcmp(tk.state, "PENDING") && !strcmp(tk.reason, "BeginTime") && !strcmp(tk.node, "node7") && tk.restarts == 3);
+    baton_slurm_parse_show("JobState=<b>bad</b> Restarts=-5", &tk);
+    CHECK(!strcmp(tk.state, "UNKNOWN") && tk.restarts == 0);
+    const char *log = "submit time=a tasks=1\nstart job=1\nend job=1 rc=3 outcome=crash signal=none\n"
+                      "submit time=b tasks=1\nstart job=2\nend job=2 task=0 rc=75 outcome=stopped signal=term\n"
+                      "start job=2\nend job=2 task=0 rc=143 outcome=stopped signal=term\nstart job=2\n"
+                      "end job=2 rc=2 outcome=crash signal=none\nstart job=2\nend job=2 rc=0 outcome=done signal=none";
+    baton_slurm_parse_runlog(log, strlen(log), &tk);
+    CHECK_MSG(tk.runs == 4 && tk.notices == 1 && tk.stops == 1 && tk.crashes == 1 && tk.last_rc == 0,
+              "runs %d notices %d stops %d crashes %d last %d", tk.runs, tk.notices, tk.stops, tk.crashes, tk.last_rc);
+    baton_slurm_parse_runlog("end rc=999 outcome=x", 20, &tk);
+    CHECK(tk.last_rc == 255 && tk.stops == 1);
     CHECK(baton_slurm_state_final("COMPLETED") && baton_slurm_state_final("GONE") &&
           !baton_slurm_state_final("PENDING") && !baton_slurm_state_final("REQUEUED") && !baton_slurm_state_final("RUNNING"));
 }
