@@ -75,9 +75,9 @@ ok "one-node slurm is up ($(tail -n1 "$T/slurm-start.err"))"
 export OMP_NUM_THREADS=2
 mkdir -p "$T/nodmi"
 D=$T/fm
-N=600
+N=400
 FIN=$(printf 'ckpt-%09d' "$N")
-TRAIN="baton train --data $D --model mlp --epochs 4 --batch 64 --seed 7 --threads 2 --quiet --max-steps $N --ckpt-every-steps 25"
+TRAIN="baton train --data $D --model mlp --epochs 4 --batch 64 --seed 7 --threads 2 --quiet --max-steps $N --ckpt-every-steps 20"
 check '"$BATON" pack --from fashion-mnist --split test --out "$D" --shard-mb 1 --quiet >/dev/null' "pack"
 check 'PATH=$(dirname "$BATON"):$PATH $TRAIN --ckpt-dir "$T/ref" --no-notice >/dev/null 2>&1' "uninterrupted reference run"
 
@@ -132,7 +132,7 @@ back_in_queue() {   # back_in_queue ENDED_BEFORE NAME
 # ---- submit
 check '"$BATON" fleet run "$T/job.yaml" >"$T/run.out" 2>"$T/run.err"' "fleet run --backend slurm"
 JOB=$(sed -n 's/.*submitted as Slurm job \([0-9]*\).*/\1/p' "$T/run.err")
-check '[ -n "$JOB" ]' "a job id is reported: $(cat "$T/run.err")"
+check '[ -n "$JOB" ]' "a job id is reported"
 check 'grep -q -- "--requeue" "$T/state/fmnist-slurm/slurm/task-0.sbatch" && grep -q -- "--signal=B:USR1@300" "$T/state/fmnist-slurm/slurm/task-0.sbatch" && grep -q -- "--open-mode=append" "$T/state/fmnist-slurm/slurm/task-0.sbatch"' \
     "the batch script asks for requeue, USR1 300 s before the time limit, appended output"
 waited 30 "the job starts" state_is RUNNING
