@@ -152,7 +152,7 @@ int baton_infer_stats_csv(const char *path, const baton_infer_stats *st, size_t 
  * --------------------------------------------------------------------------------------------- */
 enum { BATON_CAT_CPU = 0, BATON_CAT_GPU = 1, BATON_CAT_ACCEL = 2 };
 
-typedef struct baton_catalog_entry {
+typedef struct baton_infer_catalog_entry {
     char name[48];
     int kind;
     double on_demand;        /* $/h */
@@ -162,19 +162,19 @@ typedef struct baton_catalog_entry {
     double tflops;           /* FP32, < 0 unknown */
     char notes[160];
     size_t line;
-} baton_catalog_entry;
+} baton_infer_catalog_entry;
 
-typedef struct baton_catalog {
-    baton_catalog_entry *e;
+typedef struct baton_infer_catalog {
+    baton_infer_catalog_entry *e;
     size_t n;
-} baton_catalog;
+} baton_infer_catalog;
 
-const char *baton_catalog_builtin_csv(void);
-int baton_catalog_parse(const char *name, const char *text, size_t len, baton_catalog *c, baton_err *err);
+const char *baton_infer_catalog_builtin_csv(void);
+int baton_infer_catalog_parse(const char *name, const char *text, size_t len, baton_infer_catalog *c, baton_err *err);
 /* path NULL: the built-in default. */
-int baton_catalog_load(const char *path, baton_catalog *c, baton_err *err);
-void baton_catalog_free(baton_catalog *c);
-const baton_catalog_entry *baton_catalog_find(const baton_catalog *c, const char *name);
+int baton_infer_catalog_load(const char *path, baton_infer_catalog *c, baton_err *err);
+void baton_infer_catalog_free(baton_infer_catalog *c);
+const baton_infer_catalog_entry *baton_infer_catalog_find(const baton_infer_catalog *c, const char *name);
 
 /* A configuration: an instance, or an instance with an accelerator attached. */
 typedef struct baton_infer_config {
@@ -186,10 +186,10 @@ typedef struct baton_infer_config {
     int vcpus;
 } baton_infer_config;
 
-int baton_catalog_config(const baton_catalog *c, const char *name, baton_infer_config *cfg, baton_err *err);
+int baton_infer_catalog_config(const baton_infer_catalog *c, const char *name, baton_infer_config *cfg, baton_err *err);
 /* Every configuration the catalog describes: each instance, then each cpu instance with each
  * accelerator. *out is malloc'd. */
-int baton_catalog_configs(const baton_catalog *c, baton_infer_config **out, size_t *n, baton_err *err);
+int baton_infer_catalog_configs(const baton_infer_catalog *c, baton_infer_config **out, size_t *n, baton_err *err);
 
 /* ---------------------------------------------------------------------------------------------
  * Cost and the inference plan (src/infer/cost.c, src/infer/plan_infer.c)
@@ -241,10 +241,10 @@ typedef struct baton_plan_infer {
 } baton_plan_infer;
 
 /* Rows from measurements here (stats: skipped contexts ignored; projection needs peak_gflops). */
-int baton_plan_infer_measured(const baton_catalog *c, const baton_infer_stats *st, size_t n,
+int baton_plan_infer_measured(const baton_infer_catalog *c, const baton_infer_stats *st, size_t n,
                               const baton_plan_infer_opts *o, baton_plan_infer *p, baton_err *err);
 /* Rows from a latencies file. */
-int baton_plan_infer_file(const baton_catalog *c, const baton_latency_row *r, size_t n,
+int baton_plan_infer_file(const baton_infer_catalog *c, const baton_latency_row *r, size_t n,
                           const baton_plan_infer_opts *o, baton_plan_infer *p, baton_err *err);
 void baton_plan_infer_free(baton_plan_infer *p);
 void baton_plan_infer_table(FILE *f, const baton_plan_infer *p, const baton_plan_infer_opts *o);
@@ -297,7 +297,7 @@ typedef struct baton_plan_train {
     double mtbi_h, tau_young_s;
 } baton_plan_train;
 
-int baton_plan_train_run(const baton_catalog *c, const baton_plan_train_opts *o, baton_plan_train *p,
+int baton_plan_train_run(const baton_infer_catalog *c, const baton_plan_train_opts *o, baton_plan_train *p,
                          baton_err *err);
 void baton_plan_train_free(baton_plan_train *p);
 void baton_plan_train_table(FILE *f, const baton_plan_train *p, const baton_plan_train_opts *o);

@@ -66,6 +66,8 @@ typedef struct baton_train_opts {
                                    step, a synchronous checkpoint, then BATON_STOPPED; a rebalance
                                    recommendation: a background checkpoint at the next step */
     const baton_notice_opts *notice_opts;   /* NULL: baton_notice_opts_default (the environment) */
+    const char *progress_file;  /* NULL: none; else the global step is kept in it (rewritten in
+                                   place after every step) for a supervisor's work-lost accounting */
 } baton_train_opts;
 
 typedef struct baton_train_result {

@@ -150,4 +150,25 @@ typedef struct baton_svg_points {
 int baton_svg_scatter(const char *path, const char *title, const char *xlabel, const char *ylabel,
                       const baton_svg_points *s, size_t ns, baton_err *err);
 
+/* ---- SVG timelines: one row per item (e.g. an instance), spans coloured by style, point marks
+ * (src/util/svg_timeline.c). Mark kinds: 0 a tick, 1 a triangle, 2 a cross, 3 a dot. ---- */
+typedef struct baton_svg_span {
+    double t0, t1;
+    int style;                  /* index into span_names (and the span palette) */
+} baton_svg_span;
+typedef struct baton_svg_mark {
+    double t;
+    size_t row;
+    int kind;
+    const char *title;          /* tooltip; may be NULL */
+} baton_svg_mark;
+typedef struct baton_svg_row {
+    const char *label;
+    const baton_svg_span *spans;
+    size_t nspans;
+} baton_svg_row;
+int baton_svg_timeline(const char *path, const char *title, const char *xlabel, const baton_svg_row *rows,
+                       size_t nrows, const char *const *span_names, size_t nstyles, const baton_svg_mark *marks,
+                       size_t nmarks, const char *const mark_names[4], baton_err *err);
+
 #endif

@@ -27,6 +27,15 @@ int cmd_imds(int argc, char **argv);
 int cmd_notice(int argc, char **argv);
 int cmd_infer_bench(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
+int cmd_fleet(int argc, char **argv);
+/* `baton fleet run` and `baton run JOBFILE`: run a job file to its end, print the report. */
+struct baton_fleet_opts;
+int cli_fleet_run_file(const char *cmd, const char *path, struct baton_fleet_opts *o, int json, const char *svg);
+/* cmd_fleet_remote.c: `baton fleet` for the slurm and aws backends. argv[0] is the subcommand
+ * (run, status, cancel). cli_fleet_remote_backend says which backend the arguments ask for
+ * (--backend, else the job file's, else what the state folder holds; a baton_backend value). */
+int cli_fleet_remote_backend(int argc, char **argv);
+int cli_fleet_remote(int argc, char **argv);
 
 /* Option table. kind: CLI_FLAG sets *(int*)dst = 1; CLI_STR stores the argument pointer;
  * CLI_INT / CLI_U64 / CLI_DBL parse numbers (a bad number is a usage error). */

@@ -83,8 +83,8 @@ static int plan_infer(int argc, char **argv)
         if (parse_ints("batch", batch_s, 1, 65536, bat, &nb, 16)) return CLI_USAGE;
     }
     baton_err err = {0};
-    baton_catalog cat = {0};
-    if (baton_catalog_load(catalog, &cat, &err)) return cli_fail("plan infer", &err);
+    baton_infer_catalog cat = {0};
+    if (baton_infer_catalog_load(catalog, &cat, &err)) return cli_fail("plan infer", &err);
     baton_plan_infer_opts po = {.slo_p90_ms = slo, .here = here, .project = !no_project};
     baton_plan_infer plan = {0};
     int rc = CLI_OK;
@@ -137,7 +137,7 @@ static int plan_infer(int argc, char **argv)
         if (svg && baton_plan_infer_svg(svg, &plan, &err)) rc = cli_fail("plan infer", &err);
     }
     baton_plan_infer_free(&plan);
-    baton_catalog_free(&cat);
+    baton_infer_catalog_free(&cat);
     return rc;
 }
 
@@ -177,14 +177,14 @@ static int plan_train(int argc, char **argv)
     }
     o.interrupt_month = pct / 100;
     baton_err err = {0};
-    baton_catalog cat = {0};
-    if (baton_catalog_load(catalog, &cat, &err)) return cli_fail("plan train", &err);
+    baton_infer_catalog cat = {0};
+    if (baton_infer_catalog_load(catalog, &cat, &err)) return cli_fail("plan train", &err);
     if (o.here_gflops <= 0) {
-        const baton_catalog_entry *h = NULL;
+        const baton_infer_catalog_entry *h = NULL;
         if (o.here) {
             char name[100];
             snprintf(name, sizeof name, "%s", o.here);
-            h = baton_catalog_find(&cat, name);
+            h = baton_infer_catalog_find(&cat, name);
         }
         if (!h || h->tflops <= 0) {
             long nc = sysconf(_SC_NPROCESSORS_ONLN);
@@ -203,12 +203,12 @@ static int plan_train(int argc, char **argv)
         }
     } else {
         baton_plan_train_table(stdout, &p, &o);
-        if (o.here_gflops > 0 && !(o.here && baton_catalog_find(&cat, o.here)))
+        if (o.here_gflops > 0 && !(o.here && baton_infer_catalog_find(&cat, o.here)))
             printf("projected rows scale samples/s by FP32 TFLOPS against this machine's %.0f GFLOP/s\n",
                    o.here_gflops);
     }
     baton_plan_train_free(&p);
-    baton_catalog_free(&cat);
+    baton_infer_catalog_free(&cat);
     return rc;
 }
 

@@ -1,89 +1,177 @@
-/* cmd_run.c — `baton run [JOBFILE]`, the main job. With no job file it runs the built-in demo.
- * Today the demo is the data path: pack Fashion-MNIST (both splits) into RecordIO shards, verify
- * every byte of them, then feed the training split through the decode pipeline once in each input
- * mode (file, pipe, mount, cache) and print the seed's table. The spot-training demo replaces it
- * when the training engine and the fleet supervisor land. Job files arrive with the fleet
- * supervisor. */
-#include "baton/img.h"
+/* cmd_run.c — `baton run [JOBFILE]`, the main job. With a job file it is `baton fleet run`. With
+ * none it runs the built-in demo: ResNet-8 on Fashion-MNIST on a simulated spot fleet.
+ *
+ * The demo: pack Fashion-MNIST (both splits) into RecordIO shards once (the "object store",
+ * WORK/data), write the job file WORK/demo.yaml (edit it and pass it back to `baton run` to play),
+ * and run it: one training job (target capacity 1) drawn from three instance types in two zones,
+ * the trainer streaming its data (pipe mode) and keeping checkpoints and logs on the job's volume,
+ * a seeded, stormy spot market interrupting it with two-minute notices (time scaled so hours pass
+ * in minutes), replacements launched at each notice, the volume moved when a replacement lands in
+ * the other zone. At the end: the final checkpoint's accuracy on the test split, wall time,
+ * interruptions, work lost and cost against on-demand. Run again: a finished demo starts over, an
+ * interrupted one (Ctrl-C) resumes. */
+#include "baton/fleet.h"
+#include "baton/train.h"
 #include "cli.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-static int demo_split(const char *work, const char *split, baton_err *err)
+#define DEMO_JOB "fmnist-resnet8"
+
+static int pack_split(const char *data, const char *split, baton_err *err)
 {
-    char out[4096];
-    if (baton_path_join(out, sizeof out, work, split, err)) return err->code;
+    char out[4096], js[4200];
+    if (baton_path_join(out, sizeof out, data, split, err)) return err->code;
+    snprintf(js, sizeof js, "%s/dataset.json", out);
+    if (access(js, F_OK) == 0) return BATON_OK;   /* packed by an earlier run */
     baton_pack_opts o;
     baton_pack_opts_default(&o);
     o.from = "fashion-mnist";
     o.split = split;
     o.out_dir = out;
     o.shard_mb = 16;
-    o.progress = 1;
+    o.progress = isatty(2);
     baton_manifest m;
     double t0 = baton_now();
     if (baton_pack(&o, &m, err)) return err->code;
-    printf("packed   %-5s %6llu images, %zu shard(s), %.2f s -> %s\n", split,
+    printf("packed %-5s %6llu images into %zu RecordIO shard(s) in %.1f s -> %s\n", split,
            (unsigned long long)m.samples, m.nshards, baton_now() - t0, out);
     baton_manifest_free(&m);
+    return BATON_OK;
+}
 
-    baton_inspect_report rep;
-    if (baton_inspect(out, 1, 1, &rep, err)) return err->code;
-    for (size_t i = 0; i < rep.nerrors; i++) fprintf(stderr, "baton run: %s\n", rep.errors[i]);
-    printf("verified %-5s %6llu records, %.1f MB, %llu problem(s), %.2f s (%.0f MB/s)\n", split,
-           (unsigned long long)rep.records, (double)rep.bytes / 1e6,
-           (unsigned long long)rep.nerrors_total, rep.seconds,
-           rep.seconds > 0 ? (double)rep.bytes / 1e6 / rep.seconds : 0.0);
-    int bad = rep.nerrors_total != 0;
-    baton_inspect_free(&rep);
-    return bad ? baton_err_set(err, BATON_ERR_CORRUPT, "%s: verification failed", out) : BATON_OK;
+static int write_job(const char *path, const char *data_abs, uint64_t epochs, double scale, uint64_t seed,
+                     double hazard, baton_err *err)
+{
+    char text[4096];
+    int n = snprintf(text, sizeof text,
+                     "# The built-in demo of `baton run`: ResNet-8 on Fashion-MNIST on a simulated spot fleet.\n"
+                     "# Edit it and run `baton run %s` (or `baton fleet run`); docs/jobfile.md has every field.\n"
+                     "name: " DEMO_JOB "\n"
+                     "command: >\n"
+                     "  baton train --data file://%s/train --mode pipe --model resnet8 --epochs %llu\n"
+                     "  --batch 128 --seed 1 --ckpt-dir ckpt --ckpt-every-steps 50 --log logs/train.csv --quiet\n"
+                     "target_capacity: 1\n"
+                     "allocation_strategy: lowest-price\n"
+                     "retries: 2\n"
+                     "instance_types:\n"
+                     "  - {name: c5.xlarge, on_demand_price: 0.17, spot_price: {us-east-1a: 0.0561, us-east-1b: 0.0598}, interruption: \">20%%\"}\n"
+                     "  - {name: c5a.xlarge, on_demand_price: 0.154, spot_price: {us-east-1a: 0.0566, us-east-1b: 0.0540}, speed: 0.95, interruption: \">20%%\"}\n"
+                     "  - {name: m5.xlarge, on_demand_price: 0.192, spot_price: {us-east-1a: 0.0688, us-east-1b: 0.0652}, interruption: \"15-20%%\"}\n"
+                     "zones: [us-east-1a, us-east-1b]\n"
+                     "volume:\n"
+                     "  checkpoints: ckpt\n"
+                     "market:\n"
+                     "  time_scale: %g          # one wall second = %g simulated seconds\n"
+                     "  seed: %llu\n"
+                     "  hazard_scale: %g      # a stormy market: interruptions every hour or so, not every few months\n"
+                     "  launch_delay: 90s\n"
+                     "  notice: 2m\n"
+                     "  capacity_cooldown: 30m\n",
+                     path, data_abs, (unsigned long long)epochs, scale, scale, (unsigned long long)seed, hazard);
+    if (n < 0 || (size_t)n >= sizeof text) return baton_err_set(err, BATON_ERR_ARG, "%s: data path too long", path);
+    return baton_file_write_atomic(path, text, (size_t)n, err);
+}
+
+static int demo(const char *work, uint64_t epochs, double scale, uint64_t seed, double hazard)
+{
+    baton_err err = {0};
+    char data[4096], data_abs[PATH_MAX], jobfile[4200], state[4200];
+    double t0 = baton_now();
+    if (baton_mkdir_p(work, &err) || baton_path_join(data, sizeof data, work, "data", &err)) return cli_fail("run", &err);
+    printf("baton demo: ResNet-8 on Fashion-MNIST on a simulated spot fleet (work folder %s)\n", work);
+    if (pack_split(data, "train", &err) || pack_split(data, "test", &err)) return cli_fail("run", &err);
+    if (!realpath(data, data_abs)) {
+        baton_err_set(&err, BATON_ERR_IO, "%s: cannot resolve", data);
+        return cli_fail("run", &err);
+    }
+    snprintf(jobfile, sizeof jobfile, "%s/demo.yaml", work);
+    snprintf(state, sizeof state, "%s/fleet", work);
+    if (write_job(jobfile, data_abs, epochs, scale, seed, hazard, &err)) return cli_fail("run", &err);
+
+    /* a finished demo starts over; an interrupted one resumes */
+    char jdir[4096];
+    if (!baton_fleet_job_dir(state, DEMO_JOB, jdir, sizeof jdir, &err)) {
+        baton_fleet_report old;
+        baton_err e2 = {0};
+        if (!baton_fleet_report_load(jdir, &old, &e2)) {
+            int over = !strcmp(old.rec.job.state, "done") || !strcmp(old.rec.job.state, "failed");
+            baton_fleet_report_free(&old);
+            if (over) baton_remove_tree(jdir);
+            else printf("resuming the demo from %s\n", jdir);
+        }
+    }
+    printf("job file %s: 1 training job on spot capacity (c5.xlarge, c5a.xlarge, m5.xlarge in 2 zones),\n"
+           "time x%g, random interruptions with 2-minute notices; events below, timeline at the end\n\n",
+           jobfile, scale);
+    baton_fleet_opts o;
+    baton_fleet_opts_default(&o);
+    o.state_dir = state;
+    o.progress = isatty(2) && !getenv("BATON_NO_PROGRESS");
+    o.progress_total = epochs * ((60000 + 127) / 128);
+    int rc = cli_fleet_run_file("run", jobfile, &o, 0, NULL);
+    if (rc != CLI_OK) return rc;
+
+    /* accuracy of the final checkpoint on the test split */
+    baton_fleet_report r;
+    if (baton_fleet_report_load(jdir, &r, &err)) return cli_fail("run", &err);
+    char ckpt[4200], test[4200], dur[32], sim[32];
+    snprintf(ckpt, sizeof ckpt, "%s/ckpt", r.rec.ntasks ? r.rec.tasks[0].volume : "");
+    snprintf(test, sizeof test, "%s/test", data);
+    baton_eval_result ev;
+    if (baton_eval_run(ckpt, test, BATON_MODE_MOUNT, 1, NULL, 256, &ev, &err)) {
+        baton_fleet_report_free(&r);
+        return cli_fail("run", &err);
+    }
+    const baton_cost_total *t = &r.total;
+    baton_fleet_fmt_duration(baton_now() - t0, dur, sizeof dur);
+    baton_fleet_fmt_duration(r.now_sim, sim, sizeof sim);
+    printf("\nbaton demo done\n");
+    printf("  accuracy     %.4f on the %llu test images (checkpoint step %llu)\n", ev.accuracy,
+           (unsigned long long)ev.samples, (unsigned long long)ev.step);
+    printf("  wall time    %s (the fleet: %s simulated at x%g)\n", dur, sim, r.rec.job.time_scale);
+    printf("  interruptions %d (%d with notice), %d instance(s); work lost %lld steps\n", r.interruptions,
+           r.with_notice, (int)r.rec.ninsts, (long long)r.lost_steps);
+    printf("  time         useful %.0f s, restarts %.0f s, lost %.0f s (simulated)\n", t->useful_s, t->restart_s,
+           t->lost_s);
+    printf("  cost         spot $%.4f vs on-demand $%.4f for the same work: %.1f %% saved "
+           "(SageMaker-style %.1f %%)\n", t->spot_cost, t->counterfactual_cost, t->savings_vs_on_demand_pct,
+           t->savings_sagemaker_pct);
+    printf("  timeline     %s/timeline.svg; details: baton fleet status " DEMO_JOB " --state %s\n", jdir, state);
+    baton_fleet_report_free(&r);
+    return CLI_OK;
 }
 
 int cmd_run(int argc, char **argv)
 {
     const char *work = "baton-demo";
+    uint64_t epochs = 2, seed = 3;
+    double scale = 60, hazard = 6000;
     const struct cli_opt opts[] = {
         {"work", CLI_STR, &work, "working folder for the demo (default ./baton-demo)"},
+        {"epochs", CLI_U64, &epochs, "demo: training epochs (default 2)"},
+        {"time-scale", CLI_DBL, &scale, "demo: simulated seconds per wall second (default 60)"},
+        {"seed", CLI_U64, &seed, "demo: market seed (default 3)"},
+        {"hazard-scale", CLI_DBL, &hazard, "demo: interruption-rate multiplier (default 6000)"},
         {0},
     };
     const char *pos[1];
     int npos, help;
-    if (cli_parse("run", "[JOBFILE] [--work DIR]", opts, argc, argv, pos, 1, &npos, &help))
+    if (cli_parse("run", "[JOBFILE] [--work DIR] [--epochs N] [--time-scale X] [--seed S]", opts, argc, argv, pos, 1,
+                  &npos, &help))
         return help ? CLI_OK : CLI_USAGE;
     if (npos == 1) {
-        fprintf(stderr, "baton run: job files are read by the fleet supervisor, which this build "
-                        "does not have yet; run without a JOBFILE for the built-in demo\n");
+        baton_fleet_opts o;
+        baton_fleet_opts_default(&o);
+        o.progress = isatty(2) && !getenv("BATON_NO_PROGRESS");
+        return cli_fleet_run_file("run", pos[0], &o, 0, NULL);
+    }
+    if (epochs < 1 || scale <= 0 || hazard < 0) {
+        fprintf(stderr, "baton run: --epochs must be >= 1, --time-scale > 0, --hazard-scale >= 0\n");
         return CLI_USAGE;
     }
-    baton_err err = {0};
-    if (baton_mkdir_p(work, &err)) return cli_fail("run", &err);
-    printf("baton demo: Fashion-MNIST -> RecordIO shards -> verified (work folder %s)\n", work);
-    if (demo_split(work, "train", &err) || demo_split(work, "test", &err)) return cli_fail("run", &err);
-
-    baton_bench_io_opts bo;
-    memset(&bo, 0, sizeof bo);
-    char data[4096], copies[4096];
-    if (baton_path_join(data, sizeof data, work, "train", &err) ||
-        baton_path_join(copies, sizeof copies, work, "copies", &err))
-        return cli_fail("run", &err);
-    bo.uri = data;
-    bo.work_dir = copies;
-    bo.epochs = 2;
-    baton_store_opts_default(&bo.store);
-    baton_fetch_opts_default(&bo.fetch);
-    baton_pipeline_opts_default(&bo.pipe);
-    bo.pipe.crop_pad = 2;
-    bo.pipe.flip = 1;
-    bo.progress = 1;
-    printf("\ninput modes, 2 epochs through the decode pipeline (crop+flip+normalise, batch %u, %d workers):\n",
-           bo.pipe.batch, bo.pipe.workers);
-    printf("%-6s %9s %11s %9s\n", "mode", "launch_s", "samples/s", "total_s");
-    for (int m = 0; m < 4; m++) {
-        baton_bench_io_result r;
-        if (baton_bench_io_run(&bo, (baton_io_mode)m, &r, &err)) return cli_fail("run", &err);
-        printf("%-6s %9.3f %11.0f %9.2f\n", baton_io_mode_name(r.mode), r.launch_s, r.samples_per_s, r.total_s);
-    }
-    printf("done: inspect with `baton inspect %s/train`\n", work);
-    return CLI_OK;
+    return demo(work, epochs, scale, seed, hazard);
 }

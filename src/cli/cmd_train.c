@@ -39,6 +39,7 @@ int cmd_train(int argc, char **argv)
         {"reference", CLI_FLAG, &reference, "use the plain C kernels instead of oneDNN"},
         {"quiet", CLI_FLAG, &quiet, "no progress line"},
         {"no-notice", CLI_FLAG, &no_notice, "ignore interruption notices (metadata service, SIGTERM)"},
+        {"progress-file", CLI_STR, &o.progress_file, "keep the current step in FILE (default $BATON_PROGRESS_FILE)"},
         {0},
     };
     const char *pos[1];
@@ -84,6 +85,7 @@ int cmd_train(int argc, char **argv)
     o.reference_kernels = reference;
     o.progress = !quiet && !getenv("BATON_NO_PROGRESS");
     o.notice = !no_notice;
+    if (!o.progress_file) o.progress_file = getenv("BATON_PROGRESS_FILE");
 
     baton_train_result r;
     baton_err err = {0};

@@ -33,9 +33,9 @@ static const char builtin[] =
 
 static const char header[] = "name,kind,on_demand_per_h,spot_per_h,vcpus,memory_gib,fp32_tflops,notes";
 
-const char *baton_catalog_builtin_csv(void) { return builtin; }
+const char *baton_infer_catalog_builtin_csv(void) { return builtin; }
 
-void baton_catalog_free(baton_catalog *c)
+void baton_infer_catalog_free(baton_infer_catalog *c)
 {
     free(c->e);
     c->e = NULL;
@@ -94,7 +94,7 @@ static int valid_name(const char *s)
     return 1;
 }
 
-int baton_catalog_parse(const char *name, const char *text, size_t len, baton_catalog *c, baton_err *err)
+int baton_infer_catalog_parse(const char *name, const char *text, size_t len, baton_infer_catalog *c, baton_err *err)
 {
     c->e = NULL;
     c->n = 0;
@@ -137,14 +137,14 @@ int baton_catalog_parse(const char *name, const char *text, size_t len, baton_ca
         for (int i = 0; i < nf; i++) trim(&f[i]);
         if (c->n == cap) {
             cap = cap ? 2 * cap : 16;
-            baton_catalog_entry *ne = realloc(c->e, cap * sizeof *ne);
+            baton_infer_catalog_entry *ne = realloc(c->e, cap * sizeof *ne);
             if (!ne) {
                 rc = baton_err_set(err, BATON_ERR_NOMEM, "%s: out of memory", name);
                 break;
             }
             c->e = ne;
         }
-        baton_catalog_entry *e = &c->e[c->n];
+        baton_infer_catalog_entry *e = &c->e[c->n];
         memset(e, 0, sizeof *e);
         e->line = line;
         if (!valid_name(f[0]) || strlen(f[0]) >= sizeof e->name) {
@@ -153,9 +153,9 @@ int baton_catalog_parse(const char *name, const char *text, size_t len, baton_ca
             break;
         }
         snprintf(e->name, sizeof e->name, "%s", f[0]);
-        if (baton_catalog_find(c, e->name)) {
+        if (baton_infer_catalog_find(c, e->name)) {
             rc = baton_err_set(err, BATON_ERR_FORMAT, "%s:%zu: %s is listed twice (first on line %zu)", name, line,
-                               e->name, baton_catalog_find(c, e->name)->line);
+                               e->name, baton_infer_catalog_find(c, e->name)->line);
             break;
         }
         if (!strcmp(f[1], "cpu")) e->kind = BATON_CAT_CPU;
@@ -189,30 +189,30 @@ int baton_catalog_parse(const char *name, const char *text, size_t len, baton_ca
     free(copy);
     if (!rc && !have_header) rc = baton_err_set(err, BATON_ERR_FORMAT, "%s: empty (no header line)", name);
     if (!rc && c->n == 0) rc = baton_err_set(err, BATON_ERR_FORMAT, "%s: no types listed", name);
-    if (rc) baton_catalog_free(c);
+    if (rc) baton_infer_catalog_free(c);
     return rc;
 }
 
-int baton_catalog_load(const char *path, baton_catalog *c, baton_err *err)
+int baton_infer_catalog_load(const char *path, baton_infer_catalog *c, baton_err *err)
 {
-    if (!path) return baton_catalog_parse("built-in catalog", builtin, sizeof builtin - 1, c, err);
+    if (!path) return baton_infer_catalog_parse("built-in catalog", builtin, sizeof builtin - 1, c, err);
     uint8_t *data = NULL;
     size_t len = 0;
     int rc = baton_file_read_all(path, 16u << 20, &data, &len, err);
     if (rc) return rc;
-    rc = baton_catalog_parse(path, (const char *)data, len, c, err);
+    rc = baton_infer_catalog_parse(path, (const char *)data, len, c, err);
     free(data);
     return rc;
 }
 
-const baton_catalog_entry *baton_catalog_find(const baton_catalog *c, const char *name)
+const baton_infer_catalog_entry *baton_infer_catalog_find(const baton_infer_catalog *c, const char *name)
 {
     for (size_t i = 0; i < c->n; i++)
         if (!strcmp(c->e[i].name, name)) return &c->e[i];
     return NULL;
 }
 
-static void combine(const baton_catalog_entry *inst, const baton_catalog_entry *acc, baton_infer_config *cfg)
+static void combine(const baton_infer_catalog_entry *inst, const baton_infer_catalog_entry *acc, baton_infer_config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
     if (acc) snprintf(cfg->name, sizeof cfg->name, "%s+%s", inst->name, acc->name);
@@ -226,14 +226,14 @@ static void combine(const baton_catalog_entry *inst, const baton_catalog_entry *
     cfg->tflops = acc ? acc->tflops : inst->tflops;
 }
 
-int baton_catalog_config(const baton_catalog *c, const char *name, baton_infer_config *cfg, baton_err *err)
+int baton_infer_catalog_config(const baton_infer_catalog *c, const char *name, baton_infer_config *cfg, baton_err *err)
 {
     char a[100];
     if (snprintf(a, sizeof a, "%s", name) >= (int)sizeof a)
         return baton_err_set(err, BATON_ERR_ARG, "configuration '%s': name too long", name);
     char *plus = strchr(a, '+');
     if (plus) *plus = 0;
-    const baton_catalog_entry *inst = baton_catalog_find(c, a), *acc = plus ? baton_catalog_find(c, plus + 1) : NULL;
+    const baton_infer_catalog_entry *inst = baton_infer_catalog_find(c, a), *acc = plus ? baton_infer_catalog_find(c, plus + 1) : NULL;
     if (!inst)
         return baton_err_set(err, BATON_ERR_NOTFOUND, "configuration '%s': %s is not in the catalog", name, a);
     if (inst->kind == BATON_CAT_ACCEL)
@@ -246,7 +246,7 @@ int baton_catalog_config(const baton_catalog *c, const char *name, baton_infer_c
     return BATON_OK;
 }
 
-int baton_catalog_configs(const baton_catalog *c, baton_infer_config **out, size_t *n, baton_err *err)
+int baton_infer_catalog_configs(const baton_infer_catalog *c, baton_infer_config **out, size_t *n, baton_err *err)
 {
     size_t ni = 0, na = 0;
     for (size_t i = 0; i < c->n; i++) {

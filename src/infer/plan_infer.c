@@ -52,17 +52,17 @@ static void choose(baton_plan_infer *p)
     }
 }
 
-int baton_plan_infer_measured(const baton_catalog *c, const baton_infer_stats *st, size_t n,
+int baton_plan_infer_measured(const baton_infer_catalog *c, const baton_infer_stats *st, size_t n,
                               const baton_plan_infer_opts *o, baton_plan_infer *p, baton_err *err)
 {
     memset(p, 0, sizeof *p);
     p->pick = -1;
     baton_infer_config here = {0};
     int rc = BATON_OK;
-    if (o->here && (rc = baton_catalog_config(c, o->here, &here, err))) return baton_err_prefix(err, "--here");
+    if (o->here && (rc = baton_infer_catalog_config(c, o->here, &here, err))) return baton_err_prefix(err, "--here");
     baton_infer_config *cfgs = NULL;
     size_t ncfg = 0, cap = 0;
-    if ((rc = baton_catalog_configs(c, &cfgs, &ncfg, err))) return rc;
+    if ((rc = baton_infer_catalog_configs(c, &cfgs, &ncfg, err))) return rc;
     for (size_t i = 0; i < n && !rc; i++) {
         const baton_infer_stats *s = &st[i];
         if (s->skipped[0]) continue;
@@ -103,7 +103,7 @@ int baton_plan_infer_measured(const baton_catalog *c, const baton_infer_stats *s
     return BATON_OK;
 }
 
-int baton_plan_infer_file(const baton_catalog *c, const baton_latency_row *lr, size_t n, const baton_plan_infer_opts *o,
+int baton_plan_infer_file(const baton_infer_catalog *c, const baton_latency_row *lr, size_t n, const baton_plan_infer_opts *o,
                           baton_plan_infer *p, baton_err *err)
 {
     memset(p, 0, sizeof *p);
@@ -115,7 +115,7 @@ int baton_plan_infer_file(const baton_catalog *c, const baton_latency_row *lr, s
         baton_plan_row r = {0};
         if (lr[i].price_per_h >= 0) {
             r.price_per_h = lr[i].price_per_h;
-        } else if ((rc = baton_catalog_config(c, lr[i].config, &cf, err))) {
+        } else if ((rc = baton_infer_catalog_config(c, lr[i].config, &cf, err))) {
             baton_err_prefix(err, "line %zu", lr[i].line);
             break;
         } else {

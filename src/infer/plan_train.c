@@ -46,7 +46,7 @@ double baton_mtbi_hours(double f)
     return 730.0 / -log1p(-f);
 }
 
-int baton_plan_train_run(const baton_catalog *c, const baton_plan_train_opts *o, baton_plan_train *p, baton_err *err)
+int baton_plan_train_run(const baton_infer_catalog *c, const baton_plan_train_opts *o, baton_plan_train *p, baton_err *err)
 {
     memset(p, 0, sizeof *p);
     if (!(o->samples_per_s > 0) || !(o->dataset > 0) || !(o->epochs > 0))
@@ -58,7 +58,7 @@ int baton_plan_train_run(const baton_catalog *c, const baton_plan_train_opts *o,
     baton_infer_config here = {0};
     double here_tflops = o->here_gflops > 0 ? o->here_gflops / 1e3 : -1;
     if (o->here) {
-        int rc = baton_catalog_config(c, o->here, &here, err);
+        int rc = baton_infer_catalog_config(c, o->here, &here, err);
         if (rc) return baton_err_prefix(err, "--here");
         if (here.tflops > 0) here_tflops = here.tflops;
     }
@@ -69,7 +69,7 @@ int baton_plan_train_run(const baton_catalog *c, const baton_plan_train_opts *o,
     p->tau_young_s = isinf(M) ? INFINITY : baton_young_interval(delta, M);
     const double work = o->dataset * o->epochs;
     for (size_t i = 0; i < c->n; i++) {
-        const baton_catalog_entry *e = &c->e[i];
+        const baton_infer_catalog_entry *e = &c->e[i];
         if (e->kind == BATON_CAT_ACCEL) continue;   /* inference accelerators do not train */
         baton_plan_train_row *r = &p->rows[p->n];
         snprintf(r->config, sizeof r->config, "%s", e->name);

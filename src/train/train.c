@@ -12,12 +12,14 @@
 
 #include <cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 void baton_train_opts_default(baton_train_opts *o)
 {
@@ -326,6 +328,15 @@ static int save(trainer *t, int sync, baton_err *err)
     return rc ? baton_err_prefix(err, "checkpoint at step %" PRIu64, t->st.step) : BATON_OK;
 }
 
+/* The global step for a supervisor (fleet work-lost accounting): a fixed-width number rewritten
+ * in place, so a reader never sees a torn or shorter value. */
+static void progress_put(int fd, uint64_t step)
+{
+    char b[24];
+    int n = snprintf(b, sizeof b, "%020" PRIu64 "\n", step);
+    if (fd >= 0 && pwrite(fd, b, (size_t)n, 0) != n) baton_log(BATON_LOG_DEBUG, "progress file: %s", strerror(errno));
+}
+
 /* ---------------------------------------------------------------- the loop */
 int baton_train_run(const baton_train_opts *o, baton_train_result *r, baton_err *err)
 {
@@ -340,6 +351,7 @@ int baton_train_run(const baton_train_opts *o, baton_train_result *r, baton_err 
     t.o = o;
     int rc = baton_ckpt_store_open(o->ckpt_dir, o->keep, &t.store, err);
     if (rc) return rc;
+    int pfd = -1;
     baton_notice_watcher *nw = NULL;   /* started first: a notice during setup is not missed */
     baton_notice_event nev = {0};
     if (o->notice && (rc = baton_notice_start(o->notice_opts, &nw, err))) goto done;
@@ -419,6 +431,9 @@ int baton_train_run(const baton_train_opts *o, baton_train_result *r, baton_err 
     }
 
     if (o->log_path && (rc = csv_header(o->log_path, err))) goto done;
+    if (o->progress_file && (pfd = open(o->progress_file, O_WRONLY | O_CREAT | O_CLOEXEC, 0644)) < 0)
+        baton_log(BATON_LOG_WARN, "%s: cannot open the progress file: %s", o->progress_file, strerror(errno));
+    progress_put(pfd, t.st.step);
     baton_nn_model_set_training(t.model, 1);
     baton_progress prog;
     char label[160] = "train";
@@ -463,6 +478,7 @@ int baton_train_run(const baton_train_opts *o, baton_train_result *r, baton_err 
             break;
         }
         t.st.step++;
+        progress_put(pfd, t.st.step);
         samples += n;
         t.st.ep_loss_sum += (double)loss * n;
         t.st.ep_correct += (uint64_t)correct;
@@ -560,6 +576,7 @@ done:
         baton_ckpt_store_close(t.store);
     }
     baton_notice_stop(nw);
+    if (pfd >= 0) close(pfd);
     if (t.vpipe) baton_pipeline_close(t.vpipe);
     if (t.vloader) baton_loader_close(t.vloader);
     if (t.pipe) baton_pipeline_close(t.pipe);

@@ -14,11 +14,11 @@ static int near(double a, double b, double tol) { return fabs(a - b) <= tol; }
 
 static int catalog_err(const char *text, const char *want)
 {
-    baton_catalog c;
+    baton_infer_catalog c;
     baton_err err = {0};
-    int rc = baton_catalog_parse("cat.csv", text, strlen(text), &c, &err);
+    int rc = baton_infer_catalog_parse("cat.csv", text, strlen(text), &c, &err);
     if (rc == BATON_OK) {
-        baton_catalog_free(&c);
+        baton_infer_catalog_free(&c);
         fprintf(stderr, "accepted: %s\n", text);
         return 0;
     }
@@ -62,9 +62,9 @@ static void seed_costs(void)
 {
     CHECK(near(baton_cost_sequential(0.68, 0.04461), 0.8426, 1e-4));
     CHECK(near(baton_cost_throughput(0.68, 1 / 0.04461), 0.8426, 1e-4));
-    baton_catalog c;
+    baton_infer_catalog c;
     baton_err err = {0};
-    CHECK_MSG(baton_catalog_load(NULL, &c, &err) == BATON_OK, "%s", err.msg);
+    CHECK_MSG(baton_infer_catalog_load(NULL, &c, &err) == BATON_OK, "%s", err.msg);
     baton_latency_row *r = NULL;
     size_t n = 0;
     CHECK_MSG(baton_latencies_load("docs/seed-latencies.csv", &r, &n, &err) == BATON_OK, "%s", err.msg);
@@ -99,7 +99,7 @@ static void seed_costs(void)
     baton_plan_infer_free(&p);
     /* without the override, the catalog's own price for the EI row (0.68 + 0.52 $/h) */
     baton_infer_config cf;
-    CHECK(baton_catalog_config(&c, "c5.4xlarge+eia1.xlarge", &cf, &err) == BATON_OK);
+    CHECK(baton_infer_catalog_config(&c, "c5.4xlarge+eia1.xlarge", &cf, &err) == BATON_OK);
     CHECK(near(cf.on_demand, 1.20, 1e-9) && near(baton_cost_sequential(cf.on_demand, 0.02034), 0.678, 0.001));
     /* a configuration the catalog does not know is an error naming the file's line */
     const char *bad = "configuration,mean_ms\nc5.large,10\nc9.huge,5\n";
@@ -110,48 +110,48 @@ static void seed_costs(void)
     CHECK_MSG(strstr(err.msg, "line 3") && strstr(err.msg, "c9.huge"), "%s", err.msg);
     free(br);
     free(r);
-    baton_catalog_free(&c);
+    baton_infer_catalog_free(&c);
 }
 
 static void catalog(void)
 {
-    baton_catalog c;
+    baton_infer_catalog c;
     baton_err err = {0};
     /* the shipped file is the built-in default */
     uint8_t *data = NULL;
     size_t len = 0;
     CHECK_MSG(baton_file_read_all("docs/catalog.csv", 1 << 20, &data, &len, &err) == BATON_OK, "%s", err.msg);
-    CHECK_MSG(data && len == strlen(baton_catalog_builtin_csv()) && !memcmp(data, baton_catalog_builtin_csv(), len),
+    CHECK_MSG(data && len == strlen(baton_infer_catalog_builtin_csv()) && !memcmp(data, baton_infer_catalog_builtin_csv(), len),
               "docs/catalog.csv differs from the built-in catalog");
     free(data);
-    CHECK(baton_catalog_load(NULL, &c, &err) == BATON_OK);
-    const baton_catalog_entry *e = baton_catalog_find(&c, "p3.2xlarge");
+    CHECK(baton_infer_catalog_load(NULL, &c, &err) == BATON_OK);
+    const baton_infer_catalog_entry *e = baton_infer_catalog_find(&c, "p3.2xlarge");
     CHECK(e && e->kind == BATON_CAT_GPU && near(e->on_demand, 3.06, 1e-9) && near(e->tflops, 15.7, 1e-9) &&
           e->vcpus == 8);
-    e = baton_catalog_find(&c, "c5.4xlarge");
+    e = baton_infer_catalog_find(&c, "c5.4xlarge");
     CHECK(e && near(e->on_demand, 0.68, 1e-9) && near(e->tflops, 0.67, 1e-9) && e->spot < 0);
-    e = baton_catalog_find(&c, "eia1.medium");
+    e = baton_infer_catalog_find(&c, "eia1.medium");
     CHECK(e && e->kind == BATON_CAT_ACCEL && near(e->on_demand, 0.13, 1e-9) && near(e->tflops, 1.0, 1e-9));
     baton_infer_config cf;
-    CHECK(baton_catalog_config(&c, "c5.large+eia1.medium", &cf, &err) == BATON_OK);
+    CHECK(baton_infer_catalog_config(&c, "c5.large+eia1.medium", &cf, &err) == BATON_OK);
     CHECK(near(cf.on_demand, 0.215, 1e-9) && near(cf.tflops, 1.0, 1e-9) && cf.accel && cf.spot < 0);
-    CHECK(baton_catalog_config(&c, "eia1.medium", &cf, &err) == BATON_ERR_ARG && strstr(err.msg, "accelerator"));
-    CHECK(baton_catalog_config(&c, "c5.large+c5.xlarge", &cf, &err) == BATON_ERR_ARG);
-    CHECK(baton_catalog_config(&c, "m5.large", &cf, &err) == BATON_ERR_NOTFOUND && strstr(err.msg, "m5.large"));
+    CHECK(baton_infer_catalog_config(&c, "eia1.medium", &cf, &err) == BATON_ERR_ARG && strstr(err.msg, "accelerator"));
+    CHECK(baton_infer_catalog_config(&c, "c5.large+c5.xlarge", &cf, &err) == BATON_ERR_ARG);
+    CHECK(baton_infer_catalog_config(&c, "m5.large", &cf, &err) == BATON_ERR_NOTFOUND && strstr(err.msg, "m5.large"));
     baton_infer_config *all = NULL;
     size_t n = 0;
-    CHECK(baton_catalog_configs(&c, &all, &n, &err) == BATON_OK);
+    CHECK(baton_infer_catalog_configs(&c, &all, &n, &err) == BATON_OK);
     CHECK_EQ_U(n, 5 + 3 * 3);   /* 5 instances, 3 cpu instances x 3 accelerators */
     free(all);
-    baton_catalog_free(&c);
+    baton_infer_catalog_free(&c);
 
     /* a user's catalog: spot prices, comments, the notes column optional, notes with commas */
     const char *mine = "# mine\n\nname,kind,on_demand_per_h,spot_per_h,vcpus,memory_gib,fp32_tflops\n"
                        "x1,cpu,1.0,0.3,8,16,1.5\n"
                        "acc,accelerator,0.5,,,4,10\n";
-    CHECK(baton_catalog_parse("mine.csv", mine, strlen(mine), &c, &err) == BATON_OK && c.n == 2);
-    CHECK(baton_catalog_config(&c, "x1+acc", &cf, &err) == BATON_OK && near(cf.spot, 0.8, 1e-9));
-    baton_catalog_free(&c);
+    CHECK(baton_infer_catalog_parse("mine.csv", mine, strlen(mine), &c, &err) == BATON_OK && c.n == 2);
+    CHECK(baton_infer_catalog_config(&c, "x1+acc", &cf, &err) == BATON_OK && near(cf.spot, 0.8, 1e-9));
+    baton_infer_catalog_free(&c);
 
     const char *hdr = "name,kind,on_demand_per_h,spot_per_h,vcpus,memory_gib,fp32_tflops,notes\n";
     char buf[512];
@@ -201,9 +201,9 @@ static void latencies(void)
 
 static void measured_plan(void)
 {
-    baton_catalog c;
+    baton_infer_catalog c;
     baton_err err = {0};
-    CHECK(baton_catalog_load(NULL, &c, &err) == BATON_OK);
+    CHECK(baton_infer_catalog_load(NULL, &c, &err) == BATON_OK);
     baton_infer_stats st[2];
     memset(st, 0, sizeof st);
     st[0] = (baton_infer_stats){.ctx = {2, 1, BATON_INFER_FAST}, .model = "lenet", .mean_ms = 0.5, .p50_ms = 0.45,
@@ -254,7 +254,7 @@ static void measured_plan(void)
     baton_plan_infer_free(&p);
     o.here = "nope";
     CHECK(baton_plan_infer_measured(&c, st, 2, &o, &p, &err) == BATON_ERR_NOTFOUND && strstr(err.msg, "--here"));
-    baton_catalog_free(&c);
+    baton_infer_catalog_free(&c);
 }
 
 static void stats_io(void)
@@ -287,9 +287,9 @@ static void stats_io(void)
 
 static void plan_train(void)
 {
-    baton_catalog c;
+    baton_infer_catalog c;
     baton_err err = {0};
-    CHECK(baton_catalog_load(NULL, &c, &err) == BATON_OK);
+    CHECK(baton_infer_catalog_load(NULL, &c, &err) == BATON_OK);
     baton_plan_train_opts o = {.samples_per_s = 1000, .here = "c5.4xlarge", .dataset = 60000, .epochs = 10,
                                .interrupt_month = 0.10, .ckpt_seconds = 10, .restart_seconds = 120, .spot_discount = 0.6};
     baton_plan_train p;
@@ -317,7 +317,7 @@ static void plan_train(void)
     baton_plan_train_free(&p);
     o.samples_per_s = 0;
     CHECK(baton_plan_train_run(&c, &o, &p, &err) == BATON_ERR_ARG);
-    baton_catalog_free(&c);
+    baton_infer_catalog_free(&c);
 }
 
 int main(void)

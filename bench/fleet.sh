@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# fleet.sh — what interruptions cost on the local spot fleet: the same training job run by
+# `baton fleet run` once without interruptions and once with six (five with a two-minute notice,
+# one without; the replacements alternate zones, so the volume moves), time x60. Prints wall
+# times, the ratio the issue asks for — (interrupted wall − launch delays) / uninterrupted wall,
+# goal <= 1.10 — work lost per interruption, savings, and one JSON line. The data is streamed
+# from outside the volume (pipe mode); the volume holds checkpoints and logs.
+#   bench/fleet.sh                 (BATON=path/to/baton; MODEL=mlp EPOCHS=3 BATCH=128 EVERY=50)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BATON=$(realpath "${BATON:-build/baton}")
+MODEL=${MODEL:-mlp} EPOCHS=${EPOCHS:-3} BATCH=${BATCH:-128} EVERY=${EVERY:-50}
+W=$(mktemp -d /tmp/baton-bench-fleet-XXXXXX)
+trap 'rm -rf "$W"' EXIT
+export BATON_NO_PROGRESS=1 BATON_LOG=warn
+SCALE=60 LAUNCH=30
+
+$BATON pack --from fashion-mnist --out "$W/data" --quiet >/dev/null
+json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
+job() {   # job NAME [market lines]
+    local name=$1; shift
+    {
+        echo "name: $name"
+        echo "command: baton train --data file://$W/data --mode pipe --model $MODEL --epochs $EPOCHS --batch $BATCH --seed 1 --ckpt-dir ckpt --ckpt-every-steps $EVERY --quiet"
+        echo "instance_types: [c5.xlarge]"
+        echo "zones: [us-east-1a, us-east-1b]"
+        echo "market:"
+        echo "  time_scale: $SCALE"
+        echo "  launch_delay: ${LAUNCH}s"
+        echo "  notice: 2m"
+        echo "  capacity_cooldown: 10m"
+        for l in "$@"; do echo "$l"; done
+    } >"$W/$name.yaml"
+}
+run() {   # run NAME -> wall seconds
+    local t0 t1
+    t0=$(date +%s.%N)
+    $BATON fleet run "$W/$1.yaml" --state "$W/state" --quiet >/dev/null
+    t1=$(date +%s.%N)
+    echo "$t1 - $t0" | bc -l
+}
+
+job plain "  random: false"
+tu=$(run plain)
+$BATON fleet status plain --state "$W/state" --json >"$W/plain.json"
+# six interruptions spread over the uninterrupted run's simulated length
+gap=$(echo "$tu * $SCALE / 8" | bc -l | cut -d. -f1)
+job storm "  random: false" "  interruptions:" "    - {after: ${gap}s}" "    - {after: ${gap}s}" \
+    "    - {after: ${gap}s, notice: 0}" "    - {after: ${gap}s}" "    - {after: ${gap}s}" "    - {after: ${gap}s}"
+ti=$(run storm)
+$BATON fleet status storm --state "$W/state" --json >"$W/storm.json"
+n=$(json "$W/storm.json" 'len(d["instances"])')
+delays=$(echo "($n - 1) * $LAUNCH / $SCALE" | bc -l)
+ratio=$(echo "($ti - $delays) / $tu" | bc -l)
+vp=$(json "$W/plain.json" 'd["tasks"][0]["volume"]') vs=$(json "$W/storm.json" 'd["tasks"][0]["volume"]')
+last=$(ls "$vp/ckpt" | tail -1)
+same=no
+cmp -s "$vp/ckpt/$last/model.safetensors" "$vs/ckpt/$last/model.safetensors" && same=yes
+
+printf '%-34s %s\n' "model, epochs" "$MODEL, $EPOCHS (batch $BATCH, checkpoint every $EVERY steps)"
+printf '%-34s %.1f s\n' "uninterrupted fleet run" "$tu"
+printf '%-34s %.1f s (%d instances)\n' "with six interruptions" "$ti" "$n"
+printf '%-34s %.1f s\n' "launch delays (replacements)" "$delays"
+printf '%-34s %.3f (goal <= 1.10)\n' "(interrupted - delays) / plain" "$ratio"
+printf '%-34s %s\n' "interruptions (notice, none)" "$(json "$W/storm.json" 'd["totals"]["interruptions_with_notice"], d["totals"]["interruptions_without_notice"]')"
+printf '%-34s %s\n' "max steps lost (notice, none)" "$(json "$W/storm.json" 'd["totals"]["max_lost_steps_with_notice"], d["totals"]["max_lost_steps_without_notice"]')"
+printf '%-34s %s\n' "final weights identical" "$same"
+printf '%-34s %.1f %% (SageMaker-style %.1f %%)\n' "savings vs on-demand" "$(json "$W/storm.json" 'd["totals"]["savings_pct"]')" \
+    "$(json "$W/storm.json" 'd["totals"]["sagemaker_savings_pct"]')"
+printf '{"bench":"fleet","model":"%s","epochs":%d,"plain_s":%.2f,"interrupted_s":%.2f,"instances":%d,"launch_delays_s":%.2f,"ratio":%.3f,"identical":"%s"}\n' \
+    "$MODEL" "$EPOCHS" "$tu" "$ti" "$n" "$delays" "$ratio" "$same"

@@ -1,0 +1,475 @@
+/* fleet.h — the fleet side of the spot component: the job file every fleet backend reads, and
+ * (below it) the local backend's pieces: the spot-market simulator, the persistent volume with its
+ * snapshots, cost accounting, the per-worker state machine, the event history and the supervisor.
+ *
+ * The job file is YAML (parsed with libyaml); docs/jobfile.md is its reference. Every error names
+ * the file, the line and the field ("job.yaml:12: instance_types[1].spot_price: expected a number
+ * of dollars per hour, got 'cheap'"). Backends other than local (slurm, aws) read the same file; the
+ * fields only they understand live in their own sections (`slurm:`, `aws:`) and reach them as
+ * key/value pairs with line numbers, so each backend validates its own options.
+ *
+ * Layering: spot (this header) depends on train's headers only through ckpt (checkpoint listing
+ * for work-lost accounting) and on util. Errors are values; nothing here exits. */
+#ifndef BATON_FLEET_H
+#define BATON_FLEET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "baton/util.h"
+
+/* ---------------------------------------------------------------------------------------------
+ * Job file (src/spot/jobfile.c)
+ * --------------------------------------------------------------------------------------------- */
+#define BATON_JOB_MAX_BYTES (1u << 20)    /* a job file is small; refuse anything over 1 MiB */
+#define BATON_JOB_NAME_MAX 64
+#define BATON_JOB_MAX_TYPES 64
+#define BATON_JOB_MAX_ZONES 32
+#define BATON_JOB_MAX_COMMANDS 256
+
+typedef enum { BATON_BACKEND_LOCAL = 0, BATON_BACKEND_SLURM, BATON_BACKEND_AWS } baton_backend;
+typedef enum { BATON_ALLOC_LOWEST_PRICE = 0, BATON_ALLOC_CAPACITY_OPTIMIZED } baton_alloc;
+
+/* Spot Instance Advisor interruption-frequency buckets (share of instances reclaimed per month). */
+typedef enum { BATON_BUCKET_LT5 = 0, BATON_BUCKET_5_10, BATON_BUCKET_10_15, BATON_BUCKET_15_20,
+               BATON_BUCKET_GT20, BATON_BUCKET_COUNT } baton_bucket;
+
+typedef struct baton_job_zone_price {
+    char zone[64];
+    double price;                 /* USD per hour */
+} baton_job_zone_price;
+
+typedef struct baton_job_type {
+    char name[64];                /* e.g. "c5.xlarge" */
+    double on_demand_price;       /* USD per hour */
+    double spot_price;            /* USD per hour in every zone without an entry in zone_prices */
+    baton_job_zone_price *zone_prices;
+    size_t nzone_prices;
+    double speed;                 /* relative speed (work per hour), default 1 */
+    baton_bucket bucket;          /* interruption frequency */
+    int from_catalog;             /* prices/speed/bucket defaulted from the built-in catalog */
+    int line;
+} baton_job_type;
+
+/* One entry of the explicit interruption schedule: the k-th entry naming task T interrupts the
+ * k-th instance launched for T, `after` simulated seconds after it started running, with `notice`
+ * simulated seconds of warning (0: none, the instance just dies). */
+typedef struct baton_job_interrupt {
+    int task;
+    double after, notice;
+    int line;
+} baton_job_interrupt;
+
+/* A field of a backend section (`slurm:`, `aws:`) or of `env:`, flattened: nested maps give
+ * dotted keys ("aws.tags.team"), sequences give indices ("aws.security_groups.0"). */
+typedef struct baton_job_kv {
+    char *key, *value;
+    int line;
+} baton_job_kv;
+
+typedef struct baton_job {
+    char path[1024];              /* where it was read from ("-" or a name for text) */
+    char name[BATON_JOB_NAME_MAX + 1];
+    baton_backend backend;
+    char **commands;              /* run by /bin/sh -c in the volume folder; one per task */
+    size_t ncommands;
+    int target_capacity;          /* instances running at once (default: the number of commands) */
+    baton_alloc alloc;
+    int retries;                  /* crashes tolerated per task before it fails (default 2) */
+    baton_job_type *types;
+    size_t ntypes;
+    char zones[BATON_JOB_MAX_ZONES][64];
+    size_t nzones;
+    char state_dir[1024];         /* "" : the caller's default */
+    struct {
+        char checkpoints[256];    /* folder inside the volume with ckpt-<step>/ (default "ckpt") */
+        char seed[1024];          /* copied into a new volume once ("" none) */
+        double size_gb;           /* for backends that create real volumes (default 20) */
+    } volume;
+    struct {
+        double time_scale;        /* simulated seconds per wall second (default 1) */
+        uint64_t seed;
+        double launch_delay;      /* simulated seconds from request to running (default 90) */
+        double notice;            /* simulated seconds of notice (default 120) */
+        double hazard_scale;      /* multiplies every type's hazard (default 1; stress tests) */
+        double capacity_cooldown; /* a pool that reclaimed an instance has none this long (3600) */
+        int random;               /* draw interruptions from the hazard (default: 1 unless a
+                                     schedule is given) */
+        baton_job_interrupt *interrupts;
+        size_t ninterrupts;
+    } market;
+    baton_job_kv *env;            /* extra environment for every worker */
+    size_t nenv;
+    baton_job_kv *backend_opts;   /* the `slurm:` and `aws:` sections, flattened */
+    size_t nbackend_opts;
+} baton_job;
+
+/* Parse a job file. Every error names path, line and field. Unknown fields are errors (a typo
+ * must not be silently ignored); backend sections are kept for their backend to check. Instance
+ * types named without prices are looked up in the built-in catalog (an unknown one is an error
+ * that lists the known names). */
+int baton_job_load(const char *path, baton_job *job, baton_err *err);
+int baton_job_parse(const char *name, const char *text, size_t len, baton_job *job, baton_err *err);
+void baton_job_free(baton_job *job);
+
+const char *baton_backend_name(baton_backend b);
+const char *baton_alloc_name(baton_alloc a);
+const char *baton_bucket_name(baton_bucket b);
+/* Parse "<5%", "5-10%", "10-15%", "15-20%", ">20%" (the % optional). 0 on success. */
+int baton_bucket_parse(const char *s, baton_bucket *b);
+/* Parse a duration: a number of seconds, or a number with s, m, h or d. 0 on success. */
+int baton_duration_parse(const char *s, double *seconds);
+/* The spot price of a type in a zone. */
+double baton_job_spot_price(const baton_job_type *t, const char *zone);
+/* A backend option by key (NULL if absent). */
+const baton_job_kv *baton_job_backend_opt(const baton_job *job, const char *key);
+
+/* Built-in catalog of instance types (illustrative us-east-1 Linux prices). */
+typedef struct baton_catalog_entry {
+    const char *name;
+    double on_demand_price, spot_price, speed;
+    baton_bucket bucket;
+} baton_catalog_entry;
+const baton_catalog_entry *baton_catalog_find(const char *name);
+const baton_catalog_entry *baton_catalog_all(size_t *n);
+
+/* ---------------------------------------------------------------------------------------------
+ * Spot-market simulator (src/spot/fleet_market.c). All times are simulated seconds.
+ *
+ * A pool is (instance type, zone). Hazard: a type's Spot Advisor bucket gives the share p of
+ * instances reclaimed per month (the bucket's midpoint: 2.5, 7.5, 12.5, 17.5, 25 %); an instance
+ * lives an exponential time with rate -ln(1 - p) / month (month = 730 h), times hazard_scale.
+ * Draws are a pure function of (seed, task, launch index), so the same job and seed give the same
+ * interruption times whatever the order of events. The explicit schedule (market.interruptions or
+ * --interrupts) comes first: the k-th entry for a task applies to that task's k-th instance.
+ * --------------------------------------------------------------------------------------------- */
+#define BATON_MONTH_S (730.0 * 3600.0)
+
+double baton_bucket_monthly(baton_bucket b);     /* share reclaimed per month (midpoint) */
+double baton_bucket_hazard(baton_bucket b);      /* rate per simulated second */
+
+typedef struct baton_market {
+    const baton_job *job;
+    size_t npools;                /* ntypes * nzones; pool = type * nzones + zone */
+    double *busy_until;           /* per pool: no capacity before this time */
+    baton_job_interrupt *sched;   /* the schedule in force (the job's or --interrupts') */
+    size_t nsched;
+} baton_market;
+
+int baton_market_init(baton_market *m, const baton_job *job, baton_err *err);
+void baton_market_free(baton_market *m);
+/* Replace the schedule with SPEC: comma-separated "AFTER[/NOTICE][@TASK]" entries (durations as in
+ * the job file; NOTICE 0 = none), e.g. "5m,5m/0,10m@1". Turns the random market off. */
+int baton_market_set_schedule(baton_market *m, const char *spec, baton_err *err);
+/* Choose a pool for a launch at time t: the strategy's best pool with capacity, ties broken in
+ * favour of prefer_zone (the task's volume zone; may be NULL), then by listing order. Returns the
+ * pool, or -1 when every pool is busy (*retry_at: when the first one frees). */
+int baton_market_choose(const baton_market *m, double t, const char *prefer_zone, double *retry_at);
+/* The pool reclaimed an instance at time t: it has no capacity for capacity_cooldown. */
+void baton_market_reclaimed(baton_market *m, int pool, double t);
+/* When the launch_index-th instance (0-based) of task, in pool, is interrupted: *after simulated
+ * seconds after it starts running (< 0: never), with *notice seconds of warning (0: none). */
+void baton_market_plan(const baton_market *m, int task, int launch_index, int pool, double *after,
+                       double *notice);
+static inline int baton_pool_type(const baton_market *m, int pool) { return pool / (int)m->job->nzones; }
+static inline int baton_pool_zone(const baton_market *m, int pool) { return pool % (int)m->job->nzones; }
+
+/* ---------------------------------------------------------------------------------------------
+ * Cost accounting (src/spot/fleet_cost.c). Simulated seconds; prices per simulated hour.
+ *
+ * Per instance: charged seconds = running seconds, rounded up to the 60 s minimum, except that an
+ * instance the provider interrupted (with or without notice) within its first hour costs nothing
+ * (the EC2 rule for Linux spot instances). Spot cost = charged × spot price; on-demand cost of
+ * the same seconds = running × on-demand price.
+ * Time split: restart = from running to the first new step of an instance that resumed from a
+ * checkpoint (the first instance of a task pays its start-up as useful time, as an on-demand run
+ * would); lost = steps done after the last committed checkpoint and thrown away × the instance's
+ * mean step time; useful = running − restart − lost.
+ * Totals: SageMaker's figures — training seconds (Σ running), billable seconds (Σ charged ×
+ * spot/on-demand price: the on-demand-equivalent time actually paid for) and savings
+ * (1 − billable/training) × 100 — and the comparison with the on-demand counterfactual (the useful
+ * time at on-demand prices: the same work on uninterruptible instances): (1 − spot/on-demand) × 100.
+ * --------------------------------------------------------------------------------------------- */
+typedef struct baton_cost_in {
+    double running_s;             /* from running to the end (or to now) */
+    double restart_s, lost_s;
+    double spot_price, on_demand_price;
+    int provider_interrupted;     /* ended by an interruption (the market's, notice or not) */
+    int ended;                    /* 0 while still running: the first-hour rule is not known yet */
+} baton_cost_in;
+
+typedef struct baton_cost_line {
+    double charged_s, spot_cost, on_demand_cost, useful_s, counterfactual_cost;
+    int free_first_hour;          /* interrupted within the first hour: not charged */
+} baton_cost_line;
+
+typedef struct baton_cost_total {
+    size_t instances;
+    double training_s, charged_s, billable_s;
+    double useful_s, restart_s, lost_s;
+    double spot_cost, on_demand_cost, counterfactual_cost;
+    double savings_sagemaker_pct, savings_vs_on_demand_pct;
+    int free_first_hour;          /* instances not charged under the first-hour rule */
+} baton_cost_total;
+
+void baton_cost_line_compute(const baton_cost_in *in, baton_cost_line *out);
+void baton_cost_total_init(baton_cost_total *t);
+void baton_cost_total_add(baton_cost_total *t, const baton_cost_in *in, const baton_cost_line *l);
+void baton_cost_total_finish(baton_cost_total *t);   /* the two savings percentages */
+
+/* ---------------------------------------------------------------------------------------------
+ * Volumes and snapshots, simulated with folders (src/spot/fleet_volume.c).
+ *
+ * A volume is a folder. A snapshot is a folder holding a copy of a volume plus SNAPSHOT, its
+ * manifest ("baton-snapshot 1", then "d PATH" per folder and "f SIZE CRC32C PATH" per file, sorted),
+ * written last; the snapshot folder is published by rename, so it exists only when complete.
+ * Moving a volume to another zone: snapshot the old volume, verify the snapshot by reading every
+ * byte back, restore it into the new folder (again under a temporary name, verified, then
+ * renamed), and only then delete the old volume. Any failure removes the partial copy and leaves
+ * the old volume untouched: there is never a moment without a complete copy. Symbolic links and
+ * other special files in a volume are refused. File I/O goes through baton_sys.
+ * --------------------------------------------------------------------------------------------- */
+#define BATON_SNAPSHOT_MANIFEST "SNAPSHOT"
+
+/* Create the folder (and parents); copy seed into it when seed is non-empty (under a temporary
+ * name, verified, then renamed). A volume that already exists is left as it is. */
+int baton_volume_create(const char *path, const char *seed, baton_err *err);
+/* The manifest text of a folder tree (malloc'd, NUL-terminated), as SNAPSHOT would hold it. */
+int baton_volume_manifest(const char *dir, char **text, baton_err *err);
+int baton_snapshot_create(const char *volume, const char *snapshot, baton_err *err);
+/* Every file listed with its size and CRC32C, nothing else present. */
+int baton_snapshot_verify(const char *snapshot, baton_err *err);
+int baton_volume_restore(const char *snapshot, const char *volume, baton_err *err);
+
+/* Steps reported by baton_volume_move, in order: "snapshot-created", "snapshot-verified",
+ * "volume-restored" (the new copy verified), "old-volume-deleted". */
+typedef void (*baton_volume_step_fn)(void *arg, const char *step, const char *path);
+int baton_volume_move(const char *from, const char *snapshot, const char *to, baton_volume_step_fn fn,
+                      void *arg, baton_err *err);
+
+/* ---------------------------------------------------------------------------------------------
+ * The worker state machine (src/spot/fleet_state.c): one pure transition function; the
+ * supervisor routes every change through it and logs each transition as an event.
+ *
+ *   PENDING --launch--> LAUNCHING --start--> RUNNING --notice--> NOTICED
+ *   RUNNING | NOTICED --exit 0--> DONE     --exit 75 / reclaimed--> STOPPED    --crash--> CRASHED
+ *   PENDING | LAUNCHING --cancel--> CANCELLED;  LAUNCHING --crash--> CRASHED (could not start)
+ *   RUNNING --cancel--> NOTICED (a "stop" notice: the worker checkpoints and exits 75)
+ * --------------------------------------------------------------------------------------------- */
+typedef enum { BATON_W_PENDING = 0, BATON_W_LAUNCHING, BATON_W_RUNNING, BATON_W_NOTICED,
+               BATON_W_STOPPED, BATON_W_DONE, BATON_W_CRASHED, BATON_W_CANCELLED,
+               BATON_W_NSTATES } baton_wstate;
+typedef enum { BATON_WE_LAUNCH = 0, BATON_WE_START, BATON_WE_NOTICE, BATON_WE_EXIT_OK,
+               BATON_WE_EXIT_STOPPED, BATON_WE_RECLAIMED, BATON_WE_CRASH, BATON_WE_CANCEL,
+               BATON_WE_NEVENTS } baton_wevent;
+
+/* The next state, or -1 when the event is not allowed in that state. */
+int baton_wstate_next(baton_wstate s, baton_wevent e);
+int baton_wstate_terminal(baton_wstate s);
+const char *baton_wstate_name(baton_wstate s);     /* "PENDING", ... */
+const char *baton_wevent_name(baton_wevent e);     /* "launch", ... */
+int baton_wstate_parse(const char *name);          /* -1 if unknown */
+
+/* ---------------------------------------------------------------------------------------------
+ * Fleet records (what the supervisor keeps in SQLite; src/spot/fleet_db.c). Times are simulated
+ * seconds since the fleet's origin; -1 = not yet.
+ * --------------------------------------------------------------------------------------------- */
+typedef enum { BATON_TASK_WAITING = 0, BATON_TASK_RUNNING, BATON_TASK_DONE, BATON_TASK_FAILED,
+               BATON_TASK_CANCELLED } baton_task_state;
+const char *baton_task_state_name(baton_task_state s);
+typedef enum { BATON_INT_NONE = 0, BATON_INT_NOTICE, BATON_INT_NO_NOTICE } baton_int_kind;
+
+typedef struct baton_fleet_inst {
+    int id;                       /* 1, 2, ... in launch-request order */
+    char name[24];                /* EC2-style instance id */
+    int task, launch;             /* task index; the launch-th instance of that task (0-based) */
+    int pool;
+    char type[64], zone[64];
+    double spot_price, on_demand_price;
+    baton_wstate state;
+    char reason[160];             /* how it ended, in words */
+    int pid;                      /* the worker's process group leader; 0 none */
+    uint64_t pid_start;           /* its start time (/proc/PID/stat field 22), against pid reuse */
+    int port;                     /* its metadata service */
+    double t_request, t_running, t_first_step, t_notice, t_deadline, t_end;
+    double plan_after, plan_notice;   /* the market's plan: interrupted plan_after after running */
+    int exit_code;                /* -1 unknown; 128+N for a signal */
+    baton_int_kind interrupted;
+    int64_t resumed_step;         /* the checkpoint it started from (0: fresh) */
+    int64_t reached_step;         /* the last step it reported */
+    int64_t ckpt_step;            /* the last committed checkpoint when it ended */
+    char volume[1024];            /* the volume it ran on */
+} baton_fleet_inst;
+
+typedef struct baton_fleet_task {
+    int idx;
+    char *command;
+    baton_task_state state;
+    int crashes, launches, interruptions;
+    char volume[1024];            /* the task's one volume (its current copy) */
+    char zone[64];                /* the volume's zone */
+    int64_t final_step;
+} baton_fleet_task;
+
+typedef struct baton_fleet_job {
+    char name[BATON_JOB_NAME_MAX + 1];
+    char state[16];               /* "running", "done", "failed", "cancelled" */
+    double origin;                /* unix time of simulated time 0 */
+    double time_scale;
+    double t_end;                 /* simulated; -1 while running */
+    int supervisor_pid;
+    uint64_t supervisor_start;
+    int next_volume, next_snapshot;
+    char jobfile[1024];
+    char *jobfile_text;
+} baton_fleet_job;
+
+typedef struct baton_fleet_event {
+    int64_t seq;
+    double t_sim, t_wall;
+    char kind[32];                /* "transition", "checkpoint", "volume", "market", ... */
+    int inst, task;               /* 0 / -1 when not about one */
+    char from[16], to[16];
+    char *detail;                 /* a JSON object */
+} baton_fleet_event;
+
+typedef struct baton_fleet_db baton_fleet_db;
+/* Open (creating the schema) STATE/JOB/fleet.db; events also go to events.jsonl next to it. */
+int baton_fleet_db_open(const char *dir, baton_fleet_db **out, baton_err *err);
+void baton_fleet_db_close(baton_fleet_db *db);
+int baton_fleet_db_begin(baton_fleet_db *db, baton_err *err);
+int baton_fleet_db_commit(baton_fleet_db *db, baton_err *err);
+int baton_fleet_db_save_job(baton_fleet_db *db, const baton_fleet_job *j, baton_err *err);
+int baton_fleet_db_save_task(baton_fleet_db *db, const baton_fleet_task *t, baton_err *err);
+int baton_fleet_db_save_inst(baton_fleet_db *db, const baton_fleet_inst *i, baton_err *err);
+/* Append an event (seq assigned) to the table and to events.jsonl. */
+int baton_fleet_db_event(baton_fleet_db *db, baton_fleet_event *ev, baton_err *err);
+/* Load everything back. *found = 0 when the database holds no job yet. Free with
+ * baton_fleet_records_free. */
+typedef struct baton_fleet_records {
+    baton_fleet_job job;
+    baton_fleet_task *tasks;
+    size_t ntasks;
+    baton_fleet_inst *insts;
+    size_t ninsts;
+    baton_fleet_event *events;
+    size_t nevents;
+} baton_fleet_records;
+int baton_fleet_db_load(baton_fleet_db *db, int with_events, baton_fleet_records *r, int *found, baton_err *err);
+void baton_fleet_records_free(baton_fleet_records *r);
+
+/* ---------------------------------------------------------------------------------------------
+ * Worker processes (src/spot/fleet_proc.c)
+ *
+ * A worker is a small shim process (a fork of the supervisor that only waits) leading its own
+ * process group, and under it /bin/sh -c COMMAND. The shim ignores SIGTERM/SIGINT/SIGHUP, waits
+ * for the command and writes its exit status (128+N for a signal) to a status file before exiting
+ * with it, so a supervisor that was restarted, and is no longer the parent, still learns how an
+ * adopted worker ended. Killing a worker kills its whole process group.
+ * --------------------------------------------------------------------------------------------- */
+typedef struct baton_worker_spec {
+    const char *command;          /* run by /bin/sh -c */
+    const char *cwd;              /* the volume */
+    const char *log_path;         /* stdout and stderr, appended */
+    const char *status_path;      /* written by the shim when the command ends */
+    const char *const *env;       /* NAME=VALUE entries added to (or replacing in) the environment */
+    size_t nenv;
+} baton_worker_spec;
+
+/* Start a worker; *pid is the shim (= the process group), *start its /proc start time. */
+int baton_worker_spawn(const baton_worker_spec *w, int *pid, uint64_t *start, baton_err *err);
+/* Start time of a process (clock ticks since boot, /proc/PID/stat field 22); 0 if it is gone. */
+uint64_t baton_proc_start_time(int pid);
+/* 1 when pid is alive and still the process that started at start (not a reused pid). */
+int baton_proc_same(int pid, uint64_t start);
+/* Reap a child without blocking: 1 and *code (exit status, or 128+signal) when it has ended. */
+int baton_worker_reap(int pid, int *code);
+/* The status a shim wrote: 1 and *code; 0 when there is none (the shim was killed). */
+int baton_worker_read_status(const char *status_path, int *code, double *mtime);
+/* SIGKILL the whole process group. */
+void baton_worker_kill(int pid);
+/* Read a progress file (a decimal step); -1 when missing or not a number. */
+int64_t baton_progress_file_read(const char *path);
+/* The highest ckpt-<step> folder name under dir (no verification; -1 when none). */
+int64_t baton_ckpt_newest_name(const char *dir);
+
+/* ---------------------------------------------------------------------------------------------
+ * The local fleet supervisor (src/spot/fleet_local.c)
+ *
+ * One process runs the whole fleet: a loop that every tick reaps ended workers, lets the market
+ * interrupt running ones (a notice through the worker's own metadata service, then a kill at the
+ * deadline; or a kill without notice), launches replacements (a replacement is requested as soon
+ * as its predecessor gets a notice, so the launch delay overlaps the notice), attaches or moves
+ * volumes, and reads each worker's progress and checkpoints. Every state change goes through
+ * baton_wstate_next and is logged (SQLite + JSONL + a line on stderr).
+ *
+ * Restart: a supervisor that finds the job's database recovers from it: live workers (same pid
+ * and start time) are ADOPTED — their metadata service is started again on the same port, their
+ * exit status is read from the shim's status file — and workers that ended meanwhile are
+ * accounted from their status files. A worker whose metadata port cannot be bound again is
+ * killed and replaced (its work since the last checkpoint is lost, and reported). Only one
+ * supervisor runs a job at a time (a lock file).
+ * --------------------------------------------------------------------------------------------- */
+typedef struct baton_fleet_opts {
+    const char *state_dir;        /* overrides the job's state_dir; default "baton-fleet" */
+    double time_scale;            /* > 0: overrides market.time_scale */
+    int seed_set;
+    uint64_t seed;
+    int hazard_set;
+    double hazard_scale;
+    const char *interrupts;       /* an explicit schedule (see baton_market_set_schedule) */
+    const char *bin_dir;          /* put first on the workers' PATH (the baton binary's folder) */
+    const char *imds_mode;        /* fault injection: NULL/"normal", "garbage", "unreachable" */
+    const char *jobfile_text;     /* kept in the database */
+    int quiet;                    /* no event lines on stderr */
+    int progress;                 /* a status line on a terminal */
+    double tick_s;                /* loop period in wall seconds (default 0.02) */
+    int cancel;                   /* recover the job, then cancel it at once (baton_fleet_cancel) */
+    uint64_t progress_total;      /* steps a task needs, when known: the status line shows N/total */
+} baton_fleet_opts;
+
+void baton_fleet_opts_default(baton_fleet_opts *o);
+
+typedef struct baton_fleet_summary {
+    char dir[4096];               /* STATE/JOB */
+    char state[16];               /* "done", "failed", "cancelled" */
+    int tasks, tasks_done, tasks_failed;
+    int instances, interruptions, with_notice, without_notice, crashes, adopted;
+    double wall_s, sim_s;
+    char failure[1024];           /* why the job failed, in words (with the log's last line) */
+} baton_fleet_summary;
+
+/* STATE/JOB for a job name. */
+int baton_fleet_job_dir(const char *state_dir, const char *name, char *out, size_t cap, baton_err *err);
+/* Run (or resume) a job until every task is done, failed or cancelled. Returns BATON_OK even when
+ * a task failed (s->state says so); errors are for the supervisor itself (state folder, database,
+ * a changed job file). SIGINT/SIGTERM cancel: workers get a "stop" notice, checkpoint and exit. */
+int baton_fleet_run(const baton_job *job, const baton_fleet_opts *o, baton_fleet_summary *s, baton_err *err);
+/* Ask the job's supervisor to cancel (SIGTERM); with no supervisor alive, stop the job's live
+ * workers (SIGTERM to their process groups, then SIGKILL after grace_s) and mark it cancelled. */
+int baton_fleet_cancel(const char *job_dir, double grace_s, baton_err *err);
+
+/* ---------------------------------------------------------------------------------------------
+ * Reports (src/spot/fleet_report.c): the cost table, --json, the SVG timeline, status.
+ * --------------------------------------------------------------------------------------------- */
+typedef struct baton_fleet_report {
+    baton_fleet_records rec;
+    baton_cost_line *lines;       /* per instance, same order as rec.insts */
+    baton_cost_in *ins;
+    baton_cost_total total;
+    double now_sim;               /* the report's time (the end, or now while running) */
+    int interruptions, with_notice, without_notice, crashes;
+    int64_t lost_steps;           /* summed over interrupted and crashed instances */
+    int64_t max_lost_notice;      /* the most steps lost by one interruption with notice */
+    int64_t max_lost_no_notice;
+} baton_fleet_report;
+
+int baton_fleet_report_load(const char *job_dir, baton_fleet_report *r, baton_err *err);
+void baton_fleet_report_free(baton_fleet_report *r);
+void baton_fleet_report_print(FILE *f, const baton_fleet_report *r, int events);
+char *baton_fleet_report_json(const baton_fleet_report *r, int events);   /* malloc'd */
+int baton_fleet_report_svg(const baton_fleet_report *r, const char *path, baton_err *err);
+/* "1h02m03s" style simulated durations. */
+void baton_fleet_fmt_duration(double s, char *out, size_t cap);
+
+#endif

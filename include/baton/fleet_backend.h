@@ -1,0 +1,155 @@
+/* fleet_backend.h — the fleet backends beyond one machine: Slurm (each task a requeueable batch
+ * job) and AWS EC2 Spot Fleet (artefacts for a real fleet: the request, the user-data script,
+ * least-privilege IAM documents, and the aws CLI commands that create them). Both read the job
+ * file of fleet.h (docs/jobfile.md) and its `slurm:` / `aws:` section; docs/slurm.md and
+ * docs/aws.md are the user's guides.
+ *
+ * Slurm (src/spot/fleet_slurm.c): `baton fleet run --backend slurm JOB` writes one batch script
+ * per task and submits it with sbatch: --requeue, --signal=B:USR1@signal_before, output appended
+ * across restarts, the task's volume (a folder on a file system every node sees) as its working
+ * folder. The script runs the command in its own process group and forwards TERM/USR1 to it, so
+ * baton's watcher checkpoints and exits 75; it requeues the job itself after a notice it was not
+ * killed for (USR1 before the time limit, an EC2 notice on a cloud node) and after a crash while
+ * retries last. Preemption and `scontrol requeue` requeue it through Slurm. Every start and end
+ * is appended to the volume's logs/slurm-runs.log; status combines it with `scontrol show job`.
+ *
+ * AWS (src/spot/fleet_aws.c, src/spot/aws_userdata.c): see baton_aws_generate.
+ *
+ * Contract: errors are values naming the job file, line and field (or the program that failed);
+ * nothing here exits. Only the slurm/aws CLI programs are run (no shell). */
+#ifndef BATON_FLEET_BACKEND_H
+#define BATON_FLEET_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "baton/fleet.h"
+#include "baton/util.h"
+
+/* ---------------------------------------------------------------------------------- Slurm */
+#define BATON_SLURM_MAX_ARGS 16
+
+typedef struct baton_slurm_opts {
+    char partition[64], account[64], qos[64], time[32], mem[32], gres[128], constraint[128];
+    int cpus_per_task;                 /* 0: Slurm's default */
+    double signal_before;              /* seconds: USR1 this long before the time limit (120) */
+    char volumes[1024];                /* folder of the task volumes; "" : STATE/volumes */
+    const char *sbatch_args[BATON_SLURM_MAX_ARGS];   /* extra sbatch arguments (into the job) */
+    size_t nsbatch_args;
+} baton_slurm_opts;
+
+/* Check that the job asks only for what Slurm can do (no zones, instance types, allocation
+ * strategy or simulated market: each refused with what to use instead) and read its `slurm:`
+ * section (unknown keys are errors naming their line). */
+int baton_slurm_check(const baton_job *job, baton_slurm_opts *o, baton_err *err);
+
+/* The batch script for one task. volume: the task's volume (absolute); bindir: prepended to
+ * PATH (the folder of the baton binary; NULL: none). */
+int baton_slurm_script(const baton_job *job, const baton_slurm_opts *o, size_t task, const char *volume,
+                       const char *bindir, baton_buf *out, baton_err *err);
+
+typedef struct baton_slurm_task {
+    size_t task;
+    char job_id[32];
+    char volume[1024];
+    char state[32];        /* Slurm's JobState; GONE when Slurm no longer knows the job */
+    char reason[64];
+    char node[64];
+    int restarts;          /* Slurm's count of restarts (requeues) */
+    int runs;              /* from the volume's logs/slurm-runs.log since the submission: */
+    int notices;           /*   runs that stopped with exit 75 (a committed checkpoint) */
+    int crashes;           /*   runs that failed on their own (counted against retries) */
+    int stops;             /*   runs stopped from outside without exit 75 (lost work) */
+    int last_rc;           /* exit status of the last run, -1 none yet */
+    int64_t ckpt_step;     /* newest checkpoint in the volume that verifies, -1 none */
+} baton_slurm_task;
+
+/* job_dir is the job's own folder (STATE/JOB, see baton_fleet_job_dir). Create the volumes
+ * (JOB_DIR/volumes/task-N unless slurm.volumes; volume.seed copied into new ones), write
+ * JOB_DIR/slurm/task-N.sbatch and submit each; JOB_DIR/slurm/jobs.json records the job ids
+ * (written after every submission, so a failure half-way leaves a record of what is queued).
+ * Refuses while an earlier submission still has jobs in the queue. *tasks (malloc'd) gets one
+ * entry per task. */
+int baton_slurm_submit(const baton_job *job, const baton_slurm_opts *o, const char *job_dir,
+                       const char *bindir, baton_slurm_task **tasks, size_t *n, baton_err *err);
+/* Read the recorded jobs back: Slurm's view (scontrol show job) and the volumes' run logs. */
+int baton_slurm_status(const char *job_dir, baton_slurm_task **tasks, size_t *n, baton_err *err);
+/* scancel every recorded job that Slurm still knows. */
+int baton_slurm_cancel(const char *job_dir, baton_err *err);
+/* The parsers behind status (exposed for tests and fuzzing): one `scontrol show job -o` line into
+ * state, reason, node, restarts (a state that is not an upper-case word becomes UNKNOWN); the
+ * volume's logs/slurm-runs.log (n bytes, any content) into runs, notices, crashes, stops, last_rc
+ * counted since its last "submit" line. */
+void baton_slurm_parse_show(const char *line, baton_slurm_task *t);
+void baton_slurm_parse_runlog(const char *text, size_t n, baton_slurm_task *t);
+/* 1 when a job in this state will not run again by itself (COMPLETED, FAILED, CANCELLED, ...). */
+int baton_slurm_state_final(const char *state);
+/* Does the job's folder hold a Slurm submission (JOB_DIR/slurm/jobs.json)? */
+int baton_slurm_present(const char *job_dir);
+
+/* ------------------------------------------------------------------------------------ AWS */
+#define BATON_AWS_USERDATA_MAX 16384   /* EC2's limit on user data before base64 */
+
+typedef struct baton_aws_opts {
+    char region[32];
+    char account_id[16];            /* 12 digits; "" : unknown (--apply asks sts) */
+    char image_id[32];
+    char key_name[256];
+    const char *security_groups[16];
+    size_t nsecurity_groups;
+    const char *subnets[BATON_JOB_MAX_ZONES];   /* per zone of job->zones, NULL: none */
+    char code[1024];                /* s3:// object (.tar.gz) or prefix (ending in /); "" none */
+    char seed[1024];                /* s3:// prefix synced into a new volume; "" none */
+    char volume_type[16];           /* gp3 */
+    char device[32];                /* /dev/sdf */
+    char mount[256];                /* /mnt/baton */
+    char role_prefix[64];           /* names of the roles, policy and profile: <prefix>-<job>-... */
+    const char *tag_keys[16], *tag_values[16];   /* extra tags on instances, volumes, snapshots */
+    size_t ntags;
+} baton_aws_opts;
+
+/* Check that the job asks only for what a Spot Fleet can do (one region; a local volume.seed or
+ * a simulated market are refused with what to use instead; target capacity must cover every
+ * task) and read its `aws:` section (required: image_id). account_id may come later. */
+int baton_aws_check(const baton_job *job, baton_aws_opts *o, baton_err *err);
+
+/* The user-data script of one task (bash; at most BATON_AWS_USERDATA_MAX bytes). */
+int baton_aws_userdata(const baton_job *job, const baton_aws_opts *o, size_t task, baton_buf *out,
+                       baton_err *err);
+
+/* The names everything is created under. */
+typedef struct baton_aws_names {
+    char fleet_role[160], instance_role[160], policy[160], profile[160];
+} baton_aws_names;
+void baton_aws_names_of(const baton_job *job, const baton_aws_opts *o, baton_aws_names *nm);
+
+/* Write every artefact into out_dir (needs o->account_id): spot_fleet_config.json (one per task,
+ * suffixed -N when there are several), user-data.sh (likewise), fleet-trust-policy.json,
+ * instance-trust-policy.json, instance-policy.json (only the actions the user data uses),
+ * deployer-policy.json (what running commands.sh needs) and commands.sh (the aws CLI commands,
+ * in order). Each command is also one element of *cmds (argv vectors, NULL-terminated, freed
+ * with baton_aws_cmds_free). */
+typedef struct baton_aws_cmd {
+    char **argv;                    /* "aws", "iam", "create-role", ... NULL */
+    int may_exist;                  /* an "already exists" answer counts as success */
+    int fleet_task;                 /* >= 0: this is task N's request-spot-fleet */
+} baton_aws_cmd;
+int baton_aws_generate(const baton_job *job, const baton_aws_opts *o, const char *out_dir, baton_aws_cmd **cmds,
+                       size_t *ncmds, baton_err *err);
+void baton_aws_cmds_free(baton_aws_cmd *cmds, size_t n);
+/* One command as a shell line (words quoted) into out. */
+int baton_aws_cmd_line(const baton_aws_cmd *c, baton_buf *out);
+
+/* Run the commands through the aws CLI, in order: "already exists" is fine for the IAM ones, the
+ * fleet request is retried while IAM's new role is not yet visible to EC2 (a few tries). The
+ * spot fleet request ids are written to out_dir/fleet-requests.json. progress: one line per
+ * command (may be NULL). */
+int baton_aws_apply(const baton_aws_cmd *cmds, size_t n, const char *out_dir, FILE *progress, baton_err *err);
+/* The account id of the credentials in the environment (aws sts get-caller-identity). */
+int baton_aws_account(char *out, size_t cap, baton_err *err);
+/* Status and cancel of the fleets recorded in out_dir/fleet-requests.json (aws CLI); status
+ * prints the CLI's JSON answer to f. */
+int baton_aws_status(const char *out_dir, const char *region, FILE *f, baton_err *err);
+int baton_aws_cancel(const char *out_dir, const char *region, FILE *progress, baton_err *err);
+
+#endif

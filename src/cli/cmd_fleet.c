@@ -1,0 +1,246 @@
+/* cmd_fleet.c — `baton fleet run|status|cancel|catalog`: the fleet supervisor's command line.
+ * run reads a job file, runs the fleet to its end (or resumes it from the state folder) and prints
+ * the report; status reads a job's database (also while it runs); cancel asks the supervisor to
+ * stop every worker after a checkpoint. Exit codes: run 0 when every task is done, 1 when a task
+ * failed (with the reason), 75 when the job was cancelled (run it again to resume). */
+#include "baton/fleet.h"
+#include "cli.h"
+
+#include <dirent.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void bin_dir(char *out, size_t cap)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    out[0] = 0;
+    if (n <= 0) return;
+    exe[n] = 0;
+    baton_path_dirname(exe, out, cap);
+}
+
+static int print_report(const char *cmd, const char *dir, int json, const char *svg, int events)
+{
+    baton_fleet_report r;
+    baton_err err = {0};
+    if (baton_fleet_report_load(dir, &r, &err)) return cli_fail(cmd, &err);
+    if (json) {
+        char *s = baton_fleet_report_json(&r, events);
+        if (s) printf("%s\n", s);
+        free(s);
+    } else {
+        baton_fleet_report_print(stdout, &r, events);
+    }
+    int rc = CLI_OK;
+    if (svg && baton_fleet_report_svg(&r, svg, &err)) rc = cli_fail(cmd, &err);
+    baton_fleet_report_free(&r);
+    return rc;
+}
+
+int cli_fleet_run_file(const char *cmd, const char *path, struct baton_fleet_opts *o, int json, const char *svg)
+{
+    baton_err err = {0};
+    uint8_t *text;
+    size_t len;
+    if (baton_file_read_all(path, BATON_JOB_MAX_BYTES, &text, &len, &err)) {
+        baton_err_prefix(&err, "job file");
+        return cli_fail(cmd, &err);
+    }
+    baton_job job;
+    if (baton_job_parse(path, (const char *)text, len, &job, &err)) {
+        free(text);
+        return cli_fail(cmd, &err);
+    }
+    if (job.backend != BATON_BACKEND_LOCAL) {   /* slurm, aws: cmd_fleet_remote.c */
+        baton_job_free(&job);
+        free(text);
+        char *av[] = {"run", (char *)path, NULL};
+        return cli_fleet_remote(2, av);
+    }
+    char bdir[PATH_MAX];
+    bin_dir(bdir, sizeof bdir);
+    if (bdir[0] && !o->bin_dir) o->bin_dir = bdir;
+    o->jobfile_text = (const char *)text;
+    baton_fleet_summary sum;
+    char name[BATON_JOB_NAME_MAX + 1];
+    snprintf(name, sizeof name, "%s", job.name);
+    int rc = baton_fleet_run(&job, o, &sum, &err);
+    baton_job_free(&job);
+    free(text);
+    if (rc) return cli_fail(cmd, &err);
+    if (!o->quiet && !json) printf("\n");
+    int prc = print_report(cmd, sum.dir, json, svg, 0);
+    if (!json) printf("files: %s/{fleet.db,events.jsonl,report.json,timeline.svg}\n", sum.dir);
+    if (prc) return prc;
+    if (!strcmp(sum.state, "failed")) {
+        fprintf(stderr, "baton %s: %s\n", cmd, sum.failure[0] ? sum.failure : "a task failed");
+        return CLI_ERROR;
+    }
+    if (!strcmp(sum.state, "cancelled")) {
+        fprintf(stderr, "baton %s: job %s was cancelled; run it again to resume\n", cmd, name);
+        return CLI_INTERRUPTED;
+    }
+    return CLI_OK;
+}
+
+static int fleet_run(int argc, char **argv)
+{
+    baton_fleet_opts o;
+    baton_fleet_opts_default(&o);
+    const char *backend = NULL;
+    int json = 0;
+    const char *svg = NULL;
+    double hazard = -1;
+    uint64_t seed = UINT64_MAX;
+    const struct cli_opt opts[] = {
+        {"state", CLI_STR, &o.state_dir, "state folder (default: the job's state_dir, else ./baton-fleet)"},
+        {"time-scale", CLI_DBL, &o.time_scale, "simulated seconds per wall second (overrides market.time_scale)"},
+        {"seed", CLI_U64, &seed, "market seed (overrides market.seed)"},
+        {"hazard-scale", CLI_DBL, &hazard, "multiply every interruption rate (turns the random market on)"},
+        {"interrupts", CLI_STR, &o.interrupts, "explicit schedule AFTER[/NOTICE][@TASK],... (simulated durations)"},
+        {"backend", CLI_STR, &backend, "local | slurm | aws (default: the job file's; docs/slurm.md, docs/aws.md)"},
+        {"json", CLI_FLAG, &json, "print the final report as JSON"},
+        {"svg", CLI_STR, &svg, "also write the timeline to FILE"},
+        {"quiet", CLI_FLAG, &o.quiet, "no event lines"},
+        {"imds", CLI_STR, &o.imds_mode, "workers' metadata service: normal | garbage | unreachable (fault tests)"},
+        {0},
+    };
+    const char *pos[1];
+    int npos, help;
+    if (cli_parse("fleet run", "JOBFILE [--state DIR] [--time-scale X] [--seed S] [--interrupts SPEC] [--json]", opts,
+                  argc, argv, pos, 1, &npos, &help))
+        return help ? CLI_OK : CLI_USAGE;
+    if (npos != 1) {
+        fprintf(stderr, "baton fleet run: a job file is required (docs/jobfile.md)\n");
+        return CLI_USAGE;
+    }
+    if (backend && strcmp(backend, "local") != 0) {
+        fprintf(stderr, "baton fleet run: --backend %s is not available in this build\n", backend);
+        return CLI_USAGE;
+    }
+    if (o.imds_mode && strcmp(o.imds_mode, "normal") && strcmp(o.imds_mode, "garbage") && strcmp(o.imds_mode, "unreachable")) {
+        fprintf(stderr, "baton fleet run: --imds %s: expected normal, garbage or unreachable\n", o.imds_mode);
+        return CLI_USAGE;
+    }
+    if (o.time_scale < 0 || (hazard < 0 && hazard != -1)) {
+        fprintf(stderr, "baton fleet run: --time-scale and --hazard-scale must not be negative\n");
+        return CLI_USAGE;
+    }
+    if (seed != UINT64_MAX) o.seed_set = 1, o.seed = seed;
+    if (hazard >= 0) o.hazard_set = 1, o.hazard_scale = hazard;
+    o.progress = !o.quiet && isatty(2) && !getenv("BATON_NO_PROGRESS");
+    return cli_fleet_run_file("fleet run", pos[0], &o, json, svg);
+}
+
+static int list_jobs(const char *state)
+{
+    DIR *d = opendir(state);
+    if (!d) {
+        fprintf(stderr, "baton fleet status: %s: no fleet state folder (run a job first, or give --state)\n", state);
+        return CLI_ERROR;
+    }
+    struct dirent *e;
+    int n = 0;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.') continue;
+        char dir[4096];
+        baton_err err = {0};
+        if (baton_path_join(dir, sizeof dir, state, e->d_name, &err)) continue;
+        baton_fleet_report r;
+        if (baton_fleet_report_load(dir, &r, &err)) continue;
+        if (!n++) printf("%-32s %-10s %6s %8s %13s %10s\n", "job", "state", "tasks", "instances", "interruptions", "spot$");
+        printf("%-32s %-10s %6zu %8zu %13d %10.4f\n", r.rec.job.name, r.rec.job.state, r.rec.ntasks, r.rec.ninsts,
+               r.interruptions, r.total.spot_cost);
+        baton_fleet_report_free(&r);
+    }
+    closedir(d);
+    if (!n) printf("no jobs under %s\n", state);
+    return CLI_OK;
+}
+
+static int fleet_status(int argc, char **argv)
+{
+    const char *state = "baton-fleet", *svg = NULL;
+    int json = 0, events = 20;
+    const struct cli_opt opts[] = {
+        {"state", CLI_STR, &state, "state folder (default ./baton-fleet)"},
+        {"json", CLI_FLAG, &json, "everything as JSON (with every event)"},
+        {"events", CLI_INT, &events, "how many recent events to show (default 20)"},
+        {"svg", CLI_STR, &svg, "write the timeline to FILE"},
+        {0},
+    };
+    const char *pos[1];
+    int npos, help;
+    if (cli_parse("fleet status", "[JOB] [--state DIR] [--json] [--events N] [--svg FILE]", opts, argc, argv, pos, 1,
+                  &npos, &help))
+        return help ? CLI_OK : CLI_USAGE;
+    if (npos == 0) return list_jobs(state);
+    char dir[4096];
+    baton_err err = {0};
+    if (baton_fleet_job_dir(state, pos[0], dir, sizeof dir, &err)) return cli_fail("fleet status", &err);
+    return print_report("fleet status", dir, json, svg, json ? 1 : events < 0 ? 0 : events);
+}
+
+static int fleet_cancel(int argc, char **argv)
+{
+    const char *state = "baton-fleet";
+    double grace = 300;
+    const struct cli_opt opts[] = {
+        {"state", CLI_STR, &state, "state folder (default ./baton-fleet)"},
+        {"wait", CLI_DBL, &grace, "seconds to wait for the workers to stop (default 300)"},
+        {0},
+    };
+    const char *pos[1];
+    int npos, help;
+    if (cli_parse("fleet cancel", "JOB [--state DIR]", opts, argc, argv, pos, 1, &npos, &help))
+        return help ? CLI_OK : CLI_USAGE;
+    if (npos != 1) {
+        fprintf(stderr, "baton fleet cancel: which job? (baton fleet status lists them)\n");
+        return CLI_USAGE;
+    }
+    char dir[4096];
+    baton_err err = {0};
+    if (baton_fleet_job_dir(state, pos[0], dir, sizeof dir, &err) || baton_fleet_cancel(dir, grace, &err))
+        return cli_fail("fleet cancel", &err);
+    printf("job %s cancelled; `baton fleet run` with its job file resumes it\n", pos[0]);
+    return CLI_OK;
+}
+
+static int fleet_catalog(void)
+{
+    size_t n;
+    const baton_catalog_entry *e = baton_catalog_all(&n);
+    printf("%-12s %12s %10s %6s %-8s\n", "type", "on-demand $/h", "spot $/h", "speed", "interruptions");
+    for (size_t i = 0; i < n; i++)
+        printf("%-12s %12.4f %10.4f %6.2f %-8s\n", e[i].name, e[i].on_demand_price, e[i].spot_price, e[i].speed,
+               baton_bucket_name(e[i].bucket));
+    printf("(illustrative us-east-1 Linux prices; set prices in the job file when they matter)\n");
+    return CLI_OK;
+}
+
+int cmd_fleet(int argc, char **argv)
+{
+    const char *usage = "usage: baton fleet run JOBFILE | status [JOB] | cancel JOB | catalog  (--help on each;\n"
+                        "       --backend slurm|aws or the job file's backend: docs/slurm.md, docs/aws.md)\n";
+    if (argc < 2) {
+        fputs(usage, stderr);
+        return CLI_USAGE;
+    }
+    if (!strcmp(argv[1], "run") || !strcmp(argv[1], "status") || !strcmp(argv[1], "cancel")) {
+        int b = cli_fleet_remote_backend(argc - 1, argv + 1);   /* slurm, aws: cmd_fleet_remote.c */
+        if (b == BATON_BACKEND_SLURM || b == BATON_BACKEND_AWS) return cli_fleet_remote(argc - 1, argv + 1);
+    }
+    if (!strcmp(argv[1], "run")) return fleet_run(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "status")) return fleet_status(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "cancel")) return fleet_cancel(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "catalog")) return fleet_catalog();
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        fputs(usage, stdout);
+        return CLI_OK;
+    }
+    fprintf(stderr, "baton fleet: unknown subcommand '%s'\n%s", argv[1], usage);
+    return CLI_USAGE;
+}

@@ -1,0 +1,823 @@
+/* jobfile.c — the job-file parser (YAML through libyaml's document loader) shared by every fleet
+ * backend, plus the small built-in instance catalog that fills in prices for types named bare.
+ *
+ * Contract: baton_job_parse accepts one YAML document whose top level is a mapping of the fields
+ * in docs/jobfile.md; anything else fails with "FILE:LINE: FIELD: what was wrong". Unknown fields,
+ * duplicate keys, anchors/aliases, wrong types, out-of-range numbers and unknown enum words are
+ * errors. Backend sections (`slurm:`, `aws:`) and `env:` are flattened to key/value pairs with
+ * their line numbers and not interpreted here. On failure *job is left empty (freed). */
+#include "baton/fleet.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+/* ------------------------------------------------------------------ catalog */
+/* On-demand: us-east-1 Linux list prices. Spot: a typical recent price (about 30-40 % of on
+ * demand); bucket: a typical Spot Advisor reading. Illustrative defaults; a job file that cares
+ * sets its own prices. Speed: relative to c5.xlarge for CPU training (vCPUs), GPUs a rough guess. */
+static const baton_catalog_entry catalog[] = {
+    {"c5.large", 0.085, 0.034, 0.5, BATON_BUCKET_LT5},
+    {"c5.xlarge", 0.17, 0.068, 1.0, BATON_BUCKET_5_10},
+    {"c5.2xlarge", 0.34, 0.131, 2.0, BATON_BUCKET_5_10},
+    {"c5.4xlarge", 0.68, 0.262, 4.0, BATON_BUCKET_10_15},
+    {"c5a.xlarge", 0.154, 0.062, 0.95, BATON_BUCKET_LT5},
+    {"c6i.xlarge", 0.17, 0.066, 1.1, BATON_BUCKET_LT5},
+    {"m5.large", 0.096, 0.036, 0.5, BATON_BUCKET_LT5},
+    {"m5.xlarge", 0.192, 0.074, 1.0, BATON_BUCKET_5_10},
+    {"m5.2xlarge", 0.384, 0.148, 2.0, BATON_BUCKET_10_15},
+    {"r5.xlarge", 0.252, 0.087, 1.0, BATON_BUCKET_LT5},
+    {"p2.xlarge", 0.90, 0.27, 6.0, BATON_BUCKET_GT20},
+    {"p3.2xlarge", 3.06, 0.918, 25.0, BATON_BUCKET_15_20},
+    {"g4dn.xlarge", 0.526, 0.158, 10.0, BATON_BUCKET_10_15},
+    {"g5.xlarge", 1.006, 0.302, 18.0, BATON_BUCKET_10_15},
+};
+
+const baton_catalog_entry *baton_catalog_all(size_t *n)
+{
+    *n = sizeof catalog / sizeof catalog[0];
+    return catalog;
+}
+
+const baton_catalog_entry *baton_catalog_find(const char *name)
+{
+    for (size_t i = 0; i < sizeof catalog / sizeof catalog[0]; i++)
+        if (!strcmp(catalog[i].name, name)) return &catalog[i];
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ names */
+const char *baton_backend_name(baton_backend b)
+{
+    return b == BATON_BACKEND_SLURM ? "slurm" : b == BATON_BACKEND_AWS ? "aws" : "local";
+}
+
+const char *baton_alloc_name(baton_alloc a)
+{
+    return a == BATON_ALLOC_CAPACITY_OPTIMIZED ? "capacity-optimized" : "lowest-price";
+}
+
+static const char *const bucket_names[BATON_BUCKET_COUNT] = {"<5%", "5-10%", "10-15%", "15-20%", ">20%"};
+
+const char *baton_bucket_name(baton_bucket b)
+{
+    return (unsigned)b < BATON_BUCKET_COUNT ? bucket_names[b] : "?";
+}
+
+int baton_bucket_parse(const char *s, baton_bucket *b)
+{
+    static const char *const alt[BATON_BUCKET_COUNT] = {"<5", "5-10", "10-15", "15-20", ">20"};
+    for (int i = 0; i < BATON_BUCKET_COUNT; i++)
+        if (!strcmp(s, bucket_names[i]) || !strcmp(s, alt[i])) {
+            *b = (baton_bucket)i;
+            return 0;
+        }
+    return -1;
+}
+
+int baton_duration_parse(const char *s, double *seconds)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || !isfinite(v) || v < 0) return -1;
+    double mul = 1;
+    if (*end == 's') mul = 1, end++;
+    else if (*end == 'm') mul = 60, end++;
+    else if (*end == 'h') mul = 3600, end++;
+    else if (*end == 'd') mul = 86400, end++;
+    if (*end) return -1;
+    *seconds = v * mul;
+    return 0;
+}
+
+double baton_job_spot_price(const baton_job_type *t, const char *zone)
+{
+    for (size_t i = 0; i < t->nzone_prices; i++)
+        if (!strcmp(t->zone_prices[i].zone, zone)) return t->zone_prices[i].price;
+    return t->spot_price;
+}
+
+const baton_job_kv *baton_job_backend_opt(const baton_job *job, const char *key)
+{
+    for (size_t i = 0; i < job->nbackend_opts; i++)
+        if (!strcmp(job->backend_opts[i].key, key)) return &job->backend_opts[i];
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ walking the document */
+typedef struct ctx {
+    const char *file;
+    yaml_document_t *doc;
+    baton_err *err;
+    baton_job *job;
+    int has_random;     /* market.random was given */
+} ctx;
+
+static int line_of(const yaml_node_t *n) { return n ? (int)n->start_mark.line + 1 : 0; }
+
+static int fail(ctx *c, const yaml_node_t *n, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int fail(ctx *c, const yaml_node_t *n, const char *field, const char *fmt, ...)
+{
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return baton_err_set(c->err, BATON_ERR_FORMAT, "%s:%d: %s: %s", c->file, line_of(n),
+                         *field ? field : "(top level)", msg);
+}
+
+static yaml_node_t *node_at(ctx *c, int idx) { return yaml_document_get_node(c->doc, idx); }
+
+static const char *kind_name(const yaml_node_t *n)
+{
+    return n->type == YAML_MAPPING_NODE ? "a mapping" : n->type == YAML_SEQUENCE_NODE ? "a list"
+                                                                                      : "a scalar";
+}
+
+/* A scalar's text; fails on non-scalars and on embedded NULs. */
+static int scalar(ctx *c, const yaml_node_t *n, const char *field, const char **out)
+{
+    if (n->type != YAML_SCALAR_NODE)
+        return fail(c, n, field, "expected a single value, got %s", kind_name(n));
+    const char *s = (const char *)n->data.scalar.value;
+    if (strlen(s) != n->data.scalar.length) return fail(c, n, field, "contains a NUL byte");
+    *out = s;
+    return 0;
+}
+
+static int get_string(ctx *c, const yaml_node_t *n, const char *field, char *dst, size_t cap)
+{
+    const char *s = "";
+    if (scalar(c, n, field, &s)) return c->err->code;
+    if (strlen(s) >= cap) return fail(c, n, field, "longer than %zu characters", cap - 1);
+    memcpy(dst, s, strlen(s) + 1);
+    return 0;
+}
+
+static int get_strdup(ctx *c, const yaml_node_t *n, const char *field, char **dst)
+{
+    const char *s = "";
+    if (scalar(c, n, field, &s)) return c->err->code;
+    if (!*s) return fail(c, n, field, "is empty");
+    free(*dst);
+    *dst = strdup(s);
+    if (!*dst) return baton_err_set(c->err, BATON_ERR_NOMEM, "%s: out of memory", c->file);
+    return 0;
+}
+
+static int get_number(ctx *c, const yaml_node_t *n, const char *field, double lo, double hi,
+                      const char *what, double *out)
+{
+    const char *s = "";
+    if (scalar(c, n, field, &s)) return c->err->code;
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v))
+        return fail(c, n, field, "expected %s, got '%.64s'", what, s);
+    if (v < lo || v > hi) return fail(c, n, field, "%g is out of range (%g to %g)", v, lo, hi);
+    *out = v;
+    return 0;
+}
+
+static int get_int(ctx *c, const yaml_node_t *n, const char *field, long lo, long hi, long *out)
+{
+    const char *s = "";
+    if (scalar(c, n, field, &s)) return c->err->code;
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end) return fail(c, n, field, "expected a whole number, got '%.64s'", s);
+    if (v < lo || v > hi) return fail(c, n, field, "%ld is out of range (%ld to %ld)", v, lo, hi);
+    *out = v;
+    return 0;
+}
+
+static int get_duration(ctx *c, const yaml_node_t *n, const char *field, double *out)
+{
+    const char *s = "";
+    if (scalar(c, n, field, &s)) return c->err->code;
+    double v;
+    if (baton_duration_parse(s, &v) || v > 1e9)
+        return fail(c, n, field, "expected a duration (seconds, or a number with s, m, h or d), got '%.64s'", s);
+    *out = v;
+    return 0;
+}
+
+static int get_bool(ctx *c, const yaml_node_t *n, const char *field, int *out)
+{
+    const char *s = "";
+    if (scalar(c, n, field, &s)) return c->err->code;
+    if (!strcmp(s, "true") || !strcmp(s, "yes") || !strcmp(s, "on")) *out = 1;
+    else if (!strcmp(s, "false") || !strcmp(s, "no") || !strcmp(s, "off")) *out = 0;
+    else return fail(c, n, field, "expected true or false, got '%.64s'", s);
+    return 0;
+}
+
+/* Iterate a mapping: checks keys are scalars and unique; calls fn for each pair. */
+typedef int (*pair_fn)(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, void *arg,
+                       const char *path);
+
+static int each_pair(ctx *c, yaml_node_t *map, const char *path, pair_fn fn, void *arg)
+{
+    if (map->type != YAML_MAPPING_NODE)
+        return fail(c, map, path, "expected a mapping (key: value lines), got %s", kind_name(map));
+    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
+        yaml_node_t *kn = node_at(c, p->key), *vn = node_at(c, p->value);
+        if (!kn || !vn) return fail(c, map, path, "malformed mapping");
+        const char *key = "";
+        if (kn->type != YAML_SCALAR_NODE) return fail(c, kn, path, "keys must be plain words");
+        if (scalar(c, kn, path, &key)) return c->err->code;
+        for (yaml_node_pair_t *q = map->data.mapping.pairs.start; q < p; q++) {
+            yaml_node_t *k2 = node_at(c, q->key);
+            if (k2 && k2->type == YAML_SCALAR_NODE && !strcmp((const char *)k2->data.scalar.value, key))
+                return fail(c, kn, path, "duplicate key '%.64s' (first on line %d)", key, line_of(k2));
+        }
+        char sub[512];
+        snprintf(sub, sizeof sub, "%s%s%s", path, *path ? "." : "", key);
+        int rc = fn(c, key, kn, vn, arg, sub);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+static int unknown(ctx *c, yaml_node_t *kn, const char *path, const char *known)
+{
+    return fail(c, kn, path, "unknown field (known here: %s)", known);
+}
+
+static int grow(void **arr, size_t n, size_t elem, baton_err *err, const char *file)
+{
+    void *p = realloc(*arr, (n + 1) * elem);
+    if (!p) return baton_err_set(err, BATON_ERR_NOMEM, "%s: out of memory", file);
+    *arr = p;
+    memset((char *)p + n * elem, 0, elem);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ flattened sections */
+static int add_kv(ctx *c, baton_job_kv **arr, size_t *n, const char *key, const char *value, int line)
+{
+    if (grow((void **)arr, *n, sizeof **arr, c->err, c->file)) return c->err->code;
+    (*arr)[*n].key = strdup(key);
+    (*arr)[*n].value = strdup(value);
+    (*arr)[*n].line = line;
+    (*n)++;
+    if (!(*arr)[*n - 1].key || !(*arr)[*n - 1].value)
+        return baton_err_set(c->err, BATON_ERR_NOMEM, "%s: out of memory", c->file);
+    return 0;
+}
+
+typedef struct flat_arg {
+    baton_job_kv **arr;
+    size_t *n;
+    int depth;
+} flat_arg;
+
+static int flatten(ctx *c, yaml_node_t *n, const char *path, flat_arg *fa);
+
+static int flatten_pair(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, void *arg,
+                        const char *path)
+{
+    (void)key;
+    (void)kn;
+    return flatten(c, vn, path, arg);
+}
+
+static int flatten(ctx *c, yaml_node_t *n, const char *path, flat_arg *fa)
+{
+    if (fa->depth > 8) return fail(c, n, path, "nested too deeply");
+    if (n->type == YAML_SCALAR_NODE) {
+        const char *s = "";
+        if (scalar(c, n, path, &s)) return c->err->code;
+        return add_kv(c, fa->arr, fa->n, path, s, line_of(n));
+    }
+    fa->depth++;
+    int rc = 0;
+    if (n->type == YAML_MAPPING_NODE) {
+        rc = each_pair(c, n, path, flatten_pair, fa);
+    } else {
+        int i = 0;
+        for (yaml_node_item_t *it = n->data.sequence.items.start; !rc && it < n->data.sequence.items.top; it++) {
+            char sub[512];
+            snprintf(sub, sizeof sub, "%s.%d", path, i++);
+            yaml_node_t *e = node_at(c, *it);
+            rc = e ? flatten(c, e, sub, fa) : fail(c, n, path, "malformed list");
+        }
+    }
+    fa->depth--;
+    return rc;
+}
+
+/* ------------------------------------------------------------------ instance types */
+static int zone_price_pair(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, void *arg,
+                           const char *path)
+{
+    baton_job_type *t = arg;
+    if (strlen(key) >= sizeof t->zone_prices[0].zone) return fail(c, kn, path, "zone name too long");
+    if (grow((void **)&t->zone_prices, t->nzone_prices, sizeof *t->zone_prices, c->err, c->file))
+        return c->err->code;
+    baton_job_zone_price *z = &t->zone_prices[t->nzone_prices];
+    memcpy(z->zone, key, strlen(key) + 1);
+    if (get_number(c, vn, path, 0, 1e5, "a price in dollars per hour", &z->price)) return c->err->code;
+    t->nzone_prices++;
+    return 0;
+}
+
+typedef struct type_seen {
+    baton_job_type *t;
+    int has_od, has_spot, has_speed, has_bucket;
+} type_seen;
+
+static int type_pair(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, void *arg, const char *path)
+{
+    type_seen *s = arg;
+    baton_job_type *t = s->t;
+    if (!strcmp(key, "name")) return get_string(c, vn, path, t->name, sizeof t->name);
+    if (!strcmp(key, "on_demand_price")) {
+        s->has_od = 1;
+        return get_number(c, vn, path, 0, 1e5, "a price in dollars per hour", &t->on_demand_price);
+    }
+    if (!strcmp(key, "spot_price")) {
+        s->has_spot = 1;
+        if (vn->type == YAML_MAPPING_NODE) {
+            t->spot_price = -1;   /* every zone must then be listed; checked later */
+            return each_pair(c, vn, path, zone_price_pair, t);
+        }
+        return get_number(c, vn, path, 0, 1e5, "a price in dollars per hour (or zone: price lines)",
+                          &t->spot_price);
+    }
+    if (!strcmp(key, "speed")) {
+        s->has_speed = 1;
+        return get_number(c, vn, path, 1e-3, 1e6, "a relative speed (1 = baseline)", &t->speed);
+    }
+    if (!strcmp(key, "interruption")) {
+        const char *v = "";
+        if (scalar(c, vn, path, &v)) return c->err->code;
+        s->has_bucket = 1;
+        if (baton_bucket_parse(v, &t->bucket))
+            return fail(c, vn, path, "expected a Spot Advisor bucket: <5%%, 5-10%%, 10-15%%, 15-20%% or >20%%, got '%.32s'", v);
+        return 0;
+    }
+    return unknown(c, kn, path, "name, on_demand_price, spot_price, speed, interruption");
+}
+
+static int catalog_names(char *out, size_t cap)
+{
+    size_t n, k = 0;
+    const baton_catalog_entry *e = baton_catalog_all(&n);
+    out[0] = 0;
+    for (size_t i = 0; i < n && k + 32 < cap; i++)
+        k += (size_t)snprintf(out + k, cap - k, "%s%s", i ? ", " : "", e[i].name);
+    return 0;
+}
+
+static int parse_type(ctx *c, yaml_node_t *n, const char *path)
+{
+    baton_job *j = c->job;
+    if (j->ntypes >= BATON_JOB_MAX_TYPES) return fail(c, n, path, "more than %d instance types", BATON_JOB_MAX_TYPES);
+    if (grow((void **)&j->types, j->ntypes, sizeof *j->types, c->err, c->file)) return c->err->code;
+    baton_job_type *t = &j->types[j->ntypes++];
+    t->line = line_of(n);
+    t->speed = 1;
+    type_seen s = {t, 0, 0, 0, 0};
+    if (n->type == YAML_SCALAR_NODE) {
+        if (get_string(c, n, path, t->name, sizeof t->name)) return c->err->code;
+    } else if (n->type == YAML_MAPPING_NODE) {
+        if (each_pair(c, n, path, type_pair, &s)) return c->err->code;
+        if (!t->name[0]) return fail(c, n, path, "missing 'name' (e.g. name: c5.xlarge)");
+    } else {
+        return fail(c, n, path, "expected a type name or a mapping with name and prices, got a list");
+    }
+    for (const char *p = t->name; *p; p++)
+        if (!isalnum((unsigned char)*p) && *p != '.' && *p != '-' && *p != '_')
+            return fail(c, n, path, "instance type '%.64s': only letters, digits, '.', '-' and '_'", t->name);
+    for (size_t i = 0; i + 1 < j->ntypes; i++)
+        if (!strcmp(j->types[i].name, t->name))
+            return fail(c, n, path, "instance type '%s' listed twice (first on line %d)", t->name, j->types[i].line);
+    const baton_catalog_entry *e = baton_catalog_find(t->name);
+    if (!s.has_od || !s.has_spot) {
+        if (!e) {
+            char names[1024];
+            catalog_names(names, sizeof names);
+            return fail(c, n, path, "unknown instance type '%s': give on_demand_price and spot_price, or use one of %s",
+                        t->name, names);
+        }
+        t->from_catalog = 1;
+        if (!s.has_od) t->on_demand_price = e->on_demand_price;
+        if (!s.has_spot) t->spot_price = e->spot_price;
+    }
+    if (e && !s.has_speed) t->speed = e->speed;
+    if (e && !s.has_bucket) t->bucket = e->bucket;
+    if (!e && !s.has_bucket) t->bucket = BATON_BUCKET_5_10;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ volume, market */
+static int volume_pair(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, void *arg, const char *path)
+{
+    baton_job *j = c->job;
+    (void)arg;
+    if (!strcmp(key, "checkpoints")) {
+        if (get_string(c, vn, path, j->volume.checkpoints, sizeof j->volume.checkpoints)) return c->err->code;
+        const char *p = j->volume.checkpoints;
+        if (!*p || *p == '/' || strstr(p, ".."))
+            return fail(c, vn, path, "a relative folder inside the volume, without '..'");
+        return 0;
+    }
+    if (!strcmp(key, "seed")) return get_string(c, vn, path, j->volume.seed, sizeof j->volume.seed);
+    if (!strcmp(key, "size_gb")) return get_number(c, vn, path, 1, 65536, "a size in GB", &j->volume.size_gb);
+    return unknown(c, kn, path, "checkpoints, seed, size_gb");
+}
+
+static int interrupt_pair(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, void *arg, const char *path)
+{
+    baton_job_interrupt *in = arg;
+    if (!strcmp(key, "task")) {
+        long v;
+        if (get_int(c, vn, path, 0, BATON_JOB_MAX_COMMANDS - 1, &v)) return c->err->code;
+        in->task = (int)v;
+        return 0;
+    }
+    if (!strcmp(key, "after")) return get_duration(c, vn, path, &in->after);
+    if (!strcmp(key, "notice")) return get_duration(c, vn, path, &in->notice);
+    return unknown(c, kn, path, "task, after, notice");
+}
+
+static int market_pair(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, void *arg, const char *path)
+{
+    baton_job *j = c->job;
+    (void)arg;
+    if (!strcmp(key, "time_scale"))
+        return get_number(c, vn, path, 1e-3, 1e6, "a number (simulated seconds per wall second)", &j->market.time_scale);
+    if (!strcmp(key, "seed")) {
+        long v;
+        if (get_int(c, vn, path, 0, 2147483647L, &v)) return c->err->code;
+        j->market.seed = (uint64_t)v;
+        return 0;
+    }
+    if (!strcmp(key, "launch_delay")) return get_duration(c, vn, path, &j->market.launch_delay);
+    if (!strcmp(key, "notice")) return get_duration(c, vn, path, &j->market.notice);
+    if (!strcmp(key, "capacity_cooldown")) return get_duration(c, vn, path, &j->market.capacity_cooldown);
+    if (!strcmp(key, "hazard_scale"))
+        return get_number(c, vn, path, 0, 1e9, "a multiplier", &j->market.hazard_scale);
+    if (!strcmp(key, "random")) {
+        c->has_random = 1;
+        return get_bool(c, vn, path, &j->market.random);
+    }
+    if (!strcmp(key, "interruptions")) {
+        if (vn->type != YAML_SEQUENCE_NODE) return fail(c, vn, path, "expected a list of {after, notice, task}");
+        int i = 0;
+        for (yaml_node_item_t *it = vn->data.sequence.items.start; it < vn->data.sequence.items.top; it++) {
+            char sub[512];
+            snprintf(sub, sizeof sub, "%s[%d]", path, i++);
+            yaml_node_t *e = node_at(c, *it);
+            if (!e) return fail(c, vn, path, "malformed list");
+            if (grow((void **)&j->market.interrupts, j->market.ninterrupts, sizeof *j->market.interrupts, c->err, c->file))
+                return c->err->code;
+            baton_job_interrupt *in = &j->market.interrupts[j->market.ninterrupts++];
+            in->notice = -1;
+            in->after = -1;
+            in->line = line_of(e);
+            if (each_pair(c, e, sub, interrupt_pair, in)) return c->err->code;
+            if (in->after < 0) return fail(c, e, sub, "missing 'after' (simulated time after the instance starts)");
+            if (in->notice < 0) in->notice = -2;   /* the market's default notice; resolved below */
+        }
+        return 0;
+    }
+    return unknown(c, kn, path, "time_scale, seed, launch_delay, notice, hazard_scale, capacity_cooldown, random, interruptions");
+}
+
+/* ------------------------------------------------------------------ top level */
+typedef struct top_seen {
+    yaml_node_t *command, *commands, *capacity, *zones_node, *types_node, *name_node, *backend;
+} top_seen;
+
+static int parse_commands(ctx *c, yaml_node_t *vn, const char *path)
+{
+    baton_job *j = c->job;
+    if (vn->type == YAML_SCALAR_NODE) {
+        if (grow((void **)&j->commands, 0, sizeof *j->commands, c->err, c->file)) return c->err->code;
+        j->ncommands = 1;
+        return get_strdup(c, vn, path, &j->commands[0]);
+    }
+    if (vn->type != YAML_SEQUENCE_NODE) return fail(c, vn, path, "expected a command line or a list of them");
+    int i = 0;
+    for (yaml_node_item_t *it = vn->data.sequence.items.start; it < vn->data.sequence.items.top; it++) {
+        char sub[512];
+        snprintf(sub, sizeof sub, "%s[%d]", path, i++);
+        yaml_node_t *e = node_at(c, *it);
+        if (!e) return fail(c, vn, path, "malformed list");
+        if (j->ncommands >= BATON_JOB_MAX_COMMANDS) return fail(c, e, sub, "more than %d commands", BATON_JOB_MAX_COMMANDS);
+        if (grow((void **)&j->commands, j->ncommands, sizeof *j->commands, c->err, c->file)) return c->err->code;
+        j->ncommands++;
+        if (get_strdup(c, e, sub, &j->commands[j->ncommands - 1])) return c->err->code;
+    }
+    if (!j->ncommands) return fail(c, vn, path, "the list is empty");
+    return 0;
+}
+
+static int top_pair(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, void *arg, const char *path)
+{
+    baton_job *j = c->job;
+    top_seen *s = arg;
+    if (!strcmp(key, "name")) {
+        s->name_node = vn;
+        if (get_string(c, vn, path, j->name, sizeof j->name)) return c->err->code;
+        if (!j->name[0] || j->name[0] == '.' || j->name[0] == '-')
+            return fail(c, vn, path, "must start with a letter or digit");
+        for (const char *p = j->name; *p; p++)
+            if (!isalnum((unsigned char)*p) && *p != '.' && *p != '-' && *p != '_')
+                return fail(c, vn, path, "only letters, digits, '.', '-' and '_' (it names a folder)");
+        return 0;
+    }
+    if (!strcmp(key, "backend")) {
+        const char *v = "";
+        s->backend = vn;
+        if (scalar(c, vn, path, &v)) return c->err->code;
+        if (!strcmp(v, "local")) j->backend = BATON_BACKEND_LOCAL;
+        else if (!strcmp(v, "slurm")) j->backend = BATON_BACKEND_SLURM;
+        else if (!strcmp(v, "aws")) j->backend = BATON_BACKEND_AWS;
+        else return fail(c, vn, path, "expected local, slurm or aws, got '%.32s'", v);
+        return 0;
+    }
+    if (!strcmp(key, "command") || !strcmp(key, "commands")) {
+        if (s->command || s->commands)
+            return fail(c, kn, path, "give either 'command' or 'commands', not both");
+        if (!strcmp(key, "command")) {
+            s->command = vn;
+            if (vn->type != YAML_SCALAR_NODE)
+                return fail(c, vn, path, "expected one command line (use 'commands:' for a list)");
+        } else {
+            s->commands = vn;
+        }
+        return parse_commands(c, vn, path);
+    }
+    if (!strcmp(key, "target_capacity")) {
+        long v;
+        s->capacity = vn;
+        if (get_int(c, vn, path, 1, 1024, &v)) return c->err->code;
+        j->target_capacity = (int)v;
+        return 0;
+    }
+    if (!strcmp(key, "allocation_strategy")) {
+        const char *v = "";
+        if (scalar(c, vn, path, &v)) return c->err->code;
+        if (!strcmp(v, "lowest-price") || !strcmp(v, "lowestPrice")) j->alloc = BATON_ALLOC_LOWEST_PRICE;
+        else if (!strcmp(v, "capacity-optimized") || !strcmp(v, "capacityOptimized"))
+            j->alloc = BATON_ALLOC_CAPACITY_OPTIMIZED;
+        else return fail(c, vn, path, "expected lowest-price or capacity-optimized, got '%.32s'", v);
+        return 0;
+    }
+    if (!strcmp(key, "retries")) {
+        long v;
+        if (get_int(c, vn, path, 0, 1000, &v)) return c->err->code;
+        j->retries = (int)v;
+        return 0;
+    }
+    if (!strcmp(key, "instance_types")) {
+        s->types_node = vn;
+        if (vn->type != YAML_SEQUENCE_NODE) return fail(c, vn, path, "expected a list of instance types");
+        int i = 0;
+        for (yaml_node_item_t *it = vn->data.sequence.items.start; it < vn->data.sequence.items.top; it++) {
+            char sub[512];
+            snprintf(sub, sizeof sub, "%s[%d]", path, i++);
+            yaml_node_t *e = node_at(c, *it);
+            if (!e) return fail(c, vn, path, "malformed list");
+            if (parse_type(c, e, sub)) return c->err->code;
+        }
+        return 0;
+    }
+    if (!strcmp(key, "zones")) {
+        s->zones_node = vn;
+        if (vn->type == YAML_SCALAR_NODE) {
+            j->nzones = 1;
+            return get_string(c, vn, path, j->zones[0], sizeof j->zones[0]);
+        }
+        if (vn->type != YAML_SEQUENCE_NODE) return fail(c, vn, path, "expected a list of zone names");
+        int i = 0;
+        for (yaml_node_item_t *it = vn->data.sequence.items.start; it < vn->data.sequence.items.top; it++) {
+            char sub[512];
+            snprintf(sub, sizeof sub, "%s[%d]", path, i++);
+            yaml_node_t *e = node_at(c, *it);
+            if (!e) return fail(c, vn, path, "malformed list");
+            if (j->nzones >= BATON_JOB_MAX_ZONES) return fail(c, e, sub, "more than %d zones", BATON_JOB_MAX_ZONES);
+            char *z = j->zones[j->nzones];
+            if (get_string(c, e, sub, z, sizeof j->zones[0])) return c->err->code;
+            if (!*z) return fail(c, e, sub, "is empty");
+            for (const char *p = z; *p; p++)
+                if (!isalnum((unsigned char)*p) && *p != '-' && *p != '_')
+                    return fail(c, e, sub, "zone '%s': only letters, digits, '-' and '_'", z);
+            for (size_t k = 0; k < j->nzones; k++)
+                if (!strcmp(j->zones[k], z)) return fail(c, e, sub, "zone '%s' listed twice", z);
+            j->nzones++;
+        }
+        return 0;
+    }
+    if (!strcmp(key, "state_dir")) return get_string(c, vn, path, j->state_dir, sizeof j->state_dir);
+    if (!strcmp(key, "volume")) return each_pair(c, vn, path, volume_pair, NULL);
+    if (!strcmp(key, "market")) return each_pair(c, vn, path, market_pair, NULL);
+    if (!strcmp(key, "env")) {
+        if (vn->type != YAML_MAPPING_NODE) return fail(c, vn, path, "expected NAME: value lines");
+        flat_arg fa = {&j->env, &j->nenv, 1};
+        size_t before = j->nenv;
+        if (each_pair(c, vn, "", flatten_pair, &fa)) return c->err->code;
+        for (size_t i = before; i < j->nenv; i++) {
+            const char *k = j->env[i].key;
+            int okname = (isalpha((unsigned char)k[0]) || k[0] == '_');
+            for (const char *p = k; *p && okname; p++) okname = isalnum((unsigned char)*p) || *p == '_';
+            if (!okname)
+                return baton_err_set(c->err, BATON_ERR_FORMAT, "%s:%d: env.%s: not a valid environment variable name",
+                                     c->file, j->env[i].line, k);
+        }
+        return 0;
+    }
+    if (!strcmp(key, "slurm") || !strcmp(key, "aws")) {
+        if (vn->type != YAML_MAPPING_NODE) return fail(c, vn, path, "expected a mapping of %s options", key);
+        flat_arg fa = {&j->backend_opts, &j->nbackend_opts, 0};
+        return flatten(c, vn, path, &fa);
+    }
+    return unknown(c, kn, path,
+                   "name, backend, command, commands, target_capacity, allocation_strategy, retries, "
+                   "instance_types, zones, state_dir, volume, market, env, slurm, aws");
+}
+
+/* Every node may be reached from exactly one parent: that rules out aliases (and so cycles and
+ * exponential expansion) without walking anything twice. */
+static int check_no_aliases(ctx *c)
+{
+    yaml_document_t *d = c->doc;
+    size_t n = (size_t)(d->nodes.top - d->nodes.start);
+    unsigned char *refs = calloc(n + 1, 1);
+    if (!refs) return baton_err_set(c->err, BATON_ERR_NOMEM, "%s: out of memory", c->file);
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        yaml_node_t *nd = d->nodes.start + i;
+        int kids[2];
+        if (nd->type == YAML_SEQUENCE_NODE) {
+            for (yaml_node_item_t *it = nd->data.sequence.items.start; it < nd->data.sequence.items.top; it++)
+                if (*it >= 1 && (size_t)*it <= n && refs[*it]++) {
+                    rc = fail(c, nd, "yaml", "anchors and aliases (*name) are not supported in job files");
+                    break;
+                }
+        } else if (nd->type == YAML_MAPPING_NODE) {
+            for (yaml_node_pair_t *p = nd->data.mapping.pairs.start; p < nd->data.mapping.pairs.top && !rc; p++) {
+                kids[0] = p->key;
+                kids[1] = p->value;
+                for (int k = 0; k < 2; k++)
+                    if (kids[k] >= 1 && (size_t)kids[k] <= n && refs[kids[k]]++) {
+                        rc = fail(c, node_at(c, kids[0]), "yaml",
+                                  "anchors and aliases (*name) are not supported in job files");
+                        break;
+                    }
+            }
+        }
+    }
+    free(refs);
+    return rc;
+}
+
+static int finish(ctx *c, yaml_node_t *root, top_seen *s)
+{
+    baton_job *j = c->job;
+    if (!s->command && !s->commands)
+        return fail(c, root, "command", "missing: the program each instance runs (e.g. command: baton train ...)");
+    if (!j->name[0]) return fail(c, root, "name", "missing: a name for the job (it names the state folder)");
+    if (!j->target_capacity) j->target_capacity = (int)j->ncommands;
+    if ((size_t)j->target_capacity > j->ncommands)
+        return fail(c, s->capacity, "target_capacity",
+                    "%d instances but %zu command(s): each instance runs one command; list one command per "
+                    "experiment under 'commands:' (a sweep)", j->target_capacity, j->ncommands);
+    int needs_market = j->backend != BATON_BACKEND_SLURM;
+    if (needs_market && !j->ntypes)
+        return fail(c, root, "instance_types", "missing: at least one instance type (e.g. - c5.xlarge)");
+    if (needs_market && !j->nzones) return fail(c, root, "zones", "missing: at least one zone (e.g. [us-east-1a])");
+    for (size_t i = 0; i < j->ntypes; i++) {
+        baton_job_type *t = &j->types[i];
+        for (size_t k = 0; k < t->nzone_prices; k++) {
+            int known = 0;
+            for (size_t z = 0; z < j->nzones; z++) known |= !strcmp(j->zones[z], t->zone_prices[k].zone);
+            if (!known)
+                return baton_err_set(c->err, BATON_ERR_FORMAT,
+                                     "%s:%d: instance_types[%zu].spot_price.%s: zone not listed under 'zones'",
+                                     c->file, t->line, i, t->zone_prices[k].zone);
+        }
+        if (t->spot_price < 0) {   /* per-zone map: every zone needs a price */
+            for (size_t z = 0; z < j->nzones; z++) {
+                int has = 0;
+                for (size_t k = 0; k < t->nzone_prices; k++) has |= !strcmp(j->zones[z], t->zone_prices[k].zone);
+                if (!has)
+                    return baton_err_set(c->err, BATON_ERR_FORMAT,
+                                         "%s:%d: instance_types[%zu].spot_price: no price for zone %s",
+                                         c->file, t->line, i, j->zones[z]);
+            }
+        }
+    }
+    for (size_t i = 0; i < j->market.ninterrupts; i++) {
+        baton_job_interrupt *in = &j->market.interrupts[i];
+        if ((size_t)in->task >= j->ncommands)
+            return baton_err_set(c->err, BATON_ERR_FORMAT,
+                                 "%s:%d: market.interruptions[%zu].task: %d, but there are %zu command(s) (tasks 0..%zu)",
+                                 c->file, in->line, i, in->task, j->ncommands, j->ncommands - 1);
+        if (in->notice == -2) in->notice = j->market.notice;
+    }
+    if (!c->has_random) j->market.random = j->market.ninterrupts == 0;
+    return 0;
+}
+
+static void job_defaults(baton_job *j)
+{
+    memset(j, 0, sizeof *j);
+    j->retries = 2;
+    j->volume.size_gb = 20;
+    memcpy(j->volume.checkpoints, "ckpt", 5);
+    j->market.time_scale = 1;
+    j->market.launch_delay = 90;
+    j->market.notice = 120;
+    j->market.hazard_scale = 1;
+    j->market.capacity_cooldown = 3600;
+}
+
+int baton_job_parse(const char *name, const char *text, size_t len, baton_job *job, baton_err *err)
+{
+    job_defaults(job);
+    snprintf(job->path, sizeof job->path, "%s", name);
+    if (len > BATON_JOB_MAX_BYTES)
+        return baton_err_set(err, BATON_ERR_FORMAT, "%s: %zu bytes, more than the %u accepted for a job file",
+                             name, len, BATON_JOB_MAX_BYTES);
+    yaml_parser_t parser;
+    yaml_document_t doc;
+    if (!yaml_parser_initialize(&parser)) return baton_err_set(err, BATON_ERR_NOMEM, "%s: out of memory", name);
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+    if (!yaml_parser_load(&parser, &doc)) {
+        int rc = baton_err_set(err, BATON_ERR_FORMAT, "%s:%zu: yaml: %s%s%s", name,
+                               parser.problem_mark.line + 1, parser.problem ? parser.problem : "malformed",
+                               parser.context ? " " : "", parser.context ? parser.context : "");
+        yaml_parser_delete(&parser);
+        return rc;
+    }
+    ctx c = {name, &doc, err, job, 0};
+    int rc = 0;
+    yaml_node_t *root = yaml_document_get_root_node(&doc);
+    if (!root) {
+        rc = baton_err_set(err, BATON_ERR_FORMAT, "%s:1: the job file is empty", name);
+    } else {
+        yaml_document_t extra;
+        if (!yaml_parser_load(&parser, &extra)) {
+            rc = baton_err_set(err, BATON_ERR_FORMAT, "%s:%zu: yaml: %s", name, parser.problem_mark.line + 1,
+                               parser.problem ? parser.problem : "malformed");
+        } else {
+            if (yaml_document_get_root_node(&extra))
+                rc = baton_err_set(err, BATON_ERR_FORMAT, "%s:%zu: a second YAML document ('---'); a job file holds one",
+                                   name, extra.start_mark.line + 1);
+            yaml_document_delete(&extra);
+        }
+    }
+    if (!rc) rc = check_no_aliases(&c);
+    top_seen seen = {0};
+    if (!rc && root->type != YAML_MAPPING_NODE)
+        rc = fail(&c, root, "job", "expected a mapping of fields (name:, command:, ...), got %s", kind_name(root));
+    if (!rc) rc = each_pair(&c, root, "", top_pair, &seen);
+    if (!rc) rc = finish(&c, root, &seen);
+    yaml_document_delete(&doc);
+    yaml_parser_delete(&parser);
+    if (rc) baton_job_free(job);
+    return rc;
+}
+
+int baton_job_load(const char *path, baton_job *job, baton_err *err)
+{
+    uint8_t *p;
+    size_t n;
+    job_defaults(job);
+    int rc = baton_file_read_all(path, BATON_JOB_MAX_BYTES, &p, &n, err);
+    if (rc) return baton_err_prefix(err, "job file");
+    rc = baton_job_parse(path, (const char *)p, n, job, err);
+    free(p);
+    return rc;
+}
+
+void baton_job_free(baton_job *job)
+{
+    for (size_t i = 0; i < job->ncommands; i++) free(job->commands[i]);
+    free(job->commands);
+    for (size_t i = 0; i < job->ntypes; i++) free(job->types[i].zone_prices);
+    free(job->types);
+    free(job->market.interrupts);
+    for (size_t i = 0; i < job->nenv; i++) free(job->env[i].key), free(job->env[i].value);
+    free(job->env);
+    for (size_t i = 0; i < job->nbackend_opts; i++)
+        free(job->backend_opts[i].key), free(job->backend_opts[i].value);
+    free(job->backend_opts);
+    char path[sizeof job->path];
+    memcpy(path, job->path, sizeof path);
+    job_defaults(job);
+    memcpy(job->path, path, sizeof path);
+}

@@ -1,0 +1,44 @@
+/* remote_internal.h — pieces shared by the fleet backends that hand instances to someone else
+ * (Slurm, AWS Spot Fleet): running a program and capturing what it prints, shell quoting, base64,
+ * and checking a backend section of the job file. Not a public API (src/spot/ only). */
+#ifndef BATON_SPOT_REMOTE_INTERNAL_H
+#define BATON_SPOT_REMOTE_INTERNAL_H
+
+#include "baton/fleet.h"
+#include "baton/util.h"
+
+/* Run argv[0] (looked up on PATH) with argv, stdin from /dev/null, and capture stdout into out
+ * and stderr into errout (either may be NULL: discarded; each capped at 8 MiB). *status gets
+ * the exit status, or 128 + signal. Returns BATON_OK when the program ran (whatever its status),
+ * BATON_ERR_NOTFOUND when it could not be started (the message names it and says how to get
+ * it), BATON_ERR_IO otherwise. */
+int rmt_run(const char *const *argv, baton_buf *out, baton_buf *errout, int *status, baton_err *err);
+
+/* Append s to b as one shell word: unchanged when it holds only safe characters, else in single
+ * quotes (a ' inside becomes '\''). */
+int rmt_shq(baton_buf *b, const char *s);
+/* Append printf-style text. */
+int rmt_printf(baton_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* NUL-terminate b's text without counting the NUL (b->data is then a C string). */
+int rmt_cstr(baton_buf *b);
+
+/* Standard base64 (RFC 4648, with padding) of n bytes into b. */
+int rmt_base64(baton_buf *b, const uint8_t *p, size_t n);
+
+/* The keys of the job's `<prefix>` section (prefix "slurm." or "aws.") must each start with one
+ * of the known names (a known name "x" admits "x" and, when it ends in '.', "x<anything>").
+ * An unknown key fails as "FILE:LINE: KEY: unknown field (known here: ...)". */
+int rmt_check_section(const baton_job *job, const char *prefix, const char *const *known, baton_err *err);
+/* A section option's value, or NULL when absent. */
+const char *rmt_opt(const baton_job *job, const char *key, int *line);
+/* Fail with BATON_ERR_ARG and "FILE:LINE: FIELD: message" (":LINE" omitted when line is 0). */
+int rmt_fail(baton_err *err, const baton_job *job, int line, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+/* Is s made only of characters from set (and non-empty)? */
+int rmt_only(const char *s, const char *set);
+
+/* Write text to path crash-safely, creating the parent folder; mode applied after (e.g. 0755). */
+int rmt_write_file(const char *path, const void *p, size_t n, unsigned mode, baton_err *err);
+
+#endif

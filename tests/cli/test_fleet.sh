@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# test_fleet.sh — `baton fleet` with a stand-in trainer (tests/cli/fake_trainer.sh: ~20 ms steps,
+# checkpoint folders, exits 75 on a notice through `baton notice wait`), time-scaled x60:
+#   - interruptions with and without notice, zone changes that move the volume (one volume left,
+#     snapshots verified before the old copy goes), work lost 0 with notice and at most one
+#     checkpoint interval without, cost sums that add up;
+#   - a crash retried, and a task that keeps crashing stops the job with a clear report;
+#   - a two-command sweep running in parallel, one volume each;
+#   - the supervisor killed (SIGKILL) mid-run and restarted: the worker is adopted, a notice still
+#     reaches it, nothing is lost;
+#   - cancel and resume;
+#   - bad input: malformed job file, unknown instance type, unwritable state folder, garbage and
+#     unreachable metadata services.
+cd "$(dirname "$0")/../.." || exit 1
+. tests/cli/lib.sh
+FAKE="sh $PWD/tests/cli/fake_trainer.sh"
+S=$T/state
+export BATON_LOG=warn
+
+# json FILE EXPR: evaluate a Python expression over the parsed JSON d
+json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
+
+job() {   # job NAME COMMAND [extra YAML lines...]
+    local name=$1 cmd=$2; shift 2
+    {
+        echo "name: $name"
+        echo "command: $cmd"
+        echo "instance_types: [c5.xlarge]"
+        echo "zones: [us-east-1a, us-east-1b]"
+        echo "market:"
+        echo "  time_scale: 60"
+        echo "  launch_delay: 20s"
+        echo "  notice: 60s"
+        echo "  capacity_cooldown: 1m"
+        for l in "$@"; do echo "$l"; done
+    } >"$T/$name.yaml"
+}
+
+wait_running() {   # wait_running JOB: until its first instance runs and has made a step (JSON in $T/JOB.json)
+    for _ in $(seq 150); do
+        "$BATON" fleet status "$1" --state "$S" --json 2>/dev/null >"$T/$1.json" &&
+            [ "$(json "$T/$1.json" "d[\"instances\"] and d[\"instances\"][0][\"state\"] == \"RUNNING\" and d[\"instances\"][0][\"reached_step\"] > 2")" = True ] &&
+            return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+# ---- A: interruptions, zone moves, work lost, costs
+job a "$FAKE 200 20" "  interruptions:" "    - {after: 40s}" "    - {after: 30s, notice: 0}" "    - {after: 40s}" \
+    "    - {after: 30s, notice: 0}" "    - {after: 40s}"
+check '"$BATON" fleet run "$T/a.yaml" --state "$S" >"$T/a.out" 2>"$T/a.err"' "fleet a completes: $(tail -3 "$T/a.err" 2>/dev/null)"
+"$BATON" fleet status a --state "$S" --json >"$T/a.json"
+V=$(json "$T/a.json" 'd["tasks"][0]["volume"]')
+check '[ "$(cat "$V/done.txt")" = 200 ]' "the task reached step 200"
+check '[ "$(json "$T/a.json" "d[\"totals\"][\"interruptions\"]")" = 5 ]' "5 interruptions"
+check '[ "$(json "$T/a.json" "d[\"totals\"][\"interruptions_without_notice\"]")" = 2 ]' "2 without notice"
+check '[ "$(json "$T/a.json" "d[\"totals\"][\"max_lost_steps_with_notice\"]")" = 0 ]' "no step lost with notice"
+check '[ "$(json "$T/a.json" "d[\"totals\"][\"max_lost_steps_without_notice\"]")" -le 20 ]' "at most one interval lost without"
+check '[ "$(json "$T/a.json" "sum(1 for i in d[\"instances\"] if i[\"state\"]==\"STOPPED\" and i[\"interruption\"]==\"notice\" and i[\"lost_steps\"]==0 and i[\"exit_code\"]==75)")" = 3 ]' \
+    "each noticed instance exited 75 after a checkpoint of the step it reached"
+check '[ "$(json "$T/a.json" "abs(sum(i[\"spot_cost\"] for i in d[\"instances\"]) - d[\"totals\"][\"spot_cost\"]) < 1e-12")" = True ]' "spot costs add up"
+check '[ "$(json "$T/a.json" "abs(sum(i[\"charged_s\"]*i[\"spot_price\"]/3600 for i in d[\"instances\"]) - d[\"totals\"][\"spot_cost\"]) < 1e-12")" = True ]' \
+    "spot cost = charged seconds x price"
+check '[ "$(json "$T/a.json" "all((i[\"charged_s\"]==0) == (i[\"interruption\"]!=\"none\" and i[\"running_s\"]<3600) for i in d[\"instances\"] if i[\"running_s\"] > 0)")" = True ]' \
+    "first-hour rule: exactly the instances interrupted within their first hour are free"
+check '[ "$(json "$T/a.json" "abs(d[\"totals\"][\"useful_seconds\"]+d[\"totals\"][\"restart_seconds\"]+d[\"totals\"][\"lost_seconds\"]-d[\"totals\"][\"training_seconds\"]) < 1e-6")" = True ]' \
+    "useful + restart + lost = training seconds"
+check '[ "$(json "$T/a.json" "round((1-d[\"totals\"][\"billable_seconds\"]/d[\"totals\"][\"training_seconds\"])*100, 6) == round(d[\"totals\"][\"sagemaker_savings_pct\"], 6)")" = True ]' \
+    "SageMaker savings formula"
+# zones alternate (a reclaimed pool has no capacity for a minute): the volume moved, one copy left
+check '[ "$(json "$T/a.json" "len(set(i[\"zone\"] for i in d[\"instances\"]))")" = 2 ]' "instances in both zones"
+check '[ "$(find "$S/a/volumes" -mindepth 2 -maxdepth 2 -name "vol-0-*" | wc -l)" = 1 ]' "exactly one volume left"
+check 'grep -q "\"step\":\"snapshot-verified\"" "$S/a/events.jsonl"' "snapshots verified"
+check 'python3 - "$S/a/events.jsonl" <<"EOF"
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+steps = [e["detail"]["step"] for e in ev if e["kind"] == "volume" and "step" in e.get("detail", {})]
+moves = [steps[i:i + 4] for i in range(0, len(steps), 4)]
+want = ["snapshot-created", "snapshot-verified", "volume-restored", "old-volume-deleted"]
+sys.exit(0 if moves and all(m == want for m in moves) else 1)
+EOF' "every move: snapshot, verify, restore, and only then delete the old copy"
+check 'grep -q "^interruptions 5 (3 with notice, 2 without)" "$T/a.out"' "report table"
+check '[ -s "$S/a/timeline.svg" ] && grep -q "<svg" "$S/a/timeline.svg" && grep -q "checkpoint" "$S/a/timeline.svg"' "timeline SVG"
+check '[ "$(wc -l <"$S/a/events.jsonl")" -ge 20 ] && python3 -c "import json,sys; [json.loads(l) for l in open(sys.argv[1])]" "$S/a/events.jsonl"' \
+    "events.jsonl is JSON lines"
+check '"$BATON" fleet status --state "$S" | grep -Eq "^a +done"' "status lists the job"
+
+# ---- B: a crash is retried; a task that keeps crashing fails the job, clearly
+job b "$FAKE 60 20 30" "  random: false"
+check '"$BATON" fleet run "$T/b.yaml" --state "$S" --quiet >/dev/null 2>&1' "one crash is retried"
+"$BATON" fleet status b --state "$S" --json >"$T/b.json"
+check '[ "$(json "$T/b.json" "[i[\"state\"] for i in d[\"instances\"]]")" = "['"'"'CRASHED'"'"', '"'"'DONE'"'"']" ]' "crashed, then done"
+check '[ "$(json "$T/b.json" "d[\"instances\"][1][\"resumed_step\"]")" = 20 ]' "the retry resumed from the checkpoint"
+job c "echo broken >&2; exit 3" "retries: 1"
+expect_fail 1 "task 0 failed: 2 crashes \(retries: 1\).*status 3.*broken" "$BATON" fleet run "$T/c.yaml" --state "$S" --quiet
+check '"$BATON" fleet status c --state "$S" | grep -q "job c: failed"' "status says failed"
+
+# ---- C: a sweep: two experiments in parallel, each with its own volume
+{
+    echo "name: sweep"
+    echo "commands: ['$FAKE 50 10', '$FAKE 70 10']"
+    echo "target_capacity: 2"
+    echo "instance_types: [c5.xlarge]"
+    echo "zones: [us-east-1a]"
+    echo "market: {time_scale: 60, launch_delay: 10s, random: false}"
+} >"$T/sweep.yaml"
+check '"$BATON" fleet run "$T/sweep.yaml" --state "$S" --quiet >/dev/null' "sweep completes"
+"$BATON" fleet status sweep --state "$S" --json >"$T/s.json"
+check '[ "$(json "$T/s.json" "[t[\"final_step\"] for t in d[\"tasks\"]]")" = "[50, 70]" ]' "both experiments done"
+check '[ "$(json "$T/s.json" "len(set(t[\"volume\"] for t in d[\"tasks\"]))")" = 2 ]' "one volume each"
+check '[ "$(json "$T/s.json" "d[\"instances\"][1][\"t_running\"] < d[\"instances\"][0][\"t_end\"]")" = True ]' "in parallel"
+
+# ---- D: kill the supervisor mid-run, restart it: the worker is adopted and still gets its notice
+job d "$FAKE 220 20" "  interruptions:" "    - {after: 3m}"
+"$BATON" fleet run "$T/d.yaml" --state "$S" --quiet >/dev/null 2>&1 &
+sup=$!
+wait_running d
+sleep 0.5
+{ kill -9 $sup; wait $sup; } 2>/dev/null
+wpid=$(json "$T/d.json" 'd["instances"][0]["name"]')
+before=$(cat "$S/d/run/$wpid.step" 2>/dev/null || echo 0)
+sleep 0.6
+after=$(cat "$S/d/run/$wpid.step" 2>/dev/null || echo 0)
+check '[ "$after" -gt "$before" ]' "the worker keeps training without its supervisor ($before -> $after)"
+check '"$BATON" fleet run "$T/d.yaml" --state "$S" --quiet >/dev/null 2>&1' "the restarted supervisor completes the job"
+"$BATON" fleet status d --state "$S" --json >"$T/d.json"
+check 'grep -q "\"kind\":\"adopt\"" "$S/d/events.jsonl"' "the running worker was adopted"
+check '[ "$(json "$T/d.json" "d[\"instances\"][0][\"exit_code\"], d[\"instances\"][0][\"lost_steps\"]")" = "75 0" ]' \
+    "the adopted worker got its notice, checkpointed and stopped: nothing lost"
+check '[ "$(json "$T/d.json" "d[\"tasks\"][0][\"final_step\"]")" = 220 ]' "the job finished"
+check '[ -z "$(pgrep -f "fake_trainer.sh 220" || true)" ]' "no orphaned worker"
+
+# ---- E: cancel stops the worker after a checkpoint; running again resumes
+job e "$FAKE 200 20" "  random: false"
+"$BATON" fleet run "$T/e.yaml" --state "$S" --quiet >/dev/null 2>&1 &
+sup=$!
+wait_running e
+check '"$BATON" fleet cancel e --state "$S" >/dev/null' "cancel"
+wait $sup
+check '[ $? = 75 ]' "the cancelled run exits 75"
+"$BATON" fleet status e --state "$S" --json >"$T/e.json"
+check '[ "$(json "$T/e.json" "d[\"job\"][\"state\"], d[\"instances\"][0][\"exit_code\"], d[\"instances\"][0][\"lost_steps\"]")" = "cancelled 75 0" ]' \
+    "cancelled after a checkpoint, nothing lost"
+check '"$BATON" fleet run "$T/e.yaml" --state "$S" --quiet >/dev/null 2>&1' "running it again resumes and finishes"
+"$BATON" fleet status e --state "$S" --json >"$T/e.json"
+check '[ "$(json "$T/e.json" "d[\"job\"][\"state\"], d[\"tasks\"][0][\"final_step\"], d[\"instances\"][1][\"resumed_step\"] > 0")" = "done 200 True" ]' \
+    "resumed from its checkpoint"
+
+# ---- F: garbage and unreachable metadata services: never a notice; the deadline kill loses at most one interval
+for mode in garbage unreachable; do
+    job "f$mode" "$FAKE 90 15" "  interruptions:" "    - {after: 40s}"
+    check '"$BATON" fleet run "$T/f$mode.yaml" --state "$S" --imds $mode --quiet >/dev/null 2>&1' "imds $mode: completes"
+    "$BATON" fleet status "f$mode" --state "$S" --json >"$T/f.json"
+    check '[ "$(json "$T/f.json" "d[\"instances\"][0][\"exit_code\"] == 137 and d[\"instances\"][0][\"lost_steps\"] <= 15 and d[\"tasks\"][0][\"final_step\"] == 90")" = True ]' \
+        "imds $mode: no notice seen, killed at the deadline, at most one interval lost"
+    check '[ ! -s "$(json "$T/f.json" "d[\"tasks\"][0][\"volume\"]")/notice.txt" ]' "imds $mode: nothing taken for a notice"
+done
+
+# ---- bad input
+printf 'name: bad\ncommand: x\ninstance_types: [c5.xlarge]\nzones: [a]\nmarket:\n  time_scale: fast\n' >"$T/bad.yaml"
+expect_fail 1 "bad.yaml:6: market.time_scale: expected" "$BATON" fleet run "$T/bad.yaml" --state "$S"
+printf 'name: bad\ncommand: x\ninstance_types:\n  - x9.mega\nzones: [a]\n' >"$T/bad2.yaml"
+expect_fail 1 "bad2.yaml:4: instance_types\[0\]: unknown instance type 'x9.mega'" "$BATON" fleet run "$T/bad2.yaml" --state "$S"
+printf 'name: bad\ncommand: x\ninstance_types: [c5.xlarge]\nzones: [a]\n  oops: [\n' >"$T/bad3.yaml"
+expect_fail 1 "bad3.yaml:[0-9]+: yaml" "$BATON" fleet run "$T/bad3.yaml" --state "$S"
+expect_fail 1 "job file.*nope.yaml" "$BATON" fleet run "$T/nope.yaml" --state "$S"
+touch "$T/afile"
+expect_fail 1 "state folder.*afile" "$BATON" fleet run "$T/a.yaml" --state "$T/afile/state"
+job g "$FAKE 10 5" "volume: {seed: $T/no-such-seed}" "retries: 0"
+expect_fail 1 "task 0 failed: could not start an instance: volume .*no-such-seed: no such folder" "$BATON" fleet run "$T/g.yaml" --state "$S" --quiet
+expect_fail 2 "a job file is required" "$BATON" fleet run
+expect_fail 2 "--imds bogus" "$BATON" fleet run "$T/a.yaml" --imds bogus
+expect_fail 1 "no fleet job" "$BATON" fleet status nosuchjob --state "$S"
+expect_fail 1 "not running" "$BATON" fleet cancel a --state "$S"
+finish

@@ -1,0 +1,61 @@
+/* test_spot_fleetstate.c — the worker state machine: the normal paths, every terminal state
+ * refusing every event, impossible transitions refused, names round-trip. */
+#include "baton/fleet.h"
+#include "check.h"
+
+#include <string.h>
+
+static int run(const baton_wevent *ev, size_t n)
+{
+    int s = BATON_W_PENDING;
+    for (size_t i = 0; i < n && s >= 0; i++) s = baton_wstate_next((baton_wstate)s, ev[i]);
+    return s;
+}
+
+int main(void)
+{
+    const baton_wevent done[] = {BATON_WE_LAUNCH, BATON_WE_START, BATON_WE_EXIT_OK};
+    const baton_wevent noticed[] = {BATON_WE_LAUNCH, BATON_WE_START, BATON_WE_NOTICE, BATON_WE_EXIT_STOPPED};
+    const baton_wevent deadline[] = {BATON_WE_LAUNCH, BATON_WE_START, BATON_WE_NOTICE, BATON_WE_RECLAIMED};
+    const baton_wevent nonotice[] = {BATON_WE_LAUNCH, BATON_WE_START, BATON_WE_RECLAIMED};
+    const baton_wevent crash[] = {BATON_WE_LAUNCH, BATON_WE_START, BATON_WE_CRASH};
+    const baton_wevent cancel[] = {BATON_WE_LAUNCH, BATON_WE_START, BATON_WE_CANCEL, BATON_WE_EXIT_STOPPED};
+    const baton_wevent late_done[] = {BATON_WE_LAUNCH, BATON_WE_START, BATON_WE_NOTICE, BATON_WE_EXIT_OK};
+    const baton_wevent no_start[] = {BATON_WE_LAUNCH, BATON_WE_CRASH};
+    const baton_wevent early_cancel[] = {BATON_WE_LAUNCH, BATON_WE_CANCEL};
+    CHECK(run(done, 3) == BATON_W_DONE);
+    CHECK(run(noticed, 4) == BATON_W_STOPPED);
+    CHECK(run(deadline, 4) == BATON_W_STOPPED);
+    CHECK(run(nonotice, 3) == BATON_W_STOPPED);
+    CHECK(run(crash, 3) == BATON_W_CRASHED);
+    CHECK(run(cancel, 4) == BATON_W_STOPPED);
+    CHECK(run(late_done, 4) == BATON_W_DONE);
+    CHECK(run(no_start, 2) == BATON_W_CRASHED);
+    CHECK(run(early_cancel, 2) == BATON_W_CANCELLED);
+    /* impossible: starting without a launch, a notice before running, a second notice */
+    const baton_wevent bad1[] = {BATON_WE_START};
+    const baton_wevent bad2[] = {BATON_WE_LAUNCH, BATON_WE_NOTICE};
+    const baton_wevent bad3[] = {BATON_WE_LAUNCH, BATON_WE_START, BATON_WE_NOTICE, BATON_WE_NOTICE};
+    const baton_wevent bad4[] = {BATON_WE_LAUNCH, BATON_WE_START, BATON_WE_NOTICE, BATON_WE_CANCEL};
+    CHECK(run(bad1, 1) == -1 && run(bad2, 2) == -1 && run(bad3, 4) == -1 && run(bad4, 4) == -1);
+    int terminals = 0;
+    for (int s = 0; s < BATON_W_NSTATES; s++) {
+        if (!baton_wstate_terminal((baton_wstate)s)) continue;
+        terminals++;
+        for (int e = 0; e < BATON_WE_NEVENTS; e++) CHECK(baton_wstate_next((baton_wstate)s, (baton_wevent)e) == -1);
+    }
+    CHECK_EQ_U(terminals, 4);
+    /* every non-terminal state has a way out */
+    for (int s = 0; s < BATON_W_NSTATES; s++) {
+        if (baton_wstate_terminal((baton_wstate)s)) continue;
+        int out = 0;
+        for (int e = 0; e < BATON_WE_NEVENTS; e++) out += baton_wstate_next((baton_wstate)s, (baton_wevent)e) >= 0;
+        CHECK(out > 0);
+    }
+    CHECK(baton_wstate_next((baton_wstate)99, BATON_WE_LAUNCH) == -1);
+    CHECK(baton_wstate_next(BATON_W_PENDING, (baton_wevent)99) == -1);
+    for (int s = 0; s < BATON_W_NSTATES; s++) CHECK(baton_wstate_parse(baton_wstate_name((baton_wstate)s)) == s);
+    CHECK(baton_wstate_parse("RUNNNING") == -1);
+    CHECK(!strcmp(baton_wevent_name(BATON_WE_EXIT_STOPPED), "exit-75"));
+    CHECK_DONE();
+}

@@ -1,0 +1,114 @@
+/* test_spot_market.c — the spot-market simulator: hazards from the Spot Advisor buckets, seeded
+ * draws (deterministic, with the right statistics), the explicit schedule taking precedence, the
+ * --interrupts syntax, and the two allocation strategies with capacity cooldown. */
+#include "baton/fleet.h"
+#include "check.h"
+
+#include <math.h>
+#include <string.h>
+
+static int job(baton_job *j, const char *text)
+{
+    baton_err e = {0};
+    int rc = baton_job_parse("t.yaml", text, strlen(text), j, &e);
+    if (rc) fprintf(stderr, "%s\n", e.msg);
+    return rc;
+}
+
+int main(void)
+{
+    /* hazards: increasing by bucket; a month at the >20 % rate reclaims 25 % */
+    for (int b = 1; b < BATON_BUCKET_COUNT; b++)
+        CHECK(baton_bucket_hazard((baton_bucket)b) > baton_bucket_hazard((baton_bucket)(b - 1)));
+    CHECK(fabs(1 - exp(-baton_bucket_hazard(BATON_BUCKET_GT20) * BATON_MONTH_S) - 0.25) < 1e-12);
+    CHECK(fabs(1 - exp(-baton_bucket_hazard(BATON_BUCKET_LT5) * BATON_MONTH_S) - 0.025) < 1e-12);
+
+    baton_job j;
+    baton_err e = {0};
+    CHECK(job(&j, "name: m\ncommands: [a, b]\nzones: [za, zb]\n"
+                  "instance_types:\n"
+                  "  - {name: cheap, on_demand_price: 1, spot_price: {za: 0.30, zb: 0.30}, interruption: '>20%'}\n"
+                  "  - {name: safe, on_demand_price: 1, spot_price: 0.40, interruption: '<5%'}\n"
+                  "  - {name: fast, on_demand_price: 2, spot_price: 0.50, speed: 2, interruption: '10-15%'}\n"
+                  "market: {seed: 11, capacity_cooldown: 1h}\n") == 0);
+    baton_market m;
+    CHECK(baton_market_init(&m, &j, &e) == 0);
+    CHECK_EQ_U(m.npools, 6);
+
+    /* seeded draws: deterministic, seed-dependent, exponential with the bucket's rate */
+    double a1, n1, a2, n2;
+    int pool_cheap = 0;   /* type 0, zone 0 */
+    baton_market_plan(&m, 0, 3, pool_cheap, &a1, &n1);
+    baton_market_plan(&m, 0, 3, pool_cheap, &a2, &n2);
+    CHECK(a1 > 0 && a1 == a2 && n1 == 120);
+    baton_market_plan(&m, 1, 3, pool_cheap, &a2, &n2);
+    CHECK(a1 != a2);
+    const int N = 40000;
+    double sum = 0, rate = baton_bucket_hazard(BATON_BUCKET_GT20);
+    int within_month = 0;
+    for (int k = 0; k < N; k++) {
+        double a, n;
+        baton_market_plan(&m, 0, k, pool_cheap, &a, &n);
+        sum += a;
+        within_month += a <= BATON_MONTH_S;
+    }
+    double mean = sum / N;
+    CHECK_MSG(fabs(mean * rate - 1) < 0.03, "mean %g, expected %g", mean, 1 / rate);
+    CHECK_MSG(fabs((double)within_month / N - 0.25) < 0.01, "%d of %d within a month", within_month, N);
+    /* another seed: a different sequence with the same statistics */
+    j.market.seed = 12;
+    double first12;
+    baton_market_plan(&m, 0, 3, pool_cheap, &first12, &n2);
+    CHECK(first12 != a1);
+    /* hazard_scale multiplies the rate */
+    j.market.seed = 11;
+    j.market.hazard_scale = 100;
+    baton_market_plan(&m, 0, 3, pool_cheap, &a2, &n2);
+    CHECK(fabs(a2 * 100 - a1) < 1e-6 * a1);
+    j.market.hazard_scale = 1;
+
+    /* allocation: lowest-price compares price per unit of speed (fast: 0.25) */
+    double retry;
+    int p = baton_market_choose(&m, 0, NULL, &retry);
+    CHECK(p >= 0 && !strcmp(j.types[baton_pool_type(&m, p)].name, "fast") && baton_pool_zone(&m, p) == 0);
+    /* ties go to the preferred zone */
+    p = baton_market_choose(&m, 0, "zb", &retry);
+    CHECK(!strcmp(j.types[baton_pool_type(&m, p)].name, "fast") && baton_pool_zone(&m, p) == 1);
+    /* a reclaimed pool has no capacity for the cooldown: the other zone, then the next type */
+    baton_market_reclaimed(&m, p, 100);
+    int q = baton_market_choose(&m, 200, "zb", &retry);
+    CHECK(!strcmp(j.types[baton_pool_type(&m, q)].name, "fast") && baton_pool_zone(&m, q) == 0);
+    baton_market_reclaimed(&m, q, 150);
+    int r = baton_market_choose(&m, 200, "zb", &retry);
+    CHECK(!strcmp(j.types[baton_pool_type(&m, r)].name, "cheap") && baton_pool_zone(&m, r) == 1);
+    CHECK(baton_market_choose(&m, 3701, "zb", &retry) == p);   /* cooled down */
+    for (int k = 0; k < 6; k++) baton_market_reclaimed(&m, k, 1000 + k);
+    CHECK(baton_market_choose(&m, 2000, NULL, &retry) == -1 && retry == 4600);
+    /* capacity-optimized: the lowest bucket first */
+    for (int k = 0; k < 6; k++) m.busy_until[k] = 0;
+    j.alloc = BATON_ALLOC_CAPACITY_OPTIMIZED;
+    p = baton_market_choose(&m, 0, NULL, &retry);
+    CHECK(!strcmp(j.types[baton_pool_type(&m, p)].name, "safe"));
+    j.alloc = BATON_ALLOC_LOWEST_PRICE;
+
+    /* the explicit schedule comes first, per task, in order; then the random market */
+    CHECK(baton_market_set_schedule(&m, "5m,90s/0,10m/30s@1", &e) == 0);
+    CHECK_EQ_U(m.nsched, 3);
+    baton_market_plan(&m, 0, 0, 0, &a1, &n1);
+    CHECK(a1 == 300 && n1 == 120);
+    baton_market_plan(&m, 0, 1, 0, &a1, &n1);
+    CHECK(a1 == 90 && n1 == 0);
+    baton_market_plan(&m, 1, 0, 0, &a1, &n1);
+    CHECK(a1 == 600 && n1 == 30);
+    baton_market_plan(&m, 0, 2, 0, &a1, &n1);   /* schedule exhausted: random (on) */
+    CHECK(a1 > 0);
+    j.market.random = 0;
+    baton_market_plan(&m, 0, 2, 0, &a1, &n1);
+    CHECK(a1 < 0);
+    CHECK(baton_market_set_schedule(&m, "5m,x", &e) != 0 && strstr(e.msg, "entry 2"));
+    CHECK(baton_market_set_schedule(&m, "5m@7", &e) != 0 && strstr(e.msg, "task"));
+    CHECK(baton_market_set_schedule(&m, "5m,,1m", &e) != 0);
+    baton_market_free(&m);
+    baton_job_free(&j);
+    CHECK_DONE();
+}
