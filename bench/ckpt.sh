@@ -26,7 +26,8 @@ trap 'rm -rf "$W"' EXIT
 echo "# $(date -u +%FT%TZ) $(uname -m), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), scratch $W ($(df -T "$W" | awk 'NR==2{print $2}'))"
 
 echo "== checkpoint cost (build/bench/ckpt_cost)"
-build/bench/ckpt_cost --dir "$W" | tee "$W/cost.out"
+build/bench/ckpt_cost --dir "$W" >"$W/cost.out"
+grep -v '^{' "$W/cost.out"
 
 echo
 echo "== resume to first step (baton train, $runs runs each)"

@@ -9,9 +9,11 @@
  *     share of the trainer's default interval (BATON_TRAIN_CKPT_EVERY_SEC) and of one training step
  *     (batch 128, oneDNN kernels, median of 5; real models only);
  *   - synchronous save (baton_ckpt_save_sync: snapshot, write, fsync every file and the folders,
- *     rename, retention) against `dd if=/dev/zero of=F bs=1M count=BYTES iflag=count_bytes
- *     conv=fsync` of the same number of bytes in the same folder, alternating, --pairs pairs;
- *     medians and their ratio (save / dd; < 1 means the save is faster than dd).
+ *     rename; in a store that keeps them all, so nothing is removed) against `dd if=/dev/zero of=F
+ *     bs=1M count=BYTES iflag=count_bytes conv=fsync` of the same number of bytes in the same
+ *     folder, alternating, --pairs pairs; medians and their ratio (save / dd; < 1 means the save is
+ *     faster than dd), and the ratio of the fastest of each; also (a third run in each round) the
+ *     same save in a store that keeps 2, so that it also removes the oldest checkpoint.
  * Prints a table, then one JSON line per checkpoint.
  *
  * Usage: ckpt_cost [--dir DIR (default /tmp)] [--reps N (default 200)] [--pairs N (default 9)]
@@ -146,8 +148,8 @@ int main(int argc, char **argv)
     double interval = BATON_TRAIN_CKPT_EVERY_SEC;
     char lines[8][1024];
     int nl = 0, rc = 0;
-    printf("%-18s %10s %10s %9s %11s %10s %9s %9s %9s %7s\n", "checkpoint", "MB", "block ms", "p90 ms", "% interval",
-           "% of step", "save ms", "dd ms", "save MB/s", "ratio");
+    printf("%-18s %8s %9s %8s %10s %9s %8s %8s %8s %6s %6s %9s\n", "checkpoint", "MB", "block ms", "p90 ms",
+           "% interval", "% of step", "save ms", "dd ms", "save MB/s", "ratio", "best", "+ret. ms");
     for (size_t c = 0; c < sizeof cfgs / sizeof cfgs[0]; c++) {
         const cfg *f = &cfgs[c];
         if (only && strcmp(only, f->name) && (!f->model || strcmp(only, f->model))) continue;
@@ -179,8 +181,11 @@ int main(int argc, char **argv)
         char cdir[4200], ddfile[4200];
         snprintf(cdir, sizeof cdir, "%s/%s", work, f->model ? f->model : (f->synth_floats >> 20) == 8 ? "s64" : "s256");
         snprintf(ddfile, sizeof ddfile, "%s/dd.bin", work);
-        baton_ckpt_store *s = NULL;
-        if (baton_ckpt_store_open(cdir, 2, &s, &err)) {
+        char cdir2[4300];
+        snprintf(cdir2, sizeof cdir2, "%s-sync", cdir);
+        baton_ckpt_store *s = NULL, *s2 = NULL;
+        /* s keeps 2 (every save also removes the oldest); s2 keeps them all (a save only writes) */
+        if (baton_ckpt_store_open(cdir, 2, &s, &err) || baton_ckpt_store_open(cdir2, pairs + 2, &s2, &err)) {
             fprintf(stderr, "ckpt_cost: %s\n", err.msg);
             rc = 1;
             break;
@@ -189,6 +194,7 @@ int main(int argc, char **argv)
         int n = f->model ? reps : reps / 10 < 5 ? 5 : reps / 10;
         double *blk = calloc((size_t)n, sizeof *blk);
         double *sv = calloc((size_t)pairs, sizeof *sv), *dd = calloc((size_t)pairs, sizeof *dd);
+        double *sr = calloc((size_t)pairs, sizeof *sr);
         uint64_t step = 1, bytes = 0;
         for (int i = 0; i < n && !rc; i++, step++) {
             snprintf(json, sizeof json, "{\"step\": %llu, \"model\": \"%s\"}", (unsigned long long)step, f->name);
@@ -207,12 +213,15 @@ int main(int argc, char **argv)
         }
         for (int i = 0; i < pairs && !rc; i++, step++) {
             snprintf(json, sizeof json, "{\"step\": %llu, \"model\": \"%s\"}", (unsigned long long)step, f->name);
-            double t0 = baton_now();
-            if (st.m ? baton_ckpt_save_sync(s, st.m, st.o, json, step, &err)
-                     : (snapshot(s, &st, json, step, &err) || baton_ckpt_persist_sync(s, &err)))
-                rc = 1;
-            sv[i] = baton_now() - t0;
-            dd[i] = run_dd(ddfile, bytes);
+            for (int v = 0; v < 2 && !rc; v++) {
+                baton_ckpt_store *ss = v ? s : s2;
+                double t0 = baton_now();
+                if (st.m ? baton_ckpt_save_sync(ss, st.m, st.o, json, step, &err)
+                         : (snapshot(ss, &st, json, step, &err) || baton_ckpt_persist_sync(ss, &err)))
+                    rc = 1;
+                (v ? sr : sv)[i] = baton_now() - t0;
+                if (!v) dd[i] = run_dd(ddfile, bytes);
+            }
             if (dd[i] < 0) {
                 snprintf(err.msg, sizeof err.msg, "dd failed");
                 rc = 1;
@@ -223,26 +232,32 @@ int main(int argc, char **argv)
         } else {
             double b50 = quantile(blk, n, 0.5), b90 = quantile(blk, n, 0.9);
             double s50 = quantile(sv, pairs, 0.5), d50 = quantile(dd, pairs, 0.5);
+            double smin = quantile(sv, pairs, 0), dmin = quantile(dd, pairs, 0);   /* less load-sensitive */
+            double r50 = quantile(sr, pairs, 0.5);
             double mb = (double)bytes / 1e6;
             char stepcol[32] = "-";
             if (step_s > 0) snprintf(stepcol, sizeof stepcol, "%.3f", 100.0 * b50 / step_s);
-            printf("%-18s %10.2f %10.3f %9.3f %11.5f %10s %9.2f %9.2f %9.0f %7.2f\n", f->name, mb, b50 * 1e3, b90 * 1e3,
-                   100.0 * b50 / interval, stepcol, s50 * 1e3, d50 * 1e3, mb / s50, s50 / d50);
+            printf("%-18s %8.2f %9.3f %8.3f %10.5f %9s %8.2f %8.2f %8.0f %6.2f %6.2f %9.2f\n", f->name, mb, b50 * 1e3,
+                   b90 * 1e3, 100.0 * b50 / interval, stepcol, s50 * 1e3, d50 * 1e3, mb / s50, s50 / d50, smin / dmin,
+                   r50 * 1e3);
             if (nl < 8)
                 snprintf(lines[nl++], sizeof lines[0],
                          "{\"bench\":\"ckpt_cost\",\"checkpoint\":\"%s\",\"bytes\":%llu,\"block_ms_median\":%.4f,"
                          "\"block_ms_p90\":%.4f,\"saves\":%d,\"interval_s\":%.0f,\"block_pct_of_interval\":%.6f,"
                          "\"step_ms\":%.2f,\"block_pct_of_step\":%.4f,\"sync_save_ms\":%.3f,\"dd_ms\":%.3f,"
-                         "\"pairs\":%d,\"save_over_dd\":%.3f}",
+                         "\"pairs\":%d,\"save_over_dd\":%.3f,\"save_over_dd_best\":%.3f,"
+                         "\"sync_save_with_retention_ms\":%.3f}",
                          f->name, (unsigned long long)bytes, b50 * 1e3, b90 * 1e3, n, interval, 100.0 * b50 / interval,
                          step_s > 0 ? step_s * 1e3 : -1.0, step_s > 0 ? 100.0 * b50 / step_s : -1.0, s50 * 1e3,
-                         d50 * 1e3, pairs, s50 / d50);
+                         d50 * 1e3, pairs, s50 / d50, smin / dmin, r50 * 1e3);
         }
         fflush(stdout);
         free(blk);
         free(sv);
         free(dd);
+        free(sr);
         baton_ckpt_store_close(s);
+        baton_ckpt_store_close(s2);
         baton_nn_optim_free(st.o);
         baton_nn_model_free(st.m);
         free(st.w);
@@ -251,7 +266,8 @@ int main(int argc, char **argv)
     }
     printf("\nblock = snapshot + hand-off to the persist thread (what the training loop waits for); interval = the "
            "trainer's default %.0f s; step = one batch-128 training step; save = synchronous save with fsyncs; "
-           "dd = dd conv=fsync of the same bytes; ratio = save / dd (medians)\n",
+           "dd = dd conv=fsync of the same bytes; ratio = save / dd (medians); best = fastest save / fastest dd; "
+           "+ret. = a synchronous save that also removes the oldest checkpoint (retention, keep 2)\n",
            interval);
     for (int i = 0; i < nl; i++) printf("%s\n", lines[i]);
     baton_remove_tree(work);
