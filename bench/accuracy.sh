@@ -27,8 +27,8 @@ if [ -n "${ACC_DIR:-}" ]; then W=$ACC_DIR; mkdir -p "$W"; else
 echo "# $(date -u +%FT%TZ) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), OMP_NUM_THREADS=$OMP_NUM_THREADS, work $W"
 [ -f "$W/train/dataset.json" ] || "$BATON" pack --from fashion-mnist --split train --out "$W/train" --quiet >/dev/null
 [ -f "$W/test/dataset.json" ] || "$BATON" pack --from fashion-mnist --split test --out "$W/test" --quiet >/dev/null
-# what the pipeline normalises the test images with (dataset.json of the evaluated pack)
-read -r MEAN STD < <(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["mean"][0], d["std"][0])' "$W/test/dataset.json")
+# what baton eval normalises the test images with: the training data's statistics (state.json keeps them)
+read -r MEAN STD < <(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["mean"][0], d["std"][0])' "$W/train/dataset.json")
 
 json=()
 printf '%-9s %7s %6s %7s %10s %10s %10s %9s %7s\n' model epochs lr batch "train s" "baton acc" "torch acc" "|diff|" goal >"$W/table"

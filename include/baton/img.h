@@ -180,6 +180,9 @@ typedef struct baton_pipeline_opts {
     int drop_last;          /* drop an epoch's final short batch */
     uint32_t depth;         /* batches decoded ahead; default 4 */
     int reference;          /* use the plain reference augment/normalise path (tests) */
+    const float *mean, *std;/* per channel (as many as the images have); NULL: the dataset's own from
+                             * dataset.json. Evaluation passes the training data's, so that a model
+                             * sees inputs normalised as in training */
 } baton_pipeline_opts;
 
 typedef struct baton_batch {

@@ -105,6 +105,8 @@ typedef struct baton_train_state {
     uint64_t ep_correct, ep_seen;
     int has_metrics, has_val;
     double loss, accuracy, val_loss, val_accuracy;
+    int norm_channels;          /* 0: state.json has no normalisation */
+    float mean[4], std[4];      /* the training data's, per channel */
 } baton_train_state;
 
 /* Parse and validate state.json text (len bytes; need not be NUL-terminated); see state.c for the

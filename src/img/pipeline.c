@@ -64,6 +64,7 @@ typedef struct qent {
 struct baton_pipeline {
     baton_loader *l;
     const baton_manifest *m;
+    float mean[4], std[4];          /* what samples are normalised with (opts or dataset.json) */
     baton_pipeline_opts o;
     uint64_t seed;
     uint32_t shape[3];       /* H, W, C */
@@ -296,7 +297,7 @@ static int do_sample(baton_pipeline *p, slot *s, uint32_t i, baton_image *im, ba
     baton_augment_draw(p->seed, s->b.epoch, s->b.first + i, p->o.crop_pad, p->o.flip, &a);
     float *dst = s->b.x + (size_t)i * p->sample_floats;
     if (p->o.reference)
-        baton_augment_apply_ref(im, &a, p->m->mean, p->m->std, p->o.layout, dst);
+        baton_augment_apply_ref(im, &a, p->mean, p->std, p->o.layout, dst);
     else
         img_augment_apply_lut(im, &a, &p->lut, p->o.layout, dst);
     s->b.y[i] = (int32_t)lab;
@@ -480,6 +481,10 @@ static int check_opts(const baton_manifest *m, const baton_pipeline_opts *o, bat
     if (m->encoding != BATON_ENC_RAW && m->encoding != BATON_ENC_PNG &&
         m->encoding != BATON_ENC_JPEG && m->encoding != BATON_ENC_UNKNOWN)
         return baton_err_set(err, BATON_ERR_FORMAT, "pipeline: unknown encoding %d", (int)m->encoding);
+    for (uint32_t k = 0; (o->mean || o->std) && k < m->shape[2]; k++)
+        if (!o->mean || !o->std || !isfinite(o->mean[k]) || !(o->std[k] > 0) || !isfinite(o->std[k]))
+            return baton_err_set(err, BATON_ERR_ARG, "pipeline: normalisation of channel %u: mean must be finite "
+                                 "and std positive (both given)", k);
     return BATON_OK;
 }
 
@@ -516,7 +521,11 @@ baton_pipeline *baton_pipeline_open(baton_loader *l, const baton_pipeline_opts *
     memcpy(p->shape, m->shape, sizeof p->shape);
     p->sample_floats = sample;
     p->enc = m->encoding;
-    img_norm_lut_init(&p->lut, m->shape[2], m->mean, m->std);
+    for (int k = 0; k < 4; k++) {
+        p->mean[k] = o->mean && k < (int)m->shape[2] ? o->mean[k] : m->mean[k];
+        p->std[k] = o->std && k < (int)m->shape[2] ? o->std[k] : m->std[k];
+    }
+    img_norm_lut_init(&p->lut, m->shape[2], p->mean, p->std);
     atomic_init(&p->stop_flag, 0);
 
     /* a first guess at each batch's payload bytes; arenas grow on demand if records are larger */

@@ -12,6 +12,8 @@
  *                    "seconds": number >= 0}
  *   "metrics"       optional {"loss", "accuracy"[, "val_loss", "val_accuracy"]}: numbers, or null
  *                   for a value that was not finite (informational: NaN then)
+ *   "normalisation" optional {"mean": [1..4 finite numbers], "std": [as many positive numbers]}: the
+ *                   training data's per-channel statistics, which evaluation must normalise with
  * Integers are JSON numbers that are whole, non-negative and at most 2^53 (exact in a double), or
  * strings of decimal digits (any uint64; seeds are written that way). Every failure names the field.
  * Nothing is written to *st unless the whole text validates. */
@@ -174,6 +176,29 @@ int baton_train_state_parse(const char *text, size_t len, baton_train_state *out
                 goto out;
             st.has_val = 1;
         }
+    }
+    const cJSON *nm = cJSON_GetObjectItemCaseSensitive(j, "normalisation");
+    if (nm) {
+        const cJSON *mean = cJSON_GetObjectItemCaseSensitive(nm, "mean");
+        const cJSON *sd = cJSON_GetObjectItemCaseSensitive(nm, "std");
+        const int n = cJSON_IsArray(mean) ? cJSON_GetArraySize(mean) : -1;
+        if (!cJSON_IsObject(nm) || n < 1 || n > 4 || !cJSON_IsArray(sd) || cJSON_GetArraySize(sd) != n) {
+            rc = baton_err_set(err, BATON_ERR_FORMAT,
+                               "state.json: \"normalisation\" is not {\"mean\": [1..4 numbers], \"std\": [as many]}");
+            goto out;
+        }
+        for (int k = 0; k < n; k++) {
+            const cJSON *a = cJSON_GetArrayItem(mean, k), *b = cJSON_GetArrayItem(sd, k);
+            if (!cJSON_IsNumber(a) || !cJSON_IsNumber(b) || !isfinite(a->valuedouble) || !(b->valuedouble > 0) ||
+                !isfinite(b->valuedouble)) {
+                rc = baton_err_set(err, BATON_ERR_FORMAT,
+                                   "state.json: normalisation channel %d: mean must be finite and std positive", k);
+                goto out;
+            }
+            st.mean[k] = (float)a->valuedouble;
+            st.std[k] = (float)b->valuedouble;
+        }
+        st.norm_channels = n;
     }
     *out = st;
 out:

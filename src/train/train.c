@@ -158,8 +158,10 @@ static int state_from_json(trainer *t, const char *text, baton_err *err)
 }
 
 /* ---------------------------------------------------------------- helpers */
-/* The decode pipeline: no augmentation, NCHW. */
-static baton_pipeline *open_pipe(baton_loader *l, uint32_t batch, int workers, baton_err *err)
+/* The decode pipeline: no augmentation, NCHW; normalised with mean/std (NULL: the dataset's own —
+ * the training data; validation and evaluation pass the training data's statistics). */
+static baton_pipeline *open_pipe(baton_loader *l, uint32_t batch, int workers, const float *mean, const float *std,
+                                 baton_err *err)
 {
     baton_pipeline_opts po;
     baton_pipeline_opts_default(&po);
@@ -168,12 +170,14 @@ static baton_pipeline *open_pipe(baton_loader *l, uint32_t batch, int workers, b
     po.crop_pad = 0;
     po.flip = 0;
     po.layout = BATON_LAYOUT_NCHW;
+    po.mean = mean;
+    po.std = std;
     return baton_pipeline_open(l, &po, err);
 }
 
 static int open_data(const char *uri, baton_io_mode mode, int mode_set, const baton_store_opts *store,
-                     const char *local_dir, uint64_t seed, uint32_t batch, int workers, baton_loader **l,
-                     baton_pipeline **p, baton_err *err)
+                     const char *local_dir, uint64_t seed, uint32_t batch, int workers, const float *mean,
+                     const float *std, baton_loader **l, baton_pipeline **p, baton_err *err)
 {
     baton_loader_opts lo;
     baton_loader_opts_default(&lo);
@@ -201,7 +205,7 @@ static int open_data(const char *uri, baton_io_mode mode, int mode_set, const ba
         return baton_err_set(err, BATON_ERR_FORMAT, "%s: no records", uri);
     }
     if (!p) return BATON_OK;   /* the caller positions the loader first */
-    *p = open_pipe(*l, batch, workers, err);
+    *p = open_pipe(*l, batch, workers, mean, std, err);
     if (!*p) {
         baton_loader_close(*l);
         *l = NULL;
@@ -358,8 +362,8 @@ int baton_train_run(const baton_train_opts *o, baton_train_result *r, baton_err 
     if (o->ckpt_uri && (rc = baton_ckpt_store_attach(t.store, o->ckpt_uri, &o->store, err))) goto done;
     char local[4096];
     if ((rc = baton_path_join(local, sizeof local, o->ckpt_dir, "data", err))) goto done;
-    if ((rc = open_data(o->data_uri, o->mode, o->mode_set, &o->store, local, o->seed, o->batch, o->workers,
-                        &t.loader, NULL, err)))
+    if ((rc = open_data(o->data_uri, o->mode, o->mode_set, &o->store, local, o->seed, o->batch, o->workers, NULL,
+                        NULL, &t.loader, NULL, err)))
         goto done;
     t.man = baton_loader_manifest(t.loader);
     if ((rc = model_for(o->model, t.man, o->batch, o->seed, o->reference_kernels, &t.model, r->kernels, err)))
@@ -377,7 +381,7 @@ int baton_train_run(const baton_train_opts *o, baton_train_result *r, baton_err 
         char vlocal[4096];
         if ((rc = baton_path_join(vlocal, sizeof vlocal, o->ckpt_dir, "data-val", err))) goto done;
         if ((rc = open_data(o->val_uri, o->mode, o->mode_set, &o->store, vlocal, o->seed, o->batch, o->workers,
-                            &t.vloader, &t.vpipe, err)))
+                            t.man->mean, t.man->std, &t.vloader, &t.vpipe, err)))
             goto done;
         const baton_manifest *vm = baton_loader_manifest(t.vloader);
         if (memcmp(vm->shape, t.man->shape, sizeof vm->shape) || vm->classes != t.man->classes) {
@@ -424,7 +428,7 @@ int baton_train_run(const baton_train_opts *o, baton_train_result *r, baton_err 
     /* a cursor at the end of an epoch continues with the next one */
     if (t.st.cursor.position >= esize) t.st.cursor = (baton_cursor){t.st.cursor.seed, t.st.cursor.epoch + 1, 0};
     if ((rc = baton_loader_seek(t.loader, &t.st.cursor, err))) goto done;
-    t.pipe = open_pipe(t.loader, o->batch, o->workers, err);
+    t.pipe = open_pipe(t.loader, o->batch, o->workers, NULL, NULL, err);
     if (!t.pipe) {
         rc = err->code ? err->code : BATON_ERR_ARG;
         goto done;
@@ -630,7 +634,22 @@ int baton_eval_run(const char *ckpt, const char *data_uri, baton_io_mode mode, i
     baton_nn_model *m = NULL;
     baton_store_opts so;
     baton_store_opts_default(&so);
-    if ((rc = open_data(data_uri, mode, mode_set, &so, local_dir, seed, batch, 2, &l, &p, err))) return rc;
+    if ((rc = open_data(data_uri, mode, mode_set, &so, local_dir, seed, batch, 2, NULL, NULL, &l, NULL, err)))
+        return rc;
+    {   /* normalise as in training (state.json's statistics; older checkpoints: the dataset's own) */
+        const baton_manifest *dm = baton_loader_manifest(l);
+        const int use = tst.norm_channels > 0;
+        if (use && (uint32_t)tst.norm_channels != dm->shape[2]) {
+            baton_loader_close(l);
+            return baton_err_set(err, BATON_ERR_FORMAT, "%s: trained on %d-channel images; %s has %u channels", path,
+                                 tst.norm_channels, data_uri, dm->shape[2]);
+        }
+        p = open_pipe(l, batch, 2, use ? tst.mean : NULL, use ? tst.std : NULL, err);
+        if (!p) {
+            baton_loader_close(l);
+            return err->code ? err->code : BATON_ERR_ARG;
+        }
+    }
     char kname[16];
     const baton_manifest *man = baton_loader_manifest(l);
     if ((rc = model_for(r->model, man, batch, seed, 0, &m, kname, err))) goto out;

@@ -83,6 +83,20 @@ int main(void)
     bad("\"hyper\":{", "\"hyperX\":{", "\"hyper\"");
     bad("\"loss\":0.5", "\"loss\":\"x\"", "metrics.\"loss\"");
     bad("}\n", "} x", "after the JSON");
+    /* normalisation: optional; 1..4 channels, finite means, positive stds */
+    CHECK(st.norm_channels == 0);
+    {
+        const char *norm = "\"normalisation\":{\"mean\":[0.286],\"std\":[0.353]},\"epoch_sums\"";
+        char buf[2048];
+        const char *at = strstr(good, "\"epoch_sums\"");
+        snprintf(buf, sizeof buf, "%.*s%s%s", (int)(at - good), good, norm, at + strlen("\"epoch_sums\""));
+        CHECK_MSG(baton_train_state_parse(buf, strlen(buf), &st, &err) == BATON_OK, "%s", err.msg);
+        CHECK(st.norm_channels == 1 && fabsf(st.mean[0] - 0.286f) < 1e-7f && fabsf(st.std[0] - 0.353f) < 1e-7f);
+    }
+    bad("\"epoch_sums\"", "\"normalisation\":{\"mean\":[0.1],\"std\":[0]},\"epoch_sums\"", "normalisation");
+    bad("\"epoch_sums\"", "\"normalisation\":{\"mean\":[0.1,0.2],\"std\":[1]},\"epoch_sums\"", "normalisation");
+    bad("\"epoch_sums\"", "\"normalisation\":{\"mean\":[],\"std\":[]},\"epoch_sums\"", "normalisation");
+    bad("\"epoch_sums\"", "\"normalisation\":[1],\"epoch_sums\"", "normalisation");
     const char *arr = "[1,2]";
     CHECK(baton_train_state_parse(arr, strlen(arr), &st, &err) == BATON_ERR_FORMAT && strstr(err.msg, "object"));
     CHECK_DONE();
