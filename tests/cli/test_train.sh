@@ -54,6 +54,17 @@ check '[ "$("$BATON" eval --ckpt "$T/e" --data "$D" | grep -Ec "^[ 0-9]{2} .{15}
     "eval prints a 10-row confusion table"
 check '"$BATON" eval --ckpt "$T/e" --data "$D" | grep -Eq "^ 9 Ankle boot "' "rows named by dataset.json's class names"
 
+# validation and eval on a set whose statistics differ from the training set's (the train split)
+# normalise it as in training: eval's accuracy equals the trainer's final val_accuracy
+V=$T/fmtrain
+check '"$BATON" pack --from fashion-mnist --split train --out "$V" --quiet >/dev/null' "pack the train split"
+check '"$BATON" train --data "$D" --val "$V" --model mlp --epochs 1 --batch 256 --quiet --ckpt-dir "$T/v" --log "$T/v.csv" >/dev/null' \
+    "epoch with --val on another set"
+check '"$BATON" eval --ckpt "$T/v" --data "$V" --json >"$T/v.json"' "eval on that set"
+check 'awk -F, "NR == 2 {print \$5}" "$T/v.csv" >"$T/v.acc" && grep -o "\"accuracy\": *[0-9.e-]*" "$T/v.json" | head -1 | grep -o "[0-9.e-]*$" >>"$T/v.acc" &&
+       awk "NR == 1 {a = \$1} NR == 2 {b = \$1} END {d = a - b; if (d < 0) d = -d; exit !(NR == 2 && d < 1e-6)}" "$T/v.acc"' \
+    "eval accuracy equals the trainer's val_accuracy"
+
 # bad input
 expect_fail 2 "unknown model 'nope'" $BATON train --data "$D" --model nope --epochs 1 --ckpt-dir "$T/x"
 expect_fail 1 "holds model mlp, not lenet" $BATON train --data "$D" --model lenet --epochs 1 --ckpt-dir "$T/a" --quiet

@@ -16,6 +16,7 @@
 
 #include <dirent.h>
 #include <ftw.h>
+#include <math.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -559,6 +560,45 @@ static void test_lifecycle(const char *dir)
     baton_loader_close(l);
 }
 
+/* Normalisation given in the options (evaluation passes the training data's statistics): every value
+ * is the same pixel as with the dataset's own statistics, renormalised; a non-positive std is refused. */
+static void test_given_normalisation(const char *dir)
+{
+    baton_err err = {0};
+    baton_loader *l = open_loader(dir, 3);
+    if (!l) return;
+    const baton_manifest *m = baton_loader_manifest(l);
+    const float mean[4] = {0.25f, 0.5f, 0.75f, 0}, sd[4] = {0.5f, 0.25f, 2.0f, 1};
+    baton_pipeline_opts o = popts(2, 8, 0, 0), g = o;
+    g.mean = mean;
+    g.std = sd;
+    baton_pipeline *p1 = baton_pipeline_open(l, &o, &err);
+    baton_batch *b1 = NULL, *b2 = NULL;
+    CHECK_MSG(p1 && baton_pipeline_next(p1, &b1, &err) == BATON_OK, "%s", err.msg);
+    const size_t c = m->shape[2], plane = (size_t)m->shape[0] * m->shape[1], nf = b1 ? b1->n * c * plane : 0;
+    float *x1 = malloc(sizeof(float) * (nf ? nf : 1));
+    if (b1) memcpy(x1, b1->x, sizeof(float) * nf);
+    if (p1) baton_pipeline_close(p1);
+    CHECK(baton_loader_seek(l, &(baton_cursor){3, 0, 0}, &err) == BATON_OK);
+    baton_pipeline *p2 = baton_pipeline_open(l, &g, &err);
+    CHECK_MSG(p2 && baton_pipeline_next(p2, &b2, &err) == BATON_OK, "%s", err.msg);
+    int ok = b1 && b2 && b2->n == b1->n, at = -1;
+    for (size_t i = 0; ok && i < nf; i++) {
+        const size_t ch = i / plane % c;   /* NCHW */
+        const double v = (double)x1[i] * m->std[ch] + m->mean[ch];
+        if (fabs(b2->x[i] - (v - mean[ch]) / sd[ch]) > 1e-4) ok = 0, at = (int)i;
+    }
+    CHECK_MSG(ok, "given normalisation, %s: value %d", dir, at);
+    if (p2) baton_pipeline_close(p2);
+    free(x1);
+    const float zero[4] = {0, 0, 0, 0};
+    g.std = zero;
+    CHECK(baton_pipeline_open(l, &g, &err) == NULL && err.code == BATON_ERR_ARG);
+    g.std = NULL;   /* one without the other */
+    CHECK(baton_pipeline_open(l, &g, &err) == NULL && err.code == BATON_ERR_ARG);
+    baton_loader_close(l);
+}
+
 int main(void)
 {
     alarm(600);  /* a hang fails the test instead of stalling the suite */
@@ -595,6 +635,8 @@ int main(void)
         test_resume(rgb, 6);
         test_bad_records(grey_jpeg, grey);
         test_lifecycle(grey);
+        test_given_normalisation(grey);
+        test_given_normalisation(rgb);
     }
 
     if (access(FM "/t10k-images-idx3-ubyte.gz", R_OK) == 0) {
