@@ -169,6 +169,8 @@ touch "$T/afile"
 expect_fail 1 "state folder.*afile" "$BATON" fleet run "$T/a.yaml" --state "$T/afile/state"
 job g "$FAKE 10 5" "volume: {seed: $T/no-such-seed}" "retries: 0"
 expect_fail 1 "task 0 failed: could not start an instance: volume .*no-such-seed: no such folder" "$BATON" fleet run "$T/g.yaml" --state "$S" --quiet
+check '"$BATON" fleet check "$T/a.yaml" | grep -q "job a, backend local, 1 task"' "fleet check summarises a good job file"
+expect_fail 1 "bad2.yaml:4: instance_types\[0\]: unknown instance type" "$BATON" fleet check "$T/bad2.yaml"
 expect_fail 2 "a job file is required" "$BATON" fleet run
 expect_fail 2 "--imds bogus" "$BATON" fleet run "$T/a.yaml" --imds bogus
 expect_fail 1 "--interrupts: entry 2 '5x'" "$BATON" fleet run "$T/a.yaml" --state "$S/x" --interrupts 5m,5x
