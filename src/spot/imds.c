@@ -202,13 +202,13 @@ static enum MHD_Result handle_token(baton_imds *m, struct MHD_Connection *c, con
 
 static enum MHD_Result handle_meta(baton_imds *m, struct MHD_Connection *c, const char *path)
 {
+    if (m->garbage) return reply_garbage(m, c);   /* whatever token came with the request */
     const char *tok = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-aws-ec2-metadata-token");
     double now = baton_wall_now();
     pthread_mutex_lock(&m->mu);
     int tok_ok = tok && token_valid(m, tok, now);
     pthread_mutex_unlock(&m->mu);
     if ((tok && !tok_ok) || (!tok && m->v2_only)) return reply_status(c, 401);
-    if (m->garbage) return reply_garbage(m, c);
 
     char body[512];
     const char *text = NULL;

@@ -17,9 +17,9 @@ unset AWS_EC2_METADATA_SERVICE_ENDPOINT AWS_EC2_METADATA_DISABLED
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$T"' EXIT
 D=$T/fm
-N=200
+N=150
 FIN=$(printf 'ckpt-%09d' "$N")
-TR="$BATON train --data $D --model mlp --epochs 2 --batch 64 --seed 7 --threads 2 --quiet --max-steps $N"
+TR="$BATON train --data $D --model mlp --epochs 1 --batch 64 --seed 7 --threads 2 --quiet --max-steps $N"
 
 # start_imds ARGS...: a background `baton imds` on an ephemeral port; sets URL and IMDS
 start_imds() {
@@ -85,7 +85,7 @@ resumed_ok "interrupt-after" "$T/n1"
 
 # 2. IMDSv2 only, sliding notice time, notice sent by a control request once training runs
 start_imds --imdsv2-only --slide --action stop
-AWS_EC2_METADATA_SERVICE_ENDPOINT=$URL $TR --ckpt-dir "$T/n2" --ckpt-every-steps 20 >"$T/n2.out" 2>"$T/n2.err" &
+AWS_EC2_METADATA_SERVICE_ENDPOINT=$URL $TR --ckpt-dir "$T/n2" --ckpt-every-steps 10 >"$T/n2.out" 2>"$T/n2.err" &
 tp=$!
 pids+=("$tp")
 check 'wait_ckpt "$T/n2"' "v2-only: first checkpoint appears"
@@ -100,7 +100,7 @@ stop_imds
 resumed_ok "v2-only slide" "$T/n2"
 
 # 3. SIGTERM mid-run (no metadata service)
-$TR --ckpt-dir "$T/n3" --ckpt-every-steps 20 >"$T/n3.out" 2>"$T/n3.err" &
+$TR --ckpt-dir "$T/n3" --ckpt-every-steps 10 >"$T/n3.out" 2>"$T/n3.err" &
 tp=$!
 pids+=("$tp")
 check 'wait_ckpt "$T/n3"' "sigterm: first checkpoint appears"
