@@ -9,11 +9,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BATON=$(realpath "${BATON:-build/baton}")
-MODEL=${MODEL:-mlp} EPOCHS=${EPOCHS:-3} BATCH=${BATCH:-128} EVERY=${EVERY:-50}
+MODEL=${MODEL:-mlp} EPOCHS=${EPOCHS:-6} BATCH=${BATCH:-128} EVERY=${EVERY:-50}
 W=$(mktemp -d /tmp/baton-bench-fleet-XXXXXX)
 trap 'rm -rf "$W"' EXIT
 export BATON_NO_PROGRESS=1 BATON_LOG=warn
-SCALE=60 LAUNCH=30
+SCALE=60 LAUNCH=30 REPS=${1:-3} GAP=${GAP:-300}
 
 $BATON pack --from fashion-mnist --out "$W/data" --quiet >/dev/null
 json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
@@ -22,13 +22,13 @@ job() {   # job NAME [market lines]
     {
         echo "name: $name"
         echo "command: baton train --data file://$W/data --mode pipe --model $MODEL --epochs $EPOCHS --batch $BATCH --seed 1 --ckpt-dir ckpt --ckpt-every-steps $EVERY --quiet"
-        echo "instance_types: [c5.xlarge]"
+        echo "instance_types: [c5.xlarge, c5a.xlarge, m5.xlarge]"
         echo "zones: [us-east-1a, us-east-1b]"
         echo "market:"
         echo "  time_scale: $SCALE"
         echo "  launch_delay: ${LAUNCH}s"
         echo "  notice: 2m"
-        echo "  capacity_cooldown: 10m"
+        echo "  capacity_cooldown: 3m"
         for l in "$@"; do echo "$l"; done
     } >"$W/$name.yaml"
 }
@@ -41,14 +41,20 @@ run() {   # run NAME -> wall seconds
 }
 
 job plain "  random: false"
-tu=$(run plain)
-$BATON fleet status plain --state "$W/state" --json >"$W/plain.json"
-# six interruptions spread over the uninterrupted run's simulated length
-gap=$(echo "$tu * $SCALE / 8" | bc -l | cut -d. -f1)
-job storm "  random: false" "  interruptions:" "    - {after: ${gap}s}" "    - {after: ${gap}s}" \
-    "    - {after: ${gap}s, notice: 0}" "    - {after: ${gap}s}" "    - {after: ${gap}s}" "    - {after: ${gap}s}"
-ti=$(run storm)
-$BATON fleet status storm --state "$W/state" --json >"$W/storm.json"
+# six interruptions GAP simulated seconds apart (5 wall seconds at x60)
+g="{after: ${GAP}s}"
+job storm "  random: false" "  interruptions:" "    - $g" "    - $g" "    - {after: ${GAP}s, notice: 0}" "    - $g" "    - $g" "    - $g"
+tu=1000000000 ti=1000000000
+for r in $(seq "$REPS"); do
+    rm -rf "$W/state"
+    a=$(run plain)
+    $BATON fleet status plain --state "$W/state" --json >"$W/plain.json"
+    b=$(run storm)
+    $BATON fleet status storm --state "$W/state" --json >"$W/storm.json"
+    printf 'run %d: uninterrupted %.1f s, interrupted %.1f s\n' "$r" "$a" "$b"
+    tu=$(echo "if ($a < $tu) $a else $tu" | bc -l)
+    ti=$(echo "if ($b < $ti) $b else $ti" | bc -l)
+done
 n=$(json "$W/storm.json" 'len(d["instances"])')
 delays=$(echo "($n - 1) * $LAUNCH / $SCALE" | bc -l)
 ratio=$(echo "($ti - $delays) / $tu" | bc -l)

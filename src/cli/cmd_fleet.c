@@ -1,4 +1,4 @@
-/* cmd_fleet.c — `baton fleet run|status|cancel|catalog`: the fleet supervisor's command line.
+/* cmd_fleet.c — `baton fleet run|status|cancel|check|catalog`: the fleet supervisor's command line.
  * run reads a job file, runs the fleet to its end (or resumes it from the state folder) and prints
  * the report; status reads a job's database (also while it runs); cancel asks the supervisor to
  * stop every worker after a checkpoint. Exit codes: run 0 when every task is done, 1 when a task
@@ -209,6 +209,37 @@ static int fleet_cancel(int argc, char **argv)
     return CLI_OK;
 }
 
+static int fleet_check(int argc, char **argv)
+{
+    const struct cli_opt opts[] = {{0}};
+    const char *pos[1];
+    int npos, help;
+    if (cli_parse("fleet check", "JOBFILE", opts, argc, argv, pos, 1, &npos, &help)) return help ? CLI_OK : CLI_USAGE;
+    if (npos != 1) {
+        fprintf(stderr, "baton fleet check: a job file is required\n");
+        return CLI_USAGE;
+    }
+    baton_job j;
+    baton_err err = {0};
+    if (baton_job_load(pos[0], &j, &err)) return cli_fail("fleet check", &err);
+    printf("%s: job %s, backend %s, %zu task(s), capacity %d, %s, %d retries\n", pos[0], j.name,
+           baton_backend_name(j.backend), j.ncommands, j.target_capacity, baton_alloc_name(j.alloc), j.retries);
+    for (size_t i = 0; i < j.ntypes; i++) {
+        const baton_job_type *t = &j.types[i];
+        printf("  %-12s on demand $%.4f/h, spot", t->name, t->on_demand_price);
+        for (size_t z = 0; z < j.nzones; z++)
+            printf(" %s%s$%.4f/h", j.nzones > 1 ? j.zones[z] : "", j.nzones > 1 ? " " : "", baton_job_spot_price(t, j.zones[z]));
+        printf(", speed %g, interruptions %s%s\n", t->speed, baton_bucket_name(t->bucket), t->from_catalog ? " [catalog]" : "");
+    }
+    printf("  zones:");
+    for (size_t z = 0; z < j.nzones; z++) printf(" %s", j.zones[z]);
+    printf("\n  market: time x%g, seed %llu, launch %gs, notice %gs, %s, %zu scheduled interruption(s)\n",
+           j.market.time_scale, (unsigned long long)j.market.seed, j.market.launch_delay, j.market.notice,
+           j.market.random ? "random" : "no random interruptions", j.market.ninterrupts);
+    baton_job_free(&j);
+    return CLI_OK;
+}
+
 static int fleet_catalog(void)
 {
     size_t n;
@@ -223,7 +254,7 @@ static int fleet_catalog(void)
 
 int cmd_fleet(int argc, char **argv)
 {
-    const char *usage = "usage: baton fleet run JOBFILE | status [JOB] | cancel JOB | catalog  (--help on each;\n"
+    const char *usage = "usage: baton fleet run JOBFILE | status [JOB] | cancel JOB | check JOBFILE | catalog  (--help on each;\n"
                         "       --backend slurm|aws or the job file's backend: docs/slurm.md, docs/aws.md)\n";
     if (argc < 2) {
         fputs(usage, stderr);
@@ -237,6 +268,7 @@ int cmd_fleet(int argc, char **argv)
     if (!strcmp(argv[1], "status")) return fleet_status(argc - 1, argv + 1);
     if (!strcmp(argv[1], "cancel")) return fleet_cancel(argc - 1, argv + 1);
     if (!strcmp(argv[1], "catalog")) return fleet_catalog();
+    if (!strcmp(argv[1], "check")) return fleet_check(argc - 1, argv + 1);
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         fputs(usage, stdout);
         return CLI_OK;

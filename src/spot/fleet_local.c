@@ -470,8 +470,8 @@ static int spawn(sup *s, size_t i, baton_err *err)
     in->reached_step = in->resumed_step;
     if ((rc = fleet_start_imds(s, i, 0, err))) return rc;
     double notice_wall = s->job->market.notice / s->scale;
-    double poll = notice_wall / 5;
-    poll = poll < 0.05 ? 0.05 : poll > 1 ? 1 : poll;
+    double poll = notice_wall / 24;   /* EC2's advice: every 5 s of a 120 s notice */
+    poll = poll < 0.05 ? 0.05 : poll > 5 ? 5 : poll;
     char e_url[128], e_vol[1100], e_job[128], e_task[32], e_id[64], e_type[96], e_zone[96], e_prog[4300],
         e_poll[48], e_path[8192];
     fleet_fmt(e_url, sizeof e_url, "AWS_EC2_METADATA_SERVICE_ENDPOINT=%s",

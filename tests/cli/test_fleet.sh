@@ -149,8 +149,8 @@ check '[ "$(json "$T/e.json" "d[\"job\"][\"state\"], d[\"tasks\"][0][\"final_ste
 
 # ---- F: garbage and unreachable metadata services: never a notice; the deadline kill loses at most one interval
 for mode in garbage unreachable; do
-    job "f$mode" "$FAKE 90 15" "  interruptions:" "    - {after: 40s}"
-    check '"$BATON" fleet run "$T/f$mode.yaml" --state "$S" --imds $mode --quiet >/dev/null 2>&1' "imds $mode: completes"
+    job "f$mode" "$FAKE 90 15" "  random: false"   # the interruption comes from --interrupts
+    check '"$BATON" fleet run "$T/f$mode.yaml" --state "$S" --imds $mode --interrupts 40s --quiet >/dev/null 2>&1' "imds $mode: completes"
     "$BATON" fleet status "f$mode" --state "$S" --json >"$T/f.json"
     check '[ "$(json "$T/f.json" "d[\"instances\"][0][\"exit_code\"] == 137 and d[\"instances\"][0][\"lost_steps\"] <= 15 and d[\"tasks\"][0][\"final_step\"] == 90")" = True ]' \
         "imds $mode: no notice seen, killed at the deadline, at most one interval lost"
@@ -169,8 +169,11 @@ touch "$T/afile"
 expect_fail 1 "state folder.*afile" "$BATON" fleet run "$T/a.yaml" --state "$T/afile/state"
 job g "$FAKE 10 5" "volume: {seed: $T/no-such-seed}" "retries: 0"
 expect_fail 1 "task 0 failed: could not start an instance: volume .*no-such-seed: no such folder" "$BATON" fleet run "$T/g.yaml" --state "$S" --quiet
+check '"$BATON" fleet check "$T/a.yaml" | grep -q "job a, backend local, 1 task"' "fleet check summarises a good job file"
+expect_fail 1 "bad2.yaml:4: instance_types\[0\]: unknown instance type" "$BATON" fleet check "$T/bad2.yaml"
 expect_fail 2 "a job file is required" "$BATON" fleet run
 expect_fail 2 "--imds bogus" "$BATON" fleet run "$T/a.yaml" --imds bogus
+expect_fail 1 "--interrupts: entry 2 '5x'" "$BATON" fleet run "$T/a.yaml" --state "$S/x" --interrupts 5m,5x
 expect_fail 1 "no fleet job" "$BATON" fleet status nosuchjob --state "$S"
 expect_fail 1 "not running" "$BATON" fleet cancel a --state "$S"
 finish
