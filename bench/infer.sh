@@ -29,6 +29,7 @@ for m in lenet resnet20; do
         --threads "$THREADS" --quiet --ckpt-dir "$OUT/ck-$m" >/dev/null
 done
 rm -f "$OUT"/baton-*.jsonl "$OUT"/peer-*.jsonl
+LOAD0=$(cut -d' ' -f1 /proc/loadavg)
 for r in $(seq "$ROUNDS"); do
     for m in lenet resnet20; do
         echo "round $r/$ROUNDS: $m" >&2
@@ -39,11 +40,13 @@ for r in $(seq "$ROUNDS"); do
             --reps 1 2>/dev/null | tail -n1 >>"$OUT/peer-$m.jsonl"
     done
 done
-/usr/bin/python3 - "$OUT" "$THREADS" "$ROUNDS" <<'EOF'
+LOAD1=$(cut -d' ' -f1 /proc/loadavg)
+/usr/bin/python3 - "$OUT" "$THREADS" "$ROUNDS" "$LOAD0" "$LOAD1" <<'EOF'
 import json, statistics, sys
 out, threads, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 med = statistics.median
-rows, summary = [], {"bench": "infer", "threads": threads, "rounds": rounds}
+summary = {"bench": "infer", "threads": threads, "rounds": rounds,
+           "loadavg_start": float(sys.argv[4]), "loadavg_end": float(sys.argv[5])}
 print(f"{'model':9} {'baton p50':>10} {'peer p50':>9} {'ratio':>6} {'baton p90':>10} {'peer p90':>9} "
       f"{'first':>7} {'first/p50':>9} {'cold ms':>8} {'b64 ratio':>9}")
 for m in ("lenet", "resnet20"):
@@ -68,6 +71,7 @@ for m in ("lenet", "resnet20"):
     print(f"{m:9} {s['baton_p50_ms']:10.3f} {s['peer_p50_ms']:9.3f} {s['p50_ratio']:6.2f} {s['baton_p90_ms']:10.3f} "
           f"{s['peer_p90_ms']:9.3f} {s['baton_first_ms']:7.3f} {s['first_over_p50']:9.2f} {s['baton_cold_start_ms']:8.1f} "
           f"{s['b64_ratio']:9.2f}")
-print("goals: p50 ratio <= 0.5, first/p50 <= 3, cold start <= 100 ms; medians of", rounds, "alternated rounds")
+print("goals: p50 ratio <= 0.5, first/p50 <= 3, cold start <= 100 ms; medians of", rounds, "alternated rounds;",
+      "load average", sys.argv[4], "->", sys.argv[5])
 print(json.dumps(summary))
 EOF
