@@ -77,7 +77,7 @@ mkdir -p "$T/nodmi"
 D=$T/fm
 N=400
 FIN=$(printf 'ckpt-%09d' "$N")
-TRAIN="baton train --data $D --model mlp --epochs 4 --batch 64 --seed 7 --threads 2 --quiet --max-steps $N --ckpt-every-steps 20"
+TRAIN="baton train --data $D --model lenet --epochs 4 --batch 64 --seed 7 --threads 2 --quiet --max-steps $N --ckpt-every-steps 20"
 check '"$BATON" pack --from fashion-mnist --split test --out "$D" --shard-mb 1 --quiet >/dev/null' "pack"
 check 'PATH=$(dirname "$BATON"):$PATH $TRAIN --ckpt-dir "$T/ref" --no-notice >/dev/null 2>&1' "uninterrupted reference run"
 
