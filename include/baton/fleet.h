@@ -57,6 +57,8 @@ typedef struct baton_job_type {
 typedef struct baton_job_interrupt {
     int task;
     double after, notice;
+    int64_t after_steps;          /* also not before the instance trained this many steps (0: no such
+                                   * condition): a schedule that holds on machines of any speed */
     int line;
 } baton_job_interrupt;
 
@@ -168,9 +170,10 @@ int baton_market_choose(const baton_market *m, double t, const char *prefer_zone
 /* The pool reclaimed an instance at time t: it has no capacity for capacity_cooldown. */
 void baton_market_reclaimed(baton_market *m, int pool, double t);
 /* When the launch_index-th instance (0-based) of task, in pool, is interrupted: *after simulated
- * seconds after it starts running (< 0: never), with *notice seconds of warning (0: none). */
+ * seconds after it starts running (< 0: never) and once it trained *after_steps steps (0: any), with
+ * *notice seconds of warning (0: none). */
 void baton_market_plan(const baton_market *m, int task, int launch_index, int pool, double *after,
-                       double *notice);
+                       double *notice, int64_t *after_steps);
 static inline int baton_pool_type(const baton_market *m, int pool) { return pool / (int)m->job->nzones; }
 static inline int baton_pool_zone(const baton_market *m, int pool) { return pool % (int)m->job->nzones; }
 
@@ -293,6 +296,7 @@ typedef struct baton_fleet_inst {
     int port;                     /* its metadata service */
     double t_request, t_running, t_first_step, t_notice, t_deadline, t_end;
     double plan_after, plan_notice;   /* the market's plan: interrupted plan_after after running */
+    int64_t plan_after_steps;     /* ... and once it trained this many steps (0: any) */
     int exit_code;                /* -1 unknown; 128+N for a signal */
     baton_int_kind interrupted;
     int64_t resumed_step;         /* the checkpoint it started from (0: fresh) */

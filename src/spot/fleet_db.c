@@ -31,7 +31,8 @@ static const char *schema =
     "CREATE TABLE IF NOT EXISTS instances(id INTEGER PRIMARY KEY, name TEXT, task INTEGER, launch INTEGER,"
     " pool INTEGER, type TEXT, zone TEXT, spot_price REAL, on_demand_price REAL, state TEXT, reason TEXT,"
     " pid INTEGER, pid_start INTEGER, port INTEGER, t_request REAL, t_running REAL, t_first_step REAL,"
-    " t_notice REAL, t_deadline REAL, t_end REAL, plan_after REAL, plan_notice REAL, exit_code INTEGER,"
+    " t_notice REAL, t_deadline REAL, t_end REAL, plan_after REAL, plan_notice REAL, plan_after_steps INTEGER,"
+    " exit_code INTEGER,"
     " interrupted INTEGER, resumed_step INTEGER, reached_step INTEGER, ckpt_step INTEGER, volume TEXT);"
     "CREATE TABLE IF NOT EXISTS events(seq INTEGER PRIMARY KEY, t_sim REAL, t_wall REAL, kind TEXT,"
     " inst INTEGER, task INTEGER, from_state TEXT, to_state TEXT, detail TEXT);";
@@ -135,12 +136,12 @@ int baton_fleet_db_save_task(baton_fleet_db *d, const baton_fleet_task *t, baton
 
 int baton_fleet_db_save_inst(baton_fleet_db *d, const baton_fleet_inst *i, baton_err *err)
 {
-    return run_stmt(d, "INSERT OR REPLACE INTO instances VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    "isiiissddssiiiddddddddiiiiis", err, (int64_t)i->id, i->name, (int64_t)i->task,
+    return run_stmt(d, "INSERT OR REPLACE INTO instances VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    "isiiissddssiiiddddddddiiiiiis", err, (int64_t)i->id, i->name, (int64_t)i->task,
                     (int64_t)i->launch, (int64_t)i->pool, i->type, i->zone, i->spot_price, i->on_demand_price,
                     baton_wstate_name(i->state), i->reason, (int64_t)i->pid, (int64_t)i->pid_start,
                     (int64_t)i->port, i->t_request, i->t_running, i->t_first_step, i->t_notice, i->t_deadline,
-                    i->t_end, i->plan_after, i->plan_notice, (int64_t)i->exit_code, (int64_t)i->interrupted,
+                    i->t_end, i->plan_after, i->plan_notice, i->plan_after_steps, (int64_t)i->exit_code, (int64_t)i->interrupted,
                     i->resumed_step, i->reached_step, i->ckpt_step, i->volume);
 }
 
@@ -266,6 +267,7 @@ int baton_fleet_db_load(baton_fleet_db *d, int with_events, baton_fleet_records 
         double *times[] = {&i->t_request, &i->t_running, &i->t_first_step, &i->t_notice, &i->t_deadline,
                            &i->t_end, &i->plan_after, &i->plan_notice};
         for (size_t k = 0; k < sizeof times / sizeof times[0]; k++) *times[k] = sqlite3_column_double(st, c++);
+        i->plan_after_steps = sqlite3_column_int64(st, c++);
         i->exit_code = sqlite3_column_int(st, c++);
         i->interrupted = (baton_int_kind)sqlite3_column_int(st, c++);
         i->resumed_step = sqlite3_column_int64(st, c++);

@@ -174,6 +174,7 @@ static int new_instance(sup *s, int task)
     in->t_request = fleet_now(s);
     in->t_running = in->t_first_step = in->t_notice = in->t_deadline = in->t_end = -1;
     in->plan_after = -1;
+    in->plan_after_steps = 0;
     in->exit_code = -1;
     in->resumed_step = in->reached_step = in->ckpt_step = -1;
     fleet_save_inst(s, i);
@@ -345,7 +346,8 @@ static void try_launch(sup *s, size_t i, double now)
         return;
     }
     set_pool(s, i, pool);
-    baton_market_plan(&s->market, in->task, in->launch, pool, &in->plan_after, &in->plan_notice);
+    baton_market_plan(&s->market, in->task, in->launch, pool, &in->plan_after, &in->plan_notice,
+                      &in->plan_after_steps);
     char d[32];
     baton_fleet_fmt_duration(s->job->market.launch_delay, d, sizeof d);
     transition(s, i, BATON_WE_LAUNCH, NULL, "%s in %s at $%.4f/h (on demand $%.4f/h), running in %s", in->type, in->zone,
@@ -564,7 +566,9 @@ static void market_tick(sup *s, size_t i, double now)
 {
     baton_fleet_inst *in = &s->insts[i];
     char d[32];
-    if (in->state == BATON_W_RUNNING && in->plan_after >= 0 && now >= in->t_running + in->plan_after) {
+    const int64_t trained = in->reached_step - (in->resumed_step > 0 ? in->resumed_step : 0);
+    if (in->state == BATON_W_RUNNING && in->plan_after >= 0 && now >= in->t_running + in->plan_after &&
+        (in->plan_after_steps <= 0 || trained >= in->plan_after_steps)) {
         baton_market_reclaimed(&s->market, in->pool, now);
         if (in->plan_notice > 0) {
             in->interrupted = BATON_INT_NOTICE;

@@ -135,10 +135,12 @@ void baton_market_reclaimed(baton_market *m, int pool, double t)
     if (pool >= 0 && (size_t)pool < m->npools) m->busy_until[pool] = t + m->job->market.capacity_cooldown;
 }
 
-void baton_market_plan(const baton_market *m, int task, int launch_index, int pool, double *after, double *notice)
+void baton_market_plan(const baton_market *m, int task, int launch_index, int pool, double *after, double *notice,
+                       int64_t *after_steps)
 {
     const baton_job *j = m->job;
     *after = -1;
+    *after_steps = 0;
     *notice = j->market.notice;
     int k = 0;
     for (size_t i = 0; i < m->nsched; i++) {
@@ -146,6 +148,7 @@ void baton_market_plan(const baton_market *m, int task, int launch_index, int po
         if (k++ == launch_index) {
             *after = m->sched[i].after;
             *notice = m->sched[i].notice;
+            *after_steps = m->sched[i].after_steps;
             return;
         }
     }

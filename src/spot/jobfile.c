@@ -448,7 +448,13 @@ static int interrupt_pair(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t 
     }
     if (!strcmp(key, "after")) return get_duration(c, vn, path, &in->after);
     if (!strcmp(key, "notice")) return get_duration(c, vn, path, &in->notice);
-    return unknown(c, kn, path, "task, after, notice");
+    if (!strcmp(key, "after_steps")) {
+        long v;
+        if (get_int(c, vn, path, 1, 1000000000L, &v)) return c->err->code;
+        in->after_steps = v;
+        return 0;
+    }
+    return unknown(c, kn, path, "task, after, after_steps, notice");
 }
 
 static int market_pair(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, void *arg, const char *path)
@@ -487,7 +493,9 @@ static int market_pair(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn
             in->after = -1;
             in->line = line_of(e);
             if (each_pair(c, e, sub, interrupt_pair, in)) return c->err->code;
-            if (in->after < 0) return fail(c, e, sub, "missing 'after' (simulated time after the instance starts)");
+            if (in->after < 0 && in->after_steps > 0) in->after = 0;
+            if (in->after < 0)
+                return fail(c, e, sub, "missing 'after' (simulated time after the instance starts) or 'after_steps'");
             if (in->notice < 0) in->notice = -2;   /* the market's default notice; resolved below */
         }
         return 0;

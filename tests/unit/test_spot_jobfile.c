@@ -141,6 +141,16 @@ int main(void)
     bad(BASE "target_capacity: 3\n", "job.yaml:5:", "target_capacity: 3 instances but 1 command");
     bad(BASE "market:\n  interruptions:\n    - {after: 1m, task: 4}\n", "job.yaml:7:", "market.interruptions[0].task");
     bad(BASE "market:\n  interruptions:\n    - {notice: 1m}\n", "job.yaml:7:", "missing 'after'");
+    bad(BASE "market:\n  interruptions:\n    - {after_steps: 0}\n", "job.yaml:7:", "after_steps");
+    {   /* a step condition alone: after defaults to 0 */
+        baton_job js;
+        baton_err e2 = {0};
+        const char *t = BASE "market:\n  interruptions:\n    - {after_steps: 25}\n    - {after: 1m, after_steps: 5}\n";
+        CHECK_MSG(baton_job_parse("job.yaml", t, strlen(t), &js, &e2) == BATON_OK, "%s", e2.msg);
+        CHECK(js.market.ninterrupts == 2 && js.market.interrupts[0].after == 0 && js.market.interrupts[0].after_steps == 25 &&
+              js.market.interrupts[1].after == 60 && js.market.interrupts[1].after_steps == 5);
+        baton_job_free(&js);
+    }
     bad(BASE "volume:\n  checkpoints: ../x\n", "job.yaml:6:", "volume.checkpoints");
     bad(BASE "commands: [a, b]\n", "job.yaml:5:", "either 'command' or 'commands'");
     bad("name: j\ncommand: [a, b]\ninstance_types: [c5.xlarge]\nzones: [a]\n", "job.yaml:2:", "command");

@@ -37,18 +37,19 @@ int main(void)
 
     /* seeded draws: deterministic, seed-dependent, exponential with the bucket's rate */
     double a1, n1, a2, n2;
+    int64_t s1, s2;
     int pool_cheap = 0;   /* type 0, zone 0 */
-    baton_market_plan(&m, 0, 3, pool_cheap, &a1, &n1);
-    baton_market_plan(&m, 0, 3, pool_cheap, &a2, &n2);
-    CHECK(a1 > 0 && a1 == a2 && n1 == 120);
-    baton_market_plan(&m, 1, 3, pool_cheap, &a2, &n2);
+    baton_market_plan(&m, 0, 3, pool_cheap, &a1, &n1, &s1);
+    baton_market_plan(&m, 0, 3, pool_cheap, &a2, &n2, &s2);
+    CHECK(a1 > 0 && a1 == a2 && n1 == 120 && s1 == 0 && s2 == 0);
+    baton_market_plan(&m, 1, 3, pool_cheap, &a2, &n2, &s2);
     CHECK(a1 != a2);
     const int N = 40000;
     double sum = 0, rate = baton_bucket_hazard(BATON_BUCKET_GT20);
     int within_month = 0;
     for (int k = 0; k < N; k++) {
         double a, n;
-        baton_market_plan(&m, 0, k, pool_cheap, &a, &n);
+        baton_market_plan(&m, 0, k, pool_cheap, &a, &n, &s1);
         sum += a;
         within_month += a <= BATON_MONTH_S;
     }
@@ -58,12 +59,12 @@ int main(void)
     /* another seed: a different sequence with the same statistics */
     j.market.seed = 12;
     double first12;
-    baton_market_plan(&m, 0, 3, pool_cheap, &first12, &n2);
+    baton_market_plan(&m, 0, 3, pool_cheap, &first12, &n2, &s1);
     CHECK(first12 != a1);
     /* hazard_scale multiplies the rate */
     j.market.seed = 11;
     j.market.hazard_scale = 100;
-    baton_market_plan(&m, 0, 3, pool_cheap, &a2, &n2);
+    baton_market_plan(&m, 0, 3, pool_cheap, &a2, &n2, &s1);
     CHECK(fabs(a2 * 100 - a1) < 1e-6 * a1);
     j.market.hazard_scale = 1;
 
@@ -94,16 +95,16 @@ int main(void)
     /* the explicit schedule comes first, per task, in order; then the random market */
     CHECK(baton_market_set_schedule(&m, "5m,90s/0,10m/30s@1", &e) == 0);
     CHECK_EQ_U(m.nsched, 3);
-    baton_market_plan(&m, 0, 0, 0, &a1, &n1);
+    baton_market_plan(&m, 0, 0, 0, &a1, &n1, &s1);
     CHECK(a1 == 300 && n1 == 120);
-    baton_market_plan(&m, 0, 1, 0, &a1, &n1);
+    baton_market_plan(&m, 0, 1, 0, &a1, &n1, &s1);
     CHECK(a1 == 90 && n1 == 0);
-    baton_market_plan(&m, 1, 0, 0, &a1, &n1);
+    baton_market_plan(&m, 1, 0, 0, &a1, &n1, &s1);
     CHECK(a1 == 600 && n1 == 30);
-    baton_market_plan(&m, 0, 2, 0, &a1, &n1);   /* schedule exhausted: random (on) */
+    baton_market_plan(&m, 0, 2, 0, &a1, &n1, &s1);   /* schedule exhausted: random (on) */
     CHECK(a1 > 0);
     j.market.random = 0;
-    baton_market_plan(&m, 0, 2, 0, &a1, &n1);
+    baton_market_plan(&m, 0, 2, 0, &a1, &n1, &s1);
     CHECK(a1 < 0);
     CHECK(baton_market_set_schedule(&m, "5m,x", &e) != 0 && strstr(e.msg, "entry 2"));
     CHECK(baton_market_set_schedule(&m, "5m@7", &e) != 0 && strstr(e.msg, "task"));
