@@ -3,7 +3,7 @@
  * markers; scatter charts draw markers (with optional per-point labels) and a polyline only for
  * series that ask for one. The file is written crash-safely (baton_file_write_atomic) so a
  * half-written chart never appears. */
-#include "baton/util.h"
+#include "svg_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -11,24 +11,23 @@
 
 static const char *palette[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b"};
 
-static double nice_step(double range)
+double svg_nice_step(double range, int ticks)
 {
     if (!(range > 0)) return 1;
-    double raw = range / 5, mag = pow(10, floor(log10(raw))), f = raw / mag;
+    double raw = range / ticks, mag = pow(10, floor(log10(raw))), f = raw / mag;
     return (f < 1.5 ? 1 : f < 3 ? 2 : f < 7 ? 5 : 10) * mag;
 }
 
-static void esc(baton_buf *b, const char *s)
+void svg_esc(baton_buf *b, const char *s)
 {
-    for (; *s; s++) {
-        const char *r = *s == '<' ? "&lt;" : *s == '>' ? "&gt;" : *s == '&' ? "&amp;" : NULL;
+    for (; s && *s; s++) {
+        const char *r = *s == '<' ? "&lt;" : *s == '>' ? "&gt;" : *s == '&' ? "&amp;" : *s == '"' ? "&quot;" : NULL;
         if (r) baton_buf_append(b, r, strlen(r));
         else baton_buf_append(b, s, 1);
     }
 }
 
-static void put(baton_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(baton_buf *b, const char *fmt, ...)
+void svg_put(baton_buf *b, const char *fmt, ...)
 {
     char tmp[512];
     va_list ap;
@@ -48,62 +47,62 @@ static int render(const char *path, const char *title, const char *xlabel, const
             if (isfinite(s[i].x[k]) && s[i].x[k] > xmax) xmax = s[i].x[k];
             if (isfinite(s[i].y[k]) && s[i].y[k] > ymax) ymax = s[i].y[k];
         }
-    double xs = nice_step(xmax), ys = nice_step(ymax);
+    double xs = svg_nice_step(xmax, 5), ys = svg_nice_step(ymax, 5);
     xmax = xs * ceil(xmax / xs + 1e-9);
     ymax = ys * ceil(ymax / ys + 1e-9);
     if (xmax <= 0) xmax = 1;
     if (ymax <= 0) ymax = 1;
     double pw = W - L - R, ph = H - T - B;
     baton_buf b = {0};
-    put(&b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+    svg_put(&b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
             "font-family=\"sans-serif\" font-size=\"12\">\n", W, H);
-    put(&b, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n<text x=\"%.0f\" y=\"24\" "
+    svg_put(&b, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n<text x=\"%.0f\" y=\"24\" "
             "font-size=\"15\" font-weight=\"bold\">", L);
-    esc(&b, title);
-    put(&b, "</text>\n");
+    svg_esc(&b, title);
+    svg_put(&b, "</text>\n");
     for (double v = 0; v <= xmax + 1e-9; v += xs) {
         double x = L + v / xmax * pw;
-        put(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
+        svg_put(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
                 "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g</text>\n",
             x, T, x, T + ph, x, T + ph + 16, v);
     }
     for (double v = 0; v <= ymax + 1e-9; v += ys) {
         double y = T + ph - v / ymax * ph;
-        put(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
+        svg_put(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
                 "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
             L, y, L + pw, y, L - 6, y + 4, v);
     }
-    put(&b, "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"#333\"/>\n",
+    svg_put(&b, "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"#333\"/>\n",
         L, T, pw, ph);
-    put(&b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">", L + pw / 2, H - 10);
-    esc(&b, xlabel);
-    put(&b, "</text>\n<text transform=\"translate(16 %.1f) rotate(-90)\" text-anchor=\"middle\">", T + ph / 2);
-    esc(&b, ylabel);
-    put(&b, "</text>\n");
+    svg_put(&b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">", L + pw / 2, H - 10);
+    svg_esc(&b, xlabel);
+    svg_put(&b, "</text>\n<text transform=\"translate(16 %.1f) rotate(-90)\" text-anchor=\"middle\">", T + ph / 2);
+    svg_esc(&b, ylabel);
+    svg_put(&b, "</text>\n");
     for (size_t i = 0; i < ns; i++) {
         const char *col = palette[i % (sizeof palette / sizeof *palette)];
         if (s[i].line) {
-            put(&b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", col);
+            svg_put(&b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", col);
             for (size_t k = 0; k < s[i].n; k++)
-                put(&b, "%.1f,%.1f ", L + s[i].x[k] / xmax * pw, T + ph - s[i].y[k] / ymax * ph);
-            put(&b, "\"/>\n");
+                svg_put(&b, "%.1f,%.1f ", L + s[i].x[k] / xmax * pw, T + ph - s[i].y[k] / ymax * ph);
+            svg_put(&b, "\"/>\n");
         }
         for (size_t k = 0; k < s[i].n; k++) {
             const double cx = L + s[i].x[k] / xmax * pw, cy = T + ph - s[i].y[k] / ymax * ph;
-            put(&b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%s\" fill=\"%s\"/>\n", cx, cy, s[i].line ? "3" : "4", col);
+            svg_put(&b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%s\" fill=\"%s\"/>\n", cx, cy, s[i].line ? "3" : "4", col);
             if (s[i].labels && s[i].labels[k]) {
-                put(&b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" fill=\"%s\">", cx + 5, cy - 5, col);
-                esc(&b, s[i].labels[k]);
-                put(&b, "</text>\n");
+                svg_put(&b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" fill=\"%s\">", cx + 5, cy - 5, col);
+                svg_esc(&b, s[i].labels[k]);
+                svg_put(&b, "</text>\n");
             }
         }
         double ly = T + 10 + 20 * (double)i;
-        put(&b, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"3\"/>"
+        svg_put(&b, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"3\"/>"
                 "<text x=\"%.0f\" y=\"%.1f\">", L + pw + 12, ly, L + pw + 36, ly, col, L + pw + 42, ly + 4);
-        esc(&b, s[i].name);
-        put(&b, "</text>\n");
+        svg_esc(&b, s[i].name);
+        svg_put(&b, "</text>\n");
     }
-    put(&b, "</svg>\n");
+    svg_put(&b, "</svg>\n");
     int rc = b.data ? baton_file_write_atomic(path, b.data, b.len, err)
                     : baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
     baton_buf_free(&b);

@@ -1,7 +1,7 @@
 /* svg_timeline.c — SVG timelines (a Gantt-style chart): one row per item, coloured spans along a
  * linear time axis with "nice" ticks, point marks (tick, triangle, cross, dot) with tooltips, and
  * a legend for both. Written crash-safely like the line charts (baton_file_write_atomic). */
-#include "baton/util.h"
+#include "svg_internal.h"
 
 #include <math.h>
 #include <string.h>
@@ -9,49 +9,22 @@
 static const char *span_palette[] = {"#c7c7c7", "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd"};
 static const char *mark_colour[4] = {"#222222", "#d62728", "#8b0000", "#9467bd"};
 
-static void esc(baton_buf *b, const char *s)
-{
-    for (; s && *s; s++) {
-        const char *r = *s == '<' ? "&lt;" : *s == '>' ? "&gt;" : *s == '&' ? "&amp;" : *s == '"' ? "&quot;" : NULL;
-        if (r) baton_buf_append(b, r, strlen(r));
-        else baton_buf_append(b, s, 1);
-    }
-}
-
-static void put(baton_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(baton_buf *b, const char *fmt, ...)
-{
-    char tmp[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (n > 0) baton_buf_append(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
-}
-
-static double nice_step(double range)
-{
-    if (!(range > 0)) return 1;
-    double raw = range / 8, mag = pow(10, floor(log10(raw))), f = raw / mag;
-    return (f < 1.5 ? 1 : f < 3 ? 2 : f < 7 ? 5 : 10) * mag;
-}
-
 static void mark_shape(baton_buf *b, int kind, double x, double y, const char *title)
 {
     const char *c = mark_colour[kind & 3];
     switch (kind & 3) {
-    case 0: put(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"1.5\">", x, y - 9, x, y + 9, c);
+    case 0: svg_put(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"1.5\">", x, y - 9, x, y + 9, c);
         break;
-    case 1: put(b, "<path d=\"M%.1f %.1f l-5 -9 h10 z\" fill=\"%s\">", x, y - 2, c); break;
-    case 2: put(b, "<path d=\"M%.1f %.1f l8 8 m0 -8 l-8 8\" stroke=\"%s\" stroke-width=\"2.5\">", x - 4, y - 4, c); break;
-    default: put(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\">", x, y, c); break;
+    case 1: svg_put(b, "<path d=\"M%.1f %.1f l-5 -9 h10 z\" fill=\"%s\">", x, y - 2, c); break;
+    case 2: svg_put(b, "<path d=\"M%.1f %.1f l8 8 m0 -8 l-8 8\" stroke=\"%s\" stroke-width=\"2.5\">", x - 4, y - 4, c); break;
+    default: svg_put(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\">", x, y, c); break;
     }
     if (title) {
-        put(b, "<title>");
-        esc(b, title);
-        put(b, "</title>");
+        svg_put(b, "<title>");
+        svg_esc(b, title);
+        svg_put(b, "</title>");
     }
-    put(b, (kind & 3) == 0 ? "</line>\n" : (kind & 3) == 3 ? "</circle>\n" : "</path>\n");
+    svg_put(b, (kind & 3) == 0 ? "</line>\n" : (kind & 3) == 3 ? "</circle>\n" : "</path>\n");
 }
 
 int baton_svg_timeline(const char *path, const char *title, const char *xlabel, const baton_svg_row *rows,
@@ -66,32 +39,32 @@ int baton_svg_timeline(const char *path, const char *title, const char *xlabel, 
             if (isfinite(rows[i].spans[k].t1) && rows[i].spans[k].t1 > xmax) xmax = rows[i].spans[k].t1;
     for (size_t k = 0; k < nmarks; k++)
         if (isfinite(marks[k].t) && marks[k].t > xmax) xmax = marks[k].t;
-    double xs = nice_step(xmax);
+    double xs = svg_nice_step(xmax, 8);
     xmax = xs * ceil(xmax / xs + 1e-9);
     if (xmax <= 0) xmax = 1;
     double pw = W - L - R, ph = rowh * (double)(nrows ? nrows : 1);
     baton_buf b = {0};
-    put(&b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" "
+    svg_put(&b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" "
             "font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", W, H);
-    put(&b, "<text x=\"12\" y=\"24\" font-size=\"15\" font-weight=\"bold\">");
-    esc(&b, title);
-    put(&b, "</text>\n");
+    svg_put(&b, "<text x=\"12\" y=\"24\" font-size=\"15\" font-weight=\"bold\">");
+    svg_esc(&b, title);
+    svg_put(&b, "</text>\n");
     for (double v = 0; v <= xmax + 1e-9; v += xs) {
         double x = L + v / xmax * pw;
-        put(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e4e4e4\"/>"
+        svg_put(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e4e4e4\"/>"
                 "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g</text>\n", x, T, x, T + ph, x, T + ph + 16, v);
     }
     for (size_t i = 0; i < nrows; i++) {
         double y = T + rowh * (double)i;
-        put(&b, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">", L - 8, y + rowh / 2 + 4);
-        esc(&b, rows[i].label);
-        put(&b, "</text>\n");
+        svg_put(&b, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">", L - 8, y + rowh / 2 + 4);
+        svg_esc(&b, rows[i].label);
+        svg_put(&b, "</text>\n");
         for (size_t k = 0; k < rows[i].nspans; k++) {
             const baton_svg_span *sp = &rows[i].spans[k];
             if (!(sp->t1 >= sp->t0)) continue;
             double x0 = L + sp->t0 / xmax * pw, x1 = L + sp->t1 / xmax * pw;
             if (x1 - x0 < 1) x1 = x0 + 1;
-            put(&b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"/>\n", x0, y + 4, x1 - x0,
+            svg_put(&b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"/>\n", x0, y + 4, x1 - x0,
                 rowh - 8, span_palette[(size_t)sp->style % (sizeof span_palette / sizeof *span_palette)]);
         }
     }
@@ -100,27 +73,27 @@ int baton_svg_timeline(const char *path, const char *title, const char *xlabel, 
         mark_shape(&b, marks[k].kind, L + marks[k].t / xmax * pw, T + rowh * (double)marks[k].row + rowh / 2,
                    marks[k].title);
     }
-    put(&b, "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"#333\"/>\n", L, T, pw, ph);
-    put(&b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">", L + pw / 2, T + ph + 34);
-    esc(&b, xlabel);
-    put(&b, "</text>\n");
+    svg_put(&b, "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"#333\"/>\n", L, T, pw, ph);
+    svg_put(&b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">", L + pw / 2, T + ph + 34);
+    svg_esc(&b, xlabel);
+    svg_put(&b, "</text>\n");
     double lx = L, ly = T + ph + 60;
     for (size_t s = 0; s < nstyles; s++) {
-        put(&b, "<rect x=\"%.0f\" y=\"%.0f\" width=\"14\" height=\"10\" fill=\"%s\"/><text x=\"%.0f\" y=\"%.0f\">", lx,
+        svg_put(&b, "<rect x=\"%.0f\" y=\"%.0f\" width=\"14\" height=\"10\" fill=\"%s\"/><text x=\"%.0f\" y=\"%.0f\">", lx,
             ly - 9, span_palette[s % (sizeof span_palette / sizeof *span_palette)], lx + 18, ly);
-        esc(&b, span_names[s]);
-        put(&b, "</text>\n");
+        svg_esc(&b, span_names[s]);
+        svg_put(&b, "</text>\n");
         lx += 30 + 7.0 * (double)strlen(span_names[s]);
     }
     for (int m = 0; m < 4 && mark_names; m++) {
         if (!mark_names[m]) continue;
         mark_shape(&b, m, lx + 6, ly - 4, NULL);
-        put(&b, "<text x=\"%.0f\" y=\"%.0f\">", lx + 16, ly);
-        esc(&b, mark_names[m]);
-        put(&b, "</text>\n");
+        svg_put(&b, "<text x=\"%.0f\" y=\"%.0f\">", lx + 16, ly);
+        svg_esc(&b, mark_names[m]);
+        svg_put(&b, "</text>\n");
         lx += 30 + 7.0 * (double)strlen(mark_names[m]);
     }
-    put(&b, "</svg>\n");
+    svg_put(&b, "</svg>\n");
     int rc = b.data ? baton_file_write_atomic(path, b.data, b.len, err) : baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
     baton_buf_free(&b);
     return rc;
