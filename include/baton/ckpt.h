@@ -204,6 +204,12 @@ int baton_ckpt_save_sync(baton_ckpt_store *s, const baton_nn_model *m, const bat
                          const char *state_json, uint64_t step, baton_err *err);
 /* 1 while a persist is in flight. */
 int baton_ckpt_busy(baton_ckpt_store *s);
+/* The local half of baton_ckpt_wait, for a trainer that bounds its uncommitted work: collects a
+ * background persist that has finished (or, with block set, waits until it has). Returns 1 and
+ * sets *step to the collected snapshot's step when that persist committed; 0 when none was in
+ * flight or (block == 0) it is still running; -1 when it failed (the failure is logged as a
+ * warning and not reported again). Never waits for uploads. */
+int baton_ckpt_reap(baton_ckpt_store *s, int block, uint64_t *step);
 /* Path of the last committed checkpoint folder ("" if none yet). */
 const char *baton_ckpt_last_committed(const baton_ckpt_store *s);
 

@@ -52,7 +52,11 @@ typedef struct baton_train_opts {
     uint32_t batch;             /* >= 1; default 128 */
     double lr;                  /* 0: 0.1 for resnet-N, 0.01 for lenet and mlp */
     uint64_t seed;
-    uint64_t ckpt_every;        /* steps between background checkpoints; 0: none by step count */
+    uint64_t ckpt_every;        /* steps between background checkpoints; 0: none by step count.
+                                   Also a bound: the progress file never runs more than this many
+                                   steps ahead of the newest committed checkpoint (the trainer
+                                   waits for a persist that has not committed one step after its
+                                   snapshot) */
     double ckpt_every_sec;      /* seconds between background checkpoints; 0: none by time;
                                    default BATON_TRAIN_CKPT_EVERY_SEC (a checkpoint is always
                                    written when the run ends) */

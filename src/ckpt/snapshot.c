@@ -10,8 +10,8 @@
  *     set or the state text grows (never in steady state);
  *   - at most one persist is in flight. A snapshot taken while one is in flight waits for it
  *     (BATON_CKPT_WAIT, the default) or returns BATON_CKPT_SKIPPED (BATON_CKPT_SKIP_IF_BUSY);
- *   - each persist's outcome is reported once: by baton_ckpt_wait, or, when a later snapshot or
- *     save had to wait for it, by a warning in the log;
+ *   - each persist's outcome is reported once: by baton_ckpt_wait, by baton_ckpt_reap (which logs
+ *     a failure), or, when a later snapshot or save had to wait for it, by a warning in the log;
  *   - async and sync persists run the same code on the same bytes, so their files are identical;
  *   - with a remote attached (remote.c), a background persist queues its committed folder for the
  *     remote's uploader thread (training never waits for the network) and a synchronous persist
@@ -83,6 +83,15 @@ void baton_ckpt_store_close(baton_ckpt_store *s)
 }
 
 int baton_ckpt_busy(baton_ckpt_store *s) { return s->busy && !atomic_load(&s->done); }
+
+int baton_ckpt_reap(baton_ckpt_store *s, int block, uint64_t *step)
+{
+    if (!s->busy || (!block && !atomic_load(&s->done))) return 0;
+    uint64_t st = s->step;   /* a snapshot cannot replace it while the persist is unjoined */
+    if (join(s, NULL, 1) != BATON_OK) return -1;
+    *step = st;
+    return 1;
+}
 
 const char *baton_ckpt_last_committed(const baton_ckpt_store *s) { return s->committed; }
 

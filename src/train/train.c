@@ -58,6 +58,7 @@ typedef struct trainer {
     baton_nn_optim_cfg ocfg;
     double lr;
     uint64_t steps_per_epoch;
+    uint64_t committed;   /* step of the newest committed checkpoint (the start state: 0) */
     run_state st;
 } trainer;
 
@@ -322,8 +323,11 @@ static int save(trainer *t, int sync, baton_err *err)
     char *js = state_to_json(t);
     if (!js) return baton_err_set(err, BATON_ERR_NOMEM, "state.json: out of memory");
     int rc;
+    uint64_t cs;
+    if (baton_ckpt_reap(t->store, 1, &cs) > 0) t->committed = cs;
     if (sync) {
         rc = baton_ckpt_save_sync(t->store, t->model, t->optim, js, t->st.step, err);
+        if (!rc) t->committed = t->st.step;
     } else {
         rc = baton_ckpt_snapshot(t->store, t->model, t->optim, js, t->st.step, BATON_CKPT_WAIT, err);
         if (!rc) rc = baton_ckpt_persist_async(t->store, err);
@@ -416,7 +420,7 @@ int baton_train_run(const baton_train_opts *o, baton_train_result *r, baton_err 
             goto done;
         }
         r->resumed = 1;
-        r->resumed_step = t.st.step;
+        r->resumed_step = t.committed = t.st.step;
         snprintf(r->checkpoint, sizeof r->checkpoint, "%s", path);
         baton_log(BATON_LOG_INFO, "resuming from %s (step %" PRIu64 ", epoch %" PRIu64 "; checkpoint read in %.3f s)",
                   path, t.st.step, t.st.epoch, baton_now() - read_t0);
@@ -482,6 +486,15 @@ int baton_train_run(const baton_train_opts *o, baton_train_result *r, baton_err 
             break;
         }
         t.st.step++;
+        /* The work at risk never exceeds --ckpt-every-steps: a background persist overlaps the
+         * step after its snapshot; if it has not committed by then, wait for it before this step
+         * counts as reached (so a kill loses at most ckpt_every steps plus the step under way). */
+        if (o->ckpt_every) {
+            uint64_t cs;
+            int k = baton_ckpt_reap(t.store, t.st.step - t.committed > o->ckpt_every, &cs);
+            if (k > 0) t.committed = cs;
+            else if (k < 0) last_saved = UINT64_MAX;   /* failed: the end of training saves again */
+        }
         progress_put(pfd, t.st.step);
         samples += n;
         t.st.ep_loss_sum += (double)loss * n;
