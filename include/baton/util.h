@@ -56,6 +56,10 @@ int baton_buf_reserve(baton_buf *b, size_t extra);             /* ensure cap >= 
 int baton_buf_append(baton_buf *b, const void *p, size_t n);
 void baton_buf_free(baton_buf *b);
 
+/* ---- large zeroed regions from the kernel (lazily faulted, huge pages advised; src/util/bigmem.c) ---- */
+void *baton_bigmem_alloc(size_t bytes);   /* zeroed, page-aligned; NULL when out of memory */
+void baton_bigmem_free(void *p, size_t bytes);
+
 /* ---- system calls behind a table (tests replace entries to inject failures) ---- */
 typedef struct baton_sys_table {
     int (*open)(const char *path, int flags, mode_t mode);

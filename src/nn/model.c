@@ -263,7 +263,8 @@ static int finalize(baton_nn_model *m, int init_params, baton_err *err)
     m->grads = aligned_alloc(64, sizeof(float) * (m->nparam ? m->nparam : ALIGN_ELEMS));
     m->bufs = aligned_alloc(64, sizeof(float) * (m->nbuf ? m->nbuf : ALIGN_ELEMS));
     m->i64 = calloc(m->ni64 ? m->ni64 : 1, sizeof(int64_t));
-    m->acts = aligned_alloc(64, sizeof(float) * (nact + nscratch));
+    m->acts_bytes = sizeof(float) * (nact + nscratch);
+    m->acts = baton_bigmem_alloc(m->acts_bytes);   /* zeroed by the kernel, touched by the first step */
     m->wsa = aligned_alloc(64, sizeof(int32_t) * (nws ? nws : ALIGN_ELEMS));
     if (!m->params || !m->grads || !m->bufs || !m->i64 || !m->acts || !m->wsa)
         return baton_err_set(err, BATON_ERR_NOMEM, "model %s: cannot allocate %zu activation floats for batch %d",
@@ -271,7 +272,6 @@ static int finalize(baton_nn_model *m, int init_params, baton_err *err)
     memset(m->params, 0, sizeof(float) * m->nparam);
     memset(m->grads, 0, sizeof(float) * m->nparam);
     memset(m->bufs, 0, sizeof(float) * m->nbuf);
-    memset(m->acts, 0, sizeof(float) * (nact + nscratch));
     memset(m->wsa, 0, sizeof(int32_t) * nws);
     m->scratch = m->acts + nact;
     for (size_t i = 0; i < m->nslots; i++) {
@@ -377,7 +377,7 @@ void baton_nn_model_free(baton_nn_model *m)
     free(m->grads);
     free(m->bufs);
     free(m->i64);
-    free(m->acts);
+    baton_bigmem_free(m->acts, m->acts_bytes);
     free(m->wsa);
     free(m);
 }

@@ -108,6 +108,7 @@ struct baton_nn_model {
     size_t param_count;
     size_t max_slot;                        /* largest per_image over slots */
     float *params, *grads, *bufs, *acts;
+    size_t acts_bytes;   /* the mapping behind acts (baton_bigmem_alloc) */
     int64_t *i64;
     int32_t *wsa;
     float *scratch;
