@@ -87,6 +87,9 @@ typedef struct baton_notice_opts {
  * BATON_GCE_METADATA_ENDPOINT (or GCE_METADATA_HOST), BATON_DMI_DIR, BATON_NOTICE_POLL_S,
  * BATON_NOTICE_TIMEOUT_S, BATON_SIGTERM_GRACE_S. The strings point into the environment. */
 void baton_notice_opts_default(baton_notice_opts *o);
+/* With handle_sigterm, SIGTERM is blocked in the calling thread (and so in every thread it starts
+ * afterwards) and taken by the watcher's thread; when the last such watcher stops
+ * (baton_notice_stop, from the same thread), that thread's mask is as before. Start the watcher before any compute threads. */
 int baton_notice_start(const baton_notice_opts *o, baton_notice_watcher **out, baton_err *err);
 /* Non-blocking: the latched terminal notice (kind != NONE) and, separately, whether a rebalance
  * recommendation arrived since the last call. Returns 1 when a terminal notice is latched (then

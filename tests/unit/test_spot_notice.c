@@ -240,7 +240,7 @@ static void test_sigterm(void)
     CHECK(baton_notice_watching(w1) == BATON_NOTICE_WATCH_SIGTERM);
     CHECK(baton_notice_wait(w1, 0.1, NULL) == 0);
     double t0 = baton_wall_now();
-    raise(SIGTERM);
+    kill(getpid(), SIGTERM);   /* process-directed, as Slurm, systemd and Kubernetes send it */
     baton_notice_event e1, e2;
     CHECK(baton_notice_wait(w1, 2, &e1) == 1 && e1.kind == BATON_NOTICE_SIGNAL && !strcmp(e1.source, "sigterm"));
     CHECK(baton_notice_wait(w2, 2, &e2) == 1 && e2.kind == BATON_NOTICE_SIGNAL);
@@ -251,13 +251,19 @@ static void test_sigterm(void)
     CHECK(cur.sa_handler != SIG_DFL);   /* w2 still holds it */
     baton_notice_stop(w2);
     sigaction(SIGTERM, NULL, &cur);
-    CHECK(cur.sa_handler == SIG_DFL);   /* restored */
+    CHECK(cur.sa_handler != SIG_DFL);   /* kept after a SIGTERM: a second one must not kill an exiting trainer */
+    kill(getpid(), SIGTERM);            /* ignored: no watcher, and no stale latch for the next one */
+    sigset_t m;
+    pthread_sigmask(SIG_SETMASK, NULL, &m);
+    CHECK(!sigismember(&m, SIGTERM));   /* the caller's mask is back */
     /* the next watcher does not inherit the old signal */
     CHECK_MSG(baton_notice_start(&o, &w1, &err) == BATON_OK, "%s", err.msg);
     if (w1) {
         usleep(100 * 1000);
         CHECK(baton_notice_poll(w1, NULL, NULL) == 0);
         baton_notice_stop(w1);
+        sigaction(SIGTERM, NULL, &cur);
+        CHECK(cur.sa_handler == SIG_DFL);   /* no SIGTERM this time: the old disposition is back */
     }
 }
 
