@@ -3,7 +3,7 @@
 #   1. install missing Debian packages (scripts/deps.sh),
 #   2. build normally and with ASan+UBSan,
 #   3. run every unit test program and every CLI test script against both builds,
-#   4. run every libFuzzer target briefly (FUZZ_SECONDS, default 10 s each),
+#   4. run every libFuzzer target briefly (FUZZ_SECONDS, default 6 s each),
 #   5. run the loopback server tests (nginx, RADOS Gateway, fault proxy).
 # Each program or script is one test; the last line is "N passed, N failed".
 # BATON_TEST_QUICK=1 skips the sanitizer pass and fuzzing (for a fast local loop).
@@ -49,7 +49,7 @@ done
 
 if [ "${BATON_TEST_QUICK:-0}" != 1 ]; then
     if make -s -j"$jobs" fuzz-build >/tmp/baton-fuzz-$$.log 2>&1; then
-        run "fuzz (${FUZZ_SECONDS:-10}s per target)" tests/fuzz/run.sh "${FUZZ_SECONDS:-10}"
+        run "fuzz (${FUZZ_SECONDS:-6}s per target)" tests/fuzz/run.sh "${FUZZ_SECONDS:-6}"
     else
         cat /tmp/baton-fuzz-$$.log; fail=$((fail + 1)); failed+=("fuzz-build")
     fi
