@@ -4,7 +4,10 @@
 #      about 1 GB in RecordIO shards;
 #   2. serves it from nginx (HTTP) and from a real S3 endpoint (Ceph RADOS Gateway, SigV4) on loopback;
 #   3. runs `baton bench-io --mode all` (file, pipe, mount, cache) over S3 and over HTTP, with the
-#      same folder as the "mounted" path, through the full decode pipeline (crop+flip+normalise);
+#      same local folder as the "mounted" path (data in the page cache: the best a mount can do),
+#      through the full decode pipeline (crop+flip+normalise); and, when s3fs and /dev/fuse are
+#      there, once more over S3 with the bucket mounted through s3fs as the "mounted" path (a real
+#      network file system, as a user mounting S3/EFS/FSx would read it);
 #   4. runs the PyTorch DataLoader peer and `baton bench-io --mode mount` side by side on 28×28 JPEG
 #      shards with the same worker count (the peer's own setting: pad 4, flip).
 # Prints tables and JSON lines; writes SVG charts into OUT (default bench/out).
@@ -21,7 +24,12 @@ mkdir -p "$OUT"
 export BATON_NO_PROGRESS=1 BATON_RGW_MEM_MB=${BATON_RGW_MEM_MB:-4096}
 . tests/servers/lib.sh
 srv_init
-[ "${KEEP:-0}" = 1 ] && trap 'echo "kept $SRV"' EXIT
+S3FS_MNT=
+io_cleanup() {   # the FUSE mount goes first: a recursive delete must not walk into the bucket
+    if [ -n "$S3FS_MNT" ]; then fusermount -u "$S3FS_MNT" 2>/dev/null || umount -l "$S3FS_MNT" 2>/dev/null || true; fi
+    if [ "${KEEP:-0}" = 1 ]; then echo "kept $SRV"; else srv_cleanup; fi
+}
+trap io_cleanup EXIT
 W=$SRV/data
 mkdir -p "$W"
 
@@ -35,6 +43,18 @@ srv_nginx "$W"
 if srv_have_rgw; then
     srv_rgw
     $BATON push "$W/big" s3://bench/big --create-bucket --quiet >/dev/null
+    if command -v s3fs >/dev/null && [ -e /dev/fuse ]; then
+        printf '%s:%s\n' "$AWS_ACCESS_KEY_ID" "$AWS_SECRET_ACCESS_KEY" >"$SRV/s3fs.pass"
+        chmod 600 "$SRV/s3fs.pass"
+        mkdir -p "$SRV/s3mnt"
+        if s3fs bench "$SRV/s3mnt" -o url="$AWS_ENDPOINT_URL" -o use_path_request_style -o ro \
+            -o passwd_file="$SRV/s3fs.pass" -o endpoint="$AWS_REGION" 2>"$SRV/s3fs.err"; then
+            S3FS_MNT=$SRV/s3mnt
+            for _ in $(seq 100); do [ -f "$S3FS_MNT/big/dataset.json" ] && break; sleep 0.1; done
+        else
+            echo "s3fs mount failed: $(head -c 300 "$SRV/s3fs.err")"
+        fi
+    fi
 fi
 
 table() {  # JSON lines of bench-io -> the seed's table, with the DoD ratios
@@ -55,13 +75,15 @@ if "cache" in m:
 PY
 }
 
-run_modes() {  # run_modes NAME URI
-    echo "== bench-io over $1 ($2), $EPOCHS epochs, $WORKERS workers"
-    $BATON bench-io --data "$2" --mount-path "$W/big" --mode all --epochs "$EPOCHS" --workers "$WORKERS" \
+run_modes() {  # run_modes NAME URI [MOUNTED-PATH]
+    local mnt=${3:-$W/big}
+    echo "== bench-io over $1 ($2; mount mode reads $mnt), $EPOCHS epochs, $WORKERS workers"
+    $BATON bench-io --data "$2" --mount-path "$mnt" --mode all --epochs "$EPOCHS" --workers "$WORKERS" \
         --work-dir "$SRV/work" --svg "$OUT/bench-io-$1.svg" --json --quiet | tee "$OUT/bench-io-$1.jsonl"
     table "$OUT/bench-io-$1.jsonl"
 }
 srv_have_rgw && run_modes s3 s3://bench/big/
+[ -n "$S3FS_MNT" ] && [ -f "$S3FS_MNT/big/dataset.json" ] && run_modes s3-s3fs s3://bench/big/ "$S3FS_MNT/big"
 run_modes http "http://127.0.0.1:$NGINX_PORT/big/"
 
 echo "== decode pipeline vs the PyTorch DataLoader peer (28x28 JPEG, $WORKERS workers, pad 4 + flip)"

@@ -4,7 +4,8 @@
 # quick when everything is present (one dpkg-query). Run as root on Debian 12.
 #
 #   scripts/deps.sh            build + test dependencies (the default)
-#   scripts/deps.sh --bench    also the benchmark peers (PyTorch, Pillow: large, benchmarks only)
+#   scripts/deps.sh --bench    also the benchmark peers (PyTorch, Pillow: large, benchmarks only) and
+#                              s3fs (bench/io.sh mounts the RADOS Gateway bucket for mount mode)
 #   scripts/deps.sh --check    list what is missing, install nothing (exit 1 if anything is)
 #
 # Groups (kept together here so there is exactly one place to look):
@@ -21,7 +22,7 @@ test=(clang libclang-rt-14-dev dataset-fashion-mnist python3 curl iproute2 bc
       nginx-light radosgw ceph-mon ceph-osd ceph-common)
 test+=(slurmctld slurmd slurm-client munge python3-botocore)   # fleet backends: one-node Slurm, AWS models
 
-bench=(python3-torch python3-numpy python3-pil libopenblas0-openmp)
+bench=(python3-torch python3-numpy python3-pil libopenblas0-openmp s3fs)
 
 want=("${build[@]}" "${test[@]}")
 [ "${1:-}" = "--bench" ] && want+=("${bench[@]}")
