@@ -50,12 +50,15 @@ typedef struct io_sink {
 } io_sink;
 int io_sink_open(io_sink *s, const char *dir, const baton_shard_info *si, baton_err *err);
 int io_sink_write(io_sink *s, const void *p, size_t n, baton_err *err);
-int io_sink_commit(io_sink *s, baton_err *err);   /* verify size + CRC32C, fsync, rename */
+int io_sink_commit(io_sink *s, baton_err *err);   /* verify size + CRC32C, then rename */
 void io_sink_abort(io_sink *s);
 /* 1 when dir holds a whole copy of the shard (size and CRC32C as the manifest says). */
 int io_local_valid(const char *dir, const baton_shard_info *si);
-/* Download every shard not already valid in dir (one re-download on a checksum mismatch). */
-int io_download(baton_store *store, const baton_manifest *m, const char *dir,
+/* Download every shard not already valid in dir (one re-download on a checksum mismatch).
+ * written (NULL, or one flag per shard): copies this process wrote through an io_sink and
+ * committed — their size and CRC32C were checked as they were written — are trusted when their
+ * size still matches, without reading them back. */
+int io_download(baton_store *store, const baton_manifest *m, const char *dir, const uint8_t *written,
                 const baton_fetch_opts *fo, baton_loader_stats *st, baton_err *err);
 
 #endif

@@ -56,6 +56,7 @@ struct baton_loader {
     int streamed;           /* current epoch uses the streamed order */
     int cache_off;          /* cache mode: caching disabled (disk full) */
     int cache_ready;        /* cache mode: local copy complete */
+    uint8_t *cache_written; /* cache mode: per shard, copy written and committed by this process */
     baton_loader_stats st;
 
     /* local (indexed) reading */
@@ -251,7 +252,7 @@ int baton_loader_open(const baton_loader_opts *o, baton_loader **out, baton_err 
         if (!o->block) l->block = l->block < 64 ? 64 : l->block > 16384 ? 16384 : l->block;
     }
     if (!rc && o->mode == BATON_MODE_FILE) {
-        rc = io_download(l->store, &l->m, l->local_dir, &o->fetch, &l->st, err);
+        rc = io_download(l->store, &l->m, l->local_dir, NULL, &o->fetch, &l->st, err);
         if (!rc) rc = write_local_manifest(l, err);
         if (!rc) rc = map_shards(l, l->local_dir, err);
     }
@@ -388,6 +389,8 @@ static void cache_piece(baton_loader *l, const plan_seg *p, uint64_t at, const u
     if (l->sink.written == si->bytes) {
         l->sink_open = 0;
         if (io_sink_commit(&l->sink, &err)) goto fail;
+        if (!l->cache_written) l->cache_written = calloc(l->m.nshards ? l->m.nshards : 1, 1);
+        if (l->cache_written) l->cache_written[p->shard] = 1;   /* else: read back and checked later */
     }
     return;
 fail:
@@ -534,7 +537,7 @@ static int indexed_prepare(baton_loader *l, baton_err *err)
     if (l->o.mode == BATON_MODE_CACHE && !l->cache_ready) {
         stream_reset(l);
         baton_fetch_opts fo = l->o.fetch;
-        int rc = io_download(l->store, &l->m, l->local_dir, &fo, &l->st, err);
+        int rc = io_download(l->store, &l->m, l->local_dir, l->cache_written, &fo, &l->st, err);
         if (rc == BATON_OK) rc = write_local_manifest(l, err);
         if (rc == BATON_OK) rc = map_shards(l, l->local_dir, err);
         if (rc) return rc;
@@ -629,6 +632,7 @@ void baton_loader_close(baton_loader *l)
     free(l->map);
     free(l->map_len);
     free(l->perm);
+    free(l->cache_written);
     free(l->plan);
     free(l->recs);
     free(l->bperm);

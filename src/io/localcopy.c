@@ -3,8 +3,8 @@
  * Contract: bytes of one shard arrive in order (io_sink_write); they go to "<shard>.part" while a
  * CRC32C runs over them; io_sink_commit checks size and CRC against dataset.json and only then
  * renames the file to its final name. A partial or corrupted copy is never used: a copy is trusted
- * only after io_local_valid has checked its size and CRC32C in this process (every open of a local
- * copy does), so no fsync is needed — a copy torn by a crash fails that check and is fetched
+ * only after its size and CRC32C were checked in this process — by io_local_valid when it opens a
+ * copy, or by the sink as this process wrote it (io_download's `written`) — so no fsync is needed — a copy torn by a crash fails that check and is fetched
  * again — and writing the cache costs the trainer no disk flushes. io_download pulls
  * whole shards through one ordered fetcher (several ranged requests in flight), downloads a
  * shard again once when its checksum does not match, and fails clearly the second time. */
@@ -134,7 +134,16 @@ static int download_pass(baton_store *store, const baton_manifest *m, const char
     return rc;
 }
 
-int io_download(baton_store *store, const baton_manifest *m, const char *dir,
+/* A copy this process wrote and committed: trusted while its size is unchanged. */
+static int written_here(const char *dir, const baton_shard_info *si)
+{
+    char path[4096];
+    struct stat st;
+    return !baton_path_join(path, sizeof path, dir, si->file, NULL) && stat(path, &st) == 0 &&
+           (uint64_t)st.st_size == si->bytes;
+}
+
+int io_download(baton_store *store, const baton_manifest *m, const char *dir, const uint8_t *written,
                 const baton_fetch_opts *fo, baton_loader_stats *st, baton_err *err)
 {
     size_t n = m->nshards;
@@ -146,7 +155,8 @@ int io_download(baton_store *store, const baton_manifest *m, const char *dir,
     }
     size_t ntodo = 0, nbad = 0;
     for (size_t i = 0; i < n; i++)
-        if (!io_local_valid(dir, &m->shards[i])) todo[ntodo++] = (uint32_t)i;
+        if (!(written && written[i] && written_here(dir, &m->shards[i])) && !io_local_valid(dir, &m->shards[i]))
+            todo[ntodo++] = (uint32_t)i;
     int rc = BATON_OK;
     if (ntodo) {
         rc = download_pass(store, m, dir, fo, todo, ntodo, bad, &nbad, &st->bytes_read, err);
