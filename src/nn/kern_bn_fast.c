@@ -194,6 +194,8 @@ typedef struct job {
     atomic_int next;               /* the first item no thread has taken yet */
     const float *x, *dy, *gamma, *beta, *mean, *var;
     float *y, *dx, *omean, *ovar, *dgamma, *dbeta;
+    int relu;                      /* blocked: y = max(0, bn(x)) in forward; dy masked by yr > 0 */
+    const float *yr;
     /* blocked: images [0, n) cut into `chunks` runs of `per_chunk`; per (block, chunk) partial sums
      * of 16 lanes (two sums in backward) in part; per-channel m, k1/scale, shift/mdy, b in coef */
     int chunks, per_chunk;
@@ -279,6 +281,20 @@ static void bwd_channel(const job *j, int ch)
  * apply (GCC and clang both call the warning -Wpsabi) */
 #pragma GCC diagnostic ignored "-Wpsabi"
 typedef float v16 __attribute__((vector_size(16 * sizeof(float))));
+typedef int32_t v16i __attribute__((vector_size(16 * sizeof(int32_t))));
+
+/* max(v, 0) lane by lane, and g where y > 0 (else 0): the fused ReLU, forward and backward */
+static inline v16 v16relu(v16 v)
+{
+    const v16 z = {0};
+    return (v16)((v16i)v & (v > z));
+}
+
+static inline v16 v16mask(v16 g, v16 y)
+{
+    const v16 z = {0};
+    return (v16)((v16i)g & (y > z));
+}
 
 static inline v16 v16load(const float *p)
 {
@@ -299,6 +315,12 @@ static inline const float *blk_plane(const job *j, const float *base, int img, i
     return base + ((size_t)img * (j->c / 16) + cb) * (size_t)j->hw * 16;
 }
 
+/* Built twice, for AVX-512 and for baseline x86-64; the loader picks one for the CPU it runs on
+ * (GCC's target_clones, an ifunc). With AVX-512 a v16 is one register instead of four SSE ones:
+ * the blocked batch norm phases took ~40 % less time in resnet20 (train_speed --profile). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx512f", "default")))
+#endif
 static void blk_item(const job *j, int item)
 {
     const int cb = item / j->chunks, ch = item % j->chunks;
@@ -328,15 +350,21 @@ static void blk_item(const job *j, int item)
                 a0 += u * u;
             }
             break;
-        case JOB_B_AFFINE: {   /* y = (x - m) * scale + shift */
+        case JOB_B_AFFINE: {   /* y = (x - m) * scale + shift, with the ReLU: max(0, that) */
             float *y = (float *)blk_plane(j, j->y, i, cb);
-            for (; p < j->hw; p++) v16store(y + (size_t)p * 16, (v16load(x + (size_t)p * 16) - m) * k1 + k2);
+            if (j->relu)
+                for (; p < j->hw; p++)
+                    v16store(y + (size_t)p * 16, v16relu((v16load(x + (size_t)p * 16) - m) * k1 + k2));
+            else
+                for (; p < j->hw; p++) v16store(y + (size_t)p * 16, (v16load(x + (size_t)p * 16) - m) * k1 + k2);
             continue;
         }
-        case JOB_B_BSUM: {     /* sum dy, sum dy * (x - m) */
+        case JOB_B_BSUM: {     /* sum dy, sum dy * (x - m); dy masked by the ReLU output when fused */
             const float *dy = blk_plane(j, j->dy, i, cb);
+            const float *yr = j->yr ? blk_plane(j, j->yr, i, cb) : NULL;
             for (; p < j->hw; p++) {
                 v16 g = v16load(dy + (size_t)p * 16);
+                if (yr) g = v16mask(g, v16load(yr + (size_t)p * 16));
                 if (p & 1) {
                     a1 += g;
                     b1 += g * (v16load(x + (size_t)p * 16) - m);
@@ -350,8 +378,17 @@ static void blk_item(const job *j, int item)
         default: {             /* JOB_B_DX: dx = k1 * (dy - mdy - (x - m) * b) */
             const float *dy = blk_plane(j, j->dy, i, cb);
             float *dx = (float *)blk_plane(j, j->dx, i, cb);
-            for (; p < j->hw; p++)
-                v16store(dx + (size_t)p * 16, k1 * (v16load(dy + (size_t)p * 16) - k2 - (v16load(x + (size_t)p * 16) - m) * k3));
+            if (j->yr) {
+                const float *yr = blk_plane(j, j->yr, i, cb);
+                for (; p < j->hw; p++) {
+                    const v16 g = v16mask(v16load(dy + (size_t)p * 16), v16load(yr + (size_t)p * 16));
+                    v16store(dx + (size_t)p * 16, k1 * (g - k2 - (v16load(x + (size_t)p * 16) - m) * k3));
+                }
+            } else {
+                for (; p < j->hw; p++)
+                    v16store(dx + (size_t)p * 16,
+                             k1 * (v16load(dy + (size_t)p * 16) - k2 - (v16load(x + (size_t)p * 16) - m) * k3));
+            }
             continue;
         }
         }
@@ -537,10 +574,10 @@ static void blk_phase(job *j, int kind)
 }
 
 static void blk_fwd_train(int n, int c, int hw, const float *x, const float *gamma, const float *beta, float eps,
-                          float *y, float *mean, float *var, float *coef)
+                          float *y, float *mean, float *var, float *coef, int relu)
 {
     double part[BLK_PART_MAX];
-    job j = {.n = n, .c = c, .hw = hw, .eps = eps, .x = x, .y = y, .part = part, .coef = coef};
+    job j = {.n = n, .c = c, .hw = hw, .eps = eps, .x = x, .y = y, .part = part, .coef = coef, .relu = relu};
     blk_plan(&j);
     const double count = (double)n * hw;
     memset(coef, 0, sizeof(float) * 4 * (size_t)c);
@@ -578,11 +615,11 @@ static void blk_fwd_infer(int n, int c, int hw, const float *x, const float *gam
     blk_phase(&j, JOB_B_AFFINE);
 }
 
-static void blk_bwd(int n, int c, int hw, const float *x, const float *dy, const float *gamma, const float *mean,
-                    const float *var, float eps, float *dx, float *dgamma, float *dbeta, float *coef)
+static void blk_bwd(int n, int c, int hw, const float *x, const float *yr, const float *dy, const float *gamma,
+                    const float *mean, const float *var, float eps, float *dx, float *dgamma, float *dbeta, float *coef)
 {
     double part[BLK_PART_MAX];
-    job j = {.n = n, .c = c, .hw = hw, .eps = eps, .x = x, .dy = dy, .dx = dx, .part = part, .coef = coef};
+    job j = {.n = n, .c = c, .hw = hw, .eps = eps, .x = x, .yr = yr, .dy = dy, .dx = dx, .part = part, .coef = coef};
     blk_plan(&j);
     const double count = (double)n * hw;
     for (int ch = 0; ch < c; ch++) {
@@ -610,7 +647,7 @@ void nn_fast_bn_fwd_train(int n, int c, int hw, const float *x, const float *gam
     if (n <= 0 || c <= 0 || hw <= 0) return;
     if (blk_ok(c, hw)) {
         float coef[4 * (BLK_PART_MAX / 32) * 16];
-        blk_fwd_train(n, c, hw, x, gamma, beta, eps, y, mean, var, coef);
+        blk_fwd_train(n, c, hw, x, gamma, beta, eps, y, mean, var, coef, 0);
         return;
     }
     job j = {.kind = JOB_TRAIN, .n = n, .c = c, .hw = hw, .eps = eps, .items = c, .x = x, .gamma = gamma,
@@ -638,10 +675,30 @@ void nn_fast_bn_bwd(int n, int c, int hw, const float *x, const float *dy, const
     if (n <= 0 || c <= 0 || hw <= 0) return;
     if (blk_ok(c, hw)) {
         float coef[4 * (BLK_PART_MAX / 32) * 16];
-        blk_bwd(n, c, hw, x, dy, gamma, mean, var, eps, dx, dgamma, dbeta, coef);
+        blk_bwd(n, c, hw, x, NULL, dy, gamma, mean, var, eps, dx, dgamma, dbeta, coef);
         return;
     }
     job j = {.kind = JOB_BWD, .n = n, .c = c, .hw = hw, .eps = eps, .items = c, .x = x, .dy = dy, .gamma = gamma,
              .mean = mean, .var = var, .dx = dx, .dgamma = dgamma, .dbeta = dbeta};
     run(&j);
+}
+
+/* Batch norm fused with the ReLU after it (blocked activations only; 0: not done, the caller runs
+ * the two kernels). Forward writes y = max(0, bn(x)); backward takes that y and d(y). */
+int nn_fast_bn_relu_fwd_train(int n, int c, int hw, const float *x, const float *gamma, const float *beta, float eps,
+                              float *y, float *mean, float *var)
+{
+    if (n <= 0 || c <= 0 || hw <= 0 || !blk_ok(c, hw)) return 0;
+    float coef[4 * (BLK_PART_MAX / 32) * 16];
+    blk_fwd_train(n, c, hw, x, gamma, beta, eps, y, mean, var, coef, 1);
+    return 1;
+}
+
+int nn_fast_bn_relu_bwd(int n, int c, int hw, const float *x, const float *y, const float *dy, const float *gamma,
+                        const float *mean, const float *var, float eps, float *dx, float *dgamma, float *dbeta)
+{
+    if (n <= 0 || c <= 0 || hw <= 0 || !blk_ok(c, hw)) return 0;
+    float coef[4 * (BLK_PART_MAX / 32) * 16];
+    blk_bwd(n, c, hw, x, y, dy, gamma, mean, var, eps, dx, dgamma, dbeta, coef);
+    return 1;
 }

@@ -318,6 +318,25 @@ static int finalize(baton_nn_model *m, int init_params, baton_err *err)
     return BATON_OK;
 }
 
+/* Where the table fuses batch norm with a ReLU (training only), mark each batch norm whose output
+ * feeds exactly one layer, the ReLU right after it: that pair runs as one kernel (the batch norm's
+ * own output slot then stays unused in training; inference runs the two layers as before). */
+static void fuse_bn_relu(baton_nn_model *m)
+{
+    for (size_t li = 0; li < m->nlayers; li++) m->layers[li].relu_next = -1;
+    if (!m->k->bn_relu_fwd_train || !m->k->bn_relu_bwd) return;
+    for (size_t li = 0; li + 1 < m->nlayers; li++) {
+        nn_layer *b = &m->layers[li], *r = &m->layers[li + 1];
+        if (b->kind != NN_BN || r->kind != NN_RELU || r->in != b->out || b->out == m->out_slot) continue;
+        int users = 0;
+        for (size_t lj = 0; lj < m->nlayers; lj++)
+            users += (m->layers[lj].in == b->out) + (m->layers[lj].kind == NN_ADD && m->layers[lj].in2 == b->out);
+        if (users != 1) continue;
+        b->relu_next = (int)li + 1;
+        r->fused = 1;
+    }
+}
+
 static int create(const baton_nn_spec *spec, const baton_nn_kernels *kernels, int init_params, baton_nn_model **out,
                   baton_err *err)
 {
@@ -351,6 +370,7 @@ static int create(const baton_nn_spec *spec, const baton_nn_kernels *kernels, in
         return rc;
     }
     m->out_slot = (int)m->nslots - 1;
+    fuse_bn_relu(m);
     *out = m;
     return BATON_OK;
 }
@@ -386,6 +406,7 @@ const char *baton_nn_model_name(const baton_nn_model *m) { return m->name; }
 void baton_nn_model_set_kernels(baton_nn_model *m, const baton_nn_kernels *k)
 {
     m->k = k ? k : baton_nn_kernels_reference();
+    fuse_bn_relu(m);   /* what this table fuses */
 }
 void baton_nn_model_set_training(baton_nn_model *m, int training) { m->training = training != 0; }
 size_t baton_nn_model_param_count(const baton_nn_model *m) { return m->param_count; }
@@ -464,8 +485,15 @@ int baton_nn_forward(baton_nn_model *m, const float *x, int n, baton_err *err)
                     return baton_err_set(err, BATON_ERR_ARG,
                                          "model %s: layer %s: batch norm in training needs more than 1 value "
                                          "per channel (batch %d)", m->name, l->name, n);
-                k->bn_fwd_train(n, in->c, hw, in->data, tdata(m, l->tw), tdata(m, l->tb), NN_BN_EPS, out->data,
-                                l->save_mean, l->save_var);
+                nn_layer *r = l->relu_next >= 0 ? &m->layers[l->relu_next] : NULL;
+                if (r && k->bn_relu_fwd_train && k->bn_relu_fwd_train(n, in->c, hw, in->data, tdata(m, l->tw), tdata(m, l->tb), NN_BN_EPS,
+                                              m->slots[r->out].data, l->save_mean, l->save_var)) {
+                    r->fused = 1;   /* the ReLU's output is written: skip that layer */
+                } else {
+                    if (r) r->fused = 0;
+                    k->bn_fwd_train(n, in->c, hw, in->data, tdata(m, l->tw), tdata(m, l->tb), NN_BN_EPS,
+                                    out->data, l->save_mean, l->save_var);
+                }
                 /* PyTorch: running = (1 - momentum) * running + momentum * batch statistic, with the
                  * unbiased variance for the running estimate */
                 const float corr = (float)((double)n * hw / ((double)n * hw - 1.0));
@@ -481,7 +509,7 @@ int baton_nn_forward(baton_nn_model *m, const float *x, int n, baton_err *err)
             break;
         }
         case NN_RELU:
-            k->relu_fwd(count, in->data, out->data);
+            if (!(m->training && l->fused)) k->relu_fwd(count, in->data, out->data);
             break;
         case NN_MAXPOOL: {
             baton_nn_pool_geom g = pool_geom(m, l, n);
@@ -571,11 +599,25 @@ int baton_nn_backward(baton_nn_model *m, baton_err *err)
             if (need_dx) k->conv_bwd_data(&g, out->grad, tdata(m, l->tw), dx);
             break;
         }
-        case NN_BN:
+        case NN_BN: {
+            const nn_layer *r = l->relu_next >= 0 ? &m->layers[l->relu_next] : NULL;
+            if (r && r->fused) {   /* d(ReLU output) straight into the fused backward */
+                const nn_slot *ro = &m->slots[r->out];
+                if (k->bn_relu_bwd && k->bn_relu_bwd(n, in->c, in->h * in->w, in->data, ro->data, ro->grad, tdata(m, l->tw),
+                                   l->save_mean, l->save_var, NN_BN_EPS, need_dx ? dx : m->scratch,
+                                   tgrad(m, l->tw), tgrad(m, l->tb)))
+                    break;
+                k->relu_bwd(count, ro->data, ro->grad, out->grad);   /* not fused for this geometry */
+            }
             k->bn_bwd(n, in->c, in->h * in->w, in->data, out->grad, tdata(m, l->tw), l->save_mean, l->save_var,
                       NN_BN_EPS, need_dx ? dx : m->scratch, tgrad(m, l->tw), tgrad(m, l->tb));
             break;
+        }
         case NN_RELU:
+            if (l->fused) {   /* its gradient goes through the batch norm's fused backward */
+                m->slots[l->in].grad_ready = 1;
+                continue;
+            }
             if (need_dx) k->relu_bwd(count, out->data, out->grad, dx);
             break;
         case NN_MAXPOOL:

@@ -344,6 +344,35 @@ static void bn_case(const char *tag, int n, int c, int hw)
     CHECK_MSG(close_to(what, dx2, dx1, cnt, TOL), "%s dx", what);
     CHECK_MSG(close_to(what, dg2, dg1, (size_t)c, TOL), "%s dgamma", what);
     CHECK_MSG(close_to(what, db2, db1, (size_t)c, TOL), "%s dbeta", what);
+    /* batch norm fused with the ReLU after it (where the table fuses the geometry): against the
+     * reference's bn_fwd_train + relu_fwd, and relu_bwd + bn_bwd */
+    if (D->bn_relu_fwd_train && D->bn_relu_bwd) {
+        R->bn_fwd_train(n, c, hw, x, g, b, 1e-5f, y1, m1, v1);
+        R->relu_fwd(cnt, y1, y1);
+        float *tx = d_in(n, c, hw, 1, x), *ty = d_in(n, c, hw, 1, y2);
+        int fused = D->bn_relu_fwd_train(n, c, hw, tx, g, b, 1e-5f, ty, m2, v2);
+        d_out(n, c, hw, 1, ty, y2);
+        if (c % 16 != 0) CHECK_MSG(!fused, "%s bn_relu_fwd_train fused an NCHW geometry", tag);
+        if ((c == 16 || c == 32 || c == 64) && hw > 1) CHECK_MSG(fused, "%s bn_relu_fwd_train did not fuse", tag);
+        if (fused) {
+            snprintf(what, sizeof what, "%s bn_relu_fwd_train", tag);
+            CHECK_MSG(close_to(what, y2, y1, cnt, TOL), "%s y", what);
+            CHECK_MSG(close_to(what, m2, m1, (size_t)c, TOL), "%s mean", what);
+            CHECK_MSG(close_to(what, v2, v1, (size_t)c, TOL), "%s var", what);
+            float *dm = vec(cnt, 0, 0);   /* d(bn output) = dy where y > 0 */
+            R->relu_bwd(cnt, y1, dy, dm);
+            R->bn_bwd(n, c, hw, x, dm, g, m1, v1, 1e-5f, dx1, dg1, db1);
+            float *ty1 = d_in(n, c, hw, 1, y1), *tdy = d_in(n, c, hw, 1, dy), *tdx = d_in(n, c, hw, 1, dx2);
+            CHECK(D->bn_relu_bwd(n, c, hw, tx, ty1, tdy, g, m1, v1, 1e-5f, tdx, dg2, db2) == 1);
+            d_out(n, c, hw, 1, tdx, dx2);
+            snprintf(what, sizeof what, "%s bn_relu_bwd", tag);
+            CHECK_MSG(close_to(what, dx2, dx1, cnt, TOL), "%s dx", what);
+            CHECK_MSG(close_to(what, dg2, dg1, (size_t)c, TOL), "%s dgamma", what);
+            CHECK_MSG(close_to(what, db2, db1, (size_t)c, TOL), "%s dbeta", what);
+            free(dm), free(ty1), free(tdy);
+        }
+        free(tx);
+    }
     /* another epsilon */
     R->bn_fwd_infer(n, c, hw, x, g, b, rm, rv, 1e-3f, y1);
     Dbn_fwd_infer(n, c, hw, x, g, b, rm, rv, 1e-3f, y2);
