@@ -57,6 +57,7 @@ $(BUILD)/obj/%.o: %.c
 # batch norm runs in oneDNN's OpenMP team (GCC's libgomp, which oneDNN itself uses): the same
 # threads, so neither pool spins against the other on few cores
 $(BUILD)/obj/src/nn/kern_bn_fast.o: ALL_CFLAGS += -fopenmp
+$(BUILD)/obj/src/nn/kern_eltwise_fast.o: ALL_CFLAGS += -fopenmp
 
 $(LIB): $(LIB_OBJ)
 	@mkdir -p $(dir $@)

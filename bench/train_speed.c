@@ -26,10 +26,10 @@ static double now(void)
 
 /* --- per-entry profiling: a table whose entries time the wrapped table's ----------------------- */
 enum { P_CONV_F, P_CONV_BD, P_CONV_BW, P_LIN_F, P_LIN_BD, P_LIN_BW, P_BN_F, P_BN_I, P_BN_B, P_RELU_F,
-       P_RELU_B, P_MP_F, P_MP_B, P_GAP_F, P_GAP_B, P_ADD, P_BNR_F, P_BNR_B, P_N };
+       P_RELU_B, P_MP_F, P_MP_B, P_GAP_F, P_GAP_B, P_ADD, P_BNR_F, P_BNR_B, P_ADDR, P_N };
 static const char *const pname[P_N] = {"conv_fwd", "conv_bwd_data", "conv_bwd_weights", "linear_fwd",
     "linear_bwd_data", "linear_bwd_weights", "bn_fwd_train", "bn_fwd_infer", "bn_bwd", "relu_fwd",
-    "relu_bwd", "maxpool_fwd", "maxpool_bwd", "gap_fwd", "gap_bwd", "add", "bn_relu_fwd_train", "bn_relu_bwd"};
+    "relu_bwd", "maxpool_fwd", "maxpool_bwd", "gap_fwd", "gap_bwd", "add", "bn_relu_fwd_train", "bn_relu_bwd", "add_relu"};
 static double ptime[P_N];
 static unsigned long pcalls[P_N];
 static const baton_nn_kernels *inner;
@@ -66,6 +66,12 @@ static void w_mp_b(const baton_nn_pool_geom *g, const float *dy, const int32_t *
 static void w_gap_f(int n, int c, int hw, const float *x, float *y) { TIMED(P_GAP_F, inner->gap_fwd(n, c, hw, x, y)); }
 static void w_gap_b(int n, int c, int hw, const float *dy, float *dx) { TIMED(P_GAP_B, inner->gap_bwd(n, c, hw, dy, dx)); }
 static void w_add(size_t count, const float *a, const float *b, float *y) { TIMED(P_ADD, inner->add(count, a, b, y)); }
+static int w_addr(size_t count, const float *a, const float *b, float *y)
+{
+    int done = 0;
+    TIMED(P_ADDR, done = inner->add_relu(count, a, b, y));
+    return done;
+}
 static int w_bnr_f(int n, int c, int hw, const float *x, const float *g, const float *b, float eps, float *y,
                    float *mean, float *var)
 {
@@ -167,6 +173,7 @@ int main(int argc, char **argv)
     profiled.block = k->block;   /* the wrapped table's layout */
     profiled.bn_relu_fwd_train = k->bn_relu_fwd_train ? w_bnr_f : NULL;   /* fused only where it fuses */
     profiled.bn_relu_bwd = k->bn_relu_bwd ? w_bnr_b : NULL;
+    profiled.add_relu = k->add_relu ? w_addr : NULL;
     profiled.to_plain = k->to_plain;
     profiled.from_plain = k->from_plain;
     baton_nn_model_set_kernels(m, profile ? &profiled : k);

@@ -84,6 +84,9 @@ typedef struct baton_nn_kernels {
     int (*bn_relu_bwd)(int n, int c, int hw, const float *x, const float *y, const float *dy,
                        const float *gamma, const float *mean, const float *var, float eps, float *dx,
                        float *dgamma, float *dbeta);
+    /* optional (NULL in the reference table): y = max(0, a + b), the residual add and the ReLU
+     * after it in one pass (y may alias a or b); 0: not done, the caller runs add + relu_fwd */
+    int (*add_relu)(size_t count, const float *a, const float *b, float *y);
     /* relu; backward uses the forward OUTPUT y (dx = dy where y > 0); dx may alias dy */
     void (*relu_fwd)(size_t count, const float *x, float *y);
     void (*relu_bwd)(size_t count, const float *y, const float *dy, float *dx);

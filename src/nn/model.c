@@ -318,16 +318,19 @@ static int finalize(baton_nn_model *m, int init_params, baton_err *err)
     return BATON_OK;
 }
 
-/* Where the table fuses batch norm with a ReLU (training only), mark each batch norm whose output
- * feeds exactly one layer, the ReLU right after it: that pair runs as one kernel (the batch norm's
- * own output slot then stays unused in training; inference runs the two layers as before). */
+/* Where the table fuses batch norm or the residual add with a ReLU (training only), mark each batch
+ * norm or add whose output feeds exactly one layer, the ReLU right after it: that pair runs as one
+ * kernel (the first layer's own output slot then stays unused in training; inference runs the two
+ * layers as before). The add's backward takes d(ReLU output) masked by the ReLU output. */
 static void fuse_bn_relu(baton_nn_model *m)
 {
-    for (size_t li = 0; li < m->nlayers; li++) m->layers[li].relu_next = -1;
-    if (!m->k->bn_relu_fwd_train || !m->k->bn_relu_bwd) return;
+    for (size_t li = 0; li < m->nlayers; li++) m->layers[li].relu_next = -1, m->layers[li].fused = 0;
+    const int bn = m->k->bn_relu_fwd_train && m->k->bn_relu_bwd, add = m->k->add_relu != NULL;
     for (size_t li = 0; li + 1 < m->nlayers; li++) {
         nn_layer *b = &m->layers[li], *r = &m->layers[li + 1];
-        if (b->kind != NN_BN || r->kind != NN_RELU || r->in != b->out || b->out == m->out_slot) continue;
+        if (!((b->kind == NN_BN && bn) || (b->kind == NN_ADD && add)) || r->kind != NN_RELU || r->in != b->out ||
+            b->out == m->out_slot)
+            continue;
         int users = 0;
         for (size_t lj = 0; lj < m->nlayers; lj++)
             users += (m->layers[lj].in == b->out) + (m->layers[lj].kind == NN_ADD && m->layers[lj].in2 == b->out);
@@ -534,9 +537,16 @@ int baton_nn_forward(baton_nn_model *m, const float *x, int n, baton_err *err)
             else
                 memcpy(out->data, in->data, sizeof(float) * count);
             break;
-        case NN_ADD:
-            k->add(count, in->data, m->slots[l->in2].data, out->data);
+        case NN_ADD: {
+            nn_layer *r = m->training && l->relu_next >= 0 ? &m->layers[l->relu_next] : NULL;
+            if (r && k->add_relu && k->add_relu(count, in->data, m->slots[l->in2].data, m->slots[r->out].data)) {
+                r->fused = 1;
+            } else {
+                if (r) r->fused = 0;
+                k->add(count, in->data, m->slots[l->in2].data, out->data);
+            }
             break;
+        }
         }
     }
     m->fwd_n = n;
@@ -647,16 +657,27 @@ int baton_nn_backward(baton_nn_model *m, baton_err *err)
                     memcpy(dx, out->grad, sizeof(float) * count);
             }
             break;
-        case NN_ADD:
+        case NN_ADD: {
+            /* fused with the ReLU after it: d(sum) = d(ReLU output) where that output is > 0 */
+            const nn_layer *r = l->relu_next >= 0 ? &m->layers[l->relu_next] : NULL;
+            const float *g = out->grad;
+            if (r && r->fused) {
+                const nn_slot *ro = &m->slots[r->out];
+                float *first = need_dx ? dx : l->in2 != 0 ? grad_target(m, l->in2) : NULL;
+                if (first) k->relu_bwd(count, ro->data, ro->grad, first);
+                g = first;
+            }
             if (need_dx) {
-                memcpy(dx, out->grad, sizeof(float) * count);
+                if (g != dx) memcpy(dx, g, sizeof(float) * count);
                 grad_commit(m, l->in, icount);
             }
             if (l->in2 != 0) {
-                memcpy(grad_target(m, l->in2), out->grad, sizeof(float) * count);
+                float *t = grad_target(m, l->in2);
+                if (g != t) memcpy(t, g, sizeof(float) * count);
                 grad_commit(m, l->in2, icount);
             }
             continue;
+        }
         }
         if (need_dx) grad_commit(m, l->in, icount);
     }

@@ -31,6 +31,7 @@ int nn_fast_bn_relu_fwd_train(int n, int c, int hw, const float *x, const float 
                               float *y, float *mean, float *var);
 int nn_fast_bn_relu_bwd(int n, int c, int hw, const float *x, const float *y, const float *dy, const float *gamma,
                         const float *mean, const float *var, float eps, float *dx, float *dgamma, float *dbeta);
+int nn_fast_add_relu(size_t count, const float *a, const float *b, float *y);
 void nn_ref_relu_fwd(size_t count, const float *x, float *y);
 void nn_ref_relu_bwd(size_t count, const float *y, const float *dy, float *dx);
 void nn_ref_maxpool_fwd(const baton_nn_pool_geom *g, const float *x, float *y, int32_t *ws);
@@ -94,8 +95,8 @@ typedef struct nn_layer {
                                * in NCHW order (forward), then d(input) (backward) */
     size_t off_flat;
     int32_t *ws;
-    int relu_next;            /* bn: the ReLU layer right after it, run fused in training (-1 none) */
-    int fused;                /* relu: run inside the batch norm before it, in training */
+    int relu_next;            /* bn, add: the ReLU layer right after it, run fused in training (-1 none) */
+    int fused;                /* relu: run inside the batch norm or add before it, in training */
 } nn_layer;
 
 struct baton_nn_model {

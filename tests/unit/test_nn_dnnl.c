@@ -382,6 +382,24 @@ static void bn_case(const char *tag, int n, int c, int hw)
     free(rv), free(dx1), free(dx2), free(dg1), free(dg2), free(db1), free(db2);
 }
 
+/* the fused residual add + ReLU against the reference add then relu, also in place (y = a) */
+static void test_add_relu(void)
+{
+    if (!D->add_relu) return;
+    const size_t sizes[] = {1, 17, 4096, 128 * 16 * 784};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        const size_t cnt = sizes[k];
+        float *a = vec(cnt, -1, 1), *b = vec(cnt, -1, 1), *y1 = vec(cnt, 0, 0), *y2 = vec(cnt, 9, 9);
+        R->add(cnt, a, b, y1);
+        R->relu_fwd(cnt, y1, y1);
+        CHECK(D->add_relu(cnt, a, b, y2) == 1);
+        CHECK_MSG(!memcmp(y1, y2, sizeof(float) * cnt), "add_relu of %zu elements differs", cnt);
+        CHECK(D->add_relu(cnt, a, b, a) == 1);   /* in place */
+        CHECK_MSG(!memcmp(y1, a, sizeof(float) * cnt), "add_relu in place, %zu elements", cnt);
+        free(a), free(b), free(y1), free(y2);
+    }
+}
+
 static void test_bn(void)
 {
     for (int batch = 1; batch <= 32; batch += 31) {
@@ -747,6 +765,7 @@ int main(int argc, char **argv)
     test_conv();
     test_linear();
     test_bn();
+    test_add_relu();
     test_bn_threads();
     test_elementwise_and_pool();
     test_pool_ties();
