@@ -61,13 +61,6 @@ static int field_num(const char *name, size_t line, const char *field, const cha
     return BATON_OK;
 }
 
-static void trim(char **s)
-{
-    while (**s == ' ' || **s == '\t') (*s)++;
-    char *e = *s + strlen(*s);
-    while (e > *s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r')) *--e = 0;
-}
-
 /* Split line (modified in place) at commas into at most max fields; the last takes the rest. */
 static int split(char *line, char **f, int max)
 {
@@ -98,25 +91,13 @@ int baton_infer_catalog_parse(const char *name, const char *text, size_t len, ba
 {
     c->e = NULL;
     c->n = 0;
-    char *copy = malloc(len + 1);
-    if (!copy) return baton_err_set(err, BATON_ERR_NOMEM, "%s: out of memory", name);
-    memcpy(copy, text, len);
-    copy[len] = 0;
-    if (strlen(copy) != len) {
-        free(copy);
-        return baton_err_set(err, BATON_ERR_FORMAT, "%s: contains a NUL byte", name);
-    }
+    char *copy;
+    int crc = infer_text_copy(name, text, len, &copy, err);
+    if (crc) return crc;
     int rc = BATON_OK, have_header = 0;
     size_t cap = 0, line = 0;
-    char *s = copy;
-    while (*s && !rc) {
-        char *nl = strchr(s, '\n');
-        if (nl) *nl = 0;
-        line++;
-        char *l = s;
-        s = nl ? nl + 1 : s + strlen(s);
-        trim(&l);
-        if (!*l || *l == '#') continue;
+    char *s = copy, *l;
+    while (!rc && (l = infer_text_line(&s, &line))) {
         if (!have_header) {
             char h[256];
             snprintf(h, sizeof h, "%s", l);
@@ -134,7 +115,7 @@ int baton_infer_catalog_parse(const char *name, const char *text, size_t len, ba
             rc = baton_err_set(err, BATON_ERR_FORMAT, "%s:%zu: %d fields; expected %s", name, line, nf, header);
             break;
         }
-        for (int i = 0; i < nf; i++) trim(&f[i]);
+        for (int i = 0; i < nf; i++) infer_text_trim(&f[i]);
         if (c->n == cap) {
             cap = cap ? 2 * cap : 16;
             baton_infer_catalog_entry *ne = realloc(c->e, cap * sizeof *ne);

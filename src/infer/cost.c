@@ -25,13 +25,6 @@ enum { C_CONFIG, C_MEAN, C_P90, C_PER_S, C_BATCH, C_PRICE, C_LABEL, C_NOTE, C_CO
 static const char *const col_names[C_COUNT] = {"configuration", "mean_ms", "p90_ms", "per_s",
                                                "batch",         "price_per_h", "label", "note"};
 
-static void trim(char **s)
-{
-    while (**s == ' ' || **s == '\t') (*s)++;
-    char *e = *s + strlen(*s);
-    while (e > *s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r')) *--e = 0;
-}
-
 static int number(const char *name, size_t line, const char *col, const char *s, double *v, baton_err *err)
 {
     char *end;
@@ -48,23 +41,14 @@ int baton_latencies_parse(const char *name, const char *text, size_t len, baton_
 {
     *out = NULL;
     *n = 0;
-    char *copy = malloc(len + 1);
-    if (!copy) return baton_err_set(err, BATON_ERR_NOMEM, "%s: out of memory", name);
-    memcpy(copy, text, len);
-    copy[len] = 0;
+    char *copy;
+    int crc = infer_text_copy(name, text, len, &copy, err);
+    if (crc) return crc;
     int map[16], ncols = 0, rc = BATON_OK;
     baton_latency_row *v = NULL;
     size_t cnt = 0, cap = 0, line = 0;
-    char *s = copy;
-    if (strlen(copy) != len) rc = baton_err_set(err, BATON_ERR_FORMAT, "%s: contains a NUL byte", name);
-    while (!rc && *s) {
-        char *nl = strchr(s, '\n');
-        if (nl) *nl = 0;
-        line++;
-        char *l = s;
-        s = nl ? nl + 1 : s + strlen(s);
-        trim(&l);
-        if (!*l || *l == '#') continue;
+    char *s = copy, *l;
+    while (!rc && (l = infer_text_line(&s, &line))) {
         char *f[16];
         int nf = 0;
         for (char *p = l;;) {
@@ -82,7 +66,7 @@ int baton_latencies_parse(const char *name, const char *text, size_t len, baton_
             rc = baton_err_set(err, BATON_ERR_FORMAT, "%s:%zu: more than 16 columns", name, line);
             break;
         }
-        for (int i = 0; i < nf; i++) trim(&f[i]);
+        for (int i = 0; i < nf; i++) infer_text_trim(&f[i]);
         if (!ncols) {   /* the header */
             int seen[C_COUNT] = {0};
             for (int i = 0; i < nf && !rc; i++) {

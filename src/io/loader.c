@@ -237,7 +237,8 @@ int baton_loader_open(const baton_loader_opts *o, baton_loader **out, baton_err 
         l->shard_first = calloc(n + 1, sizeof *l->shard_first);
         l->map = calloc(n ? n : 1, sizeof *l->map);
         l->map_len = calloc(n ? n : 1, sizeof *l->map_len);
-        if (!l->off || !l->shard_first || !l->map || !l->map_len)
+        if (o->mode == BATON_MODE_CACHE) l->cache_written = calloc(n ? n : 1, 1);
+        if (!l->off || !l->shard_first || !l->map || !l->map_len || (o->mode == BATON_MODE_CACHE && !l->cache_written))
             rc = baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
         for (size_t s = 0; !rc && s < n; s++)
             l->shard_first[s + 1] = l->shard_first[s] + l->m.shards[s].records;
@@ -389,8 +390,7 @@ static void cache_piece(baton_loader *l, const plan_seg *p, uint64_t at, const u
     if (l->sink.written == si->bytes) {
         l->sink_open = 0;
         if (io_sink_commit(&l->sink, &err)) goto fail;
-        if (!l->cache_written) l->cache_written = calloc(l->m.nshards ? l->m.nshards : 1, 1);
-        if (l->cache_written) l->cache_written[p->shard] = 1;   /* else: read back and checked later */
+        l->cache_written[p->shard] = 1;   /* checked as written: no read-back before epoch 1 */
     }
     return;
 fail:
