@@ -58,6 +58,8 @@ $(BUILD)/obj/%.o: %.c
 # threads, so neither pool spins against the other on few cores
 $(BUILD)/obj/src/nn/kern_bn_fast.o: ALL_CFLAGS += -fopenmp
 $(BUILD)/obj/src/nn/kern_eltwise_fast.o: ALL_CFLAGS += -fopenmp
+$(BUILD)/obj/src/nn/kern_pool_fast.o: ALL_CFLAGS += -fopenmp
+$(BUILD)/obj/src/nn/optim.o: ALL_CFLAGS += -fopenmp
 
 $(LIB): $(LIB_OBJ)
 	@mkdir -p $(dir $@)

@@ -26,21 +26,51 @@ static double now(void)
 
 /* --- per-entry profiling: a table whose entries time the wrapped table's ----------------------- */
 enum { P_CONV_F, P_CONV_BD, P_CONV_BW, P_LIN_F, P_LIN_BD, P_LIN_BW, P_BN_F, P_BN_I, P_BN_B, P_RELU_F,
-       P_RELU_B, P_MP_F, P_MP_B, P_GAP_F, P_GAP_B, P_ADD, P_BNR_F, P_BNR_B, P_ADDR, P_N };
+       P_RELU_B, P_MP_F, P_MP_B, P_GAP_F, P_GAP_B, P_ADD, P_BNR_F, P_BNR_B, P_ADDR, P_CONVR_F,
+       P_MPR_B, P_N };
 static const char *const pname[P_N] = {"conv_fwd", "conv_bwd_data", "conv_bwd_weights", "linear_fwd",
     "linear_bwd_data", "linear_bwd_weights", "bn_fwd_train", "bn_fwd_infer", "bn_bwd", "relu_fwd",
-    "relu_bwd", "maxpool_fwd", "maxpool_bwd", "gap_fwd", "gap_bwd", "add", "bn_relu_fwd_train", "bn_relu_bwd", "add_relu"};
+    "relu_bwd", "maxpool_fwd", "maxpool_bwd", "gap_fwd", "gap_bwd", "add", "bn_relu_fwd_train", "bn_relu_bwd", "add_relu",
+    "conv_relu_fwd", "maxpool_relu_bwd"};
 static double ptime[P_N];
 static unsigned long pcalls[P_N];
 static const baton_nn_kernels *inner;
 
 #define TIMED(i, call) do { double t0_ = now(); call; ptime[i] += now() - t0_; pcalls[i]++; } while (0)
+
+/* convolutions also per geometry: time of forward, backward-data, backward-weights */
+enum { MAX_GEOMS = 32 };
+static struct { baton_nn_conv_geom g; double t[3]; } geoms[MAX_GEOMS];
+static int ngeoms;
+static double *geom_slot(const baton_nn_conv_geom *g, int which)
+{
+    static double spare[3];
+    for (int i = 0; i < ngeoms; i++)
+        if (!memcmp(&geoms[i].g, g, sizeof *g)) return &geoms[i].t[which];
+    if (ngeoms == MAX_GEOMS) return &spare[which];
+    geoms[ngeoms].g = *g;
+    return &geoms[ngeoms++].t[which];
+}
+#define CTIMED(i, which, call) do { double t0_ = now(); call; double d_ = now() - t0_; ptime[i] += d_; \
+                                    pcalls[i]++; *geom_slot(g, which) += d_; } while (0)
 static void w_conv_fwd(const baton_nn_conv_geom *g, const float *x, const float *w, const float *b, float *y)
-{ TIMED(P_CONV_F, inner->conv_fwd(g, x, w, b, y)); }
+{ CTIMED(P_CONV_F, 0, inner->conv_fwd(g, x, w, b, y)); }
+static int w_conv_relu(const baton_nn_conv_geom *g, const float *x, const float *w, const float *b, float *y)
+{
+    int done = 0;
+    CTIMED(P_CONVR_F, 0, done = inner->conv_relu_fwd(g, x, w, b, y));
+    return done;
+}
+static int w_mpr_b(const baton_nn_pool_geom *g, const float *dy, const int32_t *ws, const float *r, float *dx)
+{
+    int done = 0;
+    TIMED(P_MPR_B, done = inner->maxpool_relu_bwd(g, dy, ws, r, dx));
+    return done;
+}
 static void w_conv_bd(const baton_nn_conv_geom *g, const float *dy, const float *w, float *dx)
-{ TIMED(P_CONV_BD, inner->conv_bwd_data(g, dy, w, dx)); }
+{ CTIMED(P_CONV_BD, 1, inner->conv_bwd_data(g, dy, w, dx)); }
 static void w_conv_bw(const baton_nn_conv_geom *g, const float *x, const float *dy, float *dw, float *db)
-{ TIMED(P_CONV_BW, inner->conv_bwd_weights(g, x, dy, dw, db)); }
+{ CTIMED(P_CONV_BW, 2, inner->conv_bwd_weights(g, x, dy, dw, db)); }
 static void w_lin_f(int n, int in, int out, const float *x, const float *w, const float *b, float *y)
 { TIMED(P_LIN_F, inner->linear_fwd(n, in, out, x, w, b, y)); }
 static void w_lin_bd(int n, int in, int out, const float *dy, const float *w, float *dx)
@@ -174,6 +204,8 @@ int main(int argc, char **argv)
     profiled.bn_relu_fwd_train = k->bn_relu_fwd_train ? w_bnr_f : NULL;   /* fused only where it fuses */
     profiled.bn_relu_bwd = k->bn_relu_bwd ? w_bnr_b : NULL;
     profiled.add_relu = k->add_relu ? w_addr : NULL;
+    profiled.conv_relu_fwd = k->conv_relu_fwd ? w_conv_relu : NULL;
+    profiled.maxpool_relu_bwd = k->maxpool_relu_bwd ? w_mpr_b : NULL;
     profiled.to_plain = k->to_plain;
     profiled.from_plain = k->from_plain;
     baton_nn_model_set_kernels(m, profile ? &profiled : k);
@@ -190,6 +222,8 @@ int main(int argc, char **argv)
     }
     memset(ptime, 0, sizeof ptime);
     memset(pcalls, 0, sizeof pcalls);
+    memset(geoms, 0, sizeof geoms);
+    ngeoms = 0;
     double rates[100], opt_time = 0;
     unsigned long total_steps = 0;
     for (int r = 0; r < reps; r++) {
@@ -220,6 +254,19 @@ int main(int argc, char **argv)
                 printf("%-20s %10.2f %8lu %5.1f%%\n", pname[i], 1e3 * ptime[i] / total_steps,
                        pcalls[i] / total_steps, 100 * ptime[i] / total);
         printf("%-20s %10.2f %8d %5.1f%%\n", "optimizer", 1e3 * opt_time / total_steps, 1, 100 * opt_time / total);
+        printf("\n%-28s %9s %9s %9s   GFLOP/s fwd/bd/bw\n", "convolution (ic>oc hxw kK sS)", "fwd ms", "bwd-d ms",
+               "bwd-w ms");
+        for (int i = 0; i < ngeoms; i++) {
+            const baton_nn_conv_geom *g = &geoms[i].g;
+            char name[64];
+            snprintf(name, sizeof name, "%d>%d %dx%d k%d s%d", g->ic, g->oc, g->ih, g->iw, g->kh, g->stride);
+            double fl = 2.0 * g->n * g->oc * g->oh * g->ow * g->ic * g->kh * g->kw;
+            printf("%-28s %9.2f %9.2f %9.2f  ", name, 1e3 * geoms[i].t[0] / total_steps,
+                   1e3 * geoms[i].t[1] / total_steps, 1e3 * geoms[i].t[2] / total_steps);
+            for (int j = 0; j < 3; j++)
+                printf(" %6.0f", geoms[i].t[j] > 0 ? fl * total_steps / geoms[i].t[j] / 1e9 : 0);
+            printf("\n");
+        }
     }
     if (json)
         printf("{\"impl\": \"baton\", \"kernels\": \"%s\", \"model\": \"%s\", \"batch\": %d, \"train_img_per_s\": %.1f, "

@@ -58,6 +58,9 @@ typedef struct baton_nn_kernels {
     void (*from_plain)(int n, int c, int h, int w, const float *x, float *y);
     /* convolution; b / db may be NULL (no bias) */
     void (*conv_fwd)(const baton_nn_conv_geom *g, const float *x, const float *w, const float *b, float *y);
+    /* optional (NULL in the reference table): y = max(0, conv(x)), a convolution and the ReLU after
+     * it in one pass; 0: not done (nothing written), the caller runs conv_fwd + relu_fwd */
+    int (*conv_relu_fwd)(const baton_nn_conv_geom *g, const float *x, const float *w, const float *b, float *y);
     void (*conv_bwd_data)(const baton_nn_conv_geom *g, const float *dy, const float *w, float *dx);
     void (*conv_bwd_weights)(const baton_nn_conv_geom *g, const float *x, const float *dy, float *dw,
                              float *db);
@@ -95,6 +98,10 @@ typedef struct baton_nn_kernels {
      * PyTorch); only the same table's backward reads it */
     void (*maxpool_fwd)(const baton_nn_pool_geom *g, const float *x, float *y, int32_t *ws);
     void (*maxpool_bwd)(const baton_nn_pool_geom *g, const float *dy, const int32_t *ws, float *dx);
+    /* optional (NULL in the reference table): maxpool_bwd, then relu_bwd of the ReLU whose output
+     * relu_out is the pool's input, in one pass: dx = d(ReLU input); 0: not done (nothing written) */
+    int (*maxpool_relu_bwd)(const baton_nn_pool_geom *g, const float *dy, const int32_t *ws, const float *relu_out,
+                            float *dx);
     /* global average pooling [n, c, hw] (table layout) -> [n, c] */
     void (*gap_fwd)(int n, int c, int hw, const float *x, float *y);
     void (*gap_bwd)(int n, int c, int hw, const float *dy, float *dx);

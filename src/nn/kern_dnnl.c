@@ -90,6 +90,7 @@ static struct {
     dnnl_engine_t eng;
     dnnl_stream_t strm;
     dnnl_primitive_attr_t attr;     /* scratchpad_mode_user */
+    dnnl_primitive_attr_t attr_relu;/* the same and a ReLU post-op */
     entry cache[CACHE_CAP];
     uint64_t tick;
     void *scratch;                  /* oneDNN scratchpad, shared (calls are serialised) */
@@ -146,11 +147,12 @@ static int is_output(int id)
  * caller's plain layout (plain[i], or the primitive's own when plain is NULL). Where the primitive
  * chose another layout for an argument, a buffer in the shared arena and a reorder to or from the
  * plain array. Then the scratchpad. */
-static dnnl_status_t finish(entry *e, const_dnnl_op_desc_t desc, const_dnnl_primitive_desc_t hint, const int *ids,
+static dnnl_status_t finish_attr(entry *e, const_dnnl_op_desc_t desc, const_dnnl_primitive_attr_t attr,
+                                 const_dnnl_primitive_desc_t hint, const int *ids,
                             const dnnl_memory_desc_t *const *plain, int nids)
 {
     dnnl_primitive_desc_t pd = NULL;
-    dnnl_status_t st = dnnl_primitive_desc_create(&pd, desc, S.attr, S.eng, hint);
+    dnnl_status_t st = dnnl_primitive_desc_create(&pd, desc, attr, S.eng, hint);
     if (st != dnnl_success) return st;
     size_t arena = 0;
     e->nuser = e->nargs = nids;
@@ -195,13 +197,19 @@ static dnnl_status_t finish(entry *e, const_dnnl_op_desc_t desc, const_dnnl_prim
     return st;
 }
 
+static dnnl_status_t finish(entry *e, const_dnnl_op_desc_t desc, const_dnnl_primitive_desc_t hint, const int *ids,
+                            const dnnl_memory_desc_t *const *plain, int nids)
+{
+    return finish_attr(e, desc, S.attr, hint, ids, plain, nids);
+}
+
 static dnnl_status_t hint_pd(dnnl_primitive_desc_t *pd, const_dnnl_op_desc_t desc)
 {
     *pd = NULL;
     return dnnl_primitive_desc_create(pd, desc, S.attr, S.eng, NULL);
 }
 
-/* key for convolutions: n ic ih iw oc kh kw stride pad oh ow bias.
+/* key for convolutions: n ic ih iw oc kh kw stride pad oh ow bias relu (forward: a ReLU post-op).
  * Activations are in the table's layout (nChw16c for channel counts that are multiples of 16, the
  * layout oneDNN's AVX-512 convolutions use natively; NCHW otherwise, e.g. the input images), so
  * they need no reorder. The weights stay OIHW at the boundary (the model's and PyTorch's layout)
@@ -225,19 +233,20 @@ static dnnl_status_t build_conv(entry *e, const int64_t *v)
     const dnnl_dims_t strides = {v[8], v[8]}, pad = {v[9], v[9]};
     const int bias = (int)v[12];
     dnnl_convolution_desc_t fwd, cd;
-    st = dnnl_convolution_forward_desc_init(&fwd, dnnl_forward_training, dnnl_convolution_direct, &xa, &wa,
+    const dnnl_alg_kind_t alg = dnnl_convolution_direct;
+    st = dnnl_convolution_forward_desc_init(&fwd, dnnl_forward_training, alg, &xa, &wa,
                                             bias ? &b : NULL, &ya, strides, pad, pad);
     if (st != dnnl_success) return st;
     switch (v[0]) {
     case OP_CONV_FWD: {
         const int ids[4] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS};
         const dnnl_memory_desc_t *pl[4] = {&x, &w, &y, &b};
-        return finish(e, &fwd, NULL, ids, pl, bias ? 4 : 3);
+        return finish_attr(e, &fwd, v[13] ? S.attr_relu : S.attr, NULL, ids, pl, bias ? 4 : 3);
     }
     case OP_CONV_BWD_DATA: {
         const int ids[3] = {DNNL_ARG_DIFF_DST, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_SRC};
         const dnnl_memory_desc_t *pl[3] = {&y, &w, &x};
-        st = dnnl_convolution_backward_data_desc_init(&cd, dnnl_convolution_direct, &xa, &wa, &ya, strides, pad,
+        st = dnnl_convolution_backward_data_desc_init(&cd, alg, &xa, &wa, &ya, strides, pad,
                                                       pad);
         if (st != dnnl_success) return st;
         dnnl_primitive_desc_t h;
@@ -249,7 +258,7 @@ static dnnl_status_t build_conv(entry *e, const int64_t *v)
     default: {
         const int ids[4] = {DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_WEIGHTS, DNNL_ARG_DIFF_BIAS};
         const dnnl_memory_desc_t *pl[4] = {&x, &y, &w, &b};
-        st = dnnl_convolution_backward_weights_desc_init(&cd, dnnl_convolution_direct, &xa, &wa, bias ? &b : NULL,
+        st = dnnl_convolution_backward_weights_desc_init(&cd, alg, &xa, &wa, bias ? &b : NULL,
                                                          &ya, strides, pad, pad);
         if (st != dnnl_success) return st;
         dnnl_primitive_desc_t h;
@@ -419,8 +428,8 @@ static pkey key(int op, int nv, const int64_t *vals)
 
 static pkey conv_key(int op, const baton_nn_conv_geom *g, int bias)
 {
-    const int64_t v[12] = {g->n, g->ic, g->ih, g->iw, g->oc, g->kh, g->kw, g->stride, g->pad, g->oh, g->ow, bias};
-    return key(op, 12, v);
+    const int64_t v[13] = {g->n, g->ic, g->ih, g->iw, g->oc, g->kh, g->kw, g->stride, g->pad, g->oh, g->ow, bias, 0};
+    return key(op, 13, v);
 }
 
 /* The reference convolution on the table's layout: the rare path where oneDNN refused a geometry.
@@ -465,6 +474,16 @@ static void d_conv_fwd(const baton_nn_conv_geom *g, const float *x, const float 
     pkey k = conv_key(OP_CONV_FWD, g, b != NULL);
     void *p[4] = {P(x), P(w), y, P(b)};
     if (!dispatch(&k, p)) ref_conv(OP_CONV_FWD, g, x, w, b, y, NULL);
+}
+
+/* y = max(0, conv(x)): the ReLU as the convolution's post-op (the model's conv + ReLU pair in
+ * training). 0 when oneDNN refused it: nothing written, the caller runs conv_fwd and relu_fwd. */
+static int d_conv_relu_fwd(const baton_nn_conv_geom *g, const float *x, const float *w, const float *b, float *y)
+{
+    pkey k = conv_key(OP_CONV_FWD, g, b != NULL);
+    k.v[13] = 1;
+    void *p[4] = {P(x), P(w), y, P(b)};
+    return dispatch(&k, p);
 }
 
 static void d_conv_bwd_data(const baton_nn_conv_geom *g, const float *dy, const float *w, float *dx)
@@ -550,7 +569,7 @@ static void d_add(size_t count, const float *a, const float *b, float *y)
 static void d_maxpool_fwd(const baton_nn_pool_geom *g, const float *x, float *y, int32_t *ws)
 {
     if (nn_is_blocked(NN_BLOCK, g->c)) {
-        nn_blk_maxpool_fwd(g, x, y, ws);
+        nn_fast_maxpool_fwd(g, x, y, ws);
         return;
     }
     if (g->k != 2 || g->stride != 2) {
@@ -585,9 +604,18 @@ static void d_maxpool_fwd(const baton_nn_pool_geom *g, const float *x, float *y,
 static void d_maxpool_bwd(const baton_nn_pool_geom *g, const float *dy, const int32_t *ws, float *dx)
 {
     if (nn_is_blocked(NN_BLOCK, g->c))
-        nn_blk_maxpool_bwd(g, dy, ws, dx);
+        nn_fast_maxpool_bwd(g, dy, ws, dx);
     else
         nn_ref_maxpool_bwd(g, dy, ws, dx);
+}
+
+/* maxpool_bwd and then relu_bwd of the ReLU before the pool, in one pass (blocked layouts only) */
+static int d_maxpool_relu_bwd(const baton_nn_pool_geom *g, const float *dy, const int32_t *ws, const float *relu_out,
+                              float *dx)
+{
+    if (!nn_is_blocked(NN_BLOCK, g->c)) return 0;
+    nn_fast_maxpool_bwd_masked(g, dy, ws, relu_out, dx);
+    return 1;
 }
 
 static void d_gap_fwd(int n, int c, int hw, const float *x, float *y)
@@ -612,6 +640,7 @@ static const baton_nn_kernels dnnl_table = {
     .to_plain = nn_blk_to_plain,
     .from_plain = nn_blk_from_plain,
     .conv_fwd = d_conv_fwd,
+    .conv_relu_fwd = d_conv_relu_fwd,
     .conv_bwd_data = d_conv_bwd_data,
     .conv_bwd_weights = d_conv_bwd_weights,
     .linear_fwd = d_linear_fwd,
@@ -627,6 +656,7 @@ static const baton_nn_kernels dnnl_table = {
     .relu_bwd = d_relu_bwd,
     .maxpool_fwd = d_maxpool_fwd,
     .maxpool_bwd = d_maxpool_bwd,
+    .maxpool_relu_bwd = d_maxpool_relu_bwd,
     .gap_fwd = d_gap_fwd,
     .gap_bwd = d_gap_bwd,
     .add = d_add,
@@ -642,6 +672,13 @@ static void init_once(void)
     st = dnnl_stream_create(&S.strm, S.eng, dnnl_stream_default_flags);
     if (st == dnnl_success) st = dnnl_primitive_attr_create(&S.attr);
     if (st == dnnl_success) st = dnnl_primitive_attr_set_scratchpad_mode(S.attr, dnnl_scratchpad_mode_user);
+    dnnl_post_ops_t po = NULL;
+    if (st == dnnl_success) st = dnnl_primitive_attr_create(&S.attr_relu);
+    if (st == dnnl_success) st = dnnl_primitive_attr_set_scratchpad_mode(S.attr_relu, dnnl_scratchpad_mode_user);
+    if (st == dnnl_success) st = dnnl_post_ops_create(&po);
+    if (st == dnnl_success) st = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f);
+    if (st == dnnl_success) st = dnnl_primitive_attr_set_post_ops(S.attr_relu, po);
+    if (po) dnnl_post_ops_destroy(po);
     if (st != dnnl_success) {
         snprintf(S.why, sizeof S.why, "cannot create a oneDNN stream (%s)", dnnl_status2str(st));
         return;

@@ -318,25 +318,49 @@ static int finalize(baton_nn_model *m, int init_params, baton_err *err)
     return BATON_OK;
 }
 
-/* Where the table fuses batch norm or the residual add with a ReLU (training only), mark each batch
- * norm or add whose output feeds exactly one layer, the ReLU right after it: that pair runs as one
- * kernel (the first layer's own output slot then stays unused in training; inference runs the two
- * layers as before). The add's backward takes d(ReLU output) masked by the ReLU output. */
-static void fuse_bn_relu(baton_nn_model *m)
+/* Where the table fuses a layer with a ReLU next to it (training only). Forward and backward: a batch
+ * norm or residual add whose output feeds exactly one layer, the ReLU right after it, runs with it as
+ * one kernel (the first layer's own output slot then stays unused in training; inference runs the
+ * two layers as before); the add's backward takes d(ReLU output) masked by the ReLU output. Forward
+ * only: a convolution feeding only the ReLU after it writes the ReLU's output (the ReLU's backward is
+ * unchanged: it reads only that output). Backward only: a max pool whose input is the output of a
+ * ReLU that feeds only the pool writes d(ReLU input) directly. */
+static int only_user(const baton_nn_model *m, size_t li)
 {
-    for (size_t li = 0; li < m->nlayers; li++) m->layers[li].relu_next = -1, m->layers[li].fused = 0;
+    const int slot = m->layers[li].out;
+    if (slot == m->out_slot || li + 1 >= m->nlayers || m->layers[li + 1].in != slot) return 0;
+    int users = 0;
+    for (size_t lj = 0; lj < m->nlayers; lj++)
+        users += (m->layers[lj].in == slot) + (m->layers[lj].kind == NN_ADD && m->layers[lj].in2 == slot);
+    return users == 1;
+}
+
+static void fuse_relus(baton_nn_model *m)
+{
+    for (size_t li = 0; li < m->nlayers; li++) {
+        nn_layer *l = &m->layers[li];
+        l->relu_next = l->relu_prev = -1;
+        l->fused = l->in_pool = 0;
+    }
     const int bn = m->k->bn_relu_fwd_train && m->k->bn_relu_bwd, add = m->k->add_relu != NULL;
+    const int conv = m->k->conv_relu_fwd != NULL, pool = m->k->maxpool_relu_bwd != NULL;
     for (size_t li = 0; li + 1 < m->nlayers; li++) {
         nn_layer *b = &m->layers[li], *r = &m->layers[li + 1];
-        if (!((b->kind == NN_BN && bn) || (b->kind == NN_ADD && add)) || r->kind != NN_RELU || r->in != b->out ||
-            b->out == m->out_slot)
-            continue;
-        int users = 0;
-        for (size_t lj = 0; lj < m->nlayers; lj++)
-            users += (m->layers[lj].in == b->out) + (m->layers[lj].kind == NN_ADD && m->layers[lj].in2 == b->out);
-        if (users != 1) continue;
-        b->relu_next = (int)li + 1;
-        r->fused = 1;
+        if (r->kind != NN_RELU || !only_user(m, li)) continue;
+        if ((b->kind == NN_BN && bn) || (b->kind == NN_ADD && add)) {
+            b->relu_next = (int)li + 1;
+            r->fused = 1;
+        } else if (b->kind == NN_CONV && conv) {
+            b->relu_next = (int)li + 1;
+            r->fused = 2;
+        }
+    }
+    for (size_t li = 0; li + 1 < m->nlayers; li++) {
+        nn_layer *r = &m->layers[li], *p = &m->layers[li + 1];
+        if (r->kind == NN_RELU && p->kind == NN_MAXPOOL && pool && r->fused != 1 && r->in != 0 && only_user(m, li)) {
+            p->relu_prev = (int)li;
+            r->in_pool = 1;
+        }
     }
 }
 
@@ -373,7 +397,7 @@ static int create(const baton_nn_spec *spec, const baton_nn_kernels *kernels, in
         return rc;
     }
     m->out_slot = (int)m->nslots - 1;
-    fuse_bn_relu(m);
+    fuse_relus(m);
     *out = m;
     return BATON_OK;
 }
@@ -409,7 +433,7 @@ const char *baton_nn_model_name(const baton_nn_model *m) { return m->name; }
 void baton_nn_model_set_kernels(baton_nn_model *m, const baton_nn_kernels *k)
 {
     m->k = k ? k : baton_nn_kernels_reference();
-    fuse_bn_relu(m);   /* what this table fuses */
+    fuse_relus(m);   /* what this table fuses */
 }
 void baton_nn_model_set_training(baton_nn_model *m, int training) { m->training = training != 0; }
 size_t baton_nn_model_param_count(const baton_nn_model *m) { return m->param_count; }
@@ -477,7 +501,13 @@ int baton_nn_forward(baton_nn_model *m, const float *x, int n, baton_err *err)
         switch (l->kind) {
         case NN_CONV: {
             baton_nn_conv_geom g = conv_geom(m, l, n);
-            k->conv_fwd(&g, in->data, tdata(m, l->tw), tdata(m, l->tb), out->data);
+            nn_layer *r = m->training && l->relu_next >= 0 ? &m->layers[l->relu_next] : NULL;
+            if (r && k->conv_relu_fwd(&g, in->data, tdata(m, l->tw), tdata(m, l->tb), m->slots[r->out].data)) {
+                r->fused = 2;   /* the ReLU's output is written: skip its forward */
+            } else {
+                if (r) r->fused = 0;
+                k->conv_fwd(&g, in->data, tdata(m, l->tw), tdata(m, l->tb), out->data);
+            }
             break;
         }
         case NN_BN: {
@@ -599,6 +629,10 @@ int baton_nn_backward(baton_nn_model *m, baton_err *err)
         nn_layer *l = &m->layers[li];
         nn_slot *in = &m->slots[l->in], *out = &m->slots[l->out];
         const size_t count = out->per_image * (size_t)n, icount = in->per_image * (size_t)n;
+        if (l->kind == NN_RELU && l->in_pool == 2) {   /* its backward ran inside the pool after it */
+            l->in_pool = 1;
+            continue;
+        }
         if (!out->grad_ready) memset(out->grad, 0, sizeof(float) * count);   /* unused output */
         const int need_dx = l->in != 0;   /* no gradient for the input images */
         float *dx = need_dx ? grad_target(m, l->in) : NULL;
@@ -624,7 +658,7 @@ int baton_nn_backward(baton_nn_model *m, baton_err *err)
             break;
         }
         case NN_RELU:
-            if (l->fused) {   /* its gradient goes through the batch norm's fused backward */
+            if (l->fused == 1) {   /* its gradient goes through the batch norm's or add's fused backward */
                 m->slots[l->in].grad_ready = 1;
                 continue;
             }
@@ -633,6 +667,14 @@ int baton_nn_backward(baton_nn_model *m, baton_err *err)
         case NN_MAXPOOL:
             if (need_dx) {
                 baton_nn_pool_geom g = pool_geom(m, l, n);
+                if (l->relu_prev >= 0) {   /* straight to d(ReLU input), when the table does it here */
+                    nn_layer *r = &m->layers[l->relu_prev];
+                    if (k->maxpool_relu_bwd(&g, out->grad, l->ws, in->data, grad_target(m, r->in))) {
+                        grad_commit(m, r->in, m->slots[r->in].per_image * (size_t)n);
+                        r->in_pool = 2;   /* the ReLU layer skips its backward this time */
+                        continue;
+                    }
+                }
                 k->maxpool_bwd(&g, out->grad, l->ws, dx);
             }
             break;

@@ -32,6 +32,11 @@ int nn_fast_bn_relu_fwd_train(int n, int c, int hw, const float *x, const float 
 int nn_fast_bn_relu_bwd(int n, int c, int hw, const float *x, const float *y, const float *dy, const float *gamma,
                         const float *mean, const float *var, float eps, float *dx, float *dgamma, float *dbeta);
 int nn_fast_add_relu(size_t count, const float *a, const float *b, float *y);
+/* max pooling on blocked activations (kern_pool_fast.c): kern_layout.c's results, threaded */
+void nn_fast_maxpool_fwd(const baton_nn_pool_geom *g, const float *x, float *y, int32_t *ws);
+void nn_fast_maxpool_bwd(const baton_nn_pool_geom *g, const float *dy, const int32_t *ws, float *dx);
+void nn_fast_maxpool_bwd_masked(const baton_nn_pool_geom *g, const float *dy, const int32_t *ws,
+                                const float *relu_out, float *dx);
 void nn_ref_relu_fwd(size_t count, const float *x, float *y);
 void nn_ref_relu_bwd(size_t count, const float *y, const float *dy, float *dx);
 void nn_ref_maxpool_fwd(const baton_nn_pool_geom *g, const float *x, float *y, int32_t *ws);
@@ -95,8 +100,13 @@ typedef struct nn_layer {
                                * in NCHW order (forward), then d(input) (backward) */
     size_t off_flat;
     int32_t *ws;
-    int relu_next;            /* bn, add: the ReLU layer right after it, run fused in training (-1 none) */
-    int fused;                /* relu: run inside the batch norm or add before it, in training */
+    int relu_next;            /* bn, add, conv: the ReLU layer right after it, run fused in training (-1 none) */
+    int fused;                /* relu, in training: 1 forward and backward run inside the batch norm or add
+                               * before it; 2 forward inside the convolution before it */
+    int relu_prev;            /* maxpool: the ReLU whose output it pools, whose backward runs inside the
+                               * pool's in training (-1 none) */
+    int in_pool;              /* relu: 1 its backward may run inside the max pool after it (training),
+                               * 2 it did in this backward pass */
 } nn_layer;
 
 struct baton_nn_model {

@@ -202,6 +202,15 @@ static void conv_case(const char *tag, int n, int ic, int ih, int iw, int oc, in
         Dconv_fwd(&g, x, w, bias ? b : NULL, y2);
         snprintf(what, sizeof what, "%s conv_fwd bias %d", tag, bias);
         CHECK_MSG(close_to(what, y2, y1, ny, TOL), "%s", what);
+        if (D->conv_relu_fwd) {   /* the ReLU as a post-op: relu(conv) of this table, bit for bit */
+            float *tx = d_in(g.n, g.ic, g.ih, g.iw, x), *ty = d_in(g.n, g.oc, g.oh, g.ow, y2);
+            CHECK_MSG(D->conv_relu_fwd(&g, tx, w, bias ? b : NULL, ty) == 1, "%s conv_relu_fwd not fused", what);
+            d_out(g.n, g.oc, g.oh, g.ow, ty, y1);   /* y1 (the reference's) is not needed again */
+            free(tx);
+            int same = 1;
+            for (size_t i = 0; i < ny; i++) same &= y1[i] == (y2[i] > 0.0f ? y2[i] : 0.0f);
+            CHECK_MSG(same, "%s conv_relu_fwd differs from conv_fwd + relu", what);
+        }
         R->conv_bwd_weights(&g, x, dy, dw1, bias ? db1 : NULL);
         Dconv_bwd_weights(&g, x, dy, dw2, bias ? db2 : NULL);
         snprintf(what, sizeof what, "%s conv_bwd_weights bias %d", tag, bias);
@@ -562,6 +571,10 @@ static void test_elementwise_and_pool(void)
         int h = k + (int)baton_rng_below(&rng, 9), w = k + (int)baton_rng_below(&rng, 9);
         snprintf(t, sizeof t, "random pool %dx%d k%d s%d", h, w, k, s);
         pool_case(t, 1 + (int)baton_rng_below(&rng, 3), 1 + (int)baton_rng_below(&rng, 5), h, w, k, s);
+        snprintf(t, sizeof t, "random blocked pool %dx%d k%d s%d", h, w, k, s);   /* kern_pool_fast.c */
+        pool_case(t, 1 + (int)baton_rng_below(&rng, 3), 16 * (1 + (int)baton_rng_below(&rng, 2)), h, w, k, s);
+        snprintf(t, sizeof t, "random blocked 2x2 pool %dx%d", h + 1, w + 1);
+        pool_case(t, 2, 16, h + 1, w + 1, 2, 2);
     }
 }
 
@@ -587,6 +600,42 @@ static void test_pool_ties(void)
         CHECK_MSG(same, "ties, %d channels: values", g.c);
         free(x), free(y1), free(y2), free(ws1), free(ws2);
     }
+}
+
+/* The max pool's backward fused with the ReLU before it (maxpool_relu_bwd, blocked activations):
+ * what the reference's maxpool_bwd then relu_bwd give, bit for bit, for 2x2 stride-2 windows (odd
+ * sizes included) and overlapping ones; ReLU outputs with exact zeros. */
+static void test_pool_relu_bwd(void)
+{
+    if (!D->maxpool_relu_bwd) return;
+    const int geo[][5] = {{16, 24, 24, 2, 2}, {32, 7, 9, 2, 2}, {16, 5, 5, 3, 2}, {16, 6, 7, 2, 1}, {48, 12, 12, 2, 2}};
+    for (size_t t = 0; t < sizeof geo / sizeof geo[0]; t++) {
+        const int n = 3, c = geo[t][0], h = geo[t][1], w = geo[t][2], k = geo[t][3], st = geo[t][4];
+        baton_nn_pool_geom g = {n, c, h, w, k, st, (h - k) / st + 1, (w - k) / st + 1};
+        const size_t ni = (size_t)n * c * h * w, no = (size_t)n * c * g.oh * g.ow;
+        float *x = vec(ni, -1, 1), *r = vec(ni, 0, 0), *y = vec(no, 0, 0), *dy = vec(no, -1, 1);
+        float *dr = vec(ni, 0, 0), *dx1 = vec(ni, 0, 0), *dx2 = vec(ni, 9, 9);
+        int32_t *ws = calloc(no, sizeof *ws);
+        R->relu_fwd(ni, x, r);
+        R->maxpool_fwd(&g, r, y, ws);
+        R->maxpool_bwd(&g, dy, ws, dr);
+        R->relu_bwd(ni, r, dr, dx1);
+        float *tdy = d_in(n, c, g.oh, g.ow, dy), *tr = d_in(n, c, h, w, r), *tdx = d_in(n, c, h, w, dx2);
+        float *ty = d_in(n, c, g.oh, g.ow, y);
+        int32_t *tws = calloc(no, sizeof *tws);
+        D->maxpool_fwd(&g, tr, ty, tws);
+        CHECK_MSG(D->maxpool_relu_bwd(&g, tdy, tws, tr, tdx) == 1, "pool+relu %dx%d c%d k%d s%d: not fused", h, w, c,
+                  k, st);
+        d_out(n, c, h, w, tdx, dx2);
+        CHECK_MSG(memcmp(dx1, dx2, sizeof(float) * ni) == 0, "pool+relu %dx%d c%d k%d s%d: d(ReLU input) differs", h,
+                  w, c, k, st);
+        free(ty), free(tdy), free(tr), free(tws);
+        free(x), free(r), free(y), free(dy), free(dr), free(dx1), free(dx2), free(ws);
+    }
+    baton_nn_pool_geom g = {1, 3, 4, 4, 2, 2, 2, 2};   /* NCHW: not this kernel's */
+    float z[48] = {0};
+    int32_t zw[12] = {0};
+    CHECK(D->maxpool_relu_bwd(&g, z, zw, z, z) == 0);
 }
 
 /* More geometries than the primitive cache holds: entries are evicted and rebuilt, results stay
@@ -769,6 +818,7 @@ int main(int argc, char **argv)
     test_bn_threads();
     test_elementwise_and_pool();
     test_pool_ties();
+    test_pool_relu_bwd();
     test_cache_eviction();
     test_one_step("lenet", 1, 28, 28, 8);
     test_one_step("resnet8", 1, 28, 28, 8);

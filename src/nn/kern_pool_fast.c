@@ -1,0 +1,171 @@
+/* kern_pool_fast.c — max pooling over blocked activations (nChw16c) for the oneDNN table, threaded
+ * and vectorised: the forward, the backward, and the backward fused with the ReLU before the pool.
+ *
+ * Contract: the same results, bit for bit, as kern_layout.c's nn_blk_maxpool_fwd/_bwd (which are the
+ * reference's rules on the blocked layout): the window is scanned in row-major order, an element
+ * replaces the best one when strictly greater or when it is a NaN and the best is not (the first
+ * maximum wins; a NaN beats a number), and the workspace holds per output element (in storage order)
+ * the index within its input plane of the chosen element. Backward: d(input) = the sum of the
+ * d(output)s of the windows that chose it, 0 elsewhere. With a ReLU mask (the pool's input is a
+ * ReLU's output r): d(ReLU input) = that sum where r > 0, else 0 — relu_bwd after maxpool_bwd in one
+ * pass.
+ *
+ * Speed: 2x2 windows with stride 2 (lenet's) have their own loops; there the windows do not overlap,
+ * so the backward writes every input element once (no clearing pass, no scatter). Other windows use
+ * the general loops. Every (image, channel block) plane is independent: an OpenMP loop over them in
+ * the normal build (the team oneDNN and the batch-norm kernels use, OMP_NUM_THREADS), serial
+ * without OpenMP; results do not depend on the thread count. Built for AVX-512 and baseline x86-64,
+ * the loader choosing per CPU (GCC target_clones). No allocation. */
+#include "nn_internal.h"
+
+#include <string.h>
+
+#define B NN_BLOCK
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define CLONES __attribute__((target_clones("avx512f", "default")))
+#else
+#define CLONES
+#endif
+
+/* one 16-lane step of the scan: take v (at plane index idx) where it beats best */
+#define TAKE(best, at, v, idx)                                                  \
+    for (int l = 0; l < B; l++) {                                               \
+        const float t_ = (v)[l];                                                \
+        const int gt_ = (t_ > best[l]) | ((t_ != t_) & (best[l] == best[l]));  \
+        best[l] = gt_ ? t_ : best[l];                                           \
+        at[l] = gt_ ? (idx) : at[l];                                            \
+    }
+
+CLONES static void fwd_plane_2x2(const baton_nn_pool_geom *g, const float *xp, float *yp, int32_t *wp)
+{
+    const int iw = g->iw;
+    for (int oy = 0; oy < g->oh; oy++)
+        for (int ox = 0; ox < g->ow; ox++) {
+            const int32_t i0 = 2 * oy * iw + 2 * ox;
+            const float *v0 = xp + (size_t)i0 * B, *v2 = v0 + (size_t)iw * B;
+            float best[B];
+            int32_t at[B];
+            for (int l = 0; l < B; l++) best[l] = v0[l], at[l] = i0;
+            TAKE(best, at, v0 + B, i0 + 1);
+            TAKE(best, at, v2, i0 + iw);
+            TAKE(best, at, v2 + B, i0 + iw + 1);
+            const size_t o = ((size_t)oy * g->ow + ox) * B;
+            memcpy(yp + o, best, sizeof best);
+            memcpy(wp + o, at, sizeof at);
+        }
+}
+
+CLONES static void fwd_plane(const baton_nn_pool_geom *g, const float *xp, float *yp, int32_t *wp)
+{
+    for (int oy = 0; oy < g->oh; oy++)
+        for (int ox = 0; ox < g->ow; ox++) {
+            const int y0 = oy * g->stride, x0 = ox * g->stride;
+            const int32_t first = y0 * g->iw + x0;
+            float best[B];
+            int32_t at[B];
+            for (int l = 0; l < B; l++) best[l] = xp[(size_t)first * B + l], at[l] = first;
+            for (int ky = 0; ky < g->k; ky++)
+                for (int kx = 0; kx < g->k; kx++) {
+                    const int32_t idx = (y0 + ky) * g->iw + x0 + kx;
+                    TAKE(best, at, xp + (size_t)idx * B, idx);
+                }
+            const size_t o = ((size_t)oy * g->ow + ox) * B;
+            memcpy(yp + o, best, sizeof best);
+            memcpy(wp + o, at, sizeof at);
+        }
+}
+
+/* d(input) of one window tap: the window's d(output) on lanes that chose it (and whose ReLU output
+ * r is > 0, with a mask), else 0 */
+static inline void tap(float *restrict d, const float *restrict gp, const int32_t *restrict wp, int32_t idx)
+{
+    for (int l = 0; l < B; l++) {
+        const float v = gp[l];   /* loaded unconditionally: the loop vectorises to a select */
+        d[l] = wp[l] == idx ? v : 0.0f;
+    }
+}
+
+static inline void tap_masked(float *restrict d, const float *restrict gp, const int32_t *restrict wp,
+                              const float *restrict r, int32_t idx)
+{
+    for (int l = 0; l < B; l++) {
+        const float v = gp[l], rv = r[l];
+        d[l] = (wp[l] == idx) & (rv > 0.0f) ? v : 0.0f;
+    }
+}
+
+/* 2x2 stride 2: each input element belongs to at most one window; rows and columns past the last
+ * window (odd sizes) get 0 */
+CLONES static void bwd_plane_2x2(const baton_nn_pool_geom *g, const float *gp, const int32_t *wp, const float *rp,
+                                 float *dp)
+{
+    const int iw = g->iw;
+    for (int oy = 0; oy < g->oh; oy++) {
+        for (int ox = 0; ox < g->ow; ox++) {
+            const size_t o = ((size_t)oy * g->ow + ox) * B;
+            const int32_t i0 = 2 * oy * iw + 2 * ox;
+            const int32_t idx[4] = {i0, i0 + 1, i0 + iw, i0 + iw + 1};
+            for (int t = 0; t < 4; t++) {
+                if (rp)
+                    tap_masked(dp + (size_t)idx[t] * B, gp + o, wp + o, rp + (size_t)idx[t] * B, idx[t]);
+                else
+                    tap(dp + (size_t)idx[t] * B, gp + o, wp + o, idx[t]);
+            }
+        }
+        if (iw > 2 * g->ow) {   /* an odd last column */
+            memset(dp + ((size_t)2 * oy * iw + 2 * g->ow) * B, 0, sizeof(float) * B);
+            memset(dp + ((size_t)(2 * oy + 1) * iw + 2 * g->ow) * B, 0, sizeof(float) * B);
+        }
+    }
+    if (g->ih > 2 * g->oh)   /* an odd last row */
+        memset(dp + (size_t)2 * g->oh * iw * B, 0, sizeof(float) * B * (size_t)iw * (g->ih - 2 * g->oh));
+}
+
+CLONES static void bwd_plane(const baton_nn_pool_geom *g, const float *gp, const int32_t *wp, const float *rp,
+                             float *dp)
+{
+    const size_t ihw = (size_t)g->ih * g->iw, ohw = (size_t)g->oh * g->ow;
+    memset(dp, 0, sizeof(float) * ihw * B);
+    for (size_t o = 0; o < ohw; o++)
+        for (int l = 0; l < B; l++) dp[(size_t)wp[o * B + l] * B + l] += gp[o * B + l];
+    if (rp)
+        for (size_t i = 0; i < ihw * B; i++) dp[i] = rp[i] > 0.0f ? dp[i] : 0.0f;
+}
+
+static int two_by_two(const baton_nn_pool_geom *g) { return g->k == 2 && g->stride == 2; }
+
+void nn_fast_maxpool_fwd(const baton_nn_pool_geom *g, const float *x, float *y, int32_t *ws)
+{
+    const long planes = (long)g->n * (g->c / B);
+    const size_t ihw = (size_t)g->ih * g->iw * B, ohw = (size_t)g->oh * g->ow * B;
+    const int quick = two_by_two(g);
+#pragma omp parallel for schedule(static)
+    for (long p = 0; p < planes; p++) {
+        if (quick)
+            fwd_plane_2x2(g, x + p * ihw, y + p * ohw, ws + p * ohw);
+        else
+            fwd_plane(g, x + p * ihw, y + p * ohw, ws + p * ohw);
+    }
+}
+
+void nn_fast_maxpool_bwd_masked(const baton_nn_pool_geom *g, const float *dy, const int32_t *ws,
+                                const float *relu_out, float *dx)
+{
+    const long planes = (long)g->n * (g->c / B);
+    const size_t ihw = (size_t)g->ih * g->iw * B, ohw = (size_t)g->oh * g->ow * B;
+    const int quick = two_by_two(g);
+#pragma omp parallel for schedule(static)
+    for (long p = 0; p < planes; p++) {
+        const float *rp = relu_out ? relu_out + p * ihw : NULL;
+        if (quick)
+            bwd_plane_2x2(g, dy + p * ohw, ws + p * ohw, rp, dx + p * ihw);
+        else
+            bwd_plane(g, dy + p * ohw, ws + p * ohw, rp, dx + p * ihw);
+    }
+}
+
+void nn_fast_maxpool_bwd(const baton_nn_pool_geom *g, const float *dy, const int32_t *ws, float *dx)
+{
+    nn_fast_maxpool_bwd_masked(g, dy, ws, NULL, dx);
+}
