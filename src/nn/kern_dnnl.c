@@ -214,7 +214,7 @@ static dnnl_status_t hint_pd(dnnl_primitive_desc_t *pd, const_dnnl_op_desc_t des
  * layout oneDNN's AVX-512 convolutions use natively; NCHW otherwise, e.g. the input images), so
  * they need no reorder. The weights stay OIHW at the boundary (the model's and PyTorch's layout)
  * and are reordered into the primitive's blocked weight format around the call — small arrays. */
-static dnnl_status_t build_conv(entry *e, const int64_t *v)
+static dnnl_status_t build_conv_alg(entry *e, const int64_t *v, dnnl_alg_kind_t alg)
 {
     dnnl_memory_desc_t x, w, b, y, xa, wa, ya;
     const int64_t xd[4] = {v[1], v[2], v[3], v[4]}, wd[4] = {v[5], v[2], v[6], v[7]};
@@ -233,7 +233,6 @@ static dnnl_status_t build_conv(entry *e, const int64_t *v)
     const dnnl_dims_t strides = {v[8], v[8]}, pad = {v[9], v[9]};
     const int bias = (int)v[12];
     dnnl_convolution_desc_t fwd, cd;
-    const dnnl_alg_kind_t alg = dnnl_convolution_direct;
     st = dnnl_convolution_forward_desc_init(&fwd, dnnl_forward_training, alg, &xa, &wa,
                                             bias ? &b : NULL, &ya, strides, pad, pad);
     if (st != dnnl_success) return st;
@@ -268,6 +267,40 @@ static dnnl_status_t build_conv(entry *e, const int64_t *v)
         return st;
     }
     }
+}
+
+/* Winograd F(4x4, 3x3) (oneDNN's AVX-512 kernels) instead of the direct convolution, where it
+ * measured faster on the 2-core AVX-512 machine the benchmarks run on (bench/RESULTS.md §4e): 3x3
+ * stride-1 convolutions between blocked activations, for backward-weights from 16 input channels,
+ * for forward and backward-data from 32 (with 16 the direct kernels win). A fixed rule, not a
+ * timing at run time: the choice must be the same in every process, or a resumed run would not
+ * reproduce an uninterrupted one bit for bit. BATON_WINOGRAD=0 in the environment turns it off. */
+static int use_winograd(const int64_t *v)
+{
+    static int off = -1;
+    if (off < 0) {
+        const char *e = getenv("BATON_WINOGRAD");
+        off = e && strcmp(e, "0") == 0;
+    }
+    if (off || v[6] != 3 || v[7] != 3 || v[8] != 1 || v[2] % 16 != 0 || v[5] % 16 != 0) return 0;
+    return v[0] == OP_CONV_BWD_W ? v[2] >= 16 : v[2] >= 32;
+}
+
+/* the convolution for key v: Winograd where the rule says so and oneDNN has it for this CPU, else
+ * direct */
+static dnnl_status_t build_conv(entry *e, const int64_t *v)
+{
+    if (use_winograd(v)) {
+        if (build_conv_alg(e, v, dnnl_convolution_winograd) == dnnl_success) return dnnl_success;
+        const pkey keep = e->key;
+        const uint64_t tick = e->tick;
+        entry_clear(e);
+        e->key = keep;
+        e->used = 1;
+        e->tick = tick;
+        v = e->key.v;
+    }
+    return build_conv_alg(e, v, dnnl_convolution_direct);
 }
 
 /* key for inner products: n in out bias */
