@@ -111,10 +111,11 @@ typedef struct baton_nn_kernels {
 
 /* The plain C reference kernels: single-threaded, straightforward loops, fixed summation order. */
 const baton_nn_kernels *baton_nn_kernels_reference(void);
-/* The oneDNN fast path (one process-wide table): convolution, linear, relu and add run as oneDNN
- * primitives on the same plain layouts, created once per geometry and cached; batch norm runs on
- * hand-written vectorised kernels; max and global average pooling are the reference kernels.
- * Threads: OpenMP for oneDNN, a small pool for batch norm, both sized by OMP_NUM_THREADS; bit-
+/* The oneDNN fast path (one process-wide table): convolution (direct or Winograd by a fixed rule),
+ * linear, relu and add run as oneDNN primitives on the table's layout (nChw16c where the channel
+ * count is a multiple of 16), created once per geometry and cached; batch norm, max pooling and the
+ * fused entries run on hand-written vectorised kernels; global average pooling is plain C.
+ * Threads: OpenMP for oneDNN and the hand-written kernels, sized by OMP_NUM_THREADS; bit-
  * reproducible for a fixed thread count; calls are serialised, so the table is thread-safe. Results
  * match the reference within float rounding, not bit for bit. A geometry oneDNN cannot handle runs
  * on the reference kernel (one warning per operation). Returns NULL and fills err when the oneDNN

@@ -15,14 +15,16 @@
  * each call — small arrays). Inner products see [n, features] arrays (the model flattens blocked
  * activations to NCHW order first).
  *
- * Which entries are oneDNN: convolution (forward, backward data, backward weights), inner product
+ * Which entries are oneDNN: convolution (forward — also with the ReLU after it as a post-op —,
+ * backward data, backward weights; Winograd or direct by use_winograd's fixed rule), inner product
  * (the same three), relu (forward, backward from the output) and add (binary). Batch normalisation
  * is kern_bn_fast.c's (oneDNN 2.6 has only a slow generic kernel for plain NCHW batch norm, which
  * made it over a third of a resnet training step; the blocked kernels there are as simple). Max
  * pooling is plain C (the max-pool workspace format is part of the table contract — a flat index
- * within the input plane — which oneDNN's opaque workspace is not): kern_layout.c's on blocked
- * activations, an unrolled 2x2 stride-2 forward on NCHW ones, the reference otherwise. Global
- * average pooling is plain C too (a tiny share of the work).
+ * within the input plane — which oneDNN's opaque workspace is not): kern_pool_fast.c's on blocked
+ * activations (with a backward fused with the ReLU before the pool), an unrolled 2x2 stride-2
+ * forward on NCHW ones, the reference otherwise. Global average pooling is plain C too (a tiny
+ * share of the work).
  *
  * Threads: oneDNN in Debian runs on OpenMP, so OMP_NUM_THREADS sets the thread count. For a fixed
  * thread count every primitive is deterministic, so results are bit-reproducible run to run. Calls
