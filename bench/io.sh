@@ -10,8 +10,15 @@
 #      network file system, as a user mounting S3/EFS/FSx would read it);
 #   4. runs the PyTorch DataLoader peer and `baton bench-io --mode mount` side by side on 28×28 JPEG
 #      shards with the same worker count (the peer's own setting: pad 4, flip).
+# Each source is measured in ROUNDS rounds (default 3); a round runs the four modes one after the
+# other (`bench-io --mode M`), in an order that rotates from round to round, so a slow minute of
+# this shared machine does not always fall on the same mode. The table gives per mode the median
+# over the rounds of the N-epoch total and of the median epoch time, and the ratios of those
+# medians (the goals: pipe/mount epoch <= 1.05, cache total <= the best other total). bench-io also
+# reports the CPU seconds baton spent per epoch.
 # Prints tables and JSON lines; writes SVG charts into OUT (default bench/out).
-#   bench/io.sh [EPOCHS]      env: SIZE, WORKERS (2), OUT, KEEP=1 keeps the scratch folder
+#   bench/io.sh [EPOCHS]      env: SIZE, WORKERS (2), ROUNDS (3), OUT, KEEP=1 keeps the scratch
+#                             folder, DATA=DIR packs the datasets into DIR once and reuses them
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -19,6 +26,7 @@ BATON=${BATON:-$ROOT/build/baton}
 EPOCHS=${1:-3}
 SIZE=${SIZE:-448}
 WORKERS=${WORKERS:-2}
+ROUNDS=${ROUNDS:-3}
 OUT=${OUT:-$ROOT/bench/out}
 mkdir -p "$OUT"
 export BATON_NO_PROGRESS=1 BATON_RGW_MEM_MB=${BATON_RGW_MEM_MB:-4096}
@@ -30,14 +38,17 @@ io_cleanup() {   # the FUSE mount goes first: a recursive delete must not walk i
     if [ "${KEEP:-0}" = 1 ]; then echo "kept $SRV"; else srv_cleanup; fi
 }
 trap io_cleanup EXIT
-W=$SRV/data
+W=${DATA:-$SRV/data}
 mkdir -p "$W"
 
-echo "== dataset: Fashion-MNIST train, ${SIZE}x${SIZE} JPEG q95"
-t0=$(date +%s)
-$BATON pack --from fashion-mnist --resize "${SIZE}x${SIZE}" --encode jpeg --quality 95 --shard-mb 64 --out "$W/big" --quiet
-echo "packed in $(( $(date +%s) - t0 )) s: $(du -sh "$W/big" | cut -f1)"
-$BATON pack --from fashion-mnist --encode jpeg --quality 95 --out "$W/small" --quiet >/dev/null
+echo "== dataset: Fashion-MNIST train, ${SIZE}x${SIZE} JPEG q95 ($W)"
+if [ ! -f "$W/big/dataset.json" ]; then
+    t0=$(date +%s)
+    $BATON pack --from fashion-mnist --resize "${SIZE}x${SIZE}" --encode jpeg --quality 95 --shard-mb 64 --out "$W/big" --quiet
+    echo "packed in $(( $(date +%s) - t0 )) s"
+fi
+echo "$(du -sh "$W/big" | cut -f1) in $(ls "$W/big" | grep -c '\.rec$') shards"
+[ -f "$W/small/dataset.json" ] || $BATON pack --from fashion-mnist --encode jpeg --quality 95 --out "$W/small" --quiet >/dev/null
 
 srv_nginx "$W"
 if srv_have_rgw; then
@@ -57,29 +68,48 @@ if srv_have_rgw; then
     fi
 fi
 
-table() {  # JSON lines of bench-io -> the seed's table, with the DoD ratios
+table() {  # JSON lines of bench-io (with a "round" field) -> medians per mode and the DoD ratios
     python3 - "$1" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 rows = [r for r in rows if "skipped" not in r]
-print(f"{'mode':6} {'launch_s':>9} {'samples/s':>10} {'median epoch_s':>15} {'total_s':>8}  epoch_s")
-for r in rows:
-    print(f"{r['mode']:6} {r['launch_s']:9.3f} {r['samples_per_s']:10.0f} {statistics.median(r['epoch_s']):15.2f} "
-          f"{r['total_s']:8.2f}  {' '.join(f'{e:.2f}' for e in r['epoch_s'])}")
-m = {r["mode"]: r for r in rows}
-if "pipe" in m and "mount" in m:
-    print(f"pipe/mount median epoch time: {statistics.median(m['pipe']['epoch_s']) / statistics.median(m['mount']['epoch_s']):.3f} (goal <= 1.05)")
-if "cache" in m:
-    best = min(m[k]["total_s"] for k in ("file", "pipe", "mount") if k in m)
-    print(f"cache total / best of the others: {m['cache']['total_s'] / best:.3f} (goal <= 1.00)")
+med = statistics.median
+modes = [m for m in ("file", "pipe", "mount", "cache") if any(r["mode"] == m for r in rows)]
+print(f"{'mode':6} {'launch_s':>9} {'samples/s':>10} {'median epoch_s':>15} {'total_s':>8} {'cpu_s/epoch':>11}  totals by round")
+agg = {}
+for m in modes:
+    rs = [r for r in rows if r["mode"] == m]
+    a = {"launch_s": med(r["launch_s"] for r in rs), "samples_per_s": med(r["samples_per_s"] for r in rs),
+         "epoch_s": med(med(r["epoch_s"]) for r in rs), "total_s": med(r["total_s"] for r in rs),
+         "cpu_s": med(med(r["epoch_cpu_s"]) for r in rs) if all("epoch_cpu_s" in r for r in rs) else float("nan")}
+    agg[m] = a
+    totals = " ".join("%.2f" % r["total_s"] for r in rs)
+    print(f"{m:6} {a['launch_s']:9.3f} {a['samples_per_s']:10.0f} {a['epoch_s']:15.2f} {a['total_s']:8.2f} "
+          f"{a['cpu_s']:11.2f}  {totals}")
+out = {"bench": "io", "rounds": max(r.get("round", 1) for r in rows), "modes": agg}
+if "pipe" in agg and "mount" in agg:
+    out["pipe_over_mount_epoch"] = round(agg["pipe"]["epoch_s"] / agg["mount"]["epoch_s"], 3)
+    print(f"pipe/mount median epoch time: {out['pipe_over_mount_epoch']:.3f} (goal <= 1.05)")
+if "cache" in agg:
+    best = min(agg[k]["total_s"] for k in ("file", "pipe", "mount") if k in agg)
+    out["cache_over_best_total"] = round(agg["cache"]["total_s"] / best, 3)
+    print(f"cache total / best of the others: {out['cache_over_best_total']:.3f} (goal <= 1.00)")
+print(json.dumps(out))
 PY
 }
 
 run_modes() {  # run_modes NAME URI [MOUNTED-PATH]
-    local mnt=${3:-$W/big}
-    echo "== bench-io over $1 ($2; mount mode reads $mnt), $EPOCHS epochs, $WORKERS workers"
-    $BATON bench-io --data "$2" --mount-path "$mnt" --mode all --epochs "$EPOCHS" --workers "$WORKERS" \
-        --work-dir "$SRV/work" --svg "$OUT/bench-io-$1.svg" --json --quiet | tee "$OUT/bench-io-$1.jsonl"
+    local mnt=${3:-$W/big} order=(file pipe mount cache) r i m
+    echo "== bench-io over $1 ($2; mount mode reads $mnt), $EPOCHS epochs, $WORKERS workers, $ROUNDS rounds"
+    : >"$OUT/bench-io-$1.jsonl"
+    for r in $(seq "$ROUNDS"); do
+        for i in 0 1 2 3; do
+            m=${order[$(( (i + r - 1) % 4 ))]}
+            $BATON bench-io --data "$2" --mount-path "$mnt" --mode "$m" --epochs "$EPOCHS" --workers "$WORKERS" \
+                --work-dir "$SRV/work" --svg "$OUT/bench-io-$1-$m.svg" --json --quiet |
+                sed "s/^{/{\"round\":$r,/" | tee -a "$OUT/bench-io-$1.jsonl"
+        done
+    done
     table "$OUT/bench-io-$1.jsonl"
 }
 srv_have_rgw && run_modes s3 s3://bench/big/

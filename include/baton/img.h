@@ -246,6 +246,9 @@ typedef struct baton_bench_io_result {
     char skip_reason[160];
     double launch_s, open_s, total_s, samples_per_s;
     double epoch_s[BATON_BENCH_MAX_EPOCHS];
+    /* CPU seconds (user + system) this process spent: launch, then per epoch (the store's server,
+     * when it runs on the same machine, is not counted) */
+    double launch_cpu_s, epoch_cpu_s[BATON_BENCH_MAX_EPOCHS];
     uint64_t epochs, samples, bytes_read, retries;
 } baton_bench_io_result;
 

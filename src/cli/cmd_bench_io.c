@@ -79,7 +79,7 @@ int cmd_bench_io(int argc, char **argv)
             return cli_fail("bench-io", &err);
         }
 
-    if (!json) printf("%-6s %9s %11s %9s  %s\n", "mode", "launch_s", "samples/s", "total_s", "epoch_s");
+    if (!json) printf("%-6s %9s %11s %9s  %s\n", "mode", "launch_s", "samples/s", "total_s", "epoch_s, then CPU s per epoch");
     baton_svg_series ser[4];
     double xs[4][BATON_BENCH_MAX_EPOCHS + 1], ys[4][BATON_BENCH_MAX_EPOCHS + 1];
     size_t ns = 0;
@@ -95,12 +95,17 @@ int cmd_bench_io(int argc, char **argv)
             printf("{\"mode\":\"%s\",\"launch_s\":%.4f,\"samples_per_s\":%.1f,\"epoch_s\":[", name, r->launch_s,
                    r->samples_per_s);
             for (uint64_t e = 0; e < r->epochs; e++) printf("%s%.4f", e ? "," : "", r->epoch_s[e]);
-            printf("],\"total_s\":%.4f,\"samples\":%llu,\"open_s\":%.4f,\"bytes_read\":%llu,\"retries\":%llu}\n",
+            printf("],\"total_s\":%.4f,\"samples\":%llu,\"open_s\":%.4f,\"bytes_read\":%llu,\"retries\":%llu,"
+                   "\"launch_cpu_s\":%.3f,\"epoch_cpu_s\":[",
                    r->total_s, (unsigned long long)r->samples, r->open_s, (unsigned long long)r->bytes_read,
-                   (unsigned long long)r->retries);
+                   (unsigned long long)r->retries, r->launch_cpu_s);
+            for (uint64_t e = 0; e < r->epochs; e++) printf("%s%.3f", e ? "," : "", r->epoch_cpu_s[e]);
+            printf("]}\n");
         } else {
             printf("%-6s %9.3f %11.0f %9.2f ", name, r->launch_s, r->samples_per_s, r->total_s);
             for (uint64_t e = 0; e < r->epochs; e++) printf(" %.2f", r->epoch_s[e]);
+            printf("   cpu_s");
+            for (uint64_t e = 0; e < r->epochs; e++) printf(" %.2f", r->epoch_cpu_s[e]);
             printf("\n");
         }
         xs[ns][0] = 0;

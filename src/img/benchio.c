@@ -7,6 +7,16 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+
+/* CPU seconds (user + system) of the whole process so far */
+static double cpu_now(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+    return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + (double)ru.ru_stime.tv_sec +
+           ru.ru_stime.tv_usec * 1e-6;
+}
 
 static int empty_dir(const char *dir, baton_err *err)
 {
@@ -45,7 +55,7 @@ int baton_bench_io_run(const baton_bench_io_opts *o, baton_io_mode mode, baton_b
         if (rc) return rc;
         lo.local_dir = local;
     }
-    double t0 = baton_now();
+    double t0 = baton_now(), c0 = cpu_now();
     baton_loader *l;
     int rc = baton_loader_open(&lo, &l, err);
     if (rc) return rc;
@@ -60,20 +70,24 @@ int baton_bench_io_run(const baton_bench_io_opts *o, baton_io_mode mode, baton_b
     snprintf(label, sizeof label, "bench-io %s", baton_io_mode_name(mode));
     uint64_t per_epoch = baton_loader_epoch_size(l);
     if (o->progress) baton_progress_start(&prog, label, per_epoch * o->epochs);
-    double last = 0;
+    double last = 0, last_cpu = 0;
     while (r->epochs < o->epochs) {
         baton_batch *b;
         rc = baton_pipeline_next(p, &b, err);
         if (rc == BATON_END) {
-            double now = baton_now();
+            double now = baton_now(), cpu = cpu_now();
+            r->epoch_cpu_s[r->epochs] = cpu - last_cpu;
             r->epoch_s[r->epochs++] = now - last;
             last = now;
+            last_cpu = cpu;
             continue;
         }
         if (rc) break;
         if (r->samples == 0) {
             last = baton_now();
+            last_cpu = cpu_now();
             r->launch_s = last - t0;
+            r->launch_cpu_s = last_cpu - c0;
         }
         r->samples += b->n;
         baton_pipeline_release(p, b);
