@@ -91,7 +91,7 @@ static inline void tap_masked(float *restrict d, const float *restrict gp, const
 {
     for (int l = 0; l < B; l++) {
         const float v = gp[l], rv = r[l];
-        d[l] = (wp[l] == idx) & (rv > 0.0f) ? v : 0.0f;
+        d[l] = ((wp[l] == idx) & (rv > 0.0f)) ? v : 0.0f;
     }
 }
 
