@@ -56,6 +56,32 @@ expect_fail 1 "no verified ckpt" $BATON infer-bench --ckpt "$T/empty" --path fas
 cp -r "$T/lenet/ckpt-000000002" "$T/bad-ckpt-000000002" && mkdir -p "$T/bad" && mv "$T/bad-ckpt-000000002" "$T/bad/ckpt-000000002"
 printf 'X' | dd of="$T/bad/ckpt-000000002/model.safetensors" bs=1 seek=5000 conv=notrunc 2>/dev/null
 expect_fail 1 "model.safetensors" $BATON infer-bench --ckpt "$T/bad/ckpt-000000002" --path fast --runs 1
+# a checkpoint of another model: resnet8's state.json over lenet's weights, the MANIFEST rewritten
+# to match (so the folder verifies and the mismatch is the only fault)
+mkdir -p "$T/mixed" && cp -r "$T/lenet/ckpt-000000002" "$T/mixed/" &&
+    cp "$T/r8/ckpt-000000002/state.json" "$T/mixed/ckpt-000000002/state.json"
+python3 - "$T/mixed/ckpt-000000002" <<'PY'
+import os, sys
+T = []
+for i in range(256):
+    c = i
+    for _ in range(8):
+        c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+    T.append(c)
+def crc32c(b):
+    c = 0xFFFFFFFF
+    for x in b:
+        c = T[(c ^ x) & 0xFF] ^ (c >> 8)
+    return c ^ 0xFFFFFFFF
+d = sys.argv[1]
+lines = open(os.path.join(d, "MANIFEST")).read().splitlines()
+st = open(os.path.join(d, "state.json"), "rb").read()
+lines = [f"state.json {len(st)} {crc32c(st):08x}" if l.startswith("state.json ") else l for l in lines]
+open(os.path.join(d, "MANIFEST"), "w").write("\n".join(lines) + "\n")
+PY
+check '"$BATON" ckpt verify "$T/mixed/ckpt-000000002" >/dev/null' "the mixed checkpoint verifies"
+expect_fail 1 "another model" $BATON infer-bench --ckpt "$T/mixed/ckpt-000000002" --path fast --runs 1
+expect_fail 1 "another model" $BATON plan infer --ckpt "$T/mixed" --threads 1 --runs 2 --seconds 0 --here c5.xlarge
 expect_fail 2 "--threads '0'" $BATON infer-bench --ckpt "$T/lenet" --threads 0
 expect_fail 2 "--path 'cuda'" $BATON infer-bench --ckpt "$T/lenet" --path cuda
 expect_fail 2 "required" $BATON infer-bench --runs 3
