@@ -17,6 +17,7 @@
 # medians (the goals: pipe/mount epoch <= 1.05, cache total <= the best other total). bench-io also
 # reports the CPU seconds baton spent per epoch.
 # Prints tables and JSON lines; writes SVG charts into OUT (default bench/out).
+# With the defaults (3 epochs, 3 rounds) a source takes about 25 minutes on 2 cores.
 #   bench/io.sh [EPOCHS]      env: SIZE, WORKERS (2), ROUNDS (3), OUT, KEEP=1 keeps the scratch
 #                             folder, DATA=DIR packs the datasets into DIR once and reuses them
 set -euo pipefail

@@ -8,6 +8,10 @@ echo "== record scan: baton inspect --verify vs cat (bench/scan.sh)"
 bench/scan.sh
 echo "== input modes over HTTP and S3, and the loader peer (bench/io.sh)"
 bench/io.sh
+echo "== training throughput against the PyTorch peer (bench/train.sh)"
+bench/train.sh
+echo "== what interruptions cost on the local spot fleet (bench/fleet.sh)"
+bench/fleet.sh
 echo "== inference latency against the PyTorch peer (bench/infer.sh)"
 bench/infer.sh
 echo "== checkpoint cost and resume latency (bench/ckpt.sh)"
