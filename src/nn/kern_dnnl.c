@@ -126,6 +126,18 @@ static void entry_clear(entry *e)
     memset(e, 0, sizeof *e);
 }
 
+/* Empty an entry for another build of the same key: what it built is freed, its place in the
+ * cache (key, use, tick) stays. */
+static void entry_reset(entry *e)
+{
+    const pkey key = e->key;
+    const uint64_t tick = e->tick;
+    entry_clear(e);
+    e->key = key;
+    e->used = 1;
+    e->tick = tick;
+}
+
 /* Make a shared buffer at least need bytes (at primitive creation only; nothing is running). */
 static dnnl_status_t grow(void **buf, size_t *size, size_t need)
 {
@@ -294,13 +306,7 @@ static dnnl_status_t build_conv(entry *e, const int64_t *v)
 {
     if (use_winograd(v)) {
         if (build_conv_alg(e, v, dnnl_convolution_winograd) == dnnl_success) return dnnl_success;
-        const pkey keep = e->key;
-        const uint64_t tick = e->tick;
-        entry_clear(e);
-        e->key = keep;
-        e->used = 1;
-        e->tick = tick;
-        v = e->key.v;
+        entry_reset(e);   /* v points into e->key, which stays */
     }
     return build_conv_alg(e, v, dnnl_convolution_direct);
 }
@@ -403,11 +409,7 @@ static entry *lookup(const pkey *k)
     slot->tick = ++S.tick;
     dnnl_status_t st = build(slot);
     if (st != dnnl_success) {
-        pkey keep = *k;
-        entry_clear(slot);
-        slot->key = keep;
-        slot->used = 1;
-        slot->tick = S.tick;
+        entry_reset(slot);
         slot->failed = 1;
         slot->why = st;
     }

@@ -1,8 +1,8 @@
 /* kern_pool_fast.c — max pooling over blocked activations (nChw16c) for the oneDNN table, threaded
  * and vectorised: the forward, the backward, and the backward fused with the ReLU before the pool.
  *
- * Contract: the same results, bit for bit, as kern_layout.c's nn_blk_maxpool_fwd/_bwd (which are the
- * reference's rules on the blocked layout): the window is scanned in row-major order, an element
+ * Contract: the same results, bit for bit, as the reference kernels (kern_misc.c) on the NCHW view
+ * of the data: the window is scanned in row-major order, an element
  * replaces the best one when strictly greater or when it is a NaN and the best is not (the first
  * maximum wins; a NaN beats a number), and the workspace holds per output element (in storage order)
  * the index within its input plane of the chosen element. Backward: d(input) = the sum of the

@@ -482,6 +482,12 @@ static baton_nn_pool_geom pool_geom(const baton_nn_model *m, const nn_layer *l, 
     return g;
 }
 
+/* The ReLU fused after layer l in this training forward, or NULL */
+static nn_layer *relu_after(baton_nn_model *m, const nn_layer *l)
+{
+    return m->training && l->relu_next >= 0 ? &m->layers[l->relu_next] : NULL;
+}
+
 int baton_nn_forward(baton_nn_model *m, const float *x, int n, baton_err *err)
 {
     if (n < 1 || n > m->spec.max_batch)
@@ -501,7 +507,7 @@ int baton_nn_forward(baton_nn_model *m, const float *x, int n, baton_err *err)
         switch (l->kind) {
         case NN_CONV: {
             baton_nn_conv_geom g = conv_geom(m, l, n);
-            nn_layer *r = m->training && l->relu_next >= 0 ? &m->layers[l->relu_next] : NULL;
+            nn_layer *r = relu_after(m, l);
             if (r && k->conv_relu_fwd(&g, in->data, tdata(m, l->tw), tdata(m, l->tb), m->slots[r->out].data)) {
                 r->fused = 2;   /* the ReLU's output is written: skip its forward */
             } else {
@@ -518,8 +524,8 @@ int baton_nn_forward(baton_nn_model *m, const float *x, int n, baton_err *err)
                     return baton_err_set(err, BATON_ERR_ARG,
                                          "model %s: layer %s: batch norm in training needs more than 1 value "
                                          "per channel (batch %d)", m->name, l->name, n);
-                nn_layer *r = l->relu_next >= 0 ? &m->layers[l->relu_next] : NULL;
-                if (r && k->bn_relu_fwd_train && k->bn_relu_fwd_train(n, in->c, hw, in->data, tdata(m, l->tw), tdata(m, l->tb), NN_BN_EPS,
+                nn_layer *r = relu_after(m, l);
+                if (r && k->bn_relu_fwd_train(n, in->c, hw, in->data, tdata(m, l->tw), tdata(m, l->tb), NN_BN_EPS,
                                               m->slots[r->out].data, l->save_mean, l->save_var)) {
                     r->fused = 1;   /* the ReLU's output is written: skip that layer */
                 } else {
@@ -568,7 +574,7 @@ int baton_nn_forward(baton_nn_model *m, const float *x, int n, baton_err *err)
                 memcpy(out->data, in->data, sizeof(float) * count);
             break;
         case NN_ADD: {
-            nn_layer *r = m->training && l->relu_next >= 0 ? &m->layers[l->relu_next] : NULL;
+            nn_layer *r = relu_after(m, l);
             if (r && k->add_relu && k->add_relu(count, in->data, m->slots[l->in2].data, m->slots[r->out].data)) {
                 r->fused = 1;
             } else {

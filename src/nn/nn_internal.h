@@ -32,7 +32,7 @@ int nn_fast_bn_relu_fwd_train(int n, int c, int hw, const float *x, const float 
 int nn_fast_bn_relu_bwd(int n, int c, int hw, const float *x, const float *y, const float *dy, const float *gamma,
                         const float *mean, const float *var, float eps, float *dx, float *dgamma, float *dbeta);
 int nn_fast_add_relu(size_t count, const float *a, const float *b, float *y);
-/* max pooling on blocked activations (kern_pool_fast.c): kern_layout.c's results, threaded */
+/* max pooling on blocked activations (kern_pool_fast.c): the reference's results, threaded */
 void nn_fast_maxpool_fwd(const baton_nn_pool_geom *g, const float *x, float *y, int32_t *ws);
 void nn_fast_maxpool_bwd(const baton_nn_pool_geom *g, const float *dy, const int32_t *ws, float *dx);
 void nn_fast_maxpool_bwd_masked(const baton_nn_pool_geom *g, const float *dy, const int32_t *ws,
@@ -52,8 +52,6 @@ void nn_layout_from_plain(int block, int n, int c, int h, int w, const float *x,
 void nn_blk_to_plain(int n, int c, int h, int w, const float *x, float *y);
 void nn_blk_from_plain(int n, int c, int h, int w, const float *x, float *y);
 void nn_ref_layout_copy(int n, int c, int h, int w, const float *x, float *y);
-void nn_blk_maxpool_fwd(const baton_nn_pool_geom *g, const float *x, float *y, int32_t *ws);
-void nn_blk_maxpool_bwd(const baton_nn_pool_geom *g, const float *dy, const int32_t *ws, float *dx);
 void nn_blk_gap_fwd(int n, int c, int hw, const float *x, float *y);
 void nn_blk_gap_bwd(int n, int c, int hw, const float *dy, float *dx);
 
