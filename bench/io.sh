@@ -17,16 +17,32 @@
 # medians (the goals: pipe/mount epoch <= 1.05, cache total <= the best other total). bench-io also
 # reports the CPU seconds baton spent per epoch.
 # Prints tables and JSON lines; writes SVG charts into OUT (default bench/out).
+# SPLIT=1 gives the servers (nginx, the Ceph daemons) the machine's last core and baton the others
+# (taskset; s3fs, a client, runs on baton's cores): the store then takes no CPU from the decoders,
+# as when it is another machine, and every mode gets the same cores — mount mode leaves the
+# server's core idle. Without SPLIT the servers and the decoders share every core.
 # With the defaults (3 epochs, 3 rounds) a source takes about 25 minutes on 2 cores.
-#   bench/io.sh [EPOCHS]      env: SIZE, WORKERS (2), ROUNDS (3), OUT, KEEP=1 keeps the scratch
-#                             folder, DATA=DIR packs the datasets into DIR once and reuses them
+#   bench/io.sh [EPOCHS]      env: SIZE, WORKERS (2; with SPLIT the cores left to baton), ROUNDS (3),
+#                             OUT, KEEP=1 keeps the scratch folder, DATA=DIR packs the datasets into
+#                             DIR once and reuses them, SOURCES (default "s3 s3-s3fs http"),
+#                             PEER=0 skips the DataLoader comparison
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 BATON=${BATON:-$ROOT/build/baton}
 EPOCHS=${1:-3}
 SIZE=${SIZE:-448}
-WORKERS=${WORKERS:-2}
+NCPU=$(nproc)
+if [ "${SPLIT:-0}" = 1 ]; then
+    [ "$NCPU" -ge 2 ] || { echo "SPLIT=1 needs two cores" >&2; exit 2; }
+    SRV_CPUS=$(( NCPU - 1 )) BATON_CPUS=0-$(( NCPU - 2 ))
+    WORKERS=${WORKERS:-$(( NCPU - 1 ))}
+else
+    SRV_CPUS= BATON_CPUS=
+    WORKERS=${WORKERS:-2}
+fi
+SOURCES=${SOURCES:-s3 s3-s3fs http}
+want() { case " $SOURCES " in *" $1 "*) return 0 ;; esac; return 1; }
 ROUNDS=${ROUNDS:-3}
 OUT=${OUT:-$ROOT/bench/out}
 mkdir -p "$OUT"
@@ -51,9 +67,14 @@ fi
 echo "$(du -sh "$W/big" | cut -f1) in $(ls "$W/big" | grep -c '\.rec$') shards"
 [ -f "$W/small/dataset.json" ] || $BATON pack --from fashion-mnist --encode jpeg --quality 95 --out "$W/small" --quiet >/dev/null
 
+[ -n "$SRV_CPUS" ] && taskset -cp "$SRV_CPUS" $$ >/dev/null   # the servers inherit this core
 srv_nginx "$W"
+srv_have_rgw && srv_rgw
+if [ -n "$SRV_CPUS" ]; then
+    taskset -cp "$BATON_CPUS" $$ >/dev/null
+    echo "servers on core $SRV_CPUS, baton on cores $BATON_CPUS ($WORKERS workers)"
+fi
 if srv_have_rgw; then
-    srv_rgw
     $BATON push "$W/big" s3://bench/big --create-bucket --quiet >/dev/null
     if command -v s3fs >/dev/null && [ -e /dev/fuse ]; then
         printf '%s:%s\n' "$AWS_ACCESS_KEY_ID" "$AWS_SECRET_ACCESS_KEY" >"$SRV/s3fs.pass"
@@ -113,9 +134,12 @@ run_modes() {  # run_modes NAME URI [MOUNTED-PATH]
     done
     table "$OUT/bench-io-$1.jsonl"
 }
-srv_have_rgw && run_modes s3 s3://bench/big/
-[ -n "$S3FS_MNT" ] && [ -f "$S3FS_MNT/big/dataset.json" ] && run_modes s3-s3fs s3://bench/big/ "$S3FS_MNT/big"
-run_modes http "http://127.0.0.1:$NGINX_PORT/big/"
+want s3 && srv_have_rgw && run_modes s3 s3://bench/big/
+want s3-s3fs && [ -n "$S3FS_MNT" ] && [ -f "$S3FS_MNT/big/dataset.json" ] && run_modes s3-s3fs s3://bench/big/ "$S3FS_MNT/big"
+want http && run_modes http "http://127.0.0.1:$NGINX_PORT/big/"
+[ "${PEER:-1}" = 0 ] && exit 0
+[ -n "$SRV_CPUS" ] && taskset -cp "0-$(( NCPU - 1 ))" $$ >/dev/null   # the peer comparison uses every core
+[ -n "$SRV_CPUS" ] && WORKERS=${PEER_WORKERS:-2}
 
 echo "== decode pipeline vs the PyTorch DataLoader peer (28x28 JPEG, $WORKERS workers, pad 4 + flip)"
 PEER=${PEER:-$ROOT/../shared/peers/torch/loader_bench.py}

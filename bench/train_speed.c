@@ -27,11 +27,11 @@ static double now(void)
 /* --- per-entry profiling: a table whose entries time the wrapped table's ----------------------- */
 enum { P_CONV_F, P_CONV_BD, P_CONV_BW, P_LIN_F, P_LIN_BD, P_LIN_BW, P_BN_F, P_BN_I, P_BN_B, P_RELU_F,
        P_RELU_B, P_MP_F, P_MP_B, P_GAP_F, P_GAP_B, P_ADD, P_BNR_F, P_BNR_B, P_ADDR, P_CONVR_F,
-       P_MPR_B, P_N };
+       P_MPR_B, P_BNAR_F, P_RELU_BA, P_N };
 static const char *const pname[P_N] = {"conv_fwd", "conv_bwd_data", "conv_bwd_weights", "linear_fwd",
     "linear_bwd_data", "linear_bwd_weights", "bn_fwd_train", "bn_fwd_infer", "bn_bwd", "relu_fwd",
     "relu_bwd", "maxpool_fwd", "maxpool_bwd", "gap_fwd", "gap_bwd", "add", "bn_relu_fwd_train", "bn_relu_bwd", "add_relu",
-    "conv_relu_fwd", "maxpool_relu_bwd"};
+    "conv_relu_fwd", "maxpool_relu_bwd", "bn_add_relu_fwd_train", "relu_bwd_add"};
 static double ptime[P_N];
 static unsigned long pcalls[P_N];
 static const baton_nn_kernels *inner;
@@ -40,19 +40,21 @@ static const baton_nn_kernels *inner;
 
 /* convolutions also per geometry: time of forward, backward-data, backward-weights */
 enum { MAX_GEOMS = 32 };
-static struct { baton_nn_conv_geom g; double t[3]; } geoms[MAX_GEOMS];
+static struct { baton_nn_conv_geom g; double t[3]; unsigned long calls[3]; } geoms[MAX_GEOMS];
 static int ngeoms;
-static double *geom_slot(const baton_nn_conv_geom *g, int which)
+static void geom_add(const baton_nn_conv_geom *g, int which, double t)
 {
-    static double spare[3];
-    for (int i = 0; i < ngeoms; i++)
-        if (!memcmp(&geoms[i].g, g, sizeof *g)) return &geoms[i].t[which];
-    if (ngeoms == MAX_GEOMS) return &spare[which];
-    geoms[ngeoms].g = *g;
-    return &geoms[ngeoms++].t[which];
+    int i = 0;
+    while (i < ngeoms && memcmp(&geoms[i].g, g, sizeof *g)) i++;
+    if (i == ngeoms) {
+        if (ngeoms == MAX_GEOMS) return;
+        geoms[ngeoms++].g = *g;
+    }
+    geoms[i].t[which] += t;
+    geoms[i].calls[which]++;
 }
 #define CTIMED(i, which, call) do { double t0_ = now(); call; double d_ = now() - t0_; ptime[i] += d_; \
-                                    pcalls[i]++; *geom_slot(g, which) += d_; } while (0)
+                                    pcalls[i]++; geom_add(g, which, d_); } while (0)
 static void w_conv_fwd(const baton_nn_conv_geom *g, const float *x, const float *w, const float *b, float *y)
 { CTIMED(P_CONV_F, 0, inner->conv_fwd(g, x, w, b, y)); }
 static int w_conv_relu(const baton_nn_conv_geom *g, const float *x, const float *w, const float *b, float *y)
@@ -107,6 +109,19 @@ static int w_bnr_f(int n, int c, int hw, const float *x, const float *g, const f
 {
     int done = 0;
     TIMED(P_BNR_F, done = inner->bn_relu_fwd_train(n, c, hw, x, g, b, eps, y, mean, var));
+    return done;
+}
+static int w_bnar_f(int n, int c, int hw, const float *x, const float *r, const float *g, const float *b, float eps,
+                    float *y, float *mean, float *var)
+{
+    int done = 0;
+    TIMED(P_BNAR_F, done = inner->bn_add_relu_fwd_train(n, c, hw, x, r, g, b, eps, y, mean, var));
+    return done;
+}
+static int w_relu_ba(size_t count, const float *y, const float *dy, const float *dy2, float *dx)
+{
+    int done = 0;
+    TIMED(P_RELU_BA, done = inner->relu_bwd_add(count, y, dy, dy2, dx));
     return done;
 }
 static int w_bnr_b(int n, int c, int hw, const float *x, const float *y, const float *dy, const float *g,
@@ -204,6 +219,8 @@ int main(int argc, char **argv)
     profiled.bn_relu_fwd_train = k->bn_relu_fwd_train ? w_bnr_f : NULL;   /* fused only where it fuses */
     profiled.bn_relu_bwd = k->bn_relu_bwd ? w_bnr_b : NULL;
     profiled.add_relu = k->add_relu ? w_addr : NULL;
+    profiled.bn_add_relu_fwd_train = k->bn_add_relu_fwd_train ? w_bnar_f : NULL;
+    profiled.relu_bwd_add = k->relu_bwd_add ? w_relu_ba : NULL;
     profiled.conv_relu_fwd = k->conv_relu_fwd ? w_conv_relu : NULL;
     profiled.maxpool_relu_bwd = k->maxpool_relu_bwd ? w_mpr_b : NULL;
     profiled.to_plain = k->to_plain;
@@ -264,7 +281,7 @@ int main(int argc, char **argv)
             printf("%-28s %9.2f %9.2f %9.2f  ", name, 1e3 * geoms[i].t[0] / total_steps,
                    1e3 * geoms[i].t[1] / total_steps, 1e3 * geoms[i].t[2] / total_steps);
             for (int j = 0; j < 3; j++)
-                printf(" %6.0f", geoms[i].t[j] > 0 ? fl * total_steps / geoms[i].t[j] / 1e9 : 0);
+                printf(" %6.0f", geoms[i].t[j] > 0 ? fl * (double)geoms[i].calls[j] / geoms[i].t[j] / 1e9 : 0);
             printf("\n");
         }
     }

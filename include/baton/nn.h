@@ -87,12 +87,21 @@ typedef struct baton_nn_kernels {
     int (*bn_relu_bwd)(int n, int c, int hw, const float *x, const float *y, const float *dy,
                        const float *gamma, const float *mean, const float *var, float eps, float *dx,
                        float *dgamma, float *dbeta);
+    /* optional (NULL in the reference table): y = max(0, bn(x) + res) in training — a batch norm, the
+     * residual add after it and the ReLU after that in one call, with the statistics as
+     * bn_fwd_train's; equal to bn_fwd_train then add_relu (bn output as a, res as b). 0: not done
+     * (nothing written), the caller runs those. */
+    int (*bn_add_relu_fwd_train)(int n, int c, int hw, const float *x, const float *res, const float *gamma,
+                                 const float *beta, float eps, float *y, float *mean, float *var);
     /* optional (NULL in the reference table): y = max(0, a + b), the residual add and the ReLU
      * after it in one pass (y may alias a or b); 0: not done, the caller runs add + relu_fwd */
     int (*add_relu)(size_t count, const float *a, const float *b, float *y);
     /* relu; backward uses the forward OUTPUT y (dx = dy where y > 0); dx may alias dy */
     void (*relu_fwd)(size_t count, const float *x, float *y);
     void (*relu_bwd)(size_t count, const float *y, const float *dy, float *dx);
+    /* optional (NULL in the reference table): dx = (dy + dy2) where y > 0 — add, then relu_bwd, in
+     * one pass (dx may alias any input); 0: not done, the caller runs add + relu_bwd */
+    int (*relu_bwd_add)(size_t count, const float *y, const float *dy, const float *dy2, float *dx);
     /* max pooling; ws holds, per output (in the output's storage order), the flat index within
      * its input plane of the chosen element (the first maximum in row-major window order, as
      * PyTorch); only the same table's backward reads it */

@@ -196,6 +196,7 @@ typedef struct job {
     float *y, *dx, *omean, *ovar, *dgamma, *dbeta;
     int relu;                      /* blocked: y = max(0, bn(x)) in forward; dy masked by yr > 0 */
     const float *yr;
+    const float *res;              /* blocked forward with relu: y = max(0, bn(x) + res) */
     /* blocked: images [0, n) cut into `chunks` runs of `per_chunk`; per (block, chunk) partial sums
      * of 16 lanes (two sums in backward) in part; per-channel m, k1/scale, shift/mdy, b in coef */
     int chunks, per_chunk;
@@ -350,9 +351,15 @@ static void blk_item(const job *j, int item)
                 a0 += u * u;
             }
             break;
-        case JOB_B_AFFINE: {   /* y = (x - m) * scale + shift, with the ReLU: max(0, that) */
+        case JOB_B_AFFINE: {   /* y = (x - m) * scale + shift, with the ReLU: max(0, that [+ res]) */
             float *y = (float *)blk_plane(j, j->y, i, cb);
-            if (j->relu)
+            if (j->res) {   /* the bn output rounded to float, then the add, as bn + add_relu do */
+                const float *r = blk_plane(j, j->res, i, cb);
+                for (; p < j->hw; p++) {
+                    const v16 b = (v16load(x + (size_t)p * 16) - m) * k1 + k2;
+                    v16store(y + (size_t)p * 16, v16relu(b + v16load(r + (size_t)p * 16)));
+                }
+            } else if (j->relu)
                 for (; p < j->hw; p++)
                     v16store(y + (size_t)p * 16, v16relu((v16load(x + (size_t)p * 16) - m) * k1 + k2));
             else
@@ -574,10 +581,11 @@ static void blk_phase(job *j, int kind)
 }
 
 static void blk_fwd_train(int n, int c, int hw, const float *x, const float *gamma, const float *beta, float eps,
-                          float *y, float *mean, float *var, float *coef, int relu)
+                          float *y, float *mean, float *var, float *coef, int relu, const float *res)
 {
     double part[BLK_PART_MAX];
-    job j = {.n = n, .c = c, .hw = hw, .eps = eps, .x = x, .y = y, .part = part, .coef = coef, .relu = relu};
+    job j = {.n = n, .c = c, .hw = hw, .eps = eps, .x = x, .y = y, .part = part, .coef = coef, .relu = relu,
+             .res = res};
     blk_plan(&j);
     const double count = (double)n * hw;
     memset(coef, 0, sizeof(float) * 4 * (size_t)c);
@@ -647,7 +655,7 @@ void nn_fast_bn_fwd_train(int n, int c, int hw, const float *x, const float *gam
     if (n <= 0 || c <= 0 || hw <= 0) return;
     if (blk_ok(c, hw)) {
         float coef[4 * (BLK_PART_MAX / 32) * 16];
-        blk_fwd_train(n, c, hw, x, gamma, beta, eps, y, mean, var, coef, 0);
+        blk_fwd_train(n, c, hw, x, gamma, beta, eps, y, mean, var, coef, 0, NULL);
         return;
     }
     job j = {.kind = JOB_TRAIN, .n = n, .c = c, .hw = hw, .eps = eps, .items = c, .x = x, .gamma = gamma,
@@ -690,7 +698,19 @@ int nn_fast_bn_relu_fwd_train(int n, int c, int hw, const float *x, const float 
 {
     if (n <= 0 || c <= 0 || hw <= 0 || !blk_ok(c, hw)) return 0;
     float coef[4 * (BLK_PART_MAX / 32) * 16];
-    blk_fwd_train(n, c, hw, x, gamma, beta, eps, y, mean, var, coef, 1);
+    blk_fwd_train(n, c, hw, x, gamma, beta, eps, y, mean, var, coef, 1, NULL);
+    return 1;
+}
+
+/* Batch norm, then the residual add and the ReLU after it (a resnet block's tail), in training:
+ * y = max(0, bn(x) + res), blocked activations only (0: not done, nothing written). The bn output is
+ * rounded to float before the add, so y equals bn_fwd_train followed by add_relu bit for bit. */
+int nn_fast_bn_add_relu_fwd_train(int n, int c, int hw, const float *x, const float *res, const float *gamma,
+                                  const float *beta, float eps, float *y, float *mean, float *var)
+{
+    if (n <= 0 || c <= 0 || hw <= 0 || !blk_ok(c, hw)) return 0;
+    float coef[4 * (BLK_PART_MAX / 32) * 16];
+    blk_fwd_train(n, c, hw, x, gamma, beta, eps, y, mean, var, coef, 1, res);
     return 1;
 }
 

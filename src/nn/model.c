@@ -274,6 +274,7 @@ static int finalize(baton_nn_model *m, int init_params, baton_err *err)
     memset(m->bufs, 0, sizeof(float) * m->nbuf);
     memset(m->wsa, 0, sizeof(int32_t) * nws);
     m->scratch = m->acts + nact;
+    m->pend = -1;
     for (size_t i = 0; i < m->nslots; i++) {
         m->slots[i].data = m->acts + m->slots[i].off_data;
         m->slots[i].grad = m->acts + m->slots[i].off_grad;
@@ -364,6 +365,57 @@ static void fuse_relus(baton_nn_model *m)
     }
 }
 
+static int slot_users(const baton_nn_model *m, int slot)
+{
+    int users = 0;
+    for (size_t lj = 0; lj < m->nlayers; lj++)
+        users += (m->layers[lj].in == slot) + (m->layers[lj].kind == NN_ADD && m->layers[lj].in2 == slot);
+    return users;
+}
+
+static int producer(const baton_nn_model *m, int slot)
+{
+    for (size_t lj = 0; lj < m->nlayers; lj++)
+        if (m->layers[lj].out == slot) return (int)lj;
+    return -1;
+}
+
+/* Residual adds (after fuse_relus). Forward: a batch norm whose only reader is an add with a fused
+ * ReLU runs inside that add (bn_add_relu_fwd_train), so the batch norm's output is never written.
+ * Backward: the add gives both inputs the same gradient; in's may stay in in2's buffer (alias_in)
+ * instead of being copied when in has no other reader and no layer between in's producer and the
+ * add reads in2 — then nothing changes that buffer before in's producer has read it (backward runs
+ * the layers in reverse, and in2's gradient changes only by its readers' contributions). */
+static void plan_adds(baton_nn_model *m)
+{
+    for (size_t li = 0; li < m->nlayers; li++) {
+        nn_layer *l = &m->layers[li];
+        l->add_next = l->bn_prev = l->bn_res = -1;
+        l->deferred = l->alias_in = 0;
+    }
+    for (size_t ai = 0; ai < m->nlayers; ai++) {
+        nn_layer *a = &m->layers[ai];
+        if (a->kind != NN_ADD) continue;
+        for (int side = 0; side < 2 && a->relu_next >= 0 && m->k->bn_add_relu_fwd_train; side++) {
+            const int s = side ? a->in2 : a->in, p = producer(m, s);
+            nn_layer *b = p >= 0 ? &m->layers[p] : NULL;
+            if (b && b->kind == NN_BN && b->relu_next < 0 && b->add_next < 0 && slot_users(m, s) == 1 &&
+                a->in != a->in2) {
+                a->bn_prev = p;
+                a->bn_res = side ? a->in : a->in2;
+                b->add_next = (int)ai;
+                break;
+            }
+        }
+        const int p = producer(m, a->in);
+        if (a->in == 0 || a->in2 == 0 || a->in == a->in2 || p < 0 || slot_users(m, a->in) != 1) continue;
+        int ok = 1;
+        for (size_t lj = (size_t)p + 1; lj < ai && ok; lj++)
+            ok = m->layers[lj].in != a->in2 && !(m->layers[lj].kind == NN_ADD && m->layers[lj].in2 == a->in2);
+        a->alias_in = ok;
+    }
+}
+
 static int create(const baton_nn_spec *spec, const baton_nn_kernels *kernels, int init_params, baton_nn_model **out,
                   baton_err *err)
 {
@@ -398,6 +450,7 @@ static int create(const baton_nn_spec *spec, const baton_nn_kernels *kernels, in
     }
     m->out_slot = (int)m->nslots - 1;
     fuse_relus(m);
+    plan_adds(m);
     *out = m;
     return BATON_OK;
 }
@@ -434,6 +487,7 @@ void baton_nn_model_set_kernels(baton_nn_model *m, const baton_nn_kernels *k)
 {
     m->k = k ? k : baton_nn_kernels_reference();
     fuse_relus(m);   /* what this table fuses */
+    plan_adds(m);
 }
 void baton_nn_model_set_training(baton_nn_model *m, int training) { m->training = training != 0; }
 size_t baton_nn_model_param_count(const baton_nn_model *m) { return m->param_count; }
@@ -488,6 +542,40 @@ static nn_layer *relu_after(baton_nn_model *m, const nn_layer *l)
     return m->training && l->relu_next >= 0 ? &m->layers[l->relu_next] : NULL;
 }
 
+/* PyTorch: running = (1 - momentum) * running + momentum * batch statistic, with the unbiased
+ * variance for the running estimate */
+static void bn_running_update(baton_nn_model *m, nn_layer *l, int n)
+{
+    const nn_slot *in = &m->slots[l->in];
+    const int hw = in->h * in->w;
+    float *rm = tdata(m, l->trm), *rv = tdata(m, l->trv);
+    const float corr = (float)((double)n * hw / ((double)n * hw - 1.0));
+    for (int c = 0; c < in->c; c++) {
+        rm[c] = (1.0f - NN_BN_MOMENTUM) * rm[c] + NN_BN_MOMENTUM * l->save_mean[c];
+        rv[c] = (1.0f - NN_BN_MOMENTUM) * rv[c] + NN_BN_MOMENTUM * (l->save_var[c] * corr);
+    }
+    ((int64_t *)m->tensors[l->tnbt].data)[0] += 1;
+}
+
+/* A batch norm's training forward (n * hw >= 2, checked by the caller), with the ReLU after it when
+ * that is fused */
+static void bn_forward_train(baton_nn_model *m, nn_layer *l, int n)
+{
+    const baton_nn_kernels *k = m->k;
+    const nn_slot *in = &m->slots[l->in];
+    const int hw = in->h * in->w;
+    nn_layer *r = relu_after(m, l);
+    if (r && k->bn_relu_fwd_train(n, in->c, hw, in->data, tdata(m, l->tw), tdata(m, l->tb), NN_BN_EPS,
+                                  m->slots[r->out].data, l->save_mean, l->save_var)) {
+        r->fused = 1;   /* the ReLU's output is written: skip that layer */
+    } else {
+        if (r) r->fused = 0;
+        k->bn_fwd_train(n, in->c, hw, in->data, tdata(m, l->tw), tdata(m, l->tb), NN_BN_EPS,
+                        m->slots[l->out].data, l->save_mean, l->save_var);
+    }
+    bn_running_update(m, l, n);
+}
+
 int baton_nn_forward(baton_nn_model *m, const float *x, int n, baton_err *err)
 {
     if (n < 1 || n > m->spec.max_batch)
@@ -518,32 +606,19 @@ int baton_nn_forward(baton_nn_model *m, const float *x, int n, baton_err *err)
         }
         case NN_BN: {
             const int hw = in->h * in->w;
-            float *rm = tdata(m, l->trm), *rv = tdata(m, l->trv);
             if (m->training) {
                 if ((size_t)n * hw < 2)
                     return baton_err_set(err, BATON_ERR_ARG,
                                          "model %s: layer %s: batch norm in training needs more than 1 value "
                                          "per channel (batch %d)", m->name, l->name, n);
-                nn_layer *r = relu_after(m, l);
-                if (r && k->bn_relu_fwd_train(n, in->c, hw, in->data, tdata(m, l->tw), tdata(m, l->tb), NN_BN_EPS,
-                                              m->slots[r->out].data, l->save_mean, l->save_var)) {
-                    r->fused = 1;   /* the ReLU's output is written: skip that layer */
-                } else {
-                    if (r) r->fused = 0;
-                    k->bn_fwd_train(n, in->c, hw, in->data, tdata(m, l->tw), tdata(m, l->tb), NN_BN_EPS,
-                                    out->data, l->save_mean, l->save_var);
+                if (l->add_next >= 0) {
+                    l->deferred = 1;   /* runs inside the add after it */
+                    break;
                 }
-                /* PyTorch: running = (1 - momentum) * running + momentum * batch statistic, with the
-                 * unbiased variance for the running estimate */
-                const float corr = (float)((double)n * hw / ((double)n * hw - 1.0));
-                for (int c = 0; c < in->c; c++) {
-                    rm[c] = (1.0f - NN_BN_MOMENTUM) * rm[c] + NN_BN_MOMENTUM * l->save_mean[c];
-                    rv[c] = (1.0f - NN_BN_MOMENTUM) * rv[c] + NN_BN_MOMENTUM * (l->save_var[c] * corr);
-                }
-                ((int64_t *)m->tensors[l->tnbt].data)[0] += 1;
+                bn_forward_train(m, l, n);
             } else {
-                k->bn_fwd_infer(n, in->c, hw, in->data, tdata(m, l->tw), tdata(m, l->tb), rm, rv, NN_BN_EPS,
-                                out->data);
+                k->bn_fwd_infer(n, in->c, hw, in->data, tdata(m, l->tw), tdata(m, l->tb), tdata(m, l->trm),
+                                tdata(m, l->trv), NN_BN_EPS, out->data);
             }
             break;
         }
@@ -575,6 +650,19 @@ int baton_nn_forward(baton_nn_model *m, const float *x, int n, baton_err *err)
             break;
         case NN_ADD: {
             nn_layer *r = relu_after(m, l);
+            if (l->bn_prev >= 0 && m->layers[l->bn_prev].deferred) {
+                nn_layer *b = &m->layers[l->bn_prev];
+                const nn_slot *bi = &m->slots[b->in];
+                b->deferred = 0;
+                if (r && k->bn_add_relu_fwd_train(n, bi->c, bi->h * bi->w, bi->data, m->slots[l->bn_res].data,
+                                                  tdata(m, b->tw), tdata(m, b->tb), NN_BN_EPS,
+                                                  m->slots[r->out].data, b->save_mean, b->save_var)) {
+                    bn_running_update(m, b, n);
+                    r->fused = 1;
+                    break;
+                }
+                bn_forward_train(m, b, n);   /* not fused for this geometry: the batch norm first */
+            }
             if (r && k->add_relu && k->add_relu(count, in->data, m->slots[l->in2].data, m->slots[r->out].data)) {
                 r->fused = 1;
             } else {
@@ -614,12 +702,39 @@ static float *grad_target(baton_nn_model *m, int slot)
     return m->slots[slot].grad_ready ? m->scratch : m->slots[slot].grad;
 }
 
-static void grad_commit(baton_nn_model *m, int slot, size_t count)
+/* d(slot) for reading in backward */
+static const float *grad_of(const nn_slot *s) { return s->galias ? s->galias : s->grad; }
+
+/* Adds a pending contribution (in scratch) to its slot's gradient. */
+static void grad_flush(baton_nn_model *m)
+{
+    if (m->pend < 0) return;
+    nn_slot *s = &m->slots[m->pend];
+    m->k->add(s->per_image * (size_t)m->fwd_n, s->grad, m->scratch, s->grad);
+    m->pend = -1;
+}
+
+/* A contribution to d(slot) was written where grad_target said. A second one stays in scratch,
+ * pending, when the table can add it inside the fused ReLU backward that reads it next
+ * (relu_bwd_add, see keeps_pend); anything else adds it first (grad_flush). */
+static void grad_commit(baton_nn_model *m, int slot)
 {
     nn_slot *s = &m->slots[slot];
-    if (s->grad_ready)
-        m->k->add(count, s->grad, m->scratch, s->grad);
+    if (s->grad_ready) {
+        m->pend = slot;
+        if (!m->k->relu_bwd_add) grad_flush(m);
+    }
     s->grad_ready = 1;
+}
+
+/* Layer l's backward takes the pending contribution as it is: a ReLU run inside the add before it
+ * (its backward is that add's), or that add, when it writes in2's gradient once for both inputs */
+static int keeps_pend(const baton_nn_model *m, const nn_layer *l)
+{
+    if (l->kind == NN_RELU) return l->fused == 1 && l->out == m->pend;
+    if (l->kind != NN_ADD || !l->alias_in || l->relu_next < 0) return 0;
+    const nn_layer *r = &m->layers[l->relu_next];
+    return r->fused == 1 && r->out == m->pend && !m->slots[l->in2].grad_ready;
 }
 
 int baton_nn_backward(baton_nn_model *m, baton_err *err)
@@ -629,37 +744,44 @@ int baton_nn_backward(baton_nn_model *m, baton_err *err)
                              m->name);
     const baton_nn_kernels *k = m->k;
     const int n = m->fwd_n;
-    for (size_t i = 0; i < m->nslots; i++) m->slots[i].grad_ready = 0;
+    for (size_t i = 0; i < m->nslots; i++) {
+        m->slots[i].grad_ready = 0;
+        m->slots[i].galias = NULL;
+    }
     m->slots[m->out_slot].grad_ready = 1;
+    m->pend = -1;
     for (size_t li = m->nlayers; li-- > 0;) {
         nn_layer *l = &m->layers[li];
+        if (m->pend >= 0 && !keeps_pend(m, l)) grad_flush(m);
         nn_slot *in = &m->slots[l->in], *out = &m->slots[l->out];
-        const size_t count = out->per_image * (size_t)n, icount = in->per_image * (size_t)n;
+        const size_t count = out->per_image * (size_t)n;
         if (l->kind == NN_RELU && l->in_pool == 2) {   /* its backward ran inside the pool after it */
             l->in_pool = 1;
             continue;
         }
         if (!out->grad_ready) memset(out->grad, 0, sizeof(float) * count);   /* unused output */
+        const float *dy = grad_of(out);   /* d(this layer's output) */
         const int need_dx = l->in != 0;   /* no gradient for the input images */
         float *dx = need_dx ? grad_target(m, l->in) : NULL;
         switch (l->kind) {
         case NN_CONV: {
             baton_nn_conv_geom g = conv_geom(m, l, n);
-            k->conv_bwd_weights(&g, in->data, out->grad, tgrad(m, l->tw), tgrad(m, l->tb));
-            if (need_dx) k->conv_bwd_data(&g, out->grad, tdata(m, l->tw), dx);
+            k->conv_bwd_weights(&g, in->data, dy, tgrad(m, l->tw), tgrad(m, l->tb));
+            if (need_dx) k->conv_bwd_data(&g, dy, tdata(m, l->tw), dx);
             break;
         }
         case NN_BN: {
             const nn_layer *r = l->relu_next >= 0 ? &m->layers[l->relu_next] : NULL;
             if (r && r->fused) {   /* d(ReLU output) straight into the fused backward */
                 const nn_slot *ro = &m->slots[r->out];
-                if (k->bn_relu_bwd && k->bn_relu_bwd(n, in->c, in->h * in->w, in->data, ro->data, ro->grad, tdata(m, l->tw),
-                                   l->save_mean, l->save_var, NN_BN_EPS, need_dx ? dx : m->scratch,
-                                   tgrad(m, l->tw), tgrad(m, l->tb)))
+                if (k->bn_relu_bwd && k->bn_relu_bwd(n, in->c, in->h * in->w, in->data, ro->data, grad_of(ro),
+                                                     tdata(m, l->tw), l->save_mean, l->save_var, NN_BN_EPS,
+                                                     need_dx ? dx : m->scratch, tgrad(m, l->tw), tgrad(m, l->tb)))
                     break;
-                k->relu_bwd(count, ro->data, ro->grad, out->grad);   /* not fused for this geometry */
+                k->relu_bwd(count, ro->data, grad_of(ro), out->grad);   /* not fused for this geometry */
+                dy = out->grad;
             }
-            k->bn_bwd(n, in->c, in->h * in->w, in->data, out->grad, tdata(m, l->tw), l->save_mean, l->save_var,
+            k->bn_bwd(n, in->c, in->h * in->w, in->data, dy, tdata(m, l->tw), l->save_mean, l->save_var,
                       NN_BN_EPS, need_dx ? dx : m->scratch, tgrad(m, l->tw), tgrad(m, l->tb));
             break;
         }
@@ -668,31 +790,31 @@ int baton_nn_backward(baton_nn_model *m, baton_err *err)
                 m->slots[l->in].grad_ready = 1;
                 continue;
             }
-            if (need_dx) k->relu_bwd(count, out->data, out->grad, dx);
+            if (need_dx) k->relu_bwd(count, out->data, dy, dx);
             break;
         case NN_MAXPOOL:
             if (need_dx) {
                 baton_nn_pool_geom g = pool_geom(m, l, n);
                 if (l->relu_prev >= 0) {   /* straight to d(ReLU input), when the table does it here */
                     nn_layer *r = &m->layers[l->relu_prev];
-                    if (k->maxpool_relu_bwd(&g, out->grad, l->ws, in->data, grad_target(m, r->in))) {
-                        grad_commit(m, r->in, m->slots[r->in].per_image * (size_t)n);
+                    if (k->maxpool_relu_bwd(&g, dy, l->ws, in->data, grad_target(m, r->in))) {
+                        grad_commit(m, r->in);
                         r->in_pool = 2;   /* the ReLU layer skips its backward this time */
                         continue;
                     }
                 }
-                k->maxpool_bwd(&g, out->grad, l->ws, dx);
+                k->maxpool_bwd(&g, dy, l->ws, dx);
             }
             break;
         case NN_GAP:
-            if (need_dx) k->gap_bwd(n, in->c, in->h * in->w, out->grad, dx);
+            if (need_dx) k->gap_bwd(n, in->c, in->h * in->w, dy, dx);
             break;
         case NN_LINEAR: {
             const int flat = flat_now(m, l);   /* l->flat holds the input in NCHW order from forward */
-            k->linear_bwd_weights(n, (int)in->per_image, out->c, flat ? l->flat : in->data, out->grad,
+            k->linear_bwd_weights(n, (int)in->per_image, out->c, flat ? l->flat : in->data, dy,
                                   tgrad(m, l->tw), tgrad(m, l->tb));
             if (need_dx) {
-                k->linear_bwd_data(n, (int)in->per_image, out->c, out->grad, tdata(m, l->tw), flat ? l->flat : dx);
+                k->linear_bwd_data(n, (int)in->per_image, out->c, dy, tdata(m, l->tw), flat ? l->flat : dx);
                 if (flat) k->from_plain(n, in->c, in->h, in->w, l->flat, dx);
             }
             break;
@@ -700,35 +822,49 @@ int baton_nn_backward(baton_nn_model *m, baton_err *err)
         case NN_DROPOUT:
             if (need_dx) {
                 if (l->p > 0.0f)
-                    baton_nn_dropout_bwd(count, l->mask, out->grad, dx);
+                    baton_nn_dropout_bwd(count, l->mask, dy, dx);
                 else
-                    memcpy(dx, out->grad, sizeof(float) * count);
+                    memcpy(dx, dy, sizeof(float) * count);
             }
             break;
         case NN_ADD: {
             /* fused with the ReLU after it: d(sum) = d(ReLU output) where that output is > 0 */
             const nn_layer *r = l->relu_next >= 0 ? &m->layers[l->relu_next] : NULL;
-            const float *g = out->grad;
+            const float *g = dy;
             if (r && r->fused) {
                 const nn_slot *ro = &m->slots[r->out];
+                nn_slot *s2 = &m->slots[l->in2];
+                if (l->alias_in && !s2->grad_ready) {   /* one copy of the gradient, in in2's buffer */
+                    if (m->pend == r->out && k->relu_bwd_add(count, ro->data, grad_of(ro), m->scratch, s2->grad))
+                        m->pend = -1;
+                    else {
+                        grad_flush(m);
+                        k->relu_bwd(count, ro->data, grad_of(ro), s2->grad);
+                    }
+                    s2->grad_ready = 1;
+                    m->slots[l->in].galias = s2->grad;
+                    m->slots[l->in].grad_ready = 1;
+                    continue;
+                }
                 float *first = need_dx ? dx : l->in2 != 0 ? grad_target(m, l->in2) : NULL;
-                if (first) k->relu_bwd(count, ro->data, ro->grad, first);
+                if (first) k->relu_bwd(count, ro->data, grad_of(ro), first);
                 g = first;
             }
             if (need_dx) {
                 if (g != dx) memcpy(dx, g, sizeof(float) * count);
-                grad_commit(m, l->in, icount);
+                grad_commit(m, l->in);
             }
             if (l->in2 != 0) {
                 float *t = grad_target(m, l->in2);
                 if (g != t) memcpy(t, g, sizeof(float) * count);
-                grad_commit(m, l->in2, icount);
+                grad_commit(m, l->in2);
             }
             continue;
         }
         }
-        if (need_dx) grad_commit(m, l->in, icount);
+        if (need_dx) grad_commit(m, l->in);
     }
+    grad_flush(m);
     return BATON_OK;
 }
 

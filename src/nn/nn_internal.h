@@ -31,7 +31,10 @@ int nn_fast_bn_relu_fwd_train(int n, int c, int hw, const float *x, const float 
                               float *y, float *mean, float *var);
 int nn_fast_bn_relu_bwd(int n, int c, int hw, const float *x, const float *y, const float *dy, const float *gamma,
                         const float *mean, const float *var, float eps, float *dx, float *dgamma, float *dbeta);
+int nn_fast_bn_add_relu_fwd_train(int n, int c, int hw, const float *x, const float *res, const float *gamma,
+                                  const float *beta, float eps, float *y, float *mean, float *var);
 int nn_fast_add_relu(size_t count, const float *a, const float *b, float *y);
+int nn_fast_relu_bwd_add(size_t count, const float *y, const float *dy, const float *dy2, float *dx);
 /* max pooling on blocked activations (kern_pool_fast.c): the reference's results, threaded */
 void nn_fast_maxpool_fwd(const baton_nn_pool_geom *g, const float *x, float *y, int32_t *ws);
 void nn_fast_maxpool_bwd(const baton_nn_pool_geom *g, const float *dy, const int32_t *ws, float *dx);
@@ -69,6 +72,8 @@ typedef struct nn_slot {
     size_t off_data, off_grad;/* in the activation arena */
     float *data, *grad;
     int grad_ready;           /* backward: grad holds a value (later contributions are added) */
+    const float *galias;      /* backward: where the gradient is, when not in grad (NULL: grad) — an
+                               * add's input sharing the buffer of the add's other input */
 } nn_slot;
 
 typedef struct nn_tensor {
@@ -105,6 +110,10 @@ typedef struct nn_layer {
                                * pool's in training (-1 none) */
     int in_pool;              /* relu: 1 its backward may run inside the max pool after it (training),
                                * 2 it did in this backward pass */
+    int add_next;             /* bn: the add (with a fused ReLU) its training forward runs inside (-1 none) */
+    int deferred;             /* bn: this forward left it to add_next */
+    int bn_prev, bn_res;      /* add: that batch norm's layer (-1 none) and the add's other input slot */
+    int alias_in;             /* add: in's gradient may share in2's buffer in backward (see plan_adds) */
 } nn_layer;
 
 struct baton_nn_model {
@@ -127,6 +136,8 @@ struct baton_nn_model {
     int64_t *i64;
     int32_t *wsa;
     float *scratch;
+    int pend;                               /* backward: the slot whose latest gradient contribution
+                                             * is still in scratch, not yet added (-1 none) */
     int out_slot;
     int build_err;                          /* sticky builder failure (status) */
     baton_err berr;

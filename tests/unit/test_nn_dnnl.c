@@ -382,6 +382,24 @@ static void bn_case(const char *tag, int n, int c, int hw)
         }
         free(tx);
     }
+    /* batch norm + residual add + ReLU in one call: bit for bit this table's bn_fwd_train, then
+     * add_relu (the bn output as the first addend) */
+    if (D->bn_add_relu_fwd_train && D->add_relu) {
+        float *r = vec(cnt, -1.0f, 1.0f);
+        float *tx = d_in(n, c, hw, 1, x), *tr = d_in(n, c, hw, 1, r), *ty1 = d_in(n, c, hw, 1, y1);
+        float *ty2 = d_in(n, c, hw, 1, y2);
+        int fused = D->bn_add_relu_fwd_train(n, c, hw, tx, tr, g, b, 1e-5f, ty2, m2, v2);
+        if (c % 16 != 0) CHECK_MSG(!fused, "%s bn_add_relu_fwd_train fused an NCHW geometry", tag);
+        if ((c == 16 || c == 32 || c == 64) && hw > 1) CHECK_MSG(fused, "%s bn_add_relu_fwd_train did not fuse", tag);
+        if (fused) {
+            D->bn_fwd_train(n, c, hw, tx, g, b, 1e-5f, ty1, m1, v1);
+            CHECK(D->add_relu(cnt, ty1, tr, ty1) == 1);
+            CHECK_MSG(!memcmp(ty1, ty2, sizeof(float) * cnt), "%s bn_add_relu_fwd_train y differs", tag);
+            CHECK_MSG(!memcmp(m1, m2, sizeof(float) * (size_t)c) && !memcmp(v1, v2, sizeof(float) * (size_t)c),
+                      "%s bn_add_relu_fwd_train statistics differ", tag);
+        }
+        free(r), free(tx), free(tr), free(ty1), free(ty2);
+    }
     /* another epsilon */
     R->bn_fwd_infer(n, c, hw, x, g, b, rm, rv, 1e-3f, y1);
     Dbn_fwd_infer(n, c, hw, x, g, b, rm, rv, 1e-3f, y2);
@@ -406,6 +424,20 @@ static void test_add_relu(void)
         CHECK(D->add_relu(cnt, a, b, a) == 1);   /* in place */
         CHECK_MSG(!memcmp(y1, a, sizeof(float) * cnt), "add_relu in place, %zu elements", cnt);
         free(a), free(b), free(y1), free(y2);
+    }
+    /* its backward with two contributions, dx = (dy + dy2) where y > 0, against add then relu_bwd */
+    for (size_t k = 0; D->relu_bwd_add && k < sizeof sizes / sizeof sizes[0]; k++) {
+        const size_t cnt = sizes[k];
+        float *y = vec(cnt, -1, 1), *dy = vec(cnt, -1, 1), *dy2 = vec(cnt, -1, 1), *s = vec(cnt, 0, 0);
+        float *dx1 = vec(cnt, 0, 0), *dx2 = vec(cnt, 9, 9);
+        for (size_t i = 0; i < cnt; i += 7) y[i] = 0.0f;   /* the ReLU's zeros: masked */
+        R->add(cnt, dy, dy2, s);
+        R->relu_bwd(cnt, y, s, dx1);
+        CHECK(D->relu_bwd_add(cnt, y, dy, dy2, dx2) == 1);
+        CHECK_MSG(!memcmp(dx1, dx2, sizeof(float) * cnt), "relu_bwd_add of %zu elements differs", cnt);
+        CHECK(D->relu_bwd_add(cnt, y, dy, dy2, dy2) == 1);   /* in place */
+        CHECK_MSG(!memcmp(dx1, dy2, sizeof(float) * cnt), "relu_bwd_add in place, %zu elements", cnt);
+        free(y), free(dy), free(dy2), free(s), free(dx1), free(dx2);
     }
 }
 
