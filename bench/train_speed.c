@@ -124,11 +124,11 @@ static int w_relu_ba(size_t count, const float *y, const float *dy, const float 
     TIMED(P_RELU_BA, done = inner->relu_bwd_add(count, y, dy, dy2, dx));
     return done;
 }
-static int w_bnr_b(int n, int c, int hw, const float *x, const float *y, const float *dy, const float *g,
+static int w_bnr_b(int n, int c, int hw, const float *x, const float *dy, const float *g, const float *b,
                    const float *mean, const float *var, float eps, float *dx, float *dg, float *db)
 {
     int done = 0;
-    TIMED(P_BNR_B, done = inner->bn_relu_bwd(n, c, hw, x, y, dy, g, mean, var, eps, dx, dg, db));
+    TIMED(P_BNR_B, done = inner->bn_relu_bwd(n, c, hw, x, dy, g, b, mean, var, eps, dx, dg, db));
     return done;
 }
 

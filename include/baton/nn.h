@@ -79,13 +79,14 @@ typedef struct baton_nn_kernels {
                    const float *mean, const float *var, float eps, float *dx, float *dgamma, float *dbeta);
     /* optional (NULL in the reference table): batch norm fused with the ReLU that follows it, in
      * training. Forward writes y = max(0, bn(x)) (the ReLU's output) and the statistics; backward
-     * takes that y and d(y) and gives what bn_bwd would give for d(bn output) = dy where y > 0.
+     * takes d(y), the same gamma and beta and the statistics forward wrote, and gives what bn_bwd
+     * would give for d(bn output) = dy where y > 0 (it finds where from x, as forward computed y).
      * Each returns 0 for a geometry it does not fuse (nothing written): the caller then runs
      * bn_fwd_train + relu_fwd, or relu_bwd + bn_bwd, the same results within float rounding. */
     int (*bn_relu_fwd_train)(int n, int c, int hw, const float *x, const float *gamma, const float *beta,
                              float eps, float *y, float *mean, float *var);
-    int (*bn_relu_bwd)(int n, int c, int hw, const float *x, const float *y, const float *dy,
-                       const float *gamma, const float *mean, const float *var, float eps, float *dx,
+    int (*bn_relu_bwd)(int n, int c, int hw, const float *x, const float *dy, const float *gamma,
+                       const float *beta, const float *mean, const float *var, float eps, float *dx,
                        float *dgamma, float *dbeta);
     /* optional (NULL in the reference table): y = max(0, bn(x) + res) in training — a batch norm, the
      * residual add after it and the ReLU after that in one call, with the statistics as

@@ -50,6 +50,7 @@
 #define SUM_BLOCK 4096       /* elements summed in float lanes before folding into the double */
 #define MAX_THREADS 16
 #define MIN_PARALLEL 32768   /* fewer elements than this: not worth waking the workers */
+#define COEF_ROWS 6
 
 typedef float vf __attribute__((vector_size(LANES * sizeof(float))));
 
@@ -194,11 +195,12 @@ typedef struct job {
     atomic_int next;               /* the first item no thread has taken yet */
     const float *x, *dy, *gamma, *beta, *mean, *var;
     float *y, *dx, *omean, *ovar, *dgamma, *dbeta;
-    int relu;                      /* blocked: y = max(0, bn(x)) in forward; dy masked by yr > 0 */
-    const float *yr;
+    int relu;                      /* blocked: y = max(0, bn(x)) in forward; in backward dy masked where
+                                    * bn(x) > 0, recomputed from x as the forward computed it */
     const float *res;              /* blocked forward with relu: y = max(0, bn(x) + res) */
     /* blocked: images [0, n) cut into `chunks` runs of `per_chunk`; per (block, chunk) partial sums
-     * of 16 lanes (two sums in backward) in part; per-channel m, k1/scale, shift/mdy, b in coef */
+     * of 16 lanes (two sums in backward) in part; per-channel rows in coef (COEF_ROWS x c): m,
+     * k1/scale, shift/mdy, b, and in backward the forward's scale and shift (for the ReLU mask) */
     int chunks, per_chunk;
     double *part;
     const float *coef;
@@ -330,6 +332,7 @@ static void blk_item(const job *j, int item)
     const float *cf = j->coef + (size_t)cb * 16;   /* coef rows: [4][c] */
     const size_t C = (size_t)j->c;
     const v16 m = v16from(cf), k1 = v16from(cf + C), k2 = v16from(cf + 2 * C), k3 = v16from(cf + 3 * C);
+    const v16 f1 = v16from(cf + 4 * C), f2 = v16from(cf + 5 * C);
     double d0[16] = {0}, d1[16] = {0};
     for (int i = i0; i < i1; i++) {
         const float *x = blk_plane(j, j->x, i, cb);
@@ -366,12 +369,11 @@ static void blk_item(const job *j, int item)
                 for (; p < j->hw; p++) v16store(y + (size_t)p * 16, (v16load(x + (size_t)p * 16) - m) * k1 + k2);
             continue;
         }
-        case JOB_B_BSUM: {     /* sum dy, sum dy * (x - m); dy masked by the ReLU output when fused */
+        case JOB_B_BSUM: {     /* sum dy, sum dy * (x - m); dy masked where the fused ReLU's output > 0 */
             const float *dy = blk_plane(j, j->dy, i, cb);
-            const float *yr = j->yr ? blk_plane(j, j->yr, i, cb) : NULL;
             for (; p < j->hw; p++) {
                 v16 g = v16load(dy + (size_t)p * 16);
-                if (yr) g = v16mask(g, v16load(yr + (size_t)p * 16));
+                if (j->relu) g = v16mask(g, (v16load(x + (size_t)p * 16) - m) * f1 + f2);
                 if (p & 1) {
                     a1 += g;
                     b1 += g * (v16load(x + (size_t)p * 16) - m);
@@ -385,11 +387,11 @@ static void blk_item(const job *j, int item)
         default: {             /* JOB_B_DX: dx = k1 * (dy - mdy - (x - m) * b) */
             const float *dy = blk_plane(j, j->dy, i, cb);
             float *dx = (float *)blk_plane(j, j->dx, i, cb);
-            if (j->yr) {
-                const float *yr = blk_plane(j, j->yr, i, cb);
+            if (j->relu) {
                 for (; p < j->hw; p++) {
-                    const v16 g = v16mask(v16load(dy + (size_t)p * 16), v16load(yr + (size_t)p * 16));
-                    v16store(dx + (size_t)p * 16, k1 * (g - k2 - (v16load(x + (size_t)p * 16) - m) * k3));
+                    const v16 xm = v16load(x + (size_t)p * 16) - m;
+                    const v16 g = v16mask(v16load(dy + (size_t)p * 16), xm * f1 + f2);
+                    v16store(dx + (size_t)p * 16, k1 * (g - k2 - xm * k3));
                 }
             } else {
                 for (; p < j->hw; p++)
@@ -588,7 +590,7 @@ static void blk_fwd_train(int n, int c, int hw, const float *x, const float *gam
              .res = res};
     blk_plan(&j);
     const double count = (double)n * hw;
-    memset(coef, 0, sizeof(float) * 4 * (size_t)c);
+    memset(coef, 0, sizeof(float) * COEF_ROWS * (size_t)c);
     blk_phase(&j, JOB_B_SUM);
     double mu[BLK_PART_MAX / 2];
     for (int ch = 0; ch < c; ch++) {
@@ -623,16 +625,22 @@ static void blk_fwd_infer(int n, int c, int hw, const float *x, const float *gam
     blk_phase(&j, JOB_B_AFFINE);
 }
 
-static void blk_bwd(int n, int c, int hw, const float *x, const float *yr, const float *dy, const float *gamma,
+/* beta != NULL: with the ReLU after the batch norm, whose mask is recomputed from x with the
+ * forward's coefficients and operations (blk_fwd_train: the same m, scale and shift, so the same
+ * bn(x) bit for bit), which saves reading the ReLU's output */
+static void blk_bwd(int n, int c, int hw, const float *x, const float *dy, const float *gamma, const float *beta,
                     const float *mean, const float *var, float eps, float *dx, float *dgamma, float *dbeta, float *coef)
 {
     double part[BLK_PART_MAX];
-    job j = {.n = n, .c = c, .hw = hw, .eps = eps, .x = x, .yr = yr, .dy = dy, .dx = dx, .part = part, .coef = coef};
+    job j = {.n = n, .c = c, .hw = hw, .eps = eps, .x = x, .dy = dy, .dx = dx, .part = part, .coef = coef,
+             .relu = beta != NULL};
     blk_plan(&j);
     const double count = (double)n * hw;
     for (int ch = 0; ch < c; ch++) {
         coef[ch] = mean[ch];
         coef[c + ch] = coef[2 * c + ch] = coef[3 * c + ch] = 0.0f;
+        coef[4 * c + ch] = beta ? 1.0f / sqrtf(var[ch] + eps) * gamma[ch] : 0.0f;   /* as blk_fwd_train */
+        coef[5 * c + ch] = beta ? beta[ch] : 0.0f;
     }
     blk_phase(&j, JOB_B_BSUM);
     for (int ch = 0; ch < c; ch++) {
@@ -654,7 +662,7 @@ void nn_fast_bn_fwd_train(int n, int c, int hw, const float *x, const float *gam
 {
     if (n <= 0 || c <= 0 || hw <= 0) return;
     if (blk_ok(c, hw)) {
-        float coef[4 * (BLK_PART_MAX / 32) * 16];
+        float coef[COEF_ROWS * (BLK_PART_MAX / 32) * 16];
         blk_fwd_train(n, c, hw, x, gamma, beta, eps, y, mean, var, coef, 0, NULL);
         return;
     }
@@ -668,7 +676,7 @@ void nn_fast_bn_fwd_infer(int n, int c, int hw, const float *x, const float *gam
 {
     if (n <= 0 || c <= 0 || hw <= 0) return;
     if (blk_ok(c, hw)) {
-        float coef[4 * (BLK_PART_MAX / 32) * 16];
+        float coef[COEF_ROWS * (BLK_PART_MAX / 32) * 16];
         blk_fwd_infer(n, c, hw, x, gamma, beta, mean, var, eps, y, coef);
         return;
     }
@@ -682,8 +690,8 @@ void nn_fast_bn_bwd(int n, int c, int hw, const float *x, const float *dy, const
 {
     if (n <= 0 || c <= 0 || hw <= 0) return;
     if (blk_ok(c, hw)) {
-        float coef[4 * (BLK_PART_MAX / 32) * 16];
-        blk_bwd(n, c, hw, x, NULL, dy, gamma, mean, var, eps, dx, dgamma, dbeta, coef);
+        float coef[COEF_ROWS * (BLK_PART_MAX / 32) * 16];
+        blk_bwd(n, c, hw, x, dy, gamma, NULL, mean, var, eps, dx, dgamma, dbeta, coef);
         return;
     }
     job j = {.kind = JOB_BWD, .n = n, .c = c, .hw = hw, .eps = eps, .items = c, .x = x, .dy = dy, .gamma = gamma,
@@ -692,12 +700,13 @@ void nn_fast_bn_bwd(int n, int c, int hw, const float *x, const float *dy, const
 }
 
 /* Batch norm fused with the ReLU after it (blocked activations only; 0: not done, the caller runs
- * the two kernels). Forward writes y = max(0, bn(x)); backward takes that y and d(y). */
+ * the two kernels). Forward writes y = max(0, bn(x)); backward takes d(y) and the forward's gamma,
+ * beta and statistics, and finds where y > 0 from x (blk_bwd). */
 int nn_fast_bn_relu_fwd_train(int n, int c, int hw, const float *x, const float *gamma, const float *beta, float eps,
                               float *y, float *mean, float *var)
 {
     if (n <= 0 || c <= 0 || hw <= 0 || !blk_ok(c, hw)) return 0;
-    float coef[4 * (BLK_PART_MAX / 32) * 16];
+    float coef[COEF_ROWS * (BLK_PART_MAX / 32) * 16];
     blk_fwd_train(n, c, hw, x, gamma, beta, eps, y, mean, var, coef, 1, NULL);
     return 1;
 }
@@ -709,16 +718,16 @@ int nn_fast_bn_add_relu_fwd_train(int n, int c, int hw, const float *x, const fl
                                   const float *beta, float eps, float *y, float *mean, float *var)
 {
     if (n <= 0 || c <= 0 || hw <= 0 || !blk_ok(c, hw)) return 0;
-    float coef[4 * (BLK_PART_MAX / 32) * 16];
+    float coef[COEF_ROWS * (BLK_PART_MAX / 32) * 16];
     blk_fwd_train(n, c, hw, x, gamma, beta, eps, y, mean, var, coef, 1, res);
     return 1;
 }
 
-int nn_fast_bn_relu_bwd(int n, int c, int hw, const float *x, const float *y, const float *dy, const float *gamma,
+int nn_fast_bn_relu_bwd(int n, int c, int hw, const float *x, const float *dy, const float *gamma, const float *beta,
                         const float *mean, const float *var, float eps, float *dx, float *dgamma, float *dbeta)
 {
     if (n <= 0 || c <= 0 || hw <= 0 || !blk_ok(c, hw)) return 0;
-    float coef[4 * (BLK_PART_MAX / 32) * 16];
-    blk_bwd(n, c, hw, x, y, dy, gamma, mean, var, eps, dx, dgamma, dbeta, coef);
+    float coef[COEF_ROWS * (BLK_PART_MAX / 32) * 16];
+    blk_bwd(n, c, hw, x, dy, gamma, beta, mean, var, eps, dx, dgamma, dbeta, coef);
     return 1;
 }

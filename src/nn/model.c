@@ -774,8 +774,8 @@ int baton_nn_backward(baton_nn_model *m, baton_err *err)
             const nn_layer *r = l->relu_next >= 0 ? &m->layers[l->relu_next] : NULL;
             if (r && r->fused) {   /* d(ReLU output) straight into the fused backward */
                 const nn_slot *ro = &m->slots[r->out];
-                if (k->bn_relu_bwd && k->bn_relu_bwd(n, in->c, in->h * in->w, in->data, ro->data, grad_of(ro),
-                                                     tdata(m, l->tw), l->save_mean, l->save_var, NN_BN_EPS,
+                if (k->bn_relu_bwd && k->bn_relu_bwd(n, in->c, in->h * in->w, in->data, grad_of(ro), tdata(m, l->tw),
+                                                     tdata(m, l->tb), l->save_mean, l->save_var, NN_BN_EPS,
                                                      need_dx ? dx : m->scratch, tgrad(m, l->tw), tgrad(m, l->tb)))
                     break;
                 k->relu_bwd(count, ro->data, grad_of(ro), out->grad);   /* not fused for this geometry */

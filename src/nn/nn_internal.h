@@ -29,7 +29,7 @@ void nn_fast_bn_bwd(int n, int c, int hw, const float *x, const float *dy, const
                     const float *mean, const float *var, float eps, float *dx, float *dgamma, float *dbeta);
 int nn_fast_bn_relu_fwd_train(int n, int c, int hw, const float *x, const float *gamma, const float *beta, float eps,
                               float *y, float *mean, float *var);
-int nn_fast_bn_relu_bwd(int n, int c, int hw, const float *x, const float *y, const float *dy, const float *gamma,
+int nn_fast_bn_relu_bwd(int n, int c, int hw, const float *x, const float *dy, const float *gamma, const float *beta,
                         const float *mean, const float *var, float eps, float *dx, float *dgamma, float *dbeta);
 int nn_fast_bn_add_relu_fwd_train(int n, int c, int hw, const float *x, const float *res, const float *gamma,
                                   const float *beta, float eps, float *y, float *mean, float *var);

@@ -368,17 +368,19 @@ static void bn_case(const char *tag, int n, int c, int hw)
             CHECK_MSG(close_to(what, y2, y1, cnt, TOL), "%s y", what);
             CHECK_MSG(close_to(what, m2, m1, (size_t)c, TOL), "%s mean", what);
             CHECK_MSG(close_to(what, v2, v1, (size_t)c, TOL), "%s var", what);
+            /* backward from this forward's statistics: it finds where y > 0 from x, as forward did,
+             * so the reference gets this forward's y for its mask */
             float *dm = vec(cnt, 0, 0);   /* d(bn output) = dy where y > 0 */
-            R->relu_bwd(cnt, y1, dy, dm);
-            R->bn_bwd(n, c, hw, x, dm, g, m1, v1, 1e-5f, dx1, dg1, db1);
-            float *ty1 = d_in(n, c, hw, 1, y1), *tdy = d_in(n, c, hw, 1, dy), *tdx = d_in(n, c, hw, 1, dx2);
-            CHECK(D->bn_relu_bwd(n, c, hw, tx, ty1, tdy, g, m1, v1, 1e-5f, tdx, dg2, db2) == 1);
+            R->relu_bwd(cnt, y2, dy, dm);
+            R->bn_bwd(n, c, hw, x, dm, g, m2, v2, 1e-5f, dx1, dg1, db1);
+            float *tdy = d_in(n, c, hw, 1, dy), *tdx = d_in(n, c, hw, 1, dx2);
+            CHECK(D->bn_relu_bwd(n, c, hw, tx, tdy, g, b, m2, v2, 1e-5f, tdx, dg2, db2) == 1);
             d_out(n, c, hw, 1, tdx, dx2);
             snprintf(what, sizeof what, "%s bn_relu_bwd", tag);
             CHECK_MSG(close_to(what, dx2, dx1, cnt, TOL), "%s dx", what);
             CHECK_MSG(close_to(what, dg2, dg1, (size_t)c, TOL), "%s dgamma", what);
             CHECK_MSG(close_to(what, db2, db1, (size_t)c, TOL), "%s dbeta", what);
-            free(dm), free(ty1), free(tdy);
+            free(dm), free(tdy);
         }
         free(tx);
     }
