@@ -17,7 +17,10 @@
  * Blocked: sixteen channels sit in the sixteen lanes of one vector; the images are cut into at
  * most 16 chunks (a function of n, c and hw only), each (channel block, chunk) item sums in float
  * lanes per image and in double across images, and the call adds the items' partials in chunk
- * order; the same passes, each a parallel phase.
+ * order. Training forward reads the activations once for the statistics: per image plane (in
+ * cache) its sum, then its squares about its own mean; the planes combine in double (Chan et al.:
+ * the sum of those squares plus each plane's hw * (plane mean - mean)^2). Each pass is a parallel
+ * phase.
  *
  * Threads: every item (NCHW: a channel, or for inference an [image, channel] plane; blocked: a
  * channel block and image chunk) is computed entirely by one thread, so results are bit-identical
@@ -51,6 +54,7 @@
 #define MAX_THREADS 16
 #define MIN_PARALLEL 32768   /* fewer elements than this: not worth waking the workers */
 #define COEF_ROWS 6
+#define PART_STRIDE 48       /* blocked: doubles of partial sums per item, up to three sums of 16 lanes */
 
 typedef float vf __attribute__((vector_size(LANES * sizeof(float))));
 
@@ -184,7 +188,7 @@ static inline void span_dx(float *restrict dx, const float *restrict x, const fl
 
 enum { JOB_TRAIN, JOB_INFER, JOB_BWD,
        /* blocked activations: the phases of one call, each over (channel block, image chunk) items */
-       JOB_B_SUM, JOB_B_SQ, JOB_B_AFFINE, JOB_B_BSUM, JOB_B_DX };
+       JOB_B_STATS, JOB_B_AFFINE, JOB_B_BSUM, JOB_B_DX };
 
 typedef struct job {
     int kind;
@@ -328,32 +332,45 @@ static void blk_item(const job *j, int item)
 {
     const int cb = item / j->chunks, ch = item % j->chunks;
     const int i0 = ch * j->per_chunk, i1 = i0 + j->per_chunk < j->n ? i0 + j->per_chunk : j->n;
-    double *part = j->part + (size_t)item * 32;
+    double *part = j->part + (size_t)item * PART_STRIDE;
     const float *cf = j->coef + (size_t)cb * 16;   /* coef rows: [4][c] */
     const size_t C = (size_t)j->c;
     const v16 m = v16from(cf), k1 = v16from(cf + C), k2 = v16from(cf + 2 * C), k3 = v16from(cf + 3 * C);
     const v16 f1 = v16from(cf + 4 * C), f2 = v16from(cf + 5 * C);
-    double d0[16] = {0}, d1[16] = {0};
+    double d0[16] = {0}, d1[16] = {0}, d2[16] = {0};
     for (int i = i0; i < i1; i++) {
         const float *x = blk_plane(j, j->x, i, cb);
         v16 a0 = {0}, a1 = {0}, b0 = {0}, b1 = {0};
         int p = 0;
         switch (j->kind) {
-        case JOB_B_SUM:
+        case JOB_B_STATS: {    /* the plane's sum, then squares about its mean while it is in cache */
             for (; p + 2 <= j->hw; p += 2) a0 += v16load(x + (size_t)p * 16), a1 += v16load(x + (size_t)p * 16 + 16);
             for (; p < j->hw; p++) a0 += v16load(x + (size_t)p * 16);
-            break;
-        case JOB_B_SQ:
-            for (; p + 2 <= j->hw; p += 2) {
-                v16 u = v16load(x + (size_t)p * 16) - m, w = v16load(x + (size_t)p * 16 + 16) - m;
-                a0 += u * u;
-                a1 += w * w;
+            const v16 sa = a0 + a1;
+            double mu[16];
+            v16 mf;
+            for (int l = 0; l < 16; l++) {
+                mu[l] = (double)sa[l] / j->hw;
+                mf[l] = (float)mu[l];
+            }
+            for (p = 0; p + 2 <= j->hw; p += 2) {
+                const v16 u = v16load(x + (size_t)p * 16) - mf, w = v16load(x + (size_t)p * 16 + 16) - mf;
+                b0 += u * u;
+                b1 += w * w;
             }
             for (; p < j->hw; p++) {
-                v16 u = v16load(x + (size_t)p * 16) - m;
-                a0 += u * u;
+                const v16 u = v16load(x + (size_t)p * 16) - mf;
+                b0 += u * u;
             }
-            break;
+            const v16 sb = b0 + b1;
+            for (int l = 0; l < 16; l++) {   /* squares about the float mean, less its offset from mu */
+                const double dm = (double)mf[l] - mu[l];
+                d0[l] += sa[l];
+                d1[l] += (double)sb[l] - j->hw * dm * dm;
+                d2[l] += sa[l] * mu[l];
+            }
+            continue;
+        }
         case JOB_B_AFFINE: {   /* y = (x - m) * scale + shift, with the ReLU: max(0, that [+ res]) */
             float *y = (float *)blk_plane(j, j->y, i, cb);
             if (j->res) {   /* the bn output rounded to float, then the add, as bn + add_relu do */
@@ -406,6 +423,7 @@ static void blk_item(const job *j, int item)
     }
     memcpy(part, d0, sizeof d0);
     memcpy(part + 16, d1, sizeof d1);
+    memcpy(part + 32, d2, sizeof d2);
 }
 
 /* Take chunks of items until none is left. Which thread computes an item changes nothing in it. */
@@ -547,7 +565,7 @@ static void run(job *j)
 
 /* ---- blocked calls ---- */
 
-#define BLK_PART_MAX 4096   /* doubles of partial sums on the stack: blocks * chunks * 32 */
+#define BLK_PART_MAX 4096   /* doubles of partial sums on the stack: blocks * chunks * PART_STRIDE */
 
 /* The cut of images into chunks for a blocked call: about 4096 elements per lane and chunk, at most
  * 16 chunks, fewer when the partials would not fit. A function of (n, c, hw) only. */
@@ -557,23 +575,23 @@ static void blk_plan(job *j)
     long want = (long)j->n * j->hw / 4096;
     if (want < 1) want = 1;
     if (want > 16) want = 16;
-    while (want > 1 && (long)cb * want * 32 > BLK_PART_MAX) want--;
+    while (want > 1 && (long)cb * want * PART_STRIDE > BLK_PART_MAX) want--;
     j->per_chunk = (int)((j->n + want - 1) / want);
     j->chunks = (j->n + j->per_chunk - 1) / j->per_chunk;
     j->items = cb * j->chunks;
 }
 
-/* Lane l of channel block cb summed over the chunks, in chunk order; which = 0 or 1 (the second sum). */
+/* Lane l of channel block cb summed over the chunks, in chunk order; which = 0, 1 or 2 (the sum). */
 static double blk_total(const job *j, int cb, int l, int which)
 {
     double t = 0.0;
-    for (int ch = 0; ch < j->chunks; ch++) t += j->part[((size_t)cb * j->chunks + ch) * 32 + (size_t)which * 16 + l];
+    for (int ch = 0; ch < j->chunks; ch++) t += j->part[((size_t)cb * j->chunks + ch) * PART_STRIDE + (size_t)which * 16 + l];
     return t;
 }
 
 static int blk_ok(int c, int hw)
 {
-    return nn_is_blocked(NN_BLOCK, c) && hw > 1 && (size_t)(c / 16) * 32 <= BLK_PART_MAX;
+    return nn_is_blocked(NN_BLOCK, c) && hw > 1 && (size_t)(c / 16) * PART_STRIDE <= BLK_PART_MAX;
 }
 
 static void blk_phase(job *j, int kind)
@@ -591,18 +609,15 @@ static void blk_fwd_train(int n, int c, int hw, const float *x, const float *gam
     blk_plan(&j);
     const double count = (double)n * hw;
     memset(coef, 0, sizeof(float) * COEF_ROWS * (size_t)c);
-    blk_phase(&j, JOB_B_SUM);
-    double mu[BLK_PART_MAX / 2];
+    blk_phase(&j, JOB_B_STATS);
+    /* Chan et al.'s combination of the planes: the squares about each plane's mean, plus each plane's
+     * hw * (plane mean - mean)^2 = sum over planes of s^2 / hw, less count * mean^2 */
     for (int ch = 0; ch < c; ch++) {
-        mu[ch] = blk_total(&j, ch / 16, ch % 16, 0) / count;
-        coef[ch] = (float)mu[ch];
-    }
-    blk_phase(&j, JOB_B_SQ);
-    for (int ch = 0; ch < c; ch++) {
-        const double dm = (double)coef[ch] - mu[ch];
-        double v = blk_total(&j, ch / 16, ch % 16, 0) / count - dm * dm;
+        const int cb = ch / 16, l = ch % 16;
+        const double s = blk_total(&j, cb, l, 0), mu = s / count;
+        double v = (blk_total(&j, cb, l, 1) + (blk_total(&j, cb, l, 2) - s * mu)) / count;
         if (v < 0.0) v = 0.0;
-        mean[ch] = coef[ch];
+        mean[ch] = coef[ch] = (float)mu;
         var[ch] = (float)v;
         coef[c + ch] = 1.0f / sqrtf(var[ch] + eps) * gamma[ch];
         coef[2 * c + ch] = beta[ch];
@@ -662,7 +677,7 @@ void nn_fast_bn_fwd_train(int n, int c, int hw, const float *x, const float *gam
 {
     if (n <= 0 || c <= 0 || hw <= 0) return;
     if (blk_ok(c, hw)) {
-        float coef[COEF_ROWS * (BLK_PART_MAX / 32) * 16];
+        float coef[COEF_ROWS * (BLK_PART_MAX / PART_STRIDE) * 16];
         blk_fwd_train(n, c, hw, x, gamma, beta, eps, y, mean, var, coef, 0, NULL);
         return;
     }
@@ -676,7 +691,7 @@ void nn_fast_bn_fwd_infer(int n, int c, int hw, const float *x, const float *gam
 {
     if (n <= 0 || c <= 0 || hw <= 0) return;
     if (blk_ok(c, hw)) {
-        float coef[COEF_ROWS * (BLK_PART_MAX / 32) * 16];
+        float coef[COEF_ROWS * (BLK_PART_MAX / PART_STRIDE) * 16];
         blk_fwd_infer(n, c, hw, x, gamma, beta, mean, var, eps, y, coef);
         return;
     }
@@ -690,7 +705,7 @@ void nn_fast_bn_bwd(int n, int c, int hw, const float *x, const float *dy, const
 {
     if (n <= 0 || c <= 0 || hw <= 0) return;
     if (blk_ok(c, hw)) {
-        float coef[COEF_ROWS * (BLK_PART_MAX / 32) * 16];
+        float coef[COEF_ROWS * (BLK_PART_MAX / PART_STRIDE) * 16];
         blk_bwd(n, c, hw, x, dy, gamma, NULL, mean, var, eps, dx, dgamma, dbeta, coef);
         return;
     }
@@ -706,7 +721,7 @@ int nn_fast_bn_relu_fwd_train(int n, int c, int hw, const float *x, const float 
                               float *y, float *mean, float *var)
 {
     if (n <= 0 || c <= 0 || hw <= 0 || !blk_ok(c, hw)) return 0;
-    float coef[COEF_ROWS * (BLK_PART_MAX / 32) * 16];
+    float coef[COEF_ROWS * (BLK_PART_MAX / PART_STRIDE) * 16];
     blk_fwd_train(n, c, hw, x, gamma, beta, eps, y, mean, var, coef, 1, NULL);
     return 1;
 }
@@ -718,7 +733,7 @@ int nn_fast_bn_add_relu_fwd_train(int n, int c, int hw, const float *x, const fl
                                   const float *beta, float eps, float *y, float *mean, float *var)
 {
     if (n <= 0 || c <= 0 || hw <= 0 || !blk_ok(c, hw)) return 0;
-    float coef[COEF_ROWS * (BLK_PART_MAX / 32) * 16];
+    float coef[COEF_ROWS * (BLK_PART_MAX / PART_STRIDE) * 16];
     blk_fwd_train(n, c, hw, x, gamma, beta, eps, y, mean, var, coef, 1, res);
     return 1;
 }
@@ -727,7 +742,7 @@ int nn_fast_bn_relu_bwd(int n, int c, int hw, const float *x, const float *dy, c
                         const float *mean, const float *var, float eps, float *dx, float *dgamma, float *dbeta)
 {
     if (n <= 0 || c <= 0 || hw <= 0 || !blk_ok(c, hw)) return 0;
-    float coef[COEF_ROWS * (BLK_PART_MAX / 32) * 16];
+    float coef[COEF_ROWS * (BLK_PART_MAX / PART_STRIDE) * 16];
     blk_bwd(n, c, hw, x, dy, gamma, beta, mean, var, eps, dx, dgamma, dbeta, coef);
     return 1;
 }
