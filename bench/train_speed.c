@@ -27,11 +27,11 @@ static double now(void)
 /* --- per-entry profiling: a table whose entries time the wrapped table's ----------------------- */
 enum { P_CONV_F, P_CONV_BD, P_CONV_BW, P_LIN_F, P_LIN_BD, P_LIN_BW, P_BN_F, P_BN_I, P_BN_B, P_RELU_F,
        P_RELU_B, P_MP_F, P_MP_B, P_GAP_F, P_GAP_B, P_ADD, P_BNR_F, P_BNR_B, P_ADDR, P_CONVR_F,
-       P_MPR_B, P_BNAR_F, P_RELU_BA, P_N };
+       P_MPR_B, P_BNAR_F, P_RELU_BA, P_BNAR_B, P_N };
 static const char *const pname[P_N] = {"conv_fwd", "conv_bwd_data", "conv_bwd_weights", "linear_fwd",
     "linear_bwd_data", "linear_bwd_weights", "bn_fwd_train", "bn_fwd_infer", "bn_bwd", "relu_fwd",
     "relu_bwd", "maxpool_fwd", "maxpool_bwd", "gap_fwd", "gap_bwd", "add", "bn_relu_fwd_train", "bn_relu_bwd", "add_relu",
-    "conv_relu_fwd", "maxpool_relu_bwd", "bn_add_relu_fwd_train", "relu_bwd_add"};
+    "conv_relu_fwd", "maxpool_relu_bwd", "bn_add_relu_fwd_train", "relu_bwd_add", "bn_add_relu_bwd"};
 static double ptime[P_N];
 static unsigned long pcalls[P_N];
 static const baton_nn_kernels *inner;
@@ -116,6 +116,14 @@ static int w_bnar_f(int n, int c, int hw, const float *x, const float *r, const 
 {
     int done = 0;
     TIMED(P_BNAR_F, done = inner->bn_add_relu_fwd_train(n, c, hw, x, r, g, b, eps, y, mean, var));
+    return done;
+}
+static int w_bnar_b(int n, int c, int hw, const float *x, const float *y, const float *dy, const float *dy2,
+                    const float *gm, const float *mean, const float *var, float eps, float *g, float *dx, float *dg,
+                    float *db)
+{
+    int done = 0;
+    TIMED(P_BNAR_B, done = inner->bn_add_relu_bwd(n, c, hw, x, y, dy, dy2, gm, mean, var, eps, g, dx, dg, db));
     return done;
 }
 static int w_relu_ba(size_t count, const float *y, const float *dy, const float *dy2, float *dx)
@@ -221,6 +229,7 @@ int main(int argc, char **argv)
     profiled.add_relu = k->add_relu ? w_addr : NULL;
     profiled.bn_add_relu_fwd_train = k->bn_add_relu_fwd_train ? w_bnar_f : NULL;
     profiled.relu_bwd_add = k->relu_bwd_add ? w_relu_ba : NULL;
+    profiled.bn_add_relu_bwd = k->bn_add_relu_bwd ? w_bnar_b : NULL;
     profiled.conv_relu_fwd = k->conv_relu_fwd ? w_conv_relu : NULL;
     profiled.maxpool_relu_bwd = k->maxpool_relu_bwd ? w_mpr_b : NULL;
     profiled.to_plain = k->to_plain;

@@ -94,6 +94,13 @@ typedef struct baton_nn_kernels {
      * (nothing written), the caller runs those. */
     int (*bn_add_relu_fwd_train)(int n, int c, int hw, const float *x, const float *res, const float *gamma,
                                  const float *beta, float eps, float *y, float *mean, float *var);
+    /* optional (NULL in the reference table): its backward. With y the ReLU's output and d(y) = dy
+     * (+ dy2 when not NULL): g = d(y) where y > 0 (the gradient of both addends), and dx, dgamma,
+     * dbeta as bn_bwd gives them for g. g aliases no input. 0: not done (nothing written), the
+     * caller runs relu_bwd_add (or relu_bwd) and bn_bwd. */
+    int (*bn_add_relu_bwd)(int n, int c, int hw, const float *x, const float *y, const float *dy, const float *dy2,
+                           const float *gamma, const float *mean, const float *var, float eps, float *g, float *dx,
+                           float *dgamma, float *dbeta);
     /* optional (NULL in the reference table): y = max(0, a + b), the residual add and the ReLU
      * after it in one pass (y may alias a or b); 0: not done, the caller runs add + relu_fwd */
     int (*add_relu)(size_t count, const float *a, const float *b, float *y);

@@ -202,6 +202,8 @@ typedef struct job {
     int relu;                      /* blocked: y = max(0, bn(x)) in forward; in backward dy masked where
                                     * bn(x) > 0, recomputed from x as the forward computed it */
     const float *res;              /* blocked forward with relu: y = max(0, bn(x) + res) */
+    const float *yo, *dy2;         /* blocked backward of bn + add + relu: d(bn output) = (dy [+ dy2]) */
+    float *g;                      /* where yo > 0, written to g (the residual input's gradient too) */
     /* blocked: images [0, n) cut into `chunks` runs of `per_chunk`; per (block, chunk) partial sums
      * of 16 lanes (two sums in backward) in part; per-channel rows in coef (COEF_ROWS x c): m,
      * k1/scale, shift/mdy, b, and in backward the forward's scale and shift (for the ReLU mask) */
@@ -388,9 +390,17 @@ static void blk_item(const job *j, int item)
         }
         case JOB_B_BSUM: {     /* sum dy, sum dy * (x - m); dy masked where the fused ReLU's output > 0 */
             const float *dy = blk_plane(j, j->dy, i, cb);
+            const float *yo = j->g ? blk_plane(j, j->yo, i, cb) : NULL;
+            const float *dy2 = j->g && j->dy2 ? blk_plane(j, j->dy2, i, cb) : NULL;
+            float *go = j->g ? (float *)blk_plane(j, j->g, i, cb) : NULL;
             for (; p < j->hw; p++) {
                 v16 g = v16load(dy + (size_t)p * 16);
                 if (j->relu) g = v16mask(g, (v16load(x + (size_t)p * 16) - m) * f1 + f2);
+                if (go) {   /* as relu_bwd_add (or relu_bwd) would give it, then the sums over it */
+                    if (dy2) g += v16load(dy2 + (size_t)p * 16);
+                    g = v16mask(g, v16load(yo + (size_t)p * 16));
+                    v16store(go + (size_t)p * 16, g);
+                }
                 if (p & 1) {
                     a1 += g;
                     b1 += g * (v16load(x + (size_t)p * 16) - m);
@@ -642,13 +652,16 @@ static void blk_fwd_infer(int n, int c, int hw, const float *x, const float *gam
 
 /* beta != NULL: with the ReLU after the batch norm, whose mask is recomputed from x with the
  * forward's coefficients and operations (blk_fwd_train: the same m, scale and shift, so the same
- * bn(x) bit for bit), which saves reading the ReLU's output */
+ * bn(x) bit for bit), which saves reading the ReLU's output. g != NULL: the batch norm's output
+ * went through a residual add and a ReLU with output yo; its gradient is (dy [+ dy2]) where yo > 0,
+ * written to g in the sums' pass and read back by the dx pass. */
 static void blk_bwd(int n, int c, int hw, const float *x, const float *dy, const float *gamma, const float *beta,
-                    const float *mean, const float *var, float eps, float *dx, float *dgamma, float *dbeta, float *coef)
+                    const float *mean, const float *var, float eps, float *dx, float *dgamma, float *dbeta, float *coef,
+                    const float *yo, const float *dy2, float *g)
 {
     double part[BLK_PART_MAX];
     job j = {.n = n, .c = c, .hw = hw, .eps = eps, .x = x, .dy = dy, .dx = dx, .part = part, .coef = coef,
-             .relu = beta != NULL};
+             .relu = beta != NULL, .yo = yo, .dy2 = dy2, .g = g};
     blk_plan(&j);
     const double count = (double)n * hw;
     for (int ch = 0; ch < c; ch++) {
@@ -667,6 +680,7 @@ static void blk_bwd(int n, int c, int hw, const float *x, const float *dy, const
         coef[2 * c + ch] = (float)(gdy / count);
         coef[3 * c + ch] = invstd * (float)(gdyx / count);
     }
+    if (g) j.dy = g;
     blk_phase(&j, JOB_B_DX);
 }
 
@@ -706,7 +720,7 @@ void nn_fast_bn_bwd(int n, int c, int hw, const float *x, const float *dy, const
     if (n <= 0 || c <= 0 || hw <= 0) return;
     if (blk_ok(c, hw)) {
         float coef[COEF_ROWS * (BLK_PART_MAX / PART_STRIDE) * 16];
-        blk_bwd(n, c, hw, x, dy, gamma, NULL, mean, var, eps, dx, dgamma, dbeta, coef);
+        blk_bwd(n, c, hw, x, dy, gamma, NULL, mean, var, eps, dx, dgamma, dbeta, coef, NULL, NULL, NULL);
         return;
     }
     job j = {.kind = JOB_BWD, .n = n, .c = c, .hw = hw, .eps = eps, .items = c, .x = x, .dy = dy, .gamma = gamma,
@@ -743,6 +757,20 @@ int nn_fast_bn_relu_bwd(int n, int c, int hw, const float *x, const float *dy, c
 {
     if (n <= 0 || c <= 0 || hw <= 0 || !blk_ok(c, hw)) return 0;
     float coef[COEF_ROWS * (BLK_PART_MAX / PART_STRIDE) * 16];
-    blk_bwd(n, c, hw, x, dy, gamma, beta, mean, var, eps, dx, dgamma, dbeta, coef);
+    blk_bwd(n, c, hw, x, dy, gamma, beta, mean, var, eps, dx, dgamma, dbeta, coef, NULL, NULL, NULL);
+    return 1;
+}
+
+/* The backward of bn_add_relu_fwd_train (blocked only; 0: not done, nothing written): d(y) = dy
+ * (+ dy2 when not NULL); g = that where y > 0, the gradient of both addends, written out; dx,
+ * dgamma, dbeta the batch norm's backward of g. The same results as relu_bwd_add (or relu_bwd), then
+ * bn_bwd, bit for bit when dy2 is given. g may not alias any input. */
+int nn_fast_bn_add_relu_bwd(int n, int c, int hw, const float *x, const float *y, const float *dy, const float *dy2,
+                            const float *gamma, const float *mean, const float *var, float eps, float *g, float *dx,
+                            float *dgamma, float *dbeta)
+{
+    if (n <= 0 || c <= 0 || hw <= 0 || !blk_ok(c, hw)) return 0;
+    float coef[COEF_ROWS * (BLK_PART_MAX / PART_STRIDE) * 16];
+    blk_bwd(n, c, hw, x, dy, gamma, NULL, mean, var, eps, dx, dgamma, dbeta, coef, y, dy2, g);
     return 1;
 }

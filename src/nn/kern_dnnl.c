@@ -689,6 +689,7 @@ static const baton_nn_kernels dnnl_table = {
     .bn_relu_fwd_train = nn_fast_bn_relu_fwd_train,
     .bn_relu_bwd = nn_fast_bn_relu_bwd,
     .bn_add_relu_fwd_train = nn_fast_bn_add_relu_fwd_train,
+    .bn_add_relu_bwd = nn_fast_bn_add_relu_bwd,
     .add_relu = nn_fast_add_relu,
     .relu_fwd = d_relu_fwd,
     .relu_bwd = d_relu_bwd,

@@ -650,7 +650,7 @@ int baton_nn_forward(baton_nn_model *m, const float *x, int n, baton_err *err)
             break;
         case NN_ADD: {
             nn_layer *r = relu_after(m, l);
-            if (l->bn_prev >= 0 && m->layers[l->bn_prev].deferred) {
+            if (l->bn_prev >= 0 && m->layers[l->bn_prev].deferred == 1) {
                 nn_layer *b = &m->layers[l->bn_prev];
                 const nn_slot *bi = &m->slots[b->in];
                 b->deferred = 0;
@@ -759,6 +759,10 @@ int baton_nn_backward(baton_nn_model *m, baton_err *err)
             l->in_pool = 1;
             continue;
         }
+        if (l->kind == NN_BN && l->deferred == 2) {   /* and this one inside the add after it */
+            l->deferred = 0;
+            continue;
+        }
         if (!out->grad_ready) memset(out->grad, 0, sizeof(float) * count);   /* unused output */
         const float *dy = grad_of(out);   /* d(this layer's output) */
         const int need_dx = l->in != 0;   /* no gradient for the input images */
@@ -834,6 +838,23 @@ int baton_nn_backward(baton_nn_model *m, baton_err *err)
             if (r && r->fused) {
                 const nn_slot *ro = &m->slots[r->out];
                 nn_slot *s2 = &m->slots[l->in2];
+                if (l->alias_in && !s2->grad_ready && l->bn_prev >= 0) {   /* and the batch norm's backward */
+                    nn_layer *b = &m->layers[l->bn_prev];
+                    const nn_slot *bi = &m->slots[b->in];
+                    const float *d2 = m->pend == r->out ? m->scratch : NULL;
+                    if (!bi->grad_ready && k->bn_add_relu_bwd &&
+                        k->bn_add_relu_bwd(n, bi->c, bi->h * bi->w, bi->data, ro->data, grad_of(ro), d2,
+                                           tdata(m, b->tw), b->save_mean, b->save_var, NN_BN_EPS, s2->grad,
+                                           m->slots[b->in].grad, tgrad(m, b->tw), tgrad(m, b->tb))) {
+                        if (d2) m->pend = -1;
+                        s2->grad_ready = 1;
+                        m->slots[l->in].galias = s2->grad;
+                        m->slots[l->in].grad_ready = 1;
+                        grad_commit(m, b->in);
+                        b->deferred = 2;
+                        continue;
+                    }
+                }
                 if (l->alias_in && !s2->grad_ready) {   /* one copy of the gradient, in in2's buffer */
                     if (m->pend == r->out && k->relu_bwd_add(count, ro->data, grad_of(ro), m->scratch, s2->grad))
                         m->pend = -1;

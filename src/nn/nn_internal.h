@@ -33,6 +33,9 @@ int nn_fast_bn_relu_bwd(int n, int c, int hw, const float *x, const float *dy, c
                         const float *mean, const float *var, float eps, float *dx, float *dgamma, float *dbeta);
 int nn_fast_bn_add_relu_fwd_train(int n, int c, int hw, const float *x, const float *res, const float *gamma,
                                   const float *beta, float eps, float *y, float *mean, float *var);
+int nn_fast_bn_add_relu_bwd(int n, int c, int hw, const float *x, const float *y, const float *dy, const float *dy2,
+                            const float *gamma, const float *mean, const float *var, float eps, float *g, float *dx,
+                            float *dgamma, float *dbeta);
 int nn_fast_add_relu(size_t count, const float *a, const float *b, float *y);
 int nn_fast_relu_bwd_add(size_t count, const float *y, const float *dy, const float *dy2, float *dx);
 /* max pooling on blocked activations (kern_pool_fast.c): the reference's results, threaded */
@@ -111,7 +114,8 @@ typedef struct nn_layer {
     int in_pool;              /* relu: 1 its backward may run inside the max pool after it (training),
                                * 2 it did in this backward pass */
     int add_next;             /* bn: the add (with a fused ReLU) its training forward runs inside (-1 none) */
-    int deferred;             /* bn: this forward left it to add_next */
+    int deferred;             /* bn: this forward left it to add_next; backward: 2 when this backward
+                               * pass ran it inside add_next's */
     int bn_prev, bn_res;      /* add: that batch norm's layer (-1 none) and the add's other input slot */
     int alias_in;             /* add: in's gradient may share in2's buffer in backward (see plan_adds) */
 } nn_layer;

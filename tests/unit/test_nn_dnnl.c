@@ -400,6 +400,31 @@ static void bn_case(const char *tag, int n, int c, int hw)
             CHECK_MSG(!memcmp(m1, m2, sizeof(float) * (size_t)c) && !memcmp(v1, v2, sizeof(float) * (size_t)c),
                       "%s bn_add_relu_fwd_train statistics differ", tag);
         }
+        /* its backward: bit for bit relu_bwd_add then bn_bwd of this table; without a second
+         * contribution, the reference's relu_bwd then bn_bwd within rounding */
+        if (fused && D->bn_add_relu_bwd && D->relu_bwd_add) {
+            float *d2 = vec(cnt, -1.0f, 1.0f), *tdy = d_in(n, c, hw, 1, dy), *td2 = d_in(n, c, hw, 1, d2);
+            float *g1 = vec(cnt, 0, 0), *g2 = vec(cnt, 7, 7), *tdx1 = vec(cnt, 0, 0), *tdx2 = vec(cnt, 7, 7);
+            CHECK(D->relu_bwd_add(cnt, ty2, tdy, td2, g1) == 1);
+            D->bn_bwd(n, c, hw, tx, g1, g, m2, v2, 1e-5f, tdx1, dg1, db1);
+            CHECK(D->bn_add_relu_bwd(n, c, hw, tx, ty2, tdy, td2, g, m2, v2, 1e-5f, g2, tdx2, dg2, db2) == 1);
+            CHECK_MSG(!memcmp(g1, g2, sizeof(float) * cnt) && !memcmp(tdx1, tdx2, sizeof(float) * cnt) &&
+                      !memcmp(dg1, dg2, sizeof(float) * (size_t)c) && !memcmp(db1, db2, sizeof(float) * (size_t)c),
+                      "%s bn_add_relu_bwd differs from relu_bwd_add + bn_bwd", tag);
+            float *yp = vec(cnt, 0, 0), *dm = vec(cnt, 0, 0);
+            D->to_plain(n, c, hw, 1, ty2, yp);
+            R->relu_bwd(cnt, yp, dy, dm);
+            R->bn_bwd(n, c, hw, x, dm, g, m2, v2, 1e-5f, dx1, dg1, db1);
+            CHECK(D->bn_add_relu_bwd(n, c, hw, tx, ty2, tdy, NULL, g, m2, v2, 1e-5f, g2, tdx2, dg2, db2) == 1);
+            D->to_plain(n, c, hw, 1, tdx2, dx2);
+            D->to_plain(n, c, hw, 1, g2, yp);
+            snprintf(what, sizeof what, "%s bn_add_relu_bwd", tag);
+            CHECK_MSG(close_to(what, yp, dm, cnt, TOL), "%s g", what);
+            CHECK_MSG(close_to(what, dx2, dx1, cnt, TOL), "%s dx", what);
+            CHECK_MSG(close_to(what, dg2, dg1, (size_t)c, TOL), "%s dgamma", what);
+            CHECK_MSG(close_to(what, db2, db1, (size_t)c, TOL), "%s dbeta", what);
+            free(d2), free(tdy), free(td2), free(g1), free(g2), free(tdx1), free(tdx2), free(yp), free(dm);
+        }
         free(r), free(tx), free(tr), free(ty1), free(ty2);
     }
     /* another epsilon */
