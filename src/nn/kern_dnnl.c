@@ -16,7 +16,8 @@
  * activations to NCHW order first).
  *
  * Which entries are oneDNN: convolution (forward — also with the ReLU after it as a post-op —,
- * backward data, backward weights; Winograd or direct by use_winograd's fixed rule), inner product
+ * backward data — for some stride-1 geometries as a forward convolution with flipped weights —,
+ * backward weights; Winograd or direct by use_winograd's fixed rule), inner product
  * (the same three), relu (forward, backward from the output) and add (binary). Batch normalisation
  * is kern_bn_fast.c's (oneDNN 2.6 has only a slow generic kernel for plain NCHW batch norm, which
  * made it over a third of a resnet training step; the blocked kernels there are as simple). Max
@@ -523,8 +524,36 @@ static int d_conv_relu_fwd(const baton_nn_conv_geom *g, const float *x, const fl
     return dispatch(&k, p);
 }
 
+/* Backward-data of a stride-1 convolution is a forward convolution: dx = conv(dy, w'),
+ * w'[i][o][a][b] = w[o][i][K-1-a][K-1-b], padding K-1-pad. Used where oneDNN's forward kernel
+ * measured faster than its backward-data one: 16 channels in and out (one channel block; resnet's
+ * first stage), "same" padding — 5-7 % per call (min of 30, bench/RESULTS.md §4f). At 32 and 64
+ * channels the two are equal, and for lenet's conv2 (32 -> 64, no padding) the forward form was
+ * slower, so those keep backward-data. The weights are flipped on the stack per call (16x16x3x3). */
+#define FLIP_MAX (16 * 16 * 9)
+
+static int bwd_data_by_fwd(const baton_nn_conv_geom *g)
+{
+    return g->stride == 1 && g->kh == g->kw && 2 * g->pad == g->kh - 1 && g->ic == 16 && g->oc == 16 &&
+           (size_t)g->oc * g->ic * g->kh * g->kw <= FLIP_MAX;
+}
+
 static void d_conv_bwd_data(const baton_nn_conv_geom *g, const float *dy, const float *w, float *dx)
 {
+    if (bwd_data_by_fwd(g)) {
+        float wf[FLIP_MAX];
+        const int K = g->kh;
+        for (int o = 0; o < g->oc; o++)
+            for (int i = 0; i < g->ic; i++)
+                for (int a = 0; a < K; a++)
+                    for (int b = 0; b < K; b++)
+                        wf[(((size_t)i * g->oc + o) * K + a) * K + b] =
+                            w[(((size_t)o * g->ic + i) * K + (K - 1 - a)) * K + (K - 1 - b)];
+        const baton_nn_conv_geom t = {.n = g->n, .ic = g->oc, .ih = g->oh, .iw = g->ow, .oc = g->ic, .kh = K,
+                                      .kw = K, .stride = 1, .pad = K - 1 - g->pad, .oh = g->ih, .ow = g->iw};
+        d_conv_fwd(&t, dy, wf, NULL, dx);
+        return;
+    }
     pkey k = conv_key(OP_CONV_BWD_DATA, g, 0);
     void *p[3] = {P(dy), P(w), dx};
     if (!dispatch(&k, p)) ref_conv(OP_CONV_BWD_DATA, g, dy, w, NULL, dx, NULL);
