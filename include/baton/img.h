@@ -237,6 +237,8 @@ typedef struct baton_bench_io_opts {
     baton_store_opts store;
     baton_fetch_opts fetch;
     baton_pipeline_opts pipe;
+    int no_decode;                /* the data path alone: records read in epoch order, not decoded
+                                   * (samples/s and CPU seconds of the reading only) */
     int progress;
 } baton_bench_io_opts;
 
@@ -250,6 +252,7 @@ typedef struct baton_bench_io_result {
      * when it runs on the same machine, is not counted) */
     double launch_cpu_s, epoch_cpu_s[BATON_BENCH_MAX_EPOCHS];
     uint64_t epochs, samples, bytes_read, retries;
+    uint32_t digest;              /* no_decode: CRC32C over every record read (keeps the reads) */
 } baton_bench_io_result;
 
 int baton_bench_io_run(const baton_bench_io_opts *o, baton_io_mode mode, baton_bench_io_result *r,

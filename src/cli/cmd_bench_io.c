@@ -1,4 +1,5 @@
-/* cmd_bench_io.c — `baton bench-io`: each input mode through the full decode pipeline; prints the
+/* cmd_bench_io.c — `baton bench-io`: each input mode through the full decode pipeline (or, with
+ * --no-decode, the data path alone); prints the
  * seed's table (launch time, samples/s, epoch times, N-epoch total), one JSON line per mode with
  * --json, and an SVG chart of cumulative time against epochs. */
 #include "baton/img.h"
@@ -30,6 +31,7 @@ int cmd_bench_io(int argc, char **argv)
         {"batch", CLI_INT, &batch, "batch size (default 128)"},
         {"crop-pad", CLI_INT, &pad, "random crop padding (default 2)"},
         {"no-flip", CLI_FLAG, &noflip, "no random horizontal flip"},
+        {"no-decode", CLI_FLAG, &o.no_decode, "the data path alone: records read in order, not decoded"},
         {"layout", CLI_STR, &layout, "nchw (default) | nhwc"},
         {"seed", CLI_U64, &o.seed, "order and augmentation seed"},
         {"s3-endpoint", CLI_STR, &o.store.s3_endpoint, "S3 endpoint (else AWS_ENDPOINT_URL)"},

@@ -1,7 +1,9 @@
 /* benchio.c — one input mode measured end to end through the decode pipeline (the seed's table:
- * launch time, samples/s, epoch times, N-epoch total). The local copy of file and cache mode is
- * made fresh for each run (its folder is emptied first), so every mode starts cold on the store
- * side; the page cache is whatever it is (a mounted file system usually has a warm cache too). */
+ * launch time, samples/s, epoch times, N-epoch total), or with no_decode through the data path
+ * alone (every record's bytes read once — a CRC32C, as a decoder would touch them — and dropped:
+ * what reading costs, without the decoders' time). The local copy of file and cache mode is made fresh for each run (its folder is emptied
+ * first), so every mode starts cold on the store side; the page cache is whatever it is (a mounted
+ * file system usually has a warm cache too). */
 #include "baton/img.h"
 
 #include <errno.h>
@@ -60,8 +62,8 @@ int baton_bench_io_run(const baton_bench_io_opts *o, baton_io_mode mode, baton_b
     int rc = baton_loader_open(&lo, &l, err);
     if (rc) return rc;
     r->open_s = baton_now() - t0;
-    baton_pipeline *p = baton_pipeline_open(l, &o->pipe, err);
-    if (!p) {
+    baton_pipeline *p = NULL;
+    if (!o->no_decode && !(p = baton_pipeline_open(l, &o->pipe, err))) {
         baton_loader_close(l);
         return err->code;
     }
@@ -72,8 +74,9 @@ int baton_bench_io_run(const baton_bench_io_opts *o, baton_io_mode mode, baton_b
     if (o->progress) baton_progress_start(&prog, label, per_epoch * o->epochs);
     double last = 0, last_cpu = 0;
     while (r->epochs < o->epochs) {
-        baton_batch *b;
-        rc = baton_pipeline_next(p, &b, err);
+        baton_batch *b = NULL;
+        baton_record rec;
+        rc = p ? baton_pipeline_next(p, &b, err) : baton_loader_next(l, &rec, err);
         if (rc == BATON_END) {
             double now = baton_now(), cpu = cpu_now();
             r->epoch_cpu_s[r->epochs] = cpu - last_cpu;
@@ -89,14 +92,19 @@ int baton_bench_io_run(const baton_bench_io_opts *o, baton_io_mode mode, baton_b
             r->launch_s = last - t0;
             r->launch_cpu_s = last_cpu - c0;
         }
-        r->samples += b->n;
-        baton_pipeline_release(p, b);
+        if (p) {
+            r->samples += b->n;
+            baton_pipeline_release(p, b);
+        } else {
+            r->samples++;
+            r->digest = baton_crc32c(r->digest, rec.data, rec.len);
+        }
         if (o->progress) baton_progress_update(&prog, r->samples);
     }
     if (o->progress) baton_progress_finish(&prog);
     r->total_s = baton_now() - t0;
     if (rc == BATON_END) rc = BATON_OK;
-    baton_pipeline_close(p);
+    if (p) baton_pipeline_close(p);
     baton_loader_stats st;
     baton_loader_get_stats(l, &st);
     r->bytes_read = st.bytes_read;

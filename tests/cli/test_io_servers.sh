@@ -41,6 +41,11 @@ for log in "$T"/hp.log "$T"/sp.log; do
     check '[ "$drops" -gt 10 ] && [ "$fails" -gt 10 ]' "$log: too few faults injected ($drops drops, $fails 500s)"
 done
 
+# the data path alone (--no-decode): every mode reads every record of every epoch
+n=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["samples"])' "$T/ds/dataset.json")
+$BATON bench-io --data "http://127.0.0.1:$NGINX_PORT/ds/" --mount-path "$T/ds" --mode all --epochs 2 --no-decode \
+    --json --quiet --work-dir "$T/w" --svg "$T/nd.svg" >"$T/nd.json" 2>"$T/nd.err" || bad "bench-io --no-decode: $(cat "$T/nd.err")"
+check "[ \$(grep -c '\"samples\":$((2 * n)),' \"$T/nd.json\") -eq 4 ]" "bench-io --no-decode: $(cat "$T/nd.json")"
 # server down: a closed port fails fast and names host:port
 srv_port DEAD
 t0=$SECONDS
