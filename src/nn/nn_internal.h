@@ -148,6 +148,9 @@ struct baton_nn_model {
     baton_rng rng;                          /* dropout stream */
 };
 
+/* fuse.c: the fusion plan for the model's table (training), into the layers' fields */
+void nn_plan_fusions(baton_nn_model *m);
+
 /* builder (model.c); each returns the new slot id, or -1 after recording a failure in m->berr */
 int nn_b_input(baton_nn_model *m, int c, int h, int w);
 int nn_b_conv(baton_nn_model *m, const char *name, int in, int oc, int k, int stride, int pad, int bias);
