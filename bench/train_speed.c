@@ -30,8 +30,8 @@ enum { P_CONV_F, P_CONV_BD, P_CONV_BW, P_LIN_F, P_LIN_BD, P_LIN_BW, P_BN_F, P_BN
        P_MPR_B, P_BNAR_F, P_RELU_BA, P_BNAR_B, P_N };
 static const char *const pname[P_N] = {"conv_fwd", "conv_bwd_data", "conv_bwd_weights", "linear_fwd",
     "linear_bwd_data", "linear_bwd_weights", "bn_fwd_train", "bn_fwd_infer", "bn_bwd", "relu_fwd",
-    "relu_bwd", "maxpool_fwd", "maxpool_bwd", "gap_fwd", "gap_bwd", "add", "bn_relu_fwd_train", "bn_relu_bwd", "add_relu",
-    "conv_relu_fwd", "maxpool_relu_bwd", "bn_add_relu_fwd_train", "relu_bwd_add", "bn_add_relu_bwd"};
+    "relu_bwd", "maxpool_fwd", "maxpool_bwd", "gap_fwd", "gap_bwd", "add", "bn_relu_fwd_train", "bn_relu_bwd",
+    "add_relu", "conv_relu_fwd", "maxpool_relu_bwd", "bn_add_relu_fwd_train", "relu_bwd_add", "bn_add_relu_bwd"};
 static double ptime[P_N];
 static unsigned long pcalls[P_N];
 static const baton_nn_kernels *inner;

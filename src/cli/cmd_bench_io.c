@@ -1,7 +1,7 @@
 /* cmd_bench_io.c — `baton bench-io`: each input mode through the full decode pipeline (or, with
- * --no-decode, the data path alone); prints the
- * seed's table (launch time, samples/s, epoch times, N-epoch total), one JSON line per mode with
- * --json, and an SVG chart of cumulative time against epochs. */
+ * --no-decode, the data path alone); prints the seed's table (launch time, samples/s, epoch times,
+ * N-epoch total), one JSON line per mode with --json, and an SVG chart of cumulative time against
+ * epochs. */
 #include "baton/img.h"
 #include "cli.h"
 

@@ -1,9 +1,9 @@
 /* benchio.c — one input mode measured end to end through the decode pipeline (the seed's table:
  * launch time, samples/s, epoch times, N-epoch total), or with no_decode through the data path
  * alone (every record's bytes read once — a CRC32C, as a decoder would touch them — and dropped:
- * what reading costs, without the decoders' time). The local copy of file and cache mode is made fresh for each run (its folder is emptied
- * first), so every mode starts cold on the store side; the page cache is whatever it is (a mounted
- * file system usually has a warm cache too). */
+ * what reading costs, without the decoders' time). The local copy of file and cache mode is made
+ * fresh for each run (its folder is emptied first), so every mode starts cold on the store side;
+ * the page cache is whatever it is (a mounted file system usually has a warm cache too). */
 #include "baton/img.h"
 
 #include <errno.h>

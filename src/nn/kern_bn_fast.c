@@ -595,7 +595,8 @@ static void blk_plan(job *j)
 static double blk_total(const job *j, int cb, int l, int which)
 {
     double t = 0.0;
-    for (int ch = 0; ch < j->chunks; ch++) t += j->part[((size_t)cb * j->chunks + ch) * PART_STRIDE + (size_t)which * 16 + l];
+    for (int ch = 0; ch < j->chunks; ch++)
+        t += j->part[((size_t)cb * j->chunks + ch) * PART_STRIDE + (size_t)which * 16 + l];
     return t;
 }
 
