@@ -23,13 +23,31 @@
 # (taskset; s3fs, a client, runs on baton's cores): the store then takes no CPU from the decoders,
 # as when it is another machine, and every mode gets the same cores — mount mode leaves the
 # server's core idle. Without SPLIT the servers and the decoders share every core.
+# SHAPE="QDISC" (root) runs the whole script in a new network namespace whose loopback gets
+# `tc qdisc add dev lo root QDISC`: "netem delay 10ms rate 1gbit" is a remote store 20 ms away at
+# 1 Gbit/s; where the kernel has no netem (sch_netem), "tbf rate 1gbit burst 256kb latency 100ms"
+# limits the bandwidth alone. Every request crosses the shaped loopback; the local folder that
+# mount mode reads does not. Over S3 the gateway's own traffic to its OSD crosses it too, so SHAPE
+# is meant for the HTTP source (SOURCES=http).
 # With the defaults (3 epochs, 3 rounds) a source takes about 25 minutes on 2 cores.
 #   bench/io.sh [EPOCHS]      env: SIZE, WORKERS (2; with SPLIT the cores left to baton), ROUNDS (3),
 #                             OUT, KEEP=1 keeps the scratch folder, DATA=DIR packs the datasets into
 #                             DIR once and reuses them, SOURCES (default "s3 s3-s3fs http"),
-#                             PEER=0 skips the DataLoader comparison
+#                             PEER=0 skips the DataLoader comparison, SPLIT=1, SHAPE
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ -n "${SHAPE:-}" ] && [ -z "${BATON_IO_NETNS:-}" ]; then
+    NS=baton-io-$$
+    ip netns add "$NS" || { echo "SHAPE needs root and ip netns" >&2; exit 2; }
+    trap 'ip netns del "$NS" 2>/dev/null' EXIT
+    ip netns exec "$NS" ip link set lo up
+    # shellcheck disable=SC2086  # the qdisc and its options are words
+    ip netns exec "$NS" tc qdisc add dev lo root $SHAPE || { echo "tc qdisc add dev lo root $SHAPE failed" >&2; exit 2; }
+    echo "== in network namespace $NS, loopback shaped: $SHAPE"
+    rc=0
+    BATON_IO_NETNS=1 ip netns exec "$NS" "$0" "$@" || rc=$?
+    exit $rc
+fi
 ROOT=$(pwd)
 BATON=${BATON:-$ROOT/build/baton}
 EPOCHS=${1:-3}
@@ -71,12 +89,14 @@ echo "$(du -sh "$W/big" | cut -f1) in $(ls "$W/big" | grep -c '\.rec$') shards"
 
 [ -n "$SRV_CPUS" ] && taskset -cp "$SRV_CPUS" $$ >/dev/null   # the servers inherit this core
 srv_nginx "$W"
-srv_have_rgw && srv_rgw
+USE_RGW=0
+if srv_have_rgw && { want s3 || want s3-s3fs; }; then USE_RGW=1; fi
+[ "$USE_RGW" = 1 ] && srv_rgw
 if [ -n "$SRV_CPUS" ]; then
     taskset -cp "$BATON_CPUS" $$ >/dev/null
     echo "servers on core $SRV_CPUS, baton on cores $BATON_CPUS ($WORKERS workers)"
 fi
-if srv_have_rgw; then
+if [ "$USE_RGW" = 1 ]; then
     $BATON push "$W/big" s3://bench/big --create-bucket --quiet >/dev/null
     if command -v s3fs >/dev/null && [ -e /dev/fuse ]; then
         printf '%s:%s\n' "$AWS_ACCESS_KEY_ID" "$AWS_SECRET_ACCESS_KEY" >"$SRV/s3fs.pass"
@@ -177,10 +197,10 @@ for m in ("pipe", "mount"):
     print(f"{m:6} median epoch {e:7.3f} s ({gb / e:6.2f} GB/s), CPU {c:6.3f} s per epoch ({c / gb:.3f} CPU-s per GB)")
 PY
 }
-want s3 && srv_have_rgw && run_modes s3 s3://bench/big/
+want s3 && [ "$USE_RGW" = 1 ] && run_modes s3 s3://bench/big/
 want s3-s3fs && [ -n "$S3FS_MNT" ] && [ -f "$S3FS_MNT/big/dataset.json" ] && run_modes s3-s3fs s3://bench/big/ "$S3FS_MNT/big"
 want http && run_modes http "http://127.0.0.1:$NGINX_PORT/big/"
-want s3 && srv_have_rgw && datapath s3 s3://bench/big/
+want s3 && [ "$USE_RGW" = 1 ] && datapath s3 s3://bench/big/
 want http && datapath http "http://127.0.0.1:$NGINX_PORT/big/"
 [ "${PEER:-1}" = 0 ] && exit 0
 [ -n "$SRV_CPUS" ] && taskset -cp "0-$(( NCPU - 1 ))" $$ >/dev/null   # the peer comparison uses every core
