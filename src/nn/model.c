@@ -739,33 +739,27 @@ int baton_nn_backward(baton_nn_model *m, baton_err *err)
             if (r && r->fused) {
                 const nn_slot *ro = &m->slots[r->out];
                 nn_slot *s2 = &m->slots[l->in2];
-                if (l->alias_in && !s2->grad_ready && l->bn_prev >= 0) {   /* and the batch norm's backward */
-                    nn_layer *b = &m->layers[l->bn_prev];
-                    const nn_slot *bi = &m->slots[b->in];
-                    const float *d2 = m->pend == r->out ? m->scratch : NULL;
-                    if (!bi->grad_ready && k->bn_add_relu_bwd &&
+                if (l->alias_in && !s2->grad_ready) {   /* one copy of the gradient, in in2's buffer */
+                    const float *d2 = m->pend == r->out ? m->scratch : NULL;   /* a pending contribution */
+                    nn_layer *b = l->bn_prev >= 0 ? &m->layers[l->bn_prev] : NULL;
+                    const nn_slot *bi = b ? &m->slots[b->in] : NULL;
+                    if (b && !bi->grad_ready && k->bn_add_relu_bwd &&
                         k->bn_add_relu_bwd(n, bi->c, bi->h * bi->w, bi->data, ro->data, grad_of(ro), d2,
                                            tdata(m, b->tw), b->save_mean, b->save_var, NN_BN_EPS, s2->grad,
-                                           m->slots[b->in].grad, tgrad(m, b->tw), tgrad(m, b->tb))) {
+                                           m->slots[b->in].grad, tgrad(m, b->tw), tgrad(m, b->tb)))
+                        b->deferred = 2;   /* and the batch norm's backward: skipped when reached */
+                    else
+                        b = NULL;
+                    if (b || (d2 && k->relu_bwd_add(count, ro->data, grad_of(ro), d2, s2->grad))) {
                         if (d2) m->pend = -1;
-                        s2->grad_ready = 1;
-                        m->slots[l->in].galias = s2->grad;
-                        m->slots[l->in].grad_ready = 1;
-                        grad_commit(m, b->in);
-                        b->deferred = 2;
-                        continue;
-                    }
-                }
-                if (l->alias_in && !s2->grad_ready) {   /* one copy of the gradient, in in2's buffer */
-                    if (m->pend == r->out && k->relu_bwd_add(count, ro->data, grad_of(ro), m->scratch, s2->grad))
-                        m->pend = -1;
-                    else {
+                    } else {
                         grad_flush(m);
                         k->relu_bwd(count, ro->data, grad_of(ro), s2->grad);
                     }
                     s2->grad_ready = 1;
                     m->slots[l->in].galias = s2->grad;
                     m->slots[l->in].grad_ready = 1;
+                    if (b) grad_commit(m, b->in);
                     continue;
                 }
                 float *first = need_dx ? dx : l->in2 != 0 ? grad_target(m, l->in2) : NULL;
