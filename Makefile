@@ -59,6 +59,7 @@ $(BUILD)/obj/%.o: %.c
 $(BUILD)/obj/src/nn/kern_bn_fast.o: ALL_CFLAGS += -fopenmp
 $(BUILD)/obj/src/nn/kern_eltwise_fast.o: ALL_CFLAGS += -fopenmp
 $(BUILD)/obj/src/nn/kern_pool_fast.o: ALL_CFLAGS += -fopenmp
+$(BUILD)/obj/src/nn/kern_conv_fast.o: ALL_CFLAGS += -fopenmp
 $(BUILD)/obj/src/nn/optim.o: ALL_CFLAGS += -fopenmp
 
 $(LIB): $(LIB_OBJ)

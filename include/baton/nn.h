@@ -61,6 +61,12 @@ typedef struct baton_nn_kernels {
     /* optional (NULL in the reference table): y = max(0, conv(x)), a convolution and the ReLU after
      * it in one pass; 0: not done (nothing written), the caller runs conv_fwd + relu_fwd */
     int (*conv_relu_fwd)(const baton_nn_conv_geom *g, const float *x, const float *w, const float *b, float *y);
+    /* optional (NULL in the reference table): y = conv(x), and the batch mean and biased variance
+     * of y per output channel exactly as bn_fwd_train (and its fused forms) would compute them from
+     * y — for a convolution whose only reader is a batch norm in training, which then normalises
+     * with bn_apply_train. 0: not done (nothing written), the caller runs conv_fwd. */
+    int (*conv_bn_stats_fwd)(const baton_nn_conv_geom *g, const float *x, const float *w, const float *b,
+                             float *y, float *mean, float *var);
     void (*conv_bwd_data)(const baton_nn_conv_geom *g, const float *dy, const float *w, float *dx);
     void (*conv_bwd_weights)(const baton_nn_conv_geom *g, const float *x, const float *dy, float *dw,
                              float *db);
@@ -94,6 +100,12 @@ typedef struct baton_nn_kernels {
      * (nothing written), the caller runs those. */
     int (*bn_add_relu_fwd_train)(int n, int c, int hw, const float *x, const float *res, const float *gamma,
                                  const float *beta, float eps, float *y, float *mean, float *var);
+    /* optional (NULL in the reference table): a training batch norm's normalisation with batch
+     * statistics already taken (conv_bn_stats_fwd's): y = bn(x); with relu max(0, bn(x)); with res
+     * not NULL max(0, bn(x) + res) — what bn_fwd_train, bn_relu_fwd_train and
+     * bn_add_relu_fwd_train write for those statistics, bit for bit. 0: not done (nothing written). */
+    int (*bn_apply_train)(int n, int c, int hw, const float *x, const float *res, int relu, const float *gamma,
+                          const float *beta, float eps, const float *mean, const float *var, float *y);
     /* optional (NULL in the reference table): its backward. With y the ReLU's output and d(y) = dy
      * (+ dy2 when not NULL): g = d(y) where y > 0 (the gradient of both addends), and dx, dgamma,
      * dbeta as bn_bwd gives them for g. g aliases no input. 0: not done (nothing written), the

@@ -1,8 +1,9 @@
 /* fuse.c — which layers of a model run fused in training, for the model's kernel table: a ReLU
  * with the layer before it (batch norm, residual add, convolution) or inside the max pool after it,
- * a batch norm inside the residual add after it, and an add's two input gradients in one buffer.
+ * a batch norm inside the residual add after it, an add's two input gradients in one buffer, and
+ * a batch norm's statistics taken by the convolution before it.
  * The plan lives in the layers' fields (nn_internal.h: relu_next, fused, relu_prev, in_pool,
- * add_next, bn_prev, bn_res, alias_in); model.c's forward and backward follow it, and fall back to
+ * add_next, bn_prev, bn_res, alias_in, bn_next); model.c's forward and backward follow it, and fall back to
  * the separate kernels where a fused entry declines a geometry at run time.
  *
  * Contract: nn_plan_fusions is called when a model is created and whenever its table changes; it
@@ -104,8 +105,25 @@ static void plan_adds(baton_nn_model *m)
     }
 }
 
+/* Batch-norm statistics taken by the convolution before (training forward): a convolution whose
+ * output's only reader is a batch norm right after it writes that output and its per-channel sums
+ * in one pass (conv_bn_stats_fwd); the batch norm (alone or inside its ReLU or add) then only
+ * normalises (bn_apply_train). */
+static void plan_conv_stats(baton_nn_model *m)
+{
+    for (size_t li = 0; li < m->nlayers; li++) {
+        m->layers[li].bn_next = -1;
+        m->layers[li].stats_ready = 0;
+    }
+    if (!m->k->conv_bn_stats_fwd || !m->k->bn_apply_train) return;
+    for (size_t li = 0; li + 1 < m->nlayers; li++)
+        if (m->layers[li].kind == NN_CONV && m->layers[li + 1].kind == NN_BN && only_user(m, li))
+            m->layers[li].bn_next = (int)li + 1;
+}
+
 void nn_plan_fusions(baton_nn_model *m)
 {
     fuse_relus(m);
     plan_adds(m);
+    plan_conv_stats(m);
 }

@@ -324,6 +324,41 @@ static inline const float *blk_plane(const job *j, const float *base, int img, i
     return base + ((size_t)img * (j->c / 16) + cb) * (size_t)j->hw * 16;
 }
 
+/* One image plane's share of the blocked statistics, per lane: its sum s, its squares about its
+ * own mean mu (about the float mean, less hw * (float mean - mu)^2), and s * mu — the three sums
+ * that blk_fwd_train adds in double over the planes of a chunk. Also what a convolution that writes
+ * the plane computes while the plane is in cache (nn_fast_bn_plane_stats), so the same code. */
+static inline void plane_stats(const float *x, int hw, double pd[3][16])
+{
+    v16 a0 = {0}, a1 = {0}, b0 = {0}, b1 = {0};
+    int p = 0;
+    for (; p + 2 <= hw; p += 2) a0 += v16load(x + (size_t)p * 16), a1 += v16load(x + (size_t)p * 16 + 16);
+    for (; p < hw; p++) a0 += v16load(x + (size_t)p * 16);
+    const v16 sa = a0 + a1;
+    double mu[16];
+    v16 mf;
+    for (int l = 0; l < 16; l++) {
+        mu[l] = (double)sa[l] / hw;
+        mf[l] = (float)mu[l];
+    }
+    for (p = 0; p + 2 <= hw; p += 2) {
+        const v16 u = v16load(x + (size_t)p * 16) - mf, w = v16load(x + (size_t)p * 16 + 16) - mf;
+        b0 += u * u;
+        b1 += w * w;
+    }
+    for (; p < hw; p++) {
+        const v16 u = v16load(x + (size_t)p * 16) - mf;
+        b0 += u * u;
+    }
+    const v16 sb = b0 + b1;
+    for (int l = 0; l < 16; l++) {
+        const double dm = (double)mf[l] - mu[l];
+        pd[0][l] = sa[l];
+        pd[1][l] = (double)sb[l] - hw * dm * dm;
+        pd[2][l] = sa[l] * mu[l];
+    }
+}
+
 /* Built twice, for AVX-512 and for baseline x86-64; the loader picks one for the CPU it runs on
  * (GCC's target_clones, an ifunc). With AVX-512 a v16 is one register instead of four SSE ones:
  * the blocked batch norm phases took ~40 % less time in resnet20 (train_speed --profile). */
@@ -346,31 +381,9 @@ static void blk_item(const job *j, int item)
         int p = 0;
         switch (j->kind) {
         case JOB_B_STATS: {    /* the plane's sum, then squares about its mean while it is in cache */
-            for (; p + 2 <= j->hw; p += 2) a0 += v16load(x + (size_t)p * 16), a1 += v16load(x + (size_t)p * 16 + 16);
-            for (; p < j->hw; p++) a0 += v16load(x + (size_t)p * 16);
-            const v16 sa = a0 + a1;
-            double mu[16];
-            v16 mf;
-            for (int l = 0; l < 16; l++) {
-                mu[l] = (double)sa[l] / j->hw;
-                mf[l] = (float)mu[l];
-            }
-            for (p = 0; p + 2 <= j->hw; p += 2) {
-                const v16 u = v16load(x + (size_t)p * 16) - mf, w = v16load(x + (size_t)p * 16 + 16) - mf;
-                b0 += u * u;
-                b1 += w * w;
-            }
-            for (; p < j->hw; p++) {
-                const v16 u = v16load(x + (size_t)p * 16) - mf;
-                b0 += u * u;
-            }
-            const v16 sb = b0 + b1;
-            for (int l = 0; l < 16; l++) {   /* squares about the float mean, less its offset from mu */
-                const double dm = (double)mf[l] - mu[l];
-                d0[l] += sa[l];
-                d1[l] += (double)sb[l] - j->hw * dm * dm;
-                d2[l] += sa[l] * mu[l];
-            }
+            double pd[3][16];
+            plane_stats(x, j->hw, pd);
+            for (int l = 0; l < 16; l++) d0[l] += pd[0][l], d1[l] += pd[1][l], d2[l] += pd[2][l];
             continue;
         }
         case JOB_B_AFFINE: {   /* y = (x - m) * scale + shift, with the ReLU: max(0, that [+ res]) */
@@ -611,6 +624,34 @@ static void blk_phase(job *j, int kind)
     run(j);
 }
 
+/* The batch statistics from the items' partial sums (Chan et al.'s combination of the planes: the
+ * squares about each plane's mean, plus each plane's hw * (plane mean - mean)^2 = sum over planes
+ * of s^2 / hw, less count * mean^2) */
+static void blk_stats_finish(const job *j, float *mean, float *var)
+{
+    const double count = (double)j->n * j->hw;
+    for (int ch = 0; ch < j->c; ch++) {
+        const int cb = ch / 16, l = ch % 16;
+        const double s = blk_total(j, cb, l, 0), mu = s / count;
+        double v = (blk_total(j, cb, l, 1) + (blk_total(j, cb, l, 2) - s * mu)) / count;
+        if (v < 0.0) v = 0.0;
+        mean[ch] = (float)mu;
+        var[ch] = (float)v;
+    }
+}
+
+/* the forward's coefficient rows from the statistics: m, scale, shift (the other rows zero) */
+static void blk_fwd_coef(int c, const float *gamma, const float *beta, float eps, const float *mean,
+                         const float *var, float *coef)
+{
+    memset(coef, 0, sizeof(float) * COEF_ROWS * (size_t)c);
+    for (int ch = 0; ch < c; ch++) {
+        coef[ch] = mean[ch];
+        coef[c + ch] = 1.0f / sqrtf(var[ch] + eps) * gamma[ch];
+        coef[2 * c + ch] = beta[ch];
+    }
+}
+
 static void blk_fwd_train(int n, int c, int hw, const float *x, const float *gamma, const float *beta, float eps,
                           float *y, float *mean, float *var, float *coef, int relu, const float *res)
 {
@@ -618,21 +659,9 @@ static void blk_fwd_train(int n, int c, int hw, const float *x, const float *gam
     job j = {.n = n, .c = c, .hw = hw, .eps = eps, .x = x, .y = y, .part = part, .coef = coef, .relu = relu,
              .res = res};
     blk_plan(&j);
-    const double count = (double)n * hw;
-    memset(coef, 0, sizeof(float) * COEF_ROWS * (size_t)c);
     blk_phase(&j, JOB_B_STATS);
-    /* Chan et al.'s combination of the planes: the squares about each plane's mean, plus each plane's
-     * hw * (plane mean - mean)^2 = sum over planes of s^2 / hw, less count * mean^2 */
-    for (int ch = 0; ch < c; ch++) {
-        const int cb = ch / 16, l = ch % 16;
-        const double s = blk_total(&j, cb, l, 0), mu = s / count;
-        double v = (blk_total(&j, cb, l, 1) + (blk_total(&j, cb, l, 2) - s * mu)) / count;
-        if (v < 0.0) v = 0.0;
-        mean[ch] = coef[ch] = (float)mu;
-        var[ch] = (float)v;
-        coef[c + ch] = 1.0f / sqrtf(var[ch] + eps) * gamma[ch];
-        coef[2 * c + ch] = beta[ch];
-    }
+    blk_stats_finish(&j, mean, var);
+    blk_fwd_coef(c, gamma, beta, eps, mean, var, coef);
     blk_phase(&j, JOB_B_AFFINE);
 }
 
@@ -773,5 +802,64 @@ int nn_fast_bn_add_relu_bwd(int n, int c, int hw, const float *x, const float *y
     if (n <= 0 || c <= 0 || hw <= 0 || !blk_ok(c, hw)) return 0;
     float coef[COEF_ROWS * (BLK_PART_MAX / PART_STRIDE) * 16];
     blk_bwd(n, c, hw, x, dy, gamma, NULL, mean, var, eps, dx, dgamma, dbeta, coef, y, dy2, g);
+    return 1;
+}
+
+/* ---- statistics taken by the convolution that writes the activations ---- */
+
+/* One plane's partial sums d[3][16] as blk_fwd_train's statistics phase computes them (the plane
+ * x [hw][16] of one image and channel block) — for a convolution that writes the plane and sums it
+ * while it is in cache (kern_conv_fast.c). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx512f", "default")))
+#endif
+void nn_fast_bn_plane_stats(const float *x, int hw, double *d)
+{
+    double pd[3][16];
+    plane_stats(x, hw, pd);
+    memcpy(d, pd, sizeof pd);
+}
+
+/* Batch mean and biased variance from the planes' partial sums planes[n][c/16][48] (as
+ * nn_fast_bn_plane_stats wrote them), added up exactly as bn_fwd_train adds its own: the same
+ * values bit for bit. 0: not a blocked geometry this file handles (nothing written). */
+int nn_fast_bn_stats_ok(int c, int hw) { return c > 0 && blk_ok(c, hw); }
+
+int nn_fast_bn_stats_from_planes(int n, int c, int hw, const double *planes, float *mean, float *var)
+{
+    if (n <= 0 || c <= 0 || !blk_ok(c, hw)) return 0;
+    double part[BLK_PART_MAX];
+    job j = {.n = n, .c = c, .hw = hw, .part = part};
+    blk_plan(&j);
+    const int cbs = c / 16;
+    for (int item = 0; item < j.items; item++) {   /* blk_item's order: images of a chunk in turn */
+        const int cb = item / j.chunks, ch = item % j.chunks;
+        const int i0 = ch * j.per_chunk, i1 = i0 + j.per_chunk < n ? i0 + j.per_chunk : n;
+        double d[48] = {0};
+        for (int i = i0; i < i1; i++) {
+            const double *pd = planes + ((size_t)i * cbs + cb) * 48;
+            for (int k = 0; k < 48; k++) d[k] += pd[k];
+        }
+        memcpy(part + (size_t)item * PART_STRIDE, d, sizeof d);
+    }
+    blk_stats_finish(&j, mean, var);
+    return 1;
+}
+
+/* The training forward's normalisation with batch statistics already taken (mean, var as
+ * bn_fwd_train returns them): y = bn(x), or max(0, bn(x)) (relu), or max(0, bn(x) + res) (res not
+ * NULL) — what bn_fwd_train, bn_relu_fwd_train and bn_add_relu_fwd_train write, bit for bit.
+ * Blocked only; 0: not done. */
+int nn_fast_bn_apply_train(int n, int c, int hw, const float *x, const float *res, int relu, const float *gamma,
+                           const float *beta, float eps, const float *mean, const float *var, float *y)
+{
+    if (n <= 0 || c <= 0 || hw <= 0 || !blk_ok(c, hw)) return 0;
+    float coef[COEF_ROWS * (BLK_PART_MAX / PART_STRIDE) * 16];
+    double part[BLK_PART_MAX];
+    job j = {.n = n, .c = c, .hw = hw, .eps = eps, .x = x, .y = y, .part = part, .coef = coef,
+             .relu = relu || res, .res = res};
+    blk_plan(&j);
+    blk_fwd_coef(c, gamma, beta, eps, mean, var, coef);
+    blk_phase(&j, JOB_B_AFFINE);
     return 1;
 }

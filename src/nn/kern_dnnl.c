@@ -507,8 +507,20 @@ static void ref_conv(int op, const baton_nn_conv_geom *g, const float *a, const 
     free(py);
 }
 
+/* kern_conv_fast.c's direct kernel where it is usable (measured faster than oneDNN there):
+ * y = conv(x) (+ b) (then max(0, .)); 0: not usable, nothing written */
+static int fast_conv(const baton_nn_conv_geom *g, const float *x, const float *w, const float *b, int relu, float *y)
+{
+    if (!nn_fast_conv3_usable(g)) return 0;
+    float wp[NN_FAST_CONV_PACK_MAX];
+    nn_fast_conv3_pack(g, w, 0, wp);
+    nn_fast_conv3_run(g->n, g->ic, g->oc, g->oh, g->ow, x, wp, b, relu, y, NULL);
+    return 1;
+}
+
 static void d_conv_fwd(const baton_nn_conv_geom *g, const float *x, const float *w, const float *b, float *y)
 {
+    if (fast_conv(g, x, w, b, 0, y)) return;
     pkey k = conv_key(OP_CONV_FWD, g, b != NULL);
     void *p[4] = {P(x), P(w), y, P(b)};
     if (!dispatch(&k, p)) ref_conv(OP_CONV_FWD, g, x, w, b, y, NULL);
@@ -518,6 +530,7 @@ static void d_conv_fwd(const baton_nn_conv_geom *g, const float *x, const float 
  * training). 0 when oneDNN refused it: nothing written, the caller runs conv_fwd and relu_fwd. */
 static int d_conv_relu_fwd(const baton_nn_conv_geom *g, const float *x, const float *w, const float *b, float *y)
 {
+    if (fast_conv(g, x, w, b, 1, y)) return 1;
     pkey k = conv_key(OP_CONV_FWD, g, b != NULL);
     k.v[13] = 1;
     void *p[4] = {P(x), P(w), y, P(b)};
@@ -540,6 +553,12 @@ static int bwd_data_by_fwd(const baton_nn_conv_geom *g)
 
 static void d_conv_bwd_data(const baton_nn_conv_geom *g, const float *dy, const float *w, float *dx)
 {
+    if (nn_fast_conv3_usable(g)) {   /* stride 1, padding 1: dx = conv(dy, flipped w), padding 1 */
+        float wp[NN_FAST_CONV_PACK_MAX];
+        nn_fast_conv3_pack(g, w, 1, wp);
+        nn_fast_conv3_run(g->n, g->oc, g->ic, g->ih, g->iw, dy, wp, NULL, 0, dx, NULL);
+        return;
+    }
     if (bwd_data_by_fwd(g)) {
         float wf[FLIP_MAX];
         const int K = g->kh;
@@ -707,6 +726,7 @@ static const baton_nn_kernels dnnl_table = {
     .from_plain = nn_blk_from_plain,
     .conv_fwd = d_conv_fwd,
     .conv_relu_fwd = d_conv_relu_fwd,
+    .conv_bn_stats_fwd = nn_fast_conv3_bn_fwd,
     .conv_bwd_data = d_conv_bwd_data,
     .conv_bwd_weights = d_conv_bwd_weights,
     .linear_fwd = d_linear_fwd,
@@ -718,6 +738,7 @@ static const baton_nn_kernels dnnl_table = {
     .bn_relu_fwd_train = nn_fast_bn_relu_fwd_train,
     .bn_relu_bwd = nn_fast_bn_relu_bwd,
     .bn_add_relu_fwd_train = nn_fast_bn_add_relu_fwd_train,
+    .bn_apply_train = nn_fast_bn_apply_train,
     .bn_add_relu_bwd = nn_fast_bn_add_relu_bwd,
     .add_relu = nn_fast_add_relu,
     .relu_fwd = d_relu_fwd,

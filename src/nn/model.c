@@ -466,8 +466,13 @@ static void bn_forward_train(baton_nn_model *m, nn_layer *l, int n)
     const nn_slot *in = &m->slots[l->in];
     const int hw = in->h * in->w;
     nn_layer *r = relu_after(m, l);
-    if (r && k->bn_relu_fwd_train(n, in->c, hw, in->data, tdata(m, l->tw), tdata(m, l->tb), NN_BN_EPS,
-                                  m->slots[r->out].data, l->save_mean, l->save_var)) {
+    const int ready = l->stats_ready;
+    l->stats_ready = 0;
+    if (ready && k->bn_apply_train(n, in->c, hw, in->data, NULL, r != NULL, tdata(m, l->tw), tdata(m, l->tb),
+                                   NN_BN_EPS, l->save_mean, l->save_var, m->slots[r ? r->out : l->out].data)) {
+        if (r) r->fused = 1;
+    } else if (r && k->bn_relu_fwd_train(n, in->c, hw, in->data, tdata(m, l->tw), tdata(m, l->tb), NN_BN_EPS,
+                                         m->slots[r->out].data, l->save_mean, l->save_var)) {
         r->fused = 1;   /* the ReLU's output is written: skip that layer */
     } else {
         if (r) r->fused = 0;
@@ -497,6 +502,13 @@ int baton_nn_forward(baton_nn_model *m, const float *x, int n, baton_err *err)
         case NN_CONV: {
             baton_nn_conv_geom g = conv_geom(m, l, n);
             nn_layer *r = relu_after(m, l);
+            if (m->training && l->bn_next >= 0) {
+                nn_layer *b = &m->layers[l->bn_next];
+                b->stats_ready = n * out->h * out->w >= 2 &&
+                                 k->conv_bn_stats_fwd(&g, in->data, tdata(m, l->tw), tdata(m, l->tb), out->data,
+                                                      b->save_mean, b->save_var);
+                if (b->stats_ready) break;
+            }
             if (r && k->conv_relu_fwd(&g, in->data, tdata(m, l->tw), tdata(m, l->tb), m->slots[r->out].data)) {
                 r->fused = 2;   /* the ReLU's output is written: skip its forward */
             } else {
@@ -554,10 +566,18 @@ int baton_nn_forward(baton_nn_model *m, const float *x, int n, baton_err *err)
             if (l->bn_prev >= 0 && m->layers[l->bn_prev].deferred == 1) {
                 nn_layer *b = &m->layers[l->bn_prev];
                 const nn_slot *bi = &m->slots[b->in];
+                int done = 0;
                 b->deferred = 0;
-                if (r && k->bn_add_relu_fwd_train(n, bi->c, bi->h * bi->w, bi->data, m->slots[l->bn_res].data,
-                                                  tdata(m, b->tw), tdata(m, b->tb), NN_BN_EPS,
-                                                  m->slots[r->out].data, b->save_mean, b->save_var)) {
+                if (r && b->stats_ready)   /* the convolution before took the statistics */
+                    done = k->bn_apply_train(n, bi->c, bi->h * bi->w, bi->data, m->slots[l->bn_res].data, 1,
+                                             tdata(m, b->tw), tdata(m, b->tb), NN_BN_EPS, b->save_mean, b->save_var,
+                                             m->slots[r->out].data);
+                if (r && !done)
+                    done = k->bn_add_relu_fwd_train(n, bi->c, bi->h * bi->w, bi->data, m->slots[l->bn_res].data,
+                                                    tdata(m, b->tw), tdata(m, b->tb), NN_BN_EPS,
+                                                    m->slots[r->out].data, b->save_mean, b->save_var);
+                if (done) {
+                    b->stats_ready = 0;
                     bn_running_update(m, b, n);
                     r->fused = 1;
                     break;

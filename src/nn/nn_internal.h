@@ -43,6 +43,23 @@ void nn_fast_maxpool_fwd(const baton_nn_pool_geom *g, const float *x, float *y, 
 void nn_fast_maxpool_bwd(const baton_nn_pool_geom *g, const float *dy, const int32_t *ws, float *dx);
 void nn_fast_maxpool_bwd_masked(const baton_nn_pool_geom *g, const float *dy, const int32_t *ws,
                                 const float *relu_out, float *dx);
+/* direct 3x3 stride-1 "same" convolution on blocked activations, AVX-512 (kern_conv_fast.c):
+ * usable for 16- and 32-channel layers on CPUs with AVX-512F; pack the OIHW weights (flip = 1: for
+ * a backward-data run as a forward convolution of dy), then run on c_in -> c_out channels */
+#define NN_FAST_CONV_PACK_MAX (32 * 32 * 9)
+int nn_fast_conv3_usable(const baton_nn_conv_geom *g);
+void nn_fast_conv3_pack(const baton_nn_conv_geom *g, const float *w, int flip, float *wp);
+void nn_fast_conv3_run(int n, int c_in, int c_out, int h, int w, const float *x, const float *wp, const float *bias,
+                       int relu, float *y, double *planes);
+int nn_fast_conv3_bn_fwd(const baton_nn_conv_geom *g, const float *x, const float *w, const float *bias, float *y,
+                         float *mean, float *var);
+/* batch-norm statistics taken plane by plane by the kernel that writes the activations
+ * (kern_bn_fast.c): the same sums, added in the same order, as bn_fwd_train's */
+int nn_fast_bn_stats_ok(int c, int hw);
+void nn_fast_bn_plane_stats(const float *x, int hw, double *d);
+int nn_fast_bn_stats_from_planes(int n, int c, int hw, const double *planes, float *mean, float *var);
+int nn_fast_bn_apply_train(int n, int c, int hw, const float *x, const float *res, int relu, const float *gamma,
+                           const float *beta, float eps, const float *mean, const float *var, float *y);
 void nn_ref_relu_fwd(size_t count, const float *x, float *y);
 void nn_ref_relu_bwd(size_t count, const float *y, const float *dy, float *dx);
 void nn_ref_maxpool_fwd(const baton_nn_pool_geom *g, const float *x, float *y, int32_t *ws);
@@ -118,6 +135,10 @@ typedef struct nn_layer {
                                * pass ran it inside add_next's */
     int bn_prev, bn_res;      /* add: that batch norm's layer (-1 none) and the add's other input slot */
     int alias_in;             /* add: in's gradient may share in2's buffer in backward (see plan_adds) */
+    int bn_next;              /* conv: the batch norm that is its output's only reader, whose training
+                               * statistics this convolution takes as it writes (-1 none) */
+    int stats_ready;          /* bn, in a training forward: its input's convolution left the batch
+                               * statistics in save_mean / save_var */
 } nn_layer;
 
 struct baton_nn_model {

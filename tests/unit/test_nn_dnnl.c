@@ -225,6 +225,72 @@ static void conv_case(const char *tag, int n, int ic, int ih, int iw, int oc, in
     free(dw1), free(dw2), free(db1), free(db2);
 }
 
+/* The convolution that takes its batch norm's statistics (conv_bn_stats_fwd) and the normalisation
+ * that uses them (bn_apply_train): bit for bit conv_fwd, then bn_fwd_train / bn_relu_fwd_train /
+ * bn_add_relu_fwd_train of this table. Geometries the direct kernel takes (3x3, stride 1, padding
+ * 1, 16 or 32 channels; widths that cut into one, two or three tiles, odd ones included), and ones
+ * it must decline (64 channels, stride 2), where nothing is written. */
+static void stats_case(int n, int ic, int oc, int h, int w, int bias, int stride)
+{
+    const int oh = (h + 2 - 3) / stride + 1, ow = (w + 2 - 3) / stride + 1, hw = oh * ow;
+    baton_nn_conv_geom g = {n, ic, h, w, oc, 3, 3, stride, 1, oh, ow};
+    const size_t nx = (size_t)n * ic * h * w, nw = (size_t)oc * ic * 9, ny = (size_t)n * oc * hw;
+    float *x = vec(nx, -1, 1), *wt = vec(nw, -0.5f, 0.5f), *b = vec((size_t)oc, -1, 1), *res = vec(ny, -1, 1);
+    float *gm = vec((size_t)oc, 0.5f, 1.5f), *bt = vec((size_t)oc, -0.5f, 0.5f);
+    float *y1 = vec(ny, 0, 0), *y2 = vec(ny, 5, 5), *z1 = vec(ny, 0, 0), *z2 = vec(ny, 5, 5);
+    float m1[64], v1[64], m2[64], v2[64];
+    char what[128];
+    snprintf(what, sizeof what, "conv_bn_stats_fwd n%d %d>%d %dx%d bias %d s%d", n, ic, oc, h, w, bias, stride);
+    float *tx = d_in(n, ic, h, w, x), *tres = d_in(n, oc, oh, ow, res);
+    const int usable = ic <= 32 && oc <= 32 && stride == 1 && hw > 1;   /* 1x1: not blocked */
+    const int done = D->conv_bn_stats_fwd(&g, tx, wt, bias ? b : NULL, y2, m2, v2);
+    CHECK_MSG(done == usable, "%s: done %d, expected %d", what, done, usable);
+    if (!done) {
+        int untouched = 1;
+        for (size_t i = 0; i < ny; i++) untouched &= y2[i] == 5.0f;
+        CHECK_MSG(untouched, "%s declined but wrote its output", what);
+    } else {
+        D->conv_fwd(&g, tx, wt, bias ? b : NULL, y1);
+        CHECK_MSG(!memcmp(y1, y2, sizeof(float) * ny), "%s: y differs from conv_fwd", what);
+        D->bn_fwd_train(n, oc, hw, y1, gm, bt, 1e-5f, z1, m1, v1);
+        CHECK_MSG(!memcmp(m1, m2, sizeof(float) * oc) && !memcmp(v1, v2, sizeof(float) * oc),
+                  "%s: statistics differ from bn_fwd_train's", what);
+        CHECK(D->bn_apply_train(n, oc, hw, y2, NULL, 0, gm, bt, 1e-5f, m2, v2, z2) == 1);
+        CHECK_MSG(!memcmp(z1, z2, sizeof(float) * ny), "%s: bn_apply_train differs from bn_fwd_train", what);
+        CHECK(D->bn_relu_fwd_train(n, oc, hw, y1, gm, bt, 1e-5f, z1, m1, v1) == 1);
+        CHECK(D->bn_apply_train(n, oc, hw, y2, NULL, 1, gm, bt, 1e-5f, m2, v2, z2) == 1);
+        CHECK_MSG(!memcmp(z1, z2, sizeof(float) * ny), "%s: bn_apply_train relu differs", what);
+        CHECK(D->bn_add_relu_fwd_train(n, oc, hw, y1, tres, gm, bt, 1e-5f, z1, m1, v1) == 1);
+        CHECK(D->bn_apply_train(n, oc, hw, y2, tres, 1, gm, bt, 1e-5f, m2, v2, z2) == 1);
+        CHECK_MSG(!memcmp(z1, z2, sizeof(float) * ny), "%s: bn_apply_train add+relu differs", what);
+        /* and the convolution itself against the reference (NCHW) */
+        float *ry = vec(ny, 0, 0), *py = vec(ny, 0, 0);
+        R->conv_fwd(&g, x, wt, bias ? b : NULL, ry);
+        D->to_plain(n, oc, oh, ow, y2, py);
+        CHECK_MSG(close_to(what, py, ry, ny, TOL), "%s: conv differs from the reference", what);
+        free(ry), free(py);
+    }
+    free(tx), free(tres), free(x), free(wt), free(b), free(res), free(gm), free(bt);
+    free(y1), free(y2), free(z1), free(z2);
+}
+
+static void test_conv_stats(void)
+{
+    if (!D->conv_bn_stats_fwd || !D->bn_apply_train) return;
+    const int widths[] = {1, 2, 5, 9, 14, 16, 17, 28, 33, 40};
+    for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++) {
+        const int w = widths[i], h = 1 + (int)baton_rng_below(&rng, 6);
+        stats_case(1 + (int)baton_rng_below(&rng, 3), 16, 16, h, w, (int)(i & 1), 1);
+        stats_case(2, 32, 16, h, w, (int)(i & 1) ^ 1, 1);
+        stats_case(2, 16, 32, w, h, 0, 1);
+    }
+    stats_case(8, 16, 16, 28, 28, 0, 1);   /* resnet's stages on 28x28 */
+    stats_case(8, 32, 32, 14, 14, 0, 1);
+    stats_case(2, 64, 64, 7, 7, 0, 1);     /* declined: above the direct kernel's channel counts */
+    stats_case(2, 16, 32, 28, 28, 0, 2);   /* declined: stride 2 */
+    stats_case(1, 16, 16, 1, 1, 0, 1);     /* declined: one value per channel */
+}
+
 static void test_conv(void)
 {
     for (int batch = 1; batch <= 32; batch += 31) {
@@ -871,6 +937,7 @@ int main(int argc, char **argv)
     baton_rng_seed(&rng, 2024);
     test_layout();
     test_conv();
+    test_conv_stats();
     test_linear();
     test_bn();
     test_add_relu();
