@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # train.sh — training throughput, baton against the PyTorch peer in the same run.
 #
-#   bench/train.sh [ROUNDS]        (default 3)
+#   bench/train.sh [ROUNDS]        (default 3; MODELS="resnet20 lenet" by default)
 #
 # For resnet20 and lenet on 28x28x1 input, batch 128, 2 threads: ROUNDS alternated runs of baton's
 # bench/train_speed.c (forward + loss + backward + SGD momentum update on a synthetic batch, oneDNN
@@ -12,6 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-3}
+MODELS=${MODELS:-resnet20 lenet}
 PEAK=${PEAK_GFLOPS:-440}
 PEER=${PEER:-$PWD/../shared/peers/torch/bench.py}
 PY=${PY:-/usr/bin/python3}
@@ -24,7 +25,7 @@ TUNE="glibc.malloc.mmap_threshold=4294967295:glibc.malloc.trim_threshold=4294967
 med() { sort -g | awk '{a[NR]=$1} END {if (NR == 0) print "nan"; else if (NR % 2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 jget() { sed -n "s/.*\"$1\": *\([0-9.e+-]*\).*/\1/p" | tail -1; }
 
-for model in resnet20 lenet; do
+for model in $MODELS; do
     : >"$OUT/$model.baton" ; : >"$OUT/$model.peer" ; : >"$OUT/$model.gflops"
     for r in $(seq "$ROUNDS"); do
         j=$(build/bench/train_speed --model "$model" --batch 128 --seconds 4 --reps 3 --json)
@@ -37,7 +38,7 @@ for model in resnet20 lenet; do
 done
 
 printf '\n%-9s %12s %12s %8s %10s %8s\n' model "baton img/s" "torch img/s" ratio "GFLOP/s" "of peak"
-for model in resnet20 lenet; do
+for model in $MODELS; do
     b=$(med <"$OUT/$model.baton"); p=$(med <"$OUT/$model.peer"); g=$(med <"$OUT/$model.gflops")
     ratio=$(echo "scale=3; $b / $p" | bc -l); share=$(echo "scale=3; 100 * $g / $PEAK" | bc -l)
     printf '%-9s %12.1f %12.1f %8.2f %10.1f %7.1f%%\n' "$model" "$b" "$p" "$ratio" "$g" "$share"

@@ -64,11 +64,11 @@ static int w_conv_relu(const baton_nn_conv_geom *g, const float *x, const float 
     CTIMED(P_CONVR_F, 0, done = inner->conv_relu_fwd(g, x, w, b, y));
     return done;
 }
-static int w_conv_stats(const baton_nn_conv_geom *g, const float *x, const float *w, const float *b, float *y,
-                        float *mean, float *var)
+static int w_conv_stats(const baton_nn_conv_geom *g, const float *x, const float *w, const float *b,
+                        const float *sh, float *y, float *mean, float *var)
 {
     double t0 = now();   /* a declined call (conv_fwd follows) counts no convolution */
-    int done = inner->conv_bn_stats_fwd(g, x, w, b, y, mean, var);
+    int done = inner->conv_bn_stats_fwd(g, x, w, b, sh, y, mean, var);
     double d = now() - t0;
     ptime[P_CONVS_F] += d;
     pcalls[P_CONVS_F] += done;

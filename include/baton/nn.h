@@ -62,11 +62,12 @@ typedef struct baton_nn_kernels {
      * it in one pass; 0: not done (nothing written), the caller runs conv_fwd + relu_fwd */
     int (*conv_relu_fwd)(const baton_nn_conv_geom *g, const float *x, const float *w, const float *b, float *y);
     /* optional (NULL in the reference table): y = conv(x), and the batch mean and biased variance
-     * of y per output channel exactly as bn_fwd_train (and its fused forms) would compute them from
-     * y — for a convolution whose only reader is a batch norm in training, which then normalises
-     * with bn_apply_train. 0: not done (nothing written), the caller runs conv_fwd. */
+     * of y per output channel (what bn_fwd_train would compute from y, within rounding; summed
+     * about shift[c], a value near the mean such as the running mean) — for a convolution whose only
+     * reader is a batch norm in training, which then normalises with bn_apply_train. 0: not done
+     * (nothing written), the caller runs conv_fwd. */
     int (*conv_bn_stats_fwd)(const baton_nn_conv_geom *g, const float *x, const float *w, const float *b,
-                             float *y, float *mean, float *var);
+                             const float *shift, float *y, float *mean, float *var);
     void (*conv_bwd_data)(const baton_nn_conv_geom *g, const float *dy, const float *w, float *dx);
     void (*conv_bwd_weights)(const baton_nn_conv_geom *g, const float *x, const float *dy, float *dw,
                              float *db);

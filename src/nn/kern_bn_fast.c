@@ -326,8 +326,7 @@ static inline const float *blk_plane(const job *j, const float *base, int img, i
 
 /* One image plane's share of the blocked statistics, per lane: its sum s, its squares about its
  * own mean mu (about the float mean, less hw * (float mean - mu)^2), and s * mu — the three sums
- * that blk_fwd_train adds in double over the planes of a chunk. Also what a convolution that writes
- * the plane computes while the plane is in cache (nn_fast_bn_plane_stats), so the same code. */
+ * that blk_fwd_train adds in double over the planes of a chunk. */
 static inline void plane_stats(const float *x, int hw, double pd[3][16])
 {
     v16 a0 = {0}, a1 = {0}, b0 = {0}, b1 = {0};
@@ -805,46 +804,9 @@ int nn_fast_bn_add_relu_bwd(int n, int c, int hw, const float *x, const float *y
     return 1;
 }
 
-/* ---- statistics taken by the convolution that writes the activations ---- */
+/* ---- normalisation with statistics taken elsewhere (by the convolution that wrote x) ---- */
 
-/* One plane's partial sums d[3][16] as blk_fwd_train's statistics phase computes them (the plane
- * x [hw][16] of one image and channel block) — for a convolution that writes the plane and sums it
- * while it is in cache (kern_conv_fast.c). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("avx512f", "default")))
-#endif
-void nn_fast_bn_plane_stats(const float *x, int hw, double *d)
-{
-    double pd[3][16];
-    plane_stats(x, hw, pd);
-    memcpy(d, pd, sizeof pd);
-}
-
-/* Batch mean and biased variance from the planes' partial sums planes[n][c/16][48] (as
- * nn_fast_bn_plane_stats wrote them), added up exactly as bn_fwd_train adds its own: the same
- * values bit for bit. 0: not a blocked geometry this file handles (nothing written). */
 int nn_fast_bn_stats_ok(int c, int hw) { return c > 0 && blk_ok(c, hw); }
-
-int nn_fast_bn_stats_from_planes(int n, int c, int hw, const double *planes, float *mean, float *var)
-{
-    if (n <= 0 || c <= 0 || !blk_ok(c, hw)) return 0;
-    double part[BLK_PART_MAX];
-    job j = {.n = n, .c = c, .hw = hw, .part = part};
-    blk_plan(&j);
-    const int cbs = c / 16;
-    for (int item = 0; item < j.items; item++) {   /* blk_item's order: images of a chunk in turn */
-        const int cb = item / j.chunks, ch = item % j.chunks;
-        const int i0 = ch * j.per_chunk, i1 = i0 + j.per_chunk < n ? i0 + j.per_chunk : n;
-        double d[48] = {0};
-        for (int i = i0; i < i1; i++) {
-            const double *pd = planes + ((size_t)i * cbs + cb) * 48;
-            for (int k = 0; k < 48; k++) d[k] += pd[k];
-        }
-        memcpy(part + (size_t)item * PART_STRIDE, d, sizeof d);
-    }
-    blk_stats_finish(&j, mean, var);
-    return 1;
-}
 
 /* The training forward's normalisation with batch statistics already taken (mean, var as
  * bn_fwd_train returns them): y = bn(x), or max(0, bn(x)) (relu), or max(0, bn(x) + res) (res not

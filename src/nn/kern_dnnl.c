@@ -514,7 +514,7 @@ static int fast_conv(const baton_nn_conv_geom *g, const float *x, const float *w
     if (!nn_fast_conv3_usable(g)) return 0;
     float wp[NN_FAST_CONV_PACK_MAX];
     nn_fast_conv3_pack(g, w, 0, wp);
-    nn_fast_conv3_run(g->n, g->ic, g->oc, g->oh, g->ow, x, wp, b, relu, y, NULL);
+    nn_fast_conv3_run(g->n, g->ic, g->oc, g->oh, g->ow, x, wp, b, relu, y, NULL, NULL);
     return 1;
 }
 
@@ -556,7 +556,7 @@ static void d_conv_bwd_data(const baton_nn_conv_geom *g, const float *dy, const 
     if (nn_fast_conv3_usable(g)) {   /* stride 1, padding 1: dx = conv(dy, flipped w), padding 1 */
         float wp[NN_FAST_CONV_PACK_MAX];
         nn_fast_conv3_pack(g, w, 1, wp);
-        nn_fast_conv3_run(g->n, g->oc, g->ic, g->ih, g->iw, dy, wp, NULL, 0, dx, NULL);
+        nn_fast_conv3_run(g->n, g->oc, g->ic, g->ih, g->iw, dy, wp, NULL, 0, dx, NULL, NULL);
         return;
     }
     if (bwd_data_by_fwd(g)) {

@@ -505,8 +505,8 @@ int baton_nn_forward(baton_nn_model *m, const float *x, int n, baton_err *err)
             if (m->training && l->bn_next >= 0) {
                 nn_layer *b = &m->layers[l->bn_next];
                 b->stats_ready = n * out->h * out->w >= 2 &&
-                                 k->conv_bn_stats_fwd(&g, in->data, tdata(m, l->tw), tdata(m, l->tb), out->data,
-                                                      b->save_mean, b->save_var);
+                                 k->conv_bn_stats_fwd(&g, in->data, tdata(m, l->tw), tdata(m, l->tb), tdata(m, b->trm),
+                                                      out->data, b->save_mean, b->save_var);
                 if (b->stats_ready) break;
             }
             if (r && k->conv_relu_fwd(&g, in->data, tdata(m, l->tw), tdata(m, l->tb), m->slots[r->out].data)) {

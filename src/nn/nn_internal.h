@@ -50,14 +50,12 @@ void nn_fast_maxpool_bwd_masked(const baton_nn_pool_geom *g, const float *dy, co
 int nn_fast_conv3_usable(const baton_nn_conv_geom *g);
 void nn_fast_conv3_pack(const baton_nn_conv_geom *g, const float *w, int flip, float *wp);
 void nn_fast_conv3_run(int n, int c_in, int c_out, int h, int w, const float *x, const float *wp, const float *bias,
-                       int relu, float *y, double *planes);
-int nn_fast_conv3_bn_fwd(const baton_nn_conv_geom *g, const float *x, const float *w, const float *bias, float *y,
-                         float *mean, float *var);
-/* batch-norm statistics taken plane by plane by the kernel that writes the activations
- * (kern_bn_fast.c): the same sums, added in the same order, as bn_fwd_train's */
+                       int relu, float *y, const float *shift, double *sums);
+int nn_fast_conv3_bn_fwd(const baton_nn_conv_geom *g, const float *x, const float *w, const float *bias,
+                         const float *shift, float *y, float *mean, float *var);
+/* the blocked batch-norm kernels take this geometry (kern_bn_fast.c); normalisation with batch
+ * statistics taken by the convolution that wrote x */
 int nn_fast_bn_stats_ok(int c, int hw);
-void nn_fast_bn_plane_stats(const float *x, int hw, double *d);
-int nn_fast_bn_stats_from_planes(int n, int c, int hw, const double *planes, float *mean, float *var);
 int nn_fast_bn_apply_train(int n, int c, int hw, const float *x, const float *res, int relu, const float *gamma,
                            const float *beta, float eps, const float *mean, const float *var, float *y);
 void nn_ref_relu_fwd(size_t count, const float *x, float *y);
