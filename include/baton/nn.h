@@ -141,7 +141,8 @@ typedef struct baton_nn_kernels {
 
 /* The plain C reference kernels: single-threaded, straightforward loops, fixed summation order. */
 const baton_nn_kernels *baton_nn_kernels_reference(void);
-/* The oneDNN fast path (one process-wide table): convolution (direct or Winograd by a fixed rule),
+/* The oneDNN fast path (one process-wide table): convolution (direct or Winograd by a fixed rule;
+ * 16/32-channel 3x3 "same" forward and backward-data on a hand-written AVX-512 kernel),
  * linear, relu and add run as oneDNN primitives on the table's layout (nChw16c where the channel
  * count is a multiple of 16), created once per geometry and cached; batch norm, max pooling and the
  * fused entries run on hand-written vectorised kernels; global average pooling is plain C.

@@ -17,7 +17,10 @@
  *
  * Which entries are oneDNN: convolution (forward — also with the ReLU after it as a post-op —,
  * backward data — for some stride-1 geometries as a forward convolution with flipped weights —,
- * backward weights; Winograd or direct by use_winograd's fixed rule), inner product
+ * backward weights; Winograd or direct by use_winograd's fixed rule; except the forward and
+ * backward-data of 3x3 "same" convolutions with 16 or 32 channels, which run on
+ * kern_conv_fast.c's direct kernel where the CPU has AVX-512F, the forward then also able to
+ * take the following batch norm's statistics), inner product
  * (the same three), relu (forward, backward from the output) and add (binary). Batch normalisation
  * is kern_bn_fast.c's (oneDNN 2.6 has only a slow generic kernel for plain NCHW batch norm, which
  * made it over a third of a resnet training step; the blocked kernels there are as simple). Max
