@@ -324,40 +324,6 @@ static inline const float *blk_plane(const job *j, const float *base, int img, i
     return base + ((size_t)img * (j->c / 16) + cb) * (size_t)j->hw * 16;
 }
 
-/* One image plane's share of the blocked statistics, per lane: its sum s, its squares about its
- * own mean mu (about the float mean, less hw * (float mean - mu)^2), and s * mu — the three sums
- * that blk_fwd_train adds in double over the planes of a chunk. */
-static inline void plane_stats(const float *x, int hw, double pd[3][16])
-{
-    v16 a0 = {0}, a1 = {0}, b0 = {0}, b1 = {0};
-    int p = 0;
-    for (; p + 2 <= hw; p += 2) a0 += v16load(x + (size_t)p * 16), a1 += v16load(x + (size_t)p * 16 + 16);
-    for (; p < hw; p++) a0 += v16load(x + (size_t)p * 16);
-    const v16 sa = a0 + a1;
-    double mu[16];
-    v16 mf;
-    for (int l = 0; l < 16; l++) {
-        mu[l] = (double)sa[l] / hw;
-        mf[l] = (float)mu[l];
-    }
-    for (p = 0; p + 2 <= hw; p += 2) {
-        const v16 u = v16load(x + (size_t)p * 16) - mf, w = v16load(x + (size_t)p * 16 + 16) - mf;
-        b0 += u * u;
-        b1 += w * w;
-    }
-    for (; p < hw; p++) {
-        const v16 u = v16load(x + (size_t)p * 16) - mf;
-        b0 += u * u;
-    }
-    const v16 sb = b0 + b1;
-    for (int l = 0; l < 16; l++) {
-        const double dm = (double)mf[l] - mu[l];
-        pd[0][l] = sa[l];
-        pd[1][l] = (double)sb[l] - hw * dm * dm;
-        pd[2][l] = sa[l] * mu[l];
-    }
-}
-
 /* Built twice, for AVX-512 and for baseline x86-64; the loader picks one for the CPU it runs on
  * (GCC's target_clones, an ifunc). With AVX-512 a v16 is one register instead of four SSE ones:
  * the blocked batch norm phases took ~40 % less time in resnet20 (train_speed --profile). */
@@ -380,9 +346,31 @@ static void blk_item(const job *j, int item)
         int p = 0;
         switch (j->kind) {
         case JOB_B_STATS: {    /* the plane's sum, then squares about its mean while it is in cache */
-            double pd[3][16];
-            plane_stats(x, j->hw, pd);
-            for (int l = 0; l < 16; l++) d0[l] += pd[0][l], d1[l] += pd[1][l], d2[l] += pd[2][l];
+            for (; p + 2 <= j->hw; p += 2) a0 += v16load(x + (size_t)p * 16), a1 += v16load(x + (size_t)p * 16 + 16);
+            for (; p < j->hw; p++) a0 += v16load(x + (size_t)p * 16);
+            const v16 sa = a0 + a1;
+            double mu[16];
+            v16 mf;
+            for (int l = 0; l < 16; l++) {
+                mu[l] = (double)sa[l] / j->hw;
+                mf[l] = (float)mu[l];
+            }
+            for (p = 0; p + 2 <= j->hw; p += 2) {
+                const v16 u = v16load(x + (size_t)p * 16) - mf, w = v16load(x + (size_t)p * 16 + 16) - mf;
+                b0 += u * u;
+                b1 += w * w;
+            }
+            for (; p < j->hw; p++) {
+                const v16 u = v16load(x + (size_t)p * 16) - mf;
+                b0 += u * u;
+            }
+            const v16 sb = b0 + b1;
+            for (int l = 0; l < 16; l++) {   /* squares about the float mean, less its offset from mu */
+                const double dm = (double)mf[l] - mu[l];
+                d0[l] += sa[l];
+                d1[l] += (double)sb[l] - j->hw * dm * dm;
+                d2[l] += sa[l] * mu[l];
+            }
             continue;
         }
         case JOB_B_AFFINE: {   /* y = (x - m) * scale + shift, with the ReLU: max(0, that [+ res]) */
@@ -623,22 +611,6 @@ static void blk_phase(job *j, int kind)
     run(j);
 }
 
-/* The batch statistics from the items' partial sums (Chan et al.'s combination of the planes: the
- * squares about each plane's mean, plus each plane's hw * (plane mean - mean)^2 = sum over planes
- * of s^2 / hw, less count * mean^2) */
-static void blk_stats_finish(const job *j, float *mean, float *var)
-{
-    const double count = (double)j->n * j->hw;
-    for (int ch = 0; ch < j->c; ch++) {
-        const int cb = ch / 16, l = ch % 16;
-        const double s = blk_total(j, cb, l, 0), mu = s / count;
-        double v = (blk_total(j, cb, l, 1) + (blk_total(j, cb, l, 2) - s * mu)) / count;
-        if (v < 0.0) v = 0.0;
-        mean[ch] = (float)mu;
-        var[ch] = (float)v;
-    }
-}
-
 /* the forward's coefficient rows from the statistics: m, scale, shift (the other rows zero) */
 static void blk_fwd_coef(int c, const float *gamma, const float *beta, float eps, const float *mean,
                          const float *var, float *coef)
@@ -658,8 +630,18 @@ static void blk_fwd_train(int n, int c, int hw, const float *x, const float *gam
     job j = {.n = n, .c = c, .hw = hw, .eps = eps, .x = x, .y = y, .part = part, .coef = coef, .relu = relu,
              .res = res};
     blk_plan(&j);
+    const double count = (double)n * hw;
     blk_phase(&j, JOB_B_STATS);
-    blk_stats_finish(&j, mean, var);
+    /* Chan et al.'s combination of the planes: the squares about each plane's mean, plus each plane's
+     * hw * (plane mean - mean)^2 = sum over planes of s^2 / hw, less count * mean^2 */
+    for (int ch = 0; ch < c; ch++) {
+        const int cb = ch / 16, l = ch % 16;
+        const double s = blk_total(&j, cb, l, 0), mu = s / count;
+        double v = (blk_total(&j, cb, l, 1) + (blk_total(&j, cb, l, 2) - s * mu)) / count;
+        if (v < 0.0) v = 0.0;
+        mean[ch] = (float)mu;
+        var[ch] = (float)v;
+    }
     blk_fwd_coef(c, gamma, beta, eps, mean, var, coef);
     blk_phase(&j, JOB_B_AFFINE);
 }
@@ -670,12 +652,7 @@ static void blk_fwd_infer(int n, int c, int hw, const float *x, const float *gam
     double part[BLK_PART_MAX];
     job j = {.n = n, .c = c, .hw = hw, .eps = eps, .x = x, .y = y, .part = part, .coef = coef};
     blk_plan(&j);
-    for (int ch = 0; ch < c; ch++) {
-        coef[ch] = mean[ch];
-        coef[c + ch] = 1.0f / sqrtf(var[ch] + eps) * gamma[ch];
-        coef[2 * c + ch] = beta[ch];
-        coef[3 * c + ch] = 0.0f;
-    }
+    blk_fwd_coef(c, gamma, beta, eps, mean, var, coef);
     blk_phase(&j, JOB_B_AFFINE);
 }
 

@@ -510,20 +510,23 @@ static void ref_conv(int op, const baton_nn_conv_geom *g, const float *a, const 
     free(py);
 }
 
-/* kern_conv_fast.c's direct kernel where it is usable (measured faster than oneDNN there):
- * y = conv(x) (+ b) (then max(0, .)); 0: not usable, nothing written */
-static int fast_conv(const baton_nn_conv_geom *g, const float *x, const float *w, const float *b, int relu, float *y)
+/* kern_conv_fast.c's direct kernel where it is usable: y = conv(x) (+ b) (then max(0, .)); with
+ * flip, the backward-data dx = conv(dy, flipped w) (stride 1, padding 1 both ways). 0: not usable,
+ * nothing written. */
+static int fast_conv(const baton_nn_conv_geom *g, const float *in, const float *w, const float *b, int relu,
+                     int flip, float *out)
 {
     if (!nn_fast_conv3_usable(g)) return 0;
     float wp[NN_FAST_CONV_PACK_MAX];
-    nn_fast_conv3_pack(g, w, 0, wp);
-    nn_fast_conv3_run(g->n, g->ic, g->oc, g->oh, g->ow, x, wp, b, relu, y, NULL, NULL);
+    nn_fast_conv3_pack(g, w, flip, wp);
+    nn_fast_conv3_run(g->n, flip ? g->oc : g->ic, flip ? g->ic : g->oc, g->oh, g->ow, in, wp, b, relu, out, NULL,
+                      NULL);
     return 1;
 }
 
 static void d_conv_fwd(const baton_nn_conv_geom *g, const float *x, const float *w, const float *b, float *y)
 {
-    if (fast_conv(g, x, w, b, 0, y)) return;
+    if (fast_conv(g, x, w, b, 0, 0, y)) return;
     pkey k = conv_key(OP_CONV_FWD, g, b != NULL);
     void *p[4] = {P(x), P(w), y, P(b)};
     if (!dispatch(&k, p)) ref_conv(OP_CONV_FWD, g, x, w, b, y, NULL);
@@ -533,7 +536,7 @@ static void d_conv_fwd(const baton_nn_conv_geom *g, const float *x, const float 
  * training). 0 when oneDNN refused it: nothing written, the caller runs conv_fwd and relu_fwd. */
 static int d_conv_relu_fwd(const baton_nn_conv_geom *g, const float *x, const float *w, const float *b, float *y)
 {
-    if (fast_conv(g, x, w, b, 1, y)) return 1;
+    if (fast_conv(g, x, w, b, 1, 0, y)) return 1;
     pkey k = conv_key(OP_CONV_FWD, g, b != NULL);
     k.v[13] = 1;
     void *p[4] = {P(x), P(w), y, P(b)};
@@ -556,12 +559,7 @@ static int bwd_data_by_fwd(const baton_nn_conv_geom *g)
 
 static void d_conv_bwd_data(const baton_nn_conv_geom *g, const float *dy, const float *w, float *dx)
 {
-    if (nn_fast_conv3_usable(g)) {   /* stride 1, padding 1: dx = conv(dy, flipped w), padding 1 */
-        float wp[NN_FAST_CONV_PACK_MAX];
-        nn_fast_conv3_pack(g, w, 1, wp);
-        nn_fast_conv3_run(g->n, g->oc, g->ic, g->ih, g->iw, dy, wp, NULL, 0, dx, NULL, NULL);
-        return;
-    }
+    if (fast_conv(g, dy, w, NULL, 0, 1, dx)) return;
     if (bwd_data_by_fwd(g)) {
         float wf[FLIP_MAX];
         const int K = g->kh;
