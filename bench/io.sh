@@ -29,21 +29,34 @@
 # limits the bandwidth alone. Every request crosses the shaped loopback; the local folder that
 # mount mode reads does not. Over S3 the gateway's own traffic to its OSD crosses it too, so SHAPE
 # is meant for the HTTP source (SOURCES=http).
+# SHAPE_RATE=RATE (root) shapes only the store's replies instead — traffic from nginx's and the
+# RADOS Gateway's ports (an htb class of RATE, e.g. 1gbit, chosen by a u32 filter on the source
+# port) — so the gateway's own traffic to its OSD runs free and the store behaves as one machine at
+# the far end of a RATE link; with SOURCES=s3-s3fs the s3fs mount crosses that link as well, as a
+# network file system mounted from a remote store would.
 # With the defaults (3 epochs, 3 rounds) a source takes about 25 minutes on 2 cores.
 #   bench/io.sh [EPOCHS]      env: SIZE, WORKERS (2; with SPLIT the cores left to baton), ROUNDS (3),
 #                             OUT, KEEP=1 keeps the scratch folder, DATA=DIR packs the datasets into
 #                             DIR once and reuses them, SOURCES (default "s3 s3-s3fs http"),
-#                             PEER=0 skips the DataLoader comparison, SPLIT=1, SHAPE
+#                             PEER=0 skips the DataLoader comparison, SPLIT=1, SHAPE, SHAPE_RATE
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ -n "${SHAPE:-}" ] && [ -z "${BATON_IO_NETNS:-}" ]; then
+if [ -n "${SHAPE:-}${SHAPE_RATE:-}" ] && [ -z "${BATON_IO_NETNS:-}" ]; then
     NS=baton-io-$$
     ip netns add "$NS" || { echo "SHAPE needs root and ip netns" >&2; exit 2; }
     trap 'ip netns del "$NS" 2>/dev/null' EXIT
     ip netns exec "$NS" ip link set lo up
-    # shellcheck disable=SC2086  # the qdisc and its options are words
-    ip netns exec "$NS" tc qdisc add dev lo root $SHAPE || { echo "tc qdisc add dev lo root $SHAPE failed" >&2; exit 2; }
-    echo "== in network namespace $NS, loopback shaped: $SHAPE"
+    if [ -n "${SHAPE_RATE:-}" ]; then   # class 1:30 at SHAPE_RATE; the filters come once the ports are known
+        ip netns exec "$NS" tc qdisc add dev lo root handle 1: htb default 10 &&
+            ip netns exec "$NS" tc class add dev lo parent 1: classid 1:10 htb rate 100gbit quantum 60000 &&
+            ip netns exec "$NS" tc class add dev lo parent 1: classid 1:30 htb rate "$SHAPE_RATE" ceil "$SHAPE_RATE" \
+                quantum 60000 || { echo "tc htb with a $SHAPE_RATE class failed" >&2; exit 2; }
+        echo "== in network namespace $NS, the store's replies limited to $SHAPE_RATE"
+    else
+        # shellcheck disable=SC2086  # the qdisc and its options are words
+        ip netns exec "$NS" tc qdisc add dev lo root $SHAPE || { echo "tc qdisc add dev lo root $SHAPE failed" >&2; exit 2; }
+        echo "== in network namespace $NS, loopback shaped: $SHAPE"
+    fi
     rc=0
     BATON_IO_NETNS=1 ip netns exec "$NS" "$0" "$@" || rc=$?
     exit $rc
@@ -92,6 +105,11 @@ srv_nginx "$W"
 USE_RGW=0
 if srv_have_rgw && { want s3 || want s3-s3fs; }; then USE_RGW=1; fi
 [ "$USE_RGW" = 1 ] && srv_rgw
+if [ -n "${SHAPE_RATE:-}" ]; then   # replies from the store's ports take the shaped class
+    for p in "$NGINX_PORT" ${RGW_PORT:+"$RGW_PORT"}; do
+        tc filter add dev lo parent 1: protocol ip prio 1 u32 match ip sport "$p" 0xffff flowid 1:30
+    done
+fi
 if [ -n "$SRV_CPUS" ]; then
     taskset -cp "$BATON_CPUS" $$ >/dev/null
     echo "servers on core $SRV_CPUS, baton on cores $BATON_CPUS ($WORKERS workers)"
