@@ -43,7 +43,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -n "${SHAPE:-}${SHAPE_RATE:-}" ] && [ -z "${BATON_IO_NETNS:-}" ]; then
     NS=baton-io-$$
-    ip netns add "$NS" || { echo "SHAPE needs root and ip netns" >&2; exit 2; }
+    ip netns add "$NS" || { echo "SHAPE and SHAPE_RATE need root and ip netns" >&2; exit 2; }
     trap 'ip netns del "$NS" 2>/dev/null' EXIT
     ip netns exec "$NS" ip link set lo up
     if [ -n "${SHAPE_RATE:-}" ]; then   # class 1:30 at SHAPE_RATE; the filters come once the ports are known

@@ -223,6 +223,10 @@ static inline int span_len(const job *j, int s)
     return j->hw - s < SUM_BLOCK ? j->hw - s : SUM_BLOCK;
 }
 
+/* the forward's scale gamma / sqrt(var + eps), written once: the fused backward recomputes the
+ * forward's output from it for the ReLU mask, so both must round alike */
+static inline float fwd_scale(float var, float eps, float gamma) { return 1.0f / sqrtf(var + eps) * gamma; }
+
 static void train_channel(const job *j, int ch)
 {
     const double count = (double)j->n * j->hw;
@@ -242,7 +246,7 @@ static void train_channel(const job *j, int ch)
     const float v = (float)var;
     j->omean[ch] = m;
     j->ovar[ch] = v;
-    const float scale = 1.0f / sqrtf(v + j->eps) * j->gamma[ch], shift = j->beta[ch];
+    const float scale = fwd_scale(v, j->eps, j->gamma[ch]), shift = j->beta[ch];
     for (int i = 0; i < j->n; i++) {
         const size_t off = span_off(j, i, ch, 0);
         span_affine(j->y + off, j->x + off, j->hw, m, scale, shift);
@@ -252,7 +256,7 @@ static void train_channel(const job *j, int ch)
 static void infer_plane(const job *j, int plane)
 {
     const int ch = plane % j->c;
-    const float scale = 1.0f / sqrtf(j->var[ch] + j->eps) * j->gamma[ch];
+    const float scale = fwd_scale(j->var[ch], j->eps, j->gamma[ch]);
     const size_t off = (size_t)plane * j->hw;
     span_affine(j->y + off, j->x + off, j->hw, j->mean[ch], scale, j->beta[ch]);
 }
@@ -618,7 +622,7 @@ static void blk_fwd_coef(int c, const float *gamma, const float *beta, float eps
     memset(coef, 0, sizeof(float) * COEF_ROWS * (size_t)c);
     for (int ch = 0; ch < c; ch++) {
         coef[ch] = mean[ch];
-        coef[c + ch] = 1.0f / sqrtf(var[ch] + eps) * gamma[ch];
+        coef[c + ch] = fwd_scale(var[ch], eps, gamma[ch]);
         coef[2 * c + ch] = beta[ch];
     }
 }
@@ -673,7 +677,7 @@ static void blk_bwd(int n, int c, int hw, const float *x, const float *dy, const
     for (int ch = 0; ch < c; ch++) {
         coef[ch] = mean[ch];
         coef[c + ch] = coef[2 * c + ch] = coef[3 * c + ch] = 0.0f;
-        coef[4 * c + ch] = beta ? 1.0f / sqrtf(var[ch] + eps) * gamma[ch] : 0.0f;   /* as blk_fwd_train */
+        coef[4 * c + ch] = beta ? fwd_scale(var[ch], eps, gamma[ch]) : 0.0f;   /* as blk_fwd_train */
         coef[5 * c + ch] = beta ? beta[ch] : 0.0f;
     }
     blk_phase(&j, JOB_B_BSUM);
