@@ -99,6 +99,11 @@ uint32_t baton_rec_reader_checksum(const baton_rec_reader *r);   /* CRC32C of al
 uint64_t baton_rec_reader_fed(const baton_rec_reader *r);        /* total bytes fed so far */
 /* Copy n bytes in. */
 int baton_rec_reader_feed(baton_rec_reader *r, const void *p, size_t n, baton_err *err);
+/* Lend n bytes instead of copying them: records lying whole in p[0, n) are parsed straight from
+ * it, and only a record that crosses its edges is copied. p must stay valid and unchanged until
+ * _next has returned NEED_MORE, END or an error (call _next until then before feeding more); the
+ * reader's own copies need nothing afterwards. Same results, positions and checksum as _feed. */
+int baton_rec_reader_feed_ref(baton_rec_reader *r, const void *p, size_t n, baton_err *err);
 /* Zero-copy fill: get a writable region of at least min bytes (the reader compacts or grows its
  * buffer as needed), write into it, then commit how many bytes were written. */
 int baton_rec_reader_reserve(baton_rec_reader *r, size_t min, uint8_t **p, size_t *cap,

@@ -446,11 +446,12 @@ static int assemble_block(baton_loader *l, baton_err *err)
                 break;
             }
             cache_piece(l, p, at, piece.data, piece.len);
-            rc = baton_rec_reader_feed(l->reader, piece.data, piece.len, err);
+            /* lent, not copied: the records come out of the piece itself (only one that crosses
+             * its edge is copied by the reader); the piece goes back once they are in the arena */
+            rc = baton_rec_reader_feed_ref(l->reader, piece.data, piece.len, err);
             at += piece.len;
             last = piece.last;
             l->st.bytes_read += piece.len;
-            baton_fetch_release(l->fetch, &piece);
             if (last) baton_rec_reader_finish(l->reader);
             baton_rec r;
             while (rc == BATON_OK && (rc = baton_rec_reader_next(l->reader, &r, err)) == BATON_OK) {
@@ -461,6 +462,7 @@ static int assemble_block(baton_loader *l, baton_err *err)
                 }
                 rc = arena_add(l, &r, p->shard, err);
             }
+            baton_fetch_release(l->fetch, &piece);
             if (rc == BATON_NEED_MORE || rc == BATON_END) rc = BATON_OK;
         }
         baton_rec_reader_free(l->reader);

@@ -6,9 +6,17 @@
  * (_reserve/_commit, what baton_rec_file does with read()). _next parses in place: a whole record
  * comes back as a pointer into the buffer (zero-copy); multi-part RecordIO records are joined in
  * a scratch buffer. Both stay valid until the next call on the reader. The buffer is compacted or
- * grown only inside _reserve/_feed, and it is kept at most two-thirds full after compaction, so
+ * grown only when bytes are added, and it is kept at most two-thirds full after compaction, so
  * each byte is moved O(1) times on average whatever the chunk sizes; once it has grown to fit the
  * largest record, the reader stops allocating.
+ *
+ * Lent bytes (_feed_ref): the caller's memory [ref_start, ref_end) follows the buffer in the
+ * stream. While the buffer holds a partial record, just the bytes that record needs are moved
+ * from the front of the lent region to the buffer; once the buffer is empty, records are parsed
+ * straight from the lent memory; when the rest of it is an incomplete record, that tail is copied
+ * to the buffer before _next says NEED_MORE — so a streamed chunk is copied only at its edges, and
+ * the caller may reuse its memory after NEED_MORE (or END / an error). Any other way of adding
+ * bytes first copies what is left of a lent region.
  *
  * Contract (rec.h): _next returns OK, NEED_MORE, END (clean end after _finish) or an error;
  * errors are sticky (same code and message on every later call); the optional checksum is a
@@ -36,6 +44,8 @@ struct baton_rec_reader {
     uint32_t crc;
     int borrowed;       /* buf is the caller's memory (baton_rec_reader_borrow) */
     size_t crc_done;    /* borrowed: bytes of buf already in crc */
+    const uint8_t *ref; /* lent by _feed_ref: [ref_start, ref_end) not consumed yet, after buf's */
+    size_t ref_start, ref_end;
     int err_code;       /* sticky error, 0 when none */
     baton_err sticky;
     baton_buf scratch;
@@ -95,13 +105,9 @@ static int fail(baton_rec_reader *r, int code, baton_err *err)
     return sticky(r, err);
 }
 
-int baton_rec_reader_reserve(baton_rec_reader *r, size_t min, uint8_t **p, size_t *cap,
-                             baton_err *err)
+/* room for min more bytes at buf + end (compacting or growing the buffer) */
+static int make_room(baton_rec_reader *r, size_t min, baton_err *err)
 {
-    if (r->finished)
-        return baton_err_set(err, BATON_ERR_ARG, "%s: bytes offered after the end of input",
-                             r->name);
-    if (r->err_code) r->start = r->end = 0;   /* nothing more will be parsed: drop it */
     if (min == 0) min = 1;
     if (r->cap - r->end < min) {
         size_t live = r->end - r->start;
@@ -127,6 +133,41 @@ int baton_rec_reader_reserve(baton_rec_reader *r, size_t min, uint8_t **p, size_
         r->start = 0;
         r->end = live;
     }
+    return BATON_OK;
+}
+
+/* move n bytes from the front of the lent region to the buffer's end (already in the CRC) */
+static int take_ref(baton_rec_reader *r, size_t n, baton_err *err)
+{
+    if (n == 0) return BATON_OK;
+    int rc = make_room(r, n, err);
+    if (rc) return rc;
+    memcpy(r->buf + r->end, r->ref + r->ref_start, n);
+    r->end += n;
+    r->ref_start += n;
+    if (r->ref_start == r->ref_end) r->ref = NULL, r->ref_start = r->ref_end = 0;
+    return BATON_OK;
+}
+
+/* copy what is left of a lent region before bytes are added some other way */
+static int unref(baton_rec_reader *r, baton_err *err)
+{
+    return r->ref ? take_ref(r, r->ref_end - r->ref_start, err) : BATON_OK;
+}
+
+int baton_rec_reader_reserve(baton_rec_reader *r, size_t min, uint8_t **p, size_t *cap,
+                             baton_err *err)
+{
+    if (r->finished)
+        return baton_err_set(err, BATON_ERR_ARG, "%s: bytes offered after the end of input",
+                             r->name);
+    if (r->err_code) {   /* nothing more will be parsed: drop it */
+        r->start = r->end = 0;
+        r->ref = NULL, r->ref_start = r->ref_end = 0;
+    }
+    int rc = unref(r, err);
+    if (rc == BATON_OK) rc = make_room(r, min, err);
+    if (rc) return rc;
     *p = r->buf + r->end;
     *cap = r->cap - r->end;
     return BATON_OK;
@@ -151,6 +192,24 @@ int baton_rec_reader_feed(baton_rec_reader *r, const void *p, size_t n, baton_er
     if (rc) return rc;
     memcpy(dst, p, n);
     baton_rec_reader_commit(r, n);
+    return BATON_OK;
+}
+
+int baton_rec_reader_feed_ref(baton_rec_reader *r, const void *p, size_t n, baton_err *err)
+{
+    if (r->fmt == BATON_FMT_UNKNOWN || r->borrowed) return baton_rec_reader_feed(r, p, n, err);
+    if (n == 0) return BATON_OK;
+    if (r->finished)
+        return baton_err_set(err, BATON_ERR_ARG, "%s: bytes offered after the end of input",
+                             r->name);
+    if (r->err_code) return BATON_OK;   /* nothing more will be parsed */
+    int rc = unref(r, err);
+    if (rc) return rc;
+    if (r->checksum) r->crc = baton_crc32c(r->crc, p, n);
+    r->fed += n;
+    r->ref = p;
+    r->ref_start = 0;
+    r->ref_end = n;
     return BATON_OK;
 }
 
@@ -197,6 +256,60 @@ int rec_reader_detect(baton_rec_reader *r, baton_err *err)
     return fail(r, rc, err);
 }
 
+/* one record from p[0, avail) (stream offset r->pos), the input final or not */
+static int parse_at(baton_rec_reader *r, const uint8_t *p, size_t avail, int final, baton_rec *rec,
+                    size_t *need)
+{
+    *need = 0;
+    if (r->fmt == BATON_FMT_RECORDIO)
+        return rec_recordio_parse(p, avail, r->pos, r->name, final, &r->scratch, rec, need, &r->sticky);
+    return rec_tfrecord_parse(p, avail, r->pos, r->name, final, rec, need, &r->sticky);
+}
+
+/* _next with a lent region: the buffer (a partial record) first, completed from the lent bytes;
+ * then records in place in the lent memory; its incomplete tail goes to the buffer */
+static int next_lent(baton_rec_reader *r, baton_rec *rec, baton_err *err)
+{
+    for (;;) {
+        const size_t live = r->end - r->start, lent = r->ref_end - r->ref_start;
+        size_t need;
+        int rc;
+        if (lent == 0) return baton_rec_reader_next(r, rec, err);   /* all moved to the buffer */
+        if (live == 0) {
+            rc = parse_at(r, r->ref + r->ref_start, lent, r->finished, rec, &need);
+            if (rc == BATON_OK) {
+                r->ref_start += rec->size;
+                r->pos += rec->size;
+                if (r->ref_start == r->ref_end) r->ref = NULL, r->ref_start = r->ref_end = 0;
+                return BATON_OK;
+            }
+            if (rc == BATON_NEED_MORE) {
+                r->need = need;
+                rc = take_ref(r, lent, &r->sticky);
+                return rc ? fail(r, rc, err) : BATON_NEED_MORE;
+            }
+            r->ref = NULL, r->ref_start = r->ref_end = 0;
+            return fail(r, rc, err);
+        }
+        if (live < r->need) {   /* what the partial record still needs, or all there is */
+            rc = take_ref(r, r->need - live < lent ? r->need - live : lent, &r->sticky);
+            if (rc) return fail(r, rc, err);
+            continue;
+        }
+        const int final = r->finished && r->ref == NULL;
+        rc = parse_at(r, r->buf + r->start, live, final, rec, &need);
+        if (rc == BATON_OK) {
+            r->start += rec->size;
+            r->pos += rec->size;
+            r->need = 0;
+            return BATON_OK;
+        }
+        if (rc != BATON_NEED_MORE) return fail(r, rc, err);
+        r->need = need > live ? need : live + 1;
+        if (!r->ref) return BATON_NEED_MORE;
+    }
+}
+
 int baton_rec_reader_next(baton_rec_reader *r, baton_rec *rec, baton_err *err)
 {
     if (r->err_code) return sticky(r, err);
@@ -204,18 +317,13 @@ int baton_rec_reader_next(baton_rec_reader *r, baton_rec *rec, baton_err *err)
         int rc = rec_reader_detect(r, err);
         if (rc != BATON_OK) return rc;
     }
+    if (r->ref) return next_lent(r, rec, err);
     size_t avail = r->end - r->start;
     if (r->borrowed) borrowed_crc(r, avail == 0);
     if (avail == 0) return r->finished ? BATON_END : BATON_NEED_MORE;
     if (!r->finished && avail < r->need) return BATON_NEED_MORE;
-    const uint8_t *p = r->buf + r->start;
     size_t need = 0;
-    int rc;
-    if (r->fmt == BATON_FMT_RECORDIO)
-        rc = rec_recordio_parse(p, avail, r->pos, r->name, r->finished, &r->scratch, rec, &need,
-                                &r->sticky);
-    else
-        rc = rec_tfrecord_parse(p, avail, r->pos, r->name, r->finished, rec, &need, &r->sticky);
+    int rc = parse_at(r, r->buf + r->start, avail, r->finished, rec, &need);
     if (rc == BATON_NEED_MORE) {
         r->need = need;
         return BATON_NEED_MORE;

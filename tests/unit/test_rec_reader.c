@@ -77,7 +77,10 @@ static int drain(baton_rec_reader *r, const stream *s, size_t *k, int *bad, bato
 }
 
 /* Feed s from byte `from` in chunks given by sizes() (via feed, or reserve/commit when
- * use_reserve), then finish. Returns 1 when every record came out right and the end was clean. */
+ * use_reserve is 1, or lent with feed_ref when it is 2: each chunk in its own allocation, poisoned
+ * and freed once drained, so a reader that kept a pointer into it reads garbage or trips the
+ * sanitizer), then finish. Returns 1 when every record came out right, the checksum covers every
+ * byte fed and the end was clean. */
 static int run_chunked(const stream *s, size_t from_rec, size_t (*size_fn)(baton_rng *, size_t),
                        size_t param, int use_reserve, uint64_t seed)
 {
@@ -85,12 +88,28 @@ static int run_chunked(const stream *s, size_t from_rec, size_t (*size_fn)(baton
     baton_rng_seed(&rng, seed);
     uint64_t start = s->offset[from_rec];
     baton_rec_reader *r = baton_rec_reader_new(s->fmt, "t", start);
+    baton_rec_reader_enable_checksum(r);
     baton_err err = {0};
     size_t k = from_rec, pos = (size_t)start;
-    int bad = 0, rc = BATON_NEED_MORE;
+    int bad = 0, rc = BATON_NEED_MORE, finished = 0;
     while (pos < s->bytes.len) {
         size_t c = size_fn(&rng, param);
         if (c > s->bytes.len - pos) c = s->bytes.len - pos;
+        if (use_reserve == 2) {
+            uint8_t *lent = malloc(c);
+            memcpy(lent, s->bytes.data + pos, c);
+            if (baton_rec_reader_feed_ref(r, lent, c, &err) != BATON_OK) bad = 1;
+            pos += c;
+            if (pos == s->bytes.len && (seed & 1)) {   /* the end announced before draining */
+                baton_rec_reader_finish(r);
+                finished = 1;
+            }
+            rc = drain(r, s, &k, &bad, &err);
+            if (rc != (finished ? BATON_END : BATON_NEED_MORE)) bad = 1;
+            memset(lent, 0xa5, c);
+            free(lent);
+            continue;
+        }
         if (use_reserve) {
             uint8_t *p;
             size_t cap;
@@ -110,7 +129,8 @@ static int run_chunked(const stream *s, size_t from_rec, size_t (*size_fn)(baton
     rc = drain(r, s, &k, &bad, &err);
     int ok = !bad && rc == BATON_END && k == s->n &&
              baton_rec_reader_position(r) == s->bytes.len &&
-             baton_rec_reader_fed(r) == s->bytes.len - start;
+             baton_rec_reader_fed(r) == s->bytes.len - start &&
+             baton_rec_reader_checksum(r) == baton_crc32c(0, s->bytes.data + start, s->bytes.len - start);
     if (!ok) fprintf(stderr, "chunked(%zu): rc %d k %zu bad %d: %s\n", param, rc, k, bad, err.msg);
     baton_rec_reader_free(r);
     return ok;
@@ -145,14 +165,21 @@ static void check_stream(stream *s)
     CHECK(all);
     for (uint64_t seed = 0; seed < 40; seed++) all &= run_chunked(s, 0, random_size, 200, 1, seed);
     CHECK(all);
+    /* lent chunks: every fixed size up to 64, random sizes small and large, one whole */
+    for (size_t c = 1; c <= 64; c++) all &= run_chunked(s, 0, fixed_size, c, 2, c);
+    CHECK_MSG(all, "feed_ref, fixed chunks");
+    for (uint64_t seed = 0; seed < 40; seed++) all &= run_chunked(s, 0, random_size, 3000, 2, seed);
+    for (uint64_t seed = 0; seed < 40; seed++) all &= run_chunked(s, 0, random_size, 200, 2, seed);
+    all &= run_chunked(s, 0, fixed_size, s->bytes.len, 2, 3);
+    CHECK_MSG(all, "feed_ref, random chunks");
     /* resume: from every record boundary, a new reader with that start_offset */
-    for (size_t i = 0; i <= s->n; i++) all &= run_chunked(s, i, random_size, 100, i & 1, i);
+    for (size_t i = 0; i <= s->n; i++) all &= run_chunked(s, i, random_size, 100, (int)(i % 3), i);
     CHECK(all);
 }
 
 /* Cut the stream at every byte: records before the cut come out, then END exactly at a record
  * boundary, else TRUNCATED naming the partial record's offset. */
-static void check_truncation(const stream *s)
+static void check_truncation(const stream *s, int lend)
 {
     int ok = 1;
     for (size_t cut = 0; cut <= s->bytes.len; cut++) {
@@ -160,7 +187,14 @@ static void check_truncation(const stream *s)
         baton_err err = {0};
         size_t k = 0;
         int bad = 0;
-        baton_rec_reader_feed(r, s->bytes.data, cut, &err);
+        if (lend) {   /* in two lent pieces, the cut announced before draining the second */
+            const size_t half = cut / 2;
+            baton_rec_reader_feed_ref(r, s->bytes.data, half, &err);
+            if (drain(r, s, &k, &bad, &err) != BATON_NEED_MORE) bad = 1;
+            baton_rec_reader_feed_ref(r, s->bytes.data + half, cut - half, &err);
+        } else {
+            baton_rec_reader_feed(r, s->bytes.data, cut, &err);
+        }
         baton_rec_reader_finish(r);
         int rc = drain(r, s, &k, &bad, &err);
         size_t whole = 0;
@@ -282,9 +316,12 @@ int main(void)
     stream small_rio, small_tfr;
     stream_make(&small_rio, BATON_FMT_RECORDIO, 5, 6, 40);
     stream_make(&small_tfr, BATON_FMT_TFRECORD, 6, 6, 40);
-    check_truncation(&small_rio);
-    check_truncation(&small_tfr);
-    check_truncation(&rio);
+    check_truncation(&small_rio, 0);
+    check_truncation(&small_rio, 1);
+    check_truncation(&small_tfr, 0);
+    check_truncation(&small_tfr, 1);
+    check_truncation(&rio, 0);
+    check_truncation(&rio, 1);
     check_flips(&small_rio);
     check_flips(&small_tfr);
 
