@@ -296,8 +296,7 @@ static int next_lent(baton_rec_reader *r, baton_rec *rec, baton_err *err)
             if (rc) return fail(r, rc, err);
             continue;
         }
-        const int final = r->finished && r->ref == NULL;
-        rc = parse_at(r, r->buf + r->start, live, final, rec, &need);
+        rc = parse_at(r, r->buf + r->start, live, 0, rec, &need);   /* lent bytes follow: not final */
         if (rc == BATON_OK) {
             r->start += rec->size;
             r->pos += rec->size;
@@ -305,8 +304,7 @@ static int next_lent(baton_rec_reader *r, baton_rec *rec, baton_err *err)
             return BATON_OK;
         }
         if (rc != BATON_NEED_MORE) return fail(r, rc, err);
-        r->need = need > live ? need : live + 1;
-        if (!r->ref) return BATON_NEED_MORE;
+        r->need = need > live ? need : live + 1;   /* taken from the lent bytes next time round */
     }
 }
 
