@@ -44,8 +44,8 @@ struct baton_rec_reader {
     uint32_t crc;
     int borrowed;       /* buf is the caller's memory (baton_rec_reader_borrow) */
     size_t crc_done;    /* borrowed: bytes of buf already in crc */
-    const uint8_t *ref; /* lent by _feed_ref: [ref_start, ref_end) not consumed yet, after buf's */
-    size_t ref_start, ref_end;
+    const uint8_t *ref; /* lent by _feed_ref: ref[ref_start, ref_end) not consumed yet, after buf's */
+    size_t ref_start, ref_end;   /* equal: nothing lent */
     int err_code;       /* sticky error, 0 when none */
     baton_err sticky;
     baton_buf scratch;
@@ -145,14 +145,13 @@ static int take_ref(baton_rec_reader *r, size_t n, baton_err *err)
     memcpy(r->buf + r->end, r->ref + r->ref_start, n);
     r->end += n;
     r->ref_start += n;
-    if (r->ref_start == r->ref_end) r->ref = NULL, r->ref_start = r->ref_end = 0;
     return BATON_OK;
 }
 
 /* copy what is left of a lent region before bytes are added some other way */
 static int unref(baton_rec_reader *r, baton_err *err)
 {
-    return r->ref ? take_ref(r, r->ref_end - r->ref_start, err) : BATON_OK;
+    return take_ref(r, r->ref_end - r->ref_start, err);
 }
 
 int baton_rec_reader_reserve(baton_rec_reader *r, size_t min, uint8_t **p, size_t *cap,
@@ -163,7 +162,7 @@ int baton_rec_reader_reserve(baton_rec_reader *r, size_t min, uint8_t **p, size_
                              r->name);
     if (r->err_code) {   /* nothing more will be parsed: drop it */
         r->start = r->end = 0;
-        r->ref = NULL, r->ref_start = r->ref_end = 0;
+        r->ref_start = r->ref_end;
     }
     int rc = unref(r, err);
     if (rc == BATON_OK) rc = make_room(r, min, err);
@@ -280,7 +279,6 @@ static int next_lent(baton_rec_reader *r, baton_rec *rec, baton_err *err)
             if (rc == BATON_OK) {
                 r->ref_start += rec->size;
                 r->pos += rec->size;
-                if (r->ref_start == r->ref_end) r->ref = NULL, r->ref_start = r->ref_end = 0;
                 return BATON_OK;
             }
             if (rc == BATON_NEED_MORE) {
@@ -288,7 +286,7 @@ static int next_lent(baton_rec_reader *r, baton_rec *rec, baton_err *err)
                 rc = take_ref(r, lent, &r->sticky);
                 return rc ? fail(r, rc, err) : BATON_NEED_MORE;
             }
-            r->ref = NULL, r->ref_start = r->ref_end = 0;
+            r->ref_start = r->ref_end;
             return fail(r, rc, err);
         }
         if (live < r->need) {   /* what the partial record still needs, or all there is */
@@ -315,7 +313,7 @@ int baton_rec_reader_next(baton_rec_reader *r, baton_rec *rec, baton_err *err)
         int rc = rec_reader_detect(r, err);
         if (rc != BATON_OK) return rc;
     }
-    if (r->ref) return next_lent(r, rec, err);
+    if (r->ref_start < r->ref_end) return next_lent(r, rec, err);
     size_t avail = r->end - r->start;
     if (r->borrowed) borrowed_crc(r, avail == 0);
     if (avail == 0) return r->finished ? BATON_END : BATON_NEED_MORE;
