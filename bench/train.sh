@@ -52,9 +52,13 @@ done
 ratios() {
     python3 - "$OUT/$1.baton" "$OUT/$1.peer" <<'PY'
 import random, statistics, sys
-b = [float(x) for x in open(sys.argv[1]) if x.strip()]
-p = [float(x) for x in open(sys.argv[2]) if x.strip()]
-r = [x / y for x, y in zip(b, p) if y > 0]
+def num(x):
+    try:
+        return float(x)
+    except ValueError:  # a side that printed nothing in that round
+        return 0.0
+# line k of each file is round k: pair them by line, dropping rounds where either side failed
+r = [num(x) / num(y) for x, y in zip(open(sys.argv[1]), open(sys.argv[2])) if num(x) > 0 and num(y) > 0]
 if not r:
     print("nan nan nan 0 0"); sys.exit()
 rng = random.Random(1)
