@@ -37,10 +37,10 @@ for model in $MODELS; do
     : >"$OUT/$model.baton" ; : >"$OUT/$model.peer" ; : >"$OUT/$model.gflops"
     for r in $(seq "$ROUNDS"); do
         # odd rounds run baton first, even rounds the peer first: neither side always follows the other
-        [ $((r % 2)) = 0 ] && p=$(run_peer "$model")
+        if [ $((r % 2)) = 0 ]; then p=$(run_peer "$model"); fi
         j=$(build/bench/train_speed --model "$model" --batch 128 --seconds 4 --reps 3 --json)
         b=$(echo "$j" | jget train_img_per_s); g=$(echo "$j" | jget train_gflops)
-        [ $((r % 2)) = 1 ] && p=$(run_peer "$model")
+        if [ $((r % 2)) = 1 ]; then p=$(run_peer "$model"); fi
         echo "$b" >>"$OUT/$model.baton"; echo "$g" >>"$OUT/$model.gflops"
         echo "$p" >>"$OUT/$model.peer"
         printf '%-9s round %d: baton %8.1f img/s  pytorch %8.1f img/s\n' "$model" "$r" "$b" "$p"
@@ -58,7 +58,8 @@ def num(x):
     except ValueError:  # a side that printed nothing in that round
         return 0.0
 # line k of each file is round k: pair them by line, dropping rounds where either side failed
-r = [num(x) / num(y) for x, y in zip(open(sys.argv[1]), open(sys.argv[2])) if num(x) > 0 and num(y) > 0]
+pairs = [(num(x), num(y)) for x, y in zip(open(sys.argv[1]), open(sys.argv[2]))]
+r = [b / p for b, p in pairs if b > 0 and p > 0]
 if not r:
     print("nan nan nan 0 0"); sys.exit()
 rng = random.Random(1)
@@ -73,6 +74,7 @@ for model in $MODELS; do
     read -r rm rlo rhi rgoal rn <<<"$(ratios "$model")"
     printf '%-9s %12.1f %12.1f %8.2f %10.1f %7.1f%%\n' "$model" "$b" "$p" "$ratio" "$g" "$share"
     printf '%-9s per-round ratio: median %.2f, 95%% interval %.2f-%.2f, %d of %d rounds >= 1.5\n' "" "$rm" "$rlo" "$rhi" "$rgoal" "$rn"
-    echo "{\"bench\": \"train\", \"model\": \"$model\", \"batch\": 128, \"threads\": 2, \"rounds\": $ROUNDS, \"baton_img_per_s\": $b, \"torch_img_per_s\": $p, \"ratio\": $ratio, \"round_ratio_median\": $rm, \"round_ratio_ci95\": [$rlo, $rhi], \"baton_gflops\": $g, \"peak_gflops\": $PEAK, \"cpu\": \"$CPU\"}" >>"$OUT/results.jsonl"
-    echo "{\"bench\": \"train\", \"model\": \"$model\", \"baton_img_per_s\": $b, \"torch_img_per_s\": $p, \"ratio\": $ratio, \"round_ratio_median\": $rm, \"round_ratio_ci95\": [$rlo, $rhi], \"baton_gflops\": $g}"
+    fig="\"baton_img_per_s\": $b, \"torch_img_per_s\": $p, \"ratio\": $ratio, \"round_ratio_median\": $rm, \"round_ratio_ci95\": [$rlo, $rhi], \"baton_gflops\": $g"
+    echo "{\"bench\": \"train\", \"model\": \"$model\", \"batch\": 128, \"threads\": 2, \"rounds\": $ROUNDS, $fig, \"peak_gflops\": $PEAK, \"cpu\": \"$CPU\"}" >>"$OUT/results.jsonl"
+    echo "{\"bench\": \"train\", \"model\": \"$model\", $fig}"
 done
