@@ -12,6 +12,10 @@
  *   DIR/.ckpt-<step>.old.<pid>/ a published ckpt-<step> moved aside while the same step is
  *                               re-committed; removed after the new one is published, renamed
  *                               back by the next save if a crash left ckpt-<step> missing
+ *   DIR/.ckpt-<step>.del.<pid>/ a checkpoint retention is removing: renamed out of sight first, so
+ *                               a crash in the middle of the removal never leaves a torn ckpt-<step>
+ *                               behind (a run resumed at its last step saves nothing, so nothing
+ *                               would clean it); removed by the next save if a crash left one
  *
  * Commit protocol (baton_ckpt_commit): clean stray temporaries; mkdir the temp folder; for each
  * file create and write it (starting its write-back at once); write MANIFEST the same way; fsync
@@ -85,7 +89,8 @@ int baton_ckpt_clean_temps(const char *dir)
     int n = 0;
     while ((e = readdir(d)) != NULL && n < 64) {
         if (strncmp(e->d_name, ".ckpt-", 6) != 0) continue;
-        if (!strstr(e->d_name, ".tmp.") && !strstr(e->d_name, ".old.")) continue;
+        if (!strstr(e->d_name, ".tmp.") && !strstr(e->d_name, ".old.") && !strstr(e->d_name, ".del."))
+            continue;
         snprintf(names[n++], sizeof names[0], "%s", e->d_name);
     }
     closedir(d);
@@ -428,8 +433,15 @@ int baton_ckpt_retain(const char *dir, int keep, baton_err *err)
         }
         if (v[i].status != BATON_OK)
             baton_log(BATON_LOG_WARN, "removing checkpoint %s that does not verify: %s", v[i].path, v[i].reason);
-        if (baton_remove_tree(v[i].path) != 0)
-            baton_log(BATON_LOG_WARN, "%s: cannot remove: %s", v[i].path, strerror(errno));
+        /* out of sight in one rename, then file by file (in place only if the rename fails) */
+        char del[4200];
+        const char *p = v[i].path;
+        if (snprintf(del, sizeof del, "%s/.ckpt-%09" PRIu64 ".del.%ld", dir, v[i].step, (long)getpid()) <
+                (int)sizeof del &&
+            baton_sys.rename(v[i].path, del) == 0)
+            p = del;
+        if (baton_remove_tree(p) != 0)
+            baton_log(BATON_LOG_WARN, "%s: cannot remove: %s", p, strerror(errno));
     }
     free(v);
     return BATON_OK;

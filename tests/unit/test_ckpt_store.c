@@ -192,6 +192,10 @@ static void test_retention_and_temps(void)
     ckpath(a, sizeof a, 4, NULL);
     snprintf(b, sizeof b, "%s/.ckpt-000000004.old.99999", dir);
     CHECK(rename(a, b) == 0);
+    /* and so does the half-removed folder of a retention that was killed */
+    char d[512];
+    snprintf(d, sizeof d, "%s/.ckpt-000000002.del.99999", dir);
+    CHECK(mkdir(d, 0755) == 0);
     CHECK(save(8, 4, &err) == BATON_OK);
     CHECK(count_entries(".ckpt-") == 0);
     CHECK(baton_ckpt_verify(a, &err) == BATON_OK);
