@@ -5,6 +5,7 @@
 #                   plus a short run of every fuzz target (tests/run.sh prints "N passed, N failed")
 #   make bench      the benchmarks under bench/
 #   make fuzz       every libFuzzer target for longer (FUZZ_SECONDS, default 60 each)
+#   make check-layers  every #include "baton/..." against README's component table
 #   make SAN=1 BUILD=build-san   the sanitizer build used by `make test`
 #
 # Sources are found by wildcard: src/<component>/*.c form the library, src/cli/*.c the command,
@@ -33,7 +34,7 @@ ALL_CFLAGS := $(BASE_CFLAGS) $(OPT) $(CFLAGS)
 LDLIBS := -Wl,--as-needed $(PKG_LIBS) -ldnnl -lgomp -lm -pthread
 LDFLAGS_ALL := $(SAN_LDFLAGS) $(LDFLAGS)
 
-COMPONENTS := util rec io img nn ckpt train spot infer race
+COMPONENTS := util rec io img nn ckpt notice train infer fleet race
 LIB_SRC := $(foreach c,$(COMPONENTS),$(wildcard src/$(c)/*.c))
 CLI_SRC := $(wildcard src/cli/*.c)
 TEST_SRC := $(wildcard tests/unit/test_*.c)
@@ -47,7 +48,7 @@ BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 LIB := $(BUILD)/libbaton.a
 BIN := $(BUILD)/baton
 
-.PHONY: all test bench bench-build fuzz clean tests deps run
+.PHONY: all test bench bench-build fuzz clean tests deps run check-layers
 all: $(BIN)
 
 $(BUILD)/obj/%.o: %.c
@@ -106,6 +107,10 @@ fuzz: fuzz-build
 
 test:
 	tests/run.sh
+
+# every #include "baton/..." against README's component table (its "may include" column)
+check-layers:
+	@scripts/check-layers.sh
 
 run: all
 	$(BIN) run

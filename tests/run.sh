@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # run.sh — the whole test suite, as `make test` and CI run it:
 #   1. install missing Debian packages (scripts/deps.sh),
-#   2. build normally and with ASan+UBSan,
+#   2. check every #include against README's component table (make check-layers), build normally
+#      and with ASan+UBSan,
 #   3. run every unit test program and every CLI test script against both builds,
 #   4. run every libFuzzer target briefly (FUZZ_SECONDS, default 6 s each),
 #   5. run the loopback server tests (nginx, RADOS Gateway, fault proxy).
@@ -26,6 +27,8 @@ run() {  # run NAME CMD...
     fi
     rm -f "$log"
 }
+
+run "check-layers (README's component table)" make -s check-layers
 
 builds=(build)
 [ "${BATON_TEST_QUICK:-0}" = 1 ] || builds+=(build-san)

@@ -16,10 +16,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "baton/notice.h"
 #include "baton/util.h"
 
 /* ---------------------------------------------------------------------------------------------
- * Job file (src/spot/jobfile.c)
+ * Job file (src/fleet/jobfile.c)
  * --------------------------------------------------------------------------------------------- */
 #define BATON_JOB_MAX_BYTES (1u << 20)    /* a job file is small; refuse anything over 1 MiB */
 #define BATON_JOB_NAME_MAX 64
@@ -136,7 +137,7 @@ const baton_catalog_entry *baton_catalog_find(const char *name);
 const baton_catalog_entry *baton_catalog_all(size_t *n);
 
 /* ---------------------------------------------------------------------------------------------
- * Spot-market simulator (src/spot/fleet_market.c). All times are simulated seconds.
+ * Spot-market simulator (src/fleet/fleet_market.c). All times are simulated seconds.
  *
  * A pool is (instance type, zone). Hazard: a type's Spot Advisor bucket gives the share p of
  * instances reclaimed per month (the bucket's midpoint: 2.5, 7.5, 12.5, 17.5, 25 %); an instance
@@ -178,7 +179,7 @@ static inline int baton_pool_type(const baton_market *m, int pool) { return pool
 static inline int baton_pool_zone(const baton_market *m, int pool) { return pool % (int)m->job->nzones; }
 
 /* ---------------------------------------------------------------------------------------------
- * Cost accounting (src/spot/fleet_cost.c). Simulated seconds; prices per simulated hour.
+ * Cost accounting (src/fleet/fleet_cost.c). Simulated seconds; prices per simulated hour.
  *
  * Per instance: charged seconds = running seconds, rounded up to the 60 s minimum, except that an
  * instance the provider interrupted (with or without notice) within its first hour costs nothing
@@ -221,7 +222,7 @@ void baton_cost_total_add(baton_cost_total *t, const baton_cost_in *in, const ba
 void baton_cost_total_finish(baton_cost_total *t);   /* the two savings percentages */
 
 /* ---------------------------------------------------------------------------------------------
- * Volumes and snapshots, simulated with folders (src/spot/fleet_volume.c).
+ * Volumes and snapshots, simulated with folders (src/fleet/fleet_volume.c).
  *
  * A volume is a folder. A snapshot is a folder holding a copy of a volume plus SNAPSHOT, its
  * manifest ("baton-snapshot 1", then "d PATH" per folder and "f SIZE CRC32C PATH" per file, sorted),
@@ -251,7 +252,7 @@ int baton_volume_move(const char *from, const char *snapshot, const char *to, ba
                       void *arg, baton_err *err);
 
 /* ---------------------------------------------------------------------------------------------
- * The worker state machine (src/spot/fleet_state.c): one pure transition function; the
+ * The worker state machine (src/fleet/fleet_state.c): one pure transition function; the
  * supervisor routes every change through it and logs each transition as an event.
  *
  *   PENDING --launch--> LAUNCHING --start--> RUNNING --notice--> NOTICED
@@ -274,7 +275,7 @@ const char *baton_wevent_name(baton_wevent e);     /* "launch", ... */
 int baton_wstate_parse(const char *name);          /* -1 if unknown */
 
 /* ---------------------------------------------------------------------------------------------
- * Fleet records (what the supervisor keeps in SQLite; src/spot/fleet_db.c). Times are simulated
+ * Fleet records (what the supervisor keeps in SQLite; src/fleet/fleet_db.c). Times are simulated
  * seconds since the fleet's origin; -1 = not yet.
  * --------------------------------------------------------------------------------------------- */
 typedef enum { BATON_TASK_WAITING = 0, BATON_TASK_RUNNING, BATON_TASK_DONE, BATON_TASK_FAILED,
@@ -363,7 +364,7 @@ int baton_fleet_db_load(baton_fleet_db *db, int with_events, baton_fleet_records
 void baton_fleet_records_free(baton_fleet_records *r);
 
 /* ---------------------------------------------------------------------------------------------
- * Worker processes (src/spot/fleet_proc.c)
+ * Worker processes (src/fleet/fleet_proc.c)
  *
  * A worker is a small shim process (a fork of the supervisor that only waits) leading its own
  * process group, and under it /bin/sh -c COMMAND. The shim ignores SIGTERM/SIGINT/SIGHUP, waits
@@ -398,7 +399,7 @@ int64_t baton_progress_file_read(const char *path);
 int64_t baton_ckpt_newest_name(const char *dir);
 
 /* ---------------------------------------------------------------------------------------------
- * The local fleet supervisor (src/spot/fleet_local.c)
+ * The local fleet supervisor (src/fleet/fleet_local.c)
  *
  * One process runs the whole fleet: a loop that every tick reaps ended workers, lets the market
  * interrupt running ones (a notice through the worker's own metadata service, then a kill at the
@@ -454,7 +455,7 @@ int baton_fleet_run(const baton_job *job, const baton_fleet_opts *o, baton_fleet
 int baton_fleet_cancel(const char *job_dir, double grace_s, baton_err *err);
 
 /* ---------------------------------------------------------------------------------------------
- * Reports (src/spot/fleet_report.c): the cost table, --json, the SVG timeline, status.
+ * Reports (src/fleet/fleet_report.c): the cost table, --json, the SVG timeline, status.
  * --------------------------------------------------------------------------------------------- */
 typedef struct baton_fleet_report {
     baton_fleet_records rec;

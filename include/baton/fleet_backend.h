@@ -4,7 +4,7 @@
  * file of fleet.h (docs/jobfile.md) and its `slurm:` / `aws:` section; docs/slurm.md and
  * docs/aws.md are the user's guides.
  *
- * Slurm (src/spot/fleet_slurm.c): `baton fleet run --backend slurm JOB` writes one batch script
+ * Slurm (src/fleet/fleet_slurm.c): `baton fleet run --backend slurm JOB` writes one batch script
  * per task and submits it with sbatch: --requeue, --signal=B:USR1@signal_before, output appended
  * across restarts, the task's volume (a folder on a file system every node sees) as its working
  * folder. The script runs the command in its own process group and forwards TERM/USR1 to it, so
@@ -13,7 +13,7 @@
  * retries last. Preemption and `scontrol requeue` requeue it through Slurm. Every start and end
  * is appended to the volume's logs/slurm-runs.log; status combines it with `scontrol show job`.
  *
- * AWS (src/spot/fleet_aws.c, src/spot/aws_userdata.c): see baton_aws_generate.
+ * AWS (src/fleet/fleet_aws.c, src/fleet/aws_userdata.c): see baton_aws_generate.
  *
  * Contract: errors are values naming the job file, line and field (or the program that failed);
  * nothing here exits. Only the slurm/aws CLI programs are run (no shell). */

@@ -17,7 +17,7 @@
  * loader is positioned at the saved cursor. max_steps counts global steps
  * across restarts.
  *
- * Notices (opts.notice): a watcher (spot.h) runs beside the loop; the loop reads its latched state
+ * Notices (opts.notice): a watcher (notice.h) runs beside the loop; the loop reads its latched state
  * once per step (atomic loads). On a terminal notice the run returns BATON_STOPPED after the
  * current step's synchronous checkpoint is committed; the result says which notice, its deadline
  * and how many seconds were left.
@@ -29,7 +29,7 @@
 
 #include "baton/ckpt.h"
 #include "baton/img.h"
-#include "baton/spot.h"
+#include "baton/notice.h"
 
 /* The default checkpoint interval: a background checkpoint at the first step that ends 60 s or
  * more after the previous one. Its blocking part (the snapshot) costs well under 1 ms for the

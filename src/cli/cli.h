@@ -4,9 +4,9 @@
 #ifndef BATON_CLI_H
 #define BATON_CLI_H
 
-#include "baton/util.h"
+#include "baton/notice.h"
 
-enum { CLI_OK = 0, CLI_ERROR = 1, CLI_USAGE = 2, CLI_INTERRUPTED = 75 };
+enum { CLI_OK = 0, CLI_ERROR = 1, CLI_USAGE = 2, CLI_INTERRUPTED = BATON_EXIT_STOPPED };
 
 struct cli_command {
     const char *name;

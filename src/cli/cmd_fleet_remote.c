@@ -3,7 +3,7 @@
  * cmd_fleet.c hands over here when cli_fleet_remote_backend says the arguments are for one of
  * them: --backend, else the job file's `backend:`, else (status, cancel) what the job's folder
  * STATE/JOB holds (slurm/jobs.json, aws/fleet-requests.json). Thin: the work is in
- * src/spot/fleet_slurm.c and fleet_aws.c.
+ * src/fleet/fleet_slurm.c and fleet_aws.c.
  *
  *   baton fleet run JOBFILE [--backend slurm] [--state DIR] [--wait [--timeout SEC]] [--json]
  *   baton fleet run JOBFILE [--backend aws] [--out DIR] [--account ID] [--dry-run | --apply]

@@ -1,9 +1,9 @@
-/* cmd_imds.c — `baton imds`: a local EC2 instance-metadata service (spot.h's emulator) for tests,
+/* cmd_imds.c — `baton imds`: a local EC2 instance-metadata service (notice.h's emulator) for tests,
  * demos and wrapping trainers: EC2's paths, IMDSv2 tokens, interruption notices after N seconds, at
  * a time, or on demand (PUT /baton/interrupt?action=terminate&notice=120, PUT /baton/rebalance).
  * Prints the bound URL as the first line of stdout (port 0 = an ephemeral port), then serves until
  * SIGINT or SIGTERM. */
-#include "baton/spot.h"
+#include "baton/notice.h"
 #include "cli.h"
 
 #include <signal.h>
@@ -41,7 +41,7 @@ int cmd_imds(int argc, char **argv)
                   "[--instance-type T] [--zone Z] [--garbage] [--token-status CODE] [--allow-remote]",
                   opts, argc, argv, pos, 0, &npos, &help))
         return help ? CLI_OK : CLI_USAGE;
-    if (at && baton_spot_time_parse(at, &o.interrupt_at)) {
+    if (at && baton_notice_time_parse(at, &o.interrupt_at)) {
         fprintf(stderr, "baton imds: --interrupt-at '%s': expected an ISO 8601 time such as 2030-01-01T00:00:00Z\n", at);
         return CLI_USAGE;
     }
@@ -64,7 +64,7 @@ int cmd_imds(int argc, char **argv)
     fflush(stdout);
     char t[32];
     if (o.interrupt_at > 0) {
-        baton_spot_time_format(o.interrupt_at, t);
+        baton_notice_time_format(o.interrupt_at, t);
         baton_log(BATON_LOG_INFO, "imds: %s notice scheduled at %s", o.action, t);
     } else if (o.interrupt_after >= 0) {
         baton_log(BATON_LOG_INFO, "imds: %s notice scheduled in %g s", o.action, o.interrupt_after);

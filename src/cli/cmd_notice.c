@@ -1,9 +1,9 @@
 /* cmd_notice.c — `baton notice wait`: block until an interruption notice (EC2 metadata, GCE
- * metadata or SIGTERM, as spot.h's watcher sees them) and print it, so a trainer in any language
+ * metadata or SIGTERM, as notice.h's watcher sees them) and print it, so a trainer in any language
  * can be wrapped: `baton notice wait && kill -USR1 $trainer`. Exit 0 on a notice, 1 on a timeout or
  * an error. --json prints one object: action, deadline (ISO 8601 or null), deadline_unix,
  * seconds_left, seen_at, source. */
-#include "baton/spot.h"
+#include "baton/notice.h"
 #include "cli.h"
 
 #include <stdlib.h>
@@ -12,8 +12,8 @@
 static void print_event(const baton_notice_event *ev, int json)
 {
     char dl[32] = "", seen[32];
-    if (ev->deadline > 0) baton_spot_time_format(ev->deadline, dl);
-    baton_spot_time_format(ev->seen_at, seen);
+    if (ev->deadline > 0) baton_notice_time_format(ev->deadline, dl);
+    baton_notice_time_format(ev->seen_at, seen);
     double left = ev->deadline > 0 ? ev->deadline - baton_wall_now() : 0;
     const char *action = baton_notice_kind_name(ev->kind);
     if (json) {

@@ -1,7 +1,7 @@
 /* fuzz_notice.c — libFuzzer target: metadata answers as the notice watcher reads them (EC2
  * instance-action and rebalance bodies, ISO 8601 times). A time that parses must format and parse
  * back to the same whole second; a notice must carry a known kind. */
-#include "baton/spot.h"
+#include "baton/notice.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -23,11 +23,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t n = size < sizeof s - 1 ? size : sizeof s - 1;
     memcpy(s, data, n);
     s[n] = 0;
-    if (baton_spot_time_parse(s, &t) == 0 && t >= 0) {
+    if (baton_notice_time_parse(s, &t) == 0 && t >= 0) {
         char f[32];
         double back;
-        baton_spot_time_format(t, f);
-        if (baton_spot_time_parse(f, &back) != 0 || back != (double)(long long)t) abort();
+        baton_notice_time_format(t, f);
+        if (baton_notice_time_parse(f, &back) != 0 || back != (double)(long long)t) abort();
     }
     return 0;
 }

@@ -7,7 +7,7 @@
 #include <signal.h>
 
 #include "baton/fleet.h"
-#include "baton/spot.h"
+#include "baton/notice.h"
 
 typedef struct live {
     baton_imds *imds;

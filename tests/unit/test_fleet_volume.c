@@ -1,4 +1,4 @@
-/* test_spot_volume.c — volumes and snapshots as folders: the manifest, snapshot + verify (a
+/* test_fleet_volume.c — volumes and snapshots as folders: the manifest, snapshot + verify (a
  * flipped byte is caught), restore, and the zone move — at every step of a move at least one
  * complete copy exists, and a failure injected while the snapshot (or the restore) is being
  * written leaves the old volume untouched and no partial copies behind. */

@@ -1,14 +1,14 @@
-/* spot.h — interruption notices on rented machines: a local EC2 instance-metadata service (the
+/* notice.h — interruption notices on rented machines: a local EC2 instance-metadata service (the
  * emulator behind `baton imds`) and the notice watcher (behind `baton notice wait` and the
  * trainer's reaction to a notice).
  *
- * The emulator (src/spot/imds.c) serves EC2's metadata paths on loopback with libmicrohttpd:
+ * The emulator (src/notice/imds.c) serves EC2's metadata paths on loopback with libmicrohttpd:
  * static items, spot/instance-action (404 until an interruption is scheduled, then
  * {"action","time"}), spot/termination-time, events/recommendations/rebalance, the IMDSv2 token
  * PUT, GCE's instance/preempted, and control requests (PUT /baton/interrupt, /baton/rebalance,
  * /baton/clear) that schedule events on demand.
  *
- * The watcher (src/spot/notice.c) is one thread that polls the metadata service(s) every poll_s
+ * The watcher (src/notice/notice.c) is one thread that polls the metadata service(s) every poll_s
  * seconds with short timeouts (IMDSv2 token flow with a v1 fallback; GCE with Metadata-Flavor:
  * Google) and turns SIGTERM into a notice. It latches the first terminal notice it sees (kind,
  * deadline, source) and never changes it afterwards; readers see it through atomics, so
@@ -16,10 +16,16 @@
  * garbage-answering service is never a notice.
  *
  * Layering: spot's notice and emulator parts depend on util only (train includes this header). */
-#ifndef BATON_SPOT_H
-#define BATON_SPOT_H
+#ifndef BATON_NOTICE_H
+#define BATON_NOTICE_H
 
 #include "baton/util.h"
+
+/* The exit status of a command that stopped on an interruption notice (or SIGTERM/SIGINT) after
+ * committing a checkpoint: EX_TEMPFAIL, "run me again". Supervisors (the fleet's backends, the
+ * generated Slurm and EC2 scripts) treat it as "resume elsewhere", not as a crash. */
+#define BATON_EXIT_STOPPED 75
+#define BATON_EXIT_STOPPED_STR "75"   /* the same, for generated shell scripts */
 
 /* ---------------------------------------------------------------- the metadata emulator */
 typedef struct baton_imds baton_imds;
@@ -133,8 +139,8 @@ int baton_cloud_detect(const char *dmi_dir);
 
 /* ISO 8601 times as EC2 writes them: "2017-09-18T08:22:00Z" (fractions and ±hh:mm offsets are
  * accepted). parse returns 0 and sets *t (unix seconds), or -1. format writes the Z form. */
-int baton_spot_time_parse(const char *s, double *t);
-void baton_spot_time_format(double t, char out[32]);
+int baton_notice_time_parse(const char *s, double *t);
+void baton_notice_time_format(double t, char out[32]);
 double baton_wall_now(void);   /* unix seconds (CLOCK_REALTIME) */
 
 #endif

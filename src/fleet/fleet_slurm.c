@@ -213,7 +213,7 @@ int baton_slurm_script(const baton_job *job, const baton_slurm_opts *o, size_t t
 "case \"$rc:$cause\" in\n"
 "0:*) outcome=done ;;\n"
 "*:term|*:int) outcome=stopped ;;   # Slurm requeues what it preempted or requeued; a cancel stays\n"
-"75:*) outcome=notice ;;\n"
+"" BATON_EXIT_STOPPED_STR ":*) outcome=notice ;;\n"
 "*:usr1) outcome=timelimit ;;\n"
 "*) outcome=crash ;;\n"
 "esac\n"
@@ -478,7 +478,7 @@ void baton_slurm_parse_runlog(const char *text, size_t n, baton_slurm_task *t)
             long rc = strtol(v, NULL, 10);
             t->last_rc = rc < 0 || rc > 255 ? 255 : (int)rc;
             field(line, "outcome", v, sizeof v);
-            if (t->last_rc == 75) t->notices++;   /* stopped after a committed checkpoint */
+            if (t->last_rc == BATON_EXIT_STOPPED) t->notices++;   /* stopped after a committed checkpoint */
             else if (!strcmp(v, "crash")) t->crashes++;
             else if (strcmp(v, "done")) t->stops++; /* stopped without one (killed, time limit) */
         }

@@ -1,4 +1,4 @@
-/* test_spot_cost.c — cost arithmetic: EC2's first-hour rule (no charge when the provider
+/* test_fleet_cost.c — cost arithmetic: EC2's first-hour rule (no charge when the provider
  * interrupts within the first hour, but a charge when the instance ends by itself), the 60 s
  * minimum, per-second billing, the useful/restart/lost split, and the two savings figures, all
  * against sums done by hand. */

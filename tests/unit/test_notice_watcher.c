@@ -1,11 +1,11 @@
-/* test_spot_notice.c — the notice watcher against the metadata emulator on loopback: IMDSv2 token
+/* test_notice_watcher.c — the notice watcher against the metadata emulator on loopback: IMDSv2 token
  * flow, IMDSv1 fallback (token PUT answered 403 / 404), a v2-only service, latching of a sliding
  * deadline (and no more polling once latched), rebalance once per recommendation, GCE preempted,
  * SIGTERM (handler restored afterwards, no stale latch in the next watcher), and the failure
  * modes that must never be a notice nor block the caller: garbage answers, a closed port, a
  * listening socket that never answers. Also DMI detection on fake folders and
  * AWS_EC2_METADATA_DISABLED. No test touches anything but 127.0.0.1. */
-#include "baton/spot.h"
+#include "baton/notice.h"
 #include "check.h"
 
 #include <arpa/inet.h>

@@ -1,4 +1,4 @@
-/* test_spot_fleetdb.c — the fleet's records and worker processes: every field of the job, task,
+/* test_fleet_db.c — the fleet's records and worker processes: every field of the job, task,
  * instance and event rows survives a save and a load (and the events also land in events.jsonl);
  * a worker's exit status reaches both waitpid and the shim's status file, a killed worker leaves
  * none, its environment and folder are the ones asked for, a reused pid is not mistaken for it;

@@ -25,7 +25,7 @@
  *
  * Listens on loopback unless allow_remote; port 0 = ephemeral (the socket is bound here, so the
  * port is known before the first request). One libmicrohttpd polling thread; state under a mutex. */
-#include "baton/spot.h"
+#include "baton/notice.h"
 
 #include <arpa/inet.h>
 #include <cJSON.h>
@@ -229,19 +229,19 @@ static enum MHD_Result handle_meta(baton_imds *m, struct MHD_Connection *c, cons
     } else if (!strcmp(path, "spot/instance-action")) {
         if ((found = notice_visible(m, now))) {
             char t[32];
-            baton_spot_time_format(notice_time(m, now), t);
+            baton_notice_time_format(notice_time(m, now), t);
             snprintf(body, sizeof body, "{\"action\": \"%s\", \"time\": \"%s\"}", m->sched_action, t);
             text = body;
         }
     } else if (!strcmp(path, "spot/termination-time")) {
         if ((found = notice_visible(m, now) && !strcmp(m->sched_action, "terminate"))) {
-            baton_spot_time_format(notice_time(m, now), body);
+            baton_notice_time_format(notice_time(m, now), body);
             text = body;
         }
     } else if (!strcmp(path, "events/recommendations/rebalance")) {
         if ((found = m->rebal_at > 0 && now >= m->rebal_at)) {
             char t[32];
-            baton_spot_time_format(m->rebal_time, t);
+            baton_notice_time_format(m->rebal_time, t);
             snprintf(body, sizeof body, "{\"noticeTime\": \"%s\"}", t);
             text = body;
         }
@@ -280,13 +280,13 @@ static enum MHD_Result handle_control(baton_imds *m, struct MHD_Connection *c, c
         cJSON_AddBoolToObject(j, "visible", notice_visible(m, now));
         if (m->sched) {
             cJSON_AddStringToObject(j, "action", m->sched_action);
-            baton_spot_time_format(m->sched_at, t);
+            baton_notice_time_format(m->sched_at, t);
             cJSON_AddStringToObject(j, "notice_at", t);
-            baton_spot_time_format(notice_time(m, now), t);
+            baton_notice_time_format(notice_time(m, now), t);
             cJSON_AddStringToObject(j, "time", t);
         }
         if (m->rebal_at > 0) {
-            baton_spot_time_format(m->rebal_time, t);
+            baton_notice_time_format(m->rebal_time, t);
             cJSON_AddStringToObject(j, "rebalance", t);
         }
         pthread_mutex_unlock(&m->mu);

@@ -1,9 +1,9 @@
-/* test_spot_imds.c — the metadata emulator over real HTTP (libcurl against its loopback port):
+/* test_notice_imds.c — the metadata emulator over real HTTP (libcurl against its loopback port):
  * static paths, the IMDSv2 token PUT (ttl bounds, X-Forwarded-For), v2-only 401s, expired and
  * unknown tokens, instance-action before/after a scheduled interruption (fixed and sliding time),
  * termination-time, rebalance, the GCE preempted path, control requests, the token-status and
  * garbage modes, the loopback-only rule, and ISO 8601 parsing. */
-#include "baton/spot.h"
+#include "baton/notice.h"
 #include "check.h"
 
 #include <cJSON.h>
@@ -67,17 +67,17 @@ static int body_is(const body *b, const char *s)
 static void test_time(void)
 {
     double t = 0;
-    CHECK(baton_spot_time_parse("2017-09-18T08:22:00Z", &t) == 0 && t == 1505722920.0);
-    CHECK(baton_spot_time_parse("2017-09-18T10:22:00+02:00", &t) == 0 && t == 1505722920.0);
-    CHECK(baton_spot_time_parse("2017-09-18T08:22:00.250Z", &t) == 0 && fabs(t - 1505722920.25) < 1e-6);
-    CHECK(baton_spot_time_parse("2017-09-18T08:22:00", &t) == -1);       /* no zone */
-    CHECK(baton_spot_time_parse("2017-02-30T08:22:00Z", &t) == -1);      /* no such day */
-    CHECK(baton_spot_time_parse("2017-09-18T25:22:00Z", &t) == -1);
-    CHECK(baton_spot_time_parse("2017-09-18T08:22:00Zjunk", &t) == -1);
-    CHECK(baton_spot_time_parse("soon", &t) == -1);
-    CHECK(baton_spot_time_parse("", &t) == -1);
+    CHECK(baton_notice_time_parse("2017-09-18T08:22:00Z", &t) == 0 && t == 1505722920.0);
+    CHECK(baton_notice_time_parse("2017-09-18T10:22:00+02:00", &t) == 0 && t == 1505722920.0);
+    CHECK(baton_notice_time_parse("2017-09-18T08:22:00.250Z", &t) == 0 && fabs(t - 1505722920.25) < 1e-6);
+    CHECK(baton_notice_time_parse("2017-09-18T08:22:00", &t) == -1);       /* no zone */
+    CHECK(baton_notice_time_parse("2017-02-30T08:22:00Z", &t) == -1);      /* no such day */
+    CHECK(baton_notice_time_parse("2017-09-18T25:22:00Z", &t) == -1);
+    CHECK(baton_notice_time_parse("2017-09-18T08:22:00Zjunk", &t) == -1);
+    CHECK(baton_notice_time_parse("soon", &t) == -1);
+    CHECK(baton_notice_time_parse("", &t) == -1);
     char s[32];
-    baton_spot_time_format(1505722920.9, s);
+    baton_notice_time_format(1505722920.9, s);
     CHECK(!strcmp(s, "2017-09-18T08:22:00Z"));
 }
 
@@ -162,7 +162,7 @@ static void test_v2_only_and_notice(int slide)
     const cJSON *a = cJSON_GetObjectItemCaseSensitive(j, "action"), *t = cJSON_GetObjectItemCaseSensitive(j, "time");
     double when = 0;
     CHECK(cJSON_IsString(a) && !strcmp(a->valuestring, "stop"));
-    CHECK(cJSON_IsString(t) && baton_spot_time_parse(t->valuestring, &when) == 0);
+    CHECK(cJSON_IsString(t) && baton_notice_time_parse(t->valuestring, &when) == 0);
     CHECK_MSG(when >= floor(t0) + 89 && when <= t0 + 91, "time %f, t0 %f", when, t0);
     char first[32] = "";
     if (cJSON_IsString(t)) snprintf(first, sizeof first, "%s", t->valuestring);
@@ -181,7 +181,7 @@ static void test_v2_only_and_notice(int slide)
     CHECK(req("PUT", u, "/baton/interrupt?action=terminate&notice=30", NULL, NULL, NULL) == 200);
     t0 = baton_wall_now();
     CHECK(get(u, "/latest/meta-data/spot/termination-time", hdr, &b) == 200);
-    CHECK(b.data && baton_spot_time_parse(b.data, &when) == 0 && when >= floor(t0) + 29 && when <= t0 + 31);
+    CHECK(b.data && baton_notice_time_parse(b.data, &when) == 0 && when >= floor(t0) + 29 && when <= t0 + 31);
     free(b.data);
     /* bad control requests */
     CHECK(req("PUT", u, "/baton/interrupt?action=explode", NULL, NULL, NULL) == 400);
@@ -277,7 +277,7 @@ static void test_modes(void)
         cJSON *j = b.data ? cJSON_Parse(b.data) : NULL;
         const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "time");
         double when;
-        if (cJSON_IsString(t) && baton_spot_time_parse(t->valuestring, &when) == 0) {
+        if (cJSON_IsString(t) && baton_notice_time_parse(t->valuestring, &when) == 0) {
             const cJSON *a = cJSON_GetObjectItemCaseSensitive(j, "action");
             if (cJSON_IsString(a) && !strcmp(a->valuestring, "terminate")) well_formed++;
         }

@@ -3,7 +3,7 @@
  * table, as JSON, and as an SVG timeline (instances × simulated time; checkpoints, notices, kills
  * and crashes marked). Reads the job's database only; works while a supervisor is running. */
 #include "baton/fleet.h"
-#include "baton/spot.h"
+#include "baton/notice.h"
 
 #include <cJSON.h>
 #include <math.h>

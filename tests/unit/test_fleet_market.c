@@ -1,4 +1,4 @@
-/* test_spot_market.c — the spot-market simulator: hazards from the Spot Advisor buckets, seeded
+/* test_fleet_market.c — the spot-market simulator: hazards from the Spot Advisor buckets, seeded
  * draws (deterministic, with the right statistics), the explicit schedule taking precedence, the
  * --interrupts syntax, and the two allocation strategies with capacity cooldown. */
 #include "baton/fleet.h"

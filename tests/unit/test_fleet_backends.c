@@ -1,8 +1,8 @@
-/* test_spot_backends.c — the pieces of the Slurm and AWS fleet backends that need no cluster and
+/* test_fleet_backends.c — the pieces of the Slurm and AWS fleet backends that need no cluster and
  * no cloud: base64 (RFC 4648 vectors), shell quoting (round trip through /bin/sh), running a
  * program (status, both output streams at once, a missing program), the Slurm checks and batch
  * script, the AWS checks, user data and artefacts (contents, sizes, errors naming line and field). */
-#include "../../src/spot/remote_internal.h"
+#include "../../src/fleet/remote_internal.h"
 #include "baton/fleet_backend.h"
 #include "check.h"
 
@@ -278,6 +278,8 @@ static void test_aws(void)
 
 int main(void)
 {
+    /* the generated scripts spell the stopped status as text: it must be the same number */
+    CHECK(atoi(BATON_EXIT_STOPPED_STR) == BATON_EXIT_STOPPED);
     test_base64();
     test_shq_and_run();
     test_slurm();

@@ -3,7 +3,7 @@
  *
  * Contract: parsing is strict (every field in range, the whole string consumed, a zone required:
  * "Z" or an offset), because a time that does not parse is garbage and garbage is never a notice. */
-#include "baton/spot.h"
+#include "baton/notice.h"
 
 #include <string.h>
 #include <time.h>
@@ -29,7 +29,7 @@ static int digits(const char **p, int n, int *v)
     return 0;
 }
 
-int baton_spot_time_parse(const char *s, double *t)
+int baton_notice_time_parse(const char *s, double *t)
 {
     if (!s) return -1;
     const char *p = s;
@@ -84,7 +84,7 @@ int baton_spot_time_parse(const char *s, double *t)
     return 0;
 }
 
-void baton_spot_time_format(double t, char out[32])
+void baton_notice_time_format(double t, char out[32])
 {
     time_t u = (time_t)t;
     struct tm tm;

@@ -194,7 +194,7 @@ static const char body[] =
     "    wait \"$job\"\n"
     "    rc=$?\n"
     "    [ -n \"$w\" ] && kill -TERM -- \"-$w\" 2>/dev/null\n"
-    "    case $rc in 0) outcome=done ;; 75) outcome=notice ;; *) outcome=crash ;; esac\n"
+    "    case $rc in 0) outcome=done ;; " BATON_EXIT_STOPPED_STR ") outcome=notice ;; *) outcome=crash ;; esac\n"
     "    echo \"end instance=$IID rc=$rc outcome=$outcome gen=$GEN time=$(stamp)\" >>\"$runlog\"\n"
     "    sync\n"
     "    case $outcome in\n"

@@ -33,7 +33,7 @@
  *
  * Concurrency: the terminal event is written once under mu, then published by a release store of
  * its kind; baton_notice_poll reads it after an acquire load, without locks or system calls. */
-#include "baton/spot.h"
+#include "baton/notice.h"
 
 #include <cJSON.h>
 #include <curl/curl.h>
@@ -313,7 +313,7 @@ static void latch(baton_notice_watcher *w, baton_notice_kind kind, double deadli
         snprintf(w->term.source, sizeof w->term.source, "%s", src);
         atomic_store_explicit(&w->term_kind, (int)kind, memory_order_release);
         char t[32] = "unknown";
-        if (deadline > 0) baton_spot_time_format(deadline, t);
+        if (deadline > 0) baton_notice_time_format(deadline, t);
         baton_log(BATON_LOG_WARN, "notice: %s (%s), deadline %s (in %.0f s)", baton_notice_kind_name(kind), src, t,
                   deadline > 0 ? deadline - baton_wall_now() : 0.0);
         pthread_cond_broadcast(&w->cv);
@@ -332,7 +332,7 @@ int baton_notice_parse_action(const char *body, size_t len, baton_notice_kind *k
     const cJSON *a = cJSON_GetObjectItemCaseSensitive(j, "action");
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "time");
     baton_notice_kind k = BATON_NOTICE_NONE;
-    if (cJSON_IsObject(j) && cJSON_IsString(a) && cJSON_IsString(t) && !baton_spot_time_parse(t->valuestring, deadline)) {
+    if (cJSON_IsObject(j) && cJSON_IsString(a) && cJSON_IsString(t) && !baton_notice_time_parse(t->valuestring, deadline)) {
         if (!strcmp(a->valuestring, "terminate")) k = BATON_NOTICE_TERMINATE;
         else if (!strcmp(a->valuestring, "stop")) k = BATON_NOTICE_STOP;
         else if (!strcmp(a->valuestring, "hibernate")) k = BATON_NOTICE_HIBERNATE;
@@ -347,7 +347,7 @@ int baton_notice_parse_rebalance(const char *body, size_t len, double *notice_ti
     cJSON *j = cJSON_ParseWithLength(body, len);
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "noticeTime");
     int ok = cJSON_IsObject(j) && cJSON_IsString(t) && strlen(t->valuestring) < raw_cap &&
-             !baton_spot_time_parse(t->valuestring, notice_time);
+             !baton_notice_time_parse(t->valuestring, notice_time);
     if (ok) snprintf(raw, raw_cap, "%s", t->valuestring);
     cJSON_Delete(j);
     return ok;

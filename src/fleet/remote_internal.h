@@ -1,6 +1,6 @@
 /* remote_internal.h — pieces shared by the fleet backends that hand instances to someone else
  * (Slurm, AWS Spot Fleet): running a program and capturing what it prints, shell quoting, base64,
- * and checking a backend section of the job file. Not a public API (src/spot/ only). */
+ * and checking a backend section of the job file. Not a public API (src/fleet/ only). */
 #ifndef BATON_SPOT_REMOTE_INTERNAL_H
 #define BATON_SPOT_REMOTE_INTERNAL_H
 

@@ -1,4 +1,4 @@
-/* test_spot_jobfile.c — the job-file parser: a full example parses into the right values, defaults
+/* test_fleet_jobfile.c — the job-file parser: a full example parses into the right values, defaults
  * and catalog look-ups apply, and every kind of bad input fails with the line and the field. */
 #include "baton/fleet.h"
 #include "check.h"

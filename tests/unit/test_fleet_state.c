@@ -1,4 +1,4 @@
-/* test_spot_fleetstate.c — the worker state machine: the normal paths, every terminal state
+/* test_fleet_state.c — the worker state machine: the normal paths, every terminal state
  * refusing every event, impossible transitions refused, names round-trip. */
 #include "baton/fleet.h"
 #include "check.h"

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# check-layers.sh — fails when a component includes a header of a component it may not use.
+#
+#   scripts/check-layers.sh [ROOT]      ROOT: the repository (default: this script's parent)
+#
+# The allowed arrows are README.md's component table (section "Layout"), its one copy: every row
+# `| \`NAME\` | what it owns | may include |` names a component and, in its last cell, the components
+# whose headers it may include (comma-separated names in backticks; "—" for none; "every
+# component" for cli). A file belongs to the component of its folder (src/NAME/...) or, for public
+# headers, to the component its name starts with (include/baton/NAME.h, include/baton/NAME_*.h).
+# Checked: every `#include "baton/X.h"` under src/ and include/ (X names the component the same
+# way), and every relative include of another component's private header (`#include "../X/..."`).
+# Exit 0 when every include is allowed; else 1, one line per offending include (file:line: what).
+set -uo pipefail
+root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
+readme=$root/README.md
+[ -f "$readme" ] || { echo "check-layers: $readme: no such file" >&2; exit 1; }
+
+# component -> allowed list, from the table rows that start with a backticked name
+declare -A allow=()
+order=()
+while IFS= read -r line; do
+    name=$(sed -n 's/^| `\([a-z]*\)` |.*/\1/p' <<<"$line")
+    [ -n "$name" ] || continue
+    last=$(awk -F'|' '{print $(NF-1)}' <<<"$line")
+    if grep -q "every component" <<<"$last"; then
+        allow[$name]="*"
+    else
+        allow[$name]=" $(grep -o '`[a-z]*`' <<<"$last" | tr -d '`' | tr '\n' ' ')"
+    fi
+    order+=("$name")
+done < <(sed -n '/^## Layout/,/^## /p' "$readme")
+[ ${#order[@]} -gt 0 ] || { echo "check-layers: $readme: no component table under '## Layout'" >&2; exit 1; }
+
+component_of_header() {   # baton/X.h -> the component X names, or "" when none
+    local h=$1 c
+    for c in "${order[@]}"; do
+        if [ "$h" = "$c" ] || [[ "$h" == "$c"_* ]]; then echo "$c"; return; fi
+    done
+    echo ""
+}
+
+bad=0
+check_file() {   # FILE COMPONENT
+    local f=$1 comp=$2 n inc target
+    while IFS=: read -r n inc; do
+        target=$(component_of_header "$inc")
+        if [ -z "$target" ]; then
+            echo "${f#"$root"/}:$n: includes baton/$inc.h, which belongs to no component in README's table"
+            bad=1; continue
+        fi
+        [ "$target" = "$comp" ] && continue
+        [ "${allow[$comp]}" = "*" ] && continue
+        if [[ "${allow[$comp]}" != *" $target "* ]]; then
+            echo "${f#"$root"/}:$n: $comp includes baton/$inc.h ($target), which README's table does not allow ($comp may include:${allow[$comp]:- nothing})"
+            bad=1
+        fi
+    done < <(grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"baton/' "$f" | sed 's/^\([0-9]*\):.*"baton\/\([a-z_0-9]*\)\.h".*/\1:\2/')
+    while IFS=: read -r n target; do
+        [ "$target" = "$comp" ] && continue
+        echo "${f#"$root"/}:$n: $comp includes a private header of $target (../$target/...): use include/baton/$target.h"
+        bad=1
+    done < <(grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"\.\./' "$f" | sed 's/^\([0-9]*\):.*"\.\.\/\([a-z]*\)\/.*/\1:\2/')
+}
+
+for d in "$root"/src/*/; do
+    comp=$(basename "$d")
+    if [ -z "${allow[$comp]+x}" ]; then
+        echo "src/$comp/: a component that README's table does not list"
+        bad=1; continue
+    fi
+    while IFS= read -r f; do check_file "$f" "$comp"; done < <(find "$d" -name '*.[ch]' | sort)
+done
+for f in "$root"/include/baton/*.h; do
+    [ -e "$f" ] || continue
+    h=$(basename "$f" .h)
+    comp=$(component_of_header "$h")
+    if [ -z "$comp" ]; then
+        echo "include/baton/$h.h: a header of no component in README's table"
+        bad=1; continue
+    fi
+    check_file "$f" "$comp"
+done
+exit $bad
