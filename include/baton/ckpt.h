@@ -145,6 +145,8 @@ typedef struct baton_ckpt_info {
     uint64_t bytes;         /* sum of the manifest's sizes (0 when it does not parse) */
     int status;             /* BATON_OK, or why verification failed */
     char reason[1024];      /* when status != BATON_OK */
+    int aside;              /* a folder moved aside (.ckpt-<step>.corrupt[.N]): listed only with
+                               BATON_CKPT_LIST_ASIDE, never trusted */
 } baton_ckpt_info;
 
 /* Parse a folder name "ckpt-<digits>"; 1 and *step on success, 0 otherwise. */
@@ -155,7 +157,10 @@ int baton_ckpt_parse_name(const char *name, uint64_t *step);
 int baton_ckpt_verify(const char *ckpt_dir, baton_err *err);
 /* All ckpt-<step> folders under dir, newest (highest step) first. verify: 0 no check (status
  * BATON_OK), 1 full baton_ckpt_verify, 2 quick (MANIFEST parses and lists the required files,
- * each with the listed size). bytes/mtime come from the MANIFEST when present. */
+ * each with the listed size); | BATON_CKPT_LIST_ASIDE also lists the folders retention moved aside
+ * because they did not verify (aside = 1; their status is never BATON_OK). bytes/mtime come from
+ * the MANIFEST when present. */
+#define BATON_CKPT_LIST_ASIDE 4
 int baton_ckpt_list(const char *dir, int verify, baton_ckpt_info **out, size_t *n, baton_err *err);
 /* Newest checkpoint that verifies: its folder path into path (cap bytes) and *step. Logs a warning
  * for each newer one that does not verify. BATON_ERR_NOTFOUND when there is none. */
@@ -272,8 +277,9 @@ int baton_ckpt_commit(const char *dir, uint64_t step, const baton_ckpt_blob *fil
                       int keep, char *committed, size_t cap, baton_err *err);
 /* Remove stray .ckpt-*.tmp.* folders (crashed runs); returns how many were removed. */
 int baton_ckpt_clean_temps(const char *dir);
-/* Apply retention: keep the newest keep complete checkpoints (quick check, see baton_ckpt_list),
- * remove older and incomplete ones. */
+/* Apply retention (src/ckpt/retain.c): keep the newest keep checkpoints that pass the full check
+ * (baton_ckpt_verify), remove older verified ones, and move every folder that does not verify aside
+ * to .ckpt-<step>.corrupt (never deleted). The newest verified checkpoint always stays. */
 int baton_ckpt_retain(const char *dir, int keep, baton_err *err);
 
 #endif

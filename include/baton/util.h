@@ -31,6 +31,7 @@ enum baton_status {
     BATON_ERR_NOTFOUND = -7,
     BATON_ERR_NET = -8,        /* network / remote server error */
     BATON_ERR_NOSPACE = -9,    /* disk full (ENOSPC/EDQUOT) */
+    BATON_ERR_BUSY = -10,      /* held by another process (a lock) */
 };
 
 typedef struct baton_err {
@@ -43,6 +44,10 @@ int baton_err_set(baton_err *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Prefix an existing message: "prefix: old message". Returns err->code. */
 int baton_err_prefix(baton_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A failed system call as an error value: "path: what: strerror(e)", with the status its errno
+ * value means (ENOSPC/EDQUOT: BATON_ERR_NOSPACE; ENOENT/ENOTDIR: BATON_ERR_NOTFOUND; else
+ * BATON_ERR_IO). Pass errno as e (read it before anything else can change it). Returns the status. */
+int baton_err_errno(baton_err *err, int e, const char *what, const char *path);
 /* Name of a status code, e.g. "truncated". */
 const char *baton_status_name(int code);
 
@@ -100,6 +105,15 @@ void baton_path_dirname(const char *path, char *out, size_t cap);
 int baton_path_join(char *out, size_t cap, const char *dir, const char *name, baton_err *err);
 int baton_is_dir(const char *path);
 
+/* ---- exclusive locks on a folder (src/util/lock.c) ---- */
+/* Take an exclusive advisory lock (flock) on the file PATH, creating it, and write this process's
+ * pid into it, so that a second taker can name the holder. The lock lasts until baton_lock_release
+ * or the process ends (a killed holder releases it at once). what names the locked thing in the
+ * message ("checkpoint folder runs/a"). Held by someone else: BATON_ERR_BUSY, "WHAT is in use by
+ * process PID (PATH is locked)"; a folder that cannot hold the file: the errno's status. */
+int baton_lock_acquire(const char *path, const char *what, int *fd, baton_err *err);
+void baton_lock_release(int fd);   /* fd < 0: nothing */
+
 /* ---- RNG: xoshiro256** seeded by splitmix64; state is 4 words so it can be checkpointed ---- */
 typedef struct baton_rng {
     uint64_t s[4];
@@ -121,15 +135,21 @@ enum { BATON_LOG_ERROR = 0, BATON_LOG_WARN = 1, BATON_LOG_INFO = 2, BATON_LOG_DE
 void baton_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void baton_log_set_level(int level);
 
-/* ---- progress line: redrawn in place on a terminal (stderr), silent otherwise ---- */
+/* ---- progress line: redrawn in place on a terminal (stderr); when stderr is not a terminal (a
+ * log file, a pipe, a fleet worker's output), an optional plain line every few seconds ---- */
 typedef struct baton_progress {
     const char *label;
     uint64_t total, done;
     double start, last_draw;
     int tty;
     int drawn;
+    double every, last_plain;   /* plain lines: every this many seconds (0: none) */
 } baton_progress;
 void baton_progress_start(baton_progress *p, const char *label, uint64_t total);
+/* When stderr is not a terminal: print "LABEL 37.5% 300/800 12.0s eta 20s" as its own line every
+ * every_s seconds of updates (none when every_s <= 0). On a terminal this does nothing (the redrawn
+ * line shows it). May be called on a progress that was not started (then it starts it, silently). */
+void baton_progress_plain_every(baton_progress *p, const char *label, uint64_t total, double every_s);
 void baton_progress_update(baton_progress *p, uint64_t done);   /* redraws at most 10×/s */
 void baton_progress_finish(baton_progress *p);
 

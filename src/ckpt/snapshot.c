@@ -16,7 +16,7 @@
  *   - with a remote attached (remote.c), a background persist queues its committed folder for the
  *     remote's uploader thread (training never waits for the network) and a synchronous persist
  *     uploads before it returns; baton_ckpt_wait waits for both. */
-#include "baton/ckpt.h"
+#include "ckpt_internal.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -38,6 +38,9 @@ struct baton_ckpt_store {
     baton_err err;
     char committed[4096];
     baton_ckpt_remote *remote;                /* NULL: local only */
+    ckpt_vcache vc;                           /* retention's memory of verified folders (used by
+                                                 the one persist in flight, or the owner) */
+    int lock_fd;                              /* DIR/.lock, held while the store is open */
 };
 
 int baton_ckpt_store_open(const char *dir, int keep, baton_ckpt_store **out, baton_err *err)
@@ -46,8 +49,24 @@ int baton_ckpt_store_open(const char *dir, int keep, baton_ckpt_store **out, bat
     if (strlen(dir) >= 3000) return baton_err_set(err, BATON_ERR_ARG, "%s: path too long", dir);
     int rc = baton_mkdir_p(dir, err);
     if (rc) return baton_err_prefix(err, "checkpoint directory");
+    if (!baton_is_dir(dir)) return baton_err_set(err, BATON_ERR_ARG, "%s: not a folder", dir);
+    char lock[4200], what[4200];
+    snprintf(lock, sizeof lock, "%s/.lock", dir);
+    snprintf(what, sizeof what, "checkpoint folder %s", dir);
+    int fd;
+    if ((rc = baton_lock_acquire(lock, what, &fd, err))) {
+        if (rc == BATON_ERR_BUSY && err) {   /* say what to do about it */
+            size_t l = strlen(err->msg);
+            snprintf(err->msg + l, sizeof err->msg - l, "; give each run its own checkpoint folder");
+        }
+        return rc;
+    }
     baton_ckpt_store *s = calloc(1, sizeof *s);
-    if (!s) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    if (!s) {
+        baton_lock_release(fd);
+        return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    }
+    s->lock_fd = fd;
     snprintf(s->dir, sizeof s->dir, "%s", dir);
     s->keep = keep > 0 ? keep : BATON_CKPT_KEEP_DEFAULT;
     *out = s;
@@ -79,6 +98,8 @@ void baton_ckpt_store_close(baton_ckpt_store *s)
     baton_buf_free(&s->ents);
     baton_buf_free(&s->mts);
     baton_buf_free(&s->ots);
+    ckpt_vcache_free(&s->vc);
+    baton_lock_release(s->lock_fd);
     free(s);
 }
 
@@ -191,7 +212,7 @@ static void persist_now(baton_ckpt_store *s, int sync)
         {"state.json", s->state.data, s->state.len},
     };
     memset(&s->err, 0, sizeof s->err);
-    s->rc = baton_ckpt_commit(s->dir, s->step, files, 3, s->keep, s->committed, sizeof s->committed, &s->err);
+    s->rc = ckpt_commit(s->dir, s->step, files, 3, s->keep, &s->vc, s->committed, sizeof s->committed, &s->err);
     if (s->rc != BATON_OK || !s->remote) return;
     if (sync) {
         s->rc = baton_ckpt_remote_upload(s->remote, s->committed, s->step, &s->err);

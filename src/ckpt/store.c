@@ -16,19 +16,25 @@
  *                               a crash in the middle of the removal never leaves a torn ckpt-<step>
  *                               behind (a run resumed at its last step saves nothing, so nothing
  *                               would clean it); removed by the next save if a crash left one
+ *   DIR/.ckpt-<step>.corrupt[.N]/  a published folder that failed the full check, moved aside by
+ *                               retention or by a re-commit of its step (retain.c); never read,
+ *                               never removed by baton; listed by baton_ckpt_list with
+ *                               BATON_CKPT_LIST_ASIDE
+ *   DIR/.lock                   held (flock) by the process that has the folder open as a store
  *
  * Commit protocol (baton_ckpt_commit): clean stray temporaries; mkdir the temp folder; for each
  * file create and write it (starting its write-back at once); write MANIFEST the same way; fsync
- * and close every file; fsync the temp folder; rename it to ckpt-<step>; fsync DIR. Any failure before the rename removes the temp folder and leaves
- * every existing checkpoint untouched. Only after a successful commit does retention run: keep the
- * newest `keep` complete checkpoints (quick check: MANIFEST parses, files have the listed sizes;
- * the full CRC check is left to readers, so a save does not re-read K checkpoints), remove older
- * ones and any that are incomplete.
+ * and close every file; fsync the temp folder; move an existing ckpt-<step> aside (to .old when it
+ * verifies, to .corrupt when it does not); rename the temp folder to ckpt-<step>; fsync DIR. Any
+ * failure before the rename removes the temp folder and leaves every existing checkpoint
+ * untouched. Only after a successful commit does retention run (retain.c: the newest `keep`
+ * folders that pass the full check stay, older ones go, damaged ones are moved aside — never
+ * deleted).
  *
  * A reader trusts a folder only when baton_ckpt_verify passes; baton_ckpt_latest walks from the
  * newest step down, warning about every folder it skips. */
-#include "baton/ckpt.h"
 #include "baton/rec.h"
+#include "ckpt_internal.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -48,13 +54,7 @@ static int pj(char *out, size_t cap, const char *dir, const char *name)
     return n >= 0 && (size_t)n < cap;
 }
 
-static int io_err(baton_err *err, const char *what, const char *path)
-{
-    int e = errno;
-    int code = (e == ENOSPC || e == EDQUOT) ? BATON_ERR_NOSPACE : (e == ENOENT) ? BATON_ERR_NOTFOUND
-                                                                                 : BATON_ERR_IO;
-    return baton_err_set(err, code, "%s: %s: %s", path, what, strerror(e));
-}
+static int io_err(baton_err *err, const char *what, const char *path) { return baton_err_errno(err, errno, what, path); }
 
 int baton_ckpt_parse_name(const char *name, uint64_t *step)
 {
@@ -85,16 +85,23 @@ int baton_ckpt_clean_temps(const char *dir)
     if (!d) return 0;
     int removed = 0;
     struct dirent *e;
-    char names[64][256];
-    int n = 0;
-    while ((e = readdir(d)) != NULL && n < 64) {
-        if (strncmp(e->d_name, ".ckpt-", 6) != 0) continue;
+    char (*names)[256] = NULL;
+    size_t n = 0, cap = 0;
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, ".ckpt-", 6) != 0 || strlen(e->d_name) >= sizeof names[0]) continue;
         if (!strstr(e->d_name, ".tmp.") && !strstr(e->d_name, ".old.") && !strstr(e->d_name, ".del."))
             continue;
+        if (n == cap) {
+            size_t nc = cap ? cap * 2 : 16;
+            char(*q)[256] = realloc(names, nc * sizeof *names);
+            if (!q) break;   /* out of memory: the rest waits for the next save */
+            names = q;
+            cap = nc;
+        }
         snprintf(names[n++], sizeof names[0], "%s", e->d_name);
     }
     closedir(d);
-    for (int i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++) {
         char p[4200], fin[4200];
         if (!pj(p, sizeof p, dir, names[i])) continue;
         const char *old = strstr(names[i], ".old.");
@@ -111,6 +118,7 @@ int baton_ckpt_clean_temps(const char *dir)
             baton_log(BATON_LOG_INFO, "%s: removed a stray temporary checkpoint folder", p);
         }
     }
+    free(names);
     return removed;
 }
 
@@ -133,6 +141,12 @@ static int write_file(const char *path, const void *p, size_t n, uint32_t *crc, 
 
 int baton_ckpt_commit(const char *dir, uint64_t step, const baton_ckpt_blob *files, size_t nfiles, int keep,
                       char *committed, size_t cap, baton_err *err)
+{
+    return ckpt_commit(dir, step, files, nfiles, keep, NULL, committed, cap, err);
+}
+
+int ckpt_commit(const char *dir, uint64_t step, const baton_ckpt_blob *files, size_t nfiles, int keep,
+                ckpt_vcache *vc, char *committed, size_t cap, baton_err *err)
 {
     char tmp[4096], fin[4096], old[4096], p[4200];
     if (nfiles > 15) return baton_err_set(err, BATON_ERR_ARG, "checkpoint: too many files (%zu)", nfiles);
@@ -180,6 +194,10 @@ int baton_ckpt_commit(const char *dir, uint64_t step, const baton_ckpt_blob *fil
     }
     if (rc == BATON_OK) rc = baton_fsync_dir(tmp, err);
     int moved_old = 0;
+    char why[512];
+    if (rc == BATON_OK && baton_is_dir(fin) && ckpt_vcache_status(vc, fin, step, why, sizeof why) != BATON_OK &&
+        ckpt_move_aside(dir, step, fin, why) != 0)
+        rc = io_err(err, "cannot move a damaged folder of the same step aside", fin);
     if (rc == BATON_OK && baton_is_dir(fin)) {
         if (baton_sys.rename(fin, old) != 0)
             rc = io_err(err, "cannot move the previous folder of the same step aside", fin);
@@ -195,11 +213,12 @@ int baton_ckpt_commit(const char *dir, uint64_t step, const baton_ckpt_blob *fil
         return baton_err_prefix(err, "checkpoint %" PRIu64 " not saved (earlier checkpoints untouched)", step);
     }
     if (committed) snprintf(committed, cap, "%s", fin);
+    ckpt_vcache_put_ok(vc, fin, step);
     rc = baton_fsync_dir(dir, err);
     if (moved_old) baton_remove_tree(old);
     if (rc != BATON_OK) return baton_err_prefix(err, "checkpoint %" PRIu64 " published but not durable", step);
     baton_err rerr = {0};
-    if (baton_ckpt_retain(dir, keep, &rerr) != BATON_OK)
+    if (ckpt_retain(dir, keep, vc, &rerr) != BATON_OK)
         baton_log(BATON_LOG_WARN, "retention in %s: %s", dir, rerr.msg);
     return BATON_OK;
 }
@@ -345,7 +364,10 @@ int baton_ckpt_list(const char *dir, int verify, baton_ckpt_info **out, size_t *
     int rc = BATON_OK;
     while ((e = readdir(d)) != NULL) {
         uint64_t step;
-        if (!baton_ckpt_parse_name(e->d_name, &step)) continue;
+        int aside = 0;
+        if (!baton_ckpt_parse_name(e->d_name, &step) &&
+            !((verify & BATON_CKPT_LIST_ASIDE) && (aside = ckpt_parse_aside_name(e->d_name, &step))))
+            continue;
         if (*n == cap) {
             cap = cap ? cap * 2 : 16;
             baton_ckpt_info *q = realloc(v, cap * sizeof *v);
@@ -358,6 +380,7 @@ int baton_ckpt_list(const char *dir, int verify, baton_ckpt_info **out, size_t *
         baton_ckpt_info *c = &v[(*n)++];
         memset(c, 0, sizeof *c);
         c->step = step;
+        c->aside = aside;
         if (!pj(c->path, sizeof c->path, dir, e->d_name)) {
             (*n)--;
             continue;
@@ -385,10 +408,12 @@ int baton_ckpt_list(const char *dir, int verify, baton_ckpt_info **out, size_t *
                 for (size_t k = 0; k < m.nfiles; k++) c->bytes += m.files[k].bytes;
             free(text);
         }
-        if (verify) {
+        const int how = verify & 3;
+        if (how) {
             baton_err ve = {0};
-            c->status = verify_impl(c->path, verify == 1, &ve);
+            c->status = verify_impl(c->path, how == 1, &ve);
             if (c->status) snprintf(c->reason, sizeof c->reason, "%s", ve.msg);
+            else if (c->aside) c->status = BATON_ERR_CORRUPT;   /* moved aside once: never trusted again */
         }
     }
     *out = v;
@@ -416,35 +441,6 @@ int baton_ckpt_latest(const char *dir, char *path, size_t cap, uint64_t *step, b
     if (rc) baton_err_set(err, BATON_ERR_NOTFOUND, "%s: no checkpoint that verifies (%zu found)", dir, n);
     free(v);
     return rc;
-}
-
-int baton_ckpt_retain(const char *dir, int keep, baton_err *err)
-{
-    if (keep <= 0) keep = BATON_CKPT_KEEP_DEFAULT;
-    baton_ckpt_info *v;
-    size_t n;
-    int rc = baton_ckpt_list(dir, 2, &v, &n, err);
-    if (rc) return rc;
-    int kept = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (v[i].status == BATON_OK && kept < keep) {
-            kept++;
-            continue;
-        }
-        if (v[i].status != BATON_OK)
-            baton_log(BATON_LOG_WARN, "removing checkpoint %s that does not verify: %s", v[i].path, v[i].reason);
-        /* out of sight in one rename, then file by file (in place only if the rename fails) */
-        char del[4200];
-        const char *p = v[i].path;
-        if (snprintf(del, sizeof del, "%s/.ckpt-%09" PRIu64 ".del.%ld", dir, v[i].step, (long)getpid()) <
-                (int)sizeof del &&
-            baton_sys.rename(v[i].path, del) == 0)
-            p = del;
-        if (baton_remove_tree(p) != 0)
-            baton_log(BATON_LOG_WARN, "%s: cannot remove: %s", p, strerror(errno));
-    }
-    free(v);
-    return BATON_OK;
 }
 
 int baton_ckpt_load(const char *ckpt_dir, baton_nn_model *m, baton_nn_optim *o, char **state, baton_err *err)

@@ -98,3 +98,14 @@ int cli_fail(const char *cmd, const baton_err *err)
     fprintf(stderr, "baton %s: %s\n", cmd, err->msg[0] ? err->msg : baton_status_name(err->code));
     return CLI_ERROR;
 }
+
+void cli_json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
+        else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
+        else fputc(*p, f);
+    }
+    fputc('"', f);
+}

@@ -1,29 +1,72 @@
 /* cmd_train.c — `baton train`: trains a model on a dataset URI with crash-safe checkpoints; with
  * the same --ckpt-dir it resumes from the newest checkpoint that verifies (with --ckpt-uri, every
  * checkpoint is also uploaded, and an empty --ckpt-dir is restored from the upload). Prints one
- * summary line at the end (step, epochs, loss, accuracy, samples/s, the last checkpoint). Watches
- * for interruption notices unless --no-notice: on one it exits 75 after a committed checkpoint. */
+ * summary line at the end (step, epochs, loss, accuracy, samples/s, the last checkpoint; --json: one
+ * object). Watches for interruption notices unless --no-notice: on one (or SIGTERM, or Ctrl-C) it
+ * exits 75 after a committed checkpoint; a second Ctrl-C ends it at once. Usage errors exit 2,
+ * naming the option and its limits; an explicit 0 is never silently a default. */
 #include "baton/train.h"
 #include "cli.h"
 
+#include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+static void print_json(const baton_train_result *r, int rc)
+{
+    printf("{\"status\":\"%s\",\"step\":%" PRIu64 ",\"epoch\":%" PRIu64 ",\"epochs\":%" PRIu64
+           ",\"steps_per_epoch\":%" PRIu64 ",\"steps_run\":%" PRIu64 ",\"resumed\":%s,\"resumed_step\":%" PRIu64
+           ",\"loss\":%.6f,\"accuracy\":%.6f",
+           rc == BATON_STOPPED ? "stopped" : "done", r->step, r->epoch, r->epochs, r->steps_per_epoch, r->steps_run,
+           r->resumed ? "true" : "false", r->resumed_step, r->loss, r->accuracy);
+    if (r->has_val) printf(",\"val_loss\":%.6f,\"val_accuracy\":%.6f", r->val_loss, r->val_accuracy);
+    printf(",\"lr\":%.8g,\"seconds\":%.3f,\"samples_per_s\":%.1f,\"kernels\":\"%s\",\"rebalances\":%" PRIu64, r->lr,
+           r->seconds, r->samples_per_s, r->kernels, r->rebalances);
+    printf(",\"checkpoint\":");
+    cli_json_string(stdout, r->checkpoint);
+    if (rc == BATON_STOPPED) {
+        printf(",\"notice\":\"%s\",\"notice_source\":\"%s\",\"notice_margin_s\":%.1f", r->notice, r->notice_source,
+               r->notice_margin_s);
+    }
+    printf("}\n");
+}
+
+static void print_text(const baton_train_result *r, int rc)
+{
+    printf("step %llu, epochs done %llu of %llu, loss %.4f, accuracy %.4f", (unsigned long long)r->step,
+           (unsigned long long)r->epoch, (unsigned long long)r->epochs, r->loss, r->accuracy);
+    if (r->has_val) printf(", val_loss %.4f, val_accuracy %.4f", r->val_loss, r->val_accuracy);
+    if (r->steps_run) printf(", %.0f samples/s (%s)", r->samples_per_s, r->kernels);
+    else printf(", nothing left to train (resumed at step %llu)", (unsigned long long)r->resumed_step);
+    printf("%s%s\n", r->checkpoint[0] ? ", checkpoint " : "", r->checkpoint);
+    if (rc == BATON_STOPPED) {
+        if (r->notice_deadline > 0)
+            printf("stopped on a %s notice (%s), %.0f s before the deadline\n", r->notice, r->notice_source,
+                   r->notice_margin_s);
+        else
+            printf("stopped on a %s notice (%s)\n", r->notice, r->notice_source);
+    }
+}
 
 int cmd_train(int argc, char **argv)
 {
     baton_train_opts o;
     baton_train_opts_default(&o);
     const char *mode = NULL;
-    int batch = (int)o.batch, threads = 0, quiet = 0, reference = 0, keep = 0, no_notice = 0;
-    double every_sec = -1;
+    /* sentinels tell "not given" from an explicit value */
+    uint64_t epochs = UINT64_MAX, max_steps = UINT64_MAX;
+    double lr = NAN, every_sec = NAN, progress_every = 30;
+    int batch = (int)o.batch, threads = 0, quiet = 0, reference = 0, keep = -1, no_notice = 0, json = 0;
     const struct cli_opt opts[] = {
         {"data", CLI_STR, &o.data_uri, "training dataset URI: path, file://, http(s)://, s3://bucket/prefix"},
         {"val", CLI_STR, &o.val_uri, "validation dataset URI, evaluated after each epoch"},
         {"model", CLI_STR, &o.model, "mlp | lenet | resnet8 | resnet20 | resnet56"},
-        {"epochs", CLI_U64, &o.epochs, "epochs (required)"},
-        {"batch", CLI_INT, &batch, "batch size (default 128)"},
-        {"lr", CLI_DBL, &o.lr, "base learning rate (default 0.1 resnet, 0.01 lenet/mlp), cosine schedule"},
+        {"epochs", CLI_U64, &epochs, "epochs (default: the checkpoint's when resuming, else 1)"},
+        {"batch", CLI_INT, &batch, "batch size, 1..4096 (default 128)"},
+        {"lr", CLI_DBL, &lr, "base learning rate > 0 (default: the checkpoint's, else 0.1 resnet, 0.01 lenet/mlp), cosine"},
         {"seed", CLI_U64, &o.seed, "data order and initialisation seed (default 0)"},
+        {"allow-change", CLI_FLAG, &o.allow_change, "on resume, apply a changed --epochs or --lr (or dataset size)"},
         {"mode", CLI_STR, &mode, "file | pipe | mount | cache (default mount for a path, else pipe)"},
         {"s3-endpoint", CLI_STR, &o.store.s3_endpoint, "S3 endpoint (else AWS_ENDPOINT_URL)"},
         {"ckpt-dir", CLI_STR, &o.ckpt_dir, "checkpoint folder (required); resumes from it"},
@@ -32,30 +75,39 @@ int cmd_train(int argc, char **argv)
         {"ckpt-every-steps", CLI_U64, &o.ckpt_every, "checkpoint every K steps in the background (0: at the end)"},
         {"ckpt-every-sec", CLI_DBL, &every_sec,
          "checkpoint every S seconds in the background (default 60 unless --ckpt-every-steps is given; 0: off)"},
-        {"keep", CLI_INT, &keep, "checkpoints kept (default 3)"},
-        {"log", CLI_STR, &o.log_path, "CSV log, one row per epoch (appended)"},
-        {"max-steps", CLI_U64, &o.max_steps, "stop at global step K, counted across restarts"},
+        {"keep", CLI_INT, &keep, "checkpoints kept, >= 1 (default 3)"},
+        {"log", CLI_STR, &o.log_path, "CSV log, one row per epoch (appended; cut back to the checkpoint on resume)"},
+        {"max-steps", CLI_U64, &max_steps, "stop at global step K >= 1, counted across restarts (default: no limit)"},
         {"threads", CLI_INT, &threads, "compute threads (sets OMP_NUM_THREADS)"},
         {"reference", CLI_FLAG, &reference, "use the plain C kernels instead of oneDNN"},
         {"quiet", CLI_FLAG, &quiet, "no progress line"},
-        {"no-notice", CLI_FLAG, &no_notice, "ignore interruption notices (metadata service, SIGTERM)"},
+        {"progress-every", CLI_DBL, &progress_every,
+         "when stderr is not a terminal, a progress line every S seconds (default 30; 0: none)"},
+        {"json", CLI_FLAG, &json, "the summary as one JSON object"},
+        {"no-notice", CLI_FLAG, &no_notice, "ignore interruption notices (metadata service, SIGTERM, SIGINT)"},
         {"progress-file", CLI_STR, &o.progress_file, "keep the current step in FILE (default $BATON_PROGRESS_FILE)"},
         {0},
     };
     const char *pos[1];
     int npos, help;
     if (cli_parse("train",
-                  "--data URI [--val URI] --model NAME --epochs N [--batch B] [--lr X] [--seed S] [--mode M] "
+                  "--data URI [--val URI] --model NAME [--epochs N] [--batch B] [--lr X] [--seed S] [--mode M] "
                   "--ckpt-dir DIR [--ckpt-uri s3://B/P] [--ckpt-every-steps K | --ckpt-every-sec S] [--log FILE.csv] "
-                  "[--max-steps K] [--threads T] [--no-notice]",
+                  "[--max-steps K] [--threads T] [--no-notice] [--json]",
                   opts, argc, argv, pos, 0, &npos, &help))
         return help ? CLI_OK : CLI_USAGE;
-    if (!o.data_uri || !o.model || !o.ckpt_dir) {
-        fprintf(stderr, "baton train: --data, --model and --ckpt-dir are required\n");
-        return CLI_USAGE;
-    }
-    if (o.epochs < 1 || batch < 1 || threads < 0 || keep < 0 || o.lr < 0 || (every_sec < 0 && every_sec != -1)) {
-        fprintf(stderr, "baton train: --epochs and --batch must be >= 1; --lr, --threads, --keep, --ckpt-every-sec not negative\n");
+    const char *bad = !o.data_uri || !o.model || !o.ckpt_dir ? "--data, --model and --ckpt-dir are required"
+                    : epochs == 0 ? "--epochs must be >= 1"
+                    : batch < 1 || batch > BATON_TRAIN_MAX_BATCH ? "--batch must be 1..4096 (activations are allocated for it)"
+                    : !isnan(lr) && !(lr > 0 && isfinite(lr)) ? "--lr must be a positive number"
+                    : keep == 0 || keep < -1 ? "--keep must be >= 1"
+                    : max_steps == 0 ? "--max-steps must be >= 1 (leave it out for no limit)"
+                    : threads < 0 ? "--threads must not be negative"
+                    : !isnan(every_sec) && !(every_sec >= 0 && isfinite(every_sec)) ? "--ckpt-every-sec must be >= 0"
+                    : !(progress_every >= 0 && isfinite(progress_every)) ? "--progress-every must be >= 0"
+                    : NULL;
+    if (bad) {
+        fprintf(stderr, "baton train: %s\n", bad);
         return CLI_USAGE;
     }
     static const char *const models[] = {"mlp", "lenet", "resnet8", "resnet20", "resnet56"};
@@ -78,12 +130,16 @@ int cmd_train(int argc, char **argv)
         snprintf(t, sizeof t, "%d", threads);
         setenv("OMP_NUM_THREADS", t, 1);
     }
-    if (every_sec >= 0) o.ckpt_every_sec = every_sec;
+    o.epochs = epochs == UINT64_MAX ? 0 : epochs;
+    o.max_steps = max_steps == UINT64_MAX ? 0 : max_steps;
+    o.lr = isnan(lr) ? 0 : lr;
+    if (!isnan(every_sec)) o.ckpt_every_sec = every_sec;
     else if (o.ckpt_every) o.ckpt_every_sec = 0;   /* the step count chosen replaces the default */
     o.batch = (uint32_t)batch;
-    o.keep = keep;
+    o.keep = keep < 0 ? 0 : keep;
     o.reference_kernels = reference;
     o.progress = !quiet && !getenv("BATON_NO_PROGRESS");
+    o.progress_every_s = quiet ? 0 : progress_every;
     o.notice = !no_notice;
     if (!o.progress_file) o.progress_file = getenv("BATON_PROGRESS_FILE");
 
@@ -91,18 +147,7 @@ int cmd_train(int argc, char **argv)
     baton_err err = {0};
     int rc = baton_train_run(&o, &r, &err);
     if (rc && rc != BATON_STOPPED) return cli_fail("train", &err);
-    printf("step %llu, epochs done %llu, loss %.4f, accuracy %.4f", (unsigned long long)r.step,
-           (unsigned long long)r.epoch, r.loss, r.accuracy);
-    if (r.has_val) printf(", val_loss %.4f, val_accuracy %.4f", r.val_loss, r.val_accuracy);
-    printf(", %.0f samples/s (%s)%s%s\n", r.samples_per_s, r.kernels, r.checkpoint[0] ? ", checkpoint " : "",
-           r.checkpoint);
-    if (rc == BATON_STOPPED) {
-        if (r.notice_deadline > 0)
-            printf("stopped on a %s notice (%s), %.0f s before the deadline\n", r.notice, r.notice_source,
-                   r.notice_margin_s);
-        else
-            printf("stopped on a %s notice (%s)\n", r.notice, r.notice_source);
-        return CLI_INTERRUPTED;
-    }
-    return CLI_OK;
+    if (json) print_json(&r, rc);
+    else print_text(&r, rc);
+    return rc == BATON_STOPPED ? CLI_INTERRUPTED : CLI_OK;
 }

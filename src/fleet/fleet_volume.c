@@ -39,12 +39,7 @@ static int put(walker *w, const char *fmt, ...)
     return 0;
 }
 
-static int sys_err(baton_err *err, const char *what, const char *path)
-{
-    int e = errno;
-    return baton_err_set(err, e == ENOSPC || e == EDQUOT ? BATON_ERR_NOSPACE : e == ENOENT ? BATON_ERR_NOTFOUND : BATON_ERR_IO,
-                         "%s: %s: %s", path, what, strerror(e));
-}
+static int sys_err(baton_err *err, const char *what, const char *path) { return baton_err_errno(err, errno, what, path); }
 
 static int cmp_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 

@@ -40,12 +40,6 @@ struct baton_shard_writer {
     baton_err sticky;
 };
 
-static int io_fail(int e, const char *what, const char *path, baton_err *err)
-{
-    int code = (e == ENOSPC || e == EDQUOT) ? BATON_ERR_NOSPACE : BATON_ERR_IO;
-    return baton_err_set(err, code, "%s: %s: %s", path, what, strerror(e));
-}
-
 static int out_open(out_file *o, const char *path, baton_err *err)
 {
     o->fd = -1;
@@ -55,7 +49,7 @@ static int out_open(out_file *o, const char *path, baton_err *err)
     if (!o->final || !o->tmp) return baton_err_set(err, BATON_ERR_NOMEM, "%s: out of memory", path);
     snprintf(o->tmp, n, "%s.tmp.%ld", path, (long)getpid());
     o->fd = baton_sys.open(o->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (o->fd < 0) return io_fail(errno, "cannot create", o->tmp, err);
+    if (o->fd < 0) return baton_err_errno(err, errno, "cannot create", o->tmp);
     return BATON_OK;
 }
 
@@ -164,10 +158,10 @@ static int out_finish(out_file *o, baton_err *err)
 {
     int rc = out_flush(o, err);
     if (rc) return rc;
-    if (baton_sys.fsync(o->fd) != 0) return io_fail(errno, "fsync failed", o->tmp, err);
+    if (baton_sys.fsync(o->fd) != 0) return baton_err_errno(err, errno, "fsync failed", o->tmp);
     int fd = o->fd;
     o->fd = -1;
-    if (baton_sys.close(fd) != 0) return io_fail(errno, "close failed", o->tmp, err);
+    if (baton_sys.close(fd) != 0) return baton_err_errno(err, errno, "close failed", o->tmp);
     return BATON_OK;
 }
 
@@ -181,13 +175,13 @@ int baton_shard_writer_commit(baton_shard_writer *w, baton_err *err)
     int idx_renamed = 0, rec_renamed = 0;
     if (!rc && w->has_idx) {
         if (baton_sys.rename(w->idx.tmp, w->idx.final) != 0)
-            rc = io_fail(errno, "rename failed", w->idx.final, err);
+            rc = baton_err_errno(err, errno, "rename failed", w->idx.final);
         else
             idx_renamed = 1;
     }
     if (!rc) {
         if (baton_sys.rename(w->rec.tmp, w->rec.final) != 0)
-            rc = io_fail(errno, "rename failed", w->rec.final, err);
+            rc = baton_err_errno(err, errno, "rename failed", w->rec.final);
         else
             rec_renamed = 1;
     }

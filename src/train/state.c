@@ -1,8 +1,18 @@
-/* state.c — the parser of a checkpoint's state.json as the trainer reads it on resume and eval
- * reads it for the model (baton_train_state_parse; train.c writes the file).
+/* state.c — a checkpoint's state.json: its one writer (baton_train_state_format, what the trainer
+ * commits) beside its one parser (baton_train_state_parse, what a resume and `baton eval` trust).
+ * A field added to the file is added to both here, and to baton_train_state.
  *
- * Contract: the text is outside input (a file from disk or a bucket). It must be one JSON object
- * (nothing but white space after it) with:
+ * The file, as written (field order fixed; seeds as decimal strings so any uint64 survives JSON):
+ *   {"model", "step", "epoch", "cursor": {"seed", "epoch", "position"}, "dropout_rng": [4 hex],
+ *    "schedule": {"kind": "cosine", "base_lr", "total_steps", "position"},
+ *    "hyper": {"seed", "batch", "epochs", "steps_per_epoch", "optimizer": "sgd", "momentum",
+ *              "nesterov", "weight_decay"},
+ *    "normalisation": {"mean": [...], "std": [...]}, "input_shape": [h, w, c], "classes",
+ *    "epoch_sums": {"loss_sum", "correct", "seen", "seconds"},
+ *    "metrics": {"loss", "accuracy"[, "val_loss", "val_accuracy"]}, "baton_version"}
+ *
+ * Parser contract: the text is outside input (a file from disk or a bucket). It must be one JSON
+ * object (nothing but white space after it) with:
  *   "model"         a string of 1..31 bytes
  *   "step", "epoch" non-negative integers
  *   "cursor"        {"seed": integer, "epoch": integer, "position": integer}; seed equals hyper.seed
@@ -14,6 +24,11 @@
  *                   for a value that was not finite (informational: NaN then)
  *   "normalisation" optional {"mean": [1..4 finite numbers], "std": [as many positive numbers]}: the
  *                   training data's per-channel statistics, which evaluation must normalise with
+ *   "schedule"      optional {"base_lr": finite number > 0, "total_steps": integer}
+ *   "hyper"         may also hold "epochs" and "steps_per_epoch" (integers >= 1), read when present
+ *   "input_shape"   optional [h, w, c] (integers 1..10^6) with "classes" (integer >= 1): what the
+ *                   model was built for
+ * (checkpoints of older versions lack the optional fields: their has_* flags stay 0).
  * Integers are JSON numbers that are whole, non-negative and at most 2^53 (exact in a double), or
  * strings of decimal digits (any uint64; seeds are written that way). Every failure names the field.
  * Nothing is written to *st unless the whole text validates. */
@@ -21,6 +36,7 @@
 
 #include <cJSON.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,6 +177,47 @@ int baton_train_state_parse(const char *text, size_t len, baton_train_state *out
         rc = baton_err_set(err, BATON_ERR_FORMAT, "state.json: dropout_rng is all zero (not a valid RNG state)");
         goto out;
     }
+    static const char *const counts[] = {"epochs", "steps_per_epoch"};
+    for (int k = 0; k < 2; k++) {
+        uint64_t *v = k ? &st.steps_per_epoch : &st.epochs;
+        if (!cJSON_GetObjectItemCaseSensitive(h, counts[k])) continue;
+        if ((rc = get_u64(h, "hyper", counts[k], v, err))) goto out;
+        if (*v < 1) {
+            rc = baton_err_set(err, BATON_ERR_FORMAT, "state.json: hyper.\"%s\" must be >= 1", counts[k]);
+            goto out;
+        }
+    }
+    const cJSON *sched = cJSON_GetObjectItemCaseSensitive(j, "schedule");
+    if (sched) {
+        if (!cJSON_IsObject(sched)) {
+            rc = baton_err_set(err, BATON_ERR_FORMAT, "state.json: \"schedule\" is not an object");
+            goto out;
+        }
+        if ((rc = get_dbl(sched, "schedule", "base_lr", 1, &st.base_lr, err)) ||
+            (rc = get_u64(sched, "schedule", "total_steps", &st.total_steps, err)))
+            goto out;
+        if (!(st.base_lr > 0)) {
+            rc = baton_err_set(err, BATON_ERR_FORMAT, "state.json: schedule.\"base_lr\" must be positive");
+            goto out;
+        }
+        st.has_schedule = 1;
+    }
+    const cJSON *shp = cJSON_GetObjectItemCaseSensitive(j, "input_shape");
+    if (shp) {
+        uint64_t cl = 0;
+        int ok = cJSON_IsArray(shp) && cJSON_GetArraySize(shp) == 3 && get_u64(j, NULL, "classes", &cl, NULL) == 0 &&
+                 cl >= 1 && cl <= UINT32_MAX;
+        for (int k = 0; ok && k < 3; k++) {
+            const cJSON *x = cJSON_GetArrayItem(shp, k);
+            ok = cJSON_IsNumber(x) && x->valuedouble >= 1 && x->valuedouble <= 1e6 && x->valuedouble == floor(x->valuedouble);
+            if (ok) st.input_shape[k] = (uint32_t)x->valuedouble;
+        }
+        if (!ok) {
+            rc = baton_err_set(err, BATON_ERR_FORMAT, "state.json: \"input_shape\" is not [h, w, c] with \"classes\"");
+            goto out;
+        }
+        st.classes = (uint32_t)cl;
+    }
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(j, "metrics");
     if (mt) {
         if (!cJSON_IsObject(mt)) {
@@ -204,4 +261,70 @@ int baton_train_state_parse(const char *text, size_t len, baton_train_state *out
 out:
     cJSON_Delete(j);
     return rc;
+}
+
+/* ---------------------------------------------------------------- the writer */
+static void add_u64_string(cJSON *o, const char *key, uint64_t v)
+{
+    char b[24];
+    snprintf(b, sizeof b, "%" PRIu64, v);
+    cJSON_AddStringToObject(o, key, b);
+}
+
+char *baton_train_state_format(const baton_train_state *s)
+{
+    cJSON *j = cJSON_CreateObject();
+    if (!j) return NULL;
+    char buf[24];
+    cJSON_AddStringToObject(j, "model", s->model);
+    cJSON_AddNumberToObject(j, "step", (double)s->step);
+    cJSON_AddNumberToObject(j, "epoch", (double)s->epoch);
+    cJSON *c = cJSON_AddObjectToObject(j, "cursor");
+    add_u64_string(c, "seed", s->cursor.seed);
+    cJSON_AddNumberToObject(c, "epoch", (double)s->cursor.epoch);
+    cJSON_AddNumberToObject(c, "position", (double)s->cursor.position);
+    cJSON *r = cJSON_AddArrayToObject(j, "dropout_rng");
+    for (int i = 0; i < 4; i++) {
+        snprintf(buf, sizeof buf, "%016" PRIx64, s->rng[i]);
+        cJSON_AddItemToArray(r, cJSON_CreateString(buf));
+    }
+    cJSON *sc = cJSON_AddObjectToObject(j, "schedule");
+    cJSON_AddStringToObject(sc, "kind", "cosine");
+    cJSON_AddNumberToObject(sc, "base_lr", s->base_lr);
+    cJSON_AddNumberToObject(sc, "total_steps", (double)s->total_steps);
+    cJSON_AddNumberToObject(sc, "position", (double)s->step);
+    cJSON *h = cJSON_AddObjectToObject(j, "hyper");
+    add_u64_string(h, "seed", s->seed);
+    cJSON_AddNumberToObject(h, "batch", (double)s->batch);
+    cJSON_AddNumberToObject(h, "epochs", (double)s->epochs);
+    cJSON_AddNumberToObject(h, "steps_per_epoch", (double)s->steps_per_epoch);
+    cJSON_AddStringToObject(h, "optimizer", "sgd");
+    cJSON_AddNumberToObject(h, "momentum", s->momentum);
+    cJSON_AddBoolToObject(h, "nesterov", s->nesterov);
+    cJSON_AddNumberToObject(h, "weight_decay", s->weight_decay);
+    cJSON *nm = cJSON_AddObjectToObject(j, "normalisation");
+    cJSON *mean = cJSON_AddArrayToObject(nm, "mean"), *std = cJSON_AddArrayToObject(nm, "std");
+    for (int k = 0; k < s->norm_channels && k < 4; k++) {
+        cJSON_AddItemToArray(mean, cJSON_CreateNumber(s->mean[k]));
+        cJSON_AddItemToArray(std, cJSON_CreateNumber(s->std[k]));
+    }
+    cJSON *sh = cJSON_AddArrayToObject(j, "input_shape");
+    for (int k = 0; k < 3; k++) cJSON_AddItemToArray(sh, cJSON_CreateNumber(s->input_shape[k]));
+    cJSON_AddNumberToObject(j, "classes", s->classes);
+    cJSON *ep = cJSON_AddObjectToObject(j, "epoch_sums");
+    cJSON_AddNumberToObject(ep, "loss_sum", s->ep_loss_sum);
+    cJSON_AddNumberToObject(ep, "correct", (double)s->ep_correct);
+    cJSON_AddNumberToObject(ep, "seen", (double)s->ep_seen);
+    cJSON_AddNumberToObject(ep, "seconds", s->ep_seconds);
+    cJSON *m = cJSON_AddObjectToObject(j, "metrics");
+    cJSON_AddNumberToObject(m, "loss", s->loss);
+    cJSON_AddNumberToObject(m, "accuracy", s->accuracy);
+    if (s->has_val) {
+        cJSON_AddNumberToObject(m, "val_loss", s->val_loss);
+        cJSON_AddNumberToObject(m, "val_accuracy", s->val_accuracy);
+    }
+    cJSON_AddStringToObject(j, "baton_version", BATON_VERSION);
+    char *out = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    return out;
 }

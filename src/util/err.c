@@ -2,6 +2,7 @@
  * Contract: never allocates, never exits; messages are truncated to fit baton_err.msg. */
 #include "baton/util.h"
 
+#include <errno.h>
 #include <string.h>
 
 int baton_err_set(baton_err *err, int code, const char *fmt, ...)
@@ -35,6 +36,13 @@ int baton_err_prefix(baton_err *err, const char *fmt, ...)
     return err->code;
 }
 
+int baton_err_errno(baton_err *err, int e, const char *what, const char *path)
+{
+    int code = (e == ENOSPC || e == EDQUOT) ? BATON_ERR_NOSPACE
+             : (e == ENOENT || e == ENOTDIR) ? BATON_ERR_NOTFOUND : BATON_ERR_IO;
+    return baton_err_set(err, code, "%s: %s: %s", path, what, strerror(e));
+}
+
 const char *baton_status_name(int code)
 {
     switch (code) {
@@ -51,6 +59,7 @@ const char *baton_status_name(int code)
     case BATON_ERR_NOTFOUND: return "not found";
     case BATON_ERR_NET: return "network error";
     case BATON_ERR_NOSPACE: return "no space left";
+    case BATON_ERR_BUSY: return "busy";
     }
     return "unknown status";
 }

@@ -11,13 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int io_err(baton_err *err, const char *what, const char *path)
-{
-    int e = errno;
-    int code = (e == ENOSPC || e == EDQUOT) ? BATON_ERR_NOSPACE
-             : (e == ENOENT) ? BATON_ERR_NOTFOUND : BATON_ERR_IO;
-    return baton_err_set(err, code, "%s: %s: %s", path, what, strerror(e));
-}
+static int io_err(baton_err *err, const char *what, const char *path) { return baton_err_errno(err, errno, what, path); }
 
 int baton_file_read_all(const char *path, size_t max_len, uint8_t **out, size_t *len, baton_err *err)
 {

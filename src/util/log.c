@@ -1,6 +1,7 @@
 /* log.c — logging to stderr and the terminal progress line.
  * Level comes from BATON_LOG (error|warn|info|debug; default info). The progress line is drawn
- * only when stderr is a terminal, at most ten times a second, and erased before a log line. */
+ * only when stderr is a terminal, at most ten times a second, and erased before a log line; when
+ * stderr is not a terminal, a caller may ask for a plain line every few seconds instead. */
 #include "baton/util.h"
 
 #include <stdlib.h>
@@ -82,10 +83,43 @@ void baton_progress_start(baton_progress *p, const char *label, uint64_t total)
     if (p->tty) active = p;
 }
 
+void baton_progress_plain_every(baton_progress *p, const char *label, uint64_t total, double every_s)
+{
+    if (p->tty || every_s <= 0 || isatty(2)) return;
+    if (!p->start) {
+        memset(p, 0, sizeof *p);
+        p->label = label;
+        p->total = total;
+        p->start = baton_now();
+    }
+    p->every = every_s;
+    p->last_plain = baton_now();
+}
+
+static void plain(baton_progress *p, double now)
+{
+    double el = now - p->start;
+    if (p->total) {
+        double f = (double)p->done / (double)p->total;
+        fprintf(stderr, "%s %.1f%% %llu/%llu %.1fs eta %.0fs\n", p->label, 100 * f, (unsigned long long)p->done,
+                (unsigned long long)p->total, el, f > 0 ? el * (1 - f) / f : 0.0);
+    } else {
+        fprintf(stderr, "%s %llu %.1fs\n", p->label, (unsigned long long)p->done, el);
+    }
+    fflush(stderr);
+    p->last_plain = now;
+}
+
 void baton_progress_update(baton_progress *p, uint64_t done)
 {
     p->done = done;
-    if (!p->tty) return;
+    if (!p->tty) {
+        if (p->every > 0) {
+            double now = baton_now();
+            if (now - p->last_plain >= p->every) plain(p, now);
+        }
+        return;
+    }
     if (baton_now() - p->last_draw < 0.1) return;
     draw(p, 0);
 }

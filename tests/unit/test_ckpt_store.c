@@ -1,7 +1,8 @@
 /* test_ckpt_store.c — MANIFEST and state.json checks, the commit protocol (with ENOSPC midway,
  * failing fsyncs and a failing rename: no temp folder left, earlier checkpoints untouched),
- * retention, stray temporaries, re-committing a step, listing, and baton_ckpt_latest falling back
- * past a truncated file, a missing MANIFEST and a flipped byte. */
+ * retention (only checkpoints that pass the full check count; damaged ones are moved aside, never
+ * deleted), stray temporaries (any number of them), re-committing a step, listing, the folder lock,
+ * and baton_ckpt_latest falling back past a truncated file, a missing MANIFEST and a flipped byte. */
 #include "baton/ckpt.h"
 #include "check.h"
 
@@ -172,7 +173,7 @@ static void test_retention_and_temps(void)
     CHECK_EQ_U(n, 3);
     if (n == 3) CHECK(v[0].step == 6 && v[1].step == 5 && v[2].step == 4 && v[0].status == BATON_OK && v[0].bytes > 0);
     free(v);
-    /* a corrupt checkpoint is not counted and is removed after the next commit */
+    /* a torn checkpoint is not counted; the next commit moves it aside (never deletes it) */
     char p[512];
     ckpath(p, sizeof p, 5, "MANIFEST");
     unlink(p);
@@ -181,6 +182,13 @@ static void test_retention_and_temps(void)
     CHECK_EQ_U(n, 3);
     if (n == 3) CHECK(v[0].step == 7 && v[1].step == 6 && v[2].step == 4);
     free(v);
+    snprintf(p, sizeof p, "%s/.ckpt-000000005.corrupt/model.safetensors", dir);
+    CHECK(access(p, F_OK) == 0);
+    CHECK(baton_ckpt_list(dir, 1 | BATON_CKPT_LIST_ASIDE, &v, &n, &err) == BATON_OK && n == 4);
+    if (n == 4) CHECK(v[2].step == 5 && v[2].aside && v[2].status != BATON_OK && !v[0].aside && !v[1].aside);
+    free(v);
+    snprintf(p, sizeof p, "%s/.ckpt-000000005.corrupt", dir);
+    CHECK(baton_remove_tree(p) == 0);
     /* stray temporaries of a crashed run go on the next save; a moved-aside folder comes back */
     char t[512], f[600];
     snprintf(t, sizeof t, "%s/.ckpt-000000008.tmp.99999", dir);
@@ -204,6 +212,123 @@ static void test_retention_and_temps(void)
     ckpath(a, sizeof a, 8, NULL);
     CHECK(baton_ckpt_verify(a, &err) == BATON_OK);
     CHECK(count_entries(".ckpt-") == 0 && count_entries("ckpt-") == 4);
+}
+
+
+/* Flip one byte inside a file of ckpt-<step> (its size stays right: only the full check sees it). */
+static void flip(uint64_t step, const char *file, off_t at)
+{
+    char f[512];
+    ckpath(f, sizeof f, step, file);
+    int fd = open(f, O_RDWR);
+    uint8_t c = 0;
+    CHECK(fd >= 0 && pread(fd, &c, 1, at) == 1);
+    c ^= 0x40;
+    CHECK(pwrite(fd, &c, 1, at) == 1);
+    if (fd >= 0) close(fd);
+}
+
+static int aside_exists(uint64_t step)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/.ckpt-%09llu.corrupt", dir, (unsigned long long)step);
+    return baton_is_dir(p);
+}
+
+/* Retention counts only checkpoints that pass the full check, never deletes the newest verified
+ * one, and moves damaged ones aside. */
+static void test_retention_damaged(void)
+{
+    char sub[256];
+    snprintf(sub, sizeof sub, "%.200s/ret", dir);
+    baton_err err = {0};
+    baton_mkdir_p(sub, &err);
+    char saved[256];
+    snprintf(saved, sizeof saved, "%s", dir);
+    snprintf(dir, sizeof dir, "%s", sub);
+    /* keep 1 and a damaged ckpt-40 (right sizes, one byte flipped): a run restarting from 0 keeps
+     * its new ckpt-10 instead of deleting it right after the commit */
+    CHECK(save(40, 1, &err) == BATON_OK);
+    flip(40, "model.safetensors", 150);
+    CHECK(save(10, 1, &err) == BATON_OK);
+    char p[512];
+    ckpath(p, sizeof p, 10, NULL);
+    CHECK_MSG(baton_ckpt_verify(p, &err) == BATON_OK, "ckpt-10 kept: %s", err.msg);
+    CHECK(aside_exists(40));
+    ckpath(p, sizeof p, 40, NULL);
+    CHECK(!baton_is_dir(p));
+    uint64_t step = 0;
+    CHECK(baton_ckpt_latest(dir, p, sizeof p, &step, &err) == BATON_OK && step == 10);
+    /* three damaged folders above a good ckpt-20, keep 3: everything that verifies stays */
+    for (uint64_t s = 20; s <= 50; s += 10) CHECK(save(s, 5, &err) == BATON_OK);
+    flip(30, "model.safetensors", 150);
+    flip(40, "optim.safetensors", 10);
+    flip(50, "state.json", 3);
+    CHECK(save(21, 3, &err) == BATON_OK);   /* a run resumed from ckpt-20 commits its next step */
+    CHECK(baton_ckpt_latest(dir, p, sizeof p, &step, &err) == BATON_OK && step == 21);
+    ckpath(p, sizeof p, 20, NULL);
+    CHECK(baton_ckpt_verify(p, &err) == BATON_OK);
+    ckpath(p, sizeof p, 10, NULL);
+    CHECK(baton_ckpt_verify(p, &err) == BATON_OK);
+    CHECK(aside_exists(30) && aside_exists(50));
+    snprintf(p, sizeof p, "%s/.ckpt-000000040.corrupt.2", dir);   /* the second damaged ckpt-40 */
+    CHECK(baton_is_dir(p));
+    baton_ckpt_info *v;
+    size_t n;
+    CHECK(baton_ckpt_list(dir, 1, &v, &n, &err) == BATON_OK && n == 3);
+    free(v);
+    CHECK(baton_ckpt_list(dir, 1 | BATON_CKPT_LIST_ASIDE, &v, &n, &err) == BATON_OK && n == 7);
+    size_t aside = 0;
+    for (size_t i = 0; i < n; i++) aside += v[i].aside && v[i].status != BATON_OK;
+    CHECK_EQ_U(aside, 4);
+    free(v);
+    /* re-committing the step of a damaged folder moves the damaged one aside, not into .old */
+    CHECK(save(60, 3, &err) == BATON_OK);
+    ckpath(p, sizeof p, 60, "optim.safetensors");
+    CHECK(truncate(p, 8) == 0);   /* only optim.safetensors truncated */
+    CHECK(save(60, 3, &err) == BATON_OK);
+    CHECK(aside_exists(60));
+    ckpath(p, sizeof p, 60, NULL);
+    CHECK(baton_ckpt_verify(p, &err) == BATON_OK);
+    /* strays beyond any fixed number are all cleared */
+    for (int i = 0; i < 100; i++) {
+        snprintf(p, sizeof p, "%s/.ckpt-%09d.tmp.%d", dir, 100 + i, 70000 + i);
+        CHECK(mkdir(p, 0755) == 0);
+    }
+    CHECK(baton_ckpt_clean_temps(dir) == 100);
+    snprintf(dir, sizeof dir, "%s", saved);
+}
+
+/* One store per folder: a second opener gets an error naming the holder, and the lock goes with
+ * the first store; a folder that cannot hold the lock file is refused at open. */
+static int eacces_open(const char *path, int flags, mode_t mode)
+{
+    if (strstr(path, "/.lock")) {
+        errno = EROFS;
+        return -1;
+    }
+    return open(path, flags, mode);
+}
+
+static void test_store_lock(void)
+{
+    char sub[256];
+    snprintf(sub, sizeof sub, "%.200s/lock", dir);
+    baton_err err = {0};
+    baton_ckpt_store *a = NULL, *b = NULL;
+    CHECK(baton_ckpt_store_open(sub, 3, &a, &err) == BATON_OK && a);
+    /* the lock is per open file: the same process opening it again contends like another would */
+    int rc = baton_ckpt_store_open(sub, 3, &b, &err);
+    char pid[32];
+    snprintf(pid, sizeof pid, "process %ld", (long)getpid());
+    CHECK_MSG(rc == BATON_ERR_BUSY && !b && strstr(err.msg, pid) && strstr(err.msg, "in use"), "%d %s", rc, err.msg);
+    baton_ckpt_store_close(a);
+    CHECK(baton_ckpt_store_open(sub, 3, &b, &err) == BATON_OK && b);
+    baton_ckpt_store_close(b);
+    baton_sys.open = eacces_open;
+    rc = baton_ckpt_store_open(sub, 3, &b, &err);
+    baton_sys_reset();
+    CHECK_MSG(rc == BATON_ERR_IO && strstr(err.msg, "not writable") && strstr(err.msg, "Read-only"), "%d %s", rc, err.msg);
 }
 
 static void test_latest(void)
@@ -257,6 +382,8 @@ int main(void)
     test_commit_failures();
     test_retention_and_temps();
     test_latest();
+    test_retention_damaged();
+    test_store_lock();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "cleanup failed\n");

@@ -215,7 +215,7 @@ int main(void)
     char nodir[160];
     snprintf(nodir, sizeof nodir, "%s/missing/s.rec", dir);
     CHECK(baton_shard_writer_open(nodir, NULL, BATON_FMT_RECORDIO, &err) == NULL);
-    CHECK(err.code == BATON_ERR_IO && strstr(err.msg, "missing/s.rec.tmp."));
+    CHECK(err.code == BATON_ERR_NOTFOUND && strstr(err.msg, "missing/s.rec.tmp."));
     CHECK(baton_shard_writer_open(rec, idx, BATON_FMT_UNKNOWN, &err) == NULL);
     CHECK(count_files() == 0);
     rmdir(dir);

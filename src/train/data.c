@@ -1,0 +1,88 @@
+/* data.c — what the trainer and evaluation open before a step: the dataset as a loader and a
+ * decode pipeline, and the model for the dataset's image shape and classes. */
+#include "train_internal.h"
+
+#include <string.h>
+
+static int is_local_uri(const char *uri) { return !strstr(uri, "://") || !strncmp(uri, "file://", 7); }
+
+int train_open_loader(const char *uri, baton_io_mode mode, int mode_set, const baton_store_opts *store,
+                      const char *local_dir, uint64_t seed, baton_loader **l, baton_err *err)
+{
+    *l = NULL;
+    baton_loader_opts lo;
+    baton_loader_opts_default(&lo);
+    lo.uri = uri;
+    lo.mode = mode_set ? mode : (is_local_uri(uri) ? BATON_MODE_MOUNT : BATON_MODE_PIPE);
+    lo.store = *store;
+    lo.seed = seed;
+    if (lo.mode == BATON_MODE_FILE || lo.mode == BATON_MODE_CACHE) {
+        if (!local_dir) return baton_err_set(err, BATON_ERR_ARG, "%s mode needs a local folder", baton_io_mode_name(lo.mode));
+        int rc = baton_mkdir_p(local_dir, err);
+        if (rc) return rc;
+        lo.local_dir = local_dir;
+    }
+    int rc = baton_loader_open(&lo, l, err);
+    if (rc) return baton_err_prefix(err, "%s", uri);
+    const baton_manifest *m = baton_loader_manifest(*l);
+    if (!m->shape[0] || !m->shape[1] || !m->shape[2])
+        rc = baton_err_set(err, BATON_ERR_FORMAT, "%s: images vary in size; training needs one fixed shape", uri);
+    else if (baton_loader_epoch_size(*l) == 0)
+        rc = baton_err_set(err, BATON_ERR_FORMAT, "%s: no records", uri);
+    if (rc) {
+        baton_loader_close(*l);
+        *l = NULL;
+    }
+    return rc;
+}
+
+baton_pipeline *train_open_pipe(baton_loader *l, uint32_t batch, int workers, const float *mean, const float *std,
+                                baton_err *err)
+{
+    baton_pipeline_opts po;
+    baton_pipeline_opts_default(&po);
+    po.batch = batch;
+    po.workers = workers > 0 ? workers : 2;
+    po.crop_pad = 0;
+    po.flip = 0;
+    po.layout = BATON_LAYOUT_NCHW;
+    po.mean = mean;
+    po.std = std;
+    baton_pipeline *p = baton_pipeline_open(l, &po, err);
+    if (!p && !err->code) baton_err_set(err, BATON_ERR_ARG, "cannot open the decode pipeline");
+    return p;
+}
+
+int train_shape_mismatch(baton_err *err, const char *what, const uint32_t ws[3], uint32_t wc, const char *uri,
+                         const baton_manifest *got)
+{
+    return baton_err_set(err, BATON_ERR_FORMAT, "%s: %ux%ux%u images, %u classes; %s has %ux%ux%u, %u classes", what,
+                         ws[0], ws[1], ws[2], wc, uri, got->shape[0], got->shape[1], got->shape[2], got->classes);
+}
+
+int train_model_for(const char *name, const uint32_t shape[3], uint32_t classes, uint32_t batch, uint64_t seed,
+                    int reference, baton_nn_model **m, char kname[16], baton_err *err)
+{
+    const baton_nn_kernels *k = NULL;
+    if (!reference) {
+        baton_err kerr = {0};
+        k = baton_nn_kernels_dnnl(&kerr);
+        if (!k) baton_log(BATON_LOG_WARN, "oneDNN unavailable (%s); using the reference kernels", kerr.msg);
+    }
+    if (!k) k = baton_nn_kernels_reference();
+    snprintf(kname, 16, "%s", k->name);
+    baton_nn_spec spec = {
+        .name = name,
+        .in_c = (int)shape[2],
+        .in_h = (int)shape[0],
+        .in_w = (int)shape[1],
+        .classes = (int)classes,
+        .max_batch = (int)batch,
+        .seed = seed,
+    };
+    int rc = baton_nn_model_create(&spec, k, m, err);
+    if (rc)
+        return baton_err_prefix(err, "model %s for %ux%ux%u images, %u classes", name, shape[0], shape[1], shape[2],
+                                classes);
+    return BATON_OK;
+}

@@ -1,0 +1,192 @@
+/* session.c — the stages every training loop shares: open, resume, poll, step-done, finish
+ * (train.h, part 1). The supervised trainer (train.c) runs on them; so can any other loop that
+ * brings its own step and checkpoints its own tensors through the snapshot callback.
+ *
+ * Contract:
+ *   - one session per checkpoint folder: the store's lock (ckpt) makes a second opener fail with
+ *     the holder's pid; a folder this process cannot write fails at open, before any work;
+ *   - the caller's thread drives everything; background persists run on the store's thread;
+ *   - work at risk: with ckpt_every, the progress file never runs more than ckpt_every steps ahead
+ *     of the newest committed checkpoint (step-done waits for a persist that has not committed);
+ *   - a failed background save is retried once at once, synchronously, from the current state;
+ *     a second failure is the run's error (training does not go on without a safety net);
+ *   - finish commits the final state synchronously, so a BATON_STOPPED run has its checkpoint. */
+#include "baton/train.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct baton_train_session {
+    baton_train_session_opts o;
+    baton_ckpt_store *store;
+    baton_notice_watcher *nw;
+    baton_notice_event nev;     /* the latched terminal notice (kind NONE while there is none) */
+    int pfd;                    /* progress file, -1 none */
+    uint64_t committed;         /* step of the newest committed checkpoint (the start state: 0) */
+    uint64_t last_saved;        /* step of the newest save handed to the store; UINT64_MAX none */
+    double saved_t;             /* when the last periodic save was taken */
+    uint64_t rebalances;
+    char resumed_from[4096];
+};
+
+/* The global step for a supervisor (fleet work-lost accounting): a fixed-width number rewritten
+ * in place, so a reader never sees a torn or shorter value. */
+static void progress_put(int fd, uint64_t step)
+{
+    char b[24];
+    int n = snprintf(b, sizeof b, "%020" PRIu64 "\n", step);
+    if (fd >= 0 && pwrite(fd, b, (size_t)n, 0) != n) baton_log(BATON_LOG_DEBUG, "progress file: %s", strerror(errno));
+}
+
+int baton_train_session_open(const baton_train_session_opts *o, baton_train_session **out, baton_err *err)
+{
+    *out = NULL;
+    if (!o->ckpt_dir || !o->snapshot) return baton_err_set(err, BATON_ERR_ARG, "a checkpoint folder and a snapshot are required");
+    baton_train_session *s = calloc(1, sizeof *s);
+    if (!s) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    s->o = *o;
+    s->pfd = -1;
+    s->last_saved = UINT64_MAX;
+    int rc = baton_ckpt_store_open(o->ckpt_dir, o->keep, &s->store, err);
+    if (!rc && o->ckpt_uri && (rc = baton_ckpt_store_attach(s->store, o->ckpt_uri, &o->store, err)))
+        baton_err_prefix(err, "--ckpt-uri %s", o->ckpt_uri);
+    if (!rc && o->notice) rc = baton_notice_start(o->notice_opts, &s->nw, err);
+    if (!rc && o->progress_file && (s->pfd = open(o->progress_file, O_WRONLY | O_CREAT | O_CLOEXEC, 0644)) < 0)
+        baton_log(BATON_LOG_WARN, "%s: cannot open the progress file: %s", o->progress_file, strerror(errno));
+    if (rc) {
+        baton_train_session_close(s);
+        return rc;
+    }
+    s->saved_t = baton_now();
+    *out = s;
+    return BATON_OK;
+}
+
+int baton_train_session_resume(baton_train_session *s, char *path, size_t cap, uint64_t *step, char **state,
+                               baton_err *err)
+{
+    *state = NULL;
+    baton_err lerr = {0};
+    int rc = baton_ckpt_latest(s->o.ckpt_dir, path, cap, step, &lerr);
+    if (rc == BATON_ERR_NOTFOUND && s->o.ckpt_uri) rc = baton_ckpt_store_restore(s->store, path, cap, step, &lerr);
+    if (rc) {
+        *err = lerr;
+        return rc;
+    }
+    if ((rc = baton_ckpt_load(path, NULL, NULL, state, err))) return baton_err_prefix(err, "resume from %s", path);
+    snprintf(s->resumed_from, sizeof s->resumed_from, "%s", path);
+    return BATON_OK;
+}
+
+void baton_train_session_begin(baton_train_session *s, uint64_t step, int resumed)
+{
+    s->committed = resumed ? step : 0;
+    s->last_saved = resumed ? step : UINT64_MAX;
+    s->saved_t = baton_now();
+    progress_put(s->pfd, step);
+}
+
+/* Snapshot through the caller and persist: in the background, or on this thread (sync). */
+static int save(baton_train_session *s, uint64_t step, int sync, baton_err *err)
+{
+    uint64_t cs;
+    if (baton_ckpt_reap(s->store, 1, &cs) > 0) s->committed = cs;
+    int rc = s->o.snapshot(s->o.ctx, s->store, step, err);   /* waits for a persist in flight */
+    if (!rc) rc = sync ? baton_ckpt_persist_sync(s->store, err) : baton_ckpt_persist_async(s->store, err);
+    if (rc) return baton_err_prefix(err, "checkpoint at step %" PRIu64, step);
+    s->last_saved = step;
+    if (sync) s->committed = step;
+    return BATON_OK;
+}
+
+/* A background save failed (its failure is already logged): save again now, on this thread. */
+static int retry(baton_train_session *s, uint64_t step, baton_err *err)
+{
+    baton_log(BATON_LOG_WARN, "retrying the checkpoint at step %" PRIu64 " synchronously", step);
+    int rc = save(s, step, 1, err);
+    if (rc) {
+        const char *last = baton_ckpt_last_committed(s->store)[0] ? baton_ckpt_last_committed(s->store) : s->resumed_from;
+        size_t l = strlen(err->msg);
+        snprintf(err->msg + l, sizeof err->msg - l, " (a background save failed before it; stopping rather than "
+                 "training on without a checkpoint; the last committed one is %s)", last[0] ? last : "none");
+    }
+    return rc;
+}
+
+int baton_train_session_poll(baton_train_session *s, uint64_t step, baton_err *err)
+{
+    if (!s->nw) return 0;
+    int rebalance = 0;
+    if (baton_notice_poll(s->nw, &s->nev, &rebalance)) return 1;
+    if (!rebalance) return 0;
+    s->rebalances++;
+    if (s->last_saved == step) return 0;
+    return save(s, step, 0, err);
+}
+
+int baton_train_session_step_done(baton_train_session *s, uint64_t step, baton_err *err)
+{
+    uint64_t cs;
+    int k = baton_ckpt_reap(s->store, s->o.ckpt_every && step - s->committed > s->o.ckpt_every, &cs);
+    if (k > 0) s->committed = cs;
+    progress_put(s->pfd, step);
+    if (k < 0) return retry(s, step, err);
+    if ((s->o.ckpt_every && step % s->o.ckpt_every == 0) ||
+        (s->o.ckpt_every_sec > 0 && baton_now() - s->saved_t >= s->o.ckpt_every_sec)) {
+        int rc = save(s, step, 0, err);
+        s->saved_t = baton_now();
+        return rc;
+    }
+    return BATON_OK;
+}
+
+int baton_train_session_finish(baton_train_session *s, uint64_t step, baton_notice_event *notice, baton_err *err)
+{
+    int rc;
+    if (s->last_saved == step) {
+        rc = baton_ckpt_wait(s->store, err);
+        if (rc) {   /* the last background save failed: the final one is synchronous */
+            baton_log(BATON_LOG_WARN, "%s", err->msg);
+            rc = save(s, step, 1, err);
+        }
+    } else {
+        rc = save(s, step, 1, err);
+    }
+    if (!rc) rc = baton_ckpt_wait(s->store, err);
+    if (notice) *notice = s->nev;
+    if (rc == BATON_OK && s->nev.kind != BATON_NOTICE_NONE) {
+        const char *cp = baton_ckpt_last_committed(s->store), *slash = strrchr(cp, '/');
+        char left[48] = "deadline unknown";
+        if (s->nev.deadline > 0)
+            snprintf(left, sizeof left, "%.0f s before the deadline", s->nev.deadline - baton_wall_now());
+        baton_log(BATON_LOG_WARN, "notice: %s (%s), %s: checkpoint %s committed, stopping",
+                  baton_notice_kind_name(s->nev.kind), s->nev.source, left, slash ? slash + 1 : cp);
+        return BATON_STOPPED;
+    }
+    return rc;
+}
+
+const char *baton_train_session_checkpoint(const baton_train_session *s)
+{
+    const char *c = baton_ckpt_last_committed(s->store);
+    return c[0] ? c : s->resumed_from;
+}
+
+uint64_t baton_train_session_rebalances(const baton_train_session *s) { return s->rebalances; }
+
+void baton_train_session_close(baton_train_session *s)
+{
+    if (!s) return;
+    if (s->store) {
+        baton_err werr = {0};
+        if (baton_ckpt_wait(s->store, &werr)) baton_log(BATON_LOG_WARN, "%s", werr.msg);
+        baton_ckpt_store_close(s->store);
+    }
+    baton_notice_stop(s->nw);
+    if (s->pfd >= 0) close(s->pfd);
+    free(s);
+}
