@@ -70,7 +70,7 @@ typedef struct baton_notice_event {
     baton_notice_kind kind;
     double deadline;             /* unix seconds; 0 unknown */
     double seen_at;              /* unix seconds */
-    char source[32];             /* "imds-v2", "imds-v1", "sigterm", "gce" */
+    char source[32];             /* "imds-v2", "imds-v1", "sigterm", "sigint", "gce" */
 } baton_notice_event;
 
 typedef struct baton_notice_watcher baton_notice_watcher;
@@ -79,7 +79,8 @@ typedef struct baton_notice_opts {
                                     when DMI says this is an EC2 instance */
     double poll_s;               /* seconds between polls (default 5; BATON_NOTICE_POLL_S) */
     double timeout_s;            /* per-request limit, connect included (default 1 s) */
-    int handle_sigterm;          /* SIGTERM latches a BATON_NOTICE_SIGNAL notice (default 1) */
+    int handle_sigterm;          /* SIGTERM and SIGINT latch a BATON_NOTICE_SIGNAL notice (default 1);
+                                    a second SIGINT ends the process at once */
     const char *dmi_dir;         /* DMI folder (default /sys/devices/virtual/dmi/id; BATON_DMI_DIR) */
     /* additions */
     int ec2_disabled;            /* never poll EC2 metadata (AWS_EC2_METADATA_DISABLED=true) */
@@ -93,7 +94,7 @@ typedef struct baton_notice_opts {
  * BATON_GCE_METADATA_ENDPOINT (or GCE_METADATA_HOST), BATON_DMI_DIR, BATON_NOTICE_POLL_S,
  * BATON_NOTICE_TIMEOUT_S, BATON_SIGTERM_GRACE_S. The strings point into the environment. */
 void baton_notice_opts_default(baton_notice_opts *o);
-/* With handle_sigterm, SIGTERM is blocked in the calling thread (and so in every thread it starts
+/* With handle_sigterm, SIGTERM and SIGINT are blocked in the calling thread (and so in every thread it starts
  * afterwards) and taken by the watcher's thread; when the last such watcher stops
  * (baton_notice_stop, from the same thread), that thread's mask is as before. Start the watcher before any compute threads. */
 int baton_notice_start(const baton_notice_opts *o, baton_notice_watcher **out, baton_err *err);

@@ -109,3 +109,14 @@ void cli_json_string(FILE *f, const char *s)
     }
     fputc('"', f);
 }
+
+int cli_given(int argc, char **argv, const char *name)
+{
+    size_t n = strlen(name);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (a[0] == '-' && a[1] == '-' && !strncmp(a + 2, name, n) && (a[2 + n] == 0 || a[2 + n] == '=')) return 1;
+        if (!strcmp(a, "--")) break;
+    }
+    return 0;
+}

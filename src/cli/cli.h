@@ -51,6 +51,8 @@ struct cli_opt {
  * CLI_USAGE after printing what was wrong (or the help text for --help: then *help_shown = 1). */
 int cli_parse(const char *cmd, const char *synopsis, const struct cli_opt *opts, int argc,
               char **argv, const char **pos, int maxpos, int *npos, int *help_shown);
+/* 1 when argv holds --NAME (as "--NAME" or "--NAME=..."): tells an explicit value from a default. */
+int cli_given(int argc, char **argv, const char *name);
 /* Write s as a JSON string (quoted, escaped) to f. */
 void cli_json_string(FILE *f, const char *s);
 /* Print "baton CMD: message" for a library error and return CLI_ERROR. */

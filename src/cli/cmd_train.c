@@ -99,11 +99,11 @@ int cmd_train(int argc, char **argv)
     const char *bad = !o.data_uri || !o.model || !o.ckpt_dir ? "--data, --model and --ckpt-dir are required"
                     : epochs == 0 ? "--epochs must be >= 1"
                     : batch < 1 || batch > BATON_TRAIN_MAX_BATCH ? "--batch must be 1..4096 (activations are allocated for it)"
-                    : !isnan(lr) && !(lr > 0 && isfinite(lr)) ? "--lr must be a positive number"
+                    : cli_given(argc, argv, "lr") && !(lr > 0 && isfinite(lr)) ? "--lr must be a positive number"
                     : keep == 0 || keep < -1 ? "--keep must be >= 1"
                     : max_steps == 0 ? "--max-steps must be >= 1 (leave it out for no limit)"
                     : threads < 0 ? "--threads must not be negative"
-                    : !isnan(every_sec) && !(every_sec >= 0 && isfinite(every_sec)) ? "--ckpt-every-sec must be >= 0"
+                    : cli_given(argc, argv, "ckpt-every-sec") && !(every_sec >= 0 && isfinite(every_sec)) ? "--ckpt-every-sec must be >= 0"
                     : !(progress_every >= 0 && isfinite(progress_every)) ? "--progress-every must be >= 0"
                     : NULL;
     if (bad) {
@@ -132,8 +132,8 @@ int cmd_train(int argc, char **argv)
     }
     o.epochs = epochs == UINT64_MAX ? 0 : epochs;
     o.max_steps = max_steps == UINT64_MAX ? 0 : max_steps;
-    o.lr = isnan(lr) ? 0 : lr;
-    if (!isnan(every_sec)) o.ckpt_every_sec = every_sec;
+    o.lr = cli_given(argc, argv, "lr") ? lr : 0;
+    if (cli_given(argc, argv, "ckpt-every-sec")) o.ckpt_every_sec = every_sec;
     else if (o.ckpt_every) o.ckpt_every_sec = 0;   /* the step count chosen replaces the default */
     o.batch = (uint32_t)batch;
     o.keep = keep < 0 ? 0 : keep;

@@ -14,14 +14,17 @@
  * kind, deadline and source never change afterwards (a sliding mock's later times are ignored),
  * and the thread stops polling. A rebalance recommendation counts once per distinct noticeTime.
  *
- * SIGTERM: while at least one watcher with handle_sigterm runs, a process-wide handler (replacing
- * the previous one) records the arrival time and writes a byte to a pipe that is never drained
- * while a signal is pending, so every watcher's poll() wakes and latches a BATON_NOTICE_SIGNAL
- * notice (deadline = arrival + sigterm_grace_s). When the last such watcher stops, the previous
- * disposition comes back — unless a SIGTERM came: then the handler stays (ignoring further ones), so
- * a trainer that is committing its last checkpoint and exiting 75 is not killed by a second SIGTERM
- * (SIGKILL still ends it).
- * The signal is taken by the watcher threads alone: baton_notice_start blocks SIGTERM in the calling
+ * SIGTERM and SIGINT (Ctrl-C): while at least one watcher with handle_sigterm runs, a process-wide
+ * handler (replacing the previous one) records the arrival time and writes a byte to a pipe that is
+ * never drained while a signal is pending, so every watcher's poll() wakes and latches a
+ * BATON_NOTICE_SIGNAL notice (source "sigterm" or "sigint"; deadline = arrival + sigterm_grace_s).
+ * When the last such watcher stops, the previous dispositions come back — unless a signal came:
+ * then the handler stays, so a trainer that is committing its last checkpoint and exiting 75 is not
+ * killed by a second SIGTERM (SIGKILL still ends it). A SIGINT after the first signal ends the
+ * process at once (the default action, re-raised): the second Ctrl-C of a user who will not wait
+ * for the checkpoint. SIGINT is left alone when it was ignored at start (a background job of a
+ * non-interactive shell), as a program started under such a shell should.
+ * The signals are taken by the watcher threads alone: baton_notice_start blocks them in the calling
  * thread, so every thread that thread starts afterwards (oneDNN's OpenMP team, decode workers,
  * checkpoint writers) inherits the block; when the last such watcher stops, the calling thread's
  * mask is as it was before the first one started (start and stop from the same thread). A handler interrupting a oneDNN kernel on a compute thread was
@@ -82,16 +85,18 @@ struct baton_notice_watcher {
     int overflow;
 };
 
-/* ---------------------------------------------------------------- SIGTERM, process-wide */
+/* ---------------------------------------------------------------- SIGTERM and SIGINT, process-wide */
 static pthread_mutex_t sig_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t sig_once = PTHREAD_ONCE_INIT;
 static int sig_pipe[2] = {-1, -1};
 static int sig_users;
 static int sig_caller_blocked;        /* SIGTERM was blocked in the first starter's thread already */
-static int sig_installed;             /* our handler is in place (sig_old holds the previous one) */
+static int sig_int_caller_blocked;    /* the same for SIGINT */
+static int sig_installed;             /* our handlers are in place (sig_old* hold the previous ones) */
+static int sig_int_taken;             /* SIGINT is ours (it was not ignored when we started) */
 static atomic_int sig_active;         /* a watcher is listening; otherwise the handler ignores */
-static struct sigaction sig_old;
-static volatile sig_atomic_t sig_seen;
+static struct sigaction sig_old, sig_old_int;
+static volatile sig_atomic_t sig_seen;   /* 0, or the first signal that came (SIGTERM or SIGINT) */
 static atomic_llong sig_ms;   /* arrival, unix milliseconds */
 
 static void sig_pipe_init(void)
@@ -101,13 +106,21 @@ static void sig_pipe_init(void)
 
 static void on_sigterm(int s)
 {
-    (void)s;
     int e = errno;
+    if (s == SIGINT && sig_seen) {
+        /* a second Ctrl-C (or one during a stop that a notice began): the user wants out now */
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof dfl);
+        dfl.sa_handler = SIG_DFL;
+        sigemptyset(&dfl.sa_mask);
+        sigaction(SIGINT, &dfl, NULL);
+        raise(SIGINT);
+    }
     if (atomic_load(&sig_active) && !sig_seen) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         atomic_store(&sig_ms, (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
-        sig_seen = 1;
+        sig_seen = s;
         if (sig_pipe[1] >= 0) {
             ssize_t r = write(sig_pipe[1], "T", 1);
             (void)r;
@@ -129,16 +142,23 @@ static int sig_register(baton_err *err)
             sigemptyset(&sa.sa_mask);
             sa.sa_flags = SA_RESTART;
             sigaction(SIGTERM, &sa, &sig_old);
+            /* SIGINT too, unless whoever started us ignores it (a background job of a shell script:
+             * then Ctrl-C is not meant for us) */
+            sigaction(SIGINT, NULL, &sig_old_int);
+            sig_int_taken = sig_old_int.sa_handler != SIG_IGN;
+            if (sig_int_taken) sigaction(SIGINT, &sa, NULL);
             sig_installed = 1;
         }
         atomic_store(&sig_active, 1);
         sigset_t cur;
         pthread_sigmask(SIG_SETMASK, NULL, &cur);
         sig_caller_blocked = sigismember(&cur, SIGTERM) == 1;
+        sig_int_caller_blocked = sigismember(&cur, SIGINT) == 1;
     }
     sigset_t t;
     sigemptyset(&t);
     sigaddset(&t, SIGTERM);
+    sigaddset(&t, SIGINT);
     pthread_sigmask(SIG_BLOCK, &t, NULL);
     pthread_mutex_unlock(&sig_mu);
     return BATON_OK;
@@ -149,14 +169,14 @@ static void sig_unregister(void)
     pthread_mutex_lock(&sig_mu);
     if (--sig_users == 0) {
         atomic_store(&sig_active, 0);
-        if (!sig_caller_blocked) {
-            sigset_t t;
-            sigemptyset(&t);
-            sigaddset(&t, SIGTERM);
-            pthread_sigmask(SIG_UNBLOCK, &t, NULL);
-        }
+        sigset_t t;
+        sigemptyset(&t);
+        if (!sig_caller_blocked) sigaddset(&t, SIGTERM);
+        if (!sig_int_caller_blocked) sigaddset(&t, SIGINT);
+        pthread_sigmask(SIG_UNBLOCK, &t, NULL);
         if (!sig_seen) {
             sigaction(SIGTERM, &sig_old, NULL);
+            if (sig_int_taken) sigaction(SIGINT, &sig_old_int, NULL);
             sig_installed = 0;
         }
         char c[16];
@@ -314,8 +334,13 @@ static void latch(baton_notice_watcher *w, baton_notice_kind kind, double deadli
         atomic_store_explicit(&w->term_kind, (int)kind, memory_order_release);
         char t[32] = "unknown";
         if (deadline > 0) baton_notice_time_format(deadline, t);
-        baton_log(BATON_LOG_WARN, "notice: %s (%s), deadline %s (in %.0f s)", baton_notice_kind_name(kind), src, t,
-                  deadline > 0 ? deadline - baton_wall_now() : 0.0);
+        if (kind == BATON_NOTICE_SIGNAL)
+            baton_log(BATON_LOG_WARN, "notice: %s, deadline %s (in %.0f s)%s", src, t,
+                      deadline > 0 ? deadline - baton_wall_now() : 0.0,
+                      strcmp(src, "sigint") ? "" : "; checkpointing, Ctrl-C again to stop at once");
+        else
+            baton_log(BATON_LOG_WARN, "notice: %s (%s), deadline %s (in %.0f s)", baton_notice_kind_name(kind), src, t,
+                      deadline > 0 ? deadline - baton_wall_now() : 0.0);
         pthread_cond_broadcast(&w->cv);
     }
     pthread_mutex_unlock(&w->mu);
@@ -438,17 +463,18 @@ static void check_signal(baton_notice_watcher *w)
 {
     if (w->sig && sig_seen && atomic_load(&w->term_kind) == BATON_NOTICE_NONE) {
         double at = (double)atomic_load(&sig_ms) / 1000.0;
-        latch(w, BATON_NOTICE_SIGNAL, w->grace_s > 0 ? at + w->grace_s : 0, at, "sigterm");
+        latch(w, BATON_NOTICE_SIGNAL, w->grace_s > 0 ? at + w->grace_s : 0, at, sig_seen == SIGINT ? "sigint" : "sigterm");
     }
 }
 
 static void *watch(void *arg)
 {
     baton_notice_watcher *w = arg;
-    if (w->sig) {   /* this thread, and only watcher threads, take SIGTERM */
+    if (w->sig) {   /* this thread, and only watcher threads, take SIGTERM and SIGINT */
         sigset_t t;
         sigemptyset(&t);
         sigaddset(&t, SIGTERM);
+        sigaddset(&t, SIGINT);
         pthread_sigmask(SIG_UNBLOCK, &t, NULL);
     }
     while (!atomic_load(&w->stop)) {

@@ -164,7 +164,8 @@ int baton_train_session_finish(baton_train_session *s, uint64_t step, baton_noti
         if (s->nev.deadline > 0)
             snprintf(left, sizeof left, "%.0f s before the deadline", s->nev.deadline - baton_wall_now());
         baton_log(BATON_LOG_WARN, "notice: %s (%s), %s: checkpoint %s committed, stopping",
-                  baton_notice_kind_name(s->nev.kind), s->nev.source, left, slash ? slash + 1 : cp);
+                  s->nev.kind == BATON_NOTICE_SIGNAL ? "signal" : baton_notice_kind_name(s->nev.kind), s->nev.source,
+                  left, slash ? slash + 1 : cp);
         return BATON_STOPPED;
     }
     return rc;

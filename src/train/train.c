@@ -116,7 +116,7 @@ static int stage_open(trainer *t, baton_train_result *r, baton_err *err)
     const baton_manifest *vm = baton_loader_manifest(t->vloader);
     if (memcmp(vm->shape, t->man->shape, sizeof vm->shape) || vm->classes != t->man->classes) {
         char what[4200];
-        snprintf(what, sizeof what, "--data %s has", o->data_uri);
+        snprintf(what, sizeof what, "--data %s", o->data_uri);
         return train_shape_mismatch(err, what, t->man->shape, t->man->classes, o->val_uri, vm);
     }
     t->vpipe = train_open_pipe(t->vloader, o->batch, o->workers, t->man->mean, t->man->std, err);
@@ -341,7 +341,8 @@ static void fill_result(const trainer *t, baton_train_result *r, const baton_not
     r->rebalances = baton_train_session_rebalances(t->sess);
     if (nev && nev->kind != BATON_NOTICE_NONE) {
         r->stopped = 1;
-        snprintf(r->notice, sizeof r->notice, "%s", baton_notice_kind_name(nev->kind));
+        /* a signal is named by which one it was (sigterm, sigint) */
+        snprintf(r->notice, sizeof r->notice, "%.15s", nev->kind == BATON_NOTICE_SIGNAL ? nev->source : baton_notice_kind_name(nev->kind));
         snprintf(r->notice_source, sizeof r->notice_source, "%s", nev->source);
         r->notice_deadline = nev->deadline;
         r->notice_margin_s = nev->deadline > 0 ? nev->deadline - baton_wall_now() : 0;

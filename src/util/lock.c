@@ -18,7 +18,10 @@
 int baton_lock_acquire(const char *path, const char *what, int *fd_out, baton_err *err)
 {
     *fd_out = -1;
-    int fd = baton_sys.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    /* the lock is held on a read-only descriptor, so that holding it never keeps a file open for
+     * writing (that would stop the file system from being remounted read-only under a run); the
+     * pid is written through a second, short-lived one */
+    int fd = baton_sys.open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) {
         int e = errno;
         baton_err_errno(err, e, "cannot create the lock file", path);
@@ -40,8 +43,14 @@ int baton_lock_acquire(const char *path, const char *what, int *fd_out, baton_er
     }
     char b[32];
     int n = snprintf(b, sizeof b, "%ld\n", (long)getpid());
-    if (ftruncate(fd, 0) != 0 || baton_sys.write(fd, b, (size_t)n) != n) {
-        int e = errno;
+    int wfd = baton_sys.open(path, O_WRONLY | O_TRUNC | O_CLOEXEC, 0644);
+    int ok = wfd >= 0 && baton_sys.write(wfd, b, (size_t)n) == n;
+    int e = errno;
+    if (wfd >= 0 && baton_sys.close(wfd) != 0 && ok) {
+        ok = 0;
+        e = errno;
+    }
+    if (!ok) {
         baton_sys.close(fd);
         baton_err_errno(err, e, "cannot write the lock file", path);
         return baton_err_prefix(err, "%s is not writable", what);

@@ -7,6 +7,8 @@
 #   - the same against --imdsv2-only --slide, the notice sent by a control request mid-run;
 #   - SIGTERM mid-run: exit 75, same checks; 40 SIGTERMs in 0.2 s during lenet's oneDNN kernels:
 #     exit 75 with a verifying checkpoint, three times;
+#   - SIGINT (Ctrl-C) mid-run: the same as SIGTERM; a second SIGINT ends the run at once; a SIGINT
+#     that was ignored when baton started stays ignored;
 #   - a rebalance recommendation: training goes on to the end (exit 0), with one extra checkpoint;
 #   - a garbage-answering service: training completes normally, identical weights;
 #   - `baton notice wait`: returns on a scheduled notice (text and --json), on a rebalance with
@@ -109,7 +111,7 @@ kill -TERM "$tp"
 wait "$tp"
 rc=$?
 stopped_ok "sigterm" "$T/n3" $rc "$T/n3.err"
-check 'grep -q "notice: sigterm (sigterm)" "$T/n3.err"' "sigterm: logged as a sigterm notice"
+check 'grep -q "notice: sigterm, deadline" "$T/n3.err"' "sigterm: logged as a sigterm notice"
 resumed_ok "sigterm" "$T/n3"
 
 # 3b. a storm of SIGTERMs during oneDNN kernels (lenet): the signal is taken by the watcher thread
@@ -128,6 +130,44 @@ for r in 1 2 3; do
     check '[ $rc -eq 75 ] && "$BATON" ckpt verify "$T/st$r" >/dev/null 2>&1' \
         "sigterm storm run $r: exit $rc (want 75), a verifying checkpoint: $(tail -c 300 "$T/st$r.err")"
 done
+
+# 3c. Ctrl-C: SIGINT does what SIGTERM does (exit 75 after a committed checkpoint), and a second
+# one ends the run at once. A background job of this script ignores SIGINT (and baton then leaves
+# it alone, as a program under a shell script should): dfl restores the default disposition, as an
+# interactive shell's foreground job has it (exec: the background job is baton itself).
+dfl() { exec python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])' "$@"; }
+dfl $TR --ckpt-dir "$T/n3i" --ckpt-every-steps 10 >"$T/n3i.out" 2>"$T/n3i.err" &
+tp=$!
+pids+=("$tp")
+check 'wait_ckpt "$T/n3i"' "sigint: first checkpoint appears"
+kill -INT "$tp"
+wait "$tp"
+rc=$?
+stopped_ok "sigint" "$T/n3i" $rc "$T/n3i.err"
+check 'grep -q "notice: sigint, deadline.*Ctrl-C again" "$T/n3i.err" && grep -q "stopped on a sigint notice" "$T/n3i.out"' \
+    "sigint: logged as a sigint notice: $(tail -c 300 "$T/n3i.err")"
+resumed_ok "sigint" "$T/n3i"
+# twice: the second ends the process by the signal itself (no waiting for the checkpoint)
+dfl "$BATON" train --data "$D" --model lenet --epochs 3 --batch 64 --seed 7 --threads 2 --quiet \
+    --ckpt-dir "$T/n3ii" --ckpt-every-steps 10 >/dev/null 2>"$T/n3ii.err" &
+tp=$!
+pids+=("$tp")
+wait_ckpt "$T/n3ii" >/dev/null
+kill -INT "$tp"
+for _ in $(seq 100); do grep -q "notice: sigint" "$T/n3ii.err" && break; sleep 0.02; done
+kill -INT "$tp"
+wait "$tp"
+rc=$?
+check '[ $rc -eq 130 ]' "sigint twice: killed by SIGINT (exit $rc, want 130): $(tail -c 300 "$T/n3ii.err")"
+# ignored at start (plain background job): SIGINT is not taken, the run finishes normally
+$TR --ckpt-dir "$T/n3ig" --ckpt-every-steps 10 >/dev/null 2>"$T/n3ig.err" &
+tp=$!
+pids+=("$tp")
+wait_ckpt "$T/n3ig" >/dev/null
+kill -INT "$tp"
+wait "$tp"
+rc=$?
+check '[ $rc -eq 0 ] && ! grep -q "notice:" "$T/n3ig.err"' "sigint ignored at start: left alone (exit $rc)"
 
 # 4. a rebalance recommendation: a background checkpoint, training goes on to the end
 start_imds --rebalance-after 0
