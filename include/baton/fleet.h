@@ -127,14 +127,6 @@ double baton_job_spot_price(const baton_job_type *t, const char *zone);
 /* A backend option by key (NULL if absent). */
 const baton_job_kv *baton_job_backend_opt(const baton_job *job, const char *key);
 
-/* Built-in catalog of instance types (illustrative us-east-1 Linux prices). */
-typedef struct baton_catalog_entry {
-    const char *name;
-    double on_demand_price, spot_price, speed;
-    baton_bucket bucket;
-} baton_catalog_entry;
-const baton_catalog_entry *baton_catalog_find(const char *name);
-const baton_catalog_entry *baton_catalog_all(size_t *n);
 
 /* ---------------------------------------------------------------------------------------------
  * Spot-market simulator (src/fleet/fleet_market.c). All times are simulated seconds.

@@ -160,6 +160,9 @@ typedef struct baton_infer_catalog_entry {
     int vcpus;               /* 0 unknown */
     double memory_gib;       /* < 0 unknown */
     double tflops;           /* FP32, < 0 unknown */
+    int interruption;        /* Spot Advisor bucket: 0 <5 %, 1 5-10 %, 2 10-15 %, 3 15-20 %, 4 >20 %; -1 unknown */
+    double train_speed;      /* training throughput relative to c5.xlarge; < 0 unknown */
+    int retired;             /* no longer sold: kept so that older studies reproduce; never picked unless asked */
     char notes[160];
     size_t line;
 } baton_infer_catalog_entry;
@@ -170,6 +173,12 @@ typedef struct baton_infer_catalog {
 } baton_infer_catalog;
 
 const char *baton_infer_catalog_builtin_csv(void);
+/* The built-in catalog, parsed once (shared, read-only; empty only if the built-in text were bad). */
+const baton_infer_catalog *baton_infer_catalog_builtin(void);
+/* Spot Advisor interruption buckets: "<5%", "5-10%", "10-15%", "15-20%", ">20%" (parse also takes
+ * them without the %, and lt5 / gt20); parse returns 0 and *b 0..4, or -1. */
+const char *baton_infer_bucket_name(int b);
+int baton_infer_bucket_parse(const char *s, int *b);
 int baton_infer_catalog_parse(const char *name, const char *text, size_t len, baton_infer_catalog *c, baton_err *err);
 /* path NULL: the built-in default. */
 int baton_infer_catalog_load(const char *path, baton_infer_catalog *c, baton_err *err);
@@ -184,12 +193,14 @@ typedef struct baton_infer_config {
     double on_demand, spot;  /* summed; spot < 0 when either part is unknown */
     double tflops;           /* what runs the model: the accelerator's, else the instance's */
     int vcpus;
+    int retired;             /* the instance or the accelerator is retired */
 } baton_infer_config;
 
 int baton_infer_catalog_config(const baton_infer_catalog *c, const char *name, baton_infer_config *cfg, baton_err *err);
 /* Every configuration the catalog describes: each instance, then each cpu instance with each
- * accelerator. *out is malloc'd. */
-int baton_infer_catalog_configs(const baton_infer_catalog *c, baton_infer_config **out, size_t *n, baton_err *err);
+ * accelerator; retired ones only with include_retired. *out is malloc'd. */
+int baton_infer_catalog_configs(const baton_infer_catalog *c, int include_retired, baton_infer_config **out, size_t *n,
+                                baton_err *err);
 
 /* ---------------------------------------------------------------------------------------------
  * Cost and the inference plan (src/infer/cost.c, src/infer/plan_infer.c)
@@ -226,12 +237,15 @@ typedef struct baton_plan_row {
     double price_per_h;      /* < 0: no price known (not a candidate) */
     double cost_seq, cost_thr;   /* $ per 100k; < 0 when unknown */
     int meets;               /* P90 <= SLO */
+    int retired;             /* a configuration that can no longer be bought (never the pick unless
+                                include_retired) */
 } baton_plan_row;
 
 typedef struct baton_plan_infer_opts {
     double slo_p90_ms;       /* <= 0: no SLO (every row meets it) */
     const char *here;        /* catalog configuration of this machine, or NULL */
     int project;             /* project measured rows onto the other catalog configurations */
+    int include_retired;     /* project onto and pick retired configurations too */
 } baton_plan_infer_opts;
 
 typedef struct baton_plan_infer {

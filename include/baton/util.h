@@ -32,6 +32,8 @@ enum baton_status {
     BATON_ERR_NET = -8,        /* network / remote server error */
     BATON_ERR_NOSPACE = -9,    /* disk full (ENOSPC/EDQUOT) */
     BATON_ERR_BUSY = -10,      /* held by another process (a lock) */
+    BATON_ERR_USAGE = -11,     /* an option value outside what the call accepts (the message names
+                                  the option and its range); the command line exits 2 for it */
 };
 
 typedef struct baton_err {

@@ -96,7 +96,7 @@ int cli_parse(const char *cmd, const char *synopsis, const struct cli_opt *opts,
 int cli_fail(const char *cmd, const baton_err *err)
 {
     fprintf(stderr, "baton %s: %s\n", cmd, err->msg[0] ? err->msg : baton_status_name(err->code));
-    return CLI_ERROR;
+    return err->code == BATON_ERR_USAGE ? CLI_USAGE : CLI_ERROR;
 }
 
 void cli_json_string(FILE *f, const char *s)

@@ -55,7 +55,8 @@ int cli_parse(const char *cmd, const char *synopsis, const struct cli_opt *opts,
 int cli_given(int argc, char **argv, const char *name);
 /* Write s as a JSON string (quoted, escaped) to f. */
 void cli_json_string(FILE *f, const char *s);
-/* Print "baton CMD: message" for a library error and return CLI_ERROR. */
+/* Print "baton CMD: message" for a library error and return CLI_ERROR (CLI_USAGE for
+ * BATON_ERR_USAGE: an option value the library refused). */
 int cli_fail(const char *cmd, const baton_err *err);
 
 #endif

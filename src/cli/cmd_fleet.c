@@ -4,6 +4,7 @@
  * stop every worker after a checkpoint. Exit codes: run 0 when every task is done, 1 when a task
  * failed (with the reason), 75 when the job was cancelled (run it again to resume). */
 #include "baton/fleet.h"
+#include "baton/infer.h"
 #include "cli.h"
 
 #include <dirent.h>
@@ -240,15 +241,50 @@ static int fleet_check(int argc, char **argv)
     return CLI_OK;
 }
 
-static int fleet_catalog(void)
+/* The instance types a job file can name without prices: the one catalog's current instances. */
+static int fleet_catalog(int argc, char **argv)
 {
-    size_t n;
-    const baton_catalog_entry *e = baton_catalog_all(&n);
-    printf("%-12s %12s %10s %6s %-8s\n", "type", "on-demand $/h", "spot $/h", "speed", "interruptions");
-    for (size_t i = 0; i < n; i++)
-        printf("%-12s %12.4f %10.4f %6.2f %-8s\n", e[i].name, e[i].on_demand_price, e[i].spot_price, e[i].speed,
-               baton_bucket_name(e[i].bucket));
-    printf("(illustrative us-east-1 Linux prices; set prices in the job file when they matter)\n");
+    int json = 0;
+    const char *file = NULL;
+    const struct cli_opt opts[] = {
+        {"json", CLI_FLAG, &json, "one JSON object per type"},
+        {"catalog", CLI_STR, &file, "catalog CSV (default: the built-in one, docs/catalog.csv)"},
+        {0},
+    };
+    const char *pos[1];
+    int npos, help;
+    if (cli_parse("fleet catalog", "[--json] [--catalog FILE]", opts, argc, argv, pos, 0, &npos, &help))
+        return help ? CLI_OK : CLI_USAGE;
+    baton_infer_catalog own = {0};
+    baton_err err = {0};
+    if (file && baton_infer_catalog_load(file, &own, &err)) return cli_fail("fleet catalog", &err);
+    const baton_infer_catalog *c = file ? &own : baton_infer_catalog_builtin();
+    if (!json) printf("%-14s %13s %10s %6s %-13s %s\n", "type", "on-demand $/h", "spot $/h", "speed", "interruptions", "notes");
+    for (size_t i = 0; i < c->n; i++) {
+        const baton_infer_catalog_entry *e = &c->e[i];
+        if (e->kind == BATON_CAT_ACCEL || e->retired) continue;   /* not instances a fleet launches */
+        if (json) {
+            printf("{\"type\":\"%s\",\"kind\":\"%s\",\"on_demand_per_h\":%g,\"spot_per_h\":", e->name,
+                   e->kind == BATON_CAT_GPU ? "gpu" : "cpu", e->on_demand);
+            if (e->spot >= 0) printf("%g", e->spot);
+            else printf("null");
+            printf(",\"train_speed\":");
+            if (e->train_speed > 0) printf("%g", e->train_speed);
+            else printf("null");
+            printf(",\"interruption\":");
+            if (e->interruption >= 0) printf("\"%s\"", baton_infer_bucket_name(e->interruption));
+            else printf("null");
+            printf(",\"vcpus\":%d}\n", e->vcpus);
+            continue;
+        }
+        char spot[16] = "-", speed[16] = "-";
+        if (e->spot >= 0) snprintf(spot, sizeof spot, "%.4f", e->spot);
+        if (e->train_speed > 0) snprintf(speed, sizeof speed, "%.2f", e->train_speed);
+        printf("%-14s %13.4f %10s %6s %-13s %s\n", e->name, e->on_demand, spot, speed,
+               e->interruption >= 0 ? baton_infer_bucket_name(e->interruption) : "-", e->notes);
+    }
+    if (!json) printf("(illustrative us-east-1 Linux prices; set prices in the job file when they matter)\n");
+    baton_infer_catalog_free(&own);
     return CLI_OK;
 }
 
@@ -267,7 +303,7 @@ int cmd_fleet(int argc, char **argv)
     if (!strcmp(argv[1], "run")) return fleet_run(argc - 1, argv + 1);
     if (!strcmp(argv[1], "status")) return fleet_status(argc - 1, argv + 1);
     if (!strcmp(argv[1], "cancel")) return fleet_cancel(argc - 1, argv + 1);
-    if (!strcmp(argv[1], "catalog")) return fleet_catalog();
+    if (!strcmp(argv[1], "catalog")) return fleet_catalog(argc - 1, argv + 1);
     if (!strcmp(argv[1], "check")) return fleet_check(argc - 1, argv + 1);
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         fputs(usage, stdout);

@@ -41,6 +41,16 @@ int cmd_imds(int argc, char **argv)
                   "[--instance-type T] [--zone Z] [--garbage] [--token-status CODE] [--allow-remote]",
                   opts, argc, argv, pos, 0, &npos, &help))
         return help ? CLI_OK : CLI_USAGE;
+    const char *bad = cli_given(argc, argv, "interrupt-after") && !(o.interrupt_after >= 0 && o.interrupt_after <= 86400 * 366)
+                          ? "--interrupt-after must be 0..31622400 seconds"
+                    : cli_given(argc, argv, "rebalance-after") && !(o.rebalance_after >= 0 && o.rebalance_after <= 86400 * 366)
+                          ? "--rebalance-after must be 0..31622400 seconds"
+                    : at && cli_given(argc, argv, "interrupt-after") ? "give --interrupt-after or --interrupt-at, not both"
+                    : NULL;
+    if (bad) {
+        fprintf(stderr, "baton imds: %s\n", bad);
+        return CLI_USAGE;
+    }
     if (at && baton_notice_time_parse(at, &o.interrupt_at)) {
         fprintf(stderr, "baton imds: --interrupt-at '%s': expected an ISO 8601 time such as 2030-01-01T00:00:00Z\n", at);
         return CLI_USAGE;

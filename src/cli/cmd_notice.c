@@ -6,6 +6,7 @@
 #include "baton/notice.h"
 #include "cli.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,15 +55,19 @@ int cmd_notice(int argc, char **argv)
         fprintf(stderr, "baton notice: expected 'wait'\n");
         return CLI_USAGE;
     }
-    if (poll < 0 || (timeout < 0 && timeout != -1)) {
-        fprintf(stderr, "baton notice: --poll and --timeout must not be negative\n");
+    if (!(poll >= 0 && poll <= 3600) || (cli_given(argc, argv, "timeout") && !(timeout >= 0 && isfinite(timeout)))) {
+        fprintf(stderr, "baton notice: --poll must be 0..3600 and --timeout a number of seconds >= 0 "
+                        "(leave --timeout out to wait without a limit)\n");
         return CLI_USAGE;
     }
     if (poll > 0) o.poll_s = poll;
     o.handle_sigterm = !no_sigterm;
     baton_notice_watcher *w = NULL;
     baton_err err = {0};
-    if (baton_notice_start(&o, &w, &err)) return cli_fail("notice", &err);
+    if (baton_notice_start(&o, &w, &err)) {
+        if (err.code == BATON_ERR_ARG) err.code = BATON_ERR_USAGE;   /* a bad --endpoint */
+        return cli_fail("notice", &err);
+    }
     int what = baton_notice_watching(w);
     if (!(what & (BATON_NOTICE_WATCH_EC2 | BATON_NOTICE_WATCH_GCE))) {
         if (!(what & BATON_NOTICE_WATCH_SIGTERM)) {

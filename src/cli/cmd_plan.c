@@ -41,7 +41,7 @@ static int plan_infer(int argc, char **argv)
     const char *threads_s = NULL, *batch_s = "1";
     double slo = 0, seconds = 0.5;
     uint64_t runs = 100;
-    int json = 0, no_project = 0;
+    int json = 0, no_project = 0, include_retired = 0;
     const struct cli_opt opts[] = {
         {"slo-p90-ms", CLI_DBL, &slo, "P90 latency target in ms (0: none, the cheapest overall)"},
         {"ckpt", CLI_STR, &ckpt, "measure this checkpoint's fast path here, now"},
@@ -54,6 +54,8 @@ static int plan_infer(int argc, char **argv)
         {"runs", CLI_U64, &runs, "with --ckpt: minimum queries per context (default 100)"},
         {"seconds", CLI_DBL, &seconds, "with --ckpt: minimum seconds per context (default 0.5)"},
         {"no-project", CLI_FLAG, &no_project, "do not project measurements onto other catalog hardware"},
+        {"include-retired", CLI_FLAG, &include_retired,
+         "also project onto and pick configurations no longer sold (e.g. Elastic Inference, as in the seed)"},
         {"svg", CLI_STR, &svg, "write the Pareto chart (P90 latency against cost per 100k)"},
         {"json", CLI_FLAG, &json, "one JSON line per row, then the pick"},
         {0},
@@ -85,7 +87,8 @@ static int plan_infer(int argc, char **argv)
     baton_err err = {0};
     baton_infer_catalog cat = {0};
     if (baton_infer_catalog_load(catalog, &cat, &err)) return cli_fail("plan infer", &err);
-    baton_plan_infer_opts po = {.slo_p90_ms = slo, .here = here, .project = !no_project};
+    baton_plan_infer_opts po = {.slo_p90_ms = slo, .here = here, .project = !no_project,
+                                .include_retired = include_retired};
     baton_plan_infer plan = {0};
     int rc = CLI_OK;
     if (latencies) {
@@ -171,8 +174,12 @@ static int plan_train(int argc, char **argv)
         fprintf(stderr, "baton plan train: --samples-per-s, --dataset and --epochs are required and must be > 0\n");
         return CLI_USAGE;
     }
-    if (pct < 0 || pct >= 100) {
-        fprintf(stderr, "baton plan train: --interrupt-rate must be a percentage in 0..100\n");
+    if (!(pct >= 0 && pct < 100)) {
+        fprintf(stderr, "baton plan train: --interrupt-rate must be a percentage from 0 up to (not including) 100\n");
+        return CLI_USAGE;
+    }
+    if (!(o.spot_discount >= 0 && o.spot_discount < 1) || !(o.ckpt_seconds >= 0) || !(o.restart_seconds >= 0)) {
+        fprintf(stderr, "baton plan train: --spot-discount must be in [0, 1); --ckpt-seconds and --restart-seconds >= 0\n");
         return CLI_USAGE;
     }
     o.interrupt_month = pct / 100;

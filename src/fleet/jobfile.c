@@ -7,6 +7,7 @@
  * errors. Backend sections (`slurm:`, `aws:`) and `env:` are flattened to key/value pairs with
  * their line numbers and not interpreted here. On failure *job is left empty (freed). */
 #include "baton/fleet.h"
+#include "baton/infer.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -15,40 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
-
-/* ------------------------------------------------------------------ catalog */
-/* On-demand: us-east-1 Linux list prices. Spot: a typical recent price (about 30-40 % of on
- * demand); bucket: a typical Spot Advisor reading. Illustrative defaults; a job file that cares
- * sets its own prices. Speed: relative to c5.xlarge for CPU training (vCPUs), GPUs a rough guess. */
-static const baton_catalog_entry catalog[] = {
-    {"c5.large", 0.085, 0.034, 0.5, BATON_BUCKET_LT5},
-    {"c5.xlarge", 0.17, 0.068, 1.0, BATON_BUCKET_5_10},
-    {"c5.2xlarge", 0.34, 0.131, 2.0, BATON_BUCKET_5_10},
-    {"c5.4xlarge", 0.68, 0.262, 4.0, BATON_BUCKET_10_15},
-    {"c5a.xlarge", 0.154, 0.062, 0.95, BATON_BUCKET_LT5},
-    {"c6i.xlarge", 0.17, 0.066, 1.1, BATON_BUCKET_LT5},
-    {"m5.large", 0.096, 0.036, 0.5, BATON_BUCKET_LT5},
-    {"m5.xlarge", 0.192, 0.074, 1.0, BATON_BUCKET_5_10},
-    {"m5.2xlarge", 0.384, 0.148, 2.0, BATON_BUCKET_10_15},
-    {"r5.xlarge", 0.252, 0.087, 1.0, BATON_BUCKET_LT5},
-    {"p2.xlarge", 0.90, 0.27, 6.0, BATON_BUCKET_GT20},
-    {"p3.2xlarge", 3.06, 0.918, 25.0, BATON_BUCKET_15_20},
-    {"g4dn.xlarge", 0.526, 0.158, 10.0, BATON_BUCKET_10_15},
-    {"g5.xlarge", 1.006, 0.302, 18.0, BATON_BUCKET_10_15},
-};
-
-const baton_catalog_entry *baton_catalog_all(size_t *n)
-{
-    *n = sizeof catalog / sizeof catalog[0];
-    return catalog;
-}
-
-const baton_catalog_entry *baton_catalog_find(const char *name)
-{
-    for (size_t i = 0; i < sizeof catalog / sizeof catalog[0]; i++)
-        if (!strcmp(catalog[i].name, name)) return &catalog[i];
-    return NULL;
-}
 
 /* ------------------------------------------------------------------ names */
 const char *baton_backend_name(baton_backend b)
@@ -61,22 +28,15 @@ const char *baton_alloc_name(baton_alloc a)
     return a == BATON_ALLOC_CAPACITY_OPTIMIZED ? "capacity-optimized" : "lowest-price";
 }
 
-static const char *const bucket_names[BATON_BUCKET_COUNT] = {"<5%", "5-10%", "10-15%", "15-20%", ">20%"};
-
-const char *baton_bucket_name(baton_bucket b)
-{
-    return (unsigned)b < BATON_BUCKET_COUNT ? bucket_names[b] : "?";
-}
+/* the buckets are the catalog's (infer.h), in the same order */
+const char *baton_bucket_name(baton_bucket b) { return baton_infer_bucket_name((int)b); }
 
 int baton_bucket_parse(const char *s, baton_bucket *b)
 {
-    static const char *const alt[BATON_BUCKET_COUNT] = {"<5", "5-10", "10-15", "15-20", ">20"};
-    for (int i = 0; i < BATON_BUCKET_COUNT; i++)
-        if (!strcmp(s, bucket_names[i]) || !strcmp(s, alt[i])) {
-            *b = (baton_bucket)i;
-            return 0;
-        }
-    return -1;
+    int i;
+    if (baton_infer_bucket_parse(s, &i)) return -1;
+    *b = (baton_bucket)i;
+    return 0;
 }
 
 int baton_duration_parse(const char *s, double *seconds)
@@ -369,13 +329,15 @@ static int type_pair(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, 
     return unknown(c, kn, path, "name, on_demand_price, spot_price, speed, interruption");
 }
 
+/* The catalog's types a job can run on bare (current instances with both prices), for messages. */
 static int catalog_names(char *out, size_t cap)
 {
-    size_t n, k = 0;
-    const baton_catalog_entry *e = baton_catalog_all(&n);
+    const baton_infer_catalog *c = baton_infer_catalog_builtin();
+    size_t k = 0;
     out[0] = 0;
-    for (size_t i = 0; i < n && k + 32 < cap; i++)
-        k += (size_t)snprintf(out + k, cap - k, "%s%s", i ? ", " : "", e[i].name);
+    for (size_t i = 0; i < c->n && k + 32 < cap; i++)
+        if (c->e[i].kind != BATON_CAT_ACCEL && !c->e[i].retired && c->e[i].spot >= 0)
+            k += (size_t)snprintf(out + k, cap - k, "%s%s", k ? ", " : "", c->e[i].name);
     return 0;
 }
 
@@ -402,21 +364,24 @@ static int parse_type(ctx *c, yaml_node_t *n, const char *path)
     for (size_t i = 0; i + 1 < j->ntypes; i++)
         if (!strcmp(j->types[i].name, t->name))
             return fail(c, n, path, "instance type '%s' listed twice (first on line %d)", t->name, j->types[i].line);
-    const baton_catalog_entry *e = baton_catalog_find(t->name);
+    const baton_infer_catalog_entry *e = baton_infer_catalog_find(baton_infer_catalog_builtin(), t->name);
+    if (e && (e->kind == BATON_CAT_ACCEL || e->retired)) e = NULL;   /* not an instance one can launch */
     if (!s.has_od || !s.has_spot) {
-        if (!e) {
+        if (!e || (!s.has_spot && e->spot < 0)) {
             char names[1024];
             catalog_names(names, sizeof names);
-            return fail(c, n, path, "unknown instance type '%s': give on_demand_price and spot_price, or use one of %s",
-                        t->name, names);
+            return fail(c, n, path, "%s instance type '%s': give on_demand_price and spot_price, or use one of %s",
+                        e ? "no spot price in the catalog for" : "unknown", t->name, names);
         }
         t->from_catalog = 1;
-        if (!s.has_od) t->on_demand_price = e->on_demand_price;
-        if (!s.has_spot) t->spot_price = e->spot_price;
+        if (!s.has_od) t->on_demand_price = e->on_demand;
+        if (!s.has_spot) t->spot_price = e->spot;
     }
-    if (e && !s.has_speed) t->speed = e->speed;
-    if (e && !s.has_bucket) t->bucket = e->bucket;
-    if (!e && !s.has_bucket) t->bucket = BATON_BUCKET_5_10;
+    if (e && !s.has_speed && e->train_speed > 0) t->speed = e->train_speed;
+    if (!s.has_bucket) t->bucket = e && e->interruption >= 0 ? (baton_bucket)e->interruption : BATON_BUCKET_5_10;
+    if (t->spot_price > t->on_demand_price)
+        baton_log(BATON_LOG_WARN, "%s:%d: instance type %s: spot price $%g/h is above its on-demand price $%g/h",
+                  c->file, t->line, t->name, t->spot_price, t->on_demand_price);
     return 0;
 }
 

@@ -33,7 +33,7 @@ int baton_bench_io_run(const baton_bench_io_opts *o, baton_io_mode mode, baton_b
     memset(r, 0, sizeof *r);
     r->mode = mode;
     if (o->epochs == 0 || o->epochs > BATON_BENCH_MAX_EPOCHS)
-        return baton_err_set(err, BATON_ERR_ARG, "--epochs must be 1..%d", BATON_BENCH_MAX_EPOCHS);
+        return baton_err_set(err, BATON_ERR_USAGE, "--epochs must be 1..%d", BATON_BENCH_MAX_EPOCHS);
     baton_loader_opts lo;
     baton_loader_opts_default(&lo);
     lo.uri = o->uri;

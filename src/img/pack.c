@@ -232,11 +232,11 @@ static int fill_header(packer *p, baton_err *err)
 int baton_pack(const baton_pack_opts *o, baton_manifest *out, baton_err *err)
 {
     memset(out, 0, sizeof *out);
-    if (!o->from || !o->out_dir) return baton_err_set(err, BATON_ERR_ARG, "pack: --from and --out are required");
+    if (!o->from || !o->out_dir) return baton_err_set(err, BATON_ERR_ARG, "--from and --out are required");
     if (o->quality < 1 || o->quality > 100)
-        return baton_err_set(err, BATON_ERR_ARG, "pack: --quality %d is outside 1..100", o->quality);
+        return baton_err_set(err, BATON_ERR_USAGE, "--quality %d is outside 1..100", o->quality);
     if (!(o->shard_mb > 0) || o->shard_mb > 1 << 20)
-        return baton_err_set(err, BATON_ERR_ARG, "pack: --shard-mb %g is outside (0, 1048576]", o->shard_mb);
+        return baton_err_set(err, BATON_ERR_USAGE, "--shard-mb %g is outside (0, 1048576]", o->shard_mb);
 
     packer p = {.o = o, .m = out};
     p.shard_limit = (uint64_t)(o->shard_mb * 1048576.0);

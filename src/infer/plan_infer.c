@@ -24,7 +24,7 @@ static int add_row(baton_plan_infer *p, size_t *cap, const baton_plan_row *r, ba
     if (p->n == *cap) {
         *cap = *cap ? 2 * *cap : 32;
         baton_plan_row *nr = realloc(p->rows, *cap * sizeof *nr);
-        if (!nr) return baton_err_set(err, BATON_ERR_NOMEM, "plan: out of memory");
+        if (!nr) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
         p->rows = nr;
     }
     p->rows[p->n++] = *r;
@@ -42,12 +42,12 @@ static void price_row(baton_plan_row *r, int batch, const baton_plan_infer_opts 
     r->meets = o->slo_p90_ms <= 0 || r->p90_ms <= o->slo_p90_ms;
 }
 
-static void choose(baton_plan_infer *p)
+static void choose(baton_plan_infer *p, const baton_plan_infer_opts *o)
 {
     p->pick = -1;
     for (size_t i = 0; i < p->n; i++) {
         const baton_plan_row *r = &p->rows[i];
-        if (!r->meets || r->cost_thr < 0) continue;
+        if (!r->meets || r->cost_thr < 0 || (r->retired && !o->include_retired)) continue;
         if (p->pick < 0 || r->cost_thr < p->rows[p->pick].cost_thr) p->pick = (long)i;
     }
 }
@@ -62,7 +62,7 @@ int baton_plan_infer_measured(const baton_infer_catalog *c, const baton_infer_st
     if (o->here && (rc = baton_infer_catalog_config(c, o->here, &here, err))) return baton_err_prefix(err, "--here");
     baton_infer_config *cfgs = NULL;
     size_t ncfg = 0, cap = 0;
-    if ((rc = baton_infer_catalog_configs(c, &cfgs, &ncfg, err))) return rc;
+    if ((rc = baton_infer_catalog_configs(c, o->include_retired, &cfgs, &ncfg, err))) return rc;
     for (size_t i = 0; i < n && !rc; i++) {
         const baton_infer_stats *s = &st[i];
         if (s->skipped[0]) continue;
@@ -89,17 +89,18 @@ int baton_plan_infer_measured(const baton_infer_catalog *c, const baton_infer_st
             q.p90_ms = r.p90_ms * scale;
             q.per_s = r.per_s / scale;
             q.price_per_h = cf->on_demand;
+            q.retired = cf->retired;
             price_row(&q, s->ctx.batch, o);
             rc = add_row(p, &cap, &q, err);
         }
     }
     free(cfgs);
-    if (!rc && p->n == 0) rc = baton_err_set(err, BATON_ERR_ARG, "plan: no measured contexts (all skipped)");
+    if (!rc && p->n == 0) rc = baton_err_set(err, BATON_ERR_ARG, "no measured contexts (all skipped)");
     if (rc) {
         baton_plan_infer_free(p);
         return rc;
     }
-    choose(p);
+    choose(p, o);
     return BATON_OK;
 }
 
@@ -115,11 +116,13 @@ int baton_plan_infer_file(const baton_infer_catalog *c, const baton_latency_row 
         baton_plan_row r = {0};
         if (lr[i].price_per_h >= 0) {
             r.price_per_h = lr[i].price_per_h;
+            r.retired = baton_infer_catalog_config(c, lr[i].config, &cf, NULL) == BATON_OK && cf.retired;
         } else if ((rc = baton_infer_catalog_config(c, lr[i].config, &cf, err))) {
             baton_err_prefix(err, "line %zu", lr[i].line);
             break;
         } else {
             r.price_per_h = cf.on_demand;
+            r.retired = cf.retired;
         }
         snprintf(r.config, sizeof r.config, "%s", lr[i].config);
         snprintf(r.context, sizeof r.context, "%s", lr[i].label[0] ? lr[i].label : "from file");
@@ -135,7 +138,7 @@ int baton_plan_infer_file(const baton_infer_catalog *c, const baton_latency_row 
         baton_plan_infer_free(p);
         return rc;
     }
-    choose(p);
+    choose(p, o);
     return BATON_OK;
 }
 
@@ -163,10 +166,16 @@ void baton_plan_infer_table(FILE *f, const baton_plan_infer *p, const baton_plan
         else snprintf(price, sizeof price, "%.3f", r->price_per_h);
         money(a, sizeof a, r->cost_seq);
         money(b, sizeof b, r->cost_thr);
-        fprintf(f, "%-24s %-9s %-28s %9.3f%s %9.3f %10.1f %7s %11s %11s  %s%s\n", r->config, src_name[r->source],
+        fprintf(f, "%-24s %-9s %-28s %9.3f%s %9.3f %10.1f %7s %11s %11s  %s%s%s\n", r->config, src_name[r->source],
                 r->context, r->p90_ms, r->p90_from_mean ? "*" : " ", r->mean_ms, r->per_s, price, a, b,
-                o->slo_p90_ms > 0 ? (r->meets ? "meets" : "misses") : "-", (long)i == p->pick ? "  <- pick" : "");
+                o->slo_p90_ms > 0 ? (r->meets ? "meets" : "misses") : "-", r->retired ? " (retired)" : "",
+                (long)i == p->pick ? "  <- pick" : "");
     }
+    int retired = 0;
+    for (size_t i = 0; i < p->n; i++) retired |= p->rows[i].retired;
+    if (retired && !o->include_retired)
+        fprintf(f, "(retired configurations can no longer be bought and are never picked; --include-retired to "
+                   "compare as the seed did)\n");
     int starred = 0;
     for (size_t i = 0; i < p->n; i++) starred |= p->rows[i].p90_from_mean;
     if (starred) fprintf(f, "* no P90 known: the mean stands in for it\n");
@@ -187,9 +196,10 @@ char *baton_plan_row_json(const baton_plan_row *r)
     snprintf(buf, sizeof buf,
              "{\"configuration\":\"%s\",\"source\":\"%s\",\"context\":\"%s\",\"p90_ms\":%.4f,\"p90_from_mean\":%s,"
              "\"mean_ms\":%.4f,\"per_s\":%.2f,\"price_per_h\":%.4f,\"cost_seq_100k\":%.5f,\"cost_thr_100k\":%.5f,"
-             "\"meets_slo\":%s}",
+             "\"meets_slo\":%s,\"retired\":%s}",
              r->config, src_name[r->source], r->context, r->p90_ms, r->p90_from_mean ? "true" : "false", r->mean_ms,
-             r->per_s, r->price_per_h, r->cost_seq, r->cost_thr, r->meets ? "true" : "false");
+             r->per_s, r->price_per_h, r->cost_seq, r->cost_thr, r->meets ? "true" : "false",
+             r->retired ? "true" : "false");
     return strdup(buf);
 }
 
@@ -210,7 +220,7 @@ int baton_plan_infer_svg(const char *path, const baton_plan_infer *p, baton_err 
         free(x);
         free(lab);
         free(sorted);
-        return baton_err_set(err, BATON_ERR_NOMEM, "plan: out of memory");
+        return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
     }
     double *y = x + 2 * (n + 1);
     baton_svg_points s[4];
@@ -246,7 +256,7 @@ int baton_plan_infer_svg(const char *path, const baton_plan_infer *p, baton_err 
     if (used > k0) s[ns++] = (baton_svg_points){.name = "Pareto front", .x = x + k0, .y = y + k0, .n = used - k0, .line = 1};
     int rc = ns ? baton_svg_scatter(path, "Inference: P90 latency against cost", "$ per 100k inferences (throughput-bound)",
                                     "P90 latency (ms)", s, ns, err)
-                : baton_err_set(err, BATON_ERR_ARG, "plan: no priced rows to chart");
+                : baton_err_set(err, BATON_ERR_ARG, "no priced rows to chart");
     free(x);
     free(lab);
     free(sorted);

@@ -50,10 +50,10 @@ int baton_plan_train_run(const baton_infer_catalog *c, const baton_plan_train_op
 {
     memset(p, 0, sizeof *p);
     if (!(o->samples_per_s > 0) || !(o->dataset > 0) || !(o->epochs > 0))
-        return baton_err_set(err, BATON_ERR_ARG, "plan train: samples/s, dataset size and epochs must be > 0");
+        return baton_err_set(err, BATON_ERR_USAGE, "samples/s, dataset size and epochs must be > 0");
     if (o->interrupt_month < 0 || o->interrupt_month >= 1 || o->ckpt_seconds < 0 || o->restart_seconds < 0 ||
         o->spot_discount < 0 || o->spot_discount >= 1)
-        return baton_err_set(err, BATON_ERR_ARG, "plan train: interruption rate and spot discount must be in [0, 1), "
+        return baton_err_set(err, BATON_ERR_USAGE, "interruption rate and spot discount must be in [0, 1), "
                              "checkpoint and restart seconds >= 0");
     baton_infer_config here = {0};
     double here_tflops = o->here_gflops > 0 ? o->here_gflops / 1e3 : -1;
@@ -63,14 +63,14 @@ int baton_plan_train_run(const baton_infer_catalog *c, const baton_plan_train_op
         if (here.tflops > 0) here_tflops = here.tflops;
     }
     p->rows = calloc(c->n + 1, sizeof *p->rows);
-    if (!p->rows) return baton_err_set(err, BATON_ERR_NOMEM, "plan: out of memory");
+    if (!p->rows) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
     p->mtbi_h = baton_mtbi_hours(o->interrupt_month);
     const double M = p->mtbi_h * 3600, delta = o->ckpt_seconds;
     p->tau_young_s = isinf(M) ? INFINITY : baton_young_interval(delta, M);
     const double work = o->dataset * o->epochs;
     for (size_t i = 0; i < c->n; i++) {
         const baton_infer_catalog_entry *e = &c->e[i];
-        if (e->kind == BATON_CAT_ACCEL) continue;   /* inference accelerators do not train */
+        if (e->kind == BATON_CAT_ACCEL || e->retired) continue;   /* accelerators do not train; retired: not sold */
         baton_plan_train_row *r = &p->rows[p->n];
         snprintf(r->config, sizeof r->config, "%s", e->name);
         if (o->here && !strcmp(e->name, here.name)) {
@@ -97,7 +97,7 @@ int baton_plan_train_run(const baton_infer_catalog *c, const baton_plan_train_op
     }
     if (p->n == 0) {
         baton_plan_train_free(p);
-        return baton_err_set(err, BATON_ERR_ARG, "plan train: no catalog type to report: give --here TYPE or a "
+        return baton_err_set(err, BATON_ERR_ARG, "no catalog type to report: give --here TYPE or a "
                              "catalog with fp32_tflops figures");
     }
     return BATON_OK;

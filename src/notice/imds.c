@@ -366,7 +366,7 @@ static int bind_listen(const char *spec, int allow_remote, char *url, size_t uca
     char host[256], serv[16];
     const char *colon = strrchr(spec, ':');
     if (!colon || !colon[1] || strlen(colon + 1) >= sizeof serv)
-        return baton_err_set(err, BATON_ERR_ARG, "listen address '%s': expected HOST:PORT", spec), -1;
+        return baton_err_set(err, BATON_ERR_USAGE, "listen address '%s': expected HOST:PORT", spec), -1;
     size_t hl = (size_t)(colon - spec);
     const char *h = spec;
     if (hl >= 2 && spec[0] == '[' && spec[hl - 1] == ']') {
@@ -374,17 +374,17 @@ static int bind_listen(const char *spec, int allow_remote, char *url, size_t uca
         hl -= 2;
     }
     if (hl == 0 || hl >= sizeof host)
-        return baton_err_set(err, BATON_ERR_ARG, "listen address '%s': expected HOST:PORT", spec), -1;
+        return baton_err_set(err, BATON_ERR_USAGE, "listen address '%s': expected HOST:PORT", spec), -1;
     memcpy(host, h, hl);
     host[hl] = 0;
     snprintf(serv, sizeof serv, "%s", colon + 1);
     char *end;
     long pn = strtol(serv, &end, 10);
     if (*end || pn < 0 || pn > 65535)
-        return baton_err_set(err, BATON_ERR_ARG, "listen address '%s': port must be 0..65535", spec), -1;
+        return baton_err_set(err, BATON_ERR_USAGE, "listen address '%s': port must be 0..65535", spec), -1;
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV}, *ai;
     int grc = getaddrinfo(host, serv, &hints, &ai);
-    if (grc) return baton_err_set(err, BATON_ERR_ARG, "listen address '%s': %s", spec, gai_strerror(grc)), -1;
+    if (grc) return baton_err_set(err, BATON_ERR_USAGE, "listen address '%s': %s", spec, gai_strerror(grc)), -1;
     if (!allow_remote && !is_loopback(ai->ai_addr)) {
         freeaddrinfo(ai);
         baton_err_set(err, BATON_ERR_ARG,
@@ -425,17 +425,17 @@ int baton_imds_start(const baton_imds_opts *o, baton_imds **out, baton_err *err)
         o = &def;
     }
     if (o->action && !valid_action(o->action))
-        return baton_err_set(err, BATON_ERR_ARG, "action '%s': expected terminate, stop or hibernate", o->action);
+        return baton_err_set(err, BATON_ERR_USAGE, "action '%s': expected terminate, stop or hibernate", o->action);
     if (!(o->notice_seconds >= 0 && o->notice_seconds <= 86400))
-        return baton_err_set(err, BATON_ERR_ARG, "notice lead time %g s: expected 0..86400", o->notice_seconds);
+        return baton_err_set(err, BATON_ERR_USAGE, "notice lead time %g s: expected 0..86400", o->notice_seconds);
     if (o->token_status && (o->token_status < 400 || o->token_status > 599))
-        return baton_err_set(err, BATON_ERR_ARG, "token status %d: expected an HTTP error status", o->token_status);
+        return baton_err_set(err, BATON_ERR_USAGE, "token status %d: expected an HTTP error status", o->token_status);
     const char *strs[] = {o->instance_id, o->instance_type, o->zone};
     for (int i = 0; i < 3; i++)
         if (strs[i] && (strlen(strs[i]) >= 64 || !*strs[i]))
-            return baton_err_set(err, BATON_ERR_ARG, "instance id, type and zone must be 1..63 characters");
+            return baton_err_set(err, BATON_ERR_USAGE, "instance id, type and zone must be 1..63 characters");
     baton_imds *m = calloc(1, sizeof *m);
-    if (!m) return baton_err_set(err, BATON_ERR_NOMEM, "imds: out of memory");
+    if (!m) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
     pthread_mutex_init(&m->mu, NULL);
     snprintf(m->instance_id, sizeof m->instance_id, "%s", o->instance_id ? o->instance_id : "i-0b22a22eec53b9321");
     snprintf(m->instance_type, sizeof m->instance_type, "%s", o->instance_type ? o->instance_type : "m5.large");
@@ -473,7 +473,7 @@ int baton_imds_start(const baton_imds_opts *o, baton_imds **out, baton_err *err)
         close(fd);
         pthread_mutex_destroy(&m->mu);
         free(m);
-        return baton_err_set(err, BATON_ERR_IO, "imds: libmicrohttpd did not start on %s", o->listen);
+        return baton_err_set(err, BATON_ERR_IO, "libmicrohttpd did not start on %s", o->listen);
     }
     *out = m;
     return BATON_OK;

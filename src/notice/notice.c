@@ -223,11 +223,23 @@ void baton_notice_opts_default(baton_notice_opts *o)
 }
 
 /* A base URL without trailing slashes; "http://" is added to a bare host[:port]. */
+/* An endpoint as a base URL: http(s)://HOST[:PORT][/...], or HOST:PORT (the form of GCE_METADATA_HOST
+ * and of the metadata mock's address), which gets http://. A bare word is not an address. */
 static int base_url(const char *in, char *out, size_t cap, const char *what, baton_err *err)
 {
     const char *scheme = strstr(in, "://") ? "" : "http://";
     if (*scheme == 0 && strncmp(in, "http://", 7) && strncmp(in, "https://", 8))
         return baton_err_set(err, BATON_ERR_ARG, "%s '%s': expected an http:// or https:// URL", what, in);
+    const char *host = *scheme ? in : strstr(in, "://") + 3;
+    size_t hl = strcspn(host, "/?#");
+    const char *colon = memrchr(host, ':', hl), *close = memchr(host, ']', hl);
+    int has_port = colon && (!close || colon > close);
+    size_t name_len = has_port ? (size_t)(colon - host) : hl;
+    size_t port_len = has_port ? hl - name_len - 1 : 0;
+    int port_ok = !has_port || (port_len >= 1 && port_len <= 5 && strspn(colon + 1, "0123456789") >= port_len &&
+                                atoi(colon + 1) >= 1 && atoi(colon + 1) <= 65535);
+    if (name_len == 0 || !port_ok || (*scheme && !has_port))
+        return baton_err_set(err, BATON_ERR_ARG, "%s '%s': expected an http:// or https:// URL, or HOST:PORT", what, in);
     if (snprintf(out, cap, "%s%s", scheme, in) >= (int)cap)
         return baton_err_set(err, BATON_ERR_ARG, "%s: URL too long", what);
     size_t n = strlen(out);

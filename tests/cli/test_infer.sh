@@ -41,7 +41,9 @@ check '"$BATON" plan infer --measured "$T/m.json" --slo-p90-ms 1000 --no-project
 # the seed's latencies: the seed's cost column, and the pick at 50 ms
 check '"$BATON" plan infer --latencies docs/seed-latencies.csv --slo-p90-ms 50 >"$T/seed"' "plan infer --latencies"
 check 'grep -q "^c5.4xlarge .*\$0.8426" "$T/seed" && grep -q "^c5.4xlarge+eia1.xlarge .*\$0.8306" "$T/seed" && grep -q "^c5.large+eia1.medium .*\$0.2340" "$T/seed"' "seed cost column"
-check 'grep -q "^pick: c5.large+eia1.medium" "$T/seed"' "seed pick"
+# Elastic Inference is retired: never picked by default; --include-retired compares as the seed did
+check 'grep -q "^pick: c5.4xlarge " "$T/seed" && grep -q "^c5.large+eia1.medium .*(retired)" "$T/seed"' "today's pick: $(grep pick "$T/seed")"
+check '"$BATON" plan infer --latencies docs/seed-latencies.csv --slo-p90-ms 50 --include-retired | grep -q "^pick: c5.large+eia1.medium"' "seed pick"
 # in-process measurement
 check '"$BATON" plan infer --ckpt "$T/lenet" --threads 1 --runs 5 --seconds 0 --here c5.xlarge --slo-p90-ms 100 | grep -q "^pick: "' "plan infer --ckpt"
 # plan train

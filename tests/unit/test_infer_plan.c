@@ -68,7 +68,7 @@ static void seed_costs(void)
     baton_latency_row *r = NULL;
     size_t n = 0;
     CHECK_MSG(baton_latencies_load("docs/seed-latencies.csv", &r, &n, &err) == BATON_OK, "%s", err.msg);
-    baton_plan_infer_opts o = {.slo_p90_ms = 50};
+    baton_plan_infer_opts o = {.slo_p90_ms = 50, .include_retired = 1};   /* as the seed compared them */
     baton_plan_infer p = {0};
     CHECK_MSG(r && baton_plan_infer_file(&c, r, n, &o, &p, &err) == BATON_OK, "%s", err.msg);
     /* the seed's cost column: $0.84, $0.83, $0.24 per 100k (within rounding to the cent) */
@@ -96,6 +96,15 @@ static void seed_costs(void)
     baton_plan_infer_free(&p);
     o.slo_p90_ms = 5;   /* nothing is that fast */
     CHECK(baton_plan_infer_file(&c, r, n, &o, &p, &err) == BATON_OK && p.pick == -1);
+    baton_plan_infer_free(&p);
+    /* Elastic Inference is retired: by default its rows are shown, marked, and never picked */
+    o.slo_p90_ms = 50;
+    o.include_retired = 0;
+    CHECK(baton_plan_infer_file(&c, r, n, &o, &p, &err) == BATON_OK);
+    CHECK(p.pick >= 0 && !strcmp(p.rows[p.pick].config, "c5.4xlarge") && !p.rows[p.pick].retired);
+    int retired_rows = 0;
+    for (size_t i = 0; i < p.n; i++) retired_rows += p.rows[i].retired && strstr(p.rows[i].config, "eia1.");
+    CHECK_EQ_U(retired_rows, 3);
     baton_plan_infer_free(&p);
     /* without the override, the catalog's own price for the EI row (0.68 + 0.52 $/h) */
     baton_infer_config cf;
@@ -129,20 +138,35 @@ static void catalog(void)
     CHECK(e && e->kind == BATON_CAT_GPU && near(e->on_demand, 3.06, 1e-9) && near(e->tflops, 15.7, 1e-9) &&
           e->vcpus == 8);
     e = baton_infer_catalog_find(&c, "c5.4xlarge");
-    CHECK(e && near(e->on_demand, 0.68, 1e-9) && near(e->tflops, 0.67, 1e-9) && e->spot < 0);
+    CHECK(e && near(e->on_demand, 0.68, 1e-9) && near(e->tflops, 0.67, 1e-9) && near(e->spot, 0.262, 1e-9) &&
+          e->interruption == 2 && near(e->train_speed, 4, 1e-9) && !e->retired);
     e = baton_infer_catalog_find(&c, "eia1.medium");
-    CHECK(e && e->kind == BATON_CAT_ACCEL && near(e->on_demand, 0.13, 1e-9) && near(e->tflops, 1.0, 1e-9));
+    CHECK(e && e->kind == BATON_CAT_ACCEL && near(e->on_demand, 0.13, 1e-9) && near(e->tflops, 1.0, 1e-9) &&
+          e->retired && e->spot < 0 && e->interruption < 0);
     baton_infer_config cf;
     CHECK(baton_infer_catalog_config(&c, "c5.large+eia1.medium", &cf, &err) == BATON_OK);
-    CHECK(near(cf.on_demand, 0.215, 1e-9) && near(cf.tflops, 1.0, 1e-9) && cf.accel && cf.spot < 0);
+    /* spot: the instance's spot price plus the accelerator's on-demand one */
+    CHECK(near(cf.on_demand, 0.215, 1e-9) && near(cf.tflops, 1.0, 1e-9) && cf.accel && near(cf.spot, 0.164, 1e-9) &&
+          cf.retired);
     CHECK(baton_infer_catalog_config(&c, "eia1.medium", &cf, &err) == BATON_ERR_ARG && strstr(err.msg, "accelerator"));
     CHECK(baton_infer_catalog_config(&c, "c5.large+c5.xlarge", &cf, &err) == BATON_ERR_ARG);
-    CHECK(baton_infer_catalog_config(&c, "m5.large", &cf, &err) == BATON_ERR_NOTFOUND && strstr(err.msg, "m5.large"));
+    CHECK(baton_infer_catalog_config(&c, "m9.large", &cf, &err) == BATON_ERR_NOTFOUND && strstr(err.msg, "m9.large"));
     baton_infer_config *all = NULL;
     size_t n = 0;
-    CHECK(baton_infer_catalog_configs(&c, &all, &n, &err) == BATON_OK);
-    CHECK_EQ_U(n, 5 + 3 * 3);   /* 5 instances, 3 cpu instances x 3 accelerators */
+    CHECK(baton_infer_catalog_configs(&c, 0, &all, &n, &err) == BATON_OK);
+    CHECK_EQ_U(n, 14);   /* the current instances; the accelerators (Elastic Inference) are retired */
     free(all);
+    CHECK(baton_infer_catalog_configs(&c, 1, &all, &n, &err) == BATON_OK);
+    CHECK_EQ_U(n, 14 + 10 * 3);   /* and each of the 10 cpu instances with each of 3 accelerators */
+    free(all);
+    /* the one catalog serves the fleet too: every current instance has both prices, a speed and a bucket */
+    const baton_infer_catalog *b = baton_infer_catalog_builtin();
+    CHECK(b->n == c.n);
+    for (size_t i = 0; i < b->n; i++)
+        if (b->e[i].kind != BATON_CAT_ACCEL && !b->e[i].retired)
+            CHECK_MSG(b->e[i].spot >= 0 && b->e[i].spot < b->e[i].on_demand && b->e[i].train_speed > 0 &&
+                          b->e[i].interruption >= 0,
+                      "%s", b->e[i].name);
     baton_infer_catalog_free(&c);
 
     /* a user's catalog: spot prices, comments, the notes column optional, notes with commas */
@@ -171,7 +195,16 @@ static void catalog(void)
     CHECK(catalog_err(buf, "cat.csv:2: name 'a+b'"));
     snprintf(buf, sizeof buf, "%sa,cpu,1,,2.5,4,1,\n", hdr);
     CHECK(catalog_err(buf, "cat.csv:2: vcpus"));
-    CHECK(catalog_err("name,price\na,1\n", "cat.csv:1: expected the header line"));
+    CHECK(catalog_err("name,price\na,1\n", "cat.csv:1: header: column 'price' is unknown"));
+    CHECK(catalog_err("name,kind,notes,vcpus\na,cpu,x,1\n", "column 'notes' must come last"));
+    CHECK(catalog_err("name,vcpus\na,1\n", "needs the columns name, kind and on_demand_per_h"));
+    /* the columns in any order, the new ones included */
+    const char *mine2 = "kind,name,on_demand_per_h,status,interruption,train_speed\ncpu,y,1,retired,>20%,2\n";
+    CHECK(baton_infer_catalog_parse("m2.csv", mine2, strlen(mine2), &c, &err) == BATON_OK && c.n == 1 &&
+          c.e[0].retired && c.e[0].interruption == 4 && near(c.e[0].train_speed, 2, 1e-12) && c.e[0].spot < 0);
+    baton_infer_catalog_free(&c);
+    CHECK(catalog_err("name,kind,on_demand_per_h,interruption\na,cpu,1,often\n", "cat.csv:2: interruption 'often'"));
+    CHECK(catalog_err("name,kind,on_demand_per_h,status\na,cpu,1,gone\n", "cat.csv:2: status 'gone'"));
     CHECK(catalog_err("# only a comment\n", "empty"));
     CHECK(catalog_err(hdr, "no types"));
 }
@@ -226,7 +259,7 @@ static void measured_plan(void)
         }
         CHECK(strcmp(p.rows[i].config, "p2.xlarge"));   /* no TFLOPS figure: not projected */
     }
-    CHECK(saw_p3 && projected == 4 + 9);
+    CHECK(saw_p3 && projected == 7);   /* the current configurations with an FP32 figure */
     /* the pick meets the SLO and is the cheapest that does */
     CHECK(p.pick > 0 && p.rows[p.pick].meets);
     for (size_t i = 0; i < p.n; i++)
@@ -299,12 +332,12 @@ static void plan_train(void)
     for (size_t i = 0; i < p.n; i++) {
         const baton_plan_train_row *r = &p.rows[i];
         CHECK(strncmp(r->config, "eia1", 4));   /* accelerators do not train */
-        CHECK(r->spot_hours >= r->hours && r->overhead > 0 && r->spot_estimated);
+        CHECK(r->spot_hours >= r->hours && r->overhead > 0 && !r->spot_estimated);   /* the catalog's spot price */
         CHECK(near(r->spot_cost, r->spot_hours * r->spot_price, 1e-9));
         if (!strcmp(r->config, "c5.4xlarge")) {
             seen++;
             CHECK(r->source == BATON_SRC_MEASURED && near(r->hours, 600.0 / 3600, 1e-12));
-            CHECK(near(r->od_cost, 600.0 / 3600 * 0.68, 1e-12) && near(r->spot_price, 0.68 * 0.4, 1e-12));
+            CHECK(near(r->od_cost, 600.0 / 3600 * 0.68, 1e-12) && near(r->spot_price, 0.262, 1e-12));
         }
         if (!strcmp(r->config, "p3.2xlarge")) {
             seen++;   /* projected by TFLOPS: 1000 x 15.7 / 0.67 */
@@ -315,8 +348,16 @@ static void plan_train(void)
     }
     CHECK(seen == 2);
     baton_plan_train_free(&p);
+    /* a catalog without a spot price: --spot-discount stands in, marked as estimated */
+    const char *nospot = "name,kind,on_demand_per_h,fp32_tflops\nc5.4xlarge,cpu,0.68,0.67\n";
+    baton_infer_catalog ns;
+    CHECK(baton_infer_catalog_parse("ns.csv", nospot, strlen(nospot), &ns, &err) == BATON_OK);
+    CHECK(baton_plan_train_run(&ns, &o, &p, &err) == BATON_OK && p.n == 1 && p.rows[0].spot_estimated &&
+          near(p.rows[0].spot_price, 0.68 * 0.4, 1e-12));
+    baton_plan_train_free(&p);
+    baton_infer_catalog_free(&ns);
     o.samples_per_s = 0;
-    CHECK(baton_plan_train_run(&c, &o, &p, &err) == BATON_ERR_ARG);
+    CHECK(baton_plan_train_run(&c, &o, &p, &err) == BATON_ERR_USAGE);
     baton_infer_catalog_free(&c);
 }
 
