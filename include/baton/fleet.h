@@ -113,6 +113,10 @@ typedef struct baton_job {
  * that lists the known names). */
 int baton_job_load(const char *path, baton_job *job, baton_err *err);
 int baton_job_parse(const char *name, const char *text, size_t len, baton_job *job, baton_err *err);
+/* After baton_job_parse of a file at job->path (baton_job_load does this): relative local paths
+ * (state_dir, volume.seed) become relative to the job file's folder, and a local volume.seed must
+ * be an existing folder. */
+int baton_job_resolve_paths(baton_job *job, baton_err *err);
 void baton_job_free(baton_job *job);
 
 const char *baton_backend_name(baton_backend b);
@@ -459,7 +463,15 @@ typedef struct baton_fleet_report {
     int64_t lost_steps;           /* summed over interrupted and crashed instances */
     int64_t max_lost_notice;      /* the most steps lost by one interruption with notice */
     int64_t max_lost_no_notice;
+    int stalled;                  /* recorded as running, but its supervisor process is gone */
+    double last_sim;              /* when stalled: the simulated time of the last record */
 } baton_fleet_report;
+/* What a job shows as its state: the recorded one, or "stalled" for a running job whose supervisor
+ * has gone (a rerun of `baton fleet run` adopts its workers). */
+const char *baton_fleet_report_state(const baton_fleet_report *r);
+/* A task's progress: its final step when done, else the newest step any of its instances reached;
+ * -1 when none reported one. */
+int64_t baton_fleet_report_task_step(const baton_fleet_report *r, size_t task);
 
 int baton_fleet_report_load(const char *job_dir, baton_fleet_report *r, baton_err *err);
 void baton_fleet_report_free(baton_fleet_report *r);

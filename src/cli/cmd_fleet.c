@@ -51,7 +51,7 @@ int cli_fleet_run_file(const char *cmd, const char *path, struct baton_fleet_opt
         return cli_fail(cmd, &err);
     }
     baton_job job;
-    if (baton_job_parse(path, (const char *)text, len, &job, &err)) {
+    if (baton_job_parse(path, (const char *)text, len, &job, &err) || baton_job_resolve_paths(&job, &err)) {
         free(text);
         return cli_fail(cmd, &err);
     }

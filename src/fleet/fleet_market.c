@@ -56,19 +56,20 @@ int baton_market_set_schedule(baton_market *m, const char *spec, baton_err *err)
     size_t cap = 1;
     for (const char *p = spec; *p; p++) cap += *p == ',';
     baton_job_interrupt *s = calloc(cap, sizeof *s);
-    if (!s) return baton_err_set(err, BATON_ERR_NOMEM, "market: out of memory");
+    if (!s) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
     size_t n = 0;
     const char *p = spec;
     while (*p) {
         const char *end = strchr(p, ',');
         size_t len = end ? (size_t)(end - p) : strlen(p);
-        char item[128], *notice, *task;
+        char item[128], whole[128], *notice, *task;
         if (len == 0 || len >= sizeof item) {
             free(s);
-            return baton_err_set(err, BATON_ERR_ARG, "--interrupts: entry %zu: expected AFTER[/NOTICE][@TASK]", n + 1);
+            return baton_err_set(err, BATON_ERR_USAGE, "--interrupts: entry %zu: expected AFTER[/NOTICE][@TASK]", n + 1);
         }
         memcpy(item, p, len);
         item[len] = 0;
+        memcpy(whole, item, len + 1);
         task = strchr(item, '@');
         if (task) *task++ = 0;
         notice = strchr(item, '/');
@@ -80,9 +81,9 @@ int baton_market_set_schedule(baton_market *m, const char *spec, baton_err *err)
         if (baton_duration_parse(item, &in->after) || (notice && baton_duration_parse(notice, &in->notice)) ||
             (task && (!*task || *tend || t < 0 || (size_t)t >= m->job->ncommands))) {
             free(s);
-            return baton_err_set(err, BATON_ERR_ARG,
+            return baton_err_set(err, BATON_ERR_USAGE,
                                  "--interrupts: entry %zu '%s': expected AFTER[/NOTICE][@TASK] with durations like "
-                                 "90s or 5m and a task below %zu", n + 1, item, m->job->ncommands);
+                                 "90s or 5m (not negative) and a task below %zu", n + 1, whole, m->job->ncommands);
         }
         in->task = (int)t;
         n++;

@@ -11,9 +11,25 @@
 #include <string.h>
 #include <unistd.h>
 
+/* Until when an instance counts: its end; while it runs, now — unless the job is stalled and its
+ * worker has gone too (nothing runs it any more): then the last thing recorded. */
 static double inst_end(const baton_fleet_report *r, const baton_fleet_inst *in)
 {
-    return in->t_end >= 0 ? in->t_end : r->now_sim;
+    if (in->t_end >= 0) return in->t_end;
+    if (r->stalled && !(in->pid > 0 && baton_proc_same(in->pid, in->pid_start))) return r->last_sim;
+    return r->now_sim;
+}
+
+const char *baton_fleet_report_state(const baton_fleet_report *r) { return r->stalled ? "stalled" : r->rec.job.state; }
+
+int64_t baton_fleet_report_task_step(const baton_fleet_report *r, size_t task)
+{
+    const baton_fleet_task *k = &r->rec.tasks[task];
+    if (k->final_step >= 0) return k->final_step;
+    int64_t best = -1;
+    for (size_t i = 0; i < r->rec.ninsts; i++)
+        if (r->rec.insts[i].task == k->idx && r->rec.insts[i].reached_step > best) best = r->rec.insts[i].reached_step;
+    return best;
 }
 
 static int64_t lost_steps(const baton_fleet_inst *in)
@@ -41,6 +57,11 @@ int baton_fleet_report_load(const char *job_dir, baton_fleet_report *r, baton_er
     }
     const baton_fleet_job *j = &r->rec.job;
     r->now_sim = j->t_end >= 0 ? j->t_end : (baton_wall_now() - j->origin) * j->time_scale;
+    if (!strcmp(j->state, "running") && !baton_proc_same(j->supervisor_pid, j->supervisor_start)) {
+        r->stalled = 1;
+        for (size_t e = 0; e < r->rec.nevents; e++)
+            if (r->rec.events[e].t_sim > r->last_sim) r->last_sim = r->rec.events[e].t_sim;
+    }
     size_t n = r->rec.ninsts;
     r->lines = calloc(n ? n : 1, sizeof *r->lines);
     r->ins = calloc(n ? n : 1, sizeof *r->ins);
@@ -110,13 +131,22 @@ void baton_fleet_report_print(FILE *f, const baton_fleet_report *r, int events)
     }
     dur(r->now_sim, a, sizeof a);
     dur(r->now_sim / (j->time_scale > 0 ? j->time_scale : 1), b, sizeof b);
-    fprintf(f, "job %s: %s; tasks %zu (%d done, %d failed); simulated %s (%s of wall time at x%g)\n", j->name, j->state,
-            r->rec.ntasks, done, failed, a, b, j->time_scale);
+    fprintf(f, "job %s: %s; tasks %zu (%d done, %d failed); simulated %s (%s of wall time at x%g)\n", j->name,
+            baton_fleet_report_state(r), r->rec.ntasks, done, failed, a, b, j->time_scale);
+    if (r->stalled) {
+        dur(r->last_sim, c, sizeof c);
+        fprintf(f, "  its supervisor (pid %d) is not running: instances whose worker has ended too are counted up to "
+                   "the last record (%s); run `baton fleet run` on the job file again to adopt the rest and go on\n",
+                j->supervisor_pid, c);
+    }
     for (size_t t = 0; t < r->rec.ntasks; t++) {
         const baton_fleet_task *k = &r->rec.tasks[t];
-        fprintf(f, "  task %d: %s, step %lld, %d interruption(s), %d crash(es), volume %s (%s)\n", k->idx,
-                baton_task_state_name(k->state), (long long)k->final_step, k->interruptions, k->crashes,
-                k->volume[0] ? k->volume : "-", k->zone[0] ? k->zone : "-");
+        int64_t step = baton_fleet_report_task_step(r, t);
+        char st[48] = "no step yet";
+        if (step >= 0) snprintf(st, sizeof st, "%s %lld", k->final_step >= 0 ? "step" : "reached step", (long long)step);
+        fprintf(f, "  task %d: %s, %s, %d interruption(s), %d crash(es), volume %s (%s)\n", k->idx,
+                baton_task_state_name(k->state), st, k->interruptions, k->crashes, k->volume[0] ? k->volume : "-",
+                k->zone[0] ? k->zone : "-");
     }
     fprintf(f, "\n%-19s %4s %-11s %-11s %-9s %9s %9s %15s %5s %9s %8s %8s  %s\n", "instance", "task", "type", "zone",
             "state", "start", "run", "steps", "lost", "charged", "spot$", "od$", "how it ended");
@@ -176,7 +206,8 @@ char *baton_fleet_report_json(const baton_fleet_report *r, int events)
     if (!o) return NULL;
     cJSON *jo = cJSON_AddObjectToObject(o, "job");
     cJSON_AddStringToObject(jo, "name", j->name);
-    cJSON_AddStringToObject(jo, "state", j->state);
+    cJSON_AddStringToObject(jo, "state", baton_fleet_report_state(r));
+    cJSON_AddBoolToObject(jo, "supervisor_running", !strcmp(j->state, "running") && !r->stalled);
     cJSON_AddNumberToObject(jo, "time_scale", j->time_scale);
     cJSON_AddNumberToObject(jo, "sim_seconds", r->now_sim);
     cJSON_AddNumberToObject(jo, "wall_seconds", r->now_sim / (j->time_scale > 0 ? j->time_scale : 1));
@@ -188,7 +219,11 @@ char *baton_fleet_report_json(const baton_fleet_report *r, int events)
         cJSON_AddNumberToObject(x, "task", k->idx);
         cJSON_AddStringToObject(x, "command", k->command);
         cJSON_AddStringToObject(x, "state", baton_task_state_name(k->state));
-        cJSON_AddNumberToObject(x, "final_step", (double)k->final_step);
+        if (k->final_step >= 0) cJSON_AddNumberToObject(x, "final_step", (double)k->final_step);
+        else cJSON_AddNullToObject(x, "final_step");   /* not done (yet) */
+        int64_t step = baton_fleet_report_task_step(r, t);
+        if (step >= 0) cJSON_AddNumberToObject(x, "step", (double)step);
+        else cJSON_AddNullToObject(x, "step");
         cJSON_AddNumberToObject(x, "interruptions", k->interruptions);
         cJSON_AddNumberToObject(x, "crashes", k->crashes);
         cJSON_AddStringToObject(x, "volume", k->volume);

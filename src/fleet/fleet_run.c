@@ -219,6 +219,7 @@ int baton_fleet_run(const baton_job *job, const baton_fleet_opts *o, baton_fleet
     if (!rc && o->interrupts) rc = baton_market_set_schedule(&s->market, o->interrupts, err);
     if (!rc) rc = baton_fleet_db_load(s->db, 0, &r, &found, err);
     if (!rc && found && (!strcmp(r.job.state, "done") || !strcmp(r.job.state, "failed"))) {
+        const int changed = !same_commands(s, &r);
         s->rec = r.job;
         r.job.jobfile_text = NULL;
         s->tasks = r.tasks;
@@ -228,7 +229,14 @@ int baton_fleet_run(const baton_job *job, const baton_fleet_opts *o, baton_fleet
         r.tasks = NULL, r.insts = NULL, r.ntasks = r.ninsts = 0;
         s->scale = s->rec.time_scale;
         summarise(s);
-        if (!o->quiet) fprintf(stderr, "fleet: job %s already ended (%s); nothing to run\n", s->rec.name, s->rec.state);
+        if (changed) {
+            /* the user edited the file after the job ended: say so, and how to run the new one */
+            baton_log(BATON_LOG_WARN, "job %s already ended (%s), and %s has changed since: its commands differ from "
+                      "the ones that ran. To run the new commands, give the job another name, or remove %s",
+                      s->rec.name, s->rec.state, job->path, s->dir);
+        } else if (!o->quiet) {
+            fprintf(stderr, "fleet: job %s already ended (%s); nothing to run\n", s->rec.name, s->rec.state);
+        }
         goto out;
     }
     if (!rc && found) {

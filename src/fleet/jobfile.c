@@ -765,6 +765,22 @@ int baton_job_parse(const char *name, const char *text, size_t len, baton_job *j
     return rc;
 }
 
+/* A relative local path of the job file is relative to the job file's folder (as SkyPilot and
+ * docker compose read theirs), whatever folder baton runs in. */
+static int resolve(const char *jobfile, char *p, size_t cap, const char *field, baton_err *err)
+{
+    if (!p[0] || p[0] == '/' || strstr(p, "://")) return 0;
+    char dir[4096], out[8192];
+    baton_path_dirname(jobfile, dir, sizeof dir);
+    if (!strcmp(dir, ".")) return 0;
+    int k = snprintf(out, sizeof out, "%s/%s", dir, p);
+    if (k < 0 || (size_t)k >= cap)
+        return baton_err_set(err, BATON_ERR_FORMAT, "%s: %s: '%s' relative to the job file's folder is too long",
+                             jobfile, field, p);
+    memcpy(p, out, (size_t)k + 1);
+    return 0;
+}
+
 int baton_job_load(const char *path, baton_job *job, baton_err *err)
 {
     uint8_t *p;
@@ -774,6 +790,19 @@ int baton_job_load(const char *path, baton_job *job, baton_err *err)
     if (rc) return baton_err_prefix(err, "job file");
     rc = baton_job_parse(path, (const char *)p, n, job, err);
     free(p);
+    return rc ? rc : baton_job_resolve_paths(job, err);
+}
+
+int baton_job_resolve_paths(baton_job *job, baton_err *err)
+{
+    const char *path = job->path;
+    int rc = resolve(path, job->volume.seed, sizeof job->volume.seed, "volume.seed", err);
+    if (!rc) rc = resolve(path, job->state_dir, sizeof job->state_dir, "state_dir", err);
+    /* a seed this machine copies (local and Slurm backends) must exist now, not at the first launch */
+    if (!rc && job->volume.seed[0] && job->backend != BATON_BACKEND_AWS && !strstr(job->volume.seed, "://") &&
+        !baton_is_dir(job->volume.seed))
+        rc = baton_err_set(err, BATON_ERR_FORMAT, "%s: volume.seed: %s: no such folder (relative paths are relative "
+                           "to the job file's folder)", path, job->volume.seed);
     return rc;
 }
 

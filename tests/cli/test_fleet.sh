@@ -131,6 +131,26 @@ check '[ "$(json "$T/d.json" "d[\"instances\"][0][\"exit_code\"], d[\"instances\
 check '[ "$(json "$T/d.json" "d[\"tasks\"][0][\"final_step\"]")" = 220 ]' "the job finished"
 check '[ -z "$(pgrep -f "fake_trainer.sh 220" || true)" ]' "no orphaned worker"
 
+# ---- D2: the supervisor and its worker both killed: status says "stalled" (not "running"), shows the
+# step reached so far (not -1), and stops counting time for an instance nothing runs any more
+job st "$FAKE 400 20"
+"$BATON" fleet run "$T/st.yaml" --state "$S" --quiet >/dev/null 2>&1 &
+sup=$!
+wait_running st
+{ kill -9 $sup; wait $sup; } 2>/dev/null
+pkill -9 -f "fake_trainer.sh 400" 2>/dev/null
+sleep 0.5
+"$BATON" fleet status st --state "$S" --json >"$T/g1.json"
+sleep 1.2
+"$BATON" fleet status st --state "$S" --json >"$T/g2.json"
+"$BATON" fleet status st --state "$S" >"$T/g.txt"
+check '[ "$(json "$T/g1.json" "d[\"job\"][\"state\"], d[\"job\"][\"supervisor_running\"], d[\"tasks\"][0][\"final_step\"], d[\"tasks\"][0][\"step\"] > 0")" = "stalled False None True" ]' \
+    "stalled job: state, no final step, the step so far: $(head -c 300 "$T/g1.json")"
+check '[ "$(json "$T/g1.json" "d[\"instances\"][0][\"running_s\"]")" = "$(json "$T/g2.json" "d[\"instances\"][0][\"running_s\"]")" ]' \
+    "nothing runs the instance: its time stops growing"
+check 'grep -q "^job st: stalled" "$T/g.txt" && grep -q "supervisor (pid [0-9]*) is not running" "$T/g.txt" && grep -Eq "task 0: .*reached step [1-9]" "$T/g.txt"' \
+    "status text: $(head -3 "$T/g.txt")"
+
 # ---- E: cancel stops the worker after a checkpoint; running again resumes
 job e "$FAKE 200 20" "  random: false"
 "$BATON" fleet run "$T/e.yaml" --state "$S" --quiet >/dev/null 2>&1 &
@@ -167,13 +187,31 @@ expect_fail 1 "bad3.yaml:[0-9]+: yaml" "$BATON" fleet run "$T/bad3.yaml" --state
 expect_fail 1 "job file.*nope.yaml" "$BATON" fleet run "$T/nope.yaml" --state "$S"
 touch "$T/afile"
 expect_fail 1 "state folder.*afile" "$BATON" fleet run "$T/a.yaml" --state "$T/afile/state"
+# a volume seed that does not exist is found by `fleet check` (and `run`), not by three failed launches
 job g "$FAKE 10 5" "volume: {seed: $T/no-such-seed}" "retries: 0"
-expect_fail 1 "task 0 failed: could not start an instance: volume .*no-such-seed: no such folder" "$BATON" fleet run "$T/g.yaml" --state "$S" --quiet
+expect_fail 1 "g.yaml: volume.seed: .*no-such-seed: no such folder" "$BATON" fleet check "$T/g.yaml"
+expect_fail 1 "g.yaml: volume.seed: .*no-such-seed: no such folder" "$BATON" fleet run "$T/g.yaml" --state "$S" --quiet
+check '[ ! -e "$S/g" ]' "nothing was started for it"
+# relative paths in a job file are relative to its folder, not to where baton runs
+mkdir -p "$T/jobs/seeddata" && echo x >"$T/jobs/seeddata/x.txt"
+job rel "$FAKE 10 5" "volume: {seed: seeddata}" "state_dir: st"
+mv "$T/rel.yaml" "$T/jobs/rel.yaml"
+ABS=$(cd "$(dirname "$BATON")" && pwd)/$(basename "$BATON")
+check '(cd / && "$ABS" fleet run "$T/jobs/rel.yaml" --quiet >/dev/null 2>&1) && [ -d "$T/jobs/st/rel" ]' \
+    "state_dir and volume.seed resolved against the job file's folder"
+check '[ "$(find "$T/jobs/st/rel/volumes" -name x.txt | wc -l)" -ge 1 ]' \
+    "the seed was copied into the volume"
+# a job that ended, its file then edited: said so, with how to run the new commands
+sed -i 's|fake_trainer.sh 10 5|fake_trainer.sh 12 5|' "$T/jobs/rel.yaml"
+"$BATON" fleet run "$T/jobs/rel.yaml" >/dev/null 2>"$T/rel.err"
+check 'grep -q "already ended (done), and .*rel.yaml has changed since: its commands differ" "$T/rel.err" && grep -q "give the job another name, or remove" "$T/rel.err"' \
+    "an edited finished job: $(cat "$T/rel.err")"
 check '"$BATON" fleet check "$T/a.yaml" | grep -q "job a, backend local, 1 task"' "fleet check summarises a good job file"
 expect_fail 1 "bad2.yaml:4: instance_types\[0\]: unknown instance type" "$BATON" fleet check "$T/bad2.yaml"
 expect_fail 2 "a job file is required" "$BATON" fleet run
 expect_fail 2 "--imds bogus" "$BATON" fleet run "$T/a.yaml" --imds bogus
-expect_fail 1 "--interrupts: entry 2 '5x'" "$BATON" fleet run "$T/a.yaml" --state "$S/x" --interrupts 5m,5x
+expect_fail 2 "--interrupts: entry 2 '5x'" "$BATON" fleet run "$T/a.yaml" --state "$S/x" --interrupts 5m,5x
+expect_fail 2 "--interrupts: entry 1 '5m/-1'" "$BATON" fleet run "$T/a.yaml" --state "$S/x" --interrupts 5m/-1
 expect_fail 1 "no fleet job" "$BATON" fleet status nosuchjob --state "$S"
 expect_fail 1 "not running" "$BATON" fleet cancel a --state "$S"
 finish
