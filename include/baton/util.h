@@ -44,7 +44,8 @@ typedef struct baton_err {
 /* Set err (if non-NULL) and return code. printf-style message. */
 int baton_err_set(baton_err *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* Prefix an existing message: "prefix: old message". Returns err->code. */
+/* Prefix an existing message: "prefix: old message" (unchanged when it already starts with
+ * "prefix:"). Returns err->code. */
 int baton_err_prefix(baton_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A failed system call as an error value: "path: what: strerror(e)", with the status its errno
  * value means (ENOSPC/EDQUOT: BATON_ERR_NOSPACE; ENOENT/ENOTDIR: BATON_ERR_NOTFOUND; else

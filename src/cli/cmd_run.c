@@ -67,7 +67,7 @@ static int write_job(const char *path, const char *data_abs, uint64_t epochs, do
                      "market:\n"
                      "  time_scale: %g          # one wall second = %g simulated seconds\n"
                      "  seed: %llu\n"
-                     "  hazard_scale: %g      # a stormy market: interruptions every hour or so, not every few months\n"
+                     "  hazard_scale: %g      # a stormy market: an interruption every 25-40 simulated minutes, not every few months\n"
                      "  launch_delay: 90s\n"
                      "  notice: 2m\n"
                      "  capacity_cooldown: 30m\n",

@@ -374,6 +374,9 @@ int baton_inspect(const char *path, int verify, int progress, baton_inspect_repo
     rep->seconds = baton_now() - t0;
     baton_image_free(&in.img);
     free(in.offsets);
+    /* what stopped the inspection is a problem of the report too, so that its JSON says what the
+     * exit status says */
+    if (rc) add_error(rep, "%s", err && err->msg[0] ? err->msg : baton_status_name(rc));
     return rc;
 }
 

@@ -26,6 +26,8 @@ int baton_err_prefix(baton_err *err, const char *fmt, ...)
     va_end(ap);
     memcpy(old, err->msg, sizeof old);
     size_t pl = strlen(pre), cap = sizeof err->msg;
+    /* the message already names this (a file, a URI): say it once, not "x: x: ..." */
+    if (pl && !strncmp(old, pre, pl) && old[pl] == ':') return err->code;
     if (pl > cap - 3) pl = cap - 3;
     memcpy(err->msg, pre, pl);
     memcpy(err->msg + pl, ": ", 2);

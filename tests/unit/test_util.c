@@ -17,8 +17,33 @@ static ssize_t failing_write(int fd, const void *p, size_t n)
     return write(fd, p, n);
 }
 
+/* Error values: a prefix is added once; errno values map to their status; the lock names its holder. */
+static void test_errors(void)
+{
+    baton_err e = {0};
+    baton_err_set(&e, BATON_ERR_NOTFOUND, "/d: no such folder");
+    CHECK(baton_err_prefix(&e, "%s", "/d") == BATON_ERR_NOTFOUND && !strcmp(e.msg, "/d: no such folder"));
+    CHECK(baton_err_prefix(&e, "train") == BATON_ERR_NOTFOUND && !strcmp(e.msg, "train: /d: no such folder"));
+    CHECK(baton_err_prefix(&e, "/") && !strcmp(e.msg, "/: train: /d: no such folder"));   /* a prefix, not a start */
+    CHECK(baton_err_errno(&e, ENOSPC, "write failed", "f") == BATON_ERR_NOSPACE && strstr(e.msg, "f: write failed: "));
+    CHECK(baton_err_errno(&e, ENOTDIR, "open", "f") == BATON_ERR_NOTFOUND);
+    CHECK(baton_err_errno(&e, EACCES, "open", "f") == BATON_ERR_IO);
+    char lock[64];
+    snprintf(lock, sizeof lock, "/tmp/baton-test-lock.%ld", (long)getpid());
+    int a = -1, b = -1;
+    CHECK(baton_lock_acquire(lock, "thing", &a, &e) == BATON_OK && a >= 0);
+    char pid[48];
+    snprintf(pid, sizeof pid, "thing is in use by process %ld", (long)getpid());
+    CHECK(baton_lock_acquire(lock, "thing", &b, &e) == BATON_ERR_BUSY && b < 0 && strstr(e.msg, pid));
+    baton_lock_release(a);
+    CHECK(baton_lock_acquire(lock, "thing", &b, &e) == BATON_OK);
+    baton_lock_release(b);
+    unlink(lock);
+}
+
 int main(void)
 {
+    test_errors();
     baton_buf b = {0};
     for (int i = 0; i < 1000; i++) CHECK(baton_buf_append(&b, "abcd", 4) == BATON_OK);
     CHECK_EQ_U(b.len, 4000);
