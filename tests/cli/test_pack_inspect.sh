@@ -127,5 +127,17 @@ check '[ ! -e "$T/o1/dataset.json" ]' "a failed pack published dataset.json"
 expect_fail 2 'required' $BATON pack --out "$T/x"
 expect_fail 2 'encode' $BATON pack --from fashion-mnist --out "$T/x" --encode webp
 expect_fail 2 'unknown option' $BATON inspect "$T/s" --frobnicate
+expect_fail 2 '^baton pack: --quality 0 is outside 1..100$' $BATON pack --from fashion-mnist --out "$T/x" --quality 0
+expect_fail 2 '^baton pack: --shard-mb 0 is outside' $BATON pack --from fashion-mnist --out "$T/x" --shard-mb 0
+
+# --json says what the exit status says
+$BATON inspect "$T/nonexistent" --json >"$T/ij" 2>/dev/null
+rc=$?
+check '[ $rc -eq 1 ] && grep -q "\"ok\":false" "$T/ij" && grep -q "\"error_count\":1" "$T/ij" && grep -q "no such file or folder" "$T/ij"' \
+    "inspect --json of a missing path: $(cat "$T/ij")"
+mkdir -p "$T/broken" && echo '{"baton_dataset": 1, ' >"$T/broken/dataset.json"
+$BATON inspect "$T/broken" --json >"$T/ij2" 2>/dev/null
+rc=$?
+check '[ $rc -eq 1 ] && grep -q "\"ok\":false" "$T/ij2" && grep -q "dataset.json" "$T/ij2"' "inspect --json of a broken dataset.json: $(cat "$T/ij2")"
 
 finish

@@ -75,11 +75,13 @@ expect_fail 2 "" $TR --ckpt-dir "$T/h" --seed 8 --batch 0
 expect_fail 1 "trained with --seed 7 --batch 256" $BATON train --data "$D" --model mlp --batch 128 --seed 7 --quiet --ckpt-dir "$T/h"
 # nothing left to do: said as such, not "0 samples/s"
 $TR --ckpt-dir "$T/h" >"$T/h0.out" 2>/dev/null
-check '[ $? -eq 0 ] && grep -q "nothing left to train (resumed at step 40)" "$T/h0.out"' "a finished resume: $(cat "$T/h0.out")"
+rc=$?
+check '[ $rc -eq 0 ] && grep -q "nothing left to train (resumed at step 40)" "$T/h0.out"' "a finished resume: $(cat "$T/h0.out")"
 # the crash case of the log: a row past the checkpoint (written, then killed before the next save)
 echo "1,9.999999,0.111111,,,0.01,1.000" >>"$T/h.csv"
 $TR --ckpt-dir "$T/h" --epochs 2 --lr 0.02 --allow-change --log "$T/h.csv" --json >"$T/h2.json" 2>"$T/h2.err"
-check '[ $? -eq 0 ]' "--allow-change applies --epochs 2 and --lr 0.02: $(tail -c 300 "$T/h2.err")"
+rc=$?
+check '[ $rc -eq 0 ]' "--allow-change applies --epochs 2 and --lr 0.02: $(tail -c 300 "$T/h2.err")"
 check 'grep -q "resume: --epochs changed from 1 to 2" "$T/h2.err" && grep -q "resume: --lr changed from 0.01 to 0.02" "$T/h2.err"' \
     "the changes are logged"
 check 'python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j[\"status\"]==\"done\" and j[\"epoch\"]==2 and j[\"epochs\"]==2 and j[\"step\"]==80 and j[\"steps_run\"]==40 and j[\"lr\"]==0.02 and j[\"resumed\"] and j[\"checkpoint\"].endswith(\"ckpt-000000080\"), j" "$T/h2.json"' \
