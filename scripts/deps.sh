@@ -10,7 +10,8 @@
 #
 # Groups (kept together here so there is exactly one place to look):
 #   build:   compilers and libraries the library and CLI link against
-#   test:    clang + libFuzzer runtime (fuzz targets), the Fashion-MNIST data set, loopback servers
+#   test:    clang + libFuzzer runtime (fuzz targets), the Fashion-MNIST data set, rsvg-convert and
+#            DejaVu fonts (charts are rendered and measured), loopback servers
 #            (nginx for HTTP sources, Ceph's RADOS Gateway for a real SigV4-checking S3 endpoint),
 #            a one-node Slurm (munge, slurmctld, slurmd) and botocore's AWS service models
 set -euo pipefail
@@ -20,6 +21,7 @@ build=(make gcc libc6-dev pkg-config git ca-certificates
 build+=(libyaml-dev libsqlite3-dev)     # fleet: job files (YAML), event history (SQLite)
 test=(clang libclang-rt-14-dev dataset-fashion-mnist python3 curl iproute2 bc
       nginx-light radosgw ceph-mon ceph-osd ceph-common)
+test+=(librsvg2-bin fonts-dejavu-core)                       # charts: rendered and measured in tests
 test+=(slurmctld slurmd slurm-client munge python3-botocore)   # fleet backends: one-node Slurm, AWS models
 
 bench=(python3-torch python3-numpy python3-pil libopenblas0-openmp s3fs)

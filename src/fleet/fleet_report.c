@@ -338,7 +338,7 @@ int baton_fleet_report_svg(const baton_fleet_report *r, const char *path, baton_
             sp[k++] = (baton_svg_span){in->t_running / u, stop / u, 1};
             if (in->t_notice >= 0) sp[k++] = (baton_svg_span){in->t_notice / u, end / u, 2};
         }
-        snprintf(labels[i], sizeof labels[i], "%s t%d %s %s", in->name + 2 + 9, in->task, in->type, in->zone);
+        snprintf(labels[i], sizeof labels[i], "%s t%d %s %s", in->name, in->task, in->type, in->zone);
         rows[i] = (baton_svg_row){labels[i], sp, k};
         if (in->t_notice >= 0) {
             snprintf(titles[nm], sizeof titles[nm], "notice at step %lld", (long long)in->reached_step);

@@ -18,6 +18,27 @@ double svg_nice_step(double range, int ticks)
     return (f < 1.5 ? 1 : f < 3 ? 2 : f < 7 ? 5 : 10) * mag;
 }
 
+double svg_text_width(const char *s, double px, int bold)
+{
+    double em = 0;
+    for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) {
+        const unsigned char c = *p;
+        if (c >= 0x80) {   /* a UTF-8 sequence counts once, as a wide letter */
+            if ((c & 0xc0) == 0xc0) em += 0.70;
+            continue;
+        }
+        em += strchr("il.,:;'|!I ", c) ? 0.34
+            : strchr("ftrj()[]/\\", c) ? 0.42
+            : strchr("mw%", c) ? 0.98
+            : strchr("MW@", c) ? 1.00
+            : c >= 'A' && c <= 'Z' ? 0.74
+            : c >= '0' && c <= '9' ? 0.64
+            : c >= 'a' && c <= 'z' ? 0.63
+            : 0.66;
+    }
+    return em * px * (bold ? 1.12 : 1.0) + 2;
+}
+
 void svg_esc(baton_buf *b, const char *s)
 {
     for (; s && *s; s++) {
@@ -37,21 +58,43 @@ void svg_put(baton_buf *b, const char *fmt, ...)
     if (n > 0) baton_buf_append(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
 }
 
+/* The x axis: ticks at a nice step; when every x is a whole number (epochs, steps), the step is a
+ * whole number too, so no tick falls between two possible values. */
+static double x_step(const baton_svg_points *s, size_t ns, double xmax)
+{
+    int whole = 1;
+    for (size_t i = 0; i < ns && whole; i++)
+        for (size_t k = 0; k < s[i].n && whole; k++) whole = !isfinite(s[i].x[k]) || s[i].x[k] == floor(s[i].x[k]);
+    double xs = svg_nice_step(xmax, 5);
+    return whole && xs < 1 ? 1 : xs;
+}
+
 static int render(const char *path, const char *title, const char *xlabel, const char *ylabel,
                   const baton_svg_points *s, size_t ns, baton_err *err)
 {
-    const double W = 720, H = 420, L = 70, R = 170, T = 40, B = 50;
     double xmax = 0, ymax = 0;
     for (size_t i = 0; i < ns; i++)
         for (size_t k = 0; k < s[i].n; k++) {
             if (isfinite(s[i].x[k]) && s[i].x[k] > xmax) xmax = s[i].x[k];
             if (isfinite(s[i].y[k]) && s[i].y[k] > ymax) ymax = s[i].y[k];
         }
-    double xs = svg_nice_step(xmax, 5), ys = svg_nice_step(ymax, 5);
-    xmax = xs * ceil(xmax / xs + 1e-9);
+    double xs = x_step(s, ns, xmax), ys = svg_nice_step(ymax, 5);
+    xmax = xs * ceil(xmax / xs - 1e-9);   /* the axis ends at the first tick at or past the data */
     ymax = ys * ceil(ymax / ys + 1e-9);
     if (xmax <= 0) xmax = 1;
     if (ymax <= 0) ymax = 1;
+    /* room for what is written: the y tick labels on the left, the legend on the right, the title */
+    char tick[32];
+    double ytw = 0, legend = 0;
+    for (double v = 0; v <= ymax + 1e-9; v += ys) {
+        snprintf(tick, sizeof tick, "%g", v);
+        if (svg_text_width(tick, 12, 0) > ytw) ytw = svg_text_width(tick, 12, 0);
+    }
+    for (size_t i = 0; i < ns; i++)
+        if (svg_text_width(s[i].name, 12, 0) > legend) legend = svg_text_width(s[i].name, 12, 0);
+    const double T = 40, B = 50, L = 34 + ytw, R = 54 + legend, H = 420;
+    double W = L + 480 + R;
+    if (svg_text_width(title, 15, 1) + L + 10 > W) W = svg_text_width(title, 15, 1) + L + 10;
     double pw = W - L - R, ph = H - T - B;
     baton_buf b = {0};
     svg_put(&b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
@@ -76,7 +119,8 @@ static int render(const char *path, const char *title, const char *xlabel, const
         L, T, pw, ph);
     svg_put(&b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">", L + pw / 2, H - 10);
     svg_esc(&b, xlabel);
-    svg_put(&b, "</text>\n<text transform=\"translate(16 %.1f) rotate(-90)\" text-anchor=\"middle\">", T + ph / 2);
+    svg_put(&b, "</text>\n<text transform=\"translate(%.1f %.1f) rotate(-90)\" text-anchor=\"middle\">", L - ytw - 14,
+            T + ph / 2);
     svg_esc(&b, ylabel);
     svg_put(&b, "</text>\n");
     for (size_t i = 0; i < ns; i++) {

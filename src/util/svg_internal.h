@@ -11,5 +11,9 @@ void svg_esc(baton_buf *b, const char *s);
 void svg_put(baton_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A "nice" tick step (1, 2 or 5 × a power of ten) giving about `ticks` ticks over range. */
 double svg_nice_step(double range, int ticks);
+/* The width in pixels that s takes in the charts' sans-serif face (DejaVu Sans, what librsvg and
+ * browsers on Debian draw) at size px: advance widths by character class, rounded up, so that a
+ * layout made with it leaves room. bold: the bold face (about 10 % wider). */
+double svg_text_width(const char *s, double px, int bold);
 
 #endif

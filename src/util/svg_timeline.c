@@ -31,8 +31,19 @@ int baton_svg_timeline(const char *path, const char *title, const char *xlabel, 
                        size_t nrows, const char *const *span_names, size_t nstyles, const baton_svg_mark *marks,
                        size_t nmarks, const char *const mark_names[4], baton_err *err)
 {
-    const double L = 170, R = 30, T = 46, rowh = 24, W = 960;
-    double H = T + rowh * (double)(nrows ? nrows : 1) + 90;
+    /* the left margin holds the longest row label; the legend wraps onto as many lines as it needs */
+    double label = 0;
+    for (size_t i = 0; i < nrows; i++)
+        if (svg_text_width(rows[i].label, 12, 0) > label) label = svg_text_width(rows[i].label, 12, 0);
+    const double L = 24 + label, R = 30, T = 46, rowh = 24;
+    double W = L + 760 + R;
+    if (svg_text_width(title, 15, 1) + 24 > W) W = svg_text_width(title, 15, 1) + 24;
+    double legend_w = 0;   /* the legend's items on one line, to count its lines */
+    for (size_t s = 0; s < nstyles; s++) legend_w += 30 + svg_text_width(span_names[s], 12, 0);
+    for (int m = 0; m < 4 && mark_names; m++)
+        if (mark_names[m]) legend_w += 30 + svg_text_width(mark_names[m], 12, 0);
+    const double legend_lines = ceil(legend_w / (W - L - R) + 1e-9);
+    double H = T + rowh * (double)(nrows ? nrows : 1) + 70 + 22 * (legend_lines > 1 ? legend_lines : 1);
     double xmax = 0;
     for (size_t i = 0; i < nrows; i++)
         for (size_t k = 0; k < rows[i].nspans; k++)
@@ -79,19 +90,23 @@ int baton_svg_timeline(const char *path, const char *title, const char *xlabel, 
     svg_put(&b, "</text>\n");
     double lx = L, ly = T + ph + 60;
     for (size_t s = 0; s < nstyles; s++) {
+        double w = 30 + svg_text_width(span_names[s], 12, 0);
+        if (lx > L && lx + w > W - R) lx = L, ly += 22;   /* wrap */
         svg_put(&b, "<rect x=\"%.0f\" y=\"%.0f\" width=\"14\" height=\"10\" fill=\"%s\"/><text x=\"%.0f\" y=\"%.0f\">", lx,
             ly - 9, span_palette[s % (sizeof span_palette / sizeof *span_palette)], lx + 18, ly);
         svg_esc(&b, span_names[s]);
         svg_put(&b, "</text>\n");
-        lx += 30 + 7.0 * (double)strlen(span_names[s]);
+        lx += w;
     }
     for (int m = 0; m < 4 && mark_names; m++) {
         if (!mark_names[m]) continue;
+        double w = 30 + svg_text_width(mark_names[m], 12, 0);
+        if (lx > L && lx + w > W - R) lx = L, ly += 22;
         mark_shape(&b, m, lx + 6, ly - 4, NULL);
         svg_put(&b, "<text x=\"%.0f\" y=\"%.0f\">", lx + 16, ly);
         svg_esc(&b, mark_names[m]);
         svg_put(&b, "</text>\n");
-        lx += 30 + 7.0 * (double)strlen(mark_names[m]);
+        lx += w;
     }
     svg_put(&b, "</svg>\n");
     int rc = b.data ? baton_file_write_atomic(path, b.data, b.len, err) : baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
