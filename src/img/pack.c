@@ -14,7 +14,10 @@
  *    lossy JPEG pass); everything else is encoded from pixels. */
 #include "baton/img.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -229,6 +232,43 @@ static int fill_header(packer *p, baton_err *err)
     return BATON_OK;
 }
 
+/* After a pack is published: the shards of the dataset it replaced that the new one does not list,
+ * and temporary files of packs that were killed (NAME.tmp.PID of a process that is gone), are
+ * removed — a folder holds exactly what its dataset.json says, plus whatever else the user keeps
+ * there (files baton did not write are never touched). */
+static int listed(const baton_manifest *m, const char *name)
+{
+    for (size_t i = 0; i < m->nshards; i++)
+        if (!strcmp(m->shards[i].file, name) || (m->shards[i].index && !strcmp(m->shards[i].index, name))) return 1;
+    return 0;
+}
+
+static void tidy(const char *dir, const baton_manifest *old, const baton_manifest *now)
+{
+    char p[4200];
+    int files = 0, temps = 0;
+    for (size_t i = 0; old && i < old->nshards; i++) {
+        const char *names[2] = {old->shards[i].file, old->shards[i].index};
+        for (int k = 0; k < 2; k++) {
+            if (!names[k] || listed(now, names[k]) || snprintf(p, sizeof p, "%s/%s", dir, names[k]) >= (int)sizeof p) continue;
+            files += baton_sys.unlink(p) == 0;
+        }
+    }
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+        const char *t = strstr(e->d_name, ".tmp.");
+        char *end;
+        long pid = t ? strtol(t + 5, &end, 10) : 0;
+        if (!t || pid <= 0 || *end || !(kill((pid_t)pid, 0) != 0 && errno == ESRCH)) continue;   /* its writer lives */
+        temps += snprintf(p, sizeof p, "%s/%s", dir, e->d_name) < (int)sizeof p && baton_sys.unlink(p) == 0;
+    }
+    if (d) closedir(d);
+    if (files || temps)
+        baton_log(BATON_LOG_INFO, "%s: removed %d file(s) of the dataset this pack replaced and %d temporary file(s) of "
+                  "packs that were killed", dir, files, temps);
+}
+
 int baton_pack(const baton_pack_opts *o, baton_manifest *out, baton_err *err)
 {
     memset(out, 0, sizeof *out);
@@ -280,7 +320,12 @@ int baton_pack(const baton_pack_opts *o, baton_manifest *out, baton_err *err)
             out->mean[k] = (float)mean;
             out->std[k] = (float)sqrt(var > 1e-12 ? var : 1e-12);
         }
+        baton_manifest old;
+        baton_err oerr = {0};
+        const int had_old = baton_manifest_load(o->out_dir, &old, &oerr) == BATON_OK;
         rc = baton_manifest_save(o->out_dir, out, err);
+        if (rc == BATON_OK) tidy(o->out_dir, had_old ? &old : NULL, out);
+        if (had_old) baton_manifest_free(&old);
     }
     free(order);
     baton_image_free(&p.img);

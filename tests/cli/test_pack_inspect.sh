@@ -130,6 +130,15 @@ expect_fail 2 'unknown option' $BATON inspect "$T/s" --frobnicate
 expect_fail 2 '^baton pack: --quality 0 is outside 1..100$' $BATON pack --from fashion-mnist --out "$T/x" --quality 0
 expect_fail 2 '^baton pack: --shard-mb 0 is outside' $BATON pack --from fashion-mnist --out "$T/x" --shard-mb 0
 
+# repacking into the same folder leaves exactly the new dataset's files (and the user's own), and
+# clears temporary files of packs that were killed; a live pack's temporary file stays
+check '$BATON pack --from fashion-mnist --split test --out "$T/re" --shard-mb 1 --quiet >/dev/null' "pack 1 MB shards"
+touch "$T/re/mine.txt" "$T/re/test-00003.rec.tmp.2147483646" "$T/re/test-00004.rec.tmp.$$"
+check '$BATON pack --from fashion-mnist --split test --out "$T/re" --shard-mb 4 --quiet >/dev/null 2>&1' "repack with 4 MB shards"
+check '[ "$(ls "$T/re" | tr "\n" " ")" = "dataset.json mine.txt test-00000.idx test-00000.rec test-00001.idx test-00001.rec test-00004.rec.tmp.$$ " ]' \
+    "only the new shards remain: $(ls "$T/re" | tr "\n" " ")"
+check '$BATON inspect "$T/re" --verify >/dev/null 2>&1' "the repacked folder verifies"
+
 # --json says what the exit status says
 $BATON inspect "$T/nonexistent" --json >"$T/ij" 2>/dev/null
 rc=$?
