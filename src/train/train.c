@@ -385,7 +385,7 @@ int baton_train_run(const baton_train_opts *o, baton_train_result *r, baton_err 
         char vlocal[4096];
         if ((rc = baton_path_join(vlocal, sizeof vlocal, o->ckpt_dir, "data-val", err))) goto done;
         if ((rc = open_data(o->val_uri, o->mode, o->mode_set, &o->store, vlocal, o->seed, o->batch, o->workers,
-                            t.man->mean, t.man->std, &t.vloader, &t.vpipe, err)))
+                            t.man->mean, t.man->std, &t.vloader, NULL, err)))
             goto done;
         const baton_manifest *vm = baton_loader_manifest(t.vloader);
         if (memcmp(vm->shape, t.man->shape, sizeof vm->shape) || vm->classes != t.man->classes) {
@@ -431,7 +431,21 @@ int baton_train_run(const baton_train_opts *o, baton_train_result *r, baton_err 
     }
     /* a cursor at the end of an epoch continues with the next one */
     if (t.st.cursor.position >= esize) t.st.cursor = (baton_cursor){t.st.cursor.seed, t.st.cursor.epoch + 1, 0};
+    /* the loader fetches nothing past the run's last batch: the end of epoch --epochs, or the
+     * batch of step --max-steps (batches follow the epoch's aligned grid) */
+    baton_cursor end = {o->seed, o->epochs, 0};
+    if (o->max_steps && o->max_steps < o->epochs * t.steps_per_epoch)
+        end = (baton_cursor){o->seed, o->max_steps / t.steps_per_epoch, (o->max_steps % t.steps_per_epoch) * o->batch};
+    if ((rc = baton_loader_set_end(t.loader, &end, err))) goto done;
     if ((rc = baton_loader_seek(t.loader, &t.st.cursor, err))) goto done;
+    if (t.vloader) {   /* one validation pass for each epoch this run ends */
+        baton_cursor vend = {o->seed, end.epoch > t.st.cursor.epoch ? end.epoch - t.st.cursor.epoch : 0, 0};
+        if ((rc = baton_loader_set_end(t.vloader, &vend, err))) goto done;
+        if (!(t.vpipe = open_pipe(t.vloader, o->batch, o->workers, t.man->mean, t.man->std, err))) {
+            rc = err->code ? err->code : BATON_ERR_ARG;
+            goto done;
+        }
+    }
     t.pipe = open_pipe(t.loader, o->batch, o->workers, NULL, NULL, err);
     if (!t.pipe) {
         rc = err->code ? err->code : BATON_ERR_ARG;
@@ -657,7 +671,9 @@ int baton_eval_run(const char *ckpt, const char *data_uri, baton_io_mode mode, i
             return baton_err_set(err, BATON_ERR_FORMAT, "%s: trained on %d-channel images; %s has %u channels", path,
                                  tst.norm_channels, data_uri, dm->shape[2]);
         }
-        p = open_pipe(l, batch, 2, use ? tst.mean : NULL, use ? tst.std : NULL, err);
+        baton_cursor end = {seed, 1, 0};   /* one pass: nothing after it is fetched */
+        if ((rc = baton_loader_set_end(l, &end, err)) == BATON_OK)
+            p = open_pipe(l, batch, 2, use ? tst.mean : NULL, use ? tst.std : NULL, err);
         if (!p) {
             baton_loader_close(l);
             return err->code ? err->code : BATON_ERR_ARG;
