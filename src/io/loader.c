@@ -11,8 +11,8 @@
  *          are downloaded first). A full disk turns caching off with a warning (pipe from then on).
  *
  * Orders: file/mount/cache-after-epoch-0 use the indexed order, pipe and cache's epoch 0 the
- * streamed order (order.c; its reading is stream.c's). Local reads map the shard files and use
- * the shard's index: a record is returned zero-copy unless it is a multi-part
+ * streamed order (order.c; its reading is stream.c's). Local reads map the shard files (through
+ * baton_sys) and use the shard's index: a record is returned zero-copy unless it is a multi-part
  * RecordIO record. Streamed reads go through one baton_fetch that is given the ranges of the
  * current and the next epoch ahead of time, so the next epoch starts without a stall, but never
  * a range past the end the caller set (baton_loader_set_end); the fetcher bounds what is buffered.
@@ -22,6 +22,7 @@
  * is set; the store's bytes are counted (stats, per epoch) as they arrive. */
 #include "loader_internal.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,6 +123,34 @@ static int load_indexes(baton_loader *l, baton_err *err)
     return rc;
 }
 
+/* Map one shard file read-only (through baton_sys, so tests can fail each call). */
+static int map_one(const char *path, const baton_shard_info *si, const uint8_t **map, baton_err *err)
+{
+    int fd = baton_sys.open(path, O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0)
+        return baton_err_set(err, errno == ENOENT ? BATON_ERR_NOTFOUND : BATON_ERR_IO, "%s: cannot open shard: %s",
+                             path, strerror(errno));
+    struct stat st;
+    int rc = BATON_OK;
+    if (baton_sys.fstat(fd, &st) != 0)
+        rc = baton_err_set(err, BATON_ERR_IO, "%s: cannot stat shard: %s", path, strerror(errno));
+    else if (!S_ISREG(st.st_mode))
+        rc = baton_err_set(err, BATON_ERR_FORMAT, "%s: not a regular file", path);
+    else if ((uint64_t)st.st_size != si->bytes)
+        rc = baton_err_set(err, BATON_ERR_CORRUPT, "%s: %lld bytes, dataset.json says %llu", path,
+                           (long long)st.st_size, (unsigned long long)si->bytes);
+    void *p = NULL;
+    if (rc == BATON_OK && si->bytes) {
+        p = baton_sys.mmap(NULL, si->bytes, PROT_READ, MAP_SHARED, fd, 0);
+        if (p == MAP_FAILED)
+            rc = baton_err_set(err, BATON_ERR_IO, "%s: cannot map %llu bytes: %s", path,
+                               (unsigned long long)si->bytes, strerror(errno));
+    }
+    baton_sys.close(fd);   /* the mapping stays */
+    if (rc == BATON_OK) *map = p;
+    return rc;
+}
+
 static int map_shards(baton_loader *l, const char *dir, baton_err *err)
 {
     for (size_t s = 0; s < l->m.nshards; s++) {
@@ -129,18 +158,8 @@ static int map_shards(baton_loader *l, const char *dir, baton_err *err)
         const baton_shard_info *si = &l->m.shards[s];
         char path[4096];
         if (baton_path_join(path, sizeof path, dir, si->file, err)) return err->code;
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) return baton_err_set(err, BATON_ERR_NOTFOUND, "%s: cannot open shard", path);
-        struct stat st;
-        if (fstat(fd, &st) != 0 || (uint64_t)st.st_size != si->bytes) {
-            close(fd);
-            return baton_err_set(err, BATON_ERR_CORRUPT, "%s: %lld bytes, dataset.json says %llu", path,
-                                 (long long)st.st_size, (unsigned long long)si->bytes);
-        }
-        void *p = si->bytes ? mmap(NULL, si->bytes, PROT_READ, MAP_SHARED, fd, 0) : NULL;
-        close(fd);
-        if (si->bytes && p == MAP_FAILED) return baton_err_set(err, BATON_ERR_IO, "%s: mmap failed", path);
-        l->map[s] = p;
+        int rc = map_one(path, si, &l->map[s], err);
+        if (rc) return rc;
         l->map_len[s] = si->bytes;
     }
     return BATON_OK;
@@ -367,7 +386,7 @@ void baton_loader_close(baton_loader *l)
     io_stream_reset(l);
     for (size_t s = 0; s < l->m.nshards; s++) {
         if (l->off) free(l->off[s]);
-        if (l->map && l->map[s]) munmap((void *)l->map[s], l->map_len[s]);
+        if (l->map && l->map[s]) baton_sys.munmap((void *)l->map[s], l->map_len[s]);
     }
     free(l->off);
     free(l->shard_first);

@@ -81,15 +81,19 @@ int io_local_valid(const char *dir, const baton_shard_info *si)
 {
     char path[4096];
     if (baton_path_join(path, sizeof path, dir, si->file, NULL)) return 0;
-    struct stat st;
-    if (stat(path, &st) != 0 || (uint64_t)st.st_size != si->bytes) return 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = baton_sys.open(path, O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0) return 0;
+    struct stat st;
+    if (baton_sys.fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != si->bytes) {
+        baton_sys.close(fd);
+        return 0;
+    }
     static __thread uint8_t buf[1 << 20];
     uint32_t crc = 0;
     ssize_t r;
-    while ((r = read(fd, buf, sizeof buf)) > 0) crc = baton_crc32c(crc, buf, (size_t)r);
-    close(fd);
+    while ((r = baton_sys.read(fd, buf, sizeof buf)) > 0 || (r < 0 && errno == EINTR))
+        if (r > 0) crc = baton_crc32c(crc, buf, (size_t)r);
+    baton_sys.close(fd);
     return r == 0 && crc == si->crc32c;
 }
 

@@ -3,6 +3,7 @@
  * cursor; two workers (rank 0/1 of 2) split an epoch without overlap. Given an end cursor, a
  * reader hands out the same records up to it, fetches each byte it uses once (the store's bytes
  * counted by the loader), fetches little of a block it stops inside, and refuses to read past it.
+ * Failed open, fstat and mmap calls on shard files (through baton_sys) give errors naming them.
  *
  * Without arguments it packs a small dataset and checks the four modes over a local path. The
  * URIs in BATON_TEST_URIS (space-separated, e.g. an nginx and an S3 copy of the same dataset
@@ -11,8 +12,11 @@
 #include "baton/img.h"
 #include "check.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define EPOCHS 3
@@ -256,6 +260,88 @@ static void check_end(const char *uri, baton_io_mode mode, uint64_t total, uint6
     free(ref);
 }
 
+/* ---------------------------------------------------------------- failed system calls */
+static int (*real_open)(const char *, int, mode_t);
+static int munmaps;
+static void *enomem_mmap(void *a, size_t n, int prot, int flags, int fd, off_t off)
+{
+    (void)a, (void)n, (void)prot, (void)flags, (void)fd, (void)off;
+    errno = ENOMEM;
+    return MAP_FAILED;
+}
+static int eio_fstat(int fd, struct stat *st)
+{
+    (void)fd, (void)st;
+    errno = EIO;
+    return -1;
+}
+static int eacces_open(const char *path, int flags, mode_t mode)
+{
+    if (strstr(path, ".rec")) {
+        errno = EACCES;
+        return -1;
+    }
+    return real_open(path, flags, mode);
+}
+static int counting_munmap(void *a, size_t n)
+{
+    munmaps++;
+    return munmap(a, n);
+}
+
+/* Open in `mode` with one system call of the table failing: a clear error naming the shard. */
+static void expect_open_error(const char *uri, baton_io_mode mode, const char *want1, const char *want2)
+{
+    char local[512];
+    snprintf(local, sizeof local, "%s/sys-%s", tmp, baton_io_mode_name(mode));
+    baton_loader_opts o;
+    baton_loader_opts_default(&o);
+    o.uri = uri;
+    o.mode = mode;
+    o.local_dir = mode == BATON_MODE_FILE ? local : NULL;
+    baton_loader *l = NULL;
+    baton_err err = {0};
+    int rc = baton_loader_open(&o, &l, &err);
+    baton_sys_reset();
+    CHECK_MSG(rc != BATON_OK && strstr(err.msg, ".rec") && strstr(err.msg, want1) && strstr(err.msg, want2),
+              "%s mode: rc %d: %s", baton_io_mode_name(mode), rc, err.msg);
+    CHECK(l == NULL);
+    baton_loader_close(l);
+}
+
+/* The loader opens and maps shard files through baton_sys: each failure is reported with the
+ * file and the reason; a folder where a shard should be is refused; close unmaps every shard. */
+static void check_sys_calls(const char *dataset)
+{
+    real_open = baton_sys.open;
+    baton_sys.mmap = enomem_mmap;
+    expect_open_error(dataset, BATON_MODE_MOUNT, "cannot map", strerror(ENOMEM));
+    baton_sys.mmap = enomem_mmap;
+    expect_open_error(dataset, BATON_MODE_FILE, "cannot map", strerror(ENOMEM));
+    baton_sys.fstat = eio_fstat;
+    expect_open_error(dataset, BATON_MODE_MOUNT, "cannot stat shard", strerror(EIO));
+    baton_sys.open = eacces_open;
+    expect_open_error(dataset, BATON_MODE_MOUNT, "cannot open shard", strerror(EACCES));
+
+    char dir[600], cmd[4000];
+    snprintf(dir, sizeof dir, "%s/sys-folder", tmp);
+    snprintf(cmd, sizeof cmd, "rm -rf %s && cp -r %s %s && rm %s/test-00001.rec && mkdir %s/test-00001.rec", dir,
+             dataset, dir, dir, dir);
+    CHECK(system(cmd) == 0);
+    expect_open_error(dir, BATON_MODE_MOUNT, "test-00001.rec", "not a regular file");
+
+    baton_loader *l;
+    if (!open_loader(dataset, BATON_MODE_MOUNT, 0, 1, NULL, 0, &l)) {
+        size_t n = baton_loader_manifest(l)->nshards;
+        munmaps = 0;
+        baton_sys.munmap = counting_munmap;
+        baton_loader_close(l);
+        baton_sys_reset();
+        CHECK_EQ_U(munmaps, n);
+    }
+    printf("%-40s mount ok: failed open, fstat and mmap reported\n", dataset);
+}
+
 int main(void)
 {
     CHECK(mkdtemp(tmp) != NULL);
@@ -291,6 +377,7 @@ int main(void)
     if (!uris) {
         for (int mode = 0; mode < 4; mode++) check_mode(dataset, (baton_io_mode)mode, total);
         for (int mode = 0; mode < 4; mode++) check_end(dataset, (baton_io_mode)mode, total, data);
+        check_sys_calls(dataset);
     } else {
         char *copy = strdup(uris), *save = NULL;
         for (char *u = strtok_r(copy, " ", &save); u; u = strtok_r(NULL, " ", &save))
