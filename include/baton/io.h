@@ -103,7 +103,8 @@ void baton_fetch_close_input(baton_fetch *f);   /* no more ranges: next returns 
  * The store must outlive the fetch. */
 int baton_fetch_next(baton_fetch *f, baton_fetch_piece *p, baton_err *err);
 void baton_fetch_release(baton_fetch *f, baton_fetch_piece *p);
-/* Counters for benchmarks and tests. */
+/* Counters for benchmarks and tests: bytes is every body byte received, including those of
+ * transfers stopped by baton_fetch_free or an error. */
 typedef struct baton_fetch_stats {
     uint64_t requests, retries, bytes;
 } baton_fetch_stats;
@@ -161,7 +162,11 @@ typedef struct baton_record {
 
 typedef struct baton_loader_stats {
     double open_s;              /* baton_loader_open: manifest + (file mode) download */
-    uint64_t bytes_read;        /* from the store or local files */
+    uint64_t bytes_read;        /* record bytes taken from the store or the local copy */
+    uint64_t bytes_fetched;     /* what the store sent: dataset.json, indexes, downloads, streamed
+                                   ranges (read-ahead that was never used included); mount mode:
+                                   what was read from the mounted folder */
+    uint64_t open_fetched;      /* of these, during baton_loader_open (file mode: the download) */
     uint64_t downloads, redownloads, fetch_retries;
     int cache_fallback;         /* cache mode fell back to pipe (disk full) */
 } baton_loader_stats;
@@ -172,6 +177,14 @@ int baton_loader_open(const baton_loader_opts *o, baton_loader **out, baton_err 
 const baton_manifest *baton_loader_manifest(const baton_loader *l);
 /* Records this worker gets in one epoch. */
 uint64_t baton_loader_epoch_size(const baton_loader *l);
+/* Where the caller stops reading: the loader fetches nothing at or past `end` (a cursor as seek
+ * takes; {seed, E, 0} = after E epochs), so a run of N epochs or S steps pulls each byte it uses
+ * once and no more. Without it the loader reads on forever and streams the next epoch's ranges
+ * ahead of time. A block only partly needed (the end inside it, or a resume point) fetches only
+ * the ranges holding the needed records when that halves its bytes. next() at the end returns
+ * BATON_ERR_ARG (after the END of an epoch that ends there). Set it before the first seek or
+ * next; set later, the loader seeks again to its cursor (dropping what it fetched ahead). */
+int baton_loader_set_end(baton_loader *l, const baton_cursor *end, baton_err *err);
 /* Position the loader at a cursor (seed must match the loader's). Starting fresh = {seed, 0, 0}. */
 int baton_loader_seek(baton_loader *l, const baton_cursor *c, baton_err *err);
 /* Next record of the current epoch: OK, END at the end of the epoch (the cursor then points at
@@ -179,6 +192,10 @@ int baton_loader_seek(baton_loader *l, const baton_cursor *c, baton_err *err);
 int baton_loader_next(baton_loader *l, baton_record *r, baton_err *err);
 baton_cursor baton_loader_cursor(const baton_loader *l);
 void baton_loader_get_stats(const baton_loader *l, baton_loader_stats *st);
+/* Bytes the store sent for the records of one epoch (streamed ranges as they are used, cache
+ * mode's download before its first local epoch, mount mode's reads); file mode's download counts
+ * in open_fetched. Not safe while another thread is in next(). */
+uint64_t baton_loader_epoch_fetched(const baton_loader *l, uint64_t epoch);
 void baton_loader_close(baton_loader *l);
 
 /* ---------------------------------------------------------------- upload */

@@ -69,6 +69,7 @@ void *baton_bigmem_alloc(size_t bytes);   /* zeroed, page-aligned; NULL when out
 void baton_bigmem_free(void *p, size_t bytes);
 
 /* ---- system calls behind a table (tests replace entries to inject failures) ---- */
+struct stat;
 typedef struct baton_sys_table {
     int (*open)(const char *path, int flags, mode_t mode);
     ssize_t (*read)(int fd, void *buf, size_t n);
@@ -81,6 +82,7 @@ typedef struct baton_sys_table {
     int (*mkdir)(const char *path, mode_t mode);
     void *(*mmap)(void *addr, size_t len, int prot, int flags, int fd, off_t off);
     int (*munmap)(void *addr, size_t len);
+    int (*fstat)(int fd, struct stat *st);
 } baton_sys_table;
 extern baton_sys_table baton_sys;   /* the live table */
 void baton_sys_reset(void);          /* restore the real system calls */

@@ -1,7 +1,7 @@
 /* cmd_bench_io.c — `baton bench-io`: each input mode through the full decode pipeline (or, with
  * --no-decode, the data path alone); prints the seed's table (launch time, samples/s, epoch times,
- * N-epoch total), one JSON line per mode with --json, and an SVG chart of cumulative time against
- * epochs. */
+ * N-epoch total, and what the store sent for each epoch as a multiple of the dataset's size), one
+ * JSON line per mode with --json, and an SVG chart of cumulative time against epochs. */
 #include "baton/img.h"
 #include "cli.h"
 
@@ -81,7 +81,9 @@ int cmd_bench_io(int argc, char **argv)
             return cli_fail("bench-io", &err);
         }
 
-    if (!json) printf("%-6s %9s %11s %9s  %s\n", "mode", "launch_s", "samples/s", "total_s", "epoch_s, then CPU s per epoch");
+    if (!json)
+        printf("%-6s %9s %11s %9s  %s\n", "mode", "launch_s", "samples/s", "total_s",
+               "epoch_s, CPU s per epoch, store bytes per epoch (x dataset; open: at launch)");
     baton_svg_series ser[4];
     double xs[4][BATON_BENCH_MAX_EPOCHS + 1], ys[4][BATON_BENCH_MAX_EPOCHS + 1];
     size_t ns = 0;
@@ -102,13 +104,21 @@ int cmd_bench_io(int argc, char **argv)
                    r->total_s, (unsigned long long)r->samples, r->open_s, (unsigned long long)r->bytes_read,
                    (unsigned long long)r->retries, r->launch_cpu_s);
             for (uint64_t e = 0; e < r->epochs; e++) printf("%s%.3f", e ? "," : "", r->epoch_cpu_s[e]);
+            printf("],\"dataset_bytes\":%llu,\"bytes_fetched\":%llu,\"open_fetched\":%llu,\"epoch_fetched\":[",
+                   (unsigned long long)r->dataset_bytes, (unsigned long long)r->bytes_fetched,
+                   (unsigned long long)r->open_fetched);
+            for (uint64_t e = 0; e < r->epochs; e++)
+                printf("%s%llu", e ? "," : "", (unsigned long long)r->epoch_fetched[e]);
             printf("]}\n");
         } else {
             printf("%-6s %9.3f %11.0f %9.2f ", name, r->launch_s, r->samples_per_s, r->total_s);
             for (uint64_t e = 0; e < r->epochs; e++) printf(" %.2f", r->epoch_s[e]);
             printf("   cpu_s");
             for (uint64_t e = 0; e < r->epochs; e++) printf(" %.2f", r->epoch_cpu_s[e]);
-            printf("\n");
+            double ds = r->dataset_bytes ? (double)r->dataset_bytes : 1.0;
+            printf("   fetched");
+            for (uint64_t e = 0; e < r->epochs; e++) printf(" %.2fx", (double)r->epoch_fetched[e] / ds);
+            printf(" open %.2fx\n", (double)r->open_fetched / ds);
         }
         xs[ns][0] = 0;
         ys[ns][0] = r->launch_s;

@@ -62,6 +62,11 @@ int baton_bench_io_run(const baton_bench_io_opts *o, baton_io_mode mode, baton_b
     int rc = baton_loader_open(&lo, &l, err);
     if (rc) return rc;
     r->open_s = baton_now() - t0;
+    baton_cursor end = {o->seed, o->epochs, 0};   /* nothing past the last epoch is fetched */
+    if ((rc = baton_loader_set_end(l, &end, err))) {
+        baton_loader_close(l);
+        return rc;
+    }
     baton_pipeline *p = NULL;
     if (!o->no_decode && !(p = baton_pipeline_open(l, &o->pipe, err))) {
         baton_loader_close(l);
@@ -109,6 +114,11 @@ int baton_bench_io_run(const baton_bench_io_opts *o, baton_io_mode mode, baton_b
     baton_loader_get_stats(l, &st);
     r->bytes_read = st.bytes_read;
     r->retries = st.fetch_retries;
+    r->bytes_fetched = st.bytes_fetched;
+    r->open_fetched = st.open_fetched;
+    for (uint64_t e = 0; e < r->epochs; e++) r->epoch_fetched[e] = baton_loader_epoch_fetched(l, e);
+    const baton_manifest *m = baton_loader_manifest(l);
+    for (size_t s = 0; s < m->nshards; s++) r->dataset_bytes += m->shards[s].bytes;
     baton_loader_close(l);
     double run = r->total_s - r->launch_s;
     r->samples_per_s = run > 0 ? (double)r->samples / run : 0;

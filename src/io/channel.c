@@ -4,7 +4,8 @@
  * Each epoch: mkfifo <dir>/<channel>_<epoch>, open it for writing (this blocks until a reader
  * opens it; polled with O_NONBLOCK so a timeout can apply), write the epoch's records RecordIO-
  * framed, close (the reader sees end of file), unlink. EPIPE means the reader went away: the
- * epoch ends there and the loader seeks to the start of the next epoch. SIGPIPE is ignored for the process. */
+ * epoch ends there and the loader seeks to the start of the next epoch. SIGPIPE is ignored for the process.
+ * The loader is told where the last epoch ends, so it fetches nothing beyond it. */
 #include "io_internal.h"
 
 #include <errno.h>
@@ -41,6 +42,9 @@ int baton_channel_run(baton_loader *l, const baton_channel_opts *o, baton_channe
     signal(SIGPIPE, SIG_IGN);
     int rc = baton_mkdir_p(o->fifo_dir, err);
     if (rc) return rc;
+    /* nothing past the last epoch is fetched */
+    baton_cursor end = {baton_loader_cursor(l).seed, o->epochs, 0};
+    if ((rc = baton_loader_set_end(l, &end, err))) return rc;
     baton_buf frame = {0};
     while (rc == BATON_OK && baton_loader_cursor(l).epoch < o->epochs) {
         uint64_t epoch = baton_loader_cursor(l).epoch;

@@ -463,6 +463,7 @@ static void cancel_all(baton_fetch *f)
     for (int i = 0; i < f->nslot; i++) {
         fchunk *c = &f->slots[i];
         if (c->state == C_ACTIVE) {
+            f->st.bytes += c->got_attempt;   /* received, then dropped: the store sent them */
             curl_multi_remove_handle(f->multi, c->easy);
             curl_slist_free_all(c->hdrs);
             c->hdrs = NULL;

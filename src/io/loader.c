@@ -11,15 +11,18 @@
  *          are downloaded first). A full disk turns caching off with a warning (pipe from then on).
  *
  * Orders: file/mount/cache-after-epoch-0 use the indexed order, pipe and cache's epoch 0 the
- * streamed order (order.c). Local reads go through mmap and the shard's index: a record is
- * returned zero-copy unless it is a multi-part RecordIO record. Streamed reads go through one
- * baton_fetch that is given every range of the current and the next epoch ahead of time, so the
- * next epoch starts without a stall; the fetcher bounds what is buffered.
+ * streamed order (order.c; its reading is stream.c's). Local reads map the shard files (through
+ * baton_sys) and use the shard's index: a record is returned zero-copy unless it is a multi-part
+ * RecordIO record. Streamed reads go through one baton_fetch that is given the ranges of the
+ * current and the next epoch ahead of time, so the next epoch starts without a stall, but never
+ * a range past the end the caller set (baton_loader_set_end); the fetcher bounds what is buffered.
  *
  * Contract: baton_loader_seek({seed, epoch, position}) followed by next() yields exactly the
- * records that an uninterrupted reader would have yielded from that position on. */
-#include "io_internal.h"
+ * records that an uninterrupted reader would have yielded from that position on, whatever end
+ * is set; the store's bytes are counted (stats, per epoch) as they arrive. */
+#include "loader_internal.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,62 +31,6 @@
 #include <unistd.h>
 
 #define BLOCK_TARGET_BYTES (32u << 20)
-
-typedef struct plan_seg {   /* one fetched range: a run of records of one shard */
-    uint64_t epoch, block;
-    uint32_t shard;
-    uint64_t first, count;  /* records */
-    uint64_t start, end;    /* bytes */
-    int last_of_block;
-} plan_seg;
-
-typedef struct blk_rec {
-    size_t at, len;         /* in the block arena */
-    uint32_t shard;
-    uint64_t offset;
-} blk_rec;
-
-struct baton_loader {
-    baton_loader_opts o;
-    char *uri, *local_dir;
-    baton_store *store;
-    baton_manifest m;
-    uint64_t **off;         /* per shard: byte offset of each record (from the .idx) */
-    uint64_t *shard_first;  /* per shard: global number of its first record (shard-major) */
-    uint64_t total, block;
-    baton_cursor cur;
-    int positioned;
-    int streamed;           /* current epoch uses the streamed order */
-    int cache_off;          /* cache mode: caching disabled (disk full) */
-    int cache_ready;        /* cache mode: local copy complete */
-    uint8_t *cache_written; /* cache mode: per shard, copy written and committed by this process */
-    baton_loader_stats st;
-
-    /* local (indexed) reading */
-    const uint8_t **map;
-    size_t *map_len;
-    uint64_t *perm, perm_epoch;
-    int perm_valid;
-    baton_buf scratch;
-
-    /* streamed reading */
-    baton_fetch *fetch;
-    plan_seg *plan;
-    size_t plan_len, plan_cap, plan_next;  /* next plan entry whose data we consume */
-    uint64_t plan_base;                    /* fetch tag of plan[0]: consumed entries are dropped */
-    uint64_t planned_through;              /* epochs < this are in the plan */
-    baton_buf arena;
-    blk_rec *recs;
-    size_t nrecs, cap_recs;
-    uint64_t *bperm;
-    size_t cap_bperm;
-    uint64_t blk_epoch, blk_block, blk_pos;  /* the assembled block, and next index within it */
-    int blk_valid;
-    baton_rec_reader *reader;
-    io_sink sink;
-    int sink_open;
-    uint32_t sink_shard;
-};
 
 void baton_loader_opts_default(baton_loader_opts *o)
 {
@@ -169,7 +116,38 @@ static int load_indexes(baton_loader *l, baton_err *err)
     }
     if (rc == BATON_END) rc = BATON_OK;
     baton_buf_free(&b);
+    baton_fetch_stats fs;
+    baton_fetch_get_stats(f, &fs);
+    l->st.bytes_fetched += fs.bytes;
     baton_fetch_free(f);
+    return rc;
+}
+
+/* Map one shard file read-only (through baton_sys, so tests can fail each call). */
+static int map_one(const char *path, const baton_shard_info *si, const uint8_t **map, baton_err *err)
+{
+    int fd = baton_sys.open(path, O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0)
+        return baton_err_set(err, errno == ENOENT ? BATON_ERR_NOTFOUND : BATON_ERR_IO, "%s: cannot open shard: %s",
+                             path, strerror(errno));
+    struct stat st;
+    int rc = BATON_OK;
+    if (baton_sys.fstat(fd, &st) != 0)
+        rc = baton_err_set(err, BATON_ERR_IO, "%s: cannot stat shard: %s", path, strerror(errno));
+    else if (!S_ISREG(st.st_mode))
+        rc = baton_err_set(err, BATON_ERR_FORMAT, "%s: not a regular file", path);
+    else if ((uint64_t)st.st_size != si->bytes)
+        rc = baton_err_set(err, BATON_ERR_CORRUPT, "%s: %lld bytes, dataset.json says %llu", path,
+                           (long long)st.st_size, (unsigned long long)si->bytes);
+    void *p = NULL;
+    if (rc == BATON_OK && si->bytes) {
+        p = baton_sys.mmap(NULL, si->bytes, PROT_READ, MAP_SHARED, fd, 0);
+        if (p == MAP_FAILED)
+            rc = baton_err_set(err, BATON_ERR_IO, "%s: cannot map %llu bytes: %s", path,
+                               (unsigned long long)si->bytes, strerror(errno));
+    }
+    baton_sys.close(fd);   /* the mapping stays */
+    if (rc == BATON_OK) *map = p;
     return rc;
 }
 
@@ -180,18 +158,8 @@ static int map_shards(baton_loader *l, const char *dir, baton_err *err)
         const baton_shard_info *si = &l->m.shards[s];
         char path[4096];
         if (baton_path_join(path, sizeof path, dir, si->file, err)) return err->code;
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) return baton_err_set(err, BATON_ERR_NOTFOUND, "%s: cannot open shard", path);
-        struct stat st;
-        if (fstat(fd, &st) != 0 || (uint64_t)st.st_size != si->bytes) {
-            close(fd);
-            return baton_err_set(err, BATON_ERR_CORRUPT, "%s: %lld bytes, dataset.json says %llu", path,
-                                 (long long)st.st_size, (unsigned long long)si->bytes);
-        }
-        void *p = si->bytes ? mmap(NULL, si->bytes, PROT_READ, MAP_SHARED, fd, 0) : NULL;
-        close(fd);
-        if (si->bytes && p == MAP_FAILED) return baton_err_set(err, BATON_ERR_IO, "%s: mmap failed", path);
-        l->map[s] = p;
+        int rc = map_one(path, si, &l->map[s], err);
+        if (rc) return rc;
         l->map_len[s] = si->bytes;
     }
     return BATON_OK;
@@ -224,6 +192,7 @@ int baton_loader_open(const baton_loader_opts *o, baton_loader **out, baton_err 
                            baton_store_uri(l->store));
     baton_buf mj = {0};
     if (!rc) rc = baton_store_get(l->store, BATON_MANIFEST_NAME, BATON_MANIFEST_MAX_BYTES, &mj, err);
+    l->st.bytes_fetched += mj.len;
     if (!rc) {
         char name[4200];
         snprintf(name, sizeof name, "%s%s", baton_store_uri(l->store), BATON_MANIFEST_NAME);
@@ -263,6 +232,7 @@ int baton_loader_open(const baton_loader_opts *o, baton_loader **out, baton_err 
         return rc;
     }
     l->cur = (baton_cursor){o->seed, 0, 0};
+    l->st.open_fetched = l->st.bytes_fetched;
     l->st.open_s = baton_now() - t0;
     *out = l;
     return BATON_OK;
@@ -270,18 +240,9 @@ int baton_loader_open(const baton_loader_opts *o, baton_loader **out, baton_err 
 
 const baton_manifest *baton_loader_manifest(const baton_loader *l) { return &l->m; }
 
-static int epoch_streamed(const baton_loader *l, uint64_t epoch)
-{
-    switch (l->o.mode) {
-    case BATON_MODE_PIPE: return 1;
-    case BATON_MODE_CACHE: return epoch == 0 || l->cache_off;
-    default: return 0;
-    }
-}
-
 uint64_t baton_loader_epoch_size(const baton_loader *l)
 {
-    if (epoch_streamed(l, l->cur.epoch))
+    if (io_loader_epoch_streamed(l, l->cur.epoch))
         return io_stream_epoch_size(l->total, l->block, l->o.rank, l->o.world);
     return io_indexed_epoch_size(l->total, l->o.rank, l->o.world);
 }
@@ -295,241 +256,13 @@ void baton_loader_get_stats(const baton_loader *l, baton_loader_stats *st)
         baton_fetch_stats fs;
         baton_fetch_get_stats(l->fetch, &fs);
         st->fetch_retries += fs.retries;
+        st->bytes_fetched += fs.bytes;
     }
 }
 
-/* ---------------------------------------------------------------- streamed order */
-
-static void stream_reset(baton_loader *l)
+uint64_t baton_loader_epoch_fetched(const baton_loader *l, uint64_t epoch)
 {
-    if (l->fetch) {
-        baton_fetch_stats fs;
-        baton_fetch_get_stats(l->fetch, &fs);
-        l->st.fetch_retries += fs.retries;
-        baton_fetch_free(l->fetch);
-    }
-    l->fetch = NULL;
-    if (l->reader) baton_rec_reader_free(l->reader);
-    l->reader = NULL;
-    if (l->sink_open) io_sink_abort(&l->sink);
-    l->sink_open = 0;
-    l->plan_len = l->plan_next = 0;
-    l->plan_base = 0;
-    l->planned_through = 0;
-    l->blk_valid = 0;
-}
-
-/* Keep the plan one epoch ahead of the consumer (while the following epochs are streamed). */
-static int plan_ahead(baton_loader *l, baton_err *err);
-
-static uint64_t rec_end(const baton_loader *l, uint32_t s, uint64_t j)
-{
-    return j < l->m.shards[s].records ? l->off[s][j] : l->m.shards[s].bytes;
-}
-
-/* Add the ranges of this worker's blocks of `epoch`, from block b0 on, to the plan and fetcher. */
-static int plan_epoch(baton_loader *l, uint64_t epoch, uint64_t b0, baton_err *err)
-{
-    io_stream_layout L;
-    int rc = io_stream_layout_init(&L, &l->m, l->o.seed, epoch, l->block, err);
-    if (rc) return rc;
-    size_t segcap = l->m.nshards + 1;
-    io_segment *seg = malloc(segcap * sizeof *seg);
-    if (!seg) rc = baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
-    for (uint64_t b = b0; rc == BATON_OK && b < L.nblocks; b += l->o.world) {
-        size_t ns = io_stream_block_segments(&L, &l->m, b, seg, segcap);
-        for (size_t i = 0; rc == BATON_OK && i < ns; i++) {
-            if (l->plan_len == l->plan_cap && l->plan_next > 0) {  /* drop consumed entries */
-                memmove(l->plan, l->plan + l->plan_next, (l->plan_len - l->plan_next) * sizeof *l->plan);
-                l->plan_base += l->plan_next;
-                l->plan_len -= l->plan_next;
-                l->plan_next = 0;
-            }
-            if (l->plan_len == l->plan_cap) {
-                size_t cap = l->plan_cap ? l->plan_cap * 2 : 64;
-                plan_seg *p = realloc(l->plan, cap * sizeof *p);
-                if (!p) {
-                    rc = baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
-                    break;
-                }
-                l->plan = p;
-                l->plan_cap = cap;
-            }
-            plan_seg *p = &l->plan[l->plan_len];
-            *p = (plan_seg){epoch, b, seg[i].shard, seg[i].first, seg[i].count,
-                            l->off[seg[i].shard][seg[i].first],
-                            rec_end(l, seg[i].shard, seg[i].first + seg[i].count), i + 1 == ns};
-            rc = baton_fetch_add(l->fetch, l->m.shards[p->shard].file, p->start, p->end - p->start,
-                                 l->plan_base + l->plan_len, err);
-            l->plan_len++;
-        }
-    }
-    free(seg);
-    io_stream_layout_free(&L);
-    if (rc == BATON_OK) l->planned_through = epoch + 1;
-    return rc;
-}
-
-/* Cache mode: pass a streamed piece of shard s at byte offset `at` to its local copy. */
-static void cache_piece(baton_loader *l, const plan_seg *p, uint64_t at, const uint8_t *d, size_t n)
-{
-    if (l->o.mode != BATON_MODE_CACHE || l->cache_off || p->epoch != 0) return;
-    baton_err err = {0};
-    const baton_shard_info *si = &l->m.shards[p->shard];
-    if (l->sink_open && (l->sink_shard != p->shard || l->sink.written != at)) {
-        io_sink_abort(&l->sink);  /* a gap: this shard's copy cannot be completed from the stream */
-        l->sink_open = 0;
-    }
-    if (!l->sink_open) {
-        if (at != 0 || io_local_valid(l->local_dir, si)) return;
-        if (io_sink_open(&l->sink, l->local_dir, si, &err)) goto fail;
-        l->sink_open = 1;
-        l->sink_shard = p->shard;
-    }
-    if (io_sink_write(&l->sink, d, n, &err)) goto fail;
-    if (l->sink.written == si->bytes) {
-        l->sink_open = 0;
-        if (io_sink_commit(&l->sink, &err)) goto fail;
-        l->cache_written[p->shard] = 1;   /* checked as written: no read-back before epoch 1 */
-    }
-    return;
-fail:
-    if (l->sink_open) io_sink_abort(&l->sink);
-    l->sink_open = 0;
-    if (err.code == BATON_ERR_NOSPACE) {
-        l->cache_off = 1;
-        l->st.cache_fallback = 1;
-        baton_log(BATON_LOG_WARN, "%s; caching stops, reading goes on in pipe mode", err.msg);
-    } else {
-        baton_log(BATON_LOG_WARN, "cache: %s (that shard will be downloaded before epoch 1)", err.msg);
-    }
-}
-
-static int arena_add(baton_loader *l, const baton_rec *r, uint32_t shard, baton_err *err)
-{
-    if (l->nrecs == l->cap_recs) {
-        size_t cap = l->cap_recs ? l->cap_recs * 2 : 1024;
-        blk_rec *p = realloc(l->recs, cap * sizeof *p);
-        if (!p) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
-        l->recs = p;
-        l->cap_recs = cap;
-    }
-    size_t at = l->arena.len;
-    if (baton_buf_append(&l->arena, r->data, r->len)) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
-    l->recs[l->nrecs++] = (blk_rec){at, r->len, shard, r->offset};
-    return BATON_OK;
-}
-
-/* Read the next block's segments from the fetcher into the arena and permute it. */
-static int assemble_block(baton_loader *l, baton_err *err)
-{
-    l->arena.len = 0;
-    l->nrecs = 0;
-    int rc = BATON_OK;
-    for (;;) {
-        if (l->plan_next >= l->plan_len)
-            return baton_err_set(err, BATON_ERR_FORMAT, "internal: streamed plan ran out");
-        const plan_seg *p = &l->plan[l->plan_next];
-        const char *name = l->m.shards[p->shard].file;
-        l->reader = baton_rec_reader_new(l->m.format, name, p->start);
-        if (!l->reader) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
-        uint64_t got = 0, at = p->start;
-        baton_fetch_piece piece;
-        int last = 0;
-        while (!last && rc == BATON_OK) {
-            rc = baton_fetch_next(l->fetch, &piece, err);
-            if (rc != BATON_OK) break;
-            if (piece.tag != l->plan_base + l->plan_next || piece.offset != at) {
-                baton_fetch_release(l->fetch, &piece);
-                rc = baton_err_set(err, BATON_ERR_FORMAT, "%s: internal: piece at %llu, expected %llu", name,
-                                   (unsigned long long)piece.offset, (unsigned long long)at);
-                break;
-            }
-            cache_piece(l, p, at, piece.data, piece.len);
-            /* lent, not copied: the records come out of the piece itself (only one that crosses
-             * its edge is copied by the reader); the piece goes back once they are in the arena */
-            rc = baton_rec_reader_feed_ref(l->reader, piece.data, piece.len, err);
-            at += piece.len;
-            last = piece.last;
-            l->st.bytes_read += piece.len;
-            if (last) baton_rec_reader_finish(l->reader);
-            baton_rec r;
-            while (rc == BATON_OK && (rc = baton_rec_reader_next(l->reader, &r, err)) == BATON_OK) {
-                if (++got > p->count) {
-                    rc = baton_err_set(err, BATON_ERR_CORRUPT, "%s: more records in bytes %llu..%llu than the index says",
-                                       name, (unsigned long long)p->start, (unsigned long long)p->end);
-                    break;
-                }
-                rc = arena_add(l, &r, p->shard, err);
-            }
-            baton_fetch_release(l->fetch, &piece);
-            if (rc == BATON_NEED_MORE || rc == BATON_END) rc = BATON_OK;
-        }
-        baton_rec_reader_free(l->reader);
-        l->reader = NULL;
-        if (rc == BATON_END) rc = baton_err_set(err, BATON_ERR_TRUNCATED, "%s: stream ended early", name);
-        if (rc == BATON_OK && got != p->count)
-            rc = baton_err_set(err, BATON_ERR_CORRUPT, "%s: %llu records in bytes %llu..%llu, the index says %llu",
-                               name, (unsigned long long)got, (unsigned long long)p->start,
-                               (unsigned long long)p->end, (unsigned long long)p->count);
-        if (rc) return rc;
-        l->plan_next++;
-        if (p->last_of_block) break;
-    }
-    const plan_seg *p = &l->plan[l->plan_next - 1];
-    if (l->nrecs > l->cap_bperm) {
-        uint64_t *b = realloc(l->bperm, l->nrecs * sizeof *b);
-        if (!b) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
-        l->bperm = b;
-        l->cap_bperm = l->nrecs;
-    }
-    io_block_permutation(l->o.seed, p->epoch, p->block, l->nrecs, l->bperm);
-    l->blk_epoch = p->epoch;
-    l->blk_block = p->block;
-    l->blk_pos = 0;
-    l->blk_valid = 1;
-    return BATON_OK;
-}
-
-static int plan_ahead(baton_loader *l, baton_err *err)
-{
-    int rc = BATON_OK;
-    if (l->planned_through <= l->cur.epoch) rc = plan_epoch(l, l->cur.epoch, l->o.rank, err);
-    if (rc == BATON_OK && l->planned_through <= l->cur.epoch + 1 && epoch_streamed(l, l->cur.epoch + 1))
-        rc = plan_epoch(l, l->cur.epoch + 1, l->o.rank, err);
-    return rc;
-}
-
-static int stream_seek(baton_loader *l, baton_err *err)
-{
-    stream_reset(l);
-    l->fetch = baton_fetch_new(l->store, &l->o.fetch, err);
-    if (!l->fetch) return err->code;
-    uint64_t size = io_stream_epoch_size(l->total, l->block, l->o.rank, l->o.world);
-    if (l->cur.position >= size) return BATON_OK;  /* at the end: next() ends the epoch */
-    uint64_t b, within;
-    io_stream_locate(l->total, l->block, l->o.rank, l->o.world, l->cur.position, &b, &within);
-    int rc = plan_epoch(l, l->cur.epoch, b, err);
-    if (rc == BATON_OK) rc = plan_ahead(l, err);
-    if (rc == BATON_OK) rc = assemble_block(l, err);
-    if (rc == BATON_OK) l->blk_pos = within;
-    return rc;
-}
-
-static int stream_next(baton_loader *l, baton_record *out, baton_err *err)
-{
-    if (!l->blk_valid || l->blk_pos >= l->nrecs || l->blk_epoch != l->cur.epoch) {
-        int rc = assemble_block(l, err);
-        if (rc) return rc;
-        if (l->blk_epoch != l->cur.epoch)
-            return baton_err_set(err, BATON_ERR_FORMAT, "internal: streamed epoch mismatch");
-    }
-    const blk_rec *r = &l->recs[l->bperm[l->blk_pos++]];
-    out->data = l->arena.data + r->at;
-    out->len = r->len;
-    out->shard = r->shard;
-    out->offset = r->offset;
-    return BATON_OK;
+    return epoch >= l->ep_base && epoch - l->ep_base < l->ep_len ? l->ep_fetched[epoch - l->ep_base] : 0;
 }
 
 /* ---------------------------------------------------------------- indexed order */
@@ -537,9 +270,11 @@ static int stream_next(baton_loader *l, baton_record *out, baton_err *err)
 static int indexed_prepare(baton_loader *l, baton_err *err)
 {
     if (l->o.mode == BATON_MODE_CACHE && !l->cache_ready) {
-        stream_reset(l);
+        io_stream_reset(l);
         baton_fetch_opts fo = l->o.fetch;
+        uint64_t before = l->st.bytes_fetched;
         int rc = io_download(l->store, &l->m, l->local_dir, l->cache_written, &fo, &l->st, err);
+        io_loader_count_fetched(l, l->cur.epoch, l->st.bytes_fetched - before);
         if (rc == BATON_OK) rc = write_local_manifest(l, err);
         if (rc == BATON_OK) rc = map_shards(l, l->local_dir, err);
         if (rc) return rc;
@@ -565,12 +300,16 @@ static int indexed_next(baton_loader *l, baton_record *out, baton_err *err)
         else hi = mid;
     }
     uint32_t s = (uint32_t)lo;
-    uint64_t j = g - l->shard_first[s], at = l->off[s][j], end = rec_end(l, s, j + 1);
+    uint64_t j = g - l->shard_first[s], at = l->off[s][j], end = io_loader_rec_end(l, s, j + 1);
     baton_rec r;
     int rc = baton_rec_read_at(l->m.format, l->map[s] + at, end - at, at, l->m.shards[s].file,
                                &l->scratch, &r, err);
     if (rc) return rc;
     l->st.bytes_read += end - at;
+    if (l->o.mode == BATON_MODE_MOUNT) {   /* read in place: these bytes come from the store */
+        l->st.bytes_fetched += end - at;
+        io_loader_count_fetched(l, l->cur.epoch, end - at);
+    }
     out->data = r.data;
     out->len = r.len;
     out->shard = s;
@@ -590,11 +329,26 @@ int baton_loader_seek(baton_loader *l, const baton_cursor *c, baton_err *err)
     if (l->cur.position > size)
         return baton_err_set(err, BATON_ERR_ARG, "cursor position %llu is past the epoch's %llu records",
                              (unsigned long long)c->position, (unsigned long long)size);
-    l->streamed = epoch_streamed(l, l->cur.epoch);
+    l->streamed = io_loader_epoch_streamed(l, l->cur.epoch);
     l->positioned = 1;
-    if (l->streamed) return stream_seek(l, err);
-    stream_reset(l);
+    if (io_loader_past_end(l, l->cur.epoch, l->cur.position)) {
+        io_stream_reset(l);   /* nothing more to read: nothing to fetch */
+        return BATON_OK;
+    }
+    if (l->streamed) return io_stream_seek(l, err);
+    io_stream_reset(l);
     return indexed_prepare(l, err);
+}
+
+int baton_loader_set_end(baton_loader *l, const baton_cursor *end, baton_err *err)
+{
+    if (end->seed != l->o.seed)
+        return baton_err_set(err, BATON_ERR_ARG, "end cursor seed %llu does not match the loader's seed %llu",
+                             (unsigned long long)end->seed, (unsigned long long)l->o.seed);
+    l->end = *end;
+    l->has_end = 1;
+    /* already reading: plan again from where the reader is (what was fetched ahead is dropped) */
+    return l->positioned ? baton_loader_seek(l, &l->cur, err) : BATON_OK;
 }
 
 int baton_loader_next(baton_loader *l, baton_record *out, baton_err *err)
@@ -608,14 +362,19 @@ int baton_loader_next(baton_loader *l, baton_record *out, baton_err *err)
         /* epoch over: position the next one (its ranges may already be streaming) */
         l->cur.epoch++;
         l->cur.position = 0;
-        int streamed = epoch_streamed(l, l->cur.epoch);
+        int streamed = io_loader_epoch_streamed(l, l->cur.epoch);
         int rc = BATON_OK;
-        if (streamed && l->streamed && l->fetch) rc = plan_ahead(l, err);
+        if (streamed && l->streamed && l->fetch) rc = io_stream_plan_ahead(l, err);
         else l->positioned = 0;
         l->streamed = streamed;
         return rc ? rc : BATON_END;
     }
-    int rc = l->streamed ? stream_next(l, out, err) : indexed_next(l, out, err);
+    if (io_loader_past_end(l, l->cur.epoch, l->cur.position))
+        return baton_err_set(err, BATON_ERR_ARG, "%s: record %llu of epoch %llu is past the end this reader was given "
+                             "(epoch %llu, record %llu)", l->uri, (unsigned long long)l->cur.position,
+                             (unsigned long long)l->cur.epoch, (unsigned long long)l->end.epoch,
+                             (unsigned long long)l->end.position);
+    int rc = l->streamed ? io_stream_next(l, out, err) : indexed_next(l, out, err);
     if (rc) return rc;
     out->position = l->cur.position++;
     return BATON_OK;
@@ -624,10 +383,10 @@ int baton_loader_next(baton_loader *l, baton_record *out, baton_err *err)
 void baton_loader_close(baton_loader *l)
 {
     if (!l) return;
-    stream_reset(l);
+    io_stream_reset(l);
     for (size_t s = 0; s < l->m.nshards; s++) {
         if (l->off) free(l->off[s]);
-        if (l->map && l->map[s]) munmap((void *)l->map[s], l->map_len[s]);
+        if (l->map && l->map[s]) baton_sys.munmap((void *)l->map[s], l->map_len[s]);
     }
     free(l->off);
     free(l->shard_first);
@@ -638,6 +397,10 @@ void baton_loader_close(baton_loader *l)
     free(l->plan);
     free(l->recs);
     free(l->bperm);
+    free(l->slot);
+    free(l->need);
+    free(l->pperm);
+    free(l->ep_fetched);
     baton_buf_free(&l->arena);
     baton_buf_free(&l->scratch);
     baton_manifest_free(&l->m);

@@ -81,15 +81,19 @@ int io_local_valid(const char *dir, const baton_shard_info *si)
 {
     char path[4096];
     if (baton_path_join(path, sizeof path, dir, si->file, NULL)) return 0;
-    struct stat st;
-    if (stat(path, &st) != 0 || (uint64_t)st.st_size != si->bytes) return 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = baton_sys.open(path, O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0) return 0;
+    struct stat st;
+    if (baton_sys.fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != si->bytes) {
+        baton_sys.close(fd);
+        return 0;
+    }
     static __thread uint8_t buf[1 << 20];
     uint32_t crc = 0;
     ssize_t r;
-    while ((r = read(fd, buf, sizeof buf)) > 0) crc = baton_crc32c(crc, buf, (size_t)r);
-    close(fd);
+    while ((r = baton_sys.read(fd, buf, sizeof buf)) > 0 || (r < 0 && errno == EINTR))
+        if (r > 0) crc = baton_crc32c(crc, buf, (size_t)r);
+    baton_sys.close(fd);
     return r == 0 && crc == si->crc32c;
 }
 
@@ -97,7 +101,7 @@ int io_local_valid(const char *dir, const baton_shard_info *si)
  * checksum did not match are listed in bad[] (their .part removed); other errors abort. */
 static int download_pass(baton_store *store, const baton_manifest *m, const char *dir,
                          const baton_fetch_opts *fo, const uint32_t *todo, size_t n, uint32_t *bad,
-                         size_t *nbad, uint64_t *bytes, baton_err *err)
+                         size_t *nbad, baton_loader_stats *st, baton_err *err)
 {
     *nbad = 0;
     baton_fetch *f = baton_fetch_new(store, fo, err);
@@ -116,7 +120,7 @@ static int download_pass(baton_store *store, const baton_manifest *m, const char
             open = rc == BATON_OK;
         }
         if (rc == BATON_OK) rc = io_sink_write(&sink, p.data, p.len, err);
-        *bytes += p.len;
+        st->bytes_read += p.len;
         int last = p.last;
         baton_fetch_release(f, &p);
         if (rc == BATON_OK && last) {
@@ -131,6 +135,10 @@ static int download_pass(baton_store *store, const baton_manifest *m, const char
     }
     if (rc == BATON_END) rc = BATON_OK;
     if (open) io_sink_abort(&sink);
+    baton_fetch_stats fs;
+    baton_fetch_get_stats(f, &fs);
+    st->bytes_fetched += fs.bytes;
+    st->fetch_retries += fs.retries;
     baton_fetch_free(f);
     return rc;
 }
@@ -160,14 +168,14 @@ int io_download(baton_store *store, const baton_manifest *m, const char *dir, co
             todo[ntodo++] = (uint32_t)i;
     int rc = BATON_OK;
     if (ntodo) {
-        rc = download_pass(store, m, dir, fo, todo, ntodo, bad, &nbad, &st->bytes_read, err);
+        rc = download_pass(store, m, dir, fo, todo, ntodo, bad, &nbad, st, err);
         st->downloads += ntodo;
     }
     if (rc == BATON_OK && nbad) {
         st->redownloads += nbad;
         memcpy(todo, bad, nbad * sizeof *bad);
         ntodo = nbad;
-        rc = download_pass(store, m, dir, fo, todo, ntodo, bad, &nbad, &st->bytes_read, err);
+        rc = download_pass(store, m, dir, fo, todo, ntodo, bad, &nbad, st, err);
         if (rc == BATON_OK && nbad)
             rc = baton_err_set(err, BATON_ERR_CORRUPT,
                                "%s: checksum mismatch again after downloading it a second time "

@@ -1,12 +1,13 @@
-/* remote.c — the request layer shared by the blocking store calls (store_remote.c) and the fetch
- * thread (fetch.c) for HTTP and S3 stores.
+/* remote.c — the request layer shared by the blocking store calls (store_remote.c, store_list.c)
+ * and the fetch thread (fetch.c) for HTTP and S3 stores.
  *
  * Owns: libcurl's one-time global initialisation; building object URLs; configuring an easy
  * handle for one request (timeouts, keep-alive, SigV4 through libcurl's CURLOPT_AWS_SIGV4 with
  * "x-amz-content-sha256: UNSIGNED-PAYLOAD" and the session token header, Range, If-Match);
  * capturing the response headers that matter (status, Content-Range, Content-Length, ETag);
- * validating a 2xx answer against the requested range before its body is trusted; and mapping
- * failures to errors.
+ * validating a 2xx answer against the requested range before its body is trusted; mapping
+ * failures to errors; the store's pool of easy handles (reused, so keep-alive connections survive
+ * between blocking calls; shared by threads) and the retry loop of one blocking call (io_call_run).
  *
  * Error contract: messages name the object URI (and offset where one applies); a 403 names the
  * access key id and the S3 error code, never the secret; 404 → BATON_ERR_NOTFOUND; 412 (the
@@ -464,6 +465,69 @@ void io_scrub(const baton_store *s, baton_err *err)
     if (!err || !s) return;
     scrub_one(err->msg, s->secret_key);
     scrub_one(err->msg, s->session_token);
+}
+
+/* ---------------------------------------------------------------- blocking calls */
+
+static CURL *take_handle(baton_store *s)
+{
+    CURL *h = NULL;
+    pthread_mutex_lock(&s->mu);
+    if (s->npool > 0) h = s->pool[--s->npool];
+    pthread_mutex_unlock(&s->mu);
+    if (h) curl_easy_reset(h);
+    else h = curl_easy_init();
+    return h;
+}
+
+static void give_handle(baton_store *s, CURL *h)
+{
+    if (!h) return;
+    pthread_mutex_lock(&s->mu);
+    if (s->npool < IO_HANDLE_POOL) {
+        s->pool[s->npool++] = h;
+        h = NULL;
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (h) curl_easy_cleanup(h);
+}
+
+int io_call_check(baton_store *s, io_call *c, CURLcode cc, int *retry, baton_err *err)
+{
+    *retry = 0;
+    if (cc == CURLE_OK && c->resp.status >= 200 && c->resp.status < 300) return BATON_OK;
+    return io_request_error(s, c->name, c->err_off, cc, c->errbuf, &c->resp, retry, err);
+}
+
+int io_call_run(baton_store *s, io_call *c, baton_err *err)
+{
+    CURL *h = take_handle(s);
+    if (!h) return baton_err_set(err, BATON_ERR_NOMEM, "%s%s: out of memory", s->uri, c->name);
+    int fails = 0, rc;
+    for (;;) {
+        struct curl_slist *hdrs = NULL;
+        curl_easy_reset(h);
+        c->progress = 0;
+        if (c->begin) c->begin(c);
+        rc = io_request_setup(s, h, c->url, c->range, c->start, c->end, c->if_match, &c->resp, c->errbuf, &hdrs,
+                              err);
+        if (rc != BATON_OK) break;
+        if (c->prepare) c->prepare(c, h);
+        CURLcode cc = curl_easy_perform(h);
+        curl_slist_free_all(hdrs);
+        int retry = 0;
+        rc = (c->check ? c->check : io_call_check)(s, c, cc, &retry, err);
+        if (rc == BATON_OK || !retry) break;
+        if (c->progress) {
+            fails = 0;   /* bytes moved: try again at once for the rest */
+        } else if (++fails > s->opts.retries) {
+            break;
+        } else {
+            io_sleep_s(io_backoff_s(fails - 1));
+        }
+    }
+    give_handle(s, h);
+    return rc;
 }
 
 double io_backoff_s(int k)

@@ -93,6 +93,32 @@ int io_request_error(const baton_store *s, const char *name, uint64_t off, CURLc
                      const char *errbuf, const io_resp *r, int *retry, baton_err *err);
 /* Remove any occurrence of the store's secrets from a message (defence in depth). */
 void io_scrub(const baton_store *s, baton_err *err);
+/* One blocking request with retries: the loop of every blocking store call (GET, ranged GET, HEAD,
+ * PUT, DELETE, a listing page). Each attempt resets a pooled handle of the store, calls begin (may
+ * be NULL: set range / start / end / if_match and reset the caller's per-attempt state),
+ * io_request_setup, prepare (NULL: none; the method, the body callbacks), performs the request and
+ * asks check (NULL: io_call_check) what came of it: BATON_OK (done), or an error code (err
+ * filled) with *retry set when trying again may help. A retryable failure is tried again
+ * s->opts.retries times with io_backoff_s, except that an attempt that set `progress` (it moved
+ * bytes) is tried again at once without using up a retry. */
+typedef struct io_call {
+    const char *url;        /* what is asked */
+    const char *name;       /* the object name for messages ("" for the bucket) */
+    uint64_t err_off;       /* the offset io_call_check names (UINT64_MAX: none) */
+    int range;              /* this attempt: a Range header [start, end] (end UINT64_MAX: to the end) */
+    uint64_t start, end;
+    const char *if_match;
+    int progress;           /* check: this attempt moved bytes */
+    io_resp resp;
+    char errbuf[CURL_ERROR_SIZE];
+    void (*begin)(struct io_call *c);
+    void (*prepare)(struct io_call *c, CURL *h);
+    int (*check)(baton_store *s, struct io_call *c, CURLcode cc, int *retry, baton_err *err);
+    void *ctx;              /* the caller's */
+} io_call;
+int io_call_run(baton_store *s, io_call *c, baton_err *err);
+/* The default check: a 2xx answer is done; anything else is io_request_error's verdict. */
+int io_call_check(baton_store *s, io_call *c, CURLcode cc, int *retry, baton_err *err);
 /* Backoff before retry k (0-based): 50 ms × 2^k, capped at 5 s. */
 double io_backoff_s(int k);
 void io_sleep_s(double s);

@@ -251,7 +251,10 @@ int io_list_parse(const char *where, const char *body, size_t len, const char *k
 
 typedef struct sink {
     io_resp *resp;
-    baton_buf *out;
+    baton_buf *out;          /* the body of a 2xx answer; NULL: not wanted */
+    baton_buf dummy;
+    const char *method;      /* NULL: GET */
+    long *status;
     int overflow;
 } sink;
 
@@ -263,11 +266,39 @@ static size_t sink_write(char *p, size_t size, size_t nitems, void *ud)
         io_resp_keep_error(k->resp, p, n);
         return n;
     }
-    if (k->out->len + n > IO_LIST_MAX_PAGE) {
+    baton_buf *out = k->out ? k->out : &k->dummy;
+    if (out->len + n > IO_LIST_MAX_PAGE) {
         k->overflow = 1;
         return 0;
     }
-    return baton_buf_append(k->out, p, n) == BATON_OK ? n : 0;
+    return baton_buf_append(out, p, n) == BATON_OK ? n : 0;
+}
+
+static void sink_begin(io_call *c)
+{
+    sink *k = c->ctx;
+    if (k->out) k->out->len = 0;
+    k->dummy.len = 0;
+    k->resp = &c->resp;
+}
+
+static void sink_prepare(io_call *c, CURL *h)
+{
+    sink *k = c->ctx;
+    if (k->method) curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, k->method);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink_write);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, k);
+}
+
+static int sink_check(baton_store *s, io_call *c, CURLcode cc, int *retry, baton_err *err)
+{
+    sink *k = c->ctx;
+    *retry = 0;
+    if (k->overflow)
+        return baton_err_set(err, BATON_ERR_FORMAT, "%s%s: answer larger than %zu bytes", s->uri, c->name,
+                             IO_LIST_MAX_PAGE);
+    *k->status = c->resp.status;
+    return io_call_check(s, c, cc, retry, err);
 }
 
 /* One signed request (GET or DELETE) to url; body of a 2xx answer into out (may be NULL).
@@ -275,41 +306,14 @@ static size_t sink_write(char *p, size_t size, size_t nitems, void *ud)
 static int request(baton_store *s, const char *url, const char *method, const char *name, baton_buf *out, long *status,
                    baton_err *err)
 {
-    CURL *h = curl_easy_init();
-    if (!h) return baton_err_set(err, BATON_ERR_NOMEM, "%s%s: out of memory", s->uri, name);
-    baton_buf dummy = {0};
-    io_resp resp;
-    char errbuf[CURL_ERROR_SIZE];
-    int fails = 0, rc;
-    for (;;) {
-        struct curl_slist *hdrs = NULL;
-        curl_easy_reset(h);
-        if (out) out->len = 0;
-        dummy.len = 0;
-        sink k = {&resp, out ? out : &dummy, 0};
-        rc = io_request_setup(s, h, url, 0, 0, 0, NULL, &resp, errbuf, &hdrs, err);
-        if (rc != BATON_OK) break;
-        if (method) curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink_write);
-        curl_easy_setopt(h, CURLOPT_WRITEDATA, &k);
-        CURLcode cc = curl_easy_perform(h);
-        curl_slist_free_all(hdrs);
-        if (k.overflow) {
-            rc = baton_err_set(err, BATON_ERR_FORMAT, "%s%s: answer larger than %zu bytes", s->uri, name, IO_LIST_MAX_PAGE);
-            break;
-        }
-        *status = resp.status;
-        if (cc == CURLE_OK && resp.status >= 200 && resp.status < 300) {
-            rc = BATON_OK;
-            break;
-        }
-        int retry = 0;
-        rc = io_request_error(s, name, UINT64_MAX, cc, errbuf, &resp, &retry, err);
-        if (!retry || ++fails > s->opts.retries) break;
-        io_sleep_s(io_backoff_s(fails - 1));
-    }
-    baton_buf_free(&dummy);
-    curl_easy_cleanup(h);
+    sink k = {.out = out, .method = method, .status = status};
+    io_call *c = calloc(1, sizeof *c);
+    if (!c) return baton_err_set(err, BATON_ERR_NOMEM, "%s%s: out of memory", s->uri, name);
+    *c = (io_call){.url = url, .name = name, .err_off = UINT64_MAX, .begin = sink_begin, .prepare = sink_prepare,
+                   .check = sink_check, .ctx = &k};
+    int rc = io_call_run(s, c, err);
+    free(c);
+    baton_buf_free(&k.dummy);
     return rc;
 }
 

@@ -1,8 +1,8 @@
 /* store_remote.c — the blocking store calls for HTTP and S3 stores: GET (whole object, bounded),
  * ranged GET, HEAD for the size, PUT from memory or streamed from a file, and bucket creation.
  *
- * Owns: the retry loop of one blocking call and the easy-handle pool of the store (handles are
- * reused so keep-alive connections survive between calls; the pool is shared by threads).
+ * Owns: what each call asks for and accepts; the retry loop and the handle pool they share are
+ * io_call_run's (remote.c).
  *
  * Contract:
  *  - Every answer is validated before its body is used (io_resp_check): a 206 must start at the
@@ -23,29 +23,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static CURL *take_handle(baton_store *s)
-{
-    CURL *h = NULL;
-    pthread_mutex_lock(&s->mu);
-    if (s->npool > 0) h = s->pool[--s->npool];
-    pthread_mutex_unlock(&s->mu);
-    if (h) curl_easy_reset(h);
-    else h = curl_easy_init();
-    return h;
-}
-
-static void give_handle(baton_store *s, CURL *h)
-{
-    if (!h) return;
-    pthread_mutex_lock(&s->mu);
-    if (s->npool < IO_HANDLE_POOL) {
-        s->pool[s->npool++] = h;
-        h = NULL;
-    }
-    pthread_mutex_unlock(&s->mu);
-    if (h) curl_easy_cleanup(h);
-}
-
 static int is_2xx(long st)
 {
     return st >= 200 && st < 300;
@@ -54,17 +31,21 @@ static int is_2xx(long st)
 /* ---------------------------------------------------------------- reads */
 
 typedef struct reader {
+    io_call call;
     const baton_store *s;
     const char *name;
-    io_resp resp;
-    int ranged;
-    uint64_t start, len;     /* asked for this attempt; len UINT64_MAX = to the end */
+    int whole;               /* the first attempt asks without a Range header */
+    uint64_t off, want;      /* the read: [off, off+want); want UINT64_MAX until the size is known */
+    uint64_t done;           /* bytes received by all attempts */
+    char etag[sizeof ((io_resp *)0)->etag];  /* of the first answer, or "" */
     baton_buf *out;
     size_t max;              /* bound on out->len growth for whole-object GETs */
     size_t base;             /* out->len before the call */
-    uint64_t got;            /* bytes appended by this attempt */
+    /* this attempt */
+    int ranged;
+    uint64_t start, len;     /* asked for; len UINT64_MAX = to the end */
+    uint64_t got;            /* bytes appended */
     uint64_t total;          /* object size when the answer told it */
-    const char *etag;        /* ETag of the first answer, or "" */
     int checked, failed;
     baton_err ferr;
 } reader;
@@ -72,22 +53,22 @@ typedef struct reader {
 static size_t reader_write(char *p, size_t size, size_t nitems, void *ud)
 {
     reader *r = ud;
+    io_resp *resp = &r->call.resp;
     size_t n = size * nitems;
-    if (!is_2xx(r->resp.status)) {
-        io_resp_keep_error(&r->resp, p, n);
+    if (!is_2xx(resp->status)) {
+        io_resp_keep_error(resp, p, n);
         return n;
     }
     char obj[1400];
     if (!r->checked) {
         r->checked = 1;
-        if (io_resp_check(r->s, r->name, &r->resp, r->ranged, r->start, r->len, &r->total, &r->ferr) !=
-            BATON_OK)
+        if (io_resp_check(r->s, r->name, resp, r->ranged, r->start, r->len, &r->total, &r->ferr) != BATON_OK)
             goto fail;
-        if (r->etag[0] && r->resp.etag[0] && strcmp(r->etag, r->resp.etag) != 0) {
+        if (r->etag[0] && resp->etag[0] && strcmp(r->etag, resp->etag) != 0) {
             io_object_uri(r->s, r->name, obj, sizeof obj);
             baton_err_set(&r->ferr, BATON_ERR_CORRUPT,
                           "%s at offset %" PRIu64 ": the object changed on the server while it was "
-                          "being read (ETag %s, then %s)", obj, r->start, r->etag, r->resp.etag);
+                          "being read (ETag %s, then %s)", obj, r->start, r->etag, resp->etag);
             goto fail;
         }
         if (r->len == UINT64_MAX && r->total != UINT64_MAX && r->total >= r->start &&
@@ -126,88 +107,78 @@ fail:
     return 0;
 }
 
+/* Each attempt asks for the bytes still missing, with If-Match on the first answer's ETag. */
+static void read_begin(io_call *c)
+{
+    reader *r = c->ctx;
+    r->ranged = !(r->whole && r->done == 0);
+    r->start = r->off + r->done;
+    r->len = r->want == UINT64_MAX ? UINT64_MAX : r->want - r->done;
+    r->got = 0;
+    r->total = UINT64_MAX;
+    r->checked = r->failed = 0;
+    c->range = r->ranged;
+    c->start = r->start;
+    c->end = r->len == UINT64_MAX ? UINT64_MAX : r->start + r->len - 1;
+    c->if_match = r->etag[0] ? r->etag : NULL;
+}
+
+static void read_prepare(io_call *c, CURL *h)
+{
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, reader_write);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, c->ctx);
+}
+
+static int read_check(baton_store *s, io_call *c, CURLcode cc, int *retry, baton_err *err)
+{
+    reader *r = c->ctx;
+    r->done += r->got;
+    c->progress = r->got > 0;
+    *retry = 0;
+    if (r->failed) {
+        if (err) *err = r->ferr;
+        return r->ferr.code;
+    }
+    if (!r->etag[0] && is_2xx(c->resp.status)) memcpy(r->etag, c->resp.etag, sizeof r->etag);
+    /* the first answer told the size: later attempts ask for exactly the rest */
+    if (r->checked && r->want == UINT64_MAX && r->total != UINT64_MAX && r->total >= r->off)
+        r->want = r->total - r->off;
+    if (cc != CURLE_OK || !is_2xx(c->resp.status)) {
+        c->err_off = r->whole && r->done == 0 ? UINT64_MAX : r->off + r->done;
+        return io_call_check(s, c, cc, retry, err);
+    }
+    if (!r->checked) {  /* empty body: validate the headers all the same */
+        uint64_t t;
+        int rc = io_resp_check(s, r->name, &c->resp, r->ranged, r->start, r->len, &t, err);
+        if (rc != BATON_OK) return rc;
+        r->total = t;
+    }
+    if (r->want == UINT64_MAX && r->total != UINT64_MAX && r->total >= r->off) r->want = r->total - r->off;
+    if (r->want == UINT64_MAX || r->done == r->want) return BATON_OK;  /* complete */
+    char obj[1400];
+    io_object_uri(s, r->name, obj, sizeof obj);
+    *retry = 1;
+    return baton_err_set(err, BATON_ERR_NET, "%s at offset %" PRIu64 ": short body (%" PRIu64 " of %" PRIu64 " bytes)",
+                         obj, r->off + r->done, r->done, r->want);
+}
+
 /* Read [off, off+len) (len UINT64_MAX: to the end; whole: first attempt without Range). */
 static int remote_read(baton_store *s, const char *name, uint64_t off, uint64_t len, size_t max,
                        int whole, baton_buf *out, baton_err *err)
 {
     char *url = io_object_url(s, name);
-    CURL *h = url ? take_handle(s) : NULL;
-    if (!h) {
+    reader *r = url ? calloc(1, sizeof *r) : NULL;
+    if (!r) {
         free(url);
         return baton_err_set(err, BATON_ERR_NOMEM, "%s%s: out of memory", s->uri, name);
     }
-    char etag[sizeof ((io_resp *)0)->etag] = "";
-    char errbuf[CURL_ERROR_SIZE];
-    size_t base = out->len;
-    uint64_t done = 0;
-    int fails = 0, rc = BATON_OK;
-    reader *r = malloc(sizeof *r);
-    if (!r) rc = baton_err_set(err, BATON_ERR_NOMEM, "%s%s: out of memory", s->uri, name);
-    while (rc == BATON_OK) {
-        memset(r, 0, sizeof *r);
-        r->s = s;
-        r->name = name;
-        r->ranged = !(whole && done == 0);
-        r->start = off + done;
-        r->len = len == UINT64_MAX ? UINT64_MAX : len - done;
-        r->out = out;
-        r->max = max;
-        r->base = base;
-        r->etag = etag;
-        r->total = UINT64_MAX;
-        struct curl_slist *hdrs = NULL;
-        curl_easy_reset(h);
-        rc = io_request_setup(s, h, url, r->ranged, r->start,
-                              r->len == UINT64_MAX ? UINT64_MAX : r->start + r->len - 1,
-                              etag[0] ? etag : NULL, &r->resp, errbuf, &hdrs, err);
-        if (rc != BATON_OK) break;
-        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, reader_write);
-        curl_easy_setopt(h, CURLOPT_WRITEDATA, r);
-        CURLcode cc = curl_easy_perform(h);
-        curl_slist_free_all(hdrs);
-        done += r->got;
-        if (r->failed) {
-            if (err) *err = r->ferr;
-            rc = r->ferr.code;
-            break;
-        }
-        if (!etag[0] && is_2xx(r->resp.status)) memcpy(etag, r->resp.etag, sizeof etag);
-        /* the first answer told the size: later attempts ask for exactly the rest */
-        if (r->checked && len == UINT64_MAX && r->total != UINT64_MAX && r->total >= off)
-            len = r->total - off;
-        int retry = 0;
-        if (cc == CURLE_OK && is_2xx(r->resp.status)) {
-            if (!r->checked) {  /* empty body: validate the headers all the same */
-                uint64_t t;
-                rc = io_resp_check(s, name, &r->resp, r->ranged, r->start, r->len, &t, err);
-                if (rc != BATON_OK) break;
-                r->total = t;
-            }
-            if (len == UINT64_MAX && r->total != UINT64_MAX && r->total >= off) len = r->total - off;
-            if (len == UINT64_MAX || done == len) break;  /* complete */
-            char obj[1400];
-            io_object_uri(s, name, obj, sizeof obj);
-            baton_err_set(err, BATON_ERR_NET, "%s at offset %" PRIu64 ": short body (%" PRIu64
-                          " of %" PRIu64 " bytes)", obj, off + done, done, len);
-            rc = BATON_ERR_NET;
-            retry = 1;
-        } else {
-            rc = io_request_error(s, name, whole && done == 0 ? UINT64_MAX : off + done, cc, errbuf,
-                                  &r->resp, &retry, err);
-        }
-        if (!retry) break;
-        if (r->got > 0) {
-            fails = 0;          /* progress: try again at once for the rest */
-        } else if (++fails > s->opts.retries) {
-            break;
-        } else {
-            io_sleep_s(io_backoff_s(fails - 1));
-        }
-        rc = BATON_OK;
-    }
-    if (rc != BATON_OK) out->len = base;
+    *r = (reader){.s = s, .name = name, .whole = whole, .off = off, .want = len, .out = out, .max = max,
+                  .base = out->len};
+    r->call = (io_call){.url = url, .name = name, .begin = read_begin, .prepare = read_prepare,
+                        .check = read_check, .ctx = r};
+    int rc = io_call_run(s, &r->call, err);
+    if (rc != BATON_OK) out->len = r->base;
     free(r);
-    give_handle(s, h);
     free(url);
     return rc;
 }
@@ -231,44 +202,39 @@ static size_t discard_write(char *p, size_t size, size_t nitems, void *ud)
     return n;
 }
 
+static void head_prepare(io_call *c, CURL *h)
+{
+    curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard_write);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &c->resp);
+}
+
+static int head_check(baton_store *s, io_call *c, CURLcode cc, int *retry, baton_err *err)
+{
+    *retry = 0;
+    if (cc != CURLE_OK || c->resp.status != 200)
+        return io_request_error(s, c->name, UINT64_MAX, cc, c->errbuf, &c->resp, retry, err);
+    if (c->resp.have_len) {
+        *(uint64_t *)c->ctx = c->resp.content_length;
+        return BATON_OK;
+    }
+    char obj[1400];
+    io_object_uri(s, c->name, obj, sizeof obj);
+    return baton_err_set(err, BATON_ERR_NET, "%s: HEAD answer without Content-Length", obj);
+}
+
 int io_remote_size(baton_store *s, const char *name, uint64_t *size, baton_err *err)
 {
     char *url = io_object_url(s, name);
-    CURL *h = url ? take_handle(s) : NULL;
-    if (!h) {
+    io_call *c = url ? calloc(1, sizeof *c) : NULL;
+    if (!c) {
         free(url);
         return baton_err_set(err, BATON_ERR_NOMEM, "%s%s: out of memory", s->uri, name);
     }
-    io_resp resp;
-    char errbuf[CURL_ERROR_SIZE];
-    int fails = 0, rc;
-    for (;;) {
-        struct curl_slist *hdrs = NULL;
-        curl_easy_reset(h);
-        rc = io_request_setup(s, h, url, 0, 0, 0, NULL, &resp, errbuf, &hdrs, err);
-        if (rc != BATON_OK) break;
-        curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
-        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard_write);
-        curl_easy_setopt(h, CURLOPT_WRITEDATA, &resp);
-        CURLcode cc = curl_easy_perform(h);
-        curl_slist_free_all(hdrs);
-        int retry = 0;
-        if (cc == CURLE_OK && resp.status == 200) {
-            if (resp.have_len) {
-                *size = resp.content_length;
-                rc = BATON_OK;
-            } else {
-                char obj[1400];
-                io_object_uri(s, name, obj, sizeof obj);
-                rc = baton_err_set(err, BATON_ERR_NET, "%s: HEAD answer without Content-Length", obj);
-            }
-            break;
-        }
-        rc = io_request_error(s, name, UINT64_MAX, cc, errbuf, &resp, &retry, err);
-        if (!retry || ++fails > s->opts.retries) break;
-        io_sleep_s(io_backoff_s(fails - 1));
-    }
-    give_handle(s, h);
+    *c = (io_call){.url = url, .name = name, .err_off = UINT64_MAX, .prepare = head_prepare, .check = head_check,
+                   .ctx = size};
+    int rc = io_call_run(s, c, err);
+    free(c);
     free(url);
     return rc;
 }
@@ -276,6 +242,7 @@ int io_remote_size(baton_store *s, const char *name, uint64_t *size, baton_err *
 /* ---------------------------------------------------------------- uploads */
 
 typedef struct upload {
+    int bucket;              /* the PUT creates the bucket */
     const uint8_t *mem;      /* from memory, or */
     int fd;                  /* from a file (pread through baton_sys) */
     const char *path;
@@ -322,54 +289,50 @@ static int upload_seek(void *ud, curl_off_t offset, int origin)
     return CURL_SEEKFUNC_OK;
 }
 
-/* PUT url with the body from u; name is for messages. */
-static int remote_put(baton_store *s, const char *url, const char *name, upload *u, int bucket,
-                      baton_err *err)
+static void put_begin(io_call *c)
 {
-    CURL *h = take_handle(s);
-    if (!h) return baton_err_set(err, BATON_ERR_NOMEM, "%s%s: out of memory", s->uri, name);
-    io_resp resp;
-    char errbuf[CURL_ERROR_SIZE];
-    int fails = 0, rc;
-    for (;;) {
-        struct curl_slist *hdrs = NULL;
-        curl_easy_reset(h);
-        u->pos = 0;
-        rc = io_request_setup(s, h, url, 0, 0, 0, NULL, &resp, errbuf, &hdrs, err);
-        if (rc != BATON_OK) break;
-        curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
-        curl_easy_setopt(h, CURLOPT_READFUNCTION, upload_read);
-        curl_easy_setopt(h, CURLOPT_READDATA, u);
-        curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, upload_seek);
-        curl_easy_setopt(h, CURLOPT_SEEKDATA, u);
-        curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)u->size);
-        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard_write);
-        curl_easy_setopt(h, CURLOPT_WRITEDATA, &resp);
-        CURLcode cc = curl_easy_perform(h);
-        curl_slist_free_all(hdrs);
-        if (u->failed) {
-            if (err) *err = u->ferr;
-            rc = u->ferr.code;
-            break;
-        }
-        if (cc == CURLE_OK && is_2xx(resp.status)) {
-            rc = BATON_OK;
-            break;
-        }
-        if (bucket && cc == CURLE_OK && resp.status == 409 &&
-            strstr(resp.errbody, "<Code>BucketAlreadyOwnedByYou</Code>") != NULL) {
-            rc = BATON_OK;
-            break;
-        }
-        int retry = 0;
-        rc = io_request_error(s, name, UINT64_MAX, cc, errbuf, &resp, &retry, err);
-        if (bucket && resp.status == 409 && err) {
-            baton_err_prefix(err, "cannot create bucket \"%s\"", s->bucket);
-        }
-        if (!retry || ++fails > s->opts.retries) break;
-        io_sleep_s(io_backoff_s(fails - 1));
+    ((upload *)c->ctx)->pos = 0;   /* a retry sends the body again from its start */
+}
+
+static void put_prepare(io_call *c, CURL *h)
+{
+    upload *u = c->ctx;
+    curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
+    curl_easy_setopt(h, CURLOPT_READFUNCTION, upload_read);
+    curl_easy_setopt(h, CURLOPT_READDATA, u);
+    curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, upload_seek);
+    curl_easy_setopt(h, CURLOPT_SEEKDATA, u);
+    curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)u->size);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard_write);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &c->resp);
+}
+
+static int put_check(baton_store *s, io_call *c, CURLcode cc, int *retry, baton_err *err)
+{
+    upload *u = c->ctx;
+    *retry = 0;
+    if (u->failed) {
+        if (err) *err = u->ferr;
+        return u->ferr.code;
     }
-    give_handle(s, h);
+    if (u->bucket && cc == CURLE_OK && c->resp.status == 409 &&
+        strstr(c->resp.errbody, "<Code>BucketAlreadyOwnedByYou</Code>") != NULL)
+        return BATON_OK;
+    int rc = io_call_check(s, c, cc, retry, err);
+    if (rc != BATON_OK && u->bucket && c->resp.status == 409 && err)
+        baton_err_prefix(err, "cannot create bucket \"%s\"", s->bucket);
+    return rc;
+}
+
+/* PUT url with the body from u; name is for messages. */
+static int remote_put(baton_store *s, const char *url, const char *name, upload *u, baton_err *err)
+{
+    io_call *c = calloc(1, sizeof *c);
+    if (!c) return baton_err_set(err, BATON_ERR_NOMEM, "%s%s: out of memory", s->uri, name);
+    *c = (io_call){.url = url, .name = name, .err_off = UINT64_MAX, .begin = put_begin, .prepare = put_prepare,
+                   .check = put_check, .ctx = u};
+    int rc = io_call_run(s, c, err);
+    free(c);
     return rc;
 }
 
@@ -395,7 +358,7 @@ int io_remote_put(baton_store *s, const char *name, const void *p, size_t n, con
         u.mem = (const uint8_t *)"";
     }
     char *url = io_object_url(s, name);
-    int rc = url ? remote_put(s, url, name, &u, 0, err)
+    int rc = url ? remote_put(s, url, name, &u, err)
                  : baton_err_set(err, BATON_ERR_NOMEM, "%s%s: out of memory", s->uri, name);
     free(url);
     if (u.fd >= 0) baton_sys.close(u.fd);
@@ -410,6 +373,6 @@ int io_remote_create_bucket(baton_store *s, baton_err *err)
                  "<CreateBucketConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
                  "<LocationConstraint>%s</LocationConstraint></CreateBucketConfiguration>",
                  s->region);
-    upload u = {.mem = (const uint8_t *)body, .fd = -1, .size = strlen(body)};
-    return remote_put(s, s->bucket_url, "", &u, 1, err);
+    upload u = {.bucket = 1, .mem = (const uint8_t *)body, .fd = -1, .size = strlen(body)};
+    return remote_put(s, s->bucket_url, "", &u, err);
 }

@@ -125,6 +125,8 @@ int baton_eval_run(const char *ckpt, const char *data_uri, baton_io_mode mode, i
     char kname[16];
     if ((rc = check_fits(path, &st, data_uri, man, err))) goto out;
     const int norm = st.norm_channels > 0;
+    baton_cursor end = {st.seed, 1, 0};   /* one pass: nothing after it is fetched */
+    if ((rc = baton_loader_set_end(l, &end, err))) goto out;
     if (!(p = train_open_pipe(l, batch, 2, norm ? st.mean : NULL, norm ? st.std : NULL, err))) {
         rc = err->code;
         goto out;

@@ -108,7 +108,7 @@ static int stage_open(trainer *t, baton_train_result *r, baton_err *err)
     memcpy(s->input_shape, t->man->shape, sizeof s->input_shape);
     s->classes = t->man->classes;
     if (!o->val_uri) return BATON_OK;
-    /* validation: the shape first, then a pipeline normalised with the training data's statistics */
+    /* validation: the shape first (its pipeline opens once the run's length is known, at resume) */
     char vlocal[4096];
     if ((rc = baton_path_join(vlocal, sizeof vlocal, o->ckpt_dir, "data-val", err))) return rc;
     if ((rc = train_open_loader(o->val_uri, o->mode, o->mode_set, &o->store, vlocal, o->seed, &t->vloader, err)))
@@ -119,6 +119,24 @@ static int stage_open(trainer *t, baton_train_result *r, baton_err *err)
         snprintf(what, sizeof what, "--data %s", o->data_uri);
         return train_shape_mismatch(err, what, t->man->shape, t->man->classes, o->val_uri, vm);
     }
+    return BATON_OK;
+}
+
+/* The loaders fetch nothing past the run's last batch: the end of the last epoch, or the batch of
+ * step --max-steps (batches follow the epoch's aligned grid); validation reads one pass for each
+ * epoch this run ends, normalised with the training data's statistics. Set before the first seek
+ * and before any pipeline reads. */
+static int plan_reads(trainer *t, baton_err *err)
+{
+    const baton_train_opts *o = t->o;
+    const baton_train_state *s = &t->st;
+    baton_cursor end = {o->seed, s->epochs, 0};
+    if (o->max_steps && o->max_steps < s->epochs * s->steps_per_epoch)
+        end = (baton_cursor){o->seed, o->max_steps / s->steps_per_epoch, (o->max_steps % s->steps_per_epoch) * o->batch};
+    int rc = baton_loader_set_end(t->loader, &end, err);
+    if (rc || !t->vloader) return rc;
+    baton_cursor vend = {o->seed, end.epoch > s->cursor.epoch ? end.epoch - s->cursor.epoch : 0, 0};
+    if ((rc = baton_loader_set_end(t->vloader, &vend, err))) return rc;
     t->vpipe = train_open_pipe(t->vloader, o->batch, o->workers, t->man->mean, t->man->std, err);
     return t->vpipe ? BATON_OK : err->code;
 }
@@ -224,6 +242,7 @@ static int stage_resume(trainer *t, baton_train_result *r, baton_err *err)
     if ((rc = baton_nn_sched_check(&t->sched, err))) return rc;
     /* a cursor at the end of an epoch continues with the next one */
     if (s->cursor.position >= t->esize) s->cursor = (baton_cursor){s->cursor.seed, s->cursor.epoch + 1, 0};
+    if ((rc = plan_reads(t, err))) return rc;
     if ((rc = baton_loader_seek(t->loader, &s->cursor, err))) return rc;
     if (!(t->pipe = train_open_pipe(t->loader, o->batch, o->workers, NULL, NULL, err))) return err->code;
     if (o->log_path && (rc = train_csv_cut(o->log_path, s->epoch, err))) return rc;

@@ -15,7 +15,7 @@ static int sys_open(const char *path, int flags, mode_t mode) { return open(path
     {                                                                                 \
         .open = sys_open, .read = read, .write = write, .pread = pread, .fsync = fsync, \
         .close = close, .rename = rename, .unlink = unlink, .mkdir = mkdir, .mmap = mmap, \
-        .munmap = munmap,                                                             \
+        .munmap = munmap, .fstat = fstat,                                             \
     }
 
 static const baton_sys_table real = REAL_CALLS;

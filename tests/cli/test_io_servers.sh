@@ -3,7 +3,8 @@
 # served by nginx (HTTP) and by the RADOS Gateway (S3, SigV4-checked), each behind the fault proxy
 # (connections dropped mid-body, 500s now and then). test_io_loader then reads 3 epochs in every
 # mode with 10 random restarts and checks every sample arrives exactly once per epoch, in the
-# uninterrupted order. Also: push, a wrong secret, a missing dataset, a server that is down.
+# uninterrupted order. Then the bytes each server sends for train, eval, channel and bench-io: each
+# epoch's data once. Also: push, a wrong secret, a missing dataset, a server that is down.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/../servers/lib.sh"
 TESTS=${BATON_BUILD:-build}/tests
@@ -46,6 +47,66 @@ n=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["samples"])'
 $BATON bench-io --data "http://127.0.0.1:$NGINX_PORT/ds/" --mount-path "$T/ds" --mode all --epochs 2 --no-decode \
     --json --quiet --work-dir "$T/w" --svg "$T/nd.svg" >"$T/nd.json" 2>"$T/nd.err" || bad "bench-io --no-decode: $(cat "$T/nd.err")"
 check "[ \$(grep -c '\"samples\":$((2 * n)),' \"$T/nd.json\") -eq 4 ]" "bench-io --no-decode: $(cat "$T/nd.json")"
+# what the servers send: each epoch's bytes once, nothing past the run's end (pipe mode used to
+# fetch the data 2-4 times per pass: the loader streamed the next epochs ahead of time). nginx's
+# access log gives the body bytes of every shard GET; for S3 a fault-free proxy's log gives the
+# bytes of every answer (headers included: up to 1 KiB a request is allowed for them).
+data=$(python3 -c 'import json,sys; print(sum(s["bytes"] for s in json.load(open(sys.argv[1]))["shards"]))' "$T/ds/dataset.json")
+ACC="$SRV/nginx/access.log"
+sent() {  # sent KIND: shard bytes sent since the last reset, and the number of requests
+    sleep 0.3   # the servers log a request when it has ended
+    if [ "$1" = http ]; then awk '$7 ~ /^\/ds\/[^ ]*\.rec$/ {b += $10; n++} END {print b + 0, n + 0}' "$ACC"
+    else awk '/request="GET [^ ]*\/ds\/[^ ]*\.rec / {split($4, d, "="); b += d[2]; n++} END {print b + 0, n + 0}' "$T/s3count.log"; fi
+}
+reset_sent() { : >"$ACC"; [ -f "$T/s3count.log" ] && : >"$T/s3count.log"; true; }
+once() {  # once KIND LABEL TIMES CMD...: the server sent TIMES x the dataset's bytes for CMD
+    local kind=$1 label=$2 times=$3 b n want; shift 3
+    reset_sent
+    "$@" >"$T/once.out" 2>&1 || { bad "$label: $(tail -3 "$T/once.out")"; return; }
+    read -r b n <<<"$(sent "$kind")"
+    want=$(python3 -c "print(int($times * $data))")
+    if [ "$kind" = http ]; then check "[ $b -eq $want ]" "$label: $kind server sent $b bytes in $n requests, want $want"
+    else check "[ $b -ge $want ] && [ $b -le $((want + n * 1024)) ]" "$label: $kind server sent $b bytes in $n requests, want $want"; fi
+    echo "$label ($kind): $b bytes in $n requests ($(python3 -c "print(f'{$b / $data:.2f}')")x the dataset)"
+}
+fewer() {  # fewer KIND LABEL CMD...: the server sent less than a quarter of the dataset
+    local kind=$1 label=$2 b n; shift 2
+    reset_sent
+    "$@" >"$T/once.out" 2>&1 || { bad "$label: $(tail -3 "$T/once.out")"; return; }
+    read -r b n <<<"$(sent "$kind")"
+    check "[ $b -gt 0 ] && [ $b -lt $((data / 4)) ]" "$label: $kind server sent $b bytes in $n requests of $data"
+    echo "$label ($kind): $b bytes in $n requests ($(python3 -c "print(f'{$b / $data:.2f}')")x the dataset)"
+}
+H="http://127.0.0.1:$NGINX_PORT/ds/"
+once http "train --epochs 1" 1 $BATON train --data "$H" --model mlp --epochs 1 --ckpt-dir "$T/o1" --quiet
+once http "train --epochs 2" 2 $BATON train --data "$H" --model mlp --epochs 2 --ckpt-dir "$T/o2" --quiet
+fewer http "train --max-steps 5" $BATON train --data "$H" --model mlp --epochs 1 --max-steps 5 --ckpt-dir "$T/o3" --quiet
+once http "train --val, 2 epochs" 4 $BATON train --data "$H" --val "$H" --model mlp --epochs 2 --ckpt-dir "$T/o4" --quiet
+once http "eval" 1 $BATON eval --ckpt "$T/o1" --data "$H"
+mkdir -p "$T/fifo"
+( for _ in $(seq 1 100); do [ -p "$T/fifo/train_0" ] && break; sleep 0.05; done; cat "$T/fifo/train_0" >/dev/null ) &
+reader=$!
+once http "channel --epochs 1" 1 $BATON channel --data "$H" --fifo-dir "$T/fifo" --epochs 1 --quiet --open-timeout 30
+wait "$reader"
+once http "bench-io pipe, 2 epochs" 2 $BATON bench-io --data "$H" --mode pipe --epochs 2 --json --quiet --work-dir "$T/w" --svg "$T/b.svg"
+check "grep -q '\"epoch_fetched\":\[$data,$data\]' \"$T/once.out\"" "bench-io pipe's epoch_fetched: $(cat "$T/once.out")"
+once http "bench-io cache, 2 epochs" 1 $BATON bench-io --data "$H" --mode cache --epochs 2 --json --quiet --work-dir "$T/w" --svg "$T/b.svg"
+check "grep -q '\"epoch_fetched\":\[$data,0\]' \"$T/once.out\"" "bench-io cache's epoch_fetched: $(cat "$T/once.out")"
+once http "bench-io file, 2 epochs" 1 $BATON bench-io --data "$H" --mode file --epochs 2 --quiet --work-dir "$T/w" --svg "$T/b.svg"
+once http "train --mode file, 2 epochs" 1 $BATON train --data "$H" --mode file --model mlp --epochs 2 --ckpt-dir "$T/o5" --quiet
+once http "train --mode cache, 2 epochs" 1 $BATON train --data "$H" --mode cache --model mlp --epochs 2 --ckpt-dir "$T/o6" --quiet
+if [ -n "${RGW_PORT:-}" ]; then
+    srv_proxy CP "$RGW_PORT" --log "$T/s3count.log"
+    S="s3://baton-test/ds/"
+    once s3 "train --epochs 1" 1 env AWS_ENDPOINT_URL="http://127.0.0.1:$CP" $BATON train --data "$S" --model mlp --epochs 1 --ckpt-dir "$T/s1" --quiet
+    once s3 "train --epochs 2" 2 env AWS_ENDPOINT_URL="http://127.0.0.1:$CP" $BATON train --data "$S" --model mlp --epochs 2 --ckpt-dir "$T/s2" --quiet
+    fewer s3 "train --max-steps 5" env AWS_ENDPOINT_URL="http://127.0.0.1:$CP" $BATON train --data "$S" --model mlp --epochs 1 --max-steps 5 --ckpt-dir "$T/s3" --quiet
+    once s3 "eval" 1 env AWS_ENDPOINT_URL="http://127.0.0.1:$CP" $BATON eval --ckpt "$T/s1" --data "$S"
+    once s3 "bench-io pipe, 2 epochs" 2 env AWS_ENDPOINT_URL="http://127.0.0.1:$CP" $BATON bench-io --data "$S" --mode pipe --epochs 2 --quiet --work-dir "$T/w" --svg "$T/b.svg"
+    once s3 "bench-io cache, 2 epochs" 1 env AWS_ENDPOINT_URL="http://127.0.0.1:$CP" $BATON bench-io --data "$S" --mode cache --epochs 2 --quiet --work-dir "$T/w" --svg "$T/b.svg"
+    once s3 "bench-io file, 2 epochs" 1 env AWS_ENDPOINT_URL="http://127.0.0.1:$CP" $BATON bench-io --data "$S" --mode file --epochs 2 --quiet --work-dir "$T/w" --svg "$T/b.svg"
+fi
+
 # server down: a closed port fails fast and names host:port
 srv_port DEAD
 t0=$SECONDS

@@ -1,6 +1,9 @@
 /* test_io_loader.c — the loader's promise in every mode: each epoch delivers every sample exactly
  * once, in the same order as an uninterrupted reader, across any number of restarts from a saved
- * cursor; two workers (rank 0/1 of 2) split an epoch without overlap.
+ * cursor; two workers (rank 0/1 of 2) split an epoch without overlap. Given an end cursor, a
+ * reader hands out the same records up to it, fetches each byte it uses once (the store's bytes
+ * counted by the loader), fetches little of a block it stops inside, and refuses to read past it.
+ * Failed open, fstat and mmap calls on shard files (through baton_sys) give errors naming them.
  *
  * Without arguments it packs a small dataset and checks the four modes over a local path. The
  * URIs in BATON_TEST_URIS (space-separated, e.g. an nginx and an S3 copy of the same dataset
@@ -9,7 +12,11 @@
 #include "baton/img.h"
 #include "check.h"
 
+#include <errno.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define EPOCHS 3
@@ -27,7 +34,7 @@ static uint64_t record_id(const baton_loader *l, const baton_record *r)
 }
 
 static int open_loader(const char *uri, baton_io_mode mode, uint32_t rank, uint32_t world, const char *local,
-                       baton_loader **l)
+                       uint32_t block, baton_loader **l)
 {
     baton_loader_opts o;
     baton_loader_opts_default(&o);
@@ -36,7 +43,7 @@ static int open_loader(const char *uri, baton_io_mode mode, uint32_t rank, uint3
     o.seed = 11;
     o.rank = rank;
     o.world = world;
-    o.block = 700;
+    o.block = block;
     o.local_dir = local;
     o.fetch.chunk_bytes = 256 << 10;
     o.store.retries = 8;
@@ -48,10 +55,10 @@ static int open_loader(const char *uri, baton_io_mode mode, uint32_t rank, uint3
 
 /* The uninterrupted sequence of record ids for EPOCHS epochs. */
 static uint64_t *reference(const char *uri, baton_io_mode mode, uint32_t rank, uint32_t world,
-                           const char *local, uint64_t *n_out, uint64_t *per_epoch)
+                           const char *local, uint32_t block, uint64_t *n_out, uint64_t *per_epoch)
 {
     baton_loader *l;
-    if (open_loader(uri, mode, rank, world, local, &l)) return NULL;
+    if (open_loader(uri, mode, rank, world, local, block, &l)) return NULL;
     *per_epoch = baton_loader_epoch_size(l);
     uint64_t cap = *per_epoch * EPOCHS + 1, n = 0;
     uint64_t *ids = malloc(cap * sizeof *ids);
@@ -79,7 +86,7 @@ static void check_mode(const char *uri, baton_io_mode mode, uint64_t total)
     snprintf(local, sizeof local, "%s/local-%s", tmp, baton_io_mode_name(mode));
     const char *ld = (mode == BATON_MODE_FILE || mode == BATON_MODE_CACHE) ? local : NULL;
     uint64_t n, per_epoch;
-    uint64_t *ref = reference(uri, mode, 0, 1, ld, &n, &per_epoch);
+    uint64_t *ref = reference(uri, mode, 0, 1, ld, 700, &n, &per_epoch);
     if (!ref) return;
     CHECK_EQ_U(per_epoch, total);
     CHECK_EQ_U(n, total * EPOCHS);
@@ -111,7 +118,7 @@ static void check_mode(const char *uri, baton_io_mode mode, uint64_t total)
     int restarts = 0;
     while (got < n) {
         baton_loader *l;
-        if (open_loader(uri, mode, 0, 1, ld, &l)) break;
+        if (open_loader(uri, mode, 0, 1, ld, 700, &l)) break;
         baton_err err = {0};
         int rc = baton_loader_seek(l, &cur, &err);
         CHECK_MSG(rc == BATON_OK, "seek: %s", err.msg);
@@ -146,7 +153,7 @@ static void check_mode(const char *uri, baton_io_mode mode, uint64_t total)
         char l2[600];
         snprintf(l2, sizeof l2, "%s-r%u", local, rank);
         uint64_t m, pe;
-        uint64_t *ids = reference(uri, mode, rank, 2, ld ? l2 : NULL, &m, &pe);
+        uint64_t *ids = reference(uri, mode, rank, 2, ld ? l2 : NULL, 700, &m, &pe);
         if (!ids) continue;
         for (uint64_t i = 0; i < pe && i < m; i++)
             if (ids[i] < total && !seen[ids[i]]++) both++;
@@ -157,6 +164,182 @@ static void check_mode(const char *uri, baton_io_mode mode, uint64_t total)
            (unsigned long long)total, EPOCHS, restarts);
     free(seen);
     free(ref);
+}
+
+/* Read with an end cursor from `from`: the records must be ref[first ...] up to the end, then
+ * BATON_ERR_ARG. Returns the store bytes fetched after open (all of them when after_open is 0). */
+static uint64_t read_to_end(const char *uri, baton_io_mode mode, const char *ld, baton_cursor from,
+                            baton_cursor end, const uint64_t *ref, uint64_t first, uint64_t want,
+                            uint64_t *epoch_fetched, baton_loader_stats *stats)
+{
+    if (ld) {   /* a fresh local copy, so what was fetched is this reader's doing */
+        char cmd[600];
+        snprintf(cmd, sizeof cmd, "rm -rf %s", ld);
+        CHECK(system(cmd) == 0);
+    }
+    baton_loader *l;
+    if (open_loader(uri, mode, 0, 1, ld, 0, &l)) return 0;
+    baton_err err = {0};
+    int rc = baton_loader_set_end(l, &end, &err);
+    if (rc == BATON_OK) rc = baton_loader_seek(l, &from, &err);
+    CHECK_MSG(rc == BATON_OK, "%s %s: %s", uri, baton_io_mode_name(mode), err.msg);
+    uint64_t got = 0, bad = 0;
+    baton_record r;
+    while (rc == BATON_OK && got <= want) {
+        rc = baton_loader_next(l, &r, &err);
+        if (rc == BATON_END) {
+            rc = BATON_OK;
+            continue;
+        }
+        if (rc == BATON_OK && record_id(l, &r) != ref[first + got++]) bad++;
+    }
+    CHECK_MSG(rc == BATON_ERR_ARG && strstr(err.msg, "past the end"), "%s %s: after %llu records: rc %d %s", uri,
+              baton_io_mode_name(mode), (unsigned long long)got, rc, err.msg);
+    CHECK_EQ_U(got, want);
+    CHECK_EQ_U(bad, 0);
+    usleep(100 * 1000);   /* time for any read-ahead past the end to show in the counts */
+    baton_loader_get_stats(l, stats);
+    for (uint64_t e = 0; e < 3; e++) epoch_fetched[e] = baton_loader_epoch_fetched(l, e);
+    baton_loader_close(l);
+    return stats->bytes_fetched - stats->open_fetched;
+}
+
+/* The end cursor in one mode: whole epochs fetch the data once each (pipe, mount) or once in all
+ * (cache, file's download at open), nothing for the epoch after; a run that stops inside an
+ * epoch's one block fetches a fraction of it; a resume with an end in the next epoch. */
+static void check_end(const char *uri, baton_io_mode mode, uint64_t total, uint64_t data)
+{
+    char local[512];
+    snprintf(local, sizeof local, "%s/end-%s", tmp, baton_io_mode_name(mode));
+    const char *ld = (mode == BATON_MODE_FILE || mode == BATON_MODE_CACHE) ? local : NULL;
+    uint64_t n, per_epoch, ef[3];
+    uint64_t *ref = reference(uri, mode, 0, 1, ld, 0, &n, &per_epoch);   /* no end, default block */
+    if (!ref) return;
+    baton_loader_stats st;
+    for (uint64_t epochs = 1; epochs <= 2; epochs++) {
+        uint64_t f = read_to_end(uri, mode, ld, (baton_cursor){11, 0, 0}, (baton_cursor){11, epochs, 0}, ref, 0,
+                                 epochs * total, ef, &st);
+        uint64_t once = mode == BATON_MODE_PIPE || mode == BATON_MODE_MOUNT ? epochs : mode == BATON_MODE_CACHE;
+        CHECK_MSG(f == once * data, "%s %s, %llu epoch(s): %llu bytes fetched after open, want %llu", uri,
+                  baton_io_mode_name(mode), (unsigned long long)epochs, (unsigned long long)f,
+                  (unsigned long long)(once * data));
+        CHECK_EQ_U(ef[0], mode == BATON_MODE_FILE ? 0 : data);
+        CHECK_EQ_U(ef[1], epochs > 1 && once > 1 ? data : 0);
+        CHECK_EQ_U(ef[2], 0);
+        if (mode == BATON_MODE_FILE) CHECK(st.open_fetched >= data);
+    }
+    /* five batches of 128: a small part of the one block (all the dataset) */
+    uint64_t f = read_to_end(uri, mode, ld, (baton_cursor){11, 0, 0}, (baton_cursor){11, 0, 640}, ref, 0, 640, ef,
+                             &st);
+    if (mode != BATON_MODE_FILE)
+        CHECK_MSG(f > 0 && f < data / 4, "%s %s: 640 records fetched %llu of %llu bytes", uri,
+                  baton_io_mode_name(mode), (unsigned long long)f, (unsigned long long)data);
+    /* resumed late in epoch 0, stopping early in epoch 1 */
+    f = read_to_end(uri, mode, ld, (baton_cursor){11, 0, total - 300}, (baton_cursor){11, 1, 200}, ref,
+                    total - 300, 500, ef, &st);
+    if (mode == BATON_MODE_PIPE) CHECK_MSG(f <= data + data / 4, "%s pipe: %llu bytes", uri, (unsigned long long)f);
+    /* an end set after reading began: the reader seeks again and goes on to it */
+    baton_loader *l;
+    if (!open_loader(uri, mode, 0, 1, ld, 0, &l)) {
+        baton_err err = {0};
+        baton_record r;
+        uint64_t got = 0, bad = 0;
+        int rc = BATON_OK;
+        while (rc == BATON_OK && got < 100)
+            if ((rc = baton_loader_next(l, &r, &err)) == BATON_OK && record_id(l, &r) != ref[got++]) bad++;
+        if (rc == BATON_OK) rc = baton_loader_set_end(l, &(baton_cursor){11, 0, 150}, &err);
+        while (rc == BATON_OK)
+            if ((rc = baton_loader_next(l, &r, &err)) == BATON_OK && record_id(l, &r) != ref[got++]) bad++;
+        CHECK_MSG(rc == BATON_ERR_ARG, "%s %s: %s", uri, baton_io_mode_name(mode), err.msg);
+        CHECK_EQ_U(got, 150);
+        CHECK_EQ_U(bad, 0);
+        CHECK(baton_loader_set_end(l, &(baton_cursor){12, 1, 0}, &err) == BATON_ERR_ARG);   /* another seed */
+        baton_loader_close(l);
+    }
+    printf("%-40s %-5s ok: end cursor, bytes fetched once\n", uri, baton_io_mode_name(mode));
+    free(ref);
+}
+
+/* ---------------------------------------------------------------- failed system calls */
+static int (*real_open)(const char *, int, mode_t);
+static int munmaps;
+static void *enomem_mmap(void *a, size_t n, int prot, int flags, int fd, off_t off)
+{
+    (void)a, (void)n, (void)prot, (void)flags, (void)fd, (void)off;
+    errno = ENOMEM;
+    return MAP_FAILED;
+}
+static int eio_fstat(int fd, struct stat *st)
+{
+    (void)fd, (void)st;
+    errno = EIO;
+    return -1;
+}
+static int eacces_open(const char *path, int flags, mode_t mode)
+{
+    if (strstr(path, ".rec")) {
+        errno = EACCES;
+        return -1;
+    }
+    return real_open(path, flags, mode);
+}
+static int counting_munmap(void *a, size_t n)
+{
+    munmaps++;
+    return munmap(a, n);
+}
+
+/* Open in `mode` with one system call of the table failing: a clear error naming the shard. */
+static void expect_open_error(const char *uri, baton_io_mode mode, const char *want1, const char *want2)
+{
+    char local[512];
+    snprintf(local, sizeof local, "%s/sys-%s", tmp, baton_io_mode_name(mode));
+    baton_loader_opts o;
+    baton_loader_opts_default(&o);
+    o.uri = uri;
+    o.mode = mode;
+    o.local_dir = mode == BATON_MODE_FILE ? local : NULL;
+    baton_loader *l = NULL;
+    baton_err err = {0};
+    int rc = baton_loader_open(&o, &l, &err);
+    baton_sys_reset();
+    CHECK_MSG(rc != BATON_OK && strstr(err.msg, ".rec") && strstr(err.msg, want1) && strstr(err.msg, want2),
+              "%s mode: rc %d: %s", baton_io_mode_name(mode), rc, err.msg);
+    CHECK(l == NULL);
+    baton_loader_close(l);
+}
+
+/* The loader opens and maps shard files through baton_sys: each failure is reported with the
+ * file and the reason; a folder where a shard should be is refused; close unmaps every shard. */
+static void check_sys_calls(const char *dataset)
+{
+    real_open = baton_sys.open;
+    baton_sys.mmap = enomem_mmap;
+    expect_open_error(dataset, BATON_MODE_MOUNT, "cannot map", strerror(ENOMEM));
+    baton_sys.mmap = enomem_mmap;
+    expect_open_error(dataset, BATON_MODE_FILE, "cannot map", strerror(ENOMEM));
+    baton_sys.fstat = eio_fstat;
+    expect_open_error(dataset, BATON_MODE_MOUNT, "cannot stat shard", strerror(EIO));
+    baton_sys.open = eacces_open;
+    expect_open_error(dataset, BATON_MODE_MOUNT, "cannot open shard", strerror(EACCES));
+
+    char dir[600], cmd[4000];
+    snprintf(dir, sizeof dir, "%s/sys-folder", tmp);
+    snprintf(cmd, sizeof cmd, "rm -rf %s && cp -r %s %s && rm %s/test-00001.rec && mkdir %s/test-00001.rec", dir,
+             dataset, dir, dir, dir);
+    CHECK(system(cmd) == 0);
+    expect_open_error(dir, BATON_MODE_MOUNT, "test-00001.rec", "not a regular file");
+
+    baton_loader *l;
+    if (!open_loader(dataset, BATON_MODE_MOUNT, 0, 1, NULL, 0, &l)) {
+        size_t n = baton_loader_manifest(l)->nshards;
+        munmaps = 0;
+        baton_sys.munmap = counting_munmap;
+        baton_loader_close(l);
+        baton_sys_reset();
+        CHECK_EQ_U(munmaps, n);
+    }
+    printf("%-40s mount ok: failed open, fstat and mmap reported\n", dataset);
 }
 
 int main(void)
@@ -186,17 +369,23 @@ int main(void)
     baton_manifest m;
     baton_err err = {0};
     CHECK_MSG(baton_manifest_load(dataset, &m, &err) == BATON_OK, "%s", err.msg);
-    uint64_t total = m.samples;
+    uint64_t total = m.samples, data = 0;
+    for (size_t i = 0; i < m.nshards; i++) data += m.shards[i].bytes;
     baton_manifest_free(&m);
 
     const char *uris = getenv("BATON_TEST_URIS");
     if (!uris) {
         for (int mode = 0; mode < 4; mode++) check_mode(dataset, (baton_io_mode)mode, total);
+        for (int mode = 0; mode < 4; mode++) check_end(dataset, (baton_io_mode)mode, total, data);
+        check_sys_calls(dataset);
     } else {
         char *copy = strdup(uris), *save = NULL;
         for (char *u = strtok_r(copy, " ", &save); u; u = strtok_r(NULL, " ", &save))
             for (int mode = 0; mode < 4; mode++)
-                if (mode != BATON_MODE_MOUNT) check_mode(u, (baton_io_mode)mode, total);
+                if (mode != BATON_MODE_MOUNT) {
+                    check_mode(u, (baton_io_mode)mode, total);
+                    check_end(u, (baton_io_mode)mode, total, data);
+                }
         free(copy);
     }
     char cmd[600];

@@ -1,0 +1,96 @@
+/* loader_internal.h — shared by loader.c (opening, the indexed order, the cursor API) and
+ * stream.c (the streamed order): the loader object itself. Not public. */
+#ifndef BATON_LOADER_INTERNAL_H
+#define BATON_LOADER_INTERNAL_H
+
+#include "io_internal.h"
+
+typedef struct plan_seg {   /* one fetched range: a run of records of one shard */
+    uint64_t epoch, block;
+    uint32_t shard;
+    uint64_t first, count;  /* records */
+    uint64_t start, end;    /* bytes */
+    uint64_t bfirst;        /* index of record `first` within its block */
+    uint64_t n, lo, hi;     /* the block's records, and the positions [lo, hi) of its permutation
+                               that are handed out (the rest are not needed: before a resume
+                               point, or past the end) */
+    int last_of_block;
+} plan_seg;
+
+typedef struct blk_rec {
+    size_t at, len;         /* in the block arena */
+    uint32_t shard;
+    uint64_t offset;
+} blk_rec;
+
+struct baton_loader {
+    baton_loader_opts o;
+    char *uri, *local_dir;
+    baton_store *store;
+    baton_manifest m;
+    uint64_t **off;         /* per shard: byte offset of each record (from the .idx) */
+    uint64_t *shard_first;  /* per shard: global number of its first record (shard-major) */
+    uint64_t total, block;
+    baton_cursor cur;
+    baton_cursor end;       /* has_end: nothing at or past it is fetched or handed out */
+    int has_end;
+    int positioned;
+    int streamed;           /* current epoch uses the streamed order */
+    int cache_off;          /* cache mode: caching disabled (disk full) */
+    int cache_ready;        /* cache mode: local copy complete */
+    uint8_t *cache_written; /* cache mode: per shard, copy written and committed by this process */
+    baton_loader_stats st;
+    uint64_t *ep_fetched;   /* store bytes for the records of epoch ep_base + i */
+    uint64_t ep_base;
+    size_t ep_len;
+
+    /* local (indexed) reading */
+    const uint8_t **map;
+    size_t *map_len;
+    uint64_t *perm, perm_epoch;
+    int perm_valid;
+    baton_buf scratch;
+
+    /* streamed reading */
+    baton_fetch *fetch;
+    plan_seg *plan;
+    size_t plan_len, plan_cap, plan_next;  /* next plan entry whose data we consume */
+    uint64_t plan_base;                    /* fetch tag of plan[0]: consumed entries are dropped */
+    uint64_t planned_through;              /* epochs < this are in the plan */
+    baton_buf arena;
+    blk_rec *recs;
+    size_t nrecs, cap_recs;
+    uint64_t *bperm;        /* the block's permutation, then (for [lo, hi)) arena slots */
+    size_t cap_bperm;
+    size_t *slot;           /* record index within the block -> arena slot */
+    uint8_t *need;          /* planning: records of the block that are handed out */
+    size_t cap_block;       /* of slot, need and pperm */
+    uint64_t *pperm;        /* planning: the block's permutation */
+    uint64_t blk_epoch, blk_block, blk_pos, blk_end;  /* the assembled block; next and end index */
+    int blk_valid;
+    baton_rec_reader *reader;
+    io_sink sink;
+    int sink_open;
+    uint32_t sink_shard;
+};
+
+
+/* stream.c: the streamed order (pipe mode, cache mode's first epoch). */
+/* Whether `epoch` is read in the streamed order. */
+int io_loader_epoch_streamed(const baton_loader *l, uint64_t epoch);
+/* 1 when record `position` of `epoch` is at or past the end the caller set. */
+int io_loader_past_end(const baton_loader *l, uint64_t epoch, uint64_t position);
+/* Byte offset where record j of shard s ends (the next record's offset, or the shard's size). */
+uint64_t io_loader_rec_end(const baton_loader *l, uint32_t s, uint64_t j);
+/* Count n store bytes for the records of `epoch` (baton_loader_epoch_fetched). */
+void io_loader_count_fetched(baton_loader *l, uint64_t epoch, uint64_t n);
+/* Drop the fetcher, the plan and the assembled block (counting what was fetched). */
+void io_stream_reset(baton_loader *l);
+/* Start streaming at l->cur: plan from its block on and assemble that block. */
+int io_stream_seek(baton_loader *l, baton_err *err);
+/* Keep the plan one epoch ahead of l->cur (up to the end). */
+int io_stream_plan_ahead(baton_loader *l, baton_err *err);
+/* The next record of the current epoch (the caller checks the epoch's size and the end). */
+int io_stream_next(baton_loader *l, baton_record *out, baton_err *err);
+
+#endif

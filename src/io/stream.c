@@ -1,0 +1,388 @@
+/* stream.c — the loader's streamed order (pipe mode, cache mode's first epoch): which byte ranges
+ * to fetch, and the records of each block out of them in the block's permutation (order.c).
+ *
+ * Owns: the plan (one entry per fetched range, in consumption order, consumed entries dropped),
+ * the baton_fetch that streams those ranges, the block arena and its permutation, and cache
+ * mode's copy of the shards that pass by whole.
+ *
+ * Contract: the plan runs at most one epoch ahead of the reader, never past the end the caller
+ * set (baton_loader_set_end): an epoch's ranges are queued when the epoch before it starts, so the
+ * next epoch streams without a stall and a run that ends fetches nothing more. Every byte of an
+ * epoch is asked for once (the fetcher retries only what did not arrive). A block only partly
+ * needed because the end falls inside it fetches only the ranges around the needed records when
+ * that costs less than half (a request counted as REQUEST_BYTES). Records come out of a block
+ * exactly as from a whole one, so the order does not depend on where reading started or ends. */
+#include "loader_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int io_loader_epoch_streamed(const baton_loader *l, uint64_t epoch)
+{
+    switch (l->o.mode) {
+    case BATON_MODE_PIPE: return 1;
+    case BATON_MODE_CACHE: return epoch == 0 || l->cache_off;
+    default: return 0;
+    }
+}
+
+/* ---------------------------------------------------------------- streamed order */
+
+void io_stream_reset(baton_loader *l)
+{
+    if (l->fetch) {
+        baton_fetch_stats fs;
+        baton_fetch_get_stats(l->fetch, &fs);
+        l->st.fetch_retries += fs.retries;
+        l->st.bytes_fetched += fs.bytes;
+        baton_fetch_free(l->fetch);
+    }
+    l->fetch = NULL;
+    if (l->reader) baton_rec_reader_free(l->reader);
+    l->reader = NULL;
+    if (l->sink_open) io_sink_abort(&l->sink);
+    l->sink_open = 0;
+    l->plan_len = l->plan_next = 0;
+    l->plan_base = 0;
+    l->planned_through = 0;
+    l->blk_valid = 0;
+}
+
+uint64_t io_loader_rec_end(const baton_loader *l, uint32_t s, uint64_t j)
+{
+    return j < l->m.shards[s].records ? l->off[s][j] : l->m.shards[s].bytes;
+}
+
+/* 1 when record `position` of `epoch` is at or past the end the caller set. */
+int io_loader_past_end(const baton_loader *l, uint64_t epoch, uint64_t position)
+{
+    return l->has_end && (epoch > l->end.epoch || (epoch == l->end.epoch && position >= l->end.position));
+}
+
+/* Append one range to the plan and hand it to the fetcher. */
+static int plan_push(baton_loader *l, const plan_seg *ps, baton_err *err)
+{
+    if (l->plan_len == l->plan_cap && l->plan_next > 0) {  /* drop consumed entries */
+        memmove(l->plan, l->plan + l->plan_next, (l->plan_len - l->plan_next) * sizeof *l->plan);
+        l->plan_base += l->plan_next;
+        l->plan_len -= l->plan_next;
+        l->plan_next = 0;
+    }
+    if (l->plan_len == l->plan_cap) {
+        size_t cap = l->plan_cap ? l->plan_cap * 2 : 64;
+        plan_seg *p = realloc(l->plan, cap * sizeof *p);
+        if (!p) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+        l->plan = p;
+        l->plan_cap = cap;
+    }
+    l->plan[l->plan_len] = *ps;
+    int rc = baton_fetch_add(l->fetch, l->m.shards[ps->shard].file, ps->start, ps->end - ps->start,
+                             l->plan_base + l->plan_len, err);
+    l->plan_len++;
+    return rc;
+}
+
+/* What one more request costs, in bytes: an S3 GET is priced like about 4 KiB of egress. Two
+ * needed records closer than this are fetched by one request, the records between them too. */
+#define REQUEST_BYTES 4096
+
+/* The ranges that cover the needed records of a block (need NULL: all of them): one per run of
+ * needed records inside one segment, runs closer than REQUEST_BYTES joined. dry: only count their
+ * bytes and their number into *cost (bytes + REQUEST_BYTES each); else plan them (the last one
+ * ends the block). */
+static int block_runs(baton_loader *l, const plan_seg *proto, const io_segment *seg, size_t ns,
+                      const uint8_t *need, int dry, uint64_t *cost, baton_err *err)
+{
+    plan_seg run = *proto, pend = *proto;
+    int have = 0, rc = BATON_OK;
+    *cost = 0;
+    for (size_t i = 0, base = 0; i < ns && rc == BATON_OK; base += seg[i].count, i++) {
+        uint32_t s = seg[i].shard;
+        int open = 0;
+        for (uint64_t k = 0; k < seg[i].count && rc == BATON_OK; k++) {
+            if (need && !need[base + k]) continue;
+            uint64_t j = seg[i].first + k;
+            if (open && l->off[s][j] - run.end <= REQUEST_BYTES) {
+                run.count = j + 1 - run.first;
+                run.end = io_loader_rec_end(l, s, j + 1);
+                continue;
+            }
+            if (open) {
+                *cost += run.end - run.start + REQUEST_BYTES;
+                if (!dry && have) rc = plan_push(l, &pend, err);
+                pend = run;
+                have = 1;
+            }
+            run.shard = s;
+            run.first = j;
+            run.count = 1;
+            run.bfirst = base + k;
+            run.start = l->off[s][j];
+            run.end = io_loader_rec_end(l, s, j + 1);
+            open = 1;
+        }
+        if (open) {
+            *cost += run.end - run.start + REQUEST_BYTES;
+            if (!dry && have && rc == BATON_OK) rc = plan_push(l, &pend, err);
+            pend = run;
+            have = 1;
+        }
+    }
+    if (!dry && have && rc == BATON_OK) {
+        pend.last_of_block = 1;
+        rc = plan_push(l, &pend, err);
+    }
+    return rc;
+}
+
+static int block_scratch(baton_loader *l, uint64_t n, baton_err *err)
+{
+    if (n <= l->cap_block) return BATON_OK;
+    size_t *sl = realloc(l->slot, n * sizeof *sl);
+    if (sl) l->slot = sl;
+    uint8_t *nd = realloc(l->need, n);
+    if (nd) l->need = nd;
+    uint64_t *pp = realloc(l->pperm, n * sizeof *pp);
+    if (pp) l->pperm = pp;
+    if (!sl || !nd || !pp) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory for a block of %llu records",
+                                                (unsigned long long)n);
+    l->cap_block = n;
+    return BATON_OK;
+}
+
+/* Plan block b of `epoch` (segments seg[0..ns), n records), of which positions [lo, hi) of its
+ * permutation are handed out. A block goes as one range per segment. When the end falls inside
+ * it, only the ranges holding the records before the end are fetched, if that costs less than
+ * half (REQUEST_BYTES a request; cache mode's first epoch wants whole shards for its copy). A
+ * resume inside a block fetches it whole all the same: its first batch needs records from all
+ * over the block, and a few large requests bring them sooner than many small ones. */
+static int plan_block(baton_loader *l, uint64_t epoch, uint64_t b, const io_segment *seg, size_t ns,
+                      uint64_t n, uint64_t lo, uint64_t hi, baton_err *err)
+{
+    plan_seg proto = {.epoch = epoch, .block = b, .n = n, .lo = lo, .hi = hi};
+    uint64_t all = 0, part = 0;
+    const uint8_t *need = NULL;
+    int whole_shards = l->o.mode == BATON_MODE_CACHE && epoch == 0 && !l->cache_off && !io_loader_past_end(l, 1, 0);
+    int rc = BATON_OK;
+    if (hi < n && !whole_shards) {
+        if ((rc = block_scratch(l, n, err))) return rc;
+        io_block_permutation(l->o.seed, epoch, b, n, l->pperm);
+        memset(l->need, 0, n);
+        for (uint64_t i = lo; i < hi; i++) l->need[l->pperm[i]] = 1;
+        block_runs(l, &proto, seg, ns, NULL, 1, &all, err);
+        block_runs(l, &proto, seg, ns, l->need, 1, &part, err);
+        if (part * 2 < all) need = l->need;
+    }
+    return block_runs(l, &proto, seg, ns, need, 0, &all, err);
+}
+
+/* Add the ranges of this worker's blocks of `epoch`, from block b0 (position `within` of it) on,
+ * up to the end, to the plan and fetcher. */
+static int plan_epoch(baton_loader *l, uint64_t epoch, uint64_t b0, uint64_t within, baton_err *err)
+{
+    l->planned_through = epoch + 1;
+    if (io_loader_past_end(l, epoch, 0)) return BATON_OK;
+    io_stream_layout L;
+    int rc = io_stream_layout_init(&L, &l->m, l->o.seed, epoch, l->block, err);
+    if (rc) return rc;
+    size_t segcap = l->m.nshards + 1;
+    io_segment *seg = malloc(segcap * sizeof *seg);
+    if (!seg) rc = baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    for (uint64_t b = b0; rc == BATON_OK && b < L.nblocks; b += l->o.world) {
+        uint64_t pos0 = (b - l->o.rank) / l->o.world * l->block;  /* this worker's position */
+        if (io_loader_past_end(l, epoch, pos0)) break;
+        uint64_t n = io_block_size(l->total, l->block, b), lo = b == b0 ? within : 0, hi = n;
+        if (l->has_end && epoch == l->end.epoch && l->end.position - pos0 < n) hi = l->end.position - pos0;
+        if (lo >= hi) continue;
+        size_t ns = io_stream_block_segments(&L, &l->m, b, seg, segcap);
+        rc = plan_block(l, epoch, b, seg, ns, n, lo, hi, err);
+    }
+    free(seg);
+    io_stream_layout_free(&L);
+    return rc;
+}
+
+/* Cache mode: pass a streamed piece of shard s at byte offset `at` to its local copy. */
+static void cache_piece(baton_loader *l, const plan_seg *p, uint64_t at, const uint8_t *d, size_t n)
+{
+    if (l->o.mode != BATON_MODE_CACHE || l->cache_off || p->epoch != 0) return;
+    baton_err err = {0};
+    const baton_shard_info *si = &l->m.shards[p->shard];
+    if (l->sink_open && (l->sink_shard != p->shard || l->sink.written != at)) {
+        io_sink_abort(&l->sink);  /* a gap: this shard's copy cannot be completed from the stream */
+        l->sink_open = 0;
+    }
+    if (!l->sink_open) {
+        if (at != 0 || io_local_valid(l->local_dir, si)) return;
+        if (io_sink_open(&l->sink, l->local_dir, si, &err)) goto fail;
+        l->sink_open = 1;
+        l->sink_shard = p->shard;
+    }
+    if (io_sink_write(&l->sink, d, n, &err)) goto fail;
+    if (l->sink.written == si->bytes) {
+        l->sink_open = 0;
+        if (io_sink_commit(&l->sink, &err)) goto fail;
+        l->cache_written[p->shard] = 1;   /* checked as written: no read-back before epoch 1 */
+    }
+    return;
+fail:
+    if (l->sink_open) io_sink_abort(&l->sink);
+    l->sink_open = 0;
+    if (err.code == BATON_ERR_NOSPACE) {
+        l->cache_off = 1;
+        l->st.cache_fallback = 1;
+        baton_log(BATON_LOG_WARN, "%s; caching stops, reading goes on in pipe mode", err.msg);
+    } else {
+        baton_log(BATON_LOG_WARN, "cache: %s (that shard will be downloaded before epoch 1)", err.msg);
+    }
+}
+
+static int arena_add(baton_loader *l, const baton_rec *r, uint32_t shard, baton_err *err)
+{
+    if (l->nrecs == l->cap_recs) {
+        size_t cap = l->cap_recs ? l->cap_recs * 2 : 1024;
+        blk_rec *p = realloc(l->recs, cap * sizeof *p);
+        if (!p) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+        l->recs = p;
+        l->cap_recs = cap;
+    }
+    size_t at = l->arena.len;
+    if (baton_buf_append(&l->arena, r->data, r->len)) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    l->recs[l->nrecs++] = (blk_rec){at, r->len, shard, r->offset};
+    return BATON_OK;
+}
+
+/* Store bytes for the records of `epoch` (baton_loader_epoch_fetched). */
+void io_loader_count_fetched(baton_loader *l, uint64_t epoch, uint64_t n)
+{
+    if (!l->ep_len) l->ep_base = epoch;
+    if (epoch < l->ep_base) return;   /* a seek back to an earlier epoch: not kept apart */
+    uint64_t i = epoch - l->ep_base;
+    if (i >= l->ep_len) {
+        size_t len = (size_t)i + 1;
+        uint64_t *p = realloc(l->ep_fetched, len * sizeof *p);
+        if (!p) return;   /* a counter only */
+        memset(p + l->ep_len, 0, (len - l->ep_len) * sizeof *p);
+        l->ep_fetched = p;
+        l->ep_len = len;
+    }
+    l->ep_fetched[i] += n;
+}
+
+/* Read the next block's ranges from the fetcher into the arena; permute the positions it hands
+ * out into arena slots. */
+static int assemble_block(baton_loader *l, baton_err *err)
+{
+    l->arena.len = 0;
+    l->nrecs = 0;
+    int rc = BATON_OK;
+    for (;;) {
+        if (l->plan_next >= l->plan_len)
+            return baton_err_set(err, BATON_ERR_FORMAT, "internal: streamed plan ran out");
+        const plan_seg *p = &l->plan[l->plan_next];
+        const char *name = l->m.shards[p->shard].file;
+        if ((rc = block_scratch(l, p->n, err))) return rc;
+        l->reader = baton_rec_reader_new(l->m.format, name, p->start);
+        if (!l->reader) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+        uint64_t got = 0, at = p->start;
+        baton_fetch_piece piece;
+        int last = 0;
+        while (!last && rc == BATON_OK) {
+            rc = baton_fetch_next(l->fetch, &piece, err);
+            if (rc != BATON_OK) break;
+            if (piece.tag != l->plan_base + l->plan_next || piece.offset != at) {
+                baton_fetch_release(l->fetch, &piece);
+                rc = baton_err_set(err, BATON_ERR_FORMAT, "%s: internal: piece at %llu, expected %llu", name,
+                                   (unsigned long long)piece.offset, (unsigned long long)at);
+                break;
+            }
+            cache_piece(l, p, at, piece.data, piece.len);
+            /* lent, not copied: the records come out of the piece itself (only one that crosses
+             * its edge is copied by the reader); the piece goes back once they are in the arena */
+            rc = baton_rec_reader_feed_ref(l->reader, piece.data, piece.len, err);
+            at += piece.len;
+            last = piece.last;
+            l->st.bytes_read += piece.len;
+            io_loader_count_fetched(l, p->epoch, piece.len);
+            if (last) baton_rec_reader_finish(l->reader);
+            baton_rec r;
+            while (rc == BATON_OK && (rc = baton_rec_reader_next(l->reader, &r, err)) == BATON_OK) {
+                if (++got > p->count) {
+                    rc = baton_err_set(err, BATON_ERR_CORRUPT, "%s: more records in bytes %llu..%llu than the index says",
+                                       name, (unsigned long long)p->start, (unsigned long long)p->end);
+                    break;
+                }
+                l->slot[p->bfirst + got - 1] = l->nrecs;
+                rc = arena_add(l, &r, p->shard, err);
+            }
+            baton_fetch_release(l->fetch, &piece);
+            if (rc == BATON_NEED_MORE || rc == BATON_END) rc = BATON_OK;
+        }
+        baton_rec_reader_free(l->reader);
+        l->reader = NULL;
+        if (rc == BATON_END) rc = baton_err_set(err, BATON_ERR_TRUNCATED, "%s: stream ended early", name);
+        if (rc == BATON_OK && got != p->count)
+            rc = baton_err_set(err, BATON_ERR_CORRUPT, "%s: %llu records in bytes %llu..%llu, the index says %llu",
+                               name, (unsigned long long)got, (unsigned long long)p->start,
+                               (unsigned long long)p->end, (unsigned long long)p->count);
+        if (rc) return rc;
+        l->plan_next++;
+        if (p->last_of_block) break;
+    }
+    const plan_seg *p = &l->plan[l->plan_next - 1];
+    if (p->n > l->cap_bperm) {
+        uint64_t *b = realloc(l->bperm, p->n * sizeof *b);
+        if (!b) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+        l->bperm = b;
+        l->cap_bperm = p->n;
+    }
+    io_block_permutation(l->o.seed, p->epoch, p->block, p->n, l->bperm);
+    for (uint64_t i = p->lo; i < p->hi; i++) l->bperm[i] = l->slot[l->bperm[i]];
+    l->blk_epoch = p->epoch;
+    l->blk_block = p->block;
+    l->blk_pos = p->lo;
+    l->blk_end = p->hi;
+    l->blk_valid = 1;
+    return BATON_OK;
+}
+
+int io_stream_plan_ahead(baton_loader *l, baton_err *err)
+{
+    int rc = BATON_OK;
+    if (l->planned_through <= l->cur.epoch) rc = plan_epoch(l, l->cur.epoch, l->o.rank, 0, err);
+    if (rc == BATON_OK && l->planned_through <= l->cur.epoch + 1 && io_loader_epoch_streamed(l, l->cur.epoch + 1))
+        rc = plan_epoch(l, l->cur.epoch + 1, l->o.rank, 0, err);
+    return rc;
+}
+
+int io_stream_seek(baton_loader *l, baton_err *err)
+{
+    io_stream_reset(l);
+    l->fetch = baton_fetch_new(l->store, &l->o.fetch, err);
+    if (!l->fetch) return err->code;
+    uint64_t size = io_stream_epoch_size(l->total, l->block, l->o.rank, l->o.world);
+    if (l->cur.position >= size) return BATON_OK;  /* at the end: next() ends the epoch */
+    uint64_t b, within;
+    io_stream_locate(l->total, l->block, l->o.rank, l->o.world, l->cur.position, &b, &within);
+    int rc = plan_epoch(l, l->cur.epoch, b, within, err);
+    if (rc == BATON_OK) rc = io_stream_plan_ahead(l, err);
+    if (rc == BATON_OK) rc = assemble_block(l, err);
+    return rc;
+}
+
+int io_stream_next(baton_loader *l, baton_record *out, baton_err *err)
+{
+    if (!l->blk_valid || l->blk_pos >= l->blk_end || l->blk_epoch != l->cur.epoch) {
+        int rc = assemble_block(l, err);
+        if (rc) return rc;
+        if (l->blk_epoch != l->cur.epoch)
+            return baton_err_set(err, BATON_ERR_FORMAT, "internal: streamed epoch mismatch");
+    }
+    const blk_rec *r = &l->recs[l->bperm[l->blk_pos++]];
+    out->data = l->arena.data + r->at;
+    out->len = r->len;
+    out->shard = r->shard;
+    out->offset = r->offset;
+    return BATON_OK;
+}
+
