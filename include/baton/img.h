@@ -231,7 +231,9 @@ void baton_augment_apply_ref(const baton_image *im, const baton_augment *a, cons
 typedef struct baton_bench_io_opts {
     const char *uri;
     const char *mount_path;       /* mount mode reads this path (default: uri if it is a path) */
-    const char *work_dir;         /* local copies for file/cache mode go to work_dir/<mode> */
+    const char *work_dir;         /* local copies for file/cache mode go to work_dir/<mode>; removed
+                                     when the mode is measured (work_dir itself too when empty) */
+    int keep_work;                /* keep those copies */
     uint64_t epochs;
     uint64_t seed;
     baton_store_opts store;

@@ -26,7 +26,8 @@ int cmd_bench_io(int argc, char **argv)
         {"mode", CLI_STR, &mode, "file | pipe | mount | cache | all (default all)"},
         {"epochs", CLI_U64, &o.epochs, "epochs per mode (default 3)"},
         {"mount-path", CLI_STR, &o.mount_path, "the same dataset as a (mounted) path, for mount mode"},
-        {"work-dir", CLI_STR, &o.work_dir, "local copies for file/cache mode (default ./bench-io-work)"},
+        {"work-dir", CLI_STR, &o.work_dir, "local copies for file/cache mode (default ./bench-io-work; removed after)"},
+        {"keep-work", CLI_FLAG, &o.keep_work, "keep those copies"},
         {"workers", CLI_INT, &workers, "decode threads (default 2)"},
         {"batch", CLI_INT, &batch, "batch size (default 128)"},
         {"crop-pad", CLI_INT, &pad, "random crop padding (default 2)"},
@@ -59,6 +60,10 @@ int cmd_bench_io(int argc, char **argv)
             return CLI_USAGE;
         }
         nmodes = 1;
+    }
+    if (o.epochs < 1 || o.epochs > BATON_BENCH_MAX_EPOCHS) {
+        fprintf(stderr, "baton bench-io: --epochs must be 1..%d\n", BATON_BENCH_MAX_EPOCHS);
+        return CLI_USAGE;
     }
     if (workers < 1 || batch < 1 || pad < 0 || inflight < 1 || !(chunk_mb > 0)) {
         fprintf(stderr, "baton bench-io: --workers, --batch, --inflight, --chunk-mb must be positive\n");

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 /* CPU seconds (user + system) of the whole process so far */
 static double cpu_now(void)
@@ -122,5 +123,9 @@ int baton_bench_io_run(const baton_bench_io_opts *o, baton_io_mode mode, baton_b
     baton_loader_close(l);
     double run = r->total_s - r->launch_s;
     r->samples_per_s = run > 0 ? (double)r->samples / run : 0;
+    if (lo.local_dir && !o->keep_work) {   /* the copy was only for this measurement */
+        if (baton_remove_tree(local) != 0) baton_log(BATON_LOG_WARN, "%s: cannot remove: %s", local, strerror(errno));
+        rmdir(o->work_dir);   /* when nothing else is left in it */
+    }
     return rc;
 }

@@ -37,6 +37,8 @@ check '"$BATON" pack --from fashion-mnist --split test --out "$T/fm" --shard-mb 
 mkdir -p "$T/b"
 check '(cd "$T/b" && "$ABS" bench-io --data "$T/fm" --mode all --epochs 2 --svg "$T/bio.svg" >/dev/null 2>"$T/bio.err")' \
     "bench-io: $(tail -2 "$T/bio.err" 2>/dev/null)"
+check '[ -z "$(ls -A "$T/b")" ]' "bench-io removed its dataset copies: $(ls -A "$T/b")"
+expect_fail 2 "^baton bench-io: --epochs must be 1..64$" "$BATON" bench-io --data "$T/fm" --epochs 0
 check 'labels "$T/bio.svg"' "bench-io labels inside the canvas, none overlapping"
 # the x ticks: whole epochs 0, 1, 2 and nothing past the data
 check '[ "$(python3 - "$T/bio.svg" <<'"'"'PY'"'"'
