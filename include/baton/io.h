@@ -209,7 +209,9 @@ int baton_dataset_push(const char *dir, baton_store *dst, int progress, baton_er
  * record per sample, into the named pipe <fifo_dir>/<channel>_<e>, which is created just before
  * the epoch and removed after it; a reader opens it, reads to end of file, then waits for the next
  * epoch's pipe. Epochs run from the loader's cursor up to `epochs` (exclusive). A reader that goes
- * away mid-epoch ends that epoch cleanly (counted in stats); the next epoch's pipe follows. */
+ * away mid-epoch ends that epoch cleanly (counted in stats); the next epoch's pipe follows.
+ * fifo_dir must be an existing folder (the reader's); a pipe left at a pipe's path is replaced, any
+ * other file there is an error (never removed). */
 typedef struct baton_channel_opts {
     const char *fifo_dir;
     const char *channel;
@@ -222,6 +224,10 @@ typedef struct baton_channel_stats {
     uint64_t epochs, records, bytes, readers_gone;
 } baton_channel_stats;
 
+/* The options alone, before anything is opened: a channel name that is one path component
+ * ([A-Za-z0-9._-], not starting with '.') and epochs >= 1 (BATON_ERR_USAGE otherwise), an existing
+ * fifo_dir. baton_channel_run checks them too. */
+int baton_channel_check(const baton_channel_opts *o, baton_err *err);
 int baton_channel_run(baton_loader *l, const baton_channel_opts *o, baton_channel_stats *st,
                       baton_err *err);
 

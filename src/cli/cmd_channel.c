@@ -42,6 +42,7 @@ int cmd_channel(int argc, char **argv)
     co.open_timeout_s = timeout;
     co.progress = !quiet;
     baton_err err = {0};
+    if (baton_channel_check(&co, &err)) return cli_fail("channel", &err);   /* before any download */
     baton_loader *l;
     if (baton_loader_open(&lo, &l, &err)) return cli_fail("channel", &err);
     baton_channel_stats st;

@@ -35,13 +35,37 @@ static int open_writer(const char *path, double timeout_s, baton_err *err)
     }
 }
 
+/* A channel name is one path component of letters, digits, '.', '_' and '-' (not starting with '.'):
+ * its pipes must land inside fifo_dir. */
+static int channel_name_ok(const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    return n >= 1 && n <= 200 && s[0] != '.' &&
+           strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == n;
+}
+
+int baton_channel_check(const baton_channel_opts *o, baton_err *err)
+{
+    if (!channel_name_ok(o->channel))
+        return baton_err_set(err, BATON_ERR_USAGE, "--channel '%s': expected a name of letters, digits, '.', '_' and "
+                             "'-' (the pipes are NAME_0, NAME_1, ... inside --fifo-dir)", o->channel ? o->channel : "");
+    if (o->epochs < 1) return baton_err_set(err, BATON_ERR_USAGE, "--epochs must be >= 1");
+    /* the folder is the reader's: it must exist (a folder created here has no reader waiting in it) */
+    struct stat sb;
+    if (stat(o->fifo_dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return baton_err_set(err, BATON_ERR_NOTFOUND, "%s: no such folder (create it, and point the reader at it)",
+                             o->fifo_dir);
+    return BATON_OK;
+}
+
 int baton_channel_run(baton_loader *l, const baton_channel_opts *o, baton_channel_stats *st,
                       baton_err *err)
 {
     memset(st, 0, sizeof *st);
-    signal(SIGPIPE, SIG_IGN);
-    int rc = baton_mkdir_p(o->fifo_dir, err);
+    int rc = baton_channel_check(o, err);
     if (rc) return rc;
+    signal(SIGPIPE, SIG_IGN);
+    struct stat sb;
     /* nothing past the last epoch is fetched */
     baton_cursor end = {baton_loader_cursor(l).seed, o->epochs, 0};
     if ((rc = baton_loader_set_end(l, &end, err))) return rc;
@@ -51,7 +75,14 @@ int baton_channel_run(baton_loader *l, const baton_channel_opts *o, baton_channe
         char path[4096], name[256];
         snprintf(name, sizeof name, "%s_%llu", o->channel, (unsigned long long)epoch);
         if ((rc = baton_path_join(path, sizeof path, o->fifo_dir, name, err))) break;
-        unlink(path);
+        if (lstat(path, &sb) == 0) {   /* a pipe a crashed run left is replaced; anything else is not ours */
+            if (!S_ISFIFO(sb.st_mode)) {
+                rc = baton_err_set(err, BATON_ERR_ARG, "%s exists and is not a named pipe: not touching it (remove it, "
+                                   "or use another --channel)", path);
+                break;
+            }
+            unlink(path);
+        }
         if (mkfifo(path, 0644) != 0) {
             rc = baton_err_set(err, BATON_ERR_IO, "%s: mkfifo: %s", path, strerror(errno));
             break;

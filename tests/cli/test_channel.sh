@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test_channel.sh — `baton channel`: SageMaker-style named pipes <dir>/<channel>_<epoch>, read by a
 # plain Python reader (the one in docs/channels.md): every epoch delivers each sample exactly once,
-# RecordIO-framed; a reader that leaves early ends that epoch and the next pipe still follows.
+# RecordIO-framed; a reader that leaves early ends that epoch and the next pipe still follows; names
+# that leave the folder, zero epochs, a missing folder and a regular file in a pipe's place are refused.
 . "$(dirname "$0")/lib.sh"
 $BATON pack --from fashion-mnist --split test --out "$T/ds" --shard-mb 1 >/dev/null 2>&1 || bad "pack"
 cat >"$T/reader.py" <<'PY'
@@ -37,6 +38,7 @@ for e in range(epochs):
     ids = [struct.unpack_from("<IfQQ", p)[2] for p in records(path, first_limit if e == 0 and first_limit else None)]
     print(e, len(ids), len(set(ids)), min(ids), max(ids))
 PY
+mkdir -p "$T/fifo" "$T/fifo2"   # the reader's folders
 timeout 120 $BATON channel --data "$T/ds" --fifo-dir "$T/fifo" --channel train --epochs 2 --quiet 2>"$T/err" &
 pid=$!
 timeout 120 python3 "$T/reader.py" "$T/fifo" train 2 0 >"$T/out" || bad "reader failed: $(cat "$T/out")"
@@ -52,4 +54,15 @@ wait $pid || bad "channel 2 failed: $(cat "$T/err2")"
 check 'grep -q "^0 100 100 " "$T/out2" && grep -qx "1 10000 10000 0 9999" "$T/out2"' "early leave: $(cat "$T/out2")"
 check 'grep -q "went away" "$T/err2"' "no warning about the reader leaving: $(cat "$T/err2")"
 expect_fail 2 'required' $BATON channel --data "$T/ds"
+# what it refuses: a name that leaves the folder, zero epochs, a folder that does not exist (no
+# reader can be waiting in it), and a regular file where a pipe goes (never deleted)
+expect_fail 2 "--channel '../x'" $BATON channel --data "$T/ds" --fifo-dir "$T/fifo" --channel ../x --quiet
+expect_fail 2 "--channel 'a/b'" $BATON channel --data "$T/ds" --fifo-dir "$T/fifo" --channel a/b --quiet
+expect_fail 2 "--epochs must be >= 1" $BATON channel --data "$T/ds" --fifo-dir "$T/fifo" --channel t --epochs 0 --quiet
+expect_fail 1 "nofolder/sub: no such folder" $BATON channel --data "$T/ds" --fifo-dir "$T/nofolder/sub" --quiet
+check '[ ! -e "$T/nofolder" ]' "no folder created"
+echo "precious" >"$T/fifo/keep_0"
+expect_fail 1 "keep_0 exists and is not a named pipe" $BATON channel --data "$T/ds" --fifo-dir "$T/fifo" --channel keep --quiet
+check '[ "$(cat "$T/fifo/keep_0")" = precious ]' "the regular file is untouched"
+check '[ ! -e "$T/x_0" ]' "nothing written outside the folder"
 finish
