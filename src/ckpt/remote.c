@@ -66,8 +66,10 @@ int baton_ckpt_remote_open(const char *uri, const baton_store_opts *so, int keep
     baton_ckpt_remote *r = calloc(1, sizeof *r);
     if (!r) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
     int rc = baton_store_open(uri, so, &r->st, err);
-    if (rc == BATON_ERR_NOTFOUND && !strstr(uri, "://")) {   /* a plain folder: create it */
-        rc = baton_mkdir_p(uri, err);
+    /* a folder (a path, or file://path) that does not exist yet: create it */
+    const char *local = !strncmp(uri, "file://", 7) ? uri + 7 : strstr(uri, "://") ? NULL : uri;
+    if (rc == BATON_ERR_NOTFOUND && local && *local) {
+        rc = baton_mkdir_p(local, err);
         if (rc == BATON_OK) rc = baton_store_open(uri, so, &r->st, err);
     }
     if (rc == BATON_OK && baton_store_kind_of(r->st) == BATON_STORE_HTTP)

@@ -5,11 +5,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Options with help NULL are internal (one process of baton talking to another): not listed. */
 static void print_help(FILE *f, const char *cmd, const char *synopsis, const struct cli_opt *opts)
 {
     fprintf(f, "usage: baton %s %s\n", cmd, synopsis);
+    int w = 12;
     for (const struct cli_opt *o = opts; o->name; o++)
-        fprintf(f, "  --%-18s %s\n", o->name, o->help ? o->help : "");
+        if (o->help && (int)strlen(o->name) > w) w = (int)strlen(o->name);
+    for (const struct cli_opt *o = opts; o->name; o++)
+        if (o->help) fprintf(f, "  --%-*s  %s\n", w, o->name, o->help);
 }
 
 static int set_value(const char *cmd, const struct cli_opt *o, const char *v)

@@ -44,7 +44,7 @@ struct cli_opt {
     const char *name;      /* without the leading "--" */
     enum cli_kind kind;
     void *dst;
-    const char *help;
+    const char *help;      /* NULL: an internal option, accepted but not listed by --help */
 };
 
 /* Parse argv[1..]. Positional arguments are collected into pos (up to maxpos). Returns 0, or

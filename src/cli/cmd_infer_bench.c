@@ -160,8 +160,10 @@ int cmd_infer_bench(int argc, char **argv)
         {"peak", CLI_FLAG, &peak, "also measure the peak FP32 FLOP/s on each thread count (for plan infer)"},
         {"json", CLI_FLAG, &json, "one JSON line per context instead of the table"},
         {"csv", CLI_STR, &csv, "also write the results to this CSV file"},
-        {"child", CLI_STR, &child, "(internal) run one context THREADS:BATCH:PATH and print its JSON line"},
-        {"t0", CLI_DBL, &t0, "(internal) the parent's clock when it started this process"},
+        /* internal (help NULL: not listed): run one context THREADS:BATCH:PATH and print its JSON line;
+         * the parent's clock when it started this process */
+        {"child", CLI_STR, &child, NULL},
+        {"t0", CLI_DBL, &t0, NULL},
         {0},
     };
     const char *pos[1];

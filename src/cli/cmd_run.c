@@ -153,8 +153,8 @@ int cmd_run(int argc, char **argv)
     const struct cli_opt opts[] = {
         {"work", CLI_STR, &work, "working folder for the demo (default ./baton-demo)"},
         {"epochs", CLI_U64, &epochs, "demo: training epochs (default 2)"},
-        {"time-scale", CLI_DBL, &scale, "demo: simulated seconds per wall second (default 60)"},
-        {"seed", CLI_U64, &seed, "demo: market seed (default 3)"},
+        {"time-scale", CLI_DBL, &scale, "simulated seconds per wall second (demo default 60; a job file's otherwise)"},
+        {"seed", CLI_U64, &seed, "market seed (demo default 3; a job file's otherwise)"},
         {"hazard-scale", CLI_DBL, &hazard, "demo: interruption-rate multiplier (default 6000)"},
         {0},
     };
@@ -164,9 +164,19 @@ int cmd_run(int argc, char **argv)
                   &npos, &help))
         return help ? CLI_OK : CLI_USAGE;
     if (npos == 1) {
+        /* a job file says what to train: the demo's options would be silently ignored, so refuse them */
+        static const char *const demo_only[] = {"epochs", "hazard-scale", "work"};
+        for (size_t i = 0; i < sizeof demo_only / sizeof demo_only[0]; i++)
+            if (cli_given(argc, argv, demo_only[i])) {
+                fprintf(stderr, "baton run: --%s is an option of the built-in demo; with a job file, set it in the "
+                                "file (its command, its market section)\n", demo_only[i]);
+                return CLI_USAGE;
+            }
         baton_fleet_opts o;
         baton_fleet_opts_default(&o);
         o.progress = isatty(2) && !getenv("BATON_NO_PROGRESS");
+        if (cli_given(argc, argv, "time-scale")) o.time_scale = scale;   /* as `baton fleet run` takes them */
+        if (cli_given(argc, argv, "seed")) o.seed_set = 1, o.seed = seed;
         return cli_fleet_run_file("run", pos[0], &o, 0, NULL);
     }
     if (epochs < 1 || scale <= 0 || hazard < 0) {

@@ -26,8 +26,11 @@ static const struct cli_command commands[] = {
 static void usage(FILE *f)
 {
     fprintf(f, "usage: baton <command> [options]\n\ncommands:\n");
+    int w = 0;
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
+        if ((int)strlen(commands[i].name) > w) w = (int)strlen(commands[i].name);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-*s  %s\n", w, commands[i].name, commands[i].help);
     fprintf(f, "\nbaton <command> --help shows a command's options.\n");
 }
 

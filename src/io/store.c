@@ -15,6 +15,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <strings.h>
 
 void baton_store_opts_default(baton_store_opts *o)
@@ -200,7 +201,15 @@ int baton_store_open(const char *uri, const baton_store_opts *o, baton_store **o
         if (!s->uri || !s->local_dir) {
             rc = baton_err_set(err, BATON_ERR_NOMEM, "%s: out of memory", uri);
         } else if (!baton_is_dir(u.path)) {
-            rc = baton_err_set(err, BATON_ERR_NOTFOUND, "%s: no such folder", u.path);
+            struct stat sb;
+            if (stat(u.path, &sb) == 0) {   /* a shard or dataset.json named instead of its folder */
+                char parent[4096];
+                baton_path_dirname(u.path, parent, sizeof parent);
+                rc = baton_err_set(err, BATON_ERR_ARG, "%s: a file, not a folder: a dataset URI names the folder "
+                                   "that holds dataset.json and the shards (here: %s)", u.path, parent);
+            } else {
+                rc = baton_err_set(err, BATON_ERR_NOTFOUND, "%s: no such folder", u.path);
+            }
         }
         break;
     case BATON_STORE_HTTP: {

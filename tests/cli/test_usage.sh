@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# test_usage.sh — what a newcomer types wrong gets exit 2 and one line naming the option and what
+# it accepts (never exit 1, never a silent default, never "x: x:"); the help lists what a user may
+# type, aligned; and a few arguments that used to be misread are read as meant.
+cd "$(dirname "$0")/../.." || exit 1
+. tests/cli/lib.sh
+P="--samples-per-s 100 --dataset 1000 --epochs 1 --here-gflops 100"
+expect_fail 2 "^baton imds: action 'explode': expected terminate, stop or hibernate$" $BATON imds --action explode
+expect_fail 2 "^baton imds: listen address 'foo': expected HOST:PORT$" $BATON imds --listen foo
+expect_fail 2 "^baton imds: notice lead time -1 s: expected 0..86400$" $BATON imds --notice -1
+expect_fail 2 "^baton imds: --interrupt-after must be 0\.\." $BATON imds --interrupt-after -5
+expect_fail 2 "^baton imds: give --interrupt-after or --interrupt-at, not both$" \
+    $BATON imds --interrupt-after 5 --interrupt-at 2030-01-01T00:00:00Z
+expect_fail 2 "^baton plan train: --spot-discount must be in \[0, 1\)" $BATON plan train $P --spot-discount 1.5
+expect_fail 2 "^baton plan train: --interrupt-rate must be a percentage from 0 up to \(not including\) 100$" \
+    $BATON plan train $P --interrupt-rate 100
+expect_fail 2 "^baton notice: EC2 metadata endpoint 'notaurl': expected an http:// or https:// URL, or HOST:PORT$" \
+    $BATON notice wait --endpoint notaurl --timeout 1
+expect_fail 2 "^baton notice: .*--timeout a number of seconds >= 0" $BATON notice wait --timeout -1
+expect_fail 2 "^baton run: --epochs is an option of the built-in demo" $BATON run /dev/null --epochs 3
+expect_fail 2 "^baton fleet catalog: unknown option '--bogus'" $BATON fleet catalog --bogus
+check '$BATON fleet catalog --json | python3 -c "import json,sys; r=[json.loads(l) for l in sys.stdin]; assert len(r) >= 10 and all(x[\"spot_per_h\"] < x[\"on_demand_per_h\"] for x in r), r"' \
+    "fleet catalog --json: one object per type"
+# no doubled prefix anywhere in these
+check '! grep -Eq "^baton [a-z -]+: ([a-z -]+): \1:" "$T/err"' "no doubled prefix"
+
+# --help lists what a user may type, aligned
+$BATON help >"$T/help"
+# the column where each description starts: the same for every line
+col() { awk '{ if (match($0, /^  [^ ]+ +/)) print RLENGTH }' "$1" | sort -u | wc -l; }
+check '[ "$(grep -E "^  [a-z-]+ " "$T/help" >"$T/h1"; col "$T/h1")" -eq 1 ]' \
+    "the command list is one column: $(grep -E "^  [a-z-]+ " "$T/help" | head -3)"
+$BATON infer-bench --help >"$T/ib"
+check '! grep -q -- "--child\|--t0\|(internal)" "$T/ib" && grep -q -- "--ckpt" "$T/ib"' "infer-bench --help shows no internal options"
+$BATON train --help | grep -E "^  --" >"$T/th"
+check '[ "$(col "$T/th")" -eq 1 ]' "train --help is aligned"
+
+# arguments read as meant
+check '"$BATON" pack --from fashion-mnist --split test --out "$T/fm" --shard-mb 4 --quiet >/dev/null' "pack"
+expect_fail 1 "test-00000.rec: a file, not a folder: a dataset URI names the folder that holds dataset.json .*here: .*fm\)" \
+    $BATON train --data "$T/fm/test-00000.rec" --model mlp --ckpt-dir "$T/c0" --quiet
+check '"$BATON" train --data "$T/fm" --model mlp --max-steps 2 --quiet --ckpt-dir "$T/c1" --ckpt-uri "file://$T/up" >/dev/null 2>&1 &&
+       [ -f "$T/up/ckpt-000000002/MANIFEST" ]' "--ckpt-uri file:///path: created and uploaded to, like a plain path"
+finish
