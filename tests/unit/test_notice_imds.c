@@ -291,14 +291,14 @@ static void test_modes(void)
     CHECK(req("PUT", u, "/baton/interrupt", NULL, NULL, NULL) == 200);
     baton_imds_stop(m);
 
-    /* only loopback unless allowed; bad specs */
+    /* only loopback unless allowed (a policy: BATON_ERR_ARG); bad specs are usage errors */
     baton_imds_opts_default(&o);
     o.listen = "0.0.0.0:0";
     CHECK(baton_imds_start(&o, &m, &err) == BATON_ERR_ARG && strstr(err.msg, "loopback"));
     o.listen = "127.0.0.1";
-    CHECK(baton_imds_start(&o, &m, &err) == BATON_ERR_ARG);
+    CHECK(baton_imds_start(&o, &m, &err) == BATON_ERR_USAGE);
     o.listen = "127.0.0.1:70000";
-    CHECK(baton_imds_start(&o, &m, &err) == BATON_ERR_ARG);
+    CHECK(baton_imds_start(&o, &m, &err) == BATON_ERR_USAGE);
     o.listen = "[::1]:0";
     if (baton_imds_start(&o, &m, &err) == BATON_OK) {   /* hosts without IPv6 skip this */
         CHECK(!strncmp(baton_imds_url(m), "http://[::1]:", 13));
@@ -307,7 +307,7 @@ static void test_modes(void)
     }
     baton_imds_opts_default(&o);
     o.action = "explode";
-    CHECK(baton_imds_start(&o, &m, &err) == BATON_ERR_ARG);
+    CHECK(baton_imds_start(&o, &m, &err) == BATON_ERR_USAGE);
 }
 
 int main(void)
