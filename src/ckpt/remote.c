@@ -256,7 +256,7 @@ static int upload_locked(baton_ckpt_remote *r, const char *folder, uint64_t step
     if ((rc = baton_ckpt_manifest_parse(p, (const char *)text, tlen, &m, err)) != BATON_OK) goto out;
     for (size_t i = 0; i < m.nfiles; i++) {
         const baton_ckpt_file *f = &m.files[i];
-        snprintf(p, sizeof p, "%s/%s", folder, f->name);
+        if ((rc = baton_path_join(p, sizeof p, folder, f->name, err)) != BATON_OK) goto out;
         if ((rc = read_into(p, f->bytes, &r->buf[i], err)) != BATON_OK) goto out;
         uint32_t crc = baton_crc32c(0, r->buf[i].data, r->buf[i].len);
         if (crc != f->crc32c) {
@@ -269,7 +269,7 @@ static int upload_locked(baton_ckpt_remote *r, const char *folder, uint64_t step
     snprintf(name, sizeof name, "%s/MANIFEST", dir);
     if ((rc = baton_store_delete(r->st, name, err)) != BATON_OK) goto out;
     for (size_t i = 0; i < m.nfiles; i++) {
-        snprintf(name, sizeof name, "%s/%s", dir, m.files[i].name);
+        if ((rc = baton_path_join(name, sizeof name, dir, m.files[i].name, err)) != BATON_OK) goto out;
         if ((rc = baton_store_put(r->st, name, r->buf[i].data, r->buf[i].len, err)) != BATON_OK) goto out;
     }
     snprintf(name, sizeof name, "%s/MANIFEST", dir);
@@ -425,7 +425,7 @@ static int restore_one(baton_ckpt_remote *r, const rstep *f, const char *dir, in
     baton_ckpt_blob blobs[16];
     for (size_t i = 0; rc == BATON_OK && i < m.nfiles; i++) {
         const baton_ckpt_file *cf = &m.files[i];
-        snprintf(name, sizeof name, "%s/%s", f->dir, cf->name);
+        if ((rc = baton_path_join(name, sizeof name, f->dir, cf->name, err)) != BATON_OK) break;
         snprintf(uri, sizeof uri, "%s%s", baton_store_uri(r->st), name);
         if (cf->bytes > (uint64_t)SIZE_MAX / 2) {
             rc = baton_err_set(err, BATON_ERR_FORMAT, "%s: %" PRIu64 " bytes is too large", uri, cf->bytes);

@@ -50,8 +50,7 @@ static const char *const required[] = {"model.safetensors", "optim.safetensors",
 /* dir/name into out; 0 when it does not fit. */
 static int pj(char *out, size_t cap, const char *dir, const char *name)
 {
-    int n = snprintf(out, cap, "%s/%s", dir, name);
-    return n >= 0 && (size_t)n < cap;
+    return baton_path_join(out, cap, dir, name, NULL) == BATON_OK;
 }
 
 static int io_err(baton_err *err, const char *what, const char *path) { return baton_err_errno(err, errno, what, path); }

@@ -421,7 +421,10 @@ static int write_json(const char *dir, const char *name, cJSON *doc, char *path,
     char *s = doc ? cJSON_Print(doc) : NULL;
     cJSON_Delete(doc);
     if (!s) return baton_err_set(err, BATON_ERR_NOMEM, "%s: out of memory", name);
-    snprintf(path, cap, "%s/%s", dir, name);
+    if (baton_path_join(path, cap, dir, name, err)) {
+        free(s);
+        return err->code;
+    }
     size_t n = strlen(s);
     s[n] = '\n';   /* cJSON_Print leaves room: replace the NUL, write n + 1 bytes */
     int rc = rmt_write_file(path, s, n + 1, 0644, err);
@@ -521,8 +524,8 @@ int baton_aws_generate(const baton_job *job, const baton_aws_opts *o, const char
         rc = baton_aws_userdata(job, o, task, &ud, err);
         if (!rc) {
             snprintf(name, sizeof name, many ? "user-data-%zu.sh" : "user-data.sh", task);
-            snprintf(path, sizeof path, "%s/%s", dir, name);
-            rc = rmt_write_file(path, ud.data, ud.len, 0755, err);
+            rc = baton_path_join(path, sizeof path, dir, name, err);
+            if (!rc) rc = rmt_write_file(path, ud.data, ud.len, 0755, err);
         }
         if (!rc && (rmt_base64(&b64, ud.data, ud.len) || rmt_cstr(&b64)))
             rc = baton_err_set(err, BATON_ERR_NOMEM, "out of memory");

@@ -503,8 +503,7 @@ static void newest_ckpt(baton_slurm_task *t, const char *checkpoints)
     char dir[1400], path[4096];
     uint64_t step;
     baton_err e = {0};
-    snprintf(dir, sizeof dir, "%s/%s", t->volume, checkpoints);
-    if (baton_is_dir(dir) && baton_ckpt_latest(dir, path, sizeof path, &step, &e) == BATON_OK)
+    if (!baton_path_join(dir, sizeof dir, t->volume, checkpoints, NULL) && baton_is_dir(dir) && baton_ckpt_latest(dir, path, sizeof path, &step, &e) == BATON_OK)
         t->ckpt_step = (int64_t)step;
 }
 

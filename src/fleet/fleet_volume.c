@@ -125,8 +125,8 @@ static int walk(walker *w, const char *rel)
         }
         char sub[4096];
         if (snprintf(sub, sizeof sub, "%s%s%s", rel, *rel ? "/" : "", name) >= (int)sizeof sub ||
-            snprintf(src, sizeof src, "%s/%s", w->src_root, sub) >= (int)sizeof src ||
-            (w->dst_root && snprintf(dst, sizeof dst, "%s/%s", w->dst_root, sub) >= (int)sizeof dst)) {
+            baton_path_join(src, sizeof src, w->src_root, sub, NULL) ||
+            (w->dst_root && baton_path_join(dst, sizeof dst, w->dst_root, sub, NULL))) {
             rc = baton_err_set(w->err, BATON_ERR_ARG, "%s/%s: path too long", w->src_root, sub);
             break;
         }
@@ -253,8 +253,8 @@ int baton_snapshot_create(const char *volume, const char *snapshot, baton_err *e
     int rc = tmp_name(tmp, sizeof tmp, snapshot, err);
     if (!rc) rc = copy_verified(volume, NULL, snapshot, NULL, &man, err);
     if (!rc) {
-        snprintf(mpath, sizeof mpath, "%s/%s", tmp, BATON_SNAPSHOT_MANIFEST);
-        rc = baton_file_write_atomic(mpath, man, strlen(man), err);
+        rc = baton_path_join(mpath, sizeof mpath, tmp, BATON_SNAPSHOT_MANIFEST, err);
+        if (!rc) rc = baton_file_write_atomic(mpath, man, strlen(man), err);
         if (!rc) rc = publish_dir(tmp, snapshot, err);
         if (rc) baton_remove_tree(tmp);
     }
@@ -267,8 +267,8 @@ static int read_manifest(const char *snapshot, char **text, baton_err *err)
     char mpath[4200];
     uint8_t *p;
     size_t n;
-    snprintf(mpath, sizeof mpath, "%s/%s", snapshot, BATON_SNAPSHOT_MANIFEST);
-    int rc = baton_file_read_all(mpath, 64u << 20, &p, &n, err);
+    int rc = baton_path_join(mpath, sizeof mpath, snapshot, BATON_SNAPSHOT_MANIFEST, err);
+    if (!rc) rc = baton_file_read_all(mpath, 64u << 20, &p, &n, err);
     if (rc) return rc;
     if (strlen((char *)p) != n || strncmp((char *)p, "baton-snapshot 1\n", 17) != 0) {
         free(p);

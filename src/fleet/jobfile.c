@@ -1,5 +1,6 @@
 /* jobfile.c — the job-file parser (YAML through libyaml's document loader) shared by every fleet
- * backend, plus the small built-in instance catalog that fills in prices for types named bare.
+ * backend. Types named bare get their prices from the one catalog (infer.h); job.c has what a
+ * parsed job offers (names, durations, loading from a file, freeing).
  *
  * Contract: baton_job_parse accepts one YAML document whose top level is a mapping of the fields
  * in docs/jobfile.md; anything else fails with "FILE:LINE: FIELD: what was wrong". Unknown fields,
@@ -16,58 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
-
-/* ------------------------------------------------------------------ names */
-const char *baton_backend_name(baton_backend b)
-{
-    return b == BATON_BACKEND_SLURM ? "slurm" : b == BATON_BACKEND_AWS ? "aws" : "local";
-}
-
-const char *baton_alloc_name(baton_alloc a)
-{
-    return a == BATON_ALLOC_CAPACITY_OPTIMIZED ? "capacity-optimized" : "lowest-price";
-}
-
-/* the buckets are the catalog's (infer.h), in the same order */
-const char *baton_bucket_name(baton_bucket b) { return baton_infer_bucket_name((int)b); }
-
-int baton_bucket_parse(const char *s, baton_bucket *b)
-{
-    int i;
-    if (baton_infer_bucket_parse(s, &i)) return -1;
-    *b = (baton_bucket)i;
-    return 0;
-}
-
-int baton_duration_parse(const char *s, double *seconds)
-{
-    char *end = NULL;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || !isfinite(v) || v < 0) return -1;
-    double mul = 1;
-    if (*end == 's') mul = 1, end++;
-    else if (*end == 'm') mul = 60, end++;
-    else if (*end == 'h') mul = 3600, end++;
-    else if (*end == 'd') mul = 86400, end++;
-    if (*end) return -1;
-    *seconds = v * mul;
-    return 0;
-}
-
-double baton_job_spot_price(const baton_job_type *t, const char *zone)
-{
-    for (size_t i = 0; i < t->nzone_prices; i++)
-        if (!strcmp(t->zone_prices[i].zone, zone)) return t->zone_prices[i].price;
-    return t->spot_price;
-}
-
-const baton_job_kv *baton_job_backend_opt(const baton_job *job, const char *key)
-{
-    for (size_t i = 0; i < job->nbackend_opts; i++)
-        if (!strcmp(job->backend_opts[i].key, key)) return &job->backend_opts[i];
-    return NULL;
-}
 
 /* ------------------------------------------------------------------ walking the document */
 typedef struct ctx {
@@ -203,6 +152,25 @@ static int each_pair(ctx *c, yaml_node_t *map, const char *path, pair_fn fn, voi
         char sub[512];
         snprintf(sub, sizeof sub, "%s%s%s", path, *path ? "." : "", key);
         int rc = fn(c, key, kn, vn, arg, sub);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+/* Iterate a list: calls fn for each item with its path "path[i]"; what names the expected list in
+ * the error for a node that is not one ("a list of zone names"). */
+typedef int (*item_fn)(ctx *c, yaml_node_t *item, const char *path, void *arg);
+
+static int each_item(ctx *c, yaml_node_t *seq, const char *path, const char *what, item_fn fn, void *arg)
+{
+    if (seq->type != YAML_SEQUENCE_NODE) return fail(c, seq, path, "expected %s", what);
+    int i = 0;
+    for (yaml_node_item_t *it = seq->data.sequence.items.start; it < seq->data.sequence.items.top; it++) {
+        char sub[512];
+        snprintf(sub, sizeof sub, "%s[%d]", path, i++);
+        yaml_node_t *e = node_at(c, *it);
+        if (!e) return fail(c, seq, path, "malformed list");
+        int rc = fn(c, e, sub, arg);
         if (rc) return rc;
     }
     return 0;
@@ -422,6 +390,22 @@ static int interrupt_pair(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t 
     return unknown(c, kn, path, "task, after, after_steps, notice");
 }
 
+static int interrupt_item(ctx *c, yaml_node_t *e, const char *sub, void *arg)
+{
+    baton_job *j = c->job;
+    if (grow((void **)&j->market.interrupts, j->market.ninterrupts, sizeof *j->market.interrupts, c->err, c->file))
+        return c->err->code;
+    baton_job_interrupt *in = &j->market.interrupts[j->market.ninterrupts++];
+    in->notice = -1;
+    in->after = -1;
+    in->line = line_of(e);
+    if (each_pair(c, e, sub, interrupt_pair, in)) return c->err->code;
+    if (in->after < 0 && in->after_steps > 0) in->after = 0;
+    if (in->after < 0) return fail(c, e, sub, "missing 'after' (simulated time after the instance starts) or 'after_steps'");
+    if (in->notice < 0) in->notice = -2;   /* the market's default notice; resolved below */
+    return 0;
+}
+
 static int market_pair(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, void *arg, const char *path)
 {
     baton_job *j = c->job;
@@ -443,28 +427,7 @@ static int market_pair(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn
         c->has_random = 1;
         return get_bool(c, vn, path, &j->market.random);
     }
-    if (!strcmp(key, "interruptions")) {
-        if (vn->type != YAML_SEQUENCE_NODE) return fail(c, vn, path, "expected a list of {after, notice, task}");
-        int i = 0;
-        for (yaml_node_item_t *it = vn->data.sequence.items.start; it < vn->data.sequence.items.top; it++) {
-            char sub[512];
-            snprintf(sub, sizeof sub, "%s[%d]", path, i++);
-            yaml_node_t *e = node_at(c, *it);
-            if (!e) return fail(c, vn, path, "malformed list");
-            if (grow((void **)&j->market.interrupts, j->market.ninterrupts, sizeof *j->market.interrupts, c->err, c->file))
-                return c->err->code;
-            baton_job_interrupt *in = &j->market.interrupts[j->market.ninterrupts++];
-            in->notice = -1;
-            in->after = -1;
-            in->line = line_of(e);
-            if (each_pair(c, e, sub, interrupt_pair, in)) return c->err->code;
-            if (in->after < 0 && in->after_steps > 0) in->after = 0;
-            if (in->after < 0)
-                return fail(c, e, sub, "missing 'after' (simulated time after the instance starts) or 'after_steps'");
-            if (in->notice < 0) in->notice = -2;   /* the market's default notice; resolved below */
-        }
-        return 0;
-    }
+    if (!strcmp(key, "interruptions")) return each_item(c, vn, path, "a list of {after, notice, task}", interrupt_item, NULL);
     return unknown(c, kn, path, "time_scale, seed, launch_delay, notice, hazard_scale, capacity_cooldown, random, interruptions");
 }
 
@@ -472,6 +435,33 @@ static int market_pair(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn
 typedef struct top_seen {
     yaml_node_t *command, *commands, *capacity, *zones_node, *types_node, *name_node, *backend;
 } top_seen;
+
+static int command_item(ctx *c, yaml_node_t *e, const char *sub, void *arg)
+{
+    baton_job *j = c->job;
+    if (j->ncommands >= BATON_JOB_MAX_COMMANDS) return fail(c, e, sub, "more than %d commands", BATON_JOB_MAX_COMMANDS);
+    if (grow((void **)&j->commands, j->ncommands, sizeof *j->commands, c->err, c->file)) return c->err->code;
+    j->ncommands++;
+    return get_strdup(c, e, sub, &j->commands[j->ncommands - 1]);
+}
+
+static int type_item(ctx *c, yaml_node_t *e, const char *sub, void *arg) { return parse_type(c, e, sub); }
+
+static int zone_item(ctx *c, yaml_node_t *e, const char *sub, void *arg)
+{
+    baton_job *j = c->job;
+    if (j->nzones >= BATON_JOB_MAX_ZONES) return fail(c, e, sub, "more than %d zones", BATON_JOB_MAX_ZONES);
+    char *z = j->zones[j->nzones];
+    if (get_string(c, e, sub, z, sizeof j->zones[0])) return c->err->code;
+    if (!*z) return fail(c, e, sub, "is empty");
+    for (const char *p = z; *p; p++)
+        if (!isalnum((unsigned char)*p) && *p != '-' && *p != '_')
+            return fail(c, e, sub, "zone '%s': only letters, digits, '-' and '_'", z);
+    for (size_t k = 0; k < j->nzones; k++)
+        if (!strcmp(j->zones[k], z)) return fail(c, e, sub, "zone '%s' listed twice", z);
+    j->nzones++;
+    return 0;
+}
 
 static int parse_commands(ctx *c, yaml_node_t *vn, const char *path)
 {
@@ -481,18 +471,7 @@ static int parse_commands(ctx *c, yaml_node_t *vn, const char *path)
         j->ncommands = 1;
         return get_strdup(c, vn, path, &j->commands[0]);
     }
-    if (vn->type != YAML_SEQUENCE_NODE) return fail(c, vn, path, "expected a command line or a list of them");
-    int i = 0;
-    for (yaml_node_item_t *it = vn->data.sequence.items.start; it < vn->data.sequence.items.top; it++) {
-        char sub[512];
-        snprintf(sub, sizeof sub, "%s[%d]", path, i++);
-        yaml_node_t *e = node_at(c, *it);
-        if (!e) return fail(c, vn, path, "malformed list");
-        if (j->ncommands >= BATON_JOB_MAX_COMMANDS) return fail(c, e, sub, "more than %d commands", BATON_JOB_MAX_COMMANDS);
-        if (grow((void **)&j->commands, j->ncommands, sizeof *j->commands, c->err, c->file)) return c->err->code;
-        j->ncommands++;
-        if (get_strdup(c, e, sub, &j->commands[j->ncommands - 1])) return c->err->code;
-    }
+    if (each_item(c, vn, path, "a command line or a list of them", command_item, NULL)) return c->err->code;
     if (!j->ncommands) return fail(c, vn, path, "the list is empty");
     return 0;
 }
@@ -557,16 +536,7 @@ static int top_pair(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, v
     }
     if (!strcmp(key, "instance_types")) {
         s->types_node = vn;
-        if (vn->type != YAML_SEQUENCE_NODE) return fail(c, vn, path, "expected a list of instance types");
-        int i = 0;
-        for (yaml_node_item_t *it = vn->data.sequence.items.start; it < vn->data.sequence.items.top; it++) {
-            char sub[512];
-            snprintf(sub, sizeof sub, "%s[%d]", path, i++);
-            yaml_node_t *e = node_at(c, *it);
-            if (!e) return fail(c, vn, path, "malformed list");
-            if (parse_type(c, e, sub)) return c->err->code;
-        }
-        return 0;
+        return each_item(c, vn, path, "a list of instance types", type_item, NULL);
     }
     if (!strcmp(key, "zones")) {
         s->zones_node = vn;
@@ -574,25 +544,7 @@ static int top_pair(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, v
             j->nzones = 1;
             return get_string(c, vn, path, j->zones[0], sizeof j->zones[0]);
         }
-        if (vn->type != YAML_SEQUENCE_NODE) return fail(c, vn, path, "expected a list of zone names");
-        int i = 0;
-        for (yaml_node_item_t *it = vn->data.sequence.items.start; it < vn->data.sequence.items.top; it++) {
-            char sub[512];
-            snprintf(sub, sizeof sub, "%s[%d]", path, i++);
-            yaml_node_t *e = node_at(c, *it);
-            if (!e) return fail(c, vn, path, "malformed list");
-            if (j->nzones >= BATON_JOB_MAX_ZONES) return fail(c, e, sub, "more than %d zones", BATON_JOB_MAX_ZONES);
-            char *z = j->zones[j->nzones];
-            if (get_string(c, e, sub, z, sizeof j->zones[0])) return c->err->code;
-            if (!*z) return fail(c, e, sub, "is empty");
-            for (const char *p = z; *p; p++)
-                if (!isalnum((unsigned char)*p) && *p != '-' && *p != '_')
-                    return fail(c, e, sub, "zone '%s': only letters, digits, '-' and '_'", z);
-            for (size_t k = 0; k < j->nzones; k++)
-                if (!strcmp(j->zones[k], z)) return fail(c, e, sub, "zone '%s' listed twice", z);
-            j->nzones++;
-        }
-        return 0;
+        return each_item(c, vn, path, "a list of zone names", zone_item, NULL);
     }
     if (!strcmp(key, "state_dir")) return get_string(c, vn, path, j->state_dir, sizeof j->state_dir);
     if (!strcmp(key, "volume")) return each_pair(c, vn, path, volume_pair, NULL);
@@ -762,47 +714,6 @@ int baton_job_parse(const char *name, const char *text, size_t len, baton_job *j
     yaml_document_delete(&doc);
     yaml_parser_delete(&parser);
     if (rc) baton_job_free(job);
-    return rc;
-}
-
-/* A relative local path of the job file is relative to the job file's folder (as SkyPilot and
- * docker compose read theirs), whatever folder baton runs in. */
-static int resolve(const char *jobfile, char *p, size_t cap, const char *field, baton_err *err)
-{
-    if (!p[0] || p[0] == '/' || strstr(p, "://")) return 0;
-    char dir[4096], out[8192];
-    baton_path_dirname(jobfile, dir, sizeof dir);
-    if (!strcmp(dir, ".")) return 0;
-    int k = snprintf(out, sizeof out, "%s/%s", dir, p);
-    if (k < 0 || (size_t)k >= cap)
-        return baton_err_set(err, BATON_ERR_FORMAT, "%s: %s: '%s' relative to the job file's folder is too long",
-                             jobfile, field, p);
-    memcpy(p, out, (size_t)k + 1);
-    return 0;
-}
-
-int baton_job_load(const char *path, baton_job *job, baton_err *err)
-{
-    uint8_t *p;
-    size_t n;
-    job_defaults(job);
-    int rc = baton_file_read_all(path, BATON_JOB_MAX_BYTES, &p, &n, err);
-    if (rc) return baton_err_prefix(err, "job file");
-    rc = baton_job_parse(path, (const char *)p, n, job, err);
-    free(p);
-    return rc ? rc : baton_job_resolve_paths(job, err);
-}
-
-int baton_job_resolve_paths(baton_job *job, baton_err *err)
-{
-    const char *path = job->path;
-    int rc = resolve(path, job->volume.seed, sizeof job->volume.seed, "volume.seed", err);
-    if (!rc) rc = resolve(path, job->state_dir, sizeof job->state_dir, "state_dir", err);
-    /* a seed this machine copies (local and Slurm backends) must exist now, not at the first launch */
-    if (!rc && job->volume.seed[0] && job->backend != BATON_BACKEND_AWS && !strstr(job->volume.seed, "://") &&
-        !baton_is_dir(job->volume.seed))
-        rc = baton_err_set(err, BATON_ERR_FORMAT, "%s: volume.seed: %s: no such folder (relative paths are relative "
-                           "to the job file's folder)", path, job->volume.seed);
     return rc;
 }
 

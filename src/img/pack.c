@@ -250,7 +250,7 @@ static void tidy(const char *dir, const baton_manifest *old, const baton_manifes
     for (size_t i = 0; old && i < old->nshards; i++) {
         const char *names[2] = {old->shards[i].file, old->shards[i].index};
         for (int k = 0; k < 2; k++) {
-            if (!names[k] || listed(now, names[k]) || snprintf(p, sizeof p, "%s/%s", dir, names[k]) >= (int)sizeof p) continue;
+            if (!names[k] || listed(now, names[k]) || baton_path_join(p, sizeof p, dir, names[k], NULL)) continue;
             files += baton_sys.unlink(p) == 0;
         }
     }
@@ -261,7 +261,7 @@ static void tidy(const char *dir, const baton_manifest *old, const baton_manifes
         char *end;
         long pid = t ? strtol(t + 5, &end, 10) : 0;
         if (!t || pid <= 0 || *end || !(kill((pid_t)pid, 0) != 0 && errno == ESRCH)) continue;   /* its writer lives */
-        temps += snprintf(p, sizeof p, "%s/%s", dir, e->d_name) < (int)sizeof p && baton_sys.unlink(p) == 0;
+        temps += !baton_path_join(p, sizeof p, dir, e->d_name, NULL) && baton_sys.unlink(p) == 0;
     }
     if (d) closedir(d);
     if (files || temps)

@@ -28,9 +28,7 @@ int io_sink_open(io_sink *s, const char *dir, const baton_shard_info *si, baton_
         return baton_err_set(err, BATON_ERR_ARG, "%s: path too long", s->final);
     s->fd = baton_sys.open(s->part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (s->fd < 0) {
-        int e = errno;
-        return baton_err_set(err, (e == ENOSPC || e == EDQUOT) ? BATON_ERR_NOSPACE : BATON_ERR_IO,
-                             "%s: cannot create: %s", s->part, strerror(e));
+        return baton_err_errno(err, errno, "cannot create", s->part);
     }
     return BATON_OK;
 }

@@ -84,8 +84,8 @@ static int walk(baton_store *s, char *rel, size_t rl, const char *prefix, io_obj
         size_t cmp = nl < pl ? nl : pl;
         if (memcmp(rel, prefix, cmp) != 0) continue;
         struct stat st;
-        snprintf(path, sizeof path, "%s/%s", s->local_dir, rel);
-        if (lstat(path, &st) != 0) continue;   /* removed meanwhile */
+        if (baton_path_join(path, sizeof path, s->local_dir, rel, NULL) || lstat(path, &st) != 0)
+            continue;   /* too long to name here, or removed meanwhile */
         if (S_ISDIR(st.st_mode)) {
             if (depth >= 32) continue;
             rel[nl] = '/';

@@ -17,13 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int os_err(baton_err *err, const char *what, const char *path)
-{
-    int e = errno;
-    int code = (e == ENOSPC || e == EDQUOT) ? BATON_ERR_NOSPACE
-             : (e == ENOENT || e == ENOTDIR) ? BATON_ERR_NOTFOUND : BATON_ERR_IO;
-    return baton_err_set(err, code, "%s: %s: %s", path, what, strerror(e));
-}
+static int os_err(baton_err *err, const char *what, const char *path) { return baton_err_errno(err, errno, what, path); }
 
 static int object_path(baton_store *s, const char *name, char *path, size_t cap, baton_err *err)
 {

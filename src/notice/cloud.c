@@ -19,7 +19,7 @@ static void dmi_read(const char *dir, const char *name, char *out, size_t cap)
 {
     out[0] = 0;
     char path[4096];
-    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path) return;
+    if (baton_path_join(path, sizeof path, dir, name, NULL)) return;
     FILE *f = fopen(path, "re");
     if (!f) return;
     if (!fgets(out, (int)cap, f)) out[0] = 0;
