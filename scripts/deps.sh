@@ -12,7 +12,8 @@
 #   build:   compilers and libraries the library and CLI link against
 #   test:    clang + libFuzzer runtime (fuzz targets), the Fashion-MNIST data set, loopback servers
 #            (nginx for HTTP sources, Ceph's RADOS Gateway for a real SigV4-checking S3 endpoint),
-#            a one-node Slurm (munge, slurmctld, slurmd) and botocore's AWS service models
+#            a one-node Slurm (munge, slurmctld, slurmd), botocore's AWS service models, and
+#            libpython3-dev (the embedded interpreter for Python reward functions)
 set -euo pipefail
 
 build=(make gcc libc6-dev pkg-config git ca-certificates
@@ -21,6 +22,7 @@ build+=(libyaml-dev libsqlite3-dev)     # fleet: job files (YAML), event history
 test=(clang libclang-rt-14-dev dataset-fashion-mnist python3 curl iproute2 bc
       nginx-light radosgw ceph-mon ceph-osd ceph-common)
 test+=(slurmctld slurmd slurm-client munge python3-botocore)   # fleet backends: one-node Slurm, AWS models
+test+=(libpython3-dev)   # race: DeepRacer's Python reward functions in an embedded CPython
 
 bench=(python3-torch python3-numpy python3-pil libopenblas0-openmp s3fs)
 

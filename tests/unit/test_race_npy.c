@@ -92,7 +92,7 @@ static void test_round_trip(void)
 
 static void test_malformed(void)
 {
-    double d[24] = {0};
+    double d[24] = {0}, more[25] = {0};
     uint8_t buf[1024];
     const char *good = "{'descr': '<f8', 'fortran_order': False, 'shape': (4, 6), }\n";
     size_t n = make_npy(buf, 1, good, d, sizeof d);
@@ -123,7 +123,7 @@ static void test_malformed(void)
     CHECK(fails_with(buf, n, "1 dimensions"));
     n = make_npy(buf, 1, "{'descr': '<f8', 'fortran_order': False, 'shape': (4, 6), }\n", d, sizeof d - 8);
     CHECK(fails_with(buf, n, "row 3 is incomplete"));
-    n = make_npy(buf, 1, "{'descr': '<f8', 'fortran_order': False, 'shape': (4, 6), }\n", d, sizeof d + 8);
+    n = make_npy(buf, 1, "{'descr': '<f8', 'fortran_order': False, 'shape': (4, 6), }\n", more, sizeof more);
     CHECK(fails_with(buf, n, "bytes after the data"));
     n = make_npy(buf, 1, "{'descr': '<f8', 'fortran_order': False }\n", d, sizeof d);
     CHECK(fails_with(buf, n, "lacks 'shape'"));
