@@ -78,6 +78,8 @@ typedef struct baton_race_car {
     double accel_mps2;        /* 0: a new speed is reached within a step (DeepRacer's command) */
     double brake_mps2;        /* 0: likewise when slowing */
     double steer_rate_dps;    /* 0: the wheels turn to a new angle within a step */
+    double grip_mps2;         /* 0: no grip limit (kinematic); else the path's curvature is held to
+                               * grip / v² (the car runs wide), e.g. the limit's 3 m/s² */
 } baton_race_car;
 void baton_race_car_default(baton_race_car *c);
 
@@ -226,10 +228,12 @@ const char *const *baton_race_builtin_rewards(void);
 int baton_race_python_available(void);   /* 1 when built with embedded CPython */
 
 /* ---------------------------------------------------------------- the lap-time limit */
-/* The car's limits for the fastest lap it can physically drive. */
+/* The fastest lap the car can physically drive: the minimum-curvature line inside the borders
+ * (margin_m from each), or a blend of it with the smoothest short line where that is faster, and
+ * its speed profile under these limits. */
 typedef struct baton_race_limits {
     double max_speed_mps;     /* 4 (DeepRacer's top speed) */
-    double lat_accel_mps2;    /* 5: grip of the 1/18 car's tyres on the track mat */
+    double lat_accel_mps2;    /* 3: the fastest laps driven on re:Invent 2018 (~7.6 s) come out just above the limit */
     double accel_mps2;        /* 3 */
     double brake_mps2;        /* 4 */
     double friction_exp;      /* 2: the friction circle (0: longitudinal and lateral independent) */
@@ -248,9 +252,11 @@ typedef struct baton_race_line {
 void baton_race_line_free(baton_race_line *l);
 
 typedef struct baton_race_limit_result {
-    baton_race_line racing;   /* the minimum-curvature line and its speed profile */
+    baton_race_line racing;   /* the racing line and its speed profile */
     baton_race_line center;   /* the centre line under the same limits */
     double lap_s, centerline_lap_s;
+    double mincurv_lap_s;     /* the pure minimum-curvature line's lap */
+    double blend;             /* the racing line: this share of the way to the short smooth line */
 } baton_race_limit_result;
 int baton_race_limit(const baton_race_track *t, const baton_race_limits *l, baton_race_limit_result *out,
                      baton_err *err);
@@ -262,7 +268,8 @@ int baton_race_speed_profile(baton_race_line *line, const baton_race_limits *l, 
 
 /* ---------------------------------------------------------------- driving a lap */
 /* The built-in controller: pure pursuit of the centre line, speed from the centre line's curvature
- * (the limit's profile scaled by `pace`). */
+ * (corner speeds at the limit's lateral acceleration times pace², braking at its braking limit times
+ * pace, so about `pace` of the speeds the car could take). */
 void baton_race_centerline_action(const baton_race_sim *s, size_t env, double pace, float *steer_deg,
                                   float *speed);
 
@@ -270,7 +277,7 @@ typedef struct baton_race_drive_opts {
     const char *policy;       /* "centerline" (trained policies come with `race train`) */
     const char *reward;       /* reward spec (default follow_center_line) */
     const char *frames_dir;   /* write every camera frame as PNG here (NULL: none) */
-    double pace;              /* centerline: share of the limit's speed profile, 0.7 */
+    double pace;              /* centerline: share of the corner speeds the car could take, 0.85 */
     uint32_t max_steps;       /* 0: the simulator's default */
     baton_race_camera_opts camera;
     baton_race_sim_opts sim;

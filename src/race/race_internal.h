@@ -131,6 +131,12 @@ struct baton_race_sim {
 /* Fill the params of one environment; ref selects the reference searches. */
 void race_sim_fill_params(const baton_race_sim *s, size_t e, int ref, struct baton_race_params *p);
 
+/* Lines across n rungs in[j] -> out[j] (x, y interleaved), margin metres from their ends, as the
+ * fraction b[j] of each rung (limit_line.c): the minimum-curvature line (sum of squared
+ * curvatures) and the smoothest short line (sum of squared second differences of the points). */
+int race_line_mincurv(size_t n, int loop, const double *in, const double *out, double margin, double *b);
+int race_line_smooth(size_t n, int loop, const double *in, const double *out, double margin, double *b);
+
 /* Reward plug-ins: the user's C (reward_c.c) and Python (reward_py.c). */
 typedef double (*race_reward_fn)(const struct baton_race_params *p);
 int race_reward_c_open(const char *path, void **handle, race_reward_fn *fn, baton_err *err);

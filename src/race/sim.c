@@ -4,7 +4,7 @@
  * The car is a kinematic bicycle: the rear axle moves along the heading, the yaw rate is
  * v·tan(steer)/wheelbase, integrated exactly over a step (an arc of constant radius). Speed and
  * steering follow the action within a step unless the car's acceleration, braking or steering-rate
- * limits are set. After the move: the four wheel centres and whether each is on the track (the
+ * limits are set; with a grip limit the path's curvature is held to grip / v² (the car runs wide). After the move: the four wheel centres and whether each is on the track (the
  * track grid), the front point's projection on the centre line (DeepRacer's x, y and progress),
  * the closest waypoints, and the rules, in DeepRacer's order of precedence — lap complete
  * (progress 100), off track (no wheel on the track), immobilized (moved <= 0.3 mm per step for
@@ -180,7 +180,7 @@ int baton_race_sim_new(const baton_race_track *t, const baton_race_sim_opts *o, 
         return baton_err_set(err, BATON_ERR_ARG, "race sim: %zu environments (want 1 to 16M)", o->envs);
     if (!(o->hz > 0) || !(c->wheelbase_m > 0) || !(c->track_m > 0) || !(c->max_speed_mps >= c->min_speed_mps) ||
         c->min_speed_mps < 0 || !(c->max_steer_deg > 0 && c->max_steer_deg < 89) || c->accel_mps2 < 0 ||
-        c->brake_mps2 < 0 || c->steer_rate_dps < 0 || o->stuck_steps == 0 || o->max_steps == 0 ||
+        c->brake_mps2 < 0 || c->steer_rate_dps < 0 || c->grip_mps2 < 0 || o->stuck_steps == 0 || o->max_steps == 0 ||
         !(o->round_robin >= 0 && o->round_robin < 1) || !(o->start_offset >= 0 && o->start_offset < 1) ||
         o->steer_noise_deg < 0 || o->speed_noise_mps < 0)
         return baton_err_set(err, BATON_ERR_ARG, "race sim: car or simulator options out of range");
@@ -263,7 +263,10 @@ static inline int step_env(baton_race_sim *s, size_t e, float steer_in, float sp
         v->tan_val = ss / cs;
     }
     /* the heading turns by dpsi: rotate (cos, sin) by it, kept on the unit circle */
-    double dpsi = ds * v->tan_val / car->wheelbase_m, yaw = st->yaw + dpsi, sdp, cdp;
+    double k = v->tan_val / car->wheelbase_m;
+    if (car->grip_mps2 > 0 && st->speed * st->speed * fabs(k) > car->grip_mps2)   /* sliding: runs wide */
+        k = copysign(car->grip_mps2 / (st->speed * st->speed), k);
+    double dpsi = ds * k, yaw = st->yaw + dpsi, sdp, cdp;
     any_sincos(dpsi, &sdp, &cdp);
     double c2 = c * cdp - sn * sdp, s2 = sn * cdp + c * sdp, norm = 1.5 - 0.5 * (c2 * c2 + s2 * s2);
     c2 *= norm;

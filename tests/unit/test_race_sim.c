@@ -190,6 +190,22 @@ static void test_kinematics(baton_race_track *wide)
     baton_race_sim_step(s, &steer, &speed);
     ok &= fabs(st->speed - 1.8) < 1e-12;
     CHECK_MSG(ok && st->status == BATON_RACE_IN_PROGRESS, "acceleration or steering-rate limits");
+    baton_race_sim_free(s);
+    /* a grip limit: at 3 m/s with full lock the path bends at 3 m/s² / v² only */
+    baton_race_sim_opts_default(&o);
+    o.car.grip_mps2 = 3;
+    s = sim_new(wide, &o);
+    st = baton_race_sim_state(s, 0);
+    baton_race_sim_set_pose(s, 0, 10, 0, 0);
+    steer = 30;
+    speed = 3;
+    double yaw0 = st->yaw;
+    baton_race_sim_step(s, &steer, &speed);
+    CHECK_MSG(fabs(st->yaw - yaw0 - 3.0 / 15 * (3.0 / 9)) < 1e-12, "yaw turned %.6f", st->yaw - yaw0);
+    speed = 0.5;   /* slow enough: the kinematic curve, tan(30°) / L */
+    yaw0 = st->yaw;
+    baton_race_sim_step(s, &steer, &speed);
+    CHECK(fabs(st->yaw - yaw0 - 0.5 / 15 * tan(M_PI / 6) / 0.164) < 1e-12);
     /* actions are clamped to the car's limits; NaN steers straight at the slowest speed */
     baton_race_sim_place(s, 0, 0, 0, 0);
     steer = 90;
