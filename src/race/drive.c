@@ -48,7 +48,7 @@ void baton_race_drive_opts_default(baton_race_drive_opts *o)
     memset(o, 0, sizeof *o);
     o->policy = "centerline";
     o->reward = "follow_center_line";
-    o->pace = 0.7;
+    o->pace = 0.85;
     baton_race_camera_opts_default(&o->camera);
     baton_race_sim_opts_default(&o->sim);
 }

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GRID_MAX_CELLS ((size_t)4 << 20)
+#define GRID_MAX_CELLS ((size_t)1 << 20)
 
 static int cmp_double(const void *a, const void *b)
 {
