@@ -154,10 +154,9 @@ static double catmull(double p0, double p1, double p2, double p3, double t0, dou
     return ((t2 - t) * b1 + (t - t1) * b2) / (t2 - t1);
 }
 
-/* Resample the three lines every ~step of centre line on smooth curves through the waypoints
- * (Catmull-Rom, knots at the centre line's cumulative lengths, the same for all three so the rungs
- * stay paired): straight chords between waypoints would put a kink, and a spike of curvature, at
- * every waypoint. */
+/* Resample the track every ~step of centre line: the centre line on a smooth curve through its
+ * waypoints (Catmull-Rom, knots at its cumulative lengths: straight chords would put a kink, and a
+ * spike of curvature, at every waypoint), the borders at the same places on their chords. */
 static int resample(const race_geom *g, double step, size_t *np, double **c, double **in, double **out)
 {
     size_t m = (size_t)ceil(g->length / step);
@@ -188,7 +187,13 @@ static int resample(const race_geom *g, double step, size_t *np, double **c, dou
             idx[q] = i;
             t[q] = (i >= 0 && i <= (long)ns) ? g->cs[i] + off : 0;
         }
-        for (int d = 0; d < 3; d++)
+        /* the borders stay the straight chords between waypoints: that is the polygon the car
+         * must stay inside (DeepRacer's on-track test) */
+        double len = g->cs[k + 1] - g->cs[k], u = len > 0 ? (s - g->cs[k]) / len : 0;
+        u = u < 0 ? 0 : u > 1 ? 1 : u;
+        for (int d = 1; d < 3; d++)
+            for (int a = 0; a < 2; a++) dst[d][2 * j + a] = lines[d][2 * k + a] + u * (lines[d][2 * k + 2 + a] - lines[d][2 * k + a]);
+        for (int d = 0; d < 1; d++)
             for (int a = 0; a < 2; a++) {
                 const double *p = lines[d];
                 double v[4];

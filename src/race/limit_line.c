@@ -260,9 +260,24 @@ static int work_new(work *w, size_t n, int loop, const double *in, const double 
     for (size_t j = 0; j < n; j++) {
         w->dx[j] = out[2 * j] - in[2 * j];
         w->dy[j] = out[2 * j + 1] - in[2 * j + 1];
-        double len = hypot(w->dx[j], w->dy[j]), m = len > 0 ? margin / len : 0.5;
-        w->lo[j] = m < 0.5 - 1e-6 ? m : 0.5 - 1e-6;
-        w->hi[j] = 1 - w->lo[j];
+        /* margin metres from a border, measured square to it: along a rung that meets the border
+         * at an angle, that is margin / sin(angle) */
+        size_t a = loop ? (j + n - 1) % n : (j ? j - 1 : 0), c = loop ? (j + 1) % n : (j + 1 < n ? j + 1 : j);
+        double len = hypot(w->dx[j], w->dy[j]), f[2];
+        const double *side[2] = {in, out};
+        for (int k = 0; k < 2; k++) {
+            double tx = side[k][2 * c] - side[k][2 * a], ty = side[k][2 * c + 1] - side[k][2 * a + 1], tl = hypot(tx, ty);
+            double sn = tl > 0 && len > 0 ? fabs(w->dx[j] * ty - w->dy[j] * tx) / (len * tl) : 1;
+            f[k] = len > 0 ? margin / (len * fmax(sn, 0.2)) : 0.5;
+        }
+        w->lo[j] = f[0];
+        w->hi[j] = 1 - f[1];
+        if (!(w->hi[j] - w->lo[j] > 2e-6)) {   /* narrower than the car: the middle of the rung */
+            double mid = 0.5 * (w->lo[j] + w->hi[j]);
+            mid = mid < 1e-6 ? 1e-6 : mid > 1 - 1e-6 ? 1 - 1e-6 : mid;
+            w->lo[j] = mid - 1e-6;
+            w->hi[j] = mid + 1e-6;
+        }
     }
     return BATON_OK;
 }
