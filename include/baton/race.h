@@ -117,13 +117,14 @@ typedef struct baton_race_car_state {
     double x, y, yaw;         /* the car's centre (base link); yaw radians */
     double speed, steer_deg;  /* actual speed and steering angle (after the rate limits) */
     double cmd_speed, cmd_steer_deg;   /* the last action (clamped to the car's limits) */
-    double fx, fy;            /* the front point (DeepRacer's x, y) */
+    double fx, fy;            /* the front point: DeepRacer's x, y (params and SIM_TRACE_LOG's X, Y) */
     double wheel_x[4], wheel_y[4];     /* front left, front right, rear left, rear right */
     int wheel_on[4];
     int wheels_on;            /* how many wheels are on the track */
     double progress;          /* percent since the episode's start */
     double ndist;             /* the front point's share of the lap from the first waypoint */
     int closest[2];           /* waypoints behind and ahead */
+    int nearest_waypoint;     /* the nearer of the two (SIM_TRACE_LOG's closest_waypoint) */
     uint32_t steps;           /* steps in this episode */
     uint64_t episode;         /* episodes started in this environment, 1 for the first */
     int reversed_dir;         /* this episode drives the track in reverse */

@@ -138,6 +138,10 @@ static inline void derive(const baton_race_sim *s, race_env *v, int ref)
     st->ndist = g->length > 0 ? nr.along / g->length : 0;
     if (ref) race_geom_closest(g, st->ndist, st->closest);
     else race_geom_closest_hint(g, nr.seg, st->ndist, st->closest);
+    const double *wp = g->c + 2 * (size_t)st->closest[0], *wn = g->c + 2 * (size_t)st->closest[1];
+    double dp = (st->fx - wp[0]) * (st->fx - wp[0]) + (st->fy - wp[1]) * (st->fy - wp[1]);
+    double dn = (st->fx - wn[0]) * (st->fx - wn[0]) + (st->fy - wn[1]) * (st->fy - wn[1]);
+    st->nearest_waypoint = dn < dp ? st->closest[1] : st->closest[0];
 }
 
 static void start_episode(baton_race_sim *s, size_t e)

@@ -362,6 +362,11 @@ static void test_params(baton_race_track *oval)
     CHECK(fabs(p.projection_distance - p.x) < 1e-9);   /* along the straight from (0, 0) */
     CHECK(p.closest_waypoints[1] == p.closest_waypoints[0] + 1);
     CHECK(p.waypoints[p.closest_waypoints[0]][0] <= p.x && p.waypoints[p.closest_waypoints[1]][0] > p.x);
+    {
+        int a = p.closest_waypoints[0], b = p.closest_waypoints[1];
+        int nearer = fabs(p.waypoints[b][0] - p.x) < fabs(p.waypoints[a][0] - p.x) ? b : a;
+        CHECK(st->nearest_waypoint == nearer);
+    }
     CHECK(p.num_objects == 0 && p.objects_location == NULL);
     CHECK(fabs(p.distance_from_center - q.distance_from_center) < 1e-12 && fabs(p.track_width - q.track_width) < 1e-12 &&
           p.is_left_of_center == q.is_left_of_center && p.closest_waypoints[0] == q.closest_waypoints[0]);
