@@ -89,6 +89,16 @@ FUZZ_FLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=
 FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_BUILD)/obj/%.o)
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(FUZZ_BUILD)/%)
 
+# Python reward functions (src/race/reward_py.c) run in an embedded CPython, built in when Debian's
+# libpython3-dev is installed (pkg-config python3-embed); without it they are a clear error
+PY_CFLAGS := $(patsubst -I%,-isystem %,$(shell pkg-config --cflags python3-embed 2>/dev/null))
+PY_LIBS := $(shell pkg-config --libs python3-embed 2>/dev/null)
+ifneq ($(PY_LIBS),)
+LDLIBS += $(PY_LIBS)
+$(BUILD)/obj/src/race/reward_py.o: ALL_CFLAGS += $(PY_CFLAGS) -DBATON_HAVE_PYTHON
+$(FUZZ_BUILD)/obj/src/race/reward_py.o: BASE_CFLAGS += $(PY_CFLAGS) -DBATON_HAVE_PYTHON
+endif
+
 $(FUZZ_BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	clang $(BASE_CFLAGS) $(FUZZ_FLAGS) -c $< -o $@

@@ -13,7 +13,8 @@
 #   test:    clang + libFuzzer runtime (fuzz targets), the Fashion-MNIST data set, rsvg-convert and
 #            DejaVu fonts (charts are rendered and measured), loopback servers
 #            (nginx for HTTP sources, Ceph's RADOS Gateway for a real SigV4-checking S3 endpoint),
-#            a one-node Slurm (munge, slurmctld, slurmd) and botocore's AWS service models
+#            a one-node Slurm (munge, slurmctld, slurmd), botocore's AWS service models, and
+#            libpython3-dev (the embedded interpreter for Python reward functions)
 set -euo pipefail
 
 build=(make gcc libc6-dev pkg-config git ca-certificates
@@ -23,6 +24,7 @@ test=(clang libclang-rt-14-dev dataset-fashion-mnist python3 curl iproute2 bc
       nginx-light radosgw ceph-mon ceph-osd ceph-common)
 test+=(librsvg2-bin fonts-dejavu-core)                       # charts: rendered and measured in tests
 test+=(slurmctld slurmd slurm-client munge python3-botocore)   # fleet backends: one-node Slurm, AWS models
+test+=(libpython3-dev)   # race: DeepRacer's Python reward functions in an embedded CPython
 
 bench=(python3-torch python3-numpy python3-pil libopenblas0-openmp s3fs)
 

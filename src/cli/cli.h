@@ -28,6 +28,7 @@ int cmd_notice(int argc, char **argv);
 int cmd_infer_bench(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_fleet(int argc, char **argv);
+int cmd_race(int argc, char **argv);
 /* `baton fleet run` and `baton run JOBFILE`: run a job file to its end, print the report. */
 struct baton_fleet_opts;
 int cli_fleet_run_file(const char *cmd, const char *path, struct baton_fleet_opts *o, int json, const char *svg);

@@ -1,0 +1,314 @@
+/* race.h — the racing league's ground (src/race/): DeepRacer tracks (.npy waypoint files and our
+ * built-in designs), a batch car simulator with DeepRacer's episode rules, observations (the front
+ * camera and a cheap sensor vector), reward functions (built-ins, the user's C compiled and loaded,
+ * the user's Python run in an embedded interpreter) and the racing-line lap-time limit.
+ *
+ * Layering: race depends on util and img (PNG frames). Nothing here exits or prints; errors are
+ * values naming the file and the row, step or line. Facts and sources: docs/race.md.
+ *
+ * Units: metres, seconds, m/s; angles in degrees where DeepRacer uses degrees (actions, params) and
+ * radians inside (yaw). World frame: x right, y up, yaw counter-clockwise from +x. */
+#ifndef BATON_RACE_H
+#define BATON_RACE_H
+
+#include "baton/race_reward.h"
+#include "baton/util.h"
+
+/* ---------------------------------------------------------------- .npy arrays */
+/* A 2-D float64 array from a NumPy .npy file: format version 1.0, 2.0 or 3.0, dtype '<f8',
+ * C order. Anything else is an error naming the file and what is wrong. */
+typedef struct baton_npy {
+    size_t rows, cols;
+    double *data;            /* rows × cols, row-major, malloc'd */
+} baton_npy;
+int baton_npy_parse(const char *name, const uint8_t *buf, size_t n, baton_npy *out, baton_err *err);
+int baton_npy_load(const char *path, baton_npy *out, baton_err *err);
+void baton_npy_free(baton_npy *a);
+/* Append a .npy (version 1.0, '<f8', C order) of rows × cols doubles to out. */
+int baton_npy_write(baton_buf *out, const double *data, size_t rows, size_t cols);
+
+/* ---------------------------------------------------------------- tracks */
+typedef struct baton_race_track baton_race_track;
+
+/* NAME (a built-in: "oval", "technical") or PATH (a DeepRacer .npy waypoint file, N × 6: centre
+ * x, y, inner x, y, outer x, y; a loop repeats its first row last). Checked: at least 3 rows,
+ * finite values, borders that do not cross each other or themselves. */
+int baton_race_track_load(const char *name_or_path, baton_race_track **out, baton_err *err);
+/* The same from rows in memory (rows × 6 doubles); name is used in messages. */
+int baton_race_track_from_rows(const char *name, const double *rows, size_t n, baton_race_track **out,
+                               baton_err *err);
+void baton_race_track_free(baton_race_track *t);
+/* The built-in track names, NULL-terminated. */
+const char *const *baton_race_builtin_tracks(void);
+/* The rows as loaded (N × 6), after DeepRacer's clean-up (repeated centre points dropped). */
+const double *baton_race_track_rows(const baton_race_track *t, size_t *n);
+
+typedef struct baton_race_track_info {
+    const char *name;
+    size_t rows;              /* rows of the file */
+    size_t waypoints;         /* rows kept (DeepRacer drops repeated centre points) */
+    int loop, ccw;
+    double length_m;          /* centre line */
+    double width_m;           /* mean distance inner–outer over the waypoints */
+    double min_width_m, max_width_m;
+    size_t turns;             /* local minima of the centre line's radius below 5 m */
+    double min_radius_m;      /* the tightest turn's radius (0 turns: 0) */
+    double max_radius_m;      /* the gentlest turn's apex radius */
+    double xmin, ymin, xmax, ymax;   /* bounding box of the borders */
+} baton_race_track_info;
+void baton_race_track_get_info(const baton_race_track *t, baton_race_track_info *info);
+
+/* On-track test (DeepRacer's: inside the polygon between the borders), fast and reference. */
+int baton_race_track_contains(const baton_race_track *t, double x, double y);
+int baton_race_track_contains_ref(const baton_race_track *t, double x, double y);
+/* The point of the centre line at distance s (metres from the first waypoint; wraps on a loop),
+ * and the direction of travel there (radians). */
+void baton_race_track_at(const baton_race_track *t, double s, double *x, double *y, double *yaw);
+
+/* ---------------------------------------------------------------- the car and the simulator */
+/* The 1/18-scale car (geometry from aws-deepracer's URDF; limits from DeepRacer). */
+typedef struct baton_race_car {
+    double wheelbase_m;       /* 0.164 (front hinges +0.0823, rear axle -0.0817 from the centre) */
+    double rear_axle_m;       /* 0.0817 behind the centre */
+    double track_m;           /* 0.162 (wheels at ±0.081) */
+    double front_m;           /* 0.14: the point DeepRacer reports as x, y */
+    double min_speed_mps;     /* 0.1 */
+    double max_speed_mps;     /* 4 */
+    double max_steer_deg;     /* 30 */
+    double accel_mps2;        /* 0: a new speed is reached within a step (DeepRacer's command) */
+    double brake_mps2;        /* 0: likewise when slowing */
+    double steer_rate_dps;    /* 0: the wheels turn to a new angle within a step */
+    double grip_mps2;         /* 0: no grip limit (kinematic); else the path's curvature is held to
+                               * grip / v² (the car runs wide), e.g. the limit's 3 m/s² */
+} baton_race_car;
+void baton_race_car_default(baton_race_car *c);
+
+/* Episode statuses, named as DeepRacer's SIM_TRACE_LOG names them. */
+enum baton_race_status {
+    BATON_RACE_IN_PROGRESS = 0,
+    BATON_RACE_LAP_COMPLETE,
+    BATON_RACE_OFF_TRACK,       /* no wheel on the track */
+    BATON_RACE_REVERSED,        /* progress fell for stuck_steps steps in a row */
+    BATON_RACE_IMMOBILIZED,     /* moved <= 0.3 mm per step for stuck_steps steps in a row */
+    BATON_RACE_TIME_UP,         /* max_steps reached */
+    BATON_RACE_NSTATUS
+};
+const char *baton_race_status_name(int status);   /* "in_progress", "lap_complete", ... */
+
+typedef struct baton_race_sim_opts {
+    size_t envs;              /* cars stepped as one batch, each in its own world (default 1) */
+    uint64_t seed;            /* action noise and random starts */
+    double hz;                /* steps per simulated second: 15 */
+    uint32_t max_steps;       /* per episode: 10000 */
+    uint32_t stuck_steps;     /* window of the reversed and immobilized rules: 15 */
+    double round_robin;       /* start advances this share of the lap each episode: 0.05 */
+    double start_offset;      /* first start, share of the lap from the first waypoint: 0 */
+    int random_start;         /* 1: each episode starts at a seeded random place instead */
+    int alternate_dir;        /* 1: every other episode drives the track in reverse */
+    int reverse;              /* 1: the first episode drives in reverse */
+    double steer_noise_deg;   /* Gaussian noise added to each steering action (0) */
+    double speed_noise_mps;   /* Gaussian noise added to each speed action (0) */
+    baton_race_car car;
+} baton_race_sim_opts;
+void baton_race_sim_opts_default(baton_race_sim_opts *o);
+
+/* One car's state after its last step. */
+typedef struct baton_race_car_state {
+    double x, y, yaw;         /* the car's centre (base link); yaw radians */
+    double speed, steer_deg;  /* actual speed and steering angle (after the rate limits) */
+    double cmd_speed, cmd_steer_deg;   /* the last action (clamped to the car's limits) */
+    double fx, fy;            /* the front point: DeepRacer's x, y (params and SIM_TRACE_LOG's X, Y) */
+    double wheel_x[4], wheel_y[4];     /* front left, front right, rear left, rear right */
+    int wheel_on[4];
+    int wheels_on;            /* how many wheels are on the track */
+    double progress;          /* percent since the episode's start */
+    double ndist;             /* the front point's share of the lap from the first waypoint */
+    int closest[2];           /* waypoints behind and ahead */
+    int nearest_waypoint;     /* the nearer of the two (SIM_TRACE_LOG's closest_waypoint) */
+    uint32_t steps;           /* steps in this episode */
+    uint64_t episode;         /* episodes started in this environment, 1 for the first */
+    int reversed_dir;         /* this episode drives the track in reverse */
+    int status;               /* enum baton_race_status */
+    uint64_t total_steps;     /* since the simulator started (sim_time = total_steps / hz) */
+} baton_race_car_state;
+
+typedef struct baton_race_sim baton_race_sim;
+int baton_race_sim_new(const baton_race_track *t, const baton_race_sim_opts *o, baton_race_sim **out,
+                       baton_err *err);
+void baton_race_sim_free(baton_race_sim *s);
+size_t baton_race_sim_envs(const baton_race_sim *s);
+/* Start env's next episode: the start advances (round robin), the direction alternates when asked.
+ * Every environment starts its first episode in baton_race_sim_new. */
+void baton_race_sim_reset(baton_race_sim *s, size_t env);
+/* Step every environment whose episode is in progress with its action (steer_deg[e], speed[e]):
+ * actions are clamped to the car's limits, noise added, the car moved, the rules applied.
+ * Environments whose episode has ended are left as they are until reset. Returns how many
+ * episodes ended in this step. step_ref is the plain reference (global searches, the full polygon
+ * test); it produces the same states. */
+size_t baton_race_sim_step(baton_race_sim *s, const float *steer_deg, const float *speed);
+size_t baton_race_sim_step_ref(baton_race_sim *s, const float *steer_deg, const float *speed);
+const baton_race_car_state *baton_race_sim_state(const baton_race_sim *s, size_t env);
+/* The reward function's input for env's last step (pointers stay valid while the simulator lives). */
+void baton_race_sim_params(const baton_race_sim *s, size_t env, struct baton_race_params *p);
+void baton_race_sim_params_ref(const baton_race_sim *s, size_t env, struct baton_race_params *p);
+/* Put env's car at distance s along the centre line of its direction, lateral metres to the left,
+ * heading along the track plus yaw_off radians, standing still; its episode goes on (or starts
+ * when it had ended). For time-trial resets and constructed tests. */
+void baton_race_sim_place(baton_race_sim *s, size_t env, double s_m, double lateral_m, double yaw_off);
+/* Put env's car at an exact pose (x, y, yaw), standing still; the episode goes on. */
+void baton_race_sim_set_pose(baton_race_sim *s, size_t env, double x, double y, double yaw);
+
+/* ---------------------------------------------------------------- observations */
+/* The sensor vector: distances to the borders along `rays` rays spread over fov_deg around the
+ * heading (1 = max_range_m or more), speed / max speed, steering / max steering, heading error
+ * against the centre line (radians / pi), and the centre line's signed curvature (1/m, scaled by
+ * 0.25) at each lookahead distance. */
+#define BATON_RACE_SENSOR_MAX_RAYS 32
+#define BATON_RACE_SENSOR_MAX_AHEAD 8
+typedef struct baton_race_sensor_opts {
+    int rays;                 /* 11 */
+    double fov_deg;           /* 180 */
+    double max_range_m;       /* 3 */
+    int ahead;                /* 3 lookahead distances: */
+    double ahead_m[BATON_RACE_SENSOR_MAX_AHEAD];   /* 0.5, 1, 2 m */
+} baton_race_sensor_opts;
+void baton_race_sensor_opts_default(baton_race_sensor_opts *o);
+size_t baton_race_sensor_dim(const baton_race_sensor_opts *o);   /* rays + 3 + ahead */
+/* Every environment's vector into out (envs × dim floats). _ref: brute-force ray casting. */
+void baton_race_sim_sensor(const baton_race_sim *s, const baton_race_sensor_opts *o, float *out);
+void baton_race_sim_sensor_ref(const baton_race_sim *s, const baton_race_sensor_opts *o, float *out);
+
+/* The front camera: width × height greyscale, a pinhole at height_m above the ground, ahead_m in
+ * front of the car's centre, pitched pitch_deg down, hfov_deg wide. The image is the ground
+ * projected pixel by pixel over a top view of the track rasterised once (surface, white borders,
+ * a dashed centre line, the ground beyond, mip-mapped), the sky above the horizon. */
+typedef struct baton_race_camera_opts {
+    int width, height;        /* 160 × 120 */
+    double height_m;          /* 0.13 */
+    double ahead_m;           /* 0.145 */
+    double pitch_deg;         /* 15 */
+    double hfov_deg;          /* 120 (the guide's lens; the Gazebo model's is 64.7) */
+    double res_m;             /* top view resolution: 0.01 */
+} baton_race_camera_opts;
+void baton_race_camera_opts_default(baton_race_camera_opts *o);
+typedef struct baton_race_camera baton_race_camera;
+int baton_race_camera_new(const baton_race_track *t, const baton_race_camera_opts *o,
+                          baton_race_camera **out, baton_err *err);
+void baton_race_camera_free(baton_race_camera *c);
+/* Render the view of a car at (x, y, yaw) into out (width × height bytes, row-major, top row first).
+ * _ref recomputes every pixel's ray and samples with plain arithmetic; same image within 1 level. */
+void baton_race_camera_render(const baton_race_camera *c, double x, double y, double yaw, uint8_t *out);
+void baton_race_camera_render_ref(const baton_race_camera *c, double x, double y, double yaw, uint8_t *out);
+/* Every environment's frame into out (envs × width × height). */
+void baton_race_sim_camera(const baton_race_sim *s, const baton_race_camera *c, uint8_t *out);
+/* The top view (for pictures and tests): level 0, w × h, origin (x0, y0) at the bottom-left. */
+const uint8_t *baton_race_camera_topview(const baton_race_camera *c, int *w, int *h, double *x0,
+                                         double *y0, double *res);
+
+/* ---------------------------------------------------------------- rewards */
+/* A reward function: a built-in NAME ("follow_center_line" — the default, as in DeepRacer —,
+ * "stay_inside_borders", "prevent_zigzag"), a C file (FILE.c: compiled with the system compiler,
+ * loaded with dlopen) or a Python file (FILE.py: DeepRacer's reward_function(params), run in an
+ * embedded CPython when baton is built with it). */
+typedef struct baton_race_reward baton_race_reward;
+int baton_race_reward_open(const char *spec, baton_race_reward **out, baton_err *err);
+void baton_race_reward_free(baton_race_reward *r);
+const char *baton_race_reward_name(const baton_race_reward *r);
+/* Call it for params of `step`: a result that is NaN, infinite or outside ±1e5 is an error naming
+ * the step and the params (as is a Python exception or a non-number). */
+int baton_race_reward_eval(baton_race_reward *r, const struct baton_race_params *p, double *out,
+                           baton_err *err);
+/* n calls in a row (for Python: the interpreter's lock taken once). */
+int baton_race_reward_eval_batch(baton_race_reward *r, const struct baton_race_params *p, size_t n,
+                                 double *out, baton_err *err);
+/* The three examples of the DeepRacer guide, in C. */
+double baton_race_reward_follow_center_line(const struct baton_race_params *p);
+double baton_race_reward_stay_inside_borders(const struct baton_race_params *p);
+double baton_race_reward_prevent_zigzag(const struct baton_race_params *p);
+const char *const *baton_race_builtin_rewards(void);
+int baton_race_python_available(void);   /* 1 when built with embedded CPython */
+
+/* ---------------------------------------------------------------- the lap-time limit */
+/* The fastest lap the car can physically drive: the minimum-curvature line inside the borders
+ * (margin_m from each), or a blend of it with the smoothest short line where that is faster, and
+ * its speed profile under these limits. */
+typedef struct baton_race_limits {
+    double max_speed_mps;     /* 4 (DeepRacer's top speed) */
+    double lat_accel_mps2;    /* 3: the fastest laps driven on re:Invent 2018 (~7.6 s) come out just above the limit */
+    double accel_mps2;        /* 3 */
+    double brake_mps2;        /* 4 */
+    double friction_exp;      /* 2: the friction circle (0: longitudinal and lateral independent) */
+    double margin_m;          /* 0.0935: half the car's width (wheels' outer edges) off each border */
+    double step_m;            /* 0.05: spacing of the resampled lines */
+    double start_speed_mps;   /* 0.1: an open track starts from this speed */
+} baton_race_limits;
+void baton_race_limits_default(baton_race_limits *l);
+
+typedef struct baton_race_line {
+    size_t n;                 /* points; a loop does not repeat its first point */
+    int loop;
+    double *x, *y, *s, *kappa, *v;   /* position, distance, signed curvature (1/m), speed */
+    double length_m, lap_s;
+} baton_race_line;
+void baton_race_line_free(baton_race_line *l);
+
+typedef struct baton_race_limit_result {
+    baton_race_line racing;   /* the racing line and its speed profile */
+    baton_race_line center;   /* the centre line under the same limits */
+    double lap_s, centerline_lap_s;
+    double mincurv_lap_s;     /* the pure minimum-curvature line's lap */
+    double blend;             /* the racing line: this share of the way to the short smooth line */
+} baton_race_limit_result;
+int baton_race_limit(const baton_race_track *t, const baton_race_limits *l, baton_race_limit_result *out,
+                     baton_err *err);
+void baton_race_limit_free(baton_race_limit_result *r);
+/* The speed profile of a path (n points, closed when loop): v <= min(max, sqrt(a_lat / |kappa|)),
+ * then forward (acceleration) and backward (braking) passes — twice around a loop. Fills line->s,
+ * kappa, v, length_m, lap_s from line->x, y. */
+int baton_race_speed_profile(baton_race_line *line, const baton_race_limits *l, baton_err *err);
+
+/* ---------------------------------------------------------------- driving a lap */
+/* The built-in controller: pure pursuit of the centre line, speed from the centre line's curvature
+ * (corner speeds at the limit's lateral acceleration times pace², braking at its braking limit times
+ * pace, so about `pace` of the speeds the car could take). */
+void baton_race_centerline_action(const baton_race_sim *s, size_t env, double pace, float *steer_deg,
+                                  float *speed);
+
+typedef struct baton_race_drive_opts {
+    const char *policy;       /* "centerline" (trained policies come with `race train`) */
+    const char *reward;       /* reward spec (default follow_center_line) */
+    const char *frames_dir;   /* write every camera frame as PNG here (NULL: none) */
+    double pace;              /* centerline: share of the corner speeds the car could take, 0.85 */
+    uint32_t max_steps;       /* 0: the simulator's default */
+    baton_race_camera_opts camera;
+    baton_race_sim_opts sim;
+} baton_race_drive_opts;
+void baton_race_drive_opts_default(baton_race_drive_opts *o);
+
+typedef struct baton_race_drive_result {
+    int status;               /* how the lap ended */
+    uint32_t steps;
+    double lap_s;             /* steps / hz when the lap was completed, else the time driven */
+    double progress;
+    double reward_sum;
+    size_t frames;            /* PNG frames written */
+    size_t n;                 /* trace: the centre point and speed after each step */
+    double *x, *y, *v;
+} baton_race_drive_result;
+int baton_race_drive(const baton_race_track *t, const baton_race_drive_opts *o, baton_race_drive_result *r,
+                     baton_err *err);
+void baton_race_drive_result_free(baton_race_drive_result *r);
+
+/* ---------------------------------------------------------------- pictures */
+/* An SVG of the track (surface, borders, dashed centre line, start line and direction, scale bar)
+ * with optional lines drawn over it; a line with v != NULL is coloured by speed. */
+typedef struct baton_race_svg_line {
+    const char *name;         /* legend */
+    const double *x, *y, *v;  /* v may be NULL */
+    size_t n;
+    int closed;
+} baton_race_svg_line;
+int baton_race_svg(const char *path, const baton_race_track *t, const char *title,
+                   const baton_race_svg_line *lines, size_t nlines, baton_err *err);
+
+#endif

@@ -1,0 +1,162 @@
+/* drive.c — `baton race drive`: one lap with the built-in controller (trained policies come with
+ * `baton race train`), the reward of every step, PNG camera frames a person can look at, and the
+ * path driven.
+ *
+ * The controller: pure pursuit of the centre line from the rear axle (look-ahead 0.35 m plus
+ * 0.25 s of travel, at most 1 m), and a speed that the car can brake from for every corner in the
+ * next few metres — sqrt(a_lat / |kappa|) at the corner plus the braking ramp to it, a_lat and
+ * braking from baton_race_limits — scaled by `pace`. */
+#include "baton/img.h"
+#include "race_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void baton_race_centerline_action(const baton_race_sim *s, size_t env, double pace, float *steer_deg, float *speed)
+{
+    const baton_race_car_state *st = &s->env[env].st;
+    const race_geom *g = race_track_geom(s->t, st->reversed_dir);
+    const baton_race_car *car = &s->o.car;
+    baton_race_limits lim;
+    baton_race_limits_default(&lim);
+    double s0 = st->ndist * g->length;
+    /* steering: pure pursuit */
+    double ld = fmin(1.0, 0.35 + 0.25 * st->speed), tx, ty, tyaw;
+    double sl = s0 + ld;
+    if (!g->loop && sl > g->length) sl = g->length;
+    race_geom_pose(g, sl, &tx, &ty, &tyaw);
+    double c = cos(st->yaw), sn = sin(st->yaw);
+    double rx = st->x - car->rear_axle_m * c, ry = st->y - car->rear_axle_m * sn;
+    double dx = tx - rx, dy = ty - ry, lx = dx * c + dy * sn, lyl = -dx * sn + dy * c;
+    double dist = hypot(lx, lyl), alpha = atan2(lyl, lx);
+    double delta = dist > 1e-6 ? atan(2 * car->wheelbase_m * sin(alpha) / dist) : 0;
+    *steer_deg = (float)(delta * 180 / RACE_PI);
+    /* speed: the slowest of every corner ahead, reached by braking from here */
+    double v = car->max_speed_mps, alat = lim.lat_accel_mps2 * pace * pace;
+    for (double d = 0; d <= 3.0; d += 0.1) {
+        double sk = s0 + d;
+        if (!g->loop && sk > g->length) break;
+        double k = fabs(race_geom_kappa(g, sk));
+        double vc = k > 1e-6 ? sqrt(alat / k) : car->max_speed_mps;
+        v = fmin(v, sqrt(vc * vc + 2 * lim.brake_mps2 * pace * d));
+    }
+    *speed = (float)fmax(car->min_speed_mps, fmin(car->max_speed_mps, v));
+}
+
+void baton_race_drive_opts_default(baton_race_drive_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->policy = "centerline";
+    o->reward = "follow_center_line";
+    o->pace = 0.85;
+    baton_race_camera_opts_default(&o->camera);
+    baton_race_sim_opts_default(&o->sim);
+}
+
+void baton_race_drive_result_free(baton_race_drive_result *r)
+{
+    free(r->x);
+    free(r->y);
+    free(r->v);
+    memset(r, 0, sizeof *r);
+}
+
+static int write_frame(const char *dir, size_t k, const baton_race_camera_opts *co, const uint8_t *px, baton_err *err)
+{
+    baton_image im = {0};
+    baton_buf b = {0};
+    int rc = baton_image_resize(&im, (uint32_t)co->height, (uint32_t)co->width, 1, err);
+    if (!rc) {
+        memcpy(im.px, px, (size_t)co->width * (size_t)co->height);
+        rc = baton_img_encode(&im, BATON_ENC_PNG, 0, &b, err);
+    }
+    char path[4200];
+    snprintf(path, sizeof path, "%s/frame-%05zu.png", dir, k);
+    if (!rc) rc = baton_file_write_atomic(path, b.data, b.len, err);
+    baton_buf_free(&b);
+    baton_image_free(&im);
+    return rc;
+}
+
+static int trace_push(baton_race_drive_result *r, size_t *cap, const baton_race_car_state *st)
+{
+    if (r->n == *cap) {
+        size_t nc = *cap ? 2 * *cap : 1024;
+        double *x = realloc(r->x, nc * sizeof *x);
+        if (x) r->x = x;
+        double *y = x ? realloc(r->y, nc * sizeof *y) : NULL;
+        if (y) r->y = y;
+        double *v = y ? realloc(r->v, nc * sizeof *v) : NULL;
+        if (!v) return BATON_ERR_NOMEM;
+        r->v = v;
+        *cap = nc;
+    }
+    r->x[r->n] = st->x;
+    r->y[r->n] = st->y;
+    r->v[r->n] = st->speed;
+    r->n++;
+    return BATON_OK;
+}
+
+int baton_race_drive(const baton_race_track *t, const baton_race_drive_opts *o, baton_race_drive_result *r,
+                     baton_err *err)
+{
+    memset(r, 0, sizeof *r);
+    if (o->policy && strcmp(o->policy, "centerline"))
+        return baton_err_set(err, BATON_ERR_ARG, "policy '%s': only the built-in 'centerline' driver is here; "
+                             "trained policies (checkpoints) come with `baton race train`", o->policy);
+    if (!(o->pace > 0 && o->pace <= 2)) return baton_err_set(err, BATON_ERR_ARG, "pace %g: want 0 < pace <= 2", o->pace);
+    baton_race_sim_opts so = o->sim;
+    so.envs = 1;
+    if (o->max_steps) so.max_steps = o->max_steps;
+    baton_race_sim *sim = NULL;
+    baton_race_reward *rw = NULL;
+    baton_race_camera *cam = NULL;
+    uint8_t *frame = NULL;
+    size_t cap = 0;
+    int rc = baton_race_sim_new(t, &so, &sim, err);
+    if (!rc) rc = baton_race_reward_open(o->reward, &rw, err);
+    if (!rc && o->frames_dir) {
+        rc = baton_mkdir_p(o->frames_dir, err);
+        if (!rc) rc = baton_race_camera_new(t, &o->camera, &cam, err);
+        if (!rc && !(frame = malloc((size_t)o->camera.width * (size_t)o->camera.height)))
+            rc = baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    }
+    if (!rc) rc = trace_push(r, &cap, baton_race_sim_state(sim, 0));
+    if (!rc && cam) {
+        const baton_race_car_state *st = baton_race_sim_state(sim, 0);
+        baton_race_camera_render(cam, st->x, st->y, st->yaw, frame);
+        rc = write_frame(o->frames_dir, r->frames++, &o->camera, frame, err);
+    }
+    while (!rc && baton_race_sim_state(sim, 0)->status == BATON_RACE_IN_PROGRESS) {
+        float steer, speed;
+        baton_race_centerline_action(sim, 0, o->pace, &steer, &speed);
+        baton_race_sim_step(sim, &steer, &speed);
+        const baton_race_car_state *st = baton_race_sim_state(sim, 0);
+        struct baton_race_params p;
+        baton_race_sim_params(sim, 0, &p);
+        double rew;
+        if ((rc = baton_race_reward_eval(rw, &p, &rew, err))) break;
+        r->reward_sum += rew;
+        if ((rc = trace_push(r, &cap, st))) break;
+        if (cam) {
+            baton_race_camera_render(cam, st->x, st->y, st->yaw, frame);
+            rc = write_frame(o->frames_dir, r->frames++, &o->camera, frame, err);
+        }
+    }
+    if (!rc) {
+        const baton_race_car_state *st = baton_race_sim_state(sim, 0);
+        r->status = st->status;
+        r->steps = st->steps;
+        r->lap_s = st->steps / so.hz;
+        r->progress = st->progress;
+    } else if (rc == BATON_ERR_NOMEM && !err->msg[0]) {
+        baton_err_set(err, rc, "out of memory");
+    }
+    free(frame);
+    baton_race_camera_free(cam);
+    baton_race_reward_free(rw);
+    baton_race_sim_free(sim);
+    if (rc) baton_race_drive_result_free(r);
+    return rc;
+}

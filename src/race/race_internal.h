@@ -1,0 +1,154 @@
+/* race_internal.h — what the files of src/race share: the track's geometry in each driving
+ * direction (track.c), the uniform grid that answers "is this point on the track" exactly in O(1)
+ * and casts rays against the borders (track_grid.c), nearest-point searches on polylines
+ * (track_geom.c), the built-in designs (track_builtin.c), the simulator's private state (sim.c,
+ * sim_params.c, sensor.c) and small SVG helpers (race_svg.c). */
+#ifndef BATON_RACE_INTERNAL_H
+#define BATON_RACE_INTERNAL_H
+
+#include "baton/race.h"
+
+#include <math.h>
+
+#define RACE_PI 3.14159265358979323846
+
+/* One border edge (inner, outer, or an end cap of an open track). */
+typedef struct race_edge {
+    double ax, ay, bx, by;
+} race_edge;
+
+/* Uniform grid over the track's bounding box. A cell that no edge touches is wholly on or off the
+ * track (kind 1 / 0); a mixed cell (kind 2) lists the edges that may cross it and knows whether
+ * its reference point is on the track, so a query point's answer is that, flipped once per edge
+ * the segment reference→point crosses (exact: both lie in the convex cell). */
+typedef struct race_grid {
+    double x0, y0, cell, inv;
+    int nx, ny;
+    uint8_t *kind;            /* nx × ny: 0 off, 1 on, 2 mixed */
+    uint8_t *ref_on;          /* the reference point's answer, every cell */
+    uint32_t *off;            /* nx × ny + 1 offsets into idx */
+    uint32_t *idx;            /* edge indices of mixed cells */
+    const race_edge *edges;
+    size_t nedges;
+} race_grid;
+
+/* The reference point of cell (i, j): its centre nudged off any axis-aligned coincidence. */
+#define RACE_REF_DX 0.4999917
+#define RACE_REF_DY 0.5000131
+
+int race_grid_build(race_grid *g, const race_edge *edges, size_t nedges, double cell, baton_err *err);
+void race_grid_free(race_grid *g);
+int race_grid_contains(const race_grid *g, double x, double y);
+/* Even-odd over every edge (the plain reference). */
+int race_edges_contain(const race_edge *edges, size_t n, double x, double y);
+/* Distance along the ray (x, y) + t (dx, dy), |d| = 1, to the first edge, at most tmax. */
+double race_grid_raycast(const race_grid *g, double x, double y, double dx, double dy, double tmax);
+double race_edges_raycast(const race_edge *edges, size_t n, double x, double y, double dx, double dy,
+                          double tmax);
+
+/* A polyline of n points (x, y interleaved) with cumulative lengths cs[0..n-1] and, per segment,
+ * 1 / its squared length (0 for a point). */
+typedef struct race_poly {
+    size_t n;
+    const double *p;
+    const double *cs;
+    const double *inv2;
+} race_poly;
+
+/* Nearest point of the polyline to (px, py): its segment, distance along the line and squared
+ * distance. _near starts from segment hint and walks downhill (the car moves little per step);
+ * _all scans every segment (the reference; ties go to the first, as shapely's project does). */
+typedef struct race_near {
+    size_t seg;
+    double along, d2, nx, ny;   /* nx, ny: the nearest point */
+} race_near;
+void race_poly_near_all(const race_poly *l, double px, double py, race_near *r);
+void race_poly_near(const race_poly *l, int loop, size_t hint, double px, double py, race_near *r);
+/* The point at distance s along the line (clamped to its ends) and its segment. */
+void race_poly_at(const race_poly *l, double s, size_t *seg, double *x, double *y);
+
+/* The geometry of one driving direction (forward, or every line reversed as DeepRacer does). */
+typedef struct race_geom {
+    size_t n;                 /* waypoints; a loop's last equals its first */
+    int loop, ccw;
+    double *c, *in, *out;     /* n × 2 each */
+    double *cs, *ins, *outs;  /* cumulative lengths of the three lines */
+    double *cinv, *iinv, *oinv;   /* 1 / squared segment lengths of the three lines */
+    double *ndist;            /* DeepRacer's ndists: cs / length, the last 1 */
+    double *kappa;            /* signed curvature (1/m, left positive) at each waypoint, over ±0.25 m */
+    double length;
+    race_poly cl, il, ol;
+} race_geom;
+
+struct baton_race_track {
+    char name[256];
+    size_t file_rows;
+    size_t n;
+    double *rows;             /* n × 6 as kept */
+    race_geom fwd, rev;
+    race_edge *edges;
+    size_t nedges;
+    race_grid grid;
+    baton_race_track_info info;
+};
+
+/* DeepRacer's find_prev_next over ndist (bisect_right). */
+void race_geom_closest(const race_geom *g, double ndist, int out[2]);
+/* The same, walking from segment seg (the projection's): O(1) for a car that moved a little. */
+void race_geom_closest_hint(const race_geom *g, size_t seg, double ndist, int out[2]);
+/* Pose on the centre line at distance s (forward difference to the next waypoint, as DeepRacer). */
+void race_geom_pose(const race_geom *g, double s, double *x, double *y, double *yaw);
+const race_geom *race_track_geom(const baton_race_track *t, int reversed);
+/* Curvature of the centre line at distance s (interpolated between waypoints). */
+double race_geom_kappa(const race_geom *g, double s);
+
+/* Built-in tracks: rows for NAME (malloc'd, n × 6), or BATON_ERR_NOTFOUND. */
+int race_builtin_rows(const char *name, double **rows, size_t *n, baton_err *err);
+
+/* The simulator (sim.c). */
+typedef struct race_env {
+    baton_race_car_state st;
+    double start_ndist;       /* this episode's start, share of the lap */
+    double next_start;        /* the next episode's (round robin) */
+    int next_reversed;
+    double prev_progress;
+    double last_x, last_y;    /* the centre at the previous step (immobilized rule) */
+    double cy, sy;            /* cos and sin of the yaw */
+    double tan_deg, tan_val;  /* tan of the last steering angle, kept while it repeats */
+    uint32_t rev_count, immob_count;
+    size_t seg;               /* hint: the front point's centre-line segment */
+    baton_rng rng;
+} race_env;
+
+struct baton_race_sim {
+    const baton_race_track *t;
+    baton_race_sim_opts o;
+    double dt;
+    race_env *env;
+    size_t n;
+};
+
+/* Fill the params of one environment; ref selects the reference searches. */
+void race_sim_fill_params(const baton_race_sim *s, size_t e, int ref, struct baton_race_params *p);
+
+/* Lines across n rungs in[j] -> out[j] (x, y interleaved), margin metres from their ends, as the
+ * fraction b[j] of each rung (limit_line.c): the minimum-curvature line (sum of squared
+ * curvatures) and the smoothest short line (sum of squared second differences of the points). */
+int race_line_mincurv(size_t n, int loop, const double *in, const double *out, double margin, double *b);
+int race_line_smooth(size_t n, int loop, const double *in, const double *out, double margin, double *b);
+
+/* Reward plug-ins: the user's C (reward_c.c) and Python (reward_py.c). */
+typedef double (*race_reward_fn)(const struct baton_race_params *p);
+int race_reward_c_open(const char *path, void **handle, race_reward_fn *fn, baton_err *err);
+void race_reward_c_close(void *handle);
+extern const char race_reward_header[];   /* include/baton/race_reward.h, copied next to the file */
+int race_reward_py_open(const char *path, void **state, baton_err *err);
+int race_reward_py_call(void *state, const struct baton_race_params *p, size_t n, double *out, baton_err *err);
+void race_reward_py_close(void *state);
+int race_python_built(void);
+
+/* SVG text helpers (race_svg.c). */
+void race_svg_put(baton_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void race_svg_esc(baton_buf *b, const char *s);
+
+#endif

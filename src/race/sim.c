@@ -1,0 +1,359 @@
+/* sim.c — the car simulator: many environments (one car each, on the same track) stepped as one
+ * batch, 15 steps per simulated second, with DeepRacer's episode rules.
+ *
+ * The car is a kinematic bicycle: the rear axle moves along the heading, the yaw rate is
+ * v·tan(steer)/wheelbase, integrated exactly over a step (an arc of constant radius). Speed and
+ * steering follow the action within a step unless the car's acceleration, braking or steering-rate
+ * limits are set; with a grip limit the path's curvature is held to grip / v² (the car runs wide). After the move: the four wheel centres and whether each is on the track (the
+ * track grid), the front point's projection on the centre line (DeepRacer's x, y and progress),
+ * the closest waypoints, and the rules, in DeepRacer's order of precedence — lap complete
+ * (progress 100), off track (no wheel on the track), immobilized (moved <= 0.3 mm per step for
+ * stuck_steps steps), reversed (progress fell for stuck_steps steps) — and our step limit
+ * (time_up). Progress is computed as the simulator's compute_current_prog does, relative to the
+ * episode's start, which advances round robin (ROUND_ROBIN_ADVANCE_DIST) between episodes; the
+ * direction may alternate. Everything random (action noise, random starts) comes from each
+ * environment's own RNG seeded from (seed, env): a run is a function of the seed and the actions.
+ *
+ * step_ref is the same step with the plain searches: every centre-line segment and the full
+ * polygon test. */
+#include "race_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define IMMOBILE_M 0.0003
+
+void baton_race_car_default(baton_race_car *c)
+{
+    memset(c, 0, sizeof *c);
+    c->wheelbase_m = 0.164;
+    c->rear_axle_m = 0.0817;
+    c->track_m = 0.162;
+    c->front_m = 0.14;
+    c->min_speed_mps = 0.1;
+    c->max_speed_mps = 4.0;
+    c->max_steer_deg = 30.0;
+}
+
+void baton_race_sim_opts_default(baton_race_sim_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->envs = 1;
+    o->seed = 1;
+    o->hz = 15;
+    o->max_steps = 10000;
+    o->stuck_steps = 15;
+    o->round_robin = 0.05;
+    baton_race_car_default(&o->car);
+}
+
+static const char *status_names[BATON_RACE_NSTATUS] = {
+    "in_progress", "lap_complete", "off_track", "reversed", "immobilized", "time_up",
+};
+
+const char *baton_race_status_name(int status)
+{
+    return status >= 0 && status < BATON_RACE_NSTATUS ? status_names[status] : "unknown";
+}
+
+/* sin and cos of |x| <= 1 by their Taylor series to x^17 and x^18 (the remainders are below 1e-17):
+ * exact to the last bit or two, and a third of libm's sincos, which must handle any argument. */
+static inline void small_sincos(double x, double *s, double *c)
+{
+    double z = x * x;
+    double ps = 1.0 / 355687428096000.0;                 /* 1/17! */
+    ps = ps * z - 1.0 / 1307674368000.0;                 /* 1/15! */
+    ps = ps * z + 1.0 / 6227020800.0;
+    ps = ps * z - 1.0 / 39916800.0;
+    ps = ps * z + 1.0 / 362880.0;
+    ps = ps * z - 1.0 / 5040.0;
+    ps = ps * z + 1.0 / 120.0;
+    ps = ps * z - 1.0 / 6.0;
+    *s = x + x * z * ps;
+    double pc = 1.0 / 6402373705728000.0;                /* 1/18! */
+    pc = pc * z - 1.0 / 20922789888000.0;                /* 1/16! */
+    pc = pc * z + 1.0 / 87178291200.0;
+    pc = pc * z - 1.0 / 479001600.0;
+    pc = pc * z + 1.0 / 3628800.0;
+    pc = pc * z - 1.0 / 40320.0;
+    pc = pc * z + 1.0 / 720.0;
+    pc = pc * z - 1.0 / 24.0;
+    pc = pc * z + 0.5;
+    *c = 1 - z * pc;
+}
+
+static inline void any_sincos(double x, double *s, double *c)
+{
+    if (fabs(x) <= 1) small_sincos(x, s, c);
+    else *s = sin(x), *c = cos(x);
+}
+
+/* A standard normal from the env's RNG (Box–Muller; one draw per call keeps the stream simple). */
+static double gauss(baton_rng *r)
+{
+    double u = ((double)(baton_rng_next(r) >> 11) + 0.5) / 9007199254740992.0;
+    double w = (double)(baton_rng_next(r) >> 11) / 9007199254740992.0;
+    return sqrt(-2 * log(u)) * cos(2 * RACE_PI * w);
+}
+
+/* DeepRacer's compute_current_prog: progress in percent from the raw share since the start. */
+static double current_progress(double share, double prev)
+{
+    double cur = 100 * share;
+    if (cur <= 0) cur += 100;
+    if (prev > cur + 50) cur += 100;
+    if (cur > prev + 50) cur -= 100;
+    return cur < 100 ? cur : 100;
+}
+
+/* Everything that follows from the pose: front point, wheels, on-track, projection, waypoints
+ * (v->cy, v->sy hold the yaw's cosine and sine). */
+static inline void derive(const baton_race_sim *s, race_env *v, int ref)
+{
+    baton_race_car_state *st = &v->st;
+    const baton_race_car *car = &s->o.car;
+    const race_geom *g = race_track_geom(s->t, st->reversed_dir);
+    double c = v->cy, sn = v->sy;
+    st->fx = st->x + car->front_m * c;
+    st->fy = st->y + car->front_m * sn;
+    double xf = car->wheelbase_m - car->rear_axle_m, xr = -car->rear_axle_m, hw = car->track_m / 2;
+    const double wx[4] = {xf, xf, xr, xr}, wy[4] = {hw, -hw, hw, -hw};
+    st->wheels_on = 0;
+    for (int k = 0; k < 4; k++) {
+        st->wheel_x[k] = st->x + wx[k] * c - wy[k] * sn;
+        st->wheel_y[k] = st->y + wx[k] * sn + wy[k] * c;
+        st->wheel_on[k] = ref ? race_edges_contain(s->t->edges, s->t->nedges, st->wheel_x[k], st->wheel_y[k])
+                              : race_grid_contains(&s->t->grid, st->wheel_x[k], st->wheel_y[k]);
+        st->wheels_on += st->wheel_on[k];
+    }
+    race_near nr;
+    if (ref) {
+        race_poly_near_all(&g->cl, st->fx, st->fy, &nr);
+    } else {
+        race_poly_near(&g->cl, g->loop, v->seg, st->fx, st->fy, &nr);
+        double lim = s->t->info.max_width_m;
+        if (nr.d2 > lim * lim) race_poly_near_all(&g->cl, st->fx, st->fy, &nr);
+    }
+    v->seg = nr.seg;
+    st->ndist = g->length > 0 ? nr.along / g->length : 0;
+    if (ref) race_geom_closest(g, st->ndist, st->closest);
+    else race_geom_closest_hint(g, nr.seg, st->ndist, st->closest);
+    const double *wp = g->c + 2 * (size_t)st->closest[0], *wn = g->c + 2 * (size_t)st->closest[1];
+    double dp = (st->fx - wp[0]) * (st->fx - wp[0]) + (st->fy - wp[1]) * (st->fy - wp[1]);
+    double dn = (st->fx - wn[0]) * (st->fx - wn[0]) + (st->fy - wn[1]) * (st->fy - wn[1]);
+    st->nearest_waypoint = dn < dp ? st->closest[1] : st->closest[0];
+}
+
+static void start_episode(baton_race_sim *s, size_t e)
+{
+    race_env *v = &s->env[e];
+    baton_race_car_state *st = &v->st;
+    uint64_t episode = st->episode + 1, total = st->total_steps;
+    memset(st, 0, sizeof *st);
+    st->episode = episode;
+    st->total_steps = total;
+    st->reversed_dir = v->next_reversed;
+    v->start_ndist = v->next_start;
+    const race_geom *g = race_track_geom(s->t, st->reversed_dir);
+    race_geom_pose(g, v->start_ndist * g->length, &st->x, &st->y, &st->yaw);
+    v->cy = cos(st->yaw);
+    v->sy = sin(st->yaw);
+    v->prev_progress = 0;
+    v->rev_count = v->immob_count = 0;
+    v->last_x = st->x;
+    v->last_y = st->y;
+    race_near nr;
+    race_poly_near_all(&g->cl, st->x + s->o.car.front_m * cos(st->yaw), st->y + s->o.car.front_m * sin(st->yaw), &nr);
+    v->seg = nr.seg;
+    derive(s, v, 0);
+    st->status = BATON_RACE_IN_PROGRESS;
+    /* the next episode's start and direction (DeepRacer's finish_episode) */
+    if (s->o.random_start)
+        v->next_start = (double)(baton_rng_next(&v->rng) >> 11) / 9007199254740992.0;
+    else
+        v->next_start = fmod(v->start_ndist + s->o.round_robin, 1.0);
+    if (s->o.alternate_dir) v->next_reversed = !st->reversed_dir;
+}
+
+int baton_race_sim_new(const baton_race_track *t, const baton_race_sim_opts *o, baton_race_sim **out,
+                       baton_err *err)
+{
+    *out = NULL;
+    const baton_race_car *c = &o->car;
+    if (o->envs == 0 || o->envs > ((size_t)1 << 24))
+        return baton_err_set(err, BATON_ERR_ARG, "race sim: %zu environments (want 1 to 16M)", o->envs);
+    if (!(o->hz > 0) || !(c->wheelbase_m > 0) || !(c->track_m > 0) || !(c->max_speed_mps >= c->min_speed_mps) ||
+        c->min_speed_mps < 0 || !(c->max_steer_deg > 0 && c->max_steer_deg < 89) || c->accel_mps2 < 0 ||
+        c->brake_mps2 < 0 || c->steer_rate_dps < 0 || c->grip_mps2 < 0 || o->stuck_steps == 0 || o->max_steps == 0 ||
+        !(o->round_robin >= 0 && o->round_robin < 1) || !(o->start_offset >= 0 && o->start_offset < 1) ||
+        o->steer_noise_deg < 0 || o->speed_noise_mps < 0)
+        return baton_err_set(err, BATON_ERR_ARG, "race sim: car or simulator options out of range");
+    baton_race_sim *s = calloc(1, sizeof *s);
+    if (!s || !(s->env = calloc(o->envs, sizeof *s->env))) {
+        free(s);
+        return baton_err_set(err, BATON_ERR_NOMEM, "race sim: out of memory");
+    }
+    s->t = t;
+    s->o = *o;
+    s->n = o->envs;
+    s->dt = 1 / o->hz;
+    for (size_t e = 0; e < s->n; e++) {
+        race_env *v = &s->env[e];
+        baton_rng_seed3(&v->rng, o->seed, e, 0x72616365);   /* "race" */
+        v->next_start = o->random_start ? (double)(baton_rng_next(&v->rng) >> 11) / 9007199254740992.0
+                                        : o->start_offset;
+        v->next_reversed = o->reverse ? 1 : 0;
+        start_episode(s, e);
+    }
+    *out = s;
+    return BATON_OK;
+}
+
+void baton_race_sim_free(baton_race_sim *s)
+{
+    if (!s) return;
+    free(s->env);
+    free(s);
+}
+
+size_t baton_race_sim_envs(const baton_race_sim *s)
+{
+    return s->n;
+}
+
+void baton_race_sim_reset(baton_race_sim *s, size_t env)
+{
+    if (env < s->n) start_episode(s, env);
+}
+
+const baton_race_car_state *baton_race_sim_state(const baton_race_sim *s, size_t env)
+{
+    return &s->env[env].st;
+}
+
+static inline double clampd(double v, double lo, double hi)
+{
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* One environment's step. ref is a constant at each call site, so each loop is specialised. */
+static inline int step_env(baton_race_sim *s, size_t e, float steer_in, float speed_in, int ref)
+{
+    race_env *v = &s->env[e];
+    baton_race_car_state *st = &v->st;
+    if (st->status != BATON_RACE_IN_PROGRESS) return 0;
+    const baton_race_car *car = &s->o.car;
+    double dt = s->dt, sd = steer_in, sp = speed_in;
+    if (s->o.steer_noise_deg > 0) sd += s->o.steer_noise_deg * gauss(&v->rng);
+    if (s->o.speed_noise_mps > 0) sp += s->o.speed_noise_mps * gauss(&v->rng);
+    sd = sd == sd ? clampd(sd, -car->max_steer_deg, car->max_steer_deg) : 0;
+    sp = sp == sp ? clampd(sp, car->min_speed_mps, car->max_speed_mps) : car->min_speed_mps;
+    st->cmd_steer_deg = sd;
+    st->cmd_speed = sp;
+    if (car->steer_rate_dps > 0)
+        st->steer_deg += clampd(sd - st->steer_deg, -car->steer_rate_dps * dt, car->steer_rate_dps * dt);
+    else
+        st->steer_deg = sd;
+    if (sp > st->speed) st->speed = car->accel_mps2 > 0 ? fmin(sp, st->speed + car->accel_mps2 * dt) : sp;
+    else st->speed = car->brake_mps2 > 0 ? fmax(sp, st->speed - car->brake_mps2 * dt) : sp;
+
+    /* the rear axle moves on an arc of radius wheelbase / tan(steer) */
+    double c = v->cy, sn = v->sy, ds = st->speed * dt;
+    double rx = st->x - car->rear_axle_m * c, ry = st->y - car->rear_axle_m * sn;
+    if (st->steer_deg != v->tan_deg) {
+        double ss, cs;
+        any_sincos(st->steer_deg * (RACE_PI / 180), &ss, &cs);
+        v->tan_deg = st->steer_deg;
+        v->tan_val = ss / cs;
+    }
+    /* the heading turns by dpsi: rotate (cos, sin) by it, kept on the unit circle */
+    double k = v->tan_val / car->wheelbase_m;
+    if (car->grip_mps2 > 0 && st->speed * st->speed * fabs(k) > car->grip_mps2)   /* sliding: runs wide */
+        k = copysign(car->grip_mps2 / (st->speed * st->speed), k);
+    double dpsi = ds * k, yaw = st->yaw + dpsi, sdp, cdp;
+    any_sincos(dpsi, &sdp, &cdp);
+    double c2 = c * cdp - sn * sdp, s2 = sn * cdp + c * sdp, norm = 1.5 - 0.5 * (c2 * c2 + s2 * s2);
+    c2 *= norm;
+    s2 *= norm;
+    if (fabs(dpsi) < 1e-9) {
+        rx += ds * c;
+        ry += ds * sn;
+    } else {
+        double r = ds / dpsi;
+        rx += r * (s2 - sn);
+        ry += r * (c - c2);
+    }
+    if (yaw > RACE_PI) yaw -= 2 * RACE_PI;
+    else if (yaw <= -RACE_PI) yaw += 2 * RACE_PI;
+    st->yaw = yaw;
+    st->x = rx + car->rear_axle_m * c2;
+    st->y = ry + car->rear_axle_m * s2;
+    v->cy = c2;
+    v->sy = s2;
+    derive(s, v, ref);
+
+    st->steps++;
+    st->total_steps++;
+    st->progress = current_progress(st->ndist - v->start_ndist, v->prev_progress);
+    int lap = st->progress >= 100;
+    int off = st->wheels_on == 0;
+    double mx = st->x - v->last_x, my = st->y - v->last_y;
+    v->immob_count = mx * mx + my * my <= IMMOBILE_M * IMMOBILE_M ? v->immob_count + 1 : 0;
+    int immob = v->immob_count >= s->o.stuck_steps;
+    v->rev_count = st->progress < v->prev_progress ? v->rev_count + 1 : 0;
+    int rev = v->rev_count >= s->o.stuck_steps;
+    st->status = lap ? BATON_RACE_LAP_COMPLETE
+                 : off ? BATON_RACE_OFF_TRACK
+                 : immob ? BATON_RACE_IMMOBILIZED
+                 : rev ? BATON_RACE_REVERSED
+                 : st->steps >= s->o.max_steps ? BATON_RACE_TIME_UP
+                 : BATON_RACE_IN_PROGRESS;
+    v->last_x = st->x;
+    v->last_y = st->y;
+    v->prev_progress = st->progress == 100 ? 0 : st->progress;
+    return st->status != BATON_RACE_IN_PROGRESS;
+}
+
+size_t baton_race_sim_step(baton_race_sim *s, const float *steer_deg, const float *speed)
+{
+    size_t ended = 0;
+    for (size_t e = 0; e < s->n; e++) ended += (size_t)step_env(s, e, steer_deg[e], speed[e], 0);
+    return ended;
+}
+
+size_t baton_race_sim_step_ref(baton_race_sim *s, const float *steer_deg, const float *speed)
+{
+    size_t ended = 0;
+    for (size_t e = 0; e < s->n; e++) ended += (size_t)step_env(s, e, steer_deg[e], speed[e], 1);
+    return ended;
+}
+
+void baton_race_sim_set_pose(baton_race_sim *s, size_t env, double x, double y, double yaw)
+{
+    race_env *v = &s->env[env];
+    baton_race_car_state *st = &v->st;
+    const race_geom *g = race_track_geom(s->t, st->reversed_dir);
+    st->x = x;
+    st->y = y;
+    st->yaw = atan2(sin(yaw), cos(yaw));
+    v->cy = cos(st->yaw);
+    v->sy = sin(st->yaw);
+    st->speed = 0;
+    st->steer_deg = 0;
+    race_near nr;
+    race_poly_near_all(&g->cl, x + s->o.car.front_m * cos(st->yaw), y + s->o.car.front_m * sin(st->yaw), &nr);
+    v->seg = nr.seg;
+    derive(s, v, 0);
+    v->last_x = x;
+    v->last_y = y;
+    v->rev_count = v->immob_count = 0;
+    st->status = BATON_RACE_IN_PROGRESS;
+}
+
+void baton_race_sim_place(baton_race_sim *s, size_t env, double s_m, double lateral_m, double yaw_off)
+{
+    const race_geom *g = race_track_geom(s->t, s->env[env].st.reversed_dir);
+    double x, y, yaw;
+    race_geom_pose(g, s_m, &x, &y, &yaw);
+    baton_race_sim_set_pose(s, env, x - lateral_m * sin(yaw), y + lateral_m * cos(yaw), yaw + yaw_off);
+}

@@ -1,0 +1,70 @@
+/* sim_params.c — the reward function's input for one car, computed as DeepRacer's
+ * set_reward_and_metrics computes it (bundle/markov/agent_ctrl/utils.py in deepracer-simapp):
+ *
+ *   x, y                  the front of the car (0.14 m ahead of its centre)
+ *   distance_from_center  to the nearest point of the centre line
+ *   track_width           between the inner and outer border points nearest to that point
+ *   is_left_of_center     nearer to the inner border's point than to the outer's, flipped when
+ *                         the direction of travel is clockwise
+ *   projection_distance   the nearest point's distance along the centre line
+ *   speed, steering_angle the action's values (clamped to the car's limits)
+ *   waypoints             the centre line's points, a loop's first repeated last
+ *
+ * The searches start from the car's centre-line segment (the reference: every segment). */
+#include "race_internal.h"
+
+#include <string.h>
+
+void race_sim_fill_params(const baton_race_sim *s, size_t e, int ref, struct baton_race_params *p)
+{
+    const race_env *v = &s->env[e];
+    const baton_race_car_state *st = &v->st;
+    const race_geom *g = race_track_geom(s->t, st->reversed_dir);
+    memset(p, 0, sizeof *p);
+    race_near c, in, out;
+    if (ref) race_poly_near_all(&g->cl, st->fx, st->fy, &c);
+    else race_poly_near(&g->cl, g->loop, v->seg, st->fx, st->fy, &c);
+    if (ref) {
+        race_poly_near_all(&g->il, c.nx, c.ny, &in);
+        race_poly_near_all(&g->ol, c.nx, c.ny, &out);
+    } else {
+        race_poly_near(&g->il, g->loop, c.seg, c.nx, c.ny, &in);
+        race_poly_near(&g->ol, g->loop, c.seg, c.nx, c.ny, &out);
+        /* a border point much farther than the track is wide: the walk stopped short */
+        double lim = 1.5 * s->t->info.max_width_m;
+        if (in.d2 > lim * lim) race_poly_near_all(&g->il, c.nx, c.ny, &in);
+        if (out.d2 > lim * lim) race_poly_near_all(&g->ol, c.nx, c.ny, &out);
+    }
+    double d_in = hypot(st->fx - in.nx, st->fy - in.ny), d_out = hypot(st->fx - out.nx, st->fy - out.ny);
+    p->all_wheels_on_track = st->wheels_on == 4;
+    p->x = st->fx;
+    p->y = st->fy;
+    p->heading = st->yaw * (180 / RACE_PI);
+    p->distance_from_center = sqrt(c.d2);
+    p->projection_distance = st->ndist * g->length;
+    p->progress = st->progress;
+    p->steps = (int)st->steps;
+    p->speed = st->cmd_speed;
+    p->steering_angle = st->cmd_steer_deg;
+    p->track_width = hypot(in.nx - out.nx, in.ny - out.ny);
+    p->track_length = g->length;
+    p->waypoints = (const double (*)[2])g->c;
+    p->num_waypoints = (int)g->n;
+    p->closest_waypoints[0] = st->closest[0];
+    p->closest_waypoints[1] = st->closest[1];
+    p->is_left_of_center = (d_in < d_out) ^ !g->ccw;
+    p->is_reversed = st->reversed_dir;
+    p->is_crashed = 0;
+    p->is_offtrack = st->wheels_on == 0;
+    p->sim_time = (double)st->total_steps / s->o.hz;
+}
+
+void baton_race_sim_params(const baton_race_sim *s, size_t env, struct baton_race_params *p)
+{
+    race_sim_fill_params(s, env, 0, p);
+}
+
+void baton_race_sim_params_ref(const baton_race_sim *s, size_t env, struct baton_race_params *p)
+{
+    race_sim_fill_params(s, env, 1, p);
+}
