@@ -29,14 +29,24 @@ int cmd_infer_bench(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_fleet(int argc, char **argv);
 int cmd_race(int argc, char **argv);
+/* `baton fleet run|status|cancel`: every backend's options, parsed once (cmd_fleet.c); which of
+ * them a subcommand and backend take is checked there too. */
+struct cli_fleet_args {
+    const char *sub;       /* run, status, cancel */
+    const char *pos;       /* the job file, or (status, cancel) a job name; NULL none */
+    const char *backend, *state, *out, *account, *region, *interrupts, *svg, *imds;
+    double time_scale, hazard, timeout, poll, grace;
+    uint64_t seed;
+    int seed_set, hazard_set;
+    int json, quiet, wait, dry_run, apply, events;
+};
 /* `baton fleet run` and `baton run JOBFILE`: run a job file to its end, print the report. */
 struct baton_fleet_opts;
 int cli_fleet_run_file(const char *cmd, const char *path, struct baton_fleet_opts *o, int json, const char *svg);
-/* cmd_fleet_remote.c: `baton fleet` for the slurm and aws backends. argv[0] is the subcommand
- * (run, status, cancel). cli_fleet_remote_backend says which backend the arguments ask for
- * (--backend, else the job file's, else what the state folder holds; a baton_backend value). */
-int cli_fleet_remote_backend(int argc, char **argv);
-int cli_fleet_remote(int argc, char **argv);
+/* cmd_fleet_remote.c: which backend the arguments ask for (--backend, else the job file's, else
+ * what the state folder holds; a baton_backend value), and `baton fleet` for slurm and aws. */
+int cli_fleet_backend(const struct cli_fleet_args *a);
+int cli_fleet_remote(const struct cli_fleet_args *a, int backend);
 
 /* Option table. kind: CLI_FLAG sets *(int*)dst = 1; CLI_STR stores the argument pointer;
  * CLI_INT / CLI_U64 / CLI_DBL parse numbers (a bad number is a usage error). */

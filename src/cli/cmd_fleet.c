@@ -56,10 +56,11 @@ int cli_fleet_run_file(const char *cmd, const char *path, struct baton_fleet_opt
         return cli_fail(cmd, &err);
     }
     if (job.backend != BATON_BACKEND_LOCAL) {   /* slurm, aws: cmd_fleet_remote.c */
+        const int b = (int)job.backend;
         baton_job_free(&job);
         free(text);
-        char *av[] = {"run", (char *)path, NULL};
-        return cli_fleet_remote(2, av);
+        struct cli_fleet_args a = {.sub = "run", .pos = path, .poll = 2};
+        return cli_fleet_remote(&a, b);
     }
     char bdir[PATH_MAX];
     bin_dir(bdir, sizeof bdir);
@@ -85,55 +86,6 @@ int cli_fleet_run_file(const char *cmd, const char *path, struct baton_fleet_opt
         return CLI_INTERRUPTED;
     }
     return CLI_OK;
-}
-
-static int fleet_run(int argc, char **argv)
-{
-    baton_fleet_opts o;
-    baton_fleet_opts_default(&o);
-    const char *backend = NULL;
-    int json = 0;
-    const char *svg = NULL;
-    double hazard = -1;
-    uint64_t seed = UINT64_MAX;
-    const struct cli_opt opts[] = {
-        {"state", CLI_STR, &o.state_dir, "state folder (default: the job's state_dir, else ./baton-fleet)"},
-        {"time-scale", CLI_DBL, &o.time_scale, "simulated seconds per wall second (overrides market.time_scale)"},
-        {"seed", CLI_U64, &seed, "market seed (overrides market.seed)"},
-        {"hazard-scale", CLI_DBL, &hazard, "multiply every interruption rate (turns the random market on)"},
-        {"interrupts", CLI_STR, &o.interrupts, "explicit schedule AFTER[/NOTICE][@TASK],... (simulated durations)"},
-        {"backend", CLI_STR, &backend, "local | slurm | aws (default: the job file's; docs/slurm.md, docs/aws.md)"},
-        {"json", CLI_FLAG, &json, "print the final report as JSON"},
-        {"svg", CLI_STR, &svg, "also write the timeline to FILE"},
-        {"quiet", CLI_FLAG, &o.quiet, "no event lines"},
-        {"imds", CLI_STR, &o.imds_mode, "workers' metadata service: normal | garbage | unreachable (fault tests)"},
-        {0},
-    };
-    const char *pos[1];
-    int npos, help;
-    if (cli_parse("fleet run", "JOBFILE [--state DIR] [--time-scale X] [--seed S] [--interrupts SPEC] [--json]", opts,
-                  argc, argv, pos, 1, &npos, &help))
-        return help ? CLI_OK : CLI_USAGE;
-    if (npos != 1) {
-        fprintf(stderr, "baton fleet run: a job file is required (docs/jobfile.md)\n");
-        return CLI_USAGE;
-    }
-    if (backend && strcmp(backend, "local") != 0) {
-        fprintf(stderr, "baton fleet run: --backend %s is not available in this build\n", backend);
-        return CLI_USAGE;
-    }
-    if (o.imds_mode && strcmp(o.imds_mode, "normal") && strcmp(o.imds_mode, "garbage") && strcmp(o.imds_mode, "unreachable")) {
-        fprintf(stderr, "baton fleet run: --imds %s: expected normal, garbage or unreachable\n", o.imds_mode);
-        return CLI_USAGE;
-    }
-    if (o.time_scale < 0 || (hazard < 0 && hazard != -1)) {
-        fprintf(stderr, "baton fleet run: --time-scale and --hazard-scale must not be negative\n");
-        return CLI_USAGE;
-    }
-    if (seed != UINT64_MAX) o.seed_set = 1, o.seed = seed;
-    if (hazard >= 0) o.hazard_set = 1, o.hazard_scale = hazard;
-    o.progress = !o.quiet && isatty(2) && !getenv("BATON_NO_PROGRESS");
-    return cli_fleet_run_file("fleet run", pos[0], &o, json, svg);
 }
 
 static int list_jobs(const char *state)
@@ -162,52 +114,145 @@ static int list_jobs(const char *state)
     return CLI_OK;
 }
 
-static int fleet_status(int argc, char **argv)
+/* ------------------------------------------------------------------ run, status, cancel */
+/* Where each option applies: bit (subcommand × backend). */
+enum { RUN_L = 1, RUN_S = 2, RUN_A = 4, ST_L = 8, ST_S = 16, ST_A = 32, CA_L = 64, CA_S = 128, CA_A = 256 };
+#define ALL_RUN (RUN_L | RUN_S | RUN_A)
+#define ALL_OF_THEM 511
+static const struct { const char *name; int where; } applies[] = {
+    {"backend", ALL_OF_THEM}, {"state", ALL_OF_THEM},
+    {"time-scale", RUN_L}, {"seed", RUN_L}, {"hazard-scale", RUN_L}, {"interrupts", RUN_L}, {"quiet", RUN_L},
+    {"imds", RUN_L}, {"svg", RUN_L | ST_L}, {"json", RUN_L | RUN_S | ST_L | ST_S}, {"events", ST_L},
+    {"grace", CA_L}, {"wait", RUN_S | ST_S}, {"timeout", RUN_S | ST_S}, {"poll", RUN_S | ST_S},
+    {"out", RUN_A | ST_A | CA_A}, {"account", RUN_A}, {"dry-run", RUN_A}, {"apply", RUN_A},
+    {"region", ST_A | CA_A},
+};
+
+static int parse_args(const char *sub, int argc, char **argv, struct cli_fleet_args *a, int *help)
 {
-    const char *state = "baton-fleet", *svg = NULL;
-    int json = 0, events = 20;
+    memset(a, 0, sizeof *a);
+    a->sub = sub;
+    a->poll = 2;
+    a->grace = 300;
+    a->events = 20;
     const struct cli_opt opts[] = {
-        {"state", CLI_STR, &state, "state folder (default ./baton-fleet)"},
-        {"json", CLI_FLAG, &json, "everything as JSON (with every event)"},
-        {"events", CLI_INT, &events, "how many recent events to show (default 20)"},
-        {"svg", CLI_STR, &svg, "write the timeline to FILE"},
+        {"backend", CLI_STR, &a->backend, "local | slurm | aws (default: the job file's; docs/slurm.md, docs/aws.md)"},
+        {"state", CLI_STR, &a->state, "state folder (default: the job file's state_dir, else ./baton-fleet)"},
+        {"time-scale", CLI_DBL, &a->time_scale, "local run: simulated seconds per wall second (overrides market.time_scale)"},
+        {"seed", CLI_U64, &a->seed, "local run: market seed (overrides market.seed)"},
+        {"hazard-scale", CLI_DBL, &a->hazard, "local run: multiply every interruption rate (turns the random market on)"},
+        {"interrupts", CLI_STR, &a->interrupts, "local run: explicit schedule AFTER[/NOTICE][@TASK],... (simulated)"},
+        {"quiet", CLI_FLAG, &a->quiet, "local run: no event lines"},
+        {"imds", CLI_STR, &a->imds, "local run: workers' metadata service: normal | garbage | unreachable (fault tests)"},
+        {"json", CLI_FLAG, &a->json, "the report (status: with every event) as JSON"},
+        {"svg", CLI_STR, &a->svg, "local: also write the timeline to FILE"},
+        {"events", CLI_INT, &a->events, "local status: how many recent events to show (default 20)"},
+        {"grace", CLI_DBL, &a->grace, "local cancel: seconds to wait for the workers to stop (default 300)"},
+        {"wait", CLI_FLAG, &a->wait, "slurm run/status: wait until every task has finished"},
+        {"timeout", CLI_DBL, &a->timeout, "slurm, with --wait: give up after SEC seconds (0: never)"},
+        {"poll", CLI_DBL, &a->poll, "slurm, with --wait: seconds between looks at the queue (default 2)"},
+        {"out", CLI_STR, &a->out, "aws: folder of the generated artefacts (default STATE/JOB/aws)"},
+        {"account", CLI_STR, &a->account, "aws run: the 12-digit account id the roles live in"},
+        {"dry-run", CLI_FLAG, &a->dry_run, "aws run: write the artefacts and print the aws commands (default)"},
+        {"apply", CLI_FLAG, &a->apply, "aws run: run the aws commands (needs credentials)"},
+        {"region", CLI_STR, &a->region, "aws status/cancel: the region (default: from the artefacts)"},
         {0},
     };
-    const char *pos[1];
-    int npos, help;
-    if (cli_parse("fleet status", "[JOB] [--state DIR] [--json] [--events N] [--svg FILE]", opts, argc, argv, pos, 1,
-                  &npos, &help))
-        return help ? CLI_OK : CLI_USAGE;
-    if (npos == 0) return list_jobs(state);
-    char dir[4096];
-    baton_err err = {0};
-    if (baton_fleet_job_dir(state, pos[0], dir, sizeof dir, &err)) return cli_fail("fleet status", &err);
-    return print_report("fleet status", dir, json, svg, json ? 1 : events < 0 ? 0 : events);
+    char cmd[32];
+    snprintf(cmd, sizeof cmd, "fleet %s", sub);
+    const char *pos[1] = {NULL};
+    int npos;
+    const char *syn = !strcmp(sub, "run") ? "JOBFILE [options; --help lists them with where they apply]"
+                                          : "[JOB | JOBFILE] [options]";
+    if (cli_parse(cmd, syn, opts, argc, argv, pos, 1, &npos, help)) return CLI_USAGE;
+    a->pos = npos ? pos[0] : NULL;
+    a->seed_set = cli_given(argc, argv, "seed");
+    a->hazard_set = cli_given(argc, argv, "hazard-scale");
+    return 0;
 }
 
-static int fleet_cancel(int argc, char **argv)
+/* Every option given must apply to this subcommand on this backend. */
+static int check_applies(const struct cli_fleet_args *a, int backend, int argc, char **argv)
 {
-    const char *state = "baton-fleet";
-    double grace = 300;
-    const struct cli_opt opts[] = {
-        {"state", CLI_STR, &state, "state folder (default ./baton-fleet)"},
-        {"wait", CLI_DBL, &grace, "seconds to wait for the workers to stop (default 300)"},
-        {0},
-    };
-    const char *pos[1];
-    int npos, help;
-    if (cli_parse("fleet cancel", "JOB [--state DIR]", opts, argc, argv, pos, 1, &npos, &help))
-        return help ? CLI_OK : CLI_USAGE;
-    if (npos != 1) {
+    const int row = !strcmp(a->sub, "run") ? 0 : !strcmp(a->sub, "status") ? 1 : 2;
+    const int bit = 1 << (row * 3 + (backend == BATON_BACKEND_SLURM ? 1 : backend == BATON_BACKEND_AWS ? 2 : 0));
+    for (size_t i = 0; i < sizeof applies / sizeof applies[0]; i++)
+        if (!(applies[i].where & bit) && cli_given(argc, argv, applies[i].name)) {
+            fprintf(stderr, "baton fleet %s: --%s does not apply to the %s backend's %s (baton fleet %s --help)\n",
+                    a->sub, applies[i].name, baton_backend_name((baton_backend)backend), a->sub, a->sub);
+            return CLI_USAGE;
+        }
+    return 0;
+}
+
+static int local_run(const struct cli_fleet_args *a)
+{
+    if (!a->pos) {
+        fprintf(stderr, "baton fleet run: a job file is required (docs/jobfile.md)\n");
+        return CLI_USAGE;
+    }
+    if (a->imds && strcmp(a->imds, "normal") && strcmp(a->imds, "garbage") && strcmp(a->imds, "unreachable")) {
+        fprintf(stderr, "baton fleet run: --imds %s: expected normal, garbage or unreachable\n", a->imds);
+        return CLI_USAGE;
+    }
+    if (a->time_scale < 0 || (a->hazard_set && a->hazard < 0)) {
+        fprintf(stderr, "baton fleet run: --time-scale and --hazard-scale must not be negative\n");
+        return CLI_USAGE;
+    }
+    baton_fleet_opts o;
+    baton_fleet_opts_default(&o);
+    o.state_dir = a->state;
+    o.time_scale = a->time_scale;
+    o.interrupts = a->interrupts;
+    o.quiet = a->quiet;
+    o.imds_mode = a->imds;
+    if (a->seed_set) o.seed_set = 1, o.seed = a->seed;
+    if (a->hazard_set) o.hazard_set = 1, o.hazard_scale = a->hazard;
+    o.progress = !o.quiet && isatty(2) && !getenv("BATON_NO_PROGRESS");
+    return cli_fleet_run_file("fleet run", a->pos, &o, a->json, a->svg);
+}
+
+static int local_status(const struct cli_fleet_args *a)
+{
+    const char *state = a->state ? a->state : "baton-fleet";
+    if (!a->pos) return list_jobs(state);
+    char dir[4096];
+    baton_err err = {0};
+    if (baton_fleet_job_dir(state, a->pos, dir, sizeof dir, &err)) return cli_fail("fleet status", &err);
+    return print_report("fleet status", dir, a->json, a->svg, a->json ? 1 : a->events < 0 ? 0 : a->events);
+}
+
+static int local_cancel(const struct cli_fleet_args *a)
+{
+    if (!a->pos) {
         fprintf(stderr, "baton fleet cancel: which job? (baton fleet status lists them)\n");
+        return CLI_USAGE;
+    }
+    if (!(a->grace >= 0)) {
+        fprintf(stderr, "baton fleet cancel: --grace must be a number of seconds >= 0\n");
         return CLI_USAGE;
     }
     char dir[4096];
     baton_err err = {0};
-    if (baton_fleet_job_dir(state, pos[0], dir, sizeof dir, &err) || baton_fleet_cancel(dir, grace, &err))
+    if (baton_fleet_job_dir(a->state ? a->state : "baton-fleet", a->pos, dir, sizeof dir, &err) ||
+        baton_fleet_cancel(dir, a->grace, &err))
         return cli_fail("fleet cancel", &err);
-    printf("job %s cancelled; `baton fleet run` with its job file resumes it\n", pos[0]);
+    printf("job %s cancelled; `baton fleet run` with its job file resumes it\n", a->pos);
     return CLI_OK;
+}
+
+/* run, status, cancel: parse once, find the backend, check the options against it, dispatch. */
+static int fleet_sub(const char *sub, int argc, char **argv)
+{
+    struct cli_fleet_args a;
+    int help = 0;
+    if (parse_args(sub, argc, argv, &a, &help)) return help ? CLI_OK : CLI_USAGE;
+    int b = cli_fleet_backend(&a);
+    if (b < 0) return CLI_USAGE;
+    int rc = check_applies(&a, b, argc, argv);
+    if (rc) return rc;
+    if (b != BATON_BACKEND_LOCAL) return cli_fleet_remote(&a, b);
+    return !strcmp(sub, "run") ? local_run(&a) : !strcmp(sub, "status") ? local_status(&a) : local_cancel(&a);
 }
 
 static int fleet_check(int argc, char **argv)
@@ -296,13 +341,8 @@ int cmd_fleet(int argc, char **argv)
         fputs(usage, stderr);
         return CLI_USAGE;
     }
-    if (!strcmp(argv[1], "run") || !strcmp(argv[1], "status") || !strcmp(argv[1], "cancel")) {
-        int b = cli_fleet_remote_backend(argc - 1, argv + 1);   /* slurm, aws: cmd_fleet_remote.c */
-        if (b == BATON_BACKEND_SLURM || b == BATON_BACKEND_AWS) return cli_fleet_remote(argc - 1, argv + 1);
-    }
-    if (!strcmp(argv[1], "run")) return fleet_run(argc - 1, argv + 1);
-    if (!strcmp(argv[1], "status")) return fleet_status(argc - 1, argv + 1);
-    if (!strcmp(argv[1], "cancel")) return fleet_cancel(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "run") || !strcmp(argv[1], "status") || !strcmp(argv[1], "cancel"))
+        return fleet_sub(argv[1], argc - 1, argv + 1);
     if (!strcmp(argv[1], "catalog")) return fleet_catalog(argc - 1, argv + 1);
     if (!strcmp(argv[1], "check")) return fleet_check(argc - 1, argv + 1);
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {

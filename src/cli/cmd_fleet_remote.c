@@ -1,9 +1,9 @@
 /* cmd_fleet_remote.c — `baton fleet run|status|cancel` for the backends beyond one machine:
  * slurm (each task a requeueable batch job) and aws (Spot Fleet artefacts, --dry-run / --apply).
- * cmd_fleet.c hands over here when cli_fleet_remote_backend says the arguments are for one of
- * them: --backend, else the job file's `backend:`, else (status, cancel) what the job's folder
- * STATE/JOB holds (slurm/jobs.json, aws/fleet-requests.json). Thin: the work is in
- * src/fleet/fleet_slurm.c and fleet_aws.c.
+ * cmd_fleet.c parses the arguments once (struct cli_fleet_args) and hands over here when
+ * cli_fleet_backend says they are for one of them: --backend, else the job file's `backend:`, else
+ * (status, cancel) what the job's folder STATE/JOB holds (slurm/jobs.json, aws/fleet-requests.json).
+ * Thin: the work is in src/fleet/fleet_slurm.c and fleet_aws.c.
  *
  *   baton fleet run JOBFILE [--backend slurm] [--state DIR] [--wait [--timeout SEC]] [--json]
  *   baton fleet run JOBFILE [--backend aws] [--out DIR] [--account ID] [--dry-run | --apply]
@@ -23,38 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-typedef struct fopts {
-    const char *backend, *state, *out, *account, *region;
-    int wait, json, dry_run, apply;
-    double timeout, poll;
-    const char *pos[1];
-    int npos;
-} fopts;
-
-static int parse(const char *cmd, int argc, char **argv, fopts *f)
-{
-    memset(f, 0, sizeof *f);
-    f->poll = 2;
-    const struct cli_opt opts[] = {
-        {"backend", CLI_STR, &f->backend, "local | slurm | aws (default: the job file's backend)"},
-        {"state", CLI_STR, &f->state, "state folder (default: the job file's state_dir, else ./baton-fleet)"},
-        {"out", CLI_STR, &f->out, "aws: folder for the generated artefacts (default STATE/aws)"},
-        {"account", CLI_STR, &f->account, "aws: the 12-digit account id the roles live in"},
-        {"region", CLI_STR, &f->region, "aws status/cancel: the region (default: from the artefacts)"},
-        {"dry-run", CLI_FLAG, &f->dry_run, "aws: write the artefacts and print the aws commands (default)"},
-        {"apply", CLI_FLAG, &f->apply, "aws: run the aws commands (needs credentials)"},
-        {"wait", CLI_FLAG, &f->wait, "slurm run/status: wait until every task has finished"},
-        {"timeout", CLI_DBL, &f->timeout, "with --wait: give up after SEC seconds (0: never)"},
-        {"poll", CLI_DBL, &f->poll, "with --wait: seconds between looks at the queue (default 2)"},
-        {"json", CLI_FLAG, &f->json, "status as JSON"},
-        {NULL, 0, NULL, NULL},
-    };
-    int help;
-    return cli_parse(cmd, "run JOBFILE | status [JOBFILE] | cancel [JOBFILE]  (slurm and aws backends)", opts, argc,
-                     argv, f->pos, 1, &f->npos, &help);
-}
-
-static const char *state_of(const fopts *f, const baton_job *job)
+static const char *state_of(const struct cli_fleet_args *f, const baton_job *job)
 {
     if (f->state) return f->state;
     if (job && job->state_dir[0]) return job->state_dir;
@@ -110,7 +79,7 @@ static void print_slurm(const baton_slurm_task *t, size_t n, int json)
     }
 }
 
-static int slurm_wait(const char *state, const fopts *f)
+static int slurm_wait(const char *state, const struct cli_fleet_args *f)
 {
     baton_err err = {0};
     time_t t0 = time(NULL);
@@ -164,7 +133,7 @@ static void self_dir(char *out, size_t cap)
     baton_path_dirname(exe, out, cap);
 }
 
-static int slurm_run(baton_job *job, const fopts *f)
+static int slurm_run(baton_job *job, const struct cli_fleet_args *f)
 {
     baton_slurm_opts o;
     baton_err err = {0};
@@ -190,13 +159,13 @@ static int slurm_run(baton_job *job, const fopts *f)
 }
 
 /* ------------------------------------------------------------------ aws */
-static void aws_out_dir(const fopts *f, const char *jobdir, char *out, size_t cap)
+static void aws_out_dir(const struct cli_fleet_args *f, const char *jobdir, char *out, size_t cap)
 {
     if (f->out) snprintf(out, cap, "%s", f->out);
     else snprintf(out, cap, "%s/aws", jobdir);
 }
 
-static int aws_run(baton_job *job, const fopts *f)
+static int aws_run(baton_job *job, const struct cli_fleet_args *f)
 {
     baton_aws_opts o;
     baton_err err = {0};
@@ -245,16 +214,6 @@ static int aws_run(baton_job *job, const fopts *f)
 }
 
 /* ------------------------------------------------------------------ dispatch */
-static int is_value_opt(const char *a)
-{
-    static const char *const v[] = {"--backend", "--state", "--out", "--account", "--region", "--timeout", "--poll",
-                                    "--time-scale", "--seed", "--hazard-scale", "--interrupts", "--svg", "--imds",
-                                    "--events", NULL};
-    for (const char *const *p = v; *p; p++)
-        if (!strcmp(a, *p)) return 1;
-    return 0;
-}
-
 static int is_file(const char *p)
 {
     return access(p, R_OK) == 0 && !baton_is_dir(p);
@@ -272,50 +231,40 @@ static baton_backend present_in(const char *state, const char *name)
     return BATON_BACKEND_LOCAL;
 }
 
-int cli_fleet_remote_backend(int argc, char **argv)
+int cli_fleet_backend(const struct cli_fleet_args *a)
 {
-    const char *state = NULL, *pos = NULL;
     baton_backend b;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--backend") && i + 1 < argc) return backend_from_name(argv[i + 1], &b) ? BATON_BACKEND_LOCAL : (int)b;
-        if (!strncmp(a, "--backend=", 10)) return backend_from_name(a + 10, &b) ? BATON_BACKEND_LOCAL : (int)b;
-        if (!strcmp(a, "--state") && i + 1 < argc) state = argv[i + 1];
-        else if (!strncmp(a, "--state=", 8)) state = a + 8;
-        if (is_value_opt(a) || (!strcmp(a, "--wait") && i + 1 < argc && strspn(argv[i + 1], "0123456789.") == strlen(argv[i + 1])))
-            i++;
-        else if (a[0] != '-' && !pos)
-            pos = a;
+    if (a->backend) {
+        if (backend_from_name(a->backend, &b) == 0) return (int)b;
+        fprintf(stderr, "baton fleet %s: --backend: expected local, slurm or aws, got '%s'\n", a->sub, a->backend);
+        return -1;
     }
-    if (!pos) return BATON_BACKEND_LOCAL;
-    if (is_file(pos)) {
+    if (!a->pos) return BATON_BACKEND_LOCAL;
+    if (is_file(a->pos)) {
         baton_job job;
         baton_err err = {0};
-        if (baton_job_load(pos, &job, &err)) return BATON_BACKEND_LOCAL;   /* the local path reports it */
+        if (baton_job_load(a->pos, &job, &err)) {   /* the local path reports it */
+            baton_job_free(&job);
+            return BATON_BACKEND_LOCAL;
+        }
         b = job.backend;
-        if (b == BATON_BACKEND_LOCAL && strcmp(argv[0], "run"))
-            b = present_in(state ? state : job.state_dir[0] ? job.state_dir : "baton-fleet", job.name);
+        if (b == BATON_BACKEND_LOCAL && strcmp(a->sub, "run"))
+            b = present_in(a->state ? a->state : job.state_dir[0] ? job.state_dir : "baton-fleet", job.name);
         baton_job_free(&job);
         return (int)b;
     }
-    return strcmp(argv[0], "run") ? (int)present_in(state ? state : "baton-fleet", pos) : BATON_BACKEND_LOCAL;
+    return strcmp(a->sub, "run") ? (int)present_in(a->state ? a->state : "baton-fleet", a->pos) : BATON_BACKEND_LOCAL;
 }
 
-/* argv[0] is the subcommand (run, status, cancel). */
-int cli_fleet_remote(int argc, char **argv)
+/* a->sub is the subcommand (run, status, cancel); backend is slurm or aws (cli_fleet_backend). */
+int cli_fleet_remote(const struct cli_fleet_args *f, int backend)
 {
-    fopts f;
-    const char *sub = argv[0];
+    const char *sub = f->sub;
     char cmd[32];
     snprintf(cmd, sizeof cmd, "fleet %s", sub);
-    int rc = parse(cmd, argc, argv, &f);
-    if (rc) return rc;
-    baton_backend b = BATON_BACKEND_LOCAL;
-    if (f.backend && backend_from_name(f.backend, &b)) {
-        fprintf(stderr, "baton %s: --backend: expected local, slurm or aws, got '%s'\n", cmd, f.backend);
-        return CLI_USAGE;
-    }
-    if (f.npos < 1) {
+    int rc = CLI_OK;
+    baton_backend b = (baton_backend)backend;
+    if (!f->pos) {
         fprintf(stderr, "baton %s: which job? (a job file, or for status and cancel a job name)\n", cmd);
         return CLI_USAGE;
     }
@@ -324,44 +273,37 @@ int cli_fleet_remote(int argc, char **argv)
     baton_err err = {0};
     char name[BATON_JOB_NAME_MAX + 1], jobdir[4096];
     const char *state;
-    if (is_file(f.pos[0]) || !strcmp(sub, "run")) {
-        if (baton_job_load(f.pos[0], &job, &err)) return cli_fail(cmd, &err);
+    if (is_file(f->pos) || !strcmp(sub, "run")) {
+        if (baton_job_load(f->pos, &job, &err)) return cli_fail(cmd, &err);
         have = 1;
-        if (f.backend) job.backend = b;
+        job.backend = b;
         snprintf(name, sizeof name, "%s", job.name);
-        state = state_of(&f, &job);
+        state = state_of(f, &job);
     } else {
-        snprintf(name, sizeof name, "%.*s", BATON_JOB_NAME_MAX, f.pos[0]);
-        state = state_of(&f, NULL);
-    }
-    if (!f.backend) b = have && job.backend != BATON_BACKEND_LOCAL ? job.backend : present_in(state, name);
-    if (!strcmp(sub, "run") && have && !f.backend) b = job.backend;
-    if (b == BATON_BACKEND_LOCAL) {
-        fprintf(stderr, "baton %s: %s is not a slurm or aws job (the local backend runs it)\n", cmd, name);
-        rc = CLI_USAGE;
-        goto done;
+        snprintf(name, sizeof name, "%.*s", BATON_JOB_NAME_MAX, f->pos);
+        state = state_of(f, NULL);
     }
     if (baton_fleet_job_dir(state, name, jobdir, sizeof jobdir, &err)) {
         rc = cli_fail(cmd, &err);
         goto done;
     }
     if (!strcmp(sub, "run")) {
-        rc = b == BATON_BACKEND_SLURM ? slurm_run(&job, &f) : aws_run(&job, &f);
-    } else if (!strcmp(sub, "status") && b == BATON_BACKEND_SLURM && f.wait) {
-        rc = slurm_wait(jobdir, &f);
+        rc = b == BATON_BACKEND_SLURM ? slurm_run(&job, f) : aws_run(&job, f);
+    } else if (!strcmp(sub, "status") && b == BATON_BACKEND_SLURM && f->wait) {
+        rc = slurm_wait(jobdir, f);
     } else if (!strcmp(sub, "status") && b == BATON_BACKEND_SLURM) {
         baton_slurm_task *t;
         size_t n;
         if (baton_slurm_status(jobdir, &t, &n, &err)) rc = cli_fail(cmd, &err);
-        else print_slurm(t, n, f.json), free(t);
+        else print_slurm(t, n, f->json), free(t);
     } else if (!strcmp(sub, "cancel") && b == BATON_BACKEND_SLURM) {
         if (baton_slurm_cancel(jobdir, &err)) rc = cli_fail(cmd, &err);
         else fprintf(stderr, "baton fleet: cancelled the queued and running Slurm jobs of %s\n", name);
     } else if (!strcmp(sub, "status") || !strcmp(sub, "cancel")) {
         char out[4200];
-        aws_out_dir(&f, jobdir, out, sizeof out);
-        int r = !strcmp(sub, "status") ? baton_aws_status(out, f.region, stdout, &err)
-                                       : baton_aws_cancel(out, f.region, stderr, &err);
+        aws_out_dir(f, jobdir, out, sizeof out);
+        int r = !strcmp(sub, "status") ? baton_aws_status(out, f->region, stdout, &err)
+                                       : baton_aws_cancel(out, f->region, stderr, &err);
         if (r) rc = cli_fail(cmd, &err);
     } else {
         fprintf(stderr, "baton fleet: unknown subcommand '%s' (run, status, cancel)\n", sub);

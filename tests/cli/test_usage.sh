@@ -21,6 +21,12 @@ expect_fail 2 "^baton run: --epochs is an option of the built-in demo" $BATON ru
 expect_fail 2 "^baton fleet catalog: unknown option '--bogus'" $BATON fleet catalog --bogus
 check '$BATON fleet catalog --json | python3 -c "import json,sys; r=[json.loads(l) for l in sys.stdin]; assert len(r) >= 10 and all(x[\"spot_per_h\"] < x[\"on_demand_per_h\"] for x in r), r"' \
     "fleet catalog --json: one object per type"
+# fleet run/status/cancel: one parse for every backend, and an option that does not apply says so
+expect_fail 2 "^baton fleet cancel: --wait does not apply to the local backend's cancel" $BATON fleet cancel j --wait
+expect_fail 2 "^baton fleet run: --account does not apply to the local backend's run" $BATON fleet run /dev/null --account 123456789012
+expect_fail 2 "^baton fleet status: --events does not apply to the aws backend's status" $BATON fleet status j --backend aws --events 3
+expect_fail 2 "^baton fleet run: --backend: expected local, slurm or aws, got 'gcp'" $BATON fleet run /dev/null --backend gcp
+expect_fail 2 "^baton fleet cancel: --grace must be a number of seconds >= 0" $BATON fleet cancel j --grace -1
 # no doubled prefix anywhere in these
 check '! grep -Eq "^baton [a-z -]+: ([a-z -]+): \1:" "$T/err"' "no doubled prefix"
 
