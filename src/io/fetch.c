@@ -3,7 +3,8 @@
  *
  * Owns: the I/O thread, its libcurl multi handle (remote stores) or file descriptors (local
  * stores), a fixed pool of chunk slots with their buffers, the queue of ranges not yet cut into
- * chunks, and the table of objects seen (URL, size, ETag).
+ * chunks, and the table of objects seen (URL, size, ETag). The remote transfers are in
+ * fetch_remote.c; the state both files share in fetch_internal.h.
  *
  * Contract:
  *  - Ranges are delivered in the order they were added; within a range in offset order. Each
@@ -27,7 +28,7 @@
  *  - The first error is sticky: baton_fetch_next returns it (naming the object and offset) from
  *    then on, and the I/O thread stops all transfers.
  *  - baton_fetch_free stops the thread promptly, even in the middle of transfers. */
-#include "store_internal.h"
+#include "fetch_internal.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -36,75 +37,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#define MAX_INFLIGHT 64
-#define RECV_BUFFER (256 * 1024)
-
-enum { C_FREE = 0, C_PLANNED, C_ACTIVE, C_DONE, C_HELD };
-
-typedef struct fobj {
-    char *name;
-    char *url;          /* remote */
-    int fd;             /* local; -1 until opened */
-    uint64_t size;      /* UINT64_MAX until known (I/O thread only) */
-    char etag[160];     /* first ETag seen (I/O thread only) */
-} fobj;
-
-typedef struct frange {
-    struct frange *next;
-    fobj *obj;
-    uint64_t off, end;  /* end UINT64_MAX: to the end of the object, not known yet */
-    uint64_t next_off;  /* next byte to cut a chunk at */
-    uint64_t tag;
-    int probing;        /* a first request is out to learn the object size */
-} frange;
-
-typedef struct fchunk fchunk;
-struct fchunk {
-    struct baton_fetch *f;
-    int state;
-    fobj *obj;
-    frange *probe;      /* set while this chunk is the size probe of that range */
-    uint64_t tag, off;
-    size_t len, got;    /* len may shrink once a probe learns the size */
-    int last;
-    uint8_t *buf;
-    /* the current attempt */
-    CURL *easy;
-    struct curl_slist *hdrs;
-    io_resp resp;
-    char errbuf[CURL_ERROR_SIZE];
-    size_t got_attempt;
-    int checked, vfailed;
-    baton_err verr;
-    int fails;
-    double retry_at;
-};
-
-struct baton_fetch {
-    baton_store *s;
-    size_t chunk;
-    int inflight;
-    int nslot;
-    fchunk *slots;
-    int *freelist, nfree;
-    int *order, ohead, ocount;  /* planned, not yet delivered chunks, in delivery order */
-    int nactive, nheld;
-    frange *pending, *pending_tail;
-    fobj **objs;
-    size_t nobjs, capobjs, last_obj;
-    int input_closed;
-    int failed;
-    baton_err err;
-    int stop;
-    baton_fetch_stats st;
-    pthread_mutex_t mu;
-    pthread_cond_t cv_out;      /* consumer waits here */
-    pthread_cond_t cv_io;       /* local I/O thread waits here */
-    CURLM *multi;
-    pthread_t thread;
-    int thread_started;
-};
 
 void baton_fetch_opts_default(baton_fetch_opts *o)
 {
@@ -120,7 +52,7 @@ static void wake_io(baton_fetch *f)
 }
 
 /* Under the lock. Keeps the first error only. */
-static void set_error(baton_fetch *f, const baton_err *e)
+void fetch_set_error(baton_fetch *f, const baton_err *e)
 {
     if (f->failed) return;
     f->failed = 1;
@@ -129,9 +61,7 @@ static void set_error(baton_fetch *f, const baton_err *e)
     pthread_cond_broadcast(&f->cv_out);
 }
 
-static void set_error_msg(baton_fetch *f, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_error_msg(baton_fetch *f, int code, const char *fmt, ...)
+void fetch_set_error_msg(baton_fetch *f, int code, const char *fmt, ...)
 {
     baton_err e;
     e.code = code;
@@ -139,7 +69,7 @@ static void set_error_msg(baton_fetch *f, int code, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(e.msg, sizeof e.msg, fmt, ap);
     va_end(ap);
-    set_error(f, &e);
+    fetch_set_error(f, &e);
 }
 
 /* ---------------------------------------------------------------- planning (under the lock) */
@@ -181,12 +111,12 @@ static int local_prepare(baton_fetch *f, fobj *o)
     baton_err e = {0};
     int fd = io_local_open(f->s, o->name, path, sizeof path, &e);
     if (fd < 0) {
-        set_error(f, &e);
+        fetch_set_error(f, &e);
         return fd;
     }
     struct stat st;
     if (fstat(fd, &st) != 0) {
-        set_error_msg(f, BATON_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
+        fetch_set_error_msg(f, BATON_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
         baton_sys.close(fd);
         return BATON_ERR_IO;
     }
@@ -195,7 +125,7 @@ static int local_prepare(baton_fetch *f, fobj *o)
     return BATON_OK;
 }
 
-static void plan(baton_fetch *f)
+void fetch_plan(baton_fetch *f)
 {
     while (!f->failed && f->pending && f->nfree > 0) {
         frange *r = f->pending;
@@ -216,7 +146,7 @@ static void plan(baton_fetch *f)
                 return;
             }
             if (r->off > o->size) {
-                set_error_msg(f, BATON_ERR_TRUNCATED, "%s%s: offset %" PRIu64
+                fetch_set_error_msg(f, BATON_ERR_TRUNCATED, "%s%s: offset %" PRIu64
                               " is past the end of the object (%" PRIu64 " bytes)",
                               f->s->uri, o->name, r->off, o->size);
                 return;
@@ -224,7 +154,7 @@ static void plan(baton_fetch *f)
             r->end = o->size;
         }
         if (o->size != UINT64_MAX && r->end > o->size) {
-            set_error_msg(f, BATON_ERR_TRUNCATED, "%s%s: range of %" PRIu64 " bytes at offset %"
+            fetch_set_error_msg(f, BATON_ERR_TRUNCATED, "%s%s: range of %" PRIu64 " bytes at offset %"
                           PRIu64 " runs past the end of the object (%" PRIu64 " bytes)",
                           f->s->uri, o->name, r->end - r->off, r->off, o->size);
             return;
@@ -248,7 +178,7 @@ static void plan(baton_fetch *f)
 
 /* A probe's answer told the object size (under the lock). Shrinks the probe chunk to the object
  * and lets planning continue. Returns an error code when the range cannot exist. */
-static int probe_resolve(baton_fetch *f, fchunk *c, uint64_t total, baton_err *e)
+int fetch_probe_resolve(baton_fetch *f, fchunk *c, uint64_t total, baton_err *e)
 {
     frange *r = c->probe;
     fobj *o = c->obj;
@@ -271,250 +201,6 @@ static int probe_resolve(baton_fetch *f, fchunk *c, uint64_t total, baton_err *e
     return BATON_OK;
 }
 
-/* ---------------------------------------------------------------- remote transfers */
-
-static int is_2xx(long st)
-{
-    return st >= 200 && st < 300;
-}
-
-/* Headers are in: check them before the first body byte is trusted (I/O thread, no lock). */
-static int chunk_check(fchunk *c)
-{
-    baton_fetch *f = c->f;
-    fobj *o = c->obj;
-    io_resp *r = &c->resp;
-    c->checked = 1;
-    if (c->probe) {
-        uint64_t total = UINT64_MAX;
-        if (r->status == 206 && r->have_cr) total = r->cr_total;
-        else if (r->status == 200 && r->have_len && c->got == 0) total = r->content_length;
-        if (total == UINT64_MAX)
-            return baton_err_set(&c->verr, BATON_ERR_NET, "%s%s at offset %" PRIu64
-                                 ": the answer does not tell the object size", f->s->uri, o->name,
-                                 c->off);
-        pthread_mutex_lock(&f->mu);
-        int rc = probe_resolve(f, c, total, &c->verr);
-        pthread_mutex_unlock(&f->mu);
-        if (rc != BATON_OK) return rc;
-    }
-    uint64_t total;
-    int rc = io_resp_check(f->s, o->name, r, 1, c->off + c->got, c->len - c->got, &total, &c->verr);
-    if (rc != BATON_OK) return rc;
-    if (r->etag[0]) {
-        if (!o->etag[0]) {
-            snprintf(o->etag, sizeof o->etag, "%s", r->etag);
-        } else if (strcmp(o->etag, r->etag) != 0) {
-            return baton_err_set(&c->verr, BATON_ERR_CORRUPT, "%s%s at offset %" PRIu64
-                                 ": the object changed on the server while it was being read "
-                                 "(ETag %s, then %s)", f->s->uri, o->name, c->off + c->got, o->etag,
-                                 r->etag);
-        }
-    }
-    if (total != UINT64_MAX) {
-        if (o->size == UINT64_MAX) {
-            o->size = total;
-        } else if (o->size != total) {
-            return baton_err_set(&c->verr, BATON_ERR_CORRUPT, "%s%s at offset %" PRIu64
-                                 ": the object changed on the server while it was being read "
-                                 "(%" PRIu64 " bytes, then %" PRIu64 ")", f->s->uri, o->name,
-                                 c->off + c->got, o->size, total);
-        }
-    }
-    return BATON_OK;
-}
-
-static size_t chunk_write(char *p, size_t size, size_t nitems, void *ud)
-{
-    fchunk *c = ud;
-    size_t n = size * nitems;
-    if (!is_2xx(c->resp.status)) {
-        io_resp_keep_error(&c->resp, p, n);
-        return n;
-    }
-    if (!c->checked && chunk_check(c) != BATON_OK) {
-        c->vfailed = 1;
-        return 0;
-    }
-    if (n > c->len - c->got) {
-        baton_err_set(&c->verr, BATON_ERR_NET, "%s%s at offset %" PRIu64
-                      ": server sent more bytes than asked for", c->f->s->uri, c->obj->name,
-                      c->off + c->got);
-        c->vfailed = 1;
-        return 0;
-    }
-    memcpy(c->buf + c->got, p, n);
-    c->got += n;
-    c->got_attempt += n;
-    return n;
-}
-
-/* Start the next attempt of c (under the lock, I/O thread). */
-static void chunk_start(baton_fetch *f, fchunk *c)
-{
-    baton_err e = {0};
-    if (!c->easy) {
-        c->easy = curl_easy_init();
-        if (!c->easy) {
-            set_error_msg(f, BATON_ERR_NOMEM, "%s%s: out of memory", f->s->uri, c->obj->name);
-            return;
-        }
-    } else {
-        curl_easy_reset(c->easy);
-    }
-    if (c->len > 0 && !c->buf) {
-        c->buf = malloc(f->chunk);
-        if (!c->buf) {
-            set_error_msg(f, BATON_ERR_NOMEM, "out of memory for a %zu-byte chunk", f->chunk);
-            return;
-        }
-    }
-    uint64_t start = c->off + c->got, end = c->off + c->len - 1;
-    int rc = io_request_setup(f->s, c->easy, c->obj->url, 1, start, end,
-                              c->obj->etag[0] ? c->obj->etag : NULL, &c->resp, c->errbuf, &c->hdrs, &e);
-    if (rc != BATON_OK) {
-        set_error(f, &e);
-        return;
-    }
-    curl_easy_setopt(c->easy, CURLOPT_WRITEFUNCTION, chunk_write);
-    curl_easy_setopt(c->easy, CURLOPT_WRITEDATA, c);
-    curl_easy_setopt(c->easy, CURLOPT_PRIVATE, c);
-    curl_easy_setopt(c->easy, CURLOPT_BUFFERSIZE, (long)RECV_BUFFER);
-    c->got_attempt = 0;
-    c->checked = 0;
-    c->vfailed = 0;
-    if (curl_multi_add_handle(f->multi, c->easy) != CURLM_OK) {
-        curl_slist_free_all(c->hdrs);
-        c->hdrs = NULL;
-        set_error_msg(f, BATON_ERR_NET, "%s%s: cannot start a transfer", f->s->uri, c->obj->name);
-        return;
-    }
-    c->state = C_ACTIVE;
-    f->nactive++;
-    f->st.requests++;
-}
-
-/* A transfer of c ended (under the lock). */
-static void chunk_finish(baton_fetch *f, fchunk *c, CURLcode cc)
-{
-    curl_multi_remove_handle(f->multi, c->easy);
-    curl_slist_free_all(c->hdrs);
-    c->hdrs = NULL;
-    f->nactive--;
-    f->st.bytes += c->got_attempt;
-    c->state = C_PLANNED;
-    if (c->vfailed) {
-        set_error(f, &c->verr);
-        return;
-    }
-    baton_err e = {0};
-    int retry = 0;
-    io_resp *r = &c->resp;
-    if (cc == CURLE_OK && is_2xx(r->status)) {
-        if (!c->checked) {
-            pthread_mutex_unlock(&f->mu);
-            int rc = chunk_check(c);
-            pthread_mutex_lock(&f->mu);
-            if (rc != BATON_OK) {
-                set_error(f, &c->verr);
-                return;
-            }
-        }
-        if (c->got == c->len) {
-            c->state = C_DONE;
-            pthread_cond_broadcast(&f->cv_out);
-            return;
-        }
-        baton_err_set(&e, BATON_ERR_NET, "%s%s at offset %" PRIu64 ": short body (%zu of %zu bytes)",
-                      f->s->uri, c->obj->name, c->off + c->got, c->got, c->len);
-        retry = 1;
-    } else if (cc == CURLE_OK && r->status == 416 && c->probe && r->cr_unsatisfied && c->got == 0 &&
-               c->off == r->cr_total) {
-        /* a to-the-end range starting exactly at the end of the object: empty */
-        if (probe_resolve(f, c, r->cr_total, &e) != BATON_OK) {
-            set_error(f, &e);
-            return;
-        }
-        c->state = C_DONE;
-        pthread_cond_broadcast(&f->cv_out);
-        return;
-    } else {
-        io_request_error(f->s, c->obj->name, c->off + c->got, cc, c->errbuf, r, &retry, &e);
-    }
-    if (!retry) {
-        set_error(f, &e);
-        return;
-    }
-    double now = baton_now();
-    if (c->got_attempt > 0) {
-        c->fails = 0;
-        c->retry_at = now;
-    } else if (++c->fails > f->s->opts.retries) {
-        set_error(f, &e);
-        return;
-    } else {
-        c->retry_at = now + io_backoff_s(c->fails - 1);
-    }
-    f->st.retries++;
-}
-
-static void cancel_all(baton_fetch *f)
-{
-    for (int i = 0; i < f->nslot; i++) {
-        fchunk *c = &f->slots[i];
-        if (c->state == C_ACTIVE) {
-            f->st.bytes += c->got_attempt;   /* received, then dropped: the store sent them */
-            curl_multi_remove_handle(f->multi, c->easy);
-            curl_slist_free_all(c->hdrs);
-            c->hdrs = NULL;
-            c->state = C_PLANNED;
-            f->nactive--;
-        }
-    }
-}
-
-static void remote_loop(baton_fetch *f)
-{
-    pthread_mutex_lock(&f->mu);
-    while (!f->stop) {
-        double now = baton_now(), wait_s = 1.0;
-        if (f->failed) {
-            if (f->nactive) cancel_all(f);
-        } else {
-            plan(f);
-            for (int k = 0; k < f->ocount && f->nactive < f->inflight && !f->failed; k++) {
-                fchunk *c = &f->slots[f->order[(f->ohead + k) % f->nslot]];
-                if (c->state != C_PLANNED) continue;
-                if (c->retry_at > now) {
-                    if (c->retry_at - now < wait_s) wait_s = c->retry_at - now;
-                    continue;
-                }
-                chunk_start(f, c);
-            }
-        }
-        pthread_mutex_unlock(&f->mu);
-        int running = 0;
-        curl_multi_perform(f->multi, &running);
-        CURLMsg *msg;
-        int left, finished = 0;
-        while ((msg = curl_multi_info_read(f->multi, &left)) != NULL) {
-            if (msg->msg != CURLMSG_DONE) continue;
-            finished++;
-            fchunk *c = NULL;
-            curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&c);
-            CURLcode cc = msg->data.result;
-            pthread_mutex_lock(&f->mu);
-            if (c && c->state == C_ACTIVE) chunk_finish(f, c, cc);
-            pthread_mutex_unlock(&f->mu);
-        }
-        /* transfers that ended free a slot or need a retry: plan and start before waiting */
-        if (!finished) curl_multi_poll(f->multi, NULL, 0, (int)(wait_s * 1000.0) + 1, NULL);
-        pthread_mutex_lock(&f->mu);
-    }
-    cancel_all(f);
-    pthread_mutex_unlock(&f->mu);
-}
-
 /* ---------------------------------------------------------------- local reads */
 
 static void local_loop(baton_fetch *f)
@@ -523,7 +209,7 @@ static void local_loop(baton_fetch *f)
     while (!f->stop) {
         fchunk *c = NULL;
         if (!f->failed) {
-            plan(f);
+            fetch_plan(f);
             for (int k = 0; k < f->ocount; k++) {
                 fchunk *x = &f->slots[f->order[(f->ohead + k) % f->nslot]];
                 if (x->state == C_PLANNED) {
@@ -539,7 +225,7 @@ static void local_loop(baton_fetch *f)
         if (!c->buf) {
             c->buf = malloc(f->chunk);
             if (!c->buf) {
-                set_error_msg(f, BATON_ERR_NOMEM, "out of memory for a %zu-byte chunk", f->chunk);
+                fetch_set_error_msg(f, BATON_ERR_NOMEM, "out of memory for a %zu-byte chunk", f->chunk);
                 continue;
             }
         }
@@ -563,10 +249,10 @@ static void local_loop(baton_fetch *f)
             c->state = C_DONE;
             pthread_cond_broadcast(&f->cv_out);
         } else if (e < 0) {
-            set_error_msg(f, BATON_ERR_TRUNCATED, "%s%s: file ended at offset %" PRIu64
+            fetch_set_error_msg(f, BATON_ERR_TRUNCATED, "%s%s: file ended at offset %" PRIu64
                           " (it shrank while being read)", f->s->uri, c->obj->name, c->off + c->got);
         } else {
-            set_error_msg(f, BATON_ERR_IO, "%s%s: read failed at offset %" PRIu64 ": %s", f->s->uri,
+            fetch_set_error_msg(f, BATON_ERR_IO, "%s%s: read failed at offset %" PRIu64 ": %s", f->s->uri,
                           c->obj->name, c->off + c->got, strerror(e));
         }
     }
@@ -576,7 +262,7 @@ static void local_loop(baton_fetch *f)
 static void *io_thread(void *arg)
 {
     baton_fetch *f = arg;
-    if (f->multi) remote_loop(f);
+    if (f->multi) fetch_remote_loop(f);
     else local_loop(f);
     return NULL;
 }

@@ -99,6 +99,131 @@ static const cJSON *get_obj(const cJSON *j, const char *key, baton_err *err)
     return cJSON_IsObject(o) ? o : NULL;
 }
 
+/* The required core: model, step, epoch, hyper.seed/batch, the cursor, the epoch's sums. */
+static int parse_core(const cJSON *j, baton_train_state *st, baton_err *err)
+{
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "model");
+    if (!cJSON_IsString(m) || !m->valuestring[0] || strlen(m->valuestring) >= sizeof st->model)
+        return baton_err_set(err, BATON_ERR_FORMAT, "state.json: \"model\" missing or not a model name");
+    snprintf(st->model, sizeof st->model, "%s", m->valuestring);
+    const cJSON *h, *c, *ep;
+    if (!(h = get_obj(j, "hyper", err)) || !(c = get_obj(j, "cursor", err)) || !(ep = get_obj(j, "epoch_sums", err)))
+        return BATON_ERR_FORMAT;
+    int rc;
+    if ((rc = get_u64(j, NULL, "step", &st->step, err)) || (rc = get_u64(j, NULL, "epoch", &st->epoch, err)) ||
+        (rc = get_u64(h, "hyper", "seed", &st->seed, err)) || (rc = get_u64(h, "hyper", "batch", &st->batch, err)) ||
+        (rc = get_u64(c, "cursor", "seed", &st->cursor.seed, err)) ||
+        (rc = get_u64(c, "cursor", "epoch", &st->cursor.epoch, err)) ||
+        (rc = get_u64(c, "cursor", "position", &st->cursor.position, err)) ||
+        (rc = get_u64(ep, "epoch_sums", "correct", &st->ep_correct, err)) ||
+        (rc = get_u64(ep, "epoch_sums", "seen", &st->ep_seen, err)) ||
+        (rc = get_dbl(ep, "epoch_sums", "loss_sum", 1, &st->ep_loss_sum, err)) ||
+        (rc = get_dbl(ep, "epoch_sums", "seconds", 1, &st->ep_seconds, err)))
+        return rc;
+    if (st->batch < 1 || st->batch > UINT32_MAX)
+        return baton_err_set(err, BATON_ERR_FORMAT, "state.json: hyper.\"batch\" is %llu, not 1..%u",
+                             (unsigned long long)st->batch, UINT32_MAX);
+    if (st->cursor.seed != st->seed)
+        return baton_err_set(err, BATON_ERR_FORMAT, "state.json: cursor.\"seed\" %llu differs from hyper.\"seed\" %llu",
+                             (unsigned long long)st->cursor.seed, (unsigned long long)st->seed);
+    if (st->ep_correct > st->ep_seen)
+        return baton_err_set(err, BATON_ERR_FORMAT, "state.json: epoch_sums.\"correct\" %llu exceeds \"seen\" %llu",
+                             (unsigned long long)st->ep_correct, (unsigned long long)st->ep_seen);
+    static const char *const counts[] = {"epochs", "steps_per_epoch"};
+    for (int k = 0; k < 2; k++) {   /* optional (older versions lack them) */
+        uint64_t *v = k ? &st->steps_per_epoch : &st->epochs;
+        if (!cJSON_GetObjectItemCaseSensitive(h, counts[k])) continue;
+        if ((rc = get_u64(h, "hyper", counts[k], v, err))) return rc;
+        if (*v < 1) return baton_err_set(err, BATON_ERR_FORMAT, "state.json: hyper.\"%s\" must be >= 1", counts[k]);
+    }
+    return BATON_OK;
+}
+
+static int parse_rng(const cJSON *j, baton_train_state *st, baton_err *err)
+{
+    const cJSON *rng = cJSON_GetObjectItemCaseSensitive(j, "dropout_rng");
+    if (!cJSON_IsArray(rng) || cJSON_GetArraySize(rng) != 4)
+        return baton_err_set(err, BATON_ERR_FORMAT, "state.json: \"dropout_rng\" missing or not 4 hex words");
+    uint64_t any = 0;
+    for (int i = 0; i < 4; i++) {
+        const cJSON *x = cJSON_GetArrayItem(rng, i);
+        const char *s = cJSON_IsString(x) ? x->valuestring : "";
+        size_t n = strlen(s);
+        if (n < 1 || n > 16 || strspn(s, "0123456789abcdefABCDEF") != n)
+            return baton_err_set(err, BATON_ERR_FORMAT, "state.json: dropout_rng[%d] is not a hex word", i);
+        st->rng[i] = strtoull(s, NULL, 16);
+        any |= st->rng[i];
+    }
+    if (!any) return baton_err_set(err, BATON_ERR_FORMAT, "state.json: dropout_rng is all zero (not a valid RNG state)");
+    return BATON_OK;
+}
+
+/* schedule and input_shape: optional, validated when present */
+static int parse_schedule_shape(const cJSON *j, baton_train_state *st, baton_err *err)
+{
+    int rc;
+    const cJSON *sched = cJSON_GetObjectItemCaseSensitive(j, "schedule");
+    if (sched) {
+        if (!cJSON_IsObject(sched)) return baton_err_set(err, BATON_ERR_FORMAT, "state.json: \"schedule\" is not an object");
+        if ((rc = get_dbl(sched, "schedule", "base_lr", 1, &st->base_lr, err)) ||
+            (rc = get_u64(sched, "schedule", "total_steps", &st->total_steps, err)))
+            return rc;
+        if (!(st->base_lr > 0)) return baton_err_set(err, BATON_ERR_FORMAT, "state.json: schedule.\"base_lr\" must be positive");
+        st->has_schedule = 1;
+    }
+    const cJSON *shp = cJSON_GetObjectItemCaseSensitive(j, "input_shape");
+    if (!shp) return BATON_OK;
+    uint64_t cl = 0;
+    int ok = cJSON_IsArray(shp) && cJSON_GetArraySize(shp) == 3 && get_u64(j, NULL, "classes", &cl, NULL) == 0 &&
+             cl >= 1 && cl <= UINT32_MAX;
+    for (int k = 0; ok && k < 3; k++) {
+        const cJSON *x = cJSON_GetArrayItem(shp, k);
+        ok = cJSON_IsNumber(x) && x->valuedouble >= 1 && x->valuedouble <= 1e6 && x->valuedouble == floor(x->valuedouble);
+        if (ok) st->input_shape[k] = (uint32_t)x->valuedouble;
+    }
+    if (!ok) return baton_err_set(err, BATON_ERR_FORMAT, "state.json: \"input_shape\" is not [h, w, c] with \"classes\"");
+    st->classes = (uint32_t)cl;
+    return BATON_OK;
+}
+
+/* metrics and normalisation: optional */
+static int parse_metrics_norm(const cJSON *j, baton_train_state *st, baton_err *err)
+{
+    int rc;
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(j, "metrics");
+    if (mt) {
+        if (!cJSON_IsObject(mt)) return baton_err_set(err, BATON_ERR_FORMAT, "state.json: \"metrics\" is not an object");
+        if ((rc = get_metric(mt, "loss", &st->loss, err)) || (rc = get_metric(mt, "accuracy", &st->accuracy, err)))
+            return rc;
+        st->has_metrics = 1;
+        if (cJSON_GetObjectItemCaseSensitive(mt, "val_loss")) {
+            if ((rc = get_metric(mt, "val_loss", &st->val_loss, err)) ||
+                (rc = get_metric(mt, "val_accuracy", &st->val_accuracy, err)))
+                return rc;
+            st->has_val = 1;
+        }
+    }
+    const cJSON *nm = cJSON_GetObjectItemCaseSensitive(j, "normalisation");
+    if (!nm) return BATON_OK;
+    const cJSON *mean = cJSON_GetObjectItemCaseSensitive(nm, "mean");
+    const cJSON *sd = cJSON_GetObjectItemCaseSensitive(nm, "std");
+    const int n = cJSON_IsArray(mean) ? cJSON_GetArraySize(mean) : -1;
+    if (!cJSON_IsObject(nm) || n < 1 || n > 4 || !cJSON_IsArray(sd) || cJSON_GetArraySize(sd) != n)
+        return baton_err_set(err, BATON_ERR_FORMAT,
+                             "state.json: \"normalisation\" is not {\"mean\": [1..4 numbers], \"std\": [as many]}");
+    for (int k = 0; k < n; k++) {
+        const cJSON *a = cJSON_GetArrayItem(mean, k), *b = cJSON_GetArrayItem(sd, k);
+        if (!cJSON_IsNumber(a) || !cJSON_IsNumber(b) || !isfinite(a->valuedouble) || !(b->valuedouble > 0) ||
+            !isfinite(b->valuedouble))
+            return baton_err_set(err, BATON_ERR_FORMAT,
+                                 "state.json: normalisation channel %d: mean must be finite and std positive", k);
+        st->mean[k] = (float)a->valuedouble;
+        st->std[k] = (float)b->valuedouble;
+    }
+    st->norm_channels = n;
+    return BATON_OK;
+}
+
 int baton_train_state_parse(const char *text, size_t len, baton_train_state *out, baton_err *err)
 {
     const char *end = NULL;
@@ -110,155 +235,16 @@ int baton_train_state_parse(const char *text, size_t len, baton_train_state *out
     baton_train_state st;
     memset(&st, 0, sizeof st);
     int rc = BATON_OK;
-    for (const char *q = end; q < text + len; q++)
-        if (*q != ' ' && *q != '\t' && *q != '\n' && *q != '\r') {
+    for (const char *q = end; q < text + len && !rc; q++)
+        if (*q != ' ' && *q != '\t' && *q != '\n' && *q != '\r')
             rc = baton_err_set(err, BATON_ERR_FORMAT, "state.json: unexpected byte after the JSON at offset %zu",
                                (size_t)(q - text));
-            goto out;
-        }
-    if (!cJSON_IsObject(j)) {
-        rc = baton_err_set(err, BATON_ERR_FORMAT, "state.json: not a JSON object");
-        goto out;
-    }
-    const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "model");
-    if (!cJSON_IsString(m) || !m->valuestring[0] || strlen(m->valuestring) >= sizeof st.model) {
-        rc = baton_err_set(err, BATON_ERR_FORMAT, "state.json: \"model\" missing or not a model name");
-        goto out;
-    }
-    snprintf(st.model, sizeof st.model, "%s", m->valuestring);
-    const cJSON *h, *c, *ep;
-    if (!(h = get_obj(j, "hyper", err)) || !(c = get_obj(j, "cursor", err)) || !(ep = get_obj(j, "epoch_sums", err))) {
-        rc = BATON_ERR_FORMAT;
-        goto out;
-    }
-    if ((rc = get_u64(j, NULL, "step", &st.step, err)) || (rc = get_u64(j, NULL, "epoch", &st.epoch, err)) ||
-        (rc = get_u64(h, "hyper", "seed", &st.seed, err)) || (rc = get_u64(h, "hyper", "batch", &st.batch, err)) ||
-        (rc = get_u64(c, "cursor", "seed", &st.cursor.seed, err)) ||
-        (rc = get_u64(c, "cursor", "epoch", &st.cursor.epoch, err)) ||
-        (rc = get_u64(c, "cursor", "position", &st.cursor.position, err)) ||
-        (rc = get_u64(ep, "epoch_sums", "correct", &st.ep_correct, err)) ||
-        (rc = get_u64(ep, "epoch_sums", "seen", &st.ep_seen, err)) ||
-        (rc = get_dbl(ep, "epoch_sums", "loss_sum", 1, &st.ep_loss_sum, err)) ||
-        (rc = get_dbl(ep, "epoch_sums", "seconds", 1, &st.ep_seconds, err)))
-        goto out;
-    if (st.batch < 1 || st.batch > UINT32_MAX) {
-        rc = baton_err_set(err, BATON_ERR_FORMAT, "state.json: hyper.\"batch\" is %llu, not 1..%u",
-                           (unsigned long long)st.batch, UINT32_MAX);
-        goto out;
-    }
-    if (st.cursor.seed != st.seed) {
-        rc = baton_err_set(err, BATON_ERR_FORMAT, "state.json: cursor.\"seed\" %llu differs from hyper.\"seed\" %llu",
-                           (unsigned long long)st.cursor.seed, (unsigned long long)st.seed);
-        goto out;
-    }
-    if (st.ep_correct > st.ep_seen) {
-        rc = baton_err_set(err, BATON_ERR_FORMAT, "state.json: epoch_sums.\"correct\" %llu exceeds \"seen\" %llu",
-                           (unsigned long long)st.ep_correct, (unsigned long long)st.ep_seen);
-        goto out;
-    }
-    const cJSON *rng = cJSON_GetObjectItemCaseSensitive(j, "dropout_rng");
-    if (!cJSON_IsArray(rng) || cJSON_GetArraySize(rng) != 4) {
-        rc = baton_err_set(err, BATON_ERR_FORMAT, "state.json: \"dropout_rng\" missing or not 4 hex words");
-        goto out;
-    }
-    uint64_t any = 0;
-    for (int i = 0; i < 4; i++) {
-        const cJSON *x = cJSON_GetArrayItem(rng, i);
-        const char *s = cJSON_IsString(x) ? x->valuestring : "";
-        size_t n = strlen(s);
-        if (n < 1 || n > 16 || strspn(s, "0123456789abcdefABCDEF") != n) {
-            rc = baton_err_set(err, BATON_ERR_FORMAT, "state.json: dropout_rng[%d] is not a hex word", i);
-            goto out;
-        }
-        st.rng[i] = strtoull(s, NULL, 16);
-        any |= st.rng[i];
-    }
-    if (!any) {
-        rc = baton_err_set(err, BATON_ERR_FORMAT, "state.json: dropout_rng is all zero (not a valid RNG state)");
-        goto out;
-    }
-    static const char *const counts[] = {"epochs", "steps_per_epoch"};
-    for (int k = 0; k < 2; k++) {
-        uint64_t *v = k ? &st.steps_per_epoch : &st.epochs;
-        if (!cJSON_GetObjectItemCaseSensitive(h, counts[k])) continue;
-        if ((rc = get_u64(h, "hyper", counts[k], v, err))) goto out;
-        if (*v < 1) {
-            rc = baton_err_set(err, BATON_ERR_FORMAT, "state.json: hyper.\"%s\" must be >= 1", counts[k]);
-            goto out;
-        }
-    }
-    const cJSON *sched = cJSON_GetObjectItemCaseSensitive(j, "schedule");
-    if (sched) {
-        if (!cJSON_IsObject(sched)) {
-            rc = baton_err_set(err, BATON_ERR_FORMAT, "state.json: \"schedule\" is not an object");
-            goto out;
-        }
-        if ((rc = get_dbl(sched, "schedule", "base_lr", 1, &st.base_lr, err)) ||
-            (rc = get_u64(sched, "schedule", "total_steps", &st.total_steps, err)))
-            goto out;
-        if (!(st.base_lr > 0)) {
-            rc = baton_err_set(err, BATON_ERR_FORMAT, "state.json: schedule.\"base_lr\" must be positive");
-            goto out;
-        }
-        st.has_schedule = 1;
-    }
-    const cJSON *shp = cJSON_GetObjectItemCaseSensitive(j, "input_shape");
-    if (shp) {
-        uint64_t cl = 0;
-        int ok = cJSON_IsArray(shp) && cJSON_GetArraySize(shp) == 3 && get_u64(j, NULL, "classes", &cl, NULL) == 0 &&
-                 cl >= 1 && cl <= UINT32_MAX;
-        for (int k = 0; ok && k < 3; k++) {
-            const cJSON *x = cJSON_GetArrayItem(shp, k);
-            ok = cJSON_IsNumber(x) && x->valuedouble >= 1 && x->valuedouble <= 1e6 && x->valuedouble == floor(x->valuedouble);
-            if (ok) st.input_shape[k] = (uint32_t)x->valuedouble;
-        }
-        if (!ok) {
-            rc = baton_err_set(err, BATON_ERR_FORMAT, "state.json: \"input_shape\" is not [h, w, c] with \"classes\"");
-            goto out;
-        }
-        st.classes = (uint32_t)cl;
-    }
-    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(j, "metrics");
-    if (mt) {
-        if (!cJSON_IsObject(mt)) {
-            rc = baton_err_set(err, BATON_ERR_FORMAT, "state.json: \"metrics\" is not an object");
-            goto out;
-        }
-        if ((rc = get_metric(mt, "loss", &st.loss, err)) || (rc = get_metric(mt, "accuracy", &st.accuracy, err)))
-            goto out;
-        st.has_metrics = 1;
-        if (cJSON_GetObjectItemCaseSensitive(mt, "val_loss")) {
-            if ((rc = get_metric(mt, "val_loss", &st.val_loss, err)) ||
-                (rc = get_metric(mt, "val_accuracy", &st.val_accuracy, err)))
-                goto out;
-            st.has_val = 1;
-        }
-    }
-    const cJSON *nm = cJSON_GetObjectItemCaseSensitive(j, "normalisation");
-    if (nm) {
-        const cJSON *mean = cJSON_GetObjectItemCaseSensitive(nm, "mean");
-        const cJSON *sd = cJSON_GetObjectItemCaseSensitive(nm, "std");
-        const int n = cJSON_IsArray(mean) ? cJSON_GetArraySize(mean) : -1;
-        if (!cJSON_IsObject(nm) || n < 1 || n > 4 || !cJSON_IsArray(sd) || cJSON_GetArraySize(sd) != n) {
-            rc = baton_err_set(err, BATON_ERR_FORMAT,
-                               "state.json: \"normalisation\" is not {\"mean\": [1..4 numbers], \"std\": [as many]}");
-            goto out;
-        }
-        for (int k = 0; k < n; k++) {
-            const cJSON *a = cJSON_GetArrayItem(mean, k), *b = cJSON_GetArrayItem(sd, k);
-            if (!cJSON_IsNumber(a) || !cJSON_IsNumber(b) || !isfinite(a->valuedouble) || !(b->valuedouble > 0) ||
-                !isfinite(b->valuedouble)) {
-                rc = baton_err_set(err, BATON_ERR_FORMAT,
-                                   "state.json: normalisation channel %d: mean must be finite and std positive", k);
-                goto out;
-            }
-            st.mean[k] = (float)a->valuedouble;
-            st.std[k] = (float)b->valuedouble;
-        }
-        st.norm_channels = n;
-    }
-    *out = st;
-out:
+    if (!rc && !cJSON_IsObject(j)) rc = baton_err_set(err, BATON_ERR_FORMAT, "state.json: not a JSON object");
+    if (!rc) rc = parse_core(j, &st, err);
+    if (!rc) rc = parse_rng(j, &st, err);
+    if (!rc) rc = parse_schedule_shape(j, &st, err);
+    if (!rc) rc = parse_metrics_norm(j, &st, err);
+    if (!rc) *out = st;
     cJSON_Delete(j);
     return rc;
 }

@@ -7,6 +7,7 @@
 #include "check.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -35,8 +36,36 @@ static void bad(const char *from, const char *to, const char *field)
     CHECK_MSG(rc == BATON_ERR_FORMAT && strstr(err.msg, field), "%s -> %s: rc %d, %s", from, to, rc, err.msg);
 }
 
+/* The writer and the parser agree: every field survives a round trip, exactly (doubles too). */
+static void round_trip(void)
+{
+    baton_train_state a = {.step = 80, .epoch = 2, .cursor = {18446744073709551615ull, 2, 0},
+                           .seed = 18446744073709551615ull, .batch = 256, .epochs = 3, .steps_per_epoch = 40,
+                           .base_lr = 0.1 / 3, .total_steps = 120, .momentum = 0.9, .weight_decay = 5e-4,
+                           .nesterov = 1, .rng = {1, 2, 3, 0xffffffffffffffffull}, .ep_loss_sum = 1.0 / 7,
+                           .ep_seconds = 2.5, .ep_correct = 3, .ep_seen = 4, .has_val = 1, .loss = 0.25,
+                           .accuracy = 0.5, .val_loss = 1e-9, .val_accuracy = 0.75, .norm_channels = 3,
+                           .mean = {0.1f, 0.2f, 0.3f}, .std = {0.4f, 0.5f, 0.6f}, .input_shape = {32, 32, 3},
+                           .classes = 10};
+    snprintf(a.model, sizeof a.model, "resnet20");
+    char *js = baton_train_state_format(&a);
+    baton_train_state b;
+    baton_err err = {0};
+    CHECK_MSG(js && baton_train_state_parse(js, strlen(js), &b, &err) == BATON_OK, "%s", err.msg);
+    CHECK(!strcmp(b.model, "resnet20") && b.step == 80 && b.epoch == 2 && b.cursor.seed == a.cursor.seed &&
+          b.cursor.epoch == 2 && b.seed == a.seed && b.batch == 256 && b.epochs == 3 && b.steps_per_epoch == 40);
+    CHECK(b.has_schedule && b.base_lr == a.base_lr && b.total_steps == 120);
+    CHECK(!memcmp(b.rng, a.rng, sizeof a.rng) && b.ep_loss_sum == a.ep_loss_sum && b.ep_seconds == 2.5 &&
+          b.ep_correct == 3 && b.ep_seen == 4);
+    CHECK(b.has_metrics && b.has_val && b.loss == 0.25 && b.accuracy == 0.5 && b.val_loss == 1e-9 && b.val_accuracy == 0.75);
+    CHECK(b.norm_channels == 3 && !memcmp(b.mean, a.mean, sizeof a.mean) && !memcmp(b.std, a.std, sizeof a.std));
+    CHECK(!memcmp(b.input_shape, a.input_shape, sizeof a.input_shape) && b.classes == 10);
+    free(js);
+}
+
 int main(void)
 {
+    round_trip();
     baton_train_state st;
     baton_err err = {0};
     CHECK_MSG(baton_train_state_parse(good, strlen(good), &st, &err) == BATON_OK, "%s", err.msg);
