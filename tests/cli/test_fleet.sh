@@ -187,6 +187,11 @@ expect_fail 1 "bad3.yaml:[0-9]+: yaml" "$BATON" fleet run "$T/bad3.yaml" --state
 expect_fail 1 "job file.*nope.yaml" "$BATON" fleet run "$T/nope.yaml" --state "$S"
 touch "$T/afile"
 expect_fail 1 "state folder.*afile" "$BATON" fleet run "$T/a.yaml" --state "$T/afile/state"
+# a spot price above the on-demand one is accepted, with a warning
+job pricey "$FAKE 10 5"
+sed -i 's|instance_types: \[c5.xlarge\]|instance_types: [{name: x1, on_demand_price: 0.1, spot_price: 0.2}]|' "$T/pricey.yaml"
+check '"$BATON" fleet check "$T/pricey.yaml" 2>&1 >/dev/null | grep -q "spot price \$0.2/h is above its on-demand price \$0.1/h"' \
+    "warning for a spot price above on-demand: $("$BATON" fleet check "$T/pricey.yaml" 2>&1 | head -2)"
 # a volume seed that does not exist is found by `fleet check` (and `run`), not by three failed launches
 job g "$FAKE 10 5" "volume: {seed: $T/no-such-seed}" "retries: 0"
 expect_fail 1 "g.yaml: volume.seed: .*no-such-seed: no such folder" "$BATON" fleet check "$T/g.yaml"

@@ -94,6 +94,17 @@ check 'grep -q "\"base_lr\":0.02" "$T/h/ckpt-000000080/state.json" && grep -q "\
 $TR --ckpt-dir "$T/h" --epochs 3 --allow-change --json >"$T/h3.json" 2>/dev/null
 check 'grep -q "\"lr\":0.02" "$T/h3.json"' "a resume without --lr keeps 0.02: $(cat "$T/h3.json")"
 
+# --- ckpt ls --json, and ckpt show on a damaged checkpoint: shown as far as it reads, exit 1
+"$BATON" ckpt ls "$T/h" --json >"$T/ls.json"
+check 'python3 -c "import json,sys; j=json.load(open(sys.argv[1])); c=j[\"checkpoints\"]; assert c and c[0][\"status\"]==\"ok\" and c[0][\"step\"]>=80 and c[0][\"bytes\"]>0, j" "$T/ls.json"' \
+    "ckpt ls --json: $(head -c 300 "$T/ls.json")"
+cp -r "$T/h" "$T/hd"
+newest=$(ls -d "$T"/hd/ckpt-* | tail -1)
+printf 'X' | dd of="$newest/model.safetensors" bs=1 seek=100 conv=notrunc 2>/dev/null
+"$BATON" ckpt show "$newest" >"$T/show.out" 2>"$T/show.err"
+rc=$?
+check '[ $rc -eq 1 ] && grep -q "CRC32C" "$T/show.err" && grep -q "state.json" "$T/show.out"' "ckpt show of a damaged checkpoint: exit $rc, $(head -c 200 "$T/show.err")"
+
 # --- another shape: validation set and eval give the shape message (not a normalisation error)
 expect_fail 1 "fm: 28x28x1 images, 10 classes; .*c3 has 32x32x3, 10 classes" $TR --epochs 1 --ckpt-dir "$T/v3" --val "$T/c3"
 check '"$BATON" train --data "$T/c3" --model resnet8 --batch 64 --max-steps 2 --quiet --ckpt-dir "$T/r8" >/dev/null' \

@@ -27,6 +27,10 @@ expect_fail 2 "^baton fleet run: --account does not apply to the local backend's
 expect_fail 2 "^baton fleet status: --events does not apply to the aws backend's status" $BATON fleet status j --backend aws --events 3
 expect_fail 2 "^baton fleet run: --backend: expected local, slurm or aws, got 'gcp'" $BATON fleet run /dev/null --backend gcp
 expect_fail 2 "^baton fleet cancel: --grace must be a number of seconds >= 0" $BATON fleet cancel j --grace -1
+# a catalog with a spot price above on demand loads, with a warning naming the line
+printf 'name,kind,on_demand_per_h,spot_per_h,fp32_tflops\nx1,cpu,0.1,0.3,1\n' >"$T/cat.csv"
+check '$BATON plan train $P --here x1 --catalog "$T/cat.csv" 2>&1 >/dev/null | grep -q "cat.csv:2: x1: spot price \$0.3/h is above its on-demand price \$0.1/h"' \
+    "catalog warning for a spot price above on-demand"
 # no doubled prefix anywhere in these
 check '! grep -Eq "^baton [a-z -]+: ([a-z -]+): \1:" "$T/err"' "no doubled prefix"
 
