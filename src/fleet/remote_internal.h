@@ -4,8 +4,8 @@
 #ifndef BATON_SPOT_REMOTE_INTERNAL_H
 #define BATON_SPOT_REMOTE_INTERNAL_H
 
-#include "baton/fleet.h"
 #include "baton/util.h"
+#include "fleet_parts.h"
 
 /* Run argv[0] (looked up on PATH) with argv, stdin from /dev/null, and capture stdout into out
  * and stderr into errout (either may be NULL: discarded; each capped at 8 MiB). *status gets
