@@ -27,6 +27,7 @@
  *  - The first error is sticky: baton_fetch_next returns it (naming the object and offset) from
  *    then on, and the I/O thread stops all transfers.
  *  - baton_fetch_free stops the thread promptly, even in the middle of transfers. */
+#include "io_internal.h"
 #include "store_internal.h"
 
 #include <errno.h>
