@@ -18,6 +18,7 @@
  *
  * Usage: ckpt_cost [--dir DIR (default /tmp)] [--reps N (default 200)] [--pairs N (default 9)]
  *                  [--only NAME] */
+#include "../src/ckpt/ckpt_internal.h"
 #include "baton/ckpt.h"
 #include "baton/train.h"
 

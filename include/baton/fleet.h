@@ -1,6 +1,17 @@
-/* fleet.h — the fleet side of the spot component: the job file every fleet backend reads, and
- * (below it) the local backend's pieces: the spot-market simulator, the persistent volume with its
- * snapshots, cost accounting, the per-worker state machine, the event history and the supervisor.
+/* fleet.h — running a job on a fleet of interruptible instances: the job file every fleet backend
+ * reads, the local backend's supervisor, and the report of a run.
+ *
+ * What it offers, in the order a caller uses it:
+ *   1. The job file (src/fleet/jobfile.c): baton_job_load (or baton_job_parse of text, then
+ *      baton_job_resolve_paths) into a baton_job, which every backend reads; baton_job_free. The
+ *      names of its enums and baton_job_spot_price are there to show it.
+ *   2. The local supervisor (src/fleet/fleet_local.c, fleet_run.c): baton_fleet_opts_default, then
+ *      baton_fleet_run runs (or resumes) a job until every task has ended, in the folder that
+ *      baton_fleet_job_dir names; baton_fleet_cancel stops it from another process. The Slurm and
+ *      AWS backends are in fleet_backend.h.
+ *   3. The report (src/fleet/fleet_report.c): baton_fleet_report_load of a job's folder (also while
+ *      it runs), then baton_fleet_report_print, _json or _svg, and baton_fleet_report_free. The
+ *      records and cost figures a report holds are defined here so that a caller can read them.
  *
  * The job file is YAML (parsed with libyaml); docs/jobfile.md is its reference. Every error names
  * the file, the line and the field ("job.yaml:12: instance_types[1].spot_price: expected a number
@@ -8,7 +19,11 @@
  * fields only they understand live in their own sections (`slurm:`, `aws:`) and reach them as
  * key/value pairs with line numbers, so each backend validates its own options.
  *
- * Layering: spot (this header) depends on train's headers only through ckpt (checkpoint listing
+ * The pieces the supervisor is built from (the spot-market simulator, cost accounting, volumes and
+ * their snapshots, the worker state machine's transitions, the fleet database, worker processes)
+ * are private to src/fleet: src/fleet/fleet_parts.h.
+ *
+ * Layering: fleet (this header) depends on train's headers only through ckpt (checkpoint listing
  * for work-lost accounting) and on util. Errors are values; nothing here exits. */
 #ifndef BATON_FLEET_H
 #define BATON_FLEET_H
@@ -122,134 +137,70 @@ void baton_job_free(baton_job *job);
 const char *baton_backend_name(baton_backend b);
 const char *baton_alloc_name(baton_alloc a);
 const char *baton_bucket_name(baton_bucket b);
-/* Parse "<5%", "5-10%", "10-15%", "15-20%", ">20%" (the % optional). 0 on success. */
-int baton_bucket_parse(const char *s, baton_bucket *b);
-/* Parse a duration: a number of seconds, or a number with s, m, h or d. 0 on success. */
-int baton_duration_parse(const char *s, double *seconds);
 /* The spot price of a type in a zone. */
 double baton_job_spot_price(const baton_job_type *t, const char *zone);
-/* A backend option by key (NULL if absent). */
-const baton_job_kv *baton_job_backend_opt(const baton_job *job, const char *key);
-
 
 /* ---------------------------------------------------------------------------------------------
- * Spot-market simulator (src/fleet/fleet_market.c). All times are simulated seconds.
+ * The local fleet supervisor (src/fleet/fleet_local.c)
  *
- * A pool is (instance type, zone). Hazard: a type's Spot Advisor bucket gives the share p of
- * instances reclaimed per month (the bucket's midpoint: 2.5, 7.5, 12.5, 17.5, 25 %); an instance
- * lives an exponential time with rate -ln(1 - p) / month (month = 730 h), times hazard_scale.
- * Draws are a pure function of (seed, task, launch index), so the same job and seed give the same
- * interruption times whatever the order of events. The explicit schedule (market.interruptions or
- * --interrupts) comes first: the k-th entry for a task applies to that task's k-th instance.
- * --------------------------------------------------------------------------------------------- */
-#define BATON_MONTH_S (730.0 * 3600.0)
-
-double baton_bucket_monthly(baton_bucket b);     /* share reclaimed per month (midpoint) */
-double baton_bucket_hazard(baton_bucket b);      /* rate per simulated second */
-
-typedef struct baton_market {
-    const baton_job *job;
-    size_t npools;                /* ntypes * nzones; pool = type * nzones + zone */
-    double *busy_until;           /* per pool: no capacity before this time */
-    baton_job_interrupt *sched;   /* the schedule in force (the job's or --interrupts') */
-    size_t nsched;
-} baton_market;
-
-int baton_market_init(baton_market *m, const baton_job *job, baton_err *err);
-void baton_market_free(baton_market *m);
-/* Replace the schedule with SPEC: comma-separated "AFTER[/NOTICE][@TASK]" entries (durations as in
- * the job file; NOTICE 0 = none), e.g. "5m,5m/0,10m@1". Turns the random market off. */
-int baton_market_set_schedule(baton_market *m, const char *spec, baton_err *err);
-/* Choose a pool for a launch at time t: the strategy's best pool with capacity, ties broken in
- * favour of prefer_zone (the task's volume zone; may be NULL), then by listing order. Returns the
- * pool, or -1 when every pool is busy (*retry_at: when the first one frees). */
-int baton_market_choose(const baton_market *m, double t, const char *prefer_zone, double *retry_at);
-/* The pool reclaimed an instance at time t: it has no capacity for capacity_cooldown. */
-void baton_market_reclaimed(baton_market *m, int pool, double t);
-/* When the launch_index-th instance (0-based) of task, in pool, is interrupted: *after simulated
- * seconds after it starts running (< 0: never) and once it trained *after_steps steps (0: any), with
- * *notice seconds of warning (0: none). */
-void baton_market_plan(const baton_market *m, int task, int launch_index, int pool, double *after,
-                       double *notice, int64_t *after_steps);
-static inline int baton_pool_type(const baton_market *m, int pool) { return pool / (int)m->job->nzones; }
-static inline int baton_pool_zone(const baton_market *m, int pool) { return pool % (int)m->job->nzones; }
-
-/* ---------------------------------------------------------------------------------------------
- * Cost accounting (src/fleet/fleet_cost.c). Simulated seconds; prices per simulated hour.
+ * One process runs the whole fleet: a loop that every tick reaps ended workers, lets the market
+ * interrupt running ones (a notice through the worker's own metadata service, then a kill at the
+ * deadline; or a kill without notice), launches replacements (a replacement is requested as soon
+ * as its predecessor gets a notice, so the launch delay overlaps the notice), attaches or moves
+ * volumes, and reads each worker's progress and checkpoints. Every state change goes through
+ * baton_wstate_next and is logged (SQLite + JSONL + a line on stderr).
  *
- * Per instance: charged seconds = running seconds, rounded up to the 60 s minimum, except that an
- * instance the provider interrupted (with or without notice) within its first hour costs nothing
- * (the EC2 rule for Linux spot instances). Spot cost = charged × spot price; on-demand cost of
- * the same seconds = running × on-demand price.
- * Time split: restart = from running to the first new step of an instance that resumed from a
- * checkpoint (the first instance of a task pays its start-up as useful time, as an on-demand run
- * would); lost = steps done after the last committed checkpoint and thrown away × the instance's
- * mean step time; useful = running − restart − lost.
- * Totals: SageMaker's figures — training seconds (Σ running), billable seconds (Σ charged ×
- * spot/on-demand price: the on-demand-equivalent time actually paid for) and savings
- * (1 − billable/training) × 100 — and the comparison with the on-demand counterfactual (the useful
- * time at on-demand prices: the same work on uninterruptible instances): (1 − spot/on-demand) × 100.
+ * Restart: a supervisor that finds the job's database recovers from it: live workers (same pid
+ * and start time) are ADOPTED — their metadata service is started again on the same port, their
+ * exit status is read from the shim's status file — and workers that ended meanwhile are
+ * accounted from their status files. A worker whose metadata port cannot be bound again is
+ * killed and replaced (its work since the last checkpoint is lost, and reported). Only one
+ * supervisor runs a job at a time (a lock file).
  * --------------------------------------------------------------------------------------------- */
-typedef struct baton_cost_in {
-    double running_s;             /* from running to the end (or to now) */
-    double restart_s, lost_s;
-    double spot_price, on_demand_price;
-    int provider_interrupted;     /* ended by an interruption (the market's, notice or not) */
-    int ended;                    /* 0 while still running: the first-hour rule is not known yet */
-} baton_cost_in;
+typedef struct baton_fleet_opts {
+    const char *state_dir;        /* overrides the job's state_dir; default "baton-fleet" */
+    double time_scale;            /* > 0: overrides market.time_scale */
+    int seed_set;
+    uint64_t seed;
+    int hazard_set;
+    double hazard_scale;
+    const char *interrupts;       /* an explicit schedule (see baton_market_set_schedule,
+                                     src/fleet/fleet_parts.h) */
+    const char *bin_dir;          /* put first on the workers' PATH (the baton binary's folder) */
+    const char *imds_mode;        /* fault injection: NULL/"normal", "garbage", "unreachable" */
+    const char *jobfile_text;     /* kept in the database */
+    int quiet;                    /* no event lines on stderr */
+    int progress;                 /* a status line on a terminal */
+    double tick_s;                /* loop period in wall seconds (default 0.02) */
+    int cancel;                   /* recover the job, then cancel it at once (baton_fleet_cancel) */
+    uint64_t progress_total;      /* steps a task needs, when known: the status line shows N/total */
+} baton_fleet_opts;
 
-typedef struct baton_cost_line {
-    double charged_s, spot_cost, on_demand_cost, useful_s, counterfactual_cost;
-    int free_first_hour;          /* interrupted within the first hour: not charged */
-} baton_cost_line;
+void baton_fleet_opts_default(baton_fleet_opts *o);
 
-typedef struct baton_cost_total {
-    size_t instances;
-    double training_s, charged_s, billable_s;
-    double useful_s, restart_s, lost_s;
-    double spot_cost, on_demand_cost, counterfactual_cost;
-    double savings_sagemaker_pct, savings_vs_on_demand_pct;
-    int free_first_hour;          /* instances not charged under the first-hour rule */
-} baton_cost_total;
+typedef struct baton_fleet_summary {
+    char dir[4096];               /* STATE/JOB */
+    char state[16];               /* "done", "failed", "cancelled" */
+    int tasks, tasks_done, tasks_failed;
+    int instances, interruptions, with_notice, without_notice, crashes, adopted;
+    double wall_s, sim_s;
+    char failure[1024];           /* why the job failed, in words (with the log's last line) */
+} baton_fleet_summary;
 
-void baton_cost_line_compute(const baton_cost_in *in, baton_cost_line *out);
-void baton_cost_total_init(baton_cost_total *t);
-void baton_cost_total_add(baton_cost_total *t, const baton_cost_in *in, const baton_cost_line *l);
-void baton_cost_total_finish(baton_cost_total *t);   /* the two savings percentages */
+/* STATE/JOB for a job name. */
+int baton_fleet_job_dir(const char *state_dir, const char *name, char *out, size_t cap, baton_err *err);
+/* Run (or resume) a job until every task is done, failed or cancelled. Returns BATON_OK even when
+ * a task failed (s->state says so); errors are for the supervisor itself (state folder, database,
+ * a changed job file). SIGINT/SIGTERM cancel: workers get a "stop" notice, checkpoint and exit. */
+int baton_fleet_run(const baton_job *job, const baton_fleet_opts *o, baton_fleet_summary *s, baton_err *err);
+/* Ask the job's supervisor to cancel (SIGTERM); with no supervisor alive, stop the job's live
+ * workers (SIGTERM to their process groups, then SIGKILL after grace_s) and mark it cancelled. */
+int baton_fleet_cancel(const char *job_dir, double grace_s, baton_err *err);
 
 /* ---------------------------------------------------------------------------------------------
- * Volumes and snapshots, simulated with folders (src/fleet/fleet_volume.c).
- *
- * A volume is a folder. A snapshot is a folder holding a copy of a volume plus SNAPSHOT, its
- * manifest ("baton-snapshot 1", then "d PATH" per folder and "f SIZE CRC32C PATH" per file, sorted),
- * written last; the snapshot folder is published by rename, so it exists only when complete.
- * Moving a volume to another zone: snapshot the old volume, verify the snapshot by reading every
- * byte back, restore it into the new folder (again under a temporary name, verified, then
- * renamed), and only then delete the old volume. Any failure removes the partial copy and leaves
- * the old volume untouched: there is never a moment without a complete copy. Symbolic links and
- * other special files in a volume are refused. File I/O goes through baton_sys.
- * --------------------------------------------------------------------------------------------- */
-#define BATON_SNAPSHOT_MANIFEST "SNAPSHOT"
-
-/* Create the folder (and parents); copy seed into it when seed is non-empty (under a temporary
- * name, verified, then renamed). A volume that already exists is left as it is. */
-int baton_volume_create(const char *path, const char *seed, baton_err *err);
-/* The manifest text of a folder tree (malloc'd, NUL-terminated), as SNAPSHOT would hold it. */
-int baton_volume_manifest(const char *dir, char **text, baton_err *err);
-int baton_snapshot_create(const char *volume, const char *snapshot, baton_err *err);
-/* Every file listed with its size and CRC32C, nothing else present. */
-int baton_snapshot_verify(const char *snapshot, baton_err *err);
-int baton_volume_restore(const char *snapshot, const char *volume, baton_err *err);
-
-/* Steps reported by baton_volume_move, in order: "snapshot-created", "snapshot-verified",
- * "volume-restored" (the new copy verified), "old-volume-deleted". */
-typedef void (*baton_volume_step_fn)(void *arg, const char *step, const char *path);
-int baton_volume_move(const char *from, const char *snapshot, const char *to, baton_volume_step_fn fn,
-                      void *arg, baton_err *err);
-
-/* ---------------------------------------------------------------------------------------------
- * The worker state machine (src/fleet/fleet_state.c): one pure transition function; the
- * supervisor routes every change through it and logs each transition as an event.
+ * The worker state machine (src/fleet/fleet_state.c): one pure transition function
+ * (baton_wstate_next, src/fleet/fleet_parts.h); the supervisor routes every change through it and
+ * logs each transition as an event.
  *
  *   PENDING --launch--> LAUNCHING --start--> RUNNING --notice--> NOTICED
  *   RUNNING | NOTICED --exit 0--> DONE     --exit 75 / reclaimed--> STOPPED    --crash--> CRASHED
@@ -259,16 +210,6 @@ int baton_volume_move(const char *from, const char *snapshot, const char *to, ba
 typedef enum { BATON_W_PENDING = 0, BATON_W_LAUNCHING, BATON_W_RUNNING, BATON_W_NOTICED,
                BATON_W_STOPPED, BATON_W_DONE, BATON_W_CRASHED, BATON_W_CANCELLED,
                BATON_W_NSTATES } baton_wstate;
-typedef enum { BATON_WE_LAUNCH = 0, BATON_WE_START, BATON_WE_NOTICE, BATON_WE_EXIT_OK,
-               BATON_WE_EXIT_STOPPED, BATON_WE_RECLAIMED, BATON_WE_CRASH, BATON_WE_CANCEL,
-               BATON_WE_NEVENTS } baton_wevent;
-
-/* The next state, or -1 when the event is not allowed in that state. */
-int baton_wstate_next(baton_wstate s, baton_wevent e);
-int baton_wstate_terminal(baton_wstate s);
-const char *baton_wstate_name(baton_wstate s);     /* "PENDING", ... */
-const char *baton_wevent_name(baton_wevent e);     /* "launch", ... */
-int baton_wstate_parse(const char *name);          /* -1 if unknown */
 
 /* ---------------------------------------------------------------------------------------------
  * Fleet records (what the supervisor keeps in SQLite; src/fleet/fleet_db.c). Times are simulated
@@ -276,7 +217,6 @@ int baton_wstate_parse(const char *name);          /* -1 if unknown */
  * --------------------------------------------------------------------------------------------- */
 typedef enum { BATON_TASK_WAITING = 0, BATON_TASK_RUNNING, BATON_TASK_DONE, BATON_TASK_FAILED,
                BATON_TASK_CANCELLED } baton_task_state;
-const char *baton_task_state_name(baton_task_state s);
 typedef enum { BATON_INT_NONE = 0, BATON_INT_NOTICE, BATON_INT_NO_NOTICE } baton_int_kind;
 
 typedef struct baton_fleet_inst {
@@ -334,19 +274,7 @@ typedef struct baton_fleet_event {
     char *detail;                 /* a JSON object */
 } baton_fleet_event;
 
-typedef struct baton_fleet_db baton_fleet_db;
-/* Open (creating the schema) STATE/JOB/fleet.db; events also go to events.jsonl next to it. */
-int baton_fleet_db_open(const char *dir, baton_fleet_db **out, baton_err *err);
-void baton_fleet_db_close(baton_fleet_db *db);
-int baton_fleet_db_begin(baton_fleet_db *db, baton_err *err);
-int baton_fleet_db_commit(baton_fleet_db *db, baton_err *err);
-int baton_fleet_db_save_job(baton_fleet_db *db, const baton_fleet_job *j, baton_err *err);
-int baton_fleet_db_save_task(baton_fleet_db *db, const baton_fleet_task *t, baton_err *err);
-int baton_fleet_db_save_inst(baton_fleet_db *db, const baton_fleet_inst *i, baton_err *err);
-/* Append an event (seq assigned) to the table and to events.jsonl. */
-int baton_fleet_db_event(baton_fleet_db *db, baton_fleet_event *ev, baton_err *err);
-/* Load everything back. *found = 0 when the database holds no job yet. Free with
- * baton_fleet_records_free. */
+/* Everything a job's database holds (baton_fleet_db_load, src/fleet/fleet_parts.h). */
 typedef struct baton_fleet_records {
     baton_fleet_job job;
     baton_fleet_task *tasks;
@@ -356,99 +284,44 @@ typedef struct baton_fleet_records {
     baton_fleet_event *events;
     size_t nevents;
 } baton_fleet_records;
-int baton_fleet_db_load(baton_fleet_db *db, int with_events, baton_fleet_records *r, int *found, baton_err *err);
-void baton_fleet_records_free(baton_fleet_records *r);
 
 /* ---------------------------------------------------------------------------------------------
- * Worker processes (src/fleet/fleet_proc.c)
+ * Cost accounting (src/fleet/fleet_cost.c). Simulated seconds; prices per simulated hour.
  *
- * A worker is a small shim process (a fork of the supervisor that only waits) leading its own
- * process group, and under it /bin/sh -c COMMAND. The shim ignores SIGTERM/SIGINT/SIGHUP, waits
- * for the command and writes its exit status (128+N for a signal) to a status file before exiting
- * with it, so a supervisor that was restarted, and is no longer the parent, still learns how an
- * adopted worker ended. Killing a worker kills its whole process group.
+ * Per instance: charged seconds = running seconds, rounded up to the 60 s minimum, except that an
+ * instance the provider interrupted (with or without notice) within its first hour costs nothing
+ * (the EC2 rule for Linux spot instances). Spot cost = charged × spot price; on-demand cost of
+ * the same seconds = running × on-demand price.
+ * Time split: restart = from running to the first new step of an instance that resumed from a
+ * checkpoint (the first instance of a task pays its start-up as useful time, as an on-demand run
+ * would); lost = steps done after the last committed checkpoint and thrown away × the instance's
+ * mean step time; useful = running − restart − lost.
+ * Totals: SageMaker's figures — training seconds (Σ running), billable seconds (Σ charged ×
+ * spot/on-demand price: the on-demand-equivalent time actually paid for) and savings
+ * (1 − billable/training) × 100 — and the comparison with the on-demand counterfactual (the useful
+ * time at on-demand prices: the same work on uninterruptible instances): (1 − spot/on-demand) × 100.
  * --------------------------------------------------------------------------------------------- */
-typedef struct baton_worker_spec {
-    const char *command;          /* run by /bin/sh -c */
-    const char *cwd;              /* the volume */
-    const char *log_path;         /* stdout and stderr, appended */
-    const char *status_path;      /* written by the shim when the command ends */
-    const char *const *env;       /* NAME=VALUE entries added to (or replacing in) the environment */
-    size_t nenv;
-} baton_worker_spec;
+typedef struct baton_cost_in {
+    double running_s;             /* from running to the end (or to now) */
+    double restart_s, lost_s;
+    double spot_price, on_demand_price;
+    int provider_interrupted;     /* ended by an interruption (the market's, notice or not) */
+    int ended;                    /* 0 while still running: the first-hour rule is not known yet */
+} baton_cost_in;
 
-/* Start a worker; *pid is the shim (= the process group), *start its /proc start time. */
-int baton_worker_spawn(const baton_worker_spec *w, int *pid, uint64_t *start, baton_err *err);
-/* Start time of a process (clock ticks since boot, /proc/PID/stat field 22); 0 if it is gone. */
-uint64_t baton_proc_start_time(int pid);
-/* 1 when pid is alive and still the process that started at start (not a reused pid). */
-int baton_proc_same(int pid, uint64_t start);
-/* Reap a child without blocking: 1 and *code (exit status, or 128+signal) when it has ended. */
-int baton_worker_reap(int pid, int *code);
-/* The status a shim wrote: 1 and *code; 0 when there is none (the shim was killed). */
-int baton_worker_read_status(const char *status_path, int *code, double *mtime);
-/* SIGKILL the whole process group. */
-void baton_worker_kill(int pid);
-/* Read a progress file (a decimal step); -1 when missing or not a number. */
-int64_t baton_progress_file_read(const char *path);
-/* The highest ckpt-<step> folder name under dir (no verification; -1 when none). */
-int64_t baton_ckpt_newest_name(const char *dir);
+typedef struct baton_cost_line {
+    double charged_s, spot_cost, on_demand_cost, useful_s, counterfactual_cost;
+    int free_first_hour;          /* interrupted within the first hour: not charged */
+} baton_cost_line;
 
-/* ---------------------------------------------------------------------------------------------
- * The local fleet supervisor (src/fleet/fleet_local.c)
- *
- * One process runs the whole fleet: a loop that every tick reaps ended workers, lets the market
- * interrupt running ones (a notice through the worker's own metadata service, then a kill at the
- * deadline; or a kill without notice), launches replacements (a replacement is requested as soon
- * as its predecessor gets a notice, so the launch delay overlaps the notice), attaches or moves
- * volumes, and reads each worker's progress and checkpoints. Every state change goes through
- * baton_wstate_next and is logged (SQLite + JSONL + a line on stderr).
- *
- * Restart: a supervisor that finds the job's database recovers from it: live workers (same pid
- * and start time) are ADOPTED — their metadata service is started again on the same port, their
- * exit status is read from the shim's status file — and workers that ended meanwhile are
- * accounted from their status files. A worker whose metadata port cannot be bound again is
- * killed and replaced (its work since the last checkpoint is lost, and reported). Only one
- * supervisor runs a job at a time (a lock file).
- * --------------------------------------------------------------------------------------------- */
-typedef struct baton_fleet_opts {
-    const char *state_dir;        /* overrides the job's state_dir; default "baton-fleet" */
-    double time_scale;            /* > 0: overrides market.time_scale */
-    int seed_set;
-    uint64_t seed;
-    int hazard_set;
-    double hazard_scale;
-    const char *interrupts;       /* an explicit schedule (see baton_market_set_schedule) */
-    const char *bin_dir;          /* put first on the workers' PATH (the baton binary's folder) */
-    const char *imds_mode;        /* fault injection: NULL/"normal", "garbage", "unreachable" */
-    const char *jobfile_text;     /* kept in the database */
-    int quiet;                    /* no event lines on stderr */
-    int progress;                 /* a status line on a terminal */
-    double tick_s;                /* loop period in wall seconds (default 0.02) */
-    int cancel;                   /* recover the job, then cancel it at once (baton_fleet_cancel) */
-    uint64_t progress_total;      /* steps a task needs, when known: the status line shows N/total */
-} baton_fleet_opts;
-
-void baton_fleet_opts_default(baton_fleet_opts *o);
-
-typedef struct baton_fleet_summary {
-    char dir[4096];               /* STATE/JOB */
-    char state[16];               /* "done", "failed", "cancelled" */
-    int tasks, tasks_done, tasks_failed;
-    int instances, interruptions, with_notice, without_notice, crashes, adopted;
-    double wall_s, sim_s;
-    char failure[1024];           /* why the job failed, in words (with the log's last line) */
-} baton_fleet_summary;
-
-/* STATE/JOB for a job name. */
-int baton_fleet_job_dir(const char *state_dir, const char *name, char *out, size_t cap, baton_err *err);
-/* Run (or resume) a job until every task is done, failed or cancelled. Returns BATON_OK even when
- * a task failed (s->state says so); errors are for the supervisor itself (state folder, database,
- * a changed job file). SIGINT/SIGTERM cancel: workers get a "stop" notice, checkpoint and exit. */
-int baton_fleet_run(const baton_job *job, const baton_fleet_opts *o, baton_fleet_summary *s, baton_err *err);
-/* Ask the job's supervisor to cancel (SIGTERM); with no supervisor alive, stop the job's live
- * workers (SIGTERM to their process groups, then SIGKILL after grace_s) and mark it cancelled. */
-int baton_fleet_cancel(const char *job_dir, double grace_s, baton_err *err);
+typedef struct baton_cost_total {
+    size_t instances;
+    double training_s, charged_s, billable_s;
+    double useful_s, restart_s, lost_s;
+    double spot_cost, on_demand_cost, counterfactual_cost;
+    double savings_sagemaker_pct, savings_vs_on_demand_pct;
+    int free_first_hour;          /* instances not charged under the first-hour rule */
+} baton_cost_total;
 
 /* ---------------------------------------------------------------------------------------------
  * Reports (src/fleet/fleet_report.c): the cost table, --json, the SVG timeline, status.
@@ -466,12 +339,6 @@ typedef struct baton_fleet_report {
     int stalled;                  /* recorded as running, but its supervisor process is gone */
     double last_sim;              /* when stalled: the simulated time of the last record */
 } baton_fleet_report;
-/* What a job shows as its state: the recorded one, or "stalled" for a running job whose supervisor
- * has gone (a rerun of `baton fleet run` adopts its workers). */
-const char *baton_fleet_report_state(const baton_fleet_report *r);
-/* A task's progress: its final step when done, else the newest step any of its instances reached;
- * -1 when none reported one. */
-int64_t baton_fleet_report_task_step(const baton_fleet_report *r, size_t task);
 
 int baton_fleet_report_load(const char *job_dir, baton_fleet_report *r, baton_err *err);
 void baton_fleet_report_free(baton_fleet_report *r);

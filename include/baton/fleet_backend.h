@@ -4,6 +4,21 @@
  * file of fleet.h (docs/jobfile.md) and its `slurm:` / `aws:` section; docs/slurm.md and
  * docs/aws.md are the user's guides.
  *
+ * What it offers, in the order a caller uses it (after baton_job_load, fleet.h):
+ *   1. Slurm (src/fleet/fleet_slurm.c): baton_slurm_check reads the job's `slurm:` section into
+ *      baton_slurm_opts; baton_slurm_submit creates the volumes and submits one batch script per
+ *      task under the job's folder (baton_fleet_job_dir); later, on that folder,
+ *      baton_slurm_present says whether it holds a submission, baton_slurm_status reads each
+ *      task's state (baton_slurm_state_final: will it run again?) and baton_slurm_cancel stops it.
+ *   2. AWS (src/fleet/fleet_aws.c, src/fleet/aws_userdata.c): baton_aws_check reads the `aws:`
+ *      section into baton_aws_opts (baton_aws_account supplies an account id not given there);
+ *      baton_aws_generate writes every artefact and returns the aws CLI commands in order
+ *      (baton_aws_cmd_line prints one), baton_aws_apply runs them, baton_aws_cmds_free; later
+ *      baton_aws_status and baton_aws_cancel act on the fleets they requested.
+ * The steps behind these that only the backends and their tests call (the batch script, the
+ * status parsers, the user-data script, the names of the AWS resources) are in
+ * src/fleet/remote_internal.h.
+ *
  * Slurm (src/fleet/fleet_slurm.c): `baton fleet run --backend slurm JOB` writes one batch script
  * per task and submits it with sbatch: --requeue, --signal=B:USR1@signal_before, output appended
  * across restarts, the task's volume (a folder on a file system every node sees) as its working
@@ -43,11 +58,6 @@ typedef struct baton_slurm_opts {
  * section (unknown keys are errors naming their line). */
 int baton_slurm_check(const baton_job *job, baton_slurm_opts *o, baton_err *err);
 
-/* The batch script for one task. volume: the task's volume (absolute); bindir: prepended to
- * PATH (the folder of the baton binary; NULL: none). */
-int baton_slurm_script(const baton_job *job, const baton_slurm_opts *o, size_t task, const char *volume,
-                       const char *bindir, baton_buf *out, baton_err *err);
-
 typedef struct baton_slurm_task {
     size_t task;
     char job_id[32];
@@ -76,20 +86,12 @@ int baton_slurm_submit(const baton_job *job, const baton_slurm_opts *o, const ch
 int baton_slurm_status(const char *job_dir, baton_slurm_task **tasks, size_t *n, baton_err *err);
 /* scancel every recorded job that Slurm still knows. */
 int baton_slurm_cancel(const char *job_dir, baton_err *err);
-/* The parsers behind status (exposed for tests and fuzzing): one `scontrol show job -o` line into
- * state, reason, node, restarts (a state that is not an upper-case word becomes UNKNOWN); the
- * volume's logs/slurm-runs.log (n bytes, any content) into runs, notices, crashes, stops, last_rc
- * counted since its last "submit" line. */
-void baton_slurm_parse_show(const char *line, baton_slurm_task *t);
-void baton_slurm_parse_runlog(const char *text, size_t n, baton_slurm_task *t);
 /* 1 when a job in this state will not run again by itself (COMPLETED, FAILED, CANCELLED, ...). */
 int baton_slurm_state_final(const char *state);
 /* Does the job's folder hold a Slurm submission (JOB_DIR/slurm/jobs.json)? */
 int baton_slurm_present(const char *job_dir);
 
 /* ------------------------------------------------------------------------------------ AWS */
-#define BATON_AWS_USERDATA_MAX 16384   /* EC2's limit on user data before base64 */
-
 typedef struct baton_aws_opts {
     char region[32];
     char account_id[16];            /* 12 digits; "" : unknown (--apply asks sts) */
@@ -112,16 +114,6 @@ typedef struct baton_aws_opts {
  * a simulated market are refused with what to use instead; target capacity must cover every
  * task) and read its `aws:` section (required: image_id). account_id may come later. */
 int baton_aws_check(const baton_job *job, baton_aws_opts *o, baton_err *err);
-
-/* The user-data script of one task (bash; at most BATON_AWS_USERDATA_MAX bytes). */
-int baton_aws_userdata(const baton_job *job, const baton_aws_opts *o, size_t task, baton_buf *out,
-                       baton_err *err);
-
-/* The names everything is created under. */
-typedef struct baton_aws_names {
-    char fleet_role[160], instance_role[160], policy[160], profile[160];
-} baton_aws_names;
-void baton_aws_names_of(const baton_job *job, const baton_aws_opts *o, baton_aws_names *nm);
 
 /* Write every artefact into out_dir (needs o->account_id): spot_fleet_config.json (one per task,
  * suffixed -N when there are several), user-data.sh (likewise), fleet-trust-policy.json,

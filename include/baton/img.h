@@ -1,6 +1,24 @@
-/* img.h — images: codecs (raw, PNG through libpng, JPEG through libjpeg-turbo), image-dataset
- * sources that `baton pack` reads (Fashion-MNIST IDX .gz files, CIFAR-10 binary batches, an
- * image folder with one sub-folder per class), and packing them into record shards.
+/* img.h — images and image datasets: packing a dataset into record shards (`baton pack`),
+ * inspecting them (`baton inspect`), the decode pipeline that turns a loader's records into
+ * training batches, the input-mode benchmark (`baton bench-io`), and the image codecs (raw, PNG
+ * through libpng, JPEG through libjpeg-turbo) for a caller that reads or writes single images.
+ *
+ * What it offers, in the order a caller uses it:
+ *   1. Images and codecs (src/img/image.c, codec.c): a baton_image ({0} to start) is filled by
+ *      baton_img_decode, or sized by baton_image_resize and drawn into by the caller;
+ *      baton_img_encode appends it to a buffer in an encoding; baton_image_free.
+ *   2. Packing (src/img/pack.c): baton_pack_opts_default, then the source spec and the output
+ *      folder; baton_pack reads the source (Fashion-MNIST IDX .gz files, CIFAR-10 binary batches,
+ *      an image folder with one sub-folder per class) and writes the shards and dataset.json.
+ *   3. Inspection (src/img/inspect.c): baton_inspect of a dataset folder or one shard, then
+ *      baton_inspect_print or baton_inspect_to_json, and baton_inspect_free.
+ *   4. The decode pipeline (src/img/pipeline.c): baton_pipeline_opts_default, baton_pipeline_open
+ *      on a loader (io.h) positioned where reading starts, then per batch baton_pipeline_next and
+ *      baton_pipeline_release, and baton_pipeline_close.
+ *   5. The input-mode benchmark (src/img/benchio.c): baton_bench_io_run, one mode at a time.
+ * The codecs' other entry points (sniff, probe, bilinear resize), the IDX reader, the dataset
+ * sources and the augmentation are private to src/img (src/img/img_internal.h,
+ * src/img/augment_internal.h).
  *
  * Layering: img depends on io, rec and util.
  * Pixel layout everywhere: u8, H×W×C, row-major (HWC), C = 1 (grey) or 3 (RGB).
@@ -23,77 +41,21 @@ typedef struct baton_image {
 int baton_image_resize(baton_image *im, uint32_t h, uint32_t w, uint32_t c, baton_err *err);
 void baton_image_free(baton_image *im);
 
-/* Sniff the encoding from the first bytes: PNG signature, JPEG SOI marker; otherwise
- * BATON_ENC_UNKNOWN (raw bytes have no signature). */
-baton_encoding baton_img_sniff(const uint8_t *p, size_t n);
-/* Read only the header: dimensions and channels (C after our conversion: grey stays 1, colour
- * becomes 3). For RAW the caller's expected shape is checked against n. */
-int baton_img_probe(const uint8_t *p, size_t n, baton_encoding enc, const uint32_t expect[3],
-                    uint32_t *h, uint32_t *w, uint32_t *c, baton_err *err);
 /* Decode into im (HWC u8). expect = {H, W, C} is required for RAW (n must equal H*W*C); for PNG
  * and JPEG it may be NULL, or give C (expect[2] != 0) to force grey (1) or RGB (3). Alpha is
  * dropped; 16-bit PNG is reduced to 8 bits; palettes are expanded.
- * Also (probe and decode): enc BATON_ENC_UNKNOWN is sniffed (PNG or JPEG, else FORMAT); non-zero
- * expect[0] / expect[1] are checked against a PNG's or JPEG's size (FORMAT on mismatch). */
+ * Also (baton_img_probe, src/img/img_internal.h, and decode): enc BATON_ENC_UNKNOWN is sniffed
+ * (PNG or JPEG, else FORMAT); non-zero expect[0] / expect[1] are checked against a PNG's or
+ * JPEG's size (FORMAT on mismatch). */
 int baton_img_decode(const uint8_t *p, size_t n, baton_encoding enc, const uint32_t expect[3],
                      baton_image *im, baton_err *err);
 /* Encode im. quality 1..100 for JPEG (ignored otherwise). Appends to out. Deterministic. */
 int baton_img_encode(const baton_image *im, baton_encoding enc, int quality, baton_buf *out,
                      baton_err *err);
 
-/* Bilinear resize of src into dst (h × w, same channels), half-pixel centres, edges clamped. */
-int baton_img_resize_bilinear(const baton_image *src, uint32_t h, uint32_t w, baton_image *dst,
-                              baton_err *err);
-
-/* ---------------------------------------------------------------- IDX-ubyte (MNIST family) */
-/* The IDX format: magic 0x00 0x00 type ndim, ndim big-endian u32 dims, data. We accept type 0x08
- * (u8) with 1 dim (labels) or 3 dims (images). The buffer may be gzip-compressed (as Debian ships
- * it) or plain. */
-typedef struct baton_idxu {
-    uint32_t ndim;
-    uint32_t dims[3];
-    uint8_t *data;      /* product(dims) bytes, malloc'd */
-    size_t len;
-} baton_idxu;
-int baton_idxu_parse(const char *name, const uint8_t *buf, size_t n, baton_idxu *out,
-                     baton_err *err);
-int baton_idxu_load(const char *path, baton_idxu *out, baton_err *err);
-void baton_idxu_free(baton_idxu *x);
-
-/* ---------------------------------------------------------------- dataset sources */
-/* A source yields labelled images in a fixed order. spec strings as on the command line:
- *   "fashion-mnist" (default dir /usr/share/datasets/fashion-mnist) or "fashion-mnist:DIR"
- *   "cifar10:DIR"   (DIR holds data_batch_1..5.bin, test_batch.bin, batches.meta.txt)
- *   "imagefolder:DIR" (DIR/<class>/<file>.{jpg,jpeg,png}; classes sorted by name, files by name)
- * split: "train" or "test" (imagefolder: DIR/<split>/ is used when it exists, else DIR). */
-typedef struct baton_src baton_src;
-
-typedef struct baton_src_item {
-    uint32_t label;
-    uint64_t id;              /* position in the source order */
-    /* Either decoded pixels ... */
-    const baton_image *image; /* non-NULL for fashion-mnist and cifar10 */
-    /* ... or the original file's encoded bytes (imagefolder). */
-    const uint8_t *bytes;
-    size_t nbytes;
-    baton_encoding encoding;
-    const char *path;         /* imagefolder: the file, for messages */
-} baton_src_item;
-
-int baton_src_open(const char *spec, const char *split, baton_src **out, baton_err *err);
-void baton_src_close(baton_src *s);
-const char *baton_src_name(const baton_src *s);         /* "fashion-mnist", "cifar10", … */
-size_t baton_src_count(const baton_src *s);
-uint32_t baton_src_classes(const baton_src *s);
-const char *baton_src_class_name(const baton_src *s, uint32_t k);
-/* Fixed shape {H,W,C} if all images share it and it is known up front; zeros otherwise. */
-void baton_src_shape(const baton_src *s, uint32_t shape[3]);
-/* Item i (0 <= i < count). Pointers stay valid until the next call. */
-int baton_src_get(baton_src *s, size_t i, baton_src_item *item, baton_err *err);
-
 /* ---------------------------------------------------------------- packing */
 typedef struct baton_pack_opts {
-    const char *from;         /* source spec */
+    const char *from;         /* source spec (the forms: baton_src_open, src/img/img_internal.h) */
     const char *out_dir;
     const char *split;        /* "train" (default) / "test" */
     baton_rec_format format;  /* RecordIO default */
@@ -208,19 +170,6 @@ baton_pipeline *baton_pipeline_open(baton_loader *l, const baton_pipeline_opts *
 int baton_pipeline_next(baton_pipeline *p, baton_batch **b, baton_err *err);
 void baton_pipeline_release(baton_pipeline *p, baton_batch *b);
 void baton_pipeline_close(baton_pipeline *p);
-
-/* Augment + normalise one decoded image into dst (one sample's slot in the layout).
- * The fast path and the plain reference must produce identical floats. */
-typedef struct baton_augment {
-    int32_t dy, dx;         /* crop offset in the padded image minus pad: source = dst + (dy, dx) */
-    int flip;
-} baton_augment;
-void baton_augment_draw(uint64_t seed, uint64_t epoch, uint64_t position, uint32_t pad, int flip,
-                        baton_augment *a);
-void baton_augment_apply(const baton_image *im, const baton_augment *a, const float *mean,
-                         const float *std, baton_layout layout, float *dst);
-void baton_augment_apply_ref(const baton_image *im, const baton_augment *a, const float *mean,
-                             const float *std, baton_layout layout, float *dst);
 
 /* ---------------------------------------------------------------- input-mode benchmark */
 /* One mode of `baton bench-io`: open a loader (file mode downloads here), run the decode pipeline

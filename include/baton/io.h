@@ -10,9 +10,22 @@
  *            holds, and after a dropped connection, a short body or a 5xx re-requests exactly the
  *            bytes not yet handed over (with If-Match on the first response's ETag, so an object
  *            that changed underneath is an error, never a silent mix).
- *  order     each epoch's record order is a pure function of (seed, epoch): see baton_order_*.
+ *  order     each epoch's record order is a pure function of (seed, epoch): see "Orders" below.
  *  loader    records of an epoch in that order, in one of four modes (file, pipe, mount, cache),
  *            resumable exactly from a cursor {seed, epoch, position}, sharded over (rank, world).
+ *
+ * What it offers, in the order a caller uses it:
+ *   1. Stores (src/io/store.c, store_local.c, store_remote.c, store_list.c):
+ *      baton_store_opts_default, baton_store_open of a URI, then get, put, list or delete
+ *      objects; baton_store_close.
+ *   2. The loader (src/io/loader.c, stream.c): baton_loader_opts_default, baton_loader_open (the
+ *      manifest; file mode downloads here), optionally baton_loader_set_end, baton_loader_seek to
+ *      a cursor, then baton_loader_next until BATON_END for each epoch (baton_loader_cursor is
+ *      what a checkpoint saves); baton_loader_close. img's decode pipeline sits on it.
+ *   3. Moving datasets (src/io/push.c, channel.c): baton_dataset_push uploads a dataset folder;
+ *      baton_channel_check, then baton_channel_run writes a loader's epochs into named pipes.
+ * The fetch thread itself (baton_fetch_*, src/io/fetch.c: only its options are public) and the
+ * shard permutation of the streamed order are private to src/io (src/io/io_internal.h).
  *
  * Layering: io depends on rec and util (and libcurl). img's decode pipeline sits on the loader. */
 #ifndef BATON_IO_H
@@ -78,38 +91,7 @@ typedef struct baton_fetch_opts {
     int inflight;           /* concurrent requests; default 4 */
     size_t max_buffered;    /* bytes held (received, not yet released); default 64 MiB */
 } baton_fetch_opts;
-
-typedef struct baton_fetch_piece {
-    uint64_t tag;           /* the tag given to baton_fetch_add */
-    uint64_t offset;        /* object offset of data[0] */
-    const uint8_t *data;
-    size_t len;
-    int last;               /* 1 on the final piece of that range */
-    void *priv_;
-} baton_fetch_piece;
-
-typedef struct baton_fetch baton_fetch;
 void baton_fetch_opts_default(baton_fetch_opts *o);
-baton_fetch *baton_fetch_new(baton_store *s, const baton_fetch_opts *o, baton_err *err);
-/* Queue the range [off, off+len) of object name (len = UINT64_MAX: to the end). Ranges are
- * delivered in the order they were added. */
-int baton_fetch_add(baton_fetch *f, const char *name, uint64_t off, uint64_t len, uint64_t tag,
-                    baton_err *err);
-void baton_fetch_close_input(baton_fetch *f);   /* no more ranges: next returns END after them */
-/* Block until the next in-order piece. OK, END, or an error (sticky). Each piece is one complete
- * chunk (at most chunk_bytes; an empty range gives one empty piece with last = 1); it stays valid
- * until released. Held pieces count against max_buffered: a caller that holds all
- * max_buffered / chunk_bytes of them and asks for more gets BATON_ERR_ARG instead of a deadlock.
- * The store must outlive the fetch. */
-int baton_fetch_next(baton_fetch *f, baton_fetch_piece *p, baton_err *err);
-void baton_fetch_release(baton_fetch *f, baton_fetch_piece *p);
-/* Counters for benchmarks and tests: bytes is every body byte received, including those of
- * transfers stopped by baton_fetch_free or an error. */
-typedef struct baton_fetch_stats {
-    uint64_t requests, retries, bytes;
-} baton_fetch_stats;
-void baton_fetch_get_stats(const baton_fetch *f, baton_fetch_stats *st);
-void baton_fetch_free(baton_fetch *f);
 
 /* ---------------------------------------------------------------- order and cursor */
 typedef enum baton_io_mode {
@@ -136,7 +118,6 @@ typedef struct baton_cursor {
  *    cut into blocks of `block` consecutive records; each block is permuted from
  *    RNG(seed, epoch, block#) (a bounded shuffle buffer whose memory is one block); worker `rank`
  *    takes blocks b ≡ rank (mod world). */
-void baton_order_shards(uint64_t seed, uint64_t epoch, size_t nshards, uint64_t *perm);
 
 /* ---------------------------------------------------------------- loader */
 typedef struct baton_loader_opts {

@@ -2,6 +2,19 @@
  * emulator behind `baton imds`) and the notice watcher (behind `baton notice wait` and the
  * trainer's reaction to a notice).
  *
+ * What it offers, in the order a caller uses it:
+ *   1. The metadata emulator (src/notice/imds.c): baton_imds_opts_default, baton_imds_start, then
+ *      baton_imds_url (or _port) for its clients and baton_imds_interrupt / _rebalance to schedule
+ *      events; baton_imds_stop.
+ *   2. The watcher (src/notice/notice.c): baton_notice_opts_default, baton_notice_start (before
+ *      any compute threads), then baton_notice_poll once per step, or baton_notice_wait /
+ *      _wait_any to block for a notice; baton_notice_watching says what it polls (for messages);
+ *      baton_notice_stop.
+ *   3. BATON_EXIT_STOPPED, the exit status of a command stopped by a notice, and EC2's time format
+ *      (src/notice/spottime.c).
+ * The parsers of metadata answers, the DMI cloud detection, the watcher's target list and poll
+ * count, and the emulator's clear are private to src/notice (src/notice/notice_internal.h).
+ *
  * The emulator (src/notice/imds.c) serves EC2's metadata paths on loopback with libmicrohttpd:
  * static items, spot/instance-action (404 until an interruption is scheduled, then
  * {"action","time"}), spot/termination-time, events/recommendations/rebalance, the IMDSv2 token
@@ -15,7 +28,7 @@
  * baton_notice_poll costs a few atomic loads and never blocks. An unreachable, slow or
  * garbage-answering service is never a notice.
  *
- * Layering: spot's notice and emulator parts depend on util only (train includes this header). */
+ * Layering: notice depends on util only (train includes this header). */
 #ifndef BATON_NOTICE_H
 #define BATON_NOTICE_H
 
@@ -56,8 +69,6 @@ const char *baton_imds_url(const baton_imds *m);          /* "http://127.0.0.1:P
  * action NULL: the configured one; notice_s < 0: the configured lead time. */
 void baton_imds_interrupt(baton_imds *m, const char *action, double notice_s);
 void baton_imds_rebalance(baton_imds *m);
-/* Withdraw a scheduled interruption and rebalance recommendation (a test convenience). */
-void baton_imds_clear(baton_imds *m);
 uint64_t baton_imds_requests(const baton_imds *m);        /* served so far (for tests) */
 void baton_imds_stop(baton_imds *m);                      /* frees */
 
@@ -109,34 +120,13 @@ int baton_notice_wait(baton_notice_watcher *w, double timeout_s, baton_notice_ev
 /* As baton_notice_wait, and when rebalance_too is set also returns on a rebalance recommendation
  * (ev->kind = BATON_NOTICE_REBALANCE, deadline 0, seen_at its noticeTime). */
 int baton_notice_wait_any(baton_notice_watcher *w, double timeout_s, int rebalance_too, baton_notice_event *ev);
-/* What a watcher with these options would poll, decided without any network access (endpoints,
- * AWS_EC2_METADATA_DISABLED, DMI): base URLs into ec2/gce ("" when not polled). Returns the
- * BATON_NOTICE_WATCH_* flags (SIGTERM included), or a negative status for a malformed endpoint. */
-int baton_notice_targets(const baton_notice_opts *o, char *ec2, size_t ec2_cap, char *gce, size_t gce_cap,
-                         baton_err *err);
 /* Which services the watcher polls (for messages): flags below. */
 enum { BATON_NOTICE_WATCH_EC2 = 1, BATON_NOTICE_WATCH_GCE = 2, BATON_NOTICE_WATCH_SIGTERM = 4 };
 int baton_notice_watching(const baton_notice_watcher *w);
-/* Polls done so far (each a round over the configured services; for tests). */
-uint64_t baton_notice_rounds(const baton_notice_watcher *w);
 void baton_notice_stop(baton_notice_watcher *w);
-
-/* The parsers of metadata answers (exposed for tests and fuzzing). An instance-action body is a
- * notice when it is a JSON object with "action" terminate|stop|hibernate and a "time" that parses:
- * returns 1 with *kind and *deadline set, else 0. A rebalance body is {"noticeTime": time}: returns
- * 1 with *notice_time and the raw string (for telling recommendations apart) in raw, else 0. */
-int baton_notice_parse_action(const char *body, size_t len, baton_notice_kind *kind, double *deadline);
-int baton_notice_parse_rebalance(const char *body, size_t len, double *notice_time, char *raw, size_t raw_cap);
 
 /* "terminate", "stop", "hibernate", "rebalance", "sigterm", "preempted", "none". */
 const char *baton_notice_kind_name(baton_notice_kind k);
-
-/* DMI detection without network: BATON_CLOUD_EC2 when sys_vendor is "Amazon EC2", board_asset_tag
- * starts with "i-", or the bios/product strings name Amazon (older Xen instances);
- * BATON_CLOUD_GCE when product_name / sys_vendor / bios_vendor name Google. dir NULL: the default
- * folder. */
-enum { BATON_CLOUD_UNKNOWN = 0, BATON_CLOUD_EC2 = 1, BATON_CLOUD_GCE = 2 };
-int baton_cloud_detect(const char *dmi_dir);
 
 /* ISO 8601 times as EC2 writes them: "2017-09-18T08:22:00Z" (fractions and ±hh:mm offsets are
  * accepted). parse returns 0 and sets *t (unix seconds), or -1. format writes the Z form. */

@@ -2,6 +2,20 @@
  * TFRecord (masked CRC32C, payload = tf.train.Example), CRC32C, and the dataset manifest
  * (dataset.json). Byte layouts: REFERENCE.md §1–2.
  *
+ * What it offers, in the order a caller uses it:
+ *   1. Writing a dataset (src/rec/sample.c, shard.c, manifest.c): baton_sample_build turns an
+ *      image and its labels into a payload; per shard baton_shard_writer_open, _add for every
+ *      record, then _commit (or _abort); last baton_manifest_save of dataset.json.
+ *   2. Reading one (src/rec/manifest.c, reader.c, recfile.c, idx.c, sample.c): baton_manifest_load
+ *      (or _parse) of dataset.json; the records of a shard through a baton_rec_reader fed with its
+ *      bytes (baton_rec_file_open for a whole local file), or one record at an .idx offset
+ *      (baton_idx_parse, baton_rec_read_at); baton_sample_parse of each payload into a sample.
+ *   3. Pieces for writers of other streams: baton_crc32c, the framing of one record
+ *      (baton_recordio_frame, ...), and the names of formats and encodings.
+ * The CRC32C variants behind the dispatcher, TFRecord's CRC masking, format detection, RecordIO
+ * resynchronisation, loading and appending .idx files and the formats' constants are private to
+ * src/rec (src/rec/rec_internal.h).
+ *
  * Layering: rec depends only on util. Everything that reads shards (io, img, train) goes through
  * this header.
  *
@@ -20,11 +34,6 @@
  * baton_crc32c(baton_crc32c(0, a, na), b, nb) equals the CRC of a followed by b.
  * The dispatcher uses the SSE4.2 instruction when the CPU has it, else the table path. */
 uint32_t baton_crc32c(uint32_t crc, const void *p, size_t n);
-uint32_t baton_crc32c_sw(uint32_t crc, const void *p, size_t n);  /* table reference, any CPU */
-uint32_t baton_crc32c_hw(uint32_t crc, const void *p, size_t n);  /* only if _hw_available() */
-int baton_crc32c_hw_available(void);
-uint32_t baton_crc32c_mask(uint32_t crc);    /* TFRecord masking */
-uint32_t baton_crc32c_unmask(uint32_t masked);
 
 /* ---------------------------------------------------------------- formats */
 typedef enum baton_rec_format {
@@ -45,17 +54,6 @@ typedef enum baton_encoding {
 } baton_encoding;
 const char *baton_encoding_name(baton_encoding e);            /* "raw" / "png" / "jpeg" */
 int baton_encoding_parse(const char *s, baton_encoding *e);
-
-#define BATON_RECORDIO_MAGIC 0xced7230aU
-#define BATON_RECORDIO_LEGACY_MAGIC 0x3ed7230aU
-#define BATON_RECORDIO_MAX_LEN ((1U << 29) - 1U)
-#define BATON_TFRECORD_MAX_LEN ((uint64_t)1 << 31)  /* we refuse records larger than 2 GiB */
-
-/* Look at the first bytes of a stream and say which format it is. Fails with BATON_ERR_FORMAT
- * for a legacy-magic RecordIO file or for bytes that are neither; BATON_ERR_TRUNCATED if n is too
- * small to tell (n == 0: "empty file"). name is used in messages. */
-int baton_rec_detect(const uint8_t *p, size_t n, const char *name, baton_rec_format *fmt,
-                     baton_err *err);
 
 /* ---------------------------------------------------------------- framing (writers) */
 /* Append one framed record to out: RecordIO with dmlc-core's escaping of magic words at 4-byte
@@ -136,10 +134,6 @@ void baton_rec_file_close(baton_rec_file *f);
 int baton_rec_read_at(baton_rec_format fmt, const uint8_t *buf, size_t n, uint64_t offset,
                       const char *name, baton_buf *scratch, baton_rec *rec, baton_err *err);
 
-/* RecordIO resynchronisation without an index: the first 4-byte-aligned position >= from where a
- * record starts (magic followed by a word with cflag 0 or 1), or n if none. */
-size_t baton_recordio_resync(const uint8_t *buf, size_t n, size_t from);
-
 /* ---------------------------------------------------------------- .idx files */
 /* MXNet index: text lines "key\toffset\n" (offset = byte position of the record start). We write
  * the same file for TFRecord shards. */
@@ -151,9 +145,6 @@ typedef struct baton_idx_entry {
  * *out is malloc'd. */
 int baton_idx_parse(const char *name, const char *text, size_t n, baton_idx_entry **out,
                     size_t *count, baton_err *err);
-int baton_idx_load(const char *path, baton_idx_entry **out, size_t *count, baton_err *err);
-/* Append one line to out. */
-int baton_idx_append(baton_buf *out, uint64_t key, uint64_t offset);
 
 /* ---------------------------------------------------------------- samples (image records) */
 /* A labelled image record, whichever format carried it.
@@ -162,7 +153,6 @@ int baton_idx_append(baton_buf *out, uint64_t key, uint64_t offset);
  * TFRecord payload = tf.train.Example with features image/encoded (bytes), image/format (bytes:
  * "raw"|"png"|"jpeg"), image/class/label (int64 list), image/height, image/width,
  * image/channels (int64), image/id (int64). */
-#define BATON_IRHEADER_SIZE 24
 
 typedef struct baton_sample {
     uint64_t id, id2;

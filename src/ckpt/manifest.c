@@ -15,7 +15,7 @@
  *
  * state.json is opaque to the store except that it must be a JSON object whose "step" is an
  * integer equal to the folder's step (so a folder's state cannot be another checkpoint's). */
-#include "baton/ckpt.h"
+#include "ckpt_internal.h"
 
 #include <cJSON.h>
 #include <stdlib.h>

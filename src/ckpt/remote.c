@@ -26,8 +26,8 @@
  * caller's thread, are serialised by one mutex, and each records its outcome under it, so
  * baton_ckpt_remote_wait reports the outcome of the last upload. Messages name the bucket and key
  * (the store's URI plus the object name) and never contain credentials (the io layer scrubs them). */
-#include "baton/ckpt.h"
 #include "baton/rec.h"
+#include "ckpt_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -22,7 +22,7 @@
  *     gaps, and together cover the data area exactly (end of the last == file size - 8 - N).
  * Writers here emit tensors in the caller's order with contiguous offsets, metadata first.
  * Hosts are little-endian (checked at compile time), so the data area is a plain copy. */
-#include "baton/ckpt.h"
+#include "ckpt_internal.h"
 
 #include <cJSON.h>
 #include <errno.h>

@@ -2,7 +2,7 @@
  * (per second with a 60 s minimum; nothing when the provider interrupts within the first hour),
  * the on-demand comparison, and the useful / restart / lost split (the formulas are in fleet.h).
  * Pure arithmetic: no clocks, no I/O, so tests can check every sum by hand. */
-#include "baton/fleet.h"
+#include "fleet_parts.h"
 
 #include <string.h>
 

@@ -6,7 +6,7 @@
  * complete row (INSERT OR REPLACE); callers group related saves in begin/commit. WAL mode, a busy
  * timeout so `baton fleet status` can read while a supervisor writes. Each JSONL line is written
  * with one append. */
-#include "baton/fleet.h"
+#include "fleet_parts.h"
 
 #include <cJSON.h>
 #include <errno.h>

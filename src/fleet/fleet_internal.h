@@ -6,8 +6,8 @@
 #include <cJSON.h>
 #include <signal.h>
 
-#include "baton/fleet.h"
 #include "baton/notice.h"
+#include "fleet_parts.h"
 
 typedef struct live {
     baton_imds *imds;

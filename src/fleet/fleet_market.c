@@ -4,7 +4,7 @@
  *
  * Contract: everything is in simulated seconds and deterministic: the same job, seed and
  * schedule give the same pool choices and interruption times. No clocks, no I/O. */
-#include "baton/fleet.h"
+#include "fleet_parts.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -6,7 +6,7 @@
  * After fork the child only calls async-signal-safe functions: everything it needs (argv, envp,
  * paths) is prepared before the fork. */
 #include "baton/ckpt.h"
-#include "baton/fleet.h"
+#include "fleet_parts.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -2,8 +2,8 @@
  * instances with their cost lines (fleet_cost.c rules), totals, interruptions and work lost, as a
  * table, as JSON, and as an SVG timeline (instances × simulated time; checkpoints, notices, kills
  * and crashes marked). Reads the job's database only; works while a supervisor is running. */
-#include "baton/fleet.h"
 #include "baton/notice.h"
+#include "fleet_parts.h"
 
 #include <cJSON.h>
 #include <math.h>

@@ -3,7 +3,7 @@
  * The supervisor never assigns a worker's state directly; it calls baton_wstate_next and logs the
  * transition (fleet_local.c: transition()). Unlisted pairs are refused (-1), so an impossible
  * sequence shows up as a logged error instead of a silently wrong state. */
-#include "baton/fleet.h"
+#include "fleet_parts.h"
 
 #include <string.h>
 

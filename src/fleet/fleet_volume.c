@@ -5,8 +5,8 @@
  * Contract (see fleet.h): every copy is written under "<dest>.tmp.<pid>", fsynced file by file and
  * folder by folder, verified against the manifest, and only then renamed into place (parent
  * fsynced). On any failure the temporary copy is removed and the source is untouched. */
-#include "baton/fleet.h"
 #include "baton/rec.h"
+#include "fleet_parts.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -7,8 +7,8 @@
  * duplicate keys, anchors/aliases, wrong types, out-of-range numbers and unknown enum words are
  * errors. Backend sections (`slurm:`, `aws:`) and `env:` are flattened to key/value pairs with
  * their line numbers and not interpreted here. On failure *job is left empty (freed). */
-#include "baton/fleet.h"
 #include "baton/infer.h"
+#include "fleet_parts.h"
 
 #include <ctype.h>
 #include <errno.h>

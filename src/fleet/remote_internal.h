@@ -1,11 +1,14 @@
 /* remote_internal.h — pieces shared by the fleet backends that hand instances to someone else
  * (Slurm, AWS Spot Fleet): running a program and capturing what it prints, shell quoting, base64,
- * and checking a backend section of the job file. Not a public API (src/fleet/ only). */
+ * and checking a backend section of the job file; and the backends' own steps that only they and
+ * their tests call (the Slurm batch script and status parsers, the AWS user data and resource
+ * names). Not a public API (src/fleet/ and its tests only). */
 #ifndef BATON_SPOT_REMOTE_INTERNAL_H
 #define BATON_SPOT_REMOTE_INTERNAL_H
 
-#include "baton/fleet.h"
+#include "baton/fleet_backend.h"
 #include "baton/util.h"
+#include "fleet_parts.h"
 
 /* Run argv[0] (looked up on PATH) with argv, stdin from /dev/null, and capture stdout into out
  * and stderr into errout (either may be NULL: discarded; each capped at 8 MiB). *status gets
@@ -40,5 +43,34 @@ int rmt_only(const char *s, const char *set);
 
 /* Write text to path crash-safely, creating the parent folder; mode applied after (e.g. 0755). */
 int rmt_write_file(const char *path, const void *p, size_t n, unsigned mode, baton_err *err);
+
+/* ---------------------------------------------------------------------------------------------
+ * The backends' own steps, called only inside src/fleet and by the backends' tests and fuzz
+ * targets; what a caller uses is in include/baton/fleet_backend.h.
+ * --------------------------------------------------------------------------------------------- */
+/* Slurm (fleet_slurm.c) */
+/* The batch script for one task. volume: the task's volume (absolute); bindir: prepended to
+ * PATH (the folder of the baton binary; NULL: none). */
+int baton_slurm_script(const baton_job *job, const baton_slurm_opts *o, size_t task, const char *volume,
+                       const char *bindir, baton_buf *out, baton_err *err);
+/* The parsers behind status (exposed for tests and fuzzing): one `scontrol show job -o` line into
+ * state, reason, node, restarts (a state that is not an upper-case word becomes UNKNOWN); the
+ * volume's logs/slurm-runs.log (n bytes, any content) into runs, notices, crashes, stops, last_rc
+ * counted since its last "submit" line. */
+void baton_slurm_parse_show(const char *line, baton_slurm_task *t);
+void baton_slurm_parse_runlog(const char *text, size_t n, baton_slurm_task *t);
+
+/* AWS (aws_userdata.c, fleet_aws.c) */
+#define BATON_AWS_USERDATA_MAX 16384   /* EC2's limit on user data before base64 */
+
+/* The user-data script of one task (bash; at most BATON_AWS_USERDATA_MAX bytes). */
+int baton_aws_userdata(const baton_job *job, const baton_aws_opts *o, size_t task, baton_buf *out,
+                       baton_err *err);
+
+/* The names everything is created under. */
+typedef struct baton_aws_names {
+    char fleet_role[160], instance_role[160], policy[160], profile[160];
+} baton_aws_names;
+void baton_aws_names_of(const baton_job *job, const baton_aws_opts *o, baton_aws_names *nm);
 
 #endif

@@ -1,4 +1,5 @@
-/* augment_internal.h — what augment.c shares with pipeline.c: the per-channel normalisation table
+/* augment_internal.h — what augment.c shares with pipeline.c (and its tests): drawing a sample's
+ * augmentation and applying it (fast path and reference), the per-channel normalisation table
  * and the fast augment path that takes a prepared table, so the decode pipeline builds the table
  * once at open instead of once per image.
  *
@@ -8,6 +9,19 @@
 #define BATON_AUGMENT_INTERNAL_H
 
 #include "baton/img.h"
+
+/* Augment + normalise one decoded image into dst (one sample's slot in the layout).
+ * The fast path and the plain reference must produce identical floats. */
+typedef struct baton_augment {
+    int32_t dy, dx;         /* crop offset in the padded image minus pad: source = dst + (dy, dx) */
+    int flip;
+} baton_augment;
+void baton_augment_draw(uint64_t seed, uint64_t epoch, uint64_t position, uint32_t pad, int flip,
+                        baton_augment *a);
+void baton_augment_apply(const baton_image *im, const baton_augment *a, const float *mean,
+                         const float *std, baton_layout layout, float *dst);
+void baton_augment_apply_ref(const baton_image *im, const baton_augment *a, const float *mean,
+                             const float *std, baton_layout layout, float *dst);
 
 #define IMG_NORM_MAX_C 4  /* channels a table holds (the manifest allows 1..4) */
 

@@ -1,6 +1,8 @@
-/* img_internal.h — what the files of src/img share and nobody outside it sees: the per-codec
- * entry points behind the dispatch in codec.c, the pixel guard and channel conversion, and the
- * dataset-source object with the open function of each kind.
+/* img_internal.h — what the files of src/img share and nobody outside it (but its tests) sees:
+ * the codecs' sniff, probe and bilinear resize, the IDX reader and the dataset sources (what
+ * `baton pack` reads: open, count, get, close), then the per-codec entry points behind the
+ * dispatch in codec.c, the pixel guard and channel conversion, and the dataset-source object with
+ * the open function of each kind.
  *
  * Contract (codecs): p/n are untrusted bytes; every function validates before it trusts a length,
  * never prints, and reports failures as baton status + baton_err ("PNG: ...", "JPEG: ..."). The
@@ -10,6 +12,64 @@
 #define BATON_IMG_INTERNAL_H
 
 #include "baton/img.h"
+
+/* ---- the codecs' other entry points (codec.c, resize.c) */
+/* Sniff the encoding from the first bytes: PNG signature, JPEG SOI marker; otherwise
+ * BATON_ENC_UNKNOWN (raw bytes have no signature). */
+baton_encoding baton_img_sniff(const uint8_t *p, size_t n);
+/* Read only the header: dimensions and channels (C after our conversion: grey stays 1, colour
+ * becomes 3). For RAW the caller's expected shape is checked against n. */
+int baton_img_probe(const uint8_t *p, size_t n, baton_encoding enc, const uint32_t expect[3],
+                    uint32_t *h, uint32_t *w, uint32_t *c, baton_err *err);
+/* Bilinear resize of src into dst (h × w, same channels), half-pixel centres, edges clamped. */
+int baton_img_resize_bilinear(const baton_image *src, uint32_t h, uint32_t w, baton_image *dst,
+                              baton_err *err);
+
+/* ---- IDX-ubyte, the MNIST family (idxu.c) */
+/* The IDX format: magic 0x00 0x00 type ndim, ndim big-endian u32 dims, data. We accept type 0x08
+ * (u8) with 1 dim (labels) or 3 dims (images). The buffer may be gzip-compressed (as Debian ships
+ * it) or plain. */
+typedef struct baton_idxu {
+    uint32_t ndim;
+    uint32_t dims[3];
+    uint8_t *data;      /* product(dims) bytes, malloc'd */
+    size_t len;
+} baton_idxu;
+int baton_idxu_parse(const char *name, const uint8_t *buf, size_t n, baton_idxu *out,
+                     baton_err *err);
+int baton_idxu_load(const char *path, baton_idxu *out, baton_err *err);
+void baton_idxu_free(baton_idxu *x);
+
+/* ---- dataset sources, what `baton pack` reads (source.c; the object is defined below) */
+/* A source yields labelled images in a fixed order. spec strings as on the command line:
+ *   "fashion-mnist" (default dir /usr/share/datasets/fashion-mnist) or "fashion-mnist:DIR"
+ *   "cifar10:DIR"   (DIR holds data_batch_1..5.bin, test_batch.bin, batches.meta.txt)
+ *   "imagefolder:DIR" (DIR/<class>/<file>.{jpg,jpeg,png}; classes sorted by name, files by name)
+ * split: "train" or "test" (imagefolder: DIR/<split>/ is used when it exists, else DIR). */
+typedef struct baton_src baton_src;
+
+typedef struct baton_src_item {
+    uint32_t label;
+    uint64_t id;              /* position in the source order */
+    /* Either decoded pixels ... */
+    const baton_image *image; /* non-NULL for fashion-mnist and cifar10 */
+    /* ... or the original file's encoded bytes (imagefolder). */
+    const uint8_t *bytes;
+    size_t nbytes;
+    baton_encoding encoding;
+    const char *path;         /* imagefolder: the file, for messages */
+} baton_src_item;
+
+int baton_src_open(const char *spec, const char *split, baton_src **out, baton_err *err);
+void baton_src_close(baton_src *s);
+const char *baton_src_name(const baton_src *s);         /* "fashion-mnist", "cifar10", … */
+size_t baton_src_count(const baton_src *s);
+uint32_t baton_src_classes(const baton_src *s);
+const char *baton_src_class_name(const baton_src *s, uint32_t k);
+/* Fixed shape {H,W,C} if all images share it and it is known up front; zeros otherwise. */
+void baton_src_shape(const baton_src *s, uint32_t shape[3]);
+/* Item i (0 <= i < count). Pointers stay valid until the next call. */
+int baton_src_get(baton_src *s, size_t i, baton_src_item *item, baton_err *err);
 
 /* ---- shared by the codecs (codec.c) */
 /* BATON_OK if h×w is a non-empty image within BATON_IMG_MAX_PIXELS; else FORMAT naming `what`. */

@@ -7,7 +7,7 @@
  * without an index) and is reported with its offset; everything else goes on. The return value is
  * an error only when nothing could be inspected (no such path, no dataset.json, unreadable
  * manifest); otherwise BATON_OK with rep->nerrors_total telling whether the data is sound. */
-#include "baton/img.h"
+#include "img_internal.h"
 
 #include <cJSON.h>
 #include <stdarg.h>

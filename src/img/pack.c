@@ -12,7 +12,7 @@
  *    undecodable input file is reported by name before anything is published.
  *  - Source files that are already in the requested encoding are stored as they are (no second
  *    lossy JPEG pass); everything else is encoded from pixels. */
-#include "baton/img.h"
+#include "img_internal.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,7 +1,7 @@
 /* resize.c — bilinear image resize (for `pack --resize`, like im2rec's): output pixel (y, x) samples
  * the source at ((y + 0.5)·H/h − 0.5, (x + 0.5)·W/w − 0.5), clamped to the edges, weights in
  * floating point, rounded to nearest. Deterministic: the same input gives the same bytes. */
-#include "baton/img.h"
+#include "img_internal.h"
 
 #include <math.h>
 

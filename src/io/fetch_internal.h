@@ -5,6 +5,7 @@
 #ifndef BATON_FETCH_INTERNAL_H
 #define BATON_FETCH_INTERNAL_H
 
+#include "io_internal.h"
 #include "store_internal.h"
 
 #define MAX_INFLIGHT 64

@@ -1,10 +1,49 @@
-/* io_internal.h — shared between the io files (not public): the epoch layouts that order.c
- * computes and loader.c walks. */
+/* io_internal.h — shared between the io files (not public; its tests include it): the fetch
+ * thread that streams ranges in order (fetch.c), the shard permutation of the streamed order, the
+ * epoch layouts that order.c computes and loader.c walks, and verified local copies. */
 #ifndef BATON_IO_INTERNAL_H
 #define BATON_IO_INTERNAL_H
 
 #include "baton/io.h"
 
+/* ---------------------------------------------------------------- fetch (fetch.c): the thread
+ * behind the loader's streamed reads and downloads; its options (baton_fetch_opts) are in io.h */
+typedef struct baton_fetch_piece {
+    uint64_t tag;           /* the tag given to baton_fetch_add */
+    uint64_t offset;        /* object offset of data[0] */
+    const uint8_t *data;
+    size_t len;
+    int last;               /* 1 on the final piece of that range */
+    void *priv_;
+} baton_fetch_piece;
+
+typedef struct baton_fetch baton_fetch;
+baton_fetch *baton_fetch_new(baton_store *s, const baton_fetch_opts *o, baton_err *err);
+/* Queue the range [off, off+len) of object name (len = UINT64_MAX: to the end). Ranges are
+ * delivered in the order they were added. */
+int baton_fetch_add(baton_fetch *f, const char *name, uint64_t off, uint64_t len, uint64_t tag,
+                    baton_err *err);
+void baton_fetch_close_input(baton_fetch *f);   /* no more ranges: next returns END after them */
+/* Block until the next in-order piece. OK, END, or an error (sticky). Each piece is one complete
+ * chunk (at most chunk_bytes; an empty range gives one empty piece with last = 1); it stays valid
+ * until released. Held pieces count against max_buffered: a caller that holds all
+ * max_buffered / chunk_bytes of them and asks for more gets BATON_ERR_ARG instead of a deadlock.
+ * The store must outlive the fetch. */
+int baton_fetch_next(baton_fetch *f, baton_fetch_piece *p, baton_err *err);
+void baton_fetch_release(baton_fetch *f, baton_fetch_piece *p);
+/* Counters for benchmarks and tests: bytes is every body byte received, including those of
+ * transfers stopped by baton_fetch_free or an error. */
+typedef struct baton_fetch_stats {
+    uint64_t requests, retries, bytes;
+} baton_fetch_stats;
+void baton_fetch_get_stats(const baton_fetch *f, baton_fetch_stats *st);
+void baton_fetch_free(baton_fetch *f);
+
+/* ---------------------------------------------------------------- orders (order.c); what they
+ * are is described in io.h, above baton_loader_opts */
+void baton_order_shards(uint64_t seed, uint64_t epoch, size_t nshards, uint64_t *perm);
+
+/* ---------------------------------------------------------------- epoch layouts (order.c) */
 /* A contiguous run of records inside one shard. */
 typedef struct io_segment {
     uint32_t shard;

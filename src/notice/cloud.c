@@ -7,7 +7,7 @@
  * bios_version "4.11.amazon"). GCE: "Google" in sys_vendor / bios_vendor or product_name
  * "Google Compute Engine". Files that are missing or unreadable (product_uuid is root-only) count
  * as empty. */
-#include "baton/notice.h"
+#include "notice_internal.h"
 
 #include <ctype.h>
 #include <stdlib.h>

@@ -25,7 +25,7 @@
  *
  * Listens on loopback unless allow_remote; port 0 = ephemeral (the socket is bound here, so the
  * port is known before the first request). One libmicrohttpd polling thread; state under a mutex. */
-#include "baton/notice.h"
+#include "notice_internal.h"
 
 #include <arpa/inet.h>
 #include <cJSON.h>

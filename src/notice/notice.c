@@ -36,7 +36,7 @@
  *
  * Concurrency: the terminal event is written once under mu, then published by a release store of
  * its kind; baton_notice_poll reads it after an acquire load, without locks or system calls. */
-#include "baton/notice.h"
+#include "notice_internal.h"
 
 #include <cJSON.h>
 #include <curl/curl.h>

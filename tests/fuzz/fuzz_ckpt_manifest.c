@@ -1,5 +1,6 @@
 /* fuzz_ckpt_manifest.c — libFuzzer target: a checkpoint's MANIFEST and state.json parsers. A
  * MANIFEST that parses must format back to the very same text; state.json only must not crash. */
+#include "../../src/ckpt/ckpt_internal.h"
 #include "baton/ckpt.h"
 
 #include <stdlib.h>

@@ -3,6 +3,7 @@
  * accepts it, and then the batch script and the user data are generated (user data within EC2's
  * limit or refused). The same bytes also go through the status parsers (a `scontrol show job`
  * line, a run log), whose results must stay in range. */
+#include "../../src/fleet/remote_internal.h"
 #include "baton/fleet_backend.h"
 
 #include <stdlib.h>

@@ -1,5 +1,6 @@
 /* fuzz_idx.c — libFuzzer target: .idx text. Whatever parses must serialise back (append) and
  * parse again to the same entries. */
+#include "../../src/rec/rec_internal.h"
 #include "baton/rec.h"
 
 #include <stdlib.h>

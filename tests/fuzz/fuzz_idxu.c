@@ -1,5 +1,6 @@
 /* fuzz_idxu.c — libFuzzer target for the IDX-ubyte parser (plain and gzip input): any bytes must
  * give BATON_OK with a consistent result or a clean error, never a crash or a leak. */
+#include "../../src/img/img_internal.h"
 #include "baton/img.h"
 
 #include <stdlib.h>

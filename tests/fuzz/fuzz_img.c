@@ -3,6 +3,7 @@
  * the fuzzer on images of at most 1 Mpixel so runs stay fast (the decoder's own guard is 64
  * Mpixel). Any bytes must decode or fail cleanly: no crash, no leak, no output; on success the
  * shape agrees with the probe; a header the probe refuses is refused by the decoder too. */
+#include "../../src/img/img_internal.h"
 #include "baton/img.h"
 
 #include <stdlib.h>

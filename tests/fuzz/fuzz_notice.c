@@ -1,6 +1,7 @@
 /* fuzz_notice.c — libFuzzer target: metadata answers as the notice watcher reads them (EC2
  * instance-action and rebalance bodies, ISO 8601 times). A time that parses must format and parse
  * back to the same whole second; a notice must carry a known kind. */
+#include "../../src/notice/notice_internal.h"
 #include "baton/notice.h"
 
 #include <stdlib.h>

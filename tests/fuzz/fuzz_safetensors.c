@@ -1,6 +1,7 @@
 /* fuzz_safetensors.c — libFuzzer target: the safetensors header parser. Whatever validates must
  * describe tensors that lie inside the data area, and rebuilding a header from them and parsing it
  * again must give the same tensors (names, dtypes, shapes, offsets) and metadata. */
+#include "../../src/ckpt/ckpt_internal.h"
 #include "baton/ckpt.h"
 
 #include <stdlib.h>

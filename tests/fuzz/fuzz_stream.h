@@ -7,6 +7,7 @@
 #ifndef BATON_FUZZ_STREAM_H
 #define BATON_FUZZ_STREAM_H
 
+#include "../../src/rec/rec_internal.h"
 #include "baton/rec.h"
 
 #include <stdlib.h>

@@ -3,6 +3,7 @@
  * synchronous save, a busy persist makes SKIP_IF_BUSY skip and WAIT wait, retention across saves,
  * a failing background persist is reported by baton_ckpt_wait, and a checkpoint loads back into a
  * fresh model and optimizer (tensors and update count). Prints the snapshot (blocking) time. */
+#include "../../src/ckpt/ckpt_internal.h"
 #include "baton/ckpt.h"
 #include "check.h"
 

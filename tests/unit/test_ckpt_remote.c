@@ -6,6 +6,7 @@
  * and makes a synchronous save fail with the local commit standing; a damaged local file is never
  * uploaded; restore into an empty folder, falling back past a corrupted and a truncated newest
  * remote checkpoint, and NOTFOUND when the remote holds none. */
+#include "../../src/ckpt/ckpt_internal.h"
 #include "baton/ckpt.h"
 #include "check.h"
 

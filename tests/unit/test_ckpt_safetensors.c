@@ -2,6 +2,7 @@
  * tensors with metadata, every validation error of the header parser, loading into named tensors
  * (missing / unexpected / wrong shape leave the targets untouched), a model of another name, and a
  * C mirror of the Python peer's parser (check_weights.py) accepting what we write. */
+#include "../../src/ckpt/ckpt_internal.h"
 #include "baton/ckpt.h"
 #include "check.h"
 

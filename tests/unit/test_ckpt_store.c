@@ -3,6 +3,7 @@
  * retention (only checkpoints that pass the full check count; damaged ones are moved aside, never
  * deleted), stray temporaries (any number of them), re-committing a step, listing, the folder lock,
  * and baton_ckpt_latest falling back past a truncated file, a missing MANIFEST and a flipped byte. */
+#include "../../src/ckpt/ckpt_internal.h"
 #include "baton/ckpt.h"
 #include "check.h"
 

@@ -2,6 +2,7 @@
  * interrupts within the first hour, but a charge when the instance ends by itself), the 60 s
  * minimum, per-second billing, the useful/restart/lost split, and the two savings figures, all
  * against sums done by hand. */
+#include "../../src/fleet/fleet_parts.h"
 #include "baton/fleet.h"
 #include "check.h"
 

@@ -3,6 +3,7 @@
  * a worker's exit status reaches both waitpid and the shim's status file, a killed worker leaves
  * none, its environment and folder are the ones asked for, a reused pid is not mistaken for it;
  * progress files and checkpoint folder names are read as the supervisor expects. */
+#include "../../src/fleet/fleet_parts.h"
 #include "baton/fleet.h"
 #include "check.h"
 

@@ -1,5 +1,6 @@
 /* test_fleet_jobfile.c — the job-file parser: a full example parses into the right values, defaults
  * and catalog look-ups apply, and every kind of bad input fails with the line and the field. */
+#include "../../src/fleet/fleet_parts.h"
 #include "baton/fleet.h"
 #include "check.h"
 

@@ -1,6 +1,7 @@
 /* test_fleet_market.c — the spot-market simulator: hazards from the Spot Advisor buckets, seeded
  * draws (deterministic, with the right statistics), the explicit schedule taking precedence, the
  * --interrupts syntax, and the two allocation strategies with capacity cooldown. */
+#include "../../src/fleet/fleet_parts.h"
 #include "baton/fleet.h"
 #include "check.h"
 

@@ -1,5 +1,6 @@
 /* test_fleet_state.c — the worker state machine: the normal paths, every terminal state
  * refusing every event, impossible transitions refused, names round-trip. */
+#include "../../src/fleet/fleet_parts.h"
 #include "baton/fleet.h"
 #include "check.h"
 

@@ -2,6 +2,7 @@
  * flipped byte is caught), restore, and the zone move — at every step of a move at least one
  * complete copy exists, and a failure injected while the snapshot (or the restore) is being
  * written leaves the old volume untouched and no partial copies behind. */
+#include "../../src/fleet/fleet_parts.h"
 #include "baton/fleet.h"
 #include "check.h"
 

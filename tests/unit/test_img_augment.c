@@ -3,6 +3,7 @@
  * an independent "pad the image, crop, flip" construction (torchvision's order); the fast path is
  * bit-identical to the reference for random images (C = 1..4, 1×1 up to 40×33), pads 0..6 (also
  * larger than the image), both flips and both layouts. */
+#include "../../src/img/augment_internal.h"
 #include "baton/img.h"
 #include "check.h"
 

@@ -2,6 +2,7 @@
  * trips within an error bound, PNG variants (palette, 16-bit, alpha, tRNS, 1-bit, interlaced)
  * written with libpng directly, forced channel conversion, the pixel guard, and clean errors (no
  * crash, no output on stderr) for random, truncated, bit-flipped and CRC-damaged inputs. */
+#include "../../src/img/img_internal.h"
 #include "baton/img.h"
 #include "check.h"
 

@@ -2,6 +2,7 @@
  * here, every malformed-header case (magic, type, rank, truncation, trailing bytes, overflowing
  * dimensions, damaged or cut gzip), loading from a file, and — when Debian's dataset-fashion-mnist
  * is installed — the real Fashion-MNIST files. */
+#include "../../src/img/img_internal.h"
 #include "baton/img.h"
 #include "check.h"
 

@@ -11,6 +11,8 @@
  *    error, not a hang.
  * Datasets: a generated image folder (always), and Fashion-MNIST's 10k test split when Debian's
  * dataset-fashion-mnist is installed. A watchdog alarm turns a hang into a failure. */
+#include "../../src/img/augment_internal.h"
+#include "../../src/rec/rec_internal.h"
 #include "baton/img.h"
 #include "check.h"
 

@@ -4,6 +4,7 @@
  * file order, hidden files, split folders, bytes that decode back); a synthetic Fashion-MNIST
  * folder (gzip IDX written here, count mismatch, bad label); and the installed Fashion-MNIST when
  * present. */
+#include "../../src/img/img_internal.h"
 #include "baton/img.h"
 #include "check.h"
 

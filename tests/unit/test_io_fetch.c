@@ -8,6 +8,7 @@
  *
  * BATON_FETCH_BENCH_MB=N additionally measures fetch throughput for an N MB object from nginx and
  * from the gateway against `curl -o /dev/null` of the same object, and prints a table. */
+#include "../../src/io/io_internal.h"
 #include "baton/io.h"
 #include "check.h"
 #include "testsrv.h"

@@ -5,6 +5,7 @@
  * modes that must never be a notice nor block the caller: garbage answers, a closed port, a
  * listening socket that never answers. Also DMI detection on fake folders and
  * AWS_EC2_METADATA_DISABLED. No test touches anything but 127.0.0.1. */
+#include "../../src/notice/notice_internal.h"
 #include "baton/notice.h"
 #include "check.h"
 

@@ -3,6 +3,7 @@
  * and compares label and pixels with the IDX source, by record id. Raw and PNG must be exact;
  * JPEG's mean absolute error is reported and bounded. Skips (passes) if Debian's
  * dataset-fashion-mnist is not installed. */
+#include "../../src/img/img_internal.h"
 #include "baton/img.h"
 #include "check.h"
 

@@ -1,6 +1,7 @@
 /* test_rec_idx.c — rec: .idx files. Well-formed texts (with and without the final newline, the
  * empty file, the 2^63 - 1 limit), every kind of malformed line rejected with its line number,
  * append + parse round trip, and loading from disk. */
+#include "../../src/rec/rec_internal.h"
 #include "baton/rec.h"
 #include "check.h"
 

@@ -2,6 +2,7 @@
  * escaping of magic words at aligned offsets (expected bytes derived by hand from dmlc-core's
  * rules), unaligned magic left alone, payloads made only of magic words, magic at the end, the
  * empty payload, malformed continuation flags, the legacy magic, format detection, resync. */
+#include "../../src/rec/rec_internal.h"
 #include "baton/rec.h"
 #include "check.h"
 

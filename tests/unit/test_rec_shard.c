@@ -3,6 +3,7 @@
  * left; before commit nothing exists under a final name; abort removes everything; a failing
  * write (ENOSPC through baton_sys) makes add/commit fail with BATON_ERR_NOSPACE and leaves no file
  * under the final names nor any temp; a failing rename takes back what was published. */
+#include "../../src/rec/rec_internal.h"
 #include "baton/rec.h"
 #include "check.h"
 

@@ -5,6 +5,7 @@
  * an mlp step takes a few ms); a monitor thread samples the progress file, then the newest
  * checkpoint folder, every ~0.2 ms and records the largest gap. Skips (passes) if Debian's
  * dataset-fashion-mnist is not installed. */
+#include "../../src/fleet/fleet_parts.h"
 #include "baton/fleet.h"
 #include "baton/img.h"
 #include "baton/train.h"
