@@ -9,6 +9,7 @@
 #include "nn_internal.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,11 +18,19 @@
 
 static size_t align_up(size_t n) { return (n + ALIGN_ELEMS - 1) / ALIGN_ELEMS * ALIGN_ELEMS; }
 
-static int fail(baton_nn_model *m, int code, const char *fmt, const char *a, const char *b)
+/* Records the builder's first failure ("model <name>: " and the message) and returns -1. */
+static int fail(baton_nn_model *m, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int fail(baton_nn_model *m, int code, const char *fmt, ...)
 {
     if (!m->build_err) {
+        char msg[sizeof m->berr.msg];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof msg, fmt, ap);
+        va_end(ap);
         m->build_err = code;
-        baton_err_set(&m->berr, code, fmt, m->name, a ? a : "", b ? b : "");
+        baton_err_set(&m->berr, code, "model %s: %s", m->name, msg);
     }
     return -1;
 }
@@ -40,7 +49,7 @@ static int add_slot(baton_nn_model *m, int c, int h, int w)
 {
     if (m->build_err) return -1;
     nn_slot *s = grow(m->slots, &m->cap_slots, m->nslots + 1, sizeof *s);
-    if (!s) return fail(m, BATON_ERR_NOMEM, "model %s: out of memory%s%s", NULL, NULL);
+    if (!s) return fail(m, BATON_ERR_NOMEM, "out of memory");
     m->slots = s;
     nn_slot *t = &s[m->nslots];
     memset(t, 0, sizeof *t);
@@ -57,7 +66,7 @@ static nn_layer *add_layer(baton_nn_model *m, int kind, const char *name, int in
     if (m->build_err || in < 0) return NULL;
     nn_layer *l = grow(m->layers, &m->cap_layers, m->nlayers + 1, sizeof *l);
     if (!l) {
-        fail(m, BATON_ERR_NOMEM, "model %s: out of memory%s%s", NULL, NULL);
+        fail(m, BATON_ERR_NOMEM, "out of memory");
         return NULL;
     }
     m->layers = l;
@@ -75,7 +84,7 @@ static int add_tensor(baton_nn_model *m, const char *prefix, const char *leaf, i
 {
     if (m->build_err) return -1;
     nn_tensor *t = grow(m->tensors, &m->cap_tensors, m->ntensors + 1, sizeof *t);
-    if (!t) return fail(m, BATON_ERR_NOMEM, "model %s: out of memory%s%s", NULL, NULL);
+    if (!t) return fail(m, BATON_ERR_NOMEM, "out of memory");
     m->tensors = t;
     t = &t[m->ntensors];
     memset(t, 0, sizeof *t);
@@ -113,7 +122,7 @@ int nn_b_conv(baton_nn_model *m, const char *name, int in, int oc, int k, int st
     const nn_slot *s = &m->slots[in];
     int oh = (s->h + 2 * pad - k) / stride + 1, ow = (s->w + 2 * pad - k) / stride + 1;
     if (s->h + 2 * pad < k || s->w + 2 * pad < k || oh < 1 || ow < 1)
-        return fail(m, BATON_ERR_ARG, "model %s: layer %s: input is smaller than the kernel%s", name, "");
+        return fail(m, BATON_ERR_ARG, "layer %s: input is smaller than the kernel", name);
     l->k = k;
     l->stride = stride;
     l->pad = pad;
@@ -160,8 +169,7 @@ int nn_b_maxpool(baton_nn_model *m, int in, int k, int stride)
     nn_layer *l = add_layer(m, NN_MAXPOOL, "max_pool2d", in);
     if (!l) return -1;
     const nn_slot s = m->slots[in];
-    if (s.h < k || s.w < k) return fail(m, BATON_ERR_ARG, "model %s: %s: input smaller than the %s window",
-                                        "max_pool2d", "pooling");
+    if (s.h < k || s.w < k) return fail(m, BATON_ERR_ARG, "max_pool2d: input smaller than the pooling window");
     l->k = k;
     l->stride = stride;
     int oh = (s.h - k) / stride + 1, ow = (s.w - k) / stride + 1;
@@ -210,7 +218,7 @@ int nn_b_add(baton_nn_model *m, int a, int b)
     l->in2 = b;
     const nn_slot sa = m->slots[a], sb = m->slots[b];
     if (sa.c != sb.c || sa.h != sb.h || sa.w != sb.w)
-        return fail(m, BATON_ERR_ARG, "model %s: residual add: shapes differ%s%s", NULL, NULL);
+        return fail(m, BATON_ERR_ARG, "residual add: shapes differ");
     int out = add_slot(m, sa.c, sa.h, sa.w);
     return m->layers[m->nlayers - 1].out = out;
 }
