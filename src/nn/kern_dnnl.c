@@ -33,7 +33,8 @@
  * Threads: oneDNN in Debian runs on OpenMP, so OMP_NUM_THREADS sets the thread count. For a fixed
  * thread count every primitive is deterministic, so results are bit-reproducible run to run. Calls
  * are serialised by a mutex (the memory objects and the scratchpad are shared), so the table may be
- * used from several threads. Batch norm runs on kern_bn_fast.c's own small pool, sized the same way.
+ * used from several threads. Batch norm and the other hand-written kernels run OpenMP loops on the
+ * same team.
  *
  * Errors: the table entries cannot return a status. If oneDNN cannot create or run a primitive for
  * some geometry, that call (and later ones with the same geometry) falls back to the reference
