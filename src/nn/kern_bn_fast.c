@@ -650,8 +650,8 @@ void nn_fast_bn_bwd(int n, int c, int hw, const float *x, const float *dy, const
     run(&j);
 }
 
-/* Batch norm fused with the ReLU after it (blocked activations only; 0: not done, the caller runs
- * the two kernels). Forward writes y = max(0, bn(x)); backward takes d(y) and the forward's gamma,
+/* Batch norm fused with the ReLU after it (blocked activations only: the geometries
+ * nn_fast_bn_stats_ok accepts, for any n; 0 for others, nothing written). Forward writes y = max(0, bn(x)); backward takes d(y) and the forward's gamma,
  * beta and statistics, and finds where y > 0 from x (blk_bwd). */
 int nn_fast_bn_relu_fwd_train(int n, int c, int hw, const float *x, const float *gamma, const float *beta, float eps,
                               float *y, float *mean, float *var)
@@ -663,7 +663,7 @@ int nn_fast_bn_relu_fwd_train(int n, int c, int hw, const float *x, const float 
 }
 
 /* Batch norm, then the residual add and the ReLU after it (a resnet block's tail), in training:
- * y = max(0, bn(x) + res), blocked activations only (0: not done, nothing written). The bn output is
+ * y = max(0, bn(x) + res), blocked activations only (0 for others, nothing written). The bn output is
  * rounded to float before the add, so y equals bn_fwd_train followed by add_relu bit for bit. */
 int nn_fast_bn_add_relu_fwd_train(int n, int c, int hw, const float *x, const float *res, const float *gamma,
                                   const float *beta, float eps, float *y, float *mean, float *var)
@@ -683,7 +683,7 @@ int nn_fast_bn_relu_bwd(int n, int c, int hw, const float *x, const float *dy, c
     return 1;
 }
 
-/* The backward of bn_add_relu_fwd_train (blocked only; 0: not done, nothing written): d(y) = dy
+/* The backward of bn_add_relu_fwd_train (blocked only; 0 for others, nothing written): d(y) = dy
  * (+ dy2 when not NULL); g = that where y > 0, the gradient of both addends, written out; dx,
  * dgamma, dbeta the batch norm's backward of g. The same results as relu_bwd_add (or relu_bwd), then
  * bn_bwd, bit for bit when dy2 is given. g may not alias any input. */
@@ -699,12 +699,15 @@ int nn_fast_bn_add_relu_bwd(int n, int c, int hw, const float *x, const float *y
 
 /* ---- normalisation with statistics taken elsewhere (by the convolution that wrote x) ---- */
 
+/* The predicate of every fused entry here and of the statistics-taking convolution: the blocked
+ * geometries (the kernel table's bn_fused_ok). The entries decline on nothing else, so no batch
+ * size changes the answer. */
 int nn_fast_bn_stats_ok(int c, int hw) { return c > 0 && blk_ok(c, hw); }
 
 /* The training forward's normalisation with batch statistics already taken (mean, var as
  * bn_fwd_train returns them): y = bn(x), or max(0, bn(x)) (relu), or max(0, bn(x) + res) (res not
  * NULL) — what bn_fwd_train, bn_relu_fwd_train and bn_add_relu_fwd_train write, bit for bit.
- * Blocked only; 0: not done. */
+ * Blocked only; 0 for others, nothing written. */
 int nn_fast_bn_apply_train(int n, int c, int hw, const float *x, const float *res, int relu, const float *gamma,
                            const float *beta, float eps, const float *mean, const float *var, float *y)
 {

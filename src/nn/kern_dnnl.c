@@ -533,15 +533,22 @@ static void d_conv_fwd(const baton_nn_conv_geom *g, const float *x, const float 
     if (!dispatch(&k, p)) ref_conv(OP_CONV_FWD, g, x, w, b, y, NULL);
 }
 
+static void d_relu_fwd(size_t count, const float *x, float *y);
+
 /* y = max(0, conv(x)): the ReLU as the convolution's post-op (the model's conv + ReLU pair in
- * training). 0 when oneDNN refused it: nothing written, the caller runs conv_fwd and relu_fwd. */
+ * training). Where oneDNN refuses the post-op for a geometry: conv_fwd, then the ReLU in place —
+ * the same values, so the entry takes every geometry. */
 static int d_conv_relu_fwd(const baton_nn_conv_geom *g, const float *x, const float *w, const float *b, float *y)
 {
     if (fast_conv(g, x, w, b, 1, 0, y)) return 1;
     pkey k = conv_key(OP_CONV_FWD, g, b != NULL);
     k.v[13] = 1;
     void *p[4] = {P(x), P(w), y, P(b)};
-    return dispatch(&k, p);
+    if (!dispatch(&k, p)) {
+        d_conv_fwd(g, x, w, b, y);
+        d_relu_fwd((size_t)g->n * g->oc * g->oh * g->ow, y, y);
+    }
+    return 1;
 }
 
 /* Backward-data of a stride-1 convolution is a forward convolution: dx = conv(dy, w'),
@@ -705,6 +712,8 @@ static int d_maxpool_relu_bwd(const baton_nn_pool_geom *g, const float *dy, cons
     return 1;
 }
 
+static int d_maxpool_relu_ok(const baton_nn_pool_geom *g) { return nn_is_blocked(NN_BLOCK, g->c); }
+
 static void d_gap_fwd(int n, int c, int hw, const float *x, float *y)
 {
     if (nn_is_blocked(NN_BLOCK, c))
@@ -729,6 +738,7 @@ static const baton_nn_kernels dnnl_table = {
     .conv_fwd = d_conv_fwd,
     .conv_relu_fwd = d_conv_relu_fwd,
     .conv_bn_stats_fwd = nn_fast_conv3_bn_fwd,
+    .conv_bn_stats_ok = nn_fast_conv3_bn_ok,
     .conv_bwd_data = d_conv_bwd_data,
     .conv_bwd_weights = d_conv_bwd_weights,
     .linear_fwd = d_linear_fwd,
@@ -739,6 +749,7 @@ static const baton_nn_kernels dnnl_table = {
     .bn_bwd = nn_fast_bn_bwd,
     .bn_relu_fwd_train = nn_fast_bn_relu_fwd_train,
     .bn_relu_bwd = nn_fast_bn_relu_bwd,
+    .bn_fused_ok = nn_fast_bn_stats_ok,
     .bn_add_relu_fwd_train = nn_fast_bn_add_relu_fwd_train,
     .bn_apply_train = nn_fast_bn_apply_train,
     .bn_add_relu_bwd = nn_fast_bn_add_relu_bwd,
@@ -749,6 +760,7 @@ static const baton_nn_kernels dnnl_table = {
     .maxpool_fwd = d_maxpool_fwd,
     .maxpool_bwd = d_maxpool_bwd,
     .maxpool_relu_bwd = d_maxpool_relu_bwd,
+    .maxpool_relu_ok = d_maxpool_relu_ok,
     .gap_fwd = d_gap_fwd,
     .gap_bwd = d_gap_bwd,
     .add = d_add,

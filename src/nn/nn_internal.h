@@ -53,8 +53,9 @@ void nn_fast_conv3_run(int n, int c_in, int c_out, int h, int w, const float *x,
                        int relu, float *y, const float *shift, double *sums);
 int nn_fast_conv3_bn_fwd(const baton_nn_conv_geom *g, const float *x, const float *w, const float *bias,
                          const float *shift, float *y, float *mean, float *var);
-/* the blocked batch-norm kernels take this geometry (kern_bn_fast.c); normalisation with batch
- * statistics taken by the convolution that wrote x */
+int nn_fast_conv3_bn_ok(const baton_nn_conv_geom *g);   /* for batches of 1..g->n (reserves for them) */
+/* the blocked batch-norm kernels (the fused ones included) take this geometry, for any batch size
+ * (kern_bn_fast.c); normalisation with batch statistics taken by the convolution that wrote x */
 int nn_fast_bn_stats_ok(int c, int hw);
 int nn_fast_bn_apply_train(int n, int c, int hw, const float *x, const float *res, int relu, const float *gamma,
                            const float *beta, float eps, const float *mean, const float *var, float *y);

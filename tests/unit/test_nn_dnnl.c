@@ -247,6 +247,8 @@ static void stats_case(int n, int ic, int oc, int h, int w, int bias, int stride
     const int usable = ic <= 32 && oc <= 32 && stride == 1 && hw > 1;   /* 1x1: not blocked */
     float shift[64];
     for (int c = 0; c < oc; c++) shift[c] = (c & 1) ? 0.0f : (float)(c % 7) - 3.0f;   /* near and off */
+    if (D->conv_bn_stats_ok)   /* its predicate says so beforehand, for this batch and smaller ones */
+        CHECK_MSG(D->conv_bn_stats_ok(&g) == usable, "%s: conv_bn_stats_ok says %d", what, !usable);
     const int done = D->conv_bn_stats_fwd(&g, tx, wt, bias ? b : NULL, shift, y2, m2, v2);
     CHECK_MSG(done == usable, "%s: done %d, expected %d", what, done, usable);
     if (!done) {
@@ -433,6 +435,7 @@ static void bn_case(const char *tag, int n, int c, int hw)
         float *tx = d_in(n, c, hw, 1, x), *ty = d_in(n, c, hw, 1, y2);
         int fused = D->bn_relu_fwd_train(n, c, hw, tx, g, b, 1e-5f, ty, m2, v2);
         d_out(n, c, hw, 1, ty, y2);
+        if (D->bn_fused_ok) CHECK_MSG(D->bn_fused_ok(c, hw) == fused, "%s bn_fused_ok disagrees with the entry", tag);
         if (c % 16 != 0) CHECK_MSG(!fused, "%s bn_relu_fwd_train fused an NCHW geometry", tag);
         if ((c == 16 || c == 32 || c == 64) && hw > 1) CHECK_MSG(fused, "%s bn_relu_fwd_train did not fuse", tag);
         if (fused) {
@@ -463,6 +466,8 @@ static void bn_case(const char *tag, int n, int c, int hw)
         float *tx = d_in(n, c, hw, 1, x), *tr = d_in(n, c, hw, 1, r), *ty1 = d_in(n, c, hw, 1, y1);
         float *ty2 = d_in(n, c, hw, 1, y2);
         int fused = D->bn_add_relu_fwd_train(n, c, hw, tx, tr, g, b, 1e-5f, ty2, m2, v2);
+        if (D->bn_fused_ok)
+            CHECK_MSG(D->bn_fused_ok(c, hw) == fused, "%s bn_fused_ok disagrees with bn_add_relu_fwd_train", tag);
         if (c % 16 != 0) CHECK_MSG(!fused, "%s bn_add_relu_fwd_train fused an NCHW geometry", tag);
         if ((c == 16 || c == 32 || c == 64) && hw > 1) CHECK_MSG(fused, "%s bn_add_relu_fwd_train did not fuse", tag);
         if (fused) {
@@ -755,6 +760,7 @@ static void test_pool_relu_bwd(void)
         float *ty = d_in(n, c, g.oh, g.ow, y);
         int32_t *tws = calloc(no, sizeof *tws);
         D->maxpool_fwd(&g, tr, ty, tws);
+        CHECK(!D->maxpool_relu_ok || D->maxpool_relu_ok(&g) == 1);
         CHECK_MSG(D->maxpool_relu_bwd(&g, tdy, tws, tr, tdx) == 1, "pool+relu %dx%d c%d k%d s%d: not fused", h, w, c,
                   k, st);
         d_out(n, c, h, w, tdx, dx2);
@@ -767,6 +773,7 @@ static void test_pool_relu_bwd(void)
     float z[48] = {0};
     int32_t zw[12] = {0};
     CHECK(D->maxpool_relu_bwd(&g, z, zw, z, z) == 0);
+    CHECK(D->maxpool_relu_ok && D->maxpool_relu_ok(&g) == 0);   /* and its predicate says so */
 }
 
 /* More geometries than the primitive cache holds: entries are evicted and rebuilt, results stay
