@@ -77,6 +77,9 @@ void nn_ref_layout_copy(int n, int c, int h, int w, const float *x, float *y);
 void nn_blk_gap_fwd(int n, int c, int hw, const float *x, float *y);
 void nn_blk_gap_bwd(int n, int c, int hw, const float *dy, float *dx);
 
+#define NN_ALIGN_ELEMS 16   /* arena alignment: 64 bytes of float / int32 */
+static inline size_t nn_align_up(size_t n) { return (n + NN_ALIGN_ELEMS - 1) / NN_ALIGN_ELEMS * NN_ALIGN_ELEMS; }
+
 #define NN_BN_EPS 1e-5f
 #define NN_BN_MOMENTUM 0.1f
 #define NN_NAME_MAX 64
@@ -171,7 +174,7 @@ struct baton_nn_model {
 /* fuse.c: the fusion plan for the model's table (training), into the layers' fields */
 void nn_plan_fusions(baton_nn_model *m);
 
-/* builder (model.c); each returns the new slot id, or -1 after recording a failure in m->berr */
+/* builder (build.c); each returns the new slot id, or -1 after recording a failure in m->berr */
 int nn_b_input(baton_nn_model *m, int c, int h, int w);
 int nn_b_conv(baton_nn_model *m, const char *name, int in, int oc, int k, int stride, int pad, int bias);
 int nn_b_bn(baton_nn_model *m, const char *name, int in);
