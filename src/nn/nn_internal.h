@@ -1,6 +1,7 @@
 /* nn_internal.h — the nn component's private structures: the layer graph a model is built into,
- * its activation slots and named tensors, the builder used by the model zoo, and the reference
- * kernels' symbols. Nothing outside src/nn includes this. */
+ * its activation slots and named tensors, the plan of ops its passes run (fuse.c, ops.c, pass.c),
+ * the builder used by the model zoo, and the kernels' symbols. Nothing outside src/nn includes
+ * this. */
 #ifndef BATON_NN_INTERNAL_H
 #define BATON_NN_INTERNAL_H
 
@@ -93,9 +94,6 @@ typedef struct nn_slot {
     size_t per_image;         /* c*h*w */
     size_t off_data, off_grad;/* in the activation arena */
     float *data, *grad;
-    int grad_ready;           /* backward: grad holds a value (later contributions are added) */
-    const float *galias;      /* backward: where the gradient is, when not in grad (NULL: grad) — an
-                               * add's input sharing the buffer of the add's other input */
 } nn_slot;
 
 typedef struct nn_tensor {
@@ -125,23 +123,71 @@ typedef struct nn_layer {
                                * in NCHW order (forward), then d(input) (backward) */
     size_t off_flat;
     int32_t *ws;
-    int relu_next;            /* bn, add, conv: the ReLU layer right after it, run fused in training (-1 none) */
-    int fused;                /* relu, in training: 1 forward and backward run inside the batch norm or add
-                               * before it; 2 forward inside the convolution before it */
-    int relu_prev;            /* maxpool: the ReLU whose output it pools, whose backward runs inside the
-                               * pool's in training (-1 none) */
-    int in_pool;              /* relu: 1 its backward may run inside the max pool after it (training),
-                               * 2 it did in this backward pass */
-    int add_next;             /* bn: the add (with a fused ReLU) its training forward runs inside (-1 none) */
-    int deferred;             /* bn: this forward left it to add_next; backward: 2 when this backward
-                               * pass ran it inside add_next's */
-    int bn_prev, bn_res;      /* add: that batch norm's layer (-1 none) and the add's other input slot */
-    int alias_in;             /* add: in's gradient may share in2's buffer in backward (see plan_adds) */
-    int bn_next;              /* conv: the batch norm that is its output's only reader, whose training
-                               * statistics this convolution takes as it writes (-1 none) */
-    int stats_ready;          /* bn, in a training forward: its input's convolution left the batch
-                               * statistics in save_mean / save_var */
 } nn_layer;
+
+/* ---- the plan (fuse.c): a model's layers as a list of ops for its kernel table ----
+ * An op is one layer, or several run as one unit (a fused op: conv+relu, bn+relu, bn+add+relu, ...)
+ * with its own forward and backward; forward runs the list in order, backward in reverse, each op's
+ * backward the mirror of its forward. Every choice — which fused kernel, where each gradient goes —
+ * is made when the plan is made, none at run time. */
+enum nn_op_kind {
+    NN_OP_CONV, NN_OP_CONV_RELU, NN_OP_CONV_STATS, NN_OP_CONV_RELU_POOL,
+    NN_OP_BN, NN_OP_BN_RELU, NN_OP_BN_ADD_RELU, NN_OP_BN_INFER,
+    NN_OP_RELU, NN_OP_RELU_POOL, NN_OP_MAXPOOL, NN_OP_GAP, NN_OP_LINEAR,
+    NN_OP_DROPOUT, NN_OP_DROPOUT_INFER, NN_OP_ADD, NN_OP_ADD_RELU,
+    NN_OP_KINDS
+};
+
+/* Where an op's backward puts the gradient of one of its inputs. */
+enum nn_gmode {
+    NN_G_NONE,     /* not wanted (the input images) */
+    NN_G_DIRECT,   /* the slot's first contribution: written into its grad */
+    NN_G_ADD,      /* a later one: written into scratch, then added to the slot's grad */
+    NN_G_PEND,     /* a later one, left in scratch: the next op's backward adds it as its dy2 */
+};
+
+typedef struct nn_gout {
+    int slot, mode;
+} nn_gout;
+
+typedef struct nn_op nn_op;
+/* An op's forward or backward on a batch of n images: 1, or 0 when a kernel declined a geometry its
+ * predicate had accepted (a broken table; nothing else can fail). */
+typedef int (*nn_op_fn)(baton_nn_model *m, const nn_op *o, int n);
+
+struct nn_op {
+    int kind;                 /* enum nn_op_kind */
+    nn_op_fn fwd, bwd;
+    int layer;                /* its main layer: conv, bn, relu, pool, gap, linear, dropout or add */
+    int bn, relu, pool;       /* layers run with it (-1 none); bn+add+relu: layer is the add */
+    int stats;                /* its batch norm normalises with statistics the convolution before took */
+    int flat;                 /* linear: the input goes through layer->flat (NCHW order) */
+    int in, in2, out;         /* slots: its input (bn+add+relu: the batch norm's), an add's other input
+                               * (-1 none), its output */
+    /* backward (the training plan) */
+    int dy;                   /* the slot whose grad holds d(out): out's, or the one out's shares */
+    int zero_dy;              /* nothing writes d(out) (an output no layer reads): cleared first */
+    int dy2;                  /* a second contribution to d(out) waits in scratch: added in this op */
+    int alias;                /* add+relu: d(in) = d(in2), kept once in in2's grad (in's producer reads
+                               * it there: its dy) */
+    nn_gout gx, gx2;          /* d(in), d(in2) */
+};
+
+typedef struct nn_plan {
+    nn_op *ops;
+    size_t nops;
+    int bn_1x1;               /* training: the first batch norm over 1x1 planes (a batch of one image
+                               * has one value per channel: cannot be normalised), -1 none */
+} nn_plan;
+
+/* the op kinds' forward and backward (ops.c), and the geometries they run with */
+typedef struct nn_op_impl {
+    const char *name;
+    nn_op_fn fwd, bwd;
+} nn_op_impl;
+extern const nn_op_impl nn_op_impls[NN_OP_KINDS];
+baton_nn_conv_geom nn_conv_geom(const baton_nn_model *m, const nn_layer *l, int n);
+baton_nn_pool_geom nn_pool_geom(const baton_nn_model *m, const nn_layer *l, int n);
 
 struct baton_nn_model {
     char name[32];
@@ -162,17 +208,20 @@ struct baton_nn_model {
     size_t acts_bytes;   /* the mapping behind acts (baton_bigmem_alloc) */
     int64_t *i64;
     int32_t *wsa;
-    float *scratch;
-    int pend;                               /* backward: the slot whose latest gradient contribution
-                                             * is still in scratch, not yet added (-1 none) */
+    float *scratch;      /* a gradient contribution to a slot already holding one, until added */
+    nn_plan train, infer;/* the ops of a training and of an evaluation forward, for k */
+    int *plan_work;      /* fuse.c's working space (planning allocates nothing) */
     int out_slot;
     int build_err;                          /* sticky builder failure (status) */
     baton_err berr;
     baton_rng rng;                          /* dropout stream */
 };
 
-/* fuse.c: the fusion plan for the model's table (training), into the layers' fields */
+/* fuse.c: nn_plan_alloc sizes the plans for the graph (once, after it is built); nn_plan_fusions
+ * fills both for the model's table (when the model is created and whenever its table changes). */
+int nn_plan_alloc(baton_nn_model *m, baton_err *err);
 void nn_plan_fusions(baton_nn_model *m);
+void nn_plan_free(baton_nn_model *m);
 
 /* builder (build.c); each returns the new slot id, or -1 after recording a failure in m->berr */
 int nn_b_input(baton_nn_model *m, int c, int h, int w);
