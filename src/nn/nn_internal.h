@@ -39,11 +39,13 @@ int nn_fast_bn_add_relu_bwd(int n, int c, int hw, const float *x, const float *y
                             float *dgamma, float *dbeta);
 int nn_fast_add_relu(size_t count, const float *a, const float *b, float *y);
 int nn_fast_relu_bwd_add(size_t count, const float *y, const float *dy, const float *dy2, float *dx);
-/* max pooling on blocked activations (kern_pool_fast.c): the reference's results, threaded */
+/* the oneDNN table's max pooling (kern_pool_fast.c): the reference's results, threaded on blocked
+ * activations */
 void nn_fast_maxpool_fwd(const baton_nn_pool_geom *g, const float *x, float *y, int32_t *ws);
 void nn_fast_maxpool_bwd(const baton_nn_pool_geom *g, const float *dy, const int32_t *ws, float *dx);
-void nn_fast_maxpool_bwd_masked(const baton_nn_pool_geom *g, const float *dy, const int32_t *ws,
-                                const float *relu_out, float *dx);
+int nn_fast_maxpool_relu_bwd(const baton_nn_pool_geom *g, const float *dy, const int32_t *ws, const float *relu_out,
+                             float *dx);
+int nn_fast_maxpool_relu_ok(const baton_nn_pool_geom *g);
 /* direct 3x3 stride-1 "same" convolution on blocked activations, AVX-512 (kern_conv_fast.c):
  * usable for 16- and 32-channel layers on CPUs with AVX-512F; pack the OIHW weights (flip = 1: for
  * a backward-data run as a forward convolution of dy), then run on c_in -> c_out channels */
