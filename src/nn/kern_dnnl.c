@@ -36,8 +36,11 @@
  *
  * Errors: the table entries cannot return a status. If oneDNN cannot create or run a primitive for
  * some geometry, that call (and later ones with the same geometry) falls back to the reference
- * kernel, with one warning per operation logged through baton_log. Creation of the table itself
- * fails (NULL and a message) when the engine or stream cannot be created. Nothing here aborts. */
+ * kernel, with one warning per operation logged through baton_log (the convolution with a ReLU
+ * post-op: to the plain convolution and the ReLU, so the fused entry takes every geometry). The
+ * optional entries' predicates (nn.h) are those of the hand-written kernels behind them. Creation
+ * of the table itself fails (NULL and a message) when the engine or stream cannot be created.
+ * Nothing here aborts. */
 #include "nn_internal.h"
 
 #include <oneapi/dnnl/dnnl.h>

@@ -33,12 +33,11 @@ int baton_nn_forward(baton_nn_model *m, const float *x, int n, baton_err *err)
         m->k->from_plain(n, s0->c, s0->h, s0->w, x, s0->data);
     else
         memcpy(s0->data, x, sizeof(float) * s0->per_image * (size_t)n);
-    m->fwd_n = 0;
+    m->fwd_n = m->have_loss = 0;   /* until this forward is whole */
     for (size_t i = 0; i < p->nops; i++)
         if (!p->ops[i].fwd(m, &p->ops[i], n)) return declined(m, &p->ops[i], "forward", err);
     m->fwd_n = n;
     m->fwd_training = m->training;
-    m->have_loss = 0;
     return BATON_OK;
 }
 
