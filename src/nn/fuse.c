@@ -33,7 +33,7 @@
  *
  * Contract: nn_plan_alloc once per model (after the graph is built), nn_plan_fusions whenever the
  * table changes; planning looks only at the graph, the table's entries and predicates, and
- * m->spec.max_batch, and allocates nothing. */
+ * m->spec.max_batch, and allocates nothing itself (a predicate may reserve its kernel's buffers). */
 #include "nn_internal.h"
 
 #include <stdlib.h>

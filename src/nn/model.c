@@ -5,7 +5,8 @@
  *
  * Contract: all memory is allocated in baton_nn_model_create (parameters, gradients, buffers and
  * activations each in one arena, every tensor 64-byte aligned within it, and the plans); forward,
- * loss, backward and a change of table allocate nothing. */
+ * loss, backward and a change of table allocate nothing here (planning may let a table's predicate
+ * reserve the kernel's own buffers for the largest batch). */
 #include "nn_internal.h"
 
 #include <math.h>
