@@ -253,6 +253,9 @@ int main(int argc, char **argv)
     profiled.conv_bn_stats_fwd = k->conv_bn_stats_fwd ? w_conv_stats : NULL;
     profiled.bn_apply_train = k->bn_apply_train ? w_bn_apply : NULL;
     profiled.maxpool_relu_bwd = k->maxpool_relu_bwd ? w_mpr_b : NULL;
+    profiled.conv_bn_stats_ok = k->conv_bn_stats_ok;   /* the wrapped entries take what the table's take */
+    profiled.bn_fused_ok = k->bn_fused_ok;
+    profiled.maxpool_relu_ok = k->maxpool_relu_ok;
     profiled.to_plain = k->to_plain;
     profiled.from_plain = k->from_plain;
     baton_nn_model_set_kernels(m, profile ? &profiled : k);

@@ -37,6 +37,15 @@
  * and any other stays NCHW ([n, c] when h = w = 1 either way). to_plain / from_plain convert one
  * activation between the table's layout and NCHW. Gradient outputs for parameters (dw, db, dgamma,
  * dbeta) are overwritten as well.
+ *
+ * Optional entries (NULL in the reference table) run several operations in one pass. A model
+ * decides which of them it uses when it is built and whenever its table changes (src/nn/fuse.c):
+ * an optional entry is used for a geometry only when its predicate (the *_ok entry beside it)
+ * accepts that geometry, asked with n = the model's maximum batch; an accepted geometry must then be
+ * taken for every batch of 1..n images (the predicate may reserve what the entry needs for n). An
+ * optional entry without a predicate takes every geometry. Each returns 1 when it did the work; 0
+ * (nothing written) only for a geometry its predicate refuses — the model treats a 0 where the
+ * predicate accepted as a broken table.
  * --------------------------------------------------------------------------------------------- */
 typedef struct baton_nn_conv_geom {
     int n, ic, ih, iw;       /* input  [n, ic, ih, iw] */
@@ -59,15 +68,16 @@ typedef struct baton_nn_kernels {
     /* convolution; b / db may be NULL (no bias) */
     void (*conv_fwd)(const baton_nn_conv_geom *g, const float *x, const float *w, const float *b, float *y);
     /* optional (NULL in the reference table): y = max(0, conv(x)), a convolution and the ReLU after
-     * it in one pass; 0: not done (nothing written), the caller runs conv_fwd + relu_fwd */
+     * it in one pass, what conv_fwd + relu_fwd write; takes every geometry */
     int (*conv_relu_fwd)(const baton_nn_conv_geom *g, const float *x, const float *w, const float *b, float *y);
     /* optional (NULL in the reference table): y = conv(x), and the batch mean and biased variance
      * of y per output channel (what bn_fwd_train would compute from y, within rounding; summed
      * about shift[c], a value near the mean such as the running mean) — for a convolution whose only
-     * reader is a batch norm in training, which then normalises with bn_apply_train. 0: not done
-     * (nothing written), the caller runs conv_fwd. */
+     * reader is a batch norm in training, which then normalises with bn_apply_train. For the
+     * geometries conv_bn_stats_ok accepts. */
     int (*conv_bn_stats_fwd)(const baton_nn_conv_geom *g, const float *x, const float *w, const float *b,
                              const float *shift, float *y, float *mean, float *var);
+    int (*conv_bn_stats_ok)(const baton_nn_conv_geom *g);
     void (*conv_bwd_data)(const baton_nn_conv_geom *g, const float *dy, const float *w, float *dx);
     void (*conv_bwd_weights)(const baton_nn_conv_geom *g, const float *x, const float *dy, float *dw,
                              float *db);
@@ -88,40 +98,41 @@ typedef struct baton_nn_kernels {
      * training. Forward writes y = max(0, bn(x)) (the ReLU's output) and the statistics; backward
      * takes d(y), the same gamma and beta and the statistics forward wrote, and gives what bn_bwd
      * would give for d(bn output) = dy where y > 0 (it finds where from x, as forward computed y).
-     * Each returns 0 for a geometry it does not fuse (nothing written): the caller then runs
-     * bn_fwd_train + relu_fwd, or relu_bwd + bn_bwd, the same results within float rounding. */
+     * The same results as bn_fwd_train + relu_fwd, or relu_bwd + bn_bwd, within float rounding. These
+     * and the bn_add_relu and bn_apply entries below take the [n, c, hw] geometries bn_fused_ok
+     * accepts (for every n). */
     int (*bn_relu_fwd_train)(int n, int c, int hw, const float *x, const float *gamma, const float *beta,
                              float eps, float *y, float *mean, float *var);
     int (*bn_relu_bwd)(int n, int c, int hw, const float *x, const float *dy, const float *gamma,
                        const float *beta, const float *mean, const float *var, float eps, float *dx,
                        float *dgamma, float *dbeta);
+    int (*bn_fused_ok)(int c, int hw);
     /* optional (NULL in the reference table): y = max(0, bn(x) + res) in training — a batch norm, the
      * residual add after it and the ReLU after that in one call, with the statistics as
-     * bn_fwd_train's; equal to bn_fwd_train then add_relu (bn output as a, res as b). 0: not done
-     * (nothing written), the caller runs those. */
+     * bn_fwd_train's; equal to bn_fwd_train then add_relu (bn output as a, res as b). */
     int (*bn_add_relu_fwd_train)(int n, int c, int hw, const float *x, const float *res, const float *gamma,
                                  const float *beta, float eps, float *y, float *mean, float *var);
     /* optional (NULL in the reference table): a training batch norm's normalisation with batch
      * statistics already taken (conv_bn_stats_fwd's): y = bn(x); with relu max(0, bn(x)); with res
      * not NULL max(0, bn(x) + res) — what bn_fwd_train, bn_relu_fwd_train and
-     * bn_add_relu_fwd_train write for those statistics, bit for bit. 0: not done (nothing written). */
+     * bn_add_relu_fwd_train write for those statistics, bit for bit. */
     int (*bn_apply_train)(int n, int c, int hw, const float *x, const float *res, int relu, const float *gamma,
                           const float *beta, float eps, const float *mean, const float *var, float *y);
     /* optional (NULL in the reference table): its backward. With y the ReLU's output and d(y) = dy
      * (+ dy2 when not NULL): g = d(y) where y > 0 (the gradient of both addends), and dx, dgamma,
-     * dbeta as bn_bwd gives them for g. g aliases no input. 0: not done (nothing written), the
-     * caller runs relu_bwd_add (or relu_bwd) and bn_bwd. */
+     * dbeta as bn_bwd gives them for g (what relu_bwd_add or relu_bwd, then bn_bwd give). g aliases
+     * no input. */
     int (*bn_add_relu_bwd)(int n, int c, int hw, const float *x, const float *y, const float *dy, const float *dy2,
                            const float *gamma, const float *mean, const float *var, float eps, float *g, float *dx,
                            float *dgamma, float *dbeta);
     /* optional (NULL in the reference table): y = max(0, a + b), the residual add and the ReLU
-     * after it in one pass (y may alias a or b); 0: not done, the caller runs add + relu_fwd */
+     * after it in one pass (y may alias a or b), what add + relu_fwd write; takes every count */
     int (*add_relu)(size_t count, const float *a, const float *b, float *y);
     /* relu; backward uses the forward OUTPUT y (dx = dy where y > 0); dx may alias dy */
     void (*relu_fwd)(size_t count, const float *x, float *y);
     void (*relu_bwd)(size_t count, const float *y, const float *dy, float *dx);
     /* optional (NULL in the reference table): dx = (dy + dy2) where y > 0 — add, then relu_bwd, in
-     * one pass (dx may alias any input); 0: not done, the caller runs add + relu_bwd */
+     * one pass (dx may alias any input); takes every count */
     int (*relu_bwd_add)(size_t count, const float *y, const float *dy, const float *dy2, float *dx);
     /* max pooling; ws holds, per output (in the output's storage order), the flat index within
      * its input plane of the chosen element (the first maximum in row-major window order, as
@@ -129,9 +140,11 @@ typedef struct baton_nn_kernels {
     void (*maxpool_fwd)(const baton_nn_pool_geom *g, const float *x, float *y, int32_t *ws);
     void (*maxpool_bwd)(const baton_nn_pool_geom *g, const float *dy, const int32_t *ws, float *dx);
     /* optional (NULL in the reference table): maxpool_bwd, then relu_bwd of the ReLU whose output
-     * relu_out is the pool's input, in one pass: dx = d(ReLU input); 0: not done (nothing written) */
+     * relu_out is the pool's input, in one pass: dx = d(ReLU input); for the geometries
+     * maxpool_relu_ok accepts */
     int (*maxpool_relu_bwd)(const baton_nn_pool_geom *g, const float *dy, const int32_t *ws, const float *relu_out,
                             float *dx);
+    int (*maxpool_relu_ok)(const baton_nn_pool_geom *g);
     /* global average pooling [n, c, hw] (table layout) -> [n, c] */
     void (*gap_fwd)(int n, int c, int hw, const float *x, float *y);
     void (*gap_bwd)(int n, int c, int hw, const float *dy, float *dx);
@@ -205,6 +218,8 @@ int baton_nn_model_create_empty(const baton_nn_spec *spec, const baton_nn_kernel
 void baton_nn_model_free(baton_nn_model *m);
 
 const char *baton_nn_model_name(const baton_nn_model *m);
+/* Switch the kernel table (NULL: the reference's); the model plans its operations for it again. A
+ * forward run before the switch cannot be followed by loss or backward (run it again). */
 void baton_nn_model_set_kernels(baton_nn_model *m, const baton_nn_kernels *kernels);
 /* Training mode (batch statistics, dropout active) or evaluation mode (running statistics). */
 void baton_nn_model_set_training(baton_nn_model *m, int training);

@@ -1,14 +1,42 @@
-/* fuse.c — which layers of a model run fused in training, for the model's kernel table: a ReLU
- * with the layer before it (batch norm, residual add, convolution) or inside the max pool after it,
- * a batch norm inside the residual add after it, an add's two input gradients in one buffer, and
- * a batch norm's statistics taken by the convolution before it.
- * The plan lives in the layers' fields (nn_internal.h: relu_next, fused, relu_prev, in_pool,
- * add_next, bn_prev, bn_res, alias_in, bn_next); model.c's forward and backward follow it, and fall back to
- * the separate kernels where a fused entry declines a geometry at run time.
+/* fuse.c — a model's plan: its layers as a list of ops for its kernel table (nn_internal.h, nn_op),
+ * as src/infer/lower.c lowers a model for inference. Two plans: the evaluation forward's, one op
+ * per layer; and training's, where the table's optional entries fuse layers into one op with its
+ * own forward and backward (ops.c):
  *
- * Contract: nn_plan_fusions is called when a model is created and whenever its table changes; it
- * looks only at the graph and at which optional entries the table has. */
+ *   conv+relu        a convolution whose only reader is the ReLU after it (conv_relu_fwd);
+ *   conv+relu+pool   that, when a max pool is the ReLU's only reader: the pool's backward writes
+ *                    d(ReLU input) directly (maxpool_relu_bwd);  relu+pool the same without the conv;
+ *   conv+bn stats    a convolution whose only reader is the batch norm after it takes that batch
+ *                    norm's statistics as it writes (conv_bn_stats_fwd), which then only normalises
+ *                    (bn_apply_train) — alone, with its ReLU or inside its add;
+ *   bn+relu          a batch norm whose only reader is the ReLU after it (bn_relu_*);
+ *   add+relu         a residual add whose only reader is the ReLU after it (add_relu); backward
+ *                    writes d(sum) once, in the second input's buffer, when nothing can change that
+ *                    buffer before the first input's producer reads it (the op's alias);
+ *   bn+add+relu      add+relu whose input is a batch norm read only by it, runs that batch norm too:
+ *                    one kernel forward (bn_add_relu_fwd_train, the batch norm's output never
+ *                    stored) and one backward (bn_add_relu_bwd) — where both its inputs' gradients
+ *                    start there (nothing after the add reads them).
+ *
+ * Which entries: an optional entry is used where the table has it and its predicate (nn.h) accepts
+ * the geometry at the model's largest batch. The entries decline only on channels, plane size and
+ * CPU features (never on the batch size), and the statistics-taking convolution's predicate reserves
+ * its buffer for the largest batch, so no batch of 1..max_batch images declines at run time.
+ *
+ * Gradients: planning walks the training ops in backward order, as backward will, and sets each
+ * op's routes (nn_op dy, zero_dy, dy2, alias, gx, gx2): a slot's first gradient contribution goes
+ * into its grad, a later one into scratch, added to the grad right away, or — when the next op
+ * backward is the add+relu (or bn+add+relu) whose ReLU output it is, and the table has
+ * relu_bwd_add — left there and added inside that op (a resnet block output's two contributions).
+ * With one contribution in scratch at a time, each slot's contributions are summed in backward
+ * order.
+ *
+ * Contract: nn_plan_alloc once per model (after the graph is built), nn_plan_fusions whenever the
+ * table changes; planning looks only at the graph, the table's entries and predicates, and
+ * m->spec.max_batch, and allocates nothing itself (a predicate may reserve its kernel's buffers). */
 #include "nn_internal.h"
+
+#include <stdlib.h>
 
 /* layers reading a slot (an add counts for each of its inputs) */
 static int slot_users(const baton_nn_model *m, int slot)
@@ -19,47 +47,12 @@ static int slot_users(const baton_nn_model *m, int slot)
     return users;
 }
 
-/* Where the table fuses a layer with a ReLU next to it (training only). Forward and backward: a batch
- * norm or residual add whose output feeds exactly one layer, the ReLU right after it, runs with it as
- * one kernel (the first layer's own output slot then stays unused in training; inference runs the
- * two layers as before); the add's backward takes d(ReLU output) masked by the ReLU output. Forward
- * only: a convolution feeding only the ReLU after it writes the ReLU's output (the ReLU's backward is
- * unchanged: it reads only that output). Backward only: a max pool whose input is the output of a
- * ReLU that feeds only the pool writes d(ReLU input) directly. */
-static int only_user(const baton_nn_model *m, size_t li)
+/* some layer after li reads slot */
+static int read_after(const baton_nn_model *m, int slot, size_t li)
 {
-    const int slot = m->layers[li].out;
-    if (slot == m->out_slot || li + 1 >= m->nlayers || m->layers[li + 1].in != slot) return 0;
-    return slot_users(m, slot) == 1;
-}
-
-static void fuse_relus(baton_nn_model *m)
-{
-    for (size_t li = 0; li < m->nlayers; li++) {
-        nn_layer *l = &m->layers[li];
-        l->relu_next = l->relu_prev = -1;
-        l->fused = l->in_pool = 0;
-    }
-    const int bn = m->k->bn_relu_fwd_train && m->k->bn_relu_bwd, add = m->k->add_relu != NULL;
-    const int conv = m->k->conv_relu_fwd != NULL, pool = m->k->maxpool_relu_bwd != NULL;
-    for (size_t li = 0; li + 1 < m->nlayers; li++) {
-        nn_layer *b = &m->layers[li], *r = &m->layers[li + 1];
-        if (r->kind != NN_RELU || !only_user(m, li)) continue;
-        if ((b->kind == NN_BN && bn) || (b->kind == NN_ADD && add)) {
-            b->relu_next = (int)li + 1;
-            r->fused = 1;
-        } else if (b->kind == NN_CONV && conv) {
-            b->relu_next = (int)li + 1;
-            r->fused = 2;
-        }
-    }
-    for (size_t li = 0; li + 1 < m->nlayers; li++) {
-        nn_layer *r = &m->layers[li], *p = &m->layers[li + 1];
-        if (r->kind == NN_RELU && p->kind == NN_MAXPOOL && pool && r->fused != 1 && r->in != 0 && only_user(m, li)) {
-            p->relu_prev = (int)li;
-            r->in_pool = 1;
-        }
-    }
+    for (size_t lj = li + 1; lj < m->nlayers; lj++)
+        if (m->layers[lj].in == slot || (m->layers[lj].kind == NN_ADD && m->layers[lj].in2 == slot)) return 1;
+    return 0;
 }
 
 static int producer(const baton_nn_model *m, int slot)
@@ -69,61 +62,255 @@ static int producer(const baton_nn_model *m, int slot)
     return -1;
 }
 
-/* Residual adds (after fuse_relus). Forward: a batch norm whose only reader is an add with a fused
- * ReLU runs inside that add (bn_add_relu_fwd_train), so the batch norm's output is never written.
- * Backward: the add gives both inputs the same gradient; in's may stay in in2's buffer (alias_in)
- * instead of being copied when in has no other reader and no layer between in's producer and the
- * add reads in2 — then nothing changes that buffer before in's producer has read it (backward runs
- * the layers in reverse, and in2's gradient changes only by its readers' contributions). */
-static void plan_adds(baton_nn_model *m)
+/* layer li's output feeds exactly one layer, the next one (and is not the logits) */
+static int only_user(const baton_nn_model *m, size_t li)
 {
-    for (size_t li = 0; li < m->nlayers; li++) {
-        nn_layer *l = &m->layers[li];
-        l->add_next = l->bn_prev = l->bn_res = -1;
-        l->deferred = l->alias_in = 0;
+    const int slot = m->layers[li].out;
+    if (slot == m->out_slot || li + 1 >= m->nlayers || m->layers[li + 1].in != slot) return 0;
+    return slot_users(m, slot) == 1;
+}
+
+static int next_is(const baton_nn_model *m, size_t li, int kind)
+{
+    return li + 1 < m->nlayers && m->layers[li + 1].kind == kind && only_user(m, li);
+}
+
+/* the fused batch-norm entries take batch norm b's geometry */
+static int bn_fused_ok(const baton_nn_model *m, int b)
+{
+    const nn_slot *s = &m->slots[m->layers[b].in];
+    return !m->k->bn_fused_ok || m->k->bn_fused_ok(s->c, s->h * s->w);
+}
+
+/* convolution li takes the statistics of the batch norm after it */
+static int conv_stats_ok(const baton_nn_model *m, size_t li)
+{
+    const baton_nn_kernels *k = m->k;
+    if (!k->conv_bn_stats_fwd || !k->bn_apply_train || !next_is(m, li, NN_BN)) return 0;
+    const baton_nn_conv_geom g = nn_conv_geom(m, &m->layers[li], m->spec.max_batch);
+    return (!k->conv_bn_stats_ok || k->conv_bn_stats_ok(&g)) && bn_fused_ok(m, (int)li + 1);
+}
+
+/* ReLU ri and the max pool after it: the pool's backward gives d(ReLU input) */
+static int relu_pool_ok(const baton_nn_model *m, size_t ri)
+{
+    const baton_nn_kernels *k = m->k;
+    if (!k->maxpool_relu_bwd || m->layers[ri].in == 0 || !next_is(m, ri, NN_MAXPOOL)) return 0;
+    const baton_nn_pool_geom g = nn_pool_geom(m, &m->layers[ri + 1], m->spec.max_batch);
+    return !k->maxpool_relu_ok || k->maxpool_relu_ok(&g);
+}
+
+/* The batch norm add ai runs with its ReLU (one kernel each way), or -1: an input of the add that
+ * a batch norm writes for it alone (the first such); the other input and the batch norm's input
+ * need gradients nothing after the add contributes to (so both start in this op's backward). */
+static int bn_add_partner(const baton_nn_model *m, size_t ai)
+{
+    const baton_nn_kernels *k = m->k;
+    const nn_layer *a = &m->layers[ai];
+    if (!k->bn_add_relu_fwd_train || !k->bn_add_relu_bwd || a->in == a->in2) return -1;
+    for (int side = 0; side < 2; side++) {
+        const int s = side ? a->in2 : a->in, res = side ? a->in : a->in2, p = producer(m, s);
+        if (p < 0 || m->layers[p].kind != NN_BN || slot_users(m, s) != 1) continue;
+        const int x = m->layers[p].in;
+        if (!bn_fused_ok(m, p) || res == 0 || x == 0 || read_after(m, res, ai) || read_after(m, x, ai)) return -1;
+        return p;
     }
-    for (size_t ai = 0; ai < m->nlayers; ai++) {
-        nn_layer *a = &m->layers[ai];
-        if (a->kind != NN_ADD) continue;
-        for (int side = 0; side < 2 && a->relu_next >= 0 && m->k->bn_add_relu_fwd_train; side++) {
-            const int s = side ? a->in2 : a->in, p = producer(m, s);
-            nn_layer *b = p >= 0 ? &m->layers[p] : NULL;
-            if (b && b->kind == NN_BN && b->relu_next < 0 && b->add_next < 0 && slot_users(m, s) == 1 &&
-                a->in != a->in2) {
-                a->bn_prev = p;
-                a->bn_res = side ? a->in : a->in2;
-                b->add_next = (int)ai;
-                break;
-            }
-        }
-        const int p = producer(m, a->in);
-        if (a->in == 0 || a->in2 == 0 || a->in == a->in2 || p < 0 || slot_users(m, a->in) != 1) continue;
-        int ok = 1;
-        for (size_t lj = (size_t)p + 1; lj < ai && ok; lj++)
-            ok = m->layers[lj].in != a->in2 && !(m->layers[lj].kind == NN_ADD && m->layers[lj].in2 == a->in2);
-        a->alias_in = ok;
+    return -1;
+}
+
+static nn_op *emit(baton_nn_model *m, nn_plan *p, int kind, int layer)
+{
+    nn_op *o = &p->ops[p->nops++];
+    const nn_layer *l = &m->layers[layer];
+    *o = (nn_op){.kind = kind, .fwd = nn_op_impls[kind].fwd, .bwd = nn_op_impls[kind].bwd, .layer = layer,
+                 .bn = -1, .relu = -1, .pool = -1, .in = l->in, .in2 = l->kind == NN_ADD ? l->in2 : -1,
+                 .out = l->out, .dy = l->out};
+    o->flat = l->kind == NN_LINEAR && l->flat && nn_is_blocked(m->k->block, m->slots[l->in].c);
+    return o;
+}
+
+/* the op o runs layer li too, as its last: its output is the op's */
+static void take(baton_nn_model *m, nn_op *o, int *field, size_t li, int *taken)
+{
+    *field = (int)li;
+    o->out = o->dy = m->layers[li].out;
+    taken[li] = 1;
+}
+
+static void plan_infer(baton_nn_model *m)
+{
+    static const int kinds[] = {[NN_CONV] = NN_OP_CONV, [NN_BN] = NN_OP_BN_INFER, [NN_RELU] = NN_OP_RELU,
+                                [NN_MAXPOOL] = NN_OP_MAXPOOL, [NN_GAP] = NN_OP_GAP, [NN_LINEAR] = NN_OP_LINEAR,
+                                [NN_DROPOUT] = NN_OP_DROPOUT_INFER, [NN_ADD] = NN_OP_ADD};
+    m->infer.nops = 0;
+    m->infer.bn_1x1 = -1;
+    for (size_t li = 0; li < m->nlayers; li++) emit(m, &m->infer, kinds[m->layers[li].kind], (int)li);
+}
+
+/* convolution li: alone, with its ReLU (and that ReLU's pool), or taking its batch norm's
+ * statistics (stats[bn] set) */
+static void plan_conv(baton_nn_model *m, size_t li, int *taken, int *stats)
+{
+    if (conv_stats_ok(m, li)) {
+        emit(m, &m->train, NN_OP_CONV_STATS, (int)li)->bn = (int)li + 1;
+        stats[li + 1] = 1;
+    } else if (m->k->conv_relu_fwd && next_is(m, li, NN_RELU)) {
+        const int pool = relu_pool_ok(m, li + 1);
+        nn_op *o = emit(m, &m->train, pool ? NN_OP_CONV_RELU_POOL : NN_OP_CONV_RELU, (int)li);
+        take(m, o, &o->relu, li + 1, taken);
+        if (pool) take(m, o, &o->pool, li + 2, taken);
+    } else {
+        emit(m, &m->train, NN_OP_CONV, (int)li);
     }
 }
 
-/* Batch-norm statistics taken by the convolution before (training forward): a convolution whose
- * output's only reader is a batch norm right after it writes that output and its per-channel sums
- * in one pass (conv_bn_stats_fwd); the batch norm (alone or inside its ReLU or add) then only
- * normalises (bn_apply_train). */
-static void plan_conv_stats(baton_nn_model *m)
+/* the training ops, in forward order; a batch norm run inside the add after it is emitted there */
+static void plan_train(baton_nn_model *m)
 {
+    const baton_nn_kernels *k = m->k;
+    nn_plan *p = &m->train;
+    int *taken = m->plan_work, *stats = taken + m->nlayers, *partner = stats + m->nlayers;
+    p->nops = 0;
+    p->bn_1x1 = -1;
+    for (size_t li = 0; li < m->nlayers; li++) taken[li] = stats[li] = 0, partner[li] = -1;
+    for (size_t li = 0; li < m->nlayers; li++)
+        if (m->layers[li].kind == NN_ADD && k->add_relu && next_is(m, li, NN_RELU)) {
+            const int b = bn_add_partner(m, li);
+            partner[li] = b;
+            if (b >= 0) taken[b] = 1;
+        }
     for (size_t li = 0; li < m->nlayers; li++) {
-        m->layers[li].bn_next = -1;
-        m->layers[li].stats_ready = 0;
+        const nn_layer *l = &m->layers[li];
+        const nn_slot *in = &m->slots[l->in];
+        if (l->kind == NN_BN && p->bn_1x1 < 0 && in->h * in->w == 1) p->bn_1x1 = (int)li;
+        if (taken[li]) continue;
+        nn_op *o;
+        switch (l->kind) {
+        case NN_CONV:
+            plan_conv(m, li, taken, stats);
+            break;
+        case NN_BN: {
+            const int relu = k->bn_relu_fwd_train && k->bn_relu_bwd && next_is(m, li, NN_RELU) && bn_fused_ok(m, (int)li);
+            o = emit(m, p, relu ? NN_OP_BN_RELU : NN_OP_BN, (int)li);
+            o->stats = stats[li];
+            if (relu) take(m, o, &o->relu, li + 1, taken);
+            break;
+        }
+        case NN_RELU: {
+            const int pool = relu_pool_ok(m, li);
+            o = emit(m, p, pool ? NN_OP_RELU_POOL : NN_OP_RELU, (int)li);
+            if (pool) take(m, o, &o->pool, li + 1, taken);
+            break;
+        }
+        case NN_ADD:
+            if (!k->add_relu || !next_is(m, li, NN_RELU)) {
+                emit(m, p, NN_OP_ADD, (int)li);
+                break;
+            }
+            o = emit(m, p, partner[li] >= 0 ? NN_OP_BN_ADD_RELU : NN_OP_ADD_RELU, (int)li);
+            take(m, o, &o->relu, li + 1, taken);
+            if (partner[li] < 0) break;
+            o->bn = partner[li];
+            o->stats = stats[o->bn];
+            o->in = m->layers[o->bn].in;
+            o->in2 = m->layers[o->bn].out == l->in ? l->in2 : l->in;   /* the residual */
+            break;
+        case NN_MAXPOOL: emit(m, p, NN_OP_MAXPOOL, (int)li); break;
+        case NN_GAP: emit(m, p, NN_OP_GAP, (int)li); break;
+        case NN_LINEAR: emit(m, p, NN_OP_LINEAR, (int)li); break;
+        default: emit(m, p, NN_OP_DROPOUT, (int)li); break;
+        }
     }
-    if (!m->k->conv_bn_stats_fwd || !m->k->bn_apply_train) return;
-    for (size_t li = 0; li + 1 < m->nlayers; li++)
-        if (m->layers[li].kind == NN_CONV && m->layers[li + 1].kind == NN_BN && only_user(m, li))
-            m->layers[li].bn_next = (int)li + 1;
+}
+
+/* add+relu op i may keep d(sum) once, in in2's grad: in is read by the add alone, and no op between
+ * in's producer and the add reads in2 (whose grad then holds d(sum) until in's producer has read it:
+ * in2's gradient changes only by its readers' contributions) */
+static int alias_ok(const baton_nn_model *m, size_t i)
+{
+    const nn_op *ops = m->train.ops, *a = &ops[i];
+    if (a->in == 0 || a->in2 == 0 || a->in == a->in2 || slot_users(m, a->in) != 1) return 0;
+    size_t pi = i;
+    while (pi-- > 0 && ops[pi].out != a->in) {}
+    if (pi >= i) return 0;   /* no op writes in */
+    for (size_t j = pi + 1; j < i; j++)
+        if (ops[j].in == a->in2 || ops[j].in2 == a->in2) return 0;
+    return 1;
+}
+
+/* d(slot) from an op: the first contribution into the grad, a later one into scratch (pending;
+ * one at a time, so an earlier pending one of this op is added first) */
+static void route(nn_gout *g, int slot, int *ready, nn_gout **pend)
+{
+    g->slot = slot;
+    g->mode = NN_G_NONE;
+    if (slot <= 0) return;   /* the input images, or no input */
+    if (!ready[slot]) {
+        g->mode = NN_G_DIRECT;
+        ready[slot] = 1;
+        return;
+    }
+    if (*pend) (*pend)->mode = NN_G_ADD;
+    g->mode = NN_G_PEND;
+    *pend = g;
+}
+
+/* The training ops' gradient routes, walking them as backward will. ready[s]: d(s) holds a value;
+ * alias[s]: the slot whose grad holds d(s) (-1: its own). */
+static void plan_grads(baton_nn_model *m)
+{
+    int *ready = m->plan_work, *alias = ready + m->nslots;
+    for (size_t s = 0; s < m->nslots; s++) ready[s] = 0, alias[s] = -1;
+    ready[m->out_slot] = 1;   /* the loss writes d(logits) */
+    nn_gout *pend = NULL;     /* a contribution the op after this one left in scratch */
+    for (size_t i = m->train.nops; i-- > 0;) {
+        nn_op *o = &m->train.ops[i];
+        o->alias = o->kind == NN_OP_ADD_RELU && alias_ok(m, i) && !ready[o->in2];
+        const int takes = o->kind == NN_OP_BN_ADD_RELU || o->alias;
+        if (pend) {
+            if (takes && m->k->relu_bwd_add && pend->slot == o->out)
+                o->dy2 = 1;
+            else
+                pend->mode = NN_G_ADD;
+            pend = NULL;
+        }
+        o->dy = alias[o->out] >= 0 ? alias[o->out] : o->out;
+        o->zero_dy = !ready[o->out];
+        ready[o->out] = 1;
+        if (takes) {   /* d(in2) is written here first (the plan made bn+add+relu only so) */
+            o->gx = (nn_gout){o->in, o->kind == NN_OP_BN_ADD_RELU ? NN_G_DIRECT : NN_G_NONE};
+            o->gx2 = (nn_gout){o->in2, NN_G_DIRECT};
+            ready[o->in] = ready[o->in2] = 1;
+            if (o->alias) alias[o->in] = o->in2;
+        } else {
+            route(&o->gx, o->in, ready, &pend);
+            route(&o->gx2, o->in2, ready, &pend);
+        }
+    }
+    if (pend) pend->mode = NN_G_ADD;
+}
+
+int nn_plan_alloc(baton_nn_model *m, baton_err *err)
+{
+    const size_t nl = m->nlayers ? m->nlayers : 1, work = 3 * nl > 2 * m->nslots ? 3 * nl : 2 * m->nslots;
+    m->train.ops = calloc(nl, sizeof(nn_op));
+    m->infer.ops = calloc(nl, sizeof(nn_op));
+    m->plan_work = calloc(work, sizeof(int));
+    if (!m->train.ops || !m->infer.ops || !m->plan_work)
+        return baton_err_set(err, BATON_ERR_NOMEM, "model %s: out of memory for its plan", m->name);
+    return BATON_OK;
 }
 
 void nn_plan_fusions(baton_nn_model *m)
 {
-    fuse_relus(m);
-    plan_adds(m);
-    plan_conv_stats(m);
+    plan_infer(m);
+    plan_train(m);
+    plan_grads(m);
+}
+
+void nn_plan_free(baton_nn_model *m)
+{
+    free(m->train.ops);
+    free(m->infer.ops);
+    free(m->plan_work);
 }

@@ -23,25 +23,19 @@
  * phase.
  *
  * Threads: every item (NCHW: a channel, or for inference an [image, channel] plane; blocked: a
- * channel block and image chunk) is computed entirely by one thread, so results are bit-identical
- * whatever the thread count or scheduling. In the normal build (GCC with OpenMP, as Debian's oneDNN
- * uses) the items run in an OpenMP parallel region: the same team of threads that runs oneDNN's
- * primitives, sized by OMP_NUM_THREADS, so the two never compete for the cores. Builds without
- * OpenMP (the fuzzing build) use a small pool of (nthreads - 1) workers started on first use:
- * nthreads is OMP_NUM_THREADS or else the CPUs this process may run on, capped at MAX_THREADS; a
- * call wakes the workers, they take chunks of items from a shared counter, the call waits for them.
- * Small tensors, calls made inside a parallel region or while another thread is using the pool,
- * and calls in a child after fork run on the caller alone (same results). Nothing is allocated per
- * call (the blocked path keeps its partial sums on the stack). */
+ * channel block and image chunk) is computed entirely by one thread, and the partial sums are added
+ * in a fixed order afterwards, so results are bit-identical whatever the thread count or
+ * scheduling. The items run in an OpenMP loop (the file is built with -fopenmp, as the other fast
+ * kernels are): the same team of threads that runs oneDNN's primitives, sized by OMP_NUM_THREADS,
+ * so the two never compete for the cores. Small tensors, calls made inside a parallel region, calls
+ * in a child after fork and builds without OpenMP (the fuzzing build) run on the caller alone
+ * (same results). Nothing is allocated per call (the blocked path keeps its partial sums on the
+ * stack). */
 #include "nn_internal.h"
 
 #include <math.h>
 #include <pthread.h>
-#include <sched.h>
-#include <signal.h>
-#include <stdatomic.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #ifdef _OPENMP
@@ -52,7 +46,7 @@
 #define ACCS 4       /* independent accumulator chains per sum */
 #define SUM_BLOCK 4096       /* elements summed in float lanes before folding into the double */
 #define MAX_THREADS 16
-#define MIN_PARALLEL 32768   /* fewer elements than this: not worth waking the workers */
+#define MIN_PARALLEL 32768   /* fewer elements than this: one thread (not worth waking the team) */
 #define COEF_ROWS 6
 #define PART_STRIDE 48       /* blocked: doubles of partial sums per item, up to three sums of 16 lanes */
 
@@ -195,8 +189,6 @@ typedef struct job {
     int n, c, hw;
     float eps;
     int items;                     /* channels (train, backward) or planes (inference) */
-    int chunk;                     /* items taken at a time */
-    atomic_int next;               /* the first item no thread has taken yet */
     const float *x, *dy, *gamma, *beta, *mean, *var;
     float *y, *dx, *omean, *ovar, *dgamma, *dbeta;
     int relu;                      /* blocked: y = max(0, bn(x)) in forward; in backward dy masked where
@@ -440,141 +432,61 @@ static void blk_item(const job *j, int item)
     memcpy(part + 32, d2, sizeof d2);
 }
 
-/* Take chunks of items until none is left. Which thread computes an item changes nothing in it. */
-static void run_items(job *j)
+static void run_item(const job *j, int it)
 {
-    for (;;) {
-        const int lo = atomic_fetch_add_explicit(&j->next, j->chunk, memory_order_relaxed);
-        if (lo >= j->items) return;
-        const int hi = j->items - lo < j->chunk ? j->items : lo + j->chunk;
-        for (int it = lo; it < hi; it++) {
-            switch (j->kind) {
-            case JOB_TRAIN: train_channel(j, it); break;
-            case JOB_INFER: infer_plane(j, it); break;
-            case JOB_BWD: bwd_channel(j, it); break;
-            default: blk_item(j, it); break;
-            }
-        }
+    switch (j->kind) {
+    case JOB_TRAIN: train_channel(j, it); break;
+    case JOB_INFER: infer_plane(j, it); break;
+    case JOB_BWD: bwd_channel(j, it); break;
+    default: blk_item(j, it); break;
     }
 }
 
-/* ---- the pool ---- */
+/* ---- threads ---- */
 
+/* The team for one call: OMP_NUM_THREADS capped at MAX_THREADS (taken on the first call), or 1
+ * without OpenMP, inside a parallel region already, or in a child after fork (the team belongs to
+ * the parent process). */
 static struct {
     pthread_once_t once;
-    int nthreads;                  /* workers + the caller; 1: no workers */
-    pid_t pid;                     /* the process the workers belong to */
-    pthread_mutex_t busy;          /* held by the one caller using the workers */
-    pthread_mutex_t lk;            /* guards gen, pending, cur */
-    pthread_cond_t go, done;
-    uint64_t gen;                  /* bumped once per parallel call */
-    int pending;                   /* workers still running the current call */
-    job *cur;
-    int omp_threads;               /* OpenMP builds: the team size (OMP_NUM_THREADS) */
-} P = {
-    .once = PTHREAD_ONCE_INIT,
-    .nthreads = 1,
-    .busy = PTHREAD_MUTEX_INITIALIZER,
-    .lk = PTHREAD_MUTEX_INITIALIZER,
-    .go = PTHREAD_COND_INITIALIZER,
-    .done = PTHREAD_COND_INITIALIZER,
-};
+    pid_t pid;
+    int size;
+} T = {.once = PTHREAD_ONCE_INIT, .size = 1};
 
-static void *worker(void *arg)
+static void team_init(void)
 {
-    uint64_t seen = 0;
-    pthread_mutex_lock(&P.lk);
-    for (;;) {
-        while (P.gen == seen) pthread_cond_wait(&P.go, &P.lk);
-        seen = P.gen;
-        job *j = P.cur;
-        pthread_mutex_unlock(&P.lk);
-        run_items(j);
-        pthread_mutex_lock(&P.lk);
-        if (--P.pending == 0) pthread_cond_signal(&P.done);
-    }
-    return NULL;
-}
-
-static int cpus_allowed(void)
-{
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
-}
-
-static void pool_start(void)
-{
+    T.pid = getpid();
 #ifdef _OPENMP
-    P.pid = getpid();
-    P.omp_threads = omp_get_max_threads();
-    if (P.omp_threads > MAX_THREADS) P.omp_threads = MAX_THREADS;
-    return;
+    const int t = omp_get_max_threads();
+    T.size = t < 1 ? 1 : t > MAX_THREADS ? MAX_THREADS : t;
 #endif
-    int cpus = cpus_allowed(), want = cpus;
-    const char *env = getenv("OMP_NUM_THREADS");
-    if (env && *env) {
-        char *end;
-        long v = strtol(env, &end, 10);   /* the first entry of a list such as "2,1" */
-        if (end != env && v >= 1) want = v < MAX_THREADS ? (int)v : MAX_THREADS;
-    }
-    if (want > cpus) want = cpus;
-    if (want > MAX_THREADS) want = MAX_THREADS;
-    /* the workers take no signals: those stay with the application's own threads */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int started = 1;
-    for (; started < want; started++) {
-        pthread_t th;
-        if (pthread_create(&th, NULL, worker, NULL) != 0) break;
-        pthread_detach(th);
-    }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    P.pid = getpid();
-    P.nthreads = started;
 }
 
+static int team_size(void)
+{
+    pthread_once(&T.once, team_init);
+#ifdef _OPENMP
+    if (omp_in_parallel()) return 1;
+#endif
+    return getpid() == T.pid ? T.size : 1;
+}
+
+/* Every item of the call, in an OpenMP loop over oneDNN's team (its threads just ran the convolution
+ * and spin a while waiting for more, so the work goes to them): a few chunks of items per thread,
+ * taken dynamically, so a thread that gets its CPU late (the machine's other threads) takes fewer
+ * instead of holding the call up. Which thread computes an item changes nothing in it. */
 static void run(job *j)
 {
-    pthread_once(&P.once, pool_start);
     const size_t total = (size_t)j->n * j->c * j->hw;
-#ifdef _OPENMP
-    /* oneDNN's OpenMP team: its threads are the ones that just ran the convolution (and spin a
-     * while waiting for more), so the work goes to them instead of to a second pool */
-    if (P.omp_threads > 1 && j->items > 1 && total >= MIN_PARALLEL && getpid() == P.pid && !omp_in_parallel()) {
-        j->chunk = j->items / (8 * P.omp_threads);
-        if (j->chunk < 1) j->chunk = 1;
-        atomic_init(&j->next, 0);
-#pragma omp parallel num_threads(P.omp_threads)
-        run_items(j);
+    const int threads = j->items > 1 && total >= MIN_PARALLEL ? team_size() : 1;
+    if (threads == 1) {
+        for (int it = 0; it < j->items; it++) run_item(j, it);
         return;
     }
-#endif
-    if (P.nthreads > 1 && j->items > 1 && total >= MIN_PARALLEL && getpid() == P.pid &&
-        pthread_mutex_trylock(&P.busy) == 0) {
-        /* a few chunks per thread: a worker that gets its CPU late (the machine's other threads,
-         * oneDNN's spinning OpenMP workers) takes fewer of them instead of holding the call up */
-        j->chunk = j->items / (8 * P.nthreads);
-        if (j->chunk < 1) j->chunk = 1;
-        atomic_init(&j->next, 0);
-        pthread_mutex_lock(&P.lk);
-        P.cur = j;
-        P.pending = P.nthreads - 1;
-        P.gen++;
-        pthread_cond_broadcast(&P.go);
-        pthread_mutex_unlock(&P.lk);
-        run_items(j);
-        pthread_mutex_lock(&P.lk);
-        while (P.pending > 0) pthread_cond_wait(&P.done, &P.lk);
-        pthread_mutex_unlock(&P.lk);
-        pthread_mutex_unlock(&P.busy);
-        return;
-    }
-    j->chunk = j->items;
-    atomic_init(&j->next, 0);
-    run_items(j);
+    const int chunk = j->items / (8 * threads) > 1 ? j->items / (8 * threads) : 1;
+    (void)chunk;   /* read by the pragma only */
+#pragma omp parallel for num_threads(threads) schedule(dynamic, chunk)
+    for (int it = 0; it < j->items; it++) run_item(j, it);
 }
 
 /* ---- blocked calls ---- */
@@ -738,8 +650,8 @@ void nn_fast_bn_bwd(int n, int c, int hw, const float *x, const float *dy, const
     run(&j);
 }
 
-/* Batch norm fused with the ReLU after it (blocked activations only; 0: not done, the caller runs
- * the two kernels). Forward writes y = max(0, bn(x)); backward takes d(y) and the forward's gamma,
+/* Batch norm fused with the ReLU after it (blocked activations only: the geometries
+ * nn_fast_bn_stats_ok accepts, for any n; 0 for others, nothing written). Forward writes y = max(0, bn(x)); backward takes d(y) and the forward's gamma,
  * beta and statistics, and finds where y > 0 from x (blk_bwd). */
 int nn_fast_bn_relu_fwd_train(int n, int c, int hw, const float *x, const float *gamma, const float *beta, float eps,
                               float *y, float *mean, float *var)
@@ -751,7 +663,7 @@ int nn_fast_bn_relu_fwd_train(int n, int c, int hw, const float *x, const float 
 }
 
 /* Batch norm, then the residual add and the ReLU after it (a resnet block's tail), in training:
- * y = max(0, bn(x) + res), blocked activations only (0: not done, nothing written). The bn output is
+ * y = max(0, bn(x) + res), blocked activations only (0 for others, nothing written). The bn output is
  * rounded to float before the add, so y equals bn_fwd_train followed by add_relu bit for bit. */
 int nn_fast_bn_add_relu_fwd_train(int n, int c, int hw, const float *x, const float *res, const float *gamma,
                                   const float *beta, float eps, float *y, float *mean, float *var)
@@ -771,7 +683,7 @@ int nn_fast_bn_relu_bwd(int n, int c, int hw, const float *x, const float *dy, c
     return 1;
 }
 
-/* The backward of bn_add_relu_fwd_train (blocked only; 0: not done, nothing written): d(y) = dy
+/* The backward of bn_add_relu_fwd_train (blocked only; 0 for others, nothing written): d(y) = dy
  * (+ dy2 when not NULL); g = that where y > 0, the gradient of both addends, written out; dx,
  * dgamma, dbeta the batch norm's backward of g. The same results as relu_bwd_add (or relu_bwd), then
  * bn_bwd, bit for bit when dy2 is given. g may not alias any input. */
@@ -787,12 +699,15 @@ int nn_fast_bn_add_relu_bwd(int n, int c, int hw, const float *x, const float *y
 
 /* ---- normalisation with statistics taken elsewhere (by the convolution that wrote x) ---- */
 
+/* The predicate of every fused entry here and of the statistics-taking convolution: the blocked
+ * geometries (the kernel table's bn_fused_ok). The entries decline on nothing else, so no batch
+ * size changes the answer. */
 int nn_fast_bn_stats_ok(int c, int hw) { return c > 0 && blk_ok(c, hw); }
 
 /* The training forward's normalisation with batch statistics already taken (mean, var as
  * bn_fwd_train returns them): y = bn(x), or max(0, bn(x)) (relu), or max(0, bn(x) + res) (res not
  * NULL) — what bn_fwd_train, bn_relu_fwd_train and bn_add_relu_fwd_train write, bit for bit.
- * Blocked only; 0: not done. */
+ * Blocked only; 0 for others, nothing written. */
 int nn_fast_bn_apply_train(int n, int c, int hw, const float *x, const float *res, int relu, const float *gamma,
                            const float *beta, float eps, const float *mean, const float *var, float *y)
 {

@@ -8,7 +8,9 @@
  * [oc/16][ic/16][kh][kw][ic%16][oc%16] (from OIHW, or from the flipped and transposed weights of a
  * backward-data). nn_fast_conv3_usable says whether a geometry runs here: 3x3, stride 1, padding 1,
  * channels multiples of 16 up to FAST_CONV_MAX_C (above that oneDNN's Winograd kernels are clearly
- * faster), and a CPU with AVX-512F (checked once; BATON_FASTCONV=0 turns this path off).
+ * faster), and a CPU with AVX-512F (checked once; BATON_FASTCONV=0 turns this path off) — for any
+ * batch size. nn_fast_conv3_bn_ok is the predicate of the statistics-taking forward (the kernel
+ * table's conv_bn_stats_ok).
  *
  * Why our own: speed alone would not justify it — in a resnet20 training step it is about as fast
  * as oneDNN 2.6 (its direct kernel at 16 channels, its Winograd at 32; forward within noise,
@@ -231,36 +233,55 @@ void nn_fast_conv3_run(int n, int c_in, int c_out, int h, int w, const float *x,
     }
 }
 
-/* The rows' sums for nn_fast_conv3_bn_fwd: grown (only) when a larger batch comes; calls are
- * serialised by its lock. */
+/* The rows' sums for nn_fast_conv3_bn_fwd: grown (only) when a larger batch comes, reserved for a
+ * model's largest batch by nn_fast_conv3_bn_ok; calls are serialised by its lock. */
 static struct {
     pthread_mutex_t lk;
     double *buf;
     size_t cap;
 } stats_buf = {PTHREAD_MUTEX_INITIALIZER, NULL, 0};
 
+/* Under the lock: room for the sums of a batch of g->n images. */
+static int stats_reserve(const baton_nn_conv_geom *g)
+{
+    const size_t need = (size_t)g->n * g->oh * (g->oc / NN_BLOCK) * 32;
+    if (need <= stats_buf.cap) return 1;
+    double *nb = realloc(stats_buf.buf, need * sizeof(double));
+    if (!nb) return 0;
+    stats_buf.buf = nb;
+    stats_buf.cap = need;
+    return 1;
+}
+
+/* The predicate of nn_fast_conv3_bn_fwd: a geometry the direct kernel and the blocked batch norm
+ * take, with the sums' room reserved for batches of up to g->n images, so that no call with such a
+ * batch declines (the buffer never shrinks). */
+int nn_fast_conv3_bn_ok(const baton_nn_conv_geom *g)
+{
+    if (g->n < 1 || !nn_fast_conv3_usable(g) || !nn_fast_bn_stats_ok(g->oc, g->oh * g->ow)) return 0;
+    pthread_mutex_lock(&stats_buf.lk);
+    const int ok = stats_reserve(g);
+    pthread_mutex_unlock(&stats_buf.lk);
+    return ok;
+}
+
 /* y = conv(x) (+ bias) for a usable geometry, and the batch mean and biased variance of y per output
  * channel, from sums of (y - shift) and (y - shift)^2 taken from the accumulators before they are
  * stored (float within a tile of up to 16 pixels, double from there on; rows added in order):
  * with shift near the mean (the running mean) no cancellation. Equal to bn_fwd_train's statistics
  * within rounding, not bit for bit; the same for any thread count. 0: not done (geometry that the
- * kernel or the blocked batch norm does not take, or out of memory), nothing written. */
+ * kernel or the blocked batch norm does not take, or out of memory for a batch larger than
+ * nn_fast_conv3_bn_ok reserved for), nothing written. */
 int nn_fast_conv3_bn_fwd(const baton_nn_conv_geom *g, const float *x, const float *w, const float *bias,
                          const float *shift, float *y, float *mean, float *var)
 {
     const int hw = g->oh * g->ow, ocbs = g->oc / NN_BLOCK;
     if (!nn_fast_conv3_usable(g) || !nn_fast_bn_stats_ok(g->oc, hw)) return 0;
-    const size_t need = (size_t)g->n * g->oh * ocbs * 32;
     float wp[NN_FAST_CONV_PACK_MAX];
     pthread_mutex_lock(&stats_buf.lk);
-    if (need > stats_buf.cap) {
-        double *nb = realloc(stats_buf.buf, need * sizeof(double));
-        if (!nb) {
-            pthread_mutex_unlock(&stats_buf.lk);
-            return 0;
-        }
-        stats_buf.buf = nb;
-        stats_buf.cap = need;
+    if (!stats_reserve(g)) {   /* a larger batch than nn_fast_conv3_bn_ok reserved for */
+        pthread_mutex_unlock(&stats_buf.lk);
+        return 0;
     }
     nn_fast_conv3_pack(g, w, 0, wp);
     nn_fast_conv3_run(g->n, g->ic, g->oc, g->oh, g->ow, x, wp, bias, 0, y, shift, stats_buf.buf);

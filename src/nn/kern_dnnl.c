@@ -25,20 +25,22 @@
  * is kern_bn_fast.c's (oneDNN 2.6 has only a slow generic kernel for plain NCHW batch norm, which
  * made it over a third of a resnet training step; the blocked kernels there are as simple). Max
  * pooling is plain C (the max-pool workspace format is part of the table contract — a flat index
- * within the input plane — which oneDNN's opaque workspace is not): kern_pool_fast.c's on blocked
- * activations (with a backward fused with the ReLU before the pool), an unrolled 2x2 stride-2
- * forward on NCHW ones, the reference otherwise. Global average pooling is plain C too (a tiny
- * share of the work).
+ * within the input plane — which oneDNN's opaque workspace is not): kern_pool_fast.c's entries.
+ * Global average pooling is plain C too (a tiny share of the work).
  *
  * Threads: oneDNN in Debian runs on OpenMP, so OMP_NUM_THREADS sets the thread count. For a fixed
  * thread count every primitive is deterministic, so results are bit-reproducible run to run. Calls
  * are serialised by a mutex (the memory objects and the scratchpad are shared), so the table may be
- * used from several threads. Batch norm runs on kern_bn_fast.c's own small pool, sized the same way.
+ * used from several threads. Batch norm and the other hand-written kernels run OpenMP loops on the
+ * same team.
  *
  * Errors: the table entries cannot return a status. If oneDNN cannot create or run a primitive for
  * some geometry, that call (and later ones with the same geometry) falls back to the reference
- * kernel, with one warning per operation logged through baton_log. Creation of the table itself
- * fails (NULL and a message) when the engine or stream cannot be created. Nothing here aborts. */
+ * kernel, with one warning per operation logged through baton_log (the convolution with a ReLU
+ * post-op: to the plain convolution and the ReLU, so the fused entry takes every geometry). The
+ * optional entries' predicates (nn.h) are those of the hand-written kernels behind them. Creation
+ * of the table itself fails (NULL and a message) when the engine or stream cannot be created.
+ * Nothing here aborts. */
 #include "nn_internal.h"
 
 #include <oneapi/dnnl/dnnl.h>
@@ -532,15 +534,22 @@ static void d_conv_fwd(const baton_nn_conv_geom *g, const float *x, const float 
     if (!dispatch(&k, p)) ref_conv(OP_CONV_FWD, g, x, w, b, y, NULL);
 }
 
+static void d_relu_fwd(size_t count, const float *x, float *y);
+
 /* y = max(0, conv(x)): the ReLU as the convolution's post-op (the model's conv + ReLU pair in
- * training). 0 when oneDNN refused it: nothing written, the caller runs conv_fwd and relu_fwd. */
+ * training). Where oneDNN refuses the post-op for a geometry: conv_fwd, then the ReLU in place —
+ * the same values, so the entry takes every geometry. */
 static int d_conv_relu_fwd(const baton_nn_conv_geom *g, const float *x, const float *w, const float *b, float *y)
 {
     if (fast_conv(g, x, w, b, 1, 0, y)) return 1;
     pkey k = conv_key(OP_CONV_FWD, g, b != NULL);
     k.v[13] = 1;
     void *p[4] = {P(x), P(w), y, P(b)};
-    return dispatch(&k, p);
+    if (!dispatch(&k, p)) {
+        d_conv_fwd(g, x, w, b, y);
+        d_relu_fwd((size_t)g->n * g->oc * g->oh * g->ow, y, y);
+    }
+    return 1;
 }
 
 /* Backward-data of a stride-1 convolution is a forward convolution: dx = conv(dy, w'),
@@ -649,61 +658,6 @@ static void d_add(size_t count, const float *a, const float *b, float *y)
     if (!dispatch(&k, p)) nn_ref_add(count, a, b, y);
 }
 
-/* Max pooling, 2x2 windows with stride 2 (lenet's): the reference's rule (the first maximum in
- * row-major window order; a NaN beats a number) unrolled over the four taps. Other windows run the
- * reference kernel. */
-static void d_maxpool_fwd(const baton_nn_pool_geom *g, const float *x, float *y, int32_t *ws)
-{
-    if (nn_is_blocked(NN_BLOCK, g->c)) {
-        nn_fast_maxpool_fwd(g, x, y, ws);
-        return;
-    }
-    if (g->k != 2 || g->stride != 2) {
-        nn_ref_maxpool_fwd(g, x, y, ws);
-        return;
-    }
-    const size_t iplane = (size_t)g->ih * g->iw, oplane = (size_t)g->oh * g->ow;
-    for (size_t p = 0; p < (size_t)g->n * g->c; p++) {
-        const float *xp = x + p * iplane;
-        float *yp = y + p * oplane;
-        int32_t *wp = ws + p * oplane;
-        for (int oh = 0; oh < g->oh; oh++) {
-            const int row = 2 * oh * g->iw;
-            const float *r0 = xp + row, *r1 = r0 + g->iw;
-            for (int ow = 0; ow < g->ow; ow++) {
-                const int c = 2 * ow;
-                const float t[4] = {r0[c], r0[c + 1], r1[c], r1[c + 1]};
-                float bv = t[0];
-                int bi = 0;
-                for (int i = 1; i < 4; i++)
-                    if (t[i] > bv || (t[i] != t[i] && bv == bv)) {
-                        bv = t[i];
-                        bi = i;
-                    }
-                yp[oh * g->ow + ow] = bv;
-                wp[oh * g->ow + ow] = row + (bi >> 1) * g->iw + c + (bi & 1);
-            }
-        }
-    }
-}
-
-static void d_maxpool_bwd(const baton_nn_pool_geom *g, const float *dy, const int32_t *ws, float *dx)
-{
-    if (nn_is_blocked(NN_BLOCK, g->c))
-        nn_fast_maxpool_bwd(g, dy, ws, dx);
-    else
-        nn_ref_maxpool_bwd(g, dy, ws, dx);
-}
-
-/* maxpool_bwd and then relu_bwd of the ReLU before the pool, in one pass (blocked layouts only) */
-static int d_maxpool_relu_bwd(const baton_nn_pool_geom *g, const float *dy, const int32_t *ws, const float *relu_out,
-                              float *dx)
-{
-    if (!nn_is_blocked(NN_BLOCK, g->c)) return 0;
-    nn_fast_maxpool_bwd_masked(g, dy, ws, relu_out, dx);
-    return 1;
-}
-
 static void d_gap_fwd(int n, int c, int hw, const float *x, float *y)
 {
     if (nn_is_blocked(NN_BLOCK, c))
@@ -728,6 +682,7 @@ static const baton_nn_kernels dnnl_table = {
     .conv_fwd = d_conv_fwd,
     .conv_relu_fwd = d_conv_relu_fwd,
     .conv_bn_stats_fwd = nn_fast_conv3_bn_fwd,
+    .conv_bn_stats_ok = nn_fast_conv3_bn_ok,
     .conv_bwd_data = d_conv_bwd_data,
     .conv_bwd_weights = d_conv_bwd_weights,
     .linear_fwd = d_linear_fwd,
@@ -738,6 +693,7 @@ static const baton_nn_kernels dnnl_table = {
     .bn_bwd = nn_fast_bn_bwd,
     .bn_relu_fwd_train = nn_fast_bn_relu_fwd_train,
     .bn_relu_bwd = nn_fast_bn_relu_bwd,
+    .bn_fused_ok = nn_fast_bn_stats_ok,
     .bn_add_relu_fwd_train = nn_fast_bn_add_relu_fwd_train,
     .bn_apply_train = nn_fast_bn_apply_train,
     .bn_add_relu_bwd = nn_fast_bn_add_relu_bwd,
@@ -745,9 +701,10 @@ static const baton_nn_kernels dnnl_table = {
     .relu_fwd = d_relu_fwd,
     .relu_bwd = d_relu_bwd,
     .relu_bwd_add = nn_fast_relu_bwd_add,
-    .maxpool_fwd = d_maxpool_fwd,
-    .maxpool_bwd = d_maxpool_bwd,
-    .maxpool_relu_bwd = d_maxpool_relu_bwd,
+    .maxpool_fwd = nn_fast_maxpool_fwd,
+    .maxpool_bwd = nn_fast_maxpool_bwd,
+    .maxpool_relu_bwd = nn_fast_maxpool_relu_bwd,
+    .maxpool_relu_ok = nn_fast_maxpool_relu_ok,
     .gap_fwd = d_gap_fwd,
     .gap_bwd = d_gap_bwd,
     .add = d_add,

@@ -1,5 +1,7 @@
-/* kern_pool_fast.c — max pooling over blocked activations (nChw16c) for the oneDNN table, threaded
- * and vectorised: the forward, the backward, and the backward fused with the ReLU before the pool.
+/* kern_pool_fast.c — the oneDNN table's max-pooling entries: forward, backward, and the backward
+ * fused with the ReLU before the pool (its predicate: blocked activations), threaded and vectorised
+ * over blocked activations (nChw16c); on NCHW ones an unrolled 2x2 stride-2 forward, the reference
+ * kernels otherwise.
  *
  * Contract: the same results, bit for bit, as the reference kernels (kern_misc.c) on the NCHW view
  * of the data: the window is scanned in row-major order, an element
@@ -135,7 +137,7 @@ CLONES static void bwd_plane(const baton_nn_pool_geom *g, const float *gp, const
 
 static int two_by_two(const baton_nn_pool_geom *g) { return g->k == 2 && g->stride == 2; }
 
-void nn_fast_maxpool_fwd(const baton_nn_pool_geom *g, const float *x, float *y, int32_t *ws)
+static void blk_fwd(const baton_nn_pool_geom *g, const float *x, float *y, int32_t *ws)
 {
     const long planes = (long)g->n * (g->c / B);
     const size_t ihw = (size_t)g->ih * g->iw * B, ohw = (size_t)g->oh * g->ow * B;
@@ -149,8 +151,8 @@ void nn_fast_maxpool_fwd(const baton_nn_pool_geom *g, const float *x, float *y, 
     }
 }
 
-void nn_fast_maxpool_bwd_masked(const baton_nn_pool_geom *g, const float *dy, const int32_t *ws,
-                                const float *relu_out, float *dx)
+/* relu_out NULL: no ReLU mask */
+static void blk_bwd(const baton_nn_pool_geom *g, const float *dy, const int32_t *ws, const float *relu_out, float *dx)
 {
     const long planes = (long)g->n * (g->c / B);
     const size_t ihw = (size_t)g->ih * g->iw * B, ohw = (size_t)g->oh * g->ow * B;
@@ -165,7 +167,63 @@ void nn_fast_maxpool_bwd_masked(const baton_nn_pool_geom *g, const float *dy, co
     }
 }
 
+/* NCHW, 2x2 windows with stride 2 (lenet's on a non-blocked channel count): the reference's rule
+ * (the first maximum in row-major window order; a NaN beats a number) unrolled over the four taps */
+static void plain_fwd_2x2(const baton_nn_pool_geom *g, const float *x, float *y, int32_t *ws)
+{
+    const size_t iplane = (size_t)g->ih * g->iw, oplane = (size_t)g->oh * g->ow;
+    for (size_t p = 0; p < (size_t)g->n * g->c; p++) {
+        const float *xp = x + p * iplane;
+        float *yp = y + p * oplane;
+        int32_t *wp = ws + p * oplane;
+        for (int oh = 0; oh < g->oh; oh++) {
+            const int row = 2 * oh * g->iw;
+            const float *r0 = xp + row, *r1 = r0 + g->iw;
+            for (int ow = 0; ow < g->ow; ow++) {
+                const int c = 2 * ow;
+                const float t[4] = {r0[c], r0[c + 1], r1[c], r1[c + 1]};
+                float bv = t[0];
+                int bi = 0;
+                for (int i = 1; i < 4; i++)
+                    if (t[i] > bv || (t[i] != t[i] && bv == bv)) {
+                        bv = t[i];
+                        bi = i;
+                    }
+                yp[oh * g->ow + ow] = bv;
+                wp[oh * g->ow + ow] = row + (bi >> 1) * g->iw + c + (bi & 1);
+            }
+        }
+    }
+}
+
+/* ---- the oneDNN table's entries ---- */
+
+void nn_fast_maxpool_fwd(const baton_nn_pool_geom *g, const float *x, float *y, int32_t *ws)
+{
+    if (nn_is_blocked(B, g->c))
+        blk_fwd(g, x, y, ws);
+    else if (two_by_two(g))
+        plain_fwd_2x2(g, x, y, ws);
+    else
+        nn_ref_maxpool_fwd(g, x, y, ws);
+}
+
 void nn_fast_maxpool_bwd(const baton_nn_pool_geom *g, const float *dy, const int32_t *ws, float *dx)
 {
-    nn_fast_maxpool_bwd_masked(g, dy, ws, NULL, dx);
+    if (nn_is_blocked(B, g->c))
+        blk_bwd(g, dy, ws, NULL, dx);
+    else
+        nn_ref_maxpool_bwd(g, dy, ws, dx);
 }
+
+/* maxpool_bwd and then relu_bwd of the ReLU before the pool, in one pass: blocked layouts only (the
+ * geometries nn_fast_maxpool_relu_ok accepts, any n; 0 for others, nothing written) */
+int nn_fast_maxpool_relu_bwd(const baton_nn_pool_geom *g, const float *dy, const int32_t *ws, const float *relu_out,
+                             float *dx)
+{
+    if (!nn_fast_maxpool_relu_ok(g)) return 0;
+    blk_bwd(g, dy, ws, relu_out, dx);
+    return 1;
+}
+
+int nn_fast_maxpool_relu_ok(const baton_nn_pool_geom *g) { return nn_is_blocked(B, g->c); }

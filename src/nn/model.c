@@ -1,219 +1,18 @@
-/* model.c — a model as a small static graph of layers over activation slots: the builder the zoo
- * uses, arena allocation and PyTorch-default initialisation, forward / loss / backward through the
- * kernel table, and the named-tensor view (state_dict order) used by checkpoints.
+/* model.c — a model's life: created from its spec as a small static graph of layers over
+ * activation slots (zoo.c through build.c's builder), its arenas allocated and initialised as
+ * PyTorch does by default, planned for its kernel table (fuse.c; again when the table changes),
+ * freed; and the named-tensor view (state_dict order) checkpoints use. pass.c runs its passes.
  *
  * Contract: all memory is allocated in baton_nn_model_create (parameters, gradients, buffers and
- * activations each in one arena, every tensor 64-byte aligned within it); forward, loss and
- * backward allocate nothing. Layers run in build order; backward runs them in reverse and adds the
- * gradients of a slot read by several layers (residual fan-out) in a fixed order. */
+ * activations each in one arena, every tensor 64-byte aligned within it, and the plans); forward,
+ * loss, backward and a change of table allocate nothing here (planning may let a table's predicate
+ * reserve the kernel's own buffers for the largest batch). */
 #include "nn_internal.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define ALIGN_ELEMS 16   /* 64 bytes of float / int32 */
-
-static size_t align_up(size_t n) { return (n + ALIGN_ELEMS - 1) / ALIGN_ELEMS * ALIGN_ELEMS; }
-
-static int fail(baton_nn_model *m, int code, const char *fmt, const char *a, const char *b)
-{
-    if (!m->build_err) {
-        m->build_err = code;
-        baton_err_set(&m->berr, code, fmt, m->name, a ? a : "", b ? b : "");
-    }
-    return -1;
-}
-
-static void *grow(void *p, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap) return p;
-    size_t nc = *cap ? *cap * 2 : 16;
-    while (nc < need) nc *= 2;
-    void *q = realloc(p, nc * elem);
-    if (q) *cap = nc;
-    return q;
-}
-
-static int add_slot(baton_nn_model *m, int c, int h, int w)
-{
-    if (m->build_err) return -1;
-    nn_slot *s = grow(m->slots, &m->cap_slots, m->nslots + 1, sizeof *s);
-    if (!s) return fail(m, BATON_ERR_NOMEM, "model %s: out of memory%s%s", NULL, NULL);
-    m->slots = s;
-    nn_slot *t = &s[m->nslots];
-    memset(t, 0, sizeof *t);
-    t->c = c;
-    t->h = h;
-    t->w = w;
-    t->per_image = (size_t)c * h * w;
-    if (t->per_image > m->max_slot) m->max_slot = t->per_image;
-    return (int)m->nslots++;
-}
-
-static nn_layer *add_layer(baton_nn_model *m, int kind, const char *name, int in)
-{
-    if (m->build_err || in < 0) return NULL;
-    nn_layer *l = grow(m->layers, &m->cap_layers, m->nlayers + 1, sizeof *l);
-    if (!l) {
-        fail(m, BATON_ERR_NOMEM, "model %s: out of memory%s%s", NULL, NULL);
-        return NULL;
-    }
-    m->layers = l;
-    l = &l[m->nlayers++];
-    memset(l, 0, sizeof *l);
-    l->kind = kind;
-    snprintf(l->name, sizeof l->name, "%s", name ? name : "");
-    l->in = in;
-    l->in2 = l->out = l->tw = l->tb = l->trm = l->trv = l->tnbt = -1;
-    return l;
-}
-
-static int add_tensor(baton_nn_model *m, const char *prefix, const char *leaf, int kind, int dtype, int ndim,
-                      const int64_t *shape, int init, float bound)
-{
-    if (m->build_err) return -1;
-    nn_tensor *t = grow(m->tensors, &m->cap_tensors, m->ntensors + 1, sizeof *t);
-    if (!t) return fail(m, BATON_ERR_NOMEM, "model %s: out of memory%s%s", NULL, NULL);
-    m->tensors = t;
-    t = &t[m->ntensors];
-    memset(t, 0, sizeof *t);
-    snprintf(t->name, sizeof t->name, "%s.%s", prefix, leaf);
-    t->kind = kind;
-    t->dtype = dtype;
-    t->ndim = ndim;
-    t->numel = 1;
-    for (int i = 0; i < ndim; i++) {
-        t->shape[i] = shape[i];
-        t->numel *= (size_t)shape[i];
-    }
-    t->init = init;
-    t->bound = bound;
-    if (kind == BATON_NN_PARAM) {
-        t->off = m->nparam;
-        m->nparam += align_up(t->numel);
-        m->param_count += t->numel;
-    } else if (dtype == BATON_NN_F32) {
-        t->off = m->nbuf;
-        m->nbuf += align_up(t->numel);
-    } else {
-        t->off = m->ni64;
-        m->ni64 += 1;
-    }
-    return (int)m->ntensors++;
-}
-
-int nn_b_input(baton_nn_model *m, int c, int h, int w) { return add_slot(m, c, h, w); }
-
-int nn_b_conv(baton_nn_model *m, const char *name, int in, int oc, int k, int stride, int pad, int bias)
-{
-    nn_layer *l = add_layer(m, NN_CONV, name, in);
-    if (!l) return -1;
-    const nn_slot *s = &m->slots[in];
-    int oh = (s->h + 2 * pad - k) / stride + 1, ow = (s->w + 2 * pad - k) / stride + 1;
-    if (s->h + 2 * pad < k || s->w + 2 * pad < k || oh < 1 || ow < 1)
-        return fail(m, BATON_ERR_ARG, "model %s: layer %s: input is smaller than the kernel%s", name, "");
-    l->k = k;
-    l->stride = stride;
-    l->pad = pad;
-    float bound = 1.0f / sqrtf((float)(s->c * k * k));
-    int64_t ws[4] = {oc, s->c, k, k}, bs[1] = {oc};
-    l->tw = add_tensor(m, name, "weight", BATON_NN_PARAM, BATON_NN_F32, 4, ws, NN_INIT_UNIFORM, bound);
-    if (bias) l->tb = add_tensor(m, name, "bias", BATON_NN_PARAM, BATON_NN_F32, 1, bs, NN_INIT_UNIFORM, bound);
-    l = &m->layers[m->nlayers - 1];
-    return l->out = add_slot(m, oc, oh, ow);
-}
-
-int nn_b_bn(baton_nn_model *m, const char *name, int in)
-{
-    nn_layer *l = add_layer(m, NN_BN, name, in);
-    if (!l) return -1;
-    const nn_slot s = m->slots[in];
-    int64_t cs[1] = {s.c};
-    int tw = add_tensor(m, name, "weight", BATON_NN_PARAM, BATON_NN_F32, 1, cs, NN_INIT_ONES, 0);
-    int tb = add_tensor(m, name, "bias", BATON_NN_PARAM, BATON_NN_F32, 1, cs, NN_INIT_ZEROS, 0);
-    int trm = add_tensor(m, name, "running_mean", BATON_NN_BUFFER, BATON_NN_F32, 1, cs, NN_INIT_ZEROS, 0);
-    int trv = add_tensor(m, name, "running_var", BATON_NN_BUFFER, BATON_NN_F32, 1, cs, NN_INIT_ONES, 0);
-    int tn = add_tensor(m, name, "num_batches_tracked", BATON_NN_BUFFER, BATON_NN_I64, 0, cs, NN_INIT_ZEROS, 0);
-    if (m->build_err) return -1;
-    l = &m->layers[m->nlayers - 1];
-    l->tw = tw;
-    l->tb = tb;
-    l->trm = trm;
-    l->trv = trv;
-    l->tnbt = tn;
-    return l->out = add_slot(m, s.c, s.h, s.w);
-}
-
-int nn_b_relu(baton_nn_model *m, int in)
-{
-    nn_layer *l = add_layer(m, NN_RELU, "relu", in);
-    if (!l) return -1;
-    const nn_slot s = m->slots[in];
-    int out = add_slot(m, s.c, s.h, s.w);
-    return m->layers[m->nlayers - 1].out = out;
-}
-
-int nn_b_maxpool(baton_nn_model *m, int in, int k, int stride)
-{
-    nn_layer *l = add_layer(m, NN_MAXPOOL, "max_pool2d", in);
-    if (!l) return -1;
-    const nn_slot s = m->slots[in];
-    if (s.h < k || s.w < k) return fail(m, BATON_ERR_ARG, "model %s: %s: input smaller than the %s window",
-                                        "max_pool2d", "pooling");
-    l->k = k;
-    l->stride = stride;
-    int oh = (s.h - k) / stride + 1, ow = (s.w - k) / stride + 1;
-    int out = add_slot(m, s.c, oh, ow);
-    return m->layers[m->nlayers - 1].out = out;
-}
-
-int nn_b_gap(baton_nn_model *m, int in)
-{
-    if (!add_layer(m, NN_GAP, "adaptive_avg_pool2d", in)) return -1;
-    int out = add_slot(m, m->slots[in].c, 1, 1);
-    return m->layers[m->nlayers - 1].out = out;
-}
-
-int nn_b_linear(baton_nn_model *m, const char *name, int in, int out_features, int bias)
-{
-    nn_layer *l = add_layer(m, NN_LINEAR, name, in);
-    if (!l) return -1;
-    const int fan_in = (int)m->slots[in].per_image;
-    float bound = 1.0f / sqrtf((float)fan_in);
-    int64_t ws[2] = {out_features, fan_in}, bs[1] = {out_features};
-    int tw = add_tensor(m, name, "weight", BATON_NN_PARAM, BATON_NN_F32, 2, ws, NN_INIT_UNIFORM, bound);
-    int tb = bias ? add_tensor(m, name, "bias", BATON_NN_PARAM, BATON_NN_F32, 1, bs, NN_INIT_UNIFORM, bound) : -1;
-    if (m->build_err) return -1;
-    l = &m->layers[m->nlayers - 1];
-    l->tw = tw;
-    l->tb = tb;
-    int out = add_slot(m, out_features, 1, 1);
-    return m->layers[m->nlayers - 1].out = out;
-}
-
-int nn_b_dropout(baton_nn_model *m, int in, float p)
-{
-    nn_layer *l = add_layer(m, NN_DROPOUT, "dropout", in);
-    if (!l) return -1;
-    l->p = p;
-    const nn_slot s = m->slots[in];
-    int out = add_slot(m, s.c, s.h, s.w);
-    return m->layers[m->nlayers - 1].out = out;
-}
-
-int nn_b_add(baton_nn_model *m, int a, int b)
-{
-    nn_layer *l = add_layer(m, NN_ADD, "add", a);
-    if (!l || b < 0) return -1;
-    l->in2 = b;
-    const nn_slot sa = m->slots[a], sb = m->slots[b];
-    if (sa.c != sb.c || sa.h != sb.h || sa.w != sb.w)
-        return fail(m, BATON_ERR_ARG, "model %s: residual add: shapes differ%s%s", NULL, NULL);
-    int out = add_slot(m, sa.c, sa.h, sa.w);
-    return m->layers[m->nlayers - 1].out = out;
-}
 
 /* ---- allocation and initialisation ---- */
 
@@ -224,11 +23,6 @@ static int needs_flat(const nn_slot *s)
     return s->h * s->w > 1 && s->c % NN_BLOCK == 0;
 }
 
-static int flat_now(const baton_nn_model *m, const nn_layer *l)
-{
-    return l->flat && nn_is_blocked(m->k->block, m->slots[l->in].c);
-}
-
 static int finalize(baton_nn_model *m, int init_params, baton_err *err)
 {
     const size_t B = (size_t)m->spec.max_batch;
@@ -236,36 +30,36 @@ static int finalize(baton_nn_model *m, int init_params, baton_err *err)
     size_t nact = 0, nws = 0;
     for (size_t i = 0; i < m->nslots; i++) {
         m->slots[i].off_data = nact;
-        nact += align_up(m->slots[i].per_image * B);
+        nact += nn_align_up(m->slots[i].per_image * B);
         m->slots[i].off_grad = nact;
-        nact += align_up(m->slots[i].per_image * B);
+        nact += nn_align_up(m->slots[i].per_image * B);
     }
     for (size_t i = 0; i < m->nlayers; i++) {
         nn_layer *l = &m->layers[i];
         if (l->kind == NN_BN) {
             l->off_a = nact;
-            nact += align_up(2 * (size_t)m->slots[l->in].c);
+            nact += nn_align_up(2 * (size_t)m->slots[l->in].c);
         } else if (l->kind == NN_DROPOUT) {
             l->off_a = nact;
-            nact += align_up(m->slots[l->in].per_image * B);
+            nact += nn_align_up(m->slots[l->in].per_image * B);
         } else if (l->kind == NN_MAXPOOL) {
             l->off_ws = nws;
-            nws += align_up(m->slots[l->out].per_image * B);
+            nws += nn_align_up(m->slots[l->out].per_image * B);
         } else if (l->kind == NN_LINEAR && needs_flat(&m->slots[l->in])) {
             l->off_flat = nact;
-            nact += align_up(m->slots[l->in].per_image * B);
+            nact += nn_align_up(m->slots[l->in].per_image * B);
         }
     }
-    size_t nscratch = align_up(m->max_slot * B);
+    size_t nscratch = nn_align_up(m->max_slot * B);
     m->nact = nact;
     m->nws = nws;
-    m->params = aligned_alloc(64, sizeof(float) * (m->nparam ? m->nparam : ALIGN_ELEMS));
-    m->grads = aligned_alloc(64, sizeof(float) * (m->nparam ? m->nparam : ALIGN_ELEMS));
-    m->bufs = aligned_alloc(64, sizeof(float) * (m->nbuf ? m->nbuf : ALIGN_ELEMS));
+    m->params = aligned_alloc(64, sizeof(float) * (m->nparam ? m->nparam : NN_ALIGN_ELEMS));
+    m->grads = aligned_alloc(64, sizeof(float) * (m->nparam ? m->nparam : NN_ALIGN_ELEMS));
+    m->bufs = aligned_alloc(64, sizeof(float) * (m->nbuf ? m->nbuf : NN_ALIGN_ELEMS));
     m->i64 = calloc(m->ni64 ? m->ni64 : 1, sizeof(int64_t));
     m->acts_bytes = sizeof(float) * (nact + nscratch);
     m->acts = baton_bigmem_alloc(m->acts_bytes);   /* zeroed by the kernel, touched by the first step */
-    m->wsa = aligned_alloc(64, sizeof(int32_t) * (nws ? nws : ALIGN_ELEMS));
+    m->wsa = aligned_alloc(64, sizeof(int32_t) * (nws ? nws : NN_ALIGN_ELEMS));
     if (!m->params || !m->grads || !m->bufs || !m->i64 || !m->acts || !m->wsa)
         return baton_err_set(err, BATON_ERR_NOMEM, "model %s: cannot allocate %zu activation floats for batch %d",
                              m->name, nact + nscratch, m->spec.max_batch);
@@ -274,7 +68,6 @@ static int finalize(baton_nn_model *m, int init_params, baton_err *err)
     memset(m->bufs, 0, sizeof(float) * m->nbuf);
     memset(m->wsa, 0, sizeof(int32_t) * nws);
     m->scratch = m->acts + nact;
-    m->pend = -1;
     for (size_t i = 0; i < m->nslots; i++) {
         m->slots[i].data = m->acts + m->slots[i].off_data;
         m->slots[i].grad = m->acts + m->slots[i].off_grad;
@@ -347,6 +140,7 @@ static int create(const baton_nn_spec *spec, const baton_nn_kernels *kernels, in
         if (err) *err = m->berr;
     }
     if (rc == BATON_OK) rc = finalize(m, init_params, err);
+    if (rc == BATON_OK) rc = nn_plan_alloc(m, err);
     if (rc != BATON_OK) {
         baton_nn_model_free(m);
         return rc;
@@ -381,6 +175,7 @@ void baton_nn_model_free(baton_nn_model *m)
     free(m->i64);
     baton_bigmem_free(m->acts, m->acts_bytes);
     free(m->wsa);
+    nn_plan_free(m);
     free(m);
 }
 
@@ -388,7 +183,9 @@ const char *baton_nn_model_name(const baton_nn_model *m) { return m->name; }
 void baton_nn_model_set_kernels(baton_nn_model *m, const baton_nn_kernels *k)
 {
     m->k = k ? k : baton_nn_kernels_reference();
-    nn_plan_fusions(m);   /* what this table fuses */
+    nn_plan_fusions(m);   /* the ops for this table */
+    m->fwd_n = 0;         /* the activations are the old table's (its layout, its plan) */
+    m->have_loss = 0;
 }
 void baton_nn_model_set_training(baton_nn_model *m, int training) { m->training = training != 0; }
 size_t baton_nn_model_param_count(const baton_nn_model *m) { return m->param_count; }
@@ -416,399 +213,4 @@ int baton_nn_model_find(const baton_nn_model *m, const char *name, baton_nn_tens
     for (size_t i = 0; i < m->ntensors; i++)
         if (strcmp(m->tensors[i].name, name) == 0) return baton_nn_model_tensor(m, i, t);
     return BATON_ERR_NOTFOUND;
-}
-
-/* ---- forward / loss / backward ---- */
-
-static float *tdata(const baton_nn_model *m, int t) { return t < 0 ? NULL : (float *)m->tensors[t].data; }
-static float *tgrad(const baton_nn_model *m, int t) { return t < 0 ? NULL : m->tensors[t].grad; }
-
-static baton_nn_conv_geom conv_geom(const baton_nn_model *m, const nn_layer *l, int n)
-{
-    const nn_slot *i = &m->slots[l->in], *o = &m->slots[l->out];
-    baton_nn_conv_geom g = {n, i->c, i->h, i->w, o->c, l->k, l->k, l->stride, l->pad, o->h, o->w};
-    return g;
-}
-
-static baton_nn_pool_geom pool_geom(const baton_nn_model *m, const nn_layer *l, int n)
-{
-    const nn_slot *i = &m->slots[l->in], *o = &m->slots[l->out];
-    baton_nn_pool_geom g = {n, i->c, i->h, i->w, l->k, l->stride, o->h, o->w};
-    return g;
-}
-
-/* The ReLU fused after layer l in this training forward, or NULL */
-static nn_layer *relu_after(baton_nn_model *m, const nn_layer *l)
-{
-    return m->training && l->relu_next >= 0 ? &m->layers[l->relu_next] : NULL;
-}
-
-/* PyTorch: running = (1 - momentum) * running + momentum * batch statistic, with the unbiased
- * variance for the running estimate */
-static void bn_running_update(baton_nn_model *m, nn_layer *l, int n)
-{
-    const nn_slot *in = &m->slots[l->in];
-    const int hw = in->h * in->w;
-    float *rm = tdata(m, l->trm), *rv = tdata(m, l->trv);
-    const float corr = (float)((double)n * hw / ((double)n * hw - 1.0));
-    for (int c = 0; c < in->c; c++) {
-        rm[c] = (1.0f - NN_BN_MOMENTUM) * rm[c] + NN_BN_MOMENTUM * l->save_mean[c];
-        rv[c] = (1.0f - NN_BN_MOMENTUM) * rv[c] + NN_BN_MOMENTUM * (l->save_var[c] * corr);
-    }
-    ((int64_t *)m->tensors[l->tnbt].data)[0] += 1;
-}
-
-/* A batch norm's training forward (n * hw >= 2, checked by the caller), with the ReLU after it when
- * that is fused */
-static void bn_forward_train(baton_nn_model *m, nn_layer *l, int n)
-{
-    const baton_nn_kernels *k = m->k;
-    const nn_slot *in = &m->slots[l->in];
-    const int hw = in->h * in->w;
-    nn_layer *r = relu_after(m, l);
-    const int ready = l->stats_ready;
-    l->stats_ready = 0;
-    if (ready && k->bn_apply_train(n, in->c, hw, in->data, NULL, r != NULL, tdata(m, l->tw), tdata(m, l->tb),
-                                   NN_BN_EPS, l->save_mean, l->save_var, m->slots[r ? r->out : l->out].data)) {
-        if (r) r->fused = 1;
-    } else if (r && k->bn_relu_fwd_train(n, in->c, hw, in->data, tdata(m, l->tw), tdata(m, l->tb), NN_BN_EPS,
-                                         m->slots[r->out].data, l->save_mean, l->save_var)) {
-        r->fused = 1;   /* the ReLU's output is written: skip that layer */
-    } else {
-        if (r) r->fused = 0;
-        k->bn_fwd_train(n, in->c, hw, in->data, tdata(m, l->tw), tdata(m, l->tb), NN_BN_EPS,
-                        m->slots[l->out].data, l->save_mean, l->save_var);
-    }
-    bn_running_update(m, l, n);
-}
-
-int baton_nn_forward(baton_nn_model *m, const float *x, int n, baton_err *err)
-{
-    if (n < 1 || n > m->spec.max_batch)
-        return baton_err_set(err, BATON_ERR_ARG, "model %s: batch of %d images (allowed 1..%d)", m->name, n,
-                             m->spec.max_batch);
-    const baton_nn_kernels *k = m->k;
-    const nn_slot *s0 = &m->slots[0];
-    if (nn_is_blocked(k->block, s0->c))
-        k->from_plain(n, s0->c, s0->h, s0->w, x, s0->data);
-    else
-        memcpy(s0->data, x, sizeof(float) * s0->per_image * (size_t)n);
-    for (size_t li = 0; li < m->nlayers; li++) {
-        nn_layer *l = &m->layers[li];
-        const nn_slot *in = &m->slots[l->in];
-        nn_slot *out = &m->slots[l->out];
-        const size_t count = out->per_image * (size_t)n;
-        switch (l->kind) {
-        case NN_CONV: {
-            baton_nn_conv_geom g = conv_geom(m, l, n);
-            nn_layer *r = relu_after(m, l);
-            if (m->training && l->bn_next >= 0) {
-                nn_layer *b = &m->layers[l->bn_next];
-                b->stats_ready = n * out->h * out->w >= 2 &&
-                                 k->conv_bn_stats_fwd(&g, in->data, tdata(m, l->tw), tdata(m, l->tb), tdata(m, b->trm),
-                                                      out->data, b->save_mean, b->save_var);
-                if (b->stats_ready) break;
-            }
-            if (r && k->conv_relu_fwd(&g, in->data, tdata(m, l->tw), tdata(m, l->tb), m->slots[r->out].data)) {
-                r->fused = 2;   /* the ReLU's output is written: skip its forward */
-            } else {
-                if (r) r->fused = 0;
-                k->conv_fwd(&g, in->data, tdata(m, l->tw), tdata(m, l->tb), out->data);
-            }
-            break;
-        }
-        case NN_BN: {
-            const int hw = in->h * in->w;
-            if (m->training) {
-                if ((size_t)n * hw < 2)
-                    return baton_err_set(err, BATON_ERR_ARG,
-                                         "model %s: layer %s: batch norm in training needs more than 1 value "
-                                         "per channel (batch %d)", m->name, l->name, n);
-                if (l->add_next >= 0) {
-                    l->deferred = 1;   /* runs inside the add after it */
-                    break;
-                }
-                bn_forward_train(m, l, n);
-            } else {
-                k->bn_fwd_infer(n, in->c, hw, in->data, tdata(m, l->tw), tdata(m, l->tb), tdata(m, l->trm),
-                                tdata(m, l->trv), NN_BN_EPS, out->data);
-            }
-            break;
-        }
-        case NN_RELU:
-            if (!(m->training && l->fused)) k->relu_fwd(count, in->data, out->data);
-            break;
-        case NN_MAXPOOL: {
-            baton_nn_pool_geom g = pool_geom(m, l, n);
-            k->maxpool_fwd(&g, in->data, out->data, l->ws);
-            break;
-        }
-        case NN_GAP:
-            k->gap_fwd(n, in->c, in->h * in->w, in->data, out->data);
-            break;
-        case NN_LINEAR: {
-            const float *xin = in->data;
-            if (flat_now(m, l)) {
-                k->to_plain(n, in->c, in->h, in->w, in->data, l->flat);
-                xin = l->flat;
-            }
-            k->linear_fwd(n, (int)in->per_image, out->c, xin, tdata(m, l->tw), tdata(m, l->tb), out->data);
-            break;
-        }
-        case NN_DROPOUT:
-            if (m->training && l->p > 0.0f)
-                baton_nn_dropout_fwd(count, l->p, &m->rng, in->data, out->data, l->mask);
-            else
-                memcpy(out->data, in->data, sizeof(float) * count);
-            break;
-        case NN_ADD: {
-            nn_layer *r = relu_after(m, l);
-            if (l->bn_prev >= 0 && m->layers[l->bn_prev].deferred == 1) {
-                nn_layer *b = &m->layers[l->bn_prev];
-                const nn_slot *bi = &m->slots[b->in];
-                int done = 0;
-                b->deferred = 0;
-                if (r && b->stats_ready)   /* the convolution before took the statistics */
-                    done = k->bn_apply_train(n, bi->c, bi->h * bi->w, bi->data, m->slots[l->bn_res].data, 1,
-                                             tdata(m, b->tw), tdata(m, b->tb), NN_BN_EPS, b->save_mean, b->save_var,
-                                             m->slots[r->out].data);
-                if (r && !done)
-                    done = k->bn_add_relu_fwd_train(n, bi->c, bi->h * bi->w, bi->data, m->slots[l->bn_res].data,
-                                                    tdata(m, b->tw), tdata(m, b->tb), NN_BN_EPS,
-                                                    m->slots[r->out].data, b->save_mean, b->save_var);
-                if (done) {
-                    b->stats_ready = 0;
-                    bn_running_update(m, b, n);
-                    r->fused = 1;
-                    break;
-                }
-                bn_forward_train(m, b, n);   /* not fused for this geometry: the batch norm first */
-            }
-            if (r && k->add_relu && k->add_relu(count, in->data, m->slots[l->in2].data, m->slots[r->out].data)) {
-                r->fused = 1;
-            } else {
-                if (r) r->fused = 0;
-                k->add(count, in->data, m->slots[l->in2].data, out->data);
-            }
-            break;
-        }
-        }
-    }
-    m->fwd_n = n;
-    m->fwd_training = m->training;
-    m->have_loss = 0;
-    return BATON_OK;
-}
-
-const float *baton_nn_logits(const baton_nn_model *m) { return m->slots[m->out_slot].data; }
-
-int baton_nn_loss(baton_nn_model *m, const int32_t *labels, float *loss, int *correct, baton_err *err)
-{
-    if (m->fwd_n < 1) return baton_err_set(err, BATON_ERR_ARG, "model %s: loss before any forward", m->name);
-    const int classes = m->slots[m->out_slot].c;
-    for (int i = 0; i < m->fwd_n; i++)
-        if (labels[i] < 0 || labels[i] >= classes)
-            return baton_err_set(err, BATON_ERR_ARG, "model %s: label %d of image %d is outside 0..%d", m->name,
-                                 (int)labels[i], i, classes - 1);
-    baton_nn_softmax_xent(m->fwd_n, classes, m->slots[m->out_slot].data, labels, m->slots[m->out_slot].grad,
-                          loss, correct);
-    m->have_loss = 1;
-    return BATON_OK;
-}
-
-/* Where a layer writes d(input): straight into the slot's grad the first time, else into scratch
- * (then added by add_grad). */
-static float *grad_target(baton_nn_model *m, int slot)
-{
-    return m->slots[slot].grad_ready ? m->scratch : m->slots[slot].grad;
-}
-
-/* d(slot) for reading in backward */
-static const float *grad_of(const nn_slot *s) { return s->galias ? s->galias : s->grad; }
-
-/* Adds a pending contribution (in scratch) to its slot's gradient. */
-static void grad_flush(baton_nn_model *m)
-{
-    if (m->pend < 0) return;
-    nn_slot *s = &m->slots[m->pend];
-    m->k->add(s->per_image * (size_t)m->fwd_n, s->grad, m->scratch, s->grad);
-    m->pend = -1;
-}
-
-/* A contribution to d(slot) was written where grad_target said. A second one stays in scratch,
- * pending, when the table can add it inside the fused ReLU backward that reads it next
- * (relu_bwd_add, see keeps_pend); anything else adds it first (grad_flush). */
-static void grad_commit(baton_nn_model *m, int slot)
-{
-    nn_slot *s = &m->slots[slot];
-    if (s->grad_ready) {
-        m->pend = slot;
-        if (!m->k->relu_bwd_add) grad_flush(m);
-    }
-    s->grad_ready = 1;
-}
-
-/* Layer l's backward takes the pending contribution as it is: a ReLU run inside the add before it
- * (its backward is that add's), or that add, when it writes in2's gradient once for both inputs */
-static int keeps_pend(const baton_nn_model *m, const nn_layer *l)
-{
-    if (l->kind == NN_RELU) return l->fused == 1 && l->out == m->pend;
-    if (l->kind != NN_ADD || !l->alias_in || l->relu_next < 0) return 0;
-    const nn_layer *r = &m->layers[l->relu_next];
-    return r->fused == 1 && r->out == m->pend && !m->slots[l->in2].grad_ready;
-}
-
-int baton_nn_backward(baton_nn_model *m, baton_err *err)
-{
-    if (!m->have_loss || !m->fwd_training)
-        return baton_err_set(err, BATON_ERR_ARG, "model %s: backward needs a training-mode forward and a loss",
-                             m->name);
-    const baton_nn_kernels *k = m->k;
-    const int n = m->fwd_n;
-    for (size_t i = 0; i < m->nslots; i++) {
-        m->slots[i].grad_ready = 0;
-        m->slots[i].galias = NULL;
-    }
-    m->slots[m->out_slot].grad_ready = 1;
-    m->pend = -1;
-    for (size_t li = m->nlayers; li-- > 0;) {
-        nn_layer *l = &m->layers[li];
-        if (m->pend >= 0 && !keeps_pend(m, l)) grad_flush(m);
-        nn_slot *in = &m->slots[l->in], *out = &m->slots[l->out];
-        const size_t count = out->per_image * (size_t)n;
-        if (l->kind == NN_RELU && l->in_pool == 2) {   /* its backward ran inside the pool after it */
-            l->in_pool = 1;
-            continue;
-        }
-        if (l->kind == NN_BN && l->deferred == 2) {   /* and this one inside the add after it */
-            l->deferred = 0;
-            continue;
-        }
-        if (!out->grad_ready) memset(out->grad, 0, sizeof(float) * count);   /* unused output */
-        const float *dy = grad_of(out);   /* d(this layer's output) */
-        const int need_dx = l->in != 0;   /* no gradient for the input images */
-        float *dx = need_dx ? grad_target(m, l->in) : NULL;
-        switch (l->kind) {
-        case NN_CONV: {
-            baton_nn_conv_geom g = conv_geom(m, l, n);
-            k->conv_bwd_weights(&g, in->data, dy, tgrad(m, l->tw), tgrad(m, l->tb));
-            if (need_dx) k->conv_bwd_data(&g, dy, tdata(m, l->tw), dx);
-            break;
-        }
-        case NN_BN: {
-            const nn_layer *r = l->relu_next >= 0 ? &m->layers[l->relu_next] : NULL;
-            if (r && r->fused) {   /* d(ReLU output) straight into the fused backward */
-                const nn_slot *ro = &m->slots[r->out];
-                if (k->bn_relu_bwd && k->bn_relu_bwd(n, in->c, in->h * in->w, in->data, grad_of(ro), tdata(m, l->tw),
-                                                     tdata(m, l->tb), l->save_mean, l->save_var, NN_BN_EPS,
-                                                     need_dx ? dx : m->scratch, tgrad(m, l->tw), tgrad(m, l->tb)))
-                    break;
-                k->relu_bwd(count, ro->data, grad_of(ro), out->grad);   /* not fused for this geometry */
-                dy = out->grad;
-            }
-            k->bn_bwd(n, in->c, in->h * in->w, in->data, dy, tdata(m, l->tw), l->save_mean, l->save_var,
-                      NN_BN_EPS, need_dx ? dx : m->scratch, tgrad(m, l->tw), tgrad(m, l->tb));
-            break;
-        }
-        case NN_RELU:
-            if (l->fused == 1) {   /* its gradient goes through the batch norm's or add's fused backward */
-                m->slots[l->in].grad_ready = 1;
-                continue;
-            }
-            if (need_dx) k->relu_bwd(count, out->data, dy, dx);
-            break;
-        case NN_MAXPOOL:
-            if (need_dx) {
-                baton_nn_pool_geom g = pool_geom(m, l, n);
-                if (l->relu_prev >= 0) {   /* straight to d(ReLU input), when the table does it here */
-                    nn_layer *r = &m->layers[l->relu_prev];
-                    if (k->maxpool_relu_bwd(&g, dy, l->ws, in->data, grad_target(m, r->in))) {
-                        grad_commit(m, r->in);
-                        r->in_pool = 2;   /* the ReLU layer skips its backward this time */
-                        continue;
-                    }
-                }
-                k->maxpool_bwd(&g, dy, l->ws, dx);
-            }
-            break;
-        case NN_GAP:
-            if (need_dx) k->gap_bwd(n, in->c, in->h * in->w, dy, dx);
-            break;
-        case NN_LINEAR: {
-            const int flat = flat_now(m, l);   /* l->flat holds the input in NCHW order from forward */
-            k->linear_bwd_weights(n, (int)in->per_image, out->c, flat ? l->flat : in->data, dy,
-                                  tgrad(m, l->tw), tgrad(m, l->tb));
-            if (need_dx) {
-                k->linear_bwd_data(n, (int)in->per_image, out->c, dy, tdata(m, l->tw), flat ? l->flat : dx);
-                if (flat) k->from_plain(n, in->c, in->h, in->w, l->flat, dx);
-            }
-            break;
-        }
-        case NN_DROPOUT:
-            if (need_dx) {
-                if (l->p > 0.0f)
-                    baton_nn_dropout_bwd(count, l->mask, dy, dx);
-                else
-                    memcpy(dx, dy, sizeof(float) * count);
-            }
-            break;
-        case NN_ADD: {
-            /* fused with the ReLU after it: d(sum) = d(ReLU output) where that output is > 0 */
-            const nn_layer *r = l->relu_next >= 0 ? &m->layers[l->relu_next] : NULL;
-            const float *g = dy;
-            if (r && r->fused) {
-                const nn_slot *ro = &m->slots[r->out];
-                nn_slot *s2 = &m->slots[l->in2];
-                if (l->alias_in && !s2->grad_ready) {   /* one copy of the gradient, in in2's buffer */
-                    const float *d2 = m->pend == r->out ? m->scratch : NULL;   /* a pending contribution */
-                    nn_layer *b = l->bn_prev >= 0 ? &m->layers[l->bn_prev] : NULL;
-                    const nn_slot *bi = b ? &m->slots[b->in] : NULL;
-                    if (b && !bi->grad_ready && k->bn_add_relu_bwd &&
-                        k->bn_add_relu_bwd(n, bi->c, bi->h * bi->w, bi->data, ro->data, grad_of(ro), d2,
-                                           tdata(m, b->tw), b->save_mean, b->save_var, NN_BN_EPS, s2->grad,
-                                           m->slots[b->in].grad, tgrad(m, b->tw), tgrad(m, b->tb)))
-                        b->deferred = 2;   /* and the batch norm's backward: skipped when reached */
-                    else
-                        b = NULL;
-                    if (b || (d2 && k->relu_bwd_add(count, ro->data, grad_of(ro), d2, s2->grad))) {
-                        if (d2) m->pend = -1;
-                    } else {
-                        grad_flush(m);
-                        k->relu_bwd(count, ro->data, grad_of(ro), s2->grad);
-                    }
-                    s2->grad_ready = 1;
-                    m->slots[l->in].galias = s2->grad;
-                    m->slots[l->in].grad_ready = 1;
-                    if (b) grad_commit(m, b->in);
-                    continue;
-                }
-                float *first = need_dx ? dx : l->in2 != 0 ? grad_target(m, l->in2) : NULL;
-                if (first) k->relu_bwd(count, ro->data, grad_of(ro), first);
-                g = first;
-            }
-            if (need_dx) {
-                if (g != dx) memcpy(dx, g, sizeof(float) * count);
-                grad_commit(m, l->in);
-            }
-            if (l->in2 != 0) {
-                float *t = grad_target(m, l->in2);
-                if (g != t) memcpy(t, g, sizeof(float) * count);
-                grad_commit(m, l->in2);
-            }
-            continue;
-        }
-        }
-        if (need_dx) grad_commit(m, l->in);
-    }
-    grad_flush(m);
-    return BATON_OK;
-}
-
-int baton_nn_train_batch(baton_nn_model *m, const float *x, const int32_t *labels, int n, float *loss,
-                         int *correct, baton_err *err)
-{
-    int rc = baton_nn_forward(m, x, n, err);
-    if (rc == BATON_OK) rc = baton_nn_loss(m, labels, loss, correct, err);
-    if (rc == BATON_OK) rc = baton_nn_backward(m, err);
-    return rc;
 }

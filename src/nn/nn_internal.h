@@ -1,6 +1,7 @@
 /* nn_internal.h — the nn component's private structures: the layer graph a model is built into,
- * its activation slots and named tensors, the builder used by the model zoo, and the reference
- * kernels' symbols. Nothing outside src/nn includes this. */
+ * its activation slots and named tensors, the plan of ops its passes run (fuse.c, ops.c, pass.c),
+ * the builder used by the model zoo, and the kernels' symbols. Nothing outside src/nn includes
+ * this. */
 #ifndef BATON_NN_INTERNAL_H
 #define BATON_NN_INTERNAL_H
 
@@ -38,11 +39,13 @@ int nn_fast_bn_add_relu_bwd(int n, int c, int hw, const float *x, const float *y
                             float *dgamma, float *dbeta);
 int nn_fast_add_relu(size_t count, const float *a, const float *b, float *y);
 int nn_fast_relu_bwd_add(size_t count, const float *y, const float *dy, const float *dy2, float *dx);
-/* max pooling on blocked activations (kern_pool_fast.c): the reference's results, threaded */
+/* the oneDNN table's max pooling (kern_pool_fast.c): the reference's results, threaded on blocked
+ * activations */
 void nn_fast_maxpool_fwd(const baton_nn_pool_geom *g, const float *x, float *y, int32_t *ws);
 void nn_fast_maxpool_bwd(const baton_nn_pool_geom *g, const float *dy, const int32_t *ws, float *dx);
-void nn_fast_maxpool_bwd_masked(const baton_nn_pool_geom *g, const float *dy, const int32_t *ws,
-                                const float *relu_out, float *dx);
+int nn_fast_maxpool_relu_bwd(const baton_nn_pool_geom *g, const float *dy, const int32_t *ws, const float *relu_out,
+                             float *dx);
+int nn_fast_maxpool_relu_ok(const baton_nn_pool_geom *g);
 /* direct 3x3 stride-1 "same" convolution on blocked activations, AVX-512 (kern_conv_fast.c):
  * usable for 16- and 32-channel layers on CPUs with AVX-512F; pack the OIHW weights (flip = 1: for
  * a backward-data run as a forward convolution of dy), then run on c_in -> c_out channels */
@@ -53,8 +56,9 @@ void nn_fast_conv3_run(int n, int c_in, int c_out, int h, int w, const float *x,
                        int relu, float *y, const float *shift, double *sums);
 int nn_fast_conv3_bn_fwd(const baton_nn_conv_geom *g, const float *x, const float *w, const float *bias,
                          const float *shift, float *y, float *mean, float *var);
-/* the blocked batch-norm kernels take this geometry (kern_bn_fast.c); normalisation with batch
- * statistics taken by the convolution that wrote x */
+int nn_fast_conv3_bn_ok(const baton_nn_conv_geom *g);   /* for batches of 1..g->n (reserves for them) */
+/* the blocked batch-norm kernels (the fused ones included) take this geometry, for any batch size
+ * (kern_bn_fast.c); normalisation with batch statistics taken by the convolution that wrote x */
 int nn_fast_bn_stats_ok(int c, int hw);
 int nn_fast_bn_apply_train(int n, int c, int hw, const float *x, const float *res, int relu, const float *gamma,
                            const float *beta, float eps, const float *mean, const float *var, float *y);
@@ -76,6 +80,9 @@ void nn_ref_layout_copy(int n, int c, int h, int w, const float *x, float *y);
 void nn_blk_gap_fwd(int n, int c, int hw, const float *x, float *y);
 void nn_blk_gap_bwd(int n, int c, int hw, const float *dy, float *dx);
 
+#define NN_ALIGN_ELEMS 16   /* arena alignment: 64 bytes of float / int32 */
+static inline size_t nn_align_up(size_t n) { return (n + NN_ALIGN_ELEMS - 1) / NN_ALIGN_ELEMS * NN_ALIGN_ELEMS; }
+
 #define NN_BN_EPS 1e-5f
 #define NN_BN_MOMENTUM 0.1f
 #define NN_NAME_MAX 64
@@ -89,9 +96,6 @@ typedef struct nn_slot {
     size_t per_image;         /* c*h*w */
     size_t off_data, off_grad;/* in the activation arena */
     float *data, *grad;
-    int grad_ready;           /* backward: grad holds a value (later contributions are added) */
-    const float *galias;      /* backward: where the gradient is, when not in grad (NULL: grad) — an
-                               * add's input sharing the buffer of the add's other input */
 } nn_slot;
 
 typedef struct nn_tensor {
@@ -121,23 +125,71 @@ typedef struct nn_layer {
                                * in NCHW order (forward), then d(input) (backward) */
     size_t off_flat;
     int32_t *ws;
-    int relu_next;            /* bn, add, conv: the ReLU layer right after it, run fused in training (-1 none) */
-    int fused;                /* relu, in training: 1 forward and backward run inside the batch norm or add
-                               * before it; 2 forward inside the convolution before it */
-    int relu_prev;            /* maxpool: the ReLU whose output it pools, whose backward runs inside the
-                               * pool's in training (-1 none) */
-    int in_pool;              /* relu: 1 its backward may run inside the max pool after it (training),
-                               * 2 it did in this backward pass */
-    int add_next;             /* bn: the add (with a fused ReLU) its training forward runs inside (-1 none) */
-    int deferred;             /* bn: this forward left it to add_next; backward: 2 when this backward
-                               * pass ran it inside add_next's */
-    int bn_prev, bn_res;      /* add: that batch norm's layer (-1 none) and the add's other input slot */
-    int alias_in;             /* add: in's gradient may share in2's buffer in backward (see plan_adds) */
-    int bn_next;              /* conv: the batch norm that is its output's only reader, whose training
-                               * statistics this convolution takes as it writes (-1 none) */
-    int stats_ready;          /* bn, in a training forward: its input's convolution left the batch
-                               * statistics in save_mean / save_var */
 } nn_layer;
+
+/* ---- the plan (fuse.c): a model's layers as a list of ops for its kernel table ----
+ * An op is one layer, or several run as one unit (a fused op: conv+relu, bn+relu, bn+add+relu, ...)
+ * with its own forward and backward; forward runs the list in order, backward in reverse, each op's
+ * backward the mirror of its forward. Every choice — which fused kernel, where each gradient goes —
+ * is made when the plan is made, none at run time. */
+enum nn_op_kind {
+    NN_OP_CONV, NN_OP_CONV_RELU, NN_OP_CONV_STATS, NN_OP_CONV_RELU_POOL,
+    NN_OP_BN, NN_OP_BN_RELU, NN_OP_BN_ADD_RELU, NN_OP_BN_INFER,
+    NN_OP_RELU, NN_OP_RELU_POOL, NN_OP_MAXPOOL, NN_OP_GAP, NN_OP_LINEAR,
+    NN_OP_DROPOUT, NN_OP_DROPOUT_INFER, NN_OP_ADD, NN_OP_ADD_RELU,
+    NN_OP_KINDS
+};
+
+/* Where an op's backward puts the gradient of one of its inputs. */
+enum nn_gmode {
+    NN_G_NONE,     /* not wanted (the input images) */
+    NN_G_DIRECT,   /* the slot's first contribution: written into its grad */
+    NN_G_ADD,      /* a later one: written into scratch, then added to the slot's grad */
+    NN_G_PEND,     /* a later one, left in scratch: the next op's backward adds it as its dy2 */
+};
+
+typedef struct nn_gout {
+    int slot, mode;
+} nn_gout;
+
+typedef struct nn_op nn_op;
+/* An op's forward or backward on a batch of n images: 1, or 0 when a kernel declined a geometry its
+ * predicate had accepted (a broken table; nothing else can fail). */
+typedef int (*nn_op_fn)(baton_nn_model *m, const nn_op *o, int n);
+
+struct nn_op {
+    int kind;                 /* enum nn_op_kind */
+    nn_op_fn fwd, bwd;
+    int layer;                /* its main layer: conv, bn, relu, pool, gap, linear, dropout or add */
+    int bn, relu, pool;       /* layers run with it (-1 none); bn+add+relu: layer is the add */
+    int stats;                /* its batch norm normalises with statistics the convolution before took */
+    int flat;                 /* linear: the input goes through layer->flat (NCHW order) */
+    int in, in2, out;         /* slots: its input (bn+add+relu: the batch norm's), an add's other input
+                               * (-1 none), its output */
+    /* backward (the training plan) */
+    int dy;                   /* the slot whose grad holds d(out): out's, or the one out's shares */
+    int zero_dy;              /* nothing writes d(out) (an output no layer reads): cleared first */
+    int dy2;                  /* a second contribution to d(out) waits in scratch: added in this op */
+    int alias;                /* add+relu: d(in) = d(in2), kept once in in2's grad (in's producer reads
+                               * it there: its dy) */
+    nn_gout gx, gx2;          /* d(in), d(in2) */
+};
+
+typedef struct nn_plan {
+    nn_op *ops;
+    size_t nops;
+    int bn_1x1;               /* training: the first batch norm over 1x1 planes (a batch of one image
+                               * has one value per channel: cannot be normalised), -1 none */
+} nn_plan;
+
+/* the op kinds' forward and backward (ops.c), and the geometries they run with */
+typedef struct nn_op_impl {
+    const char *name;
+    nn_op_fn fwd, bwd;
+} nn_op_impl;
+extern const nn_op_impl nn_op_impls[NN_OP_KINDS];
+baton_nn_conv_geom nn_conv_geom(const baton_nn_model *m, const nn_layer *l, int n);
+baton_nn_pool_geom nn_pool_geom(const baton_nn_model *m, const nn_layer *l, int n);
 
 struct baton_nn_model {
     char name[32];
@@ -158,19 +210,22 @@ struct baton_nn_model {
     size_t acts_bytes;   /* the mapping behind acts (baton_bigmem_alloc) */
     int64_t *i64;
     int32_t *wsa;
-    float *scratch;
-    int pend;                               /* backward: the slot whose latest gradient contribution
-                                             * is still in scratch, not yet added (-1 none) */
+    float *scratch;      /* a gradient contribution to a slot already holding one, until added */
+    nn_plan train, infer;/* the ops of a training and of an evaluation forward, for k */
+    int *plan_work;      /* fuse.c's working space (planning allocates nothing) */
     int out_slot;
     int build_err;                          /* sticky builder failure (status) */
     baton_err berr;
     baton_rng rng;                          /* dropout stream */
 };
 
-/* fuse.c: the fusion plan for the model's table (training), into the layers' fields */
+/* fuse.c: nn_plan_alloc sizes the plans for the graph (once, after it is built); nn_plan_fusions
+ * fills both for the model's table (when the model is created and whenever its table changes). */
+int nn_plan_alloc(baton_nn_model *m, baton_err *err);
 void nn_plan_fusions(baton_nn_model *m);
+void nn_plan_free(baton_nn_model *m);
 
-/* builder (model.c); each returns the new slot id, or -1 after recording a failure in m->berr */
+/* builder (build.c); each returns the new slot id, or -1 after recording a failure in m->berr */
 int nn_b_input(baton_nn_model *m, int c, int h, int w);
 int nn_b_conv(baton_nn_model *m, const char *name, int in, int oc, int k, int stride, int pad, int bias);
 int nn_b_bn(baton_nn_model *m, const char *name, int in);

@@ -247,6 +247,8 @@ static void stats_case(int n, int ic, int oc, int h, int w, int bias, int stride
     const int usable = ic <= 32 && oc <= 32 && stride == 1 && hw > 1;   /* 1x1: not blocked */
     float shift[64];
     for (int c = 0; c < oc; c++) shift[c] = (c & 1) ? 0.0f : (float)(c % 7) - 3.0f;   /* near and off */
+    if (D->conv_bn_stats_ok)   /* its predicate says so beforehand, for this batch and smaller ones */
+        CHECK_MSG(D->conv_bn_stats_ok(&g) == usable, "%s: conv_bn_stats_ok says %d", what, !usable);
     const int done = D->conv_bn_stats_fwd(&g, tx, wt, bias ? b : NULL, shift, y2, m2, v2);
     CHECK_MSG(done == usable, "%s: done %d, expected %d", what, done, usable);
     if (!done) {
@@ -433,6 +435,7 @@ static void bn_case(const char *tag, int n, int c, int hw)
         float *tx = d_in(n, c, hw, 1, x), *ty = d_in(n, c, hw, 1, y2);
         int fused = D->bn_relu_fwd_train(n, c, hw, tx, g, b, 1e-5f, ty, m2, v2);
         d_out(n, c, hw, 1, ty, y2);
+        if (D->bn_fused_ok) CHECK_MSG(D->bn_fused_ok(c, hw) == fused, "%s bn_fused_ok disagrees with the entry", tag);
         if (c % 16 != 0) CHECK_MSG(!fused, "%s bn_relu_fwd_train fused an NCHW geometry", tag);
         if ((c == 16 || c == 32 || c == 64) && hw > 1) CHECK_MSG(fused, "%s bn_relu_fwd_train did not fuse", tag);
         if (fused) {
@@ -463,6 +466,8 @@ static void bn_case(const char *tag, int n, int c, int hw)
         float *tx = d_in(n, c, hw, 1, x), *tr = d_in(n, c, hw, 1, r), *ty1 = d_in(n, c, hw, 1, y1);
         float *ty2 = d_in(n, c, hw, 1, y2);
         int fused = D->bn_add_relu_fwd_train(n, c, hw, tx, tr, g, b, 1e-5f, ty2, m2, v2);
+        if (D->bn_fused_ok)
+            CHECK_MSG(D->bn_fused_ok(c, hw) == fused, "%s bn_fused_ok disagrees with bn_add_relu_fwd_train", tag);
         if (c % 16 != 0) CHECK_MSG(!fused, "%s bn_add_relu_fwd_train fused an NCHW geometry", tag);
         if ((c == 16 || c == 32 || c == 64) && hw > 1) CHECK_MSG(fused, "%s bn_add_relu_fwd_train did not fuse", tag);
         if (fused) {
@@ -755,6 +760,7 @@ static void test_pool_relu_bwd(void)
         float *ty = d_in(n, c, g.oh, g.ow, y);
         int32_t *tws = calloc(no, sizeof *tws);
         D->maxpool_fwd(&g, tr, ty, tws);
+        CHECK(!D->maxpool_relu_ok || D->maxpool_relu_ok(&g) == 1);
         CHECK_MSG(D->maxpool_relu_bwd(&g, tdy, tws, tr, tdx) == 1, "pool+relu %dx%d c%d k%d s%d: not fused", h, w, c,
                   k, st);
         d_out(n, c, h, w, tdx, dx2);
@@ -767,6 +773,7 @@ static void test_pool_relu_bwd(void)
     float z[48] = {0};
     int32_t zw[12] = {0};
     CHECK(D->maxpool_relu_bwd(&g, z, zw, z, z) == 0);
+    CHECK(D->maxpool_relu_ok && D->maxpool_relu_ok(&g) == 0);   /* and its predicate says so */
 }
 
 /* More geometries than the primitive cache holds: entries are evicted and rebuilt, results stay
@@ -924,6 +931,118 @@ static void test_reproducible(const char *name, int c, int h, int w, int batch, 
     free(a), free(b);
 }
 
+/* ---- the plan: fused entries chosen when the model is built, never declined at run time ---- */
+
+/* the oneDNN table with its fused entries counted: calls, and calls that declined (returned 0) */
+enum { F_CONV_RELU, F_CONV_STATS, F_BN_RELU_F, F_BN_RELU_B, F_BN_ADD_F, F_BN_APPLY, F_BN_ADD_B, F_ADD_RELU,
+       F_RELU_BWD_ADD, F_POOL_RELU, F_N };
+static unsigned long fcalls[F_N], fdeclined[F_N];
+#define COUNT(i, call) do { int d_ = (call); fcalls[i]++; fdeclined[i] += !d_; return d_; } while (0)
+static int c_conv_relu(const baton_nn_conv_geom *g, const float *x, const float *w, const float *b, float *y)
+{ COUNT(F_CONV_RELU, D->conv_relu_fwd(g, x, w, b, y)); }
+static int c_conv_stats(const baton_nn_conv_geom *g, const float *x, const float *w, const float *b, const float *sh,
+                        float *y, float *mean, float *var)
+{ COUNT(F_CONV_STATS, D->conv_bn_stats_fwd(g, x, w, b, sh, y, mean, var)); }
+static int c_bn_relu_f(int n, int c, int hw, const float *x, const float *g, const float *b, float eps, float *y,
+                       float *mean, float *var)
+{ COUNT(F_BN_RELU_F, D->bn_relu_fwd_train(n, c, hw, x, g, b, eps, y, mean, var)); }
+static int c_bn_relu_b(int n, int c, int hw, const float *x, const float *dy, const float *g, const float *b,
+                       const float *mean, const float *var, float eps, float *dx, float *dg, float *db)
+{ COUNT(F_BN_RELU_B, D->bn_relu_bwd(n, c, hw, x, dy, g, b, mean, var, eps, dx, dg, db)); }
+static int c_bn_add_f(int n, int c, int hw, const float *x, const float *r, const float *g, const float *b, float eps,
+                      float *y, float *mean, float *var)
+{ COUNT(F_BN_ADD_F, D->bn_add_relu_fwd_train(n, c, hw, x, r, g, b, eps, y, mean, var)); }
+static int c_bn_apply(int n, int c, int hw, const float *x, const float *r, int relu, const float *g, const float *b,
+                      float eps, const float *mean, const float *var, float *y)
+{ COUNT(F_BN_APPLY, D->bn_apply_train(n, c, hw, x, r, relu, g, b, eps, mean, var, y)); }
+static int c_bn_add_b(int n, int c, int hw, const float *x, const float *y, const float *dy, const float *dy2,
+                      const float *g, const float *mean, const float *var, float eps, float *go, float *dx, float *dg,
+                      float *db)
+{ COUNT(F_BN_ADD_B, D->bn_add_relu_bwd(n, c, hw, x, y, dy, dy2, g, mean, var, eps, go, dx, dg, db)); }
+static int c_add_relu(size_t cnt, const float *a, const float *b, float *y) { COUNT(F_ADD_RELU, D->add_relu(cnt, a, b, y)); }
+static int c_relu_bwd_add(size_t cnt, const float *y, const float *dy, const float *dy2, float *dx)
+{ COUNT(F_RELU_BWD_ADD, D->relu_bwd_add(cnt, y, dy, dy2, dx)); }
+static int c_pool_relu(const baton_nn_pool_geom *g, const float *dy, const int32_t *ws, const float *r, float *dx)
+{ COUNT(F_POOL_RELU, D->maxpool_relu_bwd(g, dy, ws, r, dx)); }
+
+/* A few training steps (full batches, a smaller one, one of two images) and an evaluation forward
+ * under the counting table: no fused entry is ever called for a geometry it declines (the model
+ * asked the predicates when it was planned), those the model uses do run, and the weights are
+ * those of the plain table, bit for bit. want: the entries that must have been called. */
+static void plan_case(const char *name, int c, int hw, int batch, const int *want, int nwant)
+{
+    baton_nn_kernels counting = *D;
+    counting.conv_relu_fwd = c_conv_relu, counting.conv_bn_stats_fwd = c_conv_stats;
+    counting.bn_relu_fwd_train = c_bn_relu_f, counting.bn_relu_bwd = c_bn_relu_b;
+    counting.bn_add_relu_fwd_train = c_bn_add_f, counting.bn_apply_train = c_bn_apply;
+    counting.bn_add_relu_bwd = c_bn_add_b, counting.add_relu = c_add_relu, counting.relu_bwd_add = c_relu_bwd_add;
+    counting.maxpool_relu_bwd = c_pool_relu;
+    memset(fcalls, 0, sizeof fcalls);
+    memset(fdeclined, 0, sizeof fdeclined);
+    baton_nn_model *a = make(name, c, hw, hw, batch, &counting), *b = make(name, c, hw, hw, batch, D);
+    const size_t per = (size_t)c * hw * hw;
+    float *x = malloc(sizeof(float) * per * (size_t)batch);
+    int32_t *lab = malloc(sizeof(int32_t) * (size_t)batch);
+    baton_err err;
+    if (!a || !b || !x || !lab) goto out;
+    baton_rng r;
+    baton_rng_seed(&r, 17);
+    const int ns[] = {batch, batch / 2 + 1, 2, batch};
+    for (int s = 0; s < 4; s++) {
+        batch_of(&r, x, lab, per, ns[s]);
+        float la, lb;
+        int ca, cb;
+        CHECK_MSG(baton_nn_train_batch(a, x, lab, ns[s], &la, &ca, &err) == BATON_OK, "%s: %s", name, err.msg);
+        CHECK(baton_nn_train_batch(b, x, lab, ns[s], &lb, &cb, &err) == BATON_OK);
+        CHECK_MSG(la == lb && ca == cb, "%s %dx%d step %d: loss %g vs %g", name, hw, hw, s, la, lb);
+    }
+    baton_nn_model_set_training(a, 0);
+    CHECK(baton_nn_forward(a, x, batch, &err) == BATON_OK);
+    int same = 1;
+    for (size_t i = 0; i < baton_nn_model_ntensors(a); i++) {
+        baton_nn_tensor ta, tb;
+        baton_nn_model_tensor(a, i, &ta);
+        baton_nn_model_tensor(b, i, &tb);
+        same &= ta.dtype != BATON_NN_F32 || !memcmp(ta.data, tb.data, sizeof(float) * ta.numel);
+        same &= !ta.grad || !memcmp(ta.grad, tb.grad, sizeof(float) * ta.numel);
+    }
+    CHECK_MSG(same, "%s %dx%d: the counting table's model differs", name, hw, hw);
+    for (int i = 0; i < F_N; i++)
+        CHECK_MSG(fdeclined[i] == 0, "%s %dx%d: fused entry %d declined %lu of %lu calls", name, hw, hw, i,
+                  fdeclined[i], fcalls[i]);
+    for (int i = 0; i < nwant; i++)
+        CHECK_MSG(fcalls[want[i]] > 0, "%s %dx%d: fused entry %d never used", name, hw, hw, want[i]);
+out:
+    baton_nn_model_free(a);
+    baton_nn_model_free(b);
+    free(x);
+    free(lab);
+}
+
+static void test_plan(void)
+{
+    if (!D->bn_add_relu_fwd_train || !D->conv_relu_fwd || !D->maxpool_relu_bwd) return;
+    const int res[] = {F_CONV_STATS, F_BN_APPLY, F_BN_RELU_F, F_BN_RELU_B, F_BN_ADD_B};
+    const int tail[] = {F_BN_ADD_B, F_ADD_RELU, F_RELU_BWD_ADD}, le[] = {F_CONV_RELU, F_POOL_RELU};
+    plan_case("resnet8", 1, 28, 8, res, 5);    /* 28, 14, 7: every stage blocked */
+    plan_case("resnet20", 3, 8, 4, res, 5);
+    plan_case("resnet20", 1, 4, 8, tail, 3);   /* the last stage 1x1: no blocked batch norm there */
+    plan_case("lenet", 1, 12, 8, le, 2);
+    plan_case("mlp", 1, 6, 8, NULL, 0);
+    /* a forward under one table is not carried into another's backward */
+    baton_nn_model *m = make("resnet8", 1, 8, 8, 2, D);
+    float x[2 * 64] = {0};
+    int32_t lab[2] = {1, 2};
+    float loss;
+    baton_err err;
+    if (!m) return;
+    CHECK(baton_nn_forward(m, x, 2, &err) == BATON_OK && baton_nn_loss(m, lab, &loss, NULL, &err) == BATON_OK);
+    baton_nn_model_set_kernels(m, R);
+    CHECK(baton_nn_backward(m, &err) == BATON_ERR_ARG);
+    CHECK(baton_nn_train_batch(m, x, lab, 2, &loss, NULL, &err) == BATON_OK);
+    baton_nn_model_free(m);
+}
+
 int main(int argc, char **argv)
 {
     /* OpenMP threads that spin while waiting crawl when the machine is busy with other tests, and
@@ -954,6 +1073,8 @@ int main(int argc, char **argv)
     test_cache_eviction();
     test_one_step("lenet", 1, 28, 28, 8);
     test_one_step("resnet8", 1, 28, 28, 8);
+    test_one_step("resnet8", 1, 4, 4, 8);   /* a 1x1 last stage: its batch norms unfused */
+    test_plan();
     test_reproducible("lenet", 1, 28, 28, 16, 30);
     test_reproducible("resnet8", 3, 16, 16, 16, 30);
     CHECK_DONE();

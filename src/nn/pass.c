@@ -1,0 +1,78 @@
+/* pass.c — forward, loss and backward: plain loops over the model's plan (fuse.c), forward over
+ * the ops in order (the training plan, or in evaluation mode the one-op-per-layer plan), backward
+ * over the training ops in reverse, each op's backward the mirror of its forward (ops.c).
+ *
+ * Contract: nothing is allocated and nothing decided here; a batch is 1..max_batch images, and in
+ * training a batch of one image is refused where a batch norm would see one value per channel.
+ * Backward follows a training-mode forward and a loss under the same plan (baton_nn_model_set_kernels
+ * makes a new one and forgets the forward). */
+#include "nn_internal.h"
+
+#include <string.h>
+
+/* an op's kernel declined although its predicate had accepted the geometry */
+static int declined(const baton_nn_model *m, const nn_op *o, const char *pass, baton_err *err)
+{
+    return baton_err_set(err, BATON_ERR_ARG,
+                         "model %s: layer %s: %s %s of kernel table %s declined a geometry its predicate accepted",
+                         m->name, m->layers[o->layer].name, nn_op_impls[o->kind].name, pass, m->k->name);
+}
+
+int baton_nn_forward(baton_nn_model *m, const float *x, int n, baton_err *err)
+{
+    if (n < 1 || n > m->spec.max_batch)
+        return baton_err_set(err, BATON_ERR_ARG, "model %s: batch of %d images (allowed 1..%d)", m->name, n,
+                             m->spec.max_batch);
+    const nn_plan *p = m->training ? &m->train : &m->infer;
+    if (m->training && n < 2 && p->bn_1x1 >= 0)
+        return baton_err_set(err, BATON_ERR_ARG,
+                             "model %s: layer %s: batch norm in training needs more than 1 value per channel "
+                             "(batch %d)", m->name, m->layers[p->bn_1x1].name, n);
+    const nn_slot *s0 = &m->slots[0];
+    if (nn_is_blocked(m->k->block, s0->c))
+        m->k->from_plain(n, s0->c, s0->h, s0->w, x, s0->data);
+    else
+        memcpy(s0->data, x, sizeof(float) * s0->per_image * (size_t)n);
+    m->fwd_n = m->have_loss = 0;   /* until this forward is whole */
+    for (size_t i = 0; i < p->nops; i++)
+        if (!p->ops[i].fwd(m, &p->ops[i], n)) return declined(m, &p->ops[i], "forward", err);
+    m->fwd_n = n;
+    m->fwd_training = m->training;
+    return BATON_OK;
+}
+
+const float *baton_nn_logits(const baton_nn_model *m) { return m->slots[m->out_slot].data; }
+
+int baton_nn_loss(baton_nn_model *m, const int32_t *labels, float *loss, int *correct, baton_err *err)
+{
+    if (m->fwd_n < 1) return baton_err_set(err, BATON_ERR_ARG, "model %s: loss before any forward", m->name);
+    const int classes = m->slots[m->out_slot].c;
+    for (int i = 0; i < m->fwd_n; i++)
+        if (labels[i] < 0 || labels[i] >= classes)
+            return baton_err_set(err, BATON_ERR_ARG, "model %s: label %d of image %d is outside 0..%d", m->name,
+                                 (int)labels[i], i, classes - 1);
+    baton_nn_softmax_xent(m->fwd_n, classes, m->slots[m->out_slot].data, labels, m->slots[m->out_slot].grad,
+                          loss, correct);
+    m->have_loss = 1;
+    return BATON_OK;
+}
+
+int baton_nn_backward(baton_nn_model *m, baton_err *err)
+{
+    if (!m->have_loss || !m->fwd_training)
+        return baton_err_set(err, BATON_ERR_ARG, "model %s: backward needs a training-mode forward and a loss",
+                             m->name);
+    const nn_plan *p = &m->train;
+    for (size_t i = p->nops; i-- > 0;)
+        if (!p->ops[i].bwd(m, &p->ops[i], m->fwd_n)) return declined(m, &p->ops[i], "backward", err);
+    return BATON_OK;
+}
+
+int baton_nn_train_batch(baton_nn_model *m, const float *x, const int32_t *labels, int n, float *loss,
+                         int *correct, baton_err *err)
+{
+    int rc = baton_nn_forward(m, x, n, err);
+    if (rc == BATON_OK) rc = baton_nn_loss(m, labels, loss, correct, err);
+    if (rc == BATON_OK) rc = baton_nn_backward(m, err);
+    return rc;
+}
