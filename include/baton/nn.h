@@ -15,7 +15,10 @@
  *
  * Models (baton_nn_model_create): "mlp", "lenet", "resnet8", "resnet20", "resnet56" — see
  * src/nn/zoo.c for their exact definitions (lenet and resnet-N are those of the PyTorch reference
- * models). Tensor names, shapes and order are those of the PyTorch modules' state_dict().
+ * models) — and the racing league's policy and value networks "race_mlp" (on a sensor vector) and
+ * "race_cnn" (DeepRacer's 3-layer "shallow" CNN on the camera), whose `classes` is their output
+ * count (1 for a value) and whose loss the caller brings (baton_nn_backward_from). Tensor names,
+ * shapes and order are those of the PyTorch modules' state_dict().
  *
  * Errors are values: functions return BATON_OK or a negative baton status and fill a baton_err whose
  * message names the model, layer or field. Nothing here exits or asserts on outside input. */
@@ -183,9 +186,9 @@ void baton_nn_softmax_xent(int n, int classes, const float *logits, const int32_
 typedef struct baton_nn_model baton_nn_model;
 
 typedef struct baton_nn_spec {
-    const char *name;        /* "mlp", "lenet", "resnet8", "resnet20", "resnet56" */
+    const char *name;        /* "mlp", "lenet", "resnet8", "resnet20", "resnet56", "race_mlp", "race_cnn" */
     int in_c, in_h, in_w;    /* one image, from the dataset */
-    int classes;             /* from the dataset */
+    int classes;             /* from the dataset (>= 2); race_*: the output count (>= 1) */
     int max_batch;           /* activations are allocated for this many images */
     uint64_t seed;           /* parameter initialisation (and the dropout stream) */
 } baton_nn_spec;
@@ -264,6 +267,10 @@ const float *baton_nn_logits(const baton_nn_model *m);
 int baton_nn_loss(baton_nn_model *m, const int32_t *labels, float *loss, int *correct, baton_err *err);
 /* Backward of the last forward + loss (training mode): fills every parameter's grad. */
 int baton_nn_backward(baton_nn_model *m, baton_err *err);
+/* Backward of the last training-mode forward from a caller's gradient of its loss with respect to
+ * the output: dout holds n × classes floats (n of that forward), d(loss)/d(output) in the output's
+ * order; it replaces baton_nn_loss's d(logits). Fills every parameter's grad. */
+int baton_nn_backward_from(baton_nn_model *m, const float *dout, baton_err *err);
 /* forward + loss + backward */
 int baton_nn_train_batch(baton_nn_model *m, const float *x, const int32_t *labels, int n, float *loss,
                          int *correct, baton_err *err);

@@ -121,8 +121,8 @@ static int create(const baton_nn_spec *spec, const baton_nn_kernels *kernels, in
         spec->in_w > 8192)
         return baton_err_set(err, BATON_ERR_ARG, "model %s: bad input shape %dx%dx%d", spec->name, spec->in_c,
                              spec->in_h, spec->in_w);
-    if (spec->classes < 2 || spec->classes > 1000000)
-        return baton_err_set(err, BATON_ERR_ARG, "model %s: bad class count %d (need at least 2)", spec->name,
+    if (spec->classes < 1 || spec->classes > 1000000)
+        return baton_err_set(err, BATON_ERR_ARG, "model %s: bad output count %d (need at least 1)", spec->name,
                              spec->classes);
     if (spec->max_batch < 1 || spec->max_batch > 65536)
         return baton_err_set(err, BATON_ERR_ARG, "model %s: bad batch size %d", spec->name, spec->max_batch);

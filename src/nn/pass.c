@@ -2,6 +2,10 @@
  * the ops in order (the training plan, or in evaluation mode the one-op-per-layer plan), backward
  * over the training ops in reverse, each op's backward the mirror of its forward (ops.c).
  *
+ * A caller with a loss of its own (the racing league's PPO) gives backward the gradient of that loss
+ * with respect to the model's output (baton_nn_backward_from): it takes the place of the softmax
+ * cross-entropy's d(logits) and the same backward runs.
+ *
  * Contract: nothing is allocated and nothing decided here; a batch is 1..max_batch images, and in
  * training a batch of one image is refused where a batch norm would see one value per channel.
  * Backward follows a training-mode forward and a loss under the same plan (baton_nn_model_set_kernels
@@ -66,6 +70,16 @@ int baton_nn_backward(baton_nn_model *m, baton_err *err)
     for (size_t i = p->nops; i-- > 0;)
         if (!p->ops[i].bwd(m, &p->ops[i], m->fwd_n)) return declined(m, &p->ops[i], "backward", err);
     return BATON_OK;
+}
+
+int baton_nn_backward_from(baton_nn_model *m, const float *dout, baton_err *err)
+{
+    if (m->fwd_n < 1 || !m->fwd_training)
+        return baton_err_set(err, BATON_ERR_ARG, "model %s: backward needs a training-mode forward", m->name);
+    const nn_slot *o = &m->slots[m->out_slot];
+    memcpy(o->grad, dout, sizeof(float) * o->per_image * (size_t)m->fwd_n);
+    m->have_loss = 1;
+    return baton_nn_backward(m, err);
 }
 
 int baton_nn_train_batch(baton_nn_model *m, const float *x, const int32_t *labels, int n, float *loss,

@@ -14,8 +14,21 @@
  *            identity, or "option B" short.0 Conv2d 1x1 stride s no bias -> short.1 BN when the
  *            stride or width changes), added, then ReLU. Block modules are layers.<i>.
  *
+ * The racing league's policy and value networks (src/race): `classes` is the output count (the
+ * action logits or distribution parameters, or 1 for a value), and the output is a plain linear
+ * layer (no softmax: the caller computes its loss and gives backward its gradient,
+ * baton_nn_backward_from).
+ *   race_mlp fc1 Linear(C*H*W, 128) -> ReLU -> fc2 Linear(128, 128) -> ReLU -> head Linear(128, classes)
+ *            (on the sensor vector; baton's own)
+ *   race_cnn DeepRacer's "shallow" network (deepracer-simapp markov/architecture/
+ *            custom_architectures.py: DEFAULT_INPUT_EMBEDDER and DEFAULT_MIDDLEWARE): conv1
+ *            Conv2d(C, 32, 8, stride 4) -> ReLU -> conv2 Conv2d(32, 64, 4, stride 2) -> ReLU -> conv3
+ *            Conv2d(64, 64, 3, stride 1) -> ReLU (no padding, as rl_coach's Conv2d) -> flatten -> fc
+ *            Linear(64*h*w, 512) -> ReLU -> head Linear(512, classes). On DeepRacer's 160x120 camera
+ *            the convolutions give 32x29x39, 64x13x18, 64x11x16 (fc in 11264); C = frames stacked.
+ *
  * Contract: nn_zoo_build fills m with the graph for m->spec or returns a baton status naming the
- * model and the reason (unknown name, input too small). */
+ * model and the reason (unknown name, input too small, fewer than 2 classes for a classifier). */
 #include "nn_internal.h"
 
 #include <stdio.h>
@@ -91,14 +104,45 @@ static int build_resnet(baton_nn_model *m, int n)
     return BATON_OK;
 }
 
+static int build_race_mlp(baton_nn_model *m)
+{
+    int x = nn_b_input(m, m->spec.in_c, m->spec.in_h, m->spec.in_w);
+    x = nn_b_linear(m, "fc1", x, 128, 1);
+    x = nn_b_relu(m, x);
+    x = nn_b_linear(m, "fc2", x, 128, 1);
+    x = nn_b_relu(m, x);
+    nn_b_linear(m, "head", x, m->spec.classes, 1);
+    return BATON_OK;
+}
+
+static int build_race_cnn(baton_nn_model *m, baton_err *err)
+{
+    /* the smallest input the three valid convolutions take: 36 (8 + 4 * 7 -> 8 -> 3 -> 1) */
+    if (m->spec.in_h < 36 || m->spec.in_w < 36)
+        return baton_err_set(err, BATON_ERR_ARG, "model race_cnn: input %dx%d is too small (needs at least 36x36)",
+                             m->spec.in_h, m->spec.in_w);
+    int x = nn_b_input(m, m->spec.in_c, m->spec.in_h, m->spec.in_w);
+    x = nn_b_relu(m, nn_b_conv(m, "conv1", x, 32, 8, 4, 0, 1));
+    x = nn_b_relu(m, nn_b_conv(m, "conv2", x, 64, 4, 2, 0, 1));
+    x = nn_b_relu(m, nn_b_conv(m, "conv3", x, 64, 3, 1, 0, 1));
+    x = nn_b_relu(m, nn_b_linear(m, "fc", x, 512, 1));
+    nn_b_linear(m, "head", x, m->spec.classes, 1);
+    return BATON_OK;
+}
+
 int nn_zoo_build(baton_nn_model *m, baton_err *err)
 {
     const char *name = m->spec.name;
+    if (strcmp(name, "race_mlp") == 0) return build_race_mlp(m);
+    if (strcmp(name, "race_cnn") == 0) return build_race_cnn(m, err);
+    if (m->spec.classes < 2 && (!strcmp(name, "mlp") || !strcmp(name, "lenet") || !strncmp(name, "resnet", 6)))
+        return baton_err_set(err, BATON_ERR_ARG, "model %s: bad class count %d (a classifier needs at least 2)", name,
+                             m->spec.classes);
     if (strcmp(name, "mlp") == 0) return build_mlp(m);
     if (strcmp(name, "lenet") == 0) return build_lenet(m, err);
     if (strcmp(name, "resnet8") == 0) return build_resnet(m, 1);
     if (strcmp(name, "resnet20") == 0) return build_resnet(m, 3);
     if (strcmp(name, "resnet56") == 0) return build_resnet(m, 9);
     return baton_err_set(err, BATON_ERR_NOTFOUND,
-                         "unknown model \"%s\" (known: mlp, lenet, resnet8, resnet20, resnet56)", name);
+                         "unknown model \"%s\" (known: mlp, lenet, resnet8, resnet20, resnet56, race_mlp, race_cnn)", name);
 }
