@@ -151,6 +151,18 @@ const baton_race_car_state *baton_race_sim_state(const baton_race_sim *s, size_t
 /* The reward function's input for env's last step (pointers stay valid while the simulator lives). */
 void baton_race_sim_params(const baton_race_sim *s, size_t env, struct baton_race_params *p);
 void baton_race_sim_params_ref(const baton_race_sim *s, size_t env, struct baton_race_params *p);
+/* Start env's next episode at `start` (share of the lap from the first waypoint) in the given
+ * direction, standing still: for a caller that decides where every episode starts (the trainer's
+ * starts are a function of its episode counter, so a resumed run starts where the run it replaces
+ * would have). The episode after it follows the round-robin rule from there. */
+void baton_race_sim_start(baton_race_sim *s, size_t env, double start, int reversed);
+/* After a lap_complete on a loop: the same episode drives on into the next lap from where the car
+ * is, at its speed (progress starts again from the start line; laps in a row, as a time trial
+ * drives them). Anything else: nothing. */
+void baton_race_sim_next_lap(baton_race_sim *s, size_t env);
+/* The progress (percent) env's front point is past its start line, as a lap_complete's overshoot
+ * within its last step (0 when it is more than half a lap away). */
+double baton_race_sim_overshoot(const baton_race_sim *s, size_t env);
 /* Put env's car at distance s along the centre line of its direction, lateral metres to the left,
  * heading along the track plus yaw_off radians, standing still; its episode goes on (or starts
  * when it had ended). For time-trial resets and constructed tests. */

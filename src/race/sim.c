@@ -226,6 +226,36 @@ void baton_race_sim_reset(baton_race_sim *s, size_t env)
     if (env < s->n) start_episode(s, env);
 }
 
+void baton_race_sim_start(baton_race_sim *s, size_t env, double start, int reversed)
+{
+    if (env >= s->n || !(start == start)) return;
+    race_env *v = &s->env[env];
+    v->next_start = start - floor(start);
+    v->next_reversed = reversed != 0;
+    start_episode(s, env);
+}
+
+void baton_race_sim_next_lap(baton_race_sim *s, size_t env)
+{
+    if (env >= s->n) return;
+    race_env *v = &s->env[env];
+    baton_race_car_state *st = &v->st;
+    if (st->status != BATON_RACE_LAP_COMPLETE || !race_track_geom(s->t, st->reversed_dir)->loop) return;
+    /* the line was crossed within the last step: the new lap's progress is what lies past it */
+    st->progress = current_progress(st->ndist - v->start_ndist, 0);
+    if (st->progress >= 50) st->progress = 0;   /* a rounding on the line itself */
+    v->prev_progress = st->progress;
+    v->rev_count = 0;
+    st->status = BATON_RACE_IN_PROGRESS;
+}
+
+double baton_race_sim_overshoot(const baton_race_sim *s, size_t env)
+{
+    const race_env *v = &s->env[env];
+    double p = current_progress(v->st.ndist - v->start_ndist, 0);
+    return p < 50 ? p : 0;
+}
+
 const baton_race_car_state *baton_race_sim_state(const baton_race_sim *s, size_t env)
 {
     return &s->env[env].st;

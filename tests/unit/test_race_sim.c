@@ -146,6 +146,54 @@ static void test_lap_and_time_up(baton_race_track *oval)
     baton_race_sim_free(s);
 }
 
+/* sim_start puts an episode where it is asked; next_lap drives on across the line at speed */
+static void test_start_and_next_lap(baton_race_track *oval)
+{
+    baton_race_sim_opts o;
+    baton_race_sim_opts_default(&o);
+    o.envs = 2;
+    baton_race_sim *s = sim_new(oval, &o);
+    const baton_race_car_state *st = baton_race_sim_state(s, 1);
+    uint64_t ep = st->episode;
+    baton_race_sim_start(s, 1, 1.25, 1);   /* a quarter of the way, driving in reverse */
+    CHECK(st->episode == ep + 1 && st->reversed_dir == 1 && st->progress == 0 && st->speed == 0);
+    CHECK_MSG(fabs(st->ndist - 0.25) < 0.02, "ndist %g", st->ndist);
+    CHECK(st->status == BATON_RACE_IN_PROGRESS && st->steps == 0);
+    baton_race_sim_start(s, 1, 0.5, 0);
+    CHECK_MSG(fabs(st->ndist - 0.5) < 0.02 && !st->reversed_dir, "ndist %g", st->ndist);
+    /* env 0: two laps in a row with the controller, the second one flying */
+    st = baton_race_sim_state(s, 0);
+    float steer[2] = {0, 0}, speed[2] = {0.1f, 0.1f};
+    int laps = 0;
+    uint32_t lap_steps[2] = {0, 0}, at = 0;
+    double v_at_line = 0, p_after = -1, over = -1;
+    while (laps < 2 && st->steps < 3000) {
+        baton_race_centerline_action(s, 0, 0.6, &steer[0], &speed[0]);
+        baton_race_sim_step(s, steer, speed);
+        if (st->status == BATON_RACE_LAP_COMPLETE) {
+            lap_steps[laps++] = st->steps - at;
+            at = st->steps;
+            v_at_line = st->speed;
+            over = baton_race_sim_overshoot(s, 0);
+            baton_race_sim_next_lap(s, 0);
+            p_after = st->progress;
+            CHECK(st->status == BATON_RACE_IN_PROGRESS && st->speed == v_at_line);
+        } else {
+            CHECK_MSG(st->status == BATON_RACE_IN_PROGRESS, "%s", baton_race_status_name(st->status));
+        }
+    }
+    CHECK(laps == 2 && v_at_line > 1);
+    CHECK_MSG(p_after >= 0 && p_after < 2 && fabs(p_after - over) < 1e-12, "progress after the line %g (overshoot %g)",
+              p_after, over);
+    CHECK_MSG(lap_steps[1] < lap_steps[0], "the flying lap (%u steps) is faster than the standing one (%u)",
+              lap_steps[1], lap_steps[0]);
+    /* next_lap does nothing to an episode that did not complete a lap */
+    baton_race_sim_start(s, 0, 0, 0);
+    baton_race_sim_next_lap(s, 0);
+    CHECK(st->status == BATON_RACE_IN_PROGRESS && st->steps == 0);
+    baton_race_sim_free(s);
+}
+
 /* Constant speed and steering: the rear axle runs on a circle of radius L / tan(steer). */
 static void test_kinematics(baton_race_track *wide)
 {
@@ -415,6 +463,7 @@ int main(void)
     if (wide) test_kinematics(wide);
     baton_race_track_free(wide);
     test_starts(oval);
+    test_start_and_next_lap(oval);
     test_determinism(oval);
     test_params(oval);
     test_options(oval);
