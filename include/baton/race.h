@@ -240,6 +240,62 @@ double baton_race_reward_prevent_zigzag(const struct baton_race_params *p);
 const char *const *baton_race_builtin_rewards(void);
 int baton_race_python_available(void);   /* 1 when built with embedded CPython */
 
+/* ---------------------------------------------------------------- a model's files (src/race/meta.c) */
+/* DeepRacer's model_metadata.json and hyperparameters.json, read as the console and
+ * deepracer-for-cloud write them and written back in the same format; keys left out take the
+ * console's defaults, keys baton does not use are ignored. Errors name the file and the field
+ * ("model_metadata.json: action_space[3].speed 5 is outside 0.1..4 m/s"). */
+#define BATON_RACE_MAX_ACTIONS 256
+enum { BATON_RACE_DISCRETE = 0, BATON_RACE_CONTINUOUS = 1 };
+/* What the policy sees: DeepRacer's FRONT_FACING_CAMERA, or baton's sensor vector (sensor
+ * "BATON_SENSOR_VECTOR" in model_metadata.json, network "BATON_SENSOR_MLP"). */
+enum { BATON_RACE_OBS_CAMERA = 0, BATON_RACE_OBS_SENSOR = 1 };
+
+typedef struct baton_race_action {
+    double steer_deg, speed_mps;
+} baton_race_action;
+
+typedef struct baton_race_meta {
+    int action_type;          /* BATON_RACE_DISCRETE (default) or BATON_RACE_CONTINUOUS */
+    size_t nactions;          /* discrete: 1..BATON_RACE_MAX_ACTIONS, in the file's order */
+    baton_race_action actions[BATON_RACE_MAX_ACTIONS];
+    double steer_low, steer_high;   /* continuous: degrees, -30..30, low < high */
+    double speed_low, speed_high;   /* continuous: m/s, 0.1..4, low < high */
+    int obs;                  /* BATON_RACE_OBS_CAMERA (default) or BATON_RACE_OBS_SENSOR */
+    char version[16];         /* as read ("5" when written fresh) */
+} baton_race_meta;
+/* The console's defaults: discrete, steering {-30, -15, 0, 15, 30} x speed {0.4, 0.8} (the guide's
+ * table order), the front camera, DEEP_CONVOLUTIONAL_NETWORK_SHALLOW, clipped_ppo. */
+void baton_race_meta_default(baton_race_meta *m);
+/* name is the file's name in messages; text need not be NUL-terminated. */
+int baton_race_meta_parse(const char *name, const char *text, size_t len, baton_race_meta *m, baton_err *err);
+int baton_race_meta_load(const char *path, baton_race_meta *m, baton_err *err);
+char *baton_race_meta_format(const baton_race_meta *m);   /* malloc'd JSON text; NULL when out of memory */
+
+enum { BATON_RACE_LOSS_HUBER = 0, BATON_RACE_LOSS_MSE = 1 };
+typedef struct baton_race_hyper {
+    uint32_t batch_size;      /* 64: samples per gradient step, 1..4096 */
+    double beta_entropy;      /* 0.01 */
+    double discount_factor;   /* 0.999, in (0, 1] */
+    int loss_type;            /* the value loss: "huber" (default) or "mean squared error" */
+    double lr;                /* 0.0003, > 0 */
+    uint32_t num_episodes_between_training;   /* 20, 1..10000 */
+    uint32_t num_epochs;      /* 3, 1..100 */
+    uint32_t stack_size;      /* 1: frames (observations) stacked, 1..16 */
+    uint64_t term_cond_max_episodes;          /* stop after this many episodes (100000) */
+    double term_cond_avg_score;               /* or when an iteration's mean episode reward reaches it (100000) */
+    /* kept and written back; clipped PPO does not use them */
+    char exploration_type[32];                /* "categorical" */
+    double e_greedy_value;                    /* 0.05 */
+    uint64_t epsilon_steps;                   /* 10000 */
+    double sac_alpha;                         /* 0.2 */
+} baton_race_hyper;
+/* The console's defaults today (see docs/race.md). */
+void baton_race_hyper_default(baton_race_hyper *h);
+int baton_race_hyper_parse(const char *name, const char *text, size_t len, baton_race_hyper *h, baton_err *err);
+int baton_race_hyper_load(const char *path, baton_race_hyper *h, baton_err *err);
+char *baton_race_hyper_format(const baton_race_hyper *h);
+
 /* ---------------------------------------------------------------- the lap-time limit */
 /* The fastest lap the car can physically drive: the minimum-curvature line inside the borders
  * (margin_m from each), or a blend of it with the smoothest short line where that is faster, and
