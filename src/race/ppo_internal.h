@@ -1,0 +1,157 @@
+/* ppo_internal.h — what the files of the racing league's PPO trainer share (src/race/ppo_*.c,
+ * agent.c, rollout.c, trace.c, race_eval.c): PPO's losses and advantages (ppo_math.c), the agent —
+ * the policy and value networks with their observations and actions (agent.c) —, the rollout
+ * buffer (rollout.c), a training run's state.json (ppo_state.c), checkpoint tensors
+ * (ppo_ckpt.c) and the SIM_TRACE_LOG writer (trace.c). Nothing outside src/race includes this
+ * (the unit tests do, to check the math on hand-computed cases). */
+#ifndef BATON_RACE_PPO_INTERNAL_H
+#define BATON_RACE_PPO_INTERNAL_H
+
+#include "baton/nn.h"
+#include "race_internal.h"
+
+/* ---------------------------------------------------------------- PPO's math (ppo_math.c) */
+#define PPO_CLIP 0.2            /* DeepRacer's clip_likelihood_ratio_using_epsilon */
+#define PPO_LAMBDA 0.95         /* DeepRacer's gae_lambda */
+#define PPO_LOG_STD_MIN -5.0    /* a continuous policy's log standard deviation is held in here */
+#define PPO_LOG_STD_MAX 1.0
+
+/* Generalised advantage estimation over one episode of n steps: rewards r[0..n-1], values
+ * v[0..n] where v[n] is the bootstrap (0 after a terminal step). adv[t] = sum_k (gamma
+ * lambda)^k delta_{t+k}, delta_t = r_t + gamma v_{t+1} - v_t; ret = adv + v (the value targets).
+ * Summed in double. */
+void ppo_gae(size_t n, const float *r, const float *v, double gamma, double lambda, float *adv, float *ret);
+/* (a - mean) / (std + 1e-8) in place, std the population one (numpy's np.std), as rl_coach
+ * standardises an iteration's advantages. */
+void ppo_normalize(size_t n, float *a);
+
+/* One sample's loss terms (for the iteration's statistics). */
+typedef struct ppo_terms {
+    double loss;                /* -min(rho A, clip(rho) A) - beta H */
+    double surrogate;           /* -min(rho A, clip(rho) A) */
+    double entropy;             /* H */
+    double ratio;               /* rho = exp(logp - logp_old) */
+    double kl;                  /* (rho - 1) - log rho: an estimate of KL(old || new) */
+    int clipped;                /* the clipped term was the smaller: no gradient from the surrogate */
+} ppo_terms;
+
+/* Discrete actions (a softmax over A logits z): log pi(a), and the clipped surrogate with the
+ * entropy bonus for one sample with its gradient d(loss)/dz times w (1 / minibatch) into dz. */
+double ppo_discrete_logp(int A, const float *z, int a);
+void ppo_discrete_loss(int A, const float *z, int a, float logp_old, float adv, double eps, double beta, double w,
+                       float *dz, ppo_terms *t);
+/* Continuous actions, a Gaussian in D dimensions squashed by tanh: out = [mu_0..mu_{D-1},
+ * log_std_0..log_std_{D-1}] (log_std held to [PPO_LOG_STD_MIN, PPO_LOG_STD_MAX], no gradient
+ * outside), u the sample before the squash. log pi is the Gaussian's at u: the squash's Jacobian is
+ * the same under the old and the new policy, so it cancels in rho; the entropy bonus is the
+ * Gaussian's. */
+double ppo_gauss_logp(int D, const float *out, const float *u);
+void ppo_gauss_loss(int D, const float *out, const float *u, float logp_old, float adv, double eps, double beta,
+                    double w, float *dout, ppo_terms *t);
+/* The value loss for prediction v against target: BATON_RACE_LOSS_HUBER (delta 1, as
+ * tf.losses.huber_loss) or BATON_RACE_LOSS_MSE ((v - target)^2); its d/dv times w into *dv. */
+double ppo_value_loss(int kind, float v, float target, double w, float *dv);
+
+/* Sampling from the policy, deterministic for the RNG's state. */
+int ppo_sample_discrete(int A, const float *z, baton_rng *r, float *logp);
+void ppo_sample_gauss(int D, const float *out, baton_rng *r, float *u, float *logp);
+int ppo_argmax(int A, const float *z);   /* the first maximum */
+double ppo_uniform(baton_rng *r);        /* [0, 1), 53 bits */
+double ppo_normal(baton_rng *r);         /* Box–Muller, one draw per call */
+
+/* ---------------------------------------------------------------- the agent (agent.c) */
+/* The policy and value networks (DeepRacer's use_separate_networks_per_head: two networks of the
+ * same shape), what they see (a frame: the sensor vector as floats, or the camera's greyscale
+ * bytes; stack_size frames side by side, the oldest first) and what their outputs mean. */
+typedef struct race_agent {
+    baton_race_meta meta;
+    int obs;                    /* BATON_RACE_OBS_* */
+    int stack;                  /* frames per input */
+    baton_race_sensor_opts sensor;
+    baton_race_camera_opts camera;
+    size_t frame_elems;         /* sensor: floats of one vector; camera: pixels of one frame */
+    size_t frame_bytes;
+    int in_c, in_h, in_w;       /* the networks' input */
+    size_t in_elems;
+    int nout;                   /* policy outputs: the actions' logits, or 2 means + 2 log-stds */
+    int max_batch;
+    baton_nn_model *pi, *vf;
+    float *x;                   /* max_batch inputs */
+    char kernels[16];
+} race_agent;
+
+/* Build the networks for meta and stack (seeded from seed; oneDNN unless reference or when it is
+ * unavailable), inputs for up to max_batch at once. */
+int race_agent_new(race_agent *a, const baton_race_meta *meta, int stack, uint64_t seed, int max_batch, int reference,
+                   baton_err *err);
+void race_agent_free(race_agent *a);
+/* One frame of env (into dst, frame_bytes): the sensor vector, or the camera's view (cam). */
+void race_agent_frame(const race_agent *a, const baton_race_sim *sim, const baton_race_camera *cam, size_t env,
+                      void *dst);
+/* The input of batch slot i from its frames, newest last (frames[k], k < stack). */
+void race_agent_input(race_agent *a, int i, const void *const *frames);
+/* The action (steering, speed) a policy output means: discrete index a, or the continuous sample u
+ * (squashed by tanh into the ranges). */
+void race_agent_action(const race_agent *a, int index, const float *u, float *steer, float *speed);
+/* The deterministic action of batch slot i's policy output (argmax, or tanh of the mean). */
+void race_agent_greedy(const race_agent *a, const float *out, float *steer, float *speed, int *index);
+
+/* ---------------------------------------------------------------- a run's state and checkpoints */
+/* state.json of `baton race train` (ppo_state.c; the writer beside the parser). */
+typedef struct race_run_state {
+    uint64_t iteration;         /* PPO iterations done: the checkpoint's step */
+    uint64_t episodes;          /* episodes done */
+    uint64_t sim_steps;         /* car steps taken (samples) */
+    uint64_t ticks;             /* batch steps (the trace's clock: ticks / hz) */
+    double seconds;             /* training time, summed over restarts */
+    baton_rng act_rng, shuffle_rng;
+    uint64_t optim_steps;
+    double best_lap_s;          /* the fastest lap completed in training (0: none yet) */
+    uint64_t laps;              /* laps completed in training */
+    /* what the run is: fixed for its life (a resume checks them) */
+    char track[256], reward[512];
+    int obs, reward_scale, stack;
+    uint64_t seed;
+    uint32_t envs, max_steps;
+    baton_race_car car;
+    baton_race_meta meta;
+    baton_race_hyper hyper;
+} race_run_state;
+
+char *race_state_format(const race_run_state *s);
+int race_state_parse(const char *text, size_t len, race_run_state *s, baton_err *err);
+
+/* Checkpoint tensors (ppo_ckpt.c): the policy's and value network's tensors as "policy.<name>" and
+ * "value.<name>", their Adam states likewise. */
+typedef struct race_ckpt_tensors {
+    baton_nn_tensor *mt, *ot;
+    size_t nm, no;
+    char (*names)[96];
+    void *shadow;               /* a copy of every tensor's bytes, taken between iterations */
+    size_t shadow_bytes;
+} race_ckpt_tensors;
+int race_ckpt_tensors_new(race_ckpt_tensors *c, const race_agent *a, const baton_nn_optim *opi,
+                          const baton_nn_optim *ovf, baton_err *err);
+void race_ckpt_tensors_free(race_ckpt_tensors *c);
+/* Copy the live tensors into the shadow (the state a checkpoint of this iteration holds). */
+void race_ckpt_tensors_take(race_ckpt_tensors *c, const race_agent *a, const baton_nn_optim *opi,
+                            const baton_nn_optim *ovf);
+/* Load model.safetensors (and optim.safetensors when the optimizers are given) of folder dir into
+ * the agent's networks: every tensor matched by name, dtype and shape. */
+int race_ckpt_load(const char *dir, race_agent *a, baton_nn_optim *opi, baton_nn_optim *ovf, uint64_t *optim_steps,
+                   baton_err *err);
+/* The checkpoint folder spec names (itself, or the newest that verifies under it), its state. */
+int race_ckpt_find(const char *spec, char *path, size_t cap, race_run_state *st, baton_err *err);
+/* An agent for evaluating the checkpoint in folder path (state st): the policy only matters. */
+int race_agent_from_ckpt(race_agent *a, const char *path, const race_run_state *st, int max_batch, baton_err *err);
+
+/* ---------------------------------------------------------------- SIM_TRACE_LOG (trace.c) */
+#define RACE_TRACE_HEADER                                                                              \
+    "episode,steps,X,Y,yaw,steer,throttle,action,reward,done,all_wheels_on_track,progress,closest_waypoint," \
+    "track_len,tstamp,episode_status,pause_duration\n"
+/* One row, DeepRacer's columns and formats (done and all_wheels_on_track as Python's True/False;
+ * action -1 for a continuous action space). */
+int race_trace_row(baton_buf *b, uint64_t episode, uint32_t steps, const baton_race_car_state *st, int action,
+                   double reward, double track_len, double tstamp);
+
+#endif
