@@ -61,7 +61,8 @@ $(BUILD)/obj/src/nn/kern_bn_fast.o: ALL_CFLAGS += -fopenmp
 $(BUILD)/obj/src/nn/kern_eltwise_fast.o: ALL_CFLAGS += -fopenmp
 $(BUILD)/obj/src/nn/kern_pool_fast.o: ALL_CFLAGS += -fopenmp
 $(BUILD)/obj/src/nn/kern_conv_fast.o: ALL_CFLAGS += -fopenmp
-$(BUILD)/obj/src/nn/optim.o: ALL_CFLAGS += -fopenmp
+$(BUILD)/obj/src/nn/optim.o: ALL_CFLAGS += -fopenmp -fno-math-errno -fvect-cost-model=dynamic
+$(BUILD)/obj/src/nn/fpmode.o: ALL_CFLAGS += -fopenmp
 
 $(LIB): $(LIB_OBJ)
 	@mkdir -p $(dir $@)

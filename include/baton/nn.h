@@ -308,6 +308,14 @@ void baton_nn_optim_set_steps(baton_nn_optim *o, uint64_t steps);   /* on resume
 size_t baton_nn_optim_ntensors(const baton_nn_optim *o);
 int baton_nn_optim_tensor(const baton_nn_optim *o, size_t i, baton_nn_tensor *t);
 
+/* Flush denormal floats to zero (FTZ and DAZ) on the calling thread and the fast kernels' OpenMP
+ * team (1), or restore IEEE denormals (0): what TensorFlow's CPU kernels do. A training loop whose
+ * Adam moments decay into denormals (dead units' second moments) otherwise spends most of its time
+ * in the processor's slow path for them. Results stay a function of the inputs and thread count. */
+void baton_nn_flush_denormals(int on);
+void baton_nn_flush_denormals_here(int on);   /* the calling thread only (cheap: no parallel region) */
+int baton_nn_denormals_flushed(void);         /* 1 when the calling thread flushes them */
+
 /* ---------------------------------------------------------------------------------------------
  * Learning-rate schedules: a pure function of the global step (0-based), so resuming is exact.
  *   CONST:  base
