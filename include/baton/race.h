@@ -11,7 +11,9 @@
 #ifndef BATON_RACE_H
 #define BATON_RACE_H
 
+#include "baton/notice.h"
 #include "baton/race_reward.h"
+#include "baton/train.h"
 #include "baton/util.h"
 
 /* ---------------------------------------------------------------- .npy arrays */
@@ -189,6 +191,8 @@ size_t baton_race_sensor_dim(const baton_race_sensor_opts *o);   /* rays + 3 + a
 /* Every environment's vector into out (envs × dim floats). _ref: brute-force ray casting. */
 void baton_race_sim_sensor(const baton_race_sim *s, const baton_race_sensor_opts *o, float *out);
 void baton_race_sim_sensor_ref(const baton_race_sim *s, const baton_race_sensor_opts *o, float *out);
+/* One environment's vector (dim floats), as baton_race_sim_sensor writes it. */
+void baton_race_sim_sensor_env(const baton_race_sim *s, const baton_race_sensor_opts *o, size_t env, float *out);
 
 /* The front camera: width × height greyscale, a pinhole at height_m above the ground, ahead_m in
  * front of the car's centre, pitched pitch_deg down, hfov_deg wide. The image is the ground
@@ -366,6 +370,121 @@ typedef struct baton_race_drive_result {
 int baton_race_drive(const baton_race_track *t, const baton_race_drive_opts *o, baton_race_drive_result *r,
                      baton_err *err);
 void baton_race_drive_result_free(baton_race_drive_result *r);
+
+/* ---------------------------------------------------------------- training (src/race/ppo_train.c) */
+/* `baton race train`: clipped PPO as DeepRacer trains (docs/race.md "Training"), on the batch
+ * simulator, as a run of baton_train_session stages: crash-safe ckpt-<iteration>/ checkpoints (the
+ * policy and value networks as "policy.*" and "value.*" tensors, their Adam states, and state.json
+ * with the counters, the RNGs, model_metadata.json and hyperparameters.json), a bit-exact resume
+ * from any of them, a clean stop after a checkpoint on an interruption notice (BATON_STOPPED).
+ *
+ * Each iteration drives num_episodes_between_training episodes on `envs` cars stepped as one batch
+ * (an episode ends at its lap, off the track, reversed, immobilized or at max_steps), then trains
+ * both networks for num_epochs passes over them in minibatches of batch_size. */
+enum {
+    BATON_RACE_SCALE_PROGRESS = 0,   /* each step's reward times the progress it made (per top-speed
+                                        step): what a time trial pays for; the default */
+    BATON_RACE_SCALE_STEP = 1,       /* the reward as returned, per step (DeepRacer's) */
+};
+
+typedef struct baton_race_train_opts {
+    const char *track;          /* required: a built-in name or a .npy */
+    const char *reward;         /* a reward spec (baton_race_reward_open); NULL: follow_center_line */
+    const char *metadata;       /* model_metadata.json; NULL: the console's defaults */
+    const char *hyper;          /* hyperparameters.json; NULL: the console's defaults */
+    const char *ckpt_dir;       /* required; resumes from it */
+    const char *ckpt_uri;       /* as baton_train_session_opts */
+    baton_store_opts store;
+    const char *log_path;       /* per-iteration CSV; NULL: none */
+    const char *trace_dir;      /* SIM_TRACE_LOG CSVs, <iteration>-iteration.csv; NULL: none */
+    uint32_t trace_every;       /* trace every this many iterations (1: every one) */
+    double minutes;             /* training-time budget, summed over restarts (0: none) */
+    uint64_t episodes;          /* episode budget, counted over restarts (0: none) */
+    int obs;                    /* BATON_RACE_OBS_*, or -1: the metadata's sensor */
+    uint64_t seed;
+    int reward_scale;           /* BATON_RACE_SCALE_* */
+    uint32_t envs;              /* cars per batch; 0: num_episodes_between_training */
+    uint32_t max_steps;         /* a training episode's step limit; 0: 10000 (DeepRacer's) */
+    baton_race_car car;         /* the car's limits in training (baton_race_train_opts_default: the
+                                   lap-time limit's acceleration, braking and grip) */
+    uint64_t ckpt_every;        /* iterations between background checkpoints; 0: by time */
+    double ckpt_every_sec;      /* default BATON_TRAIN_CKPT_EVERY_SEC */
+    int keep;
+    int notice;                 /* watch for interruption notices */
+    const baton_notice_opts *notice_opts;
+    const char *progress_file;
+    int reference_kernels;
+    int progress;               /* a progress line on a terminal */
+    double progress_every_s;    /* plain progress lines when stderr is not a terminal (0: none) */
+    /* which of the run's settings were given (a resume refuses a change to one that was) */
+    int seed_set, obs_set, scale_set, envs_set, max_steps_set;
+} baton_race_train_opts;
+
+typedef struct baton_race_train_result {
+    int resumed;
+    uint64_t resumed_iteration;
+    uint64_t iteration, episodes, sim_steps;   /* totals at the end */
+    double seconds;             /* this process's training time */
+    double total_seconds;       /* over restarts */
+    double steps_per_s;         /* car steps per second through the whole loop, this process */
+    double mean_reward, mean_progress;         /* the last iteration's */
+    double best_lap_s;          /* the fastest lap completed in training, 0 when none */
+    uint64_t laps;
+    char kernels[16];
+    char checkpoint[4096];
+    int stopped;                /* BATON_STOPPED: an interruption notice */
+    char notice[16], notice_source[32];
+    double notice_margin_s;
+    uint64_t rebalances;
+} baton_race_train_result;
+
+void baton_race_train_opts_default(baton_race_train_opts *o);
+int baton_race_train(const baton_race_train_opts *o, baton_race_train_result *r, baton_err *err);
+
+/* ---------------------------------------------------------------- timed laps (src/race/race_eval.c) */
+/* `baton race eval`: DeepRacer's time trial with a trained policy (its deterministic action): the
+ * car starts on the start line standing still and drives `laps` laps in a row; the clock runs from
+ * the start; off the track, reversed or immobilized resets the car onto the centre line where it
+ * was, standing, with a penalty added to the clock; a lap's time is from line to line (the
+ * crossing interpolated within its step), penalties included. */
+typedef struct baton_race_eval_opts {
+    const char *ckpt;           /* a checkpoint folder, or a folder of them (its newest that verifies) */
+    const char *track;          /* NULL: the one it was trained on */
+    int laps;                   /* 3 */
+    double off_track_penalty_s; /* 5 */
+    uint32_t max_steps;         /* give up after this many steps in all (0: 10000 per lap) */
+    baton_race_car car;         /* the car's limits (default: the lap-time limit's, as in training) */
+    const char *trace_path;     /* SIM_TRACE_LOG CSV of the drive; NULL: none */
+    const char *frames_dir;     /* every camera frame as PNG; NULL: none */
+} baton_race_eval_opts;
+
+typedef struct baton_race_lap {
+    double time_s;              /* line to line, penalties included */
+    double penalty_s;
+    uint32_t resets;
+    uint32_t steps;
+} baton_race_lap;
+
+typedef struct baton_race_eval_result {
+    int completed;              /* all laps driven (else the step limit ended it) */
+    size_t nlaps;               /* laps completed */
+    baton_race_lap *laps;       /* malloc'd */
+    double best_lap_s, total_s, penalties_s;
+    uint32_t resets;
+    double limit_s, ratio;      /* the racing-line limit's lap on this track; best_lap_s / limit_s */
+    char track[256];
+    uint64_t iteration;         /* the checkpoint's */
+    char checkpoint[4096];
+    /* the drive, step by step (what SIM_TRACE_LOG records), for pictures and for storing */
+    size_t n;
+    double *x, *y, *v;          /* the car's centre and speed after each step */
+    uint32_t *lap_of;           /* the lap each step belongs to (0-based) */
+    uint8_t *reset;             /* 1 where the car was reset after that step */
+} baton_race_eval_result;
+
+void baton_race_eval_opts_default(baton_race_eval_opts *o);
+int baton_race_eval(const baton_race_eval_opts *o, baton_race_eval_result *r, baton_err *err);
+void baton_race_eval_result_free(baton_race_eval_result *r);
 
 /* ---------------------------------------------------------------- pictures */
 /* An SVG of the track (surface, borders, dashed centre line, start line and direction, scale bar)

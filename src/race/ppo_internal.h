@@ -77,6 +77,7 @@ typedef struct race_agent {
     int max_batch;
     baton_nn_model *pi, *vf;
     float *x;                   /* max_batch inputs */
+    float *dout;                /* max_batch × nout: a loss's gradient of the outputs */
     char kernels[16];
 } race_agent;
 
@@ -108,9 +109,11 @@ typedef struct race_run_state {
     uint64_t optim_steps;
     double best_lap_s;          /* the fastest lap completed in training (0: none yet) */
     uint64_t laps;              /* laps completed in training */
-    /* what the run is: fixed for its life (a resume checks them) */
+    double last_reward;         /* the last iteration's mean episode reward (term_cond_avg_score) */
+    /* what the run is: fixed for its life (a resume checks them); meta.obs is what it sees and
+     * hyper.stack_size how many frames */
     char track[256], reward[512];
-    int obs, reward_scale, stack;
+    int reward_scale;           /* BATON_RACE_SCALE_* */
     uint64_t seed;
     uint32_t envs, max_steps;
     baton_race_car car;
@@ -144,6 +147,98 @@ int race_ckpt_load(const char *dir, race_agent *a, baton_nn_optim *opi, baton_nn
 int race_ckpt_find(const char *spec, char *path, size_t cap, race_run_state *st, baton_err *err);
 /* An agent for evaluating the checkpoint in folder path (state st): the policy only matters. */
 int race_agent_from_ckpt(race_agent *a, const char *path, const race_run_state *st, int max_batch, baton_err *err);
+
+/* ---------------------------------------------------------------- one iteration's experience (rollout.c) */
+enum { RACE_GOES_ON = 0, RACE_ENDED = 1, RACE_CUT = 2 };
+typedef struct race_row {
+    int32_t prev;               /* the previous row of its episode, -1 at its first */
+    int32_t boot;               /* the last step of a cut episode: the row holding the state after it */
+    int32_t action;             /* discrete: the action's index; continuous: -1 */
+    uint8_t sample;             /* 1: a step the policy took (trained on); 0: a bootstrap state */
+    uint8_t end;                /* RACE_GOES_ON, RACE_ENDED (terminal: value 0 after it), RACE_CUT */
+    float u[2];                 /* continuous: the sample before the squash */
+    float logp, reward, value, adv, ret;
+} race_row;
+
+typedef struct race_rollout {
+    size_t cap, n;              /* rows */
+    race_row *rows;
+    uint8_t *frames;            /* cap frames of frame_bytes */
+    size_t frame_bytes, frames_len;
+    uint32_t *samples;          /* rows that are samples, in the order taken */
+    size_t nsamples;
+    uint32_t *ep_last;          /* each episode's last sample row */
+    size_t nep, ep_cap;
+    uint32_t *gat;              /* an episode's rows in order (GAE) */
+    float *gr, *gv, *ga, *gret;
+    size_t gcap;
+    uint64_t *perm;             /* the minibatch order */
+    float *tmp;                 /* cap floats of scratch */
+} race_rollout;
+
+/* What a rollout drives and how (the trainer fills it once). */
+typedef struct race_collect {
+    baton_race_sim *sim;
+    const baton_race_camera *cam;   /* the camera's observations; NULL for the sensor's */
+    baton_race_reward *reward;
+    race_agent *agent;
+    baton_rng *rng;             /* the actions' samples */
+    uint32_t envs, episodes;    /* cars stepped as one batch, episodes per iteration */
+    uint64_t first_episode;     /* the run's episode counter when the iteration starts */
+    uint64_t tick0;             /* the run's batch steps when it starts */
+    double hz, track_len, top_step_m;   /* top_step_m: a step's distance at top speed */
+    int reward_scale;
+    double value_scale;         /* rewards are trained on times this (1 - discount): values ~ reward per step */
+    baton_buf *trace;           /* SIM_TRACE_LOG rows of this iteration; NULL: none */
+    int (*poll)(void *ctx, baton_err *err);   /* 1: stop now, < 0: error */
+    void *poll_ctx;
+    /* working space, envs each */
+    int32_t *last;
+    uint64_t *episode;
+    uint8_t *active;
+    float *steer, *speed, *before;
+    double *raw, *ep_reward;
+    uint32_t *slot_env, *slot_row;
+    struct baton_race_params *params;
+} race_collect;
+
+typedef struct race_collect_stats {
+    uint64_t episodes, laps, samples, ticks;
+    double reward_sum, progress_sum, best_lap_s;
+} race_collect_stats;
+
+int race_rollout_new(race_rollout *ro, size_t cap, size_t episodes, size_t frame_bytes, uint32_t max_steps, baton_err *err);
+void race_rollout_free(race_rollout *ro);
+int race_collect_new(race_collect *c, uint32_t envs, baton_err *err);
+void race_collect_free(race_collect *c);
+/* Drive one iteration's episodes into ro. 0 done; 1 stopped by poll (ro is to be thrown away). */
+int race_rollout_collect(race_rollout *ro, race_collect *c, race_collect_stats *st, baton_err *err);
+/* The stacked input of row into the agent's batch slot. */
+void race_rollout_input(const race_rollout *ro, race_agent *a, int slot, uint32_t row);
+
+/* ---------------------------------------------------------------- learning from it (ppo_learn.c) */
+typedef struct race_learn_stats {
+    double policy_loss, value_loss, entropy, kl, clip_frac;
+    uint64_t updates;
+} race_learn_stats;
+/* Values of every row, GAE per episode (lambda PPO_LAMBDA), advantages standardised, then
+ * num_epochs passes of minibatches over the samples in an order drawn from shuffle: the policy's
+ * clipped surrogate and entropy bonus, the value's loss, one Adam step of each network per
+ * minibatch. 0 done; 1 stopped by poll between minibatches. */
+int race_learn(race_rollout *ro, race_agent *a, baton_nn_optim *opi, baton_nn_optim *ovf, const baton_race_hyper *h,
+               baton_rng *shuffle, int (*poll)(void *, baton_err *), void *poll_ctx, race_learn_stats *st,
+               baton_err *err);
+
+/* ---------------------------------------------------------------- files beside the checkpoints (ppo_files.c) */
+/* The log keeps the rows of iterations <= iterations (created with its header when missing). */
+int race_log_cut(const char *path, uint64_t iterations, baton_err *err);
+int race_log_row(const char *path, const race_run_state *s, uint64_t steps, double mean_reward, double mean_progress,
+                 uint64_t laps, const race_learn_stats *l, double seconds, double steps_per_s, baton_err *err);
+/* Trace files of iterations from `from` on are removed (dir created when missing). */
+int race_trace_cut(const char *dir, uint64_t from, baton_err *err);
+int race_trace_write(const char *dir, uint64_t index, const baton_buf *rows, baton_err *err);
+/* model_metadata.json and hyperparameters.json into dir, in the console's format. */
+int race_model_files(const char *dir, const baton_race_meta *m, const baton_race_hyper *h, baton_err *err);
 
 /* ---------------------------------------------------------------- SIM_TRACE_LOG (trace.c) */
 #define RACE_TRACE_HEADER                                                                              \

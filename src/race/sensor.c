@@ -73,6 +73,11 @@ void baton_race_sim_sensor(const baton_race_sim *s, const baton_race_sensor_opts
     for (size_t e = 0; e < s->n; e++) sensor_one(s, e, o, 0, out + e * dim);
 }
 
+void baton_race_sim_sensor_env(const baton_race_sim *s, const baton_race_sensor_opts *o, size_t env, float *out)
+{
+    if (env < s->n) sensor_one(s, env, o, 0, out);
+}
+
 void baton_race_sim_sensor_ref(const baton_race_sim *s, const baton_race_sensor_opts *o, float *out)
 {
     size_t dim = baton_race_sensor_dim(o);

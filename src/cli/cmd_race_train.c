@@ -1,0 +1,159 @@
+/* cmd_race_train.c — `baton race train` and `baton race eval`:
+ *   train --track T [--reward FILE|NAME] [--metadata F] [--hyper F] --ckpt-dir DIR
+ *         [--minutes M | --episodes N] [--obs sensor|camera] [--seed S] [...]
+ *                 PPO with checkpoints that resume bit-exactly, a progress line, a per-iteration CSV
+ *                 log, SIM_TRACE_LOG traces; exit 75 after a checkpoint on an interruption notice
+ *   eval --ckpt DIR [--track T] [--laps 3] [--off-track-penalty S] [--json] [--trace F] [--svg F]
+ *                 DeepRacer's time trial: every lap, resets, penalties, the best lap against the
+ *                 racing-line limit
+ * Usage errors exit 2 naming the option; library errors exit 1. */
+#include "baton/race.h"
+#include "cli.h"
+
+#include <cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void train_json(const baton_race_train_result *r, int rc)
+{
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "status", rc == BATON_STOPPED ? "stopped" : "done");
+    cJSON_AddNumberToObject(j, "iteration", (double)r->iteration);
+    cJSON_AddNumberToObject(j, "episodes", (double)r->episodes);
+    cJSON_AddNumberToObject(j, "sim_steps", (double)r->sim_steps);
+    cJSON_AddBoolToObject(j, "resumed", r->resumed);
+    cJSON_AddNumberToObject(j, "resumed_iteration", (double)r->resumed_iteration);
+    cJSON_AddNumberToObject(j, "seconds", r->seconds);
+    cJSON_AddNumberToObject(j, "total_seconds", r->total_seconds);
+    cJSON_AddNumberToObject(j, "steps_per_s", r->steps_per_s);
+    cJSON_AddNumberToObject(j, "mean_reward", r->mean_reward);
+    cJSON_AddNumberToObject(j, "mean_progress", r->mean_progress);
+    cJSON_AddNumberToObject(j, "best_lap_s", r->best_lap_s);
+    cJSON_AddNumberToObject(j, "laps", (double)r->laps);
+    cJSON_AddStringToObject(j, "kernels", r->kernels);
+    cJSON_AddNumberToObject(j, "rebalances", (double)r->rebalances);
+    cJSON_AddStringToObject(j, "checkpoint", r->checkpoint);
+    if (rc == BATON_STOPPED) {
+        cJSON_AddStringToObject(j, "notice", r->notice);
+        cJSON_AddStringToObject(j, "notice_source", r->notice_source);
+        cJSON_AddNumberToObject(j, "notice_margin_s", r->notice_margin_s);
+    }
+    char *s = cJSON_PrintUnformatted(j);
+    if (s) printf("%s\n", s);
+    free(s);
+    cJSON_Delete(j);
+}
+
+static void train_text(const baton_race_train_result *r, int rc)
+{
+    printf("iteration %llu, %llu episodes, %llu steps", (unsigned long long)r->iteration,
+           (unsigned long long)r->episodes, (unsigned long long)r->sim_steps);
+    if (r->seconds > 0 && r->iteration > r->resumed_iteration)
+        printf(", %.0f steps/s (%s)", r->steps_per_s, r->kernels);
+    else if (r->resumed)
+        printf(", nothing left to train (resumed at iteration %llu)", (unsigned long long)r->resumed_iteration);
+    printf("\n  last iteration: reward %.2f per episode, lap completion %.1f %%\n", r->mean_reward, r->mean_progress);
+    if (r->best_lap_s > 0) printf("  best lap in training %.2f s (%llu laps completed)\n", r->best_lap_s, (unsigned long long)r->laps);
+    if (r->checkpoint[0]) printf("  checkpoint %s\n", r->checkpoint);
+    if (rc == BATON_STOPPED) printf("stopped on a %s notice (%s)\n", r->notice, r->notice_source);
+}
+
+int cli_race_train(int argc, char **argv)
+{
+    baton_race_train_opts o;
+    baton_race_train_opts_default(&o);
+    const char *obs = NULL, *scale = NULL;
+    double minutes = NAN, every_sec = NAN, progress_every = 30;
+    uint64_t episodes = UINT64_MAX, every = UINT64_MAX;
+    int envs = -1, max_steps = -1, keep = -1, threads = 0, quiet = 0, json = 0, no_notice = 0, trace_every = 1;
+    const struct cli_opt opts[] = {
+        {"track", CLI_STR, &o.track, "a built-in track (oval, technical) or a DeepRacer .npy (required)"},
+        {"reward", CLI_STR, &o.reward, "FILE.py, FILE.c or a built-in (default follow_center_line)"},
+        {"metadata", CLI_STR, &o.metadata, "model_metadata.json: actions and sensor (default: the console's)"},
+        {"hyper", CLI_STR, &o.hyper, "hyperparameters.json (default: the console's)"},
+        {"ckpt-dir", CLI_STR, &o.ckpt_dir, "checkpoint folder (required); resumes from it"},
+        {"ckpt-uri", CLI_STR, &o.ckpt_uri, "upload every checkpoint there; restore from it when --ckpt-dir is empty"},
+        {"minutes", CLI_DBL, &minutes, "training time, summed over restarts (default 60, the console's)"},
+        {"episodes", CLI_U64, &episodes, "episodes, counted over restarts (instead of --minutes)"},
+        {"obs", CLI_STR, &obs, "sensor | camera (default: the metadata's sensor; camera for the console's)"},
+        {"seed", CLI_U64, &o.seed, "initialisation, actions and minibatches (default 0)"},
+        {"reward-scale", CLI_STR, &scale, "progress (default: each step's reward times its progress) | step (DeepRacer's)"},
+        {"envs", CLI_INT, &envs, "cars stepped as one batch (default num_episodes_between_training)"},
+        {"max-steps", CLI_INT, &max_steps, "a training episode's step limit (default 10000)"},
+        {"log", CLI_STR, &o.log_path, "CSV log, one row per iteration"},
+        {"trace", CLI_STR, &o.trace_dir, "SIM_TRACE_LOG CSVs into DIR (<n>-iteration.csv)"},
+        {"trace-every", CLI_INT, &trace_every, "trace one iteration in K (default 1: all)"},
+        {"ckpt-every-steps", CLI_U64, &every, "checkpoint every K iterations in the background"},
+        {"ckpt-every-sec", CLI_DBL, &every_sec, "checkpoint every S seconds (default 60; 0: off)"},
+        {"keep", CLI_INT, &keep, "checkpoints kept (default 3)"},
+        {"threads", CLI_INT, &threads, "compute threads (sets OMP_NUM_THREADS)"},
+        {"reference", CLI_FLAG, &o.reference_kernels, "the plain C kernels instead of oneDNN"},
+        {"quiet", CLI_FLAG, &quiet, "no progress line"},
+        {"progress-every", CLI_DBL, &progress_every, "when stderr is not a terminal, a progress line every S seconds (30)"},
+        {"json", CLI_FLAG, &json, "the summary as one JSON object"},
+        {"no-notice", CLI_FLAG, &no_notice, "ignore interruption notices"},
+        {"progress-file", CLI_STR, &o.progress_file, "keep the current iteration in FILE (default $BATON_PROGRESS_FILE)"},
+        {0},
+    };
+    const char *pos[1];
+    int npos, help;
+    if (cli_parse("race train",
+                  "--track T [--reward FILE|NAME] [--metadata F] [--hyper F] --ckpt-dir DIR [--minutes M | --episodes N] "
+                  "[--obs sensor|camera] [--seed S] [--log FILE.csv] [--trace DIR] [--json]",
+                  opts, argc, argv, pos, 0, &npos, &help))
+        return help ? CLI_OK : CLI_USAGE;
+    int given_min = cli_given(argc, argv, "minutes"), given_ep = cli_given(argc, argv, "episodes");
+    const char *bad = !o.track || !o.ckpt_dir ? "--track and --ckpt-dir are required"
+                    : given_min && given_ep ? "give --minutes or --episodes, not both"
+                    : given_min && !(minutes > 0 && isfinite(minutes)) ? "--minutes must be a positive number"
+                    : given_ep && episodes == 0 ? "--episodes must be >= 1"
+                    : obs && strcmp(obs, "sensor") && strcmp(obs, "camera") ? "--obs must be sensor or camera"
+                    : scale && strcmp(scale, "progress") && strcmp(scale, "step") ? "--reward-scale must be progress or step"
+                    : cli_given(argc, argv, "envs") && (envs < 1 || envs > 4096) ? "--envs must be 1..4096"
+                    : cli_given(argc, argv, "max-steps") && (max_steps < 1 || max_steps > 100000) ? "--max-steps must be 1..100000"
+                    : trace_every < 1 ? "--trace-every must be >= 1"
+                    : every == 0 ? "--ckpt-every-steps must be >= 1"
+                    : cli_given(argc, argv, "ckpt-every-sec") && !(every_sec >= 0 && isfinite(every_sec)) ? "--ckpt-every-sec must be >= 0"
+                    : keep == 0 || keep < -1 ? "--keep must be >= 1"
+                    : threads < 0 ? "--threads must not be negative"
+                    : !(progress_every >= 0 && isfinite(progress_every)) ? "--progress-every must be >= 0"
+                    : NULL;
+    if (bad) {
+        fprintf(stderr, "baton race train: %s\n", bad);
+        return CLI_USAGE;
+    }
+    if (threads > 0) {
+        char t[16];
+        snprintf(t, sizeof t, "%d", threads);
+        setenv("OMP_NUM_THREADS", t, 1);
+    }
+    o.minutes = given_min ? minutes : 0;
+    o.episodes = given_ep ? episodes : 0;
+    if (obs) o.obs = !strcmp(obs, "sensor") ? BATON_RACE_OBS_SENSOR : BATON_RACE_OBS_CAMERA, o.obs_set = 1;
+    if (scale) o.reward_scale = !strcmp(scale, "step") ? BATON_RACE_SCALE_STEP : BATON_RACE_SCALE_PROGRESS, o.scale_set = 1;
+    o.seed_set = cli_given(argc, argv, "seed");
+    if (envs > 0) o.envs = (uint32_t)envs, o.envs_set = 1;
+    if (max_steps > 0) o.max_steps = (uint32_t)max_steps, o.max_steps_set = 1;
+    o.trace_every = (uint32_t)trace_every;
+    if (every != UINT64_MAX) o.ckpt_every = every, o.ckpt_every_sec = 0;
+    if (cli_given(argc, argv, "ckpt-every-sec")) o.ckpt_every_sec = every_sec;
+    o.keep = keep < 0 ? 0 : keep;
+    o.progress = !quiet && !getenv("BATON_NO_PROGRESS");
+    o.progress_every_s = quiet ? 0 : progress_every;
+    o.notice = !no_notice;
+    if (!o.progress_file) o.progress_file = getenv("BATON_PROGRESS_FILE");
+    baton_race_train_result r;
+    baton_err err = {0};
+    int rc = baton_race_train(&o, &r, &err);
+    if (rc && rc != BATON_STOPPED) return cli_fail("race train", &err);
+    if (json) train_json(&r, rc);
+    else train_text(&r, rc);
+    return rc == BATON_STOPPED ? CLI_INTERRUPTED : CLI_OK;
+}
+
+int cli_race_eval(int argc, char **argv)
+{
+    fprintf(stderr, "baton race eval: not yet\n");
+    return CLI_ERROR;
+}

@@ -1,0 +1,117 @@
+/* ppo_learn.c — learning from one iteration's experience, as rl_coach's ClippedPPOAgent does it
+ * (fill_advantages, then train_network): the value network's estimate of every row (the steps
+ * and the bootstrap states), GAE over each episode (the value after a terminal step is 0, after a
+ * cut one the bootstrap state's), the iteration's advantages standardised, then num_epochs passes
+ * over the steps in a shuffled order, in minibatches of batch_size (the last one shorter): for
+ * each, the policy's forward, the clipped surrogate with the entropy bonus and its gradient (mean
+ * over the minibatch), backward and one Adam step; then the value network's forward against the
+ * GAE returns (huber or mean squared error), backward and one Adam step. The learning rate is
+ * constant (DeepRacer's).
+ *
+ * Contract: deterministic for the networks, the experience and the shuffle RNG's state; nothing
+ * is allocated (the rollout's and the agent's buffers). A stop asked between minibatches (poll
+ * returns 1) returns 1 with the networks changed: the caller throws the iteration away. */
+#include "ppo_internal.h"
+
+#include <string.h>
+
+/* every row's value, max_batch at a time */
+static int values(race_rollout *ro, race_agent *a, baton_err *err)
+{
+    for (size_t i = 0; i < ro->n; i += (size_t)a->max_batch) {
+        int k = (int)(ro->n - i < (size_t)a->max_batch ? ro->n - i : (size_t)a->max_batch);
+        for (int j = 0; j < k; j++) race_rollout_input(ro, a, j, (uint32_t)(i + (size_t)j));
+        int rc = baton_nn_forward(a->vf, a->x, k, err);
+        if (rc) return rc;
+        const float *v = baton_nn_logits(a->vf);
+        for (int j = 0; j < k; j++) ro->rows[i + (size_t)j].value = v[j];
+    }
+    return BATON_OK;
+}
+
+/* GAE of every episode, then the advantages standardised over the iteration */
+static void advantages(race_rollout *ro, double gamma)
+{
+    for (size_t e = 0; e < ro->nep; e++) {
+        size_t n = 0;
+        for (int32_t r = (int32_t)ro->ep_last[e]; r >= 0 && n + 1 < ro->gcap; r = ro->rows[r].prev) ro->gat[n++] = (uint32_t)r;
+        for (size_t i = 0; i < n / 2; i++) {   /* oldest first */
+            uint32_t t = ro->gat[i];
+            ro->gat[i] = ro->gat[n - 1 - i];
+            ro->gat[n - 1 - i] = t;
+        }
+        for (size_t i = 0; i < n; i++) ro->gr[i] = ro->rows[ro->gat[i]].reward, ro->gv[i] = ro->rows[ro->gat[i]].value;
+        const race_row *last = &ro->rows[ro->ep_last[e]];
+        ro->gv[n] = last->end == RACE_CUT && last->boot >= 0 ? ro->rows[last->boot].value : 0.0f;
+        ppo_gae(n, ro->gr, ro->gv, gamma, PPO_LAMBDA, ro->ga, ro->gret);
+        for (size_t i = 0; i < n; i++) ro->rows[ro->gat[i]].adv = ro->ga[i], ro->rows[ro->gat[i]].ret = ro->gret[i];
+    }
+    for (size_t i = 0; i < ro->nsamples; i++) ro->tmp[i] = ro->rows[ro->samples[i]].adv;
+    ppo_normalize(ro->nsamples, ro->tmp);
+    for (size_t i = 0; i < ro->nsamples; i++) ro->rows[ro->samples[i]].adv = ro->tmp[i];
+}
+
+/* one minibatch: policy then value, one Adam step each */
+static int minibatch(race_rollout *ro, race_agent *a, baton_nn_optim *opi, baton_nn_optim *ovf,
+                     const baton_race_hyper *h, const uint64_t *idx, int k, race_learn_stats *st, baton_err *err)
+{
+    for (int j = 0; j < k; j++) race_rollout_input(ro, a, j, ro->samples[idx[j]]);
+    int rc = baton_nn_forward(a->pi, a->x, k, err);
+    if (rc) return rc;
+    const float *out = baton_nn_logits(a->pi);
+    const double w = 1.0 / k;
+    double loss = 0, ent = 0, kl = 0, clipped = 0;
+    for (int j = 0; j < k; j++) {
+        const race_row *r = &ro->rows[ro->samples[idx[j]]];
+        const float *o = out + (size_t)j * a->nout;
+        float *d = a->dout + (size_t)j * a->nout;
+        ppo_terms t;
+        if (a->meta.action_type == BATON_RACE_DISCRETE)
+            ppo_discrete_loss(a->nout, o, r->action, r->logp, r->adv, PPO_CLIP, h->beta_entropy, w, d, &t);
+        else
+            ppo_gauss_loss(2, o, r->u, r->logp, r->adv, PPO_CLIP, h->beta_entropy, w, d, &t);
+        loss += t.loss, ent += t.entropy, kl += t.kl, clipped += t.clipped;
+    }
+    if ((rc = baton_nn_backward_from(a->pi, a->dout, err)) || (rc = baton_nn_optim_step(opi, h->lr, err))) return rc;
+    if ((rc = baton_nn_forward(a->vf, a->x, k, err))) return rc;
+    const float *v = baton_nn_logits(a->vf);
+    double vloss = 0;
+    for (int j = 0; j < k; j++) {
+        const race_row *r = &ro->rows[ro->samples[idx[j]]];
+        vloss += ppo_value_loss(h->loss_type, v[j], r->ret, w, &a->dout[j]);
+    }
+    if ((rc = baton_nn_backward_from(a->vf, a->dout, err)) || (rc = baton_nn_optim_step(ovf, h->lr, err))) return rc;
+    st->policy_loss += loss, st->value_loss += vloss, st->entropy += ent, st->kl += kl, st->clip_frac += clipped;
+    st->updates++;
+    return BATON_OK;
+}
+
+int race_learn(race_rollout *ro, race_agent *a, baton_nn_optim *opi, baton_nn_optim *ovf, const baton_race_hyper *h,
+               baton_rng *shuffle, int (*poll)(void *, baton_err *), void *poll_ctx, race_learn_stats *st,
+               baton_err *err)
+{
+    memset(st, 0, sizeof *st);
+    if (ro->nsamples == 0) return BATON_OK;
+    int rc = values(ro, a, err);
+    if (rc) return rc;
+    advantages(ro, h->discount_factor);
+    const int B = (int)(h->batch_size < (uint32_t)a->max_batch ? h->batch_size : (uint32_t)a->max_batch);
+    size_t seen = 0;
+    for (uint32_t ep = 0; ep < h->num_epochs; ep++) {
+        baton_rng_permutation(shuffle, ro->perm, ro->nsamples);
+        for (size_t i = 0; i < ro->nsamples; i += (size_t)B) {
+            if (poll && (rc = poll(poll_ctx, err))) return rc;
+            int k = (int)(ro->nsamples - i < (size_t)B ? ro->nsamples - i : (size_t)B);
+            if ((rc = minibatch(ro, a, opi, ovf, h, ro->perm + i, k, st, err))) return rc;
+            seen += (size_t)k;
+        }
+    }
+    if (seen) {   /* means per sample */
+        st->policy_loss /= (double)seen;
+        st->value_loss /= (double)seen;
+        st->entropy /= (double)seen;
+        st->kl /= (double)seen;
+        st->clip_frac /= (double)seen;
+    }
+    return BATON_OK;
+}

@@ -1,0 +1,247 @@
+/* ppo_state.c — state.json of a `baton race train` checkpoint: its writer (what a checkpoint
+ * commits between iterations) beside its parser (what a resume, `race eval` and `race drive
+ * --policy` trust). A field added to the file is added to both here, and to race_run_state.
+ *
+ * The file, as written:
+ *   {"kind": "race-ppo", "step": <iteration>, "iteration", "episodes", "sim_steps", "ticks",
+ *    "seconds", "rng": {"act": [4 hex], "shuffle": [4 hex]}, "optim_steps",
+ *    "best_lap_s", "laps", "last_reward",
+ *    "track", "reward", "reward_scale": "progress"|"step", "seed": "<decimal>", "envs", "max_steps",
+ *    "car": {"min_speed_mps", "max_speed_mps", "max_steer_deg", "accel_mps2", "brake_mps2",
+ *            "steer_rate_dps", "grip_mps2"},
+ *    "model_metadata": {...as the console writes it}, "hyperparameters": {...likewise}}
+ *
+ * Parser contract: the text is outside input. One JSON object whose "kind" is "race-ppo" (a
+ * checkpoint of `baton train` is refused as such), with every field above: integers whole and
+ * non-negative (at most 2^53, or decimal strings), numbers finite, rng states 1..16 hex digits and
+ * not all zero, strings that fit, the car's limits within the simulator's ranges, and the two
+ * embedded files valid as their own parsers check them. Every failure names the field; *s is
+ * written only when the whole text validates. */
+#include "ppo_internal.h"
+
+#include <cJSON.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void add_u64(cJSON *o, const char *k, uint64_t v) { cJSON_AddNumberToObject(o, k, (double)v); }
+
+static cJSON *rng_json(const baton_rng *r)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < 4; i++) {
+        char h[20];
+        snprintf(h, sizeof h, "%016" PRIx64, r->s[i]);
+        cJSON_AddItemToArray(a, cJSON_CreateString(h));
+    }
+    return a;
+}
+
+/* an embedded file: the formatter's text parsed back into a subtree */
+static void add_file(cJSON *o, const char *k, char *text)
+{
+    cJSON *j = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    if (j) cJSON_AddItemToObject(o, k, j);
+}
+
+char *race_state_format(const race_run_state *s)
+{
+    cJSON *j = cJSON_CreateObject();
+    if (!j) return NULL;
+    cJSON_AddStringToObject(j, "kind", "race-ppo");
+    add_u64(j, "step", s->iteration);
+    add_u64(j, "iteration", s->iteration);
+    add_u64(j, "episodes", s->episodes);
+    add_u64(j, "sim_steps", s->sim_steps);
+    add_u64(j, "ticks", s->ticks);
+    cJSON_AddNumberToObject(j, "seconds", s->seconds);
+    cJSON *rng = cJSON_AddObjectToObject(j, "rng");
+    if (rng) {
+        cJSON_AddItemToObject(rng, "act", rng_json(&s->act_rng));
+        cJSON_AddItemToObject(rng, "shuffle", rng_json(&s->shuffle_rng));
+    }
+    add_u64(j, "optim_steps", s->optim_steps);
+    cJSON_AddNumberToObject(j, "best_lap_s", s->best_lap_s);
+    add_u64(j, "laps", s->laps);
+    cJSON_AddNumberToObject(j, "last_reward", s->last_reward);
+    cJSON_AddStringToObject(j, "track", s->track);
+    cJSON_AddStringToObject(j, "reward", s->reward);
+    cJSON_AddStringToObject(j, "reward_scale", s->reward_scale == BATON_RACE_SCALE_STEP ? "step" : "progress");
+    char seed[24];
+    snprintf(seed, sizeof seed, "%" PRIu64, s->seed);
+    cJSON_AddStringToObject(j, "seed", seed);
+    add_u64(j, "envs", s->envs);
+    add_u64(j, "max_steps", s->max_steps);
+    cJSON *car = cJSON_AddObjectToObject(j, "car");
+    if (car) {
+        cJSON_AddNumberToObject(car, "min_speed_mps", s->car.min_speed_mps);
+        cJSON_AddNumberToObject(car, "max_speed_mps", s->car.max_speed_mps);
+        cJSON_AddNumberToObject(car, "max_steer_deg", s->car.max_steer_deg);
+        cJSON_AddNumberToObject(car, "accel_mps2", s->car.accel_mps2);
+        cJSON_AddNumberToObject(car, "brake_mps2", s->car.brake_mps2);
+        cJSON_AddNumberToObject(car, "steer_rate_dps", s->car.steer_rate_dps);
+        cJSON_AddNumberToObject(car, "grip_mps2", s->car.grip_mps2);
+    }
+    add_file(j, "model_metadata", baton_race_meta_format(&s->meta));
+    add_file(j, "hyperparameters", baton_race_hyper_format(&s->hyper));
+    char *out = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    return out;
+}
+
+/* ---------------------------------------------------------------- parsing */
+
+static int bad(baton_err *err, const char *field, const char *what)
+{
+    return baton_err_set(err, BATON_ERR_FORMAT, "state.json: %s %s", field, what);
+}
+
+static int get_u64(const cJSON *o, const char *k, uint64_t *v, baton_err *err)
+{
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, k);
+    if (cJSON_IsNumber(x) && x->valuedouble >= 0 && x->valuedouble <= 9007199254740992.0 &&
+        x->valuedouble == floor(x->valuedouble)) {
+        *v = (uint64_t)x->valuedouble;
+        return BATON_OK;
+    }
+    if (cJSON_IsString(x)) {
+        size_t n = strlen(x->valuestring);
+        char *end;
+        errno = 0;
+        unsigned long long u = n >= 1 && n <= 20 && strspn(x->valuestring, "0123456789") == n
+                                   ? strtoull(x->valuestring, &end, 10) : 0;
+        if (n >= 1 && n <= 20 && strspn(x->valuestring, "0123456789") == n && !errno) {
+            *v = u;
+            return BATON_OK;
+        }
+    }
+    return bad(err, k, "is missing or not a non-negative integer");
+}
+
+static int get_dbl(const cJSON *o, const char *k, double lo, double hi, double *v, baton_err *err)
+{
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, k);
+    if (cJSON_IsNumber(x) && isfinite(x->valuedouble) && x->valuedouble >= lo && x->valuedouble <= hi) {
+        *v = x->valuedouble;
+        return BATON_OK;
+    }
+    return bad(err, k, "is missing or not a number in range");
+}
+
+static int get_str(const cJSON *o, const char *k, char *out, size_t cap, baton_err *err)
+{
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, k);
+    if (cJSON_IsString(x) && x->valuestring[0] && strlen(x->valuestring) < cap) {
+        snprintf(out, cap, "%s", x->valuestring);
+        return BATON_OK;
+    }
+    return bad(err, k, "is missing, empty or too long");
+}
+
+static int get_rng(const cJSON *o, const char *k, baton_rng *r, baton_err *err)
+{
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, k);
+    if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) != 4) return bad(err, k, "is not a list of 4 hex words");
+    uint64_t any = 0;
+    for (int i = 0; i < 4; i++) {
+        const cJSON *x = cJSON_GetArrayItem(a, i);
+        size_t n = cJSON_IsString(x) ? strlen(x->valuestring) : 0;
+        if (n < 1 || n > 16 || strspn(x->valuestring, "0123456789abcdefABCDEF") != n)
+            return bad(err, k, "holds a word that is not 1..16 hex digits");
+        r->s[i] = strtoull(x->valuestring, NULL, 16);
+        any |= r->s[i];
+    }
+    return any ? BATON_OK : bad(err, k, "is all zero (not a generator's state)");
+}
+
+/* the car: every limit within the simulator's ranges (baton_race_sim_new) */
+static int get_car(const cJSON *j, baton_race_car *c, baton_err *err)
+{
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(j, "car");
+    if (!cJSON_IsObject(o)) return bad(err, "car", "is missing or not an object");
+    baton_race_car_default(c);
+    int rc;
+    if ((rc = get_dbl(o, "min_speed_mps", 0, 100, &c->min_speed_mps, err)) ||
+        (rc = get_dbl(o, "max_speed_mps", c->min_speed_mps, 100, &c->max_speed_mps, err)) ||
+        (rc = get_dbl(o, "max_steer_deg", 1e-6, 88, &c->max_steer_deg, err)) ||
+        (rc = get_dbl(o, "accel_mps2", 0, 1e3, &c->accel_mps2, err)) ||
+        (rc = get_dbl(o, "brake_mps2", 0, 1e3, &c->brake_mps2, err)) ||
+        (rc = get_dbl(o, "steer_rate_dps", 0, 1e5, &c->steer_rate_dps, err)) ||
+        (rc = get_dbl(o, "grip_mps2", 0, 1e3, &c->grip_mps2, err)))
+        return baton_err_prefix(err, "car");
+    return BATON_OK;
+}
+
+/* an embedded file, checked by its own parser */
+static int get_file(const cJSON *j, const char *k, race_run_state *s, baton_err *err)
+{
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(j, k);
+    if (!cJSON_IsObject(o)) return bad(err, k, "is missing or not an object");
+    char *text = cJSON_PrintUnformatted(o);
+    if (!text) return baton_err_set(err, BATON_ERR_NOMEM, "state.json: out of memory");
+    char name[64];
+    snprintf(name, sizeof name, "state.json %s", k);
+    int rc = !strcmp(k, "model_metadata") ? baton_race_meta_parse(name, text, strlen(text), &s->meta, err)
+                                          : baton_race_hyper_parse(name, text, strlen(text), &s->hyper, err);
+    free(text);
+    return rc;
+}
+
+static int parse_fields(const cJSON *j, race_run_state *s, baton_err *err)
+{
+    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(j, "kind");
+    if (!cJSON_IsString(kind) || strcmp(kind->valuestring, "race-ppo"))
+        return baton_err_set(err, BATON_ERR_FORMAT, "state.json: not a race model's checkpoint (kind is not "
+                             "\"race-ppo\"; a `baton train` checkpoint?)");
+    uint64_t step, envs, max_steps;
+    const cJSON *rng = cJSON_GetObjectItemCaseSensitive(j, "rng");
+    if (!cJSON_IsObject(rng)) return bad(err, "rng", "is missing or not an object");
+    char scale[16], seed[24];
+    int rc;
+    if ((rc = get_u64(j, "step", &step, err)) || (rc = get_u64(j, "iteration", &s->iteration, err)) ||
+        (rc = get_u64(j, "episodes", &s->episodes, err)) || (rc = get_u64(j, "sim_steps", &s->sim_steps, err)) ||
+        (rc = get_u64(j, "ticks", &s->ticks, err)) || (rc = get_dbl(j, "seconds", 0, 1e12, &s->seconds, err)) ||
+        (rc = get_rng(rng, "act", &s->act_rng, err)) || (rc = get_rng(rng, "shuffle", &s->shuffle_rng, err)) ||
+        (rc = get_u64(j, "optim_steps", &s->optim_steps, err)) ||
+        (rc = get_dbl(j, "best_lap_s", 0, 1e9, &s->best_lap_s, err)) || (rc = get_u64(j, "laps", &s->laps, err)) ||
+        (rc = get_dbl(j, "last_reward", -1e300, 1e300, &s->last_reward, err)) ||
+        (rc = get_str(j, "track", s->track, sizeof s->track, err)) ||
+        (rc = get_str(j, "reward", s->reward, sizeof s->reward, err)) ||
+        (rc = get_str(j, "reward_scale", scale, sizeof scale, err)) || (rc = get_str(j, "seed", seed, sizeof seed, err)) ||
+        (rc = get_u64(j, "envs", &envs, err)) || (rc = get_u64(j, "max_steps", &max_steps, err)) ||
+        (rc = get_car(j, &s->car, err)) || (rc = get_file(j, "model_metadata", s, err)) ||
+        (rc = get_file(j, "hyperparameters", s, err)))
+        return rc;
+    if (step != s->iteration) return bad(err, "step", "differs from iteration");
+    if (!strcmp(scale, "progress")) s->reward_scale = BATON_RACE_SCALE_PROGRESS;
+    else if (!strcmp(scale, "step")) s->reward_scale = BATON_RACE_SCALE_STEP;
+    else return bad(err, "reward_scale", "is neither progress nor step");
+    size_t n = strlen(seed);
+    if (n > 20 || strspn(seed, "0123456789") != n) return bad(err, "seed", "is not a decimal number");
+    errno = 0;
+    s->seed = strtoull(seed, NULL, 10);
+    if (errno) return bad(err, "seed", "is out of range");
+    if (envs < 1 || envs > 100000) return bad(err, "envs", "is outside 1..100000");
+    if (max_steps < 1 || max_steps > 1000000) return bad(err, "max_steps", "is outside 1..1000000");
+    s->envs = (uint32_t)envs;
+    s->max_steps = (uint32_t)max_steps;
+    return BATON_OK;
+}
+
+int race_state_parse(const char *text, size_t len, race_run_state *out, baton_err *err)
+{
+    const char *end = NULL;
+    cJSON *j = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    if (!cJSON_IsObject(j)) {
+        cJSON_Delete(j);
+        return baton_err_set(err, BATON_ERR_FORMAT, "state.json: not a JSON object");
+    }
+    race_run_state *s = calloc(1, sizeof *s);
+    int rc = s ? parse_fields(j, s, err) : baton_err_set(err, BATON_ERR_NOMEM, "state.json: out of memory");
+    if (!rc) memcpy(out, s, sizeof *s);
+    free(s);
+    cJSON_Delete(j);
+    return rc;
+}
