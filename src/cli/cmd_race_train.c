@@ -152,8 +152,109 @@ int cli_race_train(int argc, char **argv)
     return rc == BATON_STOPPED ? CLI_INTERRUPTED : CLI_OK;
 }
 
+static int eval_json(const baton_race_eval_result *r)
+{
+    cJSON *j = cJSON_CreateObject(), *laps = cJSON_CreateArray();
+    cJSON_AddStringToObject(j, "track", r->track);
+    cJSON_AddStringToObject(j, "checkpoint", r->checkpoint);
+    cJSON_AddNumberToObject(j, "iteration", (double)r->iteration);
+    cJSON_AddBoolToObject(j, "completed", r->completed);
+    for (size_t i = 0; i < r->nlaps; i++) {
+        cJSON *l = cJSON_CreateObject();
+        cJSON_AddNumberToObject(l, "lap", (double)(i + 1));
+        cJSON_AddNumberToObject(l, "time_s", r->laps[i].time_s);
+        cJSON_AddNumberToObject(l, "resets", r->laps[i].resets);
+        cJSON_AddNumberToObject(l, "penalty_s", r->laps[i].penalty_s);
+        cJSON_AddNumberToObject(l, "steps", r->laps[i].steps);
+        cJSON_AddItemToArray(laps, l);
+    }
+    cJSON_AddItemToObject(j, "laps", laps);
+    cJSON_AddNumberToObject(j, "best_lap_s", r->best_lap_s);
+    cJSON_AddNumberToObject(j, "total_s", r->total_s);
+    cJSON_AddNumberToObject(j, "resets", r->resets);
+    cJSON_AddNumberToObject(j, "penalties_s", r->penalties_s);
+    cJSON_AddNumberToObject(j, "limit_s", r->limit_s);
+    cJSON_AddNumberToObject(j, "ratio", r->ratio);
+    char *s = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    if (!s) return CLI_ERROR;
+    printf("%s\n", s);
+    free(s);
+    return CLI_OK;
+}
+
+static void eval_text(const baton_race_eval_result *r)
+{
+    printf("eval %s on %s (iteration %llu): %s\n", r->checkpoint, r->track, (unsigned long long)r->iteration,
+           r->completed ? "time trial complete" : "gave up at the step limit");
+    for (size_t i = 0; i < r->nlaps; i++)
+        printf("  lap %zu   %8.3f s   %u reset(s), %.0f s of penalties\n", i + 1, r->laps[i].time_s, r->laps[i].resets,
+               r->laps[i].penalty_s);
+    if (r->nlaps) {
+        printf("  best lap %.3f s, total %.3f s, %u reset(s)\n", r->best_lap_s, r->total_s, r->resets);
+        printf("  limit    %.3f s (the racing line): best lap / limit = %.3f\n", r->limit_s, r->ratio);
+    } else {
+        printf("  no lap completed (%u resets)\n", r->resets);
+    }
+}
+
 int cli_race_eval(int argc, char **argv)
 {
-    fprintf(stderr, "baton race eval: not yet\n");
-    return CLI_ERROR;
+    baton_race_eval_opts o;
+    baton_race_eval_opts_default(&o);
+    const char *svg = NULL;
+    int json = 0, max_steps = 0;
+    const struct cli_opt opts[] = {
+        {"ckpt", CLI_STR, &o.ckpt, "a checkpoint folder, or a folder of them (its newest that verifies) (required)"},
+        {"track", CLI_STR, &o.track, "the track (default: the one it was trained on)"},
+        {"laps", CLI_INT, &o.laps, "laps in a row (default 3)"},
+        {"off-track-penalty", CLI_DBL, &o.off_track_penalty_s, "seconds added for each reset (default 5)"},
+        {"max-steps", CLI_INT, &max_steps, "give up after this many steps (default 10000 per lap)"},
+        {"trace", CLI_STR, &o.trace_path, "SIM_TRACE_LOG CSV of the drive"},
+        {"frames", CLI_STR, &o.frames_dir, "every camera frame as PNG into DIR"},
+        {"svg", CLI_STR, &svg, "the driven line over the racing line (SVG)"},
+        {"json", CLI_FLAG, &json, "one JSON object: laps, best_lap_s, total_s, resets, limit_s, ratio"},
+        {0},
+    };
+    const char *pos[1];
+    int npos, help;
+    if (cli_parse("race eval", "--ckpt DIR [--track T] [--laps 3] [--off-track-penalty S] [--json] [--trace F] [--svg F]",
+                  opts, argc, argv, pos, 0, &npos, &help))
+        return help ? CLI_OK : CLI_USAGE;
+    const char *bad = !o.ckpt ? "--ckpt is required"
+                    : o.laps < 1 || o.laps > 1000 ? "--laps must be 1..1000"
+                    : !(o.off_track_penalty_s >= 0 && o.off_track_penalty_s <= 3600) ? "--off-track-penalty must be 0..3600"
+                    : max_steps < 0 ? "--max-steps must be >= 1"
+                    : NULL;
+    if (bad) {
+        fprintf(stderr, "baton race eval: %s\n", bad);
+        return CLI_USAGE;
+    }
+    o.max_steps = (uint32_t)max_steps;
+    baton_race_eval_result r;
+    baton_err err = {0};
+    if (baton_race_eval(&o, &r, &err)) return cli_fail("race eval", &err);
+    int rc = CLI_OK;
+    if (svg) {
+        baton_race_track *t = NULL;
+        baton_race_limit_result lr;
+        baton_race_limits lim;
+        baton_race_limits_default(&lim);
+        int ok = baton_race_track_load(o.track ? o.track : r.track, &t, &err) == BATON_OK;
+        if (ok && baton_race_limit(t, &lim, &lr, &err) == BATON_OK) {
+            char title[512];
+            snprintf(title, sizeof title, "%s: best lap %.3f s, %u reset(s); racing line %.3f s (ratio %.3f)", r.track,
+                     r.best_lap_s, r.resets, r.limit_s, r.ratio);
+            baton_race_svg_line lines[2] = {{"racing line (limit)", lr.racing.x, lr.racing.y, NULL, lr.racing.n, 1},
+                                            {"driven", r.x, r.y, r.v, r.n, 0}};
+            if (baton_race_svg(svg, t, title, lines, 2, &err)) rc = cli_fail("race eval", &err);
+            baton_race_limit_free(&lr);
+        } else {
+            rc = cli_fail("race eval", &err);
+        }
+        baton_race_track_free(t);
+    }
+    if (rc == CLI_OK) rc = json ? eval_json(&r) : (eval_text(&r), CLI_OK);
+    baton_race_eval_result_free(&r);
+    return rc;
 }

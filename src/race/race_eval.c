@@ -1,0 +1,248 @@
+/* race_eval.c — `baton race eval`: a trained model in DeepRacer's time trial (the evaluation
+ * rules of the console and the league). The car starts on the start line standing still and
+ * drives `laps` laps in a row with the policy's deterministic action (the most likely discrete
+ * action, or the Gaussian's mean), the frames stacked as in training. The clock runs from the
+ * start. Off the track (no wheel on it), reversed or immobilized: the car is put back on the
+ * centre line where it was, standing, facing along the track, and the penalty is added to the
+ * clock (and to the lap it happened in). A lap's time runs from line to line, the crossing
+ * interpolated within its step from the progress on each side of it. The best lap is held to the
+ * racing-line limit of the same track and car (limit.c).
+ *
+ * The car's limits are training's (the limit's acceleration, braking and grip: docs/race.md), so a
+ * lap is compared with the limit like with like. SIM_TRACE_LOG rows carry the reward of
+ * DeepRacer's default function, as its evaluation traces do (markov.defaults).
+ *
+ * Contract: deterministic for the checkpoint, the track and the options; the drive's arrays are
+ * allocated once for the step limit. */
+#include "ppo_internal.h"
+
+#include "baton/img.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void baton_race_eval_opts_default(baton_race_eval_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->laps = 3;
+    o->off_track_penalty_s = 5;
+    baton_race_train_opts t;
+    baton_race_train_opts_default(&t);
+    o->car = t.car;
+}
+
+void baton_race_eval_result_free(baton_race_eval_result *r)
+{
+    free(r->laps);
+    free(r->x);
+    free(r->y);
+    free(r->v);
+    free(r->lap_of);
+    free(r->reset);
+    memset(r, 0, sizeof *r);
+}
+
+typedef struct evaluator {
+    const baton_race_eval_opts *o;
+    baton_race_eval_result *r;
+    race_run_state st;
+    baton_race_track *track;
+    baton_race_sim *sim;
+    baton_race_camera *cam;
+    race_agent agent;
+    int have_agent;
+    uint8_t *hist;              /* stack frames, the oldest first */
+    uint8_t *png;               /* a camera frame for --frames */
+    baton_buf trace;
+    double track_len;
+    size_t frames;
+} evaluator;
+
+static int alloc_result(evaluator *e, size_t steps, baton_err *err)
+{
+    baton_race_eval_result *r = e->r;
+    r->laps = calloc((size_t)e->o->laps, sizeof *r->laps);
+    r->x = malloc(steps * sizeof *r->x);
+    r->y = malloc(steps * sizeof *r->y);
+    r->v = malloc(steps * sizeof *r->v);
+    r->lap_of = malloc(steps * sizeof *r->lap_of);
+    r->reset = calloc(steps, 1);
+    if (!r->laps || !r->x || !r->y || !r->v || !r->lap_of || !r->reset)
+        return baton_err_set(err, BATON_ERR_NOMEM, "race eval: out of memory for %zu steps", steps);
+    return BATON_OK;
+}
+
+static int setup(evaluator *e, char *path, size_t cap, baton_err *err)
+{
+    const baton_race_eval_opts *o = e->o;
+    int rc = race_ckpt_find(o->ckpt, path, cap, &e->st, err);
+    if (rc) return rc;
+    const char *track = o->track ? o->track : e->st.track;
+    snprintf(e->r->track, sizeof e->r->track, "%s", track);
+    snprintf(e->r->checkpoint, sizeof e->r->checkpoint, "%s", path);
+    e->r->iteration = e->st.iteration;
+    if ((rc = baton_race_track_load(track, &e->track, err))) return rc;
+    if ((rc = race_agent_from_ckpt(&e->agent, path, &e->st, 1, err))) return rc;
+    e->have_agent = 1;
+    baton_race_track_info in;
+    baton_race_track_get_info(e->track, &in);
+    snprintf(e->r->track, sizeof e->r->track, "%s", in.name);
+    e->track_len = in.length_m;
+    baton_race_sim_opts so;
+    baton_race_sim_opts_default(&so);
+    so.car = o->car;
+    so.max_steps = 100000000;   /* the step limit is the evaluation's own */
+    if ((rc = baton_race_sim_new(e->track, &so, &e->sim, err))) return rc;
+    int camera = e->agent.obs == BATON_RACE_OBS_CAMERA || o->frames_dir;
+    if (camera && (rc = baton_race_camera_new(e->track, &e->agent.camera, &e->cam, err))) return rc;
+    if (o->frames_dir && (rc = baton_mkdir_p(o->frames_dir, err))) return rc;
+    e->hist = malloc(e->agent.frame_bytes * (size_t)e->agent.stack);
+    e->png = camera ? malloc((size_t)e->agent.camera.width * e->agent.camera.height) : NULL;
+    if (!e->hist || (camera && !e->png)) return baton_err_set(err, BATON_ERR_NOMEM, "race eval: out of memory");
+    baton_race_limits lim;
+    baton_race_limits_default(&lim);
+    lim.max_speed_mps = o->car.max_speed_mps;
+    baton_race_limit_result lr;
+    if ((rc = baton_race_limit(e->track, &lim, &lr, err))) return rc;
+    e->r->limit_s = lr.lap_s;
+    baton_race_limit_free(&lr);
+    return BATON_OK;
+}
+
+/* the newest frame into the stack (refill: every slot, at a start or after a reset) */
+static void observe(evaluator *e, int refill)
+{
+    race_agent *a = &e->agent;
+    size_t fb = a->frame_bytes, k = (size_t)a->stack;
+    if (!refill) memmove(e->hist, e->hist + fb, fb * (k - 1));
+    race_agent_frame(a, e->sim, e->cam, 0, e->hist + fb * (k - 1));
+    for (size_t i = 0; refill && i + 1 < k; i++) memcpy(e->hist + fb * i, e->hist + fb * (k - 1), fb);
+}
+
+static int write_frame(evaluator *e, baton_err *err)
+{
+    const baton_race_car_state *st = baton_race_sim_state(e->sim, 0);
+    baton_race_camera_render(e->cam, st->x, st->y, st->yaw, e->png);
+    baton_image im = {0};
+    baton_buf b = {0};
+    const baton_race_camera_opts *co = &e->agent.camera;
+    int rc = baton_image_resize(&im, (uint32_t)co->height, (uint32_t)co->width, 1, err);
+    if (!rc) {
+        memcpy(im.px, e->png, (size_t)co->width * (size_t)co->height);
+        rc = baton_img_encode(&im, BATON_ENC_PNG, 0, &b, err);
+    }
+    char name[32], path[4200];
+    snprintf(name, sizeof name, "frame-%05zu.png", e->frames++);
+    if (!rc) rc = baton_path_join(path, sizeof path, e->o->frames_dir, name, err);
+    if (!rc) rc = baton_file_write_atomic(path, b.data, b.len, err);
+    baton_buf_free(&b);
+    baton_image_free(&im);
+    return rc;
+}
+
+/* the policy's action for the stacked frames */
+static int act(evaluator *e, float *steer, float *speed, int *index, baton_err *err)
+{
+    race_agent *a = &e->agent;
+    const void *f[16];
+    for (int k = 0; k < a->stack; k++) f[k] = e->hist + a->frame_bytes * (size_t)k;
+    race_agent_input(a, 0, f);
+    int rc = baton_nn_forward(a->pi, a->x, 1, err);
+    if (!rc) race_agent_greedy(a, baton_nn_logits(a->pi), steer, speed, index);
+    return rc;
+}
+
+static int drive(evaluator *e, size_t limit, baton_err *err)
+{
+    const baton_race_eval_opts *o = e->o;
+    baton_race_eval_result *r = e->r;
+    const double dt = 1.0 / 15, pen = o->off_track_penalty_s;
+    baton_race_sim_start(e->sim, 0, 0, 0);
+    const baton_race_car_state *st = baton_race_sim_state(e->sim, 0);
+    observe(e, 1);
+    double penalties = 0, lap_start = 0;
+    int rc = o->frames_dir ? write_frame(e, err) : BATON_OK;
+    for (size_t k = 0; !rc && k < limit && r->nlaps < (size_t)o->laps; k++) {
+        float steer, speed;
+        int index;
+        if ((rc = act(e, &steer, &speed, &index, err))) break;
+        double before = st->progress;
+        baton_race_sim_step(e->sim, &steer, &speed);
+        r->x[r->n] = st->x, r->y[r->n] = st->y, r->v[r->n] = st->speed, r->lap_of[r->n] = (uint32_t)r->nlaps;
+        r->n++;
+        baton_race_lap *lap = &r->laps[r->nlaps];
+        lap->steps++;
+        if (o->trace_path) {
+            struct baton_race_params p;
+            baton_race_sim_params(e->sim, 0, &p);
+            rc = race_trace_row(&e->trace, 0, (uint32_t)r->n, st, index, baton_race_reward_follow_center_line(&p),
+                                e->track_len, (double)r->n * dt + penalties);
+            if (rc) {
+                baton_err_set(err, rc, "race eval: out of memory for the trace");
+                break;
+            }
+        }
+        if (o->frames_dir && (rc = write_frame(e, err))) break;
+        if (st->status == BATON_RACE_LAP_COMPLETE) {
+            double over = baton_race_sim_overshoot(e->sim, 0), frac = (100 - before) / (100 + over - before);
+            double cross = ((double)r->n - 1 + (frac > 0 && frac <= 1 ? frac : 1)) * dt + penalties;
+            lap->time_s = cross - lap_start;
+            lap_start = cross;
+            r->nlaps++;
+            baton_race_sim_next_lap(e->sim, 0);
+        } else if (st->status != BATON_RACE_IN_PROGRESS) {   /* off track, reversed, immobilized: a reset */
+            const race_geom *g = race_track_geom(e->track, st->reversed_dir);
+            baton_race_sim_place(e->sim, 0, st->ndist * g->length, 0, 0);
+            r->reset[r->n - 1] = 1;
+            r->resets++;
+            lap->resets++;
+            lap->penalty_s += pen;
+            penalties += pen;
+            observe(e, 1);
+            continue;
+        }
+        observe(e, 0);
+    }
+    if (rc) return rc;
+    r->completed = r->nlaps == (size_t)o->laps;
+    r->penalties_s = penalties;
+    r->total_s = r->completed ? lap_start : (double)r->n * dt + penalties;
+    for (size_t i = 0; i < r->nlaps; i++)
+        if (r->best_lap_s == 0 || r->laps[i].time_s < r->best_lap_s) r->best_lap_s = r->laps[i].time_s;
+    r->ratio = r->best_lap_s > 0 && r->limit_s > 0 ? r->best_lap_s / r->limit_s : 0;
+    return BATON_OK;
+}
+
+int baton_race_eval(const baton_race_eval_opts *o, baton_race_eval_result *r, baton_err *err)
+{
+    memset(r, 0, sizeof *r);
+    if (!o->ckpt) return baton_err_set(err, BATON_ERR_ARG, "race eval: a checkpoint is required");
+    if (o->laps < 1 || o->laps > 1000) return baton_err_set(err, BATON_ERR_ARG, "race eval: laps %d (want 1..1000)", o->laps);
+    if (!(o->off_track_penalty_s >= 0 && o->off_track_penalty_s <= 3600))
+        return baton_err_set(err, BATON_ERR_ARG, "race eval: the off-track penalty must be 0..3600 s");
+    evaluator e;
+    memset(&e, 0, sizeof e);
+    e.o = o, e.r = r;
+    char path[4096];
+    size_t limit = o->max_steps ? o->max_steps : (size_t)o->laps * 10000;
+    int rc = setup(&e, path, sizeof path, err);
+    if (!rc) rc = alloc_result(&e, limit, err);
+    if (!rc) rc = drive(&e, limit, err);
+    if (!rc && o->trace_path) {
+        baton_buf out = {0};
+        rc = baton_buf_append(&out, RACE_TRACE_HEADER, strlen(RACE_TRACE_HEADER));
+        if (!rc) rc = baton_buf_append(&out, e.trace.data, e.trace.len);
+        if (!rc) rc = baton_file_write_atomic(o->trace_path, out.data, out.len, err);
+        else baton_err_set(err, rc, "race eval: out of memory for the trace");
+        baton_buf_free(&out);
+    }
+    if (e.have_agent) race_agent_free(&e.agent);
+    baton_race_camera_free(e.cam);
+    baton_race_sim_free(e.sim);
+    baton_race_track_free(e.track);
+    baton_buf_free(&e.trace);
+    free(e.hist);
+    free(e.png);
+    if (rc) baton_race_eval_result_free(r);
+    return rc;
+}
