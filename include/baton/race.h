@@ -82,6 +82,8 @@ typedef struct baton_race_car {
     double steer_rate_dps;    /* 0: the wheels turn to a new angle within a step */
     double grip_mps2;         /* 0: no grip limit (kinematic); else the path's curvature is held to
                                * grip / v² (the car runs wide), e.g. the limit's 3 m/s² */
+    int friction_circle;      /* 0: acceleration and braking whatever the cornering; 1 (with grip): both
+                               * scaled by sqrt(1 - (v² |curvature| / grip)²), as the limit scales them */
 } baton_race_car;
 void baton_race_car_default(baton_race_car *c);
 
@@ -347,7 +349,8 @@ void baton_race_centerline_action(const baton_race_sim *s, size_t env, double pa
                                   float *speed);
 
 typedef struct baton_race_drive_opts {
-    const char *policy;       /* "centerline" (trained policies come with `race train`) */
+    const char *policy;       /* "centerline", or a checkpoint of `race train` (a ckpt-<k> folder or a folder
+                               * of them): its policy drives, on the car it was trained with */
     const char *reward;       /* reward spec (default follow_center_line) */
     const char *frames_dir;   /* write every camera frame as PNG here (NULL: none) */
     double pace;              /* centerline: share of the corner speeds the car could take, 0.85 */
@@ -472,7 +475,8 @@ typedef struct baton_race_eval_result {
     double best_lap_s, total_s, penalties_s;
     uint32_t resets;
     double limit_s, ratio;      /* the racing-line limit's lap on this track; best_lap_s / limit_s */
-    char track[256];
+    char track[256];            /* the track as given (a built-in name or a path) */
+    char track_name[256];       /* its name (the file's stem for a .npy) */
     uint64_t iteration;         /* the checkpoint's */
     char checkpoint[4096];
     /* the drive, step by step (what SIM_TRACE_LOG records), for pictures and for storing */

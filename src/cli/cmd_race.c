@@ -1,9 +1,9 @@
 /* cmd_race.c — `baton race track|drive|limit`:
  *   track NAME|PATH [--json] [--svg FILE]        a built-in track or a DeepRacer .npy: length,
  *                                               widths, waypoints, loop, turn radii; an SVG
- *   drive TRACK [--policy centerline] [--reward FILE|NAME] [--frames DIR] [--svg FILE] [--json]
- *                                               one lap with the built-in controller: time,
- *                                               reward, camera frames, the path driven
+ *   drive TRACK [--policy centerline|CKPT] [--reward FILE|NAME] [--frames DIR] [--svg FILE] [--json]
+ *                                               one lap with the built-in controller or a trained
+ *                                               policy: time, reward, camera frames, the path driven
  *   limit TRACK [--json] [--svg FILE] [car limits] the racing line's lap against the centre line's */
 #include "baton/race.h"
 #include "cli.h"
@@ -97,7 +97,7 @@ static int do_drive(int argc, char **argv)
     int json = 0, max_steps = 0;
     uint64_t seed = 1;
     const struct cli_opt opts[] = {
-        {"policy", CLI_STR, &policy, "centerline (trained policies come with `baton race train`)"},
+        {"policy", CLI_STR, &policy, "centerline, or CKPT: a checkpoint of `baton race train` drives"},
         {"reward", CLI_STR, &reward, "FILE.c, FILE.py or a built-in (follow_center_line, stay_inside_borders, prevent_zigzag)"},
         {"frames", CLI_STR, &frames, "write every camera frame as PNG into DIR"},
         {"svg", CLI_STR, &svg, "write the path driven over the track (SVG)"},
@@ -109,7 +109,7 @@ static int do_drive(int argc, char **argv)
     };
     const char *pos[1];
     int npos, help;
-    if (cli_parse("race drive", "TRACK [--policy centerline] [--reward FILE|NAME] [--frames DIR] [--svg FILE] [--json]",
+    if (cli_parse("race drive", "TRACK [--policy centerline|CKPT] [--reward FILE|NAME] [--frames DIR] [--svg FILE] [--json]",
                   opts, argc, argv, pos, 1, &npos, &help))
         return help ? CLI_OK : CLI_USAGE;
     if (npos != 1) {

@@ -155,7 +155,8 @@ int cli_race_train(int argc, char **argv)
 static int eval_json(const baton_race_eval_result *r)
 {
     cJSON *j = cJSON_CreateObject(), *laps = cJSON_CreateArray();
-    cJSON_AddStringToObject(j, "track", r->track);
+    cJSON_AddStringToObject(j, "track", r->track_name);
+    cJSON_AddStringToObject(j, "track_path", r->track);
     cJSON_AddStringToObject(j, "checkpoint", r->checkpoint);
     cJSON_AddNumberToObject(j, "iteration", (double)r->iteration);
     cJSON_AddBoolToObject(j, "completed", r->completed);
@@ -185,7 +186,7 @@ static int eval_json(const baton_race_eval_result *r)
 
 static void eval_text(const baton_race_eval_result *r)
 {
-    printf("eval %s on %s (iteration %llu): %s\n", r->checkpoint, r->track, (unsigned long long)r->iteration,
+    printf("eval %s on %s (iteration %llu): %s\n", r->checkpoint, r->track_name, (unsigned long long)r->iteration,
            r->completed ? "time trial complete" : "gave up at the step limit");
     for (size_t i = 0; i < r->nlaps; i++)
         printf("  lap %zu   %8.3f s   %u reset(s), %.0f s of penalties\n", i + 1, r->laps[i].time_s, r->laps[i].resets,
@@ -240,10 +241,10 @@ int cli_race_eval(int argc, char **argv)
         baton_race_limit_result lr;
         baton_race_limits lim;
         baton_race_limits_default(&lim);
-        int ok = baton_race_track_load(o.track ? o.track : r.track, &t, &err) == BATON_OK;
+        int ok = baton_race_track_load(r.track, &t, &err) == BATON_OK;
         if (ok && baton_race_limit(t, &lim, &lr, &err) == BATON_OK) {
             char title[512];
-            snprintf(title, sizeof title, "%s: best lap %.3f s, %u reset(s); racing line %.3f s (ratio %.3f)", r.track,
+            snprintf(title, sizeof title, "%s: best lap %.3f s, %u reset(s); racing line %.3f s (ratio %.3f)", r.track_name,
                      r.best_lap_s, r.resets, r.limit_s, r.ratio);
             baton_race_svg_line lines[2] = {{"racing line (limit)", lr.racing.x, lr.racing.y, NULL, lr.racing.n, 1},
                                             {"driven", r.x, r.y, r.v, r.n, 0}};

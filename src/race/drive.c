@@ -1,13 +1,13 @@
-/* drive.c — `baton race drive`: one lap with the built-in controller (trained policies come with
- * `baton race train`), the reward of every step, PNG camera frames a person can look at, and the
- * path driven.
+/* drive.c — `baton race drive`: one lap with the built-in controller or a trained policy (a
+ * checkpoint of `baton race train`, driven by pilot.c with the car it was trained with), the reward
+ * of every step, PNG camera frames a person can look at, and the path driven.
  *
  * The controller: pure pursuit of the centre line from the rear axle (look-ahead 0.35 m plus
  * 0.25 s of travel, at most 1 m), and a speed that the car can brake from for every corner in the
  * next few metres — sqrt(a_lat / |kappa|) at the corner plus the braking ramp to it, a_lat and
  * braking from baton_race_limits — scaled by `pace`. */
 #include "baton/img.h"
-#include "race_internal.h"
+#include "ppo_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -102,36 +102,50 @@ int baton_race_drive(const baton_race_track *t, const baton_race_drive_opts *o, 
                      baton_err *err)
 {
     memset(r, 0, sizeof *r);
-    if (o->policy && strcmp(o->policy, "centerline"))
-        return baton_err_set(err, BATON_ERR_ARG, "policy '%s': only the built-in 'centerline' driver is here; "
-                             "trained policies (checkpoints) come with `baton race train`", o->policy);
     if (!(o->pace > 0 && o->pace <= 2)) return baton_err_set(err, BATON_ERR_ARG, "pace %g: want 0 < pace <= 2", o->pace);
     baton_race_sim_opts so = o->sim;
     so.envs = 1;
     if (o->max_steps) so.max_steps = o->max_steps;
+    race_pilot pilot = {0};
+    race_run_state *st_run = NULL;
+    int piloted = o->policy && strcmp(o->policy, "centerline");
     baton_race_sim *sim = NULL;
     baton_race_reward *rw = NULL;
     baton_race_camera *cam = NULL;
     uint8_t *frame = NULL;
     size_t cap = 0;
-    int rc = baton_race_sim_new(t, &so, &sim, err);
+    int rc = BATON_OK;
+    if (piloted) {   /* a checkpoint: its policy, on the car it was trained with */
+        char path[4096];
+        if (!(st_run = malloc(sizeof *st_run))) rc = baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+        if (!rc && (rc = race_pilot_open(&pilot, o->policy, path, sizeof path, st_run, err)))
+            baton_err_prefix(err, "--policy %s", o->policy);
+        if (!rc) so.car = st_run->car;
+    }
+    if (!rc) rc = baton_race_sim_new(t, &so, &sim, err);
     if (!rc) rc = baton_race_reward_open(o->reward, &rw, err);
+    const baton_race_camera_opts *co = piloted ? &pilot.a.camera : &o->camera;
+    if (!rc && (o->frames_dir || (piloted && pilot.a.obs == BATON_RACE_OBS_CAMERA)))
+        rc = baton_race_camera_new(t, co, &cam, err);
     if (!rc && o->frames_dir) {
         rc = baton_mkdir_p(o->frames_dir, err);
-        if (!rc) rc = baton_race_camera_new(t, &o->camera, &cam, err);
-        if (!rc && !(frame = malloc((size_t)o->camera.width * (size_t)o->camera.height)))
+        if (!rc && !(frame = malloc((size_t)co->width * (size_t)co->height)))
             rc = baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
     }
+    if (!rc && piloted) race_pilot_observe(&pilot, sim, cam, 0, 1);
     if (!rc) rc = trace_push(r, &cap, baton_race_sim_state(sim, 0));
-    if (!rc && cam) {
+    if (!rc && frame) {
         const baton_race_car_state *st = baton_race_sim_state(sim, 0);
         baton_race_camera_render(cam, st->x, st->y, st->yaw, frame);
-        rc = write_frame(o->frames_dir, r->frames++, &o->camera, frame, err);
+        rc = write_frame(o->frames_dir, r->frames++, co, frame, err);
     }
     while (!rc && baton_race_sim_state(sim, 0)->status == BATON_RACE_IN_PROGRESS) {
         float steer, speed;
-        baton_race_centerline_action(sim, 0, o->pace, &steer, &speed);
+        int index;
+        if (piloted && (rc = race_pilot_act(&pilot, &steer, &speed, &index, err))) break;
+        if (!piloted) baton_race_centerline_action(sim, 0, o->pace, &steer, &speed);
         baton_race_sim_step(sim, &steer, &speed);
+        if (piloted) race_pilot_observe(&pilot, sim, cam, 0, 0);
         const baton_race_car_state *st = baton_race_sim_state(sim, 0);
         struct baton_race_params p;
         baton_race_sim_params(sim, 0, &p);
@@ -139,9 +153,9 @@ int baton_race_drive(const baton_race_track *t, const baton_race_drive_opts *o, 
         if ((rc = baton_race_reward_eval(rw, &p, &rew, err))) break;
         r->reward_sum += rew;
         if ((rc = trace_push(r, &cap, st))) break;
-        if (cam) {
+        if (frame) {
             baton_race_camera_render(cam, st->x, st->y, st->yaw, frame);
-            rc = write_frame(o->frames_dir, r->frames++, &o->camera, frame, err);
+            rc = write_frame(o->frames_dir, r->frames++, co, frame, err);
         }
     }
     if (!rc) {
@@ -154,6 +168,8 @@ int baton_race_drive(const baton_race_track *t, const baton_race_drive_opts *o, 
         baton_err_set(err, rc, "out of memory");
     }
     free(frame);
+    race_pilot_close(&pilot);
+    free(st_run);
     baton_race_camera_free(cam);
     baton_race_reward_free(rw);
     baton_race_sim_free(sim);

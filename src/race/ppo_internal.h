@@ -148,6 +148,19 @@ int race_ckpt_find(const char *spec, char *path, size_t cap, race_run_state *st,
 /* An agent for evaluating the checkpoint in folder path (state st): the policy only matters. */
 int race_agent_from_ckpt(race_agent *a, const char *path, const race_run_state *st, int max_batch, baton_err *err);
 
+/* A trained policy driving one car (pilot.c): the checkpoint spec names (race_ckpt_find), its
+ * stacked frames, its deterministic action. observe takes env's current frame (refill: into every
+ * slot of the stack, at a start or after a reset). */
+typedef struct race_pilot {
+    race_agent a;
+    int open;
+    uint8_t *hist;
+} race_pilot;
+int race_pilot_open(race_pilot *p, const char *ckpt, char *path, size_t cap, race_run_state *st, baton_err *err);
+void race_pilot_close(race_pilot *p);
+void race_pilot_observe(race_pilot *p, const baton_race_sim *sim, const baton_race_camera *cam, size_t env, int refill);
+int race_pilot_act(race_pilot *p, float *steer, float *speed, int *index, baton_err *err);
+
 /* ---------------------------------------------------------------- one iteration's experience (rollout.c) */
 enum { RACE_GOES_ON = 0, RACE_ENDED = 1, RACE_CUT = 2 };
 typedef struct race_row {

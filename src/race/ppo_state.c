@@ -8,7 +8,7 @@
  *    "best_lap_s", "laps", "last_reward",
  *    "track", "reward", "reward_scale": "progress"|"step", "seed": "<decimal>", "envs", "max_steps",
  *    "car": {"min_speed_mps", "max_speed_mps", "max_steer_deg", "accel_mps2", "brake_mps2",
- *            "steer_rate_dps", "grip_mps2"},
+ *            "steer_rate_dps", "grip_mps2", "friction_circle": true|false},
  *    "model_metadata": {...as the console writes it}, "hyperparameters": {...likewise}}
  *
  * Parser contract: the text is outside input. One JSON object whose "kind" is "race-ppo" (a
@@ -83,6 +83,7 @@ char *race_state_format(const race_run_state *s)
         cJSON_AddNumberToObject(car, "brake_mps2", s->car.brake_mps2);
         cJSON_AddNumberToObject(car, "steer_rate_dps", s->car.steer_rate_dps);
         cJSON_AddNumberToObject(car, "grip_mps2", s->car.grip_mps2);
+        cJSON_AddBoolToObject(car, "friction_circle", s->car.friction_circle);
     }
     add_file(j, "model_metadata", baton_race_meta_format(&s->meta));
     add_file(j, "hyperparameters", baton_race_hyper_format(&s->hyper));
@@ -171,6 +172,9 @@ static int get_car(const cJSON *j, baton_race_car *c, baton_err *err)
         (rc = get_dbl(o, "steer_rate_dps", 0, 1e5, &c->steer_rate_dps, err)) ||
         (rc = get_dbl(o, "grip_mps2", 0, 1e3, &c->grip_mps2, err)))
         return baton_err_prefix(err, "car");
+    const cJSON *fc = cJSON_GetObjectItemCaseSensitive(o, "friction_circle");
+    if (!cJSON_IsBool(fc)) return bad(err, "car.friction_circle", "is missing or not true/false");
+    c->friction_circle = cJSON_IsTrue(fc);
     return BATON_OK;
 }
 

@@ -33,6 +33,7 @@ void baton_race_train_opts_default(baton_race_train_opts *o)
     o->car.accel_mps2 = l.accel_mps2;     /* the lap-time limit's car: a lap is compared with it fairly */
     o->car.brake_mps2 = l.brake_mps2;
     o->car.grip_mps2 = l.lat_accel_mps2;
+    o->car.friction_circle = l.friction_exp > 0;
 }
 
 typedef struct trainer {

@@ -49,9 +49,7 @@ typedef struct evaluator {
     baton_race_track *track;
     baton_race_sim *sim;
     baton_race_camera *cam;
-    race_agent agent;
-    int have_agent;
-    uint8_t *hist;              /* stack frames, the oldest first */
+    race_pilot pilot;
     uint8_t *png;               /* a camera frame for --frames */
     baton_buf trace;
     double track_len;
@@ -75,30 +73,28 @@ static int alloc_result(evaluator *e, size_t steps, baton_err *err)
 static int setup(evaluator *e, char *path, size_t cap, baton_err *err)
 {
     const baton_race_eval_opts *o = e->o;
-    int rc = race_ckpt_find(o->ckpt, path, cap, &e->st, err);
+    int rc = race_pilot_open(&e->pilot, o->ckpt, path, cap, &e->st, err);
     if (rc) return rc;
+    const race_agent *a = &e->pilot.a;
     const char *track = o->track ? o->track : e->st.track;
     snprintf(e->r->track, sizeof e->r->track, "%s", track);
     snprintf(e->r->checkpoint, sizeof e->r->checkpoint, "%s", path);
     e->r->iteration = e->st.iteration;
     if ((rc = baton_race_track_load(track, &e->track, err))) return rc;
-    if ((rc = race_agent_from_ckpt(&e->agent, path, &e->st, 1, err))) return rc;
-    e->have_agent = 1;
     baton_race_track_info in;
     baton_race_track_get_info(e->track, &in);
-    snprintf(e->r->track, sizeof e->r->track, "%s", in.name);
+    snprintf(e->r->track_name, sizeof e->r->track_name, "%s", in.name);
     e->track_len = in.length_m;
     baton_race_sim_opts so;
     baton_race_sim_opts_default(&so);
     so.car = o->car;
     so.max_steps = 100000000;   /* the step limit is the evaluation's own */
     if ((rc = baton_race_sim_new(e->track, &so, &e->sim, err))) return rc;
-    int camera = e->agent.obs == BATON_RACE_OBS_CAMERA || o->frames_dir;
-    if (camera && (rc = baton_race_camera_new(e->track, &e->agent.camera, &e->cam, err))) return rc;
+    int camera = a->obs == BATON_RACE_OBS_CAMERA || o->frames_dir;
+    if (camera && (rc = baton_race_camera_new(e->track, &a->camera, &e->cam, err))) return rc;
     if (o->frames_dir && (rc = baton_mkdir_p(o->frames_dir, err))) return rc;
-    e->hist = malloc(e->agent.frame_bytes * (size_t)e->agent.stack);
-    e->png = camera ? malloc((size_t)e->agent.camera.width * e->agent.camera.height) : NULL;
-    if (!e->hist || (camera && !e->png)) return baton_err_set(err, BATON_ERR_NOMEM, "race eval: out of memory");
+    e->png = camera ? malloc((size_t)a->camera.width * a->camera.height) : NULL;
+    if (camera && !e->png) return baton_err_set(err, BATON_ERR_NOMEM, "race eval: out of memory");
     baton_race_limits lim;
     baton_race_limits_default(&lim);
     lim.max_speed_mps = o->car.max_speed_mps;
@@ -109,23 +105,13 @@ static int setup(evaluator *e, char *path, size_t cap, baton_err *err)
     return BATON_OK;
 }
 
-/* the newest frame into the stack (refill: every slot, at a start or after a reset) */
-static void observe(evaluator *e, int refill)
-{
-    race_agent *a = &e->agent;
-    size_t fb = a->frame_bytes, k = (size_t)a->stack;
-    if (!refill) memmove(e->hist, e->hist + fb, fb * (k - 1));
-    race_agent_frame(a, e->sim, e->cam, 0, e->hist + fb * (k - 1));
-    for (size_t i = 0; refill && i + 1 < k; i++) memcpy(e->hist + fb * i, e->hist + fb * (k - 1), fb);
-}
-
 static int write_frame(evaluator *e, baton_err *err)
 {
     const baton_race_car_state *st = baton_race_sim_state(e->sim, 0);
     baton_race_camera_render(e->cam, st->x, st->y, st->yaw, e->png);
     baton_image im = {0};
     baton_buf b = {0};
-    const baton_race_camera_opts *co = &e->agent.camera;
+    const baton_race_camera_opts *co = &e->pilot.a.camera;
     int rc = baton_image_resize(&im, (uint32_t)co->height, (uint32_t)co->width, 1, err);
     if (!rc) {
         memcpy(im.px, e->png, (size_t)co->width * (size_t)co->height);
@@ -140,18 +126,6 @@ static int write_frame(evaluator *e, baton_err *err)
     return rc;
 }
 
-/* the policy's action for the stacked frames */
-static int act(evaluator *e, float *steer, float *speed, int *index, baton_err *err)
-{
-    race_agent *a = &e->agent;
-    const void *f[16];
-    for (int k = 0; k < a->stack; k++) f[k] = e->hist + a->frame_bytes * (size_t)k;
-    race_agent_input(a, 0, f);
-    int rc = baton_nn_forward(a->pi, a->x, 1, err);
-    if (!rc) race_agent_greedy(a, baton_nn_logits(a->pi), steer, speed, index);
-    return rc;
-}
-
 static int drive(evaluator *e, size_t limit, baton_err *err)
 {
     const baton_race_eval_opts *o = e->o;
@@ -159,13 +133,13 @@ static int drive(evaluator *e, size_t limit, baton_err *err)
     const double dt = 1.0 / 15, pen = o->off_track_penalty_s;
     baton_race_sim_start(e->sim, 0, 0, 0);
     const baton_race_car_state *st = baton_race_sim_state(e->sim, 0);
-    observe(e, 1);
+    race_pilot_observe(&e->pilot, e->sim, e->cam, 0, 1);
     double penalties = 0, lap_start = 0;
     int rc = o->frames_dir ? write_frame(e, err) : BATON_OK;
     for (size_t k = 0; !rc && k < limit && r->nlaps < (size_t)o->laps; k++) {
         float steer, speed;
         int index;
-        if ((rc = act(e, &steer, &speed, &index, err))) break;
+        if ((rc = race_pilot_act(&e->pilot, &steer, &speed, &index, err))) break;
         double before = st->progress;
         baton_race_sim_step(e->sim, &steer, &speed);
         r->x[r->n] = st->x, r->y[r->n] = st->y, r->v[r->n] = st->speed, r->lap_of[r->n] = (uint32_t)r->nlaps;
@@ -198,10 +172,10 @@ static int drive(evaluator *e, size_t limit, baton_err *err)
             lap->resets++;
             lap->penalty_s += pen;
             penalties += pen;
-            observe(e, 1);
+            race_pilot_observe(&e->pilot, e->sim, e->cam, 0, 1);
             continue;
         }
-        observe(e, 0);
+        race_pilot_observe(&e->pilot, e->sim, e->cam, 0, 0);
     }
     if (rc) return rc;
     r->completed = r->nlaps == (size_t)o->laps;
@@ -236,12 +210,11 @@ int baton_race_eval(const baton_race_eval_opts *o, baton_race_eval_result *r, ba
         else baton_err_set(err, rc, "race eval: out of memory for the trace");
         baton_buf_free(&out);
     }
-    if (e.have_agent) race_agent_free(&e.agent);
+    race_pilot_close(&e.pilot);
     baton_race_camera_free(e.cam);
     baton_race_sim_free(e.sim);
     baton_race_track_free(e.track);
     baton_buf_free(&e.trace);
-    free(e.hist);
     free(e.png);
     if (rc) baton_race_eval_result_free(r);
     return rc;

@@ -4,7 +4,9 @@
  * The car is a kinematic bicycle: the rear axle moves along the heading, the yaw rate is
  * v·tan(steer)/wheelbase, integrated exactly over a step (an arc of constant radius). Speed and
  * steering follow the action within a step unless the car's acceleration, braking or steering-rate
- * limits are set; with a grip limit the path's curvature is held to grip / v² (the car runs wide). After the move: the four wheel centres and whether each is on the track (the
+ * limits are set; with a grip limit the path's curvature is held to grip / v² (the car runs wide),
+ * and with the friction circle too the acceleration and braking limits are scaled by
+ * sqrt(1 - (v² |curvature| / grip)²), what cornering leaves of the grip (the limit's own rule). After the move: the four wheel centres and whether each is on the track (the
  * track grid), the front point's projection on the centre line (DeepRacer's x, y and progress),
  * the closest waypoints, and the rules, in DeepRacer's order of precedence — lap complete
  * (progress 100), off track (no wheel on the track), immobilized (moved <= 0.3 mm per step for
@@ -284,20 +286,25 @@ static inline int step_env(baton_race_sim *s, size_t e, float steer_in, float sp
         st->steer_deg += clampd(sd - st->steer_deg, -car->steer_rate_dps * dt, car->steer_rate_dps * dt);
     else
         st->steer_deg = sd;
-    if (sp > st->speed) st->speed = car->accel_mps2 > 0 ? fmin(sp, st->speed + car->accel_mps2 * dt) : sp;
-    else st->speed = car->brake_mps2 > 0 ? fmax(sp, st->speed - car->brake_mps2 * dt) : sp;
-
-    /* the rear axle moves on an arc of radius wheelbase / tan(steer) */
-    double c = v->cy, sn = v->sy, ds = st->speed * dt;
-    double rx = st->x - car->rear_axle_m * c, ry = st->y - car->rear_axle_m * sn;
     if (st->steer_deg != v->tan_deg) {
         double ss, cs;
         any_sincos(st->steer_deg * (RACE_PI / 180), &ss, &cs);
         v->tan_deg = st->steer_deg;
         v->tan_val = ss / cs;
     }
-    /* the heading turns by dpsi: rotate (cos, sin) by it, kept on the unit circle */
-    double k = v->tan_val / car->wheelbase_m;
+    double k = v->tan_val / car->wheelbase_m, ax = car->accel_mps2, bx = car->brake_mps2;
+    if (car->friction_circle && car->grip_mps2 > 0) {   /* what cornering leaves of the grip for speed changes */
+        double u = fmin(1, st->speed * st->speed * fabs(k) / car->grip_mps2), f = sqrt(1 - u * u);
+        ax *= f;
+        bx *= f;
+    }
+    if (sp > st->speed) st->speed = car->accel_mps2 > 0 ? fmin(sp, st->speed + ax * dt) : sp;
+    else st->speed = car->brake_mps2 > 0 ? fmax(sp, st->speed - bx * dt) : sp;
+
+    /* the rear axle moves on an arc of radius wheelbase / tan(steer); the heading turns by dpsi:
+     * rotate (cos, sin) by it, kept on the unit circle */
+    double c = v->cy, sn = v->sy, ds = st->speed * dt;
+    double rx = st->x - car->rear_axle_m * c, ry = st->y - car->rear_axle_m * sn;
     if (car->grip_mps2 > 0 && st->speed * st->speed * fabs(k) > car->grip_mps2)   /* sliding: runs wide */
         k = copysign(car->grip_mps2 / (st->speed * st->speed), k);
     double dpsi = ds * k, yaw = st->yaw + dpsi, sdp, cdp;

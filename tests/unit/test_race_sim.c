@@ -194,6 +194,49 @@ static void test_start_and_next_lap(baton_race_track *oval)
     baton_race_sim_free(s);
 }
 
+/* The friction circle: cornering at the grip limit leaves nothing to speed up or slow down with;
+ * straight on, the full acceleration; halfway, sqrt(1 - u^2) of it */
+static void test_friction_circle(baton_race_track *wide)
+{
+    baton_race_sim_opts o;
+    baton_race_sim_opts_default(&o);
+    o.car.accel_mps2 = 3, o.car.brake_mps2 = 4, o.car.grip_mps2 = 3, o.car.friction_circle = 1;
+    baton_race_sim *s = sim_new(wide, &o);
+    const baton_race_car_state *st = baton_race_sim_state(s, 0);
+    float steer = 0, speed = 2;
+    for (int i = 0; i < 15; i++) baton_race_sim_step(s, &steer, &speed);   /* up to 2 m/s straight on */
+    CHECK_MSG(fabs(st->speed - 2) < 1e-12, "%g", st->speed);
+    double v0 = st->speed;
+    speed = 4;
+    baton_race_sim_step(s, &steer, &speed);
+    CHECK_MSG(fabs(st->speed - (v0 + 3.0 / 15)) < 1e-12, "straight: %g", st->speed);
+    v0 = st->speed;
+    steer = 30;   /* tan(30) / 0.164 = 3.52 /m: v^2 k far above the grip, u = 1 */
+    baton_race_sim_step(s, &steer, &speed);
+    CHECK_MSG(st->speed == v0, "at the limit: %g -> %g", v0, st->speed);
+    speed = 0.5;
+    baton_race_sim_step(s, &steer, &speed);
+    CHECK_MSG(st->speed == v0, "no braking either: %g -> %g", v0, st->speed);
+    /* steering for half the grip: u = 0.5, accelerating at 3 sqrt(0.75) */
+    double k = 0.5 * 3 / (v0 * v0);
+    steer = (float)(atan(k * 0.164) * 180 / M_PI);
+    speed = 4;
+    baton_race_sim_step(s, &steer, &speed);
+    double kk = tan((double)steer * M_PI / 180) / 0.164, u = v0 * v0 * kk / 3;
+    CHECK_MSG(fabs(st->speed - (v0 + 3 * sqrt(1 - u * u) / 15)) < 1e-9, "u %.3f: %g", u, st->speed);
+    baton_race_sim_free(s);
+    /* without the circle the same turn speeds up at the full rate */
+    o.car.friction_circle = 0;
+    s = sim_new(wide, &o);
+    st = baton_race_sim_state(s, 0);
+    steer = 0, speed = 2;
+    for (int i = 0; i < 15; i++) baton_race_sim_step(s, &steer, &speed);
+    steer = 30, speed = 4;
+    baton_race_sim_step(s, &steer, &speed);
+    CHECK(fabs(st->speed - (2 + 3.0 / 15)) < 1e-12);
+    baton_race_sim_free(s);
+}
+
 /* Constant speed and steering: the rear axle runs on a circle of radius L / tan(steer). */
 static void test_kinematics(baton_race_track *wide)
 {
@@ -461,6 +504,7 @@ int main(void)
     test_lap_and_time_up(oval);
     baton_race_track *wide = ring();
     if (wide) test_kinematics(wide);
+    if (wide) test_friction_circle(wide);
     baton_race_track_free(wide);
     test_starts(oval);
     test_start_and_next_lap(oval);
