@@ -200,6 +200,7 @@ typedef struct race_collect {
     uint64_t first_episode;     /* the run's episode counter when the iteration starts */
     uint64_t tick0;             /* the run's batch steps when it starts */
     double hz, track_len, top_step_m;   /* top_step_m: a step's distance at top speed */
+    int loop;                   /* the track is a loop (round-robin starts) */
     int reward_scale;
     double value_scale;         /* rewards are trained on times this (1 - discount): values ~ reward per step */
     baton_buf *trace;           /* SIM_TRACE_LOG rows of this iteration; NULL: none */

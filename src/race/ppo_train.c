@@ -204,7 +204,7 @@ static int build(trainer *t, const char *path, int resumed, baton_err *err)
     baton_race_track_get_info(t->track, &in);
     race_collect *c = &t->col;
     c->sim = t->sim, c->cam = t->cam, c->reward = t->reward, c->agent = &t->agent, c->rng = &t->act;
-    c->envs = s->envs, c->episodes = (uint32_t)eps, c->hz = so.hz, c->track_len = in.length_m;
+    c->envs = s->envs, c->episodes = (uint32_t)eps, c->hz = so.hz, c->track_len = in.length_m, c->loop = in.loop;
     c->top_step_m = s->car.max_speed_mps / so.hz;
     c->reward_scale = s->reward_scale;
     c->value_scale = 1 - s->hyper.discount_factor > 1e-4 ? 1 - s->hyper.discount_factor : 1e-4;

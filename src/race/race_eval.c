@@ -1,6 +1,6 @@
 /* race_eval.c — `baton race eval`: a trained model in DeepRacer's time trial (the evaluation
  * rules of the console and the league). The car starts on the start line standing still and
- * drives `laps` laps in a row with the policy's deterministic action (the most likely discrete
+ * drives `laps` laps in a row (an open track once, to its end) with the policy's deterministic action (the most likely discrete
  * action, or the Gaussian's mean), the frames stacked as in training. The clock runs from the
  * start. Off the track (no wheel on it), reversed or immobilized: the car is put back on the
  * centre line where it was, standing, facing along the track, and the penalty is added to the
@@ -131,12 +131,15 @@ static int drive(evaluator *e, size_t limit, baton_err *err)
     const baton_race_eval_opts *o = e->o;
     baton_race_eval_result *r = e->r;
     const double dt = 1.0 / 15, pen = o->off_track_penalty_s;
+    baton_race_track_info in;
+    baton_race_track_get_info(e->track, &in);
+    const size_t laps = in.loop ? (size_t)o->laps : 1;   /* an open track is driven once, start to end */
     baton_race_sim_start(e->sim, 0, 0, 0);
     const baton_race_car_state *st = baton_race_sim_state(e->sim, 0);
     race_pilot_observe(&e->pilot, e->sim, e->cam, 0, 1);
     double penalties = 0, lap_start = 0;
     int rc = o->frames_dir ? write_frame(e, err) : BATON_OK;
-    for (size_t k = 0; !rc && k < limit && r->nlaps < (size_t)o->laps; k++) {
+    for (size_t k = 0; !rc && k < limit && r->nlaps < laps; k++) {
         float steer, speed;
         int index;
         if ((rc = race_pilot_act(&e->pilot, &steer, &speed, &index, err))) break;
@@ -178,7 +181,7 @@ static int drive(evaluator *e, size_t limit, baton_err *err)
         race_pilot_observe(&e->pilot, e->sim, e->cam, 0, 0);
     }
     if (rc) return rc;
-    r->completed = r->nlaps == (size_t)o->laps;
+    r->completed = r->nlaps == laps;
     r->penalties_s = penalties;
     r->total_s = r->completed ? lap_start : (double)r->n * dt + penalties;
     for (size_t i = 0; i < r->nlaps; i++)
