@@ -196,6 +196,7 @@ static void eval_text(const baton_race_eval_result *r)
         printf("  limit    %.3f s (the racing line): best lap / limit = %.3f\n", r->limit_s, r->ratio);
     } else {
         printf("  no lap completed (%u resets)\n", r->resets);
+        printf("  limit    %.3f s (the racing line)\n", r->limit_s);
     }
 }
 
