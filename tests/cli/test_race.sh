@@ -125,7 +125,7 @@ if [ "$($BATON race drive oval --reward tests/race/follow_center_line.py --max-s
     printf 'def reward_function(params)\n    return 1.0\n' >"$T/syntax.py"
     expect_fail 1 'syntax\.py line 1: SyntaxError' $BATON race drive oval --reward "$T/syntax.py"
 fi
-expect_fail 1 'trained policies.*race train' $BATON race drive oval --policy "$T/ckpt"
+expect_fail 1 'policy .*no checkpoint that verifies.*race train' $BATON race drive oval --policy "$T/ckpt"
 expect_fail 1 "reward 'nope'" $BATON race drive oval --reward nope
 expect_fail 2 'usage: baton race' $BATON race
 expect_fail 2 "unknown action 'fly'" $BATON race fly
