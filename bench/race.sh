@@ -1,5 +1,21 @@
 #!/usr/bin/env bash
-# race.sh — how fast the race simulator and its camera run on one core (race issue, part 1).
+# race.sh — how fast the race simulator and its camera run on one core (race issue, part 1), and
+# with `train`, how well and how fast `baton race train` learns (part 2).
+#
+#   bench/race.sh [RUNS]               the simulator's speed (below)
+#   bench/race.sh train [CASE...]      training benchmarks, each a training run then a time trial:
+#     sensor-oval, sensor-reinvent     the sensor policy (docs/race-model/'s files: continuous
+#                                      steering +-30, speed 0.5..4), default reward, SENSOR_MIN
+#                                      minutes (15) on THREADS_SENSOR threads (1)
+#     camera-oval, camera-reinvent     DeepRacer's setup: the front camera, the shallow CNN, the
+#                                      console's default actions and hyper-parameters, CAMERA_MIN
+#                                      minutes (60) on THREADS_CAMERA threads (2)
+#     throughput                       car steps per second through the whole loop, both
+#                                      observations, 60 s each, against DeepRacer's 15 per worker
+#   (all but throughput when none is named). Each case prints the trainer's and the evaluator's
+#   JSON, the load (/proc/loadavg) sampled every 30 s during the run, and the trainer's CPU time
+#   against its wall time (what the machine's other work took from it), then one JSON line
+#   {"bench":"race-train",...}. Work folders go under OUT (default /tmp/baton-bench-race-train).
 #
 # Runs build/bench/race_speed (bench/race_speed.c) RUNS times, one after the other on one core
 # (taskset to CPU 0 when available), and prints each run's figures and their medians: car steps
@@ -14,6 +30,10 @@
 # Output: a table per run, then the medians and one JSON line {"bench":"race",...}.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = train ]; then
+    shift
+    exec bench/race_train.sh "$@"
+fi
 runs=${1:-5}
 track=${TRACK:-../shared/tracks/reinvent_base.npy}
 make -s -j2 build/bench/race_speed

@@ -1,10 +1,16 @@
-/* race.h — the racing league's ground (src/race/): DeepRacer tracks (.npy waypoint files and our
- * built-in designs), a batch car simulator with DeepRacer's episode rules, observations (the front
- * camera and a cheap sensor vector), reward functions (built-ins, the user's C compiled and loaded,
- * the user's Python run in an embedded interpreter) and the racing-line lap-time limit.
+/* race.h — the racing league (src/race/): DeepRacer tracks (.npy waypoint files and our built-in
+ * designs), a batch car simulator with DeepRacer's episode rules, observations (the front camera
+ * and a cheap sensor vector), reward functions (built-ins, the user's C compiled and loaded, the
+ * user's Python run in an embedded interpreter), the racing-line lap-time limit, a model's files
+ * (model_metadata.json, hyperparameters.json), PPO training as DeepRacer trains (race train) and
+ * DeepRacer's time trial with a trained model (race eval).
  *
- * Layering: race depends on util and img (PNG frames). Nothing here exits or prints; errors are
- * values naming the file and the row, step or line. Facts and sources: docs/race.md.
+ * What it offers, in the order a caller uses it: tracks; the car and the simulator; observations;
+ * rewards; the model's files; the lap-time limit; driving a lap; training; timed laps; pictures.
+ *
+ * Layering: race builds on util, img (PNG frames), nn (the networks), ckpt and train (the training
+ * session's stages) and notice. Nothing here exits or prints; errors are values naming the file
+ * and the row, field, step or line. Facts and sources: docs/race.md.
  *
  * Units: metres, seconds, m/s; angles in degrees where DeepRacer uses degrees (actions, params) and
  * radians inside (yaw). World frame: x right, y up, yaw counter-clockwise from +x. */
