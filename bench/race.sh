@@ -12,7 +12,8 @@
 #                                      minutes (60) on THREADS_CAMERA threads (2)
 #     throughput                       car steps per second through the whole loop, both
 #                                      observations, 60 s each, against DeepRacer's 15 per worker
-#   (all but throughput when none is named). Each case prints the trainer's and the evaluator's
+#   (all but throughput when none is named; PARALLEL=1 runs the named cases at once, each on its
+#   own threads). Each case prints the trainer's and the evaluator's
 #   JSON, the load (/proc/loadavg) sampled every 30 s during the run, and the trainer's CPU time
 #   against its wall time (what the machine's other work took from it), then one JSON line
 #   {"bench":"race-train",...}. Work folders go under OUT (default /tmp/baton-bench-race-train).

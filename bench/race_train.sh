@@ -84,7 +84,8 @@ print(json.dumps({"bench": "race-throughput", "obs": name, "threads": int(thread
 PY
 }
 
-for c in "${cases[@]}"; do
+one() {
+    local c=$1
     case $c in
         sensor-oval) run "$c" "$SENSOR_MIN" "$THREADS_SENSOR" oval --metadata docs/race-model/model_metadata.json \
             --hyper docs/race-model/hyperparameters.json ;;
@@ -97,7 +98,18 @@ for c in "${cases[@]}"; do
             throughput sensor "$THREADS_SENSOR" --metadata docs/race-model/model_metadata.json \
                 --hyper docs/race-model/hyperparameters.json
             throughput camera "$THREADS_CAMERA" --obs camera ;;
-        *) echo "unknown case $c (sensor-oval sensor-reinvent camera-oval camera-reinvent throughput)" >&2; exit 2 ;;
+        *) echo "unknown case $c (sensor-oval sensor-reinvent camera-oval camera-reinvent throughput)" >&2; return 2 ;;
     esac
-done
+}
+
+if [ "${PARALLEL:-0}" = 1 ]; then   # the cases at once, each on its own threads; their output in turn
+    ps=()
+    for c in "${cases[@]}"; do one "$c" >"$OUT/out-$c.txt" 2>&1 & ps+=($!); done
+    st=0
+    for p in "${ps[@]}"; do wait "$p" || st=1; done
+    for c in "${cases[@]}"; do cat "$OUT/out-$c.txt"; done
+    [ "$st" -eq 0 ] || exit 1
+else
+    for c in "${cases[@]}"; do one "$c"; done
+fi
 echo "# done $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg)"

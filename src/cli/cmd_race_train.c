@@ -127,6 +127,7 @@ int cli_race_train(int argc, char **argv)
         char t[16];
         snprintf(t, sizeof t, "%d", threads);
         setenv("OMP_NUM_THREADS", t, 1);
+        baton_nn_set_threads(threads);   /* the runtime read the environment before main */
     }
     o.minutes = given_min ? minutes : 0;
     o.episodes = given_ep ? episodes : 0;

@@ -129,6 +129,7 @@ int cmd_train(int argc, char **argv)
         char t[16];
         snprintf(t, sizeof t, "%d", threads);
         setenv("OMP_NUM_THREADS", t, 1);
+        baton_nn_set_threads(threads);   /* the runtime read the environment before main */
     }
     o.epochs = epochs == UINT64_MAX ? 0 : epochs;
     o.max_steps = max_steps == UINT64_MAX ? 0 : max_steps;
