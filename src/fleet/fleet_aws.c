@@ -370,7 +370,9 @@ static cJSON *fleet_config(const baton_job *job, const baton_aws_opts *o, const 
     snprintf(arn, sizeof arn, "arn:aws:iam::%s:role/%s", o->account_id, nm->fleet_role);
     cJSON_AddStringToObject(c, "IamFleetRole", arn);
     cJSON_AddStringToObject(c, "AllocationStrategy",
-                            job->alloc == BATON_ALLOC_CAPACITY_OPTIMIZED ? "capacityOptimized" : "lowestPrice");
+                            job->alloc == BATON_ALLOC_CAPACITY_OPTIMIZED ? "capacityOptimized"
+                            : job->alloc == BATON_ALLOC_LOWEST_PRICE     ? "lowestPrice"
+                                                                         : "priceCapacityOptimized");
     cJSON_AddNumberToObject(c, "TargetCapacity", 1);
     cJSON_AddStringToObject(c, "Type", "maintain");
     cJSON_AddStringToObject(c, "InstanceInterruptionBehavior", "terminate");

@@ -225,7 +225,7 @@ static void test_aws(void)
     cJSON *s3 = cJSON_GetArrayItem(specs, 3);   /* m5.large in eu-west-1c: the subnet, no placement */
     CHECK(!strcmp(cJSON_GetObjectItem(s3, "SubnetId")->valuestring, "subnet-0123456789abcdef0") &&
           !cJSON_GetObjectItem(s3, "Placement"));
-    CHECK(!strcmp(cJSON_GetObjectItem(c, "AllocationStrategy")->valuestring, "lowestPrice"));
+    CHECK(!strcmp(cJSON_GetObjectItem(c, "AllocationStrategy")->valuestring, "priceCapacityOptimized"));
     CHECK(!strcmp(cJSON_GetObjectItem(c, "IamFleetRole")->valuestring, "arn:aws:iam::210987654321:role/baton-a1-fleet"));
     cJSON *token = cJSON_GetObjectItem(c, "ClientToken");
     CHECK(cJSON_IsString(token) && strlen(token->valuestring) <= 64 && !strncmp(token->valuestring, "baton-a1-1-", 11));
