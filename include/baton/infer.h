@@ -144,13 +144,17 @@ int baton_infer_stats_csv(const char *path, const baton_infer_stats *st, size_t 
 
 /* ---------------------------------------------------------------------------------------------
  * Catalog (src/infer/catalog.c)
- *   CSV header: name,kind,on_demand_per_h,spot_per_h,vcpus,memory_gib,fp32_tflops,notes
- *   kind: cpu (an instance whose CPUs run the model), gpu (an instance with a GPU; fp32_tflops is
- *   the GPU's), accelerator (attached to an instance: $/h added, its fp32_tflops run the model).
- *   Empty spot_per_h, vcpus, memory_gib or fp32_tflops: unknown. '#' lines and blank lines are
- *   comments. Every malformed row is an error naming its line.
+ *   CSV with a header naming its columns (any order; docs/catalog.csv and docs/infer.md list them):
+ *   name, kind, on_demand_per_h required; spot_per_h, interruption, train_speed, vcpus, memory_gib,
+ *   chip, chips, fp32_tflops, fp16_tflops, mem_bw_gbs, project, status, notes optional.
+ *   kind: cpu (an instance whose CPUs run the model), gpu (an instance with GPUs), neuron (an
+ *   instance with AWS Inferentia/Trainium chips), accelerator (attached to an instance: $/h added,
+ *   its figures run the model). The chip figures (TFLOPS, memory bandwidth) are per chip. Empty
+ *   numbers are unknown. '#' lines and blank lines are comments. Every malformed row is an error
+ *   naming its line.
  * --------------------------------------------------------------------------------------------- */
-enum { BATON_CAT_CPU = 0, BATON_CAT_GPU = 1, BATON_CAT_ACCEL = 2 };
+enum { BATON_CAT_CPU = 0, BATON_CAT_GPU = 1, BATON_CAT_ACCEL = 2, BATON_CAT_NEURON = 3 };
+const char *baton_infer_kind_name(int kind);   /* "cpu", "gpu", "accelerator", "neuron" */
 
 typedef struct baton_infer_catalog_entry {
     char name[48];
@@ -159,7 +163,12 @@ typedef struct baton_infer_catalog_entry {
     double spot;             /* $/h, < 0 unknown */
     int vcpus;               /* 0 unknown */
     double memory_gib;       /* < 0 unknown */
-    double tflops;           /* FP32, < 0 unknown */
+    char chip[48];           /* what runs the model ("NVIDIA T4", "Intel Xeon 8488C"); "" unknown */
+    int chips;               /* how many per instance (default 1) */
+    double tflops;           /* FP32 per chip, < 0 unknown */
+    double fp16_tflops;      /* FP16/BF16 dense per chip, < 0 unknown or none */
+    double mem_bw_gbs;       /* memory bandwidth per chip, GB/s, < 0 unknown */
+    int project;             /* plan infer may project measurements onto it (0: it would be invented) */
     int interruption;        /* Spot Advisor bucket: 0 <5 %, 1 5-10 %, 2 10-15 %, 3 15-20 %, 4 >20 %; -1 unknown */
     double train_speed;      /* training throughput relative to c5.xlarge; < 0 unknown */
     int retired;             /* no longer sold: kept so that older studies reproduce; never picked unless asked */
@@ -184,6 +193,9 @@ int baton_infer_catalog_parse(const char *name, const char *text, size_t len, ba
 int baton_infer_catalog_load(const char *path, baton_infer_catalog *c, baton_err *err);
 void baton_infer_catalog_free(baton_infer_catalog *c);
 const baton_infer_catalog_entry *baton_infer_catalog_find(const baton_infer_catalog *c, const char *name);
+/* One JSON object (type, kind, prices, train_speed, interruption, vcpus, memory_gib, chip, chips,
+ * fp32_tflops, fp16_tflops, mem_bw_gbs, project, status, notes; unknown numbers null), malloc'd. */
+char *baton_infer_catalog_entry_json(const baton_infer_catalog_entry *e);
 
 /* A configuration: an instance, or an instance with an accelerator attached. */
 typedef struct baton_infer_config {
@@ -191,8 +203,14 @@ typedef struct baton_infer_config {
     int kind;                /* the instance's kind (BATON_CAT_CPU / GPU) */
     int accel;               /* 1 with an accelerator */
     double on_demand, spot;  /* summed; spot < 0 when either part is unknown */
-    double tflops;           /* what runs the model: the accelerator's, else the instance's */
     int vcpus;
+    /* what runs the model: the accelerator's figures, else the instance's own chip(s) */
+    int run_kind;            /* BATON_CAT_* of that part */
+    char chip[48];
+    int chips;
+    double tflops, fp16_tflops, mem_bw_gbs;   /* per chip; < 0 unknown */
+    int project;             /* both parts allow projection */
+    char notes[160];         /* the notes of the part that forbids it ("" otherwise) */
     int retired;             /* the instance or the accelerator is retired */
 } baton_infer_config;
 

@@ -80,7 +80,7 @@ int baton_plan_infer_measured(const baton_infer_catalog *c, const baton_infer_st
         if (!o->project || s->peak_gflops <= 0) continue;
         for (size_t k = 0; k < ncfg && !rc; k++) {
             const baton_infer_config *cf = &cfgs[k];
-            if (cf->tflops <= 0 || (o->here && !strcmp(cf->name, here.name))) continue;
+            if (cf->tflops <= 0 || !cf->project || (o->here && !strcmp(cf->name, here.name))) continue;
             const double scale = s->peak_gflops / (cf->tflops * 1e3);
             baton_plan_row q = r;
             snprintf(q.config, sizeof q.config, "%s", cf->name);

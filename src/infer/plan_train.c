@@ -76,7 +76,7 @@ int baton_plan_train_run(const baton_infer_catalog *c, const baton_plan_train_op
         if (o->here && !strcmp(e->name, here.name)) {
             r->source = BATON_SRC_MEASURED;
             r->samples_per_s = o->samples_per_s;
-        } else if (here_tflops > 0 && e->tflops > 0) {
+        } else if (here_tflops > 0 && e->tflops > 0 && e->project) {
             r->source = BATON_SRC_PROJECTED;
             r->samples_per_s = o->samples_per_s * e->tflops / here_tflops;
         } else {

@@ -143,6 +143,27 @@ static void catalog(void)
     e = baton_infer_catalog_find(&c, "eia1.medium");
     CHECK(e && e->kind == BATON_CAT_ACCEL && near(e->on_demand, 0.13, 1e-9) && near(e->tflops, 1.0, 1e-9) &&
           e->retired && e->spot < 0 && e->interruption < 0);
+    /* today's families: chips, FP16, memory bandwidth; no projection where it would be invented */
+    e = baton_infer_catalog_find(&c, "p5.48xlarge");
+    CHECK(e && e->kind == BATON_CAT_GPU && e->chips == 8 && near(e->tflops, 67, 1e-9) && near(e->fp16_tflops, 989, 1e-9) &&
+          near(e->mem_bw_gbs, 3350, 1e-9) && e->project && !strcmp(e->chip, "NVIDIA H100 80GB") && e->vcpus == 192);
+    e = baton_infer_catalog_find(&c, "inf2.xlarge");
+    CHECK(e && e->kind == BATON_CAT_NEURON && !e->project && near(e->fp16_tflops, 190, 1e-9) && !e->retired);
+    e = baton_infer_catalog_find(&c, "c7g.xlarge");
+    CHECK(e && e->kind == BATON_CAT_CPU && !e->project && strstr(e->chip, "Graviton3"));
+    static const char *const families[] = {"c7i.", "c7g.", "m7i.", "g4dn.", "g5.", "g6.", "inf2.", "p4d.", "p5."};
+    for (size_t k = 0; k < sizeof families / sizeof *families; k++) {
+        int found = 0;
+        for (size_t i = 0; i < c.n; i++)
+            if (!strncmp(c.e[i].name, families[k], strlen(families[k])) && !c.e[i].retired && c.e[i].vcpus > 0 &&
+                c.e[i].memory_gib > 0 && c.e[i].chip[0] && c.e[i].tflops > 0)
+                found = 1;
+        CHECK_MSG(found, "no current %s type with vCPUs, memory, chip and FP32", families[k]);
+    }
+    /* every current GPU or Neuron type has the memory bandwidth its projection is bounded by */
+    for (size_t i = 0; i < c.n; i++)
+        if ((c.e[i].kind == BATON_CAT_GPU || c.e[i].kind == BATON_CAT_NEURON) && !c.e[i].retired)
+            CHECK_MSG(c.e[i].mem_bw_gbs > 0 && c.e[i].tflops > 0, "%s", c.e[i].name);
     baton_infer_config cf;
     CHECK(baton_infer_catalog_config(&c, "c5.large+eia1.medium", &cf, &err) == BATON_OK);
     /* spot: the instance's spot price plus the accelerator's on-demand one */
@@ -154,10 +175,10 @@ static void catalog(void)
     baton_infer_config *all = NULL;
     size_t n = 0;
     CHECK(baton_infer_catalog_configs(&c, 0, &all, &n, &err) == BATON_OK);
-    CHECK_EQ_U(n, 14);   /* the current instances; the accelerators (Elastic Inference) are retired */
+    CHECK_EQ_U(n, 23);   /* the current instances; the accelerators (Elastic Inference) are retired */
     free(all);
     CHECK(baton_infer_catalog_configs(&c, 1, &all, &n, &err) == BATON_OK);
-    CHECK_EQ_U(n, 14 + 10 * 3);   /* and each of the 10 cpu instances with each of 3 accelerators */
+    CHECK_EQ_U(n, 23 + 14 * 3);   /* and each of the 14 cpu instances with each of 3 accelerators */
     free(all);
     /* the one catalog serves the fleet too: every current instance has both prices, a speed and a bucket */
     const baton_infer_catalog *b = baton_infer_catalog_builtin();
@@ -203,6 +224,20 @@ static void catalog(void)
     CHECK(baton_infer_catalog_parse("m2.csv", mine2, strlen(mine2), &c, &err) == BATON_OK && c.n == 1 &&
           c.e[0].retired && c.e[0].interruption == 4 && near(c.e[0].train_speed, 2, 1e-12) && c.e[0].spot < 0);
     baton_infer_catalog_free(&c);
+    /* the chip columns */
+    const char *mine3 = "name,kind,on_demand_per_h,chip,chips,fp32_tflops,fp16_tflops,mem_bw_gbs,project\n"
+                        "n1,neuron,2,Some NPU,4,10,80,500,no\ng1,gpu,3,Some GPU,,20,,900,\n";
+    CHECK(baton_infer_catalog_parse("m3.csv", mine3, strlen(mine3), &c, &err) == BATON_OK && c.n == 2);
+    CHECK(c.e[0].kind == BATON_CAT_NEURON && c.e[0].chips == 4 && near(c.e[0].fp16_tflops, 80, 1e-12) &&
+          near(c.e[0].mem_bw_gbs, 500, 1e-12) && !c.e[0].project && !strcmp(c.e[0].chip, "Some NPU"));
+    CHECK(c.e[1].chips == 1 && c.e[1].fp16_tflops < 0 && c.e[1].project);   /* defaults */
+    CHECK(baton_infer_catalog_config(&c, "g1", &cf, &err) == BATON_OK && near(cf.mem_bw_gbs, 900, 1e-12) &&
+          cf.project && cf.run_kind == BATON_CAT_GPU && cf.chips == 1);
+    baton_infer_catalog_free(&c);
+    CHECK(catalog_err("name,kind,on_demand_per_h,project\na,cpu,1,maybe\n", "cat.csv:2: project 'maybe'"));
+    CHECK(catalog_err("name,kind,on_demand_per_h,chips\na,gpu,1,0\n", "cat.csv:2: chips"));
+    CHECK(catalog_err("name,kind,on_demand_per_h,mem_bw_gbs\na,gpu,1,0\n", "cat.csv:2: mem_bw_gbs is 0"));
+    CHECK(catalog_err("name,kind,on_demand_per_h\na,tpu,1\n", "expected cpu, gpu, neuron or accelerator"));
     CHECK(catalog_err("name,kind,on_demand_per_h,interruption\na,cpu,1,often\n", "cat.csv:2: interruption 'often'"));
     CHECK(catalog_err("name,kind,on_demand_per_h,status\na,cpu,1,gone\n", "cat.csv:2: status 'gone'"));
     CHECK(catalog_err("# only a comment\n", "empty"));
@@ -257,9 +292,9 @@ static void measured_plan(void)
             CHECK(near(p.rows[i].p90_ms, 0.6 * 440 / 15700, 1e-9) && p.rows[i].meets);
             CHECK(near(p.rows[i].per_s, 2000 * 15700 / 440.0, 1e-6));
         }
-        CHECK(strcmp(p.rows[i].config, "p2.xlarge"));   /* no TFLOPS figure: not projected */
+        CHECK(strcmp(p.rows[i].config, "c7g.xlarge") && strcmp(p.rows[i].config, "inf2.xlarge"));   /* project: no */
     }
-    CHECK(saw_p3 && projected == 7);   /* the current configurations with an FP32 figure */
+    CHECK_MSG(saw_p3 && projected == 15, "%d", projected);   /* the current configurations with an FP32 figure */
     /* the pick meets the SLO and is the cheapest that does */
     CHECK(p.pick > 0 && p.rows[p.pick].meets);
     for (size_t i = 0; i < p.n; i++)
@@ -344,7 +379,7 @@ static void plan_train(void)
             CHECK(r->source == BATON_SRC_PROJECTED && near(r->samples_per_s, 1000 * 15.7 / 0.67, 1e-6));
             CHECK(near(r->hours, 600000.0 / r->samples_per_s / 3600, 1e-12));
         }
-        CHECK(strcmp(r->config, "p2.xlarge"));   /* no TFLOPS: nothing to project onto */
+        CHECK(strcmp(r->config, "c7g.xlarge") && strcmp(r->config, "inf2.xlarge"));   /* project: no */
     }
     CHECK(seen == 2);
     baton_plan_train_free(&p);
