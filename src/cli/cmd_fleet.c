@@ -124,7 +124,7 @@ static const struct { const char *name; int where; } applies[] = {
     {"time-scale", RUN_L}, {"seed", RUN_L}, {"hazard-scale", RUN_L}, {"interrupts", RUN_L}, {"quiet", RUN_L},
     {"imds", RUN_L}, {"svg", RUN_L | ST_L}, {"json", RUN_L | RUN_S | ST_L | ST_S}, {"events", ST_L},
     {"grace", CA_L}, {"wait", RUN_S | ST_S}, {"timeout", RUN_S | ST_S}, {"poll", RUN_S | ST_S},
-    {"out", RUN_A | ST_A | CA_A}, {"account", RUN_A}, {"dry-run", RUN_A}, {"apply", RUN_A},
+    {"out", RUN_A | ST_A | CA_A}, {"account", RUN_A}, {"api", RUN_A}, {"dry-run", RUN_A}, {"apply", RUN_A},
     {"region", ST_A | CA_A},
 };
 
@@ -153,6 +153,7 @@ static int parse_args(const char *sub, int argc, char **argv, struct cli_fleet_a
         {"poll", CLI_DBL, &a->poll, "slurm, with --wait: seconds between looks at the queue (default 2)"},
         {"out", CLI_STR, &a->out, "aws: folder of the generated artefacts (default STATE/JOB/aws)"},
         {"account", CLI_STR, &a->account, "aws run: the 12-digit account id the roles live in"},
+        {"api", CLI_STR, &a->api, "aws run: auto-scaling-group (default) | ec2-fleet | spot-fleet (overrides aws.api)"},
         {"dry-run", CLI_FLAG, &a->dry_run, "aws run: write the artefacts and print the aws commands (default)"},
         {"apply", CLI_FLAG, &a->apply, "aws run: run the aws commands (needs credentials)"},
         {"region", CLI_STR, &a->region, "aws status/cancel: the region (default: from the artefacts)"},

@@ -215,6 +215,118 @@ static void tick_text(char *t, size_t n, double v)
     snprintf(t, n, "%g", v);
 }
 
+/* Where the plot sits on the canvas. */
+typedef struct geom {
+    double L, T, W, H, pw, ph, ytw;
+} geom;
+
+static double px_x(const geom *g, const axis *ax, double v) { return g->L + axis_frac(ax, v) * g->pw; }
+static double px_y(const geom *g, const axis *ay, double v) { return g->T + g->ph - axis_frac(ay, v) * g->ph; }
+
+/* The title, the grid and tick labels, the frame, the axis titles (each text's box kept). */
+static void frame(baton_buf *b, boxes *bs, const geom *g, const axis *ax, const axis *ay, const char *title,
+                  const char *xlabel, const char *ylabel)
+{
+    char tick[32];
+    svg_put(b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+            "font-family=\"sans-serif\" font-size=\"12\">\n", g->W, g->H);
+    svg_put(b, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n<text x=\"%.0f\" y=\"24\" "
+            "font-size=\"15\" font-weight=\"bold\">", g->L);
+    svg_esc(b, title);
+    svg_put(b, "</text>\n");
+    keep_box(bs, (box){g->L, 24 - 12, g->L + svg_text_width(title, 15, 1), 24 + 4});
+    for (size_t i = 0; i < ax->nticks; i++) {
+        const double x = px_x(g, ax, ax->ticks[i]);
+        tick_text(tick, sizeof tick, ax->ticks[i]);
+        svg_put(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
+                "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
+            x, g->T, x, g->T + g->ph, x, g->T + g->ph + 16, tick);
+        keep_box(bs, text_box(tick, x, g->T + g->ph + 16, 12, 1));
+    }
+    for (size_t i = 0; i < ay->nticks; i++) {
+        const double y = px_y(g, ay, ay->ticks[i]);
+        tick_text(tick, sizeof tick, ay->ticks[i]);
+        svg_put(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
+                "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
+            g->L, y, g->L + g->pw, y, g->L - 6, y + 4, tick);
+        keep_box(bs, text_box(tick, g->L - 6, y + 4, 12, 2));
+    }
+    svg_put(b, "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"#333\"/>\n",
+        g->L, g->T, g->pw, g->ph);
+    svg_put(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">", g->L + g->pw / 2, g->H - 10);
+    svg_esc(b, xlabel);
+    svg_put(b, "</text>\n<text transform=\"translate(%.1f %.1f) rotate(-90)\" text-anchor=\"middle\">",
+            g->L - g->ytw - 14, g->T + g->ph / 2);
+    svg_esc(b, ylabel);
+    svg_put(b, "</text>\n");
+    keep_box(bs, text_box(xlabel, g->L + g->pw / 2, g->H - 10, 12, 1));
+    const double yl = svg_text_width(ylabel, 12, 0);
+    keep_box(bs, (box){g->L - g->ytw - 24, g->T + g->ph / 2 - yl / 2, g->L - g->ytw - 10, g->T + g->ph / 2 + yl / 2});
+}
+
+/* The legend, right of the plot: a line and/or the marker, and the series' name. */
+static void legend(baton_buf *b, boxes *bs, const geom *g, const baton_svg_points *s, size_t ns)
+{
+    for (size_t i = 0; i < ns; i++) {
+        const char *col = palette[i % (sizeof palette / sizeof *palette)];
+        const double ly = g->T + 10 + 20 * (double)i, x = g->L + g->pw;
+        if (s[i].line)
+            svg_put(b, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"3\"/>\n",
+                    x + 12, ly, x + 36, ly, col);
+        if (!s[i].line || s[i].marker != BATON_SVG_DOT) marker(b, s[i].marker, x + 24, ly, col, 0);
+        svg_put(b, "<text x=\"%.0f\" y=\"%.1f\">", x + 42, ly + 4);
+        svg_esc(b, s[i].name);
+        svg_put(b, "</text>\n");
+        keep_box(bs, text_box(s[i].name, x + 42, ly + 4, 12, 0));
+    }
+}
+
+/* Labels keep clear of the lines (sampled every 5 px) and of every marker. */
+static void obstacles(boxes *bs, const geom *g, const axis *ax, const axis *ay, const baton_svg_points *s, size_t ns)
+{
+    for (size_t i = 0; i < ns; i++)
+        for (size_t k = 0; k < s[i].n; k++) {
+            const double x1 = px_x(g, ax, s[i].x[k]), y1 = px_y(g, ay, s[i].y[k]);
+            if (!isfinite(x1) || !isfinite(y1)) continue;
+            if (s[i].marker != BATON_SVG_NOMARK) keep_box(bs, (box){x1 - 5, y1 - 5, x1 + 5, y1 + 5});
+            if (!s[i].line || k == 0) continue;
+            const double x0 = px_x(g, ax, s[i].x[k - 1]), y0 = px_y(g, ay, s[i].y[k - 1]);
+            if (!isfinite(x0) || !isfinite(y0)) continue;
+            const int steps = 1 + (int)(hypot(x1 - x0, y1 - y0) / 5);
+            for (int j = 0; j <= steps && j < 400; j++)
+                keep_box(bs, (box){x0 + (x1 - x0) * j / steps - 1.5, y0 + (y1 - y0) * j / steps - 1.5,
+                                   x0 + (x1 - x0) * j / steps + 1.5, y0 + (y1 - y0) * j / steps + 1.5});
+        }
+}
+
+/* The series: polylines, markers, labels (or their tooltips). */
+static void series(baton_buf *b, boxes *bs, const geom *g, const axis *ax, const axis *ay, const baton_svg_points *s,
+                   size_t ns)
+{
+    const box area = {g->L + 2, g->T + 2, g->L + g->pw - 2, g->T + g->ph - 2};
+    for (size_t i = 0; i < ns; i++) {
+        const char *col = palette[i % (sizeof palette / sizeof *palette)];
+        if (s[i].line) {
+            svg_put(b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", col);
+            for (size_t k = 0; k < s[i].n; k++) {
+                const double x = px_x(g, ax, s[i].x[k]), y = px_y(g, ay, s[i].y[k]);
+                if (isfinite(x) && isfinite(y)) svg_put(b, "%.1f,%.1f ", x, y);
+            }
+            svg_put(b, "\"/>\n");
+        }
+        for (size_t k = 0; k < s[i].n; k++) {
+            const double cx = px_x(g, ax, s[i].x[k]), cy = px_y(g, ay, s[i].y[k]);
+            if (!isfinite(cx) || !isfinite(cy)) continue;
+            marker(b, s[i].marker, cx, cy, col, s[i].line);
+            if (s[i].labels && s[i].labels[k] && !place_label(b, bs, s[i].labels[k], cx, cy, col, area)) {
+                svg_put(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"6\" fill=\"none\" stroke=\"none\"><title>", cx, cy);
+                svg_esc(b, s[i].labels[k]);
+                svg_put(b, "</title></circle>\n");
+            }
+        }
+    }
+}
+
 static int render(const char *path, const char *title, const char *xlabel, const char *ylabel,
                   const baton_svg_points *s, size_t ns, unsigned flags, baton_err *err)
 {
@@ -222,107 +334,25 @@ static int render(const char *path, const char *title, const char *xlabel, const
     axes_of(s, ns, flags, &ax, &ay);
     /* room for what is written: the y tick labels on the left, the legend on the right, the title */
     char tick[32];
-    double ytw = 0, legend = 0;
+    double ytw = 0, lw = 0;
     for (size_t i = 0; i < ay.nticks; i++) {
         tick_text(tick, sizeof tick, ay.ticks[i]);
         if (svg_text_width(tick, 12, 0) > ytw) ytw = svg_text_width(tick, 12, 0);
     }
     for (size_t i = 0; i < ns; i++)
-        if (svg_text_width(s[i].name, 12, 0) > legend) legend = svg_text_width(s[i].name, 12, 0);
-    const double T = 40, B = 50, L = 34 + ytw, R = 54 + legend, H = 420;
-    double W = L + 480 + R;
-    if (svg_text_width(title, 15, 1) + L + 10 > W) W = svg_text_width(title, 15, 1) + L + 10;
-    const double pw = W - L - R, ph = H - T - B;
+        if (svg_text_width(s[i].name, 12, 0) > lw) lw = svg_text_width(s[i].name, 12, 0);
+    geom g = {.T = 40, .H = 420, .L = 34 + ytw, .ytw = ytw};
+    g.W = g.L + 480 + 54 + lw;
+    if (svg_text_width(title, 15, 1) + g.L + 10 > g.W) g.W = svg_text_width(title, 15, 1) + g.L + 10;
+    g.pw = g.W - g.L - (54 + lw);
+    g.ph = g.H - g.T - 50;
     boxes *bs = calloc(1, sizeof *bs);
-    baton_buf b = {0};
     if (!bs) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
-    svg_put(&b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
-            "font-family=\"sans-serif\" font-size=\"12\">\n", W, H);
-    svg_put(&b, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n<text x=\"%.0f\" y=\"24\" "
-            "font-size=\"15\" font-weight=\"bold\">", L);
-    svg_esc(&b, title);
-    svg_put(&b, "</text>\n");
-    keep_box(bs, (box){L, 24 - 12, L + svg_text_width(title, 15, 1), 24 + 4});
-    for (size_t i = 0; i < ax.nticks; i++) {
-        const double x = L + axis_frac(&ax, ax.ticks[i]) * pw;
-        tick_text(tick, sizeof tick, ax.ticks[i]);
-        svg_put(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
-                "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
-            x, T, x, T + ph, x, T + ph + 16, tick);
-        keep_box(bs, text_box(tick, x, T + ph + 16, 12, 1));
-    }
-    for (size_t i = 0; i < ay.nticks; i++) {
-        const double y = T + ph - axis_frac(&ay, ay.ticks[i]) * ph;
-        tick_text(tick, sizeof tick, ay.ticks[i]);
-        svg_put(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
-                "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
-            L, y, L + pw, y, L - 6, y + 4, tick);
-        keep_box(bs, text_box(tick, L - 6, y + 4, 12, 2));
-    }
-    svg_put(&b, "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"#333\"/>\n",
-        L, T, pw, ph);
-    svg_put(&b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">", L + pw / 2, H - 10);
-    svg_esc(&b, xlabel);
-    svg_put(&b, "</text>\n<text transform=\"translate(%.1f %.1f) rotate(-90)\" text-anchor=\"middle\">", L - ytw - 14,
-            T + ph / 2);
-    svg_esc(&b, ylabel);
-    svg_put(&b, "</text>\n");
-    keep_box(bs, text_box(xlabel, L + pw / 2, H - 10, 12, 1));
-    const double yl = svg_text_width(ylabel, 12, 0);
-    keep_box(bs, (box){L - ytw - 14 - 10, T + ph / 2 - yl / 2, L - ytw - 14 + 4, T + ph / 2 + yl / 2});
-    for (size_t i = 0; i < ns; i++) {   /* the legend first: labels must keep clear of it */
-        const char *col = palette[i % (sizeof palette / sizeof *palette)];
-        const double ly = T + 10 + 20 * (double)i;
-        if (s[i].line)
-            svg_put(&b, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"3\"/>\n",
-                    L + pw + 12, ly, L + pw + 36, ly, col);
-        if (!s[i].line || s[i].marker != BATON_SVG_DOT) marker(&b, s[i].marker, L + pw + 24, ly, col, 0);
-        svg_put(&b, "<text x=\"%.0f\" y=\"%.1f\">", L + pw + 42, ly + 4);
-        svg_esc(&b, s[i].name);
-        svg_put(&b, "</text>\n");
-        keep_box(bs, text_box(s[i].name, L + pw + 42, ly + 4, 12, 0));
-    }
-    for (size_t i = 0; i < ns; i++)   /* labels keep clear of the lines (sampled every 5 px) ... */
-        for (size_t k = 1; k < s[i].n && s[i].line; k++) {
-            const double fx0 = axis_frac(&ax, s[i].x[k - 1]), fy0 = axis_frac(&ay, s[i].y[k - 1]);
-            const double fx1 = axis_frac(&ax, s[i].x[k]), fy1 = axis_frac(&ay, s[i].y[k]);
-            if (!isfinite(fx0) || !isfinite(fy0) || !isfinite(fx1) || !isfinite(fy1)) continue;
-            const double x0 = L + fx0 * pw, y0 = T + ph - fy0 * ph, x1 = L + fx1 * pw, y1 = T + ph - fy1 * ph;
-            const int steps = 1 + (int)(hypot(x1 - x0, y1 - y0) / 5);
-            for (int j = 0; j <= steps && j < 400; j++) {
-                const double px = x0 + (x1 - x0) * j / steps, py = y0 + (y1 - y0) * j / steps;
-                keep_box(bs, (box){px - 1.5, py - 1.5, px + 1.5, py + 1.5});
-            }
-        }
-    for (size_t i = 0; i < ns; i++)   /* ... and of every marker */
-        for (size_t k = 0; k < s[i].n && s[i].marker != BATON_SVG_NOMARK; k++) {
-            const double fx = axis_frac(&ax, s[i].x[k]), fy = axis_frac(&ay, s[i].y[k]);
-            if (isfinite(fx) && isfinite(fy)) keep_box(bs, (box){L + fx * pw - 5, T + ph - fy * ph - 5, L + fx * pw + 5,
-                                                                   T + ph - fy * ph + 5});
-        }
-    for (size_t i = 0; i < ns; i++) {
-        const char *col = palette[i % (sizeof palette / sizeof *palette)];
-        if (s[i].line) {
-            svg_put(&b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", col);
-            for (size_t k = 0; k < s[i].n; k++) {
-                const double fx = axis_frac(&ax, s[i].x[k]), fy = axis_frac(&ay, s[i].y[k]);
-                if (isfinite(fx) && isfinite(fy)) svg_put(&b, "%.1f,%.1f ", L + fx * pw, T + ph - fy * ph);
-            }
-            svg_put(&b, "\"/>\n");
-        }
-        for (size_t k = 0; k < s[i].n; k++) {
-            const double fx = axis_frac(&ax, s[i].x[k]), fy = axis_frac(&ay, s[i].y[k]);
-            if (!isfinite(fx) || !isfinite(fy)) continue;
-            const double cx = L + fx * pw, cy = T + ph - fy * ph;
-            marker(&b, s[i].marker, cx, cy, col, s[i].line);
-            if (s[i].labels && s[i].labels[k] &&
-                !place_label(&b, bs, s[i].labels[k], cx, cy, col, (box){L + 2, T + 2, L + pw - 2, T + ph - 2})) {
-                svg_put(&b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"6\" fill=\"none\" stroke=\"none\"><title>", cx, cy);
-                svg_esc(&b, s[i].labels[k]);
-                svg_put(&b, "</title></circle>\n");
-            }
-        }
-    }
+    baton_buf b = {0};
+    frame(&b, bs, &g, &ax, &ay, title, xlabel, ylabel);
+    legend(&b, bs, &g, s, ns);   /* before the series: labels keep clear of it */
+    obstacles(bs, &g, &ax, &ay, s, ns);
+    series(&b, bs, &g, &ax, &ay, s, ns);
     svg_put(&b, "</svg>\n");
     free(bs);
     int rc = b.data ? baton_file_write_atomic(path, b.data, b.len, err)
