@@ -44,7 +44,12 @@
 #define BATON_JOB_MAX_COMMANDS 256
 
 typedef enum { BATON_BACKEND_LOCAL = 0, BATON_BACKEND_SLURM, BATON_BACKEND_AWS } baton_backend;
-typedef enum { BATON_ALLOC_LOWEST_PRICE = 0, BATON_ALLOC_CAPACITY_OPTIMIZED } baton_alloc;
+/* How a pool (instance type x zone) is chosen for a launch, as EC2 Auto Scaling and EC2 Fleet
+ * name them: price-capacity-optimized (the default, AWS's recommendation) takes the cheapest pool
+ * among those least likely to be interrupted; capacity-optimized the pool least likely to be
+ * interrupted whatever its price; lowest-price the cheapest. */
+typedef enum { BATON_ALLOC_PRICE_CAPACITY_OPTIMIZED = 0, BATON_ALLOC_LOWEST_PRICE,
+               BATON_ALLOC_CAPACITY_OPTIMIZED } baton_alloc;
 
 /* Spot Instance Advisor interruption-frequency buckets (share of instances reclaimed per month). */
 typedef enum { BATON_BUCKET_LT5 = 0, BATON_BUCKET_5_10, BATON_BUCKET_10_15, BATON_BUCKET_15_20,
@@ -93,6 +98,7 @@ typedef struct baton_job {
     size_t ncommands;
     int target_capacity;          /* instances running at once (default: the number of commands) */
     baton_alloc alloc;
+    int alloc_line;               /* line of allocation_strategy (0: not given, the default) */
     int retries;                  /* crashes tolerated per task before it fails (default 2) */
     baton_job_type *types;
     size_t ntypes;

@@ -1,5 +1,6 @@
 /* fleet_backend.h — the fleet backends beyond one machine: Slurm (each task a requeueable batch
- * job) and AWS EC2 Spot Fleet (artefacts for a real fleet: the request, the user-data script,
+ * job) and AWS EC2 (artefacts for real Spot capacity — by default an Auto Scaling group per task
+ * over a launch template, or an EC2 Fleet, or the seed's Spot Fleet — the user-data script,
  * least-privilege IAM documents, and the aws CLI commands that create them). Both read the job
  * file of fleet.h (docs/jobfile.md) and its `slurm:` / `aws:` section; docs/slurm.md and
  * docs/aws.md are the user's guides.
@@ -10,7 +11,7 @@
  *      task under the job's folder (baton_fleet_job_dir); later, on that folder,
  *      baton_slurm_present says whether it holds a submission, baton_slurm_status reads each
  *      task's state (baton_slurm_state_final: will it run again?) and baton_slurm_cancel stops it.
- *   2. AWS (src/fleet/fleet_aws.c, src/fleet/aws_userdata.c): baton_aws_check reads the `aws:`
+ *   2. AWS (src/fleet/fleet_aws.c and aws_*.c): baton_aws_check reads the `aws:`
  *      section into baton_aws_opts (baton_aws_account supplies an account id not given there);
  *      baton_aws_generate writes every artefact and returns the aws CLI commands in order
  *      (baton_aws_cmd_line prints one), baton_aws_apply runs them, baton_aws_cmds_free; later
@@ -28,7 +29,7 @@
  * retries last. Preemption and `scontrol requeue` requeue it through Slurm. Every start and end
  * is appended to the volume's logs/slurm-runs.log; status combines it with `scontrol show job`.
  *
- * AWS (src/fleet/fleet_aws.c, src/fleet/aws_userdata.c): see baton_aws_generate.
+ * AWS (src/fleet/fleet_aws.c and aws_*.c, docs/aws.md): see baton_aws_generate.
  *
  * Contract: errors are values naming the job file, line and field (or the program that failed);
  * nothing here exits. Only the slurm/aws CLI programs are run (no shell). */
@@ -92,7 +93,17 @@ int baton_slurm_state_final(const char *state);
 int baton_slurm_present(const char *job_dir);
 
 /* ------------------------------------------------------------------------------------ AWS */
+/* Which EC2 API keeps each task's one Spot instance running (aws.api in the job file):
+ *   auto-scaling-group (default): a launch template and, per task, an Auto Scaling group
+ *     (MixedInstancesPolicy over the job's types, 100 % Spot, min = max = desired = 1, Capacity
+ *     Rebalancing); the user data sets the group's desired capacity to 0 when the task is done;
+ *   ec2-fleet: the launch template and, per task, an EC2 Fleet of type maintain (capacity 1); the
+ *     user data deletes it when the task is done;
+ *   spot-fleet: the seed's Spot Fleet request (AWS: "a legacy API with no planned investment"). */
+enum { BATON_AWS_ASG = 0, BATON_AWS_EC2_FLEET = 1, BATON_AWS_SPOT_FLEET = 2 };
+
 typedef struct baton_aws_opts {
+    int api;                        /* BATON_AWS_* */
     char region[32];
     char account_id[16];            /* 12 digits; "" : unknown (--apply asks sts) */
     char image_id[32];
@@ -110,21 +121,30 @@ typedef struct baton_aws_opts {
     size_t ntags;
 } baton_aws_opts;
 
-/* Check that the job asks only for what a Spot Fleet can do (one region; a local volume.seed or
- * a simulated market are refused with what to use instead; target capacity must cover every
- * task) and read its `aws:` section (required: image_id). account_id may come later. */
+/* Check that the job asks only for what EC2 can do (one region; a local volume.seed or a
+ * simulated market are refused with what to use instead; target capacity must cover every task;
+ * an Auto Scaling group takes at most 20 instance types and a subnet for every zone or none) and
+ * read its `aws:` section (required: image_id; api: auto-scaling-group, ec2-fleet or spot-fleet).
+ * account_id may come later. */
 int baton_aws_check(const baton_job *job, baton_aws_opts *o, baton_err *err);
+/* The same with the API named here instead of by aws.api (NULL: the job file's), e.g. from the
+ * command line; an unknown name is BATON_ERR_USAGE. */
+int baton_aws_check_as(const baton_job *job, const char *api, baton_aws_opts *o, baton_err *err);
 
-/* Write every artefact into out_dir (needs o->account_id): spot_fleet_config.json (one per task,
- * suffixed -N when there are several), user-data.sh (likewise), fleet-trust-policy.json,
- * instance-trust-policy.json, instance-policy.json (only the actions the user data uses),
- * deployer-policy.json (what running commands.sh needs) and commands.sh (the aws CLI commands,
- * in order). Each command is also one element of *cmds (argv vectors, NULL-terminated, freed
- * with baton_aws_cmds_free). */
+/* Write every artefact into out_dir (needs o->account_id) and return the aws CLI commands, in
+ * order. Always: user-data.sh (one per task, suffixed -N when there are several, as every
+ * per-task file), instance-trust-policy.json, instance-policy.json (only the actions the user data
+ * uses), deployer-policy.json (what running commands.sh, status and cancel needs), commands.sh.
+ * Per API: auto-scaling-group: launch-template.json and auto-scaling-group.json per task;
+ * ec2-fleet: launch-template.json and ec2-fleet.json per task; spot-fleet:
+ * fleet-trust-policy.json and spot_fleet_config.json per task. The requests are the APIs' own
+ * parameters (aws ... --cli-input-json file://...). Each command is also one element of *cmds
+ * (argv vectors, NULL-terminated, freed with baton_aws_cmds_free). */
 typedef struct baton_aws_cmd {
     char **argv;                    /* "aws", "iam", "create-role", ... NULL */
     int may_exist;                  /* an "already exists" answer counts as success */
-    int fleet_task;                 /* >= 0: this is task N's request-spot-fleet */
+    int fleet_task;                 /* >= 0: this creates task N's group, EC2 Fleet or Spot Fleet */
+    int template_task;              /* >= 0: this creates task N's launch template */
 } baton_aws_cmd;
 int baton_aws_generate(const baton_job *job, const baton_aws_opts *o, const char *out_dir, baton_aws_cmd **cmds,
                        size_t *ncmds, baton_err *err);
@@ -132,15 +152,19 @@ void baton_aws_cmds_free(baton_aws_cmd *cmds, size_t n);
 /* One command as a shell line (words quoted) into out. */
 int baton_aws_cmd_line(const baton_aws_cmd *c, baton_buf *out);
 
-/* Run the commands through the aws CLI, in order: "already exists" is fine for the IAM ones, the
- * fleet request is retried while IAM's new role is not yet visible to EC2 (a few tries). The
- * spot fleet request ids are written to out_dir/fleet-requests.json. progress: one line per
- * command (may be NULL). */
+/* Run the commands through the aws CLI, in order: "already exists" is fine for the IAM ones, a
+ * group or fleet request is retried while IAM's new role is not yet visible to EC2 (a few tries).
+ * What was created (the API, the groups or fleet ids, the launch templates) is recorded in
+ * out_dir/fleet-requests.json after every step, so that cancel can remove a half-made job.
+ * Refuses while an earlier record's groups or fleets still exist (two would fight for a volume).
+ * progress: one line per command (may be NULL). */
 int baton_aws_apply(const baton_aws_cmd *cmds, size_t n, const char *out_dir, FILE *progress, baton_err *err);
 /* The account id of the credentials in the environment (aws sts get-caller-identity). */
 int baton_aws_account(char *out, size_t cap, baton_err *err);
-/* Status and cancel of the fleets recorded in out_dir/fleet-requests.json (aws CLI); status
- * prints the CLI's JSON answer to f. */
+/* Status and cancel of what out_dir/fleet-requests.json records (aws CLI), for every API: status
+ * prints one line per task (its group or fleet, state, activity, running/target); cancel deletes
+ * the groups (force: their instances terminate) or the fleets (instances terminated), then the
+ * launch templates. The task volumes are kept. */
 int baton_aws_status(const char *out_dir, const char *region, FILE *f, baton_err *err);
 int baton_aws_cancel(const char *out_dir, const char *region, FILE *progress, baton_err *err);
 

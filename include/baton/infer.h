@@ -21,7 +21,7 @@
  * are nearest-rank (the smallest latency with at least q of the samples at or below it).
  *
  * Catalog (src/infer/catalog.c): CSV, one instance or accelerator type per row; the built-in
- * default holds the seed articles' figures and is shipped as docs/catalog.csv. Configurations are
+ * default holds the seed articles' types and today's families and is shipped as docs/catalog.csv. Configurations are
  * "TYPE" or "INSTANCE+ACCELERATOR" (price added, the accelerator's FLOPS). Cost per 100k inferences
  * (src/infer/cost.c): sequential = $/h / 3600 × latency_s × 100 000; throughput-bound =
  * $/h × 100 000 / (3600 × inferences/s).
@@ -62,6 +62,8 @@ typedef struct baton_infer_info {
     double prepare_ms;       /* fast path: folding, primitive creation, weight reorders */
     int nprims;              /* fast path: primitives run per query (after fusion) */
     size_t bytes;            /* fast path: packed weights + activation buffers + scratchpad */
+    double min_bytes;        /* the bytes one query (of `batch` images) must move at least: every
+                                weight once, the input and the logits (FP32) */
 } baton_infer_info;
 
 typedef struct baton_infer_engine baton_infer_engine;
@@ -113,6 +115,7 @@ typedef struct baton_infer_stats {
     double flops;            /* per image */
     double gflops;           /* achieved: flops × batch / mean */
     double peak_gflops;      /* measured peak on ctx.threads (0: not measured) */
+    double min_bytes;        /* per query: weights + input + logits (baton_infer_info; 0 unknown) */
 } baton_infer_stats;
 
 /* Run one context: set the threads, open the checkpoint, time the first query, warm up, run the
@@ -144,13 +147,17 @@ int baton_infer_stats_csv(const char *path, const baton_infer_stats *st, size_t 
 
 /* ---------------------------------------------------------------------------------------------
  * Catalog (src/infer/catalog.c)
- *   CSV header: name,kind,on_demand_per_h,spot_per_h,vcpus,memory_gib,fp32_tflops,notes
- *   kind: cpu (an instance whose CPUs run the model), gpu (an instance with a GPU; fp32_tflops is
- *   the GPU's), accelerator (attached to an instance: $/h added, its fp32_tflops run the model).
- *   Empty spot_per_h, vcpus, memory_gib or fp32_tflops: unknown. '#' lines and blank lines are
- *   comments. Every malformed row is an error naming its line.
+ *   CSV with a header naming its columns (any order; docs/catalog.csv and docs/infer.md list them):
+ *   name, kind, on_demand_per_h required; spot_per_h, interruption, train_speed, vcpus, memory_gib,
+ *   chip, chips, fp32_tflops, fp16_tflops, mem_bw_gbs, project, status, notes optional.
+ *   kind: cpu (an instance whose CPUs run the model), gpu (an instance with GPUs), neuron (an
+ *   instance with AWS Inferentia/Trainium chips), accelerator (attached to an instance: $/h added,
+ *   its figures run the model). The chip figures (TFLOPS, memory bandwidth) are per chip. Empty
+ *   numbers are unknown. '#' lines and blank lines are comments. Every malformed row is an error
+ *   naming its line.
  * --------------------------------------------------------------------------------------------- */
-enum { BATON_CAT_CPU = 0, BATON_CAT_GPU = 1, BATON_CAT_ACCEL = 2 };
+enum { BATON_CAT_CPU = 0, BATON_CAT_GPU = 1, BATON_CAT_ACCEL = 2, BATON_CAT_NEURON = 3 };
+const char *baton_infer_kind_name(int kind);   /* "cpu", "gpu", "accelerator", "neuron" */
 
 typedef struct baton_infer_catalog_entry {
     char name[48];
@@ -159,7 +166,12 @@ typedef struct baton_infer_catalog_entry {
     double spot;             /* $/h, < 0 unknown */
     int vcpus;               /* 0 unknown */
     double memory_gib;       /* < 0 unknown */
-    double tflops;           /* FP32, < 0 unknown */
+    char chip[48];           /* what runs the model ("NVIDIA T4", "Intel Xeon 8488C"); "" unknown */
+    int chips;               /* how many per instance (default 1) */
+    double tflops;           /* FP32 per chip, < 0 unknown */
+    double fp16_tflops;      /* FP16/BF16 dense per chip, < 0 unknown or none */
+    double mem_bw_gbs;       /* memory bandwidth per chip, GB/s, < 0 unknown */
+    int project;             /* plan infer may project measurements onto it (0: it would be invented) */
     int interruption;        /* Spot Advisor bucket: 0 <5 %, 1 5-10 %, 2 10-15 %, 3 15-20 %, 4 >20 %; -1 unknown */
     double train_speed;      /* training throughput relative to c5.xlarge; < 0 unknown */
     int retired;             /* no longer sold: kept so that older studies reproduce; never picked unless asked */
@@ -184,6 +196,9 @@ int baton_infer_catalog_parse(const char *name, const char *text, size_t len, ba
 int baton_infer_catalog_load(const char *path, baton_infer_catalog *c, baton_err *err);
 void baton_infer_catalog_free(baton_infer_catalog *c);
 const baton_infer_catalog_entry *baton_infer_catalog_find(const baton_infer_catalog *c, const char *name);
+/* One JSON object (type, kind, prices, train_speed, interruption, vcpus, memory_gib, chip, chips,
+ * fp32_tflops, fp16_tflops, mem_bw_gbs, project, status, notes; unknown numbers null), malloc'd. */
+char *baton_infer_catalog_entry_json(const baton_infer_catalog_entry *e);
 
 /* A configuration: an instance, or an instance with an accelerator attached. */
 typedef struct baton_infer_config {
@@ -191,8 +206,14 @@ typedef struct baton_infer_config {
     int kind;                /* the instance's kind (BATON_CAT_CPU / GPU) */
     int accel;               /* 1 with an accelerator */
     double on_demand, spot;  /* summed; spot < 0 when either part is unknown */
-    double tflops;           /* what runs the model: the accelerator's, else the instance's */
     int vcpus;
+    /* what runs the model: the accelerator's figures, else the instance's own chip(s) */
+    int run_kind;            /* BATON_CAT_* of that part */
+    char chip[48];
+    int chips;
+    double tflops, fp16_tflops, mem_bw_gbs;   /* per chip; < 0 unknown */
+    int project;             /* both parts allow projection */
+    char notes[160];         /* the notes of the part that forbids it ("" otherwise) */
     int retired;             /* the instance or the accelerator is retired */
 } baton_infer_config;
 
@@ -230,10 +251,15 @@ enum { BATON_SRC_MEASURED = 0, BATON_SRC_PROJECTED = 1, BATON_SRC_FILE = 2 };
 
 typedef struct baton_plan_row {
     char config[100];
-    char context[64];        /* "fast t=2 b=1", or the file's label */
+    char context[64];        /* "lenet fast t=2 b=1", or the file's label */
+    char basis[96];          /* where the figures come from: "measured here", "from file",
+                                "15.7 TFLOPS x 3.1 % eff", "memory: 0.25 MB at 900 GB/s", ... */
     int source;              /* BATON_SRC_* */
     int p90_from_mean;       /* the P90 column is the mean (no P90 known) */
     double mean_ms, p90_ms, per_s;
+    double efficiency;       /* FLOP efficiency measured here (achieved / peak) the row rests on; 0 unknown */
+    double floor_ms;         /* projected: the memory-bandwidth floor (min_bytes / bandwidth); 0 none */
+    int at_floor;            /* projected: the FLOP estimate was below the floor and was raised to it */
     double price_per_h;      /* < 0: no price known (not a candidate) */
     double cost_seq, cost_thr;   /* $ per 100k; < 0 when unknown */
     int meets;               /* P90 <= SLO */
@@ -241,31 +267,59 @@ typedef struct baton_plan_row {
                                 include_retired) */
 } baton_plan_row;
 
+/* A configuration plan infer did not project onto, and why (the catalog's notes, or what it lacks). */
+typedef struct baton_plan_skip {
+    char config[100];
+    char reason[160];
+} baton_plan_skip;
+
 typedef struct baton_plan_infer_opts {
     double slo_p90_ms;       /* <= 0: no SLO (every row meets it) */
     const char *here;        /* catalog configuration of this machine, or NULL */
     int project;             /* project measured rows onto the other catalog configurations */
     int include_retired;     /* project onto and pick retired configurations too */
+    int all;                 /* table, JSON: every row (each context), not one per configuration */
 } baton_plan_infer_opts;
 
 typedef struct baton_plan_infer {
     baton_plan_row *rows;
     size_t n;
     long pick;               /* index of the cheapest row meeting the SLO, -1 none */
+    baton_plan_skip *skipped;    /* configurations not projected onto (once each) */
+    size_t nskipped;
+    char note[160];          /* why nothing was projected at all ("" when something was or none asked) */
 } baton_plan_infer;
 
-/* Rows from measurements here (stats: skipped contexts ignored; projection needs peak_gflops). */
+/* Rows from measurements here (stats: skipped contexts ignored). A measured context is projected
+ * onto every current catalog configuration (retired ones too with include_retired) whose entry
+ * allows it (project: yes) and has an FP32 figure: latency = model FLOPs x batch / (efficiency x
+ * TFLOPS), the efficiency measured here (achieved / peak_gflops) and never above 1 — no other
+ * machine is assumed to use its FLOPs better than this one did — and never below the floor the
+ * chip's memory bandwidth sets for the bytes a query must move (stats.min_bytes: weights, input,
+ * logits). A GPU, Neuron chip or accelerator is projected onto only with both figures known; the
+ * throughput of an instance with several chips counts one replica per chip. Configurations that
+ * are not projected onto are listed in p->skipped with the reason. */
 int baton_plan_infer_measured(const baton_infer_catalog *c, const baton_infer_stats *st, size_t n,
                               const baton_plan_infer_opts *o, baton_plan_infer *p, baton_err *err);
 /* Rows from a latencies file. */
 int baton_plan_infer_file(const baton_infer_catalog *c, const baton_latency_row *r, size_t n,
                           const baton_plan_infer_opts *o, baton_plan_infer *p, baton_err *err);
 void baton_plan_infer_free(baton_plan_infer *p);
+/* The rows to show, as indices into p->rows (idx has room for p->n): the pick first, then by
+ * throughput-bound cost per 100k (unpriced rows last, by P90); one row per configuration (its
+ * cheapest meeting the SLO, else its fastest) unless all. Returns how many. */
+size_t baton_plan_infer_order(const baton_plan_infer *p, int all, size_t *idx);
+/* The human table (rows in that order, then what was not projected and why, then the pick). */
 void baton_plan_infer_table(FILE *f, const baton_plan_infer *p, const baton_plan_infer_opts *o);
+/* The same as JSON lines: one per row shown, one per configuration not projected
+ * ({"config","source":"not projected","reason"}), then {"pick":...}. */
+void baton_plan_infer_json(FILE *f, const baton_plan_infer *p, const baton_plan_infer_opts *o);
 char *baton_plan_row_json(const baton_plan_row *r);   /* malloc'd, no newline */
-/* Pareto chart: P90 latency against throughput-bound cost per 100k, measured / projected / file
- * points and the Pareto front. */
-int baton_plan_infer_svg(const char *path, const baton_plan_infer *p, baton_err *err);
+/* Pareto chart (log-log): P90 latency against throughput-bound cost per 100k, one point per
+ * configuration (current ones only unless include_retired), measured, projected and file points
+ * drawn with different markers, the Pareto front joined and only its points labelled. */
+int baton_plan_infer_svg(const char *path, const baton_plan_infer *p, const baton_plan_infer_opts *o,
+                         baton_err *err);
 
 /* ---------------------------------------------------------------------------------------------
  * Training plan (src/infer/plan_train.c)

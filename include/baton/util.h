@@ -169,15 +169,23 @@ int baton_svg_lines(const char *path, const char *title, const char *xlabel, con
                     const baton_svg_series *s, size_t ns, baton_err *err);
 /* Scatter charts: points with markers, an optional text label per point, and optionally a line
  * through a series' points (e.g. a Pareto front). */
+enum { BATON_SVG_DOT = 0, BATON_SVG_RING, BATON_SVG_SQUARE, BATON_SVG_DIAMOND, BATON_SVG_NOMARK };
 typedef struct baton_svg_points {
     const char *name;
     const double *x, *y;
     size_t n;
-    const char *const *labels;   /* per point, or NULL */
+    const char *const *labels;   /* per point (NULL entries: no label), or NULL; placed where they
+                                    overlap no other text, else left out (kept as a tooltip) */
     int line;                    /* also join the points in order */
+    int marker;                  /* BATON_SVG_DOT (default), _RING, _SQUARE, _DIAMOND, _NOMARK */
 } baton_svg_points;
 int baton_svg_scatter(const char *path, const char *title, const char *xlabel, const char *ylabel,
                       const baton_svg_points *s, size_t ns, baton_err *err);
+/* The same with logarithmic axes (BATON_SVG_XLOG, BATON_SVG_YLOG: whole decades; values <= 0 not
+ * drawn). */
+enum { BATON_SVG_XLOG = 1, BATON_SVG_YLOG = 2 };
+int baton_svg_scatter_axes(const char *path, const char *title, const char *xlabel, const char *ylabel,
+                           const baton_svg_points *s, size_t ns, unsigned flags, baton_err *err);
 
 /* ---- SVG timelines: one row per item (e.g. an instance), spans coloured by style, point marks
  * (src/util/svg_timeline.c). Mark kinds: 0 a tick, 1 a triangle, 2 a cross, 3 a dot. ---- */

@@ -37,7 +37,7 @@ int cli_race_eval(int argc, char **argv);
 struct cli_fleet_args {
     const char *sub;       /* run, status, cancel */
     const char *pos;       /* the job file, or (status, cancel) a job name; NULL none */
-    const char *backend, *state, *out, *account, *region, *interrupts, *svg, *imds;
+    const char *backend, *state, *out, *account, *region, *interrupts, *svg, *imds, *api;
     double time_scale, hazard, timeout, poll, grace;
     uint64_t seed;
     int seed_set, hazard_set;

@@ -124,7 +124,7 @@ static const struct { const char *name; int where; } applies[] = {
     {"time-scale", RUN_L}, {"seed", RUN_L}, {"hazard-scale", RUN_L}, {"interrupts", RUN_L}, {"quiet", RUN_L},
     {"imds", RUN_L}, {"svg", RUN_L | ST_L}, {"json", RUN_L | RUN_S | ST_L | ST_S}, {"events", ST_L},
     {"grace", CA_L}, {"wait", RUN_S | ST_S}, {"timeout", RUN_S | ST_S}, {"poll", RUN_S | ST_S},
-    {"out", RUN_A | ST_A | CA_A}, {"account", RUN_A}, {"dry-run", RUN_A}, {"apply", RUN_A},
+    {"out", RUN_A | ST_A | CA_A}, {"account", RUN_A}, {"api", RUN_A}, {"dry-run", RUN_A}, {"apply", RUN_A},
     {"region", ST_A | CA_A},
 };
 
@@ -153,6 +153,7 @@ static int parse_args(const char *sub, int argc, char **argv, struct cli_fleet_a
         {"poll", CLI_DBL, &a->poll, "slurm, with --wait: seconds between looks at the queue (default 2)"},
         {"out", CLI_STR, &a->out, "aws: folder of the generated artefacts (default STATE/JOB/aws)"},
         {"account", CLI_STR, &a->account, "aws run: the 12-digit account id the roles live in"},
+        {"api", CLI_STR, &a->api, "aws run: auto-scaling-group (default) | ec2-fleet | spot-fleet (overrides aws.api)"},
         {"dry-run", CLI_FLAG, &a->dry_run, "aws run: write the artefacts and print the aws commands (default)"},
         {"apply", CLI_FLAG, &a->apply, "aws run: run the aws commands (needs credentials)"},
         {"region", CLI_STR, &a->region, "aws status/cancel: the region (default: from the artefacts)"},
@@ -304,31 +305,32 @@ static int fleet_catalog(int argc, char **argv)
     baton_err err = {0};
     if (file && baton_infer_catalog_load(file, &own, &err)) return cli_fail("fleet catalog", &err);
     const baton_infer_catalog *c = file ? &own : baton_infer_catalog_builtin();
-    if (!json) printf("%-14s %13s %10s %6s %-13s %s\n", "type", "on-demand $/h", "spot $/h", "speed", "interruptions", "notes");
+    if (!json)
+        printf("%-14s %-6s %5s %6s %-38s %13s %10s %6s %s\n", "type", "kind", "vCPUs", "GiB", "chip", "on-demand $/h",
+               "spot $/h", "speed", "interruptions");
     for (size_t i = 0; i < c->n; i++) {
         const baton_infer_catalog_entry *e = &c->e[i];
         if (e->kind == BATON_CAT_ACCEL || e->retired) continue;   /* not instances a fleet launches */
         if (json) {
-            printf("{\"type\":\"%s\",\"kind\":\"%s\",\"on_demand_per_h\":%g,\"spot_per_h\":", e->name,
-                   e->kind == BATON_CAT_GPU ? "gpu" : "cpu", e->on_demand);
-            if (e->spot >= 0) printf("%g", e->spot);
-            else printf("null");
-            printf(",\"train_speed\":");
-            if (e->train_speed > 0) printf("%g", e->train_speed);
-            else printf("null");
-            printf(",\"interruption\":");
-            if (e->interruption >= 0) printf("\"%s\"", baton_infer_bucket_name(e->interruption));
-            else printf("null");
-            printf(",\"vcpus\":%d}\n", e->vcpus);
+            char *js = baton_infer_catalog_entry_json(e);
+            if (js) printf("%s\n", js);
+            free(js);
             continue;
         }
-        char spot[16] = "-", speed[16] = "-";
+        char spot[16] = "-", speed[16] = "-", mem[16] = "-", chip[64];
         if (e->spot >= 0) snprintf(spot, sizeof spot, "%.4f", e->spot);
         if (e->train_speed > 0) snprintf(speed, sizeof speed, "%.2f", e->train_speed);
-        printf("%-14s %13.4f %10s %6s %-13s %s\n", e->name, e->on_demand, spot, speed,
-               e->interruption >= 0 ? baton_infer_bucket_name(e->interruption) : "-", e->notes);
+        if (e->memory_gib >= 0) snprintf(mem, sizeof mem, "%g", e->memory_gib);
+        if (e->chips > 1) snprintf(chip, sizeof chip, "%d x %s", e->chips, e->chip[0] ? e->chip : "?");
+        else snprintf(chip, sizeof chip, "%s", e->chip[0] ? e->chip : "-");
+        printf("%-14s %-6s %5d %6s %-38s %13.4f %10s %6s %s\n", e->name, baton_infer_kind_name(e->kind), e->vcpus, mem,
+               chip, e->on_demand, spot, speed, e->interruption >= 0 ? baton_infer_bucket_name(e->interruption) : "-");
     }
-    if (!json) printf("(illustrative us-east-1 Linux prices; set prices in the job file when they matter)\n");
+    if (!json && !file)
+        printf("(on demand: AWS's us-east-1 Linux list, see docs/catalog.csv for its date; spot prices and buckets are "
+               "illustrative: set them in the job file when they matter)\n");
+    else if (!json)
+        printf("(from %s)\n", file);
     baton_infer_catalog_free(&own);
     return CLI_OK;
 }

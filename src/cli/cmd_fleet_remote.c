@@ -1,12 +1,13 @@
 /* cmd_fleet_remote.c — `baton fleet run|status|cancel` for the backends beyond one machine:
- * slurm (each task a requeueable batch job) and aws (Spot Fleet artefacts, --dry-run / --apply).
+ * slurm (each task a requeueable batch job) and aws (an Auto Scaling group per task by default, or
+ * an EC2 Fleet, or the seed's Spot Fleet: artefacts, --dry-run / --apply).
  * cmd_fleet.c parses the arguments once (struct cli_fleet_args) and hands over here when
  * cli_fleet_backend says they are for one of them: --backend, else the job file's `backend:`, else
  * (status, cancel) what the job's folder STATE/JOB holds (slurm/jobs.json, aws/fleet-requests.json).
  * Thin: the work is in src/fleet/fleet_slurm.c and fleet_aws.c.
  *
  *   baton fleet run JOBFILE [--backend slurm] [--state DIR] [--wait [--timeout SEC]] [--json]
- *   baton fleet run JOBFILE [--backend aws] [--out DIR] [--account ID] [--dry-run | --apply]
+ *   baton fleet run JOBFILE [--backend aws] [--out DIR] [--account ID] [--api API] [--dry-run | --apply]
  *   baton fleet status JOB|JOBFILE [--state DIR | --out DIR] [--wait] [--json]
  *   baton fleet cancel JOB|JOBFILE [--state DIR | --out DIR]
  * The job's folder is STATE/JOB (STATE: --state, the job file's state_dir, else ./baton-fleet);
@@ -173,7 +174,7 @@ static int aws_run(baton_job *job, const struct cli_fleet_args *f)
         fprintf(stderr, "baton fleet: --dry-run and --apply exclude each other\n");
         return CLI_USAGE;
     }
-    if (baton_aws_check(job, &o, &err)) return cli_fail("fleet", &err);
+    if (baton_aws_check_as(job, f->api, &o, &err)) return cli_fail("fleet", &err);
     if (f->account) {
         if (strlen(f->account) != 12 || strspn(f->account, "0123456789") != 12) {
             fprintf(stderr, "baton fleet: --account: expected a 12-digit AWS account id, got '%s'\n", f->account);
@@ -196,7 +197,11 @@ static int aws_run(baton_job *job, const struct cli_fleet_args *f)
     baton_aws_cmd *cmds;
     size_t n;
     if (baton_aws_generate(job, &o, out, &cmds, &n, &err)) return cli_fail("fleet", &err);
-    fprintf(stderr, "baton fleet: artefacts in %s (spot_fleet_config, user data, IAM documents, commands.sh)\n", out);
+    fprintf(stderr, "baton fleet: artefacts in %s (%s: %s, user data, IAM documents, commands.sh)\n", out,
+            o.api == BATON_AWS_ASG ? "Auto Scaling groups" : o.api == BATON_AWS_EC2_FLEET ? "EC2 Fleets" : "Spot Fleet",
+            o.api == BATON_AWS_ASG       ? "launch-template.json, auto-scaling-group.json"
+            : o.api == BATON_AWS_EC2_FLEET ? "launch-template.json, ec2-fleet.json"
+                                           : "spot_fleet_config.json");
     int rc = CLI_OK;
     if (f->apply) {
         if (baton_aws_apply(cmds, n, out, stderr, &err)) rc = cli_fail("fleet", &err);

@@ -1,7 +1,8 @@
 /* cmd_plan.c — `baton plan infer|train`: the cheapest way to serve or to train, from the catalog.
  *
  *   baton plan infer --slo-p90-ms X (--ckpt DIR | --measured FILE | --latencies FILE)
- *                    [--here TYPE] [--catalog FILE] [--threads LIST] [--batch LIST] [--svg FILE] [--json]
+ *                    [--here TYPE] [--catalog FILE] [--threads LIST] [--batch LIST] [--all]
+ *                    [--include-retired] [--svg FILE] [--json]
  *   baton plan train --samples-per-s X --dataset N --epochs E [--here TYPE] [--here-gflops G]
  *                    [--interrupt-rate PCT] [--ckpt-seconds S] [--restart-seconds S]
  *                    [--spot-discount F] [--catalog FILE] [--json]
@@ -41,7 +42,7 @@ static int plan_infer(int argc, char **argv)
     const char *threads_s = NULL, *batch_s = "1";
     double slo = 0, seconds = 0.5;
     uint64_t runs = 100;
-    int json = 0, no_project = 0, include_retired = 0;
+    int json = 0, no_project = 0, include_retired = 0, all = 0;
     const struct cli_opt opts[] = {
         {"slo-p90-ms", CLI_DBL, &slo, "P90 latency target in ms (0: none, the cheapest overall)"},
         {"ckpt", CLI_STR, &ckpt, "measure this checkpoint's fast path here, now"},
@@ -56,14 +57,15 @@ static int plan_infer(int argc, char **argv)
         {"no-project", CLI_FLAG, &no_project, "do not project measurements onto other catalog hardware"},
         {"include-retired", CLI_FLAG, &include_retired,
          "also project onto and pick configurations no longer sold (e.g. Elastic Inference, as in the seed)"},
-        {"svg", CLI_STR, &svg, "write the Pareto chart (P90 latency against cost per 100k)"},
+        {"all", CLI_FLAG, &all, "every row (each measured context), not one per configuration"},
+        {"svg", CLI_STR, &svg, "write the Pareto chart (P90 latency against cost per 100k, log-log)"},
         {"json", CLI_FLAG, &json, "one JSON line per row, then the pick"},
         {0},
     };
     const char *pos[1];
     int npos, help;
     if (cli_parse("plan infer", "--slo-p90-ms X (--ckpt DIR | --measured FILE | --latencies FILE) [--here TYPE] "
-                  "[--catalog FILE] [--svg FILE] [--json]", opts, argc, argv, pos, 0, &npos, &help))
+                  "[--catalog FILE] [--all] [--include-retired] [--svg FILE] [--json]", opts, argc, argv, pos, 0, &npos, &help))
         return help ? CLI_OK : CLI_USAGE;
     if ((ckpt != NULL) + (measured != NULL) + (latencies != NULL) != 1) {
         fprintf(stderr, "baton plan infer: give exactly one of --ckpt, --measured, --latencies\n");
@@ -88,7 +90,7 @@ static int plan_infer(int argc, char **argv)
     baton_infer_catalog cat = {0};
     if (baton_infer_catalog_load(catalog, &cat, &err)) return cli_fail("plan infer", &err);
     baton_plan_infer_opts po = {.slo_p90_ms = slo, .here = here, .project = !no_project,
-                                .include_retired = include_retired};
+                                .include_retired = include_retired, .all = all};
     baton_plan_infer plan = {0};
     int rc = CLI_OK;
     if (latencies) {
@@ -124,20 +126,9 @@ static int plan_infer(int argc, char **argv)
         free(st);
     }
     if (rc == CLI_OK) {
-        if (json) {
-            for (size_t i = 0; i < plan.n; i++) {
-                char *js = baton_plan_row_json(&plan.rows[i]);
-                if (js) printf("%s\n", js);
-                free(js);
-            }
-            if (plan.pick >= 0) printf("{\"pick\":\"%s\",\"context\":\"%s\",\"cost_thr_100k\":%.5f,\"p90_ms\":%.4f}\n",
-                                       plan.rows[plan.pick].config, plan.rows[plan.pick].context,
-                                       plan.rows[plan.pick].cost_thr, plan.rows[plan.pick].p90_ms);
-            else printf("{\"pick\":null}\n");
-        } else {
-            baton_plan_infer_table(stdout, &plan, &po);
-        }
-        if (svg && baton_plan_infer_svg(svg, &plan, &err)) rc = cli_fail("plan infer", &err);
+        if (json) baton_plan_infer_json(stdout, &plan, &po);
+        else baton_plan_infer_table(stdout, &plan, &po);
+        if (svg && baton_plan_infer_svg(svg, &plan, &po, &err)) rc = cli_fail("plan infer", &err);
     }
     baton_plan_infer_free(&plan);
     baton_infer_catalog_free(&cat);

@@ -11,18 +11,19 @@
  *   3. the code (aws.code: an s3 object .tar.gz or a prefix), the seed data on a new volume;
  *   4. the command, in the volume, under `baton notice wait` (a notice sends the command's process
  *      group TERM: baton train checkpoints and exits 75); a crash is retried `retries` times;
- *   5. on exit 0, and only then, the task's fleet is cancelled (its instances terminate, the
- *      volume stays). A notice (75) leaves the fleet to replace the instance; a failed task leaves
- *      the fleet running for inspection.
+ *   5. on exit 0, and only then, the task's capacity goes: its Auto Scaling group's desired
+ *      capacity is set to 0 (the group terminates the instance), or its EC2 Fleet is deleted, or
+ *      its Spot Fleet cancelled (instances terminated; the volume stays). A notice (75) leaves the
+ *      group or fleet to replace the instance; a failed task leaves it running for inspection.
  * Before the command runs, any failure powers the instance off without deleting a copy of the
- * volume, so the fleet replaces it. tests/cli/test_aws_artifacts.sh runs this script with stub
+ * volume, so the group or fleet replaces it (a stopped instance fails its health check). Only the
+ * ending of the API in use is written (EC2 allows 16 KiB of user data). tests/cli/test_aws_artifacts.sh runs this script with stub
  * aws, curl, mount, mkfs and shutdown commands through every path; the test variables
  * BATON_UD_LOG, BATON_UD_DEV, BATON_UD_MOUNT, BATON_UD_CODE_DIR and BATON_UD_PAUSE default to the
  * real places.
  *
  * Contract: the caller (fleet_aws.c) has validated every value; they are shell-quoted here. */
-#include "baton/fleet_backend.h"
-#include "remote_internal.h"
+#include "aws_internal.h"
 
 #include <string.h>
 #include <time.h>
@@ -37,10 +38,10 @@ static const char body[] =
     "stamp() { date -u +%Y-%m-%dT%H:%M:%SZ; }\n"
     "log() { echo \"baton-user-data: $(stamp) $*\"; }\n"
     "# Before the command runs, a failure leaves every copy of the volume in place and powers the\n"
-    "# instance off: the fleet (type maintain) launches a replacement, perhaps in another zone.\n"
+    "# instance off: the group or fleet launches a replacement, perhaps in another zone.\n"
     "give_up() {\n"
     "    log \"giving up: $*\"\n"
-    "    log \"no volume was deleted; powering off so that the fleet replaces this instance\"\n"
+    "    log \"no volume was deleted; powering off so that the group or fleet replaces this instance\"\n"
     "    sync\n"
     "    shutdown -h now\n"
     "    exit 1\n"
@@ -160,7 +161,7 @@ static const char body[] =
     "crashes() { awk -v g=\"gen=$GEN\" 'index($0, g) && / outcome=crash /{n++} END{print n+0}' \"$runlog\" 2>/dev/null; }\n"
     "if [ \"$(crashes)\" -gt \"$RETRIES\" ]; then\n"
     "    log \"this task already failed ($(crashes) crashes, $RETRIES retries allowed): not running it again.\"\n"
-    "    log \"the fleet is left as it is; \\`baton fleet cancel\\` (or aws ec2 cancel-spot-fleet-requests) ends it\"\n"
+    "    log \"the group or fleet is left as it is; \\`baton fleet cancel\\` ends it\"\n"
     "    exit 1\n"
     "fi\n"
     "while :; do\n"
@@ -200,7 +201,7 @@ static const char body[] =
     "    case $outcome in\n"
     "    done) break ;;\n"
     "    notice)\n"
-    "        log \"stopped on an interruption notice after a committed checkpoint; the fleet launches a replacement\"\n"
+    "        log \"stopped on an interruption notice after a committed checkpoint; a replacement resumes it\"\n"
     "        exit 0 ;;\n"
     "    crash)\n"
     "        n=$(crashes)\n"
@@ -209,15 +210,33 @@ static const char body[] =
     "            continue\n"
     "        fi\n"
     "        log \"the command crashed (exit $rc) $n times, $RETRIES retries allowed: the task failed.\"\n"
-    "        log \"the fleet is NOT cancelled (a crash is not success); \\`baton fleet cancel\\` ends it\"\n"
+    "        log \"the group or fleet is NOT ended (a crash is not success); \\`baton fleet cancel\\` ends it\"\n"
     "        exit 1 ;;\n"
     "    esac\n"
     "done\n"
     "\n"
-    "# ---- success, and only success: cancel this task's fleet (its instances terminate; the volume stays)\n"
+    "# ---- success, and only success: this task's capacity goes (its instances terminate; the volume stays)\n"
     "log \"the command finished (exit 0)\"\n"
     "cd /\n"
-    "umount \"$MNT\" || log \"umount $MNT failed (the volume was synced)\"\n"
+    "umount \"$MNT\" || log \"umount $MNT failed (the volume was synced)\"\n";
+
+/* The ending of each API: what ends the task's capacity once the command succeeded. */
+static const char end_asg[] =
+    "log \"setting Auto Scaling group $GROUP to desired capacity 0 (it terminates this instance)\"\n"
+    "aws autoscaling update-auto-scaling-group --auto-scaling-group-name \"$GROUP\" --min-size 0 --desired-capacity 0 \\\n"
+    "    || log \"update-auto-scaling-group $GROUP failed: set its desired capacity to 0 by hand\"\n"
+    "exit 0\n";
+static const char end_ec2_fleet[] =
+    "fid=$(aws ec2 describe-tags --filters \"Name=resource-id,Values=$IID\" \"Name=key,Values=aws:ec2:fleet-id\" \\\n"
+    "    --query 'Tags[0].Value' --output text)\n"
+    "if [ -n \"$fid\" ] && [ \"$fid\" != None ]; then\n"
+    "    log \"deleting EC2 Fleet $fid\"\n"
+    "    aws ec2 delete-fleets --fleet-ids \"$fid\" --terminate-instances || log \"delete-fleets $fid failed: delete it by hand\"\n"
+    "else\n"
+    "    log \"cannot find this instance's fleet (tag aws:ec2:fleet-id): delete it by hand\"\n"
+    "fi\n"
+    "exit 0\n";
+static const char end_spot_fleet[] =
     "fid=$(aws ec2 describe-tags --filters \"Name=resource-id,Values=$IID\" \"Name=key,Values=aws:ec2spot:fleet-request-id\" \\\n"
     "    --query 'Tags[0].Value' --output text)\n"
     "if [ -n \"$fid\" ] && [ \"$fid\" != None ]; then\n"
@@ -251,6 +270,12 @@ int baton_aws_userdata(const baton_job *job, const baton_aws_opts *o, size_t tas
     snprintf(num, sizeof num, "%lld", (long long)time(NULL));
     rc |= assign(b, "GEN", num);
     rc |= assign(b, "REGION", o->region);
+    rc |= assign(b, "API", aws_api_name(o->api));
+    if (o->api == BATON_AWS_ASG) {
+        char group[200];
+        aws_task_name(job, o, task, group, sizeof group);
+        rc |= assign(b, "GROUP", group);
+    }
     snprintf(num, sizeof num, "%.0f", job->volume.size_gb);
     rc |= assign(b, "SIZE_GB", num);
     rc |= assign(b, "VOLUME_TYPE", o->volume_type);
@@ -275,6 +300,9 @@ int baton_aws_userdata(const baton_job *job, const baton_aws_opts *o, size_t tas
     }
     rc |= rmt_printf(b, "    :\n}\n");
     rc |= baton_buf_append(b, body, sizeof body - 1);
+    if (o->api == BATON_AWS_ASG) rc |= baton_buf_append(b, end_asg, sizeof end_asg - 1);
+    else if (o->api == BATON_AWS_EC2_FLEET) rc |= baton_buf_append(b, end_ec2_fleet, sizeof end_ec2_fleet - 1);
+    else rc |= baton_buf_append(b, end_spot_fleet, sizeof end_spot_fleet - 1);
     if (rc) return baton_err_set(err, BATON_ERR_NOMEM, "user data: out of memory");
     if (b->len > BATON_AWS_USERDATA_MAX)
         return baton_err_set(err, BATON_ERR_ARG,

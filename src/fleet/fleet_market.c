@@ -1,6 +1,7 @@
 /* fleet_market.c — the local backend's spot market: pools (instance type × zone), allocation
  * strategies, capacity that disappears for a while after a reclaim, and when each instance is
- * interrupted (an explicit schedule first, then seeded draws from the type's hazard).
+ * interrupted (an explicit schedule first, then seeded draws from the type's hazard). The strategies
+ * are AWS's three for Spot: price-capacity-optimized (the default), capacity-optimized, lowest-price.
  *
  * Contract: everything is in simulated seconds and deterministic: the same job, seed and
  * schedule give the same pool choices and interruption times. No clocks, no I/O. */
@@ -96,18 +97,30 @@ int baton_market_set_schedule(baton_market *m, const char *spec, baton_err *err)
     return BATON_OK;
 }
 
-/* Lower is better. */
+/* A pool's rank under the job's strategy: (score, tie), lower is better, compared in that order
+ * (then the preferred zone, then the pool listed first). The interruption bucket stands for how
+ * likely the pool is to be interrupted (AWS: how much spare capacity it has); the price is the
+ * zone's spot price per unit of speed.
+ *   price-capacity-optimized: the pools least likely to be interrupted, the cheapest of them
+ *                             (AWS: "the lowest priced of the pools with the highest capacity");
+ *   capacity-optimized:       the pools least likely to be interrupted, price ignored;
+ *   lowest-price:             the cheapest pool, the least interrupted breaking ties. */
 static double pool_score(const baton_market *m, int pool, double *tie)
 {
     const baton_job *j = m->job;
     const baton_job_type *t = &j->types[baton_pool_type(m, pool)];
     double price = baton_job_spot_price(t, j->zones[baton_pool_zone(m, pool)]) / t->speed;
-    if (j->alloc == BATON_ALLOC_CAPACITY_OPTIMIZED) {
+    switch (j->alloc) {
+    case BATON_ALLOC_CAPACITY_OPTIMIZED:
+        *tie = 0;
+        return (double)t->bucket;
+    case BATON_ALLOC_LOWEST_PRICE:
+        *tie = (double)t->bucket;
+        return price;
+    default:
         *tie = price;
         return (double)t->bucket;
     }
-    *tie = (double)t->bucket;
-    return price;
 }
 
 int baton_market_choose(const baton_market *m, double t, const char *prefer_zone, double *retry_at)

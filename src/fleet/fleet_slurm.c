@@ -59,8 +59,8 @@ int baton_slurm_check(const baton_job *job, baton_slurm_opts *o, baton_err *err)
                         "the slurm backend runs on the cluster's own nodes, not on instance types. Remove "
                         "'instance_types:' and ask for resources with slurm.cpus_per_task, slurm.mem, slurm.gres "
                         "or slurm.constraint");
-    if (job->alloc != BATON_ALLOC_LOWEST_PRICE)
-        return rmt_fail(err, job, 0, "allocation_strategy",
+    if (job->alloc_line)
+        return rmt_fail(err, job, job->alloc_line, "allocation_strategy",
                         "the slurm backend has no instance pools to choose from (Slurm's scheduler decides); "
                         "remove it");
     if (!market_is_default(job))

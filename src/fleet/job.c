@@ -17,7 +17,9 @@ const char *baton_backend_name(baton_backend b)
 
 const char *baton_alloc_name(baton_alloc a)
 {
-    return a == BATON_ALLOC_CAPACITY_OPTIMIZED ? "capacity-optimized" : "lowest-price";
+    return a == BATON_ALLOC_CAPACITY_OPTIMIZED ? "capacity-optimized"
+         : a == BATON_ALLOC_LOWEST_PRICE       ? "lowest-price"
+                                               : "price-capacity-optimized";
 }
 
 /* the buckets are the catalog's (infer.h), in the same order */

@@ -522,10 +522,15 @@ static int top_pair(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, v
     if (!strcmp(key, "allocation_strategy")) {
         const char *v = "";
         if (scalar(c, vn, path, &v)) return c->err->code;
-        if (!strcmp(v, "lowest-price") || !strcmp(v, "lowestPrice")) j->alloc = BATON_ALLOC_LOWEST_PRICE;
+        if (!strcmp(v, "price-capacity-optimized") || !strcmp(v, "priceCapacityOptimized"))
+            j->alloc = BATON_ALLOC_PRICE_CAPACITY_OPTIMIZED;
+        else if (!strcmp(v, "lowest-price") || !strcmp(v, "lowestPrice")) j->alloc = BATON_ALLOC_LOWEST_PRICE;
         else if (!strcmp(v, "capacity-optimized") || !strcmp(v, "capacityOptimized"))
             j->alloc = BATON_ALLOC_CAPACITY_OPTIMIZED;
-        else return fail(c, vn, path, "expected lowest-price or capacity-optimized, got '%.32s'", v);
+        else
+            return fail(c, vn, path, "expected price-capacity-optimized (the default), capacity-optimized or "
+                        "lowest-price, got '%.32s'", v);
+        j->alloc_line = line_of(vn);
         return 0;
     }
     if (!strcmp(key, "retries")) {

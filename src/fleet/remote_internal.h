@@ -1,5 +1,5 @@
 /* remote_internal.h — pieces shared by the fleet backends that hand instances to someone else
- * (Slurm, AWS Spot Fleet): running a program and capturing what it prints, shell quoting, base64,
+ * (Slurm, AWS): running a program and capturing what it prints, shell quoting, base64,
  * and checking a backend section of the job file; and the backends' own steps that only they and
  * their tests call (the Slurm batch script and status parsers, the AWS user data and resource
  * names). Not a public API (src/fleet/ and its tests only). */
@@ -69,7 +69,7 @@ int baton_aws_userdata(const baton_job *job, const baton_aws_opts *o, size_t tas
 
 /* The names everything is created under. */
 typedef struct baton_aws_names {
-    char fleet_role[160], instance_role[160], policy[160], profile[160];
+    char fleet_role[160], instance_role[160], policy[160], profile[160];   /* fleet_role: spot-fleet only */
 } baton_aws_names;
 void baton_aws_names_of(const baton_job *job, const baton_aws_opts *o, baton_aws_names *nm);
 

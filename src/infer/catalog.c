@@ -6,13 +6,17 @@
  * Format: '#' lines and blank lines are comments; the first other line is the header, naming the
  * columns the file has, in any order: name, kind, on_demand_per_h (these three required),
  * spot_per_h, interruption (a Spot Advisor bucket: <5%, 5-10%, 10-15%, 15-20%, >20%), train_speed
- * (relative to c5.xlarge), vcpus, memory_gib, fp32_tflops, status (current | retired) and notes
- * (last when present: the rest of the line, commas included). Then one type per line. Names are
- * [A-Za-z0-9._-], unique. kind is cpu, gpu or accelerator. Numbers may be empty (unknown); a spot
- * price above on demand is accepted with a warning. Every problem is reported with its line
- * number and field; nothing is half-loaded. */
+ * (relative to c5.xlarge), vcpus, memory_gib, chip (what runs the model: free text without commas),
+ * chips (how many per instance, default 1), fp32_tflops, fp16_tflops, mem_bw_gbs (per chip),
+ * project (yes | no: may plan infer project onto it), status (current | retired) and notes (last
+ * when present: the rest of the line, commas included). A catalog of an older version (fewer
+ * columns) loads with the missing ones unknown. Then one type per line. Names are [A-Za-z0-9._-],
+ * unique. kind is cpu, gpu, neuron or accelerator. Numbers may be empty (unknown); a spot price
+ * above on demand is accepted with a warning. Every problem is reported with its line number and
+ * field; nothing is half-loaded. */
 #include "infer_internal.h"
 
+#include <cJSON.h>
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -21,39 +25,68 @@
 
 static const char builtin[] =
     "# baton's instance catalog: the one list of machine types every command uses (plan infer, plan train,\n"
-    "# job files and `baton fleet catalog`). EC2, us-east-1, Linux; on-demand list prices; spot prices are a\n"
-    "# typical recent reading (about 30-40 % of on demand) and interruption the Spot Advisor bucket (share of\n"
-    "# instances reclaimed per month) — illustrative: set your own in a job file or a --catalog file when they\n"
-    "# matter. train_speed: training throughput relative to c5.xlarge (the local fleet simulates progress\n"
-    "# with it; GPUs are rough guesses). kind: cpu | gpu | accelerator (an accelerator is attached to an\n"
-    "# instance: \"c5.large+eia1.medium\" costs both and runs on the accelerator's FLOPS). status: current, or\n"
-    "# retired (no longer sold: kept so that older studies reproduce, never picked unless asked). Empty\n"
-    "# fields are unknown; fp32_tflops of the seed articles where they give one.\n"
-    "name,kind,on_demand_per_h,spot_per_h,interruption,train_speed,vcpus,memory_gib,fp32_tflops,status,notes\n"
-    "c5.large,cpu,0.085,0.034,<5%,0.5,2,4,0.084,current,TFLOPS not in the seed: c5.4xlarge's 0.67 x 2/16 vCPUs\n"
-    "c5.xlarge,cpu,0.17,0.068,5-10%,1.0,4,8,0.168,current,TFLOPS not in the seed: c5.4xlarge's 0.67 x 4/16 vCPUs\n"
-    "c5.2xlarge,cpu,0.34,0.131,5-10%,2.0,8,16,0.335,current,TFLOPS: c5.4xlarge's 0.67 x 8/16 vCPUs\n"
-    "c5.4xlarge,cpu,0.68,0.262,10-15%,4.0,16,32,0.67,current,seed\n"
-    "c5a.xlarge,cpu,0.154,0.062,<5%,0.95,4,8,,current,AMD EPYC; no FP32 figure\n"
-    "c6i.xlarge,cpu,0.17,0.066,<5%,1.1,4,8,,current,no FP32 figure\n"
-    "m5.large,cpu,0.096,0.036,<5%,0.5,2,8,,current,no FP32 figure\n"
-    "m5.xlarge,cpu,0.192,0.074,5-10%,1.0,4,16,,current,no FP32 figure\n"
-    "m5.2xlarge,cpu,0.384,0.148,10-15%,2.0,8,32,,current,no FP32 figure\n"
-    "r5.xlarge,cpu,0.252,0.087,<5%,1.0,4,32,,current,no FP32 figure\n"
-    "p2.xlarge,gpu,0.90,0.27,>20%,6.0,4,61,,current,one K80 GPU; the seed gives no FP32 figure\n"
-    "p3.2xlarge,gpu,3.06,0.918,15-20%,25.0,8,61,15.7,current,one V100 GPU\n"
-    "g4dn.xlarge,gpu,0.526,0.158,10-15%,10.0,4,16,8.1,current,one T4 GPU (8.1 TFLOPS FP32)\n"
-    "g5.xlarge,gpu,1.006,0.302,10-15%,18.0,4,16,31.2,current,one A10G GPU (31.2 TFLOPS FP32)\n"
-    "eia1.medium,accelerator,0.13,,,,,1,1.0,retired,Elastic Inference (no new customers since 2023-04-15; retired); memory in GB of the accelerator\n"
-    "eia1.large,accelerator,0.26,,,,,2,2.0,retired,Elastic Inference (retired); price not in the seed (list price)\n"
-    "eia1.xlarge,accelerator,0.52,,,,,4,4.0,retired,Elastic Inference (retired); price from the seed's c5.xlarge+eia1.xlarge at 0.69\n";
+    "# job files and `baton fleet catalog`). EC2, us-east-1, Linux. on_demand_per_h: AWS's price list for\n"
+    "# us-east-1 of 2026-01-19 (the on-demand table generated from the AWS Price List API that Karpenter\n"
+    "# ships), read on 2026-12-01; the seed's rows kept their 2019 figures where AWS's list still agrees.\n"
+    "# spot_per_h is a typical reading (about 30-40 % of on demand) and interruption the Spot Advisor bucket\n"
+    "# (share of instances reclaimed per month): illustrative, set your own in a job file or a --catalog\n"
+    "# file when they matter. train_speed: training throughput relative to c5.xlarge (the local fleet\n"
+    "# simulates progress with it; rough guesses beyond the seed's CPUs; inf2's is its vCPUs'). kind: cpu | gpu | neuron (the\n"
+    "# instance's AWS Inferentia or Trainium chips run models compiled by the Neuron SDK) | accelerator\n"
+    "# (attached to an instance: \"c5.large+eia1.medium\" costs both and runs on the accelerator's FLOPS).\n"
+    "# chip: what runs the model (the GPU, the accelerator, or the CPU); chips: how many per instance.\n"
+    "# fp32_tflops, fp16_tflops (FP16/BF16 dense, tensor cores or AMX where the chip has them) and\n"
+    "# mem_bw_gbs (its memory bandwidth, GB/s) are per chip; for a CPU instance, the share of its vCPUs.\n"
+    "# GPU, Inferentia and Elastic Inference figures are their makers' data sheets; CPU figures for the\n"
+    "# 7th generation are cores x all-core turbo clock x FLOPs per cycle (Sapphire Rapids at 3.2 GHz: 64\n"
+    "# FP32 with AVX-512, 1024 BF16 with AMX; Graviton3 at 2.6 GHz: 32 FP32); the seed's c5 figures are its\n"
+    "# own. project: yes | no — no where plan infer's projection (this host's FLOP efficiency carried to\n"
+    "# another chip) would be invented rather than estimated: Arm CPUs (the efficiency measured on x86\n"
+    "# does not carry over) and Inferentia (it runs Neuron-compiled graphs, not this engine). status:\n"
+    "# current, or retired (no longer sold: kept so that older studies reproduce, never picked unless\n"
+    "# asked). Empty fields are unknown.\n"
+    "name,kind,on_demand_per_h,spot_per_h,interruption,train_speed,vcpus,memory_gib,chip,chips,fp32_tflops,fp16_tflops,mem_bw_gbs,project,status,notes\n"
+    "c5.large,cpu,0.085,0.034,<5%,0.5,2,4,Intel Xeon (Skylake/Cascade Lake),1,0.084,,,yes,current,TFLOPS not in the seed: c5.4xlarge's 0.67 x 2/16 vCPUs\n"
+    "c5.xlarge,cpu,0.17,0.068,5-10%,1.0,4,8,Intel Xeon (Skylake/Cascade Lake),1,0.168,,,yes,current,TFLOPS not in the seed: c5.4xlarge's 0.67 x 4/16 vCPUs\n"
+    "c5.2xlarge,cpu,0.34,0.131,5-10%,2.0,8,16,Intel Xeon (Skylake/Cascade Lake),1,0.335,,,yes,current,TFLOPS: c5.4xlarge's 0.67 x 8/16 vCPUs\n"
+    "c5.4xlarge,cpu,0.68,0.262,10-15%,4.0,16,32,Intel Xeon (Skylake/Cascade Lake),1,0.67,,,yes,current,seed\n"
+    "c5a.xlarge,cpu,0.154,0.062,<5%,0.95,4,8,AMD EPYC 7R32,1,,,,yes,current,no FP32 figure\n"
+    "c6i.xlarge,cpu,0.17,0.066,<5%,1.1,4,8,Intel Xeon 8375C (Ice Lake),1,,,,yes,current,no FP32 figure\n"
+    "c7i.large,cpu,0.08925,0.035,<5%,0.6,2,4,Intel Xeon 8488C (Sapphire Rapids),1,0.205,3.28,,yes,current,1 core x 3.2 GHz; BF16 with AMX\n"
+    "c7i.xlarge,cpu,0.1785,0.071,5-10%,1.2,4,8,Intel Xeon 8488C (Sapphire Rapids),1,0.41,6.55,,yes,current,2 cores x 3.2 GHz; BF16 with AMX\n"
+    "c7g.xlarge,cpu,0.145,0.058,<5%,1.1,4,8,AWS Graviton3 (Arm Neoverse V1),1,0.333,,,no,current,Arm: the FLOP efficiency measured on an x86 host does not carry over: measure it there (baton infer-bench --json)\n"
+    "m5.large,cpu,0.096,0.036,<5%,0.5,2,8,Intel Xeon (Skylake/Cascade Lake),1,,,,yes,current,no FP32 figure\n"
+    "m5.xlarge,cpu,0.192,0.074,5-10%,1.0,4,16,Intel Xeon (Skylake/Cascade Lake),1,,,,yes,current,no FP32 figure\n"
+    "m5.2xlarge,cpu,0.384,0.148,10-15%,2.0,8,32,Intel Xeon (Skylake/Cascade Lake),1,,,,yes,current,no FP32 figure\n"
+    "m7i.xlarge,cpu,0.2016,0.080,<5%,1.2,4,16,Intel Xeon 8488C (Sapphire Rapids),1,0.41,6.55,,yes,current,2 cores x 3.2 GHz; BF16 with AMX\n"
+    "r5.xlarge,cpu,0.252,0.087,<5%,1.0,4,32,Intel Xeon (Skylake/Cascade Lake),1,,,,yes,current,no FP32 figure\n"
+    "p2.xlarge,gpu,0.90,0.27,>20%,6.0,4,61,NVIDIA K80 (one GK210),1,4.37,,240,yes,current,previous generation; half a K80 board (8.73 TFLOPS and 480 GB/s for two GPUs with boost)\n"
+    "p3.2xlarge,gpu,3.06,0.918,15-20%,25.0,8,61,NVIDIA V100 16GB,1,15.7,125,900,yes,current,one V100 GPU\n"
+    "g4dn.xlarge,gpu,0.526,0.158,10-15%,10.0,4,16,NVIDIA T4,1,8.1,65,320,yes,current,one T4 GPU\n"
+    "g5.xlarge,gpu,1.006,0.302,10-15%,18.0,4,16,NVIDIA A10G,1,31.2,,600,yes,current,one A10G GPU (AWS publishes no tensor figure for the A10G)\n"
+    "g6.xlarge,gpu,0.8048,0.32,5-10%,15.0,4,16,NVIDIA L4,1,30.3,121,300,yes,current,one L4 GPU\n"
+    "inf2.xlarge,neuron,0.7582,0.23,<5%,1.0,4,16,AWS Inferentia2,1,47.5,190,820,no,current,Inferentia2 runs graphs compiled by the Neuron SDK, not this engine: measure it there\n"
+    "p4d.24xlarge,gpu,21.957642,8.8,>20%,400.0,96,1152,NVIDIA A100 40GB,8,19.5,312,1555,yes,current,eight A100 GPUs\n"
+    "p5.4xlarge,gpu,6.88,2.75,15-20%,75.0,16,256,NVIDIA H100 80GB,1,67,989,3350,yes,current,one H100 GPU\n"
+    "p5.48xlarge,gpu,55.04,22.0,>20%,600.0,192,2048,NVIDIA H100 80GB,8,67,989,3350,yes,current,eight H100 GPUs\n"
+    "eia1.medium,accelerator,0.13,,,,,1,Elastic Inference,1,1.0,,,yes,retired,Elastic Inference (no new customers since 2023-04-15; retired); memory in GB of the accelerator\n"
+    "eia1.large,accelerator,0.26,,,,,2,Elastic Inference,1,2.0,,,yes,retired,Elastic Inference (retired); price not in the seed (list price)\n"
+    "eia1.xlarge,accelerator,0.52,,,,,4,Elastic Inference,1,4.0,,,yes,retired,Elastic Inference (retired); price from the seed's c5.xlarge+eia1.xlarge at 0.69\n";
 
 /* The columns a catalog may have; the header line names those it has, in any order (notes, when
  * present, last: it takes the rest of the line, commas included). */
-enum { COL_NAME, COL_KIND, COL_OD, COL_SPOT, COL_INT, COL_SPEED, COL_VCPUS, COL_MEM, COL_TFLOPS, COL_STATUS, COL_NOTES,
-       NCOLS };
-static const char *const col_names[NCOLS] = {"name", "kind", "on_demand_per_h", "spot_per_h", "interruption",
-                                             "train_speed", "vcpus", "memory_gib", "fp32_tflops", "status", "notes"};
+enum { COL_NAME, COL_KIND, COL_OD, COL_SPOT, COL_INT, COL_SPEED, COL_VCPUS, COL_MEM, COL_CHIP, COL_CHIPS, COL_TFLOPS,
+       COL_FP16, COL_MEMBW, COL_PROJECT, COL_STATUS, COL_NOTES, NCOLS };
+static const char *const col_names[NCOLS] = {"name",        "kind",     "on_demand_per_h", "spot_per_h",
+                                             "interruption", "train_speed", "vcpus",         "memory_gib",
+                                             "chip",         "chips",    "fp32_tflops",     "fp16_tflops",
+                                             "mem_bw_gbs",   "project",  "status",          "notes"};
+static const char *const kind_names[] = {"cpu", "gpu", "accelerator", "neuron"};
+
+const char *baton_infer_kind_name(int kind)
+{
+    return kind >= 0 && kind < (int)(sizeof kind_names / sizeof *kind_names) ? kind_names[kind] : "?";
+}
 
 const char *baton_infer_catalog_builtin_csv(void) { return builtin; }
 
@@ -137,7 +170,8 @@ static int parse_header(const char *name, size_t line, char *l, int *col, int *n
         if (k == NCOLS || seen[k] || (k == COL_NOTES && i != nf - 1))
             return baton_err_set(err, BATON_ERR_FORMAT,
                                  "%s:%zu: header: column '%s' %s (columns: name, kind, on_demand_per_h, spot_per_h, "
-                                 "interruption, train_speed, vcpus, memory_gib, fp32_tflops, status, notes last)",
+                                 "interruption, train_speed, vcpus, memory_gib, chip, chips, fp32_tflops, fp16_tflops, "
+                                 "mem_bw_gbs, project, status, notes last)",
                                  name, line, f[i], k == NCOLS ? "is unknown" : seen[k] ? "is listed twice" : "must come last");
         seen[k] = 1;
         col[i] = k;
@@ -170,27 +204,43 @@ static int parse_entry(const char *name, size_t line, char *l, const int *col, i
         return baton_err_set(err, BATON_ERR_FORMAT, "%s:%zu: name '%s': expected 1-%zu of [A-Za-z0-9._-]", name, line,
                              v[COL_NAME], sizeof e->name - 1);
     snprintf(e->name, sizeof e->name, "%s", v[COL_NAME]);
-    if (!strcmp(v[COL_KIND], "cpu")) e->kind = BATON_CAT_CPU;
-    else if (!strcmp(v[COL_KIND], "gpu")) e->kind = BATON_CAT_GPU;
-    else if (!strcmp(v[COL_KIND], "accelerator")) e->kind = BATON_CAT_ACCEL;
-    else
-        return baton_err_set(err, BATON_ERR_FORMAT, "%s:%zu: kind '%s': expected cpu, gpu or accelerator", name, line,
-                             v[COL_KIND]);
-    double vc = 0;
+    e->kind = -1;
+    for (int k = 0; k < (int)(sizeof kind_names / sizeof *kind_names); k++)
+        if (!strcmp(v[COL_KIND], kind_names[k])) e->kind = k;
+    if (e->kind < 0)
+        return baton_err_set(err, BATON_ERR_FORMAT, "%s:%zu: kind '%s': expected cpu, gpu, neuron or accelerator", name,
+                             line, v[COL_KIND]);
+    double vc = 0, chips = 1;
     int rc;
     if ((rc = field_num(name, line, "on_demand_per_h", v[COL_OD], 1, 0, &e->on_demand, err)) ||
         (rc = field_num(name, line, "spot_per_h", v[COL_SPOT], 0, -1, &e->spot, err)) ||
         (rc = field_num(name, line, "train_speed", v[COL_SPEED], 0, -1, &e->train_speed, err)) ||
         (rc = field_num(name, line, "vcpus", v[COL_VCPUS], 0, 0, &vc, err)) ||
         (rc = field_num(name, line, "memory_gib", v[COL_MEM], 0, -1, &e->memory_gib, err)) ||
-        (rc = field_num(name, line, "fp32_tflops", v[COL_TFLOPS], 0, -1, &e->tflops, err)))
+        (rc = field_num(name, line, "chips", v[COL_CHIPS], 0, 1, &chips, err)) ||
+        (rc = field_num(name, line, "fp32_tflops", v[COL_TFLOPS], 0, -1, &e->tflops, err)) ||
+        (rc = field_num(name, line, "fp16_tflops", v[COL_FP16], 0, -1, &e->fp16_tflops, err)) ||
+        (rc = field_num(name, line, "mem_bw_gbs", v[COL_MEMBW], 0, -1, &e->mem_bw_gbs, err)))
         return rc;
     if (vc != floor(vc) || vc > 1e6)
         return baton_err_set(err, BATON_ERR_FORMAT, "%s:%zu: vcpus: '%s' is not a whole number", name, line, v[COL_VCPUS]);
-    if (e->tflops == 0 || e->train_speed == 0)
-        return baton_err_set(err, BATON_ERR_FORMAT, "%s:%zu: %s is 0 (leave it empty when unknown)", name, line,
-                             e->tflops == 0 ? "fp32_tflops" : "train_speed");
+    if (chips != floor(chips) || chips < 1 || chips > 1024)
+        return baton_err_set(err, BATON_ERR_FORMAT, "%s:%zu: chips: '%s' is not a whole number from 1 to 1024", name,
+                             line, v[COL_CHIPS]);
+    const char *zero = e->tflops == 0 ? "fp32_tflops" : e->train_speed == 0 ? "train_speed"
+                     : e->fp16_tflops == 0 ? "fp16_tflops" : e->mem_bw_gbs == 0 ? "mem_bw_gbs" : NULL;
+    if (zero)
+        return baton_err_set(err, BATON_ERR_FORMAT, "%s:%zu: %s is 0 (leave it empty when unknown)", name, line, zero);
     e->vcpus = (int)vc;
+    e->chips = (int)chips;
+    if (strlen(v[COL_CHIP]) >= sizeof e->chip)
+        return baton_err_set(err, BATON_ERR_FORMAT, "%s:%zu: chip: at most %zu characters", name, line,
+                             sizeof e->chip - 1);
+    snprintf(e->chip, sizeof e->chip, "%s", v[COL_CHIP]);
+    if (*v[COL_PROJECT] && strcmp(v[COL_PROJECT], "yes") && strcmp(v[COL_PROJECT], "no"))
+        return baton_err_set(err, BATON_ERR_FORMAT, "%s:%zu: project '%s': expected yes or no", name, line,
+                             v[COL_PROJECT]);
+    e->project = strcmp(v[COL_PROJECT], "no") != 0;
     e->interruption = -1;
     if (*v[COL_INT] && baton_infer_bucket_parse(v[COL_INT], &e->interruption))
         return baton_err_set(err, BATON_ERR_FORMAT, "%s:%zu: interruption '%s': expected a Spot Advisor bucket: <5%%, "
@@ -294,7 +344,16 @@ static void combine(const baton_infer_catalog_entry *inst, const baton_infer_cat
     cfg->on_demand = inst->on_demand + (acc ? acc->on_demand : 0);
     /* accelerators have no spot market of their own: their on-demand price is added */
     cfg->spot = inst->spot < 0 ? -1 : inst->spot + (acc ? (acc->spot >= 0 ? acc->spot : acc->on_demand) : 0);
-    cfg->tflops = acc ? acc->tflops : inst->tflops;
+    /* what runs the model: the accelerator when there is one, else the instance's own chip(s) */
+    const baton_infer_catalog_entry *run = acc ? acc : inst;
+    cfg->tflops = run->tflops;
+    cfg->fp16_tflops = run->fp16_tflops;
+    cfg->mem_bw_gbs = run->mem_bw_gbs;
+    cfg->chips = run->chips;
+    cfg->run_kind = run->kind;
+    cfg->project = inst->project && (!acc || acc->project);
+    snprintf(cfg->chip, sizeof cfg->chip, "%s", run->chip);
+    snprintf(cfg->notes, sizeof cfg->notes, "%s", !run->project ? run->notes : !inst->project ? inst->notes : "");
     cfg->retired = inst->retired || (acc && acc->retired);
 }
 
@@ -341,4 +400,37 @@ int baton_infer_catalog_configs(const baton_infer_catalog *c, int include_retire
     *out = v;
     *n = k;
     return BATON_OK;
+}
+
+/* A number, or null when unknown (negative). */
+static void num_or_null(cJSON *o, const char *key, double v)
+{
+    if (v >= 0) cJSON_AddNumberToObject(o, key, v);
+    else cJSON_AddNullToObject(o, key);
+}
+
+char *baton_infer_catalog_entry_json(const baton_infer_catalog_entry *e)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "type", e->name);
+    cJSON_AddStringToObject(o, "kind", baton_infer_kind_name(e->kind));
+    cJSON_AddNumberToObject(o, "on_demand_per_h", e->on_demand);
+    num_or_null(o, "spot_per_h", e->spot);
+    num_or_null(o, "train_speed", e->train_speed > 0 ? e->train_speed : -1);
+    if (e->interruption >= 0) cJSON_AddStringToObject(o, "interruption", baton_infer_bucket_name(e->interruption));
+    else cJSON_AddNullToObject(o, "interruption");
+    cJSON_AddNumberToObject(o, "vcpus", e->vcpus);
+    num_or_null(o, "memory_gib", e->memory_gib);
+    if (e->chip[0]) cJSON_AddStringToObject(o, "chip", e->chip);
+    else cJSON_AddNullToObject(o, "chip");
+    cJSON_AddNumberToObject(o, "chips", e->chips);
+    num_or_null(o, "fp32_tflops", e->tflops);
+    num_or_null(o, "fp16_tflops", e->fp16_tflops);
+    num_or_null(o, "mem_bw_gbs", e->mem_bw_gbs);
+    cJSON_AddBoolToObject(o, "project", e->project);
+    cJSON_AddStringToObject(o, "status", e->retired ? "retired" : "current");
+    cJSON_AddStringToObject(o, "notes", e->notes);
+    char *s = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return s;
 }

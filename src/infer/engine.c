@@ -80,6 +80,13 @@ static int fill_info(baton_infer_engine *e, const baton_nn_model *m, int path, i
     in->batch = batch;
     in->path = path;
     in->flops = baton_infer_model_flops(m);
+    double weights = 0;   /* every FP32 tensor once (the int64 step counters are not read) */
+    const size_t nt = baton_nn_model_ntensors(m);
+    for (size_t i = 0; i < nt; i++) {
+        baton_nn_tensor t;
+        if (baton_nn_model_tensor(m, i, &t) == BATON_OK && t.dtype != BATON_NN_I64) weights += 4.0 * (double)t.numel;
+    }
+    in->min_bytes = weights + 4.0 * batch * ((double)c * h * w + in->classes);
     return BATON_OK;
 }
 

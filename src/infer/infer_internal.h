@@ -14,6 +14,13 @@ int infer_text_copy(const char *name, const char *text, size_t len, char **out, 
 char *infer_text_line(char **s, size_t *line);
 void infer_text_trim(char **s);
 
+/* The planner's projection (plan_project.c): the FLOP efficiency a measurement shows (achieved /
+ * peak; 0 when flops, mean or peak is unknown); the projection of measured row r (from stats s)
+ * onto cf into q, 1 on success, or 0 with why (the reason it is not projected) filled. */
+double infer_efficiency(const baton_infer_stats *s);
+int infer_project(const baton_infer_stats *s, const baton_plan_row *r, const baton_infer_config *cf,
+                  baton_plan_row *q, char *why, size_t cap);
+
 /* Compile m (weights read, not kept) for a fixed batch: see fast.c's header. */
 int infer_fast_build(const baton_nn_model *m, int batch, infer_fast **out, baton_err *err);
 int infer_fast_run(infer_fast *f, const float *x, float *logits, baton_err *err);

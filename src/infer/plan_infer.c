@@ -1,23 +1,20 @@
-/* plan_infer.c — `baton plan infer`: which catalog configuration serves a model most cheaply within a
- * P90 latency target.
+/* plan_infer.c — `baton plan infer`'s rows: which catalog configuration serves a model most
+ * cheaply within a P90 latency target.
  *
  * Rows come from measurements made here (infer-bench contexts; priced as the --here
- * configuration, or unpriced), from projections of those onto every other catalog configuration
- * with an FP32 TFLOPS figure, or from a latencies file. A projection keeps the FLOP efficiency
- * measured here: efficiency = achieved FLOP/s ÷ this machine's measured peak, so on a type with T
- * TFLOPS latency = model FLOPs × batch ÷ (efficiency × T) = measured latency × peak ÷ T. It is
- * always labelled "projected", never "measured" (batch-1 work rarely scales to a larger machine
- * or a GPU that well: treat projections as optimistic).
+ * configuration, or unpriced), from projections of those onto the other catalog configurations
+ * (plan_project.c: the FLOP efficiency measured here, capped at 1, and the chip's memory-bandwidth
+ * floor; always labelled "projected", with its basis), or from a latencies file. Configurations
+ * that cannot be projected onto honestly are listed with the reason instead.
  *
  * Cost per row: sequential (latency per image) and throughput-bound (images/s of the context);
- * the pick is the row with the lowest throughput-bound cost whose P90 meets the target. */
+ * the pick is the row with the lowest throughput-bound cost whose P90 meets the target, never a
+ * retired configuration unless asked. The order, the table, JSON and the chart: plan_report.c. */
 #include "infer_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const char *const src_name[] = {"measured", "projected", "file"};
 
 static int add_row(baton_plan_infer *p, size_t *cap, const baton_plan_row *r, baton_err *err)
 {
@@ -28,6 +25,20 @@ static int add_row(baton_plan_infer *p, size_t *cap, const baton_plan_row *r, ba
         p->rows = nr;
     }
     p->rows[p->n++] = *r;
+    return BATON_OK;
+}
+
+/* Note a configuration not projected onto (once per configuration). */
+static int add_skip(baton_plan_infer *p, const char *config, const char *why, baton_err *err)
+{
+    for (size_t i = 0; i < p->nskipped; i++)
+        if (!strcmp(p->skipped[i].config, config)) return BATON_OK;
+    baton_plan_skip *ns = realloc(p->skipped, (p->nskipped + 1) * sizeof *ns);
+    if (!ns) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    p->skipped = ns;
+    snprintf(ns[p->nskipped].config, sizeof ns->config, "%s", config);
+    snprintf(ns[p->nskipped].reason, sizeof ns->reason, "%s", why);
+    p->nskipped++;
     return BATON_OK;
 }
 
@@ -52,6 +63,46 @@ static void choose(baton_plan_infer *p, const baton_plan_infer_opts *o)
     }
 }
 
+/* The measured row of one context, and its projections. */
+static int context_rows(baton_plan_infer *p, size_t *cap, const baton_infer_stats *s, const baton_infer_config *here,
+                        const baton_infer_config *cfgs, size_t ncfg, const baton_plan_infer_opts *o, baton_err *err)
+{
+    baton_plan_row r = {0};
+    snprintf(r.context, sizeof r.context, "%s %s t=%d b=%d", s->model[0] ? s->model : "?",
+             baton_infer_path_name(s->ctx.path), s->ctx.threads, s->ctx.batch);
+    snprintf(r.config, sizeof r.config, "%s", here ? here->name : "this machine");
+    r.source = BATON_SRC_MEASURED;
+    r.mean_ms = s->mean_ms;
+    r.p90_ms = s->p90_ms;
+    r.per_s = s->per_s;
+    r.efficiency = infer_efficiency(s);
+    if (r.efficiency > 0)
+        snprintf(r.basis, sizeof r.basis, "%.3g%% of %.0f GFLOP/s", r.efficiency * 100, s->peak_gflops);
+    else
+        snprintf(r.basis, sizeof r.basis, "measured here");
+    r.price_per_h = here ? here->on_demand : -1;
+    r.retired = here && here->retired;
+    price_row(&r, s->ctx.batch, o);
+    int rc = add_row(p, cap, &r, err);
+    if (rc || !o->project || s->peak_gflops <= 0) return rc;
+    for (size_t k = 0; k < ncfg && !rc; k++) {
+        const baton_infer_config *cf = &cfgs[k];
+        if (here && !strcmp(cf->name, here->name)) continue;
+        baton_plan_row q;
+        char why[160];
+        if (!infer_project(s, &r, cf, &q, why, sizeof why)) {
+            rc = add_skip(p, cf->name, why, err);
+            continue;
+        }
+        snprintf(q.config, sizeof q.config, "%s", cf->name);
+        q.price_per_h = cf->on_demand;
+        q.retired = cf->retired;
+        price_row(&q, s->ctx.batch, o);
+        rc = add_row(p, cap, &q, err);
+    }
+    return rc;
+}
+
 int baton_plan_infer_measured(const baton_infer_catalog *c, const baton_infer_stats *st, size_t n,
                               const baton_plan_infer_opts *o, baton_plan_infer *p, baton_err *err)
 {
@@ -61,45 +112,23 @@ int baton_plan_infer_measured(const baton_infer_catalog *c, const baton_infer_st
     int rc = BATON_OK;
     if (o->here && (rc = baton_infer_catalog_config(c, o->here, &here, err))) return baton_err_prefix(err, "--here");
     baton_infer_config *cfgs = NULL;
-    size_t ncfg = 0, cap = 0;
+    size_t ncfg = 0, cap = 0, peaks = 0, used = 0;
     if ((rc = baton_infer_catalog_configs(c, o->include_retired, &cfgs, &ncfg, err))) return rc;
     for (size_t i = 0; i < n && !rc; i++) {
-        const baton_infer_stats *s = &st[i];
-        if (s->skipped[0]) continue;
-        baton_plan_row r = {0};
-        snprintf(r.context, sizeof r.context, "%s %s t=%d b=%d", s->model[0] ? s->model : "?",
-                 baton_infer_path_name(s->ctx.path), s->ctx.threads, s->ctx.batch);
-        snprintf(r.config, sizeof r.config, "%s", o->here ? here.name : "this machine");
-        r.source = BATON_SRC_MEASURED;
-        r.mean_ms = s->mean_ms;
-        r.p90_ms = s->p90_ms;
-        r.per_s = s->per_s;
-        r.price_per_h = o->here ? here.on_demand : -1;
-        price_row(&r, s->ctx.batch, o);
-        rc = add_row(p, &cap, &r, err);
-        if (!o->project || s->peak_gflops <= 0) continue;
-        for (size_t k = 0; k < ncfg && !rc; k++) {
-            const baton_infer_config *cf = &cfgs[k];
-            if (cf->tflops <= 0 || (o->here && !strcmp(cf->name, here.name))) continue;
-            const double scale = s->peak_gflops / (cf->tflops * 1e3);
-            baton_plan_row q = r;
-            snprintf(q.config, sizeof q.config, "%s", cf->name);
-            q.source = BATON_SRC_PROJECTED;
-            q.mean_ms = r.mean_ms * scale;
-            q.p90_ms = r.p90_ms * scale;
-            q.per_s = r.per_s / scale;
-            q.price_per_h = cf->on_demand;
-            q.retired = cf->retired;
-            price_row(&q, s->ctx.batch, o);
-            rc = add_row(p, &cap, &q, err);
-        }
+        if (st[i].skipped[0]) continue;
+        used++;
+        peaks += st[i].peak_gflops > 0;
+        rc = context_rows(p, &cap, &st[i], o->here ? &here : NULL, cfgs, ncfg, o, err);
     }
     free(cfgs);
-    if (!rc && p->n == 0) rc = baton_err_set(err, BATON_ERR_ARG, "no measured contexts (all skipped)");
+    if (!rc && used == 0) rc = baton_err_set(err, BATON_ERR_ARG, "no measured contexts (all skipped)");
     if (rc) {
         baton_plan_infer_free(p);
         return rc;
     }
+    if (o->project && !peaks)
+        snprintf(p->note, sizeof p->note, "nothing projected: the measurements have no peak FLOP/s (infer-bench "
+                                          "--peak; plan infer --ckpt measures it)");
     choose(p, o);
     return BATON_OK;
 }
@@ -126,6 +155,7 @@ int baton_plan_infer_file(const baton_infer_catalog *c, const baton_latency_row 
         }
         snprintf(r.config, sizeof r.config, "%s", lr[i].config);
         snprintf(r.context, sizeof r.context, "%s", lr[i].label[0] ? lr[i].label : "from file");
+        snprintf(r.basis, sizeof r.basis, "%s", lr[i].price_per_h >= 0 ? "from file (its price)" : "from file");
         r.source = BATON_SRC_FILE;
         r.mean_ms = lr[i].mean_ms;
         r.p90_from_mean = lr[i].p90_ms < 0;
@@ -145,120 +175,8 @@ int baton_plan_infer_file(const baton_infer_catalog *c, const baton_latency_row 
 void baton_plan_infer_free(baton_plan_infer *p)
 {
     free(p->rows);
+    free(p->skipped);
     p->rows = NULL;
-    p->n = 0;
-}
-
-static void money(char *b, size_t n, double v)
-{
-    if (v < 0) snprintf(b, n, "-");
-    else snprintf(b, n, "$%.4f", v);
-}
-
-void baton_plan_infer_table(FILE *f, const baton_plan_infer *p, const baton_plan_infer_opts *o)
-{
-    fprintf(f, "%-24s %-9s %-28s %9s %9s %10s %7s %11s %11s  %s\n", "configuration", "source", "context", "p90 ms",
-            "mean ms", "images/s", "$/h", "seq $/100k", "thr $/100k", "SLO");
-    for (size_t i = 0; i < p->n; i++) {
-        const baton_plan_row *r = &p->rows[i];
-        char price[16], a[16], b[16];
-        if (r->price_per_h < 0) snprintf(price, sizeof price, "-");
-        else snprintf(price, sizeof price, "%.3f", r->price_per_h);
-        money(a, sizeof a, r->cost_seq);
-        money(b, sizeof b, r->cost_thr);
-        fprintf(f, "%-24s %-9s %-28s %9.3f%s %9.3f %10.1f %7s %11s %11s  %s%s%s\n", r->config, src_name[r->source],
-                r->context, r->p90_ms, r->p90_from_mean ? "*" : " ", r->mean_ms, r->per_s, price, a, b,
-                o->slo_p90_ms > 0 ? (r->meets ? "meets" : "misses") : "-", r->retired ? " (retired)" : "",
-                (long)i == p->pick ? "  <- pick" : "");
-    }
-    int retired = 0;
-    for (size_t i = 0; i < p->n; i++) retired |= p->rows[i].retired;
-    if (retired && !o->include_retired)
-        fprintf(f, "(retired configurations can no longer be bought and are never picked; --include-retired to "
-                   "compare as the seed did)\n");
-    int starred = 0;
-    for (size_t i = 0; i < p->n; i++) starred |= p->rows[i].p90_from_mean;
-    if (starred) fprintf(f, "* no P90 known: the mean stands in for it\n");
-    if (p->pick >= 0) {
-        const baton_plan_row *r = &p->rows[p->pick];
-        fprintf(f, "pick: %s (%s, %s): $%.4f per 100k inferences (throughput-bound; sequential $%.4f), P90 %.3f ms%s\n",
-                r->config, r->context, src_name[r->source], r->cost_thr, r->cost_seq, r->p90_ms,
-                o->slo_p90_ms > 0 ? "" : " (no SLO given: the cheapest)");
-    } else {
-        fprintf(f, "pick: none: no priced configuration meets P90 <= %.3f ms%s\n", o->slo_p90_ms,
-                o->here ? "" : " (measured rows need --here TYPE to be priced)");
-    }
-}
-
-char *baton_plan_row_json(const baton_plan_row *r)
-{
-    char buf[768];
-    snprintf(buf, sizeof buf,
-             "{\"configuration\":\"%s\",\"source\":\"%s\",\"context\":\"%s\",\"p90_ms\":%.4f,\"p90_from_mean\":%s,"
-             "\"mean_ms\":%.4f,\"per_s\":%.2f,\"price_per_h\":%.4f,\"cost_seq_100k\":%.5f,\"cost_thr_100k\":%.5f,"
-             "\"meets_slo\":%s,\"retired\":%s}",
-             r->config, src_name[r->source], r->context, r->p90_ms, r->p90_from_mean ? "true" : "false", r->mean_ms,
-             r->per_s, r->price_per_h, r->cost_seq, r->cost_thr, r->meets ? "true" : "false",
-             r->retired ? "true" : "false");
-    return strdup(buf);
-}
-
-static int cmp_cost(const void *a, const void *b)
-{
-    const baton_plan_row *x = *(const baton_plan_row *const *)a, *y = *(const baton_plan_row *const *)b;
-    if (x->cost_thr != y->cost_thr) return x->cost_thr < y->cost_thr ? -1 : 1;
-    return x->p90_ms < y->p90_ms ? -1 : x->p90_ms > y->p90_ms;
-}
-
-int baton_plan_infer_svg(const char *path, const baton_plan_infer *p, baton_err *err)
-{
-    size_t n = p->n;
-    double *x = calloc(4 * (n + 1), sizeof *x);
-    const char **lab = calloc(2 * (n + 1), sizeof *lab);
-    const baton_plan_row **sorted = calloc(n + 1, sizeof *sorted);
-    if (!x || !lab || !sorted) {
-        free(x);
-        free(lab);
-        free(sorted);
-        return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
-    }
-    double *y = x + 2 * (n + 1);
-    baton_svg_points s[4];
-    size_t ns = 0, used = 0;
-    for (int src = 0; src < 3; src++) {
-        size_t k0 = used;
-        for (size_t i = 0; i < n; i++) {
-            const baton_plan_row *r = &p->rows[i];
-            if (r->source != src || r->cost_thr < 0) continue;
-            x[used] = r->cost_thr;
-            y[used] = r->p90_ms;
-            lab[used] = r->config;
-            used++;
-        }
-        if (used > k0)
-            s[ns++] = (baton_svg_points){.name = src_name[src], .x = x + k0, .y = y + k0, .n = used - k0,
-                                         .labels = lab + k0};
-    }
-    /* the Pareto front: cheapest first, each point faster than every cheaper one */
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++)
-        if (p->rows[i].cost_thr >= 0) sorted[m++] = &p->rows[i];
-    qsort(sorted, m, sizeof *sorted, cmp_cost);
-    size_t k0 = used;
-    double best = INFINITY;
-    for (size_t i = 0; i < m; i++)
-        if (sorted[i]->p90_ms < best) {
-            best = sorted[i]->p90_ms;
-            x[used] = sorted[i]->cost_thr;
-            y[used] = sorted[i]->p90_ms;
-            used++;
-        }
-    if (used > k0) s[ns++] = (baton_svg_points){.name = "Pareto front", .x = x + k0, .y = y + k0, .n = used - k0, .line = 1};
-    int rc = ns ? baton_svg_scatter(path, "Inference: P90 latency against cost", "$ per 100k inferences (throughput-bound)",
-                                    "P90 latency (ms)", s, ns, err)
-                : baton_err_set(err, BATON_ERR_ARG, "no priced rows to chart");
-    free(x);
-    free(lab);
-    free(sorted);
-    return rc;
+    p->skipped = NULL;
+    p->n = p->nskipped = 0;
 }

@@ -60,7 +60,7 @@ int baton_plan_train_run(const baton_infer_catalog *c, const baton_plan_train_op
     if (o->here) {
         int rc = baton_infer_catalog_config(c, o->here, &here, err);
         if (rc) return baton_err_prefix(err, "--here");
-        if (here.tflops > 0) here_tflops = here.tflops;
+        if (here.tflops > 0) here_tflops = here.tflops * (here.chips > 1 ? here.chips : 1);
     }
     p->rows = calloc(c->n + 1, sizeof *p->rows);
     if (!p->rows) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
@@ -76,9 +76,9 @@ int baton_plan_train_run(const baton_infer_catalog *c, const baton_plan_train_op
         if (o->here && !strcmp(e->name, here.name)) {
             r->source = BATON_SRC_MEASURED;
             r->samples_per_s = o->samples_per_s;
-        } else if (here_tflops > 0 && e->tflops > 0) {
+        } else if (here_tflops > 0 && e->tflops > 0 && e->project) {
             r->source = BATON_SRC_PROJECTED;
-            r->samples_per_s = o->samples_per_s * e->tflops / here_tflops;
+            r->samples_per_s = o->samples_per_s * e->tflops * (e->chips > 1 ? e->chips : 1) / here_tflops;   /* data parallel */
         } else {
             continue;   /* nothing to project from or onto */
         }

@@ -3,7 +3,7 @@
  *
  * Contract: the JSON keys are a contract (scripts and docs depend on them): model, threads, batch,
  * path, cold_start_ms, exec_ms, load_ms, prepare_ms, first_ms, mean_ms, p50_ms, p90_ms, p95_ms,
- * p99_ms, min_ms, max_ms, per_s, queries, seconds, flops, gflops, peak_gflops; a skipped context
+ * p99_ms, min_ms, max_ms, per_s, queries, seconds, flops, gflops, peak_gflops, min_bytes; a skipped context
  * has "skipped" instead of the figures. The parser requires threads, batch, path and (unless
  * skipped) mean_ms, p50_ms, p90_ms, per_s, and names the file and line of anything wrong. */
 #include "infer_internal.h"
@@ -27,11 +27,11 @@ char *baton_infer_stats_json(const baton_infer_stats *s)
                  "\"exec_ms\":%.3f,\"load_ms\":%.3f,\"prepare_ms\":%.3f,\"first_ms\":%.4f,\"mean_ms\":%.4f,"
                  "\"p50_ms\":%.4f,\"p90_ms\":%.4f,\"p95_ms\":%.4f,\"p99_ms\":%.4f,\"min_ms\":%.4f,\"max_ms\":%.4f,"
                  "\"per_s\":%.1f,\"queries\":%llu,\"seconds\":%.3f,\"flops\":%.0f,\"gflops\":%.2f,"
-                 "\"peak_gflops\":%.1f}",
+                 "\"peak_gflops\":%.1f,\"min_bytes\":%.0f}",
                  s->model, s->ctx.threads, s->ctx.batch, path, s->cold_start_ms, s->exec_ms, s->load_ms,
                  s->prepare_ms, s->first_ms, s->mean_ms, s->p50_ms, s->p90_ms, s->p95_ms, s->p99_ms, s->min_ms,
                  s->max_ms, s->per_s, (unsigned long long)s->queries, s->seconds, s->flops, s->gflops,
-                 s->peak_gflops);
+                 s->peak_gflops, s->min_bytes);
     }
     return strdup(buf);
 }
@@ -90,6 +90,7 @@ int baton_infer_stats_parse(const char *name, size_t line, const char *text, bat
         {"exec_ms", 0, &st->exec_ms},         {"load_ms", 0, &st->load_ms},   {"prepare_ms", 0, &st->prepare_ms},
         {"first_ms", 0, &st->first_ms},       {"seconds", 0, &st->seconds},   {"flops", 0, &st->flops},
         {"gflops", 0, &st->gflops},           {"peak_gflops", 0, &st->peak_gflops},
+        {"min_bytes", 0, &st->min_bytes},
     };
     for (size_t i = 0; i < sizeof f / sizeof *f && !rc; i++) rc = num(j, f[i].key, f[i].req, f[i].v, name, line, err);
     double q = 0;
@@ -167,22 +168,22 @@ int baton_infer_stats_csv(const char *path, const baton_infer_stats *st, size_t 
     baton_buf b = {0};
     char line[1024];
     const char *hdr = "model,threads,batch,path,skipped,cold_start_ms,exec_ms,load_ms,prepare_ms,first_ms,mean_ms,"
-                      "p50_ms,p90_ms,p95_ms,p99_ms,min_ms,max_ms,per_s,queries,seconds,flops,gflops,peak_gflops\n";
+                      "p50_ms,p90_ms,p95_ms,p99_ms,min_ms,max_ms,per_s,queries,seconds,flops,gflops,peak_gflops,min_bytes\n";
     int rc = baton_buf_append(&b, hdr, strlen(hdr));
     for (size_t i = 0; i < n && !rc; i++) {
         const baton_infer_stats *s = &st[i];
         int k;
         if (s->skipped[0])
-            k = snprintf(line, sizeof line, "%s,%d,%d,%s,%s,,,,,,,,,,,,,,,,,,\n", s->model, s->ctx.threads,
+            k = snprintf(line, sizeof line, "%s,%d,%d,%s,%s,,,,,,,,,,,,,,,,,,,\n", s->model, s->ctx.threads,
                          s->ctx.batch, baton_infer_path_name(s->ctx.path), s->skipped);
         else
             k = snprintf(line, sizeof line,
                          "%s,%d,%d,%s,,%.3f,%.3f,%.3f,%.3f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.1f,%llu,%.3f,"
-                         "%.0f,%.2f,%.1f\n",
+                         "%.0f,%.2f,%.1f,%.0f\n",
                          s->model, s->ctx.threads, s->ctx.batch, baton_infer_path_name(s->ctx.path), s->cold_start_ms,
                          s->exec_ms, s->load_ms, s->prepare_ms, s->first_ms, s->mean_ms, s->p50_ms, s->p90_ms,
                          s->p95_ms, s->p99_ms, s->min_ms, s->max_ms, s->per_s, (unsigned long long)s->queries,
-                         s->seconds, s->flops, s->gflops, s->peak_gflops);
+                         s->seconds, s->flops, s->gflops, s->peak_gflops, s->min_bytes);
         rc = baton_buf_append(&b, line, (size_t)k < sizeof line ? (size_t)k : sizeof line - 1);
     }
     if (rc) rc = baton_err_set(err, BATON_ERR_NOMEM, "%s: out of memory", path);

@@ -250,6 +250,23 @@ int baton_train_state_parse(const char *text, size_t len, baton_train_state *out
 }
 
 /* ---------------------------------------------------------------- the writer */
+/* A double as JSON that reads back bit-identical: the shortest of %.15g..%.17g that strtod turns
+ * into the same double (cJSON's own printer settles for "nearly equal" at 15 digits, so a resumed
+ * run's sums would drift in the last bits). Not finite: null. */
+static void add_num(cJSON *o, const char *key, double v)
+{
+    if (!isfinite(v)) {
+        cJSON_AddNullToObject(o, key);
+        return;
+    }
+    char b[40];
+    for (int digits = 15; digits <= 17; digits++) {
+        snprintf(b, sizeof b, "%.*g", digits, v);
+        if (strtod(b, NULL) == v) break;
+    }
+    cJSON_AddRawToObject(o, key, b);
+}
+
 static void add_u64_string(cJSON *o, const char *key, uint64_t v)
 {
     char b[24];
@@ -263,12 +280,12 @@ char *baton_train_state_format(const baton_train_state *s)
     if (!j) return NULL;
     char buf[24];
     cJSON_AddStringToObject(j, "model", s->model);
-    cJSON_AddNumberToObject(j, "step", (double)s->step);
-    cJSON_AddNumberToObject(j, "epoch", (double)s->epoch);
+    add_num(j, "step", (double)s->step);
+    add_num(j, "epoch", (double)s->epoch);
     cJSON *c = cJSON_AddObjectToObject(j, "cursor");
     add_u64_string(c, "seed", s->cursor.seed);
-    cJSON_AddNumberToObject(c, "epoch", (double)s->cursor.epoch);
-    cJSON_AddNumberToObject(c, "position", (double)s->cursor.position);
+    add_num(c, "epoch", (double)s->cursor.epoch);
+    add_num(c, "position", (double)s->cursor.position);
     cJSON *r = cJSON_AddArrayToObject(j, "dropout_rng");
     for (int i = 0; i < 4; i++) {
         snprintf(buf, sizeof buf, "%016" PRIx64, s->rng[i]);
@@ -276,38 +293,38 @@ char *baton_train_state_format(const baton_train_state *s)
     }
     cJSON *sc = cJSON_AddObjectToObject(j, "schedule");
     cJSON_AddStringToObject(sc, "kind", "cosine");
-    cJSON_AddNumberToObject(sc, "base_lr", s->base_lr);
-    cJSON_AddNumberToObject(sc, "total_steps", (double)s->total_steps);
-    cJSON_AddNumberToObject(sc, "position", (double)s->step);
+    add_num(sc, "base_lr", s->base_lr);
+    add_num(sc, "total_steps", (double)s->total_steps);
+    add_num(sc, "position", (double)s->step);
     cJSON *h = cJSON_AddObjectToObject(j, "hyper");
     add_u64_string(h, "seed", s->seed);
-    cJSON_AddNumberToObject(h, "batch", (double)s->batch);
-    cJSON_AddNumberToObject(h, "epochs", (double)s->epochs);
-    cJSON_AddNumberToObject(h, "steps_per_epoch", (double)s->steps_per_epoch);
+    add_num(h, "batch", (double)s->batch);
+    add_num(h, "epochs", (double)s->epochs);
+    add_num(h, "steps_per_epoch", (double)s->steps_per_epoch);
     cJSON_AddStringToObject(h, "optimizer", "sgd");
-    cJSON_AddNumberToObject(h, "momentum", s->momentum);
+    add_num(h, "momentum", s->momentum);
     cJSON_AddBoolToObject(h, "nesterov", s->nesterov);
-    cJSON_AddNumberToObject(h, "weight_decay", s->weight_decay);
-    cJSON *nm = cJSON_AddObjectToObject(j, "normalisation");
-    cJSON *mean = cJSON_AddArrayToObject(nm, "mean"), *std = cJSON_AddArrayToObject(nm, "std");
-    for (int k = 0; k < s->norm_channels && k < 4; k++) {
-        cJSON_AddItemToArray(mean, cJSON_CreateNumber(s->mean[k]));
+    add_num(h, "weight_decay", s->weight_decay);
+    cJSON *nm = s->norm_channels > 0 ? cJSON_AddObjectToObject(j, "normalisation") : NULL;   /* optional */
+    cJSON *mean = nm ? cJSON_AddArrayToObject(nm, "mean") : NULL, *std = nm ? cJSON_AddArrayToObject(nm, "std") : NULL;
+    for (int k = 0; nm && k < s->norm_channels && k < 4; k++) {
+        cJSON_AddItemToArray(mean, cJSON_CreateNumber(s->mean[k]));   /* floats: 15 digits are exact */
         cJSON_AddItemToArray(std, cJSON_CreateNumber(s->std[k]));
     }
     cJSON *sh = cJSON_AddArrayToObject(j, "input_shape");
     for (int k = 0; k < 3; k++) cJSON_AddItemToArray(sh, cJSON_CreateNumber(s->input_shape[k]));
-    cJSON_AddNumberToObject(j, "classes", s->classes);
+    add_num(j, "classes", s->classes);
     cJSON *ep = cJSON_AddObjectToObject(j, "epoch_sums");
-    cJSON_AddNumberToObject(ep, "loss_sum", s->ep_loss_sum);
-    cJSON_AddNumberToObject(ep, "correct", (double)s->ep_correct);
-    cJSON_AddNumberToObject(ep, "seen", (double)s->ep_seen);
-    cJSON_AddNumberToObject(ep, "seconds", s->ep_seconds);
+    add_num(ep, "loss_sum", s->ep_loss_sum);
+    add_num(ep, "correct", (double)s->ep_correct);
+    add_num(ep, "seen", (double)s->ep_seen);
+    add_num(ep, "seconds", s->ep_seconds);
     cJSON *m = cJSON_AddObjectToObject(j, "metrics");
-    cJSON_AddNumberToObject(m, "loss", s->loss);
-    cJSON_AddNumberToObject(m, "accuracy", s->accuracy);
+    add_num(m, "loss", s->loss);
+    add_num(m, "accuracy", s->accuracy);
     if (s->has_val) {
-        cJSON_AddNumberToObject(m, "val_loss", s->val_loss);
-        cJSON_AddNumberToObject(m, "val_accuracy", s->val_accuracy);
+        add_num(m, "val_loss", s->val_loss);
+        add_num(m, "val_accuracy", s->val_accuracy);
     }
     cJSON_AddStringToObject(j, "baton_version", BATON_VERSION);
     char *out = cJSON_PrintUnformatted(j);

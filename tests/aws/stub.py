@@ -3,11 +3,15 @@
 tests/cli/test_aws_artifacts.sh. Installed as symlinks named aws, curl, mount, umount, mkfs,
 shutdown and baton in a folder put first on PATH; the name it is called by decides what it does.
 With "apply": true in the state, `aws` plays the account that `baton fleet run --apply`, status
-and cancel talk to instead (see apply_mode).
+and cancel talk to instead (see apply_mode): roles, launch templates, Auto Scaling groups, EC2
+Fleets and Spot Fleets kept in the state, as AWS would answer. What ended a task (the user data's
+cancel-spot-fleet-requests, delete-fleets or update-auto-scaling-group to desired 0) is recorded as
+"cancelled" in the state.
 
 Every call is appended to $BATON_STUB_DIR/calls.log (one line, the words shell-quoted). The world
 the script sees lives in $BATON_STUB_DIR/state.json, written by the test before the run:
-  instance   {"id", "zone", "type", "fleet"}       what the metadata service and describe-tags say
+  instance   {"id", "zone", "type", "fleet", "ec2fleet"}  what the metadata service and describe-tags say
+                                                 (the Spot Fleet's and EC2 Fleet's ids of the instance)
   volumes    {id: {"zone", "size", "state", "tags", "formatted", "lineage", "snapshot"}}
   snapshots  {id: {"volume", "state", "lineage", "tags"}}
   fail       ["create-snapshot" | "snapshot-completed" | "copy-size" | "attach-volume", ...]
@@ -205,10 +209,19 @@ def ec2(st, op, o, words):
     if op == "describe-tags":
         if query != "Tags[0].Value":
             return bad_query(words)
-        print(inst.get("fleet", "None"))
+        keys = {"Name=key,Values=aws:ec2spot:fleet-request-id": "fleet", "Name=key,Values=aws:ec2:fleet-id": "ec2fleet"}
+        which = [keys[f] for f in o.get("filters", []) if f in keys]
+        if len(which) != 1 or f"Name=resource-id,Values={inst['id']}" not in o.get("filters", []):
+            return bad_query(words)
+        print(inst.get(which[0], "None"))
         return 0
     if op == "cancel-spot-fleet-requests":
         st["cancelled"] = o.get("spot-fleet-request-ids", [])
+        return 0
+    if op == "delete-fleets":
+        if "terminate-instances" not in o:
+            die(252, "aws: error: delete-fleets needs --terminate-instances or --no-terminate-instances")
+        st["cancelled"] = o.get("fleet-ids", [])
         return 0
     if op == "wait":
         w = words[2] if len(words) > 2 else ""
@@ -264,7 +277,8 @@ def s3(op, args):
 
 def apply_mode(st, args):
     """The aws CLI as `baton fleet run --apply`, status and cancel meet it: roles that already
-    exist (state "existing"), one RequestSpotFleet refused while IAM settles ("iam_lag")."""
+    exist (state "existing"), one RequestSpotFleet or CreateAutoScalingGroup refused while IAM
+    settles ("iam_lag"), launch templates and groups whose names are taken until deleted."""
     o, rest = opts(args)
     svc, op = (rest + ["", ""])[:2]
     if (svc, op) == ("sts", "get-caller-identity"):
@@ -278,6 +292,84 @@ def apply_mode(st, args):
                   "add-role-to-instance-profile"):
             print("{}")
             return 0
+    if svc == "iam" and op == "create-service-linked-role":
+        name = one(o, "aws-service-name")
+        if name in st.get("existing", []):
+            die(254, "An error occurred (InvalidInput) when calling the CreateServiceLinkedRole operation: Service role "
+                     "name AWSServiceRoleForEC2Fleet has been taken in this account, please try a different suffix.")
+        print("{}")
+        return 0
+    if (svc, op) in (("ec2", "create-launch-template"), ("autoscaling", "create-auto-scaling-group"),
+                     ("ec2", "create-fleet")):
+        req = json.load(open(one(o, "cli-input-json")[len("file://"):]))
+        if svc == "autoscaling" and st.get("iam_lag", 0) > 0:
+            st["iam_lag"] -= 1
+            save(st)
+            die(254, "An error occurred (ValidationError) when calling the CreateAutoScalingGroup operation: Invalid "
+                     "IamInstanceProfile: baton-awsjob")
+        if op == "create-launch-template":
+            lts = st.setdefault("templates", {})
+            name = req["LaunchTemplateName"]
+            if name in lts:
+                die(254, "An error occurred (InvalidLaunchTemplateName.AlreadyExistsException) when calling the "
+                         f"CreateLaunchTemplate operation: Launch template name already in use: {name}")
+            lts[name] = "lt-%017x" % (len(lts) + 1)
+            print(json.dumps({"LaunchTemplate": {"LaunchTemplateId": lts[name], "LaunchTemplateName": name}}))
+            return 0
+        lt = (req.get("MixedInstancesPolicy", {}).get("LaunchTemplate", {}).get("LaunchTemplateSpecification", {})
+              if op == "create-auto-scaling-group" else
+              req["LaunchTemplateConfigs"][0]["LaunchTemplateSpecification"]).get("LaunchTemplateName")
+        if lt not in st.get("templates", {}):
+            die(254, f"An error occurred (ValidationError): launch template {lt} does not exist")
+        if op == "create-auto-scaling-group":
+            groups = st.setdefault("groups", {})
+            name = req["AutoScalingGroupName"]
+            if name in groups:
+                die(254, "An error occurred (AlreadyExists) when calling the CreateAutoScalingGroup operation: "
+                         f"AutoScalingGroup by this name already exists - A group with the name {name} already exists")
+            groups[name] = {"desired": req["DesiredCapacity"], "min": req["MinSize"]}
+            return 0
+        fleets = st.setdefault("fleets", {})
+        fid = fleets.get(req["ClientToken"]) or "fleet-%08x-0000-4000-8000-%012x" % (len(fleets) + 1, len(fleets) + 1)
+        fleets[req["ClientToken"]] = fid
+        st.setdefault("states", {})[fid] = "active"
+        print(json.dumps({"FleetId": fid, "Errors": [{"ErrorCode": "InsufficientInstanceCapacity",
+                                                      "ErrorMessage": "no c5.xlarge in us-east-1b just now"}]}))
+        return 0
+    if svc == "autoscaling" and op == "describe-auto-scaling-groups":
+        groups = st.get("groups", {})
+        names = o.get("auto-scaling-group-names", [])
+        print(json.dumps({"AutoScalingGroups": [
+            {"AutoScalingGroupName": n, "DesiredCapacity": groups[n]["desired"], "MinSize": groups[n]["min"],
+             "Instances": [{"InstanceId": "i-0123456789abcdef0", "LifecycleState": "InService"}] * groups[n]["desired"]}
+            for n in names if n in groups]}))
+        return 0
+    if svc == "autoscaling" and op == "delete-auto-scaling-group":
+        name = one(o, "auto-scaling-group-name")
+        if "force-delete" not in o:
+            die(254, "An error occurred (ResourceInUse): You cannot delete an AutoScalingGroup while there are instances")
+        if name not in st.get("groups", {}):
+            die(254, "An error occurred (ValidationError): AutoScalingGroup name not found - " + name)
+        del st["groups"][name]
+        return 0
+    if svc == "ec2" and op == "delete-launch-template":
+        name = one(o, "launch-template-name")
+        if name not in st.get("templates", {}):
+            die(254, "An error occurred (InvalidLaunchTemplateName.NotFoundException): does not exist")
+        del st["templates"][name]
+        return 0
+    if svc == "ec2" and op in ("describe-fleets", "delete-fleets"):
+        ids = o.get("fleet-ids", [])
+        states = st.setdefault("states", {})
+        if op == "delete-fleets":
+            for i in ids:
+                states[i] = "deleted_terminating" if "terminate-instances" in o else "deleted_running"
+            print(json.dumps({"SuccessfulFleetDeletions": [{"FleetId": i} for i in ids]}))
+            return 0
+        print(json.dumps({"Fleets": [
+            {"FleetId": i, "FleetState": states.get(i, "unknown"), "ActivityStatus": "fulfilled", "FulfilledCapacity": 1.0,
+             "TargetCapacitySpecification": {"TotalTargetCapacity": 1}} for i in ids]}))
+        return 0
     if svc == "ec2" and op == "request-spot-fleet":
         if st.get("iam_lag", 0) > 0:
             st["iam_lag"] -= 1
@@ -317,7 +409,14 @@ def main():
         return rc
     if prog == "aws":
         o, rest = opts(args)
-        if rest[:1] == ["ec2"] and len(rest) >= 2:
+        if rest[:2] == ["autoscaling", "update-auto-scaling-group"]:
+            # the user data's end: the group of this task (named in its header) to desired 0
+            if o.get("min-size") != ["0"] or o.get("desired-capacity") != ["0"] or "auto-scaling-group-name" not in o:
+                rc = unknown(args)
+            else:
+                st["cancelled"] = o["auto-scaling-group-name"]
+                rc = 0
+        elif rest[:1] == ["ec2"] and len(rest) >= 2:
             rc = ec2(st, rest[1], o, rest)
         elif rest[:1] == ["s3"] and len(rest) >= 2:
             rc = s3(rest[1], [a for a in args[2:] if not a.startswith("--")])

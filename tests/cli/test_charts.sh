@@ -2,7 +2,9 @@
 # test_charts.sh — the SVG charts a person reads, rendered by librsvg (rsvg-convert) and measured
 # (tests/tools/svg_labels.py): no label outside the canvas, no two labels overlapping. The fleet
 # timeline with long row labels and a legend that must wrap; bench-io's chart over whole epochs
-# (ticks at whole epochs only, the axis ending at the last epoch, not past it).
+# (ticks at whole epochs only, the axis ending at the last epoch, not past it); plan infer's Pareto
+# chart from a measurement projected over the catalog, from the seed's latencies, and from a
+# crowded front where every point is on it (labels only on the front, markers per source).
 cd "$(dirname "$0")/../.." || exit 1
 . tests/cli/lib.sh
 export BATON_LOG=warn
@@ -51,4 +53,29 @@ ticks = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")
 print(" ".join(ticks))
 PY
 )" = "0 1 2" ]' "bench-io x ticks at whole epochs, ending at the last"
+# plan infer's Pareto chart: a measurement (two contexts) projected over the catalog
+cat >"$T/m.json" <<'JSON'
+{"model":"lenet","threads":1,"batch":1,"path":"fast","mean_ms":0.3853,"p50_ms":0.3307,"p90_ms":0.4746,"per_s":2595.0,"flops":23984896,"peak_gflops":161.2,"min_bytes":4802704}
+{"model":"lenet","threads":1,"batch":8,"path":"fast","mean_ms":1.9096,"p50_ms":1.9327,"p90_ms":2.3101,"per_s":4189.1,"flops":23984896,"peak_gflops":159.7,"min_bytes":4824936}
+JSON
+check '"$BATON" plan infer --measured "$T/m.json" --here c5.large --slo-p90-ms 1 --svg "$T/pm.svg" >"$T/pm.txt"' "plan infer --measured --svg"
+check 'labels "$T/pm.svg"' "plan infer chart (projected): labels inside the canvas, none overlapping"
+check 'grep -q "<polygon" "$T/pm.svg" && grep -q "<circle" "$T/pm.svg" && grep -q "(pick)" "$T/pm.svg"' "measured and projected points drawn differently, the pick named"
+# only the front is labelled: fewer labels than points
+check '[ "$(grep -c "font-size=\"10\"" "$T/pm.svg")" -lt "$(grep -c "<polygon" "$T/pm.svg")" ]' "labels on the Pareto front only"
+check '! grep -q "eia1" "$T/pm.svg"' "no retired configuration on the chart by default"
+check '"$BATON" plan infer --latencies docs/seed-latencies.csv --slo-p90-ms 50 --include-retired --svg "$T/ps.svg" >/dev/null' "plan infer --latencies --svg"
+check 'labels "$T/ps.svg" && grep -q "eia1" "$T/ps.svg"' "plan infer chart (the seed's, retired included on request): labels readable"
+# a crowded front: 14 configurations, each 6 % dearer and 6 % faster than the last
+python3 - "$T/crowd.csv" <<'PY'
+import sys
+types = ["c5.large", "c7i.large", "c5.xlarge", "c6i.xlarge", "c5a.xlarge", "m5.large", "c7g.xlarge", "c7i.xlarge",
+         "m7i.xlarge", "m5.xlarge", "r5.xlarge", "c5.2xlarge", "g4dn.xlarge", "g6.xlarge"]
+with open(sys.argv[1], "w") as f:
+    f.write("configuration,mean_ms,price_per_h,label\n")
+    for i, t in enumerate(types):
+        f.write("%s,%.4f,%.5f,crowd\n" % (t, 40 * 0.94 ** i, 0.1 * 1.06 ** i / 0.94 ** i))
+PY
+check '"$BATON" plan infer --latencies "$T/crowd.csv" --svg "$T/pc.svg" >/dev/null' "plan infer: a crowded front"
+check 'labels "$T/pc.svg"' "crowded Pareto front: labels inside the canvas, none overlapping"
 finish

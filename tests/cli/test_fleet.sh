@@ -138,7 +138,8 @@ job st "$FAKE 400 20"
 sup=$!
 wait_running st
 { kill -9 $sup; wait $sup; } 2>/dev/null
-pkill -9 -f "fake_trainer.sh 400" 2>/dev/null
+# the worker is a process group (the trainer and its `baton notice wait`): kill all of it
+for wp in $(pgrep -f "fake_trainer.sh 400"); do kill -9 -- "-$(ps -o pgid= -p "$wp" | tr -d ' ')" 2>/dev/null; done
 sleep 0.5
 "$BATON" fleet status st --state "$S" --json >"$T/g1.json"
 sleep 1.2

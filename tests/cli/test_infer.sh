@@ -37,13 +37,38 @@ check 'grep -q "^c5.large .*measured" "$T/plan" && grep -q "projected" "$T/plan"
 check '! grep -q "^c5.large .*projected" "$T/plan"' "the --here type is measured, not projected"
 check 'grep -q "<svg" "$T/p.svg" && grep -q "Pareto front" "$T/p.svg"' "Pareto SVG"
 check '"$BATON" plan infer --measured "$T/m.json" --slo-p90-ms 1000 --json | grep -q "\"source\":\"projected\""' "plan infer --json"
+# readable: one row per configuration (--all: every context), the pick first, then by cost per 100k
+check '[ "$(grep -c "^[a-z0-9.+]* *\(measured\|projected\) " "$T/plan")" -lt "$("$BATON" plan infer --measured "$T/m.json" --slo-p90-ms 1000 --here c5.large --all | grep -c "^[a-z0-9.+]* *\(measured\|projected\) ")" ]' \
+    "--all shows every context, the default one row per configuration"
+check '[ -z "$(awk "NR > 1 && /^[a-z]/ && !/^(not projected|projected|pick)/ {print \$1}" "$T/plan" | sort | uniq -d)" ]' "no configuration twice: $(awk 'NR > 1 {print $1}' "$T/plan" | sort | uniq -d | head -3)"
+check 'sed -n 2p "$T/plan" | grep -q "<- pick"' "the pick is the first row"
+check 'grep -q "^not projected: c7g.xlarge .*Arm" "$T/plan" && grep -q "^not projected: .*inf2.xlarge .*Neuron" "$T/plan"' "Graviton and Inferentia: not projected, and why"
+"$BATON" plan infer --measured "$T/m.json" --slo-p90-ms 1000 --here c5.large --json >"$T/plan.json"
+check 'python3 - "$T/plan.json" <<"PY"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+pick = rows[-1]
+shown = [r for r in rows[:-1] if r.get("source") in ("measured", "projected")]
+assert pick["pick"] == shown[0]["configuration"], (pick, shown[0])
+costs = [r["cost_thr_100k"] for r in shown[1:] if r["cost_thr_100k"] >= 0]
+assert costs == sorted(costs), costs
+for r in shown:
+    if r["source"] == "projected":
+        assert r["p90_ms"] >= r["floor_ms"] and r["mean_ms"] >= r["floor_ms"] and r["basis"], r
+        if r["configuration"].startswith(("p3.", "g4dn.", "g5.", "g6.", "p4d.", "p5.")):
+            assert r["floor_ms"] > 0, r
+assert any(r.get("source") == "not projected" and r["configuration"] == "inf2.xlarge" for r in rows)
+PY' "plan infer --json: sorted, pick first, every projection at or above its memory floor"
 check '"$BATON" plan infer --measured "$T/m.json" --slo-p90-ms 1000 --no-project | grep -q "^pick: none"' "unpriced measurement: no pick without --here"
 # the seed's latencies: the seed's cost column, and the pick at 50 ms
 check '"$BATON" plan infer --latencies docs/seed-latencies.csv --slo-p90-ms 50 >"$T/seed"' "plan infer --latencies"
 check 'grep -q "^c5.4xlarge .*\$0.8426" "$T/seed" && grep -q "^c5.4xlarge+eia1.xlarge .*\$0.8306" "$T/seed" && grep -q "^c5.large+eia1.medium .*\$0.2340" "$T/seed"' "seed cost column"
 # Elastic Inference is retired: never picked by default; --include-retired compares as the seed did
 check 'grep -q "^pick: c5.4xlarge " "$T/seed" && grep -q "^c5.large+eia1.medium .*(retired)" "$T/seed"' "today's pick: $(grep pick "$T/seed")"
-check '"$BATON" plan infer --latencies docs/seed-latencies.csv --slo-p90-ms 50 --include-retired | grep -q "^pick: c5.large+eia1.medium"' "seed pick"
+"$BATON" plan infer --latencies docs/seed-latencies.csv --slo-p90-ms 50 --include-retired >"$T/seed-all"
+check 'grep -q "^pick: c5.large+eia1.medium" "$T/seed-all"' "seed pick"
+check 'grep -q "^c5.4xlarge .*\$0.8426" "$T/seed-all" && grep -q "^c5.4xlarge+eia1.xlarge .*\$0.8306" "$T/seed-all" && grep -q "^c5.large+eia1.medium .*\$0.2340 .*<- pick" "$T/seed-all"' "the seed table, exactly, with --include-retired"
+check '! "$BATON" plan infer --measured "$T/m.json" --here c5.large --slo-p90-ms 1000 | grep -q "eia1"' "no retired configuration projected onto by default"
 # in-process measurement
 check '"$BATON" plan infer --ckpt "$T/lenet" --threads 1 --runs 5 --seconds 0 --here c5.xlarge --slo-p90-ms 100 | grep -q "^pick: "' "plan infer --ckpt"
 # plan train

@@ -1,7 +1,8 @@
 /* test_fleet_backends.c — the pieces of the Slurm and AWS fleet backends that need no cluster and
  * no cloud: base64 (RFC 4648 vectors), shell quoting (round trip through /bin/sh), running a
  * program (status, both output streams at once, a missing program), the Slurm checks and batch
- * script, the AWS checks, user data and artefacts (contents, sizes, errors naming line and field). */
+ * script, the AWS checks, user data and artefacts for each API (the Auto Scaling group by default,
+ * EC2 Fleet, the seed's Spot Fleet: contents, sizes, errors naming line and field). */
 #include "../../src/fleet/remote_internal.h"
 #include "baton/fleet_backend.h"
 #include "check.h"
@@ -179,9 +180,110 @@ static const char *aws_job =
     "name: a1\nbackend: aws\ncommands: [\"baton train\", \"echo 'two'\"]\n"
     "instance_types: [c5.xlarge, m5.large]\nzones: [eu-west-1a, eu-west-1c]\n"
     "volume: {size_gb: 50}\nretries: 4\nenv: {A_B: \"x y\"}\n"
-    "aws:\n  account_id: \"210987654321\"\n  image_id: ami-0abcdef0123456789\n"
+    "aws:\n  api: spot-fleet\n  account_id: \"210987654321\"\n  image_id: ami-0abcdef0123456789\n"
     "  subnets: {eu-west-1c: subnet-0123456789abcdef0}\n  tags: {cost-center: \"42\"}\n"
     "  code: s3://bkt/code/\n  volume_type: io2\n  device: /dev/sdg\n  mount: /data\n";
+
+static cJSON *json_file(const char *dir, const char *name)
+{
+    char p[512];
+    uint8_t *txt;
+    size_t len;
+    baton_err err = {0};
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    if (baton_file_read_all(p, 1 << 20, &txt, &len, &err)) return NULL;
+    cJSON *c = cJSON_ParseWithLength((char *)txt, len);
+    free(txt);
+    return c;
+}
+
+/* The default API: a launch template and an Auto Scaling group per task; and EC2 Fleet. */
+static void test_aws_groups(void)
+{
+    static const char *yaml =
+        "name: g1\nbackend: aws\ncommands: [a, b]\ninstance_types: [c7i.xlarge, m7i.xlarge, c6i.xlarge]\n"
+        "zones: [eu-west-1a, eu-west-1c]\nallocation_strategy: lowest-price\n"
+        "aws:\n  account_id: \"210987654321\"\n  image_id: ami-0abcdef0123456789\n"
+        "  subnets: {eu-west-1a: subnet-0aaaaaaaaaaaaaaaa, eu-west-1c: subnet-0cccccccccccccccc}\n";
+    baton_err err = {0};
+    baton_aws_opts o;
+    CHECK(parse(yaml, &err) == 0);
+    CHECK_MSG(baton_aws_check(&job, &o, &err) == 0, "%s", err.msg);
+    CHECK(o.api == BATON_AWS_ASG);
+    char dir[] = "/tmp/baton-test-aws-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    baton_aws_cmd *cmds;
+    size_t n;
+    CHECK_MSG(baton_aws_generate(&job, &o, dir, &cmds, &n, &err) == 0, "%s", err.msg);
+    CHECK_EQ_U(n, 8);   /* role, policy, profile, role in profile; per task a launch template, a group */
+    CHECK(n == 8 && cmds[4].template_task == 0 && cmds[4].fleet_task < 0 && cmds[5].fleet_task == 0 &&
+          cmds[6].template_task == 1 && cmds[7].fleet_task == 1 && cmds[0].may_exist && !cmds[1].may_exist);
+    baton_buf line = {0};
+    CHECK(n == 8 && baton_aws_cmd_line(&cmds[7], &line) == 0 &&
+          contains(&line, "aws autoscaling create-auto-scaling-group --region eu-west-1 --cli-input-json file://") &&
+          contains(&line, "/auto-scaling-group-1.json"));
+    baton_buf_free(&line);
+    baton_aws_cmds_free(cmds, n);
+    cJSON *g = json_file(dir, "auto-scaling-group-1.json");
+    CHECK(g && !strcmp(cJSON_GetObjectItem(g, "AutoScalingGroupName")->valuestring, "baton-g1-1") &&
+          !strcmp(cJSON_GetObjectItem(g, "VPCZoneIdentifier")->valuestring, "subnet-0aaaaaaaaaaaaaaaa,subnet-0cccccccccccccccc") &&
+          !cJSON_GetObjectItem(g, "AvailabilityZones"));
+    cJSON *mip = cJSON_GetObjectItem(g, "MixedInstancesPolicy");
+    CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(mip, "LaunchTemplate"), "Overrides")) == 3);
+    CHECK(!strcmp(cJSON_GetObjectItem(cJSON_GetObjectItem(mip, "InstancesDistribution"), "SpotAllocationStrategy")->valuestring,
+                  "lowest-price"));
+    cJSON_Delete(g);
+    cJSON *lt = json_file(dir, "launch-template-1.json");
+    cJSON *md = cJSON_GetObjectItem(cJSON_GetObjectItem(lt, "LaunchTemplateData"), "MetadataOptions");
+    CHECK(lt && !strcmp(cJSON_GetObjectItem(md, "HttpTokens")->valuestring, "required") &&
+          cJSON_GetObjectItem(md, "HttpPutResponseHopLimit")->valueint == 1);
+    cJSON_Delete(lt);
+    uint8_t *txt;
+    size_t len;
+    char p[512];
+    snprintf(p, sizeof p, "%s/user-data-1.sh", dir);
+    CHECK(baton_file_read_all(p, 1 << 20, &txt, &len, &err) == 0);
+    CHECK(memmem(txt, len, "\nGROUP=baton-g1-1\n", 18) && memmem(txt, len, "update-auto-scaling-group", 25) &&
+          !memmem(txt, len, "cancel-spot-fleet-requests", 26));
+    free(txt);
+    snprintf(p, sizeof p, "%s/spot_fleet_config-0.json", dir);
+    CHECK(access(p, F_OK) != 0);   /* no Spot Fleet artefacts */
+    baton_remove_tree(dir);
+
+    /* EC2 Fleet: the service-linked role, then per task a launch template and a fleet */
+    CHECK(baton_aws_check_as(&job, "ec2-fleet", &o, &err) == 0 && o.api == BATON_AWS_EC2_FLEET);
+    memcpy(dir + strlen(dir) - 6, "XXXXXX", 6);
+    CHECK(mkdtemp(dir) != NULL);
+    CHECK_MSG(baton_aws_generate(&job, &o, dir, &cmds, &n, &err) == 0, "%s", err.msg);
+    CHECK(n == 9 && !strcmp(cmds[4].argv[2], "create-service-linked-role") && cmds[4].may_exist &&
+          !strcmp(cmds[6].argv[2], "create-fleet") && cmds[6].fleet_task == 0);
+    baton_aws_cmds_free(cmds, n);
+    cJSON *f = json_file(dir, "ec2-fleet-0.json");
+    cJSON *ov = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(f, "LaunchTemplateConfigs"), 0), "Overrides");
+    CHECK(f && cJSON_GetArraySize(ov) == 6 &&
+          !strcmp(cJSON_GetObjectItem(cJSON_GetArrayItem(ov, 1), "SubnetId")->valuestring, "subnet-0cccccccccccccccc"));
+    cJSON_Delete(f);
+    baton_remove_tree(dir);
+    CHECK(baton_aws_check_as(&job, "asg", &o, &err) == BATON_ERR_USAGE && strstr(err.msg, "--api"));
+
+    /* what a group cannot take */
+    const char *head = "name: a\nbackend: aws\ncommand: x\ninstance_types: [c5.large]\n";
+    char t[768];
+    snprintf(t, sizeof t, "%szones: [us-east-1a]\naws: {image_id: ami-0abcdef0123456789, api: fleet}\n", head);
+    expect_err(t, 1, "aws.api: expected auto-scaling-group (the default), ec2-fleet or spot-fleet");
+    snprintf(t, sizeof t, "%szones: [us-east-1a, us-east-1b]\naws:\n  image_id: ami-0abcdef0123456789\n"
+             "  subnets: {us-east-1b: subnet-0123456789abcdef0}\n", head);
+    expect_err(t, 1, "aws.subnets: an Auto Scaling group takes either a subnet for every zone");
+    snprintf(t, sizeof t, "%szones: [us-east-1a]\naws: {image_id: ami-0abcdef0123456789, role_prefix: a+b}\n", head);
+    expect_err(t, 1, "aws.role_prefix: letters, digits and ._- only: it names the launch templates");
+    baton_buf many = {0};
+    rmt_printf(&many, "name: a\nbackend: aws\ncommand: x\nzones: [us-east-1a]\naws: {image_id: ami-0abcdef0123456789}\n"
+                      "instance_types:\n");
+    for (int i = 0; i < 21; i++) rmt_printf(&many, "  - {name: t%d.large, on_demand_price: 1, spot_price: 0.3}\n", i);
+    rmt_cstr(&many);
+    expect_err((char *)many.data, 1, "an Auto Scaling group takes at most 20 instance types");
+    baton_buf_free(&many);
+}
 
 static void test_aws(void)
 {
@@ -225,7 +327,7 @@ static void test_aws(void)
     cJSON *s3 = cJSON_GetArrayItem(specs, 3);   /* m5.large in eu-west-1c: the subnet, no placement */
     CHECK(!strcmp(cJSON_GetObjectItem(s3, "SubnetId")->valuestring, "subnet-0123456789abcdef0") &&
           !cJSON_GetObjectItem(s3, "Placement"));
-    CHECK(!strcmp(cJSON_GetObjectItem(c, "AllocationStrategy")->valuestring, "lowestPrice"));
+    CHECK(!strcmp(cJSON_GetObjectItem(c, "AllocationStrategy")->valuestring, "priceCapacityOptimized"));
     CHECK(!strcmp(cJSON_GetObjectItem(c, "IamFleetRole")->valuestring, "arn:aws:iam::210987654321:role/baton-a1-fleet"));
     cJSON *token = cJSON_GetObjectItem(c, "ClientToken");
     CHECK(cJSON_IsString(token) && strlen(token->valuestring) <= 64 && !strncmp(token->valuestring, "baton-a1-1-", 11));
@@ -237,7 +339,7 @@ static void test_aws(void)
     free(txt);
     baton_remove_tree(dir);
 
-    /* what a Spot Fleet cannot do */
+    /* what EC2 cannot do */
     const char *head = "name: a\nbackend: aws\ncommand: x\ninstance_types: [c5.large]\n";
     char t[768];
     snprintf(t, sizeof t, "%szones: [us-east-1a, eu-west-1b]\naws: {image_id: ami-0abcdef0123456789}\n", head);
@@ -245,7 +347,7 @@ static void test_aws(void)
     snprintf(t, sizeof t, "%szones: [us-east-1a]\n", head);
     expect_err(t, 1, "aws.image_id: missing");
     snprintf(t, sizeof t, "%szones: [us-east-1a]\naws:\n  image_id: ami-0abcdef0123456789\n  region: us-east-1\n  colour: red\n", head);
-    expect_err(t, 1, "job.yaml:9: aws.colour: unknown field (known here: region, account_id, image_id");
+    expect_err(t, 1, "job.yaml:9: aws.colour: unknown field (known here: api, region, account_id, image_id");
     snprintf(t, sizeof t, "%szones: [us-east-1a]\nvolume: {seed: ./data}\naws: {image_id: ami-0abcdef0123456789}\n", head);
     expect_err(t, 1, "volume.seed: the aws backend cannot copy a folder");
     snprintf(t, sizeof t, "%szones: [us-east-1a]\nmarket: {seed: 3}\naws: {image_id: ami-0abcdef0123456789}\n", head);
@@ -284,6 +386,7 @@ int main(void)
     test_shq_and_run();
     test_slurm();
     test_aws();
+    test_aws_groups();
     baton_job_free(&job);
     CHECK_DONE();
 }

@@ -75,7 +75,7 @@ int main(void)
     CHECK_EQ_U(j.ncommands, 2);
     CHECK(!strcmp(j.commands[1], "baton train --lr 0.05"));
     CHECK_EQ_U(j.target_capacity, 2);
-    CHECK(j.alloc == BATON_ALLOC_CAPACITY_OPTIMIZED);
+    CHECK(j.alloc == BATON_ALLOC_CAPACITY_OPTIMIZED && j.alloc_line > 0);
     CHECK_EQ_U(j.retries, 3);
     CHECK_EQ_U(j.ntypes, 2);
     CHECK(!strcmp(j.types[0].name, "c5.xlarge") && j.types[0].from_catalog);
@@ -103,7 +103,7 @@ int main(void)
 
     /* defaults */
     CHECK_MSG(parse(BASE, &j, &e) == 0, "%s", e.msg);
-    CHECK(j.target_capacity == 1 && j.retries == 2 && j.alloc == BATON_ALLOC_LOWEST_PRICE);
+    CHECK(j.target_capacity == 1 && j.retries == 2 && j.alloc == BATON_ALLOC_PRICE_CAPACITY_OPTIMIZED && !j.alloc_line);
     CHECK(!strcmp(j.volume.checkpoints, "ckpt") && j.market.time_scale == 1 && j.market.notice == 120);
     CHECK(j.market.random == 1 && j.market.hazard_scale == 1 && j.market.capacity_cooldown == 3600);
     baton_job_free(&j);
@@ -131,6 +131,12 @@ int main(void)
         "instance_types[0].spot_price");
     bad("name: j\ncommand: x\ninstance_types:\n  - {name: c5.xlarge, interruption: 30%}\nzones: [a]\n", "job.yaml:4:",
         "interruption");
+    CHECK_MSG(parse(BASE "allocation_strategy: price-capacity-optimized\n", &j, &e) == 0, "%s", e.msg);
+    CHECK(j.alloc == BATON_ALLOC_PRICE_CAPACITY_OPTIMIZED && j.alloc_line == 5 &&
+          !strcmp(baton_alloc_name(j.alloc), "price-capacity-optimized"));
+    baton_job_free(&j);
+    CHECK(parse(BASE "allocation_strategy: lowestPrice\n", &j, &e) == 0 && j.alloc == BATON_ALLOC_LOWEST_PRICE);
+    baton_job_free(&j);
     bad("name: j\ncommand: x\ninstance_types: [c5.xlarge]\nzones: [a]\nallocation_strategy: cheapest\n", "job.yaml:5:",
         "allocation_strategy");
     bad("name: j\ncommand: x\ninstance_types: [c5.xlarge]\nzones: [a]\nbackend: gcp\n", "job.yaml:5:", "backend");

@@ -1,6 +1,7 @@
 /* test_fleet_market.c — the spot-market simulator: hazards from the Spot Advisor buckets, seeded
  * draws (deterministic, with the right statistics), the explicit schedule taking precedence, the
- * --interrupts syntax, and the two allocation strategies with capacity cooldown. */
+ * --interrupts syntax, and the three allocation strategies (price-capacity-optimized the default)
+ * with capacity cooldown. */
 #include "../../src/fleet/fleet_parts.h"
 #include "baton/fleet.h"
 #include "check.h"
@@ -14,6 +15,43 @@ static int job(baton_job *j, const char *text)
     int rc = baton_job_parse("t.yaml", text, strlen(text), j, &e);
     if (rc) fprintf(stderr, "%s\n", e.msg);
     return rc;
+}
+
+/* The three strategies on pools where they disagree: two types in the least interrupted bucket
+ * (the dearer listed first), a cheaper one that is interrupted more, a fast one per unit of speed. */
+static void strategies(void)
+{
+    baton_job j;
+    baton_err e = {0};
+    CHECK(job(&j, "name: s\ncommand: a\nzones: [za]\n"
+                  "instance_types:\n"
+                  "  - {name: steady-dear, on_demand_price: 1, spot_price: 0.40, interruption: '<5%'}\n"
+                  "  - {name: steady-cheap, on_demand_price: 1, spot_price: 0.35, interruption: '<5%'}\n"
+                  "  - {name: risky-cheapest, on_demand_price: 1, spot_price: 0.20, interruption: '15-20%'}\n"
+                  "  - {name: fast, on_demand_price: 2, spot_price: 0.60, speed: 4, interruption: '5-10%'}\n") == 0);
+    baton_market m;
+    CHECK(baton_market_init(&m, &j, &e) == 0);
+    static const struct { baton_alloc a; const char *want; } cases[] = {
+        {BATON_ALLOC_PRICE_CAPACITY_OPTIMIZED, "steady-cheap"},   /* the cheapest of the least interrupted */
+        {BATON_ALLOC_CAPACITY_OPTIMIZED, "steady-dear"},          /* least interrupted, price ignored: listed first */
+        {BATON_ALLOC_LOWEST_PRICE, "fast"},                       /* 0.15 per unit of speed */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        j.alloc = cases[i].a;
+        double retry;
+        int p = baton_market_choose(&m, 0, NULL, &retry);
+        CHECK_MSG(p >= 0 && !strcmp(j.types[baton_pool_type(&m, p)].name, cases[i].want), "%s: %s, expected %s",
+                  baton_alloc_name(cases[i].a), p >= 0 ? j.types[baton_pool_type(&m, p)].name : "none", cases[i].want);
+    }
+    /* price-capacity-optimized moves on to the next bucket only when the best one has no capacity */
+    j.alloc = BATON_ALLOC_PRICE_CAPACITY_OPTIMIZED;
+    baton_market_reclaimed(&m, 0, 0);
+    baton_market_reclaimed(&m, 1, 0);
+    double retry;
+    int p = baton_market_choose(&m, 10, NULL, &retry);
+    CHECK(p >= 0 && !strcmp(j.types[baton_pool_type(&m, p)].name, "fast"));
+    baton_market_free(&m);
+    baton_job_free(&j);
 }
 
 int main(void)
@@ -70,6 +108,8 @@ int main(void)
     j.market.hazard_scale = 1;
 
     /* allocation: lowest-price compares price per unit of speed (fast: 0.25) */
+    CHECK(j.alloc == BATON_ALLOC_PRICE_CAPACITY_OPTIMIZED);   /* the default */
+    j.alloc = BATON_ALLOC_LOWEST_PRICE;
     double retry;
     int p = baton_market_choose(&m, 0, NULL, &retry);
     CHECK(p >= 0 && !strcmp(j.types[baton_pool_type(&m, p)].name, "fast") && baton_pool_zone(&m, p) == 0);
@@ -92,6 +132,7 @@ int main(void)
     p = baton_market_choose(&m, 0, NULL, &retry);
     CHECK(!strcmp(j.types[baton_pool_type(&m, p)].name, "safe"));
     j.alloc = BATON_ALLOC_LOWEST_PRICE;
+    strategies();
 
     /* the explicit schedule comes first, per task, in order; then the random market */
     CHECK(baton_market_set_schedule(&m, "5m,90s/0,10m/30s@1", &e) == 0);

@@ -1,8 +1,9 @@
 /* test_infer_plan.c — the catalog, the cost model and the planners: Young/Daly against the
  * published vectors, the seed's cost column from the seed's latencies, catalog and latencies-file
  * errors with their line numbers, configurations, projections (always labelled projected), the
- * pick under an SLO, nearest-rank percentiles, the JSON line round trip, plan train's arithmetic,
- * and the Pareto chart. */
+ * pick under an SLO, the physical bounds on every projection over the catalog (memory-bandwidth floor,
+ * efficiency capped at 100 %), what is not projected and why, the order of the rows, nearest-rank
+ * percentiles, the JSON line round trip, plan train's arithmetic, and the Pareto chart. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,6 +144,27 @@ static void catalog(void)
     e = baton_infer_catalog_find(&c, "eia1.medium");
     CHECK(e && e->kind == BATON_CAT_ACCEL && near(e->on_demand, 0.13, 1e-9) && near(e->tflops, 1.0, 1e-9) &&
           e->retired && e->spot < 0 && e->interruption < 0);
+    /* today's families: chips, FP16, memory bandwidth; no projection where it would be invented */
+    e = baton_infer_catalog_find(&c, "p5.48xlarge");
+    CHECK(e && e->kind == BATON_CAT_GPU && e->chips == 8 && near(e->tflops, 67, 1e-9) && near(e->fp16_tflops, 989, 1e-9) &&
+          near(e->mem_bw_gbs, 3350, 1e-9) && e->project && !strcmp(e->chip, "NVIDIA H100 80GB") && e->vcpus == 192);
+    e = baton_infer_catalog_find(&c, "inf2.xlarge");
+    CHECK(e && e->kind == BATON_CAT_NEURON && !e->project && near(e->fp16_tflops, 190, 1e-9) && !e->retired);
+    e = baton_infer_catalog_find(&c, "c7g.xlarge");
+    CHECK(e && e->kind == BATON_CAT_CPU && !e->project && strstr(e->chip, "Graviton3"));
+    static const char *const families[] = {"c7i.", "c7g.", "m7i.", "g4dn.", "g5.", "g6.", "inf2.", "p4d.", "p5."};
+    for (size_t k = 0; k < sizeof families / sizeof *families; k++) {
+        int found = 0;
+        for (size_t i = 0; i < c.n; i++)
+            if (!strncmp(c.e[i].name, families[k], strlen(families[k])) && !c.e[i].retired && c.e[i].vcpus > 0 &&
+                c.e[i].memory_gib > 0 && c.e[i].chip[0] && c.e[i].tflops > 0)
+                found = 1;
+        CHECK_MSG(found, "no current %s type with vCPUs, memory, chip and FP32", families[k]);
+    }
+    /* every current GPU or Neuron type has the memory bandwidth its projection is bounded by */
+    for (size_t i = 0; i < c.n; i++)
+        if ((c.e[i].kind == BATON_CAT_GPU || c.e[i].kind == BATON_CAT_NEURON) && !c.e[i].retired)
+            CHECK_MSG(c.e[i].mem_bw_gbs > 0 && c.e[i].tflops > 0, "%s", c.e[i].name);
     baton_infer_config cf;
     CHECK(baton_infer_catalog_config(&c, "c5.large+eia1.medium", &cf, &err) == BATON_OK);
     /* spot: the instance's spot price plus the accelerator's on-demand one */
@@ -154,10 +176,10 @@ static void catalog(void)
     baton_infer_config *all = NULL;
     size_t n = 0;
     CHECK(baton_infer_catalog_configs(&c, 0, &all, &n, &err) == BATON_OK);
-    CHECK_EQ_U(n, 14);   /* the current instances; the accelerators (Elastic Inference) are retired */
+    CHECK_EQ_U(n, 23);   /* the current instances; the accelerators (Elastic Inference) are retired */
     free(all);
     CHECK(baton_infer_catalog_configs(&c, 1, &all, &n, &err) == BATON_OK);
-    CHECK_EQ_U(n, 14 + 10 * 3);   /* and each of the 10 cpu instances with each of 3 accelerators */
+    CHECK_EQ_U(n, 23 + 14 * 3);   /* and each of the 14 cpu instances with each of 3 accelerators */
     free(all);
     /* the one catalog serves the fleet too: every current instance has both prices, a speed and a bucket */
     const baton_infer_catalog *b = baton_infer_catalog_builtin();
@@ -203,6 +225,20 @@ static void catalog(void)
     CHECK(baton_infer_catalog_parse("m2.csv", mine2, strlen(mine2), &c, &err) == BATON_OK && c.n == 1 &&
           c.e[0].retired && c.e[0].interruption == 4 && near(c.e[0].train_speed, 2, 1e-12) && c.e[0].spot < 0);
     baton_infer_catalog_free(&c);
+    /* the chip columns */
+    const char *mine3 = "name,kind,on_demand_per_h,chip,chips,fp32_tflops,fp16_tflops,mem_bw_gbs,project\n"
+                        "n1,neuron,2,Some NPU,4,10,80,500,no\ng1,gpu,3,Some GPU,,20,,900,\n";
+    CHECK(baton_infer_catalog_parse("m3.csv", mine3, strlen(mine3), &c, &err) == BATON_OK && c.n == 2);
+    CHECK(c.e[0].kind == BATON_CAT_NEURON && c.e[0].chips == 4 && near(c.e[0].fp16_tflops, 80, 1e-12) &&
+          near(c.e[0].mem_bw_gbs, 500, 1e-12) && !c.e[0].project && !strcmp(c.e[0].chip, "Some NPU"));
+    CHECK(c.e[1].chips == 1 && c.e[1].fp16_tflops < 0 && c.e[1].project);   /* defaults */
+    CHECK(baton_infer_catalog_config(&c, "g1", &cf, &err) == BATON_OK && near(cf.mem_bw_gbs, 900, 1e-12) &&
+          cf.project && cf.run_kind == BATON_CAT_GPU && cf.chips == 1);
+    baton_infer_catalog_free(&c);
+    CHECK(catalog_err("name,kind,on_demand_per_h,project\na,cpu,1,maybe\n", "cat.csv:2: project 'maybe'"));
+    CHECK(catalog_err("name,kind,on_demand_per_h,chips\na,gpu,1,0\n", "cat.csv:2: chips"));
+    CHECK(catalog_err("name,kind,on_demand_per_h,mem_bw_gbs\na,gpu,1,0\n", "cat.csv:2: mem_bw_gbs is 0"));
+    CHECK(catalog_err("name,kind,on_demand_per_h\na,tpu,1\n", "expected cpu, gpu, neuron or accelerator"));
     CHECK(catalog_err("name,kind,on_demand_per_h,interruption\na,cpu,1,often\n", "cat.csv:2: interruption 'often'"));
     CHECK(catalog_err("name,kind,on_demand_per_h,status\na,cpu,1,gone\n", "cat.csv:2: status 'gone'"));
     CHECK(catalog_err("# only a comment\n", "empty"));
@@ -232,6 +268,20 @@ static void latencies(void)
     CHECK(latency_err("configuration,mean_ms\n", "no rows"));
 }
 
+static const baton_plan_row *row_of(const baton_plan_infer *p, const char *config)
+{
+    for (size_t i = 0; i < p->n; i++)
+        if (!strcmp(p->rows[i].config, config)) return &p->rows[i];
+    return NULL;
+}
+
+static const char *skip_of(const baton_plan_infer *p, const char *config)
+{
+    for (size_t i = 0; i < p->nskipped; i++)
+        if (!strcmp(p->skipped[i].config, config)) return p->skipped[i].reason;
+    return NULL;
+}
+
 static void measured_plan(void)
 {
     baton_infer_catalog c;
@@ -239,8 +289,9 @@ static void measured_plan(void)
     CHECK(baton_infer_catalog_load(NULL, &c, &err) == BATON_OK);
     baton_infer_stats st[2];
     memset(st, 0, sizeof st);
+    /* 2.4e7 FLOPs in 0.5 ms = 48 GFLOP/s of a 440 GFLOP/s peak: 10.9 % efficiency */
     st[0] = (baton_infer_stats){.ctx = {2, 1, BATON_INFER_FAST}, .model = "lenet", .mean_ms = 0.5, .p50_ms = 0.45,
-                                .p90_ms = 0.6, .per_s = 2000, .peak_gflops = 440, .flops = 2.4e7};
+                                .p90_ms = 0.6, .per_s = 2000, .peak_gflops = 440, .flops = 2.4e7, .min_bytes = 2.5e5};
     st[1] = (baton_infer_stats){.ctx = {1, 1, BATON_INFER_GPU}, .skipped = "no CUDA build"};
     baton_plan_infer_opts o = {.slo_p90_ms = 0.5, .project = 1};
     baton_plan_infer p = {0};
@@ -248,23 +299,34 @@ static void measured_plan(void)
     /* the measured row (unpriced: no --here), then one projection per configuration with TFLOPS */
     CHECK(p.n >= 2 && p.rows[0].source == BATON_SRC_MEASURED && !strcmp(p.rows[0].config, "this machine") &&
           p.rows[0].price_per_h < 0 && p.rows[0].cost_thr < 0 && !p.rows[0].meets);
-    int projected = 0, saw_p3 = 0;
+    CHECK(near(p.rows[0].efficiency, 48.0 / 440, 1e-9) && strstr(p.rows[0].basis, "of 440 GFLOP/s"));
+    int projected = 0;
     for (size_t i = 1; i < p.n; i++) {
-        CHECK(p.rows[i].source == BATON_SRC_PROJECTED);
+        CHECK(p.rows[i].source == BATON_SRC_PROJECTED && p.rows[i].basis[0]);
         projected++;
-        if (!strcmp(p.rows[i].config, "p3.2xlarge")) {
-            saw_p3 = 1;   /* 0.6 ms x 440 GFLOP/s / 15.7 TFLOPS */
-            CHECK(near(p.rows[i].p90_ms, 0.6 * 440 / 15700, 1e-9) && p.rows[i].meets);
-            CHECK(near(p.rows[i].per_s, 2000 * 15700 / 440.0, 1e-6));
-        }
-        CHECK(strcmp(p.rows[i].config, "p2.xlarge"));   /* no TFLOPS figure: not projected */
+        CHECK(strcmp(p.rows[i].config, "c7g.xlarge") && strcmp(p.rows[i].config, "inf2.xlarge"));   /* project: no */
     }
-    CHECK(saw_p3 && projected == 7);   /* the current configurations with an FP32 figure */
+    CHECK_MSG(projected == 15, "%d", projected);   /* the current configurations with an FP32 figure */
+    /* p3.2xlarge: 0.6 ms x 440 GFLOP/s / 15.7 TFLOPS, above its floor (0.25 MB / 900 GB/s) */
+    const baton_plan_row *p3 = row_of(&p, "p3.2xlarge");
+    CHECK(p3 && near(p3->p90_ms, 0.6 * 440 / 15700, 1e-9) && p3->meets && !p3->at_floor);
+    CHECK(p3 && near(p3->per_s, 2000 * 15700 / 440.0, 1e-6) && near(p3->floor_ms, 2.5e5 / 900e9 * 1e3, 1e-12));
+    CHECK(p3 && strstr(p3->basis, "15.7 TFLOPS x 10.9%"));
+    /* several chips: one replica each (the latency of one, eight times the images/s) */
+    const baton_plan_row *one = row_of(&p, "p5.4xlarge"), *eight = row_of(&p, "p5.48xlarge");
+    CHECK(one && eight && near(one->mean_ms, eight->mean_ms, 1e-12) && near(eight->per_s, 8 * one->per_s, 1e-6) &&
+          strstr(eight->basis, "8 replicas"));
+    /* not projected, with the catalog's reason: Graviton (Arm) and Inferentia; no FP32 figure */
+    CHECK(skip_of(&p, "c7g.xlarge") && strstr(skip_of(&p, "c7g.xlarge"), "Arm"));
+    CHECK(skip_of(&p, "inf2.xlarge") && strstr(skip_of(&p, "inf2.xlarge"), "Neuron"));
+    CHECK(skip_of(&p, "m5.large") && strstr(skip_of(&p, "m5.large"), "no FP32"));
+    CHECK(!skip_of(&p, "c5.large+eia1.medium"));   /* retired: not even considered */
     /* the pick meets the SLO and is the cheapest that does */
     CHECK(p.pick > 0 && p.rows[p.pick].meets);
     for (size_t i = 0; i < p.n; i++)
         if (p.rows[i].meets && p.rows[i].cost_thr >= 0) CHECK(p.rows[i].cost_thr >= p.rows[p.pick].cost_thr);
     baton_plan_infer_free(&p);
+
     /* --here prices the measured row and is not projected onto itself */
     o.here = "c5.large";
     o.slo_p90_ms = 1;
@@ -272,21 +334,121 @@ static void measured_plan(void)
     CHECK(!strcmp(p.rows[0].config, "c5.large") && near(p.rows[0].price_per_h, 0.085, 1e-12) && p.rows[0].meets);
     CHECK(near(p.rows[0].cost_thr, 0.085 * 1e5 / (3600 * 2000), 1e-12));
     for (size_t i = 1; i < p.n; i++) CHECK(strcmp(p.rows[i].config, "c5.large"));
-    CHECK(baton_plan_infer_svg("/tmp/baton-test-pareto.svg", &p, &err) == BATON_OK);
+    /* the order: the pick first, then by throughput-bound cost; one row per configuration */
+    size_t idx[256];
+    size_t m = baton_plan_infer_order(&p, 0, idx);
+    CHECK(m == p.n && (long)idx[0] == p.pick);   /* one context: every row is its configuration's */
+    for (size_t k = 2; k < m; k++) CHECK(p.rows[idx[k]].cost_thr >= p.rows[idx[k - 1]].cost_thr);
+    CHECK(baton_plan_infer_svg("/tmp/baton-test-pareto.svg", &p, &o, &err) == BATON_OK);
     uint8_t *svg = NULL;
     size_t len = 0;
     CHECK(baton_file_read_all("/tmp/baton-test-pareto.svg", 1 << 20, &svg, &len, &err) == BATON_OK);
+    /* distinct markers (a dot measured, diamonds projected); labels on the front only, the pick's named */
     CHECK(svg && strstr((char *)svg, "<svg") && strstr((char *)svg, "Pareto front") && strstr((char *)svg, "projected") &&
-          strstr((char *)svg, "<circle") && strstr((char *)svg, "c5.large"));
+          strstr((char *)svg, "<circle") && strstr((char *)svg, "<polygon") && strstr((char *)svg, "(pick)"));
+    int labels = 0;
+    for (const char *q = svg ? (const char *)svg : ""; (q = strstr(q, "font-size=\"10\"")); q++) labels++;
+    CHECK_MSG(labels >= 1 && labels < (int)p.n - 3, "%d labels for %zu rows", labels, p.n);
     free(svg);
     remove("/tmp/baton-test-pareto.svg");
     baton_plan_infer_free(&p);
+
+    /* two contexts: one row per configuration by default, every row with all */
+    baton_infer_stats two[2] = {st[0], st[0]};
+    two[1].ctx.batch = 8;
+    two[1].mean_ms = 2.0;
+    two[1].p90_ms = 2.2;
+    two[1].per_s = 4000;
+    CHECK(baton_plan_infer_measured(&c, two, 2, &o, &p, &err) == BATON_OK);
+    size_t *ix = calloc(p.n, sizeof *ix);
+    CHECK(ix && baton_plan_infer_order(&p, 1, ix) == p.n);
+    m = ix ? baton_plan_infer_order(&p, 0, ix) : 0;
+    CHECK(m == p.n / 2 && (long)ix[0] == p.pick);
+    for (size_t k = 0; k < m; k++)
+        for (size_t j = k + 1; j < m; j++) CHECK(strcmp(p.rows[ix[k]].config, p.rows[ix[j]].config));
+    free(ix);
+    baton_plan_infer_free(&p);
+
     /* projection off: the measured row only */
     o.project = 0;
     CHECK(baton_plan_infer_measured(&c, st, 2, &o, &p, &err) == BATON_OK && p.n == 1);
     baton_plan_infer_free(&p);
     o.here = "nope";
     CHECK(baton_plan_infer_measured(&c, st, 2, &o, &p, &err) == BATON_ERR_NOTFOUND && strstr(err.msg, "--here"));
+    baton_infer_catalog_free(&c);
+}
+
+/* The physical floor, over the whole catalog: no projected latency below what the chip's memory
+ * bandwidth allows for the bytes a query must move, none above the efficiency measured here. */
+static void projection_bounds(void)
+{
+    baton_infer_catalog c;
+    baton_err err = {0};
+    CHECK(baton_infer_catalog_load(NULL, &c, &err) == BATON_OK);
+    /* lenet as measured on a 2-core x86 host (infer-bench --json --peak): 0.3853 ms at batch 1 */
+    baton_infer_stats lenet = {.ctx = {1, 1, BATON_INFER_FAST}, .model = "lenet", .mean_ms = 0.3853,
+                               .p50_ms = 0.3307, .p90_ms = 0.4746, .per_s = 2595, .flops = 23984896,
+                               .peak_gflops = 161.2, .min_bytes = 4802704};
+    /* a wide MLP (25M weights: 100 MB, 5e7 FLOPs a query, memory-bound on every chip), and a host
+     * whose peak was under-measured */
+    baton_infer_stats big = lenet, hot = lenet;
+    big.min_bytes = 1e8;
+    big.flops = 5e7;
+    big.mean_ms = 2;
+    big.p90_ms = 2.2;
+    big.per_s = 500;
+    hot.peak_gflops = 20;   /* 62 GFLOP/s achieved: "310 % efficiency" */
+    const baton_infer_stats *cases[] = {&lenet, &big, &hot};
+    for (size_t k = 0; k < 3; k++) {
+        baton_plan_infer_opts o = {.project = 1, .include_retired = 1};
+        baton_plan_infer p;
+        CHECK(baton_plan_infer_measured(&c, cases[k], 1, &o, &p, &err) == BATON_OK);
+        int floors = 0;
+        for (size_t i = 1; i < p.n; i++) {
+            const baton_plan_row *r = &p.rows[i];
+            baton_infer_config cf;
+            CHECK(baton_infer_catalog_config(&c, r->config, &cf, &err) == BATON_OK);
+            const double floor_ms = cf.mem_bw_gbs > 0 ? cases[k]->min_bytes / (cf.mem_bw_gbs * 1e9) * 1e3 : 0;
+            const double compute_ms = cases[k]->flops / (cf.tflops * 1e12) * 1e3;   /* at 100 % efficiency */
+            CHECK_MSG(r->mean_ms >= floor_ms * (1 - 1e-12) && r->p90_ms >= floor_ms * (1 - 1e-12),
+                      "%s: %g ms below its floor %g ms", r->config, r->mean_ms, floor_ms);
+            CHECK_MSG(r->mean_ms >= compute_ms * (1 - 1e-12), "%s: %g ms beats its chip's peak (%g ms)", r->config,
+                      r->mean_ms, compute_ms);
+            if (cf.run_kind != BATON_CAT_CPU) CHECK_MSG(r->floor_ms > 0, "%s: a device without its floor", r->config);
+            floors += r->at_floor;
+            CHECK(!r->at_floor || strstr(r->basis, "memory"));
+        }
+        if (cases[k] == &lenet) {
+            /* lenet on p3.2xlarge: 0.3853 ms x 161.2 / 15700 = 0.00396 ms by FLOPs, raised to the
+             * 4.8 MB / 900 GB/s = 0.00534 ms its memory needs */
+            const baton_plan_row *p3 = row_of(&p, "p3.2xlarge");
+            CHECK(p3 && p3->at_floor && near(p3->mean_ms, 4802704 / 900e9 * 1e3, 1e-12));
+        }
+        if (cases[k] == &big) CHECK(floors >= 5);   /* every GPU is memory-bound for it */
+        if (cases[k] == &hot) {
+            /* efficiency capped at 100 %: c5.4xlarge runs the FLOPs at its peak, no faster */
+            const baton_plan_row *c54 = row_of(&p, "c5.4xlarge");
+            CHECK(c54 && near(c54->mean_ms, 23984896 / 0.67e12 * 1e3, 1e-12));
+        }
+        baton_plan_infer_free(&p);
+    }
+    /* no model size: devices are not projected onto (the floor is unknown), CPUs still are */
+    baton_infer_stats old = lenet;
+    old.min_bytes = 0;
+    baton_plan_infer_opts o = {.project = 1};
+    baton_plan_infer p;
+    CHECK(baton_plan_infer_measured(&c, &old, 1, &o, &p, &err) == BATON_OK);
+    CHECK(!row_of(&p, "p3.2xlarge") && skip_of(&p, "p3.2xlarge") && strstr(skip_of(&p, "p3.2xlarge"), "min_bytes"));
+    CHECK(row_of(&p, "c7i.xlarge") != NULL);
+    baton_plan_infer_free(&p);
+    /* a catalog GPU without a bandwidth figure is not projected onto */
+    const char *nobw = "name,kind,on_demand_per_h,fp32_tflops\ng9,gpu,1,50\nc9,cpu,0.1,0.2\n";
+    baton_infer_catalog nb;
+    CHECK(baton_infer_catalog_parse("nb.csv", nobw, strlen(nobw), &nb, &err) == BATON_OK);
+    CHECK(baton_plan_infer_measured(&nb, &lenet, 1, &o, &p, &err) == BATON_OK);
+    CHECK(!row_of(&p, "g9") && skip_of(&p, "g9") && strstr(skip_of(&p, "g9"), "bandwidth") && row_of(&p, "c9"));
+    baton_plan_infer_free(&p);
+    baton_infer_catalog_free(&nb);
     baton_infer_catalog_free(&c);
 }
 
@@ -344,7 +506,7 @@ static void plan_train(void)
             CHECK(r->source == BATON_SRC_PROJECTED && near(r->samples_per_s, 1000 * 15.7 / 0.67, 1e-6));
             CHECK(near(r->hours, 600000.0 / r->samples_per_s / 3600, 1e-12));
         }
-        CHECK(strcmp(r->config, "p2.xlarge"));   /* no TFLOPS: nothing to project onto */
+        CHECK(strcmp(r->config, "c7g.xlarge") && strcmp(r->config, "inf2.xlarge"));   /* project: no */
     }
     CHECK(seen == 2);
     baton_plan_train_free(&p);
@@ -368,6 +530,7 @@ int main(void)
     catalog();
     latencies();
     measured_plan();
+    projection_bounds();
     stats_io();
     plan_train();
     /* the peak FLOP/s measurement gives a plausible, positive figure */
