@@ -118,9 +118,9 @@ static void test_frames(void)
     baton_image_free(&im);
     free(png);
     baton_race_drive_result_free(&r);
-    /* trained policies are part 2's: a clear error */
-    o.policy = "ckpt-dir";
-    CHECK(baton_race_drive(t, &o, &r, &err) == BATON_ERR_ARG && strstr(err.msg, "race train"));
+    /* a policy that is not a checkpoint folder: the error names the flag and the folder */
+    o.policy = "no-such-ckpt-dir";
+    CHECK(baton_race_drive(t, &o, &r, &err) != BATON_OK && strstr(err.msg, "--policy no-such-ckpt-dir"));
     baton_remove_tree(dir);
     baton_race_track_free(t);
 }
