@@ -21,9 +21,8 @@
 void aws_task_name(const baton_job *job, const baton_aws_opts *o, size_t task, char *out, size_t cap);
 /* The API's name as the job file spells it: auto-scaling-group, ec2-fleet, spot-fleet. */
 const char *aws_api_name(int api);
-/* The allocation strategy as EC2 Auto Scaling and EC2 Fleet spell it (price-capacity-optimized,
- * capacity-optimized, lowest-price), and as Spot Fleet does (priceCapacityOptimized, ...). */
-const char *aws_alloc_kebab(baton_alloc a);
+/* The allocation strategy as Spot Fleet spells it (priceCapacityOptimized, ...); EC2 Auto Scaling
+ * and EC2 Fleet spell it as the job file does (baton_alloc_name: price-capacity-optimized, ...). */
 const char *aws_alloc_camel(baton_alloc a);
 
 /* IAM documents (aws_iam.c); each returns a new cJSON tree (NULL: out of memory). */

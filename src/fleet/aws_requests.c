@@ -23,13 +23,6 @@ const char *aws_api_name(int api)
     return api == BATON_AWS_EC2_FLEET ? "ec2-fleet" : api == BATON_AWS_SPOT_FLEET ? "spot-fleet" : "auto-scaling-group";
 }
 
-const char *aws_alloc_kebab(baton_alloc a)
-{
-    return a == BATON_ALLOC_CAPACITY_OPTIMIZED ? "capacity-optimized"
-         : a == BATON_ALLOC_LOWEST_PRICE       ? "lowest-price"
-                                               : "price-capacity-optimized";
-}
-
 const char *aws_alloc_camel(baton_alloc a)
 {
     return a == BATON_ALLOC_CAPACITY_OPTIMIZED ? "capacityOptimized"
@@ -194,7 +187,7 @@ cJSON *aws_auto_scaling_group(const baton_job *job, const baton_aws_opts *o, siz
     cJSON_AddItemToObject(mip, "LaunchTemplate", lt);
     cJSON_AddNumberToObject(dist, "OnDemandBaseCapacity", 0);
     cJSON_AddNumberToObject(dist, "OnDemandPercentageAboveBaseCapacity", 0);   /* 100 % Spot */
-    cJSON_AddStringToObject(dist, "SpotAllocationStrategy", aws_alloc_kebab(job->alloc));
+    cJSON_AddStringToObject(dist, "SpotAllocationStrategy", baton_alloc_name(job->alloc));
     cJSON_AddItemToObject(mip, "InstancesDistribution", dist);
     cJSON_AddItemToObject(c, "MixedInstancesPolicy", mip);
     cJSON_AddNumberToObject(c, "MinSize", 1);
@@ -236,7 +229,7 @@ cJSON *aws_ec2_fleet(const baton_job *job, const baton_aws_opts *o, size_t task)
     cJSON_AddNumberToObject(cap, "SpotTargetCapacity", 1);
     cJSON_AddStringToObject(cap, "DefaultTargetCapacityType", "spot");
     cJSON_AddItemToObject(c, "TargetCapacitySpecification", cap);
-    cJSON_AddStringToObject(spot, "AllocationStrategy", aws_alloc_kebab(job->alloc));
+    cJSON_AddStringToObject(spot, "AllocationStrategy", baton_alloc_name(job->alloc));
     cJSON_AddStringToObject(spot, "InstanceInterruptionBehavior", "terminate");
     /* on a rebalance recommendation: launch a replacement, terminate the old instance 2 minutes later
      * (the replacement waits for the volume it lets go) */

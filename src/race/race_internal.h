@@ -147,8 +147,4 @@ int race_reward_py_call(void *state, const struct baton_race_params *p, size_t n
 void race_reward_py_close(void *state);
 int race_python_built(void);
 
-/* SVG text helpers (race_svg.c). */
-void race_svg_put(baton_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void race_svg_esc(baton_buf *b, const char *s);
-
 #endif

@@ -9,25 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void race_svg_put(baton_buf *b, const char *fmt, ...)
-{
-    char tmp[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (n > 0) baton_buf_append(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
-}
-
-void race_svg_esc(baton_buf *b, const char *s)
-{
-    for (; s && *s; s++) {
-        const char *r = *s == '<' ? "&lt;" : *s == '>' ? "&gt;" : *s == '&' ? "&amp;" : *s == '"' ? "&quot;" : NULL;
-        if (r) baton_buf_append(b, r, strlen(r));
-        else baton_buf_append(b, s, 1);
-    }
-}
-
 typedef struct view {
     double x0, y1, sc, left, top;
 } view;
@@ -44,9 +25,9 @@ static double vy(const view *v, double y)
 
 static void polyline(baton_buf *b, const view *v, const double *p, size_t n, const char *style)
 {
-    race_svg_put(b, "<polyline fill=\"none\" %s points=\"", style);
-    for (size_t k = 0; k < n; k++) race_svg_put(b, "%.1f,%.1f ", vx(v, p[2 * k]), vy(v, p[2 * k + 1]));
-    race_svg_put(b, "\"/>\n");
+    baton_svg_put(b, "<polyline fill=\"none\" %s points=\"", style);
+    for (size_t k = 0; k < n; k++) baton_svg_put(b, "%.1f,%.1f ", vx(v, p[2 * k]), vy(v, p[2 * k + 1]));
+    baton_svg_put(b, "\"/>\n");
 }
 
 /* Blue (0) through green to red (1). */
@@ -62,26 +43,26 @@ static const char *palette[] = {"#ff7f0e", "#1f77b4", "#d62728", "#9467bd", "#2c
 static void draw_track(baton_buf *b, const view *v, const race_geom *g)
 {
     /* the surface: outer ring then inner ring, even-odd (an open track: one ring around both) */
-    race_svg_put(b, "<path fill=\"#4a4a4a\" fill-rule=\"evenodd\" d=\"");
+    baton_svg_put(b, "<path fill=\"#4a4a4a\" fill-rule=\"evenodd\" d=\"");
     if (g->loop) {
         const double *rings[2] = {g->out, g->in};
         for (int r = 0; r < 2; r++) {
             for (size_t k = 0; k < g->n; k++)
-                race_svg_put(b, "%s%.1f,%.1f ", k ? "L" : "M", vx(v, rings[r][2 * k]), vy(v, rings[r][2 * k + 1]));
-            race_svg_put(b, "Z ");
+                baton_svg_put(b, "%s%.1f,%.1f ", k ? "L" : "M", vx(v, rings[r][2 * k]), vy(v, rings[r][2 * k + 1]));
+            baton_svg_put(b, "Z ");
         }
     } else {
         for (size_t k = 0; k < g->n; k++)
-            race_svg_put(b, "%s%.1f,%.1f ", k ? "L" : "M", vx(v, g->out[2 * k]), vy(v, g->out[2 * k + 1]));
-        for (size_t k = g->n; k-- > 0;) race_svg_put(b, "L%.1f,%.1f ", vx(v, g->in[2 * k]), vy(v, g->in[2 * k + 1]));
-        race_svg_put(b, "Z");
+            baton_svg_put(b, "%s%.1f,%.1f ", k ? "L" : "M", vx(v, g->out[2 * k]), vy(v, g->out[2 * k + 1]));
+        for (size_t k = g->n; k-- > 0;) baton_svg_put(b, "L%.1f,%.1f ", vx(v, g->in[2 * k]), vy(v, g->in[2 * k + 1]));
+        baton_svg_put(b, "Z");
     }
-    race_svg_put(b, "\"/>\n");
+    baton_svg_put(b, "\"/>\n");
     polyline(b, v, g->in, g->n, "stroke=\"white\" stroke-width=\"2\"");
     polyline(b, v, g->out, g->n, "stroke=\"white\" stroke-width=\"2\"");
     polyline(b, v, g->c, g->n, "stroke=\"#e8c000\" stroke-width=\"1.2\" stroke-dasharray=\"6 6\"");
     /* start line across the first rung, an arrow along the direction of travel */
-    race_svg_put(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e00000\" stroke-width=\"5\"/>\n",
+    baton_svg_put(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e00000\" stroke-width=\"5\"/>\n",
                  vx(v, g->in[0]), vy(v, g->in[1]), vx(v, g->out[0]), vy(v, g->out[1]));
     double yaw, x, y;
     race_geom_pose(g, 0, &x, &y, &yaw);
@@ -91,11 +72,11 @@ static void draw_track(baton_buf *b, const view *v, const race_geom *g)
     double ox = vx(v, g->out[0]) - ax, oy = vy(v, g->out[1]) - ay;
     if (nx * ox + ny * oy < 0) nx = -nx, ny = -ny;
     double bx = ax + nx * off, by = ay + ny * off;
-    race_svg_put(b, "<path fill=\"#e00000\" d=\"M%.1f,%.1f L%.1f,%.1f L%.1f,%.1f Z\"/>\n", bx + dx * W * 1.6,
+    baton_svg_put(b, "<path fill=\"#e00000\" d=\"M%.1f,%.1f L%.1f,%.1f L%.1f,%.1f Z\"/>\n", bx + dx * W * 1.6,
                  by + dy * W * 1.6, bx + nx * W, by + ny * W, bx - nx * W, by - ny * W);
-    race_svg_put(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e00000\" stroke-width=\"3\"/>\n",
+    baton_svg_put(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e00000\" stroke-width=\"3\"/>\n",
                  bx - dx * L, by - dy * L, bx, by);
-    race_svg_put(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"13\" fill=\"#900\" text-anchor=\"middle\">start</text>\n",
+    baton_svg_put(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"13\" fill=\"#900\" text-anchor=\"middle\">start</text>\n",
                  bx + nx * 20 - dx * L * 0.5, by + ny * 20 - dy * L * 0.5 + 4);
 }
 
@@ -120,12 +101,12 @@ int baton_race_svg(const char *path, const baton_race_track *t, const char *titl
     if (W < 520) W = 520;
     view v = {in->xmin - pad, in->ymax + pad, sc, 20, 45};
     baton_buf b = {0};
-    race_svg_put(&b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" "
+    baton_svg_put(&b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" "
                  "font-size=\"13\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", W, H);
-    race_svg_put(&b, "<rect x=\"20\" y=\"45\" width=\"%.1f\" height=\"%.1f\" fill=\"#b9d3a8\"/>\n", wx * sc, wy * sc);
-    race_svg_put(&b, "<text x=\"20\" y=\"28\" font-size=\"16\" font-weight=\"bold\">");
-    race_svg_esc(&b, title);
-    race_svg_put(&b, "</text>\n");
+    baton_svg_put(&b, "<rect x=\"20\" y=\"45\" width=\"%.1f\" height=\"%.1f\" fill=\"#b9d3a8\"/>\n", wx * sc, wy * sc);
+    baton_svg_put(&b, "<text x=\"20\" y=\"28\" font-size=\"16\" font-weight=\"bold\">");
+    baton_svg_esc(&b, title);
+    baton_svg_put(&b, "</text>\n");
     draw_track(&b, &v, &t->fwd);
     for (size_t i = 0; i < nlines; i++) {
         const baton_race_svg_line *l = &lines[i];
@@ -135,40 +116,40 @@ int baton_race_svg(const char *path, const baton_race_track *t, const char *titl
                 size_t nx = (k + 1) % l->n;
                 char col[16];
                 speed_colour((0.5 * (l->v[k] + l->v[nx]) - vmin) / (vmax - vmin), col, sizeof col);
-                race_svg_put(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"3\" "
+                baton_svg_put(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"3\" "
                              "stroke-linecap=\"round\"/>\n", vx(&v, l->x[k]), vy(&v, l->y[k]), vx(&v, l->x[nx]),
                              vy(&v, l->y[nx]), col);
             }
         } else {
-            race_svg_put(&b, "<%s fill=\"none\" stroke=\"%s\" stroke-width=\"2.5\" points=\"", l->closed ? "polygon" : "polyline",
+            baton_svg_put(&b, "<%s fill=\"none\" stroke=\"%s\" stroke-width=\"2.5\" points=\"", l->closed ? "polygon" : "polyline",
                          palette[i % 5]);
-            for (size_t k = 0; k < l->n; k++) race_svg_put(&b, "%.1f,%.1f ", vx(&v, l->x[k]), vy(&v, l->y[k]));
-            race_svg_put(&b, "\"/>\n");
+            for (size_t k = 0; k < l->n; k++) baton_svg_put(&b, "%.1f,%.1f ", vx(&v, l->x[k]), vy(&v, l->y[k]));
+            baton_svg_put(&b, "\"/>\n");
         }
     }
     double ly = 45 + wy * sc + 24;
-    race_svg_put(&b, "<line x1=\"20\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\" stroke-width=\"3\"/>"
+    baton_svg_put(&b, "<line x1=\"20\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\" stroke-width=\"3\"/>"
                  "<text x=\"%.1f\" y=\"%.1f\">1 m</text>\n", ly, 20 + sc, ly, 28 + sc, ly + 4);
-    race_svg_put(&b, "<text x=\"%.1f\" y=\"%.1f\">%s track, %.2f m, %.2f m wide</text>\n", 90 + sc, ly + 4,
+    baton_svg_put(&b, "<text x=\"%.1f\" y=\"%.1f\">%s track, %.2f m, %.2f m wide</text>\n", 90 + sc, ly + 4,
                  in->loop ? "loop" : "open", in->length_m, in->width_m);
     for (size_t i = 0; i < nlines; i++) {
         double y = ly + 22 + 20.0 * (double)i;
-        race_svg_put(&b, "<line x1=\"20\" y1=\"%.1f\" x2=\"50\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"3\"/><text x=\"58\" "
+        baton_svg_put(&b, "<line x1=\"20\" y1=\"%.1f\" x2=\"50\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"3\"/><text x=\"58\" "
                      "y=\"%.1f\">", y, y, lines[i].v && vmax > vmin ? "#888" : palette[i % 5], y + 4);
-        race_svg_esc(&b, lines[i].name);
-        race_svg_put(&b, "%s</text>\n", lines[i].v && vmax > vmin ? " (coloured by speed)" : "");
+        baton_svg_esc(&b, lines[i].name);
+        baton_svg_put(&b, "%s</text>\n", lines[i].v && vmax > vmin ? " (coloured by speed)" : "");
     }
     if (have_v && vmax > vmin) {
         double y = ly + 22 + 20.0 * (double)nlines;
-        race_svg_put(&b, "<text x=\"20\" y=\"%.1f\">%.2f m/s</text>\n", y + 14, vmin);
+        baton_svg_put(&b, "<text x=\"20\" y=\"%.1f\">%.2f m/s</text>\n", y + 14, vmin);
         for (int k = 0; k < 40; k++) {
             char col[16];
             speed_colour(k / 39.0, col, sizeof col);
-            race_svg_put(&b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"6\" height=\"12\" fill=\"%s\"/>\n", 95 + 6.0 * k, y + 3, col);
+            baton_svg_put(&b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"6\" height=\"12\" fill=\"%s\"/>\n", 95 + 6.0 * k, y + 3, col);
         }
-        race_svg_put(&b, "<text x=\"345\" y=\"%.1f\">%.2f m/s</text>\n", y + 14, vmax);
+        baton_svg_put(&b, "<text x=\"345\" y=\"%.1f\">%.2f m/s</text>\n", y + 14, vmax);
     }
-    race_svg_put(&b, "</svg>\n");
+    baton_svg_put(&b, "</svg>\n");
     int rc = b.data ? baton_file_write_atomic(path, b.data, b.len, err)
                     : baton_err_set(err, BATON_ERR_NOMEM, "%s: out of memory", path);
     baton_buf_free(&b);

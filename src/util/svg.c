@@ -20,7 +20,7 @@ double svg_nice_step(double range, int ticks)
     return (f < 1.5 ? 1 : f < 3 ? 2 : f < 7 ? 5 : 10) * mag;
 }
 
-double svg_text_width(const char *s, double px, int bold)
+double baton_svg_text_width(const char *s, double px, int bold)
 {
     double em = 0;
     for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) {
@@ -41,7 +41,7 @@ double svg_text_width(const char *s, double px, int bold)
     return em * px * (bold ? 1.12 : 1.0) + 2;
 }
 
-void svg_esc(baton_buf *b, const char *s)
+void baton_svg_esc(baton_buf *b, const char *s)
 {
     for (; s && *s; s++) {
         const char *r = *s == '<' ? "&lt;" : *s == '>' ? "&gt;" : *s == '&' ? "&amp;" : *s == '"' ? "&quot;" : NULL;
@@ -50,9 +50,9 @@ void svg_esc(baton_buf *b, const char *s)
     }
 }
 
-void svg_put(baton_buf *b, const char *fmt, ...)
+void baton_svg_put(baton_buf *b, const char *fmt, ...)
 {
-    char tmp[512];
+    char tmp[1024];
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
@@ -140,7 +140,7 @@ typedef struct box {
 
 static box text_box(const char *s, double x, double y, double px, int anchor)
 {
-    const double w = svg_text_width(s, px, 0);
+    const double w = baton_svg_text_width(s, px, 0);
     const double x0 = anchor == 0 ? x : anchor == 1 ? x - w / 2 : x - w;
     return (box){x0, y - 0.80 * px, x0 + w, y + 0.25 * px};
 }
@@ -171,20 +171,20 @@ static void marker(baton_buf *b, int kind, double cx, double cy, const char *col
     case BATON_SVG_NOMARK:
         break;
     case BATON_SVG_RING:
-        svg_put(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%.1f\" fill=\"white\" stroke=\"%s\" stroke-width=\"1.5\"/>\n",
+        baton_svg_put(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%.1f\" fill=\"white\" stroke=\"%s\" stroke-width=\"1.5\"/>\n",
                 cx, cy, r, col);
         break;
     case BATON_SVG_SQUARE:
-        svg_put(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"/>\n", cx - r, cy - r, 2 * r,
+        baton_svg_put(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"/>\n", cx - r, cy - r, 2 * r,
                 2 * r, col);
         break;
     case BATON_SVG_DIAMOND:
-        svg_put(b, "<polygon points=\"%.1f,%.1f %.1f,%.1f %.1f,%.1f %.1f,%.1f\" fill=\"white\" stroke=\"%s\" "
+        baton_svg_put(b, "<polygon points=\"%.1f,%.1f %.1f,%.1f %.1f,%.1f %.1f,%.1f\" fill=\"white\" stroke=\"%s\" "
                    "stroke-width=\"1.5\"/>\n",
                 cx, cy - r - 1, cx + r + 1, cy, cx, cy + r + 1, cx - r - 1, cy, col);
         break;
     default:
-        svg_put(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%.1f\" fill=\"%s\"/>\n", cx, cy, r, col);
+        baton_svg_put(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%.1f\" fill=\"%s\"/>\n", cx, cy, r, col);
     }
 }
 
@@ -201,10 +201,10 @@ static int place_label(baton_buf *b, boxes *bs, const char *text, double cx, dou
         const box bx = text_box(text, cx + off[i][0], cy + off[i][1], 10, anchor);
         if (!free_spot(bs, bx, area)) continue;
         keep_box(bs, bx);
-        svg_put(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" fill=\"%s\"%s>", cx + off[i][0], cy + off[i][1], col,
+        baton_svg_put(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" fill=\"%s\"%s>", cx + off[i][0], cy + off[i][1], col,
                 anchor == 1 ? " text-anchor=\"middle\"" : anchor == 2 ? " text-anchor=\"end\"" : "");
-        svg_esc(b, text);
-        svg_put(b, "</text>\n");
+        baton_svg_esc(b, text);
+        baton_svg_put(b, "</text>\n");
         return 1;
     }
     return 0;
@@ -228,17 +228,17 @@ static void frame(baton_buf *b, boxes *bs, const geom *g, const axis *ax, const 
                   const char *xlabel, const char *ylabel)
 {
     char tick[32];
-    svg_put(b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+    baton_svg_put(b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
             "font-family=\"sans-serif\" font-size=\"12\">\n", g->W, g->H);
-    svg_put(b, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n<text x=\"%.0f\" y=\"24\" "
+    baton_svg_put(b, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n<text x=\"%.0f\" y=\"24\" "
             "font-size=\"15\" font-weight=\"bold\">", g->L);
-    svg_esc(b, title);
-    svg_put(b, "</text>\n");
-    keep_box(bs, (box){g->L, 24 - 12, g->L + svg_text_width(title, 15, 1), 24 + 4});
+    baton_svg_esc(b, title);
+    baton_svg_put(b, "</text>\n");
+    keep_box(bs, (box){g->L, 24 - 12, g->L + baton_svg_text_width(title, 15, 1), 24 + 4});
     for (size_t i = 0; i < ax->nticks; i++) {
         const double x = px_x(g, ax, ax->ticks[i]);
         tick_text(tick, sizeof tick, ax->ticks[i]);
-        svg_put(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
+        baton_svg_put(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
                 "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
             x, g->T, x, g->T + g->ph, x, g->T + g->ph + 16, tick);
         keep_box(bs, text_box(tick, x, g->T + g->ph + 16, 12, 1));
@@ -246,21 +246,21 @@ static void frame(baton_buf *b, boxes *bs, const geom *g, const axis *ax, const 
     for (size_t i = 0; i < ay->nticks; i++) {
         const double y = px_y(g, ay, ay->ticks[i]);
         tick_text(tick, sizeof tick, ay->ticks[i]);
-        svg_put(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
+        baton_svg_put(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
                 "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
             g->L, y, g->L + g->pw, y, g->L - 6, y + 4, tick);
         keep_box(bs, text_box(tick, g->L - 6, y + 4, 12, 2));
     }
-    svg_put(b, "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"#333\"/>\n",
+    baton_svg_put(b, "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"#333\"/>\n",
         g->L, g->T, g->pw, g->ph);
-    svg_put(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">", g->L + g->pw / 2, g->H - 10);
-    svg_esc(b, xlabel);
-    svg_put(b, "</text>\n<text transform=\"translate(%.1f %.1f) rotate(-90)\" text-anchor=\"middle\">",
+    baton_svg_put(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">", g->L + g->pw / 2, g->H - 10);
+    baton_svg_esc(b, xlabel);
+    baton_svg_put(b, "</text>\n<text transform=\"translate(%.1f %.1f) rotate(-90)\" text-anchor=\"middle\">",
             g->L - g->ytw - 14, g->T + g->ph / 2);
-    svg_esc(b, ylabel);
-    svg_put(b, "</text>\n");
+    baton_svg_esc(b, ylabel);
+    baton_svg_put(b, "</text>\n");
     keep_box(bs, text_box(xlabel, g->L + g->pw / 2, g->H - 10, 12, 1));
-    const double yl = svg_text_width(ylabel, 12, 0);
+    const double yl = baton_svg_text_width(ylabel, 12, 0);
     keep_box(bs, (box){g->L - g->ytw - 24, g->T + g->ph / 2 - yl / 2, g->L - g->ytw - 10, g->T + g->ph / 2 + yl / 2});
 }
 
@@ -271,12 +271,12 @@ static void legend(baton_buf *b, boxes *bs, const geom *g, const baton_svg_point
         const char *col = palette[i % (sizeof palette / sizeof *palette)];
         const double ly = g->T + 10 + 20 * (double)i, x = g->L + g->pw;
         if (s[i].line)
-            svg_put(b, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"3\"/>\n",
+            baton_svg_put(b, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"3\"/>\n",
                     x + 12, ly, x + 36, ly, col);
         if (!s[i].line || s[i].marker != BATON_SVG_DOT) marker(b, s[i].marker, x + 24, ly, col, 0);
-        svg_put(b, "<text x=\"%.0f\" y=\"%.1f\">", x + 42, ly + 4);
-        svg_esc(b, s[i].name);
-        svg_put(b, "</text>\n");
+        baton_svg_put(b, "<text x=\"%.0f\" y=\"%.1f\">", x + 42, ly + 4);
+        baton_svg_esc(b, s[i].name);
+        baton_svg_put(b, "</text>\n");
         keep_box(bs, text_box(s[i].name, x + 42, ly + 4, 12, 0));
     }
 }
@@ -307,21 +307,21 @@ static void series(baton_buf *b, boxes *bs, const geom *g, const axis *ax, const
     for (size_t i = 0; i < ns; i++) {
         const char *col = palette[i % (sizeof palette / sizeof *palette)];
         if (s[i].line) {
-            svg_put(b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", col);
+            baton_svg_put(b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", col);
             for (size_t k = 0; k < s[i].n; k++) {
                 const double x = px_x(g, ax, s[i].x[k]), y = px_y(g, ay, s[i].y[k]);
-                if (isfinite(x) && isfinite(y)) svg_put(b, "%.1f,%.1f ", x, y);
+                if (isfinite(x) && isfinite(y)) baton_svg_put(b, "%.1f,%.1f ", x, y);
             }
-            svg_put(b, "\"/>\n");
+            baton_svg_put(b, "\"/>\n");
         }
         for (size_t k = 0; k < s[i].n; k++) {
             const double cx = px_x(g, ax, s[i].x[k]), cy = px_y(g, ay, s[i].y[k]);
             if (!isfinite(cx) || !isfinite(cy)) continue;
             marker(b, s[i].marker, cx, cy, col, s[i].line);
             if (s[i].labels && s[i].labels[k] && !place_label(b, bs, s[i].labels[k], cx, cy, col, area)) {
-                svg_put(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"6\" fill=\"none\" stroke=\"none\"><title>", cx, cy);
-                svg_esc(b, s[i].labels[k]);
-                svg_put(b, "</title></circle>\n");
+                baton_svg_put(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"6\" fill=\"none\" stroke=\"none\"><title>", cx, cy);
+                baton_svg_esc(b, s[i].labels[k]);
+                baton_svg_put(b, "</title></circle>\n");
             }
         }
     }
@@ -337,13 +337,13 @@ static int render(const char *path, const char *title, const char *xlabel, const
     double ytw = 0, lw = 0;
     for (size_t i = 0; i < ay.nticks; i++) {
         tick_text(tick, sizeof tick, ay.ticks[i]);
-        if (svg_text_width(tick, 12, 0) > ytw) ytw = svg_text_width(tick, 12, 0);
+        if (baton_svg_text_width(tick, 12, 0) > ytw) ytw = baton_svg_text_width(tick, 12, 0);
     }
     for (size_t i = 0; i < ns; i++)
-        if (svg_text_width(s[i].name, 12, 0) > lw) lw = svg_text_width(s[i].name, 12, 0);
+        if (baton_svg_text_width(s[i].name, 12, 0) > lw) lw = baton_svg_text_width(s[i].name, 12, 0);
     geom g = {.T = 40, .H = 420, .L = 34 + ytw, .ytw = ytw};
     g.W = g.L + 480 + 54 + lw;
-    if (svg_text_width(title, 15, 1) + g.L + 10 > g.W) g.W = svg_text_width(title, 15, 1) + g.L + 10;
+    if (baton_svg_text_width(title, 15, 1) + g.L + 10 > g.W) g.W = baton_svg_text_width(title, 15, 1) + g.L + 10;
     g.pw = g.W - g.L - (54 + lw);
     g.ph = g.H - g.T - 50;
     boxes *bs = calloc(1, sizeof *bs);
@@ -353,7 +353,7 @@ static int render(const char *path, const char *title, const char *xlabel, const
     legend(&b, bs, &g, s, ns);   /* before the series: labels keep clear of it */
     obstacles(bs, &g, &ax, &ay, s, ns);
     series(&b, bs, &g, &ax, &ay, s, ns);
-    svg_put(&b, "</svg>\n");
+    baton_svg_put(&b, "</svg>\n");
     free(bs);
     int rc = b.data ? baton_file_write_atomic(path, b.data, b.len, err)
                     : baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
