@@ -6,7 +6,8 @@
 #   3. run every unit test program and every CLI test script against both builds,
 #   4. run every libFuzzer target briefly (FUZZ_SECONDS, default 6 s each),
 #   5. run the loopback server tests (nginx, RADOS Gateway, fault proxy).
-# Each program or script is one test; the last line is "N passed, N failed".
+# Each program or script is one test (failed too when it leaves one of this tree's programs
+# running); the last line is "N passed, N failed".
 # BATON_TEST_QUICK=1 skips the sanitizer pass and fuzzing (for a fast local loop).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -14,12 +15,43 @@ cd "$(dirname "$0")/.."
 scripts/deps.sh || { echo "0 passed, 1 failed"; exit 1; }
 jobs=$(nproc 2>/dev/null || echo 2)
 
+ROOT=$PWD
+# ours: the pids of processes running this tree's baton or test programs (a test that leaves one
+# running — a worker, a watcher, a server of baton's — fails, and what it left is killed)
+ours() {
+    local dir exe
+    find /proc -mindepth 2 -maxdepth 2 -path '/proc/[0-9]*/exe' -printf '%h %l\n' 2>/dev/null |
+        while read -r dir exe; do
+            case "$exe" in "$ROOT"/build*/baton | "$ROOT"/build*/tests/test_*) echo "${dir#/proc/}" ;; esac
+        done
+}
+left_running() {  # left_running BEFORE: the pids of ours not in BEFORE, after a grace of 2 s
+    local before=" $1 " p left=""
+    for _ in 1 2 3 4 5; do
+        left=""
+        for p in $(ours); do case "$before" in *" $p "*) ;; *) left+="$p " ;; esac; done
+        [ -z "$left" ] && return 0
+        sleep 0.5
+    done
+    echo "$left"
+}
+
 pass=0 fail=0 failed=()
 run() {  # run NAME CMD...
     local name=$1; shift
-    local t0=$SECONDS log
+    local t0=$SECONDS log before left ok=0
     log=$(mktemp)
-    if "$@" >"$log" 2>&1; then
+    before=$(ours | tr '\n' ' ')
+    "$@" >"$log" 2>&1 && ok=1
+    left=$(left_running "$before")
+    if [ -n "$left" ]; then
+        ok=0
+        for p in $left; do
+            echo "left running: pid $p: $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)" >>"$log"
+            kill -9 "$p" 2>/dev/null
+        done
+    fi
+    if [ "$ok" = 1 ]; then
         pass=$((pass + 1)); printf 'ok    %-48s %3ds\n' "$name" $((SECONDS - t0))
     else
         fail=$((fail + 1)); failed+=("$name"); printf 'FAIL  %-48s %3ds\n' "$name" $((SECONDS - t0))
