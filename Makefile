@@ -15,7 +15,7 @@ BUILD ?= build
 SAN ?= 0
 CC ?= cc
 PKGS := libpng libturbojpeg zlib libcjson libcurl libmicrohttpd
-PKGS += yaml-0.1 sqlite3
+PKGS += yaml-0.1 sqlite3 libcrypto
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)

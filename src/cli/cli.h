@@ -32,6 +32,8 @@ int cmd_race(int argc, char **argv);
 /* cmd_race_train.c: `baton race train` and `baton race eval` (argv[0] is the action) */
 int cli_race_train(int argc, char **argv);
 int cli_race_eval(int argc, char **argv);
+int cli_race_submit(int argc, char **argv);
+int cli_race_leaderboard(int argc, char **argv);
 /* `baton fleet run|status|cancel`: every backend's options, parsed once (cmd_fleet.c); which of
  * them a subcommand and backend take is checked there too. */
 struct cli_fleet_args {

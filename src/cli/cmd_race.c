@@ -251,13 +251,16 @@ int cmd_race(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         FILE *f = argc < 2 ? stderr : stdout;
-        fprintf(f, "usage: baton race track|drive|limit|train|eval ...\n"
+        fprintf(f, "usage: baton race track|drive|limit|train|eval|submit|leaderboard ...\n"
                    "  track NAME|PATH [--json] [--svg FILE]   a track's length, widths, turns (built-in: oval, technical)\n"
                    "  drive TRACK [--policy centerline|CKPT] [--reward FILE|NAME] [--frames DIR] [--svg FILE] [--json]\n"
                    "  limit TRACK [--json] [--svg FILE]       the fastest lap the car can drive, and the centre line's\n"
                    "  train --track T [--reward FILE|NAME] [--metadata F] [--hyper F] --ckpt-dir DIR [--minutes M | --episodes N]\n"
                    "        [--obs sensor|camera] [--seed S]  PPO, as DeepRacer trains; resumes from --ckpt-dir\n"
-                   "  eval --ckpt DIR [--track T] [--laps 3] [--json] [--trace F] [--svg F]   a time trial of a trained model\n");
+                   "  eval --ckpt DIR [--track T] [--laps 3] [--json] [--trace F] [--svg F]   a time trial of a trained model\n"
+                   "  submit --ckpt DIR --alias NAME --track T [--format time-trial|total] [--db FILE] [--json]\n"
+                   "                                          the league evaluates a model under its rules and stores it\n"
+                   "  leaderboard [--track T] [--format time-trial|total] [--db FILE] [--json]   the standings\n");
         return argc < 2 ? CLI_USAGE : CLI_OK;
     }
     if (!strcmp(argv[1], "track")) return do_track(argc - 1, argv + 1);
@@ -265,6 +268,8 @@ int cmd_race(int argc, char **argv)
     if (!strcmp(argv[1], "limit")) return do_limit(argc - 1, argv + 1);
     if (!strcmp(argv[1], "train")) return cli_race_train(argc - 1, argv + 1);
     if (!strcmp(argv[1], "eval")) return cli_race_eval(argc - 1, argv + 1);
-    fprintf(stderr, "baton race: unknown action '%s' (track, drive, limit, train, eval)\n", argv[1]);
+    if (!strcmp(argv[1], "submit")) return cli_race_submit(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "leaderboard")) return cli_race_leaderboard(argc - 1, argv + 1);
+    fprintf(stderr, "baton race: unknown action '%s' (track, drive, limit, train, eval, submit, leaderboard)\n", argv[1]);
     return CLI_USAGE;
 }

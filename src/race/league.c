@@ -1,0 +1,391 @@
+/* league.c — the league's database (race_league.h, invariants 1-4): open and check the file,
+ * submit (evaluate under the league's fixed rules, hash the checkpoint's MANIFEST, store entry,
+ * laps and trace in one transaction), read the standings, the history and an entry's trace.
+ *
+ * Contract: prepared statements only, every value bound; a failed submission stores nothing; a file
+ * of another application, schema version or one SQLite cannot read is an error naming the file. */
+#include "baton/race_league.h"
+
+#include <errno.h>
+#include <openssl/evp.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+struct baton_league {
+    sqlite3 *db;
+    char path[4096];
+};
+
+static const char schema[] =
+    "CREATE TABLE entries(id INTEGER PRIMARY KEY, alias TEXT NOT NULL, model_hash TEXT NOT NULL,"
+    " track TEXT NOT NULL, format INTEGER NOT NULL, completed INTEGER NOT NULL, laps INTEGER NOT NULL,"
+    " best_lap_s REAL NOT NULL, total_s REAL NOT NULL, penalties_s REAL NOT NULL, resets INTEGER NOT NULL,"
+    " iteration INTEGER NOT NULL, submitted_at REAL NOT NULL, checkpoint TEXT NOT NULL);"
+    "CREATE INDEX entries_track ON entries(track, format);"
+    "CREATE TABLE laps(entry INTEGER NOT NULL REFERENCES entries(id), lap INTEGER NOT NULL, time_s REAL NOT NULL,"
+    " penalty_s REAL NOT NULL, resets INTEGER NOT NULL, steps INTEGER NOT NULL, PRIMARY KEY(entry, lap));"
+    "CREATE TABLE traces(entry INTEGER PRIMARY KEY REFERENCES entries(id), steps INTEGER NOT NULL, data BLOB NOT NULL);";
+
+#define TRACE_STEP_BYTES 14 /* x, y, v as float32; lap, reset as uint8 */
+
+static int db_fail(baton_league *l, baton_err *err, const char *what)
+{
+    return baton_err_set(err, BATON_ERR_IO, "%s: %s: %s", l->path, what, sqlite3_errmsg(l->db));
+}
+
+static int pragma_int(sqlite3 *db, const char *sql, int64_t *out)
+{
+    sqlite3_stmt *st;
+    int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+    if (rc != SQLITE_OK) return rc;
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        *out = sqlite3_column_int64(st, 0);
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* Invariant 1: a new (empty) file gets the schema; any other must be ours at our version. */
+static int check_or_create(baton_league *l, baton_err *err)
+{
+    int64_t app = 0, ver = 0, tables = 0;
+    int rc = pragma_int(l->db, "PRAGMA application_id", &app);
+    if (!rc) rc = pragma_int(l->db, "PRAGMA user_version", &ver);
+    if (!rc) rc = pragma_int(l->db, "SELECT count(*) FROM sqlite_master", &tables);
+    if (rc)
+        return baton_err_set(err, BATON_ERR_CORRUPT, "%s: not a league database SQLite can read: %s", l->path,
+                             sqlite3_errstr(rc));
+    if (app == 0 && ver == 0 && tables == 0) {
+        char sql[sizeof schema + 160];
+        snprintf(sql, sizeof sql, "BEGIN IMMEDIATE;%sPRAGMA application_id=%d;PRAGMA user_version=%d;COMMIT;", schema,
+                 BATON_LEAGUE_APP_ID, BATON_LEAGUE_SCHEMA);
+        char *msg = NULL;
+        if (sqlite3_exec(l->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+            rc = baton_err_set(err, BATON_ERR_IO, "%s: cannot create the league's tables: %s", l->path,
+                               msg ? msg : "?");
+            sqlite3_free(msg);
+            sqlite3_exec(l->db, "ROLLBACK", NULL, NULL, NULL);
+            return rc;
+        }
+        return BATON_OK;
+    }
+    if (app != BATON_LEAGUE_APP_ID)
+        return baton_err_set(err, BATON_ERR_FORMAT, "%s: not a league database (application_id 0x%08llx, a league's is 0x%08x)",
+                             l->path, (unsigned long long)app, BATON_LEAGUE_APP_ID);
+    if (ver != BATON_LEAGUE_SCHEMA)
+        return baton_err_set(err, BATON_ERR_FORMAT, "%s: league schema version %lld; this baton reads version %d",
+                             l->path, (long long)ver, BATON_LEAGUE_SCHEMA);
+    return BATON_OK;
+}
+
+int baton_league_open(const char *path, baton_league **out, baton_err *err)
+{
+    *out = NULL;
+    struct stat sb;
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+        return baton_err_set(err, BATON_ERR_ARG, "%s: not a regular file", path);
+    baton_league *l = calloc(1, sizeof *l);
+    if (!l) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    snprintf(l->path, sizeof l->path, "%s", path);
+    int rc;
+    if (sqlite3_open_v2(path, &l->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, NULL) != SQLITE_OK) {
+        rc = baton_err_set(err, BATON_ERR_IO, "%s: cannot open: %s", path, l->db ? sqlite3_errmsg(l->db) : "out of memory");
+        baton_league_close(l);
+        return rc;
+    }
+    sqlite3_busy_timeout(l->db, 10000);
+    if ((rc = check_or_create(l, err))) {
+        baton_league_close(l);
+        return rc;
+    }
+    char *msg = NULL;
+    if (sqlite3_exec(l->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;", NULL, NULL,
+                     &msg) != SQLITE_OK) {
+        rc = baton_err_set(err, BATON_ERR_IO, "%s: %s", path, msg ? msg : "cannot set WAL mode");
+        sqlite3_free(msg);
+        baton_league_close(l);
+        return rc;
+    }
+    *out = l;
+    return BATON_OK;
+}
+
+void baton_league_close(baton_league *l)
+{
+    if (!l) return;
+    sqlite3_close(l->db);
+    free(l);
+}
+
+/* SHA-256 of DIR/MANIFEST as 64 hex digits. */
+static int manifest_hash(const char *dir, char out[65], baton_err *err)
+{
+    char path[4200];
+    if (baton_path_join(path, sizeof path, dir, "MANIFEST", err)) return err->code;
+    uint8_t *buf;
+    size_t len;
+    if (baton_file_read_all(path, 16u << 20, &buf, &len, err)) return err->code;
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0;
+    int ok = EVP_Digest(buf, len, md, &mdlen, EVP_sha256(), NULL);
+    free(buf);
+    if (!ok || mdlen != 32) return baton_err_set(err, BATON_ERR_IO, "%s: SHA-256 failed", path);
+    for (unsigned i = 0; i < 32; i++) snprintf(out + 2 * i, 3, "%02x", md[i]);
+    return BATON_OK;
+}
+
+/* The drive as the traces table holds it (invariant 3). */
+static uint8_t *trace_blob(const baton_race_eval_result *r, size_t *len)
+{
+    size_t n = r->n;
+    uint8_t *b = malloc(n * TRACE_STEP_BYTES + 1);
+    if (!b) return NULL;
+    float *x = (float *)b, *y = x + n, *v = y + n;
+    uint8_t *lap = (uint8_t *)(v + n), *reset = lap + n;
+    for (size_t k = 0; k < n; k++) {
+        x[k] = (float)r->x[k];
+        y[k] = (float)r->y[k];
+        v[k] = (float)r->v[k];
+        lap[k] = (uint8_t)(r->lap_of[k] > 255 ? 255 : r->lap_of[k]);
+        reset[k] = r->reset[k];
+    }
+    *len = n * TRACE_STEP_BYTES;
+    return b;
+}
+
+static int store(baton_league *l, const baton_league_entry *e, const baton_race_eval_result *r, int64_t *id,
+                 baton_err *err)
+{
+    static const char ins[] =
+        "INSERT INTO entries(alias, model_hash, track, format, completed, laps, best_lap_s, total_s, penalties_s,"
+        " resets, iteration, submitted_at, checkpoint) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)";
+    size_t blen = 0;
+    uint8_t *blob = trace_blob(r, &blen);
+    if (!blob) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    sqlite3_stmt *st = NULL;
+    int rc = BATON_OK;
+    if (sqlite3_exec(l->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
+        free(blob);
+        return db_fail(l, err, "cannot begin a transaction");
+    }
+    if (sqlite3_prepare_v2(l->db, ins, -1, &st, NULL) != SQLITE_OK) goto fail;
+    sqlite3_bind_text(st, 1, e->alias, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, e->model_hash, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, e->track, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 4, (int)e->format);
+    sqlite3_bind_int(st, 5, e->completed);
+    sqlite3_bind_int64(st, 6, e->laps);
+    sqlite3_bind_double(st, 7, e->best_lap_s);
+    sqlite3_bind_double(st, 8, e->total_s);
+    sqlite3_bind_double(st, 9, e->penalties_s);
+    sqlite3_bind_int64(st, 10, e->resets);
+    sqlite3_bind_int64(st, 11, (sqlite3_int64)e->iteration);
+    sqlite3_bind_double(st, 12, e->submitted_at);
+    sqlite3_bind_text(st, 13, r->checkpoint, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) != SQLITE_DONE) goto fail;
+    sqlite3_finalize(st);
+    *id = sqlite3_last_insert_rowid(l->db);
+    if (sqlite3_prepare_v2(l->db, "INSERT INTO laps(entry, lap, time_s, penalty_s, resets, steps) VALUES(?,?,?,?,?,?)", -1,
+                           &st, NULL) != SQLITE_OK)
+        goto fail;
+    for (size_t k = 0; k < r->nlaps; k++) {
+        sqlite3_reset(st);
+        sqlite3_bind_int64(st, 1, *id);
+        sqlite3_bind_int64(st, 2, (sqlite3_int64)k + 1);
+        sqlite3_bind_double(st, 3, r->laps[k].time_s);
+        sqlite3_bind_double(st, 4, r->laps[k].penalty_s);
+        sqlite3_bind_int64(st, 5, r->laps[k].resets);
+        sqlite3_bind_int64(st, 6, r->laps[k].steps);
+        if (sqlite3_step(st) != SQLITE_DONE) goto fail;
+    }
+    sqlite3_finalize(st);
+    if (sqlite3_prepare_v2(l->db, "INSERT INTO traces(entry, steps, data) VALUES(?,?,?)", -1, &st, NULL) != SQLITE_OK)
+        goto fail;
+    sqlite3_bind_int64(st, 1, *id);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64)r->n);
+    sqlite3_bind_blob64(st, 3, blob, blen, SQLITE_STATIC);
+    if (sqlite3_step(st) != SQLITE_DONE) goto fail;
+    sqlite3_finalize(st);
+    st = NULL;
+    if (sqlite3_exec(l->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) goto fail;
+    free(blob);
+    return BATON_OK;
+fail:
+    rc = db_fail(l, err, "cannot store the entry");
+    sqlite3_finalize(st);
+    sqlite3_exec(l->db, "ROLLBACK", NULL, NULL, NULL);
+    free(blob);
+    return rc;
+}
+
+int baton_league_submit(baton_league *l, const char *ckpt, const char *alias, const char *track,
+                        baton_league_format format, baton_league_entry *out, baton_err *err)
+{
+    if (baton_league_alias_check(alias, err)) return err->code;
+    if (!ckpt || !track) return baton_err_set(err, BATON_ERR_ARG, "a checkpoint and a track are required");
+    baton_race_eval_opts o;
+    baton_race_eval_opts_default(&o);   /* the league's rules, whatever the racer's defaults */
+    o.ckpt = ckpt;
+    o.track = track;
+    o.laps = BATON_LEAGUE_LAPS;
+    o.off_track_penalty_s = BATON_LEAGUE_PENALTY_S;
+    baton_race_eval_result r = {0};
+    int rc = baton_race_eval(&o, &r, err);
+    if (rc) {
+        baton_err_prefix(err, "evaluating %s", ckpt);
+        baton_race_eval_result_free(&r);
+        return rc;
+    }
+    baton_league_entry e = {0};
+    snprintf(e.alias, sizeof e.alias, "%s", alias);
+    snprintf(e.track, sizeof e.track, "%s", r.track_name);
+    e.format = format;
+    e.completed = r.completed;
+    e.laps = (uint32_t)r.nlaps;
+    e.best_lap_s = r.best_lap_s;
+    e.total_s = r.total_s;
+    e.penalties_s = r.penalties_s;
+    e.resets = r.resets;
+    e.iteration = r.iteration;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    e.submitted_at = (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+    if (!(rc = manifest_hash(r.checkpoint, e.model_hash, err))) rc = store(l, &e, &r, &e.id, err);
+    baton_race_eval_result_free(&r);
+    if (!rc && out) *out = e;
+    return rc;
+}
+
+/* ------------------------------------------------------------------ reading */
+static const char cols[] = "id, alias, model_hash, track, format, completed, laps, best_lap_s, total_s, penalties_s,"
+                           " resets, iteration, submitted_at";
+
+static void read_row(sqlite3_stmt *st, baton_league_entry *e)
+{
+    memset(e, 0, sizeof *e);
+    e->id = sqlite3_column_int64(st, 0);
+    snprintf(e->alias, sizeof e->alias, "%s", (const char *)sqlite3_column_text(st, 1));
+    snprintf(e->model_hash, sizeof e->model_hash, "%s", (const char *)sqlite3_column_text(st, 2));
+    snprintf(e->track, sizeof e->track, "%s", (const char *)sqlite3_column_text(st, 3));
+    e->format = sqlite3_column_int(st, 4) == BATON_LEAGUE_TOTAL ? BATON_LEAGUE_TOTAL : BATON_LEAGUE_TIME_TRIAL;
+    e->completed = sqlite3_column_int(st, 5) != 0;
+    e->laps = (uint32_t)sqlite3_column_int64(st, 6);
+    e->best_lap_s = sqlite3_column_double(st, 7);
+    e->total_s = sqlite3_column_double(st, 8);
+    e->penalties_s = sqlite3_column_double(st, 9);
+    e->resets = (uint32_t)sqlite3_column_int64(st, 10);
+    e->iteration = (uint64_t)sqlite3_column_int64(st, 11);
+    e->submitted_at = sqlite3_column_double(st, 12);
+}
+
+/* Run a SELECT of `cols` with up to two bound values (a format, a track) into a malloc'd array. */
+static int select_entries(baton_league *l, const char *where, int has_format, int format, const char *track,
+                          baton_league_entry **out, size_t *n, baton_err *err)
+{
+    char sql[512];
+    snprintf(sql, sizeof sql, "SELECT %s FROM entries %s", cols, where);
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(l->db, sql, -1, &st, NULL) != SQLITE_OK) return db_fail(l, err, "cannot read the entries");
+    int k = 1;
+    if (has_format) sqlite3_bind_int(st, k++, format);
+    if (track) sqlite3_bind_text(st, k++, track, -1, SQLITE_STATIC);
+    size_t cap = 16, cnt = 0;
+    baton_league_entry *e = malloc(cap * sizeof *e);
+    int rc = e ? SQLITE_ROW : SQLITE_NOMEM;
+    while (e && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (cnt == cap) {
+            baton_league_entry *g = realloc(e, 2 * cap * sizeof *e);
+            if (!g) {
+                rc = SQLITE_NOMEM;
+                break;
+            }
+            e = g;
+            cap *= 2;
+        }
+        read_row(st, &e[cnt++]);
+    }
+    if (rc != SQLITE_DONE) {
+        int r2 = rc == SQLITE_NOMEM ? baton_err_set(err, BATON_ERR_NOMEM, "out of memory")
+                                    : db_fail(l, err, "cannot read the entries");
+        sqlite3_finalize(st);
+        free(e);
+        return r2;
+    }
+    sqlite3_finalize(st);
+    *out = e;
+    *n = cnt;
+    return BATON_OK;
+}
+
+int baton_league_history(baton_league *l, baton_league_entry **out, size_t *n, baton_err *err)
+{
+    return select_entries(l, "ORDER BY id", 0, 0, NULL, out, n, err);
+}
+
+int baton_league_standings(baton_league *l, const char *track, baton_league_format f, baton_league_entry **out,
+                           size_t *n, baton_err *err)
+{
+    baton_league_entry *e;
+    size_t cnt;
+    int rc = select_entries(l, track ? "WHERE format = ? AND track = ? ORDER BY track, id" : "WHERE format = ? ORDER BY track, id",
+                            1, (int)f, track, &e, &cnt, err);
+    if (rc) return rc;
+    /* rank each track's run of rows; keep only the kept ones, tracks in name order */
+    size_t w = 0;
+    for (size_t a = 0; a < cnt;) {
+        size_t b = a;
+        while (b < cnt && !strcmp(e[b].track, e[a].track)) b++;
+        size_t kept;
+        baton_league_rank(e + a, b - a, f, &kept);
+        memmove(e + w, e + a, kept * sizeof *e);
+        w += kept;
+        a = b;
+    }
+    *out = e;
+    *n = w;
+    return BATON_OK;
+}
+
+int baton_league_trace(baton_league *l, int64_t id, size_t *n, float **x, float **y, float **v, uint8_t **lap,
+                       uint8_t **reset, baton_err *err)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(l->db, "SELECT steps, data FROM traces WHERE entry = ?", -1, &st, NULL) != SQLITE_OK)
+        return db_fail(l, err, "cannot read the trace");
+    sqlite3_bind_int64(st, 1, id);
+    int rc = sqlite3_step(st);
+    if (rc != SQLITE_ROW) {
+        rc = rc == SQLITE_DONE ? baton_err_set(err, BATON_ERR_NOTFOUND, "%s: no entry %lld", l->path, (long long)id)
+                               : db_fail(l, err, "cannot read the trace");
+        sqlite3_finalize(st);
+        return rc;
+    }
+    int64_t steps = sqlite3_column_int64(st, 0);
+    const void *data = sqlite3_column_blob(st, 1);
+    int64_t len = sqlite3_column_bytes(st, 1);
+    if (steps < 0 || steps > (1 << 26) || len != steps * TRACE_STEP_BYTES) {
+        sqlite3_finalize(st);
+        return baton_err_set(err, BATON_ERR_CORRUPT, "%s: entry %lld: the trace holds %lld bytes for %lld steps",
+                             l->path, (long long)id, (long long)len, (long long)steps);
+    }
+    uint8_t *b = malloc((size_t)len + 1);
+    if (!b) {
+        sqlite3_finalize(st);
+        return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    }
+    if (len) memcpy(b, data, (size_t)len);
+    sqlite3_finalize(st);
+    size_t m = (size_t)steps;
+    *n = m;
+    *x = (float *)b;
+    *y = *x + m;
+    *v = *y + m;
+    *lap = (uint8_t *)(*v + m);
+    *reset = *lap + m;
+    return BATON_OK;
+}

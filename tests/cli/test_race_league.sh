@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# test_race_league.sh — `baton race submit` and `baton race leaderboard` end to end: two sensor
+# models trained briefly, submitted under SQL- and HTML-special aliases (stored and shown
+# literally), the league's own evaluation (equal to `race eval` under its rules), standings in
+# rank order as a table and --json, one standing per alias with the history kept, the total
+# format; and bad input refused with a clear message and nothing stored: a `baton train`
+# checkpoint (another kind of model), a missing checkpoint, bad aliases and formats, a database of
+# another schema version and a damaged one (the file left byte for byte as it was).
+cd "$(dirname "$0")/../.." || exit 1
+. tests/cli/lib.sh
+export OMP_NUM_THREADS=1
+unset BATON_LEAGUE_DB
+json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1" 2>&1; }
+rows() { python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('SELECT count(*) FROM entries').fetchone()[0])" "$1"; }
+DB=$T/league.db
+M="--metadata docs/race-model/model_metadata.json --hyper docs/race-model/hyperparameters.json"
+A1="'; DROP TABLE entries;--"
+A2='<script>alert("x")</script> & co'
+
+check '"$BATON" race train --track oval $M --ckpt-dir "$T/m1" --episodes 600 --seed 1 --threads 1 --quiet >/dev/null' "train model 1"
+check '"$BATON" race train --track oval $M --ckpt-dir "$T/m2" --episodes 200 --seed 2 --threads 1 --quiet >/dev/null' "train model 2"
+
+check '"$BATON" race submit --ckpt "$T/m1" --alias "$A1" --track oval --db "$DB" --json >"$T/s1.json" 2>"$T/s1.err"' \
+    "submit model 1: $(cat "$T/s1.err" 2>/dev/null)"
+check '"$BATON" race submit --ckpt "$T/m2" --alias "$A2" --track oval --db "$DB" --json >"$T/s2.json" 2>"$T/s2.err"' \
+    "submit model 2: $(cat "$T/s2.err" 2>/dev/null)"
+check '[ "$(json "$T/s1.json" "d[\"alias\"]")" = "$A1" ] && [ "$(json "$T/s2.json" "d[\"alias\"]")" = "$A2" ]' "aliases stored literally"
+check '[ "$(json "$T/s1.json" "len(d[\"model_hash\"]) == 64 and d[\"id\"] == 1 and d[\"standing\"]")" = True ]' "entry 1: a SHA-256 and a standing"
+# the league's time is its own evaluation: race eval under the same rules gives the same laps
+"$BATON" race eval --ckpt "$T/m1" --track oval --json >"$T/e1.json"
+check '[ "$(json "$T/s1.json" "d[\"best_lap_s\"]")" = "$(json "$T/e1.json" "d[\"best_lap_s\"]")" ] && [ "$(json "$T/s1.json" "d[\"total_s\"]")" = "$(json "$T/e1.json" "d[\"total_s\"]")" ]' \
+    "the stored laps are race eval's"
+check '"$BATON" race leaderboard --db "$DB" --track oval --json >"$T/lb.json"' "leaderboard --json"
+check '[ "$(json "$T/lb.json" "[e[\"rank\"] for e in d[\"entries\"]]")" = "[1, 2]" ]' "two ranked entries"
+# rank order by the rule: completed first, more laps first, then the faster lap
+check '[ "$(json "$T/lb.json" "(lambda e: all((not a[\"completed\"], -a[\"laps\"], a[\"best_lap_s\"] if a[\"laps\"] else 0) <= (not b[\"completed\"], -b[\"laps\"], b[\"best_lap_s\"] if b[\"laps\"] else 0) for a, b in zip(e, e[1:])))(d[\"entries\"])")" = True ]' \
+    "rank order: $(cat "$T/lb.json")"
+check '"$BATON" race leaderboard --db "$DB" >"$T/lb.txt" && grep -qF -- "$A1" "$T/lb.txt" && grep -qF -- "$A2" "$T/lb.txt" && grep -q "^oval (time-trial)" "$T/lb.txt"' \
+    "leaderboard table: $(cat "$T/lb.txt" 2>/dev/null)"
+# the same alias again with the other model: history kept, one standing (its best)
+check '"$BATON" race submit --ckpt "$T/m2" --alias "$A1" --track oval --db "$DB" >"$T/s3.out"' "a second submission under one alias"
+"$BATON" race leaderboard --db "$DB" --json >"$T/lb2.json"
+check '[ "$(rows "$DB")" = 3 ] && [ "$(json "$T/lb2.json" "len(d[\"entries\"])")" = 2 ]' "three entries kept, two standings"
+check '[ "$(json "$T/lb2.json" "[e[\"id\"] for e in d[\"entries\"] if e[\"alias\"] == \"$A1\"][0] in (1, 3)")" = True ]' "the alias's best stands"
+# the total format is its own competition
+check '"$BATON" race submit --ckpt "$T/m1" --alias solo --track oval --format total --db "$DB" --json >"$T/s4.json"' "submit to the total format"
+check '[ "$(json "$T/s4.json" "d[\"format\"] == \"total\" and d[\"rank\"] == 1")" = True ]' "ranked alone in total: $(cat "$T/s4.json")"
+check '"$BATON" race leaderboard --db "$DB" --format total --json | grep -q "\"alias\":\"solo\""' "leaderboard --format total"
+
+# ---- bad input: clear errors, nothing stored
+check '"$BATON" pack --from fashion-mnist --split test --out "$T/fm" --shard-mb 1 --quiet >/dev/null && "$BATON" train --data "$T/fm" --model mlp --epochs 1 --max-steps 5 --batch 64 --threads 1 --quiet --ckpt-dir "$T/mlp" >/dev/null' \
+    "a baton train checkpoint"
+before=$(rows "$DB")
+expect_fail 1 "race submit: evaluating .*mlp" "$BATON" race submit --ckpt "$T/mlp" --alias x --track oval --db "$DB"
+expect_fail 1 "race submit: evaluating .*nowhere" "$BATON" race submit --ckpt "$T/nowhere" --alias x --track oval --db "$DB"
+expect_fail 2 "alias is 65 bytes; at most 64" "$BATON" race submit --ckpt "$T/m1" --alias "$(printf 'x%.0s' $(seq 65))" --track oval --db "$DB"
+expect_fail 2 "control character" "$BATON" race submit --ckpt "$T/m1" --alias "$(printf 'a\tb')" --track oval --db "$DB"
+expect_fail 2 "an alias is required" "$BATON" race submit --ckpt "$T/m1" --alias "" --track oval --db "$DB"
+expect_fail 2 "format 'sprint': time-trial or total" "$BATON" race submit --ckpt "$T/m1" --alias x --track oval --format sprint --db "$DB"
+expect_fail 2 "required" "$BATON" race submit --alias x --track oval --db "$DB"
+check '[ "$(rows "$DB")" = "$before" ]' "nothing stored by refused submissions"
+# a database of another schema version, and a damaged one: refused, the files unchanged
+cp "$DB" "$T/v2.db"
+python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA journal_mode=DELETE'); c.execute('PRAGMA user_version=2'); c.commit()" "$T/v2.db"
+sum=$(md5sum <"$T/v2.db")
+expect_fail 1 "v2.db: league schema version 2; this baton reads version 1" "$BATON" race leaderboard --db "$T/v2.db"
+expect_fail 1 "v2.db: league schema version 2" "$BATON" race submit --ckpt "$T/m1" --alias x --track oval --db "$T/v2.db"
+check '[ "$(md5sum <"$T/v2.db")" = "$sum" ]' "the other version's file unchanged"
+head -c 8192 /dev/urandom >"$T/bad.db"
+sum=$(md5sum <"$T/bad.db")
+expect_fail 1 "bad.db: not a league database SQLite can read" "$BATON" race leaderboard --db "$T/bad.db"
+check '[ "$(md5sum <"$T/bad.db")" = "$sum" ]' "the damaged file unchanged"
+check 'BATON_LEAGUE_DB="$T/env.db" "$BATON" race leaderboard | grep -q "^no entries"' "an empty league from \$BATON_LEAGUE_DB"
+finish

@@ -1,0 +1,219 @@
+/* test_race_league.c — the league (race_league.h): the ranking rule on constructed results
+ * (penalties in the lap, incomplete runs after complete ones, more laps first, the total format,
+ * ties to the earlier submission then the lower id, one standing per alias, the same standings for
+ * every order the rows come in); aliases (SQL- and HTML-special ones stored literally, empty,
+ * too long, control characters and broken UTF-8 refused); the database's invariants (created with
+ * its id and version; another version, another application's file, bytes SQLite cannot read and a
+ * folder each refused by name, the file left as it was); and a real submission: a model trained
+ * briefly, evaluated, stored with its trace, read back; a failed one stores nothing. */
+#include "baton/race_league.h"
+#include "check.h"
+
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char tmp[] = "/tmp/baton-test-league-XXXXXX";
+
+static char *path_in(const char *name)
+{
+    static char p[16][512];
+    static int k;
+    char *o = p[k++ % 16];
+    snprintf(o, 512, "%s/%s", tmp, name);
+    return o;
+}
+
+static baton_league_entry mk(int64_t id, const char *alias, int completed, uint32_t laps, double best, double total,
+                             double at)
+{
+    baton_league_entry e = {0};
+    e.id = id;
+    snprintf(e.alias, sizeof e.alias, "%s", alias);
+    snprintf(e.track, sizeof e.track, "oval");
+    e.completed = completed, e.laps = laps, e.best_lap_s = best, e.total_s = total, e.submitted_at = at;
+    return e;
+}
+
+static void test_rank(void)
+{
+    /* a lap with a 5 s penalty (12.1 s) loses to a clean slower one (8.5 s): the stored lap holds it */
+    baton_league_entry e[] = {
+        mk(1, "pen", 1, 3, 12.1, 30.0, 100), mk(2, "clean", 1, 3, 8.5, 27.0, 101),
+        mk(3, "dnf-fast", 0, 2, 6.0, 40.0, 99),   /* faster lap but did not finish: after every finisher */
+        mk(4, "dnf-one", 0, 1, 5.0, 50.0, 98),    /* fewer laps: after dnf-fast */
+        mk(5, "tie-late", 1, 3, 8.5, 26.0, 102),  /* same best lap as clean, submitted later */
+        mk(6, "zero", 0, 0, 0.0, 60.0, 97),       /* no lap: last, its 0 s never counts as fast */
+    };
+    size_t n = sizeof e / sizeof e[0], kept;
+    baton_league_rank(e, n, BATON_LEAGUE_TIME_TRIAL, &kept);
+    const char *want[] = {"clean", "tie-late", "pen", "dnf-fast", "dnf-one", "zero"};
+    CHECK(kept == n);
+    for (size_t i = 0; i < n; i++) CHECK_MSG(!strcmp(e[i].alias, want[i]) && e[i].rank == i + 1, "rank %zu: %s", i, e[i].alias);
+    /* the total format: by the laps' total, so tie-late (26.0) before clean (27.0) */
+    baton_league_rank(e, n, BATON_LEAGUE_TOTAL, &kept);
+    const char *want_total[] = {"tie-late", "clean", "pen", "dnf-fast", "dnf-one", "zero"};
+    for (size_t i = 0; i < n; i++) CHECK_MSG(!strcmp(e[i].alias, want_total[i]), "total %zu: %s", i, e[i].alias);
+    /* an exact tie in time and submission: the lower id */
+    baton_league_entry t[] = {mk(9, "b", 1, 3, 7.0, 21.0, 5), mk(8, "a", 1, 3, 7.0, 21.0, 5)};
+    baton_league_rank(t, 2, BATON_LEAGUE_TIME_TRIAL, &kept);
+    CHECK(t[0].id == 8 && t[1].id == 9);
+    CHECK(baton_league_compare(&t[0], &t[0], BATON_LEAGUE_TIME_TRIAL) == 0);
+    /* one standing per alias: its best; the others after, unranked, in rank order */
+    baton_league_entry h[] = {mk(1, "ann", 1, 3, 9.0, 28.0, 1), mk(2, "bob", 1, 3, 8.0, 25.0, 2),
+                              mk(3, "ann", 1, 3, 7.5, 23.0, 3), mk(4, "bob", 0, 1, 6.0, 40.0, 4),
+                              mk(5, "ann", 1, 3, 7.9, 24.0, 5)};
+    baton_league_rank(h, 5, BATON_LEAGUE_TIME_TRIAL, &kept);
+    CHECK(kept == 2 && h[0].id == 3 && h[0].rank == 1 && h[1].id == 2 && h[1].rank == 2);
+    CHECK(h[2].id == 5 && h[3].id == 1 && h[4].id == 4 && h[2].rank == 0 && h[4].rank == 0);
+    /* every order of the rows gives the same standings */
+    baton_league_entry base[5];
+    memcpy(base, h, sizeof base);
+    srand(7);
+    for (int trial = 0; trial < 200; trial++) {
+        baton_league_entry s[5];
+        memcpy(s, base, sizeof s);
+        for (int i = 4; i > 0; i--) {
+            int j = rand() % (i + 1);
+            baton_league_entry x = s[i];
+            s[i] = s[j], s[j] = x;
+        }
+        size_t k2;
+        baton_league_rank(s, 5, BATON_LEAGUE_TIME_TRIAL, &k2);
+        int same = k2 == kept;
+        for (int i = 0; i < 5 && same; i++) same = s[i].id == base[i].id;
+        CHECK(same);
+    }
+}
+
+static void test_alias(void)
+{
+    baton_err err = {0};
+    CHECK(baton_league_alias_check("'; DROP TABLE entries;--", &err) == BATON_OK);
+    CHECK(baton_league_alias_check("<script>alert(1)</script>", &err) == BATON_OK);
+    CHECK(baton_league_alias_check("Zo\xc3\xab \xf0\x9f\x8f\x8e", &err) == BATON_OK);
+    CHECK(baton_league_alias_check("", &err) == BATON_ERR_USAGE && strstr(err.msg, "required"));
+    char longer[80];
+    memset(longer, 'x', 65), longer[65] = 0;
+    CHECK(baton_league_alias_check(longer, &err) == BATON_ERR_USAGE && strstr(err.msg, "65 bytes"));
+    longer[64] = 0;
+    CHECK(baton_league_alias_check(longer, &err) == BATON_OK);
+    CHECK(baton_league_alias_check("tab\there", &err) == BATON_ERR_USAGE && strstr(err.msg, "control character (0x09) at byte 3"));
+    CHECK(baton_league_alias_check("bad\xc3", &err) == BATON_ERR_USAGE && strstr(err.msg, "not UTF-8 at byte 3"));
+    CHECK(baton_league_alias_check("\xc0\xaf", &err) == BATON_ERR_USAGE && strstr(err.msg, "not UTF-8"));
+    baton_league_format f;
+    CHECK(baton_league_format_parse("total", &f, &err) == BATON_OK && f == BATON_LEAGUE_TOTAL);
+    CHECK(baton_league_format_parse("sprint", &f, &err) == BATON_ERR_USAGE && strstr(err.msg, "time-trial or total"));
+}
+
+static int file_is(const char *path, const void *bytes, size_t n)
+{
+    uint8_t *b = NULL;
+    size_t len = 0;
+    baton_err err = {0};
+    int same = baton_file_read_all(path, 1 << 20, &b, &len, &err) == BATON_OK && len == n && !memcmp(b, bytes, n);
+    free(b);
+    return same;
+}
+
+static void test_db_files(void)
+{
+    baton_err err = {0};
+    baton_league *l;
+    const char *p = path_in("new.db");
+    CHECK(baton_league_open(p, &l, &err) == BATON_OK);
+    baton_league_entry *e = NULL;
+    size_t n = 9;
+    CHECK(baton_league_standings(l, NULL, BATON_LEAGUE_TIME_TRIAL, &e, &n, &err) == BATON_OK && n == 0);
+    free(e);
+    baton_league_close(l);
+    CHECK(baton_league_open(p, &l, &err) == BATON_OK);   /* reopened: the same file is fine */
+    baton_league_close(l);
+    /* another schema version */
+    sqlite3 *db;
+    CHECK(sqlite3_open(p, &db) == SQLITE_OK && sqlite3_exec(db, "PRAGMA user_version=2", NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(db);
+    CHECK(baton_league_open(p, &l, &err) == BATON_ERR_FORMAT && strstr(err.msg, "schema version 2") && strstr(err.msg, p));
+    /* another application's database (its tables left alone) */
+    const char *q = path_in("other.db");
+    CHECK(sqlite3_open(q, &db) == SQLITE_OK && sqlite3_exec(db, "CREATE TABLE jobs(x)", NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(db);
+    CHECK(baton_league_open(q, &l, &err) == BATON_ERR_FORMAT && strstr(err.msg, "not a league database (application_id"));
+    CHECK(sqlite3_open(q, &db) == SQLITE_OK);
+    sqlite3_stmt *st;
+    CHECK(sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master", -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW &&
+          sqlite3_column_int(st, 0) == 1);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    /* bytes SQLite cannot read: refused, the file untouched */
+    const char *g = path_in("garbage.db");
+    char junk[4096];
+    for (size_t i = 0; i < sizeof junk; i++) junk[i] = (char)(i * 131 + 7);
+    CHECK(baton_file_write_atomic(g, junk, sizeof junk, &err) == BATON_OK);
+    CHECK(baton_league_open(g, &l, &err) == BATON_ERR_CORRUPT && strstr(err.msg, "not a league database SQLite can read") &&
+          strstr(err.msg, g));
+    CHECK(file_is(g, junk, sizeof junk));
+    /* a folder */
+    CHECK(baton_league_open(tmp, &l, &err) == BATON_ERR_ARG && strstr(err.msg, "not a regular file"));
+}
+
+static void test_submit(void)
+{
+    baton_err err = {0};
+    baton_race_train_opts o;
+    baton_race_train_opts_default(&o);
+    o.track = "oval";
+    o.obs = BATON_RACE_OBS_SENSOR, o.obs_set = 1;
+    o.ckpt_dir = path_in("model");
+    o.episodes = 100;
+    o.seed = 3, o.seed_set = 1;
+    baton_race_train_result tr;
+    CHECK_MSG(baton_race_train(&o, &tr, &err) == BATON_OK, "train: %s", err.msg);
+    baton_league *l;
+    CHECK(baton_league_open(path_in("sub.db"), &l, &err) == BATON_OK);
+    baton_league_entry e;
+    const char *alias = "<b>'; DROP TABLE entries;--";
+    CHECK_MSG(baton_league_submit(l, o.ckpt_dir, alias, "oval", BATON_LEAGUE_TIME_TRIAL, &e, &err) == BATON_OK, "%s", err.msg);
+    CHECK(e.id == 1 && !strcmp(e.alias, alias) && !strcmp(e.track, "oval") && strlen(e.model_hash) == 64 && e.iteration == 5);
+    /* the stored drive is the league's own evaluation under its rules */
+    baton_race_eval_opts eo;
+    baton_race_eval_opts_default(&eo);
+    eo.ckpt = o.ckpt_dir, eo.track = "oval";
+    baton_race_eval_result r;
+    CHECK(baton_race_eval(&eo, &r, &err) == BATON_OK);
+    CHECK(r.best_lap_s == e.best_lap_s && r.total_s == e.total_s && r.resets == e.resets && r.nlaps == e.laps);
+    size_t n;
+    float *x, *y, *v;
+    uint8_t *lap, *reset;
+    CHECK(baton_league_trace(l, e.id, &n, &x, &y, &v, &lap, &reset, &err) == BATON_OK && n == r.n && n > 0);
+    int same = 1;
+    for (size_t k = 0; k < n && same; k++)
+        same = x[k] == (float)r.x[k] && y[k] == (float)r.y[k] && v[k] == (float)r.v[k] && lap[k] == r.lap_of[k] &&
+               reset[k] == r.reset[k];
+    CHECK(same);
+    free(x);
+    baton_race_eval_result_free(&r);
+    CHECK(baton_league_trace(l, 99, &n, &x, &y, &v, &lap, &reset, &err) == BATON_ERR_NOTFOUND && strstr(err.msg, "no entry 99"));
+    /* failures store nothing */
+    CHECK(baton_league_submit(l, path_in("nothing-here"), "x", "oval", BATON_LEAGUE_TIME_TRIAL, &e, &err) != BATON_OK &&
+          strstr(err.msg, "nothing-here"));
+    CHECK(baton_league_submit(l, o.ckpt_dir, "x", "no-such-track", BATON_LEAGUE_TIME_TRIAL, &e, &err) != BATON_OK);
+    CHECK(baton_league_submit(l, o.ckpt_dir, "", "oval", BATON_LEAGUE_TIME_TRIAL, &e, &err) == BATON_ERR_USAGE);
+    baton_league_entry *h;
+    CHECK(baton_league_history(l, &h, &n, &err) == BATON_OK && n == 1 && !strcmp(h[0].alias, alias));
+    free(h);
+    baton_league_close(l);
+}
+
+int main(void)
+{
+    CHECK(mkdtemp(tmp) != NULL);
+    test_rank();
+    test_alias();
+    test_db_files();
+    test_submit();
+    baton_remove_tree(tmp);
+    CHECK_DONE();
+}
