@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # test_fleet_race.sh — race training on a local spot fleet, from the documented job file
 # docs/race-train.yaml (its command, volume seed and market; the budget cut from 15 minutes to
-# 4,000 episodes = 200 iterations, a checkpoint every 10 iterations, and an interruption schedule
+# 2,000 episodes = 100 iterations, a checkpoint every 10 iterations, and an interruption schedule
 # added), time-scaled x60:
-#   - three interruptions (two with a notice, one without): the job completes; each interruption
+#   - three interruptions (two with a notice, one without), each after 15 iterations: the job completes; each interruption
 #     with notice loses no iteration, the one without at most one checkpoint interval; the
 #     trainers that got a notice exit 75 after a checkpoint;
 #   - the final policy, value network and both optimizers are byte-identical to an uninterrupted
@@ -13,17 +13,17 @@ cd "$(dirname "$0")/../.." || exit 1
 export OMP_NUM_THREADS=1 BATON_LOG=warn
 S=$T/state
 json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
-BUDGET="--episodes 4000 --ckpt-every-steps 10"
+BUDGET="--episodes 2000 --ckpt-every-steps 10"
 
 check '"$BATON" race train --track oval --metadata docs/race-model/model_metadata.json --hyper docs/race-model/hyperparameters.json \
     --ckpt-dir "$T/ref" $BUDGET --threads 1 --quiet --no-notice >/dev/null' "uninterrupted reference run"
-check '[ -f "$T/ref/ckpt-000000200/model.safetensors" ]' "the reference ends at iteration 200"
+check '[ -f "$T/ref/ckpt-000000100/model.safetensors" ]' "the reference ends at iteration 100"
 
 # the documented job: its budget and the interruptions changed, its seed folder named absolutely
 sed -e "s|--minutes 15|$BUDGET|" -e "s|seed: ./race-model|seed: $PWD/docs/race-model|" \
-    -e 's|^  notice: 2m|  notice: 2m\n  launch_delay: 20s\n  capacity_cooldown: 2m\n  interruptions:\n    - {after_steps: 30}\n    - {after_steps: 30, notice: 0}\n    - {after_steps: 30}|' \
+    -e 's|^  notice: 2m|  notice: 2m\n  launch_delay: 20s\n  capacity_cooldown: 2m\n  interruptions:\n    - {after_steps: 15}\n    - {after_steps: 15, notice: 0}\n    - {after_steps: 15}|' \
     docs/race-train.yaml >"$T/race.yaml"
-check 'grep -q "episodes 4000" "$T/race.yaml" && grep -q "after_steps: 30, notice: 0" "$T/race.yaml"' "the job file was adapted"
+check 'grep -q "episodes 2000" "$T/race.yaml" && grep -q "after_steps: 15, notice: 0" "$T/race.yaml"' "the job file was adapted"
 check '"$BATON" fleet check "$T/race.yaml" >/dev/null' "the adapted job file checks"
 check '"$BATON" fleet run "$T/race.yaml" --state "$S" >"$T/run.out" 2>"$T/run.err"' "race training on the fleet completes: $(tail -n 3 "$T/run.err" 2>/dev/null)"
 "$BATON" fleet status race-oval --state "$S" --json >"$T/st.json"
@@ -33,11 +33,11 @@ check '[ "$(json "$T/st.json" "d[\"totals\"][\"interruptions_with_notice\"], d[\
 check '[ "$(json "$T/st.json" "d[\"totals\"][\"max_lost_steps_with_notice\"]")" = 0 ]' "no iteration lost on an interruption with notice"
 check '[ "$(json "$T/st.json" "d[\"totals\"][\"max_lost_steps_without_notice\"]")" -le 10 ]' "at most one checkpoint interval lost without notice"
 check '[ "$(json "$T/st.json" "sum(1 for i in d[\"instances\"] if i[\"exit_code\"] == 75)")" = 2 ]' "two trainers exited 75 after a checkpoint"
-check 'cmp -s "$T/ref/ckpt-000000200/model.safetensors" "$V/ckpt/ckpt-000000200/model.safetensors"' \
+check 'cmp -s "$T/ref/ckpt-000000100/model.safetensors" "$V/ckpt/ckpt-000000100/model.safetensors"' \
     "final networks byte-identical to the uninterrupted run"
-check 'cmp -s "$T/ref/ckpt-000000200/optim.safetensors" "$V/ckpt/ckpt-000000200/optim.safetensors"' "both optimizers too"
+check 'cmp -s "$T/ref/ckpt-000000100/optim.safetensors" "$V/ckpt/ckpt-000000100/optim.safetensors"' "both optimizers too"
 check '"$BATON" ckpt verify "$V/ckpt" >/dev/null' "the volume's checkpoints verify"
-check '[ "$(tail -n +2 "$V/logs/train.csv" | cut -d, -f1 | sort -un | wc -l)" = 200 ] && [ "$(tail -n +2 "$V/logs/train.csv" | wc -l)" = 200 ]' \
-    "the log on the volume has each of the 200 iterations once"
+check '[ "$(tail -n +2 "$V/logs/train.csv" | cut -d, -f1 | sort -un | wc -l)" = 100 ] && [ "$(tail -n +2 "$V/logs/train.csv" | wc -l)" = 100 ]' \
+    "the log on the volume has each of the 100 iterations once"
 json "$T/st.json" '"\n".join("%s %s %s->%s checkpoint %s lost %s" % (i["name"], i.get("interruption", ""), i["resumed_step"], i["reached_step"], i.get("checkpoint_step"), i["lost_steps"]) for i in d["instances"])' >&2 || true
 finish
