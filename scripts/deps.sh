@@ -26,6 +26,7 @@ test=(clang libclang-rt-14-dev dataset-fashion-mnist python3 curl iproute2 bc
 test+=(librsvg2-bin fonts-dejavu-core)                       # charts: rendered and measured in tests
 test+=(slurmctld slurmd slurm-client munge python3-botocore)   # fleet backends: one-node Slurm, AWS models
 test+=(libpython3-dev)   # race: DeepRacer's Python reward functions in an embedded CPython
+test+=(chromium)         # race: the league's page loaded in a headless browser
 
 bench=(python3-torch python3-numpy python3-pil libopenblas0-openmp s3fs)
 

@@ -507,5 +507,9 @@ typedef struct baton_race_svg_line {
 } baton_race_svg_line;
 int baton_race_svg(const char *path, const baton_race_track *t, const char *title,
                    const baton_race_svg_line *lines, size_t nlines, baton_err *err);
+/* The same picture appended to b. Its root carries the
+ * world-to-picture map: px = data-left + (x - data-x0) * data-scale, py = data-top + (data-y1 - y) * data-scale. */
+void baton_race_svg_buf(baton_buf *b, const baton_race_track *t, const char *title,
+                        const baton_race_svg_line *lines, size_t nlines);
 
 #endif

@@ -41,6 +41,7 @@ typedef struct baton_league_entry {
     char alias[BATON_LEAGUE_ALIAS_MAX + 1];
     char model_hash[65];       /* SHA-256 of the evaluated checkpoint's MANIFEST, hex */
     char track[256];           /* the track's name (a built-in's, or the .npy's stem) */
+    char track_path[1024];     /* how to load it: a built-in's name, or the .npy's absolute path */
     baton_league_format format;
     int completed;             /* all laps driven */
     uint32_t laps;             /* laps completed */
@@ -78,6 +79,18 @@ void baton_league_rank(baton_league_entry *e, size_t n, baton_league_format f, s
  * *out malloc'd, *n entries, ranks set. */
 int baton_league_standings(baton_league *l, const char *track, baton_league_format f,
                            baton_league_entry **out, size_t *n, baton_err *err);
+/* The tracks with entries, by name: how many entries and aliases, how to load the track. */
+typedef struct baton_league_track {
+    char track[256];
+    char track_path[1024];
+    size_t entries, aliases;
+} baton_league_track;
+int baton_league_tracks(baton_league *l, baton_league_track **out, size_t *n, baton_err *err);
+
+/* An entry as JSON (cJSON object: rank when set, id, alias, track, format, completed, laps,
+ * best_lap_s, total_s, penalties_s, resets, iteration, model_hash, submitted_at). */
+struct cJSON *baton_league_entry_json(const baton_league_entry *e);
+
 /* Every submission, oldest first (the history). */
 int baton_league_history(baton_league *l, baton_league_entry **out, size_t *n, baton_err *err);
 
@@ -85,5 +98,16 @@ int baton_league_history(baton_league *l, baton_league_entry **out, size_t *n, b
  * of each step and 1 where the car was reset after it. */
 int baton_league_trace(baton_league *l, int64_t id, size_t *n, float **x, float **y, float **v,
                        uint8_t **lap, uint8_t **reset, baton_err *err);
+
+/* ---------------------------------------------------------------- the page (league_web.c) */
+/* `baton race serve`: the league over HTTP (libmicrohttpd, one thread): GET / (the tracks),
+ * GET /track/NAME (its standings, the track with its racing line, a replay of any entry's drive;
+ * no external scripts or fonts), GET /api/tracks, GET /api/leaderboard?track=T[&format=F],
+ * GET /api/entries/ID/trace. Read-only; every alias escaped where it is shown. */
+typedef struct baton_league_server baton_league_server;
+int baton_league_serve_start(const char *db_path, const char *listen, int allow_remote, baton_league_server **out,
+                             baton_err *err);
+const char *baton_league_serve_url(const baton_league_server *s);
+void baton_league_serve_stop(baton_league_server *s);
 
 #endif

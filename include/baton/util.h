@@ -159,6 +159,11 @@ void baton_progress_update(baton_progress *p, uint64_t done);   /* redraws at mo
 void baton_progress_finish(baton_progress *p);
 
 /* ---- SVG line charts (a browser opens them; no dependencies) ---- */
+/* A listening TCP socket on "HOST:PORT" or "[V6]:PORT" (port 0: a free one; src/util/net.c): -1 and err
+ * when the address is malformed, not loopback and allow_remote is 0, or cannot be bound. url gets
+ * "http://HOST:PORT" as bound, *port the port, *v6 whether it is IPv6. */
+int baton_net_listen(const char *spec, int allow_remote, char *url, size_t ucap, int *port, int *v6, baton_err *err);
+
 /* SVG text: append s (NULL: nothing) with <, >, & and " escaped for text and attributes; append
  * printf-formatted text (at most 1023 bytes per call); the width in pixels s takes in the charts'
  * sans-serif face (DejaVu Sans, what librsvg and browsers on Debian draw) at size px, by character

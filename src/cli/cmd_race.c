@@ -251,7 +251,7 @@ int cmd_race(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         FILE *f = argc < 2 ? stderr : stdout;
-        fprintf(f, "usage: baton race track|drive|limit|train|eval|submit|leaderboard ...\n"
+        fprintf(f, "usage: baton race track|drive|limit|train|eval|submit|leaderboard|serve ...\n"
                    "  track NAME|PATH [--json] [--svg FILE]   a track's length, widths, turns (built-in: oval, technical)\n"
                    "  drive TRACK [--policy centerline|CKPT] [--reward FILE|NAME] [--frames DIR] [--svg FILE] [--json]\n"
                    "  limit TRACK [--json] [--svg FILE]       the fastest lap the car can drive, and the centre line's\n"
@@ -260,7 +260,8 @@ int cmd_race(int argc, char **argv)
                    "  eval --ckpt DIR [--track T] [--laps 3] [--json] [--trace F] [--svg F]   a time trial of a trained model\n"
                    "  submit --ckpt DIR --alias NAME --track T [--format time-trial|total] [--db FILE] [--json]\n"
                    "                                          the league evaluates a model under its rules and stores it\n"
-                   "  leaderboard [--track T] [--format time-trial|total] [--db FILE] [--json]   the standings\n");
+                   "  leaderboard [--track T] [--format time-trial|total] [--db FILE] [--json]   the standings\n"
+                   "  serve [--listen HOST:PORT] [--db FILE]  the league's page (standings, track, replays) and JSON API\n");
         return argc < 2 ? CLI_USAGE : CLI_OK;
     }
     if (!strcmp(argv[1], "track")) return do_track(argc - 1, argv + 1);
@@ -270,6 +271,7 @@ int cmd_race(int argc, char **argv)
     if (!strcmp(argv[1], "eval")) return cli_race_eval(argc - 1, argv + 1);
     if (!strcmp(argv[1], "submit")) return cli_race_submit(argc - 1, argv + 1);
     if (!strcmp(argv[1], "leaderboard")) return cli_race_leaderboard(argc - 1, argv + 1);
-    fprintf(stderr, "baton race: unknown action '%s' (track, drive, limit, train, eval, submit, leaderboard)\n", argv[1]);
+    if (!strcmp(argv[1], "serve")) return cli_race_serve(argc - 1, argv + 1);
+    fprintf(stderr, "baton race: unknown action '%s' (track, drive, limit, train, eval, submit, leaderboard, serve)\n", argv[1]);
     return CLI_USAGE;
 }

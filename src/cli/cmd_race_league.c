@@ -1,11 +1,14 @@
 /* cmd_race_league.c — `baton race submit` (a model evaluated by the league under its fixed rules
- * and stored) and `baton race leaderboard` (the standings: table or --json). The database is
+ * and stored), `baton race leaderboard` (the standings: table or --json) and `baton race serve`
+ * (the league's page and JSON API until SIGINT or SIGTERM). The database is
  * --db, else $BATON_LEAGUE_DB, else league.db in the current folder. */
 #include "cli.h"
 
 #include "baton/race_league.h"
 
 #include <cjson/cJSON.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,26 +18,6 @@ static const char *db_path(const char *given)
 {
     const char *env = getenv("BATON_LEAGUE_DB");
     return given ? given : env && *env ? env : "league.db";
-}
-
-static cJSON *entry_json(const baton_league_entry *e)
-{
-    cJSON *j = cJSON_CreateObject();
-    if (e->rank) cJSON_AddNumberToObject(j, "rank", e->rank);
-    cJSON_AddNumberToObject(j, "id", (double)e->id);
-    cJSON_AddStringToObject(j, "alias", e->alias);
-    cJSON_AddStringToObject(j, "track", e->track);
-    cJSON_AddStringToObject(j, "format", baton_league_format_name(e->format));
-    cJSON_AddBoolToObject(j, "completed", e->completed);
-    cJSON_AddNumberToObject(j, "laps", e->laps);
-    cJSON_AddNumberToObject(j, "best_lap_s", e->best_lap_s);
-    cJSON_AddNumberToObject(j, "total_s", e->total_s);
-    cJSON_AddNumberToObject(j, "penalties_s", e->penalties_s);
-    cJSON_AddNumberToObject(j, "resets", e->resets);
-    cJSON_AddNumberToObject(j, "iteration", (double)e->iteration);
-    cJSON_AddStringToObject(j, "model_hash", e->model_hash);
-    cJSON_AddNumberToObject(j, "submitted_at", e->submitted_at);
-    return j;
 }
 
 static int print_json(cJSON *j)
@@ -93,7 +76,7 @@ int cli_race_submit(int argc, char **argv)
     }
     int rc = CLI_OK;
     if (json) {
-        cJSON *j = entry_json(&e);
+        cJSON *j = baton_league_entry_json(&e);
         if (rank) cJSON_AddNumberToObject(j, "rank", rank);
         cJSON_AddBoolToObject(j, "standing", rank != 0);
         cJSON_AddNumberToObject(j, "entries", (double)n);
@@ -139,7 +122,7 @@ int cli_race_leaderboard(int argc, char **argv)
         cJSON *j = cJSON_CreateObject();
         cJSON_AddStringToObject(j, "format", baton_league_format_name(f));
         cJSON *a = cJSON_AddArrayToObject(j, "entries");
-        for (size_t i = 0; i < n; i++) cJSON_AddItemToArray(a, entry_json(&e[i]));
+        for (size_t i = 0; i < n; i++) cJSON_AddItemToArray(a, baton_league_entry_json(&e[i]));
         free(e);
         return print_json(j);
     }
@@ -158,5 +141,37 @@ int cli_race_leaderboard(int argc, char **argv)
                e[i].resets, e[i].laps, when, e[i].model_hash);
     }
     free(e);
+    return CLI_OK;
+}
+
+int cli_race_serve(int argc, char **argv)
+{
+    const char *listen = "127.0.0.1:8080", *db = NULL;
+    int remote = 0;
+    const struct cli_opt opts[] = {
+        {"listen", CLI_STR, &listen, "HOST:PORT to serve on (default 127.0.0.1:8080; port 0: any free one)"},
+        {"db", CLI_STR, &db, "the league database (default $BATON_LEAGUE_DB, else league.db)"},
+        {"allow-remote", CLI_FLAG, &remote, "serve on an address other than loopback"},
+        {0},
+    };
+    const char *pos[1];
+    int npos, help;
+    if (cli_parse("race serve", "[--listen HOST:PORT] [--db FILE] [--allow-remote]", opts, argc, argv, pos, 0, &npos, &help))
+        return help ? CLI_OK : CLI_USAGE;
+    /* the signals are taken by sigwait below: block them before the server's thread starts */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    baton_league_server *s;
+    baton_err err = {0};
+    if (baton_league_serve_start(db_path(db), listen, remote, &s, &err)) return cli_fail("race serve", &err);
+    printf("%s\n", baton_league_serve_url(s));
+    fflush(stdout);
+    baton_log(BATON_LOG_INFO, "race serve: the league of %s at %s (Ctrl-C stops)", db_path(db), baton_league_serve_url(s));
+    int sig = 0;
+    sigwait(&set, &sig);
+    baton_league_serve_stop(s);
     return CLI_OK;
 }

@@ -348,74 +348,6 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 }
 
 /* ---------------------------------------------------------------- life cycle */
-static int is_loopback(const struct sockaddr *sa)
-{
-    if (sa->sa_family == AF_INET)
-        return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
-    if (sa->sa_family == AF_INET6) {
-        const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
-        if (IN6_IS_ADDR_LOOPBACK(a)) return 1;
-        if (IN6_IS_ADDR_V4MAPPED(a)) return a->s6_addr[12] == 127;
-    }
-    return 0;
-}
-
-/* Bind "HOST:PORT" / "[V6]:PORT"; returns the listening socket or -1 (err filled). */
-static int bind_listen(const char *spec, int allow_remote, char *url, size_t ucap, int *port, int *v6, baton_err *err)
-{
-    char host[256], serv[16];
-    const char *colon = strrchr(spec, ':');
-    if (!colon || !colon[1] || strlen(colon + 1) >= sizeof serv)
-        return baton_err_set(err, BATON_ERR_USAGE, "listen address '%s': expected HOST:PORT", spec), -1;
-    size_t hl = (size_t)(colon - spec);
-    const char *h = spec;
-    if (hl >= 2 && spec[0] == '[' && spec[hl - 1] == ']') {
-        h++;
-        hl -= 2;
-    }
-    if (hl == 0 || hl >= sizeof host)
-        return baton_err_set(err, BATON_ERR_USAGE, "listen address '%s': expected HOST:PORT", spec), -1;
-    memcpy(host, h, hl);
-    host[hl] = 0;
-    snprintf(serv, sizeof serv, "%s", colon + 1);
-    char *end;
-    long pn = strtol(serv, &end, 10);
-    if (*end || pn < 0 || pn > 65535)
-        return baton_err_set(err, BATON_ERR_USAGE, "listen address '%s': port must be 0..65535", spec), -1;
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV}, *ai;
-    int grc = getaddrinfo(host, serv, &hints, &ai);
-    if (grc) return baton_err_set(err, BATON_ERR_USAGE, "listen address '%s': %s", spec, gai_strerror(grc)), -1;
-    if (!allow_remote && !is_loopback(ai->ai_addr)) {
-        freeaddrinfo(ai);
-        baton_err_set(err, BATON_ERR_ARG,
-                      "listen address '%s' is not a loopback address (allow it explicitly to serve other machines)",
-                      spec);
-        return -1;
-    }
-    int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, 0), one = 1;
-    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) ||
-        bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 64)) {
-        int e = errno;
-        if (fd >= 0) close(fd);
-        freeaddrinfo(ai);
-        return baton_err_set(err, BATON_ERR_IO, "listen on %s: %s", spec, strerror(e)), -1;
-    }
-    *v6 = ai->ai_family == AF_INET6;
-    freeaddrinfo(ai);
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof ss;
-    char num[INET6_ADDRSTRLEN + 1] = "";
-    if (getsockname(fd, (struct sockaddr *)&ss, &sl) ||
-        getnameinfo((struct sockaddr *)&ss, sl, num, sizeof num, serv, sizeof serv, NI_NUMERICHOST | NI_NUMERICSERV)) {
-        int e = errno;
-        close(fd);
-        return baton_err_set(err, BATON_ERR_IO, "listen on %s: getsockname: %s", spec, strerror(e)), -1;
-    }
-    *port = atoi(serv);
-    snprintf(url, ucap, *v6 ? "http://[%s]:%d" : "http://%s:%d", num, *port);
-    return fd;
-}
-
 int baton_imds_start(const baton_imds_opts *o, baton_imds **out, baton_err *err)
 {
     *out = NULL;
@@ -458,8 +390,8 @@ int baton_imds_start(const baton_imds_opts *o, baton_imds **out, baton_err *err)
     if (o->rebalance_after >= 0) m->rebal_at = m->rebal_time = now + o->rebalance_after;
 
     int v6 = 0;
-    int fd = bind_listen(o->listen ? o->listen : "127.0.0.1:0", o->allow_remote, m->url, sizeof m->url, &m->port,
-                         &v6, err);
+    int fd = baton_net_listen(o->listen ? o->listen : "127.0.0.1:0", o->allow_remote, m->url, sizeof m->url, &m->port,
+                              &v6, err);
     if (fd < 0) {
         pthread_mutex_destroy(&m->mu);
         free(m);

@@ -23,7 +23,7 @@ static const char schema[] =
     "CREATE TABLE entries(id INTEGER PRIMARY KEY, alias TEXT NOT NULL, model_hash TEXT NOT NULL,"
     " track TEXT NOT NULL, format INTEGER NOT NULL, completed INTEGER NOT NULL, laps INTEGER NOT NULL,"
     " best_lap_s REAL NOT NULL, total_s REAL NOT NULL, penalties_s REAL NOT NULL, resets INTEGER NOT NULL,"
-    " iteration INTEGER NOT NULL, submitted_at REAL NOT NULL, checkpoint TEXT NOT NULL);"
+    " iteration INTEGER NOT NULL, submitted_at REAL NOT NULL, checkpoint TEXT NOT NULL, track_path TEXT NOT NULL);"
     "CREATE INDEX entries_track ON entries(track, format);"
     "CREATE TABLE laps(entry INTEGER NOT NULL REFERENCES entries(id), lap INTEGER NOT NULL, time_s REAL NOT NULL,"
     " penalty_s REAL NOT NULL, resets INTEGER NOT NULL, steps INTEGER NOT NULL, PRIMARY KEY(entry, lap));"
@@ -163,7 +163,7 @@ static int store(baton_league *l, const baton_league_entry *e, const baton_race_
 {
     static const char ins[] =
         "INSERT INTO entries(alias, model_hash, track, format, completed, laps, best_lap_s, total_s, penalties_s,"
-        " resets, iteration, submitted_at, checkpoint) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)";
+        " resets, iteration, submitted_at, checkpoint, track_path) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
     size_t blen = 0;
     uint8_t *blob = trace_blob(r, &blen);
     if (!blob) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
@@ -187,6 +187,7 @@ static int store(baton_league *l, const baton_league_entry *e, const baton_race_
     sqlite3_bind_int64(st, 11, (sqlite3_int64)e->iteration);
     sqlite3_bind_double(st, 12, e->submitted_at);
     sqlite3_bind_text(st, 13, r->checkpoint, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 14, e->track_path, -1, SQLITE_STATIC);
     if (sqlite3_step(st) != SQLITE_DONE) goto fail;
     sqlite3_finalize(st);
     *id = sqlite3_last_insert_rowid(l->db);
@@ -244,6 +245,10 @@ int baton_league_submit(baton_league *l, const char *ckpt, const char *alias, co
     baton_league_entry e = {0};
     snprintf(e.alias, sizeof e.alias, "%s", alias);
     snprintf(e.track, sizeof e.track, "%s", r.track_name);
+    /* a built-in by its name; a file by its absolute path, so the league's page can draw it */
+    char *abs = strchr(r.track, '/') || strstr(r.track, ".npy") ? realpath(r.track, NULL) : NULL;
+    snprintf(e.track_path, sizeof e.track_path, "%s", abs ? abs : r.track);
+    free(abs);
     e.format = format;
     e.completed = r.completed;
     e.laps = (uint32_t)r.nlaps;
@@ -263,7 +268,7 @@ int baton_league_submit(baton_league *l, const char *ckpt, const char *alias, co
 
 /* ------------------------------------------------------------------ reading */
 static const char cols[] = "id, alias, model_hash, track, format, completed, laps, best_lap_s, total_s, penalties_s,"
-                           " resets, iteration, submitted_at";
+                           " resets, iteration, submitted_at, track_path";
 
 static void read_row(sqlite3_stmt *st, baton_league_entry *e)
 {
@@ -281,6 +286,7 @@ static void read_row(sqlite3_stmt *st, baton_league_entry *e)
     e->resets = (uint32_t)sqlite3_column_int64(st, 10);
     e->iteration = (uint64_t)sqlite3_column_int64(st, 11);
     e->submitted_at = sqlite3_column_double(st, 12);
+    snprintf(e->track_path, sizeof e->track_path, "%s", (const char *)sqlite3_column_text(st, 13));
 }
 
 /* Run a SELECT of `cols` with up to two bound values (a format, a track) into a malloc'd array. */
@@ -387,5 +393,39 @@ int baton_league_trace(baton_league *l, int64_t id, size_t *n, float **x, float 
     *v = *y + m;
     *lap = (uint8_t *)(*v + m);
     *reset = *lap + m;
+    return BATON_OK;
+}
+
+int baton_league_tracks(baton_league *l, baton_league_track **out, size_t *n, baton_err *err)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(l->db, "SELECT track, count(*), count(DISTINCT alias), max(track_path) FROM entries"
+                           " GROUP BY track ORDER BY track", -1, &st, NULL) != SQLITE_OK)
+        return db_fail(l, err, "cannot read the tracks");
+    size_t cap = 8, cnt = 0;
+    baton_league_track *t = malloc(cap * sizeof *t);
+    int rc = t ? SQLITE_ROW : SQLITE_NOMEM;
+    while (t && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (cnt == cap) {
+            baton_league_track *g = realloc(t, 2 * cap * sizeof *t);
+            if (!g) {
+                rc = SQLITE_NOMEM;
+                break;
+            }
+            t = g, cap *= 2;
+        }
+        baton_league_track *x = &t[cnt++];
+        snprintf(x->track, sizeof x->track, "%s", (const char *)sqlite3_column_text(st, 0));
+        x->entries = (size_t)sqlite3_column_int64(st, 1);
+        x->aliases = (size_t)sqlite3_column_int64(st, 2);
+        snprintf(x->track_path, sizeof x->track_path, "%s", (const char *)sqlite3_column_text(st, 3));
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        free(t);
+        return rc == SQLITE_NOMEM ? baton_err_set(err, BATON_ERR_NOMEM, "out of memory") : db_fail(l, err, "cannot read the tracks");
+    }
+    *out = t;
+    *n = cnt;
     return BATON_OK;
 }

@@ -80,8 +80,8 @@ static void draw_track(baton_buf *b, const view *v, const race_geom *g)
                  bx + nx * 20 - dx * L * 0.5, by + ny * 20 - dy * L * 0.5 + 4);
 }
 
-int baton_race_svg(const char *path, const baton_race_track *t, const char *title, const baton_race_svg_line *lines,
-                   size_t nlines, baton_err *err)
+void baton_race_svg_buf(baton_buf *out, const baton_race_track *t, const char *title, const baton_race_svg_line *lines,
+                        size_t nlines)
 {
     const baton_race_track_info *in = &t->info;
     double pad = 0.6, wx = in->xmax - in->xmin + 2 * pad, wy = in->ymax - in->ymin + 2 * pad;
@@ -100,9 +100,12 @@ int baton_race_svg(const char *path, const baton_race_track *t, const char *titl
     double W = wx * sc + 40, H = wy * sc + 50 + legend_h;
     if (W < 520) W = 520;
     view v = {in->xmin - pad, in->ymax + pad, sc, 20, 45};
-    baton_buf b = {0};
+    baton_buf b = *out;
+    /* the world-to-picture map on the root, for a page that draws over it: px = left + (x - x0) * scale,
+     * py = top + (y1 - y) * scale */
     baton_svg_put(&b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" "
-                 "font-size=\"13\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", W, H);
+                 "font-size=\"13\" data-x0=\"%.6f\" data-y1=\"%.6f\" data-scale=\"%.6f\" data-left=\"%.1f\" data-top=\"%.1f\">\n"
+                 "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", W, H, v.x0, v.y1, v.sc, v.left, v.top);
     baton_svg_put(&b, "<rect x=\"20\" y=\"45\" width=\"%.1f\" height=\"%.1f\" fill=\"#b9d3a8\"/>\n", wx * sc, wy * sc);
     baton_svg_put(&b, "<text x=\"20\" y=\"28\" font-size=\"16\" font-weight=\"bold\">");
     baton_svg_esc(&b, title);
@@ -150,6 +153,14 @@ int baton_race_svg(const char *path, const baton_race_track *t, const char *titl
         baton_svg_put(&b, "<text x=\"345\" y=\"%.1f\">%.2f m/s</text>\n", y + 14, vmax);
     }
     baton_svg_put(&b, "</svg>\n");
+    *out = b;
+}
+
+int baton_race_svg(const char *path, const baton_race_track *t, const char *title, const baton_race_svg_line *lines,
+                   size_t nlines, baton_err *err)
+{
+    baton_buf b = {0};
+    baton_race_svg_buf(&b, t, title, lines, nlines);
     int rc = b.data ? baton_file_write_atomic(path, b.data, b.len, err)
                     : baton_err_set(err, BATON_ERR_NOMEM, "%s: out of memory", path);
     baton_buf_free(&b);

@@ -1,0 +1,366 @@
+/* league_web.c — `baton race serve` (race_league.h): the league's page and JSON API over
+ * libmicrohttpd. GET / lists the tracks; GET /track/NAME shows the standings (time trial, or
+ * ?format=total), the track with its racing line, and replays an entry's drive (the car moving
+ * along its trace at real time, drawn over the SVG by a short inline script: no external scripts
+ * or fonts); GET /api/tracks, /api/leaderboard?track=T[&format=F], /api/entries/ID/trace answer
+ * JSON. Anything else is 404 (405 for a method other than GET or HEAD).
+ *
+ * Contract: read-only over the database; every alias and track name is escaped where it is
+ * written into HTML; one server thread, so the SQLite connection is used by one thread at a time. */
+#include "baton/race_league.h"
+
+#include <cJSON.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+struct baton_league_server {
+    baton_league *l;
+    struct MHD_Daemon *d;
+    char url[128];
+};
+
+cJSON *baton_league_entry_json(const baton_league_entry *e)
+{
+    cJSON *j = cJSON_CreateObject();
+    if (!j) return NULL;
+    if (e->rank) cJSON_AddNumberToObject(j, "rank", e->rank);
+    cJSON_AddNumberToObject(j, "id", (double)e->id);
+    cJSON_AddStringToObject(j, "alias", e->alias);
+    cJSON_AddStringToObject(j, "track", e->track);
+    cJSON_AddStringToObject(j, "format", baton_league_format_name(e->format));
+    cJSON_AddBoolToObject(j, "completed", e->completed);
+    cJSON_AddNumberToObject(j, "laps", e->laps);
+    cJSON_AddNumberToObject(j, "best_lap_s", e->best_lap_s);
+    cJSON_AddNumberToObject(j, "total_s", e->total_s);
+    cJSON_AddNumberToObject(j, "penalties_s", e->penalties_s);
+    cJSON_AddNumberToObject(j, "resets", e->resets);
+    cJSON_AddNumberToObject(j, "iteration", (double)e->iteration);
+    cJSON_AddStringToObject(j, "model_hash", e->model_hash);
+    cJSON_AddNumberToObject(j, "submitted_at", e->submitted_at);
+    return j;
+}
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *ctype, const void *body, size_t len)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+    if (!r) return MHD_NO;
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    MHD_add_response_header(r, "Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline' 'self'; "
+                                                           "style-src 'unsafe-inline'; img-src 'self' data:");
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    enum MHD_Result ret = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static enum MHD_Result reply_json(struct MHD_Connection *c, unsigned status, cJSON *j)
+{
+    char *s = j ? cJSON_PrintUnformatted(j) : NULL;
+    cJSON_Delete(j);
+    if (!s) return MHD_NO;
+    enum MHD_Result r = reply(c, status, "application/json", s, strlen(s));
+    free(s);
+    return r;
+}
+
+static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, const char *msg)
+{
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "error", msg);
+    return reply_json(c, status, j);
+}
+
+static enum MHD_Result reply_buf(struct MHD_Connection *c, baton_buf *b, const char *ctype)
+{
+    enum MHD_Result r = b->data ? reply(c, 200, ctype, b->data, b->len) : MHD_NO;
+    baton_buf_free(b);
+    return r;
+}
+
+/* A path segment for a link: letters, digits and ._- as they are, the rest %XX. */
+static void put_url_part(baton_buf *b, const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || strchr("._-", *p))
+            baton_buf_append(b, p, 1);
+        else
+            baton_svg_put(b, "%%%02X", *p);
+    }
+}
+
+static const char style[] =
+    "<style>body{font-family:sans-serif;margin:24px;color:#222}table{border-collapse:collapse;margin:12px 0}"
+    "th,td{padding:4px 10px;border-bottom:1px solid #ddd;text-align:right}th{background:#f3f3f3}"
+    "td.alias,th.alias{text-align:left;max-width:28em;overflow-wrap:anywhere}tr.sel{background:#fff3cd}"
+    "button{font-size:12px}#status{color:#555}</style>";
+
+static void page_head(baton_buf *b, const char *title)
+{
+    baton_svg_put(b, "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>");
+    baton_svg_esc(b, title);
+    baton_svg_put(b, "</title><link rel=\"icon\" href=\"data:,\">%s</head>\n<body>\n", style);
+}
+
+static enum MHD_Result page_index(baton_league_server *s, struct MHD_Connection *c)
+{
+    baton_league_track *t;
+    size_t n;
+    baton_err err = {0};
+    if (baton_league_tracks(s->l, &t, &n, &err)) return reply_error(c, 500, err.msg);
+    baton_buf b = {0};
+    page_head(&b, "baton league");
+    baton_svg_put(&b, "<h1>baton league</h1>\n<table id=\"tracks\"><thead><tr><th class=\"alias\">track</th><th>racers</th>"
+                      "<th>entries</th></tr></thead><tbody>\n");
+    for (size_t i = 0; i < n; i++) {
+        baton_svg_put(&b, "<tr><td class=\"alias\"><a href=\"/track/");
+        put_url_part(&b, t[i].track);
+        baton_svg_put(&b, "\">");
+        baton_svg_esc(&b, t[i].track);
+        baton_svg_put(&b, "</a></td><td>%zu</td><td>%zu</td></tr>\n", t[i].aliases, t[i].entries);
+    }
+    if (!n) baton_svg_put(&b, "<tr><td class=\"alias\" colspan=\"3\">no entries yet: <code>baton race submit</code></td></tr>\n");
+    baton_svg_put(&b, "</tbody></table>\n</body></html>\n");
+    free(t);
+    return reply_buf(c, &b, "text/html; charset=utf-8");
+}
+
+/* The replay: reads the picture's world-to-pixel map from the SVG's root, fetches a trace and moves
+ * the car along it at 15 steps a second (DeepRacer's), the driven line drawn as it goes. */
+static const char replay_js[] =
+    "<script>\n(function(){\n"
+    "var svg=document.querySelector('#track svg'),car=document.getElementById('car'),line=document.getElementById('driven');\n"
+    "var m={x0:+svg.dataset.x0,y1:+svg.dataset.y1,s:+svg.dataset.scale,l:+svg.dataset.left,t:+svg.dataset.top};\n"
+    "var tr=null,t0=0,st=document.getElementById('status');\n"
+    "function px(x){return m.l+(x-m.x0)*m.s}function py(y){return m.t+(m.y1-y)*m.s}\n"
+    "function show(k){car.setAttribute('cx',px(tr.x[k]));car.setAttribute('cy',py(tr.y[k]));\n"
+    " st.textContent='entry '+tr.id+': step '+(k+1)+' of '+tr.steps+', lap '+(tr.lap[k]+1)+', '+tr.v[k].toFixed(2)+' m/s'}\n"
+    "function frame(now){if(!tr)return;var k=Math.floor((now-t0)/1000*15);if(k>=tr.steps){t0=now;k=0}\n"
+    " show(k);requestAnimationFrame(frame)}\n"
+    "function play(id){fetch('/api/entries/'+id+'/trace').then(function(r){return r.json()}).then(function(d){\n"
+    " if(!d.steps)return;tr=d;var p=[];for(var i=0;i<d.steps;i++)p.push(px(d.x[i]).toFixed(1)+','+py(d.y[i]).toFixed(1));\n"
+    " line.setAttribute('points',p.join(' '));car.setAttribute('visibility','visible');\n"
+    " document.querySelectorAll('#standings tr').forEach(function(r){r.classList.toggle('sel',r.dataset.entry==id)});\n"
+    " show(0);t0=performance.now();requestAnimationFrame(frame)})}\n"
+    "document.querySelectorAll('button[data-replay]').forEach(function(b){b.onclick=function(){play(b.dataset.replay)}});\n"
+    "var first=document.querySelector('button[data-replay]');if(first)play(first.dataset.replay);\n"
+    "})();\n</script>\n";
+
+static void standings_table(baton_buf *b, const baton_league_entry *e, size_t n)
+{
+    baton_svg_put(b, "<table id=\"standings\"><thead><tr><th>rank</th><th class=\"alias\">alias</th><th>best lap</th>"
+                     "<th>total</th><th>resets</th><th>laps</th><th>submitted (UTC)</th><th>model</th><th></th></tr></thead><tbody>\n");
+    for (size_t i = 0; i < n; i++) {
+        char when[32];
+        time_t t = (time_t)e[i].submitted_at;
+        struct tm tm;
+        strftime(when, sizeof when, "%Y-%m-%d %H:%M", gmtime_r(&t, &tm));
+        baton_svg_put(b, "<tr data-entry=\"%lld\" data-rank=\"%u\"><td>%u</td><td class=\"alias\">", (long long)e[i].id,
+                      e[i].rank, e[i].rank);
+        baton_svg_esc(b, e[i].alias);
+        baton_svg_put(b, "</td><td>%.3f s</td><td>%.3f s</td><td>%u</td><td>%u%s</td><td>%s</td><td><code>%.12s</code></td>"
+                         "<td><button data-replay=\"%lld\">replay</button></td></tr>\n",
+                      e[i].best_lap_s, e[i].total_s, e[i].resets, e[i].laps, e[i].completed ? "" : " (did not finish)", when,
+                      e[i].model_hash, (long long)e[i].id);
+    }
+    baton_svg_put(b, "</tbody></table>\n");
+}
+
+static enum MHD_Result page_track(baton_league_server *s, struct MHD_Connection *c, const char *name)
+{
+    const char *fs = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format");
+    baton_league_format f = BATON_LEAGUE_TIME_TRIAL;
+    baton_err err = {0};
+    if (fs && baton_league_format_parse(fs, &f, &err)) return reply_error(c, 400, err.msg);
+    baton_league_track *t;
+    size_t nt;
+    if (baton_league_tracks(s->l, &t, &nt, &err)) return reply_error(c, 500, err.msg);
+    size_t k = 0;
+    while (k < nt && strcmp(t[k].track, name)) k++;
+    if (k == nt) {
+        free(t);
+        return reply_error(c, 404, "no such track in the league");
+    }
+    baton_race_track *track = NULL;
+    baton_race_limit_result lr = {0};
+    baton_race_limits lim;
+    baton_race_limits_default(&lim);
+    int rc = baton_race_track_load(t[k].track_path, &track, &err);
+    if (!rc) rc = baton_race_limit(track, &lim, &lr, &err);
+    free(t);
+    baton_league_entry *e = NULL;
+    size_t n = 0;
+    if (!rc) rc = baton_league_standings(s->l, name, f, &e, &n, &err);
+    if (rc) {
+        baton_race_track_free(track);
+        baton_race_limit_free(&lr);
+        return reply_error(c, 500, err.msg);
+    }
+    baton_buf b = {0};
+    char title[512];
+    snprintf(title, sizeof title, "%s — %s — baton league", name, baton_league_format_name(f));
+    page_head(&b, title);
+    baton_svg_put(&b, "<p><a href=\"/\">all tracks</a> · <a href=\"?format=%s\">%s</a></p>\n<h1>",
+                  f == BATON_LEAGUE_TOTAL ? "time-trial" : "total", f == BATON_LEAGUE_TOTAL ? "time trial" : "total time");
+    baton_svg_esc(&b, name);
+    baton_svg_put(&b, " — %s</h1>\n", f == BATON_LEAGUE_TOTAL ? "total time of 3 laps" : "time trial, fastest lap");
+    baton_svg_put(&b, "<p>the racing-line limit: %.3f s a lap; the league drives every model itself (3 laps from a standing "
+                      "start, 5 s per reset).</p>\n", lr.lap_s);
+    standings_table(&b, e, n);
+    baton_svg_put(&b, "<p id=\"status\">%s</p>\n<div id=\"track\">", n ? "" : "no entries in this format yet");
+    baton_race_svg_line lines[1] = {{"racing line (limit)", lr.racing.x, lr.racing.y, NULL, lr.racing.n, 1}};
+    char svgtitle[300];
+    baton_race_track_info info;
+    baton_race_track_get_info(track, &info);
+    snprintf(svgtitle, sizeof svgtitle, "%s: %.2f m", name, info.length_m);
+    size_t at = b.len;
+    baton_race_svg_buf(&b, track, svgtitle, lines, 1);
+    /* the replay's line and car go in before the picture's closing tag */
+    if (b.data && b.len - at >= 7 && !memcmp(b.data + b.len - 7, "</svg>\n", 7)) b.len -= 7;
+    baton_svg_put(&b, "<polyline id=\"driven\" fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\" points=\"\"/>"
+                      "<circle id=\"car\" r=\"6\" fill=\"#d62728\" stroke=\"white\" stroke-width=\"1.5\" visibility=\"hidden\"/>"
+                      "</svg>\n</div>\n");
+    baton_buf_append(&b, replay_js, strlen(replay_js));
+    baton_svg_put(&b, "</body></html>\n");
+    free(e);
+    baton_race_track_free(track);
+    baton_race_limit_free(&lr);
+    return reply_buf(c, &b, "text/html; charset=utf-8");
+}
+
+static enum MHD_Result api_tracks(baton_league_server *s, struct MHD_Connection *c)
+{
+    baton_league_track *t;
+    size_t n;
+    baton_err err = {0};
+    if (baton_league_tracks(s->l, &t, &n, &err)) return reply_error(c, 500, err.msg);
+    cJSON *j = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(j, "tracks");
+    for (size_t i = 0; i < n; i++) {
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddStringToObject(x, "track", t[i].track);
+        cJSON_AddNumberToObject(x, "entries", (double)t[i].entries);
+        cJSON_AddNumberToObject(x, "aliases", (double)t[i].aliases);
+        cJSON_AddItemToArray(a, x);
+    }
+    free(t);
+    return reply_json(c, 200, j);
+}
+
+static enum MHD_Result api_leaderboard(baton_league_server *s, struct MHD_Connection *c)
+{
+    const char *track = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "track");
+    const char *fs = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format");
+    baton_league_format f = BATON_LEAGUE_TIME_TRIAL;
+    baton_err err = {0};
+    if (fs && baton_league_format_parse(fs, &f, &err)) return reply_error(c, 400, err.msg);
+    baton_league_entry *e;
+    size_t n;
+    if (baton_league_standings(s->l, track, f, &e, &n, &err)) return reply_error(c, 500, err.msg);
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "format", baton_league_format_name(f));
+    if (track) cJSON_AddStringToObject(j, "track", track);
+    cJSON *a = cJSON_AddArrayToObject(j, "entries");
+    for (size_t i = 0; i < n; i++) cJSON_AddItemToArray(a, baton_league_entry_json(&e[i]));
+    free(e);
+    return reply_json(c, 200, j);
+}
+
+static enum MHD_Result api_trace(baton_league_server *s, struct MHD_Connection *c, const char *rest)
+{
+    char *end;
+    errno = 0;
+    long long id = strtoll(rest, &end, 10);
+    if (end == rest || strcmp(end, "/trace") || errno || id <= 0 || rest[0] == '+' || rest[0] == '-')
+        return reply_error(c, 404, "expected /api/entries/ID/trace");
+    size_t n;
+    float *x, *y, *v;
+    uint8_t *lap, *reset;
+    baton_err err = {0};
+    int rc = baton_league_trace(s->l, id, &n, &x, &y, &v, &lap, &reset, &err);
+    if (rc) return reply_error(c, rc == BATON_ERR_NOTFOUND ? 404 : 500, err.msg);
+    baton_buf b = {0};
+    baton_svg_put(&b, "{\"id\":%lld,\"steps\":%zu", id, n);
+    const float *f[3] = {x, y, v};
+    const char *names[3] = {"x", "y", "v"};
+    for (int k = 0; k < 3; k++) {
+        baton_svg_put(&b, ",\"%s\":[", names[k]);
+        for (size_t i = 0; i < n; i++) baton_svg_put(&b, i ? ",%.4f" : "%.4f", f[k][i]);
+        baton_svg_put(&b, "]");
+    }
+    const uint8_t *u[2] = {lap, reset};
+    const char *un[2] = {"lap", "reset"};
+    for (int k = 0; k < 2; k++) {
+        baton_svg_put(&b, ",\"%s\":[", un[k]);
+        for (size_t i = 0; i < n; i++) baton_svg_put(&b, i ? ",%u" : "%u", u[k][i]);
+        baton_svg_put(&b, "]");
+    }
+    baton_svg_put(&b, "}");
+    free(x);
+    return reply_buf(c, &b, "application/json");
+}
+
+static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                               const char *version, const char *upload, size_t *upload_size, void **con_cls)
+{
+    static int marker;
+    baton_league_server *s = cls;
+    if (*con_cls == NULL) {   /* headers only so far */
+        *con_cls = &marker;
+        return MHD_YES;
+    }
+    if (*upload_size) {   /* nothing here takes a body */
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (strcmp(method, "GET") && strcmp(method, "HEAD")) return reply_error(c, 405, "the page is read-only");
+    if (!strcmp(url, "/")) return page_index(s, c);
+    if (!strncmp(url, "/track/", 7) && url[7]) return page_track(s, c, url + 7);
+    if (!strcmp(url, "/api/tracks")) return api_tracks(s, c);
+    if (!strcmp(url, "/api/leaderboard")) return api_leaderboard(s, c);
+    if (!strncmp(url, "/api/entries/", 13)) return api_trace(s, c, url + 13);
+    return reply_error(c, 404, "not found");
+}
+
+int baton_league_serve_start(const char *db_path, const char *listen, int allow_remote, baton_league_server **out,
+                             baton_err *err)
+{
+    *out = NULL;
+    baton_league_server *s = calloc(1, sizeof *s);
+    if (!s) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    int rc = baton_league_open(db_path, &s->l, err);
+    int port = 0, v6 = 0, fd = -1;
+    if (!rc) {
+        fd = baton_net_listen(listen ? listen : "127.0.0.1:0", allow_remote, s->url, sizeof s->url, &port, &v6, err);
+        if (fd < 0) rc = err->code;
+    }
+    if (!rc) {
+        unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | (v6 ? MHD_USE_IPv6 : 0);
+        s->d = MHD_start_daemon(flags, 0, NULL, NULL, handler, s, MHD_OPTION_LISTEN_SOCKET, fd,
+                                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_CONNECTION_LIMIT, (unsigned)128,
+                                MHD_OPTION_END);
+        if (!s->d) {
+            close(fd);
+            rc = baton_err_set(err, BATON_ERR_IO, "libmicrohttpd did not start on %s", s->url);
+        }
+    }
+    if (rc) {
+        baton_league_close(s->l);
+        free(s);
+        return rc;
+    }
+    *out = s;
+    return BATON_OK;
+}
+
+const char *baton_league_serve_url(const baton_league_server *s) { return s->url; }
+
+void baton_league_serve_stop(baton_league_server *s)
+{
+    if (!s) return;
+    if (s->d) MHD_stop_daemon(s->d);
+    baton_league_close(s->l);
+    free(s);
+}

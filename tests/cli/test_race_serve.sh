@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# test_race_serve.sh — `baton race serve`: two models trained briefly and submitted (one under an
+# HTML-special alias), the server started on a free loopback port:
+#   - the JSON API: /api/tracks, /api/leaderboard (rank order, the format), an entry's trace (as
+#     many steps as it has, its laps), 404 for an unknown entry, track or path, 400 for a bad
+#     format, 405 for a POST; the page's HTML has the alias escaped, never raw;
+#   - the page in headless Chromium: the DOM after its script ran has the rows in rank order, the
+#     replay of the first entry started (its line drawn, the car placed on it), no console message at all
+#     (a script error or a failed request would log one); a screenshot kept under the build folder;
+#   - the server refuses a non-loopback address without --allow-remote, and stops on SIGTERM.
+cd "$(dirname "$0")/../.." || exit 1
+. tests/cli/lib.sh
+export OMP_NUM_THREADS=1
+unset BATON_LEAGUE_DB
+pids=()
+trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$T"' EXIT
+json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1" 2>&1; }
+DB=$T/league.db
+M="--metadata docs/race-model/model_metadata.json --hyper docs/race-model/hyperparameters.json"
+EVIL='<script>alert("x")</script>'
+
+check '"$BATON" race train --track oval $M --ckpt-dir "$T/m1" --episodes 600 --seed 1 --threads 1 --quiet >/dev/null' "train model 1"
+check '"$BATON" race train --track oval $M --ckpt-dir "$T/m2" --episodes 200 --seed 2 --threads 1 --quiet >/dev/null' "train model 2"
+check '"$BATON" race submit --ckpt "$T/m1" --alias ann --track oval --db "$DB" >/dev/null' "submit 1"
+check '"$BATON" race submit --ckpt "$T/m2" --alias "$EVIL" --track oval --db "$DB" >/dev/null' "submit 2"
+
+"$BATON" race serve --listen 127.0.0.1:0 --db "$DB" >"$T/url" 2>"$T/serve.err" &
+pids+=($!)
+for _ in $(seq 100); do U=$(head -n1 "$T/url" 2>/dev/null); [ -n "$U" ] && break; sleep 0.05; done
+check '[ -n "$U" ]' "the server prints its URL: $(cat "$T/serve.err")"
+code() { curl -s -o "$T/body" -w "%{http_code}" "$@"; }
+
+check '[ "$(code "$U/api/tracks")" = 200 ] && [ "$(json "$T/body" "d[\"tracks\"] == [{\"track\": \"oval\", \"entries\": 2, \"aliases\": 2}]")" = True ]' \
+    "/api/tracks: $(cat "$T/body")"
+"$BATON" race leaderboard --db "$DB" --track oval --json >"$T/cli.json"
+check '[ "$(code "$U/api/leaderboard?track=oval")" = 200 ] && [ "$(json "$T/body" "[e[\"id\"] for e in d[\"entries\"]]")" = "$(json "$T/cli.json" "[e[\"id\"] for e in d[\"entries\"]]")" ]' \
+    "/api/leaderboard in the CLI's rank order"
+first=$(json "$T/cli.json" 'd["entries"][0]["id"]')
+check '[ "$(code "$U/api/entries/$first/trace")" = 200 ] && [ "$(json "$T/body" "d[\"steps\"] == len(d[\"x\"]) == len(d[\"y\"]) == len(d[\"v\"]) == len(d[\"lap\"]) == len(d[\"reset\"]) > 0 and max(d[\"lap\"]) >= 1")" = True ]' \
+    "a trace's arrays"
+check '[ "$(code "$U/api/entries/99/trace")" = 404 ] && grep -q "no entry 99" "$T/body"' "an unknown entry: 404"
+check '[ "$(code "$U/api/entries/1x/trace")" = 404 ] && [ "$(code "$U/track/nowhere")" = 404 ] && [ "$(code "$U/nothing")" = 404 ]' "unknown paths: 404"
+check '[ "$(code "$U/api/leaderboard?track=oval&format=sprint")" = 400 ] && grep -q "time-trial or total" "$T/body"' "a bad format: 400"
+check '[ "$(code -X POST -d x=1 "$U/api/tracks")" = 405 ]' "POST: 405"
+check '[ "$(code "$U/track/oval")" = 200 ] && grep -qF "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" "$T/body" && ! grep -qF "$EVIL" "$T/body"' \
+    "the alias escaped in the page"
+check '! grep -Eq "<script[^>]+src=|<link[^>]+href=\"[^d]|@import|url\\(" "$T/body"' "no external scripts, styles, fonts or icons"
+check '[ "$(code "$U/track/oval?format=total")" = 200 ] && grep -q "no entries in this format" "$T/body"' "the total format's page"
+
+# ---- the page in a real browser
+CHROME=$(command -v chromium || command -v chromium-browser)
+check '[ -n "$CHROME" ]' "chromium is installed (scripts/deps.sh)"
+SHOT=${BATON_BUILD:-build}/league-oval.png
+browse() {  # browse ARGS...: headless Chromium, its stderr to $T/chrome.err
+    timeout 60 "$CHROME" --headless=new --no-sandbox --disable-gpu --hide-scrollbars --no-first-run \
+        --user-data-dir="$T/chrome" --enable-logging=stderr --v=0 --window-size=1100,1000 --virtual-time-budget=4000 "$@" \
+        2>"$T/chrome.err"
+}
+check 'browse --dump-dom "$U/track/oval" >"$T/dom.html"' "chromium loads the page: $(grep -v dbus "$T/chrome.err" | tail -n 3)"
+python3 - "$T/dom.html" "$(json "$T/cli.json" '",".join(str(e["id"]) for e in d["entries"])')" >"$T/dom.check" <<'PY'
+import re, sys
+dom = open(sys.argv[1]).read()
+want = sys.argv[2].split(",")
+rows = re.findall(r'<tr data-entry="(\d+)" data-rank="(\d+)"', dom)
+ok = [r[0] for r in rows] == want and [r[1] for r in rows] == [str(i + 1) for i in range(len(want))]
+car = re.search(r'<circle id="car"[^>]*>', dom)
+moved = bool(car) and 'visibility="visible"' in car.group(0) and re.search(r'cx="[0-9.]+"', car.group(0))
+line = re.search(r'<polyline id="driven"[^>]*points="([^"]*)"', dom)
+drawn = bool(line) and len(line.group(1).split()) > 10
+status = re.search(r'<p id="status">entry (\d+): step (\d+) of (\d+)', dom)
+print(ok and bool(moved) and drawn and bool(status) and status.group(1) == want[0])
+PY
+check '[ "$(cat "$T/dom.check")" = True ]' "the DOM: rows in rank order, the replay of the first entry drawn, its car placed on it"
+check '! grep -q "CONSOLE" "$T/chrome.err"' "no console messages"
+check 'browse --screenshot="$PWD/$SHOT" "$U/track/oval" >/dev/null && file "$SHOT" | grep -q "PNG image data, 1100 x 1000"' \
+    "a screenshot: $SHOT"
+
+# ---- addresses and stopping
+check '! "$BATON" race serve --listen 0.0.0.0:0 --db "$DB" 2>"$T/remote.err" && grep -q "not a loopback address" "$T/remote.err"' \
+    "a non-loopback address needs --allow-remote"
+kill -TERM "${pids[0]}"
+check 'for _ in $(seq 100); do kill -0 "${pids[0]}" 2>/dev/null || break; sleep 0.05; done; ! kill -0 "${pids[0]}" 2>/dev/null' "SIGTERM stops the server"
+wait "${pids[0]}" 2>/dev/null
+st=$?
+check '[ "$st" -eq 0 ]' "exit 0 after SIGTERM"
+finish
