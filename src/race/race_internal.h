@@ -2,7 +2,7 @@
  * direction (track.c), the uniform grid that answers "is this point on the track" exactly in O(1)
  * and casts rays against the borders (track_grid.c), nearest-point searches on polylines
  * (track_geom.c), the built-in designs (track_builtin.c), the simulator's private state (sim.c,
- * sim_params.c, sensor.c) and small SVG helpers (race_svg.c). */
+ * sim_params.c, sensor.c) and the Python reward's hooks (reward_py.c). */
 #ifndef BATON_RACE_INTERNAL_H
 #define BATON_RACE_INTERNAL_H
 
