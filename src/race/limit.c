@@ -47,7 +47,7 @@ void baton_race_limit_free(baton_race_limit_result *r)
     baton_race_line_free(&r->center);
 }
 
-static int line_alloc(baton_race_line *l, size_t n, int loop)
+int race_line_alloc(baton_race_line *l, size_t n, int loop)
 {
     memset(l, 0, sizeof *l);
     l->n = n;
@@ -264,7 +264,7 @@ int baton_race_limit(const baton_race_track *t, const baton_race_limits *l, bato
     size_t n;
     double *c = NULL, *in = NULL, *ou = NULL;
     int rc = resample(g, step, &n, &c, &in, &ou);
-    if (rc || (rc = line_alloc(&out->racing, n, g->loop)) || (rc = line_alloc(&out->center, n, g->loop))) goto fail;
+    if (rc || (rc = race_line_alloc(&out->racing, n, g->loop)) || (rc = race_line_alloc(&out->center, n, g->loop))) goto fail;
     for (size_t j = 0; j < n; j++) {
         out->center.x[j] = c[2 * j];
         out->center.y[j] = c[2 * j + 1];

@@ -147,4 +147,7 @@ int race_reward_py_call(void *state, const struct baton_race_params *p, size_t n
 void race_reward_py_close(void *state);
 int race_python_built(void);
 
+/* A line of n zeroed points (limit.c); BATON_ERR_NOMEM leaves it empty. */
+int race_line_alloc(baton_race_line *l, size_t n, int loop);
+
 #endif

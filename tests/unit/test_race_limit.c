@@ -13,14 +13,7 @@
 
 static void line_of(baton_race_line *l, size_t n, int loop)
 {
-    memset(l, 0, sizeof *l);
-    l->n = n;
-    l->loop = loop;
-    l->x = calloc(n, sizeof(double));
-    l->y = calloc(n, sizeof(double));
-    l->s = calloc(n, sizeof(double));
-    l->kappa = calloc(n, sizeof(double));
-    l->v = calloc(n, sizeof(double));
+    CHECK(race_line_alloc(l, n, loop) == BATON_OK);
 }
 
 static void test_circle(void)
