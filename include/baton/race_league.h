@@ -17,6 +17,13 @@
  *      arrays in one blob, written in the same transaction as its entry.
  *   4. Aliases are stored as given (1-64 bytes of UTF-8, no control characters): SQL- and
  *      HTML-special characters are data, bound as parameters and escaped by whoever shows them.
+ *   5. tokens: one per alias, only its SHA-256 kept; a token is shown once, when it is made.
+ *   6. submissions: the queue of uploads. Each row is queued, running, done (with its entry) or
+ *      failed (with the reason). An entry is inserted in the same transaction that marks its
+ *      submission done, and only while it is running: a submission is counted at most once, and a
+ *      server that dies while one runs finds it running at its next start and queues it again.
+ *      The uploaded archive is kept until the submission is done or failed, then dropped (the
+ *      entry keeps the model's hash).
  *
  * Ranking: time trial (`time-trial`) — the fastest lap, its penalties included; `total` — the total
  * time of the laps. A run that did not complete its laps ranks after every run that did (more laps
@@ -27,7 +34,7 @@
 #include "baton/race.h"
 
 #define BATON_LEAGUE_APP_ID 0x62746e4c /* "btnL" */
-#define BATON_LEAGUE_SCHEMA 1
+#define BATON_LEAGUE_SCHEMA 2   /* 2 added tokens and submissions; a version-1 file is upgraded on open */
 #define BATON_LEAGUE_ALIAS_MAX 64
 
 typedef enum { BATON_LEAGUE_TIME_TRIAL = 0, BATON_LEAGUE_TOTAL = 1 } baton_league_format;
@@ -99,14 +106,131 @@ int baton_league_history(baton_league *l, baton_league_entry **out, size_t *n, b
 int baton_league_trace(baton_league *l, int64_t id, size_t *n, float **x, float **y, float **v,
                        uint8_t **lap, uint8_t **reset, baton_err *err);
 
+/* ---------------------------------------------------------------- uploads (league_tar.c) */
+/* A tar archive held in memory, read under the rules of league_tar.c: regular files and folders
+ * only, relative names without "..", at most BATON_LEAGUE_TAR_ENTRIES entries and
+ * BATON_LEAGUE_TAR_DEPTH folders deep. Entries point into buf. */
+#define BATON_LEAGUE_TAR_ENTRIES 1024
+#define BATON_LEAGUE_TAR_DEPTH 4
+typedef struct baton_league_tar_entry {
+    char name[256];             /* normalized: no leading "./", no trailing "/" */
+    int is_dir;
+    const uint8_t *data;        /* into the archive; NULL for a folder */
+    size_t size;
+} baton_league_tar_entry;
+int baton_league_tar_read(const uint8_t *buf, size_t len, baton_league_tar_entry **out, size_t *n, baton_err *err);
+/* Write the entries under dir, an existing empty folder (never through a link, never over a file). */
+int baton_league_tar_extract(const baton_league_tar_entry *e, size_t n, const char *dir, baton_err *err);
+
+/* ---------------------------------------------------------------- tokens (league_queue.c) */
+/* A racer's token: "btn_" and 64 hex digits (256 random bits); the database keeps its SHA-256. */
+#define BATON_LEAGUE_TOKEN_LEN 68
+/* Make alias's token into token (printed once by the caller). An alias that has one already is
+ * BATON_ERR_BUSY unless rotate (then the old one stops working). */
+int baton_league_token_add(baton_league *l, const char *alias, int rotate, char token[BATON_LEAGUE_TOKEN_LEN + 1],
+                           baton_err *err);
+/* The alias's token is removed; an alias without one is BATON_ERR_NOTFOUND. */
+int baton_league_token_revoke(baton_league *l, const char *alias, baton_err *err);
+/* BATON_OK when token is alias's; else BATON_ERR_DENIED (the message never says which part was wrong). */
+int baton_league_token_check(baton_league *l, const char *alias, const char *token, baton_err *err);
+typedef struct baton_league_token_info {
+    char alias[BATON_LEAGUE_ALIAS_MAX + 1];
+    double created_at, last_used_at;   /* last_used_at 0: never */
+} baton_league_token_info;
+int baton_league_tokens(baton_league *l, baton_league_token_info **out, size_t *n, baton_err *err);
+
+/* ---------------------------------------------------------------- submissions (league_upload.c, league_queue.c) */
+/* What an HTTP submission carries, as the server received it (any field may be NULL). */
+typedef struct baton_league_request {
+    const char *authorization;  /* "Bearer TOKEN" */
+    const char *content_type;   /* application/x-tar (or application/octet-stream, or none) */
+    const char *alias, *track, *format;
+    const uint8_t *body;        /* the tar of the checkpoint folder */
+    size_t len;
+} baton_league_request;
+
+typedef struct baton_league_upload_rules {
+    size_t max_bytes;           /* the largest archive taken (BATON_LEAGUE_UPLOAD_MAX by default) */
+    const char *tracks_dir;     /* where NAME.npy tracks may come from besides the built-ins; NULL: none */
+} baton_league_upload_rules;
+#define BATON_LEAGUE_UPLOAD_MAX ((size_t)64 << 20)
+
+/* A request that passed every check that needs no disk (parsed; the tar read). */
+typedef struct baton_league_upload {
+    char alias[BATON_LEAGUE_ALIAS_MAX + 1];
+    char token[BATON_LEAGUE_TOKEN_LEN + 1];
+    char track[256];            /* its name */
+    char track_path[1024];      /* a built-in's name, or tracks_dir/NAME.npy */
+    baton_league_format format;
+    const uint8_t *archive;     /* the request's body */
+    size_t len;
+} baton_league_upload;
+
+/* Check a request: the token's form, alias, track (a built-in, or NAME of tracks_dir/NAME.npy;
+ * never a path), format, size and the archive's structure. *http gets the status to answer with
+ * on failure (400, 401, 404, 413, 415). Pure: reads no file but the track folder's listing. */
+int baton_league_request_parse(const baton_league_request *q, const baton_league_upload_rules *rules,
+                               baton_league_upload *u, unsigned *http, baton_err *err);
+
+/* Unpack an archive into a fresh folder under tmp_parent (NULL: $TMPDIR or /tmp) and find the race
+ * checkpoint in it (the archive's top level or its one folder; a checkpoint folder or a folder of
+ * them); ckpt gets its path, dir the folder to remove (baton_remove_tree) when done. A checkpoint
+ * that does not verify or is not a race model is an error saying so. */
+int baton_league_unpack(const uint8_t *archive, size_t len, const char *tmp_parent, char dir[4096], char ckpt[4096],
+                        baton_err *err);
+
+typedef enum {
+    BATON_LEAGUE_QUEUED = 0,
+    BATON_LEAGUE_RUNNING = 1,
+    BATON_LEAGUE_DONE = 2,
+    BATON_LEAGUE_FAILED = 3,
+} baton_league_state;
+const char *baton_league_state_name(baton_league_state s);
+
+typedef struct baton_league_submission {
+    int64_t id;
+    char alias[BATON_LEAGUE_ALIAS_MAX + 1];
+    char track[256], track_path[1024];
+    baton_league_format format;
+    baton_league_state state;
+    char reason[1024];          /* failed: why */
+    int64_t entry;              /* done: the entry it made */
+    uint32_t attempts;          /* evaluations started (more than 1 after a server died in one) */
+    uint64_t bytes;
+    double submitted_at, started_at, finished_at;   /* 0: not yet */
+} baton_league_submission;
+
+/* Queue an upload (its archive kept in the database). An alias with a submission queued or
+ * running already is BATON_ERR_BUSY, naming it. */
+int baton_league_enqueue(baton_league *l, const baton_league_upload *u, int64_t *id, baton_err *err);
+int baton_league_submission_get(baton_league *l, int64_t id, baton_league_submission *s, baton_err *err);
+struct cJSON *baton_league_submission_json(const baton_league_submission *s);
+/* At a server's start: submissions left running by a server that died go back to the queue (one
+ * that has been started BATON_LEAGUE_ATTEMPTS times fails instead); *requeued says how many. */
+#define BATON_LEAGUE_ATTEMPTS 3
+int baton_league_queue_recover(baton_league *l, size_t *requeued, baton_err *err);
+/* Take the oldest queued submission, evaluate it under the league's rules and store its entry
+ * (or its failure); *id gets it, 0 when the queue was empty. An error is the database's; a model
+ * that fails to evaluate is a failed submission, not an error. tmp_parent as baton_league_unpack. */
+int baton_league_queue_run_one(baton_league *l, const char *tmp_parent, int64_t *id, baton_err *err);
+
 /* ---------------------------------------------------------------- the page (league_web.c) */
 /* `baton race serve`: the league over HTTP (libmicrohttpd, one thread): GET / (the tracks),
  * GET /track/NAME (its standings, the track with its racing line, a replay of any entry's drive;
  * no external scripts or fonts), GET /api/tracks, GET /api/leaderboard?track=T[&format=F],
- * GET /api/entries/ID/trace. Read-only; every alias escaped where it is shown. */
+ * GET /api/entries/ID/trace, GET /api/submissions/ID; POST /api/submit?alias=A&track=T[&format=F]
+ * with the tar as its body and "Authorization: Bearer TOKEN" (202 and the submission's id). A
+ * second thread evaluates the queue, one submission at a time. Every alias escaped where shown. */
 typedef struct baton_league_server baton_league_server;
-int baton_league_serve_start(const char *db_path, const char *listen, int allow_remote, baton_league_server **out,
-                             baton_err *err);
+typedef struct baton_league_serve_opts {
+    const char *db_path;
+    const char *listen;         /* HOST:PORT; NULL: 127.0.0.1:0 */
+    int allow_remote;
+    baton_league_upload_rules rules;
+    const char *tmp_parent;     /* where uploads are unpacked; NULL: $TMPDIR or /tmp */
+} baton_league_serve_opts;
+void baton_league_serve_opts_default(baton_league_serve_opts *o);
+int baton_league_serve_start(const baton_league_serve_opts *o, baton_league_server **out, baton_err *err);
 const char *baton_league_serve_url(const baton_league_server *s);
 void baton_league_serve_stop(baton_league_server *s);
 

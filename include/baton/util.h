@@ -34,6 +34,7 @@ enum baton_status {
     BATON_ERR_BUSY = -10,      /* held by another process (a lock) */
     BATON_ERR_USAGE = -11,     /* an option value outside what the call accepts (the message names
                                   the option and its range); the command line exits 2 for it */
+    BATON_ERR_DENIED = -12,    /* a missing or wrong credential (a token, a key) */
 };
 
 typedef struct baton_err {

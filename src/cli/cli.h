@@ -35,6 +35,7 @@ int cli_race_eval(int argc, char **argv);
 int cli_race_submit(int argc, char **argv);
 int cli_race_leaderboard(int argc, char **argv);
 int cli_race_serve(int argc, char **argv);
+int cli_race_token(int argc, char **argv);
 /* `baton fleet run|status|cancel`: every backend's options, parsed once (cmd_fleet.c); which of
  * them a subcommand and backend take is checked there too. */
 struct cli_fleet_args {

@@ -251,7 +251,7 @@ int cmd_race(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         FILE *f = argc < 2 ? stderr : stdout;
-        fprintf(f, "usage: baton race track|drive|limit|train|eval|submit|leaderboard|serve ...\n"
+        fprintf(f, "usage: baton race track|drive|limit|train|eval|submit|leaderboard|serve|token ...\n"
                    "  track NAME|PATH [--json] [--svg FILE]   a track's length, widths, turns (built-in: oval, technical)\n"
                    "  drive TRACK [--policy centerline|CKPT] [--reward FILE|NAME] [--frames DIR] [--svg FILE] [--json]\n"
                    "  limit TRACK [--json] [--svg FILE]       the fastest lap the car can drive, and the centre line's\n"
@@ -261,7 +261,9 @@ int cmd_race(int argc, char **argv)
                    "  submit --ckpt DIR --alias NAME --track T [--format time-trial|total] [--db FILE] [--json]\n"
                    "                                          the league evaluates a model under its rules and stores it\n"
                    "  leaderboard [--track T] [--format time-trial|total] [--db FILE] [--json]   the standings\n"
-                   "  serve [--listen HOST:PORT] [--db FILE]  the league's page (standings, track, replays) and JSON API\n");
+                   "  serve [--listen HOST:PORT] [--db FILE] [--tracks DIR]   the league's page (standings, track, replays),\n"
+                   "                                          JSON API and submissions over HTTP (POST /api/submit)\n"
+                   "  token add ALIAS [--rotate] | ls | revoke ALIAS [--db FILE]   a racer's token for HTTP submissions\n");
         return argc < 2 ? CLI_USAGE : CLI_OK;
     }
     if (!strcmp(argv[1], "track")) return do_track(argc - 1, argv + 1);
@@ -272,6 +274,7 @@ int cmd_race(int argc, char **argv)
     if (!strcmp(argv[1], "submit")) return cli_race_submit(argc - 1, argv + 1);
     if (!strcmp(argv[1], "leaderboard")) return cli_race_leaderboard(argc - 1, argv + 1);
     if (!strcmp(argv[1], "serve")) return cli_race_serve(argc - 1, argv + 1);
-    fprintf(stderr, "baton race: unknown action '%s' (track, drive, limit, train, eval, submit, leaderboard, serve)\n", argv[1]);
+    if (!strcmp(argv[1], "token")) return cli_race_token(argc - 1, argv + 1);
+    fprintf(stderr, "baton race: unknown action '%s' (track, drive, limit, train, eval, submit, leaderboard, serve, token)\n", argv[1]);
     return CLI_USAGE;
 }

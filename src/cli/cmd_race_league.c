@@ -1,6 +1,7 @@
 /* cmd_race_league.c — `baton race submit` (a model evaluated by the league under its fixed rules
  * and stored), `baton race leaderboard` (the standings: table or --json) and `baton race serve`
- * (the league's page and JSON API until SIGINT or SIGTERM). The database is
+ * (the league's page, JSON API and submission queue until SIGINT or SIGTERM) and `baton race
+ * token` (a racer's token for submissions over HTTP). The database is
  * --db, else $BATON_LEAGUE_DB, else league.db in the current folder. */
 #include "cli.h"
 
@@ -146,32 +147,115 @@ int cli_race_leaderboard(int argc, char **argv)
 
 int cli_race_serve(int argc, char **argv)
 {
-    const char *listen = "127.0.0.1:8080", *db = NULL;
+    const char *listen = "127.0.0.1:8080", *db = NULL, *tracks = NULL, *tmp = NULL;
+    uint64_t max_upload = BATON_LEAGUE_UPLOAD_MAX;
     int remote = 0;
     const struct cli_opt opts[] = {
         {"listen", CLI_STR, &listen, "HOST:PORT to serve on (default 127.0.0.1:8080; port 0: any free one)"},
         {"db", CLI_STR, &db, "the league database (default $BATON_LEAGUE_DB, else league.db)"},
+        {"tracks", CLI_STR, &tracks, "a folder of DeepRacer NAME.npy tracks that submissions may name (besides the built-ins)"},
+        {"max-upload", CLI_U64, &max_upload, "the largest checkpoint archive taken, in bytes (default 64 MiB)"},
+        {"tmp", CLI_STR, &tmp, "where uploads are unpacked for evaluation (default $TMPDIR, else /tmp)"},
         {"allow-remote", CLI_FLAG, &remote, "serve on an address other than loopback"},
         {0},
     };
     const char *pos[1];
     int npos, help;
-    if (cli_parse("race serve", "[--listen HOST:PORT] [--db FILE] [--allow-remote]", opts, argc, argv, pos, 0, &npos, &help))
+    if (cli_parse("race serve", "[--listen HOST:PORT] [--db FILE] [--tracks DIR] [--max-upload BYTES] [--tmp DIR] [--allow-remote]",
+                  opts, argc, argv, pos, 0, &npos, &help))
         return help ? CLI_OK : CLI_USAGE;
-    /* the signals are taken by sigwait below: block them before the server's thread starts */
+    if (max_upload < 1024 || max_upload > ((uint64_t)1 << 32)) {
+        fprintf(stderr, "baton race serve: --max-upload must be 1024 .. 4294967296 bytes\n");
+        return CLI_USAGE;
+    }
+    /* the signals are taken by sigwait below: block them before the server's threads start */
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
+    baton_league_serve_opts o;
+    baton_league_serve_opts_default(&o);
+    o.db_path = db_path(db);
+    o.listen = listen;
+    o.allow_remote = remote;
+    o.rules.max_bytes = (size_t)max_upload;
+    o.rules.tracks_dir = tracks;
+    o.tmp_parent = tmp;
     baton_league_server *s;
     baton_err err = {0};
-    if (baton_league_serve_start(db_path(db), listen, remote, &s, &err)) return cli_fail("race serve", &err);
+    if (baton_league_serve_start(&o, &s, &err)) return cli_fail("race serve", &err);
     printf("%s\n", baton_league_serve_url(s));
     fflush(stdout);
     baton_log(BATON_LOG_INFO, "race serve: the league of %s at %s (Ctrl-C stops)", db_path(db), baton_league_serve_url(s));
     int sig = 0;
     sigwait(&set, &sig);
+    baton_log(BATON_LOG_INFO, "race serve: stopping (an evaluation in progress finishes first)");
     baton_league_serve_stop(s);
     return CLI_OK;
+}
+
+/* `baton race token add ALIAS [--rotate] | ls [--json] | revoke ALIAS`, each with [--db FILE]. */
+int cli_race_token(int argc, char **argv)
+{
+    const char *db = NULL;
+    int rotate = 0, json = 0;
+    const struct cli_opt opts[] = {
+        {"db", CLI_STR, &db, "the league database (default $BATON_LEAGUE_DB, else league.db)"},
+        {"rotate", CLI_FLAG, &rotate, "add: replace the alias's token (the old one stops working)"},
+        {"json", CLI_FLAG, &json, "ls: one JSON object"},
+        {0},
+    };
+    const char *pos[2];
+    int npos, help;
+    if (cli_parse("race token", "add ALIAS [--rotate] | ls [--json] | revoke ALIAS   [--db FILE]", opts, argc, argv, pos, 2,
+                  &npos, &help))
+        return help ? CLI_OK : CLI_USAGE;
+    const char *act = npos ? pos[0] : "";
+    int needs_alias = !strcmp(act, "add") || !strcmp(act, "revoke");
+    if (!(needs_alias && npos == 2) && !(!strcmp(act, "ls") && npos == 1)) {
+        fprintf(stderr, "baton race token: add ALIAS | ls | revoke ALIAS\n");
+        return CLI_USAGE;
+    }
+    baton_err err = {0};
+    if (needs_alias && baton_league_alias_check(pos[1], &err)) return cli_fail("race token", &err);
+    baton_league *l;
+    if (baton_league_open(db_path(db), &l, &err)) return cli_fail("race token", &err);
+    int rc = BATON_OK;
+    if (!strcmp(act, "add")) {
+        char token[BATON_LEAGUE_TOKEN_LEN + 1];
+        if (!(rc = baton_league_token_add(l, pos[1], rotate, token, &err))) {
+            puts(token);
+            fprintf(stderr, "the token of '%s' (keep it: the league stores only its hash and cannot show it again)\n", pos[1]);
+        }
+    } else if (!strcmp(act, "revoke")) {
+        if (!(rc = baton_league_token_revoke(l, pos[1], &err))) printf("revoked the token of '%s'\n", pos[1]);
+    } else {
+        baton_league_token_info *t;
+        size_t n;
+        if (!(rc = baton_league_tokens(l, &t, &n, &err))) {
+            cJSON *j = json ? cJSON_CreateObject() : NULL, *a = j ? cJSON_AddArrayToObject(j, "tokens") : NULL;
+            if (!json) printf("%-24s %-19s  %s\n", "alias", "made (UTC)", "last used (UTC)");
+            for (size_t i = 0; i < n; i++) {
+                if (json) {
+                    cJSON *x = cJSON_CreateObject();
+                    cJSON_AddStringToObject(x, "alias", t[i].alias);
+                    cJSON_AddNumberToObject(x, "created_at", t[i].created_at);
+                    if (t[i].last_used_at > 0) cJSON_AddNumberToObject(x, "last_used_at", t[i].last_used_at);
+                    cJSON_AddItemToArray(a, x);
+                    continue;
+                }
+                char made[32], used[32] = "never";
+                time_t c = (time_t)t[i].created_at, u = (time_t)t[i].last_used_at;
+                struct tm tm;
+                strftime(made, sizeof made, "%Y-%m-%d %H:%M:%S", gmtime_r(&c, &tm));
+                if (u > 0) strftime(used, sizeof used, "%Y-%m-%d %H:%M:%S", gmtime_r(&u, &tm));
+                printf("%-24s %-19s  %s\n", t[i].alias, made, used);
+            }
+            free(t);
+            if (json) rc = print_json(j) ? BATON_ERR_NOMEM : BATON_OK;
+        }
+    }
+    baton_league_close(l);
+    return rc ? cli_fail("race token", &err) : CLI_OK;
 }

@@ -4,20 +4,14 @@
  *
  * Contract: prepared statements only, every value bound; a failed submission stores nothing; a file
  * of another application, schema version or one SQLite cannot read is an error naming the file. */
-#include "baton/race_league.h"
+#include "league_internal.h"
 
 #include <errno.h>
 #include <openssl/evp.h>
-#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-
-struct baton_league {
-    sqlite3 *db;
-    char path[4096];
-};
 
 static const char schema[] =
     "CREATE TABLE entries(id INTEGER PRIMARY KEY, alias TEXT NOT NULL, model_hash TEXT NOT NULL,"
@@ -29,9 +23,26 @@ static const char schema[] =
     " penalty_s REAL NOT NULL, resets INTEGER NOT NULL, steps INTEGER NOT NULL, PRIMARY KEY(entry, lap));"
     "CREATE TABLE traces(entry INTEGER PRIMARY KEY REFERENCES entries(id), steps INTEGER NOT NULL, data BLOB NOT NULL);";
 
+/* What version 2 added (invariants 5 and 6). */
+static const char schema2[] =
+    "CREATE TABLE tokens(alias TEXT PRIMARY KEY, hash TEXT NOT NULL, created_at REAL NOT NULL, last_used_at REAL);"
+    "CREATE TABLE submissions(id INTEGER PRIMARY KEY, alias TEXT NOT NULL, track TEXT NOT NULL, track_path TEXT NOT NULL,"
+    " format INTEGER NOT NULL, state INTEGER NOT NULL CHECK(state BETWEEN 0 AND 3), reason TEXT,"
+    " entry INTEGER REFERENCES entries(id), attempts INTEGER NOT NULL DEFAULT 0, bytes INTEGER NOT NULL,"
+    " submitted_at REAL NOT NULL, started_at REAL, finished_at REAL, archive BLOB);"
+    "CREATE INDEX submissions_state ON submissions(state, id);"
+    "CREATE INDEX submissions_alias ON submissions(alias, state);";
+
 #define TRACE_STEP_BYTES 14 /* x, y, v as float32; lap, reset as uint8 */
 
-static int db_fail(baton_league *l, baton_err *err, const char *what)
+double league_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int league_db_fail(baton_league *l, baton_err *err, const char *what)
 {
     return baton_err_set(err, BATON_ERR_IO, "%s: %s: %s", l->path, what, sqlite3_errmsg(l->db));
 }
@@ -50,7 +61,26 @@ static int pragma_int(sqlite3 *db, const char *sql, int64_t *out)
     return rc;
 }
 
-/* Invariant 1: a new (empty) file gets the schema; any other must be ours at our version. */
+/* Run sql in one IMMEDIATE transaction, setting user_version to ver (and the application id). */
+static int apply(baton_league *l, const char *sql, int ver, const char *what, baton_err *err)
+{
+    char *buf = malloc(strlen(sql) + 160);
+    if (!buf) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    sprintf(buf, "BEGIN IMMEDIATE;%sPRAGMA application_id=%d;PRAGMA user_version=%d;COMMIT;", sql, BATON_LEAGUE_APP_ID,
+            ver);
+    char *msg = NULL;
+    int rc = BATON_OK;
+    if (sqlite3_exec(l->db, buf, NULL, NULL, &msg) != SQLITE_OK) {
+        rc = baton_err_set(err, BATON_ERR_IO, "%s: cannot %s: %s", l->path, what, msg ? msg : "?");
+        sqlite3_free(msg);
+        sqlite3_exec(l->db, "ROLLBACK", NULL, NULL, NULL);
+    }
+    free(buf);
+    return rc;
+}
+
+/* Invariant 1: a new (empty) file gets the schema; version 1 (entries only) gains version 2's
+ * tables, its rows untouched; any other must be ours at our version. */
 static int check_or_create(baton_league *l, baton_err *err)
 {
     int64_t app = 0, ver = 0, tables = 0;
@@ -61,24 +91,19 @@ static int check_or_create(baton_league *l, baton_err *err)
         return baton_err_set(err, BATON_ERR_CORRUPT, "%s: not a league database SQLite can read: %s", l->path,
                              sqlite3_errstr(rc));
     if (app == 0 && ver == 0 && tables == 0) {
-        char sql[sizeof schema + 160];
-        snprintf(sql, sizeof sql, "BEGIN IMMEDIATE;%sPRAGMA application_id=%d;PRAGMA user_version=%d;COMMIT;", schema,
-                 BATON_LEAGUE_APP_ID, BATON_LEAGUE_SCHEMA);
-        char *msg = NULL;
-        if (sqlite3_exec(l->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-            rc = baton_err_set(err, BATON_ERR_IO, "%s: cannot create the league's tables: %s", l->path,
-                               msg ? msg : "?");
-            sqlite3_free(msg);
-            sqlite3_exec(l->db, "ROLLBACK", NULL, NULL, NULL);
-            return rc;
-        }
-        return BATON_OK;
+        char sql[sizeof schema + sizeof schema2];
+        snprintf(sql, sizeof sql, "%s%s", schema, schema2);
+        return apply(l, sql, BATON_LEAGUE_SCHEMA, "create the league's tables", err);
     }
     if (app != BATON_LEAGUE_APP_ID)
         return baton_err_set(err, BATON_ERR_FORMAT, "%s: not a league database (application_id 0x%08llx, a league's is 0x%08x)",
                              l->path, (unsigned long long)app, BATON_LEAGUE_APP_ID);
+    if (ver == 1) {
+        baton_log(BATON_LOG_INFO, "%s: league schema version 1: adding version 2's tokens and submissions", l->path);
+        return apply(l, schema2, BATON_LEAGUE_SCHEMA, "upgrade the league's tables to version 2", err);
+    }
     if (ver != BATON_LEAGUE_SCHEMA)
-        return baton_err_set(err, BATON_ERR_FORMAT, "%s: league schema version %lld; this baton reads version %d",
+        return baton_err_set(err, BATON_ERR_FORMAT, "%s: league schema version %lld; this baton reads versions 1 and %d",
                              l->path, (long long)ver, BATON_LEAGUE_SCHEMA);
     return BATON_OK;
 }
@@ -158,9 +183,28 @@ static uint8_t *trace_blob(const baton_race_eval_result *r, size_t *len)
     return b;
 }
 
-static int store(baton_league *l, const baton_league_entry *e, const baton_race_eval_result *r, int64_t *id,
-                 baton_err *err)
+/* Invariant 6: the submission is done with this entry, in the caller's transaction. */
+static int mark_done(baton_league *l, int64_t submission, int64_t entry, baton_err *err)
 {
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(l->db, "UPDATE submissions SET state = 2, entry = ?, finished_at = ?, archive = NULL"
+                                  " WHERE id = ? AND state = 1", -1, &st, NULL) != SQLITE_OK)
+        return league_db_fail(l, err, "cannot mark the submission done");
+    sqlite3_bind_int64(st, 1, entry);
+    sqlite3_bind_double(st, 2, league_now());
+    sqlite3_bind_int64(st, 3, submission);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? BATON_OK : league_db_fail(l, err, "cannot mark the submission done");
+    sqlite3_finalize(st);
+    if (!rc && sqlite3_changes(l->db) != 1)
+        rc = baton_err_set(err, BATON_ERR_BUSY, "%s: submission %lld is no longer running; its result is not stored", l->path,
+                           (long long)submission);
+    return rc;
+}
+
+int league_store(baton_league *l, baton_league_entry *e, const baton_race_eval_result *r, const char *checkpoint,
+                 int64_t submission, baton_err *err)
+{
+    int64_t *id = &e->id;
     static const char ins[] =
         "INSERT INTO entries(alias, model_hash, track, format, completed, laps, best_lap_s, total_s, penalties_s,"
         " resets, iteration, submitted_at, checkpoint, track_path) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
@@ -171,7 +215,7 @@ static int store(baton_league *l, const baton_league_entry *e, const baton_race_
     int rc = BATON_OK;
     if (sqlite3_exec(l->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
         free(blob);
-        return db_fail(l, err, "cannot begin a transaction");
+        return league_db_fail(l, err, "cannot begin a transaction");
     }
     if (sqlite3_prepare_v2(l->db, ins, -1, &st, NULL) != SQLITE_OK) goto fail;
     sqlite3_bind_text(st, 1, e->alias, -1, SQLITE_STATIC);
@@ -186,7 +230,7 @@ static int store(baton_league *l, const baton_league_entry *e, const baton_race_
     sqlite3_bind_int64(st, 10, e->resets);
     sqlite3_bind_int64(st, 11, (sqlite3_int64)e->iteration);
     sqlite3_bind_double(st, 12, e->submitted_at);
-    sqlite3_bind_text(st, 13, r->checkpoint, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 13, checkpoint, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 14, e->track_path, -1, SQLITE_STATIC);
     if (sqlite3_step(st) != SQLITE_DONE) goto fail;
     sqlite3_finalize(st);
@@ -213,20 +257,24 @@ static int store(baton_league *l, const baton_league_entry *e, const baton_race_
     if (sqlite3_step(st) != SQLITE_DONE) goto fail;
     sqlite3_finalize(st);
     st = NULL;
+    if (submission > 0 && (rc = mark_done(l, submission, *id, err))) goto undo;
     if (sqlite3_exec(l->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) goto fail;
     free(blob);
     return BATON_OK;
 fail:
-    rc = db_fail(l, err, "cannot store the entry");
+    rc = league_db_fail(l, err, "cannot store the entry");
+undo:
     sqlite3_finalize(st);
     sqlite3_exec(l->db, "ROLLBACK", NULL, NULL, NULL);
     free(blob);
     return rc;
 }
 
-int baton_league_submit(baton_league *l, const char *ckpt, const char *alias, const char *track,
-                        baton_league_format format, baton_league_entry *out, baton_err *err)
+int league_evaluate(const char *ckpt, const char *alias, const char *track, baton_league_format format,
+                    baton_league_entry *e, baton_race_eval_result *r, baton_err *err)
 {
+    memset(e, 0, sizeof *e);
+    memset(r, 0, sizeof *r);
     if (baton_league_alias_check(alias, err)) return err->code;
     if (!ckpt || !track) return baton_err_set(err, BATON_ERR_ARG, "a checkpoint and a track are required");
     baton_race_eval_opts o;
@@ -235,32 +283,39 @@ int baton_league_submit(baton_league *l, const char *ckpt, const char *alias, co
     o.track = track;
     o.laps = BATON_LEAGUE_LAPS;
     o.off_track_penalty_s = BATON_LEAGUE_PENALTY_S;
-    baton_race_eval_result r = {0};
-    int rc = baton_race_eval(&o, &r, err);
+    int rc = baton_race_eval(&o, r, err);
     if (rc) {
         baton_err_prefix(err, "evaluating %s", ckpt);
-        baton_race_eval_result_free(&r);
+        baton_race_eval_result_free(r);
         return rc;
     }
-    baton_league_entry e = {0};
-    snprintf(e.alias, sizeof e.alias, "%s", alias);
-    snprintf(e.track, sizeof e.track, "%s", r.track_name);
+    snprintf(e->alias, sizeof e->alias, "%s", alias);
+    snprintf(e->track, sizeof e->track, "%s", r->track_name);
     /* a built-in by its name; a file by its absolute path, so the league's page can draw it */
-    char *abs = strchr(r.track, '/') || strstr(r.track, ".npy") ? realpath(r.track, NULL) : NULL;
-    snprintf(e.track_path, sizeof e.track_path, "%s", abs ? abs : r.track);
+    char *abs = strchr(r->track, '/') || strstr(r->track, ".npy") ? realpath(r->track, NULL) : NULL;
+    snprintf(e->track_path, sizeof e->track_path, "%s", abs ? abs : r->track);
     free(abs);
-    e.format = format;
-    e.completed = r.completed;
-    e.laps = (uint32_t)r.nlaps;
-    e.best_lap_s = r.best_lap_s;
-    e.total_s = r.total_s;
-    e.penalties_s = r.penalties_s;
-    e.resets = r.resets;
-    e.iteration = r.iteration;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    e.submitted_at = (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-    if (!(rc = manifest_hash(r.checkpoint, e.model_hash, err))) rc = store(l, &e, &r, &e.id, err);
+    e->format = format;
+    e->completed = r->completed;
+    e->laps = (uint32_t)r->nlaps;
+    e->best_lap_s = r->best_lap_s;
+    e->total_s = r->total_s;
+    e->penalties_s = r->penalties_s;
+    e->resets = r->resets;
+    e->iteration = r->iteration;
+    e->submitted_at = league_now();
+    if ((rc = manifest_hash(r->checkpoint, e->model_hash, err))) baton_race_eval_result_free(r);
+    return rc;
+}
+
+int baton_league_submit(baton_league *l, const char *ckpt, const char *alias, const char *track,
+                        baton_league_format format, baton_league_entry *out, baton_err *err)
+{
+    baton_league_entry e;
+    baton_race_eval_result r;
+    int rc = league_evaluate(ckpt, alias, track, format, &e, &r, err);
+    if (rc) return rc;
+    rc = league_store(l, &e, &r, r.checkpoint, 0, err);
     baton_race_eval_result_free(&r);
     if (!rc && out) *out = e;
     return rc;
@@ -296,7 +351,7 @@ static int select_entries(baton_league *l, const char *where, int has_format, in
     char sql[512];
     snprintf(sql, sizeof sql, "SELECT %s FROM entries %s", cols, where);
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(l->db, sql, -1, &st, NULL) != SQLITE_OK) return db_fail(l, err, "cannot read the entries");
+    if (sqlite3_prepare_v2(l->db, sql, -1, &st, NULL) != SQLITE_OK) return league_db_fail(l, err, "cannot read the entries");
     int k = 1;
     if (has_format) sqlite3_bind_int(st, k++, format);
     if (track) sqlite3_bind_text(st, k++, track, -1, SQLITE_STATIC);
@@ -317,7 +372,7 @@ static int select_entries(baton_league *l, const char *where, int has_format, in
     }
     if (rc != SQLITE_DONE) {
         int r2 = rc == SQLITE_NOMEM ? baton_err_set(err, BATON_ERR_NOMEM, "out of memory")
-                                    : db_fail(l, err, "cannot read the entries");
+                                    : league_db_fail(l, err, "cannot read the entries");
         sqlite3_finalize(st);
         free(e);
         return r2;
@@ -362,12 +417,12 @@ int baton_league_trace(baton_league *l, int64_t id, size_t *n, float **x, float 
 {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(l->db, "SELECT steps, data FROM traces WHERE entry = ?", -1, &st, NULL) != SQLITE_OK)
-        return db_fail(l, err, "cannot read the trace");
+        return league_db_fail(l, err, "cannot read the trace");
     sqlite3_bind_int64(st, 1, id);
     int rc = sqlite3_step(st);
     if (rc != SQLITE_ROW) {
         rc = rc == SQLITE_DONE ? baton_err_set(err, BATON_ERR_NOTFOUND, "%s: no entry %lld", l->path, (long long)id)
-                               : db_fail(l, err, "cannot read the trace");
+                               : league_db_fail(l, err, "cannot read the trace");
         sqlite3_finalize(st);
         return rc;
     }
@@ -401,7 +456,7 @@ int baton_league_tracks(baton_league *l, baton_league_track **out, size_t *n, ba
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(l->db, "SELECT track, count(*), count(DISTINCT alias), max(track_path) FROM entries"
                            " GROUP BY track ORDER BY track", -1, &st, NULL) != SQLITE_OK)
-        return db_fail(l, err, "cannot read the tracks");
+        return league_db_fail(l, err, "cannot read the tracks");
     size_t cap = 8, cnt = 0;
     baton_league_track *t = malloc(cap * sizeof *t);
     int rc = t ? SQLITE_ROW : SQLITE_NOMEM;
@@ -423,7 +478,7 @@ int baton_league_tracks(baton_league *l, baton_league_track **out, size_t *n, ba
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) {
         free(t);
-        return rc == SQLITE_NOMEM ? baton_err_set(err, BATON_ERR_NOMEM, "out of memory") : db_fail(l, err, "cannot read the tracks");
+        return rc == SQLITE_NOMEM ? baton_err_set(err, BATON_ERR_NOMEM, "out of memory") : league_db_fail(l, err, "cannot read the tracks");
     }
     *out = t;
     *n = cnt;

@@ -2,16 +2,19 @@
  * libmicrohttpd. GET / lists the tracks; GET /track/NAME shows the standings (time trial, or
  * ?format=total), the track with its racing line, and replays an entry's drive (the car moving
  * along its trace at real time, drawn over the SVG by a short inline script: no external scripts
- * or fonts); GET /api/tracks, /api/leaderboard?track=T[&format=F], /api/entries/ID/trace answer
- * JSON. Anything else is 404 (405 for a method other than GET or HEAD).
+ * or fonts); GET /api/tracks, /api/leaderboard?track=T[&format=F], /api/entries/ID/trace and
+ * /api/submissions/ID answer JSON; POST /api/submit queues an upload (league_upload.c) that the
+ * worker thread evaluates. Anything else is 404 (405 for a method a path does not take).
  *
- * Contract: read-only over the database; every alias and track name is escaped where it is
- * written into HTML; one server thread, so the SQLite connection is used by one thread at a time. */
+ * Contract: every alias and track name is escaped where it is written into HTML; one server
+ * thread, so its SQLite connection is used by one thread at a time; the worker has its own
+ * connection; a request body is never held past the upload limit. */
 #include "baton/race_league.h"
 
 #include <cJSON.h>
 #include <errno.h>
 #include <microhttpd.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -21,7 +24,23 @@ struct baton_league_server {
     baton_league *l;
     struct MHD_Daemon *d;
     char url[128];
+    baton_league_upload_rules rules;
+    char tracks_dir[1024], tmp_parent[1024];
+    /* the worker */
+    baton_league *wl;
+    pthread_t worker;
+    int worker_started, stop, poke;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
 };
+
+/* A request's context: &not_upload, or the body of a POST /api/submit as it arrives. */
+static int not_upload;
+typedef struct upload_ctx {
+    baton_buf body;
+    size_t seen;
+    int too_big;
+} upload_ctx;
 
 cJSON *baton_league_entry_json(const baton_league_entry *e)
 {
@@ -302,53 +321,208 @@ static enum MHD_Result api_trace(baton_league_server *s, struct MHD_Connection *
     return reply_buf(c, &b, "application/json");
 }
 
+static enum MHD_Result api_submission(baton_league_server *s, struct MHD_Connection *c, const char *rest)
+{
+    char *end;
+    errno = 0;
+    long long id = strtoll(rest, &end, 10);
+    if (end == rest || *end || errno || id <= 0 || rest[0] == '+' || rest[0] == '-')
+        return reply_error(c, 404, "expected /api/submissions/ID");
+    baton_league_submission sub;
+    baton_err err = {0};
+    int rc = baton_league_submission_get(s->l, id, &sub, &err);
+    if (rc) return reply_error(c, rc == BATON_ERR_NOTFOUND ? 404 : 500, err.msg);
+    return reply_json(c, 200, baton_league_submission_json(&sub));
+}
+
+static enum MHD_Result api_submit(baton_league_server *s, struct MHD_Connection *c, upload_ctx *u)
+{
+    size_t max = s->rules.max_bytes ? s->rules.max_bytes : BATON_LEAGUE_UPLOAD_MAX;
+    if (u->too_big) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "the archive is over %zu bytes, the most this league takes", max);
+        return reply_error(c, 413, msg);
+    }
+    baton_league_request q = {
+        .authorization = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION),
+        .content_type = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE),
+        .alias = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "alias"),
+        .track = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "track"),
+        .format = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format"),
+        .body = u->body.data,
+        .len = u->body.len,
+    };
+    baton_league_upload up;
+    unsigned http = 400;
+    baton_err err = {0};
+    if (baton_league_request_parse(&q, &s->rules, &up, &http, &err)) return reply_error(c, http, err.msg);
+    int rc = baton_league_token_check(s->l, up.alias, up.token, &err);
+    if (rc) return reply_error(c, rc == BATON_ERR_DENIED ? 403 : 500, err.msg);
+    /* the model must load now, not fail in the queue an hour later */
+    char dir[4096], ckpt[4096];
+    rc = baton_league_unpack(up.archive, up.len, s->tmp_parent[0] ? s->tmp_parent : NULL, dir, ckpt, &err);
+    if (rc) return reply_error(c, rc == BATON_ERR_IO || rc == BATON_ERR_NOSPACE || rc == BATON_ERR_NOMEM ? 500 : 400, err.msg);
+    baton_remove_tree(dir);
+    int64_t id;
+    if ((rc = baton_league_enqueue(s->l, &up, &id, &err))) return reply_error(c, rc == BATON_ERR_BUSY ? 409 : 500, err.msg);
+    baton_log(BATON_LOG_INFO, "league: submission %lld queued (%s on %s, %zu bytes)", (long long)id, up.alias, up.track,
+              up.len);
+    pthread_mutex_lock(&s->mu);
+    s->poke = 1;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    baton_league_submission sub;
+    if (baton_league_submission_get(s->l, id, &sub, &err)) return reply_error(c, 500, err.msg);
+    cJSON *j = baton_league_submission_json(&sub);
+    char loc[64];
+    snprintf(loc, sizeof loc, "/api/submissions/%lld", (long long)id);
+    cJSON_AddStringToObject(j, "status_url", loc);
+    return reply_json(c, 202, j);
+}
+
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                const char *version, const char *upload, size_t *upload_size, void **con_cls)
 {
-    static int marker;
     baton_league_server *s = cls;
+    int submit = !strcmp(url, "/api/submit");
     if (*con_cls == NULL) {   /* headers only so far */
-        *con_cls = &marker;
+        if (!submit || strcmp(method, "POST")) {
+            *con_cls = &not_upload;
+            return MHD_YES;
+        }
+        size_t max = s->rules.max_bytes ? s->rules.max_bytes : BATON_LEAGUE_UPLOAD_MAX;
+        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (cl && strtoull(cl, NULL, 10) > max) {   /* refused before a byte of it is read */
+            char msg[160];
+            snprintf(msg, sizeof msg, "Content-Length %.20s: over %zu bytes, the most this league takes", cl, max);
+            return reply_error(c, 413, msg);
+        }
+        upload_ctx *u = calloc(1, sizeof *u);
+        if (!u) return MHD_NO;
+        *con_cls = u;
         return MHD_YES;
     }
-    if (*upload_size) {   /* nothing here takes a body */
+    if (*con_cls != &not_upload) {   /* the submission's body */
+        upload_ctx *u = *con_cls;
+        if (*upload_size) {
+            size_t max = s->rules.max_bytes ? s->rules.max_bytes : BATON_LEAGUE_UPLOAD_MAX;
+            u->seen += *upload_size;
+            if (u->seen > max) {
+                u->too_big = 1;
+                baton_buf_free(&u->body);
+            } else if (baton_buf_append(&u->body, upload, *upload_size)) {
+                return MHD_NO;
+            }
+            *upload_size = 0;
+            return MHD_YES;
+        }
+        return api_submit(s, c, u);
+    }
+    if (*upload_size) {   /* nothing else takes a body */
         *upload_size = 0;
         return MHD_YES;
     }
-    if (strcmp(method, "GET") && strcmp(method, "HEAD")) return reply_error(c, 405, "the page is read-only");
+    if (submit) return reply_error(c, 405, "POST the tar of the checkpoint folder to /api/submit");
+    if (strcmp(method, "GET") && strcmp(method, "HEAD")) return reply_error(c, 405, "only GET and HEAD here");
     if (!strcmp(url, "/")) return page_index(s, c);
     if (!strncmp(url, "/track/", 7) && url[7]) return page_track(s, c, url + 7);
     if (!strcmp(url, "/api/tracks")) return api_tracks(s, c);
     if (!strcmp(url, "/api/leaderboard")) return api_leaderboard(s, c);
     if (!strncmp(url, "/api/entries/", 13)) return api_trace(s, c, url + 13);
+    if (!strncmp(url, "/api/submissions/", 17)) return api_submission(s, c, url + 17);
     return reply_error(c, 404, "not found");
 }
 
-int baton_league_serve_start(const char *db_path, const char *listen, int allow_remote, baton_league_server **out,
-                             baton_err *err)
+static void request_done(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+    (void)cls, (void)c, (void)toe;
+    upload_ctx *u = *con_cls;
+    if (!u || *con_cls == &not_upload) return;
+    baton_buf_free(&u->body);
+    free(u);
+    *con_cls = NULL;
+}
+
+/* The worker: the queue, one submission at a time, until stopped; woken by a new submission
+ * or every second (another process may queue into the same database). */
+static void *worker_main(void *arg)
+{
+    baton_league_server *s = arg;
+    pthread_mutex_lock(&s->mu);
+    while (!s->stop) {
+        pthread_mutex_unlock(&s->mu);
+        int64_t id = 0;
+        baton_err err = {0};
+        if (baton_league_queue_run_one(s->wl, s->tmp_parent[0] ? s->tmp_parent : NULL, &id, &err))
+            baton_log(BATON_LOG_WARN, "league: the queue: %s", err.msg);
+        pthread_mutex_lock(&s->mu);
+        if (id && !err.code) continue;
+        if (!s->poke && !s->stop) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += 1;
+            pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+        }
+        s->poke = 0;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+void baton_league_serve_opts_default(baton_league_serve_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->listen = "127.0.0.1:0";
+    o->rules.max_bytes = BATON_LEAGUE_UPLOAD_MAX;
+}
+
+static int start_worker(baton_league_server *s, const char *db_path, baton_err *err)
+{
+    int rc = baton_league_open(db_path, &s->wl, err);
+    size_t requeued = 0;
+    if (!rc) rc = baton_league_queue_recover(s->wl, &requeued, err);
+    if (rc) return rc;
+    if (requeued)
+        baton_log(BATON_LOG_INFO, "league: %zu submission(s) were being evaluated when the server stopped: queued again",
+                  requeued);
+    if (pthread_create(&s->worker, NULL, worker_main, s))
+        return baton_err_set(err, BATON_ERR_IO, "cannot start the league's worker thread");
+    s->worker_started = 1;
+    return BATON_OK;
+}
+
+int baton_league_serve_start(const baton_league_serve_opts *o, baton_league_server **out, baton_err *err)
 {
     *out = NULL;
     baton_league_server *s = calloc(1, sizeof *s);
     if (!s) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
-    int rc = baton_league_open(db_path, &s->l, err);
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    s->rules = o->rules;
+    if (o->rules.tracks_dir) {
+        snprintf(s->tracks_dir, sizeof s->tracks_dir, "%s", o->rules.tracks_dir);
+        s->rules.tracks_dir = s->tracks_dir;
+    }
+    if (o->tmp_parent) snprintf(s->tmp_parent, sizeof s->tmp_parent, "%s", o->tmp_parent);
+    int rc = baton_league_open(o->db_path, &s->l, err);
     int port = 0, v6 = 0, fd = -1;
+    if (!rc) rc = start_worker(s, o->db_path, err);
     if (!rc) {
-        fd = baton_net_listen(listen ? listen : "127.0.0.1:0", allow_remote, s->url, sizeof s->url, &port, &v6, err);
+        fd = baton_net_listen(o->listen ? o->listen : "127.0.0.1:0", o->allow_remote, s->url, sizeof s->url, &port, &v6, err);
         if (fd < 0) rc = err->code;
     }
     if (!rc) {
         unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | (v6 ? MHD_USE_IPv6 : 0);
         s->d = MHD_start_daemon(flags, 0, NULL, NULL, handler, s, MHD_OPTION_LISTEN_SOCKET, fd,
                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_CONNECTION_LIMIT, (unsigned)128,
-                                MHD_OPTION_END);
+                                MHD_OPTION_NOTIFY_COMPLETED, request_done, s, MHD_OPTION_END);
         if (!s->d) {
             close(fd);
             rc = baton_err_set(err, BATON_ERR_IO, "libmicrohttpd did not start on %s", s->url);
         }
     }
     if (rc) {
-        baton_league_close(s->l);
-        free(s);
+        baton_league_serve_stop(s);
         return rc;
     }
     *out = s;
@@ -361,6 +535,16 @@ void baton_league_serve_stop(baton_league_server *s)
 {
     if (!s) return;
     if (s->d) MHD_stop_daemon(s->d);
+    if (s->worker_started) {
+        pthread_mutex_lock(&s->mu);
+        s->stop = 1;
+        pthread_cond_signal(&s->cv);
+        pthread_mutex_unlock(&s->mu);
+        pthread_join(s->worker, NULL);   /* after the evaluation in progress, if any */
+    }
+    baton_league_close(s->wl);
     baton_league_close(s->l);
+    pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->mu);
     free(s);
 }

@@ -63,6 +63,7 @@ const char *baton_status_name(int code)
     case BATON_ERR_NOSPACE: return "no space left";
     case BATON_ERR_BUSY: return "busy";
     case BATON_ERR_USAGE: return "bad option";
+    case BATON_ERR_DENIED: return "denied";
     }
     return "unknown status";
 }

@@ -44,7 +44,7 @@ double baton_svg_text_width(const char *s, double px, int bold)
 void baton_svg_esc(baton_buf *b, const char *s)
 {
     for (; s && *s; s++) {
-        const char *r = *s == '<' ? "&lt;" : *s == '>' ? "&gt;" : *s == '&' ? "&amp;" : *s == '"' ? "&quot;" : NULL;
+        const char *r = *s == '<' ? "&lt;" : *s == '>' ? "&gt;" : *s == '&' ? "&amp;" : *s == '"' ? "&quot;" : *s == '\'' ? "&#39;" : NULL;
         if (r) baton_buf_append(b, r, strlen(r));
         else baton_buf_append(b, s, 1);
     }

@@ -60,12 +60,18 @@ expect_fail 2 "format 'sprint': time-trial or total" "$BATON" race submit --ckpt
 expect_fail 2 "required" "$BATON" race submit --alias x --track oval --db "$DB"
 check '[ "$(rows "$DB")" = "$before" ]' "nothing stored by refused submissions"
 # a database of another schema version, and a damaged one: refused, the files unchanged
-cp "$DB" "$T/v2.db"
-python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA journal_mode=DELETE'); c.execute('PRAGMA user_version=2'); c.commit()" "$T/v2.db"
-sum=$(md5sum <"$T/v2.db")
-expect_fail 1 "v2.db: league schema version 2; this baton reads version 1" "$BATON" race leaderboard --db "$T/v2.db"
-expect_fail 1 "v2.db: league schema version 2" "$BATON" race submit --ckpt "$T/m1" --alias x --track oval --db "$T/v2.db"
-check '[ "$(md5sum <"$T/v2.db")" = "$sum" ]' "the other version's file unchanged"
+cp "$DB" "$T/v3.db"
+python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA journal_mode=DELETE'); c.execute('PRAGMA user_version=3'); c.commit()" "$T/v3.db"
+sum=$(md5sum <"$T/v3.db")
+expect_fail 1 "v3.db: league schema version 3; this baton reads versions 1 and 2" "$BATON" race leaderboard --db "$T/v3.db"
+expect_fail 1 "v3.db: league schema version 3" "$BATON" race submit --ckpt "$T/m1" --alias x --track oval --db "$T/v3.db"
+check '[ "$(md5sum <"$T/v3.db")" = "$sum" ]' "the other version's file unchanged"
+# a version-1 file (entries only, as the first league wrote) gains version 2's tables, its entries kept
+cp "$DB" "$T/v1.db"
+python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.executescript('DROP TABLE submissions; DROP TABLE tokens; PRAGMA user_version=1;'); c.commit()" "$T/v1.db"
+check '"$BATON" race leaderboard --db "$T/v1.db" --json >"$T/v1.json" 2>"$T/v1.err" && grep -q "schema version 1: adding version 2" "$T/v1.err"' "a version-1 database upgraded"
+check '[ "$(json "$T/v1.json" "len(d[\"entries\"])")" = "$(json "$T/lb2.json" "len(d[\"entries\"])")" ] && "$BATON" race token add z --db "$T/v1.db" >/dev/null 2>&1' \
+    "its entries kept, its new tables usable"
 head -c 8192 /dev/urandom >"$T/bad.db"
 sum=$(md5sum <"$T/bad.db")
 expect_fail 1 "bad.db: not a league database SQLite can read" "$BATON" race leaderboard --db "$T/bad.db"

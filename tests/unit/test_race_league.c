@@ -133,9 +133,9 @@ static void test_db_files(void)
     baton_league_close(l);
     /* another schema version */
     sqlite3 *db;
-    CHECK(sqlite3_open(p, &db) == SQLITE_OK && sqlite3_exec(db, "PRAGMA user_version=2", NULL, NULL, NULL) == SQLITE_OK);
+    CHECK(sqlite3_open(p, &db) == SQLITE_OK && sqlite3_exec(db, "PRAGMA user_version=3", NULL, NULL, NULL) == SQLITE_OK);
     sqlite3_close(db);
-    CHECK(baton_league_open(p, &l, &err) == BATON_ERR_FORMAT && strstr(err.msg, "schema version 2") && strstr(err.msg, p));
+    CHECK(baton_league_open(p, &l, &err) == BATON_ERR_FORMAT && strstr(err.msg, "schema version 3") && strstr(err.msg, p));
     /* another application's database (its tables left alone) */
     const char *q = path_in("other.db");
     CHECK(sqlite3_open(q, &db) == SQLITE_OK && sqlite3_exec(db, "CREATE TABLE jobs(x)", NULL, NULL, NULL) == SQLITE_OK);

@@ -1,0 +1,205 @@
+/* league_upload.c — a submission over HTTP before it is queued (race_league.h, "submissions"):
+ * parse the request (token, alias, track, format, size, the archive's structure) and unpack an
+ * archive into a fresh folder to find the race checkpoint in it.
+ *
+ * Contract: baton_league_request_parse touches no file except to look a track up in the league's
+ * tracks folder, and names each refusal with the HTTP status it deserves; a track is a name, never a
+ * path; baton_league_unpack writes only under the folder it makes and removes it when it fails. */
+#include "league_internal.h"
+#include "ppo_internal.h"
+
+#include <cJSON.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int refuse(unsigned *http, unsigned status, baton_err *err, int code, const char *fmt, const char *arg)
+{
+    *http = status;
+    return baton_err_set(err, code, fmt, arg);
+}
+
+static int token_form_ok(const char *t)
+{
+    if (strlen(t) != BATON_LEAGUE_TOKEN_LEN || strncmp(t, "btn_", 4)) return 0;
+    for (const char *p = t + 4; *p; p++)
+        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'))) return 0;
+    return 1;
+}
+
+/* A track's name: 1-128 of [A-Za-z0-9_.-], not starting with '.'; "NAME.npy" means NAME. */
+static int track_lookup(const char *name, const baton_league_upload_rules *rules, baton_league_upload *u, unsigned *http,
+                        baton_err *err)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n > 128 || name[0] == '.')
+        return refuse(http, 400, err, BATON_ERR_ARG, "track: a name of 1-128 characters, not starting with '.'%s", "");
+    for (size_t i = 0; i < n; i++)
+        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-", name[i]))
+            return refuse(http, 400, err, BATON_ERR_ARG, "track: letters, digits, '_', '.' and '-' only (a name, not a path)%s", "");
+    char stem[129];
+    snprintf(stem, sizeof stem, "%.*s", (int)(n > 4 && !strcmp(name + n - 4, ".npy") ? n - 4 : n), name);
+    for (const char *const *b = baton_race_builtin_tracks(); *b; b++)
+        if (!strcmp(*b, stem)) {
+            snprintf(u->track, sizeof u->track, "%s", stem);
+            snprintf(u->track_path, sizeof u->track_path, "%s", stem);
+            return BATON_OK;
+        }
+    if (rules->tracks_dir) {
+        char path[1024];
+        struct stat sb;
+        int w = snprintf(path, sizeof path, "%s/%s.npy", rules->tracks_dir, stem);
+        if (w > 0 && (size_t)w < sizeof path && stat(path, &sb) == 0 && S_ISREG(sb.st_mode)) {
+            char *abs = realpath(path, NULL);
+            snprintf(u->track, sizeof u->track, "%s", stem);
+            snprintf(u->track_path, sizeof u->track_path, "%s", abs ? abs : path);
+            free(abs);
+            return BATON_OK;
+        }
+    }
+    return refuse(http, 404, err, BATON_ERR_NOTFOUND,
+                  "track '%s': not a built-in track nor one of the league's tracks (GET /api/tracks lists those with entries)",
+                  stem);
+}
+
+int baton_league_request_parse(const baton_league_request *q, const baton_league_upload_rules *rules,
+                               baton_league_upload *u, unsigned *http, baton_err *err)
+{
+    memset(u, 0, sizeof *u);
+    *http = 400;
+    const char *a = q->authorization;
+    if (!a || !*a) return refuse(http, 401, err, BATON_ERR_DENIED, "a token is required: Authorization: Bearer TOKEN%s", "");
+    if (strncasecmp(a, "Bearer ", 7) || !token_form_ok(a + 7))
+        return refuse(http, 401, err, BATON_ERR_DENIED,
+                      "Authorization: expected \"Bearer btn_\" and 64 hex digits (baton race token add ALIAS)%s", "");
+    memcpy(u->token, a + 7, BATON_LEAGUE_TOKEN_LEN + 1);
+    if (q->content_type && *q->content_type) {
+        size_t n = strcspn(q->content_type, "; \t");
+        if (!((n == 17 && !strncasecmp(q->content_type, "application/x-tar", n)) ||
+              (n == 24 && !strncasecmp(q->content_type, "application/octet-stream", n))))
+            return refuse(http, 415, err, BATON_ERR_FORMAT, "Content-Type '%.100s': the body is a tar (application/x-tar)",
+                          q->content_type);
+    }
+    if (baton_league_alias_check(q->alias, err)) return baton_err_prefix(err, "alias");
+    snprintf(u->alias, sizeof u->alias, "%s", q->alias);
+    u->format = BATON_LEAGUE_TIME_TRIAL;
+    if (q->format && baton_league_format_parse(q->format, &u->format, err)) return err->code;
+    if (!q->track || !*q->track) return refuse(http, 400, err, BATON_ERR_ARG, "track: required (?track=NAME)%s", "");
+    int rc = track_lookup(q->track, rules, u, http, err);
+    if (rc) return rc;
+    size_t max = rules->max_bytes ? rules->max_bytes : BATON_LEAGUE_UPLOAD_MAX;
+    if (q->len > max) {
+        *http = 413;
+        return baton_err_set(err, BATON_ERR_USAGE, "the archive is %zu bytes; this league takes at most %zu", q->len, max);
+    }
+    if (!q->body || !q->len)
+        return refuse(http, 400, err, BATON_ERR_ARG, "an empty body: send the tar of the checkpoint folder%s", "");
+    baton_league_tar_entry *e;
+    size_t n;
+    if ((rc = baton_league_tar_read(q->body, q->len, &e, &n, err))) return rc;
+    int manifest = 0;
+    for (size_t i = 0; i < n && !manifest; i++) {
+        const char *s = strrchr(e[i].name, '/');
+        manifest = !e[i].is_dir && !strcmp(s ? s + 1 : e[i].name, "MANIFEST");
+    }
+    free(e);
+    if (!manifest)
+        return refuse(http, 400, err, BATON_ERR_FORMAT,
+                      "no MANIFEST in the archive: send a checkpoint folder (tar -C runs/ckpt-40 -cf - .)%s", "");
+    u->archive = q->body;
+    u->len = q->len;
+    return BATON_OK;
+}
+
+/* A folder holding a MANIFEST must be named ckpt-<step> for the checkpoint store; rename it so,
+ * the step read from its state.json. */
+static int name_as_ckpt(char *path, size_t cap, baton_err *err)
+{
+    const char *base = strrchr(path, '/');
+    uint64_t step;
+    if (baton_ckpt_parse_name(base ? base + 1 : path, &step)) return BATON_OK;
+    char sp[4200];
+    snprintf(sp, sizeof sp, "%s/state.json", path);
+    uint8_t *text;
+    size_t len;
+    if (baton_file_read_all(sp, 1u << 20, &text, &len, err)) return baton_err_prefix(err, "the archive's checkpoint");
+    cJSON *j = cJSON_ParseWithLength((const char *)text, len);
+    free(text);
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(j, "step");
+    int ok = cJSON_IsNumber(s) && s->valuedouble >= 0 && s->valuedouble < 9007199254740992.0 &&
+             s->valuedouble == (double)(uint64_t)s->valuedouble;
+    step = ok ? (uint64_t)s->valuedouble : 0;
+    cJSON_Delete(j);
+    if (!ok) return baton_err_set(err, BATON_ERR_FORMAT, "the archive's state.json: no \"step\" (not a baton checkpoint)");
+    char parent[4096], to[4200];
+    baton_path_dirname(path, parent, sizeof parent);
+    snprintf(to, sizeof to, "%s/ckpt-%llu", parent, (unsigned long long)step);
+    if (rename(path, to)) return baton_err_errno(err, errno, "cannot rename", path);
+    return snprintf(path, cap, "%s", to) < (int)cap ? BATON_OK : baton_err_set(err, BATON_ERR_ARG, "%s: path too long", to);
+}
+
+static int has_manifest(const char *dir)
+{
+    char p[4200];
+    struct stat sb;
+    snprintf(p, sizeof p, "%s/MANIFEST", dir);
+    return lstat(p, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+/* The archive's checkpoint under root: root itself, or its only entry when that is a folder. */
+static int find_ckpt(const char *root, const baton_league_tar_entry *e, size_t n, char ckpt[4096], baton_err *err)
+{
+    snprintf(ckpt, 4096, "%s", root);
+    size_t top = 0, topdir = 0, first = n;
+    for (size_t i = 0; i < n; i++)
+        if (!strchr(e[i].name, '/')) {
+            top++, topdir += e[i].is_dir;
+            if (first == n) first = i;
+        }
+    if (!has_manifest(ckpt) && top == 1 && topdir == 1 && snprintf(ckpt, 4096, "%s/%s", root, e[first].name) >= 4096)
+        return baton_err_set(err, BATON_ERR_ARG, "the upload folder's path is too long");
+    if (has_manifest(ckpt) && name_as_ckpt(ckpt, 4096, err)) return err->code;
+    /* the model must be a race model that loads: what evaluation will do, done now */
+    race_pilot p;
+    race_run_state st;
+    char path[4096];
+    if (race_pilot_open(&p, ckpt, path, sizeof path, &st, err)) {
+        char *in = strstr(err->msg, root);   /* name the archive's own paths, not the server's folder */
+        if (in) memmove(in + 11, in + strlen(root), strlen(in + strlen(root)) + 1), memcpy(in, "the archive", 11);
+        return baton_err_prefix(err, "not a race model that loads");
+    }
+    race_pilot_close(&p);
+    return BATON_OK;
+}
+
+int baton_league_unpack(const uint8_t *archive, size_t len, const char *tmp_parent, char dir[4096], char ckpt[4096],
+                        baton_err *err)
+{
+    dir[0] = ckpt[0] = 0;
+    const char *parent = tmp_parent ? tmp_parent : getenv("TMPDIR");
+    if (!parent || !*parent) parent = "/tmp";
+    baton_league_tar_entry *e;
+    size_t n;
+    int rc = baton_league_tar_read(archive, len, &e, &n, err);
+    if (rc) return rc;
+    char root[4096];
+    if (snprintf(dir, 4096, "%s/baton-upload-XXXXXX", parent) >= 4096 || !mkdtemp(dir)) {
+        rc = baton_err_errno(err, errno, "cannot make a folder for the upload", parent);
+        dir[0] = 0;
+        free(e);
+        return rc;
+    }
+    snprintf(root, sizeof root, "%s/up", dir);
+    if (mkdir(root, 0700)) rc = baton_err_errno(err, errno, "cannot make the folder", root);
+    if (!rc) rc = baton_league_tar_extract(e, n, root, err);
+    if (!rc) rc = find_ckpt(root, e, n, ckpt, err);
+    free(e);
+    if (rc) {
+        baton_remove_tree(dir);
+        dir[0] = ckpt[0] = 0;
+    }
+    return rc;
+}

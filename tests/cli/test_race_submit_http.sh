@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# test_race_submit_http.sh — submissions over HTTP to `baton race serve`:
+#   - tokens: `race token add` prints one (only its SHA-256 in the database), a second add is
+#     refused, --rotate retires the old one, revoke removes it;
+#   - a tar of a checkpoint POSTed to /api/submit with its racer's token is queued (202), evaluated
+#     by the worker (queued -> running -> done, GET /api/submissions/ID) and shown on the
+#     leaderboard and the page, under an alias with SQL- and HTML-special characters; its laps are
+#     `race eval`'s under the league's rules; a track from the league's --tracks folder by name;
+#   - every bad input refused with a clear message and nothing stored: no token, a malformed or
+#     wrong one, another alias's token, a revoked one; tars with "../", an absolute path, a symbolic
+#     link, a hard link, a FIFO, a bad checksum, no MANIFEST; an archive over the size limit (by
+#     Content-Length and chunked); a checkpoint of another kind of model; a track given as a path or
+#     unknown; a Content-Type that is not a tar; a second submission while one is waiting;
+#   - the server SIGKILLed while a submission is running, restarted: the submission is evaluated
+#     again and finished exactly once (one entry, two attempts).
+cd "$(dirname "$0")/../.." || exit 1
+. tests/cli/lib.sh
+export OMP_NUM_THREADS=1
+unset BATON_LEAGUE_DB BATON_LEAGUE_TEST_HOLD_MS
+pids=()
+trap 'for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$T"' EXIT
+json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1" 2>&1; }
+sql() { python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchone()[0])" "$DB" "$1"; }
+DB=$T/league.db
+TRACKS=../shared/tracks
+M="--metadata docs/race-model/model_metadata.json --hyper docs/race-model/hyperparameters.json"
+A1="'; DROP TABLE entries;--"
+A2='<b>bold</b> & "co"'
+
+check '"$BATON" race train --track oval $M --ckpt-dir "$T/m1" --episodes 400 --seed 1 --threads 1 --quiet >/dev/null' "train model 1"
+check '"$BATON" race train --track oval $M --ckpt-dir "$T/m2" --episodes 200 --seed 2 --threads 1 --quiet >/dev/null' "train model 2"
+tar -C "$T/m1" -cf "$T/m1.tar" .                       # a run folder (its checkpoints inside)
+tar -C "$T/m2" -cf "$T/m2.tar" "$(basename "$T"/m2/ckpt-*)"   # one checkpoint folder
+
+# ---- tokens
+check '"$BATON" race token add "$A1" --db "$DB" >"$T/tok1" 2>"$T/tok.err" && grep -Eqx "btn_[0-9a-f]{64}" "$T/tok1"' \
+    "token add prints a token: $(cat "$T/tok.err" 2>/dev/null)"
+check '"$BATON" race token add "$A2" --db "$DB" >"$T/tok2" 2>/dev/null' "a second racer's token"
+TOK1=$(cat "$T/tok1") TOK2=$(cat "$T/tok2")
+expect_fail 1 "has a token already \(--rotate" "$BATON" race token add "$A1" --db "$DB"
+check '[ "$(sql "SELECT hash FROM tokens WHERE alias = '"'"'<b>bold</b> & \"co\"'"'"'")" = "$(printf %s "$TOK2" | sha256sum | cut -c1-64)" ] && ! grep -qa "$TOK1" "$DB"' \
+    "the database holds the tokens' SHA-256, not the tokens"
+check '"$BATON" race token ls --db "$DB" --json | grep -qF "\"alias\":\"'"'"'; DROP TABLE entries;--\""' "token ls"
+check '"$BATON" race token add victim --db "$DB" >"$T/tok3" 2>/dev/null && "$BATON" race token revoke victim --db "$DB" >/dev/null' \
+    "token add and revoke"
+expect_fail 1 "'victim' has no token" "$BATON" race token revoke victim --db "$DB"
+expect_fail 2 "add ALIAS \| ls \| revoke ALIAS" "$BATON" race token frobnicate --db "$DB"
+
+# ---- the server
+start() {  # start [ENV=VALUE...]: the server in the background; U its URL
+    rm -f "$T/url"
+    env "$@" "$BATON" race serve --listen 127.0.0.1:0 --db "$DB" --tracks "$TRACKS" --max-upload 3000000 \
+        >"$T/url" 2>>"$T/serve.err" &
+    pids+=($!)
+    PID=$!
+    U=
+    for _ in $(seq 200); do U=$(head -n1 "$T/url" 2>/dev/null); [ -n "$U" ] && break; sleep 0.05; done
+}
+start
+check '[ -n "$U" ]' "the server prints its URL: $(cat "$T/serve.err")"
+code() { curl -s -o "$T/body" -w "%{http_code}" "$@"; }
+enc() { python3 -c "import sys,urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=''))" "$1"; }
+post() {  # post TOKEN ALIAS TRACK FILE [CURL ARGS...]
+    local tok=$1 alias=$2 track=$3 file=$4; shift 4
+    local auth=(-H "Authorization: Bearer $tok")
+    [ -n "$tok" ] || auth=()
+    code "${auth[@]}" -H "Content-Type: ${CT:-application/x-tar}" --data-binary @"$file" "$@" \
+        "$U/api/submit?alias=$(enc "$alias")&track=$track"
+}
+wait_state() {  # wait_state ID STATE: poll until the submission is in STATE (10 s)
+    for _ in $(seq 200); do
+        curl -s "$U/api/submissions/$1" >"$T/sub.json" 2>/dev/null
+        [ "$(json "$T/sub.json" 'd.get("state")')" = "$2" ] && return 0
+        sleep 0.05
+    done
+    return 1
+}
+
+check '[ "$(post "$TOK1" "$A1" oval "$T/m1.tar")" = 202 ] && [ "$(json "$T/body" "d[\"state\"] in (\"queued\", \"running\", \"done\") and d[\"status_url\"] == \"/api/submissions/1\"")" = True ]' \
+    "POST /api/submit: 202 and where to look: $(cat "$T/body" 2>/dev/null)"
+check 'wait_state 1 done && [ "$(json "$T/sub.json" "d[\"entry\"] == 1 and d[\"attempts\"] == 1 and d[\"alias\"]")" = "$A1" ]' \
+    "the submission evaluated: $(cat "$T/sub.json" 2>/dev/null)"
+"$BATON" race eval --ckpt "$T/m1" --track oval --json >"$T/e1.json"
+check '[ "$(code "$U/api/leaderboard?track=oval")" = 200 ] && [ "$(json "$T/body" "[(e[\"alias\"], e[\"best_lap_s\"]) for e in d[\"entries\"]]")" = "$(json "$T/e1.json" "[(\"$A1\", d[\"best_lap_s\"])]")" ]' \
+    "on the leaderboard with race eval's lap: $(cat "$T/body" 2>/dev/null)"
+check '[ "$(code "$U/track/oval")" = 200 ] && grep -qF "&#39;; DROP TABLE entries;--" "$T/body"' "shown on the page, escaped"
+# a track of the league's folder, by name; the second racer
+check '[ "$(post "$TOK2" "$A2" Oval_track "$T/m2.tar")" = 202 ] && wait_state 2 done' "a track from --tracks: $(cat "$T/sub.json" 2>/dev/null)"
+check '[ "$(code "$U/api/leaderboard?track=Oval_track")" = 200 ] && [ "$(json "$T/body" "[e[\"alias\"] for e in d[\"entries\"]]")" = "['"'"'$A2'"'"']" ]' \
+    "the second racer on Oval_track: $(cat "$T/body" 2>/dev/null)"
+check '[ "$(code "$U/api/submissions/99")" = 404 ] && [ "$(code "$U/api/submissions/x")" = 404 ] && [ "$(code "$U/api/submit")" = 405 ]' \
+    "unknown submissions 404; GET /api/submit 405"
+
+# ---- bad input: refused, nothing stored
+python3 - "$T" <<'PY'
+import io, os, sys, tarfile
+t = sys.argv[1]
+man = open(os.path.join(t, "m2.tar"), "rb").read()
+def make(name, members):
+    with tarfile.open(os.path.join(t, name), "w", format=tarfile.GNU_FORMAT) as tf:
+        for info, data in members:
+            tf.addfile(info, io.BytesIO(data) if data is not None else None)
+def f(name, data=b"x"):
+    i = tarfile.TarInfo(name); i.size = len(data); return (i, data)
+def special(name, kind, link=""):
+    i = tarfile.TarInfo(name); i.type = kind; i.linkname = link; return (i, None)
+make("dotdot.tar", [f("MANIFEST"), f("../escape")])
+make("abs.tar", [f("MANIFEST"), f("/tmp/escape")])
+make("symlink.tar", [f("MANIFEST"), special("model.safetensors", tarfile.SYMTYPE, "/etc/passwd")])
+make("hardlink.tar", [f("MANIFEST"), special("state.json", tarfile.LNKTYPE, "MANIFEST")])
+make("fifo.tar", [f("MANIFEST"), special("pipe", tarfile.FIFOTYPE)])
+make("nomanifest.tar", [f("README", b"hello")])
+b = bytearray(man); b[148:156] = b"0000000\0"; open(os.path.join(t, "checksum.tar"), "wb").write(b)
+open(os.path.join(t, "big.tar"), "wb").write(b"\0" * 3100000)
+PY
+before_s=$(sql "SELECT count(*) FROM submissions") before_e=$(sql "SELECT count(*) FROM entries")
+refused() {  # refused STATUS PATTERN TOKEN ALIAS TRACK FILE [CURL ARGS...]
+    local want=$1 pat=$2; shift 2
+    local got
+    got=$(post "$@")
+    if [ "$got" = "$want" ] && grep -Eq -- "$pat" "$T/body"; then ok; else bad "$want /$pat/ wanted; got $got: $(head -c 400 "$T/body")"; fi
+}
+refused 401 "a token is required" "" "$A1" oval "$T/m1.tar"
+refused 401 "expected .+Bearer btn_" "not-a-token" "$A1" oval "$T/m1.tar"
+refused 403 "the token is not this alias's" "btn_$(printf '0%.0s' $(seq 64))" "$A1" oval "$T/m1.tar"
+refused 403 "the token is not this alias's" "$TOK2" "$A1" oval "$T/m1.tar"
+refused 403 "the token is not this alias's" "$(cat "$T/tok3")" victim oval "$T/m1.tar"
+refused 400 "'\.\./escape': a .+ component is not accepted" "$TOK1" "$A1" oval "$T/dotdot.tar"
+refused 400 "'/tmp/escape': an absolute path is not accepted" "$TOK1" "$A1" oval "$T/abs.tar"
+refused 400 "'model.safetensors' is a symbolic link; only files and folders" "$TOK1" "$A1" oval "$T/symlink.tar"
+refused 400 "'state.json' is a hard link" "$TOK1" "$A1" oval "$T/hardlink.tar"
+refused 400 "'pipe' is a FIFO" "$TOK1" "$A1" oval "$T/fifo.tar"
+refused 400 "wrong checksum" "$TOK1" "$A1" oval "$T/checksum.tar"
+refused 400 "no MANIFEST in the archive" "$TOK1" "$A1" oval "$T/nomanifest.tar"
+refused 413 "over 3000000 bytes" "$TOK1" "$A1" oval "$T/big.tar"
+refused 413 "over 3000000 bytes" "$TOK1" "$A1" oval "$T/big.tar" -H "Transfer-Encoding: chunked"
+refused 400 "track: letters, digits" "$TOK1" "$A1" "tracks%2F..%2F..%2Fetc%2Fpasswd" "$T/m1.tar"
+refused 400 "not starting with '.'" "$TOK1" "$A1" "..%2F..%2Fetc%2Fpasswd" "$T/m1.tar"
+refused 400 "not starting with '.'" "$TOK1" "$A1" ".hidden" "$T/m1.tar"
+refused 404 "track 'nowhere': not a built-in track" "$TOK1" "$A1" nowhere "$T/m1.tar"
+CT=text/plain refused 415 "the body is a tar" "$TOK1" "$A1" oval "$T/m1.tar"
+refused 400 "format 'sprint'" "$TOK1" "$A1" "oval&format=sprint" "$T/m1.tar"
+check '"$BATON" pack --from fashion-mnist --split test --out "$T/fm" --shard-mb 1 --quiet >/dev/null && "$BATON" train --data "$T/fm" --model mlp --epochs 1 --max-steps 5 --batch 64 --threads 1 --quiet --ckpt-dir "$T/mlp" >/dev/null && tar -C "$T/mlp" -cf "$T/mlp.tar" .' \
+    "a baton train checkpoint"
+refused 400 "not a race model that loads" "$TOK1" "$A1" oval "$T/mlp.tar"
+check '[ "$(sql "SELECT count(*) FROM submissions")" = "$before_s" ] && [ "$(sql "SELECT count(*) FROM entries")" = "$before_e" ]' \
+    "nothing stored by refused submissions"
+check '! ls "${TMPDIR:-/tmp}" | grep -q "^baton-upload-"' "no unpacked upload left behind"
+
+# ---- killed mid-evaluation: finished exactly once after a restart
+kill -9 "$PID"; wait "$PID" 2>/dev/null
+start BATON_LEAGUE_TEST_HOLD_MS=20000
+check '[ "$(post "$TOK2" "$A2" oval "$T/m1.tar")" = 202 ] && wait_state 3 running' "submission 3 running: $(cat "$T/sub.json" 2>/dev/null)"
+# a second submission while one waits is refused
+refused 409 "has submission 3 waiting to be evaluated" "$TOK2" "$A2" oval "$T/m1.tar"
+kill -9 "$PID"; wait "$PID" 2>/dev/null
+check '[ "$(sql "SELECT state FROM submissions WHERE id = 3")" = 1 ] && [ "$(sql "SELECT count(*) FROM entries")" = 2 ]' \
+    "killed with submission 3 running, nothing of it stored"
+start
+check 'wait_state 3 done && [ "$(json "$T/sub.json" "d[\"attempts\"]")" = 2 ]' "after the restart: done at the second attempt: $(cat "$T/sub.json" 2>/dev/null)"
+check 'grep -q "1 submission(s) were being evaluated when the server stopped: queued again" "$T/serve.err"' "the restart says so"
+check '[ "$(sql "SELECT count(*) FROM entries WHERE checkpoint = '"'"'submission 3'"'"'")" = 1 ] && [ "$(sql "SELECT count(*) FROM entries")" = 3 ]' \
+    "exactly one entry for it"
+check '[ "$(sql "SELECT count(*) FROM submissions WHERE archive IS NOT NULL")" = 0 ]' "finished submissions' archives dropped"
+kill -TERM "$PID"
+check 'for _ in $(seq 100); do kill -0 "$PID" 2>/dev/null || break; sleep 0.05; done; ! kill -0 "$PID" 2>/dev/null' "SIGTERM stops it"
+finish
