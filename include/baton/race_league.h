@@ -121,6 +121,9 @@ typedef struct baton_league_tar_entry {
 int baton_league_tar_read(const uint8_t *buf, size_t len, baton_league_tar_entry **out, size_t *n, baton_err *err);
 /* Write the entries under dir, an existing empty folder (never through a link, never over a file). */
 int baton_league_tar_extract(const baton_league_tar_entry *e, size_t n, const char *dir, baton_err *err);
+/* Append a ustar archive of folder dir (its regular files and folders, by name; anything else
+ * refused) to b, its entries named as/...; at most max bytes. */
+int baton_league_tar_write(baton_buf *b, const char *dir, const char *as, size_t max, baton_err *err);
 
 /* ---------------------------------------------------------------- tokens (league_queue.c) */
 /* A racer's token: "btn_" and 64 hex digits (256 random bits); the database keeps its SHA-256. */
@@ -213,6 +216,20 @@ int baton_league_queue_recover(baton_league *l, size_t *requeued, baton_err *err
  * (or its failure); *id gets it, 0 when the queue was empty. An error is the database's; a model
  * that fails to evaluate is a failed submission, not an error. tmp_parent as baton_league_unpack. */
 int baton_league_queue_run_one(baton_league *l, const char *tmp_parent, int64_t *id, baton_err *err);
+
+/* ---------------------------------------------------------------- the client (league_client.c) */
+/* `baton race submit --server URL`: the newest checkpoint of ckpt that verifies (a race model's),
+ * as a tar, POSTed to URL/api/submit with the racer's token; then, when wait_s > 0, polled at
+ * GET /api/submissions/ID until done or failed (or wait_s passed: *s says where it stands). An
+ * answer other than 202 is an error quoting the server's message and its status. */
+typedef struct baton_league_remote_opts {
+    const char *server;         /* http://HOST:PORT */
+    const char *token;
+    const char *ckpt, *alias, *track;
+    baton_league_format format;
+    double wait_s;
+} baton_league_remote_opts;
+int baton_league_remote_submit(const baton_league_remote_opts *o, baton_league_submission *s, baton_err *err);
 
 /* ---------------------------------------------------------------- the page (league_web.c) */
 /* `baton race serve`: the league over HTTP (libmicrohttpd, one thread): GET / (the tracks),

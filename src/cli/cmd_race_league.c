@@ -31,23 +31,79 @@ static int print_json(cJSON *j)
     return CLI_OK;
 }
 
+/* The token for --server: $BATON_LEAGUE_TOKEN or the first line of --token-file (never an
+ * argument, which every process on the machine can read). */
+static int read_token(const char *file, char tok[BATON_LEAGUE_TOKEN_LEN + 1], baton_err *err)
+{
+    const char *env = getenv("BATON_LEAGUE_TOKEN");
+    if (!file) {
+        if (!env || !*env)
+            return baton_err_set(err, BATON_ERR_USAGE, "--server needs the racer's token: $BATON_LEAGUE_TOKEN or --token-file FILE");
+        snprintf(tok, BATON_LEAGUE_TOKEN_LEN + 1, "%s", env);
+        return BATON_OK;
+    }
+    uint8_t *b;
+    size_t n;
+    if (baton_file_read_all(file, 4096, &b, &n, err)) return err->code;
+    while (n && (b[n - 1] == '\n' || b[n - 1] == '\r' || b[n - 1] == ' ')) n--;
+    int ok = n == BATON_LEAGUE_TOKEN_LEN;
+    if (ok) memcpy(tok, b, n), tok[n] = 0;
+    free(b);
+    return ok ? BATON_OK : baton_err_set(err, BATON_ERR_FORMAT, "%s: not a league token (btn_ and 64 hex digits)", file);
+}
+
+static int submit_remote(const char *server, const char *token_file, const char *ckpt, const char *alias, const char *track,
+                         baton_league_format f, double wait_s, int json)
+{
+    baton_err err = {0};
+    char tok[BATON_LEAGUE_TOKEN_LEN + 1];
+    if (read_token(token_file, tok, &err)) return cli_fail("race submit", &err);
+    baton_league_remote_opts o = {server, tok, ckpt, alias, track, f, wait_s};
+    baton_league_submission s;
+    int rc = baton_league_remote_submit(&o, &s, &err);
+    memset(tok, 0, sizeof tok);
+    if (rc) return cli_fail("race submit", &err);
+    if (json) {
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddNumberToObject(j, "id", (double)s.id);
+        cJSON_AddStringToObject(j, "state", baton_league_state_name(s.state));
+        if (s.entry) cJSON_AddNumberToObject(j, "entry", (double)s.entry);
+        if (s.state == BATON_LEAGUE_FAILED) cJSON_AddStringToObject(j, "reason", s.reason);
+        cJSON_AddNumberToObject(j, "attempts", s.attempts);
+        if (print_json(j)) return CLI_ERROR;
+    } else if (s.state == BATON_LEAGUE_DONE) {
+        printf("submission %lld: done: entry %lld (%s/api/leaderboard?track=%s)\n", (long long)s.id, (long long)s.entry, server,
+               track);
+    } else if (s.state == BATON_LEAGUE_FAILED) {
+        printf("submission %lld: failed: %s\n", (long long)s.id, s.reason);
+    } else {
+        printf("submission %lld: %s (%s/api/submissions/%lld)\n", (long long)s.id, baton_league_state_name(s.state), server,
+               (long long)s.id);
+    }
+    return s.state == BATON_LEAGUE_FAILED ? CLI_ERROR : CLI_OK;
+}
+
 int cli_race_submit(int argc, char **argv)
 {
-    const char *ckpt = NULL, *alias = NULL, *track = NULL, *db = NULL, *fmt = "time-trial";
+    const char *ckpt = NULL, *alias = NULL, *track = NULL, *db = NULL, *fmt = "time-trial", *server = NULL, *token_file = NULL;
+    double wait_s = 600;
     int json = 0;
     const struct cli_opt opts[] = {
         {"ckpt", CLI_STR, &ckpt, "the model: a checkpoint folder, or a folder of them (its newest that verifies) (required)"},
         {"alias", CLI_STR, &alias, "the racer's name on the leaderboard, 1-64 bytes of UTF-8 (required)"},
-        {"track", CLI_STR, &track, "a built-in track or a DeepRacer .npy (required)"},
+        {"track", CLI_STR, &track, "a built-in track or a DeepRacer .npy (required; with --server, a track's name)"},
         {"format", CLI_STR, &fmt, "time-trial (the fastest lap, penalties included; default) | total (the laps' total)"},
         {"db", CLI_STR, &db, "the league database (default $BATON_LEAGUE_DB, else league.db)"},
-        {"json", CLI_FLAG, &json, "the stored entry and its rank as one JSON object"},
+        {"server", CLI_STR, &server, "submit to a league over HTTP (http://HOST:PORT of `race serve`) instead of a database"},
+        {"token-file", CLI_STR, &token_file, "with --server: a file holding the racer's token (default $BATON_LEAGUE_TOKEN)"},
+        {"wait", CLI_DBL, &wait_s, "with --server: seconds to follow the submission until evaluated (default 600; 0: return at once)"},
+        {"json", CLI_FLAG, &json, "the stored entry and its rank (with --server: the submission) as one JSON object"},
         {0},
     };
     const char *pos[1];
     int npos, help;
-    if (cli_parse("race submit", "--ckpt DIR --alias NAME --track T [--format time-trial|total] [--db FILE] [--json]", opts,
-                  argc, argv, pos, 0, &npos, &help))
+    if (cli_parse("race submit", "--ckpt DIR --alias NAME --track T [--format time-trial|total] [--db FILE | --server URL] [--json]",
+                  opts, argc, argv, pos, 0, &npos, &help))
         return help ? CLI_OK : CLI_USAGE;
     baton_err err = {0};
     baton_league_format f;
@@ -55,8 +111,15 @@ int cli_race_submit(int argc, char **argv)
         fprintf(stderr, "baton race submit: --ckpt, --alias and --track are required\n");
         return CLI_USAGE;
     }
+    if ((server && db) || (!server && token_file) || wait_s < 0) {
+        fprintf(stderr, "baton race submit: %s\n", wait_s < 0 ? "--wait must be 0 or more seconds"
+                                               : server ? "--server and --db are two different leagues: one of them"
+                                                        : "--token-file goes with --server");
+        return CLI_USAGE;
+    }
     if (baton_league_format_parse(fmt, &f, &err) || baton_league_alias_check(alias, &err))
         return cli_fail("race submit", &err);
+    if (server) return submit_remote(server, token_file, ckpt, alias, track, f, wait_s, json);
     baton_league *l;
     if (baton_league_open(db_path(db), &l, &err)) return cli_fail("race submit", &err);
     baton_league_entry e;

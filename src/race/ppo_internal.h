@@ -2,7 +2,8 @@
  * agent.c, rollout.c, trace.c, race_eval.c): PPO's losses and advantages (ppo_math.c), the agent —
  * the policy and value networks with their observations and actions (agent.c) —, the rollout
  * buffer (rollout.c), a training run's state.json (ppo_state.c), checkpoint tensors
- * (ppo_ckpt.c) and the SIM_TRACE_LOG writer (trace.c). Nothing outside src/race includes this
+ * (ppo_ckpt.c) and the SIM_TRACE_LOG writer (trace.c); the league's upload check and client
+ * (league_upload.c, league_client.c) load checkpoints with it. Nothing outside src/race includes this
  * (the unit tests do, to check the math on hand-computed cases). */
 #ifndef BATON_RACE_PPO_INTERNAL_H
 #define BATON_RACE_PPO_INTERNAL_H

@@ -88,6 +88,13 @@ check '[ "$(code "$U/track/oval")" = 200 ] && grep -qF "&#39;; DROP TABLE entrie
 check '[ "$(post "$TOK2" "$A2" Oval_track "$T/m2.tar")" = 202 ] && wait_state 2 done' "a track from --tracks: $(cat "$T/sub.json" 2>/dev/null)"
 check '[ "$(code "$U/api/leaderboard?track=Oval_track")" = 200 ] && [ "$(json "$T/body" "[e[\"alias\"] for e in d[\"entries\"]]")" = "['"'"'$A2'"'"']" ]' \
     "the second racer on Oval_track: $(cat "$T/body" 2>/dev/null)"
+# the client: `race submit --server` sends the newest checkpoint and follows it to its end
+check 'BATON_LEAGUE_TOKEN="$TOK1" "$BATON" race submit --server "$U" --ckpt "$T/m2" --alias "$A1" --track oval --json >"$T/c.json" 2>"$T/c.err" && [ "$(json "$T/c.json" "d[\"state\"], d[\"entry\"]")" = "done 3" ]' \
+    "race submit --server: the submission done, entry 3"
+printf '%s\n' "$TOK2" >"$T/tok2.file"
+expect_fail 1 "POST /api/submit: the league answered 403: the token is not this alias's" "$BATON" race submit --server "$U" --token-file "$T/tok2.file" --ckpt "$T/m2" --alias "$A1" --track oval
+expect_fail 2 "needs the racer's token: .BATON_LEAGUE_TOKEN or --token-file" "$BATON" race submit --server "$U" --ckpt "$T/m2" --alias "$A1" --track oval
+expect_fail 2 "--server and --db are two different leagues" "$BATON" race submit --server "$U" --db "$DB" --ckpt "$T/m2" --alias "$A1" --track oval
 check '[ "$(code "$U/api/submissions/99")" = 404 ] && [ "$(code "$U/api/submissions/x")" = 404 ] && [ "$(code "$U/api/submit")" = 405 ]' \
     "unknown submissions 404; GET /api/submit 405"
 
@@ -150,16 +157,19 @@ check '! ls "${TMPDIR:-/tmp}" | grep -q "^baton-upload-"' "no unpacked upload le
 # ---- killed mid-evaluation: finished exactly once after a restart
 kill -9 "$PID"; wait "$PID" 2>/dev/null
 start BATON_LEAGUE_TEST_HOLD_MS=20000
-check '[ "$(post "$TOK2" "$A2" oval "$T/m1.tar")" = 202 ] && wait_state 3 running' "submission 3 running: $(cat "$T/sub.json" 2>/dev/null)"
+check '[ "$(post "$TOK2" "$A2" oval "$T/m1.tar")" = 202 ]' "a submission to be killed in: $(cat "$T/body" 2>/dev/null)"
+SID=$(json "$T/body" 'd["id"]')
+check 'wait_state "$SID" running' "submission $SID running: $(cat "$T/sub.json" 2>/dev/null)"
 # a second submission while one waits is refused
-refused 409 "has submission 3 waiting to be evaluated" "$TOK2" "$A2" oval "$T/m1.tar"
+refused 409 "has submission $SID waiting to be evaluated" "$TOK2" "$A2" oval "$T/m1.tar"
+entries=$(sql "SELECT count(*) FROM entries")
 kill -9 "$PID"; wait "$PID" 2>/dev/null
-check '[ "$(sql "SELECT state FROM submissions WHERE id = 3")" = 1 ] && [ "$(sql "SELECT count(*) FROM entries")" = 2 ]' \
-    "killed with submission 3 running, nothing of it stored"
+check '[ "$(sql "SELECT state FROM submissions WHERE id = $SID")" = 1 ] && [ "$(sql "SELECT count(*) FROM entries")" = "$entries" ]' \
+    "killed with submission $SID running, nothing of it stored"
 start
-check 'wait_state 3 done && [ "$(json "$T/sub.json" "d[\"attempts\"]")" = 2 ]' "after the restart: done at the second attempt: $(cat "$T/sub.json" 2>/dev/null)"
+check 'wait_state "$SID" done && [ "$(json "$T/sub.json" "d[\"attempts\"]")" = 2 ]' "after the restart: done at the second attempt: $(cat "$T/sub.json" 2>/dev/null)"
 check 'grep -q "1 submission(s) were being evaluated when the server stopped: queued again" "$T/serve.err"' "the restart says so"
-check '[ "$(sql "SELECT count(*) FROM entries WHERE checkpoint = '"'"'submission 3'"'"'")" = 1 ] && [ "$(sql "SELECT count(*) FROM entries")" = 3 ]' \
+check '[ "$(sql "SELECT count(*) FROM entries WHERE checkpoint = '"'"'submission $SID'"'"'")" = 1 ] && [ "$(sql "SELECT count(*) FROM entries")" = $((entries + 1)) ]' \
     "exactly one entry for it"
 check '[ "$(sql "SELECT count(*) FROM submissions WHERE archive IS NOT NULL")" = 0 ]' "finished submissions' archives dropped"
 kill -TERM "$PID"

@@ -1,0 +1,160 @@
+/* league_client.c — `baton race submit --server URL` (race_league.h, "the client"): find the
+ * racer's newest verified checkpoint, tar it in memory, POST it to a league's /api/submit with the
+ * racer's token (libcurl), and follow the submission at /api/submissions/ID until it is done or
+ * failed.
+ *
+ * Contract: only the one checkpoint folder is sent (not the run's other checkpoints); the token
+ * goes only in the Authorization header, never in a URL or a message; every answer is checked
+ * (status, JSON, fields) before it is believed. */
+#include "league_internal.h"
+#include "ppo_internal.h"
+
+#include <cJSON.h>
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_rc;
+static void curl_init(void) { curl_rc = curl_global_init(CURL_GLOBAL_DEFAULT); }
+
+static size_t on_body(char *p, size_t size, size_t n, void *ud)
+{
+    baton_buf *b = ud;
+    size_t len = size * n;
+    if (b->len + len > (1u << 20)) return 0;   /* no answer of the league's is this long */
+    return baton_buf_append(b, p, len) ? 0 : len;
+}
+
+/* One request: GET (body NULL) or POST of body; *status and the answer's bytes into out. */
+static int request(const char *url, const char *token, const baton_buf *body, long *status, baton_buf *out, baton_err *err)
+{
+    pthread_once(&curl_once, curl_init);
+    if (curl_rc != CURLE_OK) return baton_err_set(err, BATON_ERR_NET, "libcurl: %s", curl_easy_strerror(curl_rc));
+    CURL *h = curl_easy_init();
+    if (!h) return baton_err_set(err, BATON_ERR_NOMEM, "libcurl: out of memory");
+    char errbuf[CURL_ERROR_SIZE] = "", auth[120];
+    struct curl_slist *hdr = NULL;
+    if (token) {
+        snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
+        hdr = curl_slist_append(hdr, auth);
+    }
+    if (body) hdr = curl_slist_append(hdr, "Content-Type: application/x-tar");
+    hdr = curl_slist_append(hdr, "Expect:");   /* send the body at once, no 100-continue round trip */
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 600000L);
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, out);
+    curl_easy_setopt(h, CURLOPT_USERAGENT, "baton/" BATON_VERSION);
+    if (body) {
+        curl_easy_setopt(h, CURLOPT_POST, 1L);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, (const char *)body->data);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body->len);
+    }
+    CURLcode c = curl_easy_perform(h);
+    int rc = BATON_OK;
+    if (c != CURLE_OK) rc = baton_err_set(err, BATON_ERR_NET, "%s: %s", url, errbuf[0] ? errbuf : curl_easy_strerror(c));
+    else curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
+    curl_slist_free_all(hdr);
+    curl_easy_cleanup(h);
+    return rc;
+}
+
+/* The league's answer about a submission, checked field by field. */
+static int read_submission(const baton_buf *b, const char *url, baton_league_submission *s, baton_err *err)
+{
+    cJSON *j = cJSON_ParseWithLength((const char *)b->data, b->len);
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(j, "id"), *st = cJSON_GetObjectItemCaseSensitive(j, "state");
+    const cJSON *entry = cJSON_GetObjectItemCaseSensitive(j, "entry"), *why = cJSON_GetObjectItemCaseSensitive(j, "reason");
+    const cJSON *att = cJSON_GetObjectItemCaseSensitive(j, "attempts");
+    int k = -1;
+    for (int i = 0; cJSON_IsString(st) && i < 4; i++)
+        if (!strcmp(st->valuestring, baton_league_state_name((baton_league_state)i))) k = i;
+    if (!cJSON_IsNumber(id) || id->valuedouble < 1 || id->valuedouble > 9007199254740992.0 || k < 0) {
+        cJSON_Delete(j);
+        return baton_err_set(err, BATON_ERR_FORMAT, "%s: not a submission's answer (id, state)", url);
+    }
+    memset(s, 0, sizeof *s);
+    s->id = (int64_t)id->valuedouble;
+    s->state = (baton_league_state)k;
+    if (cJSON_IsNumber(entry) && entry->valuedouble >= 1) s->entry = (int64_t)entry->valuedouble;
+    if (cJSON_IsNumber(att) && att->valuedouble >= 0 && att->valuedouble < 1e6) s->attempts = (uint32_t)att->valuedouble;
+    if (cJSON_IsString(why)) snprintf(s->reason, sizeof s->reason, "%s", why->valuestring);
+    cJSON_Delete(j);
+    return BATON_OK;
+}
+
+/* An error answer: the server's {"error": ...} and its status. */
+static int answer_error(const char *what, long status, const baton_buf *b, baton_err *err)
+{
+    cJSON *j = cJSON_ParseWithLength((const char *)b->data, b->len);
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(j, "error");
+    int rc = baton_err_set(err, status == 401 || status == 403 ? BATON_ERR_DENIED : status == 409 ? BATON_ERR_BUSY : BATON_ERR_NET,
+                           "%s: the league answered %ld: %s", what, status, cJSON_IsString(e) ? e->valuestring : "(no message)");
+    cJSON_Delete(j);
+    return rc;
+}
+
+static int post(const baton_league_remote_opts *o, const baton_buf *tar, baton_league_submission *s, baton_err *err)
+{
+    pthread_once(&curl_once, curl_init);
+    CURL *h = curl_easy_init();
+    char *a = h ? curl_easy_escape(h, o->alias, 0) : NULL, *t = h ? curl_easy_escape(h, o->track, 0) : NULL;
+    char url[2048];
+    int rc = a && t ? BATON_OK : baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    if (!rc && snprintf(url, sizeof url, "%s/api/submit?alias=%s&track=%s&format=%s", o->server, a, t,
+                        baton_league_format_name(o->format)) >= (int)sizeof url)
+        rc = baton_err_set(err, BATON_ERR_ARG, "the submission's URL is too long");
+    curl_free(a);
+    curl_free(t);
+    if (h) curl_easy_cleanup(h);
+    if (rc) return rc;
+    long status = 0;
+    baton_buf ans = {0};
+    if (!(rc = request(url, o->token, tar, &status, &ans, err)))
+        rc = status == 202 ? read_submission(&ans, url, s, err) : answer_error("POST /api/submit", status, &ans, err);
+    baton_buf_free(&ans);
+    return rc;
+}
+
+int baton_league_remote_submit(const baton_league_remote_opts *o, baton_league_submission *s, baton_err *err)
+{
+    memset(s, 0, sizeof *s);
+    if (!o->server || strncmp(o->server, "http", 4) || !o->token || !o->ckpt || !o->track)
+        return baton_err_set(err, BATON_ERR_USAGE, "a server (http://HOST:PORT), a token, a checkpoint and a track are required");
+    if (baton_league_alias_check(o->alias, err)) return err->code;
+    char path[4096];
+    race_run_state st;
+    int rc = race_ckpt_find(o->ckpt, path, sizeof path, &st, err);
+    if (rc) return rc;
+    const char *base = strrchr(path, '/');
+    baton_buf tar = {0};
+    rc = baton_league_tar_write(&tar, path, base ? base + 1 : path, BATON_LEAGUE_UPLOAD_MAX, err);
+    if (!rc) rc = post(o, &tar, s, err);
+    baton_buf_free(&tar);
+    if (rc) return rc;
+    baton_log(BATON_LOG_INFO, "race submit: %s sent as submission %lld", path, (long long)s->id);
+    char url[2048];
+    snprintf(url, sizeof url, "%s/api/submissions/%lld", o->server, (long long)s->id);
+    double until = league_now() + o->wait_s;
+    while (o->wait_s > 0 && (s->state == BATON_LEAGUE_QUEUED || s->state == BATON_LEAGUE_RUNNING) && league_now() < until) {
+        struct timespec ts = {0, 200 * 1000000L};
+        nanosleep(&ts, NULL);
+        long status = 0;
+        baton_buf ans = {0};
+        int64_t id = s->id;
+        if (!(rc = request(url, NULL, NULL, &status, &ans, err)))
+            rc = status == 200 ? read_submission(&ans, url, s, err) : answer_error(url, status, &ans, err);
+        baton_buf_free(&ans);
+        if (rc) return rc;
+        if (s->id != id) return baton_err_set(err, BATON_ERR_FORMAT, "%s: the answer is about submission %lld", url, (long long)s->id);
+    }
+    return BATON_OK;
+}
