@@ -7,12 +7,14 @@
 #   4. run every libFuzzer target briefly (FUZZ_SECONDS, default 6 s each),
 #   5. run the loopback server tests (nginx, RADOS Gateway, fault proxy).
 # Each program or script is one test (failed too when it leaves one of this tree's programs
-# running); the last line is "N passed, N failed".
+# running); one that exits 77 was skipped (a server not installed, not root): it prints its
+# "skip - REASON" lines, and under CI (BATON_CI=1, set by .ci/run) a skip fails the run — a skip
+# is never a pass. The last line is "N passed, N failed, N skipped".
 # BATON_TEST_QUICK=1 skips the sanitizer pass and fuzzing (for a fast local loop).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/deps.sh || { echo "0 passed, 1 failed"; exit 1; }
+scripts/deps.sh || { echo "0 passed, 1 failed, 0 skipped"; exit 1; }
 jobs=$(nproc 2>/dev/null || echo 2)
 
 ROOT=$PWD
@@ -36,13 +38,16 @@ left_running() {  # left_running BEFORE: the pids of ours not in BEFORE, after a
     echo "$left"
 }
 
-pass=0 fail=0 failed=()
+pass=0 fail=0 skipped=0 failed=() skips=()
 run() {  # run NAME CMD...
     local name=$1; shift
-    local t0=$SECONDS log before left ok=0
+    local t0=$SECONDS log before left ok=0 rc
     log=$(mktemp)
     before=$(ours | tr '\n' ' ')
-    "$@" >"$log" 2>&1 && ok=1
+    "$@" >"$log" 2>&1
+    rc=$?
+    [ "$rc" = 0 ] && ok=1
+    [ "$rc" = 77 ] && ok=skip
     left=$(left_running "$before")
     if [ -n "$left" ]; then
         ok=0
@@ -51,7 +56,15 @@ run() {  # run NAME CMD...
             kill -9 "$p" 2>/dev/null
         done
     fi
-    if [ "$ok" = 1 ]; then
+    if [ "$ok" = skip ]; then
+        local why
+        why=$(grep -m 3 -i '^skip' "$log" | sed 's/^skip[: -]*//I' | paste -sd ';' -)
+        skipped=$((skipped + 1)); skips+=("$name: ${why:-no reason given}")
+        printf 'SKIP  %-48s %3ds  %s\n' "$name" $((SECONDS - t0)) "${why:-no reason given}"
+        if [ "${BATON_CI:-0}" = 1 ]; then
+            fail=$((fail + 1)); failed+=("$name (skipped under CI)")
+        fi
+    elif [ "$ok" = 1 ]; then
         pass=$((pass + 1)); printf 'ok    %-48s %3ds\n' "$name" $((SECONDS - t0))
     else
         fail=$((fail + 1)); failed+=("$name"); printf 'FAIL  %-48s %3ds\n' "$name" $((SECONDS - t0))
@@ -68,7 +81,7 @@ for b in "${builds[@]}"; do
     san=0; [ "$b" = build-san ] && san=1
     if ! make -s -j"$jobs" BUILD="$b" SAN="$san" all tests >/tmp/baton-build-$$.log 2>&1; then
         cat /tmp/baton-build-$$.log; rm -f /tmp/baton-build-$$.log
-        echo "0 passed, 1 failed"; exit 1
+        echo "0 passed, 1 failed, 0 skipped"; exit 1
     fi
     rm -f /tmp/baton-build-$$.log
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1
@@ -96,6 +109,7 @@ for s in tests/servers/test_*.sh; do
     run "servers/$(basename "$s" .sh)" bash "$s"
 done
 
+[ ${#skips[@]} -eq 0 ] || printf 'skipped: %s\n' "${skips[@]}"
 [ ${#failed[@]} -eq 0 ] || printf 'failed: %s\n' "${failed[*]}"
-echo "$pass passed, $fail failed"
+echo "$pass passed, $fail failed, $skipped skipped"
 [ "$fail" -eq 0 ]

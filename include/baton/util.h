@@ -111,6 +111,15 @@ void baton_path_dirname(const char *path, char *out, size_t cap);
 int baton_path_join(char *out, size_t cap, const char *dir, const char *name, baton_err *err);
 int baton_is_dir(const char *path);
 
+/* ---- JSON text whose numbers read back bit for bit (src/util/json.c) ---- */
+struct cJSON;
+/* cJSON_Print (formatted) or cJSON_PrintUnformatted of j alone, every finite number written with
+ * the fewest digits (15-17) that strtod reads back to the same double; j is left as it was.
+ * malloc'd; NULL when out of memory. */
+char *baton_json_print(const struct cJSON *j, int formatted);
+/* d as that text into out; returns the digits used. */
+int baton_json_number_format(double d, char out[32]);
+
 /* ---- exclusive locks on a folder (src/util/lock.c) ---- */
 /* Take an exclusive advisory lock (flock) on the file PATH, creating it, and write this process's
  * pid into it, so that a second taker can name the holder. The lock lasts until baton_lock_release

@@ -50,7 +50,7 @@ static int ls_json(const char *dir, const baton_ckpt_info *v, size_t n)
         if (v[i].status != BATON_OK) cJSON_AddStringToObject(o, "reason", v[i].reason);
         cJSON_AddItemToArray(a, o);
     }
-    char *out = cJSON_PrintUnformatted(j);
+    char *out = baton_json_print(j, 0);
     cJSON_Delete(j);
     if (!out) return CLI_ERROR;
     printf("%s\n", out);
@@ -152,7 +152,7 @@ static int do_show(const char *arg)
     size_t len;
     if (baton_file_read_all(p, (size_t)64 << 20, &text, &len, &err) == BATON_OK) {
         cJSON *j = cJSON_ParseWithLength((const char *)text, len);
-        char *pretty = j ? cJSON_Print(j) : NULL;
+        char *pretty = j ? baton_json_print(j, 1) : NULL;
         printf("\nstate.json:\n%s\n", pretty ? pretty : (const char *)text);
         if (!j) {
             fprintf(stderr, "baton ckpt show: %s: not valid JSON\n", p);

@@ -62,7 +62,7 @@ static void print_slurm(const baton_slurm_task *t, size_t n, int json)
             cJSON_AddStringToObject(o, "volume", t[i].volume);
             cJSON_AddItemToArray(arr, o);
         }
-        char *s = cJSON_PrintUnformatted(arr);
+        char *s = baton_json_print(arr, 0);
         if (s) printf("%s\n", s);
         free(s);
         cJSON_Delete(arr);

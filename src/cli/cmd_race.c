@@ -15,7 +15,7 @@
 
 static int print_json(cJSON *o)
 {
-    char *s = o ? cJSON_PrintUnformatted(o) : NULL;
+    char *s = o ? baton_json_print(o, 0) : NULL;
     cJSON_Delete(o);
     if (!s) {
         fprintf(stderr, "baton race: out of memory\n");

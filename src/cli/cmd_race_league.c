@@ -23,7 +23,7 @@ static const char *db_path(const char *given)
 
 static int print_json(cJSON *j)
 {
-    char *s = cJSON_PrintUnformatted(j);
+    char *s = baton_json_print(j, 0);
     cJSON_Delete(j);
     if (!s) return CLI_ERROR;
     puts(s);

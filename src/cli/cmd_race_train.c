@@ -39,7 +39,7 @@ static void train_json(const baton_race_train_result *r, int rc)
         cJSON_AddStringToObject(j, "notice_source", r->notice_source);
         cJSON_AddNumberToObject(j, "notice_margin_s", r->notice_margin_s);
     }
-    char *s = cJSON_PrintUnformatted(j);
+    char *s = baton_json_print(j, 0);
     if (s) printf("%s\n", s);
     free(s);
     cJSON_Delete(j);
@@ -177,7 +177,7 @@ static int eval_json(const baton_race_eval_result *r)
     cJSON_AddNumberToObject(j, "penalties_s", r->penalties_s);
     cJSON_AddNumberToObject(j, "limit_s", r->limit_s);
     cJSON_AddNumberToObject(j, "ratio", r->ratio);
-    char *s = cJSON_PrintUnformatted(j);
+    char *s = baton_json_print(j, 0);
     cJSON_Delete(j);
     if (!s) return CLI_ERROR;
     printf("%s\n", s);

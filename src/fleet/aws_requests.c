@@ -72,7 +72,7 @@ static uint64_t fnv1a(const char *s)
  * --apply) makes one fleet or launch template; a changed one is a new request. */
 static void add_token(cJSON *c, const baton_job *job, size_t task)
 {
-    char *text = cJSON_PrintUnformatted(c), token[65];
+    char *text = baton_json_print(c, 0), token[65];
     snprintf(token, sizeof token, "baton-%.24s-%hu-%016llx", job->name, (unsigned short)task,
              (unsigned long long)(text ? fnv1a(text) : 0));
     free(text);

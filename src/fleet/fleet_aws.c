@@ -29,7 +29,7 @@ void baton_aws_names_of(const baton_job *job, const baton_aws_opts *o, baton_aws
 
 int aws_write_json(const char *dir, const char *name, cJSON *doc, char *path, size_t cap, baton_err *err)
 {
-    char *s = doc ? cJSON_Print(doc) : NULL;
+    char *s = doc ? baton_json_print(doc, 1) : NULL;
     cJSON_Delete(doc);
     if (!s) return baton_err_set(err, BATON_ERR_NOMEM, "%s: out of memory", name);
     if (baton_path_join(path, cap, dir, name, err)) {

@@ -165,7 +165,7 @@ int baton_fleet_db_event(baton_fleet_db *d, baton_fleet_event *ev, baton_err *er
     if (ev->to[0]) cJSON_AddStringToObject(o, "to", ev->to);
     cJSON *dj = cJSON_Parse(detail);
     if (dj) cJSON_AddItemToObject(o, "detail", dj);
-    char *line = cJSON_PrintUnformatted(o);
+    char *line = baton_json_print(o, 0);
     cJSON_Delete(o);
     if (!line) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
     size_t n = strlen(line);

@@ -77,7 +77,7 @@ void fleet_log_event(sup *s, const char *kind, int idx, int task, const char *fr
     ev.task = task;
     fleet_fmt(ev.from, sizeof ev.from, "%s", from ? from : "");
     fleet_fmt(ev.to, sizeof ev.to, "%s", to ? to : "");
-    ev.detail = detail ? cJSON_PrintUnformatted(detail) : NULL;
+    ev.detail = detail ? baton_json_print(detail, 0) : NULL;
     cJSON_Delete(detail);
     if (!s->db_failed && baton_fleet_db_event(s->db, &ev, &s->db_err)) s->db_failed = 1;
     free(ev.detail);

@@ -307,7 +307,7 @@ char *baton_fleet_report_json(const baton_fleet_report *r, int events)
             cJSON_AddItemToArray(ea, x);
         }
     }
-    char *s = cJSON_PrintUnformatted(o);
+    char *s = baton_json_print(o, 0);
     cJSON_Delete(o);
     return s;
 }

@@ -337,7 +337,7 @@ static int write_record(const char *path, const baton_job *job, const baton_slur
         cJSON_AddStringToObject(o, "volume", t[i].volume);
         cJSON_AddItemToArray(arr, o);
     }
-    char *s = cJSON_Print(root);
+    char *s = baton_json_print(root, 1);
     cJSON_Delete(root);
     if (!s) return baton_err_set(err, BATON_ERR_NOMEM, "%s: out of memory", path);
     int rc = rmt_write_file(path, s, strlen(s), 0644, err);

@@ -420,7 +420,7 @@ char *baton_inspect_to_json(const baton_inspect_report *rep)
     for (size_t i = 0; i < rep->nerrors; i++) cJSON_AddItemToArray(errs, cJSON_CreateString(rep->errors[i]));
     cJSON_AddNumberToObject(o, "error_count", (double)rep->nerrors_total);
     cJSON_AddNumberToObject(o, "seconds", rep->seconds);
-    char *s = cJSON_PrintUnformatted(o);
+    char *s = baton_json_print(o, 0);
     cJSON_Delete(o);
     return s;
 }

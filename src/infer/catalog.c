@@ -430,7 +430,7 @@ char *baton_infer_catalog_entry_json(const baton_infer_catalog_entry *e)
     cJSON_AddBoolToObject(o, "project", e->project);
     cJSON_AddStringToObject(o, "status", e->retired ? "retired" : "current");
     cJSON_AddStringToObject(o, "notes", e->notes);
-    char *s = cJSON_PrintUnformatted(o);
+    char *s = baton_json_print(o, 0);
     cJSON_Delete(o);
     return s;
 }

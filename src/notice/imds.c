@@ -290,7 +290,7 @@ static enum MHD_Result handle_control(baton_imds *m, struct MHD_Connection *c, c
             cJSON_AddStringToObject(j, "rebalance", t);
         }
         pthread_mutex_unlock(&m->mu);
-        char *s = cJSON_PrintUnformatted(j);
+        char *s = baton_json_print(j, 0);
         cJSON_Delete(j);
         if (!s) return MHD_NO;
         enum MHD_Result r = reply(c, 200, "application/json", s, strlen(s), NULL, NULL);

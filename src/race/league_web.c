@@ -78,7 +78,7 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const ch
 
 static enum MHD_Result reply_json(struct MHD_Connection *c, unsigned status, cJSON *j)
 {
-    char *s = j ? cJSON_PrintUnformatted(j) : NULL;
+    char *s = j ? baton_json_print(j, 0) : NULL;
     cJSON_Delete(j);
     if (!s) return MHD_NO;
     enum MHD_Result r = reply(c, status, "application/json", s, strlen(s));

@@ -358,7 +358,7 @@ char *baton_race_meta_format(const baton_race_meta *m)
     cJSON_AddStringToObject(j, "training_algorithm", "clipped_ppo");
     cJSON_AddStringToObject(j, "action_space_type", m->action_type == BATON_RACE_DISCRETE ? "discrete" : "continuous");
     cJSON_AddStringToObject(j, "version", m->version[0] ? m->version : "5");
-    char *s = cJSON_Print(j);
+    char *s = baton_json_print(j, 1);
     cJSON_Delete(j);
     return s;
 }
@@ -482,7 +482,7 @@ char *baton_race_hyper_format(const baton_race_hyper *h)
     cJSON_AddNumberToObject(j, "term_cond_avg_score", h->term_cond_avg_score);
     cJSON_AddNumberToObject(j, "term_cond_max_episodes", (double)h->term_cond_max_episodes);
     cJSON_AddNumberToObject(j, "sac_alpha", h->sac_alpha);
-    char *s = cJSON_Print(j);
+    char *s = baton_json_print(j, 1);
     cJSON_Delete(j);
     return s;
 }

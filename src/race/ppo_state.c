@@ -87,7 +87,7 @@ char *race_state_format(const race_run_state *s)
     }
     add_file(j, "model_metadata", baton_race_meta_format(&s->meta));
     add_file(j, "hyperparameters", baton_race_hyper_format(&s->hyper));
-    char *out = cJSON_PrintUnformatted(j);
+    char *out = baton_json_print(j, 0);
     cJSON_Delete(j);
     return out;
 }
@@ -183,7 +183,7 @@ static int get_file(const cJSON *j, const char *k, race_run_state *s, baton_err 
 {
     const cJSON *o = cJSON_GetObjectItemCaseSensitive(j, k);
     if (!cJSON_IsObject(o)) return bad(err, k, "is missing or not an object");
-    char *text = cJSON_PrintUnformatted(o);
+    char *text = baton_json_print(o, 0);
     if (!text) return baton_err_set(err, BATON_ERR_NOMEM, "state.json: out of memory");
     char name[64];
     snprintf(name, sizeof name, "state.json %s", k);

@@ -399,7 +399,7 @@ char *baton_manifest_to_json(const baton_manifest *m)
         push(shards, s, &ok);
     }
     add(root, "shards", shards, &ok);
-    char *out = ok ? cJSON_Print(root) : NULL;
+    char *out = ok ? baton_json_print(root, 1) : NULL;
     cJSON_Delete(root);
     return out;
 }

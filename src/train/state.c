@@ -327,7 +327,7 @@ char *baton_train_state_format(const baton_train_state *s)
         add_num(m, "val_accuracy", s->val_accuracy);
     }
     cJSON_AddStringToObject(j, "baton_version", BATON_VERSION);
-    char *out = cJSON_PrintUnformatted(j);
+    char *out = baton_json_print(j, 0);
     cJSON_Delete(j);
     return out;
 }

@@ -1,5 +1,6 @@
 # lib.sh — helpers for CLI test scripts (sourced). Each script counts its own checks and ends
-# with `finish`, which prints "N passed, N failed" and sets the exit status.
+# with `finish`, which prints "N passed, N failed, N skipped" and sets the exit status: 1 when a
+# check failed, else 77 (tests/run.sh's "skipped") when a part was skipped with `skip REASON`.
 # $BATON is the binary under test (set by tests/run.sh; defaults to build/baton).
 set -u
 BATON=${BATON:-build/baton}
@@ -10,11 +11,12 @@ export BATON_DMI_DIR=/nonexistent/dmi
 unset AWS_EC2_METADATA_SERVICE_ENDPOINT BATON_GCE_METADATA_ENDPOINT GCE_METADATA_HOST
 T=$(mktemp -d /tmp/baton-cli-XXXXXX)
 trap 'rm -rf "$T"' EXIT
-npass=0 nfail=0
+npass=0 nfail=0 nskip=0
 
 ok()   { npass=$((npass + 1)); }
 bad()  { nfail=$((nfail + 1)); echo "FAIL: $*" >&2; }
 check() { if eval "$1"; then ok; else bad "$2"; fi; }
+skip() { nskip=$((nskip + 1)); echo "skip - $*"; }   # a part not run, and why: never a pass
 
 # expect_fail CODE PATTERN CMD... : CMD must exit with CODE and print a single-line error on
 # stderr matching the extended regex PATTERN.
@@ -28,6 +30,7 @@ expect_fail() {
 }
 
 finish() {
-    echo "$npass passed, $nfail failed"
-    [ "$nfail" -eq 0 ]
+    echo "$npass passed, $nfail failed, $nskip skipped"
+    [ "$nfail" -eq 0 ] || return 1
+    [ "$nskip" -eq 0 ] || return 77
 }

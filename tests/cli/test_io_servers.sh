@@ -29,7 +29,7 @@ if srv_have_rgw; then
         $BATON bench-io --data s3://baton-test/nothing-here/ --mode pipe --epochs 1 --quiet
     export AWS_ENDPOINT_URL="http://127.0.0.1:$SP"
 else
-    echo "skip: S3 part (radosgw not installed)"
+    skip "the S3 part: radosgw is not installed (scripts/deps.sh installs it)"
 fi
 
 BATON_TEST_URIS="$uris" BATON_TEST_DATASET="$T/ds" "$TESTS/test_io_loader" >"$T/loader.out" 2>&1 || bad "loader over servers: $(tail -20 "$T/loader.out")"

@@ -6,14 +6,14 @@
 # previous checkpoint (and still end byte-identical); remote retention; a SIGTERM makes the trainer
 # upload its final checkpoint before it exits 75, and a fresh machine continues from it; a wrong
 # secret and a missing bucket fail with messages that name the bucket and never the secret.
-# Skips (passing, with a "skipped" line) when radosgw is not installed.
+# Skips (exit 77, tests/run.sh's "skipped", with the reason) when radosgw is not installed.
 #
 # Usage: tests/servers/test_ckpt_s3.sh   (BATON: the binary, default build/baton)
 cd "$(dirname "$0")/../.." || exit 1
 . tests/cli/lib.sh
 . tests/servers/lib.sh
 if ! srv_have_rgw; then
-    echo "skipped: radosgw is not installed (scripts/deps.sh installs it)"
+    skip "radosgw is not installed (scripts/deps.sh installs it)"
     finish
     exit $?
 fi

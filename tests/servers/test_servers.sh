@@ -17,14 +17,14 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/baton-servers.XXXXXX")
-pass=0 failed=0
+pass=0 failed=0 skipped=0
 fp_pids=()
 nginx_dir="" rgw_dir=""
 used_ports=" "
 
 ok()   { echo "ok - $*"; pass=$((pass + 1)); }
 bad()  { echo "FAIL - $*"; failed=$((failed + 1)); }
-skip() { echo "skip - $*"; }
+skip() { echo "skip - $*"; skipped=$((skipped + 1)); }
 check() { # check NAME COMMAND...: ok if the command succeeds
     local name=$1; shift
     if "$@"; then ok "$name"; else bad "$name"; fi
@@ -41,8 +41,9 @@ finish() {
         echo "FAIL - test script aborted (status $rc)"
         failed=1
     fi
-    echo "$pass passed, $failed failed"
+    echo "$pass passed, $failed failed, $skipped skipped"
     [ "$failed" -eq 0 ] || exit 1
+    [ "$skipped" -eq 0 ] || exit 77
     exit 0
 }
 trap finish EXIT

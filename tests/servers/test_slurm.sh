@@ -17,7 +17,7 @@
 # second submission; and a job file asking for zones is refused.
 # Requeue delays (cred_expire + 1 s) are cut short with `scontrol update StartTime=now+2`.
 #
-# Skips (exit 0, with a message) only when the slurm-wlm packages are not installed or not root.
+# Skips (exit 77, tests/run.sh's "skipped", with the reason) only when the slurm-wlm packages are not installed or not root.
 # Output: one "ok - ..." / "FAIL - ..." line per check; the last line "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
@@ -28,14 +28,14 @@ BATON=$(cd "$(dirname "$BATON")" && pwd)/$(basename "$BATON")
 for c in slurmctld slurmd sbatch scontrol munged; do
     if ! command -v "$c" >/dev/null 2>&1 && [ ! -x "/usr/sbin/$c" ]; then
         echo "skip - $c not installed (scripts/deps.sh installs slurmctld slurmd slurm-client munge)"
-        echo "0 passed, 0 failed"
-        exit 0
+        echo "0 passed, 0 failed, 1 skipped"
+        exit 77
     fi
 done
 if [ "$(id -u)" != 0 ]; then
     echo "skip - a one-node Slurm needs root (slurmd starts jobs as their user)"
-    echo "0 passed, 0 failed"
-    exit 0
+    echo "0 passed, 0 failed, 1 skipped"
+    exit 77
 fi
 export PATH="$PATH:/usr/sbin:/sbin"
 
