@@ -89,6 +89,14 @@ extern baton_sys_table baton_sys;   /* the live table */
 void baton_sys_reset(void);          /* restore the real system calls */
 
 /* ---- files ---- */
+/* Open a file baton reads from outside, read-only, never blocking: a FIFO, a device, a socket or
+ * a folder (also through a symbolic link) is refused without waiting for a writer. Returns the
+ * descriptor; -1 when open fails (errno set, err untouched: the caller words it); -2 when the path
+ * is not a regular file (err says what it is). */
+int baton_open_regular(const char *path, baton_err *err);
+/* The same check without keeping the file open (for a path handed to another program or library):
+ * BATON_OK, or an error naming what the path is or why it cannot be opened. */
+int baton_check_regular(const char *path, baton_err *err);
 /* Read a whole file into a malloc'd buffer (NUL-terminated for convenience; *len excludes it).
  * max_len bounds what we accept from outside. */
 int baton_file_read_all(const char *path, size_t max_len, uint8_t **out, size_t *len, baton_err *err);

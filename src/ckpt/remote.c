@@ -216,7 +216,8 @@ int baton_ckpt_remote_retain(baton_ckpt_remote *r, int keep, baton_err *err)
 static int read_into(const char *path, uint64_t max, baton_buf *b, baton_err *err)
 {
     b->len = 0;
-    int fd = baton_sys.open(path, O_RDONLY | O_CLOEXEC, 0);
+    int fd = baton_open_regular(path, err);
+    if (fd == -2) return err->code;
     if (fd < 0)
         return baton_err_set(err, errno == ENOENT ? BATON_ERR_NOTFOUND : BATON_ERR_IO, "%s: cannot open: %s", path,
                              strerror(errno));

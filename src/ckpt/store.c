@@ -226,7 +226,8 @@ int ckpt_commit(const char *dir, uint64_t step, const baton_ckpt_blob *files, si
 
 static int file_crc(const char *path, uint64_t *size, uint32_t *crc, baton_err *err)
 {
-    int fd = baton_sys.open(path, O_RDONLY | O_CLOEXEC, 0);
+    int fd = baton_open_regular(path, err);
+    if (fd == -2) return err->code;
     if (fd < 0) return io_err(err, errno == ENOENT ? "missing" : "cannot open", path);
     size_t cap = 1 << 20;
     uint8_t *b = malloc(cap);
@@ -257,7 +258,8 @@ static int file_crc(const char *path, uint64_t *size, uint32_t *crc, baton_err *
 
 static int check_st_header(const char *path, uint64_t size, baton_err *err)
 {
-    int fd = baton_sys.open(path, O_RDONLY | O_CLOEXEC, 0);
+    int fd = baton_open_regular(path, err);
+    if (fd == -2) return err->code;
     if (fd < 0) return io_err(err, "cannot open", path);
     uint8_t lenb[8] = {0};
     ssize_t r = size >= 8 ? baton_sys.pread(fd, lenb, 8, 0) : 0;

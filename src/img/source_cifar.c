@@ -156,7 +156,8 @@ int img_src_cifar_open(baton_src *s, const char *dir, const char *split, baton_e
         else snprintf(name, sizeof name, "data_batch_%d.bin", f + 1);
         int rc = baton_path_join(c->paths[f], PATH_CAP, dir, name, err);
         if (rc) return rc;
-        int fd = baton_sys.open(c->paths[f], O_RDONLY | O_CLOEXEC, 0);
+        int fd = baton_open_regular(c->paths[f], err);
+        if (fd == -2) return err->code;
         if (fd < 0)
             return baton_err_set(err, errno == ENOENT ? BATON_ERR_NOTFOUND : BATON_ERR_IO,
                                  "%s: cannot open: %s", c->paths[f], strerror(errno));

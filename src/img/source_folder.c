@@ -131,7 +131,8 @@ static int add_item(struct folder *f, uint32_t label, const char *cls, const cha
 static int read_file(struct folder *f, baton_err *err)
 {
     f->data.len = 0;
-    int fd = baton_sys.open(f->path, O_RDONLY | O_CLOEXEC, 0);
+    int fd = baton_open_regular(f->path, err);
+    if (fd == -2) return err->code;
     if (fd < 0)
         return baton_err_set(err, errno == ENOENT ? BATON_ERR_NOTFOUND : BATON_ERR_IO,
                              "%s: cannot open: %s", f->path, strerror(errno));

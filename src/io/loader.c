@@ -126,7 +126,8 @@ static int load_indexes(baton_loader *l, baton_err *err)
 /* Map one shard file read-only (through baton_sys, so tests can fail each call). */
 static int map_one(const char *path, const baton_shard_info *si, const uint8_t **map, baton_err *err)
 {
-    int fd = baton_sys.open(path, O_RDONLY | O_CLOEXEC, 0);
+    int fd = baton_open_regular(path, err);
+    if (fd == -2) return err->code;
     if (fd < 0)
         return baton_err_set(err, errno == ENOENT ? BATON_ERR_NOTFOUND : BATON_ERR_IO, "%s: cannot open shard: %s",
                              path, strerror(errno));

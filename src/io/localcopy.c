@@ -79,7 +79,7 @@ int io_local_valid(const char *dir, const baton_shard_info *si)
 {
     char path[4096];
     if (baton_path_join(path, sizeof path, dir, si->file, NULL)) return 0;
-    int fd = baton_sys.open(path, O_RDONLY | O_CLOEXEC, 0);
+    int fd = baton_open_regular(path, NULL);
     if (fd < 0) return 0;
     struct stat st;
     if (baton_sys.fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != si->bytes) {

@@ -28,7 +28,8 @@ int io_local_open(baton_store *s, const char *name, char *path, size_t cap, bato
 {
     int rc = object_path(s, name, path, cap, err);
     if (rc != BATON_OK) return rc;
-    int fd = baton_sys.open(path, O_RDONLY | O_CLOEXEC, 0);
+    int fd = baton_open_regular(path, err);
+    if (fd == -2) return err->code;
     if (fd < 0) return os_err(err, "cannot open", path);
     struct stat st;
     if (fstat(fd, &st) != 0) {
@@ -136,7 +137,8 @@ int io_local_put_file(baton_store *s, const char *name, const char *src, baton_e
     if (rc == BATON_OK) rc = make_parent(path, err);
     if (rc != BATON_OK) return rc;
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    int in = baton_sys.open(src, O_RDONLY | O_CLOEXEC, 0);
+    int in = baton_open_regular(src, err);
+    if (in == -2) return err->code;
     if (in < 0) return os_err(err, "cannot open", src);
     int out = baton_sys.open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (out < 0) {

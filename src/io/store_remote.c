@@ -342,7 +342,8 @@ int io_remote_put(baton_store *s, const char *name, const void *p, size_t n, con
     upload u = {.mem = p, .fd = -1, .path = path, .size = n};
     if (path) {
         u.mem = NULL;
-        u.fd = baton_sys.open(path, O_RDONLY | O_CLOEXEC, 0);
+        u.fd = baton_open_regular(path, err);
+        if (u.fd == -2) return err->code;
         if (u.fd < 0)
             return baton_err_set(err, errno == ENOENT ? BATON_ERR_NOTFOUND : BATON_ERR_IO,
                                  "%s: cannot open: %s", path, strerror(errno));

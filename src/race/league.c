@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 static const char schema[] =
     "CREATE TABLE entries(id INTEGER PRIMARY KEY, alias TEXT NOT NULL, model_hash TEXT NOT NULL,"
@@ -112,8 +113,9 @@ int baton_league_open(const char *path, baton_league **out, baton_err *err)
 {
     *out = NULL;
     struct stat sb;
-    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
-        return baton_err_set(err, BATON_ERR_ARG, "%s: not a regular file", path);
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {   /* a FIFO, a device, a folder: said so, never opened */
+        return baton_check_regular(path, err) ? err->code : baton_err_set(err, BATON_ERR_ARG, "%s: not a regular file", path);
+    }
     baton_league *l = calloc(1, sizeof *l);
     if (!l) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
     snprintf(l->path, sizeof l->path, "%s", path);

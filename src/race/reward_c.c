@@ -140,7 +140,7 @@ int race_reward_c_open(const char *path, void **handle, race_reward_fn *fn, bato
     *fn = NULL;
     struct stat st;
     if (stat(path, &st)) return baton_err_set(err, BATON_ERR_NOTFOUND, "%s: %s", path, strerror(errno));
-    if (!S_ISREG(st.st_mode)) return baton_err_set(err, BATON_ERR_ARG, "%s: not a regular file", path);
+    if (!S_ISREG(st.st_mode)) return baton_check_regular(path, err) ? err->code : baton_err_set(err, BATON_ERR_ARG, "%s: not a regular file", path);
     const char *tmpdir = getenv("TMPDIR");
     char dir[4096], inc[4200], hdr[4300], so[4200];
     snprintf(dir, sizeof dir, "%s/baton-reward-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");

@@ -101,7 +101,12 @@ baton_rec_file *baton_rec_file_open(const char *path, baton_rec_format fmt, int 
         baton_err_set(err, BATON_ERR_NOMEM, "%s: out of memory", path);
         return NULL;
     }
-    f->fd = baton_sys.open(path, O_RDONLY | O_CLOEXEC, 0);
+    f->fd = baton_open_regular(path, err);
+    if (f->fd == -2) {
+        free(f->path);
+        free(f);
+        return NULL;
+    }
     if (f->fd < 0) {
         int e = errno;
         baton_err_set(err, e == ENOENT ? BATON_ERR_NOTFOUND : BATON_ERR_IO, "%s: cannot open: %s",

@@ -13,11 +13,53 @@
 
 static int io_err(baton_err *err, const char *what, const char *path) { return baton_err_errno(err, errno, what, path); }
 
+static const char *kind_of(mode_t m)
+{
+    return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device"
+         : S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket" : "not a regular file";
+}
+
+int baton_open_regular(const char *path, baton_err *err)
+{
+    int fd = baton_sys.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0);
+    if (fd < 0) return -1;
+    struct stat st;   /* the real fstat: a test failing the table's fails the caller's own call */
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        baton_sys.close(fd);
+        errno = e;
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        baton_sys.close(fd);
+        baton_err_set(err, BATON_ERR_FORMAT, "%s: is %s, expected a regular file", path, kind_of(st.st_mode));
+        return -2;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+        int e = errno;
+        baton_sys.close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
+int baton_check_regular(const char *path, baton_err *err)
+{
+    int fd = baton_open_regular(path, err);
+    if (fd == -2) return err->code;
+    if (fd < 0) return io_err(err, "cannot open", path);
+    baton_sys.close(fd);
+    return BATON_OK;
+}
+
 int baton_file_read_all(const char *path, size_t max_len, uint8_t **out, size_t *len, baton_err *err)
 {
     *out = NULL;
     *len = 0;
-    int fd = baton_sys.open(path, O_RDONLY | O_CLOEXEC, 0);
+    int fd = baton_open_regular(path, err);
+    if (fd == -2) return err->code;
     if (fd < 0) return io_err(err, "cannot open", path);
     struct stat st;
     if (fstat(fd, &st) != 0) {

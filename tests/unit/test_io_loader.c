@@ -328,7 +328,7 @@ static void check_sys_calls(const char *dataset)
     snprintf(cmd, sizeof cmd, "rm -rf %s && cp -r %s %s && rm %s/test-00001.rec && mkdir %s/test-00001.rec", dir,
              dataset, dir, dir, dir);
     CHECK(system(cmd) == 0);
-    expect_open_error(dir, BATON_MODE_MOUNT, "test-00001.rec", "not a regular file");
+    expect_open_error(dir, BATON_MODE_MOUNT, "test-00001.rec", "expected a regular file");
 
     baton_loader *l;
     if (!open_loader(dataset, BATON_MODE_MOUNT, 0, 1, NULL, 0, &l)) {

@@ -156,7 +156,7 @@ static void test_db_files(void)
           strstr(err.msg, g));
     CHECK(file_is(g, junk, sizeof junk));
     /* a folder */
-    CHECK(baton_league_open(tmp, &l, &err) == BATON_ERR_ARG && strstr(err.msg, "not a regular file"));
+    CHECK(baton_league_open(tmp, &l, &err) == BATON_ERR_FORMAT && strstr(err.msg, "is a directory, expected a regular file"));
 }
 
 static void test_submit(void)
