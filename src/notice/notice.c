@@ -42,6 +42,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -363,29 +364,68 @@ static const char *source_name(const baton_notice_watcher *w)
     return w->mode == MODE_V2 ? "imds-v2" : "imds-v1";
 }
 
+/* An answer is believed only when it is exactly what AWS documents: one JSON object with exactly
+ * the expected members, strings free of escapes and control characters (a "\u0000" would cut a
+ * string short, so "terminate\u0000x" reads as "terminate"), times written as AWS writes them
+ * (YYYY-MM-DDTHH:MM:SS, optional fraction, "Z": no other zone) and plausible: an action's time
+ * within NOTICE_SKEW_S of now either way, a rebalance recommendation's no later than that and at
+ * most NOTICE_REBALANCE_AGE_S old. Anything else is not a notice. */
+#define NOTICE_SKEW_S 3600.0
+#define NOTICE_REBALANCE_AGE_S (7 * 86400.0)
+
+static int plain_body(const char *body, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)body[i];
+        if (c == '\\' || (c < 0x20 && c != ' ' && c != '\t' && c != '\n' && c != '\r')) return 0;
+    }
+    return 1;
+}
+
+static int aws_time(const char *s, double *t)
+{
+    size_t n = strlen(s);
+    if (n < 20 || s[10] != 'T' || s[n - 1] != 'Z' || (s[19] != 'Z' && s[19] != '.')) return -1;
+    return baton_notice_time_parse(s, t);
+}
+
+static int members(const cJSON *j)
+{
+    int n = 0;
+    for (const cJSON *c = j ? j->child : NULL; c; c = c->next) n++;
+    return n;
+}
+
 int baton_notice_parse_action(const char *body, size_t len, baton_notice_kind *kind, double *deadline)
 {
-    cJSON *j = cJSON_ParseWithLength(body, len);
+    cJSON *j = plain_body(body, len) ? cJSON_ParseWithLength(body, len) : NULL;
     const cJSON *a = cJSON_GetObjectItemCaseSensitive(j, "action");
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "time");
     baton_notice_kind k = BATON_NOTICE_NONE;
-    if (cJSON_IsObject(j) && cJSON_IsString(a) && cJSON_IsString(t) && !baton_notice_time_parse(t->valuestring, deadline)) {
+    double when = 0, now = baton_wall_now();
+    if (cJSON_IsObject(j) && members(j) == 2 && cJSON_IsString(a) && cJSON_IsString(t) && !aws_time(t->valuestring, &when) &&
+        fabs(when - now) <= NOTICE_SKEW_S) {
         if (!strcmp(a->valuestring, "terminate")) k = BATON_NOTICE_TERMINATE;
         else if (!strcmp(a->valuestring, "stop")) k = BATON_NOTICE_STOP;
         else if (!strcmp(a->valuestring, "hibernate")) k = BATON_NOTICE_HIBERNATE;
     }
     cJSON_Delete(j);
     *kind = k;
+    if (k != BATON_NOTICE_NONE) *deadline = when;
     return k != BATON_NOTICE_NONE;
 }
 
 int baton_notice_parse_rebalance(const char *body, size_t len, double *notice_time, char *raw, size_t raw_cap)
 {
-    cJSON *j = cJSON_ParseWithLength(body, len);
+    cJSON *j = plain_body(body, len) ? cJSON_ParseWithLength(body, len) : NULL;
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "noticeTime");
-    int ok = cJSON_IsObject(j) && cJSON_IsString(t) && strlen(t->valuestring) < raw_cap &&
-             !baton_notice_time_parse(t->valuestring, notice_time);
-    if (ok) snprintf(raw, raw_cap, "%s", t->valuestring);
+    double when = 0, now = baton_wall_now();
+    int ok = cJSON_IsObject(j) && members(j) == 1 && cJSON_IsString(t) && strlen(t->valuestring) < raw_cap &&
+             !aws_time(t->valuestring, &when) && when <= now + NOTICE_SKEW_S && when >= now - NOTICE_REBALANCE_AGE_S;
+    if (ok) {
+        snprintf(raw, raw_cap, "%s", t->valuestring);
+        *notice_time = when;
+    }
     cJSON_Delete(j);
     return ok;
 }

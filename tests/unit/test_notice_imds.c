@@ -5,6 +5,7 @@
  * garbage modes, the loopback-only rule, and ISO 8601 parsing. */
 #include "baton/notice.h"
 #include "check.h"
+#include "../../src/notice/notice_internal.h"
 
 #include <cJSON.h>
 #include <curl/curl.h>
@@ -79,6 +80,56 @@ static void test_time(void)
     char s[32];
     baton_notice_time_format(1505722920.9, s);
     CHECK(!strcmp(s, "2017-09-18T08:22:00Z"));
+}
+
+/* Answers that are almost right are not notices: each class, not one example. */
+static void test_strict_answers(void)
+{
+    char soon[32], past[32], far[32], old[32], ans[256];
+    double now = baton_wall_now(), t = 0, d = 0;
+    baton_notice_time_format(now + 120, soon);
+    baton_notice_time_format(now - 7200, past);
+    baton_notice_time_format(now + 7200, far);
+    baton_notice_time_format(now - 8 * 86400.0, old);
+    baton_notice_kind k;
+#define ACTION(fmt, ...) (snprintf(ans, sizeof ans, fmt, __VA_ARGS__), baton_notice_parse_action(ans, strlen(ans), &k, &d))
+    CHECK(ACTION("{\"action\": \"terminate\", \"time\": \"%s\"}", soon) && k == BATON_NOTICE_TERMINATE && fabs(d - now - 120) < 1.5);
+    CHECK(ACTION("{\"action\":\"stop\",\"time\":\"%s\"}", soon) && k == BATON_NOTICE_STOP);
+    /* NUL and control characters inside strings, escapes */
+    CHECK(!ACTION("{\"action\": \"terminate\\u0000x\", \"time\": \"%s\"}", soon));
+    CHECK(!ACTION("{\"action\": \"termin\\u0061te\", \"time\": \"%s\"}", soon));
+    CHECK(!ACTION("{\"action\": \"terminate\x01\", \"time\": \"%s\"}", soon));
+    CHECK(!ACTION("{\"action\": \"terminate\", \"time\": \"%s\x7f\"}", soon));
+    /* an action that merely starts with (or contains) a known word, or in another case */
+    CHECK(!ACTION("{\"action\": \"terminated\", \"time\": \"%s\"}", soon));
+    CHECK(!ACTION("{\"action\": \"terminate now\", \"time\": \"%s\"}", soon));
+    CHECK(!ACTION("{\"action\": \"Terminate\", \"time\": \"%s\"}", soon));
+    /* times: far past, far future, another zone, a lower-case or missing Z, a space for the T */
+    CHECK(!ACTION("{\"action\": \"terminate\", \"time\": \"%s\"}", past));
+    CHECK(!ACTION("{\"action\": \"terminate\", \"time\": \"%s\"}", far));
+    CHECK(!ACTION("{\"action\": \"terminate\", \"time\": \"%s\"}", "1970-01-01T00:00:00Z"));
+    CHECK(!ACTION("{\"action\": \"terminate\", \"time\": \"%s\"}", "2999-01-01T00:00:00Z"));
+    char zone[40];
+    snprintf(zone, sizeof zone, "%.19s+00:00", soon);
+    CHECK(!ACTION("{\"action\": \"terminate\", \"time\": \"%s\"}", zone));
+    snprintf(zone, sizeof zone, "%.19sz", soon);
+    CHECK(!ACTION("{\"action\": \"terminate\", \"time\": \"%s\"}", zone));
+    snprintf(zone, sizeof zone, "%.10s %.9s", soon, soon + 11);
+    CHECK(!ACTION("{\"action\": \"terminate\", \"time\": \"%s\"}", zone));
+    /* members missing, extra or repeated */
+    CHECK(!ACTION("{\"action\": \"terminate\", \"time\": \"%s\", \"x\": 1}", soon));
+    CHECK(!ACTION("{\"action\": \"terminate\", \"action\": \"stop\", \"time\": \"%s\"}", soon));
+    CHECK(!ACTION("{\"time\": \"%s\"}", soon));
+#undef ACTION
+    char raw[64];
+    snprintf(ans, sizeof ans, "{\"noticeTime\": \"%s\"}", past);
+    CHECK(baton_notice_parse_rebalance(ans, strlen(ans), &t, raw, sizeof raw) && !strcmp(raw, past));
+    snprintf(ans, sizeof ans, "{\"noticeTime\": \"%s\"}", far);
+    CHECK(!baton_notice_parse_rebalance(ans, strlen(ans), &t, raw, sizeof raw));
+    snprintf(ans, sizeof ans, "{\"noticeTime\": \"%s\"}", old);
+    CHECK(!baton_notice_parse_rebalance(ans, strlen(ans), &t, raw, sizeof raw));
+    snprintf(ans, sizeof ans, "{\"noticeTime\": \"%s\\u0000\"}", past);
+    CHECK(!baton_notice_parse_rebalance(ans, strlen(ans), &t, raw, sizeof raw));
 }
 
 static void test_static_and_tokens(void)
@@ -314,6 +365,7 @@ int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
     test_time();
+    test_strict_answers();
     test_static_and_tokens();
     test_v2_only_and_notice(0);
     test_v2_only_and_notice(1);
