@@ -134,6 +134,11 @@ typedef struct baton_job {
  * that lists the known names). */
 int baton_job_load(const char *path, baton_job *job, baton_err *err);
 int baton_job_parse(const char *name, const char *text, size_t len, baton_job *job, baton_err *err);
+/* text (the file job was parsed from) with every env: value replaced by "<redacted>" where it is
+ * written, for keeping: a database or a log never holds what a job passes its workers (tokens,
+ * keys). A value that cannot be found where its line says (a multi-line scalar) has every
+ * occurrence in the text replaced instead. malloc'd; NULL when out of memory. */
+char *baton_job_redact_env(const baton_job *job, const char *text);
 /* After baton_job_parse of a file at job->path (baton_job_load does this): relative local paths
  * (state_dir, volume.seed) become relative to the job file's folder, and a local volume.seed must
  * be an existing folder. */

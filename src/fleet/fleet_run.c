@@ -249,7 +249,7 @@ int baton_fleet_run(const baton_job *job, const baton_fleet_opts *o, baton_fleet
         s->rec.origin = wall0;
         s->rec.t_end = -1;
         fleet_fmt(s->rec.jobfile, sizeof s->rec.jobfile, "%s", job->path);
-        s->rec.jobfile_text = o->jobfile_text ? strdup(o->jobfile_text) : NULL;
+        s->rec.jobfile_text = o->jobfile_text ? baton_job_redact_env(job, o->jobfile_text) : NULL;   /* no secrets kept */
         s->ntasks = job->ncommands;
         s->tasks = calloc(s->ntasks, sizeof *s->tasks);
         if (!s->tasks) rc = baton_err_set(err, BATON_ERR_NOMEM, "out of memory");

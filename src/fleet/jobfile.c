@@ -675,6 +675,55 @@ static void job_defaults(baton_job *j)
     j->market.capacity_cooldown = 3600;
 }
 
+/* Replace the first occurrence of v in [from, to) of *text by the marker; 1 when found. */
+static int replace_in(char **text, size_t from, size_t to, const char *v, const char *marker)
+{
+    size_t vl = strlen(v), ml = strlen(marker);
+    char *at = NULL;
+    for (size_t i = from; vl && i + vl <= to && !at; i++)
+        if (!memcmp(*text + i, v, vl)) at = *text + i;
+    if (!at) return 0;
+    size_t off = (size_t)(at - *text), n = strlen(*text);
+    char *out = malloc(n - vl + ml + 1);
+    if (!out) return -1;
+    memcpy(out, *text, off);
+    memcpy(out + off, marker, ml);
+    memcpy(out + off + ml, *text + off + vl, n - off - vl + 1);
+    free(*text);
+    *text = out;
+    return 1;
+}
+
+char *baton_job_redact_env(const baton_job *job, const char *text)
+{
+    static const char marker[] = "<redacted>";
+    char *t = strdup(text ? text : "");
+    for (size_t i = 0; t && i < job->nenv; i++) {
+        const char *v = job->env[i].value;
+        if (!v || !*v) continue;
+        size_t from = 0, to;
+        for (int line = 1; line < job->env[i].line && t[from]; line++) {   /* the value's line */
+            const char *nl = strchr(t + from, '\n');
+            from = nl ? (size_t)(nl - t) + 1 : strlen(t);
+        }
+        const char *nl = strchr(t + from, '\n');
+        to = nl ? (size_t)(nl - t) : strlen(t);
+        /* the value comes after its key and the key's ':' (so a value that is part of its key, or
+         * of an earlier key of a flow map, is not what gets replaced) */
+        size_t kl = strlen(job->env[i].key), at = from;
+        while (at + kl <= to && memcmp(t + at, job->env[i].key, kl)) at++;
+        const char *colon = at + kl <= to ? memchr(t + at + kl, ':', to - at - kl) : NULL;
+        int r = colon ? replace_in(&t, (size_t)(colon - t) + 1, to, v, marker) : 0;
+        if (r == 0 && !strstr(marker, v))   /* not where its line says: every occurrence */
+            while ((r = replace_in(&t, 0, strlen(t), v, marker)) == 1) r = 0;
+        if (r < 0) {
+            free(t);
+            return NULL;
+        }
+    }
+    return t;
+}
+
 int baton_job_parse(const char *name, const char *text, size_t len, baton_job *job, baton_err *err)
 {
     job_defaults(job);

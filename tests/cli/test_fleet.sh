@@ -218,6 +218,23 @@ expect_fail 2 "a job file is required" "$BATON" fleet run
 expect_fail 2 "--imds bogus" "$BATON" fleet run "$T/a.yaml" --imds bogus
 expect_fail 2 "--interrupts: entry 2 '5x'" "$BATON" fleet run "$T/a.yaml" --state "$S/x" --interrupts 5m,5x
 expect_fail 2 "--interrupts: entry 1 '5m/-1'" "$BATON" fleet run "$T/a.yaml" --state "$S/x" --interrupts 5m/-1
+# ---- secrets: a job's env: values reach its workers, never the state folder, its database or logs
+SECRET=fake-secret-9f3e2c71
+SUM=$(printf %s "$SECRET" | md5sum | cut -c1-12)   # the worker checks its env against this, not the secret
+cat >"$T/sec.yaml" <<EOY
+name: sec
+command: '[ "\$(printf %s "\$API_TOKEN" | md5sum | cut -c1-12)" = $SUM ] && [ "\$QUOTED" = "q-\$API_TOKEN" ]'
+instance_types: [c5.xlarge]
+zones: [us-east-1a]
+env:
+  API_TOKEN: $SECRET
+  QUOTED: "q-$SECRET"
+EOY
+check '"$BATON" fleet run "$T/sec.yaml" --state "$S" --json >"$T/sec.out" 2>"$T/sec.err"' "the workers got their env: $(tail -3 "$T/sec.err" 2>/dev/null)"
+check '! grep -rqa "$SECRET" "$S/sec" "$T/sec.out" "$T/sec.err" && "$BATON" fleet status sec --state "$S" --json 2>&1 | { ! grep -q "$SECRET"; }' \
+    "the secret is nowhere in the state folder (fleet.db, events, logs) or the output"
+check 'python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(\"SELECT jobfile_text FROM job\").fetchone()[0])" "$S/sec/fleet.db" | grep -q "API_TOKEN: <redacted>"' \
+    "the kept job file says <redacted>"
 expect_fail 1 "no fleet job" "$BATON" fleet status nosuchjob --state "$S"
 expect_fail 1 "not running" "$BATON" fleet cancel a --state "$S"
 finish

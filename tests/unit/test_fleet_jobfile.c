@@ -65,8 +65,44 @@ static void bad(const char *text, const char *frag1, const char *frag2)
 
 #define BASE "name: j\ncommand: run.sh\ninstance_types: [c5.xlarge]\nzones: [a]\n"
 
+/* env: values are never kept: block and flow maps, quoted values, a value that is part of its
+ * key, a value on another line (a block scalar); the redacted text still parses, keys kept. */
+static void test_redact(void)
+{
+    static const char text[] =
+        "name: sec\ninstance_types: [c5.xlarge]\nzones: [us-east-1a]\n"
+        "command: \"true\"\n"
+        "env:\n"
+        "  API_TOKEN: fake-secret-AAAA1111\n"
+        "  QUOTED: \"fake-secret-BBBB2222\"\n"
+        "  XKEY: X\n"
+        "  LONG: |\n"
+        "    fake-secret-CCCC3333\n";
+    baton_job j;
+    baton_err e;
+    CHECK_MSG(parse(text, &j, &e) == 0, "%s", e.msg);
+    char *r = baton_job_redact_env(&j, text);
+    CHECK(r && !strstr(r, "fake-secret") && strstr(r, "API_TOKEN: <redacted>") && strstr(r, "QUOTED: \"<redacted>\"") &&
+          strstr(r, "XKEY: <redacted>") && strstr(r, "name: sec"));
+    baton_job k;
+    CHECK_MSG(r && parse(r, &k, &e) == 0, "%s", e.msg);
+    if (r && !e.code) {
+        CHECK(k.nenv == 4 && !strcmp(k.env[0].key, "API_TOKEN") && !strcmp(k.env[0].value, "<redacted>"));
+        baton_job_free(&k);
+    }
+    free(r);
+    baton_job_free(&j);
+    static const char flow[] = "name: f\ninstance_types: [c5.xlarge]\nzones: [us-east-1a]\ncommand: \"true\"\nenv: {AB: A, KEY2: fake-secret-DDDD4444}\n";
+    CHECK(parse(flow, &j, &e) == 0);
+    r = baton_job_redact_env(&j, flow);
+    CHECK(r && strstr(r, "{AB: <redacted>, KEY2: <redacted>}"));
+    free(r);
+    baton_job_free(&j);
+}
+
 int main(void)
 {
+    test_redact();
     baton_job j;
     baton_err e;
     CHECK_MSG(parse(full, &j, &e) == 0, "%s", e.msg);
