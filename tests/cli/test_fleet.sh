@@ -226,6 +226,9 @@ name: sec
 command: '[ "\$(printf %s "\$API_TOKEN" | md5sum | cut -c1-12)" = $SUM ] && [ "\$QUOTED" = "q-\$API_TOKEN" ]'
 instance_types: [c5.xlarge]
 zones: [us-east-1a]
+market:
+  time_scale: 600
+  launch_delay: 5s
 env:
   API_TOKEN: $SECRET
   QUOTED: "q-$SECRET"
