@@ -2,7 +2,7 @@
 #
 #   make            build/libbaton.a and build/baton
 #   make test       the whole suite: unit + CLI + server tests, then again under ASan+UBSan,
-#                   plus a short run of every fuzz target (tests/run.sh prints "N passed, N failed")
+#                   plus a short run of every fuzz target (tests/run.sh prints "N passed, N failed, N skipped")
 #   make bench      the benchmarks under bench/
 #   make fuzz       every libFuzzer target for longer (FUZZ_SECONDS, default 60 each)
 #   make check-layers  every #include "baton/..." against README's component table
