@@ -10,16 +10,26 @@
 
 #include <cJSON.h>
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int refuse(unsigned *http, unsigned status, baton_err *err, int code, const char *fmt, const char *arg)
+/* err set from fmt, and the HTTP status to answer with. */
+static int refuse(unsigned *http, unsigned status, baton_err *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static int refuse(unsigned *http, unsigned status, baton_err *err, int code, const char *fmt, ...)
 {
+    char msg[sizeof err->msg];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
     *http = status;
-    return baton_err_set(err, code, fmt, arg);
+    return baton_err_set(err, code, "%s", msg);
 }
 
 static int token_form_ok(const char *t)
@@ -36,10 +46,10 @@ static int track_lookup(const char *name, const baton_league_upload_rules *rules
 {
     size_t n = strlen(name);
     if (n == 0 || n > 128 || name[0] == '.')
-        return refuse(http, 400, err, BATON_ERR_ARG, "track: a name of 1-128 characters, not starting with '.'%s", "");
+        return refuse(http, 400, err, BATON_ERR_ARG, "track: a name of 1-128 characters, not starting with '.'");
     for (size_t i = 0; i < n; i++)
         if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-", name[i]))
-            return refuse(http, 400, err, BATON_ERR_ARG, "track: letters, digits, '_', '.' and '-' only (a name, not a path)%s", "");
+            return refuse(http, 400, err, BATON_ERR_ARG, "track: letters, digits, '_', '.' and '-' only (a name, not a path)");
     char stem[129];
     snprintf(stem, sizeof stem, "%.*s", (int)(n > 4 && !strcmp(name + n - 4, ".npy") ? n - 4 : n), name);
     for (const char *const *b = baton_race_builtin_tracks(); *b; b++)
@@ -71,10 +81,10 @@ int baton_league_request_parse(const baton_league_request *q, const baton_league
     memset(u, 0, sizeof *u);
     *http = 400;
     const char *a = q->authorization;
-    if (!a || !*a) return refuse(http, 401, err, BATON_ERR_DENIED, "a token is required: Authorization: Bearer TOKEN%s", "");
+    if (!a || !*a) return refuse(http, 401, err, BATON_ERR_DENIED, "a token is required: Authorization: Bearer TOKEN");
     if (strncasecmp(a, "Bearer ", 7) || !token_form_ok(a + 7))
         return refuse(http, 401, err, BATON_ERR_DENIED,
-                      "Authorization: expected \"Bearer btn_\" and 64 hex digits (baton race token add ALIAS)%s", "");
+                      "Authorization: expected \"Bearer btn_\" and 64 hex digits (baton race token add ALIAS)");
     memcpy(u->token, a + 7, BATON_LEAGUE_TOKEN_LEN + 1);
     if (q->content_type && *q->content_type) {
         size_t n = strcspn(q->content_type, "; \t");
@@ -87,7 +97,7 @@ int baton_league_request_parse(const baton_league_request *q, const baton_league
     snprintf(u->alias, sizeof u->alias, "%s", q->alias);
     u->format = BATON_LEAGUE_TIME_TRIAL;
     if (q->format && baton_league_format_parse(q->format, &u->format, err)) return err->code;
-    if (!q->track || !*q->track) return refuse(http, 400, err, BATON_ERR_ARG, "track: required (?track=NAME)%s", "");
+    if (!q->track || !*q->track) return refuse(http, 400, err, BATON_ERR_ARG, "track: required (?track=NAME)");
     int rc = track_lookup(q->track, rules, u, http, err);
     if (rc) return rc;
     size_t max = rules->max_bytes ? rules->max_bytes : BATON_LEAGUE_UPLOAD_MAX;
@@ -96,7 +106,7 @@ int baton_league_request_parse(const baton_league_request *q, const baton_league
         return baton_err_set(err, BATON_ERR_USAGE, "the archive is %zu bytes; this league takes at most %zu", q->len, max);
     }
     if (!q->body || !q->len)
-        return refuse(http, 400, err, BATON_ERR_ARG, "an empty body: send the tar of the checkpoint folder%s", "");
+        return refuse(http, 400, err, BATON_ERR_ARG, "an empty body: send the tar of the checkpoint folder");
     baton_league_tar_entry *e;
     size_t n;
     if ((rc = baton_league_tar_read(q->body, q->len, &e, &n, err))) return rc;
@@ -108,7 +118,7 @@ int baton_league_request_parse(const baton_league_request *q, const baton_league
     free(e);
     if (!manifest)
         return refuse(http, 400, err, BATON_ERR_FORMAT,
-                      "no MANIFEST in the archive: send a checkpoint folder (tar -C runs/ckpt-40 -cf - .)%s", "");
+                      "no MANIFEST in the archive: send a checkpoint folder (tar -C runs/ckpt-40 -cf - .)");
     u->archive = q->body;
     u->len = q->len;
     return BATON_OK;

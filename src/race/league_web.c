@@ -337,7 +337,7 @@ static enum MHD_Result api_submission(baton_league_server *s, struct MHD_Connect
 
 static enum MHD_Result api_submit(baton_league_server *s, struct MHD_Connection *c, upload_ctx *u)
 {
-    size_t max = s->rules.max_bytes ? s->rules.max_bytes : BATON_LEAGUE_UPLOAD_MAX;
+    size_t max = s->rules.max_bytes;
     if (u->too_big) {
         char msg[160];
         snprintf(msg, sizeof msg, "the archive is over %zu bytes, the most this league takes", max);
@@ -390,7 +390,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
             *con_cls = &not_upload;
             return MHD_YES;
         }
-        size_t max = s->rules.max_bytes ? s->rules.max_bytes : BATON_LEAGUE_UPLOAD_MAX;
+        size_t max = s->rules.max_bytes;
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl && strtoull(cl, NULL, 10) > max) {   /* refused before a byte of it is read */
             char msg[160];
@@ -405,7 +405,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     if (*con_cls != &not_upload) {   /* the submission's body */
         upload_ctx *u = *con_cls;
         if (*upload_size) {
-            size_t max = s->rules.max_bytes ? s->rules.max_bytes : BATON_LEAGUE_UPLOAD_MAX;
+            size_t max = s->rules.max_bytes;
             u->seen += *upload_size;
             if (u->seen > max) {
                 u->too_big = 1;
@@ -499,6 +499,7 @@ int baton_league_serve_start(const baton_league_serve_opts *o, baton_league_serv
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     s->rules = o->rules;
+    if (!s->rules.max_bytes) s->rules.max_bytes = BATON_LEAGUE_UPLOAD_MAX;   /* set once: every check reads it */
     if (o->rules.tracks_dir) {
         snprintf(s->tracks_dir, sizeof s->tracks_dir, "%s", o->rules.tracks_dir);
         s->rules.tracks_dir = s->tracks_dir;
