@@ -16,6 +16,7 @@ SAN ?= 0
 CC ?= cc
 PKGS := libpng libturbojpeg zlib libcjson libcurl libmicrohttpd
 PKGS += yaml-0.1 sqlite3 libcrypto
+PKGS += ompi-c                  # dist: data-parallel training on Open MPI
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -34,7 +35,7 @@ ALL_CFLAGS := $(BASE_CFLAGS) $(OPT) $(CFLAGS)
 LDLIBS := -Wl,--as-needed $(PKG_LIBS) -ldnnl -lgomp -lm -pthread
 LDFLAGS_ALL := $(SAN_LDFLAGS) $(LDFLAGS)
 
-COMPONENTS := util rec io img nn ckpt notice train infer fleet race
+COMPONENTS := util rec io img nn ckpt notice dist train infer fleet race
 LIB_SRC := $(foreach c,$(COMPONENTS),$(wildcard src/$(c)/*.c))
 CLI_SRC := $(wildcard src/cli/*.c)
 TEST_SRC := $(wildcard tests/unit/test_*.c)

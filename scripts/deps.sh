@@ -21,6 +21,7 @@ build=(make gcc libc6-dev pkg-config git ca-certificates
        libpng-dev libturbojpeg0-dev zlib1g-dev libcjson-dev libcurl4-openssl-dev libdnnl-dev libmicrohttpd-dev)
 build+=(libyaml-dev libsqlite3-dev)     # fleet: job files (YAML), event history (SQLite); the league's results
 build+=(libssl-dev)                    # the league: SHA-256 of a submitted model (libcrypto)
+build+=(libopenmpi-dev openmpi-bin)    # dist: data-parallel training (libmpi; mpirun for the tests)
 test=(clang libclang-rt-14-dev dataset-fashion-mnist python3 curl iproute2 bc
       nginx-light radosgw ceph-mon ceph-osd ceph-common)
 test+=(librsvg2-bin fonts-dejavu-core)                       # charts: rendered and measured in tests

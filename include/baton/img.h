@@ -145,10 +145,17 @@ typedef struct baton_pipeline_opts {
     const float *mean, *std;/* per channel (as many as the images have); NULL: the dataset's own from
                              * dataset.json. Evaluation passes the training data's, so that a model
                              * sees inputs normalised as in training */
+    uint32_t part_rank, part_world; /* data parallelism: of each batch's samples (slots i of the
+                             * batch grid) keep only those with i ≡ part_rank (mod part_world);
+                             * default 0, 1 (all). Batch boundaries, cursors and the augmentation
+                             * (drawn per epoch position) stay those of the whole batch, so the
+                             * parts of W ranks are exactly the samples of one rank's batches */
 } baton_pipeline_opts;
 
 typedef struct baton_batch {
-    uint32_t n;             /* samples in this batch (<= opts.batch) */
+    uint32_t n;             /* samples in this batch (<= opts.batch); a part may hold 0 */
+    uint32_t total;         /* samples of the whole batch (n without parts) */
+    const uint64_t *pos;    /* n epoch positions, one per sample (first + i without parts) */
     uint32_t c, h, w;
     baton_layout layout;
     float *x;               /* n*c*h*w values */

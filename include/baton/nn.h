@@ -271,6 +271,19 @@ int baton_nn_backward(baton_nn_model *m, baton_err *err);
  * the output: dout holds n × classes floats (n of that forward), d(loss)/d(output) in the output's
  * order; it replaces baton_nn_loss's d(logits). Fills every parameter's grad. */
 int baton_nn_backward_from(baton_nn_model *m, const float *dout, baton_err *err);
+/* Data parallelism (train's dist stage). The batch of the last forward is this rank's part of a
+ * global batch of `total` images (>= its n): the loss seeds backward with d(mean over all total),
+ * so summing every rank's gradients gives the global batch's. *loss is the mean over this part. */
+int baton_nn_loss_part(baton_nn_model *m, const int32_t *labels, int total, float *loss, int *correct,
+                       baton_err *err);
+/* The gradient arena: every parameter's grad lies in [grads, grads + *len) (padding between
+ * tensors stays zero), so one allreduce of it reduces every gradient. */
+float *baton_nn_model_grads(baton_nn_model *m, size_t *len);
+/* During backward, after each op: fn(ctx, from) says grads[from, len) are final for this pass
+ * (from only decreases; backward's end does not call it with 0 — the caller knows it ended).
+ * fn NULL: off. The model keeps one int per tensor for it (allocated here, once). */
+typedef void (*baton_nn_grad_ready_fn)(void *ctx, size_t from);
+int baton_nn_model_on_grad_ready(baton_nn_model *m, baton_nn_grad_ready_fn fn, void *ctx, baton_err *err);
 /* forward + loss + backward */
 int baton_nn_train_batch(baton_nn_model *m, const float *x, const int32_t *labels, int n, float *loss,
                          int *correct, baton_err *err);

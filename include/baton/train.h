@@ -57,7 +57,16 @@ typedef struct baton_train_session_opts {
     const char *progress_file;  /* NULL: none; else the global step, rewritten after every step */
     baton_train_snapshot_fn snapshot;       /* required */
     void *ctx;
+    int follower;               /* a data-parallel rank other than 0: no store, no lock, no progress
+                                   file (rank 0 commits for the world); resume finds nothing, saves
+                                   do nothing; notices are watched and finish reports them */
 } baton_train_session_opts;
+
+/* Latch a notice another rank saw (data parallelism: the world stops at the same step), unless
+ * this session already holds one. finish then commits and reports it as its own. */
+void baton_train_session_stop_for(baton_train_session *s, const baton_notice_event *ev);
+/* The notice this session holds (kind NONE: none). */
+const baton_notice_event *baton_train_session_latched(const baton_train_session *s);
 
 /* Open: checks that ckpt_dir is a folder this process can write and that no other process has it
  * open (BATON_ERR_BUSY naming the holder's pid), opens its store (and the remote), starts the
@@ -172,6 +181,13 @@ typedef struct baton_train_opts {
                                    rebalance recommendation: a background checkpoint */
     const baton_notice_opts *notice_opts;   /* NULL: baton_notice_opts_default (the environment) */
     const char *progress_file;  /* see baton_train_session_opts */
+    int dist;                   /* data parallelism over MPI ranks: 0 when launched as a rank
+                                   (mpirun, srun --mpi=pmix; baton_dist_launched), 1 required (an
+                                   error when not launched so), -1 never (a single process) */
+    size_t bucket_bytes;        /* gradient allreduce bucket; 0: 1 MiB */
+    const char *sample_log;     /* NULL, or a file each rank appends "epoch position rank" to for
+                                   every sample it trains (one write per batch): an audit that every
+                                   sample of an epoch is seen once, whatever the world sizes */
 } baton_train_opts;
 
 typedef struct baton_train_result {
@@ -196,6 +212,11 @@ typedef struct baton_train_result {
     double notice_deadline;     /* unix seconds; 0 unknown */
     double notice_margin_s;     /* seconds left before the deadline when the run returned */
     uint64_t rebalances;        /* rebalance recommendations seen (each one checkpointed) */
+    int rank, world;            /* this process's place in the data-parallel world (0, 1 alone) */
+    double comm_s_per_step;     /* allreduce span per step (first bucket started → last done) */
+    double wait_s_per_step;     /* of it, what the step waited for after backward */
+    double overlap;             /* 1 - wait/comm: the part hidden behind backward (0..1) */
+    double allreduce_mb;        /* gradient megabytes reduced per step per rank */
 } baton_train_result;
 
 void baton_train_opts_default(baton_train_opts *o);

@@ -23,6 +23,9 @@ static void print_json(const baton_train_result *r, int rc)
     if (r->has_val) printf(",\"val_loss\":%.6f,\"val_accuracy\":%.6f", r->val_loss, r->val_accuracy);
     printf(",\"lr\":%.8g,\"seconds\":%.3f,\"samples_per_s\":%.1f,\"kernels\":\"%s\",\"rebalances\":%" PRIu64, r->lr,
            r->seconds, r->samples_per_s, r->kernels, r->rebalances);
+    if (r->world > 1)
+        printf(",\"world\":%d,\"comm_s_per_step\":%.6f,\"wait_s_per_step\":%.6f,\"overlap\":%.4f,\"allreduce_mb\":%.3f",
+               r->world, r->comm_s_per_step, r->wait_s_per_step, r->overlap, r->allreduce_mb);
     printf(",\"checkpoint\":");
     cli_json_string(stdout, r->checkpoint);
     if (rc == BATON_STOPPED) {
@@ -39,6 +42,9 @@ static void print_text(const baton_train_result *r, int rc)
     if (r->has_val) printf(", val_loss %.4f, val_accuracy %.4f", r->val_loss, r->val_accuracy);
     if (r->steps_run) printf(", %.0f samples/s (%s)", r->samples_per_s, r->kernels);
     else printf(", nothing left to train (resumed at step %llu)", (unsigned long long)r->resumed_step);
+    if (r->world > 1)
+        printf(", %d ranks, allreduce %.2f MB/step in %.1f ms (%.0f %% behind backward)", r->world, r->allreduce_mb,
+               r->comm_s_per_step * 1e3, r->overlap * 100);
     printf("%s%s\n", r->checkpoint[0] ? ", checkpoint " : "", r->checkpoint);
     if (rc == BATON_STOPPED) {
         if (r->notice_deadline > 0)
@@ -56,7 +62,8 @@ int cmd_train(int argc, char **argv)
     const char *mode = NULL;
     /* sentinels tell "not given" from an explicit value */
     uint64_t epochs = UINT64_MAX, max_steps = UINT64_MAX;
-    double lr = NAN, every_sec = NAN, progress_every = 30;
+    double lr = NAN, every_sec = NAN, progress_every = 30, bucket_mb = 1;
+    const char *dist = NULL;
     int batch = (int)o.batch, threads = 0, quiet = 0, reference = 0, keep = -1, no_notice = 0, json = 0;
     const struct cli_opt opts[] = {
         {"data", CLI_STR, &o.data_uri, "training dataset URI: path, file://, http(s)://, s3://bucket/prefix"},
@@ -86,6 +93,12 @@ int cmd_train(int argc, char **argv)
         {"json", CLI_FLAG, &json, "the summary as one JSON object"},
         {"no-notice", CLI_FLAG, &no_notice, "ignore interruption notices (metadata service, SIGTERM, SIGINT)"},
         {"progress-file", CLI_STR, &o.progress_file, "keep the current step in FILE (default $BATON_PROGRESS_FILE)"},
+        {"dist", CLI_STR, &dist,
+         "auto | mpi | none: data parallel over MPI ranks (auto: when started by mpirun or srun --mpi=pmix; "
+         "mpi: required)"},
+        {"sample-log", CLI_STR, &o.sample_log,
+         "append \"epoch position rank\" to FILE for every sample trained (an audit of the data order)"},
+        {"bucket-mb", CLI_DBL, &bucket_mb, "gradient allreduce bucket in MB, > 0 (default 1)"},
         {0},
     };
     const char *pos[1];
@@ -105,6 +118,9 @@ int cmd_train(int argc, char **argv)
                     : threads < 0 ? "--threads must not be negative"
                     : cli_given(argc, argv, "ckpt-every-sec") && !(every_sec >= 0 && isfinite(every_sec)) ? "--ckpt-every-sec must be >= 0"
                     : !(progress_every >= 0 && isfinite(progress_every)) ? "--progress-every must be >= 0"
+                    : !(bucket_mb > 0 && bucket_mb <= 1024) ? "--bucket-mb must be in (0, 1024]"
+                    : dist && strcmp(dist, "auto") && strcmp(dist, "mpi") && strcmp(dist, "none")
+                        ? "--dist must be auto, mpi or none"
                     : NULL;
     if (bad) {
         fprintf(stderr, "baton train: %s\n", bad);
@@ -142,12 +158,15 @@ int cmd_train(int argc, char **argv)
     o.progress = !quiet && !getenv("BATON_NO_PROGRESS");
     o.progress_every_s = quiet ? 0 : progress_every;
     o.notice = !no_notice;
+    o.dist = !dist || !strcmp(dist, "auto") ? 0 : !strcmp(dist, "mpi") ? 1 : -1;
+    o.bucket_bytes = (size_t)(bucket_mb * 1e6);
     if (!o.progress_file) o.progress_file = getenv("BATON_PROGRESS_FILE");
 
     baton_train_result r;
     baton_err err = {0};
     int rc = baton_train_run(&o, &r, &err);
     if (rc && rc != BATON_STOPPED) return cli_fail("train", &err);
+    if (r.rank > 0) return rc == BATON_STOPPED ? CLI_INTERRUPTED : CLI_OK;   /* rank 0 speaks for the world */
     if (json) print_json(&r, rc);
     else print_text(&r, rc);
     return rc == BATON_STOPPED ? CLI_INTERRUPTED : CLI_OK;

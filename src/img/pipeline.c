@@ -46,6 +46,7 @@ typedef struct slot {
     uint8_t *arena;
     size_t arena_len, arena_cap;
     size_t *rec_at, *rec_len;
+    uint64_t *pos;           /* each sample's epoch position (a part takes every world-th) */
     uint32_t *shard;
     uint64_t *offset;
     /* under the pipeline mutex once published */
@@ -201,8 +202,9 @@ static void *reader_main(void *arg)
         if (!s) return NULL;
         uint64_t end = (pos / B + 1) * B;
         if (end > size) end = size;
-        uint32_t n = 0;
+        uint32_t n = 0, total = 0;
         uint64_t first = pos;
+        const uint64_t bstart = pos / B * B;
         int got_end = 0;
         s->arena_len = 0;
         while (pos < end) {
@@ -220,26 +222,35 @@ static void *reader_main(void *arg)
                 rc = baton_err_set(&err, BATON_ERR_ARG,
                                    "loader: record at position %llu, expected %llu",
                                    (unsigned long long)r.position, (unsigned long long)pos);
-            if (rc == BATON_OK) rc = arena_fit(s, r.len, &err);
+            int mine = p->o.part_world <= 1 || (pos - bstart) % p->o.part_world == p->o.part_rank;
+            if (rc == BATON_OK && mine) rc = arena_fit(s, r.len, &err);
             if (rc != BATON_OK) {
                 reader_return_slot(p, s);
                 reader_fail(p, &err);
                 return NULL;
+            }
+            total++;
+            if (!mine) {   /* another rank's sample */
+                pos++;
+                continue;
             }
             if (r.len) memcpy(s->arena + s->arena_len, r.data, r.len);
             s->rec_at[n] = s->arena_len;
             s->rec_len[n] = r.len;
             s->shard[n] = r.shard;
             s->offset[n] = r.offset;
+            s->pos[n] = pos;
             s->arena_len += r.len;
             n++;
             pos++;
         }
         if (got_end) size = pos;
         int last = pos == size || (p->o.drop_last && (pos + B > size));
-        int drop = n == 0 || (p->o.drop_last && got_end && pos % B != 0);
+        int drop = total == 0 || (p->o.drop_last && got_end && pos % B != 0);
         baton_batch *b = &s->b;
         b->n = n;
+        b->total = total;
+        b->pos = s->pos;
         b->epoch = epoch;
         b->first = first;
         b->last_of_epoch = last;
@@ -294,7 +305,7 @@ static int do_sample(baton_pipeline *p, slot *s, uint32_t i, baton_image *im, ba
         return baton_err_set(err, BATON_ERR_FORMAT, "%s: offset %llu: %ux%ux%u image, expected %ux%ux%u",
                              file, off, im->h, im->w, im->c, p->shape[0], p->shape[1], p->shape[2]);
     baton_augment a;
-    baton_augment_draw(p->seed, s->b.epoch, s->b.first + i, p->o.crop_pad, p->o.flip, &a);
+    baton_augment_draw(p->seed, s->b.epoch, s->pos[i], p->o.crop_pad, p->o.flip, &a);
     float *dst = s->b.x + (size_t)i * p->sample_floats;
     if (p->o.reference)
         baton_augment_apply_ref(im, &a, p->mean, p->std, p->o.layout, dst);
@@ -441,6 +452,7 @@ void baton_pipeline_close(baton_pipeline *p)
         free(s->b.y);
         free(s->arena);
         free(s->rec_at);
+        free(s->pos);
         free(s->rec_len);
         free(s->shard);
         free(s->offset);
@@ -464,6 +476,8 @@ static int check_opts(const baton_manifest *m, const baton_pipeline_opts *o, bat
         return baton_err_set(err, BATON_ERR_ARG, "pipeline: %d workers (expected 1..%d)", o->workers,
                              MAX_WORKERS);
     if (o->batch < 1) return baton_err_set(err, BATON_ERR_ARG, "pipeline: batch size 0");
+    if (o->part_world > 1 && o->part_rank >= o->part_world)
+        return baton_err_set(err, BATON_ERR_ARG, "pipeline: part %u of %u", o->part_rank, o->part_world);
     if (o->depth < 1 || o->depth > MAX_DEPTH)
         return baton_err_set(err, BATON_ERR_ARG, "pipeline: depth %u (expected 1..%d)", o->depth,
                              MAX_DEPTH);
@@ -549,12 +563,13 @@ baton_pipeline *baton_pipeline_open(baton_loader *l, const baton_pipeline_opts *
         s->b.x = aligned_alloc(64, xalloc ? xalloc : 64);
         s->b.y = calloc(o->batch, sizeof *s->b.y);
         s->rec_at = calloc(o->batch, sizeof *s->rec_at);
+        s->pos = calloc(o->batch, sizeof *s->pos);
         s->rec_len = calloc(o->batch, sizeof *s->rec_len);
         s->shard = calloc(o->batch, sizeof *s->shard);
         s->offset = calloc(o->batch, sizeof *s->offset);
         s->arena = malloc(arena0 ? arena0 : 1);
         s->arena_cap = arena0 ? arena0 : 1;
-        if (!s->b.x || !s->b.y || !s->rec_at || !s->rec_len || !s->shard || !s->offset || !s->arena) {
+        if (!s->b.x || !s->b.y || !s->rec_at || !s->pos || !s->rec_len || !s->shard || !s->offset || !s->arena) {
             rc = BATON_ERR_NOMEM;
             break;
         }

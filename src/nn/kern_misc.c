@@ -92,6 +92,12 @@ void baton_nn_dropout_bwd(size_t count, const float *mask, const float *dy, floa
 void baton_nn_softmax_xent(int n, int classes, const float *logits, const int32_t *labels,
                            float *dlogits, float *loss, int *correct)
 {
+    nn_softmax_xent_denom(n, n, classes, logits, labels, dlogits, loss, correct);
+}
+
+void nn_softmax_xent_denom(int n, int denom, int classes, const float *logits, const int32_t *labels, float *dlogits,
+                           float *loss, int *correct)
+{
     double total = 0.0;
     int right = 0;
     for (int i = 0; i < n; i++) {
@@ -108,7 +114,7 @@ void baton_nn_softmax_xent(int n, int classes, const float *logits, const int32_
         if (dlogits) {
             for (int k = 0; k < classes; k++) {
                 double pk = exp((double)l[k] - lse);
-                dlogits[(size_t)i * classes + k] = (float)((pk - (k == labels[i] ? 1.0 : 0.0)) / n);
+                dlogits[(size_t)i * classes + k] = (float)((pk - (k == labels[i] ? 1.0 : 0.0)) / denom);
             }
         }
     }

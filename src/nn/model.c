@@ -166,6 +166,7 @@ int baton_nn_model_create_empty(const baton_nn_spec *spec, const baton_nn_kernel
 void baton_nn_model_free(baton_nn_model *m)
 {
     if (!m) return;
+    free(m->ready_op);
     free(m->layers);
     free(m->slots);
     free(m->tensors);

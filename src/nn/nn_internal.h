@@ -217,11 +217,17 @@ struct baton_nn_model {
     int build_err;                          /* sticky builder failure (status) */
     baton_err berr;
     baton_rng rng;                          /* dropout stream */
+    baton_nn_grad_ready_fn ready_fn;        /* backward's progress (data parallelism), NULL none */
+    void *ready_ctx;
+    int *ready_op;                          /* per tensor: the training op that fills its grad */
 };
 
 /* fuse.c: nn_plan_alloc sizes the plans for the graph (once, after it is built); nn_plan_fusions
  * fills both for the model's table (when the model is created and whenever its table changes). */
 int nn_plan_alloc(baton_nn_model *m, baton_err *err);
+/* softmax cross-entropy whose d(logits) is divided by denom (>= n) rather than n */
+void nn_softmax_xent_denom(int n, int denom, int classes, const float *logits, const int32_t *labels, float *dlogits,
+                           float *loss, int *correct);
 void nn_plan_fusions(baton_nn_model *m);
 void nn_plan_free(baton_nn_model *m);
 

@@ -12,6 +12,7 @@
  * makes a new one and forgets the forward). */
 #include "nn_internal.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* an op's kernel declined although its predicate had accepted the geometry */
@@ -47,18 +48,58 @@ int baton_nn_forward(baton_nn_model *m, const float *x, int n, baton_err *err)
 
 const float *baton_nn_logits(const baton_nn_model *m) { return m->slots[m->out_slot].data; }
 
-int baton_nn_loss(baton_nn_model *m, const int32_t *labels, float *loss, int *correct, baton_err *err)
+int baton_nn_loss_part(baton_nn_model *m, const int32_t *labels, int total, float *loss, int *correct,
+                       baton_err *err)
 {
     if (m->fwd_n < 1) return baton_err_set(err, BATON_ERR_ARG, "model %s: loss before any forward", m->name);
+    if (total < m->fwd_n)
+        return baton_err_set(err, BATON_ERR_ARG, "model %s: a part of %d images of a batch of %d", m->name, m->fwd_n,
+                             total);
     const int classes = m->slots[m->out_slot].c;
     for (int i = 0; i < m->fwd_n; i++)
         if (labels[i] < 0 || labels[i] >= classes)
             return baton_err_set(err, BATON_ERR_ARG, "model %s: label %d of image %d is outside 0..%d", m->name,
                                  (int)labels[i], i, classes - 1);
-    baton_nn_softmax_xent(m->fwd_n, classes, m->slots[m->out_slot].data, labels, m->slots[m->out_slot].grad,
+    nn_softmax_xent_denom(m->fwd_n, total, classes, m->slots[m->out_slot].data, labels, m->slots[m->out_slot].grad,
                           loss, correct);
     m->have_loss = 1;
     return BATON_OK;
+}
+
+int baton_nn_loss(baton_nn_model *m, const int32_t *labels, float *loss, int *correct, baton_err *err)
+{
+    return baton_nn_loss_part(m, labels, m->fwd_n, loss, correct, err);
+}
+
+float *baton_nn_model_grads(baton_nn_model *m, size_t *len)
+{
+    *len = m->nparam;
+    return m->grads;
+}
+
+int baton_nn_model_on_grad_ready(baton_nn_model *m, baton_nn_grad_ready_fn fn, void *ctx, baton_err *err)
+{
+    if (fn && !m->ready_op && !(m->ready_op = calloc(m->ntensors ? m->ntensors : 1, sizeof *m->ready_op)))
+        return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    m->ready_fn = fn;
+    m->ready_ctx = ctx;
+    return BATON_OK;
+}
+
+/* Which training op fills each parameter's grad (the plan's layers: main, bn, relu, pool). */
+static void map_ready(baton_nn_model *m, const nn_plan *p)
+{
+    for (size_t t = 0; t < m->ntensors; t++) m->ready_op[t] = -1;
+    for (size_t i = 0; i < p->nops; i++) {
+        const nn_op *o = &p->ops[i];
+        const int ls[4] = {o->layer, o->bn, o->relu, o->pool};
+        for (int k = 0; k < 4; k++) {
+            if (ls[k] < 0) continue;
+            const nn_layer *l = &m->layers[ls[k]];
+            if (l->tw >= 0) m->ready_op[l->tw] = (int)i;
+            if (l->tb >= 0) m->ready_op[l->tb] = (int)i;
+        }
+    }
 }
 
 int baton_nn_backward(baton_nn_model *m, baton_err *err)
@@ -67,8 +108,23 @@ int baton_nn_backward(baton_nn_model *m, baton_err *err)
         return baton_err_set(err, BATON_ERR_ARG, "model %s: backward needs a training-mode forward and a loss",
                              m->name);
     const nn_plan *p = &m->train;
-    for (size_t i = p->nops; i-- > 0;)
+    if (m->ready_fn) map_ready(m, p);
+    size_t next = m->ntensors;   /* tensors [next, ntensors) are reported final */
+    size_t from = m->nparam;
+    for (size_t i = p->nops; i-- > 0;) {
         if (!p->ops[i].bwd(m, &p->ops[i], m->fwd_n)) return declined(m, &p->ops[i], "backward", err);
+        if (!m->ready_fn) continue;
+        /* parameters are laid out in tensor order: walk down while each one is done */
+        while (next > 0) {
+            const nn_tensor *t = &m->tensors[next - 1];
+            if (t->kind == BATON_NN_PARAM) {
+                if (m->ready_op[next - 1] < (int)i) break;
+                from = t->off;
+            }
+            next--;
+        }
+        m->ready_fn(m->ready_ctx, from);
+    }
     return BATON_OK;
 }
 

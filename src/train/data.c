@@ -36,8 +36,8 @@ int train_open_loader(const char *uri, baton_io_mode mode, int mode_set, const b
     return rc;
 }
 
-baton_pipeline *train_open_pipe(baton_loader *l, uint32_t batch, int workers, const float *mean, const float *std,
-                                baton_err *err)
+static baton_pipeline *open_pipe(baton_loader *l, uint32_t batch, int workers, const float *mean, const float *std,
+                                 int rank, int world, baton_err *err)
 {
     baton_pipeline_opts po;
     baton_pipeline_opts_default(&po);
@@ -48,9 +48,23 @@ baton_pipeline *train_open_pipe(baton_loader *l, uint32_t batch, int workers, co
     po.layout = BATON_LAYOUT_NCHW;
     po.mean = mean;
     po.std = std;
+    po.part_rank = (uint32_t)rank;
+    po.part_world = (uint32_t)world;
     baton_pipeline *p = baton_pipeline_open(l, &po, err);
     if (!p && !err->code) baton_err_set(err, BATON_ERR_ARG, "cannot open the decode pipeline");
     return p;
+}
+
+baton_pipeline *train_open_pipe(baton_loader *l, uint32_t batch, int workers, const float *mean, const float *std,
+                                baton_err *err)
+{
+    return open_pipe(l, batch, workers, mean, std, 0, 1, err);
+}
+
+baton_pipeline *train_open_pipe_part(baton_loader *l, uint32_t batch, int workers, int rank, int world,
+                                     baton_err *err)
+{
+    return open_pipe(l, batch, workers, NULL, NULL, rank, world, err);
 }
 
 int train_shape_mismatch(baton_err *err, const char *what, const uint32_t ws[3], uint32_t wc, const char *uri,

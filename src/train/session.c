@@ -51,11 +51,11 @@ int baton_train_session_open(const baton_train_session_opts *o, baton_train_sess
     s->o = *o;
     s->pfd = -1;
     s->last_saved = UINT64_MAX;
-    int rc = baton_ckpt_store_open(o->ckpt_dir, o->keep, &s->store, err);
-    if (!rc && o->ckpt_uri && (rc = baton_ckpt_store_attach(s->store, o->ckpt_uri, &o->store, err)))
+    int rc = o->follower ? BATON_OK : baton_ckpt_store_open(o->ckpt_dir, o->keep, &s->store, err);
+    if (!rc && !o->follower && o->ckpt_uri && (rc = baton_ckpt_store_attach(s->store, o->ckpt_uri, &o->store, err)))
         baton_err_prefix(err, "--ckpt-uri %s", o->ckpt_uri);
     if (!rc && o->notice) rc = baton_notice_start(o->notice_opts, &s->nw, err);
-    if (!rc && o->progress_file && (s->pfd = open(o->progress_file, O_WRONLY | O_CREAT | O_CLOEXEC, 0644)) < 0)
+    if (!rc && !o->follower && o->progress_file && (s->pfd = open(o->progress_file, O_WRONLY | O_CREAT | O_CLOEXEC, 0644)) < 0)
         baton_log(BATON_LOG_WARN, "%s: cannot open the progress file: %s", o->progress_file, strerror(errno));
     if (rc) {
         baton_train_session_close(s);
@@ -70,6 +70,7 @@ int baton_train_session_resume(baton_train_session *s, char *path, size_t cap, u
                                baton_err *err)
 {
     *state = NULL;
+    if (s->o.follower) return baton_err_set(err, BATON_ERR_NOTFOUND, "rank 0 resumes for the world");
     baton_err lerr = {0};
     int rc = baton_ckpt_latest(s->o.ckpt_dir, path, cap, step, &lerr);
     if (rc == BATON_ERR_NOTFOUND && s->o.ckpt_uri) rc = baton_ckpt_store_restore(s->store, path, cap, step, &lerr);
@@ -93,6 +94,7 @@ void baton_train_session_begin(baton_train_session *s, uint64_t step, int resume
 /* Snapshot through the caller and persist: in the background, or on this thread (sync). */
 static int save(baton_train_session *s, uint64_t step, int sync, baton_err *err)
 {
+    if (!s->store) return BATON_OK;   /* a follower: rank 0 saves */
     uint64_t cs;
     if (baton_ckpt_reap(s->store, 1, &cs) > 0) s->committed = cs;
     int rc = s->o.snapshot(s->o.ctx, s->store, step, err);   /* waits for a persist in flight */
@@ -131,6 +133,7 @@ int baton_train_session_poll(baton_train_session *s, uint64_t step, baton_err *e
 int baton_train_session_step_done(baton_train_session *s, uint64_t step, baton_err *err)
 {
     uint64_t cs;
+    if (!s->store) return BATON_OK;
     int k = baton_ckpt_reap(s->store, s->o.ckpt_every && step - s->committed > s->o.ckpt_every, &cs);
     if (k > 0) s->committed = cs;
     progress_put(s->pfd, step);
@@ -147,6 +150,10 @@ int baton_train_session_step_done(baton_train_session *s, uint64_t step, baton_e
 int baton_train_session_finish(baton_train_session *s, uint64_t step, baton_notice_event *notice, baton_err *err)
 {
     int rc;
+    if (!s->store) {
+        if (notice) *notice = s->nev;
+        return s->nev.kind != BATON_NOTICE_NONE ? BATON_STOPPED : BATON_OK;
+    }
     if (s->last_saved == step) {
         rc = baton_ckpt_wait(s->store, err);
         if (rc) {   /* the last background save failed: the final one is synchronous */
@@ -171,8 +178,16 @@ int baton_train_session_finish(baton_train_session *s, uint64_t step, baton_noti
     return rc;
 }
 
+void baton_train_session_stop_for(baton_train_session *s, const baton_notice_event *ev)
+{
+    if (s->nev.kind == BATON_NOTICE_NONE) s->nev = *ev;
+}
+
+const baton_notice_event *baton_train_session_latched(const baton_train_session *s) { return &s->nev; }
+
 const char *baton_train_session_checkpoint(const baton_train_session *s)
 {
+    if (!s->store) return "";
     const char *c = baton_ckpt_last_committed(s->store);
     return c[0] ? c : s->resumed_from;
 }

@@ -18,6 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 void baton_train_opts_default(baton_train_opts *o)
 {
@@ -45,6 +48,8 @@ typedef struct trainer {
     double t0;
     baton_progress prog;
     char label[160];
+    train_dist *dist;           /* data parallelism; NULL: a single process */
+    int stop_all;               /* a rank saw a notice before this step: the world stops after it */
 } trainer;
 
 /* The session's snapshot callback: the model, the optimizer and state.json of this step. */
@@ -72,6 +77,24 @@ static int check_opts(const baton_train_opts *o, baton_err *err)
     return BATON_OK;
 }
 
+/* What every rank must agree on before its first step (the data grid and the schedule). */
+static int check_same_run(trainer *t, baton_err *err)
+{
+    const baton_train_opts *o = t->o;
+    struct {
+        uint64_t seed, batch, epochs, max_steps, esize, spe;
+        uint32_t shape[3], classes;
+        char model[32];
+    } f;
+    memset(&f, 0, sizeof f);
+    f.seed = o->seed, f.batch = o->batch, f.epochs = o->epochs, f.max_steps = o->max_steps, f.esize = t->esize;
+    f.spe = t->st.steps_per_epoch;
+    memcpy(f.shape, t->man->shape, sizeof f.shape);
+    f.classes = t->man->classes;
+    snprintf(f.model, sizeof f.model, "%s", o->model);
+    return train_dist_same(t->dist, "--seed, --batch, --epochs, --max-steps, --model and the dataset", &f, sizeof f, err);
+}
+
 /* ---------------------------------------------------------------- stage: open */
 static int stage_open(trainer *t, baton_train_result *r, baton_err *err)
 {
@@ -81,9 +104,14 @@ static int stage_open(trainer *t, baton_train_result *r, baton_err *err)
         .ckpt_every = o->ckpt_every, .ckpt_every_sec = o->ckpt_every_sec, .notice = o->notice,
         .notice_opts = o->notice_opts, .progress_file = o->progress_file, .snapshot = snapshot, .ctx = t,
     };
-    int rc = baton_train_session_open(&so, &t->sess, err);   /* first: a notice during setup is not missed */
-    char local[4096];
-    if (!rc) rc = baton_path_join(local, sizeof local, o->ckpt_dir, "data", err);
+    int rc = train_dist_open(o, &t->dist, err);
+    if (rc) return rc;
+    const int rank = train_dist_rank(t->dist);
+    so.follower = rank > 0;   /* rank 0 alone holds the checkpoint folder */
+    rc = baton_train_session_open(&so, &t->sess, err);   /* first: a notice during setup is not missed */
+    char local[4096], dname[32];
+    snprintf(dname, sizeof dname, rank ? "data-rank%d" : "data", rank);   /* file/cache copies: one per rank */
+    if (!rc) rc = baton_path_join(local, sizeof local, o->ckpt_dir, dname, err);
     if (!rc) rc = train_open_loader(o->data_uri, o->mode, o->mode_set, &o->store, local, o->seed, &t->loader, err);
     if (rc) return rc;
     t->man = baton_loader_manifest(t->loader);
@@ -107,7 +135,9 @@ static int stage_open(trainer *t, baton_train_result *r, baton_err *err)
     memcpy(s->std, t->man->std, sizeof s->std);
     memcpy(s->input_shape, t->man->shape, sizeof s->input_shape);
     s->classes = t->man->classes;
-    if (!o->val_uri) return BATON_OK;
+    if (t->dist && ((rc = check_same_run(t, err)) || (rc = train_dist_attach(t->dist, t->model, o->bucket_bytes, err))))
+        return rc;
+    if (!o->val_uri || rank > 0) return BATON_OK;   /* rank 0 validates for the world */
     /* validation: the shape first (its pipeline opens once the run's length is known, at resume) */
     char vlocal[4096];
     if ((rc = baton_path_join(vlocal, sizeof vlocal, o->ckpt_dir, "data-val", err))) return rc;
@@ -236,6 +266,8 @@ static int stage_resume(trainer *t, baton_train_result *r, baton_err *err)
     } else if (rc != BATON_ERR_NOTFOUND) {
         return rc;
     }
+    if (t->dist && (rc = train_dist_sync(t->dist, t->model, t->optim, &t->st, &r->resumed, &r->resumed_step, err)))
+        return rc;
     baton_train_state *s = &t->st;
     s->total_steps = s->epochs * s->steps_per_epoch;
     t->sched = (baton_nn_sched){.kind = BATON_NN_SCHED_COSINE, .base_lr = s->base_lr, .total_steps = s->total_steps};
@@ -244,13 +276,31 @@ static int stage_resume(trainer *t, baton_train_result *r, baton_err *err)
     if (s->cursor.position >= t->esize) s->cursor = (baton_cursor){s->cursor.seed, s->cursor.epoch + 1, 0};
     if ((rc = plan_reads(t, err))) return rc;
     if ((rc = baton_loader_seek(t->loader, &s->cursor, err))) return rc;
-    if (!(t->pipe = train_open_pipe(t->loader, o->batch, o->workers, NULL, NULL, err))) return err->code;
-    if (o->log_path && (rc = train_csv_cut(o->log_path, s->epoch, err))) return rc;
+    if (!(t->pipe = train_open_pipe_part(t->loader, o->batch, o->workers, train_dist_rank(t->dist),
+                                         train_dist_world(t->dist), err)))
+        return err->code;
+    if (o->log_path && !train_dist_rank(t->dist) && (rc = train_csv_cut(o->log_path, s->epoch, err))) return rc;
     baton_train_session_begin(t->sess, s->step, r->resumed);
     return BATON_OK;
 }
 
 /* ---------------------------------------------------------------- stage: step */
+/* The audit line of each sample of this batch (opts.sample_log), appended in one write. */
+static int log_samples(trainer *t, const baton_batch *b, baton_err *err)
+{
+    char *buf = malloc((size_t)b->n * 64 + 1);
+    if (!buf) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    size_t len = 0;
+    for (uint32_t i = 0; i < b->n; i++)
+        len += (size_t)snprintf(buf + len, 64, "%" PRIu64 " %" PRIu64 " %d\n", b->epoch, b->pos[i],
+                                train_dist_rank(t->dist));
+    int fd = open(t->o->sample_log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    int rc = fd < 0 ? baton_err_errno(err, errno, "open", t->o->sample_log) : baton_write_all(fd, buf, len, t->o->sample_log, err);
+    if (fd >= 0) close(fd);
+    free(buf);
+    return rc;
+}
+
 /* Train one batch. *last: it was the epoch's last. */
 static int stage_step(trainer *t, int *last, baton_err *err)
 {
@@ -259,13 +309,28 @@ static int stage_step(trainer *t, int *last, baton_err *err)
     int rc;
     while ((rc = baton_pipeline_next(t->pipe, &b, err)) == BATON_END) {}   /* epochs end on last_of_epoch */
     if (rc) return rc;
+    if (t->o->sample_log && (rc = log_samples(t, b, err))) {
+        baton_pipeline_release(t->pipe, b);
+        return rc;
+    }
     double compute_t0 = baton_now();
     float loss = 0;
     int correct = 0;
-    rc = baton_nn_train_batch(t->model, b->x, b->y, (int)b->n, &loss, &correct, err);
+    double loss_sum = 0;
+    uint64_t gcorrect = 0;
+    if (t->dist) {   /* this rank's part, then the gradient allreduce: every rank steps the same */
+        int stop = 0;
+        rc = train_dist_step(t->dist, t->model, b, t->stop_all, &loss_sum, &gcorrect, &stop, err);
+        t->stop_all = stop;
+        loss = b->total ? (float)(loss_sum / b->total) : 0;
+    } else {
+        rc = baton_nn_train_batch(t->model, b->x, b->y, (int)b->n, &loss, &correct, err);
+        loss_sum = (double)loss * b->n;
+        gcorrect = (uint64_t)correct;
+    }
     t->lr = baton_nn_sched_lr(&t->sched, s->step);
     if (!rc) rc = baton_nn_optim_step(t->optim, t->lr, err);
-    uint32_t n = b->n;
+    uint32_t n = t->dist ? b->total : b->n;   /* the global batch's samples */
     *last = b->last_of_epoch;
     s->cursor = b->next;
     baton_pipeline_release(t->pipe, b);
@@ -273,8 +338,8 @@ static int stage_step(trainer *t, int *last, baton_err *err)
     if (!isfinite(loss)) return baton_err_set(err, BATON_ERR_ARG, "step %" PRIu64 ": loss is %f (lower --lr)", s->step, loss);
     s->step++;
     t->samples += n;
-    s->ep_loss_sum += (double)loss * n;
-    s->ep_correct += (uint64_t)correct;
+    s->ep_loss_sum += loss_sum;
+    s->ep_correct += gcorrect;
     s->ep_seen += n;
     double now = baton_now();
     if (t->samples == n) {   /* for resume-latency measurements: BATON_LOG=debug */
@@ -304,7 +369,7 @@ static int stage_epoch_end(trainer *t, baton_err *err)
             return baton_err_prefix(err, "validation after epoch %" PRIu64, s->epoch);
         s->has_val = 1;
     }
-    if (t->o->log_path && (rc = train_csv_row(t->o->log_path, s->epoch, s->loss, s->accuracy, t->vpipe != NULL,
+    if (t->o->log_path && !train_dist_rank(t->dist) && (rc = train_csv_row(t->o->log_path, s->epoch, s->loss, s->accuracy, t->vpipe != NULL,
                                               s->val_loss, s->val_accuracy, t->lr, secs, err)))
         return rc;
     s->epoch++;
@@ -324,18 +389,27 @@ static int run_steps(trainer *t, baton_err *err)
     uint64_t total = s->epochs * s->steps_per_epoch;
     if (o->max_steps && o->max_steps < total) total = o->max_steps;
     snprintf(t->label, sizeof t->label, "train");
-    if (o->progress) baton_progress_start(&t->prog, t->label, total);
+    const int shown = train_dist_rank(t->dist) == 0;   /* one progress line for the world */
+    if (o->progress && shown) baton_progress_start(&t->prog, t->label, total);
     else memset(&t->prog, 0, sizeof t->prog);
-    baton_progress_plain_every(&t->prog, t->label, total, o->progress_every_s);
+    baton_progress_plain_every(&t->prog, t->label, total, shown ? o->progress_every_s : 0);
     t->t0 = t->ep_t0 = baton_now();
     t->lr = baton_nn_sched_lr(&t->sched, s->step);
     int rc = BATON_OK;
     while (s->epoch < s->epochs && (!o->max_steps || s->step < o->max_steps)) {
-        if ((rc = baton_train_session_poll(t->sess, s->step, err))) break;   /* 1: a notice, after the step before */
+        /* 1: a notice, after the step before. With ranks, it rides in this step's allreduce and the
+         * whole world stops after the step (all ranks at the same boundary) */
+        if ((rc = baton_train_session_poll(t->sess, s->step, err)) && !t->dist) break;
+        if (rc < 0) break;
+        t->stop_all = rc == 1;
         int last = 0;
         if ((rc = stage_step(t, &last, err))) break;
         if (last && (rc = stage_epoch_end(t, err))) break;
         if ((rc = baton_train_session_step_done(t->sess, s->step, err))) break;
+        if (t->stop_all) {
+            rc = 1;
+            break;
+        }
     }
     baton_progress_finish(&t->prog);
     return rc < 0 ? rc : BATON_OK;
@@ -358,6 +432,7 @@ static void fill_result(const trainer *t, baton_train_result *r, const baton_not
     r->val_loss = s->val_loss;
     r->val_accuracy = s->val_accuracy;
     r->rebalances = baton_train_session_rebalances(t->sess);
+    train_dist_stats(t->dist, r);
     if (nev && nev->kind != BATON_NOTICE_NONE) {
         r->stopped = 1;
         /* a signal is named by which one it was (sigterm, sigint) */
@@ -379,7 +454,14 @@ int baton_train_run(const baton_train_opts *o, baton_train_result *r, baton_err 
     t.t0 = baton_now();
     if (!(rc = stage_open(&t, r, err)) && !(rc = stage_resume(&t, r, err)) && !(rc = run_steps(&t, err))) {
         baton_notice_event nev = {0};
-        rc = baton_train_session_finish(t.sess, t.st.step, &nev, err);
+        if (t.dist && t.stop_all)   /* the world stops: rank 0 commits the notice whoever saw it */
+            rc = train_dist_share_notice(t.dist, t.sess, baton_train_session_latched(t.sess), err);
+        if (!rc) rc = baton_train_session_finish(t.sess, t.st.step, &nev, err);
+        /* after rank 0's commit (a collective waits for it): the ranks' weights agree */
+        if (t.dist && (rc == BATON_OK || rc == BATON_STOPPED)) {
+            int erc = train_dist_end(t.dist, t.model, err);
+            if (erc) rc = erc;
+        }
         fill_result(&t, r, rc == BATON_STOPPED ? &nev : NULL);
     } else if (t.sess) {
         fill_result(&t, r, NULL);
@@ -392,5 +474,6 @@ int baton_train_run(const baton_train_opts *o, baton_train_result *r, baton_err 
     if (t.loader) baton_loader_close(t.loader);
     baton_nn_optim_free(t.optim);
     baton_nn_model_free(t.model);
+    train_dist_close(t.dist);
     return rc;
 }

@@ -14,6 +14,9 @@ int train_open_loader(const char *uri, baton_io_mode mode, int mode_set, const b
  * own). NULL with err filled on failure. */
 baton_pipeline *train_open_pipe(baton_loader *l, uint32_t batch, int workers, const float *mean, const float *std,
                                 baton_err *err);
+/* The same keeping only part `rank` of `world` of each batch (the pipeline's parts). */
+baton_pipeline *train_open_pipe_part(baton_loader *l, uint32_t batch, int workers, int rank, int world,
+                                     baton_err *err);
 /* The error for a dataset whose images or classes differ from what a model was built for. */
 int train_shape_mismatch(baton_err *err, const char *what, const uint32_t want_shape[3], uint32_t want_classes,
                          const char *uri, const baton_manifest *got);
@@ -34,5 +37,33 @@ int train_eval_epoch(baton_nn_model *m, baton_pipeline *p, double *loss, double 
 int train_csv_cut(const char *path, uint64_t epochs, baton_err *err);
 int train_csv_row(const char *path, uint64_t epoch, double loss, double acc, int has_val, double vloss, double vacc,
                   double lr, double seconds, baton_err *err);
+
+/* dist.c: data parallelism over MPI ranks (docs/distributed.md). NULL *out: a single process. */
+typedef struct train_dist train_dist;
+int train_dist_open(const baton_train_opts *o, train_dist **out, baton_err *err);
+int train_dist_rank(const train_dist *td);    /* 0 for NULL */
+int train_dist_world(const train_dist *td);   /* 1 for NULL */
+/* The gradient reducer over the model's arena, and backward's progress hooked to it. */
+int train_dist_attach(train_dist *td, baton_nn_model *m, size_t bucket_bytes, baton_err *err);
+/* All ranks were given the same run: `what` (bytes) hashed and compared with rank 0's. */
+int train_dist_same(train_dist *td, const char *what, const void *bytes, size_t n, baton_err *err);
+/* Rank 0's model, optimizer, training state and resume facts to every rank. */
+int train_dist_sync(train_dist *td, baton_nn_model *m, baton_nn_optim *opt, baton_train_state *st, int *resumed,
+                    uint64_t *resumed_step, baton_err *err);
+/* One step's forward, loss and backward on this rank's part of a batch, and the gradient
+ * allreduce: afterwards every rank holds the global batch's gradient. noticed: this rank saw a
+ * notice before the step. Out: the global batch's loss sum and correct count, and *stop when any
+ * rank had noticed one. */
+int train_dist_step(train_dist *td, baton_nn_model *m, const baton_batch *b, int noticed, double *loss_sum,
+                    uint64_t *correct, int *stop, baton_err *err);
+/* The world stops: every rank's latched notice is exchanged and the first one (by rank) latched
+ * on sessions that saw none. */
+int train_dist_share_notice(train_dist *td, baton_train_session *sess, const baton_notice_event *mine,
+                            baton_err *err);
+/* The end of a run: every rank's weights agree bit for bit (else BATON_ERR_CORRUPT), and no rank
+ * leaves before rank 0 has committed (a barrier). */
+int train_dist_end(train_dist *td, baton_nn_model *m, baton_err *err);
+void train_dist_stats(const train_dist *td, baton_train_result *r);
+void train_dist_close(train_dist *td);
 
 #endif

@@ -141,7 +141,7 @@ static baton_loader *open_loader(const char *dir, uint64_t seed)
 
 typedef struct rbatch {
     int end;                 /* an END marker, not a batch */
-    uint32_t n;
+    uint32_t n, total;
     uint64_t epoch, first;
     baton_cursor next;
     int last;
@@ -213,7 +213,7 @@ static run run_pipeline(const char *dir, baton_cursor c, const baton_pipeline_op
             r.err = err;
             break;
         }
-        rbatch rb = {.n = b->n, .epoch = b->epoch, .first = b->first, .next = b->next,
+        rbatch rb = {.n = b->n, .total = b->total, .epoch = b->epoch, .first = b->first, .next = b->next,
                      .last = b->last_of_epoch};
         CHECK(b->c == m->shape[2] && b->h == m->shape[0] && b->w == m->shape[1]);
         rb.x = malloc(b->n * r.sample_floats * sizeof(float));
@@ -360,6 +360,41 @@ static baton_pipeline_opts popts(int workers, uint32_t batch, uint32_t pad, int 
     o.crop_pad = pad;
     o.flip = flip;
     return o;
+}
+
+/* Data parallelism's parts: part r of W holds exactly the whole batch's samples r, r+W, … (the
+ * same floats, augmentation included, and labels), the whole batch's size, boundaries and cursor;
+ * an empty part of a short last batch still comes (the rank must join the step). */
+static void test_parts(const char *dir, uint32_t batch, uint32_t world)
+{
+    baton_cursor c0 = {5, 0, 0};
+    baton_pipeline_opts po = popts(2, batch, 2, 1);
+    run full = run_pipeline(dir, c0, &po, 2, 1000);
+    CHECK(full.rc == BATON_OK && full.nb > 4);
+    size_t sf = full.sample_floats;
+    for (uint32_t r = 0; r < world; r++) {
+        po.part_rank = r;
+        po.part_world = world;
+        run part = run_pipeline(dir, c0, &po, 2, 1000);
+        CHECK_MSG(part.rc == BATON_OK && part.nb == full.nb, "rank %u of %u: %zu batches, whole %zu", r, world,
+                  part.nb, full.nb);
+        for (size_t k = 0; k < part.nb && k < full.nb; k++) {
+            const rbatch *a = &full.b[k], *b = &part.b[k];
+            CHECK(a->end == b->end);
+            if (a->end || b->end) continue;
+            uint32_t want = a->n > r ? (a->n - r + world - 1) / world : 0;
+            CHECK_MSG(b->n == want && b->total == a->n, "rank %u/%u batch %zu: n %u total %u, whole %u", r, world, k,
+                      b->n, b->total, a->n);
+            CHECK(b->epoch == a->epoch && b->first == a->first && b->last == a->last &&
+                  !memcmp(&b->next, &a->next, sizeof a->next));
+            for (uint32_t j = 0; j < b->n && j < want; j++) {
+                uint32_t i = r + j * world;
+                CHECK(!memcmp(b->x + (size_t)j * sf, a->x + (size_t)i * sf, sf * sizeof(float)) && b->y[j] == a->y[i]);
+            }
+        }
+        run_free(&part);
+    }
+    run_free(&full);
 }
 
 static void test_contents(const char *dir, uint32_t batch, baton_layout layout)
@@ -636,6 +671,9 @@ int main(void)
         test_determinism(rgb, 5);
         test_resume(grey_jpeg, 16);
         test_resume(rgb, 6);
+        test_parts(grey_jpeg, 16, 2);
+        test_parts(rgb, 8, 3);   /* 61 records: a short last batch of 5 */
+        test_parts(rgb, 12, 5);  /* 61 = 5·12 + 1: ranks 1..4 get an empty last part */
         test_bad_records(grey_jpeg, grey);
         test_lifecycle(grey);
         test_given_normalisation(grey);

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# test_dist.sh — data-parallel `baton train` on W Open MPI ranks (mpirun on loopback,
+# --oversubscribe, one compute thread per rank), on a Fashion-MNIST pack and LeNet (no batch norm,
+# no dropout: the global batch's gradient is then the same function of the data at every W):
+#   - one process and one rank under mpirun are byte-identical (MPI changes nothing at W = 1);
+#   - W = 2 and 3 against W = 1 after the same global steps: weights within 1e-5 relative (L2 over
+#     all of them; the ranks sum the gradient in another order), the measured figures printed;
+#   - a rank SIGKILLed mid-run ends the job within 10 s, the relaunch resumes from the last
+#     checkpoint and ends byte-identical to an uninterrupted run of the same W;
+#   - a run resized 1 → 3 → 2 across two notices (SIGTERM to one rank: the world stops at one
+#     step, exits 75) sees every sample of the epoch exactly once (the sample audit log);
+#   - --dist mpi outside a launcher, and ranks given different runs, fail clearly.
+cd "$(dirname "$0")/../.." || exit 1
+. tests/cli/lib.sh
+if ! command -v mpirun >/dev/null; then skip "mpirun not installed (scripts/deps.sh installs openmpi-bin)"; finish; exit; fi
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+export OMP_NUM_THREADS=1 BATON_DIST_TIMEOUT_S=60
+# Open MPI keeps allocations until exit that LeakSanitizer would report as leaks
+export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
+D=$T/fm
+check '"$BATON" pack --from fashion-mnist --split test --out "$D" --shard-mb 1 --quiet >/dev/null' "pack"
+TR="$BATON train --data $D --model lenet --batch 64 --seed 7 --threads 1 --quiet --no-notice"
+MPI="mpirun --bind-to none -n"
+ck() { printf '%s/ckpt-%09d' "$1" "$2"; }
+diff_ok() {   # diff_ok A B LABEL: L2-relative difference of the weights <= 1e-5
+    local out rel
+    out=$(python3 tests/cli/tensordiff.py "$1/model.safetensors" "$2/model.safetensors") || { bad "$3: $out"; return; }
+    rel=${out##* }
+    echo "$3: weights differ by $rel (L2, relative); the most in one tensor: ${out% *}"
+    check "python3 -c 'import sys; sys.exit(0 if float(\"$rel\") <= 1e-5 else 1)'" "$3: weights within 1e-5 ($rel)"
+}
+
+# W = 1: a plain process and one rank under mpirun
+check '$TR --ckpt-dir "$T/p" --max-steps 20 >/dev/null' "one process, 20 steps"
+check '$MPI 1 $TR --ckpt-dir "$T/w1" --max-steps 20 >/dev/null 2>"$T/w1.err"' "one rank under mpirun"
+check 'cmp -s "$(ck "$T/p" 20)/model.safetensors" "$(ck "$T/w1" 20)/model.safetensors" &&
+       cmp -s "$(ck "$T/p" 20)/optim.safetensors" "$(ck "$T/w1" 20)/optim.safetensors"' "W = 1 under MPI is byte-identical"
+
+# W = 2, 3 against W = 1
+for w in 2 3; do
+    check '$MPI $w $TR --ckpt-dir "$T/w$w" --max-steps 20 --json >"$T/w$w.json" 2>"$T/w$w.err"' "W = $w trains 20 steps"
+    check 'grep -q "\"world\":$w," "$T/w$w.json" && [ "$(ls "$T/w$w" | grep -c ckpt-)" -eq 1 ]' \
+        "W = $w: rank 0 alone commits, and says the world size"
+    diff_ok "$(ck "$T/w1" 20)" "$(ck "$T/w$w" 20)" "W = $w against W = 1 after 20 steps"
+done
+
+# a rank killed without notice: the job ends promptly, the relaunch resumes, the end is byte-identical
+R="$TR --ckpt-dir $T/k --max-steps 60 --ckpt-every-steps 20 --progress-file $T/k.step"
+check '$MPI 2 $TR --ckpt-dir "$T/k0" --max-steps 60 --ckpt-every-steps 20 >/dev/null 2>&1' "W = 2 uninterrupted, 60 steps"
+$MPI 2 $R >/dev/null 2>"$T/k.err" &
+job=$!
+for _ in $(seq 600); do   # until step 30 (the progress file is rank 0's)
+    s=$(cat "$T/k.step" 2>/dev/null | tr -d ' \n'); [ -n "$s" ] && [ "$((10#$s))" -ge 30 ] && break; sleep 0.05
+done
+victim=$(pgrep -f "ckpt-dir $T/k " | while read -r p; do grep -qa OMPI_COMM_WORLD_RANK=1 /proc/$p/environ 2>/dev/null && echo $p; done | head -1)
+t0=$(date +%s.%N)
+check '[ -n "$victim" ] && kill -KILL "$victim"' "SIGKILL rank 1 at step >= 30"
+wait $job; rc=$?
+el=$(echo "$(date +%s.%N) - $t0" | bc)
+echo "the job ended $el s after the kill (exit $rc)"
+check '[ "$rc" -ne 0 ] && [ "$(echo "$el < 10" | bc)" = 1 ]' "the job ends within 10 s of a rank's SIGKILL ($el s, exit $rc)"
+check '[ -z "$(pgrep -f "ckpt-dir $T/k ")" ]' "no rank is left behind"
+check '$MPI 2 $R >"$T/k.out" 2>"$T/k.err2" && grep -q "resuming from" "$T/k.err2"' "the relaunch resumes"
+check 'cmp -s "$(ck "$T/k0" 60)/model.safetensors" "$(ck "$T/k" 60)/model.safetensors" &&
+       cmp -s "$(ck "$T/k0" 60)/optim.safetensors" "$(ck "$T/k" 60)/optim.safetensors"' \
+    "resumed after SIGKILL: byte-identical to the uninterrupted W = 2 run"
+
+# resized 1 -> 3 -> 2 across two notices: every sample of the epoch exactly once
+E="$BATON train --data $D --model lenet --batch 64 --seed 7 --threads 1 --quiet --epochs 1 --ckpt-dir $T/e --sample-log $T/samples --progress-file $T/e.step"
+stop_at() {   # stop_at W STEP RANK: run W ranks, SIGTERM rank RANK once rank 0 passes STEP
+    $MPI "$1" $E >"$T/e$1.out" 2>"$T/e$1.err" &
+    local job=$! s p
+    for _ in $(seq 600); do
+        s=$(cat "$T/e.step" 2>/dev/null | tr -d ' \n'); [ -n "$s" ] && [ "$((10#$s))" -ge "$2" ] && break; sleep 0.05
+    done
+    p=$(pgrep -f "ckpt-dir $T/e " | while read -r q; do grep -qa "OMPI_COMM_WORLD_RANK=$3" /proc/$q/environ 2>/dev/null && echo $q; done | head -1)
+    [ -n "$p" ] && kill -TERM "$p"
+    wait $job
+}
+stop_at 1 30 0; rc1=$?
+check '[ "$rc1" -eq 75 ] && grep -q "stopped on a sigterm notice" "$T/e1.out"' "W = 1 stops on its notice (exit $rc1)"
+stop_at 3 80 2; rc3=$?
+check '[ "$rc3" -eq 75 ] && grep -q "stopped on a sigterm notice" "$T/e3.out" && grep -q "3 ranks" "$T/e3.out"' \
+    "W = 3: a notice on rank 2 stops the world, exit 75 (exit $rc3)"
+check '$MPI 2 $E >"$T/e2.out" 2>"$T/e2.err" && grep -q "epochs done 1 of 1" "$T/e2.out"' "W = 2 finishes the epoch"
+check '[ "$(wc -l <"$T/samples")" -eq 10000 ] && [ "$(awk "{print \$1, \$2}" "$T/samples" | sort -u | wc -l)" -eq 10000 ] &&
+       [ "$(awk "\$1 == 0 && \$2 >= 0 && \$2 < 10000" "$T/samples" | wc -l)" -eq 10000 ]' \
+    "1 -> 3 -> 2: each of the epoch's 10000 samples trained exactly once"
+check '[ "$(awk "{print \$3}" "$T/samples" | sort -u | tr "\n" " ")" = "0 1 2 " ]' "the samples came from ranks 0, 1 and 2"
+
+# clear errors
+expect_fail 2 "not started as an MPI rank" $TR --ckpt-dir "$T/x" --max-steps 1 --dist mpi
+check '! $MPI 2 sh -c "exec $TR --ckpt-dir $T/y --max-steps 2 --batch \$((64 + OMPI_COMM_WORLD_RANK))" >/dev/null 2>"$T/y.err" &&
+       grep -q "not given the same run" "$T/y.err"' "ranks given different --batch: a clear error"
+finish
