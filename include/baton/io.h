@@ -171,6 +171,10 @@ int baton_loader_seek(baton_loader *l, const baton_cursor *c, baton_err *err);
 /* Next record of the current epoch: OK, END at the end of the epoch (the cursor then points at
  * {epoch+1, 0}; the next call starts that epoch), or an error. */
 int baton_loader_next(baton_loader *l, baton_record *r, baton_err *err);
+/* The same as next, for a record the caller does not want (another rank's): in an indexed order
+ * nothing is read (out holds only its position; data NULL); a streamed block is read whole
+ * anyway, so there it is next. */
+int baton_loader_skip(baton_loader *l, baton_record *out, baton_err *err);
 baton_cursor baton_loader_cursor(const baton_loader *l);
 void baton_loader_get_stats(const baton_loader *l, baton_loader_stats *st);
 /* Bytes the store sent for the records of one epoch (streamed ranges as they are used, cache

@@ -213,7 +213,8 @@ static void *reader_main(void *arg)
                 return NULL;
             }
             baton_record r;
-            int rc = baton_loader_next(p->l, &r, &err);
+            int mine = p->o.part_world <= 1 || (pos - bstart) % p->o.part_world == p->o.part_rank;
+            int rc = mine ? baton_loader_next(p->l, &r, &err) : baton_loader_skip(p->l, &r, &err);
             if (rc == BATON_END) {
                 got_end = 1;  /* fewer records than the loader's epoch size said: end here */
                 break;
@@ -222,7 +223,6 @@ static void *reader_main(void *arg)
                 rc = baton_err_set(&err, BATON_ERR_ARG,
                                    "loader: record at position %llu, expected %llu",
                                    (unsigned long long)r.position, (unsigned long long)pos);
-            int mine = p->o.part_world <= 1 || (pos - bstart) % p->o.part_world == p->o.part_rank;
             if (rc == BATON_OK && mine) rc = arena_fit(s, r.len, &err);
             if (rc != BATON_OK) {
                 reader_return_slot(p, s);

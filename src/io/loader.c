@@ -352,7 +352,7 @@ int baton_loader_set_end(baton_loader *l, const baton_cursor *end, baton_err *er
     return l->positioned ? baton_loader_seek(l, &l->cur, err) : BATON_OK;
 }
 
-int baton_loader_next(baton_loader *l, baton_record *out, baton_err *err)
+static int loader_advance(baton_loader *l, baton_record *out, int skip, baton_err *err)
 {
     if (!l->positioned) {
         int rc = baton_loader_seek(l, &l->cur, err);
@@ -375,11 +375,18 @@ int baton_loader_next(baton_loader *l, baton_record *out, baton_err *err)
                              "(epoch %llu, record %llu)", l->uri, (unsigned long long)l->cur.position,
                              (unsigned long long)l->cur.epoch, (unsigned long long)l->end.epoch,
                              (unsigned long long)l->end.position);
-    int rc = l->streamed ? io_stream_next(l, out, err) : indexed_next(l, out, err);
+    int rc = BATON_OK;
+    if (l->streamed) rc = io_stream_next(l, out, err);   /* a streamed block arrives whole anyway */
+    else if (skip) memset(out, 0, sizeof *out);           /* indexed: nothing read at all */
+    else rc = indexed_next(l, out, err);
     if (rc) return rc;
     out->position = l->cur.position++;
     return BATON_OK;
 }
+
+int baton_loader_next(baton_loader *l, baton_record *out, baton_err *err) { return loader_advance(l, out, 0, err); }
+
+int baton_loader_skip(baton_loader *l, baton_record *out, baton_err *err) { return loader_advance(l, out, 1, err); }
 
 void baton_loader_close(baton_loader *l)
 {

@@ -319,6 +319,10 @@ static int stage_step(trainer *t, int *last, baton_err *err)
     double loss_sum = 0;
     uint64_t gcorrect = 0;
     if (t->dist) {   /* this rank's part, then the gradient allreduce: every rank steps the same */
+        /* dropout: each rank its own stream, a function of (seed, step, rank), so that ranks do not
+         * drop the same units and a resume (rank 0's state for all) continues every rank exactly */
+        baton_rng_seed3(baton_nn_model_rng(t->model), s->seed ^ 0x64726f706f7574ull, s->step,
+                        (uint64_t)train_dist_rank(t->dist));
         int stop = 0;
         rc = train_dist_step(t->dist, t->model, b, t->stop_all, &loss_sum, &gcorrect, &stop, err);
         t->stop_all = stop;

@@ -7,6 +7,7 @@
 #     all of them; the ranks sum the gradient in another order), the measured figures printed;
 #   - a rank SIGKILLed mid-run ends the job within 10 s, the relaunch resumes from the last
 #     checkpoint and ends byte-identical to an uninterrupted run of the same W;
+#   - dropout streams per rank: an mlp resumed at W = 2 is byte-identical too;
 #   - a run resized 1 → 3 → 2 across two notices (SIGTERM to one rank: the world stops at one
 #     step, exits 75) sees every sample of the epoch exactly once (the sample audit log);
 #   - --dist mpi outside a launcher, and ranks given different runs, fail clearly.
@@ -64,6 +65,13 @@ check '$MPI 2 $R >"$T/k.out" 2>"$T/k.err2" && grep -q "resuming from" "$T/k.err2
 check 'cmp -s "$(ck "$T/k0" 60)/model.safetensors" "$(ck "$T/k" 60)/model.safetensors" &&
        cmp -s "$(ck "$T/k0" 60)/optim.safetensors" "$(ck "$T/k" 60)/optim.safetensors"' \
     "resumed after SIGKILL: byte-identical to the uninterrupted W = 2 run"
+
+# dropout (mlp): each rank's own stream from (seed, step, rank), so a resume continues every rank
+M="$BATON train --data $D --model mlp --batch 64 --seed 7 --threads 1 --quiet --no-notice"
+check '$MPI 2 $M --ckpt-dir "$T/d0" --max-steps 16 >/dev/null 2>&1 && $MPI 2 $M --ckpt-dir "$T/d1" --max-steps 8 >/dev/null 2>&1 &&
+       $MPI 2 $M --ckpt-dir "$T/d1" --max-steps 16 >/dev/null 2>&1' "mlp with dropout: W = 2, 16 steps, and 8 + 8"
+check 'cmp -s "$(ck "$T/d0" 16)/model.safetensors" "$(ck "$T/d1" 16)/model.safetensors"' \
+    "mlp with dropout: resumed at W = 2, byte-identical"
 
 # resized 1 -> 3 -> 2 across two notices: every sample of the epoch exactly once
 E="$BATON train --data $D --model lenet --batch 64 --seed 7 --threads 1 --quiet --epochs 1 --ckpt-dir $T/e --sample-log $T/samples --progress-file $T/e.step"
