@@ -22,3 +22,5 @@ if [ "${BATON_BENCH_LONG:-0}" = 1 ]; then
 else
     echo "== skipped: bench/accuracy.sh (~40 min on 2 cores; BATON_BENCH_LONG=1 runs it)"
 fi
+echo "== data-parallel training: 2 ranks against 2 threads, the allreduce (bench/dist.sh)"
+bench/dist.sh
