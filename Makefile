@@ -5,6 +5,7 @@
 #                   plus a short run of every fuzz target (tests/run.sh prints "N passed, N failed, N skipped")
 #   make bench      the benchmarks under bench/
 #   make fuzz       every libFuzzer target for longer (FUZZ_SECONDS, default 60 each)
+#   make chaos      the long reliability runs: every entry of tests/mutations/list must make a test fail
 #   make check-layers  every #include "baton/..." against README's component table
 #   make SAN=1 BUILD=build-san   the sanitizer build used by `make test`
 #
@@ -49,7 +50,7 @@ BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 LIB := $(BUILD)/libbaton.a
 BIN := $(BUILD)/baton
 
-.PHONY: all test bench bench-build fuzz clean tests deps run check-layers
+.PHONY: all test bench bench-build fuzz clean tests deps run check-layers chaos
 all: $(BIN)
 
 $(BUILD)/obj/%.o: %.c
@@ -137,3 +138,7 @@ clean:
 	rm -rf build build-san build-fuzz
 
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(FUZZ_LIB_OBJ:.o=.d) $(TEST_BIN:=.d)
+
+# the long reliability runs (minutes; never in `make test`)
+chaos:
+	tests/mutations/run.sh

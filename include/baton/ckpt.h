@@ -182,4 +182,15 @@ int baton_st_read_file(const char *path, baton_st_header *h, uint8_t **data, bat
  * baton_st_load_tensors (src/ckpt/ckpt_internal.h) does. */
 int baton_ckpt_load_model(const char *path, baton_nn_model *m, baton_err *err);
 
+
+/* ---------------------------------------------------------------- checkpoint interval (interval.c)
+ * Optimal interval (same unit as delta and mtbi). Young: sqrt(2·δ·M). Daly: sqrt(2δM)·[1 + (1/3)·
+ * sqrt(δ/(2M)) + (1/9)·(δ/(2M))] − δ for δ < 2M, else M. 0 when either is not positive. */
+double baton_ckpt_young_interval(double delta, double mtbi);
+double baton_ckpt_daly_interval(double delta, double mtbi);
+/* Mean time between interruptions (hours) for a monthly interruption frequency (fraction of
+ * instances reclaimed per month, e.g. 0.1 for the 5–10 % bucket's upper end): a constant hazard,
+ * 730 h per month. */
+double baton_ckpt_mtbi_hours(double monthly_fraction);
+
 #endif

@@ -324,18 +324,12 @@ int baton_plan_infer_svg(const char *path, const baton_plan_infer *p, const bato
 /* ---------------------------------------------------------------------------------------------
  * Training plan (src/infer/plan_train.c)
  * --------------------------------------------------------------------------------------------- */
-/* Optimal checkpoint interval (same unit as delta and mtbi). Young: sqrt(2·δ·M). Daly:
- * sqrt(2δM)·[1 + (1/3)·sqrt(δ/(2M)) + (1/9)·(δ/(2M))] − δ for δ < 2M, else M. */
-double baton_young_interval(double delta, double mtbi);
-double baton_daly_interval(double delta, double mtbi);
+/* The checkpoint intervals of Young and Daly and the mean time between interruptions of a monthly
+ * rate are ckpt.h's (baton_ckpt_young_interval, baton_ckpt_daly_interval, baton_ckpt_mtbi_hours). */
 /* Daly's expected wall time to finish `work` seconds of computation with checkpoints every tau
  * seconds, each costing delta, interruptions with mean time between them mtbi and a restart cost
  * of restart seconds: M·e^(R/M)·(e^((τ+δ)/M) − 1)·work/τ. */
 double baton_daly_wall(double work, double tau, double delta, double mtbi, double restart);
-/* Mean time between interruptions (hours) for a monthly interruption frequency (fraction of
- * instances reclaimed per month, e.g. 0.1 for the 5–10 % bucket's upper end): a constant hazard,
- * 730 h per month. */
-double baton_mtbi_hours(double monthly_fraction);
 
 typedef struct baton_plan_train_opts {
     double samples_per_s;    /* measured here (required) */

@@ -57,6 +57,12 @@ typedef struct baton_train_session_opts {
     const char *progress_file;  /* NULL: none; else the global step, rewritten after every step */
     baton_train_snapshot_fn snapshot;       /* required */
     void *ctx;
+    int ckpt_auto;              /* checkpoint every τ seconds, Daly's optimum (ckpt.h) for the measured
+                                   blocking cost δ of this run's checkpoints (the time a save holds
+                                   the step loop; the first save right after the first step
+                                   measures it) and mtbi_s; re-estimated after every save. Replaces
+                                   ckpt_every_sec; without a hazard (mtbi_s <= 0) ckpt_every_sec */
+    double mtbi_s;              /* mean time between interruptions, seconds (0: unknown) */
     int follower;               /* a data-parallel rank other than 0: no store, no lock, no progress
                                    file (rank 0 commits for the world); resume finds nothing, saves
                                    do nothing; notices are watched and finish reports them */
@@ -65,6 +71,9 @@ typedef struct baton_train_session_opts {
 /* Latch a notice another rank saw (data parallelism: the world stops at the same step), unless
  * this session already holds one. finish then commits and reports it as its own. */
 void baton_train_session_stop_for(baton_train_session *s, const baton_notice_event *ev);
+/* --ckpt-every auto: the interval in force and the blocking cost it was computed from (0, 0
+ * before the first save, or when not auto). */
+void baton_train_session_interval(const baton_train_session *s, double *tau_s, double *delta_s);
 /* The notice this session holds (kind NONE: none). */
 const baton_notice_event *baton_train_session_latched(const baton_train_session *s);
 
@@ -185,6 +194,8 @@ typedef struct baton_train_opts {
                                    (mpirun, srun --mpi=pmix; baton_dist_launched), 1 required (an
                                    error when not launched so), -1 never (a single process) */
     size_t bucket_bytes;        /* gradient allreduce bucket; 0: 1 MiB */
+    int ckpt_auto;              /* see baton_train_session_opts (the CLI's --ckpt-every auto) */
+    double mtbi_s;
     const char *sample_log;     /* NULL, or a file each rank appends "epoch position rank" to for
                                    every sample it trains (one write per batch): an audit that every
                                    sample of an epoch is seen once, whatever the world sizes */
@@ -217,6 +228,7 @@ typedef struct baton_train_result {
     double wait_s_per_step;     /* of it, what the step waited for after backward */
     double overlap;             /* 1 - wait/comm: the part hidden behind backward (0..1) */
     double allreduce_mb;        /* gradient megabytes reduced per step per rank */
+    double ckpt_tau_s, ckpt_delta_s;   /* --ckpt-every auto: the last interval and blocking cost */
 } baton_train_result;
 
 void baton_train_opts_default(baton_train_opts *o);

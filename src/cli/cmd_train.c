@@ -23,6 +23,7 @@ static void print_json(const baton_train_result *r, int rc)
     if (r->has_val) printf(",\"val_loss\":%.6f,\"val_accuracy\":%.6f", r->val_loss, r->val_accuracy);
     printf(",\"lr\":%.8g,\"seconds\":%.3f,\"samples_per_s\":%.1f,\"kernels\":\"%s\",\"rebalances\":%" PRIu64, r->lr,
            r->seconds, r->samples_per_s, r->kernels, r->rebalances);
+    if (r->ckpt_tau_s > 0) printf(",\"ckpt_tau_s\":%.3f,\"ckpt_delta_s\":%.6f", r->ckpt_tau_s, r->ckpt_delta_s);
     if (r->world > 1)
         printf(",\"world\":%d,\"comm_s_per_step\":%.6f,\"wait_s_per_step\":%.6f,\"overlap\":%.4f,\"allreduce_mb\":%.3f",
                r->world, r->comm_s_per_step, r->wait_s_per_step, r->overlap, r->allreduce_mb);
@@ -63,7 +64,8 @@ int cmd_train(int argc, char **argv)
     /* sentinels tell "not given" from an explicit value */
     uint64_t epochs = UINT64_MAX, max_steps = UINT64_MAX;
     double lr = NAN, every_sec = NAN, progress_every = 30, bucket_mb = 1;
-    const char *dist = NULL;
+    const char *dist = NULL, *every = NULL;
+    double rate_pct = NAN;
     int batch = (int)o.batch, threads = 0, quiet = 0, reference = 0, keep = -1, no_notice = 0, json = 0;
     const struct cli_opt opts[] = {
         {"data", CLI_STR, &o.data_uri, "training dataset URI: path, file://, http(s)://, s3://bucket/prefix"},
@@ -82,6 +84,11 @@ int cmd_train(int argc, char **argv)
         {"ckpt-every-steps", CLI_U64, &o.ckpt_every, "checkpoint every K steps in the background (0: at the end)"},
         {"ckpt-every-sec", CLI_DBL, &every_sec,
          "checkpoint every S seconds in the background (default 60 unless --ckpt-every-steps is given; 0: off)"},
+        {"ckpt-every", CLI_STR, &every,
+         "auto: every τ seconds, Daly's optimum for the measured checkpoint cost and the interruption hazard "
+         "(--interrupt-rate, else $BATON_SPOT_MTBI_S; the default under baton fleet, $BATON_CKPT_EVERY=auto)"},
+        {"interrupt-rate", CLI_DBL, &rate_pct,
+         "with --ckpt-every auto: percent of spot instances reclaimed per month (Spot Advisor's bucket)"},
         {"keep", CLI_INT, &keep, "checkpoints kept, >= 1 (default 3)"},
         {"log", CLI_STR, &o.log_path, "CSV log, one row per epoch (appended; cut back to the checkpoint on resume)"},
         {"max-steps", CLI_U64, &max_steps, "stop at global step K >= 1, counted across restarts (default: no limit)"},
@@ -105,7 +112,7 @@ int cmd_train(int argc, char **argv)
     int npos, help;
     if (cli_parse("train",
                   "--data URI [--val URI] --model NAME [--epochs N] [--batch B] [--lr X] [--seed S] [--mode M] "
-                  "--ckpt-dir DIR [--ckpt-uri s3://B/P] [--ckpt-every-steps K | --ckpt-every-sec S] [--log FILE.csv] "
+                  "--ckpt-dir DIR [--ckpt-uri s3://B/P] [--ckpt-every-steps K | --ckpt-every-sec S | --ckpt-every auto [--interrupt-rate PCT]] [--log FILE.csv] "
                   "[--max-steps K] [--threads T] [--no-notice] [--json]",
                   opts, argc, argv, pos, 0, &npos, &help))
         return help ? CLI_OK : CLI_USAGE;
@@ -119,6 +126,10 @@ int cmd_train(int argc, char **argv)
                     : cli_given(argc, argv, "ckpt-every-sec") && !(every_sec >= 0 && isfinite(every_sec)) ? "--ckpt-every-sec must be >= 0"
                     : !(progress_every >= 0 && isfinite(progress_every)) ? "--progress-every must be >= 0"
                     : !(bucket_mb > 0 && bucket_mb <= 1024) ? "--bucket-mb must be in (0, 1024]"
+                    : every && strcmp(every, "auto") ? "--ckpt-every takes auto (use --ckpt-every-steps K or --ckpt-every-sec S for a fixed interval)"
+                    : every && (cli_given(argc, argv, "ckpt-every-steps") || cli_given(argc, argv, "ckpt-every-sec"))
+                        ? "--ckpt-every auto and a fixed --ckpt-every-steps/--ckpt-every-sec exclude each other"
+                    : cli_given(argc, argv, "interrupt-rate") && !(rate_pct > 0 && rate_pct < 100) ? "--interrupt-rate must be in (0, 100)"
                     : dist && strcmp(dist, "auto") && strcmp(dist, "mpi") && strcmp(dist, "none")
                         ? "--dist must be auto, mpi or none"
                     : NULL;
@@ -160,6 +171,15 @@ int cmd_train(int argc, char **argv)
     o.notice = !no_notice;
     o.dist = !dist || !strcmp(dist, "auto") ? 0 : !strcmp(dist, "mpi") ? 1 : -1;
     o.bucket_bytes = (size_t)(bucket_mb * 1e6);
+    /* the interval: a fixed one given wins; then --ckpt-every auto; then a fleet's default */
+    const char *env_every = getenv("BATON_CKPT_EVERY");
+    if (!cli_given(argc, argv, "ckpt-every-steps") && !cli_given(argc, argv, "ckpt-every-sec") &&
+        (every || (env_every && !strcmp(env_every, "auto"))))
+        o.ckpt_auto = 1;
+    const char *env_mtbi = getenv("BATON_SPOT_MTBI_S");
+    if (cli_given(argc, argv, "interrupt-rate")) o.mtbi_s = baton_ckpt_mtbi_hours(rate_pct / 100) * 3600;
+    else if (env_mtbi) o.mtbi_s = strtod(env_mtbi, NULL);
+    if (!(o.mtbi_s > 0) || !isfinite(o.mtbi_s)) o.mtbi_s = 0;
     if (!o.progress_file) o.progress_file = getenv("BATON_PROGRESS_FILE");
 
     baton_train_result r;

@@ -460,6 +460,25 @@ void fleet_inst_paths(sup *s, size_t i)
     fleet_fmt(l->log, sizeof l->log, "%s/logs/%s.log", in->volume[0] ? in->volume : s->dir, in->name);
 }
 
+/* The mean time between interruptions a worker's trainer plans its checkpoints for (its
+ * --ckpt-every auto), in the worker's real seconds: the pool's Spot Advisor hazard as the prior,
+ * updated by what this job has seen — (interruptions + 1) / (instance time + 1/prior), the mean of
+ * a gamma posterior with one pseudo-interruption at the prior's rate. 0: no hazard at all. */
+static double worker_mtbi(const sup *s, const baton_fleet_inst *in)
+{
+    double prior = baton_bucket_hazard(s->job->types[baton_pool_type(&s->market, in->pool)].bucket) *
+                   s->job->market.hazard_scale;   /* per simulated second */
+    double n = 0, t = 0, now = fleet_now(s);
+    for (size_t k = 0; k < s->ninsts; k++) {
+        const baton_fleet_inst *o = &s->insts[k];
+        if (o->t_running < 0 || o == in) continue;
+        t += (o->t_end >= 0 ? o->t_end : now) - o->t_running;
+        n += o->interrupted != BATON_INT_NONE;
+    }
+    double rate = prior > 0 ? (n + 1) / (t + 1 / prior) : (t > 0 && n > 0 ? n / t : 0);
+    return rate > 0 && s->scale > 0 ? 1 / rate / s->scale : 0;
+}
+
 static int spawn(sup *s, size_t i, baton_err *err)
 {
     baton_fleet_inst *in = &s->insts[i];
@@ -486,12 +505,16 @@ static int spawn(sup *s, size_t i, baton_err *err)
     fleet_fmt(e_zone, sizeof e_zone, "BATON_ZONE=%s", in->zone);
     fleet_fmt(e_prog, sizeof e_prog, "BATON_PROGRESS_FILE=%s", l->progress);
     fleet_fmt(e_poll, sizeof e_poll, "BATON_NOTICE_POLL_S=%.3f", poll);
+    char e_mtbi[64] = "BATON_CKPT_EVERY=auto";
+    double mtbi = worker_mtbi(s, in);
+    if (mtbi > 0) fleet_fmt(e_mtbi, sizeof e_mtbi, "BATON_SPOT_MTBI_S=%.3f", mtbi);
     const char *path = getenv("PATH");
     fleet_fmt(e_path, sizeof e_path, "PATH=%s%s%s", s->o->bin_dir ? s->o->bin_dir : "",
              s->o->bin_dir ? ":" : "", path ? path : "/usr/bin:/bin");
     const char *env[64] = {e_url, e_vol, e_job, e_task, e_id, e_type, e_zone, e_prog, e_poll, e_path,
-                           "BATON_NOTICE_TIMEOUT_S=0.5", "AWS_EC2_METADATA_DISABLED=false", "BATON_NO_PROGRESS=1"};
-    size_t nenv = 13;
+                           "BATON_NOTICE_TIMEOUT_S=0.5", "AWS_EC2_METADATA_DISABLED=false", "BATON_NO_PROGRESS=1",
+                           "BATON_CKPT_EVERY=auto", e_mtbi};
+    size_t nenv = 15;
     char *extra[48];
     size_t nextra = 0;
     for (size_t k = 0; k < s->job->nenv && nextra < 48; k++) {

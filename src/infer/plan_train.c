@@ -14,36 +14,17 @@
  * Young 1974. Billing details (an instance reclaimed in its first hour is free) are ignored: the
  * spot figure is an upper bound in that respect. */
 #include "infer_internal.h"
+#include "baton/ckpt.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-double baton_young_interval(double delta, double mtbi)
-{
-    return delta > 0 && mtbi > 0 ? sqrt(2 * delta * mtbi) : 0;
-}
-
-double baton_daly_interval(double delta, double mtbi)
-{
-    if (!(delta > 0) || !(mtbi > 0)) return 0;
-    if (delta >= 2 * mtbi) return mtbi;
-    const double r = delta / (2 * mtbi);
-    return sqrt(2 * delta * mtbi) * (1 + sqrt(r) / 3 + r / 9) - delta;
-}
 
 double baton_daly_wall(double work, double tau, double delta, double mtbi, double restart)
 {
     if (!(tau > 0)) return INFINITY;
     if (!(mtbi > 0) || isinf(mtbi)) return work * (1 + delta / tau);   /* no interruptions: writes only */
     return mtbi * exp(restart / mtbi) * expm1((tau + delta) / mtbi) * work / tau;
-}
-
-double baton_mtbi_hours(double f)
-{
-    if (!(f > 0)) return INFINITY;
-    if (f >= 1) f = 0.999999;
-    return 730.0 / -log1p(-f);
 }
 
 int baton_plan_train_run(const baton_infer_catalog *c, const baton_plan_train_opts *o, baton_plan_train *p, baton_err *err)
@@ -64,9 +45,9 @@ int baton_plan_train_run(const baton_infer_catalog *c, const baton_plan_train_op
     }
     p->rows = calloc(c->n + 1, sizeof *p->rows);
     if (!p->rows) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
-    p->mtbi_h = baton_mtbi_hours(o->interrupt_month);
+    p->mtbi_h = baton_ckpt_mtbi_hours(o->interrupt_month);
     const double M = p->mtbi_h * 3600, delta = o->ckpt_seconds;
-    p->tau_young_s = isinf(M) ? INFINITY : baton_young_interval(delta, M);
+    p->tau_young_s = isinf(M) ? INFINITY : baton_ckpt_young_interval(delta, M);
     const double work = o->dataset * o->epochs;
     for (size_t i = 0; i < c->n; i++) {
         const baton_infer_catalog_entry *e = &c->e[i];
@@ -87,7 +68,7 @@ int baton_plan_train_run(const baton_infer_catalog *c, const baton_plan_train_op
         r->od_cost = r->hours * e->on_demand;
         r->spot_estimated = e->spot < 0;
         r->spot_price = e->spot >= 0 ? e->spot : e->on_demand * (1 - o->spot_discount);
-        r->tau_s = isinf(M) ? secs : baton_daly_interval(delta, M);
+        r->tau_s = isinf(M) ? secs : baton_ckpt_daly_interval(delta, M);
         if (r->tau_s > secs) r->tau_s = secs;   /* never more than the run itself */
         const double wall = baton_daly_wall(secs, r->tau_s, delta, isinf(M) ? 0 : M, o->restart_seconds);
         r->spot_hours = wall / 3600;

@@ -31,7 +31,25 @@ struct baton_train_session {
     double saved_t;             /* when the last periodic save was taken */
     uint64_t rebalances;
     char resumed_from[4096];
+    double delta_sum;           /* ckpt_auto: blocking seconds of the saves so far */
+    uint64_t nsaves;
+    double tau;                 /* the interval in force (ckpt_auto; 0 until the first save) */
 };
+
+/* ckpt_auto: after a save that blocked the loop for `blocked` seconds, the new interval */
+static void auto_interval(baton_train_session *s, double blocked)
+{
+    s->delta_sum += blocked;
+    s->nsaves++;
+    const double delta = s->delta_sum / (double)s->nsaves;
+    double tau = s->o.mtbi_s > 0 ? baton_ckpt_daly_interval(delta, s->o.mtbi_s) : s->o.ckpt_every_sec;
+    if (tau < 1) tau = 1;           /* a floor: never a checkpoint per step on a tiny δ */
+    if (tau > 3600) tau = 3600;
+    if (s->nsaves == 1 || tau < s->tau / 1.5 || tau > s->tau * 1.5)
+        baton_log(BATON_LOG_INFO, "checkpoint interval: %.1f s (Daly, blocking cost %.1f ms, mean time between "
+                  "interruptions %.0f s)", tau, delta * 1e3, s->o.mtbi_s);
+    s->tau = tau;
+}
 
 /* The global step for a supervisor (fleet work-lost accounting): a fixed-width number rewritten
  * in place, so a reader never sees a torn or shorter value. */
@@ -95,6 +113,7 @@ void baton_train_session_begin(baton_train_session *s, uint64_t step, int resume
 static int save(baton_train_session *s, uint64_t step, int sync, baton_err *err)
 {
     if (!s->store) return BATON_OK;   /* a follower: rank 0 saves */
+    double t0 = baton_now();
     uint64_t cs;
     if (baton_ckpt_reap(s->store, 1, &cs) > 0) s->committed = cs;
     int rc = s->o.snapshot(s->o.ctx, s->store, step, err);   /* waits for a persist in flight */
@@ -102,6 +121,7 @@ static int save(baton_train_session *s, uint64_t step, int sync, baton_err *err)
     if (rc) return baton_err_prefix(err, "checkpoint at step %" PRIu64, step);
     s->last_saved = step;
     if (sync) s->committed = step;
+    if (s->o.ckpt_auto && !sync) auto_interval(s, baton_now() - t0);
     return BATON_OK;
 }
 
@@ -138,8 +158,9 @@ int baton_train_session_step_done(baton_train_session *s, uint64_t step, baton_e
     if (k > 0) s->committed = cs;
     progress_put(s->pfd, step);
     if (k < 0) return retry(s, step, err);
-    if ((s->o.ckpt_every && step % s->o.ckpt_every == 0) ||
-        (s->o.ckpt_every_sec > 0 && baton_now() - s->saved_t >= s->o.ckpt_every_sec)) {
+    const int due_auto = s->o.ckpt_auto && (s->nsaves == 0 || baton_now() - s->saved_t >= s->tau);
+    if ((s->o.ckpt_every && step % s->o.ckpt_every == 0) || due_auto ||
+        (!s->o.ckpt_auto && s->o.ckpt_every_sec > 0 && baton_now() - s->saved_t >= s->o.ckpt_every_sec)) {
         int rc = save(s, step, 0, err);
         s->saved_t = baton_now();
         return rc;
@@ -181,6 +202,12 @@ int baton_train_session_finish(baton_train_session *s, uint64_t step, baton_noti
 void baton_train_session_stop_for(baton_train_session *s, const baton_notice_event *ev)
 {
     if (s->nev.kind == BATON_NOTICE_NONE) s->nev = *ev;
+}
+
+void baton_train_session_interval(const baton_train_session *s, double *tau_s, double *delta_s)
+{
+    *tau_s = s->tau;
+    *delta_s = s->nsaves ? s->delta_sum / (double)s->nsaves : 0;
 }
 
 const baton_notice_event *baton_train_session_latched(const baton_train_session *s) { return &s->nev; }

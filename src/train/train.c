@@ -103,6 +103,7 @@ static int stage_open(trainer *t, baton_train_result *r, baton_err *err)
         .ckpt_dir = o->ckpt_dir, .ckpt_uri = o->ckpt_uri, .store = o->store, .keep = o->keep,
         .ckpt_every = o->ckpt_every, .ckpt_every_sec = o->ckpt_every_sec, .notice = o->notice,
         .notice_opts = o->notice_opts, .progress_file = o->progress_file, .snapshot = snapshot, .ctx = t,
+        .ckpt_auto = o->ckpt_auto, .mtbi_s = o->mtbi_s,
     };
     int rc = train_dist_open(o, &t->dist, err);
     if (rc) return rc;
@@ -437,6 +438,7 @@ static void fill_result(const trainer *t, baton_train_result *r, const baton_not
     r->val_accuracy = s->val_accuracy;
     r->rebalances = baton_train_session_rebalances(t->sess);
     train_dist_stats(t->dist, r);
+    baton_train_session_interval(t->sess, &r->ckpt_tau_s, &r->ckpt_delta_s);
     if (nev && nev->kind != BATON_NOTICE_NONE) {
         r->stopped = 1;
         /* a signal is named by which one it was (sigterm, sigint) */

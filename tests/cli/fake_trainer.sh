@@ -14,6 +14,7 @@ for d in ckpt/ckpt-*; do
     [ "$s" -gt "$step" ] && step=$s
 done
 echo "resumed at $step" >&2
+echo "ckpt-every ${BATON_CKPT_EVERY:-} mtbi ${BATON_SPOT_MTBI_S:-}" >&2   # what the fleet tells a trainer to plan with
 commit() {
     name=$(printf 'ckpt-%09d' "$step")
     [ -d "ckpt/$name" ] && return

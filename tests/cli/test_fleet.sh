@@ -54,6 +54,12 @@ check '"$BATON" fleet run "$T/a.yaml" --state "$S" >"$T/a.out" 2>"$T/a.err"' "fl
 V=$(json "$T/a.json" 'd["tasks"][0]["volume"]')
 check '[ "$(cat "$V/done.txt")" = 200 ]' "the task reached step 200"
 check '[ "$(json "$T/a.json" "d[\"totals\"][\"interruptions\"]")" = 5 ]' "5 interruptions"
+# each launch is told to plan its checkpoints (--ckpt-every auto) for a mean time between
+# interruptions that the interruptions seen so far shorten (the type's Spot Advisor bucket the prior)
+mtbis=$(for f in "$V"/logs/i-*.log; do   # in launch order (ids end in the launch number)
+    sed -n 's/^ckpt-every auto mtbi \([0-9.]*\)$/\1/p' "$f"; done | tr '\n' ' ')
+check 'python3 -c "import sys; m = [float(x) for x in sys.argv[1:]]; sys.exit(0 if len(m) >= 6 and all(b < a for a, b in zip(m, m[1:])) else 1)" $mtbis' \
+    "every launch told --ckpt-every auto, each later one a shorter mean time between interruptions ($mtbis)"
 check '[ "$(json "$T/a.json" "d[\"totals\"][\"interruptions_without_notice\"]")" = 2 ]' "2 without notice"
 check '[ "$(json "$T/a.json" "d[\"totals\"][\"max_lost_steps_with_notice\"]")" = 0 ]' "no step lost with notice"
 check '[ "$(json "$T/a.json" "d[\"totals\"][\"max_lost_steps_without_notice\"]")" -le 20 ]' "at most one interval lost without"

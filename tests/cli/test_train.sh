@@ -38,6 +38,28 @@ check '[ "$(wc -l <"$T/e.csv")" -eq 2 ] && tail -n1 "$T/e.csv" | grep -Eq "^0,[0
 # eval
 check '"$BATON" eval --ckpt "$T/e" --data "$D" --json >"$T/ev.json" && grep -q "\"accuracy\":" "$T/ev.json"' "eval --json"
 check '"$BATON" eval --ckpt "$T/a/ckpt-000000030" --data "$D" | grep -q accuracy' "eval of one folder"
+
+# --ckpt-every auto: Daly's interval for the measured blocking cost and the hazard, re-estimated
+# after every save (a floor of 1 s, a ceiling of 1 h); the first save, after step 1, measures it
+check 'BATON_SPOT_MTBI_S=1 $TR --ckpt-dir "$T/au1" --ckpt-every auto --keep 100 --max-steps 120 --json >"$T/au1.json" 2>"$T/au1.err"' \
+    "--ckpt-every auto, a 1 s mean time between interruptions"
+check 'python3 - "$T/au1.json" <<'"'"'EOF'"'"'
+import json, math, sys
+r = json.load(open(sys.argv[1]))
+d, M = r["ckpt_delta_s"], 1.0
+daly = M if d >= 2 * M else math.sqrt(2 * d * M) * (1 + math.sqrt(d / (2 * M)) / 3 + d / (2 * M) / 9) - d
+want = min(3600.0, max(1.0, daly))
+sys.exit(0 if d > 0 and abs(r["ckpt_tau_s"] - want) <= 1e-3 * want else 1)
+EOF' "the interval is Daly's for the measured cost (floored at 1 s)"
+n_au1=$(ls -d "$T"/au1/ckpt-* | wc -l); secs=$(sed -n 's/.*"seconds":\([0-9.]*\).*/\1/p' "$T/au1.json")
+check '[ "$n_au1" -ge $(( ${secs%.*} + 1 )) ] && grep -q "checkpoint interval: 1.0 s" "$T/au1.err"' \
+    "checkpoints every second: $n_au1 in ${secs} s"
+check '$TR --ckpt-dir "$T/au2" --ckpt-every auto --interrupt-rate 10 --keep 100 --max-steps 120 --json >"$T/au2.json" 2>/dev/null &&
+       [ "$(ls -d "$T"/au2/ckpt-* | wc -l)" -eq 2 ] &&
+       awk -v t="$(sed -n "s/.*\"ckpt_tau_s\":\([0-9.]*\).*/\1/p" "$T/au2.json")" "BEGIN {exit !(t > 60 && t <= 3600)}"' \
+    "10 % a month: an interval of minutes (two checkpoints: the first step, the end)"
+expect_fail 2 "ckpt-every auto and a fixed" $TR --ckpt-dir "$T/au3" --ckpt-every auto --ckpt-every-sec 5
+expect_fail 2 "--ckpt-every takes auto" $TR --ckpt-dir "$T/au3" --ckpt-every 60
 # the confusion matrix: 10 × 10, sums to the sample count, its trace / samples is the accuracy, and
 # each per-class accuracy is its diagonal entry over its row
 check 'python3 - "$T/ev.json" <<'"'"'PY'"'"'

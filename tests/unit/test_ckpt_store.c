@@ -164,6 +164,73 @@ static void test_commit_failures(void)
     CHECK(count_entries("ckpt-") == 2);
 }
 
+/* The commit's order, watched through the system-call table: after the rename that publishes
+ * ckpt-<step>, the folder holding it is fsynced (else a power cut can lose the rename); retention
+ * renames a folder out of sight (.ckpt-<step>.del.<pid>) before removing its files, so a listing
+ * never sees a half-removed checkpoint. */
+static int published, dir_synced_after, del_renames;
+static char watch_dir[512];
+static int watching_rename(const char *a, const char *b)
+{
+    const char *base = strrchr(b, '/');
+    base = base ? base + 1 : b;
+    if (!strncmp(base, "ckpt-", 5)) published = 1, dir_synced_after = 0;
+    if (strstr(base, ".del.")) del_renames++;
+    return rename(a, b);
+}
+static int watching_fsync(int fd)
+{
+    char link[64], path[1024];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, path, sizeof path - 1);
+    if (n > 0) {
+        path[n] = 0;
+        if (published && !strcmp(path, watch_dir)) dir_synced_after = 1;
+    }
+    return fsync(fd);
+}
+
+static void test_commit_order(void)
+{
+    baton_err err = {0};
+    char real[512];
+    CHECK(realpath(dir, real) != NULL);
+    snprintf(watch_dir, sizeof watch_dir, "%s", real);
+    baton_sys.rename = watching_rename;
+    baton_sys.fsync = watching_fsync;
+    published = dir_synced_after = del_renames = 0;
+    CHECK(save(40, 2, &err) == BATON_OK);
+    CHECK_MSG(published && dir_synced_after, "published %d, the folder fsynced after it %d", published,
+              dir_synced_after);
+    CHECK(save(41, 2, &err) == BATON_OK);
+    int before = del_renames;
+    CHECK(save(42, 2, &err) == BATON_OK);   /* keep 2: retention removes the oldest */
+    baton_sys_reset();
+    CHECK_MSG(del_renames > before, "retention removed a checkpoint without renaming it out of sight first");
+    /* a MANIFEST that does not list a required file is not a checkpoint, whatever else checks out */
+    char m[512], o[512];
+    ckpath(m, sizeof m, 42, "MANIFEST");
+    ckpath(o, sizeof o, 42, "optim.safetensors");
+    uint8_t *text = NULL;
+    size_t len = 0;
+    CHECK(baton_file_read_all(m, 1 << 16, &text, &len, &err) == BATON_OK);
+    if (text) {
+        char out[4096];
+        size_t k = 0;
+        for (char *line = strtok((char *)text, "\n"); line && k < sizeof out - 200; line = strtok(NULL, "\n"))
+            if (strncmp(line, "optim.safetensors ", 18)) k += (size_t)snprintf(out + k, sizeof out - k, "%s\n", line);
+        free(text);
+        int fd = open(m, O_WRONLY | O_TRUNC);
+        CHECK(fd >= 0 && write(fd, out, k) == (ssize_t)k);
+        if (fd >= 0) close(fd);
+        unlink(o);
+        char p[512];
+        ckpath(p, sizeof p, 42, NULL);
+        int rc = baton_ckpt_verify(p, &err);
+        CHECK_MSG(rc != BATON_OK && strstr(err.msg, "does not list optim.safetensors"), "%d %s", rc, err.msg);
+    }
+}
+
 static void test_retention_and_temps(void)
 {
     baton_err err = {0};
@@ -385,6 +452,7 @@ int main(void)
     test_latest();
     test_retention_damaged();
     test_store_lock();
+    test_commit_order();   /* last: its retention (keep 2) removes the others */
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "cleanup failed\n");

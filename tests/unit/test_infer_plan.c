@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "baton/infer.h"
+#include "baton/ckpt.h"
 #include "check.h"
 
 static int near(double a, double b, double tol) { return fabs(a - b) <= tol; }
@@ -42,21 +43,21 @@ static int latency_err(const char *text, const char *want)
 static void young_daly(void)
 {
     /* REFERENCE: delta = 5 min; M = 24 h -> 116.7 min; 6 h -> 56.7 min; 15 min -> 9.14 min */
-    CHECK_MSG(near(baton_daly_interval(5, 24 * 60), 116.7, 0.05), "%f", baton_daly_interval(5, 24 * 60));
-    CHECK_MSG(near(baton_daly_interval(5, 6 * 60), 56.7, 0.05), "%f", baton_daly_interval(5, 6 * 60));
-    CHECK_MSG(near(baton_daly_interval(5, 15), 9.14, 0.005), "%f", baton_daly_interval(5, 15));
-    CHECK(near(baton_young_interval(5, 24 * 60), 120.0, 1e-9));   /* sqrt(2 * 5 * 1440) */
-    CHECK(baton_daly_interval(10, 4) == 4);                         /* delta >= 2M: M */
-    CHECK(near(baton_daly_interval(300, 86400), 116.7 * 60, 3));     /* unit-free: seconds too */
+    CHECK_MSG(near(baton_ckpt_daly_interval(5, 24 * 60), 116.7, 0.05), "%f", baton_ckpt_daly_interval(5, 24 * 60));
+    CHECK_MSG(near(baton_ckpt_daly_interval(5, 6 * 60), 56.7, 0.05), "%f", baton_ckpt_daly_interval(5, 6 * 60));
+    CHECK_MSG(near(baton_ckpt_daly_interval(5, 15), 9.14, 0.005), "%f", baton_ckpt_daly_interval(5, 15));
+    CHECK(near(baton_ckpt_young_interval(5, 24 * 60), 120.0, 1e-9));   /* sqrt(2 * 5 * 1440) */
+    CHECK(baton_ckpt_daly_interval(10, 4) == 4);                         /* delta >= 2M: M */
+    CHECK(near(baton_ckpt_daly_interval(300, 86400), 116.7 * 60, 3));     /* unit-free: seconds too */
     /* Daly's wall time: no interruptions -> work plus the writes */
     CHECK(near(baton_daly_wall(1000, 100, 1, 0, 0), 1010, 1e-9));
     /* with interruptions it costs more, and the optimum beats a much longer or shorter interval */
-    const double M = 3600, d = 10, R = 60, W = 36000, tau = baton_daly_interval(d, M);
+    const double M = 3600, d = 10, R = 60, W = 36000, tau = baton_ckpt_daly_interval(d, M);
     const double best = baton_daly_wall(W, tau, d, M, R);
     CHECK(best > W * (1 + d / tau));
     CHECK(best < baton_daly_wall(W, tau * 4, d, M, R) && best < baton_daly_wall(W, tau / 4, d, M, R));
-    CHECK(near(baton_mtbi_hours(0.10), 730 / -log(0.9), 1e-9));
-    CHECK(isinf(baton_mtbi_hours(0)));
+    CHECK(near(baton_ckpt_mtbi_hours(0.10), 730 / -log(0.9), 1e-9));
+    CHECK(isinf(baton_ckpt_mtbi_hours(0)));
 }
 
 static void seed_costs(void)

@@ -1,7 +1,7 @@
 /* test_io_order.c — epoch orders: for random shard layouts, block sizes and worker counts, the
  * streamed and indexed orders hand every record of an epoch to exactly one worker exactly once;
  * epoch sizes and position lookups agree with a plain enumeration; orders depend only on
- * (seed, epoch) and differ between epochs. */
+ * (seed, epoch) and differ between epochs (a block's shuffle too). */
 #include "../../src/io/io_internal.h"
 #include "check.h"
 
@@ -45,8 +45,22 @@ static void stream_worker_order(const baton_manifest *m, uint64_t seed, uint64_t
     io_stream_layout_free(&L);
 }
 
+/* a block's shuffle depends on the epoch too (with one shard, the shard order cannot hide it) */
+static void test_block_epoch(void)
+{
+    uint64_t a[64], b[64];
+    int differ = 0;
+    for (uint64_t blk = 0; blk < 4; blk++) {
+        io_block_permutation(7, 0, blk, 64, a);
+        io_block_permutation(7, 1, blk, 64, b);
+        differ += memcmp(a, b, sizeof a) != 0;
+    }
+    CHECK_MSG(differ == 4, "%d of 4 blocks shuffled differently in epochs 0 and 1", differ);
+}
+
 int main(void)
 {
+    test_block_epoch();
     baton_rng r;
     baton_rng_seed(&r, 99);
     static uint64_t order[8][20000], all[20000];

@@ -95,6 +95,46 @@ static void test_flow(int v2_only, int slide, int token_status, const char *want
     baton_imds_stop(m);
 }
 
+/* A token the service no longer knows (its 401): the watcher asks for a new one and goes on
+ * watching, rather than keeping the dead token until its own expiry hours later. The service is
+ * restarted on the same port (its tokens are gone), v2-only. */
+static void test_token_renewal(void)
+{
+    baton_imds *m = imds(1, 0, 0, 0);
+    if (!m) return;
+    int port = baton_imds_port(m);
+    char url[64], listen[64];
+    snprintf(url, sizeof url, "%s", baton_imds_url(m));
+    snprintf(listen, sizeof listen, "127.0.0.1:%d", port);
+    baton_notice_opts o;
+    opts_for(&o, url);
+    baton_notice_watcher *w = NULL;
+    baton_err err = {0};
+    CHECK_MSG(baton_notice_start(&o, &w, &err) == BATON_OK, "%s", err.msg);
+    if (!w) {
+        baton_imds_stop(m);
+        return;
+    }
+    rounds(w, 3);
+    baton_imds_stop(m);
+    baton_imds_opts io;
+    baton_imds_opts_default(&io);
+    io.v2_only = 1;
+    io.listen = listen;
+    m = NULL;
+    for (int i = 0; i < 50 && baton_imds_start(&io, &m, &err) != BATON_OK; i++) usleep(20000);
+    CHECK_MSG(m != NULL, "restart on port %d: %s", port, err.msg);
+    if (m) {
+        rounds(w, 3);   /* the old token meets 401s */
+        baton_imds_interrupt(m, "terminate", 100);
+        baton_notice_event ev;
+        CHECK_MSG(baton_notice_wait(w, 3, &ev) == 1 && ev.kind == BATON_NOTICE_TERMINATE,
+                  "no notice through a renewed token");
+        baton_imds_stop(m);
+    }
+    baton_notice_stop(w);
+}
+
 static void test_rebalance(void)
 {
     baton_imds *m = imds(0, 0, 0, 0);
@@ -386,6 +426,7 @@ int main(void)
     test_flow(1, 1, 0, "imds-v2");
     test_flow(0, 0, 403, "imds-v1");
     test_flow(0, 1, 404, "imds-v1");
+    test_token_renewal();
     test_rebalance();
     test_garbage();
     test_unreachable_and_slow();
