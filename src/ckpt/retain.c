@@ -63,7 +63,7 @@ int ckpt_vcache_status(ckpt_vcache *c, const char *path, uint64_t step, char *re
     baton_err ve = {0};
     int st = baton_ckpt_verify(path, &ve);
     if (reason && cap) snprintf(reason, cap, "%s", st ? ve.msg : "");
-    if (e) {
+    if (e && st != BATON_ERR_IO && st != BATON_ERR_NOMEM) {   /* a read that failed proves nothing: not kept */
         e->ino = ino, e->size = size, e->mtime_ns = mt, e->status = st;
         snprintf(e->reason, sizeof e->reason, "%.500s", st ? ve.msg : "");
     }
@@ -134,7 +134,13 @@ int ckpt_retain(const char *dir, int keep, ckpt_vcache *c, baton_err *err)
     int kept = 0;
     for (size_t i = 0; i < n; i++) {
         char why[512];
-        if (ckpt_vcache_status(c, v[i].path, v[i].step, why, sizeof why) != BATON_OK) {
+        int st = ckpt_vcache_status(c, v[i].path, v[i].step, why, sizeof why);
+        if (st == BATON_ERR_IO || st == BATON_ERR_NOMEM) {   /* unreadable now, not shown damaged: left as it is */
+            baton_log(BATON_LOG_WARN, "checkpoint %s could not be checked (%s): left in place, not counted", v[i].path,
+                      why);
+            continue;
+        }
+        if (st != BATON_OK) {
             ckpt_move_aside(dir, v[i].step, v[i].path, why);
             continue;
         }

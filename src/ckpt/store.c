@@ -263,6 +263,11 @@ static int check_st_header(const char *path, uint64_t size, baton_err *err)
     if (fd < 0) return io_err(err, "cannot open", path);
     uint8_t lenb[8] = {0};
     ssize_t r = size >= 8 ? baton_sys.pread(fd, lenb, 8, 0) : 0;
+    if (r < 0) {   /* a read that failed says nothing about the file: an I/O error, not damage */
+        int rc = io_err(err, "read failed", path);
+        baton_sys.close(fd);
+        return rc;
+    }
     uint64_t hl = 0;
     for (int i = 7; i >= 0; i--) hl = (hl << 8) | lenb[i];
     size_t want = 8;
@@ -276,7 +281,13 @@ static int check_st_header(const char *path, uint64_t size, baton_err *err)
     while (got < want) {
         ssize_t k = baton_sys.pread(fd, b + got, want - got, (off_t)got);
         if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) break;
+        if (k < 0) {
+            int rc = io_err(err, "read failed", path);
+            baton_sys.close(fd);
+            free(b);
+            return rc;
+        }
+        if (k == 0) break;
         got += (size_t)k;
     }
     baton_sys.close(fd);

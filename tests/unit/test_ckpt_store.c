@@ -2,7 +2,9 @@
  * failing fsyncs and a failing rename: no temp folder left, earlier checkpoints untouched),
  * retention (only checkpoints that pass the full check count; damaged ones are moved aside, never
  * deleted), stray temporaries (any number of them), re-committing a step, listing, the folder lock,
- * and baton_ckpt_latest falling back past a truncated file, a missing MANIFEST and a flipped byte. */
+ * baton_ckpt_latest falling back past a truncated file, a missing MANIFEST and a flipped byte, every
+ * system call of a save failing in turn, and the commit's order (the folder fsync after publishing,
+ * retention's rename out of sight, a MANIFEST that leaves out a required file). */
 #include "../../src/ckpt/ckpt_internal.h"
 #include "baton/ckpt.h"
 #include "check.h"
@@ -164,6 +166,96 @@ static void test_commit_failures(void)
     CHECK(count_entries("ckpt-") == 2);
 }
 
+/* Every system call of a save fails in turn ("fail the k-th call" for every k, with EIO, and once
+ * more with ENOSPC for writes): whatever fails, the previous checkpoint still verifies, a failed
+ * save says so and leaves no checkpoint that does not verify, a save reported as done verifies in
+ * full, and the next save without faults succeeds. */
+static long sys_calls, sys_fail_at;
+static int sys_errno;
+static int hit_as(int e)
+{
+    if (++sys_calls != sys_fail_at) return 0;
+    errno = e;
+    return 1;
+}
+static int hit(void) { return hit_as(sys_errno == ENOSPC ? EIO : sys_errno); }   /* ENOSPC: writing calls only */
+static int hit_w(void) { return hit_as(sys_errno); }
+static int f_open(const char *p, int fl, mode_t m) { return ((fl & O_CREAT) ? hit_w() : hit()) ? -1 : open(p, fl, m); }
+static ssize_t f_read(int fd, void *b, size_t n) { return hit() ? -1 : read(fd, b, n); }
+static ssize_t f_write(int fd, const void *b, size_t n) { return hit_w() ? -1 : write(fd, b, n); }
+static ssize_t f_pread(int fd, void *b, size_t n, off_t o) { return hit() ? -1 : pread(fd, b, n, o); }
+static int f_fsync(int fd) { return hit_w() ? -1 : fsync(fd); }
+static int f_close(int fd)
+{
+    int r = close(fd);   /* the descriptor is gone either way, as with a real failing close */
+    return hit() ? -1 : r;
+}
+static int f_rename(const char *a, const char *b) { return hit() ? -1 : rename(a, b); }
+static int f_unlink(const char *p) { return hit() ? -1 : unlink(p); }
+static int f_mkdir(const char *p, mode_t m) { return hit_w() ? -1 : mkdir(p, m); }
+static int f_fstat(int fd, struct stat *st) { return hit() ? -1 : fstat(fd, st); }
+static void faulty(long at, int e)
+{
+    sys_calls = 0, sys_fail_at = at, sys_errno = e;
+    baton_sys.open = f_open, baton_sys.read = f_read, baton_sys.write = f_write, baton_sys.pread = f_pread;
+    baton_sys.fsync = f_fsync, baton_sys.close = f_close, baton_sys.rename = f_rename;
+    baton_sys.unlink = f_unlink, baton_sys.mkdir = f_mkdir, baton_sys.fstat = f_fstat;
+}
+
+static void test_fail_each_call(void)
+{
+    baton_err err = {0};
+    CHECK(save(30, 3, &err) == BATON_OK);
+    int aside0 = count_entries(".ckpt-");   /* what the tests before left damaged, now moved aside */
+    faulty(0, 0);   /* count the calls of one save */
+    CHECK(save(31, 3, &err) == BATON_OK);
+    char prev[512];
+    ckpath(prev, sizeof prev, 31, NULL);
+    long n = sys_calls;
+    baton_sys_reset();
+    CHECK_MSG(n > 10, "a save made %ld system calls through the table", n);
+    int failed = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (long k = 1; k <= n + 1; k++) {
+            uint64_t step = 32 + (uint64_t)(pass * (n + 2) + k);
+            faulty(k, pass ? ENOSPC : EIO);
+            err.msg[0] = 0;
+            int rc = save(step, 3, &err);
+            baton_sys_reset();
+            CHECK_MSG(baton_ckpt_verify(prev, &err) == BATON_OK, "call %ld failing: the previous checkpoint: %s", k,
+                      err.msg);
+            char p[512];
+            ckpath(p, sizeof p, step, NULL);
+            int published = rc != BATON_OK && strstr(err.msg, "published but not durable") != NULL;
+            if (rc != BATON_OK) {
+                failed++;
+                /* failed before the publishing rename: no folder; after it (the folder's fsync): says so */
+                CHECK_MSG(err.msg[0] && (published ? baton_ckpt_verify(p, &err) == BATON_OK : !baton_is_dir(p)),
+                          "call %ld failing: rc %d, \"%s\", folder %d", k, rc, err.msg, baton_is_dir(p));
+                if (published) snprintf(prev, sizeof prev, "%s", p);
+                if (pass && rc != BATON_ERR_NOSPACE && rc != BATON_ERR_IO)
+                    CHECK_MSG(0, "call %ld failing with ENOSPC: status %d", k, rc);
+            } else {
+                CHECK_MSG(baton_ckpt_verify(p, &err) == BATON_OK, "call %ld failing, save reported done: %s", k,
+                          err.msg);
+                snprintf(prev, sizeof prev, "%s", p);   /* the newest committed one now */
+            }
+            /* nothing that does not verify is ever listed as a checkpoint */
+            baton_ckpt_info *v = NULL;
+            size_t nv = 0;
+            CHECK(baton_ckpt_list(dir, 1, &v, &nv, &err) == BATON_OK);
+            for (size_t i = 0; i < nv; i++)
+                CHECK_MSG(v[i].status == BATON_OK, "call %ld failing: ckpt-%llu listed and broken", k,
+                          (unsigned long long)v[i].step);
+            free(v);
+        }
+    }
+    CHECK_MSG(failed >= 10, "only %d of %ld failing calls failed the save", failed, 2 * (n + 1));
+    CHECK(save(10000, 3, &err) == BATON_OK);
+    CHECK_MSG(count_entries(".ckpt-") == aside0, "%d temporaries or folders moved aside left",
+              count_entries(".ckpt-") - aside0);   /* and no good checkpoint was taken for a damaged one */
+}
+
 /* The commit's order, watched through the system-call table: after the rename that publishes
  * ckpt-<step>, the folder holding it is fsynced (else a power cut can lose the rename); retention
  * renames a folder out of sight (.ckpt-<step>.del.<pid>) before removing its files, so a listing
@@ -199,18 +291,18 @@ static void test_commit_order(void)
     baton_sys.rename = watching_rename;
     baton_sys.fsync = watching_fsync;
     published = dir_synced_after = del_renames = 0;
-    CHECK(save(40, 2, &err) == BATON_OK);
+    CHECK(save(20040, 2, &err) == BATON_OK);
     CHECK_MSG(published && dir_synced_after, "published %d, the folder fsynced after it %d", published,
               dir_synced_after);
-    CHECK(save(41, 2, &err) == BATON_OK);
+    CHECK(save(20041, 2, &err) == BATON_OK);
     int before = del_renames;
-    CHECK(save(42, 2, &err) == BATON_OK);   /* keep 2: retention removes the oldest */
+    CHECK(save(20042, 2, &err) == BATON_OK);   /* keep 2: retention removes the oldest */
     baton_sys_reset();
     CHECK_MSG(del_renames > before, "retention removed a checkpoint without renaming it out of sight first");
     /* a MANIFEST that does not list a required file is not a checkpoint, whatever else checks out */
     char m[512], o[512];
-    ckpath(m, sizeof m, 42, "MANIFEST");
-    ckpath(o, sizeof o, 42, "optim.safetensors");
+    ckpath(m, sizeof m, 20042, "MANIFEST");
+    ckpath(o, sizeof o, 20042, "optim.safetensors");
     uint8_t *text = NULL;
     size_t len = 0;
     CHECK(baton_file_read_all(m, 1 << 16, &text, &len, &err) == BATON_OK);
@@ -225,7 +317,7 @@ static void test_commit_order(void)
         if (fd >= 0) close(fd);
         unlink(o);
         char p[512];
-        ckpath(p, sizeof p, 42, NULL);
+        ckpath(p, sizeof p, 20042, NULL);
         int rc = baton_ckpt_verify(p, &err);
         CHECK_MSG(rc != BATON_OK && strstr(err.msg, "does not list optim.safetensors"), "%d %s", rc, err.msg);
     }
@@ -452,6 +544,7 @@ int main(void)
     test_latest();
     test_retention_damaged();
     test_store_lock();
+    test_fail_each_call();
     test_commit_order();   /* last: its retention (keep 2) removes the others */
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
