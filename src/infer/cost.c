@@ -133,7 +133,7 @@ int baton_latencies_parse(const char *name, const char *text, size_t len, baton_
                     if (!rc && (d < 1 || d > 65536 || d != floor(d)))
                         rc = baton_err_set(err, BATON_ERR_FORMAT, "%s:%zu: batch: '%s' is not a whole number >= 1",
                                            name, line, x);
-                    r->batch = (int)d;
+                    if (!rc) r->batch = (int)d;   /* only once it is known to fit */
                 }
                 break;
             case C_LABEL:

@@ -16,24 +16,34 @@
 
 char *baton_infer_stats_json(const baton_infer_stats *s)
 {
-    char buf[1536];
-    const char *path = baton_infer_path_name(s->ctx.path);
+    /* through cJSON and baton_json_print: strings escaped, every double read back bit-identical
+     * (what `plan infer --measured` reads is exactly what was measured) */
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    cJSON_AddStringToObject(o, "model", s->model);
+    cJSON_AddNumberToObject(o, "threads", s->ctx.threads);
+    cJSON_AddNumberToObject(o, "batch", s->ctx.batch);
+    cJSON_AddStringToObject(o, "path", baton_infer_path_name(s->ctx.path));
     if (s->skipped[0]) {
-        snprintf(buf, sizeof buf, "{\"model\":\"%s\",\"threads\":%d,\"batch\":%d,\"path\":\"%s\",\"skipped\":\"%s\"}",
-                 s->model, s->ctx.threads, s->ctx.batch, path, s->skipped);
+        cJSON_AddStringToObject(o, "skipped", s->skipped);
     } else {
-        snprintf(buf, sizeof buf,
-                 "{\"model\":\"%s\",\"threads\":%d,\"batch\":%d,\"path\":\"%s\",\"cold_start_ms\":%.3f,"
-                 "\"exec_ms\":%.3f,\"load_ms\":%.3f,\"prepare_ms\":%.3f,\"first_ms\":%.4f,\"mean_ms\":%.4f,"
-                 "\"p50_ms\":%.4f,\"p90_ms\":%.4f,\"p95_ms\":%.4f,\"p99_ms\":%.4f,\"min_ms\":%.4f,\"max_ms\":%.4f,"
-                 "\"per_s\":%.1f,\"queries\":%llu,\"seconds\":%.3f,\"flops\":%.0f,\"gflops\":%.2f,"
-                 "\"peak_gflops\":%.1f,\"min_bytes\":%.0f}",
-                 s->model, s->ctx.threads, s->ctx.batch, path, s->cold_start_ms, s->exec_ms, s->load_ms,
-                 s->prepare_ms, s->first_ms, s->mean_ms, s->p50_ms, s->p90_ms, s->p95_ms, s->p99_ms, s->min_ms,
-                 s->max_ms, s->per_s, (unsigned long long)s->queries, s->seconds, s->flops, s->gflops,
-                 s->peak_gflops, s->min_bytes);
+        const struct {
+            const char *key;
+            double v;
+        } f[] = {
+            {"cold_start_ms", s->cold_start_ms}, {"exec_ms", s->exec_ms}, {"load_ms", s->load_ms},
+            {"prepare_ms", s->prepare_ms},       {"first_ms", s->first_ms}, {"mean_ms", s->mean_ms},
+            {"p50_ms", s->p50_ms},               {"p90_ms", s->p90_ms},     {"p95_ms", s->p95_ms},
+            {"p99_ms", s->p99_ms},               {"min_ms", s->min_ms},     {"max_ms", s->max_ms},
+            {"per_s", s->per_s},                 {"queries", (double)s->queries}, {"seconds", s->seconds},
+            {"flops", s->flops},                 {"gflops", s->gflops},     {"peak_gflops", s->peak_gflops},
+            {"min_bytes", s->min_bytes},
+        };
+        for (size_t i = 0; i < sizeof f / sizeof *f; i++) cJSON_AddNumberToObject(o, f[i].key, f[i].v);
     }
-    return strdup(buf);
+    char *out = baton_json_print(o, 0);
+    cJSON_Delete(o);
+    return out;
 }
 
 static int num(const cJSON *j, const char *key, int required, double *v, const char *name, size_t line,
@@ -95,7 +105,9 @@ int baton_infer_stats_parse(const char *name, size_t line, const char *text, bat
     for (size_t i = 0; i < sizeof f / sizeof *f && !rc; i++) rc = num(j, f[i].key, f[i].req, f[i].v, name, line, err);
     double q = 0;
     if (!rc) rc = num(j, "queries", 0, &q, name, line, err);
-    st->queries = (uint64_t)q;
+    if (!rc && (q >= 18446744073709551616.0 || q != floor(q)))
+        rc = baton_err_set(err, BATON_ERR_FORMAT, "%s:%zu: \"queries\" is not a whole number below 2^64", name, line);
+    if (!rc) st->queries = (uint64_t)q;
     if (!rc && (st->mean_ms <= 0 || st->p90_ms <= 0 || st->per_s <= 0))
         rc = baton_err_set(err, BATON_ERR_FORMAT, "%s:%zu: mean_ms, p90_ms and per_s must be > 0", name, line);
 out:

@@ -137,6 +137,21 @@ check '[ "$(json "$T/d.json" "d[\"instances\"][0][\"exit_code\"], d[\"instances\
 check '[ "$(json "$T/d.json" "d[\"tasks\"][0][\"final_step\"]")" = 220 ]' "the job finished"
 check '[ -z "$(pgrep -f "fake_trainer.sh 220" || true)" ]' "no orphaned worker"
 
+# ---- D1: the supervisor killed right after it announced a notice (before the worker's next poll:
+# a 1 h notice at time scale 60 is a minute here, polled every 2.5 s): the restarted supervisor
+# serves the notice again, and the adopted worker stops after its checkpoint instead of dying at
+# the deadline with its work lost
+job d1 "$FAKE 200 20" "  interruptions:" "    - {after: 20s, notice: 1h}"
+"$BATON" fleet run "$T/d1.yaml" --state "$S" --quiet >/dev/null 2>&1 &
+sup=$!
+for _ in $(seq 1000); do grep -q '"to":"NOTICED"' "$S/d1/events.jsonl" 2>/dev/null && break; sleep 0.01; done
+{ kill -9 $sup; wait $sup; } 2>/dev/null
+check 'grep -q "\"to\":\"NOTICED\"" "$S/d1/events.jsonl"' "the supervisor announced a notice, then was killed"
+check '"$BATON" fleet run "$T/d1.yaml" --state "$S" --quiet >/dev/null 2>&1' "the restarted supervisor completes the job"
+"$BATON" fleet status d1 --state "$S" --json >"$T/d1.json"
+check '[ "$(json "$T/d1.json" "d[\"instances\"][0][\"exit_code\"], d[\"instances\"][0][\"lost_steps\"]")" = "75 0" ]' \
+    "the adopted NOTICED worker still got its notice: stopped after a checkpoint, nothing lost"
+
 # ---- D2: the supervisor and its worker both killed: status says "stalled" (not "running"), shows the
 # step reached so far (not -1), and stops counting time for an instance nothing runs any more
 job st "$FAKE 400 20"
