@@ -15,7 +15,6 @@ struct baton_dist {
 };
 
 int dist_mpi_fail(baton_err *err, int code, const char *what);
-double dist_timeout_s(void);
 int dist_wait(baton_dist *d, int n, MPI_Request *req, const char *what, baton_err *err);
 
 #endif

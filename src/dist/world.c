@@ -41,7 +41,7 @@ int dist_mpi_fail(baton_err *err, int code, const char *what)
     return baton_err_set(err, BATON_ERR_NET, "%s: %s", what, s);
 }
 
-double dist_timeout_s(void)
+static double timeout_from_env(void)
 {
     const char *v = getenv("BATON_DIST_TIMEOUT_S");
     char *end;
@@ -87,7 +87,7 @@ int baton_dist_open(baton_dist **out, baton_err *err)
     baton_dist *d = calloc(1, sizeof *d);
     if (!d) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
     d->owns_init = !inited;
-    d->timeout_s = dist_timeout_s();
+    d->timeout_s = timeout_from_env();
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     int rc = MPI_Comm_dup(MPI_COMM_WORLD, &d->comm);
     if (rc != MPI_SUCCESS) {

@@ -50,6 +50,8 @@ typedef struct trainer {
     char label[160];
     train_dist *dist;           /* data parallelism; NULL: a single process */
     int stop_all;               /* a rank saw a notice before this step: the world stops after it */
+    int audit_fd;               /* opts.sample_log, opened once (-1 none) */
+    char *audit_buf;            /* a batch's audit lines, allocated once */
 } trainer;
 
 /* The session's snapshot callback: the model, the optimizer and state.json of this step. */
@@ -289,17 +291,17 @@ static int stage_resume(trainer *t, baton_train_result *r, baton_err *err)
 /* The audit line of each sample of this batch (opts.sample_log), appended in one write. */
 static int log_samples(trainer *t, const baton_batch *b, baton_err *err)
 {
-    char *buf = malloc((size_t)b->n * 64 + 1);
-    if (!buf) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    if (t->audit_fd < 0) {
+        if (!(t->audit_buf = malloc((size_t)t->o->batch * 64 + 1)))
+            return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+        if ((t->audit_fd = open(t->o->sample_log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) < 0)
+            return baton_err_errno(err, errno, "open", t->o->sample_log);
+    }
     size_t len = 0;
     for (uint32_t i = 0; i < b->n; i++)
-        len += (size_t)snprintf(buf + len, 64, "%" PRIu64 " %" PRIu64 " %d\n", b->epoch, b->pos[i],
+        len += (size_t)snprintf(t->audit_buf + len, 64, "%" PRIu64 " %" PRIu64 " %d\n", b->epoch, b->pos[i],
                                 train_dist_rank(t->dist));
-    int fd = open(t->o->sample_log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    int rc = fd < 0 ? baton_err_errno(err, errno, "open", t->o->sample_log) : baton_write_all(fd, buf, len, t->o->sample_log, err);
-    if (fd >= 0) close(fd);
-    free(buf);
-    return rc;
+    return baton_write_all(t->audit_fd, t->audit_buf, len, t->o->sample_log, err);
 }
 
 /* Train one batch. *last: it was the epoch's last. */
@@ -458,6 +460,7 @@ int baton_train_run(const baton_train_opts *o, baton_train_result *r, baton_err 
     memset(&t, 0, sizeof t);
     t.o = o;
     t.t0 = baton_now();
+    t.audit_fd = -1;
     if (!(rc = stage_open(&t, r, err)) && !(rc = stage_resume(&t, r, err)) && !(rc = run_steps(&t, err))) {
         baton_notice_event nev = {0};
         if (t.dist && t.stop_all)   /* the world stops: rank 0 commits the notice whoever saw it */
@@ -481,5 +484,7 @@ int baton_train_run(const baton_train_opts *o, baton_train_result *r, baton_err 
     baton_nn_optim_free(t.optim);
     baton_nn_model_free(t.model);
     train_dist_close(t.dist);
+    if (t.audit_fd >= 0) close(t.audit_fd);
+    free(t.audit_buf);
     return rc;
 }

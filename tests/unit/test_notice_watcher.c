@@ -54,15 +54,23 @@ static void rounds(baton_notice_watcher *w, uint64_t n)
     for (int i = 0; i < 400 && baton_notice_rounds(w) < want; i++) usleep(10000);
 }
 
+/* A watcher of the EC2 metadata service at url (the test's options); NULL, with the check failed,
+ * when it does not start. */
+static baton_notice_watcher *watch(const char *url)
+{
+    baton_notice_opts o;
+    opts_for(&o, url);
+    baton_notice_watcher *w = NULL;
+    baton_err err = {0};
+    CHECK_MSG(baton_notice_start(&o, &w, &err) == BATON_OK, "%s", err.msg);
+    return w;
+}
+
 static void test_flow(int v2_only, int slide, int token_status, const char *want_source)
 {
     baton_imds *m = imds(v2_only, slide, token_status, 0);
     if (!m) return;
-    baton_notice_opts o;
-    opts_for(&o, baton_imds_url(m));
-    baton_notice_watcher *w = NULL;
-    baton_err err = {0};
-    CHECK_MSG(baton_notice_start(&o, &w, &err) == BATON_OK, "%s", err.msg);
+    baton_notice_watcher *w = watch(baton_imds_url(m));
     if (!w) {
         baton_imds_stop(m);
         return;
@@ -106,11 +114,7 @@ static void test_token_renewal(void)
     char url[64], listen[64];
     snprintf(url, sizeof url, "%s", baton_imds_url(m));
     snprintf(listen, sizeof listen, "127.0.0.1:%d", port);
-    baton_notice_opts o;
-    opts_for(&o, url);
-    baton_notice_watcher *w = NULL;
-    baton_err err = {0};
-    CHECK_MSG(baton_notice_start(&o, &w, &err) == BATON_OK, "%s", err.msg);
+    baton_notice_watcher *w = watch(url);
     if (!w) {
         baton_imds_stop(m);
         return;
@@ -118,6 +122,7 @@ static void test_token_renewal(void)
     rounds(w, 3);
     baton_imds_stop(m);
     baton_imds_opts io;
+    baton_err err = {0};
     baton_imds_opts_default(&io);
     io.v2_only = 1;
     io.listen = listen;
