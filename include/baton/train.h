@@ -159,6 +159,8 @@ char *baton_train_state_format(const baton_train_state *st);
  * log is cut back to the checkpoint's epochs (a row written after the checkpoint is written again).
  * max_steps counts global steps across restarts.
  * --------------------------------------------------------------------------------------------- */
+struct baton_train_result;
+
 typedef struct baton_train_opts {
     const char *data_uri;       /* required */
     const char *val_uri;        /* NULL: no evaluation */
@@ -199,6 +201,12 @@ typedef struct baton_train_opts {
     const char *sample_log;     /* NULL, or a file each rank appends "epoch position rank" to for
                                    every sample it trains (one write per batch): an audit that every
                                    sample of an epoch is seen once, whatever the world sizes */
+    /* NULL, or called once with the final result (BATON_OK or BATON_STOPPED) by the process that
+     * speaks for the run — rank 0, or the single process — before the ranks' last barrier: under
+     * a launcher that ends the job when a rank exits non-zero (mpirun on exit 75), what it prints
+     * and flushes is out before any other rank exits */
+    void (*report)(const struct baton_train_result *r, int rc, void *ctx);
+    void *report_ctx;
 } baton_train_opts;
 
 typedef struct baton_train_result {

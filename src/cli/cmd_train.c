@@ -56,6 +56,13 @@ static void print_text(const baton_train_result *r, int rc)
     }
 }
 
+static void report(const baton_train_result *r, int rc, void *ctx)
+{
+    if (*(const int *)ctx) print_json(r, rc);
+    else print_text(r, rc);
+    fflush(stdout);
+}
+
 int cmd_train(int argc, char **argv)
 {
     baton_train_opts o;
@@ -182,12 +189,12 @@ int cmd_train(int argc, char **argv)
     if (!(o.mtbi_s > 0) || !isfinite(o.mtbi_s)) o.mtbi_s = 0;
     if (!o.progress_file) o.progress_file = getenv("BATON_PROGRESS_FILE");
 
+    /* rank 0 speaks for the world, from inside the run: before the other ranks may exit */
+    o.report = report;
+    o.report_ctx = &json;
     baton_train_result r;
     baton_err err = {0};
     int rc = baton_train_run(&o, &r, &err);
     if (rc && rc != BATON_STOPPED) return cli_fail("train", &err);
-    if (r.rank > 0) return rc == BATON_STOPPED ? CLI_INTERRUPTED : CLI_OK;   /* rank 0 speaks for the world */
-    if (json) print_json(&r, rc);
-    else print_text(&r, rc);
     return rc == BATON_STOPPED ? CLI_INTERRUPTED : CLI_OK;
 }

@@ -197,6 +197,8 @@ void train_dist_stats(const train_dist *td, baton_train_result *r)
     r->allreduce_mb = st.bytes / (double)st.steps / 1e6;
 }
 
+int train_dist_barrier(train_dist *td, baton_err *err) { return td ? baton_dist_barrier(td->d, err) : BATON_OK; }
+
 void train_dist_close(train_dist *td)
 {
     if (!td) return;

@@ -476,6 +476,13 @@ int baton_train_run(const baton_train_opts *o, baton_train_result *r, baton_err 
         fill_result(&t, r, NULL);
     }
     if (t.sess) snprintf(r->checkpoint, sizeof r->checkpoint, "%s", baton_train_session_checkpoint(t.sess));
+    if ((rc == BATON_OK || rc == BATON_STOPPED) && t.sess) {
+        if (o->report && train_dist_rank(t.dist) == 0) o->report(r, rc, o->report_ctx);
+        /* the others exit only after rank 0 has reported (mpirun ends the job on their exit 75) */
+        baton_err berr = {0};
+        if (t.dist && train_dist_barrier(t.dist, &berr))
+            baton_log(BATON_LOG_WARN, "the ranks' last barrier: %s", berr.msg);
+    }
     baton_train_session_close(t.sess);
     if (t.vpipe) baton_pipeline_close(t.vpipe);
     if (t.vloader) baton_loader_close(t.vloader);

@@ -64,6 +64,8 @@ int train_dist_share_notice(train_dist *td, baton_train_session *sess, const bat
  * leaves before rank 0 has committed (a barrier). */
 int train_dist_end(train_dist *td, baton_nn_model *m, baton_err *err);
 void train_dist_stats(const train_dist *td, baton_train_result *r);
+/* A barrier of the world (nothing for a single process). */
+int train_dist_barrier(train_dist *td, baton_err *err);
 void train_dist_close(train_dist *td);
 
 #endif
