@@ -36,9 +36,13 @@ def png_ink_box(path):
             idat += body
         pos += 12 + n
     raw, stride, bpp = zlib.decompress(idat), w * 4, 4
-    prev, box = bytearray(stride), None
+    prev, box, prev_zero = bytearray(stride), None, True
+    zero = bytes(stride)
     for y in range(h):
-        f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        f, filt = raw[y * (stride + 1)], raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)]
+        if prev_zero and filt == zero:   # every predictor of an empty line under an empty one is 0
+            continue
+        line = bytearray(filt)
         for i in range(stride):
             a = line[i - bpp] if i >= bpp else 0
             b = prev[i]
@@ -57,7 +61,7 @@ def png_ink_box(path):
         if xs:
             x0, x1 = xs[0], xs[-1] + 1
             box = (x0, y, x1, y + 1) if box is None else (min(box[0], x0), box[1], max(box[2], x1), y + 1)
-        prev = line
+        prev, prev_zero = line, line == zero
     return box
 
 
