@@ -35,6 +35,10 @@ int baton_dist_launched(int *world);
 
 int baton_dist_open(baton_dist **out, baton_err *err);
 void baton_dist_close(baton_dist *d);
+/* The same world on a communicator of its own (MPI_Comm_dup): its collectives never match d's,
+ * so two streams of collectives (the gradient buckets and the batch norms' sums) may interleave
+ * differently on different ranks. Closed before d. */
+int baton_dist_dup(baton_dist *d, baton_dist **out, baton_err *err);
 int baton_dist_rank(const baton_dist *d);
 int baton_dist_world(const baton_dist *d);
 const char *baton_dist_library(const baton_dist *d);   /* "Open MPI v4.1.4, ..." */

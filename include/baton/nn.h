@@ -284,6 +284,18 @@ float *baton_nn_model_grads(baton_nn_model *m, size_t *len);
  * fn NULL: off. The model keeps one int per tensor for it (allocated here, once). */
 typedef void (*baton_nn_grad_ready_fn)(void *ctx, size_t from);
 int baton_nn_model_on_grad_ready(baton_nn_model *m, baton_nn_grad_ready_fn fn, void *ctx, baton_err *err);
+/* Synchronised batch norm (data parallelism): each process trains on a part of every batch, and
+ * sum(v, n, ctx, err) sums n doubles in place over the parts (an allreduce of its own, apart from
+ * the gradients'). Every batch norm then normalises with the whole batch's statistics and computes
+ * its input's gradient from the whole batch's sums (kern_bn_sync.c); its gamma and beta grads stay
+ * this part's (summed with the other gradients). The calls every part makes, in the same order:
+ * per batch norm in forward order two, in backward order one. The training plan is made again
+ * without the fused batch-norm ops. fn NULL: local statistics again (the default). */
+typedef int (*baton_nn_sum_fn)(double *v, int n, void *ctx, baton_err *err);
+int baton_nn_model_set_bn_sync(baton_nn_model *m, baton_nn_sum_fn fn, void *ctx, baton_err *err);
+/* A part with no image in a step: the same sums with zeros, so the other parts are not left
+ * waiting (running statistics updated as theirs are; the batch norms' grads zero). */
+int baton_nn_bn_sync_idle(baton_nn_model *m, baton_err *err);
 /* forward + loss + backward */
 int baton_nn_train_batch(baton_nn_model *m, const float *x, const int32_t *labels, int n, float *loss,
                          int *correct, baton_err *err);

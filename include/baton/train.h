@@ -196,6 +196,9 @@ typedef struct baton_train_opts {
                                    (mpirun, srun --mpi=pmix; baton_dist_launched), 1 required (an
                                    error when not launched so), -1 never (a single process) */
     size_t bucket_bytes;        /* gradient allreduce bucket; 0: 1 MiB */
+    int sync_bn;                /* with ranks: batch norm over the whole global batch (its statistics
+                                   summed over the ranks, baton_nn_model_set_bn_sync); 0: each
+                                   rank's own part (the default, as PyTorch DDP) */
     int ckpt_auto;              /* see baton_train_session_opts (the CLI's --ckpt-every auto) */
     double mtbi_s;
     const char *sample_log;     /* NULL, or a file each rank appends "epoch position rank" to for

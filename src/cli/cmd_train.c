@@ -113,6 +113,7 @@ int cmd_train(int argc, char **argv)
         {"sample-log", CLI_STR, &o.sample_log,
          "append \"epoch position rank\" to FILE for every sample trained (an audit of the data order)"},
         {"bucket-mb", CLI_DBL, &bucket_mb, "gradient allreduce bucket in MB, > 0 (default 1)"},
+        {"sync-bn", CLI_FLAG, &o.sync_bn, "with ranks: batch norm statistics over the whole global batch (default: each rank's part)"},
         {0},
     };
     const char *pos[1];

@@ -105,6 +105,23 @@ int baton_dist_open(baton_dist **out, baton_err *err)
     return BATON_OK;
 }
 
+int baton_dist_dup(baton_dist *d, baton_dist **out, baton_err *err)
+{
+    *out = NULL;
+    baton_dist *c = calloc(1, sizeof *c);
+    if (!c) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    *c = *d;
+    c->owns_init = 0;
+    int rc = MPI_Comm_dup(d->comm, &c->comm);
+    if (rc != MPI_SUCCESS) {
+        free(c);
+        return dist_mpi_fail(err, rc, "MPI_Comm_dup");
+    }
+    MPI_Comm_set_errhandler(c->comm, MPI_ERRORS_RETURN);
+    *out = c;
+    return BATON_OK;
+}
+
 void baton_dist_close(baton_dist *d)
 {
     if (!d) return;

@@ -79,6 +79,7 @@ static int next_is(const baton_nn_model *m, size_t li, int kind)
 static int bn_fused_ok(const baton_nn_model *m, int b)
 {
     const nn_slot *s = &m->slots[m->layers[b].in];
+    if (m->bn_sync_fn) return 0;   /* synchronised: every batch norm alone (kern_bn_sync.c) */
     return !m->k->bn_fused_ok || m->k->bn_fused_ok(s->c, s->h * s->w);
 }
 

@@ -167,6 +167,7 @@ void baton_nn_model_free(baton_nn_model *m)
 {
     if (!m) return;
     free(m->ready_op);
+    free(m->bn_sync_buf);
     free(m->layers);
     free(m->slots);
     free(m->tensors);

@@ -125,6 +125,7 @@ typedef struct nn_layer {
                                * in NCHW order (forward), then d(input) (backward) */
     size_t off_flat;
     int32_t *ws;
+    double sync_count;        /* bn under bn_sync: the whole batch's values per channel (forward's) */
 } nn_layer;
 
 /* ---- the plan (fuse.c): a model's layers as a list of ops for its kernel table ----
@@ -220,7 +221,21 @@ struct baton_nn_model {
     baton_nn_grad_ready_fn ready_fn;        /* backward's progress (data parallelism), NULL none */
     void *ready_ctx;
     int *ready_op;                          /* per tensor: the training op that fills its grad */
+    baton_nn_sum_fn bn_sync_fn;             /* batch norm over the parts of a batch (kern_bn_sync.c), NULL off */
+    void *bn_sync_ctx;
+    double *bn_sync_buf;                    /* 1 + 2 * the widest batch norm's channels */
+    int bn_sync_rc;                         /* sticky: a failed sum (the pass reports bn_sync_err) */
+    baton_err bn_sync_err;
 };
+
+/* kern_bn_sync.c: batch norm l's training forward into y, and its backward, with the whole
+ * batch's statistics (n may be 0: a part with no image makes the same sums); 1, or 0 after a
+ * failed sum (m->bn_sync_rc). */
+int nn_sync_bn_fwd(baton_nn_model *m, nn_layer *l, int n, float *y);
+int nn_sync_bn_bwd(baton_nn_model *m, const nn_layer *l, int n, const float *dy, float *dx);
+/* ops.c: a pass with no image — every batch norm's sums, forward then backward, with zeros
+ * (running statistics updated; the batch norms' grads zero) */
+int nn_sync_bn_idle(baton_nn_model *m);
 
 /* fuse.c: nn_plan_alloc sizes the plans for the graph (once, after it is built); nn_plan_fusions
  * fills both for the model's table (when the model is created and whenever its table changes). */

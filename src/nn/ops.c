@@ -143,12 +143,11 @@ static int conv_relu_pool_bwd(baton_nn_model *m, const nn_op *o, int n)
 
 /* PyTorch: running = (1 - momentum) * running + momentum * batch statistic, with the unbiased
  * variance for the running estimate */
-static void bn_running_update(baton_nn_model *m, const nn_layer *l, int n)
+static void bn_running_update(baton_nn_model *m, const nn_layer *l, double count)
 {
     const nn_slot *in = slot(m, l->in);
-    const int hw = in->h * in->w;
     float *rm = tdata(m, l->trm), *rv = tdata(m, l->trv);
-    const float corr = (float)((double)n * hw / ((double)n * hw - 1.0));
+    const float corr = (float)(count / (count - 1.0));
     for (int c = 0; c < in->c; c++) {
         rm[c] = (1.0f - NN_BN_MOMENTUM) * rm[c] + NN_BN_MOMENTUM * l->save_mean[c];
         rv[c] = (1.0f - NN_BN_MOMENTUM) * rv[c] + NN_BN_MOMENTUM * (l->save_var[c] * corr);
@@ -165,6 +164,11 @@ static int bn_train(baton_nn_model *m, const nn_layer *l, int stats, const float
     const int c = in->c, hw = in->h * in->w;
     const float *x = in->data, *gm = tdata(m, l->tw), *bt = tdata(m, l->tb);
     int done = 1;
+    if (m->bn_sync_fn) {   /* the whole batch's statistics (kern_bn_sync.c) */
+        if (!nn_sync_bn_fwd(m, &m->layers[l - m->layers], n, y)) return 0;
+        bn_running_update(m, l, l->sync_count);
+        return 1;
+    }
     if (stats)
         done = k->bn_apply_train(n, c, hw, x, res, relu, gm, bt, NN_BN_EPS, l->save_mean, l->save_var, y);
     else if (res)
@@ -173,8 +177,22 @@ static int bn_train(baton_nn_model *m, const nn_layer *l, int stats, const float
         done = k->bn_relu_fwd_train(n, c, hw, x, gm, bt, NN_BN_EPS, y, l->save_mean, l->save_var);
     else
         k->bn_fwd_train(n, c, hw, x, gm, bt, NN_BN_EPS, y, l->save_mean, l->save_var);
-    if (done) bn_running_update(m, l, n);
+    if (done) bn_running_update(m, l, (double)n * hw);
     return done;
+}
+
+int nn_sync_bn_idle(baton_nn_model *m)
+{
+    const nn_plan *p = &m->train;
+    for (size_t i = 0; i < p->nops; i++) {
+        if (p->ops[i].kind != NN_OP_BN) continue;
+        nn_layer *l = &m->layers[p->ops[i].layer];
+        if (!nn_sync_bn_fwd(m, l, 0, NULL)) return 0;
+        bn_running_update(m, l, l->sync_count);
+    }
+    for (size_t i = p->nops; i-- > 0;)
+        if (p->ops[i].kind == NN_OP_BN && !nn_sync_bn_bwd(m, layer(m, p->ops[i].layer), 0, NULL, NULL)) return 0;
+    return 1;
 }
 
 static int bn_fwd(baton_nn_model *m, const nn_op *o, int n)
@@ -206,8 +224,12 @@ static int bn_bwd(baton_nn_model *m, const nn_op *o, int n)
     const nn_layer *l = layer(m, o->layer);
     const nn_slot *in = slot(m, l->in);
     float *dx = gx_at(m, &o->gx);
-    m->k->bn_bwd(n, in->c, in->h * in->w, in->data, dy_of(m, o, n), tdata(m, l->tw), l->save_mean, l->save_var,
-                 NN_BN_EPS, dx ? dx : m->scratch, tgrad(m, l->tw), tgrad(m, l->tb));
+    if (m->bn_sync_fn) {
+        if (!nn_sync_bn_bwd(m, l, n, dy_of(m, o, n), dx ? dx : m->scratch)) return 0;
+    } else {
+        m->k->bn_bwd(n, in->c, in->h * in->w, in->data, dy_of(m, o, n), tdata(m, l->tw), l->save_mean,
+                     l->save_var, NN_BN_EPS, dx ? dx : m->scratch, tgrad(m, l->tw), tgrad(m, l->tb));
+    }
     gx_done(m, &o->gx, n);
     return 1;
 }

@@ -18,6 +18,12 @@
 /* an op's kernel declined although its predicate had accepted the geometry */
 static int declined(const baton_nn_model *m, const nn_op *o, const char *pass, baton_err *err)
 {
+    if (m->bn_sync_rc) {   /* not a kernel: the sum over the parts failed */
+        *err = m->bn_sync_err;
+        baton_err_prefix(err, "model %s: layer %s: the batch norm's sums over the parts", m->name,
+                         m->layers[o->layer].name);
+        return m->bn_sync_rc;
+    }
     return baton_err_set(err, BATON_ERR_ARG,
                          "model %s: layer %s: %s %s of kernel table %s declined a geometry its predicate accepted",
                          m->name, m->layers[o->layer].name, nn_op_impls[o->kind].name, pass, m->k->name);
@@ -84,6 +90,30 @@ int baton_nn_model_on_grad_ready(baton_nn_model *m, baton_nn_grad_ready_fn fn, v
     m->ready_fn = fn;
     m->ready_ctx = ctx;
     return BATON_OK;
+}
+
+int baton_nn_model_set_bn_sync(baton_nn_model *m, baton_nn_sum_fn fn, void *ctx, baton_err *err)
+{
+    int maxc = 1;
+    for (size_t li = 0; li < m->nlayers; li++)
+        if (m->layers[li].kind == NN_BN && m->slots[m->layers[li].in].c > maxc) maxc = m->slots[m->layers[li].in].c;
+    if (fn && !m->bn_sync_buf && !(m->bn_sync_buf = calloc(1 + 2 * (size_t)maxc, sizeof(double))))
+        return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    m->bn_sync_fn = fn;
+    m->bn_sync_ctx = ctx;
+    m->bn_sync_rc = 0;
+    nn_plan_fusions(m);   /* without the fused batch-norm ops, or with them again */
+    m->fwd_n = m->have_loss = 0;
+    return BATON_OK;
+}
+
+int baton_nn_bn_sync_idle(baton_nn_model *m, baton_err *err)
+{
+    if (!m->bn_sync_fn) return BATON_OK;
+    if (nn_sync_bn_idle(m)) return BATON_OK;
+    *err = m->bn_sync_err;
+    baton_err_prefix(err, "model %s: the batch norms' sums over the parts (a part with no image)", m->name);
+    return m->bn_sync_rc;
 }
 
 /* Which training op fills each parameter's grad (the plan's layers: main, bn, relu, pool). */

@@ -10,7 +10,10 @@
  * checkpoint folder (its session commits; the others' are followers) and broadcasts the resumed
  * state, so a checkpoint does not depend on W and a run resumed with another W continues at the
  * same global position with the same global batch. Batch norm statistics are each rank's own
- * (rank 0's running averages are the ones checkpointed). A single process never opens MPI. */
+ * (rank 0's running averages are the ones checkpointed), or with --sync-bn the global batch's:
+ * every batch norm's sums go through an allreduce of a communicator of their own (so that they
+ * never interleave with the gradient buckets' collectives), and a rank with no sample in a step
+ * makes the same sums with zeros. A single process never opens MPI. */
 #include "train_internal.h"
 #include "baton/dist.h"
 
@@ -20,6 +23,7 @@
 
 struct train_dist {
     baton_dist *d;
+    baton_dist *bn;          /* --sync-bn: the batch norms' sums (a duplicate of d's world), or NULL */
     baton_dist_reducer *red;
     float *grads;
     size_t glen;
@@ -59,12 +63,21 @@ static void on_ready(void *ctx, size_t from)
     if (!td->hook_rc) td->hook_rc = baton_dist_reducer_ready(td->red, from, &td->hook_err);
 }
 
-int train_dist_attach(train_dist *td, baton_nn_model *m, size_t bucket_bytes, baton_err *err)
+static int bn_sum(double *v, int n, void *ctx, baton_err *err)
+{
+    train_dist *td = ctx;
+    return baton_dist_sum(td->bn, v, n, "the batch norm statistics (--sync-bn)", err);
+}
+
+int train_dist_attach(train_dist *td, baton_nn_model *m, size_t bucket_bytes, int sync_bn, baton_err *err)
 {
     td->grads = baton_nn_model_grads(m, &td->glen);
     int rc = baton_dist_reducer_create(td->d, td->grads, td->glen, bucket_bytes ? bucket_bytes : 1u << 20, 3, &td->red,
                                        err);
-    return rc ? rc : baton_nn_model_on_grad_ready(m, on_ready, td, err);
+    if (!rc) rc = baton_nn_model_on_grad_ready(m, on_ready, td, err);
+    if (rc || !sync_bn || baton_dist_world(td->d) < 2) return rc;
+    if ((rc = baton_dist_dup(td->d, &td->bn, err))) return baton_err_prefix(err, "--sync-bn");
+    return baton_nn_model_set_bn_sync(m, bn_sum, td, err);
 }
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n)
@@ -131,6 +144,8 @@ int train_dist_step(train_dist *td, baton_nn_model *m, const baton_batch *b, int
         rc = baton_nn_forward(m, b->x, (int)b->n, err);
         if (!rc) rc = baton_nn_loss_part(m, b->y, (int)b->total, &loss, &corr, err);
         if (rc) return rc;
+    } else if (td->bn && (rc = baton_nn_bn_sync_idle(m, err))) {   /* the others' batch norms wait for ours */
+        return rc;
     }
     td->scal[0] = (double)loss * b->n;
     td->scal[1] = corr;
@@ -203,6 +218,7 @@ void train_dist_close(train_dist *td)
 {
     if (!td) return;
     baton_dist_reducer_free(td->red);
+    baton_dist_close(td->bn);
     baton_dist_close(td->d);
     free(td);
 }

@@ -85,7 +85,7 @@ static int check_same_run(trainer *t, baton_err *err)
     const baton_train_opts *o = t->o;
     struct {
         uint64_t seed, batch, epochs, max_steps, esize, spe;
-        uint32_t shape[3], classes;
+        uint32_t shape[3], classes, sync_bn;
         char model[32];
     } f;
     memset(&f, 0, sizeof f);
@@ -93,8 +93,10 @@ static int check_same_run(trainer *t, baton_err *err)
     f.spe = t->st.steps_per_epoch;
     memcpy(f.shape, t->man->shape, sizeof f.shape);
     f.classes = t->man->classes;
+    f.sync_bn = o->sync_bn != 0;
     snprintf(f.model, sizeof f.model, "%s", o->model);
-    return train_dist_same(t->dist, "--seed, --batch, --epochs, --max-steps, --model and the dataset", &f, sizeof f, err);
+    return train_dist_same(t->dist, "--seed, --batch, --epochs, --max-steps, --model, --sync-bn and the dataset", &f,
+                           sizeof f, err);
 }
 
 /* ---------------------------------------------------------------- stage: open */
@@ -138,7 +140,7 @@ static int stage_open(trainer *t, baton_train_result *r, baton_err *err)
     memcpy(s->std, t->man->std, sizeof s->std);
     memcpy(s->input_shape, t->man->shape, sizeof s->input_shape);
     s->classes = t->man->classes;
-    if (t->dist && ((rc = check_same_run(t, err)) || (rc = train_dist_attach(t->dist, t->model, o->bucket_bytes, err))))
+    if (t->dist && ((rc = check_same_run(t, err)) || (rc = train_dist_attach(t->dist, t->model, o->bucket_bytes, o->sync_bn, err))))
         return rc;
     if (!o->val_uri || rank > 0) return BATON_OK;   /* rank 0 validates for the world */
     /* validation: the shape first (its pipeline opens once the run's length is known, at resume) */

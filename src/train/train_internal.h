@@ -43,8 +43,9 @@ typedef struct train_dist train_dist;
 int train_dist_open(const baton_train_opts *o, train_dist **out, baton_err *err);
 int train_dist_rank(const train_dist *td);    /* 0 for NULL */
 int train_dist_world(const train_dist *td);   /* 1 for NULL */
-/* The gradient reducer over the model's arena, and backward's progress hooked to it. */
-int train_dist_attach(train_dist *td, baton_nn_model *m, size_t bucket_bytes, baton_err *err);
+/* The gradient reducer over the model's arena, and backward's progress hooked to it; sync_bn:
+ * the model's batch norms summed over the ranks, on a communicator of their own. */
+int train_dist_attach(train_dist *td, baton_nn_model *m, size_t bucket_bytes, int sync_bn, baton_err *err);
 /* All ranks were given the same run: `what` (bytes) hashed and compared with rank 0's. */
 int train_dist_same(train_dist *td, const char *what, const void *bytes, size_t n, baton_err *err);
 /* Rank 0's model, optimizer, training state and resume facts to every rank. */

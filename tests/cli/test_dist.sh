@@ -10,6 +10,8 @@
 #   - dropout streams per rank: an mlp resumed at W = 2 is byte-identical too;
 #   - a run resized 1 → 3 → 2 across two notices (SIGTERM to one rank: the world stops at one
 #     step, exits 75) sees every sample of the epoch exactly once (the sample audit log);
+#   - --sync-bn: resnet8's batch norms over the global batch equal W = 1 after a step (also with a
+#     rank that has no sample), where each rank's own statistics do not;
 #   - --dist mpi outside a launcher, and ranks given different runs, fail clearly.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/cli/lib.sh
@@ -44,6 +46,23 @@ for w in 2 3; do
         "W = $w: rank 0 alone commits, and says the world size"
     diff_ok "$(ck "$T/w1" 20)" "$(ck "$T/w$w" 20)" "W = $w against W = 1 after 20 steps"
 done
+
+# --sync-bn (resnet8: nine batch norms): the global batch's statistics — one step of W = 2 and 3
+# equals W = 1's within 1e-5; each rank's own statistics (the default) do not. A batch of 2 on 3
+# ranks leaves one rank without a sample every step: its batch norms still take part (zeros).
+RN="$BATON train --data $D --model resnet8 --seed 7 --threads 1 --quiet --no-notice --max-steps 1"
+check '$RN --batch 64 --ckpt-dir "$T/b1" >/dev/null && $RN --batch 2 --ckpt-dir "$T/b1s" >/dev/null' "resnet8, one step, W = 1"
+for w in 2 3; do
+    check '$MPI $w $RN --batch 64 --sync-bn --ckpt-dir "$T/b$w" >/dev/null 2>&1' "W = $w --sync-bn trains"
+    diff_ok "$(ck "$T/b1" 1)" "$(ck "$T/b$w" 1)" "resnet8 --sync-bn W = $w against W = 1 after 1 step"
+done
+check '$MPI 3 $RN --batch 2 --sync-bn --ckpt-dir "$T/b3s" >/dev/null 2>&1' "W = 3 --sync-bn, batch 2 (a rank with no sample)"
+diff_ok "$(ck "$T/b1s" 1)" "$(ck "$T/b3s" 1)" "resnet8 --sync-bn batch 2 on W = 3 against W = 1"
+check '$MPI 2 $RN --batch 64 --ckpt-dir "$T/bl" >/dev/null 2>&1' "W = 2, each rank's own statistics"
+out=$(python3 tests/cli/tensordiff.py "$(ck "$T/b1" 1)/model.safetensors" "$(ck "$T/bl" 1)/model.safetensors")
+echo "resnet8 with each rank's own batch norm statistics, W = 2 against W = 1 after 1 step: ${out##* }"
+check "python3 -c 'import sys; sys.exit(0 if float(\"${out##* }\") > 1e-4 else 1)'" \
+    "local batch norm statistics differ from W = 1 (${out##* } > 1e-4): the --sync-bn checks can fail"
 
 # a rank killed without notice: the job ends promptly, the relaunch resumes, the end is byte-identical
 R="$TR --ckpt-dir $T/k --max-steps 60 --ckpt-every-steps 20 --progress-file $T/k.step"
