@@ -100,6 +100,12 @@ typedef struct baton_job {
     baton_alloc alloc;
     int alloc_line;               /* line of allocation_strategy (0: not given, the default) */
     int retries;                  /* crashes tolerated per task before it fails (default 2) */
+    struct {
+        int min, max;             /* `nodes:` — each task a data-parallel run over min..max machines,
+                                     its ranks started by the backend's MPI launcher; 0 0: one
+                                     process on one machine (the default) */
+        int line;
+    } nodes;
     baton_job_type *types;
     size_t ntypes;
     char zones[BATON_JOB_MAX_ZONES][64];

@@ -48,6 +48,7 @@
 typedef struct baton_slurm_opts {
     char partition[64], account[64], qos[64], time[32], mem[32], gres[128], constraint[128];
     int cpus_per_task;                 /* 0: Slurm's default */
+    int ntasks_per_node;               /* with the job's nodes: ranks per node (0: 1) */
     double signal_before;              /* seconds: USR1 this long before the time limit (120) */
     char volumes[1024];                /* folder of the task volumes; "" : STATE/volumes */
     const char *sbatch_args[BATON_SLURM_MAX_ARGS];   /* extra sbatch arguments (into the job) */

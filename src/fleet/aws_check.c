@@ -107,6 +107,10 @@ static int api_limits(const baton_job *job, const baton_aws_opts *o, baton_err *
 /* What EC2 cannot do for this job, refused with what to do instead. */
 static int check_job(const baton_job *job, baton_err *err)
 {
+    if (job->nodes.max)
+        return rmt_fail(err, job, job->nodes.line, "nodes",
+                        "the aws backend runs each task on one instance; a task over several machines (MPI ranks) "
+                        "runs on the slurm backend");
     if (!job->nzones || !job->ntypes)
         return rmt_fail(err, job, 0, job->nzones ? "instance_types" : "zones",
                         "the aws backend needs at least one instance type and one zone");

@@ -185,6 +185,12 @@ int baton_fleet_run(const baton_job *job, const baton_fleet_opts *o, baton_fleet
     if (job->backend != BATON_BACKEND_LOCAL)
         return baton_err_set(err, BATON_ERR_ARG, "%s: backend %s is not run by the local supervisor", job->path,
                              baton_backend_name(job->backend));
+    if (job->nodes.max)
+        return baton_err_set(err, BATON_ERR_ARG,
+                             "%s:%d: nodes: the local backend runs each task as one process on one simulated "
+                             "instance; a task over several machines (MPI ranks) runs on the slurm backend "
+                             "(or start `mpirun -n W baton train ...` as the task's command)", job->path,
+                             job->nodes.line);
     sup *s = calloc(1, sizeof *s);
     if (!s) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
     s->jc = *job;

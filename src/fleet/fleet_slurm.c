@@ -47,7 +47,8 @@ static int word_opt(const baton_job *job, const char *key, char *dst, size_t cap
 int baton_slurm_check(const baton_job *job, baton_slurm_opts *o, baton_err *err)
 {
     static const char *const known[] = {"partition", "account", "qos", "time", "mem", "gres", "constraint",
-                                        "cpus_per_task", "signal_before", "volumes", "sbatch_args.", NULL};
+                                        "cpus_per_task", "ntasks_per_node", "signal_before", "volumes", "sbatch_args.",
+                                        NULL};
     memset(o, 0, sizeof *o);
     o->signal_before = 120;
     if (job->nzones)
@@ -84,6 +85,17 @@ int baton_slurm_check(const baton_job *job, baton_slurm_opts *o, baton_err *err)
         if (end == v || *end || x < 1 || x > 100000)
             return rmt_fail(err, job, line, "slurm.cpus_per_task", "expected a whole number of CPUs >= 1, got '%.32s'", v);
         o->cpus_per_task = (int)x;
+    }
+    v = rmt_opt(job, "slurm.ntasks_per_node", &line);
+    if (v) {
+        char *end;
+        long x = strtol(v, &end, 10);
+        if (end == v || *end || x < 1 || x > 4096)
+            return rmt_fail(err, job, line, "slurm.ntasks_per_node", "expected a whole number of ranks >= 1, got '%.32s'", v);
+        if (!job->nodes.max)
+            return rmt_fail(err, job, line, "slurm.ntasks_per_node",
+                            "ranks per node need 'nodes:' (a task over several ranks); without it a task is one process");
+        o->ntasks_per_node = (int)x;
     }
     v = rmt_opt(job, "slurm.signal_before", &line);
     if (v && (baton_duration_parse(v, &o->signal_before) || o->signal_before < 1 || o->signal_before > 65535))
@@ -147,7 +159,10 @@ int baton_slurm_script(const baton_job *job, const baton_slurm_opts *o, size_t t
                      job->target_capacity < (int)job->ncommands ? task % (size_t)job->target_capacity : task);
     rc |= rmt_printf(b, "#SBATCH --output=%s/logs/slurm-%%j.log\n#SBATCH --open-mode=append\n", volume);
     rc |= rmt_printf(b, "#SBATCH --chdir=%s\n#SBATCH --requeue\n#SBATCH --signal=B:USR1@%.0f\n", volume, o->signal_before);
-    rc |= rmt_printf(b, "#SBATCH --nodes=1\n#SBATCH --ntasks=1\n");
+    if (!job->nodes.max) rc |= rmt_printf(b, "#SBATCH --nodes=1\n#SBATCH --ntasks=1\n");
+    else if (job->nodes.min == job->nodes.max) rc |= rmt_printf(b, "#SBATCH --nodes=%d\n", job->nodes.max);
+    else rc |= rmt_printf(b, "#SBATCH --nodes=%d-%d\n", job->nodes.min, job->nodes.max);
+    if (job->nodes.max) rc |= rmt_printf(b, "#SBATCH --ntasks-per-node=%d\n", o->ntasks_per_node ? o->ntasks_per_node : 1);
     /* fewer instances than tasks: task k shares the name of slot k % capacity, and singleton
      * runs one job of a name at a time */
     if (job->target_capacity < (int)job->ncommands) rc |= rmt_printf(b, "#SBATCH --dependency=singleton\n");
@@ -176,7 +191,18 @@ int baton_slurm_script(const baton_job *job, const baton_slurm_opts *o, size_t t
         rc |= rmt_printf(b, "\n");
     }
     rc |= rmt_printf(b, "retries=%d\ncommand=", job->retries);
-    rc |= rmt_shq(b, job->commands[task]);
+    if (job->nodes.max) {
+        /* nodes: the command is every rank of the allocation (srun starts one per task slot, Open
+         * MPI wires them up over PMIx; a rank that fails ends the step) */
+        baton_buf ranks = {0};
+        int r2 = rmt_printf(&ranks, "srun --mpi=pmix --kill-on-bad-exit=1 /bin/sh -c ");
+        r2 |= rmt_shq(&ranks, job->commands[task]);
+        r2 |= rmt_printf(&ranks, "%c", 0);
+        rc |= r2 ? r2 : rmt_shq(b, (const char *)ranks.data);
+        baton_buf_free(&ranks);
+    } else {
+        rc |= rmt_shq(b, job->commands[task]);
+    }
     rc |= rmt_printf(b, "\n%s",
 "runlog=\"$BATON_VOLUME/logs/slurm-runs.log\"\n"
 "mkdir -p \"$BATON_VOLUME/logs\" \"$BATON_VOLUME/.baton\"\n"

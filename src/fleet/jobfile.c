@@ -370,6 +370,38 @@ static int volume_pair(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn
     return unknown(c, kn, path, "checkpoints, seed, size_gb");
 }
 
+static int nodes_pair(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, void *arg, const char *path)
+{
+    baton_job *j = c->job;
+    long v;
+    (void)arg;
+    if (strcmp(key, "min") && strcmp(key, "max")) return unknown(c, kn, path, "min, max");
+    if (get_int(c, vn, path, 1, 1024, &v)) return c->err->code;
+    *(key[1] == 'i' ? &j->nodes.min : &j->nodes.max) = (int)v;
+    return 0;
+}
+
+/* nodes: N, or {min: M, max: N} (either may be left out: the other's value) */
+static int parse_nodes(ctx *c, yaml_node_t *vn, const char *path)
+{
+    baton_job *j = c->job;
+    j->nodes.line = line_of(vn);
+    if (vn->type == YAML_SCALAR_NODE) {
+        long v;
+        if (get_int(c, vn, path, 1, 1024, &v)) return c->err->code;
+        j->nodes.min = j->nodes.max = (int)v;
+        return 0;
+    }
+    if (vn->type != YAML_MAPPING_NODE) return fail(c, vn, path, "expected a number of machines or {min: M, max: N}");
+    if (each_pair(c, vn, path, nodes_pair, NULL)) return c->err->code;
+    if (!j->nodes.min && !j->nodes.max) return fail(c, vn, path, "give min, max or both");
+    if (!j->nodes.min) j->nodes.min = j->nodes.max;
+    if (!j->nodes.max) j->nodes.max = j->nodes.min;
+    if (j->nodes.min > j->nodes.max)
+        return fail(c, vn, path, "min (%d) is more than max (%d)", j->nodes.min, j->nodes.max);
+    return 0;
+}
+
 static int interrupt_pair(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, void *arg, const char *path)
 {
     baton_job_interrupt *in = arg;
@@ -539,6 +571,7 @@ static int top_pair(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, v
         j->retries = (int)v;
         return 0;
     }
+    if (!strcmp(key, "nodes")) return parse_nodes(c, vn, path);
     if (!strcmp(key, "instance_types")) {
         s->types_node = vn;
         return each_item(c, vn, path, "a list of instance types", type_item, NULL);
@@ -575,7 +608,7 @@ static int top_pair(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, v
         return flatten(c, vn, path, &fa);
     }
     return unknown(c, kn, path,
-                   "name, backend, command, commands, target_capacity, allocation_strategy, retries, "
+                   "name, backend, command, commands, target_capacity, allocation_strategy, retries, nodes, "
                    "instance_types, zones, state_dir, volume, market, env, slurm, aws");
 }
 

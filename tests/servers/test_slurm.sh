@@ -15,8 +15,9 @@
 # stopping"); the job completes; its final weights are byte-identical to an uninterrupted run's;
 # `baton fleet status` reads the states back (text and --json), `baton fleet cancel` cancels a
 # second submission; and a job file asking for zones is refused.
-# Then data parallelism: one job of 2 tasks whose ranks srun --mpi=pmix starts, requeued once,
-# resumes and ends byte-identical to an uninterrupted 2-rank mpirun run.
+# Then data parallelism: a fleet job with `nodes: {min: 1, max: 2}` and 2 ranks per node, its ranks
+# started by srun --mpi=pmix in the batch script, requeued once, resumes and ends byte-identical to
+# an uninterrupted 2-rank mpirun run.
 # Requeue delays (cred_expire + 1 s) are cut short with `scontrol update StartTime=now+2`.
 #
 # Skips (exit 77, tests/run.sh's "skipped", with the reason) only when the slurm-wlm packages are not installed or not root.
@@ -206,33 +207,49 @@ expect_refused "zones: the slurm backend has no zones" "zones on Slurm are refus
 printf 'name: typo\nbackend: slurm\ncommand: "true"\nstate_dir: %s/state3\nslurm:\n  partiton: batch\n' "$T" >"$T/job4.yaml"
 expect_refused "job4.yaml:6: slurm.partiton: unknown field" "a misspelt slurm option names its line" \
     "$BATON" fleet run "$T/job4.yaml"
-# ---- data parallel: one job of 2 tasks, its ranks started by srun --mpi=pmix (Open MPI over
-# PMIx), requeued once: the ranks stop on Slurm's SIGTERM after rank 0's checkpoint (exit 75), the
-# rerun resumes from it, and the end is byte-identical to an uninterrupted 2-rank mpirun run
+# ---- data parallel: a fleet job whose task is a run over machines (nodes: {min: 1, max: 2} and
+# 2 ranks per node: this one-node cluster grants 1 node, so 2 ranks), its ranks started by the
+# batch script's srun --mpi=pmix (Open MPI over PMIx), requeued once: the ranks stop on Slurm's
+# SIGTERM after rank 0's checkpoint (exit 75), the rerun resumes from it, and the end is
+# byte-identical to an uninterrupted 2-rank mpirun run
 if command -v mpirun >/dev/null; then
     DP="train --data $D --model lenet --batch 64 --seed 7 --threads 1 --quiet --max-steps 120 --ckpt-every-steps 10"
     check 'OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe --bind-to none -n 2 "$BATON" $DP --ckpt-dir "$T/dpref" --no-notice >/dev/null 2>&1' \
         "2-rank reference run under mpirun"
-    cat >"$T/dp.sh" <<EOF
-#!/bin/bash
-echo "start \${SLURM_RESTART_COUNT:-0} ntasks \$SLURM_NTASKS" >>"$T/dp-runs.log"
-exec srun --mpi=pmix "$BATON" $DP --ckpt-dir "$T/dp" --dist mpi
+    cat >"$T/dp.yaml" <<EOF
+name: dp-slurm
+backend: slurm
+command: baton $DP --ckpt-dir ckpt --dist mpi
+nodes: {min: 1, max: 2}
+state_dir: $T/state
+env:
+  AWS_EC2_METADATA_DISABLED: "true"
+  BATON_DMI_DIR: $T/nodmi
+  OMP_NUM_THREADS: 1
+slurm:
+  partition: batch
+  cpus_per_task: 1
+  ntasks_per_node: 2
 EOF
-    chmod +x "$T/dp.sh"
-    JOB=$(sbatch --parsable -n 2 --cpus-per-task 1 --requeue --open-mode=append -o "$T/dp-%j.log" "$T/dp.sh" 2>"$T/dp-sbatch.err")
-    check '[ -n "$JOB" ]' "a 2-task job is submitted ($(head -c 200 "$T/dp-sbatch.err"))"
-    dp_beyond() { local s; s=$(ls -d "$T"/dp/ckpt-* 2>/dev/null | sed 's/.*ckpt-0*//' | sort -n | tail -n1); [ -n "$s" ] && [ "$s" -ge "$1" ]; }
-    waited 60 "the 2-rank job checkpoints step 30" dp_beyond 30
+    DPV=$T/state/dp-slurm/volumes/task-0
+    check '"$BATON" fleet run "$T/dp.yaml" >/dev/null 2>"$T/dp-run.err"' "fleet run: a task over nodes {min: 1, max: 2}"
+    JOB=$(sed -n 's/.*submitted as Slurm job \([0-9]*\).*/\1/p' "$T/dp-run.err")
+    check '[ -n "$JOB" ] && grep -q -- "--nodes=1-2" "$T/state/dp-slurm/slurm/task-0.sbatch" &&
+           grep -q "srun --mpi=pmix" "$T/state/dp-slurm/slurm/task-0.sbatch"' \
+        "submitted as job $JOB: --nodes=1-2, the ranks started by srun --mpi=pmix"
+    dp_beyond() { local s; s=$(ls -d "$DPV"/ckpt/ckpt-* 2>/dev/null | sed 's/.*ckpt-0*//' | sort -n | tail -n1); [ -n "$s" ] && [ "$s" -ge "$1" ]; }
+    waited 60 "the 2-rank task checkpoints step 30" dp_beyond 30
     scontrol requeue "$JOB"
-    waited 30 "the 2-rank job is back in the queue" state_is PENDING
+    waited 30 "the 2-rank task is back in the queue" state_is PENDING
     scontrol update jobid="$JOB" StartTime=now+2 >/dev/null 2>&1
-    waited 90 "the 2-rank job completes" state_is COMPLETED
-    check 'grep -q "stopped on a sigterm notice" "$T/dp-$JOB.log" && grep -q "resuming from" "$T/dp-$JOB.log" &&
-           grep -q "step 120, .* 2 ranks" "$T/dp-$JOB.log"' "2 ranks stopped on the requeue, resumed, finished"
-    check '[ "$(grep -c "ntasks 2" "$T/dp-runs.log")" -eq 2 ]' "two runs of 2 tasks"
-    check 'cmp -s "$T/dpref/ckpt-000000120/model.safetensors" "$T/dp/ckpt-000000120/model.safetensors" &&
-           cmp -s "$T/dpref/ckpt-000000120/optim.safetensors" "$T/dp/ckpt-000000120/optim.safetensors"' \
-        "srun --mpi=pmix, requeued once: byte-identical to the uninterrupted mpirun run"
+    waited 90 "the 2-rank task completes" state_is COMPLETED
+    check 'grep -q "stopped on a sigterm notice" "$DPV/logs/slurm-$JOB.log" && grep -q "resuming from" "$DPV/logs/slurm-$JOB.log" &&
+           grep -q "step 120, .* 2 ranks" "$DPV/logs/slurm-$JOB.log"' "2 ranks stopped on the requeue, resumed, finished"
+    check '[ "$(grep -c "^start " "$DPV/logs/slurm-runs.log")" -eq 2 ] && grep -q "outcome=done" "$DPV/logs/slurm-runs.log"' \
+        "two runs of the task, the last one done"
+    check 'cmp -s "$T/dpref/ckpt-000000120/model.safetensors" "$DPV/ckpt/ckpt-000000120/model.safetensors" &&
+           cmp -s "$T/dpref/ckpt-000000120/optim.safetensors" "$DPV/ckpt/ckpt-000000120/optim.safetensors"' \
+        "nodes on Slurm, requeued once: byte-identical to the uninterrupted mpirun run"
 else
     bad "mpirun not installed (scripts/deps.sh installs openmpi-bin)"
 fi

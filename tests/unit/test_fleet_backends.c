@@ -155,6 +155,56 @@ static void test_slurm(void)
     expect_err(t, 0, "slurm.partition: 'a b' is not a valid value");
     snprintf(t, sizeof t, "%senv: {\"BAD-NAME\": 1}\n", head);
     expect_err(t, 0, "not a valid environment variable name");
+    /* nodes: a task over several machines, its ranks started by srun --mpi=pmix */
+    const char *dp = "name: dp\nbackend: slurm\ncommand: \"baton train --data '/a b' --dist mpi\"\n"
+                     "nodes: {min: 2, max: 4}\nslurm:\n  ntasks_per_node: 3\n";
+    CHECK(parse(dp, &err) == 0 && job.nodes.min == 2 && job.nodes.max == 4 && job.nodes.line == 4);
+    CHECK_MSG(baton_slurm_check(&job, &o, &err) == 0 && o.ntasks_per_node == 3, "%s", err.msg);
+    CHECK(baton_slurm_script(&job, &o, 0, "/vol/task-0", NULL, &b, &err) == 0);
+    CHECK(contains(&b, "#SBATCH --nodes=2-4\n") && contains(&b, "#SBATCH --ntasks-per-node=3\n") &&
+          !contains(&b, "#SBATCH --ntasks=1\n"));
+    /* the command line the script runs: sh reads it back to srun, then to the command unchanged */
+    const char *cl = strstr((const char *)b.data, "\ncommand=");
+    CHECK(cl != NULL);
+    if (cl) {
+        char line[512];
+        size_t n = strcspn(cl + 9, "\n");
+        snprintf(line, sizeof line, "%.*s", (int)n, cl + 9);
+        baton_buf sh = {0}, out = {0};
+        rmt_printf(&sh, "command=%s; set -- $command; printf '%%s|' \"$@\"", line);
+        rmt_printf(&sh, "%c", 0);
+        const char *argv[] = {"/bin/sh", "-c", (const char *)sh.data, NULL};
+        int st = -1;
+        CHECK(rmt_run(argv, &out, NULL, &st, &err) == 0 && st == 0);
+        rmt_printf(&out, "%c", 0);
+        CHECK_MSG(strstr((const char *)out.data, "srun|--mpi=pmix|--kill-on-bad-exit=1|/bin/sh|-c|"),
+                  "%s", (const char *)out.data);
+        baton_buf_free(&sh);
+        baton_buf_free(&out);
+        baton_buf e2 = {0};
+        rmt_printf(&e2, "command=%s; eval \"set -- $command\"; printf '%%s' \"$6\"", line);
+        rmt_printf(&e2, "%c", 0);
+        const char *argv2[] = {"/bin/sh", "-c", (const char *)e2.data, NULL};
+        CHECK(rmt_run(argv2, &out, NULL, &st, &err) == 0 && st == 0);
+        rmt_printf(&out, "%c", 0);
+        CHECK_MSG(!strcmp((const char *)out.data, "baton train --data '/a b' --dist mpi"), "[%s]", (const char *)out.data);
+        baton_buf_free(&e2);
+        baton_buf_free(&out);
+    }
+    baton_buf_free(&b);
+    CHECK(parse("name: dp\nbackend: slurm\ncommand: x\nnodes: 3\n", &err) == 0 && job.nodes.min == 3 &&
+          job.nodes.max == 3 && baton_slurm_check(&job, &o, &err) == 0);
+    CHECK(baton_slurm_script(&job, &o, 0, "/vol/task-0", NULL, &b, &err) == 0 && contains(&b, "#SBATCH --nodes=3\n") &&
+          contains(&b, "#SBATCH --ntasks-per-node=1\n"));
+    baton_buf_free(&b);
+    snprintf(t, sizeof t, "%snodes: {min: 3, max: 2}\n", head);
+    CHECK(parse(t, &err) != 0 && strstr(err.msg, "job.yaml:4: nodes: min (3) is more than max (2)"));
+    snprintf(t, sizeof t, "%snodes: {most: 3}\n", head);
+    CHECK(parse(t, &err) != 0 && strstr(err.msg, "nodes.most: unknown field"));
+    snprintf(t, sizeof t, "%snodes: 0\n", head);
+    CHECK(parse(t, &err) != 0 && strstr(err.msg, "job.yaml:4: nodes"));
+    snprintf(t, sizeof t, "%sslurm:\n  ntasks_per_node: 2\n", head);
+    expect_err(t, 0, "slurm.ntasks_per_node: ranks per node need 'nodes:'");
     /* the status parsers */
     baton_slurm_task tk;
     memset(&tk, 0, sizeof tk);
@@ -271,6 +321,8 @@ static void test_aws_groups(void)
     char t[768];
     snprintf(t, sizeof t, "%szones: [us-east-1a]\naws: {image_id: ami-0abcdef0123456789, api: fleet}\n", head);
     expect_err(t, 1, "aws.api: expected auto-scaling-group (the default), ec2-fleet or spot-fleet");
+    snprintf(t, sizeof t, "%szones: [us-east-1a]\nnodes: 2\naws: {image_id: ami-0abcdef0123456789}\n", head);
+    expect_err(t, 1, "job.yaml:6: nodes: the aws backend runs each task on one instance");
     snprintf(t, sizeof t, "%szones: [us-east-1a, us-east-1b]\naws:\n  image_id: ami-0abcdef0123456789\n"
              "  subnets: {us-east-1b: subnet-0123456789abcdef0}\n", head);
     expect_err(t, 1, "aws.subnets: an Auto Scaling group takes either a subnet for every zone");
