@@ -19,7 +19,20 @@ typedef struct live {
     double next_poll;          /* wall time of the next progress / checkpoint look */
     double next_save;          /* wall time from which a new step may be saved (for status) */
     char progress[4200], status[4200], log[4200];
+    int rank;                  /* a task over nodes: its rank in the running launch, -1 none */
 } live;
+
+/* A task over nodes (fleet_gang.c): the one launch of its ranks running now, if any. */
+typedef struct gang {
+    int pid;                   /* mpirun's process group; 0 none */
+    uint64_t pid_start;
+    int child;                 /* 1: our child; 0: adopted after a restart */
+    int world;                 /* ranks of that launch */
+    int grow_asked;            /* a stop was asked so that the next launch has more ranks */
+    int reclaimed;             /* a member of the launch was reclaimed: its end is no crash */
+    int ended, code;           /* collected when it was killed (its status for the next tick) */
+    int launches;              /* launches so far (this supervisor's); last: a launch's end clears the rest */
+} gang;
 
 typedef struct sup {
     baton_job jc;              /* the job with command-line overrides applied (shallow copy) */
@@ -42,6 +55,7 @@ typedef struct sup {
     baton_fleet_summary *sum;
     double last_draw;
     int drawn;
+    gang *gangs;               /* per task, when the job has nodes: */
 } sup;
 
 extern volatile sig_atomic_t fleet_stop_flag;   /* SIGINT/SIGTERM: cancel */
@@ -62,6 +76,32 @@ int fleet_start_imds(sup *s, size_t i, int port, baton_err *err);
 void fleet_kill_now(sup *s, size_t i);
 void fleet_finish_instance(sup *s, size_t i, baton_wevent ev, int code, double t_end, const char *fmt, ...)
     __attribute__((format(printf, 6, 7)));
+int fleet_transition(sup *s, size_t i, baton_wevent ev, cJSON *detail, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+int fleet_new_instance(sup *s, int task);
+int64_t fleet_verified_ckpt_step(const sup *s, const char *volume);
+/* The task's volume in instance i's zone: created, attached or moved (i's volume set). */
+int fleet_attach_volume(sup *s, size_t i, baton_err *err);
+
+/* A worker's environment (the metadata endpoint, BATON_* names, PATH, the job's env:). */
+typedef struct fleet_wenv {
+    char url[128], vol[1100], job[128], task[32], id[64], type[96], zone[96], prog[4300], poll[48], path[8192],
+        mtbi[64];
+    const char *env[72];
+    size_t n;
+    char *extra[48];
+    size_t nextra;
+} fleet_wenv;
+void fleet_wenv_build(sup *s, size_t i, fleet_wenv *w);
+void fleet_wenv_free(fleet_wenv *w);
+
+/* fleet_gang.c — a task over nodes: its members (one simulated instance per rank, each with its
+ * own metadata service) and the launches of its ranks under mpirun. */
+int fleet_gang_member_start(sup *s, size_t i, baton_err *err);
+void fleet_gang_ensure(sup *s, int task);
+void fleet_gang_market(sup *s, size_t i, double now);
+void fleet_gang_tick(sup *s, int task, double now);
+
 /* Run the fleet until every task has ended (or, cancelling, every instance). */
 int fleet_loop(sup *s, baton_err *err);
 

@@ -108,9 +108,7 @@ void fleet_save_job(sup *s)
 }
 
 /* The one place an instance changes state. */
-static int transition(sup *s, size_t i, baton_wevent ev, cJSON *detail, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-static int transition(sup *s, size_t i, baton_wevent ev, cJSON *detail, const char *fmt, ...)
+int fleet_transition(sup *s, size_t i, baton_wevent ev, cJSON *detail, const char *fmt, ...)
 {
     baton_fleet_inst *in = &s->insts[i];
     char reason[160];
@@ -148,7 +146,7 @@ static uint32_t name_hash(const char *s)
     return h;
 }
 
-static int new_instance(sup *s, int task)
+int fleet_new_instance(sup *s, int task)
 {
     if (s->ninsts == s->cap) {
         size_t nc = s->cap ? s->cap * 2 : 16;
@@ -165,6 +163,7 @@ static int new_instance(sup *s, int task)
     memset(in, 0, sizeof *in);
     memset(&s->lv[i], 0, sizeof s->lv[i]);
     s->lv[i].last_ckpt = -1;
+    s->lv[i].rank = -1;
     in->id = (int)i + 1;
     fleet_fmt(in->name, sizeof in->name, "i-%09x%08x", name_hash(s->rec.name) & 0xfffffffu, (unsigned)in->id);
     in->task = task;
@@ -183,14 +182,19 @@ static int new_instance(sup *s, int task)
     return (int)i;
 }
 
-/* The task needs an instance: request one unless one is already pending or launching. */
+/* The task needs an instance: request one unless one is already pending or launching (a task
+ * over nodes: enough for its max, fleet_gang.c). */
 static void ensure_successor(sup *s, int task)
 {
     if (s->cancelling || s->tasks[task].state != BATON_TASK_RUNNING) return;
+    if (s->job->nodes.max) {
+        fleet_gang_ensure(s, task);
+        return;
+    }
     for (size_t i = 0; i < s->ninsts; i++)
         if (s->insts[i].task == task && (s->insts[i].state == BATON_W_PENDING || s->insts[i].state == BATON_W_LAUNCHING))
             return;
-    new_instance(s, task);
+    fleet_new_instance(s, task);
 }
 
 static void cancel_waiting(sup *s, int task, const char *why)
@@ -198,7 +202,7 @@ static void cancel_waiting(sup *s, int task, const char *why)
     for (size_t i = 0; i < s->ninsts; i++)
         if (s->insts[i].task == task && (s->insts[i].state == BATON_W_PENDING || s->insts[i].state == BATON_W_LAUNCHING)) {
             s->insts[i].t_end = fleet_now(s);
-            transition(s, i, BATON_WE_CANCEL, NULL, "%s", why);
+            fleet_transition(s, i, BATON_WE_CANCEL, NULL, "%s", why);
         }
 }
 
@@ -209,7 +213,7 @@ void fleet_ckpt_dir(const sup *s, const char *volume, char *out, size_t cap)
 
 /* The step of the newest complete checkpoint (the quick check: MANIFEST parses and every listed
  * file has its size; folders appear by rename, so that is what "committed" means); 0 when none. */
-static int64_t verified_ckpt_step(const sup *s, const char *volume)
+int64_t fleet_verified_ckpt_step(const sup *s, const char *volume)
 {
     char dir[4400];
     fleet_ckpt_dir(s, volume, dir, sizeof dir);
@@ -261,7 +265,7 @@ void fleet_finish_instance(sup *s, size_t i, baton_wevent ev, int code, double t
     int64_t reached = baton_progress_file_read(l->progress);
     if (reached > in->reached_step) in->reached_step = reached;
     if (in->reached_step < in->resumed_step) in->reached_step = in->resumed_step;
-    in->ckpt_step = verified_ckpt_step(s, in->volume);
+    in->ckpt_step = fleet_verified_ckpt_step(s, in->volume);
     int64_t lost = in->reached_step > in->ckpt_step ? in->reached_step - in->ckpt_step : 0;
     cJSON *d = cJSON_CreateObject();
     if (d) {
@@ -273,7 +277,7 @@ void fleet_finish_instance(sup *s, size_t i, baton_wevent ev, int code, double t
         cJSON_AddStringToObject(d, "interruption", in->interrupted == BATON_INT_NOTICE ? "notice"
                                                    : in->interrupted == BATON_INT_NO_NOTICE ? "no-notice" : "none");
     }
-    transition(s, i, ev, d, "%s; steps %lld -> %lld, checkpoint %lld, lost %lld", reason, (long long)in->resumed_step,
+    fleet_transition(s, i, ev, d, "%s; steps %lld -> %lld, checkpoint %lld, lost %lld", reason, (long long)in->resumed_step,
                (long long)in->reached_step, (long long)in->ckpt_step, (long long)lost);
     baton_fleet_task *t = &s->tasks[in->task];
     if (in->interrupted != BATON_INT_NONE) {
@@ -282,7 +286,9 @@ void fleet_finish_instance(sup *s, size_t i, baton_wevent ev, int code, double t
         if (in->interrupted == BATON_INT_NOTICE) s->sum->with_notice++;
         else s->sum->without_notice++;
     }
-    if (in->state == BATON_W_DONE) {
+    if (in->state == BATON_W_DONE && t->state == BATON_TASK_DONE) {
+        /* another machine of a task over nodes, released */
+    } else if (in->state == BATON_W_DONE) {
         t->state = BATON_TASK_DONE;
         t->final_step = in->reached_step;
         cancel_waiting(s, in->task, "the task is done");
@@ -350,7 +356,7 @@ static void try_launch(sup *s, size_t i, double now)
                       &in->plan_after_steps);
     char d[32];
     baton_fleet_fmt_duration(s->job->market.launch_delay, d, sizeof d);
-    transition(s, i, BATON_WE_LAUNCH, NULL, "%s in %s at $%.4f/h (on demand $%.4f/h), running in %s", in->type, in->zone,
+    fleet_transition(s, i, BATON_WE_LAUNCH, NULL, "%s in %s at $%.4f/h (on demand $%.4f/h), running in %s", in->type, in->zone,
                in->spot_price, in->on_demand_price, d);
 }
 
@@ -374,7 +380,7 @@ static void volume_step(void *arg, const char *step, const char *path)
 }
 
 /* The task's volume in the instance's zone: create it, attach it, or move it. */
-static int attach_volume(sup *s, size_t i, baton_err *err)
+int fleet_attach_volume(sup *s, size_t i, baton_err *err)
 {
     baton_fleet_inst *in = &s->insts[i];
     baton_fleet_task *t = &s->tasks[in->task];
@@ -455,6 +461,13 @@ void fleet_inst_paths(sup *s, size_t i)
 {
     live *l = &s->lv[i];
     const baton_fleet_inst *in = &s->insts[i];
+    if (s->job->nodes.max) {   /* a task over nodes: one launch of ranks, its files the task's */
+        const char *vol = s->tasks[in->task].volume;
+        fleet_fmt(l->progress, sizeof l->progress, "%s/run/task-%d.step", s->dir, in->task);
+        fleet_fmt(l->status, sizeof l->status, "%s/run/task-%d.status", s->dir, in->task);
+        fleet_fmt(l->log, sizeof l->log, "%s/logs/task-%d.log", vol[0] ? vol : s->dir, in->task);
+        return;
+    }
     fleet_fmt(l->progress, sizeof l->progress, "%s/run/%s.step", s->dir, in->name);
     fleet_fmt(l->status, sizeof l->status, "%s/run/%s.status", s->dir, in->name);
     fleet_fmt(l->log, sizeof l->log, "%s/logs/%s.log", in->volume[0] ? in->volume : s->dir, in->name);
@@ -479,53 +492,64 @@ static double worker_mtbi(const sup *s, const baton_fleet_inst *in)
     return rate > 0 && s->scale > 0 ? 1 / rate / s->scale : 0;
 }
 
+void fleet_wenv_build(sup *s, size_t i, fleet_wenv *w)
+{
+    const baton_fleet_inst *in = &s->insts[i];
+    const live *l = &s->lv[i];
+    double notice_wall = s->job->market.notice / s->scale;
+    double poll = notice_wall / 24;   /* EC2's advice: every 5 s of a 120 s notice */
+    poll = poll < 0.05 ? 0.05 : poll > 5 ? 5 : poll;
+    fleet_fmt(w->url, sizeof w->url, "AWS_EC2_METADATA_SERVICE_ENDPOINT=%s",
+             l->imds ? baton_imds_url(l->imds) : "http://127.0.0.1:1");
+    fleet_fmt(w->vol, sizeof w->vol, "BATON_VOLUME=%s", in->volume);
+    fleet_fmt(w->job, sizeof w->job, "BATON_JOB=%s", s->rec.name);
+    fleet_fmt(w->task, sizeof w->task, "BATON_TASK=%d", in->task);
+    fleet_fmt(w->id, sizeof w->id, "BATON_INSTANCE_ID=%s", in->name);
+    fleet_fmt(w->type, sizeof w->type, "BATON_INSTANCE_TYPE=%s", in->type);
+    fleet_fmt(w->zone, sizeof w->zone, "BATON_ZONE=%s", in->zone);
+    fleet_fmt(w->prog, sizeof w->prog, "BATON_PROGRESS_FILE=%s", l->progress);
+    fleet_fmt(w->poll, sizeof w->poll, "BATON_NOTICE_POLL_S=%.3f", poll);
+    fleet_fmt(w->mtbi, sizeof w->mtbi, "BATON_CKPT_EVERY=auto");
+    double mtbi = worker_mtbi(s, in);
+    if (mtbi > 0) fleet_fmt(w->mtbi, sizeof w->mtbi, "BATON_SPOT_MTBI_S=%.3f", mtbi);
+    const char *path = getenv("PATH");
+    fleet_fmt(w->path, sizeof w->path, "PATH=%s%s%s", s->o->bin_dir ? s->o->bin_dir : "",
+             s->o->bin_dir ? ":" : "", path ? path : "/usr/bin:/bin");
+    const char *base[] = {w->url, w->vol, w->job, w->task, w->id, w->type, w->zone, w->prog, w->poll, w->path,
+                          "BATON_NOTICE_TIMEOUT_S=0.5", "AWS_EC2_METADATA_DISABLED=false", "BATON_NO_PROGRESS=1",
+                          "BATON_CKPT_EVERY=auto", w->mtbi};
+    w->n = w->nextra = 0;
+    for (size_t k = 0; k < sizeof base / sizeof base[0]; k++) w->env[w->n++] = base[k];
+    for (size_t k = 0; k < s->job->nenv && w->nextra < sizeof w->extra / sizeof w->extra[0]; k++) {
+        size_t len = strlen(s->job->env[k].key) + strlen(s->job->env[k].value) + 2;
+        if (!(w->extra[w->nextra] = malloc(len))) break;
+        fleet_fmt(w->extra[w->nextra], len, "%s=%s", s->job->env[k].key, s->job->env[k].value);
+        w->env[w->n++] = w->extra[w->nextra++];
+    }
+}
+
+void fleet_wenv_free(fleet_wenv *w)
+{
+    for (size_t k = 0; k < w->nextra; k++) free(w->extra[k]);
+    w->nextra = 0;
+}
+
 static int spawn(sup *s, size_t i, baton_err *err)
 {
     baton_fleet_inst *in = &s->insts[i];
     live *l = &s->lv[i];
-    int rc = attach_volume(s, i, err);
+    int rc = fleet_attach_volume(s, i, err);
     if (rc) return rc;
     fleet_inst_paths(s, i);
     unlink(l->progress);
-    in->resumed_step = verified_ckpt_step(s, in->volume);
+    in->resumed_step = fleet_verified_ckpt_step(s, in->volume);
     in->reached_step = in->resumed_step;
     if ((rc = fleet_start_imds(s, i, 0, err))) return rc;
-    double notice_wall = s->job->market.notice / s->scale;
-    double poll = notice_wall / 24;   /* EC2's advice: every 5 s of a 120 s notice */
-    poll = poll < 0.05 ? 0.05 : poll > 5 ? 5 : poll;
-    char e_url[128], e_vol[1100], e_job[128], e_task[32], e_id[64], e_type[96], e_zone[96], e_prog[4300],
-        e_poll[48], e_path[8192];
-    fleet_fmt(e_url, sizeof e_url, "AWS_EC2_METADATA_SERVICE_ENDPOINT=%s",
-             l->imds ? baton_imds_url(l->imds) : "http://127.0.0.1:1");
-    fleet_fmt(e_vol, sizeof e_vol, "BATON_VOLUME=%s", in->volume);
-    fleet_fmt(e_job, sizeof e_job, "BATON_JOB=%s", s->rec.name);
-    fleet_fmt(e_task, sizeof e_task, "BATON_TASK=%d", in->task);
-    fleet_fmt(e_id, sizeof e_id, "BATON_INSTANCE_ID=%s", in->name);
-    fleet_fmt(e_type, sizeof e_type, "BATON_INSTANCE_TYPE=%s", in->type);
-    fleet_fmt(e_zone, sizeof e_zone, "BATON_ZONE=%s", in->zone);
-    fleet_fmt(e_prog, sizeof e_prog, "BATON_PROGRESS_FILE=%s", l->progress);
-    fleet_fmt(e_poll, sizeof e_poll, "BATON_NOTICE_POLL_S=%.3f", poll);
-    char e_mtbi[64] = "BATON_CKPT_EVERY=auto";
-    double mtbi = worker_mtbi(s, in);
-    if (mtbi > 0) fleet_fmt(e_mtbi, sizeof e_mtbi, "BATON_SPOT_MTBI_S=%.3f", mtbi);
-    const char *path = getenv("PATH");
-    fleet_fmt(e_path, sizeof e_path, "PATH=%s%s%s", s->o->bin_dir ? s->o->bin_dir : "",
-             s->o->bin_dir ? ":" : "", path ? path : "/usr/bin:/bin");
-    const char *env[64] = {e_url, e_vol, e_job, e_task, e_id, e_type, e_zone, e_prog, e_poll, e_path,
-                           "BATON_NOTICE_TIMEOUT_S=0.5", "AWS_EC2_METADATA_DISABLED=false", "BATON_NO_PROGRESS=1",
-                           "BATON_CKPT_EVERY=auto", e_mtbi};
-    size_t nenv = 15;
-    char *extra[48];
-    size_t nextra = 0;
-    for (size_t k = 0; k < s->job->nenv && nextra < 48; k++) {
-        size_t len = strlen(s->job->env[k].key) + strlen(s->job->env[k].value) + 2;
-        if (!(extra[nextra] = malloc(len))) break;
-        fleet_fmt(extra[nextra], len, "%s=%s", s->job->env[k].key, s->job->env[k].value);
-        env[nenv++] = extra[nextra++];
-    }
-    baton_worker_spec w = {s->tasks[in->task].command, in->volume, l->log, l->status, env, nenv};
-    rc = baton_worker_spawn(&w, &in->pid, &in->pid_start, err);
-    for (size_t k = 0; k < nextra; k++) free(extra[k]);
+    fleet_wenv w;
+    fleet_wenv_build(s, i, &w);
+    baton_worker_spec ws = {s->tasks[in->task].command, in->volume, l->log, l->status, w.env, w.n};
+    rc = baton_worker_spawn(&ws, &in->pid, &in->pid_start, err);
+    fleet_wenv_free(&w);
     if (rc) return rc;
     l->child = 1;
     char cdir[4400];
@@ -539,7 +563,7 @@ static int spawn(sup *s, size_t i, baton_err *err)
         cJSON_AddStringToObject(d, "metadata", l->imds ? baton_imds_url(l->imds) : "unreachable");
         if (in->plan_after >= 0) cJSON_AddNumberToObject(d, "planned_interruption_after", in->plan_after);
     }
-    transition(s, i, BATON_WE_START, d, "running (pid %d) from step %lld", in->pid, (long long)in->resumed_step);
+    fleet_transition(s, i, BATON_WE_START, d, "running (pid %d) from step %lld", in->pid, (long long)in->resumed_step);
     return 0;
 }
 
@@ -547,10 +571,10 @@ static void launch_ready(sup *s, size_t i, double now)
 {
     baton_fleet_inst *in = &s->insts[i];
     if (now < in->t_request + s->job->market.launch_delay) return;
-    for (size_t k = 0; k < s->ninsts; k++)   /* the volume attaches to one instance at a time */
+    for (size_t k = 0; k < s->ninsts && !s->job->nodes.max; k++)   /* the volume attaches to one instance at a time */
         if (k != i && s->insts[k].task == in->task && fleet_alive_state(s->insts[k].state)) return;
     baton_err e = {0};
-    if (spawn(s, i, &e)) {
+    if (s->job->nodes.max ? fleet_gang_member_start(s, i, &e) : spawn(s, i, &e)) {
         if (s->lv[i].imds) {
             baton_imds_stop(s->lv[i].imds);
             s->lv[i].imds = NULL;
@@ -558,7 +582,7 @@ static void launch_ready(sup *s, size_t i, double now)
         in->t_end = now;
         s->tasks[in->task].crashes++;
         s->sum->crashes++;
-        transition(s, i, BATON_WE_CRASH, NULL, "could not start: %s", e.msg);
+        fleet_transition(s, i, BATON_WE_CRASH, NULL, "could not start: %s", e.msg);
         baton_fleet_task *t = &s->tasks[in->task];
         if (t->crashes > s->job->retries) {
             t->state = BATON_TASK_FAILED;
@@ -589,6 +613,10 @@ static void market_tick(sup *s, size_t i, double now)
 {
     baton_fleet_inst *in = &s->insts[i];
     char d[32];
+    if (s->job->nodes.max) {
+        fleet_gang_market(s, i, now);
+        return;
+    }
     const int64_t trained = in->reached_step - (in->resumed_step > 0 ? in->resumed_step : 0);
     if (in->state == BATON_W_RUNNING && in->plan_after >= 0 && now >= in->t_running + in->plan_after &&
         (in->plan_after_steps <= 0 || trained >= in->plan_after_steps)) {
@@ -599,7 +627,7 @@ static void market_tick(sup *s, size_t i, double now)
             in->t_deadline = now + in->plan_notice;
             if (s->lv[i].imds) baton_imds_interrupt(s->lv[i].imds, "terminate", in->plan_notice / s->scale);
             baton_fleet_fmt_duration(in->plan_notice, d, sizeof d);
-            transition(s, i, BATON_WE_NOTICE, NULL, "spot interruption notice (terminate), %s to the deadline", d);
+            fleet_transition(s, i, BATON_WE_NOTICE, NULL, "spot interruption notice (terminate), %s to the deadline", d);
             ensure_successor(s, in->task);
         } else {
             in->interrupted = BATON_INT_NO_NOTICE;
@@ -657,6 +685,7 @@ static void progress_tick(sup *s, size_t i, double now, double wall)
     char cdir[4400];
     fleet_ckpt_dir(s, in->volume, cdir, sizeof cdir);
     int64_t c = baton_ckpt_newest_name(cdir);
+    if (c > l->last_ckpt && s->job->nodes.max && l->rank != 0) l->last_ckpt = c;   /* ranks: rank 0's member tells */
     if (c > l->last_ckpt) {
         l->last_ckpt = c;
         cJSON *d = cJSON_CreateObject();
@@ -674,13 +703,13 @@ static void start_cancel(sup *s, double now)
         baton_fleet_inst *in = &s->insts[i];
         if (in->state == BATON_W_PENDING || in->state == BATON_W_LAUNCHING) {
             in->t_end = now;
-            transition(s, i, BATON_WE_CANCEL, NULL, "cancelled before it ran");
+            fleet_transition(s, i, BATON_WE_CANCEL, NULL, "cancelled before it ran");
         } else if (in->state == BATON_W_RUNNING) {
             s->lv[i].cancel = 1;
             in->t_notice = now;
             in->t_deadline = now + s->job->market.notice;
             if (s->lv[i].imds) baton_imds_interrupt(s->lv[i].imds, "stop", s->job->market.notice / s->scale);
-            transition(s, i, BATON_WE_CANCEL, NULL, "cancel: stop notice");
+            fleet_transition(s, i, BATON_WE_CANCEL, NULL, "cancel: stop notice");
         }
     }
 }
@@ -738,10 +767,11 @@ int fleet_loop(sup *s, baton_err *err)
                 running++;
                 ensure_successor(s, (int)t);
             }
+        for (size_t t = 0; t < s->ntasks && s->job->nodes.max; t++) fleet_gang_tick(s, (int)t, now);
         for (size_t i = 0; i < s->ninsts; i++) {   /* ninsts may grow inside: new ones wait a tick */
             baton_wstate st = s->insts[i].state;
             if (fleet_alive_state(st)) {
-                reap_tick(s, i, now);
+                if (!s->job->nodes.max) reap_tick(s, i, now);   /* a task's ranks: its gang's */
                 if (fleet_alive_state(s->insts[i].state)) progress_tick(s, i, now, wall);
                 if (fleet_alive_state(s->insts[i].state)) market_tick(s, i, now);
             } else if (st == BATON_W_PENDING) {

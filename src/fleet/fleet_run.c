@@ -58,6 +58,7 @@ static int recover(sup *s, baton_fleet_records *r, baton_err *err)
         baton_fleet_inst *in = &s->insts[i];
         live *l = &s->lv[i];
         l->last_ckpt = -1;
+        l->rank = -1;
         fleet_inst_paths(s, i);
         if (in->interrupted != BATON_INT_NONE)
             baton_market_reclaimed(&s->market, in->pool, in->t_notice >= 0 ? in->t_notice : in->t_end);
@@ -185,12 +186,6 @@ int baton_fleet_run(const baton_job *job, const baton_fleet_opts *o, baton_fleet
     if (job->backend != BATON_BACKEND_LOCAL)
         return baton_err_set(err, BATON_ERR_ARG, "%s: backend %s is not run by the local supervisor", job->path,
                              baton_backend_name(job->backend));
-    if (job->nodes.max)
-        return baton_err_set(err, BATON_ERR_ARG,
-                             "%s:%d: nodes: the local backend runs each task as one process on one simulated "
-                             "instance; a task over several machines (MPI ranks) runs on the slurm backend "
-                             "(or start `mpirun -n W baton train ...` as the task's command)", job->path,
-                             job->nodes.line);
     sup *s = calloc(1, sizeof *s);
     if (!s) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
     s->jc = *job;
@@ -319,6 +314,7 @@ out:
     free(s->tasks);
     free(s->insts);
     free(s->lv);
+    free(s->gangs);
     free(s->rec.jobfile_text);
     free(s);
     return rc;

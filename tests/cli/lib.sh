@@ -10,7 +10,7 @@ export BATON_NO_PROGRESS=1
 export BATON_DMI_DIR=/nonexistent/dmi
 unset AWS_EC2_METADATA_SERVICE_ENDPOINT BATON_GCE_METADATA_ENDPOINT GCE_METADATA_HOST
 T=$(mktemp -d /tmp/baton-cli-XXXXXX)
-trap 'rm -rf "$T"' EXIT
+trap '[ "${BATON_KEEP_TMP:-0}" = 1 ] || rm -rf "$T"' EXIT
 npass=0 nfail=0 nskip=0
 
 ok()   { npass=$((npass + 1)); }
