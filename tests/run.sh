@@ -4,7 +4,7 @@
 #   2. check every #include against README's component table (make check-layers), build normally
 #      and with ASan+UBSan,
 #   3. run every unit test program and every CLI test script against both builds,
-#   4. run every libFuzzer target briefly (FUZZ_SECONDS, default 3 s each),
+#   4. run every libFuzzer target briefly (FUZZ_SECONDS, default 2 s each),
 #   5. run the loopback server tests (nginx, RADOS Gateway, fault proxy).
 # Each program or script is one test (failed too when it leaves one of this tree's programs
 # running); one that exits 77 was skipped (a server not installed, not root): it prints its
@@ -97,7 +97,7 @@ done
 
 if [ "${BATON_TEST_QUICK:-0}" != 1 ]; then
     if make -s -j"$jobs" fuzz-build >/tmp/baton-fuzz-$$.log 2>&1; then
-        run "fuzz (${FUZZ_SECONDS:-3}s per target)" tests/fuzz/run.sh "${FUZZ_SECONDS:-3}"
+        run "fuzz (${FUZZ_SECONDS:-2}s per target)" tests/fuzz/run.sh "${FUZZ_SECONDS:-2}"
     else
         cat /tmp/baton-fuzz-$$.log; fail=$((fail + 1)); failed+=("fuzz-build")
     fi
