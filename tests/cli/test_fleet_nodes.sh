@@ -7,7 +7,8 @@
 #     deadline), the survivor relaunches alone at once, the replacement joins by a stop of that
 #     launch (world 2 -> 1 -> 2); every sample trained exactly once
 #     (the sample audit log) of the 120 steps, from both ranks; the end is byte-identical to the same world sizes
-#     run by hand from the same steps (mpirun -n 2, 1, 2);
+#     run by hand from the same steps (mpirun -n 2, 1, 2); the supervisor is SIGKILLed while the
+#     first launch runs, and the one started next adopts it (through both its members);
 #   - {min: 2, max: 2}, the second member reclaimed without notice: the launch ends at once (no
 #     crash counted), the survivor waits for its replacement (never a launch of 1 rank), the
 #     relaunch resumes from the last checkpoint and the task finishes.
@@ -43,8 +44,16 @@ vol() { ls -d "$T"/state/"$1"/volumes/*/vol-0-* | head -1; }
 worlds() { sed -n 's/.*launched \([0-9]*\) rank(s) under mpirun.*from step \([0-9]*\).*/\1 \2/p' "$1"; }
 
 # ---- {min: 1, max: 2}, a notice: 2 -> 1 -> 2 ranks
+# (its supervisor SIGKILLed once the first launch runs: the next one adopts the launch)
 job grow 1 120 2m 30
-check '"$BATON" fleet run "$T/grow.yaml" >"$T/grow.out" 2>"$T/grow.err"' "fleet run, nodes {min: 1, max: 2}"
+"$BATON" fleet run "$T/grow.yaml" >/dev/null 2>"$T/grow.err1" &
+sup=$!
+for _ in $(seq 300); do grep -q "launched 2 rank(s)" "$T/grow.err1" 2>/dev/null && break; sleep 0.05; done
+kill -KILL "$sup" 2>/dev/null; wait "$sup" 2>/dev/null
+check '"$BATON" fleet run "$T/grow.yaml" >"$T/grow.out" 2>"$T/grow.err2"' "fleet run, nodes {min: 1, max: 2}, resumed by a new supervisor"
+check '[ "$(grep -c "adopted the running worker (pid $(sed -n "s/.*under mpirun (pid \([0-9]*\)).*/\1/p" "$T/grow.err1" | head -1)," "$T/grow.err2")" -eq 2 ]' \
+    "the new supervisor adopted the running launch through both of its members"
+cat "$T/grow.err1" "$T/grow.err2" >"$T/grow.err"
 V=$(vol grow)
 worlds "$T/grow.err" >"$T/grow.worlds"
 echo "launches (ranks, from step): $(tr '\n' ';' <"$T/grow.worlds")"
