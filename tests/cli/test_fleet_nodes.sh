@@ -6,7 +6,7 @@
 #     one step (exit 75, the noticed member STOPPED after a checkpoint, not killed at its
 #     deadline), the survivor relaunches alone at once, the replacement joins by a stop of that
 #     launch (world 2 -> 1 -> 2); every sample trained exactly once
-#     (the sample audit log) of the 120 steps, from both ranks; the end is byte-identical to the same world sizes
+#     (the sample audit log) in each epoch of the 200 steps, from both ranks; the end is byte-identical to the same world sizes
 #     run by hand from the same steps (mpirun -n 2, 1, 2); the supervisor is SIGKILLed while the
 #     first launch runs, and the one started next adopts it (through both its members);
 #   - {min: 2, max: 2}, the second member reclaimed without notice: the launch ends at once (no
@@ -20,7 +20,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS
 export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
 D=$T/fm
 check '"$BATON" pack --from fashion-mnist --split test --out "$D" --shard-mb 1 --quiet >/dev/null' "pack"
-TR="baton train --data $D --model lenet --batch 64 --seed 7 --threads 1 --quiet"
+TR="baton train --data $D --model lenet --batch 64 --seed 7 --threads 1 --quiet --epochs 2"
 job() {   # job NAME MIN STEPS NOTICE SCALE: two zones, the first member never interrupted, the second after 40
           # steps; a launch takes 2 simulated minutes (a replacement arrives after the launch it left ended)
     cat >"$T/$1.yaml" <<EOF
@@ -45,7 +45,7 @@ worlds() { sed -n 's/.*launched \([0-9]*\) rank(s) under mpirun.*from step \([0-
 
 # ---- {min: 1, max: 2}, a notice: 2 -> 1 -> 2 ranks
 # (its supervisor SIGKILLed once the first launch runs: the next one adopts the launch)
-job grow 1 120 2m 30
+job grow 1 200 2m 30
 "$BATON" fleet run "$T/grow.yaml" >/dev/null 2>"$T/grow.err1" &
 sup=$!
 for _ in $(seq 300); do grep -q "launched 2 rank(s)" "$T/grow.err1" 2>/dev/null && break; sleep 0.05; done
@@ -61,18 +61,18 @@ check '[ "$(cut -d" " -f1 "$T/grow.worlds" | tr "\n" " ")" = "2 1 2 " ]' "the la
 check 'grep -q "NOTICED -> STOPPED: stopped after a checkpoint (exit 75) (rank 1 of 2)" "$T/grow.err"' \
     "the noticed member stopped after a checkpoint, before its deadline"
 check 'grep -q "more member(s) ready: the 1 rank(s) stop at the next step" "$T/grow.err"' "the replacement joined by a stop of the 1-rank launch"
-check 'grep -q "task 0: done, step 120, 1 interruption(s), 0 crash(es)" "$T/grow.out"' "done at step 120, 1 interruption, no crash"
-check '[ "$(wc -l <"$V/samples")" -eq 7680 ] && [ "$(awk "{print \$1, \$2}" "$V/samples" | sort -u | wc -l)" -eq 7680 ] &&
-       [ "$(awk "{print \$3}" "$V/samples" | sort -u | tr "\n" " ")" = "0 1 " ]' \
-    "120 steps of 64: 7680 samples, each trained once, from ranks 0 and 1"
+check 'grep -q "task 0: done, step 200, 1 interruption(s), 0 crash(es)" "$T/grow.out"' "done at step 200, 1 interruption, no crash"
+check '[ "$(wc -l <"$V/samples")" -eq 12752 ] && [ "$(awk "{print \$1, \$2}" "$V/samples" | sort -u | wc -l)" -eq 12752 ] &&
+       [ "$(awk "\$1 == 0" "$V/samples" | wc -l)" -eq 10000 ] && [ "$(awk "{print \$3}" "$V/samples" | sort -u | tr "\n" " ")" = "0 1 " ]' \
+    "200 steps of 64 (157 an epoch, the last of 16): the epoch's 10000 samples and 2752 of the next, each trained once, from ranks 0 and 1"
 # the same world sizes by hand, from the same steps
 H="mpirun --oversubscribe --bind-to none -n"
 s1=$(sed -n 2p "$T/grow.worlds" | cut -d' ' -f2) s2=$(sed -n 3p "$T/grow.worlds" | cut -d' ' -f2)
 HT="$BATON ${TR#baton } --no-notice --ckpt-dir $T/byhand"
 check '[ -n "$s1" ] && [ -n "$s2" ] && $H 2 $HT --max-steps "$s1" >/dev/null 2>&1 && $H 1 $HT --max-steps "$s2" >/dev/null 2>&1 &&
-       $H 2 $HT --max-steps 120 >/dev/null 2>&1' "by hand: 2 ranks to step $s1, 1 to $s2, 2 to 120"
-check 'cmp -s "$T/byhand/ckpt-000000120/model.safetensors" "$V/ckpt/ckpt-000000120/model.safetensors" &&
-       cmp -s "$T/byhand/ckpt-000000120/optim.safetensors" "$V/ckpt/ckpt-000000120/optim.safetensors"' \
+       $H 2 $HT --max-steps 200 >/dev/null 2>&1' "by hand: 2 ranks to step $s1, 1 to $s2, 2 to 200"
+check 'cmp -s "$T/byhand/ckpt-000000200/model.safetensors" "$V/ckpt/ckpt-000000200/model.safetensors" &&
+       cmp -s "$T/byhand/ckpt-000000200/optim.safetensors" "$V/ckpt/ckpt-000000200/optim.safetensors"' \
     "the fleet's resized run is byte-identical to the same world sizes run by hand"
 
 # ---- {min: 2, max: 2}, a member reclaimed without notice: the survivor waits for 2
