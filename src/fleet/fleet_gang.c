@@ -323,7 +323,7 @@ void fleet_gang_tick(sup *s, int task, double now)
     for (size_t i = 0; i < s->ninsts; i++) {
         const baton_fleet_inst *in = &s->insts[i];
         if (in->task != task) continue;
-        launching += in->state == BATON_W_LAUNCHING || in->state == BATON_W_PENDING;
+        launching += in->state == BATON_W_LAUNCHING;   /* not PENDING: one may wait for capacity for an hour */
         if (in->state == BATON_W_RUNNING && ready < s->job->nodes.max && ready < 1024) idx[ready++] = i;
         idle += in->state == BATON_W_RUNNING && s->lv[i].rank < 0;
         if (s->cancelling && in->state == BATON_W_NOTICED && s->lv[i].rank < 0 && !g->pid) {
