@@ -4,7 +4,9 @@
 # (connections dropped mid-body, 500s now and then). test_io_loader then reads 3 epochs in every
 # mode with 10 random restarts and checks every sample arrives exactly once per epoch, in the
 # uninterrupted order. Then the bytes each server sends for train, eval, channel and bench-io: each
-# epoch's data once. Also: push, a wrong secret, a missing dataset, a server that is down.
+# epoch's data once. Also: push, a wrong secret, a missing dataset, a server that is down, and
+# temporary credentials on the wire (AWS_SESSION_TOKEN: x-amz-security-token sent and signed, each
+# signature the one botocore computes for the request nginx received).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/../servers/lib.sh"
 TESTS=${BATON_BUILD:-build}/tests
@@ -15,6 +17,24 @@ $BATON pack --from fashion-mnist --split test --out "$T/ds" --shard-mb 1 >/dev/n
 srv_nginx "$T"
 srv_proxy HP "$NGINX_PORT" --drop-after-bytes 200000 --drop-every 3 --fail-every 7 --seed 1 --log "$T/hp.log"
 uris="http://127.0.0.1:$HP/ds/"
+
+# temporary credentials on the wire: with AWS_SESSION_TOKEN every S3 request carries it in
+# x-amz-security-token, signs it, and its SigV4 signature is botocore's for the same request (what
+# nginx received, its headers log; nginx serves the folder as a path-style bucket and checks no
+# signature itself, botocore does)
+mkdir -p "$T/wire-bucket" && ln -s "$T/ds" "$T/wire-bucket/ds"
+HL="$SRV/nginx/headers.log"
+before=$(wc -l <"$HL")
+TOKEN='FwoGZXIvYXdzEXAMPLE-session/token+x=='
+AWS_ENDPOINT_URL="http://127.0.0.1:$NGINX_PORT" AWS_ACCESS_KEY_ID=AKIDWIRETEST AWS_SECRET_ACCESS_KEY=wire-secret-abc \
+    AWS_SESSION_TOKEN=$TOKEN $BATON bench-io --data s3://wire-bucket/ds/ --mode pipe --epochs 1 --quiet --svg /dev/null \
+    >/dev/null 2>"$T/wire.err" || bad "bench-io with a session token: $(cat "$T/wire.err")"
+tail -n +"$((before + 1))" "$HL" >"$T/wire.log"
+check 'python3 tests/tools/sigv4_check.py "$T/wire.log" AKIDWIRETEST wire-secret-abc "$TOKEN" >"$T/wire.out" 2>&1 &&
+       [ "$(grep -c " token=\[$TOKEN\]" "$T/wire.log")" -ge 10 ]' \
+    "AWS_SESSION_TOKEN: every request carries and signs x-amz-security-token, botocore agrees: $(tail -3 "$T/wire.out")"
+check '! python3 tests/tools/sigv4_check.py "$T/wire.log" AKIDWIRETEST another-secret "$TOKEN" >/dev/null 2>&1' \
+    "the signature check fails with another secret (it can fail)"
 
 if srv_have_rgw; then
     srv_rgw

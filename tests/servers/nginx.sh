@@ -101,6 +101,9 @@ http {
     $mime
     default_type application/octet-stream;
     access_log $dir/access.log;
+    # what the client sent: the S3 request headers a test checks on the wire (temporary credentials)
+    log_format s3hdrs '\$request_method \$request_uri host=[\$http_host] date=[\$http_x_amz_date] sha=[\$http_x_amz_content_sha256] range=[\$http_range] token=[\$http_x_amz_security_token] auth=[\$http_authorization]';
+    access_log $dir/headers.log s3hdrs;
     client_body_temp_path $dir/tmp/body;
     proxy_temp_path $dir/tmp/proxy;
     fastcgi_temp_path $dir/tmp/fastcgi;
