@@ -11,6 +11,7 @@
 #include <cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
@@ -186,7 +187,7 @@ static void copy_text(char *dst, size_t cap, const char *src)
     snprintf(dst, cap, "%s", src);
 }
 
-int baton_fleet_db_load(baton_fleet_db *d, int with_events, baton_fleet_records *r, int *found, baton_err *err)
+static int load_rows(baton_fleet_db *d, int with_events, baton_fleet_records *r, int *found, baton_err *err)
 {
     memset(r, 0, sizeof *r);
     *found = 0;
@@ -300,6 +301,53 @@ int baton_fleet_db_load(baton_fleet_db *d, int with_events, baton_fleet_records 
     }
     sqlite3_finalize(st);
     return rc;
+}
+
+/* Values a damaged or hand-edited database may hold that the report's arithmetic must not meet:
+ * steps beyond 2^53 (or below -1), times and prices that are not finite, negative counts. */
+#define STEP_MAX 9007199254740992.0
+static int bad_step(int64_t v) { return v < -1 || (double)v > STEP_MAX; }
+static int bad_time(double v) { return !isfinite(v) || fabs(v) > 1e15; }
+
+static int check_rows(const baton_fleet_db *d, const baton_fleet_records *r, baton_err *err)
+{
+    const baton_fleet_job *j = &r->job;
+    if (bad_time(j->origin) || bad_time(j->t_end) || !(j->time_scale > 0) || bad_time(j->time_scale))
+        return baton_err_set(err, BATON_ERR_CORRUPT, "%s: job: origin %g, time_scale %g or t_end %g out of range",
+                             d->path, j->origin, j->time_scale, j->t_end);
+    for (size_t k = 0; k < r->ntasks; k++) {
+        const baton_fleet_task *t = &r->tasks[k];
+        if (t->crashes < 0 || t->launches < 0 || t->interruptions < 0 || bad_step(t->final_step))
+            return baton_err_set(err, BATON_ERR_CORRUPT, "%s: task %d: a count or final_step (%lld) out of range",
+                                 d->path, t->idx, (long long)t->final_step);
+    }
+    for (size_t k = 0; k < r->ninsts; k++) {
+        const baton_fleet_inst *i = &r->insts[k];
+        const double times[] = {i->t_request, i->t_running, i->t_first_step, i->t_notice, i->t_deadline,
+                                i->t_end, i->plan_after, i->plan_notice, i->spot_price, i->on_demand_price};
+        for (size_t t = 0; t < sizeof times / sizeof times[0]; t++)
+            if (bad_time(times[t]))
+                return baton_err_set(err, BATON_ERR_CORRUPT, "%s: instance %d: a time or price (%g) out of range",
+                                     d->path, i->id, times[t]);
+        if (bad_step(i->resumed_step) || bad_step(i->reached_step) || bad_step(i->ckpt_step) ||
+            i->plan_after_steps < 0 || (double)i->plan_after_steps > STEP_MAX || i->spot_price < 0 ||
+            i->on_demand_price < 0 || i->interrupted < BATON_INT_NONE || i->interrupted > BATON_INT_NO_NOTICE)
+            return baton_err_set(err, BATON_ERR_CORRUPT,
+                                 "%s: instance %d: steps %lld/%lld/%lld, a price or the interruption kind out of range",
+                                 d->path, i->id, (long long)i->resumed_step, (long long)i->reached_step,
+                                 (long long)i->ckpt_step);
+    }
+    for (size_t k = 0; k < r->nevents; k++)
+        if (bad_time(r->events[k].t_sim) || bad_time(r->events[k].t_wall))
+            return baton_err_set(err, BATON_ERR_CORRUPT, "%s: event %lld: a time out of range", d->path,
+                                 (long long)r->events[k].seq);
+    return BATON_OK;
+}
+
+int baton_fleet_db_load(baton_fleet_db *d, int with_events, baton_fleet_records *r, int *found, baton_err *err)
+{
+    int rc = load_rows(d, with_events, r, found, err);
+    return rc || !*found ? rc : check_rows(d, r, err);
 }
 
 void baton_fleet_records_free(baton_fleet_records *r)

@@ -37,7 +37,8 @@ void baton_fleet_opts_default(baton_fleet_opts *o)
 
 void baton_fleet_fmt_duration(double s, char *out, size_t cap)
 {
-    if (s < 0) s = 0;
+    if (!(s >= 0)) s = 0;      /* NaN too */
+    if (s > 1e15) s = 1e15;    /* a value from a damaged record: printed, never cast out of range */
     long t = (long)(s + 0.5);
     if (t >= 3600) fleet_fmt(out, cap, "%ldh%02ldm%02lds", t / 3600, t / 60 % 60, t % 60);
     else if (t >= 60) fleet_fmt(out, cap, "%ldm%02lds", t / 60, t % 60);

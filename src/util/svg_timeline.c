@@ -60,8 +60,10 @@ int baton_svg_timeline(const char *path, const char *title, const char *xlabel, 
     baton_svg_put(&b, "<text x=\"12\" y=\"24\" font-size=\"15\" font-weight=\"bold\">");
     baton_svg_esc(&b, title);
     baton_svg_put(&b, "</text>\n");
-    for (double v = 0; v <= xmax + 1e-9; v += xs) {
-        double x = L + v / xmax * pw;
+    /* ticks by count (an absolute epsilon would make ~1e211 ticks of an axis 1e-220 long) */
+    const double nticks = floor(xmax / xs * (1 + 1e-9));
+    for (int k = 0; k <= nticks && k <= 64; k++) {
+        const double v = k * xs, x = L + v / xmax * pw;
         baton_svg_put(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e4e4e4\"/>"
                 "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g</text>\n", x, T, x, T + ph, x, T + ph + 16, v);
     }

@@ -1,5 +1,7 @@
 /* test_fleet_db.c — the fleet's records and worker processes: every field of the job, task,
- * instance and event rows survives a save and a load (and the events also land in events.jsonl);
+ * instance and event rows survives a save and a load (and the events also land in events.jsonl),
+ * and values out of range (steps beyond 2^53 or below -1, infinite times, negative prices) are
+ * refused naming the row;
  * a worker's exit status reaches both waitpid and the shim's status file, a killed worker leaves
  * none, its environment and folder are the ones asked for, a reused pid is not mistaken for it;
  * progress files and checkpoint folder names are read as the supervisor expects. */
@@ -7,6 +9,7 @@
 #include "baton/fleet.h"
 #include "check.h"
 
+#include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,6 +92,23 @@ static void records(void)
              "python3 -c \"import json,sys; l=[json.loads(x) for x in open(sys.argv[1])]; "
              "sys.exit(0 if len(l)==2 and l[0]['detail']['step']==60 and l[1]['to']=='done' else 1)\" %s/events.jsonl", dir);
     CHECK(system(cmd) == 0);
+    /* values a damaged database may hold are refused, naming the row (the report's sums overflowed) */
+    const struct { int64_t reached; double t_end, price; } bad[] = {
+        {4876353077643808079LL, -1, 0.1}, {-7, -1, 0.1}, {77, INFINITY, 0.1}, {77, 1e300, 0.1}, {77, -1, -0.5}};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        baton_fleet_inst b = in;
+        b.reached_step = bad[k].reached;
+        b.t_end = bad[k].t_end;
+        b.spot_price = bad[k].price;
+        CHECK(baton_fleet_db_open(dir, &db, &e) == 0 && baton_fleet_db_save_inst(db, &b, &e) == 0);
+        int rc = baton_fleet_db_load(db, 1, &r, &found, &e);
+        CHECK_MSG(rc == BATON_ERR_CORRUPT && strstr(e.msg, "instance 7") && strstr(e.msg, "fleet.db"), "case %zu: %d %s", k,
+                  rc, e.msg);
+        baton_fleet_records_free(&r);
+        CHECK(baton_fleet_db_save_inst(db, &in, &e) == 0 && baton_fleet_db_load(db, 1, &r, &found, &e) == 0);
+        baton_fleet_records_free(&r);
+        baton_fleet_db_close(db);
+    }
     /* an empty database has no job */
     char d2[300];
     snprintf(d2, sizeof d2, "%s/empty", dir);
