@@ -119,6 +119,10 @@ void baton_path_dirname(const char *path, char *out, size_t cap);
 int baton_path_join(char *out, size_t cap, const char *dir, const char *name, baton_err *err);
 int baton_is_dir(const char *path);
 
+/* The first name that repeats (src/util/dups.c): the smallest j with names[j] equal to an earlier
+ * names[i], *first = that smallest i; n when all differ. O(n log n). */
+size_t baton_first_duplicate(const char *const *names, size_t n, size_t *first);
+
 /* ---- JSON text whose numbers read back bit for bit (src/util/json.c) ---- */
 struct cJSON;
 /* cJSON_Print (formatted) or cJSON_PrintUnformatted of j alone, every finite number written with

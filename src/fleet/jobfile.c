@@ -134,21 +134,39 @@ static int get_bool(ctx *c, const yaml_node_t *n, const char *field, int *out)
 typedef int (*pair_fn)(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, void *arg,
                        const char *path);
 
+/* The first pair of the mapping whose scalar key an earlier pair has (its index, *first the
+ * earlier one's), or npairs: O(n log n), not pairwise (a mapping of many keys stays linear). */
+static size_t first_dup_key(ctx *c, yaml_node_pair_t *pairs, size_t npairs, size_t *first)
+{
+    const char **keys = calloc(npairs ? npairs : 1, sizeof *keys);
+    size_t *at = malloc((npairs ? npairs : 1) * sizeof *at), nk = 0, dup = npairs;
+    for (size_t k = 0; keys && at && k < npairs; k++) {
+        yaml_node_t *kn = node_at(c, pairs[k].key);
+        if (kn && kn->type == YAML_SCALAR_NODE) keys[nk] = (const char *)kn->data.scalar.value, at[nk++] = k;
+    }
+    size_t f, d = keys && at ? baton_first_duplicate(keys, nk, &f) : nk;
+    if (d < nk) dup = at[d], *first = at[f];
+    free(keys);
+    free(at);
+    return dup;
+}
+
 static int each_pair(ctx *c, yaml_node_t *map, const char *path, pair_fn fn, void *arg)
 {
     if (map->type != YAML_MAPPING_NODE)
         return fail(c, map, path, "expected a mapping (key: value lines), got %s", kind_name(map));
-    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
+    yaml_node_pair_t *pairs = map->data.mapping.pairs.start;
+    size_t npairs = (size_t)(map->data.mapping.pairs.top - pairs), first = 0;
+    const size_t dup = first_dup_key(c, pairs, npairs, &first);
+    for (yaml_node_pair_t *p = pairs; p < map->data.mapping.pairs.top; p++) {
         yaml_node_t *kn = node_at(c, p->key), *vn = node_at(c, p->value);
         if (!kn || !vn) return fail(c, map, path, "malformed mapping");
         const char *key = "";
         if (kn->type != YAML_SCALAR_NODE) return fail(c, kn, path, "keys must be plain words");
         if (scalar(c, kn, path, &key)) return c->err->code;
-        for (yaml_node_pair_t *q = map->data.mapping.pairs.start; q < p; q++) {
-            yaml_node_t *k2 = node_at(c, q->key);
-            if (k2 && k2->type == YAML_SCALAR_NODE && !strcmp((const char *)k2->data.scalar.value, key))
-                return fail(c, kn, path, "duplicate key '%.64s' (first on line %d)", key, line_of(k2));
-        }
+        if ((size_t)(p - pairs) == dup)
+            return fail(c, kn, path, "duplicate key '%.64s' (first on line %d)", key,
+                        line_of(node_at(c, pairs[first].key)));
         char sub[512];
         snprintf(sub, sizeof sub, "%s%s%s", path, *path ? "." : "", key);
         int rc = fn(c, key, kn, vn, arg, sub);
@@ -181,12 +199,17 @@ static int unknown(ctx *c, yaml_node_t *kn, const char *path, const char *known)
     return fail(c, kn, path, "unknown field (known here: %s)", known);
 }
 
+/* Room for element n of an array that only grow() enlarges: its capacity is 0 for n = 0, else the
+ * next power of two >= max(n, 8), so it doubles (an allocator that copies on every realloc, as the
+ * sanitizers' does, would make one element at a time quadratic). The new element is zeroed. */
 static int grow(void **arr, size_t n, size_t elem, baton_err *err, const char *file)
 {
-    void *p = realloc(*arr, (n + 1) * elem);
-    if (!p) return baton_err_set(err, BATON_ERR_NOMEM, "%s: out of memory", file);
-    *arr = p;
-    memset((char *)p + n * elem, 0, elem);
+    if (n == 0 || (n >= 8 && (n & (n - 1)) == 0)) {
+        void *p = realloc(*arr, (n ? 2 * n : 8) * elem);
+        if (!p) return baton_err_set(err, BATON_ERR_NOMEM, "%s: out of memory", file);
+        *arr = p;
+    }
+    memset((char *)*arr + n * elem, 0, elem);
     return 0;
 }
 
@@ -757,6 +780,34 @@ char *baton_job_redact_env(const baton_job *job, const char *text)
     return t;
 }
 
+/* Collections nested deeper than this are refused before the document is built: a job file needs
+ * three or four levels, and libyaml's scanner does work quadratic in the depth of flow nesting. The
+ * check reads events, stopping at the first one too deep, so its own work stays linear. */
+#define JOB_MAX_DEPTH 64
+
+static int depth_ok(const char *name, const char *text, size_t len, baton_err *err)
+{
+    yaml_parser_t p;
+    if (!yaml_parser_initialize(&p)) return baton_err_set(err, BATON_ERR_NOMEM, "%s: out of memory", name);
+    yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
+    int depth = 0, rc = 0, done = 0;
+    while (!done && !rc) {
+        yaml_event_t ev;
+        if (!yaml_parser_parse(&p, &ev)) break;   /* the document load reports the syntax error */
+        if (ev.type == YAML_SEQUENCE_START_EVENT || ev.type == YAML_MAPPING_START_EVENT) {
+            if (++depth > JOB_MAX_DEPTH)
+                rc = baton_err_set(err, BATON_ERR_FORMAT, "%s:%zu: collections nested deeper than %d levels",
+                                   name, ev.start_mark.line + 1, JOB_MAX_DEPTH);
+        } else if (ev.type == YAML_SEQUENCE_END_EVENT || ev.type == YAML_MAPPING_END_EVENT) {
+            depth--;
+        }
+        done = ev.type == YAML_STREAM_END_EVENT;
+        yaml_event_delete(&ev);
+    }
+    yaml_parser_delete(&p);
+    return rc;
+}
+
 int baton_job_parse(const char *name, const char *text, size_t len, baton_job *job, baton_err *err)
 {
     job_defaults(job);
@@ -764,6 +815,7 @@ int baton_job_parse(const char *name, const char *text, size_t len, baton_job *j
     if (len > BATON_JOB_MAX_BYTES)
         return baton_err_set(err, BATON_ERR_FORMAT, "%s: %zu bytes, more than the %u accepted for a job file",
                              name, len, BATON_JOB_MAX_BYTES);
+    if (depth_ok(name, text, len, err)) return err->code;
     yaml_parser_t parser;
     yaml_document_t doc;
     if (!yaml_parser_initialize(&parser)) return baton_err_set(err, BATON_ERR_NOMEM, "%s: out of memory", name);

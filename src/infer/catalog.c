@@ -283,15 +283,19 @@ int baton_infer_catalog_parse(const char *name, const char *text, size_t len, ba
         }
         baton_infer_catalog_entry *e = &c->e[c->n];
         if ((rc = parse_entry(name, line, l, col, ncol, e, err))) break;
-        const baton_infer_catalog_entry *twice = baton_infer_catalog_find(c, e->name);
-        if (twice) {
-            rc = baton_err_set(err, BATON_ERR_FORMAT, "%s:%zu: %s is listed twice (first on line %zu)", name, line,
-                               e->name, twice->line);
-            break;
-        }
         c->n++;
     }
     free(copy);
+    if (!rc && c->n > 1) {   /* a name listed twice: O(n log n) */
+        const char **names = malloc(c->n * sizeof *names);
+        if (!names) rc = baton_err_set(err, BATON_ERR_NOMEM, "%s: out of memory", name);
+        for (size_t k = 0; names && k < c->n; k++) names[k] = c->e[k].name;
+        size_t first, dup = names ? baton_first_duplicate(names, c->n, &first) : c->n;
+        free(names);
+        if (dup < c->n)
+            rc = baton_err_set(err, BATON_ERR_FORMAT, "%s:%zu: %s is listed twice (first on line %zu)", name,
+                               c->e[dup].line, c->e[dup].name, c->e[first].line);
+    }
     if (!rc && !have_header) rc = baton_err_set(err, BATON_ERR_FORMAT, "%s: empty (no header line)", name);
     if (!rc && c->n == 0) rc = baton_err_set(err, BATON_ERR_FORMAT, "%s: no types listed", name);
     if (rc) baton_infer_catalog_free(c);

@@ -235,15 +235,18 @@ static int parse_root(ctx *c, const cJSON *root, baton_manifest *m)
     {
         m->nshards = i + 1;
         if ((rc = parse_shard(c, e, i, &m->shards[i]))) return rc;
-        for (size_t k = 0; k < i; k++)
-            if (!strcmp(m->shards[k].file, m->shards[i].file)) {
-                snprintf(p, sizeof p, "shards[%zu].file", i);
-                return baton_err_set(c->err, BATON_ERR_FORMAT,
-                                     "%s: %s: \"%s\" is already shards[%zu].file", c->name, p,
-                                     m->shards[i].file, k);
-            }
         total += m->shards[i].records;   /* each < 2^53 and at most 2^31 shards: no wrap */
         i++;
+    }
+    const char **files = malloc((ns ? ns : 1) * sizeof *files);   /* a file named twice: O(n log n) */
+    if (!files) return baton_err_set(c->err, BATON_ERR_NOMEM, "%s: out of memory", c->name);
+    for (size_t k = 0; k < ns; k++) files[k] = m->shards[k].file;
+    size_t first, dup = baton_first_duplicate(files, ns, &first);
+    free(files);
+    if (dup < ns) {
+        snprintf(p, sizeof p, "shards[%zu].file", dup);
+        return baton_err_set(c->err, BATON_ERR_FORMAT, "%s: %s: \"%s\" is already shards[%zu].file", c->name, p,
+                             m->shards[dup].file, first);
     }
     if (total != m->samples)
         return baton_err_set(c->err, BATON_ERR_FORMAT,
