@@ -42,6 +42,11 @@ int baton_dist_dup(baton_dist *d, baton_dist **out, baton_err *err);
 int baton_dist_rank(const baton_dist *d);
 int baton_dist_world(const baton_dist *d);
 const char *baton_dist_library(const baton_dist *d);   /* "Open MPI v4.1.4, ..." */
+/* This rank's machine: the ranks that share it (MPI_COMM_TYPE_SHARED, or the same value of
+ * BATON_DIST_NODE where that is set: a test's stand-in for several machines on one), this rank's
+ * place among them (0 .. local_size-1, in world order), and the world rank of the first of them
+ * (its leader). Without MPI (d NULL): 0, 1, 0. */
+void baton_dist_node(const baton_dist *d, int *local_rank, int *local_size, int *leader);
 
 /* Rank 0's bytes to every rank. */
 int baton_dist_bcast(baton_dist *d, void *buf, size_t bytes, const char *what, baton_err *err);

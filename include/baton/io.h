@@ -131,6 +131,17 @@ typedef struct baton_loader_opts {
     uint32_t block;             /* streamed order: records per shuffle block; 0 = from the
                                    manifest, about 32 MiB of records, between 64 and 16384 */
     int download_threads;       /* file mode: parallel downloads; default 4 */
+    /* File and cache modes: local_dir shared by share_size loaders of one run (the ranks of one
+     * machine), this one number share_rank (0 .. share_size-1). They split the downloads: of the
+     * shards needed from the cursor to the end, in order of first use, shard s is fetched by a
+     * background thread of loader s mod share_size, each whole and
+     * verified before it is renamed into place; a loader reads a shard once it is in place and its
+     * own CRC32C check passed, and waits for one that is not (failing when nothing of it arrived
+     * for share_wait_s). The order is unchanged: cache mode's epoch 0 is still the streamed order,
+     * read from the local copy. Every loader of the group must be given the same options, seeks
+     * and end. share_size 0 or 1: not shared (as before). */
+    uint32_t share_rank, share_size;
+    double share_wait_s;        /* default 300 */
 } baton_loader_opts;
 
 typedef struct baton_record {

@@ -9,6 +9,7 @@
 struct baton_dist {
     MPI_Comm comm;           /* baton's own duplicate of MPI_COMM_WORLD */
     int rank, world;
+    int local_rank, local_size, leader;   /* this rank's machine (baton_dist_node) */
     int owns_init;           /* this process's baton_dist_open initialised MPI */
     double timeout_s;        /* per collective */
     char library[MPI_MAX_LIBRARY_VERSION_STRING];

@@ -75,6 +75,34 @@ int dist_wait(baton_dist *d, int n, MPI_Request *req, const char *what, baton_er
     }
 }
 
+/* Which ranks share this rank's machine: MPI's shared-memory split, or the ranks given the same
+ * BATON_DIST_NODE (gathered: ranks with equal values form one machine). */
+static int find_node(baton_dist *d, baton_err *err)
+{
+    const char *name = getenv("BATON_DIST_NODE");
+    int color = 0, rc;
+    MPI_Comm node;
+    if (name) {
+        enum { N = 64 };
+        char mine[N] = {0}, *all = calloc((size_t)d->world, N);
+        if (!all) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+        snprintf(mine, N, "%s", name);
+        rc = MPI_Allgather(mine, N, MPI_CHAR, all, N, MPI_CHAR, d->comm);
+        while (rc == MPI_SUCCESS && memcmp(all + (size_t)color * N, mine, N)) color++;
+        free(all);
+        if (rc == MPI_SUCCESS) rc = MPI_Comm_split(d->comm, color, d->rank, &node);
+    } else {
+        rc = MPI_Comm_split_type(d->comm, MPI_COMM_TYPE_SHARED, d->rank, MPI_INFO_NULL, &node);
+    }
+    if (rc != MPI_SUCCESS) return dist_mpi_fail(err, rc, "finding the ranks of this machine");
+    MPI_Comm_rank(node, &d->local_rank);
+    MPI_Comm_size(node, &d->local_size);
+    d->leader = d->rank;
+    rc = MPI_Bcast(&d->leader, 1, MPI_INT, 0, node);
+    MPI_Comm_free(&node);
+    return rc == MPI_SUCCESS ? BATON_OK : dist_mpi_fail(err, rc, "finding the ranks of this machine");
+}
+
 int baton_dist_open(baton_dist **out, baton_err *err)
 {
     *out = NULL;
@@ -97,6 +125,11 @@ int baton_dist_open(baton_dist **out, baton_err *err)
     MPI_Comm_set_errhandler(d->comm, MPI_ERRORS_RETURN);
     MPI_Comm_rank(d->comm, &d->rank);
     MPI_Comm_size(d->comm, &d->world);
+    if ((rc = find_node(d, err))) {
+        MPI_Comm_free(&d->comm);
+        free(d);
+        return rc;
+    }
     int len = 0;
     MPI_Get_library_version(d->library, &len);
     char *nl = strchr(d->library, '\n');
@@ -136,6 +169,12 @@ void baton_dist_close(baton_dist *d)
 
 int baton_dist_rank(const baton_dist *d) { return d ? d->rank : 0; }
 int baton_dist_world(const baton_dist *d) { return d ? d->world : 1; }
+void baton_dist_node(const baton_dist *d, int *local_rank, int *local_size, int *leader)
+{
+    *local_rank = d ? d->local_rank : 0;
+    *local_size = d ? d->local_size : 1;
+    *leader = d ? d->leader : 0;
+}
 const char *baton_dist_library(const baton_dist *d) { return d ? d->library : ""; }
 
 int baton_dist_bcast(baton_dist *d, void *buf, size_t bytes, const char *what, baton_err *err)

@@ -260,7 +260,7 @@ static void tidy(const char *dir, const baton_manifest *old, const baton_manifes
         const char *t = strstr(e->d_name, ".tmp.");
         char *end;
         long pid = t ? strtol(t + 5, &end, 10) : 0;
-        if (!t || pid <= 0 || *end || !(kill((pid_t)pid, 0) != 0 && errno == ESRCH)) continue;   /* its writer lives */
+        if (!t || pid <= 0 || (*end && *end != '.') || !(kill((pid_t)pid, 0) != 0 && errno == ESRCH)) continue;   /* its writer lives */
         temps += !baton_path_join(p, sizeof p, dir, e->d_name, NULL) && baton_sys.unlink(p) == 0;
     }
     if (d) closedir(d);

@@ -78,6 +78,12 @@ void io_block_permutation(uint64_t seed, uint64_t epoch, uint64_t b, uint64_t n,
 /* Indexed order: global record numbers (shard-major: shard 0's records first) of the epoch. */
 uint64_t io_indexed_epoch_size(uint64_t total, uint32_t rank, uint32_t world);
 void io_indexed_permutation(uint64_t seed, uint64_t epoch, uint64_t total, uint64_t *perm);
+/* The streamed order of one epoch for worker rank of world as global record numbers (as the
+ * indexed permutation gives them): perm[p] = the record the worker's position p holds;
+ * shard_first as the loader keeps it (nshards + 1 entries). */
+int io_stream_permutation(const baton_manifest *m, uint64_t seed, uint64_t epoch, uint64_t block,
+                          uint32_t rank, uint32_t world, const uint64_t *shard_first, uint64_t *perm,
+                          baton_err *err);
 
 /* Verified local copies (localcopy.c). */
 typedef struct io_sink {
@@ -99,5 +105,10 @@ int io_local_valid(const char *dir, const baton_shard_info *si);
  * size still matches, without reading them back. */
 int io_download(baton_store *store, const baton_manifest *m, const char *dir, const uint8_t *written,
                 const baton_fetch_opts *fo, baton_loader_stats *st, baton_err *err);
+/* The same for the listed shards only, in that order (list NULL: all); *cancel (may be NULL)
+ * becoming non-zero stops it between two pieces (BATON_ERR_ARG, "cancelled"). */
+int io_download_some(baton_store *store, const baton_manifest *m, const char *dir, const uint8_t *written,
+                     const uint32_t *list, size_t nlist, const int *cancel, const baton_fetch_opts *fo,
+                     baton_loader_stats *st, baton_err *err);
 
 #endif

@@ -40,6 +40,7 @@ void baton_loader_opts_default(baton_loader_opts *o)
     baton_fetch_opts_default(&o->fetch);
     o->world = 1;
     o->download_threads = 4;
+    o->share_wait_s = 300;
 }
 
 /* ---------------------------------------------------------------- opening */
@@ -124,7 +125,7 @@ static int load_indexes(baton_loader *l, baton_err *err)
 }
 
 /* Map one shard file read-only (through baton_sys, so tests can fail each call). */
-static int map_one(const char *path, const baton_shard_info *si, const uint8_t **map, baton_err *err)
+int io_map_shard(const char *path, const baton_shard_info *si, const uint8_t **map, baton_err *err)
 {
     int fd = baton_open_regular(path, err);
     if (fd == -2) return err->code;
@@ -159,7 +160,7 @@ static int map_shards(baton_loader *l, const char *dir, baton_err *err)
         const baton_shard_info *si = &l->m.shards[s];
         char path[4096];
         if (baton_path_join(path, sizeof path, dir, si->file, err)) return err->code;
-        int rc = map_one(path, si, &l->map[s], err);
+        int rc = io_map_shard(path, si, &l->map[s], err);
         if (rc) return rc;
         l->map_len[s] = si->bytes;
     }
@@ -177,6 +178,9 @@ int baton_loader_open(const baton_loader_opts *o, baton_loader **out, baton_err 
     if (!o->uri) return baton_err_set(err, BATON_ERR_ARG, "no data URI");
     if (o->world == 0 || o->rank >= o->world)
         return baton_err_set(err, BATON_ERR_ARG, "rank %u is not below world %u", o->rank, o->world);
+    if (o->share_size > 1 && (o->share_rank >= o->share_size || !(o->share_wait_s > 0)))
+        return baton_err_set(err, BATON_ERR_ARG, "share_rank %u of %u, share_wait_s %g: not a group", o->share_rank,
+                             o->share_size, o->share_wait_s);
     if ((o->mode == BATON_MODE_FILE || o->mode == BATON_MODE_CACHE) && !o->local_dir)
         return baton_err_set(err, BATON_ERR_ARG, "%s mode needs a local folder for its copy",
                              baton_io_mode_name(o->mode));
@@ -222,7 +226,13 @@ int baton_loader_open(const baton_loader_opts *o, baton_loader **out, baton_err 
         l->block = o->block ? o->block : BLOCK_TARGET_BYTES / avg;
         if (!o->block) l->block = l->block < 64 ? 64 : l->block > 16384 ? 16384 : l->block;
     }
-    if (!rc && o->mode == BATON_MODE_FILE) {
+    if (!rc && o->share_size > 1 && (o->mode == BATON_MODE_FILE || o->mode == BATON_MODE_CACHE))
+        rc = io_share_open(l, err);
+    if (!rc && o->mode == BATON_MODE_FILE && l->share) {   /* every shard, fetched by its owner */
+        rc = io_share_plan(l, err);
+        for (size_t s = 0; !rc && s < l->m.nshards; s++) rc = io_share_map(l, (uint32_t)s, err);
+        if (!rc) rc = write_local_manifest(l, err);
+    } else if (!rc && o->mode == BATON_MODE_FILE) {
         rc = io_download(l->store, &l->m, l->local_dir, NULL, &o->fetch, &l->st, err);
         if (!rc) rc = write_local_manifest(l, err);
         if (!rc) rc = map_shards(l, l->local_dir, err);
@@ -241,9 +251,16 @@ int baton_loader_open(const baton_loader_opts *o, baton_loader **out, baton_err 
 
 const baton_manifest *baton_loader_manifest(const baton_loader *l) { return &l->m; }
 
+/* The epoch's order is the streamed one (a shared cache reads cache mode's epoch 0 locally, in
+ * that order). */
+static int order_streamed(const baton_loader *l, uint64_t epoch)
+{
+    return l->o.mode == BATON_MODE_PIPE || (l->o.mode == BATON_MODE_CACHE && (epoch == 0 || l->cache_off));
+}
+
 uint64_t baton_loader_epoch_size(const baton_loader *l)
 {
-    if (io_loader_epoch_streamed(l, l->cur.epoch))
+    if (order_streamed(l, l->cur.epoch))
         return io_stream_epoch_size(l->total, l->block, l->o.rank, l->o.world);
     return io_indexed_epoch_size(l->total, l->o.rank, l->o.world);
 }
@@ -253,6 +270,7 @@ baton_cursor baton_loader_cursor(const baton_loader *l) { return l->cur; }
 void baton_loader_get_stats(const baton_loader *l, baton_loader_stats *st)
 {
     *st = l->st;
+    if (l->share) io_share_stats(l, st);
     if (l->fetch) {
         baton_fetch_stats fs;
         baton_fetch_get_stats(l->fetch, &fs);
@@ -268,9 +286,31 @@ uint64_t baton_loader_epoch_fetched(const baton_loader *l, uint64_t epoch)
 
 /* ---------------------------------------------------------------- indexed order */
 
+uint32_t io_loader_shard_of(const baton_loader *l, uint64_t g)
+{
+    size_t lo = 0, hi = l->m.nshards;
+    while (hi - lo > 1) {
+        size_t mid = (lo + hi) / 2;
+        if (l->shard_first[mid] <= g) lo = mid;
+        else hi = mid;
+    }
+    return (uint32_t)lo;
+}
+
+int io_loader_order(const baton_loader *l, uint64_t epoch, uint64_t *perm, baton_err *err)
+{
+    if (order_streamed(l, epoch))
+        return io_stream_permutation(&l->m, l->o.seed, epoch, l->block, l->o.rank, l->o.world, l->shard_first, perm,
+                                     err);
+    io_indexed_permutation(l->o.seed, epoch, l->total, perm);
+    uint64_t n = io_indexed_epoch_size(l->total, l->o.rank, l->o.world);
+    for (uint64_t p = 0; p < n && l->o.world > 1; p++) perm[p] = perm[l->o.rank + p * l->o.world];   /* forward: safe */
+    return BATON_OK;
+}
+
 static int indexed_prepare(baton_loader *l, baton_err *err)
 {
-    if (l->o.mode == BATON_MODE_CACHE && !l->cache_ready) {
+    if (l->o.mode == BATON_MODE_CACHE && !l->cache_ready && !l->share) {
         io_stream_reset(l);
         baton_fetch_opts fo = l->o.fetch;
         uint64_t before = l->st.bytes_fetched;
@@ -284,23 +324,22 @@ static int indexed_prepare(baton_loader *l, baton_err *err)
     if (!l->perm_valid || l->perm_epoch != l->cur.epoch) {
         if (!l->perm && !(l->perm = malloc((l->total ? l->total : 1) * sizeof *l->perm)))
             return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
-        io_indexed_permutation(l->o.seed, l->cur.epoch, l->total, l->perm);
+        int rc = io_loader_order(l, l->cur.epoch, l->perm, err);
+        if (rc) return rc;
         l->perm_epoch = l->cur.epoch;
         l->perm_valid = 1;
     }
-    return BATON_OK;
+    return l->share && l->o.mode == BATON_MODE_CACHE ? io_share_plan(l, err) : BATON_OK;
 }
 
 static int indexed_next(baton_loader *l, baton_record *out, baton_err *err)
 {
-    uint64_t g = l->perm[l->o.rank + l->cur.position * l->o.world];
-    size_t lo = 0, hi = l->m.nshards;  /* shard holding global record g */
-    while (hi - lo > 1) {
-        size_t mid = (lo + hi) / 2;
-        if (l->shard_first[mid] <= g) lo = mid;
-        else hi = mid;
+    uint64_t g = l->perm[l->cur.position];
+    uint32_t s = io_loader_shard_of(l, g);
+    if (!l->map[s] && l->share) {
+        int rc = io_share_map(l, s, err);
+        if (rc) return rc;
     }
-    uint32_t s = (uint32_t)lo;
     uint64_t j = g - l->shard_first[s], at = l->off[s][j], end = io_loader_rec_end(l, s, j + 1);
     baton_rec r;
     int rc = baton_rec_read_at(l->m.format, l->map[s] + at, end - at, at, l->m.shards[s].file,
@@ -375,7 +414,8 @@ static int loader_advance(baton_loader *l, baton_record *out, int skip, baton_er
                              "(epoch %llu, record %llu)", l->uri, (unsigned long long)l->cur.position,
                              (unsigned long long)l->cur.epoch, (unsigned long long)l->end.epoch,
                              (unsigned long long)l->end.position);
-    int rc = BATON_OK;
+    int rc = l->share ? io_share_poll(l, err) : BATON_OK;
+    if (rc) return rc;
     if (l->streamed) rc = io_stream_next(l, out, err);   /* a streamed block arrives whole anyway */
     else if (skip) memset(out, 0, sizeof *out);           /* indexed: nothing read at all */
     else rc = indexed_next(l, out, err);
@@ -391,6 +431,7 @@ int baton_loader_skip(baton_loader *l, baton_record *out, baton_err *err) { retu
 void baton_loader_close(baton_loader *l)
 {
     if (!l) return;
+    io_share_close(l);
     io_stream_reset(l);
     for (size_t s = 0; s < l->m.nshards; s++) {
         if (l->off) free(l->off[s]);

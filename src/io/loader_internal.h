@@ -72,8 +72,32 @@ struct baton_loader {
     io_sink sink;
     int sink_open;
     uint32_t sink_shard;
+
+    struct io_share *share; /* a local copy shared by the ranks of a machine (share.c), or NULL */
 };
 
+/* loader.c, for share.c */
+/* The shard holding global record g. */
+uint32_t io_loader_shard_of(const baton_loader *l, uint64_t g);
+/* The worker's order of `epoch`: perm[p] = the global record number at the worker's position p
+ * (l->total entries at most). */
+int io_loader_order(const baton_loader *l, uint64_t epoch, uint64_t *perm, baton_err *err);
+/* Map a local shard file read-only, after checking that it is a regular file of the listed size. */
+int io_map_shard(const char *path, const baton_shard_info *si, const uint8_t **map, baton_err *err);
+
+/* share.c: one local copy for the loaders of one machine (share_size > 1) */
+typedef struct io_share io_share;
+int io_share_open(baton_loader *l, baton_err *err);
+void io_share_close(baton_loader *l);
+/* At a seek (l->perm holding the cursor's epoch): the shards needed from the cursor to the end;
+ * this loader's downloader (re)started for its part when needed. */
+int io_share_plan(baton_loader *l, baton_err *err);
+/* Shard s in place and checked, then mapped into l->map[s] (waiting for it, bounded). */
+int io_share_map(baton_loader *l, uint32_t s, baton_err *err);
+/* Per record: the downloader's bytes counted, its failure returned. */
+int io_share_poll(baton_loader *l, baton_err *err);
+void io_share_stats(const baton_loader *l, baton_loader_stats *st);
+uint32_t io_share_owner(const baton_loader *l, uint32_t s);
 
 /* stream.c: the streamed order (pipe mode, cache mode's first epoch). */
 /* Whether `epoch` is read in the streamed order. */

@@ -98,8 +98,8 @@ int io_local_valid(const char *dir, const baton_shard_info *si)
 /* One pass: fetch the listed shards whole, in order, into verified local files. Shards whose
  * checksum did not match are listed in bad[] (their .part removed); other errors abort. */
 static int download_pass(baton_store *store, const baton_manifest *m, const char *dir,
-                         const baton_fetch_opts *fo, const uint32_t *todo, size_t n, uint32_t *bad,
-                         size_t *nbad, baton_loader_stats *st, baton_err *err)
+                         const baton_fetch_opts *fo, const uint32_t *todo, size_t n, const int *cancel,
+                         uint32_t *bad, size_t *nbad, baton_loader_stats *st, baton_err *err)
 {
     *nbad = 0;
     baton_fetch *f = baton_fetch_new(store, fo, err);
@@ -113,6 +113,11 @@ static int download_pass(baton_store *store, const baton_manifest *m, const char
     baton_fetch_piece p;
     while (rc == BATON_OK && (rc = baton_fetch_next(f, &p, err)) == BATON_OK) {
         const baton_shard_info *si = &m->shards[p.tag];
+        if (cancel && __atomic_load_n(cancel, __ATOMIC_ACQUIRE)) {
+            baton_fetch_release(f, &p);
+            rc = baton_err_set(err, BATON_ERR_ARG, "cancelled");
+            break;
+        }
         if (!open) {
             rc = io_sink_open(&sink, dir, si, err);
             open = rc == BATON_OK;
@@ -153,7 +158,14 @@ static int written_here(const char *dir, const baton_shard_info *si)
 int io_download(baton_store *store, const baton_manifest *m, const char *dir, const uint8_t *written,
                 const baton_fetch_opts *fo, baton_loader_stats *st, baton_err *err)
 {
-    size_t n = m->nshards;
+    return io_download_some(store, m, dir, written, NULL, 0, NULL, fo, st, err);
+}
+
+int io_download_some(baton_store *store, const baton_manifest *m, const char *dir, const uint8_t *written,
+                     const uint32_t *list, size_t nlist, const int *cancel, const baton_fetch_opts *fo,
+                     baton_loader_stats *st, baton_err *err)
+{
+    size_t n = list ? nlist : m->nshards;
     uint32_t *todo = malloc((n ? n : 1) * sizeof *todo), *bad = malloc((n ? n : 1) * sizeof *bad);
     if (!todo || !bad) {
         free(todo);
@@ -161,19 +173,21 @@ int io_download(baton_store *store, const baton_manifest *m, const char *dir, co
         return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
     }
     size_t ntodo = 0, nbad = 0;
-    for (size_t i = 0; i < n; i++)
+    for (size_t k = 0; k < n; k++) {
+        uint32_t i = list ? list[k] : (uint32_t)k;
         if (!(written && written[i] && written_here(dir, &m->shards[i])) && !io_local_valid(dir, &m->shards[i]))
-            todo[ntodo++] = (uint32_t)i;
+            todo[ntodo++] = i;
+    }
     int rc = BATON_OK;
     if (ntodo) {
-        rc = download_pass(store, m, dir, fo, todo, ntodo, bad, &nbad, st, err);
+        rc = download_pass(store, m, dir, fo, todo, ntodo, cancel, bad, &nbad, st, err);
         st->downloads += ntodo;
     }
     if (rc == BATON_OK && nbad) {
         st->redownloads += nbad;
         memcpy(todo, bad, nbad * sizeof *bad);
         ntodo = nbad;
-        rc = download_pass(store, m, dir, fo, todo, ntodo, bad, &nbad, st, err);
+        rc = download_pass(store, m, dir, fo, todo, ntodo, cancel, bad, &nbad, st, err);
         if (rc == BATON_OK && nbad)
             rc = baton_err_set(err, BATON_ERR_CORRUPT,
                                "%s: checksum mismatch again after downloading it a second time "

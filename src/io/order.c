@@ -142,3 +142,30 @@ void io_indexed_permutation(uint64_t seed, uint64_t epoch, uint64_t total, uint6
     baton_rng_seed3(&r, seed ^ TAG_INDEXED, epoch, 0);
     baton_rng_permutation(&r, perm, total);
 }
+
+int io_stream_permutation(const baton_manifest *m, uint64_t seed, uint64_t epoch, uint64_t block,
+                          uint32_t rank, uint32_t world, const uint64_t *shard_first, uint64_t *perm,
+                          baton_err *err)
+{
+    io_stream_layout L;
+    int rc = io_stream_layout_init(&L, m, seed, epoch, block, err);
+    if (rc) return rc;
+    size_t cap = m->nshards + 1;
+    io_segment *seg = malloc(cap * sizeof *seg);
+    uint64_t *ids = malloc(block * sizeof *ids), *bp = malloc(block * sizeof *bp);
+    if (!seg || !ids || !bp) rc = baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    uint64_t p = 0;
+    for (uint64_t b = rank; rc == BATON_OK && b < L.nblocks; b += world) {
+        uint64_t n = 0;   /* the block's records in stream order, as global record numbers */
+        size_t ns = io_stream_block_segments(&L, m, b, seg, cap);
+        for (size_t i = 0; i < ns; i++)
+            for (uint64_t j = 0; j < seg[i].count; j++) ids[n++] = shard_first[seg[i].shard] + seg[i].first + j;
+        io_block_permutation(seed, epoch, b, n, bp);
+        for (uint64_t i = 0; i < n; i++) perm[p++] = ids[bp[i]];
+    }
+    free(seg);
+    free(ids);
+    free(bp);
+    io_stream_layout_free(&L);
+    return rc;
+}

@@ -21,7 +21,7 @@ int io_loader_epoch_streamed(const baton_loader *l, uint64_t epoch)
 {
     switch (l->o.mode) {
     case BATON_MODE_PIPE: return 1;
-    case BATON_MODE_CACHE: return epoch == 0 || l->cache_off;
+    case BATON_MODE_CACHE: return !l->share && (epoch == 0 || l->cache_off);   /* shared: read locally */
     default: return 0;
     }
 }

@@ -7,7 +7,8 @@
 static int is_local_uri(const char *uri) { return !strstr(uri, "://") || !strncmp(uri, "file://", 7); }
 
 int train_open_loader(const char *uri, baton_io_mode mode, int mode_set, const baton_store_opts *store,
-                      const char *local_dir, uint64_t seed, baton_loader **l, baton_err *err)
+                      const char *local_dir, uint32_t share_rank, uint32_t share_size, uint64_t seed,
+                      baton_loader **l, baton_err *err)
 {
     *l = NULL;
     baton_loader_opts lo;
@@ -21,6 +22,8 @@ int train_open_loader(const char *uri, baton_io_mode mode, int mode_set, const b
         int rc = baton_mkdir_p(local_dir, err);
         if (rc) return rc;
         lo.local_dir = local_dir;
+        lo.share_rank = share_rank;
+        lo.share_size = share_size;
     }
     int rc = baton_loader_open(&lo, l, err);
     if (rc) return baton_err_prefix(err, "%s", uri);

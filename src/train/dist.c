@@ -56,6 +56,10 @@ int train_dist_open(const baton_train_opts *o, train_dist **out, baton_err *err)
 
 int train_dist_rank(const train_dist *td) { return td ? baton_dist_rank(td->d) : 0; }
 int train_dist_world(const train_dist *td) { return td ? baton_dist_world(td->d) : 1; }
+void train_dist_node(const train_dist *td, int *local_rank, int *local_size, int *leader)
+{
+    baton_dist_node(td ? td->d : NULL, local_rank, local_size, leader);
+}
 
 static void on_ready(void *ctx, size_t from)
 {

@@ -120,7 +120,7 @@ int baton_eval_run(const char *ckpt, const char *data_uri, baton_io_mode mode, i
     baton_nn_model *m = NULL;
     baton_store_opts so;
     baton_store_opts_default(&so);
-    if ((rc = train_open_loader(data_uri, mode, mode_set, &so, local_dir, st.seed, &l, err))) return rc;
+    if ((rc = train_open_loader(data_uri, mode, mode_set, &so, local_dir, 0, 0, st.seed, &l, err))) return rc;
     const baton_manifest *man = baton_loader_manifest(l);
     char kname[16];
     if ((rc = check_fits(path, &st, data_uri, man, err))) goto out;

@@ -114,10 +114,15 @@ static int stage_open(trainer *t, baton_train_result *r, baton_err *err)
     const int rank = train_dist_rank(t->dist);
     so.follower = rank > 0;   /* rank 0 alone holds the checkpoint folder */
     rc = baton_train_session_open(&so, &t->sess, err);   /* first: a notice during setup is not missed */
+    /* file/cache copies: one per machine, shared by its ranks, named after the first of them */
     char local[4096], dname[32];
-    snprintf(dname, sizeof dname, rank ? "data-rank%d" : "data", rank);   /* file/cache copies: one per rank */
+    int lrank, lsize, leader;
+    train_dist_node(t->dist, &lrank, &lsize, &leader);
+    snprintf(dname, sizeof dname, leader ? "data-rank%d" : "data", leader);
     if (!rc) rc = baton_path_join(local, sizeof local, o->ckpt_dir, dname, err);
-    if (!rc) rc = train_open_loader(o->data_uri, o->mode, o->mode_set, &o->store, local, o->seed, &t->loader, err);
+    if (!rc)
+        rc = train_open_loader(o->data_uri, o->mode, o->mode_set, &o->store, local, (uint32_t)lrank, (uint32_t)lsize,
+                               o->seed, &t->loader, err);
     if (rc) return rc;
     t->man = baton_loader_manifest(t->loader);
     if ((rc = train_model_for(o->model, t->man->shape, t->man->classes, o->batch, o->seed, o->reference_kernels,
@@ -146,7 +151,7 @@ static int stage_open(trainer *t, baton_train_result *r, baton_err *err)
     /* validation: the shape first (its pipeline opens once the run's length is known, at resume) */
     char vlocal[4096];
     if ((rc = baton_path_join(vlocal, sizeof vlocal, o->ckpt_dir, "data-val", err))) return rc;
-    if ((rc = train_open_loader(o->val_uri, o->mode, o->mode_set, &o->store, vlocal, o->seed, &t->vloader, err)))
+    if ((rc = train_open_loader(o->val_uri, o->mode, o->mode_set, &o->store, vlocal, 0, 0, o->seed, &t->vloader, err)))
         return rc;
     const baton_manifest *vm = baton_loader_manifest(t->vloader);
     if (memcmp(vm->shape, t->man->shape, sizeof vm->shape) || vm->classes != t->man->classes) {

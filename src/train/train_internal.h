@@ -7,9 +7,11 @@
 #include "baton/train.h"
 
 /* data.c: open uri as a loader (mode_set 0: mount for a local path, pipe otherwise; file/cache
- * copy into local_dir). Checks that the images have one fixed shape and that there are records. */
+ * copy into local_dir, shared by share_size ranks of one machine when that is > 1: see
+ * baton_loader_opts). Checks that the images have one fixed shape and that there are records. */
 int train_open_loader(const char *uri, baton_io_mode mode, int mode_set, const baton_store_opts *store,
-                      const char *local_dir, uint64_t seed, baton_loader **l, baton_err *err);
+                      const char *local_dir, uint32_t share_rank, uint32_t share_size, uint64_t seed,
+                      baton_loader **l, baton_err *err);
 /* The decode pipeline over l: NCHW, no augmentation, normalised with mean/std (NULL: the dataset's
  * own). NULL with err filled on failure. */
 baton_pipeline *train_open_pipe(baton_loader *l, uint32_t batch, int workers, const float *mean, const float *std,
@@ -43,6 +45,7 @@ typedef struct train_dist train_dist;
 int train_dist_open(const baton_train_opts *o, train_dist **out, baton_err *err);
 int train_dist_rank(const train_dist *td);    /* 0 for NULL */
 int train_dist_world(const train_dist *td);   /* 1 for NULL */
+void train_dist_node(const train_dist *td, int *local_rank, int *local_size, int *leader);   /* baton_dist_node */
 /* The gradient reducer over the model's arena, and backward's progress hooked to it; sync_bn:
  * the model's batch norms summed over the ranks, on a communicator of their own. */
 int train_dist_attach(train_dist *td, baton_nn_model *m, size_t bucket_bytes, int sync_bn, baton_err *err);

@@ -176,8 +176,10 @@ int baton_file_publish(int fd, const char *tmp, const char *path, int rc, baton_
 
 int baton_file_write_atomic(const char *path, const void *p, size_t n, baton_err *err)
 {
+    static unsigned serial;   /* threads of one process may write the same file at once */
     char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
+    unsigned k = __atomic_add_fetch(&serial, 1, __ATOMIC_RELAXED);
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%u", path, (long)getpid(), k) >= (int)sizeof tmp)
         return baton_err_set(err, BATON_ERR_ARG, "%s: path too long", path);
     int fd = baton_sys.open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return io_err(err, "cannot create", tmp);

@@ -115,6 +115,21 @@ check "grep -q '\"epoch_fetched\":\[$data,0\]' \"$T/once.out\"" "bench-io cache'
 once http "bench-io file, 2 epochs" 1 $BATON bench-io --data "$H" --mode file --epochs 2 --quiet --work-dir "$T/w" --svg "$T/b.svg"
 once http "train --mode file, 2 epochs" 1 $BATON train --data "$H" --mode file --model mlp --epochs 2 --ckpt-dir "$T/o5" --quiet
 once http "train --mode cache, 2 epochs" 1 $BATON train --data "$H" --mode cache --model mlp --epochs 2 --ckpt-dir "$T/o6" --quiet
+# data-parallel ranks share one copy per machine: W = 2 on one machine fetches the dataset once in
+# cache and file modes (each rank used to keep and fetch its own); 4 ranks on two machines (two per
+# BATON_DIST_NODE, this machine standing in for both) fetch it once per machine
+if command -v mpirun >/dev/null; then
+    MR="env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 OMP_NUM_THREADS=1
+        ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 mpirun --bind-to none -n"
+    DT="$BATON train --data $H --model mlp --batch 128 --threads 1 --quiet --no-notice"
+    once http "train, 2 ranks, --mode cache, 2 epochs" 1 $MR 2 $DT --mode cache --epochs 2 --ckpt-dir "$T/dc"
+    check '[ -d "$T/dc/data" ] && ! ls -d "$T/dc"/data-rank* 2>/dev/null' "2 ranks of one machine keep one copy"
+    once http "train, 2 ranks, --mode file, 1 epoch" 1 $MR 2 $DT --mode file --epochs 1 --ckpt-dir "$T/df"
+    once http "train, 4 ranks on 2 machines, --mode cache, 2 epochs" 2 $MR 4 sh -c \
+        "BATON_DIST_NODE=m\$((OMPI_COMM_WORLD_RANK / 2)) exec $DT --mode cache --epochs 2 --ckpt-dir $T/d4"
+    check '[ -d "$T/d4/data" ] && [ -d "$T/d4/data-rank2" ] && [ "$(ls -d "$T/d4"/data* | wc -l)" -eq 2 ]' \
+        "two machines: one copy each, named after their first rank ($(ls "$T/d4" | tr '\n' ' '))"
+fi
 if [ -n "${RGW_PORT:-}" ]; then
     srv_proxy CP "$RGW_PORT" --log "$T/s3count.log"
     S="s3://baton-test/ds/"
