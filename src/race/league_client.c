@@ -67,10 +67,10 @@ static int request(const char *url, const char *token, const baton_buf *body, lo
     return rc;
 }
 
-/* The league's answer about a submission, checked field by field. */
-static int read_submission(const baton_buf *b, const char *url, baton_league_submission *s, baton_err *err)
+/* The league's answer about a submission, checked field by field (league_internal.h). */
+int league_submission_read(const uint8_t *data, size_t len, const char *url, baton_league_submission *s, baton_err *err)
 {
-    cJSON *j = cJSON_ParseWithLength((const char *)b->data, b->len);
+    cJSON *j = cJSON_ParseWithLength((const char *)data, len);
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(j, "id"), *st = cJSON_GetObjectItemCaseSensitive(j, "state");
     const cJSON *entry = cJSON_GetObjectItemCaseSensitive(j, "entry"), *why = cJSON_GetObjectItemCaseSensitive(j, "reason");
     const cJSON *att = cJSON_GetObjectItemCaseSensitive(j, "attempts");
@@ -84,7 +84,8 @@ static int read_submission(const baton_buf *b, const char *url, baton_league_sub
     memset(s, 0, sizeof *s);
     s->id = (int64_t)id->valuedouble;
     s->state = (baton_league_state)k;
-    if (cJSON_IsNumber(entry) && entry->valuedouble >= 1) s->entry = (int64_t)entry->valuedouble;
+    if (cJSON_IsNumber(entry) && entry->valuedouble >= 1 && entry->valuedouble <= 9007199254740992.0)
+        s->entry = (int64_t)entry->valuedouble;   /* beyond 2^53 not an entry of any league (never cast) */
     if (cJSON_IsNumber(att) && att->valuedouble >= 0 && att->valuedouble < 1e6) s->attempts = (uint32_t)att->valuedouble;
     if (cJSON_IsString(why)) snprintf(s->reason, sizeof s->reason, "%s", why->valuestring);
     cJSON_Delete(j);
@@ -119,7 +120,7 @@ static int post(const baton_league_remote_opts *o, const baton_buf *tar, baton_l
     long status = 0;
     baton_buf ans = {0};
     if (!(rc = request(url, o->token, tar, &status, &ans, err)))
-        rc = status == 202 ? read_submission(&ans, url, s, err) : answer_error("POST /api/submit", status, &ans, err);
+        rc = status == 202 ? league_submission_read(ans.data, ans.len, url, s, err) : answer_error("POST /api/submit", status, &ans, err);
     baton_buf_free(&ans);
     return rc;
 }
@@ -151,7 +152,7 @@ int baton_league_remote_submit(const baton_league_remote_opts *o, baton_league_s
         baton_buf ans = {0};
         int64_t id = s->id;
         if (!(rc = request(url, NULL, NULL, &status, &ans, err)))
-            rc = status == 200 ? read_submission(&ans, url, s, err) : answer_error(url, status, &ans, err);
+            rc = status == 200 ? league_submission_read(ans.data, ans.len, url, s, err) : answer_error(url, status, &ans, err);
         baton_buf_free(&ans);
         if (rc) return rc;
         if (s->id != id) return baton_err_set(err, BATON_ERR_FORMAT, "%s: the answer is about submission %lld", url, (long long)s->id);

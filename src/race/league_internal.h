@@ -26,4 +26,9 @@ int league_evaluate(const char *ckpt, const char *alias, const char *track, bato
 int league_store(baton_league *l, baton_league_entry *e, const baton_race_eval_result *r, const char *checkpoint,
                  int64_t submission, baton_err *err);
 
+/* league_client.c: a league server's JSON answer about a submission (id, state; entry, attempts,
+ * reason when present), every field checked; url names it in errors. */
+int league_submission_read(const uint8_t *data, size_t len, const char *url, baton_league_submission *s,
+                           baton_err *err);
+
 #endif

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# tests/fuzz/run.sh SECONDS — run every libFuzzer target already built under build-fuzz/
-# (`make fuzz-build` builds them; this script builds nothing) for SECONDS each.
+# tests/fuzz/run.sh SECONDS [NAME...] — run every libFuzzer target already built under build-fuzz/
+# (`make fuzz-build` builds them; this script builds nothing), or only the NAMEd ones (fuzz_NAME),
+# for SECONDS each; FUZZ_RUNS=N stops a target sooner, after N executions (the long campaign:
+# FUZZ_RUNS=10000000 and 1800 seconds).
 #
 # Each target fuzz_NAME keeps its corpus in build-fuzz/corpus/NAME, seeded from
 # tests/fuzz/seeds/NAME/ when that folder exists; its log goes to build-fuzz/logs/fuzz_NAME.log
@@ -9,14 +11,19 @@
 set -u
 secs=${1:-10}
 case $secs in
-    '' | *[!0-9]*) echo "usage: $0 SECONDS" >&2; exit 2 ;;
+    '' | *[!0-9]*) echo "usage: $0 SECONDS [NAME...]" >&2; exit 2 ;;
 esac
+shift $(($# > 0 ? 1 : 0))
+runs_opt=()
+[ -n "${FUZZ_RUNS:-}" ] && runs_opt=(-runs="$FUZZ_RUNS")
 cd "$(dirname "$0")/../.." || exit 2
 
 mkdir -p build-fuzz/corpus build-fuzz/logs build-fuzz/artifacts
 failed=0
 ran=0
-for bin in build-fuzz/fuzz_*; do
+bins=(build-fuzz/fuzz_*)
+[ $# -gt 0 ] && bins=("${@/#/build-fuzz/fuzz_}")
+for bin in "${bins[@]}"; do
     [ -f "$bin" ] && [ -x "$bin" ] || continue
     target=$(basename "$bin")
     name=${target#fuzz_}
@@ -26,12 +33,13 @@ for bin in build-fuzz/fuzz_*; do
     dirs=("$corpus")
     [ -d "tests/fuzz/seeds/$name" ] && dirs+=("tests/fuzz/seeds/$name")
     ran=$((ran + 1))
-    "$bin" -max_total_time="$secs" -timeout=25 -rss_limit_mb=2048 -print_final_stats=1 \
+    t0=$SECONDS
+    "$bin" -max_total_time="$secs" "${runs_opt[@]}" -timeout=25 -rss_limit_mb=2048 -print_final_stats=1 \
         -artifact_prefix="build-fuzz/artifacts/$target-" "${dirs[@]}" >"$log" 2>&1
     status=$?
     if [ "$status" -eq 0 ]; then
         runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
-        printf '%-24s ok: %s runs in %ss, corpus %s files\n' "$target" "${runs:-?}" "$secs" \
+        printf '%-24s ok: %s runs in %ss, corpus %s files\n' "$target" "${runs:-?}" "$((SECONDS - t0))" \
             "$(find "$corpus" -type f | wc -l)"
     else
         why=$(grep -m 1 -o 'ERROR: [A-Za-z]*: [^ ]*\|deadly signal\|ERROR: libFuzzer: [a-z-]*' "$log")
