@@ -5,7 +5,8 @@
 #                   plus a short run of every fuzz target (tests/run.sh prints "N passed, N failed, N skipped")
 #   make bench      the benchmarks under bench/
 #   make fuzz       every libFuzzer target for longer (FUZZ_SECONDS, default 60 each)
-#   make chaos      the long reliability runs: every entry of tests/mutations/list must make a test fail
+#   make chaos      the long reliability runs: the kill campaign (1,000 kills, tests/servers/test_chaos.sh)
+#                   and every entry of tests/mutations/list must make a test fail
 #   make check-layers  every #include "baton/..." against README's component table
 #   make SAN=1 BUILD=build-san   the sanitizer build used by `make test`
 #
@@ -140,5 +141,7 @@ clean:
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(FUZZ_LIB_OBJ:.o=.d) $(TEST_BIN:=.d)
 
 # the long reliability runs (minutes; never in `make test`)
-chaos:
+CHAOS_KILLS ?= 1000
+chaos: all
+	CHAOS_KILLS=$(CHAOS_KILLS) bash tests/servers/test_chaos.sh
 	tests/mutations/run.sh

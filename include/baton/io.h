@@ -45,7 +45,9 @@ typedef struct baton_store_opts {
     const char *region;        /* overrides AWS_REGION; default us-east-1 */
     double connect_timeout_s;  /* default 10 */
     double stall_timeout_s;    /* a transfer slower than 1 KB/s for this long fails; default 30 */
-    int retries;               /* per request, after the first try; default 5, backoff 50 ms × 2^k */
+    int retries;               /* per request, after the first try; default 5 (AWS_MAX_ATTEMPTS - 1
+                                  when that is 1..50, as the AWS SDKs read it), backoff 50 ms × 2^k,
+                                  at most 5 s a wait */
 } baton_store_opts;
 
 typedef struct baton_store baton_store;

@@ -24,6 +24,10 @@ void baton_store_opts_default(baton_store_opts *o)
     o->connect_timeout_s = 10;
     o->stall_timeout_s = 30;
     o->retries = 5;
+    const char *m = getenv("AWS_MAX_ATTEMPTS");   /* the AWS SDKs' knob: attempts, the first included */
+    char *end;
+    long n = m && *m ? strtol(m, &end, 10) : 0;
+    if (n >= 1 && n <= 50 && !*end) o->retries = (int)n - 1;
 }
 
 static char *cat3(const char *a, const char *b, const char *c)
