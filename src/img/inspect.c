@@ -100,6 +100,9 @@ static void examine(inspector *in, const char *name, baton_rec_format fmt, const
     }
     count_label(in, s.label);
     if (s.nlabels > 1) rep->multi_label++;
+    if (in->verify && in->m && !img_label_ok(s.label, in->m->classes))   /* what training refuses */
+        add_error(rep, "%s: offset %llu: label %g is not a class in [0, %u)", name, (unsigned long long)r->offset,
+                  (double)s.label, in->m->classes);
 
     /* The record's encoding: TFRecord says it; in a dataset folder dataset.json says it (raw
      * pixels may begin with any bytes, so sniffing them would be a guess); a loose RecordIO file
@@ -202,7 +205,12 @@ static void check_index(inspector *in, const char *idx_path, const char *rec_nam
     int in_order = 1;
     for (size_t i = 0; i < n; i++) {
         sorted[i] = e[i].offset;
-        if (i > 0 && sorted[i] < sorted[i - 1]) in_order = 0;
+        if (i > 0 && sorted[i] < sorted[i - 1] && in_order) {
+            in_order = 0;
+            if (si)   /* a dataset's loader takes the offsets in ascending order only */
+                add_error(rep, "%s: line %zu: offset %llu is out of order (after %llu)", idx_path, i + 1,
+                          (unsigned long long)sorted[i], (unsigned long long)sorted[i - 1]);
+        }
     }
     if (!in_order) qsort(sorted, n, sizeof *sorted, cmp_u64);  /* writers list records in order */
     size_t bad = 0, j = 0;  /* walk both ascending lists together */

@@ -281,6 +281,11 @@ static void *reader_main(void *arg)
 
 /* ---------------------------------------------------------------- workers */
 
+int img_label_ok(float lab, uint32_t classes)
+{
+    return lab >= 0.0f && lab == floorf(lab) && lab <= 2147483647.0f && !(classes && lab >= (float)classes);
+}
+
 /* Parse, check, decode, augment sample i of slot s. */
 static int do_sample(baton_pipeline *p, slot *s, uint32_t i, baton_image *im, baton_err *err)
 {
@@ -291,8 +296,7 @@ static int do_sample(baton_pipeline *p, slot *s, uint32_t i, baton_image *im, ba
                                 s->offset[i], &smp, err);
     if (rc) return rc;
     float lab = smp.label;
-    if (!(lab >= 0.0f) || lab != floorf(lab) || lab > 2147483647.0f ||
-        (p->m->classes && lab >= (float)p->m->classes))
+    if (!img_label_ok(lab, p->m->classes))
         return baton_err_set(err, BATON_ERR_FORMAT, "%s: offset %llu: label %g is not a class in [0, %u)",
                              file, off, (double)lab, p->m->classes);
     baton_encoding enc = p->enc != BATON_ENC_UNKNOWN ? p->enc : smp.encoding;
