@@ -17,9 +17,11 @@
 #include "train_internal.h"
 #include "baton/dist.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 struct train_dist {
     baton_dist *d;
@@ -59,6 +61,29 @@ int train_dist_world(const train_dist *td) { return td ? baton_dist_world(td->d)
 void train_dist_node(const train_dist *td, int *local_rank, int *local_size, int *leader)
 {
     baton_dist_node(td ? td->d : NULL, local_rank, local_size, leader);
+}
+
+int train_dist_share_group(train_dist *td, const char *dir, uint32_t *share_rank, uint32_t *share_size,
+                           baton_err *err)
+{
+    *share_rank = 0, *share_size = 1;
+    if (!td) return BATON_OK;
+    struct stat st;
+    if (stat(dir, &st) != 0) return baton_err_errno(err, errno, "cannot stat", dir);
+    int lrank, lsize, leader, world = baton_dist_world(td->d), me = baton_dist_rank(td->d);
+    baton_dist_node(td->d, &lrank, &lsize, &leader);
+    struct { int64_t leader; uint64_t dev, ino; } mine = {leader, (uint64_t)st.st_dev, (uint64_t)st.st_ino}, *all;
+    if (!(all = calloc((size_t)world, sizeof *all))) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    int rc = baton_dist_gather_all(td->d, &mine, all, sizeof mine, "the data folders of this machine's ranks", err);
+    uint32_t n = 0, k = 0;
+    for (int r = 0; rc == BATON_OK && r < world; r++)
+        if (!memcmp(&all[r], &mine, sizeof mine)) {
+            if (r == me) k = n;
+            n++;
+        }
+    free(all);
+    if (rc == BATON_OK) *share_rank = k, *share_size = n;
+    return rc;
 }
 
 static void on_ready(void *ctx, size_t from)

@@ -114,15 +114,20 @@ static int stage_open(trainer *t, baton_train_result *r, baton_err *err)
     const int rank = train_dist_rank(t->dist);
     so.follower = rank > 0;   /* rank 0 alone holds the checkpoint folder */
     rc = baton_train_session_open(&so, &t->sess, err);   /* first: a notice during setup is not missed */
-    /* file/cache copies: one per machine, shared by its ranks, named after the first of them */
+    /* file/cache copies: one per machine, shared by its ranks that see the same folder, named
+     * after the first rank of the machine */
     char local[4096], dname[32];
     int lrank, lsize, leader;
+    uint32_t srank = 0, ssize = 1;
     train_dist_node(t->dist, &lrank, &lsize, &leader);
     snprintf(dname, sizeof dname, leader ? "data-rank%d" : "data", leader);
     if (!rc) rc = baton_path_join(local, sizeof local, o->ckpt_dir, dname, err);
+    const int copies = o->mode_set && (o->mode == BATON_MODE_FILE || o->mode == BATON_MODE_CACHE);
+    if (!rc && copies && t->dist && !(rc = baton_mkdir_p(local, err)))
+        rc = train_dist_share_group(t->dist, local, &srank, &ssize, err);
     if (!rc)
-        rc = train_open_loader(o->data_uri, o->mode, o->mode_set, &o->store, local, (uint32_t)lrank, (uint32_t)lsize,
-                               o->seed, &t->loader, err);
+        rc = train_open_loader(o->data_uri, o->mode, o->mode_set, &o->store, local, srank, ssize, o->seed, &t->loader,
+                               err);
     if (rc) return rc;
     t->man = baton_loader_manifest(t->loader);
     if ((rc = train_model_for(o->model, t->man->shape, t->man->classes, o->batch, o->seed, o->reference_kernels,

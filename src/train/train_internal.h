@@ -46,6 +46,11 @@ int train_dist_open(const baton_train_opts *o, train_dist **out, baton_err *err)
 int train_dist_rank(const train_dist *td);    /* 0 for NULL */
 int train_dist_world(const train_dist *td);   /* 1 for NULL */
 void train_dist_node(const train_dist *td, int *local_rank, int *local_size, int *leader);   /* baton_dist_node */
+/* The ranks that share dir (an existing folder): those of this machine that see it as the same
+ * folder (device and inode; a relative path under another working directory is another folder).
+ * This rank's place among them and their number; 0, 1 without MPI. Collective. */
+int train_dist_share_group(train_dist *td, const char *dir, uint32_t *share_rank, uint32_t *share_size,
+                           baton_err *err);
 /* The gradient reducer over the model's arena, and backward's progress hooked to it; sync_bn:
  * the model's batch norms summed over the ranks, on a communicator of their own. */
 int train_dist_attach(train_dist *td, baton_nn_model *m, size_t bucket_bytes, int sync_bn, baton_err *err);

@@ -129,6 +129,12 @@ if command -v mpirun >/dev/null; then
         "BATON_DIST_NODE=m\$((OMPI_COMM_WORLD_RANK / 2)) exec $DT --mode cache --epochs 2 --ckpt-dir $T/d4"
     check '[ -d "$T/d4/data" ] && [ -d "$T/d4/data-rank2" ] && [ "$(ls -d "$T/d4"/data* | wc -l)" -eq 2 ]' \
         "two machines: one copy each, named after their first rank ($(ls "$T/d4" | tr '\n' ' '))"
+    # ranks of one machine whose --ckpt-dir is not the same folder (a relative path under another
+    # working directory) each keep and fetch their own copy instead of waiting for one another
+    mkdir -p "$T/dd0" "$T/dd1"
+    AB="$(cd "$(dirname "$BATON")" && pwd)/$(basename "$BATON")"
+    once http "train, 2 ranks, each its own folder, --mode cache, 1 epoch" 2 $MR 2 sh -c \
+        "cd $T/dd\$OMPI_COMM_WORLD_RANK && exec ${DT/$BATON/$AB} --mode cache --epochs 1 --ckpt-dir ck"
 fi
 if [ -n "${RGW_PORT:-}" ]; then
     srv_proxy CP "$RGW_PORT" --log "$T/s3count.log"
