@@ -11,7 +11,7 @@
 . "$(dirname "$0")/../servers/lib.sh"
 TESTS=${BATON_BUILD:-build}/tests
 srv_init
-trap 'srv_cleanup; rm -rf "$T"' EXIT   # srv_init's trap replaced lib.sh's, which removed $T
+trap 'srv_cleanup; [ "${BATON_KEEP_TMP:-0}" = 1 ] || rm -rf "$T"' EXIT   # srv_init's trap replaced lib.sh's, which removed $T
 
 $BATON pack --from fashion-mnist --split test --out "$T/ds" --shard-mb 1 >/dev/null 2>&1 || bad "pack"
 srv_nginx "$T"

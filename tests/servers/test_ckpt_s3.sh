@@ -18,7 +18,7 @@ if ! srv_have_rgw; then
     exit $?
 fi
 srv_init
-trap 'srv_cleanup; rm -rf "$T"' EXIT
+trap 'srv_cleanup; [ "${BATON_KEEP_TMP:-0}" = 1 ] || rm -rf "$T"' EXIT
 srv_rgw
 export OMP_NUM_THREADS=2
 D=$T/fm
