@@ -42,6 +42,7 @@ static void print_text(const baton_train_result *r, int rc)
            (unsigned long long)r->epoch, (unsigned long long)r->epochs, r->loss, r->accuracy);
     if (r->has_val) printf(", val_loss %.4f, val_accuracy %.4f", r->val_loss, r->val_accuracy);
     if (r->steps_run) printf(", %.0f samples/s (%s)", r->samples_per_s, r->kernels);
+    else if (rc == BATON_STOPPED) printf(", stopped before a step (at step %llu)", (unsigned long long)r->resumed_step);
     else printf(", nothing left to train (resumed at step %llu)", (unsigned long long)r->resumed_step);
     if (r->world > 1)
         printf(", %d ranks, allreduce %.2f MB/step in %.1f ms (%.0f %% behind backward)", r->world, r->allreduce_mb,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_fleet_train.sh — real `baton train` on a local spot fleet (MLP on 10 000 Fashion-MNIST
-# images, 10 epochs of 79 steps, checkpoints every 10 steps), time-scaled x60:
+# images, 10 epochs of 79 steps, checkpoints every 10 steps), time-scaled x240:
 #   - six interruptions (five with notice, one without) across two zones, so the volume (data,
 #     checkpoints, logs) moves between zones: the job completes, each interruption with notice
 #     loses 0 steps, the one without at most one checkpoint interval, and the final weights and
@@ -31,7 +31,7 @@ job() {   # job NAME [market lines...]
         echo "zones: [us-east-1a, us-east-1b]"
         echo "volume: {seed: $T/seed}"
         echo "market:"
-        echo "  time_scale: 60"
+        echo "  time_scale: 240"
         echo "  launch_delay: 20s"
         echo "  notice: 2m"
         echo "  capacity_cooldown: 2m"
@@ -65,8 +65,11 @@ check '"$BATON" ckpt verify "$V/ckpt" >/dev/null' "the volume's checkpoints veri
 check '[ "$(wc -l <"$V/logs/train.csv")" -ge 5 ]' "the CSV log on the volume has every epoch"
 sav=$(json "$T/six.json" 'round(d["totals"]["savings_pct"], 1)')
 echo "fleet with six interruptions: $sav % saved against on demand"
-# the fleet's overheads (launches, notices, restarts) are wall time scaled 60 times: on 2 busy
-# cores the figure has ranged 65-76 % for the same code, so the bound leaves room below that
+# the fleet's overheads (launches, notices, restarts) are wall time scaled 240 times. Every
+# instance but the last is interrupted within its first hour, so it is free; the figure is lowest
+# when the last one does most of the work: 70 % less its restart's share. At x60 a machine twice as
+# fast as ours made the job so short that EC2's 60 s minimum charge alone cut it to 54 %; at x240
+# the job is minutes long, and the figure has ranged 75-85 % here
 check '[ "$(json "$T/six.json" "d[\"totals\"][\"savings_pct\"] >= 60")" = True ]' "savings of at least 60 % against on demand at typical spot prices ($sav %)"
 json "$T/six.json" '"\n".join("%s %s steps %s->%s checkpoint %s lost %s" % (i["name"], i["interruption"] if "interruption" in i else "", i["resumed_step"], i["reached_step"], i.get("checkpoint_step", i.get("ckpt_step")), i["lost_steps"]) for i in d["instances"])' >&2 || true
 awk -v a="$t0" -v b="$t1" -v c="$t2" -v d="$t3" 'BEGIN { printf "uninterrupted %.1f s, fleet with six interruptions %.1f s\n", b - a, d - c }'
