@@ -184,10 +184,11 @@ echo "A: $a_kills kills (trainer during a step ${killed[step]}, during a checkpo
 S=$T/state
 mkdir -p "$T/seed"
 cp -r "$T/ds" "$T/seed/data"
-FTRAIN="baton train --data data --model mlp --epochs 6 --batch 128 --seed 7 --threads 1 --quiet --ckpt-dir ckpt --ckpt-every-steps 10 --log logs/train.csv"
-FSTEPS=474
+FE=${CHAOS_FLEET_EPOCHS:-6}   # 79 steps an epoch
+FTRAIN="baton train --data data --model mlp --epochs $FE --batch 128 --seed 7 --threads 1 --quiet --ckpt-dir ckpt --ckpt-every-steps 10 --log logs/train.csv"
+FSTEPS=$((79 * FE))
 FFIN=$(printf 'ckpt-%09d' "$FSTEPS")
-check '"$BATON" train --data "$T/ds" --model mlp --epochs 6 --batch 128 --seed 7 --threads 1 --quiet --no-notice --ckpt-dir "$T/fref" --ckpt-every-steps 10 >/dev/null' \
+check '"$BATON" train --data "$T/ds" --model mlp --epochs $FE --batch 128 --seed 7 --threads 1 --quiet --no-notice --ckpt-dir "$T/fref" --ckpt-every-steps 10 >/dev/null' \
     "the fleet's uninterrupted reference"
 fleet_job() {   # fleet_job NAME: interruptions with notice every 40 steps, zones alternating
     {
