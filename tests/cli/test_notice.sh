@@ -98,7 +98,7 @@ resumed_ok "interrupt-after" "$T/n1"
 
 # 2. IMDSv2 only, sliding notice time, notice sent by a control request once training runs
 start_imds --imdsv2-only --slide --action stop
-AWS_EC2_METADATA_SERVICE_ENDPOINT=$URL $TR --ckpt-dir "$T/n2" --ckpt-every-steps 10 >"$T/n2.out" 2>"$T/n2.err" &
+AWS_EC2_METADATA_SERVICE_ENDPOINT=$URL $TR --ckpt-dir "$T/n2" --ckpt-every-steps 50 >"$T/n2.out" 2>"$T/n2.err" &
 tp=$!
 pids+=("$tp")
 check 'wait_ckpt "$T/n2"' "v2-only: first checkpoint appears"
@@ -113,7 +113,7 @@ stop_imds
 resumed_ok "v2-only slide" "$T/n2"
 
 # 3. SIGTERM mid-run (no metadata service)
-$TR --ckpt-dir "$T/n3" --ckpt-every-steps 10 >"$T/n3.out" 2>"$T/n3.err" &
+$TR --ckpt-dir "$T/n3" --ckpt-every-steps 50 >"$T/n3.out" 2>"$T/n3.err" &
 tp=$!
 pids+=("$tp")
 check 'wait_ckpt "$T/n3"' "sigterm: first checkpoint appears"
@@ -146,7 +146,7 @@ done
 # it alone, as a program under a shell script should): dfl restores the default disposition, as an
 # interactive shell's foreground job has it (exec: the background job is baton itself).
 dfl() { exec python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])' "$@"; }
-dfl $TR --ckpt-dir "$T/n3i" --ckpt-every-steps 10 >"$T/n3i.out" 2>"$T/n3i.err" &
+dfl $TR --ckpt-dir "$T/n3i" --ckpt-every-steps 50 >"$T/n3i.out" 2>"$T/n3i.err" &
 tp=$!
 pids+=("$tp")
 check 'wait_ckpt "$T/n3i"' "sigint: first checkpoint appears"
@@ -170,7 +170,7 @@ wait "$tp"
 rc=$?
 check '[ $rc -eq 130 ]' "sigint twice: killed by SIGINT (exit $rc, want 130): $(tail -c 300 "$T/n3ii.err")"
 # ignored at start (plain background job): SIGINT is not taken, the run finishes normally
-$TR --ckpt-dir "$T/n3ig" --ckpt-every-steps 10 >/dev/null 2>"$T/n3ig.err" &
+$TR --ckpt-dir "$T/n3ig" --ckpt-every-steps 50 >/dev/null 2>"$T/n3ig.err" &
 tp=$!
 pids+=("$tp")
 wait_ckpt "$T/n3ig" >/dev/null
