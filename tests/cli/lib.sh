@@ -29,6 +29,17 @@ expect_fail() {
     ok
 }
 
+# wait_ckpt DIR: until a background run has committed a checkpoint in DIR (any ckpt-*: retention
+# deletes early ones). Polls every 5 ms, bounded at 120 s (a loaded machine running the sanitizer
+# build is slow); returns 1 when none appeared.
+wait_ckpt() {
+    for _ in $(seq 24000); do
+        compgen -G "$1/ckpt-*" >/dev/null && return 0
+        sleep 0.005
+    done
+    return 1
+}
+
 finish() {
     echo "$npass passed, $nfail failed, $nskip skipped"
     [ "$nfail" -eq 0 ] || return 1

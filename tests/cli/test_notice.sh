@@ -39,15 +39,6 @@ start_imds() {
 }
 stop_imds() { kill "$IMDS" 2>/dev/null; wait "$IMDS" 2>/dev/null; }
 
-# wait_ckpt DIR: until the first checkpoint of a background run is committed (bounded)
-wait_ckpt() {
-    for _ in $(seq 24000); do   # 120 s: a loaded machine running the sanitizer build is slow
-        ls "$1"/ckpt-* >/dev/null 2>&1 && return 0
-        sleep 0.005
-    done
-    return 1
-}
-
 # stopped_ok NAME DIR RC ERRFILE: exit 75, the log line, a checkpoint that verifies, mid-run
 stopped_ok() {
     local name=$1 dir=$2 rc=$3 errf=$4

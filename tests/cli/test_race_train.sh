@@ -112,7 +112,7 @@ for _ in $(seq 100); do URL=$(head -n1 "$T/imds.url" 2>/dev/null); [ -n "$URL" ]
 BATON_NOTICE_POLL_S=0.02 AWS_EC2_METADATA_SERVICE_ENDPOINT=$URL $TK --ckpt-dir "$T/n" >"$T/n.out" 2>"$T/n.err" &
 tp=$!
 pids+=("$tp")
-for _ in $(seq 2400); do ls "$T/n"/ckpt-* >/dev/null 2>&1 && break; sleep 0.005; done
+check 'wait_ckpt "$T/n"' "notice: first checkpoint appears"
 check 'curl -sf -X PUT "$URL/baton/interrupt?notice=60" >/dev/null' "notice: control request"
 wait "$tp"
 rc=$?

@@ -52,7 +52,7 @@ if mount -t tmpfs -o size=64m tmpfs "$T/ro" 2>/dev/null; then
     $TR --epochs 50 --ckpt-dir "$T/ro/c" --ckpt-every-steps 20 >"$T/ro.out" 2>"$T/ro.err" &
     p2=$!
     pids+=("$p2")
-    for _ in $(seq 600); do ls -d "$T"/ro/c/ckpt-* >/dev/null 2>&1 && break; sleep 0.05; done
+    check 'wait_ckpt "$T/ro/c"' "read-only mid-run: first checkpoint appears"
     mount -o remount,ro "$T/ro"
     wait "$p2"
     rc=$?

@@ -34,7 +34,7 @@ export OMP_NUM_THREADS=1 BATON_NOTICE_POLL_S=0.2   # notices seen within 0.2 s (
 TPID= IMDS_PID= SUP=
 cleanup() {
     for p in $TPID $IMDS_PID $SUP; do kill -9 "$p" 2>/dev/null; done
-    pkill -9 -f "chaos-marker-$$|logs/chaos-$$.csv" 2>/dev/null
+    pkill -9 -f "logs/chaos-$$.csv" 2>/dev/null   # the fleet's trainers (FLOG below)
     srv_cleanup
     [ "${BATON_KEEP_TMP:-0}" = 1 ] || rm -rf "$T"
 }
@@ -196,7 +196,7 @@ check '"$BATON" train --data "$T/ds" --model mlp --epochs $FE --batch 128 --seed
 fleet_job() {   # fleet_job NAME: interruptions with notice every 40 steps, zones alternating
     {
         echo "name: $1"
-        echo "command: $FTRAIN # chaos-marker-$$"
+        echo "command: $FTRAIN"
         echo "instance_types: [c5.xlarge]"
         echo "zones: [us-east-1a, us-east-1b]"
         echo "volume: {seed: $T/seed}"
@@ -234,8 +234,8 @@ while [ "$sup_kills" -lt "$SUP_KILLS" ]; do
     V=$(json "$T/$J.json" 'd["tasks"][0]["volume"]')
     check '[ "$(find "$S/$J/volumes" -mindepth 2 -maxdepth 2 -name "vol-0-*" | wc -l)" = 1 ]' \
         "fleet $J: the volume exists exactly once: $(find "$S/$J/volumes" -mindepth 2 -maxdepth 2 | tr '\n' ' ')"
-    check '! pgrep -f "chaos-marker-$$|$FLOG" >/dev/null' \
-        "fleet $J: no trainer left running: $(pgrep -af "chaos-marker-$$|$FLOG" | head -c 600)"
+    check '! pgrep -f "$FLOG" >/dev/null' \
+        "fleet $J: no trainer left running: $(pgrep -af "$FLOG" | head -c 600)"
     check 'cmp -s "$T/fref/$FFIN/model.safetensors" "$V/ckpt/$FFIN/model.safetensors" &&
            cmp -s "$T/fref/$FFIN/optim.safetensors" "$V/ckpt/$FFIN/optim.safetensors"' \
         "fleet $J: the final weights differ from the uninterrupted run's"

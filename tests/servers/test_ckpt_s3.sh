@@ -94,12 +94,14 @@ check '[ "$(cat "$T/keys3" | tr "\n" " ")" = "runs/r2/ckpt-000000015/MANIFEST ru
     "remote retention keeps one checkpoint: $(tr '\n' ' ' <"$T/keys3")"
 
 # an interruption (SIGTERM): exit 75 only after the final checkpoint is committed AND uploaded; a
-# fresh machine restores it and ends byte-identical to an uninterrupted run
-TN="$BATON train --data $D --model mlp --epochs 1 --batch 64 --seed 7 --threads 2 --quiet --max-steps 150"
-check '$TN --ckpt-dir "$T/u150" --ckpt-every-steps 10 >/dev/null' "local run to 150 steps"
+# fresh machine restores it and ends byte-identical to an uninterrupted run. The signal goes out
+# once any checkpoint is committed (retention deletes early ones); 600 steps (~0.8 s here) leave a
+# fast machine time to be interrupted mid-run
+TN="$BATON train --data $D --model mlp --epochs 4 --batch 64 --seed 7 --threads 2 --quiet --max-steps 600"
+check '$TN --ckpt-dir "$T/u600" --ckpt-every-steps 10 >/dev/null' "local run to 600 steps"
 $TN --ckpt-dir "$T/s" --ckpt-uri s3://$B/runs/r3 --ckpt-every-steps 10 >/dev/null 2>"$T/s.err" &
 tp=$!
-for _ in $(seq 200); do [ -d "$T/s/ckpt-000000010" ] && break; sleep 0.05; done
+check 'wait_ckpt "$T/s"' "SIGTERM: first checkpoint appears"
 kill -TERM "$tp"
 wait "$tp"
 rc=$?
@@ -111,7 +113,7 @@ check 'grep -qx "runs/r3/$last/MANIFEST" "$T/keys4"' "the interruption checkpoin
 rm -rf "$T/s"
 $TN --ckpt-dir "$T/s" --ckpt-uri s3://$B/runs/r3 --ckpt-every-steps 10 >/dev/null 2>"$T/s2.err"
 check '[ $? -eq 0 ] && grep -q "restored s3://$B/runs/r3/$last/" "$T/s2.err"' "a fresh machine restores $last: $(cat "$T/s2.err")"
-check 'cmp -s "$T/u150/ckpt-000000150/model.safetensors" "$T/s/ckpt-000000150/model.safetensors"' \
+check 'cmp -s "$T/u600/ckpt-000000600/model.safetensors" "$T/s/ckpt-000000600/model.safetensors"' \
     "after interruption and restore the final model is byte-identical"
 
 # errors name the bucket, never the secret
