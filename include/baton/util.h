@@ -102,7 +102,10 @@ int baton_check_regular(const char *path, baton_err *err);
 int baton_file_read_all(const char *path, size_t max_len, uint8_t **out, size_t *len, baton_err *err);
 /* Write all bytes, retrying short writes and EINTR. Maps ENOSPC/EDQUOT to BATON_ERR_NOSPACE. */
 int baton_write_all(int fd, const void *p, size_t n, const char *name, baton_err *err);
-/* Crash-safe whole-file write: PATH.tmp.PID, write, fsync, rename, fsync parent dir. */
+/* Crash-safe whole-file write: PATH.tmp.PID, write, fsync, rename, fsync parent dir. A path that
+ * names a character device or a FIFO with a reader (/dev/null, /dev/stdout) is written straight
+ * into, never replaced; a FIFO with no reader, a directory, a socket or a block device is an
+ * error naming what it is. */
 int baton_file_write_atomic(const char *path, const void *p, size_t n, baton_err *err);
 int baton_fsync_dir(const char *dir, baton_err *err);
 /* Finish a file written under the temporary name tmp (open as fd): fsync, close, rename to path,

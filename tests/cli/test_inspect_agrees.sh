@@ -15,7 +15,7 @@ all3() {   # all3 DIR WANT(0|1) LABEL: inspect --verify, train and bench-io agre
     "$BATON" inspect "$d" --verify >"$T/i.out" 2>&1; ri=$?
     "$BATON" train --data "$d" --model mlp --batch 256 --epochs 1 --threads 1 --quiet --no-notice \
         --ckpt-dir "$T/ck-$label" >/dev/null 2>"$T/t.err"; rt=$?
-    "$BATON" bench-io --data "$d" --mode mount --epochs 1 --quiet --work-dir "$T/w" --svg /dev/null >/dev/null 2>"$T/b.err"; rb=$?
+    "$BATON" bench-io --data "$d" --mode mount --epochs 1 --quiet --work-dir "$T/w" --svg "$T/b.svg" >/dev/null 2>"$T/b.err"; rb=$?
     check '[ "$ri" -eq "$want" ] && [ "$rt" -eq "$want" ] && [ "$rb" -eq "$want" ]' \
         "$label: inspect --verify $ri, train $rt, bench-io $rb (want all $want): $(grep -m1 -i 'test-0' "$T/i.out") | $(head -c 200 "$T/t.err") | $(head -c 200 "$T/b.err")"
     if [ "$want" -eq 1 ]; then

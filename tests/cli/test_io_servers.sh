@@ -27,7 +27,7 @@ HL="$SRV/nginx/headers.log"
 before=$(wc -l <"$HL")
 TOKEN='FwoGZXIvYXdzEXAMPLE-session/token+x=='
 AWS_ENDPOINT_URL="http://127.0.0.1:$NGINX_PORT" AWS_ACCESS_KEY_ID=AKIDWIRETEST AWS_SECRET_ACCESS_KEY=wire-secret-abc \
-    AWS_SESSION_TOKEN=$TOKEN $BATON bench-io --data s3://wire-bucket/ds/ --mode pipe --epochs 1 --quiet --svg /dev/null \
+    AWS_SESSION_TOKEN=$TOKEN $BATON bench-io --data s3://wire-bucket/ds/ --mode pipe --epochs 1 --quiet --svg "$T/wire.svg" \
     >/dev/null 2>"$T/wire.err" || bad "bench-io with a session token: $(cat "$T/wire.err")"
 tail -n +"$((before + 1))" "$HL" >"$T/wire.log"
 check 'python3 tests/tools/sigv4_check.py "$T/wire.log" AKIDWIRETEST wire-secret-abc "$TOKEN" >"$T/wire.out" 2>&1 &&

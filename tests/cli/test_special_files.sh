@@ -68,4 +68,25 @@ ck=$(ls -d "$T"/m/ckpt-* | head -n 1)
 replaced "ckpt verify" "$ck" MANIFEST "$BATON" ckpt verify "$ck"
 replaced "ckpt verify" "$ck" model.safetensors "$BATON" ckpt verify "$ck"
 refused "a league database" "$BATON" race leaderboard --db {}
+
+# outputs: a character device or a FIFO with a reader is written into, never replaced by a
+# regular file (renaming a temporary file over /dev/null, as root, replaced the device itself);
+# a FIFO nobody reads is refused at once, a folder named as the file is refused
+mknod "$T/null" c 1 3 && ln -s "$T/null" "$T/nlink"
+check '"$BATON" race track oval --svg "$T/null" >/dev/null 2>"$T/err" && [ -c "$T/null" ]' \
+    "--svg to a character device: written into, still a device: $(ls -l "$T/null"; head -c 300 "$T/err")"
+check '"$BATON" race track oval --svg "$T/nlink" >/dev/null 2>"$T/err" && [ -L "$T/nlink" ] && [ -c "$T/null" ]' \
+    "--svg to a link to a device: the link and the device stay: $(ls -l "$T/nlink" "$T/null")"
+check '[ -z "$(ls "$T" | grep "\.tmp\.")" ]' "no temporary file left beside them: $(ls "$T")"
+mkfifo "$T/out.fifo"
+expect_fail 1 "out.fifo: is a FIFO with no reader" timeout 20 "$BATON" race track oval --svg "$T/out.fifo"
+check '[ -p "$T/out.fifo" ]' "the FIFO nobody reads is left as it was"
+cat "$T/out.fifo" >"$T/fifo.got" &
+rd=$!
+check 'timeout 20 "$BATON" race track oval --svg "$T/out.fifo" >/dev/null 2>"$T/err"; wait "$rd"; [ -p "$T/out.fifo" ] && grep -q "</svg>" "$T/fifo.got"' \
+    "--svg to a FIFO with a reader: the reader gets the whole picture: $(head -c 300 "$T/err")"
+# (/proc/self/fd/1, where /dev/stdout leads: a regression fails here rather than replace /dev/stdout)
+check '[ "$("$BATON" race track oval --svg /proc/self/fd/1 2>/dev/null | grep -c "</svg>")" -ge 1 ]' "--svg to standard output prints the picture"
+mkdir "$T/adir"
+expect_fail 1 "adir: is a directory, expected a regular file" "$BATON" race track oval --svg "$T/adir"
 finish
