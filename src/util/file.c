@@ -177,33 +177,26 @@ int baton_file_publish(int fd, const char *tmp, const char *path, int rc, baton_
 /* An output path that names a character device or a FIFO (/dev/null, /dev/stdout, a pipe a reader
  * holds open) is written straight into: renaming a temporary file over it would replace the device
  * node with a regular file (as root, /dev/null itself). A FIFO nobody reads is refused rather than
- * waited on; other kinds of special file are refused. Returns 1 when path was such a file (rc in
- * *rc), 0 when it is absent or regular (write it crash-safely). */
-static int write_special(const char *path, const void *p, size_t n, int *rc, baton_err *err)
+ * waited on; other kinds of special file (mode, from stat) are refused. */
+static int write_special(const char *path, mode_t mode, const void *p, size_t n, baton_err *err)
 {
-    struct stat st;
-    if (stat(path, &st) != 0 || S_ISREG(st.st_mode)) return 0;
-    if (!S_ISCHR(st.st_mode) && !S_ISFIFO(st.st_mode)) {
-        *rc = baton_err_set(err, BATON_ERR_IO, "%s: is %s, expected a regular file", path, kind_of(st.st_mode));
-        return 1;
-    }
+    if (!S_ISCHR(mode) && !S_ISFIFO(mode))
+        return baton_err_set(err, BATON_ERR_IO, "%s: is %s, expected a regular file", path, kind_of(mode));
     int fd = baton_sys.open(path, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0);
-    if (fd < 0) {
-        *rc = errno == ENXIO ? baton_err_set(err, BATON_ERR_IO, "%s: is a FIFO with no reader", path)
-                             : io_err(err, "cannot open", path);
-        return 1;
-    }
+    if (fd < 0)
+        return errno == ENXIO ? baton_err_set(err, BATON_ERR_IO, "%s: is a FIFO with no reader", path)
+                              : io_err(err, "cannot open", path);
     int fl = fcntl(fd, F_GETFL);   /* writes to a pipe block as usual once a reader is there */
     if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-    *rc = baton_write_all(fd, p, n, path, err);
-    if (baton_sys.close(fd) != 0 && *rc == BATON_OK) *rc = io_err(err, "close failed", path);
-    return 1;
+    int rc = baton_write_all(fd, p, n, path, err);
+    if (baton_sys.close(fd) != 0 && rc == BATON_OK) rc = io_err(err, "close failed", path);
+    return rc;
 }
 
 int baton_file_write_atomic(const char *path, const void *p, size_t n, baton_err *err)
 {
-    int src;
-    if (write_special(path, p, n, &src, err)) return src;
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) return write_special(path, st.st_mode, p, n, err);
     static unsigned serial;   /* threads of one process may write the same file at once */
     char tmp[4096];
     unsigned k = __atomic_add_fetch(&serial, 1, __ATOMIC_RELAXED);
