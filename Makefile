@@ -1,6 +1,8 @@
 # baton — build, test, bench, fuzz.
 #
-#   make            build/libbaton.a and build/baton
+#   make            build/libbaton.a, build/libbaton.so (+ .so.ABI), build/baton and the Python
+#                   module build/python/baton (PYTHONPATH=build/python)
+#   make install PREFIX=DIR [DESTDIR=D]   the library, its public headers, baton.pc and the command
 #   make test       the whole suite: unit + CLI + server tests, then again under ASan+UBSan,
 #                   plus a short run of every fuzz target (tests/run.sh prints "N passed, N failed, N skipped")
 #   make bench      the benchmarks under bench/
@@ -50,9 +52,16 @@ TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 LIB := $(BUILD)/libbaton.a
 BIN := $(BUILD)/baton
+# the shared library: the same objects, position-independent (-fno-semantic-interposition keeps
+# calls inside a file direct, as in the static build); its soname carries the ABI (util.h)
+BATON_ABI := $(shell sed -n 's/^\#define BATON_ABI_VERSION \([0-9]*\).*/\1/p' include/baton/util.h)
+BATON_VER := $(shell sed -n 's/^\#define BATON_VERSION "\(.*\)"/\1/p' include/baton/util.h)
+SONAME := libbaton.so.$(BATON_ABI)
+SO := $(BUILD)/libbaton.so
+$(LIB_OBJ): ALL_CFLAGS += -fPIC -fno-semantic-interposition
 
-.PHONY: all test bench bench-build fuzz clean tests deps run check-layers chaos
-all: $(BIN)
+.PHONY: all test bench bench-build fuzz clean tests deps run check-layers chaos install python
+all: $(BIN) $(SO) python
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -73,6 +82,23 @@ $(LIB): $(LIB_OBJ)
 
 $(BIN): $(CLI_OBJ) $(LIB)
 	$(CC) $(LDFLAGS_ALL) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS)
+
+# libbaton.so exports the baton_* names only (src/libbaton.map), binds its own calls to itself, and
+# leaves out the embedded Python of race's reward functions: a Python process that loads it (the
+# baton module) is itself the interpreter, and a second libpython in it would be a second runtime
+# (src/race/reward_py.c then says that Python rewards need the baton command)
+SO_OBJ := $(filter-out $(BUILD)/obj/src/race/reward_py.o,$(LIB_OBJ)) $(BUILD)/obj/src/race/reward_py.nopy.o
+SO_LIBS = $(filter-out $(PY_LIBS),$(LDLIBS))
+$(BUILD)/obj/src/race/reward_py.nopy.o: src/race/reward_py.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) $(OPT) $(CFLAGS) -fPIC -fno-semantic-interposition -DBATON_SHARED_LIBRARY -c $< -o $@
+
+$(BUILD)/$(SONAME): $(SO_OBJ) src/libbaton.map
+	$(CC) $(LDFLAGS_ALL) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=src/libbaton.map -Wl,-Bsymbolic \
+	    -Wl,-z,defs -o $@ $(SO_OBJ) $(SO_LIBS)
+
+$(SO): $(BUILD)/$(SONAME)
+	ln -sf $(SONAME) $@
 
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/check.h $(LIB)
 	@mkdir -p $(dir $@)
@@ -119,6 +145,46 @@ FUZZ_SECONDS ?= 60
 fuzz: fuzz-build
 	tests/fuzz/run.sh $(FUZZ_SECONDS)
 
+# ---- the baton Python module (src/python/*.c, a C extension over libbaton.so; python/baton/*.py
+# adapt types): built here for /usr/bin/python3 (Debian's) into $(BUILD)/python, found through
+# PYTHONPATH=$(BUILD)/python; `pip install --no-build-isolation ./python` builds the same sources
+# against an installed library (python/setup.py)
+PYTHON ?= /usr/bin/python3
+PY_EXT := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))' 2>/dev/null)
+PY_INC := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)
+PYMOD_SRC := $(wildcard src/python/*.c)
+PYMOD_OBJ := $(PYMOD_SRC:%.c=$(BUILD)/obj/%.o)
+PYMOD_PY := $(patsubst python/baton/%,$(BUILD)/python/baton/%,$(wildcard python/baton/*.py))
+PYMOD := $(BUILD)/python/baton/_baton$(PY_EXT)
+$(PYMOD_OBJ): ALL_CFLAGS += -fPIC -isystem $(PY_INC) -fvisibility=hidden
+ifneq ($(PY_EXT),)
+python: $(PYMOD) $(PYMOD_PY)
+else
+python:
+	@echo "python: $(PYTHON) not found; the baton Python module is not built" >&2
+endif
+$(PYMOD): $(PYMOD_OBJ) $(SO)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS_ALL) -shared -o $@ $(PYMOD_OBJ) -L$(BUILD) -l:$(SONAME) -Wl,-rpath,'$$ORIGIN/../..'
+$(BUILD)/python/baton/%.py: python/baton/%.py
+	@mkdir -p $(dir $@)
+	cp $< $@
+
+# ---- install: the library (shared and static), the public headers, baton.pc, the command
+PREFIX ?= /usr/local
+DESTDIR ?=
+LIBDIR ?= $(PREFIX)/lib
+install: $(BIN) $(SO) $(LIB)
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/baton $(DESTDIR)$(LIBDIR)/pkgconfig
+	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/baton
+	install -m 0644 include/baton/*.h $(DESTDIR)$(PREFIX)/include/baton/
+	install -m 0755 $(BUILD)/$(SONAME) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libbaton.so
+	install -m 0644 $(LIB) $(DESTDIR)$(LIBDIR)/libbaton.a
+	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@VERSION@|$(BATON_VER)|' \
+	    -e 's|@REQUIRES@|$(PKGS)|' \
+	    scripts/baton.pc.in >$(DESTDIR)$(LIBDIR)/pkgconfig/baton.pc
+
 test:
 	tests/run.sh
 
@@ -138,7 +204,7 @@ deps:
 clean:
 	rm -rf build build-san build-fuzz
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(FUZZ_LIB_OBJ:.o=.d) $(TEST_BIN:=.d)
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(FUZZ_LIB_OBJ:.o=.d) $(TEST_BIN:=.d) $(PYMOD_OBJ:.o=.d)
 
 # the long reliability runs (minutes; never in `make test`)
 CHAOS_KILLS ?= 1000

@@ -107,6 +107,13 @@ int baton_ckpt_snapshot(baton_ckpt_store *s, const baton_nn_model *m, const bato
 int baton_ckpt_snapshot_tensors(baton_ckpt_store *s, const baton_nn_tensor *mt, size_t nm,
                                 const baton_nn_tensor *ot, size_t no, uint64_t optim_steps,
                                 const char *state_json, uint64_t step, int flags, baton_err *err);
+/* The same from named tensors of any dtype (a caller's own, e.g. a PyTorch state_dict): model
+ * entries go to model.safetensors and optimizer entries to optim.safetensors, each in the given
+ * order. baton_st_entry and the dtypes are declared with the safetensors functions below. */
+struct baton_st_entry;
+int baton_ckpt_snapshot_entries(baton_ckpt_store *s, const struct baton_st_entry *mt, size_t nm,
+                                const struct baton_st_entry *ot, size_t no, uint64_t optim_steps,
+                                const char *state_json, uint64_t step, int flags, baton_err *err);
 /* Hand the snapshot to a background thread that writes and commits it, then applies retention.
  * BATON_ERR_ARG when there is no fresh snapshot or a persist is already in flight. */
 int baton_ckpt_persist_async(baton_ckpt_store *s, baton_err *err);
@@ -140,13 +147,37 @@ int baton_ckpt_store_attach(baton_ckpt_store *s, const char *uri, const baton_st
 /* With a remote attached: baton_ckpt_remote_restore (src/ckpt/ckpt_internal.h) into the store's
  * directory. Without one: BATON_ERR_NOTFOUND. */
 int baton_ckpt_store_restore(baton_ckpt_store *s, char *path, size_t cap, uint64_t *step, baton_err *err);
+/* What a trainer resumes from, through its open store: the newest checkpoint under the directory
+ * that verifies (every newer one that does not is moved aside to .ckpt-<step>.corrupt, as
+ * retention would, with a warning), or, when there is none and a remote is attached, the remote's
+ * newest complete one restored (baton_ckpt_store_restore). BATON_ERR_NOTFOUND: a fresh start. */
+int baton_ckpt_store_latest(baton_ckpt_store *s, char *path, size_t cap, uint64_t *step, baton_err *err);
 
 /* ---------------------------------------------------------------------------------------------
  * safetensors (src/ckpt/safetensors.c)
  * --------------------------------------------------------------------------------------------- */
 #define BATON_ST_MAX_DIMS 8
 
-enum { BATON_ST_F32 = BATON_NN_F32, BATON_ST_I64 = BATON_NN_I64 };
+/* safetensors' dtypes. Models use F32 and I64 (the nn values); a caller's own tensors (a PyTorch
+ * state_dict through the Python module) may be any. */
+enum {
+    BATON_ST_F32 = BATON_NN_F32, BATON_ST_I64 = BATON_NN_I64, BATON_ST_F64, BATON_ST_F16, BATON_ST_BF16,
+    BATON_ST_I32, BATON_ST_I16, BATON_ST_I8, BATON_ST_U8, BATON_ST_BOOL, BATON_ST_U16, BATON_ST_U32,
+    BATON_ST_U64, BATON_ST_F8_E4M3, BATON_ST_F8_E5M2, BATON_ST_NDTYPES
+};
+/* Element size in bytes (0: not a dtype) and safetensors name ("F32", "BF16"; "?"); parse: the
+ * BATON_ST_* of a name, -1 when it is none. */
+size_t baton_st_dtype_size(int dtype);
+int baton_st_dtype_parse(const char *name);
+
+/* A tensor to write: data holds prod(shape) elements of dtype, row-major, little-endian. */
+typedef struct baton_st_entry {
+    const char *name;
+    int dtype;                      /* BATON_ST_* */
+    int ndim;                       /* 0..BATON_ST_MAX_DIMS */
+    const int64_t *shape;
+    const void *data;
+} baton_st_entry;
 
 /* One tensor as described by a header. Offsets are relative to the start of the data area. */
 typedef struct baton_st_tensor {
@@ -170,8 +201,6 @@ typedef struct baton_st_header {
 } baton_st_header;
 
 void baton_st_header_free(baton_st_header *h);
-/* A dtype's safetensors name ("F32", "I64"); its element size is baton_st_dtype_size
- * (src/ckpt/ckpt_internal.h). */
 const char *baton_st_dtype_name(int dtype);
 
 /* Read and validate a whole file: *h is the header, *data (malloc'd) the whole file's bytes;
@@ -192,5 +221,35 @@ double baton_ckpt_daly_interval(double delta, double mtbi);
  * instances reclaimed per month, e.g. 0.1 for the 5–10 % bucket's upper end): a constant hazard,
  * 730 h per month. */
 double baton_ckpt_mtbi_hours(double monthly_fraction);
+
+/* When a loop should checkpoint (interval.c): every `every_steps` steps, every `every_sec` seconds,
+ * or (automatic) every τ seconds, Daly's optimum for the mean blocking cost δ of this run's saves
+ * so far and the mean time between interruptions mtbi_s, re-estimated after every save (the first
+ * save is due at once, to measure δ; τ is kept within [1 s, 1 h]; without a hazard, every_sec).
+ * baton train's --ckpt-every-steps/-sec/auto and the Python module's Checkpoints(every=…) are this. */
+typedef struct baton_ckpt_policy {
+    uint64_t every_steps;       /* 0: none by count */
+    double every_sec;           /* 0: none by time */
+    int automatic;
+    double mtbi_s;              /* 0: unknown */
+    /* state */
+    double saved_t;             /* when the last save was taken (baton_now) */
+    double delta_sum;           /* automatic: blocking seconds of the saves so far */
+    uint64_t nsaves;
+    double tau;                 /* automatic: the interval in force (0 before the first save) */
+} baton_ckpt_policy;
+/* Parse an interval: "auto", "N" or "Nsteps" (steps), "Ns", "Nm", "Nh" (seconds), "off"; with
+ * mtbi_s (0 unknown). BATON_ERR_USAGE naming the text otherwise. */
+int baton_ckpt_policy_parse(baton_ckpt_policy *p, const char *spec, double mtbi_s, baton_err *err);
+void baton_ckpt_policy_init(baton_ckpt_policy *p, uint64_t every_steps, double every_sec, int automatic,
+                            double mtbi_s);
+/* Whether a save is due after global step `step` at time now (baton_now). */
+int baton_ckpt_policy_due(const baton_ckpt_policy *p, uint64_t step, double now);
+/* A save was taken at now and blocked the loop for blocked_s seconds (automatic: δ). */
+void baton_ckpt_policy_saved(baton_ckpt_policy *p, double now, double blocked_s);
+/* The environment of a fleet worker: $BATON_CKPT_EVERY (an interval as above) and
+ * $BATON_SPOT_MTBI_S; 0 and p unchanged when neither is set, 1 when set from them, < 0 on a bad
+ * value (named). */
+int baton_ckpt_policy_from_env(baton_ckpt_policy *p, baton_err *err);
 
 #endif

@@ -175,7 +175,14 @@ baton_pipeline *baton_pipeline_open(baton_loader *l, const baton_pipeline_opts *
 /* The next batch: BATON_OK; BATON_END once after an epoch's last batch (then the next epoch's
  * batches follow); or an error (decode errors name the shard and offset). */
 int baton_pipeline_next(baton_pipeline *p, baton_batch **b, baton_err *err);
+/* The same, waiting at most timeout_s seconds: BATON_NEED_MORE (and *b NULL) when nothing was ready
+ * by then (call again). For a caller that must look at something else while it waits (a Python
+ * loop checking for Ctrl-C). */
+int baton_pipeline_next_timed(baton_pipeline *p, baton_batch **b, double timeout_s, baton_err *err);
 void baton_pipeline_release(baton_pipeline *p, baton_batch *b);
+/* Stop every thread (the loader is the caller's again); batches handed out stay valid, and next
+ * returns nothing new, until close. */
+void baton_pipeline_stop(baton_pipeline *p);
 void baton_pipeline_close(baton_pipeline *p);
 
 /* ---------------------------------------------------------------- input-mode benchmark */

@@ -144,6 +144,8 @@ typedef struct baton_loader_opts {
      * and end. share_size 0 or 1: not shared (as before). */
     uint32_t share_rank, share_size;
     double share_wait_s;        /* default 300 */
+    int no_shuffle;             /* every order is the identity: shards in the manifest's order, records
+                                   in file order (an evaluation pass); the cursor works the same */
 } baton_loader_opts;
 
 typedef struct baton_record {

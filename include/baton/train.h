@@ -201,9 +201,10 @@ typedef struct baton_train_opts {
                                    rank's own part (the default, as PyTorch DDP) */
     int ckpt_auto;              /* see baton_train_session_opts (the CLI's --ckpt-every auto) */
     double mtbi_s;
-    const char *sample_log;     /* NULL, or a file each rank appends "epoch position rank" to for
-                                   every sample it trains (one write per batch): an audit that every
-                                   sample of an epoch is seen once, whatever the world sizes */
+    const char *sample_log;     /* NULL, or a file each rank appends "epoch position rank label crc32c"
+                                   to for every sample it trains (one write per batch; the CRC32C of
+                                   its input floats): an audit that every sample of an epoch is seen
+                                   once, whatever the world sizes, and of what another reader yields */
     /* NULL, or called once with the final result (BATON_OK or BATON_STOPPED) by the process that
      * speaks for the run — rank 0, or the single process — before the ranks' last barrier: under
      * a launcher that ends the job when a rank exits non-zero (mpirun on exit 75), what it prints

@@ -14,7 +14,15 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#define BATON_VERSION "0.1.0"
+/* The version these headers describe. BATON_ABI_VERSION changes whenever a public structure or
+ * signature changes incompatibly; it is the number in libbaton.so's soname (libbaton.so.1), so the
+ * dynamic loader refuses a library of another ABI, and a program checks the library it got at run
+ * time with BATON_VERSION_CHECK (src/util/version.c). */
+#define BATON_VERSION "0.2.0"
+#define BATON_VERSION_MAJOR 0
+#define BATON_VERSION_MINOR 2
+#define BATON_VERSION_PATCH 0
+#define BATON_ABI_VERSION 1
 
 /* Status codes. Positive values are non-error outcomes of iterators. */
 enum baton_status {
@@ -54,6 +62,14 @@ int baton_err_prefix(baton_err *err, const char *fmt, ...) __attribute__((format
 int baton_err_errno(baton_err *err, int e, const char *what, const char *path);
 /* Name of a status code, e.g. "truncated". */
 const char *baton_status_name(int code);
+
+/* ---- the library's version (src/util/version.c) ---- */
+const char *baton_version(void);      /* the library's BATON_VERSION */
+int baton_abi_version(void);          /* the library's BATON_ABI_VERSION */
+/* BATON_OK when the library was built with ABI `abi` and a version at least major.minor (the
+ * caller's headers); else BATON_ERR_FORMAT naming both versions. */
+int baton_version_check(int abi, int major, int minor, baton_err *err);
+#define BATON_VERSION_CHECK(err) baton_version_check(BATON_ABI_VERSION, BATON_VERSION_MAJOR, BATON_VERSION_MINOR, (err))
 
 /* ---- growable byte buffer ---- */
 typedef struct baton_buf {

@@ -25,17 +25,6 @@ int baton_st_parse_header(const char *name, const uint8_t *p, size_t avail, uint
                           baton_st_header *h, baton_err *err);
 /* Index of a tensor by name, or -1. */
 long baton_st_find(const baton_st_header *h, const char *name);
-/* Element size of a dtype (4 or 8), 0 if unknown; its safetensors name is baton_st_dtype_name. */
-size_t baton_st_dtype_size(int dtype);
-
-/* A tensor to write. data holds numel elements of dtype in host order (little-endian hosts). */
-typedef struct baton_st_entry {
-    const char *name;
-    int dtype;
-    int ndim;
-    const int64_t *shape;
-    const void *data;
-} baton_st_entry;
 
 /* Serialise the header for these tensors (offsets contiguous, in the given order; __metadata__
  * first when nmeta > 0; padded with spaces to a multiple of 8) into out: the 8-byte length plus

@@ -6,7 +6,7 @@
  *   offset 0        u64 little-endian N: length of the JSON header in bytes
  *   offset 8        N bytes of UTF-8 JSON, an object:
  *                     {"__metadata__": {"key": "value", ...},            (optional; strings only)
- *                      "<tensor name>": {"dtype": "F32"|"I64", "shape": [d0, d1, ...],
+ *                      "<tensor name>": {"dtype": "F32", "shape": [d0, d1, ...],
  *                                        "data_offsets": [begin, end]}, ...}
  *                   padded with spaces so that N is a multiple of 8 (the data area is aligned)
  *   offset 8 + N    the data area: each tensor's elements, little-endian, row-major, at
@@ -16,7 +16,9 @@
  *   - the file holds at least 8 bytes; 8 + N <= file size; N <= 100 MB;
  *   - the header starts with '{', is one well-formed JSON object, followed only by whitespace;
  *   - tensor names are unique; "__metadata__" is not a tensor and maps strings to strings;
- *   - dtype is known (baton reads F32 and I64); shape entries are integers >= 0 (at most 8 dims);
+ *   - dtype is one of safetensors' (BOOL, U8, I8, F8_E5M2, F8_E4M3, I16, U16, F16, BF16, I32, U32,
+ *     F32, F64, I64, U64: models use F32 and I64, a user's own tensors any); shape entries are
+ *     integers >= 0 (at most 8 dims);
  *   - prod(shape) * dtype size == end - begin, computed without overflow;
  *   - 0 <= begin <= end <= data area size; sorted by begin, the tensors neither overlap nor leave
  *     gaps, and together cover the data area exactly (end of the last == file size - 8 - N).
@@ -38,14 +40,34 @@
 
 #define MAX_EXACT 9007199254740992.0   /* 2^53: integers above this do not survive a double */
 
+/* safetensors' dtypes, indexed by BATON_ST_* (ckpt.h) */
+static const struct {
+    const char *name;
+    size_t size;
+} dtypes[BATON_ST_NDTYPES] = {
+    [BATON_ST_F32] = {"F32", 4},     [BATON_ST_I64] = {"I64", 8},   [BATON_ST_F64] = {"F64", 8},
+    [BATON_ST_F16] = {"F16", 2},     [BATON_ST_BF16] = {"BF16", 2}, [BATON_ST_I32] = {"I32", 4},
+    [BATON_ST_I16] = {"I16", 2},     [BATON_ST_I8] = {"I8", 1},     [BATON_ST_U8] = {"U8", 1},
+    [BATON_ST_BOOL] = {"BOOL", 1},   [BATON_ST_U16] = {"U16", 2},   [BATON_ST_U32] = {"U32", 4},
+    [BATON_ST_U64] = {"U64", 8},     [BATON_ST_F8_E4M3] = {"F8_E4M3", 1},
+    [BATON_ST_F8_E5M2] = {"F8_E5M2", 1},
+};
+
 size_t baton_st_dtype_size(int dtype)
 {
-    return dtype == BATON_ST_F32 ? 4 : dtype == BATON_ST_I64 ? 8 : 0;
+    return dtype >= 0 && dtype < BATON_ST_NDTYPES ? dtypes[dtype].size : 0;
 }
 
 const char *baton_st_dtype_name(int dtype)
 {
-    return dtype == BATON_ST_F32 ? "F32" : dtype == BATON_ST_I64 ? "I64" : "?";
+    return dtype >= 0 && dtype < BATON_ST_NDTYPES ? dtypes[dtype].name : "?";
+}
+
+int baton_st_dtype_parse(const char *name)
+{
+    for (int i = 0; i < BATON_ST_NDTYPES; i++)
+        if (!strcmp(name, dtypes[i].name)) return i;
+    return -1;
 }
 
 void baton_st_header_free(baton_st_header *h)
@@ -108,15 +130,9 @@ static int parse_tensor(const char *file, const cJSON *item, baton_st_tensor *t,
     if (!cJSON_IsString(dt))
         return baton_err_set(err, BATON_ERR_FORMAT, "%s: tensor '%s': missing string field \"dtype\"",
                              file, tn);
-    if (strcmp(dt->valuestring, "F32") == 0) {
-        t->dtype = BATON_ST_F32;
-    } else if (strcmp(dt->valuestring, "I64") == 0) {
-        t->dtype = BATON_ST_I64;
-    } else {
-        return baton_err_set(err, BATON_ERR_FORMAT,
-                             "%s: tensor '%s': dtype \"%.32s\" not supported (baton reads F32 and I64)",
+    if ((t->dtype = baton_st_dtype_parse(dt->valuestring)) < 0)
+        return baton_err_set(err, BATON_ERR_FORMAT, "%s: tensor '%s': dtype \"%.32s\" is not a safetensors dtype",
                              file, tn, dt->valuestring);
-    }
     if (!cJSON_IsArray(sh))
         return baton_err_set(err, BATON_ERR_FORMAT, "%s: tensor '%s': missing array field \"shape\"",
                              file, tn);

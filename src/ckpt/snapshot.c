@@ -28,7 +28,7 @@ struct baton_ckpt_store {
     char dir[4096];
     int keep;
     baton_buf model, optim, state, scratch;   /* file images; scratch builds headers */
-    baton_buf ents, mts, ots;                 /* reused arrays: entries, model/optim tensor lists */
+    baton_buf ents, oents, mts, ots;          /* reused arrays: model/optim entries and tensor lists */
     uint64_t step;
     int fresh;                                /* a snapshot not yet handed to a persist */
     pthread_t th;
@@ -96,6 +96,7 @@ void baton_ckpt_store_close(baton_ckpt_store *s)
     baton_buf_free(&s->state);
     baton_buf_free(&s->scratch);
     baton_buf_free(&s->ents);
+    baton_buf_free(&s->oents);
     baton_buf_free(&s->mts);
     baton_buf_free(&s->ots);
     ckpt_vcache_free(&s->vc);
@@ -116,45 +117,47 @@ int baton_ckpt_reap(baton_ckpt_store *s, int block, uint64_t *step)
 
 const char *baton_ckpt_last_committed(const baton_ckpt_store *s) { return s->committed; }
 
-/* Build one safetensors file image into img from a tensor list. */
-static int image(baton_ckpt_store *s, baton_buf *img, const baton_nn_tensor *t, size_t n,
-                 const char *const *mk, const char *const *mv, size_t nmeta, baton_err *err)
+/* Build one safetensors file image into img from named tensors. */
+static int image(baton_ckpt_store *s, baton_buf *img, const baton_st_entry *e, size_t n, const char *const *mk,
+                 const char *const *mv, size_t nmeta, baton_err *err)
 {
-    s->ents.len = 0;
-    if (baton_buf_reserve(&s->ents, (n + 1) * sizeof(baton_st_entry)) != BATON_OK)
-        return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
-    baton_st_entry *e = (baton_st_entry *)(void *)s->ents.data;
-    for (size_t i = 0; i < n; i++) {
-        e[i].name = t[i].name;
-        e[i].dtype = t[i].dtype;
-        e[i].ndim = t[i].ndim;
-        e[i].shape = t[i].shape;
-        e[i].data = t[i].data;
-    }
     uint64_t dl;
     int rc = baton_st_build_header(e, n, mk, mv, nmeta, &s->scratch, &dl, err);
-    if (rc == BATON_OK) {
-        img->len = 0;
-        /* a little slack so that a longer header later (more digits) does not reallocate */
-        if (baton_buf_reserve(img, s->scratch.len + (size_t)dl + 256) != BATON_OK) {
-            rc = baton_err_set(err, BATON_ERR_NOMEM, "snapshot: out of memory (%llu bytes)",
-                               (unsigned long long)(s->scratch.len + dl));
-        } else {
-            memcpy(img->data, s->scratch.data, s->scratch.len);
-            img->len = s->scratch.len;
-            for (size_t i = 0; i < n; i++) {
-                size_t bytes = t[i].numel * baton_st_dtype_size(t[i].dtype);
-                memcpy(img->data + img->len, t[i].data, bytes);
-                img->len += bytes;
-            }
-        }
+    if (rc != BATON_OK) return rc;
+    img->len = 0;
+    /* a little slack so that a longer header later (more digits) does not reallocate */
+    if (dl > SIZE_MAX - s->scratch.len - 256 || baton_buf_reserve(img, s->scratch.len + (size_t)dl + 256) != BATON_OK)
+        return baton_err_set(err, BATON_ERR_NOMEM, "snapshot: out of memory (%llu bytes)",
+                             (unsigned long long)(s->scratch.len + dl));
+    memcpy(img->data, s->scratch.data, s->scratch.len);
+    img->len = s->scratch.len;
+    for (size_t i = 0; i < n; i++) {
+        size_t bytes = baton_st_dtype_size(e[i].dtype);
+        for (int d = 0; d < e[i].ndim; d++) bytes *= (size_t)e[i].shape[d];   /* checked by the header */
+        if (bytes) memcpy(img->data + img->len, e[i].data, bytes);
+        img->len += bytes;
     }
-    return rc;
+    return BATON_OK;
 }
 
-int baton_ckpt_snapshot_tensors(baton_ckpt_store *s, const baton_nn_tensor *mt, size_t nm,
-                                const baton_nn_tensor *ot, size_t no, uint64_t optim_steps,
-                                const char *state_json, uint64_t step, int flags, baton_err *err)
+/* A model's or an optimizer's tensor list as entries, in buf (reused). */
+static baton_st_entry *entries_of(baton_buf *buf, const baton_nn_tensor *t, size_t n, baton_err *err)
+{
+    buf->len = 0;
+    if (baton_buf_reserve(buf, (n + 1) * sizeof(baton_st_entry)) != BATON_OK) {
+        baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    baton_st_entry *e = (baton_st_entry *)(void *)buf->data;
+    for (size_t i = 0; i < n; i++)
+        e[i] = (baton_st_entry){.name = t[i].name, .dtype = t[i].dtype, .ndim = t[i].ndim, .shape = t[i].shape,
+                                .data = t[i].data};
+    return e;
+}
+
+int baton_ckpt_snapshot_entries(baton_ckpt_store *s, const baton_st_entry *mt, size_t nm, const baton_st_entry *ot,
+                                size_t no, uint64_t optim_steps, const char *state_json, uint64_t step, int flags,
+                                baton_err *err)
 {
     if (s->busy) {
         if ((flags & BATON_CKPT_SKIP_IF_BUSY) && !atomic_load(&s->done)) return BATON_CKPT_SKIPPED;
@@ -164,17 +167,27 @@ int baton_ckpt_snapshot_tensors(baton_ckpt_store *s, const baton_nn_tensor *mt, 
     int rc = baton_ckpt_state_check("state.json", state_json, sl, step, err);
     if (rc) return baton_err_prefix(err, "snapshot of step %" PRIu64, step);
     static const char *const mk[] = {"format"}, *const mv[] = {"pt"};
-    if ((rc = image(s, &s->model, mt, nm, mk, mv, 1, err)) != BATON_OK) return rc;
+    if ((rc = image(s, &s->model, mt, nm, mk, mv, 1, err)) != BATON_OK) return baton_err_prefix(err, "model.safetensors");
     char steps[32];
     snprintf(steps, sizeof steps, "%" PRIu64, optim_steps);
     const char *ok[] = {"steps"}, *ov[] = {steps};
-    if ((rc = image(s, &s->optim, ot, no, ok, ov, 1, err)) != BATON_OK) return rc;
+    if ((rc = image(s, &s->optim, ot, no, ok, ov, 1, err)) != BATON_OK) return baton_err_prefix(err, "optim.safetensors");
     s->state.len = 0;
     if (baton_buf_append(&s->state, state_json, sl) != BATON_OK)
         return baton_err_set(err, BATON_ERR_NOMEM, "snapshot: out of memory");
     s->step = step;
     s->fresh = 1;
     return BATON_OK;
+}
+
+int baton_ckpt_snapshot_tensors(baton_ckpt_store *s, const baton_nn_tensor *mt, size_t nm,
+                                const baton_nn_tensor *ot, size_t no, uint64_t optim_steps,
+                                const char *state_json, uint64_t step, int flags, baton_err *err)
+{
+    if (s->busy && (flags & BATON_CKPT_SKIP_IF_BUSY) && !atomic_load(&s->done)) return BATON_CKPT_SKIPPED;
+    const baton_st_entry *me = entries_of(&s->ents, mt, nm, err), *oe = me ? entries_of(&s->oents, ot, no, err) : NULL;
+    if (!me || !oe) return BATON_ERR_NOMEM;
+    return baton_ckpt_snapshot_entries(s, me, nm, oe, no, optim_steps, state_json, step, flags, err);
 }
 
 static int get_all(baton_buf *b, size_t n, int is_model, const void *obj, baton_nn_tensor **out, baton_err *err)
@@ -270,6 +283,29 @@ int baton_ckpt_store_restore(baton_ckpt_store *s, char *path, size_t cap, uint64
 {
     if (!s->remote) return baton_err_set(err, BATON_ERR_NOTFOUND, "%s: no remote attached", s->dir);
     return baton_ckpt_remote_restore(s->remote, s->dir, s->keep, path, cap, step, err);
+}
+
+int baton_ckpt_store_latest(baton_ckpt_store *s, char *path, size_t cap, uint64_t *step, baton_err *err)
+{
+    baton_ckpt_info *v;
+    size_t n;
+    int rc = baton_ckpt_list(s->dir, 0, &v, &n, err);
+    if (rc) return rc;
+    rc = BATON_ERR_NOTFOUND;
+    for (size_t i = 0; i < n && rc; i++) {
+        baton_err ve = {0};
+        if (baton_ckpt_verify(v[i].path, &ve) != BATON_OK) {   /* we hold the lock: no writer */
+            ckpt_move_aside(s->dir, v[i].step, v[i].path, ve.msg);
+            continue;
+        }
+        snprintf(path, cap, "%s", v[i].path);
+        if (step) *step = v[i].step;
+        rc = BATON_OK;
+    }
+    free(v);
+    if (rc == BATON_OK) return rc;
+    if (s->remote) return baton_ckpt_store_restore(s, path, cap, step, err);
+    return baton_err_set(err, BATON_ERR_NOTFOUND, "%s: no checkpoint that verifies (%zu found)", s->dir, n);
 }
 
 int baton_ckpt_persist_sync(baton_ckpt_store *s, baton_err *err)

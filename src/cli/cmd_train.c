@@ -112,7 +112,7 @@ int cmd_train(int argc, char **argv)
          "auto | mpi | none: data parallel over MPI ranks (auto: when started by mpirun or srun --mpi=pmix; "
          "mpi: required)"},
         {"sample-log", CLI_STR, &o.sample_log,
-         "append \"epoch position rank\" to FILE for every sample trained (an audit of the data order)"},
+         "append \"epoch position rank label crc32c\" to FILE for every sample trained (an audit of the data order; the CRC is of its input floats)"},
         {"bucket-mb", CLI_DBL, &bucket_mb, "gradient allreduce bucket in MB, > 0 (default 1)"},
         {"sync-bn", CLI_FLAG, &o.sync_bn, "with ranks: batch norm statistics over the whole global batch (default: each rank's part)"},
         {0},

@@ -28,11 +28,13 @@
  *  - close() stops every thread; a reader inside baton_loader_next is waited for. */
 #include "augment_internal.h"
 
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define UNIT 16              /* samples per work unit */
 #define MAX_WORKERS 256
@@ -367,7 +369,8 @@ static void *worker_main(void *arg)
 
 /* ---------------------------------------------------------------- caller side */
 
-int baton_pipeline_next(baton_pipeline *p, baton_batch **b, baton_err *err)
+/* next with a deadline (CLOCK_REALTIME; NULL: none): BATON_NEED_MORE when it passes first */
+static int next_until(baton_pipeline *p, baton_batch **b, const struct timespec *deadline, baton_err *err)
 {
     *b = NULL;
     pthread_mutex_lock(&p->mu);
@@ -376,6 +379,10 @@ int baton_pipeline_next(baton_pipeline *p, baton_batch **b, baton_err *err)
         if (p->sticky) {
             if (err) *err = p->sticky_err;
             rc = p->sticky_err.code;
+            break;
+        }
+        if (p->stop) {
+            rc = baton_err_set(err, BATON_ERR_ARG, "pipeline: stopped");
             break;
         }
         if (p->qlen > 0) {
@@ -413,10 +420,32 @@ int baton_pipeline_next(baton_pipeline *p, baton_batch **b, baton_err *err)
                                p->nslots);
             break;
         }
-        pthread_cond_wait(&p->cv_ready, &p->mu);
+        if (!deadline) {
+            pthread_cond_wait(&p->cv_ready, &p->mu);
+        } else if (pthread_cond_timedwait(&p->cv_ready, &p->mu, deadline) == ETIMEDOUT) {
+            rc = BATON_NEED_MORE;
+            break;
+        }
     }
     pthread_mutex_unlock(&p->mu);
     return rc;
+}
+
+int baton_pipeline_next(baton_pipeline *p, baton_batch **b, baton_err *err)
+{
+    return next_until(p, b, NULL, err);
+}
+
+int baton_pipeline_next_timed(baton_pipeline *p, baton_batch **b, double timeout_s, baton_err *err)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    if (!(timeout_s > 0)) timeout_s = 0;
+    if (timeout_s > 86400) timeout_s = 86400;
+    long long ns = (long long)ts.tv_nsec + (long long)((timeout_s - floor(timeout_s)) * 1e9);
+    ts.tv_sec += (time_t)floor(timeout_s) + (time_t)(ns / 1000000000);
+    ts.tv_nsec = (long)(ns % 1000000000);
+    return next_until(p, b, &ts, err);
 }
 
 void baton_pipeline_release(baton_pipeline *p, baton_batch *b)
@@ -436,7 +465,7 @@ void baton_pipeline_release(baton_pipeline *p, baton_batch *b)
     pthread_mutex_unlock(&p->mu);
 }
 
-void baton_pipeline_close(baton_pipeline *p)
+void baton_pipeline_stop(baton_pipeline *p)
 {
     if (!p) return;
     if (p->mu_ok && p->cv_ok) {
@@ -450,6 +479,14 @@ void baton_pipeline_close(baton_pipeline *p)
     }
     if (p->reader_started) pthread_join(p->reader, NULL);
     for (int i = 0; i < p->nworkers; i++) pthread_join(p->workers[i], NULL);
+    p->reader_started = 0;
+    p->nworkers = 0;
+}
+
+void baton_pipeline_close(baton_pipeline *p)
+{
+    if (!p) return;
+    baton_pipeline_stop(p);
     for (uint32_t i = 0; p->slots && i < p->nslots; i++) {
         slot *s = &p->slots[i];
         free(s->b.x);

@@ -41,7 +41,8 @@ void baton_fetch_free(baton_fetch *f);
 
 /* ---------------------------------------------------------------- orders (order.c); what they
  * are is described in io.h, above baton_loader_opts */
-void baton_order_shards(uint64_t seed, uint64_t epoch, size_t nshards, uint64_t *perm);
+/* shuffle 0: every order below is the identity (shards in manifest order, records in file order) */
+void baton_order_shards(uint64_t seed, uint64_t epoch, size_t nshards, int shuffle, uint64_t *perm);
 
 /* ---------------------------------------------------------------- epoch layouts (order.c) */
 /* A contiguous run of records inside one shard. */
@@ -67,21 +68,21 @@ uint64_t io_stream_epoch_size(uint64_t total, uint64_t block, uint32_t rank, uin
 void io_stream_locate(uint64_t total, uint64_t block, uint32_t rank, uint32_t world,
                       uint64_t position, uint64_t *b, uint64_t *within);
 int io_stream_layout_init(io_stream_layout *L, const baton_manifest *m, uint64_t seed,
-                          uint64_t epoch, uint64_t block, baton_err *err);
+                          uint64_t epoch, uint64_t block, int shuffle, baton_err *err);
 void io_stream_layout_free(io_stream_layout *L);
 /* Segments of block b (at most nshards + 1 of them); returns how many. */
 size_t io_stream_block_segments(const io_stream_layout *L, const baton_manifest *m, uint64_t b,
                                 io_segment *seg, size_t cap);
 /* The permutation of a block's records: out[i] = which record of the block comes i-th. */
-void io_block_permutation(uint64_t seed, uint64_t epoch, uint64_t b, uint64_t n, uint64_t *out);
+void io_block_permutation(uint64_t seed, uint64_t epoch, uint64_t b, uint64_t n, int shuffle, uint64_t *out);
 
 /* Indexed order: global record numbers (shard-major: shard 0's records first) of the epoch. */
 uint64_t io_indexed_epoch_size(uint64_t total, uint32_t rank, uint32_t world);
-void io_indexed_permutation(uint64_t seed, uint64_t epoch, uint64_t total, uint64_t *perm);
+void io_indexed_permutation(uint64_t seed, uint64_t epoch, uint64_t total, int shuffle, uint64_t *perm);
 /* The streamed order of one epoch for worker rank of world as global record numbers (as the
  * indexed permutation gives them): perm[p] = the record the worker's position p holds;
  * shard_first as the loader keeps it (nshards + 1 entries). */
-int io_stream_permutation(const baton_manifest *m, uint64_t seed, uint64_t epoch, uint64_t block,
+int io_stream_permutation(const baton_manifest *m, uint64_t seed, uint64_t epoch, uint64_t block, int shuffle,
                           uint32_t rank, uint32_t world, const uint64_t *shard_first, uint64_t *perm,
                           baton_err *err);
 

@@ -300,9 +300,9 @@ uint32_t io_loader_shard_of(const baton_loader *l, uint64_t g)
 int io_loader_order(const baton_loader *l, uint64_t epoch, uint64_t *perm, baton_err *err)
 {
     if (order_streamed(l, epoch))
-        return io_stream_permutation(&l->m, l->o.seed, epoch, l->block, l->o.rank, l->o.world, l->shard_first, perm,
+        return io_stream_permutation(&l->m, l->o.seed, epoch, l->block, !l->o.no_shuffle, l->o.rank, l->o.world, l->shard_first, perm,
                                      err);
-    io_indexed_permutation(l->o.seed, epoch, l->total, perm);
+    io_indexed_permutation(l->o.seed, epoch, l->total, !l->o.no_shuffle, perm);
     uint64_t n = io_indexed_epoch_size(l->total, l->o.rank, l->o.world);
     for (uint64_t p = 0; p < n && l->o.world > 1; p++) perm[p] = perm[l->o.rank + p * l->o.world];   /* forward: safe */
     return BATON_OK;

@@ -39,8 +39,18 @@ int baton_io_mode_parse(const char *s, baton_io_mode *m)
     return BATON_ERR_ARG;
 }
 
-void baton_order_shards(uint64_t seed, uint64_t epoch, size_t nshards, uint64_t *perm)
+/* The identity: the order without shuffling (baton_loader_opts.no_shuffle). */
+static void identity(uint64_t *perm, uint64_t n)
 {
+    for (uint64_t i = 0; i < n; i++) perm[i] = i;
+}
+
+void baton_order_shards(uint64_t seed, uint64_t epoch, size_t nshards, int shuffle, uint64_t *perm)
+{
+    if (!shuffle) {
+        identity(perm, nshards);
+        return;
+    }
     baton_rng r;
     baton_rng_seed3(&r, seed, epoch, TAG_SHARDS);
     baton_rng_permutation(&r, perm, nshards);
@@ -76,7 +86,7 @@ void io_stream_locate(uint64_t total, uint64_t block, uint32_t rank, uint32_t wo
 }
 
 int io_stream_layout_init(io_stream_layout *L, const baton_manifest *m, uint64_t seed,
-                          uint64_t epoch, uint64_t block, baton_err *err)
+                          uint64_t epoch, uint64_t block, int shuffle, baton_err *err)
 {
     memset(L, 0, sizeof *L);
     size_t n = m->nshards;
@@ -88,7 +98,7 @@ int io_stream_layout_init(io_stream_layout *L, const baton_manifest *m, uint64_t
         io_stream_layout_free(L);
         return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
     }
-    baton_order_shards(seed, epoch, n, L->shard_perm);
+    baton_order_shards(seed, epoch, n, shuffle, L->shard_perm);
     L->start[0] = 0;
     for (size_t i = 0; i < n; i++) L->start[i + 1] = L->start[i] + m->shards[L->shard_perm[i]].records;
     return BATON_OK;
@@ -124,8 +134,12 @@ size_t io_stream_block_segments(const io_stream_layout *L, const baton_manifest 
     return ns;
 }
 
-void io_block_permutation(uint64_t seed, uint64_t epoch, uint64_t b, uint64_t n, uint64_t *out)
+void io_block_permutation(uint64_t seed, uint64_t epoch, uint64_t b, uint64_t n, int shuffle, uint64_t *out)
 {
+    if (!shuffle) {
+        identity(out, n);
+        return;
+    }
     baton_rng r;
     baton_rng_seed3(&r, seed ^ TAG_BLOCK, epoch, b);
     baton_rng_permutation(&r, out, n);
@@ -136,19 +150,23 @@ uint64_t io_indexed_epoch_size(uint64_t total, uint32_t rank, uint32_t world)
     return total > rank ? (total - rank + world - 1) / world : 0;
 }
 
-void io_indexed_permutation(uint64_t seed, uint64_t epoch, uint64_t total, uint64_t *perm)
+void io_indexed_permutation(uint64_t seed, uint64_t epoch, uint64_t total, int shuffle, uint64_t *perm)
 {
+    if (!shuffle) {
+        identity(perm, total);
+        return;
+    }
     baton_rng r;
     baton_rng_seed3(&r, seed ^ TAG_INDEXED, epoch, 0);
     baton_rng_permutation(&r, perm, total);
 }
 
-int io_stream_permutation(const baton_manifest *m, uint64_t seed, uint64_t epoch, uint64_t block,
+int io_stream_permutation(const baton_manifest *m, uint64_t seed, uint64_t epoch, uint64_t block, int shuffle,
                           uint32_t rank, uint32_t world, const uint64_t *shard_first, uint64_t *perm,
                           baton_err *err)
 {
     io_stream_layout L;
-    int rc = io_stream_layout_init(&L, m, seed, epoch, block, err);
+    int rc = io_stream_layout_init(&L, m, seed, epoch, block, shuffle, err);
     if (rc) return rc;
     size_t cap = m->nshards + 1;
     io_segment *seg = malloc(cap * sizeof *seg);
@@ -160,7 +178,7 @@ int io_stream_permutation(const baton_manifest *m, uint64_t seed, uint64_t epoch
         size_t ns = io_stream_block_segments(&L, m, b, seg, cap);
         for (size_t i = 0; i < ns; i++)
             for (uint64_t j = 0; j < seg[i].count; j++) ids[n++] = shard_first[seg[i].shard] + seg[i].first + j;
-        io_block_permutation(seed, epoch, b, n, bp);
+        io_block_permutation(seed, epoch, b, n, shuffle, bp);
         for (uint64_t i = 0; i < n; i++) perm[p++] = ids[bp[i]];
     }
     free(seg);

@@ -166,7 +166,7 @@ static int plan_block(baton_loader *l, uint64_t epoch, uint64_t b, const io_segm
     int rc = BATON_OK;
     if (hi < n && !whole_shards) {
         if ((rc = block_scratch(l, n, err))) return rc;
-        io_block_permutation(l->o.seed, epoch, b, n, l->pperm);
+        io_block_permutation(l->o.seed, epoch, b, n, !l->o.no_shuffle, l->pperm);
         memset(l->need, 0, n);
         for (uint64_t i = lo; i < hi; i++) l->need[l->pperm[i]] = 1;
         block_runs(l, &proto, seg, ns, NULL, 1, &all, err);
@@ -183,7 +183,7 @@ static int plan_epoch(baton_loader *l, uint64_t epoch, uint64_t b0, uint64_t wit
     l->planned_through = epoch + 1;
     if (io_loader_past_end(l, epoch, 0)) return BATON_OK;
     io_stream_layout L;
-    int rc = io_stream_layout_init(&L, &l->m, l->o.seed, epoch, l->block, err);
+    int rc = io_stream_layout_init(&L, &l->m, l->o.seed, epoch, l->block, !l->o.no_shuffle, err);
     if (rc) return rc;
     size_t segcap = l->m.nshards + 1;
     io_segment *seg = malloc(segcap * sizeof *seg);
@@ -336,7 +336,7 @@ static int assemble_block(baton_loader *l, baton_err *err)
         l->bperm = b;
         l->cap_bperm = p->n;
     }
-    io_block_permutation(l->o.seed, p->epoch, p->block, p->n, l->bperm);
+    io_block_permutation(l->o.seed, p->epoch, p->block, p->n, !l->o.no_shuffle, l->bperm);
     for (uint64_t i = p->lo; i < p->hi; i++) l->bperm[i] = l->slot[l->bperm[i]];
     l->blk_epoch = p->epoch;
     l->blk_block = p->block;

@@ -36,9 +36,15 @@ int race_python_built(void)
 int race_reward_py_open(const char *path, void **state, baton_err *err)
 {
     *state = NULL;
+#ifdef BATON_SHARED_LIBRARY
+    return baton_err_set(err, BATON_ERR_ARG, "%s: libbaton.so has no embedded Python (a Python process that "
+                         "loads it is already an interpreter), so Python reward functions run under the baton "
+                         "command only; use a .c reward or a built-in here", path);
+#else
     return baton_err_set(err, BATON_ERR_ARG, "%s: this baton was built without Python (install Debian's "
                          "libpython3-dev and rebuild), so Python reward functions cannot run; use a .c "
                          "reward or a built-in", path);
+#endif
 }
 
 int race_reward_py_call(void *state, const struct baton_race_params *p, size_t n, double *out, baton_err *err)

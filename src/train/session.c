@@ -28,28 +28,10 @@ struct baton_train_session {
     int pfd;                    /* progress file, -1 none */
     uint64_t committed;         /* step of the newest committed checkpoint (the start state: 0) */
     uint64_t last_saved;        /* step of the newest save handed to the store; UINT64_MAX none */
-    double saved_t;             /* when the last periodic save was taken */
+    baton_ckpt_policy pol;      /* when periodic saves are due (ckpt.h) */
     uint64_t rebalances;
     char resumed_from[4096];
-    double delta_sum;           /* ckpt_auto: blocking seconds of the saves so far */
-    uint64_t nsaves;
-    double tau;                 /* the interval in force (ckpt_auto; 0 until the first save) */
 };
-
-/* ckpt_auto: after a save that blocked the loop for `blocked` seconds, the new interval */
-static void auto_interval(baton_train_session *s, double blocked)
-{
-    s->delta_sum += blocked;
-    s->nsaves++;
-    const double delta = s->delta_sum / (double)s->nsaves;
-    double tau = s->o.mtbi_s > 0 ? baton_ckpt_daly_interval(delta, s->o.mtbi_s) : s->o.ckpt_every_sec;
-    if (tau < 1) tau = 1;           /* a floor: never a checkpoint per step on a tiny δ */
-    if (tau > 3600) tau = 3600;
-    if (s->nsaves == 1 || tau < s->tau / 1.5 || tau > s->tau * 1.5)
-        baton_log(BATON_LOG_INFO, "checkpoint interval: %.1f s (Daly, blocking cost %.1f ms, mean time between "
-                  "interruptions %.0f s)", tau, delta * 1e3, s->o.mtbi_s);
-    s->tau = tau;
-}
 
 /* The global step for a supervisor (fleet work-lost accounting): a fixed-width number rewritten
  * in place, so a reader never sees a torn or shorter value. */
@@ -79,7 +61,7 @@ int baton_train_session_open(const baton_train_session_opts *o, baton_train_sess
         baton_train_session_close(s);
         return rc;
     }
-    s->saved_t = baton_now();
+    baton_ckpt_policy_init(&s->pol, o->ckpt_every, o->ckpt_every_sec, o->ckpt_auto, o->mtbi_s);
     *out = s;
     return BATON_OK;
 }
@@ -105,7 +87,7 @@ void baton_train_session_begin(baton_train_session *s, uint64_t step, int resume
 {
     s->committed = resumed ? step : 0;
     s->last_saved = resumed ? step : UINT64_MAX;
-    s->saved_t = baton_now();
+    s->pol.saved_t = baton_now();
     progress_put(s->pfd, step);
 }
 
@@ -121,7 +103,8 @@ static int save(baton_train_session *s, uint64_t step, int sync, baton_err *err)
     if (rc) return baton_err_prefix(err, "checkpoint at step %" PRIu64, step);
     s->last_saved = step;
     if (sync) s->committed = step;
-    if (s->o.ckpt_auto && !sync) auto_interval(s, baton_now() - t0);
+    /* δ: what the save held the loop for (the clock restarts where the caller says: step_done) */
+    if (s->o.ckpt_auto && !sync) baton_ckpt_policy_saved(&s->pol, s->pol.saved_t, baton_now() - t0);
     return BATON_OK;
 }
 
@@ -158,11 +141,9 @@ int baton_train_session_step_done(baton_train_session *s, uint64_t step, baton_e
     if (k > 0) s->committed = cs;
     progress_put(s->pfd, step);
     if (k < 0) return retry(s, step, err);
-    const int due_auto = s->o.ckpt_auto && (s->nsaves == 0 || baton_now() - s->saved_t >= s->tau);
-    if ((s->o.ckpt_every && step % s->o.ckpt_every == 0) || due_auto ||
-        (!s->o.ckpt_auto && s->o.ckpt_every_sec > 0 && baton_now() - s->saved_t >= s->o.ckpt_every_sec)) {
+    if (baton_ckpt_policy_due(&s->pol, step, baton_now())) {
         int rc = save(s, step, 0, err);
-        s->saved_t = baton_now();
+        s->pol.saved_t = baton_now();
         return rc;
     }
     return BATON_OK;
@@ -206,8 +187,8 @@ void baton_train_session_stop_for(baton_train_session *s, const baton_notice_eve
 
 void baton_train_session_interval(const baton_train_session *s, double *tau_s, double *delta_s)
 {
-    *tau_s = s->tau;
-    *delta_s = s->nsaves ? s->delta_sum / (double)s->nsaves : 0;
+    *tau_s = s->pol.tau;
+    *delta_s = s->pol.nsaves ? s->pol.delta_sum / (double)s->pol.nsaves : 0;
 }
 
 const baton_notice_event *baton_train_session_latched(const baton_train_session *s) { return &s->nev; }

@@ -300,19 +300,23 @@ static int stage_resume(trainer *t, baton_train_result *r, baton_err *err)
 }
 
 /* ---------------------------------------------------------------- stage: step */
-/* The audit line of each sample of this batch (opts.sample_log), appended in one write. */
+/* The audit line of each sample of this batch (opts.sample_log), appended in one write: its epoch,
+ * position and rank, then its label and the CRC32C of its input tensor (the decoded, normalised
+ * floats), so that another reader of the same data (the Python module's Loader) can be held to
+ * exactly these samples. */
 static int log_samples(trainer *t, const baton_batch *b, baton_err *err)
 {
     if (t->audit_fd < 0) {
-        if (!(t->audit_buf = malloc((size_t)t->o->batch * 64 + 1)))
+        if (!(t->audit_buf = malloc((size_t)t->o->batch * 96 + 1)))
             return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
         if ((t->audit_fd = open(t->o->sample_log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) < 0)
             return baton_err_errno(err, errno, "open", t->o->sample_log);
     }
-    size_t len = 0;
+    size_t len = 0, floats = (size_t)b->c * b->h * b->w;
     for (uint32_t i = 0; i < b->n; i++)
-        len += (size_t)snprintf(t->audit_buf + len, 64, "%" PRIu64 " %" PRIu64 " %d\n", b->epoch, b->pos[i],
-                                train_dist_rank(t->dist));
+        len += (size_t)snprintf(t->audit_buf + len, 96, "%" PRIu64 " %" PRIu64 " %d %d %08x\n", b->epoch, b->pos[i],
+                                train_dist_rank(t->dist), (int)b->y[i],
+                                (unsigned)baton_crc32c(0, b->x + i * floats, floats * sizeof(float)));
     return baton_write_all(t->audit_fd, t->audit_buf, len, t->o->sample_log, err);
 }
 

@@ -28,7 +28,7 @@ static void stream_worker_order(const baton_manifest *m, uint64_t seed, uint64_t
 {
     io_stream_layout L;
     baton_err err;
-    io_stream_layout_init(&L, m, seed, epoch, block, &err);
+    io_stream_layout_init(&L, m, seed, epoch, block, 1, &err);
     *n = 0;
     io_segment seg[64];
     uint64_t ids[4096], perm[4096];
@@ -39,7 +39,7 @@ static void stream_worker_order(const baton_manifest *m, uint64_t seed, uint64_t
             for (uint64_t j = 0; j < seg[s].count; j++) ids[k++] = seg[s].shard * 1000 + seg[s].first + j;
         uint64_t bs = io_block_size(m->samples, block, b);
         CHECK_EQ_U(k, bs);
-        io_block_permutation(seed, epoch, b, k, perm);
+        io_block_permutation(seed, epoch, b, k, 1, perm);
         for (uint64_t i = 0; i < k; i++) out[(*n)++] = ids[perm[i]];
     }
     io_stream_layout_free(&L);
@@ -51,8 +51,8 @@ static void test_block_epoch(void)
     uint64_t a[64], b[64];
     int differ = 0;
     for (uint64_t blk = 0; blk < 4; blk++) {
-        io_block_permutation(7, 0, blk, 64, a);
-        io_block_permutation(7, 1, blk, 64, b);
+        io_block_permutation(7, 0, blk, 64, 1, a);
+        io_block_permutation(7, 1, blk, 64, 1, b);
         differ += memcmp(a, b, sizeof a) != 0;
     }
     CHECK_MSG(differ == 4, "%d of 4 blocks shuffled differently in epochs 0 and 1", differ);
@@ -104,7 +104,7 @@ int main(void)
         CHECK(n1 == n2 && memcmp(order[0], all, n1 * sizeof *all) == 0);
         /* indexed */
         uint64_t *perm = malloc(total * sizeof *perm);
-        io_indexed_permutation(seed, epoch, total, perm);
+        io_indexed_permutation(seed, epoch, total, 1, perm);
         uint64_t sum = 0;
         for (uint32_t rank = 0; rank < world; rank++) sum += io_indexed_epoch_size(total, rank, world);
         CHECK_EQ_U(sum, total);
@@ -118,8 +118,8 @@ int main(void)
     }
     /* different epochs give different shard orders (12 shards: collisions are ~1/479001600) */
     uint64_t a[12], b[12];
-    baton_order_shards(1, 0, 12, a);
-    baton_order_shards(1, 1, 12, b);
+    baton_order_shards(1, 0, 12, 1, a);
+    baton_order_shards(1, 1, 12, 1, b);
     CHECK(memcmp(a, b, sizeof a) != 0);
     baton_io_mode mode;
     CHECK(baton_io_mode_parse("cache", &mode) == BATON_OK && mode == BATON_MODE_CACHE);

@@ -1,0 +1,133 @@
+#!/usr/bin/python3
+"""A PyTorch ResNet trained on a baton dataset: any URI and input mode, resumable at the exact
+sample, stopping cleanly on an interruption notice (exit 75), on CPU or CUDA, on one process or
+data-parallel under torchrun or mpirun (docs/pytorch.md walks through the lines that are baton's).
+
+  python3 examples/pytorch/train.py --data s3://bucket/fm/ --mode pipe --ckpt ckpt --epochs 5
+  torchrun --nproc-per-node 2 examples/pytorch/train.py --data DIR --ckpt ckpt     (or mpirun -n 2)
+The last line printed is JSON: step, epochs, loss, accuracy, samples/s, the newest checkpoint.
+"""
+import argparse, json, math, os, sys, time
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+
+import baton
+import baton.torch
+
+
+class Block(nn.Module):
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1, self.bn1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout)
+        self.conv2, self.bn2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout)
+        self.short = None if stride == 1 and cin == cout else nn.Sequential(
+            nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        out = self.bn2(self.conv2(F.relu(self.bn1(self.conv1(x)))))
+        return F.relu(out + (x if self.short is None else self.short(x)))
+
+
+def resnet(depth, channels, classes, size):
+    """ResNet-(6n+2) of He et al.; an ImageNet stem (7x7/2 and a max pool) for images over 64 px."""
+    n, width = (depth - 2) // 6, 16 if size <= 64 else 64
+    stem = [nn.Conv2d(channels, width, 3, 1, 1, bias=False)] if size <= 64 else [
+        nn.Conv2d(channels, width, 7, 2, 3, bias=False)]
+    stem += [nn.BatchNorm2d(width), nn.ReLU()] + ([nn.MaxPool2d(3, 2, 1)] if size > 64 else [])
+    layers, cin = [], width
+    for cout, stride in ((width, 1), (2 * width, 2), (4 * width, 2)):
+        for i in range(n):
+            layers.append(Block(cin, cout, stride if i == 0 else 1))
+            cin = cout
+    return nn.Sequential(*stem, *layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(cin, classes))
+
+
+def open_loader(a, rank, world):
+    """The training data: baton's Loader (bench/pytorch.sh swaps in a DataLoader here)."""
+    return baton.Loader(a.data, mode=a.mode, batch=a.batch, seed=a.seed, epochs=a.epochs, rank=rank,
+                        world=world, threads=a.loader_threads, drop_last=world > 1)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--data", required=True), p.add_argument("--mode", default=None)
+    p.add_argument("--ckpt", required=True), p.add_argument("--ckpt-uri", default=None)
+    p.add_argument("--every", default=None, help="checkpoint interval: steps, 90s, 5m, auto")
+    p.add_argument("--epochs", type=int, default=2), p.add_argument("--batch", type=int, default=128)
+    p.add_argument("--lr", type=float, default=0.1), p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--depth", type=int, default=8), p.add_argument("--max-steps", type=int, default=0)
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    p.add_argument("--threads", type=int, default=2), p.add_argument("--loader-threads", type=int, default=2)
+    p.add_argument("--deterministic", action="store_true", help="bit-exact resumes (and slower kernels)")
+    a = p.parse_args(argv)
+    env = os.environ   # torchrun sets RANK/WORLD_SIZE, mpirun OMPI_COMM_WORLD_*
+    rank = int(env.get("RANK", env.get("OMPI_COMM_WORLD_RANK", 0)))
+    world = int(env.get("WORLD_SIZE", env.get("OMPI_COMM_WORLD_SIZE", 1)))
+    local = int(env.get("LOCAL_RANK", env.get("OMPI_COMM_WORLD_LOCAL_RANK", 0)))
+    notice = baton.Notice()   # before torch starts threads: they leave SIGTERM to the watcher
+    if a.deterministic:
+        env.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        torch.use_deterministic_algorithms(True)
+    torch.manual_seed(a.seed), torch.set_num_threads(a.threads)
+    device = torch.device("cuda", local) if a.device == "cuda" else torch.device("cpu")
+    if world > 1:
+        env.setdefault("MASTER_ADDR", "127.0.0.1"), env.setdefault("MASTER_PORT", "29511")
+        dist.init_process_group("nccl" if a.device == "cuda" else "gloo", rank=rank, world_size=world)
+    loader = open_loader(a, rank, world)
+    c, h, w = loader.info["shape"]
+    model = resnet(a.depth, c, loader.info["classes"], h).to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=0.9, nesterov=True, weight_decay=5e-4)
+    ckpt = baton.Checkpoints(a.ckpt, uri=a.ckpt_uri, every=a.every) if rank == 0 else None
+    step, done = 0, baton.torch.load(ckpt, model, opt) if ckpt else None
+    resume = [done.step, done.state["loader"], opt.state_dict()] if done else [0, None, None]
+    if world > 1:   # rank 0's checkpoint for every rank (DDP copies the weights from rank 0)
+        dist.broadcast_object_list(resume, src=0)
+        if resume[2] is not None and rank > 0:
+            opt.load_state_dict(resume[2])
+        model = nn.parallel.DistributedDataParallel(model, device_ids=[local] if a.device == "cuda" else None)
+    step = resume[0]
+    if resume[1]:
+        loader.load_state_dict(resume[1])
+    total, saved, first = a.epochs * len(loader), step, step
+    seen, t0, loss_sum, correct, stop = 0, time.time(), torch.zeros(()), torch.zeros(()), False
+    for epoch in range(loader.epoch, a.epochs):
+        model.train()
+        for batch in loader:   # (images, labels) as NumPy views; .total: the global batch's size
+            x, y = (torch.from_numpy(t).to(device, non_blocking=True) for t in batch)
+            for g in opt.param_groups:   # cosine schedule: a function of the step alone
+                g["lr"] = 0.5 * a.lr * (1 + math.cos(math.pi * step / total))
+            out = model(x)
+            loss = F.cross_entropy(out, y, reduction="sum") * world / batch.total
+            opt.zero_grad(set_to_none=True), loss.backward(), opt.step()
+            step, seen = step + 1, seen + len(y)
+            loss_sum, correct = loss_sum + loss.detach().cpu(), correct + (out.argmax(1) == y).sum().cpu()
+            stop = bool(notice)
+            if world > 1:   # a notice on any rank stops every rank after the same step
+                flag = torch.tensor([int(stop)], device=device)
+                dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+                stop = bool(flag.item())
+            if ckpt and (stop or ckpt.due(step)):
+                baton.torch.save(ckpt, step, model, opt, {"loader": loader.state_dict()})
+                saved = step
+            if stop or step == a.max_steps:
+                break
+        if stop or step == a.max_steps:
+            break
+    if ckpt:
+        if saved != step:
+            baton.torch.save(ckpt, step, model, opt, {"loader": loader.state_dict()})
+        ckpt.wait()   # committed (and uploaded) before the exit status says so
+    el = time.time() - t0
+    if rank == 0:
+        print(json.dumps({"step": step, "epoch": loader.epoch, "stopped": stop, "notice": notice.event,
+                          "loss": loss_sum.item() / max(step - first, 1), "accuracy": correct.item() / max(seen, 1),
+                          "samples_per_s": seen * world / el if el > 0 else 0,
+                          "checkpoint": ckpt.last_committed if ckpt else None}), flush=True)
+    return baton.EXIT_INTERRUPTED if stop else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

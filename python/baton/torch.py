@@ -1,0 +1,107 @@
+"""baton.torch — a PyTorch model's and optimizer's state as named arrays for baton.Checkpoints,
+and back. Type adaptation only: the copying, writing, commit, upload and verification are the C
+library's.
+
+    baton.torch.save(ckpt, step, model, optimizer, {"loader": loader.state_dict()})
+    c = baton.torch.load(ckpt, model, optimizer)    # None on a fresh start; else c.step, c.state
+
+model.safetensors holds model.state_dict() under its own names (PyTorch's safetensors loader
+reads it unchanged); optim.safetensors the optimizer's tensors ("state.<param>.<key>") and the
+random generators' states ("rng.cpu", "rng.cuda.<i>"); the optimizer's other values (param groups,
+steps kept as numbers) ride in state.json under "optimizer".
+"""
+import numpy as np
+import torch
+
+_BITS = {torch.bfloat16: ("BF16", torch.int16)}
+
+
+def _module(model):
+    return model.module if hasattr(model, "module") and isinstance(model.module, torch.nn.Module) else model
+
+
+def _array(t):
+    """A tensor as a C-contiguous host array (or a (dtype, array) pair for dtypes NumPy lacks)."""
+    t = t.detach()
+    if t.device.type != "cpu":
+        t = t.cpu()
+    t = t.contiguous()
+    if t.dtype in _BITS:
+        name, raw = _BITS[t.dtype]
+        return (name, t.view(raw).numpy())
+    return t.numpy()
+
+
+def _tensor(a, dtype_name):
+    t = torch.from_numpy(np.ascontiguousarray(a))
+    if dtype_name == "BF16":
+        t = t.view(torch.bfloat16)
+    return t
+
+
+def flatten(model=None, optimizer=None, rng=True):
+    """(tensors, optim, meta): the model's state_dict as arrays, the optimizer's tensors and the
+    generators' states as arrays, and the optimizer's other values (JSON)."""
+    tensors = {k: _array(v) for k, v in _module(model).state_dict().items()} if model is not None else {}
+    optim, meta = {}, None
+    if optimizer is not None:
+        sd = optimizer.state_dict()
+        rest = {}
+        for pid, st in sd["state"].items():
+            for key, v in st.items():
+                if torch.is_tensor(v):
+                    optim["state.%s.%s" % (pid, key)] = _array(v)
+                else:
+                    rest.setdefault(str(pid), {})[key] = v
+        meta = {"param_groups": sd["param_groups"], "state": rest}
+    if rng:
+        optim["rng.cpu"] = torch.get_rng_state().numpy()
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            for i, s in enumerate(torch.cuda.get_rng_state_all()):
+                optim["rng.cuda.%d" % i] = s.numpy()
+    return tensors, optim, meta
+
+
+def unflatten(c, model=None, optimizer=None, rng=True):
+    """Load a baton.Checkpoint's arrays into the model (strictly: every name and shape) and the
+    optimizer, and restore the generators."""
+    if model is not None:
+        sd = {k: _tensor(v, c.dtypes.get(k)) for k, v in c.tensors.items()}
+        _module(model).load_state_dict(sd, strict=True)
+    if optimizer is not None:
+        meta = (c.state or {}).get("optimizer") if isinstance(c.state, dict) else None
+        if meta is None:
+            raise KeyError("the checkpoint holds no optimizer state (saved without one?)")
+        state = {}
+        for name, a in c.optim.items():
+            if not name.startswith("state."):
+                continue
+            pid, key = name[len("state."):].split(".", 1)
+            state.setdefault(int(pid), {})[key] = _tensor(a, c.dtypes.get(name))
+        for pid, rest in meta.get("state", {}).items():
+            state.setdefault(int(pid), {}).update(rest)
+        optimizer.load_state_dict({"state": state, "param_groups": meta["param_groups"]})
+    if rng:
+        if "rng.cpu" in c.optim:
+            torch.set_rng_state(torch.from_numpy(np.array(c.optim["rng.cpu"])))
+        cuda = [c.optim[k] for k in sorted(c.optim) if k.startswith("rng.cuda.")]
+        if cuda and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all([torch.from_numpy(np.array(s)) for s in cuda])
+
+
+def save(ckpt, step, model, optimizer=None, state=None, sync=False):
+    """Save model and optimizer (and the generators) with state (anything JSON holds) at step."""
+    tensors, optim, meta = flatten(model, optimizer)
+    full = dict(state or {})
+    if meta is not None:
+        full["optimizer"] = meta
+    ckpt.save(step, tensors, full, optim=optim, sync=sync)
+
+
+def load(ckpt, model, optimizer=None, path=None):
+    """The newest checkpoint that verifies (or the folder path) loaded into model and optimizer;
+    returns the baton.Checkpoint (its .step and .state), or None when there is none."""
+    c = ckpt.load(path)
+    if c is not None:
+        unflatten(c, model, optimizer)
+    return c

@@ -1,0 +1,673 @@
+/* ckpt.c — baton.Checkpoints: a trainer's own tensors (a PyTorch state_dict flattened by
+ * baton.torch, or any NumPy arrays) saved with the protocol of `baton train`: snapshot to memory,
+ * write and commit in the background (ckpt.h: model.safetensors, optim.safetensors, state.json,
+ * MANIFEST last, rename, fsync), the folder locked while open, retention that never loses a
+ * verified checkpoint, an object-store copy uploaded in the background (MANIFEST object last) and
+ * restored when the folder is empty; and loading the newest that verifies.
+ *
+ * Contract:
+ *  - save(step, tensors, state, optim) returns once the tensors are copied (the GIL released for
+ *    the copy); the caller may change them at once. A save while the previous one is still being
+ *    written waits for it. sync=True commits (and uploads) before returning.
+ *  - tensors and optim map names to objects with the buffer protocol (NumPy arrays, C-contiguous)
+ *    or to (dtype, buffer) pairs for dtypes NumPy lacks ("BF16"); the dtype comes from the buffer's
+ *    format. state is anything json.dumps takes; state.json is {"step": N, "kind": "baton-python",
+ *    "state": state}, which `baton ckpt show` prints.
+ *  - due(step), called once per step, says whether a save is due (every N steps, S seconds, or
+ *    Daly's interval: ckpt.h's policy), writes the fleet's progress file ($BATON_PROGRESS_FILE), and
+ *    collects a finished background save: one that failed makes due() true at once (a retry).
+ *  - load() returns the newest checkpoint that verifies as a baton.Checkpoint whose arrays share one
+ *    buffer per file; newer damaged ones are moved aside; with uri= and an empty folder, the
+ *    object store's newest complete one is restored first. */
+#include "python_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---------------------------------------------------------------- a loaded safetensors file */
+typedef struct {
+    PyObject_HEAD
+    uint8_t *data;              /* the whole file */
+    baton_st_header h;
+} File;
+
+static void file_dealloc(File *self)
+{
+    free(self->data);
+    baton_st_header_free(&self->h);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+PyTypeObject pyb_FileType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "baton._SafetensorsFile",
+    .tp_basicsize = sizeof(File),
+    .tp_dealloc = (destructor)file_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A safetensors file read into memory; its tensors are views of it.",
+};
+
+/* One tensor of a File, through the buffer protocol. */
+typedef struct {
+    PyObject_HEAD
+    File *f;
+    size_t i;
+    Py_ssize_t shape[BATON_ST_MAX_DIMS], strides[BATON_ST_MAX_DIMS];
+} TensorView;
+
+/* The buffer-protocol format of each dtype (BF16 and the F8s as raw unsigned integers of their
+ * size: baton.torch reinterprets them) */
+static const char *st_format(int dt)
+{
+    switch (dt) {
+    case BATON_ST_F32: return "f";
+    case BATON_ST_F64: return "d";
+    case BATON_ST_F16: return "e";
+    case BATON_ST_I64: return "q";
+    case BATON_ST_I32: return "i";
+    case BATON_ST_I16: return "h";
+    case BATON_ST_I8: return "b";
+    case BATON_ST_BOOL: return "?";
+    case BATON_ST_U16:
+    case BATON_ST_BF16: return "H";
+    case BATON_ST_U32: return "I";
+    case BATON_ST_U64: return "Q";
+    default: return "B";   /* U8, F8_E4M3, F8_E5M2 */
+    }
+}
+
+static int tv_getbuffer(TensorView *self, Py_buffer *v, int flags)
+{
+    const baton_st_tensor *t = &self->f->h.tensors[self->i];
+    v->buf = self->f->data + self->f->h.data_start + t->begin;
+    v->obj = Py_NewRef((PyObject *)self);
+    v->len = (Py_ssize_t)(t->end - t->begin);
+    v->itemsize = (Py_ssize_t)baton_st_dtype_size(t->dtype);
+    v->readonly = 0;
+    v->ndim = t->ndim;
+    v->format = (flags & PyBUF_FORMAT) ? (char *)st_format(t->dtype) : NULL;
+    v->shape = (flags & PyBUF_ND) ? self->shape : NULL;
+    v->strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? self->strides : NULL;
+    v->suboffsets = NULL;
+    v->internal = NULL;
+    return 0;
+}
+
+static PyBufferProcs tv_buffer = {.bf_getbuffer = (getbufferproc)tv_getbuffer};
+
+static void tv_dealloc(TensorView *self)
+{
+    Py_XDECREF(self->f);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyTypeObject TensorViewType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "baton._TensorView",
+    .tp_basicsize = sizeof(TensorView),
+    .tp_dealloc = (destructor)tv_dealloc,
+    .tp_as_buffer = &tv_buffer,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+};
+
+/* Read one safetensors file into {name: array} and {name: dtype name}; the metadata into meta. */
+static int read_tensors(const char *path, PyObject *arrays, PyObject *dtypes, PyObject *meta)
+{
+    if (PyType_Ready(&TensorViewType)) return -1;
+    File *f = PyObject_New(File, &pyb_FileType);
+    if (!f) return -1;
+    f->data = NULL;
+    memset(&f->h, 0, sizeof f->h);
+    baton_err err = {0};
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = baton_st_read_file(path, &f->h, &f->data, &err);
+    Py_END_ALLOW_THREADS
+    if (rc) {
+        Py_DECREF(f);
+        return pyb_raise_rc(&err);
+    }
+    for (size_t i = 0; i < f->h.ntensors; i++) {
+        const baton_st_tensor *t = &f->h.tensors[i];
+        TensorView *v = PyObject_New(TensorView, &TensorViewType);
+        if (!v) break;
+        v->f = (File *)Py_NewRef((PyObject *)f);
+        v->i = i;
+        Py_ssize_t st = (Py_ssize_t)baton_st_dtype_size(t->dtype);
+        for (int d = t->ndim - 1; d >= 0; d--) {
+            v->shape[d] = (Py_ssize_t)t->shape[d];
+            v->strides[d] = st;
+            st *= v->shape[d] ? v->shape[d] : 1;
+        }
+        PyObject *a = pyb_asarray((PyObject *)v);
+        Py_DECREF(v);
+        PyObject *dn = a ? PyUnicode_FromString(baton_st_dtype_name(t->dtype)) : NULL;
+        int bad = !dn || PyDict_SetItemString(arrays, t->name, a) || PyDict_SetItemString(dtypes, t->name, dn);
+        Py_XDECREF(a);
+        Py_XDECREF(dn);
+        if (bad) break;
+    }
+    for (size_t i = 0; !PyErr_Occurred() && meta && i < f->h.nmeta; i++) {
+        PyObject *s = PyUnicode_FromString(f->h.meta_vals[i]);
+        if (!s || PyDict_SetItemString(meta, f->h.meta_keys[i], s)) PyErr_Clear();
+        Py_XDECREF(s);
+    }
+    Py_DECREF(f);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+/* ---------------------------------------------------------------- tensors to write */
+typedef struct {
+    baton_st_entry *e;
+    Py_buffer *views;
+    int64_t (*shapes)[BATON_ST_MAX_DIMS];
+    PyObject **names;           /* the keys, kept alive while the entries point at their UTF-8 */
+    size_t n, nviews;
+} entries;
+
+static void entries_free(entries *t)
+{
+    for (size_t i = 0; i < t->nviews; i++) PyBuffer_Release(&t->views[i]);
+    for (size_t i = 0; i < t->n; i++) Py_XDECREF(t->names[i]);
+    free(t->e);
+    free(t->views);
+    free(t->shapes);
+    free(t->names);
+    memset(t, 0, sizeof *t);
+}
+
+/* The dtype of a buffer's struct-module format ("<f", "f", "=q"), checked against its itemsize. */
+static int format_dtype(const char *fmt, Py_ssize_t item)
+{
+    if (!fmt) return BATON_ST_U8;
+    if (*fmt == '<' || *fmt == '=' || *fmt == '@') fmt++;
+    if (strlen(fmt) != 1) return -1;
+    int dt;
+    switch (*fmt) {
+    case 'f': dt = BATON_ST_F32; break;
+    case 'd': dt = BATON_ST_F64; break;
+    case 'e': dt = BATON_ST_F16; break;
+    case 'q': case 'l': case 'n': dt = item == 8 ? BATON_ST_I64 : BATON_ST_I32; break;
+    case 'Q': case 'L': case 'N': dt = item == 8 ? BATON_ST_U64 : BATON_ST_U32; break;
+    case 'i': dt = BATON_ST_I32; break;
+    case 'I': dt = BATON_ST_U32; break;
+    case 'h': dt = BATON_ST_I16; break;
+    case 'H': dt = BATON_ST_U16; break;
+    case 'b': dt = BATON_ST_I8; break;
+    case 'B': case 'c': dt = BATON_ST_U8; break;
+    case '?': dt = BATON_ST_BOOL; break;
+    default: return -1;
+    }
+    return (Py_ssize_t)baton_st_dtype_size(dt) == item ? dt : -1;
+}
+
+static int add_entry(entries *t, PyObject *key, PyObject *val, const char *what)
+{
+    size_t i = t->n;
+    const char *name = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : NULL;
+    if (!name) {
+        PyErr_Clear();
+        return pyb_usage_rc("%s: tensor names must be strings", what);
+    }
+    int forced = -1;
+    if (PyTuple_Check(val)) {   /* (dtype, buffer) */
+        const char *dn = PyTuple_GET_SIZE(val) == 2 && PyUnicode_Check(PyTuple_GET_ITEM(val, 0))
+                             ? PyUnicode_AsUTF8(PyTuple_GET_ITEM(val, 0)) : NULL;
+        if (!dn || (forced = baton_st_dtype_parse(dn)) < 0) {
+            PyErr_Clear();
+            return pyb_usage_rc("%s: tensor '%s': a pair must be (safetensors dtype name, buffer)", what, name);
+        }
+        val = PyTuple_GET_ITEM(val, 1);
+    }
+    Py_buffer *v = &t->views[t->nviews];
+    if (PyObject_GetBuffer(val, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        PyErr_Clear();
+        return pyb_usage_rc("%s: tensor '%s': a %s is not a C-contiguous buffer (a NumPy array; for a torch "
+                            "tensor use baton.torch or .detach().cpu().contiguous().numpy())",
+                            what, name, Py_TYPE(val)->tp_name);
+    }
+    t->nviews++;
+    int dt = forced >= 0 ? forced : format_dtype(v->format, v->itemsize);
+    if (dt < 0 || (Py_ssize_t)baton_st_dtype_size(dt) != v->itemsize)
+        return pyb_usage_rc("%s: tensor '%s': element format '%s' (%zd bytes) has no safetensors dtype", what, name,
+                            v->format ? v->format : "B", v->itemsize);
+    if (v->ndim > BATON_ST_MAX_DIMS)
+        return pyb_usage_rc("%s: tensor '%s': %d dimensions, at most %d", what, name, v->ndim, BATON_ST_MAX_DIMS);
+    for (int d = 0; d < v->ndim; d++) t->shapes[i][d] = (int64_t)v->shape[d];
+    t->names[i] = Py_NewRef(key);
+    t->e[i] = (baton_st_entry){.name = name, .dtype = dt, .ndim = v->ndim, .shape = t->shapes[i], .data = v->buf};
+    t->n++;
+    return 0;
+}
+
+/* A mapping of tensors as entries (None: none). */
+static int to_entries(PyObject *map, const char *what, entries *t)
+{
+    memset(t, 0, sizeof *t);
+    if (!map || map == Py_None) return 0;
+    PyObject *items = PyMapping_Items(map);
+    if (!items) {
+        PyErr_Clear();
+        return pyb_usage_rc("%s: expected a mapping of names to arrays", what);
+    }
+    Py_ssize_t n = PyList_GET_SIZE(items);
+    size_t cap = (size_t)n + 1;
+    t->e = calloc(cap, sizeof *t->e);
+    t->views = calloc(cap, sizeof *t->views);
+    t->shapes = calloc(cap, sizeof *t->shapes);
+    t->names = calloc(cap, sizeof *t->names);
+    int rc = t->e && t->views && t->shapes && t->names ? 0 : (PyErr_NoMemory(), -1);
+    for (Py_ssize_t i = 0; !rc && i < n; i++) {
+        PyObject *kv = PyList_GET_ITEM(items, i);
+        rc = add_entry(t, PyTuple_GET_ITEM(kv, 0), PyTuple_GET_ITEM(kv, 1), what);
+    }
+    Py_DECREF(items);
+    if (rc) entries_free(t);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- Checkpoints */
+typedef struct {
+    PyObject_HEAD
+    baton_ckpt_store *s;
+    char *dir;
+    baton_ckpt_policy pol;
+    int pfd;                    /* $BATON_PROGRESS_FILE, -1 none */
+    int busy;
+    uint64_t saves;
+} Checkpoints;
+
+static PyObject *json_call(const char *fn, PyObject *arg, PyObject *kw)
+{
+    PyObject *mod = PyImport_ImportModule("json");
+    PyObject *f = mod ? PyObject_GetAttrString(mod, fn) : NULL;
+    Py_XDECREF(mod);
+    if (!f) return NULL;
+    PyObject *args = PyTuple_Pack(1, arg);
+    PyObject *r = args ? PyObject_Call(f, args, kw) : NULL;
+    Py_XDECREF(args);
+    Py_DECREF(f);
+    return r;
+}
+
+static int ck_check(Checkpoints *self)
+{
+    if (!self->s) return pyb_usage_rc("baton.Checkpoints: closed");
+    if (self->busy) return pyb_usage_rc("baton.Checkpoints: in use by another thread");
+    return 0;
+}
+
+static void ck_close_all(Checkpoints *self)
+{
+    if (self->s) {
+        baton_ckpt_store *s = self->s;
+        self->s = NULL;
+        Py_BEGIN_ALLOW_THREADS
+        baton_ckpt_store_close(s);
+        Py_END_ALLOW_THREADS
+    }
+    if (self->pfd >= 0) close(self->pfd);
+    self->pfd = -1;
+}
+
+static void ck_dealloc(Checkpoints *self)
+{
+    ck_close_all(self);
+    free(self->dir);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* every: None (the environment of a fleet worker, else every 60 s), an int (steps), a float
+ * (seconds) or a string (ckpt.h: "auto", "100", "90s", "5m", "off") */
+static int parse_every(Checkpoints *self, PyObject *every, double mtbi)
+{
+    baton_err err = {0};
+    if (!every || every == Py_None) {
+        baton_ckpt_policy_init(&self->pol, 0, 60, 0, mtbi);
+        return baton_ckpt_policy_from_env(&self->pol, &err) < 0 ? pyb_raise_rc(&err) : 0;
+    }
+    if (PyUnicode_Check(every))
+        return baton_ckpt_policy_parse(&self->pol, PyUnicode_AsUTF8(every), mtbi, &err) ? pyb_raise_rc(&err) : 0;
+    if (PyLong_Check(every)) {
+        long long n = PyLong_AsLongLong(every);
+        if (n < 1) {
+            PyErr_Clear();
+            return pyb_usage_rc("every: a number of steps must be positive");
+        }
+        baton_ckpt_policy_init(&self->pol, (uint64_t)n, 0, 0, mtbi);
+        return 0;
+    }
+    if (PyFloat_Check(every)) {
+        double s = PyFloat_AsDouble(every);
+        if (!(s > 0)) return pyb_usage_rc("every: seconds must be positive");
+        baton_ckpt_policy_init(&self->pol, 0, s, 0, mtbi);
+        return 0;
+    }
+    return pyb_usage_rc("every: expected None, steps (int), seconds (float) or \"auto\", \"90s\", \"5m\"");
+}
+
+static int ck_init(Checkpoints *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"dir", "keep", "uri", "every", "s3_endpoint", "mtbi", NULL};
+    const char *dir, *uri = NULL, *endpoint = NULL;
+    PyObject *uri_o = NULL, *every = NULL, *ep_o = NULL, *mtbi_o = NULL;
+    Py_ssize_t keep = BATON_CKPT_KEEP_DEFAULT;
+    self->pfd = -1;
+    if (self->s) return pyb_usage_rc("baton.Checkpoints: already open");
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|nOOOO", kwlist, &dir, &keep, &uri_o, &every, &ep_o, &mtbi_o))
+        return -1;
+    if (pyb_opt_str(uri_o, "uri", &uri) || pyb_opt_str(ep_o, "s3_endpoint", &endpoint)) return -1;
+    if (keep < 1 || keep > 1000000) return pyb_usage_rc("keep: must be at least 1");
+    double mtbi = 0;
+    if (mtbi_o && mtbi_o != Py_None && (mtbi = PyFloat_AsDouble(mtbi_o), PyErr_Occurred() || !(mtbi > 0))) {
+        PyErr_Clear();
+        return pyb_usage_rc("mtbi: the mean time between interruptions, in seconds (> 0)");
+    }
+    if (parse_every(self, every, mtbi)) return -1;
+    if (!(self->dir = strdup(dir))) return PyErr_NoMemory(), -1;
+    baton_err err = {0};
+    baton_store_opts so;
+    baton_store_opts_default(&so);
+    so.s3_endpoint = endpoint;
+    int rc;
+    baton_ckpt_store *s = NULL;
+    Py_BEGIN_ALLOW_THREADS
+    rc = baton_ckpt_store_open(dir, (int)keep, &s, &err);
+    if (!rc && uri && (rc = baton_ckpt_store_attach(s, uri, &so, &err))) {
+        baton_err_prefix(&err, "uri %s", uri);
+        baton_ckpt_store_close(s);
+        s = NULL;
+    }
+    Py_END_ALLOW_THREADS
+    if (rc) return pyb_raise_rc(&err);
+    self->s = s;
+    const char *pf = getenv("BATON_PROGRESS_FILE");
+    if (pf && *pf) self->pfd = open(pf, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    return 0;
+}
+
+static void progress_put(Checkpoints *self, uint64_t step)
+{
+    char b[24];
+    int n = snprintf(b, sizeof b, "%020" PRIu64 "\n", step);   /* fixed width, rewritten in place */
+    if (self->pfd >= 0 && pwrite(self->pfd, b, (size_t)n, 0) != n) {
+        close(self->pfd);
+        self->pfd = -1;
+    }
+}
+
+static PyObject *ck_save(Checkpoints *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"step", "tensors", "state", "optim", "sync", NULL};
+    unsigned long long step;
+    PyObject *tensors, *state = Py_None, *optim = Py_None;
+    int sync = 0;
+    if (ck_check(self)) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "KO|OO$p", kwlist, &step, &tensors, &state, &optim, &sync)) return NULL;
+    PyObject *doc = Py_BuildValue("{s:K,s:s,s:O}", "step", step, "kind", "baton-python", "state", state);
+    PyObject *kwd = doc ? Py_BuildValue("{s:O,s:(ss)}", "allow_nan", Py_False, "separators", ",", ":") : NULL;
+    PyObject *js = kwd ? json_call("dumps", doc, kwd) : NULL;
+    Py_XDECREF(doc);
+    Py_XDECREF(kwd);
+    const char *text = js ? PyUnicode_AsUTF8(js) : NULL;
+    if (!text) {
+        Py_XDECREF(js);
+        return NULL;   /* json's own error: what in the state it cannot hold */
+    }
+    entries mt, ot;
+    if (to_entries(tensors, "tensors", &mt)) {
+        Py_DECREF(js);
+        return NULL;
+    }
+    if (to_entries(optim, "optim", &ot)) {
+        entries_free(&mt);
+        Py_DECREF(js);
+        return NULL;
+    }
+    baton_err err = {0};
+    int rc;
+    double t0 = baton_now(), blocked = 0;
+    self->busy = 1;
+    Py_BEGIN_ALLOW_THREADS
+    rc = baton_ckpt_snapshot_entries(self->s, mt.e, mt.n, ot.e, ot.n, step, text, step, BATON_CKPT_WAIT, &err);
+    blocked = baton_now() - t0;
+    if (!rc) rc = sync ? baton_ckpt_persist_sync(self->s, &err) : baton_ckpt_persist_async(self->s, &err);
+    Py_END_ALLOW_THREADS
+    self->busy = 0;
+    entries_free(&mt);
+    entries_free(&ot);
+    Py_DECREF(js);
+    if (rc) {
+        baton_err_prefix(&err, "checkpoint at step %llu", step);
+        return pyb_raise(&err);
+    }
+    baton_ckpt_policy_saved(&self->pol, baton_now(), blocked);
+    self->saves++;
+    Py_RETURN_NONE;
+}
+
+static PyObject *ck_due(Checkpoints *self, PyObject *arg)
+{
+    if (ck_check(self)) return NULL;
+    unsigned long long step = PyLong_AsUnsignedLongLong(arg);
+    if (PyErr_Occurred()) return NULL;
+    progress_put(self, step);
+    uint64_t cs;
+    if (baton_ckpt_reap(self->s, 0, &cs) < 0) Py_RETURN_TRUE;   /* logged; save again now */
+    return PyBool_FromLong(baton_ckpt_policy_due(&self->pol, step, baton_now()));
+}
+
+static PyObject *committed(Checkpoints *self)
+{
+    const char *c = baton_ckpt_last_committed(self->s);
+    if (!c[0]) Py_RETURN_NONE;
+    return PyUnicode_FromString(c);
+}
+
+static PyObject *ck_wait(Checkpoints *self, PyObject *noargs)
+{
+    if (ck_check(self)) return NULL;
+    baton_err err = {0};
+    int rc;
+    self->busy = 1;
+    Py_BEGIN_ALLOW_THREADS
+    rc = baton_ckpt_wait(self->s, &err);
+    Py_END_ALLOW_THREADS
+    self->busy = 0;
+    if (rc) return pyb_raise(&err);
+    return committed(self);
+}
+
+static PyObject *ck_latest(Checkpoints *self, PyObject *noargs)
+{
+    if (ck_check(self)) return NULL;
+    char path[4096];
+    uint64_t step = 0;
+    baton_err err = {0};
+    int rc;
+    self->busy = 1;
+    Py_BEGIN_ALLOW_THREADS
+    rc = baton_ckpt_store_latest(self->s, path, sizeof path, &step, &err);
+    Py_END_ALLOW_THREADS
+    self->busy = 0;
+    if (rc == BATON_ERR_NOTFOUND) Py_RETURN_NONE;
+    if (rc) return pyb_raise(&err);
+    return Py_BuildValue("(Ks)", (unsigned long long)step, path);
+}
+
+static PyStructSequence_Field ckpt_fields[] = {
+    {"step", "the step it was saved at"},
+    {"path", "its folder"},
+    {"tensors", "{name: array} of model.safetensors"},
+    {"optim", "{name: array} of optim.safetensors"},
+    {"state", "the state given to save() (the whole state.json for a checkpoint of baton train)"},
+    {"dtypes", "{name: safetensors dtype} of both files (BF16 arrays are their raw uint16 bits)"},
+    {NULL, NULL},
+};
+static PyStructSequence_Desc ckpt_desc = {"baton.Checkpoint", "A checkpoint read back.", ckpt_fields, 6};
+static PyTypeObject *CheckpointType;
+
+static PyObject *load_folder(const char *path)
+{
+    baton_err err = {0};
+    char *state = NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = baton_ckpt_load(path, NULL, NULL, &state, &err);   /* verifies every byte first */
+    Py_END_ALLOW_THREADS
+    if (rc) return pyb_raise(&err);
+    PyObject *text = PyUnicode_FromString(state);
+    free(state);
+    PyObject *doc = text ? json_call("loads", text, NULL) : NULL;
+    Py_XDECREF(text);
+    if (!doc) return NULL;
+    PyObject *step = PyMapping_GetItemString(doc, "step"), *kind = PyMapping_GetItemString(doc, "kind");
+    PyErr_Clear();
+    PyObject *st = NULL;
+    if (kind && PyUnicode_Check(kind) && !PyUnicode_CompareWithASCIIString(kind, "baton-python"))
+        st = PyMapping_GetItemString(doc, "state");
+    PyErr_Clear();
+    if (!st) st = Py_NewRef(doc);
+    Py_XDECREF(kind);
+    Py_DECREF(doc);
+    PyObject *model = PyDict_New(), *optim = PyDict_New(), *dtypes = PyDict_New();
+    char p[4200];
+    int bad = !model || !optim || !dtypes || !step;
+    snprintf(p, sizeof p, "%s/model.safetensors", path);
+    bad = bad || read_tensors(p, model, dtypes, NULL);
+    snprintf(p, sizeof p, "%s/optim.safetensors", path);
+    bad = bad || read_tensors(p, optim, dtypes, NULL);
+    PyObject *r = bad ? NULL : PyStructSequence_New(CheckpointType);
+    if (!r) {
+        Py_XDECREF(step);
+        Py_XDECREF(model);
+        Py_XDECREF(optim);
+        Py_XDECREF(dtypes);
+        Py_DECREF(st);
+        return NULL;
+    }
+    PyStructSequence_SET_ITEM(r, 0, step);
+    PyStructSequence_SET_ITEM(r, 1, PyUnicode_FromString(path));
+    PyStructSequence_SET_ITEM(r, 2, model);
+    PyStructSequence_SET_ITEM(r, 3, optim);
+    PyStructSequence_SET_ITEM(r, 4, st);
+    PyStructSequence_SET_ITEM(r, 5, dtypes);
+    if (PyErr_Occurred()) Py_CLEAR(r);
+    return r;
+}
+
+static PyObject *ck_load(Checkpoints *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"path", NULL};
+    const char *path = NULL;
+    if (ck_check(self)) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|z", kwlist, &path)) return NULL;
+    if (path) return load_folder(path);
+    PyObject *lt = ck_latest(self, NULL);
+    if (!lt || lt == Py_None) return lt;
+    PyObject *r = load_folder(PyUnicode_AsUTF8(PyTuple_GET_ITEM(lt, 1)));
+    Py_DECREF(lt);
+    return r;
+}
+
+static PyObject *ck_list(Checkpoints *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"verify", NULL};
+    int verify = 0;
+    if (ck_check(self)) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|p", kwlist, &verify)) return NULL;
+    baton_ckpt_info *v = NULL;
+    size_t n = 0;
+    baton_err err = {0};
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = baton_ckpt_list(self->dir, verify ? 1 : 2, &v, &n, &err);
+    Py_END_ALLOW_THREADS
+    if (rc) return pyb_raise(&err);
+    PyObject *out = PyList_New(0);
+    for (size_t i = 0; out && i < n; i++) {
+        PyObject *d = Py_BuildValue("{s:K,s:s,s:K,s:O,s:s}", "step", (unsigned long long)v[i].step, "path", v[i].path,
+                                    "bytes", (unsigned long long)v[i].bytes, "ok", v[i].status ? Py_False : Py_True,
+                                    "reason", v[i].status ? v[i].reason : "");
+        if (!d || PyList_Append(out, d)) Py_CLEAR(out);
+        Py_XDECREF(d);
+    }
+    free(v);
+    return out;
+}
+
+static PyObject *ck_close(Checkpoints *self, PyObject *noargs)
+{
+    if (self->busy) return pyb_usage("baton.Checkpoints: in use by another thread");
+    ck_close_all(self);
+    Py_RETURN_NONE;
+}
+
+static PyObject *ck_enter(Checkpoints *self, PyObject *noargs) { return Py_NewRef((PyObject *)self); }
+static PyObject *ck_exit(Checkpoints *self, PyObject *args) { return ck_close(self, NULL); }
+
+static PyObject *get_committed(Checkpoints *self, void *c)
+{
+    if (!self->s) Py_RETURN_NONE;
+    return committed(self);
+}
+
+static PyObject *get_interval(Checkpoints *self, void *c)
+{
+    const baton_ckpt_policy *p = &self->pol;
+    return Py_BuildValue("{s:K,s:d,s:O,s:d,s:d,s:d}", "every_steps", (unsigned long long)p->every_steps, "every_s",
+                         p->every_sec, "auto", p->automatic ? Py_True : Py_False, "mtbi_s", p->mtbi_s, "tau_s", p->tau,
+                         "delta_s", p->nsaves ? p->delta_sum / (double)p->nsaves : 0.0);
+}
+
+static PyObject *get_dir(Checkpoints *self, void *c) { return PyUnicode_FromString(self->dir ? self->dir : ""); }
+
+static PyMethodDef ck_methods[] = {
+    {"save", (PyCFunction)(void (*)(void))ck_save, METH_VARARGS | METH_KEYWORDS,
+     "save(step, tensors, state=None, optim=None, *, sync=False): copy the tensors and commit them in the "
+     "background (sync: before returning)."},
+    {"due", (PyCFunction)ck_due, METH_O,
+     "due(step) -> bool: call once per step; whether a save is due now (also: the fleet's progress file)."},
+    {"wait", (PyCFunction)ck_wait, METH_NOARGS,
+     "Block until every save is committed (and uploaded); the newest committed folder, or None."},
+    {"latest", (PyCFunction)ck_latest, METH_NOARGS,
+     "(step, path) of the newest checkpoint that verifies (restored from uri= when the folder is empty), or None."},
+    {"load", (PyCFunction)(void (*)(void))ck_load, METH_VARARGS | METH_KEYWORDS,
+     "load(path=None) -> baton.Checkpoint or None: the newest that verifies, or the folder given."},
+    {"list", (PyCFunction)(void (*)(void))ck_list, METH_VARARGS | METH_KEYWORDS,
+     "list(verify=False): every checkpoint folder, newest first, with ok and the reason when not."},
+    {"close", (PyCFunction)ck_close, METH_NOARGS, "Wait for saves in flight and release the folder's lock."},
+    {"__enter__", (PyCFunction)ck_enter, METH_NOARGS, NULL},
+    {"__exit__", (PyCFunction)ck_exit, METH_VARARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef ck_getset[] = {
+    {"last_committed", (getter)get_committed, NULL, "The newest folder this object committed, or None.", NULL},
+    {"interval", (getter)get_interval, NULL, "The checkpoint interval in force and what it rests on.", NULL},
+    {"dir", (getter)get_dir, NULL, "The checkpoint folder.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyObject *ck_new(PyTypeObject *t, PyObject *a, PyObject *k)
+{
+    if (!CheckpointType && !(CheckpointType = PyStructSequence_NewType(&ckpt_desc))) return NULL;
+    Checkpoints *self = (Checkpoints *)t->tp_alloc(t, 0);
+    if (self) self->pfd = -1;
+    return (PyObject *)self;
+}
+
+PyTypeObject pyb_CheckpointsType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "baton._baton.Checkpoints",
+    .tp_basicsize = sizeof(Checkpoints),
+    .tp_dealloc = (destructor)ck_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "Checkpoints(dir, keep=3, uri=None, every=None, s3_endpoint=None, mtbi=None)\n\n"
+              "A checkpoint folder (see the baton package).",
+    .tp_methods = ck_methods,
+    .tp_getset = ck_getset,
+    .tp_init = (initproc)ck_init,
+    .tp_new = ck_new,
+};

@@ -1,0 +1,675 @@
+/* loader.c — baton.Loader: a dataset (any URI, any input mode) as batches of NumPy arrays, through
+ * the library's loader (io.h) and decode pipeline (img.h), exactly the batches `baton train` trains
+ * on for the same seed, batch size and world size.
+ *
+ * Contract:
+ *  - iterating yields the batches of the current epoch from the cursor, then stops; the next
+ *    iteration is the next epoch (as a DataLoader behaves), until `epochs` (None: forever). Each
+ *    batch is a baton.Batch: (images, labels) as a tuple, with epoch, index, positions and total as
+ *    attributes. images is float32 (n, C, H, W) (or (n, H, W, C) with layout="nhwc") and shares the
+ *    pipeline's memory (no copy); labels are int64 (what PyTorch's losses take), positions uint64.
+ *  - rank/world: each global batch's samples i ≡ rank (mod world) (the pipeline's parts), so the
+ *    samples trained do not depend on the world size and a state saved at any world size resumes at
+ *    any other; total is the global batch's size (scale a summed loss by world / total).
+ *  - state_dict() is the cursor after the last batch handed out; load_state_dict() continues
+ *    exactly there (the decode pipeline is reopened at it).
+ *  - memory: a batch's arrays stay valid while any of them is referenced; its pipeline slot goes
+ *    back when the last one is dropped. A pipeline replaced (load_state_dict) or closed while
+ *    batches are held is stopped at once and freed with the last of them ("gen" below).
+ *  - waiting for a batch releases the GIL and wakes every 100 ms to let Ctrl-C through
+ *    (KeyboardInterrupt, the loader stays usable); nothing here blocks without that check except
+ *    the open of file mode (its download).
+ *  - one thread at a time: a second thread entering while one waits gets baton.UsageError. */
+#include "python_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_BATCH 16384
+#define MAX_SLOTS 64
+
+/* ---------------------------------------------------------------- a pipeline and its leases */
+typedef struct gen {
+    baton_pipeline *p;
+    Py_ssize_t leases;          /* batches handed out, not yet released */
+    int retired;                /* stopped; freed with its last lease */
+    uint32_t batch, ntab;
+    struct {
+        const baton_batch *b;
+        int64_t *labels;        /* batch entries, allocated once per slot */
+    } tab[MAX_SLOTS];
+} gen;
+
+static void gen_free(gen *g)
+{
+    baton_pipeline_close(g->p);
+    for (uint32_t i = 0; i < g->ntab; i++) free(g->tab[i].labels);
+    free(g);
+}
+
+/* Stop the pipeline; free it now or with its last lease. */
+static void gen_retire(gen *g)
+{
+    if (!g) return;
+    Py_BEGIN_ALLOW_THREADS
+    baton_pipeline_stop(g->p);
+    Py_END_ALLOW_THREADS
+    g->retired = 1;
+    if (g->leases == 0) gen_free(g);
+}
+
+static int64_t *gen_labels(gen *g, const baton_batch *b)
+{
+    for (uint32_t i = 0; i < g->ntab; i++)
+        if (g->tab[i].b == b) return g->tab[i].labels;
+    if (g->ntab == MAX_SLOTS) return NULL;
+    int64_t *v = malloc((size_t)g->batch * sizeof *v);
+    if (!v) return NULL;
+    g->tab[g->ntab].b = b;
+    g->tab[g->ntab++].labels = v;
+    return v;
+}
+
+typedef struct {
+    PyObject_HEAD
+    gen *g;
+    baton_batch *b;
+    int64_t *labels;
+} Lease;
+
+static void lease_dealloc(Lease *self)
+{
+    gen *g = self->g;
+    if (g) {
+        baton_pipeline_release(g->p, self->b);
+        if (--g->leases == 0 && g->retired) gen_free(g);
+    }
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+PyTypeObject pyb_LeaseType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "baton._BatchLease",
+    .tp_basicsize = sizeof(Lease),
+    .tp_dealloc = (destructor)lease_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A decode-pipeline slot held while any array of its batch is alive.",
+};
+
+/* One array of a batch, exported through the buffer protocol (NumPy views it without a copy). */
+enum { V_IMAGES, V_LABELS, V_POSITIONS };
+typedef struct {
+    PyObject_HEAD
+    Lease *lease;
+    int kind;
+    int ndim;
+    Py_ssize_t shape[4], strides[4];
+} View;
+
+static int view_getbuffer(View *self, Py_buffer *v, int flags)
+{
+    const baton_batch *b = self->lease->b;
+    void *buf = self->kind == V_IMAGES ? (void *)b->x
+                : self->kind == V_LABELS ? (void *)self->lease->labels : (void *)b->pos;
+    Py_ssize_t item = self->kind == V_IMAGES ? 4 : 8, len = item;
+    for (int i = 0; i < self->ndim; i++) len *= self->shape[i];
+    v->buf = buf;
+    v->obj = Py_NewRef((PyObject *)self);
+    v->len = len;
+    v->itemsize = item;
+    v->readonly = 0;
+    v->ndim = self->ndim;
+    v->format = (flags & PyBUF_FORMAT) ? (char *)(self->kind == V_IMAGES ? "f" : self->kind == V_LABELS ? "q" : "Q")
+                                       : NULL;
+    v->shape = (flags & PyBUF_ND) ? self->shape : NULL;
+    v->strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? self->strides : NULL;
+    v->suboffsets = NULL;
+    v->internal = NULL;
+    return 0;
+}
+
+static PyBufferProcs view_buffer = {.bf_getbuffer = (getbufferproc)view_getbuffer};
+
+static void view_dealloc(View *self)
+{
+    Py_XDECREF(self->lease);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+PyTypeObject pyb_ViewType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "baton._BatchView",
+    .tp_basicsize = sizeof(View),
+    .tp_dealloc = (destructor)view_dealloc,
+    .tp_as_buffer = &view_buffer,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "One array of a batch (images, labels or positions), in the pipeline's memory.",
+};
+
+static PyObject *make_view(Lease *ls, int kind, int ndim, const Py_ssize_t *shape)
+{
+    View *v = PyObject_New(View, &pyb_ViewType);
+    if (!v) return NULL;
+    v->lease = (Lease *)Py_NewRef((PyObject *)ls);
+    v->kind = kind;
+    v->ndim = ndim;
+    Py_ssize_t st = kind == V_IMAGES ? 4 : 8;
+    for (int i = ndim - 1; i >= 0; i--) {
+        v->shape[i] = shape[i];
+        v->strides[i] = st;
+        st *= shape[i];
+    }
+    PyObject *a = pyb_asarray((PyObject *)v);
+    Py_DECREF(v);
+    return a;
+}
+
+/* ---------------------------------------------------------------- the Loader */
+typedef struct {
+    PyObject_HEAD
+    baton_loader *l;
+    const baton_manifest *m;
+    gen *g;                     /* the pipeline in use; NULL until the first batch after a seek */
+    baton_loader_opts lo;
+    baton_pipeline_opts po;
+    char *uri, *local_dir, *endpoint;
+    float mean[4], std[4];
+    baton_cursor cur;           /* after the last batch handed out */
+    uint64_t epochs;            /* 0: no end */
+    uint64_t esize;
+    int busy;                   /* a thread is inside next() with the GIL released */
+    PyObject *weakrefs;
+} Loader;
+
+static int check_open(Loader *self)
+{
+    if (!self->l) {
+        pyb_usage("baton.Loader: closed");
+        return -1;
+    }
+    if (self->busy) {
+        pyb_usage("baton.Loader: in use by another thread (one thread at a time iterates a Loader)");
+        return -1;
+    }
+    return 0;
+}
+
+static void loader_close_all(Loader *self)
+{
+    gen_retire(self->g);
+    self->g = NULL;
+    if (self->l) {
+        Py_BEGIN_ALLOW_THREADS
+        baton_loader_close(self->l);
+        Py_END_ALLOW_THREADS
+        self->l = NULL;
+        self->m = NULL;
+    }
+}
+
+static void loader_dealloc(Loader *self)
+{
+    if (self->weakrefs) PyObject_ClearWeakRefs((PyObject *)self);
+    loader_close_all(self);
+    free(self->uri);
+    free(self->local_dir);
+    free(self->endpoint);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static char *dupstr(const char *s) { return s ? strdup(s) : NULL; }
+
+/* The default folder for file and cache modes' local copy: $XDG_CACHE_HOME/baton/data/<CRC of the
+ * URI> (~/.cache when unset), reused by later runs on the same URI (each shard verified). */
+static int default_local_dir(const char *uri, char *out, size_t cap)
+{
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    unsigned crc = (unsigned)baton_crc32c(0, uri, strlen(uri));
+    int n = xdg && *xdg ? snprintf(out, cap, "%s/baton/data/%08x", xdg, crc)
+            : home && *home ? snprintf(out, cap, "%s/.cache/baton/data/%08x", home, crc) : -1;
+    return n > 0 && (size_t)n < cap ? 0 : -1;
+}
+
+/* normalize: True (dataset.json's mean and std), False (pixel / 255), or (mean, std) sequences */
+static int parse_normalize(Loader *self, PyObject *norm, uint32_t channels)
+{
+    if (!norm || norm == Py_True) return 0;   /* po.mean/std NULL: the dataset's */
+    if (norm == Py_False || norm == Py_None) {
+        for (int c = 0; c < 4; c++) self->mean[c] = 0, self->std[c] = 1;
+    } else {
+        PyObject *seq = PySequence_Fast(norm, "normalize: expected True, False or (mean, std)");
+        if (!seq) return -1;
+        int bad = PySequence_Fast_GET_SIZE(seq) != 2;
+        for (int k = 0; k < 2 && !bad; k++) {
+            PyObject *v = PySequence_Fast(PySequence_Fast_GET_ITEM(seq, k), "normalize: mean and std are sequences");
+            if (!v) {
+                Py_DECREF(seq);
+                return -1;
+            }
+            bad = (uint32_t)PySequence_Fast_GET_SIZE(v) != channels;
+            for (uint32_t c = 0; c < channels && !bad; c++) {
+                double d = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(v, c));
+                if (d == -1 && PyErr_Occurred()) bad = 1;
+                else if (k == 1 && !(d > 0)) bad = 1;
+                else (k ? self->std : self->mean)[c] = (float)d;
+            }
+            Py_DECREF(v);
+        }
+        Py_DECREF(seq);
+        if (bad) {
+            PyErr_Clear();
+            pyb_usage("normalize: expected True, False or (mean, std) with %u numbers each (std > 0)", channels);
+            return -1;
+        }
+    }
+    self->po.mean = self->mean;
+    self->po.std = self->std;
+    return 0;
+}
+
+static int loader_init(Loader *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"uri", "mode", "batch", "shuffle", "seed", "epochs", "rank", "world", "threads",
+                             "normalize", "local_dir", "drop_last", "layout", "depth", "s3_endpoint", "block",
+                             "crop_pad", "flip", NULL};
+    const char *uri, *mode = NULL, *layout = "nchw", *local = NULL, *endpoint = NULL;
+    PyObject *mode_o = NULL, *seed_o = NULL, *epochs_o = NULL, *norm = NULL, *local_o = NULL, *ep_o = NULL;
+    Py_ssize_t batch = 128, rank = 0, world = 1, threads = 2, depth = 4, block = 0, crop = 0;
+    int shuffle = 1, drop_last = 0, flip = 0;
+    if (self->l) return pyb_usage_rc("baton.Loader: already open");
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|OnpOOnnnOOpsnOnnp", kwlist, &uri, &mode_o, &batch, &shuffle,
+                                     &seed_o, &epochs_o, &rank, &world, &threads, &norm, &local_o, &drop_last,
+                                     &layout, &depth, &ep_o, &block, &crop, &flip))
+        return -1;
+    if (pyb_opt_str(mode_o, "mode", &mode) || pyb_opt_str(local_o, "local_dir", &local) ||
+        pyb_opt_str(ep_o, "s3_endpoint", &endpoint))
+        return -1;
+    uint64_t seed = 0;
+    if (seed_o && seed_o != Py_None) {
+        seed = PyLong_AsUnsignedLongLong(seed_o);
+        if (PyErr_Occurred()) {
+            PyErr_Clear();
+            return pyb_usage_rc("seed: expected an integer in [0, 2^64)");
+        }
+    }
+    uint64_t epochs = 1;
+    if (epochs_o == Py_None) {
+        epochs = 0;
+    } else if (epochs_o) {
+        long long e = PyLong_AsLongLong(epochs_o);
+        if ((e == -1 && PyErr_Occurred()) || e < 1) {
+            PyErr_Clear();
+            return pyb_usage_rc("epochs: expected a positive integer or None (no end)");
+        }
+        epochs = (uint64_t)e;
+    }
+    const char *bad = batch < 1 || batch > MAX_BATCH ? "batch: must be 1..16384"
+                      : world < 1 || world > 65536 ? "world: must be 1..65536"
+                      : rank < 0 || rank >= world ? "rank: must be 0..world-1"
+                      : threads < 1 || threads > 256 ? "threads: must be 1..256"
+                      : depth < 2 || depth > MAX_SLOTS ? "depth: must be 2..64"
+                      : block < 0 || block > (1 << 24) ? "block: must be 0..16777216"
+                      : crop < 0 || crop > 1024 ? "crop_pad: must be 0..1024"
+                      : strcmp(layout, "nchw") && strcmp(layout, "nhwc") ? "layout: must be \"nchw\" or \"nhwc\""
+                      : NULL;
+    if (bad) return pyb_usage_rc("%s", bad);
+
+    baton_loader_opts_default(&self->lo);
+    int is_local = !strstr(uri, "://") || !strncmp(uri, "file://", 7);
+    self->lo.mode = is_local ? BATON_MODE_MOUNT : BATON_MODE_PIPE;
+    if (mode && baton_io_mode_parse(mode, &self->lo.mode))
+        return pyb_usage_rc("mode '%s': expected file, pipe, mount or cache", mode);
+    self->uri = dupstr(uri);
+    self->endpoint = dupstr(endpoint);
+    self->lo.uri = self->uri;
+    self->lo.store.s3_endpoint = self->endpoint;
+    self->lo.seed = seed;
+    self->lo.no_shuffle = !shuffle;
+    self->lo.block = (uint32_t)block;
+    baton_err err = {0};
+    if (self->lo.mode == BATON_MODE_FILE || self->lo.mode == BATON_MODE_CACHE) {
+        char def[4096];
+        if (!local && default_local_dir(uri, def, sizeof def))
+            return pyb_usage_rc("%s mode needs local_dir= (a folder for the local copy): HOME is not set",
+                             baton_io_mode_name(self->lo.mode));
+        self->local_dir = dupstr(local ? local : def);
+        if (baton_mkdir_p(self->local_dir, &err)) return pyb_raise_rc(&err);
+        self->lo.local_dir = self->local_dir;
+    }
+    if (!self->uri || (endpoint && !self->endpoint)) return PyErr_NoMemory(), -1;
+
+    int rc;
+    baton_loader *l = NULL;
+    Py_BEGIN_ALLOW_THREADS
+    rc = baton_loader_open(&self->lo, &l, &err);
+    Py_END_ALLOW_THREADS
+    if (rc) {
+        baton_err_prefix(&err, "%s", uri);
+        return pyb_raise_rc(&err);
+    }
+    self->l = l;
+    self->m = baton_loader_manifest(l);
+    self->esize = baton_loader_epoch_size(l);
+    if (!self->m->shape[0] || !self->m->shape[1] || !self->m->shape[2])
+        baton_err_set(&err, BATON_ERR_FORMAT, "%s: images vary in size; batches need one fixed shape (pack with --resize)",
+                      uri);
+    else if (!self->esize)
+        baton_err_set(&err, BATON_ERR_FORMAT, "%s: no records", uri);
+    self->epochs = epochs;
+    self->cur = (baton_cursor){seed, 0, 0};
+    baton_cursor end = {seed, epochs, 0};
+    if (!err.code && epochs) baton_loader_set_end(l, &end, &err);
+    baton_pipeline_opts_default(&self->po);
+    self->po.batch = (uint32_t)batch;
+    self->po.workers = (int)threads;
+    self->po.layout = strcmp(layout, "nhwc") ? BATON_LAYOUT_NCHW : BATON_LAYOUT_NHWC;
+    self->po.drop_last = drop_last;
+    self->po.depth = (uint32_t)depth;
+    self->po.crop_pad = (uint32_t)crop;
+    self->po.flip = flip;
+    self->po.part_rank = (uint32_t)rank;
+    self->po.part_world = (uint32_t)world;
+    if (err.code) {
+        loader_close_all(self);
+        return pyb_raise_rc(&err);
+    }
+    if (parse_normalize(self, norm, self->m->shape[2])) {
+        loader_close_all(self);
+        return -1;
+    }
+    return 0;
+}
+
+/* Open the pipeline at the cursor. */
+static int open_gen(Loader *self)
+{
+    gen *g = calloc(1, sizeof *g);
+    if (!g) return PyErr_NoMemory(), -1;
+    g->batch = self->po.batch;
+    baton_err err = {0};
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = baton_loader_seek(self->l, &self->cur, &err);
+    if (!rc && !(g->p = baton_pipeline_open(self->l, &self->po, &err)) && !err.code)
+        baton_err_set(&err, BATON_ERR_ARG, "cannot open the decode pipeline");
+    Py_END_ALLOW_THREADS
+    if (rc || !g->p) {
+        free(g);
+        return pyb_raise_rc(&err);
+    }
+    self->g = g;
+    return 0;
+}
+
+static PyObject *make_batch(Loader *self, baton_batch *b)
+{
+    gen *g = self->g;
+    int64_t *labels = gen_labels(g, b);
+    if (!labels) {
+        baton_pipeline_release(g->p, b);
+        return PyErr_NoMemory();
+    }
+    for (uint32_t i = 0; i < b->n; i++) labels[i] = b->y[i];
+    Lease *ls = PyObject_New(Lease, &pyb_LeaseType);
+    if (!ls) {
+        baton_pipeline_release(g->p, b);
+        return NULL;
+    }
+    ls->g = g;
+    ls->b = b;
+    ls->labels = labels;
+    g->leases++;
+    Py_ssize_t n = b->n;
+    Py_ssize_t ish[4] = {n, b->c, b->h, b->w};
+    if (b->layout == BATON_LAYOUT_NHWC) ish[1] = b->h, ish[2] = b->w, ish[3] = b->c;
+    PyObject *images = make_view(ls, V_IMAGES, 4, ish);
+    PyObject *lab = images ? make_view(ls, V_LABELS, 1, &n) : NULL;
+    PyObject *pos = lab ? make_view(ls, V_POSITIONS, 1, &n) : NULL;
+    Py_DECREF(ls);
+    PyObject *bt = pos ? PyStructSequence_New(pyb_BatchType) : NULL;
+    if (!bt) {
+        Py_XDECREF(images);
+        Py_XDECREF(lab);
+        Py_XDECREF(pos);
+        return NULL;
+    }
+    PyStructSequence_SET_ITEM(bt, 0, images);
+    PyStructSequence_SET_ITEM(bt, 1, lab);
+    PyStructSequence_SET_ITEM(bt, 2, PyLong_FromUnsignedLongLong(b->epoch));
+    PyStructSequence_SET_ITEM(bt, 3, PyLong_FromUnsignedLongLong(b->first / self->po.batch));
+    PyStructSequence_SET_ITEM(bt, 4, pos);
+    PyStructSequence_SET_ITEM(bt, 5, PyLong_FromUnsignedLong(b->total));
+    if (PyErr_Occurred()) {
+        Py_DECREF(bt);
+        return NULL;
+    }
+    return bt;
+}
+
+static PyObject *loader_next(Loader *self)
+{
+    if (check_open(self)) return NULL;
+    if (self->epochs && self->cur.epoch >= self->epochs) return NULL;   /* StopIteration */
+    if (!self->g && open_gen(self)) return NULL;
+    baton_batch *b = NULL;
+    baton_err err = {0};
+    int rc;
+    self->busy = 1;
+    for (;;) {
+        Py_BEGIN_ALLOW_THREADS
+        rc = baton_pipeline_next_timed(self->g->p, &b, 0.1, &err);
+        Py_END_ALLOW_THREADS
+        if (rc != BATON_NEED_MORE) break;
+        if (PyErr_CheckSignals() < 0) {
+            self->busy = 0;
+            return NULL;
+        }
+    }
+    self->busy = 0;
+    if (rc == BATON_END) {
+        if (self->cur.position) self->cur = (baton_cursor){self->cur.seed, self->cur.epoch + 1, 0};
+        return NULL;   /* the epoch's end: StopIteration */
+    }
+    if (rc < 0) {
+        if (rc == BATON_ERR_ARG && strstr(err.msg, "held by the caller")) {
+            size_t k = strlen(err.msg);
+            snprintf(err.msg + k, sizeof err.msg - k,
+                     " (drop the arrays of earlier batches, or open the Loader with a larger depth=)");
+        }
+        return pyb_raise(&err);
+    }
+    self->cur = b->next;
+    return make_batch(self, b);
+}
+
+static PyObject *loader_iter(Loader *self)
+{
+    if (check_open(self)) return NULL;
+    return Py_NewRef((PyObject *)self);
+}
+
+static Py_ssize_t loader_len(Loader *self)
+{
+    if (check_open(self)) return -1;
+    uint64_t B = self->po.batch;
+    return (Py_ssize_t)(self->po.drop_last ? self->esize / B : (self->esize + B - 1) / B);
+}
+
+/* ---------------------------------------------------------------- state */
+static PyObject *loader_state_dict(Loader *self, PyObject *noargs)
+{
+    if (check_open(self)) return NULL;
+    return Py_BuildValue("{s:i,s:s,s:K,s:K,s:K,s:I,s:K,s:O}", "version", 1, "uri", self->uri, "seed",
+                         (unsigned long long)self->cur.seed, "epoch", (unsigned long long)self->cur.epoch,
+                         "position", (unsigned long long)self->cur.position, "batch", self->po.batch, "samples",
+                         (unsigned long long)self->esize, "shuffle", self->lo.no_shuffle ? Py_False : Py_True);
+}
+
+static int get_u64(PyObject *d, const char *key, uint64_t *out)
+{
+    PyObject *v = PyMapping_GetItemString(d, key);
+    if (!v) {
+        PyErr_Clear();
+        pyb_usage("load_state_dict: the state has no \"%s\" (not a baton.Loader state?)", key);
+        return -1;
+    }
+    unsigned long long x = PyLong_AsUnsignedLongLong(v);
+    Py_DECREF(v);
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        pyb_usage("load_state_dict: \"%s\" is not a non-negative integer", key);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+static PyObject *loader_load_state_dict(Loader *self, PyObject *d)
+{
+    if (check_open(self)) return NULL;
+    if (!PyMapping_Check(d)) return pyb_usage("load_state_dict: expected a dict from state_dict()");
+    uint64_t seed, epoch, pos, batch, samples;
+    if (get_u64(d, "seed", &seed) || get_u64(d, "epoch", &epoch) || get_u64(d, "position", &pos) ||
+        get_u64(d, "batch", &batch) || get_u64(d, "samples", &samples))
+        return NULL;
+    PyObject *sh = PyMapping_GetItemString(d, "shuffle");
+    int shuffle = sh ? PyObject_IsTrue(sh) : 1;
+    Py_XDECREF(sh);
+    PyErr_Clear();
+    if (seed != self->lo.seed || batch != self->po.batch || shuffle == self->lo.no_shuffle)
+        return pyb_usage("load_state_dict: the state is of a Loader with seed %llu, batch %llu, shuffle %s; this "
+                         "one has seed %llu, batch %u, shuffle %s (the order depends on them: open it with the same)",
+                         (unsigned long long)seed, (unsigned long long)batch, shuffle ? "True" : "False",
+                         (unsigned long long)self->lo.seed, self->po.batch, self->lo.no_shuffle ? "False" : "True");
+    if (samples != self->esize)
+        return pyb_usage("load_state_dict: the state is of a dataset of %llu samples; %s has %llu",
+                         (unsigned long long)samples, self->uri, (unsigned long long)self->esize);
+    if (pos > self->esize) return pyb_usage("load_state_dict: position %llu is past the epoch's %llu samples",
+                                            (unsigned long long)pos, (unsigned long long)self->esize);
+    if (pos == self->esize) epoch++, pos = 0;   /* the end of an epoch: the next one */
+    gen_retire(self->g);
+    self->g = NULL;
+    self->cur = (baton_cursor){seed, epoch, pos};
+    Py_RETURN_NONE;
+}
+
+/* ---------------------------------------------------------------- stats and the rest */
+static PyObject *loader_stats(Loader *self, PyObject *noargs)
+{
+    if (check_open(self)) return NULL;
+    baton_loader_stats st;
+    baton_loader_get_stats(self->l, &st);
+    uint64_t dataset = 0;
+    for (size_t i = 0; i < self->m->nshards; i++) dataset += self->m->shards[i].bytes;
+    uint64_t last = self->epochs ? self->epochs : self->cur.epoch + 1;
+    PyObject *per = PyList_New(0);
+    for (uint64_t e = 0; per && e < last && e <= self->cur.epoch; e++) {
+        PyObject *v = PyLong_FromUnsignedLongLong(baton_loader_epoch_fetched(self->l, e));
+        if (!v || PyList_Append(per, v)) Py_CLEAR(per);
+        Py_XDECREF(v);
+    }
+    if (!per) return NULL;
+    return Py_BuildValue("{s:s,s:d,s:K,s:K,s:K,s:K,s:K,s:K,s:N}", "mode", baton_io_mode_name(self->lo.mode),
+                         "open_s", st.open_s, "bytes_read", (unsigned long long)st.bytes_read, "bytes_fetched",
+                         (unsigned long long)st.bytes_fetched, "open_fetched", (unsigned long long)st.open_fetched,
+                         "retries", (unsigned long long)st.fetch_retries, "downloads",
+                         (unsigned long long)st.downloads, "dataset_bytes", (unsigned long long)dataset,
+                         "epoch_fetched", per);
+}
+
+static PyObject *loader_close(Loader *self, PyObject *noargs)
+{
+    if (self->busy) return pyb_usage("baton.Loader: in use by another thread");
+    loader_close_all(self);
+    Py_RETURN_NONE;
+}
+
+static PyObject *loader_enter(Loader *self, PyObject *noargs) { return Py_NewRef((PyObject *)self); }
+
+static PyObject *loader_exit(Loader *self, PyObject *args) { return loader_close(self, NULL); }
+
+static PyObject *get_epoch(Loader *self, void *c)
+{
+    return PyLong_FromUnsignedLongLong(self->cur.epoch);
+}
+
+static PyObject *get_position(Loader *self, void *c)
+{
+    return PyLong_FromUnsignedLongLong(self->cur.position);
+}
+
+static PyObject *get_info(Loader *self, void *c)
+{
+    if (check_open(self)) return NULL;
+    const baton_manifest *m = self->m;
+    PyObject *names = PyList_New(0);
+    for (uint32_t i = 0; names && m->class_names && i < m->classes; i++) {
+        PyObject *s = PyUnicode_FromString(m->class_names[i] ? m->class_names[i] : "");
+        if (!s || PyList_Append(names, s)) Py_CLEAR(names);
+        Py_XDECREF(s);
+    }
+    if (!names) return NULL;
+    return Py_BuildValue("{s:K,s:K,s:I,s:(III),s:N,s:s,s:K,s:s}", "samples", (unsigned long long)m->samples,
+                         "epoch_samples", (unsigned long long)self->esize, "classes", m->classes, "shape",
+                         m->shape[2], m->shape[0], m->shape[1], "class_names", names, "mode",
+                         baton_io_mode_name(self->lo.mode), "epochs", (unsigned long long)self->epochs, "uri",
+                         self->uri);
+}
+
+static PyMethodDef loader_methods[] = {
+    {"state_dict", (PyCFunction)loader_state_dict, METH_NOARGS,
+     "The cursor after the last batch handed out (a dict JSON can hold): save it with a checkpoint."},
+    {"load_state_dict", (PyCFunction)loader_load_state_dict, METH_O,
+     "Continue exactly where a state_dict() was taken (same seed, batch, shuffle and dataset)."},
+    {"stats", (PyCFunction)loader_stats, METH_NOARGS,
+     "Bytes read and fetched (per epoch too), the open time, retries (exact between epochs)."},
+    {"close", (PyCFunction)loader_close, METH_NOARGS, "Stop the threads and free the buffers not held."},
+    {"__enter__", (PyCFunction)loader_enter, METH_NOARGS, NULL},
+    {"__exit__", (PyCFunction)loader_exit, METH_VARARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef loader_getset[] = {
+    {"epoch", (getter)get_epoch, NULL, "The epoch the next batch belongs to.", NULL},
+    {"position", (getter)get_position, NULL, "The epoch position of the next sample.", NULL},
+    {"info", (getter)get_info, NULL, "samples, classes, shape (C, H, W), class_names, mode, epochs, uri.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PySequenceMethods loader_seq = {.sq_length = (lenfunc)loader_len};
+
+PyTypeObject pyb_LoaderType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "baton._baton.Loader",
+    .tp_basicsize = sizeof(Loader),
+    .tp_dealloc = (destructor)loader_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "Loader(uri, mode=None, batch=128, shuffle=True, seed=0, epochs=1, rank=0, world=1, threads=2, "
+              "normalize=True, local_dir=None, drop_last=False, layout='nchw', depth=4, s3_endpoint=None, "
+              "block=0, crop_pad=0, flip=False)\n\nA baton dataset as batches (see the baton package).",
+    .tp_iter = (getiterfunc)loader_iter,
+    .tp_iternext = (iternextfunc)loader_next,
+    .tp_methods = loader_methods,
+    .tp_getset = loader_getset,
+    .tp_as_sequence = &loader_seq,
+    .tp_init = (initproc)loader_init,
+    .tp_new = PyType_GenericNew,
+    .tp_weaklistoffset = offsetof(Loader, weakrefs),
+};
+
+static PyStructSequence_Field batch_fields[] = {
+    {"images", "float32 (n, C, H, W) (or (n, H, W, C)): the decoded, normalised images"},
+    {"labels", "int64 (n,): the labels"},
+    {"epoch", "the epoch"},
+    {"index", "the batch's index in the epoch (the same at any world size)"},
+    {"positions", "uint64 (n,): each sample's position in the epoch's order"},
+    {"total", "samples of the whole global batch (n is this rank's part of it)"},
+    {NULL, NULL},
+};
+static PyStructSequence_Desc batch_desc = {
+    "baton.Batch", "One batch: (images, labels), with epoch, index, positions and total.", batch_fields, 2,
+};
+PyTypeObject *pyb_BatchType;
+
+int pyb_loader_init_types(void)
+{
+    pyb_BatchType = PyStructSequence_NewType(&batch_desc);
+    return pyb_BatchType ? 0 : -1;
+}

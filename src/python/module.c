@@ -1,0 +1,163 @@
+/* module.c — `baton._baton`, the C extension behind `import baton`: the exception classes, the
+ * constants, the check that the library loaded is the one these sources were compiled against,
+ * and the registration of the types (python_internal.h).
+ *
+ * Errors: every library failure becomes baton.Error or one of its subclasses, chosen by the
+ * status (baton_status in util.h), with the library's message unchanged (it names the file,
+ * offset, field or URI; never a secret) and two attributes: code (the status, an int) and status
+ * (its name, "corrupt"). */
+#include "python_internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+static PyObject *Error, *CorruptError, *FormatError, *NotFoundError, *NetworkError, *BusyError, *NoSpaceError,
+    *DeniedError, *UsageError;
+
+PyObject *pyb_raise(const baton_err *err)
+{
+    PyObject *cls = Error;
+    switch (err->code) {
+    case BATON_ERR_TRUNCATED:
+    case BATON_ERR_CORRUPT: cls = CorruptError; break;
+    case BATON_ERR_FORMAT: cls = FormatError; break;
+    case BATON_ERR_NOTFOUND: cls = NotFoundError; break;
+    case BATON_ERR_NET: cls = NetworkError; break;
+    case BATON_ERR_BUSY: cls = BusyError; break;
+    case BATON_ERR_NOSPACE: cls = NoSpaceError; break;
+    case BATON_ERR_DENIED: cls = DeniedError; break;
+    case BATON_ERR_USAGE:
+    case BATON_ERR_ARG: cls = UsageError; break;
+    case BATON_ERR_NOMEM: return PyErr_NoMemory();
+    default: break;
+    }
+    const char *msg = err->msg[0] ? err->msg : baton_status_name(err->code);
+    PyObject *e = PyObject_CallFunction(cls, "s", msg);
+    if (!e) return NULL;
+    PyObject *code = PyLong_FromLong(err->code), *name = PyUnicode_FromString(baton_status_name(err->code));
+    if (code && name && PyObject_SetAttrString(e, "code", code) == 0 && PyObject_SetAttrString(e, "status", name) == 0)
+        PyErr_SetObject(cls, e);
+    Py_XDECREF(code);
+    Py_XDECREF(name);
+    Py_DECREF(e);
+    return NULL;
+}
+
+PyObject *pyb_usage(const char *fmt, ...)
+{
+    baton_err e = {.code = BATON_ERR_USAGE};
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e.msg, sizeof e.msg, fmt, ap);
+    va_end(ap);
+    return pyb_raise(&e);
+}
+
+int pyb_raise_rc(const baton_err *err)
+{
+    pyb_raise(err);
+    return -1;
+}
+
+int pyb_usage_rc(const char *fmt, ...)
+{
+    baton_err e = {.code = BATON_ERR_USAGE};
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e.msg, sizeof e.msg, fmt, ap);
+    va_end(ap);
+    return pyb_raise_rc(&e);
+}
+
+/* numpy.asarray, looked up once (NULL: NumPy is not installed; memoryviews instead) */
+static PyObject *np_asarray;
+static int np_looked;
+
+PyObject *pyb_asarray(PyObject *obj)
+{
+    if (!np_looked) {
+        np_looked = 1;
+        PyObject *np = PyImport_ImportModule("numpy");
+        if (np) {
+            np_asarray = PyObject_GetAttrString(np, "asarray");
+            Py_DECREF(np);
+        }
+        if (!np_asarray) PyErr_Clear();
+    }
+    return np_asarray ? PyObject_CallOneArg(np_asarray, obj) : PyMemoryView_FromObject(obj);
+}
+
+int pyb_opt_str(PyObject *o, const char *name, const char **out)
+{
+    if (!o || o == Py_None) return 0;
+    if (!PyUnicode_Check(o)) {
+        pyb_usage("%s: expected a string, got %s", name, Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    *out = PyUnicode_AsUTF8(o);
+    return *out ? 0 : -1;
+}
+
+static PyObject *version(PyObject *self, PyObject *noargs)
+{
+    return PyUnicode_FromString(baton_version());
+}
+
+static PyMethodDef methods[] = {
+    {"library_version", version, METH_NOARGS, "The version of the libbaton this module runs on."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef moddef = {
+    PyModuleDef_HEAD_INIT, "baton._baton",
+    "baton's C library from Python: Loader, Checkpoints, Notice (see the baton package)", -1, methods,
+    NULL, NULL, NULL, NULL,
+};
+
+static int add_error(PyObject *m, const char *name, PyObject *base, const char *doc, PyObject **out)
+{
+    char full[64];
+    snprintf(full, sizeof full, "baton.%s", name);
+    *out = PyErr_NewExceptionWithDoc(full, doc, base, NULL);
+    return *out && PyModule_AddObjectRef(m, name, *out) == 0 ? 0 : -1;
+}
+
+static int add_type(PyObject *m, const char *name, PyTypeObject *t)
+{
+    return PyType_Ready(t) == 0 && PyModule_AddObjectRef(m, name, (PyObject *)t) == 0 ? 0 : -1;
+}
+
+PyMODINIT_FUNC PyInit__baton(void)
+{
+    baton_err err = {0};
+    if (BATON_VERSION_CHECK(&err)) {
+        PyErr_Format(PyExc_ImportError, "baton: %s", err.msg);
+        return NULL;
+    }
+    PyObject *m = PyModule_Create(&moddef);
+    if (!m) return NULL;
+    if (add_error(m, "Error", PyExc_Exception,
+                  "A failure in baton's library; the message names the file, offset, field or URI. "
+                  "Attributes: code (the library's status) and status (its name).",
+                  &Error) ||
+        add_error(m, "CorruptError", Error, "Bytes that fail a checksum, or end in the middle of a record.",
+                  &CorruptError) ||
+        add_error(m, "FormatError", Error, "Well-formed bytes that are not what was expected.", &FormatError) ||
+        add_error(m, "NotFoundError", Error, "A file, object or checkpoint that is not there.", &NotFoundError) ||
+        add_error(m, "NetworkError", Error, "A server that cannot be reached or keeps failing.", &NetworkError) ||
+        add_error(m, "BusyError", Error, "Held by another process (a checkpoint folder's lock).", &BusyError) ||
+        add_error(m, "NoSpaceError", Error, "The disk is full.", &NoSpaceError) ||
+        add_error(m, "DeniedError", Error, "A missing or wrong credential.", &DeniedError) ||
+        add_error(m, "UsageError", Error, "An argument outside what the call accepts.", &UsageError) ||
+        PyModule_AddIntConstant(m, "EXIT_INTERRUPTED", BATON_EXIT_STOPPED) ||
+        PyModule_AddStringConstant(m, "__version__", BATON_VERSION) ||
+        PyModule_AddIntConstant(m, "ABI_VERSION", BATON_ABI_VERSION) || pyb_loader_init_types() ||
+        add_type(m, "Loader", &pyb_LoaderType) || PyType_Ready(&pyb_LeaseType) || PyType_Ready(&pyb_ViewType) ||
+        PyModule_AddObjectRef(m, "Batch", (PyObject *)pyb_BatchType) ||
+        add_type(m, "Checkpoints", &pyb_CheckpointsType) || PyType_Ready(&pyb_FileType) ||
+        add_type(m, "Notice", &pyb_NoticeType)) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

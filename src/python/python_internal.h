@@ -1,0 +1,40 @@
+/* python_internal.h — the baton Python module's C side (the files of src/python), one file per type:
+ *   module.c   the module `baton._baton`: errors (baton.Error and its subclasses, raised with the
+ *              library's message), constants, the version check at import, and the types below
+ *   loader.c   Loader: a dataset as batches of NumPy arrays that share the decode pipeline's memory
+ *   ckpt.c     Checkpoints (save in the background, load, wait) and Checkpoint (what load returns)
+ *   notice.c   Notice: the interruption watcher
+ * The module converts types and holds the GIL only while it touches Python objects: every wait
+ * (a batch, a checkpoint's commit, a notice) and every copy runs with the GIL released, in the
+ * library. Nothing here exits, asserts on outside input or prints; failures are Python
+ * exceptions. python/baton/__init__.py re-exports these names. */
+#ifndef BATON_PYTHON_INTERNAL_H
+#define BATON_PYTHON_INTERNAL_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "baton/ckpt.h"
+#include "baton/img.h"
+#include "baton/notice.h"
+
+/* Raise the baton.Error subclass for err->code with err->msg; returns NULL. */
+PyObject *pyb_raise(const baton_err *err);
+/* Raise baton.UsageError (a bad argument) with a printf-style message; returns NULL. */
+PyObject *pyb_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The same, returning -1 (for tp_init and helpers that return a status). */
+int pyb_raise_rc(const baton_err *err);
+int pyb_usage_rc(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* numpy.asarray(obj), or a memoryview of it when NumPy is not installed. New reference. */
+PyObject *pyb_asarray(PyObject *obj);
+/* A keyword argument as a C string, an int, a float (None or absent: the default). -1 on error. */
+int pyb_opt_str(PyObject *o, const char *name, const char **out);
+
+/* The types, made ready by module.c's init */
+extern PyTypeObject pyb_LoaderType, pyb_LeaseType, pyb_ViewType;
+extern PyTypeObject pyb_CheckpointsType, pyb_FileType;
+extern PyTypeObject pyb_NoticeType;
+extern PyTypeObject *pyb_BatchType;   /* a struct sequence, created at init */
+int pyb_loader_init_types(void);
+
+#endif
