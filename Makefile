@@ -182,7 +182,7 @@ install: $(BIN) $(SO) $(LIB)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libbaton.so
 	install -m 0644 $(LIB) $(DESTDIR)$(LIBDIR)/libbaton.a
 	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@VERSION@|$(BATON_VER)|' \
-	    -e 's|@REQUIRES@|$(PKGS)|' \
+	    -e 's|@REQUIRES@|$(strip $(PKGS) $(if $(PY_LIBS),python3-embed))|' \
 	    scripts/baton.pc.in >$(DESTDIR)$(LIBDIR)/pkgconfig/baton.pc
 
 test:

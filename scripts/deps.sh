@@ -4,7 +4,7 @@
 # quick when everything is present (one dpkg-query). Run as root on Debian 12.
 #
 #   scripts/deps.sh            build + test dependencies (the default)
-#   scripts/deps.sh --bench    also the benchmark peers (PyTorch, Pillow: large, benchmarks only) and
+#   scripts/deps.sh --bench    also the benchmark peers (Pillow for PyTorch's DataLoader) and
 #                              s3fs (bench/io.sh mounts the RADOS Gateway bucket for mount mode)
 #   scripts/deps.sh --check    list what is missing, install nothing (exit 1 if anything is)
 #
@@ -14,7 +14,9 @@
 #            DejaVu fonts (charts are rendered and measured), loopback servers
 #            (nginx for HTTP sources, Ceph's RADOS Gateway for a real SigV4-checking S3 endpoint),
 #            a one-node Slurm (munge, slurmctld, slurmd), botocore's AWS service models, and
-#            libpython3-dev (the embedded interpreter for Python reward functions)
+#            libpython3-dev (the embedded interpreter for Python reward functions; the headers of
+#            the baton Python module), PyTorch and NumPy (the module's tests and examples/pytorch),
+#            boto3 (reads the checkpoints the module copies to S3), pip and setuptools (its install)
 set -euo pipefail
 
 build=(make gcc libc6-dev pkg-config git ca-certificates
@@ -28,8 +30,10 @@ test+=(librsvg2-bin fonts-dejavu-core)                       # charts: rendered 
 test+=(slurmctld slurmd slurm-client munge python3-botocore)   # fleet backends: one-node Slurm, AWS models
 test+=(libpython3-dev)   # race: DeepRacer's Python reward functions in an embedded CPython
 test+=(chromium)         # race: the league's page loaded in a headless browser
+test+=(python3-torch python3-numpy libopenblas0-openmp   # the baton Python module: its tests, the PyTorch example
+       python3-boto3 python3-pip python3-setuptools)     # an independent S3 client; pip install ./python offline
 
-bench=(python3-torch python3-numpy python3-pil libopenblas0-openmp s3fs)
+bench=(python3-pil s3fs)
 
 want=("${build[@]}" "${test[@]}")
 [ "${1:-}" = "--bench" ] && want+=("${bench[@]}")

@@ -150,6 +150,10 @@ typedef struct baton_pipeline_opts {
                              * default 0, 1 (all). Batch boundaries, cursors and the augmentation
                              * (drawn per epoch position) stay those of the whole batch, so the
                              * parts of W ranks are exactly the samples of one rank's batches */
+    const baton_cursor *start;  /* NULL: the loader is positioned already; else the reader thread seeks
+                             * it to this cursor first (in pipe mode a seek streams the block it
+                             * lands in: this way open never waits for the network, and a failed
+                             * seek is the first next()'s error) */
 } baton_pipeline_opts;
 
 typedef struct baton_batch {

@@ -48,6 +48,7 @@ from baton._baton import (  # noqa: F401  (the public names)
     Notice,
     UsageError,
     __version__,
+    crc32c,
 )
 
 try:  # DataLoader(loader, batch_size=None) iterates an IterableDataset; without torch, a plain iterable
@@ -78,4 +79,4 @@ own threads (threads=), and worker processes would each read the whole dataset."
 
 __all__ = ["Loader", "Checkpoints", "Notice", "Batch", "Error", "CorruptError", "FormatError",
            "NotFoundError", "NetworkError", "BusyError", "NoSpaceError", "DeniedError", "UsageError",
-           "EXIT_INTERRUPTED", "ABI_VERSION", "__version__"]
+           "EXIT_INTERRUPTED", "ABI_VERSION", "__version__", "crc32c"]

@@ -33,10 +33,10 @@ def _array(t):
 
 
 def _tensor(a, dtype_name):
-    t = torch.from_numpy(np.ascontiguousarray(a))
-    if dtype_name == "BF16":
-        t = t.view(torch.bfloat16)
-    return t
+    """A checkpoint's array (C-contiguous, any rank, 0-d included) as a tensor sharing its memory."""
+    if dtype_name == "BF16":   # its bits, as uint16: torch takes them as int16
+        return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(a)
 
 
 def flatten(model=None, optimizer=None, rng=True):
@@ -80,7 +80,12 @@ def unflatten(c, model=None, optimizer=None, rng=True):
             state.setdefault(int(pid), {})[key] = _tensor(a, c.dtypes.get(name))
         for pid, rest in meta.get("state", {}).items():
             state.setdefault(int(pid), {}).update(rest)
-        optimizer.load_state_dict({"state": state, "param_groups": meta["param_groups"]})
+        groups = [dict(g) for g in meta["param_groups"]]
+        for g, now in zip(groups, optimizer.param_groups):   # JSON made tuples (Adam's betas) lists
+            for k, v in g.items():
+                if isinstance(v, list) and isinstance(now.get(k), tuple):
+                    g[k] = tuple(v)
+        optimizer.load_state_dict({"state": state, "param_groups": groups})
     if rng:
         if "rng.cpu" in c.optim:
             torch.set_rng_state(torch.from_numpy(np.array(c.optim["rng.cpu"])))

@@ -69,6 +69,7 @@ struct baton_pipeline {
     const baton_manifest *m;
     float mean[4], std[4];          /* what samples are normalised with (opts or dataset.json) */
     baton_pipeline_opts o;
+    baton_cursor start;      /* o.start's cursor (o.start itself is the caller's) */
     uint64_t seed;
     uint32_t shape[3];       /* H, W, C */
     size_t sample_floats;
@@ -180,6 +181,10 @@ static void *reader_main(void *arg)
     baton_pipeline *p = arg;
     baton_err err = {0};
     const uint64_t B = p->o.batch;
+    if (p->o.start && baton_loader_seek(p->l, &p->start, &err) != BATON_OK) {   /* may stream: not the caller's wait */
+        reader_fail(p, &err);
+        return NULL;
+    }
     baton_cursor cur = baton_loader_cursor(p->l);
     uint64_t epoch = cur.epoch, pos = cur.position, size = baton_loader_epoch_size(p->l);
     while (!atomic_load_explicit(&p->stop_flag, memory_order_relaxed)) {
@@ -573,6 +578,7 @@ baton_pipeline *baton_pipeline_open(baton_loader *l, const baton_pipeline_opts *
     p->m = m;
     p->o = *o;
     p->seed = baton_loader_cursor(l).seed;
+    if (o->start) p->start = *o->start;
     memcpy(p->shape, m->shape, sizeof p->shape);
     p->sample_floats = sample;
     p->enc = m->encoding;

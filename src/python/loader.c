@@ -385,13 +385,12 @@ static int open_gen(Loader *self)
     if (!g) return PyErr_NoMemory(), -1;
     g->batch = self->po.batch;
     baton_err err = {0};
-    int rc;
+    self->po.start = &self->cur;   /* the pipeline's reader seeks: Ctrl-C is not held up by the network */
     Py_BEGIN_ALLOW_THREADS
-    rc = baton_loader_seek(self->l, &self->cur, &err);
-    if (!rc && !(g->p = baton_pipeline_open(self->l, &self->po, &err)) && !err.code)
+    if (!(g->p = baton_pipeline_open(self->l, &self->po, &err)) && !err.code)
         baton_err_set(&err, BATON_ERR_ARG, "cannot open the decode pipeline");
     Py_END_ALLOW_THREADS
-    if (rc || !g->p) {
+    if (!g->p) {
         free(g);
         return pyb_raise_rc(&err);
     }

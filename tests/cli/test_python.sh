@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# test_python.sh — the baton Python module: every tests/python/test_*.py (loader, checkpoints,
+# notices; each prints "N passed, N failed, N skipped", added up here) with Debian's
+# /usr/bin/python3 against $BATON_BUILD/python — under the sanitizer build with ASan's and UBSan's
+# runtimes preloaded, so the extension and the library run instrumented inside the interpreter —
+# then, in the plain build, the module as a user installs it: `make install PREFIX=…` and
+# `pip install --no-build-isolation --no-index ./python` (offline, Debian's setuptools), imported
+# from outside the tree.
+cd "$(dirname "$0")/../.." || exit 1
+. tests/cli/lib.sh
+B=${BATON_BUILD:-build}
+PY=/usr/bin/python3
+case "$BATON" in /*) ;; *) BATON=$PWD/$BATON ;; esac
+case "$B" in /*) BD=$B ;; *) BD=$PWD/$B ;; esac
+export BATON BATON_BUILD=$B
+if [ ! -x $PY ] || [ ! -d "$BD/python/baton" ]; then
+    skip "no $PY or no module in $BD/python (make builds it when Debian's python3 is installed)"
+    finish
+    exit $?
+fi
+san=0
+case "$B" in *san*) san=1 ;; esac
+for t in tests/python/test_*.py; do
+    name=$(basename "$t")
+    if [ $san = 1 ]; then
+        env PYTHONPATH="$BD/python" LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)" \
+            ASAN_OPTIONS=detect_leaks=0:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+            bash -c "cd tests/python && exec $PY $name" >"$T/$name.out" 2>&1
+    else
+        env PYTHONPATH="$BD/python" bash -c "cd tests/python && exec $PY $name" >"$T/$name.out" 2>&1
+    fi
+    rc=$?
+    sum=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$T/$name.out" | tail -1)
+    if [ -z "$sum" ]; then
+        bad "$name ended without its summary (exit $rc): $(grep -v '^baton: ' "$T/$name.out" | tail -n 25)"
+        continue
+    fi
+    read -r p _ f _ s _ <<<"$sum"
+    npass=$((npass + p)); nskip=$((nskip + s))
+    if [ "$f" -gt 0 ] || { [ "$rc" != 0 ] && [ "$rc" != 77 ]; }; then
+        nfail=$((nfail + (f > 0 ? f : 1)))
+        echo "FAIL: $name: $sum (exit $rc)" >&2
+        grep -E '^(FAIL|skip)|Error|Traceback|ERROR' "$T/$name.out" | head -n 40 >&2
+    fi
+    echo "$name: $sum"
+done
+
+# installed as a user does it (the plain build: the sanitizer runtime cannot be preloaded by pip)
+if [ $san = 0 ]; then
+    P=$T/prefix
+    make -s install PREFIX="$P" BUILD="$B" >"$T/install.out" 2>&1
+    check '[ $? -eq 0 ] && [ -f "$P/lib/pkgconfig/baton.pc" ]' "make install: $(tail -5 "$T/install.out")"
+    rm -rf python/build python/baton.egg-info   # never an earlier build's objects
+    PKG_CONFIG_PATH=$P/lib/pkgconfig $PY -m pip install --no-build-isolation --no-index --target "$T/site" ./python \
+        >"$T/pip.out" 2>&1
+    check '[ $? -eq 0 ]' "pip install --no-build-isolation ./python: $(tail -5 "$T/pip.out")"
+    rm -rf python/build python/baton.egg-info
+    so=$(ls "$T"/site/baton/_baton*.so 2>/dev/null | head -1)
+    check '[ -n "$so" ] && ldd "$so" | grep -q "libbaton.so.1 => $P/lib/libbaton.so.1"' \
+        "the extension pip built runs on the installed library: $(ldd "$so" 2>&1 | grep baton)"
+    $BATON pack --from fashion-mnist --split test --out "$T/fm" --shard-mb 2 --quiet >/dev/null
+    out=$(cd / && PYTHONPATH="$T/site" $PY - "$T/fm" "$T/ck" <<'PYEOF' 2>&1
+import sys, numpy as np, baton
+assert baton.__file__.startswith(sys.path[0]) or "site" in baton.__file__, baton.__file__
+n = sum(len(b.labels) for b in baton.Loader(sys.argv[1], batch=100, epochs=1))
+with baton.Checkpoints(sys.argv[2]) as ck:
+    ck.save(1, {"w": np.ones(3, np.float32)}, {"n": n}, sync=True)
+    print(baton.__version__, n, ck.load().state["n"], baton.__file__)
+PYEOF
+)
+    ver=$(sed -n 's/^#define BATON_VERSION "\(.*\)"/\1/p' include/baton/util.h)
+    check '[ "${out%% *}" = "$ver" ] && echo "$out" | grep -q " 10000 10000 $T/site/baton/__init__.py"' \
+        "the pip-installed module imported from outside the tree streams and checkpoints: $out"
+    check '"$BATON" ckpt verify "$T/ck" >/dev/null' "baton ckpt verify reads its checkpoint"
+fi
+finish

@@ -1,0 +1,68 @@
+"""harness.py — the Python module's tests count checks the way tests/unit/check.h does: check(cond,
+what) records a failure and goes on; done() prints "N passed, N failed, N skipped" and exits 1 when
+a check failed (77 when a part was skipped). tests/cli/test_python.sh runs each tests/python/test_*.py
+with /usr/bin/python3 against the build under test ($BATON_BUILD/python on PYTHONPATH)."""
+import os
+import subprocess
+import sys
+import tempfile
+import traceback
+
+passed = failed = skipped = 0
+BATON = os.environ.get("BATON", "build/baton")
+TMP = tempfile.mkdtemp(prefix="baton-py-")
+SAN = "build-san" in os.environ.get("BATON_BUILD", "")   # the sanitizer build: slower, fewer rounds
+
+
+def check(cond, what):
+    global passed, failed
+    if cond:
+        passed += 1
+    else:
+        failed += 1
+        where = traceback.extract_stack(limit=2)[0]
+        print("FAIL: %s:%d: %s" % (os.path.basename(where.filename), where.lineno, what), file=sys.stderr,
+              flush=True)
+    return cond
+
+
+def skip(why):
+    global skipped
+    skipped += 1
+    print("skip - %s" % why, flush=True)
+
+
+def raises(exc, fn, *args, match=None, **kw):
+    """The exception fn raised when it is an exc (and its text holds match), else None."""
+    try:
+        fn(*args, **kw)
+    except exc as e:
+        return e if match is None or match in str(e) else None
+    except Exception as e:  # the wrong one: say which
+        print("  (raised %s: %s)" % (type(e).__name__, e), file=sys.stderr)
+        return None
+    return None
+
+
+def run(*cmd, **kw):
+    """A command's CompletedProcess (text output)."""
+    return subprocess.run(list(cmd), capture_output=True, text=True, **kw)
+
+
+def baton(*args, **kw):
+    return run(BATON, *args, **kw)
+
+
+def pack(out, split="test", *extra):
+    r = baton("pack", "--from", "fashion-mnist", "--split", split, "--out", out, "--shard-mb", "1", "--quiet", *extra)
+    if r.returncode:
+        raise SystemExit("pack failed: " + r.stderr)
+    return out
+
+
+def done():
+    import shutil
+    if os.environ.get("BATON_KEEP_TMP") != "1":
+        shutil.rmtree(TMP, ignore_errors=True)
+    print("%d passed, %d failed, %d skipped" % (passed, failed, skipped), flush=True)
+    sys.exit(1 if failed else 77 if skipped else 0)

@@ -1,0 +1,214 @@
+"""test_checkpoints.py — baton.Checkpoints: every dtype saved and read back (BF16 too), the files
+`baton ckpt verify|ls|show` read; a save copies before it returns; retention; the folder's lock;
+a damaged newest checkpoint moved aside and the one before loaded; due() by steps, seconds and
+Daly's interval and the fleet's progress file; wrong input as baton.Error; baton.torch's round trip
+of a model, an optimizer and the generators."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+import baton
+from harness import SAN, TMP, baton as cli, check, done, raises, run
+
+
+def arrays():
+    rng = np.random.default_rng(5)
+    t = {
+        "w.f32": rng.standard_normal((3, 4)).astype(np.float32),
+        "w.f64": rng.standard_normal(7),
+        "w.f16": rng.standard_normal((2, 2)).astype(np.float16),
+        "n.i64": np.array(42, dtype=np.int64),                    # 0-d, as num_batches_tracked
+        "n.i32": np.arange(-5, 5, dtype=np.int32),
+        "n.i16": np.arange(6, dtype=np.int16).reshape(2, 3),
+        "n.i8": np.array([-128, 127], dtype=np.int8),
+        "n.u8": np.arange(256, dtype=np.uint8),
+        "n.bool": np.array([True, False, True]),
+        "n.u16": np.array([65535], dtype=np.uint16),
+        "n.u32": np.array([1, 2 ** 32 - 1], dtype=np.uint32),
+        "n.u64": np.array([2 ** 64 - 1], dtype=np.uint64),
+        "empty": np.zeros((0, 3), dtype=np.float32),
+        "deep": np.arange(256, dtype=np.float32).reshape((2,) * 8),
+    }
+    return t
+
+
+D = os.path.join(TMP, "c1")
+t = arrays()
+bf = ("BF16", np.array([0x3F80, 0xC000, 0x7F80], dtype=np.uint16).view(np.int16))   # 1.0, -2.0, inf as bfloat16 bits
+opt = {"state.0.momentum_buffer": np.ones(5, np.float32), "rng.cpu": np.arange(16, dtype=np.uint8)}
+state = {"loader": {"seed": 1, "epoch": 0, "position": 128}, "note": "é ünïcode", "lr": [0.1, 0.01]}
+with baton.Checkpoints(D, keep=2) as ck:
+    ck.save(5, dict(t, **{"w.bf16": bf}), state, optim=opt, sync=True)
+    check(ck.last_committed and ck.last_committed.endswith("ckpt-000000005"), "committed: %s" % ck.last_committed)
+    c = ck.load()
+check(c is not None and c.step == 5 and c.path.endswith("ckpt-000000005"), "load() finds step 5")
+same = all(np.array_equal(c.tensors[k], v) and c.tensors[k].dtype == v.dtype and c.tensors[k].shape == v.shape
+           for k, v in t.items())
+check(same, "every dtype and shape reads back equal (%s)" % {k: (str(c.tensors[k].dtype), c.tensors[k].shape)
+                                                               for k in c.tensors})
+check(list(c.tensors) == list(t) + ["w.bf16"], "tensors in the order given")
+check(c.dtypes["w.bf16"] == "BF16" and np.array_equal(c.tensors["w.bf16"].view(np.int16), bf[1]),
+      "BF16 as its raw bits, its dtype named")
+check(c.dtypes["n.bool"] == "BOOL" and c.dtypes["w.f16"] == "F16" and c.dtypes["n.u64"] == "U64", "dtype names")
+check(c.state == state, "state round trip: %s" % (c.state,))
+check(set(c.optim) == set(opt) and np.array_equal(c.optim["rng.cpu"], opt["rng.cpu"]), "optim tensors")
+
+r = cli("ckpt", "verify", D)
+check(r.returncode == 0, "baton ckpt verify: %s%s" % (r.stdout, r.stderr))
+r = cli("ckpt", "show", D)
+check(r.returncode == 0 and "w.bf16" in r.stdout and "BF16" in r.stdout and '"kind"' in r.stdout,
+      "baton ckpt show lists the tensors: %s" % r.stdout[-800:])
+sj = json.load(open(os.path.join(c.path, "state.json")))
+check(sj == {"step": 5, "kind": "baton-python", "state": state}, "state.json: %s" % sj)
+man = open(os.path.join(c.path, "MANIFEST")).read().split("\n")
+check(man[0] == "baton-ckpt 1" and len([l for l in man if l]) == 4, "MANIFEST: %s" % man)
+
+# ---- the save copies before it returns; retention keeps 2; wait() is the commit
+D2 = os.path.join(TMP, "c2")
+ck = baton.Checkpoints(D2, keep=2)
+big = np.zeros(4 << 20, dtype=np.float32)
+for step in range(1, 6):
+    big[:] = step
+    ck.save(step, {"big": big}, {"step_seen": step})
+    big[:] = -1   # at once: the checkpoint must hold `step`
+last = ck.wait()
+check(last and last.endswith("ckpt-000000005"), "wait() returns the newest commit: %s" % last)
+names = sorted(n for n in os.listdir(D2) if n.startswith("ckpt-"))
+check(names == ["ckpt-000000004", "ckpt-000000005"], "retention keeps 2: %s" % names)
+c = ck.load()
+check(c.step == 5 and float(c.tensors["big"].min()) == 5 and float(c.tensors["big"].max()) == 5,
+      "the saved values are those at save(), not later changes")
+c4 = ck.load(os.path.join(D2, "ckpt-000000004"))
+check(c4.step == 4 and c4.state == {"step_seen": 4}, "load(path) reads a given folder")
+check([d["step"] for d in ck.list()] == [5, 4] and all(d["ok"] for d in ck.list(verify=True)), "list()")
+
+# ---- the lock: a second opener, here or in another process, is refused naming the holder
+e = raises(baton.BusyError, baton.Checkpoints, D2)
+check(e is not None and str(os.getpid()) in str(e), "a second Checkpoints on the folder: BusyError (%s)" % e)
+r = run(sys.executable, "-c", "import baton\ntry:\n baton.Checkpoints(%r)\nexcept baton.BusyError as e:\n print('busy', e)" % D2)
+check(r.stdout.startswith("busy") and str(os.getpid()) in r.stdout, "another process: BusyError (%s%s)" % (r.stdout, r.stderr))
+ck.close()
+check(raises(baton.UsageError, ck.save, 6, {}, match="closed") is not None, "a closed Checkpoints says so")
+with baton.Checkpoints(D2) as again:   # released by close
+    check(again.latest()[0] == 5, "reopened after close")
+
+# ---- a damaged newest checkpoint: moved aside, the one before loaded
+p = os.path.join(D2, "ckpt-000000005", "model.safetensors")
+b = bytearray(open(p, "rb").read())
+b[-3] ^= 0x10
+open(p, "wb").write(b)
+with baton.Checkpoints(D2) as ck:
+    c = ck.load()
+    check(c is not None and c.step == 4, "the damaged step 5 is skipped, step 4 loaded")
+    check(os.path.isdir(os.path.join(D2, ".ckpt-000000005.corrupt")) and not os.path.exists(os.path.join(D2, "ckpt-000000005")),
+          "step 5 moved aside: %s" % sorted(os.listdir(D2)))
+r = cli("ckpt", "ls", D2)
+check("corrupt" in r.stdout or "aside" in r.stdout or "5" in r.stdout, "baton ckpt ls shows it: %s" % r.stdout)
+D3 = os.path.join(TMP, "c3")
+os.makedirs(os.path.join(D3, "ckpt-000000009"))
+open(os.path.join(D3, "ckpt-000000009", "MANIFEST"), "w").write("garbage\n")
+with baton.Checkpoints(D3) as ck:
+    check(ck.load() is None and ck.latest() is None, "only a damaged folder: a fresh start (None)")
+
+# ---- due(): steps, seconds, auto; the progress file
+D4 = os.path.join(TMP, "c4")
+with baton.Checkpoints(D4, every=3) as ck:
+    check([s for s in range(1, 10) if ck.due(s)] == [3, 6, 9], "every=3 steps")
+with baton.Checkpoints(D4, every="0.3s") as ck:
+    a = ck.due(1)
+    time.sleep(0.35)
+    check(not a and ck.due(2), "every=0.3s")
+    ck.save(2, {"x": np.zeros(1)})
+    check(not ck.due(3), "the clock restarts at a save")
+os.environ["BATON_CKPT_EVERY"] = "auto"
+os.environ["BATON_SPOT_MTBI_S"] = "3600"
+pf = os.path.join(TMP, "progress")
+os.environ["BATON_PROGRESS_FILE"] = pf
+with baton.Checkpoints(D4) as ck:
+    iv = ck.interval
+    check(iv["auto"] and iv["mtbi_s"] == 3600, "a fleet worker's environment: auto, its hazard (%s)" % iv)
+    check(ck.due(1), "auto: the first save at once (to measure its cost)")
+    ck.save(1, {"x": np.zeros(1 << 20, np.float32)})
+    iv = ck.interval
+    check(iv["tau_s"] >= 1 and iv["delta_s"] > 0 and not ck.due(2), "then Daly's interval: %s" % iv)
+    ck.due(17)
+    check(open(pf).read().strip().lstrip("0") == "17", "due(17) wrote the progress file")
+for k in ("BATON_CKPT_EVERY", "BATON_SPOT_MTBI_S", "BATON_PROGRESS_FILE"):
+    del os.environ[k]
+check(raises(baton.UsageError, baton.Checkpoints, D4, every="soon", match="soon") is not None, "every='soon' refused")
+check(raises(baton.UsageError, baton.Checkpoints, D4, keep=0) is not None, "keep=0 refused")
+
+# ---- wrong input: errors, never a crash
+with baton.Checkpoints(os.path.join(TMP, "c5")) as ck:
+    check(raises(baton.UsageError, ck.save, 1, {"a": np.zeros((4, 4))[:, ::2]}, match="contiguous") is not None,
+          "a strided array is refused")
+    check(raises(baton.UsageError, ck.save, 1, {"a": np.array(["x"], dtype=object)}) is not None, "object arrays")
+    check(raises(baton.UsageError, ck.save, 1, {1: np.zeros(1)}, match="strings") is not None, "a non-string name")
+    check(raises(baton.UsageError, ck.save, 1, {"a": ("F12", np.zeros(1))}, match="dtype") is not None, "a bad dtype")
+    check(raises(baton.UsageError, ck.save, 1, {"a": ("BF16", np.zeros(1, np.float32))}) is not None,
+          "a dtype whose size is not the buffer's")
+    check(raises(baton.UsageError, ck.save, 1, [1, 2]) is not None, "tensors not a mapping")
+    check(raises(ValueError, ck.save, 1, {}, {"loss": float("nan")}) is not None, "a NaN in the state (JSON has none)")
+    check(raises(TypeError, ck.save, 1, {}, {"f": open}) is not None, "a state JSON cannot hold")
+    ck.save(2, {}, None, sync=True)
+    check(ck.load().state is None and ck.load().tensors == {}, "an empty checkpoint")
+e = raises(baton.Error, baton.Checkpoints, "/proc/nope/ckpt")
+check(e is not None and "/proc/nope" in str(e), "an uncreatable folder: %s" % e)
+
+# ---- a checkpoint of baton train reads too (its whole state.json as state)
+if not SAN:
+    FM = os.path.join(TMP, "fm")
+    cli("pack", "--from", "fashion-mnist", "--split", "test", "--out", FM, "--quiet")
+    r = cli("train", "--data", FM, "--model", "lenet", "--batch", "64", "--max-steps", "3", "--ckpt-dir",
+            os.path.join(TMP, "tr"), "--quiet", "--threads", "1")
+    with baton.Checkpoints(os.path.join(TMP, "tr")) as ck:
+        c = ck.load()
+    check(c.step == 3 and c.state["model"] == "lenet" and "conv1.weight" in c.tensors and
+          c.tensors["conv1.weight"].shape == (32, 1, 3, 3), "a baton train checkpoint: %s" % list(c.tensors)[:3])
+
+# ---- baton.torch: a model, an optimizer and the generators, back exactly
+try:
+    import torch
+except ImportError:
+    torch = None
+if torch is not None and not SAN:
+    import baton.torch as bt
+
+    def make():
+        torch.manual_seed(0)
+        m = torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.Flatten(),
+                                torch.nn.Linear(4 * 26 * 26, 3))
+        return m, torch.optim.Adam(m.parameters(), lr=1e-3)
+
+    m, o = make()
+    for _ in range(3):
+        o.zero_grad()
+        m(torch.randn(8, 1, 28, 28)).sum().backward()
+        o.step()
+    with baton.Checkpoints(os.path.join(TMP, "t1")) as ck:
+        bt.save(ck, 3, m, o, {"epoch": 1}, sync=True)
+        after = torch.rand(4)
+        m2, o2 = make()
+        torch.manual_seed(123)
+        c = bt.load(ck, m2, o2)
+    check(c.step == 3 and c.state["epoch"] == 1, "baton.torch.load: step and state")
+    check(all(torch.equal(a, b) for a, b in zip(m.state_dict().values(), m2.state_dict().values())),
+          "the model's state_dict back exactly")
+    s1, s2 = o.state_dict(), o2.state_dict()
+    check(s1["param_groups"] == s2["param_groups"] and
+          all(torch.equal(s1["state"][k][n], s2["state"][k][n]) for k in s1["state"] for n in s1["state"][k]),
+          "the optimizer's state back exactly")
+    check(torch.equal(torch.rand(4), after), "the CPU generator restored")
+    mb = torch.nn.Linear(3, 2).to(torch.bfloat16)
+    with baton.Checkpoints(os.path.join(TMP, "t2")) as ck:
+        bt.save(ck, 1, mb, sync=True)
+        mb2 = torch.nn.Linear(3, 2).to(torch.bfloat16)
+        bt.load(ck, mb2)
+    check(all(torch.equal(a, b) for a, b in zip(mb.state_dict().values(), mb2.state_dict().values())),
+          "a bfloat16 model back exactly")
+
+done()

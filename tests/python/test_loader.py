@@ -1,0 +1,276 @@
+"""test_loader.py — baton.Loader on local data: exactly the samples `baton train --sample-log`
+trains on, in each mode (mount, file, cache, pipe); rank/world parts that make up the W = 1
+batches; an exact resume from state_dict(); no shuffle; normalisation and layouts; zero-copy
+batches that outlive a pipeline; bad input as baton.Error (never a crash or a hang); Ctrl-C while
+waiting; 1,000 open/iterate/close cycles without growth; a DataLoader around it.
+(Over HTTP and S3 servers: tests/servers/test_python.sh.)"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import numpy as np
+
+import baton
+from harness import TMP, baton as cli, check, done, pack, raises, run, SAN
+
+FM = pack(os.path.join(TMP, "fm"))
+N = 10000
+
+
+def sample_log(mode, steps, batch=64, seed=7, extra=()):
+    """What baton train trains on: lines "epoch position rank label crc" (mlp: the fastest model)."""
+    d = os.path.join(TMP, "train-%s-%d" % (mode, seed))
+    log = d + ".samples"
+    r = cli("train", "--data", FM, "--model", "mlp", "--epochs", "2", "--batch", str(batch), "--seed", str(seed),
+            "--mode", mode, "--ckpt-dir", d, "--max-steps", str(steps), "--sample-log", log, "--quiet", "--threads", "1",
+            *extra)
+    check(r.returncode == 0, "baton train --mode %s: %s" % (mode, r.stderr))
+    with open(log) as f:
+        return [l.split() for l in f]
+
+
+def loader_lines(l, count, rank=0):
+    out = []
+    while len(out) < count:
+        got = False
+        for b in l:
+            got = True
+            x = b.images.reshape(len(b.labels), -1)
+            for i in range(len(b.labels)):
+                out.append([str(b.epoch), str(int(b.positions[i])), str(rank), str(int(b.labels[i])),
+                            "%08x" % baton.crc32c(x[i].tobytes())])
+            if len(out) >= count:
+                break
+        if not got:
+            break
+    return out[:count]
+
+
+# ---- parity with baton train, mode by mode (mount and file share the indexed order, pipe the streamed one)
+steps = 200   # 1.27 epochs of 157 batches
+for mode in ("mount", "file", "cache", "pipe"):
+    ref = sample_log(mode, steps)
+    kw = {"local_dir": os.path.join(TMP, "copy-" + mode)} if mode in ("file", "cache") else {}
+    with baton.Loader(FM, mode=mode, batch=64, seed=7, epochs=2, **kw) as l:
+        got = loader_lines(l, len(ref))
+    check(len(ref) == 12752, "%s: train logged %d samples" % (mode, len(ref)))
+    check(got == ref, "%s: the Loader yields exactly what baton train trained on (first difference at %s)" % (
+        mode, next((i for i, (a, b) in enumerate(zip(got, ref)) if a != b), len(got))))
+
+# ---- rank/world: the parts of each global batch together are the W = 1 batch, in order
+with baton.Loader(FM, batch=64, seed=3, epochs=1) as one, \
+        baton.Loader(FM, batch=64, seed=3, epochs=1, rank=0, world=2) as r0, \
+        baton.Loader(FM, batch=64, seed=3, epochs=1, rank=1, world=2) as r1:
+    check(len(one) == len(r0) == len(r1) == 157, "157 batches at any world size")
+    same, count = True, 0
+    for a, b0, b1 in zip(one, r0, r1):
+        merged = np.empty_like(a.images)
+        merged[0::2], merged[1::2] = b0.images, b1.images
+        labels = np.empty_like(a.labels)
+        labels[0::2], labels[1::2] = b0.labels, b1.labels
+        same &= np.array_equal(merged, a.images) and np.array_equal(labels, a.labels)
+        same &= b0.total == b1.total == len(a.labels) and b0.index == b1.index == a.index
+        count += len(b0.labels) + len(b1.labels)
+    check(same and count == N, "rank 0 and 1 of 2 hold the even and odd samples of every W = 1 batch (%d)" % count)
+w3 = [baton.Loader(FM, batch=100, seed=3, epochs=1, rank=r, world=3) for r in range(3)]
+seen = sorted(int(p) for l in w3 for b in l for p in b.positions)
+check(seen == list(range(N)), "3 ranks see each position of the epoch once")
+
+# ---- exact resume: stop anywhere, save state_dict(), continue in a new Loader
+ref = loader_lines(baton.Loader(FM, batch=50, seed=11, epochs=2, mode="pipe"), 2 * N)
+for cut in (1, 37, 199, 200, 250, 399):
+    a = baton.Loader(FM, batch=50, seed=11, epochs=2, mode="pipe")
+    it = iter(a)
+    for _ in range(cut):
+        try:
+            next(it)
+        except StopIteration:   # an epoch's end: the next pass is the next epoch
+            next(iter(a))
+    st = json.loads(json.dumps(a.state_dict()))   # through JSON, as a checkpoint holds it
+    a.close()
+    b2 = baton.Loader(FM, batch=50, seed=11, epochs=2, mode="pipe")
+    b2.load_state_dict(st)
+    rest = loader_lines(b2, 2 * N)
+    k = cut * 50
+    check(rest == ref[k:], "resume after batch %d (%s) continues at the next sample" % (cut, st))
+bad = baton.Loader(FM, batch=50, seed=12, epochs=2)
+check(raises(baton.UsageError, bad.load_state_dict, st, match="seed 11") is not None,
+      "a state of another seed is refused, naming it")
+check(raises(baton.UsageError, bad.load_state_dict, {"seed": 1}, match='"epoch"') is not None,
+      "a state without a cursor is refused")
+st2 = dict(st, samples=123)
+check(raises(baton.UsageError, baton.Loader(FM, batch=50, seed=11).load_state_dict, st2, match="123") is not None,
+      "a state of another dataset size is refused")
+
+# ---- no shuffle: records in file order; epochs the same
+with baton.Loader(FM, batch=1000, shuffle=False, epochs=2, normalize=False) as l:
+    e0 = [b.images.copy() for b in l]
+    e1 = [b.images.copy() for b in l]
+    check(all(np.array_equal(a, b) for a, b in zip(e0, e1)), "shuffle=False: every epoch in the same order")
+# the first record of the first shard is sample 0: compare with the file's own first image bytes
+with open(os.path.join(FM, "test-00000.rec"), "rb") as f:
+    head = f.read(8 + 24 + 784)
+check(np.array_equal((e0[0][0].reshape(-1) * 255).round().astype(np.uint8), np.frombuffer(head[32:], np.uint8)),
+      "shuffle=False, normalize=False: the first image is the first record's pixels / 255")
+
+# ---- normalisation and layout
+m = json.load(open(os.path.join(FM, "dataset.json")))
+mean, std = m["mean"][0], m["std"][0]
+a = next(iter(baton.Loader(FM, batch=8, seed=1, normalize=False)))
+b = next(iter(baton.Loader(FM, batch=8, seed=1)))
+c = next(iter(baton.Loader(FM, batch=8, seed=1, normalize=([0.5], [0.25]))))
+d = next(iter(baton.Loader(FM, batch=8, seed=1, layout="nhwc")))
+check(a.images.min() >= 0 and a.images.max() <= 1, "normalize=False: pixels in [0, 1]")
+check(np.allclose(b.images, (a.images - mean) / std, atol=1e-5), "normalize=True: dataset.json's mean and std")
+check(np.allclose(c.images, (a.images - 0.5) / 0.25, atol=1e-5), "normalize=(mean, std)")
+check(d.images.shape == (8, 28, 28, 1) and np.array_equal(d.images[..., 0], b.images[:, 0]), "layout nhwc")
+check(a.images.dtype == np.float32 and a.labels.dtype == np.int64 and a.positions.dtype == np.uint64,
+      "float32 images, int64 labels, uint64 positions")
+check(raises(baton.UsageError, baton.Loader, FM, normalize=([1, 2], [1])) is not None, "normalize of 2 channels")
+for kw, what in (({"batch": 0}, "batch"), ({"world": 2, "rank": 2}, "rank"), ({"mode": "tape"}, "tape"),
+                 ({"threads": 0}, "threads"), ({"epochs": 0}, "epochs"), ({"layout": "chw"}, "layout")):
+    check(raises(baton.UsageError, baton.Loader, FM, **kw, match=what) is not None, "bad %s refused" % kw)
+
+# ---- zero copy and lifetime: arrays share the pipeline's memory and outlive load_state_dict/close
+l = baton.Loader(FM, batch=16, seed=5, epochs=1, depth=4)
+it = iter(l)
+b0 = next(it)
+check(not b0.images.flags.owndata and b0.images.base is not None, "images are a view, not a copy")
+keep = b0.images.copy()
+l.load_state_dict({"seed": 5, "epoch": 0, "position": 160, "batch": 16, "samples": N})
+b1 = next(iter(l))
+l.close()
+check(np.array_equal(keep, b0.images) and int(b1.positions[0]) == 160, "a held batch survives a reseek and a close")
+check(raises(baton.UsageError, len, l, match="closed") is not None, "a closed Loader says so")
+del b0, b1
+l = baton.Loader(FM, batch=16, seed=5, epochs=1, depth=3)
+held = [b for _, b in zip(range(3), l)]
+check(raises(baton.UsageError, next, iter(l), match="depth") is not None,
+      "holding every batch buffer is an error that says what to do, not a hang")
+del held
+
+# ---- bad input: messages from the library, never a crash or a hang
+def broken(name, edit):
+    d = os.path.join(TMP, name)
+    subprocess.run(["cp", "-r", FM, d], check=True)
+    edit(d)
+    return d
+
+def err_of(uri, **kw):
+    try:
+        with baton.Loader(uri, epochs=1, **kw) as l:
+            for _ in l:
+                pass
+    except baton.Error as e:
+        return e
+    return None
+
+e = err_of(os.path.join(TMP, "nowhere"))
+check(isinstance(e, baton.NotFoundError) and "nowhere" in str(e) and e.status == "not found",
+      "a missing folder: NotFoundError naming it (%r)" % e)
+d = broken("nojson", lambda d: os.remove(os.path.join(d, "dataset.json")))
+e = err_of(d)
+check(isinstance(e, baton.Error) and "dataset.json" in str(e), "a missing dataset.json (%s)" % e)
+d = broken("badjson", lambda d: open(os.path.join(d, "dataset.json"), "w").write('{"version": 1, "samples": "x"'))
+e = err_of(d)
+check(isinstance(e, baton.Error) and "dataset.json" in str(e), "a damaged dataset.json (%s)" % e)
+def truncate(d):
+    p = os.path.join(d, "test-00003.rec")
+    os.truncate(p, os.path.getsize(p) - 5000)
+for mode in ("mount", "pipe", "file"):
+    d = broken("trunc-" + mode, truncate)
+    kw = {"local_dir": os.path.join(TMP, "tc-" + mode)} if mode == "file" else {}
+    e = err_of(d, mode=mode, **kw)
+    check(isinstance(e, baton.Error) and "test-00003.rec" in str(e), "%s: a truncated shard named (%s)" % (mode, e))
+def fifo(d):
+    p = os.path.join(d, "test-00001.rec")
+    os.remove(p)
+    os.mkfifo(p)
+d = broken("fifo", fifo)
+t0 = time.time()
+e = err_of(d)
+check(isinstance(e, baton.Error) and "test-00001.rec" in str(e) and time.time() - t0 < 10,
+      "a FIFO where a shard should be: an error at once (%s)" % e)
+
+# ---- Ctrl-C while waiting for a batch: KeyboardInterrupt within a second, then a clean exit
+STALL = textwrap.dedent("""
+    import http.server, os, signal, sys, threading, time
+    sys.path.insert(0, %r)
+    import baton
+    root = %r
+    class H(http.server.SimpleHTTPRequestHandler):
+        def __init__(s, *a, **k): super().__init__(*a, directory=root, **k)
+        def log_message(s, *a): pass
+        def do_GET(s):
+            if s.path.endswith(".rec"): time.sleep(60)   # the shards never come
+            return super().do_GET()
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+    srv.daemon_threads = True
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    l = baton.Loader("http://127.0.0.1:%%d/" %% srv.server_address[1], mode="pipe", epochs=1)
+    threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+    t0 = time.time()
+    try:
+        next(iter(l))
+    except KeyboardInterrupt:
+        print("interrupted after %%.2f s" %% (time.time() - t0), flush=True)
+    print("threads", threading.active_count(), flush=True)
+""") % (os.path.dirname(baton.__file__) + "/..", FM)
+t0 = time.time()
+r = run(sys.executable, "-c", STALL, timeout=60)
+took = time.time() - t0
+lines = r.stdout.split("\n")
+check(r.returncode == 0 and lines[0].startswith("interrupted after"), "Ctrl-C: KeyboardInterrupt (%s %s)" % (r.stdout, r.stderr[-500:]))
+if lines[0].startswith("interrupted after"):
+    check(float(lines[0].split()[2]) < 2.0, "KeyboardInterrupt within a second of the signal (%s)" % lines[0])
+check(took < 20, "the interpreter exits at once afterwards (%.1f s), its threads gone" % took)
+
+# ---- 1,000 open/iterate/close cycles: no growth in memory, threads or descriptors
+def usage():
+    st = dict(l.split(":", 1) for l in open("/proc/self/status"))
+    return int(st["VmRSS"].split()[0]), len(os.listdir("/proc/self/task")), len(os.listdir("/proc/self/fd"))
+
+def cycle(i):
+    with baton.Loader(FM, batch=64, seed=i, epochs=1, mode="pipe" if i % 2 else "mount", block=512) as l:
+        for k, b in enumerate(l):
+            if k == 3:
+                break
+
+rounds = 300 if SAN else 1000
+for i in range(50):
+    cycle(i)
+rss0, th0, fd0 = usage()
+t0 = time.time()
+for i in range(rounds):
+    cycle(i)
+rss1, th1, fd1 = usage()
+print("%d open/iterate/close cycles: %.1f s" % (rounds, time.time() - t0), flush=True)
+check(rss1 - rss0 < 16 * 1024 and th1 == th0 and fd1 == fd0,
+      "%d cycles in %.1f s: RSS %d -> %d kB, threads %d -> %d, fds %d -> %d" % (
+          rounds, time.time() - t0, rss0, rss1, th0, th1, fd0, fd1))
+
+# ---- through torch's DataLoader (batch_size=None): the same batches, as tensors
+try:
+    import torch
+    from torch.utils.data import DataLoader
+except ImportError:
+    torch = None
+if torch is not None and not SAN:
+    a = [b.labels.copy() for b in baton.Loader(FM, batch=128, seed=2)]
+    dl = DataLoader(baton.Loader(FM, batch=128, seed=2), batch_size=None)
+    got, kinds = [], set()
+    for x, y in dl:
+        got.append(y.numpy().copy())
+        kinds.add((type(x), type(y)))
+    check(len(got) == len(a) and all(np.array_equal(p, q) for p, q in zip(a, got)) and
+          kinds == {(torch.Tensor, torch.Tensor)}, "DataLoader(loader, batch_size=None) yields the same batches as tensors")
+    dl = DataLoader(baton.Loader(FM, batch=128, seed=2), batch_size=None, num_workers=1)
+    check(raises(Exception, lambda: next(iter(dl)), match="num_workers=0") is not None,
+          "a DataLoader with worker processes is refused, saying why")
+
+done()
