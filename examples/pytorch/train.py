@@ -18,29 +18,33 @@ import baton
 import baton.torch
 
 
+def norm(c, kind):   # group norm is per sample: the same result at any world size
+    return nn.BatchNorm2d(c) if kind == "batch" else nn.GroupNorm(min(8, c), c)
+
+
 class Block(nn.Module):
-    def __init__(self, cin, cout, stride):
+    def __init__(self, cin, cout, stride, kind):
         super().__init__()
-        self.conv1, self.bn1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout)
-        self.conv2, self.bn2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout)
+        self.conv1, self.bn1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False), norm(cout, kind)
+        self.conv2, self.bn2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False), norm(cout, kind)
         self.short = None if stride == 1 and cin == cout else nn.Sequential(
-            nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+            nn.Conv2d(cin, cout, 1, stride, bias=False), norm(cout, kind))
 
     def forward(self, x):
         out = self.bn2(self.conv2(F.relu(self.bn1(self.conv1(x)))))
         return F.relu(out + (x if self.short is None else self.short(x)))
 
 
-def resnet(depth, channels, classes, size):
+def resnet(depth, channels, classes, size, kind="batch"):
     """ResNet-(6n+2) of He et al.; an ImageNet stem (7x7/2 and a max pool) for images over 64 px."""
     n, width = (depth - 2) // 6, 16 if size <= 64 else 64
     stem = [nn.Conv2d(channels, width, 3, 1, 1, bias=False)] if size <= 64 else [
         nn.Conv2d(channels, width, 7, 2, 3, bias=False)]
-    stem += [nn.BatchNorm2d(width), nn.ReLU()] + ([nn.MaxPool2d(3, 2, 1)] if size > 64 else [])
+    stem += [norm(width, kind), nn.ReLU()] + ([nn.MaxPool2d(3, 2, 1)] if size > 64 else [])
     layers, cin = [], width
     for cout, stride in ((width, 1), (2 * width, 2), (4 * width, 2)):
         for i in range(n):
-            layers.append(Block(cin, cout, stride if i == 0 else 1))
+            layers.append(Block(cin, cout, stride if i == 0 else 1, kind))
             cin = cout
     return nn.Sequential(*stem, *layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(cin, classes))
 
@@ -48,7 +52,7 @@ def resnet(depth, channels, classes, size):
 def open_loader(a, rank, world):
     """The training data: baton's Loader (bench/pytorch.sh swaps in a DataLoader here)."""
     return baton.Loader(a.data, mode=a.mode, batch=a.batch, seed=a.seed, epochs=a.epochs, rank=rank,
-                        world=world, threads=a.loader_threads, drop_last=world > 1)
+                        world=world, threads=a.loader_threads)
 
 
 def main(argv=None):
@@ -59,6 +63,7 @@ def main(argv=None):
     p.add_argument("--epochs", type=int, default=2), p.add_argument("--batch", type=int, default=128)
     p.add_argument("--lr", type=float, default=0.1), p.add_argument("--seed", type=int, default=1)
     p.add_argument("--depth", type=int, default=8), p.add_argument("--max-steps", type=int, default=0)
+    p.add_argument("--norm", default="batch", choices=["batch", "group"], help="group: the same at any world size")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     p.add_argument("--threads", type=int, default=2), p.add_argument("--loader-threads", type=int, default=2)
     p.add_argument("--deterministic", action="store_true", help="bit-exact resumes (and slower kernels)")
@@ -78,7 +83,7 @@ def main(argv=None):
         dist.init_process_group("nccl" if a.device == "cuda" else "gloo", rank=rank, world_size=world)
     loader = open_loader(a, rank, world)
     c, h, w = loader.info["shape"]
-    model = resnet(a.depth, c, loader.info["classes"], h).to(device)
+    model = resnet(a.depth, c, loader.info["classes"], h, a.norm).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=0.9, nesterov=True, weight_decay=5e-4)
     ckpt = baton.Checkpoints(a.ckpt, uri=a.ckpt_uri, every=a.every) if rank == 0 else None
     step, done = 0, baton.torch.load(ckpt, model, opt) if ckpt else None

@@ -521,6 +521,18 @@ void fleet_wenv_build(sup *s, size_t i, fleet_wenv *w)
                           "BATON_CKPT_EVERY=auto", w->mtbi};
     w->n = w->nextra = 0;
     for (size_t k = 0; k < sizeof base / sizeof base[0]; k++) w->env[w->n++] = base[k];
+    /* the baton Python module built beside the baton binary (make's $(BUILD)/python), as PATH finds
+     * the binary: a PyTorch script under the fleet imports the baton that runs it */
+    char mod[4200];
+    const char *pp = getenv("PYTHONPATH");
+    int own = 0;   /* the job's env: names one itself */
+    for (size_t k = 0; k < s->job->nenv; k++) own |= !strcmp(s->job->env[k].key, "PYTHONPATH");
+    if (!own && s->o->bin_dir && fleet_fmt(mod, sizeof mod, "%s/python/baton/__init__.py", s->o->bin_dir) > 0 &&
+        access(mod, R_OK) == 0) {
+        fleet_fmt(w->pypath, sizeof w->pypath, "PYTHONPATH=%s/python%s%s", s->o->bin_dir, pp && *pp ? ":" : "",
+                  pp ? pp : "");
+        w->env[w->n++] = w->pypath;
+    }
     for (size_t k = 0; k < s->job->nenv && w->nextra < sizeof w->extra / sizeof w->extra[0]; k++) {
         size_t len = strlen(s->job->env[k].key) + strlen(s->job->env[k].value) + 2;
         if (!(w->extra[w->nextra] = malloc(len))) break;
