@@ -83,7 +83,7 @@ def main(argv=None):
         dist.init_process_group("nccl" if a.device == "cuda" else "gloo", rank=rank, world_size=world)
     loader = open_loader(a, rank, world)
     c, h, w = loader.info["shape"]
-    model = resnet(a.depth, c, loader.info["classes"], h, a.norm).to(device)
+    model = resnet(a.depth, c, loader.info["classes"], h, a.norm).to(device, memory_format=torch.channels_last)
     opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=0.9, nesterov=True, weight_decay=5e-4)
     ckpt = baton.Checkpoints(a.ckpt, uri=a.ckpt_uri, every=a.every) if rank == 0 else None
     step, done = 0, baton.torch.load(ckpt, model, opt) if ckpt else None
@@ -102,6 +102,7 @@ def main(argv=None):
         model.train()
         for batch in loader:   # (images, labels) as NumPy views; .total: the global batch's size
             x, y = (torch.from_numpy(t).to(device, non_blocking=True) for t in batch)
+            x = x.contiguous(memory_format=torch.channels_last)   # oneDNN's and cuDNN's fast layout
             for g in opt.param_groups:   # cosine schedule: a function of the step alone
                 g["lr"] = 0.5 * a.lr * (1 + math.cos(math.pi * step / total))
             out = model(x)

@@ -32,7 +32,11 @@ static void usage(FILE *f)
         if ((int)strlen(commands[i].name) > w) w = (int)strlen(commands[i].name);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-*s  %s\n", w, commands[i].name, commands[i].help);
-    fprintf(f, "\nbaton <command> --help shows a command's options.\n");
+    fprintf(f, "\nbaton <command> --help shows a command's options.\n\n"
+               "Your own trainer: libbaton.so (C: include/baton/, pkg-config baton) and `import baton` in Python\n"
+               "(Loader: this data path, any URI and mode, exact resume, any world size; Checkpoints: these\n"
+               "checkpoints, saved in the background, copied to S3; Notice: these interruption notices).\n"
+               "See docs/pytorch.md; examples/pytorch/train.py and examples/c/stream.c.\n");
 }
 
 int main(int argc, char **argv)
