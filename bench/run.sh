@@ -24,3 +24,5 @@ else
 fi
 echo "== data-parallel training: 2 ranks against 2 threads, the allreduce (bench/dist.sh)"
 bench/dist.sh
+echo "== baton for your own PyTorch trainer: the Loader against DataLoader, end to end (bench/pytorch.sh)"
+bench/pytorch.sh

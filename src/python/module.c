@@ -43,14 +43,20 @@ PyObject *pyb_raise(const baton_err *err)
     return NULL;
 }
 
-PyObject *pyb_usage(const char *fmt, ...)
+static void usage_v(const char *fmt, va_list ap)
 {
     baton_err e = {.code = BATON_ERR_USAGE};
+    vsnprintf(e.msg, sizeof e.msg, fmt, ap);
+    pyb_raise(&e);
+}
+
+PyObject *pyb_usage(const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(e.msg, sizeof e.msg, fmt, ap);
+    usage_v(fmt, ap);
     va_end(ap);
-    return pyb_raise(&e);
+    return NULL;
 }
 
 int pyb_raise_rc(const baton_err *err)
@@ -61,12 +67,11 @@ int pyb_raise_rc(const baton_err *err)
 
 int pyb_usage_rc(const char *fmt, ...)
 {
-    baton_err e = {.code = BATON_ERR_USAGE};
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(e.msg, sizeof e.msg, fmt, ap);
+    usage_v(fmt, ap);
     va_end(ap);
-    return pyb_raise_rc(&e);
+    return -1;
 }
 
 /* numpy.asarray, looked up once (NULL: NumPy is not installed; memoryviews instead) */
