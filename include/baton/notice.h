@@ -94,7 +94,8 @@ typedef struct baton_notice_opts {
                                     a second SIGINT ends the process at once */
     const char *dmi_dir;         /* DMI folder (default /sys/devices/virtual/dmi/id; BATON_DMI_DIR) */
     /* additions */
-    int ec2_disabled;            /* never poll EC2 metadata (AWS_EC2_METADATA_DISABLED=true) */
+    int ec2_disabled;            /* do not look for the real EC2 metadata service
+                                    (AWS_EC2_METADATA_DISABLED=true); an explicit endpoint is still polled */
     const char *gce_endpoint;    /* GCE metadata base URL; NULL: http://169.254.169.254, and only
                                     when DMI says this is a GCE instance */
     double sigterm_grace_s;      /* deadline of a SIGTERM notice = arrival + this (default 30;

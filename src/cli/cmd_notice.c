@@ -30,6 +30,13 @@ static void print_event(const baton_notice_event *ev, int json)
     fflush(stdout);
 }
 
+/* Why no metadata service is polled, in the words of the variables that decide it. */
+static const char *no_service_why(const baton_notice_opts *o)
+{
+    return o->ec2_disabled ? "AWS_EC2_METADATA_DISABLED=true and no AWS_EC2_METADATA_SERVICE_ENDPOINT set"
+                           : "not an EC2 or GCE instance, and no AWS_EC2_METADATA_SERVICE_ENDPOINT set";
+}
+
 int cmd_notice(int argc, char **argv)
 {
     baton_notice_opts o;
@@ -72,12 +79,11 @@ int cmd_notice(int argc, char **argv)
     if (!(what & (BATON_NOTICE_WATCH_EC2 | BATON_NOTICE_WATCH_GCE))) {
         if (!(what & BATON_NOTICE_WATCH_SIGTERM)) {
             baton_notice_stop(w);
-            fprintf(stderr, "baton notice: nothing to wait for: no metadata service (not an EC2 or GCE instance, "
-                            "no endpoint set, or AWS_EC2_METADATA_DISABLED) and SIGTERM ignored\n");
+            fprintf(stderr, "baton notice: nothing to wait for: no metadata service (%s) and SIGTERM ignored\n",
+                    no_service_why(&o));
             return CLI_ERROR;
         }
-        baton_log(BATON_LOG_WARN, "no metadata service to poll (not an EC2 or GCE instance and no endpoint set); "
-                                  "waiting for SIGTERM only");
+        baton_log(BATON_LOG_WARN, "no metadata service to poll (%s); waiting for SIGTERM only", no_service_why(&o));
     }
     baton_notice_event ev;
     int got = baton_notice_wait_any(w, timeout, rebalance, &ev);

@@ -2,7 +2,8 @@
  * turns SIGTERM into a notice; readers see a latched state through atomics.
  *
  * What it polls, every poll_s seconds, each request limited to timeout_s (connect included):
- *   EC2 (when an endpoint is configured, or DMI says EC2; never when AWS_EC2_METADATA_DISABLED):
+ *   EC2 (when an endpoint is configured — AWS_EC2_METADATA_DISABLED notwithstanding — or when DMI
+ *   says EC2 and AWS_EC2_METADATA_DISABLED is not true):
  *     PUT /latest/api/token (ttl 21600, renewed a minute before it expires); a 403/404/405 answer,
  *     or a 200 whose body is not a token, switches to IMDSv1 (no token); a 401 on a GET drops the
  *     token and starts over. Then GET spot/instance-action and events/recommendations/rebalance.
@@ -253,14 +254,14 @@ int baton_notice_targets(const baton_notice_opts *o, char *ec2, size_t ec2_cap, 
 {
     int rc, flags = o->handle_sigterm ? BATON_NOTICE_WATCH_SIGTERM : 0, cloud = -1;
     ec2[0] = gce[0] = 0;
-    if (!o->ec2_disabled) {
-        if (o->endpoint) {
-            if ((rc = base_url(o->endpoint, ec2, ec2_cap, "EC2 metadata endpoint", err))) return rc;
-        } else if ((cloud = baton_cloud_detect(o->dmi_dir)) == BATON_CLOUD_EC2) {
-            snprintf(ec2, ec2_cap, "http://169.254.169.254");
-        }
-        if (ec2[0]) flags |= BATON_NOTICE_WATCH_EC2;
+    /* an explicit endpoint is polled even with AWS_EC2_METADATA_DISABLED=true: the variable turns
+     * off the discovery of the real service, not an address the user named */
+    if (o->endpoint) {
+        if ((rc = base_url(o->endpoint, ec2, ec2_cap, "EC2 metadata endpoint", err))) return rc;
+    } else if (!o->ec2_disabled && (cloud = baton_cloud_detect(o->dmi_dir)) == BATON_CLOUD_EC2) {
+        snprintf(ec2, ec2_cap, "http://169.254.169.254");
     }
+    if (ec2[0]) flags |= BATON_NOTICE_WATCH_EC2;
     if (o->gce_endpoint) {
         if ((rc = base_url(o->gce_endpoint, gce, gce_cap, "GCE metadata endpoint", err))) return rc;
     } else if ((cloud >= 0 ? cloud : baton_cloud_detect(o->dmi_dir)) == BATON_CLOUD_GCE) {

@@ -196,6 +196,12 @@ check 'grep -Eq "^hibernate deadline [0-9T:-]+Z \(in ([3-8][0-9]|90) s\) source 
 check 'AWS_EC2_METADATA_SERVICE_ENDPOINT=$URL "$BATON" notice wait --json --timeout 20 >"$T/w2" 2>/dev/null' "wait --json"
 check '/usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d[\"action\"]==\"hibernate\" and d[\"source\"]==\"imds-v2\" and 30<d[\"seconds_left\"]<=90, d" "$T/w2"' \
     "wait --json fields: $(cat "$T/w2")"
+# an endpoint named explicitly is asked even with AWS_EC2_METADATA_DISABLED=true (which only turns
+# off finding the instance's own service); without one, the message names the variable
+check 'AWS_EC2_METADATA_DISABLED=true AWS_EC2_METADATA_SERVICE_ENDPOINT=$URL "$BATON" notice wait --timeout 20 2>/dev/null | grep -q "^hibernate "' \
+    "wait: an explicit endpoint wins over AWS_EC2_METADATA_DISABLED=true"
+check 'AWS_EC2_METADATA_DISABLED=true "$BATON" notice wait --timeout 0.3 2>&1 | grep -q "AWS_EC2_METADATA_DISABLED=true and no AWS_EC2_METADATA_SERVICE_ENDPOINT"' \
+    "wait: the warning names AWS_EC2_METADATA_DISABLED"
 stop_imds
 start_imds --rebalance-after 0
 check 'AWS_EC2_METADATA_SERVICE_ENDPOINT=$URL "$BATON" notice wait --rebalance --timeout 20 2>/dev/null | grep -q "^rebalance "' \
