@@ -50,7 +50,7 @@ summary = {"bench": "infer", "threads": threads, "rounds": rounds,
 print(f"{'model':9} {'baton p50':>10} {'peer p50':>9} {'ratio':>6} {'baton p90':>10} {'peer p90':>9} "
       f"{'first':>7} {'first/p50':>9} {'cold ms':>8} {'b64 ratio':>9}")
 for m in ("lenet", "resnet20"):
-    b = [json.loads(l) for l in open(f"{out}/baton-{m}.jsonl") if l.startswith("{")]
+    b = [json.loads(l.rstrip().rstrip(",")) for l in open(f"{out}/baton-{m}.jsonl") if l.startswith("{")]
     p = [json.loads(l) for l in open(f"{out}/peer-{m}.jsonl") if l.startswith("{")]
     b1 = [x for x in b if x["batch"] == 1]
     b64 = [x for x in b if x["batch"] == 64]

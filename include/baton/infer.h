@@ -351,12 +351,16 @@ typedef struct baton_plan_train_row {
     double hours;            /* uninterrupted compute */
     double od_cost;          /* on-demand: hours × price */
     double spot_price, tau_s, overhead, spot_hours, spot_cost;
+    int worth_it;            /* overhead <= 100 %: checkpoints, lost work and restarts cost less than
+                                the training itself (else the type is too fast for this job's size) */
 } baton_plan_train_row;
 
 typedef struct baton_plan_train {
     baton_plan_train_row *rows;
     size_t n;
     double mtbi_h, tau_young_s;
+    long pick;               /* the row with the lowest spot cost among those worth it; -1: none */
+    long pick_od;            /* the row with the lowest on-demand cost; -1: none */
 } baton_plan_train;
 
 int baton_plan_train_run(const baton_infer_catalog *c, const baton_plan_train_opts *o, baton_plan_train *p,

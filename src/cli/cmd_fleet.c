@@ -7,6 +7,8 @@
 #include "baton/infer.h"
 #include "cli.h"
 
+#include <cJSON.h>
+
 #include <dirent.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -88,7 +90,7 @@ int cli_fleet_run_file(const char *cmd, const char *path, struct baton_fleet_opt
     return CLI_OK;
 }
 
-static int list_jobs(const char *state)
+static int list_jobs(const char *state, int json)
 {
     DIR *d = opendir(state);
     if (!d) {
@@ -104,13 +106,28 @@ static int list_jobs(const char *state)
         if (baton_path_join(dir, sizeof dir, state, e->d_name, &err)) continue;
         baton_fleet_report r;
         if (baton_fleet_report_load(dir, &r, &err)) continue;
-        if (!n++) printf("%-32s %-10s %6s %8s %13s %10s\n", "job", "state", "tasks", "instances", "interruptions", "spot$");
-        printf("%-32s %-10s %6zu %8zu %13d %10.4f\n", r.rec.job.name, r.rec.job.state, r.rec.ntasks, r.rec.ninsts,
-               r.interruptions, r.total.spot_cost);
+        if (json) {
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "job", r.rec.job.name);
+            cJSON_AddStringToObject(o, "state", r.rec.job.state);
+            cJSON_AddNumberToObject(o, "tasks", (double)r.rec.ntasks);
+            cJSON_AddNumberToObject(o, "instances", (double)r.rec.ninsts);
+            cJSON_AddNumberToObject(o, "interruptions", r.interruptions);
+            cJSON_AddNumberToObject(o, "spot_cost", r.total.spot_cost);
+            char *js = baton_json_print(o, 0);
+            printf("%s%s", n++ ? ",\n" : "[\n", js ? js : "null");
+            free(js);
+            cJSON_Delete(o);
+        } else {
+            if (!n++) printf("%-32s %-10s %6s %8s %13s %10s\n", "job", "state", "tasks", "instances", "interruptions", "spot$");
+            printf("%-32s %-10s %6zu %8zu %13d %10.4f\n", r.rec.job.name, r.rec.job.state, r.rec.ntasks, r.rec.ninsts,
+                   r.interruptions, r.total.spot_cost);
+        }
         baton_fleet_report_free(&r);
     }
     closedir(d);
-    if (!n) printf("no jobs under %s\n", state);
+    if (json) printf(n ? "\n]\n" : "[]\n");
+    else if (!n) printf("no jobs under %s\n", state);
     return CLI_OK;
 }
 
@@ -216,7 +233,7 @@ static int local_run(const struct cli_fleet_args *a)
 static int local_status(const struct cli_fleet_args *a)
 {
     const char *state = a->state ? a->state : "baton-fleet";
-    if (!a->pos) return list_jobs(state);
+    if (!a->pos) return list_jobs(state, a->json);
     char dir[4096];
     baton_err err = {0};
     if (baton_fleet_job_dir(state, a->pos, dir, sizeof dir, &err)) return cli_fail("fleet status", &err);
@@ -293,7 +310,7 @@ static int fleet_catalog(int argc, char **argv)
     int json = 0;
     const char *file = NULL;
     const struct cli_opt opts[] = {
-        {"json", CLI_FLAG, &json, "one JSON object per type"},
+        {"json", CLI_FLAG, &json, "one JSON array, an object per type"},
         {"catalog", CLI_STR, &file, "catalog CSV (default: the built-in one, docs/catalog.csv)"},
         {0},
     };
@@ -308,12 +325,13 @@ static int fleet_catalog(int argc, char **argv)
     if (!json)
         printf("%-14s %-6s %5s %6s %-38s %13s %10s %6s %s\n", "type", "kind", "vCPUs", "GiB", "chip", "on-demand $/h",
                "spot $/h", "speed", "interruptions");
+    int shown = 0;
     for (size_t i = 0; i < c->n; i++) {
         const baton_infer_catalog_entry *e = &c->e[i];
         if (e->kind == BATON_CAT_ACCEL || e->retired) continue;   /* not instances a fleet launches */
-        if (json) {
+        if (json) {   /* one array, a type per line */
             char *js = baton_infer_catalog_entry_json(e);
-            if (js) printf("%s\n", js);
+            printf("%s%s", shown++ ? ",\n" : "[\n", js ? js : "null");
             free(js);
             continue;
         }
@@ -326,10 +344,11 @@ static int fleet_catalog(int argc, char **argv)
         printf("%-14s %-6s %5d %6s %-38s %13.4f %10s %6s %s\n", e->name, baton_infer_kind_name(e->kind), e->vcpus, mem,
                chip, e->on_demand, spot, speed, e->interruption >= 0 ? baton_infer_bucket_name(e->interruption) : "-");
     }
-    if (!json && !file)
+    if (json) printf(shown ? "\n]\n" : "[]\n");
+    else if (!file)
         printf("(on demand: AWS's us-east-1 Linux list, see docs/catalog.csv for its date; spot prices and buckets are "
                "illustrative: set them in the job file when they matter)\n");
-    else if (!json)
+    else
         printf("(from %s)\n", file);
     baton_infer_catalog_free(&own);
     return CLI_OK;

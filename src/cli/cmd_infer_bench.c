@@ -5,7 +5,7 @@
  * Every context runs in a fresh process (this binary again, with OMP_NUM_THREADS set), so its cold
  * start is real: the clock starts just before the process is spawned and stops when the checkpoint
  * is verified and loaded and the fast path's primitives are ready. The child prints one JSON line;
- * this process collects them into the table, the JSON lines and the CSV file. --runs N and
+ * this process collects them into the table, one JSON array and the CSV file. --runs N and
  * --seconds S are the minimum query count and duration (both by default: 200 queries and 1 s; one
  * given alone is the only condition). A GPU context says "no CUDA build" in a build without CUDA. */
 #include "baton/infer.h"
@@ -158,7 +158,7 @@ int cmd_infer_bench(int argc, char **argv)
         {"max-seconds", CLI_DBL, &max_seconds, "stop a context after this long even below --runs (default 30)"},
         {"warmup", CLI_U64, &warmup, "untimed queries after the first (default 10)"},
         {"peak", CLI_FLAG, &peak, "also measure the peak FP32 FLOP/s on each thread count (for plan infer)"},
-        {"json", CLI_FLAG, &json, "one JSON line per context instead of the table"},
+        {"json", CLI_FLAG, &json, "one JSON array (a context per line) instead of the table"},
         {"csv", CLI_STR, &csv, "also write the results to this CSV file"},
         /* internal (help NULL: not listed): run one context THREADS:BATCH:PATH and print its JSON line;
          * the parent's clock when it started this process */
@@ -240,12 +240,14 @@ int cmd_infer_bench(int argc, char **argv)
                     break;
                 }
         }
-    if (json) {
+    if (json) {   /* one JSON array, a context per line */
+        printf("[\n");
         for (size_t i = 0; i < n; i++) {
             char *js = baton_infer_stats_json(&st[i]);
-            if (js) printf("%s\n", js);
+            printf("%s%s\n", js ? js : "null", i + 1 < n ? "," : "");
             free(js);
         }
+        printf("]\n");
     } else if (n) {
         baton_infer_stats_table(stdout, st, n);
         for (size_t i = 0; i < n; i++)

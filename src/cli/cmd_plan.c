@@ -14,6 +14,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -59,7 +60,7 @@ static int plan_infer(int argc, char **argv)
          "also project onto and pick configurations no longer sold (e.g. Elastic Inference, as in the seed)"},
         {"all", CLI_FLAG, &all, "every row (each measured context), not one per configuration"},
         {"svg", CLI_STR, &svg, "write the Pareto chart (P90 latency against cost per 100k, log-log)"},
-        {"json", CLI_FLAG, &json, "one JSON line per row, then the pick"},
+        {"json", CLI_FLAG, &json, "one JSON document: the rows, then the pick"},
         {0},
     };
     const char *pos[1];
@@ -153,7 +154,7 @@ static int plan_train(int argc, char **argv)
         {"restart-seconds", CLI_DBL, &o.restart_seconds, "replacement start + resume, seconds (default 120)"},
         {"spot-discount", CLI_DBL, &o.spot_discount, "spot = on-demand x (1 - F) where the catalog has no spot price (0.5)"},
         {"catalog", CLI_STR, &catalog, "catalog CSV (default: the built-in one)"},
-        {"json", CLI_FLAG, &json, "one JSON line per type"},
+        {"json", CLI_FLAG, &json, "one JSON document: the rows, then the picks"},
         {0},
     };
     const char *pos[1];
@@ -193,12 +194,17 @@ static int plan_train(int argc, char **argv)
     int rc = CLI_OK;
     if (baton_plan_train_run(&cat, &o, &p, &err)) {
         rc = cli_fail("plan train", &err);
-    } else if (json) {
+    } else if (json) {   /* one document: the rows (one per line), then the picks */
+        printf("{\"rows\":[\n");
         for (size_t i = 0; i < p.n; i++) {
             char *js = baton_plan_train_row_json(&p.rows[i]);
-            if (js) printf("%s\n", js);
+            printf("%s%s\n", js ? js : "null", i + 1 < p.n ? "," : "");
             free(js);
         }
+        printf("],\n\"mtbi_h\":%.6g,\"pick\":", isinf(p.mtbi_h) ? -1.0 : p.mtbi_h);
+        if (p.pick >= 0) printf("\"%s\"", p.rows[p.pick].config);
+        else printf("null");
+        printf(",\"pick_on_demand\":\"%s\"}\n", p.rows[p.pick_od].config);
     } else {
         baton_plan_train_table(stdout, &p, &o);
         if (o.here_gflops > 0 && !(o.here && baton_infer_catalog_find(&cat, o.here)))

@@ -62,7 +62,7 @@ size_t baton_plan_infer_order(const baton_plan_infer *p, int all, size_t *idx)
 }
 
 /* ------------------------------------------------------------------ table */
-static void money(char *b, size_t n, double v)
+void infer_money_text(char *b, size_t n, double v)
 {
     if (v < 0) snprintf(b, n, "-");
     else if (v >= 0.01 || v == 0) snprintf(b, n, "$%.4f", v);
@@ -130,8 +130,8 @@ static void footer(FILE *f, const baton_plan_infer *p, const baton_plan_infer_op
     if (p->pick >= 0) {
         const baton_plan_row *r = &p->rows[p->pick];
         char a[24], b[24];
-        money(a, sizeof a, r->cost_thr);
-        money(b, sizeof b, r->cost_seq);
+        infer_money_text(a, sizeof a, r->cost_thr);
+        infer_money_text(b, sizeof b, r->cost_seq);
         fprintf(f, "pick: %s (%s, %s): %s per 100k inferences (throughput-bound; sequential %s), P90 %.4g ms%s\n",
                 r->config, r->context, src_name[r->source], a, b, r->p90_ms,
                 o->slo_p90_ms > 0 ? "" : " (no SLO given: the cheapest)");
@@ -156,8 +156,8 @@ void baton_plan_infer_table(FILE *f, const baton_plan_infer *p, const baton_plan
         char price[16], a[24], b[24], p90[24];
         if (r->price_per_h < 0) snprintf(price, sizeof price, "-");
         else snprintf(price, sizeof price, "%.3f", r->price_per_h);
-        money(a, sizeof a, r->cost_thr);
-        money(b, sizeof b, r->cost_seq);
+        infer_money_text(a, sizeof a, r->cost_thr);
+        infer_money_text(b, sizeof b, r->cost_seq);
         char mean[24];
         ms_text(p90, sizeof p90 - 1, r->p90_ms);
         if (r->p90_from_mean) strcat(p90, "*");
@@ -200,22 +200,26 @@ void baton_plan_infer_json(FILE *f, const baton_plan_infer *p, const baton_plan_
     size_t *idx = calloc(p->n + 1, sizeof *idx);
     if (!idx) return;
     const size_t m = baton_plan_infer_order(p, o->all, idx);
+    /* one document, a row per line: {"rows":[...], "pick":{...}|null} */
+    fprintf(f, "{\"rows\":[\n");
+    size_t left = m + p->nskipped;
     for (size_t k = 0; k < m; k++) {
         char *js = baton_plan_row_json(&p->rows[idx[k]]);
-        if (js) fprintf(f, "%s\n", js);
+        fprintf(f, "%s%s\n", js ? js : "null", --left ? "," : "");
         free(js);
     }
     for (size_t i = 0; i < p->nskipped; i++) {
         fprintf(f, "{\"configuration\":\"%s\",\"source\":\"not projected\",\"reason\":\"", p->skipped[i].config);
         json_text(f, p->skipped[i].reason);
-        fprintf(f, "\"}\n");
+        fprintf(f, "\"}%s\n", --left ? "," : "");
     }
     if (p->pick >= 0)
-        fprintf(f, "{\"pick\":\"%s\",\"context\":\"%s\",\"source\":\"%s\",\"cost_thr_100k\":%.7g,\"p90_ms\":%.6g}\n",
+        fprintf(f, "],\n\"pick\":{\"configuration\":\"%s\",\"context\":\"%s\",\"source\":\"%s\",\"cost_thr_100k\":%.7g,"
+                   "\"p90_ms\":%.6g}}\n",
                 p->rows[p->pick].config, p->rows[p->pick].context, src_name[p->rows[p->pick].source],
                 p->rows[p->pick].cost_thr, p->rows[p->pick].p90_ms);
     else
-        fprintf(f, "{\"pick\":null}\n");
+        fprintf(f, "],\n\"pick\":null}\n");
     free(idx);
 }
 

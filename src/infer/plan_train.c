@@ -74,7 +74,14 @@ int baton_plan_train_run(const baton_infer_catalog *c, const baton_plan_train_op
         r->spot_hours = wall / 3600;
         r->overhead = wall / secs - 1;
         r->spot_cost = r->spot_hours * r->spot_price;
+        r->worth_it = r->overhead <= 1;
         p->n++;
+    }
+    p->pick = p->pick_od = -1;
+    for (size_t i = 0; i < p->n; i++) {
+        const baton_plan_train_row *r = &p->rows[i];
+        if (r->worth_it && (p->pick < 0 || r->spot_cost < p->rows[p->pick].spot_cost)) p->pick = (long)i;
+        if (p->pick_od < 0 || r->od_cost < p->rows[p->pick_od].od_cost) p->pick_od = (long)i;
     }
     if (p->n == 0) {
         baton_plan_train_free(p);
@@ -91,41 +98,67 @@ void baton_plan_train_free(baton_plan_train *p)
     p->n = 0;
 }
 
+/* A duration as a person compares them: hours from one hour up, else minutes, else seconds. */
+static void duration_text(char *b, size_t n, double hours)
+{
+    if (hours >= 1) snprintf(b, n, "%.2f h", hours);
+    else if (hours * 60 >= 1) snprintf(b, n, "%.1f min", hours * 60);
+    else snprintf(b, n, "%.1f s", hours * 3600);
+}
+
 void baton_plan_train_table(FILE *f, const baton_plan_train *p, const baton_plan_train_opts *o)
 {
     fprintf(f, "%.0f samples x %g epochs; spot: %.0f %% of instances reclaimed per month -> mean time between "
                "interruptions %.0f h; checkpoint %.0f s, restart %.0f s\n",
             o->dataset, o->epochs, o->interrupt_month * 100, p->mtbi_h, o->ckpt_seconds, o->restart_seconds);
-    fprintf(f, "%-14s %-9s %10s %9s %10s %9s %12s %9s %10s %10s\n", "type", "source", "samples/s", "hours",
-            "on-demand", "spot $/h", "ckpt every", "overhead", "spot hours", "spot cost");
+    fprintf(f, "%-14s %-9s %10s %10s %10s %9s %12s %9s %10s %10s\n", "type", "source", "samples/s", "time",
+            "on-demand", "spot $/h", "ckpt every", "overhead", "spot time", "spot cost");
+    int est = 0, unworthy = 0;
     for (size_t i = 0; i < p->n; i++) {
         const baton_plan_train_row *r = &p->rows[i];
-        char tau[32], od[32], sc[32];
-        if (r->tau_s >= 3600) snprintf(tau, sizeof tau, "%.1f h", r->tau_s / 3600);
-        else snprintf(tau, sizeof tau, "%.1f min", r->tau_s / 60);
-        snprintf(od, sizeof od, "$%.2f", r->od_cost);
-        snprintf(sc, sizeof sc, "$%.2f", r->spot_cost);
-        fprintf(f, "%-14s %-9s %10.1f %9.3f %10s %8.4f%s %12s %8.2f%% %10.3f %10s\n", r->config,
-                r->source == BATON_SRC_MEASURED ? "measured" : "projected", r->samples_per_s, r->hours, od,
-                r->spot_price, r->spot_estimated ? "*" : " ", tau, r->overhead * 100, r->spot_hours, sc);
+        char tau[32], od[32], sc[32], t[32], st[32];
+        duration_text(tau, sizeof tau, r->tau_s / 3600);
+        duration_text(t, sizeof t, r->hours);
+        duration_text(st, sizeof st, r->spot_hours);
+        infer_money_text(od, sizeof od, r->od_cost);
+        infer_money_text(sc, sizeof sc, r->spot_cost);
+        fprintf(f, "%-14s %-9s %10.1f %10s %10s %8.4f%s %12s %8.2f%% %10s %10s%s\n", r->config,
+                r->source == BATON_SRC_MEASURED ? "measured" : "projected", r->samples_per_s, t, od,
+                r->spot_price, r->spot_estimated ? "*" : " ", tau, r->overhead * 100, st, sc,
+                !r->worth_it ? "  not worth it" : (long)i == p->pick ? "  <- pick" : "");
+        est |= r->spot_estimated;
+        unworthy += !r->worth_it;
     }
-    int est = 0;
-    for (size_t i = 0; i < p->n; i++) est |= p->rows[i].spot_estimated;
     if (est) fprintf(f, "* no spot price in the catalog: on-demand x (1 - %.2f) (--spot-discount)\n", o->spot_discount);
     fprintf(f, "checkpoint interval: Daly's optimum (Young's sqrt(2*delta*M) = %.1f min); overhead = checkpoint "
                "writes + lost work + restarts, Daly's expected wall time\n",
             isinf(p->tau_young_s) ? 0.0 : p->tau_young_s / 60);
+    if (unworthy)
+        fprintf(f, "not worth it: an overhead above 100 %% (%d type(s)) means checkpoints, lost work and restarts "
+                   "cost more than the training itself: the type is too fast for a job this size\n", unworthy);
+    if (p->pick >= 0) {
+        const baton_plan_train_row *r = &p->rows[p->pick], *d = &p->rows[p->pick_od];
+        char sc[32], od[32], t[32];
+        infer_money_text(sc, sizeof sc, r->spot_cost);
+        infer_money_text(od, sizeof od, d->od_cost);
+        duration_text(t, sizeof t, r->spot_hours);
+        fprintf(f, "pick: %s on spot, %s in %s (%s, the lowest spot cost among types worth it); on demand the "
+                   "cheapest is %s at %s\n", r->config, sc, t, r->source == BATON_SRC_MEASURED ? "measured" : "projected",
+                d->config, od);
+    } else {
+        fprintf(f, "pick: none on spot (no type has an overhead of 100 %% or less)\n");
+    }
 }
 
 char *baton_plan_train_row_json(const baton_plan_train_row *r)
 {
     char buf[640];
     snprintf(buf, sizeof buf,
-             "{\"type\":\"%s\",\"source\":\"%s\",\"samples_per_s\":%.2f,\"hours\":%.5f,\"on_demand_cost\":%.4f,"
+             "{\"type\":\"%s\",\"source\":\"%s\",\"samples_per_s\":%.2f,\"hours\":%.7g,\"on_demand_cost\":%.7g,"
              "\"spot_price_per_h\":%.4f,\"spot_price_estimated\":%s,\"ckpt_interval_s\":%.1f,\"overhead\":%.5f,"
-             "\"spot_hours\":%.5f,\"spot_cost\":%.4f}",
+             "\"spot_hours\":%.7g,\"spot_cost\":%.7g,\"worth_it\":%s}",
              r->config, r->source == BATON_SRC_MEASURED ? "measured" : "projected", r->samples_per_s, r->hours,
              r->od_cost, r->spot_price, r->spot_estimated ? "true" : "false", r->tau_s, r->overhead, r->spot_hours,
-             r->spot_cost);
+             r->spot_cost, r->worth_it ? "true" : "false");
     return strdup(buf);
 }

@@ -1,5 +1,6 @@
-/* report.c — benchmark results in and out: one JSON object per context (what `infer-bench --json`
- * prints and `plan infer --measured` reads back), the human table, and the CSV file.
+/* report.c — benchmark results in and out: one JSON object per context (`infer-bench --json` prints
+ * them as one array, a context per line; `plan infer --measured` reads that array back, or the JSON
+ * Lines of earlier versions), the human table, and the CSV file.
  *
  * Contract: the JSON keys are a contract (scripts and docs depend on them): model, threads, batch,
  * path, cold_start_ms, exec_ms, load_ms, prepare_ms, first_ms, mean_ms, p50_ms, p90_ms, p95_ms,
@@ -115,6 +116,35 @@ out:
     return rc;
 }
 
+/* A JSON array of infer-bench objects (whatever its layout: pretty-printed is fine). */
+static int stats_array(const char *path, const char *text, baton_infer_stats **out, size_t *cnt, baton_err *err)
+{
+    cJSON *a = cJSON_Parse(text);
+    if (!cJSON_IsArray(a)) {
+        cJSON_Delete(a);
+        return baton_err_set(err, BATON_ERR_FORMAT, "%s: not a JSON array (expected infer-bench --json output)", path);
+    }
+    int rc = BATON_OK, n = cJSON_GetArraySize(a);
+    baton_infer_stats *v = calloc(n > 0 ? (size_t)n : 1, sizeof *v);
+    if (!v) rc = baton_err_set(err, BATON_ERR_NOMEM, "%s: out of memory", path);
+    char name[4200];
+    snprintf(name, sizeof name, "%s: element", path);
+    for (int i = 0; i < n && !rc; i++) {
+        char *one = cJSON_PrintUnformatted(cJSON_GetArrayItem(a, i));
+        rc = one ? baton_infer_stats_parse(name, (size_t)i + 1, one, &v[i], err)
+                 : baton_err_set(err, BATON_ERR_NOMEM, "%s: out of memory", path);
+        cJSON_free(one);
+    }
+    cJSON_Delete(a);
+    if (rc) {
+        free(v);
+        return rc;
+    }
+    *out = v;
+    *cnt = (size_t)n;
+    return BATON_OK;
+}
+
 int baton_infer_stats_load(const char *path, baton_infer_stats **out, size_t *n, baton_err *err)
 {
     *out = NULL;
@@ -126,6 +156,11 @@ int baton_infer_stats_load(const char *path, baton_infer_stats **out, size_t *n,
     baton_infer_stats *v = NULL;
     size_t cnt = 0, cap = 0, line = 0;
     char *s = (char *)data;
+    while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n') s++;
+    if (*s == '[') {   /* infer-bench --json: one array; its elements are numbered from 1 in errors */
+        rc = stats_array(path, s, &v, &cnt, err);
+        *s = 0;
+    }
     while (*s && !rc) {
         char *e = strchr(s, '\n');
         if (e) *e = 0;
@@ -148,7 +183,8 @@ int baton_infer_stats_load(const char *path, baton_infer_stats **out, size_t *n,
         s = e + 1;
     }
     free(data);
-    if (!rc && cnt == 0) rc = baton_err_set(err, BATON_ERR_FORMAT, "%s: no JSON lines (expected infer-bench --json output)", path);
+    if (!rc && cnt == 0)
+        rc = baton_err_set(err, BATON_ERR_FORMAT, "%s: no measurements (expected infer-bench --json output)", path);
     if (rc) {
         free(v);
         return rc;

@@ -46,10 +46,10 @@ check 'grep -q "^not projected: c7g.xlarge .*Arm" "$T/plan" && grep -q "^not pro
 "$BATON" plan infer --measured "$T/m.json" --slo-p90-ms 1000 --here c5.large --json >"$T/plan.json"
 check 'python3 - "$T/plan.json" <<"PY"
 import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1])]
-pick = rows[-1]
-shown = [r for r in rows[:-1] if r.get("source") in ("measured", "projected")]
-assert pick["pick"] == shown[0]["configuration"], (pick, shown[0])
+doc = json.load(open(sys.argv[1]))
+rows, pick = doc["rows"], doc["pick"]
+shown = [r for r in rows if r.get("source") in ("measured", "projected")]
+assert pick["configuration"] == shown[0]["configuration"], (pick, shown[0])
 costs = [r["cost_thr_100k"] for r in shown[1:] if r["cost_thr_100k"] >= 0]
 assert costs == sorted(costs), costs
 for r in shown:
@@ -75,6 +75,21 @@ check '"$BATON" plan infer --ckpt "$T/lenet" --threads 1 --runs 5 --seconds 0 --
 check '"$BATON" plan train --samples-per-s 900 --dataset 60000 --epochs 5 --here c5.4xlarge >"$T/train"' "plan train"
 check 'grep -q "^c5.4xlarge .*measured" "$T/train" && grep -q "^p3.2xlarge .*projected" "$T/train" && grep -q "Daly" "$T/train"' "plan train rows"
 check '[ "$("$BATON" plan train --samples-per-s 900 --dataset 60000 --epochs 5 --here c5.4xlarge --json | grep -c "\"spot_cost\"")" -ge 4 ]' "plan train --json"
+# costs with digits enough to compare (never all "$0.00"), an overhead above 100 % called not worth
+# it, and a pick among the rest
+check '! grep -Eq "[$]0[.]0[01]( |$)" "$T/train" && grep -q "^p5.48xlarge .*not worth it" "$T/train" && ! grep -q "^c5.4xlarge .*not worth it" "$T/train"' \
+    "plan train: costs readable, overheads above 100 % not worth it: $(grep -E "^(p5.48|c5.4)" "$T/train")"
+check 'grep -q "^pick: g4dn.xlarge on spot" "$T/train"' "plan train picks the cheapest type worth it: $(grep "^pick" "$T/train")"
+# every --json is one JSON document
+for cmd in "infer-bench --ckpt $T/lenet --threads 1 --path fast --runs 3 --seconds 0" \
+           "plan infer --measured $T/m.json --slo-p90-ms 1000 --here c5.large" \
+           "plan train --samples-per-s 900 --dataset 60000 --epochs 5 --here c5.4xlarge" \
+           "fleet catalog" "fleet status --state $T/nojobs"; do
+    mkdir -p "$T/nojobs"
+    check '$BATON $cmd --json 2>/dev/null | python3 -m json.tool >/dev/null' "$cmd --json is one JSON document"
+done
+check '"$BATON" plan infer --measured "$T/m.json" --slo-p90-ms 1000 --here c5.large --json | python3 -c "import json,sys; d=json.load(sys.stdin); assert d[\"pick\"][\"configuration\"] and len(d[\"rows\"]) > 3, d"' \
+    "plan infer --json: rows and pick"
 
 # bad input
 expect_fail 1 "no such folder" $BATON infer-bench --ckpt "$T/nope" --path fast --runs 1

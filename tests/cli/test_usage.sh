@@ -19,8 +19,8 @@ expect_fail 2 "^baton notice: EC2 metadata endpoint 'notaurl': expected an http:
 expect_fail 2 "^baton notice: .*--timeout a number of seconds >= 0" $BATON notice wait --timeout -1
 expect_fail 2 "^baton run: --epochs is an option of the built-in demo" $BATON run /dev/null --epochs 3
 expect_fail 2 "^baton fleet catalog: unknown option '--bogus'" $BATON fleet catalog --bogus
-check '$BATON fleet catalog --json | python3 -c "import json,sys; r=[json.loads(l) for l in sys.stdin]; assert len(r) >= 10 and all(x[\"spot_per_h\"] < x[\"on_demand_per_h\"] for x in r), r"' \
-    "fleet catalog --json: one object per type"
+check '$BATON fleet catalog --json | python3 -c "import json,sys; r=json.load(sys.stdin); assert len(r) >= 10 and all(x[\"spot_per_h\"] < x[\"on_demand_per_h\"] for x in r), r"' \
+    "fleet catalog --json: one array, an object per type"
 # fleet run/status/cancel: one parse for every backend, and an option that does not apply says so
 expect_fail 2 "^baton fleet cancel: --wait does not apply to the local backend's cancel" $BATON fleet cancel j --wait
 expect_fail 2 "^baton fleet run: --account does not apply to the local backend's run" $BATON fleet run /dev/null --account 123456789012
