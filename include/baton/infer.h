@@ -64,6 +64,7 @@ typedef struct baton_infer_info {
     size_t bytes;            /* fast path: packed weights + activation buffers + scratchpad */
     double min_bytes;        /* the bytes one query (of `batch` images) must move at least: every
                                 weight once, the input and the logits (FP32) */
+    int nlayers;             /* the model's layers (the reference path runs one kernel each) */
 } baton_infer_info;
 
 typedef struct baton_infer_engine baton_infer_engine;
@@ -116,6 +117,8 @@ typedef struct baton_infer_stats {
     double gflops;           /* achieved: flops × batch / mean */
     double peak_gflops;      /* measured peak on ctx.threads (0: not measured) */
     double min_bytes;        /* per query: weights + input + logits (baton_infer_info; 0 unknown) */
+    double kernels;          /* per query: the primitives the fast path runs, or the model's layers
+                                (what a device would launch; 0 unknown) */
 } baton_infer_stats;
 
 /* Run one context: set the threads, open the checkpoint, time the first query, warm up, run the
@@ -177,6 +180,9 @@ typedef struct baton_infer_catalog_entry {
     int retired;             /* no longer sold: kept so that older studies reproduce; never picked unless asked */
     char notes[160];
     size_t line;
+    double call_us;          /* a device: the least one query costs there (copies in and out, the
+                                wait), microseconds; < 0 unknown (CPUs: none, the model runs in place) */
+    double launch_us;        /* a device: the cost of each kernel launched, microseconds; < 0 unknown */
 } baton_infer_catalog_entry;
 
 typedef struct baton_infer_catalog {
@@ -212,6 +218,7 @@ typedef struct baton_infer_config {
     char chip[48];
     int chips;
     double tflops, fp16_tflops, mem_bw_gbs;   /* per chip; < 0 unknown */
+    double call_us, launch_us;                /* a device's floors per query and per kernel; < 0 unknown */
     int project;             /* both parts allow projection */
     char notes[160];         /* the notes of the part that forbids it ("" otherwise) */
     int retired;             /* the instance or the accelerator is retired */
@@ -260,6 +267,8 @@ typedef struct baton_plan_row {
     double efficiency;       /* FLOP efficiency measured here (achieved / peak) the row rests on; 0 unknown */
     double floor_ms;         /* projected: the memory-bandwidth floor (min_bytes / bandwidth); 0 none */
     int at_floor;            /* projected: the FLOP estimate was below the floor and was raised to it */
+    double call_ms;          /* projected onto a device: what a real call adds (the catalog's call_us +
+                                kernels x launch_us), included in mean_ms and p90_ms; 0 none */
     double price_per_h;      /* < 0: no price known (not a candidate) */
     double cost_seq, cost_thr;   /* $ per 100k; < 0 when unknown */
     int meets;               /* P90 <= SLO */

@@ -97,6 +97,7 @@ int baton_infer_bench_engine(baton_infer_engine *e, const baton_infer_bench_opts
     st->per_s = st->seconds > 0 ? (double)in->batch * (double)n / st->seconds : 0;
     st->flops = in->flops;
     st->min_bytes = in->min_bytes;
+    st->kernels = in->nprims > 0 ? in->nprims : in->nlayers;
     st->gflops = st->mean_ms > 0 ? in->flops * in->batch / (st->mean_ms * 1e-3) / 1e9 : 0;
 out:
     free(x);

@@ -8,7 +8,7 @@
  * spot_per_h, interruption (a Spot Advisor bucket: <5%, 5-10%, 10-15%, 15-20%, >20%), train_speed
  * (relative to c5.xlarge), vcpus, memory_gib, chip (what runs the model: free text without commas),
  * chips (how many per instance, default 1), fp32_tflops, fp16_tflops, mem_bw_gbs (per chip),
- * project (yes | no: may plan infer project onto it), status (current | retired) and notes (last
+ * call_us, launch_us (a device's least cost per query and per kernel, microseconds), project (yes | no: may plan infer project onto it), status (current | retired) and notes (last
  * when present: the rest of the line, commas included). A catalog of an older version (fewer
  * columns) loads with the missing ones unknown. Then one type per line. Names are [A-Za-z0-9._-],
  * unique. kind is cpu, gpu, neuron or accelerator. Numbers may be empty (unknown); a spot price
@@ -44,43 +44,49 @@ static const char builtin[] =
     "# another chip) would be invented rather than estimated: Arm CPUs (the efficiency measured on x86\n"
     "# does not carry over) and Inferentia (it runs Neuron-compiled graphs, not this engine). status:\n"
     "# current, or retired (no longer sold: kept so that older studies reproduce, never picked unless\n"
-    "# asked). Empty fields are unknown.\n"
-    "name,kind,on_demand_per_h,spot_per_h,interruption,train_speed,vcpus,memory_gib,chip,chips,fp32_tflops,fp16_tflops,mem_bw_gbs,project,status,notes\n"
-    "c5.large,cpu,0.085,0.034,<5%,0.5,2,4,Intel Xeon (Skylake/Cascade Lake),1,0.084,,,yes,current,TFLOPS not in the seed: c5.4xlarge's 0.67 x 2/16 vCPUs\n"
-    "c5.xlarge,cpu,0.17,0.068,5-10%,1.0,4,8,Intel Xeon (Skylake/Cascade Lake),1,0.168,,,yes,current,TFLOPS not in the seed: c5.4xlarge's 0.67 x 4/16 vCPUs\n"
-    "c5.2xlarge,cpu,0.34,0.131,5-10%,2.0,8,16,Intel Xeon (Skylake/Cascade Lake),1,0.335,,,yes,current,TFLOPS: c5.4xlarge's 0.67 x 8/16 vCPUs\n"
-    "c5.4xlarge,cpu,0.68,0.262,10-15%,4.0,16,32,Intel Xeon (Skylake/Cascade Lake),1,0.67,,,yes,current,seed\n"
-    "c5a.xlarge,cpu,0.154,0.062,<5%,0.95,4,8,AMD EPYC 7R32,1,,,,yes,current,no FP32 figure\n"
-    "c6i.xlarge,cpu,0.17,0.066,<5%,1.1,4,8,Intel Xeon 8375C (Ice Lake),1,,,,yes,current,no FP32 figure\n"
-    "c7i.large,cpu,0.08925,0.035,<5%,0.6,2,4,Intel Xeon 8488C (Sapphire Rapids),1,0.205,3.28,,yes,current,1 core x 3.2 GHz; BF16 with AMX\n"
-    "c7i.xlarge,cpu,0.1785,0.071,5-10%,1.2,4,8,Intel Xeon 8488C (Sapphire Rapids),1,0.41,6.55,,yes,current,2 cores x 3.2 GHz; BF16 with AMX\n"
-    "c7g.xlarge,cpu,0.145,0.058,<5%,1.1,4,8,AWS Graviton3 (Arm Neoverse V1),1,0.333,,,no,current,Arm: the FLOP efficiency measured on an x86 host does not carry over: measure it there (baton infer-bench --json)\n"
-    "m5.large,cpu,0.096,0.036,<5%,0.5,2,8,Intel Xeon (Skylake/Cascade Lake),1,,,,yes,current,no FP32 figure\n"
-    "m5.xlarge,cpu,0.192,0.074,5-10%,1.0,4,16,Intel Xeon (Skylake/Cascade Lake),1,,,,yes,current,no FP32 figure\n"
-    "m5.2xlarge,cpu,0.384,0.148,10-15%,2.0,8,32,Intel Xeon (Skylake/Cascade Lake),1,,,,yes,current,no FP32 figure\n"
-    "m7i.xlarge,cpu,0.2016,0.080,<5%,1.2,4,16,Intel Xeon 8488C (Sapphire Rapids),1,0.41,6.55,,yes,current,2 cores x 3.2 GHz; BF16 with AMX\n"
-    "r5.xlarge,cpu,0.252,0.087,<5%,1.0,4,32,Intel Xeon (Skylake/Cascade Lake),1,,,,yes,current,no FP32 figure\n"
-    "p2.xlarge,gpu,0.90,0.27,>20%,6.0,4,61,NVIDIA K80 (one GK210),1,4.37,,240,yes,current,previous generation; half a K80 board (8.73 TFLOPS and 480 GB/s for two GPUs with boost)\n"
-    "p3.2xlarge,gpu,3.06,0.918,15-20%,25.0,8,61,NVIDIA V100 16GB,1,15.7,125,900,yes,current,one V100 GPU\n"
-    "g4dn.xlarge,gpu,0.526,0.158,10-15%,10.0,4,16,NVIDIA T4,1,8.1,65,320,yes,current,one T4 GPU\n"
-    "g5.xlarge,gpu,1.006,0.302,10-15%,18.0,4,16,NVIDIA A10G,1,31.2,,600,yes,current,one A10G GPU (AWS publishes no tensor figure for the A10G)\n"
-    "g6.xlarge,gpu,0.8048,0.32,5-10%,15.0,4,16,NVIDIA L4,1,30.3,121,300,yes,current,one L4 GPU\n"
-    "inf2.xlarge,neuron,0.7582,0.23,<5%,1.0,4,16,AWS Inferentia2,1,47.5,190,820,no,current,Inferentia2 runs graphs compiled by the Neuron SDK, not this engine: measure it there\n"
-    "p4d.24xlarge,gpu,21.957642,8.8,>20%,400.0,96,1152,NVIDIA A100 40GB,8,19.5,312,1555,yes,current,eight A100 GPUs\n"
-    "p5.4xlarge,gpu,6.88,2.75,15-20%,75.0,16,256,NVIDIA H100 80GB,1,67,989,3350,yes,current,one H100 GPU\n"
-    "p5.48xlarge,gpu,55.04,22.0,>20%,600.0,192,2048,NVIDIA H100 80GB,8,67,989,3350,yes,current,eight H100 GPUs\n"
-    "eia1.medium,accelerator,0.13,,,,,1,Elastic Inference,1,1.0,,,yes,retired,Elastic Inference (no new customers since 2023-04-15; retired); memory in GB of the accelerator\n"
-    "eia1.large,accelerator,0.26,,,,,2,Elastic Inference,1,2.0,,,yes,retired,Elastic Inference (retired); price not in the seed (list price)\n"
-    "eia1.xlarge,accelerator,0.52,,,,,4,Elastic Inference,1,4.0,,,yes,retired,Elastic Inference (retired); price from the seed's c5.xlarge+eia1.xlarge at 0.69\n";
+    "# asked). call_us and launch_us (devices: GPUs, Neuron chips): the least any query costs there whatever\n"
+    "# its size, microseconds: call_us once per query (the input's and the logits' copies over PCIe and the\n"
+    "# wait for the result, about 10 us each way) plus launch_us per kernel the model runs (a CUDA kernel\n"
+    "# launch costs about 5 us; the seed's ResNet-152 at 12.31 ms on a V100, 0.73 ms of it FLOPs, shows\n"
+    "# frameworks pay more): floors that keep a projection from promising what no real call delivers.\n"
+    "# Empty fields are unknown.\n"
+    "name,kind,on_demand_per_h,spot_per_h,interruption,train_speed,vcpus,memory_gib,chip,chips,fp32_tflops,fp16_tflops,mem_bw_gbs,call_us,launch_us,project,status,notes\n"
+    "c5.large,cpu,0.085,0.034,<5%,0.5,2,4,Intel Xeon (Skylake/Cascade Lake),1,0.084,,,,,yes,current,TFLOPS not in the seed: c5.4xlarge's 0.67 x 2/16 vCPUs\n"
+    "c5.xlarge,cpu,0.17,0.068,5-10%,1.0,4,8,Intel Xeon (Skylake/Cascade Lake),1,0.168,,,,,yes,current,TFLOPS not in the seed: c5.4xlarge's 0.67 x 4/16 vCPUs\n"
+    "c5.2xlarge,cpu,0.34,0.131,5-10%,2.0,8,16,Intel Xeon (Skylake/Cascade Lake),1,0.335,,,,,yes,current,TFLOPS: c5.4xlarge's 0.67 x 8/16 vCPUs\n"
+    "c5.4xlarge,cpu,0.68,0.262,10-15%,4.0,16,32,Intel Xeon (Skylake/Cascade Lake),1,0.67,,,,,yes,current,seed\n"
+    "c5a.xlarge,cpu,0.154,0.062,<5%,0.95,4,8,AMD EPYC 7R32,1,,,,,,yes,current,no FP32 figure\n"
+    "c6i.xlarge,cpu,0.17,0.066,<5%,1.1,4,8,Intel Xeon 8375C (Ice Lake),1,,,,,,yes,current,no FP32 figure\n"
+    "c7i.large,cpu,0.08925,0.035,<5%,0.6,2,4,Intel Xeon 8488C (Sapphire Rapids),1,0.205,3.28,,,,yes,current,1 core x 3.2 GHz; BF16 with AMX\n"
+    "c7i.xlarge,cpu,0.1785,0.071,5-10%,1.2,4,8,Intel Xeon 8488C (Sapphire Rapids),1,0.41,6.55,,,,yes,current,2 cores x 3.2 GHz; BF16 with AMX\n"
+    "c7g.xlarge,cpu,0.145,0.058,<5%,1.1,4,8,AWS Graviton3 (Arm Neoverse V1),1,0.333,,,,,no,current,Arm: the FLOP efficiency measured on an x86 host does not carry over: measure it there (baton infer-bench --json)\n"
+    "m5.large,cpu,0.096,0.036,<5%,0.5,2,8,Intel Xeon (Skylake/Cascade Lake),1,,,,,,yes,current,no FP32 figure\n"
+    "m5.xlarge,cpu,0.192,0.074,5-10%,1.0,4,16,Intel Xeon (Skylake/Cascade Lake),1,,,,,,yes,current,no FP32 figure\n"
+    "m5.2xlarge,cpu,0.384,0.148,10-15%,2.0,8,32,Intel Xeon (Skylake/Cascade Lake),1,,,,,,yes,current,no FP32 figure\n"
+    "m7i.xlarge,cpu,0.2016,0.080,<5%,1.2,4,16,Intel Xeon 8488C (Sapphire Rapids),1,0.41,6.55,,,,yes,current,2 cores x 3.2 GHz; BF16 with AMX\n"
+    "r5.xlarge,cpu,0.252,0.087,<5%,1.0,4,32,Intel Xeon (Skylake/Cascade Lake),1,,,,,,yes,current,no FP32 figure\n"
+    "p2.xlarge,gpu,0.90,0.27,>20%,6.0,4,61,NVIDIA K80 (one GK210),1,4.37,,240,20,5,yes,current,previous generation; half a K80 board (8.73 TFLOPS and 480 GB/s for two GPUs with boost)\n"
+    "p3.2xlarge,gpu,3.06,0.918,15-20%,25.0,8,61,NVIDIA V100 16GB,1,15.7,125,900,20,5,yes,current,one V100 GPU\n"
+    "g4dn.xlarge,gpu,0.526,0.158,10-15%,10.0,4,16,NVIDIA T4,1,8.1,65,320,20,5,yes,current,one T4 GPU\n"
+    "g5.xlarge,gpu,1.006,0.302,10-15%,18.0,4,16,NVIDIA A10G,1,31.2,,600,20,5,yes,current,one A10G GPU (AWS publishes no tensor figure for the A10G)\n"
+    "g6.xlarge,gpu,0.8048,0.32,5-10%,15.0,4,16,NVIDIA L4,1,30.3,121,300,20,5,yes,current,one L4 GPU\n"
+    "inf2.xlarge,neuron,0.7582,0.23,<5%,1.0,4,16,AWS Inferentia2,1,47.5,190,820,20,5,no,current,Inferentia2 runs graphs compiled by the Neuron SDK, not this engine: measure it there\n"
+    "p4d.24xlarge,gpu,21.957642,8.8,>20%,400.0,96,1152,NVIDIA A100 40GB,8,19.5,312,1555,20,5,yes,current,eight A100 GPUs\n"
+    "p5.4xlarge,gpu,6.88,2.75,15-20%,75.0,16,256,NVIDIA H100 80GB,1,67,989,3350,20,5,yes,current,one H100 GPU\n"
+    "p5.48xlarge,gpu,55.04,22.0,>20%,600.0,192,2048,NVIDIA H100 80GB,8,67,989,3350,20,5,yes,current,eight H100 GPUs\n"
+    "eia1.medium,accelerator,0.13,,,,,1,Elastic Inference,1,1.0,,,,,yes,retired,Elastic Inference (no new customers since 2023-04-15; retired); memory in GB of the accelerator\n"
+    "eia1.large,accelerator,0.26,,,,,2,Elastic Inference,1,2.0,,,,,yes,retired,Elastic Inference (retired); price not in the seed (list price)\n"
+    "eia1.xlarge,accelerator,0.52,,,,,4,Elastic Inference,1,4.0,,,,,yes,retired,Elastic Inference (retired); price from the seed's c5.xlarge+eia1.xlarge at 0.69\n";
 
 /* The columns a catalog may have; the header line names those it has, in any order (notes, when
  * present, last: it takes the rest of the line, commas included). */
 enum { COL_NAME, COL_KIND, COL_OD, COL_SPOT, COL_INT, COL_SPEED, COL_VCPUS, COL_MEM, COL_CHIP, COL_CHIPS, COL_TFLOPS,
-       COL_FP16, COL_MEMBW, COL_PROJECT, COL_STATUS, COL_NOTES, NCOLS };
+       COL_FP16, COL_MEMBW, COL_CALL, COL_LAUNCH, COL_PROJECT, COL_STATUS, COL_NOTES, NCOLS };
 static const char *const col_names[NCOLS] = {"name",        "kind",     "on_demand_per_h", "spot_per_h",
                                              "interruption", "train_speed", "vcpus",         "memory_gib",
                                              "chip",         "chips",    "fp32_tflops",     "fp16_tflops",
-                                             "mem_bw_gbs",   "project",  "status",          "notes"};
+                                             "mem_bw_gbs",   "call_us",  "launch_us",       "project",
+                                             "status",       "notes"};
 static const char *const kind_names[] = {"cpu", "gpu", "accelerator", "neuron"};
 
 const char *baton_infer_kind_name(int kind)
@@ -171,7 +177,7 @@ static int parse_header(const char *name, size_t line, char *l, int *col, int *n
             return baton_err_set(err, BATON_ERR_FORMAT,
                                  "%s:%zu: header: column '%s' %s (columns: name, kind, on_demand_per_h, spot_per_h, "
                                  "interruption, train_speed, vcpus, memory_gib, chip, chips, fp32_tflops, fp16_tflops, "
-                                 "mem_bw_gbs, project, status, notes last)",
+                                 "mem_bw_gbs, call_us, launch_us, project, status, notes last)",
                                  name, line, f[i], k == NCOLS ? "is unknown" : seen[k] ? "is listed twice" : "must come last");
         seen[k] = 1;
         col[i] = k;
@@ -220,7 +226,9 @@ static int parse_entry(const char *name, size_t line, char *l, const int *col, i
         (rc = field_num(name, line, "chips", v[COL_CHIPS], 0, 1, &chips, err)) ||
         (rc = field_num(name, line, "fp32_tflops", v[COL_TFLOPS], 0, -1, &e->tflops, err)) ||
         (rc = field_num(name, line, "fp16_tflops", v[COL_FP16], 0, -1, &e->fp16_tflops, err)) ||
-        (rc = field_num(name, line, "mem_bw_gbs", v[COL_MEMBW], 0, -1, &e->mem_bw_gbs, err)))
+        (rc = field_num(name, line, "mem_bw_gbs", v[COL_MEMBW], 0, -1, &e->mem_bw_gbs, err)) ||
+        (rc = field_num(name, line, "call_us", v[COL_CALL], 0, -1, &e->call_us, err)) ||
+        (rc = field_num(name, line, "launch_us", v[COL_LAUNCH], 0, -1, &e->launch_us, err)))
         return rc;
     if (vc != floor(vc) || vc > 1e6)
         return baton_err_set(err, BATON_ERR_FORMAT, "%s:%zu: vcpus: '%s' is not a whole number", name, line, v[COL_VCPUS]);
@@ -353,6 +361,8 @@ static void combine(const baton_infer_catalog_entry *inst, const baton_infer_cat
     cfg->tflops = run->tflops;
     cfg->fp16_tflops = run->fp16_tflops;
     cfg->mem_bw_gbs = run->mem_bw_gbs;
+    cfg->call_us = run->call_us;
+    cfg->launch_us = run->launch_us;
     cfg->chips = run->chips;
     cfg->run_kind = run->kind;
     cfg->project = inst->project && (!acc || acc->project);
@@ -431,6 +441,8 @@ char *baton_infer_catalog_entry_json(const baton_infer_catalog_entry *e)
     num_or_null(o, "fp32_tflops", e->tflops);
     num_or_null(o, "fp16_tflops", e->fp16_tflops);
     num_or_null(o, "mem_bw_gbs", e->mem_bw_gbs);
+    num_or_null(o, "call_us", e->call_us);
+    num_or_null(o, "launch_us", e->launch_us);
     cJSON_AddBoolToObject(o, "project", e->project);
     cJSON_AddStringToObject(o, "status", e->retired ? "retired" : "current");
     cJSON_AddStringToObject(o, "notes", e->notes);

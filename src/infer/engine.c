@@ -80,6 +80,7 @@ static int fill_info(baton_infer_engine *e, const baton_nn_model *m, int path, i
     in->batch = batch;
     in->path = path;
     in->flops = baton_infer_model_flops(m);
+    in->nlayers = (int)baton_nn_model_nlayers(m);
     double weights = 0;   /* every FP32 tensor once (the int64 step counters are not read) */
     const size_t nt = baton_nn_model_ntensors(m);
     for (size_t i = 0; i < nt; i++) {

@@ -17,6 +17,9 @@ void infer_text_trim(char **s);
 /* Money as the planners print it: "-" below zero, 4 decimals from a cent up, 6 below (plan_report.c). */
 void infer_money_text(char *b, size_t n, double v);
 
+/* What a pick rests on, in words, into b (plan_report.c); returns b. */
+const char *infer_pick_basis(const baton_plan_row *r, char *b, size_t n);
+
 /* The planner's projection (plan_project.c): the FLOP efficiency a measurement shows (achieved /
  * peak; 0 when flops, mean or peak is unknown); the projection of measured row r (from stats s)
  * onto cf into q, 1 on success, or 0 with why (the reason it is not projected) filled. */

@@ -9,7 +9,8 @@
  *
  * Cost per row: sequential (latency per image) and throughput-bound (images/s of the context);
  * the pick is the row with the lowest throughput-bound cost whose P90 meets the target, never a
- * retired configuration unless asked. The order, the table, JSON and the chart: plan_report.c. */
+ * retired configuration unless asked, never a projection resting on the memory floor alone when a
+ * measured or listed row meets the target. The order, the table, JSON and the chart: plan_report.c. */
 #include "infer_internal.h"
 
 #include <math.h>
@@ -53,12 +54,21 @@ static void price_row(baton_plan_row *r, int batch, const baton_plan_infer_opts 
     r->meets = o->slo_p90_ms <= 0 || r->p90_ms <= o->slo_p90_ms;
 }
 
+/* The pick: the lowest throughput-bound cost that meets the SLO. A projection that rests on the
+ * memory floor alone (its FLOP estimate was below it) never beats a measured or listed row that
+ * meets the SLO: it is a bound, not a figure. */
 static void choose(baton_plan_infer *p, const baton_plan_infer_opts *o)
 {
+    int firm = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        const baton_plan_row *r = &p->rows[i];
+        firm |= r->source != BATON_SRC_PROJECTED && r->meets && r->cost_thr >= 0 && (!r->retired || o->include_retired);
+    }
     p->pick = -1;
     for (size_t i = 0; i < p->n; i++) {
         const baton_plan_row *r = &p->rows[i];
         if (!r->meets || r->cost_thr < 0 || (r->retired && !o->include_retired)) continue;
+        if (firm && r->source == BATON_SRC_PROJECTED && r->at_floor) continue;
         if (p->pick < 0 || r->cost_thr < p->rows[p->pick].cost_thr) p->pick = (long)i;
     }
 }

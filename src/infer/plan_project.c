@@ -8,15 +8,20 @@
  * and no faster than the chip's memory lets it read what a query must move at least (every weight
  * once, the input and the logits: stats.min_bytes, B) at its bandwidth W:
  *     t_floor = B ÷ W,    t = max(t_flops, t_floor).
- * P90 scales with the mean and is raised to the floor too. An instance with k chips serves k
- * replicas: images/s × k, the latency of one. Both bounds are optimistic for batch-1 work on big
- * chips (kernel launches, transfers and small-kernel efficiency are not modelled), so a projected
+ * P90 scales with the mean and is raised to the floor too. On a device (GPU, Neuron chip,
+ * accelerator) a real call also costs what no FLOP count shows: the copies of the input and the
+ * logits, the wait for the result, and a launch per kernel — the catalog's call_us + kernels ×
+ * launch_us (kernels: what the measurement ran, stats.kernels), added to both:
+ *     t = max(t_flops, t_floor) + call.
+ * An instance with k chips serves k replicas: images/s × k, the latency of one. These are still
+ * lower bounds (small-kernel efficiency and framework overheads are not modelled), so a projected
  * latency is "no faster than this", and the row always says projected, with its basis.
  *
  * Refused (listed as not projected, with the reason): a catalog entry with project: no (its notes
  * say why: Arm CPUs, Inferentia), no FP32 figure, and — for GPUs, Neuron chips and accelerators —
  * no memory-bandwidth figure or a measurement without min_bytes, because then the floor that keeps
- * a tiny model from projecting to nanoseconds is unknown.
+ * a tiny model from projecting to nanoseconds is unknown; likewise without the device's call_us and
+ * launch_us, or a measurement without its kernel count.
  *
  * Contract: pure arithmetic on its arguments; no I/O. */
 #include "infer_internal.h"
@@ -60,6 +65,15 @@ int infer_project(const baton_infer_stats *s, const baton_plan_row *r, const bat
                            "baton infer-bench --json --peak");
         return 0;
     }
+    if (device && !(cf->call_us >= 0 && cf->launch_us >= 0)) {
+        snprintf(why, cap, "no call_us / launch_us figures in the catalog: what a real call costs there is unknown");
+        return 0;
+    }
+    if (device && cf->launch_us > 0 && !(s->kernels > 0)) {
+        snprintf(why, cap, "the measurement carries no kernel count (kernels; older infer-bench output): rerun "
+                           "baton infer-bench --json --peak");
+        return 0;
+    }
     const double e = infer_efficiency(s);
     /* t_flops = t x peak x max(e, 1) / T: the efficiency here, never above 1 */
     double scale = s->peak_gflops / (cf->tflops * 1e3);
@@ -73,10 +87,15 @@ int infer_project(const baton_infer_stats *s, const baton_plan_row *r, const bat
     q->at_floor = q->mean_ms < q->floor_ms;
     if (q->mean_ms < q->floor_ms) q->mean_ms = q->floor_ms;
     if (q->p90_ms < q->floor_ms) q->p90_ms = q->floor_ms;
+    /* on a device a query also pays its copies, its wait and a launch per kernel, whatever its size */
+    q->call_ms = device ? (cf->call_us + s->kernels * cf->launch_us) / 1e3 : 0;
+    q->mean_ms += q->call_ms;
+    q->p90_ms += q->call_ms;
     const int chips = cf->chips > 1 ? cf->chips : 1;
     q->per_s = r->per_s * (r->mean_ms / q->mean_ms) * chips;
-    char rep[24] = "";
-    if (chips > 1) snprintf(rep, sizeof rep, ", %d replicas", chips);
+    char rep[48] = "";
+    if (q->call_ms > 0) snprintf(rep, sizeof rep, " + %.2g ms a call", q->call_ms);
+    if (chips > 1) snprintf(rep + strlen(rep), sizeof rep - strlen(rep), ", %d replicas", chips);
     if (q->at_floor) {
         char b[32];
         bytes_text(b, sizeof b, s->min_bytes);

@@ -122,19 +122,21 @@ static void footer(FILE *f, const baton_plan_infer *p, const baton_plan_infer_op
     if (starred) fprintf(f, "* no P90 known: the mean stands in for it\n");
     if (projected)
         fprintf(f, "projected (basis: TFLOPS x the FLOP efficiency measured here, at most 100%%; or the memory "
-                   "floor: the bytes a query moves / the chip's bandwidth): a floor, not a promise; batch-1 work on a "
-                   "big chip usually does worse\n");
+                   "floor: the bytes a query moves / the chip's bandwidth; on a device plus what a call costs there: "
+                   "copies, the wait and a launch per kernel, per the catalog): a lower bound, not a promise; "
+                   "batch-1 work on a big chip usually does worse\n");
     skipped_lines(f, p);
     if (p->note[0]) fprintf(f, "%s\n", p->note);
     if (m < p->n) fprintf(f, "(%zu more rows for other contexts of the same configurations: --all)\n", p->n - m);
     if (p->pick >= 0) {
         const baton_plan_row *r = &p->rows[p->pick];
-        char a[24], b[24];
+        char a[24], b[24], why[200];
         infer_money_text(a, sizeof a, r->cost_thr);
         infer_money_text(b, sizeof b, r->cost_seq);
         fprintf(f, "pick: %s (%s, %s): %s per 100k inferences (throughput-bound; sequential %s), P90 %.4g ms%s\n",
                 r->config, r->context, src_name[r->source], a, b, r->p90_ms,
                 o->slo_p90_ms > 0 ? "" : " (no SLO given: the cheapest)");
+        fprintf(f, "the pick rests on %s\n", infer_pick_basis(r, why, sizeof why));
     } else {
         fprintf(f, "pick: none: no priced configuration meets P90 <= %.3f ms%s\n", o->slo_p90_ms,
                 o->here ? "" : " (measured rows need --here TYPE to be priced)");
@@ -178,10 +180,10 @@ char *baton_plan_row_json(const baton_plan_row *r)
     snprintf(buf, sizeof buf,
              "{\"configuration\":\"%s\",\"source\":\"%s\",\"context\":\"%s\",\"basis\":\"%s\",\"p90_ms\":%.6g,"
              "\"p90_from_mean\":%s,\"mean_ms\":%.6g,\"per_s\":%.2f,\"efficiency\":%.5g,\"floor_ms\":%.6g,"
-             "\"at_floor\":%s,\"price_per_h\":%.4f,\"cost_seq_100k\":%.7g,\"cost_thr_100k\":%.7g,\"meets_slo\":%s,"
+             "\"at_floor\":%s,\"call_ms\":%.6g,\"price_per_h\":%.4f,\"cost_seq_100k\":%.7g,\"cost_thr_100k\":%.7g,\"meets_slo\":%s,"
              "\"retired\":%s}",
              r->config, src_name[r->source], r->context, r->basis, r->p90_ms, r->p90_from_mean ? "true" : "false",
-             r->mean_ms, r->per_s, r->efficiency, r->floor_ms, r->at_floor ? "true" : "false", r->price_per_h,
+             r->mean_ms, r->per_s, r->efficiency, r->floor_ms, r->at_floor ? "true" : "false", r->call_ms, r->price_per_h,
              r->cost_seq, r->cost_thr, r->meets ? "true" : "false", r->retired ? "true" : "false");
     return strdup(buf);
 }
@@ -193,6 +195,18 @@ static void json_text(FILE *f, const char *s)
         if (*s == '"' || *s == '\\') fputc('\\', f);
         if ((unsigned char)*s >= 0x20) fputc(*s, f);
     }
+}
+
+const char *infer_pick_basis(const baton_plan_row *r, char *b, size_t n)
+{
+    if (r->source == BATON_SRC_MEASURED) snprintf(b, n, "a measurement on this machine");
+    else if (r->source == BATON_SRC_FILE) snprintf(b, n, "the latencies file's figures");
+    else if (r->at_floor)
+        snprintf(b, n, "a projection: %s, a lower bound (no measured row meets the SLO): measure on %s before "
+                       "relying on it", r->basis, r->config);
+    else
+        snprintf(b, n, "a projection: %s, a lower bound: measure on %s before relying on it", r->basis, r->config);
+    return b;
 }
 
 void baton_plan_infer_json(FILE *f, const baton_plan_infer *p, const baton_plan_infer_opts *o)
@@ -213,12 +227,15 @@ void baton_plan_infer_json(FILE *f, const baton_plan_infer *p, const baton_plan_
         json_text(f, p->skipped[i].reason);
         fprintf(f, "\"}%s\n", --left ? "," : "");
     }
-    if (p->pick >= 0)
+    if (p->pick >= 0) {
+        char why[200];
         fprintf(f, "],\n\"pick\":{\"configuration\":\"%s\",\"context\":\"%s\",\"source\":\"%s\",\"cost_thr_100k\":%.7g,"
-                   "\"p90_ms\":%.6g}}\n",
+                   "\"p90_ms\":%.6g,\"rests_on\":\"",
                 p->rows[p->pick].config, p->rows[p->pick].context, src_name[p->rows[p->pick].source],
                 p->rows[p->pick].cost_thr, p->rows[p->pick].p90_ms);
-    else
+        json_text(f, infer_pick_basis(&p->rows[p->pick], why, sizeof why));
+        fprintf(f, "\"}}\n");
+    } else
         fprintf(f, "],\n\"pick\":null}\n");
     free(idx);
 }

@@ -4,7 +4,7 @@
  *
  * Contract: the JSON keys are a contract (scripts and docs depend on them): model, threads, batch,
  * path, cold_start_ms, exec_ms, load_ms, prepare_ms, first_ms, mean_ms, p50_ms, p90_ms, p95_ms,
- * p99_ms, min_ms, max_ms, per_s, queries, seconds, flops, gflops, peak_gflops, min_bytes; a skipped context
+ * p99_ms, min_ms, max_ms, per_s, queries, seconds, flops, gflops, peak_gflops, min_bytes, kernels; a skipped context
  * has "skipped" instead of the figures. The parser requires threads, batch, path and (unless
  * skipped) mean_ms, p50_ms, p90_ms, per_s, and names the file and line of anything wrong. */
 #include "infer_internal.h"
@@ -38,7 +38,7 @@ char *baton_infer_stats_json(const baton_infer_stats *s)
             {"p99_ms", s->p99_ms},               {"min_ms", s->min_ms},     {"max_ms", s->max_ms},
             {"per_s", s->per_s},                 {"queries", (double)s->queries}, {"seconds", s->seconds},
             {"flops", s->flops},                 {"gflops", s->gflops},     {"peak_gflops", s->peak_gflops},
-            {"min_bytes", s->min_bytes},
+            {"min_bytes", s->min_bytes},         {"kernels", s->kernels},
         };
         for (size_t i = 0; i < sizeof f / sizeof *f; i++) cJSON_AddNumberToObject(o, f[i].key, f[i].v);
     }
@@ -101,7 +101,7 @@ int baton_infer_stats_parse(const char *name, size_t line, const char *text, bat
         {"exec_ms", 0, &st->exec_ms},         {"load_ms", 0, &st->load_ms},   {"prepare_ms", 0, &st->prepare_ms},
         {"first_ms", 0, &st->first_ms},       {"seconds", 0, &st->seconds},   {"flops", 0, &st->flops},
         {"gflops", 0, &st->gflops},           {"peak_gflops", 0, &st->peak_gflops},
-        {"min_bytes", 0, &st->min_bytes},
+        {"min_bytes", 0, &st->min_bytes},     {"kernels", 0, &st->kernels},
     };
     for (size_t i = 0; i < sizeof f / sizeof *f && !rc; i++) rc = num(j, f[i].key, f[i].req, f[i].v, name, line, err);
     double q = 0;

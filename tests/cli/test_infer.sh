@@ -42,6 +42,7 @@ check '[ "$(grep -c "^[a-z0-9.+]* *\(measured\|projected\) " "$T/plan")" -lt "$(
     "--all shows every context, the default one row per configuration"
 check '[ -z "$(awk "NR > 1 && /^[a-z]/ && !/^(not projected|projected|pick)/ {print \$1}" "$T/plan" | sort | uniq -d)" ]' "no configuration twice: $(awk 'NR > 1 {print $1}' "$T/plan" | sort | uniq -d | head -3)"
 check 'sed -n 2p "$T/plan" | grep -q "<- pick"' "the pick is the first row"
+check 'grep -Eq "^the pick rests on (a measurement on this machine|a projection: .*a lower bound)" "$T/plan"' "the output says what the pick rests on"
 check 'grep -q "^not projected: c7g.xlarge .*Arm" "$T/plan" && grep -q "^not projected: .*inf2.xlarge .*Neuron" "$T/plan"' "Graviton and Inferentia: not projected, and why"
 "$BATON" plan infer --measured "$T/m.json" --slo-p90-ms 1000 --here c5.large --json >"$T/plan.json"
 check 'python3 - "$T/plan.json" <<"PY"
@@ -56,7 +57,10 @@ for r in shown:
     if r["source"] == "projected":
         assert r["p90_ms"] >= r["floor_ms"] and r["mean_ms"] >= r["floor_ms"] and r["basis"], r
         if r["configuration"].startswith(("p3.", "g4dn.", "g5.", "g6.", "p4d.", "p5.")):
-            assert r["floor_ms"] > 0, r
+            assert r["floor_ms"] > 0 and r["call_ms"] >= 0.02, r
+            assert r["p90_ms"] >= r["floor_ms"] + r["call_ms"] and "a call" in r["basis"], r
+assert doc["pick"]["rests_on"], doc["pick"]
+assert not any(r["configuration"] == pick["configuration"] and r.get("at_floor") for r in shown), pick
 assert any(r.get("source") == "not projected" and r["configuration"] == "inf2.xlarge" for r in rows)
 PY' "plan infer --json: sorted, pick first, every projection at or above its memory floor"
 check '"$BATON" plan infer --measured "$T/m.json" --slo-p90-ms 1000 --no-project | grep -q "^pick: none"' "unpriced measurement: no pick without --here"

@@ -292,7 +292,8 @@ static void measured_plan(void)
     memset(st, 0, sizeof st);
     /* 2.4e7 FLOPs in 0.5 ms = 48 GFLOP/s of a 440 GFLOP/s peak: 10.9 % efficiency */
     st[0] = (baton_infer_stats){.ctx = {2, 1, BATON_INFER_FAST}, .model = "lenet", .mean_ms = 0.5, .p50_ms = 0.45,
-                                .p90_ms = 0.6, .per_s = 2000, .peak_gflops = 440, .flops = 2.4e7, .min_bytes = 2.5e5};
+                                .p90_ms = 0.6, .per_s = 2000, .peak_gflops = 440, .flops = 2.4e7, .min_bytes = 2.5e5,
+                                .kernels = 6};
     st[1] = (baton_infer_stats){.ctx = {1, 1, BATON_INFER_GPU}, .skipped = "no CUDA build"};
     baton_plan_infer_opts o = {.slo_p90_ms = 0.5, .project = 1};
     baton_plan_infer p = {0};
@@ -308,11 +309,17 @@ static void measured_plan(void)
         CHECK(strcmp(p.rows[i].config, "c7g.xlarge") && strcmp(p.rows[i].config, "inf2.xlarge"));   /* project: no */
     }
     CHECK_MSG(projected == 15, "%d", projected);   /* the current configurations with an FP32 figure */
-    /* p3.2xlarge: 0.6 ms x 440 GFLOP/s / 15.7 TFLOPS, above its floor (0.25 MB / 900 GB/s) */
+    /* p3.2xlarge: 0.6 ms x 440 GFLOP/s / 15.7 TFLOPS, above its floor (0.25 MB / 900 GB/s), plus what
+     * a call costs there: 20 us + 6 kernels x 5 us */
     const baton_plan_row *p3 = row_of(&p, "p3.2xlarge");
-    CHECK(p3 && near(p3->p90_ms, 0.6 * 440 / 15700, 1e-9) && p3->meets && !p3->at_floor);
-    CHECK(p3 && near(p3->per_s, 2000 * 15700 / 440.0, 1e-6) && near(p3->floor_ms, 2.5e5 / 900e9 * 1e3, 1e-12));
-    CHECK(p3 && strstr(p3->basis, "15.7 TFLOPS x 10.9%"));
+    const double call = (20 + 6 * 5) / 1e3, p3_mean = 0.5 * 440 / 15700 + call;
+    CHECK(p3 && near(p3->p90_ms, 0.6 * 440 / 15700 + call, 1e-9) && p3->meets && !p3->at_floor &&
+          near(p3->call_ms, call, 1e-12));
+    CHECK(p3 && near(p3->per_s, 1e3 / p3_mean, 1e-6) && near(p3->floor_ms, 2.5e5 / 900e9 * 1e3, 1e-12));
+    CHECK(p3 && strstr(p3->basis, "15.7 TFLOPS x 10.9%") && strstr(p3->basis, "+ 0.05 ms a call"));
+    /* a CPU pays no call: the model runs in place */
+    const baton_plan_row *c7 = row_of(&p, "c7i.large");
+    CHECK(c7 && c7->call_ms == 0 && near(c7->mean_ms, 0.5 * 440 / 205, 1e-9));
     /* several chips: one replica each (the latency of one, eight times the images/s) */
     const baton_plan_row *one = row_of(&p, "p5.4xlarge"), *eight = row_of(&p, "p5.48xlarge");
     CHECK(one && eight && near(one->mean_ms, eight->mean_ms, 1e-12) && near(eight->per_s, 8 * one->per_s, 1e-6) &&
@@ -327,6 +334,33 @@ static void measured_plan(void)
     for (size_t i = 0; i < p.n; i++)
         if (p.rows[i].meets && p.rows[i].cost_thr >= 0) CHECK(p.rows[i].cost_thr >= p.rows[p.pick].cost_thr);
     baton_plan_infer_free(&p);
+    /* a projection resting on the memory floor alone never beats a measured row that meets the SLO:
+     * "gpu1" is cheaper on paper (its FLOPs would take nothing; its floor is all there is) */
+    {
+        const char cat[] = "name,kind,on_demand_per_h,chips,fp32_tflops,mem_bw_gbs,call_us,launch_us,project\n"
+                           "cpu1,cpu,1.0,1,0.44,,,,yes\n"
+                           "gpu1,gpu,0.1,1,1000,100,0,0,yes\n";
+        baton_infer_catalog two;
+        CHECK(baton_infer_catalog_parse("two.csv", cat, sizeof cat - 1, &two, &err) == BATON_OK);
+        baton_plan_infer_opts oh = {.slo_p90_ms = 10, .project = 1, .here = "cpu1"};
+        CHECK(baton_plan_infer_measured(&two, st, 1, &oh, &p, &err) == BATON_OK);
+        const baton_plan_row *g = row_of(&p, "gpu1");
+        CHECK(g && g->at_floor && g->meets && g->cost_thr < p.rows[0].cost_thr);
+        CHECK(p.pick == 0 && p.rows[0].source == BATON_SRC_MEASURED);
+        baton_plan_infer_free(&p);
+        oh.here = NULL;   /* nothing measured is priced: the bound is all there is, and it is picked */
+        CHECK(baton_plan_infer_measured(&two, st, 1, &oh, &p, &err) == BATON_OK);
+        CHECK(p.pick >= 0 && !strcmp(p.rows[p.pick].config, "gpu1"));
+        baton_plan_infer_free(&p);
+        baton_infer_catalog_free(&two);
+    }
+    /* a measurement without its kernel count (an older infer-bench) is not projected onto a device */
+    st[0].kernels = 0;
+    CHECK(baton_plan_infer_measured(&c, st, 2, &o, &p, &err) == BATON_OK);
+    CHECK(!row_of(&p, "p3.2xlarge") && skip_of(&p, "p3.2xlarge") && strstr(skip_of(&p, "p3.2xlarge"), "kernel count"));
+    CHECK(row_of(&p, "c7i.large"));
+    baton_plan_infer_free(&p);
+    st[0].kernels = 6;
 
     /* --here prices the measured row and is not projected onto itself */
     o.here = "c5.large";
@@ -389,7 +423,7 @@ static void projection_bounds(void)
     /* lenet as measured on a 2-core x86 host (infer-bench --json --peak): 0.3853 ms at batch 1 */
     baton_infer_stats lenet = {.ctx = {1, 1, BATON_INFER_FAST}, .model = "lenet", .mean_ms = 0.3853,
                                .p50_ms = 0.3307, .p90_ms = 0.4746, .per_s = 2595, .flops = 23984896,
-                               .peak_gflops = 161.2, .min_bytes = 4802704};
+                               .peak_gflops = 161.2, .min_bytes = 4802704, .kernels = 6};
     /* a wide MLP (25M weights: 100 MB, 5e7 FLOPs a query, memory-bound on every chip), and a host
      * whose peak was under-measured */
     baton_infer_stats big = lenet, hot = lenet;
@@ -411,8 +445,10 @@ static void projection_bounds(void)
             CHECK(baton_infer_catalog_config(&c, r->config, &cf, &err) == BATON_OK);
             const double floor_ms = cf.mem_bw_gbs > 0 ? cases[k]->min_bytes / (cf.mem_bw_gbs * 1e9) * 1e3 : 0;
             const double compute_ms = cases[k]->flops / (cf.tflops * 1e12) * 1e3;   /* at 100 % efficiency */
-            CHECK_MSG(r->mean_ms >= floor_ms * (1 - 1e-12) && r->p90_ms >= floor_ms * (1 - 1e-12),
-                      "%s: %g ms below its floor %g ms", r->config, r->mean_ms, floor_ms);
+            const double call_ms = cf.run_kind != BATON_CAT_CPU ? (cf.call_us + cases[k]->kernels * cf.launch_us) / 1e3 : 0;
+            CHECK_MSG(r->mean_ms >= (floor_ms + call_ms) * (1 - 1e-12) && r->p90_ms >= (floor_ms + call_ms) * (1 - 1e-12),
+                      "%s: %g ms below its floor %g ms + a call's %g ms", r->config, r->mean_ms, floor_ms, call_ms);
+            if (cf.run_kind != BATON_CAT_CPU) CHECK_MSG(r->call_ms >= 0.05, "%s: a device call for free", r->config);
             CHECK_MSG(r->mean_ms >= compute_ms * (1 - 1e-12), "%s: %g ms beats its chip's peak (%g ms)", r->config,
                       r->mean_ms, compute_ms);
             if (cf.run_kind != BATON_CAT_CPU) CHECK_MSG(r->floor_ms > 0, "%s: a device without its floor", r->config);
@@ -423,7 +459,7 @@ static void projection_bounds(void)
             /* lenet on p3.2xlarge: 0.3853 ms x 161.2 / 15700 = 0.00396 ms by FLOPs, raised to the
              * 4.8 MB / 900 GB/s = 0.00534 ms its memory needs */
             const baton_plan_row *p3 = row_of(&p, "p3.2xlarge");
-            CHECK(p3 && p3->at_floor && near(p3->mean_ms, 4802704 / 900e9 * 1e3, 1e-12));
+            CHECK(p3 && p3->at_floor && near(p3->mean_ms, 4802704 / 900e9 * 1e3 + 0.05, 1e-12));
         }
         if (cases[k] == &big) CHECK(floors >= 5);   /* every GPU is memory-bound for it */
         if (cases[k] == &hot) {
