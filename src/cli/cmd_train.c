@@ -54,6 +54,12 @@ static void print_text(const baton_train_result *r, int rc)
                    r->notice_margin_s);
         else
             printf("stopped on a %s notice (%s)\n", r->notice, r->notice_source);
+        /* Open MPI's mpirun, when it is the one signalled (Ctrl-C, SIGTERM), reports 1 for the job
+         * it ended whatever its ranks return: say so where the user looks */
+        if (r->world > 1 && getenv("OMPI_COMM_WORLD_SIZE") && !strncmp(r->notice_source, "sig", 3))
+            printf("every rank committed step %llu and exits 75; if mpirun was the one signalled it reports 1 "
+                   "(Open MPI's status for a job it ended): the same command resumes here\n",
+                   (unsigned long long)r->step);
     }
 }
 
