@@ -131,6 +131,10 @@ int baton_ckpt_reap(baton_ckpt_store *s, int block, uint64_t *step);
 /* Path of the last committed checkpoint folder ("" if none yet). */
 const char *baton_ckpt_last_committed(const baton_ckpt_store *s);
 
+/* What a checkpoint whose state.json says {"kind": KIND} is and what reads it, for the message of a
+ * command given a checkpoint of another kind (race-ppo, baton-python); NULL for an unknown kind. */
+const char *baton_ckpt_kind_hint(const char *kind);
+
 /* ---------------------------------------------------------------------------------------------
  * Remote copies: upload to and restore from a store (src/ckpt/remote.c)
  *

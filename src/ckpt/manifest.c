@@ -148,3 +148,12 @@ out:
     cJSON_Delete(root);
     return rc;
 }
+
+const char *baton_ckpt_kind_hint(const char *kind)
+{
+    if (!kind) return NULL;
+    if (!strcmp(kind, "race-ppo")) return "a race model's checkpoint (baton race train): evaluate it with baton race eval";
+    if (!strcmp(kind, "baton-python"))
+        return "a checkpoint of the Python module (baton.Checkpoints): load it with baton.Checkpoints(DIR).load()";
+    return NULL;
+}

@@ -18,11 +18,13 @@
  *     uploads before it returns; baton_ckpt_wait waits for both. */
 #include "ckpt_internal.h"
 
+#include <dirent.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct baton_ckpt_store {
     char dir[4096];
@@ -41,12 +43,32 @@ struct baton_ckpt_store {
     ckpt_vcache vc;                           /* retention's memory of verified folders (used by
                                                  the one persist in flight, or the owner) */
     int lock_fd;                              /* DIR/.lock, held while the store is open */
+    int made_dir;                             /* this open created DIR */
 };
+
+/* A store closed with nothing in its folder but its lock (a run that failed before its first
+ * checkpoint) leaves nothing behind: the lock file goes, and the folder too when this store made
+ * it. Anything else in the folder (checkpoints, a user's files) keeps both. */
+static void tidy_unused(const baton_ckpt_store *s)
+{
+    DIR *d = opendir(s->dir);
+    if (!d) return;
+    int other = 0;
+    struct dirent *e;
+    while (!other && (e = readdir(d)) != NULL)
+        other = strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && strcmp(e->d_name, ".lock");
+    closedir(d);
+    if (other) return;
+    char lock[4200];
+    snprintf(lock, sizeof lock, "%s/.lock", s->dir);
+    if (baton_sys.unlink(lock) == 0 && s->made_dir) rmdir(s->dir);
+}
 
 int baton_ckpt_store_open(const char *dir, int keep, baton_ckpt_store **out, baton_err *err)
 {
     *out = NULL;
     if (strlen(dir) >= 3000) return baton_err_set(err, BATON_ERR_ARG, "%s: path too long", dir);
+    const int existed = baton_is_dir(dir);
     int rc = baton_mkdir_p(dir, err);
     if (rc) return baton_err_prefix(err, "checkpoint directory");
     if (!baton_is_dir(dir)) return baton_err_set(err, BATON_ERR_ARG, "%s: not a folder", dir);
@@ -67,6 +89,7 @@ int baton_ckpt_store_open(const char *dir, int keep, baton_ckpt_store **out, bat
         return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
     }
     s->lock_fd = fd;
+    s->made_dir = !existed;
     snprintf(s->dir, sizeof s->dir, "%s", dir);
     s->keep = keep > 0 ? keep : BATON_CKPT_KEEP_DEFAULT;
     *out = s;
@@ -100,6 +123,7 @@ void baton_ckpt_store_close(baton_ckpt_store *s)
     baton_buf_free(&s->mts);
     baton_buf_free(&s->ots);
     ckpt_vcache_free(&s->vc);
+    tidy_unused(s);   /* still holding the lock: nobody else is in the folder */
     baton_lock_release(s->lock_fd);
     free(s);
 }

@@ -178,7 +178,10 @@ static int read_state(const char *path, const char *text, baton_nn_spec *spec, c
     int rc = BATON_OK;
     const cJSON *mo = cJSON_GetObjectItemCaseSensitive(j, "model");
     const cJSON *sh = cJSON_GetObjectItemCaseSensitive(j, "input_shape");
-    if (!cJSON_IsString(mo) || strlen(mo->valuestring) >= cap) {
+    const char *hint = baton_ckpt_kind_hint(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "kind")));
+    if (!cJSON_IsString(mo) && hint) {
+        rc = baton_err_set(err, BATON_ERR_FORMAT, "%s: not a baton train checkpoint: %s", path, hint);
+    } else if (!cJSON_IsString(mo) || strlen(mo->valuestring) >= cap) {
         rc = baton_err_set(err, BATON_ERR_FORMAT, "%s/state.json: \"model\" missing or not a model name", path);
     } else if (!cJSON_IsArray(sh) || cJSON_GetArraySize(sh) != 3) {
         rc = baton_err_set(err, BATON_ERR_FORMAT, "%s/state.json: \"input_shape\" missing or not [H, W, C]", path);

@@ -38,7 +38,8 @@ static void speed_colour(double f, char *out, size_t cap)
     snprintf(out, cap, "#%02x%02x%02x", f < 0.5 ? (int)(r * 0.3) : r, g, f > 0.5 ? (int)(bl * 0.3) : bl);
 }
 
-static const char *palette[] = {"#ff7f0e", "#1f77b4", "#d62728", "#9467bd", "#2ca02c"};
+/* plain lines: colours the speed scale (blue, green, yellow, orange, red) never takes, magenta first */
+static const char *palette[] = {"#ff00ff", "#00e5ff", "#ffffff", "#000000", "#8b4513"};
 
 static void draw_track(baton_buf *b, const view *v, const race_geom *g)
 {

@@ -103,8 +103,11 @@ static const cJSON *get_obj(const cJSON *j, const char *key, baton_err *err)
 static int parse_core(const cJSON *j, baton_train_state *st, baton_err *err)
 {
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "model");
-    if (!cJSON_IsString(m) || !m->valuestring[0] || strlen(m->valuestring) >= sizeof st->model)
+    if (!cJSON_IsString(m) || !m->valuestring[0] || strlen(m->valuestring) >= sizeof st->model) {
+        const char *hint = baton_ckpt_kind_hint(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "kind")));
+        if (hint) return baton_err_set(err, BATON_ERR_FORMAT, "state.json: not a baton train checkpoint: %s", hint);
         return baton_err_set(err, BATON_ERR_FORMAT, "state.json: \"model\" missing or not a model name");
+    }
     snprintf(st->model, sizeof st->model, "%s", m->valuestring);
     const cJSON *h, *c, *ep;
     if (!(h = get_obj(j, "hyper", err)) || !(c = get_obj(j, "cursor", err)) || !(ep = get_obj(j, "epoch_sums", err)))

@@ -55,7 +55,7 @@ int baton_net_listen(const char *spec, int allow_remote, char *url, size_t ucap,
     if (!allow_remote && !is_loopback(ai->ai_addr)) {
         freeaddrinfo(ai);
         baton_err_set(err, BATON_ERR_ARG,
-                      "listen address '%s' is not a loopback address (allow it explicitly to serve other machines)",
+                      "listen address '%s' is not a loopback address (add --allow-remote to serve other machines)",
                       spec);
         return -1;
     }

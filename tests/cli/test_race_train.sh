@@ -60,6 +60,16 @@ jcheck "$T/e.json" "set(d) >= {'laps','best_lap_s','total_s','resets','limit_s',
 jcheck "$T/e.json" "d['best_lap_s'] == 0 or abs(d['ratio'] - d['best_lap_s'] / d['limit_s']) < 1e-9" "eval ratio"
 check 'head -n1 "$T/eval.csv" | grep -q "^episode,steps,X,Y,yaw" && [ "$(wc -l <"$T/eval.csv")" -gt 10 ]' "eval trace"
 check 'grep -q "<svg" "$T/eval.svg" && grep -q "racing line" "$T/eval.svg"' "eval svg"
+# the racing line's colour is one the driven line's speed scale never takes
+check 'python3 - "$T/eval.svg" <<"PY"
+import re, sys
+svg = open(sys.argv[1]).read()
+line = re.search(r"<polygon fill=\"none\" stroke=\"(#[0-9a-f]{6})\"", svg).group(1)
+speeds = set(re.findall(r"<line [^>]*stroke=\"(#[0-9a-f]{6})\" stroke-width=\"3\" stroke-linecap", svg))
+def near(a, b):
+    return sum(abs(int(a[i:i + 2], 16) - int(b[i:i + 2], 16)) for i in (1, 3, 5)) < 120
+assert speeds and not any(near(line, c) for c in speeds), (line, sorted(speeds)[:5])
+PY' "eval svg: the racing line and the driven line (coloured by speed) do not share a colour"
 "$BATON" race eval --ckpt "$T/a" --max-steps 500 >"$T/e.out" 2>&1
 check 'grep -q "limit .*6.172 s" "$T/e.out"' "eval text: $(cat "$T/e.out")"
 check '"$BATON" race drive oval --policy "$T/a" --frames "$T/frames" --json >"$T/dr.json" 2>"$T/dr.err"' \
@@ -137,6 +147,15 @@ expect_fail 1 "h1.json: lr -0.001 must be a positive number" $TR --ckpt-dir "$T/
 expect_fail 1 "no_such.json" $TR --ckpt-dir "$T/b5" --episodes 20 --metadata "$T/no_such.json"
 expect_fail 1 "another --seed" "$BATON" race train --track oval --obs sensor --ckpt-dir "$T/a" --episodes 100 --seed 4 --quiet
 expect_fail 2 "--track and --ckpt-dir are required" "$BATON" race train --ckpt-dir "$T/u"
+# a run that fails leaves no checkpoint folder behind (not one holding only its .lock)
+expect_fail 1 "no such built-in track" "$BATON" race train --track nosuchtrack --ckpt-dir "$T/nt" --episodes 1
+check '[ ! -e "$T/nt" ] && [ ! -e "$T/b1" ] && [ ! -e "$T/b5" ]' "failed runs leave no folder: $(ls -A "$T/nt" 2>&1)"
+# a race checkpoint given to the image commands: they say what it is and what reads it
+expect_fail 1 "not a baton train checkpoint: a race model's checkpoint \(baton race train\): evaluate it with baton race eval" \
+    "$BATON" eval --ckpt "$T/a" --data "$T/none"
+check '! "$BATON" infer-bench --ckpt "$T/a" --path fast --runs 1 2>&1 >/dev/null | grep -q "\"model\" missing" &&
+       "$BATON" infer-bench --ckpt "$T/a" --path fast --runs 1 2>&1 >/dev/null | grep -q "not a baton train checkpoint: a race model"' \
+    "infer-bench on a race checkpoint says what it is"
 expect_fail 2 "--obs must be sensor or camera" $TR --ckpt-dir "$T/u" --obs lidar
 expect_fail 2 "not both" $TR --ckpt-dir "$T/u" --minutes 1 --episodes 20
 expect_fail 2 "--episodes must be >= 1" $TR --ckpt-dir "$T/u" --episodes 0

@@ -89,6 +89,12 @@ check 'awk -F, "NR == 2 {print \$5}" "$T/v.csv" >"$T/v.acc" && grep -o "\"accura
 
 # bad input
 expect_fail 2 "unknown model 'nope'" $BATON train --data "$D" --model nope --epochs 1 --ckpt-dir "$T/x"
+# a run that fails after opening its checkpoint folder leaves nothing behind (not a folder holding
+# only its .lock); a folder that was there stays, without the lock file
+expect_fail 1 "cannot connect" $BATON train --data http://127.0.0.1:1/ds/ --model mlp --epochs 1 --ckpt-dir "$T/gone"
+mkdir -p "$T/mine"
+expect_fail 1 "cannot connect" $BATON train --data http://127.0.0.1:1/ds/ --model mlp --epochs 1 --ckpt-dir "$T/mine"
+check '[ ! -e "$T/gone" ] && [ -d "$T/mine" ] && [ -z "$(ls -A "$T/mine")" ]' "failed runs leave no lock folder: $(ls -A "$T/gone" "$T/mine" 2>&1)"
 expect_fail 1 "holds model mlp, not lenet" $BATON train --data "$D" --model lenet --epochs 1 --ckpt-dir "$T/a" --quiet
 check '"$BATON" pack --from fashion-mnist --split test --out "$T/small" --shard-mb 1 --resize 14x14 --quiet >/dev/null' "pack 14x14"
 expect_fail 1 "baton eval: .*(shape|14)" $BATON eval --ckpt "$T/a" --data "$T/small"
