@@ -51,4 +51,8 @@ expect_fail 1 "test-00000.rec: a file, not a folder: a dataset URI names the fol
     $BATON train --data "$T/fm/test-00000.rec" --model mlp --ckpt-dir "$T/c0" --quiet
 check '"$BATON" train --data "$T/fm" --model mlp --max-steps 2 --quiet --ckpt-dir "$T/c1" --ckpt-uri "file://$T/up" >/dev/null 2>&1 &&
        [ -f "$T/up/ckpt-000000002/MANIFEST" ]' "--ckpt-uri file:///path: created and uploaded to, like a plain path"
+# the top-level help names every race subcommand; a refused --listen names the flag that allows it
+check '"$BATON" --help | grep "^  race " | grep -q "train | eval | submit | leaderboard | serve"' "baton --help lists race's subcommands"
+expect_fail 1 "not a loopback address \(add --allow-remote" $BATON race serve --listen 0.0.0.0:0 --db "$T/l.db"
+expect_fail 1 "not a loopback address \(add --allow-remote" $BATON imds --listen 0.0.0.0:0
 finish
