@@ -86,6 +86,9 @@ void baton_league_rank(baton_league_entry *e, size_t n, baton_league_format f, s
  * *out malloc'd, *n entries, ranks set. */
 int baton_league_standings(baton_league *l, const char *track, baton_league_format f,
                            baton_league_entry **out, size_t *n, baton_err *err);
+/* Entry id as stored, its rank set when it is its alias's standing on its track and format (0: an
+ * earlier entry of the alias stands), *entries the number of standings there. */
+int baton_league_entry_standing(baton_league *l, int64_t id, baton_league_entry *e, size_t *entries, baton_err *err);
 /* The tracks with entries, by name: how many entries and aliases, how to load the track. */
 typedef struct baton_league_track {
     char track[256];
@@ -201,6 +204,11 @@ typedef struct baton_league_submission {
     uint32_t attempts;          /* evaluations started (more than 1 after a server died in one) */
     uint64_t bytes;
     double submitted_at, started_at, finished_at;   /* 0: not yet */
+    /* done, as the server answers it: the entry's result (rank 0: not the alias's standing) and
+     * the number of standings on its track; has_result 0 when the answer carried none */
+    int has_result;
+    baton_league_entry result;
+    size_t entries;
 } baton_league_submission;
 
 /* Queue an upload (its archive kept in the database). An alias with a submission queued or

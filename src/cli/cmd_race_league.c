@@ -52,6 +52,16 @@ static int read_token(const char *file, char tok[BATON_LEAGUE_TOKEN_LEN + 1], ba
     return ok ? BATON_OK : baton_err_set(err, BATON_ERR_FORMAT, "%s: not a league token (btn_ and 64 hex digits)", file);
 }
 
+/* A stored entry and its standing, as both the local and the remote submit print them. */
+static void print_entry(const baton_league_entry *e, size_t entries)
+{
+    printf("entry %lld: %s on %s (%s), iteration %llu: %s, best lap %.3f s, total %.3f s, %u reset(s)\n",
+           (long long)e->id, e->alias, e->track, baton_league_format_name(e->format), (unsigned long long)e->iteration,
+           e->completed ? "3 laps" : "did not complete its laps", e->best_lap_s, e->total_s, e->resets);
+    if (e->rank) printf("  rank %u of %zu\n", e->rank, entries);
+    else printf("  not the alias's best: its standing is an earlier entry (%zu on the board)\n", entries);
+}
+
 static int submit_remote(const char *server, const char *token_file, const char *ckpt, const char *alias, const char *track,
                          baton_league_format f, double wait_s, int json)
 {
@@ -68,12 +78,17 @@ static int submit_remote(const char *server, const char *token_file, const char 
         cJSON_AddNumberToObject(j, "id", (double)s.id);
         cJSON_AddStringToObject(j, "state", baton_league_state_name(s.state));
         if (s.entry) cJSON_AddNumberToObject(j, "entry", (double)s.entry);
+        if (s.has_result) {
+            cJSON_AddItemToObject(j, "result", baton_league_entry_json(&s.result));
+            cJSON_AddNumberToObject(j, "entries", (double)s.entries);
+        }
         if (s.state == BATON_LEAGUE_FAILED) cJSON_AddStringToObject(j, "reason", s.reason);
         cJSON_AddNumberToObject(j, "attempts", s.attempts);
         if (print_json(j)) return CLI_ERROR;
     } else if (s.state == BATON_LEAGUE_DONE) {
-        printf("submission %lld: done: entry %lld (%s/api/leaderboard?track=%s)\n", (long long)s.id, (long long)s.entry, server,
-               track);
+        printf("submission %lld: done (%s/api/leaderboard?track=%s)\n", (long long)s.id, server, track);
+        if (s.has_result) print_entry(&s.result, s.entries);
+        else printf("entry %lld (the server sent no result: an older league)\n", (long long)s.entry);
     } else if (s.state == BATON_LEAGUE_FAILED) {
         printf("submission %lld: failed: %s\n", (long long)s.id, s.reason);
     } else {
@@ -127,33 +142,18 @@ int cli_race_submit(int argc, char **argv)
         baton_league_close(l);
         return cli_fail("race submit", &err);
     }
-    baton_league_entry *s = NULL;
     size_t n = 0;
-    uint32_t rank = 0;
-    if (!baton_league_standings(l, e.track, f, &s, &n, &err))
-        for (size_t i = 0; i < n; i++)
-            if (!strcmp(s[i].alias, e.alias)) rank = s[i].id == e.id ? s[i].rank : 0;
+    int rc = baton_league_entry_standing(l, e.id, &e, &n, &err);
     baton_league_close(l);
-    if (err.code) {
-        free(s);
-        return cli_fail("race submit", &err);
-    }
-    int rc = CLI_OK;
+    if (rc) return cli_fail("race submit", &err);
     if (json) {
-        cJSON *j = baton_league_entry_json(&e);
-        if (rank) cJSON_AddNumberToObject(j, "rank", rank);
-        cJSON_AddBoolToObject(j, "standing", rank != 0);
+        cJSON *j = baton_league_entry_json(&e);   /* rank when it stands */
+        cJSON_AddBoolToObject(j, "standing", e.rank != 0);
         cJSON_AddNumberToObject(j, "entries", (double)n);
-        rc = print_json(j);
-    } else {
-        printf("entry %lld: %s on %s (%s), iteration %llu: %s, best lap %.3f s, total %.3f s, %u reset(s)\n",
-               (long long)e.id, e.alias, e.track, baton_league_format_name(f), (unsigned long long)e.iteration,
-               e.completed ? "3 laps" : "did not complete its laps", e.best_lap_s, e.total_s, e.resets);
-        if (rank) printf("  rank %u of %zu\n", rank, n);
-        else printf("  not the alias's best: its standing is an earlier entry (%zu on the board)\n", n);
+        return print_json(j);
     }
-    free(s);
-    return rc;
+    print_entry(&e, n);
+    return CLI_OK;
 }
 
 int cli_race_leaderboard(int argc, char **argv)

@@ -390,6 +390,25 @@ int baton_league_history(baton_league *l, baton_league_entry **out, size_t *n, b
     return select_entries(l, "ORDER BY id", 0, 0, NULL, out, n, err);
 }
 
+int baton_league_entry_standing(baton_league *l, int64_t id, baton_league_entry *e, size_t *entries, baton_err *err)
+{
+    baton_league_entry *all = NULL, *st = NULL;
+    size_t n = 0, ns = 0;
+    int rc = baton_league_history(l, &all, &n, err), found = 0;
+    for (size_t i = 0; !rc && i < n && !found; i++)
+        if (all[i].id == id) *e = all[i], found = 1;
+    free(all);
+    if (rc) return rc;
+    if (!found) return baton_err_set(err, BATON_ERR_NOTFOUND, "entry %lld: no such entry", (long long)id);
+    e->rank = 0;
+    if ((rc = baton_league_standings(l, e->track, e->format, &st, &ns, err))) return rc;
+    for (size_t i = 0; i < ns; i++)
+        if (st[i].id == id) e->rank = st[i].rank;
+    free(st);
+    *entries = ns;
+    return BATON_OK;
+}
+
 int baton_league_standings(baton_league *l, const char *track, baton_league_format f, baton_league_entry **out,
                            size_t *n, baton_err *err)
 {

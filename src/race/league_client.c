@@ -11,6 +11,7 @@
 
 #include <cJSON.h>
 #include <curl/curl.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +69,41 @@ static int request(const char *url, const char *token, const baton_buf *body, lo
 }
 
 /* The league's answer about a submission, checked field by field (league_internal.h). */
+/* A number in [lo, hi], else NAN. */
+static double num_in(const cJSON *o, const char *key, double lo, double hi)
+{
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNumber(x) && x->valuedouble >= lo && x->valuedouble <= hi ? x->valuedouble : NAN;
+}
+
+/* A done submission's "result" (the entry) and "entries": believed only when every field checks. */
+static void read_result(const cJSON *j, baton_league_submission *s)
+{
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(j, "result");
+    const cJSON *al = cJSON_GetObjectItemCaseSensitive(r, "alias"), *tr = cJSON_GetObjectItemCaseSensitive(r, "track");
+    const cJSON *done = cJSON_GetObjectItemCaseSensitive(r, "completed");
+    double best = num_in(r, "best_lap_s", 0, 1e9), total = num_in(r, "total_s", 0, 1e9);
+    double resets = num_in(r, "resets", 0, 1e9), it = num_in(r, "iteration", 0, 9007199254740992.0);
+    double rank = num_in(r, "rank", 1, 1e9), n = num_in(j, "entries", 0, 1e9);
+    if (!cJSON_IsObject(r) || !cJSON_IsString(al) || !cJSON_IsString(tr) || !cJSON_IsBool(done) || isnan(best) ||
+        isnan(total) || isnan(resets) || isnan(it) || isnan(n))
+        return;
+    baton_league_entry *e = &s->result;
+    memset(e, 0, sizeof *e);
+    e->id = s->entry;
+    snprintf(e->alias, sizeof e->alias, "%s", al->valuestring);
+    snprintf(e->track, sizeof e->track, "%s", tr->valuestring);
+    const cJSON *fm = cJSON_GetObjectItemCaseSensitive(j, "format");
+    baton_league_format f = BATON_LEAGUE_TIME_TRIAL;
+    if (cJSON_IsString(fm) && baton_league_format_parse(fm->valuestring, &f, NULL)) return;
+    e->format = s->format = f;
+    e->completed = cJSON_IsTrue(done);
+    e->best_lap_s = best, e->total_s = total, e->resets = (uint32_t)resets, e->iteration = (uint64_t)it;
+    e->rank = isnan(rank) ? 0 : (uint32_t)rank;
+    s->entries = (size_t)n;
+    s->has_result = 1;
+}
+
 int league_submission_read(const uint8_t *data, size_t len, const char *url, baton_league_submission *s, baton_err *err)
 {
     cJSON *j = cJSON_ParseWithLength((const char *)data, len);
@@ -88,6 +124,7 @@ int league_submission_read(const uint8_t *data, size_t len, const char *url, bat
         s->entry = (int64_t)entry->valuedouble;   /* beyond 2^53 not an entry of any league (never cast) */
     if (cJSON_IsNumber(att) && att->valuedouble >= 0 && att->valuedouble < 1e6) s->attempts = (uint32_t)att->valuedouble;
     if (cJSON_IsString(why)) snprintf(s->reason, sizeof s->reason, "%s", why->valuestring);
+    read_result(j, s);
     cJSON_Delete(j);
     return BATON_OK;
 }

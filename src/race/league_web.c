@@ -332,7 +332,15 @@ static enum MHD_Result api_submission(baton_league_server *s, struct MHD_Connect
     baton_err err = {0};
     int rc = baton_league_submission_get(s->l, id, &sub, &err);
     if (rc) return reply_error(c, rc == BATON_ERR_NOTFOUND ? 404 : 500, err.msg);
-    return reply_json(c, 200, baton_league_submission_json(&sub));
+    cJSON *j = baton_league_submission_json(&sub);
+    baton_league_entry e;
+    size_t n = 0;
+    if (j && sub.state == BATON_LEAGUE_DONE && sub.entry &&
+        baton_league_entry_standing(s->l, sub.entry, &e, &n, &err) == BATON_OK) {   /* the racer's result, at once */
+        cJSON_AddItemToObject(j, "result", baton_league_entry_json(&e));
+        cJSON_AddNumberToObject(j, "entries", (double)n);
+    }
+    return reply_json(c, 200, j);
 }
 
 static enum MHD_Result api_submit(baton_league_server *s, struct MHD_Connection *c, upload_ctx *u)

@@ -91,6 +91,13 @@ check '[ "$(code "$U/api/leaderboard?track=Oval_track")" = 200 ] && [ "$(json "$
 # the client: `race submit --server` sends the newest checkpoint and follows it to its end
 check 'BATON_LEAGUE_TOKEN="$TOK1" "$BATON" race submit --server "$U" --ckpt "$T/m2" --alias "$A1" --track oval --json >"$T/c.json" 2>"$T/c.err" && [ "$(json "$T/c.json" "d[\"state\"], d[\"entry\"]")" = "done 3" ]' \
     "race submit --server: the submission done, entry 3"
+# it says how the model did and where it stands, as a local submit does (the server's answer)
+check '[ "$(json "$T/c.json" "d[\"result\"][\"best_lap_s\"] >= 0 and d[\"result\"][\"alias\"] == \"$A1\" and d[\"entries\"] >= 1")" = True ]' \
+    "race submit --server --json: the result and the number on the board: $(cat "$T/c.json")"
+check 'BATON_LEAGUE_TOKEN="$TOK1" "$BATON" race submit --server "$U" --ckpt "$T/m2" --alias "$A1" --track oval >"$T/c.out" 2>"$T/c.err" &&
+       grep -q "^entry 4: .* on oval (time-trial), iteration [0-9]*: .*best lap [0-9.]* s, total [0-9.]* s" "$T/c.out" &&
+       grep -Eq "^  (rank [0-9]+ of [0-9]+|not the alias.s best)" "$T/c.out"' \
+    "race submit --server prints the lap time and the rank: $(cat "$T/c.out" 2>/dev/null)"
 printf '%s\n' "$TOK2" >"$T/tok2.file"
 expect_fail 1 "POST /api/submit: the league answered 403: the token is not this alias's" "$BATON" race submit --server "$U" --token-file "$T/tok2.file" --ckpt "$T/m2" --alias "$A1" --track oval
 expect_fail 2 "needs the racer's token: .BATON_LEAGUE_TOKEN or --token-file" "$BATON" race submit --server "$U" --ckpt "$T/m2" --alias "$A1" --track oval
