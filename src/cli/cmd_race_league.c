@@ -161,7 +161,7 @@ int cli_race_leaderboard(int argc, char **argv)
     const char *track = NULL, *db = NULL, *fmt = "time-trial";
     int json = 0;
     const struct cli_opt opts[] = {
-        {"track", CLI_STR, &track, "one track's standings, by its name (default: every track)"},
+        {"track", CLI_STR, &track, "one track's standings, by its name or its .npy path (default: every track)"},
         {"format", CLI_STR, &fmt, "time-trial (default) | total"},
         {"db", CLI_STR, &db, "the league database (default $BATON_LEAGUE_DB, else league.db)"},
         {"json", CLI_FLAG, &json, "one JSON object: format, entries (rank, alias, track, best_lap_s, ...)"},
@@ -194,15 +194,16 @@ int cli_race_leaderboard(int argc, char **argv)
     for (size_t i = 0; i < n; i++) {
         if (i == 0 || strcmp(e[i].track, e[i - 1].track)) {
             printf("%s%s (%s)\n", i ? "\n" : "", e[i].track, baton_league_format_name(f));
-            printf("  %4s  %-24s %10s %10s %6s %5s  %-19s  %s\n", "rank", "alias", "best lap", "total", "resets", "laps",
-                   "submitted (UTC)", "model");
+            printf("  %4s %10s %10s %6s %5s  %-19s  %-12s  %s\n", "rank", "best lap", "total", "resets", "laps",
+                   "submitted (UTC)", "model", "alias");
         }
         char when[32];
         time_t t = (time_t)e[i].submitted_at;
         struct tm tm;
         strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", gmtime_r(&t, &tm));
-        printf("  %4u  %-24s %9.3fs %9.3fs %6u %5u  %-19s  %.12s\n", e[i].rank, e[i].alias, e[i].best_lap_s, e[i].total_s,
-               e[i].resets, e[i].laps, when, e[i].model_hash);
+        /* the alias last: up to 64 bytes of any script, it cannot push the other columns */
+        printf("  %4u %9.3fs %9.3fs %6u %5u  %-19s  %-12.12s  %s\n", e[i].rank, e[i].best_lap_s, e[i].total_s, e[i].resets,
+               e[i].laps, when, e[i].model_hash, e[i].alias);
     }
     free(e);
     return CLI_OK;

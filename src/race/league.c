@@ -409,13 +409,32 @@ int baton_league_entry_standing(baton_league *l, int64_t id, baton_league_entry 
     return BATON_OK;
 }
 
+/* A track as entries store it (race_eval's name: a built-in's, or a .npy's stem) from any spelling
+ * a racer may give: that name, or a path to the .npy file. */
+static int track_key(const char *spelling, char *key, size_t cap, baton_err *err)
+{
+    snprintf(key, cap, "%s", spelling);
+    if (!strchr(spelling, '/') && !strstr(spelling, ".npy")) return BATON_OK;
+    baton_race_track *t;
+    if (baton_race_track_load(spelling, &t, err)) return baton_err_prefix(err, "--track");
+    baton_race_track_info in;
+    baton_race_track_get_info(t, &in);
+    snprintf(key, cap, "%s", in.name);
+    baton_race_track_free(t);
+    return BATON_OK;
+}
+
 int baton_league_standings(baton_league *l, const char *track, baton_league_format f, baton_league_entry **out,
                            size_t *n, baton_err *err)
 {
     baton_league_entry *e;
     size_t cnt;
-    int rc = select_entries(l, track ? "WHERE format = ? AND track = ? ORDER BY track, id" : "WHERE format = ? ORDER BY track, id",
-                            1, (int)f, track, &e, &cnt, err);
+    char key[256];
+    if (track && track_key(track, key, sizeof key, err)) return err->code;
+    /* every entry of the track, whatever format it was submitted under: the league evaluates every
+     * model under the same rules, so each has both a best lap and a total to be ranked by */
+    int rc = select_entries(l, track ? "WHERE track = ? ORDER BY track, id" : "ORDER BY track, id", 0, 0,
+                            track ? key : NULL, &e, &cnt, err);
     if (rc) return rc;
     /* rank each track's run of rows; keep only the kept ones, tracks in name order */
     size_t w = 0;

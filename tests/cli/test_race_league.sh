@@ -42,10 +42,22 @@ check '"$BATON" race submit --ckpt "$T/m2" --alias "$A1" --track oval --db "$DB"
 "$BATON" race leaderboard --db "$DB" --json >"$T/lb2.json"
 check '[ "$(rows "$DB")" = 3 ] && [ "$(json "$T/lb2.json" "len(d[\"entries\"])")" = 2 ]' "three entries kept, two standings"
 check '[ "$(json "$T/lb2.json" "[e[\"id\"] for e in d[\"entries\"] if e[\"alias\"] == \"$A1\"][0] in (1, 3)")" = True ]' "the alias's best stands"
-# the total format is its own competition
+# the league evaluates every model under one set of rules, so every entry has a best lap and a
+# total: each view ranks every entry of the track, whatever format it was submitted under
 check '"$BATON" race submit --ckpt "$T/m1" --alias solo --track oval --format total --db "$DB" --json >"$T/s4.json"' "submit to the total format"
-check '[ "$(json "$T/s4.json" "d[\"format\"] == \"total\" and d[\"rank\"] == 1")" = True ]' "ranked alone in total: $(cat "$T/s4.json")"
-check '"$BATON" race leaderboard --db "$DB" --format total --json | grep -q "\"alias\":\"solo\""' "leaderboard --format total"
+check '[ "$(json "$T/s4.json" "d[\"format\"] == \"total\" and d[\"standing\"] and d[\"entries\"] == 3")" = True ]' "ranked among all in total: $(cat "$T/s4.json")"
+check '"$BATON" race leaderboard --db "$DB" --format total --json >"$T/tot.json" && [ "$(json "$T/tot.json" "len(d[\"entries\"]) == 3 and [e[\"total_s\"] for e in d[\"entries\"] if e[\"completed\"]] == sorted(e[\"total_s\"] for e in d[\"entries\"] if e[\"completed\"])")" = True ]' \
+    "the total view shows every entry, by total: $(cat "$T/tot.json" 2>/dev/null)"
+check '"$BATON" race leaderboard --db "$DB" --json | grep -q "\"alias\":\"solo\""' "the time-trial view shows the entry submitted under total"
+# a track spelled as its .npy path: stored by its name, found by either spelling; a long alias
+# does not push the table's columns
+LONG="$(printf 'ä%.0s' $(seq 32))"
+check '"$BATON" race submit --ckpt "$T/m2" --alias "$LONG" --track ../shared/tracks/Oval_track.npy --db "$DB" >/dev/null 2>"$T/s5.err"' \
+    "submit on a .npy track: $(cat "$T/s5.err" 2>/dev/null)"
+check '"$BATON" race leaderboard --db "$DB" --track ../shared/tracks/Oval_track.npy --json | grep -q "\"track\":\"Oval_track\"" &&
+       "$BATON" race leaderboard --db "$DB" --track Oval_track --json | grep -q "\"track\":\"Oval_track\""' "leaderboard --track PATH and --track NAME agree"
+check '"$BATON" race leaderboard --db "$DB" >"$T/lb3.txt" && [ "$(grep -E "^ +[0-9]+ " "$T/lb3.txt" | awk "{print index(\$0, \"s \")}" | sort -u | wc -l)" -eq 1 ]' \
+    "table columns line up whatever the alias: $(cat "$T/lb3.txt" 2>/dev/null)"
 
 # ---- bad input: clear errors, nothing stored
 check '"$BATON" pack --from fashion-mnist --split test --out "$T/fm" --shard-mb 1 --quiet >/dev/null && "$BATON" train --data "$T/fm" --model mlp --epochs 1 --max-steps 5 --batch 64 --threads 1 --quiet --ckpt-dir "$T/mlp" >/dev/null' \
@@ -70,7 +82,8 @@ check '[ "$(md5sum <"$T/v3.db")" = "$sum" ]' "the other version's file unchanged
 cp "$DB" "$T/v1.db"
 python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.executescript('DROP TABLE submissions; DROP TABLE tokens; PRAGMA user_version=1;'); c.commit()" "$T/v1.db"
 check '"$BATON" race leaderboard --db "$T/v1.db" --json >"$T/v1.json" 2>"$T/v1.err" && grep -q "schema version 1: adding version 2" "$T/v1.err"' "a version-1 database upgraded"
-check '[ "$(json "$T/v1.json" "len(d[\"entries\"])")" = "$(json "$T/lb2.json" "len(d[\"entries\"])")" ] && "$BATON" race token add z --db "$T/v1.db" >/dev/null 2>&1' \
+"$BATON" race leaderboard --db "$DB" --json >"$T/lb4.json"
+check '[ "$(json "$T/v1.json" "len(d[\"entries\"])")" = "$(json "$T/lb4.json" "len(d[\"entries\"])")" ] && "$BATON" race token add z --db "$T/v1.db" >/dev/null 2>&1' \
     "its entries kept, its new tables usable"
 head -c 8192 /dev/urandom >"$T/bad.db"
 sum=$(md5sum <"$T/bad.db")
