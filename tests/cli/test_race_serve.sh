@@ -45,7 +45,8 @@ check '[ "$(code -X POST -d x=1 "$U/api/tracks")" = 405 ]' "POST: 405"
 check '[ "$(code "$U/track/oval")" = 200 ] && grep -qF "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" "$T/body" && ! grep -qF "$EVIL" "$T/body"' \
     "the alias escaped in the page"
 check '! grep -Eq "<script[^>]+src=|<link[^>]+href=\"[^d]|@import|url\\(" "$T/body"' "no external scripts, styles, fonts or icons"
-check '[ "$(code "$U/track/oval?format=total")" = 200 ] && grep -q "no entries in this format" "$T/body"' "the total format's page"
+check '[ "$(code "$U/track/oval?format=total")" = 200 ] && ! grep -q "no entries in this format" "$T/body" && grep -qF "&lt;script&gt;" "$T/body"' \
+    "the total format's page ranks the same entries by their totals"
 
 # ---- the page in a real browser
 CHROME=$(command -v chromium || command -v chromium-browser)
