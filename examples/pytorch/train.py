@@ -128,10 +128,12 @@ def main(argv=None):
         ckpt.wait()   # committed (and uploaded) before the exit status says so
     el = time.time() - t0
     if rank == 0:
-        print(json.dumps({"step": step, "epoch": loader.epoch, "stopped": stop, "notice": notice.event,
-                          "loss": loss_sum.item() / max(step - first, 1), "accuracy": correct.item() / max(seen, 1),
-                          "samples_per_s": seen * world / el if el > 0 else 0,
-                          "checkpoint": ckpt.last_committed if ckpt else None}), flush=True)
+        res = {"step": step, "epoch": loader.epoch, "status": "stopped" if stop else "done",
+               "loss": loss_sum.item() / max(step - first, 1), "accuracy": correct.item() / max(seen, 1),
+               "samples_per_s": seen * world / el if el > 0 else 0}
+        print(json.dumps(dict(res, stopped=stop, notice=notice.event,
+                              checkpoint=ckpt.last_committed if ckpt else None)), flush=True)
+        baton.result(**res)   # under a baton fleet: the report shows it beside the task's cost
     return baton.EXIT_INTERRUPTED if stop else 0
 
 

@@ -355,7 +355,13 @@ typedef struct baton_fleet_report {
     int64_t max_lost_no_notice;
     int stalled;                  /* recorded as running, but its supervisor process is gone */
     double last_sim;              /* when stalled: the simulated time of the last record */
+    struct cJSON **results;       /* per task: its run's result (BATON_FLEET_RESULT_FILE), or NULL */
+    double *task_spot_cost;       /* per task: what its instances cost on spot */
 } baton_fleet_report;
+
+/* Where a task's run leaves its result (one JSON object: loss, accuracy, best lap, ...), in its
+ * volume; workers get the path as $BATON_RESULT_FILE. The report carries it beside the task's cost. */
+#define BATON_FLEET_RESULT_FILE "baton-result.json"
 
 int baton_fleet_report_load(const char *job_dir, baton_fleet_report *r, baton_err *err);
 void baton_fleet_report_free(baton_fleet_report *r);

@@ -124,3 +124,12 @@ int cli_given(int argc, char **argv, const char *name)
     }
     return 0;
 }
+
+void cli_result_file(const char *json)
+{
+    const char *path = getenv("BATON_RESULT_FILE");
+    if (!path || !*path || !json) return;
+    baton_err err = {0};
+    if (baton_file_write_atomic(path, json, strlen(json), &err))
+        baton_log(BATON_LOG_WARN, "result file: %s", err.msg);
+}

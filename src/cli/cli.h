@@ -73,6 +73,9 @@ int cli_parse(const char *cmd, const char *synopsis, const struct cli_opt *opts,
 int cli_given(int argc, char **argv, const char *name);
 /* Write s as a JSON string (quoted, escaped) to f. */
 void cli_json_string(FILE *f, const char *s);
+/* A run's result (one JSON object, text) into $BATON_RESULT_FILE when it is set, atomically: the
+ * fleet's reports show each task's result beside its cost. A failure is a warning, not an error. */
+void cli_result_file(const char *json);
 /* Print "baton CMD: message" for a library error and return CLI_ERROR (CLI_USAGE for
  * BATON_ERR_USAGE: an option value the library refused). */
 int cli_fail(const char *cmd, const baton_err *err);

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void train_json(const baton_race_train_result *r, int rc)
+static void train_json(const baton_race_train_result *r, int rc, int print)
 {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "status", rc == BATON_STOPPED ? "stopped" : "done");
@@ -40,7 +40,8 @@ static void train_json(const baton_race_train_result *r, int rc)
         cJSON_AddNumberToObject(j, "notice_margin_s", r->notice_margin_s);
     }
     char *s = baton_json_print(j, 0);
-    if (s) printf("%s\n", s);
+    if (s && print) printf("%s\n", s);
+    if (s) cli_result_file(s);   /* where the fleet's report reads it, when $BATON_RESULT_FILE says */
     free(s);
     cJSON_Delete(j);
 }
@@ -148,8 +149,8 @@ int cli_race_train(int argc, char **argv)
     baton_err err = {0};
     int rc = baton_race_train(&o, &r, &err);
     if (rc && rc != BATON_STOPPED) return cli_fail("race train", &err);
-    if (json) train_json(&r, rc);
-    else train_text(&r, rc);
+    train_json(&r, rc, json);   /* printed with --json; the result file either way */
+    if (!json) train_text(&r, rc);
     return rc == BATON_STOPPED ? CLI_INTERRUPTED : CLI_OK;
 }
 

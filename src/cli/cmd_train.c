@@ -13,27 +13,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void print_json(const baton_train_result *r, int rc)
+static void print_json(FILE *f, const baton_train_result *r, int rc)
 {
-    printf("{\"status\":\"%s\",\"step\":%" PRIu64 ",\"epoch\":%" PRIu64 ",\"epochs\":%" PRIu64
+    fprintf(f, "{\"status\":\"%s\",\"step\":%" PRIu64 ",\"epoch\":%" PRIu64 ",\"epochs\":%" PRIu64
            ",\"steps_per_epoch\":%" PRIu64 ",\"steps_run\":%" PRIu64 ",\"resumed\":%s,\"resumed_step\":%" PRIu64
            ",\"loss\":%.6f,\"accuracy\":%.6f",
            rc == BATON_STOPPED ? "stopped" : "done", r->step, r->epoch, r->epochs, r->steps_per_epoch, r->steps_run,
            r->resumed ? "true" : "false", r->resumed_step, r->loss, r->accuracy);
-    if (r->has_val) printf(",\"val_loss\":%.6f,\"val_accuracy\":%.6f", r->val_loss, r->val_accuracy);
-    printf(",\"lr\":%.8g,\"seconds\":%.3f,\"samples_per_s\":%.1f,\"kernels\":\"%s\",\"rebalances\":%" PRIu64, r->lr,
+    if (r->has_val) fprintf(f, ",\"val_loss\":%.6f,\"val_accuracy\":%.6f", r->val_loss, r->val_accuracy);
+    fprintf(f, ",\"lr\":%.8g,\"seconds\":%.3f,\"samples_per_s\":%.1f,\"kernels\":\"%s\",\"rebalances\":%" PRIu64, r->lr,
            r->seconds, r->samples_per_s, r->kernels, r->rebalances);
-    if (r->ckpt_tau_s > 0) printf(",\"ckpt_tau_s\":%.3f,\"ckpt_delta_s\":%.6f", r->ckpt_tau_s, r->ckpt_delta_s);
+    if (r->ckpt_tau_s > 0) fprintf(f, ",\"ckpt_tau_s\":%.3f,\"ckpt_delta_s\":%.6f", r->ckpt_tau_s, r->ckpt_delta_s);
     if (r->world > 1)
-        printf(",\"world\":%d,\"comm_s_per_step\":%.6f,\"wait_s_per_step\":%.6f,\"overlap\":%.4f,\"allreduce_mb\":%.3f",
+        fprintf(f, ",\"world\":%d,\"comm_s_per_step\":%.6f,\"wait_s_per_step\":%.6f,\"overlap\":%.4f,\"allreduce_mb\":%.3f",
                r->world, r->comm_s_per_step, r->wait_s_per_step, r->overlap, r->allreduce_mb);
-    printf(",\"checkpoint\":");
-    cli_json_string(stdout, r->checkpoint);
+    fprintf(f, ",\"checkpoint\":");
+    cli_json_string(f, r->checkpoint);
     if (rc == BATON_STOPPED) {
-        printf(",\"notice\":\"%s\",\"notice_source\":\"%s\",\"notice_margin_s\":%.1f", r->notice, r->notice_source,
+        fprintf(f, ",\"notice\":\"%s\",\"notice_source\":\"%s\",\"notice_margin_s\":%.1f", r->notice, r->notice_source,
                r->notice_margin_s);
     }
-    printf("}\n");
+    fprintf(f, "}\n");
 }
 
 static void print_text(const baton_train_result *r, int rc)
@@ -65,9 +65,18 @@ static void print_text(const baton_train_result *r, int rc)
 
 static void report(const baton_train_result *r, int rc, void *ctx)
 {
-    if (*(const int *)ctx) print_json(r, rc);
+    if (*(const int *)ctx) print_json(stdout, r, rc);
     else print_text(r, rc);
     fflush(stdout);
+    char *js = NULL;
+    size_t len = 0;
+    FILE *m = getenv("BATON_RESULT_FILE") ? open_memstream(&js, &len) : NULL;
+    if (m) {   /* the run's result where the fleet's report reads it */
+        print_json(m, r, rc);
+        fclose(m);
+        cli_result_file(js);
+        free(js);
+    }
 }
 
 int cmd_train(int argc, char **argv)

@@ -86,7 +86,7 @@ int fleet_attach_volume(sup *s, size_t i, baton_err *err);
 /* A worker's environment (the metadata endpoint, BATON_* names, PATH, the job's env:). */
 typedef struct fleet_wenv {
     char url[128], vol[1100], job[128], task[32], id[64], type[96], zone[96], prog[4300], poll[48], path[8192],
-        mtbi[64], pypath[8192];
+        mtbi[64], pypath[8192], result[1200];
     const char *env[72];
     size_t n;
     char *extra[48];

@@ -509,6 +509,11 @@ void fleet_wenv_build(sup *s, size_t i, fleet_wenv *w)
     fleet_fmt(w->type, sizeof w->type, "BATON_INSTANCE_TYPE=%s", in->type);
     fleet_fmt(w->zone, sizeof w->zone, "BATON_ZONE=%s", in->zone);
     fleet_fmt(w->prog, sizeof w->prog, "BATON_PROGRESS_FILE=%s", l->progress);
+    /* the run's result (baton train, race train, the Python module's baton.result) into the task's
+     * volume, where the report reads it beside the task's cost */
+    const char *rvol = s->job->nodes.max ? s->tasks[in->task].volume : in->volume;
+    if (rvol[0]) fleet_fmt(w->result, sizeof w->result, "BATON_RESULT_FILE=%s/" BATON_FLEET_RESULT_FILE, rvol);
+    else fleet_fmt(w->result, sizeof w->result, "BATON_RESULT_FILE=%s/run/task-%d.result.json", s->dir, in->task);
     fleet_fmt(w->poll, sizeof w->poll, "BATON_NOTICE_POLL_S=%.3f", poll);
     fleet_fmt(w->mtbi, sizeof w->mtbi, "BATON_CKPT_EVERY=auto");
     double mtbi = worker_mtbi(s, in);
@@ -521,6 +526,7 @@ void fleet_wenv_build(sup *s, size_t i, fleet_wenv *w)
                           "BATON_CKPT_EVERY=auto", w->mtbi};
     w->n = w->nextra = 0;
     for (size_t k = 0; k < sizeof base / sizeof base[0]; k++) w->env[w->n++] = base[k];
+    w->env[w->n++] = w->result;
     /* the baton Python module built beside the baton binary (make's $(BUILD)/python), as PATH finds
      * the binary: a PyTorch script under the fleet imports the baton that runs it */
     char mod[4200];

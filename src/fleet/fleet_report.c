@@ -39,6 +39,37 @@ static int64_t lost_steps(const baton_fleet_inst *in)
     return in->reached_step > in->ckpt_step ? in->reached_step - in->ckpt_step : 0;
 }
 
+/* Each task's result (its volume's BATON_FLEET_RESULT_FILE, else the job's run/task-N.result.json:
+ * a JSON object a run left; anything else is no result) and what its instances cost on spot. */
+static int load_results(const char *job_dir, baton_fleet_report *r, baton_err *err)
+{
+    size_t n = r->rec.ntasks;
+    r->results = calloc(n ? n : 1, sizeof *r->results);
+    r->task_spot_cost = calloc(n ? n : 1, sizeof *r->task_spot_cost);
+    if (!r->results || !r->task_spot_cost) {
+        baton_fleet_report_free(r);
+        return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < r->rec.ninsts; i++)
+        if (r->rec.insts[i].task >= 0 && (size_t)r->rec.insts[i].task < n)
+            r->task_spot_cost[r->rec.insts[i].task] += r->lines[i].spot_cost;
+    for (size_t t = 0; t < n; t++) {
+        const baton_fleet_task *k = &r->rec.tasks[t];
+        char path[4200];
+        if (k->volume[0]) snprintf(path, sizeof path, "%s/%s", k->volume, BATON_FLEET_RESULT_FILE);
+        else snprintf(path, sizeof path, "%s/run/task-%d.result.json", job_dir, k->idx);
+        uint8_t *data = NULL;
+        size_t len = 0;
+        baton_err ignore = {0};
+        if (baton_file_read_all(path, 1 << 16, &data, &len, &ignore)) continue;
+        cJSON *j = cJSON_ParseWithLength((const char *)data, len);
+        free(data);
+        if (cJSON_IsObject(j)) r->results[t] = j;
+        else cJSON_Delete(j);
+    }
+    return BATON_OK;
+}
+
 int baton_fleet_report_load(const char *job_dir, baton_fleet_report *r, baton_err *err)
 {
     memset(r, 0, sizeof *r);
@@ -106,11 +137,16 @@ int baton_fleet_report_load(const char *job_dir, baton_fleet_report *r, baton_er
     }
     r->interruptions = r->with_notice + r->without_notice;
     baton_cost_total_finish(&r->total);
-    return BATON_OK;
+    return load_results(job_dir, r, err);
 }
 
 void baton_fleet_report_free(baton_fleet_report *r)
 {
+    for (size_t t = 0; r->results && t < r->rec.ntasks; t++) cJSON_Delete(r->results[t]);
+    free(r->results);
+    free(r->task_spot_cost);
+    r->results = NULL;
+    r->task_spot_cost = NULL;
     baton_fleet_records_free(&r->rec);
     free(r->lines);
     free(r->ins);
@@ -119,6 +155,24 @@ void baton_fleet_report_free(baton_fleet_report *r)
 }
 
 static void dur(double s, char *out, size_t cap) { baton_fleet_fmt_duration(s, out, cap); }
+
+/* A result's figures a person compares tasks by, in words ("loss 0.4121, accuracy 0.8513, ..."):
+ * the known keys that are numbers, in this order; 0 when there are none. */
+static int result_text(const cJSON *j, char *out, size_t cap)
+{
+    static const char *const keys[] = {"loss", "accuracy", "val_loss", "val_accuracy", "best_lap_s", "laps",
+                                       "mean_reward", "mean_progress", "samples_per_s", "step", "iteration"};
+    size_t o = 0;
+    out[0] = 0;
+    for (size_t i = 0; j && i < sizeof keys / sizeof *keys && o + 40 < cap; i++) {
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, keys[i]);
+        if (!cJSON_IsNumber(x)) continue;
+        o += (size_t)snprintf(out + o, cap - o, "%s%s %.4g", o ? ", " : "", keys[i], x->valuedouble);
+    }
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(j, "status");
+    if (o && cJSON_IsString(st) && o + 20 < cap) snprintf(out + o, cap - o, " (%s)", st->valuestring);
+    return o > 0;
+}
 
 void baton_fleet_report_print(FILE *f, const baton_fleet_report *r, int events)
 {
@@ -147,6 +201,9 @@ void baton_fleet_report_print(FILE *f, const baton_fleet_report *r, int events)
         fprintf(f, "  task %d: %s, %s, %d interruption(s), %d crash(es), volume %s (%s)\n", k->idx,
                 baton_task_state_name(k->state), st, k->interruptions, k->crashes, k->volume[0] ? k->volume : "-",
                 k->zone[0] ? k->zone : "-");
+        char res[256];
+        if (result_text(r->results ? r->results[t] : NULL, res, sizeof res))
+            fprintf(f, "    result: %s; spot $%.4f\n", res, r->task_spot_cost ? r->task_spot_cost[t] : 0.0);
     }
     fprintf(f, "\n%-19s %4s %-11s %-11s %-9s %9s %9s %15s %5s %9s %8s %8s  %s\n", "instance", "task", "type", "zone",
             "state", "start", "run", "steps", "lost", "charged", "spot$", "od$", "how it ended");
@@ -228,6 +285,9 @@ char *baton_fleet_report_json(const baton_fleet_report *r, int events)
         cJSON_AddNumberToObject(x, "crashes", k->crashes);
         cJSON_AddStringToObject(x, "volume", k->volume);
         cJSON_AddStringToObject(x, "zone", k->zone);
+        cJSON_AddNumberToObject(x, "spot_cost", r->task_spot_cost ? r->task_spot_cost[t] : 0);
+        if (r->results && r->results[t]) cJSON_AddItemToObject(x, "result", cJSON_Duplicate(r->results[t], 1));
+        else cJSON_AddNullToObject(x, "result");
         cJSON_AddItemToArray(ta, x);
     }
     cJSON *ia = cJSON_AddArrayToObject(o, "instances");

@@ -207,4 +207,7 @@ check(len(vols) == 1 or (V and os.path.isdir(V) and sum(os.path.isdir(v) for v i
 check(V and same_files(final(REF), final(os.path.join(V, "ckpt"))),
       "the fleet's final weights and optimizer state are byte-identical to the uninterrupted run")
 check("savings_pct" in tot and "on demand" in r.stdout + r.stderr, "the cost report: %s" % r.stdout[-400:])
+res = (st.get("tasks") or [{}])[0].get("result") or {}
+check(res.get("status") == "done" and res.get("step") == STEPS and 0 < res.get("accuracy", 0) <= 1,
+      "the report carries the script's result (baton.result): %s" % res)
 done()
