@@ -359,6 +359,11 @@ typedef struct baton_fleet_report {
     double *task_spot_cost;       /* per task: what its instances cost on spot */
 } baton_fleet_report;
 
+/* What can be checked of a job's commands before launch (src/fleet/job_check.c): their programs
+ * on PATH (bin_dir first), --data folders holding dataset.json, named files in the volume seed.
+ * The problems, one per line, into out; returns how many (0: all checked ones are fine). */
+int baton_job_check_commands(const baton_job *j, const char *bin_dir, char *out, size_t cap);
+
 /* Where a task's run leaves its result (one JSON object: loss, accuracy, best lap, ...), in its
  * volume; workers get the path as $BATON_RESULT_FILE. The report carries it beside the task's cost. */
 #define BATON_FLEET_RESULT_FILE "baton-result.json"

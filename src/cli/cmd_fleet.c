@@ -67,6 +67,13 @@ int cli_fleet_run_file(const char *cmd, const char *path, struct baton_fleet_opt
     char bdir[PATH_MAX];
     bin_dir(bdir, sizeof bdir);
     if (bdir[0] && !o->bin_dir) o->bin_dir = bdir;
+    char problems[4096];
+    if (baton_job_check_commands(&job, o->bin_dir, problems, sizeof problems)) {   /* before any launch */
+        fprintf(stderr, "baton %s: %s: the job's command cannot run as written:\n%s", cmd, path, problems);
+        baton_job_free(&job);
+        free(text);
+        return CLI_ERROR;
+    }
     o->jobfile_text = (const char *)text;
     baton_fleet_summary sum;
     char name[BATON_JOB_NAME_MAX + 1];
@@ -300,8 +307,19 @@ static int fleet_check(int argc, char **argv)
     printf("\n  market: time x%g, seed %llu, launch %gs, notice %gs, %s, %zu scheduled interruption(s)\n",
            j.market.time_scale, (unsigned long long)j.market.seed, j.market.launch_delay, j.market.notice,
            j.market.random ? "random" : "no random interruptions", j.market.ninterrupts);
+    int rc = CLI_OK;
+    if (j.backend == BATON_BACKEND_LOCAL) {   /* elsewhere the commands run on other machines */
+        char bdir[PATH_MAX], problems[4096];
+        bin_dir(bdir, sizeof bdir);
+        if (baton_job_check_commands(&j, bdir[0] ? bdir : NULL, problems, sizeof problems)) {
+            fprintf(stderr, "baton fleet check: %s: the job's command cannot run as written:\n%s", pos[0], problems);
+            rc = CLI_ERROR;
+        } else {
+            printf("  commands: programs found, --data folders hold dataset.json, named files are in the volume seed\n");
+        }
+    }
     baton_job_free(&j);
-    return CLI_OK;
+    return rc;
 }
 
 /* The instance types a job file can name without prices: the one catalog's current instances. */

@@ -219,6 +219,20 @@ job g "$FAKE 10 5" "volume: {seed: $T/no-such-seed}" "retries: 0"
 expect_fail 1 "g.yaml: volume.seed: .*no-such-seed: no such folder" "$BATON" fleet check "$T/g.yaml"
 expect_fail 1 "g.yaml: volume.seed: .*no-such-seed: no such folder" "$BATON" fleet run "$T/g.yaml" --state "$S" --quiet
 check '[ ! -e "$S/g" ]' "nothing was started for it"
+# what a command needs is checked before launch: its program, its --data, the files it names
+job nodata "$BATON train --data file:///no/such/fmnist --mode pipe --model mlp --epochs 1 --ckpt-dir ckpt"
+expect_fail 1 "nodata.yaml: the job's command cannot run as written" "$BATON" fleet check "$T/nodata.yaml"
+check '"$BATON" fleet check "$T/nodata.yaml" 2>&1 | grep -q "^--data file:///no/such/fmnist: /no/such/fmnist does not exist"' \
+    "fleet check names the missing data: $("$BATON" fleet check "$T/nodata.yaml" 2>&1 | tail -1)"
+check '! "$BATON" fleet run "$T/nodata.yaml" --state "$S" --quiet >/dev/null 2>&1 && [ ! -e "$S/nodata" ]' \
+    "fleet run refuses it before any launch"
+mkdir -p "$T/pyseed" && echo 'print(1)' >"$T/pyseed/train.py"
+job tools "no-such-tool-xyz --data data" "volume: {seed: $T/pyseed}"
+job pyfile "python3 tain.py --data data" "volume: {seed: $T/pyseed}"
+check '"$BATON" fleet check "$T/tools.yaml" 2>&1 | grep -q "^program no-such-tool-xyz: not on PATH" &&
+       "$BATON" fleet check "$T/tools.yaml" 2>&1 | grep -q "^--data data: .*pyseed/data does not exist"' "a missing program, a relative --data looked up in the seed"
+check '"$BATON" fleet check "$T/pyseed.yaml" >/dev/null 2>&1 || "$BATON" fleet check "$T/pyfile.yaml" 2>&1 | grep -q "^tain.py: not in the volume seed"' \
+    "a script the command names must be in the seed: $("$BATON" fleet check "$T/pyfile.yaml" 2>&1 | tail -2)"
 # relative paths in a job file are relative to its folder, not to where baton runs
 mkdir -p "$T/jobs/seeddata" && echo x >"$T/jobs/seeddata/x.txt"
 job rel "$FAKE 10 5" "volume: {seed: seeddata}" "state_dir: st"
