@@ -9,8 +9,10 @@
  *   - --data URI (also --data=URI): a local path or file:// URI must be a folder holding
  *     dataset.json — relative paths are looked up in the volume seed, where the command runs;
  *     http(s):// and s3:// are not fetched here (noted, not checked);
- *   - any other relative argument that names a file by its extension (.py .yaml .yml .json .npy
- *     .csv .txt .tar) must be in the volume seed.
+ *   - the files a command reads: the script an interpreter runs (python3 train.py, bash x.sh) and
+ *     the values of --metadata, --hyper and --reward that name a file by its extension; relative
+ *     ones must be in the volume seed. (What a command writes — --log, --ckpt-dir — is not looked
+ *     for.)
  * Contract: reads the file system only; the problems, one per line, into the caller's buffer. */
 #include "fleet_parts.h"
 
@@ -100,13 +102,19 @@ int baton_job_check_commands(const baton_job *j, const char *bin_dir, char *out,
         } else if (!on_path(prog, bin_dir)) {
             add(out, cap, &o, &n, "program %s: not on PATH%s\n", prog, " (install it, or name its path)");
         }
+        const char *base = strrchr(prog, '/') ? strrchr(prog, '/') + 1 : prog;
+        const int interp = !strncmp(base, "python", 6) || !strcmp(base, "bash") || !strcmp(base, "sh");
         for (size_t i = 1; i < w.we_wordc; i++) {
-            const char *a = w.we_wordv[i];
+            const char *a = w.we_wordv[i], *file = NULL;
             if (!strcmp(a, "--data") && i + 1 < w.we_wordc) check_data(j, w.we_wordv[++i], out, cap, &o, &n);
             else if (!strncmp(a, "--data=", 7)) check_data(j, a + 7, out, cap, &o, &n);
-            else if (a[0] != '-' && a[0] != '/' && !strstr(a, "://") && has_ext(a) &&
-                     (!in_volume(j->volume.seed, a, where, sizeof where) || access(where, R_OK) != 0))
-                add(out, cap, &o, &n, "%s: not in the volume seed (%s), where the command runs\n", a,
+            else if ((!strcmp(a, "--metadata") || !strcmp(a, "--hyper") || !strcmp(a, "--reward")) && i + 1 < w.we_wordc)
+                file = w.we_wordv[++i];
+            else if (interp && i == 1 && a[0] != '-')
+                file = a;
+            if (file && has_ext(file) && !strstr(file, "://") &&
+                (!in_volume(j->volume.seed, file, where, sizeof where) || access(where, R_OK) != 0))
+                add(out, cap, &o, &n, "%s: not in the volume seed (%s), where the command runs\n", file,
                     j->volume.seed[0] ? j->volume.seed : "the job has none");
         }
         wordfree(&w);

@@ -21,6 +21,7 @@ check '[ -f "$T/ref/ckpt-000000100/model.safetensors" ]' "the reference ends at 
 
 # the documented job: its budget and the interruptions changed, its seed folder named absolutely
 sed -e "s|--minutes 15|$BUDGET|" -e "s|seed: ./race-model|seed: $PWD/docs/race-model|" \
+    -e '/^  interruptions:  /,/after_steps: 31}$/d' \
     -e 's|^  notice: 2m|  notice: 2m\n  launch_delay: 20s\n  capacity_cooldown: 2m\n  interruptions:\n    - {after_steps: 15}\n    - {after_steps: 15, notice: 0}\n    - {after_steps: 15}|' \
     docs/race-train.yaml >"$T/race.yaml"
 check 'grep -q "episodes 2000" "$T/race.yaml" && grep -q "after_steps: 15, notice: 0" "$T/race.yaml"' "the job file was adapted"
