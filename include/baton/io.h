@@ -218,6 +218,10 @@ typedef struct baton_channel_opts {
     uint64_t epochs;
     double open_timeout_s;   /* how long to wait for a reader per epoch; 0 = forever */
     int progress;
+    /* called with a pipe's path as it is created and with NULL once it is removed (a program that
+     * handles SIGINT/SIGTERM removes the current one on its way out); NULL: not called */
+    void (*on_pipe)(const char *path, void *ud);
+    void *ud;
 } baton_channel_opts;
 
 typedef struct baton_channel_stats {

@@ -3,7 +3,33 @@
 #include "baton/io.h"
 #include "cli.h"
 
+#include <signal.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+
+/* Ctrl-C or SIGTERM: the current pipe goes (a reader must not open a pipe nobody will write),
+ * then the signal's default action. The path is copied while the flag is down, so the handler
+ * only ever reads a whole one. */
+static char pipe_path[4096];
+static volatile sig_atomic_t pipe_set;
+
+static void on_pipe(const char *path, void *ud)
+{
+    (void)ud;
+    pipe_set = 0;
+    if (path) {
+        snprintf(pipe_path, sizeof pipe_path, "%s", path);
+        pipe_set = 1;
+    }
+}
+
+static void on_signal(int sig)
+{
+    if (pipe_set) unlink(pipe_path);   /* async-signal-safe */
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
 
 int cmd_channel(int argc, char **argv)
 {
@@ -41,6 +67,9 @@ int cmd_channel(int argc, char **argv)
     }
     co.open_timeout_s = timeout;
     co.progress = !quiet;
+    co.on_pipe = on_pipe;
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
     baton_err err = {0};
     if (baton_channel_check(&co, &err)) return cli_fail("channel", &err);   /* before any download */
     baton_loader *l;

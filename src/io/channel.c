@@ -5,7 +5,13 @@
  * opens it; polled with O_NONBLOCK so a timeout can apply), write the epoch's records RecordIO-
  * framed, close (the reader sees end of file), unlink. EPIPE means the reader went away: the
  * epoch ends there and the loader seeks to the start of the next epoch. SIGPIPE is ignored for the process.
- * The loader is told where the last epoch ends, so it fetches nothing beyond it. */
+ * The loader is told where the last epoch ends, so it fetches nothing beyond it.
+ *
+ * The end of an epoch is said apart from a producer that died: once every record of epoch e is
+ * written and before the pipe is closed, <dir>/<channel>_<e>.done is written (atomically), one
+ * JSON object {"epoch", "records", "pid", "last"}. A reader that meets end of file without that
+ * file — or whose count differs — was cut off; one waiting for the next pipe can watch "pid". An
+ * epoch's stale .done is removed before its pipe is made. */
 #include "io_internal.h"
 
 #include <errno.h>
@@ -83,20 +89,25 @@ int baton_channel_run(baton_loader *l, const baton_channel_opts *o, baton_channe
             }
             unlink(path);
         }
+        char done[4200];
+        snprintf(done, sizeof done, "%s.done", path);
+        unlink(done);   /* a crashed run's: this epoch is not done yet */
         if (mkfifo(path, 0644) != 0) {
             rc = baton_err_set(err, BATON_ERR_IO, "%s: mkfifo: %s", path, strerror(errno));
             break;
         }
+        if (o->on_pipe) o->on_pipe(path, o->ud);
         int fd = open_writer(path, o->open_timeout_s, err);
         if (fd < 0) {
             rc = err->code;
             unlink(path);
+            if (o->on_pipe) o->on_pipe(NULL, o->ud);
             break;
         }
         baton_progress prog;
         if (o->progress) baton_progress_start(&prog, name, baton_loader_epoch_size(l));
         baton_record r;
-        uint64_t n = 0;
+        uint64_t n = 0, gone = st->readers_gone;
         while ((rc = baton_loader_next(l, &r, err)) == BATON_OK) {
             frame.len = 0;
             if ((rc = baton_recordio_frame(&frame, r.data, r.len, err))) break;
@@ -119,8 +130,18 @@ int baton_channel_run(baton_loader *l, const baton_channel_opts *o, baton_channe
             if (o->progress && (n & 255) == 0) baton_progress_update(&prog, n);
         }
         if (o->progress) baton_progress_finish(&prog);
+        if (rc == BATON_END && st->readers_gone == gone) {   /* every record written: say so before the EOF */
+            char js[160];
+            int k = snprintf(js, sizeof js, "{\"epoch\":%llu,\"records\":%llu,\"pid\":%d,\"last\":%s}\n",
+                             (unsigned long long)epoch, (unsigned long long)n, (int)getpid(),
+                             epoch + 1 >= o->epochs ? "true" : "false");
+            baton_err e2 = {0};
+            if (baton_file_write_atomic(done, js, (size_t)k, &e2))
+                baton_log(BATON_LOG_WARN, "%s: %s", done, e2.msg);
+        }
         close(fd);
         unlink(path);
+        if (o->on_pipe) o->on_pipe(NULL, o->ud);
         if (rc == BATON_END) {
             rc = BATON_OK;
             st->epochs++;

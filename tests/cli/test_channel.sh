@@ -65,4 +65,47 @@ echo "precious" >"$T/fifo/keep_0"
 expect_fail 1 "keep_0 exists and is not a named pipe" $BATON channel --data "$T/ds" --fifo-dir "$T/fifo" --channel keep --quiet
 check '[ "$(cat "$T/fifo/keep_0")" = precious ]' "the regular file is untouched"
 check '[ ! -e "$T/x_0" ]' "nothing written outside the folder"
+
+# an epoch's end against a producer that died: docs/channels.md's own reader (taken from the
+# document) reads two whole epochs, each confirmed by its .done file; then `baton channel` is
+# interrupted (SIGINT, as Ctrl-C) mid-epoch: its pipe is removed and the reader says "cut off"
+python3 - docs/channels.md "$T/docreader.py" <<'PY'
+import re, sys
+code = re.search(r"```python\n(.*?)```", open(sys.argv[1]).read(), re.S).group(1)
+code = code.split("\nfor epoch, label, image in channel(")[0]   # the library part, not the demo loop
+open(sys.argv[2], "w").write(code + """
+import sys
+slow = len(sys.argv) > 4
+try:
+    n = 0
+    for epoch, label, image in channel(sys.argv[1], sys.argv[2], int(sys.argv[3])):
+        n += 1
+        if slow:
+            if n == 1:
+                open(sys.argv[1] + ".reading", "w").close()   # inside epoch 0: the test may interrupt
+            time.sleep(0.002)
+    print("complete", n)
+except RuntimeError as e:
+    print("error", e)
+""")
+PY
+mkdir -p "$T/dfifo"
+$BATON channel --data "$T/ds" --fifo-dir "$T/dfifo" --channel train --epochs 2 --quiet 2>/dev/null &
+pid=$!
+out=$(timeout 120 python3 "$T/docreader.py" "$T/dfifo" train 2)
+wait $pid
+check '[ "$out" = "complete 20000" ] && grep -q "\"records\":10000" "$T/dfifo/train_0.done" && grep -q "\"last\":true" "$T/dfifo/train_1.done"' \
+    "the document's reader: two epochs, each confirmed by its .done ($out)"
+rm -f "$T/dfifo"/*
+$BATON channel --data "$T/ds" --fifo-dir "$T/dfifo" --channel train --epochs 2 --quiet 2>/dev/null &
+pid=$!
+timeout 120 python3 "$T/docreader.py" "$T/dfifo" train 2 slow >"$T/cut.out" &
+rpid=$!
+for _ in $(seq 600); do [ -e "$T/dfifo.reading" ] && break; sleep 0.05; done   # the reader is inside epoch 0
+kill -INT $pid
+wait $pid
+rc=$?
+wait $rpid
+check '[ "$rc" -eq 130 ] && [ ! -e "$T/dfifo/train_0" ] && [ ! -e "$T/dfifo/train_0.done" ]' "Ctrl-C: the pipe is removed (exit $rc; left: $(ls "$T/dfifo"))"
+check 'grep -q "^error .*train_0: cut off after [0-9]* records" "$T/cut.out"' "the reader tells the cut from an epoch's end: $(cat "$T/cut.out")"
 finish
