@@ -91,6 +91,7 @@ static fchunk *take_slot(baton_fetch *f)
     c->fails = 0;
     c->retry_at = 0;
     c->last = 0;
+    c->total = UINT64_MAX;
     push_order(f, idx);
     return c;
 }
@@ -166,6 +167,7 @@ void fetch_plan(baton_fetch *f)
         c->tag = r->tag;
         c->off = r->next_off;
         c->len = n;
+        c->total = o->size;   /* local: the file's size; remote: what an answer told, if any */
         c->last = r->next_off + n == r->end;
         if (n == 0) {                    /* an empty range: one empty piece */
             c->state = C_DONE;
@@ -440,6 +442,7 @@ int baton_fetch_next(baton_fetch *f, baton_fetch_piece *p, baton_err *err)
                 p->data = c->len ? c->buf : empty;
                 p->len = c->len;
                 p->last = c->last;
+                p->object_size = c->total;
                 p->priv_ = c;
                 pthread_mutex_unlock(&f->mu);
                 return BATON_OK;

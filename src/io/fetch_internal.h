@@ -39,6 +39,7 @@ struct fchunk {
     uint64_t tag, off;
     size_t len, got;    /* len may shrink once a probe learns the size */
     int last;
+    uint64_t total;     /* object size the answer told (UINT64_MAX: not told); the piece's object_size */
     uint8_t *buf;
     /* the current attempt */
     CURL *easy;

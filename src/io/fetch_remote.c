@@ -51,6 +51,7 @@ static int chunk_check(fchunk *c)
         }
     }
     if (total != UINT64_MAX) {
+        c->total = total;
         if (o->size == UINT64_MAX) {
             o->size = total;
         } else if (o->size != total) {
@@ -174,6 +175,7 @@ static void chunk_finish(baton_fetch *f, fchunk *c, CURLcode cc)
             fetch_set_error(f, &e);
             return;
         }
+        c->total = r->cr_total;
         c->state = C_DONE;
         pthread_cond_broadcast(&f->cv_out);
         return;
