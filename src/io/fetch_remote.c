@@ -84,6 +84,7 @@ static size_t chunk_write(char *p, size_t size, size_t nitems, void *ud)
         return 0;
     }
     memcpy(c->buf + c->got, p, n);
+    c->crc = baton_crc32c(c->crc, c->buf + c->got, n);   /* as the bytes arrive, still in cache */
     c->got += n;
     c->got_attempt += n;
     return n;

@@ -17,6 +17,8 @@ typedef struct baton_fetch_piece {
     uint64_t object_size;   /* the object's size as the store told it with this piece (a local
                                file's size when opened, a Content-Range total); UINT64_MAX: not
                                told. A reader compares it with the size it expects. */
+    uint32_t crc32c;        /* baton_crc32c(0, data, len), summed by the I/O thread as the bytes
+                               arrived, so a reader checks them without a pass of its own */
     void *priv_;
 } baton_fetch_piece;
 
@@ -94,22 +96,22 @@ int io_stream_permutation(const baton_manifest *m, uint64_t seed, uint64_t epoch
 typedef struct io_verify {
     size_t n;
     uint64_t *seen;
-    uint32_t *terms;
+    uint32_t **sums;    /* per shard (on first use): the terms, by MiB of distance from its end */
     uint64_t pass;
     int started;
 } io_verify;
 int io_verify_init(io_verify *v, size_t nshards, baton_err *err);
 void io_verify_free(io_verify *v);
-void io_verify_reset(io_verify *v);   /* a seek: forget the sums of the pass */
+void io_verify_reset(io_verify *v, const baton_manifest *m);   /* a seek: forget the pass's sums */
 /* The store told `told` bytes (UINT64_MAX: nothing) for object name with its bytes at offset
  * `at`; dataset.json says `expect`. BATON_ERR_CORRUPT naming both when they differ. */
 int io_verify_size(const char *uri, const char *name, uint64_t expect, uint64_t told, uint64_t at, baton_err *err);
-/* n bytes of shard s (si) at offset `at` passed in pass `pass` (a new pass forgets the last):
- * summed, and once every byte of the shard passed in this pass, its CRC32C is compared with
- * dataset.json (BATON_ERR_CORRUPT naming the shard). *whole (may be NULL): 1 when this call
- * completed the shard and it matched. */
-int io_verify_bytes(io_verify *v, const char *uri, const baton_shard_info *si, uint32_t s, uint64_t pass,
-                    uint64_t at, const void *p, size_t n, int *whole, baton_err *err);
+/* n bytes of shard s of m at offset `at`, whose CRC32C is crc (baton_crc32c(0, bytes, n)), passed
+ * in pass `pass` (a new pass forgets the last): summed, and once every byte of the shard passed
+ * in this pass, its CRC32C is compared with dataset.json (BATON_ERR_CORRUPT naming the shard).
+ * *whole (may be NULL): 1 when this call completed the shard and it matched. */
+int io_verify_add(io_verify *v, const char *uri, const baton_manifest *m, uint32_t s, uint64_t pass, uint64_t at,
+                  uint64_t n, uint32_t crc, int *whole, baton_err *err);
 
 /* Verified local copies (localcopy.c). */
 typedef struct io_sink {

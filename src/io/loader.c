@@ -355,8 +355,8 @@ static int indexed_next(baton_loader *l, baton_record *out, baton_err *err)
         io_loader_count_fetched(l, l->cur.epoch, end - at);
         /* and nothing checked them yet: summed into the shard's CRC32C, compared once the epoch
          * read every record of the shard (file and cache copies were checked as they were written) */
-        rc = io_verify_bytes(&l->verify, baton_store_uri(l->store), &l->m.shards[s], s, l->cur.epoch, at,
-                             l->map[s] + at, end - at, NULL, err);
+        rc = io_verify_add(&l->verify, baton_store_uri(l->store), &l->m, s, l->cur.epoch, at, end - at,
+                           baton_crc32c(0, l->map[s] + at, end - at), NULL, err);
         if (rc) return rc;
     }
     out->data = r.data;
@@ -380,7 +380,7 @@ int baton_loader_seek(baton_loader *l, const baton_cursor *c, baton_err *err)
                              (unsigned long long)c->position, (unsigned long long)size);
     l->streamed = io_loader_epoch_streamed(l, l->cur.epoch);
     l->positioned = 1;
-    io_verify_reset(&l->verify);   /* a pass that does not start at its beginning checks only whole shards */
+    io_verify_reset(&l->verify, &l->m);   /* a pass that does not start at its beginning checks only whole shards */
     if (io_loader_past_end(l, l->cur.epoch, l->cur.position)) {
         io_stream_reset(l);   /* nothing more to read: nothing to fetch */
         return BATON_OK;

@@ -47,7 +47,7 @@ void io_stream_reset(baton_loader *l)
     l->plan_base = 0;
     l->planned_through = 0;
     l->blk_valid = 0;
-    io_verify_reset(&l->verify);
+    io_verify_reset(&l->verify, &l->m);
 }
 
 uint64_t io_loader_rec_end(const baton_loader *l, uint32_t s, uint64_t j)
@@ -290,7 +290,7 @@ static int check_piece(baton_loader *l, const plan_seg *p, uint64_t at, const ba
     int whole = 0;
     int rc = io_verify_size(uri, si->file, si->bytes, piece->object_size, at, err);
     if (rc == BATON_OK)
-        rc = io_verify_bytes(&l->verify, uri, si, p->shard, p->epoch, at, piece->data, piece->len, &whole, err);
+        rc = io_verify_add(&l->verify, uri, &l->m, p->shard, p->epoch, at, piece->len, piece->crc32c, &whole, err);
     if (rc == BATON_OK) cache_piece(l, p, at, piece->data, piece->len, whole);
     return rc;
 }

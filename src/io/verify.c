@@ -2,9 +2,10 @@
  * with each piece, and the CRC32C of every shard whose every byte passed by in one pass.
  *
  * Owns: per shard, the bytes seen in the current pass (an epoch) and the XOR of their CRC32C terms
- * (baton_crc32c_term: the CRC of a whole summed from its pieces in any order), so the same sums
- * serve the streamed order (ranges in shard order) and mount mode's indexed order (records in a
- * permutation), with no second pass over the bytes.
+ * (baton_crc32c_shift: the CRC of a whole summed from its pieces' CRCs in any order), so the same sums serve the streamed order (ranges in shard order, their CRCs summed
+ * by the fetch thread as they arrived) and mount mode's indexed order (records in a permutation),
+ * with no second pass over the bytes. Terms are kept per MiB of distance from the shard's end and
+ * moved to the end once, when the shard is whole: a record costs a short shift.
  *
  * Contract: a shard is compared once all of its bytes passed in one pass — never from part of it:
  * a pass that reads only some of a shard (another rank's blocks, an end or a resume inside the
@@ -18,13 +19,14 @@
 #include <string.h>
 
 #define VOID_SUM UINT64_MAX   /* seen[s]: this pass cannot check shard s */
+#define NEAR_BITS 20           /* terms are summed per MiB of distance from the shard's end */
 
 int io_verify_init(io_verify *v, size_t nshards, baton_err *err)
 {
     memset(v, 0, sizeof *v);
     v->seen = calloc(nshards ? nshards : 1, sizeof *v->seen);
-    v->terms = calloc(nshards ? nshards : 1, sizeof *v->terms);
-    if (!v->seen || !v->terms) {
+    v->sums = calloc(nshards ? nshards : 1, sizeof *v->sums);
+    if (!v->seen || !v->sums) {
         io_verify_free(v);
         return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
     }
@@ -34,16 +36,20 @@ int io_verify_init(io_verify *v, size_t nshards, baton_err *err)
 
 void io_verify_free(io_verify *v)
 {
+    for (size_t s = 0; v->sums && s < v->n; s++) free(v->sums[s]);
     free(v->seen);
-    free(v->terms);
+    free(v->sums);
     memset(v, 0, sizeof *v);
 }
 
-void io_verify_reset(io_verify *v)
+static size_t nsums(const baton_shard_info *si) { return (size_t)(si->bytes >> NEAR_BITS) + 1; }
+
+void io_verify_reset(io_verify *v, const baton_manifest *m)
 {
-    if (v->started && v->seen) {
-        memset(v->seen, 0, v->n * sizeof *v->seen);
-        memset(v->terms, 0, v->n * sizeof *v->terms);
+    for (size_t s = 0; v->started && s < v->n; s++) {
+        if (!v->seen[s]) continue;
+        v->seen[s] = 0;
+        if (v->sums[s]) memset(v->sums[s], 0, nsums(&m->shards[s]) * sizeof *v->sums[s]);
     }
     v->started = 0;
 }
@@ -57,13 +63,26 @@ int io_verify_size(const char *uri, const char *name, uint64_t expect, uint64_t 
                          (unsigned long long)expect);
 }
 
-int io_verify_bytes(io_verify *v, const char *uri, const baton_shard_info *si, uint32_t s, uint64_t pass,
-                    uint64_t at, const void *p, size_t n, int *whole, baton_err *err)
+/* Every byte of shard s passed: the CRC32C of the whole from the sums, against dataset.json. */
+static int verify_whole(const io_verify *v, const char *uri, const baton_shard_info *si, uint32_t s, baton_err *err)
+{
+    uint32_t x = 0;
+    for (size_t k = 0; k < nsums(si); k++)
+        if (v->sums[s][k]) x ^= baton_crc32c_shift(v->sums[s][k], (uint64_t)k << NEAR_BITS);
+    if (x == si->crc32c) return BATON_OK;
+    return baton_err_set(err, BATON_ERR_CORRUPT,
+                         "%s%s: CRC32C %08x over its %llu bytes (read whole), dataset.json says %08x: it is not the "
+                         "file dataset.json lists", uri, si->file, x, (unsigned long long)si->bytes, si->crc32c);
+}
+
+int io_verify_add(io_verify *v, const char *uri, const baton_manifest *m, uint32_t s, uint64_t pass, uint64_t at,
+                  uint64_t n, uint32_t crc, int *whole, baton_err *err)
 {
     if (whole) *whole = 0;
     if (!v->seen || s >= v->n) return BATON_OK;
+    const baton_shard_info *si = &m->shards[s];
     if (!v->started || v->pass != pass) {
-        io_verify_reset(v);
+        io_verify_reset(v, m);
         v->pass = pass;
         v->started = 1;
     }
@@ -72,17 +91,15 @@ int io_verify_bytes(io_verify *v, const char *uri, const baton_shard_info *si, u
         v->seen[s] = VOID_SUM;
         return BATON_OK;
     }
-    if (n == 0 && si->bytes != 0) return BATON_OK;
-    v->terms[s] ^= baton_crc32c_term(p, n, si->bytes - at - n);
+    if (!v->sums[s] && !(v->sums[s] = calloc(nsums(si), sizeof *v->sums[s])))
+        return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    /* summed near the end (a short shift, its tables in cache), moved the rest of the way once */
+    uint64_t after = si->bytes - at - n;
+    v->sums[s][after >> NEAR_BITS] ^= baton_crc32c_shift(crc, after & ((1u << NEAR_BITS) - 1));
     v->seen[s] += n;
     if (v->seen[s] != si->bytes) return BATON_OK;
     v->seen[s] = VOID_SUM;   /* checked: once a pass */
-    uint32_t crc = baton_crc32c_terms_total(v->terms[s], si->bytes);
-    if (crc != si->crc32c)
-        return baton_err_set(err, BATON_ERR_CORRUPT,
-                             "%s%s: CRC32C %08x over its %llu bytes (read whole), dataset.json says %08x: it is not "
-                             "the file dataset.json lists", uri, si->file, crc, (unsigned long long)si->bytes,
-                             si->crc32c);
-    if (whole) *whole = 1;
-    return BATON_OK;
+    int rc = verify_whole(v, uri, si, s, err);
+    if (rc == BATON_OK && whole) *whole = 1;
+    return rc;
 }

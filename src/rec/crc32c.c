@@ -9,8 +9,8 @@
  *   - on CPUs with AVX-512 VPCLMULQDQ, large buffers (>= 2 KiB) are first folded 256 bytes at a
  *     time with carry-less multiplies (constants derived below from the polynomial), the rest
  *     goes through the SSE4.2 path.
- * And the CRC of a whole summed from its pieces' CRCs in any order (baton_crc32c_term): a piece's
- * raw CRC advanced over the bytes that follow it, with one table per power of two of that distance.
+ * And the CRC of a whole summed from its pieces' CRCs in any order (baton_crc32c_shift): each
+ * piece's CRC advanced over the bytes that follow it, one table per power of two of that distance.
  *
  * Contract: zlib-style running CRC — baton_crc32c(0, p, n) is the CRC of p, and feeding a buffer
  * in pieces gives the same value as feeding it whole. Every path returns the same value for the
@@ -343,24 +343,15 @@ static void build_pow(void)
     }
 }
 
-/* The raw state `raw` advanced over n zero bytes: four lookups per bit set in n. */
+/* A state advanced over n zero bytes: four lookups per bit set in n. */
 static uint32_t advance(uint32_t raw, uint64_t n)
 {
     pthread_once(&pow_once, build_pow);
-    for (int i = 0; n && raw; i++, n >>= 1)
-        if (n & 1) raw = apply_shift(pow_shift[i], raw);
+    for (; n && raw; n &= n - 1) raw = apply_shift(pow_shift[__builtin_ctzll(n)], raw);
     return raw;
 }
 
-/* The raw CRC of p from state 0 is ~baton_crc32c(~0, p): baton_crc32c(c, p) = ~raw(~c, p). The
- * raw CRC is linear, so raw(~0, whole) = advance(~0, total) ^ (XOR over the pieces of
- * advance(raw(0, piece), bytes after it)). */
-uint32_t baton_crc32c_term(const void *p, size_t n, uint64_t after)
-{
-    return advance(~baton_crc32c(0xFFFFFFFFU, p, n), after);
-}
-
-uint32_t baton_crc32c_terms_total(uint32_t terms, uint64_t total)
-{
-    return ~(advance(0xFFFFFFFFU, total) ^ terms);
-}
+/* zlib's crc32_combine in CRC32C: crc(A‖B) = advance(crc(A), len B) ^ crc(B) (the pre- and
+ * post-inversions cancel: advancing is linear), so by induction the CRC of a whole is the XOR over
+ * its pieces of advance(crc(piece), bytes after it). */
+uint32_t baton_crc32c_shift(uint32_t crc, uint64_t n) { return advance(crc, n); }

@@ -93,8 +93,10 @@ int main(void)
 
     /* pieces in any order: cut the buffer at random places, sum the pieces' terms last piece
      * first, get the one-shot value; an empty whole and empty pieces too */
-    CHECK_EQ_U(baton_crc32c_terms_total(0, 0), 0);
-    CHECK_EQ_U(baton_crc32c_term(buf, 0, 12345), 0);
+    CHECK_EQ_U(baton_crc32c_shift(0, 12345), 0);
+    CHECK_EQ_U(baton_crc32c_shift(0xE3069283U, 0), 0xE3069283U);
+    /* zlib's combine: crc("1234" ‖ "56789") from the two CRCs */
+    CHECK_EQ_U(baton_crc32c_shift(baton_crc32c(0, "1234", 4), 5) ^ baton_crc32c(0, "56789", 5), 0xE3069283U);
     int terms_ok = 1;
     for (int t = 0; t < 50; t++) {
         size_t cuts[34];
@@ -107,22 +109,32 @@ int main(void)
                 size_t tmp = cuts[j]; cuts[j] = cuts[j - 1]; cuts[j - 1] = tmp;
             }
         uint32_t x = 0;
-        for (int i = nc - 2; i >= 0; i--)   /* last piece first */
-            x ^= baton_crc32c_term(buf + cuts[i], cuts[i + 1] - cuts[i], big - cuts[i + 1]);
-        if (baton_crc32c_terms_total(x, big) != whole) terms_ok = 0;
+        uint32_t far = 0;   /* pieces 1000 bytes or more from the end: summed 1000 bytes nearer, moved once */
+        for (int i = nc - 2; i >= 0; i--) {   /* last piece first */
+            size_t len = cuts[i + 1] - cuts[i], after = big - cuts[i + 1];
+            uint32_t crc = baton_crc32c(0, buf + cuts[i], len);
+            if (after >= 1000) far ^= baton_crc32c_shift(crc, after - 1000);
+            else x ^= baton_crc32c_shift(crc, after);
+        }
+        x ^= baton_crc32c_shift(far, 1000);
+        if (x != whole) terms_ok = 0;
     }
     CHECK(terms_ok);
-    /* a distance past 2^30: a piece followed by a gigabyte of zeros (whose own terms are 0) */
+    /* a distance past 2^30: a piece followed by a gigabyte of zeros; and shifts add, past 2^32 */
     {
         static uint8_t zero_mb[1 << 20];
         uint64_t z = (1ULL << 30) + 12345;
-        uint32_t run = baton_crc32c(0, buf, 1000);
+        uint32_t run = baton_crc32c(0, buf, 1000), zrun = 0;
         for (uint64_t left = z; left > 0;) {
             size_t k = left < sizeof zero_mb ? (size_t)left : sizeof zero_mb;
             run = baton_crc32c(run, zero_mb, k);
+            zrun = baton_crc32c(zrun, zero_mb, k);
             left -= k;
         }
-        CHECK_EQ_U(baton_crc32c_terms_total(baton_crc32c_term(buf, 1000, z), 1000 + z), run);
+        CHECK_EQ_U(baton_crc32c_shift(baton_crc32c(0, buf, 1000), z) ^ zrun, run);
+        uint32_t c0 = baton_crc32c(0, buf, 77);
+        CHECK_EQ_U(baton_crc32c_shift(baton_crc32c_shift(c0, (1ULL << 33) + 5), (1ULL << 40) + 3),
+                   baton_crc32c_shift(c0, (1ULL << 40) + (1ULL << 33) + 8));
     }
     free(buf);
 
