@@ -3,9 +3,10 @@
  * Contract: bytes of one shard arrive in order (io_sink_write); they go to "<shard>.part" while a
  * CRC32C runs over them (or the caller's own check of the same bytes gives it: crc_given, cache
  * mode's stream); io_sink_commit checks size and CRC against dataset.json and only then renames
- * the file to its final name. The store's told size of every piece must be the listed one. A partial or corrupted copy is never used: a copy is trusted
- * only after its size and CRC32C were checked in this process (by io_local_valid when it opens a
- * copy, or by the sink as this process wrote it: io_download's `written`). So no fsync is needed —
+ * the file to its final name; a download also stops at the first piece whose object size, as the
+ * store tells it, is not the listed one. A partial or corrupted copy is never used: a copy is
+ * trusted only after its size and CRC32C were checked in this process (by io_local_valid when it
+ * opens a copy, or by the sink as this process wrote it: io_download's `written`). So no fsync is needed —
  * a copy torn by a crash fails that check and is fetched again — and writing the cache costs the
  * trainer no disk flushes. io_download pulls
  * whole shards through one ordered fetcher (several ranged requests in flight), downloads a
