@@ -12,7 +12,10 @@
  *            that changed underneath is an error, never a silent mix).
  *  order     each epoch's record order is a pure function of (seed, epoch): see "Orders" below.
  *  loader    records of an epoch in that order, in one of four modes (file, pipe, mount, cache),
- *            resumable exactly from a cursor {seed, epoch, position}, sharded over (rank, world).
+ *            resumable exactly from a cursor {seed, epoch, position}, sharded over (rank, world);
+ *            every mode checks each shard against dataset.json as its bytes pass (the size the
+ *            store tells; the CRC32C of each shard read whole in an epoch), BATON_ERR_CORRUPT
+ *            naming the shard.
  *
  * What it offers, in the order a caller uses it:
  *   1. Stores (src/io/store.c, store_local.c, store_remote.c, store_list.c):

@@ -34,6 +34,14 @@
  * baton_crc32c(baton_crc32c(0, a, na), b, nb) equals the CRC of a followed by b.
  * The dispatcher uses the SSE4.2 instruction when the CPU has it, else the table path. */
 uint32_t baton_crc32c(uint32_t crc, const void *p, size_t n);
+/* The CRC32C of a whole summed from its pieces in any order: baton_crc32c_shift(crc, n) moves the
+ * CRC of a piece (baton_crc32c(0, piece, len)) over n bytes that follow it, and the XOR over the
+ * pieces that tile a whole of each one's CRC shifted by the bytes after it is the CRC32C of the
+ * whole (zlib's crc32_combine: crc(A‖B) = shift(crc(A), len B) ^ crc(B)). Shifts add —
+ * shift(shift(c, a), b) = shift(c, a + b) — and a shift of an XOR is the XOR of the shifts, so
+ * pieces can be summed near the end and moved the rest of the way once. No pass over the bytes:
+ * four table lookups per bit set in n. */
+uint32_t baton_crc32c_shift(uint32_t crc, uint64_t n);
 
 /* ---------------------------------------------------------------- formats */
 typedef enum baton_rec_format {

@@ -8,6 +8,10 @@
  *  - Shards roll over at --shard-mb; each shard and its .idx are written under temporary names and
  *    renamed only after fsync (baton_shard_writer); dataset.json is written last, crash-safely, so a
  *    folder with a dataset.json always has every shard it names.
+ *  - One pack at a time writes a folder: it holds DIR/.lock for the whole pack (a second fails at
+ *    once, naming the first's pid), and says when it replaces a dataset that was there (whose
+ *    shards it overwrites: readers of the old dataset.json meanwhile fail their size or CRC32C
+ *    check, never read a mix).
  *  - Every image is decoded once (pixels are needed for the normalisation statistics anyway), so an
  *    undecodable input file is reported by name before anything is published.
  *  - Source files that are already in the requested encoding are stored as they are (no second
@@ -269,6 +273,36 @@ static void tidy(const char *dir, const baton_manifest *old, const baton_manifes
                   "packs that were killed", dir, files, temps);
 }
 
+/* One pack at a time in a folder: DIR/.lock (baton_lock_acquire, as a trainer locks its checkpoint
+ * folder) is held from before the first shard until dataset.json is written and the folder tidied,
+ * so two packs never interleave their shards under one dataset.json. A dataset already there is
+ * named (loaded into *old for the tidy): its shards are overwritten as the new ones are written. */
+static int lock_out(const char *dir, int *fd, baton_manifest *old, int *had_old, baton_err *err)
+{
+    char lock[4200], what[4200];
+    int rc = baton_path_join(lock, sizeof lock, dir, ".lock", err);
+    if (rc) return rc;
+    snprintf(what, sizeof what, "dataset folder %s", dir);
+    if ((rc = baton_lock_acquire(lock, what, fd, err))) {
+        if (rc == BATON_ERR_BUSY) {   /* say what to do about it */
+            size_t l = strlen(err->msg);
+            snprintf(err->msg + l, sizeof err->msg - l, ": another pack is writing there; wait for it or give this "
+                     "one its own --out");
+        }
+        return rc;
+    }
+    baton_err oerr = {0};
+    int lrc = baton_manifest_load(dir, old, &oerr);
+    *had_old = lrc == BATON_OK;
+    if (*had_old)
+        baton_log(BATON_LOG_INFO, "replacing the dataset in %s (%s/%s, %llu records in %zu shard(s))", dir,
+                  old->name ? old->name : "?", old->split ? old->split : "?", (unsigned long long)old->samples,
+                  old->nshards);
+    else if (lrc != BATON_ERR_NOTFOUND)
+        baton_log(BATON_LOG_INFO, "replacing the dataset in %s (its dataset.json does not load: %s)", dir, oerr.msg);
+    return BATON_OK;
+}
+
 int baton_pack(const baton_pack_opts *o, baton_manifest *out, baton_err *err)
 {
     memset(out, 0, sizeof *out);
@@ -286,6 +320,9 @@ int baton_pack(const baton_pack_opts *o, baton_manifest *out, baton_err *err)
     if (rc) return rc;
     rc = fill_header(&p, err);
     if (rc == BATON_OK) rc = baton_mkdir_p(o->out_dir, err);
+    int lock_fd = -1, had_old = 0;
+    baton_manifest old;
+    if (rc == BATON_OK) rc = lock_out(o->out_dir, &lock_fd, &old, &had_old, err);
     size_t n = baton_src_count(p.src);
     if (rc == BATON_OK && n == 0) rc = baton_err_set(err, BATON_ERR_FORMAT, "%s: no images", o->from);
     if (rc == BATON_OK && !(order = malloc(n * sizeof *order)))
@@ -320,13 +357,11 @@ int baton_pack(const baton_pack_opts *o, baton_manifest *out, baton_err *err)
             out->mean[k] = (float)mean;
             out->std[k] = (float)sqrt(var > 1e-12 ? var : 1e-12);
         }
-        baton_manifest old;
-        baton_err oerr = {0};
-        const int had_old = baton_manifest_load(o->out_dir, &old, &oerr) == BATON_OK;
         rc = baton_manifest_save(o->out_dir, out, err);
         if (rc == BATON_OK) tidy(o->out_dir, had_old ? &old : NULL, out);
-        if (had_old) baton_manifest_free(&old);
     }
+    if (had_old) baton_manifest_free(&old);
+    baton_lock_release(lock_fd);   /* after dataset.json and the tidy: the folder is consistent */
     free(order);
     baton_image_free(&p.img);
     baton_image_free(&p.sized);

@@ -25,6 +25,8 @@
  *    counts in stats.retries.
  *  - Local: the I/O thread preads chunks from the file (through baton_sys), one at a time (page
  *    cache copies need no concurrency; `inflight` is ignored), same order and memory bound.
+ *  - Each piece comes with the CRC32C of its bytes (summed by the I/O thread as they arrive) and
+ *    the object size the store told with them, for readers that check what they read.
  *  - The first error is sticky: baton_fetch_next returns it (naming the object and offset) from
  *    then on, and the I/O thread stops all transfers.
  *  - baton_fetch_free stops the thread promptly, even in the middle of transfers. */
@@ -91,6 +93,8 @@ static fchunk *take_slot(baton_fetch *f)
     c->fails = 0;
     c->retry_at = 0;
     c->last = 0;
+    c->total = UINT64_MAX;
+    c->crc = 0;
     push_order(f, idx);
     return c;
 }
@@ -166,6 +170,7 @@ void fetch_plan(baton_fetch *f)
         c->tag = r->tag;
         c->off = r->next_off;
         c->len = n;
+        c->total = o->size;   /* local: the file's size; remote: what an answer told, if any */
         c->last = r->next_off + n == r->end;
         if (n == 0) {                    /* an empty range: one empty piece */
             c->state = C_DONE;
@@ -243,6 +248,7 @@ static void local_loop(baton_fetch *f)
             }
             c->got += (size_t)r;
         }
+        if (e == 0) c->crc = baton_crc32c(0, c->buf, c->got);   /* here, while the consumer works */
         pthread_mutex_lock(&f->mu);
         f->st.bytes += c->got;
         if (e == 0) {
@@ -440,6 +446,8 @@ int baton_fetch_next(baton_fetch *f, baton_fetch_piece *p, baton_err *err)
                 p->data = c->len ? c->buf : empty;
                 p->len = c->len;
                 p->last = c->last;
+                p->object_size = c->total;
+                p->crc32c = c->crc;
                 p->priv_ = c;
                 pthread_mutex_unlock(&f->mu);
                 return BATON_OK;

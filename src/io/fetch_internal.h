@@ -39,6 +39,8 @@ struct fchunk {
     uint64_t tag, off;
     size_t len, got;    /* len may shrink once a probe learns the size */
     int last;
+    uint64_t total;     /* object size the answer told (UINT64_MAX: not told); the piece's object_size */
+    uint32_t crc;       /* CRC32C of buf[0..got): the piece's crc32c */
     uint8_t *buf;
     /* the current attempt */
     CURL *easy;

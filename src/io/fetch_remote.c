@@ -51,6 +51,7 @@ static int chunk_check(fchunk *c)
         }
     }
     if (total != UINT64_MAX) {
+        c->total = total;
         if (o->size == UINT64_MAX) {
             o->size = total;
         } else if (o->size != total) {
@@ -83,6 +84,7 @@ static size_t chunk_write(char *p, size_t size, size_t nitems, void *ud)
         return 0;
     }
     memcpy(c->buf + c->got, p, n);
+    c->crc = baton_crc32c(c->crc, c->buf + c->got, n);   /* as the bytes arrive, still in cache */
     c->got += n;
     c->got_attempt += n;
     return n;
@@ -174,6 +176,7 @@ static void chunk_finish(baton_fetch *f, fchunk *c, CURLcode cc)
             fetch_set_error(f, &e);
             return;
         }
+        c->total = r->cr_total;
         c->state = C_DONE;
         pthread_cond_broadcast(&f->cv_out);
         return;

@@ -14,6 +14,11 @@ typedef struct baton_fetch_piece {
     const uint8_t *data;
     size_t len;
     int last;               /* 1 on the final piece of that range */
+    uint64_t object_size;   /* the object's size as the store told it with this piece (a local
+                               file's size when opened, a Content-Range total); UINT64_MAX: not
+                               told. A reader compares it with the size it expects. */
+    uint32_t crc32c;        /* baton_crc32c(0, data, len), summed by the I/O thread as the bytes
+                               arrived, so a reader checks them without a pass of its own */
     void *priv_;
 } baton_fetch_piece;
 
@@ -86,6 +91,28 @@ int io_stream_permutation(const baton_manifest *m, uint64_t seed, uint64_t epoch
                           uint32_t rank, uint32_t world, const uint64_t *shard_first, uint64_t *perm,
                           baton_err *err);
 
+/* Shards checked against dataset.json as their bytes pass (verify.c): per shard, the bytes seen
+ * in one pass (an epoch) and the XOR of their CRC32C terms, in whatever order they come. */
+typedef struct io_verify {
+    size_t n;
+    uint64_t *seen;
+    uint32_t **sums;    /* per shard (on first use): the terms, by MiB of distance from its end */
+    uint64_t pass;
+    int started;
+} io_verify;
+int io_verify_init(io_verify *v, size_t nshards, baton_err *err);
+void io_verify_free(io_verify *v);
+void io_verify_reset(io_verify *v, const baton_manifest *m);   /* a seek: forget the pass's sums */
+/* The store told `told` bytes (UINT64_MAX: nothing) for object name with its bytes at offset
+ * `at`; dataset.json says `expect`. BATON_ERR_CORRUPT naming both when they differ. */
+int io_verify_size(const char *uri, const char *name, uint64_t expect, uint64_t told, uint64_t at, baton_err *err);
+/* n bytes of shard s of m at offset `at`, whose CRC32C is crc (baton_crc32c(0, bytes, n)), passed
+ * in pass `pass` (a new pass forgets the last): summed, and once every byte of the shard passed
+ * in this pass, its CRC32C is compared with dataset.json (BATON_ERR_CORRUPT naming the shard).
+ * *whole (may be NULL): 1 when this call completed the shard and it matched. */
+int io_verify_add(io_verify *v, const char *uri, const baton_manifest *m, uint32_t s, uint64_t pass, uint64_t at,
+                  uint64_t n, uint32_t crc, int *whole, baton_err *err);
+
 /* Verified local copies (localcopy.c). */
 typedef struct io_sink {
     const baton_shard_info *si;
@@ -93,6 +120,8 @@ typedef struct io_sink {
     int fd;
     uint64_t written;
     uint32_t crc;
+    int crc_given;   /* the caller checks the CRC32C as the bytes pass (io_sink_write does not)
+                        and sets crc to the verified value before the commit */
 } io_sink;
 int io_sink_open(io_sink *s, const char *dir, const baton_shard_info *si, baton_err *err);
 int io_sink_write(io_sink *s, const void *p, size_t n, baton_err *err);

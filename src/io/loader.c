@@ -109,6 +109,9 @@ static int load_indexes(baton_loader *l, baton_err *err)
         if (baton_buf_append(&b, p.data, p.len)) rc = baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
         int last = p.last;
         size_t s = (size_t)p.tag;
+        if (rc == BATON_OK)
+            rc = io_verify_size(baton_store_uri(l->store), l->m.shards[s].index, l->m.shards[s].index_bytes,
+                                p.object_size, p.offset, err);
         baton_fetch_release(f, &p);
         if (rc == BATON_OK && last) {
             rc = take_index(l, s, &b, err);
@@ -216,6 +219,7 @@ int baton_loader_open(const baton_loader_opts *o, baton_loader **out, baton_err 
             rc = baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
         for (size_t s = 0; !rc && s < n; s++)
             l->shard_first[s + 1] = l->shard_first[s] + l->m.shards[s].records;
+        if (!rc) rc = io_verify_init(&l->verify, n, err);
         if (!rc) rc = load_indexes(l, err);
         l->total = l->m.samples;
     }
@@ -349,6 +353,11 @@ static int indexed_next(baton_loader *l, baton_record *out, baton_err *err)
     if (l->o.mode == BATON_MODE_MOUNT) {   /* read in place: these bytes come from the store */
         l->st.bytes_fetched += end - at;
         io_loader_count_fetched(l, l->cur.epoch, end - at);
+        /* and nothing checked them yet: summed into the shard's CRC32C, compared once the epoch
+         * read every record of the shard (file and cache copies were checked as they were written) */
+        rc = io_verify_add(&l->verify, baton_store_uri(l->store), &l->m, s, l->cur.epoch, at, end - at,
+                           baton_crc32c(0, l->map[s] + at, end - at), NULL, err);
+        if (rc) return rc;
     }
     out->data = r.data;
     out->len = r.len;
@@ -371,6 +380,7 @@ int baton_loader_seek(baton_loader *l, const baton_cursor *c, baton_err *err)
                              (unsigned long long)c->position, (unsigned long long)size);
     l->streamed = io_loader_epoch_streamed(l, l->cur.epoch);
     l->positioned = 1;
+    io_verify_reset(&l->verify, &l->m);   /* a pass that does not start at its beginning checks only whole shards */
     if (io_loader_past_end(l, l->cur.epoch, l->cur.position)) {
         io_stream_reset(l);   /* nothing more to read: nothing to fetch */
         return BATON_OK;
@@ -450,6 +460,7 @@ void baton_loader_close(baton_loader *l)
     free(l->need);
     free(l->pperm);
     free(l->ep_fetched);
+    io_verify_free(&l->verify);
     baton_buf_free(&l->arena);
     baton_buf_free(&l->scratch);
     baton_manifest_free(&l->m);

@@ -74,6 +74,7 @@ struct baton_loader {
     uint32_t sink_shard;
 
     struct io_share *share; /* a local copy shared by the ranks of a machine (share.c), or NULL */
+    io_verify verify;       /* streamed and mount-mode reads: each shard against dataset.json */
 };
 
 /* loader.c, for share.c */

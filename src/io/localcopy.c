@@ -1,10 +1,12 @@
 /* localcopy.c — verified local copies of shards: file mode's download and cache mode's copy.
  *
  * Contract: bytes of one shard arrive in order (io_sink_write); they go to "<shard>.part" while a
- * CRC32C runs over them; io_sink_commit checks size and CRC against dataset.json and only then
- * renames the file to its final name. A partial or corrupted copy is never used: a copy is trusted
- * only after its size and CRC32C were checked in this process (by io_local_valid when it opens a
- * copy, or by the sink as this process wrote it: io_download's `written`). So no fsync is needed —
+ * CRC32C runs over them (or the caller's own check of the same bytes gives it: crc_given, cache
+ * mode's stream); io_sink_commit checks size and CRC against dataset.json and only then renames
+ * the file to its final name; a download also stops at the first piece whose object size, as the
+ * store tells it, is not the listed one. A partial or corrupted copy is never used: a copy is
+ * trusted only after its size and CRC32C were checked in this process (by io_local_valid when it
+ * opens a copy, or by the sink as this process wrote it: io_download's `written`). So no fsync is needed —
  * a copy torn by a crash fails that check and is fetched again — and writing the cache costs the
  * trainer no disk flushes. io_download pulls
  * whole shards through one ordered fetcher (several ranged requests in flight), downloads a
@@ -40,7 +42,7 @@ int io_sink_write(io_sink *s, const void *p, size_t n, baton_err *err)
                              s->si->file, (unsigned long long)s->si->bytes);
     int rc = baton_write_all(s->fd, p, n, s->part, err);
     if (rc) return rc;
-    s->crc = baton_crc32c(s->crc, p, n);
+    if (!s->crc_given) s->crc = baton_crc32c(s->crc, p, n);
     s->written += n;
     return BATON_OK;
 }
@@ -118,7 +120,8 @@ static int download_pass(baton_store *store, const baton_manifest *m, const char
             rc = baton_err_set(err, BATON_ERR_ARG, "cancelled");
             break;
         }
-        if (!open) {
+        rc = io_verify_size(baton_store_uri(store), si->file, si->bytes, p.object_size, p.offset, err);
+        if (rc == BATON_OK && !open) {
             rc = io_sink_open(&sink, dir, si, err);
             open = rc == BATON_OK;
         }

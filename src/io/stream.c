@@ -3,7 +3,8 @@
  *
  * Owns: the plan (one entry per fetched range, in consumption order, consumed entries dropped),
  * the baton_fetch that streams those ranges, the block arena and its permutation, and cache
- * mode's copy of the shards that pass by whole.
+ * mode's copy of the shards that pass by whole; every piece is checked against dataset.json on the
+ * way (verify.c: the size the store tells, each shard's CRC32C once all of it passed in an epoch).
  *
  * Contract: the plan runs at most one epoch ahead of the reader, never past the end the caller
  * set (baton_loader_set_end): an epoch's ranges are queued when the epoch before it starts, so the
@@ -46,6 +47,7 @@ void io_stream_reset(baton_loader *l)
     l->plan_base = 0;
     l->planned_through = 0;
     l->blk_valid = 0;
+    io_verify_reset(&l->verify, &l->m);
 }
 
 uint64_t io_loader_rec_end(const baton_loader *l, uint32_t s, uint64_t j)
@@ -202,8 +204,10 @@ static int plan_epoch(baton_loader *l, uint64_t epoch, uint64_t b0, uint64_t wit
     return rc;
 }
 
-/* Cache mode: pass a streamed piece of shard s at byte offset `at` to its local copy. */
-static void cache_piece(baton_loader *l, const plan_seg *p, uint64_t at, const uint8_t *d, size_t n)
+/* Cache mode: pass a streamed piece of shard s at byte offset `at` to its local copy. The stream's
+ * check gives the copy its CRC32C: `whole` is 1 when this piece completed the shard and its CRC32C
+ * matched (the copy, written from the same bytes, then needs no sum of its own). */
+static void cache_piece(baton_loader *l, const plan_seg *p, uint64_t at, const uint8_t *d, size_t n, int whole)
 {
     if (l->o.mode != BATON_MODE_CACHE || l->cache_off || p->epoch != 0) return;
     baton_err err = {0};
@@ -217,9 +221,16 @@ static void cache_piece(baton_loader *l, const plan_seg *p, uint64_t at, const u
         if (io_sink_open(&l->sink, l->local_dir, si, &err)) goto fail;
         l->sink_open = 1;
         l->sink_shard = p->shard;
+        l->sink.crc_given = 1;
     }
     if (io_sink_write(&l->sink, d, n, &err)) goto fail;
     if (l->sink.written == si->bytes) {
+        if (!whole) {   /* cannot happen (the copy's bytes are the whole shard's, in this pass): no copy */
+            io_sink_abort(&l->sink);
+            l->sink_open = 0;
+            return;
+        }
+        l->sink.crc = si->crc32c;
         l->sink_open = 0;
         if (io_sink_commit(&l->sink, &err)) goto fail;
         l->cache_written[p->shard] = 1;   /* checked as written: no read-back before epoch 1 */
@@ -269,6 +280,21 @@ void io_loader_count_fetched(baton_loader *l, uint64_t epoch, uint64_t n)
     l->ep_fetched[i] += n;
 }
 
+/* A streamed piece of plan entry p at offset `at`: checked against dataset.json (the size the
+ * store told; the shard's CRC32C once all of it passed in this epoch), then cache mode's copy. */
+static int check_piece(baton_loader *l, const plan_seg *p, uint64_t at, const baton_fetch_piece *piece,
+                       baton_err *err)
+{
+    const baton_shard_info *si = &l->m.shards[p->shard];
+    const char *uri = baton_store_uri(l->store);
+    int whole = 0;
+    int rc = io_verify_size(uri, si->file, si->bytes, piece->object_size, at, err);
+    if (rc == BATON_OK)
+        rc = io_verify_add(&l->verify, uri, &l->m, p->shard, p->epoch, at, piece->len, piece->crc32c, &whole, err);
+    if (rc == BATON_OK) cache_piece(l, p, at, piece->data, piece->len, whole);
+    return rc;
+}
+
 /* Read the next block's ranges from the fetcher into the arena; permute the positions it hands
  * out into arena slots. */
 static int assemble_block(baton_loader *l, baton_err *err)
@@ -296,7 +322,10 @@ static int assemble_block(baton_loader *l, baton_err *err)
                                    (unsigned long long)piece.offset, (unsigned long long)at);
                 break;
             }
-            cache_piece(l, p, at, piece.data, piece.len);
+            if ((rc = check_piece(l, p, at, &piece, err)) != BATON_OK) {
+                baton_fetch_release(l->fetch, &piece);
+                break;
+            }
             /* lent, not copied: the records come out of the piece itself (only one that crosses
              * its edge is copied by the reader); the piece goes back once they are in the arena */
             rc = baton_rec_reader_feed_ref(l->reader, piece.data, piece.len, err);

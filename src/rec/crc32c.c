@@ -9,6 +9,8 @@
  *   - on CPUs with AVX-512 VPCLMULQDQ, large buffers (>= 2 KiB) are first folded 256 bytes at a
  *     time with carry-less multiplies (constants derived below from the polynomial), the rest
  *     goes through the SSE4.2 path.
+ * And the CRC of a whole summed from its pieces' CRCs in any order (baton_crc32c_shift): each
+ * piece's CRC advanced over the bytes that follow it, one table per power of two of that distance.
  *
  * Contract: zlib-style running CRC — baton_crc32c(0, p, n) is the CRC of p, and feeding a buffer
  * in pieces gives the same value as feeding it whole. Every path returns the same value for the
@@ -53,9 +55,22 @@ static uint32_t sw_raw(uint32_t crc, const uint8_t *p, size_t n)
     return crc;
 }
 
+/* A 32×32 bit matrix given by its columns (col[j] = the image of bit j) as four byte-indexed
+ * tables, so that applying it costs four lookups. */
+static void expand_shift(uint32_t tab[4][256], const uint32_t col[32])
+{
+    for (int k = 0; k < 4; k++) {
+        for (int b = 0; b < 256; b++) {
+            uint32_t v = 0;
+            for (int i = 0; i < 8; i++)
+                if (b & (1 << i)) v ^= col[8 * k + i];
+            tab[k][b] = v;
+        }
+    }
+}
+
 /* The raw CRC state is linear over GF(2): advancing a state over `len` zero bytes is a 32×32
- * bit matrix. Build it column by column (state = one bit, run over zeros), then expand it into
- * four byte-indexed tables so applying it costs four lookups. */
+ * bit matrix. Build it column by column (state = one bit, run over zeros), then expand it. */
 static void build_shift(uint32_t tab[4][256], size_t len)
 {
     static const uint8_t zeros[64];
@@ -69,14 +84,7 @@ static void build_shift(uint32_t tab[4][256], size_t len)
         }
         col[j] = c;
     }
-    for (int k = 0; k < 4; k++) {
-        for (int b = 0; b < 256; b++) {
-            uint32_t v = 0;
-            for (int i = 0; i < 8; i++)
-                if (b & (1 << i)) v ^= col[8 * k + i];
-            tab[k][b] = v;
-        }
-    }
+    expand_shift(tab, col);
 }
 
 static inline uint32_t apply_shift(uint32_t tab[4][256], uint32_t crc)
@@ -317,3 +325,33 @@ uint32_t baton_crc32c_unmask(uint32_t masked)
     uint32_t rot = masked - 0xa282ead8U;
     return (rot >> 17) | (rot << 15);
 }
+
+/* ---------------------------------------------------------------- pieces in any order */
+/* pow_shift[i]: the raw state advanced over 2^i zero bytes; built on the first term, each table
+ * the square of the one before (the distance doubled). */
+static uint32_t pow_shift[64][4][256];
+static pthread_once_t pow_once = PTHREAD_ONCE_INIT;
+
+static void build_pow(void)
+{
+    tables_init();
+    build_shift(pow_shift[0], 1);
+    for (int i = 1; i < 64; i++) {
+        uint32_t col[32];
+        for (int j = 0; j < 32; j++) col[j] = apply_shift(pow_shift[i - 1], apply_shift(pow_shift[i - 1], (uint32_t)1 << j));
+        expand_shift(pow_shift[i], col);
+    }
+}
+
+/* A state advanced over n zero bytes: four lookups per bit set in n. */
+static uint32_t advance(uint32_t raw, uint64_t n)
+{
+    pthread_once(&pow_once, build_pow);
+    for (; n && raw; n &= n - 1) raw = apply_shift(pow_shift[__builtin_ctzll(n)], raw);
+    return raw;
+}
+
+/* zlib's crc32_combine in CRC32C: crc(A‖B) = advance(crc(A), len B) ^ crc(B) (the pre- and
+ * post-inversions cancel: advancing is linear), so by induction the CRC of a whole is the XOR over
+ * its pieces of advance(crc(piece), bytes after it). */
+uint32_t baton_crc32c_shift(uint32_t crc, uint64_t n) { return advance(crc, n); }

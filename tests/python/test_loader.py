@@ -187,6 +187,23 @@ for mode in ("mount", "pipe", "file"):
     kw = {"local_dir": os.path.join(TMP, "tc-" + mode)} if mode == "file" else {}
     e = err_of(d, mode=mode, **kw)
     check(isinstance(e, baton.Error) and "test-00003.rec" in str(e), "%s: a truncated shard named (%s)" % (mode, e))
+# a shard that is not the file dataset.json lists (issue 30: another pack's shard under this
+# dataset.json): refused in every mode, named, never read as records
+def flip(d):   # the same size, another CRC32C: only the checksum tells
+    p = os.path.join(d, "test-00000.rec")
+    b = bytearray(open(p, "rb").read())
+    b[5000] ^= 0x10
+    open(p, "wb").write(bytes(b))
+def grow(d):   # a larger file: its size tells at the first byte
+    with open(os.path.join(d, "test-00003.rec"), "ab") as f:
+        f.write(b"\0" * 5000)
+for name, edit, shard in (("flip", flip, "test-00000.rec"), ("grow", grow, "test-00003.rec")):
+    for mode in ("pipe", "cache", "mount", "file"):
+        d = broken(name + "-" + mode, edit)
+        kw = {"local_dir": os.path.join(TMP, name + "c-" + mode)} if mode in ("file", "cache") else {}
+        e = err_of(d, mode=mode, **kw)
+        check(isinstance(e, baton.Error) and shard in str(e) and "dataset.json" in str(e),
+              "%s: a shard that does not match dataset.json (%s) refused, named (%s)" % (mode, name, e))
 def fifo(d):
     p = os.path.join(d, "test-00001.rec")
     os.remove(p)

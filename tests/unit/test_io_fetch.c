@@ -62,7 +62,8 @@ static int drain_check(baton_fetch *f, const expect *ex, size_t nex, const unsig
     return rc;
 }
 
-/* Stream [0, end) of name and return its CRC32; *bytes gets the count. */
+/* Stream [0, end) of name and return its CRC32; *bytes gets the count. Unless benchmarking (st
+ * NULL): each piece's CRC32C is that of its bytes, and the size it tells is the object's. */
 static int fetch_crc(baton_store *s, const char *name, const baton_fetch_opts *o, uLong *crc,
                      uint64_t *bytes, baton_fetch_stats *st, baton_err *err)
 {
@@ -73,14 +74,20 @@ static int fetch_crc(baton_store *s, const char *name, const baton_fetch_opts *o
     *crc = crc32(0L, Z_NULL, 0);
     *bytes = 0;
     baton_fetch_piece p;
-    int contiguous = 1;
+    int contiguous = 1, piece_crc = 1;
+    uint64_t told = UINT64_MAX;
     while (rc == BATON_OK && (rc = baton_fetch_next(f, &p, err)) == BATON_OK) {
         if (p.offset != *bytes || p.tag != 42) contiguous = 0;
+        if (st && p.crc32c != baton_crc32c(0, p.data, p.len)) piece_crc = 0;
+        if (st && (told == UINT64_MAX || p.object_size != told)) told = told == UINT64_MAX ? p.object_size : 0;
         *crc = crc32(*crc, p.data, (uInt)p.len);
         *bytes += p.len;
         baton_fetch_release(f, &p);
     }
     CHECK(contiguous);
+    CHECK_MSG(piece_crc, "%s: a piece's crc32c is not that of its bytes", name);
+    CHECK_MSG(!st || rc != BATON_END || told == *bytes, "%s: pieces told %" PRIu64 " bytes, the object has %" PRIu64,
+              name, told, *bytes);
     if (st) baton_fetch_get_stats(f, st);
     baton_fetch_free(f);
     return rc == BATON_END ? BATON_OK : rc;

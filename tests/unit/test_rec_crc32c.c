@@ -1,7 +1,8 @@
 /* test_rec_crc32c.c — rec: CRC32C. Published test vectors, a bitwise reference written here,
  * the table path against both hardware paths (crc32 instruction alone, and with carry-less
  * folding where the CPU has it) on random lengths and alignments, incremental (split)
- * computation against one-shot, and TFRecord masking. */
+ * computation against one-shot, the CRC of a whole summed from its pieces in any order, and
+ * TFRecord masking. */
 #include "baton/rec.h"
 #include "check.h"
 #include "../../src/rec/rec_internal.h"
@@ -89,6 +90,52 @@ int main(void)
     uint32_t c = 0;
     for (size_t i = 0; i < 5000; i++) c = baton_crc32c(c, buf + i, 1);
     CHECK_EQ_U(c, crc_bitwise(0, buf, 5000));
+
+    /* pieces in any order: cut the buffer at random places, sum the pieces' terms last piece
+     * first, get the one-shot value; an empty whole and empty pieces too */
+    CHECK_EQ_U(baton_crc32c_shift(0, 12345), 0);
+    CHECK_EQ_U(baton_crc32c_shift(0xE3069283U, 0), 0xE3069283U);
+    /* zlib's combine: crc("1234" ‖ "56789") from the two CRCs */
+    CHECK_EQ_U(baton_crc32c_shift(baton_crc32c(0, "1234", 4), 5) ^ baton_crc32c(0, "56789", 5), 0xE3069283U);
+    int terms_ok = 1;
+    for (int t = 0; t < 50; t++) {
+        size_t cuts[34];
+        int nc = 2 + (int)baton_rng_below(&rng, 32);
+        cuts[0] = 0;
+        cuts[nc - 1] = big;
+        for (int k = 1; k < nc - 1; k++) cuts[k] = baton_rng_below(&rng, big + 1);
+        for (int k = 1; k < nc - 1; k++)   /* sorted: pieces [cuts[k], cuts[k+1]) tile the buffer */
+            for (int j = k; j > 0 && cuts[j] < cuts[j - 1]; j--) {
+                size_t tmp = cuts[j]; cuts[j] = cuts[j - 1]; cuts[j - 1] = tmp;
+            }
+        uint32_t x = 0;
+        uint32_t far = 0;   /* pieces 1000 bytes or more from the end: summed 1000 bytes nearer, moved once */
+        for (int i = nc - 2; i >= 0; i--) {   /* last piece first */
+            size_t len = cuts[i + 1] - cuts[i], after = big - cuts[i + 1];
+            uint32_t crc = baton_crc32c(0, buf + cuts[i], len);
+            if (after >= 1000) far ^= baton_crc32c_shift(crc, after - 1000);
+            else x ^= baton_crc32c_shift(crc, after);
+        }
+        x ^= baton_crc32c_shift(far, 1000);
+        if (x != whole) terms_ok = 0;
+    }
+    CHECK(terms_ok);
+    /* a distance past 2^30: a piece followed by a gigabyte of zeros; and shifts add, past 2^32 */
+    {
+        static uint8_t zero_mb[1 << 20];
+        uint64_t z = (1ULL << 30) + 12345;
+        uint32_t run = baton_crc32c(0, buf, 1000), zrun = 0;
+        for (uint64_t left = z; left > 0;) {
+            size_t k = left < sizeof zero_mb ? (size_t)left : sizeof zero_mb;
+            run = baton_crc32c(run, zero_mb, k);
+            zrun = baton_crc32c(zrun, zero_mb, k);
+            left -= k;
+        }
+        CHECK_EQ_U(baton_crc32c_shift(baton_crc32c(0, buf, 1000), z) ^ zrun, run);
+        uint32_t c0 = baton_crc32c(0, buf, 77);
+        CHECK_EQ_U(baton_crc32c_shift(baton_crc32c_shift(c0, (1ULL << 33) + 5), (1ULL << 40) + 3),
+                   baton_crc32c_shift(c0, (1ULL << 40) + (1ULL << 33) + 8));
+    }
     free(buf);
 
     /* masking (TFRecord) */
