@@ -317,7 +317,8 @@ int io_resp_check(const baton_store *s, const char *name, const io_resp *r, int 
         if (start != 0) {
             where(s, name, start, w, sizeof w);
             return baton_err_set(err, BATON_ERR_NET,
-                                 "%s: server ignored the Range request (200 instead of 206)", w);
+                                 "%s: server ignored the Range request (200 instead of 206): baton reads shards in byte "
+                                 "ranges; serve them with a server that answers ranges (nginx, Apache, S3)", w);
         }
         if (len == UINT64_MAX) return BATON_OK;
         if (r->have_len && r->content_length < len) {
@@ -329,7 +330,8 @@ int io_resp_check(const baton_store *s, const char *name, const io_resp *r, int 
         if (!r->have_len || r->content_length != len) {
             where(s, name, start, w, sizeof w);
             return baton_err_set(err, BATON_ERR_NET,
-                                 "%s: server ignored the Range request (200 instead of 206)", w);
+                                 "%s: server ignored the Range request (200 instead of 206): baton reads shards in byte "
+                                 "ranges; serve them with a server that answers ranges (nginx, Apache, S3)", w);
         }
         return BATON_OK;
     }

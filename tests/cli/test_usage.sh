@@ -51,6 +51,14 @@ expect_fail 1 "test-00000.rec: a file, not a folder: a dataset URI names the fol
     $BATON train --data "$T/fm/test-00000.rec" --model mlp --ckpt-dir "$T/c0" --quiet
 check '"$BATON" train --data "$T/fm" --model mlp --max-steps 2 --quiet --ckpt-dir "$T/c1" --ckpt-uri "file://$T/up" >/dev/null 2>&1 &&
        [ -f "$T/up/ckpt-000000002/MANIFEST" ]' "--ckpt-uri file:///path: created and uploaded to, like a plain path"
+# a plain HTTP server that ignores ranges (python3 -m http.server): refused at the first shard,
+# saying what the server must do, not trained on or hung
+(cd "$T" && exec python3 -u -m http.server 0 --bind 127.0.0.1 >"$T/http.out" 2>&1) &
+hp=$!
+for _ in $(seq 100); do port=$(sed -n 's/.*port \([0-9]*\).*/\1/p' "$T/http.out" | head -1); [ -n "$port" ] && break; sleep 0.05; done
+expect_fail 1 "server ignored the Range request \(200 instead of 206\): baton reads shards in byte ranges" \
+    timeout 60 $BATON train --data "http://127.0.0.1:$port/fm/" --mode pipe --model mlp --max-steps 2 --ckpt-dir "$T/hc" --quiet
+kill $hp 2>/dev/null; wait $hp 2>/dev/null
 # the top-level help names every race subcommand; a refused --listen names the flag that allows it
 check '"$BATON" --help | grep "^  race " | grep -q "train | eval | submit | leaderboard | serve"' "baton --help lists race's subcommands"
 expect_fail 1 "not a loopback address \(add --allow-remote" $BATON race serve --listen 0.0.0.0:0 --db "$T/l.db"
