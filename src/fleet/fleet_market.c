@@ -248,7 +248,7 @@ void baton_market_describe(const baton_market *m, char *out, size_t cap)
             }
             if (k && t + 1 < j->ncommands) put(out, cap, &len, ";");
         }
-        if (drawn) put(out, cap, &len, "; later instances' drawn from the market's hazard (x%g, seed %llu)",
+        if (drawn) put(out, cap, &len, "; for later instances, drawn from the market's hazard (x%g, seed %llu)",
                        j->market.hazard_scale, (unsigned long long)j->market.seed);
         else put(out, cap, &len, "; none drawn from the market's hazard");
     } else if (drawn) {
