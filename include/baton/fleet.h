@@ -80,6 +80,9 @@ typedef struct baton_job_interrupt {
     double after, notice;
     int64_t after_steps;          /* also not before the instance trained this many steps (0: no such
                                    * condition): a schedule that holds on machines of any speed */
+    int64_t at_step;              /* also not before the task's training reached this step, counted
+                                   * across restarts (0: no such condition); an instance that resumes
+                                   * at or past it trains one step first */
     int line;
 } baton_job_interrupt;
 

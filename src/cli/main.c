@@ -1,6 +1,7 @@
 /* main.c — the `baton` command: parses the subcommand and hands over to cmd_<name>.c.
  * Thin by contract: all logic lives in the library. Exit codes: 0 done, 1 error, 2 usage,
- * 75 stopped on an interruption notice after a committed checkpoint. */
+ * 75 stopped on an interruption notice after a committed checkpoint. stdout is line-buffered, so
+ * its lines and stderr's keep their order in one file. */
 #include "cli.h"
 
 #include <stdio.h>
@@ -41,6 +42,10 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+    /* Every command writes results to stdout and events, warnings and errors to stderr. Line-buffer
+     * stdout (a terminal's default) also when it goes to a file or a pipe, so that `baton … >out 2>&1`
+     * keeps the lines in the order they happened instead of stdout's lines coming last. */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc < 2) {
         usage(stderr);
         return CLI_USAGE;

@@ -62,6 +62,8 @@ int fleet_gang_member_start(sup *s, size_t i, baton_err *err)
     if (rc) return rc;
     in->t_running = fleet_now(s);
     in->resumed_step = in->reached_step = vol[0] ? fleet_verified_ckpt_step(s, vol) : 0;
+    int64_t to = baton_market_steps_to(&s->market, in->task, in->launch, in->resumed_step);
+    if (to > 0) in->plan_after_steps = to;
     cJSON *d = cJSON_CreateObject();
     if (d) cJSON_AddStringToObject(d, "metadata", s->lv[i].imds ? baton_imds_url(s->lv[i].imds) : "unreachable");
     fleet_transition(s, i, BATON_WE_START, d, "running: a machine for the task's ranks");
@@ -279,6 +281,8 @@ static int start_launch(sup *s, int task, gang *g, size_t *idx, int world, baton
         in->pid = g->pid;
         in->pid_start = g->pid_start;
         in->resumed_step = in->reached_step = from;
+        int64_t to = baton_market_steps_to(&s->market, in->task, in->launch, from);
+        if (to > 0) in->plan_after_steps = to;   /* a schedule by the task's step: from this launch */
         s->lv[idx[r]].rank = r;
         char cdir[4400];
         fleet_ckpt_dir(s, t->volume, cdir, sizeof cdir);

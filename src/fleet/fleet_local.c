@@ -563,6 +563,8 @@ static int spawn(sup *s, size_t i, baton_err *err)
     unlink(l->progress);
     in->resumed_step = fleet_verified_ckpt_step(s, in->volume);
     in->reached_step = in->resumed_step;
+    int64_t to = baton_market_steps_to(&s->market, in->task, in->launch, in->resumed_step);
+    if (to > 0) in->plan_after_steps = to;   /* a schedule by the task's step: counted from here */
     if ((rc = fleet_start_imds(s, i, 0, err))) return rc;
     fleet_wenv w;
     fleet_wenv_build(s, i, &w);
@@ -581,6 +583,7 @@ static int spawn(sup *s, size_t i, baton_err *err)
         cJSON_AddNumberToObject(d, "resumed_step", (double)in->resumed_step);
         cJSON_AddStringToObject(d, "metadata", l->imds ? baton_imds_url(l->imds) : "unreachable");
         if (in->plan_after >= 0) cJSON_AddNumberToObject(d, "planned_interruption_after", in->plan_after);
+        if (in->plan_after_steps > 0) cJSON_AddNumberToObject(d, "planned_interruption_after_steps", (double)in->plan_after_steps);
     }
     fleet_transition(s, i, BATON_WE_START, d, "running (pid %d) from step %lld", in->pid, (long long)in->resumed_step);
     return 0;

@@ -4,10 +4,14 @@
  * are AWS's three for Spot: price-capacity-optimized (the default), capacity-optimized, lowest-price.
  *
  * Contract: everything is in simulated seconds and deterministic: the same job, seed and
- * schedule give the same pool choices and interruption times. No clocks, no I/O. */
+ * schedule give the same pool choices and interruption times. No clocks, no I/O. A schedule entry
+ * may also name a point of training (after_steps, at_step): the supervisor then waits for the
+ * trainer's progress, so the interruption lands at the same step on a fast machine and a slow one. */
 #include "fleet_parts.h"
 
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -149,6 +153,16 @@ void baton_market_reclaimed(baton_market *m, int pool, double t)
     if (pool >= 0 && (size_t)pool < m->npools) m->busy_until[pool] = t + m->job->market.capacity_cooldown;
 }
 
+/* The schedule entry for the launch_index-th instance of task (the k-th entry naming the task), or
+ * NULL when the schedule has none. */
+static const baton_job_interrupt *sched_entry(const baton_market *m, int task, int launch_index)
+{
+    int k = 0;
+    for (size_t i = 0; i < m->nsched; i++)
+        if (m->sched[i].task == task && k++ == launch_index) return &m->sched[i];
+    return NULL;
+}
+
 void baton_market_plan(const baton_market *m, int task, int launch_index, int pool, double *after, double *notice,
                        int64_t *after_steps)
 {
@@ -156,15 +170,12 @@ void baton_market_plan(const baton_market *m, int task, int launch_index, int po
     *after = -1;
     *after_steps = 0;
     *notice = j->market.notice;
-    int k = 0;
-    for (size_t i = 0; i < m->nsched; i++) {
-        if (m->sched[i].task != task) continue;
-        if (k++ == launch_index) {
-            *after = m->sched[i].after;
-            *notice = m->sched[i].notice;
-            *after_steps = m->sched[i].after_steps;
-            return;
-        }
+    const baton_job_interrupt *e = sched_entry(m, task, launch_index);
+    if (e) {
+        *after = e->after;
+        *notice = e->notice;
+        *after_steps = e->after_steps;
+        return;
     }
     if (!j->market.random || !(j->market.hazard_scale > 0) || pool < 0) return;
     double rate = baton_bucket_hazard(j->types[baton_pool_type(m, pool)].bucket) * j->market.hazard_scale;
@@ -172,4 +183,78 @@ void baton_market_plan(const baton_market *m, int task, int launch_index, int po
     baton_rng_seed3(&r, j->market.seed, 0x6d61726b6574ULL + (uint64_t)task, (uint64_t)launch_index);
     double u = ((double)(baton_rng_next(&r) >> 11) + 0.5) * (1.0 / 9007199254740992.0);   /* (0, 1) */
     *after = -log(u) / rate;
+}
+
+int64_t baton_market_steps_to(const baton_market *m, int task, int launch_index, int64_t resumed)
+{
+    const baton_job_interrupt *e = sched_entry(m, task, launch_index);
+    if (!e || e->at_step <= 0) return 0;
+    if (resumed < 0) resumed = 0;
+    return e->at_step > resumed ? e->at_step - resumed : 1;
+}
+
+/* append to out[cap] at *len; once it does not fit, end with "..." and append nothing more */
+static void put(char *out, size_t cap, size_t *len, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void put(char *out, size_t cap, size_t *len, const char *fmt, ...)
+{
+    if (*len >= cap) return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(out + *len, cap - *len, fmt, ap);
+    va_end(ap);
+    if (n >= 0 && (size_t)n < cap - *len) {
+        *len += (size_t)n;
+        return;
+    }
+    if (cap >= 4) memcpy(out + cap - 4, "...", 4);
+    *len = cap;
+}
+
+static void put_entry(const baton_market *m, const baton_job_interrupt *e, char *out, size_t cap, size_t *len)
+{
+    char d[32];
+    if (e->at_step > 0) put(out, cap, len, "at step %lld", (long long)e->at_step);
+    if (e->after_steps > 0) put(out, cap, len, "after %lld step(s) trained", (long long)e->after_steps);
+    if (e->after > 0) {
+        baton_fleet_fmt_duration(e->after, d, sizeof d);
+        put(out, cap, len, "%s%s after it runs", e->at_step > 0 || e->after_steps > 0 ? ", not before " : "", d);
+    } else if (e->at_step <= 0 && e->after_steps <= 0) {
+        put(out, cap, len, "as soon as it runs");
+    }
+    if (e->notice <= 0) put(out, cap, len, " (no notice)");
+    else if (e->notice != m->job->market.notice) {
+        baton_fleet_fmt_duration(e->notice, d, sizeof d);
+        put(out, cap, len, " (%s notice)", d);
+    }
+}
+
+void baton_market_describe(const baton_market *m, char *out, size_t cap)
+{
+    const baton_job *j = m->job;
+    const int drawn = j->market.random && j->market.hazard_scale > 0;
+    size_t len = 0;
+    if (!cap) return;
+    out[0] = 0;
+    if (m->nsched) {
+        put(out, cap, &len, "interruptions scheduled (%zu):", m->nsched);
+        for (size_t t = 0; t < j->ncommands; t++) {
+            int k = 0;
+            for (size_t i = 0; i < m->nsched; i++) {
+                if ((size_t)m->sched[i].task != t) continue;
+                if (k == 0 && j->ncommands > 1) put(out, cap, &len, " task %zu:", t);
+                put(out, cap, &len, "%s instance %d ", k ? "," : "", k + 1);
+                put_entry(m, &m->sched[i], out, cap, &len);
+                k++;
+            }
+            if (k && t + 1 < j->ncommands) put(out, cap, &len, ";");
+        }
+        if (drawn) put(out, cap, &len, "; for later instances, drawn from the market's hazard (x%g, seed %llu)",
+                       j->market.hazard_scale, (unsigned long long)j->market.seed);
+        else put(out, cap, &len, "; none drawn from the market's hazard");
+    } else if (drawn) {
+        put(out, cap, &len, "interruptions drawn from the market's hazard: each type's Spot Advisor rate x%g, seed %llu",
+            j->market.hazard_scale, (unsigned long long)j->market.seed);
+    } else {
+        put(out, cap, &len, "no interruptions: no schedule, and the market's hazard is off");
+    }
 }

@@ -67,6 +67,11 @@ void baton_market_reclaimed(baton_market *m, int pool, double t);
  * *notice seconds of warning (0: none). */
 void baton_market_plan(const baton_market *m, int task, int launch_index, int pool, double *after,
                        double *notice, int64_t *after_steps);
+/* The schedule entry's at_step for that instance as steps to train from resumed (the step it
+ * resumed from): at_step - resumed, at least 1; 0 when its entry has no at_step (or it has none). */
+int64_t baton_market_steps_to(const baton_market *m, int task, int launch_index, int64_t resumed);
+/* One line for the log: whether interruptions are scheduled (and where) or drawn from the hazard. */
+void baton_market_describe(const baton_market *m, char *out, size_t cap);
 static inline int baton_pool_type(const baton_market *m, int pool) { return pool / (int)m->job->nzones; }
 static inline int baton_pool_zone(const baton_market *m, int pool) { return pool % (int)m->job->nzones; }
 

@@ -272,6 +272,9 @@ int baton_fleet_run(const baton_job *job, const baton_fleet_opts *o, baton_fleet
         fleet_log_event(s, "job", -1, -1, NULL, "running", NULL, "%s job %s: %zu task(s), capacity %d, %s, time x%g, notice %s",
                   found ? "supervising" : "starting", s->rec.name, s->ntasks, s->job->target_capacity,
                   baton_alloc_name(s->job->alloc), s->scale, ts);
+        char md[768];
+        baton_market_describe(&s->market, md, sizeof md);
+        fleet_log_event(s, "market", -1, -1, NULL, NULL, NULL, "market: %s", md);
     }
     if (found) clean_volumes(s);
     struct sigaction sa, old_int, old_term;

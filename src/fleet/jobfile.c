@@ -442,7 +442,13 @@ static int interrupt_pair(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t 
         in->after_steps = v;
         return 0;
     }
-    return unknown(c, kn, path, "task, after, after_steps, notice");
+    if (!strcmp(key, "at_step")) {
+        long v;
+        if (get_int(c, vn, path, 1, 1000000000L, &v)) return c->err->code;
+        in->at_step = v;
+        return 0;
+    }
+    return unknown(c, kn, path, "task, after, after_steps, at_step, notice");
 }
 
 static int interrupt_item(ctx *c, yaml_node_t *e, const char *sub, void *arg)
@@ -455,8 +461,11 @@ static int interrupt_item(ctx *c, yaml_node_t *e, const char *sub, void *arg)
     in->after = -1;
     in->line = line_of(e);
     if (each_pair(c, e, sub, interrupt_pair, in)) return c->err->code;
-    if (in->after < 0 && in->after_steps > 0) in->after = 0;
-    if (in->after < 0) return fail(c, e, sub, "missing 'after' (simulated time after the instance starts) or 'after_steps'");
+    if (in->after_steps > 0 && in->at_step > 0)
+        return fail(c, e, sub, "give 'after_steps' (steps this instance trained) or 'at_step' (the task's step), not both");
+    if (in->after < 0 && (in->after_steps > 0 || in->at_step > 0)) in->after = 0;
+    if (in->after < 0)
+        return fail(c, e, sub, "missing 'after' (simulated time after the instance starts), 'after_steps' or 'at_step'");
     if (in->notice < 0) in->notice = -2;   /* the market's default notice; resolved below */
     return 0;
 }

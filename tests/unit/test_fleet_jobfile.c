@@ -194,6 +194,18 @@ int main(void)
               js.market.interrupts[1].after == 60 && js.market.interrupts[1].after_steps == 5);
         baton_job_free(&js);
     }
+    bad(BASE "market:\n  interruptions:\n    - {at_step: 0}\n", "job.yaml:7:", "at_step");
+    bad(BASE "market:\n  interruptions:\n    - {at_step: 5, after_steps: 5}\n", "job.yaml:7:", "not both");
+    {   /* a step of the task's training: after defaults to 0, no random market */
+        baton_job js;
+        baton_err e2 = {0};
+        const char *t = BASE "market:\n  interruptions:\n    - {at_step: 281}\n    - {at_step: 610, notice: 30s}\n";
+        CHECK_MSG(baton_job_parse("job.yaml", t, strlen(t), &js, &e2) == BATON_OK, "%s", e2.msg);
+        CHECK(js.market.ninterrupts == 2 && js.market.interrupts[0].after == 0 && js.market.interrupts[0].at_step == 281 &&
+              js.market.interrupts[0].after_steps == 0 && js.market.interrupts[1].at_step == 610 &&
+              js.market.interrupts[1].notice == 30 && !js.market.random);
+        baton_job_free(&js);
+    }
     bad(BASE "volume:\n  checkpoints: ../x\n", "job.yaml:6:", "volume.checkpoints");
     bad(BASE "commands: [a, b]\n", "job.yaml:5:", "either 'command' or 'commands'");
     bad("name: j\ncommand: [a, b]\ninstance_types: [c5.xlarge]\nzones: [a]\n", "job.yaml:2:", "command");

@@ -54,6 +54,49 @@ static void strategies(void)
     baton_job_free(&j);
 }
 
+/* A schedule by the task's step (at_step): counted from where each instance resumed, at least one
+ * step for an instance that resumes at or past it; and the line that says how interruptions come. */
+static void schedule_by_step(void)
+{
+    baton_job j;
+    baton_err e = {0};
+    char line[512];
+    CHECK(job(&j, "name: d\ncommand: a\nzones: [za]\ninstance_types: [{name: t, on_demand_price: 1, spot_price: 0.3}]\n"
+                  "market:\n  interruptions:\n    - {at_step: 281}\n    - {at_step: 610}\n"
+                  "    - {after_steps: 5, notice: 0}\n") == 0);
+    baton_market m;
+    CHECK(baton_market_init(&m, &j, &e) == 0);
+    double a, n;
+    int64_t st;
+    baton_market_plan(&m, 0, 0, 0, &a, &n, &st);
+    CHECK(a == 0 && n == 120 && st == 0);   /* the step condition is set when the instance starts */
+    CHECK(baton_market_steps_to(&m, 0, 0, 0) == 281);
+    CHECK(baton_market_steps_to(&m, 0, 0, -1) == 281);    /* no checkpoint yet */
+    CHECK(baton_market_steps_to(&m, 0, 1, 283) == 327);   /* resumed from the first notice's checkpoint */
+    CHECK(baton_market_steps_to(&m, 0, 1, 700) == 1);     /* already past it: one step, then the notice */
+    CHECK(baton_market_steps_to(&m, 0, 2, 700) == 0);     /* after_steps: not an at_step entry */
+    CHECK(baton_market_steps_to(&m, 0, 3, 0) == 0);       /* beyond the schedule */
+    baton_market_describe(&m, line, sizeof line);
+    CHECK_MSG(strstr(line, "interruptions scheduled (3): instance 1 at step 281, instance 2 at step 610, instance 3 "
+                           "after 5 step(s) trained (no notice); none drawn from the market's hazard"), "%s", line);
+    char tiny[24];
+    baton_market_describe(&m, tiny, sizeof tiny);
+    CHECK_MSG(strlen(tiny) == sizeof tiny - 1 && !strcmp(tiny + sizeof tiny - 4, "..."), "%s", tiny);
+    baton_market_free(&m);
+    baton_job_free(&j);
+
+    CHECK(job(&j, "name: d\ncommand: a\nzones: [za]\ninstance_types: [{name: t, on_demand_price: 1, spot_price: 0.3}]\n"
+                  "market: {hazard_scale: 6000, seed: 3}\n") == 0);
+    CHECK(baton_market_init(&m, &j, &e) == 0);
+    baton_market_describe(&m, line, sizeof line);
+    CHECK_MSG(strstr(line, "interruptions drawn from the market's hazard") && strstr(line, "x6000, seed 3"), "%s", line);
+    j.market.random = 0;
+    baton_market_describe(&m, line, sizeof line);
+    CHECK_MSG(strstr(line, "no interruptions"), "%s", line);
+    baton_market_free(&m);
+    baton_job_free(&j);
+}
+
 int main(void)
 {
     /* hazards: increasing by bucket; a month at the >20 % rate reclaims 25 % */
@@ -133,6 +176,7 @@ int main(void)
     CHECK(!strcmp(j.types[baton_pool_type(&m, p)].name, "safe"));
     j.alloc = BATON_ALLOC_LOWEST_PRICE;
     strategies();
+    schedule_by_step();
 
     /* the explicit schedule comes first, per task, in order; then the random market */
     CHECK(baton_market_set_schedule(&m, "5m,90s/0,10m/30s@1", &e) == 0);
