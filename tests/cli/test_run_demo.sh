@@ -14,16 +14,16 @@ line_of() { grep -n -m1 -- "$1" "$T/out" | cut -d: -f1; }   # the first line tha
 
 W=$T/demo
 t0=$(date +%s.%N)
-check '"$BATON" run --work "$W" --max-steps 20 >"$T/out" 2>&1' "baton run --max-steps 20 completes"
+check '"$BATON" run --work "$W" --max-steps 60 >"$T/out" 2>&1' "baton run --max-steps 60 completes"
 t1=$(date +%s.%N)
 "$BATON" fleet status fmnist-resnet8 --state "$W/fleet" --json >"$T/status.json" 2>/dev/null
 
 # how interruptions come is said in the banner, by the fleet and in the closing lines
-check 'grep -q "interruptions scheduled at 30 % and 65 % of the job.s 20 steps (steps 6 and 13)" "$T/out"' \
+check 'grep -q "interruptions scheduled at 30 % and 65 % of the job.s 60 steps (steps 18 and 39)" "$T/out"' \
     "the banner says the interruptions are scheduled at 30 % and 65 % of the steps"
-check 'grep -q "market: interruptions scheduled (2): instance 1 at step 6, instance 2 at step 13; none drawn" "$T/out"' \
+check 'grep -q "market: interruptions scheduled (2): instance 1 at step 18, instance 2 at step 39; none drawn" "$T/out"' \
     "the fleet says the market's interruptions are scheduled, not drawn"
-check 'grep -q "at_step: 6" "$W/demo.yaml" && grep -q "at_step: 13" "$W/demo.yaml" && grep -q -- "--max-steps 20" "$W/demo.yaml"' \
+check 'grep -q "at_step: 18" "$W/demo.yaml" && grep -q "at_step: 39" "$W/demo.yaml" && grep -q -- "--max-steps 60" "$W/demo.yaml"' \
     "the job file carries the schedule and the step limit"
 
 # the relay: two notices, each replacement resuming from the committed checkpoint, nothing lost
@@ -33,9 +33,9 @@ check '[ "$(json "$T/status.json" "d[\"totals\"][\"interruptions_with_notice\"],
 check '[ "$(json "$T/status.json" "d[\"totals\"][\"lost_steps\"]")" = 0 ]' "0 steps lost"
 check '[ "$(json "$T/status.json" "[i[\"exit_code\"] for i in d[\"instances\"]]")" = "[75, 75, 0]" ]' \
     "two trainers stopped after a checkpoint (exit 75), the third finished"
-relay='i = d["instances"]; print(len(i) == 3 and i[0]["resumed_step"] == 0 and all(i[k]["resumed_step"] == i[k - 1]["checkpoint_step"] == i[k - 1]["reached_step"] and i[k]["resumed_step"] > 0 for k in (1, 2)) and i[0]["checkpoint_step"] >= 6 and i[1]["checkpoint_step"] >= 13 and i[2]["reached_step"] == 20)'
+relay='i = d["instances"]; print(len(i) == 3 and i[0]["resumed_step"] == 0 and all(i[k]["resumed_step"] == i[k - 1]["checkpoint_step"] == i[k - 1]["reached_step"] and i[k]["resumed_step"] > 0 for k in (1, 2)) and i[0]["checkpoint_step"] >= 18 and i[1]["checkpoint_step"] >= 39 and i[2]["reached_step"] == 60)'
 check '[ "$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); $relay" "$T/status.json")" = True ]' \
-    "each replacement resumed from the checkpoint committed at its predecessor's notice (past steps 6 and 13), the last reached step 20"
+    "each replacement resumed from the checkpoint committed at its predecessor's notice (past steps 18 and 39), the last reached step 60"
 check 'grep -q "interruptions 2 (2 with notice; scheduled at 30 % and 65 % of the steps), 3 instance(s); work lost 0 steps" "$T/out"' \
     "the demo's closing lines: 2 interruptions with notice, 0 lost"
 
@@ -51,5 +51,5 @@ check '[ -n "$banner" ] && [ -n "$jobline" ] && [ -n "$first" ] && [ "$banner" -
 check '[ -n "$report" ] && [ -n "$done_" ] && [ "$last" -lt "$report" ] && [ "$report" -lt "$done_" ]' \
     "the fleet's last event (line $last), its report (line $report), then the demo's end (line $done_)"
 
-echo "baton run --max-steps 20: $(python3 -c "print(round($t1 - $t0, 1))") s"
+echo "baton run --max-steps 60: $(python3 -c "print(round($t1 - $t0, 1))") s"
 finish
