@@ -17,11 +17,7 @@
 #   - --dist mpi outside a launcher, and ranks given different runs, fail clearly.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/cli/lib.sh
-if ! command -v mpirun >/dev/null; then skip "mpirun not installed (scripts/deps.sh installs openmpi-bin)"; finish; exit; fi
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-export OMP_NUM_THREADS=1 BATON_DIST_TIMEOUT_S=60
-# Open MPI keeps allocations until exit that LeakSanitizer would report as leaks
-export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
+mpi_setup || { finish; exit; }
 D=$T/fm
 check '"$BATON" pack --from fashion-mnist --split test --out "$D" --shard-mb 1 --quiet >/dev/null' "pack"
 TR="$BATON train --data $D --model lenet --batch 64 --seed 7 --threads 1 --quiet --no-notice"
