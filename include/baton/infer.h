@@ -259,7 +259,7 @@ enum { BATON_SRC_MEASURED = 0, BATON_SRC_PROJECTED = 1, BATON_SRC_FILE = 2 };
 typedef struct baton_plan_row {
     char config[100];
     char context[64];        /* "lenet fast t=2 b=1", or the file's label */
-    char basis[96];          /* where the figures come from: "measured here", "from file",
+    char basis[128];         /* where the figures come from: "measured here", "from file",
                                 "15.7 TFLOPS x 3.1 % eff", "memory: 0.25 MB at 900 GB/s", ... */
     int source;              /* BATON_SRC_* */
     int p90_from_mean;       /* the P90 column is the mean (no P90 known) */
