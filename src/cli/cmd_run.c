@@ -185,6 +185,7 @@ static int demo(const char *work, const demo_cfg *c)
            "(SageMaker-style %.1f %%)\n", t->spot_cost, t->counterfactual_cost, t->savings_vs_on_demand_pct,
            t->savings_sagemaker_pct);
     printf("  timeline     %s/timeline.svg; details: baton fleet status " DEMO_JOB " --state %s\n", jdir, state);
+    baton_eval_result_free(&ev);
     baton_fleet_report_free(&r);
     return CLI_OK;
 }
