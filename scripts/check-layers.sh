@@ -32,19 +32,49 @@ while IFS= read -r line; do
 done < <(sed -n '/^## Layout/,/^## /p' "$readme")
 [ ${#order[@]} -gt 0 ] || { echo "check-layers: $readme: no component table under '## Layout'" >&2; exit 1; }
 
-component_of_header() {   # baton/X.h -> the component X names, or "" when none
+header_comp=""
+component_of_header() {   # baton/X.h -> header_comp: the component X names, or "" when none
     local h=$1 c
+    header_comp=""
     for c in "${order[@]}"; do
-        if [ "$h" = "$c" ] || [[ "$h" == "$c"_* ]]; then echo "$c"; return; fi
+        if [ "$h" = "$c" ] || [[ "$h" == "$c"_* ]]; then header_comp=$c; return; fi
     done
-    echo ""
 }
 
+# every file's component: src/NAME/... by its folder, include/baton/NAME*.h by its name
+declare -A comp_of=()
 bad=0
-check_file() {   # FILE COMPONENT
-    local f=$1 comp=$2 n inc target
-    while IFS=: read -r n inc; do
-        target=$(component_of_header "$inc")
+for d in "$root"/src/*/; do
+    comp=$(basename "$d")
+    if [ -z "${allow[$comp]+x}" ]; then
+        echo "src/$comp/: a component that README's table does not list"
+        bad=1; continue
+    fi
+    while IFS= read -r f; do comp_of[$f]=$comp; done < <(find "$d" -name '*.[ch]' | sort)
+done
+for f in "$root"/include/baton/*.h; do
+    [ -e "$f" ] || continue
+    component_of_header "$(basename "$f" .h)"
+    if [ -z "$header_comp" ]; then
+        echo "include/baton/$(basename "$f"): a header of no component in README's table"
+        bad=1; continue
+    fi
+    comp_of[$f]=$header_comp
+done
+
+# one pass over every include line of every file (one grep, no process per include)
+re_pub='^[[:space:]]*#[[:space:]]*include[[:space:]]*"baton/([a-z_0-9]*)\.h"'
+re_priv='^[[:space:]]*#[[:space:]]*include[[:space:]]*"\.\./([a-z]*)/'
+files=()
+for f in "${!comp_of[@]}"; do files+=("$f"); done
+[ ${#files[@]} -gt 0 ] || exit $bad
+while IFS= read -r hit; do
+    f=${hit%%:*}; rest=${hit#*:}; n=${rest%%:*}; text=${rest#*:}
+    comp=${comp_of[$f]}
+    if [[ $text =~ $re_pub ]]; then
+        inc=${BASH_REMATCH[1]}
+        component_of_header "$inc"
+        target=$header_comp
         if [ -z "$target" ]; then
             echo "${f#"$root"/}:$n: includes baton/$inc.h, which belongs to no component in README's table"
             bad=1; continue
@@ -55,30 +85,11 @@ check_file() {   # FILE COMPONENT
             echo "${f#"$root"/}:$n: $comp includes baton/$inc.h ($target), which README's table does not allow ($comp may include:${allow[$comp]:- nothing})"
             bad=1
         fi
-    done < <(grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"baton/' "$f" | sed 's/^\([0-9]*\):.*"baton\/\([a-z_0-9]*\)\.h".*/\1:\2/')
-    while IFS=: read -r n target; do
+    elif [[ $text =~ $re_priv ]]; then
+        target=${BASH_REMATCH[1]}
         [ "$target" = "$comp" ] && continue
         echo "${f#"$root"/}:$n: $comp includes a private header of $target (../$target/...): use include/baton/$target.h"
         bad=1
-    done < <(grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"\.\./' "$f" | sed 's/^\([0-9]*\):.*"\.\.\/\([a-z]*\)\/.*/\1:\2/')
-}
-
-for d in "$root"/src/*/; do
-    comp=$(basename "$d")
-    if [ -z "${allow[$comp]+x}" ]; then
-        echo "src/$comp/: a component that README's table does not list"
-        bad=1; continue
     fi
-    while IFS= read -r f; do check_file "$f" "$comp"; done < <(find "$d" -name '*.[ch]' | sort)
-done
-for f in "$root"/include/baton/*.h; do
-    [ -e "$f" ] || continue
-    h=$(basename "$f" .h)
-    comp=$(component_of_header "$h")
-    if [ -z "$comp" ]; then
-        echo "include/baton/$h.h: a header of no component in README's table"
-        bad=1; continue
-    fi
-    check_file "$f" "$comp"
-done
+done < <(printf '%s\0' "${files[@]}" | sort -z | xargs -0 grep -nH '^[[:space:]]*#[[:space:]]*include[[:space:]]*"\(baton/\|\.\./\)')
 exit $bad

@@ -91,6 +91,9 @@ for b in "${builds[@]}"; do
     done
     for s in tests/cli/test_*.sh; do
         [ -e "$s" ] || continue
+        # a walk-through of a document checks what it promises, not memory safety (the tests of
+        # the commands it runs cover that in both builds): "# plain build only" keeps it to one
+        [ "$san" = 1 ] && grep -q '^# plain build only' "$s" && continue
         run "$b/cli/$(basename "$s" .sh)" env BATON="$b/baton" BATON_BUILD="$b" bash "$s"
     done
 done

@@ -2,6 +2,7 @@
 # test_layers.sh — `make check-layers` (scripts/check-layers.sh): the tree as it is passes; a copy
 # with an include that runs up README's component table fails, naming the file, the line and the
 # arrow; so does a private header of another component, and a folder the table does not list.
+# plain build only (it runs scripts/check-layers.sh on copies of the tree: no program of either build)
 . "$(dirname "$0")/lib.sh"
 top=$(cd "$(dirname "$0")/../.." && pwd)
 check "bash '$top/scripts/check-layers.sh' '$top' >'$T/out' 2>&1" "the tree passes: $(head -c 600 "$T/out" 2>/dev/null)"

@@ -28,7 +28,7 @@ FM = pack(os.path.join(TMP, "fm"))
 COMMON = ["--data", FM, "--epochs", "1", "--batch", "128", "--deterministic", "--threads", "2"]
 STEPS = 79   # 10000 samples in batches of 128
 if SAN:      # torch under ASan's allocator is slow: a shorter run, the same checks
-    STEPS = 36
+    STEPS = 20
     COMMON += ["--max-steps", str(STEPS)]
 ENV = dict(os.environ, OMP_NUM_THREADS="2")
 
