@@ -4,7 +4,8 @@
  * Owns: the I/O thread, its libcurl multi handle (remote stores) or file descriptors (local
  * stores), a fixed pool of chunk slots with their buffers, the queue of ranges not yet cut into
  * chunks, and the table of objects seen (URL, size, ETag). The remote transfers are in
- * fetch_remote.c; the state both files share in fetch_internal.h.
+ * fetch_remote.c (fetch_plain.c for a server that ignores Range); the state they share in
+ * fetch_internal.h.
  *
  * Contract:
  *  - Ranges are delivered in the order they were added; within a range in offset order. Each
@@ -505,6 +506,7 @@ void baton_fetch_free(baton_fetch *f)
         curl_slist_free_all(c->hdrs);
         free(c->buf);
     }
+    fetch_plain_free(f);
     if (f->multi) curl_multi_cleanup(f->multi);
     while (f->pending) pop_range(f);
     for (size_t i = 0; i < f->nobjs; i++) free_obj(f->objs[i]);

@@ -54,6 +54,29 @@ struct fchunk {
     double retry_at;
 };
 
+/* The plain-GET transfer (fetch_plain.c) for a server that ignores Range. */
+typedef struct fplain {
+    struct baton_fetch *f;
+    CURL *easy;
+    struct curl_slist *hdrs;
+    io_resp resp;
+    char errbuf[CURL_ERROR_SIZE];
+    fobj *obj;                  /* the object it reads from byte 0 */
+    uint64_t pos;               /* the object offset of the next byte it receives */
+    uint64_t best, best_before; /* the furthest pos of any attempt on obj; before this one */
+    fchunk *cur;                /* the chunk being filled (C_ACTIVE), or NULL */
+    int active;                 /* in the multi handle */
+    int checked, ending, vfailed;
+    baton_err verr;
+    int done;                   /* ended while its last bytes wait in the stash */
+    CURLcode done_cc;
+    uint8_t *stash;             /* received bytes waiting for a free slot (the transfer is paused) */
+    size_t stash_off, stash_len, stash_cap;
+    size_t got_attempt;
+    int fails;
+    double retry_at;
+} fplain;
+
 struct baton_fetch {
     baton_store *s;
     size_t chunk;
@@ -75,6 +98,7 @@ struct baton_fetch {
     pthread_cond_t cv_out;      /* consumer waits here */
     pthread_cond_t cv_io;       /* local I/O thread waits here */
     CURLM *multi;
+    fplain *plain;              /* the store ignores Range: fetch_plain.c's transfer, or NULL */
     pthread_t thread;
     int thread_started;
 };
@@ -84,6 +108,13 @@ void fetch_set_error(baton_fetch *f, const baton_err *e);
 void fetch_set_error_msg(baton_fetch *f, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void fetch_plan(baton_fetch *f);
 int fetch_probe_resolve(baton_fetch *f, fchunk *c, uint64_t total, baton_err *e);
+/* fetch_plain.c: one plain GET per object for a server that ignores Range (I/O thread, no lock held) */
+int fetch_plain_on(const baton_fetch *f);
+void fetch_plain_mark(baton_fetch *f);
+double fetch_plain_step(baton_fetch *f);
+int fetch_plain_done(baton_fetch *f, CURL *easy, CURLcode cc);
+void fetch_plain_cancel(baton_fetch *f);
+void fetch_plain_free(baton_fetch *f);
 /* fetch_remote.c: the I/O thread's loop for remote stores */
 void fetch_remote_loop(baton_fetch *f);
 

@@ -1,7 +1,8 @@
 /* fetch_remote.c — the remote half of the range streamer (fetch.c owns the contract): the I/O
  * thread's loop over libcurl's multi handle — each chunk's request, its answer checked before a
  * byte is used, the bytes written into the chunk's slot, retries of what was not received (with
- * If-Match on the object's first ETag), and cancelling everything on a stop or a sticky error. */
+ * If-Match on the object's first ETag), and cancelling everything on a stop or a sticky error.
+ * A 200 to a Range request hands the fetcher to fetch_plain.c (plain GETs) for the rest of it. */
 #include "fetch_internal.h"
 
 #include <errno.h>
@@ -17,7 +18,10 @@ static int is_2xx(long st)
     return st >= 200 && st < 300;
 }
 
-/* Headers are in: check them before the first body byte is trusted (I/O thread, no lock). */
+#define SWITCH_PLAIN 1   /* chunk_check: this answer was a 200 to a Range request */
+
+/* Headers are in: check them before the first body byte is trusted (I/O thread, no lock).
+ * BATON_OK, an error code (c->verr), or SWITCH_PLAIN. */
 static int chunk_check(fchunk *c)
 {
     baton_fetch *f = c->f;
@@ -39,6 +43,10 @@ static int chunk_check(fchunk *c)
     }
     uint64_t total;
     int rc = io_resp_check(f->s, o->name, r, 1, c->off + c->got, c->len - c->got, &total, &c->verr);
+    if (rc != BATON_OK && r->status == 200) {   /* the server ignores Range: plain GETs from now on */
+        fetch_plain_mark(f);
+        return SWITCH_PLAIN;
+    }
     if (rc != BATON_OK) return rc;
     if (r->etag[0]) {
         if (!o->etag[0]) {
@@ -72,15 +80,18 @@ static size_t chunk_write(char *p, size_t size, size_t nitems, void *ud)
         io_resp_keep_error(&c->resp, p, n);
         return n;
     }
-    if (!c->checked && chunk_check(c) != BATON_OK) {
-        c->vfailed = 1;
-        return 0;
+    if (!c->checked) {
+        int rc = chunk_check(c);
+        if (rc != BATON_OK) {
+            c->vfailed = rc == SWITCH_PLAIN ? SWITCH_PLAIN : -1;
+            return 0;
+        }
     }
     if (n > c->len - c->got) {
         baton_err_set(&c->verr, BATON_ERR_NET, "%s%s at offset %" PRIu64
                       ": server sent more bytes than asked for", c->f->s->uri, c->obj->name,
                       c->off + c->got);
-        c->vfailed = 1;
+        c->vfailed = -1;
         return 0;
     }
     memcpy(c->buf + c->got, p, n);
@@ -144,6 +155,11 @@ static void chunk_finish(baton_fetch *f, fchunk *c, CURLcode cc)
     f->nactive--;
     f->st.bytes += c->got_attempt;
     c->state = C_PLANNED;
+    if (c->vfailed == SWITCH_PLAIN) {   /* planned again, for fetch_plain.c */
+        c->got = 0;
+        c->crc = 0;
+        return;
+    }
     if (c->vfailed) {
         fetch_set_error(f, &c->verr);
         return;
@@ -156,6 +172,11 @@ static void chunk_finish(baton_fetch *f, fchunk *c, CURLcode cc)
             pthread_mutex_unlock(&f->mu);
             int rc = chunk_check(c);
             pthread_mutex_lock(&f->mu);
+            if (rc == SWITCH_PLAIN) {
+                c->got = 0;
+                c->crc = 0;
+                return;
+            }
             if (rc != BATON_OK) {
                 fetch_set_error(f, &c->verr);
                 return;
@@ -222,7 +243,7 @@ void fetch_remote_loop(baton_fetch *f)
         double now = baton_now(), wait_s = 1.0;
         if (f->failed) {
             if (f->nactive) cancel_all(f);
-        } else {
+        } else if (!fetch_plain_on(f)) {
             fetch_plan(f);
             for (int k = 0; k < f->ocount && f->nactive < f->inflight && !f->failed; k++) {
                 fchunk *c = &f->slots[f->order[(f->ohead + k) % f->nslot]];
@@ -234,7 +255,13 @@ void fetch_remote_loop(baton_fetch *f)
                 chunk_start(f, c);
             }
         }
+        int plain = !f->failed && fetch_plain_on(f), failed = f->failed;
         pthread_mutex_unlock(&f->mu);
+        if (failed) fetch_plain_cancel(f);
+        if (plain) {
+            double w = fetch_plain_step(f);
+            if (w < wait_s) wait_s = w;
+        }
         int running = 0;
         curl_multi_perform(f->multi, &running);
         CURLMsg *msg;
@@ -242,6 +269,7 @@ void fetch_remote_loop(baton_fetch *f)
         while ((msg = curl_multi_info_read(f->multi, &left)) != NULL) {
             if (msg->msg != CURLMSG_DONE) continue;
             finished++;
+            if (fetch_plain_done(f, msg->easy_handle, msg->data.result)) continue;
             fchunk *c = NULL;
             curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&c);
             CURLcode cc = msg->data.result;
@@ -255,5 +283,6 @@ void fetch_remote_loop(baton_fetch *f)
     }
     cancel_all(f);
     pthread_mutex_unlock(&f->mu);
+    fetch_plain_cancel(f);
 }
 

@@ -46,6 +46,7 @@ struct baton_store {
     char sigv4[96];     /* "aws:amz:REGION:s3" */
     int aws_default;    /* S3 on AWS itself (no endpoint given) */
     char *access_key, *secret_key, *session_token;
+    int no_ranges;      /* remote: the server answered a Range request with 200 (atomic; fetch_plain.c) */
     pthread_mutex_t mu; /* guards pool */
     CURL *pool[IO_HANDLE_POOL];
     int npool;

@@ -32,6 +32,9 @@
  *                      upstream one. Selected: every connection, or with
  *                      --drop-every K those with n % K == 0, or with
  *                      --drop-prob P each with probability P.
+ *   - --no-ranges      also removes Range and If-Range from each request head: the
+ *                      server answers 200 with the whole object, as a plain
+ *                      static server (python3 -m http.server) does.
  *   - --delay-ms MS    wait MS milliseconds before forwarding each connection.
  *   - --seed S         seed for the --*-prob choices. The choice for connection
  *                      n depends only on (S, n), not on thread timing.
@@ -81,6 +84,7 @@ static struct {
     double max_seconds;
     double idle_seconds;
     int keep_alive;
+    int no_ranges;
     int reset;
     const char *log_path;
 } opt = {
@@ -115,6 +119,7 @@ static void usage(void)
             "  --max-seconds T       exit after T seconds (default 600)\n"
             "  --idle-seconds I      close connections idle for I s (default 60)\n"
             "  --keep-alive          do not force 'Connection: close'\n"
+            "  --no-ranges           remove Range and If-Range (answers are 200, whole)\n"
             "  --log FILE            one line per connection\n");
     exit(2);
 }
@@ -151,6 +156,7 @@ static void parse_args(int argc, char **argv)
         if (a[0] == '-' && a[1] == '-') {
             const char *v = NULL;
             int has_val = strcmp(a, "--keep-alive") != 0 && strcmp(a, "--reset") != 0 &&
+                          strcmp(a, "--no-ranges") != 0 &&
                           strcmp(a, "--help") != 0;
             if (has_val) {
                 if (i + 1 >= argc) {
@@ -171,6 +177,7 @@ static void parse_args(int argc, char **argv)
             else if (!strcmp(a, "--log")) opt.log_path = v;
             else if (!strcmp(a, "--keep-alive")) opt.keep_alive = 1;
             else if (!strcmp(a, "--reset")) opt.reset = 1;
+            else if (!strcmp(a, "--no-ranges")) opt.no_ranges = 1;
             else {
                 if (strcmp(a, "--help") != 0) fprintf(stderr, "faultproxy: unknown option %s\n", a);
                 usage();
@@ -186,6 +193,10 @@ static void parse_args(int argc, char **argv)
         }
     }
     if (npos != 2) usage();
+    if (opt.no_ranges && opt.keep_alive) {
+        fprintf(stderr, "faultproxy: --no-ranges rewrites request heads, which --keep-alive leaves alone\n");
+        exit(2);
+    }
     if ((opt.drop_every || opt.drop_prob >= 0) && opt.drop_after < 0) {
         fprintf(stderr, "faultproxy: --drop-every/--drop-prob need --drop-after-bytes\n");
         exit(2);
@@ -266,7 +277,8 @@ static int looks_like_http(const char *buf, size_t len)
     return i > 0 && i < len && buf[i] == ' ';
 }
 
-/* Rewrite a request head: drop Connection / Keep-Alive / Proxy-Connection,
+/* Rewrite a request head: drop Connection / Keep-Alive / Proxy-Connection
+ * (and Range / If-Range with --no-ranges),
  * add "Connection: close". out must hold hlen + 32 bytes. Returns new length. */
 static size_t rewrite_head(const char *head, size_t hlen, char *out)
 {
@@ -280,8 +292,10 @@ static size_t rewrite_head(const char *head, size_t hlen, char *out)
         if (linelen == 2 && !first) break; /* the empty line ending the head */
         int skip = 0;
         if (!first) {
-            static const char *const drop[] = {"connection:", "keep-alive:", "proxy-connection:"};
-            for (size_t d = 0; d < sizeof drop / sizeof drop[0]; d++) {
+            static const char *const drop[] = {"connection:", "keep-alive:", "proxy-connection:", "range:",
+                                               "if-range:"};
+            size_t ndrop = opt.no_ranges ? 5 : 3;
+            for (size_t d = 0; d < ndrop; d++) {
                 size_t dl = strlen(drop[d]);
                 if (linelen >= dl && strncasecmp(head + i, drop[d], dl) == 0) skip = 1;
             }

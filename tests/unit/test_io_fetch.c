@@ -4,7 +4,8 @@
  * 1 MiB chunks with 4 requests in flight, byte-exact (CRC32); the same through faultproxy dropping
  * every connection mid-body and failing every 5th with a 500 (still byte-exact, retries counted);
  * S3 through the RADOS Gateway (byte-exact, and an object overwritten mid-stream is an error, not
- * a mix); a closed port is a quick network error.
+ * a mix); a closed port is a quick network error; a server that ignores Range (plain GETs: whole
+ * objects, ranges, a slow consumer, dropped connections, exact, and the bytes the server sent).
  *
  * BATON_FETCH_BENCH_MB=N additionally measures fetch throughput for an N MB object from nginx and
  * from the gateway against `curl -o /dev/null` of the same object, and prints a table. */
@@ -16,6 +17,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <zlib.h>
 
 typedef struct expect {
@@ -264,6 +266,115 @@ static void check_big(baton_store *s, const char *name, uLong want, uint64_t n, 
     else CHECK_EQ_U(st.retries, 0);
     printf("%-34s %6.1f MB/s  (%" PRIu64 " MB, %" PRIu64 " requests, %" PRIu64 " retries)\n", what,
            (double)bytes / 1e6 / dt, bytes >> 20, st.requests, st.retries);
+}
+
+/* A consumer slower than the transfer, holding a few pieces at a time: the plain GET pauses while
+ * every slot is taken and goes on when one is free; the bytes still arrive in order, exact. */
+static void check_slow_consumer(baton_store *s, const char *name, const unsigned char *d, size_t n)
+{
+    baton_err err = {0};
+    baton_fetch_opts o;
+    baton_fetch_opts_default(&o);
+    o.chunk_bytes = 64 * 1024;
+    o.max_buffered = 256 * 1024;
+    baton_fetch *f = baton_fetch_new(s, &o, &err);
+    if (!f) {
+        CHECK(0);
+        return;
+    }
+    uint64_t want = n < 6000000 ? n : 6000000;
+    CHECK(baton_fetch_add(f, name, 1000, want - 1000, 7, &err) == BATON_OK);
+    baton_fetch_close_input(f);
+    baton_fetch_piece held[3];
+    int nh = 0, rc, ok = 1;
+    uint64_t pos = 1000;
+    while ((rc = baton_fetch_next(f, &held[nh], &err)) == BATON_OK) {
+        baton_fetch_piece *p = &held[nh++];
+        if (p->offset != pos || memcmp(p->data, d + p->offset, p->len) != 0) ok = 0;
+        pos += p->len;
+        if (nh == 3) {   /* hold three, then let them go slowly */
+            struct timespec ts = {0, 1000000};
+            nanosleep(&ts, NULL);
+            for (int i = 0; i < nh; i++) baton_fetch_release(f, &held[i]);
+            nh = 0;
+        }
+    }
+    for (int i = 0; i < nh; i++) baton_fetch_release(f, &held[i]);
+    CHECK_MSG(rc == BATON_END && ok && pos == want, "slow consumer: rc %d, ok %d, %" PRIu64 " of %" PRIu64
+              " bytes: %s", rc, ok, pos, want, err.msg);
+    baton_fetch_free(f);
+}
+
+/* A server that ignores Range (faultproxy --no-ranges before nginx: every answer a 200 with the
+ * whole object, as python3 -m http.server gives): the fetcher switches to one plain GET per object
+ * and delivers the same pieces — whole objects, explicit ranges, a slow consumer, dropped
+ * connections (the object read again from byte 0) — and what the server sent stays near the
+ * object's size. */
+static void test_plain(int port, const unsigned char *big, size_t nbig, uLong bigcrc)
+{
+    const char *opts[] = {"--no-ranges", NULL};
+    int pport;
+    pid_t pp = srv_proxy_start(port, &pport, opts);
+    CHECK(pp > 0);
+    if (pp <= 0) return;
+    char uri[200];
+    baton_err err = {0};
+    baton_store *s = NULL;
+    snprintf(uri, sizeof uri, "http://127.0.0.1:%d/data/", pport);
+    CHECK(baton_store_open(uri, NULL, &s, &err) == BATON_OK);
+    if (s) {
+        baton_fetch_opts o;
+        baton_fetch_opts_default(&o);
+        o.chunk_bytes = 1 << 20;
+        uLong crc;
+        uint64_t bytes;
+        baton_fetch_stats st = {0};
+        int rc = fetch_crc(s, "big.bin", &o, &crc, &bytes, &st, &err);
+        CHECK_MSG(rc == BATON_OK && crc == bigcrc && bytes == nbig, "plain GET: rc %d %s", rc, err.msg);
+        /* the first ranged answers, stopped at their first bytes, and the GET of the whole */
+        CHECK_MSG(st.bytes >= nbig && st.bytes < nbig + 8 * 1024 * 1024 && st.retries == 0,
+                  "plain GET: the server sent %" PRIu64 " bytes for %zu, %" PRIu64 " retries", st.bytes, nbig,
+                  st.retries);
+        printf("%-34s %" PRIu64 " requests, %.3fx the object\n", "nginx without ranges, plain GET", st.requests,
+               (double)st.bytes / (double)nbig);
+        check_ranges(s, "big.bin", big, nbig);
+        check_slow_consumer(s, "big.bin", big, nbig);
+        baton_store_close(s);
+    }
+    srv_proxy_stop(pp);
+
+    /* every second connection dropped 20 MB into its answer: read again from byte 0, exact */
+    const char *dopts[] = {"--no-ranges", "--drop-after-bytes", "20000000", "--drop-every", "2", NULL};
+    pp = srv_proxy_start(port, &pport, dopts);
+    CHECK(pp > 0);
+    if (pp <= 0) return;
+    snprintf(uri, sizeof uri, "http://127.0.0.1:%d/data/", pport);
+    CHECK(baton_store_open(uri, NULL, &s, &err) == BATON_OK);
+    if (s) {
+        check_big(s, "big.bin", bigcrc, nbig, "plain GET via faultproxy (drops)", 1);
+        baton_store_close(s);
+    }
+    srv_proxy_stop(pp);
+
+    /* every connection dropped 1 MB in: no attempt gets further, an error after the retries */
+    const char *aopts[] = {"--no-ranges", "--drop-after-bytes", "1000000", NULL};
+    pp = srv_proxy_start(port, &pport, aopts);
+    CHECK(pp > 0);
+    if (pp <= 0) return;
+    baton_store_opts so;
+    baton_store_opts_default(&so);
+    so.retries = 2;
+    snprintf(uri, sizeof uri, "http://127.0.0.1:%d/data/", pport);
+    CHECK(baton_store_open(uri, &so, &s, &err) == BATON_OK);
+    if (s) {
+        uLong crc;
+        uint64_t bytes;
+        baton_fetch_stats st = {0};
+        int rc = fetch_crc(s, "big.bin", NULL, &crc, &bytes, &st, &err);
+        CHECK_MSG(rc == BATON_ERR_NET && strstr(err.msg, "big.bin"), "rc %d: %s", rc, err.msg);
+        baton_store_close(s);
+    }
+    srv_proxy_stop(pp);
 }
 
 /* baton_fetch_free in the middle of transfers returns promptly. */
@@ -539,6 +650,7 @@ int main(void)
     have_nginx = srv_nginx_start(www, &nport, &failed);
     CHECK(!failed);
     if (have_nginx) test_http(www, nport, big, nbig, bigcrc);
+    if (have_nginx) test_plain(nport, big, nbig, bigcrc);
 
     const char *bmb = getenv("BATON_FETCH_BENCH_MB");
     size_t mb = bmb ? (size_t)atoi(bmb) : 0;
