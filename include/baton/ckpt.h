@@ -114,6 +114,14 @@ struct baton_st_entry;
 int baton_ckpt_snapshot_entries(baton_ckpt_store *s, const struct baton_st_entry *mt, size_t nm,
                                 const struct baton_st_entry *ot, size_t no, uint64_t optim_steps,
                                 const char *state_json, uint64_t step, int flags, baton_err *err);
+/* The mirror of baton_ckpt_snapshot_tensors: verify a checkpoint folder, then read its
+ * model.safetensors into mt and (ot non-NULL) its optim.safetensors into ot. Every tensor is matched
+ * by name, dtype and shape, a tensor of the file that no list names is refused too, and nothing is
+ * copied unless all match (the message names the file and the first tensor that does not).
+ * *optim_steps (may be NULL) gets optim.safetensors' "steps" metadata (0 when absent), which must be
+ * a decimal count. */
+int baton_ckpt_load_tensors(const char *ckpt_dir, const baton_nn_tensor *mt, size_t nm,
+                            const baton_nn_tensor *ot, size_t no, uint64_t *optim_steps, baton_err *err);
 /* Hand the snapshot to a background thread that writes and commits it, then applies retention.
  * BATON_ERR_ARG when there is no fresh snapshot or a persist is already in flight. */
 int baton_ckpt_persist_async(baton_ckpt_store *s, baton_err *err);

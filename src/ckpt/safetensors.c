@@ -27,6 +27,7 @@
 #include "ckpt_internal.h"
 
 #include <cJSON.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -534,6 +535,23 @@ int baton_ckpt_load_model(const char *path, baton_nn_model *m, baton_err *err)
     return rc;
 }
 
+/* optim.safetensors' "steps" metadata: a count (absent: *steps untouched). */
+static int meta_steps(const char *path, const baton_st_header *h, uint64_t *steps, baton_err *err)
+{
+    for (size_t i = 0; i < h->nmeta; i++) {
+        if (strcmp(h->meta_keys[i], "steps") != 0) continue;
+        const char *v = h->meta_vals[i];
+        char *e;
+        errno = 0;
+        unsigned long long n = strtoull(v, &e, 10);
+        if (errno || e == v || *e || !isdigit((unsigned char)v[0]))
+            return baton_err_set(err, BATON_ERR_FORMAT, "%s: __metadata__ 'steps': \"%.40s\" is not a count",
+                                 path, v);
+        *steps = (uint64_t)n;
+    }
+    return BATON_OK;
+}
+
 int baton_ckpt_load_optim(const char *path, baton_nn_optim *o, baton_err *err)
 {
     baton_nn_tensor *ts;
@@ -544,18 +562,28 @@ int baton_ckpt_load_optim(const char *path, baton_nn_optim *o, baton_err *err)
     rc = baton_st_load_tensors(path, ts, n, "the optimizer", &h, err);
     free(ts);
     if (rc) return rc;
-    for (size_t i = 0; i < h.nmeta; i++) {
-        if (strcmp(h.meta_keys[i], "steps") != 0) continue;
-        char *e;
-        errno = 0;
-        unsigned long long v = strtoull(h.meta_vals[i], &e, 10);
-        if (errno || e == h.meta_vals[i] || *e || h.meta_vals[i][0] == '-') {
-            rc = baton_err_set(err, BATON_ERR_FORMAT, "%s: __metadata__ 'steps': \"%.40s\" is not a count",
-                               path, h.meta_vals[i]);
-        } else {
-            baton_nn_optim_set_steps(o, (uint64_t)v);
-        }
-    }
+    uint64_t steps = baton_nn_optim_steps(o);
+    rc = meta_steps(path, &h, &steps, err);
+    if (!rc) baton_nn_optim_set_steps(o, steps);
+    baton_st_header_free(&h);
+    return rc;
+}
+
+int baton_ckpt_load_tensors(const char *ckpt_dir, const baton_nn_tensor *mt, size_t nm, const baton_nn_tensor *ot,
+                            size_t no, uint64_t *optim_steps, baton_err *err)
+{
+    int rc = baton_ckpt_verify(ckpt_dir, err);
+    if (rc) return rc;
+    char p[4200];
+    if ((rc = baton_path_join(p, sizeof p, ckpt_dir, "model.safetensors", err))) return rc;
+    if ((rc = baton_st_load_tensors(p, mt, nm, "the model", NULL, err))) return rc;
+    if (!ot) return BATON_OK;
+    if ((rc = baton_path_join(p, sizeof p, ckpt_dir, "optim.safetensors", err))) return rc;
+    baton_st_header h;
+    if ((rc = baton_st_load_tensors(p, ot, no, "the optimizer", &h, err))) return rc;
+    uint64_t steps = 0;
+    rc = meta_steps(p, &h, &steps, err);
+    if (!rc && optim_steps) *optim_steps = steps;
     baton_st_header_free(&h);
     return rc;
 }

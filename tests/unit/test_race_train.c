@@ -10,7 +10,9 @@
  *   - the files beside the checkpoints: the model's model_metadata.json and hyperparameters.json
  *     in the console's format, the log with a row per iteration, SIM_TRACE_LOG files per iteration
  *     with DeepRacer's header and statuses;
- *   - state.json written and parsed back equal; a `baton train` checkpoint is refused by eval. */
+ *   - state.json written and parsed back equal; a `baton train` checkpoint is refused by eval;
+ *   - ckpt's shared loader refuses a checkpoint with an unexpected tensor or a "steps" that is not
+ *     a count, naming them. */
 #include "../../src/race/ppo_internal.h"
 #include "check.h"
 
@@ -194,6 +196,115 @@ static void test_determinism_and_resume(void)
     CHECK(baton_race_train(&o, &r, &err) == BATON_ERR_ARG && strstr(err.msg, "--track"));
 }
 
+/* Write a checkpoint folder at dir from src's files, with `extra` (may be NULL) as one more model
+ * tensor; returns the folder's path (static) or NULL. */
+static const char *rewrite_ckpt(const char *src, const char *dir, const baton_st_entry *extra)
+{
+    static char out[4096];
+    baton_err err = {0};
+    baton_st_header hm, ho;
+    uint8_t *dm = NULL, *dob = NULL;
+    char *state = NULL, p[4200];
+    snprintf(p, sizeof p, "%s/model.safetensors", src);
+    int rc = baton_st_read_file(p, &hm, &dm, &err);
+    snprintf(p, sizeof p, "%s/optim.safetensors", src);
+    if (!rc) rc = baton_st_read_file(p, &ho, &dob, &err);
+    if (!rc) rc = baton_ckpt_load(src, NULL, NULL, &state, &err);
+    CHECK_MSG(rc == BATON_OK, "%s", err.msg);
+    if (rc) return NULL;
+    baton_st_entry *me = calloc(hm.ntensors + 1, sizeof *me), *oe = calloc(ho.ntensors + 1, sizeof *oe);
+    for (size_t i = 0; i < hm.ntensors; i++) {
+        const baton_st_tensor *t = &hm.tensors[i];
+        me[i] = (baton_st_entry){t->name, t->dtype, t->ndim, t->shape, dm + hm.data_start + t->begin};
+    }
+    for (size_t i = 0; i < ho.ntensors; i++) {
+        const baton_st_tensor *t = &ho.tensors[i];
+        oe[i] = (baton_st_entry){t->name, t->dtype, t->ndim, t->shape, dob + ho.data_start + t->begin};
+    }
+    size_t nm = hm.ntensors;
+    if (extra) me[nm++] = *extra;
+    uint64_t step = 0;
+    const char *sl = strrchr(src, '/');
+    baton_ckpt_parse_name(sl ? sl + 1 : src, &step);
+    baton_ckpt_store *s = NULL;
+    rc = baton_ckpt_store_open(dir, 0, &s, &err);
+    if (!rc) rc = baton_ckpt_snapshot_entries(s, me, nm, oe, ho.ntensors, 6, state, step, BATON_CKPT_WAIT, &err);
+    if (!rc) rc = baton_ckpt_persist_sync(s, &err);
+    baton_ckpt_store_close(s);
+    CHECK_MSG(rc == BATON_OK, "%s", err.msg);
+    snprintf(out, sizeof out, "%s/ckpt-%09llu", dir, (unsigned long long)step);
+    free(me);
+    free(oe);
+    free(dm);
+    free(dob);
+    free(state);
+    baton_st_header_free(&hm);
+    baton_st_header_free(&ho);
+    return rc ? NULL : out;
+}
+
+/* The shared loader (ckpt's baton_ckpt_load_tensors) refuses what race's own loader let through: a
+ * tensor the model does not have, and an optim.safetensors "steps" that is not a count (both in
+ * folders that verify: the MANIFEST is remade), naming the tensor or the field. */
+static void test_ckpt_refused(void)
+{
+    baton_err err = {0};
+    char src[4096];
+    race_run_state st;
+    if (race_ckpt_find(path_in("det-a"), src, sizeof src, &st, &err)) {
+        CHECK_MSG(0, "%s", err.msg);
+        return;
+    }
+    float x[3] = {1, 2, 3};
+    int64_t shape[1] = {3};
+    baton_st_entry extra = {"policy.extra", BATON_ST_F32, 1, shape, x};
+    const char *bad = rewrite_ckpt(src, path_in("refused-extra"), &extra);
+    race_agent a;
+    if (bad) {
+        int rc = race_agent_from_ckpt(&a, bad, &st, 1, &err);
+        CHECK_MSG(rc == BATON_ERR_FORMAT && strstr(err.msg, "unexpected tensor 'policy.extra'") &&
+                  strstr(err.msg, "model.safetensors"), "rc %d: %s", rc, err.msg);
+        if (rc == BATON_OK) race_agent_free(&a);
+    }
+    /* "steps": "6" made "x" in place, the MANIFEST's size and CRC32C of the file remade */
+    bad = rewrite_ckpt(src, path_in("refused-steps"), NULL);
+    if (!bad) return;
+    char p[4200], m[4200];
+    snprintf(p, sizeof p, "%s/optim.safetensors", bad);
+    uint8_t *d = NULL, *mt = NULL;
+    size_t n = 0, mn = 0;
+    CHECK(baton_file_read_all(p, 1 << 26, &d, &n, &err) == BATON_OK);
+    char *k = d ? memmem(d, n < 4096 ? n : 4096, "\"steps\":\"6\"", 11) : NULL;
+    CHECK_MSG(k != NULL, "no \"steps\":\"6\" in %s", p);
+    if (!k) {
+        free(d);
+        return;
+    }
+    k[9] = 'x';
+    CHECK(baton_file_write_atomic(p, d, n, &err) == BATON_OK);
+    snprintf(m, sizeof m, "%s/MANIFEST", bad);
+    CHECK(baton_file_read_all(m, 1 << 20, &mt, &mn, &err) == BATON_OK);
+    char line[128];
+    snprintf(line, sizeof line, "optim.safetensors %zu %08x", n, baton_crc32c(0, d, n));
+    char *at = mt ? memmem(mt, mn, "optim.safetensors ", 18) : NULL;
+    CHECK(at != NULL);
+    if (at) {
+        memcpy(at, line, strlen(line));   /* the same length: only the CRC's hex digits change */
+        CHECK(baton_file_write_atomic(m, mt, mn, &err) == BATON_OK);
+    }
+    CHECK_MSG(baton_ckpt_verify(bad, &err) == BATON_OK, "the remade folder verifies: %s", err.msg);
+    baton_race_train_opts o;
+    baton_race_train_opts_default(&o);
+    o.track = STRAIGHT, o.metadata = path_in("three.json"), o.hyper = path_in("hyper.json");
+    o.ckpt_dir = path_in("refused-steps"), o.episodes = 140, o.seed = 7, o.seed_set = 1;
+    baton_race_train_result r;
+    int rc = baton_race_train(&o, &r, &err);
+    CHECK_MSG(rc == BATON_ERR_FORMAT && strstr(err.msg, "'steps'") && strstr(err.msg, "not a count"), "rc %d: %s", rc,
+              err.msg);
+    free(d);
+    free(mt);
+}
+
 static void test_files(void)
 {
     const char *meta = path_in("three.json"), *dir = path_in("files");
@@ -278,6 +389,7 @@ int main(void)
     test_state();
     test_straight();
     test_determinism_and_resume();
+    test_ckpt_refused();
     test_files();
     baton_remove_tree(tmp);
     CHECK_DONE();
