@@ -19,7 +19,7 @@
 
 #include "baton/notice.h"
 #include "baton/race_reward.h"
-#include "baton/train.h"
+#include "baton/train_session.h"
 #include "baton/util.h"
 
 /* ---------------------------------------------------------------- .npy arrays */
@@ -397,13 +397,15 @@ enum {
 };
 
 typedef struct baton_race_train_opts {
+    /* the checkpoint folder (session.ckpt_dir, required; resumes from it), its remote copy, the
+     * interval (session.ckpt_every counts iterations; --ckpt-every auto and a fleet's
+     * BATON_CKPT_EVERY=auto give Daly's), retention, notices, the progress file: train_session.h,
+     * as `baton train`'s. The trainer sets session.snapshot and session.ctx itself. */
+    baton_train_session_opts session;
     const char *track;          /* required: a built-in name or a .npy */
     const char *reward;         /* a reward spec (baton_race_reward_open); NULL: follow_center_line */
     const char *metadata;       /* model_metadata.json; NULL: the console's defaults */
     const char *hyper;          /* hyperparameters.json; NULL: the console's defaults */
-    const char *ckpt_dir;       /* required; resumes from it */
-    const char *ckpt_uri;       /* as baton_train_session_opts */
-    baton_store_opts store;
     const char *log_path;       /* per-iteration CSV; NULL: none */
     const char *trace_dir;      /* SIM_TRACE_LOG CSVs, <iteration>-iteration.csv; NULL: none */
     uint32_t trace_every;       /* trace every this many iterations (1: every one) */
@@ -416,12 +418,6 @@ typedef struct baton_race_train_opts {
     uint32_t max_steps;         /* a training episode's step limit; 0: 10000 (DeepRacer's) */
     baton_race_car car;         /* the car's limits in training (baton_race_train_opts_default: the
                                    lap-time limit's acceleration, braking and grip) */
-    uint64_t ckpt_every;        /* iterations between background checkpoints; 0: by time */
-    double ckpt_every_sec;      /* default BATON_TRAIN_CKPT_EVERY_SEC */
-    int keep;
-    int notice;                 /* watch for interruption notices */
-    const baton_notice_opts *notice_opts;
-    const char *progress_file;
     int reference_kernels;
     int progress;               /* a progress line on a terminal */
     double progress_every_s;    /* plain progress lines when stderr is not a terminal (0: none) */
@@ -445,6 +441,9 @@ typedef struct baton_race_train_result {
     char notice[16], notice_source[32];
     double notice_margin_s;
     uint64_t rebalances;
+    double ckpt_tau_s, ckpt_delta_s;   /* --ckpt-every auto (a fleet's default): the last interval and the
+                                          blocking cost it rests on; 0 when not automatic */
+    double ckpt_mtbi_s;         /* the hazard it was computed for (session.mtbi_s; 0: none) */
 } baton_race_train_result;
 
 void baton_race_train_opts_default(baton_race_train_opts *o);

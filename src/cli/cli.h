@@ -80,4 +80,38 @@ void cli_result_file(const char *json);
  * BATON_ERR_USAGE: an option value the library refused). */
 int cli_fail(const char *cmd, const baton_err *err);
 
+/* The checkpoint-session flags `baton train` and `baton race train` share (session_args.c): put
+ * CLI_SESSION_OPTS(c, "steps", "step") in the option table, cli_session_init before cli_parse and
+ * cli_session_finish after it, which checks them and fills the session options from them and
+ * then from the environment a fleet gives its tasks (baton_train_session_opts_env). */
+struct baton_train_session_opts;
+struct cli_session {
+    struct baton_train_session_opts *so;
+    uint64_t every_steps;   /* UINT64_MAX: not given */
+    double every_sec;       /* NAN: not given */
+    const char *every;      /* --ckpt-every */
+    double rate_pct;        /* NAN: not given */
+    int keep;               /* -1: not given */
+    int no_notice;
+};
+#define CLI_SESSION_OPTS(c, units, unit)                                                                         \
+    {"ckpt-dir", CLI_STR, &(c).so->ckpt_dir, "checkpoint folder (required); resumes from it"},                    \
+    {"ckpt-uri", CLI_STR, &(c).so->ckpt_uri,                                                                      \
+     "upload every checkpoint to s3://bucket/prefix (MANIFEST last); restore from it when --ckpt-dir is empty"},  \
+    {"s3-endpoint", CLI_STR, &(c).so->store.s3_endpoint, "S3 endpoint (else AWS_ENDPOINT_URL)"},                 \
+    {"ckpt-every-steps", CLI_U64, &(c).every_steps, "checkpoint every K " units " in the background (0: at the end)"}, \
+    {"ckpt-every-sec", CLI_DBL, &(c).every_sec,                                                                   \
+     "checkpoint every S seconds in the background (default 60 unless --ckpt-every-steps is given; 0: off)"},    \
+    {"ckpt-every", CLI_STR, &(c).every,                                                                           \
+     "auto: every τ seconds, Daly's optimum for the measured checkpoint cost and the interruption hazard "        \
+     "(--interrupt-rate, else $BATON_SPOT_MTBI_S; the default under baton fleet, $BATON_CKPT_EVERY=auto)"},      \
+    {"interrupt-rate", CLI_DBL, &(c).rate_pct,                                                                    \
+     "with --ckpt-every auto: percent of spot instances reclaimed per month (Spot Advisor's bucket)"},           \
+    {"keep", CLI_INT, &(c).keep, "checkpoints kept, >= 1 (default 3)"},                                           \
+    {"no-notice", CLI_FLAG, &(c).no_notice, "ignore interruption notices (metadata service, SIGTERM, SIGINT)"},   \
+    {"progress-file", CLI_STR, &(c).so->progress_file, "keep the current " unit " in FILE (default $BATON_PROGRESS_FILE)"}
+void cli_session_init(struct cli_session *c, struct baton_train_session_opts *so);
+/* CLI_OK, or CLI_USAGE after printing "baton CMD: what is wrong". */
+int cli_session_finish(struct cli_session *c, const char *cmd, int argc, char **argv);
+
 #endif

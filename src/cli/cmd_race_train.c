@@ -33,6 +33,11 @@ static void train_json(const baton_race_train_result *r, int rc, int print)
     cJSON_AddNumberToObject(j, "laps", (double)r->laps);
     cJSON_AddStringToObject(j, "kernels", r->kernels);
     cJSON_AddNumberToObject(j, "rebalances", (double)r->rebalances);
+    if (r->ckpt_tau_s > 0) {   /* --ckpt-every auto, a fleet's default: Daly's interval */
+        cJSON_AddNumberToObject(j, "ckpt_tau_s", r->ckpt_tau_s);
+        cJSON_AddNumberToObject(j, "ckpt_delta_s", r->ckpt_delta_s);
+        cJSON_AddNumberToObject(j, "ckpt_mtbi_s", r->ckpt_mtbi_s);
+    }
     cJSON_AddStringToObject(j, "checkpoint", r->checkpoint);
     if (rc == BATON_STOPPED) {
         cJSON_AddStringToObject(j, "notice", r->notice);
@@ -65,16 +70,17 @@ int cli_race_train(int argc, char **argv)
     baton_race_train_opts o;
     baton_race_train_opts_default(&o);
     const char *obs = NULL, *scale = NULL;
-    double minutes = NAN, every_sec = NAN, progress_every = 30;
-    uint64_t episodes = UINT64_MAX, every = UINT64_MAX;
-    int envs = -1, max_steps = -1, keep = -1, threads = 0, quiet = 0, json = 0, no_notice = 0, trace_every = 1;
+    double minutes = NAN, progress_every = 30;
+    uint64_t episodes = UINT64_MAX;
+    int envs = -1, max_steps = -1, threads = 0, quiet = 0, json = 0, trace_every = 1;
+    struct cli_session cs;
+    cli_session_init(&cs, &o.session);
     const struct cli_opt opts[] = {
         {"track", CLI_STR, &o.track, "a built-in track (oval, technical) or a DeepRacer .npy (required)"},
         {"reward", CLI_STR, &o.reward, "FILE.py, FILE.c or a built-in (default follow_center_line)"},
         {"metadata", CLI_STR, &o.metadata, "model_metadata.json: actions and sensor (default: the console's)"},
         {"hyper", CLI_STR, &o.hyper, "hyperparameters.json (default: the console's)"},
-        {"ckpt-dir", CLI_STR, &o.ckpt_dir, "checkpoint folder (required); resumes from it"},
-        {"ckpt-uri", CLI_STR, &o.ckpt_uri, "upload every checkpoint there; restore from it when --ckpt-dir is empty"},
+        CLI_SESSION_OPTS(cs, "iterations", "iteration"),
         {"minutes", CLI_DBL, &minutes, "training time, summed over restarts (default 60, the console's)"},
         {"episodes", CLI_U64, &episodes, "episodes, counted over restarts (instead of --minutes)"},
         {"obs", CLI_STR, &obs, "sensor | camera (default: the metadata's sensor; camera for the console's)"},
@@ -85,16 +91,11 @@ int cli_race_train(int argc, char **argv)
         {"log", CLI_STR, &o.log_path, "CSV log, one row per iteration"},
         {"trace", CLI_STR, &o.trace_dir, "SIM_TRACE_LOG CSVs into DIR (<n>-iteration.csv)"},
         {"trace-every", CLI_INT, &trace_every, "trace one iteration in K (default 1: all)"},
-        {"ckpt-every-steps", CLI_U64, &every, "checkpoint every K iterations in the background"},
-        {"ckpt-every-sec", CLI_DBL, &every_sec, "checkpoint every S seconds (default 60; 0: off)"},
-        {"keep", CLI_INT, &keep, "checkpoints kept (default 3)"},
         {"threads", CLI_INT, &threads, "compute threads (sets OMP_NUM_THREADS)"},
         {"reference", CLI_FLAG, &o.reference_kernels, "the plain C kernels instead of oneDNN"},
         {"quiet", CLI_FLAG, &quiet, "no progress line"},
         {"progress-every", CLI_DBL, &progress_every, "when stderr is not a terminal, a progress line every S seconds (30)"},
         {"json", CLI_FLAG, &json, "the summary as one JSON object"},
-        {"no-notice", CLI_FLAG, &no_notice, "ignore interruption notices"},
-        {"progress-file", CLI_STR, &o.progress_file, "keep the current iteration in FILE (default $BATON_PROGRESS_FILE)"},
         {0},
     };
     const char *pos[1];
@@ -105,7 +106,7 @@ int cli_race_train(int argc, char **argv)
                   opts, argc, argv, pos, 0, &npos, &help))
         return help ? CLI_OK : CLI_USAGE;
     int given_min = cli_given(argc, argv, "minutes"), given_ep = cli_given(argc, argv, "episodes");
-    const char *bad = !o.track || !o.ckpt_dir ? "--track and --ckpt-dir are required"
+    const char *bad = !o.track || !o.session.ckpt_dir ? "--track and --ckpt-dir are required"
                     : given_min && given_ep ? "give --minutes or --episodes, not both"
                     : given_min && !(minutes > 0 && isfinite(minutes)) ? "--minutes must be a positive number"
                     : given_ep && episodes == 0 ? "--episodes must be >= 1"
@@ -114,9 +115,6 @@ int cli_race_train(int argc, char **argv)
                     : cli_given(argc, argv, "envs") && (envs < 1 || envs > 4096) ? "--envs must be 1..4096"
                     : cli_given(argc, argv, "max-steps") && (max_steps < 1 || max_steps > 100000) ? "--max-steps must be 1..100000"
                     : trace_every < 1 ? "--trace-every must be >= 1"
-                    : every == 0 ? "--ckpt-every-steps must be >= 1"
-                    : cli_given(argc, argv, "ckpt-every-sec") && !(every_sec >= 0 && isfinite(every_sec)) ? "--ckpt-every-sec must be >= 0"
-                    : keep == 0 || keep < -1 ? "--keep must be >= 1"
                     : threads < 0 ? "--threads must not be negative"
                     : !(progress_every >= 0 && isfinite(progress_every)) ? "--progress-every must be >= 0"
                     : NULL;
@@ -124,6 +122,7 @@ int cli_race_train(int argc, char **argv)
         fprintf(stderr, "baton race train: %s\n", bad);
         return CLI_USAGE;
     }
+    if (cli_session_finish(&cs, "race train", argc, argv)) return CLI_USAGE;
     if (threads > 0) {
         char t[16];
         snprintf(t, sizeof t, "%d", threads);
@@ -138,13 +137,8 @@ int cli_race_train(int argc, char **argv)
     if (envs > 0) o.envs = (uint32_t)envs, o.envs_set = 1;
     if (max_steps > 0) o.max_steps = (uint32_t)max_steps, o.max_steps_set = 1;
     o.trace_every = (uint32_t)trace_every;
-    if (every != UINT64_MAX) o.ckpt_every = every, o.ckpt_every_sec = 0;
-    if (cli_given(argc, argv, "ckpt-every-sec")) o.ckpt_every_sec = every_sec;
-    o.keep = keep < 0 ? 0 : keep;
     o.progress = !quiet && !getenv("BATON_NO_PROGRESS");
     o.progress_every_s = quiet ? 0 : progress_every;
-    o.notice = !no_notice;
-    if (!o.progress_file) o.progress_file = getenv("BATON_PROGRESS_FILE");
     baton_race_train_result r;
     baton_err err = {0};
     int rc = baton_race_train(&o, &r, &err);

@@ -23,7 +23,9 @@ static void print_json(FILE *f, const baton_train_result *r, int rc)
     if (r->has_val) fprintf(f, ",\"val_loss\":%.6f,\"val_accuracy\":%.6f", r->val_loss, r->val_accuracy);
     fprintf(f, ",\"lr\":%.8g,\"seconds\":%.3f,\"samples_per_s\":%.1f,\"kernels\":\"%s\",\"rebalances\":%" PRIu64, r->lr,
            r->seconds, r->samples_per_s, r->kernels, r->rebalances);
-    if (r->ckpt_tau_s > 0) fprintf(f, ",\"ckpt_tau_s\":%.3f,\"ckpt_delta_s\":%.6f", r->ckpt_tau_s, r->ckpt_delta_s);
+    if (r->ckpt_tau_s > 0)
+        fprintf(f, ",\"ckpt_tau_s\":%.3f,\"ckpt_delta_s\":%.6f,\"ckpt_mtbi_s\":%.3f", r->ckpt_tau_s, r->ckpt_delta_s,
+                r->ckpt_mtbi_s);
     if (r->world > 1)
         fprintf(f, ",\"world\":%d,\"comm_s_per_step\":%.6f,\"wait_s_per_step\":%.6f,\"overlap\":%.4f,\"allreduce_mb\":%.3f",
                r->world, r->comm_s_per_step, r->wait_s_per_step, r->overlap, r->allreduce_mb);
@@ -86,10 +88,11 @@ int cmd_train(int argc, char **argv)
     const char *mode = NULL;
     /* sentinels tell "not given" from an explicit value */
     uint64_t epochs = UINT64_MAX, max_steps = UINT64_MAX;
-    double lr = NAN, every_sec = NAN, progress_every = 30, bucket_mb = 1;
-    const char *dist = NULL, *every = NULL;
-    double rate_pct = NAN;
-    int batch = (int)o.batch, threads = 0, quiet = 0, reference = 0, keep = -1, no_notice = 0, json = 0;
+    double lr = NAN, progress_every = 30, bucket_mb = 1;
+    const char *dist = NULL;
+    int batch = (int)o.batch, threads = 0, quiet = 0, reference = 0, json = 0;
+    struct cli_session cs;
+    cli_session_init(&cs, &o.session);
     const struct cli_opt opts[] = {
         {"data", CLI_STR, &o.data_uri, "training dataset URI: path, file://, http(s)://, s3://bucket/prefix"},
         {"val", CLI_STR, &o.val_uri, "validation dataset URI, evaluated after each epoch"},
@@ -100,19 +103,7 @@ int cmd_train(int argc, char **argv)
         {"seed", CLI_U64, &o.seed, "data order and initialisation seed (default 0)"},
         {"allow-change", CLI_FLAG, &o.allow_change, "on resume, apply a changed --epochs or --lr (or dataset size)"},
         {"mode", CLI_STR, &mode, "file | pipe | mount | cache (default mount for a path, else pipe)"},
-        {"s3-endpoint", CLI_STR, &o.store.s3_endpoint, "S3 endpoint (else AWS_ENDPOINT_URL)"},
-        {"ckpt-dir", CLI_STR, &o.ckpt_dir, "checkpoint folder (required); resumes from it"},
-        {"ckpt-uri", CLI_STR, &o.ckpt_uri,
-         "upload every checkpoint to s3://bucket/prefix (MANIFEST last); restore from it when --ckpt-dir is empty"},
-        {"ckpt-every-steps", CLI_U64, &o.ckpt_every, "checkpoint every K steps in the background (0: at the end)"},
-        {"ckpt-every-sec", CLI_DBL, &every_sec,
-         "checkpoint every S seconds in the background (default 60 unless --ckpt-every-steps is given; 0: off)"},
-        {"ckpt-every", CLI_STR, &every,
-         "auto: every τ seconds, Daly's optimum for the measured checkpoint cost and the interruption hazard "
-         "(--interrupt-rate, else $BATON_SPOT_MTBI_S; the default under baton fleet, $BATON_CKPT_EVERY=auto)"},
-        {"interrupt-rate", CLI_DBL, &rate_pct,
-         "with --ckpt-every auto: percent of spot instances reclaimed per month (Spot Advisor's bucket)"},
-        {"keep", CLI_INT, &keep, "checkpoints kept, >= 1 (default 3)"},
+        CLI_SESSION_OPTS(cs, "steps", "step"),
         {"log", CLI_STR, &o.log_path, "CSV log, one row per epoch (appended; cut back to the checkpoint on resume)"},
         {"max-steps", CLI_U64, &max_steps, "stop at global step K >= 1, counted across restarts (default: no limit)"},
         {"threads", CLI_INT, &threads, "compute threads (sets OMP_NUM_THREADS)"},
@@ -121,8 +112,6 @@ int cmd_train(int argc, char **argv)
         {"progress-every", CLI_DBL, &progress_every,
          "when stderr is not a terminal, a progress line every S seconds (default 30; 0: none)"},
         {"json", CLI_FLAG, &json, "the summary as one JSON object"},
-        {"no-notice", CLI_FLAG, &no_notice, "ignore interruption notices (metadata service, SIGTERM, SIGINT)"},
-        {"progress-file", CLI_STR, &o.progress_file, "keep the current step in FILE (default $BATON_PROGRESS_FILE)"},
         {"dist", CLI_STR, &dist,
          "auto | mpi | none: data parallel over MPI ranks (auto: when started by mpirun or srun --mpi=pmix; "
          "mpi: required)"},
@@ -140,20 +129,14 @@ int cmd_train(int argc, char **argv)
                   "[--max-steps K] [--threads T] [--no-notice] [--json]",
                   opts, argc, argv, pos, 0, &npos, &help))
         return help ? CLI_OK : CLI_USAGE;
-    const char *bad = !o.data_uri || !o.model || !o.ckpt_dir ? "--data, --model and --ckpt-dir are required"
+    const char *bad = !o.data_uri || !o.model || !o.session.ckpt_dir ? "--data, --model and --ckpt-dir are required"
                     : epochs == 0 ? "--epochs must be >= 1"
                     : batch < 1 || batch > BATON_TRAIN_MAX_BATCH ? "--batch must be 1..4096 (activations are allocated for it)"
                     : cli_given(argc, argv, "lr") && !(lr > 0 && isfinite(lr)) ? "--lr must be a positive number"
-                    : keep == 0 || keep < -1 ? "--keep must be >= 1"
                     : max_steps == 0 ? "--max-steps must be >= 1 (leave it out for no limit)"
                     : threads < 0 ? "--threads must not be negative"
-                    : cli_given(argc, argv, "ckpt-every-sec") && !(every_sec >= 0 && isfinite(every_sec)) ? "--ckpt-every-sec must be >= 0"
                     : !(progress_every >= 0 && isfinite(progress_every)) ? "--progress-every must be >= 0"
                     : !(bucket_mb > 0 && bucket_mb <= 1024) ? "--bucket-mb must be in (0, 1024]"
-                    : every && strcmp(every, "auto") ? "--ckpt-every takes auto (use --ckpt-every-steps K or --ckpt-every-sec S for a fixed interval)"
-                    : every && (cli_given(argc, argv, "ckpt-every-steps") || cli_given(argc, argv, "ckpt-every-sec"))
-                        ? "--ckpt-every auto and a fixed --ckpt-every-steps/--ckpt-every-sec exclude each other"
-                    : cli_given(argc, argv, "interrupt-rate") && !(rate_pct > 0 && rate_pct < 100) ? "--interrupt-rate must be in (0, 100)"
                     : dist && strcmp(dist, "auto") && strcmp(dist, "mpi") && strcmp(dist, "none")
                         ? "--dist must be auto, mpi or none"
                     : NULL;
@@ -161,6 +144,7 @@ int cmd_train(int argc, char **argv)
         fprintf(stderr, "baton train: %s\n", bad);
         return CLI_USAGE;
     }
+    if (cli_session_finish(&cs, "train", argc, argv)) return CLI_USAGE;
     static const char *const models[] = {"mlp", "lenet", "resnet8", "resnet20", "resnet56"};
     int known = 0;
     for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) known |= !strcmp(o.model, models[i]);
@@ -185,26 +169,12 @@ int cmd_train(int argc, char **argv)
     o.epochs = epochs == UINT64_MAX ? 0 : epochs;
     o.max_steps = max_steps == UINT64_MAX ? 0 : max_steps;
     o.lr = cli_given(argc, argv, "lr") ? lr : 0;
-    if (cli_given(argc, argv, "ckpt-every-sec")) o.ckpt_every_sec = every_sec;
-    else if (o.ckpt_every) o.ckpt_every_sec = 0;   /* the step count chosen replaces the default */
     o.batch = (uint32_t)batch;
-    o.keep = keep < 0 ? 0 : keep;
     o.reference_kernels = reference;
     o.progress = !quiet && !getenv("BATON_NO_PROGRESS");
     o.progress_every_s = quiet ? 0 : progress_every;
-    o.notice = !no_notice;
     o.dist = !dist || !strcmp(dist, "auto") ? 0 : !strcmp(dist, "mpi") ? 1 : -1;
     o.bucket_bytes = (size_t)(bucket_mb * 1e6);
-    /* the interval: a fixed one given wins; then --ckpt-every auto; then a fleet's default */
-    const char *env_every = getenv("BATON_CKPT_EVERY");
-    if (!cli_given(argc, argv, "ckpt-every-steps") && !cli_given(argc, argv, "ckpt-every-sec") &&
-        (every || (env_every && !strcmp(env_every, "auto"))))
-        o.ckpt_auto = 1;
-    const char *env_mtbi = getenv("BATON_SPOT_MTBI_S");
-    if (cli_given(argc, argv, "interrupt-rate")) o.mtbi_s = baton_ckpt_mtbi_hours(rate_pct / 100) * 3600;
-    else if (env_mtbi) o.mtbi_s = strtod(env_mtbi, NULL);
-    if (!(o.mtbi_s > 0) || !isfinite(o.mtbi_s)) o.mtbi_s = 0;
-    if (!o.progress_file) o.progress_file = getenv("BATON_PROGRESS_FILE");
 
     /* rank 0 speaks for the world, from inside the run: before the other ranks may exit */
     o.report = report;

@@ -22,11 +22,10 @@
 void baton_race_train_opts_default(baton_race_train_opts *o)
 {
     memset(o, 0, sizeof *o);
-    baton_store_opts_default(&o->store);
+    baton_train_session_opts_default(&o->session);
     o->obs = -1;
     o->trace_every = 1;
     o->reward_scale = BATON_RACE_SCALE_PROGRESS;
-    o->ckpt_every_sec = BATON_TRAIN_CKPT_EVERY_SEC;
     baton_race_car_default(&o->car);
     baton_race_limits l;
     baton_race_limits_default(&l);
@@ -139,11 +138,9 @@ static int same_settings(trainer *t, const race_run_state *ck, baton_err *err)
 static int stage_open(trainer *t, baton_race_train_result *r, char *path, size_t cap, int *resumed, baton_err *err)
 {
     const baton_race_train_opts *o = t->o;
-    baton_train_session_opts so = {
-        .ckpt_dir = o->ckpt_dir, .ckpt_uri = o->ckpt_uri, .store = o->store, .keep = o->keep,
-        .ckpt_every = o->ckpt_every, .ckpt_every_sec = o->ckpt_every_sec, .notice = o->notice,
-        .notice_opts = o->notice_opts, .progress_file = o->progress_file, .snapshot = snapshot, .ctx = t,
-    };
+    baton_train_session_opts so = o->session;
+    so.snapshot = snapshot;
+    so.ctx = t;
     int rc = baton_train_session_open(&so, &t->sess, err);
     if (rc) return rc;
     uint64_t step;
@@ -210,7 +207,7 @@ static int build(trainer *t, const char *path, int resumed, baton_err *err)
     c->value_scale = 1 - s->hyper.discount_factor > 1e-4 ? 1 - s->hyper.discount_factor : 1e-4;
     c->poll = poll, c->poll_ctx = t;
     t->act = s->act_rng, t->shuffle = s->shuffle_rng;
-    if (!resumed && (rc = race_model_files(o->ckpt_dir, &s->meta, &s->hyper, err))) return rc;
+    if (!resumed && (rc = race_model_files(o->session.ckpt_dir, &s->meta, &s->hyper, err))) return rc;
     if (o->log_path && (rc = race_log_cut(o->log_path, s->iteration, err))) return rc;
     if (o->trace_dir && (rc = race_trace_cut(o->trace_dir, s->iteration, err))) return rc;
     if ((rc = refresh_state(t, err))) return rc;
@@ -318,12 +315,11 @@ static void fill_result(const trainer *t, baton_race_train_result *r, const bato
     r->best_lap_s = s->best_lap_s, r->laps = s->laps;
     snprintf(r->kernels, sizeof r->kernels, "%s", t->have_agent ? t->agent.kernels : "");
     r->rebalances = t->sess ? baton_train_session_rebalances(t->sess) : 0;
+    if (t->sess) baton_train_session_interval(t->sess, &r->ckpt_tau_s, &r->ckpt_delta_s);
+    r->ckpt_mtbi_s = t->o->session.mtbi_s;
     if (nev && nev->kind != BATON_NOTICE_NONE) {
         r->stopped = 1;
-        snprintf(r->notice, sizeof r->notice, "%.15s",
-                 nev->kind == BATON_NOTICE_SIGNAL ? nev->source : baton_notice_kind_name(nev->kind));
-        snprintf(r->notice_source, sizeof r->notice_source, "%s", nev->source);
-        r->notice_margin_s = nev->deadline > 0 ? nev->deadline - baton_wall_now() : 0;
+        baton_train_notice_describe(nev, r->notice, r->notice_source, &r->notice_margin_s);
     }
 }
 
@@ -347,7 +343,7 @@ static void teardown(trainer *t)
 int baton_race_train(const baton_race_train_opts *o, baton_race_train_result *r, baton_err *err)
 {
     memset(r, 0, sizeof *r);
-    if (!o->track || !o->ckpt_dir)
+    if (!o->track || !o->session.ckpt_dir)
         return baton_err_set(err, BATON_ERR_ARG, "race train: a track and a checkpoint folder are required");
     if (o->trace_dir && !o->trace_every) return baton_err_set(err, BATON_ERR_ARG, "race train: trace every 0 iterations");
     trainer *t = calloc(1, sizeof *t);

@@ -1,6 +1,7 @@
 /* session.c — the stages every training loop shares: open, resume, poll, step-done, finish
- * (train.h, part 1). The supervised trainer (train.c) runs on them; so can any other loop that
- * brings its own step and checkpoints its own tensors through the snapshot callback.
+ * (train_session.h), and the session options' defaults and environment. The supervised trainer
+ * (train.c) and race's PPO (ppo_train.c) run on them; so can any other loop that brings its own
+ * step and checkpoints its own tensors through the snapshot callback.
  *
  * Contract:
  *   - one session per checkpoint folder: the store's lock (ckpt) makes a second opener fail with
@@ -11,7 +12,7 @@
  *   - a failed background save is retried once at once, synchronously, from the current state;
  *     a second failure is the run's error (training does not go on without a safety net);
  *   - finish commits the final state synchronously, so a BATON_STOPPED run has its checkpoint. */
-#include "baton/train.h"
+#include "baton/train_session.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +20,38 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+void baton_train_session_opts_default(baton_train_session_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    baton_store_opts_default(&o->store);
+    o->ckpt_every_sec = BATON_TRAIN_CKPT_EVERY_SEC;
+}
+
+int baton_train_session_opts_env(baton_train_session_opts *o, int interval_given, baton_err *err)
+{
+    baton_ckpt_policy p;
+    baton_ckpt_policy_init(&p, o->ckpt_every, o->ckpt_every_sec, o->ckpt_auto, 0);
+    int rc = baton_ckpt_policy_from_env(&p, err);
+    if (rc < 0) return rc;
+    const char *every = getenv("BATON_CKPT_EVERY");
+    if (rc == 1 && !(o->mtbi_s > 0)) o->mtbi_s = p.mtbi_s;
+    if (rc == 1 && !interval_given && every && *every) {   /* the fleet's interval, where no flag set one */
+        o->ckpt_every = p.every_steps;
+        o->ckpt_every_sec = p.every_sec;
+        o->ckpt_auto = p.automatic;
+    }
+    const char *pf = getenv("BATON_PROGRESS_FILE");
+    if (!o->progress_file && pf && *pf) o->progress_file = pf;
+    return BATON_OK;
+}
+
+void baton_train_notice_describe(const baton_notice_event *ev, char kind[16], char source[32], double *margin_s)
+{
+    snprintf(kind, 16, "%.15s", ev->kind == BATON_NOTICE_SIGNAL ? ev->source : baton_notice_kind_name(ev->kind));
+    snprintf(source, 32, "%.31s", ev->source);
+    *margin_s = ev->deadline > 0 ? ev->deadline - baton_wall_now() : 0;
+}
 
 struct baton_train_session {
     baton_train_session_opts o;

@@ -25,10 +25,9 @@
 void baton_train_opts_default(baton_train_opts *o)
 {
     memset(o, 0, sizeof *o);
-    baton_store_opts_default(&o->store);
+    baton_train_session_opts_default(&o->session);
     o->batch = 128;
     o->workers = 2;
-    o->ckpt_every_sec = BATON_TRAIN_CKPT_EVERY_SEC;
 }
 
 typedef struct trainer {
@@ -71,7 +70,7 @@ static int snapshot(void *ctx, baton_ckpt_store *store, uint64_t step, baton_err
 
 static int check_opts(const baton_train_opts *o, baton_err *err)
 {
-    if (!o->data_uri || !o->model || !o->ckpt_dir)
+    if (!o->data_uri || !o->model || !o->session.ckpt_dir)
         return baton_err_set(err, BATON_ERR_ARG, "data, model and checkpoint folder are required");
     if (o->batch < 1 || o->batch > BATON_TRAIN_MAX_BATCH)
         return baton_err_set(err, BATON_ERR_ARG, "batch size %u: must be 1..%d", o->batch, BATON_TRAIN_MAX_BATCH);
@@ -103,12 +102,9 @@ static int check_same_run(trainer *t, baton_err *err)
 static int stage_open(trainer *t, baton_train_result *r, baton_err *err)
 {
     const baton_train_opts *o = t->o;
-    baton_train_session_opts so = {
-        .ckpt_dir = o->ckpt_dir, .ckpt_uri = o->ckpt_uri, .store = o->store, .keep = o->keep,
-        .ckpt_every = o->ckpt_every, .ckpt_every_sec = o->ckpt_every_sec, .notice = o->notice,
-        .notice_opts = o->notice_opts, .progress_file = o->progress_file, .snapshot = snapshot, .ctx = t,
-        .ckpt_auto = o->ckpt_auto, .mtbi_s = o->mtbi_s,
-    };
+    baton_train_session_opts so = o->session;
+    so.snapshot = snapshot;
+    so.ctx = t;
     int rc = train_dist_open(o, &t->dist, err);
     if (rc) return rc;
     const int rank = train_dist_rank(t->dist);
@@ -121,12 +117,12 @@ static int stage_open(trainer *t, baton_train_result *r, baton_err *err)
     uint32_t srank = 0, ssize = 1;
     train_dist_node(t->dist, &lrank, &lsize, &leader);
     snprintf(dname, sizeof dname, leader ? "data-rank%d" : "data", leader);
-    if (!rc) rc = baton_path_join(local, sizeof local, o->ckpt_dir, dname, err);
+    if (!rc) rc = baton_path_join(local, sizeof local, o->session.ckpt_dir, dname, err);
     const int copies = o->mode_set && (o->mode == BATON_MODE_FILE || o->mode == BATON_MODE_CACHE);
     if (!rc && copies && t->dist && !(rc = baton_mkdir_p(local, err)))
         rc = train_dist_share_group(t->dist, local, &srank, &ssize, err);
     if (!rc)
-        rc = train_open_loader(o->data_uri, o->mode, o->mode_set, &o->store, local, srank, ssize, o->seed, &t->loader,
+        rc = train_open_loader(o->data_uri, o->mode, o->mode_set, &o->session.store, local, srank, ssize, o->seed, &t->loader,
                                err);
     if (rc) return rc;
     t->man = baton_loader_manifest(t->loader);
@@ -155,8 +151,8 @@ static int stage_open(trainer *t, baton_train_result *r, baton_err *err)
     if (!o->val_uri || rank > 0) return BATON_OK;   /* rank 0 validates for the world */
     /* validation: the shape first (its pipeline opens once the run's length is known, at resume) */
     char vlocal[4096];
-    if ((rc = baton_path_join(vlocal, sizeof vlocal, o->ckpt_dir, "data-val", err))) return rc;
-    if ((rc = train_open_loader(o->val_uri, o->mode, o->mode_set, &o->store, vlocal, 0, 0, o->seed, &t->vloader, err)))
+    if ((rc = baton_path_join(vlocal, sizeof vlocal, o->session.ckpt_dir, "data-val", err))) return rc;
+    if ((rc = train_open_loader(o->val_uri, o->mode, o->mode_set, &o->session.store, vlocal, 0, 0, o->seed, &t->vloader, err)))
         return rc;
     const baton_manifest *vm = baton_loader_manifest(t->vloader);
     if (memcmp(vm->shape, t->man->shape, sizeof vm->shape) || vm->classes != t->man->classes) {
@@ -457,13 +453,11 @@ static void fill_result(const trainer *t, baton_train_result *r, const baton_not
     r->rebalances = baton_train_session_rebalances(t->sess);
     train_dist_stats(t->dist, r);
     baton_train_session_interval(t->sess, &r->ckpt_tau_s, &r->ckpt_delta_s);
+    r->ckpt_mtbi_s = t->o->session.mtbi_s;
     if (nev && nev->kind != BATON_NOTICE_NONE) {
         r->stopped = 1;
-        /* a signal is named by which one it was (sigterm, sigint) */
-        snprintf(r->notice, sizeof r->notice, "%.15s", nev->kind == BATON_NOTICE_SIGNAL ? nev->source : baton_notice_kind_name(nev->kind));
-        snprintf(r->notice_source, sizeof r->notice_source, "%s", nev->source);
+        baton_train_notice_describe(nev, r->notice, r->notice_source, &r->notice_margin_s);
         r->notice_deadline = nev->deadline;
-        r->notice_margin_s = nev->deadline > 0 ? nev->deadline - baton_wall_now() : 0;
     }
 }
 

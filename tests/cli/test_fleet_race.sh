@@ -7,7 +7,9 @@
 #     with notice loses no iteration, the one without at most one checkpoint interval; the
 #     trainers that got a notice exit 75 after a checkpoint;
 #   - the final policy, value network and both optimizers are byte-identical to an uninterrupted
-#     `baton race train` run's, and the per-iteration log on the volume has every iteration.
+#     `baton race train` run's, and the per-iteration log on the volume has every iteration;
+#   - the documented job with no interval flag (shortened, uninterrupted) checkpoints at Daly's
+#     interval for the trainer's measured cost and the hazard the fleet gives it.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/cli/lib.sh
 export OMP_NUM_THREADS=1 BATON_LOG=warn
@@ -40,5 +42,21 @@ check 'cmp -s "$T/ref/ckpt-000000100/optim.safetensors" "$V/ckpt/ckpt-000000100/
 check '"$BATON" ckpt verify "$V/ckpt" >/dev/null' "the volume's checkpoints verify"
 check '[ "$(tail -n +2 "$V/logs/train.csv" | cut -d, -f1 | sort -un | wc -l)" = 100 ] && [ "$(tail -n +2 "$V/logs/train.csv" | wc -l)" = 100 ]' \
     "the log on the volume has each of the 100 iterations once"
+# the documented job as written (no interval flag) but short, with no interruption: the trainer
+# takes the fleet's default, --ckpt-every auto, Daly's interval for its measured checkpoint cost and
+# the hazard the fleet gives the instance's type (its result, as `fleet status` reports it)
+sed -e "s|--minutes 15|--episodes 400|" -e "s|seed: ./race-model|seed: $PWD/docs/race-model|" \
+    -e '/^  interruptions:  /,/after_steps: 31}$/d' docs/race-train.yaml >"$T/daly.yaml"
+check '! grep -q "ckpt-every\|after_steps" "$T/daly.yaml" && "$BATON" fleet run "$T/daly.yaml" --state "$T/s2" >/dev/null 2>"$T/daly.err"' \
+    "the documented job, shortened: $(tail -n 2 "$T/daly.err" 2>/dev/null)"
+"$BATON" fleet status race-oval --state "$T/s2" --json >"$T/daly.json" 2>/dev/null
+check 'python3 - "$T/daly.json" <<'"'"'EOF'"'"'
+import json, math, sys
+r = json.load(open(sys.argv[1]))["tasks"][0]["result"]
+d, M, tau = r["ckpt_delta_s"], r["ckpt_mtbi_s"], r["ckpt_tau_s"]
+daly = M if d >= 2 * M else math.sqrt(2 * d * M) * (1 + math.sqrt(d / (2 * M)) / 3 + d / (2 * M) / 9) - d
+want = min(3600.0, max(1.0, daly))
+sys.exit(0 if d > 0 and M > 0 and abs(tau - want) <= 1e-3 * want else 1)
+EOF' "race train under the fleet checkpoints at Daly's interval for its measured cost and the fleet's hazard: $(head -c 300 "$T/daly.json")"
 json "$T/st.json" '"\n".join("%s %s %s->%s checkpoint %s lost %s" % (i["name"], i.get("interruption", ""), i["resumed_step"], i["reached_step"], i.get("checkpoint_step"), i["lost_steps"]) for i in d["instances"])' >&2 || true
 finish

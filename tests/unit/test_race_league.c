@@ -166,7 +166,7 @@ static void test_submit(void)
     baton_race_train_opts_default(&o);
     o.track = "oval";
     o.obs = BATON_RACE_OBS_SENSOR, o.obs_set = 1;
-    o.ckpt_dir = path_in("model");
+    o.session.ckpt_dir = path_in("model");
     o.episodes = 100;
     o.seed = 3, o.seed_set = 1;
     baton_race_train_result tr;
@@ -175,12 +175,12 @@ static void test_submit(void)
     CHECK(baton_league_open(path_in("sub.db"), &l, &err) == BATON_OK);
     baton_league_entry e;
     const char *alias = "<b>'; DROP TABLE entries;--";
-    CHECK_MSG(baton_league_submit(l, o.ckpt_dir, alias, "oval", BATON_LEAGUE_TIME_TRIAL, &e, &err) == BATON_OK, "%s", err.msg);
+    CHECK_MSG(baton_league_submit(l, o.session.ckpt_dir, alias, "oval", BATON_LEAGUE_TIME_TRIAL, &e, &err) == BATON_OK, "%s", err.msg);
     CHECK(e.id == 1 && !strcmp(e.alias, alias) && !strcmp(e.track, "oval") && strlen(e.model_hash) == 64 && e.iteration == 5);
     /* the stored drive is the league's own evaluation under its rules */
     baton_race_eval_opts eo;
     baton_race_eval_opts_default(&eo);
-    eo.ckpt = o.ckpt_dir, eo.track = "oval";
+    eo.ckpt = o.session.ckpt_dir, eo.track = "oval";
     baton_race_eval_result r;
     CHECK(baton_race_eval(&eo, &r, &err) == BATON_OK);
     CHECK(r.best_lap_s == e.best_lap_s && r.total_s == e.total_s && r.resets == e.resets && r.nlaps == e.laps);
@@ -199,8 +199,8 @@ static void test_submit(void)
     /* failures store nothing */
     CHECK(baton_league_submit(l, path_in("nothing-here"), "x", "oval", BATON_LEAGUE_TIME_TRIAL, &e, &err) != BATON_OK &&
           strstr(err.msg, "nothing-here"));
-    CHECK(baton_league_submit(l, o.ckpt_dir, "x", "no-such-track", BATON_LEAGUE_TIME_TRIAL, &e, &err) != BATON_OK);
-    CHECK(baton_league_submit(l, o.ckpt_dir, "", "oval", BATON_LEAGUE_TIME_TRIAL, &e, &err) == BATON_ERR_USAGE);
+    CHECK(baton_league_submit(l, o.session.ckpt_dir, "x", "no-such-track", BATON_LEAGUE_TIME_TRIAL, &e, &err) != BATON_OK);
+    CHECK(baton_league_submit(l, o.session.ckpt_dir, "", "oval", BATON_LEAGUE_TIME_TRIAL, &e, &err) == BATON_ERR_USAGE);
     baton_league_entry *h;
     CHECK(baton_league_history(l, &h, &n, &err) == BATON_OK && n == 1 && !strcmp(h[0].alias, alias));
     free(h);

@@ -318,7 +318,7 @@ static void test_queue(void)
     baton_race_train_opts_default(&o);
     o.track = "oval";
     o.obs = BATON_RACE_OBS_SENSOR, o.obs_set = 1;
-    o.ckpt_dir = path_in("model");
+    o.session.ckpt_dir = path_in("model");
     o.episodes = 100;
     o.seed = 3, o.seed_set = 1;
     baton_race_train_result tr;

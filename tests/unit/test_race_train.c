@@ -46,11 +46,11 @@ static int train(const char *dir, const char *meta, uint64_t episodes, uint64_t 
     o.track = STRAIGHT;
     o.metadata = meta;
     o.hyper = path_in("hyper.json");
-    o.ckpt_dir = dir;
+    o.session.ckpt_dir = dir;
     o.episodes = episodes;
     o.seed = seed, o.seed_set = 1;
-    o.ckpt_every = 1, o.ckpt_every_sec = 0;
-    o.keep = 100;
+    o.session.ckpt_every = 1, o.session.ckpt_every_sec = 0;
+    o.session.keep = 100;
     baton_err err = {0};
     int rc = baton_race_train(&o, r, &err);
     CHECK_MSG(rc == BATON_OK, "train %s: %s", dir, err.msg);
@@ -186,7 +186,7 @@ static void test_determinism_and_resume(void)
     /* a resume with other settings is refused, naming what changed */
     baton_race_train_opts o;
     baton_race_train_opts_default(&o);
-    o.track = STRAIGHT, o.metadata = meta, o.hyper = path_in("hyper.json"), o.ckpt_dir = d, o.episodes = 140;
+    o.track = STRAIGHT, o.metadata = meta, o.hyper = path_in("hyper.json"), o.session.ckpt_dir = d, o.episodes = 140;
     o.seed = 9, o.seed_set = 1;
     baton_err err = {0};
     CHECK(baton_race_train(&o, &r, &err) == BATON_ERR_ARG && strstr(err.msg, "--seed"));
@@ -296,7 +296,7 @@ static void test_ckpt_refused(void)
     baton_race_train_opts o;
     baton_race_train_opts_default(&o);
     o.track = STRAIGHT, o.metadata = path_in("three.json"), o.hyper = path_in("hyper.json");
-    o.ckpt_dir = path_in("refused-steps"), o.episodes = 140, o.seed = 7, o.seed_set = 1;
+    o.session.ckpt_dir = path_in("refused-steps"), o.episodes = 140, o.seed = 7, o.seed_set = 1;
     baton_race_train_result r;
     int rc = baton_race_train(&o, &r, &err);
     CHECK_MSG(rc == BATON_ERR_FORMAT && strstr(err.msg, "'steps'") && strstr(err.msg, "not a count"), "rc %d: %s", rc,
@@ -310,7 +310,7 @@ static void test_files(void)
     const char *meta = path_in("three.json"), *dir = path_in("files");
     baton_race_train_opts o;
     baton_race_train_opts_default(&o);
-    o.track = STRAIGHT, o.metadata = meta, o.hyper = path_in("hyper.json"), o.ckpt_dir = dir, o.episodes = 60;
+    o.track = STRAIGHT, o.metadata = meta, o.hyper = path_in("hyper.json"), o.session.ckpt_dir = dir, o.episodes = 60;
     o.log_path = path_in("files.csv");
     o.trace_dir = path_in("trace");
     baton_race_train_result r;

@@ -79,13 +79,13 @@ int main(void)
     baton_train_opts_default(&o);
     o.data_uri = data;
     o.model = "mlp";
-    o.ckpt_dir = ckpt;
+    o.session.ckpt_dir = ckpt;
     o.epochs = 2;
     o.max_steps = 60;
-    o.ckpt_every = EVERY;
-    o.ckpt_every_sec = 0;
+    o.session.ckpt_every = EVERY;
+    o.session.ckpt_every_sec = 0;
     o.seed = 7;
-    o.progress_file = prog;
+    o.session.progress_file = prog;
     real_fsync = baton_sys.fsync;
     baton_sys.fsync = slow_fsync;
     monitor m = {.progress = prog, .ckpt_dir = ckpt, .max_gap = 0};
