@@ -146,7 +146,6 @@ typedef struct baton_race_sim baton_race_sim;
 int baton_race_sim_new(const baton_race_track *t, const baton_race_sim_opts *o, baton_race_sim **out,
                        baton_err *err);
 void baton_race_sim_free(baton_race_sim *s);
-size_t baton_race_sim_envs(const baton_race_sim *s);
 /* Start env's next episode: the start advances (round robin), the direction alternates when asked.
  * Every environment starts its first episode in baton_race_sim_new. */
 void baton_race_sim_reset(baton_race_sim *s, size_t env);
@@ -225,9 +224,6 @@ void baton_race_camera_render(const baton_race_camera *c, double x, double y, do
 void baton_race_camera_render_ref(const baton_race_camera *c, double x, double y, double yaw, uint8_t *out);
 /* Every environment's frame into out (envs × width × height). */
 void baton_race_sim_camera(const baton_race_sim *s, const baton_race_camera *c, uint8_t *out);
-/* The top view (for pictures and tests): level 0, w × h, origin (x0, y0) at the bottom-left. */
-const uint8_t *baton_race_camera_topview(const baton_race_camera *c, int *w, int *h, double *x0,
-                                         double *y0, double *res);
 
 /* ---------------------------------------------------------------- rewards */
 /* A reward function: a built-in NAME ("follow_center_line" — the default, as in DeepRacer —,
@@ -249,7 +245,6 @@ int baton_race_reward_eval_batch(baton_race_reward *r, const struct baton_race_p
 double baton_race_reward_follow_center_line(const struct baton_race_params *p);
 double baton_race_reward_stay_inside_borders(const struct baton_race_params *p);
 double baton_race_reward_prevent_zigzag(const struct baton_race_params *p);
-const char *const *baton_race_builtin_rewards(void);
 int baton_race_python_available(void);   /* 1 when built with embedded CPython */
 
 /* ---------------------------------------------------------------- a model's files (src/race/meta.c) */

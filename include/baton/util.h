@@ -233,8 +233,6 @@ typedef struct baton_svg_points {
     int line;                    /* also join the points in order */
     int marker;                  /* BATON_SVG_DOT (default), _RING, _SQUARE, _DIAMOND, _NOMARK */
 } baton_svg_points;
-int baton_svg_scatter(const char *path, const char *title, const char *xlabel, const char *ylabel,
-                      const baton_svg_points *s, size_t ns, baton_err *err);
 /* The same with logarithmic axes (BATON_SVG_XLOG, BATON_SVG_YLOG: whole decades; values <= 0 not
  * drawn). */
 enum { BATON_SVG_XLOG = 1, BATON_SVG_YLOG = 2 };

@@ -7,14 +7,8 @@
 #include "nn_internal.h"
 
 void omp_set_num_threads(int n);   /* libgomp, oneDNN's OpenMP runtime */
-int omp_get_max_threads(void);
 
 void baton_nn_set_threads(int n)
 {
     if (n >= 1) omp_set_num_threads(n);
-}
-
-int baton_nn_threads(void)
-{
-    return omp_get_max_threads();
 }

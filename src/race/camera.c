@@ -192,13 +192,3 @@ void baton_race_sim_camera(const baton_race_sim *s, const baton_race_camera *c, 
     }
 }
 
-const uint8_t *baton_race_camera_topview(const baton_race_camera *c, int *w, int *h, double *x0, double *y0,
-                                         double *res)
-{
-    *w = c->tv.w[0];
-    *h = c->tv.h[0];
-    *x0 = c->tv.x0;
-    *y0 = c->tv.y0;
-    *res = c->tv.res;
-    return c->tv.px[0];
-}

@@ -57,13 +57,6 @@ static const struct {
     {"prevent_zigzag", baton_race_reward_prevent_zigzag},
 };
 
-static const char *const builtin_names[] = {"follow_center_line", "stay_inside_borders", "prevent_zigzag", NULL};
-
-const char *const *baton_race_builtin_rewards(void)
-{
-    return builtin_names;
-}
-
 int baton_race_python_available(void)
 {
     return race_python_built();

@@ -218,11 +218,6 @@ void baton_race_sim_free(baton_race_sim *s)
     free(s);
 }
 
-size_t baton_race_sim_envs(const baton_race_sim *s)
-{
-    return s->n;
-}
-
 void baton_race_sim_reset(baton_race_sim *s, size_t env)
 {
     if (env < s->n) start_episode(s, env);

@@ -68,12 +68,21 @@ static int snapshot(void *ctx, baton_ckpt_store *store, uint64_t step, baton_err
     return rc;
 }
 
+/* The zoo's models this trainer trains (the zoo also builds race's networks). */
+static const char *const trainer_models[] = {"mlp", "lenet", "resnet8", "resnet20", "resnet56"};
+
 static int check_opts(const baton_train_opts *o, baton_err *err)
 {
     if (!o->data_uri || !o->model || !o->session.ckpt_dir)
         return baton_err_set(err, BATON_ERR_ARG, "data, model and checkpoint folder are required");
+    int known = 0;
+    for (size_t i = 0; i < sizeof trainer_models / sizeof trainer_models[0]; i++) known |= !strcmp(o->model, trainer_models[i]);
+    if (!known)
+        return baton_err_set(err, BATON_ERR_USAGE, "unknown model '%.40s': expected mlp, lenet, resnet8, resnet20 or resnet56",
+                             o->model);
     if (o->batch < 1 || o->batch > BATON_TRAIN_MAX_BATCH)
-        return baton_err_set(err, BATON_ERR_ARG, "batch size %u: must be 1..%d", o->batch, BATON_TRAIN_MAX_BATCH);
+        return baton_err_set(err, BATON_ERR_USAGE, "batch size %u: must be 1..%d (activations are allocated for it)",
+                             o->batch, BATON_TRAIN_MAX_BATCH);
     if (o->lr < 0 || !isfinite(o->lr)) return baton_err_set(err, BATON_ERR_ARG, "learning rate must be positive");
     return BATON_OK;
 }

@@ -373,12 +373,6 @@ int baton_svg_lines(const char *path, const char *title, const char *xlabel, con
     return rc;
 }
 
-int baton_svg_scatter(const char *path, const char *title, const char *xlabel, const char *ylabel,
-                      const baton_svg_points *s, size_t ns, baton_err *err)
-{
-    return render(path, title, xlabel, ylabel, s, ns, 0, err);
-}
-
 int baton_svg_scatter_axes(const char *path, const char *title, const char *xlabel, const char *ylabel,
                            const baton_svg_points *s, size_t ns, unsigned flags, baton_err *err)
 {

@@ -29,7 +29,7 @@ expect_fail 2 "--lr must be a positive number" $TR --epochs 1 --ckpt-dir "$T/u" 
 expect_fail 2 "--keep must be >= 1" $TR --epochs 1 --ckpt-dir "$T/u" --keep 0
 expect_fail 2 "--max-steps must be >= 1" $TR --epochs 1 --ckpt-dir "$T/u" --max-steps 0
 expect_fail 2 "--epochs must be >= 1" $TR --epochs 0 --ckpt-dir "$T/u"
-expect_fail 2 "--batch must be 1..4096" $BATON train --data "$D" --model mlp --batch 100000 --ckpt-dir "$T/u"
+expect_fail 2 "batch size 100000: must be 1..4096" $BATON train --data "$D" --model mlp --batch 100000 --ckpt-dir "$T/u"
 check '[ ! -e "$T/u" ]' "a usage error creates nothing"
 
 # --- two trainers on one folder: the second is refused with the first's pid; the first finishes

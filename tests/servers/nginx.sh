@@ -19,9 +19,7 @@
 set -euo pipefail
 
 prog=nginx.sh
-die() { echo "$prog: error: $*" >&2; exit 1; }
-log() { echo "$prog: $*" >&2; }
-now() { date +%s.%N; }
+. "$(dirname "${BASH_SOURCE[0]}")/daemon.sh"
 usage() { echo "usage: $prog start DIR PORT ROOT | $prog stop DIR" >&2; exit 2; }
 
 find_nginx() {
@@ -32,24 +30,6 @@ find_nginx() {
     die "nginx not found (run scripts/deps.sh)"
 }
 
-# Has PID exited? Either gone from /proc, or a zombie whose threads have all
-# ended (its sockets and memory are released; only init's reaping is left,
-# which can lag by a second or two where PID 1 reaps orphans slowly).
-exited() {
-    local st
-    st=$(grep -E '^(State|Threads):' "/proc/$1/status" 2>/dev/null | tr -s ' \t\n' ' ') || return 0
-    [ -z "$st" ] && return 0
-    case "$st" in *"State: Z"*"Threads: 1 "*|*"State: X"*) return 0 ;; esac
-    return 1
-}
-
-# Wait until PID has exited, at most 10 s; 0 if it did.
-wait_gone() {
-    local pid=$1 n=200
-    while ! exited "$pid" && [ "$n" -gt 0 ]; do sleep 0.05; n=$((n - 1)); done
-    exited "$pid"
-}
-
 do_stop() {
     local dir=$1 pid
     [ -f "$dir/nginx.pid" ] || return 0
@@ -57,11 +37,11 @@ do_stop() {
     case "$pid" in ''|*[!0-9]*) rm -f "$dir/nginx.pid"; return 0 ;; esac
     if kill -0 "$pid" 2>/dev/null; then
         kill -TERM "$pid" 2>/dev/null || true      # fast shutdown: master and workers
-        if ! wait_gone "$pid"; then
+        if ! wait_gone "$pid" 100; then
             log "nginx master $pid ignored TERM for 10 s; sending KILL"
             pkill -KILL -P "$pid" 2>/dev/null || true   # its workers (children of this pid only)
             kill -KILL "$pid" 2>/dev/null || true
-            wait_gone "$pid" || { log "nginx master $pid did not exit"; return 1; }
+            wait_gone "$pid" 100 || { log "nginx master $pid did not exit"; return 1; }
         fi
     fi
     rm -f "$dir/nginx.pid"

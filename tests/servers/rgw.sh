@@ -28,9 +28,7 @@
 set -euo pipefail
 
 prog=rgw.sh
-die() { echo "$prog: error: $*" >&2; exit 1; }
-log() { echo "$prog: $*" >&2; }
-now() { date +%s.%N; }
+. "$(dirname "${BASH_SOURCE[0]}")/daemon.sh"
 elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
 
 usage() {
@@ -44,36 +42,6 @@ usage() {
 # the next start wipes DIR. With BATON_RGW_GRACEFUL=1: TERM one daemon after
 # the other (gateway, OSD, monitor), 10 s each before KILL. (Sending TERM to
 # all at once is slower: the OSD then waits ~5 s for the vanished monitor.)
-
-# Has PID exited? Either gone from /proc, or a zombie whose threads have all
-# ended (its sockets and memory are released; only init's reaping is left,
-# which can lag by a second or two where PID 1 reaps orphans slowly).
-exited() {
-    local st
-    st=$(grep -E '^(State|Threads):' "/proc/$1/status" 2>/dev/null | tr -s ' \t\n' ' ') || return 0
-    [ -z "$st" ] && return 0
-    case "$st" in *"State: Z"*"Threads: 1 "*|*"State: X"*) return 0 ;; esac
-    return 1
-}
-
-# Wait until PID has exited or TENTHS tenths of a second have passed; 0 if it did.
-wait_gone() {
-    local pid=$1 n=$(( $2 * 2 ))
-    while ! exited "$pid" && [ "$n" -gt 0 ]; do
-        sleep 0.05
-        n=$((n - 1))
-    done
-    exited "$pid"
-}
-
-# Pid from a pid file if it names a live process, else nothing.
-live_pid() {
-    local pid
-    pid=$(cat "$1" 2>/dev/null || true)
-    case "$pid" in ''|*[!0-9]*) return 0 ;; esac
-    kill -0 "$pid" 2>/dev/null && echo "$pid"
-    return 0
-}
 
 do_stop() {
     local dir=$1 rc=0 pf pid pids=""

@@ -21,33 +21,8 @@
 set -euo pipefail
 
 prog=slurm.sh
-die() { echo "$prog: error: $*" >&2; exit 1; }
-log() { echo "$prog: $*" >&2; }
-now() { date +%s.%N; }
+. "$(dirname "${BASH_SOURCE[0]}")/daemon.sh"
 usage() { echo "usage: $prog start DIR CTLD_PORT SLURMD_PORT | $prog stop DIR" >&2; exit 2; }
-
-# Has PID exited (gone, or a zombie whose threads have all ended)?
-exited() {
-    local st
-    st=$(grep -E '^(State|Threads):' "/proc/$1/status" 2>/dev/null | tr -s ' \t\n' ' ') || return 0
-    [ -z "$st" ] && return 0
-    case "$st" in *"State: Z"*"Threads: 1 "*|*"State: X"*) return 0 ;; esac
-    return 1
-}
-
-wait_gone() {   # wait_gone PID TENTHS
-    local pid=$1 n=$2
-    while ! exited "$pid" && [ "$n" -gt 0 ]; do sleep 0.1; n=$((n - 1)); done
-    exited "$pid"
-}
-
-live_pid() {
-    local pid
-    pid=$(cat "$1" 2>/dev/null || true)
-    case "$pid" in ''|*[!0-9]*) return 0 ;; esac
-    kill -0 "$pid" 2>/dev/null && echo "$pid"
-    return 0
-}
 
 do_stop() {
     local dir=$1 rc=0 pf pid
