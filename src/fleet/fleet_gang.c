@@ -177,11 +177,10 @@ static void launch_end(sup *s, int task, gang *g, int code, double now)
     } else {
         char log[4200];
         fleet_fmt(log, sizeof log, "%s/logs/task-%d.log", t->volume[0] ? t->volume : s->dir, task);
-        t->state = BATON_TASK_FAILED;
         fleet_fmt(s->sum->failure, sizeof s->sum->failure,
                   "task %d failed: %d crashes (retries: %d); its ranks' last launch exited with status %d; log %s",
                   task, t->crashes, s->job->retries, code, log);
-        fleet_log_event(s, "task", -1, task, NULL, "failed", NULL, "%s", s->sum->failure);
+        fleet_task_transition(s, task, BATON_TE_FAIL, "%s", s->sum->failure);
         release_all(s, task, now, 0, "the task failed");
     }
     fleet_save_task(s, task);
@@ -309,9 +308,8 @@ static void launch_failed(sup *s, int task, double now, const baton_err *e)
     s->sum->crashes++;
     fleet_log_event(s, "task", -1, task, NULL, NULL, NULL, "task %d: its ranks could not start: %s", task, e->msg);
     if (t->crashes > s->job->retries) {
-        t->state = BATON_TASK_FAILED;
         fleet_fmt(s->sum->failure, sizeof s->sum->failure, "task %d failed: its ranks could not start: %s", task, e->msg);
-        fleet_log_event(s, "task", -1, task, NULL, "failed", NULL, "%s", s->sum->failure);
+        fleet_task_transition(s, task, BATON_TE_FAIL, "%s", s->sum->failure);
         release_all(s, task, now, 0, "the task failed");
     }
     fleet_save_task(s, task);

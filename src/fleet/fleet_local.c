@@ -139,6 +139,29 @@ int fleet_transition(sup *s, size_t i, baton_wevent ev, cJSON *detail, const cha
     return 0;
 }
 
+int fleet_task_transition(sup *s, int t, baton_tevent ev, const char *fmt, ...)
+{
+    baton_fleet_task *tk = &s->tasks[t];
+    int next = baton_task_next(tk->state, ev);
+    const char *from = baton_task_state_name(tk->state);
+    if (next < 0) {
+        fleet_log_event(s, "error", -1, t, from, NULL, NULL, "task %d: refused transition: %s in state %s", t,
+                        baton_tevent_name(ev), from);
+        return -1;
+    }
+    tk->state = (baton_task_state)next;
+    fleet_save_task(s, t);
+    if (fmt) {
+        char msg[1200];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof msg, fmt, ap);
+        va_end(ap);
+        fleet_log_event(s, "task", -1, t, from, baton_task_state_name(tk->state), NULL, "%s", msg);
+    }
+    return 0;
+}
+
 /* ------------------------------------------------------------------ instances */
 static uint32_t name_hash(const char *s)
 {
@@ -290,22 +313,20 @@ void fleet_finish_instance(sup *s, size_t i, baton_wevent ev, int code, double t
     if (in->state == BATON_W_DONE && t->state == BATON_TASK_DONE) {
         /* another machine of a task over nodes, released */
     } else if (in->state == BATON_W_DONE) {
-        t->state = BATON_TASK_DONE;
         t->final_step = in->reached_step;
+        fleet_task_transition(s, in->task, BATON_TE_DONE, "task %d done at step %lld", in->task, (long long)t->final_step);
         cancel_waiting(s, in->task, "the task is done");
-        fleet_log_event(s, "task", -1, in->task, NULL, "done", NULL, "task %d done at step %lld", in->task, (long long)t->final_step);
     } else if (in->state == BATON_W_CRASHED) {
         t->crashes++;
         s->sum->crashes++;
         if (t->crashes > s->job->retries) {
             char last[320];
             last_log_line(l->log, last, sizeof last);
-            t->state = BATON_TASK_FAILED;
-            cancel_waiting(s, in->task, "the task failed");
             fleet_fmt(s->sum->failure, sizeof s->sum->failure,
                      "task %d failed: %d crashes (retries: %d); the last, %s, exited with status %d; log %s%s%s",
                      in->task, t->crashes, s->job->retries, in->name, code, l->log, last[0] ? ": " : "", last);
-            fleet_log_event(s, "task", -1, in->task, NULL, "failed", NULL, "%s", s->sum->failure);
+            fleet_task_transition(s, in->task, BATON_TE_FAIL, "%s", s->sum->failure);
+            cancel_waiting(s, in->task, "the task failed");
         } else {
             fleet_log_event(s, "task", -1, in->task, NULL, NULL, NULL, "task %d: crash %d of %d allowed, replacing", in->task,
                       t->crashes, s->job->retries);
@@ -607,9 +628,8 @@ static void launch_ready(sup *s, size_t i, double now)
         fleet_transition(s, i, BATON_WE_CRASH, NULL, "could not start: %s", e.msg);
         baton_fleet_task *t = &s->tasks[in->task];
         if (t->crashes > s->job->retries) {
-            t->state = BATON_TASK_FAILED;
             fleet_fmt(s->sum->failure, sizeof s->sum->failure, "task %d failed: could not start an instance: %s", t->idx, e.msg);
-            fleet_log_event(s, "task", -1, t->idx, NULL, "failed", NULL, "%s", s->sum->failure);
+            fleet_task_transition(s, t->idx, BATON_TE_FAIL, "%s", s->sum->failure);
         } else {
             ensure_successor(s, in->task);
         }
@@ -784,8 +804,7 @@ int fleet_loop(sup *s, baton_err *err)
         for (size_t t = 0; t < s->ntasks; t++) running += s->tasks[t].state == BATON_TASK_RUNNING;
         for (size_t t = 0; t < s->ntasks && running < s->job->target_capacity && !s->cancelling; t++)
             if (s->tasks[t].state == BATON_TASK_WAITING) {
-                s->tasks[t].state = BATON_TASK_RUNNING;
-                fleet_save_task(s, (int)t);
+                fleet_task_transition(s, (int)t, BATON_TE_START, NULL);
                 running++;
                 ensure_successor(s, (int)t);
             }

@@ -128,6 +128,14 @@ const char *baton_wstate_name(baton_wstate s);     /* "PENDING", ... */
 const char *baton_wevent_name(baton_wevent e);     /* "launch", ... */
 int baton_wstate_parse(const char *name);          /* -1 if unknown */
 
+/* A task's states go through a table too (fleet_state.c): waiting -start-> running -done-> done,
+ * running -fail-> failed, waiting|running -cancel-> cancelled, cancelled -resume-> waiting (a rerun
+ * of a cancelled job). */
+typedef enum { BATON_TE_START = 0, BATON_TE_DONE, BATON_TE_FAIL, BATON_TE_CANCEL, BATON_TE_RESUME,
+               BATON_TE_NEVENTS } baton_tevent;
+int baton_task_next(baton_task_state s, baton_tevent e);   /* -1 when not allowed */
+const char *baton_tevent_name(baton_tevent e);             /* "start", ... */
+
 /* ---------------------------------------------------------------------------------------------
  * The fleet database (src/fleet/fleet_db.c); the records it holds are in fleet.h.
  * --------------------------------------------------------------------------------------------- */

@@ -42,7 +42,7 @@ static int recover(sup *s, baton_fleet_records *r, baton_err *err)
     r->tasks = NULL;
     r->ntasks = 0;
     for (size_t t = 0; t < s->ntasks; t++)
-        if (s->tasks[t].state == BATON_TASK_CANCELLED) s->tasks[t].state = BATON_TASK_WAITING;
+        if (s->tasks[t].state == BATON_TASK_CANCELLED) fleet_task_transition(s, (int)t, BATON_TE_RESUME, NULL);
     s->insts = r->insts;
     s->ninsts = s->cap = r->ninsts;
     r->insts = NULL;
@@ -292,8 +292,7 @@ int baton_fleet_run(const baton_job *job, const baton_fleet_opts *o, baton_fleet
     for (size_t t = 0; t < s->ntasks; t++) {
         if (s->tasks[t].state == BATON_TASK_FAILED) failed = 1;
         if (s->tasks[t].state == BATON_TASK_WAITING || s->tasks[t].state == BATON_TASK_RUNNING) {
-            s->tasks[t].state = BATON_TASK_CANCELLED;
-            fleet_save_task(s, (int)t);
+            fleet_task_transition(s, (int)t, BATON_TE_CANCEL, NULL);
             cancelled = 1;
         }
     }

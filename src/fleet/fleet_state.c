@@ -1,7 +1,7 @@
-/* fleet_state.c — the per-worker state machine of the fleet supervisor: one pure transition
- * table (state × event -> next state), names for logging, and the task-state names.
- * The supervisor never assigns a worker's state directly; it calls baton_wstate_next and logs the
- * transition (fleet_local.c: transition()). Unlisted pairs are refused (-1), so an impossible
+/* fleet_state.c — the fleet supervisor's state machines: one pure transition table (state × event
+ * -> next state) for a worker and one for a task, with names for logging. The supervisor never
+ * assigns either state directly; it calls fleet_transition / fleet_task_transition (fleet_local.c),
+ * which go through these tables and log the change. Unlisted pairs are refused (-1), so an impossible
  * sequence shows up as a logged error instead of a silently wrong state. */
 #include "fleet_parts.h"
 
@@ -46,6 +46,29 @@ int baton_wstate_parse(const char *name)
     for (int i = 0; i < BATON_W_NSTATES; i++)
         if (!strcmp(name, state_names[i])) return i;
     return -1;
+}
+
+#define X (-1)
+static const signed char task_table[BATON_TASK_CANCELLED + 1][BATON_TE_NEVENTS] = {
+    /*                     start              done             fail               cancel                resume */
+    [BATON_TASK_WAITING] = {BATON_TASK_RUNNING, X, X, BATON_TASK_CANCELLED, X},
+    [BATON_TASK_RUNNING] = {X, BATON_TASK_DONE, BATON_TASK_FAILED, BATON_TASK_CANCELLED, X},
+    [BATON_TASK_DONE] = {X, X, X, X, X},
+    [BATON_TASK_FAILED] = {X, X, X, X, X},
+    [BATON_TASK_CANCELLED] = {X, X, X, X, BATON_TASK_WAITING},
+};
+#undef X
+
+int baton_task_next(baton_task_state s, baton_tevent e)
+{
+    if ((unsigned)s > BATON_TASK_CANCELLED || (unsigned)e >= BATON_TE_NEVENTS) return -1;
+    return task_table[s][e];
+}
+
+const char *baton_tevent_name(baton_tevent e)
+{
+    static const char *const n[BATON_TE_NEVENTS] = {"start", "done", "fail", "cancel", "resume"};
+    return (unsigned)e < BATON_TE_NEVENTS ? n[e] : "?";
 }
 
 const char *baton_task_state_name(baton_task_state s)

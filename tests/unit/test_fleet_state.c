@@ -58,5 +58,29 @@ int main(void)
     for (int s = 0; s < BATON_W_NSTATES; s++) CHECK(baton_wstate_parse(baton_wstate_name((baton_wstate)s)) == s);
     CHECK(baton_wstate_parse("RUNNNING") == -1);
     CHECK(!strcmp(baton_wevent_name(BATON_WE_EXIT_STOPPED), "exit-75"));
+
+    /* a task's table: the supervisor's one path for each change, everything else refused */
+    static const struct { baton_task_state s; baton_tevent e; int next; } tt[] = {
+        {BATON_TASK_WAITING, BATON_TE_START, BATON_TASK_RUNNING},
+        {BATON_TASK_WAITING, BATON_TE_CANCEL, BATON_TASK_CANCELLED},
+        {BATON_TASK_RUNNING, BATON_TE_DONE, BATON_TASK_DONE},
+        {BATON_TASK_RUNNING, BATON_TE_FAIL, BATON_TASK_FAILED},
+        {BATON_TASK_RUNNING, BATON_TE_CANCEL, BATON_TASK_CANCELLED},
+        {BATON_TASK_CANCELLED, BATON_TE_RESUME, BATON_TASK_WAITING},
+    };
+    int allowed = 0;
+    for (int s = BATON_TASK_WAITING; s <= BATON_TASK_CANCELLED; s++)
+        for (int e = 0; e < BATON_TE_NEVENTS; e++) {
+            int want = -1;
+            for (size_t k = 0; k < sizeof tt / sizeof tt[0]; k++)
+                if (tt[k].s == (baton_task_state)s && tt[k].e == (baton_tevent)e) want = tt[k].next;
+            int got = baton_task_next((baton_task_state)s, (baton_tevent)e);
+            CHECK_MSG(got == want, "task %s -%s-> %d, want %d", baton_task_state_name((baton_task_state)s),
+                      baton_tevent_name((baton_tevent)e), got, want);
+            allowed += got >= 0;
+        }
+    CHECK_EQ_U(allowed, 6);   /* done and failed are final; a task is never done twice */
+    CHECK(baton_task_next((baton_task_state)99, BATON_TE_START) == -1 && baton_task_next(BATON_TASK_WAITING, (baton_tevent)99) == -1);
+    CHECK(!strcmp(baton_tevent_name(BATON_TE_RESUME), "resume"));
     CHECK_DONE();
 }
