@@ -285,83 +285,126 @@ static dnnl_status_t md_any(dnnl_memory_desc_t *out, const dnnl_memory_desc_t *m
     return dnnl_memory_desc_init_by_tag(out, md->ndims, md->dims, dnnl_f32, dnnl_format_tag_any);
 }
 
-static int make_compute(infer_fast *f, lop *o, baton_err *err)
+/* What a convolution or inner product is built from: its descriptors, the weights' logical shape,
+ * and the input layouts to try. */
+typedef struct cdesc {
+    dnnl_memory_desc_t wmd, bmd, dmd, smd_any, smd_plain, smd_flat, wmd_flat;
+    int64_t wd[4];
+    int wnd;
+    dnnl_format_tag_t wtag;
+    const dnnl_memory_desc_t *cands[4];
+} cdesc;
+
+/* Input layouts to try: the producer's (no reorder); for an inner product on a 4-D input also the
+ * same data seen as [batch, C·H·W] (plain NCHW is exactly that; brgemm kernels take it) and plain
+ * NCHW; then oneDNN's choice. */
+static dnnl_status_t compute_descs(infer_fast *f, const lop *o, cdesc *d)
 {
     const int N = f->batch;
     value *in = &f->vals[o->src], *outv = &f->vals[o->dst];
     const int final = o->dst == f->out_val;
-    dnnl_memory_desc_t wmd, bmd, dmd, smd_any;
-    int64_t wd[4];
-    int wnd;
-    dnnl_format_tag_t wtag;
-    dnnl_status_t st;
     if (o->kind == K_CONV) {
-        wnd = 4;
-        wd[0] = o->oc, wd[1] = in->c, wd[2] = o->k, wd[3] = o->k;
-        wtag = dnnl_abcd;
+        d->wnd = 4;
+        d->wd[0] = o->oc, d->wd[1] = in->c, d->wd[2] = o->k, d->wd[3] = o->k;
+        d->wtag = dnnl_abcd;
     } else if (in->md.ndims == 4) {
-        wnd = 4;
-        wd[0] = o->oc, wd[1] = in->c, wd[2] = in->h, wd[3] = in->w;
-        wtag = dnnl_abcd;
+        d->wnd = 4;
+        d->wd[0] = o->oc, d->wd[1] = in->c, d->wd[2] = in->h, d->wd[3] = in->w;
+        d->wtag = dnnl_abcd;
     } else {
-        wnd = 2;
-        wd[0] = o->oc, wd[1] = (int64_t)in->c * in->h * in->w;
-        wtag = dnnl_ab;
+        d->wnd = 2;
+        d->wd[0] = o->oc, d->wd[1] = (int64_t)in->c * in->h * in->w;
+        d->wtag = dnnl_ab;
     }
-    st = md_tag(&wmd, wnd, wd, dnnl_format_tag_any);
-    if (st == dnnl_success) st = md_tag(&bmd, 1, (const int64_t[1]){o->oc}, dnnl_a);
+    dnnl_status_t st = md_tag(&d->wmd, d->wnd, d->wd, dnnl_format_tag_any);
+    if (st == dnnl_success) st = md_tag(&d->bmd, 1, (const int64_t[1]){o->oc}, dnnl_a);
     if (st == dnnl_success) {
-        if (o->sum >= 0) {
-            dmd = f->vals[o->sum].md;
-        } else if (o->kind == K_CONV) {
-            st = md_tag(&dmd, 4, (const int64_t[4]){N, o->oc, outv->h, outv->w}, dnnl_format_tag_any);
+        if (o->sum >= 0) d->dmd = f->vals[o->sum].md;
+        else if (o->kind == K_CONV) st = md_tag(&d->dmd, 4, (const int64_t[4]){N, o->oc, outv->h, outv->w}, dnnl_format_tag_any);
+        else st = md_tag(&d->dmd, 2, (const int64_t[2]){N, o->oc}, final ? dnnl_ab : dnnl_format_tag_any);
+    }
+    if (st == dnnl_success) st = md_any(&d->smd_any, &in->md);
+    if (st != dnnl_success) return st;
+    const int is4d_ip = o->kind == K_IP && in->md.ndims == 4;
+    const int64_t chw = (int64_t)in->c * in->h * in->w;
+    const int try_flat = is4d_ip && md_tag(&d->smd_plain, 4, in->md.dims, dnnl_abcd) == dnnl_success &&
+                         md_tag(&d->smd_flat, 2, (const int64_t[2]){N, chw}, dnnl_ab) == dnnl_success &&
+                         md_tag(&d->wmd_flat, 2, (const int64_t[2]){o->oc, chw}, dnnl_format_tag_any) == dnnl_success;
+    const int try_plain = is4d_ip && try_flat && !dnnl_memory_desc_equal(&d->smd_plain, &in->md);
+    d->cands[0] = &in->md;
+    d->cands[1] = try_flat ? &d->smd_flat : NULL;
+    d->cands[2] = try_plain ? &d->smd_plain : NULL;
+    d->cands[3] = &d->smd_any;
+    return dnnl_success;
+}
+
+/* One candidate's primitive descriptor for source layout smd. */
+static dnnl_status_t compute_try(infer_fast *f, const lop *o, const cdesc *d, const dnnl_memory_desc_t *smd,
+                                 dnnl_primitive_desc_t *cand)
+{
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_status_t st = make_attr(&attr, o->sum >= 0, o->relu);
+    if (st == dnnl_success) {
+        if (o->kind == K_CONV) {
+            dnnl_convolution_desc_t cd;
+            const dnnl_dims_t strides = {o->stride, o->stride}, pad = {o->pad, o->pad};
+            st = dnnl_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, smd, &d->wmd,
+                                                    o->b ? &d->bmd : NULL, &d->dmd, strides, pad, pad);
+            if (st == dnnl_success) st = dnnl_primitive_desc_create(cand, &cd, attr, f->eng, NULL);
         } else {
-            st = md_tag(&dmd, 2, (const int64_t[2]){N, o->oc}, final ? dnnl_ab : dnnl_format_tag_any);
+            dnnl_inner_product_desc_t id;
+            st = dnnl_inner_product_forward_desc_init(&id, dnnl_forward_inference, smd,
+                                                      smd == &d->smd_flat ? &d->wmd_flat : &d->wmd,
+                                                      o->b ? &d->bmd : NULL, &d->dmd);
+            if (st == dnnl_success) st = dnnl_primitive_desc_create(cand, &id, attr, f->eng, NULL);
         }
     }
-    if (st == dnnl_success) st = md_any(&smd_any, &in->md);
-    if (st != dnnl_success) return dnnl_fail(err, st, "memory descriptor", o->name);
+    if (attr) dnnl_primitive_attr_destroy(attr);
+    return st;
+}
 
-    /* Input layouts to try: the producer's (no reorder); for an inner product on a 4-D input also
-     * the same data seen as [batch, C·H·W] (plain NCHW is exactly that; brgemm kernels take it)
-     * and plain NCHW; then oneDNN's choice. A convolution takes the first that has an optimised
-     * kernel. An inner product's candidates are timed (oneDNN's gemm and brgemm kernels each win
-     * somewhere, depending on shapes and threads) and the fastest is kept. */
-    dnnl_memory_desc_t smd_plain, smd_flat, wmd_flat;
-    const int is4d_ip = o->kind == K_IP && in->md.ndims == 4;
-    const int try_flat = is4d_ip && md_tag(&smd_plain, 4, in->md.dims, dnnl_abcd) == dnnl_success &&
-                         md_tag(&smd_flat, 2, (const int64_t[2]){N, (int64_t)in->c * in->h * in->w}, dnnl_ab) ==
-                             dnnl_success &&
-                         md_tag(&wmd_flat, 2, (const int64_t[2]){o->oc, (int64_t)in->c * in->h * in->w},
-                                dnnl_format_tag_any) == dnnl_success;
-    const int try_plain = is4d_ip && try_flat && !dnnl_memory_desc_equal(&smd_plain, &in->md);
-    const dnnl_memory_desc_t *cands[4] = {&in->md, try_flat ? &smd_flat : NULL, try_plain ? &smd_plain : NULL,
-                                          &smd_any};
-    dnnl_primitive_desc_t pd = NULL, alt[4] = {0};
-    int best = 99, chosen = -1, nalt = 0, alt_at[4] = {0};
-    dnnl_status_t first_st = dnnl_success;
-    for (int attempt = 0; attempt < 4 && (best > 0 || o->kind == K_IP); attempt++) {
-        const dnnl_memory_desc_t *smd = cands[attempt];
-        if (!smd) continue;
-        dnnl_primitive_attr_t attr = NULL;
-        dnnl_primitive_desc_t cand = NULL;
-        st = make_attr(&attr, o->sum >= 0, o->relu);
-        if (st == dnnl_success) {
-            if (o->kind == K_CONV) {
-                dnnl_convolution_desc_t cd;
-                const dnnl_dims_t strides = {o->stride, o->stride}, pad = {o->pad, o->pad};
-                st = dnnl_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, smd,
-                                                        &wmd, o->b ? &bmd : NULL, &dmd, strides, pad, pad);
-                if (st == dnnl_success) st = dnnl_primitive_desc_create(&cand, &cd, attr, f->eng, NULL);
-            } else {
-                dnnl_inner_product_desc_t id;
-                st = dnnl_inner_product_forward_desc_init(&id, dnnl_forward_inference, smd,
-                                                          smd == &smd_flat ? &wmd_flat : &wmd, o->b ? &bmd : NULL,
-                                                          &dmd);
-                if (st == dnnl_success) st = dnnl_primitive_desc_create(&cand, &id, attr, f->eng, NULL);
+/* An inner product's kernels without an optimised rank: a small one takes the best made at
+ * creation (timing would cost more than any difference); a large one (lenet's fc1: 4.7 MB of
+ * weights) the fastest. Returns the index kept; the others are destroyed. */
+static int pick_inner_product(infer_fast *f, const lop *o, dnnl_primitive_desc_t *alt, int nalt)
+{
+    const value *in = &f->vals[o->src];
+    const int timed = nalt > 1 && (double)o->oc * in->c * in->h * in->w * sizeof(float) >= TIME_IP_BYTES;
+    double tbest = INFINITY;
+    int k = 0;
+    if (timed) {
+        for (int i = 0; i < nalt; i++) {
+            const double ms = time_pd(f, alt[i]);
+            if (ms >= 0 && ms < tbest) {
+                tbest = ms;
+                k = i;
             }
         }
-        if (attr) dnnl_primitive_attr_destroy(attr);
+        baton_log(BATON_LOG_DEBUG, "infer: %s: fastest of %d inner-product kernels: %.3f ms", o->name, nalt, tbest);
+    } else {
+        for (int i = 1; i < nalt; i++)
+            if (impl_rank(alt[i]) < impl_rank(alt[k])) k = i;
+        if (impl_rank(alt[k]) == 1) time_pd(f, alt[k]);   /* generate its lazily made kernels now */
+    }
+    for (int i = 0; i < nalt; i++)
+        if (i != k) dnnl_primitive_desc_destroy(alt[i]);
+    return k;
+}
+
+/* A convolution takes the first candidate layout that has an optimised kernel; an inner product's
+ * candidates are timed (oneDNN's gemm and brgemm kernels each win somewhere, depending on shapes
+ * and threads) and the fastest is kept. *chosen: the candidate's index. */
+static int compute_pick(infer_fast *f, const lop *o, const cdesc *d, dnnl_primitive_desc_t *out, int *chosen,
+                        baton_err *err)
+{
+    dnnl_primitive_desc_t pd = NULL, alt[4] = {0};
+    int best = 99, nalt = 0, alt_at[4] = {0};
+    dnnl_status_t st = dnnl_success, first_st = dnnl_success;
+    *chosen = -1;
+    for (int attempt = 0; attempt < 4 && (best > 0 || o->kind == K_IP); attempt++) {
+        if (!d->cands[attempt]) continue;
+        dnnl_primitive_desc_t cand = NULL;
+        st = compute_try(f, o, d, d->cands[attempt], &cand);
         if (st != dnnl_success) {
             if (attempt == 0) first_st = st;
             continue;
@@ -370,69 +413,57 @@ static int make_compute(infer_fast *f, lop *o, baton_err *err)
         if (o->kind == K_IP && score < 2 && !has_impl(alt, nalt, cand)) {
             alt_at[nalt] = attempt;
             alt[nalt++] = cand;   /* timed below */
-            continue;
-        }
-        if (score < best) {
+        } else if (score < best) {
             if (pd) dnnl_primitive_desc_destroy(pd);
             pd = cand;
             best = score;
-            chosen = attempt;
+            *chosen = attempt;
         } else {
             dnnl_primitive_desc_destroy(cand);
         }
     }
     if (nalt) {
-        /* inner product: a small one takes the first kernel made at creation (timing would cost
-         * more than any difference); a large one (lenet's fc1: 4.7 MB of weights) the fastest */
-        const int timed = nalt > 1 && (double)o->oc * in->c * in->h * in->w * sizeof(float) >= TIME_IP_BYTES;
-        double tbest = INFINITY;
-        int k = 0;
-        if (timed) {
-            for (int i = 0; i < nalt; i++) {
-                const double ms = time_pd(f, alt[i]);
-                if (ms >= 0 && ms < tbest) {
-                    tbest = ms;
-                    k = i;
-                }
-            }
-        } else {
-            for (int i = 1; i < nalt; i++)
-                if (impl_rank(alt[i]) < impl_rank(alt[k])) k = i;
-            if (impl_rank(alt[k]) == 1) time_pd(f, alt[k]);   /* generate its lazily made kernels now */
-        }
+        const int k = pick_inner_product(f, o, alt, nalt);
         if (pd) dnnl_primitive_desc_destroy(pd);
         pd = alt[k];
-        chosen = alt_at[k];
-        for (int i = 0; i < nalt; i++)
-            if (i != k) dnnl_primitive_desc_destroy(alt[i]);
-        if (timed)
-            baton_log(BATON_LOG_DEBUG, "infer: %s: fastest of %d inner-product kernels: %.3f ms", o->name, nalt, tbest);
+        *chosen = alt_at[k];
     } else if (pd && best == 1) {
         time_pd(f, pd);   /* generates its lazily made kernels now, not in the first query */
     }
     if (!pd) st = first_st != dnnl_success ? first_st : st;
     if (st != dnnl_success || !pd) return dnnl_fail(err, st, o->kind == K_CONV ? "convolution" : "inner product", o->name);
+    *out = pd;
+    return BATON_OK;
+}
 
-    int rc = BATON_OK;
+static int make_compute(infer_fast *f, lop *o, baton_err *err)
+{
+    cdesc d;
+    dnnl_status_t st = compute_descs(f, o, &d);
+    if (st != dnnl_success) return dnnl_fail(err, st, "memory descriptor", o->name);
+    dnnl_primitive_desc_t pd = NULL;
+    int chosen;
+    int rc = compute_pick(f, o, &d, &pd, &chosen, err);
+    if (rc) return rc;
     dnnl_memory_t src_mem = NULL, w_mem = NULL, b_mem = NULL;
     if (chosen == 1) {
         /* plain NCHW (a reorder into it if the producer chose otherwise), then a 2-D view of it */
-        rc = adapt_input(f, o->src, &smd_plain, o->name, &src_mem, err);
+        rc = adapt_input(f, o->src, &d.smd_plain, o->name, &src_mem, err);
         int v = rc ? -1 : value_of_mem(f, src_mem);
         int t = v < 0 ? -1 : fast_new_value(f, f->vals[v].c, f->vals[v].h, f->vals[v].w);
-        if (!rc && (t < 0 || set_value_md(f, t, &smd_flat)))
+        if (!rc && (t < 0 || set_value_md(f, t, &d.smd_flat)))
             rc = baton_err_set(err, BATON_ERR_NOMEM, "fast path: out of memory");
         if (!rc) {
             f->vals[t].alias = v;
             src_mem = f->vals[t].mem;
-            wnd = 2;
-            wd[1] = wd[1] * wd[2] * wd[3];
-            wtag = dnnl_ab;
+            d.wnd = 2;
+            d.wd[1] = d.wd[1] * d.wd[2] * d.wd[3];
+            d.wtag = dnnl_ab;
         }
     } else {
         rc = adapt_input(f, o->src, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), o->name, &src_mem, err);
     }
-    if (!rc) rc = pack(f, o->w, wnd, wd, wtag, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), &w_mem,
+    if (!rc) rc = pack(f, o->w, d.wnd, d.wd, d.wtag, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), &w_mem,
                        o->name, err);
     if (!rc && o->b) rc = pack(f, o->b, 1, (const int64_t[1]){o->oc}, dnnl_a,
                                dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 1), &b_mem, o->name, err);
