@@ -55,3 +55,38 @@ mpi_setup() {
     export OMP_NUM_THREADS=1 BATON_DIST_TIMEOUT_S=60
     export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
 }
+
+# ---- a document's walk-through, run as written (tests/cli/test_docs_*.sh)
+# doc_setup: the user's side of a walk-through — W, an empty folder to run it in, and the baton
+# under test first on PATH as `baton` (tests/cli/doc_baton.sh: the flags a test sets in
+# DOC_ARGS_* are added after the document's, to shorten a step without editing it).
+doc_setup() {
+    case "$BATON" in /*) ;; *) BATON=$PWD/$BATON ;; esac
+    export DOC_BATON=$BATON
+    mkdir -p "$T/bin" "$T/walk"
+    cp tests/cli/doc_baton.sh "$T/bin/baton" && chmod +x "$T/bin/baton"
+    export PATH="$T/bin:$PATH"
+    W=$T/walk
+}
+# doc_walk DOC NAME [--inline PREFIX]: the walk-through NAME of DOC (tests/cli/docwalk.py) into
+# $T/NAME/ and its sh blocks run in $W, in order, in one bash; then doc_ran N says whether block N
+# ran to its end without a failed command (doc_ran N 'STATUS' allows a command that failed with
+# STATUS, as a document's "baton train …; echo "exit $?"" shows), and doc_why N what went wrong.
+doc_walk() {
+    local doc=$1 name=$2; shift 2
+    D=$T/$name
+    python3 tests/cli/docwalk.py "$doc" "$name" "$D" "$@" || return 1
+    (cd "$W" && bash "$D/run.sh")
+}
+doc_ran() {
+    local f=$D/$(printf %02d "$1")
+    [ -e "$f.done" ] || return 1
+    [ -e "$f.failed" ] || return 0
+    [ -n "${2:-}" ] && ! grep -qv "^$2 " "$f.failed"
+}
+doc_why() {
+    local f=$D/$(printf %02d "$1")
+    echo "block $1: $(head -c 300 "$D/$(printf %02d "$1").sh" | tr '\n' ';') =>" \
+        "$([ -e "$f.done" ] || echo "did not end;") $(cat "$f.failed" 2>/dev/null | tr '\n' ';')" \
+        "$(tail -n 4 "$f.err" 2>/dev/null | tr '\n' ' ')"
+}
