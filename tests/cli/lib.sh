@@ -90,3 +90,9 @@ doc_why() {
         "$([ -e "$f.done" ] || echo "did not end;") $(cat "$f.failed" 2>/dev/null | tr '\n' ';')" \
         "$(tail -n 4 "$f.err" 2>/dev/null | tr '\n' ' ')"
 }
+# doc_pat TEXT: an extended regex matching TEXT with any numbers in place of its numbers (a
+# document's example output: times and rates differ from run to run)
+doc_pat() { printf '%s' "$1" | sed -e 's/[][\.*^$()+?{}|]/\\&/g' -e 's/[0-9][0-9]*/[0-9]+/g'; }
+# doc_quote FILE START: the first inline code span of FILE that starts with START (what a document
+# says a command prints)
+doc_quote() { grep -o "\`$2[^\`]*\`" "$1" | head -n1 | tr -d '`'; }

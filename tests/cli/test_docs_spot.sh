@@ -18,17 +18,16 @@ export DOC_ARGS_imds="--interrupt-after 3" DOC_ARGS_train="--max-steps 400"
 doc_walk "$DOC" rehearsal
 check 'doc_ran 1 75' "$(doc_why 1)"
 # what the document says it shows, its numbers as patterns
-said() { grep -o "$1[^\`]*" "$D/02.txt" 2>/dev/null | head -n1; }
+said() { doc_quote "$D/02.txt" "$1"; }
 python3 - "$DOC" "$D/02.txt" <<'PY'
 import re, sys
 t = open(sys.argv[1]).read().split("<!-- walk-through rehearsal -->", 1)[1].split("<!-- /walk-through -->", 1)[0]
 open(sys.argv[2], "w").write(t.split("```", 2)[2])   # the prose after the block
 PY
-pat() { printf '%s' "$1" | sed -e 's/[][\.*^$()+?{}|]/\\&/g' -e 's/[0-9][0-9]*/[0-9]+/g'; }
 warn=$(said 'baton: warning: notice: terminate')
 summ=$(said 'stopped on a terminate notice')
-check '[ -n "$warn" ] && grep -Eq "^$(pat "$warn")\$" "$D/01.err"' "stderr has the line the document quotes ($warn): $(grep notice "$D/01.err")"
-check '[ -n "$summ" ] && grep -Eq "^$(pat "$summ")\$" "$D/01.out"' "stdout has the summary line the document quotes ($summ): $(tail -n 3 "$D/01.out")"
+check '[ -n "$warn" ] && grep -Eq "^$(doc_pat "$warn")\$" "$D/01.err"' "stderr has the line the document quotes ($warn): $(grep notice "$D/01.err")"
+check '[ -n "$summ" ] && grep -Eq "^$(doc_pat "$summ")\$" "$D/01.out"' "stdout has the summary line the document quotes ($summ): $(tail -n 3 "$D/01.out")"
 check '[ "$(tail -n1 "$D/01.out")" = "exit 75" ] && grep -q "exit 75" "$D/02.txt"' "the shell prints exit 75: $(tail -n1 "$D/01.out")"
 ck=$(grep -o 'checkpoint ckpt-[0-9]* committed' "$D/01.err" | awk '{print $2}')
 check '[ -n "$ck" ] && baton ckpt verify "$W/ckpt/$ck" >/dev/null 2>&1' "the checkpoint the notice line names ($ck) verifies"
@@ -51,7 +50,7 @@ AWS_EC2_METADATA_SERVICE_ENDPOINT=$url timeout 20 baton notice wait --json >"$T/
 rc2=$?
 kill "$imds"; wait "$imds" 2>/dev/null
 shown=$(grep -A1 '^\$ baton notice wait$' "$DOC" | tail -n1)
-check '[ $rc1 = 0 ] && [ -n "$shown" ] && grep -Eq "^$(pat "$shown")\$" "$T/wait.out"' "notice wait prints what the document shows ($shown): $(cat "$T/wait.out" "$T/wait.err")"
+check '[ $rc1 = 0 ] && [ -n "$shown" ] && grep -Eq "^$(doc_pat "$shown")\$" "$T/wait.out"' "notice wait prints what the document shows ($shown): $(cat "$T/wait.out" "$T/wait.err")"
 grep -A1 '^\$ baton notice wait --json$' "$DOC" | tail -n1 >"$T/shown.json"
 check '[ $rc2 = 0 ] && python3 - "$T/shown.json" "$T/wait.json" <<'"'"'PY'"'"'
 import json, sys
