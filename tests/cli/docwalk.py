@@ -13,7 +13,8 @@ its place in the text (a step such as "Race it: `build/baton race eval …`").
 OUT/run.sh then runs every sh block in order, in one bash (what a block sets, the next sees, as in
 a terminal), in the current folder: block N's stdout and stderr go to OUT/N.out and OUT/N.err,
 and every command of it that fails (bash's ERR trap: what `set -e` would stop on) is one line
-"STATUS COMMAND" of OUT/N.failed; OUT/N.done marks a block that came to its end. Nothing of the
+"STATUS COMMAND" of OUT/N.failed; OUT/N.done marks a block that came to its end. Before block N
+it sources $DOC_BEFORE N when the test sets DOC_BEFORE (a step's own environment). Nothing of the
 commands is changed: a test shortens a step with flags or environment of its own
 (tests/cli/doc_baton.sh), never by editing them.
 """
@@ -78,7 +79,8 @@ def main():
         open(f, "w").write(body)
         if lang == "sh":
             o = os.path.join(out, "%02d" % n)
-            run += ["trap 'echo \"$? $BASH_COMMAND\" >>%s.failed' ERR" % q(o),
+            run += ['[ -z "${DOC_BEFORE:-}" ] || . "$DOC_BEFORE" %d' % n,
+                    "trap 'echo \"$? $BASH_COMMAND\" >>%s.failed' ERR" % q(o),
                     "{", body.rstrip("\n"), "} >%s.out 2>%s.err" % (q(o), q(o)),
                     "trap - ERR", ": >%s.done" % q(o)]
     open(os.path.join(out, "run.sh"), "w").write("\n".join(run) + "\n")

@@ -59,11 +59,14 @@ mpi_setup() {
 # ---- a document's walk-through, run as written (tests/cli/test_docs_*.sh)
 # doc_setup: the user's side of a walk-through — W, an empty folder to run it in, and the baton
 # under test first on PATH as `baton` (tests/cli/doc_baton.sh: the flags a test sets in
-# DOC_ARGS_* are added after the document's, to shorten a step without editing it).
+# DOC_ARGS_* are added after the document's, to shorten a step without editing it). The wrapper
+# runs a copy of the baton under test beside it: `baton fleet` puts its own folder first on the
+# PATH of the commands it runs, so they run the wrapper too.
 doc_setup() {
     case "$BATON" in /*) ;; *) BATON=$PWD/$BATON ;; esac
-    export DOC_BATON=$BATON
     mkdir -p "$T/bin" "$T/walk"
+    cp "$BATON" "$T/bin/baton-under-test" || return 1
+    export DOC_BATON=$T/bin/baton-under-test
     cp tests/cli/doc_baton.sh "$T/bin/baton" && chmod +x "$T/bin/baton"
     export PATH="$T/bin:$PATH"
     W=$T/walk
