@@ -10,7 +10,7 @@
 # DOC_DETACH="race serve" runs that command in the background, as in a second terminal: its
 # output goes to $DOC_DETACH_OUT, its pid to $DOC_DETACH_OUT.pid, and this returns after its first
 # line (the server's URL) has come, printing it.
-a=${1:-} b=${2:-} extra= keys=()
+a=${1:-} b=${2:-} extra='' keys=()
 case "$a" in '' | *[!a-z-]*) ;; *) keys=("DOC_ARGS_${a//-/_}") ;; esac
 case "$b" in '' | *[!a-z-]*) ;; *) [ ${#keys[@]} = 1 ] && keys+=("${keys[0]}_${b//-/_}") ;; esac
 for k in "${keys[@]}"; do [ -n "${!k:-}" ] && extra=${!k}; done   # the subcommand's, else the command's
