@@ -5,7 +5,8 @@ data-parallel under torchrun or mpirun (docs/pytorch.md walks through the lines 
 
   python3 examples/pytorch/train.py --data s3://bucket/fm/ --mode pipe --ckpt ckpt --epochs 5
   torchrun --nproc-per-node 2 examples/pytorch/train.py --data DIR --ckpt ckpt     (or mpirun -n 2)
-The last line printed is JSON: step, epochs, loss, accuracy, samples/s, the newest checkpoint.
+The last line printed is JSON: step, epochs, loss, accuracy, samples/s, the step it resumed from,
+the newest checkpoint.
 """
 import argparse, json, math, os, sys, time
 
@@ -56,7 +57,7 @@ def open_loader(a, rank, world):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data", required=True), p.add_argument("--mode", default=None)
     p.add_argument("--ckpt", required=True), p.add_argument("--ckpt-uri", default=None)
     p.add_argument("--every", default=None, help="checkpoint interval: steps, 90s, 5m, auto")
@@ -98,7 +99,10 @@ def main(argv=None):
         loader.load_state_dict(resume[1])
     total, saved, first = a.epochs * len(loader), step, step
     seen, t0, loss_sum, correct, stop = 0, time.time(), torch.zeros(()), torch.zeros(()), False
+    limit = a.max_steps or None   # a run resumed at or past --max-steps trains nothing more
     for epoch in range(loader.epoch, a.epochs):
+        if limit and step >= limit:
+            break
         model.train()
         for batch in loader:   # (images, labels) as NumPy views; .total: the global batch's size
             x, y = (torch.from_numpy(t).to(device, non_blocking=True) for t in batch)
@@ -118,9 +122,9 @@ def main(argv=None):
             if ckpt and (stop or ckpt.due(step)):
                 baton.torch.save(ckpt, step, model, opt, {"loader": loader.state_dict()})
                 saved = step
-            if stop or step == a.max_steps:
+            if stop or (limit and step >= limit):
                 break
-        if stop or step == a.max_steps:
+        if stop or (limit and step >= limit):
             break
     if ckpt:
         if saved != step:
@@ -131,7 +135,7 @@ def main(argv=None):
         res = {"step": step, "epoch": loader.epoch, "status": "stopped" if stop else "done",
                "loss": loss_sum.item() / max(step - first, 1), "accuracy": correct.item() / max(seen, 1),
                "samples_per_s": seen * world / el if el > 0 else 0}
-        print(json.dumps(dict(res, stopped=stop, notice=notice.event,
+        print(json.dumps(dict(res, stopped=stop, notice=notice.event, resumed_from=first,
                               checkpoint=ckpt.last_committed if ckpt else None)), flush=True)
         baton.result(**res)   # under a baton fleet: the report shows it beside the task's cost
     return baton.EXIT_INTERRUPTED if stop else 0

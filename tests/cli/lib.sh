@@ -55,3 +55,47 @@ mpi_setup() {
     export OMP_NUM_THREADS=1 BATON_DIST_TIMEOUT_S=60
     export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
 }
+
+# ---- a document's walk-through, run as written (tests/cli/test_docs_*.sh)
+# doc_setup: the user's side of a walk-through — W, an empty folder to run it in, and the baton
+# under test first on PATH as `baton` (tests/cli/doc_baton.sh: the flags a test sets in
+# DOC_ARGS_* are added after the document's, to shorten a step without editing it). The wrapper
+# runs a copy of the baton under test beside it: `baton fleet` puts its own folder first on the
+# PATH of the commands it runs, so they run the wrapper too.
+doc_setup() {
+    case "$BATON" in /*) ;; *) BATON=$PWD/$BATON ;; esac
+    mkdir -p "$T/bin" "$T/walk"
+    cp "$BATON" "$T/bin/baton-under-test" || return 1
+    export DOC_BATON=$T/bin/baton-under-test
+    cp tests/cli/doc_baton.sh "$T/bin/baton" && chmod +x "$T/bin/baton"
+    export PATH="$T/bin:$PATH"
+    W=$T/walk
+}
+# doc_walk DOC NAME [--inline PREFIX]: the walk-through NAME of DOC (tests/cli/docwalk.py) into
+# $T/NAME/ and its sh blocks run in $W, in order, in one bash; then doc_ran N says whether block N
+# ran to its end without a failed command (doc_ran N 'STATUS' allows a command that failed with
+# STATUS, as a document's "baton train …; echo "exit $?"" shows), and doc_why N what went wrong.
+doc_walk() {
+    local doc=$1 name=$2; shift 2
+    D=$T/$name
+    python3 tests/cli/docwalk.py "$doc" "$name" "$D" "$@" || return 1
+    (cd "$W" && bash "$D/run.sh")
+}
+doc_ran() {
+    local f=$D/$(printf %02d "$1")
+    [ -e "$f.done" ] || return 1
+    [ -e "$f.failed" ] || return 0
+    [ -n "${2:-}" ] && ! grep -qv "^$2 " "$f.failed"
+}
+doc_why() {
+    local f=$D/$(printf %02d "$1")
+    echo "block $1: $(head -c 300 "$D/$(printf %02d "$1").sh" | tr '\n' ';') =>" \
+        "$([ -e "$f.done" ] || echo "did not end;") $(cat "$f.failed" 2>/dev/null | tr '\n' ';')" \
+        "$(tail -n 4 "$f.err" 2>/dev/null | tr '\n' ' ')"
+}
+# doc_pat TEXT: an extended regex matching TEXT with any numbers in place of its numbers (a
+# document's example output: times and rates differ from run to run)
+doc_pat() { printf '%s' "$1" | sed -e 's/[][\.*^$()+?{}|]/\\&/g' -e 's/[0-9][0-9]*/[0-9]+/g'; }
+# doc_quote FILE START: the first inline code span of FILE that starts with START (what a document
+# says a command prints)
+doc_quote() { grep -o "\`$2[^\`]*\`" "$1" | head -n1 | tr -d '`'; }
