@@ -15,8 +15,10 @@
  *      format is its best row by the ranking rule.
  *   3. traces: the drive of each entry, step by step (x, y, speed, lap, reset) as float32/uint8
  *      arrays in one blob, written in the same transaction as its entry.
- *   4. Aliases are stored as given (1-64 bytes of UTF-8, no control characters): SQL- and
- *      HTML-special characters are data, bound as parameters and escaped by whoever shows them.
+ *   4. Aliases are stored as given (1-64 bytes of well-formed UTF-8 that reads as it is: no
+ *      control, invisible or text-direction character, spaces single and inside, the letters of
+ *      one of the scripts that pass for each other's; league_alias.c): SQL- and HTML-special
+ *      characters are data, bound as parameters and escaped by whoever shows them.
  *   5. tokens: one per alias, only its SHA-256 kept; a token is shown once, when it is made.
  *   6. submissions: the queue of uploads. Each row is queued, running, done (with its entry) or
  *      failed (with the reason). An entry is inserted in the same transaction that marks its
