@@ -181,9 +181,10 @@ int baton_league_request_parse(const baton_league_request *q, const baton_league
                                baton_league_upload *u, unsigned *http, baton_err *err);
 
 /* Unpack an archive into a fresh folder under tmp_parent (NULL: $TMPDIR or /tmp) and find the race
- * checkpoint in it (the archive's top level or its one folder; a checkpoint folder or a folder of
- * them); ckpt gets its path, dir the folder to remove (baton_remove_tree) when done. A checkpoint
- * that does not verify or is not a race model is an error saying so. */
+ * checkpoint in it (the archive's top level or its one folder, with or without an entry of its
+ * own; a checkpoint folder or a folder of them); ckpt gets its path, dir the folder to remove
+ * (baton_remove_tree) when done. A checkpoint that does not verify or is not a race model is an
+ * error saying so, in the archive's names for its entries (never the folder it was unpacked in). */
 int baton_league_unpack(const uint8_t *archive, size_t len, const char *tmp_parent, char dir[4096], char ckpt[4096],
                         baton_err *err);
 
