@@ -247,8 +247,10 @@ int baton_league_remote_submit(const baton_league_remote_opts *o, baton_league_s
  * GET /track/NAME (its standings, the track with its racing line, a replay of any entry's drive;
  * no external scripts or fonts), GET /api/tracks, GET /api/leaderboard?track=T[&format=F],
  * GET /api/entries/ID/trace, GET /api/submissions/ID; POST /api/submit?alias=A&track=T[&format=F]
- * with the tar as its body and "Authorization: Bearer TOKEN" (202 and the submission's id). A
- * second thread evaluates the queue, one submission at a time. Every alias escaped where shown. */
+ * with the tar as its body, its Content-Length and "Authorization: Bearer TOKEN" (202 and the
+ * submission's id; every check that needs no body made before a byte of it is read, the body
+ * written to a file in the database's folder as it arrives). A second thread evaluates the queue,
+ * one submission at a time. Every alias escaped where shown; no answer names a server path. */
 typedef struct baton_league_server baton_league_server;
 typedef struct baton_league_serve_opts {
     const char *db_path;
