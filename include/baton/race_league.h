@@ -15,8 +15,10 @@
  *      format is its best row by the ranking rule.
  *   3. traces: the drive of each entry, step by step (x, y, speed, lap, reset) as float32/uint8
  *      arrays in one blob, written in the same transaction as its entry.
- *   4. Aliases are stored as given (1-64 bytes of UTF-8, no control characters): SQL- and
- *      HTML-special characters are data, bound as parameters and escaped by whoever shows them.
+ *   4. Aliases are stored as given (1-64 bytes of well-formed UTF-8 that reads as it is: no
+ *      control, invisible or text-direction character, spaces single and inside, the letters of
+ *      one of the scripts that pass for each other's; league_alias.c): SQL- and HTML-special
+ *      characters are data, bound as parameters and escaped by whoever shows them.
  *   5. tokens: one per alias, only its SHA-256 kept; a token is shown once, when it is made.
  *   6. submissions: the queue of uploads. Each row is queued, running, done (with its entry) or
  *      failed (with the reason). An entry is inserted in the same transaction that marks its
@@ -179,9 +181,10 @@ int baton_league_request_parse(const baton_league_request *q, const baton_league
                                baton_league_upload *u, unsigned *http, baton_err *err);
 
 /* Unpack an archive into a fresh folder under tmp_parent (NULL: $TMPDIR or /tmp) and find the race
- * checkpoint in it (the archive's top level or its one folder; a checkpoint folder or a folder of
- * them); ckpt gets its path, dir the folder to remove (baton_remove_tree) when done. A checkpoint
- * that does not verify or is not a race model is an error saying so. */
+ * checkpoint in it (the archive's top level or its one folder, with or without an entry of its
+ * own; a checkpoint folder or a folder of them); ckpt gets its path, dir the folder to remove
+ * (baton_remove_tree) when done. A checkpoint that does not verify or is not a race model is an
+ * error saying so, in the archive's names for its entries (never the folder it was unpacked in). */
 int baton_league_unpack(const uint8_t *archive, size_t len, const char *tmp_parent, char dir[4096], char ckpt[4096],
                         baton_err *err);
 
@@ -244,8 +247,10 @@ int baton_league_remote_submit(const baton_league_remote_opts *o, baton_league_s
  * GET /track/NAME (its standings, the track with its racing line, a replay of any entry's drive;
  * no external scripts or fonts), GET /api/tracks, GET /api/leaderboard?track=T[&format=F],
  * GET /api/entries/ID/trace, GET /api/submissions/ID; POST /api/submit?alias=A&track=T[&format=F]
- * with the tar as its body and "Authorization: Bearer TOKEN" (202 and the submission's id). A
- * second thread evaluates the queue, one submission at a time. Every alias escaped where shown. */
+ * with the tar as its body, its Content-Length and "Authorization: Bearer TOKEN" (202 and the
+ * submission's id; every check that needs no body made before a byte of it is read, the body
+ * written to a file in the database's folder as it arrives). A second thread evaluates the queue,
+ * one submission at a time. Every alias escaped where shown; no answer names a server path. */
 typedef struct baton_league_server baton_league_server;
 typedef struct baton_league_serve_opts {
     const char *db_path;

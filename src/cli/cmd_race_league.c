@@ -282,7 +282,8 @@ int cli_race_token(int argc, char **argv)
         return CLI_USAGE;
     }
     baton_err err = {0};
-    if (needs_alias && baton_league_alias_check(pos[1], &err)) return cli_fail("race token", &err);
+    /* revoke takes any alias: one stored under an older, looser rule can still lose its token */
+    if (!strcmp(act, "add") && baton_league_alias_check(pos[1], &err)) return cli_fail("race token", &err);
     baton_league *l;
     if (baton_league_open(db_path(db), &l, &err)) return cli_fail("race token", &err);
     int rc = BATON_OK;

@@ -461,7 +461,7 @@ int baton_league_trace(baton_league *l, int64_t id, size_t *n, float **x, float 
     sqlite3_bind_int64(st, 1, id);
     int rc = sqlite3_step(st);
     if (rc != SQLITE_ROW) {
-        rc = rc == SQLITE_DONE ? baton_err_set(err, BATON_ERR_NOTFOUND, "%s: no entry %lld", l->path, (long long)id)
+        rc = rc == SQLITE_DONE ? baton_err_set(err, BATON_ERR_NOTFOUND, "no entry %lld", (long long)id)
                                : league_db_fail(l, err, "cannot read the trace");
         sqlite3_finalize(st);
         return rc;

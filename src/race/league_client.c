@@ -43,7 +43,8 @@ static int request(const char *url, const char *token, const baton_buf *body, lo
         hdr = curl_slist_append(hdr, auth);
     }
     if (body) hdr = curl_slist_append(hdr, "Content-Type: application/x-tar");
-    hdr = curl_slist_append(hdr, "Expect:");   /* send the body at once, no 100-continue round trip */
+    /* no "Expect:" override: above 1 MiB libcurl asks for 100 Continue, and the league answers a
+     * refusal (a wrong token, a submission waiting) before the body is sent */
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 10000L);

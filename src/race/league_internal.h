@@ -1,6 +1,7 @@
 /* league_internal.h — what the league's files share (src/race/league*.c): the database handle,
- * its error helper, and the two halves of a submission (evaluate a checkpoint; store its entry,
- * optionally marking a queued submission done in the same transaction). */
+ * its error helper, the two halves of a submission (evaluate a checkpoint; store its entry,
+ * optionally marking a queued submission done in the same transaction), the checks of an upload
+ * before its body, and the server's paths kept out of what a racer is told. */
 #ifndef BATON_LEAGUE_INTERNAL_H
 #define BATON_LEAGUE_INTERNAL_H
 
@@ -30,5 +31,30 @@ int league_store(baton_league *l, baton_league_entry *e, const baton_race_eval_r
  * reason when present), every field checked; url names it in errors. */
 int league_submission_read(const uint8_t *data, size_t len, const char *url, baton_league_submission *s,
                            baton_err *err);
+
+/* league_upload.c: baton_league_request_parse's checks of everything but the body and its size
+ * (the token's form, Content-Type, alias, format, track), so a request can be refused before a
+ * byte of its body is read. */
+int league_request_head(const baton_league_request *q, const baton_league_upload_rules *rules, baton_league_upload *u,
+                        unsigned *http, baton_err *err);
+
+/* An unpacked archive (baton_league_unpack): the folder made for it (remove it when done), the
+ * checkpoint or run folder in it to evaluate, and what the archive calls that folder ("": its top
+ * level). A failed unpack has said its error in the archive's names and removed the folder. */
+typedef struct league_unpacked {
+    char dir[4096];
+    char ckpt[4096];
+    char as[256];
+} league_unpacked;
+int league_unpack(const uint8_t *archive, size_t len, const char *tmp_parent, league_unpacked *u, baton_err *err);
+/* msg (cap bytes, at most a baton_err's) with the unpacked folder's paths in it said as the
+ * archive names them: "/tmp/baton-upload-x/ckpt-286/MANIFEST: line 18" -> "ckpt-286/MANIFEST:
+ * line 18" when the archive's folder was ckpt-286, "MANIFEST: line 18" when its files were at its top. */
+void league_unpacked_msg(const league_unpacked *u, char *msg, size_t cap);
+/* Every occurrence of server in msg replaced by client (msg as above). */
+void league_unpath(char *msg, size_t cap, const char *server, const char *client);
+
+/* league_queue.c: the alias's submission that is queued or running (*id 0: none). */
+int league_waiting(baton_league *l, const char *alias, int64_t *id, baton_err *err);
 
 #endif

@@ -138,25 +138,34 @@ int baton_league_tokens(baton_league *l, baton_league_token_info **out, size_t *
 }
 
 /* ------------------------------------------------------------------ submissions */
+int league_waiting(baton_league *l, const char *alias, int64_t *id, baton_err *err)
+{
+    *id = 0;
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(l->db, "SELECT id FROM submissions WHERE alias = ? AND state IN (0, 1) ORDER BY id LIMIT 1", -1,
+                           &st, NULL) != SQLITE_OK)
+        return league_db_fail(l, err, "cannot read the queue");
+    sqlite3_bind_text(st, 1, alias, -1, SQLITE_STATIC);
+    int s = sqlite3_step(st);
+    if (s == SQLITE_ROW) *id = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return s == SQLITE_ROW || s == SQLITE_DONE ? BATON_OK : league_db_fail(l, err, "cannot read the queue");
+}
+
 int baton_league_enqueue(baton_league *l, const baton_league_upload *u, int64_t *id, baton_err *err)
 {
     *id = 0;
     if (sqlite3_exec(l->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
         return league_db_fail(l, err, "cannot begin a transaction");
     sqlite3_stmt *st = NULL;
-    int rc = BATON_OK;
-    if (sqlite3_prepare_v2(l->db, "SELECT id FROM submissions WHERE alias = ? AND state IN (0, 1) ORDER BY id LIMIT 1", -1,
-                           &st, NULL) != SQLITE_OK)
-        goto fail;
-    sqlite3_bind_text(st, 1, u->alias, -1, SQLITE_STATIC);
-    int s = sqlite3_step(st);
-    if (s == SQLITE_ROW) {
-        rc = baton_err_set(err, BATON_ERR_BUSY, "'%s' has submission %lld waiting to be evaluated; one at a time",
-                           u->alias, (long long)sqlite3_column_int64(st, 0));
+    int64_t waiting;
+    int rc = league_waiting(l, u->alias, &waiting, err);
+    if (rc) goto undo;
+    if (waiting) {
+        rc = baton_err_set(err, BATON_ERR_BUSY, "'%s' has submission %lld waiting to be evaluated; one at a time", u->alias,
+                           (long long)waiting);
         goto undo;
     }
-    if (s != SQLITE_DONE) goto fail;
-    sqlite3_finalize(st);
     if (sqlite3_prepare_v2(l->db, "INSERT INTO submissions(alias, track, track_path, format, state, bytes, submitted_at,"
                                   " archive) VALUES(?,?,?,?,0,?,?,?)", -1, &st, NULL) != SQLITE_OK)
         goto fail;
@@ -324,14 +333,20 @@ int baton_league_queue_run_one(baton_league *l, const char *tmp_parent, int64_t 
         struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
         nanosleep(&ts, NULL);
     }
-    char dir[4096] = "", ckpt[4096], label[64];
+    char label[64];
+    league_unpacked up;
     baton_err why = {0};
     baton_league_entry e;
     baton_race_eval_result r = {0};
-    int bad = baton_league_unpack(archive, len, tmp_parent, dir, ckpt, &why);
+    int bad = league_unpack(archive, len, tmp_parent, &up, &why);
     free(archive);
-    if (!bad) bad = league_evaluate(ckpt, s.alias, s.track_path, s.format, &e, &r, &why);
-    if (dir[0]) baton_remove_tree(dir);
+    if (!bad && (bad = league_evaluate(up.ckpt, s.alias, s.track_path, s.format, &e, &r, &why))) {
+        baton_log(BATON_LOG_INFO, "league: submission %lld: %s", (long long)s.id, why.msg);   /* the full paths */
+        league_unpacked_msg(&up, why.msg, sizeof why.msg);   /* the reason the racer reads: the archive's names */
+        league_unpath(why.msg, sizeof why.msg, s.track_path, s.track);
+        league_unpath(why.msg, sizeof why.msg, l->path, "the league's database");
+    }
+    if (up.dir[0]) baton_remove_tree(up.dir);
     if (!bad) {
         snprintf(label, sizeof label, "submission %lld", (long long)s.id);
         e.submitted_at = s.submitted_at;   /* ties go to the earlier upload, not the earlier evaluation */

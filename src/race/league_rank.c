@@ -1,7 +1,7 @@
 /* league_rank.c — the league's ranking rule (race_league.h): time trial by the fastest lap
  * (penalties included), `total` by the total time; runs that did not complete their laps after
  * every run that did, more laps first; ties to the earlier submission, then the lower id. One
- * standing per alias: its best entry. Also the formats' names and what an alias may be.
+ * standing per alias: its best entry. Also the formats' names (what an alias may be: league_alias.c).
  *
  * Contract: pure functions of the entries given; the order is total (no two distinct entries
  * compare equal), so the standings do not depend on the order rows come in. */
@@ -21,27 +21,6 @@ int baton_league_format_parse(const char *s, baton_league_format *out, baton_err
 const char *baton_league_format_name(baton_league_format f)
 {
     return f == BATON_LEAGUE_TOTAL ? "total" : "time-trial";
-}
-
-int baton_league_alias_check(const char *alias, baton_err *err)
-{
-    size_t n = alias ? strlen(alias) : 0;
-    if (n == 0) return baton_err_set(err, BATON_ERR_USAGE, "an alias is required");
-    if (n > BATON_LEAGUE_ALIAS_MAX)
-        return baton_err_set(err, BATON_ERR_USAGE, "alias is %zu bytes; at most %d", n, BATON_LEAGUE_ALIAS_MAX);
-    const unsigned char *p = (const unsigned char *)alias;
-    for (size_t i = 0; i < n; i++) {
-        if (p[i] < 0x20 || p[i] == 0x7f)
-            return baton_err_set(err, BATON_ERR_USAGE, "alias: a control character (0x%02x) at byte %zu", p[i], i);
-        if (p[i] < 0x80) continue;
-        /* UTF-8: a lead byte and its continuation bytes, no overlong two-byte forms */
-        size_t len = (p[i] & 0xe0) == 0xc0 ? 2 : (p[i] & 0xf0) == 0xe0 ? 3 : (p[i] & 0xf8) == 0xf0 ? 4 : 0;
-        int bad = len == 0 || i + len > n || (len == 2 && p[i] < 0xc2);
-        for (size_t k = 1; !bad && k < len; k++) bad = (p[i + k] & 0xc0) != 0x80;
-        if (bad) return baton_err_set(err, BATON_ERR_USAGE, "alias: not UTF-8 at byte %zu", i);
-        i += len - 1;
-    }
-    return BATON_OK;
 }
 
 static int cmp_num(double a, double b)

@@ -1,10 +1,12 @@
 /* league_upload.c — a submission over HTTP before it is queued (race_league.h, "submissions"):
- * parse the request (token, alias, track, format, size, the archive's structure) and unpack an
- * archive into a fresh folder to find the race checkpoint in it.
+ * parse the request (token, alias, track, format, size; all of it before the body, then the
+ * archive's structure) and unpack an archive into a fresh folder to find the race checkpoint in it
+ * (its files at the archive's top, or in its one folder, with or without that folder's own entry).
  *
  * Contract: baton_league_request_parse touches no file except to look a track up in the league's
  * tracks folder, and names each refusal with the HTTP status it deserves; a track is a name, never a
- * path; baton_league_unpack writes only under the folder it makes and removes it when it fails. */
+ * path; baton_league_unpack writes only under the folder it makes and removes it when it fails; what
+ * it says names the archive's entries as the archive names them, never the server's folders. */
 #include "league_internal.h"
 #include "ppo_internal.h"
 
@@ -75,8 +77,8 @@ static int track_lookup(const char *name, const baton_league_upload_rules *rules
                   stem);
 }
 
-int baton_league_request_parse(const baton_league_request *q, const baton_league_upload_rules *rules,
-                               baton_league_upload *u, unsigned *http, baton_err *err)
+int league_request_head(const baton_league_request *q, const baton_league_upload_rules *rules, baton_league_upload *u,
+                        unsigned *http, baton_err *err)
 {
     memset(u, 0, sizeof *u);
     *http = 400;
@@ -98,7 +100,13 @@ int baton_league_request_parse(const baton_league_request *q, const baton_league
     u->format = BATON_LEAGUE_TIME_TRIAL;
     if (q->format && baton_league_format_parse(q->format, &u->format, err)) return err->code;
     if (!q->track || !*q->track) return refuse(http, 400, err, BATON_ERR_ARG, "track: required (?track=NAME)");
-    int rc = track_lookup(q->track, rules, u, http, err);
+    return track_lookup(q->track, rules, u, http, err);
+}
+
+int baton_league_request_parse(const baton_league_request *q, const baton_league_upload_rules *rules,
+                               baton_league_upload *u, unsigned *http, baton_err *err)
+{
+    int rc = league_request_head(q, rules, u, http, err);
     if (rc) return rc;
     size_t max = rules->max_bytes ? rules->max_bytes : BATON_LEAGUE_UPLOAD_MAX;
     if (q->len > max) {
@@ -124,6 +132,53 @@ int baton_league_request_parse(const baton_league_request *q, const baton_league
     return BATON_OK;
 }
 
+void league_unpath(char *msg, size_t cap, const char *server, const char *client)
+{
+    size_t sl = strlen(server), cl = strlen(client);
+    if (!sl || !cap) return;
+    char out[sizeof ((baton_err *)0)->msg];
+    size_t w = 0;
+    for (const char *p = msg; *p && w + 1 < sizeof out;) {
+        if (!strncmp(p, server, sl)) {
+            size_t k = cl < sizeof out - 1 - w ? cl : sizeof out - 1 - w;
+            memcpy(out + w, client, k), w += k, p += sl;
+        } else {
+            out[w++] = *p++;
+        }
+    }
+    out[w] = 0;
+    snprintf(msg, cap, "%s", out);
+}
+
+void league_unpacked_msg(const league_unpacked *u, char *msg, size_t cap)
+{
+    char from[4100], to[300];
+    if (u->ckpt[0]) {   /* the checkpoint's folder as the archive names it: the longest path first */
+        snprintf(from, sizeof from, "%s/", u->ckpt);
+        snprintf(to, sizeof to, "%s%s", u->as, u->as[0] ? "/" : "");
+        league_unpath(msg, cap, from, to);
+        league_unpath(msg, cap, u->ckpt, u->as[0] ? u->as : "the archive");
+    }
+    if (u->dir[0]) {
+        snprintf(from, sizeof from, "%s/up/", u->dir);
+        league_unpath(msg, cap, from, "");
+        snprintf(from, sizeof from, "%s/up", u->dir);
+        league_unpath(msg, cap, from, "the archive");
+        league_unpath(msg, cap, u->dir, "the upload's folder");
+    }
+}
+
+/* Where in text a parser stopped, as "byte N (line L, column C)". */
+static void text_position(const char *text, size_t at, char *out, size_t cap)
+{
+    size_t line = 1, col = 1;
+    for (size_t i = 0; i < at; i++) {
+        if (text[i] == '\n') line++, col = 1;
+        else col++;
+    }
+    snprintf(out, cap, "byte %zu (line %zu, column %zu)", at, line, col);
+}
+
 /* A folder holding a MANIFEST must be named ckpt-<step> for the checkpoint store; rename it so,
  * the step read from its state.json. */
 static int name_as_ckpt(char *path, size_t cap, baton_err *err)
@@ -135,15 +190,22 @@ static int name_as_ckpt(char *path, size_t cap, baton_err *err)
     snprintf(sp, sizeof sp, "%s/state.json", path);
     uint8_t *text;
     size_t len;
-    if (baton_file_read_all(sp, 1u << 20, &text, &len, err)) return baton_err_prefix(err, "the archive's checkpoint");
-    cJSON *j = cJSON_ParseWithLength((const char *)text, len);
+    if (baton_file_read_all(sp, 1u << 20, &text, &len, err)) return err->code;
+    const char *end = NULL;
+    cJSON *j = cJSON_ParseWithLengthOpts((const char *)text, len, &end, 0);
+    if (!j) {
+        char at[96];
+        text_position((const char *)text, end ? (size_t)(end - (const char *)text) : 0, at, sizeof at);
+        free(text);
+        return baton_err_set(err, BATON_ERR_FORMAT, "%s: not JSON: at %s", sp, at);
+    }
     free(text);
     const cJSON *s = cJSON_GetObjectItemCaseSensitive(j, "step");
     int ok = cJSON_IsNumber(s) && s->valuedouble >= 0 && s->valuedouble < 9007199254740992.0 &&
              s->valuedouble == (double)(uint64_t)s->valuedouble;
     step = ok ? (uint64_t)s->valuedouble : 0;
     cJSON_Delete(j);
-    if (!ok) return baton_err_set(err, BATON_ERR_FORMAT, "the archive's state.json: no \"step\" (not a baton checkpoint)");
+    if (!ok) return baton_err_set(err, BATON_ERR_FORMAT, "%s: no \"step\" (not a baton checkpoint)", sp);
     char parent[4096], to[4200];
     baton_path_dirname(path, parent, sizeof parent);
     snprintf(to, sizeof to, "%s/ckpt-%llu", parent, (unsigned long long)step);
@@ -159,57 +221,82 @@ static int has_manifest(const char *dir)
     return lstat(p, &sb) == 0 && S_ISREG(sb.st_mode);
 }
 
-/* The archive's checkpoint under root: root itself, or its only entry when that is a folder. */
-static int find_ckpt(const char *root, const baton_league_tar_entry *e, size_t n, char ckpt[4096], baton_err *err)
+/* The archive's one top-level folder, whether or not it has an entry of its own (a shell's glob,
+ * `tar cf - x/MANIFEST x/state.json ...`, makes none): its name into top; 0 when the top level
+ * holds more than one name. */
+static int one_folder(const baton_league_tar_entry *e, size_t n, char top[256])
 {
-    snprintf(ckpt, 4096, "%s", root);
-    size_t top = 0, topdir = 0, first = n;
-    for (size_t i = 0; i < n; i++)
-        if (!strchr(e[i].name, '/')) {
-            top++, topdir += e[i].is_dir;
-            if (first == n) first = i;
-        }
-    if (!has_manifest(ckpt) && top == 1 && topdir == 1 && snprintf(ckpt, 4096, "%s/%s", root, e[first].name) >= 4096)
-        return baton_err_set(err, BATON_ERR_ARG, "the upload folder's path is too long");
-    if (has_manifest(ckpt) && name_as_ckpt(ckpt, 4096, err)) return err->code;
+    size_t len = 0;
+    int folder = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t l = strcspn(e[i].name, "/");
+        if (i && (l != len || strncmp(e[i].name, top, l))) return 0;
+        if (!i) memcpy(top, e[i].name, l), top[l] = 0, len = l;
+        folder |= e[i].name[l] == '/' || e[i].is_dir;
+    }
+    return n && folder;
+}
+
+/* The archive's checkpoint under root: root itself, or its only folder. u->ckpt gets its path,
+ * u->as what the archive calls it. */
+static int find_ckpt(const char *root, const baton_league_tar_entry *e, size_t n, league_unpacked *u, baton_err *err)
+{
+    snprintf(u->ckpt, sizeof u->ckpt, "%s", root);
+    char top[256];
+    if (!has_manifest(u->ckpt) && one_folder(e, n, top)) {
+        if (snprintf(u->ckpt, sizeof u->ckpt, "%s/%s", root, top) >= (int)sizeof u->ckpt)
+            return baton_err_set(err, BATON_ERR_ARG, "the upload folder's path is too long");
+        snprintf(u->as, sizeof u->as, "%s", top);
+    }
+    if (has_manifest(u->ckpt) && name_as_ckpt(u->ckpt, sizeof u->ckpt, err)) return err->code;
     /* the model must be a race model that loads: what evaluation will do, done now */
     race_pilot p;
     race_run_state st;
     char path[4096];
-    if (race_pilot_open(&p, ckpt, path, sizeof path, &st, err)) {
-        char *in = strstr(err->msg, root);   /* name the archive's own paths, not the server's folder */
-        if (in) memmove(in + 11, in + strlen(root), strlen(in + strlen(root)) + 1), memcpy(in, "the archive", 11);
-        return baton_err_prefix(err, "not a race model that loads");
-    }
+    if (race_pilot_open(&p, u->ckpt, path, sizeof path, &st, err)) return baton_err_prefix(err, "not a race model that loads");
     race_pilot_close(&p);
     return BATON_OK;
 }
 
-int baton_league_unpack(const uint8_t *archive, size_t len, const char *tmp_parent, char dir[4096], char ckpt[4096],
-                        baton_err *err)
+int league_unpack(const uint8_t *archive, size_t len, const char *tmp_parent, league_unpacked *u, baton_err *err)
 {
-    dir[0] = ckpt[0] = 0;
+    memset(u, 0, sizeof *u);
     const char *parent = tmp_parent ? tmp_parent : getenv("TMPDIR");
     if (!parent || !*parent) parent = "/tmp";
     baton_league_tar_entry *e;
     size_t n;
     int rc = baton_league_tar_read(archive, len, &e, &n, err);
     if (rc) return rc;
-    char root[4096];
-    if (snprintf(dir, 4096, "%s/baton-upload-XXXXXX", parent) >= 4096 || !mkdtemp(dir)) {
-        rc = baton_err_errno(err, errno, "cannot make a folder for the upload", parent);
-        dir[0] = 0;
+    if (snprintf(u->dir, sizeof u->dir, "%s/baton-upload-XXXXXX", parent) >= (int)sizeof u->dir || !mkdtemp(u->dir)) {
+        baton_log(BATON_LOG_WARN, "league: cannot make a folder for an upload under %s: %s", parent, strerror(errno));
+        u->dir[0] = 0;
         free(e);
-        return rc;
+        return baton_err_set(err, BATON_ERR_IO, "cannot make a folder for the upload on the server");
     }
-    snprintf(root, sizeof root, "%s/up", dir);
-    if (mkdir(root, 0700)) rc = baton_err_errno(err, errno, "cannot make the folder", root);
+    char root[4096];
+    if (snprintf(root, sizeof root, "%s/up", u->dir) >= (int)sizeof root)
+        rc = baton_err_set(err, BATON_ERR_ARG, "the upload folder's path is too long");
+    else if (mkdir(root, 0700))
+        rc = baton_err_errno(err, errno, "cannot make the folder", root);
     if (!rc) rc = baton_league_tar_extract(e, n, root, err);
-    if (!rc) rc = find_ckpt(root, e, n, ckpt, err);
+    if (!rc) rc = find_ckpt(root, e, n, u, err);
     free(e);
     if (rc) {
-        baton_remove_tree(dir);
-        dir[0] = ckpt[0] = 0;
+        if (rc == BATON_ERR_IO || rc == BATON_ERR_NOSPACE || rc == BATON_ERR_NOMEM)   /* the server's fault: its log says where */
+            baton_log(BATON_LOG_WARN, "league: unpacking an upload: %s", err->msg);
+        league_unpacked_msg(u, err->msg, sizeof err->msg);
+        baton_remove_tree(u->dir);
+        u->dir[0] = u->ckpt[0] = 0;
     }
+    return rc;
+}
+
+int baton_league_unpack(const uint8_t *archive, size_t len, const char *tmp_parent, char dir[4096], char ckpt[4096],
+                        baton_err *err)
+{
+    league_unpacked u;
+    int rc = league_unpack(archive, len, tmp_parent, &u, err);
+    memcpy(dir, u.dir, 4096);
+    memcpy(ckpt, u.ckpt, 4096);
     return rc;
 }

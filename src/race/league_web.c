@@ -3,44 +3,27 @@
  * ?format=total), the track with its racing line, and replays an entry's drive (the car moving
  * along its trace at real time, drawn over the SVG by a short inline script: no external scripts
  * or fonts); GET /api/tracks, /api/leaderboard?track=T[&format=F], /api/entries/ID/trace and
- * /api/submissions/ID answer JSON; POST /api/submit queues an upload (league_upload.c) that the
- * worker thread evaluates. Anything else is 404 (405 for a method a path does not take).
+ * /api/submissions/ID answer JSON; POST /api/submit queues an upload (league_web_submit.c) that
+ * the worker thread evaluates. Anything else is 404 (405 for a method a path does not take).
  *
  * Contract: every alias and track name is escaped where it is written into HTML; one server
  * thread, so its SQLite connection is used by one thread at a time; the worker has its own
- * connection; a request body is never held past the upload limit. */
-#include "baton/race_league.h"
+ * connection; no request body is read but an accepted upload's, and none is held in memory; a
+ * request with a NUL in a query argument (400), more than 16 of them (414), a body where none is
+ * taken (400) is answered at once; IDs in paths are canonical decimal; an error's message names
+ * no path of the server's (its log does). */
+#include "league_web_internal.h"
 
-#include <cJSON.h>
-#include <errno.h>
-#include <microhttpd.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-struct baton_league_server {
-    baton_league *l;
-    struct MHD_Daemon *d;
-    char url[128];
-    baton_league_upload_rules rules;
-    char tracks_dir[1024], tmp_parent[1024];
-    /* the worker */
-    baton_league *wl;
-    pthread_t worker;
-    int worker_started, stop, poke;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-};
-
-/* A request's context: &not_upload, or the body of a POST /api/submit as it arrives. */
-static int not_upload;
-typedef struct upload_ctx {
-    baton_buf body;
-    size_t seen;
-    int too_big;
-} upload_ctx;
+/* A request's context: &not_upload, an upload (league_web_submit.c), &drain_then_route (a short
+ * body where none is taken, read and dropped before the answer), or &too_many_args, which the URI
+ * log callback sets before libmicrohttpd has parsed the query. */
+static int not_upload, too_many_args, drain_then_route;
+#define LEAGUE_ARGS_MAX 16   /* query arguments a request may carry: the API takes 3 at most */
 
 cJSON *baton_league_entry_json(const baton_league_entry *e)
 {
@@ -76,7 +59,7 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const ch
     return ret;
 }
 
-static enum MHD_Result reply_json(struct MHD_Connection *c, unsigned status, cJSON *j)
+enum MHD_Result league_reply_json(struct MHD_Connection *c, unsigned status, cJSON *j)
 {
     char *s = j ? baton_json_print(j, 0) : NULL;
     cJSON_Delete(j);
@@ -86,11 +69,26 @@ static enum MHD_Result reply_json(struct MHD_Connection *c, unsigned status, cJS
     return r;
 }
 
-static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, const char *msg)
+/* msg without the server's own paths that may reach one: its database's and its tracks folder's
+ * (an unpacked upload's are said in the archive's names where they arise: league_unpacked_msg). */
+static void client_msg(const baton_league_server *s, char *msg, size_t cap)
 {
+    const char *const from[] = {s->db_real, s->db_path, s->tracks_real, s->tracks_dir};
+    const char *const to[] = {"the league's database", "the league's database", "the league's tracks", "the league's tracks"};
+    for (size_t i = 0; i < sizeof from / sizeof *from; i++)
+        if (strlen(from[i]) > 1) league_unpath(msg, cap, from[i], to[i]);
+}
+
+enum MHD_Result league_reply_error(baton_league_server *s, struct MHD_Connection *c, unsigned status, const char *msg)
+{
+    char said[sizeof ((baton_err *)0)->msg];
+    snprintf(said, sizeof said, "%s", msg);
+    client_msg(s, said, sizeof said);
+    if (status >= 500 || strcmp(said, msg))   /* the log keeps the paths */
+        baton_log(status >= 500 ? BATON_LOG_WARN : BATON_LOG_INFO, "league: answered %u: %s", status, msg);
     cJSON *j = cJSON_CreateObject();
-    cJSON_AddStringToObject(j, "error", msg);
-    return reply_json(c, status, j);
+    cJSON_AddStringToObject(j, "error", said);
+    return league_reply_json(c, status, j);
 }
 
 static enum MHD_Result reply_buf(struct MHD_Connection *c, baton_buf *b, const char *ctype)
@@ -129,7 +127,7 @@ static enum MHD_Result page_index(baton_league_server *s, struct MHD_Connection 
     baton_league_track *t;
     size_t n;
     baton_err err = {0};
-    if (baton_league_tracks(s->l, &t, &n, &err)) return reply_error(c, 500, err.msg);
+    if (baton_league_tracks(s->l, &t, &n, &err)) return league_reply_error(s, c, 500, err.msg);
     baton_buf b = {0};
     page_head(&b, "baton league");
     baton_svg_put(&b, "<h1>baton league</h1>\n<table id=\"tracks\"><thead><tr><th class=\"alias\">track</th><th>racers</th>"
@@ -193,15 +191,15 @@ static enum MHD_Result page_track(baton_league_server *s, struct MHD_Connection 
     const char *fs = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format");
     baton_league_format f = BATON_LEAGUE_TIME_TRIAL;
     baton_err err = {0};
-    if (fs && baton_league_format_parse(fs, &f, &err)) return reply_error(c, 400, err.msg);
+    if (fs && baton_league_format_parse(fs, &f, &err)) return league_reply_error(s, c, 400, err.msg);
     baton_league_track *t;
     size_t nt;
-    if (baton_league_tracks(s->l, &t, &nt, &err)) return reply_error(c, 500, err.msg);
+    if (baton_league_tracks(s->l, &t, &nt, &err)) return league_reply_error(s, c, 500, err.msg);
     size_t k = 0;
     while (k < nt && strcmp(t[k].track, name)) k++;
     if (k == nt) {
         free(t);
-        return reply_error(c, 404, "no such track in the league");
+        return league_reply_error(s, c, 404, "no such track in the league");
     }
     baton_race_track *track = NULL;
     baton_race_limit_result lr = {0};
@@ -216,7 +214,7 @@ static enum MHD_Result page_track(baton_league_server *s, struct MHD_Connection 
     if (rc) {
         baton_race_track_free(track);
         baton_race_limit_free(&lr);
-        return reply_error(c, 500, err.msg);
+        return league_reply_error(s, c, 500, err.msg);
     }
     baton_buf b = {0};
     char title[512];
@@ -255,7 +253,7 @@ static enum MHD_Result api_tracks(baton_league_server *s, struct MHD_Connection 
     baton_league_track *t;
     size_t n;
     baton_err err = {0};
-    if (baton_league_tracks(s->l, &t, &n, &err)) return reply_error(c, 500, err.msg);
+    if (baton_league_tracks(s->l, &t, &n, &err)) return league_reply_error(s, c, 500, err.msg);
     cJSON *j = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(j, "tracks");
     for (size_t i = 0; i < n; i++) {
         cJSON *x = cJSON_CreateObject();
@@ -265,7 +263,7 @@ static enum MHD_Result api_tracks(baton_league_server *s, struct MHD_Connection 
         cJSON_AddItemToArray(a, x);
     }
     free(t);
-    return reply_json(c, 200, j);
+    return league_reply_json(c, 200, j);
 }
 
 static enum MHD_Result api_leaderboard(baton_league_server *s, struct MHD_Connection *c)
@@ -274,32 +272,45 @@ static enum MHD_Result api_leaderboard(baton_league_server *s, struct MHD_Connec
     const char *fs = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format");
     baton_league_format f = BATON_LEAGUE_TIME_TRIAL;
     baton_err err = {0};
-    if (fs && baton_league_format_parse(fs, &f, &err)) return reply_error(c, 400, err.msg);
+    if (fs && baton_league_format_parse(fs, &f, &err)) return league_reply_error(s, c, 400, err.msg);
     baton_league_entry *e;
     size_t n;
-    if (baton_league_standings(s->l, track, f, &e, &n, &err)) return reply_error(c, 500, err.msg);
+    if (baton_league_standings(s->l, track, f, &e, &n, &err)) return league_reply_error(s, c, 500, err.msg);
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "format", baton_league_format_name(f));
     if (track) cJSON_AddStringToObject(j, "track", track);
     cJSON *a = cJSON_AddArrayToObject(j, "entries");
     for (size_t i = 0; i < n; i++) cJSON_AddItemToArray(a, baton_league_entry_json(&e[i]));
     free(e);
-    return reply_json(c, 200, j);
+    return league_reply_json(c, 200, j);
+}
+
+/* An ID in a path as the API writes it: canonical decimal, 1 to 18 digits, no sign, space or
+ * leading zero; *end after it. 0 when rest does not start with one. */
+static long long path_id(const char *rest, const char **end)
+{
+    long long id = 0;
+    size_t k = 0;
+    if (rest[0] < '1' || rest[0] > '9') return 0;
+    for (; rest[k] >= '0' && rest[k] <= '9'; k++) {
+        if (k == 18) return 0;
+        id = id * 10 + (rest[k] - '0');
+    }
+    *end = rest + k;
+    return id;
 }
 
 static enum MHD_Result api_trace(baton_league_server *s, struct MHD_Connection *c, const char *rest)
 {
-    char *end;
-    errno = 0;
-    long long id = strtoll(rest, &end, 10);
-    if (end == rest || strcmp(end, "/trace") || errno || id <= 0 || rest[0] == '+' || rest[0] == '-')
-        return reply_error(c, 404, "expected /api/entries/ID/trace");
+    const char *end = NULL;
+    long long id = path_id(rest, &end);
+    if (!id || strcmp(end, "/trace")) return league_reply_error(s, c, 404, "expected /api/entries/ID/trace");
     size_t n;
     float *x, *y, *v;
     uint8_t *lap, *reset;
     baton_err err = {0};
     int rc = baton_league_trace(s->l, id, &n, &x, &y, &v, &lap, &reset, &err);
-    if (rc) return reply_error(c, rc == BATON_ERR_NOTFOUND ? 404 : 500, err.msg);
+    if (rc) return league_reply_error(s, c, rc == BATON_ERR_NOTFOUND ? 404 : 500, err.msg);
     baton_buf b = {0};
     baton_svg_put(&b, "{\"id\":%lld,\"steps\":%zu", id, n);
     const float *f[3] = {x, y, v};
@@ -323,15 +334,13 @@ static enum MHD_Result api_trace(baton_league_server *s, struct MHD_Connection *
 
 static enum MHD_Result api_submission(baton_league_server *s, struct MHD_Connection *c, const char *rest)
 {
-    char *end;
-    errno = 0;
-    long long id = strtoll(rest, &end, 10);
-    if (end == rest || *end || errno || id <= 0 || rest[0] == '+' || rest[0] == '-')
-        return reply_error(c, 404, "expected /api/submissions/ID");
+    const char *end = NULL;
+    long long id = path_id(rest, &end);
+    if (!id || *end) return league_reply_error(s, c, 404, "expected /api/submissions/ID");
     baton_league_submission sub;
     baton_err err = {0};
     int rc = baton_league_submission_get(s->l, id, &sub, &err);
-    if (rc) return reply_error(c, rc == BATON_ERR_NOTFOUND ? 404 : 500, err.msg);
+    if (rc) return league_reply_error(s, c, rc == BATON_ERR_NOTFOUND ? 404 : 500, err.msg);
     cJSON *j = baton_league_submission_json(&sub);
     baton_league_entry e;
     size_t n = 0;
@@ -340,114 +349,108 @@ static enum MHD_Result api_submission(baton_league_server *s, struct MHD_Connect
         cJSON_AddItemToObject(j, "result", baton_league_entry_json(&e));
         cJSON_AddNumberToObject(j, "entries", (double)n);
     }
-    return reply_json(c, 200, j);
+    return league_reply_json(c, 200, j);
 }
 
-static enum MHD_Result api_submit(baton_league_server *s, struct MHD_Connection *c, upload_ctx *u)
+/* A query argument with a NUL in it (%00): its name into cls (the check stops there). */
+static enum MHD_Result arg_nul(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size, const char *value,
+                               size_t value_size)
 {
-    size_t max = s->rules.max_bytes;
-    if (u->too_big) {
-        char msg[160];
-        snprintf(msg, sizeof msg, "the archive is over %zu bytes, the most this league takes", max);
-        return reply_error(c, 413, msg);
-    }
-    baton_league_request q = {
-        .authorization = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION),
-        .content_type = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE),
-        .alias = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "alias"),
-        .track = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "track"),
-        .format = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format"),
-        .body = u->body.data,
-        .len = u->body.len,
-    };
-    baton_league_upload up;
-    unsigned http = 400;
-    baton_err err = {0};
-    if (baton_league_request_parse(&q, &s->rules, &up, &http, &err)) return reply_error(c, http, err.msg);
-    int rc = baton_league_token_check(s->l, up.alias, up.token, &err);
-    if (rc) return reply_error(c, rc == BATON_ERR_DENIED ? 403 : 500, err.msg);
-    /* the model must load now, not fail in the queue an hour later */
-    char dir[4096], ckpt[4096];
-    rc = baton_league_unpack(up.archive, up.len, s->tmp_parent[0] ? s->tmp_parent : NULL, dir, ckpt, &err);
-    if (rc) return reply_error(c, rc == BATON_ERR_IO || rc == BATON_ERR_NOSPACE || rc == BATON_ERR_NOMEM ? 500 : 400, err.msg);
-    baton_remove_tree(dir);
-    int64_t id;
-    if ((rc = baton_league_enqueue(s->l, &up, &id, &err))) return reply_error(c, rc == BATON_ERR_BUSY ? 409 : 500, err.msg);
-    baton_log(BATON_LOG_INFO, "league: submission %lld queued (%s on %s, %zu bytes)", (long long)id, up.alias, up.track,
-              up.len);
-    pthread_mutex_lock(&s->mu);
-    s->poke = 1;
-    pthread_cond_signal(&s->cv);
-    pthread_mutex_unlock(&s->mu);
-    baton_league_submission sub;
-    if (baton_league_submission_get(s->l, id, &sub, &err)) return reply_error(c, 500, err.msg);
-    cJSON *j = baton_league_submission_json(&sub);
-    char loc[64];
-    snprintf(loc, sizeof loc, "/api/submissions/%lld", (long long)id);
-    cJSON_AddStringToObject(j, "status_url", loc);
-    return reply_json(c, 202, j);
+    (void)kind;
+    if (strlen(key) == key_size && (!value || strlen(value) == value_size)) return MHD_YES;
+    snprintf(cls, 300, "query argument '%.64s': a NUL byte (%%00) at byte %zu; not taken", key,
+             strlen(key) != key_size ? strlen(key) : strlen(value));
+    return MHD_NO;
 }
 
-static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url, const char *method,
-                               const char *version, const char *upload, size_t *upload_size, void **con_cls)
+/* Whether the request says a body follows (libmicrohttpd answered 400 to a malformed length). */
+static int has_body(struct MHD_Connection *c)
 {
-    baton_league_server *s = cls;
-    int submit = !strcmp(url, "/api/submit");
-    if (*con_cls == NULL) {   /* headers only so far */
-        if (!submit || strcmp(method, "POST")) {
-            *con_cls = &not_upload;
-            return MHD_YES;
-        }
-        size_t max = s->rules.max_bytes;
-        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (cl && strtoull(cl, NULL, 10) > max) {   /* refused before a byte of it is read */
-            char msg[160];
-            snprintf(msg, sizeof msg, "Content-Length %.20s: over %zu bytes, the most this league takes", cl, max);
-            return reply_error(c, 413, msg);
-        }
-        upload_ctx *u = calloc(1, sizeof *u);
-        if (!u) return MHD_NO;
-        *con_cls = u;
-        return MHD_YES;
-    }
-    if (*con_cls != &not_upload) {   /* the submission's body */
-        upload_ctx *u = *con_cls;
-        if (*upload_size) {
-            size_t max = s->rules.max_bytes;
-            u->seen += *upload_size;
-            if (u->seen > max) {
-                u->too_big = 1;
-                baton_buf_free(&u->body);
-            } else if (baton_buf_append(&u->body, upload, *upload_size)) {
-                return MHD_NO;
-            }
-            *upload_size = 0;
-            return MHD_YES;
-        }
-        return api_submit(s, c, u);
-    }
-    if (*upload_size) {   /* nothing else takes a body */
-        *upload_size = 0;
-        return MHD_YES;
-    }
-    if (submit) return reply_error(c, 405, "POST the tar of the checkpoint folder to /api/submit");
-    if (strcmp(method, "GET") && strcmp(method, "HEAD")) return reply_error(c, 405, "only GET and HEAD here");
+    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    return MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING) || (cl && strtoull(cl, NULL, 10));
+}
+
+int league_drainable(struct MHD_Connection *c)
+{
+    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    const char *ex = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
+    return cl && strtoull(cl, NULL, 10) <= LEAGUE_DRAIN_MAX && !(ex && strcasestr(ex, "100-continue")) &&
+           !MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+}
+
+static enum MHD_Result route(baton_league_server *s, struct MHD_Connection *c, const char *url, const char *method, int body)
+{
+    if (!strcmp(url, "/api/submit")) return league_reply_error(s, c, 405, "POST the tar of the checkpoint folder to /api/submit");
+    if (strcmp(method, "GET") && strcmp(method, "HEAD")) return league_reply_error(s, c, 405, "only GET and HEAD here");
+    if (body) return league_reply_error(s, c, 400, "a request body: only POST /api/submit takes one");
     if (!strcmp(url, "/")) return page_index(s, c);
     if (!strncmp(url, "/track/", 7) && url[7]) return page_track(s, c, url + 7);
     if (!strcmp(url, "/api/tracks")) return api_tracks(s, c);
     if (!strcmp(url, "/api/leaderboard")) return api_leaderboard(s, c);
     if (!strncmp(url, "/api/entries/", 13)) return api_trace(s, c, url + 13);
     if (!strncmp(url, "/api/submissions/", 17)) return api_submission(s, c, url + 17);
-    return reply_error(c, 404, "not found");
+    return league_reply_error(s, c, 404, "not found");
+}
+
+/* libmicrohttpd calls this first with the headers alone, then with each piece of a body, then with
+ * none. A request refused or carrying a body it does not take is answered on the first call, so
+ * its body is never read (but a short one already on its way: league_drainable); a request
+ * without a body is answered on the last (an answer queued on the first closes the connection
+ * after it). */
+static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                               const char *version, const char *upload, size_t *upload_size, void **con_cls)
+{
+    baton_league_server *s = cls;
+    (void)version;
+    if (*con_cls == &too_many_args) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "more than %d query arguments; the league's API takes 3 at most", LEAGUE_ARGS_MAX);
+        return league_reply_error(s, c, 414, msg);
+    }
+    if (*con_cls == NULL) {   /* the first call: headers only */
+        char bad[300] = "";
+        MHD_get_connection_values_n(c, MHD_GET_ARGUMENT_KIND, arg_nul, bad);
+        if (bad[0]) return league_reply_error(s, c, 400, bad);
+        if (!strcmp(url, "/api/submit") && !strcmp(method, "POST")) return league_submit_begin(s, c, con_cls);
+        int body = has_body(c);
+        if (body && !league_drainable(c)) return route(s, c, url, method, 1);
+        *con_cls = body ? &drain_then_route : &not_upload;
+        return MHD_YES;
+    }
+    if (*con_cls == &not_upload || *con_cls == &drain_then_route) {
+        if (*upload_size) {   /* a drained body: dropped */
+            *upload_size = 0;
+            return MHD_YES;
+        }
+        return route(s, c, url, method, *con_cls == &drain_then_route);
+    }
+    if (*upload_size) return league_submit_body(*con_cls, upload, upload_size);   /* an upload's body, then its end */
+    return league_submit_end(s, c, *con_cls);
+}
+
+/* Before libmicrohttpd parses a request's query it shows this callback the request target.
+ * libmicrohttpd 0.9.75 (Debian 12's) keeps each argument in its connection's 32 KiB memory pool;
+ * about 490 of them exhaust it, and it then neither answers nor closes until the connection's
+ * timeout. Past LEAGUE_ARGS_MAX arguments the query is cut here — the target is libmicrohttpd's
+ * own request buffer, which it parses next, so it finds no arguments — and the handler answers
+ * 414 on its first call. */
+static void *uri_log(void *cls, const char *uri, struct MHD_Connection *c)
+{
+    (void)cls, (void)c;
+    char *q = strchr(uri, '?');
+    if (!q) return NULL;
+    size_t n = 1;
+    for (const char *p = q + 1; *p; p++) n += *p == '&';
+    if (n <= LEAGUE_ARGS_MAX) return NULL;
+    q[1] = 0;
+    return &too_many_args;
 }
 
 static void request_done(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
 {
-    (void)cls, (void)c, (void)toe;
-    upload_ctx *u = *con_cls;
-    if (!u || *con_cls == &not_upload) return;
-    baton_buf_free(&u->body);
-    free(u);
+    (void)c, (void)toe;
+    if (*con_cls && *con_cls != &not_upload && *con_cls != &too_many_args && *con_cls != &drain_then_route)
+        league_submit_free(cls, *con_cls);
     *con_cls = NULL;
 }
 
@@ -499,6 +502,20 @@ static int start_worker(baton_league_server *s, const char *db_path, baton_err *
     return BATON_OK;
 }
 
+/* The server's paths: the database's (as given and resolved), its folder (where uploads arrive),
+ * the tracks folder's resolved. */
+static void paths(baton_league_server *s, const char *db_path)
+{
+    snprintf(s->db_path, sizeof s->db_path, "%s", db_path);
+    char *r = realpath(db_path, NULL);
+    snprintf(s->db_real, sizeof s->db_real, "%s", r ? r : db_path);
+    baton_path_dirname(s->db_real, s->spool_dir, sizeof s->spool_dir);
+    free(r);
+    r = s->tracks_dir[0] ? realpath(s->tracks_dir, NULL) : NULL;
+    snprintf(s->tracks_real, sizeof s->tracks_real, "%s", r ? r : "");
+    free(r);
+}
+
 int baton_league_serve_start(const baton_league_serve_opts *o, baton_league_server **out, baton_err *err)
 {
     *out = NULL;
@@ -514,6 +531,7 @@ int baton_league_serve_start(const baton_league_serve_opts *o, baton_league_serv
     }
     if (o->tmp_parent) snprintf(s->tmp_parent, sizeof s->tmp_parent, "%s", o->tmp_parent);
     int rc = baton_league_open(o->db_path, &s->l, err);
+    if (!rc) paths(s, o->db_path);
     int port = 0, v6 = 0, fd = -1;
     if (!rc) rc = start_worker(s, o->db_path, err);
     if (!rc) {
@@ -524,7 +542,8 @@ int baton_league_serve_start(const baton_league_serve_opts *o, baton_league_serv
         unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | (v6 ? MHD_USE_IPv6 : 0);
         s->d = MHD_start_daemon(flags, 0, NULL, NULL, handler, s, MHD_OPTION_LISTEN_SOCKET, fd,
                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_CONNECTION_LIMIT, (unsigned)128,
-                                MHD_OPTION_NOTIFY_COMPLETED, request_done, s, MHD_OPTION_END);
+                                MHD_OPTION_NOTIFY_COMPLETED, request_done, s, MHD_OPTION_URI_LOG_CALLBACK, uri_log, s,
+                                MHD_OPTION_END);
         if (!s->d) {
             close(fd);
             rc = baton_err_set(err, BATON_ERR_IO, "libmicrohttpd did not start on %s", s->url);

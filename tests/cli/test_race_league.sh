@@ -4,8 +4,10 @@
 # literally), the league's own evaluation (equal to `race eval` under its rules), standings in
 # rank order as a table and --json, one standing per alias with the history kept, the total
 # format; and bad input refused with a clear message and nothing stored: a `baton train`
-# checkpoint (another kind of model), a missing checkpoint, bad aliases and formats, a database of
-# another schema version and a damaged one (the file left byte for byte as it was).
+# checkpoint (another kind of model), a missing checkpoint, bad aliases (not UTF-8: a surrogate, an
+# overlong form, above U+10FFFF; a C1 control; bidi, zero-width and BOM characters; odd spaces;
+# Cyrillic and Latin letters mixed — while one script's letters are taken) and formats, a database
+# of another schema version and a damaged one (the file left byte for byte as it was).
 cd "$(dirname "$0")/../.." || exit 1
 . tests/cli/lib.sh
 export OMP_NUM_THREADS=1
@@ -70,7 +72,24 @@ expect_fail 2 "control character" "$BATON" race submit --ckpt "$T/m1" --alias "$
 expect_fail 2 "an alias is required" "$BATON" race submit --ckpt "$T/m1" --alias "" --track oval --db "$DB"
 expect_fail 2 "format 'sprint': time-trial or total" "$BATON" race submit --ckpt "$T/m1" --alias x --track oval --format sprint --db "$DB"
 expect_fail 2 "required" "$BATON" race submit --alias x --track oval --db "$DB"
+# aliases that are not what they look like: not UTF-8, invisible, reordering, look-alike (issue 33)
+expect_fail 2 "alias: not UTF-8 at byte 0" "$BATON" race submit --ckpt "$T/m1" --alias $'\xed\xa0\x80x' --track oval --db "$DB"   # a surrogate
+for bad in $'\xe0\x80\xaf' $'x\xf4\x90\x80\x80' $'\xc0\xaf'; do   # overlong, above U+10FFFF
+    expect_fail 2 "alias: not UTF-8 at byte" "$BATON" race token add "$bad" --db "$DB"
+done
+expect_fail 2 "alias: a control character \(U\+0085\) at byte 1" "$BATON" race token add $'a\xc2\x85b' --db "$DB"
+expect_fail 2 "alias: an invisible or text-direction character \(U\+202E\) at byte 5" "$BATON" race token add $'alice\xe2\x80\xaecod' --db "$DB"
+expect_fail 2 "U\+2066" "$BATON" race token add $'a\xe2\x81\xa6b' --db "$DB"
+expect_fail 2 "U\+200B" "$BATON" race token add $'al\xe2\x80\x8bice' --db "$DB"
+expect_fail 2 "U\+FEFF" "$BATON" race token add $'\xef\xbb\xbfalice' --db "$DB"
+expect_fail 2 "a space last" "$BATON" race token add "alice " --db "$DB"
+expect_fail 2 "a space other than ' ' \(U\+00A0\)" "$BATON" race token add $'alice\xc2\xa0b' --db "$DB"
+expect_fail 2 "alias: mixes Cyrillic and Latin letters \(U\+0430 at byte 0, U\+006C at byte 2\)" "$BATON" race submit --ckpt "$T/m1" --alias $'\xd0\xb0lice' --track oval --db "$DB"
+check '"$BATON" race token add "$(printf "\xd0\xb0\xd0\xbb\xd0\xb8\xd1\x81\xd0\xb0")" --db "$DB" >/dev/null 2>&1 && "$BATON" race token add "Tarō 山田" --db "$DB" >/dev/null 2>&1' \
+    "one script's letters (Cyrillic; Latin with Han) are taken"
 check '[ "$(rows "$DB")" = "$before" ]' "nothing stored by refused submissions"
+check '"$BATON" race leaderboard --db "$DB" --json | python3 -c "import json,sys; json.loads(sys.stdin.buffer.read().decode(\"utf-8\"))"' \
+    "the leaderboard is valid UTF-8"
 # a database of another schema version, and a damaged one: refused, the files unchanged
 cp "$DB" "$T/v3.db"
 python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA journal_mode=DELETE'); c.execute('PRAGMA user_version=3'); c.commit()" "$T/v3.db"

@@ -9,8 +9,13 @@
 #   - every bad input refused with a clear message and nothing stored: no token, a malformed or
 #     wrong one, another alias's token, a revoked one; tars with "../", an absolute path, a symbolic
 #     link, a hard link, a FIFO, a bad checksum, no MANIFEST; an archive over the size limit (by
-#     Content-Length and chunked); a checkpoint of another kind of model; a track given as a path or
-#     unknown; a Content-Type that is not a tar; a second submission while one is waiting;
+#     Content-Length) or chunked (no size declared: 411); a checkpoint of another kind of model; a
+#     track given as a path or unknown; a Content-Type that is not a tar; a second submission while
+#     one is waiting; a NUL in the alias or the track (%00: refused, not cut there);
+#   - what the racer is told names only what the racer sent: a damaged MANIFEST at the archive's
+#     top and in the racer's folder, a state.json that is not JSON (the parser's position), an
+#     unknown entry — no path of the server's; IDs only as canonical decimal; a checkpoint folder
+#     archived without its own entry (`tar cf - x/*`) taken;
 #   - the server SIGKILLed while a submission is running, restarted: the submission is evaluated
 #     again and finished exactly once (one entry, two attempts).
 cd "$(dirname "$0")/../.." || exit 1
@@ -147,7 +152,7 @@ refused 400 "'pipe' is a FIFO" "$TOK1" "$A1" oval "$T/fifo.tar"
 refused 400 "wrong checksum" "$TOK1" "$A1" oval "$T/checksum.tar"
 refused 400 "no MANIFEST in the archive" "$TOK1" "$A1" oval "$T/nomanifest.tar"
 refused 413 "over 3000000 bytes" "$TOK1" "$A1" oval "$T/big.tar"
-refused 413 "over 3000000 bytes" "$TOK1" "$A1" oval "$T/big.tar" -H "Transfer-Encoding: chunked"
+refused 411 "Content-Length required" "$TOK1" "$A1" oval "$T/big.tar" -H "Transfer-Encoding: chunked"
 refused 400 "track: letters, digits" "$TOK1" "$A1" "tracks%2F..%2F..%2Fetc%2Fpasswd" "$T/m1.tar"
 refused 400 "not starting with '.'" "$TOK1" "$A1" "..%2F..%2Fetc%2Fpasswd" "$T/m1.tar"
 refused 400 "not starting with '.'" "$TOK1" "$A1" ".hidden" "$T/m1.tar"
@@ -160,6 +165,45 @@ refused 400 "not a race model that loads" "$TOK1" "$A1" oval "$T/mlp.tar"
 check '[ "$(sql "SELECT count(*) FROM submissions")" = "$before_s" ] && [ "$(sql "SELECT count(*) FROM entries")" = "$before_e" ]' \
     "nothing stored by refused submissions"
 check '! ls "${TMPDIR:-/tmp}" | grep -q "^baton-upload-"' "no unpacked upload left behind"
+
+# ---- what a racer is told names only what the racer sent; what a query carries is taken whole
+python3 - "$T" "$(ls -d "$T"/m2/ckpt-*)" <<'PY'
+import io, os, sys, tarfile
+t, ck = sys.argv[1], sys.argv[2]
+files = {n: open(os.path.join(ck, n), "rb").read() for n in sorted(os.listdir(ck))}
+def make(name, members, folder=""):
+    with tarfile.open(os.path.join(t, name), "w", format=tarfile.GNU_FORMAT) as tf:
+        for n, data in members.items():
+            i = tarfile.TarInfo(folder + n); i.size = len(data); tf.addfile(i, io.BytesIO(data))
+man = files["MANIFEST"].split(b"\n")
+man[2] = man[2].split(b" ")[0] + b" lots " + man[2].split(b" ")[2]   # line 3: a size that is not a number
+make("badman.tar", dict(files, MANIFEST=b"\n".join(man)))              # the files at the archive's top
+make("badman-dir.tar", dict(files, MANIFEST=b"\n".join(man)), "mine/")  # in a folder of the racer's name
+make("notjson.tar", dict(files, **{"state.json": b'{"kind": "race-ppo",\n  "step": 12,,\n}'}))
+make("glob.tar", files, "x/")   # as `tar cf - x/*` writes it: no entry of the folder x itself
+PY
+noserver() { ! grep -qE "/tmp/|$T|baton-upload" "$T/body"; }   # no path of the server's in the answer
+refused 400 "not a race model that loads: .*MANIFEST: line 3" "$TOK1" "$A1" oval "$T/badman.tar"
+check 'noserver && grep -qE "\"(not a race model that loads: )?MANIFEST: line 3" "$T/body"' "a damaged MANIFEST at the top: named as the archive has it: $(cat "$T/body")"
+refused 400 "mine/MANIFEST: line 3" "$TOK1" "$A1" oval "$T/badman-dir.tar"
+check 'noserver' "a damaged MANIFEST in the racer's folder: named as the archive has it: $(cat "$T/body")"
+refused 400 "state.json: not JSON: at byte 35 \(line 2, column 15\)" "$TOK1" "$A1" oval "$T/notjson.tar"
+check 'noserver' "a state.json that is not JSON: no server path: $(cat "$T/body")"
+check '[ "$(code "$U/api/entries/99/trace")" = 404 ] && grep -q "no entry 99" "$T/body" && noserver' "a missing entry: no server path: $(cat "$T/body")"
+check '[ "$(code -H "Authorization: Bearer $TOK1" -H "Content-Type: application/x-tar" --data-binary @"$T/m1.tar" \
+          "$U/api/submit?alias=$(enc "$A1")%00junk&track=oval")" = 400 ] && grep -q "query argument .alias.: a NUL byte (%00) at byte 24" "$T/body"' \
+    "an alias with a NUL in it refused, not cut there: $(cat "$T/body")"
+refused 400 "query argument 'track': a NUL byte \(%00\) at byte 4" "$TOK1" "$A1" "oval%00../../x" "$T/m1.tar"
+ids_canonical() {
+    for p in entries/%201/trace entries/01/trace entries/+1/trace submissions/%201 submissions/01 submissions/1%20; do
+        [ "$(code "$U/api/$p")" = 404 ] || { echo "$p: $(cat "$T/body")"; return 1; }
+    done
+}
+check 'ids_canonical >"$T/ids"' "IDs only as canonical decimal (with no space, sign or leading zero): $(cat "$T/ids" 2>/dev/null)"
+check '[ "$(post "$TOK1" "$A1" oval "$T/glob.tar")" = 202 ] && wait_state "$(json "$T/body" "d[\"id\"]")" done' \
+    "a checkpoint folder archived without its own entry is taken: $(cat "$T/body") $(cat "$T/sub.json" 2>/dev/null)"
+check '[ "$(code "$U/api/leaderboard")" = 200 ] && python3 -c "import sys; open(sys.argv[1], \"rb\").read().decode(\"utf-8\")" "$T/body"' \
+    "the leaderboard is valid UTF-8"
 
 # ---- killed mid-evaluation: finished exactly once after a restart
 kill -9 "$PID"; wait "$PID" 2>/dev/null

@@ -103,6 +103,35 @@ static void test_alias(void)
     CHECK(baton_league_alias_check("tab\there", &err) == BATON_ERR_USAGE && strstr(err.msg, "control character (0x09) at byte 3"));
     CHECK(baton_league_alias_check("bad\xc3", &err) == BATON_ERR_USAGE && strstr(err.msg, "not UTF-8 at byte 3"));
     CHECK(baton_league_alias_check("\xc0\xaf", &err) == BATON_ERR_USAGE && strstr(err.msg, "not UTF-8"));
+    /* well-formed UTF-8 only (Unicode's table 3-7): each of these is one byte off a valid form */
+    const char *not_utf8[] = {"\xe0\x80\xaf", "\xe0\x9f\xbf", "\xf0\x8f\xbf\xbf", "\xed\xa0\x80", "\xed\xbf\xbf",
+                              "\xf4\x90\x80\x80", "\xf5\x80\x80\x80", "\xff", "a\x80", "\xe2\x82", "\xf0\x9f\x8f"};
+    for (size_t i = 0; i < sizeof not_utf8 / sizeof *not_utf8; i++)
+        CHECK_MSG(baton_league_alias_check(not_utf8[i], &err) == BATON_ERR_USAGE && strstr(err.msg, "not UTF-8"), "case %zu", i);
+    const char *fine[] = {"\xe0\xa0\x80", "\xed\x9f\xbf", "\xef\xbf\xbd",
+                          "\xf0\x90\x80\x80", "\xf3\xa0\x84\x80", "Tar\xc5\x8d \xe5\xb1\xb1\xe7\x94\xb0",
+                          "\xd0\xb0\xd0\xbb\xd0\xb8\xd1\x81\xd0\xb0", "a b", "x\xcc\x81"};
+    for (size_t i = 0; i < sizeof fine / sizeof *fine; i++)
+        CHECK_MSG(baton_league_alias_check(fine[i], &err) == BATON_OK, "case %zu: %s", i, err.msg);
+    /* what does not read as it is: controls, invisible and reordering characters, odd spaces */
+    CHECK(baton_league_alias_check("a\xc2\x85", &err) == BATON_ERR_USAGE && strstr(err.msg, "control character (U+0085) at byte 1"));
+    CHECK(baton_league_alias_check("a\xe2\x80\xa8", &err) == BATON_ERR_USAGE && strstr(err.msg, "control character (U+2028)"));
+    CHECK(baton_league_alias_check("a\x7f", &err) == BATON_ERR_USAGE && strstr(err.msg, "control character (0x7f)"));
+    const char *unseen[] = {"a\xe2\x80\xae", "a\xe2\x80\xaa", "a\xe2\x81\xa6", "a\xe2\x81\xa9", "a\xe2\x80\x8b",
+                            "a\xe2\x80\x8f", "\xef\xbb\xbf" "a", "a\xc2\xad", "a\xf3\xa0\x80\x81"};
+    for (size_t i = 0; i < sizeof unseen / sizeof *unseen; i++)
+        CHECK_MSG(baton_league_alias_check(unseen[i], &err) == BATON_ERR_USAGE && strstr(err.msg, "invisible or text-direction"),
+                  "case %zu: %s", i, err.msg);
+    CHECK(baton_league_alias_check("a\xef\xb7\x90", &err) == BATON_ERR_USAGE && strstr(err.msg, "noncharacter (U+FDD0)"));
+    CHECK(baton_league_alias_check("a\xee\x80\x80", &err) == BATON_ERR_USAGE && strstr(err.msg, "private-use character (U+E000)"));
+    CHECK(baton_league_alias_check(" a", &err) == BATON_ERR_USAGE && strstr(err.msg, "a space first at byte 0"));
+    CHECK(baton_league_alias_check("a  b", &err) == BATON_ERR_USAGE && strstr(err.msg, "a space twice at byte 1"));
+    CHECK(baton_league_alias_check("a\xe3\x80\x80" "b", &err) == BATON_ERR_USAGE && strstr(err.msg, "space other than ' ' (U+3000)"));
+    /* look-alikes: one script's letters per alias among Latin, Greek, Cyrillic, Armenian, Cherokee */
+    CHECK(baton_league_alias_check("\xd0\xb0lice", &err) == BATON_ERR_USAGE &&
+          strstr(err.msg, "mixes Cyrillic and Latin letters (U+0430 at byte 0, U+006C at byte 2)"));
+    CHECK(baton_league_alias_check("p\xce\xb1ul", &err) == BATON_ERR_USAGE && strstr(err.msg, "mixes Latin and Greek"));
+    CHECK(baton_league_alias_check("ann 2 \xf0\x9f\x8f\x8e", &err) == BATON_OK);
     baton_league_format f;
     CHECK(baton_league_format_parse("total", &f, &err) == BATON_OK && f == BATON_LEAGUE_TOTAL);
     CHECK(baton_league_format_parse("sprint", &f, &err) == BATON_ERR_USAGE && strstr(err.msg, "time-trial or total"));

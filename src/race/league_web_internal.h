@@ -1,0 +1,53 @@
+/* league_web_internal.h — what the server's two files share (league_web.c: the pages, the API and
+ * the daemon; league_web_submit.c: POST /api/submit): the server, its answers, an upload. */
+#ifndef BATON_LEAGUE_WEB_INTERNAL_H
+#define BATON_LEAGUE_WEB_INTERNAL_H
+
+#include "league_internal.h"
+
+#include <cJSON.h>
+#include <microhttpd.h>
+#include <pthread.h>
+
+typedef struct league_upload_ctx league_upload_ctx;
+
+struct baton_league_server {
+    baton_league *l;
+    struct MHD_Daemon *d;
+    char url[128];
+    baton_league_upload_rules rules;
+    char tracks_dir[1024], tracks_real[4096], tmp_parent[1024];
+    char db_path[4096], db_real[4096];
+    char spool_dir[4096];        /* where a body is written as it arrives: the database's folder */
+    league_upload_ctx *uploads;  /* the uploads arriving (the daemon's one thread reads and writes it) */
+    /* the worker */
+    baton_league *wl;
+    pthread_t worker;
+    int worker_started, stop, poke;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+};
+
+/* An answer; an error's message said without the server's paths (the full one goes to the log
+ * when it named any, and for every 5xx). */
+enum MHD_Result league_reply_json(struct MHD_Connection *c, unsigned status, cJSON *j);
+enum MHD_Result league_reply_error(baton_league_server *s, struct MHD_Connection *c, unsigned status, const char *msg);
+
+/* Whether a request to be refused on libmicrohttpd's first call should have its body read (and
+ * dropped) first: a declared body of at most LEAGUE_DRAIN_MAX bytes sent without "Expect:
+ * 100-continue" is on its way already, and a connection closed on unread bytes is reset, the
+ * answer lost with it. curl waits for "100 Continue" above 1 MiB; so drains stop there. */
+#define LEAGUE_DRAIN_MAX ((size_t)1 << 20)
+int league_drainable(struct MHD_Connection *c);
+
+/* POST /api/submit, in the three calls libmicrohttpd makes: the headers (every check that needs
+ * no body: refused there, the body is never read; else *con_cls gets the upload), each piece of
+ * the body (written to an unlinked 0600 file in spool_dir), the end (the archive checked,
+ * unpacked, loaded and queued: 202); a refused request whose body is drained answers at the end.
+ * league_submit_free when the request ends, however it ends. */
+enum MHD_Result league_submit_begin(baton_league_server *s, struct MHD_Connection *c, void **con_cls);
+enum MHD_Result league_submit_body(league_upload_ctx *u, const char *data, size_t *size);
+enum MHD_Result league_submit_end(baton_league_server *s, struct MHD_Connection *c, league_upload_ctx *u);
+void league_submit_free(baton_league_server *s, league_upload_ctx *u);
+
+#endif

@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# test_race_serve_abuse.sh — `baton race serve` against clients that do not play fair, each bounded
+# in time (a few seconds a case) and in count:
+#   - six uploads of 64 MiB without a token in flight at once (three by curl with "Expect:
+#     100-continue", three streaming a real body): each refused with 401 within 2 s, no "100
+#     Continue" sent, the server's resident memory (VmRSS) under 100 MB throughout (the sanitizer
+#     build: under its own start plus 64 MB), and meanwhile a racer's page and submission each
+#     served within 1 s;
+#   - an accepted upload arriving slowly: its bytes in an unlinked 0600 file in the league's
+#     folder, not in memory; a second upload of the same alias meanwhile refused (409);
+#   - requests libmicrohttpd alone would leave unanswered for its 30 s timeout, answered at once:
+#     a query of 490 and of 600 arguments (414), a chunk size of ffffffffffffffff on a GET (400)
+#     and on an upload (411: an upload declares its size), a short body on a path that takes none.
+cd "$(dirname "$0")/../.." || exit 1
+. tests/cli/lib.sh
+export OMP_NUM_THREADS=1
+unset BATON_LEAGUE_DB BATON_LEAGUE_TEST_HOLD_MS
+pids=()
+trap 'for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$T"' EXIT
+json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1" 2>&1; }
+DB=$T/league.db
+M="--metadata docs/race-model/model_metadata.json --hyper docs/race-model/hyperparameters.json"
+
+check '"$BATON" race train --track oval $M --ckpt-dir "$T/m" --episodes 200 --seed 2 --threads 1 --quiet >/dev/null' "train a model"
+tar -C "$T/m" -cf "$T/m.tar" .
+check '"$BATON" race token add ann --db "$DB" >"$T/ann" 2>/dev/null && "$BATON" race token add bob --db "$DB" >"$T/bob" 2>/dev/null' "tokens"
+ANN=$(cat "$T/ann") BOB=$(cat "$T/bob")
+
+"$BATON" race serve --listen 127.0.0.1:0 --db "$DB" >"$T/url" 2>"$T/serve.err" &
+pids+=($!)
+PID=$!
+U=
+for _ in $(seq 200); do U=$(head -n1 "$T/url" 2>/dev/null); [ -n "$U" ] && break; sleep 0.05; done
+check '[ -n "$U" ]' "the server prints its URL: $(cat "$T/serve.err")"
+PORT=${U##*:}
+quick() {  # quick "STATUS SECONDS ..." WANT LIMIT: the status is WANT and came within LIMIT seconds
+    python3 -c "import sys; a = sys.argv[1].split(); sys.exit(not (len(a) > 1 and a[0] == sys.argv[2] and float(a[1]) < float(sys.argv[3])))" "$@"
+}
+rss() { awk '/^VmRSS/ {print int($2 / 1024)}' "/proc/$PID/status"; }   # MB
+submit() {  # submit TOKEN ALIAS: POST the model; prints the status and the seconds it took
+    curl -s -o "$T/sub.body" -w "%{http_code} %{time_total}" -H "Authorization: Bearer $1" -H "Content-Type: application/x-tar" \
+        --data-binary @"$T/m.tar" "$U/api/submit?alias=$2&track=oval"
+}
+wait_done() {  # wait_done ID: until the submission is done (10 s)
+    for _ in $(seq 200); do
+        [ "$(curl -s "$U/api/submissions/$1" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("state"))')" = done ] && return 0
+        sleep 0.05
+    done
+    return 1
+}
+check '[ "$(submit "$ANN" ann | cut -d" " -f1)" = 202 ] && wait_done 1' "ann's first submission: $(cat "$T/sub.body" 2>/dev/null)"
+
+# ---- six unauthenticated 64 MiB uploads in flight
+truncate -s 64M "$T/big"
+base=$(rss)
+python3 - "$PID" "$T/abuse.done" >"$T/rss.max" <<'PY' &
+import os, sys, time
+peak, end = 0, time.time() + 10
+while time.time() < end and not os.path.exists(sys.argv[2]):
+    try:
+        kb = int([l for l in open(f"/proc/{sys.argv[1]}/status") if l.startswith("VmRSS")][0].split()[1])
+    except (OSError, IndexError):
+        break
+    peak = max(peak, kb // 1024)
+    time.sleep(0.02)
+print(peak)
+PY
+sampler=$!
+abusers=()
+for k in 1 2 3; do
+    curl -s -o "$T/exp$k.body" -D "$T/exp$k.head" -w "%{http_code} %{time_total}" --max-time 10 -H "Expect: 100-continue" \
+        -H "Content-Type: application/x-tar" --data-binary @"$T/big" "$U/api/submit?alias=ann&track=oval" >"$T/exp$k.out" &
+    abusers+=($!)
+done
+for k in 1 2 3; do
+    python3 - "$PORT" >"$T/slow$k.out" <<'PY' &
+import select, socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+n = 64 << 20
+s.sendall(b"POST /api/submit?alias=ann&track=oval HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-tar\r\n"
+          b"Content-Length: %d\r\n\r\n" % n)
+t0, sent, got, piece = time.time(), 0, b"", b"\0" * (256 << 10)
+while time.time() - t0 < 5 and b"\r\n\r\n" not in got:
+    if select.select([s], [], [], 0.01)[0]:
+        b = s.recv(65536)
+        if not b:
+            break
+        got += b
+    elif sent < n:
+        try:
+            sent += s.send(piece)
+        except OSError:
+            break
+print(got.split(b" ")[1].decode() if got.startswith(b"HTTP/1.1 ") else "none", "%.2f" % (time.time() - t0), sent)
+PY
+    abusers+=($!)
+done
+sleep 0.3
+page=$(curl -s -o /dev/null -w "%{http_code} %{time_total}" --max-time 5 "$U/track/oval")
+own=$(submit "$ANN" ann)
+wait "${abusers[@]}"
+touch "$T/abuse.done"
+wait "$sampler"
+check 'quick "$page" 200 1' \
+    "the racer's page within 1 s meanwhile: $page"
+check 'quick "$own" 202 1' \
+    "the racer's submission within 1 s meanwhile: $own $(cat "$T/sub.body")"
+for k in 1 2 3; do
+    check 'quick "$(cat "$T/exp$k.out")" 401 2 && ! grep -q "100 Continue" "$T/exp$k.head" && grep -q "a token is required" "$T/exp$k.body"' \
+        "Expect: 100-continue without a token: 401 at once, no 100 Continue: $(cat "$T/exp$k.out") $(head -c 300 "$T/exp$k.head")"
+    check 'quick "$(cat "$T/slow$k.out")" 401 2' \
+        "a body streamed without a token: 401 at once: $(cat "$T/slow$k.out")"
+done
+peak=$(cat "$T/rss.max")
+if [ "${BATON_BUILD:-build}" = build-san ]; then limit=$((base + 64)); else limit=100; fi
+check '[ -n "$peak" ] && [ "$peak" -lt "$limit" ]' "VmRSS at most $peak MB during the uploads (under $limit MB; $base MB before)"
+
+# ---- an accepted upload arriving slowly: on disk in the league's folder, one at a time
+python3 - "$PORT" "$T/m.tar" "$BOB" "$PID" "$T" >"$T/spool.out" 2>&1 <<'PY'
+import os, socket, stat, subprocess, sys, time
+port, tar, tok, pid, folder = int(sys.argv[1]), open(sys.argv[2], "rb").read(), sys.argv[3], sys.argv[4], sys.argv[5]
+s = socket.create_connection(("127.0.0.1", port))
+s.settimeout(5)
+s.sendall(b"POST /api/submit?alias=bob&track=oval HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+          b"Content-Type: application/x-tar\r\nContent-Length: %d\r\n\r\n" % (tok.encode(), len(tar)) + tar[:len(tar) // 2])
+time.sleep(0.5)
+files = []
+for fd in os.listdir(f"/proc/{pid}/fd"):
+    link = os.readlink(f"/proc/{pid}/fd/{fd}")
+    if os.path.basename(link).startswith(".baton-upload-"):
+        files.append((link, oct(stat.S_IMODE(os.stat(f"/proc/{pid}/fd/{fd}").st_mode)), os.stat(f"/proc/{pid}/fd/{fd}").st_size))
+print("spool", files)
+ok = len(files) == 1 and files[0][0].startswith(folder + "/.baton-upload-") and files[0][0].endswith(" (deleted)") and \
+     files[0][1] == "0o600" and files[0][2] > 0
+second = subprocess.run(["curl", "-s", "-w", " %{http_code}", "-H", "Authorization: Bearer " + tok, "-H", "Content-Type: application/x-tar",
+                         "--data-binary", "@" + sys.argv[2],
+                         f"http://127.0.0.1:{port}/api/submit?alias=bob&track=oval"], capture_output=True, text=True).stdout
+print("second", second)
+s.sendall(tar[len(tar) // 2:])
+answer = s.recv(65536)
+print("answer", answer[:12])
+print(ok and second.endswith(" 409") and "arriving already" in second and answer.startswith(b"HTTP/1.1 202"))
+PY
+check '[ "$(tail -n1 "$T/spool.out")" = True ]' "a slow upload: in a 0600 unlinked file in the league's folder, a second one 409, then 202: $(cat "$T/spool.out")"
+
+# ---- what libmicrohttpd alone leaves unanswered for 30 s, answered at once
+python3 - "$PORT" "$ANN" >"$T/raw.out" 2>&1 <<'PY'
+import socket, sys, time
+port, tok = int(sys.argv[1]), sys.argv[2].encode()
+def ask(name, data, want):
+    s = socket.create_connection(("127.0.0.1", port))
+    s.settimeout(3)
+    t0, got = time.time(), b""
+    s.sendall(data)
+    try:
+        while b"\r\n\r\n" not in got:
+            b = s.recv(65536)
+            if not b:
+                break
+            got += b
+    except OSError:
+        pass
+    took = time.time() - t0
+    status = got.split(b" ")[1].decode() if got.startswith(b"HTTP/1.1 ") else "none"
+    print(("ok  " if status == want and took < 2 else "BAD ") + "%s: %s in %.2f s (want %s)" % (name, status, took, want))
+args = lambda n, a: b"&".join(a % i for i in range(n))
+ask("490 arguments", b"GET /api/leaderboard?" + args(490, b"k%d=v") + b" HTTP/1.1\r\nHost: x\r\n\r\n", "414")
+ask("600 arguments", b"GET /?" + args(600, b"a%d") + b" HTTP/1.1\r\nHost: x\r\n\r\n", "414")
+ask("17 arguments", b"GET /api/tracks?" + args(17, b"a%d") + b" HTTP/1.1\r\nHost: x\r\n\r\n", "414")
+ask("3 arguments", b"GET /api/leaderboard?track=oval&format=total&x=1 HTTP/1.1\r\nHost: x\r\n\r\n", "200")
+chunk = b"Transfer-Encoding: chunked\r\n\r\nffffffffffffffff\r\n"
+ask("a GET with a chunk of ffffffffffffffff", b"GET / HTTP/1.1\r\nHost: x\r\n" + chunk, "400")
+ask("an upload with a chunk of ffffffffffffffff", b"POST /api/submit?alias=ann&track=oval HTTP/1.1\r\nHost: x\r\n"
+    b"Authorization: Bearer " + tok + b"\r\n" + chunk, "411")
+ask("a chunked upload without a token", b"POST /api/submit?alias=ann&track=oval HTTP/1.1\r\nHost: x\r\n" + chunk, "401")
+ask("a short body on a GET", b"GET /api/tracks HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc", "400")
+PY
+check '! grep -q "^BAD" "$T/raw.out" && [ "$(grep -c "^ok" "$T/raw.out")" = 8 ]' "answered at once: $(cat "$T/raw.out")"
+check 'kill -0 "$PID" && [ "$(curl -s -o /dev/null -w "%{http_code}" "$U/api/tracks")" = 200 ]' "the server still serves"
+kill -TERM "$PID"
+check 'for _ in $(seq 100); do kill -0 "$PID" 2>/dev/null || break; sleep 0.05; done; ! kill -0 "$PID" 2>/dev/null' "SIGTERM stops it"
+finish
