@@ -1,5 +1,5 @@
 /* ppo_train.c — `baton race train` (baton_race_train) as a straight list of stages over a
- * training session (train.h): open (the session first, so a notice during setup is not missed),
+ * training session (train_session.h): open (the session first, so a notice during setup is not missed),
  * resume (the newest checkpoint's state: what the run is and where it stands), build (the track,
  * the reward, the agent, Adam for each network, the simulator, the camera, the buffers), then per
  * iteration poll → rollout → learn → iteration end (counters, the shadow, the log, the trace, the
