@@ -454,27 +454,57 @@ static void request_done(void *cls, struct MHD_Connection *c, void **con_cls, en
     *con_cls = NULL;
 }
 
+/* After an evaluation the WAL is copied into the database and cut to nothing, so neither keeps
+ * growing (PRAGMA secure_delete zeroes what a deleted row leaves). */
+static void checkpoint(baton_league *l)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(l->db, "PRAGMA wal_checkpoint(TRUNCATE)", -1, &st, NULL) != SQLITE_OK) return;
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0))
+        baton_log(BATON_LOG_INFO, "league: the WAL could not be checkpointed now (a reader holds it)");
+    sqlite3_finalize(st);
+}
+
+/* Wait up to ms for a poke or the stop; a backoff (hard) ignores pokes. Called with s->mu held. */
+static void worker_wait(baton_league_server *s, long ms, int hard)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+    while (!s->stop && (hard || !s->poke))
+        if (pthread_cond_timedwait(&s->cv, &s->mu, &ts)) break;
+    s->poke = 0;
+}
+
 /* The worker: the queue, one submission at a time, until stopped; woken by a new submission
- * or every second (another process may queue into the same database). */
+ * or every second (another process may queue into the same database). An attempt the server
+ * failed (its entry not stored: a full disk) is queued again and retried after 1, 2, 4 ... 30 s;
+ * if even that could not be written, the worker keeps trying to, so a live server never leaves a
+ * submission running. */
 static void *worker_main(void *arg)
 {
     baton_league_server *s = arg;
+    int64_t held = 0;   /* a submission still marked running that must go back to the queue */
+    char why[sizeof ((baton_err *)0)->msg] = "";
+    long backoff = 0;
     pthread_mutex_lock(&s->mu);
     while (!s->stop) {
         pthread_mutex_unlock(&s->mu);
         int64_t id = 0;
         baton_err err = {0};
-        if (baton_league_queue_run_one(s->wl, s->tmp_parent[0] ? s->tmp_parent : NULL, &id, &err))
+        if (held && !league_requeue(s->wl, held, why, &err)) held = 0;
+        else if (held) baton_log(BATON_LOG_WARN, "league: submission %lld is still marked running: %s", (long long)held, err.msg);
+        if (!held && baton_league_queue_run_one(s->wl, s->tmp_parent, &id, &err)) {
             baton_log(BATON_LOG_WARN, "league: the queue: %s", err.msg);
+            if (id) held = id, snprintf(why, sizeof why, "%s", err.msg);
+        }
+        if (id) checkpoint(s->wl);
+        backoff = err.code ? (backoff ? (backoff * 2 > 30000 ? 30000 : backoff * 2) : 1000) : 0;
         pthread_mutex_lock(&s->mu);
         if (id && !err.code) continue;
-        if (!s->poke && !s->stop) {
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_sec += 1;
-            pthread_cond_timedwait(&s->cv, &s->mu, &ts);
-        }
-        s->poke = 0;
+        worker_wait(s, backoff ? backoff : 1000, backoff > 0);
     }
     pthread_mutex_unlock(&s->mu);
     return NULL;
@@ -492,6 +522,7 @@ static int start_worker(baton_league_server *s, const char *db_path, baton_err *
     int rc = baton_league_open(db_path, &s->wl, err);
     size_t requeued = 0;
     if (!rc) rc = baton_league_queue_recover(s->wl, &requeued, err);
+    if (!rc) rc = league_work_clean(s->wl, err);   /* what a server killed mid-evaluation left */
     if (rc) return rc;
     if (requeued)
         baton_log(BATON_LOG_INFO, "league: %zu submission(s) were being evaluated when the server stopped: queued again",
@@ -529,8 +560,9 @@ int baton_league_serve_start(const baton_league_serve_opts *o, baton_league_serv
         snprintf(s->tracks_dir, sizeof s->tracks_dir, "%s", o->rules.tracks_dir);
         s->rules.tracks_dir = s->tracks_dir;
     }
-    if (o->tmp_parent) snprintf(s->tmp_parent, sizeof s->tmp_parent, "%s", o->tmp_parent);
     int rc = baton_league_open(o->db_path, &s->l, err);
+    if (!rc && o->tmp_parent) snprintf(s->tmp_parent, sizeof s->tmp_parent, "%s", o->tmp_parent);
+    else if (!rc) rc = league_work_dir(o->db_path, "unpack", s->tmp_parent, sizeof s->tmp_parent, err);
     if (!rc) paths(s, o->db_path);
     int port = 0, v6 = 0, fd = -1;
     if (!rc) rc = start_worker(s, o->db_path, err);

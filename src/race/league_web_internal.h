@@ -16,7 +16,7 @@ struct baton_league_server {
     struct MHD_Daemon *d;
     char url[128];
     baton_league_upload_rules rules;
-    char tracks_dir[1024], tracks_real[4096], tmp_parent[1024];
+    char tracks_dir[1024], tracks_real[4096], tmp_parent[4200];  /* where uploads are unpacked: DB-work/unpack unless told */
     char db_path[4096], db_real[4096];
     char spool_dir[4096];        /* where a body is written as it arrives: the database's folder */
     league_upload_ctx *uploads;  /* the uploads arriving (the daemon's one thread reads and writes it) */
