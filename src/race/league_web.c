@@ -202,18 +202,14 @@ static enum MHD_Result page_track(baton_league_server *s, struct MHD_Connection 
         return league_reply_error(s, c, 404, "no such track in the league");
     }
     baton_race_track *track = NULL;
-    baton_race_limit_result lr = {0};
-    baton_race_limits lim;
-    baton_race_limits_default(&lim);
-    int rc = baton_race_track_load(t[k].track_path, &track, &err);
-    if (!rc) rc = baton_race_limit(track, &lim, &lr, &err);
+    const baton_race_limit_result *lr = NULL;
+    int rc = league_track_view_get(s, t[k].track_path, &track, &lr, &err);   /* computed once per track */
     free(t);
     baton_league_entry *e = NULL;
     size_t n = 0;
-    if (!rc) rc = baton_league_standings(s->l, name, f, &e, &n, &err);
-    if (rc) {
-        baton_race_track_free(track);
-        baton_race_limit_free(&lr);
+    if (rc) return league_reply_error(s, c, 500, err.msg);
+    if ((rc = baton_league_standings(s->l, name, f, &e, &n, &err))) {
+        league_track_view_put(s);
         return league_reply_error(s, c, 500, err.msg);
     }
     baton_buf b = {0};
@@ -225,10 +221,10 @@ static enum MHD_Result page_track(baton_league_server *s, struct MHD_Connection 
     baton_svg_esc(&b, name);
     baton_svg_put(&b, " — %s</h1>\n", f == BATON_LEAGUE_TOTAL ? "total time of 3 laps" : "time trial, fastest lap");
     baton_svg_put(&b, "<p>the racing-line limit: %.3f s a lap; the league drives every model itself (3 laps from a standing "
-                      "start, 5 s per reset).</p>\n", lr.lap_s);
+                      "start, 5 s per reset).</p>\n", lr->lap_s);
     standings_table(&b, e, n);
     baton_svg_put(&b, "<p id=\"status\">%s</p>\n<div id=\"track\">", n ? "" : "no entries in this format yet");
-    baton_race_svg_line lines[1] = {{"racing line (limit)", lr.racing.x, lr.racing.y, NULL, lr.racing.n, 1}};
+    baton_race_svg_line lines[1] = {{"racing line (limit)", lr->racing.x, lr->racing.y, NULL, lr->racing.n, 1}};
     char svgtitle[300];
     baton_race_track_info info;
     baton_race_track_get_info(track, &info);
@@ -242,9 +238,8 @@ static enum MHD_Result page_track(baton_league_server *s, struct MHD_Connection 
                       "</svg>\n</div>\n");
     baton_buf_append(&b, replay_js, strlen(replay_js));
     baton_svg_put(&b, "</body></html>\n");
+    league_track_view_put(s);
     free(e);
-    baton_race_track_free(track);
-    baton_race_limit_free(&lr);
     return reply_buf(c, &b, "text/html; charset=utf-8");
 }
 
@@ -489,6 +484,7 @@ static void *worker_main(void *arg)
     int64_t held = 0;   /* a submission still marked running that must go back to the queue */
     char why[sizeof ((baton_err *)0)->msg] = "";
     long backoff = 0;
+    league_track_views_warm(s, s->wl);   /* the pages' drawings, ahead of their first load */
     pthread_mutex_lock(&s->mu);
     while (!s->stop) {
         pthread_mutex_unlock(&s->mu);
@@ -501,6 +497,7 @@ static void *worker_main(void *arg)
             if (id) held = id, snprintf(why, sizeof why, "%s", err.msg);
         }
         if (id) checkpoint(s->wl);
+        if (id && !err.code) league_track_views_warm(s, s->wl);   /* a new track's page, if any */
         backoff = err.code ? (backoff ? (backoff * 2 > 30000 ? 30000 : backoff * 2) : 1000) : 0;
         pthread_mutex_lock(&s->mu);
         if (id && !err.code) continue;
@@ -552,6 +549,12 @@ int baton_league_serve_start(const baton_league_serve_opts *o, baton_league_serv
     *out = NULL;
     baton_league_server *s = calloc(1, sizeof *s);
     if (!s) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    s->views = league_track_views_new();
+    pthread_mutex_init(&s->views_mu, NULL);
+    if (!s->views) {
+        free(s);
+        return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    }
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     s->rules = o->rules;
@@ -604,6 +607,8 @@ void baton_league_serve_stop(baton_league_server *s)
     }
     baton_league_close(s->wl);
     baton_league_close(s->l);
+    league_track_views_free(s);
+    pthread_mutex_destroy(&s->views_mu);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
     free(s);
