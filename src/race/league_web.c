@@ -24,6 +24,9 @@
  * log callback sets before libmicrohttpd has parsed the query. */
 static int not_upload, too_many_args, drain_then_route;
 #define LEAGUE_ARGS_MAX 16   /* query arguments a request may carry: the API takes 3 at most */
+/* Connections one client address may hold of the 128: a client holding unfinished requests
+ * (slowloris) takes at most this many, and racers at other addresses are still served. */
+#define LEAGUE_PER_IP 16
 
 cJSON *baton_league_entry_json(const baton_league_entry *e)
 {
@@ -577,6 +580,7 @@ int baton_league_serve_start(const baton_league_serve_opts *o, baton_league_serv
         unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | (v6 ? MHD_USE_IPv6 : 0);
         s->d = MHD_start_daemon(flags, 0, NULL, NULL, handler, s, MHD_OPTION_LISTEN_SOCKET, fd,
                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_CONNECTION_LIMIT, (unsigned)128,
+                                MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)LEAGUE_PER_IP,
                                 MHD_OPTION_NOTIFY_COMPLETED, request_done, s, MHD_OPTION_URI_LOG_CALLBACK, uri_log, s,
                                 MHD_OPTION_END);
         if (!s->d) {
