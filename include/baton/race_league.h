@@ -257,7 +257,7 @@ typedef struct baton_league_serve_opts {
     const char *listen;         /* HOST:PORT; NULL: 127.0.0.1:0 */
     int allow_remote;
     baton_league_upload_rules rules;
-    const char *tmp_parent;     /* where uploads are unpacked; NULL: $TMPDIR or /tmp */
+    const char *tmp_parent;     /* where uploads are unpacked; NULL: the work folder DB-work/unpack, emptied at start */
 } baton_league_serve_opts;
 void baton_league_serve_opts_default(baton_league_serve_opts *o);
 int baton_league_serve_start(const baton_league_serve_opts *o, baton_league_server **out, baton_err *err);

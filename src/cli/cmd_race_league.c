@@ -219,7 +219,7 @@ int cli_race_serve(int argc, char **argv)
         {"db", CLI_STR, &db, "the league database (default $BATON_LEAGUE_DB, else league.db)"},
         {"tracks", CLI_STR, &tracks, "a folder of DeepRacer NAME.npy tracks that submissions may name (besides the built-ins)"},
         {"max-upload", CLI_U64, &max_upload, "the largest checkpoint archive taken, in bytes (default 64 MiB)"},
-        {"tmp", CLI_STR, &tmp, "where uploads are unpacked for evaluation (default $TMPDIR, else /tmp)"},
+        {"tmp", CLI_STR, &tmp, "where uploads are unpacked for evaluation (default: the league's work folder DB-work/unpack, emptied at each start)"},
         {"allow-remote", CLI_FLAG, &remote, "serve on an address other than loopback"},
         {0},
     };

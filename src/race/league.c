@@ -7,6 +7,7 @@
 #include "league_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,6 +110,25 @@ static int check_or_create(baton_league *l, baton_err *err)
     return BATON_OK;
 }
 
+/* The database and its WAL and shared-memory files are the league's alone (tokens' hashes, racers'
+ * traces): a new database is made 0600 before SQLite opens it (SQLite gives its WAL and -shm the
+ * database's mode), and existing ones readable by others are made 0600. */
+static int private_files(const char *path, baton_err *err)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0) close(fd);
+    else if (errno != EEXIST) return baton_err_errno(err, errno, "cannot create the league's database", path);
+    static const char *const ext[] = {"", "-wal", "-shm"};
+    for (int i = 0; i < 3; i++) {
+        char p[4200];
+        struct stat sb;
+        snprintf(p, sizeof p, "%s%s", path, ext[i]);
+        if (stat(p, &sb) == 0 && S_ISREG(sb.st_mode) && (sb.st_mode & 077) && chmod(p, sb.st_mode & 0700))
+            baton_log(BATON_LOG_WARN, "%s: cannot make it private (mode %03o): %s", p, sb.st_mode & 0777, strerror(errno));
+    }
+    return BATON_OK;
+}
+
 int baton_league_open(const char *path, baton_league **out, baton_err *err)
 {
     *out = NULL;
@@ -120,6 +140,10 @@ int baton_league_open(const char *path, baton_league **out, baton_err *err)
     if (!l) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
     snprintf(l->path, sizeof l->path, "%s", path);
     int rc;
+    if ((rc = private_files(path, err))) {
+        free(l);
+        return rc;
+    }
     if (sqlite3_open_v2(path, &l->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, NULL) != SQLITE_OK) {
         rc = baton_err_set(err, BATON_ERR_IO, "%s: cannot open: %s", path, l->db ? sqlite3_errmsg(l->db) : "out of memory");
         baton_league_close(l);
@@ -131,7 +155,8 @@ int baton_league_open(const char *path, baton_league **out, baton_err *err)
         return rc;
     }
     char *msg = NULL;
-    if (sqlite3_exec(l->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;", NULL, NULL,
+    if (sqlite3_exec(l->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;"
+                            " PRAGMA secure_delete=ON;", NULL, NULL,
                      &msg) != SQLITE_OK) {
         rc = baton_err_set(err, BATON_ERR_IO, "%s: %s", path, msg ? msg : "cannot set WAL mode");
         sqlite3_free(msg);
@@ -189,7 +214,7 @@ static uint8_t *trace_blob(const baton_race_eval_result *r, size_t *len)
 static int mark_done(baton_league *l, int64_t submission, int64_t entry, baton_err *err)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(l->db, "UPDATE submissions SET state = 2, entry = ?, finished_at = ?, archive = NULL"
+    if (sqlite3_prepare_v2(l->db, "UPDATE submissions SET state = 2, entry = ?, finished_at = ?, archive = NULL, reason = NULL"
                                   " WHERE id = ? AND state = 1", -1, &st, NULL) != SQLITE_OK)
         return league_db_fail(l, err, "cannot mark the submission done");
     sqlite3_bind_int64(st, 1, entry);

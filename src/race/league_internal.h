@@ -56,5 +56,20 @@ void league_unpath(char *msg, size_t cap, const char *server, const char *client
 
 /* league_queue.c: the alias's submission that is queued or running (*id 0: none). */
 int league_waiting(baton_league *l, const char *alias, int64_t *id, baton_err *err);
+/* A running submission whose attempt the server failed (its entry could not be stored, its upload
+ * not unpacked for want of space) back in the queue with why as its reason, the attempt not
+ * counted; a no-op when it is no longer running. */
+int league_requeue(baton_league *l, int64_t id, const char *why, baton_err *err);
+
+/* league_work.c: the league's work folder DB-work/ beside its database (sub NULL: the folder
+ * itself; league_work_dir makes them, mode 0700); a queued submission's archive in it
+ * (uploads/ID.tar, 0600; put before the row commits, dropped once it is done or failed); at a
+ * server's start, unpack/ emptied and uploads no waiting submission names removed. */
+int league_work_path(const char *db_path, const char *sub, char *out, size_t cap, baton_err *err);
+int league_work_dir(const char *db_path, const char *sub, char *out, size_t cap, baton_err *err);
+int league_archive_put(baton_league *l, int64_t id, const uint8_t *data, size_t len, baton_err *err);
+int league_archive_get(baton_league *l, int64_t id, uint8_t **data, size_t *len, baton_err *err);
+void league_archive_drop(baton_league *l, int64_t id);
+int league_work_clean(baton_league *l, baton_err *err);
 
 #endif

@@ -166,8 +166,8 @@ int baton_league_enqueue(baton_league *l, const baton_league_upload *u, int64_t 
                            (long long)waiting);
         goto undo;
     }
-    if (sqlite3_prepare_v2(l->db, "INSERT INTO submissions(alias, track, track_path, format, state, bytes, submitted_at,"
-                                  " archive) VALUES(?,?,?,?,0,?,?,?)", -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(l->db, "INSERT INTO submissions(alias, track, track_path, format, state, bytes, submitted_at)"
+                                  " VALUES(?,?,?,?,0,?,?)", -1, &st, NULL) != SQLITE_OK)
         goto fail;
     sqlite3_bind_text(st, 1, u->alias, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, u->track, -1, SQLITE_STATIC);
@@ -175,12 +175,16 @@ int baton_league_enqueue(baton_league *l, const baton_league_upload *u, int64_t 
     sqlite3_bind_int(st, 4, (int)u->format);
     sqlite3_bind_int64(st, 5, (sqlite3_int64)u->len);
     sqlite3_bind_double(st, 6, league_now());
-    sqlite3_bind_blob64(st, 7, u->archive, u->len, SQLITE_STATIC);
     if (sqlite3_step(st) != SQLITE_DONE) goto fail;
     sqlite3_finalize(st);
     st = NULL;
     *id = sqlite3_last_insert_rowid(l->db);
-    if (sqlite3_exec(l->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) goto fail;
+    /* the archive goes to the work folder, never into the database (whose pages would keep it) */
+    if ((rc = league_archive_put(l, *id, u->archive, u->len, err))) goto undo;
+    if (sqlite3_exec(l->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+        league_archive_drop(l, *id);
+        goto fail;
+    }
     return BATON_OK;
 fail:
     rc = league_db_fail(l, err, "cannot queue the submission");
@@ -237,7 +241,7 @@ cJSON *baton_league_submission_json(const baton_league_submission *s)
     cJSON_AddStringToObject(j, "track", s->track);
     cJSON_AddStringToObject(j, "format", baton_league_format_name(s->format));
     cJSON_AddStringToObject(j, "state", baton_league_state_name(s->state));
-    if (s->state == BATON_LEAGUE_FAILED) cJSON_AddStringToObject(j, "reason", s->reason);
+    if (s->state != BATON_LEAGUE_DONE && s->reason[0]) cJSON_AddStringToObject(j, "reason", s->reason);   /* why it failed, or why it waits again */
     if (s->entry) cJSON_AddNumberToObject(j, "entry", (double)s->entry);
     cJSON_AddNumberToObject(j, "attempts", s->attempts);
     cJSON_AddNumberToObject(j, "bytes", (double)s->bytes);
@@ -294,18 +298,19 @@ static int claim(baton_league *l, baton_league_submission *s, uint8_t **archive,
     int r = sqlite3_step(st), rc = BATON_OK;
     if (r == SQLITE_ROW) {
         read_sub(st, s);
-        const void *b = sqlite3_column_blob(st, 13);
+        const void *b = sqlite3_column_blob(st, 13);   /* queued by an older baton, which kept it there */
         size_t n = (size_t)sqlite3_column_bytes(st, 13);
-        if ((*archive = malloc(n + 1))) {
-            if (n) memcpy(*archive, b, n);
+        if (b && (*archive = malloc(n + 1))) {
+            memcpy(*archive, b, n);
             *len = n;
-        } else {
+        } else if (b) {
             rc = baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
         }
         r = sqlite3_step(st);   /* RETURNING's statement finishes its UPDATE at SQLITE_DONE */
     }
     if (!rc && r != SQLITE_DONE) rc = league_db_fail(l, err, "cannot claim a submission");
     sqlite3_finalize(st);
+
     if (rc) {
         free(*archive);
         *archive = NULL;
@@ -314,52 +319,109 @@ static int claim(baton_league *l, baton_league_submission *s, uint8_t **archive,
     return rc;
 }
 
-int baton_league_queue_run_one(baton_league *l, const char *tmp_parent, int64_t *id, baton_err *err)
+int league_requeue(baton_league *l, int64_t id, const char *why, baton_err *err)
 {
-    *id = 0;
-    baton_league_submission s;
-    uint8_t *archive;
-    size_t len;
-    int rc = claim(l, &s, &archive, &len, err);
-    if (rc || !s.id) return rc;
-    *id = s.id;
-    baton_log(BATON_LOG_INFO, "league: evaluating submission %lld (%s on %s, attempt %u)", (long long)s.id, s.alias,
-              s.track, s.attempts);
-    /* For tests that kill the server mid-evaluation: an evaluation of a small model takes a tenth of
-     * a second, too short a window to kill it in reliably; this holds the submission running. */
+    char said[sizeof ((baton_err *)0)->msg];
+    snprintf(said, sizeof said, "the server could not finish its attempt; it is retried: %s", why);
+    league_unpath(said, sizeof said, l->path, "the league's database");
+    int changed = 0;
+    int rc = exec_update(l, "UPDATE submissions SET started_at = ?, reason = ?, attempts = max(attempts - 1, 0), state = 0"
+                            " WHERE id = ? AND state = 1", id, said, &changed, err);
+    if (!rc && changed) baton_log(BATON_LOG_WARN, "league: submission %lld queued again: %s", (long long)id, why);
+    return rc;
+}
+
+/* For tests that kill the server mid-evaluation or fill its disk during one: an evaluation of a
+ * small model takes a tenth of a second, too short a window to act in reliably; this holds the
+ * submission running, its upload unpacked. */
+static void test_hold(void)
+{
     const char *hold = getenv("BATON_LEAGUE_TEST_HOLD_MS");
     if (hold && atoi(hold) > 0) {
         int ms = atoi(hold) > 60000 ? 60000 : atoi(hold);
         struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
         nanosleep(&ts, NULL);
     }
-    char label[64];
+}
+
+/* The server's own failures, which say nothing of the model: a retry may succeed. */
+static int retryable(int rc) { return rc == BATON_ERR_IO || rc == BATON_ERR_NOSPACE || rc == BATON_ERR_NOMEM; }
+
+/* The claimed submission's evaluation: BATON_OK with *bad set and why said as the racer reads it
+ * when the model failed; an error (the server's) when the attempt could not be made or stored. */
+static int attempt(baton_league *l, const baton_league_submission *s, uint8_t *archive, size_t len, const char *tmp_parent,
+                   int *bad, baton_err *why, baton_err *err)
+{
     league_unpacked up;
-    baton_err why = {0};
     baton_league_entry e;
     baton_race_eval_result r = {0};
-    int bad = league_unpack(archive, len, tmp_parent, &up, &why);
-    free(archive);
-    if (!bad && (bad = league_evaluate(up.ckpt, s.alias, s.track_path, s.format, &e, &r, &why))) {
-        baton_log(BATON_LOG_INFO, "league: submission %lld: %s", (long long)s.id, why.msg);   /* the full paths */
-        league_unpacked_msg(&up, why.msg, sizeof why.msg);   /* the reason the racer reads: the archive's names */
-        league_unpath(why.msg, sizeof why.msg, s.track_path, s.track);
-        league_unpath(why.msg, sizeof why.msg, l->path, "the league's database");
+    int rc = BATON_OK;
+    *bad = league_unpack(archive, len, tmp_parent, &up, why);
+    test_hold();
+    if (*bad && retryable(*bad)) {
+        *err = *why;   /* no room to unpack: the server's, not the model's */
+        *bad = 0;
+        return err->code;
     }
-    if (up.dir[0]) baton_remove_tree(up.dir);
-    if (!bad) {
-        snprintf(label, sizeof label, "submission %lld", (long long)s.id);
-        e.submitted_at = s.submitted_at;   /* ties go to the earlier upload, not the earlier evaluation */
-        rc = league_store(l, &e, &r, label, s.id, err);
+    if (!*bad && (*bad = league_evaluate(up.ckpt, s->alias, s->track_path, s->format, &e, &r, why))) {
+        baton_log(BATON_LOG_INFO, "league: submission %lld: %s", (long long)s->id, why->msg);   /* the full paths */
+        league_unpacked_msg(&up, why->msg, sizeof why->msg);   /* the reason the racer reads: the archive's names */
+        league_unpath(why->msg, sizeof why->msg, s->track_path, s->track);
+        league_unpath(why->msg, sizeof why->msg, l->path, "the league's database");
+    }
+    if (!*bad) {
+        char label[64];
+        snprintf(label, sizeof label, "submission %lld", (long long)s->id);
+        e.submitted_at = s->submitted_at;   /* ties go to the earlier upload, not the earlier evaluation */
+        rc = league_store(l, &e, &r, label, s->id, err);
         baton_race_eval_result_free(&r);
-        if (!rc)
-            baton_log(BATON_LOG_INFO, "league: submission %lld done: entry %lld, best lap %.3f s", (long long)s.id,
-                      (long long)e.id, e.best_lap_s);
-        return rc == BATON_ERR_BUSY ? BATON_OK : rc;
+    }
+    if (up.dir[0]) baton_remove_tree(up.dir);   /* after the store: its room is not the entry's */
+    if (*bad) return BATON_OK;
+    if (!rc)
+        baton_log(BATON_LOG_INFO, "league: submission %lld done: entry %lld, best lap %.3f s", (long long)s->id,
+                  (long long)e.id, e.best_lap_s);
+    return rc;
+}
+
+int baton_league_queue_run_one(baton_league *l, const char *tmp_parent, int64_t *id, baton_err *err)
+{
+    *id = 0;
+    baton_league_submission s;
+    uint8_t *archive = NULL;
+    size_t len = 0;
+    int rc = claim(l, &s, &archive, &len, err);
+    if (rc || !s.id) return rc;
+    *id = s.id;
+    baton_log(BATON_LOG_INFO, "league: evaluating submission %lld (%s on %s, attempt %u)", (long long)s.id, s.alias,
+              s.track, s.attempts);
+    baton_err why = {0};
+    int bad = 0;
+    if (!archive) {
+        rc = league_archive_get(l, s.id, &archive, &len, err);
+        if (rc == BATON_ERR_NOTFOUND) {   /* removed by hand: nothing left to evaluate */
+            baton_log(BATON_LOG_WARN, "league: submission %lld: %s", (long long)s.id, err->msg);
+            snprintf(why.msg, sizeof why.msg, "its upload is no longer on the server; submit it again");
+            bad = 1;
+            rc = BATON_OK;
+        }
+    }
+    if (!rc && !bad) rc = attempt(l, &s, archive, len, tmp_parent, &bad, &why, err);
+    free(archive);
+    if (rc == BATON_ERR_BUSY) return BATON_OK;   /* no longer running: another server took it */
+    if (rc) {   /* the server's failure, not the model's: back in the queue, the attempt not counted */
+        baton_err e2 = {0};
+        if (league_requeue(l, s.id, err->msg, &e2)) baton_log(BATON_LOG_WARN, "league: %s", e2.msg);
+        return rc;
+    }
+    if (!bad) {
+        league_archive_drop(l, s.id);
+        return BATON_OK;
     }
     int changed = 0;
     rc = exec_update(l, "UPDATE submissions SET finished_at = ?, state = 3, reason = ?, archive = NULL WHERE id = ? AND state = 1",
                      s.id, why.msg, &changed, err);
+    if (!rc) league_archive_drop(l, s.id);
     baton_log(BATON_LOG_INFO, "league: submission %lld failed: %s", (long long)s.id, why.msg);
     return rc;
 }

@@ -24,6 +24,9 @@
  * log callback sets before libmicrohttpd has parsed the query. */
 static int not_upload, too_many_args, drain_then_route;
 #define LEAGUE_ARGS_MAX 16   /* query arguments a request may carry: the API takes 3 at most */
+/* Connections one client address may hold of the 128: a client holding unfinished requests
+ * (slowloris) takes at most this many, and racers at other addresses are still served. */
+#define LEAGUE_PER_IP 16
 
 cJSON *baton_league_entry_json(const baton_league_entry *e)
 {
@@ -202,18 +205,14 @@ static enum MHD_Result page_track(baton_league_server *s, struct MHD_Connection 
         return league_reply_error(s, c, 404, "no such track in the league");
     }
     baton_race_track *track = NULL;
-    baton_race_limit_result lr = {0};
-    baton_race_limits lim;
-    baton_race_limits_default(&lim);
-    int rc = baton_race_track_load(t[k].track_path, &track, &err);
-    if (!rc) rc = baton_race_limit(track, &lim, &lr, &err);
+    const baton_race_limit_result *lr = NULL;
+    int rc = league_track_view_get(s, t[k].track_path, &track, &lr, &err);   /* computed once per track */
     free(t);
     baton_league_entry *e = NULL;
     size_t n = 0;
-    if (!rc) rc = baton_league_standings(s->l, name, f, &e, &n, &err);
-    if (rc) {
-        baton_race_track_free(track);
-        baton_race_limit_free(&lr);
+    if (rc) return league_reply_error(s, c, 500, err.msg);
+    if ((rc = baton_league_standings(s->l, name, f, &e, &n, &err))) {
+        league_track_view_put(s);
         return league_reply_error(s, c, 500, err.msg);
     }
     baton_buf b = {0};
@@ -225,10 +224,10 @@ static enum MHD_Result page_track(baton_league_server *s, struct MHD_Connection 
     baton_svg_esc(&b, name);
     baton_svg_put(&b, " — %s</h1>\n", f == BATON_LEAGUE_TOTAL ? "total time of 3 laps" : "time trial, fastest lap");
     baton_svg_put(&b, "<p>the racing-line limit: %.3f s a lap; the league drives every model itself (3 laps from a standing "
-                      "start, 5 s per reset).</p>\n", lr.lap_s);
+                      "start, 5 s per reset).</p>\n", lr->lap_s);
     standings_table(&b, e, n);
     baton_svg_put(&b, "<p id=\"status\">%s</p>\n<div id=\"track\">", n ? "" : "no entries in this format yet");
-    baton_race_svg_line lines[1] = {{"racing line (limit)", lr.racing.x, lr.racing.y, NULL, lr.racing.n, 1}};
+    baton_race_svg_line lines[1] = {{"racing line (limit)", lr->racing.x, lr->racing.y, NULL, lr->racing.n, 1}};
     char svgtitle[300];
     baton_race_track_info info;
     baton_race_track_get_info(track, &info);
@@ -242,9 +241,8 @@ static enum MHD_Result page_track(baton_league_server *s, struct MHD_Connection 
                       "</svg>\n</div>\n");
     baton_buf_append(&b, replay_js, strlen(replay_js));
     baton_svg_put(&b, "</body></html>\n");
+    league_track_view_put(s);
     free(e);
-    baton_race_track_free(track);
-    baton_race_limit_free(&lr);
     return reply_buf(c, &b, "text/html; charset=utf-8");
 }
 
@@ -454,27 +452,59 @@ static void request_done(void *cls, struct MHD_Connection *c, void **con_cls, en
     *con_cls = NULL;
 }
 
+/* After an evaluation the WAL is copied into the database and cut to nothing, so neither keeps
+ * growing (PRAGMA secure_delete zeroes what a deleted row leaves). */
+static void checkpoint(baton_league *l)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(l->db, "PRAGMA wal_checkpoint(TRUNCATE)", -1, &st, NULL) != SQLITE_OK) return;
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0))
+        baton_log(BATON_LOG_INFO, "league: the WAL could not be checkpointed now (a reader holds it)");
+    sqlite3_finalize(st);
+}
+
+/* Wait up to ms for a poke or the stop; a backoff (hard) ignores pokes. Called with s->mu held. */
+static void worker_wait(baton_league_server *s, long ms, int hard)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+    while (!s->stop && (hard || !s->poke))
+        if (pthread_cond_timedwait(&s->cv, &s->mu, &ts)) break;
+    s->poke = 0;
+}
+
 /* The worker: the queue, one submission at a time, until stopped; woken by a new submission
- * or every second (another process may queue into the same database). */
+ * or every second (another process may queue into the same database). An attempt the server
+ * failed (its entry not stored: a full disk) is queued again and retried after 1, 2, 4 ... 30 s;
+ * if even that could not be written, the worker keeps trying to, so a live server never leaves a
+ * submission running. */
 static void *worker_main(void *arg)
 {
     baton_league_server *s = arg;
+    int64_t held = 0;   /* a submission still marked running that must go back to the queue */
+    char why[sizeof ((baton_err *)0)->msg] = "";
+    long backoff = 0;
+    league_track_views_warm(s, s->wl);   /* the pages' drawings, ahead of their first load */
     pthread_mutex_lock(&s->mu);
     while (!s->stop) {
         pthread_mutex_unlock(&s->mu);
         int64_t id = 0;
         baton_err err = {0};
-        if (baton_league_queue_run_one(s->wl, s->tmp_parent[0] ? s->tmp_parent : NULL, &id, &err))
+        if (held && !league_requeue(s->wl, held, why, &err)) held = 0;
+        else if (held) baton_log(BATON_LOG_WARN, "league: submission %lld is still marked running: %s", (long long)held, err.msg);
+        if (!held && baton_league_queue_run_one(s->wl, s->tmp_parent, &id, &err)) {
             baton_log(BATON_LOG_WARN, "league: the queue: %s", err.msg);
+            if (id) held = id, snprintf(why, sizeof why, "%s", err.msg);
+        }
+        if (id) checkpoint(s->wl);
+        if (id && !err.code) league_track_views_warm(s, s->wl);   /* a new track's page, if any */
+        backoff = err.code ? (backoff ? (backoff * 2 > 30000 ? 30000 : backoff * 2) : 1000) : 0;
         pthread_mutex_lock(&s->mu);
         if (id && !err.code) continue;
-        if (!s->poke && !s->stop) {
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_sec += 1;
-            pthread_cond_timedwait(&s->cv, &s->mu, &ts);
-        }
-        s->poke = 0;
+        worker_wait(s, backoff ? backoff : 1000, backoff > 0);
     }
     pthread_mutex_unlock(&s->mu);
     return NULL;
@@ -492,6 +522,7 @@ static int start_worker(baton_league_server *s, const char *db_path, baton_err *
     int rc = baton_league_open(db_path, &s->wl, err);
     size_t requeued = 0;
     if (!rc) rc = baton_league_queue_recover(s->wl, &requeued, err);
+    if (!rc) rc = league_work_clean(s->wl, err);   /* what a server killed mid-evaluation left */
     if (rc) return rc;
     if (requeued)
         baton_log(BATON_LOG_INFO, "league: %zu submission(s) were being evaluated when the server stopped: queued again",
@@ -521,6 +552,12 @@ int baton_league_serve_start(const baton_league_serve_opts *o, baton_league_serv
     *out = NULL;
     baton_league_server *s = calloc(1, sizeof *s);
     if (!s) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    s->views = league_track_views_new();
+    pthread_mutex_init(&s->views_mu, NULL);
+    if (!s->views) {
+        free(s);
+        return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    }
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     s->rules = o->rules;
@@ -529,8 +566,9 @@ int baton_league_serve_start(const baton_league_serve_opts *o, baton_league_serv
         snprintf(s->tracks_dir, sizeof s->tracks_dir, "%s", o->rules.tracks_dir);
         s->rules.tracks_dir = s->tracks_dir;
     }
-    if (o->tmp_parent) snprintf(s->tmp_parent, sizeof s->tmp_parent, "%s", o->tmp_parent);
     int rc = baton_league_open(o->db_path, &s->l, err);
+    if (!rc && o->tmp_parent) snprintf(s->tmp_parent, sizeof s->tmp_parent, "%s", o->tmp_parent);
+    else if (!rc) rc = league_work_dir(o->db_path, "unpack", s->tmp_parent, sizeof s->tmp_parent, err);
     if (!rc) paths(s, o->db_path);
     int port = 0, v6 = 0, fd = -1;
     if (!rc) rc = start_worker(s, o->db_path, err);
@@ -542,6 +580,7 @@ int baton_league_serve_start(const baton_league_serve_opts *o, baton_league_serv
         unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | (v6 ? MHD_USE_IPv6 : 0);
         s->d = MHD_start_daemon(flags, 0, NULL, NULL, handler, s, MHD_OPTION_LISTEN_SOCKET, fd,
                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_CONNECTION_LIMIT, (unsigned)128,
+                                MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)LEAGUE_PER_IP,
                                 MHD_OPTION_NOTIFY_COMPLETED, request_done, s, MHD_OPTION_URI_LOG_CALLBACK, uri_log, s,
                                 MHD_OPTION_END);
         if (!s->d) {
@@ -572,6 +611,8 @@ void baton_league_serve_stop(baton_league_server *s)
     }
     baton_league_close(s->wl);
     baton_league_close(s->l);
+    league_track_views_free(s);
+    pthread_mutex_destroy(&s->views_mu);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
     free(s);

@@ -10,16 +10,21 @@
 #include <pthread.h>
 
 typedef struct league_upload_ctx league_upload_ctx;
+typedef struct league_track_view league_track_view;
+#define LEAGUE_VIEWS 32   /* tracks whose page's drawing is kept (league_web_track.c) */
 
 struct baton_league_server {
     baton_league *l;
     struct MHD_Daemon *d;
     char url[128];
     baton_league_upload_rules rules;
-    char tracks_dir[1024], tracks_real[4096], tmp_parent[1024];
+    char tracks_dir[1024], tracks_real[4096], tmp_parent[4200];  /* where uploads are unpacked: DB-work/unpack unless told */
     char db_path[4096], db_real[4096];
     char spool_dir[4096];        /* where a body is written as it arrives: the database's folder */
     league_upload_ctx *uploads;  /* the uploads arriving (the daemon's one thread reads and writes it) */
+    league_track_view *views;    /* LEAGUE_VIEWS tracks' pages' drawings, under views_mu */
+    unsigned long long views_clock;
+    pthread_mutex_t views_mu;
     /* the worker */
     baton_league *wl;
     pthread_t worker;
@@ -49,5 +54,17 @@ enum MHD_Result league_submit_begin(baton_league_server *s, struct MHD_Connectio
 enum MHD_Result league_submit_body(league_upload_ctx *u, const char *data, size_t *size);
 enum MHD_Result league_submit_end(baton_league_server *s, struct MHD_Connection *c, league_upload_ctx *u);
 void league_submit_free(baton_league_server *s, league_upload_ctx *u);
+
+/* league_web_track.c: the track at path (a file or a built-in's name) and its racing-line limit,
+ * computed once (by the worker ahead of time: league_track_views_warm, else on the page's first
+ * load) and kept while its file is unchanged; owned by the cache. On success the cache is held
+ * until league_track_view_put, which the page calls once drawn. league_track_views_free at the
+ * server's end. */
+int league_track_view_get(baton_league_server *s, const char *path, baton_race_track **track,
+                          const baton_race_limit_result **lr, baton_err *err);
+void league_track_view_put(baton_league_server *s);
+void league_track_views_warm(baton_league_server *s, baton_league *l);
+league_track_view *league_track_views_new(void);
+void league_track_views_free(baton_league_server *s);
 
 #endif

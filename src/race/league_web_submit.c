@@ -152,7 +152,7 @@ static enum MHD_Result submit_archive(baton_league_server *s, struct MHD_Connect
     if (token_ok(s, c, &up, &ret)) return ret;   /* again: it may have been revoked while the body arrived */
     /* the model must load now, not fail in the queue an hour later */
     league_unpacked un;
-    int rc = league_unpack(up.archive, up.len, s->tmp_parent[0] ? s->tmp_parent : NULL, &un, &err);
+    int rc = league_unpack(up.archive, up.len, s->tmp_parent, &un, &err);
     if (rc)
         return league_reply_error(s, c, rc == BATON_ERR_IO || rc == BATON_ERR_NOSPACE || rc == BATON_ERR_NOMEM ? 500 : 400,
                                   err.msg);

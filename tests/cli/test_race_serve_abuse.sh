@@ -10,7 +10,9 @@
 #     folder, not in memory; a second upload of the same alias meanwhile refused (409);
 #   - requests libmicrohttpd alone would leave unanswered for its 30 s timeout, answered at once:
 #     a query of 490 and of 600 arguments (414), a chunk size of ffffffffffffffff on a GET (400)
-#     and on an upload (411: an upload declares its size), a short body on a path that takes none.
+#     and on an upload (411: an upload declares its size), a short body on a path that takes none;
+#   - slowloris: 140 unfinished request heads from one address: the server keeps at most 16 of
+#     them, and a racer at another address is served within 1 s meanwhile.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/cli/lib.sh
 export OMP_NUM_THREADS=1
@@ -177,6 +179,41 @@ ask("a short body on a GET", b"GET /api/tracks HTTP/1.1\r\nHost: x\r\nContent-Le
 PY
 check '! grep -q "^BAD" "$T/raw.out" && [ "$(grep -c "^ok" "$T/raw.out")" = 8 ]' "answered at once: $(cat "$T/raw.out")"
 check 'kill -0 "$PID" && [ "$(curl -s -o /dev/null -w "%{http_code}" "$U/api/tracks")" = 200 ]' "the server still serves"
+
+# ---- slowloris: 140 connections from one address (127.0.0.2), each holding an unfinished request
+# head — more than the server's 128 in all; the server keeps at most 16 of them, and a racer at
+# another address (127.0.0.3) is served within 1 s meanwhile
+python3 - "$PORT" >"$T/loris.out" 2>&1 <<'PY' &
+import socket, sys, time
+held = []
+for i in range(140):
+    s = socket.socket()
+    s.bind(("127.0.0.2", 0))
+    try:
+        s.connect(("127.0.0.1", int(sys.argv[1])))
+        s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nX-a: ")
+        held.append(s)
+    except OSError:
+        pass
+time.sleep(0.5)
+alive = 0
+for s in held:   # a connection the server closed reads as its end
+    s.setblocking(False)
+    try:
+        alive += s.recv(1) != b""
+    except BlockingIOError:
+        alive += 1
+    except OSError:
+        pass
+print(alive, flush=True)
+time.sleep(4)
+PY
+LORIS=$!
+sleep 1.5
+check 'quick "$(curl -s --interface 127.0.0.3 -o /dev/null -w "%{http_code} %{time_total}" --max-time 5 "$U/api/tracks")" 200 1' \
+    "a racer at another address served while one address holds unfinished requests"
+wait "$LORIS"
+check '[ "$(cat "$T/loris.out")" -le 16 ]' "the server kept at most 16 connections of the one address: $(cat "$T/loris.out")"
 kill -TERM "$PID"
 check 'for _ in $(seq 100); do kill -0 "$PID" 2>/dev/null || break; sleep 0.05; done; ! kill -0 "$PID" 2>/dev/null' "SIGTERM stops it"
 finish
