@@ -388,7 +388,7 @@ double fetch_plain_step(baton_fetch *f)
             }
         }
     }
-    if (pl->active) return 0.05;   /* a paused transfer is looked at again soon */
+    if (pl->active) return pl->stash_off < pl->stash_len ? 0.05 : 1.0;   /* a paused one is looked at again soon */
     return start(f, pl);
 }
 

@@ -17,6 +17,8 @@ ok()   { npass=$((npass + 1)); }
 bad()  { nfail=$((nfail + 1)); echo "FAIL: $*" >&2; }
 check() { if eval "$1"; then ok; else bad "$2"; fi; }
 skip() { nskip=$((nskip + 1)); echo "skip - $*"; }   # a part not run, and why: never a pass
+# json FILE EXPR: a Python expression over the JSON document d in FILE (an error's text instead)
+json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1" 2>&1; }
 
 # expect_fail CODE PATTERN CMD... : CMD must exit with CODE and print a single-line error on
 # stderr matching the extended regex PATTERN.

@@ -19,7 +19,6 @@ mkdir -p "$W/build"
 ln -s "$T/bin/baton" "$W/build/baton"
 ln -s "$PWD/docs" "$W/docs"
 ln -s "$PWD/tests" "$W/tests"
-json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
 
 # ---- Train your first model
 export DOC_ARGS_race_train__minutes="--minutes 0.05"

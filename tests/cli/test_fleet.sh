@@ -18,7 +18,6 @@ S=$T/state
 export BATON_LOG=warn
 
 # json FILE EXPR: evaluate a Python expression over the parsed JSON d
-json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
 
 job() {   # job NAME COMMAND [extra YAML lines...]
     local name=$1 cmd=$2; shift 2

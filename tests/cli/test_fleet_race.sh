@@ -14,7 +14,6 @@ cd "$(dirname "$0")/../.." || exit 1
 . tests/cli/lib.sh
 export OMP_NUM_THREADS=1 BATON_LOG=warn
 S=$T/state
-json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
 BUDGET="--episodes 2000 --ckpt-every-steps 10"
 
 check '"$BATON" race train --track oval --metadata docs/race-model/model_metadata.json --hyper docs/race-model/hyperparameters.json \

@@ -11,7 +11,6 @@ cd "$(dirname "$0")/../.." || exit 1
 . tests/cli/lib.sh
 export OMP_NUM_THREADS=2 BATON_LOG=warn
 S=$T/state
-json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
 TRAIN="baton train --data data --model mlp --epochs 10 --batch 128 --seed 7 --threads 2 --quiet --ckpt-dir ckpt --ckpt-every-steps 10 --log logs/train.csv"
 
 check '"$BATON" pack --from fashion-mnist --split test --out "$T/seed/data" --shard-mb 1 --quiet >/dev/null' "pack"

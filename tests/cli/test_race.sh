@@ -6,9 +6,6 @@
 # exit 2 for usage errors, never a crash.
 . "$(dirname "$0")/lib.sh"
 TR=../shared/tracks
-json() {  # json FILE EXPR: evaluate a Python expression over the JSON object d in FILE
-    python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1" 2>&1
-}
 jcheck() {  # jcheck FILE EXPR MESSAGE: the expression over the JSON in FILE must be true
     if [ "$(json "$1" "$2")" = True ]; then ok; else bad "$3: $(head -c 400 "$1")"; fi
 }

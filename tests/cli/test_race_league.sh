@@ -12,7 +12,6 @@ cd "$(dirname "$0")/../.." || exit 1
 . tests/cli/lib.sh
 export OMP_NUM_THREADS=1
 unset BATON_LEAGUE_DB
-json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1" 2>&1; }
 rows() { python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('SELECT count(*) FROM entries').fetchone()[0])" "$1"; }
 DB=$T/league.db
 M="--metadata docs/race-model/model_metadata.json --hyper docs/race-model/hyperparameters.json"

@@ -16,7 +16,6 @@ unset BATON_LEAGUE_DB BATON_LEAGUE_TEST_HOLD_MS
 pids=()
 MNT=
 trap 'for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; [ -n "$MNT" ] && umount -l "$MNT" 2>/dev/null; rm -rf "$T"' EXIT
-json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1" 2>&1; }
 M="--metadata docs/race-model/model_metadata.json --hyper docs/race-model/hyperparameters.json"
 export TMPDIR=$T/tmp
 mkdir -p "$TMPDIR"

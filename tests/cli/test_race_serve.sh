@@ -14,7 +14,6 @@ export OMP_NUM_THREADS=1
 unset BATON_LEAGUE_DB
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$T"' EXIT
-json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1" 2>&1; }
 DB=$T/league.db
 M="--metadata docs/race-model/model_metadata.json --hyper docs/race-model/hyperparameters.json"
 EVIL='<script>alert("x")</script>'

@@ -24,7 +24,6 @@ export OMP_NUM_THREADS=1
 unset BATON_LEAGUE_DB BATON_LEAGUE_TEST_HOLD_MS
 pids=()
 trap 'for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$T"' EXIT
-json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1" 2>&1; }
 sql() { python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchone()[0])" "$DB" "$1"; }
 DB=$T/league.db
 TRACKS=../shared/tracks

@@ -23,7 +23,6 @@ unset AWS_EC2_METADATA_SERVICE_ENDPOINT AWS_EC2_METADATA_DISABLED
 RANDOM=20
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$T"' EXIT
-json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1" 2>&1; }
 jcheck() { if [ "$(json "$1" "$2")" = True ]; then ok; else bad "$3: $(head -c 400 "$1" 2>/dev/null)"; fi; }
 
 # ---- a short run: the files it writes

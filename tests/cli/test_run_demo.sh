@@ -9,7 +9,6 @@
 cd "$(dirname "$0")/../.." || exit 1
 . tests/cli/lib.sh
 export OMP_NUM_THREADS=2
-json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
 line_of() { grep -n -m1 -- "$1" "$T/out" | cut -d: -f1; }   # the first line that has $1 (empty: none)
 
 W=$T/demo
