@@ -78,7 +78,9 @@ C=$M/ro
 $TL --ckpt-dir "$C" --progress-file "$T/p" >/dev/null 2>"$T/e" &
 pid=$!
 for _ in $(seq 400); do [ -n "$(newest_ok "$C")" ] && [ "$(newest_ok "$C")" -ge 20 ] && break; sleep 0.02; done
-mount -o remount,ro "$M"
+# the kernel refuses (EBUSY) while a file on it is open for writing, e.g. a checkpoint being
+# written: try again until a moment between writes
+for _ in $(seq 500); do mount -o remount,ro "$M" 2>/dev/null && break; sleep 0.01; done
 wait "$pid"
 rc=$?
 reached=$((10#$(cat "$T/p" 2>/dev/null || echo 0)))
