@@ -27,6 +27,7 @@ static int not_upload, too_many_args, drain_then_route;
 /* Connections one client address may hold of the 128: a client holding unfinished requests
  * (slowloris) takes at most this many, and racers at other addresses are still served. */
 #define LEAGUE_PER_IP 16
+#define LEAGUE_HEAD_S 10.0   /* seconds for a whole request head (league_web_guard.c) */
 
 cJSON *baton_league_entry_json(const baton_league_entry *e)
 {
@@ -400,6 +401,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 {
     baton_league_server *s = cls;
     (void)version;
+    if (*con_cls == NULL || *con_cls == &too_many_args) league_guard_head_done(s, c);   /* the head is whole */
     if (*con_cls == &too_many_args) {
         char msg[160];
         snprintf(msg, sizeof msg, "more than %d query arguments; the league's API takes 3 at most", LEAGUE_ARGS_MAX);
@@ -446,7 +448,8 @@ static void *uri_log(void *cls, const char *uri, struct MHD_Connection *c)
 
 static void request_done(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
 {
-    (void)c, (void)toe;
+    (void)toe;
+    league_guard_request_done(cls, c);   /* the next request's head, if any, from now */
     if (*con_cls && *con_cls != &not_upload && *con_cls != &too_many_args && *con_cls != &drain_then_route)
         league_submit_free(cls, *con_cls);
     *con_cls = NULL;
@@ -560,6 +563,9 @@ int baton_league_serve_start(const baton_league_serve_opts *o, baton_league_serv
     }
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
+    pthread_mutex_init(&s->guard_mu, NULL);
+    pthread_cond_init(&s->guard_cv, NULL);
+    s->head_deadline_ms = (long long)((o->head_timeout_s > 0 ? o->head_timeout_s : LEAGUE_HEAD_S) * 1000);
     s->rules = o->rules;
     if (!s->rules.max_bytes) s->rules.max_bytes = BATON_LEAGUE_UPLOAD_MAX;   /* set once: every check reads it */
     if (o->rules.tracks_dir) {
@@ -572,6 +578,7 @@ int baton_league_serve_start(const baton_league_serve_opts *o, baton_league_serv
     if (!rc) paths(s, o->db_path);
     int port = 0, v6 = 0, fd = -1;
     if (!rc) rc = start_worker(s, o->db_path, err);
+    if (!rc) rc = league_guard_start(s, err);
     if (!rc) {
         fd = baton_net_listen(o->listen ? o->listen : "127.0.0.1:0", o->allow_remote, s->url, sizeof s->url, &port, &v6, err);
         if (fd < 0) rc = err->code;
@@ -582,6 +589,7 @@ int baton_league_serve_start(const baton_league_serve_opts *o, baton_league_serv
                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_CONNECTION_LIMIT, (unsigned)128,
                                 MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)LEAGUE_PER_IP,
                                 MHD_OPTION_NOTIFY_COMPLETED, request_done, s, MHD_OPTION_URI_LOG_CALLBACK, uri_log, s,
+                                MHD_OPTION_NOTIFY_CONNECTION, league_guard_notify, s,
                                 MHD_OPTION_END);
         if (!s->d) {
             close(fd);
@@ -602,6 +610,7 @@ void baton_league_serve_stop(baton_league_server *s)
 {
     if (!s) return;
     if (s->d) MHD_stop_daemon(s->d);
+    league_guard_stop(s);
     if (s->worker_started) {
         pthread_mutex_lock(&s->mu);
         s->stop = 1;
@@ -615,5 +624,7 @@ void baton_league_serve_stop(baton_league_server *s)
     pthread_mutex_destroy(&s->views_mu);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->guard_cv);
+    pthread_mutex_destroy(&s->guard_mu);
     free(s);
 }

@@ -12,7 +12,10 @@
 #     a query of 490 and of 600 arguments (414), a chunk size of ffffffffffffffff on a GET (400)
 #     and on an upload (411: an upload declares its size), a short body on a path that takes none;
 #   - slowloris: 140 unfinished request heads from one address: the server keeps at most 16 of
-#     them, and a racer at another address is served within 1 s meanwhile.
+#     them, and a racer at another address is served within 1 s meanwhile; heads dripped one line
+#     every 0.4 s (each line restarts libmicrohttpd's own timeout) are cut at the server's deadline
+#     for a whole head (--head-timeout 2 here), while a keep-alive connection idle 1.5 s between
+#     two requests is still served.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/cli/lib.sh
 export OMP_NUM_THREADS=1
@@ -27,7 +30,7 @@ tar -C "$T/m" -cf "$T/m.tar" .
 check '"$BATON" race token add ann --db "$DB" >"$T/ann" 2>/dev/null && "$BATON" race token add bob --db "$DB" >"$T/bob" 2>/dev/null' "tokens"
 ANN=$(cat "$T/ann") BOB=$(cat "$T/bob")
 
-"$BATON" race serve --listen 127.0.0.1:0 --db "$DB" >"$T/url" 2>"$T/serve.err" &
+"$BATON" race serve --listen 127.0.0.1:0 --db "$DB" --head-timeout 2 >"$T/url" 2>"$T/serve.err" &
 pids+=($!)
 PID=$!
 U=
@@ -213,6 +216,55 @@ check 'quick "$(curl -s --interface 127.0.0.3 -o /dev/null -w "%{http_code} %{ti
     "a racer at another address served while one address holds unfinished requests"
 wait "$LORIS"
 check '[ "$(cat "$T/loris.out")" -le 16 ]' "the server kept at most 16 connections of the one address: $(cat "$T/loris.out")"
+# ---- a whole head within the deadline, however it trickles: 8 connections from 127.0.0.4 each
+# sending one header line every 0.4 s are closed 2 s (the deadline) after they began; a keep-alive
+# connection that is idle 1.5 s between two whole requests is served both times
+python3 - "$PORT" >"$T/drip.out" 2>&1 <<'PY'
+import socket, sys, threading, time
+port = int(sys.argv[1])
+def drip(out, i):
+    s = socket.create_connection(("127.0.0.1", port), source_address=("127.0.0.4", 0))
+    t0 = time.time()
+    s.sendall(b"GET /api/tracks HTTP/1.1\r\nHost: x\r\n")
+    s.settimeout(0.4)
+    n = 0
+    while time.time() - t0 < 8:
+        try:
+            if s.recv(100) == b"":
+                break
+        except socket.timeout:
+            try:
+                s.sendall(b"X-%d: %d\r\n" % (n, n)); n += 1
+            except OSError:
+                break
+        except OSError:
+            break
+    out[i] = time.time() - t0
+out = [None] * 8
+th = [threading.Thread(target=drip, args=(out, i)) for i in range(8)]
+for t in th: t.start()
+for t in th: t.join()
+print("drip", " ".join("%.2f" % x for x in out))
+s = socket.create_connection(("127.0.0.1", port), source_address=("127.0.0.4", 0))
+req = b"GET /api/tracks HTTP/1.1\r\nHost: x\r\n\r\n"
+def answer(s):
+    s.settimeout(3)
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        buf += s.recv(4096)
+    head, _, body = buf.partition(b"\r\n\r\n")
+    n = int([l.split(b":")[1] for l in head.split(b"\r\n") if l.lower().startswith(b"content-length")][0])
+    while len(body) < n:
+        body += s.recv(4096)
+    return head.split(b"\r\n")[0].decode()
+s.sendall(req); a = answer(s)
+time.sleep(1.5)
+s.sendall(req); b = answer(s)
+print("keepalive", a, "|", b)
+PY
+check 'python3 -c "import sys; t = [float(x) for x in sys.argv[1:]]; sys.exit(not all(1.5 < x < 4 for x in t))" $(grep ^drip "$T/drip.out" | cut -d" " -f2-)' \
+    "heads dripped a line every 0.4 s: closed at the 2 s deadline (seconds each lasted: $(cat "$T/drip.out"))"
+check 'grep -q "^keepalive HTTP/1.1 200 OK | HTTP/1.1 200 OK" "$T/drip.out"' "a keep-alive connection idle 1.5 s between requests: both served"
 kill -TERM "$PID"
 check 'for _ in $(seq 100); do kill -0 "$PID" 2>/dev/null || break; sleep 0.05; done; ! kill -0 "$PID" 2>/dev/null' "SIGTERM stops it"
 finish
