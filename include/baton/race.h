@@ -490,6 +490,14 @@ void baton_race_eval_opts_default(baton_race_eval_opts *o);
 int baton_race_eval(const baton_race_eval_opts *o, baton_race_eval_result *r, baton_err *err);
 void baton_race_eval_result_free(baton_race_eval_result *r);
 
+/* `baton race export`: the policy of the checkpoint ckpt names (a folder, or a folder of them: its
+ * newest that verifies) written as a checkpoint of its own under dir — ckpt-<iteration>/ holding
+ * the policy network alone, state.json "contents": "policy" — which `race eval`, `race drive` and a
+ * league evaluate as the whole, and a run cannot resume from (no value network, no optimizer). It
+ * is what `race submit --server` sends: a camera model's is about a sixth of its checkpoint.
+ * out gets the new folder's path. */
+int baton_race_policy_export(const char *ckpt, const char *dir, char *out, size_t cap, baton_err *err);
+
 /* ---------------------------------------------------------------- pictures */
 /* An SVG of the track (surface, borders, dashed centre line, start line and direction, scale bar)
  * with optional lines drawn over it; a line with v != NULL is coloured by speed. */

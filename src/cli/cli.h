@@ -32,6 +32,7 @@ int cmd_race(int argc, char **argv);
 /* cmd_race_train.c: `baton race train` and `baton race eval` (argv[0] is the action) */
 int cli_race_train(int argc, char **argv);
 int cli_race_eval(int argc, char **argv);
+int cli_race_export(int argc, char **argv);
 int cli_race_submit(int argc, char **argv);
 int cli_race_leaderboard(int argc, char **argv);
 int cli_race_serve(int argc, char **argv);

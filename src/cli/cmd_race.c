@@ -258,6 +258,7 @@ int cmd_race(int argc, char **argv)
                    "  train --track T [--reward FILE|NAME] [--metadata F] [--hyper F] --ckpt-dir DIR [--minutes M | --episodes N]\n"
                    "        [--obs sensor|camera] [--seed S]  PPO, as DeepRacer trains; resumes from --ckpt-dir\n"
                    "  eval --ckpt DIR [--track T] [--laps 3] [--json] [--trace F] [--svg F]   a time trial of a trained model\n"
+                   "  export --ckpt DIR --out DIR [--json]   the policy alone, as a checkpoint (what a league evaluates)\n"
                    "  submit --ckpt DIR --alias NAME --track T [--format time-trial|total] [--db FILE] [--json]\n"
                    "                                          the league evaluates a model under its rules and stores it\n"
                    "  leaderboard [--track T] [--format time-trial|total] [--db FILE] [--json]   the standings\n"
@@ -272,9 +273,10 @@ int cmd_race(int argc, char **argv)
     if (!strcmp(argv[1], "train")) return cli_race_train(argc - 1, argv + 1);
     if (!strcmp(argv[1], "eval")) return cli_race_eval(argc - 1, argv + 1);
     if (!strcmp(argv[1], "submit")) return cli_race_submit(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "export")) return cli_race_export(argc - 1, argv + 1);
     if (!strcmp(argv[1], "leaderboard")) return cli_race_leaderboard(argc - 1, argv + 1);
     if (!strcmp(argv[1], "serve")) return cli_race_serve(argc - 1, argv + 1);
     if (!strcmp(argv[1], "token")) return cli_race_token(argc - 1, argv + 1);
-    fprintf(stderr, "baton race: unknown action '%s' (track, drive, limit, train, eval, submit, leaderboard, serve, token)\n", argv[1]);
+    fprintf(stderr, "baton race: unknown action '%s' (track, drive, limit, train, eval, export, submit, leaderboard, serve, token)\n", argv[1]);
     return CLI_USAGE;
 }

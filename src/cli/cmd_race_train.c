@@ -7,6 +7,7 @@
  *                 DeepRacer's time trial: every lap, resets, penalties, the best lap against the
  *                 racing-line limit
  * Usage errors exit 2 naming the option; library errors exit 1. */
+#include "baton/ckpt.h"
 #include "baton/race.h"
 #include "cli.h"
 
@@ -255,4 +256,48 @@ int cli_race_eval(int argc, char **argv)
     if (rc == CLI_OK) rc = json ? eval_json(&r) : (eval_text(&r), CLI_OK);
     baton_race_eval_result_free(&r);
     return rc;
+}
+
+/* `baton race export --ckpt DIR --out DIR [--json]`: baton_race_policy_export. */
+int cli_race_export(int argc, char **argv)
+{
+    const char *ckpt = NULL, *out = NULL;
+    int json = 0;
+    const struct cli_opt opts[] = {
+        {"ckpt", CLI_STR, &ckpt, "a checkpoint folder, or a folder of them (its newest that verifies) (required)"},
+        {"out", CLI_STR, &out, "the folder the policy's checkpoint goes into (required)"},
+        {"json", CLI_FLAG, &json, "one JSON object: checkpoint, bytes"},
+        {0},
+    };
+    const char *pos[1];
+    int npos, help;
+    if (cli_parse("race export", "--ckpt DIR --out DIR [--json]", opts, argc, argv, pos, 0, &npos, &help))
+        return help ? CLI_OK : CLI_USAGE;
+    if (!ckpt || !out) {
+        fprintf(stderr, "baton race export: --ckpt and --out are required\n");
+        return CLI_USAGE;
+    }
+    char path[4096];
+    baton_err err = {0};
+    if (baton_race_policy_export(ckpt, out, path, sizeof path, &err)) return cli_fail("race export", &err);
+    uint64_t bytes = 0;
+    baton_ckpt_info *in = NULL;
+    size_t n = 0;
+    if (!baton_ckpt_list(out, 1, &in, &n, &err))
+        for (size_t i = 0; i < n; i++)
+            if (!strcmp(path, in[i].path)) bytes = in[i].bytes;
+    free(in);
+    if (json) {
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "checkpoint", path);
+        cJSON_AddNumberToObject(j, "bytes", (double)bytes);
+        char *s = baton_json_print(j, 0);
+        cJSON_Delete(j);
+        if (!s) return CLI_ERROR;
+        printf("%s\n", s);
+        free(s);
+    } else {
+        printf("the policy of %s: %s (%.1f MB)\n", ckpt, path, bytes / 1e6);
+    }
+    return CLI_OK;
 }

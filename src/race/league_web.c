@@ -265,6 +265,18 @@ static enum MHD_Result api_tracks(baton_league_server *s, struct MHD_Connection 
     return league_reply_json(c, 200, j);
 }
 
+/* What a client should know before it sends: the largest archive taken, the formats. */
+static enum MHD_Result api_server(baton_league_server *s, struct MHD_Connection *c)
+{
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "version", BATON_VERSION);
+    cJSON_AddNumberToObject(j, "max_upload_bytes", (double)s->rules.max_bytes);
+    cJSON *f = cJSON_AddArrayToObject(j, "formats");
+    for (int i = BATON_LEAGUE_TIME_TRIAL; i <= BATON_LEAGUE_TOTAL; i++)
+        cJSON_AddItemToArray(f, cJSON_CreateString(baton_league_format_name((baton_league_format)i)));
+    return league_reply_json(c, 200, j);
+}
+
 static enum MHD_Result api_leaderboard(baton_league_server *s, struct MHD_Connection *c)
 {
     const char *track = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "track");
@@ -385,6 +397,7 @@ static enum MHD_Result route(baton_league_server *s, struct MHD_Connection *c, c
     if (!strcmp(url, "/")) return page_index(s, c);
     if (!strncmp(url, "/track/", 7) && url[7]) return page_track(s, c, url + 7);
     if (!strcmp(url, "/api/tracks")) return api_tracks(s, c);
+    if (!strcmp(url, "/api/server")) return api_server(s, c);
     if (!strcmp(url, "/api/leaderboard")) return api_leaderboard(s, c);
     if (!strncmp(url, "/api/entries/", 13)) return api_trace(s, c, url + 13);
     if (!strncmp(url, "/api/submissions/", 17)) return api_submission(s, c, url + 17);

@@ -120,6 +120,7 @@ typedef struct race_run_state {
     baton_race_car car;
     baton_race_meta meta;
     baton_race_hyper hyper;
+    int policy_only;            /* the folder holds the policy network alone (state.json "contents") */
 } race_run_state;
 
 char *race_state_format(const race_run_state *s);
@@ -142,8 +143,8 @@ void race_ckpt_tensors_take(race_ckpt_tensors *c, const race_agent *a, const bat
                             const baton_nn_optim *ovf);
 /* Load model.safetensors (and optim.safetensors when the optimizers are given) of folder dir into
  * the agent's networks: every tensor matched by name, dtype and shape. */
-int race_ckpt_load(const char *dir, race_agent *a, baton_nn_optim *opi, baton_nn_optim *ovf, uint64_t *optim_steps,
-                   baton_err *err);
+int race_ckpt_load(const char *dir, int policy_only, race_agent *a, baton_nn_optim *opi, baton_nn_optim *ovf,
+                   uint64_t *optim_steps, baton_err *err);
 /* The checkpoint folder spec names (itself, or the newest that verifies under it), its state. */
 int race_ckpt_find(const char *spec, char *path, size_t cap, race_run_state *st, baton_err *err);
 /* An agent for evaluating the checkpoint in folder path (state st): the policy only matters. */

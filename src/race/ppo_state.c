@@ -9,7 +9,11 @@
  *    "track", "reward", "reward_scale": "progress"|"step", "seed": "<decimal>", "envs", "max_steps",
  *    "car": {"min_speed_mps", "max_speed_mps", "max_steer_deg", "accel_mps2", "brake_mps2",
  *            "steer_rate_dps", "grip_mps2", "friction_circle": true|false},
- *    "model_metadata": {...as the console writes it}, "hyperparameters": {...likewise}}
+ *    "model_metadata": {...as the console writes it}, "hyperparameters": {...likewise},
+ *    "contents": "full" | "policy"}
+ * "contents" says what the folder's tensors are: "full" (the policy, the value network and their
+ * Adam states: a run that resumes) or "policy" (the policy network alone: what evaluation needs,
+ * as `race submit --server` sends it); absent in checkpoints written before it, which are full.
  *
  * Parser contract: the text is outside input. One JSON object whose "kind" is "race-ppo" (a
  * checkpoint of `baton train` is refused as such), with every field above: integers whole and
@@ -87,6 +91,7 @@ char *race_state_format(const race_run_state *s)
     }
     add_file(j, "model_metadata", baton_race_meta_format(&s->meta));
     add_file(j, "hyperparameters", baton_race_hyper_format(&s->hyper));
+    cJSON_AddStringToObject(j, "contents", s->policy_only ? "policy" : "full");
     char *out = baton_json_print(j, 0);
     cJSON_Delete(j);
     return out;
@@ -219,6 +224,11 @@ static int parse_fields(const cJSON *j, race_run_state *s, baton_err *err)
         (rc = get_file(j, "hyperparameters", s, err)))
         return rc;
     if (step != s->iteration) return bad(err, "step", "differs from iteration");
+    const cJSON *contents = cJSON_GetObjectItemCaseSensitive(j, "contents");
+    if (contents && !(cJSON_IsString(contents) && (!strcmp(contents->valuestring, "full") ||
+                                                   !strcmp(contents->valuestring, "policy"))))
+        return bad(err, "contents", "is neither \"full\" nor \"policy\"");
+    s->policy_only = contents && !strcmp(contents->valuestring, "policy");
     if (!strcmp(scale, "progress")) s->reward_scale = BATON_RACE_SCALE_PROGRESS;
     else if (!strcmp(scale, "step")) s->reward_scale = BATON_RACE_SCALE_STEP;
     else return bad(err, "reward_scale", "is neither progress nor step");

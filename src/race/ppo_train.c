@@ -179,7 +179,7 @@ static int build(trainer *t, const char *path, int resumed, baton_err *err)
     if ((rc = baton_nn_optim_create(&oc, t->agent.pi, &t->opi, err)) ||
         (rc = baton_nn_optim_create(&oc, t->agent.vf, &t->ovf, err)))
         return rc;
-    if (resumed && (rc = race_ckpt_load(path, &t->agent, t->opi, t->ovf, NULL, err)))
+    if (resumed && (rc = race_ckpt_load(path, t->st.policy_only, &t->agent, t->opi, t->ovf, NULL, err)))
         return baton_err_prefix(err, "resume from %s", path);
     baton_nn_optim_set_steps(t->opi, s->optim_steps);
     baton_nn_optim_set_steps(t->ovf, s->optim_steps);
