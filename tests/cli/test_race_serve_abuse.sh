@@ -2,10 +2,11 @@
 # test_race_serve_abuse.sh — `baton race serve` against clients that do not play fair, each bounded
 # in time (a few seconds a case) and in count:
 #   - six uploads of 64 MiB without a token in flight at once (three by curl with "Expect:
-#     100-continue", three streaming a real body): each refused with 401 within 2 s, no "100
-#     Continue" sent, the server's resident memory (VmRSS) under 100 MB throughout (the sanitizer
-#     build: under its own start plus 64 MB), and meanwhile a racer's page and submission each
-#     served within 1 s;
+#     100-continue", three streaming a real body) while 140 slow connections from another address
+#     drip their request heads (each reopened when the server closes it): each upload refused with
+#     401 within 2 s, no "100 Continue" sent, the server's resident memory (VmRSS) under 100 MB
+#     throughout (the sanitizer build: under its own start plus 64 MB), and meanwhile a racer's
+#     page and submission each served within 1 s;
 #   - an accepted upload arriving slowly: its bytes in an unlinked 0600 file in the league's
 #     folder, not in memory; a second upload of the same alias meanwhile refused (409);
 #   - requests libmicrohttpd alone would leave unanswered for its 30 s timeout, answered at once:
@@ -57,6 +58,37 @@ check '[ "$(submit "$ANN" ann | cut -d" " -f1)" = 202 ] && wait_done 1' "ann's f
 # ---- six unauthenticated 64 MiB uploads in flight
 truncate -s 64M "$T/big"
 base=$(rss)
+# ... while 140 slow connections from another address (127.0.0.2) drip their heads, each opened
+# again as soon as the server closes it (at most 16 kept, each cut at the head deadline)
+python3 - "$PORT" "$T/abuse.done" >"$T/press.out" 2>&1 <<'PY' &
+import os, socket, sys, time
+port, done = int(sys.argv[1]), sys.argv[2]
+conns, opened, t0 = [], 0, time.time()
+while not os.path.exists(done) and time.time() - t0 < 15:
+    while len(conns) < 140:
+        s = socket.socket()
+        s.bind(("127.0.0.2", 0))
+        s.setblocking(False)
+        try:
+            s.connect(("127.0.0.1", port))
+        except BlockingIOError:
+            pass
+        except OSError:
+            s.close()
+            break
+        conns.append([s, 0]); opened += 1
+    time.sleep(0.2)
+    for c in list(conns):   # one more header line each; a closed one is replaced
+        try:
+            c[0].send(b"GET / HTTP/1.1\r\nHost: x\r\n" if c[1] == 0 else b"X-%d: y\r\n" % c[1]); c[1] += 1
+        except (BlockingIOError, InterruptedError):
+            pass
+        except OSError:
+            c[0].close(); conns.remove(c)
+print(opened, flush=True)
+PY
+press=$!
+sleep 0.5
 python3 - "$PID" "$T/abuse.done" >"$T/rss.max" <<'PY' &
 import os, sys, time
 peak, end = 0, time.time() + 10
@@ -104,7 +136,8 @@ page=$(curl -s -o /dev/null -w "%{http_code} %{time_total}" --max-time 5 "$U/tra
 own=$(submit "$ANN" ann)
 wait "${abusers[@]}"
 touch "$T/abuse.done"
-wait "$sampler"
+wait "$sampler" "$press"
+check '[ "$(cat "$T/press.out")" -ge 140 ]' "140 slow connections kept up meanwhile: $(cat "$T/press.out") opened"
 check 'quick "$page" 200 1' \
     "the racer's page within 1 s meanwhile: $page"
 check 'quick "$own" 202 1' \
