@@ -99,103 +99,38 @@ char *race_state_format(const race_run_state *s)
 
 /* ---------------------------------------------------------------- parsing */
 
-static int bad(baton_err *err, const char *field, const char *what)
-{
-    return baton_err_set(err, BATON_ERR_FORMAT, "state.json: %s %s", field, what);
-}
-
-static int get_u64(const cJSON *o, const char *k, uint64_t *v, baton_err *err)
-{
-    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, k);
-    if (cJSON_IsNumber(x) && x->valuedouble >= 0 && x->valuedouble <= 9007199254740992.0 &&
-        x->valuedouble == floor(x->valuedouble)) {
-        *v = (uint64_t)x->valuedouble;
-        return BATON_OK;
-    }
-    if (cJSON_IsString(x)) {
-        size_t n = strlen(x->valuestring);
-        char *end;
-        errno = 0;
-        unsigned long long u = n >= 1 && n <= 20 && strspn(x->valuestring, "0123456789") == n
-                                   ? strtoull(x->valuestring, &end, 10) : 0;
-        if (n >= 1 && n <= 20 && strspn(x->valuestring, "0123456789") == n && !errno) {
-            *v = u;
-            return BATON_OK;
-        }
-    }
-    return bad(err, k, "is missing or not a non-negative integer");
-}
-
-static int get_dbl(const cJSON *o, const char *k, double lo, double hi, double *v, baton_err *err)
-{
-    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, k);
-    if (cJSON_IsNumber(x) && isfinite(x->valuedouble) && x->valuedouble >= lo && x->valuedouble <= hi) {
-        *v = x->valuedouble;
-        return BATON_OK;
-    }
-    return bad(err, k, "is missing or not a number in range");
-}
-
-static int get_str(const cJSON *o, const char *k, char *out, size_t cap, baton_err *err)
-{
-    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, k);
-    if (cJSON_IsString(x) && x->valuestring[0] && strlen(x->valuestring) < cap) {
-        snprintf(out, cap, "%s", x->valuestring);
-        return BATON_OK;
-    }
-    return bad(err, k, "is missing, empty or too long");
-}
-
-static int get_rng(const cJSON *o, const char *k, baton_rng *r, baton_err *err)
-{
-    const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, k);
-    if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) != 4) return bad(err, k, "is not a list of 4 hex words");
-    uint64_t any = 0;
-    for (int i = 0; i < 4; i++) {
-        const cJSON *x = cJSON_GetArrayItem(a, i);
-        size_t n = cJSON_IsString(x) ? strlen(x->valuestring) : 0;
-        if (n < 1 || n > 16 || strspn(x->valuestring, "0123456789abcdefABCDEF") != n)
-            return bad(err, k, "holds a word that is not 1..16 hex digits");
-        r->s[i] = strtoull(x->valuestring, NULL, 16);
-        any |= r->s[i];
-    }
-    return any ? BATON_OK : bad(err, k, "is all zero (not a generator's state)");
-}
+#define U53 9007199254740992ull   /* counts: exact in a double */
 
 /* the car: every limit within the simulator's ranges (baton_race_sim_new) */
-static int get_car(const cJSON *j, baton_race_car *c, baton_err *err)
+static void get_car(baton_jr *r, const cJSON *j, baton_race_car *c)
 {
-    const cJSON *o = cJSON_GetObjectItemCaseSensitive(j, "car");
-    if (!cJSON_IsObject(o)) return bad(err, "car", "is missing or not an object");
     baton_race_car_default(c);
-    int rc;
-    if ((rc = get_dbl(o, "min_speed_mps", 0, 100, &c->min_speed_mps, err)) ||
-        (rc = get_dbl(o, "max_speed_mps", c->min_speed_mps, 100, &c->max_speed_mps, err)) ||
-        (rc = get_dbl(o, "max_steer_deg", 1e-6, 88, &c->max_steer_deg, err)) ||
-        (rc = get_dbl(o, "accel_mps2", 0, 1e3, &c->accel_mps2, err)) ||
-        (rc = get_dbl(o, "brake_mps2", 0, 1e3, &c->brake_mps2, err)) ||
-        (rc = get_dbl(o, "steer_rate_dps", 0, 1e5, &c->steer_rate_dps, err)) ||
-        (rc = get_dbl(o, "grip_mps2", 0, 1e3, &c->grip_mps2, err)))
-        return baton_err_prefix(err, "car");
-    const cJSON *fc = cJSON_GetObjectItemCaseSensitive(o, "friction_circle");
-    if (!cJSON_IsBool(fc)) return bad(err, "car.friction_circle", "is missing or not true/false");
-    c->friction_circle = cJSON_IsTrue(fc);
-    return BATON_OK;
+    baton_jr_obj(r, j, "car");
+    baton_jr_dbl(r, j, "car.min_speed_mps", 0, 100, &c->min_speed_mps);
+    baton_jr_dbl(r, j, "car.max_speed_mps", c->min_speed_mps, 100, &c->max_speed_mps);
+    baton_jr_dbl(r, j, "car.max_steer_deg", 1e-6, 88, &c->max_steer_deg);
+    baton_jr_dbl(r, j, "car.accel_mps2", 0, 1e3, &c->accel_mps2);
+    baton_jr_dbl(r, j, "car.brake_mps2", 0, 1e3, &c->brake_mps2);
+    baton_jr_dbl(r, j, "car.steer_rate_dps", 0, 1e5, &c->steer_rate_dps);
+    baton_jr_dbl(r, j, "car.grip_mps2", 0, 1e3, &c->grip_mps2);
+    baton_jr_bool(r, j, "car.friction_circle", &c->friction_circle);
 }
 
 /* an embedded file, checked by its own parser */
-static int get_file(const cJSON *j, const char *k, race_run_state *s, baton_err *err)
+static void get_file(baton_jr *r, const cJSON *j, const char *k, race_run_state *s)
 {
-    const cJSON *o = cJSON_GetObjectItemCaseSensitive(j, k);
-    if (!cJSON_IsObject(o)) return bad(err, k, "is missing or not an object");
+    const cJSON *o = baton_jr_obj(r, j, k);
+    if (r->rc) return;
     char *text = baton_json_print(o, 0);
-    if (!text) return baton_err_set(err, BATON_ERR_NOMEM, "state.json: out of memory");
+    if (!text) {
+        r->rc = baton_err_set(r->err, BATON_ERR_NOMEM, "state.json: out of memory");
+        return;
+    }
     char name[64];
     snprintf(name, sizeof name, "state.json %s", k);
-    int rc = !strcmp(k, "model_metadata") ? baton_race_meta_parse(name, text, strlen(text), &s->meta, err)
-                                          : baton_race_hyper_parse(name, text, strlen(text), &s->hyper, err);
+    r->rc = !strcmp(k, "model_metadata") ? baton_race_meta_parse(name, text, strlen(text), &s->meta, r->err)
+                                         : baton_race_hyper_parse(name, text, strlen(text), &s->hyper, r->err);
     free(text);
-    return rc;
 }
 
 static int parse_fields(const cJSON *j, race_run_state *s, baton_err *err)
@@ -204,41 +139,41 @@ static int parse_fields(const cJSON *j, race_run_state *s, baton_err *err)
     if (!cJSON_IsString(kind) || strcmp(kind->valuestring, "race-ppo"))
         return baton_err_set(err, BATON_ERR_FORMAT, "state.json: not a race model's checkpoint (kind is not "
                              "\"race-ppo\"; a `baton train` checkpoint?)");
+    baton_jr r;
+    baton_jr_init(&r, "state.json", err);
     uint64_t step, envs, max_steps;
-    const cJSON *rng = cJSON_GetObjectItemCaseSensitive(j, "rng");
-    if (!cJSON_IsObject(rng)) return bad(err, "rng", "is missing or not an object");
-    char scale[16], seed[24];
-    int rc;
-    if ((rc = get_u64(j, "step", &step, err)) || (rc = get_u64(j, "iteration", &s->iteration, err)) ||
-        (rc = get_u64(j, "episodes", &s->episodes, err)) || (rc = get_u64(j, "sim_steps", &s->sim_steps, err)) ||
-        (rc = get_u64(j, "ticks", &s->ticks, err)) || (rc = get_dbl(j, "seconds", 0, 1e12, &s->seconds, err)) ||
-        (rc = get_rng(rng, "act", &s->act_rng, err)) || (rc = get_rng(rng, "shuffle", &s->shuffle_rng, err)) ||
-        (rc = get_u64(j, "optim_steps", &s->optim_steps, err)) ||
-        (rc = get_dbl(j, "best_lap_s", 0, 1e9, &s->best_lap_s, err)) || (rc = get_u64(j, "laps", &s->laps, err)) ||
-        (rc = get_dbl(j, "last_reward", -1e300, 1e300, &s->last_reward, err)) ||
-        (rc = get_str(j, "track", s->track, sizeof s->track, err)) ||
-        (rc = get_str(j, "reward", s->reward, sizeof s->reward, err)) ||
-        (rc = get_str(j, "reward_scale", scale, sizeof scale, err)) || (rc = get_str(j, "seed", seed, sizeof seed, err)) ||
-        (rc = get_u64(j, "envs", &envs, err)) || (rc = get_u64(j, "max_steps", &max_steps, err)) ||
-        (rc = get_car(j, &s->car, err)) || (rc = get_file(j, "model_metadata", s, err)) ||
-        (rc = get_file(j, "hyperparameters", s, err)))
-        return rc;
-    if (step != s->iteration) return bad(err, "step", "differs from iteration");
-    const cJSON *contents = cJSON_GetObjectItemCaseSensitive(j, "contents");
-    if (contents && !(cJSON_IsString(contents) && (!strcmp(contents->valuestring, "full") ||
-                                                   !strcmp(contents->valuestring, "policy"))))
-        return bad(err, "contents", "is neither \"full\" nor \"policy\"");
-    s->policy_only = contents && !strcmp(contents->valuestring, "policy");
+    char scale[16], contents[16] = "full";
+    baton_jr_u64(&r, j, "step", 0, U53, &step);
+    baton_jr_u64(&r, j, "iteration", 0, U53, &s->iteration);
+    baton_jr_u64(&r, j, "episodes", 0, U53, &s->episodes);
+    baton_jr_u64(&r, j, "sim_steps", 0, U53, &s->sim_steps);
+    baton_jr_u64(&r, j, "ticks", 0, U53, &s->ticks);
+    baton_jr_dbl(&r, j, "seconds", 0, 1e12, &s->seconds);
+    baton_jr_obj(&r, j, "rng");
+    baton_jr_hex64(&r, j, "rng.act", 4, s->act_rng.s);
+    baton_jr_hex64(&r, j, "rng.shuffle", 4, s->shuffle_rng.s);
+    baton_jr_u64(&r, j, "optim_steps", 0, U53, &s->optim_steps);
+    baton_jr_dbl(&r, j, "best_lap_s", 0, 1e9, &s->best_lap_s);
+    baton_jr_u64(&r, j, "laps", 0, U53, &s->laps);
+    baton_jr_dbl(&r, j, "last_reward", -1e300, 1e300, &s->last_reward);
+    baton_jr_str(&r, j, "track", s->track, sizeof s->track);
+    baton_jr_str(&r, j, "reward", s->reward, sizeof s->reward);
+    baton_jr_str(&r, j, "reward_scale", scale, sizeof scale);
+    baton_jr_u64(&r, j, "seed", 0, UINT64_MAX, &s->seed);
+    baton_jr_u64(&r, j, "envs", 1, 100000, &envs);
+    baton_jr_u64(&r, j, "max_steps", 1, 1000000, &max_steps);
+    get_car(&r, j, &s->car);
+    get_file(&r, j, "model_metadata", s);
+    get_file(&r, j, "hyperparameters", s);
+    if (baton_jr_get(&r, j, "contents")) baton_jr_str(&r, j, "contents", contents, sizeof contents);
+    if (r.rc) return r.rc;
+    if (step != s->iteration) return baton_jr_fail(&r, "step", "differs from iteration");
     if (!strcmp(scale, "progress")) s->reward_scale = BATON_RACE_SCALE_PROGRESS;
     else if (!strcmp(scale, "step")) s->reward_scale = BATON_RACE_SCALE_STEP;
-    else return bad(err, "reward_scale", "is neither progress nor step");
-    size_t n = strlen(seed);
-    if (n > 20 || strspn(seed, "0123456789") != n) return bad(err, "seed", "is not a decimal number");
-    errno = 0;
-    s->seed = strtoull(seed, NULL, 10);
-    if (errno) return bad(err, "seed", "is out of range");
-    if (envs < 1 || envs > 100000) return bad(err, "envs", "is outside 1..100000");
-    if (max_steps < 1 || max_steps > 1000000) return bad(err, "max_steps", "is outside 1..1000000");
+    else return baton_jr_fail(&r, "reward_scale", "is neither progress nor step");
+    if (strcmp(contents, "full") && strcmp(contents, "policy"))
+        return baton_jr_fail(&r, "contents", "is neither \"full\" nor \"policy\"");
+    s->policy_only = !strcmp(contents, "policy");
     s->envs = (uint32_t)envs;
     s->max_steps = (uint32_t)max_steps;
     return BATON_OK;
@@ -246,12 +181,10 @@ static int parse_fields(const cJSON *j, race_run_state *s, baton_err *err)
 
 int race_state_parse(const char *text, size_t len, race_run_state *out, baton_err *err)
 {
-    const char *end = NULL;
-    cJSON *j = cJSON_ParseWithLengthOpts(text, len, &end, 0);
-    if (!cJSON_IsObject(j)) {
-        cJSON_Delete(j);
-        return baton_err_set(err, BATON_ERR_FORMAT, "state.json: not a JSON object");
-    }
+    baton_jr r;
+    baton_jr_init(&r, "state.json", err);
+    cJSON *j = baton_jr_parse(&r, text, len);
+    if (!j) return r.rc;
     race_run_state *s = calloc(1, sizeof *s);
     int rc = s ? parse_fields(j, s, err) : baton_err_set(err, BATON_ERR_NOMEM, "state.json: out of memory");
     if (!rc) memcpy(out, s, sizeof *s);
