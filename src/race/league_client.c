@@ -10,65 +10,32 @@
 #include "league_internal.h"
 #include "ppo_internal.h"
 #include "baton/ckpt.h"
+#include "baton/http.h"
 
 #include <cJSON.h>
-#include <curl/curl.h>
 #include <errno.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static CURLcode curl_rc;
-static void curl_init(void) { curl_rc = curl_global_init(CURL_GLOBAL_DEFAULT); }
-
-static size_t on_body(char *p, size_t size, size_t n, void *ud)
-{
-    baton_buf *b = ud;
-    size_t len = size * n;
-    if (b->len + len > (1u << 20)) return 0;   /* no answer of the league's is this long */
-    return baton_buf_append(b, p, len) ? 0 : len;
-}
-
-/* One request: GET (body NULL) or POST of body; *status and the answer's bytes into out. */
+/* One request: GET (body NULL) or POST of body; *status and the answer's bytes into out. No
+ * "Expect:" override: above 1 MiB libcurl asks for 100 Continue, and the league answers a refusal
+ * (a wrong token, a submission waiting) before the body is sent. */
 static int request(const char *url, const char *token, const baton_buf *body, long *status, baton_buf *out, baton_err *err)
 {
-    pthread_once(&curl_once, curl_init);
-    if (curl_rc != CURLE_OK) return baton_err_set(err, BATON_ERR_NET, "libcurl: %s", curl_easy_strerror(curl_rc));
-    CURL *h = curl_easy_init();
-    if (!h) return baton_err_set(err, BATON_ERR_NOMEM, "libcurl: out of memory");
-    char errbuf[CURL_ERROR_SIZE] = "", auth[120];
-    struct curl_slist *hdr = NULL;
+    char auth[120];
+    const char *hdr[3] = {NULL, NULL, NULL};
+    int k = 0;
     if (token) {
         snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
-        hdr = curl_slist_append(hdr, auth);
+        hdr[k++] = auth;
     }
-    if (body) hdr = curl_slist_append(hdr, "Content-Type: application/x-tar");
-    /* no "Expect:" override: above 1 MiB libcurl asks for 100 Continue, and the league answers a
-     * refusal (a wrong token, a submission waiting) before the body is sent */
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 600000L);
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, out);
-    curl_easy_setopt(h, CURLOPT_USERAGENT, "baton/" BATON_VERSION);
-    if (body) {
-        curl_easy_setopt(h, CURLOPT_POST, 1L);
-        curl_easy_setopt(h, CURLOPT_POSTFIELDS, (const char *)body->data);
-        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body->len);
-    }
-    CURLcode c = curl_easy_perform(h);
-    int rc = BATON_OK;
-    if (c != CURLE_OK) rc = baton_err_set(err, BATON_ERR_NET, "%s: %s", url, errbuf[0] ? errbuf : curl_easy_strerror(c));
-    else curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
-    curl_slist_free_all(hdr);
-    curl_easy_cleanup(h);
+    if (body) hdr[k++] = "Content-Type: application/x-tar";
+    baton_http_req q = {.method = body ? "POST" : "GET", .url = url, .headers = hdr, .body = body ? body->data : NULL,
+                        .body_len = body ? body->len : 0, .max_answer = (size_t)1 << 20, .timeout_s = 600, .connect_s = 10};
+    int rc = baton_http_request(NULL, &q, status, out, err);
+    memset(auth, 0, sizeof auth);
     return rc;
 }
 
@@ -146,8 +113,7 @@ static int answer_error(const char *what, long status, const baton_buf *b, baton
 
 static int post(const baton_league_remote_opts *o, const baton_buf *tar, baton_league_submission *s, baton_err *err)
 {
-    pthread_once(&curl_once, curl_init);
-    CURL *h = curl_easy_init();
+    CURL *h = baton_http_global_init(err) ? NULL : curl_easy_init();
     char *a = h ? curl_easy_escape(h, o->alias, 0) : NULL, *t = h ? curl_easy_escape(h, o->track, 0) : NULL;
     char url[2048];
     int rc = a && t ? BATON_OK : baton_err_set(err, BATON_ERR_NOMEM, "out of memory");

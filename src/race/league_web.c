@@ -50,27 +50,20 @@ cJSON *baton_league_entry_json(const baton_league_entry *e)
     return j;
 }
 
+/* every answer's headers: only the page's own inline script and style, no sniffing */
+static const char *const headers[] = {
+    "Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline' 'self'; style-src 'unsafe-inline'; "
+                               "img-src 'self' data:",
+    "X-Content-Type-Options", "nosniff", NULL};
+
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *ctype, const void *body, size_t len)
 {
-    struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
-    if (!r) return MHD_NO;
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
-    MHD_add_response_header(r, "Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline' 'self'; "
-                                                           "style-src 'unsafe-inline'; img-src 'self' data:");
-    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
-    enum MHD_Result ret = MHD_queue_response(c, status, r);
-    MHD_destroy_response(r);
-    return ret;
+    return baton_http_reply(c, status, ctype, body, len, headers);
 }
 
 enum MHD_Result league_reply_json(struct MHD_Connection *c, unsigned status, cJSON *j)
 {
-    char *s = j ? baton_json_print(j, 0) : NULL;
-    cJSON_Delete(j);
-    if (!s) return MHD_NO;
-    enum MHD_Result r = reply(c, status, "application/json", s, strlen(s));
-    free(s);
-    return r;
+    return baton_http_reply_json(c, status, j, headers);
 }
 
 /* msg without the server's own paths that may reach one: its database's and its tracks folder's
@@ -597,17 +590,15 @@ int baton_league_serve_start(const baton_league_serve_opts *o, baton_league_serv
         if (fd < 0) rc = err->code;
     }
     if (!rc) {
-        unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | (v6 ? MHD_USE_IPv6 : 0);
-        s->d = MHD_start_daemon(flags, 0, NULL, NULL, handler, s, MHD_OPTION_LISTEN_SOCKET, fd,
-                                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_CONNECTION_LIMIT, (unsigned)128,
-                                MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)LEAGUE_PER_IP,
-                                MHD_OPTION_NOTIFY_COMPLETED, request_done, s, MHD_OPTION_URI_LOG_CALLBACK, uri_log, s,
-                                MHD_OPTION_NOTIFY_CONNECTION, league_guard_notify, s,
-                                MHD_OPTION_END);
-        if (!s->d) {
-            close(fd);
-            rc = baton_err_set(err, BATON_ERR_IO, "libmicrohttpd did not start on %s", s->url);
-        }
+        const struct MHD_OptionItem opts[] = {
+            {MHD_OPTION_CONNECTION_TIMEOUT, 30, NULL},
+            {MHD_OPTION_CONNECTION_LIMIT, 128, NULL},
+            {MHD_OPTION_PER_IP_CONNECTION_LIMIT, LEAGUE_PER_IP, NULL},
+            {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)request_done, s},
+            {MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)uri_log, s},
+            {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)league_guard_notify, s},
+            {MHD_OPTION_END, 0, NULL}};
+        if (!(s->d = baton_http_serve(fd, v6, handler, s, opts, s->url, err))) rc = err->code;
     }
     if (rc) {
         baton_league_serve_stop(s);
