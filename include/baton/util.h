@@ -164,6 +164,8 @@ typedef struct baton_jr {
     const char *doc;            /* the document as messages name it: "state.json" */
     baton_err *err;
     int rc;                     /* BATON_OK, or the first failure's code */
+    int numeric_strings;        /* set: a string holding a number is that number (white space around it
+                                 * allowed), as Python's float() and int() read DeepRacer's files */
     char at[64];
 } baton_jr;
 void baton_jr_init(baton_jr *r, const char *doc, baton_err *err);

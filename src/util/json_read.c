@@ -7,6 +7,7 @@
 #include "baton/util.h"
 
 #include <cJSON.h>
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -96,14 +97,14 @@ const cJSON *baton_jr_obj(baton_jr *r, const cJSON *o, const char *path)
     const cJSON *x = baton_jr_get(r, o, path);
     if (r->rc) return NULL;
     if (!cJSON_IsObject(x)) {
-        baton_jr_fail(r, path, "is missing or not an object");
+        baton_jr_fail(r, path, x ? "is not an object" : "is missing");
         return NULL;
     }
     return x;
 }
 
 /* x as an integer (a whole number up to 2^53, or 1..20 decimal digits); 0 when it is not one */
-static int integer(const cJSON *x, uint64_t *v)
+static int integer(const cJSON *x, int numeric, uint64_t *v)
 {
     if (cJSON_IsNumber(x)) {
         double d = x->valuedouble;
@@ -112,13 +113,36 @@ static int integer(const cJSON *x, uint64_t *v)
         return 1;
     }
     if (!cJSON_IsString(x)) return 0;
-    size_t n = strlen(x->valuestring);
-    if (n < 1 || n > 20 || strspn(x->valuestring, "0123456789") != n) return 0;
+    const char *s = x->valuestring;
+    if (numeric) while (isspace((unsigned char)*s)) s++;
+    size_t n = strspn(s, "0123456789");
+    const char *rest = s + n;
+    if (numeric) while (isspace((unsigned char)*rest)) rest++;
+    if (n < 1 || n > 20 || *rest) return 0;
     errno = 0;
-    unsigned long long u = strtoull(x->valuestring, NULL, 10);
+    unsigned long long u = strtoull(s, NULL, 10);
     if (errno) return 0;
     *v = u;
     return 1;
+}
+
+/* x as a finite number: a JSON number, or (r->numeric_strings) a string holding one, white space
+ * around it allowed (DeepRacer's files: Python float()s their values) */
+static int number(const baton_jr *r, const cJSON *x, double *d)
+{
+    if (cJSON_IsNumber(x)) {
+        *d = x->valuedouble;
+        return isfinite(*d);
+    }
+    if (!r->numeric_strings || !cJSON_IsString(x)) return 0;
+    const char *s = x->valuestring;
+    while (isspace((unsigned char)*s)) s++;
+    if (!*s) return 0;
+    char *end;
+    errno = 0;
+    *d = strtod(s, &end);
+    while (isspace((unsigned char)*end)) end++;
+    return !errno && !*end && isfinite(*d);
 }
 
 int baton_jr_u64(baton_jr *r, const cJSON *o, const char *path, uint64_t lo, uint64_t hi, uint64_t *v)
@@ -126,7 +150,8 @@ int baton_jr_u64(baton_jr *r, const cJSON *o, const char *path, uint64_t lo, uin
     const cJSON *x = baton_jr_get(r, o, path);
     uint64_t u;
     if (r->rc) return r->rc;
-    if (!integer(x, &u)) return baton_jr_fail(r, path, "is missing or not a non-negative integer");
+    if (!x) return baton_jr_fail(r, path, "is missing");
+    if (!integer(x, r->numeric_strings, &u)) return baton_jr_fail(r, path, "is not a whole number in 0..2^53 (or a string of decimal digits)");
     if (u < lo || u > hi)
         return baton_jr_fail(r, path, "is %llu, outside %llu..%llu", (unsigned long long)u, (unsigned long long)lo,
                              (unsigned long long)hi);
@@ -138,10 +163,11 @@ int baton_jr_dbl(baton_jr *r, const cJSON *o, const char *path, double lo, doubl
 {
     const cJSON *x = baton_jr_get(r, o, path);
     if (r->rc) return r->rc;
-    if (!cJSON_IsNumber(x) || !isfinite(x->valuedouble)) return baton_jr_fail(r, path, "is missing or not a finite number");
-    if (!(x->valuedouble >= lo && x->valuedouble <= hi))
-        return baton_jr_fail(r, path, "is %g, outside %g..%g", x->valuedouble, lo, hi);
-    *v = x->valuedouble;
+    double d;
+    if (!x) return baton_jr_fail(r, path, "is missing");
+    if (!number(r, x, &d)) return baton_jr_fail(r, path, "is not a number");
+    if (!(d >= lo && d <= hi)) return baton_jr_fail(r, path, "is %g, outside %g..%g", d, lo, hi);
+    *v = d;
     return BATON_OK;
 }
 
@@ -149,7 +175,7 @@ int baton_jr_str(baton_jr *r, const cJSON *o, const char *path, char *out, size_
 {
     const cJSON *x = baton_jr_get(r, o, path);
     if (r->rc) return r->rc;
-    if (!cJSON_IsString(x)) return baton_jr_fail(r, path, "is missing or not a string");
+    if (!cJSON_IsString(x)) return baton_jr_fail(r, path, x ? "is not a string" : "is missing");
     size_t n = strlen(x->valuestring);
     if (!n) return baton_jr_fail(r, path, "is empty");
     if (n >= cap) return baton_jr_fail(r, path, "is %zu bytes long (at most %zu)", n, cap - 1);
@@ -161,7 +187,7 @@ int baton_jr_bool(baton_jr *r, const cJSON *o, const char *path, int *v)
 {
     const cJSON *x = baton_jr_get(r, o, path);
     if (r->rc) return r->rc;
-    if (!cJSON_IsBool(x)) return baton_jr_fail(r, path, "is missing or not true/false");
+    if (!cJSON_IsBool(x)) return baton_jr_fail(r, path, x ? "is not true or false" : "is missing");
     *v = cJSON_IsTrue(x);
     return BATON_OK;
 }
@@ -171,7 +197,7 @@ int baton_jr_hex64(baton_jr *r, const cJSON *o, const char *path, size_t n, uint
     const cJSON *a = baton_jr_get(r, o, path);
     if (r->rc) return r->rc;
     if (!cJSON_IsArray(a) || (size_t)cJSON_GetArraySize(a) != n)
-        return baton_jr_fail(r, path, "is missing or not a list of %zu hex words", n);
+        return baton_jr_fail(r, path, a ? "is not a list of %zu hex words" : "is missing", n);
     uint64_t w[16], any = 0;
     if (n > 16) return baton_jr_fail(r, path, "is longer than 16 words");
     for (size_t i = 0; i < n; i++) {

@@ -172,7 +172,7 @@ static void test_bad(void)
     bad_meta(t, "training_algorithm", "sac");
     snprintf(t, sizeof t, "{\"action_space\": %s, \"neural_network\": \"DEEP_CONVOLUTIONAL_NETWORK_DEEP\"}", one);
     bad_meta(t, "neural_network", "DEEP_CONVOLUTIONAL_NETWORK_DEEP");
-    bad_meta("{\"action_space\": [", "not valid JSON", NULL);
+    bad_meta("{\"action_space\": [", "not JSON: at byte 17 (line 1, column 18)", NULL);
     bad_meta("[1, 2]", "not a JSON object", NULL);
     snprintf(t, sizeof t, "{\"action_space\": %s} x", one);
     bad_meta(t, "text after", NULL);

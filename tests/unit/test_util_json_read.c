@@ -4,7 +4,8 @@
  * sticky (after the first failure no getter writes its output, and the first message stays);
  * integers as numbers up to 2^53 and as decimal strings up to 2^64-1, nothing beyond; an element of
  * a list named with baton_jr_at; parse errors with their byte, line and column; text after the
- * object and a document that is not an object refused. */
+ * object and a document that is not an object refused; numeric strings (" 0.5 ", " 20") read as
+ * numbers only when the reader is told to (DeepRacer's files). */
 #include "baton/util.h"
 #include "check.h"
 
@@ -48,18 +49,18 @@ int main(void)
         const char *path, *want;
     } bad[] = {
         {0, "n", "d.json: n: is 7, outside 8..9"},
-        {0, "over", "d.json: over: is missing or not a non-negative integer"},
-        {0, "frac", "frac: is missing or not a non-negative integer"},
-        {0, "e53", "e53: is missing or not a non-negative integer"},
+        {0, "over", "d.json: over: is not a whole number in 0..2^53"},
+        {0, "frac", "frac: is not a whole number"},
+        {0, "e53", "e53: is not a whole number"},
         {0, "car.nothing", "d.json: car.nothing: is missing"},
         {1, "car.grip", "d.json: car.grip: is 2000, outside 0..1000"},
-        {1, "car.name", "car.name: is missing or not a finite number"},
+        {1, "car.name", "car.name: is not a number"},
         {2, "car.name", "car.name: is 3 bytes long (at most 2)"},
-        {2, "n", "n: is missing or not a string"},
-        {3, "car.grip", "car.grip: is missing or not true/false"},
+        {2, "n", "n: is not a string"},
+        {3, "car.grip", "car.grip: is not true or false"},
         {4, "zero", "zero: is all zero"},
-        {4, "rng", "rng: is missing or not a list of 2 hex words"},
-        {5, "n", "d.json: n: is missing or not an object"},
+        {4, "rng", "rng: is not a list of 2 hex words"},
+        {5, "n", "d.json: n: is not an object"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         baton_jr q;
@@ -99,7 +100,7 @@ int main(void)
         baton_jr_at(&r, "list[%zu]", i++);
         baton_jr_u64(&r, x, "x", 0, 10, &u);
     }
-    CHECK(fails(&r, "d.json: list[1].x: is missing or not a non-negative integer"));
+    CHECK(fails(&r, "d.json: list[1].x: is not a whole number"));
     cJSON_Delete(j);
     /* parsing */
     const char *texts[][2] = {
@@ -116,6 +117,20 @@ int main(void)
     baton_jr_init(&r, "d.json", &err);
     j = baton_jr_parse(&r, "{\"a\": 1} \n\t", 11);
     CHECK(j && r.rc == BATON_OK);
+    cJSON_Delete(j);
+    /* numeric strings (DeepRacer's files): only when asked */
+    const char *ds = "{\"lr\": \" 0.5 \", \"n\": \" 20\", \"bad\": \"fast\", \"blank\": \" \"}";
+    baton_jr_init(&r, "h.json", &err);
+    j = baton_jr_parse(&r, ds, strlen(ds));
+    CHECK(baton_jr_dbl(&r, j, "lr", 0, 1, &d) == BATON_ERR_FORMAT && strstr(err.msg, "h.json: lr: is not a number"));
+    baton_jr_init(&r, "h.json", &err);
+    r.numeric_strings = 1;
+    CHECK(baton_jr_dbl(&r, j, "lr", 0, 1, &d) == BATON_OK && d == 0.5);
+    CHECK(baton_jr_u64(&r, j, "n", 1, 100, &u) == BATON_OK && u == 20);
+    CHECK(baton_jr_dbl(&r, j, "blank", 0, 1, &d) == BATON_ERR_FORMAT && strstr(err.msg, "blank: is not a number"));
+    baton_jr_init(&r, "h.json", &err);
+    r.numeric_strings = 1;
+    CHECK(baton_jr_dbl(&r, j, "bad", 0, 1, &d) == BATON_ERR_FORMAT && strstr(err.msg, "bad: is not a number"));
     cJSON_Delete(j);
     CHECK_DONE();
 }
