@@ -158,16 +158,21 @@ int baton_json_number_format(double d, char out[32]);
  * "state.json: car.grip_mps2: is 2000, outside 0..1000". A path is one or more keys joined by '.'
  * and is looked up from the object given, so a nested field may be read from the root; r->at
  * (baton_jr_at: an element of a list, "shards[3]") goes before it in messages. Integers are JSON
- * numbers that are whole, >= 0 and at most 2^53 (exact in a double), or strings of 1..20 decimal
- * digits (any uint64: how seeds are written). */
+ * numbers that are whole, >= 0 and below 2^53 (exact in a double), and strings where r->strings
+ * says so. */
 typedef struct baton_jr {
     const char *doc;            /* the document as messages name it: "state.json" */
     baton_err *err;
     int rc;                     /* BATON_OK, or the first failure's code */
-    int numeric_strings;        /* set: a string holding a number is that number (white space around it
-                                 * allowed), as Python's float() and int() read DeepRacer's files */
+    int strings;                /* BATON_JR_*: which strings count as numbers */
     char at[64];
 } baton_jr;
+enum {
+    BATON_JR_NUMBERS = 0,       /* numbers only (the default) */
+    BATON_JR_DIGITS = 1,        /* integers also as strings of 1..20 decimal digits: any uint64 (state.json's seeds) */
+    BATON_JR_NUMERIC = 2,       /* any number also as a string holding one, white space around it allowed, as
+                                 * Python's float() and int() read DeepRacer's files */
+};
 void baton_jr_init(baton_jr *r, const char *doc, baton_err *err);
 /* text as one JSON object with nothing but white space after it (else NULL, the message giving
  * the byte where parsing stopped); cJSON_Delete it. */

@@ -185,7 +185,7 @@ int baton_race_meta_parse(const char *name, const char *text, size_t len, baton_
 {
     baton_jr r;
     baton_jr_init(&r, name, err);
-    r.numeric_strings = 1;
+    r.strings = BATON_JR_NUMERIC;
     cJSON *j = parse_object(&r, text, len);
     if (!j) return r.rc;
     baton_race_meta *m = malloc(sizeof *m);
@@ -328,7 +328,7 @@ int baton_race_hyper_parse(const char *name, const char *text, size_t len, baton
 {
     baton_jr r;
     baton_jr_init(&r, name, err);
-    r.numeric_strings = 1;
+    r.strings = BATON_JR_NUMERIC;
     cJSON *j = parse_object(&r, text, len);
     if (!j) return r.rc;
     baton_race_hyper h;

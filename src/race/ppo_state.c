@@ -141,6 +141,7 @@ static int parse_fields(const cJSON *j, race_run_state *s, baton_err *err)
                              "\"race-ppo\"; a `baton train` checkpoint?)");
     baton_jr r;
     baton_jr_init(&r, "state.json", err);
+    r.strings = BATON_JR_DIGITS;   /* seeds: any uint64 as decimal digits */
     uint64_t step, envs, max_steps;
     char scale[16], contents[16] = "full";
     baton_jr_u64(&r, j, "step", 0, U53, &step);
@@ -183,6 +184,7 @@ int race_state_parse(const char *text, size_t len, race_run_state *out, baton_er
 {
     baton_jr r;
     baton_jr_init(&r, "state.json", err);
+    r.strings = BATON_JR_DIGITS;   /* seeds: any uint64 as decimal digits */
     cJSON *j = baton_jr_parse(&r, text, len);
     if (!j) return r.rc;
     race_run_state *s = calloc(1, sizeof *s);

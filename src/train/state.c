@@ -147,6 +147,7 @@ int baton_train_state_parse(const char *text, size_t len, baton_train_state *out
 {
     baton_jr r;
     baton_jr_init(&r, "state.json", err);
+    r.strings = BATON_JR_DIGITS;   /* seeds: any uint64 as decimal digits */
     cJSON *j = baton_jr_parse(&r, text, len);
     baton_train_state st;
     memset(&st, 0, sizeof st);

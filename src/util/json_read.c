@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define EXACT_MAX 9007199254740992.0   /* 2^53: every integer up to it is exact in a double */
+#define EXACT_MAX 9007199254740991.0   /* 2^53 - 1: above it a JSON number may have been rounded */
 
 void baton_jr_init(baton_jr *r, const char *doc, baton_err *err)
 {
@@ -40,8 +40,8 @@ int baton_jr_fail(baton_jr *r, const char *path, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    const char *dot = r->at[0] && path ? "." : "";
-    if (r->at[0] || path)
+    const char *dot = r->at[0] && path && *path ? "." : "";
+    if (r->at[0] || (path && *path))
         r->rc = baton_err_set(r->err, BATON_ERR_FORMAT, "%s: %s%s%s: %s", r->doc, r->at, dot, path ? path : "", what);
     else
         r->rc = baton_err_set(r->err, BATON_ERR_FORMAT, "%s: %s", r->doc, what);
@@ -103,8 +103,9 @@ const cJSON *baton_jr_obj(baton_jr *r, const cJSON *o, const char *path)
     return x;
 }
 
-/* x as an integer (a whole number up to 2^53, or 1..20 decimal digits); 0 when it is not one */
-static int integer(const cJSON *x, int numeric, uint64_t *v)
+/* x as an integer (a whole number up to 2^53, or as strings says: 1..20 decimal digits, white space
+ * around them under BATON_JR_NUMERIC); 0 when it is not one */
+static int integer(const cJSON *x, int strings, uint64_t *v)
 {
     if (cJSON_IsNumber(x)) {
         double d = x->valuedouble;
@@ -112,7 +113,8 @@ static int integer(const cJSON *x, int numeric, uint64_t *v)
         *v = (uint64_t)d;
         return 1;
     }
-    if (!cJSON_IsString(x)) return 0;
+    if (!cJSON_IsString(x) || strings == BATON_JR_NUMBERS) return 0;
+    const int numeric = strings == BATON_JR_NUMERIC;
     const char *s = x->valuestring;
     if (numeric) while (isspace((unsigned char)*s)) s++;
     size_t n = strspn(s, "0123456789");
@@ -126,7 +128,7 @@ static int integer(const cJSON *x, int numeric, uint64_t *v)
     return 1;
 }
 
-/* x as a finite number: a JSON number, or (r->numeric_strings) a string holding one, white space
+/* x as a finite number: a JSON number, or (BATON_JR_NUMERIC) a string holding one, white space
  * around it allowed (DeepRacer's files: Python float()s their values) */
 static int number(const baton_jr *r, const cJSON *x, double *d)
 {
@@ -134,7 +136,7 @@ static int number(const baton_jr *r, const cJSON *x, double *d)
         *d = x->valuedouble;
         return isfinite(*d);
     }
-    if (!r->numeric_strings || !cJSON_IsString(x)) return 0;
+    if (r->strings != BATON_JR_NUMERIC || !cJSON_IsString(x)) return 0;
     const char *s = x->valuestring;
     while (isspace((unsigned char)*s)) s++;
     if (!*s) return 0;
@@ -151,7 +153,9 @@ int baton_jr_u64(baton_jr *r, const cJSON *o, const char *path, uint64_t lo, uin
     uint64_t u;
     if (r->rc) return r->rc;
     if (!x) return baton_jr_fail(r, path, "is missing");
-    if (!integer(x, r->numeric_strings, &u)) return baton_jr_fail(r, path, "is not a whole number in 0..2^53 (or a string of decimal digits)");
+    if (!integer(x, r->strings, &u))
+        return baton_jr_fail(r, path, r->strings ? "is not a whole number in 0..2^53-1 (or a string of decimal digits)"
+                                                 : "is not a whole number in 0..2^53-1");
     if (u < lo || u > hi)
         return baton_jr_fail(r, path, "is %llu, outside %llu..%llu", (unsigned long long)u, (unsigned long long)lo,
                              (unsigned long long)hi);

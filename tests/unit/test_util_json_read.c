@@ -29,6 +29,7 @@ int main(void)
     baton_err err = {0};
     baton_jr r;
     baton_jr_init(&r, "d.json", &err);
+    r.strings = BATON_JR_DIGITS;
     cJSON *j = baton_jr_parse(&r, doc, strlen(doc));
     CHECK(j != NULL);
     uint64_t u = 0;
@@ -66,6 +67,7 @@ int main(void)
         baton_jr q;
         baton_err e2 = {0};
         baton_jr_init(&q, "d.json", &e2);
+        q.strings = BATON_JR_DIGITS;
         uint64_t uu = 42;
         double dd = 42;
         char ss[3] = "x";
@@ -91,6 +93,9 @@ int main(void)
     CHECK(baton_jr_dbl(&r, j, "car.ok", 0, 10, &d) == BATON_ERR_FORMAT && d == 5);
     CHECK(baton_jr_fail(&r, "n", "another") == BATON_ERR_FORMAT && !strcmp(err.msg, first) && strstr(first, "car.grip"));
     CHECK(baton_jr_get(&r, j, "n") == NULL && baton_jr_obj(&r, j, "car") == NULL);
+    /* digits are numbers only when asked */
+    baton_jr_init(&r, "d.json", &err);
+    CHECK(baton_jr_u64(&r, j, "big", 0, UINT64_MAX, &u) == BATON_ERR_FORMAT && strstr(err.msg, "big: is not a whole number"));
     /* an element of a list */
     baton_jr_init(&r, "d.json", &err);
     const cJSON *x;
@@ -124,12 +129,12 @@ int main(void)
     j = baton_jr_parse(&r, ds, strlen(ds));
     CHECK(baton_jr_dbl(&r, j, "lr", 0, 1, &d) == BATON_ERR_FORMAT && strstr(err.msg, "h.json: lr: is not a number"));
     baton_jr_init(&r, "h.json", &err);
-    r.numeric_strings = 1;
+    r.strings = BATON_JR_NUMERIC;
     CHECK(baton_jr_dbl(&r, j, "lr", 0, 1, &d) == BATON_OK && d == 0.5);
     CHECK(baton_jr_u64(&r, j, "n", 1, 100, &u) == BATON_OK && u == 20);
     CHECK(baton_jr_dbl(&r, j, "blank", 0, 1, &d) == BATON_ERR_FORMAT && strstr(err.msg, "blank: is not a number"));
     baton_jr_init(&r, "h.json", &err);
-    r.numeric_strings = 1;
+    r.strings = BATON_JR_NUMERIC;
     CHECK(baton_jr_dbl(&r, j, "bad", 0, 1, &d) == BATON_ERR_FORMAT && strstr(err.msg, "bad: is not a number"));
     cJSON_Delete(j);
     CHECK_DONE();
