@@ -77,8 +77,7 @@ void race_agent_frame(const race_agent *a, const baton_race_sim *sim, const bato
     if (a->obs == BATON_RACE_OBS_SENSOR) {
         baton_race_sim_sensor_env(sim, &a->sensor, env, dst);
     } else {
-        const baton_race_car_state *st = baton_race_sim_state(sim, env);
-        baton_race_camera_render(cam, st->x, st->y, st->yaw, dst);
+        baton_race_sim_camera_env(sim, cam, env, dst);
     }
 }
 

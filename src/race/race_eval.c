@@ -107,8 +107,7 @@ static int setup(evaluator *e, char *path, size_t cap, baton_err *err)
 
 static int write_frame(evaluator *e, baton_err *err)
 {
-    const baton_race_car_state *st = baton_race_sim_state(e->sim, 0);
-    baton_race_camera_render(e->cam, st->x, st->y, st->yaw, e->png);
+    baton_race_sim_camera_env(e->sim, e->cam, 0, e->png);
     baton_image im = {0};
     baton_buf b = {0};
     const baton_race_camera_opts *co = &e->pilot.a.camera;

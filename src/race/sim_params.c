@@ -10,10 +10,59 @@
  *   speed, steering_angle the action's values (clamped to the car's limits)
  *   waypoints             the centre line's points, a loop's first repeated last
  *
+ * With objects (track_data.py's get_object_reward_params):
+ *   num_objects, objects_location (each object's centre), objects_heading (degrees),
+ *   objects_speed (m/s), objects_distance (its nearest centre-line point's distance along the
+ *   line), objects_distance_from_center, objects_left_of_center: kept by the scene (objects.c)
+ *   closest_objects       [behind, ahead]: find_prev_next of the car's projection_distance over
+ *                         the objects' distances in order, wrapping round (one object: [0, 0])
+ *   object_in_camera      the object ahead's centre (half its height up) falls inside the default
+ *                         camera's image (camera.c's pinhole)
+ *   is_crashed            the step ended touching an object
+ *
  * The searches start from the car's centre-line segment (the reference: every segment). */
 #include "race_internal.h"
 
 #include <string.h>
+
+/* DeepRacer's find_prev_next over the objects' distances: the last at or before the car's
+ * (bisect_right - 1) and the first after it, wrapping round. */
+static void closest_objects(const race_scene *sc, double at, int out[2])
+{
+    int prev = -1, next = -1, lo = 0, hi = 0;
+    for (size_t i = 0; i < sc->n; i++) {
+        int k = (int)i;
+        double d = sc->dist[i];
+        if (d <= at && (prev < 0 || d >= sc->dist[prev])) prev = k;
+        if (d > at && (next < 0 || d < sc->dist[next])) next = k;
+        if (d < sc->dist[lo]) lo = k;
+        if (d >= sc->dist[hi]) hi = k;
+    }
+    out[0] = prev >= 0 ? prev : hi;
+    out[1] = next >= 0 ? next : lo;
+}
+
+static void fill_objects(const baton_race_sim *s, size_t e, struct baton_race_params *p)
+{
+    const race_scene *sc = &s->scene[e];
+    const baton_race_car_state *st = &s->env[e].st;
+    p->is_crashed = st->crashed;
+    p->num_objects = (int)sc->n;
+    p->objects_location = (const double (*)[2])sc->loc;
+    p->objects_left_of_center = sc->left;
+    p->objects_speed = sc->speed;
+    p->objects_heading = sc->heading;
+    p->objects_distance_from_center = sc->dcenter;
+    p->objects_distance = sc->dist;
+    if (sc->n == 0) return;
+    closest_objects(sc, p->projection_distance, p->closest_objects);
+    const race_obj *ob = &sc->o[p->closest_objects[1]];
+    baton_race_camera_opts co;
+    baton_race_camera_opts_default(&co);
+    double dx = ob->x - st->x, dy = ob->y - st->y, c = cos(st->yaw), sn = sin(st->yaw), u, v;
+    p->object_in_camera = race_camera_project(&co, dx * c + dy * sn, -dx * sn + dy * c, ob->hgt / 2, &u, &v) &&
+                          u >= 0 && u < co.width && v >= 0 && v < co.height;
+}
 
 void race_sim_fill_params(const baton_race_sim *s, size_t e, int ref, struct baton_race_params *p)
 {
@@ -57,6 +106,7 @@ void race_sim_fill_params(const baton_race_sim *s, size_t e, int ref, struct bat
     p->is_crashed = 0;
     p->is_offtrack = st->wheels_on == 0;
     p->sim_time = (double)st->total_steps / s->o.hz;
+    if (s->scene) fill_objects(s, e, p);
 }
 
 void baton_race_sim_params(const baton_race_sim *s, size_t env, struct baton_race_params *p)
