@@ -521,7 +521,8 @@ int baton_race_train(const baton_race_train_opts *o, baton_race_train_result *r,
  * car starts on the start line standing still and drives `laps` laps in a row; the clock runs from
  * the start; off the track, reversed or immobilized resets the car onto the centre line where it
  * was, standing, with a penalty added to the clock; a lap's time is from line to line (the
- * crossing interpolated within its step), penalties included. */
+ * crossing interpolated within its step), penalties included. With objects (object avoidance,
+ * head-to-bot), a crash is a reset clear of the object with the collision penalty. */
 typedef struct baton_race_eval_opts {
     const char *ckpt;           /* a checkpoint folder, or a folder of them (its newest that verifies) */
     const char *track;          /* NULL: the one it was trained on */
@@ -531,6 +532,9 @@ typedef struct baton_race_eval_opts {
     baton_race_car car;         /* the car's limits (default: the lap-time limit's, as in training) */
     const char *trace_path;     /* SIM_TRACE_LOG CSV of the drive; NULL: none */
     const char *frames_dir;     /* every camera frame as PNG; NULL: none */
+    baton_race_objects_opts objects;   /* boxes and bots on the track (none: a time trial) */
+    double collision_penalty_s; /* 5: a crash into an object puts the car back clear of it
+                                   (baton_race_sim_crash_reset) with this added to the clock */
 } baton_race_eval_opts;
 
 typedef struct baton_race_lap {
@@ -546,6 +550,7 @@ typedef struct baton_race_eval_result {
     baton_race_lap *laps;       /* malloc'd */
     double best_lap_s, total_s, penalties_s;
     uint32_t resets;
+    uint32_t crashes;           /* of the resets, crashes into objects */
     double limit_s, ratio;      /* the racing-line limit's lap on this track; best_lap_s / limit_s */
     char track[256];            /* the track as given (a built-in name or a path) */
     char track_name[256];       /* its name (the file's stem for a .npy) */
