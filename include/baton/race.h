@@ -5,7 +5,9 @@
  * (model_metadata.json, hyperparameters.json), PPO training as DeepRacer trains (race train) and
  * DeepRacer's time trial with a trained model (race eval).
  *
- * What it offers, in the order a caller uses it: tracks; the car and the simulator; observations;
+ * Objects on the track (boxes, bot cars) make DeepRacer's object-avoidance and head-to-bot races.
+ *
+ * What it offers, in the order a caller uses it: tracks; the car and the simulator (and its objects); observations;
  * rewards; the model's files; the lap-time limit; driving a lap; training; timed laps; pictures.
  *
  * Layering: race builds on util, img (PNG frames), nn (the networks), ckpt and train (the training

@@ -1,8 +1,10 @@
 /* race_internal.h — what the files of src/race share: the track's geometry in each driving
  * direction (track.c), the uniform grid that answers "is this point on the track" exactly in O(1)
  * and casts rays against the borders (track_grid.c), nearest-point searches on polylines
- * (track_geom.c), the built-in designs (track_builtin.c), the simulator's private state (sim.c,
- * sim_params.c, sensor.c) and the Python reward's hooks (reward_py.c). */
+ * (track_geom.c), the built-in designs (track_builtin.c), oriented rectangles and their collisions
+ * (collide.c), each environment's objects (objects.c), the simulator's private state (sim.c,
+ * sim_params.c, sensor.c), the camera's pinhole (camera.c) and the Python reward's hooks
+ * (reward_py.c). */
 #ifndef BATON_RACE_INTERNAL_H
 #define BATON_RACE_INTERNAL_H
 
