@@ -7,8 +7,9 @@
  *
  * Objects on the track (boxes, bot cars) make DeepRacer's object-avoidance and head-to-bot races.
  *
- * What it offers, in the order a caller uses it: tracks; the car and the simulator (and its objects); observations;
- * rewards; the model's files; the lap-time limit; driving a lap; training; timed laps; pictures.
+ * What it offers, in the order a caller uses it: tracks; the car and the simulator (and its
+ * objects); observations; rewards; the model's files; the lap-time limit; driving a lap; training;
+ * timed laps; pictures.
  *
  * Layering: race builds on util, img (PNG frames), nn (the networks), ckpt and train (the training
  * session's stages) and notice. Nothing here exits or prints; errors are values naming the file
@@ -235,6 +236,11 @@ typedef struct baton_race_object {
 } baton_race_object;
 /* env's objects (boxes first, then bots) into out (up to cap); returns how many there are. */
 size_t baton_race_sim_objects(const baton_race_sim *s, size_t env, baton_race_object *out, size_t cap);
+/* Draw env's next scenes from key instead of the environment's running stream: the objects' RNG
+ * is seeded again from (seed, key). For a caller that decides every episode (a trainer passing the
+ * episode's number before baton_race_sim_start: a resumed run draws the scenes the run it
+ * replaces would have). */
+void baton_race_sim_scene_seed(baton_race_sim *s, size_t env, uint64_t key);
 /* Put env's car back after a crash for an evaluation that goes on: onto the centre line where
  * its front point is, or as little before it as keeps it clear of every object (up to 3 m back),
  * facing along the track, standing. The crash counter goes on. */

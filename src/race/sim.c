@@ -13,7 +13,9 @@
  * the rest, as a crash is what a reward and an evaluation must see), off track (no wheel on the
  * track), immobilized (moved <= 0.3 mm per step for stuck_steps steps), reversed (progress fell
  * for stuck_steps steps) — and our step limit (time_up). With objects, the bots drive their step
- * before the car does. Progress is computed as the simulator's compute_current_prog does, relative to the
+ * before the car does; collisions are checked after each step's move, which cannot pass through an
+ * object (at 4 m/s a step is 0.27 m, less than a box and the car's length together, 0.45 m).
+ * Progress is computed as the simulator's compute_current_prog does, relative to the
  * episode's start, which advances round robin (ROUND_ROBIN_ADVANCE_DIST) between episodes; the
  * direction may alternate. Everything random (action noise, random starts) comes from each
  * environment's own RNG seeded from (seed, env), and the objects' from another (objects.c): a run
@@ -417,6 +419,11 @@ size_t baton_race_sim_objects(const baton_race_sim *s, size_t env, baton_race_ob
     const race_scene *sc = &s->scene[env];
     for (size_t i = 0; i < sc->n && i < cap; i++) race_obj_public(&sc->o[i], &out[i]);
     return sc->n;
+}
+
+void baton_race_sim_scene_seed(baton_race_sim *s, size_t env, uint64_t key)
+{
+    if (s->scene && env < s->n) baton_rng_seed3(&s->scene[env].rng, s->o.seed, key, 0x7363656e);   /* "scen" */
 }
 
 void baton_race_sim_crash_reset(baton_race_sim *s, size_t env)

@@ -565,6 +565,33 @@ static void test_seeded(const baton_race_track *t)
     free(c);
 }
 
+/* A scene keyed by the caller is a function of (seed, key) alone, whichever environment and
+ * whatever came before. */
+static void test_scene_key(const baton_race_track *t)
+{
+    baton_race_sim_opts o;
+    baton_race_sim_opts_default(&o);
+    o.envs = 2;
+    o.objects.boxes = 4;
+    o.objects.randomize = 1;
+    baton_race_sim *s = sim_new(t, &o);
+    if (!s) return;
+    baton_race_object a[4], b[4], c[4];
+    memset(a, 0, sizeof a), memset(b, 0, sizeof b), memset(c, 0, sizeof c);   /* the padding */
+    baton_race_sim_reset(s, 1);   /* env 1 has drawn more than env 0 */
+    baton_race_sim_scene_seed(s, 0, 42);
+    baton_race_sim_start(s, 0, 0.3, 0);
+    baton_race_sim_objects(s, 0, a, 4);
+    baton_race_sim_scene_seed(s, 1, 42);
+    baton_race_sim_start(s, 1, 0.3, 0);
+    baton_race_sim_objects(s, 1, b, 4);
+    baton_race_sim_scene_seed(s, 1, 43);
+    baton_race_sim_start(s, 1, 0.3, 0);
+    baton_race_sim_objects(s, 1, c, 4);
+    CHECK(!memcmp(a, b, sizeof a) && memcmp(a, c, sizeof a) != 0);
+    baton_race_sim_free(s);
+}
+
 static void test_options(const baton_race_track *t)
 {
     baton_race_sim_opts o;
@@ -608,7 +635,7 @@ int main(void)
     baton_race_track *rb = NULL;
     baton_err err = {0};
     CHECK_MSG(baton_race_track_load("../shared/tracks/reinvent_base.npy", &rb, &err) == BATON_OK, "%s", err.msg);
-    if (rb) test_seeded(rb);
+    if (rb) test_seeded(rb), test_scene_key(rb);
     baton_race_track_free(rb);
     CHECK_DONE();
 }
