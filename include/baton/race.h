@@ -349,6 +349,8 @@ typedef struct baton_race_meta {
     double steer_low, steer_high;   /* continuous: degrees, -30..30, low < high */
     double speed_low, speed_high;   /* continuous: m/s, 0.1..4, low < high */
     int obs;                  /* BATON_RACE_OBS_CAMERA (default) or BATON_RACE_OBS_SENSOR */
+    int lidar;                /* 1: "LIDAR" beside BATON_SENSOR_VECTOR: the vector ends with the
+                               * front-facing LIDAR's rays (baton_race_sensor_opts_lidar) */
     char version[16];         /* as read ("5" when written fresh) */
 } baton_race_meta;
 /* The console's defaults: discrete, steering {-30, -15, 0, 15, 30} x speed {0.4, 0.8} (the guide's
@@ -493,11 +495,14 @@ typedef struct baton_race_train_opts {
     uint32_t max_steps;         /* a training episode's step limit; 0: 10000 (DeepRacer's) */
     baton_race_car car;         /* the car's limits in training (baton_race_train_opts_default: the
                                    lap-time limit's acceleration, braking and grip) */
+    baton_race_objects_opts objects;   /* boxes and bots (none: a time trial); a collision ends the
+                                   episode; a sensor policy's vector gains the LIDAR ("LIDAR" in its
+                                   model_metadata.json) */
     int reference_kernels;
     int progress;               /* a progress line on a terminal */
     double progress_every_s;    /* plain progress lines when stderr is not a terminal (0: none) */
     /* which of the run's settings were given (a resume refuses a change to one that was) */
-    int seed_set, obs_set, scale_set, envs_set, max_steps_set;
+    int seed_set, obs_set, scale_set, envs_set, max_steps_set, objects_set;
 } baton_race_train_opts;
 
 typedef struct baton_race_train_result {

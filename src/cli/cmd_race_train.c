@@ -1,6 +1,6 @@
 /* cmd_race_train.c — `baton race train` and `baton race eval`:
  *   train --track T [--reward FILE|NAME] [--metadata F] [--hyper F] --ckpt-dir DIR
- *         [--minutes M | --episodes N] [--obs sensor|camera] [--seed S] [...]
+ *         [--minutes M | --episodes N] [--obs sensor|camera] [--seed S] [--race ... and its settings] [...]
  *                 PPO with checkpoints that resume bit-exactly, a progress line, a per-iteration CSV
  *                 log, SIM_TRACE_LOG traces; exit 75 after a checkpoint on an interruption notice
  *   eval --ckpt DIR [--track T] [--laps 3] [--off-track-penalty S] [--json] [--trace F] [--svg F]
@@ -77,8 +77,11 @@ int cli_race_train(int argc, char **argv)
     int envs = -1, max_steps = -1, threads = 0, quiet = 0, json = 0, trace_every = 1;
     struct cli_session cs;
     cli_session_init(&cs, &o.session);
+    struct cli_race_objects ro;
+    cli_race_objects_init(&ro);
     const struct cli_opt opts[] = {
         {"track", CLI_STR, &o.track, "a built-in track (oval, technical) or a DeepRacer .npy (required)"},
+        CLI_RACE_OBJECTS_OPTS(ro),
         {"reward", CLI_STR, &o.reward, "FILE.py, FILE.c or a built-in (default follow_center_line)"},
         {"metadata", CLI_STR, &o.metadata, "model_metadata.json: actions and sensor (default: the console's)"},
         {"hyper", CLI_STR, &o.hyper, "hyperparameters.json (default: the console's)"},
@@ -104,7 +107,9 @@ int cli_race_train(int argc, char **argv)
     int npos, help;
     if (cli_parse("race train",
                   "--track T [--reward FILE|NAME] [--metadata F] [--hyper F] --ckpt-dir DIR [--minutes M | --episodes N] "
-                  "[--obs sensor|camera] [--seed S] [--log FILE.csv] [--trace DIR] [--json]",
+                  "[--obs sensor|camera] [--seed S] [--log FILE.csv] [--trace DIR] [--json] "
+                  "[--race time-trial|object-avoidance|head-to-bot] [--objects N] [--bots N] [--bot-speed V] [--lane-change] "
+                  "[--randomize]",
                   opts, argc, argv, pos, 0, &npos, &help))
         return help ? CLI_OK : CLI_USAGE;
     int given_min = cli_given(argc, argv, "minutes"), given_ep = cli_given(argc, argv, "episodes");
@@ -125,6 +130,11 @@ int cli_race_train(int argc, char **argv)
         return CLI_USAGE;
     }
     if (cli_session_finish(&cs, "race train", argc, argv)) return CLI_USAGE;
+    if (cli_race_objects_finish(&ro, "race train", argc, argv, &o.objects)) return CLI_USAGE;
+    /* a resume takes the run's race unless one is given */
+    o.objects_set = cli_given(argc, argv, "race") || cli_given(argc, argv, "objects") || cli_given(argc, argv, "bots") ||
+                    cli_given(argc, argv, "bot-speed") || cli_given(argc, argv, "lane-change") ||
+                    cli_given(argc, argv, "randomize");
     if (threads > 0) {
         char t[16];
         snprintf(t, sizeof t, "%d", threads);

@@ -26,6 +26,7 @@ int race_agent_new(race_agent *a, const baton_race_meta *meta, int stack, uint64
     a->stack = stack < 1 ? 1 : stack;
     a->max_batch = max_batch;
     baton_race_sensor_opts_default(&a->sensor);
+    if (meta->lidar && a->obs == BATON_RACE_OBS_SENSOR) baton_race_sensor_opts_lidar(&a->sensor);
     baton_race_camera_opts_default(&a->camera);
     if (a->obs == BATON_RACE_OBS_SENSOR) {
         a->frame_elems = baton_race_sensor_dim(&a->sensor);

@@ -208,14 +208,14 @@ static int parse_range(const char *file, const cJSON *as, const char *key, doubl
 }
 
 /* "sensor": exactly one camera-like input, which baton simulates as the front camera, or baton's
- * sensor vector. */
+ * sensor vector; with the sensor vector, "LIDAR" too (its rays appended to the vector). */
 static int parse_sensor(const char *file, const cJSON *j, baton_race_meta *m, baton_err *err)
 {
     const cJSON *s = cJSON_GetObjectItemCaseSensitive(j, "sensor");
     if (!s) return BATON_OK;   /* before simapp 2: ["observation"], the front camera */
     if (!cJSON_IsArray(s) || cJSON_GetArraySize(s) == 0)
         return baton_err_set(err, BATON_ERR_FORMAT, "%s: sensor must be a non-empty list of sensor names", file);
-    int cameras = 0, vectors = 0, i = 0;
+    int cameras = 0, vectors = 0, lidars = 0, i = 0;
     const cJSON *x;
     cJSON_ArrayForEach(x, s)
     {
@@ -223,7 +223,8 @@ static int parse_sensor(const char *file, const cJSON *j, baton_race_meta *m, ba
         const char *v = x->valuestring;
         if (!strcmp(v, "FRONT_FACING_CAMERA") || !strcmp(v, "observation")) cameras++;
         else if (!strcmp(v, "BATON_SENSOR_VECTOR")) vectors++;
-        else if (!strcmp(v, "LEFT_CAMERA") || !strcmp(v, "STEREO_CAMERAS") || !strcmp(v, "LIDAR") ||
+        else if (!strcmp(v, "LIDAR")) lidars++;
+        else if (!strcmp(v, "LEFT_CAMERA") || !strcmp(v, "STEREO_CAMERAS") ||
                  !strcmp(v, "SECTOR_LIDAR") || !strcmp(v, "DISCRETIZED_SECTOR_LIDAR") || !strcmp(v, "IMU"))
             return baton_err_set(err, BATON_ERR_FORMAT,
                                  "%s: sensor[%d] %s is not simulated by baton (FRONT_FACING_CAMERA or BATON_SENSOR_VECTOR)",
@@ -237,7 +238,11 @@ static int parse_sensor(const char *file, const cJSON *j, baton_race_meta *m, ba
     if (cameras + vectors != 1)
         return baton_err_set(err, BATON_ERR_FORMAT, "%s: sensor must name exactly one input (FRONT_FACING_CAMERA or "
                              "BATON_SENSOR_VECTOR), not %d", file, cameras + vectors);
+    if (lidars > 1 || (lidars && !vectors))
+        return baton_err_set(err, BATON_ERR_FORMAT, "%s: sensor LIDAR is simulated once, beside BATON_SENSOR_VECTOR "
+                             "(not with the camera)", file);
     m->obs = vectors ? BATON_RACE_OBS_SENSOR : BATON_RACE_OBS_CAMERA;
+    m->lidar = lidars;
     return BATON_OK;
 }
 
@@ -351,8 +356,8 @@ char *baton_race_meta_format(const baton_race_meta *m)
             cJSON_Delete(sp);
         }
     }
-    const char *sensor = m->obs == BATON_RACE_OBS_SENSOR ? "BATON_SENSOR_VECTOR" : "FRONT_FACING_CAMERA";
-    cJSON_AddItemToObject(j, "sensor", cJSON_CreateStringArray(&sensor, 1));
+    const char *sensor[2] = {m->obs == BATON_RACE_OBS_SENSOR ? "BATON_SENSOR_VECTOR" : "FRONT_FACING_CAMERA", "LIDAR"};
+    cJSON_AddItemToObject(j, "sensor", cJSON_CreateStringArray(sensor, m->obs == BATON_RACE_OBS_SENSOR && m->lidar ? 2 : 1));
     cJSON_AddStringToObject(j, "neural_network",
                             m->obs == BATON_RACE_OBS_SENSOR ? "BATON_SENSOR_MLP" : "DEEP_CONVOLUTIONAL_NETWORK_SHALLOW");
     cJSON_AddStringToObject(j, "training_algorithm", "clipped_ppo");

@@ -118,6 +118,7 @@ typedef struct race_run_state {
     uint64_t seed;
     uint32_t envs, max_steps;
     baton_race_car car;
+    baton_race_objects_opts objects;   /* none: a time trial */
     baton_race_meta meta;
     baton_race_hyper hyper;
 } race_run_state;

@@ -9,13 +9,18 @@
  *    "track", "reward", "reward_scale": "progress"|"step", "seed": "<decimal>", "envs", "max_steps",
  *    "car": {"min_speed_mps", "max_speed_mps", "max_steer_deg", "accel_mps2", "brake_mps2",
  *            "steer_rate_dps", "grip_mps2", "friction_circle": true|false},
+ *    "objects": {"boxes", "randomize", "positions": [[progress, lane], ...], "min_gap_m", "bots",
+ *                "bot_speed_mps", "lane_change", "lane_change_min_s", "lane_change_max_s",
+ *                "lane_change_m", "bot_gap_m", "start_clear_m"}   (only with objects: a time
+ *                trial's file is as it was, and one without it is a time trial's),
  *    "model_metadata": {...as the console writes it}, "hyperparameters": {...likewise}}
  *
  * Parser contract: the text is outside input. One JSON object whose "kind" is "race-ppo" (a
  * checkpoint of `baton train` is refused as such), with every field above: integers whole and
  * non-negative (at most 2^53, or decimal strings), numbers finite, rng states 1..16 hex digits and
  * not all zero, strings that fit, the car's limits within the simulator's ranges, and the two
- * embedded files valid as their own parsers check them. Every failure names the field; *s is
+ * embedded files valid as their own parsers check them, the objects as the simulator checks them. Every
+ * failure names the field; *s is
  * written only when the whole text validates. */
 #include "ppo_internal.h"
 
@@ -44,6 +49,28 @@ static void add_file(cJSON *o, const char *k, char *text)
     cJSON *j = text ? cJSON_Parse(text) : NULL;
     free(text);
     if (j) cJSON_AddItemToObject(o, k, j);
+}
+
+static void add_objects(cJSON *j, const baton_race_objects_opts *o)
+{
+    if (!race_objects_any(o)) return;
+    cJSON *x = cJSON_AddObjectToObject(j, "objects"), *pos = x ? cJSON_AddArrayToObject(x, "positions") : NULL;
+    if (!pos) return;
+    cJSON_AddNumberToObject(x, "boxes", o->boxes);
+    cJSON_AddBoolToObject(x, "randomize", o->randomize);
+    for (int i = 0; i < o->npos; i++) {
+        double pl[2] = {o->pos_progress[i], o->pos_lane[i]};
+        cJSON_AddItemToArray(pos, cJSON_CreateDoubleArray(pl, 2));
+    }
+    cJSON_AddNumberToObject(x, "min_gap_m", o->min_gap_m);
+    cJSON_AddNumberToObject(x, "bots", o->bots);
+    cJSON_AddNumberToObject(x, "bot_speed_mps", o->bot_speed_mps);
+    cJSON_AddBoolToObject(x, "lane_change", o->lane_change);
+    cJSON_AddNumberToObject(x, "lane_change_min_s", o->lane_change_min_s);
+    cJSON_AddNumberToObject(x, "lane_change_max_s", o->lane_change_max_s);
+    cJSON_AddNumberToObject(x, "lane_change_m", o->lane_change_m);
+    cJSON_AddNumberToObject(x, "bot_gap_m", o->bot_gap_m);
+    cJSON_AddNumberToObject(x, "start_clear_m", o->start_clear_m);
 }
 
 char *race_state_format(const race_run_state *s)
@@ -85,6 +112,7 @@ char *race_state_format(const race_run_state *s)
         cJSON_AddNumberToObject(car, "grip_mps2", s->car.grip_mps2);
         cJSON_AddBoolToObject(car, "friction_circle", s->car.friction_circle);
     }
+    add_objects(j, &s->objects);
     add_file(j, "model_metadata", baton_race_meta_format(&s->meta));
     add_file(j, "hyperparameters", baton_race_hyper_format(&s->hyper));
     char *out = baton_json_print(j, 0);
@@ -178,6 +206,57 @@ static int get_car(const cJSON *j, baton_race_car *c, baton_err *err)
     return BATON_OK;
 }
 
+static int get_bool(const cJSON *o, const char *k, int *v, baton_err *err)
+{
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, k);
+    if (!cJSON_IsBool(x)) return bad(err, k, "is missing or not true/false");
+    *v = cJSON_IsTrue(x);
+    return BATON_OK;
+}
+
+static int get_positions(const cJSON *o, baton_race_objects_opts *ob, baton_err *err)
+{
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, "positions"), *p;
+    if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) > BATON_RACE_MAX_OBJECTS)
+        return bad(err, "positions", "is missing or not a list of at most 16 [progress, lane] pairs");
+    cJSON_ArrayForEach(p, a)
+    {
+        const cJSON *pr = cJSON_GetArrayItem(p, 0), *ln = cJSON_GetArrayItem(p, 1);
+        if (!cJSON_IsArray(p) || cJSON_GetArraySize(p) != 2 || !cJSON_IsNumber(pr) || !cJSON_IsNumber(ln))
+            return bad(err, "positions", "holds an entry that is not a [progress, lane] pair");
+        ob->pos_progress[ob->npos] = pr->valuedouble;
+        ob->pos_lane[ob->npos++] = ln->valuedouble;
+    }
+    return BATON_OK;
+}
+
+/* the objects (none when the field is absent), as the simulator checks them */
+static int get_objects(const cJSON *j, baton_race_objects_opts *ob, baton_err *err)
+{
+    baton_race_objects_opts_default(ob);
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(j, "objects");
+    if (!o) return BATON_OK;
+    if (!cJSON_IsObject(o)) return bad(err, "objects", "is not an object");
+    uint64_t boxes, bots;
+    int rc;
+    if ((rc = get_u64(o, "boxes", &boxes, err)) || (rc = get_bool(o, "randomize", &ob->randomize, err)) ||
+        (rc = get_positions(o, ob, err)) || (rc = get_dbl(o, "min_gap_m", 0, 100, &ob->min_gap_m, err)) ||
+        (rc = get_u64(o, "bots", &bots, err)) || (rc = get_dbl(o, "bot_speed_mps", 0, 4, &ob->bot_speed_mps, err)) ||
+        (rc = get_bool(o, "lane_change", &ob->lane_change, err)) ||
+        (rc = get_dbl(o, "lane_change_min_s", 0, 3600, &ob->lane_change_min_s, err)) ||
+        (rc = get_dbl(o, "lane_change_max_s", 0, 3600, &ob->lane_change_max_s, err)) ||
+        (rc = get_dbl(o, "lane_change_m", 0, 100, &ob->lane_change_m, err)) ||
+        (rc = get_dbl(o, "bot_gap_m", 0, 100, &ob->bot_gap_m, err)) ||
+        (rc = get_dbl(o, "start_clear_m", 0, 100, &ob->start_clear_m, err)))
+        return baton_err_prefix(err, "objects");
+    if (boxes > BATON_RACE_MAX_OBJECTS || bots > BATON_RACE_MAX_BOTS)
+        return bad(err, "objects", "has more boxes or bots than the simulator takes");
+    ob->boxes = (int)boxes, ob->bots = (int)bots;
+    if ((rc = race_objects_check(ob, err)) || !race_objects_any(ob))
+        return rc ? baton_err_prefix(err, "state.json") : bad(err, "objects", "names no box and no bot");
+    return BATON_OK;
+}
+
 /* an embedded file, checked by its own parser */
 static int get_file(const cJSON *j, const char *k, race_run_state *s, baton_err *err)
 {
@@ -215,7 +294,8 @@ static int parse_fields(const cJSON *j, race_run_state *s, baton_err *err)
         (rc = get_str(j, "reward", s->reward, sizeof s->reward, err)) ||
         (rc = get_str(j, "reward_scale", scale, sizeof scale, err)) || (rc = get_str(j, "seed", seed, sizeof seed, err)) ||
         (rc = get_u64(j, "envs", &envs, err)) || (rc = get_u64(j, "max_steps", &max_steps, err)) ||
-        (rc = get_car(j, &s->car, err)) || (rc = get_file(j, "model_metadata", s, err)) ||
+        (rc = get_car(j, &s->car, err)) || (rc = get_objects(j, &s->objects, err)) ||
+        (rc = get_file(j, "model_metadata", s, err)) ||
         (rc = get_file(j, "hyperparameters", s, err)))
         return rc;
     if (step != s->iteration) return bad(err, "step", "differs from iteration");

@@ -7,6 +7,9 @@
 #     a time trial's where a box is in view);
 #   - eval of a short-trained sensor policy with objects: --json has the race and its crashes, the
 #     trace's last column obstacle_crash_counter, one "crashed" row per crash counted;
+#   - race train with bots: the sensor policy's model_metadata.json gains LIDAR, state.json the race;
+#     a run resumed between iterations (the race taken from the checkpoint) ends with the
+#     uninterrupted run's bytes; another race on resume is refused; eval and drive of that model;
 #   - bad flags exit 2 naming the flag (a setting of another race type, counts out of range, an
 #     unknown race).
 cd "$(dirname "$0")/../.." || exit 1
@@ -47,6 +50,30 @@ check '[ "$(grep -c ",crashed,0.0," "$T/ev.csv")" = "$crashes" ]' "one crashed r
 check '[ "$(tail -n1 "$T/ev.csv" | awk -F, "{print \$NF}")" = "$crashes" ]' "the counter's last value is the crash count"
 check '$BATON race eval --ckpt "$T/m" --race head-to-bot --bots 2 --bot-speed 0.3 --max-steps 600 >"$T/ev.txt" 2>"$T/e"' "eval h2b text"
 check 'grep -q "crash(es)\|no lap completed" "$T/ev.txt"' "eval text: $(cat "$T/ev.txt")"
+
+# ---- training with objects: a sensor policy gains the LIDAR; the race is the checkpoint's; a run
+# resumed between iterations ends byte-identical to an uninterrupted one (random scenes included)
+TRN="$BATON race train --track $TR --obs sensor --seed 4 --threads 1 --quiet"
+RACE="--race head-to-bot --bots 2 --bot-speed 0.4 --lane-change --randomize"
+check '$TRN $RACE --ckpt-dir "$T/u" --episodes 40 >/dev/null 2>"$T/e"' "train h2b: $(head -c 400 "$T/e")"
+check '$TRN $RACE --ckpt-dir "$T/r" --episodes 20 >/dev/null 2>"$T/e" && $TRN --ckpt-dir "$T/r" --episodes 40 --trace "$T/rt" >/dev/null 2>"$T/e"' \
+    "train h2b in two runs: $(head -c 400 "$T/e")"
+FIN=ckpt-000000002
+check 'cmp -s "$T/u/$FIN/model.safetensors" "$T/r/$FIN/model.safetensors" && cmp -s "$T/u/$FIN/optim.safetensors" "$T/r/$FIN/optim.safetensors"' \
+    "a resumed run with bots is byte-identical to an uninterrupted one"
+check 'grep -q "\"sensor\":[[:space:]]*\[\"BATON_SENSOR_VECTOR\",[[:space:]]*\"LIDAR\"\]" "$T/u/model_metadata.json"' \
+    "model_metadata.json: the sensor vector with the LIDAR: $(cat "$T/u/model_metadata.json")"
+check 'grep -q "\"bots\":[[:space:]]*2" "$T/u/$FIN/state.json" && grep -q "\"lane_change\":[[:space:]]*true" "$T/u/$FIN/state.json"' \
+    "state.json keeps the race"
+check '[ "$(head -n1 "$T/rt/1-iteration.csv" | awk -F, "{print \$NF}")" = obstacle_crash_counter ]' "training trace header"
+expect_fail 1 "another race \(its objects\)" $TRN --race head-to-bot --bots 3 --ckpt-dir "$T/u" --episodes 60
+check '$BATON race eval --ckpt "$T/u" --race head-to-bot --bots 2 --bot-speed 0.4 --max-steps 300 --json >"$T/ue.json" 2>"$T/e"' \
+    "eval of the LIDAR model: $(head -c 400 "$T/e")"
+jcheck "$T/ue.json" "d['race'] == 'head-to-bot' and d['iteration'] == 2" "eval of the LIDAR model --json"
+check '$BATON race drive $TR --policy "$T/u" --race head-to-bot --bots 2 --max-steps 50 --json >"$T/ud.json" 2>"$T/e"' \
+    "drive the LIDAR model: $(head -c 400 "$T/e")"
+# a time trial's checkpoint is as before: no objects in its state, no LIDAR
+check '! grep -q "\"objects\"" "$T/m/ckpt-000000001/state.json" && ! grep -q LIDAR "$T/m/model_metadata.json"' "time trial files unchanged"
 
 # ---- usage errors name the flag
 expect_fail 2 "--objects needs --race object-avoidance" $BATON race drive $TR --objects 3
