@@ -270,6 +270,7 @@ int cmd_race(int argc, char **argv)
                    "  limit TRACK [--json] [--svg FILE]       the fastest lap the car can drive, and the centre line's\n"
                    "  train --track T [--reward FILE|NAME] [--metadata F] [--hyper F] --ckpt-dir DIR [--minutes M | --episodes N]\n"
                    "        [--obs sensor|camera] [--seed S]  PPO, as DeepRacer trains; resumes from --ckpt-dir\n"
+                   "        [--race ... and its settings]     with boxes or bot cars (a crash ends an episode)\n"
                    "  eval --ckpt DIR [--track T] [--laps 3] [--json] [--trace F] [--svg F]   a time trial of a trained model\n"
                    "        [--race ...] [--objects N] [--bots N] [--bot-speed V] [--lane-change] [--randomize] [--collision-penalty S]\n"
                    "                                          or a race with boxes or bots (a crash: a reset with a penalty)\n"
