@@ -2,10 +2,10 @@
  * against hand-computed cases (squares corner to corner, a rotated square whose bounding box
  * overlaps but which does not touch, the car clipping a box at an angle, the car driven into a box,
  * a bot overtaken on either side with clearance), every objects_* parameter of a constructed scene
- * against its hand-computed value (C and Python), the camera's picture of a box where the pinhole
- * puts it, the LIDAR's reading, bots that keep their lanes and speeds and change lanes on time,
- * seeded scenes that are bit-identical between runs, a crash reset, the trace's crash counter and
- * options refused naming the field. */
+ * against its hand-computed value (and as a user's C and Python rewards read them), the camera's
+ * picture of a box where the pinhole puts it, the LIDAR's reading, bots that keep their lanes and
+ * speeds and change lanes on time, seeded scenes that are bit-identical between runs, a crash
+ * reset, the trace's crash counter and options refused naming the field. */
 #include "../../src/race/ppo_internal.h"
 #include "baton/race.h"
 #include "check.h"
@@ -214,24 +214,43 @@ static const char py_checksum[] =
     "                        13 * params['objects_distance'][i])\n"
     "    return s\n";
 
-static void check_python(const struct baton_race_params *p, size_t n)
+/* The same sum in a user's C reward (compiled and loaded as `--reward FILE.c` is). */
+static const char c_checksum[] =
+    "#include \"baton/race_reward.h\"\n"
+    "double reward_function(const struct baton_race_params *p)\n"
+    "{\n"
+    "    double s = 17 * p->closest_objects[0] + 19 * p->closest_objects[1] + 23 * p->object_in_camera +\n"
+    "               29 * p->is_crashed + 31 * p->num_objects;\n"
+    "    for (int i = 0; i < p->num_objects; i++)\n"
+    "        s += (i + 1) * (p->objects_location[i][0] + 2 * p->objects_location[i][1] + 3 * p->objects_left_of_center[i] +\n"
+    "                        5 * p->objects_speed[i] + 7 * p->objects_heading[i] / 100 +\n"
+    "                        11 * p->objects_distance_from_center[i] + 13 * p->objects_distance[i]);\n"
+    "    return s;\n"
+    "}\n";
+
+static void check_reward(const char *name, const char *text, const struct baton_race_params *p, size_t n)
 {
-    if (!baton_race_python_available()) return;
     char dir[] = "/tmp/baton-test-objects-XXXXXX", path[600];
     CHECK(mkdtemp(dir) != NULL);
-    snprintf(path, sizeof path, "%s/objects.py", dir);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
     baton_err err = {0};
-    CHECK(baton_file_write_atomic(path, py_checksum, strlen(py_checksum), &err) == BATON_OK);
+    CHECK(baton_file_write_atomic(path, text, strlen(text), &err) == BATON_OK);
     baton_race_reward *r = NULL;
     CHECK_MSG(baton_race_reward_open(path, &r, &err) == BATON_OK, "%s", err.msg);
     for (size_t i = 0; r && i < n; i++) {
         double v = 0;
         CHECK_MSG(baton_race_reward_eval(r, &p[i], &v, &err) == BATON_OK, "%s", err.msg);
-        CHECK_MSG(fabs(v - checksum(&p[i])) < 1e-9 * (1 + fabs(v)), "case %zu: python %.12g, C %.12g", i, v,
+        CHECK_MSG(fabs(v - checksum(&p[i])) < 1e-9 * (1 + fabs(v)), "%s, case %zu: %.12g, here %.12g", name, i, v,
                   checksum(&p[i]));
     }
     baton_race_reward_free(r);
     baton_remove_tree(dir);
+}
+
+static void check_rewards(const struct baton_race_params *p, size_t n)
+{
+    check_reward("objects.c", c_checksum, p, n);
+    if (baton_race_python_available()) check_reward("objects.py", py_checksum, p, n);
 }
 
 static void test_params(const baton_race_track *t)
@@ -269,7 +288,7 @@ static void test_params(const baton_race_track *t)
     baton_race_sim_place(s, 0, 1, 0, 0);
     baton_race_sim_params(s, 0, &p[3]);
     CHECK(p[3].closest_objects[0] == 2 && p[3].closest_objects[1] == 0 && p[3].object_in_camera == 1);
-    check_python(p, 4);
+    check_rewards(p, 4);
     baton_race_sim_free(s);
 
     /* a bot: its speed and heading (degrees), and a time trial's empty fields */
@@ -284,14 +303,14 @@ static void test_params(const baton_race_track *t)
     CHECK(p[0].num_objects == 1 && p[0].objects_speed[0] == 0.6 && fabs(p[0].objects_heading[0]) < 1e-9);
     CHECK_MSG(fabs(p[0].objects_distance[0] - (10 + 30 * 0.6 / 15)) < 1e-9, "bot at %.12g", p[0].objects_distance[0]);
     CHECK(p[0].objects_left_of_center[0] == 0 && fabs(p[0].objects_distance_from_center[0] - 0.25) < 1e-12);
-    check_python(p, 1);
+    check_rewards(p, 1);
     baton_race_sim_free(s);
     baton_race_sim_opts_default(&o);
     s = sim_new(t, &o);
     if (!s) return;
     baton_race_sim_params(s, 0, &p[1]);
     CHECK(p[1].num_objects == 0 && p[1].objects_location == NULL && p[1].closest_objects[1] == 0);
-    check_python(p + 1, 1);
+    check_rewards(p + 1, 1);
     baton_race_sim_free(s);
 }
 
