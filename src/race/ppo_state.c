@@ -252,9 +252,12 @@ static int get_objects(const cJSON *j, baton_race_objects_opts *ob, baton_err *e
     if (boxes > BATON_RACE_MAX_OBJECTS || bots > BATON_RACE_MAX_BOTS)
         return bad(err, "objects", "has more boxes or bots than the simulator takes");
     ob->boxes = (int)boxes, ob->bots = (int)bots;
-    if ((rc = race_objects_check(ob, err)) || !race_objects_any(ob))
-        return rc ? baton_err_prefix(err, "state.json") : bad(err, "objects", "names no box and no bot");
-    return BATON_OK;
+    if (race_objects_check(ob, err)) {   /* the simulator's message, as the file's error */
+        char m[sizeof err->msg];
+        snprintf(m, sizeof m, "%s", err->msg);
+        return baton_err_set(err, BATON_ERR_FORMAT, "state.json: %s", m);
+    }
+    return race_objects_any(ob) ? BATON_OK : bad(err, "objects", "names no box and no bot");
 }
 
 /* an embedded file, checked by its own parser */

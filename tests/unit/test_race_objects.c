@@ -611,6 +611,50 @@ static void test_scene_key(const baton_race_track *t)
     baton_race_sim_free(s);
 }
 
+/* state.json keeps a run's objects exactly; a bad objects field is refused naming it. */
+static void test_state_objects(void)
+{
+    race_run_state s, b;
+    memset(&s, 0, sizeof s);
+    baton_race_meta_default(&s.meta);
+    s.meta.obs = BATON_RACE_OBS_SENSOR, s.meta.lidar = 1;
+    baton_race_hyper_default(&s.hyper);
+    baton_rng_seed(&s.act_rng, 3);
+    baton_rng_seed(&s.shuffle_rng, 4);
+    snprintf(s.track, sizeof s.track, "oval");
+    snprintf(s.reward, sizeof s.reward, "follow_center_line");
+    s.envs = 20, s.max_steps = 10000;
+    baton_race_car_default(&s.car);
+    baton_race_objects_opts_default(&s.objects);
+    s.objects.boxes = 2, s.objects.npos = 2, s.objects.randomize = 1;
+    s.objects.pos_progress[0] = 0.1, s.objects.pos_lane[0] = -1, s.objects.pos_progress[1] = 1.0 / 3, s.objects.pos_lane[1] = 0.5;
+    s.objects.bots = 1, s.objects.bot_speed_mps = 0.7, s.objects.lane_change = 1, s.objects.lane_change_m = 1.25;
+    char *js = race_state_format(&s);
+    baton_err err = {0};
+    memset(&b, 0x5a, sizeof b);
+    CHECK_MSG(js && race_state_parse(js, strlen(js), &b, &err) == BATON_OK, "%s", err.msg);
+    CHECK(!memcmp(&b.objects, &s.objects, sizeof s.objects) && b.meta.lidar == 1);
+    /* bad fields, named */
+    const char *cases[][3] = {
+        {"\"bots\":1", "\"bots\":9", "more boxes or bots"},
+        {"\"bot_speed_mps\":0.7", "\"bot_speed_mps\":\"fast\"", "bot_speed_mps"},
+        {"\"randomize\":true", "\"randomize\":1", "randomize"},
+        {"[0.1,-1]", "[0.1,-3]", "lane -3"},
+        {"[0.1,-1]", "[0.1]", "positions"},
+    };
+    for (size_t i = 0; js && i < sizeof cases / sizeof cases[0]; i++) {
+        const char *at = strstr(js, cases[i][0]);
+        CHECK_MSG(at != NULL, "%s not in %s", cases[i][0], js);
+        if (!at) continue;
+        char text[16384];
+        snprintf(text, sizeof text, "%.*s%s%s", (int)(at - js), js, cases[i][1], at + strlen(cases[i][0]));
+        int rc = race_state_parse(text, strlen(text), &b, &err);
+        CHECK_MSG(rc == BATON_ERR_FORMAT && strstr(err.msg, "state.json") && strstr(err.msg, cases[i][2]),
+                  "%s: rc %d, %s", cases[i][1], rc, err.msg);
+    }
+    free(js);
+}
+
 static void test_options(const baton_race_track *t)
 {
     baton_race_sim_opts o;
@@ -640,6 +684,7 @@ static void test_options(const baton_race_track *t)
 int main(void)
 {
     test_geometry();
+    test_state_objects();
     baton_race_track *t = straight(1.0);
     test_overtake();
     if (t) {
