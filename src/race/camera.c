@@ -9,7 +9,9 @@
  * rasterised once (topview.c). Pixels above the horizon are sky.
  *
  * Objects (boxes, bot cars) are solid boxes standing on the ground, drawn over that image: each
- * object's eight corners are projected to bound the pixels it may cover; each of those pixels'
+ * object's corners in front of the lens (and where its edges cross a plane just in front of it)
+ * are projected to bound the pixels it may cover — an object wholly behind is skipped —; each of
+ * those pixels'
  * rays is cut against the object's box in the object's own frame (the slab test), the nearest
  * object hit wins, and the face the ray enters gives the shade (front and back, sides and top
  * apart; bots darker than the surface, boxes lighter). An object stands on the ground, so a ray
@@ -209,6 +211,45 @@ typedef struct cam_obj {
     uint8_t shade[3];         /* front/back, sides, top */
 } cam_obj;
 
+/* Extend the bounds (ab[0..3]: min and max of a, min and max of b) by an image-plane point. */
+static void bound(double *ab, double a, double b)
+{
+    ab[0] = fmin(ab[0], a), ab[1] = fmax(ab[1], a), ab[2] = fmin(ab[2], b), ab[3] = fmax(ab[3], b);
+}
+
+/* The pixels the object's box may cover: its corners in front of the lens projected, and where its
+ * edges cross a plane just in front of the lens (an object partly behind the camera); 0 when none
+ * of it is in front or its bounds miss the image. */
+static int cam_obj_bounds(const baton_race_camera_opts *o, cam_obj *k)
+{
+    const double near = 1e-3, th = o->pitch_deg * RACE_PI / 180, ct = cos(th), st = sin(th);
+    double z[8], r[8], d[8], ab[4] = {INFINITY, -INFINITY, INFINITY, -INFINITY};
+    int any = 0;
+    for (int j = 0; j < 8; j++) {   /* depth along the optical axis, offsets right and down */
+        double a = (j & 1 ? 1 : -1) * k->hl, b = (j & 2 ? 1 : -1) * k->hw;
+        double px = k->cx + a * k->c - b * k->s - o->ahead_m, pz = (j & 4 ? k->h : 0) - o->height_m;
+        z[j] = px * ct - pz * st;
+        r[j] = -(k->cy + a * k->s + b * k->c);
+        d[j] = -px * st - pz * ct;
+        if (z[j] >= near) bound(ab, r[j] / z[j], d[j] / z[j]), any = 1;
+    }
+    for (int j = 0; j < 8; j++)
+        for (int bit = 1; bit < 8; bit <<= 1) {
+            int m = j | bit;
+            if (m == j || (z[j] >= near) == (z[m] >= near)) continue;
+            double t = (near - z[j]) / (z[m] - z[j]);
+            bound(ab, (r[j] + t * (r[m] - r[j])) / near, (d[j] + t * (d[m] - d[j])) / near);
+        }
+    if (!any) return 0;
+    double f = (o->width / 2.0) / tan(o->hfov_deg * RACE_PI / 360);
+    double u0 = o->width / 2.0 + f * ab[0], u1 = o->width / 2.0 + f * ab[1];
+    double v0 = o->height / 2.0 + f * ab[2], v1 = o->height / 2.0 + f * ab[3];
+    if (u1 < 0 || v1 < 0 || u0 >= o->width || v0 >= o->height) return 0;
+    k->u0 = u0 < 0 ? 0 : (int)u0, k->v0 = v0 < 0 ? 0 : (int)v0;
+    k->u1 = u1 >= o->width ? o->width - 1 : (int)u1, k->v1 = v1 >= o->height ? o->height - 1 : (int)v1;
+    return 1;
+}
+
 static int cam_obj_make(const baton_race_camera_opts *o, const baton_race_object *ob, double x, double y, double yaw,
                         cam_obj *k)
 {
@@ -220,20 +261,9 @@ static int cam_obj_make(const baton_race_camera_opts *o, const baton_race_object
     k->c = cos(ob->yaw - yaw);
     k->s = sin(ob->yaw - yaw);
     k->hl = ob->length_m / 2, k->hw = ob->width_m / 2, k->h = ob->height_m;
-    double umin = INFINITY, umax = -INFINITY, vmin = INFINITY, vmax = -INFINITY;
-    for (int j = 0; j < 8; j++) {
-        double a = (j & 1 ? 1 : -1) * k->hl, b = (j & 2 ? 1 : -1) * k->hw, z = j & 4 ? k->h : 0, u, v;
-        if (!race_camera_project(o, k->cx + a * k->c - b * k->s, k->cy + a * k->s + b * k->c, z, &u, &v)) {
-            umin = vmin = -INFINITY, umax = vmax = INFINITY;   /* a corner behind the lens: test every pixel */
-            break;
-        }
-        umin = fmin(umin, u), umax = fmax(umax, u), vmin = fmin(vmin, v), vmax = fmax(vmax, v);
-    }
-    k->u0 = umin < 0 ? 0 : (int)umin, k->v0 = vmin < 0 ? 0 : (int)vmin;
-    k->u1 = umax >= o->width ? o->width - 1 : (int)umax, k->v1 = vmax >= o->height ? o->height - 1 : (int)vmax;
     int bot = ob->kind == BATON_RACE_BOT;
     k->shade[0] = bot ? 22 : 165, k->shade[1] = bot ? 12 : 135, k->shade[2] = bot ? 34 : 200;
-    return k->u0 <= k->u1 && k->v0 <= k->v1;
+    return cam_obj_bounds(o, k);
 }
 
 /* The ray from the lens (ox, 0, oz) along (rx, ry, rz), in the car's frame, against the object's
