@@ -385,6 +385,18 @@ static void test_camera(const baton_race_track *t)
     int dark = 0;
     for (size_t i = 0; i < sizeof a; i++) dark += a[i] != b[i] && b[i] < 40;
     CHECK_MSG(dark > 50, "bot: %d dark pixels", dark);
+    /* a box beside the car reaching behind the lens (fwd -0.1..0.6 m, its right side 0.25 m to the
+     * left): the side's points where the pinhole puts them, out to the image's left edge */
+    baton_race_object side = {BATON_RACE_BOX, 2.25, 0.35, 0, 0.7, 0.2, 0.2, 0.35, 0, 0};
+    baton_race_camera_render_objects(cam, 2, 0, 0, &side, 1, b);
+    const double pts[3][3] = {{0.5, 0.25, 0.1}, {0.3, 0.25, 0.1}, {0.35, 0.25, 0.15}};
+    for (int i = 0; i < 3; i++) {
+        double pu, pv;
+        pinhole(&co, pts[i][0], pts[i][1], pts[i][2], &pu, &pv);
+        int u = (int)pu, v = (int)pv;
+        CHECK_MSG(u >= 0 && u < 160 && v >= 0 && v < 120 && b[v * 160 + u] == 135, "side point %d at (%d, %d): %d", i,
+                  u, v, u >= 0 && u < 160 && v >= 0 && v < 120 ? b[v * 160 + u] : -1);
+    }
     /* the simulator's frames carry the scene */
     baton_race_sim_opts o;
     boxes3(&o);
