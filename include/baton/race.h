@@ -111,8 +111,10 @@ const char *baton_race_status_name(int status);   /* "in_progress", "lap_complet
 
 /* Objects on the track (DeepRacer's object-avoidance and head-to-bot races; time trials have none).
  * Boxes (0.2 m square, 0.2 m high) stand still; bot cars (the car's footprint, 0.16 m high) drive
- * the centre line of a lane at a set speed. A lane is given as a number in [-1, 1]: -1 the left
- * lane's centre, +1 the right's (a quarter of the local track width from the centre line, in the
+ * the centre line of a lane at a set speed. A lane is given as a number in [-1, 1] as
+ * deepracer-for-cloud's object positions give it: +1 the inner lane's centre (towards the inner
+ * border: on the left of a counter-clockwise loop), -1 the outer lane's (a quarter of the local
+ * track width from the centre line, in the
  * driving direction), 0 the centre line. Positions are along the episode's direction from its
  * start line (the first waypoint of that direction), as a share of the lap. Everything random
  * (random places, lane-change intervals) comes from each environment's own RNG for objects,
@@ -127,7 +129,7 @@ typedef struct baton_race_objects_opts {
     int boxes;                /* 0..BATON_RACE_MAX_OBJECTS boxes */
     int randomize;            /* 1: boxes and bots placed anew at each episode's start (seeded) */
     int npos;                 /* 0: boxes evenly spaced (box i at (i + 1) / (boxes + 1) of the lap,
-                                 lanes alternating right, left); else npos explicit places: */
+                                 lanes alternating inner, outer); else npos explicit places: */
     double pos_progress[BATON_RACE_MAX_OBJECTS];   /* share of the lap, 0..1 */
     double pos_lane[BATON_RACE_MAX_OBJECTS];       /* -1..1 */
     double min_gap_m;         /* randomized: at least this far apart along the centre line (2.0) */

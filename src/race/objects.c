@@ -2,14 +2,15 @@
  * environment: boxes that stand still and bot cars that drive.
  *
  * A position is (s, lane): s metres along the centre line of the episode's direction, lane in
- * [-1, 1]: -1 the left lane's centre, +1 the right's (in the driving direction), as
- * deepracer-for-cloud's "progress,lane" pairs name them, a quarter of the local track width (between
- * the border points around s) from the centre line; 0 the centre line. The pose is the centre
+ * [-1, 1]: +1 the inner lane's centre (towards the inner border), -1 the outer lane's, as
+ * deepracer-for-cloud's "progress,lane" pairs name them (simapp: "Inner lane is 1, outer lane is
+ * -1"), a quarter of the local track width (between the border points around s) from the centre
+ * line; 0 the centre line. The pose is the centre
  * line's point at s and its direction (race_geom_pose), moved across by that offset.
  *
  * Boxes (0.2 m square, 0.2 m high, facing along the track) are placed at the episode's start:
- * evenly over the lap from the start line (box i at (i + 1) / (boxes + 1), lanes alternating right
- * and left), at explicit places, or (randomize) at random places and lanes at least min_gap_m
+ * evenly over the lap from the start line (box i at (i + 1) / (boxes + 1), lanes alternating inner
+ * and outer, the inner first, as simapp alternates them), at explicit places, or (randomize) at random places and lanes at least min_gap_m
  * apart and start_clear_m from the car's start. Bots (the car's footprint, 0.16 m high) start
  * ahead of the car (bot i (i + 1) / (bots + 1) of the lap ahead, lanes alternating) or at random
  * places bot_gap_m apart, and drive the lane's centre at bot_speed along the centre line; with
@@ -125,11 +126,15 @@ double race_geom_lane_offset(const race_geom *g, double s, double lane)
     size_t k;
     double x, y;
     race_poly_at(&g->cl, s, &k, &x, &y);
-    const double *a = g->in + 2 * k, *b = g->out + 2 * k;
+    const double *a = g->in + 2 * k, *b = g->out + 2 * k, *c = g->c + 2 * k;
     double w0 = hypot(a[0] - b[0], a[1] - b[1]), w1 = hypot(a[2] - b[2], a[3] - b[3]);
     double len = g->cs[k + 1] - g->cs[k], u = len > 0 ? (s - g->cs[k]) / len : 0;
     u = u < 0 ? 0 : u > 1 ? 1 : u;
-    return -lane * (w0 + u * (w1 - w0)) / 4;
+    /* the inner border's side of the segment (its first point, else its second) */
+    double ex = c[2] - c[0], ey = c[3] - c[1];
+    double side = ex * (a[1] - c[1]) - ey * (a[0] - c[0]);
+    if (side == 0) side = ex * (a[3] - c[3]) - ey * (a[2] - c[2]);
+    return (side < 0 ? -lane : lane) * (w0 + u * (w1 - w0)) / 4;
 }
 
 /* The lane a bot is in at distance ahead of its position (a change under way goes on). */

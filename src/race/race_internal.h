@@ -128,7 +128,7 @@ int race_rect_touch(const race_rect *a, const race_rect *b);
 double race_rect_raycast(const race_rect *r, double x, double y, double dx, double dy, double tmax);
 
 /* One environment's objects (objects.c): boxes first, then bots. A position is (s, lane): s
- * metres along the centre line of the episode's direction, lane -1..1 (left..right lane centre);
+ * metres along the centre line of the episode's direction, lane -1..1 (outer..inner lane centre);
  * the pose follows from it. The reward's arrays are kept up to date after every move. */
 typedef struct race_obj {
     int kind;                 /* BATON_RACE_BOX or BATON_RACE_BOT */
@@ -169,7 +169,8 @@ int race_scene_hits(const race_scene *sc, const race_rect *r);
 double race_scene_raycast(const race_scene *sc, double x, double y, double dx, double dy, double tmax);
 void race_obj_rect(const race_obj *ob, race_rect *r);
 void race_obj_public(const race_obj *ob, baton_race_object *out);
-/* The lateral offset (metres, left positive) of lane at distance s: lane × a quarter of the local width. */
+/* The lateral offset (metres, left positive) of lane at distance s: lane × a quarter of the local
+ * width, towards the inner border for lane > 0. */
 double race_geom_lane_offset(const race_geom *g, double s, double lane);
 
 /* Where the camera's pinhole puts a point (fwd, left, up) of the car's frame (metres from the car's

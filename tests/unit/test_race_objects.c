@@ -15,8 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
-/* A straight open track along +x from 0 to 20 m, width w (left border y = +w/2): lane -1 (left)
- * is y = +w/4, lane +1 (right) y = -w/4. */
+/* A straight open track along +x from 0 to 20 m, width w, its inner border on the left (y = +w/2):
+ * lane +1 (inner) is y = +w/4, lane -1 (outer) y = -w/4. */
 static baton_race_track *straight(double w)
 {
     enum { N = 41 };
@@ -103,7 +103,7 @@ static void boxes3(baton_race_sim_opts *o)
     baton_race_sim_opts_default(o);
     o->objects.boxes = 3;
     o->objects.npos = 3;
-    const double pr[3] = {0.25, 0.5, 0.75}, ln[3] = {-1, 1, 0};
+    const double pr[3] = {0.25, 0.5, 0.75}, ln[3] = {1, -1, 0};   /* left (inner), right, centre */
     for (int i = 0; i < 3; i++) o->objects.pos_progress[i] = pr[i], o->objects.pos_lane[i] = ln[i];
 }
 
@@ -147,7 +147,7 @@ static void test_crash(const baton_race_track *t)
     baton_race_sim_free(s);
 }
 
-/* On a straight 2 m wide (lanes at y = ±0.5), one bot in the right lane (y = -0.5) at 0.2 m/s,
+/* On a straight 2 m wide (lanes at y = ±0.5), one bot in the inner lane (y = +0.5) at 0.2 m/s,
  * 10 m ahead; the car drives straight at 1 m/s, `lateral` off the centre line, and passes it. */
 static void overtake(const baton_race_track *t, double lateral, int expect_crash)
 {
@@ -163,7 +163,7 @@ static void overtake(const baton_race_track *t, double lateral, int expect_crash
     for (int k = 0; k < 250 && st->status == BATON_RACE_IN_PROGRESS; k++) baton_race_sim_step(s, &steer, &speed);
     baton_race_object bot;
     CHECK(baton_race_sim_objects(s, 0, &bot, 1) == 1);
-    CHECK(fabs(bot.y + 0.5) < 1e-12);
+    CHECK(fabs(bot.y - 0.5) < 1e-12);
     if (expect_crash)
         CHECK_MSG(st->status == BATON_RACE_CRASHED, "car at %g: %s", lateral, baton_race_status_name(st->status));
     else
@@ -177,10 +177,10 @@ static void test_overtake(void)
     baton_race_track *t = straight(2.0);
     if (!t) return;
     /* the footprints are 0.187 m wide: 0.3 m apart leaves 0.113 m between them */
-    overtake(t, -0.2, 0);    /* on the bot's left */
-    overtake(t, -0.8, 0);    /* on its right (the car's right wheels 0.11 m from the border) */
-    overtake(t, -0.35, 1);   /* 0.15 m apart: the footprints overlap */
-    overtake(t, -0.65, 1);
+    overtake(t, 0.2, 0);     /* on the bot's right */
+    overtake(t, 0.8, 0);     /* on its left (the car's left wheels 0.11 m from the border) */
+    overtake(t, 0.35, 1);    /* 0.15 m apart: the footprints overlap */
+    overtake(t, 0.65, 1);
     baton_race_track_free(t);
 }
 
@@ -302,7 +302,7 @@ static void test_params(const baton_race_track *t)
     baton_race_sim_params(s, 0, &p[0]);
     CHECK(p[0].num_objects == 1 && p[0].objects_speed[0] == 0.6 && fabs(p[0].objects_heading[0]) < 1e-9);
     CHECK_MSG(fabs(p[0].objects_distance[0] - (10 + 30 * 0.6 / 15)) < 1e-9, "bot at %.12g", p[0].objects_distance[0]);
-    CHECK(p[0].objects_left_of_center[0] == 0 && fabs(p[0].objects_distance_from_center[0] - 0.25) < 1e-12);
+    CHECK(p[0].objects_left_of_center[0] == 1 && fabs(p[0].objects_distance_from_center[0] - 0.25) < 1e-12);
     check_rewards(p, 1);
     baton_race_sim_free(s);
     baton_race_sim_opts_default(&o);
@@ -477,7 +477,7 @@ static void test_bots_keep(const baton_race_track *t, double length)
     double prev[3], run[3] = {0, 0, 0};
     int left0[3], lane_bad = 0, steps = 0;
     for (int i = 0; i < 3; i++) prev[i] = p.objects_distance[i], left0[i] = p.objects_left_of_center[i];
-    CHECK(left0[0] == 0 && left0[1] == 1 && left0[2] == 0);
+    CHECK(left0[0] == 1 && left0[1] == 0 && left0[2] == 1);   /* inner (left of a ccw loop), outer, inner */
     float steer = 0, speed = 0.1;
     for (int k = 0; k < 1500; k++) {
         baton_race_sim_place(s, 0, 0, 0, 0);   /* the car stays at the start: the bots drive */
