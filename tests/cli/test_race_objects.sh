@@ -31,12 +31,12 @@ for k in 1 2; do
     $BATON race drive $TR --race head-to-bot --bots 3 --randomize --lane-change --seed 5 --json >"$T/r$k.json" 2>&1
 done
 check 'cmp -s "$T/r1.json" "$T/r2.json"' "a seeded random scene drives the same: $(cat "$T/r1.json" "$T/r2.json")"
-# frames: the boxes are drawn (box 1 is 4.4 m ahead at the start: in view within 60 steps)
+# frames: the boxes are drawn (box 1 is 4.4 m ahead at the start; the drive may end at it)
 check '$BATON race drive $TR --race object-avoidance --objects 3 --max-steps 40 --frames "$T/fo" >/dev/null 2>"$T/e"' "frames oa"
 check '$BATON race drive $TR --max-steps 40 --frames "$T/ft" >/dev/null 2>"$T/e"' "frames tt"
 differ=0
 for f in "$T"/fo/frame-*.png; do cmp -s "$f" "$T/ft/$(basename "$f")" || differ=$((differ + 1)); done
-check '[ "$(ls "$T/fo" | wc -l)" -eq 41 ] && [ "$differ" -ge 10 ]' "frames with boxes: $differ of $(ls "$T/fo" | wc -l) differ from a time trial's"
+check '[ "$(ls "$T/fo" | wc -l)" -ge 20 ] && [ "$differ" -ge 10 ]' "frames with boxes: $differ of $(ls "$T/fo" | wc -l) differ from a time trial's"
 
 # ---- eval with objects
 check '$BATON race train --track $TR --obs sensor --seed 3 --threads 1 --quiet --ckpt-dir "$T/m" --episodes 20 >/dev/null 2>"$T/e"' \
