@@ -56,12 +56,13 @@ static int pixel_ground(const baton_race_camera_opts *o, double u, double v, dou
     return 1;
 }
 
-int race_camera_project(const baton_race_camera_opts *o, double fwd, double left, double up, double *u, double *v)
+int race_camera_project_near(const baton_race_camera_opts *o, double near, double fwd, double left, double up,
+                             double *u, double *v)
 {
     double f = (o->width / 2.0) / tan(o->hfov_deg * RACE_PI / 360), th = o->pitch_deg * RACE_PI / 180;
     double px = fwd - o->ahead_m, pz = up - o->height_m;
     double zc = px * cos(th) - pz * sin(th);          /* along the optical axis */
-    if (zc < 1e-6) return 0;
+    if (zc < near) return 0;
     *u = o->width / 2.0 + f * (-left / zc);
     *v = o->height / 2.0 + f * ((-px * sin(th) - pz * cos(th)) / zc);
     return 1;

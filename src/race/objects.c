@@ -17,8 +17,10 @@
  * lane_change, a bot starts a change to the other lane every 3–5 s (drawn), spread over
  * lane_change_m of track. An open track's bots stop at its end.
  *
- * After every move the reward's arrays follow: location (the object's centre), heading (degrees),
- * speed, distance along the centre line of its nearest point and distance from it, left of centre.
+ * After every move the reward's arrays follow: location (the object's centre), heading (a bot's,
+ * degrees as the guide documents it — simapp passes its radians —; 0 for a box, as simapp), speed
+ * (0 for a box), distance along the centre line of its nearest point and distance from it, left of
+ * centre.
  *
  * Contract: a scene is a function of its RNG (seeded from the run's seed and the environment) and
  * the options; it allocates nothing. */
@@ -184,7 +186,7 @@ static void publish(race_scene *sc, size_t i, const baton_race_track *t, const r
     double ex = a[2] - a[0], ey = a[3] - a[1];
     sc->loc[i][0] = ob->x;
     sc->loc[i][1] = ob->y;
-    sc->heading[i] = ob->yaw * (180 / RACE_PI);
+    sc->heading[i] = ob->kind == BATON_RACE_BOT ? ob->yaw * (180 / RACE_PI) : 0;   /* simapp: 0 for a box */
     sc->speed[i] = ob->speed;
     sc->dist[i] = nr.along;
     sc->dcenter[i] = sqrt(nr.d2);

@@ -148,7 +148,7 @@ typedef struct race_scene {
     double t;                 /* seconds since the episode started */
     baton_rng rng;
     /* the reward's arrays */
-    double loc[BATON_RACE_MAX_OBJECTS][2];
+    double loc[BATON_RACE_MAX_OBJECTS][2];   /* heading: a bot's, in degrees; 0 for a box (as simapp) */
     int left[BATON_RACE_MAX_OBJECTS];
     double speed[BATON_RACE_MAX_OBJECTS], heading[BATON_RACE_MAX_OBJECTS];
     double dcenter[BATON_RACE_MAX_OBJECTS], dist[BATON_RACE_MAX_OBJECTS];
@@ -175,8 +175,9 @@ double race_geom_lane_offset(const race_geom *g, double s, double lane);
 
 /* Where the camera's pinhole puts a point (fwd, left, up) of the car's frame (metres from the car's
  * centre on the ground): image coordinates u (right), v (down), pixel centres at +0.5; 0 when the
- * point is not in front of the lens (camera.c). */
-int race_camera_project(const baton_race_camera_opts *o, double fwd, double left, double up, double *u, double *v);
+ * point is less than near metres in front of the lens along its axis (camera.c). */
+int race_camera_project_near(const baton_race_camera_opts *o, double near, double fwd, double left, double up,
+                             double *u, double *v);
 
 /* The simulator (sim.c). */
 typedef struct race_env {

@@ -16,8 +16,11 @@
  *   line), objects_distance_from_center, objects_left_of_center: kept by the scene (objects.c)
  *   closest_objects       [behind, ahead]: find_prev_next of the car's projection_distance over
  *                         the objects' distances in order, wrapping round (one object: [0, 0])
- *   object_in_camera      the object ahead's centre (half its height up) falls inside the default
- *                         camera's image (camera.c's pinhole)
+ *   object_in_camera      the object ahead is in the simulated camera's frustum as simapp's
+ *                         get_objects_in_camera_frustums decides it: one of its footprint's corners
+ *                         or its centre, on the ground, inside the frustum of the Gazebo camera
+ *                         (horizontal field of view 1.13 rad, 4:3, near plane 0.2 m) at the
+ *                         camera's place and pitch (camera.c's pinhole)
  *   is_crashed            the step ended touching an object
  *
  * The searches start from the car's centre-line segment (the reference: every segment). */
@@ -42,6 +45,26 @@ static void closest_objects(const race_scene *sc, double at, int out[2])
     out[1] = next >= 0 ? next : lo;
 }
 
+/* simapp's frustum test: the object's footprint corners and its centre, on the ground. */
+static int in_frustum(const race_obj *ob, const baton_race_car_state *st)
+{
+    baton_race_camera_opts co;
+    baton_race_camera_opts_default(&co);
+    co.hfov_deg = 1.13 * 180 / RACE_PI, co.width = 640, co.height = 480;
+    race_rect r;
+    race_obj_rect(ob, &r);
+    double c = cos(st->yaw), sn = sin(st->yaw), u, v;
+    for (int k = 0; k < 5; k++) {
+        double a = k == 4 ? 0 : (k & 1 ? r.hl : -r.hl), b = k == 4 ? 0 : (k & 2 ? r.hw : -r.hw);
+        double px = k == 4 ? ob->x : r.cx + a * r.c - b * r.s, py = k == 4 ? ob->y : r.cy + a * r.s + b * r.c;
+        double dx = px - st->x, dy = py - st->y;
+        if (race_camera_project_near(&co, 0.2, dx * c + dy * sn, -dx * sn + dy * c, 0, &u, &v) && u >= 0 &&
+            u <= co.width && v >= 0 && v <= co.height)
+            return 1;
+    }
+    return 0;
+}
+
 static void fill_objects(const baton_race_sim *s, size_t e, struct baton_race_params *p)
 {
     const race_scene *sc = &s->scene[e];
@@ -56,12 +79,7 @@ static void fill_objects(const baton_race_sim *s, size_t e, struct baton_race_pa
     p->objects_distance = sc->dist;
     if (sc->n == 0) return;
     closest_objects(sc, p->projection_distance, p->closest_objects);
-    const race_obj *ob = &sc->o[p->closest_objects[1]];
-    baton_race_camera_opts co;
-    baton_race_camera_opts_default(&co);
-    double dx = ob->x - st->x, dy = ob->y - st->y, c = cos(st->yaw), sn = sin(st->yaw), u, v;
-    p->object_in_camera = race_camera_project(&co, dx * c + dy * sn, -dx * sn + dy * c, ob->hgt / 2, &u, &v) &&
-                          u >= 0 && u < co.width && v >= 0 && v < co.height;
+    p->object_in_camera = in_frustum(&sc->o[p->closest_objects[1]], st);
 }
 
 void race_sim_fill_params(const baton_race_sim *s, size_t e, int ref, struct baton_race_params *p)

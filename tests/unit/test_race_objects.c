@@ -284,6 +284,14 @@ static void test_params(const baton_race_track *t)
     baton_race_sim_place(s, 0, 11, 0, M_PI);
     baton_race_sim_params(s, 0, &p[2]);
     CHECK(p[2].closest_objects[0] == 1 && p[2].closest_objects[1] == 2 && p[2].object_in_camera == 0);
+    /* the frustum is the Gazebo camera's, 1.13 rad wide: box 1 (2 m ahead, 0.25 m right) is in
+     * it with the car turned 17° left, out of it at 46° (it would be in a 120° one) */
+    baton_race_sim_place(s, 0, 8, 0, 0.3);
+    baton_race_sim_params(s, 0, &p[3]);
+    CHECK(p[3].closest_objects[1] == 1 && p[3].object_in_camera == 1);
+    baton_race_sim_place(s, 0, 8, 0, 0.8);
+    baton_race_sim_params(s, 0, &p[3]);
+    CHECK(p[3].closest_objects[1] == 1 && p[3].object_in_camera == 0);
     /* before every object: behind wraps round to the last */
     baton_race_sim_place(s, 0, 1, 0, 0);
     baton_race_sim_params(s, 0, &p[3]);
