@@ -130,7 +130,7 @@ static void parse_range(baton_jr *r, const cJSON *as, const char *key, double *l
 }
 
 /* "sensor": exactly one camera-like input, which baton simulates as the front camera, or baton's
- * sensor vector. */
+ * sensor vector; with the sensor vector, "LIDAR" too (its rays appended to the vector). */
 static void parse_sensor(baton_jr *r, const cJSON *j, baton_race_meta *m)
 {
     const cJSON *s = baton_jr_get(r, j, "sensor");
@@ -139,7 +139,7 @@ static void parse_sensor(baton_jr *r, const cJSON *j, baton_race_meta *m)
         baton_jr_fail(r, "sensor", "must be a non-empty list of sensor names");
         return;
     }
-    int cameras = 0, vectors = 0, i = 0;
+    int cameras = 0, vectors = 0, lidars = 0, i = 0;
     const cJSON *x;
     cJSON_ArrayForEach(x, s)
     {
@@ -148,7 +148,8 @@ static void parse_sensor(baton_jr *r, const cJSON *j, baton_race_meta *m)
         if (!v) baton_jr_fail(r, NULL, "is not a string");
         else if (!strcmp(v, "FRONT_FACING_CAMERA") || !strcmp(v, "observation")) cameras++;
         else if (!strcmp(v, "BATON_SENSOR_VECTOR")) vectors++;
-        else if (!strcmp(v, "LEFT_CAMERA") || !strcmp(v, "STEREO_CAMERAS") || !strcmp(v, "LIDAR") ||
+        else if (!strcmp(v, "LIDAR")) lidars++;
+        else if (!strcmp(v, "LEFT_CAMERA") || !strcmp(v, "STEREO_CAMERAS") ||
                  !strcmp(v, "SECTOR_LIDAR") || !strcmp(v, "DISCRETIZED_SECTOR_LIDAR") || !strcmp(v, "IMU"))
             baton_jr_fail(r, NULL, "%s is not simulated by baton (FRONT_FACING_CAMERA or BATON_SENSOR_VECTOR)", v);
         else
@@ -158,7 +159,10 @@ static void parse_sensor(baton_jr *r, const cJSON *j, baton_race_meta *m)
     if (cameras + vectors != 1)
         baton_jr_fail(r, "sensor", "must name exactly one input (FRONT_FACING_CAMERA or BATON_SENSOR_VECTOR), not %d",
                       cameras + vectors);
+    if (lidars > 1 || (lidars && !vectors))
+        baton_jr_fail(r, "sensor", "LIDAR is simulated once, beside BATON_SENSOR_VECTOR (not with the camera)");
     m->obs = vectors ? BATON_RACE_OBS_SENSOR : BATON_RACE_OBS_CAMERA;
+    m->lidar = lidars;
 }
 
 /* neural_network, training_algorithm, version */
@@ -264,8 +268,8 @@ char *baton_race_meta_format(const baton_race_meta *m)
             cJSON_Delete(sp);
         }
     }
-    const char *sensor = m->obs == BATON_RACE_OBS_SENSOR ? "BATON_SENSOR_VECTOR" : "FRONT_FACING_CAMERA";
-    cJSON_AddItemToObject(j, "sensor", cJSON_CreateStringArray(&sensor, 1));
+    const char *sensor[2] = {m->obs == BATON_RACE_OBS_SENSOR ? "BATON_SENSOR_VECTOR" : "FRONT_FACING_CAMERA", "LIDAR"};
+    cJSON_AddItemToObject(j, "sensor", cJSON_CreateStringArray(sensor, m->obs == BATON_RACE_OBS_SENSOR && m->lidar ? 2 : 1));
     cJSON_AddStringToObject(j, "neural_network",
                             m->obs == BATON_RACE_OBS_SENSOR ? "BATON_SENSOR_MLP" : "DEEP_CONVOLUTIONAL_NETWORK_SHALLOW");
     cJSON_AddStringToObject(j, "training_algorithm", "clipped_ppo");

@@ -9,6 +9,10 @@
  *    "track", "reward", "reward_scale": "progress"|"step", "seed": "<decimal>", "envs", "max_steps",
  *    "car": {"min_speed_mps", "max_speed_mps", "max_steer_deg", "accel_mps2", "brake_mps2",
  *            "steer_rate_dps", "grip_mps2", "friction_circle": true|false},
+ *    "objects": {"boxes", "randomize", "positions": [[progress, lane], ...], "min_gap_m", "bots",
+ *                "bot_speed_mps", "lane_change", "lane_change_min_s", "lane_change_max_s",
+ *                "lane_change_m", "bot_gap_m", "start_clear_m"}   (only with objects: a time
+ *                trial's file is as it was, and one without it is a time trial's),
  *    "model_metadata": {...as the console writes it}, "hyperparameters": {...likewise},
  *    "contents": "full" | "policy"}
  * "contents" says what the folder's tensors are: "full" (the policy, the value network and their
@@ -19,8 +23,8 @@
  * checkpoint of `baton train` is refused as such), with every field above: integers whole and
  * non-negative (at most 2^53, or decimal strings), numbers finite, rng states 1..16 hex digits and
  * not all zero, strings that fit, the car's limits within the simulator's ranges, and the two
- * embedded files valid as their own parsers check them. Every failure names the field; *s is
- * written only when the whole text validates. */
+ * embedded files valid as their own parsers check them, the objects as the simulator checks them.
+ * Every failure names the field; *s is written only when the whole text validates. */
 #include "ppo_internal.h"
 
 #include <cJSON.h>
@@ -48,6 +52,28 @@ static void add_file(cJSON *o, const char *k, char *text)
     cJSON *j = text ? cJSON_Parse(text) : NULL;
     free(text);
     if (j) cJSON_AddItemToObject(o, k, j);
+}
+
+static void add_objects(cJSON *j, const baton_race_objects_opts *o)
+{
+    if (!race_objects_any(o)) return;
+    cJSON *x = cJSON_AddObjectToObject(j, "objects"), *pos = x ? cJSON_AddArrayToObject(x, "positions") : NULL;
+    if (!pos) return;
+    cJSON_AddNumberToObject(x, "boxes", o->boxes);
+    cJSON_AddBoolToObject(x, "randomize", o->randomize);
+    for (int i = 0; i < o->npos; i++) {
+        double pl[2] = {o->pos_progress[i], o->pos_lane[i]};
+        cJSON_AddItemToArray(pos, cJSON_CreateDoubleArray(pl, 2));
+    }
+    cJSON_AddNumberToObject(x, "min_gap_m", o->min_gap_m);
+    cJSON_AddNumberToObject(x, "bots", o->bots);
+    cJSON_AddNumberToObject(x, "bot_speed_mps", o->bot_speed_mps);
+    cJSON_AddBoolToObject(x, "lane_change", o->lane_change);
+    cJSON_AddNumberToObject(x, "lane_change_min_s", o->lane_change_min_s);
+    cJSON_AddNumberToObject(x, "lane_change_max_s", o->lane_change_max_s);
+    cJSON_AddNumberToObject(x, "lane_change_m", o->lane_change_m);
+    cJSON_AddNumberToObject(x, "bot_gap_m", o->bot_gap_m);
+    cJSON_AddNumberToObject(x, "start_clear_m", o->start_clear_m);
 }
 
 char *race_state_format(const race_run_state *s)
@@ -89,6 +115,7 @@ char *race_state_format(const race_run_state *s)
         cJSON_AddNumberToObject(car, "grip_mps2", s->car.grip_mps2);
         cJSON_AddBoolToObject(car, "friction_circle", s->car.friction_circle);
     }
+    add_objects(j, &s->objects);
     add_file(j, "model_metadata", baton_race_meta_format(&s->meta));
     add_file(j, "hyperparameters", baton_race_hyper_format(&s->hyper));
     cJSON_AddStringToObject(j, "contents", s->policy_only ? "policy" : "full");
@@ -114,6 +141,50 @@ static void get_car(baton_jr *r, const cJSON *j, baton_race_car *c)
     baton_jr_dbl(r, j, "car.steer_rate_dps", 0, 1e5, &c->steer_rate_dps);
     baton_jr_dbl(r, j, "car.grip_mps2", 0, 1e3, &c->grip_mps2);
     baton_jr_bool(r, j, "car.friction_circle", &c->friction_circle);
+}
+
+/* the objects (none when the field is absent), as the simulator checks them */
+static void get_objects(baton_jr *r, const cJSON *j, baton_race_objects_opts *ob)
+{
+    baton_race_objects_opts_default(ob);
+    if (!baton_jr_get(r, j, "objects")) return;
+    uint64_t boxes = 0, bots = 0;
+    baton_jr_obj(r, j, "objects");
+    baton_jr_u64(r, j, "objects.boxes", 0, BATON_RACE_MAX_OBJECTS, &boxes);
+    baton_jr_bool(r, j, "objects.randomize", &ob->randomize);
+    const cJSON *a = baton_jr_get(r, j, "objects.positions"), *p;
+    if (!r->rc && (!cJSON_IsArray(a) || cJSON_GetArraySize(a) > BATON_RACE_MAX_OBJECTS))
+        baton_jr_fail(r, "objects.positions", "is missing or not a list of at most %d [progress, lane] pairs",
+                      BATON_RACE_MAX_OBJECTS);
+    const cJSON *list = r->rc ? NULL : a;
+    cJSON_ArrayForEach(p, list)
+    {
+        const cJSON *pr = cJSON_GetArrayItem(p, 0), *ln = cJSON_GetArrayItem(p, 1);
+        if (!cJSON_IsArray(p) || cJSON_GetArraySize(p) != 2 || !cJSON_IsNumber(pr) || !cJSON_IsNumber(ln)) {
+            baton_jr_fail(r, "objects.positions", "holds an entry that is not a [progress, lane] pair");
+            break;
+        }
+        ob->pos_progress[ob->npos] = pr->valuedouble;
+        ob->pos_lane[ob->npos++] = ln->valuedouble;
+    }
+    baton_jr_dbl(r, j, "objects.min_gap_m", 0, 100, &ob->min_gap_m);
+    baton_jr_u64(r, j, "objects.bots", 0, BATON_RACE_MAX_BOTS, &bots);
+    baton_jr_dbl(r, j, "objects.bot_speed_mps", 0, 4, &ob->bot_speed_mps);
+    baton_jr_bool(r, j, "objects.lane_change", &ob->lane_change);
+    baton_jr_dbl(r, j, "objects.lane_change_min_s", 0, 3600, &ob->lane_change_min_s);
+    baton_jr_dbl(r, j, "objects.lane_change_max_s", 0, 3600, &ob->lane_change_max_s);
+    baton_jr_dbl(r, j, "objects.lane_change_m", 0, 100, &ob->lane_change_m);
+    baton_jr_dbl(r, j, "objects.bot_gap_m", 0, 100, &ob->bot_gap_m);
+    baton_jr_dbl(r, j, "objects.start_clear_m", 0, 100, &ob->start_clear_m);
+    if (r->rc) return;
+    ob->boxes = (int)boxes, ob->bots = (int)bots;
+    if (race_objects_check(ob, r->err)) {   /* the simulator's message, as the file's error */
+        char m[sizeof r->err->msg];
+        snprintf(m, sizeof m, "%s", r->err->msg);
+        baton_jr_fail(r, "objects", "%s", m);
+    } else if (!race_objects_any(ob)) {
+        baton_jr_fail(r, "objects", "names no box and no bot");
+    }
 }
 
 /* an embedded file, checked by its own parser */
@@ -164,6 +235,7 @@ static int parse_fields(const cJSON *j, race_run_state *s, baton_err *err)
     baton_jr_u64(&r, j, "envs", 1, 100000, &envs);
     baton_jr_u64(&r, j, "max_steps", 1, 1000000, &max_steps);
     get_car(&r, j, &s->car);
+    get_objects(&r, j, &s->objects);
     get_file(&r, j, "model_metadata", s);
     get_file(&r, j, "hyperparameters", s);
     if (baton_jr_get(&r, j, "contents")) baton_jr_str(&r, j, "contents", contents, sizeof contents);

@@ -36,9 +36,9 @@ check 'grep -q "\"sensor\":[[:space:]]*\[\"BATON_SENSOR_VECTOR\"\]" "$T/a/model_
     "model_metadata.json and hyperparameters.json beside the checkpoints"
 check '[ "$(head -n1 "$T/a.csv" | cut -d, -f1-4)" = "iteration,episodes,steps,mean_reward" ] && [ "$(wc -l <"$T/a.csv")" -eq 4 ]' \
     "log: header and a row per iteration: $(cat "$T/a.csv")"
-check '[ "$(head -n1 "$T/trace/0-iteration.csv")" = "episode,steps,X,Y,yaw,steer,throttle,action,reward,done,all_wheels_on_track,progress,closest_waypoint,track_len,tstamp,episode_status,pause_duration" ]' \
+check '[ "$(head -n1 "$T/trace/0-iteration.csv")" = "episode,steps,X,Y,yaw,steer,throttle,action,reward,done,all_wheels_on_track,progress,closest_waypoint,track_len,tstamp,episode_status,pause_duration,obstacle_crash_counter" ]' \
     "SIM_TRACE_LOG header"
-check 'ls "$T/trace" | grep -c -- "-iteration.csv" | grep -qx 3 && grep -q ",True,[A-Za-z]*,[0-9.]*,[0-9]*,[0-9.]*,[0-9.]*,off_track,0.0$" "$T/trace/0-iteration.csv"' \
+check 'ls "$T/trace" | grep -c -- "-iteration.csv" | grep -qx 3 && grep -q ",True,[A-Za-z]*,[0-9.]*,[0-9]*,[0-9.]*,[0-9.]*,off_track,0.0,0$" "$T/trace/0-iteration.csv"' \
     "trace files per iteration, an off_track row"
 # resumed with more episodes: continues; the text summary
 check '$TR --ckpt-dir "$T/a" --episodes 80 >"$T/a2.out" 2>"$T/a2.err" && grep -q "^iteration 4, 80 episodes" "$T/a2.out" && grep -q "resuming from .*(iteration 3," "$T/a2.err"' \
