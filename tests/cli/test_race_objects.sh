@@ -11,7 +11,10 @@
 #     a run resumed between iterations (the race taken from the checkpoint) ends with the
 #     uninterrupted run's bytes; another race on resume is refused; eval and drive of that model;
 #   - bad flags exit 2 naming the flag (a setting of another race type, counts out of range, an
-#     unknown race).
+#     unknown race);
+#   - docs/race.md's two rewards for these races (read from the document: avoid.py, overtake.py),
+#     written as DeepRacer's published examples are, train a few episodes and drive a lap with
+#     their races, every step's reward finite and the parameters they read present.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/cli/lib.sh
 export OMP_NUM_THREADS=1
@@ -85,4 +88,17 @@ expect_fail 2 "--bots must be 1..6" $BATON race eval --ckpt "$T/m" --race head-t
 expect_fail 2 "--race takes time-trial, object-avoidance or head-to-bot" $BATON race eval --ckpt "$T/m" --race rally
 expect_fail 2 "--collision-penalty must be 0..3600" $BATON race eval --ckpt "$T/m" --collision-penalty -1
 expect_fail 2 "--randomize needs --race" $BATON race drive $TR --randomize
+
+# ---- docs/race.md's rewards for objects and bots, as the document has them
+python3 tests/cli/docwalk.py docs/race.md object-rewards "$T/doc" >/dev/null
+cp "$T/doc/01.python" "$T/avoid.py" && cp "$T/doc/02.python" "$T/overtake.py"
+check 'grep -q "def reward_function" "$T/avoid.py" && grep -q "objects_speed" "$T/overtake.py"' "the two rewards read from the document"
+M="--metadata docs/race-model/model_metadata.json --hyper docs/race-model/hyperparameters.json"
+for r in "avoid object-avoidance --objects 3" "overtake head-to-bot --bots 2 --bot-speed 1 --lane-change"; do
+    name=${r%% *} race=${r#* }
+    check '$BATON race train --track $TR --obs sensor $M --reward "$T/$name.py" --ckpt-dir "$T/rw-$name" --episodes 40 --seed 5 --threads 1 --quiet --race $race >"$T/rw.out" 2>"$T/rw.err"' \
+        "$name.py trains with its race: $(head -c 400 "$T/rw.err" 2>/dev/null)"
+    check '$BATON race drive $TR --reward "$T/$name.py" --race $race --json >"$T/rwd.json" 2>"$T/rwd.err"' "$name.py drives: $(head -c 400 "$T/rwd.err" 2>/dev/null)"
+    jcheck "$T/rwd.json" "d['reward_function'].endswith('$name.py') and d['steps'] > 0 and 0 < d['reward'] < 1e9" "$name.py: the drive's reward"
+done
 finish
