@@ -148,6 +148,10 @@ void baton_race_objects_opts_default(baton_race_objects_opts *o);
  * count as given), head-to-bot (bots at bot_speed, lane changes off). */
 int baton_race_objects_for_race(int race_type, int count, baton_race_objects_opts *o, baton_err *err);
 const char *baton_race_type_name(int race_type);   /* "time-trial", "object-avoidance", "head-to-bot" */
+/* A race and its settings from a YAML or JSON file (`--race-file`; src/race/objects_file.c lists
+ * the keys: baton's names or deepracer-for-cloud's DR_* names); a bad file is an error naming the
+ * file, the line and the key. */
+int baton_race_objects_load(const char *path, int *race_type, baton_race_objects_opts *o, baton_err *err);
 
 typedef struct baton_race_sim_opts {
     size_t envs;              /* cars stepped as one batch, each in its own world (default 1) */

@@ -124,6 +124,7 @@ struct cli_race_objects {
     int objects, bots;      /* -1: not given */
     double bot_speed;       /* NAN: not given */
     int randomize, lane_change;
+    const char *file;       /* --race-file: all of them from a YAML or JSON file */
 };
 #define CLI_RACE_OBJECTS_OPTS(c)                                                                                     \
     {"race", CLI_STR, &(c).race, "time-trial (default), object-avoidance (boxes on the track) or head-to-bot (bot cars)"}, \
@@ -131,10 +132,12 @@ struct cli_race_objects {
     {"bots", CLI_INT, &(c).bots, "head-to-bot: bot cars, 1..6 (default 3)"},                                        \
     {"bot-speed", CLI_DBL, &(c).bot_speed, "head-to-bot: the bots' speed along the centre line, m/s (default 0.2)"},  \
     {"lane-change", CLI_FLAG, &(c).lane_change, "head-to-bot: each bot changes lanes every 3-5 s, over 1 m"},        \
-    {"randomize", CLI_FLAG, &(c).randomize, "boxes or bots at random places each episode (seeded), 2 m apart"}
+    {"randomize", CLI_FLAG, &(c).randomize, "boxes or bots at random places each episode (seeded), 2 m apart"},      \
+    {"race-file", CLI_STR, &(c).file, "the race and its settings from a YAML or JSON file (baton's or deepracer-for-cloud's names)"}
 void cli_race_objects_init(struct cli_race_objects *c);
-/* CLI_OK, or CLI_USAGE after printing "baton CMD: what is wrong". */
-int cli_race_objects_finish(const struct cli_race_objects *c, const char *cmd, int argc, char **argv,
+/* CLI_OK, or CLI_USAGE after printing "baton CMD: what is wrong" (CLI_ERROR: a bad --race-file).
+ * With --race-file, c->race becomes the file's race. */
+int cli_race_objects_finish(struct cli_race_objects *c, const char *cmd, int argc, char **argv,
                             struct baton_race_objects_opts *o);
 
 #endif

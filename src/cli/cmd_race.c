@@ -124,7 +124,8 @@ static int do_drive(int argc, char **argv)
         fprintf(stderr, "baton race drive: expected a track name or a .npy path\n");
         return CLI_USAGE;
     }
-    if (cli_race_objects_finish(&ro, "race drive", argc, argv, &o.sim.objects)) return CLI_USAGE;
+    int rc_ro;
+    if ((rc_ro = cli_race_objects_finish(&ro, "race drive", argc, argv, &o.sim.objects))) return rc_ro;
     if (max_steps < 0) {
         fprintf(stderr, "baton race drive: --max-steps must be positive\n");
         return CLI_USAGE;

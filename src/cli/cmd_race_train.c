@@ -131,7 +131,8 @@ int cli_race_train(int argc, char **argv)
         return CLI_USAGE;
     }
     if (cli_session_finish(&cs, "race train", argc, argv)) return CLI_USAGE;
-    if (cli_race_objects_finish(&ro, "race train", argc, argv, &o.objects)) return CLI_USAGE;
+    int rc_ro;
+    if ((rc_ro = cli_race_objects_finish(&ro, "race train", argc, argv, &o.objects))) return rc_ro;
     /* a resume takes the run's race unless one is given */
     o.objects_set = cli_given(argc, argv, "race") || cli_given(argc, argv, "objects") || cli_given(argc, argv, "bots") ||
                     cli_given(argc, argv, "bot-speed") || cli_given(argc, argv, "lane-change") ||
@@ -241,7 +242,8 @@ int cli_race_eval(int argc, char **argv)
                   "[--randomize] [--collision-penalty S]",
                   opts, argc, argv, pos, 0, &npos, &help))
         return help ? CLI_OK : CLI_USAGE;
-    if (cli_race_objects_finish(&ro, "race eval", argc, argv, &o.objects)) return CLI_USAGE;
+    int rc_ro;
+    if ((rc_ro = cli_race_objects_finish(&ro, "race eval", argc, argv, &o.objects))) return rc_ro;
     const char *bad = !o.ckpt ? "--ckpt is required"
                     : o.laps < 1 || o.laps > 1000 ? "--laps must be 1..1000"
                     : !(o.off_track_penalty_s >= 0 && o.off_track_penalty_s <= 3600) ? "--off-track-penalty must be 0..3600"

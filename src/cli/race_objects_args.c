@@ -25,9 +25,26 @@ static int race_type(const char *name)
     return -1;
 }
 
-int cli_race_objects_finish(const struct cli_race_objects *c, const char *cmd, int argc, char **argv,
+/* --race-file: the file holds the race and every setting of it; a flag beside it is refused */
+static int from_file(struct cli_race_objects *c, const char *cmd, int argc, char **argv, baton_race_objects_opts *o)
+{
+    static const char *const flags[] = {"race", "objects", "bots", "bot-speed", "lane-change", "randomize"};
+    for (size_t i = 0; i < sizeof flags / sizeof *flags; i++)
+        if (cli_given(argc, argv, flags[i])) {
+            fprintf(stderr, "baton %s: --%s beside --race-file: the file holds the race's settings\n", cmd, flags[i]);
+            return CLI_USAGE;
+        }
+    int type = 0;
+    baton_err err = {0};
+    if (baton_race_objects_load(c->file, &type, o, &err)) return cli_fail(cmd, &err);
+    c->race = baton_race_type_name(type);
+    return CLI_OK;
+}
+
+int cli_race_objects_finish(struct cli_race_objects *c, const char *cmd, int argc, char **argv,
                             baton_race_objects_opts *o)
 {
+    if (c->file) return from_file(c, cmd, argc, argv, o);
     int type = race_type(c->race), oa = type == BATON_RACE_OBJECT_AVOIDANCE, h2b = type == BATON_RACE_HEAD_TO_BOT;
     int speed = cli_given(argc, argv, "bot-speed");
     const char *bad = type < 0 ? "--race takes time-trial, object-avoidance or head-to-bot"

@@ -12,6 +12,10 @@
 #     uninterrupted run's bytes; another race on resume is refused; eval and drive of that model;
 #   - bad flags exit 2 naming the flag (a setting of another race type, counts out of range, an
 #     unknown race);
+#   - --race-file: a YAML file of baton's names and a JSON file of deepracer-for-cloud's DR_* names
+#     race as the flags would (the same drive as the same flags); a bad file is refused naming the
+#     file, the line and the key (a value out of range, a key of another race type, an unknown key,
+#     no race, a place out of range, not YAML), and a race flag beside --race-file is a usage error;
 #   - docs/race.md's two rewards for these races (read from the document: avoid.py, overtake.py),
 #     written as DeepRacer's published examples are, train a few episodes and drive a lap with
 #     their races, every step's reward finite and the parameters they read present.
@@ -88,6 +92,28 @@ expect_fail 2 "--bots must be 1..6" $BATON race eval --ckpt "$T/m" --race head-t
 expect_fail 2 "--race takes time-trial, object-avoidance or head-to-bot" $BATON race eval --ckpt "$T/m" --race rally
 expect_fail 2 "--collision-penalty must be 0..3600" $BATON race eval --ckpt "$T/m" --collision-penalty -1
 expect_fail 2 "--randomize needs --race" $BATON race drive $TR --randomize
+
+# ---- --race-file
+printf '# two boxes\nrace: object-avoidance\npositions:\n  - [0.25, 1]\n  - [0.6, -1]\n' >"$T/oa.yaml"
+printf '{"DR_RACE_TYPE": "HEAD_TO_BOT", "DR_H2B_NUMBER_OF_BOT_CARS": 2, "DR_H2B_BOT_CAR_SPEED": "1.0", "DR_H2B_IS_LANE_CHANGE": "True"}' >"$T/h2b.json"
+printf '{"race": "object-avoidance", "objects": 2, "positions": [[0.25, 1], [0.6, -1]]}' >"$T/oa.json2"
+check '$BATON race drive $TR --race-file "$T/oa.yaml" --json >"$T/f1.json" 2>"$T/e" && $BATON race drive $TR --race-file "$T/oa.json2" --json >"$T/f2.json" 2>>"$T/e" && cmp -s "$T/f1.json" "$T/f2.json"' \
+    "the same race from YAML and from JSON: $(cat "$T/e" "$T/f1.json" 2>/dev/null)"
+jcheck "$T/f1.json" "d['race'] == 'object-avoidance' and d['objects'] == 2" "--race-file: two boxes"
+check '$BATON race drive $TR --race-file "$T/h2b.json" --json >"$T/f3.json" 2>"$T/e" && $BATON race drive $TR --race head-to-bot --bots 2 --bot-speed 1 --lane-change --json >"$T/f4.json" 2>>"$T/e" && cmp -s "$T/f3.json" "$T/f4.json"' \
+    "deepracer-for-cloud's names: the drive the flags give: $(cat "$T/e" "$T/f3.json" "$T/f4.json" 2>/dev/null)"
+badfile() {  # badfile TEXT PATTERN: a file of TEXT refused with PATTERN
+    printf "$1" >"$T/bad.yaml"
+    expect_fail 1 "$2" $BATON race drive $TR --race-file "$T/bad.yaml"
+}
+badfile 'race: head-to-bot\nbots: 2\nbot_speed: 5\n' "bad.yaml:3: bot_speed: 5 is outside 0..4"
+badfile 'race: head-to-bot\nobjects: 2\n' "bad.yaml:2: objects: belongs to object-avoidance, not head-to-bot"
+badfile 'race: object-avoidance\nboxes: 2\n' "bad.yaml:2: 'boxes' is not a race setting"
+badfile 'objects: 2\n' 'bad.yaml:1: no "race"'
+badfile 'race: object-avoidance\nDR_OA_OBJECT_POSITIONS: "0.2,1;0.5,3"\n' "bad.yaml:2: DR_OA_OBJECT_POSITIONS: place 2: progress 0.5 \\(0..1\\) or lane 3"
+badfile 'race: rally\n' "bad.yaml:1: race: 'rally' is not a race type"
+badfile 'race: [1\n' "bad.yaml:2: "
+expect_fail 2 "--objects beside --race-file" $BATON race drive $TR --race-file "$T/oa.yaml" --objects 3
 
 # ---- docs/race.md's rewards for objects and bots, as the document has them
 python3 tests/cli/docwalk.py docs/race.md object-rewards "$T/doc" >/dev/null
