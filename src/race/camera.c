@@ -324,6 +324,57 @@ void baton_race_camera_render_objects(const baton_race_camera *c, double x, doub
         }
 }
 
+/* The plain reference of baton_race_camera_render_objects: every pixel's ray in the world's frame
+ * (the lens where the car's pose puts it, the ray through the pixel's centre turned by the yaw)
+ * against every object's box in the world's frame, the nearest hit's face shaded as the fast path
+ * shades it, over the reference ground picture; no bounds, no culling, no per-car frame. */
+void race_camera_render_objects_ref(const baton_race_camera *c, double x, double y, double yaw,
+                                    const baton_race_object *obj, size_t nobj, uint8_t *out)
+{
+    const baton_race_camera_opts *o = &c->o;
+    baton_race_camera_render_ref(c, x, y, yaw, out);
+    double f = (o->width / 2.0) / tan(o->hfov_deg * RACE_PI / 360), th = o->pitch_deg * RACE_PI / 180;
+    double cy = cos(yaw), sy = sin(yaw);
+    double lens[3] = {x + o->ahead_m * cy, y + o->ahead_m * sy, o->height_m};
+    for (int v = 0; v < o->height; v++)
+        for (int u = 0; u < o->width; u++) {
+            double a = (u + 0.5 - o->width / 2.0) / f, b = (v + 0.5 - o->height / 2.0) / f;
+            /* forward, left, up in the car's frame: the optical axis pitched down, a to the right, b down */
+            double fw = cos(th) - b * sin(th), lf = -a, up = -sin(th) - b * cos(th);
+            double ray[3] = {fw * cy - lf * sy, fw * sy + lf * cy, up}, best = INFINITY;
+            uint8_t shade = 0;
+            for (size_t j = 0; j < nobj; j++) {
+                const baton_race_object *ob = &obj[j];
+                double oc = cos(ob->yaw), os = sin(ob->yaw), off = ob->length_m / 2 - ob->back_m;
+                double ctr[3] = {ob->x + off * oc, ob->y + off * os, ob->height_m / 2};
+                double ax[3][3] = {{oc, os, 0}, {-os, oc, 0}, {0, 0, 1}};
+                double half[3] = {ob->length_m / 2, ob->width_m / 2, ob->height_m / 2}, t0 = 0, t1 = INFINITY;
+                int face = 0, miss = 0;
+                for (int k = 0; k < 3 && !miss; k++) {
+                    double p = 0, d = 0;
+                    for (int i = 0; i < 3; i++) p += (lens[i] - ctr[i]) * ax[k][i], d += ray[i] * ax[k][i];
+                    if (fabs(d) < 1e-12) {
+                        miss = p < -half[k] || p > half[k];
+                        continue;
+                    }
+                    double ta = (-half[k] - p) / d, tb = (half[k] - p) / d;
+                    if (ta > tb) {
+                        double t = ta;
+                        ta = tb, tb = t;
+                    }
+                    if (ta > t0) t0 = ta, face = k;
+                    if (tb < t1) t1 = tb;
+                    miss = t0 > t1;
+                }
+                if (miss || !(t0 < best)) continue;
+                int bot = ob->kind == BATON_RACE_BOT;
+                static const uint8_t box_shade[3] = {165, 135, 200}, bot_shade[3] = {22, 12, 34};
+                best = t0, shade = bot ? bot_shade[face] : box_shade[face];
+            }
+            if (best < INFINITY) out[(size_t)v * (size_t)o->width + (size_t)u] = shade;
+        }
+}
+
 void baton_race_sim_camera_env(const baton_race_sim *s, const baton_race_camera *c, size_t env, uint8_t *out)
 {
     if (env >= s->n) return;

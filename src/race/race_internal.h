@@ -225,4 +225,9 @@ int race_python_built(void);
 /* A line of n zeroed points (limit.c); BATON_ERR_NOMEM leaves it empty. */
 int race_line_alloc(baton_race_line *l, size_t n, int loop);
 
+/* The plain reference of baton_race_camera_render_objects (camera.c), for the tests that compare
+ * them: every pixel's ray against every object's box in the world's frame, no culling. */
+void race_camera_render_objects_ref(const baton_race_camera *c, double x, double y, double yaw,
+                                    const baton_race_object *obj, size_t nobj, uint8_t *out);
+
 #endif
