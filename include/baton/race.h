@@ -32,11 +32,8 @@ typedef struct baton_npy {
     size_t rows, cols;
     double *data;            /* rows × cols, row-major, malloc'd */
 } baton_npy;
-int baton_npy_parse(const char *name, const uint8_t *buf, size_t n, baton_npy *out, baton_err *err);
 int baton_npy_load(const char *path, baton_npy *out, baton_err *err);
 void baton_npy_free(baton_npy *a);
-/* Append a .npy (version 1.0, '<f8', C order) of rows × cols doubles to out. */
-int baton_npy_write(baton_buf *out, const double *data, size_t rows, size_t cols);
 
 /* ---------------------------------------------------------------- tracks */
 typedef struct baton_race_track baton_race_track;
@@ -45,14 +42,9 @@ typedef struct baton_race_track baton_race_track;
  * x, y, inner x, y, outer x, y; a loop repeats its first row last). Checked: at least 3 rows,
  * finite values, borders that do not cross each other or themselves. */
 int baton_race_track_load(const char *name_or_path, baton_race_track **out, baton_err *err);
-/* The same from rows in memory (rows × 6 doubles); name is used in messages. */
-int baton_race_track_from_rows(const char *name, const double *rows, size_t n, baton_race_track **out,
-                               baton_err *err);
 void baton_race_track_free(baton_race_track *t);
 /* The built-in track names, NULL-terminated. */
 const char *const *baton_race_builtin_tracks(void);
-/* The rows as loaded (N × 6), after DeepRacer's clean-up (repeated centre points dropped). */
-const double *baton_race_track_rows(const baton_race_track *t, size_t *n);
 
 typedef struct baton_race_track_info {
     const char *name;
@@ -69,9 +61,6 @@ typedef struct baton_race_track_info {
 } baton_race_track_info;
 void baton_race_track_get_info(const baton_race_track *t, baton_race_track_info *info);
 
-/* On-track test (DeepRacer's: inside the polygon between the borders), fast and reference. */
-int baton_race_track_contains(const baton_race_track *t, double x, double y);
-int baton_race_track_contains_ref(const baton_race_track *t, double x, double y);
 /* The point of the centre line at distance s (metres from the first waypoint; wraps on a loop),
  * and the direction of travel there (radians). */
 void baton_race_track_at(const baton_race_track *t, double s, double *x, double *y, double *yaw);
@@ -210,7 +199,6 @@ size_t baton_race_sim_step_ref(baton_race_sim *s, const float *steer_deg, const 
 const baton_race_car_state *baton_race_sim_state(const baton_race_sim *s, size_t env);
 /* The reward function's input for env's last step (pointers stay valid while the simulator lives). */
 void baton_race_sim_params(const baton_race_sim *s, size_t env, struct baton_race_params *p);
-void baton_race_sim_params_ref(const baton_race_sim *s, size_t env, struct baton_race_params *p);
 /* Start env's next episode at `start` (share of the lap from the first waypoint) in the given
  * direction, standing still: for a caller that decides where every episode starts (the trainer's
  * starts are a function of its episode counter, so a resumed run starts where the run it replaces
@@ -227,8 +215,6 @@ double baton_race_sim_overshoot(const baton_race_sim *s, size_t env);
  * heading along the track plus yaw_off radians, standing still; its episode goes on (or starts
  * when it had ended). For time-trial resets and constructed tests. */
 void baton_race_sim_place(baton_race_sim *s, size_t env, double s_m, double lateral_m, double yaw_off);
-/* Put env's car at an exact pose (x, y, yaw), standing still; the episode goes on. */
-void baton_race_sim_set_pose(baton_race_sim *s, size_t env, double x, double y, double yaw);
 
 /* One object of an environment's scene, as it stands after the last step. */
 enum { BATON_RACE_BOX = 0, BATON_RACE_BOT = 1 };
@@ -274,9 +260,8 @@ void baton_race_sensor_opts_default(baton_race_sensor_opts *o);
 /* Turn the LIDAR on for a race with objects: 11 rays over 180°, 3 m. */
 void baton_race_sensor_opts_lidar(baton_race_sensor_opts *o);
 size_t baton_race_sensor_dim(const baton_race_sensor_opts *o);   /* rays + 3 + ahead + lidar */
-/* Every environment's vector into out (envs × dim floats). _ref: brute-force ray casting. */
+/* Every environment's vector into out (envs × dim floats). */
 void baton_race_sim_sensor(const baton_race_sim *s, const baton_race_sensor_opts *o, float *out);
-void baton_race_sim_sensor_ref(const baton_race_sim *s, const baton_race_sensor_opts *o, float *out);
 /* One environment's vector (dim floats), as baton_race_sim_sensor writes it. */
 void baton_race_sim_sensor_env(const baton_race_sim *s, const baton_race_sensor_opts *o, size_t env, float *out);
 
@@ -306,8 +291,6 @@ void baton_race_camera_render_ref(const baton_race_camera *c, double x, double y
  * ground behind it. */
 void baton_race_camera_render_objects(const baton_race_camera *c, double x, double y, double yaw,
                                       const baton_race_object *obj, size_t nobj, uint8_t *out);
-/* Every environment's frame into out (envs × width × height), its objects drawn. */
-void baton_race_sim_camera(const baton_race_sim *s, const baton_race_camera *c, uint8_t *out);
 /* One environment's frame, its objects drawn. */
 void baton_race_sim_camera_env(const baton_race_sim *s, const baton_race_camera *c, size_t env, uint8_t *out);
 
@@ -319,7 +302,6 @@ void baton_race_sim_camera_env(const baton_race_sim *s, const baton_race_camera 
 typedef struct baton_race_reward baton_race_reward;
 int baton_race_reward_open(const char *spec, baton_race_reward **out, baton_err *err);
 void baton_race_reward_free(baton_race_reward *r);
-const char *baton_race_reward_name(const baton_race_reward *r);
 /* Call it for params of `step`: a result that is NaN, infinite or outside ±1e5 is an error naming
  * the step and the params (as is a Python exception or a non-number). */
 int baton_race_reward_eval(baton_race_reward *r, const struct baton_race_params *p, double *out,
@@ -327,10 +309,8 @@ int baton_race_reward_eval(baton_race_reward *r, const struct baton_race_params 
 /* n calls in a row (for Python: the interpreter's lock taken once). */
 int baton_race_reward_eval_batch(baton_race_reward *r, const struct baton_race_params *p, size_t n,
                                  double *out, baton_err *err);
-/* The three examples of the DeepRacer guide, in C. */
+/* The first example of the DeepRacer guide, in C (the other two: race_internal.h). */
 double baton_race_reward_follow_center_line(const struct baton_race_params *p);
-double baton_race_reward_stay_inside_borders(const struct baton_race_params *p);
-double baton_race_reward_prevent_zigzag(const struct baton_race_params *p);
 int baton_race_python_available(void);   /* 1 when built with embedded CPython */
 
 /* ---------------------------------------------------------------- a model's files (src/race/meta.c) */
@@ -413,7 +393,6 @@ typedef struct baton_race_line {
     double *x, *y, *s, *kappa, *v;   /* position, distance, signed curvature (1/m), speed */
     double length_m, lap_s;
 } baton_race_line;
-void baton_race_line_free(baton_race_line *l);
 
 typedef struct baton_race_limit_result {
     baton_race_line racing;   /* the racing line and its speed profile */
@@ -425,10 +404,6 @@ typedef struct baton_race_limit_result {
 int baton_race_limit(const baton_race_track *t, const baton_race_limits *l, baton_race_limit_result *out,
                      baton_err *err);
 void baton_race_limit_free(baton_race_limit_result *r);
-/* The speed profile of a path (n points, closed when loop): v <= min(max, sqrt(a_lat / |kappa|)),
- * then forward (acceleration) and backward (braking) passes — twice around a loop. Fills line->s,
- * kappa, v, length_m, lap_s from line->x, y. */
-int baton_race_speed_profile(baton_race_line *line, const baton_race_limits *l, baton_err *err);
 
 /* ---------------------------------------------------------------- driving a lap */
 /* The built-in controller: pure pursuit of the centre line, speed from the centre line's curvature

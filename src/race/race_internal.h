@@ -230,4 +230,38 @@ int race_line_alloc(baton_race_line *l, size_t n, int loop);
 void race_camera_render_objects_ref(const baton_race_camera *c, double x, double y, double yaw,
                                     const baton_race_object *obj, size_t nobj, uint8_t *out);
 
+/* ---------------------------------------------------------------- what only the tests call
+ * (each beside the public functions it checks or builds inputs for) */
+/* A .npy from memory (baton_npy_load reads the file and calls it). */
+int baton_npy_parse(const char *name, const uint8_t *buf, size_t n, baton_npy *out, baton_err *err);
+/* Append a .npy (version 1.0, '<f8', C order) of rows × cols doubles to out. */
+int baton_npy_write(baton_buf *out, const double *data, size_t rows, size_t cols);
+/* The same from rows in memory (rows × 6 doubles); name is used in messages. */
+int baton_race_track_from_rows(const char *name, const double *rows, size_t n, baton_race_track **out,
+                               baton_err *err);
+/* The rows as loaded (N × 6), after DeepRacer's clean-up (repeated centre points dropped). */
+const double *baton_race_track_rows(const baton_race_track *t, size_t *n);
+/* On-track test (DeepRacer's: inside the polygon between the borders), fast and reference. */
+int baton_race_track_contains(const baton_race_track *t, double x, double y);
+int baton_race_track_contains_ref(const baton_race_track *t, double x, double y);
+/* The reward parameters as the reference computes them (test_race_sim compares). */
+void baton_race_sim_params_ref(const baton_race_sim *s, size_t env, struct baton_race_params *p);
+/* Put env's car at an exact pose (x, y, yaw), standing still; the episode goes on. */
+void baton_race_sim_set_pose(baton_race_sim *s, size_t env, double x, double y, double yaw);
+/* The sensor vectors by brute-force ray casting (test_race_obs compares). */
+void baton_race_sim_sensor_ref(const baton_race_sim *s, const baton_race_sensor_opts *o, float *out);
+/* Every environment's frame into out (envs × width × height), its objects drawn. */
+void baton_race_sim_camera(const baton_race_sim *s, const baton_race_camera *c, uint8_t *out);
+/* The reward's name as opened (a file's path, or a built-in's name). */
+const char *baton_race_reward_name(const baton_race_reward *r);
+/* The DeepRacer guide's second and third examples, in C. */
+double baton_race_reward_stay_inside_borders(const struct baton_race_params *p);
+double baton_race_reward_prevent_zigzag(const struct baton_race_params *p);
+/* Free a line's arrays (one the tests built with baton_race_speed_profile). */
+void baton_race_line_free(baton_race_line *l);
+/* The speed profile of a path (n points, closed when loop): v <= min(max, sqrt(a_lat / |kappa|)),
+ * then forward (acceleration) and backward (braking) passes — twice around a loop. Fills line->s,
+ * kappa, v, length_m, lap_s from line->x, y. */
+int baton_race_speed_profile(baton_race_line *line, const baton_race_limits *l, baton_err *err);
+
 #endif
