@@ -291,6 +291,8 @@ void baton_race_camera_render_ref(const baton_race_camera *c, double x, double y
  * ground behind it. */
 void baton_race_camera_render_objects(const baton_race_camera *c, double x, double y, double yaw,
                                       const baton_race_object *obj, size_t nobj, uint8_t *out);
+/* Every environment's frame into out (envs × width × height), its objects drawn. */
+void baton_race_sim_camera(const baton_race_sim *s, const baton_race_camera *c, uint8_t *out);
 /* One environment's frame, its objects drawn. */
 void baton_race_sim_camera_env(const baton_race_sim *s, const baton_race_camera *c, size_t env, uint8_t *out);
 

@@ -250,8 +250,6 @@ void baton_race_sim_params_ref(const baton_race_sim *s, size_t env, struct baton
 void baton_race_sim_set_pose(baton_race_sim *s, size_t env, double x, double y, double yaw);
 /* The sensor vectors by brute-force ray casting (test_race_obs compares). */
 void baton_race_sim_sensor_ref(const baton_race_sim *s, const baton_race_sensor_opts *o, float *out);
-/* Every environment's frame into out (envs × width × height), its objects drawn. */
-void baton_race_sim_camera(const baton_race_sim *s, const baton_race_camera *c, uint8_t *out);
 /* The reward's name as opened (a file's path, or a built-in's name). */
 const char *baton_race_reward_name(const baton_race_reward *r);
 /* The DeepRacer guide's second and third examples, in C. */
