@@ -72,7 +72,6 @@ typedef struct fplain {
     CURLcode done_cc;
     uint8_t *stash;             /* received bytes waiting for a free slot (the transfer is paused) */
     size_t stash_off, stash_len, stash_cap;
-    size_t got_attempt;
     int fails;
     double retry_at;
 } fplain;

@@ -176,7 +176,10 @@ static size_t plain_write(char *p, size_t size, size_t nitems, void *ud)
         return n;
     }
     if (pl->stash_off < pl->stash_len) return CURL_WRITEFUNC_PAUSE;   /* still waiting for a slot */
-    pl->got_attempt += n;
+    pthread_mutex_lock(&f->mu);   /* counted as it arrives: the consumer may have every byte before
+                                   * libcurl reports the transfer's end */
+    f->st.bytes += n;
+    pthread_mutex_unlock(&f->mu);
     if (!pl->checked && check(f, pl) != BATON_OK) {
         pl->vfailed = 1;
         return 0;
@@ -237,8 +240,6 @@ static void finish(baton_fetch *f, fplain *pl, CURLcode cc)
 {
     detach(f, pl);
     pthread_mutex_lock(&f->mu);
-    f->st.bytes += pl->got_attempt;
-    pl->got_attempt = 0;
     baton_err e = {0};
     int retry = 0;
     io_resp *r = &pl->resp;
@@ -328,7 +329,6 @@ static double start(baton_fetch *f, fplain *pl)
     pl->pos = 0;
     pl->cur = NULL;
     pl->checked = pl->ending = pl->vfailed = 0;
-    pl->got_attempt = 0;
     pl->stash_len = pl->stash_off = 0;
     if (curl_multi_add_handle(f->multi, pl->easy) != CURLM_OK) {
         curl_slist_free_all(pl->hdrs);
