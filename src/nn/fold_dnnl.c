@@ -24,10 +24,9 @@
  * at a time). Primitives are tuned for the OpenMP thread count in force when the plan was built.
  * A model the lowering cannot express (e.g. batch norm not after a convolution) is refused with a
  * message naming the layer. The model is only read; the plan keeps nothing of it. */
-#include "nn_internal.h"
+#include "nn_dnnl.h"
 
 #include <math.h>
-#include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -51,7 +50,7 @@ typedef struct fprim {
 } fprim;
 
 struct baton_nn_infer_plan {
-    dnnl_engine_t eng;
+    dnnl_engine_t eng;       /* the kernel table's (nn_dnnl.h), not ours */
     dnnl_stream_t strm;
     fprim *prims;
     int nprims, capprims;
@@ -103,13 +102,6 @@ static int dnnl_fail(baton_err *err, dnnl_status_t st, const char *what, const c
 {
     return baton_err_set(err, BATON_ERR_FORMAT, "fast path: layer %s: %s failed (%s)", layer && *layer ? layer : "?",
                          what, dnnl_status2str(st));
-}
-
-static dnnl_status_t md_tag(dnnl_memory_desc_t *md, int nd, const int64_t *dims, dnnl_format_tag_t tag)
-{
-    dnnl_dims_t d;
-    for (int i = 0; i < nd; i++) d[i] = dims[i];
-    return dnnl_memory_desc_init_by_tag(md, nd, d, dnnl_f32, tag);
 }
 
 /* ---------------------------------------------------------------- 2. primitives */
@@ -250,7 +242,7 @@ static int pack(baton_nn_infer_plan *f, const float *data, int nd, const int64_t
                 const dnnl_memory_desc_t *want, dnnl_memory_t *out, const char *name, baton_err *err)
 {
     dnnl_memory_desc_t plain;
-    dnnl_status_t st = md_tag(&plain, nd, dims, tag);
+    dnnl_status_t st = nn_dnnl_md(&plain, nd, dims, tag);
     void *buf = own_buffer(f, dnnl_memory_desc_get_size(want));
     if (!buf || nn_grow((void **)&f->mems, &f->nmems, &f->capmems, sizeof *f->mems))
         return baton_err_set(err, BATON_ERR_NOMEM, "fast path: out of memory");
@@ -291,20 +283,6 @@ static int value_of_mem(const baton_nn_infer_plan *f, dnnl_memory_t mem)
     return -1;
 }
 
-static dnnl_status_t make_attr(dnnl_primitive_attr_t *attr, int sum, int relu)
-{
-    dnnl_status_t st = dnnl_primitive_attr_create(attr);
-    if (st == dnnl_success) st = dnnl_primitive_attr_set_scratchpad_mode(*attr, dnnl_scratchpad_mode_user);
-    if (st != dnnl_success || (!sum && !relu)) return st;
-    dnnl_post_ops_t po = NULL;
-    st = dnnl_post_ops_create(&po);
-    if (st == dnnl_success && sum) st = dnnl_post_ops_append_sum(po, 1.0f);
-    if (st == dnnl_success && relu) st = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f);
-    if (st == dnnl_success) st = dnnl_primitive_attr_set_post_ops(*attr, po);
-    if (po) dnnl_post_ops_destroy(po);
-    return st;
-}
-
 /* The same dims as md, format any. */
 static dnnl_status_t md_any(dnnl_memory_desc_t *out, const dnnl_memory_desc_t *md)
 {
@@ -342,20 +320,20 @@ static dnnl_status_t compute_descs(baton_nn_infer_plan *f, const nn_fold_op *o, 
         d->wd[0] = o->oc, d->wd[1] = (int64_t)in->c * in->h * in->w;
         d->wtag = dnnl_ab;
     }
-    dnnl_status_t st = md_tag(&d->wmd, d->wnd, d->wd, dnnl_format_tag_any);
-    if (st == dnnl_success) st = md_tag(&d->bmd, 1, (const int64_t[1]){o->oc}, dnnl_a);
+    dnnl_status_t st = nn_dnnl_md(&d->wmd, d->wnd, d->wd, dnnl_format_tag_any);
+    if (st == dnnl_success) st = nn_dnnl_md(&d->bmd, 1, (const int64_t[1]){o->oc}, dnnl_a);
     if (st == dnnl_success) {
         if (o->sum >= 0) d->dmd = f->vals[o->sum].md;
-        else if (o->kind == NN_FOLD_CONV) st = md_tag(&d->dmd, 4, (const int64_t[4]){N, o->oc, outv->h, outv->w}, dnnl_format_tag_any);
-        else st = md_tag(&d->dmd, 2, (const int64_t[2]){N, o->oc}, final ? dnnl_ab : dnnl_format_tag_any);
+        else if (o->kind == NN_FOLD_CONV) st = nn_dnnl_md(&d->dmd, 4, (const int64_t[4]){N, o->oc, outv->h, outv->w}, dnnl_format_tag_any);
+        else st = nn_dnnl_md(&d->dmd, 2, (const int64_t[2]){N, o->oc}, final ? dnnl_ab : dnnl_format_tag_any);
     }
     if (st == dnnl_success) st = md_any(&d->smd_any, &in->md);
     if (st != dnnl_success) return st;
     const int is4d_ip = o->kind == NN_FOLD_IP && in->md.ndims == 4;
     const int64_t chw = (int64_t)in->c * in->h * in->w;
-    const int try_flat = is4d_ip && md_tag(&d->smd_plain, 4, in->md.dims, dnnl_abcd) == dnnl_success &&
-                         md_tag(&d->smd_flat, 2, (const int64_t[2]){N, chw}, dnnl_ab) == dnnl_success &&
-                         md_tag(&d->wmd_flat, 2, (const int64_t[2]){o->oc, chw}, dnnl_format_tag_any) == dnnl_success;
+    const int try_flat = is4d_ip && nn_dnnl_md(&d->smd_plain, 4, in->md.dims, dnnl_abcd) == dnnl_success &&
+                         nn_dnnl_md(&d->smd_flat, 2, (const int64_t[2]){N, chw}, dnnl_ab) == dnnl_success &&
+                         nn_dnnl_md(&d->wmd_flat, 2, (const int64_t[2]){o->oc, chw}, dnnl_format_tag_any) == dnnl_success;
     const int try_plain = is4d_ip && try_flat && !dnnl_memory_desc_equal(&d->smd_plain, &in->md);
     d->cands[0] = &in->md;
     d->cands[1] = try_flat ? &d->smd_flat : NULL;
@@ -369,7 +347,7 @@ static dnnl_status_t compute_try(baton_nn_infer_plan *f, const nn_fold_op *o, co
                                  dnnl_primitive_desc_t *cand)
 {
     dnnl_primitive_attr_t attr = NULL;
-    dnnl_status_t st = make_attr(&attr, o->sum >= 0, o->relu);
+    dnnl_status_t st = nn_dnnl_attr(&attr, o->sum >= 0, o->relu);
     if (st == dnnl_success) {
         if (o->kind == NN_FOLD_CONV) {
             dnnl_convolution_desc_t cd;
@@ -508,7 +486,7 @@ static int make_pool(baton_nn_infer_plan *f, nn_fold_op *o, baton_err *err)
 {
     value *in = &f->vals[o->src], *outv = &f->vals[o->dst];
     dnnl_memory_desc_t dmd;
-    dnnl_status_t st = md_tag(&dmd, 4, (const int64_t[4]){f->batch, outv->c, outv->h, outv->w}, dnnl_format_tag_any);
+    dnnl_status_t st = nn_dnnl_md(&dmd, 4, (const int64_t[4]){f->batch, outv->c, outv->h, outv->w}, dnnl_format_tag_any);
     const int gap = o->kind == NN_FOLD_AVGPOOL;
     const dnnl_dims_t strides = {gap ? 1 : o->stride, gap ? 1 : o->stride};
     const dnnl_dims_t kernel = {gap ? in->h : o->k, gap ? in->w : o->k}, pad = {0, 0};
@@ -519,7 +497,7 @@ static int make_pool(baton_nn_infer_plan *f, nn_fold_op *o, baton_err *err)
         st = dnnl_pooling_forward_desc_init(&pdsc, dnnl_forward_inference,
                                             gap ? dnnl_pooling_avg_exclude_padding : dnnl_pooling_max, &in->md, &dmd,
                                             strides, kernel, pad, pad);
-    if (st == dnnl_success) st = make_attr(&attr, 0, 0);
+    if (st == dnnl_success) st = nn_dnnl_attr(&attr, 0, 0);
     if (st == dnnl_success) st = dnnl_primitive_desc_create(&pd, &pdsc, attr, f->eng, NULL);
     if (attr) dnnl_primitive_attr_destroy(attr);
     if (st != dnnl_success) return dnnl_fail(err, st, "pooling", gap ? "adaptive_avg_pool2d" : "max_pool2d");
@@ -548,7 +526,7 @@ static int plan_values(baton_nn_infer_plan *f, const nn_fold *F, baton_err *err)
     f->out_val = F->out_val;
     value *in = &f->vals[f->in_val];
     dnnl_memory_desc_t imd;
-    if (md_tag(&imd, 4, (const int64_t[4]){f->batch, in->c, in->h, in->w}, dnnl_abcd) != dnnl_success ||
+    if (nn_dnnl_md(&imd, 4, (const int64_t[4]){f->batch, in->c, in->h, in->w}, dnnl_abcd) != dnnl_success ||
         set_value_md(f, f->in_val, &imd))
         return baton_err_set(err, BATON_ERR_NOMEM, "fast path: out of memory");
     return BATON_OK;
@@ -585,10 +563,10 @@ static int plan_buffers(baton_nn_infer_plan *f, baton_err *err)
 /* Steps 1-3 on an empty plan. */
 static int plan_compile(baton_nn_infer_plan *f, const baton_nn_model *m, baton_err *err)
 {
-    dnnl_status_t st = dnnl_engine_create(&f->eng, dnnl_cpu, 0);
-    if (st == dnnl_success) st = dnnl_stream_create(&f->strm, f->eng, dnnl_stream_default_flags);
+    if (!(f->eng = nn_dnnl_engine(err))) return BATON_ERR_FORMAT;
+    dnnl_status_t st = dnnl_stream_create(&f->strm, f->eng, dnnl_stream_default_flags);
     if (st != dnnl_success)
-        return baton_err_set(err, BATON_ERR_FORMAT, "fast path: cannot create the oneDNN CPU engine (%s)",
+        return baton_err_set(err, BATON_ERR_FORMAT, "fast path: cannot create a oneDNN stream (%s)",
                              dnnl_status2str(st));
     nn_fold F = {0};
     int rc = nn_fold_lower(m, &F, err);
@@ -654,7 +632,6 @@ void baton_nn_infer_plan_free(baton_nn_infer_plan *f)
     for (int i = 0; i < f->nmems; i++) dnnl_memory_destroy(f->mems[i]);
     for (int i = 0; i < f->nbufs; i++) free(f->bufs[i]);
     if (f->strm) dnnl_stream_destroy(f->strm);
-    if (f->eng) dnnl_engine_destroy(f->eng);
     free(f->prims);
     free(f->vals);
     free(f->mems);
