@@ -7,7 +7,8 @@
 #                   plus a short run of every fuzz target (tests/run.sh prints "N passed, N failed, N skipped")
 #   make bench      the benchmarks under bench/
 #   make fuzz       every libFuzzer target for longer (FUZZ_SECONDS, default 60 each)
-#   make chaos      the long reliability runs: the kill campaign (1,000 kills, tests/servers/test_chaos.sh)
+#   make chaos      the long reliability runs: the kill campaign (1,000 kills, tests/servers/test_chaos.sh),
+#                   the league's (200 submissions, tests/servers/test_chaos_league.sh)
 #                   and every entry of tests/mutations/list must make a test fail
 #   make check-layers  every #include "baton/..." against README's component table
 #   make SAN=1 BUILD=build-san   the sanitizer build used by `make test`
@@ -39,7 +40,7 @@ ALL_CFLAGS := $(BASE_CFLAGS) $(OPT) $(CFLAGS)
 LDLIBS := -Wl,--as-needed $(PKG_LIBS) -ldnnl -lgomp -lm -pthread
 LDFLAGS_ALL := $(SAN_LDFLAGS) $(LDFLAGS)
 
-COMPONENTS := util rec io img nn ckpt notice dist train infer fleet race
+COMPONENTS := util http rec io img nn ckpt notice dist train infer fleet race
 LIB_SRC := $(foreach c,$(COMPONENTS),$(wildcard src/$(c)/*.c))
 CLI_SRC := $(wildcard src/cli/*.c)
 TEST_SRC := $(wildcard tests/unit/test_*.c)
@@ -208,6 +209,8 @@ clean:
 
 # the long reliability runs (minutes; never in `make test`)
 CHAOS_KILLS ?= 1000
+CHAOS_LEAGUE_SUBMISSIONS ?= 200
 chaos: all
 	CHAOS_KILLS=$(CHAOS_KILLS) bash tests/servers/test_chaos.sh
+	CHAOS_LEAGUE_SUBMISSIONS=$(CHAOS_LEAGUE_SUBMISSIONS) bash tests/servers/test_chaos_league.sh
 	tests/mutations/run.sh

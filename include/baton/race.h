@@ -5,8 +5,11 @@
  * (model_metadata.json, hyperparameters.json), PPO training as DeepRacer trains (race train) and
  * DeepRacer's time trial with a trained model (race eval).
  *
- * What it offers, in the order a caller uses it: tracks; the car and the simulator; observations;
- * rewards; the model's files; the lap-time limit; driving a lap; training; timed laps; pictures.
+ * Objects on the track (boxes, bot cars) make DeepRacer's object-avoidance and head-to-bot races.
+ *
+ * What it offers, in the order a caller uses it: tracks; the car and the simulator (and its
+ * objects); observations; rewards; the model's files; the lap-time limit; driving a lap; training;
+ * timed laps; pictures.
  *
  * Layering: race builds on util, img (PNG frames), nn (the networks), ckpt and train (the training
  * session's stages) and notice. Nothing here exits or prints; errors are values naming the file
@@ -29,11 +32,8 @@ typedef struct baton_npy {
     size_t rows, cols;
     double *data;            /* rows × cols, row-major, malloc'd */
 } baton_npy;
-int baton_npy_parse(const char *name, const uint8_t *buf, size_t n, baton_npy *out, baton_err *err);
 int baton_npy_load(const char *path, baton_npy *out, baton_err *err);
 void baton_npy_free(baton_npy *a);
-/* Append a .npy (version 1.0, '<f8', C order) of rows × cols doubles to out. */
-int baton_npy_write(baton_buf *out, const double *data, size_t rows, size_t cols);
 
 /* ---------------------------------------------------------------- tracks */
 typedef struct baton_race_track baton_race_track;
@@ -42,14 +42,9 @@ typedef struct baton_race_track baton_race_track;
  * x, y, inner x, y, outer x, y; a loop repeats its first row last). Checked: at least 3 rows,
  * finite values, borders that do not cross each other or themselves. */
 int baton_race_track_load(const char *name_or_path, baton_race_track **out, baton_err *err);
-/* The same from rows in memory (rows × 6 doubles); name is used in messages. */
-int baton_race_track_from_rows(const char *name, const double *rows, size_t n, baton_race_track **out,
-                               baton_err *err);
 void baton_race_track_free(baton_race_track *t);
 /* The built-in track names, NULL-terminated. */
 const char *const *baton_race_builtin_tracks(void);
-/* The rows as loaded (N × 6), after DeepRacer's clean-up (repeated centre points dropped). */
-const double *baton_race_track_rows(const baton_race_track *t, size_t *n);
 
 typedef struct baton_race_track_info {
     const char *name;
@@ -66,9 +61,6 @@ typedef struct baton_race_track_info {
 } baton_race_track_info;
 void baton_race_track_get_info(const baton_race_track *t, baton_race_track_info *info);
 
-/* On-track test (DeepRacer's: inside the polygon between the borders), fast and reference. */
-int baton_race_track_contains(const baton_race_track *t, double x, double y);
-int baton_race_track_contains_ref(const baton_race_track *t, double x, double y);
 /* The point of the centre line at distance s (metres from the first waypoint; wraps on a loop),
  * and the direction of travel there (radians). */
 void baton_race_track_at(const baton_race_track *t, double s, double *x, double *y, double *yaw);
@@ -101,9 +93,54 @@ enum baton_race_status {
     BATON_RACE_REVERSED,        /* progress fell for stuck_steps steps in a row */
     BATON_RACE_IMMOBILIZED,     /* moved <= 0.3 mm per step for stuck_steps steps in a row */
     BATON_RACE_TIME_UP,         /* max_steps reached */
+    BATON_RACE_CRASHED,         /* the car's footprint touched a box or a bot car */
     BATON_RACE_NSTATUS
 };
 const char *baton_race_status_name(int status);   /* "in_progress", "lap_complete", ... */
+
+/* Objects on the track (DeepRacer's object-avoidance and head-to-bot races; time trials have none).
+ * Boxes (0.2 m square, 0.2 m high) stand still; bot cars (the car's footprint, 0.16 m high) drive
+ * the centre line of a lane at a set speed. A lane is given as a number in [-1, 1] as
+ * deepracer-for-cloud's object positions give it: +1 the inner lane's centre (towards the inner
+ * border: on the left of a counter-clockwise loop), -1 the outer lane's (a quarter of the local
+ * track width from the centre line, in the
+ * driving direction), 0 the centre line. Positions are along the episode's direction from its
+ * start line (the first waypoint of that direction), as a share of the lap. Everything random
+ * (random places, lane-change intervals) comes from each environment's own RNG for objects,
+ * seeded from (seed, env): a seeded scene is the same on every run. */
+#define BATON_RACE_MAX_OBJECTS 16
+#define BATON_RACE_MAX_BOTS 6
+#define BATON_RACE_BOX_SIZE_M 0.2
+#define BATON_RACE_BOX_HEIGHT_M 0.2
+#define BATON_RACE_BOT_HEIGHT_M 0.16
+enum { BATON_RACE_TIME_TRIAL = 0, BATON_RACE_OBJECT_AVOIDANCE = 1, BATON_RACE_HEAD_TO_BOT = 2 };
+typedef struct baton_race_objects_opts {
+    int boxes;                /* 0..BATON_RACE_MAX_OBJECTS boxes */
+    int randomize;            /* 1: boxes and bots placed anew at each episode's start (seeded) */
+    int npos;                 /* 0: boxes evenly spaced (box i at (i + 1) / (boxes + 1) of the lap,
+                                 lanes alternating inner, outer); else npos explicit places: */
+    double pos_progress[BATON_RACE_MAX_OBJECTS];   /* share of the lap, 0..1 */
+    double pos_lane[BATON_RACE_MAX_OBJECTS];       /* -1..1 */
+    double min_gap_m;         /* randomized: at least this far apart along the centre line (2.0) */
+    int bots;                 /* 0..BATON_RACE_MAX_BOTS bot cars */
+    double bot_speed_mps;     /* along the centre line: 0.2 (deepracer-for-cloud's default) */
+    int lane_change;          /* 1: each bot changes lanes at random intervals */
+    double lane_change_min_s, lane_change_max_s;   /* the interval: 3..5 s */
+    double lane_change_m;     /* the change is spread over this distance along the track: 1.0 */
+    double bot_gap_m;         /* bots start at least this far apart along the centre line: 2.0 */
+    double start_clear_m;     /* randomized: nothing within this distance ahead of or behind the
+                                 episode's start (1.0) */
+} baton_race_objects_opts;
+/* No objects (a time trial), DeepRacer's values for the rest. */
+void baton_race_objects_opts_default(baton_race_objects_opts *o);
+/* The settings of a race type: time trial (none), object avoidance (boxes at fixed places, the
+ * count as given), head-to-bot (bots at bot_speed, lane changes off). */
+int baton_race_objects_for_race(int race_type, int count, baton_race_objects_opts *o, baton_err *err);
+const char *baton_race_type_name(int race_type);   /* "time-trial", "object-avoidance", "head-to-bot" */
+/* A race and its settings from a YAML or JSON file (`--race-file`; src/race/objects_file.c lists
+ * the keys: baton's names or deepracer-for-cloud's DR_* names); a bad file is an error naming the
+ * file, the line and the key. */
+int baton_race_objects_load(const char *path, int *race_type, baton_race_objects_opts *o, baton_err *err);
 
 typedef struct baton_race_sim_opts {
     size_t envs;              /* cars stepped as one batch, each in its own world (default 1) */
@@ -119,6 +156,7 @@ typedef struct baton_race_sim_opts {
     double steer_noise_deg;   /* Gaussian noise added to each steering action (0) */
     double speed_noise_mps;   /* Gaussian noise added to each speed action (0) */
     baton_race_car car;
+    baton_race_objects_opts objects;   /* none by default */
 } baton_race_sim_opts;
 void baton_race_sim_opts_default(baton_race_sim_opts *o);
 
@@ -140,6 +178,8 @@ typedef struct baton_race_car_state {
     int reversed_dir;         /* this episode drives the track in reverse */
     int status;               /* enum baton_race_status */
     uint64_t total_steps;     /* since the simulator started (sim_time = total_steps / hz) */
+    int crashed;              /* the last step ended touching an object */
+    uint32_t crashes;         /* crashes in this episode (SIM_TRACE_LOG's obstacle_crash_counter) */
 } baton_race_car_state;
 
 typedef struct baton_race_sim baton_race_sim;
@@ -159,7 +199,6 @@ size_t baton_race_sim_step_ref(baton_race_sim *s, const float *steer_deg, const 
 const baton_race_car_state *baton_race_sim_state(const baton_race_sim *s, size_t env);
 /* The reward function's input for env's last step (pointers stay valid while the simulator lives). */
 void baton_race_sim_params(const baton_race_sim *s, size_t env, struct baton_race_params *p);
-void baton_race_sim_params_ref(const baton_race_sim *s, size_t env, struct baton_race_params *p);
 /* Start env's next episode at `start` (share of the lap from the first waypoint) in the given
  * direction, standing still: for a caller that decides where every episode starts (the trainer's
  * starts are a function of its episode counter, so a resumed run starts where the run it replaces
@@ -176,8 +215,28 @@ double baton_race_sim_overshoot(const baton_race_sim *s, size_t env);
  * heading along the track plus yaw_off radians, standing still; its episode goes on (or starts
  * when it had ended). For time-trial resets and constructed tests. */
 void baton_race_sim_place(baton_race_sim *s, size_t env, double s_m, double lateral_m, double yaw_off);
-/* Put env's car at an exact pose (x, y, yaw), standing still; the episode goes on. */
-void baton_race_sim_set_pose(baton_race_sim *s, size_t env, double x, double y, double yaw);
+
+/* One object of an environment's scene, as it stands after the last step. */
+enum { BATON_RACE_BOX = 0, BATON_RACE_BOT = 1 };
+typedef struct baton_race_object {
+    int kind;                 /* BATON_RACE_BOX or BATON_RACE_BOT */
+    double x, y, yaw;         /* its centre; yaw radians */
+    double length_m, width_m, height_m;   /* along and across its heading; height */
+    double back_m;            /* its footprint runs from back_m behind (x, y) to length_m - back_m ahead */
+    double speed_mps;
+    double lane;              /* -1..1 (a bot changing lanes is between) */
+} baton_race_object;
+/* env's objects (boxes first, then bots) into out (up to cap); returns how many there are. */
+size_t baton_race_sim_objects(const baton_race_sim *s, size_t env, baton_race_object *out, size_t cap);
+/* Draw env's next scenes from key instead of the environment's running stream: the objects' RNG
+ * is seeded again from (seed, key). For a caller that decides every episode (a trainer passing the
+ * episode's number before baton_race_sim_start: a resumed run draws the scenes the run it
+ * replaces would have). */
+void baton_race_sim_scene_seed(baton_race_sim *s, size_t env, uint64_t key);
+/* Put env's car back after a crash for an evaluation that goes on: onto the centre line where
+ * its front point is, or as little before it as keeps it clear of every object (up to 3 m back),
+ * facing along the track, standing. The crash counter goes on. */
+void baton_race_sim_crash_reset(baton_race_sim *s, size_t env);
 
 /* ---------------------------------------------------------------- observations */
 /* The sensor vector: distances to the borders along `rays` rays spread over fov_deg around the
@@ -192,12 +251,17 @@ typedef struct baton_race_sensor_opts {
     double max_range_m;       /* 3 */
     int ahead;                /* 3 lookahead distances: */
     double ahead_m[BATON_RACE_SENSOR_MAX_AHEAD];   /* 0.5, 1, 2 m */
+    int lidar;                /* 0 (time trials: the vector as before); else a front-facing LIDAR's
+                               * rays appended: distance to the nearest object (box or bot) */
+    double lidar_fov_deg;     /* 180, spread left to right like the border rays */
+    double lidar_range_m;     /* 3: a ray that meets nothing nearer reads 1 */
 } baton_race_sensor_opts;
 void baton_race_sensor_opts_default(baton_race_sensor_opts *o);
-size_t baton_race_sensor_dim(const baton_race_sensor_opts *o);   /* rays + 3 + ahead */
-/* Every environment's vector into out (envs × dim floats). _ref: brute-force ray casting. */
+/* Turn the LIDAR on for a race with objects: 11 rays over 180°, 3 m. */
+void baton_race_sensor_opts_lidar(baton_race_sensor_opts *o);
+size_t baton_race_sensor_dim(const baton_race_sensor_opts *o);   /* rays + 3 + ahead + lidar */
+/* Every environment's vector into out (envs × dim floats). */
 void baton_race_sim_sensor(const baton_race_sim *s, const baton_race_sensor_opts *o, float *out);
-void baton_race_sim_sensor_ref(const baton_race_sim *s, const baton_race_sensor_opts *o, float *out);
 /* One environment's vector (dim floats), as baton_race_sim_sensor writes it. */
 void baton_race_sim_sensor_env(const baton_race_sim *s, const baton_race_sensor_opts *o, size_t env, float *out);
 
@@ -222,8 +286,15 @@ void baton_race_camera_free(baton_race_camera *c);
  * _ref recomputes every pixel's ray and samples with plain arithmetic; same image within 1 level. */
 void baton_race_camera_render(const baton_race_camera *c, double x, double y, double yaw, uint8_t *out);
 void baton_race_camera_render_ref(const baton_race_camera *c, double x, double y, double yaw, uint8_t *out);
-/* Every environment's frame into out (envs × width × height). */
+/* The same view with objects standing on the track: each object a solid box (a bot car: a box of
+ * the car's footprint and height), its visible sides shaded by which way they face, hiding the
+ * ground behind it. */
+void baton_race_camera_render_objects(const baton_race_camera *c, double x, double y, double yaw,
+                                      const baton_race_object *obj, size_t nobj, uint8_t *out);
+/* Every environment's frame into out (envs × width × height), its objects drawn. */
 void baton_race_sim_camera(const baton_race_sim *s, const baton_race_camera *c, uint8_t *out);
+/* One environment's frame, its objects drawn. */
+void baton_race_sim_camera_env(const baton_race_sim *s, const baton_race_camera *c, size_t env, uint8_t *out);
 
 /* ---------------------------------------------------------------- rewards */
 /* A reward function: a built-in NAME ("follow_center_line" — the default, as in DeepRacer —,
@@ -233,7 +304,6 @@ void baton_race_sim_camera(const baton_race_sim *s, const baton_race_camera *c, 
 typedef struct baton_race_reward baton_race_reward;
 int baton_race_reward_open(const char *spec, baton_race_reward **out, baton_err *err);
 void baton_race_reward_free(baton_race_reward *r);
-const char *baton_race_reward_name(const baton_race_reward *r);
 /* Call it for params of `step`: a result that is NaN, infinite or outside ±1e5 is an error naming
  * the step and the params (as is a Python exception or a non-number). */
 int baton_race_reward_eval(baton_race_reward *r, const struct baton_race_params *p, double *out,
@@ -241,10 +311,8 @@ int baton_race_reward_eval(baton_race_reward *r, const struct baton_race_params 
 /* n calls in a row (for Python: the interpreter's lock taken once). */
 int baton_race_reward_eval_batch(baton_race_reward *r, const struct baton_race_params *p, size_t n,
                                  double *out, baton_err *err);
-/* The three examples of the DeepRacer guide, in C. */
+/* The first example of the DeepRacer guide, in C (the other two: race_internal.h). */
 double baton_race_reward_follow_center_line(const struct baton_race_params *p);
-double baton_race_reward_stay_inside_borders(const struct baton_race_params *p);
-double baton_race_reward_prevent_zigzag(const struct baton_race_params *p);
 int baton_race_python_available(void);   /* 1 when built with embedded CPython */
 
 /* ---------------------------------------------------------------- a model's files (src/race/meta.c) */
@@ -269,6 +337,8 @@ typedef struct baton_race_meta {
     double steer_low, steer_high;   /* continuous: degrees, -30..30, low < high */
     double speed_low, speed_high;   /* continuous: m/s, 0.1..4, low < high */
     int obs;                  /* BATON_RACE_OBS_CAMERA (default) or BATON_RACE_OBS_SENSOR */
+    int lidar;                /* 1: "LIDAR" beside BATON_SENSOR_VECTOR: the vector ends with the
+                               * front-facing LIDAR's rays (baton_race_sensor_opts_lidar) */
     char version[16];         /* as read ("5" when written fresh) */
 } baton_race_meta;
 /* The console's defaults: discrete, steering {-30, -15, 0, 15, 30} x speed {0.4, 0.8} (the guide's
@@ -325,7 +395,6 @@ typedef struct baton_race_line {
     double *x, *y, *s, *kappa, *v;   /* position, distance, signed curvature (1/m), speed */
     double length_m, lap_s;
 } baton_race_line;
-void baton_race_line_free(baton_race_line *l);
 
 typedef struct baton_race_limit_result {
     baton_race_line racing;   /* the racing line and its speed profile */
@@ -337,10 +406,6 @@ typedef struct baton_race_limit_result {
 int baton_race_limit(const baton_race_track *t, const baton_race_limits *l, baton_race_limit_result *out,
                      baton_err *err);
 void baton_race_limit_free(baton_race_limit_result *r);
-/* The speed profile of a path (n points, closed when loop): v <= min(max, sqrt(a_lat / |kappa|)),
- * then forward (acceleration) and backward (braking) passes — twice around a loop. Fills line->s,
- * kappa, v, length_m, lap_s from line->x, y. */
-int baton_race_speed_profile(baton_race_line *line, const baton_race_limits *l, baton_err *err);
 
 /* ---------------------------------------------------------------- driving a lap */
 /* The built-in controller: pure pursuit of the centre line, speed from the centre line's curvature
@@ -413,11 +478,14 @@ typedef struct baton_race_train_opts {
     uint32_t max_steps;         /* a training episode's step limit; 0: 10000 (DeepRacer's) */
     baton_race_car car;         /* the car's limits in training (baton_race_train_opts_default: the
                                    lap-time limit's acceleration, braking and grip) */
+    baton_race_objects_opts objects;   /* boxes and bots (none: a time trial); a collision ends the
+                                   episode; a sensor policy's vector gains the LIDAR ("LIDAR" in its
+                                   model_metadata.json) */
     int reference_kernels;
     int progress;               /* a progress line on a terminal */
     double progress_every_s;    /* plain progress lines when stderr is not a terminal (0: none) */
     /* which of the run's settings were given (a resume refuses a change to one that was) */
-    int seed_set, obs_set, scale_set, envs_set, max_steps_set;
+    int seed_set, obs_set, scale_set, envs_set, max_steps_set, objects_set;
 } baton_race_train_opts;
 
 typedef struct baton_race_train_result {
@@ -449,7 +517,8 @@ int baton_race_train(const baton_race_train_opts *o, baton_race_train_result *r,
  * car starts on the start line standing still and drives `laps` laps in a row; the clock runs from
  * the start; off the track, reversed or immobilized resets the car onto the centre line where it
  * was, standing, with a penalty added to the clock; a lap's time is from line to line (the
- * crossing interpolated within its step), penalties included. */
+ * crossing interpolated within its step), penalties included. With objects (object avoidance,
+ * head-to-bot), a crash is a reset clear of the object with the collision penalty. */
 typedef struct baton_race_eval_opts {
     const char *ckpt;           /* a checkpoint folder, or a folder of them (its newest that verifies) */
     const char *track;          /* NULL: the one it was trained on */
@@ -459,6 +528,9 @@ typedef struct baton_race_eval_opts {
     baton_race_car car;         /* the car's limits (default: the lap-time limit's, as in training) */
     const char *trace_path;     /* SIM_TRACE_LOG CSV of the drive; NULL: none */
     const char *frames_dir;     /* every camera frame as PNG; NULL: none */
+    baton_race_objects_opts objects;   /* boxes and bots on the track (none: a time trial) */
+    double collision_penalty_s; /* 5: a crash into an object puts the car back clear of it
+                                   (baton_race_sim_crash_reset) with this added to the clock */
 } baton_race_eval_opts;
 
 typedef struct baton_race_lap {
@@ -474,6 +546,7 @@ typedef struct baton_race_eval_result {
     baton_race_lap *laps;       /* malloc'd */
     double best_lap_s, total_s, penalties_s;
     uint32_t resets;
+    uint32_t crashes;           /* of the resets, crashes into objects */
     double limit_s, ratio;      /* the racing-line limit's lap on this track; best_lap_s / limit_s */
     char track[256];            /* the track as given (a built-in name or a path) */
     char track_name[256];       /* its name (the file's stem for a .npy) */
@@ -489,6 +562,14 @@ typedef struct baton_race_eval_result {
 void baton_race_eval_opts_default(baton_race_eval_opts *o);
 int baton_race_eval(const baton_race_eval_opts *o, baton_race_eval_result *r, baton_err *err);
 void baton_race_eval_result_free(baton_race_eval_result *r);
+
+/* `baton race export`: the policy of the checkpoint ckpt names (a folder, or a folder of them: its
+ * newest that verifies) written as a checkpoint of its own under dir — ckpt-<iteration>/ holding
+ * the policy network alone, state.json "contents": "policy" — which `race eval`, `race drive` and a
+ * league evaluate as the whole, and a run cannot resume from (no value network, no optimizer). It
+ * is what `race submit --server` sends: a camera model's is about a sixth of its checkpoint.
+ * out gets the new folder's path. */
+int baton_race_policy_export(const char *ckpt, const char *dir, char *out, size_t cap, baton_err *err);
 
 /* ---------------------------------------------------------------- pictures */
 /* An SVG of the track (surface, borders, dashed centre line, start line and direction, scale bar)

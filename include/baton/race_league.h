@@ -258,6 +258,8 @@ typedef struct baton_league_serve_opts {
     int allow_remote;
     baton_league_upload_rules rules;
     const char *tmp_parent;     /* where uploads are unpacked; NULL: the work folder DB-work/unpack, emptied at start */
+    double head_timeout_s;      /* a request's whole head (line and headers) within this, else the
+                                 * connection is closed; 0: 10 s. Each line does not restart it. */
 } baton_league_serve_opts;
 void baton_league_serve_opts_default(baton_league_serve_opts *o);
 int baton_league_serve_start(const baton_league_serve_opts *o, baton_league_server **out, baton_err *err);

@@ -35,19 +35,21 @@ struct baton_race_params {
     int closest_waypoints[2];      /* indices of the waypoints behind and ahead of the car */
     int is_left_of_center;         /* 1 when the car is left of the centre line (driving direction) */
     int is_reversed;               /* 1 when this episode drives the track in reverse */
-    int is_crashed;                /* 1 after a crash into an object (no objects in time trials) */
+    int is_crashed;                /* 1 when this step ended touching an object (never in time trials) */
     int is_offtrack;               /* 1 when no wheel is on the track */
     double sim_time;               /* simulated seconds since the simulator started */
 
-    /* objects (object-avoidance and head-to-head races); time trials have none: num_objects = 0 */
+    /* objects (object-avoidance and head-to-bot races: boxes first, then bot cars); time trials
+     * have none: num_objects = 0 and the arrays NULL */
     int num_objects;
-    int closest_objects[2];                     /* indices of the objects behind and ahead */
-    const double (*objects_location)[2];        /* (x, y) of each object */
-    const int *objects_left_of_center;
-    const double *objects_speed;                /* m/s */
-    const double *objects_heading;              /* degrees */
-    const double *objects_distance_from_center; /* metres */
-    const double *objects_distance;             /* metres along the centre line */
+    int closest_objects[2];                     /* indices of the objects behind and ahead of the car
+                                                   by distance along the centre line (wrapping round) */
+    const double (*objects_location)[2];        /* (x, y) of each object's centre, metres */
+    const int *objects_left_of_center;          /* 1 when left of the centre line (driving direction) */
+    const double *objects_speed;                /* m/s (0 for a box) */
+    const double *objects_heading;              /* degrees, -180..180 */
+    const double *objects_distance_from_center; /* metres from the centre line */
+    const double *objects_distance;             /* metres along the centre line from its first waypoint */
     int object_in_camera;                       /* 1 when the object ahead is in the camera's view */
 };
 

@@ -32,6 +32,7 @@ int cmd_race(int argc, char **argv);
 /* cmd_race_train.c: `baton race train` and `baton race eval` (argv[0] is the action) */
 int cli_race_train(int argc, char **argv);
 int cli_race_eval(int argc, char **argv);
+int cli_race_export(int argc, char **argv);
 int cli_race_submit(int argc, char **argv);
 int cli_race_leaderboard(int argc, char **argv);
 int cli_race_serve(int argc, char **argv);
@@ -113,5 +114,30 @@ struct cli_session {
 void cli_session_init(struct cli_session *c, struct baton_train_session_opts *so);
 /* CLI_OK, or CLI_USAGE after printing "baton CMD: what is wrong". */
 int cli_session_finish(struct cli_session *c, const char *cmd, int argc, char **argv);
+
+/* The race-type flags `race drive` and `race eval` share (race_objects_args.c): put
+ * CLI_RACE_OBJECTS_OPTS(c) in the option table, cli_race_objects_init before cli_parse and
+ * cli_race_objects_finish after it, which checks them (naming the flag) and fills the objects. */
+struct baton_race_objects_opts;
+struct cli_race_objects {
+    const char *race;       /* time-trial (NULL), object-avoidance, head-to-bot */
+    int objects, bots;      /* -1: not given */
+    double bot_speed;       /* NAN: not given */
+    int randomize, lane_change;
+    const char *file;       /* --race-file: all of them from a YAML or JSON file */
+};
+#define CLI_RACE_OBJECTS_OPTS(c)                                                                                     \
+    {"race", CLI_STR, &(c).race, "time-trial (default), object-avoidance (boxes on the track) or head-to-bot (bot cars)"}, \
+    {"objects", CLI_INT, &(c).objects, "object-avoidance: boxes, 1..16 (default 6), evenly spaced, lanes alternating"}, \
+    {"bots", CLI_INT, &(c).bots, "head-to-bot: bot cars, 1..6 (default 3)"},                                        \
+    {"bot-speed", CLI_DBL, &(c).bot_speed, "head-to-bot: the bots' speed along the centre line, m/s (default 0.2)"},  \
+    {"lane-change", CLI_FLAG, &(c).lane_change, "head-to-bot: each bot changes lanes every 3-5 s, over 1 m"},        \
+    {"randomize", CLI_FLAG, &(c).randomize, "boxes or bots at random places each episode (seeded), 2 m apart"},      \
+    {"race-file", CLI_STR, &(c).file, "the race and its settings from a YAML or JSON file (baton's or deepracer-for-cloud's names)"}
+void cli_race_objects_init(struct cli_race_objects *c);
+/* CLI_OK, or CLI_USAGE after printing "baton CMD: what is wrong" (CLI_ERROR: a bad --race-file).
+ * With --race-file, c->race becomes the file's race. */
+int cli_race_objects_finish(struct cli_race_objects *c, const char *cmd, int argc, char **argv,
+                            struct baton_race_objects_opts *o);
 
 #endif

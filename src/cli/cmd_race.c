@@ -2,8 +2,11 @@
  *   track NAME|PATH [--json] [--svg FILE]        a built-in track or a DeepRacer .npy: length,
  *                                               widths, waypoints, loop, turn radii; an SVG
  *   drive TRACK [--policy centerline|CKPT] [--reward FILE|NAME] [--frames DIR] [--svg FILE] [--json]
+ *         [--race time-trial|object-avoidance|head-to-bot] [--objects N] [--bots N] [--bot-speed V]
+ *         [--lane-change] [--randomize]
  *                                               one lap with the built-in controller or a trained
- *                                               policy: time, reward, camera frames, the path driven
+ *                                               policy: time, reward, camera frames, the path driven;
+ *                                               boxes or bot cars on the track (a crash ends it)
  *   limit TRACK [--json] [--svg FILE] [car limits] the racing line's lap against the centre line's */
 #include "baton/race.h"
 #include "cli.h"
@@ -96,7 +99,10 @@ static int do_drive(int argc, char **argv)
     const char *svg = NULL, *policy = "centerline", *reward = NULL, *frames = NULL;
     int json = 0, max_steps = 0;
     uint64_t seed = 1;
+    struct cli_race_objects ro;
+    cli_race_objects_init(&ro);
     const struct cli_opt opts[] = {
+        CLI_RACE_OBJECTS_OPTS(ro),
         {"policy", CLI_STR, &policy, "centerline, or CKPT: a checkpoint of `baton race train` drives"},
         {"reward", CLI_STR, &reward, "FILE.c, FILE.py or a built-in (follow_center_line, stay_inside_borders, prevent_zigzag)"},
         {"frames", CLI_STR, &frames, "write every camera frame as PNG into DIR"},
@@ -109,13 +115,17 @@ static int do_drive(int argc, char **argv)
     };
     const char *pos[1];
     int npos, help;
-    if (cli_parse("race drive", "TRACK [--policy centerline|CKPT] [--reward FILE|NAME] [--frames DIR] [--svg FILE] [--json]",
+    if (cli_parse("race drive", "TRACK [--policy centerline|CKPT] [--reward FILE|NAME] [--frames DIR] [--svg FILE] [--json] "
+                  "[--race time-trial|object-avoidance|head-to-bot] [--objects N] [--bots N] [--bot-speed V] [--lane-change] "
+                  "[--randomize]",
                   opts, argc, argv, pos, 1, &npos, &help))
         return help ? CLI_OK : CLI_USAGE;
     if (npos != 1) {
         fprintf(stderr, "baton race drive: expected a track name or a .npy path\n");
         return CLI_USAGE;
     }
+    int rc_ro;
+    if ((rc_ro = cli_race_objects_finish(&ro, "race drive", argc, argv, &o.sim.objects))) return rc_ro;
     if (max_steps < 0) {
         fprintf(stderr, "baton race drive: --max-steps must be positive\n");
         return CLI_USAGE;
@@ -145,6 +155,8 @@ static int do_drive(int argc, char **argv)
     }
     if (rc == CLI_OK && json) {
         cJSON *j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "race", ro.race ? ro.race : "time-trial");
+        cJSON_AddNumberToObject(j, "objects", o.sim.objects.boxes + o.sim.objects.bots);
         cJSON_AddStringToObject(j, "track", in.name);
         cJSON_AddStringToObject(j, "policy", policy);
         cJSON_AddStringToObject(j, "reward_function", o.reward);
@@ -254,10 +266,16 @@ int cmd_race(int argc, char **argv)
         fprintf(f, "usage: baton race track|drive|limit|train|eval|submit|leaderboard|serve|token ...\n"
                    "  track NAME|PATH [--json] [--svg FILE]   a track's length, widths, turns (built-in: oval, technical)\n"
                    "  drive TRACK [--policy centerline|CKPT] [--reward FILE|NAME] [--frames DIR] [--svg FILE] [--json]\n"
+                   "        [--race time-trial|object-avoidance|head-to-bot] [--objects N] [--bots N] [--bot-speed V] [--lane-change]\n"
+                   "        [--randomize]                     boxes or bot cars on the track (a crash ends the drive)\n"
                    "  limit TRACK [--json] [--svg FILE]       the fastest lap the car can drive, and the centre line's\n"
                    "  train --track T [--reward FILE|NAME] [--metadata F] [--hyper F] --ckpt-dir DIR [--minutes M | --episodes N]\n"
                    "        [--obs sensor|camera] [--seed S]  PPO, as DeepRacer trains; resumes from --ckpt-dir\n"
+                   "        [--race ... and its settings]     with boxes or bot cars (a crash ends an episode)\n"
                    "  eval --ckpt DIR [--track T] [--laps 3] [--json] [--trace F] [--svg F]   a time trial of a trained model\n"
+                   "        [--race ...] [--objects N] [--bots N] [--bot-speed V] [--lane-change] [--randomize] [--collision-penalty S]\n"
+                   "                                          or a race with boxes or bots (a crash: a reset with a penalty)\n"
+                   "  export --ckpt DIR --out DIR [--json]   the policy alone, as a checkpoint (what a league evaluates)\n"
                    "  submit --ckpt DIR --alias NAME --track T [--format time-trial|total] [--db FILE] [--json]\n"
                    "                                          the league evaluates a model under its rules and stores it\n"
                    "  leaderboard [--track T] [--format time-trial|total] [--db FILE] [--json]   the standings\n"
@@ -272,9 +290,10 @@ int cmd_race(int argc, char **argv)
     if (!strcmp(argv[1], "train")) return cli_race_train(argc - 1, argv + 1);
     if (!strcmp(argv[1], "eval")) return cli_race_eval(argc - 1, argv + 1);
     if (!strcmp(argv[1], "submit")) return cli_race_submit(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "export")) return cli_race_export(argc - 1, argv + 1);
     if (!strcmp(argv[1], "leaderboard")) return cli_race_leaderboard(argc - 1, argv + 1);
     if (!strcmp(argv[1], "serve")) return cli_race_serve(argc - 1, argv + 1);
     if (!strcmp(argv[1], "token")) return cli_race_token(argc - 1, argv + 1);
-    fprintf(stderr, "baton race: unknown action '%s' (track, drive, limit, train, eval, submit, leaderboard, serve, token)\n", argv[1]);
+    fprintf(stderr, "baton race: unknown action '%s' (track, drive, limit, train, eval, export, submit, leaderboard, serve, token)\n", argv[1]);
     return CLI_USAGE;
 }

@@ -213,6 +213,7 @@ int cli_race_serve(int argc, char **argv)
 {
     const char *listen = "127.0.0.1:8080", *db = NULL, *tracks = NULL, *tmp = NULL;
     uint64_t max_upload = BATON_LEAGUE_UPLOAD_MAX;
+    double head_timeout = 10;
     int remote = 0;
     const struct cli_opt opts[] = {
         {"listen", CLI_STR, &listen, "HOST:PORT to serve on (default 127.0.0.1:8080; port 0: any free one)"},
@@ -221,15 +222,20 @@ int cli_race_serve(int argc, char **argv)
         {"max-upload", CLI_U64, &max_upload, "the largest checkpoint archive taken, in bytes (default 64 MiB)"},
         {"tmp", CLI_STR, &tmp, "where uploads are unpacked for evaluation (default: the league's work folder DB-work/unpack, emptied at each start)"},
         {"allow-remote", CLI_FLAG, &remote, "serve on an address other than loopback"},
+        {"head-timeout", CLI_DBL, &head_timeout, "seconds a client has for a whole request head, however it trickles in (default 10)"},
         {0},
     };
     const char *pos[1];
     int npos, help;
-    if (cli_parse("race serve", "[--listen HOST:PORT] [--db FILE] [--tracks DIR] [--max-upload BYTES] [--tmp DIR] [--allow-remote]",
+    if (cli_parse("race serve", "[--listen HOST:PORT] [--db FILE] [--tracks DIR] [--max-upload BYTES] [--tmp DIR] [--head-timeout S] [--allow-remote]",
                   opts, argc, argv, pos, 0, &npos, &help))
         return help ? CLI_OK : CLI_USAGE;
     if (max_upload < 1024 || max_upload > ((uint64_t)1 << 32)) {
         fprintf(stderr, "baton race serve: --max-upload must be 1024 .. 4294967296 bytes\n");
+        return CLI_USAGE;
+    }
+    if (!(head_timeout >= 0.1 && head_timeout <= 3600)) {
+        fprintf(stderr, "baton race serve: --head-timeout must be 0.1 .. 3600 seconds\n");
         return CLI_USAGE;
     }
     /* the signals are taken by sigwait below: block them before the server's threads start */
@@ -246,6 +252,7 @@ int cli_race_serve(int argc, char **argv)
     o.rules.max_bytes = (size_t)max_upload;
     o.rules.tracks_dir = tracks;
     o.tmp_parent = tmp;
+    o.head_timeout_s = head_timeout;
     baton_league_server *s;
     baton_err err = {0};
     if (baton_league_serve_start(&o, &s, &err)) return cli_fail("race serve", &err);

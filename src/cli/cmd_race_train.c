@@ -1,12 +1,15 @@
 /* cmd_race_train.c — `baton race train` and `baton race eval`:
  *   train --track T [--reward FILE|NAME] [--metadata F] [--hyper F] --ckpt-dir DIR
- *         [--minutes M | --episodes N] [--obs sensor|camera] [--seed S] [...]
+ *         [--minutes M | --episodes N] [--obs sensor|camera] [--seed S] [--race ... and its settings] [...]
  *                 PPO with checkpoints that resume bit-exactly, a progress line, a per-iteration CSV
  *                 log, SIM_TRACE_LOG traces; exit 75 after a checkpoint on an interruption notice
  *   eval --ckpt DIR [--track T] [--laps 3] [--off-track-penalty S] [--json] [--trace F] [--svg F]
- *                 DeepRacer's time trial: every lap, resets, penalties, the best lap against the
- *                 racing-line limit
+ *        [--race time-trial|object-avoidance|head-to-bot] [--objects N] [--bots N] [--bot-speed V]
+ *        [--lane-change] [--randomize] [--collision-penalty S]
+ *                 DeepRacer's time trial (or a race with boxes or bot cars): every lap, resets,
+ *                 crashes, penalties, the best lap against the racing-line limit
  * Usage errors exit 2 naming the option; library errors exit 1. */
+#include "baton/ckpt.h"
 #include "baton/race.h"
 #include "cli.h"
 
@@ -75,8 +78,11 @@ int cli_race_train(int argc, char **argv)
     int envs = -1, max_steps = -1, threads = 0, quiet = 0, json = 0, trace_every = 1;
     struct cli_session cs;
     cli_session_init(&cs, &o.session);
+    struct cli_race_objects ro;
+    cli_race_objects_init(&ro);
     const struct cli_opt opts[] = {
         {"track", CLI_STR, &o.track, "a built-in track (oval, technical) or a DeepRacer .npy (required)"},
+        CLI_RACE_OBJECTS_OPTS(ro),
         {"reward", CLI_STR, &o.reward, "FILE.py, FILE.c or a built-in (default follow_center_line)"},
         {"metadata", CLI_STR, &o.metadata, "model_metadata.json: actions and sensor (default: the console's)"},
         {"hyper", CLI_STR, &o.hyper, "hyperparameters.json (default: the console's)"},
@@ -102,7 +108,9 @@ int cli_race_train(int argc, char **argv)
     int npos, help;
     if (cli_parse("race train",
                   "--track T [--reward FILE|NAME] [--metadata F] [--hyper F] --ckpt-dir DIR [--minutes M | --episodes N] "
-                  "[--obs sensor|camera] [--seed S] [--log FILE.csv] [--trace DIR] [--json]",
+                  "[--obs sensor|camera] [--seed S] [--log FILE.csv] [--trace DIR] [--json] "
+                  "[--race time-trial|object-avoidance|head-to-bot] [--objects N] [--bots N] [--bot-speed V] [--lane-change] "
+                  "[--randomize]",
                   opts, argc, argv, pos, 0, &npos, &help))
         return help ? CLI_OK : CLI_USAGE;
     int given_min = cli_given(argc, argv, "minutes"), given_ep = cli_given(argc, argv, "episodes");
@@ -123,6 +131,12 @@ int cli_race_train(int argc, char **argv)
         return CLI_USAGE;
     }
     if (cli_session_finish(&cs, "race train", argc, argv)) return CLI_USAGE;
+    int rc_ro;
+    if ((rc_ro = cli_race_objects_finish(&ro, "race train", argc, argv, &o.objects))) return rc_ro;
+    /* a resume takes the run's race unless one is given */
+    o.objects_set = cli_given(argc, argv, "race") || cli_given(argc, argv, "objects") || cli_given(argc, argv, "bots") ||
+                    cli_given(argc, argv, "bot-speed") || cli_given(argc, argv, "lane-change") ||
+                    cli_given(argc, argv, "randomize");
     if (threads > 0) {
         char t[16];
         snprintf(t, sizeof t, "%d", threads);
@@ -148,9 +162,10 @@ int cli_race_train(int argc, char **argv)
     return rc == BATON_STOPPED ? CLI_INTERRUPTED : CLI_OK;
 }
 
-static int eval_json(const baton_race_eval_result *r)
+static int eval_json(const baton_race_eval_result *r, const char *race)
 {
     cJSON *j = cJSON_CreateObject(), *laps = cJSON_CreateArray();
+    cJSON_AddStringToObject(j, "race", race);
     cJSON_AddStringToObject(j, "track", r->track_name);
     cJSON_AddStringToObject(j, "track_path", r->track);
     cJSON_AddStringToObject(j, "checkpoint", r->checkpoint);
@@ -169,6 +184,7 @@ static int eval_json(const baton_race_eval_result *r)
     cJSON_AddNumberToObject(j, "best_lap_s", r->best_lap_s);
     cJSON_AddNumberToObject(j, "total_s", r->total_s);
     cJSON_AddNumberToObject(j, "resets", r->resets);
+    cJSON_AddNumberToObject(j, "crashes", r->crashes);
     cJSON_AddNumberToObject(j, "penalties_s", r->penalties_s);
     cJSON_AddNumberToObject(j, "limit_s", r->limit_s);
     cJSON_AddNumberToObject(j, "ratio", r->ratio);
@@ -188,7 +204,8 @@ static void eval_text(const baton_race_eval_result *r)
         printf("  lap %zu   %8.3f s   %u reset(s), %.0f s of penalties\n", i + 1, r->laps[i].time_s, r->laps[i].resets,
                r->laps[i].penalty_s);
     if (r->nlaps) {
-        printf("  best lap %.3f s, total %.3f s, %u reset(s)\n", r->best_lap_s, r->total_s, r->resets);
+        printf("  best lap %.3f s, total %.3f s, %u reset(s), %u crash(es)\n", r->best_lap_s, r->total_s, r->resets,
+               r->crashes);
         printf("  limit    %.3f s (the racing line): best lap / limit = %.3f\n", r->limit_s, r->ratio);
     } else {
         printf("  no lap completed (%u resets)\n", r->resets);
@@ -202,7 +219,11 @@ int cli_race_eval(int argc, char **argv)
     baton_race_eval_opts_default(&o);
     const char *svg = NULL;
     int json = 0, max_steps = 0;
+    struct cli_race_objects ro;
+    cli_race_objects_init(&ro);
     const struct cli_opt opts[] = {
+        CLI_RACE_OBJECTS_OPTS(ro),
+        {"collision-penalty", CLI_DBL, &o.collision_penalty_s, "seconds added for each crash into an object (default 5)"},
         {"ckpt", CLI_STR, &o.ckpt, "a checkpoint folder, or a folder of them (its newest that verifies) (required)"},
         {"track", CLI_STR, &o.track, "the track (default: the one it was trained on)"},
         {"laps", CLI_INT, &o.laps, "laps in a row (default 3)"},
@@ -216,12 +237,17 @@ int cli_race_eval(int argc, char **argv)
     };
     const char *pos[1];
     int npos, help;
-    if (cli_parse("race eval", "--ckpt DIR [--track T] [--laps 3] [--off-track-penalty S] [--json] [--trace F] [--svg F]",
+    if (cli_parse("race eval", "--ckpt DIR [--track T] [--laps 3] [--off-track-penalty S] [--json] [--trace F] [--svg F] "
+                  "[--race time-trial|object-avoidance|head-to-bot] [--objects N] [--bots N] [--bot-speed V] [--lane-change] "
+                  "[--randomize] [--collision-penalty S]",
                   opts, argc, argv, pos, 0, &npos, &help))
         return help ? CLI_OK : CLI_USAGE;
+    int rc_ro;
+    if ((rc_ro = cli_race_objects_finish(&ro, "race eval", argc, argv, &o.objects))) return rc_ro;
     const char *bad = !o.ckpt ? "--ckpt is required"
                     : o.laps < 1 || o.laps > 1000 ? "--laps must be 1..1000"
                     : !(o.off_track_penalty_s >= 0 && o.off_track_penalty_s <= 3600) ? "--off-track-penalty must be 0..3600"
+                    : !(o.collision_penalty_s >= 0 && o.collision_penalty_s <= 3600) ? "--collision-penalty must be 0..3600"
                     : max_steps < 0 ? "--max-steps must be >= 1"
                     : NULL;
     if (bad) {
@@ -252,7 +278,51 @@ int cli_race_eval(int argc, char **argv)
         }
         baton_race_track_free(t);
     }
-    if (rc == CLI_OK) rc = json ? eval_json(&r) : (eval_text(&r), CLI_OK);
+    if (rc == CLI_OK) rc = json ? eval_json(&r, ro.race ? ro.race : "time-trial") : (eval_text(&r), CLI_OK);
     baton_race_eval_result_free(&r);
     return rc;
+}
+
+/* `baton race export --ckpt DIR --out DIR [--json]`: baton_race_policy_export. */
+int cli_race_export(int argc, char **argv)
+{
+    const char *ckpt = NULL, *out = NULL;
+    int json = 0;
+    const struct cli_opt opts[] = {
+        {"ckpt", CLI_STR, &ckpt, "a checkpoint folder, or a folder of them (its newest that verifies) (required)"},
+        {"out", CLI_STR, &out, "the folder the policy's checkpoint goes into (required)"},
+        {"json", CLI_FLAG, &json, "one JSON object: checkpoint, bytes"},
+        {0},
+    };
+    const char *pos[1];
+    int npos, help;
+    if (cli_parse("race export", "--ckpt DIR --out DIR [--json]", opts, argc, argv, pos, 0, &npos, &help))
+        return help ? CLI_OK : CLI_USAGE;
+    if (!ckpt || !out) {
+        fprintf(stderr, "baton race export: --ckpt and --out are required\n");
+        return CLI_USAGE;
+    }
+    char path[4096];
+    baton_err err = {0};
+    if (baton_race_policy_export(ckpt, out, path, sizeof path, &err)) return cli_fail("race export", &err);
+    uint64_t bytes = 0;
+    baton_ckpt_info *in = NULL;
+    size_t n = 0;
+    if (!baton_ckpt_list(out, 1, &in, &n, &err))
+        for (size_t i = 0; i < n; i++)
+            if (!strcmp(path, in[i].path)) bytes = in[i].bytes;
+    free(in);
+    if (json) {
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "checkpoint", path);
+        cJSON_AddNumberToObject(j, "bytes", (double)bytes);
+        char *s = baton_json_print(j, 0);
+        cJSON_Delete(j);
+        if (!s) return CLI_ERROR;
+        printf("%s\n", s);
+        free(s);
+    } else {
+        printf("the policy of %s: %s (%.1f MB)\n", ckpt, path, bytes / 1e6);
+    }
+    return CLI_OK;
 }

@@ -316,7 +316,7 @@ baton_fetch *baton_fetch_new(baton_store *s, const baton_fetch_opts *o, baton_er
     }
     f->nfree = f->nslot;
     if (s->kind != BATON_STORE_LOCAL) {
-        if (io_curl_init(err) != BATON_OK) {
+        if (baton_http_global_init(err) != BATON_OK) {
             baton_fetch_free(f);
             return NULL;
         }

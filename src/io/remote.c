@@ -24,23 +24,6 @@
 #include <strings.h>
 #include <time.h>
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static CURLcode curl_init_rc = CURLE_OK;
-
-static void curl_init_once(void)
-{
-    curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
-int io_curl_init(baton_err *err)
-{
-    pthread_once(&curl_once, curl_init_once);
-    if (curl_init_rc != CURLE_OK)
-        return baton_err_set(err, BATON_ERR_NET, "libcurl initialisation failed: %s",
-                             curl_easy_strerror(curl_init_rc));
-    return BATON_OK;
-}
-
 char *io_object_url(const baton_store *s, const char *name)
 {
     baton_buf b = {0};
@@ -172,13 +155,10 @@ int io_request_setup(const baton_store *s, CURL *h, const char *url, int range, 
     memset(resp, 0, sizeof *resp);
     errbuf[0] = 0;
     *hdrs = NULL;
-    long connect_ms = (long)(s->opts.connect_timeout_s * 1000.0);
     long stall_s = (long)(s->opts.stall_timeout_s + 0.5);
-    if (connect_ms < 1) connect_ms = 1;
     if (stall_s < 1) stall_s = 1;
+    baton_http_defaults(h, s->opts.connect_timeout_s);
     curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
     curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1024L);
     curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, stall_s);
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, header_cb);
@@ -187,11 +167,6 @@ int io_request_setup(const baton_store *s, CURL *h, const char *url, int range, 
     curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
     curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
-    curl_easy_setopt(h, CURLOPT_USERAGENT, "baton/" BATON_VERSION);
-#if LIBCURL_VERSION_NUM >= 0x075500
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-#endif
     struct curl_slist *l = NULL, *t;
     char line[256];
     if (s->kind == BATON_STORE_S3) {

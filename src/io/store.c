@@ -217,7 +217,7 @@ int baton_store_open(const char *uri, const baton_store_opts *o, baton_store **o
         }
         break;
     case BATON_STORE_HTTP: {
-        rc = io_curl_init(err);
+        rc = baton_http_global_init(err);
         if (rc != BATON_OK) break;
         char *head = cat3(u.scheme, "://", u.authority);
         s->uri = head ? cat3(head, "/", u.prefix) : NULL;
@@ -229,7 +229,7 @@ int baton_store_open(const char *uri, const baton_store_opts *o, baton_store **o
         break;
     }
     case BATON_STORE_S3: {
-        rc = io_curl_init(err);
+        rc = baton_http_global_init(err);
         if (rc != BATON_OK) break;
         char *head = cat3("s3://", u.bucket, "/");
         s->uri = head ? cat3(head, u.prefix, "") : NULL;

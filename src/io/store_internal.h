@@ -6,6 +6,7 @@
 #ifndef BATON_STORE_INTERNAL_H
 #define BATON_STORE_INTERNAL_H
 
+#include "baton/http.h"
 #include "baton/io.h"
 
 #include <curl/curl.h>
@@ -66,8 +67,6 @@ typedef struct io_resp {
     size_t errlen;
 } io_resp;
 
-/* One-time libcurl initialisation (thread-safe). */
-int io_curl_init(baton_err *err);
 /* URL of an object (malloc'd) or NULL when out of memory. name must have passed io_name_check. */
 char *io_object_url(const baton_store *s, const char *name);
 /* Full URI of an object for messages into out. */

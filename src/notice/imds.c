@@ -26,6 +26,7 @@
  * Listens on loopback unless allow_remote; port 0 = ephemeral (the socket is bound here, so the
  * port is known before the first request). One libmicrohttpd polling thread; state under a mutex. */
 #include "notice_internal.h"
+#include "baton/http.h"
 
 #include <arpa/inet.h>
 #include <cJSON.h>
@@ -84,14 +85,8 @@ void baton_imds_opts_default(baton_imds_opts *o)
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *ctype, const void *body,
                              size_t len, const char *hname, const char *hval)
 {
-    struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
-    if (!r) return MHD_NO;
-    if (ctype) MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
-    MHD_add_response_header(r, MHD_HTTP_HEADER_SERVER, "EC2ws");
-    if (hname) MHD_add_response_header(r, hname, hval);
-    enum MHD_Result ret = MHD_queue_response(c, status, r);
-    MHD_destroy_response(r);
-    return ret;
+    const char *const headers[] = {MHD_HTTP_HEADER_SERVER, "EC2ws", hname, hval, NULL};
+    return baton_http_reply(c, status, ctype, body, len, headers);
 }
 
 static enum MHD_Result reply_text(struct MHD_Connection *c, unsigned status, const char *text)
@@ -397,15 +392,13 @@ int baton_imds_start(const baton_imds_opts *o, baton_imds **out, baton_err *err)
         free(m);
         return err ? err->code : BATON_ERR_ARG;
     }
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | (v6 ? MHD_USE_IPv6 : 0);
-    m->d = MHD_start_daemon(flags, 0, NULL, NULL, handler, m, MHD_OPTION_LISTEN_SOCKET, fd,
-                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_CONNECTION_LIMIT, (unsigned)256,
-                            MHD_OPTION_END);
-    if (!m->d) {
-        close(fd);
+    const struct MHD_OptionItem opts[] = {{MHD_OPTION_CONNECTION_TIMEOUT, 10, NULL},
+                                          {MHD_OPTION_CONNECTION_LIMIT, 256, NULL},
+                                          {MHD_OPTION_END, 0, NULL}};
+    if (!(m->d = baton_http_serve(fd, v6, handler, m, opts, m->url, err))) {
         pthread_mutex_destroy(&m->mu);
         free(m);
-        return baton_err_set(err, BATON_ERR_IO, "libmicrohttpd did not start on %s", o->listen);
+        return err ? err->code : BATON_ERR_IO;
     }
     *out = m;
     return BATON_OK;

@@ -40,7 +40,7 @@
 #include "notice_internal.h"
 
 #include <cJSON.h>
-#include <curl/curl.h>
+#include "baton/http.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -84,7 +84,6 @@ struct baton_notice_watcher {
     char rebal_last[64];
     char body[BODY_MAX + 1];
     size_t blen;
-    int overflow;
 };
 
 /* ---------------------------------------------------------------- SIGTERM and SIGINT, process-wide */
@@ -272,67 +271,27 @@ int baton_notice_targets(const baton_notice_opts *o, char *ec2, size_t ec2_cap, 
 }
 
 /* ---------------------------------------------------------------- HTTP (the polling thread) */
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static CURLcode curl_rc;
-static void curl_init(void) { curl_rc = curl_global_init(CURL_GLOBAL_DEFAULT); }
-
-static size_t on_body(char *p, size_t sz, size_t n, void *ud)
-{
-    baton_notice_watcher *w = ud;
-    size_t k = sz * n;
-    if (w->blen + k > BODY_MAX) {
-        w->overflow = 1;
-        return 0;   /* aborts the transfer: an oversized answer is garbage */
-    }
-    memcpy(w->body + w->blen, p, k);
-    w->blen += k;
-    w->body[w->blen] = 0;
-    return k;
-}
-
-static int on_progress(void *ud, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
-{
-    baton_notice_watcher *w = ud;
-    return atomic_load(&w->stop) ? 1 : 0;
-}
+static int stopping(void *ctx) { return atomic_load(&((baton_notice_watcher *)ctx)->stop); }
 
 /* One request; returns the HTTP status, or 0 when no complete answer came (timeout, refused,
- * oversized). The body is in w->body. */
+ * oversized, stopped). The body is in w->body. */
 static long http(baton_notice_watcher *w, const char *method, const char *base, const char *path,
                  const char *h1, const char *h2)
 {
     char url[1024];
     if (snprintf(url, sizeof url, "%s%s", base, path) >= (int)sizeof url) return 0;
-    struct curl_slist *hs = NULL, *t;
-    if (h1 && (t = curl_slist_append(hs, h1))) hs = t;
-    if (h2 && (t = curl_slist_append(hs, h2))) hs = t;
-    CURL *h = w->h;
-    curl_easy_reset(h);   /* keeps the connection */
-    long ms = (long)(w->timeout_s * 1000);
-    if (ms < 1) ms = 1;
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    if (!strcmp(method, "PUT")) curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, "PUT");
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hs);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, ms);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, ms);
-    curl_easy_setopt(h, CURLOPT_NOPROXY, "*");   /* metadata never goes through a proxy */
-    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, w);
-    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
-    curl_easy_setopt(h, CURLOPT_XFERINFODATA, w);
-    w->blen = 0;
-    w->body[0] = 0;
-    w->overflow = 0;
+    const char *hdr[3] = {h1 ? h1 : h2, h1 ? h2 : NULL, NULL};
+    baton_http_req q = {.method = method, .url = url, .headers = hdr, .max_answer = BODY_MAX, .timeout_s = w->timeout_s,
+                        .connect_s = w->timeout_s, .no_proxy = 1 /* metadata never goes through a proxy */,
+                        .stop = stopping, .ctx = w};
+    baton_buf b = {0};
+    baton_err err = {0};
     long status = 0;
-    CURLcode rc = curl_easy_perform(h);
-    if (rc == CURLE_OK && !w->overflow) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-    else baton_log(BATON_LOG_DEBUG, "notice watcher: %s %s%s: %s", method, base, path,
-                   w->overflow ? "answer over 4 KiB" : curl_easy_strerror(rc));
-    curl_slist_free_all(hs);
+    if (baton_http_request(w->h, &q, &status, &b, &err)) baton_log(BATON_LOG_DEBUG, "notice watcher: %s", err.msg);
+    w->blen = status ? b.len : 0;
+    if (w->blen) memcpy(w->body, b.data, w->blen);
+    w->body[w->blen] = 0;
+    baton_buf_free(&b);
     return status;
 }
 
@@ -596,8 +555,7 @@ int baton_notice_start(const baton_notice_opts *o, baton_notice_watcher **out, b
         goto fail;
     }
     if (w->watching & (BATON_NOTICE_WATCH_EC2 | BATON_NOTICE_WATCH_GCE)) {
-        pthread_once(&curl_once, curl_init);
-        if (curl_rc != CURLE_OK || !(w->h = curl_easy_init())) {
+        if (baton_http_global_init(err) || !(w->h = curl_easy_init())) {
             rc = baton_err_set(err, BATON_ERR_NET, "notice watcher: libcurl initialisation failed");
             goto fail;
         }

@@ -26,6 +26,7 @@ int race_agent_new(race_agent *a, const baton_race_meta *meta, int stack, uint64
     a->stack = stack < 1 ? 1 : stack;
     a->max_batch = max_batch;
     baton_race_sensor_opts_default(&a->sensor);
+    if (meta->lidar && a->obs == BATON_RACE_OBS_SENSOR) baton_race_sensor_opts_lidar(&a->sensor);
     baton_race_camera_opts_default(&a->camera);
     if (a->obs == BATON_RACE_OBS_SENSOR) {
         a->frame_elems = baton_race_sensor_dim(&a->sensor);
@@ -77,8 +78,7 @@ void race_agent_frame(const race_agent *a, const baton_race_sim *sim, const bato
     if (a->obs == BATON_RACE_OBS_SENSOR) {
         baton_race_sim_sensor_env(sim, &a->sensor, env, dst);
     } else {
-        const baton_race_car_state *st = baton_race_sim_state(sim, env);
-        baton_race_camera_render(cam, st->x, st->y, st->yaw, dst);
+        baton_race_sim_camera_env(sim, cam, env, dst);
     }
 }
 

@@ -135,8 +135,7 @@ int baton_race_drive(const baton_race_track *t, const baton_race_drive_opts *o, 
     if (!rc && piloted) race_pilot_observe(&pilot, sim, cam, 0, 1);
     if (!rc) rc = trace_push(r, &cap, baton_race_sim_state(sim, 0));
     if (!rc && frame) {
-        const baton_race_car_state *st = baton_race_sim_state(sim, 0);
-        baton_race_camera_render(cam, st->x, st->y, st->yaw, frame);
+        baton_race_sim_camera_env(sim, cam, 0, frame);
         rc = write_frame(o->frames_dir, r->frames++, co, frame, err);
     }
     while (!rc && baton_race_sim_state(sim, 0)->status == BATON_RACE_IN_PROGRESS) {
@@ -154,7 +153,7 @@ int baton_race_drive(const baton_race_track *t, const baton_race_drive_opts *o, 
         r->reward_sum += rew;
         if ((rc = trace_push(r, &cap, st))) break;
         if (frame) {
-            baton_race_camera_render(cam, st->x, st->y, st->yaw, frame);
+            baton_race_sim_camera_env(sim, cam, 0, frame);
             rc = write_frame(o->frames_dir, r->frames++, co, frame, err);
         }
     }

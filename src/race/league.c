@@ -29,7 +29,7 @@ static const char schema[] =
 static const char schema2[] =
     "CREATE TABLE tokens(alias TEXT PRIMARY KEY, hash TEXT NOT NULL, created_at REAL NOT NULL, last_used_at REAL);"
     "CREATE TABLE submissions(id INTEGER PRIMARY KEY, alias TEXT NOT NULL, track TEXT NOT NULL, track_path TEXT NOT NULL,"
-    " format INTEGER NOT NULL, state INTEGER NOT NULL CHECK(state BETWEEN 0 AND 3), reason TEXT,"
+    " format INTEGER NOT NULL, state INTEGER NOT NULL CHECK(state BETWEEN " LEAGUE_SQL_QUEUED " AND " LEAGUE_SQL_FAILED "), reason TEXT,"
     " entry INTEGER REFERENCES entries(id), attempts INTEGER NOT NULL DEFAULT 0, bytes INTEGER NOT NULL,"
     " submitted_at REAL NOT NULL, started_at REAL, finished_at REAL, archive BLOB);"
     "CREATE INDEX submissions_state ON submissions(state, id);"
@@ -214,8 +214,8 @@ static uint8_t *trace_blob(const baton_race_eval_result *r, size_t *len)
 static int mark_done(baton_league *l, int64_t submission, int64_t entry, baton_err *err)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(l->db, "UPDATE submissions SET state = 2, entry = ?, finished_at = ?, archive = NULL, reason = NULL"
-                                  " WHERE id = ? AND state = 1", -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(l->db, "UPDATE submissions SET state = " LEAGUE_SQL_DONE ", entry = ?, finished_at = ?, archive = NULL, reason = NULL"
+                                  " WHERE id = ? AND state = " LEAGUE_SQL_RUNNING, -1, &st, NULL) != SQLITE_OK)
         return league_db_fail(l, err, "cannot mark the submission done");
     sqlite3_bind_int64(st, 1, entry);
     sqlite3_bind_double(st, 2, league_now());

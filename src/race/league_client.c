@@ -1,71 +1,41 @@
 /* league_client.c — `baton race submit --server URL` (race_league.h, "the client"): find the
- * racer's newest verified checkpoint, tar it in memory, POST it to a league's /api/submit with the
- * racer's token (libcurl), and follow the submission at /api/submissions/ID until it is done or
- * failed.
+ * racer's newest verified checkpoint, ask the league its limit (GET /api/server), write the
+ * checkpoint's policy alone as a checkpoint of its own (no value network or optimizer: what
+ * evaluation needs), tar it in memory, POST it to a league's /api/submit with the racer's token
+ * (libcurl), and follow the submission at /api/submissions/ID until it is done or failed.
  *
- * Contract: only the one checkpoint folder is sent (not the run's other checkpoints); the token
+ * Contract: only the one checkpoint's policy is sent (not the run's other checkpoints); the token
  * goes only in the Authorization header, never in a URL or a message; every answer is checked
  * (status, JSON, fields) before it is believed. */
 #include "league_internal.h"
 #include "ppo_internal.h"
+#include "baton/ckpt.h"
+#include "baton/http.h"
 
 #include <cJSON.h>
-#include <curl/curl.h>
+#include <errno.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static CURLcode curl_rc;
-static void curl_init(void) { curl_rc = curl_global_init(CURL_GLOBAL_DEFAULT); }
-
-static size_t on_body(char *p, size_t size, size_t n, void *ud)
-{
-    baton_buf *b = ud;
-    size_t len = size * n;
-    if (b->len + len > (1u << 20)) return 0;   /* no answer of the league's is this long */
-    return baton_buf_append(b, p, len) ? 0 : len;
-}
-
-/* One request: GET (body NULL) or POST of body; *status and the answer's bytes into out. */
+/* One request: GET (body NULL) or POST of body; *status and the answer's bytes into out. No
+ * "Expect:" override: above 1 MiB libcurl asks for 100 Continue, and the league answers a refusal
+ * (a wrong token, a submission waiting) before the body is sent. */
 static int request(const char *url, const char *token, const baton_buf *body, long *status, baton_buf *out, baton_err *err)
 {
-    pthread_once(&curl_once, curl_init);
-    if (curl_rc != CURLE_OK) return baton_err_set(err, BATON_ERR_NET, "libcurl: %s", curl_easy_strerror(curl_rc));
-    CURL *h = curl_easy_init();
-    if (!h) return baton_err_set(err, BATON_ERR_NOMEM, "libcurl: out of memory");
-    char errbuf[CURL_ERROR_SIZE] = "", auth[120];
-    struct curl_slist *hdr = NULL;
+    char auth[120];
+    const char *hdr[3] = {NULL, NULL, NULL};
+    int k = 0;
     if (token) {
         snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
-        hdr = curl_slist_append(hdr, auth);
+        hdr[k++] = auth;
     }
-    if (body) hdr = curl_slist_append(hdr, "Content-Type: application/x-tar");
-    /* no "Expect:" override: above 1 MiB libcurl asks for 100 Continue, and the league answers a
-     * refusal (a wrong token, a submission waiting) before the body is sent */
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 600000L);
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, out);
-    curl_easy_setopt(h, CURLOPT_USERAGENT, "baton/" BATON_VERSION);
-    if (body) {
-        curl_easy_setopt(h, CURLOPT_POST, 1L);
-        curl_easy_setopt(h, CURLOPT_POSTFIELDS, (const char *)body->data);
-        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body->len);
-    }
-    CURLcode c = curl_easy_perform(h);
-    int rc = BATON_OK;
-    if (c != CURLE_OK) rc = baton_err_set(err, BATON_ERR_NET, "%s: %s", url, errbuf[0] ? errbuf : curl_easy_strerror(c));
-    else curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
-    curl_slist_free_all(hdr);
-    curl_easy_cleanup(h);
+    if (body) hdr[k++] = "Content-Type: application/x-tar";
+    baton_http_req q = {.method = body ? "POST" : "GET", .url = url, .headers = hdr, .body = body ? body->data : NULL,
+                        .body_len = body ? body->len : 0, .max_answer = (size_t)1 << 20, .timeout_s = 600, .connect_s = 10};
+    int rc = baton_http_request(NULL, &q, status, out, err);
+    memset(auth, 0, sizeof auth);
     return rc;
 }
 
@@ -143,8 +113,7 @@ static int answer_error(const char *what, long status, const baton_buf *b, baton
 
 static int post(const baton_league_remote_opts *o, const baton_buf *tar, baton_league_submission *s, baton_err *err)
 {
-    pthread_once(&curl_once, curl_init);
-    CURL *h = curl_easy_init();
+    CURL *h = baton_http_global_init(err) ? NULL : curl_easy_init();
     char *a = h ? curl_easy_escape(h, o->alias, 0) : NULL, *t = h ? curl_easy_escape(h, o->track, 0) : NULL;
     char url[2048];
     int rc = a && t ? BATON_OK : baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
@@ -163,6 +132,53 @@ static int post(const baton_league_remote_opts *o, const baton_buf *tar, baton_l
     return rc;
 }
 
+/* The server's limit on an archive (GET /api/server's "max_upload_bytes"); a league that predates
+ * the question (404) takes the default. */
+static int server_limit(const baton_league_remote_opts *o, size_t *max, baton_err *err)
+{
+    char url[2048];
+    if (snprintf(url, sizeof url, "%s/api/server", o->server) >= (int)sizeof url)
+        return baton_err_set(err, BATON_ERR_ARG, "the server's URL is too long");
+    long status = 0;
+    baton_buf ans = {0};
+    int rc = request(url, NULL, NULL, &status, &ans, err);
+    if (!rc && status == 404) *max = BATON_LEAGUE_UPLOAD_MAX;
+    else if (!rc && status != 200) rc = answer_error(url, status, &ans, err);
+    else if (!rc) {
+        cJSON *j = cJSON_ParseWithLength((const char *)ans.data, ans.len);
+        double m = num_in(j, "max_upload_bytes", 1024, 4294967296.0);
+        cJSON_Delete(j);
+        if (isnan(m)) rc = baton_err_set(err, BATON_ERR_FORMAT, "%s: no \"max_upload_bytes\" of 1024 .. 4294967296", url);
+        else *max = (size_t)m;
+    }
+    baton_buf_free(&ans);
+    return rc;
+}
+
+/* The archive sent: the policy alone (race_policy_export) of the checkpoint, in a folder of its
+ * own under $TMPDIR that is removed before this returns; *sent gets the source checkpoint's path. */
+static int pack(const baton_league_remote_opts *o, size_t max, baton_buf *tar, char *sent, size_t cap, baton_err *err)
+{
+    const char *tmp = getenv("TMPDIR");
+    char dir[4096], path[4200];
+    if (snprintf(dir, sizeof dir, "%s/baton-submit-XXXXXX", tmp && *tmp ? tmp : "/tmp") >= (int)sizeof dir)
+        return baton_err_set(err, BATON_ERR_ARG, "TMPDIR is too long");
+    if (!mkdtemp(dir)) return baton_err_set(err, BATON_ERR_IO, "%s: cannot make a folder: %s", dir, strerror(errno));
+    race_run_state st;
+    int rc = race_ckpt_find(o->ckpt, sent, cap, &st, err);
+    if (!rc) rc = baton_race_policy_export(sent, dir, path, sizeof path, err);
+    baton_ckpt_info *in = NULL;
+    size_t n = 0;
+    if (!rc && !(rc = baton_ckpt_list(dir, 1, &in, &n, err)) && n == 1 && in[0].bytes > max)
+        rc = baton_err_set(err, BATON_ERR_ARG, "%s: its policy is %llu bytes, over the %zu bytes the league at %s takes", sent,
+                           (unsigned long long)in[0].bytes, max, o->server);
+    free(in);
+    const char *base = strrchr(path, '/');
+    if (!rc) rc = baton_league_tar_write(tar, path, base ? base + 1 : path, max, err);
+    baton_remove_tree(dir);
+    return rc;
+}
+
 int baton_league_remote_submit(const baton_league_remote_opts *o, baton_league_submission *s, baton_err *err)
 {
     memset(s, 0, sizeof *s);
@@ -170,16 +186,15 @@ int baton_league_remote_submit(const baton_league_remote_opts *o, baton_league_s
         return baton_err_set(err, BATON_ERR_USAGE, "a server (http://HOST:PORT), a token, a checkpoint and a track are required");
     if (baton_league_alias_check(o->alias, err)) return err->code;
     char path[4096];
-    race_run_state st;
-    int rc = race_ckpt_find(o->ckpt, path, sizeof path, &st, err);
-    if (rc) return rc;
-    const char *base = strrchr(path, '/');
+    size_t max = 0;
     baton_buf tar = {0};
-    rc = baton_league_tar_write(&tar, path, base ? base + 1 : path, BATON_LEAGUE_UPLOAD_MAX, err);
+    int rc = server_limit(o, &max, err);
+    if (!rc) rc = pack(o, max, &tar, path, sizeof path, err);
     if (!rc) rc = post(o, &tar, s, err);
+    if (!rc) baton_log(BATON_LOG_INFO, "race submit: the policy of %s (%zu bytes) sent as submission %lld", path, tar.len,
+                       (long long)s->id);
     baton_buf_free(&tar);
     if (rc) return rc;
-    baton_log(BATON_LOG_INFO, "race submit: %s sent as submission %lld", path, (long long)s->id);
     char url[2048];
     snprintf(url, sizeof url, "%s/api/submissions/%lld", o->server, (long long)s->id);
     double until = league_now() + o->wait_s;

@@ -72,4 +72,13 @@ int league_archive_get(baton_league *l, int64_t id, uint8_t **data, size_t *len,
 void league_archive_drop(baton_league *l, int64_t id);
 int league_work_clean(baton_league *l, baton_err *err);
 
+/* The submission states as the SQL of league.c and league_queue.c writes them (the column holds
+ * baton_league_state's values; the table's CHECK allows 0..3). */
+#define LEAGUE_SQL_QUEUED "0"
+#define LEAGUE_SQL_RUNNING "1"
+#define LEAGUE_SQL_DONE "2"
+#define LEAGUE_SQL_FAILED "3"
+_Static_assert(BATON_LEAGUE_QUEUED == 0 && BATON_LEAGUE_RUNNING == 1 && BATON_LEAGUE_DONE == 2 && BATON_LEAGUE_FAILED == 3,
+               "LEAGUE_SQL_* are baton_league_state's values");
+
 #endif

@@ -142,7 +142,7 @@ int league_waiting(baton_league *l, const char *alias, int64_t *id, baton_err *e
 {
     *id = 0;
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(l->db, "SELECT id FROM submissions WHERE alias = ? AND state IN (0, 1) ORDER BY id LIMIT 1", -1,
+    if (sqlite3_prepare_v2(l->db, "SELECT id FROM submissions WHERE alias = ? AND state IN (" LEAGUE_SQL_QUEUED ", " LEAGUE_SQL_RUNNING ") ORDER BY id LIMIT 1", -1,
                            &st, NULL) != SQLITE_OK)
         return league_db_fail(l, err, "cannot read the queue");
     sqlite3_bind_text(st, 1, alias, -1, SQLITE_STATIC);
@@ -167,7 +167,7 @@ int baton_league_enqueue(baton_league *l, const baton_league_upload *u, int64_t 
         goto undo;
     }
     if (sqlite3_prepare_v2(l->db, "INSERT INTO submissions(alias, track, track_path, format, state, bytes, submitted_at)"
-                                  " VALUES(?,?,?,?,0,?,?)", -1, &st, NULL) != SQLITE_OK)
+                                  " VALUES(?,?,?,?," LEAGUE_SQL_QUEUED ",?,?)", -1, &st, NULL) != SQLITE_OK)
         goto fail;
     sqlite3_bind_text(st, 1, u->alias, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, u->track, -1, SQLITE_STATIC);
@@ -207,7 +207,7 @@ static void read_sub(sqlite3_stmt *st, baton_league_submission *s)
     snprintf(s->track_path, sizeof s->track_path, "%s", (const char *)sqlite3_column_text(st, 3));
     s->format = sqlite3_column_int(st, 4) == BATON_LEAGUE_TOTAL ? BATON_LEAGUE_TOTAL : BATON_LEAGUE_TIME_TRIAL;
     int state = sqlite3_column_int(st, 5);
-    s->state = state >= 0 && state <= 3 ? (baton_league_state)state : BATON_LEAGUE_FAILED;
+    s->state = state >= BATON_LEAGUE_QUEUED && state <= BATON_LEAGUE_FAILED ? (baton_league_state)state : BATON_LEAGUE_FAILED;
     snprintf(s->reason, sizeof s->reason, "%s", (const char *)sqlite3_column_text(st, 6));
     s->entry = sqlite3_column_int64(st, 7);
     s->attempts = (uint32_t)sqlite3_column_int64(st, 8);
@@ -273,10 +273,10 @@ int baton_league_queue_recover(baton_league *l, size_t *requeued, baton_err *err
     snprintf(why, sizeof why, "the evaluation was interrupted %d times (the server stopped during it)", BATON_LEAGUE_ATTEMPTS);
     int failed = 0, back = 0;
     char sql[200];
-    snprintf(sql, sizeof sql, "UPDATE submissions SET finished_at = ?, state = 3, reason = ?, archive = NULL"
-                              " WHERE state = 1 AND attempts >= %d", BATON_LEAGUE_ATTEMPTS);
+    snprintf(sql, sizeof sql, "UPDATE submissions SET finished_at = ?, state = " LEAGUE_SQL_FAILED ", reason = ?, archive = NULL"
+                              " WHERE state = " LEAGUE_SQL_RUNNING " AND attempts >= %d", BATON_LEAGUE_ATTEMPTS);
     int rc = exec_update(l, sql, 0, why, &failed, err);
-    if (!rc) rc = exec_update(l, "UPDATE submissions SET started_at = ?, state = 0 WHERE state = 1", 0, NULL, &back, err);
+    if (!rc) rc = exec_update(l, "UPDATE submissions SET started_at = ?, state = " LEAGUE_SQL_QUEUED " WHERE state = " LEAGUE_SQL_RUNNING, 0, NULL, &back, err);
     if (!rc) *requeued = (size_t)back;
     if (failed) baton_log(BATON_LOG_WARN, "%s: %d submission(s) failed: %s", l->path, failed, why);
     return rc;
@@ -289,8 +289,8 @@ static int claim(baton_league *l, baton_league_submission *s, uint8_t **archive,
     *archive = NULL;
     *len = 0;
     char sql[600];
-    snprintf(sql, sizeof sql, "UPDATE submissions SET started_at = ?1, attempts = attempts + 1, state = 1"
-                              " WHERE id = (SELECT id FROM submissions WHERE state = 0 ORDER BY id LIMIT 1)"
+    snprintf(sql, sizeof sql, "UPDATE submissions SET started_at = ?1, attempts = attempts + 1, state = " LEAGUE_SQL_RUNNING
+                              " WHERE id = (SELECT id FROM submissions WHERE state = " LEAGUE_SQL_QUEUED " ORDER BY id LIMIT 1)"
                               " RETURNING %s, archive", sub_cols);
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(l->db, sql, -1, &st, NULL) != SQLITE_OK) return league_db_fail(l, err, "cannot read the queue");
@@ -325,8 +325,8 @@ int league_requeue(baton_league *l, int64_t id, const char *why, baton_err *err)
     snprintf(said, sizeof said, "the server could not finish its attempt; it is retried: %s", why);
     league_unpath(said, sizeof said, l->path, "the league's database");
     int changed = 0;
-    int rc = exec_update(l, "UPDATE submissions SET started_at = ?, reason = ?, attempts = max(attempts - 1, 0), state = 0"
-                            " WHERE id = ? AND state = 1", id, said, &changed, err);
+    int rc = exec_update(l, "UPDATE submissions SET started_at = ?, reason = ?, attempts = max(attempts - 1, 0), state = " LEAGUE_SQL_QUEUED
+                            " WHERE id = ? AND state = " LEAGUE_SQL_RUNNING, id, said, &changed, err);
     if (!rc && changed) baton_log(BATON_LOG_WARN, "league: submission %lld queued again: %s", (long long)id, why);
     return rc;
 }
@@ -419,7 +419,7 @@ int baton_league_queue_run_one(baton_league *l, const char *tmp_parent, int64_t 
         return BATON_OK;
     }
     int changed = 0;
-    rc = exec_update(l, "UPDATE submissions SET finished_at = ?, state = 3, reason = ?, archive = NULL WHERE id = ? AND state = 1",
+    rc = exec_update(l, "UPDATE submissions SET finished_at = ?, state = " LEAGUE_SQL_FAILED ", reason = ?, archive = NULL WHERE id = ? AND state = " LEAGUE_SQL_RUNNING,
                      s.id, why.msg, &changed, err);
     if (!rc) league_archive_drop(l, s.id);
     baton_log(BATON_LOG_INFO, "league: submission %lld failed: %s", (long long)s.id, why.msg);

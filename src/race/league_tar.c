@@ -150,126 +150,134 @@ static const char *kind_name(uint8_t t)
     }
 }
 
+/* The reader's state between headers: where it is, a long name or size an extended header gave
+ * the next entry, the entries so far. */
+typedef struct tar_rd {
+    size_t off;
+    char longname[256];
+    size_t longlen;
+    int have_long;
+    int64_t pax_size;
+    baton_league_tar_entry *e;
+    size_t cnt, cap;
+    baton_err *err;
+} tar_rd;
+
+/* A pax ('x', 'g') or GNU long-name ('L') header: what it says of the next entry. */
+static int ext_header(tar_rd *t, uint8_t type, const uint8_t *data, size_t size)
+{
+    int rc = BATON_OK;
+    if (type == 'x' && (rc = pax_records(data, size, t->longname, &t->longlen, &t->pax_size, t->off + BLOCK, t->err)))
+        return rc;
+    if (type == 'x' && t->longlen) t->have_long = 1;
+    if (type == 'L') {
+        size_t l = strnlen((const char *)data, size);
+        if (l > 255) return baton_err_set(t->err, BATON_ERR_FORMAT, "tar offset %zu: a GNU long name over 255 bytes", t->off);
+        memcpy(t->longname, data, l), t->longlen = l, t->have_long = 1;
+    }
+    return BATON_OK;
+}
+
+/* The entry's name as the archive has it: an extended header's, or ustar's prefix/name. */
+static size_t raw_name(tar_rd *t, const uint8_t *h, char raw[512])
+{
+    size_t rl = 0;
+    if (t->have_long) {
+        memcpy(raw, t->longname, t->longlen), rl = t->longlen;
+    } else {
+        size_t nl = strnlen((const char *)h, 100), pl = 0;
+        if (!memcmp(h + 257, "ustar\0", 6) && (pl = strnlen((const char *)h + 345, 155))) {
+            memcpy(raw, h + 345, pl);
+            raw[pl] = '/';
+            rl = pl + 1;
+        }
+        memcpy(raw + rl, h, nl);
+        rl += nl;
+    }
+    t->have_long = 0, t->longlen = 0, t->pax_size = -1;
+    raw[rl] = 0;
+    return rl;
+}
+
+/* Append the entry (a file's bytes stay in the archive): no name twice, at most the limit. */
+static int add_entry(tar_rd *t, const char *name, int is_dir, const uint8_t *data, size_t size)
+{
+    for (size_t k = 0; k < t->cnt; k++)
+        if (!strcmp(t->e[k].name, name))
+            return baton_err_set(t->err, BATON_ERR_FORMAT, "tar offset %zu: '%s' appears twice", t->off, name);
+    if (t->cnt == BATON_LEAGUE_TAR_ENTRIES)
+        return baton_err_set(t->err, BATON_ERR_FORMAT, "tar offset %zu: more than %d entries", t->off, BATON_LEAGUE_TAR_ENTRIES);
+    if (t->cnt == t->cap) {
+        baton_league_tar_entry *g = realloc(t->e, 2 * t->cap * sizeof *t->e);
+        if (!g) return baton_err_set(t->err, BATON_ERR_NOMEM, "out of memory");
+        t->e = g, t->cap *= 2;
+    }
+    baton_league_tar_entry *x = &t->e[t->cnt++];
+    memcpy(x->name, name, strlen(name) + 1);
+    x->is_dir = is_dir;
+    x->data = is_dir ? NULL : data;
+    x->size = is_dir ? 0 : size;
+    return BATON_OK;
+}
+
+/* A file or folder header at t->off: its name checked, the entry kept (the top folder itself is
+ * not an entry). */
+static int entry(tar_rd *t, const uint8_t *h, uint8_t type, const uint8_t *data, size_t size)
+{
+    char raw[512], name[256];
+    size_t rl = raw_name(t, h, raw);
+    int is_dir = type == '5', root = 0;
+    const char *why = NULL;
+    if (type != '0' && type != 0 && type != '7' && !is_dir)
+        return baton_err_set(t->err, BATON_ERR_FORMAT, "tar offset %zu: '%.100s' is %s; only files and folders are accepted",
+                             t->off, raw, kind_name(type));
+    if (clean_name(raw, rl, name, &root, &why))
+        return baton_err_set(t->err, BATON_ERR_FORMAT, "tar offset %zu: '%.100s': %s is not accepted", t->off, raw, why);
+    if (root && !is_dir) return baton_err_set(t->err, BATON_ERR_FORMAT, "tar offset %zu: a file without a name", t->off);
+    return root ? BATON_OK : add_entry(t, name, is_dir, data, size);
+}
+
+/* One header block at t->off and what follows it; *ended at the end-of-archive block. */
+static int header(tar_rd *t, const uint8_t *buf, size_t len, int *ended)
+{
+    const uint8_t *h = buf + t->off;
+    if (all_zero(h)) return *ended = 1, BATON_OK;
+    if (memcmp(h + 257, "ustar", 5) || !checksum_ok(h))
+        return baton_err_set(t->err, BATON_ERR_FORMAT, "tar offset %zu: not a ustar header (%s)", t->off,
+                             memcmp(h + 257, "ustar", 5) ? "no \"ustar\" magic" : "wrong checksum");
+    int64_t size = octal(h + 124, 12);
+    uint8_t type = h[156];
+    int ext = type == 'x' || type == 'g' || type == 'L';
+    if (t->pax_size >= 0 && !ext) size = t->pax_size;
+    if (size < 0 || (uint64_t)size > len - t->off - BLOCK)
+        return baton_err_set(t->err, BATON_ERR_FORMAT, "tar offset %zu: entry size %s the %zu bytes that follow", t->off,
+                             size < 0 ? "unreadable; not within" : "beyond", len - t->off - BLOCK);
+    size_t span = BLOCK + (((size_t)size + BLOCK - 1) / BLOCK) * BLOCK;
+    if (span > len - t->off) span = len - t->off;   /* the last entry's padding may be cut */
+    int rc = ext ? ext_header(t, type, h + BLOCK, (size_t)size) : entry(t, h, type, h + BLOCK, (size_t)size);
+    t->off += span;
+    return rc;
+}
+
 int baton_league_tar_read(const uint8_t *buf, size_t len, baton_league_tar_entry **out, size_t *n, baton_err *err)
 {
     *out = NULL;
     *n = 0;
-    size_t cap = 16, cnt = 0, off = 0;
-    baton_league_tar_entry *e = malloc(cap * sizeof *e);
-    if (!e) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
-    char longname[256];
-    size_t longlen = 0;
-    int have_long = 0;
-    int64_t pax_size = -1;
+    tar_rd t = {.pax_size = -1, .cap = 16, .err = err};
+    if (!(t.e = malloc(t.cap * sizeof *t.e))) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
     int rc = BATON_OK, ended = 0;
-    while (off + BLOCK <= len) {
-        const uint8_t *h = buf + off;
-        if (all_zero(h)) {
-            ended = 1;
-            break;
-        }
-        if (memcmp(h + 257, "ustar", 5) || !checksum_ok(h)) {
-            rc = baton_err_set(err, BATON_ERR_FORMAT, "tar offset %zu: not a ustar header (%s)", off,
-                               memcmp(h + 257, "ustar", 5) ? "no \"ustar\" magic" : "wrong checksum");
-            break;
-        }
-        int64_t size = octal(h + 124, 12);
-        uint8_t type = h[156];
-        if (pax_size >= 0 && type != 'x' && type != 'g' && type != 'L') size = pax_size;
-        if (size < 0 || (uint64_t)size > len - off - BLOCK) {
-            rc = baton_err_set(err, BATON_ERR_FORMAT, "tar offset %zu: entry size %s the %zu bytes that follow", off,
-                               size < 0 ? "unreadable; not within" : "beyond", len - off - BLOCK);
-            break;
-        }
-        const uint8_t *data = h + BLOCK;
-        size_t span = BLOCK + (((size_t)size + BLOCK - 1) / BLOCK) * BLOCK;
-        if (span > len - off) span = len - off;   /* the last entry's padding may be cut */
-        if (type == 'x' || type == 'g' || type == 'L') {
-            if (type == 'x' && (rc = pax_records(data, (size_t)size, longname, &longlen, &pax_size, off + BLOCK, err)))
-                break;
-            if (type == 'x' && longlen) have_long = 1;
-            if (type == 'L') {
-                size_t l = strnlen((const char *)data, (size_t)size);
-                if (l > 255) {
-                    rc = baton_err_set(err, BATON_ERR_FORMAT, "tar offset %zu: a GNU long name over 255 bytes", off);
-                    break;
-                }
-                memcpy(longname, data, l), longlen = l, have_long = 1;
-            }
-            off += span;
-            continue;
-        }
-        char raw[512];
-        size_t rl;
-        if (have_long) {
-            memcpy(raw, longname, longlen), rl = longlen;
-        } else {
-            size_t nl = strnlen((const char *)h, 100), pl = 0;
-            rl = 0;
-            if (!memcmp(h + 257, "ustar\0", 6) && (pl = strnlen((const char *)h + 345, 155))) {
-                memcpy(raw, h + 345, pl);
-                raw[pl] = '/';
-                rl = pl + 1;
-            }
-            memcpy(raw + rl, h, nl);
-            rl += nl;
-        }
-        have_long = 0, longlen = 0, pax_size = -1;
-        raw[rl] = 0;
-        int is_dir = type == '5', root = 0;
-        const char *why = NULL;
-        if (type != '0' && type != 0 && type != '7' && !is_dir) {
-            rc = baton_err_set(err, BATON_ERR_FORMAT, "tar offset %zu: '%.100s' is %s; only files and folders are accepted",
-                               off, raw, kind_name(type));
-            break;
-        }
-        char name[256];
-        if (clean_name(raw, rl, name, &root, &why)) {
-            rc = baton_err_set(err, BATON_ERR_FORMAT, "tar offset %zu: '%.100s': %s is not accepted", off, raw, why);
-            break;
-        }
-        if (root && !is_dir) {
-            rc = baton_err_set(err, BATON_ERR_FORMAT, "tar offset %zu: a file without a name", off);
-            break;
-        }
-        if (!root) {
-            for (size_t k = 0; k < cnt; k++)
-                if (!strcmp(e[k].name, name)) {
-                    rc = baton_err_set(err, BATON_ERR_FORMAT, "tar offset %zu: '%s' appears twice", off, name);
-                    break;
-                }
-            if (rc) break;
-            if (cnt == BATON_LEAGUE_TAR_ENTRIES) {
-                rc = baton_err_set(err, BATON_ERR_FORMAT, "tar offset %zu: more than %d entries", off, BATON_LEAGUE_TAR_ENTRIES);
-                break;
-            }
-            if (cnt == cap) {
-                baton_league_tar_entry *g = realloc(e, 2 * cap * sizeof *e);
-                if (!g) {
-                    rc = baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
-                    break;
-                }
-                e = g, cap *= 2;
-            }
-            baton_league_tar_entry *x = &e[cnt++];
-            memcpy(x->name, name, strlen(name) + 1);
-            x->is_dir = is_dir;
-            x->data = is_dir ? NULL : data;
-            x->size = is_dir ? 0 : (size_t)size;
-        }
-        off += span;
-    }
-    if (!rc && !ended && off < len)
-        rc = baton_err_set(err, BATON_ERR_TRUNCATED, "tar offset %zu: the archive ends inside a header", off);
-    if (!rc && !ended && cnt == 0) rc = baton_err_set(err, BATON_ERR_TRUNCATED, "an empty archive (no entries, no end marker)");
-    if (!rc && (have_long || pax_size >= 0))
-        rc = baton_err_set(err, BATON_ERR_TRUNCATED, "tar offset %zu: an extended header with no entry after it", off);
+    while (!rc && !ended && t.off + BLOCK <= len) rc = header(&t, buf, len, &ended);
+    if (!rc && !ended && t.off < len)
+        rc = baton_err_set(err, BATON_ERR_TRUNCATED, "tar offset %zu: the archive ends inside a header", t.off);
+    if (!rc && !ended && t.cnt == 0) rc = baton_err_set(err, BATON_ERR_TRUNCATED, "an empty archive (no entries, no end marker)");
+    if (!rc && (t.have_long || t.pax_size >= 0))
+        rc = baton_err_set(err, BATON_ERR_TRUNCATED, "tar offset %zu: an extended header with no entry after it", t.off);
     if (rc) {
-        free(e);
+        free(t.e);
         return rc;
     }
-    *out = e;
-    *n = cnt;
+    *out = t.e;
+    *n = t.cnt;
     return BATON_OK;
 }
 

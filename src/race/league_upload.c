@@ -168,17 +168,6 @@ void league_unpacked_msg(const league_unpacked *u, char *msg, size_t cap)
     }
 }
 
-/* Where in text a parser stopped, as "byte N (line L, column C)". */
-static void text_position(const char *text, size_t at, char *out, size_t cap)
-{
-    size_t line = 1, col = 1;
-    for (size_t i = 0; i < at; i++) {
-        if (text[i] == '\n') line++, col = 1;
-        else col++;
-    }
-    snprintf(out, cap, "byte %zu (line %zu, column %zu)", at, line, col);
-}
-
 /* A folder holding a MANIFEST must be named ckpt-<step> for the checkpoint store; rename it so,
  * the step read from its state.json. */
 static int name_as_ckpt(char *path, size_t cap, baton_err *err)
@@ -191,21 +180,13 @@ static int name_as_ckpt(char *path, size_t cap, baton_err *err)
     uint8_t *text;
     size_t len;
     if (baton_file_read_all(sp, 1u << 20, &text, &len, err)) return err->code;
-    const char *end = NULL;
-    cJSON *j = cJSON_ParseWithLengthOpts((const char *)text, len, &end, 0);
-    if (!j) {
-        char at[96];
-        text_position((const char *)text, end ? (size_t)(end - (const char *)text) : 0, at, sizeof at);
-        free(text);
-        return baton_err_set(err, BATON_ERR_FORMAT, "%s: not JSON: at %s", sp, at);
-    }
+    baton_jr r;
+    baton_jr_init(&r, sp, err);
+    cJSON *j = baton_jr_parse(&r, (const char *)text, len);
     free(text);
-    const cJSON *s = cJSON_GetObjectItemCaseSensitive(j, "step");
-    int ok = cJSON_IsNumber(s) && s->valuedouble >= 0 && s->valuedouble < 9007199254740992.0 &&
-             s->valuedouble == (double)(uint64_t)s->valuedouble;
-    step = ok ? (uint64_t)s->valuedouble : 0;
+    baton_jr_u64(&r, j, "step", 0, 9007199254740992ull, &step);
     cJSON_Delete(j);
-    if (!ok) return baton_err_set(err, BATON_ERR_FORMAT, "%s: no \"step\" (not a baton checkpoint)", sp);
+    if (r.rc) return r.rc;
     char parent[4096], to[4200];
     baton_path_dirname(path, parent, sizeof parent);
     snprintf(to, sizeof to, "%s/ckpt-%llu", parent, (unsigned long long)step);

@@ -27,6 +27,7 @@ static int not_upload, too_many_args, drain_then_route;
 /* Connections one client address may hold of the 128: a client holding unfinished requests
  * (slowloris) takes at most this many, and racers at other addresses are still served. */
 #define LEAGUE_PER_IP 16
+#define LEAGUE_HEAD_S 10.0   /* seconds for a whole request head (league_web_guard.c) */
 
 cJSON *baton_league_entry_json(const baton_league_entry *e)
 {
@@ -49,27 +50,20 @@ cJSON *baton_league_entry_json(const baton_league_entry *e)
     return j;
 }
 
+/* every answer's headers: only the page's own inline script and style, no sniffing */
+static const char *const headers[] = {
+    "Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline' 'self'; style-src 'unsafe-inline'; "
+                               "img-src 'self' data:",
+    "X-Content-Type-Options", "nosniff", NULL};
+
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *ctype, const void *body, size_t len)
 {
-    struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
-    if (!r) return MHD_NO;
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
-    MHD_add_response_header(r, "Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline' 'self'; "
-                                                           "style-src 'unsafe-inline'; img-src 'self' data:");
-    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
-    enum MHD_Result ret = MHD_queue_response(c, status, r);
-    MHD_destroy_response(r);
-    return ret;
+    return baton_http_reply(c, status, ctype, body, len, headers);
 }
 
 enum MHD_Result league_reply_json(struct MHD_Connection *c, unsigned status, cJSON *j)
 {
-    char *s = j ? baton_json_print(j, 0) : NULL;
-    cJSON_Delete(j);
-    if (!s) return MHD_NO;
-    enum MHD_Result r = reply(c, status, "application/json", s, strlen(s));
-    free(s);
-    return r;
+    return baton_http_reply_json(c, status, j, headers);
 }
 
 /* msg without the server's own paths that may reach one: its database's and its tracks folder's
@@ -264,6 +258,18 @@ static enum MHD_Result api_tracks(baton_league_server *s, struct MHD_Connection 
     return league_reply_json(c, 200, j);
 }
 
+/* What a client should know before it sends: the largest archive taken, the formats. */
+static enum MHD_Result api_server(baton_league_server *s, struct MHD_Connection *c)
+{
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "version", BATON_VERSION);
+    cJSON_AddNumberToObject(j, "max_upload_bytes", (double)s->rules.max_bytes);
+    cJSON *f = cJSON_AddArrayToObject(j, "formats");
+    for (int i = BATON_LEAGUE_TIME_TRIAL; i <= BATON_LEAGUE_TOTAL; i++)
+        cJSON_AddItemToArray(f, cJSON_CreateString(baton_league_format_name((baton_league_format)i)));
+    return league_reply_json(c, 200, j);
+}
+
 static enum MHD_Result api_leaderboard(baton_league_server *s, struct MHD_Connection *c)
 {
     const char *track = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "track");
@@ -384,6 +390,7 @@ static enum MHD_Result route(baton_league_server *s, struct MHD_Connection *c, c
     if (!strcmp(url, "/")) return page_index(s, c);
     if (!strncmp(url, "/track/", 7) && url[7]) return page_track(s, c, url + 7);
     if (!strcmp(url, "/api/tracks")) return api_tracks(s, c);
+    if (!strcmp(url, "/api/server")) return api_server(s, c);
     if (!strcmp(url, "/api/leaderboard")) return api_leaderboard(s, c);
     if (!strncmp(url, "/api/entries/", 13)) return api_trace(s, c, url + 13);
     if (!strncmp(url, "/api/submissions/", 17)) return api_submission(s, c, url + 17);
@@ -400,6 +407,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 {
     baton_league_server *s = cls;
     (void)version;
+    if (*con_cls == NULL || *con_cls == &too_many_args) league_guard_head_done(s, c);   /* the head is whole */
     if (*con_cls == &too_many_args) {
         char msg[160];
         snprintf(msg, sizeof msg, "more than %d query arguments; the league's API takes 3 at most", LEAGUE_ARGS_MAX);
@@ -446,7 +454,8 @@ static void *uri_log(void *cls, const char *uri, struct MHD_Connection *c)
 
 static void request_done(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
 {
-    (void)c, (void)toe;
+    (void)toe;
+    league_guard_request_done(cls, c);   /* the next request's head, if any, from now */
     if (*con_cls && *con_cls != &not_upload && *con_cls != &too_many_args && *con_cls != &drain_then_route)
         league_submit_free(cls, *con_cls);
     *con_cls = NULL;
@@ -560,6 +569,9 @@ int baton_league_serve_start(const baton_league_serve_opts *o, baton_league_serv
     }
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
+    pthread_mutex_init(&s->guard_mu, NULL);
+    pthread_cond_init(&s->guard_cv, NULL);
+    s->head_deadline_ms = (long long)((o->head_timeout_s > 0 ? o->head_timeout_s : LEAGUE_HEAD_S) * 1000);
     s->rules = o->rules;
     if (!s->rules.max_bytes) s->rules.max_bytes = BATON_LEAGUE_UPLOAD_MAX;   /* set once: every check reads it */
     if (o->rules.tracks_dir) {
@@ -572,21 +584,21 @@ int baton_league_serve_start(const baton_league_serve_opts *o, baton_league_serv
     if (!rc) paths(s, o->db_path);
     int port = 0, v6 = 0, fd = -1;
     if (!rc) rc = start_worker(s, o->db_path, err);
+    if (!rc) rc = league_guard_start(s, err);
     if (!rc) {
         fd = baton_net_listen(o->listen ? o->listen : "127.0.0.1:0", o->allow_remote, s->url, sizeof s->url, &port, &v6, err);
         if (fd < 0) rc = err->code;
     }
     if (!rc) {
-        unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | (v6 ? MHD_USE_IPv6 : 0);
-        s->d = MHD_start_daemon(flags, 0, NULL, NULL, handler, s, MHD_OPTION_LISTEN_SOCKET, fd,
-                                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_CONNECTION_LIMIT, (unsigned)128,
-                                MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)LEAGUE_PER_IP,
-                                MHD_OPTION_NOTIFY_COMPLETED, request_done, s, MHD_OPTION_URI_LOG_CALLBACK, uri_log, s,
-                                MHD_OPTION_END);
-        if (!s->d) {
-            close(fd);
-            rc = baton_err_set(err, BATON_ERR_IO, "libmicrohttpd did not start on %s", s->url);
-        }
+        const struct MHD_OptionItem opts[] = {
+            {MHD_OPTION_CONNECTION_TIMEOUT, 30, NULL},
+            {MHD_OPTION_CONNECTION_LIMIT, 128, NULL},
+            {MHD_OPTION_PER_IP_CONNECTION_LIMIT, LEAGUE_PER_IP, NULL},
+            {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)request_done, s},
+            {MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)uri_log, s},
+            {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)league_guard_notify, s},
+            {MHD_OPTION_END, 0, NULL}};
+        if (!(s->d = baton_http_serve(fd, v6, handler, s, opts, s->url, err))) rc = err->code;
     }
     if (rc) {
         baton_league_serve_stop(s);
@@ -602,6 +614,7 @@ void baton_league_serve_stop(baton_league_server *s)
 {
     if (!s) return;
     if (s->d) MHD_stop_daemon(s->d);
+    league_guard_stop(s);
     if (s->worker_started) {
         pthread_mutex_lock(&s->mu);
         s->stop = 1;
@@ -615,5 +628,7 @@ void baton_league_serve_stop(baton_league_server *s)
     pthread_mutex_destroy(&s->views_mu);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->guard_cv);
+    pthread_mutex_destroy(&s->guard_mu);
     free(s);
 }

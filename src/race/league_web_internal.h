@@ -4,6 +4,7 @@
 #define BATON_LEAGUE_WEB_INTERNAL_H
 
 #include "league_internal.h"
+#include "baton/http.h"
 
 #include <cJSON.h>
 #include <microhttpd.h>
@@ -11,6 +12,7 @@
 
 typedef struct league_upload_ctx league_upload_ctx;
 typedef struct league_track_view league_track_view;
+typedef struct league_conn league_conn;
 #define LEAGUE_VIEWS 32   /* tracks whose page's drawing is kept (league_web_track.c) */
 
 struct baton_league_server {
@@ -31,6 +33,13 @@ struct baton_league_server {
     int worker_started, stop, poke;
     pthread_mutex_t mu;
     pthread_cond_t cv;
+    /* the request-head deadline (league_web_guard.c) */
+    league_conn *conns;          /* every open connection, under guard_mu */
+    long long head_deadline_ms;
+    pthread_t guard;
+    int guard_started, guard_stop;
+    pthread_mutex_t guard_mu;
+    pthread_cond_t guard_cv;
 };
 
 /* An answer; an error's message said without the server's paths (the full one goes to the log
@@ -66,5 +75,15 @@ void league_track_view_put(baton_league_server *s);
 void league_track_views_warm(baton_league_server *s, baton_league *l);
 league_track_view *league_track_views_new(void);
 void league_track_views_free(baton_league_server *s);
+
+/* league_web_guard.c: a deadline for each request's whole head (slowloris). league_guard_notify
+ * is libmicrohttpd's connection notifier; the handler calls head_done on a request's first call,
+ * the completion notifier request_done; start after the mutex and before the daemon, stop after
+ * the daemon. */
+void league_guard_notify(void *cls, struct MHD_Connection *c, void **socket_context, enum MHD_ConnectionNotificationCode toe);
+void league_guard_head_done(baton_league_server *s, struct MHD_Connection *c);
+void league_guard_request_done(baton_league_server *s, struct MHD_Connection *c);
+int league_guard_start(baton_league_server *s, baton_err *err);
+void league_guard_stop(baton_league_server *s);
 
 #endif

@@ -21,97 +21,34 @@
 #define MAX_FILE_BYTES (1u << 20)
 
 /* ---------------------------------------------------------------- value helpers */
+/* Both files are read with baton_jr (util.h) with numeric strings on: DeepRacer float()s and
+ * int()s its values. A key left out keeps its default: the optional reads below look first. */
 
-/* A number, or a string holding one (DeepRacer float()s its values). 1 found, 0 absent, < 0 bad. */
-static int get_double(const cJSON *o, const char *key, const char *file, const char *field, double *v, baton_err *err)
+/* An optional string at key, lower-cased and trimmed into out (DeepRacer's .lower().strip()):
+ * 1 when present, 0 when absent or after a failure. */
+static int get_word(baton_jr *r, const cJSON *o, const char *key, char *out, size_t cap)
 {
-    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
+    const cJSON *x = baton_jr_get(r, o, key);
     if (!x) return 0;
-    if (cJSON_IsNumber(x) && isfinite(x->valuedouble)) {
-        *v = x->valuedouble;
-        return 1;
-    }
-    if (cJSON_IsString(x) && x->valuestring[0]) {
-        char *end;
-        errno = 0;
-        double d = strtod(x->valuestring, &end);
-        while (*end && isspace((unsigned char)*end)) end++;
-        if (!errno && !*end && isfinite(d)) {
-            *v = d;
-            return 1;
-        }
-    }
-    return baton_err_set(err, BATON_ERR_FORMAT, "%s: %s is not a number", file, field);
-}
-
-/* A whole number in [lo, hi] (a JSON number or a string of digits, as Python's int() takes). */
-static int get_uint(const cJSON *o, const char *key, const char *file, uint64_t lo, uint64_t hi, uint64_t *v,
-                    baton_err *err)
-{
-    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
-    if (!x) return 0;
-    double d = NAN;
-    if (cJSON_IsNumber(x)) {
-        d = x->valuedouble;
-    } else if (cJSON_IsString(x)) {
-        const char *s = x->valuestring;
-        while (isspace((unsigned char)*s)) s++;
-        size_t n = strspn(s, "0123456789");
-        const char *rest = s + n;
-        while (isspace((unsigned char)*rest)) rest++;
-        if (n >= 1 && n <= 15 && !*rest) d = strtod(s, NULL);
-    }
-    if (!(d >= 0 && d <= 9007199254740992.0 && d == floor(d)))
-        return baton_err_set(err, BATON_ERR_FORMAT, "%s: %s is not a whole number", file, key);
-    if (d < (double)lo || d > (double)hi)
-        return baton_err_set(err, BATON_ERR_FORMAT, "%s: %s %.0f is outside %llu..%llu", file, key, d,
-                             (unsigned long long)lo, (unsigned long long)hi);
-    *v = (uint64_t)d;
-    return 1;
-}
-
-/* A string, lower-cased and trimmed into out (DeepRacer's .lower().strip()). */
-static int get_word(const cJSON *o, const char *key, const char *file, char *out, size_t cap, baton_err *err)
-{
-    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
-    if (!x) return 0;
-    if (!cJSON_IsString(x)) return baton_err_set(err, BATON_ERR_FORMAT, "%s: %s is not a string", file, key);
+    if (!cJSON_IsString(x)) return baton_jr_fail(r, key, "is not a string"), 0;
     const char *s = x->valuestring;
     while (isspace((unsigned char)*s)) s++;
     size_t n = strlen(s);
     while (n && isspace((unsigned char)s[n - 1])) n--;
-    if (n >= cap) return baton_err_set(err, BATON_ERR_FORMAT, "%s: %s is too long (%zu bytes)", file, key, n);
+    if (n >= cap) return baton_jr_fail(r, key, "is too long (%zu bytes)", n), 0;
     for (size_t i = 0; i < n; i++) out[i] = (char)tolower((unsigned char)s[i]);
     out[n] = 0;
     return 1;
 }
 
-static cJSON *parse_object(const char *name, const char *text, size_t len, baton_err *err)
+/* the file as one JSON object, at most MAX_FILE_BYTES */
+static cJSON *parse_object(baton_jr *r, const char *text, size_t len)
 {
     if (len > MAX_FILE_BYTES) {
-        baton_err_set(err, BATON_ERR_FORMAT, "%s: %zu bytes is too large for this file (at most %u)", name, len,
-                      MAX_FILE_BYTES);
+        baton_jr_fail(r, NULL, "%zu bytes is too large for this file (at most %u)", len, MAX_FILE_BYTES);
         return NULL;
     }
-    const char *end = NULL;
-    cJSON *j = cJSON_ParseWithLengthOpts(text, len, &end, 0);
-    if (!j) {
-        size_t at = end && end >= text ? (size_t)(end - text) : 0;
-        baton_err_set(err, BATON_ERR_FORMAT, "%s: not valid JSON (near byte %zu)", name, at);
-        return NULL;
-    }
-    while (end && (size_t)(end - text) < len && isspace((unsigned char)*end)) end++;
-    if (end && (size_t)(end - text) < len && *end) {
-        baton_err_set(err, BATON_ERR_FORMAT, "%s: text after the JSON object (byte %zu)", name, (size_t)(end - text));
-        cJSON_Delete(j);
-        return NULL;
-    }
-    if (!cJSON_IsObject(j)) {
-        baton_err_set(err, BATON_ERR_FORMAT, "%s: not a JSON object", name);
-        cJSON_Delete(j);
-        return NULL;
-    }
-    return j;
+    return baton_jr_parse(r, text, len);
 }
 
 static int load_file(const char *path, char **text, size_t *len, baton_err *err)
@@ -140,138 +77,121 @@ void baton_race_meta_default(baton_race_meta *m)
     snprintf(m->version, sizeof m->version, "5");
 }
 
-static int check_steer(const char *file, const char *field, double v, baton_err *err)
+/* an angle or a speed already read at path: within DeepRacer's limits */
+static void check_steer(baton_jr *r, const char *path, double v)
 {
-    if (v >= -STEER_MAX && v <= STEER_MAX) return BATON_OK;
-    return baton_err_set(err, BATON_ERR_FORMAT, "%s: %s %g is outside -30..30 degrees", file, field, v);
+    if (!(v >= -STEER_MAX && v <= STEER_MAX)) baton_jr_fail(r, path, "%g is outside -30..30 degrees", v);
 }
 
-static int check_speed(const char *file, const char *field, double v, baton_err *err)
+static void check_speed(baton_jr *r, const char *path, double v)
 {
-    if (v >= SPEED_MIN && v <= SPEED_MAX) return BATON_OK;
-    return baton_err_set(err, BATON_ERR_FORMAT, "%s: %s %g is outside 0.1..4 m/s", file, field, v);
+    if (!(v >= SPEED_MIN && v <= SPEED_MAX)) baton_jr_fail(r, path, "%g is outside 0.1..4 m/s", v);
 }
 
-static int parse_discrete(const char *file, const cJSON *as, baton_race_meta *m, baton_err *err)
+static void parse_discrete(baton_jr *r, const cJSON *as, baton_race_meta *m)
 {
-    if (!cJSON_IsArray(as))
-        return baton_err_set(err, BATON_ERR_FORMAT,
-                             "%s: action_space must be a list of {steering_angle, speed} for action_space_type discrete",
-                             file);
+    if (!cJSON_IsArray(as)) {
+        baton_jr_fail(r, "action_space", "must be a list of {steering_angle, speed} for action_space_type discrete");
+        return;
+    }
     int n = cJSON_GetArraySize(as);
-    if (n == 0) return baton_err_set(err, BATON_ERR_FORMAT, "%s: action_space is an empty list (no actions)", file);
-    if (n > BATON_RACE_MAX_ACTIONS)
-        return baton_err_set(err, BATON_ERR_FORMAT, "%s: action_space has %d actions (at most %d)", file, n,
-                             BATON_RACE_MAX_ACTIONS);
+    if (n == 0) baton_jr_fail(r, "action_space", "is an empty list (no actions)");
+    if (n > BATON_RACE_MAX_ACTIONS) baton_jr_fail(r, "action_space", "has %d actions (at most %d)", n, BATON_RACE_MAX_ACTIONS);
     m->nactions = 0;
     const cJSON *a;
     cJSON_ArrayForEach(a, as)
     {
-        char f[64];
-        size_t i = m->nactions;
-        if (!cJSON_IsObject(a)) return baton_err_set(err, BATON_ERR_FORMAT, "%s: action_space[%zu] is not an object", file, i);
-        baton_race_action *act = &m->actions[i];
-        int rc;
-        snprintf(f, sizeof f, "action_space[%zu].steering_angle", i);
-        if ((rc = get_double(a, "steering_angle", file, f, &act->steer_deg, err)) <= 0)
-            return rc < 0 ? rc : baton_err_set(err, BATON_ERR_FORMAT, "%s: %s is missing", file, f);
-        if ((rc = check_steer(file, f, act->steer_deg, err))) return rc;
-        snprintf(f, sizeof f, "action_space[%zu].speed", i);
-        if ((rc = get_double(a, "speed", file, f, &act->speed_mps, err)) <= 0)
-            return rc < 0 ? rc : baton_err_set(err, BATON_ERR_FORMAT, "%s: %s is missing", file, f);
-        if ((rc = check_speed(file, f, act->speed_mps, err))) return rc;
+        if (r->rc) break;
+        baton_race_action *act = &m->actions[m->nactions];
+        baton_jr_at(r, "action_space[%zu]", m->nactions);
+        if (!cJSON_IsObject(a)) baton_jr_fail(r, NULL, "is not an object");
+        baton_jr_dbl(r, a, "steering_angle", -HUGE_VAL, HUGE_VAL, &act->steer_deg);
+        if (!r->rc) check_steer(r, "steering_angle", act->steer_deg);
+        baton_jr_dbl(r, a, "speed", -HUGE_VAL, HUGE_VAL, &act->speed_mps);
+        if (!r->rc) check_speed(r, "speed", act->speed_mps);
         m->nactions++;
     }
-    return BATON_OK;
+    baton_jr_at(r, "%s", "");
 }
 
 /* one {low, high} range of a continuous action space */
-static int parse_range(const char *file, const cJSON *as, const char *key, double *lo, double *hi, baton_err *err)
+static void parse_range(baton_jr *r, const cJSON *as, const char *key, double *lo, double *hi)
 {
-    const cJSON *r = cJSON_GetObjectItemCaseSensitive(as, key);
-    if (!cJSON_IsObject(r))
-        return baton_err_set(err, BATON_ERR_FORMAT, "%s: action_space.%s must be an object {low, high}", file, key);
-    char f[64];
-    int rc;
-    snprintf(f, sizeof f, "action_space.%s.low", key);
-    if ((rc = get_double(r, "low", file, f, lo, err)) <= 0)
-        return rc < 0 ? rc : baton_err_set(err, BATON_ERR_FORMAT, "%s: %s is missing", file, f);
-    if ((rc = (!strcmp(key, "speed") ? check_speed : check_steer)(file, f, *lo, err))) return rc;
-    snprintf(f, sizeof f, "action_space.%s.high", key);
-    if ((rc = get_double(r, "high", file, f, hi, err)) <= 0)
-        return rc < 0 ? rc : baton_err_set(err, BATON_ERR_FORMAT, "%s: %s is missing", file, f);
-    if ((rc = (!strcmp(key, "speed") ? check_speed : check_steer)(file, f, *hi, err))) return rc;
-    if (!(*lo < *hi))
-        return baton_err_set(err, BATON_ERR_FORMAT, "%s: action_space.%s: low %g is not below high %g", file, key, *lo,
-                             *hi);
-    return BATON_OK;
+    baton_jr_at(r, "action_space.%s", key);
+    if (!cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(as, key))) baton_jr_fail(r, NULL, "must be an object {low, high}");
+    const cJSON *o = baton_jr_get(r, as, key);
+    void (*check)(baton_jr *, const char *, double) = !strcmp(key, "speed") ? check_speed : check_steer;
+    baton_jr_dbl(r, o, "low", -HUGE_VAL, HUGE_VAL, lo);
+    if (!r->rc) check(r, "low", *lo);
+    baton_jr_dbl(r, o, "high", -HUGE_VAL, HUGE_VAL, hi);
+    if (!r->rc) check(r, "high", *hi);
+    if (!r->rc && !(*lo < *hi)) baton_jr_fail(r, NULL, "low %g is not below high %g", *lo, *hi);
+    baton_jr_at(r, "%s", "");
 }
 
 /* "sensor": exactly one camera-like input, which baton simulates as the front camera, or baton's
- * sensor vector. */
-static int parse_sensor(const char *file, const cJSON *j, baton_race_meta *m, baton_err *err)
+ * sensor vector; with the sensor vector, "LIDAR" too (its rays appended to the vector). */
+static void parse_sensor(baton_jr *r, const cJSON *j, baton_race_meta *m)
 {
-    const cJSON *s = cJSON_GetObjectItemCaseSensitive(j, "sensor");
-    if (!s) return BATON_OK;   /* before simapp 2: ["observation"], the front camera */
-    if (!cJSON_IsArray(s) || cJSON_GetArraySize(s) == 0)
-        return baton_err_set(err, BATON_ERR_FORMAT, "%s: sensor must be a non-empty list of sensor names", file);
-    int cameras = 0, vectors = 0, i = 0;
+    const cJSON *s = baton_jr_get(r, j, "sensor");
+    if (!s) return;   /* before simapp 2: ["observation"], the front camera */
+    if (!cJSON_IsArray(s) || cJSON_GetArraySize(s) == 0) {
+        baton_jr_fail(r, "sensor", "must be a non-empty list of sensor names");
+        return;
+    }
+    int cameras = 0, vectors = 0, lidars = 0, i = 0;
     const cJSON *x;
     cJSON_ArrayForEach(x, s)
     {
-        if (!cJSON_IsString(x)) return baton_err_set(err, BATON_ERR_FORMAT, "%s: sensor[%d] is not a string", file, i);
-        const char *v = x->valuestring;
-        if (!strcmp(v, "FRONT_FACING_CAMERA") || !strcmp(v, "observation")) cameras++;
+        const char *v = cJSON_IsString(x) ? x->valuestring : NULL;
+        baton_jr_at(r, "sensor[%d]", i++);
+        if (!v) baton_jr_fail(r, NULL, "is not a string");
+        else if (!strcmp(v, "FRONT_FACING_CAMERA") || !strcmp(v, "observation")) cameras++;
         else if (!strcmp(v, "BATON_SENSOR_VECTOR")) vectors++;
-        else if (!strcmp(v, "LEFT_CAMERA") || !strcmp(v, "STEREO_CAMERAS") || !strcmp(v, "LIDAR") ||
+        else if (!strcmp(v, "LIDAR")) lidars++;
+        else if (!strcmp(v, "LEFT_CAMERA") || !strcmp(v, "STEREO_CAMERAS") ||
                  !strcmp(v, "SECTOR_LIDAR") || !strcmp(v, "DISCRETIZED_SECTOR_LIDAR") || !strcmp(v, "IMU"))
-            return baton_err_set(err, BATON_ERR_FORMAT,
-                                 "%s: sensor[%d] %s is not simulated by baton (FRONT_FACING_CAMERA or BATON_SENSOR_VECTOR)",
-                                 file, i, v);
+            baton_jr_fail(r, NULL, "%s is not simulated by baton (FRONT_FACING_CAMERA or BATON_SENSOR_VECTOR)", v);
         else
-            return baton_err_set(err, BATON_ERR_FORMAT,
-                                 "%s: sensor[%d] '%.64s' is unknown (FRONT_FACING_CAMERA or BATON_SENSOR_VECTOR)", file, i,
-                                 v);
-        i++;
+            baton_jr_fail(r, NULL, "'%.64s' is unknown (FRONT_FACING_CAMERA or BATON_SENSOR_VECTOR)", v);
     }
+    baton_jr_at(r, "%s", "");
     if (cameras + vectors != 1)
-        return baton_err_set(err, BATON_ERR_FORMAT, "%s: sensor must name exactly one input (FRONT_FACING_CAMERA or "
-                             "BATON_SENSOR_VECTOR), not %d", file, cameras + vectors);
+        baton_jr_fail(r, "sensor", "must name exactly one input (FRONT_FACING_CAMERA or BATON_SENSOR_VECTOR), not %d",
+                      cameras + vectors);
+    if (lidars > 1 || (lidars && !vectors))
+        baton_jr_fail(r, "sensor", "LIDAR is simulated once, beside BATON_SENSOR_VECTOR (not with the camera)");
     m->obs = vectors ? BATON_RACE_OBS_SENSOR : BATON_RACE_OBS_CAMERA;
-    return BATON_OK;
+    m->lidar = lidars;
 }
 
 /* neural_network, training_algorithm, version */
-static int parse_model_keys(const char *file, const cJSON *j, baton_race_meta *m, baton_err *err)
+static void parse_model_keys(baton_jr *r, const cJSON *j, baton_race_meta *m)
 {
-    const cJSON *nn = cJSON_GetObjectItemCaseSensitive(j, "neural_network");
-    if (nn) {
-        if (!cJSON_IsString(nn)) return baton_err_set(err, BATON_ERR_FORMAT, "%s: neural_network is not a string", file);
-        const char *v = nn->valuestring;
-        if (strcmp(v, "DEEP_CONVOLUTIONAL_NETWORK_SHALLOW") && strcmp(v, "BATON_SENSOR_MLP"))
-            return baton_err_set(err, BATON_ERR_FORMAT,
-                                 "%s: neural_network '%.64s' is not built by baton (DEEP_CONVOLUTIONAL_NETWORK_SHALLOW "
-                                 "for the camera, BATON_SENSOR_MLP for the sensor vector)", file, v);
-    }
+    const cJSON *nn = baton_jr_get(r, j, "neural_network");
+    if (nn && !cJSON_IsString(nn)) baton_jr_fail(r, "neural_network", "is not a string");
+    else if (nn && strcmp(nn->valuestring, "DEEP_CONVOLUTIONAL_NETWORK_SHALLOW") && strcmp(nn->valuestring, "BATON_SENSOR_MLP"))
+        baton_jr_fail(r, "neural_network", "'%.64s' is not built by baton (DEEP_CONVOLUTIONAL_NETWORK_SHALLOW for the "
+                      "camera, BATON_SENSOR_MLP for the sensor vector)", nn->valuestring);
     char w[32];
-    int rc = get_word(j, "training_algorithm", file, w, sizeof w, err);
-    if (rc < 0) return rc;
-    if (rc && strcmp(w, "clipped_ppo"))
-        return baton_err_set(err, BATON_ERR_FORMAT, "%s: training_algorithm '%s' is not supported (clipped_ppo)", file, w);
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "version");
+    if (get_word(r, j, "training_algorithm", w, sizeof w) && strcmp(w, "clipped_ppo"))
+        baton_jr_fail(r, "training_algorithm", "'%s' is not supported (clipped_ppo)", w);
+    const cJSON *v = baton_jr_get(r, j, "version");
     if (cJSON_IsString(v) && strlen(v->valuestring) < sizeof m->version)
         snprintf(m->version, sizeof m->version, "%s", v->valuestring);
     else if (cJSON_IsNumber(v) && isfinite(v->valuedouble) && fabs(v->valuedouble) < 1e6)
         snprintf(m->version, sizeof m->version, "%g", v->valuedouble);
     else if (v)
-        return baton_err_set(err, BATON_ERR_FORMAT, "%s: version is not a short string or a number", file);
-    return BATON_OK;
+        baton_jr_fail(r, "version", "is not a short string or a number");
 }
 
 int baton_race_meta_parse(const char *name, const char *text, size_t len, baton_race_meta *out, baton_err *err)
 {
-    cJSON *j = parse_object(name, text, len, err);
-    if (!j) return BATON_ERR_FORMAT;
+    baton_jr r;
+    baton_jr_init(&r, name, err);
+    r.strings = BATON_JR_NUMERIC;
+    cJSON *j = parse_object(&r, text, len);
+    if (!j) return r.rc;
     baton_race_meta *m = malloc(sizeof *m);
     if (!m) {
         cJSON_Delete(j);
@@ -279,31 +199,28 @@ int baton_race_meta_parse(const char *name, const char *text, size_t len, baton_
     }
     baton_race_meta_default(m);
     char type[32] = "discrete";
-    int rc = get_word(j, "action_space_type", name, type, sizeof type, err);
-    if (rc >= 0) rc = BATON_OK;
-    if (!rc && strcmp(type, "discrete") && strcmp(type, "continuous"))
-        rc = baton_err_set(err, BATON_ERR_FORMAT, "%s: action_space_type '%s' is unknown (discrete or continuous)", name,
-                           type);
-    const cJSON *as = cJSON_GetObjectItemCaseSensitive(j, "action_space");
-    if (!rc && !as) rc = baton_err_set(err, BATON_ERR_FORMAT, "%s: action_space is missing (no actions defined)", name);
-    if (!rc && !strcmp(type, "discrete")) {
+    get_word(&r, j, "action_space_type", type, sizeof type);
+    if (!r.rc && strcmp(type, "discrete") && strcmp(type, "continuous"))
+        baton_jr_fail(&r, "action_space_type", "'%s' is unknown (discrete or continuous)", type);
+    const cJSON *as = baton_jr_get(&r, j, "action_space");
+    if (!as) baton_jr_fail(&r, "action_space", "is missing (no actions defined)");
+    if (!strcmp(type, "discrete")) {
         m->action_type = BATON_RACE_DISCRETE;
-        rc = parse_discrete(name, as, m, err);
-    } else if (!rc) {
+        parse_discrete(&r, as, m);
+    } else {
         m->action_type = BATON_RACE_CONTINUOUS;
         if (!cJSON_IsObject(as))
-            rc = baton_err_set(err, BATON_ERR_FORMAT,
-                               "%s: action_space must be {steering_angle: {low, high}, speed: {low, high}} for "
-                               "action_space_type continuous", name);
-        if (!rc) rc = parse_range(name, as, "steering_angle", &m->steer_low, &m->steer_high, err);
-        if (!rc) rc = parse_range(name, as, "speed", &m->speed_low, &m->speed_high, err);
+            baton_jr_fail(&r, "action_space", "must be {steering_angle: {low, high}, speed: {low, high}} for "
+                          "action_space_type continuous");
+        parse_range(&r, as, "steering_angle", &m->steer_low, &m->steer_high);
+        parse_range(&r, as, "speed", &m->speed_low, &m->speed_high);
     }
-    if (!rc) rc = parse_sensor(name, j, m, err);
-    if (!rc) rc = parse_model_keys(name, j, m, err);
-    if (!rc) memcpy(out, m, sizeof *m);
+    parse_sensor(&r, j, m);
+    parse_model_keys(&r, j, m);
+    if (!r.rc) memcpy(out, m, sizeof *m);
     free(m);
     cJSON_Delete(j);
-    return rc;
+    return r.rc;
 }
 
 int baton_race_meta_load(const char *path, baton_race_meta *m, baton_err *err)
@@ -351,8 +268,8 @@ char *baton_race_meta_format(const baton_race_meta *m)
             cJSON_Delete(sp);
         }
     }
-    const char *sensor = m->obs == BATON_RACE_OBS_SENSOR ? "BATON_SENSOR_VECTOR" : "FRONT_FACING_CAMERA";
-    cJSON_AddItemToObject(j, "sensor", cJSON_CreateStringArray(&sensor, 1));
+    const char *sensor[2] = {m->obs == BATON_RACE_OBS_SENSOR ? "BATON_SENSOR_VECTOR" : "FRONT_FACING_CAMERA", "LIDAR"};
+    cJSON_AddItemToObject(j, "sensor", cJSON_CreateStringArray(sensor, m->obs == BATON_RACE_OBS_SENSOR && m->lidar ? 2 : 1));
     cJSON_AddStringToObject(j, "neural_network",
                             m->obs == BATON_RACE_OBS_SENSOR ? "BATON_SENSOR_MLP" : "DEEP_CONVOLUTIONAL_NETWORK_SHALLOW");
     cJSON_AddStringToObject(j, "training_algorithm", "clipped_ppo");
@@ -384,67 +301,59 @@ void baton_race_hyper_default(baton_race_hyper *h)
     h->sac_alpha = 0.2;
 }
 
-/* a real-valued setting: present, finite, and within its range */
-static int hyper_real(const cJSON *j, const char *file, const char *key, double lo, int lo_open, double hi, double *v,
-                      baton_err *err)
+/* an optional real-valued setting: finite and within its range (lo_open: above lo) */
+static void hyper_real(baton_jr *r, const cJSON *j, const char *key, double lo, int lo_open, double hi, double *v)
 {
     double d;
-    int rc = get_double(j, key, file, key, &d, err);
-    if (rc <= 0) return rc;
-    if (!(lo_open ? d > lo : d >= lo) || !(d <= hi)) {
-        if (!strcmp(key, "lr") && !(d > 0))
-            return baton_err_set(err, BATON_ERR_FORMAT, "%s: %s %g must be a positive number", file, key, d);
-        return baton_err_set(err, BATON_ERR_FORMAT, "%s: %s %g is outside %s%g..%g%s", file, key, d, lo_open ? "(" : "",
-                             lo, hi, lo_open ? ", open below" : "");
-    }
-    *v = d;
-    return BATON_OK;
+    if (!baton_jr_get(r, j, key) || baton_jr_dbl(r, j, key, -HUGE_VAL, HUGE_VAL, &d)) return;
+    if (!strcmp(key, "lr") && !(d > 0)) baton_jr_fail(r, key, "%g must be a positive number", d);
+    else if (!(lo_open ? d > lo : d >= lo) || !(d <= hi))
+        baton_jr_fail(r, key, "%g is outside %s%g..%g%s", d, lo_open ? "(" : "", lo, hi, lo_open ? ", open below" : "");
+    else *v = d;
 }
 
-static int hyper_uint(const cJSON *j, const char *file, const char *key, uint64_t lo, uint64_t hi, uint64_t *v,
-                      baton_err *err)
+/* an optional whole number in lo..hi */
+static void hyper_uint(baton_jr *r, const cJSON *j, const char *key, uint64_t lo, uint64_t hi, uint64_t *v)
 {
-    int rc = get_uint(j, key, file, lo, hi, v, err);
-    return rc < 0 ? rc : BATON_OK;
+    if (baton_jr_get(r, j, key)) baton_jr_u64(r, j, key, lo, hi, v);
 }
 
-static int parse_loss(const cJSON *j, const char *file, baton_race_hyper *h, baton_err *err)
+static void parse_loss(baton_jr *r, const cJSON *j, baton_race_hyper *h)
 {
     char w[48];
-    int rc = get_word(j, "loss_type", file, w, sizeof w, err);
-    if (rc <= 0) return rc;
+    if (!get_word(r, j, "loss_type", w, sizeof w)) return;
     if (!strcmp(w, "huber")) h->loss_type = BATON_RACE_LOSS_HUBER;
     else if (!strcmp(w, "mean squared error") || !strcmp(w, "mean_squared_error") || !strcmp(w, "mse"))
         h->loss_type = BATON_RACE_LOSS_MSE;
-    else
-        return baton_err_set(err, BATON_ERR_FORMAT, "%s: loss_type '%s' is unknown (huber or mean squared error)", file, w);
-    return BATON_OK;
+    else baton_jr_fail(r, "loss_type", "'%s' is unknown (huber or mean squared error)", w);
 }
 
 int baton_race_hyper_parse(const char *name, const char *text, size_t len, baton_race_hyper *out, baton_err *err)
 {
-    cJSON *j = parse_object(name, text, len, err);
-    if (!j) return BATON_ERR_FORMAT;
+    baton_jr r;
+    baton_jr_init(&r, name, err);
+    r.strings = BATON_JR_NUMERIC;
+    cJSON *j = parse_object(&r, text, len);
+    if (!j) return r.rc;
     baton_race_hyper h;
     baton_race_hyper_default(&h);
     uint64_t bs = h.batch_size, ne = h.num_episodes_between_training, ep = h.num_epochs, ss = h.stack_size;
-    int rc = hyper_uint(j, name, "batch_size", 1, 4096, &bs, err);
-    if (!rc) rc = hyper_real(j, name, "beta_entropy", 0, 0, 1e3, &h.beta_entropy, err);
-    if (!rc) rc = hyper_real(j, name, "discount_factor", 0, 1, 1, &h.discount_factor, err);
-    if (!rc) rc = parse_loss(j, name, &h, err);
-    if (!rc) rc = hyper_real(j, name, "lr", 0, 1, 10, &h.lr, err);
-    if (!rc) rc = hyper_uint(j, name, "num_episodes_between_training", 1, 10000, &ne, err);
-    if (!rc) rc = hyper_uint(j, name, "num_epochs", 1, 100, &ep, err);
-    if (!rc) rc = hyper_uint(j, name, "stack_size", 1, 16, &ss, err);
-    if (!rc) rc = hyper_uint(j, name, "term_cond_max_episodes", 1, UINT64_C(1) << 53, &h.term_cond_max_episodes, err);
-    if (!rc) rc = hyper_real(j, name, "term_cond_avg_score", -1e300, 0, 1e300, &h.term_cond_avg_score, err);
-    if (!rc) rc = hyper_real(j, name, "e_greedy_value", -1e300, 0, 1e300, &h.e_greedy_value, err);
-    if (!rc) rc = hyper_uint(j, name, "epsilon_steps", 0, UINT64_C(1) << 53, &h.epsilon_steps, err);
-    if (!rc) rc = hyper_real(j, name, "sac_alpha", -1e300, 0, 1e300, &h.sac_alpha, err);
-    if (!rc && get_word(j, "exploration_type", name, h.exploration_type, sizeof h.exploration_type, err) < 0)
-        rc = BATON_ERR_FORMAT;
+    hyper_uint(&r, j, "batch_size", 1, 4096, &bs);
+    hyper_real(&r, j, "beta_entropy", 0, 0, 1e3, &h.beta_entropy);
+    hyper_real(&r, j, "discount_factor", 0, 1, 1, &h.discount_factor);
+    parse_loss(&r, j, &h);
+    hyper_real(&r, j, "lr", 0, 1, 10, &h.lr);
+    hyper_uint(&r, j, "num_episodes_between_training", 1, 10000, &ne);
+    hyper_uint(&r, j, "num_epochs", 1, 100, &ep);
+    hyper_uint(&r, j, "stack_size", 1, 16, &ss);
+    hyper_uint(&r, j, "term_cond_max_episodes", 1, UINT64_C(1) << 53, &h.term_cond_max_episodes);
+    hyper_real(&r, j, "term_cond_avg_score", -1e300, 0, 1e300, &h.term_cond_avg_score);
+    hyper_real(&r, j, "e_greedy_value", -1e300, 0, 1e300, &h.e_greedy_value);
+    hyper_uint(&r, j, "epsilon_steps", 0, UINT64_C(1) << 53, &h.epsilon_steps);
+    hyper_real(&r, j, "sac_alpha", -1e300, 0, 1e300, &h.sac_alpha);
+    get_word(&r, j, "exploration_type", h.exploration_type, sizeof h.exploration_type);
     cJSON_Delete(j);
-    if (rc) return rc;
+    if (r.rc) return r.rc;
     h.batch_size = (uint32_t)bs;
     h.num_episodes_between_training = (uint32_t)ne;
     h.num_epochs = (uint32_t)ep;

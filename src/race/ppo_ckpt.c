@@ -16,12 +16,14 @@
 
 static size_t model_count(const baton_nn_model *m) { return baton_nn_model_ntensors(m); }
 
-/* The named lists over the live tensors (opi and ovf NULL: the networks only). */
+/* The named lists over the live tensors (opi and ovf NULL: the networks only; policy_only: the
+ * policy network alone). */
 static int build_lists(race_ckpt_tensors *c, const race_agent *a, const baton_nn_optim *opi,
-                       const baton_nn_optim *ovf, baton_err *err)
+                       const baton_nn_optim *ovf, int policy_only, baton_err *err)
 {
     memset(c, 0, sizeof *c);
-    c->nm = model_count(a->pi) + model_count(a->vf);
+    if (policy_only) opi = ovf = NULL;
+    c->nm = model_count(a->pi) + (policy_only ? 0 : model_count(a->vf));
     c->no = opi && ovf ? baton_nn_optim_ntensors(opi) + baton_nn_optim_ntensors(ovf) : 0;
     c->mt = calloc(c->nm, sizeof *c->mt);
     c->ot = calloc(c->no ? c->no : 1, sizeof *c->ot);
@@ -31,7 +33,7 @@ static int build_lists(race_ckpt_tensors *c, const race_agent *a, const baton_nn
         return baton_err_set(err, BATON_ERR_NOMEM, "race checkpoint: out of memory for the tensor lists");
     }
     size_t k = 0;
-    for (int net = 0; net < 2; net++) {
+    for (int net = 0; net < (policy_only ? 1 : 2); net++) {
         const baton_nn_model *m = net ? a->vf : a->pi;
         for (size_t i = 0; i < model_count(m); i++, k++) {
             baton_nn_model_tensor(m, i, &c->mt[k]);
@@ -59,7 +61,7 @@ static size_t tensor_bytes(const baton_nn_tensor *t)
 int race_ckpt_tensors_new(race_ckpt_tensors *c, const race_agent *a, const baton_nn_optim *opi,
                           const baton_nn_optim *ovf, baton_err *err)
 {
-    int rc = build_lists(c, a, opi, ovf, err);
+    int rc = build_lists(c, a, opi, ovf, 0, err);
     if (rc) return rc;
     size_t bytes = 0;
     for (size_t i = 0; i < c->nm; i++) bytes += tensor_bytes(&c->mt[i]);
@@ -119,11 +121,14 @@ void race_ckpt_tensors_take(race_ckpt_tensors *c, const race_agent *a, const bat
 
 /* ---------------------------------------------------------------- loading */
 
-int race_ckpt_load(const char *dir, race_agent *a, baton_nn_optim *opi, baton_nn_optim *ovf, uint64_t *optim_steps,
-                   baton_err *err)
+int race_ckpt_load(const char *dir, int policy_only, race_agent *a, baton_nn_optim *opi, baton_nn_optim *ovf,
+                   uint64_t *optim_steps, baton_err *err)
 {
+    if (policy_only && (opi || ovf))
+        return baton_err_set(err, BATON_ERR_FORMAT, "the checkpoint holds the policy network alone (state.json \"contents\": "
+                             "\"policy\", as `race export` writes it): no value network or optimizer to resume from");
     race_ckpt_tensors c;
-    int rc = build_lists(&c, a, opi, ovf, err);
+    int rc = build_lists(&c, a, opi, ovf, policy_only, err);
     if (rc) return rc;
     uint64_t steps = 0;
     rc = baton_ckpt_load_tensors(dir, c.mt, c.nm, opi && ovf ? c.ot : NULL, c.no, &steps, err);
@@ -161,6 +166,35 @@ int race_ckpt_find(const char *spec, char *path, size_t cap, race_run_state *st,
 int race_agent_from_ckpt(race_agent *a, const char *path, const race_run_state *st, int max_batch, baton_err *err)
 {
     int rc = race_agent_new(a, &st->meta, (int)st->hyper.stack_size, st->seed, max_batch, 0, err);
-    if (!rc && (rc = race_ckpt_load(path, a, NULL, NULL, NULL, err))) race_agent_free(a);
+    if (!rc && (rc = race_ckpt_load(path, st->policy_only, a, NULL, NULL, NULL, err))) race_agent_free(a);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- the policy alone */
+
+int baton_race_policy_export(const char *spec, const char *dir, char *out, size_t cap, baton_err *err)
+{
+    char path[4096];
+    race_run_state *st = calloc(1, sizeof *st);
+    if (!st) return baton_err_set(err, BATON_ERR_NOMEM, "race: out of memory");
+    race_agent a;
+    race_ckpt_tensors c = {0};
+    baton_ckpt_store *store = NULL;
+    char *text = NULL;
+    int rc = race_ckpt_find(spec, path, sizeof path, st, err), have_agent = 0;
+    if (!rc && !(rc = race_agent_from_ckpt(&a, path, st, 1, err))) have_agent = 1;
+    if (!rc) rc = build_lists(&c, &a, NULL, NULL, 1, err);
+    st->policy_only = 1;
+    if (!rc && !(text = race_state_format(st))) rc = baton_err_set(err, BATON_ERR_NOMEM, "race: out of memory");
+    if (!rc) rc = baton_ckpt_store_open(dir, 1, &store, err);
+    if (!rc) rc = baton_ckpt_snapshot_tensors(store, c.mt, c.nm, NULL, 0, 0, text, st->iteration, BATON_CKPT_WAIT, err);
+    if (!rc) rc = baton_ckpt_persist_sync(store, err);
+    uint64_t step = 0;
+    if (!rc) rc = baton_ckpt_latest(dir, out, cap, &step, err);
+    baton_ckpt_store_close(store);
+    free(text);
+    race_ckpt_tensors_free(&c);
+    if (have_agent) race_agent_free(&a);
+    free(st);
     return rc;
 }

@@ -118,8 +118,10 @@ typedef struct race_run_state {
     uint64_t seed;
     uint32_t envs, max_steps;
     baton_race_car car;
+    baton_race_objects_opts objects;   /* none: a time trial */
     baton_race_meta meta;
     baton_race_hyper hyper;
+    int policy_only;            /* the folder holds the policy network alone (state.json "contents") */
 } race_run_state;
 
 char *race_state_format(const race_run_state *s);
@@ -142,8 +144,8 @@ void race_ckpt_tensors_take(race_ckpt_tensors *c, const race_agent *a, const bat
                             const baton_nn_optim *ovf);
 /* Load model.safetensors (and optim.safetensors when the optimizers are given) of folder dir into
  * the agent's networks: every tensor matched by name, dtype and shape. */
-int race_ckpt_load(const char *dir, race_agent *a, baton_nn_optim *opi, baton_nn_optim *ovf, uint64_t *optim_steps,
-                   baton_err *err);
+int race_ckpt_load(const char *dir, int policy_only, race_agent *a, baton_nn_optim *opi, baton_nn_optim *ovf,
+                   uint64_t *optim_steps, baton_err *err);
 /* The checkpoint folder spec names (itself, or the newest that verifies under it), its state. */
 int race_ckpt_find(const char *spec, char *path, size_t cap, race_run_state *st, baton_err *err);
 /* An agent for evaluating the checkpoint in folder path (state st): the policy only matters. */
@@ -258,9 +260,9 @@ int race_model_files(const char *dir, const baton_race_meta *m, const baton_race
 /* ---------------------------------------------------------------- SIM_TRACE_LOG (trace.c) */
 #define RACE_TRACE_HEADER                                                                              \
     "episode,steps,X,Y,yaw,steer,throttle,action,reward,done,all_wheels_on_track,progress,closest_waypoint," \
-    "track_len,tstamp,episode_status,pause_duration\n"
+    "track_len,tstamp,episode_status,pause_duration,obstacle_crash_counter\n"
 /* One row, DeepRacer's columns and formats (done and all_wheels_on_track as Python's True/False;
- * action -1 for a continuous action space). */
+ * action -1 for a continuous action space; obstacle_crash_counter: the episode's crashes so far). */
 int race_trace_row(baton_buf *b, uint64_t episode, uint32_t steps, const baton_race_car_state *st, int action,
                    double reward, double track_len, double tstamp);
 

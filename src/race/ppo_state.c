@@ -9,14 +9,22 @@
  *    "track", "reward", "reward_scale": "progress"|"step", "seed": "<decimal>", "envs", "max_steps",
  *    "car": {"min_speed_mps", "max_speed_mps", "max_steer_deg", "accel_mps2", "brake_mps2",
  *            "steer_rate_dps", "grip_mps2", "friction_circle": true|false},
- *    "model_metadata": {...as the console writes it}, "hyperparameters": {...likewise}}
+ *    "objects": {"boxes", "randomize", "positions": [[progress, lane], ...], "min_gap_m", "bots",
+ *                "bot_speed_mps", "lane_change", "lane_change_min_s", "lane_change_max_s",
+ *                "lane_change_m", "bot_gap_m", "start_clear_m"}   (only with objects: a time
+ *                trial's file is as it was, and one without it is a time trial's),
+ *    "model_metadata": {...as the console writes it}, "hyperparameters": {...likewise},
+ *    "contents": "full" | "policy"}
+ * "contents" says what the folder's tensors are: "full" (the policy, the value network and their
+ * Adam states: a run that resumes) or "policy" (the policy network alone: what evaluation needs,
+ * as `race submit --server` sends it); absent in checkpoints written before it, which are full.
  *
  * Parser contract: the text is outside input. One JSON object whose "kind" is "race-ppo" (a
  * checkpoint of `baton train` is refused as such), with every field above: integers whole and
  * non-negative (at most 2^53, or decimal strings), numbers finite, rng states 1..16 hex digits and
  * not all zero, strings that fit, the car's limits within the simulator's ranges, and the two
- * embedded files valid as their own parsers check them. Every failure names the field; *s is
- * written only when the whole text validates. */
+ * embedded files valid as their own parsers check them, the objects as the simulator checks them.
+ * Every failure names the field; *s is written only when the whole text validates. */
 #include "ppo_internal.h"
 
 #include <cJSON.h>
@@ -44,6 +52,28 @@ static void add_file(cJSON *o, const char *k, char *text)
     cJSON *j = text ? cJSON_Parse(text) : NULL;
     free(text);
     if (j) cJSON_AddItemToObject(o, k, j);
+}
+
+static void add_objects(cJSON *j, const baton_race_objects_opts *o)
+{
+    if (!race_objects_any(o)) return;
+    cJSON *x = cJSON_AddObjectToObject(j, "objects"), *pos = x ? cJSON_AddArrayToObject(x, "positions") : NULL;
+    if (!pos) return;
+    cJSON_AddNumberToObject(x, "boxes", o->boxes);
+    cJSON_AddBoolToObject(x, "randomize", o->randomize);
+    for (int i = 0; i < o->npos; i++) {
+        double pl[2] = {o->pos_progress[i], o->pos_lane[i]};
+        cJSON_AddItemToArray(pos, cJSON_CreateDoubleArray(pl, 2));
+    }
+    cJSON_AddNumberToObject(x, "min_gap_m", o->min_gap_m);
+    cJSON_AddNumberToObject(x, "bots", o->bots);
+    cJSON_AddNumberToObject(x, "bot_speed_mps", o->bot_speed_mps);
+    cJSON_AddBoolToObject(x, "lane_change", o->lane_change);
+    cJSON_AddNumberToObject(x, "lane_change_min_s", o->lane_change_min_s);
+    cJSON_AddNumberToObject(x, "lane_change_max_s", o->lane_change_max_s);
+    cJSON_AddNumberToObject(x, "lane_change_m", o->lane_change_m);
+    cJSON_AddNumberToObject(x, "bot_gap_m", o->bot_gap_m);
+    cJSON_AddNumberToObject(x, "start_clear_m", o->start_clear_m);
 }
 
 char *race_state_format(const race_run_state *s)
@@ -85,8 +115,10 @@ char *race_state_format(const race_run_state *s)
         cJSON_AddNumberToObject(car, "grip_mps2", s->car.grip_mps2);
         cJSON_AddBoolToObject(car, "friction_circle", s->car.friction_circle);
     }
+    add_objects(j, &s->objects);
     add_file(j, "model_metadata", baton_race_meta_format(&s->meta));
     add_file(j, "hyperparameters", baton_race_hyper_format(&s->hyper));
+    cJSON_AddStringToObject(j, "contents", s->policy_only ? "policy" : "full");
     char *out = baton_json_print(j, 0);
     cJSON_Delete(j);
     return out;
@@ -94,103 +126,82 @@ char *race_state_format(const race_run_state *s)
 
 /* ---------------------------------------------------------------- parsing */
 
-static int bad(baton_err *err, const char *field, const char *what)
-{
-    return baton_err_set(err, BATON_ERR_FORMAT, "state.json: %s %s", field, what);
-}
-
-static int get_u64(const cJSON *o, const char *k, uint64_t *v, baton_err *err)
-{
-    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, k);
-    if (cJSON_IsNumber(x) && x->valuedouble >= 0 && x->valuedouble <= 9007199254740992.0 &&
-        x->valuedouble == floor(x->valuedouble)) {
-        *v = (uint64_t)x->valuedouble;
-        return BATON_OK;
-    }
-    if (cJSON_IsString(x)) {
-        size_t n = strlen(x->valuestring);
-        char *end;
-        errno = 0;
-        unsigned long long u = n >= 1 && n <= 20 && strspn(x->valuestring, "0123456789") == n
-                                   ? strtoull(x->valuestring, &end, 10) : 0;
-        if (n >= 1 && n <= 20 && strspn(x->valuestring, "0123456789") == n && !errno) {
-            *v = u;
-            return BATON_OK;
-        }
-    }
-    return bad(err, k, "is missing or not a non-negative integer");
-}
-
-static int get_dbl(const cJSON *o, const char *k, double lo, double hi, double *v, baton_err *err)
-{
-    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, k);
-    if (cJSON_IsNumber(x) && isfinite(x->valuedouble) && x->valuedouble >= lo && x->valuedouble <= hi) {
-        *v = x->valuedouble;
-        return BATON_OK;
-    }
-    return bad(err, k, "is missing or not a number in range");
-}
-
-static int get_str(const cJSON *o, const char *k, char *out, size_t cap, baton_err *err)
-{
-    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, k);
-    if (cJSON_IsString(x) && x->valuestring[0] && strlen(x->valuestring) < cap) {
-        snprintf(out, cap, "%s", x->valuestring);
-        return BATON_OK;
-    }
-    return bad(err, k, "is missing, empty or too long");
-}
-
-static int get_rng(const cJSON *o, const char *k, baton_rng *r, baton_err *err)
-{
-    const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, k);
-    if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) != 4) return bad(err, k, "is not a list of 4 hex words");
-    uint64_t any = 0;
-    for (int i = 0; i < 4; i++) {
-        const cJSON *x = cJSON_GetArrayItem(a, i);
-        size_t n = cJSON_IsString(x) ? strlen(x->valuestring) : 0;
-        if (n < 1 || n > 16 || strspn(x->valuestring, "0123456789abcdefABCDEF") != n)
-            return bad(err, k, "holds a word that is not 1..16 hex digits");
-        r->s[i] = strtoull(x->valuestring, NULL, 16);
-        any |= r->s[i];
-    }
-    return any ? BATON_OK : bad(err, k, "is all zero (not a generator's state)");
-}
+#define U53 9007199254740992ull   /* counts: exact in a double */
 
 /* the car: every limit within the simulator's ranges (baton_race_sim_new) */
-static int get_car(const cJSON *j, baton_race_car *c, baton_err *err)
+static void get_car(baton_jr *r, const cJSON *j, baton_race_car *c)
 {
-    const cJSON *o = cJSON_GetObjectItemCaseSensitive(j, "car");
-    if (!cJSON_IsObject(o)) return bad(err, "car", "is missing or not an object");
     baton_race_car_default(c);
-    int rc;
-    if ((rc = get_dbl(o, "min_speed_mps", 0, 100, &c->min_speed_mps, err)) ||
-        (rc = get_dbl(o, "max_speed_mps", c->min_speed_mps, 100, &c->max_speed_mps, err)) ||
-        (rc = get_dbl(o, "max_steer_deg", 1e-6, 88, &c->max_steer_deg, err)) ||
-        (rc = get_dbl(o, "accel_mps2", 0, 1e3, &c->accel_mps2, err)) ||
-        (rc = get_dbl(o, "brake_mps2", 0, 1e3, &c->brake_mps2, err)) ||
-        (rc = get_dbl(o, "steer_rate_dps", 0, 1e5, &c->steer_rate_dps, err)) ||
-        (rc = get_dbl(o, "grip_mps2", 0, 1e3, &c->grip_mps2, err)))
-        return baton_err_prefix(err, "car");
-    const cJSON *fc = cJSON_GetObjectItemCaseSensitive(o, "friction_circle");
-    if (!cJSON_IsBool(fc)) return bad(err, "car.friction_circle", "is missing or not true/false");
-    c->friction_circle = cJSON_IsTrue(fc);
-    return BATON_OK;
+    baton_jr_obj(r, j, "car");
+    baton_jr_dbl(r, j, "car.min_speed_mps", 0, 100, &c->min_speed_mps);
+    baton_jr_dbl(r, j, "car.max_speed_mps", c->min_speed_mps, 100, &c->max_speed_mps);
+    baton_jr_dbl(r, j, "car.max_steer_deg", 1e-6, 88, &c->max_steer_deg);
+    baton_jr_dbl(r, j, "car.accel_mps2", 0, 1e3, &c->accel_mps2);
+    baton_jr_dbl(r, j, "car.brake_mps2", 0, 1e3, &c->brake_mps2);
+    baton_jr_dbl(r, j, "car.steer_rate_dps", 0, 1e5, &c->steer_rate_dps);
+    baton_jr_dbl(r, j, "car.grip_mps2", 0, 1e3, &c->grip_mps2);
+    baton_jr_bool(r, j, "car.friction_circle", &c->friction_circle);
+}
+
+/* the objects (none when the field is absent), as the simulator checks them */
+static void get_objects(baton_jr *r, const cJSON *j, baton_race_objects_opts *ob)
+{
+    baton_race_objects_opts_default(ob);
+    if (!baton_jr_get(r, j, "objects")) return;
+    uint64_t boxes = 0, bots = 0;
+    baton_jr_obj(r, j, "objects");
+    baton_jr_u64(r, j, "objects.boxes", 0, BATON_RACE_MAX_OBJECTS, &boxes);
+    baton_jr_bool(r, j, "objects.randomize", &ob->randomize);
+    const cJSON *a = baton_jr_get(r, j, "objects.positions"), *p;
+    if (!r->rc && (!cJSON_IsArray(a) || cJSON_GetArraySize(a) > BATON_RACE_MAX_OBJECTS))
+        baton_jr_fail(r, "objects.positions", "is missing or not a list of at most %d [progress, lane] pairs",
+                      BATON_RACE_MAX_OBJECTS);
+    const cJSON *list = r->rc ? NULL : a;
+    cJSON_ArrayForEach(p, list)
+    {
+        const cJSON *pr = cJSON_GetArrayItem(p, 0), *ln = cJSON_GetArrayItem(p, 1);
+        if (!cJSON_IsArray(p) || cJSON_GetArraySize(p) != 2 || !cJSON_IsNumber(pr) || !cJSON_IsNumber(ln)) {
+            baton_jr_fail(r, "objects.positions", "holds an entry that is not a [progress, lane] pair");
+            break;
+        }
+        ob->pos_progress[ob->npos] = pr->valuedouble;
+        ob->pos_lane[ob->npos++] = ln->valuedouble;
+    }
+    baton_jr_dbl(r, j, "objects.min_gap_m", 0, 100, &ob->min_gap_m);
+    baton_jr_u64(r, j, "objects.bots", 0, BATON_RACE_MAX_BOTS, &bots);
+    baton_jr_dbl(r, j, "objects.bot_speed_mps", 0, 4, &ob->bot_speed_mps);
+    baton_jr_bool(r, j, "objects.lane_change", &ob->lane_change);
+    baton_jr_dbl(r, j, "objects.lane_change_min_s", 0, 3600, &ob->lane_change_min_s);
+    baton_jr_dbl(r, j, "objects.lane_change_max_s", 0, 3600, &ob->lane_change_max_s);
+    baton_jr_dbl(r, j, "objects.lane_change_m", 0, 100, &ob->lane_change_m);
+    baton_jr_dbl(r, j, "objects.bot_gap_m", 0, 100, &ob->bot_gap_m);
+    baton_jr_dbl(r, j, "objects.start_clear_m", 0, 100, &ob->start_clear_m);
+    if (r->rc) return;
+    ob->boxes = (int)boxes, ob->bots = (int)bots;
+    if (race_objects_check(ob, r->err)) {   /* the simulator's message, as the file's error */
+        char m[sizeof r->err->msg];
+        snprintf(m, sizeof m, "%s", r->err->msg);
+        baton_jr_fail(r, "objects", "%s", m);
+    } else if (!race_objects_any(ob)) {
+        baton_jr_fail(r, "objects", "names no box and no bot");
+    }
 }
 
 /* an embedded file, checked by its own parser */
-static int get_file(const cJSON *j, const char *k, race_run_state *s, baton_err *err)
+static void get_file(baton_jr *r, const cJSON *j, const char *k, race_run_state *s)
 {
-    const cJSON *o = cJSON_GetObjectItemCaseSensitive(j, k);
-    if (!cJSON_IsObject(o)) return bad(err, k, "is missing or not an object");
+    const cJSON *o = baton_jr_obj(r, j, k);
+    if (r->rc) return;
     char *text = baton_json_print(o, 0);
-    if (!text) return baton_err_set(err, BATON_ERR_NOMEM, "state.json: out of memory");
+    if (!text) {
+        r->rc = baton_err_set(r->err, BATON_ERR_NOMEM, "state.json: out of memory");
+        return;
+    }
     char name[64];
     snprintf(name, sizeof name, "state.json %s", k);
-    int rc = !strcmp(k, "model_metadata") ? baton_race_meta_parse(name, text, strlen(text), &s->meta, err)
-                                          : baton_race_hyper_parse(name, text, strlen(text), &s->hyper, err);
+    r->rc = !strcmp(k, "model_metadata") ? baton_race_meta_parse(name, text, strlen(text), &s->meta, r->err)
+                                         : baton_race_hyper_parse(name, text, strlen(text), &s->hyper, r->err);
     free(text);
-    return rc;
 }
 
 static int parse_fields(const cJSON *j, race_run_state *s, baton_err *err)
@@ -199,36 +210,43 @@ static int parse_fields(const cJSON *j, race_run_state *s, baton_err *err)
     if (!cJSON_IsString(kind) || strcmp(kind->valuestring, "race-ppo"))
         return baton_err_set(err, BATON_ERR_FORMAT, "state.json: not a race model's checkpoint (kind is not "
                              "\"race-ppo\"; a `baton train` checkpoint?)");
+    baton_jr r;
+    baton_jr_init(&r, "state.json", err);
+    r.strings = BATON_JR_DIGITS;   /* seeds: any uint64 as decimal digits */
     uint64_t step, envs, max_steps;
-    const cJSON *rng = cJSON_GetObjectItemCaseSensitive(j, "rng");
-    if (!cJSON_IsObject(rng)) return bad(err, "rng", "is missing or not an object");
-    char scale[16], seed[24];
-    int rc;
-    if ((rc = get_u64(j, "step", &step, err)) || (rc = get_u64(j, "iteration", &s->iteration, err)) ||
-        (rc = get_u64(j, "episodes", &s->episodes, err)) || (rc = get_u64(j, "sim_steps", &s->sim_steps, err)) ||
-        (rc = get_u64(j, "ticks", &s->ticks, err)) || (rc = get_dbl(j, "seconds", 0, 1e12, &s->seconds, err)) ||
-        (rc = get_rng(rng, "act", &s->act_rng, err)) || (rc = get_rng(rng, "shuffle", &s->shuffle_rng, err)) ||
-        (rc = get_u64(j, "optim_steps", &s->optim_steps, err)) ||
-        (rc = get_dbl(j, "best_lap_s", 0, 1e9, &s->best_lap_s, err)) || (rc = get_u64(j, "laps", &s->laps, err)) ||
-        (rc = get_dbl(j, "last_reward", -1e300, 1e300, &s->last_reward, err)) ||
-        (rc = get_str(j, "track", s->track, sizeof s->track, err)) ||
-        (rc = get_str(j, "reward", s->reward, sizeof s->reward, err)) ||
-        (rc = get_str(j, "reward_scale", scale, sizeof scale, err)) || (rc = get_str(j, "seed", seed, sizeof seed, err)) ||
-        (rc = get_u64(j, "envs", &envs, err)) || (rc = get_u64(j, "max_steps", &max_steps, err)) ||
-        (rc = get_car(j, &s->car, err)) || (rc = get_file(j, "model_metadata", s, err)) ||
-        (rc = get_file(j, "hyperparameters", s, err)))
-        return rc;
-    if (step != s->iteration) return bad(err, "step", "differs from iteration");
+    char scale[16], contents[16] = "full";
+    baton_jr_u64(&r, j, "step", 0, U53, &step);
+    baton_jr_u64(&r, j, "iteration", 0, U53, &s->iteration);
+    baton_jr_u64(&r, j, "episodes", 0, U53, &s->episodes);
+    baton_jr_u64(&r, j, "sim_steps", 0, U53, &s->sim_steps);
+    baton_jr_u64(&r, j, "ticks", 0, U53, &s->ticks);
+    baton_jr_dbl(&r, j, "seconds", 0, 1e12, &s->seconds);
+    baton_jr_obj(&r, j, "rng");
+    baton_jr_hex64(&r, j, "rng.act", 4, s->act_rng.s);
+    baton_jr_hex64(&r, j, "rng.shuffle", 4, s->shuffle_rng.s);
+    baton_jr_u64(&r, j, "optim_steps", 0, U53, &s->optim_steps);
+    baton_jr_dbl(&r, j, "best_lap_s", 0, 1e9, &s->best_lap_s);
+    baton_jr_u64(&r, j, "laps", 0, U53, &s->laps);
+    baton_jr_dbl(&r, j, "last_reward", -1e300, 1e300, &s->last_reward);
+    baton_jr_str(&r, j, "track", s->track, sizeof s->track);
+    baton_jr_str(&r, j, "reward", s->reward, sizeof s->reward);
+    baton_jr_str(&r, j, "reward_scale", scale, sizeof scale);
+    baton_jr_u64(&r, j, "seed", 0, UINT64_MAX, &s->seed);
+    baton_jr_u64(&r, j, "envs", 1, 100000, &envs);
+    baton_jr_u64(&r, j, "max_steps", 1, 1000000, &max_steps);
+    get_car(&r, j, &s->car);
+    get_objects(&r, j, &s->objects);
+    get_file(&r, j, "model_metadata", s);
+    get_file(&r, j, "hyperparameters", s);
+    if (baton_jr_get(&r, j, "contents")) baton_jr_str(&r, j, "contents", contents, sizeof contents);
+    if (r.rc) return r.rc;
+    if (step != s->iteration) return baton_jr_fail(&r, "step", "differs from iteration");
     if (!strcmp(scale, "progress")) s->reward_scale = BATON_RACE_SCALE_PROGRESS;
     else if (!strcmp(scale, "step")) s->reward_scale = BATON_RACE_SCALE_STEP;
-    else return bad(err, "reward_scale", "is neither progress nor step");
-    size_t n = strlen(seed);
-    if (n > 20 || strspn(seed, "0123456789") != n) return bad(err, "seed", "is not a decimal number");
-    errno = 0;
-    s->seed = strtoull(seed, NULL, 10);
-    if (errno) return bad(err, "seed", "is out of range");
-    if (envs < 1 || envs > 100000) return bad(err, "envs", "is outside 1..100000");
-    if (max_steps < 1 || max_steps > 1000000) return bad(err, "max_steps", "is outside 1..1000000");
+    else return baton_jr_fail(&r, "reward_scale", "is neither progress nor step");
+    if (strcmp(contents, "full") && strcmp(contents, "policy"))
+        return baton_jr_fail(&r, "contents", "is neither \"full\" nor \"policy\"");
+    s->policy_only = !strcmp(contents, "policy");
     s->envs = (uint32_t)envs;
     s->max_steps = (uint32_t)max_steps;
     return BATON_OK;
@@ -236,12 +254,11 @@ static int parse_fields(const cJSON *j, race_run_state *s, baton_err *err)
 
 int race_state_parse(const char *text, size_t len, race_run_state *out, baton_err *err)
 {
-    const char *end = NULL;
-    cJSON *j = cJSON_ParseWithLengthOpts(text, len, &end, 0);
-    if (!cJSON_IsObject(j)) {
-        cJSON_Delete(j);
-        return baton_err_set(err, BATON_ERR_FORMAT, "state.json: not a JSON object");
-    }
+    baton_jr r;
+    baton_jr_init(&r, "state.json", err);
+    r.strings = BATON_JR_DIGITS;   /* seeds: any uint64 as decimal digits */
+    cJSON *j = baton_jr_parse(&r, text, len);
+    if (!j) return r.rc;
     race_run_state *s = calloc(1, sizeof *s);
     int rc = s ? parse_fields(j, s, err) : baton_err_set(err, BATON_ERR_NOMEM, "state.json: out of memory");
     if (!rc) memcpy(out, s, sizeof *s);

@@ -33,6 +33,7 @@ void baton_race_train_opts_default(baton_race_train_opts *o)
     o->car.brake_mps2 = l.brake_mps2;
     o->car.grip_mps2 = l.lat_accel_mps2;
     o->car.friction_circle = l.friction_exp > 0;
+    baton_race_objects_opts_default(&o->objects);
 }
 
 typedef struct trainer {
@@ -105,6 +106,8 @@ static int fresh_state(trainer *t, baton_err *err)
     if (s->envs > s->hyper.num_episodes_between_training) s->envs = s->hyper.num_episodes_between_training;
     s->max_steps = o->max_steps ? o->max_steps : 10000;
     s->car = o->car;
+    s->objects = o->objects;
+    s->meta.lidar = race_objects_any(&s->objects) && s->meta.obs == BATON_RACE_OBS_SENSOR;
     baton_rng_seed3(&s->act_rng, o->seed, 0x616374 /* "act" */, 0);
     baton_rng_seed3(&s->shuffle_rng, o->seed, 0x73687566 /* "shuf" */, 0);
     return BATON_OK;
@@ -118,6 +121,7 @@ static int same_settings(trainer *t, const race_run_state *ck, baton_err *err)
     if (rc) return rc;
     race_run_state now = t->st;
     if (!o->obs_set) now.meta.obs = ck->meta.obs;   /* --obs decides that, not the file */
+    if (!o->objects_set) now.objects = ck->objects, now.meta.lidar = ck->meta.lidar;   /* the race's, likewise */
     const char *what = NULL;
     if (strcmp(now.track, ck->track)) what = "--track";
     else if (o->reward && strcmp(now.reward, ck->reward)) what = "--reward";
@@ -128,6 +132,7 @@ static int same_settings(trainer *t, const race_run_state *ck, baton_err *err)
     else if (o->scale_set && now.reward_scale != ck->reward_scale) what = "--reward-scale";
     else if (o->envs_set && now.envs != ck->envs) what = "--envs";
     else if (o->max_steps_set && now.max_steps != ck->max_steps) what = "--max-steps";
+    else if (o->objects_set && memcmp(&now.objects, &ck->objects, sizeof now.objects)) what = "race (its objects)";
     else if (memcmp(&now.car, &ck->car, sizeof now.car)) what = "the car's limits";
     if (what)
         return baton_err_set(err, BATON_ERR_ARG, "the checkpoint was trained with another %s than this run's; resume "
@@ -179,14 +184,14 @@ static int build(trainer *t, const char *path, int resumed, baton_err *err)
     if ((rc = baton_nn_optim_create(&oc, t->agent.pi, &t->opi, err)) ||
         (rc = baton_nn_optim_create(&oc, t->agent.vf, &t->ovf, err)))
         return rc;
-    if (resumed && (rc = race_ckpt_load(path, &t->agent, t->opi, t->ovf, NULL, err)))
+    if (resumed && (rc = race_ckpt_load(path, t->st.policy_only, &t->agent, t->opi, t->ovf, NULL, err)))
         return baton_err_prefix(err, "resume from %s", path);
     baton_nn_optim_set_steps(t->opi, s->optim_steps);
     baton_nn_optim_set_steps(t->ovf, s->optim_steps);
     if ((rc = race_ckpt_tensors_new(&t->ct, &t->agent, t->opi, t->ovf, err))) return rc;
     baton_race_sim_opts so;
     baton_race_sim_opts_default(&so);
-    so.envs = s->envs, so.seed = s->seed, so.max_steps = s->max_steps, so.car = s->car;
+    so.envs = s->envs, so.seed = s->seed, so.max_steps = s->max_steps, so.car = s->car, so.objects = s->objects;
     if ((rc = baton_race_sim_new(t->track, &so, &t->sim, err))) return rc;
     if (s->meta.obs == BATON_RACE_OBS_CAMERA && (rc = baton_race_camera_new(t->track, &t->agent.camera, &t->cam, err)))
         return rc;

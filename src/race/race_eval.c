@@ -6,7 +6,10 @@
  * centre line where it was, standing, facing along the track, and the penalty is added to the
  * clock (and to the lap it happened in). A lap's time runs from line to line, the crossing
  * interpolated within its step from the progress on each side of it. The best lap is held to the
- * racing-line limit of the same track and car (limit.c).
+ * racing-line limit of the same track and car (limit.c). With objects on the track (object
+ * avoidance, head-to-bot: the same scene as training's for the same seed 1), a crash puts the car
+ * back on the centre line, as little behind where it was as keeps it clear of every object
+ * (baton_race_sim_crash_reset), with the collision penalty (DR_EVAL_COLLISION_PENALTY's part).
  *
  * The car's limits are training's (the limit's acceleration, braking and grip: docs/race.md), so a
  * lap is compared with the limit like with like. SIM_TRACE_LOG rows carry the reward of
@@ -26,6 +29,8 @@ void baton_race_eval_opts_default(baton_race_eval_opts *o)
     memset(o, 0, sizeof *o);
     o->laps = 3;
     o->off_track_penalty_s = 5;
+    o->collision_penalty_s = 5;
+    baton_race_objects_opts_default(&o->objects);
     baton_race_train_opts t;
     baton_race_train_opts_default(&t);
     o->car = t.car;
@@ -88,6 +93,7 @@ static int setup(evaluator *e, char *path, size_t cap, baton_err *err)
     baton_race_sim_opts so;
     baton_race_sim_opts_default(&so);
     so.car = o->car;
+    so.objects = o->objects;
     so.max_steps = 100000000;   /* the step limit is the evaluation's own */
     if ((rc = baton_race_sim_new(e->track, &so, &e->sim, err))) return rc;
     int camera = a->obs == BATON_RACE_OBS_CAMERA || o->frames_dir;
@@ -107,8 +113,7 @@ static int setup(evaluator *e, char *path, size_t cap, baton_err *err)
 
 static int write_frame(evaluator *e, baton_err *err)
 {
-    const baton_race_car_state *st = baton_race_sim_state(e->sim, 0);
-    baton_race_camera_render(e->cam, st->x, st->y, st->yaw, e->png);
+    baton_race_sim_camera_env(e->sim, e->cam, 0, e->png);
     baton_image im = {0};
     baton_buf b = {0};
     const baton_race_camera_opts *co = &e->pilot.a.camera;
@@ -167,14 +172,18 @@ static int drive(evaluator *e, size_t limit, baton_err *err)
             lap_start = cross;
             r->nlaps++;
             baton_race_sim_next_lap(e->sim, 0);
-        } else if (st->status != BATON_RACE_IN_PROGRESS) {   /* off track, reversed, immobilized: a reset */
+        } else if (st->status != BATON_RACE_IN_PROGRESS) {   /* crashed, off track, reversed, immobilized: a reset */
+            int crash = st->status == BATON_RACE_CRASHED;
             const race_geom *g = race_track_geom(e->track, st->reversed_dir);
-            baton_race_sim_place(e->sim, 0, st->ndist * g->length, 0, 0);
+            if (crash) baton_race_sim_crash_reset(e->sim, 0);
+            else baton_race_sim_place(e->sim, 0, st->ndist * g->length, 0, 0);
+            double add = crash ? o->collision_penalty_s : pen;
             r->reset[r->n - 1] = 1;
             r->resets++;
+            r->crashes += (uint32_t)crash;
             lap->resets++;
-            lap->penalty_s += pen;
-            penalties += pen;
+            lap->penalty_s += add;
+            penalties += add;
             race_pilot_observe(&e->pilot, e->sim, e->cam, 0, 1);
             continue;
         }
@@ -197,6 +206,8 @@ int baton_race_eval(const baton_race_eval_opts *o, baton_race_eval_result *r, ba
     if (o->laps < 1 || o->laps > 1000) return baton_err_set(err, BATON_ERR_ARG, "race eval: laps %d (want 1..1000)", o->laps);
     if (!(o->off_track_penalty_s >= 0 && o->off_track_penalty_s <= 3600))
         return baton_err_set(err, BATON_ERR_ARG, "race eval: the off-track penalty must be 0..3600 s");
+    if (!(o->collision_penalty_s >= 0 && o->collision_penalty_s <= 3600))
+        return baton_err_set(err, BATON_ERR_ARG, "race eval: the collision penalty must be 0..3600 s");
     evaluator e;
     memset(&e, 0, sizeof e);
     e.o = o, e.r = r;

@@ -1,8 +1,10 @@
 /* race_internal.h — what the files of src/race share: the track's geometry in each driving
  * direction (track.c), the uniform grid that answers "is this point on the track" exactly in O(1)
  * and casts rays against the borders (track_grid.c), nearest-point searches on polylines
- * (track_geom.c), the built-in designs (track_builtin.c), the simulator's private state (sim.c,
- * sim_params.c, sensor.c) and the Python reward's hooks (reward_py.c). */
+ * (track_geom.c), the built-in designs (track_builtin.c), oriented rectangles and their collisions
+ * (collide.c), each environment's objects (objects.c), the simulator's private state (sim.c,
+ * sim_params.c, sensor.c), the camera's pinhole (camera.c) and the Python reward's hooks
+ * (reward_py.c). */
 #ifndef BATON_RACE_INTERNAL_H
 #define BATON_RACE_INTERNAL_H
 
@@ -105,6 +107,78 @@ double race_geom_kappa(const race_geom *g, double s);
 /* Built-in tracks: rows for NAME (malloc'd, n × 6), or BATON_ERR_NOTFOUND. */
 int race_builtin_rows(const char *name, double **rows, size_t *n, baton_err *err);
 
+/* Oriented rectangles (collide.c): centre, the direction's cosine and sine, half length along it
+ * and half width across it. */
+#define RACE_WHEEL_R 0.03
+#define RACE_WHEEL_W 0.025
+typedef struct race_rect {
+    double cx, cy, c, s, hl, hw;
+} race_rect;
+/* A rectangle length × width whose back edge is back metres behind (x, y) along yaw. */
+void race_rect_make(race_rect *r, double x, double y, double yaw, double back, double length, double width);
+/* The car's footprint at centre (x, y), yaw: rear wheels' back edge to the front point, wheels' outer edges. */
+void race_car_rect(const baton_race_car *car, double x, double y, double yaw, race_rect *r);
+double race_car_back(const baton_race_car *car);
+double race_car_length(const baton_race_car *car);
+double race_car_width(const baton_race_car *car);
+/* 1 when a and b overlap or touch (the separating-axis test). */
+int race_rect_touch(const race_rect *a, const race_rect *b);
+/* Distance along the ray (x, y) + t (dx, dy), |d| = 1, to the rectangle (0 from inside), tmax when
+ * it is not met before tmax. */
+double race_rect_raycast(const race_rect *r, double x, double y, double dx, double dy, double tmax);
+
+/* One environment's objects (objects.c): boxes first, then bots. A position is (s, lane): s
+ * metres along the centre line of the episode's direction, lane -1..1 (outer..inner lane centre);
+ * the pose follows from it. The reward's arrays are kept up to date after every move. */
+typedef struct race_obj {
+    int kind;                 /* BATON_RACE_BOX or BATON_RACE_BOT */
+    double s, lane;
+    double lane_from, lane_to, change_s;   /* a bot changing lanes: from, to, distance driven so far */
+    int changing;
+    double next_change_t;     /* the scene's clock at which the next lane change starts */
+    double speed;
+    double x, y, yaw;
+    double len, wid, hgt, back;
+    size_t seg;               /* hint: its centre-line segment */
+} race_obj;
+
+typedef struct race_scene {
+    size_t n;
+    race_obj o[BATON_RACE_MAX_OBJECTS];
+    double t;                 /* seconds since the episode started */
+    baton_rng rng;
+    /* the reward's arrays */
+    double loc[BATON_RACE_MAX_OBJECTS][2];   /* heading: a bot's, in degrees; 0 for a box (as simapp) */
+    int left[BATON_RACE_MAX_OBJECTS];
+    double speed[BATON_RACE_MAX_OBJECTS], heading[BATON_RACE_MAX_OBJECTS];
+    double dcenter[BATON_RACE_MAX_OBJECTS], dist[BATON_RACE_MAX_OBJECTS];
+} race_scene;
+
+int race_objects_check(const baton_race_objects_opts *o, baton_err *err);
+int race_objects_any(const baton_race_objects_opts *o);
+void race_scene_seed(race_scene *sc, uint64_t seed, size_t env);
+/* A new episode on geometry g starting at start_ndist (share of the lap). */
+void race_scene_start(race_scene *sc, const baton_race_objects_opts *o, const baton_race_car *car,
+                      const baton_race_track *t, const race_geom *g, double start_ndist);
+/* The bots drive dt seconds (lane changes as they fall due). */
+void race_scene_step(race_scene *sc, const baton_race_objects_opts *o, const baton_race_track *t,
+                     const race_geom *g, double dt);
+/* 1 when the rectangle touches any object. */
+int race_scene_hits(const race_scene *sc, const race_rect *r);
+/* Distance along a ray to the nearest object (tmax when none is met before). */
+double race_scene_raycast(const race_scene *sc, double x, double y, double dx, double dy, double tmax);
+void race_obj_rect(const race_obj *ob, race_rect *r);
+void race_obj_public(const race_obj *ob, baton_race_object *out);
+/* The lateral offset (metres, left positive) of lane at distance s: lane × a quarter of the local
+ * width, towards the inner border for lane > 0. */
+double race_geom_lane_offset(const race_geom *g, double s, double lane);
+
+/* Where the camera's pinhole puts a point (fwd, left, up) of the car's frame (metres from the car's
+ * centre on the ground): image coordinates u (right), v (down), pixel centres at +0.5; 0 when the
+ * point is less than near metres in front of the lens along its axis (camera.c). */
+int race_camera_project_near(const baton_race_camera_opts *o, double near, double fwd, double left, double up,
+                             double *u, double *v);
+
 /* The simulator (sim.c). */
 typedef struct race_env {
     baton_race_car_state st;
@@ -125,6 +199,7 @@ struct baton_race_sim {
     baton_race_sim_opts o;
     double dt;
     race_env *env;
+    race_scene *scene;        /* one per environment; NULL without objects */
     size_t n;
 };
 
@@ -149,5 +224,42 @@ int race_python_built(void);
 
 /* A line of n zeroed points (limit.c); BATON_ERR_NOMEM leaves it empty. */
 int race_line_alloc(baton_race_line *l, size_t n, int loop);
+
+/* The plain reference of baton_race_camera_render_objects (camera.c), for the tests that compare
+ * them: every pixel's ray against every object's box in the world's frame, no culling. */
+void race_camera_render_objects_ref(const baton_race_camera *c, double x, double y, double yaw,
+                                    const baton_race_object *obj, size_t nobj, uint8_t *out);
+
+/* ---------------------------------------------------------------- what only the tests call
+ * (each beside the public functions it checks or builds inputs for) */
+/* A .npy from memory (baton_npy_load reads the file and calls it). */
+int baton_npy_parse(const char *name, const uint8_t *buf, size_t n, baton_npy *out, baton_err *err);
+/* Append a .npy (version 1.0, '<f8', C order) of rows × cols doubles to out. */
+int baton_npy_write(baton_buf *out, const double *data, size_t rows, size_t cols);
+/* The same from rows in memory (rows × 6 doubles); name is used in messages. */
+int baton_race_track_from_rows(const char *name, const double *rows, size_t n, baton_race_track **out,
+                               baton_err *err);
+/* The rows as loaded (N × 6), after DeepRacer's clean-up (repeated centre points dropped). */
+const double *baton_race_track_rows(const baton_race_track *t, size_t *n);
+/* On-track test (DeepRacer's: inside the polygon between the borders), fast and reference. */
+int baton_race_track_contains(const baton_race_track *t, double x, double y);
+int baton_race_track_contains_ref(const baton_race_track *t, double x, double y);
+/* The reward parameters as the reference computes them (test_race_sim compares). */
+void baton_race_sim_params_ref(const baton_race_sim *s, size_t env, struct baton_race_params *p);
+/* Put env's car at an exact pose (x, y, yaw), standing still; the episode goes on. */
+void baton_race_sim_set_pose(baton_race_sim *s, size_t env, double x, double y, double yaw);
+/* The sensor vectors by brute-force ray casting (test_race_obs compares). */
+void baton_race_sim_sensor_ref(const baton_race_sim *s, const baton_race_sensor_opts *o, float *out);
+/* The reward's name as opened (a file's path, or a built-in's name). */
+const char *baton_race_reward_name(const baton_race_reward *r);
+/* The DeepRacer guide's second and third examples, in C. */
+double baton_race_reward_stay_inside_borders(const struct baton_race_params *p);
+double baton_race_reward_prevent_zigzag(const struct baton_race_params *p);
+/* Free a line's arrays (one the tests built with baton_race_speed_profile). */
+void baton_race_line_free(baton_race_line *l);
+/* The speed profile of a path (n points, closed when loop): v <= min(max, sqrt(a_lat / |kappa|)),
+ * then forward (acceleration) and backward (braking) passes — twice around a loop. Fills line->s,
+ * kappa, v, length_m, lap_s from line->x, y. */
+int baton_race_speed_profile(baton_race_line *line, const baton_race_limits *l, baton_err *err);
 
 #endif

@@ -5,8 +5,9 @@
  * the DeepRacer simulator builds (RewardParam in bundle/markov/agent_ctrl/constants.py of
  * deepracer-simapp): the same 27 keys in the same order, bools as bool, x/y/heading/... as float,
  * steps as a float (the simulator counts steps in a float), waypoints as a list of (x, y) tuples,
- * closest_waypoints as [int, int], the object fields as empty lists and [0, 0] (time trials have
- * no objects). Any module the interpreter can import is allowed (math, random; numpy, scipy,
+ * closest_waypoints as [int, int], the object fields as lists with one entry per object
+ * (objects_location of (x, y) tuples, objects_left_of_center of bools, the others of floats) and
+ * closest_objects as [int, int] — empty lists and [0, 0] in a time trial. Any module the interpreter can import is allowed (math, random; numpy, scipy,
  * shapely where installed). The result may be any number (float(), as the simulator does); a
  * string, None or an exception stops the run with the file, line and step.
  *
@@ -282,6 +283,48 @@ static PyObject *waypoints(py_reward *r, const struct baton_race_params *p)
     return l;
 }
 
+/* Lists of n floats, of n bools, of n (x, y) tuples. */
+static PyObject *float_list(const double *v, int n)
+{
+    PyObject *l = PyList_New(n > 0 ? n : 0);
+    for (int i = 0; l && i < n; i++) {
+        PyObject *f = PyFloat_FromDouble(v[i]);
+        if (!f) Py_CLEAR(l);
+        else PyList_SET_ITEM(l, i, f);
+    }
+    return l;
+}
+
+static PyObject *bool_list(const int *v, int n)
+{
+    PyObject *l = PyList_New(n > 0 ? n : 0);
+    for (int i = 0; l && i < n; i++) PyList_SET_ITEM(l, i, bool_of(v[i]));
+    return l;
+}
+
+static PyObject *xy_list(const double (*v)[2], int n)
+{
+    PyObject *l = PyList_New(n > 0 ? n : 0);
+    for (int i = 0; l && i < n; i++) {
+        PyObject *t = Py_BuildValue("(dd)", v[i][0], v[i][1]);
+        if (!t) Py_CLEAR(l);
+        else PyList_SET_ITEM(l, i, t);
+    }
+    return l;
+}
+
+/* The object fields, in the simulator's key order (num_objects 0: empty lists). */
+static int fill_objects(PyObject *d, PyObject **k, const struct baton_race_params *p)
+{
+    int n = p->num_objects > 0 && p->objects_location ? p->num_objects : 0;
+    return put(d, k[K_OBJ_LOC], xy_list(p->objects_location, n)) ||
+           put(d, k[K_OBJ_LEFT], bool_list(p->objects_left_of_center, n)) ||
+           put(d, k[K_OBJ_CAM], bool_of(p->object_in_camera)) || put(d, k[K_OBJ_SPEED], float_list(p->objects_speed, n)) ||
+           put(d, k[K_OBJ_HEADING], float_list(p->objects_heading, n)) ||
+           put(d, k[K_OBJ_CENTER], float_list(p->objects_distance_from_center, n)) ||
+           put(d, k[K_OBJ_DIST], float_list(p->objects_distance, n));
+}
+
 static int fill(py_reward *r, const struct baton_race_params *p)
 {
     if (!r->dict || Py_REFCNT(r->dict) > 2) {   /* ours and the argument tuple's */
@@ -304,11 +347,8 @@ static int fill(py_reward *r, const struct baton_race_params *p)
         put(d, k[K_LEN], PyFloat_FromDouble(p->track_length)) || put(d, k[K_WAYPOINTS], wp) ||
         put(d, k[K_CLOSEST], int_pair(p->closest_waypoints[0], p->closest_waypoints[1])) ||
         put(d, k[K_LEFT], bool_of(p->is_left_of_center)) || put(d, k[K_REVERSED], bool_of(p->is_reversed)) ||
-        put(d, k[K_CLOSEST_OBJ], int_pair(p->closest_objects[0], p->closest_objects[1])) ||
-        put(d, k[K_OBJ_LOC], PyList_New(0)) || put(d, k[K_OBJ_LEFT], PyList_New(0)) ||
-        put(d, k[K_OBJ_CAM], bool_of(p->object_in_camera)) || put(d, k[K_OBJ_SPEED], PyList_New(0)) ||
-        put(d, k[K_OBJ_HEADING], PyList_New(0)) || put(d, k[K_OBJ_CENTER], PyList_New(0)) ||
-        put(d, k[K_OBJ_DIST], PyList_New(0)) || put(d, k[K_CRASHED], bool_of(p->is_crashed)) ||
+        put(d, k[K_CLOSEST_OBJ], int_pair(p->closest_objects[0], p->closest_objects[1])) || fill_objects(d, k, p) ||
+        put(d, k[K_CRASHED], bool_of(p->is_crashed)) ||
         put(d, k[K_OFFTRACK], bool_of(p->is_offtrack)) || put(d, k[K_SIMTIME], PyFloat_FromDouble(p->sim_time)))
         return -1;
     return 0;

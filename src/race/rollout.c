@@ -4,6 +4,7 @@
  * batch on the cars still driving, its actions sampled, the reward function called for the batch.
  *
  * Episodes: episode j of the run starts at (j mod 20) / 20 of the lap (DeepRacer's round robin,
+ * its objects, if any, drawn from (seed, j)),
  * ROUND_ROBIN_ADVANCE_DIST 0.05) — an open track's always at its start —, standing still. It ends, as a terminal state (nothing after it),
  * off the track, reversed or immobilized; it is cut — the car would drive on — at its lap's end
  * (lap_complete) or its step limit (time_up): then the state after its last step is kept as a
@@ -138,6 +139,7 @@ static uint32_t new_row(race_rollout *ro, race_collect *c, uint32_t env, int32_t
 
 static void start_episode(race_collect *c, uint32_t env, uint64_t episode)
 {
+    baton_race_sim_scene_seed(c->sim, env, episode);   /* objects: the episode's scene, whichever car drives it */
     baton_race_sim_start(c->sim, env, c->loop ? (double)(episode % ROUND_ROBIN) / ROUND_ROBIN : 0, 0);
     c->episode[env] = episode;
     c->last[env] = -1;

@@ -10,7 +10,12 @@
  *                    point, radians / pi, in (-1, 1]
  *   rays + 3 + k     the centre line's curvature (1/m, left positive) ahead_m[k] ahead of the
  *                    nearest point, × 0.25 (a 0.5 m radius reads 0.5)
- * Rays are cast through the track grid; _ref casts them against every border edge. */
+ *   rays + 3 + ahead + k   (only with lidar > 0: races with objects) a front-facing LIDAR:
+ *                    distance from the front point to the nearest object (box or bot footprint)
+ *                    along each of lidar rays spread over lidar_fov_deg (left to right), /
+ *                    lidar_range_m, capped at 1 (no object nearer, or none at all)
+ * Rays are cast through the track grid; _ref casts them against every border edge. Without lidar
+ * the vector is what it always was: a time-trial policy keeps its input size. */
 #include "race_internal.h"
 
 #include <string.h>
@@ -25,13 +30,40 @@ void baton_race_sensor_opts_default(baton_race_sensor_opts *o)
     o->ahead_m[0] = 0.5;
     o->ahead_m[1] = 1.0;
     o->ahead_m[2] = 2.0;
+    o->lidar = 0;
+    o->lidar_fov_deg = 180;
+    o->lidar_range_m = 3;
+}
+
+void baton_race_sensor_opts_lidar(baton_race_sensor_opts *o)
+{
+    o->lidar = 11;
+    o->lidar_fov_deg = 180;
+    o->lidar_range_m = 3;
+}
+
+static int clamp_count(int n, int max)
+{
+    return n < 0 ? 0 : n > max ? max : n;
 }
 
 size_t baton_race_sensor_dim(const baton_race_sensor_opts *o)
 {
-    int rays = o->rays < 0 ? 0 : o->rays > BATON_RACE_SENSOR_MAX_RAYS ? BATON_RACE_SENSOR_MAX_RAYS : o->rays;
-    int ahead = o->ahead < 0 ? 0 : o->ahead > BATON_RACE_SENSOR_MAX_AHEAD ? BATON_RACE_SENSOR_MAX_AHEAD : o->ahead;
-    return (size_t)rays + 3 + (size_t)ahead;
+    int rays = clamp_count(o->rays, BATON_RACE_SENSOR_MAX_RAYS), ahead = clamp_count(o->ahead, BATON_RACE_SENSOR_MAX_AHEAD);
+    return (size_t)rays + 3 + (size_t)ahead + (size_t)clamp_count(o->lidar, BATON_RACE_SENSOR_MAX_RAYS);
+}
+
+/* The LIDAR's rays into out (lidar floats). */
+static void lidar(const baton_race_sim *s, size_t e, const baton_race_sensor_opts *o, float *out)
+{
+    const baton_race_car_state *st = &s->env[e].st;
+    int n = clamp_count(o->lidar, BATON_RACE_SENSOR_MAX_RAYS);
+    double range = o->lidar_range_m > 0 ? o->lidar_range_m : 3;
+    for (int k = 0; k < n; k++) {
+        double a = n > 1 ? st->yaw + (o->lidar_fov_deg / 2 - o->lidar_fov_deg * k / (n - 1)) * (RACE_PI / 180) : st->yaw;
+        double d = s->scene ? race_scene_raycast(&s->scene[e], st->fx, st->fy, cos(a), sin(a), range) : range;
+        out[k] = (float)(d / range);
+    }
 }
 
 static void sensor_one(const baton_race_sim *s, size_t e, const baton_race_sensor_opts *o, int ref, float *out)
@@ -40,8 +72,7 @@ static void sensor_one(const baton_race_sim *s, size_t e, const baton_race_senso
     const baton_race_car_state *st = &v->st;
     const baton_race_track *t = s->t;
     const race_geom *g = race_track_geom(t, st->reversed_dir);
-    int rays = o->rays < 0 ? 0 : o->rays > BATON_RACE_SENSOR_MAX_RAYS ? BATON_RACE_SENSOR_MAX_RAYS : o->rays;
-    int ahead = o->ahead < 0 ? 0 : o->ahead > BATON_RACE_SENSOR_MAX_AHEAD ? BATON_RACE_SENSOR_MAX_AHEAD : o->ahead;
+    int rays = clamp_count(o->rays, BATON_RACE_SENSOR_MAX_RAYS), ahead = clamp_count(o->ahead, BATON_RACE_SENSOR_MAX_AHEAD);
     double range = o->max_range_m > 0 ? o->max_range_m : 3;
     for (int k = 0; k < rays; k++) {
         double a = rays > 1 ? st->yaw + (o->fov_deg / 2 - o->fov_deg * k / (rays - 1)) * (RACE_PI / 180) : st->yaw;
@@ -65,6 +96,7 @@ static void sensor_one(const baton_race_sim *s, size_t e, const baton_race_senso
         if (!g->loop && sk > g->length) sk = g->length;
         out[rays + 3 + k] = (float)(0.25 * race_geom_kappa(g, sk));
     }
+    if (o->lidar > 0) lidar(s, e, o, out + rays + 3 + ahead);
 }
 
 void baton_race_sim_sensor(const baton_race_sim *s, const baton_race_sensor_opts *o, float *out)

@@ -9,12 +9,17 @@
  * sqrt(1 - (v² |curvature| / grip)²), what cornering leaves of the grip (the limit's own rule). After the move: the four wheel centres and whether each is on the track (the
  * track grid), the front point's projection on the centre line (DeepRacer's x, y and progress),
  * the closest waypoints, and the rules, in DeepRacer's order of precedence — lap complete
- * (progress 100), off track (no wheel on the track), immobilized (moved <= 0.3 mm per step for
- * stuck_steps steps), reversed (progress fell for stuck_steps steps) — and our step limit
- * (time_up). Progress is computed as the simulator's compute_current_prog does, relative to the
+ * (progress 100), crashed (the car's footprint touches an object: objects.c, collide.c; before
+ * the rest, as a crash is what a reward and an evaluation must see), off track (no wheel on the
+ * track), immobilized (moved <= 0.3 mm per step for stuck_steps steps), reversed (progress fell
+ * for stuck_steps steps) — and our step limit (time_up). With objects, the bots drive their step
+ * before the car does; collisions are checked after each step's move, which cannot pass through an
+ * object (at 4 m/s a step is 0.27 m, less than a box and the car's length together, 0.45 m).
+ * Progress is computed as the simulator's compute_current_prog does, relative to the
  * episode's start, which advances round robin (ROUND_ROBIN_ADVANCE_DIST) between episodes; the
  * direction may alternate. Everything random (action noise, random starts) comes from each
- * environment's own RNG seeded from (seed, env): a run is a function of the seed and the actions.
+ * environment's own RNG seeded from (seed, env), and the objects' from another (objects.c): a run
+ * is a function of the seed and the actions.
  *
  * step_ref is the same step with the plain searches: every centre-line segment and the full
  * polygon test. */
@@ -47,10 +52,11 @@ void baton_race_sim_opts_default(baton_race_sim_opts *o)
     o->stuck_steps = 15;
     o->round_robin = 0.05;
     baton_race_car_default(&o->car);
+    baton_race_objects_opts_default(&o->objects);
 }
 
 static const char *status_names[BATON_RACE_NSTATUS] = {
-    "in_progress", "lap_complete", "off_track", "reversed", "immobilized", "time_up",
+    "in_progress", "lap_complete", "off_track", "reversed", "immobilized", "time_up", "crashed",
 };
 
 const char *baton_race_status_name(int status)
@@ -169,6 +175,7 @@ static void start_episode(baton_race_sim *s, size_t e)
     v->seg = nr.seg;
     derive(s, v, 0);
     st->status = BATON_RACE_IN_PROGRESS;
+    if (s->scene) race_scene_start(&s->scene[e], &s->o.objects, &s->o.car, s->t, g, v->start_ndist);
     /* the next episode's start and direction (DeepRacer's finish_episode) */
     if (s->o.random_start)
         v->next_start = (double)(baton_rng_next(&v->rng) >> 11) / 9007199254740992.0;
@@ -190,8 +197,12 @@ int baton_race_sim_new(const baton_race_track *t, const baton_race_sim_opts *o, 
         !(o->round_robin >= 0 && o->round_robin < 1) || !(o->start_offset >= 0 && o->start_offset < 1) ||
         o->steer_noise_deg < 0 || o->speed_noise_mps < 0)
         return baton_err_set(err, BATON_ERR_ARG, "race sim: car or simulator options out of range");
+    int rc = race_objects_check(&o->objects, err);
+    if (rc) return rc;
     baton_race_sim *s = calloc(1, sizeof *s);
-    if (!s || !(s->env = calloc(o->envs, sizeof *s->env))) {
+    if (!s || !(s->env = calloc(o->envs, sizeof *s->env)) ||
+        (race_objects_any(&o->objects) && !(s->scene = calloc(o->envs, sizeof *s->scene)))) {
+        if (s) free(s->env);
         free(s);
         return baton_err_set(err, BATON_ERR_NOMEM, "race sim: out of memory");
     }
@@ -205,6 +216,7 @@ int baton_race_sim_new(const baton_race_track *t, const baton_race_sim_opts *o, 
         v->next_start = o->random_start ? (double)(baton_rng_next(&v->rng) >> 11) / 9007199254740992.0
                                         : o->start_offset;
         v->next_reversed = o->reverse ? 1 : 0;
+        if (s->scene) race_scene_seed(&s->scene[e], o->seed, e);
         start_episode(s, e);
     }
     *out = s;
@@ -215,6 +227,7 @@ void baton_race_sim_free(baton_race_sim *s)
 {
     if (!s) return;
     free(s->env);
+    free(s->scene);
     free(s);
 }
 
@@ -271,6 +284,7 @@ static inline int step_env(baton_race_sim *s, size_t e, float steer_in, float sp
     if (st->status != BATON_RACE_IN_PROGRESS) return 0;
     const baton_race_car *car = &s->o.car;
     double dt = s->dt, sd = steer_in, sp = speed_in;
+    if (s->scene) race_scene_step(&s->scene[e], &s->o.objects, s->t, race_track_geom(s->t, st->reversed_dir), dt);
     if (s->o.steer_noise_deg > 0) sd += s->o.steer_noise_deg * gauss(&v->rng);
     if (s->o.speed_noise_mps > 0) sp += s->o.speed_noise_mps * gauss(&v->rng);
     sd = sd == sd ? clampd(sd, -car->max_steer_deg, car->max_steer_deg) : 0;
@@ -329,12 +343,20 @@ static inline int step_env(baton_race_sim *s, size_t e, float steer_in, float sp
     st->progress = current_progress(st->ndist - v->start_ndist, v->prev_progress);
     int lap = st->progress >= 100;
     int off = st->wheels_on == 0;
+    st->crashed = 0;
+    if (s->scene) {
+        race_rect r;
+        race_car_rect(car, st->x, st->y, st->yaw, &r);
+        st->crashed = race_scene_hits(&s->scene[e], &r);
+        st->crashes += (uint32_t)st->crashed;
+    }
     double mx = st->x - v->last_x, my = st->y - v->last_y;
     v->immob_count = mx * mx + my * my <= IMMOBILE_M * IMMOBILE_M ? v->immob_count + 1 : 0;
     int immob = v->immob_count >= s->o.stuck_steps;
     v->rev_count = st->progress < v->prev_progress ? v->rev_count + 1 : 0;
     int rev = v->rev_count >= s->o.stuck_steps;
     st->status = lap ? BATON_RACE_LAP_COMPLETE
+                 : st->crashed ? BATON_RACE_CRASHED
                  : off ? BATON_RACE_OFF_TRACK
                  : immob ? BATON_RACE_IMMOBILIZED
                  : rev ? BATON_RACE_REVERSED
@@ -379,6 +401,7 @@ void baton_race_sim_set_pose(baton_race_sim *s, size_t env, double x, double y, 
     v->last_x = x;
     v->last_y = y;
     v->rev_count = v->immob_count = 0;
+    st->crashed = 0;
     st->status = BATON_RACE_IN_PROGRESS;
 }
 
@@ -388,4 +411,34 @@ void baton_race_sim_place(baton_race_sim *s, size_t env, double s_m, double late
     double x, y, yaw;
     race_geom_pose(g, s_m, &x, &y, &yaw);
     baton_race_sim_set_pose(s, env, x - lateral_m * sin(yaw), y + lateral_m * cos(yaw), yaw + yaw_off);
+}
+
+size_t baton_race_sim_objects(const baton_race_sim *s, size_t env, baton_race_object *out, size_t cap)
+{
+    if (!s->scene || env >= s->n) return 0;
+    const race_scene *sc = &s->scene[env];
+    for (size_t i = 0; i < sc->n && i < cap; i++) race_obj_public(&sc->o[i], &out[i]);
+    return sc->n;
+}
+
+void baton_race_sim_scene_seed(baton_race_sim *s, size_t env, uint64_t key)
+{
+    if (s->scene && env < s->n) baton_rng_seed3(&s->scene[env].rng, s->o.seed, key, 0x7363656e);   /* "scen" */
+}
+
+void baton_race_sim_crash_reset(baton_race_sim *s, size_t env)
+{
+    if (env >= s->n) return;
+    race_env *v = &s->env[env];
+    const race_geom *g = race_track_geom(s->t, v->st.reversed_dir);
+    double s0 = v->st.ndist * g->length, back = 0;
+    for (; s->scene && back < 3; back += 0.05) {   /* back along the centre line until clear */
+        double x, y, yaw, at = s0 - back;
+        if (!g->loop && at < 0) break;
+        race_geom_pose(g, at, &x, &y, &yaw);
+        race_rect r;
+        race_car_rect(&s->o.car, x, y, yaw, &r);
+        if (!race_scene_hits(&s->scene[env], &r)) break;
+    }
+    baton_race_sim_place(s, env, s0 - back, 0, 0);
 }

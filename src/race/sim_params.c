@@ -10,10 +10,77 @@
  *   speed, steering_angle the action's values (clamped to the car's limits)
  *   waypoints             the centre line's points, a loop's first repeated last
  *
+ * With objects (track_data.py's get_object_reward_params):
+ *   num_objects, objects_location (each object's centre), objects_heading (degrees),
+ *   objects_speed (m/s), objects_distance (its nearest centre-line point's distance along the
+ *   line), objects_distance_from_center, objects_left_of_center: kept by the scene (objects.c)
+ *   closest_objects       [behind, ahead]: find_prev_next of the car's projection_distance over
+ *                         the objects' distances in order, wrapping round (one object: [0, 0])
+ *   object_in_camera      the object ahead is in the simulated camera's frustum as simapp's
+ *                         get_objects_in_camera_frustums decides it: one of its footprint's corners
+ *                         or its centre, on the ground, inside the frustum of the Gazebo camera
+ *                         (horizontal field of view 1.13 rad, 4:3, near plane 0.2 m) at the
+ *                         camera's place and pitch (camera.c's pinhole)
+ *   is_crashed            the step ended touching an object
+ *
  * The searches start from the car's centre-line segment (the reference: every segment). */
 #include "race_internal.h"
 
 #include <string.h>
+
+/* DeepRacer's find_prev_next over the objects' distances: the last at or before the car's
+ * (bisect_right - 1) and the first after it, wrapping round. */
+static void closest_objects(const race_scene *sc, double at, int out[2])
+{
+    int prev = -1, next = -1, lo = 0, hi = 0;
+    for (size_t i = 0; i < sc->n; i++) {
+        int k = (int)i;
+        double d = sc->dist[i];
+        if (d <= at && (prev < 0 || d >= sc->dist[prev])) prev = k;
+        if (d > at && (next < 0 || d < sc->dist[next])) next = k;
+        if (d < sc->dist[lo]) lo = k;
+        if (d >= sc->dist[hi]) hi = k;
+    }
+    out[0] = prev >= 0 ? prev : hi;
+    out[1] = next >= 0 ? next : lo;
+}
+
+/* simapp's frustum test: the object's footprint corners and its centre, on the ground. */
+static int in_frustum(const race_obj *ob, const baton_race_car_state *st)
+{
+    baton_race_camera_opts co;
+    baton_race_camera_opts_default(&co);
+    co.hfov_deg = 1.13 * 180 / RACE_PI, co.width = 640, co.height = 480;
+    race_rect r;
+    race_obj_rect(ob, &r);
+    double c = cos(st->yaw), sn = sin(st->yaw), u, v;
+    for (int k = 0; k < 5; k++) {
+        double a = k == 4 ? 0 : (k & 1 ? r.hl : -r.hl), b = k == 4 ? 0 : (k & 2 ? r.hw : -r.hw);
+        double px = k == 4 ? ob->x : r.cx + a * r.c - b * r.s, py = k == 4 ? ob->y : r.cy + a * r.s + b * r.c;
+        double dx = px - st->x, dy = py - st->y;
+        if (race_camera_project_near(&co, 0.2, dx * c + dy * sn, -dx * sn + dy * c, 0, &u, &v) && u >= 0 &&
+            u <= co.width && v >= 0 && v <= co.height)
+            return 1;
+    }
+    return 0;
+}
+
+static void fill_objects(const baton_race_sim *s, size_t e, struct baton_race_params *p)
+{
+    const race_scene *sc = &s->scene[e];
+    const baton_race_car_state *st = &s->env[e].st;
+    p->is_crashed = st->crashed;
+    p->num_objects = (int)sc->n;
+    p->objects_location = (const double (*)[2])sc->loc;
+    p->objects_left_of_center = sc->left;
+    p->objects_speed = sc->speed;
+    p->objects_heading = sc->heading;
+    p->objects_distance_from_center = sc->dcenter;
+    p->objects_distance = sc->dist;
+    if (sc->n == 0) return;
+    closest_objects(sc, p->projection_distance, p->closest_objects);
+    p->object_in_camera = in_frustum(&sc->o[p->closest_objects[1]], st);
+}
 
 void race_sim_fill_params(const baton_race_sim *s, size_t e, int ref, struct baton_race_params *p)
 {
@@ -57,6 +124,7 @@ void race_sim_fill_params(const baton_race_sim *s, size_t e, int ref, struct bat
     p->is_crashed = 0;
     p->is_offtrack = st->wheels_on == 0;
     p->sim_time = (double)st->total_steps / s->o.hz;
+    if (s->scene) fill_objects(s, e, p);
 }
 
 void baton_race_sim_params(const baton_race_sim *s, size_t env, struct baton_race_params *p)

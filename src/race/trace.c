@@ -4,7 +4,8 @@
  * the steering angle and speed it was asked for, the action's index (-1 in a continuous action
  * space), the reward as the reward function returned it, done and all_wheels_on_track as Python
  * writes its booleans, progress, the closest waypoint, the track's length, a timestamp in
- * simulated seconds, the episode's status and a pause duration (always 0: baton does not pause).
+ * simulated seconds, the episode's status, a pause duration (always 0: baton does not pause) and,
+ * as newer simulators append it, obstacle_crash_counter (the episode's crashes into objects so far).
  *
  * Contract: appends one line to b; numbers in the simulator's formats (%.4f for positions and
  * progress, %.2f for steering and speed); returns BATON_ERR_NOMEM when the buffer cannot grow. */
@@ -19,10 +20,10 @@ int race_trace_row(baton_buf *b, uint64_t episode, uint32_t steps, const baton_r
     char line[512];
     int done = st->status != BATON_RACE_IN_PROGRESS;
     int n = snprintf(line, sizeof line,
-                     "%" PRIu64 ",%u,%.4f,%.4f,%.4f,%.2f,%.2f,%d,%.4f,%s,%s,%.4f,%d,%.2f,%.3f,%s,0.0\n", episode, steps,
+                     "%" PRIu64 ",%u,%.4f,%.4f,%.4f,%.2f,%.2f,%d,%.4f,%s,%s,%.4f,%d,%.2f,%.3f,%s,0.0,%u\n", episode, steps,
                      st->fx, st->fy, st->yaw * (180.0 / RACE_PI), st->cmd_steer_deg, st->cmd_speed, action, reward,
                      done ? "True" : "False", st->wheels_on == 4 ? "True" : "False", st->progress,
-                     st->nearest_waypoint, track_len, tstamp, baton_race_status_name(st->status));
+                     st->nearest_waypoint, track_len, tstamp, baton_race_status_name(st->status), st->crashes);
     if (n < 0 || (size_t)n >= sizeof line) return BATON_ERR_ARG;
     return baton_buf_append(b, line, (size_t)n);
 }

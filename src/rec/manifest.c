@@ -5,7 +5,7 @@
  * same manifest always gives the same bytes), crash-safe saving and loading from a folder.
  *
  * Contract: every field is type- and range-checked, and an error names the file and the field:
- *   "dataset.json: shards[3].bytes: expected a non-negative integer".
+ *   "dataset.json: shards[3].bytes: is not a whole number in 0..2^53-1" (util.h's baton_jr reads it).
  * Integers travel through cJSON's doubles, so they must stay below 2^53 (exact there); larger
  * ones are refused, on load and on save. Shard names are plain file names (no '/', no ".."),
  * samples == Σ shards[].records, classes == len(class_names), shape is [H,W,C] all > 0 (then
@@ -23,52 +23,25 @@
 #include <string.h>
 #include <unistd.h>
 
-#define MAX_EXACT 9007199254740991.0   /* 2^53 - 1 */
+/* The manifest is read with baton_jr (util.h): numbers only (no numeric strings), the first
+ * failure kept. These are its own kinds of field. */
 
-typedef struct ctx {
-    const char *name;
-    baton_err *err;
-} ctx;
-
-static int bad(ctx *c, const char *path, const char *fmt, const char *detail)
+/* a string at path (o's member; "" for o itself), strdup'd */
+static void get_string(baton_jr *r, const cJSON *o, const char *path, char **out)
 {
-    return baton_err_set(c->err, BATON_ERR_FORMAT, "%s: %s: %s%s", c->name, path, fmt,
-                         detail ? detail : "");
+    const cJSON *v = baton_jr_get(r, o, path);
+    if (r->rc) return;
+    if (!cJSON_IsString(v)) {
+        baton_jr_fail(r, path, v ? "is not a string" : "is missing");
+        return;
+    }
+    if (!(*out = strdup(v->valuestring))) r->rc = baton_err_set(r->err, BATON_ERR_NOMEM, "%s: out of memory", r->doc);
 }
 
-static cJSON *field(const cJSON *obj, const char *key)
+static void get_crc(baton_jr *r, const cJSON *o, const char *path, uint32_t *out)
 {
-    return cJSON_GetObjectItemCaseSensitive(obj, key);
-}
-
-static int get_uint(ctx *c, const cJSON *v, const char *path, uint64_t max, uint64_t *out)
-{
-    if (!v) return bad(c, path, "missing", NULL);
-    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0) || v->valuedouble != floor(v->valuedouble))
-        return bad(c, path, "expected a non-negative integer", NULL);
-    if (v->valuedouble > MAX_EXACT)
-        return bad(c, path, "expected a non-negative integer below 2^53", NULL);
-    uint64_t x = (uint64_t)v->valuedouble;
-    if (x > max)
-        return baton_err_set(c->err, BATON_ERR_FORMAT,
-                             "%s: %s: %llu is out of range (at most %llu)", c->name, path,
-                             (unsigned long long)x, (unsigned long long)max);
-    *out = x;
-    return BATON_OK;
-}
-
-static int get_string(ctx *c, const cJSON *v, const char *path, char **out)
-{
-    if (!v) return bad(c, path, "missing", NULL);
-    if (!cJSON_IsString(v) || !v->valuestring) return bad(c, path, "expected a string", NULL);
-    *out = strdup(v->valuestring);
-    if (!*out) return baton_err_set(c->err, BATON_ERR_NOMEM, "%s: out of memory", c->name);
-    return BATON_OK;
-}
-
-static int get_crc(ctx *c, const cJSON *v, const char *path, uint32_t *out)
-{
-    if (!v) return bad(c, path, "missing", NULL);
+    const cJSON *v = baton_jr_get(r, o, path);
+    if (r->rc) return;
     const char *s = cJSON_IsString(v) ? v->valuestring : NULL;
     uint32_t x = 0;
     size_t i = 0;
@@ -80,210 +53,193 @@ static int get_crc(ctx *c, const cJSON *v, const char *path, uint32_t *out)
         if (d < 0) break;
         x = x << 4 | (uint32_t)d;
     }
-    if (!s || i != 8 || s[8] != 0)
-        return bad(c, path, "expected 8 hexadecimal digits, like \"e3069283\"", NULL);
-    *out = x;
-    return BATON_OK;
+    if (!v) baton_jr_fail(r, path, "is missing");
+    else if (!s || i != 8 || s[8] != 0) baton_jr_fail(r, path, "is not 8 hexadecimal digits, like \"e3069283\"");
+    else *out = x;
 }
 
 /* A shard or index file name: a plain name inside the dataset folder. */
-static int check_file_name(ctx *c, const char *s, const char *path)
+static void check_file_name(baton_jr *r, const char *s, const char *path)
 {
-    if (!s[0]) return bad(c, path, "empty file name", NULL);
-    if (strchr(s, '/') || strchr(s, '\\') || strstr(s, ".."))
-        return bad(c, path, "file name must not contain '/' or \"..\": ", s);
-    return BATON_OK;
+    if (r->rc) return;
+    if (!s[0]) baton_jr_fail(r, path, "is an empty file name");
+    else if (strchr(s, '/') || strchr(s, '\\') || strstr(s, ".."))
+        baton_jr_fail(r, path, "file name must not contain '/' or \"..\": %s", s);
 }
 
-static int get_floats(ctx *c, const cJSON *v, const char *path, uint32_t n, float *out,
-                      int positive)
+static void get_floats(baton_jr *r, const cJSON *o, const char *path, uint32_t n, float *out, int positive)
 {
-    char p[64];
-    if (!v) return bad(c, path, "missing", NULL);
-    if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != (int)n) {
-        snprintf(p, sizeof p, "expected an array of %u numbers (one per channel)", n);
-        return bad(c, path, p, NULL);
-    }
+    const cJSON *v = baton_jr_get(r, o, path);
+    if (r->rc) return;
+    if (!v) baton_jr_fail(r, path, "is missing");
+    else if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != (int)n)
+        baton_jr_fail(r, path, "expected an array of %u numbers (one per channel)", n);
     uint32_t i = 0;
-    const cJSON *e;
-    cJSON_ArrayForEach(e, v)
+    const cJSON *e, *list = r->rc ? NULL : v;
+    cJSON_ArrayForEach(e, list)
     {
+        char p[64];
         snprintf(p, sizeof p, "%s[%u]", path, i);
-        if (!cJSON_IsNumber(e) || !isfinite(e->valuedouble) || fabs(e->valuedouble) > 1e30)
-            return bad(c, p, "expected a finite number", NULL);
+        if (!cJSON_IsNumber(e) || !isfinite(e->valuedouble) || fabs(e->valuedouble) > 1e30) {
+            baton_jr_fail(r, p, "is not a finite number");
+            return;
+        }
         float f = (float)e->valuedouble;   /* checked as stored: 1e-50 would become 0 */
-        if (positive && !(f > 0)) return bad(c, p, "expected a number > 0", NULL);
+        if (positive && !(f > 0)) {
+            baton_jr_fail(r, p, "is not a number > 0");
+            return;
+        }
         out[i++] = f;
     }
-    return BATON_OK;
 }
 
-static int parse_shard(ctx *c, const cJSON *s, size_t i, baton_shard_info *si)
+static void parse_shard(baton_jr *r, const cJSON *s, size_t i, baton_shard_info *si)
 {
-    char p[96];
-    int rc;
-#define SP(key) (snprintf(p, sizeof p, "shards[%zu].%s", i, key), p)
-    if (!cJSON_IsObject(s)) {
-        snprintf(p, sizeof p, "shards[%zu]", i);
-        return bad(c, p, "expected an object", NULL);
-    }
-    if ((rc = get_string(c, field(s, "file"), SP("file"), &si->file))) return rc;
-    if ((rc = check_file_name(c, si->file, SP("file")))) return rc;
-    if ((rc = get_uint(c, field(s, "bytes"), SP("bytes"), UINT64_MAX, &si->bytes))) return rc;
-    if ((rc = get_uint(c, field(s, "records"), SP("records"), UINT64_MAX, &si->records))) return rc;
-    if ((rc = get_crc(c, field(s, "crc32c"), SP("crc32c"), &si->crc32c))) return rc;
-    const cJSON *idx = field(s, "index");
+    baton_jr_at(r, "shards[%zu]", i);
+    if (!cJSON_IsObject(s)) baton_jr_fail(r, NULL, "is not an object");
+    get_string(r, s, "file", &si->file);
+    check_file_name(r, si->file, "file");
+    baton_jr_u64(r, s, "bytes", 0, UINT64_MAX, &si->bytes);
+    baton_jr_u64(r, s, "records", 0, UINT64_MAX, &si->records);
+    get_crc(r, s, "crc32c", &si->crc32c);
+    const cJSON *idx = baton_jr_get(r, s, "index");
     if (idx && !cJSON_IsNull(idx)) {
-        if ((rc = get_string(c, idx, SP("index"), &si->index))) return rc;
-        if ((rc = check_file_name(c, si->index, SP("index")))) return rc;
-        if ((rc = get_uint(c, field(s, "index_bytes"), SP("index_bytes"), UINT64_MAX,
-                           &si->index_bytes)))
-            return rc;
-        if ((rc = get_crc(c, field(s, "index_crc32c"), SP("index_crc32c"), &si->index_crc32c)))
-            return rc;
+        get_string(r, s, "index", &si->index);
+        check_file_name(r, si->index, "index");
+        baton_jr_u64(r, s, "index_bytes", 0, UINT64_MAX, &si->index_bytes);
+        get_crc(r, s, "index_crc32c", &si->index_crc32c);
     }
-#undef SP
-    return BATON_OK;
+    if (!r->rc) baton_jr_at(r, "%s", "");
 }
 
-static int parse_root(ctx *c, const cJSON *root, baton_manifest *m)
+/* format, encoding, quality, samples, classes and their names */
+static void parse_kind(baton_jr *r, const cJSON *root, baton_manifest *m)
 {
-    uint64_t v;
-    int rc;
-    if (!cJSON_IsObject(root))
-        return baton_err_set(c->err, BATON_ERR_FORMAT, "%s: expected a JSON object", c->name);
-    if ((rc = get_uint(c, field(root, "baton_dataset"), "baton_dataset", UINT32_MAX, &v)))
-        return rc;
-    if (v != 1)
-        return baton_err_set(c->err, BATON_ERR_FORMAT,
-                             "%s: baton_dataset: version %llu is not supported (expected 1)",
-                             c->name, (unsigned long long)v);
+    uint64_t v = 0;
+    if (!baton_jr_u64(r, root, "baton_dataset", 0, UINT32_MAX, &v) && v != 1)
+        baton_jr_fail(r, "baton_dataset", "version %llu is not supported (expected 1)", (unsigned long long)v);
     m->version = 1;
-    if ((rc = get_string(c, field(root, "name"), "name", &m->name))) return rc;
-    if ((rc = get_string(c, field(root, "split"), "split", &m->split))) return rc;
-    const cJSON *f = field(root, "format");
-    if (!f) return bad(c, "format", "missing", NULL);
-    if (!cJSON_IsString(f) || baton_rec_format_parse(f->valuestring, &m->format) != BATON_OK)
-        return bad(c, "format", "expected \"recordio\" or \"tfrecord\"", NULL);
-    f = field(root, "encoding");
-    if (!f) return bad(c, "encoding", "missing", NULL);
-    if (!cJSON_IsString(f) || baton_encoding_parse(f->valuestring, &m->encoding) != BATON_OK)
-        return bad(c, "encoding", "expected \"raw\", \"png\" or \"jpeg\"", NULL);
-    if ((rc = get_uint(c, field(root, "quality"), "quality", 100, &v))) return rc;
-    m->quality = (int)v;
-    if ((rc = get_uint(c, field(root, "samples"), "samples", UINT64_MAX, &m->samples))) return rc;
-    if ((rc = get_uint(c, field(root, "classes"), "classes", UINT32_MAX, &v))) return rc;
-    m->classes = (uint32_t)v;
-
-    const cJSON *names = field(root, "class_names");
-    if (!names) return bad(c, "class_names", "missing", NULL);
-    if (!cJSON_IsArray(names)) return bad(c, "class_names", "expected an array of strings", NULL);
-    if ((uint64_t)cJSON_GetArraySize(names) != m->classes)
-        return baton_err_set(c->err, BATON_ERR_FORMAT,
-                             "%s: class_names: %d names, but classes is %u", c->name,
-                             cJSON_GetArraySize(names), m->classes);
-    m->class_names = calloc(m->classes ? m->classes : 1, sizeof *m->class_names);
-    if (!m->class_names)
-        return baton_err_set(c->err, BATON_ERR_NOMEM, "%s: out of memory", c->name);
+    get_string(r, root, "name", &m->name);
+    get_string(r, root, "split", &m->split);
+    const cJSON *f = baton_jr_get(r, root, "format");
+    if (!r->rc && !f) baton_jr_fail(r, "format", "is missing");
+    else if (!r->rc && (!cJSON_IsString(f) || baton_rec_format_parse(f->valuestring, &m->format) != BATON_OK))
+        baton_jr_fail(r, "format", "expected \"recordio\" or \"tfrecord\"");
+    f = baton_jr_get(r, root, "encoding");
+    if (!r->rc && !f) baton_jr_fail(r, "encoding", "is missing");
+    else if (!r->rc && (!cJSON_IsString(f) || baton_encoding_parse(f->valuestring, &m->encoding) != BATON_OK))
+        baton_jr_fail(r, "encoding", "expected \"raw\", \"png\" or \"jpeg\"");
+    if (!baton_jr_u64(r, root, "quality", 0, 100, &v)) m->quality = (int)v;
+    baton_jr_u64(r, root, "samples", 0, UINT64_MAX, &m->samples);
+    if (!baton_jr_u64(r, root, "classes", 0, UINT32_MAX, &v)) m->classes = (uint32_t)v;
+    const cJSON *names = baton_jr_get(r, root, "class_names");
+    if (r->rc) return;
+    if (!names) baton_jr_fail(r, "class_names", "is missing");
+    else if (!cJSON_IsArray(names)) baton_jr_fail(r, "class_names", "expected an array of strings");
+    else if ((uint64_t)cJSON_GetArraySize(names) != m->classes)
+        baton_jr_fail(r, "class_names", "%d names, but classes is %u", cJSON_GetArraySize(names), m->classes);
+    if (r->rc) return;
+    if (!(m->class_names = calloc(m->classes ? m->classes : 1, sizeof *m->class_names))) {
+        r->rc = baton_err_set(r->err, BATON_ERR_NOMEM, "%s: out of memory", r->doc);
+        return;
+    }
     size_t i = 0;
     const cJSON *e;
-    char p[64];
     cJSON_ArrayForEach(e, names)
     {
-        snprintf(p, sizeof p, "class_names[%zu]", i);
-        if ((rc = get_string(c, e, p, &m->class_names[i]))) return rc;
-        i++;
+        baton_jr_at(r, "class_names[%zu]", i);
+        get_string(r, e, "", &m->class_names[i++]);
     }
+    if (!r->rc) baton_jr_at(r, "%s", "");
+}
 
-    if ((rc = get_uint(c, field(root, "channels"), "channels", 4, &v))) return rc;
-    if (v < 1) return bad(c, "channels", "expected 1, 2, 3 or 4", NULL);
-    m->channels = (uint32_t)v;
-    const cJSON *shape = field(root, "shape");
-    if (!shape) return bad(c, "shape", "missing", NULL);
-    if (!cJSON_IsArray(shape) || cJSON_GetArraySize(shape) != 3)
-        return bad(c, "shape", "expected [height, width, channels]", NULL);
-    i = 0;
-    cJSON_ArrayForEach(e, shape)
+/* channels, shape, mean and std, seed, shuffled */
+static void parse_shape(baton_jr *r, const cJSON *root, baton_manifest *m)
+{
+    uint64_t v = 0;
+    if (!baton_jr_u64(r, root, "channels", 1, 4, &v)) m->channels = (uint32_t)v;
+    const cJSON *shape = baton_jr_get(r, root, "shape");
+    if (!r->rc && !shape) baton_jr_fail(r, "shape", "is missing");
+    else if (!r->rc && (!cJSON_IsArray(shape) || cJSON_GetArraySize(shape) != 3))
+        baton_jr_fail(r, "shape", "expected [height, width, channels]");
+    size_t i = 0;
+    const cJSON *e, *list = r->rc ? NULL : shape;
+    cJSON_ArrayForEach(e, list)
     {
-        snprintf(p, sizeof p, "shape[%zu]", i);
-        if ((rc = get_uint(c, e, p, i == 2 ? 4 : 65535, &v))) return rc;
-        m->shape[i++] = (uint32_t)v;
+        baton_jr_at(r, "shape[%zu]", i);
+        if (!baton_jr_u64(r, e, "", 0, i == 2 ? 4 : 65535, &v)) m->shape[i++] = (uint32_t)v;
     }
+    if (r->rc) return;
+    baton_jr_at(r, "%s", "");
     int zeros = !m->shape[0] + !m->shape[1] + !m->shape[2];
-    if (zeros != 0 && zeros != 3)
-        return bad(c, "shape", "expected all three sizes > 0, or all 0 when images vary", NULL);
-    if (zeros == 0 && m->shape[2] != m->channels)
-        return baton_err_set(c->err, BATON_ERR_FORMAT, "%s: shape[2]: %u, but channels is %u",
-                             c->name, m->shape[2], m->channels);
-    if ((rc = get_floats(c, field(root, "mean"), "mean", m->channels, m->mean, 0))) return rc;
-    if ((rc = get_floats(c, field(root, "std"), "std", m->channels, m->std, 1))) return rc;
-    if ((rc = get_uint(c, field(root, "seed"), "seed", UINT64_MAX, &m->seed))) return rc;
-    f = field(root, "shuffled");
-    if (!f) return bad(c, "shuffled", "missing", NULL);
-    if (!cJSON_IsBool(f)) return bad(c, "shuffled", "expected true or false", NULL);
-    m->shuffled = cJSON_IsTrue(f);
+    if (zeros != 0 && zeros != 3) baton_jr_fail(r, "shape", "expected all three sizes > 0, or all 0 when images vary");
+    else if (zeros == 0 && m->shape[2] != m->channels)
+        baton_jr_fail(r, "shape[2]", "%u, but channels is %u", m->shape[2], m->channels);
+    get_floats(r, root, "mean", m->channels, m->mean, 0);
+    get_floats(r, root, "std", m->channels, m->std, 1);
+    baton_jr_u64(r, root, "seed", 0, UINT64_MAX, &m->seed);
+    int b = 0;
+    if (!baton_jr_bool(r, root, "shuffled", &b)) m->shuffled = b;
+}
 
-    const cJSON *shards = field(root, "shards");
-    if (!shards) return bad(c, "shards", "missing", NULL);
-    if (!cJSON_IsArray(shards)) return bad(c, "shards", "expected an array of objects", NULL);
+static void parse_shards(baton_jr *r, const cJSON *root, baton_manifest *m)
+{
+    const cJSON *shards = baton_jr_get(r, root, "shards");
+    if (r->rc) return;
+    if (!shards) baton_jr_fail(r, "shards", "is missing");
+    else if (!cJSON_IsArray(shards)) baton_jr_fail(r, "shards", "expected an array of objects");
+    if (r->rc) return;
     size_t ns = (size_t)cJSON_GetArraySize(shards);
-    m->shards = calloc(ns ? ns : 1, sizeof *m->shards);
-    if (!m->shards) return baton_err_set(c->err, BATON_ERR_NOMEM, "%s: out of memory", c->name);
+    if (!(m->shards = calloc(ns ? ns : 1, sizeof *m->shards))) {
+        r->rc = baton_err_set(r->err, BATON_ERR_NOMEM, "%s: out of memory", r->doc);
+        return;
+    }
     uint64_t total = 0;
-    i = 0;
+    size_t i = 0;
+    const cJSON *e;
     cJSON_ArrayForEach(e, shards)
     {
         m->nshards = i + 1;
-        if ((rc = parse_shard(c, e, i, &m->shards[i]))) return rc;
+        parse_shard(r, e, i, &m->shards[i]);
+        if (r->rc) return;
         total += m->shards[i].records;   /* each < 2^53 and at most 2^31 shards: no wrap */
         i++;
     }
     const char **files = malloc((ns ? ns : 1) * sizeof *files);   /* a file named twice: O(n log n) */
-    if (!files) return baton_err_set(c->err, BATON_ERR_NOMEM, "%s: out of memory", c->name);
+    if (!files) {
+        r->rc = baton_err_set(r->err, BATON_ERR_NOMEM, "%s: out of memory", r->doc);
+        return;
+    }
     for (size_t k = 0; k < ns; k++) files[k] = m->shards[k].file;
     size_t first, dup = baton_first_duplicate(files, ns, &first);
     free(files);
     if (dup < ns) {
-        snprintf(p, sizeof p, "shards[%zu].file", dup);
-        return baton_err_set(c->err, BATON_ERR_FORMAT, "%s: %s: \"%s\" is already shards[%zu].file", c->name, p,
-                             m->shards[dup].file, first);
+        baton_jr_at(r, "shards[%zu]", dup);
+        baton_jr_fail(r, "file", "\"%s\" is already shards[%zu].file", m->shards[dup].file, first);
+    } else if (total != m->samples) {
+        baton_jr_fail(r, "samples", "%llu, but the shards hold %llu records", (unsigned long long)m->samples,
+                      (unsigned long long)total);
     }
-    if (total != m->samples)
-        return baton_err_set(c->err, BATON_ERR_FORMAT,
-                             "%s: samples: %llu, but the shards hold %llu records", c->name,
-                             (unsigned long long)m->samples, (unsigned long long)total);
-    return BATON_OK;
 }
 
 int baton_manifest_parse(const char *name, const char *json, size_t n, baton_manifest *m,
                          baton_err *err)
 {
     memset(m, 0, sizeof *m);
-    ctx c = {name ? name : BATON_MANIFEST_NAME, err};
+    baton_jr r;
+    baton_jr_init(&r, name ? name : BATON_MANIFEST_NAME, err);
     if (n > BATON_MANIFEST_MAX_BYTES)
         return baton_err_set(err, BATON_ERR_FORMAT, "%s: %zu bytes, more than the %u accepted",
-                             c.name, n, BATON_MANIFEST_MAX_BYTES);
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(json, n, &end, 0);
-    size_t stop = root ? (size_t)(end - json) : 0;
+                             r.doc, n, BATON_MANIFEST_MAX_BYTES);
+    cJSON *root = baton_jr_parse(&r, json, n);
     if (root) {
-        while (stop < n && (json[stop] == ' ' || json[stop] == '\t' || json[stop] == '\n' ||
-                            json[stop] == '\r'))
-            stop++;
+        parse_kind(&r, root, m);
+        parse_shape(&r, root, m);
+        parse_shards(&r, root, m);
     }
-    if (!root || stop < n) {
-        size_t at =
-            root ? stop : (end && end >= json && end <= json + n ? (size_t)(end - json) : n);
-        size_t line = 1;
-        for (size_t k = 0; k < at && k < n; k++) line += json[k] == '\n';
-        cJSON_Delete(root);
-        return baton_err_set(err, BATON_ERR_FORMAT, "%s: line %zu: %s", c.name, line,
-                             root ? "unexpected text after the JSON object" : "invalid JSON");
-    }
-    int rc = parse_root(&c, root, m);
     cJSON_Delete(root);
-    if (rc) baton_manifest_free(m);
-    return rc;
+    if (r.rc) baton_manifest_free(m);
+    return r.rc;
 }
 
 int baton_manifest_load(const char *dir, baton_manifest *m, baton_err *err)

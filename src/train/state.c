@@ -41,215 +41,125 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int get_u64(const cJSON *o, const char *obj, const char *key, uint64_t *v, baton_err *err)
-{
-    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
-    if (cJSON_IsNumber(x)) {
-        double d = x->valuedouble;
-        if (d >= 0 && d <= 9007199254740992.0 && d == floor(d)) {
-            *v = (uint64_t)d;
-            return BATON_OK;
-        }
-    } else if (cJSON_IsString(x)) {
-        const char *s = x->valuestring;
-        size_t n = strlen(s);
-        if (n >= 1 && n <= 20 && strspn(s, "0123456789") == n) {
-            char *end;
-            errno = 0;
-            unsigned long long u = strtoull(s, &end, 10);
-            if (!errno && !*end) {
-                *v = u;
-                return BATON_OK;
-            }
-        }
-    }
-    return baton_err_set(err, BATON_ERR_FORMAT, "state.json: %s%s\"%s\" missing or not a non-negative integer",
-                         obj ? obj : "", obj ? "." : "", key);
-}
+#define U53 9007199254740992ull   /* counts: exact in a double */
 
-static int get_dbl(const cJSON *o, const char *obj, const char *key, int nonneg, double *v, baton_err *err)
+/* metrics.KEY: a number, or null for one that was not finite (NaN then) */
+static void get_metric(baton_jr *r, const cJSON *j, const char *path, double *v)
 {
-    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
-    if (cJSON_IsNumber(x) && isfinite(x->valuedouble) && (!nonneg || x->valuedouble >= 0)) {
-        *v = x->valuedouble;
-        return BATON_OK;
-    }
-    return baton_err_set(err, BATON_ERR_FORMAT, "state.json: %s.\"%s\" missing or not a finite%s number", obj, key,
-                         nonneg ? " non-negative" : "");
-}
-
-static int get_metric(const cJSON *o, const char *key, double *v, baton_err *err)
-{
-    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
-    if (cJSON_IsNull(x)) {
-        *v = NAN;
-        return BATON_OK;
-    }
-    if (cJSON_IsNumber(x)) {
-        *v = x->valuedouble;
-        return BATON_OK;
-    }
-    return baton_err_set(err, BATON_ERR_FORMAT, "state.json: metrics.\"%s\" missing or not a number", key);
-}
-
-static const cJSON *get_obj(const cJSON *j, const char *key, baton_err *err)
-{
-    const cJSON *o = cJSON_GetObjectItemCaseSensitive(j, key);
-    if (!cJSON_IsObject(o)) baton_err_set(err, BATON_ERR_FORMAT, "state.json: \"%s\" missing or not an object", key);
-    return cJSON_IsObject(o) ? o : NULL;
+    const cJSON *x = baton_jr_get(r, j, path);
+    if (cJSON_IsNull(x)) *v = NAN;
+    else if (cJSON_IsNumber(x)) *v = x->valuedouble;
+    else baton_jr_fail(r, path, "is missing or not a number");
 }
 
 /* The required core: model, step, epoch, hyper.seed/batch, the cursor, the epoch's sums. */
-static int parse_core(const cJSON *j, baton_train_state *st, baton_err *err)
+static void parse_core(baton_jr *r, const cJSON *j, baton_train_state *st)
 {
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "model");
-    if (!cJSON_IsString(m) || !m->valuestring[0] || strlen(m->valuestring) >= sizeof st->model) {
+    if (!cJSON_IsString(m)) {
         const char *hint = baton_ckpt_kind_hint(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "kind")));
-        if (hint) return baton_err_set(err, BATON_ERR_FORMAT, "state.json: not a baton train checkpoint: %s", hint);
-        return baton_err_set(err, BATON_ERR_FORMAT, "state.json: \"model\" missing or not a model name");
+        if (hint) baton_jr_fail(r, NULL, "not a baton train checkpoint: %s", hint);
     }
-    snprintf(st->model, sizeof st->model, "%s", m->valuestring);
-    const cJSON *h, *c, *ep;
-    if (!(h = get_obj(j, "hyper", err)) || !(c = get_obj(j, "cursor", err)) || !(ep = get_obj(j, "epoch_sums", err)))
-        return BATON_ERR_FORMAT;
-    int rc;
-    if ((rc = get_u64(j, NULL, "step", &st->step, err)) || (rc = get_u64(j, NULL, "epoch", &st->epoch, err)) ||
-        (rc = get_u64(h, "hyper", "seed", &st->seed, err)) || (rc = get_u64(h, "hyper", "batch", &st->batch, err)) ||
-        (rc = get_u64(c, "cursor", "seed", &st->cursor.seed, err)) ||
-        (rc = get_u64(c, "cursor", "epoch", &st->cursor.epoch, err)) ||
-        (rc = get_u64(c, "cursor", "position", &st->cursor.position, err)) ||
-        (rc = get_u64(ep, "epoch_sums", "correct", &st->ep_correct, err)) ||
-        (rc = get_u64(ep, "epoch_sums", "seen", &st->ep_seen, err)) ||
-        (rc = get_dbl(ep, "epoch_sums", "loss_sum", 1, &st->ep_loss_sum, err)) ||
-        (rc = get_dbl(ep, "epoch_sums", "seconds", 1, &st->ep_seconds, err)))
-        return rc;
-    if (st->batch < 1 || st->batch > UINT32_MAX)
-        return baton_err_set(err, BATON_ERR_FORMAT, "state.json: hyper.\"batch\" is %llu, not 1..%u",
-                             (unsigned long long)st->batch, UINT32_MAX);
-    if (st->cursor.seed != st->seed)
-        return baton_err_set(err, BATON_ERR_FORMAT, "state.json: cursor.\"seed\" %llu differs from hyper.\"seed\" %llu",
-                             (unsigned long long)st->cursor.seed, (unsigned long long)st->seed);
-    if (st->ep_correct > st->ep_seen)
-        return baton_err_set(err, BATON_ERR_FORMAT, "state.json: epoch_sums.\"correct\" %llu exceeds \"seen\" %llu",
-                             (unsigned long long)st->ep_correct, (unsigned long long)st->ep_seen);
-    static const char *const counts[] = {"epochs", "steps_per_epoch"};
-    for (int k = 0; k < 2; k++) {   /* optional (older versions lack them) */
-        uint64_t *v = k ? &st->steps_per_epoch : &st->epochs;
-        if (!cJSON_GetObjectItemCaseSensitive(h, counts[k])) continue;
-        if ((rc = get_u64(h, "hyper", counts[k], v, err))) return rc;
-        if (*v < 1) return baton_err_set(err, BATON_ERR_FORMAT, "state.json: hyper.\"%s\" must be >= 1", counts[k]);
-    }
-    return BATON_OK;
-}
-
-static int parse_rng(const cJSON *j, baton_train_state *st, baton_err *err)
-{
-    const cJSON *rng = cJSON_GetObjectItemCaseSensitive(j, "dropout_rng");
-    if (!cJSON_IsArray(rng) || cJSON_GetArraySize(rng) != 4)
-        return baton_err_set(err, BATON_ERR_FORMAT, "state.json: \"dropout_rng\" missing or not 4 hex words");
-    uint64_t any = 0;
-    for (int i = 0; i < 4; i++) {
-        const cJSON *x = cJSON_GetArrayItem(rng, i);
-        const char *s = cJSON_IsString(x) ? x->valuestring : "";
-        size_t n = strlen(s);
-        if (n < 1 || n > 16 || strspn(s, "0123456789abcdefABCDEF") != n)
-            return baton_err_set(err, BATON_ERR_FORMAT, "state.json: dropout_rng[%d] is not a hex word", i);
-        st->rng[i] = strtoull(s, NULL, 16);
-        any |= st->rng[i];
-    }
-    if (!any) return baton_err_set(err, BATON_ERR_FORMAT, "state.json: dropout_rng is all zero (not a valid RNG state)");
-    return BATON_OK;
+    baton_jr_str(r, j, "model", st->model, sizeof st->model);
+    baton_jr_obj(r, j, "hyper");
+    baton_jr_obj(r, j, "cursor");
+    baton_jr_obj(r, j, "epoch_sums");
+    baton_jr_u64(r, j, "step", 0, U53, &st->step);
+    baton_jr_u64(r, j, "epoch", 0, U53, &st->epoch);
+    baton_jr_u64(r, j, "hyper.seed", 0, UINT64_MAX, &st->seed);
+    baton_jr_u64(r, j, "hyper.batch", 1, UINT32_MAX, &st->batch);
+    baton_jr_u64(r, j, "cursor.seed", 0, UINT64_MAX, &st->cursor.seed);
+    baton_jr_u64(r, j, "cursor.epoch", 0, U53, &st->cursor.epoch);
+    baton_jr_u64(r, j, "cursor.position", 0, U53, &st->cursor.position);
+    baton_jr_u64(r, j, "epoch_sums.correct", 0, U53, &st->ep_correct);
+    baton_jr_u64(r, j, "epoch_sums.seen", 0, U53, &st->ep_seen);
+    baton_jr_dbl(r, j, "epoch_sums.loss_sum", 0, HUGE_VAL, &st->ep_loss_sum);
+    baton_jr_dbl(r, j, "epoch_sums.seconds", 0, HUGE_VAL, &st->ep_seconds);
+    if (!r->rc && st->cursor.seed != st->seed)
+        baton_jr_fail(r, "cursor.seed", "%llu differs from hyper.seed %llu", (unsigned long long)st->cursor.seed,
+                      (unsigned long long)st->seed);
+    if (!r->rc && st->ep_correct > st->ep_seen)
+        baton_jr_fail(r, "epoch_sums.correct", "%llu exceeds seen %llu", (unsigned long long)st->ep_correct,
+                      (unsigned long long)st->ep_seen);
+    /* optional (older versions lack them) */
+    if (baton_jr_get(r, j, "hyper.epochs")) baton_jr_u64(r, j, "hyper.epochs", 1, U53, &st->epochs);
+    if (baton_jr_get(r, j, "hyper.steps_per_epoch")) baton_jr_u64(r, j, "hyper.steps_per_epoch", 1, U53, &st->steps_per_epoch);
 }
 
 /* schedule and input_shape: optional, validated when present */
-static int parse_schedule_shape(const cJSON *j, baton_train_state *st, baton_err *err)
+static void parse_schedule_shape(baton_jr *r, const cJSON *j, baton_train_state *st)
 {
-    int rc;
-    const cJSON *sched = cJSON_GetObjectItemCaseSensitive(j, "schedule");
-    if (sched) {
-        if (!cJSON_IsObject(sched)) return baton_err_set(err, BATON_ERR_FORMAT, "state.json: \"schedule\" is not an object");
-        if ((rc = get_dbl(sched, "schedule", "base_lr", 1, &st->base_lr, err)) ||
-            (rc = get_u64(sched, "schedule", "total_steps", &st->total_steps, err)))
-            return rc;
-        if (!(st->base_lr > 0)) return baton_err_set(err, BATON_ERR_FORMAT, "state.json: schedule.\"base_lr\" must be positive");
-        st->has_schedule = 1;
+    if (baton_jr_get(r, j, "schedule")) {
+        baton_jr_obj(r, j, "schedule");
+        baton_jr_dbl(r, j, "schedule.base_lr", 0, HUGE_VAL, &st->base_lr);
+        baton_jr_u64(r, j, "schedule.total_steps", 0, U53, &st->total_steps);
+        if (!r->rc && !(st->base_lr > 0)) baton_jr_fail(r, "schedule.base_lr", "must be positive");
+        st->has_schedule = !r->rc;
     }
-    const cJSON *shp = cJSON_GetObjectItemCaseSensitive(j, "input_shape");
-    if (!shp) return BATON_OK;
+    const cJSON *shp = baton_jr_get(r, j, "input_shape");
+    if (!shp) return;
     uint64_t cl = 0;
-    int ok = cJSON_IsArray(shp) && cJSON_GetArraySize(shp) == 3 && get_u64(j, NULL, "classes", &cl, NULL) == 0 &&
-             cl >= 1 && cl <= UINT32_MAX;
-    for (int k = 0; ok && k < 3; k++) {
+    if (!cJSON_IsArray(shp) || cJSON_GetArraySize(shp) != 3) baton_jr_fail(r, "input_shape", "is not [h, w, c]");
+    for (int k = 0; k < 3 && !r->rc; k++) {
         const cJSON *x = cJSON_GetArrayItem(shp, k);
-        ok = cJSON_IsNumber(x) && x->valuedouble >= 1 && x->valuedouble <= 1e6 && x->valuedouble == floor(x->valuedouble);
-        if (ok) st->input_shape[k] = (uint32_t)x->valuedouble;
+        if (!cJSON_IsNumber(x) || !(x->valuedouble >= 1 && x->valuedouble <= 1e6) || x->valuedouble != floor(x->valuedouble))
+            baton_jr_fail(r, "input_shape", "[%d] is not an integer in 1..1000000", k);
+        else st->input_shape[k] = (uint32_t)x->valuedouble;
     }
-    if (!ok) return baton_err_set(err, BATON_ERR_FORMAT, "state.json: \"input_shape\" is not [h, w, c] with \"classes\"");
+    baton_jr_u64(r, j, "classes", 1, UINT32_MAX, &cl);
     st->classes = (uint32_t)cl;
-    return BATON_OK;
 }
 
 /* metrics and normalisation: optional */
-static int parse_metrics_norm(const cJSON *j, baton_train_state *st, baton_err *err)
+static void parse_metrics_norm(baton_jr *r, const cJSON *j, baton_train_state *st)
 {
-    int rc;
-    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(j, "metrics");
-    if (mt) {
-        if (!cJSON_IsObject(mt)) return baton_err_set(err, BATON_ERR_FORMAT, "state.json: \"metrics\" is not an object");
-        if ((rc = get_metric(mt, "loss", &st->loss, err)) || (rc = get_metric(mt, "accuracy", &st->accuracy, err)))
-            return rc;
-        st->has_metrics = 1;
-        if (cJSON_GetObjectItemCaseSensitive(mt, "val_loss")) {
-            if ((rc = get_metric(mt, "val_loss", &st->val_loss, err)) ||
-                (rc = get_metric(mt, "val_accuracy", &st->val_accuracy, err)))
-                return rc;
-            st->has_val = 1;
+    if (baton_jr_get(r, j, "metrics")) {
+        baton_jr_obj(r, j, "metrics");
+        get_metric(r, j, "metrics.loss", &st->loss);
+        get_metric(r, j, "metrics.accuracy", &st->accuracy);
+        st->has_metrics = !r->rc;
+        if (baton_jr_get(r, j, "metrics.val_loss")) {
+            get_metric(r, j, "metrics.val_loss", &st->val_loss);
+            get_metric(r, j, "metrics.val_accuracy", &st->val_accuracy);
+            st->has_val = !r->rc;
         }
     }
-    const cJSON *nm = cJSON_GetObjectItemCaseSensitive(j, "normalisation");
-    if (!nm) return BATON_OK;
+    const cJSON *nm = baton_jr_get(r, j, "normalisation");
+    if (!nm) return;
     const cJSON *mean = cJSON_GetObjectItemCaseSensitive(nm, "mean");
     const cJSON *sd = cJSON_GetObjectItemCaseSensitive(nm, "std");
     const int n = cJSON_IsArray(mean) ? cJSON_GetArraySize(mean) : -1;
-    if (!cJSON_IsObject(nm) || n < 1 || n > 4 || !cJSON_IsArray(sd) || cJSON_GetArraySize(sd) != n)
-        return baton_err_set(err, BATON_ERR_FORMAT,
-                             "state.json: \"normalisation\" is not {\"mean\": [1..4 numbers], \"std\": [as many]}");
-    for (int k = 0; k < n; k++) {
+    if (!cJSON_IsObject(nm) || n < 1 || n > 4 || !cJSON_IsArray(sd) || cJSON_GetArraySize(sd) != n) {
+        baton_jr_fail(r, "normalisation", "is not {\"mean\": [1..4 numbers], \"std\": [as many]}");
+        return;
+    }
+    for (int k = 0; k < n && !r->rc; k++) {
         const cJSON *a = cJSON_GetArrayItem(mean, k), *b = cJSON_GetArrayItem(sd, k);
         if (!cJSON_IsNumber(a) || !cJSON_IsNumber(b) || !isfinite(a->valuedouble) || !(b->valuedouble > 0) ||
             !isfinite(b->valuedouble))
-            return baton_err_set(err, BATON_ERR_FORMAT,
-                                 "state.json: normalisation channel %d: mean must be finite and std positive", k);
-        st->mean[k] = (float)a->valuedouble;
-        st->std[k] = (float)b->valuedouble;
+            baton_jr_fail(r, "normalisation", "channel %d: mean must be finite and std positive", k);
+        else st->mean[k] = (float)a->valuedouble, st->std[k] = (float)b->valuedouble;
     }
     st->norm_channels = n;
-    return BATON_OK;
 }
 
 int baton_train_state_parse(const char *text, size_t len, baton_train_state *out, baton_err *err)
 {
-    const char *end = NULL;
-    cJSON *j = cJSON_ParseWithLengthOpts(text, len, &end, 0);
-    if (!j) {
-        size_t off = end && end >= text && end <= text + len ? (size_t)(end - text) : 0;
-        return baton_err_set(err, BATON_ERR_FORMAT, "state.json: not valid JSON (at offset %zu)", off);
-    }
+    baton_jr r;
+    baton_jr_init(&r, "state.json", err);
+    r.strings = BATON_JR_DIGITS;   /* seeds: any uint64 as decimal digits */
+    cJSON *j = baton_jr_parse(&r, text, len);
     baton_train_state st;
     memset(&st, 0, sizeof st);
-    int rc = BATON_OK;
-    for (const char *q = end; q < text + len && !rc; q++)
-        if (*q != ' ' && *q != '\t' && *q != '\n' && *q != '\r')
-            rc = baton_err_set(err, BATON_ERR_FORMAT, "state.json: unexpected byte after the JSON at offset %zu",
-                               (size_t)(q - text));
-    if (!rc && !cJSON_IsObject(j)) rc = baton_err_set(err, BATON_ERR_FORMAT, "state.json: not a JSON object");
-    if (!rc) rc = parse_core(j, &st, err);
-    if (!rc) rc = parse_rng(j, &st, err);
-    if (!rc) rc = parse_schedule_shape(j, &st, err);
-    if (!rc) rc = parse_metrics_norm(j, &st, err);
-    if (!rc) *out = st;
+    if (j) {
+        parse_core(&r, j, &st);
+        baton_jr_hex64(&r, j, "dropout_rng", 4, st.rng);
+        parse_schedule_shape(&r, j, &st);
+        parse_metrics_norm(&r, j, &st);
+    }
+    if (!r.rc) *out = st;
     cJSON_Delete(j);
-    return rc;
+    return r.rc;
 }
 
 /* ---------------------------------------------------------------- the writer */

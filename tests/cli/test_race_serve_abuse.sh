@@ -2,17 +2,21 @@
 # test_race_serve_abuse.sh — `baton race serve` against clients that do not play fair, each bounded
 # in time (a few seconds a case) and in count:
 #   - six uploads of 64 MiB without a token in flight at once (three by curl with "Expect:
-#     100-continue", three streaming a real body): each refused with 401 within 2 s, no "100
-#     Continue" sent, the server's resident memory (VmRSS) under 100 MB throughout (the sanitizer
-#     build: under its own start plus 64 MB), and meanwhile a racer's page and submission each
-#     served within 1 s;
+#     100-continue", three streaming a real body) while 140 slow connections from another address
+#     drip their request heads (each reopened when the server closes it): each upload refused with
+#     401 within 2 s, no "100 Continue" sent, the server's resident memory (VmRSS) under 100 MB
+#     throughout (the sanitizer build: under its own start plus 64 MB), and meanwhile a racer's
+#     page and submission each served within 1 s;
 #   - an accepted upload arriving slowly: its bytes in an unlinked 0600 file in the league's
 #     folder, not in memory; a second upload of the same alias meanwhile refused (409);
 #   - requests libmicrohttpd alone would leave unanswered for its 30 s timeout, answered at once:
 #     a query of 490 and of 600 arguments (414), a chunk size of ffffffffffffffff on a GET (400)
 #     and on an upload (411: an upload declares its size), a short body on a path that takes none;
 #   - slowloris: 140 unfinished request heads from one address: the server keeps at most 16 of
-#     them, and a racer at another address is served within 1 s meanwhile.
+#     them, and a racer at another address is served within 1 s meanwhile; heads dripped one line
+#     every 0.4 s (each line restarts libmicrohttpd's own timeout) are cut at the server's deadline
+#     for a whole head (--head-timeout 2 here), while a keep-alive connection idle 1.5 s between
+#     two requests is still served.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/cli/lib.sh
 export OMP_NUM_THREADS=1
@@ -27,7 +31,7 @@ tar -C "$T/m" -cf "$T/m.tar" .
 check '"$BATON" race token add ann --db "$DB" >"$T/ann" 2>/dev/null && "$BATON" race token add bob --db "$DB" >"$T/bob" 2>/dev/null' "tokens"
 ANN=$(cat "$T/ann") BOB=$(cat "$T/bob")
 
-"$BATON" race serve --listen 127.0.0.1:0 --db "$DB" >"$T/url" 2>"$T/serve.err" &
+"$BATON" race serve --listen 127.0.0.1:0 --db "$DB" --head-timeout 2 >"$T/url" 2>"$T/serve.err" &
 pids+=($!)
 PID=$!
 U=
@@ -54,6 +58,37 @@ check '[ "$(submit "$ANN" ann | cut -d" " -f1)" = 202 ] && wait_done 1' "ann's f
 # ---- six unauthenticated 64 MiB uploads in flight
 truncate -s 64M "$T/big"
 base=$(rss)
+# ... while 140 slow connections from another address (127.0.0.2) drip their heads, each opened
+# again as soon as the server closes it (at most 16 kept, each cut at the head deadline)
+python3 - "$PORT" "$T/abuse.done" >"$T/press.out" 2>&1 <<'PY' &
+import os, socket, sys, time
+port, done = int(sys.argv[1]), sys.argv[2]
+conns, opened, t0 = [], 0, time.time()
+while not os.path.exists(done) and time.time() - t0 < 15:
+    while len(conns) < 140:
+        s = socket.socket()
+        s.bind(("127.0.0.2", 0))
+        s.setblocking(False)
+        try:
+            s.connect(("127.0.0.1", port))
+        except BlockingIOError:
+            pass
+        except OSError:
+            s.close()
+            break
+        conns.append([s, 0]); opened += 1
+    time.sleep(0.2)
+    for c in list(conns):   # one more header line each; a closed one is replaced
+        try:
+            c[0].send(b"GET / HTTP/1.1\r\nHost: x\r\n" if c[1] == 0 else b"X-%d: y\r\n" % c[1]); c[1] += 1
+        except (BlockingIOError, InterruptedError):
+            pass
+        except OSError:
+            c[0].close(); conns.remove(c)
+print(opened, flush=True)
+PY
+press=$!
+sleep 0.5
 python3 - "$PID" "$T/abuse.done" >"$T/rss.max" <<'PY' &
 import os, sys, time
 peak, end = 0, time.time() + 10
@@ -101,7 +136,8 @@ page=$(curl -s -o /dev/null -w "%{http_code} %{time_total}" --max-time 5 "$U/tra
 own=$(submit "$ANN" ann)
 wait "${abusers[@]}"
 touch "$T/abuse.done"
-wait "$sampler"
+wait "$sampler" "$press"
+check '[ "$(cat "$T/press.out")" -ge 140 ]' "140 slow connections kept up meanwhile: $(cat "$T/press.out") opened"
 check 'quick "$page" 200 1' \
     "the racer's page within 1 s meanwhile: $page"
 check 'quick "$own" 202 1' \
@@ -213,6 +249,55 @@ check 'quick "$(curl -s --interface 127.0.0.3 -o /dev/null -w "%{http_code} %{ti
     "a racer at another address served while one address holds unfinished requests"
 wait "$LORIS"
 check '[ "$(cat "$T/loris.out")" -le 16 ]' "the server kept at most 16 connections of the one address: $(cat "$T/loris.out")"
+# ---- a whole head within the deadline, however it trickles: 8 connections from 127.0.0.4 each
+# sending one header line every 0.4 s are closed 2 s (the deadline) after they began; a keep-alive
+# connection that is idle 1.5 s between two whole requests is served both times
+python3 - "$PORT" >"$T/drip.out" 2>&1 <<'PY'
+import socket, sys, threading, time
+port = int(sys.argv[1])
+def drip(out, i):
+    s = socket.create_connection(("127.0.0.1", port), source_address=("127.0.0.4", 0))
+    t0 = time.time()
+    s.sendall(b"GET /api/tracks HTTP/1.1\r\nHost: x\r\n")
+    s.settimeout(0.4)
+    n = 0
+    while time.time() - t0 < 8:
+        try:
+            if s.recv(100) == b"":
+                break
+        except socket.timeout:
+            try:
+                s.sendall(b"X-%d: %d\r\n" % (n, n)); n += 1
+            except OSError:
+                break
+        except OSError:
+            break
+    out[i] = time.time() - t0
+out = [None] * 8
+th = [threading.Thread(target=drip, args=(out, i)) for i in range(8)]
+for t in th: t.start()
+for t in th: t.join()
+print("drip", " ".join("%.2f" % x for x in out))
+s = socket.create_connection(("127.0.0.1", port), source_address=("127.0.0.4", 0))
+req = b"GET /api/tracks HTTP/1.1\r\nHost: x\r\n\r\n"
+def answer(s):
+    s.settimeout(3)
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        buf += s.recv(4096)
+    head, _, body = buf.partition(b"\r\n\r\n")
+    n = int([l.split(b":")[1] for l in head.split(b"\r\n") if l.lower().startswith(b"content-length")][0])
+    while len(body) < n:
+        body += s.recv(4096)
+    return head.split(b"\r\n")[0].decode()
+s.sendall(req); a = answer(s)
+time.sleep(1.5)
+s.sendall(req); b = answer(s)
+print("keepalive", a, "|", b)
+PY
+check 'python3 -c "import sys; t = [float(x) for x in sys.argv[1:]]; sys.exit(not all(1.5 < x < 4 for x in t))" $(grep ^drip "$T/drip.out" | cut -d" " -f2-)' \
+    "heads dripped a line every 0.4 s: closed at the 2 s deadline (seconds each lasted: $(cat "$T/drip.out"))"
+check 'grep -q "^keepalive HTTP/1.1 200 OK | HTTP/1.1 200 OK" "$T/drip.out"' "a keep-alive connection idle 1.5 s between requests: both served"
 kill -TERM "$PID"
 check 'for _ in $(seq 100); do kill -0 "$PID" 2>/dev/null || break; sleep 0.05; done; ! kill -0 "$PID" 2>/dev/null' "SIGTERM stops it"
 finish

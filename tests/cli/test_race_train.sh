@@ -36,9 +36,9 @@ check 'grep -q "\"sensor\":[[:space:]]*\[\"BATON_SENSOR_VECTOR\"\]" "$T/a/model_
     "model_metadata.json and hyperparameters.json beside the checkpoints"
 check '[ "$(head -n1 "$T/a.csv" | cut -d, -f1-4)" = "iteration,episodes,steps,mean_reward" ] && [ "$(wc -l <"$T/a.csv")" -eq 4 ]' \
     "log: header and a row per iteration: $(cat "$T/a.csv")"
-check '[ "$(head -n1 "$T/trace/0-iteration.csv")" = "episode,steps,X,Y,yaw,steer,throttle,action,reward,done,all_wheels_on_track,progress,closest_waypoint,track_len,tstamp,episode_status,pause_duration" ]' \
+check '[ "$(head -n1 "$T/trace/0-iteration.csv")" = "episode,steps,X,Y,yaw,steer,throttle,action,reward,done,all_wheels_on_track,progress,closest_waypoint,track_len,tstamp,episode_status,pause_duration,obstacle_crash_counter" ]' \
     "SIM_TRACE_LOG header"
-check 'ls "$T/trace" | grep -c -- "-iteration.csv" | grep -qx 3 && grep -q ",True,[A-Za-z]*,[0-9.]*,[0-9]*,[0-9.]*,[0-9.]*,off_track,0.0$" "$T/trace/0-iteration.csv"' \
+check 'ls "$T/trace" | grep -c -- "-iteration.csv" | grep -qx 3 && grep -q ",True,[A-Za-z]*,[0-9.]*,[0-9]*,[0-9.]*,[0-9.]*,off_track,0.0,0$" "$T/trace/0-iteration.csv"' \
     "trace files per iteration, an off_track row"
 # resumed with more episodes: continues; the text summary
 check '$TR --ckpt-dir "$T/a" --episodes 80 >"$T/a2.out" 2>"$T/a2.err" && grep -q "^iteration 4, 80 episodes" "$T/a2.out" && grep -q "resuming from .*(iteration 3," "$T/a2.err"' \
@@ -139,10 +139,10 @@ printf '{"action_space": [{"steering_angle": 0, "speed": 1}], "action_space_type
 printf '{"action_space": [{"steering_angle": 0, "speed": 5}]}' >"$T/m2.json"
 printf '{"action_space": []}' >"$T/m3.json"
 printf '{"lr": -0.001}' >"$T/h1.json"
-expect_fail 1 "m1.json: action_space_type 'discreet' is unknown" $TR --ckpt-dir "$T/b1" --episodes 20 --metadata "$T/m1.json"
-expect_fail 1 "m2.json: action_space\[0\].speed 5 is outside 0.1..4" $TR --ckpt-dir "$T/b2" --episodes 20 --metadata "$T/m2.json"
-expect_fail 1 "m3.json: action_space is an empty list" $TR --ckpt-dir "$T/b3" --episodes 20 --metadata "$T/m3.json"
-expect_fail 1 "h1.json: lr -0.001 must be a positive number" $TR --ckpt-dir "$T/b4" --episodes 20 --hyper "$T/h1.json"
+expect_fail 1 "m1.json: action_space_type: 'discreet' is unknown" $TR --ckpt-dir "$T/b1" --episodes 20 --metadata "$T/m1.json"
+expect_fail 1 "m2.json: action_space\[0\].speed: 5 is outside 0.1..4" $TR --ckpt-dir "$T/b2" --episodes 20 --metadata "$T/m2.json"
+expect_fail 1 "m3.json: action_space: is an empty list" $TR --ckpt-dir "$T/b3" --episodes 20 --metadata "$T/m3.json"
+expect_fail 1 "h1.json: lr: -0.001 must be a positive number" $TR --ckpt-dir "$T/b4" --episodes 20 --hyper "$T/h1.json"
 expect_fail 1 "no_such.json" $TR --ckpt-dir "$T/b5" --episodes 20 --metadata "$T/no_such.json"
 expect_fail 1 "another --seed" "$BATON" race train --track oval --obs sensor --ckpt-dir "$T/a" --episodes 100 --seed 4 --quiet
 expect_fail 2 "--track and --ckpt-dir are required" "$BATON" race train --ckpt-dir "$T/u"

@@ -2,6 +2,7 @@
  * parse again to the same shape and the same bits; a parse with 6 columns and few rows also goes
  * through the track checks (rows, finite values, crossing borders), which must either refuse it
  * with a message or build a track whose on-track test agrees with the reference (away from borders). */
+#include "../../src/race/race_internal.h"
 #include "baton/race.h"
 
 #include <math.h>

@@ -8,6 +8,7 @@
  * the submission done; one alias one waiting submission; a submission left running recovered
  * (queued again, and failed after BATON_LEAGUE_ATTEMPTS); a model that is not a race model fails
  * with the reason, storing no entry. */
+#include "../../src/race/race_internal.h"
 #include "baton/race_league.h"
 #include "check.h"
 

@@ -55,6 +55,15 @@ static void test_documented_metadata(void)
     CHECK(m.steer_low == -20 && m.steer_high == 20.5 && m.speed_high == 4 && !strcmp(m.version, "3"));
     CHECK(meta_str("{\"action_space\": [{\"steering_angle\": 0, \"speed\": 1}], \"sensor\": [\"BATON_SENSOR_VECTOR\"],"
                    " \"neural_network\": \"BATON_SENSOR_MLP\"}", &m, &err) == BATON_OK && m.obs == BATON_RACE_OBS_SENSOR);
+    CHECK(m.lidar == 0);
+    /* the sensor vector with the LIDAR (races with objects), written back as read */
+    CHECK(meta_str("{\"action_space\": [{\"steering_angle\": 0, \"speed\": 1}], \"sensor\": [\"LIDAR\", "
+                   "\"BATON_SENSOR_VECTOR\"]}", &m, &err) == BATON_OK && m.obs == BATON_RACE_OBS_SENSOR && m.lidar == 1);
+    char *s = baton_race_meta_format(&m);
+    CHECK(s && strstr(s, "[\"BATON_SENSOR_VECTOR\", \"LIDAR\"]"));
+    baton_race_meta b;
+    CHECK(s && meta_str(s, &b, &err) == BATON_OK && b.lidar == 1);
+    free(s);
 }
 
 static void round_trip_meta(const baton_race_meta *m)
@@ -166,13 +175,17 @@ static void test_bad(void)
     bad_meta("{\"action_space\": {\"speed\": {}}}", "action_space", "discrete");
     snprintf(t, sizeof t, "{\"action_space\": %s, \"sensor\": [\"FRONT_FACING_CAMERA\", \"SECTOR_LIDAR\"]}", one);
     bad_meta(t, "SECTOR_LIDAR", "not simulated");
+    snprintf(t, sizeof t, "{\"action_space\": %s, \"sensor\": [\"FRONT_FACING_CAMERA\", \"LIDAR\"]}", one);
+    bad_meta(t, "LIDAR", "not with the camera");
+    snprintf(t, sizeof t, "{\"action_space\": %s, \"sensor\": [\"BATON_SENSOR_VECTOR\", \"LIDAR\", \"LIDAR\"]}", one);
+    bad_meta(t, "LIDAR", "once");
     snprintf(t, sizeof t, "{\"action_space\": %s, \"sensor\": [\"FRONT_FACING_CAMERA\", \"observation\"]}", one);
     bad_meta(t, "sensor", "exactly one");
     snprintf(t, sizeof t, "{\"action_space\": %s, \"training_algorithm\": \"SAC\"}", one);
     bad_meta(t, "training_algorithm", "sac");
     snprintf(t, sizeof t, "{\"action_space\": %s, \"neural_network\": \"DEEP_CONVOLUTIONAL_NETWORK_DEEP\"}", one);
     bad_meta(t, "neural_network", "DEEP_CONVOLUTIONAL_NETWORK_DEEP");
-    bad_meta("{\"action_space\": [", "not valid JSON", NULL);
+    bad_meta("{\"action_space\": [", "not JSON: at byte 17 (line 1, column 18)", NULL);
     bad_meta("[1, 2]", "not a JSON object", NULL);
     snprintf(t, sizeof t, "{\"action_space\": %s} x", one);
     bad_meta(t, "text after", NULL);

@@ -1,6 +1,7 @@
 /* test_race_npy.c — the .npy reader: real DeepRacer files, what the writer writes (every header
  * version), and each kind of malformed file named in the race issue refused with a message that
  * names the file and what is wrong. */
+#include "../../src/race/race_internal.h"
 #include "baton/race.h"
 #include "check.h"
 

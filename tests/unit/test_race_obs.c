@@ -3,6 +3,7 @@
  * horizon, only ground when facing away from the track), frames written as PNG by a drive, and the
  * sensor vector's rays through the grid against brute force and against the track's geometry. */
 #include "baton/img.h"
+#include "../../src/race/race_internal.h"
 #include "baton/race.h"
 #include "check.h"
 

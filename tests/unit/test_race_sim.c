@@ -3,6 +3,7 @@
  * the speed and steering limits, start positions between episodes, determinism from the seed, a
  * batch against single cars, the fast step against the reference step, and the reward's params on
  * cases whose answers are known. */
+#include "../../src/race/race_internal.h"
 #include "baton/race.h"
 #include "check.h"
 

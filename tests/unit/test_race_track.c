@@ -2,6 +2,7 @@
  * mean widths its README lists (within 1 % and 2 %), the built-in designs, the grid's on-track test
  * and ray casts against the plain reference on random points, the fast nearest-point walk against
  * the full scan, and bad tracks refused with the row named. */
+#include "../../src/race/race_internal.h"
 #include "baton/race.h"
 #include "check.h"
 

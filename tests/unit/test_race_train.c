@@ -338,7 +338,7 @@ static void test_files(void)
         if (!text) continue;
         CHECK(!strncmp((char *)text, RACE_TRACE_HEADER, strlen(RACE_TRACE_HEADER)));
         CHECK(strstr((char *)text, ",True,") && (strstr((char *)text, ",off_track,") || strstr((char *)text, ",lap_complete,")));
-        CHECK(strstr((char *)text, ",in_progress,0.0\n") != NULL);
+        CHECK(strstr((char *)text, ",in_progress,0.0,0\n") != NULL);
         free(text);
     }
     snprintf(p, sizeof p, "%s/3-iteration.csv", o.trace_dir);

@@ -120,25 +120,25 @@ int main(void)
     /* the text need not be NUL-terminated: a prefix is cut short */
     CHECK(baton_train_state_parse(good, 40, &st, &err) == BATON_ERR_FORMAT);
 
-    bad("\"step\":30", "\"step\":1e300", "\"step\"");
-    bad("\"step\":30", "\"step\":30.5", "\"step\"");
-    bad("\"step\":30", "\"step\":-1", "\"step\"");
-    bad("\"step\":30", "\"step\":\"3x\"", "\"step\"");
-    bad("\"position\":1920", "\"position\":\"99999999999999999999999\"", "cursor.\"position\"");
-    bad("\"batch\":64", "\"batch\":0", "hyper.\"batch\"");
-    bad("\"batch\":64", "\"batch\":4294967296", "hyper.\"batch\"");
-    bad("{\"seed\":\"7\",\"epoch\":1", "{\"seed\":\"8\",\"epoch\":1", "cursor.\"seed\"");
-    bad("\"correct\":1095", "\"correct\":1921", "\"correct\"");
-    bad("\"loss_sum\":2450.5", "\"loss_sum\":-1", "epoch_sums.\"loss_sum\"");
+    bad("\"step\":30", "\"step\":1e300", "state.json: step:");
+    bad("\"step\":30", "\"step\":30.5", "state.json: step:");
+    bad("\"step\":30", "\"step\":-1", "state.json: step:");
+    bad("\"step\":30", "\"step\":\"3x\"", "state.json: step:");
+    bad("\"position\":1920", "\"position\":\"99999999999999999999999\"", "cursor.position");
+    bad("\"batch\":64", "\"batch\":0", "hyper.batch");
+    bad("\"batch\":64", "\"batch\":4294967296", "hyper.batch");
+    bad("{\"seed\":\"7\",\"epoch\":1", "{\"seed\":\"8\",\"epoch\":1", "cursor.seed");
+    bad("\"correct\":1095", "\"correct\":1921", "state.json: epoch_sums.correct: 1921 exceeds seen");
+    bad("\"loss_sum\":2450.5", "\"loss_sum\":-1", "epoch_sums.loss_sum");
     bad("\"f2dfdac63743373c\",\"ca0cf077e482fb10\",\"033cce6e86e194e7\",\"89ba41126f341537\"",
         "\"0\",\"0\",\"000\",\"0\"", "all zero");
-    bad("\"f2dfdac63743373c\"", "\"f2dfdac63743373c0\"", "dropout_rng[0]");
-    bad("\"ca0cf077e482fb10\"", "\"-1\"", "dropout_rng[1]");
-    bad("\"ca0cf077e482fb10\"", "17", "dropout_rng[1]");
-    bad("\"model\":\"mlp\"", "\"model\":\"\"", "\"model\"");
-    bad("\"model\":\"mlp\"", "\"model\":\"a-model-name-that-is-far-too-long-to-fit\"", "\"model\"");
-    bad("\"hyper\":{", "\"hyperX\":{", "\"hyper\"");
-    bad("\"loss\":0.5", "\"loss\":\"x\"", "metrics.\"loss\"");
+    bad("\"f2dfdac63743373c\"", "\"f2dfdac63743373c0\"", "dropout_rng: word 0");
+    bad("\"ca0cf077e482fb10\"", "\"-1\"", "dropout_rng: word 1");
+    bad("\"ca0cf077e482fb10\"", "17", "dropout_rng: word 1");
+    bad("\"model\":\"mlp\"", "\"model\":\"\"", "state.json: model:");
+    bad("\"model\":\"mlp\"", "\"model\":\"a-model-name-that-is-far-too-long-to-fit\"", "state.json: model:");
+    bad("\"hyper\":{", "\"hyperX\":{", "state.json: hyper: is missing");
+    bad("\"loss\":0.5", "\"loss\":\"x\"", "metrics.loss");
     bad("}\n", "} x", "after the JSON");
     /* normalisation: optional; 1..4 channels, finite means, positive stds */
     CHECK(st.norm_channels == 0);
