@@ -38,7 +38,7 @@
 #include "baton/util.h"
 
 /* ---------------------------------------------------------------------------------------------
- * Engine (src/infer/engine.c, src/infer/fast.c)
+ * Engine (src/infer/engine.c; the fast path is nn's folded inference plan, src/nn/fold_dnnl.c)
  * --------------------------------------------------------------------------------------------- */
 enum { BATON_INFER_REFERENCE = 0, BATON_INFER_FAST = 1, BATON_INFER_GPU = 2 };
 

@@ -236,28 +236,26 @@ size_t baton_nn_model_ntensors(const baton_nn_model *m);
 int baton_nn_model_tensor(const baton_nn_model *m, size_t i, baton_nn_tensor *t);   /* BATON_OK / ERR_ARG */
 int baton_nn_model_find(const baton_nn_model *m, const char *name, baton_nn_tensor *t); /* ERR_NOTFOUND */
 
-/* Read-only view of the layer graph (src/nn/graph.c), for code that compiles a model into another
- * form (the inference fast path). Layers are listed in execution order; activations are "slots":
- * slot 0 is the input, the last slot the logits. Pointers stay valid while the model lives. */
-enum {
-    BATON_NN_L_CONV, BATON_NN_L_BN, BATON_NN_L_RELU, BATON_NN_L_MAXPOOL, BATON_NN_L_GAP,
-    BATON_NN_L_LINEAR, BATON_NN_L_DROPOUT, BATON_NN_L_ADD
-};
-typedef struct baton_nn_layer_info {
-    int kind;                /* BATON_NN_L_* */
-    const char *name;        /* module path, e.g. "layers.3.conv1" ("" for unnamed layers) */
-    int in, in2, out;        /* slots; in2 only for ADD (else -1) */
-    int k, stride, pad;      /* conv (square kernel) and max pooling */
-    const float *weight;     /* conv [oc, ic, k, k] / linear [out, in] weight, BN gamma; NULL: none */
-    const float *bias;       /* conv / linear bias, BN beta; NULL: none */
-    const float *running_mean, *running_var;   /* BN only */
-    float eps;               /* BN only */
-} baton_nn_layer_info;
+/* The layer graph's size and shapes (src/nn/graph.c): layers in execution order; activations are
+ * "slots", slot 0 the input, the last slot the logits. Shape of one image in slot i ([c, h, w];
+ * linear outputs are [out, 1, 1]). Multiply-accumulates of one image's forward (convolutions and
+ * linear layers). */
 size_t baton_nn_model_nlayers(const baton_nn_model *m);
-int baton_nn_model_layer(const baton_nn_model *m, size_t i, baton_nn_layer_info *li);  /* BATON_OK / ERR_ARG */
-size_t baton_nn_model_nslots(const baton_nn_model *m);
-/* Shape of one image in slot i ([c, h, w]; linear outputs are [out, 1, 1]). */
 int baton_nn_model_slot(const baton_nn_model *m, size_t i, int *c, int *h, int *w);  /* BATON_OK / ERR_ARG */
+double baton_nn_model_macs(const baton_nn_model *m);
+
+/* The folded inference plan (src/nn/fold.c, fold_dnnl.c), beside the training plan: m compiled
+ * once for a fixed batch — batch norm folded into the convolution before it, ReLU and residual add
+ * fused, dropout dropped, weights packed once into oneDNN's layouts (m's weights are read, not
+ * kept). Evaluation only. A model it cannot express is refused with the layer named. run: x is
+ * batch × C×H×W floats (plain NCHW), logits batch × classes; it allocates nothing and runs one
+ * query at a time per plan. nprims: primitives run per query; bytes: memory the plan holds. */
+typedef struct baton_nn_infer_plan baton_nn_infer_plan;
+int baton_nn_infer_plan_create(const baton_nn_model *m, int batch, baton_nn_infer_plan **out, baton_err *err);
+int baton_nn_infer_plan_run(baton_nn_infer_plan *p, const float *x, float *logits, baton_err *err);
+int baton_nn_infer_plan_nprims(const baton_nn_infer_plan *p);
+size_t baton_nn_infer_plan_bytes(const baton_nn_infer_plan *p);
+void baton_nn_infer_plan_free(baton_nn_infer_plan *p);
 
 /* Forward n images (x: n*C*H*W floats, copied in). Logits [n, classes] stay valid until the next
  * forward. */

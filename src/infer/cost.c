@@ -36,6 +36,92 @@ static int number(const char *name, size_t line, const char *col, const char *s,
     return BATON_OK;
 }
 
+/* Cut line l at commas into f (up to 16 fields, trimmed); the count, 17 when there are more. */
+static int split_fields(char *l, char **f)
+{
+    int nf = 0;
+    for (char *p = l;;) {
+        if (nf == 16) return 17;
+        char *c = strchr(p, ',');
+        f[nf++] = p;
+        if (!c) break;
+        *c = 0;
+        p = c + 1;
+    }
+    for (int i = 0; i < nf; i++) infer_text_trim(&f[i]);
+    return nf;
+}
+
+/* The header row: each field's column into map. */
+static int parse_header(const char *name, size_t line, char **f, int nf, int *map, baton_err *err)
+{
+    int seen[C_COUNT] = {0}, rc = BATON_OK;
+    for (int i = 0; i < nf && !rc; i++) {
+        int k = 0;
+        while (k < C_COUNT && strcmp(f[i], col_names[k])) k++;
+        if (k == C_COUNT)
+            rc = baton_err_set(err, BATON_ERR_FORMAT, "%s:%zu: unknown column '%s' (known: configuration, "
+                               "mean_ms, p90_ms, per_s, batch, price_per_h, label, note)", name, line, f[i]);
+        else if (seen[k]++)
+            rc = baton_err_set(err, BATON_ERR_FORMAT, "%s:%zu: column '%s' appears twice", name, line, f[i]);
+        map[i] = k;
+    }
+    if (!rc && (!seen[C_CONFIG] || !seen[C_MEAN]))
+        rc = baton_err_set(err, BATON_ERR_FORMAT, "%s:%zu: the header needs the columns configuration and "
+                           "mean_ms", name, line);
+    return rc;
+}
+
+/* One field x of column col into row r. */
+static int parse_field(const char *name, size_t line, int col, const char *x, baton_latency_row *r, baton_err *err)
+{
+    double d = 0;
+    int rc = BATON_OK;
+    switch (col) {
+    case C_CONFIG:
+        if (!*x || strlen(x) >= sizeof r->config)
+            return baton_err_set(err, BATON_ERR_FORMAT, "%s:%zu: configuration is empty or too long", name, line);
+        snprintf(r->config, sizeof r->config, "%s", x);
+        return BATON_OK;
+    case C_MEAN:
+        rc = number(name, line, "mean_ms", x, &r->mean_ms, err);
+        if (!rc && r->mean_ms <= 0) rc = baton_err_set(err, BATON_ERR_FORMAT, "%s:%zu: mean_ms must be > 0", name, line);
+        return rc;
+    case C_P90:
+        return *x ? number(name, line, "p90_ms", x, &r->p90_ms, err) : BATON_OK;
+    case C_PER_S:
+        return *x ? number(name, line, "per_s", x, &r->per_s, err) : BATON_OK;
+    case C_PRICE:
+        return *x ? number(name, line, "price_per_h", x, &r->price_per_h, err) : BATON_OK;
+    case C_BATCH:
+        if (!*x) return BATON_OK;
+        rc = number(name, line, "batch", x, &d, err);
+        if (!rc && (d < 1 || d > 65536 || d != floor(d)))
+            rc = baton_err_set(err, BATON_ERR_FORMAT, "%s:%zu: batch: '%s' is not a whole number >= 1", name, line, x);
+        if (!rc) r->batch = (int)d;   /* only once it is known to fit */
+        return rc;
+    case C_LABEL:
+        snprintf(r->label, sizeof r->label, "%s", x);
+        return BATON_OK;
+    default:
+        return BATON_OK;
+    }
+}
+
+/* A data row of nf fields (columns in map) into r. */
+static int parse_row(const char *name, size_t line, char **f, int nf, const int *map, baton_latency_row *r,
+                     baton_err *err)
+{
+    memset(r, 0, sizeof *r);
+    r->line = line;
+    r->p90_ms = r->price_per_h = r->per_s = -1;
+    r->batch = 1;
+    int rc = BATON_OK;
+    for (int i = 0; i < nf && !rc; i++) rc = parse_field(name, line, map[i], f[i], r, err);
+    if (!rc && r->per_s < 0) r->per_s = r->batch / (r->mean_ms / 1e3);
+    return rc;
+}
+
 int baton_latencies_parse(const char *name, const char *text, size_t len, baton_latency_row **out, size_t *n,
                           baton_err *err)
 {
@@ -50,38 +136,13 @@ int baton_latencies_parse(const char *name, const char *text, size_t len, baton_
     char *s = copy, *l;
     while (!rc && (l = infer_text_line(&s, &line))) {
         char *f[16];
-        int nf = 0;
-        for (char *p = l;;) {
-            if (nf == 16) {
-                nf++;
-                break;
-            }
-            char *c = strchr(p, ',');
-            f[nf++] = p;
-            if (!c) break;
-            *c = 0;
-            p = c + 1;
-        }
+        const int nf = split_fields(l, f);
         if (nf > 16) {
             rc = baton_err_set(err, BATON_ERR_FORMAT, "%s:%zu: more than 16 columns", name, line);
             break;
         }
-        for (int i = 0; i < nf; i++) infer_text_trim(&f[i]);
         if (!ncols) {   /* the header */
-            int seen[C_COUNT] = {0};
-            for (int i = 0; i < nf && !rc; i++) {
-                int k = 0;
-                while (k < C_COUNT && strcmp(f[i], col_names[k])) k++;
-                if (k == C_COUNT)
-                    rc = baton_err_set(err, BATON_ERR_FORMAT, "%s:%zu: unknown column '%s' (known: configuration, "
-                                       "mean_ms, p90_ms, per_s, batch, price_per_h, label, note)", name, line, f[i]);
-                else if (seen[k]++)
-                    rc = baton_err_set(err, BATON_ERR_FORMAT, "%s:%zu: column '%s' appears twice", name, line, f[i]);
-                map[i] = k;
-            }
-            if (!rc && (!seen[C_CONFIG] || !seen[C_MEAN]))
-                rc = baton_err_set(err, BATON_ERR_FORMAT, "%s:%zu: the header needs the columns configuration and "
-                                   "mean_ms", name, line);
+            rc = parse_header(name, line, f, nf, map, err);
             ncols = nf;
             continue;
         }
@@ -98,52 +159,7 @@ int baton_latencies_parse(const char *name, const char *text, size_t len, baton_
             }
             v = nv;
         }
-        baton_latency_row *r = &v[cnt];
-        memset(r, 0, sizeof *r);
-        r->line = line;
-        r->p90_ms = r->price_per_h = r->per_s = -1;
-        r->batch = 1;
-        for (int i = 0; i < nf && !rc; i++) {
-            const char *x = f[i];
-            double d = 0;
-            switch (map[i]) {
-            case C_CONFIG:
-                if (!*x || strlen(x) >= sizeof r->config)
-                    rc = baton_err_set(err, BATON_ERR_FORMAT, "%s:%zu: configuration is empty or too long", name, line);
-                else
-                    snprintf(r->config, sizeof r->config, "%s", x);
-                break;
-            case C_MEAN:
-                rc = number(name, line, "mean_ms", x, &r->mean_ms, err);
-                if (!rc && r->mean_ms <= 0)
-                    rc = baton_err_set(err, BATON_ERR_FORMAT, "%s:%zu: mean_ms must be > 0", name, line);
-                break;
-            case C_P90:
-                if (*x) rc = number(name, line, "p90_ms", x, &r->p90_ms, err);
-                break;
-            case C_PER_S:
-                if (*x) rc = number(name, line, "per_s", x, &r->per_s, err);
-                break;
-            case C_PRICE:
-                if (*x) rc = number(name, line, "price_per_h", x, &r->price_per_h, err);
-                break;
-            case C_BATCH:
-                if (*x) {
-                    rc = number(name, line, "batch", x, &d, err);
-                    if (!rc && (d < 1 || d > 65536 || d != floor(d)))
-                        rc = baton_err_set(err, BATON_ERR_FORMAT, "%s:%zu: batch: '%s' is not a whole number >= 1",
-                                           name, line, x);
-                    if (!rc) r->batch = (int)d;   /* only once it is known to fit */
-                }
-                break;
-            case C_LABEL:
-                snprintf(r->label, sizeof r->label, "%s", x);
-                break;
-            default:
-                break;
-            }
-        }
-        if (!rc && r->per_s < 0) r->per_s = r->batch / (r->mean_ms / 1e3);
+        rc = parse_row(name, line, f, nf, map, &v[cnt], err);
         if (!rc) cnt++;
     }
     free(copy);

@@ -1,6 +1,6 @@
 /* engine.c — the inference engine: opening a checkpoint for serving (verify, read state.json,
  * build the model it names, load the weights), the two paths behind one call (REFERENCE: nn's
- * reference kernels in evaluation mode; FAST: fast.c's compiled plan), model FLOPs, thread
+ * reference kernels in evaluation mode; FAST: nn's folded inference plan), model FLOPs, thread
  * control, and the names of the paths. There is no CUDA build: the GPU path reports why.
  *
  * Contract: baton_infer_open accepts a checkpoint folder (ckpt-<step>) or a folder of them (its
@@ -49,21 +49,7 @@ void baton_infer_set_threads(int n)
     if (n >= 1) omp_set_num_threads(n);
 }
 
-double baton_infer_model_flops(const baton_nn_model *m)
-{
-    double macs = 0;
-    const size_t nl = baton_nn_model_nlayers(m);
-    for (size_t i = 0; i < nl; i++) {
-        baton_nn_layer_info l;
-        baton_nn_model_layer(m, i, &l);
-        int ic, ih, iw, oc, oh, ow;
-        baton_nn_model_slot(m, (size_t)l.in, &ic, &ih, &iw);
-        baton_nn_model_slot(m, (size_t)l.out, &oc, &oh, &ow);
-        if (l.kind == BATON_NN_L_CONV) macs += (double)oc * oh * ow * ic * l.k * l.k;
-        else if (l.kind == BATON_NN_L_LINEAR) macs += (double)oc * ic * ih * iw;
-    }
-    return 2 * macs;
-}
+double baton_infer_model_flops(const baton_nn_model *m) { return 2 * baton_nn_model_macs(m); }
 
 /* ---------------------------------------------------------------- engine from a model */
 
@@ -123,10 +109,10 @@ static int engine_new(const baton_nn_model *m, baton_nn_model *owned, int path, 
     fill_info(e, m, path, batch);
     const double t = baton_now();
     if (path == BATON_INFER_FAST) {
-        rc = infer_fast_build(m, batch, &e->fast, err);
+        rc = baton_nn_infer_plan_create(m, batch, &e->fast, err);
         if (!rc) {
-            e->info.nprims = infer_fast_nprims(e->fast);
-            e->info.bytes = infer_fast_bytes(e->fast);
+            e->info.nprims = baton_nn_infer_plan_nprims(e->fast);
+            e->info.bytes = baton_nn_infer_plan_bytes(e->fast);
         }
         baton_nn_model_free(owned);
     } else if (owned) {
@@ -299,7 +285,7 @@ int baton_infer_open(const char *ckpt, int path, int batch, baton_infer_engine *
 
 int baton_infer_run(baton_infer_engine *e, const float *x, float *logits, baton_err *err)
 {
-    if (e->fast) return infer_fast_run(e->fast, x, logits, err);
+    if (e->fast) return baton_nn_infer_plan_run(e->fast, x, logits, err);
     int rc = baton_nn_forward(e->ref, x, e->info.batch, err);
     if (rc) return rc;
     memcpy(logits, baton_nn_logits(e->ref), sizeof(float) * (size_t)e->info.batch * (size_t)e->info.classes);
@@ -311,7 +297,7 @@ const baton_infer_info *baton_infer_engine_info(const baton_infer_engine *e) { r
 void baton_infer_close(baton_infer_engine *e)
 {
     if (!e) return;
-    infer_fast_free(e->fast);
+    baton_nn_infer_plan_free(e->fast);
     baton_nn_model_free(e->ref);
     free(e);
 }

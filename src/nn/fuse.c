@@ -1,5 +1,5 @@
 /* fuse.c — a model's plan: its layers as a list of ops for its kernel table (nn_internal.h, nn_op),
- * as src/infer/lower.c lowers a model for inference. Two plans: the evaluation forward's, one op
+ * beside the folded inference plan (fold.c, fold_dnnl.c). Two plans: the evaluation forward's, one op
  * per layer; and training's, where the table's optional entries fuse layers into one op with its
  * own forward and backward (ops.c):
  *

@@ -1,7 +1,8 @@
 /* kern_dnnl.c — the oneDNN fast path: a second kernel table (baton_nn_kernels_dnnl) with the same
  * contract as the reference table, built on oneDNN's C API (CPU engine).
  *
- * What it owns: one process-wide CPU engine and stream, a small cache of oneDNN primitives keyed by
+ * What it owns: one process-wide CPU engine (lent to the folded inference plan, fold_dnnl.c,
+ * through nn_dnnl.h) and stream, a small cache of oneDNN primitives keyed by
  * operation and geometry (shapes, stride, padding, bias or not, epsilon), a memory object per
  * primitive argument (its data handle is pointed at the caller's arrays on every call), and one
  * user-managed scratchpad buffer shared by all primitives. Primitives are created the first time a
@@ -41,9 +42,8 @@
  * optional entries' predicates (nn.h) are those of the hand-written kernels behind them. Creation
  * of the table itself fails (NULL and a message) when the engine or stream cannot be created.
  * Nothing here aborts. */
-#include "nn_internal.h"
+#include "nn_dnnl.h"
 
-#include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -110,15 +110,8 @@ static struct {
 
 /* ---- primitive construction ---- */
 
-static dnnl_status_t md_plain(dnnl_memory_desc_t *md, int ndims, const int64_t *dims, dnnl_format_tag_t tag)
-{
-    dnnl_dims_t d;
-    for (int i = 0; i < ndims; i++) d[i] = dims[i];
-    return dnnl_memory_desc_init_by_tag(md, ndims, d, dnnl_f32, tag);
-}
-
-#define MD2(md, a, b) md_plain(md, 2, (const int64_t[2]){a, b}, dnnl_ab)
-#define MD1(md, a) md_plain(md, 1, (const int64_t[1]){a}, dnnl_a)
+#define MD2(md, a, b) nn_dnnl_md(md, 2, (const int64_t[2]){a, b}, dnnl_ab)
+#define MD1(md, a) nn_dnnl_md(md, 1, (const int64_t[1]){a}, dnnl_a)
 
 static void entry_clear(entry *e)
 {
@@ -242,13 +235,13 @@ static dnnl_status_t build_conv_alg(entry *e, const int64_t *v, dnnl_alg_kind_t 
     const dnnl_format_tag_t any = dnnl_format_tag_any;
     const dnnl_format_tag_t xt = nn_is_blocked(NN_BLOCK, (int)v[2]) ? dnnl_aBcd16b : dnnl_abcd;
     const dnnl_format_tag_t yt = nn_is_blocked(NN_BLOCK, (int)v[5]) ? dnnl_aBcd16b : dnnl_abcd;
-    dnnl_status_t st = md_plain(&x, 4, xd, xt);
-    if (st == dnnl_success) st = md_plain(&w, 4, wd, dnnl_abcd);
+    dnnl_status_t st = nn_dnnl_md(&x, 4, xd, xt);
+    if (st == dnnl_success) st = nn_dnnl_md(&w, 4, wd, dnnl_abcd);
     if (st == dnnl_success) st = MD1(&b, v[5]);
-    if (st == dnnl_success) st = md_plain(&y, 4, yd, yt);
-    if (st == dnnl_success) st = md_plain(&xa, 4, xd, xt);
-    if (st == dnnl_success) st = md_plain(&wa, 4, wd, any);
-    if (st == dnnl_success) st = md_plain(&ya, 4, yd, yt);
+    if (st == dnnl_success) st = nn_dnnl_md(&y, 4, yd, yt);
+    if (st == dnnl_success) st = nn_dnnl_md(&xa, 4, xd, xt);
+    if (st == dnnl_success) st = nn_dnnl_md(&wa, 4, wd, any);
+    if (st == dnnl_success) st = nn_dnnl_md(&ya, 4, yd, yt);
     if (st != dnnl_success) return st;
     const dnnl_dims_t strides = {v[8], v[8]}, pad = {v[9], v[9]};
     const int bias = (int)v[12];
@@ -718,15 +711,8 @@ static void init_once(void)
         return;
     }
     st = dnnl_stream_create(&S.strm, S.eng, dnnl_stream_default_flags);
-    if (st == dnnl_success) st = dnnl_primitive_attr_create(&S.attr);
-    if (st == dnnl_success) st = dnnl_primitive_attr_set_scratchpad_mode(S.attr, dnnl_scratchpad_mode_user);
-    dnnl_post_ops_t po = NULL;
-    if (st == dnnl_success) st = dnnl_primitive_attr_create(&S.attr_relu);
-    if (st == dnnl_success) st = dnnl_primitive_attr_set_scratchpad_mode(S.attr_relu, dnnl_scratchpad_mode_user);
-    if (st == dnnl_success) st = dnnl_post_ops_create(&po);
-    if (st == dnnl_success) st = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f);
-    if (st == dnnl_success) st = dnnl_primitive_attr_set_post_ops(S.attr_relu, po);
-    if (po) dnnl_post_ops_destroy(po);
+    if (st == dnnl_success) st = nn_dnnl_attr(&S.attr, 0, 0);
+    if (st == dnnl_success) st = nn_dnnl_attr(&S.attr_relu, 0, 1);
     if (st != dnnl_success) {
         snprintf(S.why, sizeof S.why, "cannot create a oneDNN stream (%s)", dnnl_status2str(st));
         return;
@@ -742,4 +728,9 @@ const baton_nn_kernels *baton_nn_kernels_dnnl(baton_err *err)
         return NULL;
     }
     return &dnnl_table;
+}
+
+dnnl_engine_t nn_dnnl_engine(baton_err *err)
+{
+    return baton_nn_kernels_dnnl(err) ? S.eng : NULL;
 }

@@ -246,6 +246,48 @@ void nn_softmax_xent_denom(int n, int denom, int classes, const float *logits, c
 void nn_plan_fusions(baton_nn_model *m);
 void nn_plan_free(baton_nn_model *m);
 
+/* ---- the folded inference plan (fold.c lowers the graph, fold_dnnl.c compiles and runs it) ----
+ * Evaluation only: batch norm folded into the convolution before it, ReLU and residual add fused
+ * as post-ops, dropout dropped. The lowering is a list of ops on "values" (one activation buffer
+ * each, one image's shape); the compiler turns it into oneDNN primitives with weights packed once. */
+enum nn_fold_kind { NN_FOLD_CONV, NN_FOLD_IP, NN_FOLD_MAXPOOL, NN_FOLD_AVGPOOL };
+
+typedef struct nn_fold_op {
+    int kind;                /* enum nn_fold_kind */
+    const char *name;        /* the layer's module path (the model's own string) */
+    int src, dst;            /* values */
+    int sum;                 /* value accumulated into (then dst == sum), -1 none */
+    int relu;
+    int k, stride, pad;
+    float *w, *b;            /* conv / ip: folded weights and bias, owned by the lowering */
+    int oc;
+    long seq;                /* execution order */
+} nn_fold_op;
+
+typedef struct nn_fold_val {
+    int c, h, w;             /* one image; linear outputs are c x 1 x 1 */
+    int dead;                /* replaced by a sum target: no buffer */
+} nn_fold_val;
+
+typedef struct nn_fold {
+    nn_fold_op *ops;         /* in execution order once lowered */
+    int nops, capops;
+    nn_fold_val *vals;
+    int nvals, capvals;
+    int in_val, out_val;
+    /* working state of the lowering */
+    int *slot_val;           /* value of each slot, -1 none yet */
+    int *producer;           /* per value (capvals long): the op writing it, -1 the input */
+    int *uses, *last_use;    /* per slot: readers, index of the last reading layer */
+    long seq;
+} nn_fold;
+
+/* fold.c: grow an array by doubling (-1 on OOM); lower m's graph into F (zeroed by the caller;
+ * a layer the plan cannot express is refused with its name); free what F owns. */
+int nn_grow(void **arr, int *n, int *cap, size_t elem);
+int nn_fold_lower(const baton_nn_model *m, nn_fold *F, baton_err *err);
+void nn_fold_free(nn_fold *F);
+
 /* builder (build.c); each returns the new slot id, or -1 after recording a failure in m->berr */
 int nn_b_input(baton_nn_model *m, int c, int h, int w);
 int nn_b_conv(baton_nn_model *m, const char *name, int in, int oc, int k, int stride, int pad, int bias);

@@ -1,8 +1,11 @@
-/* fast.c — the fast inference path: a model's layer graph compiled once, for one batch size, into
- * a short list of oneDNN primitives that then run with no allocation and no reorder of weights.
+/* fold_dnnl.c — the folded inference plan (baton_nn_infer_plan_*): a model's layer graph compiled
+ * once, for one batch size, into a short list of oneDNN primitives that then run with no
+ * allocation and no reorder of weights. It sits beside the training plan (fuse.c) and the oneDNN
+ * kernel table (kern_dnnl.c): the same component, the same oneDNN, but a fixed batch and weights
+ * packed into the primitives' own layouts once.
  *
- * Compilation (infer_fast_build):
- *   1. Lowering (lower.c): batch norm folded into convolutions, ReLU and residual adds fused as
+ * Compilation (baton_nn_infer_plan_create):
+ *   1. Lowering (fold.c): batch norm folded into convolutions, ReLU and residual adds fused as
  *      post-ops (eltwise, sum), dropout dropped; the result is a list of operations on values.
  *   2. Primitives, in order. Each is created with format_tag any for weights and outputs, so
  *      oneDNN picks its preferred (blocked) layouts; an input takes exactly the layout its producer
@@ -17,17 +20,50 @@
  *   4. A warm-up query on zeros: it starts oneDNN's OpenMP threads and touches every weight and
  *      buffer once, so the first real query is not the one that pays for that.
  *
- * Contract: infer_fast_run allocates nothing of ours and is not thread-safe per plan (one query at
- * a time). Primitives are tuned for the OpenMP thread count in force when the plan was built.
+ * Contract: baton_nn_infer_plan_run allocates nothing and is not thread-safe per plan (one query
+ * at a time). Primitives are tuned for the OpenMP thread count in force when the plan was built.
  * A model the lowering cannot express (e.g. batch norm not after a convolution) is refused with a
- * message naming the layer. */
-#include "fast_internal.h"
+ * message naming the layer. The model is only read; the plan keeps nothing of it. */
+#include "nn_dnnl.h"
 
 #include <math.h>
-#include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* A value of the plan: the lowering's (fold.c) and the temporaries compilation adds. */
+typedef struct value {
+    int c, h, w;             /* one image; linear outputs are c × 1 × 1 */
+    int dead;                /* replaced by a sum target: no buffer */
+    int alias;               /* >= 0: a view (another descriptor) of that value's buffer */
+    int has_md;
+    dnnl_memory_desc_t md;
+    dnnl_memory_t mem;       /* created with the md, data handle set later */
+} value;
+
+typedef struct fprim {
+    dnnl_primitive_t p;
+    int nargs;
+    dnnl_exec_arg_t args[6];
+    dnnl_memory_t scratch;   /* this primitive's view of the shared scratchpad, or NULL */
+} fprim;
+
+struct baton_nn_infer_plan {
+    dnnl_engine_t eng;       /* the kernel table's (nn_dnnl.h), not ours */
+    dnnl_stream_t strm;
+    fprim *prims;
+    int nprims, capprims;
+    value *vals;
+    int nvals, capvals;
+    dnnl_memory_t *mems;     /* packed weights and biases */
+    int nmems, capmems;
+    void **bufs;             /* every buffer we allocated */
+    int nbufs, capbufs;
+    int batch, in_val, out_val;
+    void *scratch;
+    size_t scratch_size, bytes;
+};
 
 /* inner products with at least this many bytes of weights get their candidate kernels timed */
 #define TIME_IP_BYTES (512.0 * 1024)
@@ -38,20 +74,9 @@ void omp_set_num_threads(int n);
 
 /* ---------------------------------------------------------------- small helpers */
 
-int fast_push(void **arr, int *n, int *cap, size_t elem)
+static int new_value(baton_nn_infer_plan *f, int c, int h, int w)
 {
-    if (*n < *cap) return 0;
-    int nc = *cap ? *cap * 2 : 16;
-    void *p = realloc(*arr, (size_t)nc * elem);
-    if (!p) return -1;
-    *arr = p;
-    *cap = nc;
-    return 0;
-}
-
-int fast_new_value(infer_fast *f, int c, int h, int w)
-{
-    if (fast_push((void **)&f->vals, &f->nvals, &f->capvals, sizeof *f->vals)) return -1;
+    if (nn_grow((void **)&f->vals, &f->nvals, &f->capvals, sizeof *f->vals)) return -1;
     value *v = &f->vals[f->nvals];
     memset(v, 0, sizeof *v);
     v->c = c;
@@ -61,9 +86,9 @@ int fast_new_value(infer_fast *f, int c, int h, int w)
     return f->nvals++;
 }
 
-static void *own_buffer(infer_fast *f, size_t bytes)
+static void *own_buffer(baton_nn_infer_plan *f, size_t bytes)
 {
-    if (fast_push((void **)&f->bufs, &f->nbufs, &f->capbufs, sizeof *f->bufs)) return NULL;
+    if (nn_grow((void **)&f->bufs, &f->nbufs, &f->capbufs, sizeof *f->bufs)) return NULL;
     size_t sz = (bytes + 63) / 64 * 64;
     void *p = aligned_alloc(64, sz ? sz : 64);
     if (!p) return NULL;
@@ -79,19 +104,12 @@ static int dnnl_fail(baton_err *err, dnnl_status_t st, const char *what, const c
                          what, dnnl_status2str(st));
 }
 
-static dnnl_status_t md_tag(dnnl_memory_desc_t *md, int nd, const int64_t *dims, dnnl_format_tag_t tag)
-{
-    dnnl_dims_t d;
-    for (int i = 0; i < nd; i++) d[i] = dims[i];
-    return dnnl_memory_desc_init_by_tag(md, nd, d, dnnl_f32, tag);
-}
-
 /* ---------------------------------------------------------------- 2. primitives */
 
-static int add_prim(infer_fast *f, dnnl_primitive_desc_t pd, const int *ids, const dnnl_memory_t *mems, int n,
+static int add_prim(baton_nn_infer_plan *f, dnnl_primitive_desc_t pd, const int *ids, const dnnl_memory_t *mems, int n,
                     const char *name, baton_err *err)
 {
-    if (fast_push((void **)&f->prims, &f->nprims, &f->capprims, sizeof *f->prims))
+    if (nn_grow((void **)&f->prims, &f->nprims, &f->capprims, sizeof *f->prims))
         return baton_err_set(err, BATON_ERR_NOMEM, "fast path: out of memory");
     fprim *p = &f->prims[f->nprims];
     memset(p, 0, sizeof *p);
@@ -124,7 +142,7 @@ static int add_prim(infer_fast *f, dnnl_primitive_desc_t pd, const int *ids, con
 }
 
 /* Give value v its memory descriptor (from the producing primitive) and a memory object. */
-static int set_value_md(infer_fast *f, int v, const dnnl_memory_desc_t *md)
+static int set_value_md(baton_nn_infer_plan *f, int v, const dnnl_memory_desc_t *md)
 {
     value *x = &f->vals[v];
     if (x->has_md) return BATON_OK;
@@ -158,7 +176,7 @@ static int has_impl(dnnl_primitive_desc_t *v, int n, const_dnnl_primitive_desc_t
 /* Run a primitive on zero-filled scratch arguments: once (oneDNN generates gemm kernels at the
  * first execution, so this also makes them now), then the best of four runs, in ms; -1 when it
  * cannot run. */
-static double time_pd(infer_fast *f, const_dnnl_primitive_desc_t pd)
+static double time_pd(baton_nn_infer_plan *f, const_dnnl_primitive_desc_t pd)
 {
     static const int ids[5] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_BIAS, DNNL_ARG_DST, DNNL_ARG_SCRATCHPAD};
     dnnl_exec_arg_t args[5];
@@ -199,14 +217,14 @@ static double time_pd(infer_fast *f, const_dnnl_primitive_desc_t pd)
 }
 
 /* An input in another layout than the value's: a temporary value and a reorder into it. */
-static int adapt_input(infer_fast *f, int v, const dnnl_memory_desc_t *want, const char *name, dnnl_memory_t *mem,
+static int adapt_input(baton_nn_infer_plan *f, int v, const dnnl_memory_desc_t *want, const char *name, dnnl_memory_t *mem,
                        baton_err *err)
 {
     if (dnnl_memory_desc_equal(&f->vals[v].md, want)) {
         *mem = f->vals[v].mem;
         return BATON_OK;
     }
-    int t = fast_new_value(f, f->vals[v].c, f->vals[v].h, f->vals[v].w);
+    int t = new_value(f, f->vals[v].c, f->vals[v].h, f->vals[v].w);
     if (t < 0 || set_value_md(f, t, want)) return baton_err_set(err, BATON_ERR_NOMEM, "fast path: out of memory");
     dnnl_primitive_desc_t rpd = NULL;
     dnnl_status_t st = dnnl_reorder_primitive_desc_create(&rpd, &f->vals[v].md, f->eng, want, f->eng, NULL);
@@ -220,13 +238,13 @@ static int adapt_input(infer_fast *f, int v, const dnnl_memory_desc_t *want, con
 }
 
 /* Reorder plain weights (dims, tag) into the layout the primitive wants; keep the packed copy. */
-static int pack(infer_fast *f, const float *data, int nd, const int64_t *dims, dnnl_format_tag_t tag,
+static int pack(baton_nn_infer_plan *f, const float *data, int nd, const int64_t *dims, dnnl_format_tag_t tag,
                 const dnnl_memory_desc_t *want, dnnl_memory_t *out, const char *name, baton_err *err)
 {
     dnnl_memory_desc_t plain;
-    dnnl_status_t st = md_tag(&plain, nd, dims, tag);
+    dnnl_status_t st = nn_dnnl_md(&plain, nd, dims, tag);
     void *buf = own_buffer(f, dnnl_memory_desc_get_size(want));
-    if (!buf || fast_push((void **)&f->mems, &f->nmems, &f->capmems, sizeof *f->mems))
+    if (!buf || nn_grow((void **)&f->mems, &f->nmems, &f->capmems, sizeof *f->mems))
         return baton_err_set(err, BATON_ERR_NOMEM, "fast path: out of memory");
     dnnl_memory_t src = NULL, dst = NULL;
     dnnl_primitive_desc_t rpd = NULL;
@@ -258,25 +276,11 @@ static int pack(infer_fast *f, const float *data, int nd, const int64_t *dims, d
     return BATON_OK;
 }
 
-static int value_of_mem(const infer_fast *f, dnnl_memory_t mem)
+static int value_of_mem(const baton_nn_infer_plan *f, dnnl_memory_t mem)
 {
     for (int v = 0; v < f->nvals; v++)
         if (f->vals[v].mem == mem) return v;
     return -1;
-}
-
-static dnnl_status_t make_attr(dnnl_primitive_attr_t *attr, int sum, int relu)
-{
-    dnnl_status_t st = dnnl_primitive_attr_create(attr);
-    if (st == dnnl_success) st = dnnl_primitive_attr_set_scratchpad_mode(*attr, dnnl_scratchpad_mode_user);
-    if (st != dnnl_success || (!sum && !relu)) return st;
-    dnnl_post_ops_t po = NULL;
-    st = dnnl_post_ops_create(&po);
-    if (st == dnnl_success && sum) st = dnnl_post_ops_append_sum(po, 1.0f);
-    if (st == dnnl_success && relu) st = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f);
-    if (st == dnnl_success) st = dnnl_primitive_attr_set_post_ops(*attr, po);
-    if (po) dnnl_post_ops_destroy(po);
-    return st;
 }
 
 /* The same dims as md, format any. */
@@ -298,12 +302,12 @@ typedef struct cdesc {
 /* Input layouts to try: the producer's (no reorder); for an inner product on a 4-D input also the
  * same data seen as [batch, C·H·W] (plain NCHW is exactly that; brgemm kernels take it) and plain
  * NCHW; then oneDNN's choice. */
-static dnnl_status_t compute_descs(infer_fast *f, const lop *o, cdesc *d)
+static dnnl_status_t compute_descs(baton_nn_infer_plan *f, const nn_fold_op *o, cdesc *d)
 {
     const int N = f->batch;
     value *in = &f->vals[o->src], *outv = &f->vals[o->dst];
     const int final = o->dst == f->out_val;
-    if (o->kind == K_CONV) {
+    if (o->kind == NN_FOLD_CONV) {
         d->wnd = 4;
         d->wd[0] = o->oc, d->wd[1] = in->c, d->wd[2] = o->k, d->wd[3] = o->k;
         d->wtag = dnnl_abcd;
@@ -316,20 +320,20 @@ static dnnl_status_t compute_descs(infer_fast *f, const lop *o, cdesc *d)
         d->wd[0] = o->oc, d->wd[1] = (int64_t)in->c * in->h * in->w;
         d->wtag = dnnl_ab;
     }
-    dnnl_status_t st = md_tag(&d->wmd, d->wnd, d->wd, dnnl_format_tag_any);
-    if (st == dnnl_success) st = md_tag(&d->bmd, 1, (const int64_t[1]){o->oc}, dnnl_a);
+    dnnl_status_t st = nn_dnnl_md(&d->wmd, d->wnd, d->wd, dnnl_format_tag_any);
+    if (st == dnnl_success) st = nn_dnnl_md(&d->bmd, 1, (const int64_t[1]){o->oc}, dnnl_a);
     if (st == dnnl_success) {
         if (o->sum >= 0) d->dmd = f->vals[o->sum].md;
-        else if (o->kind == K_CONV) st = md_tag(&d->dmd, 4, (const int64_t[4]){N, o->oc, outv->h, outv->w}, dnnl_format_tag_any);
-        else st = md_tag(&d->dmd, 2, (const int64_t[2]){N, o->oc}, final ? dnnl_ab : dnnl_format_tag_any);
+        else if (o->kind == NN_FOLD_CONV) st = nn_dnnl_md(&d->dmd, 4, (const int64_t[4]){N, o->oc, outv->h, outv->w}, dnnl_format_tag_any);
+        else st = nn_dnnl_md(&d->dmd, 2, (const int64_t[2]){N, o->oc}, final ? dnnl_ab : dnnl_format_tag_any);
     }
     if (st == dnnl_success) st = md_any(&d->smd_any, &in->md);
     if (st != dnnl_success) return st;
-    const int is4d_ip = o->kind == K_IP && in->md.ndims == 4;
+    const int is4d_ip = o->kind == NN_FOLD_IP && in->md.ndims == 4;
     const int64_t chw = (int64_t)in->c * in->h * in->w;
-    const int try_flat = is4d_ip && md_tag(&d->smd_plain, 4, in->md.dims, dnnl_abcd) == dnnl_success &&
-                         md_tag(&d->smd_flat, 2, (const int64_t[2]){N, chw}, dnnl_ab) == dnnl_success &&
-                         md_tag(&d->wmd_flat, 2, (const int64_t[2]){o->oc, chw}, dnnl_format_tag_any) == dnnl_success;
+    const int try_flat = is4d_ip && nn_dnnl_md(&d->smd_plain, 4, in->md.dims, dnnl_abcd) == dnnl_success &&
+                         nn_dnnl_md(&d->smd_flat, 2, (const int64_t[2]){N, chw}, dnnl_ab) == dnnl_success &&
+                         nn_dnnl_md(&d->wmd_flat, 2, (const int64_t[2]){o->oc, chw}, dnnl_format_tag_any) == dnnl_success;
     const int try_plain = is4d_ip && try_flat && !dnnl_memory_desc_equal(&d->smd_plain, &in->md);
     d->cands[0] = &in->md;
     d->cands[1] = try_flat ? &d->smd_flat : NULL;
@@ -339,13 +343,13 @@ static dnnl_status_t compute_descs(infer_fast *f, const lop *o, cdesc *d)
 }
 
 /* One candidate's primitive descriptor for source layout smd. */
-static dnnl_status_t compute_try(infer_fast *f, const lop *o, const cdesc *d, const dnnl_memory_desc_t *smd,
+static dnnl_status_t compute_try(baton_nn_infer_plan *f, const nn_fold_op *o, const cdesc *d, const dnnl_memory_desc_t *smd,
                                  dnnl_primitive_desc_t *cand)
 {
     dnnl_primitive_attr_t attr = NULL;
-    dnnl_status_t st = make_attr(&attr, o->sum >= 0, o->relu);
+    dnnl_status_t st = nn_dnnl_attr(&attr, o->sum >= 0, o->relu);
     if (st == dnnl_success) {
-        if (o->kind == K_CONV) {
+        if (o->kind == NN_FOLD_CONV) {
             dnnl_convolution_desc_t cd;
             const dnnl_dims_t strides = {o->stride, o->stride}, pad = {o->pad, o->pad};
             st = dnnl_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, smd, &d->wmd,
@@ -366,7 +370,7 @@ static dnnl_status_t compute_try(infer_fast *f, const lop *o, const cdesc *d, co
 /* An inner product's kernels without an optimised rank: a small one takes the best made at
  * creation (timing would cost more than any difference); a large one (lenet's fc1: 4.7 MB of
  * weights) the fastest. Returns the index kept; the others are destroyed. */
-static int pick_inner_product(infer_fast *f, const lop *o, dnnl_primitive_desc_t *alt, int nalt)
+static int pick_inner_product(baton_nn_infer_plan *f, const nn_fold_op *o, dnnl_primitive_desc_t *alt, int nalt)
 {
     const value *in = &f->vals[o->src];
     const int timed = nalt > 1 && (double)o->oc * in->c * in->h * in->w * sizeof(float) >= TIME_IP_BYTES;
@@ -394,14 +398,14 @@ static int pick_inner_product(infer_fast *f, const lop *o, dnnl_primitive_desc_t
 /* A convolution takes the first candidate layout that has an optimised kernel; an inner product's
  * candidates are timed (oneDNN's gemm and brgemm kernels each win somewhere, depending on shapes
  * and threads) and the fastest is kept. *chosen: the candidate's index. */
-static int compute_pick(infer_fast *f, const lop *o, const cdesc *d, dnnl_primitive_desc_t *out, int *chosen,
+static int compute_pick(baton_nn_infer_plan *f, const nn_fold_op *o, const cdesc *d, dnnl_primitive_desc_t *out, int *chosen,
                         baton_err *err)
 {
     dnnl_primitive_desc_t pd = NULL, alt[4] = {0};
     int best = 99, nalt = 0, alt_at[4] = {0};
     dnnl_status_t st = dnnl_success, first_st = dnnl_success;
     *chosen = -1;
-    for (int attempt = 0; attempt < 4 && (best > 0 || o->kind == K_IP); attempt++) {
+    for (int attempt = 0; attempt < 4 && (best > 0 || o->kind == NN_FOLD_IP); attempt++) {
         if (!d->cands[attempt]) continue;
         dnnl_primitive_desc_t cand = NULL;
         st = compute_try(f, o, d, d->cands[attempt], &cand);
@@ -410,7 +414,7 @@ static int compute_pick(infer_fast *f, const lop *o, const cdesc *d, dnnl_primit
             continue;
         }
         const int score = impl_rank(cand);
-        if (o->kind == K_IP && score < 2 && !has_impl(alt, nalt, cand)) {
+        if (o->kind == NN_FOLD_IP && score < 2 && !has_impl(alt, nalt, cand)) {
             alt_at[nalt] = attempt;
             alt[nalt++] = cand;   /* timed below */
         } else if (score < best) {
@@ -431,12 +435,12 @@ static int compute_pick(infer_fast *f, const lop *o, const cdesc *d, dnnl_primit
         time_pd(f, pd);   /* generates its lazily made kernels now, not in the first query */
     }
     if (!pd) st = first_st != dnnl_success ? first_st : st;
-    if (st != dnnl_success || !pd) return dnnl_fail(err, st, o->kind == K_CONV ? "convolution" : "inner product", o->name);
+    if (st != dnnl_success || !pd) return dnnl_fail(err, st, o->kind == NN_FOLD_CONV ? "convolution" : "inner product", o->name);
     *out = pd;
     return BATON_OK;
 }
 
-static int make_compute(infer_fast *f, lop *o, baton_err *err)
+static int make_compute(baton_nn_infer_plan *f, nn_fold_op *o, baton_err *err)
 {
     cdesc d;
     dnnl_status_t st = compute_descs(f, o, &d);
@@ -450,7 +454,7 @@ static int make_compute(infer_fast *f, lop *o, baton_err *err)
         /* plain NCHW (a reorder into it if the producer chose otherwise), then a 2-D view of it */
         rc = adapt_input(f, o->src, &d.smd_plain, o->name, &src_mem, err);
         int v = rc ? -1 : value_of_mem(f, src_mem);
-        int t = v < 0 ? -1 : fast_new_value(f, f->vals[v].c, f->vals[v].h, f->vals[v].w);
+        int t = v < 0 ? -1 : new_value(f, f->vals[v].c, f->vals[v].h, f->vals[v].w);
         if (!rc && (t < 0 || set_value_md(f, t, &d.smd_flat)))
             rc = baton_err_set(err, BATON_ERR_NOMEM, "fast path: out of memory");
         if (!rc) {
@@ -478,12 +482,12 @@ static int make_compute(infer_fast *f, lop *o, baton_err *err)
     return rc;
 }
 
-static int make_pool(infer_fast *f, lop *o, baton_err *err)
+static int make_pool(baton_nn_infer_plan *f, nn_fold_op *o, baton_err *err)
 {
     value *in = &f->vals[o->src], *outv = &f->vals[o->dst];
     dnnl_memory_desc_t dmd;
-    dnnl_status_t st = md_tag(&dmd, 4, (const int64_t[4]){f->batch, outv->c, outv->h, outv->w}, dnnl_format_tag_any);
-    const int gap = o->kind == K_AVGPOOL;
+    dnnl_status_t st = nn_dnnl_md(&dmd, 4, (const int64_t[4]){f->batch, outv->c, outv->h, outv->w}, dnnl_format_tag_any);
+    const int gap = o->kind == NN_FOLD_AVGPOOL;
     const dnnl_dims_t strides = {gap ? 1 : o->stride, gap ? 1 : o->stride};
     const dnnl_dims_t kernel = {gap ? in->h : o->k, gap ? in->w : o->k}, pad = {0, 0};
     dnnl_pooling_desc_t pdsc;
@@ -493,7 +497,7 @@ static int make_pool(infer_fast *f, lop *o, baton_err *err)
         st = dnnl_pooling_forward_desc_init(&pdsc, dnnl_forward_inference,
                                             gap ? dnnl_pooling_avg_exclude_padding : dnnl_pooling_max, &in->md, &dmd,
                                             strides, kernel, pad, pad);
-    if (st == dnnl_success) st = make_attr(&attr, 0, 0);
+    if (st == dnnl_success) st = nn_dnnl_attr(&attr, 0, 0);
     if (st == dnnl_success) st = dnnl_primitive_desc_create(&pd, &pdsc, attr, f->eng, NULL);
     if (attr) dnnl_primitive_attr_destroy(attr);
     if (st != dnnl_success) return dnnl_fail(err, st, "pooling", gap ? "adaptive_avg_pool2d" : "max_pool2d");
@@ -510,85 +514,96 @@ static int make_pool(infer_fast *f, lop *o, baton_err *err)
 
 /* ---------------------------------------------------------------- 3. build, run, free */
 
-int infer_fast_build(const baton_nn_model *m, int batch, infer_fast **out, baton_err *err)
+/* The lowering's values, then the model input's layout: plain NCHW (the caller's array). */
+static int plan_values(baton_nn_infer_plan *f, const nn_fold *F, baton_err *err)
 {
-    *out = NULL;
-    infer_fast *f = calloc(1, sizeof *f);
-    if (!f) return baton_err_set(err, BATON_ERR_NOMEM, "fast path: out of memory");
-    f->batch = batch;
-    f->in_val = f->out_val = -1;
-    lowering L = {0};
-    int rc = BATON_OK;
-    dnnl_status_t st = dnnl_engine_create(&f->eng, dnnl_cpu, 0);
-    if (st == dnnl_success) st = dnnl_stream_create(&f->strm, f->eng, dnnl_stream_default_flags);
-    if (st != dnnl_success) {
-        rc = baton_err_set(err, BATON_ERR_FORMAT, "fast path: cannot create the oneDNN CPU engine (%s)",
-                           dnnl_status2str(st));
-        goto done;
+    for (int v = 0; v < F->nvals; v++) {
+        if (new_value(f, F->vals[v].c, F->vals[v].h, F->vals[v].w) < 0)
+            return baton_err_set(err, BATON_ERR_NOMEM, "fast path: out of memory");
+        f->vals[v].dead = F->vals[v].dead;
     }
-    if ((rc = fast_lower(m, f, &L, err))) goto done;
-    {
-        value *in = &f->vals[f->in_val];
-        dnnl_memory_desc_t imd;
-        if (md_tag(&imd, 4, (const int64_t[4]){batch, in->c, in->h, in->w}, dnnl_abcd) != dnnl_success ||
-            set_value_md(f, f->in_val, &imd)) {
-            rc = baton_err_set(err, BATON_ERR_NOMEM, "fast path: out of memory");
-            goto done;
-        }
-    }
-    for (int i = 0; i < L.nops && !rc; i++) {
-        lop *o = &L.ops[i];
-        rc = (o->kind == K_CONV || o->kind == K_IP) ? make_compute(f, o, err) : make_pool(f, o, err);
-    }
-    if (rc) goto done;
-    /* buffers: every live value but the caller's input and logits; then the shared scratchpad */
+    f->in_val = F->in_val;
+    f->out_val = F->out_val;
+    value *in = &f->vals[f->in_val];
+    dnnl_memory_desc_t imd;
+    if (nn_dnnl_md(&imd, 4, (const int64_t[4]){f->batch, in->c, in->h, in->w}, dnnl_abcd) != dnnl_success ||
+        set_value_md(f, f->in_val, &imd))
+        return baton_err_set(err, BATON_ERR_NOMEM, "fast path: out of memory");
+    return BATON_OK;
+}
+
+/* Buffers: every live value but the caller's input and logits; views share their value's buffer
+ * (the input's: per call); then the shared scratchpad. */
+static int plan_buffers(baton_nn_infer_plan *f, baton_err *err)
+{
     for (int v = 0; v < f->nvals; v++) {
         value *x = &f->vals[v];
         if (v == f->in_val || v == f->out_val || x->dead || !x->has_md || x->alias >= 0) continue;
         void *b = own_buffer(f, dnnl_memory_desc_get_size(&x->md));
-        if (!b || dnnl_memory_set_data_handle(x->mem, b) != dnnl_success) {
-            rc = baton_err_set(err, BATON_ERR_NOMEM, "fast path: out of memory for activations");
-            goto done;
-        }
+        if (!b || dnnl_memory_set_data_handle(x->mem, b) != dnnl_success)
+            return baton_err_set(err, BATON_ERR_NOMEM, "fast path: out of memory for activations");
     }
-    for (int v = 0; v < f->nvals; v++) {   /* views share their value's buffer (the input's: per call) */
+    for (int v = 0; v < f->nvals; v++) {
         value *x = &f->vals[v];
         void *b = NULL;
         if (x->alias < 0 || x->alias == f->in_val) continue;
         if (dnnl_memory_get_data_handle(f->vals[x->alias].mem, &b) != dnnl_success ||
-            dnnl_memory_set_data_handle(x->mem, b) != dnnl_success) {
-            rc = baton_err_set(err, BATON_ERR_FORMAT, "fast path: cannot share an activation buffer");
-            goto done;
-        }
+            dnnl_memory_set_data_handle(x->mem, b) != dnnl_success)
+            return baton_err_set(err, BATON_ERR_FORMAT, "fast path: cannot share an activation buffer");
     }
     if (f->scratch_size) {
         f->scratch = own_buffer(f, f->scratch_size);
-        if (!f->scratch) {
-            rc = baton_err_set(err, BATON_ERR_NOMEM, "fast path: out of memory for the scratchpad");
-            goto done;
-        }
+        if (!f->scratch) return baton_err_set(err, BATON_ERR_NOMEM, "fast path: out of memory for the scratchpad");
         for (int i = 0; i < f->nprims; i++)
             if (f->prims[i].scratch) dnnl_memory_set_data_handle(f->prims[i].scratch, f->scratch);
     }
-    {
+    return BATON_OK;
+}
+
+/* Steps 1-3 on an empty plan. */
+static int plan_compile(baton_nn_infer_plan *f, const baton_nn_model *m, baton_err *err)
+{
+    if (!(f->eng = nn_dnnl_engine(err))) return BATON_ERR_FORMAT;
+    dnnl_status_t st = dnnl_stream_create(&f->strm, f->eng, dnnl_stream_default_flags);
+    if (st != dnnl_success)
+        return baton_err_set(err, BATON_ERR_FORMAT, "fast path: cannot create a oneDNN stream (%s)",
+                             dnnl_status2str(st));
+    nn_fold F = {0};
+    int rc = nn_fold_lower(m, &F, err);
+    if (!rc) rc = plan_values(f, &F, err);
+    for (int i = 0; i < F.nops && !rc; i++) {
+        nn_fold_op *o = &F.ops[i];
+        rc = (o->kind == NN_FOLD_CONV || o->kind == NN_FOLD_IP) ? make_compute(f, o, err) : make_pool(f, o, err);
+    }
+    nn_fold_free(&F);
+    return rc ? rc : plan_buffers(f, err);
+}
+
+int baton_nn_infer_plan_create(const baton_nn_model *m, int batch, baton_nn_infer_plan **out, baton_err *err)
+{
+    *out = NULL;
+    baton_nn_infer_plan *f = calloc(1, sizeof *f);
+    if (!f) return baton_err_set(err, BATON_ERR_NOMEM, "fast path: out of memory");
+    f->batch = batch;
+    f->in_val = f->out_val = -1;
+    int rc = plan_compile(f, m, err);
+    if (!rc) {
         /* the warm-up: one query on zeros starts oneDNN's OpenMP threads and touches every weight
          * and buffer, so that the first real query runs like the others (counted in the load) */
         void *zin = own_buffer(f, dnnl_memory_desc_get_size(&f->vals[f->in_val].md));
         void *zout = own_buffer(f, dnnl_memory_desc_get_size(&f->vals[f->out_val].md));
         if (!zin || !zout) rc = baton_err_set(err, BATON_ERR_NOMEM, "fast path: out of memory");
-        else rc = infer_fast_run(f, zin, zout, err);
+        else rc = baton_nn_infer_plan_run(f, zin, zout, err);
     }
-done:
-    fast_lowering_free(&L);
     if (rc) {
-        infer_fast_free(f);
+        baton_nn_infer_plan_free(f);
         return rc;
     }
     *out = f;
     return BATON_OK;
 }
 
-int infer_fast_run(infer_fast *f, const float *x, float *logits, baton_err *err)
+int baton_nn_infer_plan_run(baton_nn_infer_plan *f, const float *x, float *logits, baton_err *err)
 {
     dnnl_status_t st = dnnl_memory_set_data_handle(f->vals[f->in_val].mem, (void *)(uintptr_t)x);
     for (int v = 0; v < f->nvals && st == dnnl_success; v++)   /* views of the input (a few at most) */
@@ -602,10 +617,10 @@ int infer_fast_run(infer_fast *f, const float *x, float *logits, baton_err *err)
     return BATON_OK;
 }
 
-int infer_fast_nprims(const infer_fast *f) { return f->nprims; }
-size_t infer_fast_bytes(const infer_fast *f) { return f->bytes; }
+int baton_nn_infer_plan_nprims(const baton_nn_infer_plan *f) { return f->nprims; }
+size_t baton_nn_infer_plan_bytes(const baton_nn_infer_plan *f) { return f->bytes; }
 
-void infer_fast_free(infer_fast *f)
+void baton_nn_infer_plan_free(baton_nn_infer_plan *f)
 {
     if (!f) return;
     for (int i = 0; i < f->nprims; i++) {
@@ -617,7 +632,6 @@ void infer_fast_free(infer_fast *f)
     for (int i = 0; i < f->nmems; i++) dnnl_memory_destroy(f->mems[i]);
     for (int i = 0; i < f->nbufs; i++) free(f->bufs[i]);
     if (f->strm) dnnl_stream_destroy(f->strm);
-    if (f->eng) dnnl_engine_destroy(f->eng);
     free(f->prims);
     free(f->vals);
     free(f->mems);
