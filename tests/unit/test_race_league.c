@@ -155,16 +155,16 @@ static void test_db_files(void)
     CHECK(baton_league_open(p, &l, &err) == BATON_OK);
     baton_league_entry *e = NULL;
     size_t n = 9;
-    CHECK(baton_league_standings(l, NULL, BATON_LEAGUE_TIME_TRIAL, &e, &n, &err) == BATON_OK && n == 0);
+    CHECK(baton_league_standings(l, NULL, BATON_RACE_TIME_TRIAL, BATON_LEAGUE_TIME_TRIAL, &e, &n, &err) == BATON_OK && n == 0);
     free(e);
     baton_league_close(l);
     CHECK(baton_league_open(p, &l, &err) == BATON_OK);   /* reopened: the same file is fine */
     baton_league_close(l);
     /* another schema version */
     sqlite3 *db;
-    CHECK(sqlite3_open(p, &db) == SQLITE_OK && sqlite3_exec(db, "PRAGMA user_version=3", NULL, NULL, NULL) == SQLITE_OK);
+    CHECK(sqlite3_open(p, &db) == SQLITE_OK && sqlite3_exec(db, "PRAGMA user_version=4", NULL, NULL, NULL) == SQLITE_OK);
     sqlite3_close(db);
-    CHECK(baton_league_open(p, &l, &err) == BATON_ERR_FORMAT && strstr(err.msg, "schema version 3") && strstr(err.msg, p));
+    CHECK(baton_league_open(p, &l, &err) == BATON_ERR_FORMAT && strstr(err.msg, "schema version 4") && strstr(err.msg, p));
     /* another application's database (its tables left alone) */
     const char *q = path_in("other.db");
     CHECK(sqlite3_open(q, &db) == SQLITE_OK && sqlite3_exec(db, "CREATE TABLE jobs(x)", NULL, NULL, NULL) == SQLITE_OK);
@@ -204,7 +204,7 @@ static void test_submit(void)
     CHECK(baton_league_open(path_in("sub.db"), &l, &err) == BATON_OK);
     baton_league_entry e;
     const char *alias = "<b>'; DROP TABLE entries;--";
-    CHECK_MSG(baton_league_submit(l, o.session.ckpt_dir, alias, "oval", BATON_LEAGUE_TIME_TRIAL, &e, &err) == BATON_OK, "%s", err.msg);
+    CHECK_MSG(baton_league_submit(l, o.session.ckpt_dir, alias, "oval", BATON_RACE_TIME_TRIAL, BATON_LEAGUE_TIME_TRIAL, &e, &err) == BATON_OK, "%s", err.msg);
     CHECK(e.id == 1 && !strcmp(e.alias, alias) && !strcmp(e.track, "oval") && strlen(e.model_hash) == 64 && e.iteration == 5);
     /* the stored drive is the league's own evaluation under its rules */
     baton_race_eval_opts eo;
@@ -226,10 +226,10 @@ static void test_submit(void)
     baton_race_eval_result_free(&r);
     CHECK(baton_league_trace(l, 99, &n, &x, &y, &v, &lap, &reset, &err) == BATON_ERR_NOTFOUND && strstr(err.msg, "no entry 99"));
     /* failures store nothing */
-    CHECK(baton_league_submit(l, path_in("nothing-here"), "x", "oval", BATON_LEAGUE_TIME_TRIAL, &e, &err) != BATON_OK &&
+    CHECK(baton_league_submit(l, path_in("nothing-here"), "x", "oval", BATON_RACE_TIME_TRIAL, BATON_LEAGUE_TIME_TRIAL, &e, &err) != BATON_OK &&
           strstr(err.msg, "nothing-here"));
-    CHECK(baton_league_submit(l, o.session.ckpt_dir, "x", "no-such-track", BATON_LEAGUE_TIME_TRIAL, &e, &err) != BATON_OK);
-    CHECK(baton_league_submit(l, o.session.ckpt_dir, "", "oval", BATON_LEAGUE_TIME_TRIAL, &e, &err) == BATON_ERR_USAGE);
+    CHECK(baton_league_submit(l, o.session.ckpt_dir, "x", "no-such-track", BATON_RACE_TIME_TRIAL, BATON_LEAGUE_TIME_TRIAL, &e, &err) != BATON_OK);
+    CHECK(baton_league_submit(l, o.session.ckpt_dir, "", "oval", BATON_RACE_TIME_TRIAL, BATON_LEAGUE_TIME_TRIAL, &e, &err) == BATON_ERR_USAGE);
     baton_league_entry *h;
     CHECK(baton_league_history(l, &h, &n, &err) == BATON_OK && n == 1 && !strcmp(h[0].alias, alias));
     free(h);
