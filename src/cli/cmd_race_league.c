@@ -52,11 +52,21 @@ static int read_token(const char *file, char tok[BATON_LEAGUE_TOKEN_LEN + 1], ba
     return ok ? BATON_OK : baton_err_set(err, BATON_ERR_FORMAT, "%s: not a league token (btn_ and 64 hex digits)", file);
 }
 
+/* "time-trial", "object-avoidance", or "head-to-bot, time-trial": the race, and the format when it
+ * is not the race's own. */
+static const char *race_label(int race, baton_league_format f, char *buf, size_t cap)
+{
+    if (f == baton_league_race_format(race)) snprintf(buf, cap, "%s", baton_league_race_name(race));
+    else snprintf(buf, cap, "%s, %s", baton_league_race_name(race), baton_league_format_name(f));
+    return buf;
+}
+
 /* A stored entry and its standing, as both the local and the remote submit print them. */
 static void print_entry(const baton_league_entry *e, size_t entries)
 {
-    printf("entry %lld: %s on %s (%s, %s), iteration %llu: %s, best lap %.3f s, total %.3f s, %u reset(s)\n",
-           (long long)e->id, e->alias, e->track, baton_league_race_name(e->race), baton_league_format_name(e->format),
+    char label[64];
+    printf("entry %lld: %s on %s (%s), iteration %llu: %s, best lap %.3f s, total %.3f s, %u reset(s)\n",
+           (long long)e->id, e->alias, e->track, race_label(e->race, e->format, label, sizeof label),
            (unsigned long long)e->iteration, e->completed ? "3 laps" : "did not complete its laps", e->best_lap_s,
            e->total_s, e->resets);
     if (e->rank) printf("  rank %u of %zu\n", e->rank, entries);
@@ -88,8 +98,8 @@ static int submit_remote(const char *server, const char *token_file, const char 
         cJSON_AddNumberToObject(j, "attempts", s.attempts);
         if (print_json(j)) return CLI_ERROR;
     } else if (s.state == BATON_LEAGUE_DONE) {
-        printf("submission %lld: done (%s/api/leaderboard?track=%s&race=%s)\n", (long long)s.id, server, track,
-               baton_league_race_name(race));
+        printf("submission %lld: done (%s/api/leaderboard?track=%s%s%s)\n", (long long)s.id, server, track,
+               race ? "&race=" : "", race ? baton_league_race_name(race) : "");
         if (s.has_result) print_entry(&s.result, s.entries);
         else printf("entry %lld (the server sent no result: an older league)\n", (long long)s.entry);
     } else if (s.state == BATON_LEAGUE_FAILED) {
@@ -205,12 +215,12 @@ int cli_race_leaderboard(int argc, char **argv)
         free(e);
         return print_json(j);
     }
-    if (!n)
-        printf("no entries%s%s (%s, %s)\n", track ? " on " : "", track ? track : "", baton_league_race_name(race),
-               baton_league_format_name(f));
+    char label[64];
+    race_label(race, f, label, sizeof label);
+    if (!n) printf("no entries%s%s (%s)\n", track ? " on " : "", track ? track : "", label);
     for (size_t i = 0; i < n; i++) {
         if (i == 0 || strcmp(e[i].track, e[i - 1].track)) {
-            printf("%s%s (%s, %s)\n", i ? "\n" : "", e[i].track, baton_league_race_name(race), baton_league_format_name(f));
+            printf("%s%s (%s)\n", i ? "\n" : "", e[i].track, label);
             printf("  %4s %10s %10s %6s %5s  %-19s  %-12s  %s\n", "rank", "best lap", "total", "resets", "laps",
                    "submitted (UTC)", "model", "alias");
         }
