@@ -111,8 +111,24 @@ static int submit_remote(const char *server, const char *token_file, const char 
     return s.state == BATON_LEAGUE_FAILED ? CLI_ERROR : CLI_OK;
 }
 
+/* The settings `race eval` takes that a league fixes itself: named in a refusal rather than an
+ * unknown option, so the racer learns why. */
+static int league_fixed_setting(int argc, char **argv)
+{
+    static const char *const fixed[] = {"objects", "bots", "bot-speed", "lane-change", "randomize", "collision-penalty",
+                                        "off-track-penalty", "laps", NULL};
+    for (int i = 0; fixed[i]; i++)
+        if (cli_given(argc, argv, fixed[i])) {
+            fprintf(stderr, "baton race submit: --%s: the league evaluates every model under its race's official settings "
+                            "(docs/race.md, the league); only --race chooses them\n", fixed[i]);
+            return 1;
+        }
+    return 0;
+}
+
 int cli_race_submit(int argc, char **argv)
 {
+    if (league_fixed_setting(argc, argv)) return CLI_USAGE;
     const char *ckpt = NULL, *alias = NULL, *track = NULL, *db = NULL, *fmt = NULL, *server = NULL, *token_file = NULL;
     const char *race_s = "time-trial";
     double wait_s = 600;
