@@ -1,7 +1,7 @@
 /* race_league.h — the racing league's results (src/race/league*.c): a model submitted under an
- * alias is evaluated by the league itself under fixed rules (a reported time is never trusted),
- * and the result goes into a SQLite database; the standings rank each alias's best entry per
- * track.
+ * alias and a race type (time trial, object avoidance, head-to-bot) is evaluated by the league
+ * itself under that race's official settings (a reported time is never trusted), and the result
+ * goes into a SQLite database; the standings rank each alias's best entry per track and race type.
  *
  * What it offers, in the order a caller uses it: open the database; submit a checkpoint (evaluate
  * and store); the standings of a track; an entry's lap trace; close. The ranking rule on its own
@@ -33,8 +33,9 @@
  *      box and bot stood after every step of an entry's drive (none for a time trial), written in
  *      the same transaction as its entry (league_objects.c).
  *
- * Ranking: time trial (`time-trial`) — the fastest lap, its penalties included; `total` — the total
- * time of the laps. A run that did not complete its laps ranks after every run that did (more laps
+ * Ranking: time trial (`time-trial`, a time trial's default) — the fastest lap, its penalties
+ * included; `total` (object avoidance's and head-to-bot's default) — the total time of the laps,
+ * crash and reset penalties included. A run that did not complete its laps ranks after every run that did (more laps
  * first). Ties go to the earlier submission, then the lower entry id. */
 #ifndef BATON_RACE_LEAGUE_H
 #define BATON_RACE_LEAGUE_H
@@ -135,8 +136,9 @@ typedef struct baton_league_track {
 } baton_league_track;
 int baton_league_tracks(baton_league *l, baton_league_track **out, size_t *n, baton_err *err);
 
-/* An entry as JSON (cJSON object: rank when set, id, alias, track, format, completed, laps,
- * best_lap_s, total_s, penalties_s, resets, iteration, model_hash, submitted_at). */
+/* An entry as JSON (cJSON object: rank when set, id, alias, track, race, format, settings (an
+ * object), completed, laps, best_lap_s, total_s, penalties_s, resets, iteration, model_hash,
+ * submitted_at). */
 struct cJSON *baton_league_entry_json(const baton_league_entry *e);
 
 /* Every submission, oldest first (the history). */
