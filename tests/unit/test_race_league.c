@@ -379,6 +379,18 @@ static void test_submit_races(void)
     CHECK(baton_league_submit(l, path_in("model"), "racer", "oval", 5, BATON_LEAGUE_TOTAL, NULL, &err) == BATON_ERR_ARG &&
           strstr(err.msg, "race:"));
     baton_league_close(l);
+    /* a row of objects that does not add up is said so, naming the entry */
+    sqlite3 *db;
+    CHECK(sqlite3_open(path_in("races.db"), &db) == SQLITE_OK &&
+          sqlite3_exec(db, "UPDATE trace_objects SET objects = 5 WHERE entry = 1", NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(db);
+    CHECK(baton_league_open(path_in("races.db"), &l, &err) == BATON_OK);
+    size_t nobj, steps;
+    baton_race_object obj[BATON_RACE_MAX_OBJECTS + BATON_RACE_MAX_BOTS];
+    float *pose;
+    CHECK(baton_league_trace_objects(l, 1, &nobj, obj, &steps, &pose, &err) == BATON_ERR_CORRUPT && strstr(err.msg, "entry 1:") &&
+          !pose);
+    baton_league_close(l);
 }
 
 int main(void)
