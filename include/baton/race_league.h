@@ -128,11 +128,13 @@ int baton_league_standings(baton_league *l, const char *track, int race, baton_l
 /* Entry id as stored, its rank set when it is its alias's standing on its track, race and format (0: an
  * earlier entry of the alias stands), *entries the number of standings there. */
 int baton_league_entry_standing(baton_league *l, int64_t id, baton_league_entry *e, size_t *entries, baton_err *err);
-/* The tracks with entries, by name: how many entries and aliases, how to load the track. */
+/* The tracks with entries, by name: how many entries and aliases, how many entries of each race
+ * type, how to load the track. */
 typedef struct baton_league_track {
     char track[256];
     char track_path[1024];
     size_t entries, aliases;
+    size_t race_entries[BATON_LEAGUE_RACES];
 } baton_league_track;
 int baton_league_tracks(baton_league *l, baton_league_track **out, size_t *n, baton_err *err);
 

@@ -549,8 +549,10 @@ int baton_league_trace(baton_league *l, int64_t id, size_t *n, float **x, float 
 int baton_league_tracks(baton_league *l, baton_league_track **out, size_t *n, baton_err *err)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(l->db, "SELECT track, count(*), count(DISTINCT alias), max(track_path) FROM entries"
-                           " GROUP BY track ORDER BY track", -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(l->db, "SELECT track, count(*), count(DISTINCT alias), max(track_path),"
+                           " sum(race = " LEAGUE_SQL_TIME_TRIAL "), sum(race = " LEAGUE_SQL_OBJECT_AVOIDANCE "),"
+                           " sum(race = " LEAGUE_SQL_HEAD_TO_BOT ") FROM entries GROUP BY track ORDER BY track", -1, &st,
+                           NULL) != SQLITE_OK)
         return league_db_fail(l, err, "cannot read the tracks");
     size_t cap = 8, cnt = 0;
     baton_league_track *t = malloc(cap * sizeof *t);
@@ -569,6 +571,7 @@ int baton_league_tracks(baton_league *l, baton_league_track **out, size_t *n, ba
         x->entries = (size_t)sqlite3_column_int64(st, 1);
         x->aliases = (size_t)sqlite3_column_int64(st, 2);
         snprintf(x->track_path, sizeof x->track_path, "%s", (const char *)sqlite3_column_text(st, 3));
+        for (int r = 0; r < BATON_LEAGUE_RACES; r++) x->race_entries[r] = (size_t)sqlite3_column_int64(st, 4 + r);
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) {

@@ -19,8 +19,9 @@ struct baton_league {
 #define LEAGUE_TT_SETTINGS "{\"race\":\"time-trial\",\"laps\":3,\"off_track_penalty_s\":5}"
 /* The race types as the SQL of league.c writes them (the columns' CHECK allows 0..2). */
 #define LEAGUE_SQL_TIME_TRIAL "0"
+#define LEAGUE_SQL_OBJECT_AVOIDANCE "1"
 #define LEAGUE_SQL_HEAD_TO_BOT "2"
-_Static_assert(BATON_RACE_TIME_TRIAL == 0 && BATON_RACE_HEAD_TO_BOT == 2 && BATON_LEAGUE_RACES == 3,
+_Static_assert(BATON_RACE_TIME_TRIAL == 0 && BATON_RACE_OBJECT_AVOIDANCE == 1 && BATON_RACE_HEAD_TO_BOT == 2 && BATON_LEAGUE_RACES == 3,
                "LEAGUE_SQL_* are the race types' values");
 
 int league_db_fail(baton_league *l, baton_err *err, const char *what);

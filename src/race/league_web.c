@@ -131,15 +131,24 @@ static enum MHD_Result page_index(baton_league_server *s, struct MHD_Connection 
     baton_buf b = {0};
     page_head(&b, "baton league");
     baton_svg_put(&b, "<h1>baton league</h1>\n<table id=\"tracks\"><thead><tr><th class=\"alias\">track</th><th>racers</th>"
-                      "<th>entries</th></tr></thead><tbody>\n");
+                      "<th>entries</th><th class=\"alias\">race types</th></tr></thead><tbody>\n");
     for (size_t i = 0; i < n; i++) {
         baton_svg_put(&b, "<tr><td class=\"alias\"><a href=\"/track/");
         put_url_part(&b, t[i].track);
         baton_svg_put(&b, "\">");
         baton_svg_esc(&b, t[i].track);
-        baton_svg_put(&b, "</a></td><td>%zu</td><td>%zu</td></tr>\n", t[i].aliases, t[i].entries);
+        baton_svg_put(&b, "</a></td><td>%zu</td><td>%zu</td><td class=\"alias\">", t[i].aliases, t[i].entries);
+        for (int k = 0, first = 1; k < BATON_LEAGUE_RACES; k++) {   /* the race types it has entries in */
+            if (!t[i].race_entries[k]) continue;
+            baton_svg_put(&b, "%s<a href=\"/track/", first ? "" : " · ");
+            put_url_part(&b, t[i].track);
+            baton_svg_put(&b, "?race=%s\">%s (%zu)</a>", baton_league_race_name(k), baton_league_race_name(k),
+                          t[i].race_entries[k]);
+            first = 0;
+        }
+        baton_svg_put(&b, "</td></tr>\n");
     }
-    if (!n) baton_svg_put(&b, "<tr><td class=\"alias\" colspan=\"3\">no entries yet: <code>baton race submit</code></td></tr>\n");
+    if (!n) baton_svg_put(&b, "<tr><td class=\"alias\" colspan=\"4\">no entries yet: <code>baton race submit</code></td></tr>\n");
     baton_svg_put(&b, "</tbody></table>\n</body></html>\n");
     free(t);
     return reply_buf(c, &b, "text/html; charset=utf-8");
@@ -306,6 +315,9 @@ static enum MHD_Result api_tracks(baton_league_server *s, struct MHD_Connection 
         cJSON_AddStringToObject(x, "track", t[i].track);
         cJSON_AddNumberToObject(x, "entries", (double)t[i].entries);
         cJSON_AddNumberToObject(x, "aliases", (double)t[i].aliases);
+        cJSON *r = cJSON_AddObjectToObject(x, "races");   /* entries of each race type */
+        for (int k = 0; k < BATON_LEAGUE_RACES; k++)
+            cJSON_AddNumberToObject(r, baton_league_race_name(k), (double)t[i].race_entries[k]);
         cJSON_AddItemToArray(a, x);
     }
     free(t);

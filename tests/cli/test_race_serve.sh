@@ -31,7 +31,7 @@ for _ in $(seq 100); do U=$(head -n1 "$T/url" 2>/dev/null); [ -n "$U" ] && break
 check '[ -n "$U" ]' "the server prints its URL: $(cat "$T/serve.err")"
 code() { curl -s -o "$T/body" -w "%{http_code}" "$@"; }
 
-check '[ "$(code "$U/api/tracks")" = 200 ] && [ "$(json "$T/body" "d[\"tracks\"] == [{\"track\": \"oval\", \"entries\": 2, \"aliases\": 2}]")" = True ]' \
+check '[ "$(code "$U/api/tracks")" = 200 ] && [ "$(json "$T/body" "d[\"tracks\"] == [{\"track\": \"oval\", \"entries\": 2, \"aliases\": 2, \"races\": {\"time-trial\": 2, \"object-avoidance\": 0, \"head-to-bot\": 0}}]")" = True ]' \
     "/api/tracks: $(cat "$T/body")"
 "$BATON" race leaderboard --db "$DB" --track oval --json >"$T/cli.json"
 check '[ "$(code "$U/api/leaderboard?track=oval")" = 200 ] && [ "$(json "$T/body" "[e[\"id\"] for e in d[\"entries\"]]")" = "$(json "$T/cli.json" "[e[\"id\"] for e in d[\"entries\"]]")" ]' \
@@ -96,6 +96,10 @@ check '"$BATON" race submit --ckpt "$T/m1" --alias oa --track oval --race object
 OA=$(json "$T/oa.json" 'd["id"]')
 check '[ "$(code "$U/api/entries/$OA/trace")" = 200 ] && cp "$T/body" "$T/oa-trace.json" && [ "$(json "$T/oa-trace.json" "len(d[\"objects\"])")" = 3 ]' \
     "its trace carries 3 boxes"
+check '[ "$(code "$U/api/tracks")" = 200 ] && [ "$(json "$T/body" "d[\"tracks\"][0][\"races\"]")" = "{'"'"'time-trial'"'"': 2, '"'"'object-avoidance'"'"': 1, '"'"'head-to-bot'"'"': 0}" ]' \
+    "/api/tracks counts each race type's entries: $(cat "$T/body")"
+check '[ "$(code "$U/")" = 200 ] && grep -qF "<a href=\"/track/oval?race=object-avoidance\">object-avoidance (1)</a>" "$T/body" && ! grep -q "head-to-bot (" "$T/body"' \
+    "the index links each race type a track has entries in"
 check '[ "$(code "$U/track/oval?race=object-avoidance")" = 200 ] && grep -q "data-race=\"object-avoidance\" data-entries=\"1\" class=\"sel\"" "$T/body" && grep -q "3 boxes at fixed places" "$T/body"' \
     "the page's race selector marks object avoidance, its rules said"
 # oa_ok: the DOM after the replay ran: the entry's row, and each box's drawing translated to where
