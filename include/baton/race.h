@@ -557,6 +557,12 @@ typedef struct baton_race_eval_result {
     double *x, *y, *v;          /* the car's centre and speed after each step */
     uint32_t *lap_of;           /* the lap each step belongs to (0-based) */
     uint8_t *reset;             /* 1 where the car was reset after that step */
+    /* the objects on the track (boxes, then bots): nobj of them, each's kind and size in obj, and
+     * where each stood after every step: obj_pose[(k * nobj + i) * 3 + 0..2]
+     * = x, y, yaw of object i after step k (malloc'd; NULL when nobj is 0) */
+    size_t nobj;
+    baton_race_object obj[BATON_RACE_MAX_OBJECTS + BATON_RACE_MAX_BOTS];
+    float *obj_pose;
 } baton_race_eval_result;
 
 void baton_race_eval_opts_default(baton_race_eval_opts *o);

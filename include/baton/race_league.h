@@ -1,7 +1,7 @@
 /* race_league.h — the racing league's results (src/race/league*.c): a model submitted under an
- * alias is evaluated by the league itself under fixed rules (a reported time is never trusted),
- * and the result goes into a SQLite database; the standings rank each alias's best entry per
- * track.
+ * alias and a race type (time trial, object avoidance, head-to-bot) is evaluated by the league
+ * itself under that race's official settings (a reported time is never trusted), and the result
+ * goes into a SQLite database; the standings rank each alias's best entry per track and race type.
  *
  * What it offers, in the order a caller uses it: open the database; submit a checkpoint (evaluate
  * and store); the standings of a track; an entry's lap trace; close. The ranking rule on its own
@@ -26,9 +26,16 @@
  *      server that dies while one runs finds it running at its next start and queues it again.
  *      The uploaded archive is kept until the submission is done or failed, then dropped (the
  *      entry keeps the model's hash).
+ *   7. Every entry and submission names its race type (time trial, object avoidance, head-to-bot:
+ *      the column holds BATON_RACE_TIME_TRIAL..BATON_RACE_HEAD_TO_BOT) and every entry the official
+ *      settings it was evaluated under, as JSON (baton_league_race_settings); entries of version-2
+ *      files are time trials under the settings the league had then. trace_objects: where each
+ *      box and bot stood after every step of an entry's drive (none for a time trial), written in
+ *      the same transaction as its entry (league_objects.c).
  *
- * Ranking: time trial (`time-trial`) — the fastest lap, its penalties included; `total` — the total
- * time of the laps. A run that did not complete its laps ranks after every run that did (more laps
+ * Ranking: time trial (`time-trial`, a time trial's default) — the fastest lap, its penalties
+ * included; `total` (object avoidance's and head-to-bot's default) — the total time of the laps,
+ * crash and reset penalties included. A run that did not complete its laps ranks after every run that did (more laps
  * first). Ties go to the earlier submission, then the lower entry id. */
 #ifndef BATON_RACE_LEAGUE_H
 #define BATON_RACE_LEAGUE_H
@@ -36,7 +43,8 @@
 #include "baton/race.h"
 
 #define BATON_LEAGUE_APP_ID 0x62746e4c /* "btnL" */
-#define BATON_LEAGUE_SCHEMA 2   /* 2 added tokens and submissions; a version-1 file is upgraded on open */
+#define BATON_LEAGUE_SCHEMA 3   /* 2 added tokens and submissions, 3 race types (invariant 7); older
+                                  * files are upgraded on open */
 #define BATON_LEAGUE_ALIAS_MAX 64
 
 typedef enum { BATON_LEAGUE_TIME_TRIAL = 0, BATON_LEAGUE_TOTAL = 1 } baton_league_format;
@@ -45,6 +53,32 @@ typedef enum { BATON_LEAGUE_TIME_TRIAL = 0, BATON_LEAGUE_TOTAL = 1 } baton_leagu
 #define BATON_LEAGUE_LAPS 3
 #define BATON_LEAGUE_PENALTY_S 5.0
 
+/* The race types' official settings (league_races.c), the league's and never the racer's:
+ *   time-trial        no objects;
+ *   object-avoidance  3 boxes standing still at 25 % (inner lane), 50 % (outer), 75 % (inner) of
+ *                     the lap, the same for every entry (no randomizing);
+ *   head-to-bot       2 bot cars at 1.0 m/s, 2 m apart at least, changing lanes every 3-5 s over
+ *                     1 m, their lane changes drawn from the simulator's fixed seed (the same
+ *                     drive for every entry);
+ * all: 3 laps from a standing start, 5 s per off-track reset, 5 s per crash into an object (the
+ * car put back clear of it). */
+#define BATON_LEAGUE_OA_BOXES 3
+#define BATON_LEAGUE_H2B_BOTS 2
+#define BATON_LEAGUE_H2B_BOT_SPEED 1.0
+#define BATON_LEAGUE_COLLISION_PENALTY_S 5.0
+#define BATON_LEAGUE_RACES 3   /* BATON_RACE_TIME_TRIAL .. BATON_RACE_HEAD_TO_BOT */
+/* Parse "time-trial" / "object-avoidance" / "head-to-bot" (err names `race`). */
+int baton_league_race_parse(const char *s, int *race, baton_err *err);
+/* A race type's name (baton_race_type_name's). */
+const char *baton_league_race_name(int race);
+/* How a race's standings rank by default: time trial by the fastest lap, the others by total time
+ * (as DeepRacer ranks them). */
+baton_league_format baton_league_race_format(int race);
+/* The evaluation options of race's official settings into o (ckpt and track left NULL). */
+int baton_league_race_official(int race, baton_race_eval_opts *o, baton_err *err);
+/* Those settings as the JSON an entry stores (into out, cap bytes). */
+int baton_league_race_settings(int race, char *out, size_t cap, baton_err *err);
+
 typedef struct baton_league_entry {
     int64_t id;
     char alias[BATON_LEAGUE_ALIAS_MAX + 1];
@@ -52,10 +86,13 @@ typedef struct baton_league_entry {
     char track[256];           /* the track's name (a built-in's, or the .npy's stem) */
     char track_path[1024];     /* how to load it: a built-in's name, or the .npy's absolute path */
     baton_league_format format;
+    int race;                  /* BATON_RACE_TIME_TRIAL, ... */
+    char settings[1024];       /* the official settings it was evaluated under, JSON */
     int completed;             /* all laps driven */
     uint32_t laps;             /* laps completed */
     double best_lap_s, total_s, penalties_s;
     uint32_t resets;
+    uint32_t crashes;          /* of the resets, crashes into objects (not stored: 0 when read back) */
     uint64_t iteration;        /* the checkpoint's training iteration */
     double submitted_at;       /* seconds since the epoch */
     uint32_t rank;             /* in standings: 1-based */
@@ -74,9 +111,9 @@ const char *baton_league_format_name(baton_league_format f);
 int baton_league_alias_check(const char *alias, baton_err *err);
 
 /* Evaluate ckpt (a checkpoint folder or a folder of them; a race model's) on track under the
- * league's rules and store the result; *out (may be NULL) gets the stored entry. Nothing is
- * stored when anything fails. */
-int baton_league_submit(baton_league *l, const char *ckpt, const char *alias, const char *track,
+ * league's rules for race (its official settings, whatever the model was trained with) and store
+ * the result; *out (may be NULL) gets the stored entry. Nothing is stored when anything fails. */
+int baton_league_submit(baton_league *l, const char *ckpt, const char *alias, const char *track, int race,
                         baton_league_format format, baton_league_entry *out, baton_err *err);
 
 /* The ranking rule: a negative, zero or positive number as a ranks before, with or after b. */
@@ -84,23 +121,26 @@ int baton_league_compare(const baton_league_entry *a, const baton_league_entry *
 /* Order e[0..n) by the rule and keep each alias's best (the rest moved past *kept); set rank. */
 void baton_league_rank(baton_league_entry *e, size_t n, baton_league_format f, size_t *kept);
 
-/* The standings of track (NULL: every track, ranked per track, tracks by name) in format f:
- * *out malloc'd, *n entries, ranks set. */
-int baton_league_standings(baton_league *l, const char *track, baton_league_format f,
+/* The standings of track (NULL: every track, ranked per track, tracks by name) in race type race,
+ * ranked by format f: *out malloc'd, *n entries, ranks set. */
+int baton_league_standings(baton_league *l, const char *track, int race, baton_league_format f,
                            baton_league_entry **out, size_t *n, baton_err *err);
-/* Entry id as stored, its rank set when it is its alias's standing on its track and format (0: an
+/* Entry id as stored, its rank set when it is its alias's standing on its track, race and format (0: an
  * earlier entry of the alias stands), *entries the number of standings there. */
 int baton_league_entry_standing(baton_league *l, int64_t id, baton_league_entry *e, size_t *entries, baton_err *err);
-/* The tracks with entries, by name: how many entries and aliases, how to load the track. */
+/* The tracks with entries, by name: how many entries and aliases, how many entries of each race
+ * type, how to load the track. */
 typedef struct baton_league_track {
     char track[256];
     char track_path[1024];
     size_t entries, aliases;
+    size_t race_entries[BATON_LEAGUE_RACES];
 } baton_league_track;
 int baton_league_tracks(baton_league *l, baton_league_track **out, size_t *n, baton_err *err);
 
-/* An entry as JSON (cJSON object: rank when set, id, alias, track, format, completed, laps,
- * best_lap_s, total_s, penalties_s, resets, iteration, model_hash, submitted_at). */
+/* An entry as JSON (cJSON object: rank when set, id, alias, track, race, format, settings (an
+ * object), completed, laps, best_lap_s, total_s, penalties_s, resets, iteration, model_hash,
+ * submitted_at). */
 struct cJSON *baton_league_entry_json(const baton_league_entry *e);
 
 /* Every submission, oldest first (the history). */
@@ -110,6 +150,12 @@ int baton_league_history(baton_league *l, baton_league_entry **out, size_t *n, b
  * of each step and 1 where the car was reset after it. */
 int baton_league_trace(baton_league *l, int64_t id, size_t *n, float **x, float **y, float **v,
                        uint8_t **lap, uint8_t **reset, baton_err *err);
+/* The objects of entry id's drive (league_objects.c): *nobj of them (0 for a time trial, *pose
+ * NULL), each's kind and size in obj (cap at least BATON_RACE_MAX_OBJECTS + BATON_RACE_MAX_BOTS;
+ * x, y, yaw where it stood first), and *pose (malloc'd) steps × nobj × (x, y, yaw) float32: where
+ * each stood after every step of the trace. */
+int baton_league_trace_objects(baton_league *l, int64_t id, size_t *nobj, baton_race_object *obj, size_t *steps,
+                               float **pose, baton_err *err);
 
 /* ---------------------------------------------------------------- uploads (league_tar.c) */
 /* A tar archive held in memory, read under the rules of league_tar.c: regular files and folders
@@ -155,6 +201,7 @@ typedef struct baton_league_request {
     const char *alias, *track, *format;
     const uint8_t *body;        /* the tar of the checkpoint folder */
     size_t len;
+    const char *race;           /* time-trial (NULL), object-avoidance, head-to-bot */
 } baton_league_request;
 
 typedef struct baton_league_upload_rules {
@@ -170,6 +217,7 @@ typedef struct baton_league_upload {
     char track[256];            /* its name */
     char track_path[1024];      /* a built-in's name, or tracks_dir/NAME.npy */
     baton_league_format format;
+    int race;
     const uint8_t *archive;     /* the request's body */
     size_t len;
 } baton_league_upload;
@@ -201,6 +249,7 @@ typedef struct baton_league_submission {
     char alias[BATON_LEAGUE_ALIAS_MAX + 1];
     char track[256], track_path[1024];
     baton_league_format format;
+    int race;
     baton_league_state state;
     char reason[1024];          /* failed: why */
     int64_t entry;              /* done: the entry it made */
@@ -238,15 +287,17 @@ typedef struct baton_league_remote_opts {
     const char *token;
     const char *ckpt, *alias, *track;
     baton_league_format format;
+    int race;
     double wait_s;
 } baton_league_remote_opts;
 int baton_league_remote_submit(const baton_league_remote_opts *o, baton_league_submission *s, baton_err *err);
 
 /* ---------------------------------------------------------------- the page (league_web.c) */
 /* `baton race serve`: the league over HTTP (libmicrohttpd, one thread): GET / (the tracks),
- * GET /track/NAME (its standings, the track with its racing line, a replay of any entry's drive;
- * no external scripts or fonts), GET /api/tracks, GET /api/leaderboard?track=T[&format=F],
- * GET /api/entries/ID/trace, GET /api/submissions/ID; POST /api/submit?alias=A&track=T[&format=F]
+ * GET /track/NAME (its standings per race type, the track with its racing line, a replay of any
+ * entry's drive with its objects; no external scripts or fonts), GET /api/tracks,
+ * GET /api/leaderboard?track=T[&race=R][&format=F], GET /api/entries/ID/trace, GET /api/server,
+ * GET /api/submissions/ID; POST /api/submit?alias=A&track=T[&race=R][&format=F]
  * with the tar as its body, its Content-Length and "Authorization: Bearer TOKEN" (202 and the
  * submission's id; every check that needs no body made before a byte of it is read, the body
  * written to a file in the database's folder as it arrives). A second thread evaluates the queue,

@@ -52,23 +52,35 @@ static int read_token(const char *file, char tok[BATON_LEAGUE_TOKEN_LEN + 1], ba
     return ok ? BATON_OK : baton_err_set(err, BATON_ERR_FORMAT, "%s: not a league token (btn_ and 64 hex digits)", file);
 }
 
+/* "time-trial", "object-avoidance", or "head-to-bot, time-trial": the race, and the format when it
+ * is not the race's own. */
+static const char *race_label(int race, baton_league_format f, char *buf, size_t cap)
+{
+    if (f == baton_league_race_format(race)) snprintf(buf, cap, "%s", baton_league_race_name(race));
+    else snprintf(buf, cap, "%s, %s", baton_league_race_name(race), baton_league_format_name(f));
+    return buf;
+}
+
 /* A stored entry and its standing, as both the local and the remote submit print them. */
 static void print_entry(const baton_league_entry *e, size_t entries)
 {
+    char label[64];
     printf("entry %lld: %s on %s (%s), iteration %llu: %s, best lap %.3f s, total %.3f s, %u reset(s)\n",
-           (long long)e->id, e->alias, e->track, baton_league_format_name(e->format), (unsigned long long)e->iteration,
-           e->completed ? "3 laps" : "did not complete its laps", e->best_lap_s, e->total_s, e->resets);
+           (long long)e->id, e->alias, e->track, race_label(e->race, e->format, label, sizeof label),
+           (unsigned long long)e->iteration, e->completed ? "3 laps" : "did not complete its laps", e->best_lap_s,
+           e->total_s, e->resets);
     if (e->rank) printf("  rank %u of %zu\n", e->rank, entries);
     else printf("  not the alias's best: its standing is an earlier entry (%zu on the board)\n", entries);
 }
 
 static int submit_remote(const char *server, const char *token_file, const char *ckpt, const char *alias, const char *track,
-                         baton_league_format f, double wait_s, int json)
+                         int race, baton_league_format f, double wait_s, int json)
 {
     baton_err err = {0};
     char tok[BATON_LEAGUE_TOKEN_LEN + 1];
     if (read_token(token_file, tok, &err)) return cli_fail("race submit", &err);
-    baton_league_remote_opts o = {server, tok, ckpt, alias, track, f, wait_s};
+    baton_league_remote_opts o = {.server = server, .token = tok, .ckpt = ckpt, .alias = alias, .track = track,
+                                  .format = f, .race = race, .wait_s = wait_s};
     baton_league_submission s;
     int rc = baton_league_remote_submit(&o, &s, &err);
     memset(tok, 0, sizeof tok);
@@ -86,7 +98,8 @@ static int submit_remote(const char *server, const char *token_file, const char 
         cJSON_AddNumberToObject(j, "attempts", s.attempts);
         if (print_json(j)) return CLI_ERROR;
     } else if (s.state == BATON_LEAGUE_DONE) {
-        printf("submission %lld: done (%s/api/leaderboard?track=%s)\n", (long long)s.id, server, track);
+        printf("submission %lld: done (%s/api/leaderboard?track=%s%s%s)\n", (long long)s.id, server, track,
+               race ? "&race=" : "", race ? baton_league_race_name(race) : "");
         if (s.has_result) print_entry(&s.result, s.entries);
         else printf("entry %lld (the server sent no result: an older league)\n", (long long)s.entry);
     } else if (s.state == BATON_LEAGUE_FAILED) {
@@ -98,16 +111,36 @@ static int submit_remote(const char *server, const char *token_file, const char 
     return s.state == BATON_LEAGUE_FAILED ? CLI_ERROR : CLI_OK;
 }
 
+/* The settings `race eval` takes that a league fixes itself: named in a refusal rather than an
+ * unknown option, so the racer learns why. */
+static int league_fixed_setting(int argc, char **argv)
+{
+    static const char *const fixed[] = {"objects", "bots", "bot-speed", "lane-change", "randomize", "collision-penalty",
+                                        "off-track-penalty", "laps", NULL};
+    for (int i = 0; fixed[i]; i++)
+        if (cli_given(argc, argv, fixed[i])) {
+            fprintf(stderr, "baton race submit: --%s: the league evaluates every model under its race's official settings "
+                            "(docs/race.md, the league); only --race chooses them\n", fixed[i]);
+            return 1;
+        }
+    return 0;
+}
+
 int cli_race_submit(int argc, char **argv)
 {
-    const char *ckpt = NULL, *alias = NULL, *track = NULL, *db = NULL, *fmt = "time-trial", *server = NULL, *token_file = NULL;
+    if (league_fixed_setting(argc, argv)) return CLI_USAGE;
+    const char *ckpt = NULL, *alias = NULL, *track = NULL, *db = NULL, *fmt = NULL, *server = NULL, *token_file = NULL;
+    const char *race_s = "time-trial";
     double wait_s = 600;
     int json = 0;
     const struct cli_opt opts[] = {
         {"ckpt", CLI_STR, &ckpt, "the model: a checkpoint folder, or a folder of them (its newest that verifies) (required)"},
         {"alias", CLI_STR, &alias, "the racer's name on the leaderboard, 1-64 bytes of UTF-8 (required)"},
         {"track", CLI_STR, &track, "a built-in track or a DeepRacer .npy (required; with --server, a track's name)"},
-        {"format", CLI_STR, &fmt, "time-trial (the fastest lap, penalties included; default) | total (the laps' total)"},
+        {"race", CLI_STR, &race_s, "time-trial (default) | object-avoidance | head-to-bot: evaluated under the league's "
+                                   "official settings of that race, whatever the model was trained with"},
+        {"format", CLI_STR, &fmt, "time-trial (the fastest lap, penalties included; a time trial's default) | total (the laps' "
+                                  "total; the other races' default)"},
         {"db", CLI_STR, &db, "the league database (default $BATON_LEAGUE_DB, else league.db)"},
         {"server", CLI_STR, &server, "submit to a league over HTTP (http://HOST:PORT of `race serve`) instead of a database"},
         {"token-file", CLI_STR, &token_file, "with --server: a file holding the racer's token (default $BATON_LEAGUE_TOKEN)"},
@@ -117,11 +150,12 @@ int cli_race_submit(int argc, char **argv)
     };
     const char *pos[1];
     int npos, help;
-    if (cli_parse("race submit", "--ckpt DIR --alias NAME --track T [--format time-trial|total] [--db FILE | --server URL] [--json]",
+    if (cli_parse("race submit", "--ckpt DIR --alias NAME --track T [--race R] [--format time-trial|total] [--db FILE | --server URL] [--json]",
                   opts, argc, argv, pos, 0, &npos, &help))
         return help ? CLI_OK : CLI_USAGE;
     baton_err err = {0};
     baton_league_format f;
+    int race;
     if (!ckpt || !alias || !track) {
         fprintf(stderr, "baton race submit: --ckpt, --alias and --track are required\n");
         return CLI_USAGE;
@@ -132,13 +166,15 @@ int cli_race_submit(int argc, char **argv)
                                                         : "--token-file goes with --server");
         return CLI_USAGE;
     }
-    if (baton_league_format_parse(fmt, &f, &err) || baton_league_alias_check(alias, &err))
+    if (baton_league_race_parse(race_s, &race, &err)) return cli_fail("race submit", &err);
+    f = baton_league_race_format(race);
+    if ((fmt && baton_league_format_parse(fmt, &f, &err)) || baton_league_alias_check(alias, &err))
         return cli_fail("race submit", &err);
-    if (server) return submit_remote(server, token_file, ckpt, alias, track, f, wait_s, json);
+    if (server) return submit_remote(server, token_file, ckpt, alias, track, race, f, wait_s, json);
     baton_league *l;
     if (baton_league_open(db_path(db), &l, &err)) return cli_fail("race submit", &err);
     baton_league_entry e;
-    if (baton_league_submit(l, ckpt, alias, track, f, &e, &err)) {
+    if (baton_league_submit(l, ckpt, alias, track, race, f, &e, &err)) {
         baton_league_close(l);
         return cli_fail("race submit", &err);
     }
@@ -158,42 +194,49 @@ int cli_race_submit(int argc, char **argv)
 
 int cli_race_leaderboard(int argc, char **argv)
 {
-    const char *track = NULL, *db = NULL, *fmt = "time-trial";
+    const char *track = NULL, *db = NULL, *fmt = NULL, *race_s = "time-trial";
     int json = 0;
     const struct cli_opt opts[] = {
         {"track", CLI_STR, &track, "one track's standings, by its name or its .npy path (default: every track)"},
-        {"format", CLI_STR, &fmt, "time-trial (default) | total"},
+        {"race", CLI_STR, &race_s, "the race type's standings: time-trial (default) | object-avoidance | head-to-bot"},
+        {"format", CLI_STR, &fmt, "time-trial (a time trial's default) | total (the other races' default)"},
         {"db", CLI_STR, &db, "the league database (default $BATON_LEAGUE_DB, else league.db)"},
-        {"json", CLI_FLAG, &json, "one JSON object: format, entries (rank, alias, track, best_lap_s, ...)"},
+        {"json", CLI_FLAG, &json, "one JSON object: race, format, entries (rank, alias, track, best_lap_s, ...)"},
         {0},
     };
     const char *pos[1];
     int npos, help;
-    if (cli_parse("race leaderboard", "[--track T] [--format time-trial|total] [--db FILE] [--json]", opts, argc, argv,
+    if (cli_parse("race leaderboard", "[--track T] [--race R] [--format time-trial|total] [--db FILE] [--json]", opts, argc, argv,
                   pos, 0, &npos, &help))
         return help ? CLI_OK : CLI_USAGE;
     baton_err err = {0};
     baton_league_format f;
-    if (baton_league_format_parse(fmt, &f, &err)) return cli_fail("race leaderboard", &err);
+    int race;
+    if (baton_league_race_parse(race_s, &race, &err)) return cli_fail("race leaderboard", &err);
+    f = baton_league_race_format(race);
+    if (fmt && baton_league_format_parse(fmt, &f, &err)) return cli_fail("race leaderboard", &err);
     baton_league *l;
     if (baton_league_open(db_path(db), &l, &err)) return cli_fail("race leaderboard", &err);
     baton_league_entry *e;
     size_t n;
-    int rc = baton_league_standings(l, track, f, &e, &n, &err);
+    int rc = baton_league_standings(l, track, race, f, &e, &n, &err);
     baton_league_close(l);
     if (rc) return cli_fail("race leaderboard", &err);
     if (json) {
         cJSON *j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "race", baton_league_race_name(race));
         cJSON_AddStringToObject(j, "format", baton_league_format_name(f));
         cJSON *a = cJSON_AddArrayToObject(j, "entries");
         for (size_t i = 0; i < n; i++) cJSON_AddItemToArray(a, baton_league_entry_json(&e[i]));
         free(e);
         return print_json(j);
     }
-    if (!n) printf("no entries%s%s (%s)\n", track ? " on " : "", track ? track : "", baton_league_format_name(f));
+    char label[64];
+    race_label(race, f, label, sizeof label);
+    if (!n) printf("no entries%s%s (%s)\n", track ? " on " : "", track ? track : "", label);
     for (size_t i = 0; i < n; i++) {
         if (i == 0 || strcmp(e[i].track, e[i - 1].track)) {
-            printf("%s%s (%s)\n", i ? "\n" : "", e[i].track, baton_league_format_name(f));
+            printf("%s%s (%s)\n", i ? "\n" : "", e[i].track, label);
             printf("  %4s %10s %10s %6s %5s  %-19s  %-12s  %s\n", "rank", "best lap", "total", "resets", "laps",
                    "submitted (UTC)", "model", "alias");
         }

@@ -1,4 +1,5 @@
-/* league.c — the league's database (race_league.h, invariants 1-4): open and check the file,
+/* league.c — the league's database (race_league.h, invariants 1-4 and 7): open and check the file
+ * (upgrading a version-1 or -2 file),
  * submit (evaluate under the league's fixed rules, hash the checkpoint's MANIFEST, store entry,
  * laps and trace in one transaction), read the standings, the history and an entry's trace.
  *
@@ -34,6 +35,19 @@ static const char schema2[] =
     " submitted_at REAL NOT NULL, started_at REAL, finished_at REAL, archive BLOB);"
     "CREATE INDEX submissions_state ON submissions(state, id);"
     "CREATE INDEX submissions_alias ON submissions(alias, state);";
+
+/* What version 3 added (invariant 7): race types, the entries' settings, the drives' objects. The
+ * entries of a version-2 file are time trials under the rules the league had then. */
+static const char schema3[] =
+    "ALTER TABLE entries ADD COLUMN race INTEGER NOT NULL DEFAULT " LEAGUE_SQL_TIME_TRIAL
+    " CHECK(race BETWEEN " LEAGUE_SQL_TIME_TRIAL " AND " LEAGUE_SQL_HEAD_TO_BOT ");"
+    "ALTER TABLE entries ADD COLUMN race_settings TEXT NOT NULL DEFAULT '" LEAGUE_TT_SETTINGS "';"
+    "DROP INDEX entries_track;"
+    "CREATE INDEX entries_track ON entries(track, race, format);"
+    "ALTER TABLE submissions ADD COLUMN race INTEGER NOT NULL DEFAULT " LEAGUE_SQL_TIME_TRIAL
+    " CHECK(race BETWEEN " LEAGUE_SQL_TIME_TRIAL " AND " LEAGUE_SQL_HEAD_TO_BOT ");"
+    "CREATE TABLE trace_objects(entry INTEGER PRIMARY KEY REFERENCES entries(id), objects INTEGER NOT NULL,"
+    " steps INTEGER NOT NULL, shapes BLOB NOT NULL, data BLOB NOT NULL);";
 
 #define TRACE_STEP_BYTES 14 /* x, y, v as float32; lap, reset as uint8 */
 
@@ -82,7 +96,8 @@ static int apply(baton_league *l, const char *sql, int ver, const char *what, ba
 }
 
 /* Invariant 1: a new (empty) file gets the schema; version 1 (entries only) gains version 2's
- * tables, its rows untouched; any other must be ours at our version. */
+ * and 3's tables and columns, version 2 version 3's, its rows untouched but for the new columns'
+ * values (time trials); any other must be ours at our version. */
 static int check_or_create(baton_league *l, baton_err *err)
 {
     int64_t app = 0, ver = 0, tables = 0;
@@ -93,19 +108,22 @@ static int check_or_create(baton_league *l, baton_err *err)
         return baton_err_set(err, BATON_ERR_CORRUPT, "%s: not a league database SQLite can read: %s", l->path,
                              sqlite3_errstr(rc));
     if (app == 0 && ver == 0 && tables == 0) {
-        char sql[sizeof schema + sizeof schema2];
-        snprintf(sql, sizeof sql, "%s%s", schema, schema2);
+        char sql[sizeof schema + sizeof schema2 + sizeof schema3];
+        snprintf(sql, sizeof sql, "%s%s%s", schema, schema2, schema3);
         return apply(l, sql, BATON_LEAGUE_SCHEMA, "create the league's tables", err);
     }
     if (app != BATON_LEAGUE_APP_ID)
         return baton_err_set(err, BATON_ERR_FORMAT, "%s: not a league database (application_id 0x%08llx, a league's is 0x%08x)",
                              l->path, (unsigned long long)app, BATON_LEAGUE_APP_ID);
-    if (ver == 1) {
-        baton_log(BATON_LOG_INFO, "%s: league schema version 1: adding version 2's tokens and submissions", l->path);
-        return apply(l, schema2, BATON_LEAGUE_SCHEMA, "upgrade the league's tables to version 2", err);
+    if (ver == 1 || ver == 2) {
+        char sql[sizeof schema2 + sizeof schema3];
+        snprintf(sql, sizeof sql, "%s%s", ver == 1 ? schema2 : "", schema3);
+        baton_log(BATON_LOG_INFO, "%s: league schema version %lld: adding race types (its entries are time trials)%s",
+                  l->path, (long long)ver, ver == 1 ? ", tokens and submissions" : "");
+        return apply(l, sql, BATON_LEAGUE_SCHEMA, "upgrade the league's tables to version 3", err);
     }
     if (ver != BATON_LEAGUE_SCHEMA)
-        return baton_err_set(err, BATON_ERR_FORMAT, "%s: league schema version %lld; this baton reads versions 1 and %d",
+        return baton_err_set(err, BATON_ERR_FORMAT, "%s: league schema version %lld; this baton reads versions 1 to %d",
                              l->path, (long long)ver, BATON_LEAGUE_SCHEMA);
     return BATON_OK;
 }
@@ -234,7 +252,8 @@ int league_store(baton_league *l, baton_league_entry *e, const baton_race_eval_r
     int64_t *id = &e->id;
     static const char ins[] =
         "INSERT INTO entries(alias, model_hash, track, format, completed, laps, best_lap_s, total_s, penalties_s,"
-        " resets, iteration, submitted_at, checkpoint, track_path) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+        " resets, iteration, submitted_at, checkpoint, track_path, race, race_settings)"
+        " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
     size_t blen = 0;
     uint8_t *blob = trace_blob(r, &blen);
     if (!blob) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
@@ -259,6 +278,8 @@ int league_store(baton_league *l, baton_league_entry *e, const baton_race_eval_r
     sqlite3_bind_double(st, 12, e->submitted_at);
     sqlite3_bind_text(st, 13, checkpoint, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 14, e->track_path, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 15, e->race);
+    sqlite3_bind_text(st, 16, e->settings, -1, SQLITE_STATIC);
     if (sqlite3_step(st) != SQLITE_DONE) goto fail;
     sqlite3_finalize(st);
     *id = sqlite3_last_insert_rowid(l->db);
@@ -284,6 +305,7 @@ int league_store(baton_league *l, baton_league_entry *e, const baton_race_eval_r
     if (sqlite3_step(st) != SQLITE_DONE) goto fail;
     sqlite3_finalize(st);
     st = NULL;
+    if ((rc = league_objects_store(l, *id, r, err))) goto undo;
     if (submission > 0 && (rc = mark_done(l, submission, *id, err))) goto undo;
     if (sqlite3_exec(l->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) goto fail;
     free(blob);
@@ -297,19 +319,19 @@ undo:
     return rc;
 }
 
-int league_evaluate(const char *ckpt, const char *alias, const char *track, baton_league_format format,
+int league_evaluate(const char *ckpt, const char *alias, const char *track, int race, baton_league_format format,
                     baton_league_entry *e, baton_race_eval_result *r, baton_err *err)
 {
     memset(e, 0, sizeof *e);
     memset(r, 0, sizeof *r);
     if (baton_league_alias_check(alias, err)) return err->code;
     if (!ckpt || !track) return baton_err_set(err, BATON_ERR_ARG, "a checkpoint and a track are required");
-    baton_race_eval_opts o;
-    baton_race_eval_opts_default(&o);   /* the league's rules, whatever the racer's defaults */
+    baton_race_eval_opts o;   /* the race's official settings, whatever the model was trained with */
+    if (baton_league_race_official(race, &o, err) || baton_league_race_settings(race, e->settings, sizeof e->settings, err))
+        return err->code;
+    e->race = race;
     o.ckpt = ckpt;
     o.track = track;
-    o.laps = BATON_LEAGUE_LAPS;
-    o.off_track_penalty_s = BATON_LEAGUE_PENALTY_S;
     int rc = baton_race_eval(&o, r, err);
     if (rc) {
         baton_err_prefix(err, "evaluating %s", ckpt);
@@ -329,18 +351,19 @@ int league_evaluate(const char *ckpt, const char *alias, const char *track, bato
     e->total_s = r->total_s;
     e->penalties_s = r->penalties_s;
     e->resets = r->resets;
+    e->crashes = r->crashes;
     e->iteration = r->iteration;
     e->submitted_at = league_now();
     if ((rc = manifest_hash(r->checkpoint, e->model_hash, err))) baton_race_eval_result_free(r);
     return rc;
 }
 
-int baton_league_submit(baton_league *l, const char *ckpt, const char *alias, const char *track,
+int baton_league_submit(baton_league *l, const char *ckpt, const char *alias, const char *track, int race,
                         baton_league_format format, baton_league_entry *out, baton_err *err)
 {
     baton_league_entry e;
     baton_race_eval_result r;
-    int rc = league_evaluate(ckpt, alias, track, format, &e, &r, err);
+    int rc = league_evaluate(ckpt, alias, track, race, format, &e, &r, err);
     if (rc) return rc;
     rc = league_store(l, &e, &r, r.checkpoint, 0, err);
     baton_race_eval_result_free(&r);
@@ -350,7 +373,7 @@ int baton_league_submit(baton_league *l, const char *ckpt, const char *alias, co
 
 /* ------------------------------------------------------------------ reading */
 static const char cols[] = "id, alias, model_hash, track, format, completed, laps, best_lap_s, total_s, penalties_s,"
-                           " resets, iteration, submitted_at, track_path";
+                           " resets, iteration, submitted_at, track_path, race, race_settings";
 
 static void read_row(sqlite3_stmt *st, baton_league_entry *e)
 {
@@ -369,10 +392,14 @@ static void read_row(sqlite3_stmt *st, baton_league_entry *e)
     e->iteration = (uint64_t)sqlite3_column_int64(st, 11);
     e->submitted_at = sqlite3_column_double(st, 12);
     snprintf(e->track_path, sizeof e->track_path, "%s", (const char *)sqlite3_column_text(st, 13));
+    int race = sqlite3_column_int(st, 14);
+    e->race = race >= 0 && race < BATON_LEAGUE_RACES ? race : BATON_RACE_TIME_TRIAL;
+    snprintf(e->settings, sizeof e->settings, "%s", (const char *)sqlite3_column_text(st, 15));
 }
 
-/* Run a SELECT of `cols` with up to two bound values (a format, a track) into a malloc'd array. */
-static int select_entries(baton_league *l, const char *where, int has_format, int format, const char *track,
+/* Run a SELECT of `cols` with up to two bound values (a race type when race >= 0, a track) into a
+ * malloc'd array. */
+static int select_entries(baton_league *l, const char *where, int race, const char *track,
                           baton_league_entry **out, size_t *n, baton_err *err)
 {
     char sql[512];
@@ -380,7 +407,7 @@ static int select_entries(baton_league *l, const char *where, int has_format, in
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(l->db, sql, -1, &st, NULL) != SQLITE_OK) return league_db_fail(l, err, "cannot read the entries");
     int k = 1;
-    if (has_format) sqlite3_bind_int(st, k++, format);
+    if (race >= 0) sqlite3_bind_int(st, k++, race);
     if (track) sqlite3_bind_text(st, k++, track, -1, SQLITE_STATIC);
     size_t cap = 16, cnt = 0;
     baton_league_entry *e = malloc(cap * sizeof *e);
@@ -412,7 +439,7 @@ static int select_entries(baton_league *l, const char *where, int has_format, in
 
 int baton_league_history(baton_league *l, baton_league_entry **out, size_t *n, baton_err *err)
 {
-    return select_entries(l, "ORDER BY id", 0, 0, NULL, out, n, err);
+    return select_entries(l, "ORDER BY id", -1, NULL, out, n, err);
 }
 
 int baton_league_entry_standing(baton_league *l, int64_t id, baton_league_entry *e, size_t *entries, baton_err *err)
@@ -426,7 +453,7 @@ int baton_league_entry_standing(baton_league *l, int64_t id, baton_league_entry 
     if (rc) return rc;
     if (!found) return baton_err_set(err, BATON_ERR_NOTFOUND, "entry %lld: no such entry", (long long)id);
     e->rank = 0;
-    if ((rc = baton_league_standings(l, e->track, e->format, &st, &ns, err))) return rc;
+    if ((rc = baton_league_standings(l, e->track, e->race, e->format, &st, &ns, err))) return rc;
     for (size_t i = 0; i < ns; i++)
         if (st[i].id == id) e->rank = st[i].rank;
     free(st);
@@ -449,17 +476,20 @@ static int track_key(const char *spelling, char *key, size_t cap, baton_err *err
     return BATON_OK;
 }
 
-int baton_league_standings(baton_league *l, const char *track, baton_league_format f, baton_league_entry **out,
+int baton_league_standings(baton_league *l, const char *track, int race, baton_league_format f, baton_league_entry **out,
                            size_t *n, baton_err *err)
 {
+    if (race < 0 || race >= BATON_LEAGUE_RACES)
+        return baton_err_set(err, BATON_ERR_USAGE, "race: type %d is not one of the league's", race);
     baton_league_entry *e;
     size_t cnt;
     char key[256];
     if (track && track_key(track, key, sizeof key, err)) return err->code;
-    /* every entry of the track, whatever format it was submitted under: the league evaluates every
-     * model under the same rules, so each has both a best lap and a total to be ranked by */
-    int rc = select_entries(l, track ? "WHERE track = ? ORDER BY track, id" : "ORDER BY track, id", 0, 0,
-                            track ? key : NULL, &e, &cnt, err);
+    /* every entry of the track and race type, whatever format it was submitted under: the league
+     * evaluates every model of a race under the same settings, so each has both a best lap and a
+     * total to be ranked by */
+    int rc = select_entries(l, track ? "WHERE race = ? AND track = ? ORDER BY track, id" : "WHERE race = ? ORDER BY track, id",
+                            race, track ? key : NULL, &e, &cnt, err);
     if (rc) return rc;
     /* rank each track's run of rows; keep only the kept ones, tracks in name order */
     size_t w = 0;
@@ -519,8 +549,10 @@ int baton_league_trace(baton_league *l, int64_t id, size_t *n, float **x, float 
 int baton_league_tracks(baton_league *l, baton_league_track **out, size_t *n, baton_err *err)
 {
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(l->db, "SELECT track, count(*), count(DISTINCT alias), max(track_path) FROM entries"
-                           " GROUP BY track ORDER BY track", -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(l->db, "SELECT track, count(*), count(DISTINCT alias), max(track_path),"
+                           " sum(race = " LEAGUE_SQL_TIME_TRIAL "), sum(race = " LEAGUE_SQL_OBJECT_AVOIDANCE "),"
+                           " sum(race = " LEAGUE_SQL_HEAD_TO_BOT ") FROM entries GROUP BY track ORDER BY track", -1, &st,
+                           NULL) != SQLITE_OK)
         return league_db_fail(l, err, "cannot read the tracks");
     size_t cap = 8, cnt = 0;
     baton_league_track *t = malloc(cap * sizeof *t);
@@ -539,6 +571,7 @@ int baton_league_tracks(baton_league *l, baton_league_track **out, size_t *n, ba
         x->entries = (size_t)sqlite3_column_int64(st, 1);
         x->aliases = (size_t)sqlite3_column_int64(st, 2);
         snprintf(x->track_path, sizeof x->track_path, "%s", (const char *)sqlite3_column_text(st, 3));
+        for (int r = 0; r < BATON_LEAGUE_RACES; r++) x->race_entries[r] = (size_t)sqlite3_column_int64(st, 4 + r);
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) {

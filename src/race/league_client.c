@@ -68,6 +68,10 @@ static void read_result(const cJSON *j, baton_league_submission *s)
     baton_league_format f = BATON_LEAGUE_TIME_TRIAL;
     if (cJSON_IsString(fm) && baton_league_format_parse(fm->valuestring, &f, NULL)) return;
     e->format = s->format = f;
+    const cJSON *rt = cJSON_GetObjectItemCaseSensitive(j, "race");
+    int race = BATON_RACE_TIME_TRIAL;   /* a server from before race types: its entries are time trials */
+    if (cJSON_IsString(rt) && baton_league_race_parse(rt->valuestring, &race, NULL)) return;
+    e->race = s->race = race;
     e->completed = cJSON_IsTrue(done);
     e->best_lap_s = best, e->total_s = total, e->resets = (uint32_t)resets, e->iteration = (uint64_t)it;
     e->rank = isnan(rank) ? 0 : (uint32_t)rank;
@@ -117,8 +121,8 @@ static int post(const baton_league_remote_opts *o, const baton_buf *tar, baton_l
     char *a = h ? curl_easy_escape(h, o->alias, 0) : NULL, *t = h ? curl_easy_escape(h, o->track, 0) : NULL;
     char url[2048];
     int rc = a && t ? BATON_OK : baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
-    if (!rc && snprintf(url, sizeof url, "%s/api/submit?alias=%s&track=%s&format=%s", o->server, a, t,
-                        baton_league_format_name(o->format)) >= (int)sizeof url)
+    if (!rc && snprintf(url, sizeof url, "%s/api/submit?alias=%s&track=%s&race=%s&format=%s", o->server, a, t,
+                        baton_league_race_name(o->race), baton_league_format_name(o->format)) >= (int)sizeof url)
         rc = baton_err_set(err, BATON_ERR_ARG, "the submission's URL is too long");
     curl_free(a);
     curl_free(t);

@@ -14,13 +14,29 @@ struct baton_league {
     char path[4096];
 };
 
+/* What a time trial's entry stores as its settings, and what entries of version-2 files (all time
+ * trials under the rules the league had then) are given by the upgrade. */
+#define LEAGUE_TT_SETTINGS "{\"race\":\"time-trial\",\"laps\":3,\"off_track_penalty_s\":5}"
+/* The race types as the SQL of league.c writes them (the columns' CHECK allows 0..2). */
+#define LEAGUE_SQL_TIME_TRIAL "0"
+#define LEAGUE_SQL_OBJECT_AVOIDANCE "1"
+#define LEAGUE_SQL_HEAD_TO_BOT "2"
+_Static_assert(BATON_RACE_TIME_TRIAL == 0 && BATON_RACE_OBJECT_AVOIDANCE == 1 && BATON_RACE_HEAD_TO_BOT == 2 && BATON_LEAGUE_RACES == 3,
+               "LEAGUE_SQL_* are the race types' values");
+
 int league_db_fail(baton_league *l, baton_err *err, const char *what);
 double league_now(void);
 
-/* Evaluate ckpt on track under the league's rules: e (alias, track, result fields, model hash,
+/* Evaluate ckpt on track under the league's rules for race (its official settings): e (alias, track, result fields, model hash,
  * submitted_at now) and r (the drive; baton_race_eval_result_free it). */
-int league_evaluate(const char *ckpt, const char *alias, const char *track, baton_league_format f, baton_league_entry *e,
-                    baton_race_eval_result *r, baton_err *err);
+int league_evaluate(const char *ckpt, const char *alias, const char *track, int race, baton_league_format f,
+                    baton_league_entry *e, baton_race_eval_result *r, baton_err *err);
+/* league_objects.c: the objects of r's drive into trace_objects for entry id, in the caller's
+ * transaction (nothing for a drive without objects). */
+int league_objects_store(baton_league *l, int64_t id, const baton_race_eval_result *r, baton_err *err);
+/* The trace answer's ,"objects":[...] member for entry id (steps: the car's trace's) appended to b;
+ * nothing for a drive without objects. */
+int league_objects_json(baton_league *l, int64_t id, size_t steps, baton_buf *b, baton_err *err);
 /* Store e and its drive; checkpoint is what the entry records as its source. submission > 0: mark
  * that submission done in the same transaction, only if it is still running (else nothing is
  * stored and the result is BATON_ERR_BUSY). */

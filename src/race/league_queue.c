@@ -166,8 +166,8 @@ int baton_league_enqueue(baton_league *l, const baton_league_upload *u, int64_t 
                            (long long)waiting);
         goto undo;
     }
-    if (sqlite3_prepare_v2(l->db, "INSERT INTO submissions(alias, track, track_path, format, state, bytes, submitted_at)"
-                                  " VALUES(?,?,?,?," LEAGUE_SQL_QUEUED ",?,?)", -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(l->db, "INSERT INTO submissions(alias, track, track_path, format, state, bytes, submitted_at, race)"
+                                  " VALUES(?,?,?,?," LEAGUE_SQL_QUEUED ",?,?,?)", -1, &st, NULL) != SQLITE_OK)
         goto fail;
     sqlite3_bind_text(st, 1, u->alias, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, u->track, -1, SQLITE_STATIC);
@@ -175,6 +175,7 @@ int baton_league_enqueue(baton_league *l, const baton_league_upload *u, int64_t 
     sqlite3_bind_int(st, 4, (int)u->format);
     sqlite3_bind_int64(st, 5, (sqlite3_int64)u->len);
     sqlite3_bind_double(st, 6, league_now());
+    sqlite3_bind_int(st, 7, u->race);
     if (sqlite3_step(st) != SQLITE_DONE) goto fail;
     sqlite3_finalize(st);
     st = NULL;
@@ -196,7 +197,7 @@ undo:
 }
 
 static const char sub_cols[] = "id, alias, track, track_path, format, state, coalesce(reason, ''), coalesce(entry, 0),"
-                               " attempts, bytes, submitted_at, coalesce(started_at, 0), coalesce(finished_at, 0)";
+                               " attempts, bytes, submitted_at, coalesce(started_at, 0), coalesce(finished_at, 0), race";
 
 static void read_sub(sqlite3_stmt *st, baton_league_submission *s)
 {
@@ -215,6 +216,8 @@ static void read_sub(sqlite3_stmt *st, baton_league_submission *s)
     s->submitted_at = sqlite3_column_double(st, 10);
     s->started_at = sqlite3_column_double(st, 11);
     s->finished_at = sqlite3_column_double(st, 12);
+    int race = sqlite3_column_int(st, 13);
+    s->race = race >= 0 && race < BATON_LEAGUE_RACES ? race : BATON_RACE_TIME_TRIAL;
 }
 
 int baton_league_submission_get(baton_league *l, int64_t id, baton_league_submission *s, baton_err *err)
@@ -239,6 +242,7 @@ cJSON *baton_league_submission_json(const baton_league_submission *s)
     cJSON_AddNumberToObject(j, "id", (double)s->id);
     cJSON_AddStringToObject(j, "alias", s->alias);
     cJSON_AddStringToObject(j, "track", s->track);
+    cJSON_AddStringToObject(j, "race", baton_league_race_name(s->race));
     cJSON_AddStringToObject(j, "format", baton_league_format_name(s->format));
     cJSON_AddStringToObject(j, "state", baton_league_state_name(s->state));
     if (s->state != BATON_LEAGUE_DONE && s->reason[0]) cJSON_AddStringToObject(j, "reason", s->reason);   /* why it failed, or why it waits again */
@@ -298,8 +302,8 @@ static int claim(baton_league *l, baton_league_submission *s, uint8_t **archive,
     int r = sqlite3_step(st), rc = BATON_OK;
     if (r == SQLITE_ROW) {
         read_sub(st, s);
-        const void *b = sqlite3_column_blob(st, 13);   /* queued by an older baton, which kept it there */
-        size_t n = (size_t)sqlite3_column_bytes(st, 13);
+        const void *b = sqlite3_column_blob(st, 14);   /* queued by an older baton, which kept it there */
+        size_t n = (size_t)sqlite3_column_bytes(st, 14);
         if (b && (*archive = malloc(n + 1))) {
             memcpy(*archive, b, n);
             *len = n;
@@ -363,7 +367,7 @@ static int attempt(baton_league *l, const baton_league_submission *s, uint8_t *a
         *bad = 0;
         return err->code;
     }
-    if (!*bad && (*bad = league_evaluate(up.ckpt, s->alias, s->track_path, s->format, &e, &r, why))) {
+    if (!*bad && (*bad = league_evaluate(up.ckpt, s->alias, s->track_path, s->race, s->format, &e, &r, why))) {
         baton_log(BATON_LOG_INFO, "league: submission %lld: %s", (long long)s->id, why->msg);   /* the full paths */
         league_unpacked_msg(&up, why->msg, sizeof why->msg);   /* the reason the racer reads: the archive's names */
         league_unpath(why->msg, sizeof why->msg, s->track_path, s->track);

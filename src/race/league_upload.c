@@ -97,7 +97,9 @@ int league_request_head(const baton_league_request *q, const baton_league_upload
     }
     if (baton_league_alias_check(q->alias, err)) return baton_err_prefix(err, "alias");
     snprintf(u->alias, sizeof u->alias, "%s", q->alias);
-    u->format = BATON_LEAGUE_TIME_TRIAL;
+    u->race = BATON_RACE_TIME_TRIAL;
+    if (q->race && baton_league_race_parse(q->race, &u->race, err)) return err->code;
+    u->format = baton_league_race_format(u->race);
     if (q->format && baton_league_format_parse(q->format, &u->format, err)) return err->code;
     if (!q->track || !*q->track) return refuse(http, 400, err, BATON_ERR_ARG, "track: required (?track=NAME)");
     return track_lookup(q->track, rules, u, http, err);

@@ -37,7 +37,10 @@ cJSON *baton_league_entry_json(const baton_league_entry *e)
     cJSON_AddNumberToObject(j, "id", (double)e->id);
     cJSON_AddStringToObject(j, "alias", e->alias);
     cJSON_AddStringToObject(j, "track", e->track);
+    cJSON_AddStringToObject(j, "race", baton_league_race_name(e->race));
     cJSON_AddStringToObject(j, "format", baton_league_format_name(e->format));
+    cJSON *set = e->settings[0] ? cJSON_Parse(e->settings) : NULL;
+    if (set) cJSON_AddItemToObject(j, "settings", set);
     cJSON_AddBoolToObject(j, "completed", e->completed);
     cJSON_AddNumberToObject(j, "laps", e->laps);
     cJSON_AddNumberToObject(j, "best_lap_s", e->best_lap_s);
@@ -109,7 +112,7 @@ static void put_url_part(baton_buf *b, const char *s)
 static const char style[] =
     "<style>body{font-family:sans-serif;margin:24px;color:#222}table{border-collapse:collapse;margin:12px 0}"
     "th,td{padding:4px 10px;border-bottom:1px solid #ddd;text-align:right}th{background:#f3f3f3}"
-    "td.alias,th.alias{text-align:left;max-width:28em;overflow-wrap:anywhere}tr.sel{background:#fff3cd}"
+    "td.alias,th.alias{text-align:left;max-width:28em;overflow-wrap:anywhere}tr.sel{background:#fff3cd}a.sel{font-weight:bold}"
     "button{font-size:12px}#status{color:#555}</style>";
 
 static void page_head(baton_buf *b, const char *title)
@@ -128,35 +131,54 @@ static enum MHD_Result page_index(baton_league_server *s, struct MHD_Connection 
     baton_buf b = {0};
     page_head(&b, "baton league");
     baton_svg_put(&b, "<h1>baton league</h1>\n<table id=\"tracks\"><thead><tr><th class=\"alias\">track</th><th>racers</th>"
-                      "<th>entries</th></tr></thead><tbody>\n");
+                      "<th>entries</th><th class=\"alias\">race types</th></tr></thead><tbody>\n");
     for (size_t i = 0; i < n; i++) {
         baton_svg_put(&b, "<tr><td class=\"alias\"><a href=\"/track/");
         put_url_part(&b, t[i].track);
         baton_svg_put(&b, "\">");
         baton_svg_esc(&b, t[i].track);
-        baton_svg_put(&b, "</a></td><td>%zu</td><td>%zu</td></tr>\n", t[i].aliases, t[i].entries);
+        baton_svg_put(&b, "</a></td><td>%zu</td><td>%zu</td><td class=\"alias\">", t[i].aliases, t[i].entries);
+        for (int k = 0, first = 1; k < BATON_LEAGUE_RACES; k++) {   /* the race types it has entries in */
+            if (!t[i].race_entries[k]) continue;
+            baton_svg_put(&b, "%s<a href=\"/track/", first ? "" : " · ");
+            put_url_part(&b, t[i].track);
+            baton_svg_put(&b, "?race=%s\">%s (%zu)</a>", baton_league_race_name(k), baton_league_race_name(k),
+                          t[i].race_entries[k]);
+            first = 0;
+        }
+        baton_svg_put(&b, "</td></tr>\n");
     }
-    if (!n) baton_svg_put(&b, "<tr><td class=\"alias\" colspan=\"3\">no entries yet: <code>baton race submit</code></td></tr>\n");
+    if (!n) baton_svg_put(&b, "<tr><td class=\"alias\" colspan=\"4\">no entries yet: <code>baton race submit</code></td></tr>\n");
     baton_svg_put(&b, "</tbody></table>\n</body></html>\n");
     free(t);
     return reply_buf(c, &b, "text/html; charset=utf-8");
 }
 
 /* The replay: reads the picture's world-to-pixel map from the SVG's root, fetches a trace and moves
- * the car along it at 15 steps a second (DeepRacer's), the driven line drawn as it goes. */
+ * the car along it at 15 steps a second (DeepRacer's), the driven line drawn as it goes; the
+ * trace's objects (boxes, bots) drawn as their footprints where the trace puts them at each step
+ * (<g class="object"> in #objects, translated to the object's centre and turned to its heading). */
 static const char replay_js[] =
     "<script>\n(function(){\n"
     "var svg=document.querySelector('#track svg'),car=document.getElementById('car'),line=document.getElementById('driven');\n"
     "var m={x0:+svg.dataset.x0,y1:+svg.dataset.y1,s:+svg.dataset.scale,l:+svg.dataset.left,t:+svg.dataset.top};\n"
     "var tr=null,t0=0,st=document.getElementById('status');\n"
     "function px(x){return m.l+(x-m.x0)*m.s}function py(y){return m.t+(m.y1-y)*m.s}\n"
-    "function show(k){car.setAttribute('cx',px(tr.x[k]));car.setAttribute('cy',py(tr.y[k]));\n"
+    "var og=document.getElementById('objects');\n"
+    "function objs(d){while(og.firstChild)og.removeChild(og.firstChild);(d.objects||[]).forEach(function(o){\n"
+    " var g=document.createElementNS('http://www.w3.org/2000/svg','g'),r=document.createElementNS('http://www.w3.org/2000/svg','rect');\n"
+    " g.setAttribute('class','object');g.dataset.kind=o.kind;r.setAttribute('x',-o.back_m*m.s);r.setAttribute('y',-o.width_m/2*m.s);\n"
+    " r.setAttribute('width',o.length_m*m.s);r.setAttribute('height',o.width_m*m.s);\n"
+    " r.setAttribute('fill',o.kind=='bot'?'#9467bd':'#8c564b');r.setAttribute('stroke','white');g.appendChild(r);og.appendChild(g)})}\n"
+    "function showobjs(k){var gs=og.children;(tr.objects||[]).forEach(function(o,i){\n"
+    " gs[i].setAttribute('transform','translate('+px(o.x[k]).toFixed(2)+' '+py(o.y[k]).toFixed(2)+') rotate('+(-o.yaw[k]*180/Math.PI).toFixed(2)+')')})}\n"
+    "function show(k){car.setAttribute('cx',px(tr.x[k]));car.setAttribute('cy',py(tr.y[k]));showobjs(k);\n"
     " st.textContent='entry '+tr.id+': step '+(k+1)+' of '+tr.steps+', lap '+(tr.lap[k]+1)+', '+tr.v[k].toFixed(2)+' m/s'}\n"
     "function frame(now){if(!tr)return;var k=Math.floor((now-t0)/1000*15);if(k>=tr.steps){t0=now;k=0}\n"
     " show(k);requestAnimationFrame(frame)}\n"
     "function play(id){fetch('/api/entries/'+id+'/trace').then(function(r){return r.json()}).then(function(d){\n"
     " if(!d.steps)return;tr=d;var p=[];for(var i=0;i<d.steps;i++)p.push(px(d.x[i]).toFixed(1)+','+py(d.y[i]).toFixed(1));\n"
-    " line.setAttribute('points',p.join(' '));car.setAttribute('visibility','visible');\n"
+    " line.setAttribute('points',p.join(' '));car.setAttribute('visibility','visible');objs(d);\n"
     " document.querySelectorAll('#standings tr').forEach(function(r){r.classList.toggle('sel',r.dataset.entry==id)});\n"
     " show(0);t0=performance.now();requestAnimationFrame(frame)})}\n"
     "document.querySelectorAll('button[data-replay]').forEach(function(b){b.onclick=function(){play(b.dataset.replay)}});\n"
@@ -183,12 +205,43 @@ static void standings_table(baton_buf *b, const baton_league_entry *e, size_t n)
     baton_svg_put(b, "</tbody></table>\n");
 }
 
+static int race_and_format(struct MHD_Connection *c, int *race, baton_league_format *f, baton_err *err);
+
+/* The race types' selector: each with its count of standings on the track, the shown one marked. */
+static int race_selector(baton_league_server *s, baton_buf *b, const char *name, int race, baton_err *err)
+{
+    baton_svg_put(b, "<p id=\"races\">race type:");
+    for (int r = 0; r < BATON_LEAGUE_RACES; r++) {
+        baton_league_entry *e;
+        size_t n;
+        if (baton_league_standings(s->l, name, r, baton_league_race_format(r), &e, &n, err)) return err->code;
+        free(e);
+        baton_svg_put(b, " <a href=\"?race=%s\" data-race=\"%s\" data-entries=\"%zu\"%s>%s (%zu)</a>",
+                      baton_league_race_name(r), baton_league_race_name(r), n, r == race ? " class=\"sel\"" : "",
+                      baton_league_race_name(r), n);
+    }
+    baton_svg_put(b, "</p>\n");
+    return BATON_OK;
+}
+
+/* What the league drives a race's models under, in a sentence for the page. */
+static void race_rules(baton_buf *b, int race)
+{
+    baton_svg_put(b, "the league drives every model itself under the race's official settings: %d laps from a standing start, "
+                     "%g s per reset", BATON_LEAGUE_LAPS, BATON_LEAGUE_PENALTY_S);
+    if (race == BATON_RACE_OBJECT_AVOIDANCE)
+        baton_svg_put(b, "; %d boxes at fixed places, %g s per crash", BATON_LEAGUE_OA_BOXES, BATON_LEAGUE_COLLISION_PENALTY_S);
+    else if (race == BATON_RACE_HEAD_TO_BOT)
+        baton_svg_put(b, "; %d bot cars at %g m/s changing lanes, %g s per crash", BATON_LEAGUE_H2B_BOTS,
+                      BATON_LEAGUE_H2B_BOT_SPEED, BATON_LEAGUE_COLLISION_PENALTY_S);
+}
+
 static enum MHD_Result page_track(baton_league_server *s, struct MHD_Connection *c, const char *name)
 {
-    const char *fs = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format");
-    baton_league_format f = BATON_LEAGUE_TIME_TRIAL;
+    baton_league_format f;
+    int race;
     baton_err err = {0};
-    if (fs && baton_league_format_parse(fs, &f, &err)) return league_reply_error(s, c, 400, err.msg);
+    if (race_and_format(c, &race, &f, &err)) return league_reply_error(s, c, 400, err.msg);
     baton_league_track *t;
     size_t nt;
     if (baton_league_tracks(s->l, &t, &nt, &err)) return league_reply_error(s, c, 500, err.msg);
@@ -205,22 +258,32 @@ static enum MHD_Result page_track(baton_league_server *s, struct MHD_Connection 
     baton_league_entry *e = NULL;
     size_t n = 0;
     if (rc) return league_reply_error(s, c, 500, err.msg);
-    if ((rc = baton_league_standings(s->l, name, f, &e, &n, &err))) {
+    baton_buf b = {0};
+    if ((rc = baton_league_standings(s->l, name, race, f, &e, &n, &err)) || (rc = race_selector(s, &b, name, race, &err))) {
         league_track_view_put(s);
+        free(e);
+        baton_buf_free(&b);
         return league_reply_error(s, c, 500, err.msg);
     }
-    baton_buf b = {0};
+    baton_buf sel = b;   /* the selector goes after the page's head */
+    b = (baton_buf){0};
     char title[512];
-    snprintf(title, sizeof title, "%s — %s — baton league", name, baton_league_format_name(f));
+    const char *rn = baton_league_race_name(race);
+    snprintf(title, sizeof title, "%s — %s — %s — baton league", name, rn, baton_league_format_name(f));
     page_head(&b, title);
-    baton_svg_put(&b, "<p><a href=\"/\">all tracks</a> · <a href=\"?format=%s\">%s</a></p>\n<h1>",
-                  f == BATON_LEAGUE_TOTAL ? "time-trial" : "total", f == BATON_LEAGUE_TOTAL ? "time trial" : "total time");
+    baton_svg_put(&b, "<p><a href=\"/\">all tracks</a> · <a href=\"?race=%s&amp;format=%s\">%s</a></p>\n", rn,
+                  f == BATON_LEAGUE_TOTAL ? "time-trial" : "total", f == BATON_LEAGUE_TOTAL ? "fastest lap" : "total time");
+    baton_buf_append(&b, sel.data, sel.len);
+    baton_buf_free(&sel);
+    baton_svg_put(&b, "<h1>");
     baton_svg_esc(&b, name);
-    baton_svg_put(&b, " — %s</h1>\n", f == BATON_LEAGUE_TOTAL ? "total time of 3 laps" : "time trial, fastest lap");
-    baton_svg_put(&b, "<p>the racing-line limit: %.3f s a lap; the league drives every model itself (3 laps from a standing "
-                      "start, 5 s per reset).</p>\n", lr->lap_s);
+    baton_svg_put(&b, " — <span id=\"race\">%s</span>, %s</h1>\n", rn,
+                  f == BATON_LEAGUE_TOTAL ? "total time of 3 laps" : "fastest lap");
+    baton_svg_put(&b, "<p>the racing-line limit: %.3f s a lap; ", lr->lap_s);
+    race_rules(&b, race);
+    baton_svg_put(&b, ".</p>\n");
     standings_table(&b, e, n);
-    baton_svg_put(&b, "<p id=\"status\">%s</p>\n<div id=\"track\">", n ? "" : "no entries in this format yet");
+    baton_svg_put(&b, "<p id=\"status\">%s</p>\n<div id=\"track\">", n ? "" : "no entries in this race yet");
     baton_race_svg_line lines[1] = {{"racing line (limit)", lr->racing.x, lr->racing.y, NULL, lr->racing.n, 1}};
     char svgtitle[300];
     baton_race_track_info info;
@@ -230,7 +293,7 @@ static enum MHD_Result page_track(baton_league_server *s, struct MHD_Connection 
     baton_race_svg_buf(&b, track, svgtitle, lines, 1);
     /* the replay's line and car go in before the picture's closing tag */
     if (b.data && b.len - at >= 7 && !memcmp(b.data + b.len - 7, "</svg>\n", 7)) b.len -= 7;
-    baton_svg_put(&b, "<polyline id=\"driven\" fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\" points=\"\"/>"
+    baton_svg_put(&b, "<polyline id=\"driven\" fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\" points=\"\"/><g id=\"objects\"></g>"
                       "<circle id=\"car\" r=\"6\" fill=\"#d62728\" stroke=\"white\" stroke-width=\"1.5\" visibility=\"hidden\"/>"
                       "</svg>\n</div>\n");
     baton_buf_append(&b, replay_js, strlen(replay_js));
@@ -252,13 +315,16 @@ static enum MHD_Result api_tracks(baton_league_server *s, struct MHD_Connection 
         cJSON_AddStringToObject(x, "track", t[i].track);
         cJSON_AddNumberToObject(x, "entries", (double)t[i].entries);
         cJSON_AddNumberToObject(x, "aliases", (double)t[i].aliases);
+        cJSON *r = cJSON_AddObjectToObject(x, "races");   /* entries of each race type */
+        for (int k = 0; k < BATON_LEAGUE_RACES; k++)
+            cJSON_AddNumberToObject(r, baton_league_race_name(k), (double)t[i].race_entries[k]);
         cJSON_AddItemToArray(a, x);
     }
     free(t);
     return league_reply_json(c, 200, j);
 }
 
-/* What a client should know before it sends: the largest archive taken, the formats. */
+/* What a client should know before it sends: the largest archive taken, the formats, the race types. */
 static enum MHD_Result api_server(baton_league_server *s, struct MHD_Connection *c)
 {
     cJSON *j = cJSON_CreateObject();
@@ -267,20 +333,43 @@ static enum MHD_Result api_server(baton_league_server *s, struct MHD_Connection 
     cJSON *f = cJSON_AddArrayToObject(j, "formats");
     for (int i = BATON_LEAGUE_TIME_TRIAL; i <= BATON_LEAGUE_TOTAL; i++)
         cJSON_AddItemToArray(f, cJSON_CreateString(baton_league_format_name((baton_league_format)i)));
+    cJSON *r = cJSON_AddArrayToObject(j, "races");   /* each race type, its default format and official settings */
+    for (int i = 0; i < BATON_LEAGUE_RACES; i++) {
+        char set[1024];
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddStringToObject(x, "race", baton_league_race_name(i));
+        cJSON_AddStringToObject(x, "format", baton_league_format_name(baton_league_race_format(i)));
+        if (!baton_league_race_settings(i, set, sizeof set, NULL)) cJSON_AddItemToObject(x, "settings", cJSON_Parse(set));
+        cJSON_AddItemToArray(r, x);
+    }
     return league_reply_json(c, 200, j);
+}
+
+/* ?race=R&format=F as a request gives them: the race (time-trial when absent) and the format (the
+ * race's own when absent); 0, else an error naming the argument in err. */
+static int race_and_format(struct MHD_Connection *c, int *race, baton_league_format *f, baton_err *err)
+{
+    const char *rs = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "race");
+    const char *fs = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format");
+    *race = BATON_RACE_TIME_TRIAL;
+    if (rs && baton_league_race_parse(rs, race, err)) return err->code;
+    *f = baton_league_race_format(*race);
+    if (fs && baton_league_format_parse(fs, f, err)) return err->code;
+    return BATON_OK;
 }
 
 static enum MHD_Result api_leaderboard(baton_league_server *s, struct MHD_Connection *c)
 {
     const char *track = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "track");
-    const char *fs = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format");
-    baton_league_format f = BATON_LEAGUE_TIME_TRIAL;
+    baton_league_format f;
+    int race;
     baton_err err = {0};
-    if (fs && baton_league_format_parse(fs, &f, &err)) return league_reply_error(s, c, 400, err.msg);
+    if (race_and_format(c, &race, &f, &err)) return league_reply_error(s, c, 400, err.msg);
     baton_league_entry *e;
     size_t n;
-    if (baton_league_standings(s->l, track, f, &e, &n, &err)) return league_reply_error(s, c, 500, err.msg);
+    if (baton_league_standings(s->l, track, race, f, &e, &n, &err)) return league_reply_error(s, c, 500, err.msg);
     cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "race", baton_league_race_name(race));
     cJSON_AddStringToObject(j, "format", baton_league_format_name(f));
     if (track) cJSON_AddStringToObject(j, "track", track);
     cJSON *a = cJSON_AddArrayToObject(j, "entries");
@@ -331,8 +420,12 @@ static enum MHD_Result api_trace(baton_league_server *s, struct MHD_Connection *
         for (size_t i = 0; i < n; i++) baton_svg_put(&b, i ? ",%u" : "%u", u[k][i]);
         baton_svg_put(&b, "]");
     }
-    baton_svg_put(&b, "}");
     free(x);
+    if ((rc = league_objects_json(s->l, id, n, &b, &err))) {
+        baton_buf_free(&b);
+        return league_reply_error(s, c, 500, err.msg);
+    }
+    baton_svg_put(&b, "}");
     return reply_buf(c, &b, "application/json");
 }
 

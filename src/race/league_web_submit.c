@@ -40,6 +40,7 @@ static baton_league_request request_of(struct MHD_Connection *c, const uint8_t *
         .alias = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "alias"),
         .track = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "track"),
         .format = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format"),
+        .race = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "race"),
         .body = body,
         .len = len,
     };

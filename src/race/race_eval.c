@@ -44,6 +44,7 @@ void baton_race_eval_result_free(baton_race_eval_result *r)
     free(r->v);
     free(r->lap_of);
     free(r->reset);
+    free(r->obj_pose);
     memset(r, 0, sizeof *r);
 }
 
@@ -70,7 +71,9 @@ static int alloc_result(evaluator *e, size_t steps, baton_err *err)
     r->v = malloc(steps * sizeof *r->v);
     r->lap_of = malloc(steps * sizeof *r->lap_of);
     r->reset = calloc(steps, 1);
-    if (!r->laps || !r->x || !r->y || !r->v || !r->lap_of || !r->reset)
+    r->nobj = baton_race_sim_objects(e->sim, 0, r->obj, sizeof r->obj / sizeof r->obj[0]);
+    r->obj_pose = r->nobj ? malloc(steps * r->nobj * 3 * sizeof *r->obj_pose) : NULL;
+    if (!r->laps || !r->x || !r->y || !r->v || !r->lap_of || !r->reset || (r->nobj && !r->obj_pose))
         return baton_err_set(err, BATON_ERR_NOMEM, "race eval: out of memory for %zu steps", steps);
     return BATON_OK;
 }
@@ -131,6 +134,21 @@ static int write_frame(evaluator *e, baton_err *err)
     return rc;
 }
 
+/* Where each object stands after step r->n (the replay draws them there). */
+static void record_objects(evaluator *e)
+{
+    baton_race_eval_result *r = e->r;
+    if (!r->nobj) return;
+    baton_race_object o[BATON_RACE_MAX_OBJECTS + BATON_RACE_MAX_BOTS];
+    size_t n = baton_race_sim_objects(e->sim, 0, o, r->nobj);
+    float *p = r->obj_pose + r->n * r->nobj * 3;
+    for (size_t i = 0; i < r->nobj; i++) {
+        p[3 * i] = (float)(i < n ? o[i].x : r->obj[i].x);
+        p[3 * i + 1] = (float)(i < n ? o[i].y : r->obj[i].y);
+        p[3 * i + 2] = (float)(i < n ? o[i].yaw : r->obj[i].yaw);
+    }
+}
+
 static int drive(evaluator *e, size_t limit, baton_err *err)
 {
     const baton_race_eval_opts *o = e->o;
@@ -151,6 +169,7 @@ static int drive(evaluator *e, size_t limit, baton_err *err)
         double before = st->progress;
         baton_race_sim_step(e->sim, &steer, &speed);
         r->x[r->n] = st->x, r->y[r->n] = st->y, r->v[r->n] = st->speed, r->lap_of[r->n] = (uint32_t)r->nlaps;
+        record_objects(e);
         r->n++;
         baton_race_lap *lap = &r->laps[r->nlaps];
         lap->steps++;

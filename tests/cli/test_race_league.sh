@@ -7,7 +7,9 @@
 # checkpoint (another kind of model), a missing checkpoint, bad aliases (not UTF-8: a surrogate, an
 # overlong form, above U+10FFFF; a C1 control; bidi, zero-width and BOM characters; odd spaces;
 # Cyrillic and Latin letters mixed — while one script's letters are taken) and formats, a database
-# of another schema version and a damaged one (the file left byte for byte as it was).
+# of another schema version and a damaged one (the file left byte for byte as it was); versions 1
+# and 2 upgraded, their entries time trials; object avoidance and head-to-bot under the official
+# settings whatever the model trained with, each on its own board; an unknown race refused.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/cli/lib.sh
 export OMP_NUM_THREADS=1
@@ -90,19 +92,66 @@ check '[ "$(rows "$DB")" = "$before" ]' "nothing stored by refused submissions"
 check '"$BATON" race leaderboard --db "$DB" --json | python3 -c "import json,sys; json.loads(sys.stdin.buffer.read().decode(\"utf-8\"))"' \
     "the leaderboard is valid UTF-8"
 # a database of another schema version, and a damaged one: refused, the files unchanged
-cp "$DB" "$T/v3.db"
-python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA journal_mode=DELETE'); c.execute('PRAGMA user_version=3'); c.commit()" "$T/v3.db"
-sum=$(md5sum <"$T/v3.db")
-expect_fail 1 "v3.db: league schema version 3; this baton reads versions 1 and 2" "$BATON" race leaderboard --db "$T/v3.db"
-expect_fail 1 "v3.db: league schema version 3" "$BATON" race submit --ckpt "$T/m1" --alias x --track oval --db "$T/v3.db"
-check '[ "$(md5sum <"$T/v3.db")" = "$sum" ]' "the other version's file unchanged"
-# a version-1 file (entries only, as the first league wrote) gains version 2's tables, its entries kept
-cp "$DB" "$T/v1.db"
-python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.executescript('DROP TABLE submissions; DROP TABLE tokens; PRAGMA user_version=1;'); c.commit()" "$T/v1.db"
-check '"$BATON" race leaderboard --db "$T/v1.db" --json >"$T/v1.json" 2>"$T/v1.err" && grep -q "schema version 1: adding version 2" "$T/v1.err"' "a version-1 database upgraded"
+cp "$DB" "$T/v4.db"
+python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA journal_mode=DELETE'); c.execute('PRAGMA user_version=4'); c.commit()" "$T/v4.db"
+sum=$(md5sum <"$T/v4.db")
+expect_fail 1 "v4.db: league schema version 4; this baton reads versions 1 to 3" "$BATON" race leaderboard --db "$T/v4.db"
+expect_fail 1 "v4.db: league schema version 4" "$BATON" race submit --ckpt "$T/m1" --alias x --track oval --db "$T/v4.db"
+check '[ "$(md5sum <"$T/v4.db")" = "$sum" ]' "the other version's file unchanged"
+# older files, made from this one as those versions wrote them: version 2 (no race types) and
+# version 1 (entries only) are upgraded on open, their entries kept as time trials
+older() {  # older VERSION OUT: $DB as that version's schema held it
+    cp "$DB" "$2"
+    python3 - "$2" "$1" <<'PY'
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+c.executescript("""DROP INDEX entries_track; ALTER TABLE entries DROP COLUMN race_settings; ALTER TABLE entries DROP COLUMN race;
+CREATE INDEX entries_track ON entries(track, format); ALTER TABLE submissions DROP COLUMN race; DROP TABLE trace_objects;""")
+if sys.argv[2] == "1":
+    c.executescript("DROP TABLE submissions; DROP TABLE tokens;")
+c.execute("PRAGMA user_version=%d" % int(sys.argv[2]))
+c.commit()
+PY
+}
 "$BATON" race leaderboard --db "$DB" --json >"$T/lb4.json"
-check '[ "$(json "$T/v1.json" "len(d[\"entries\"])")" = "$(json "$T/lb4.json" "len(d[\"entries\"])")" ] && "$BATON" race token add z --db "$T/v1.db" >/dev/null 2>&1' \
-    "its entries kept, its new tables usable"
+for v in 1 2; do
+    older $v "$T/v$v.db"
+    check '"$BATON" race leaderboard --db "$T/v$v.db" --json >"$T/v$v.json" 2>"$T/v$v.err" && grep -q "schema version $v: adding race types" "$T/v$v.err"' \
+        "a version-$v database upgraded: $(cat "$T/v$v.err")"
+    check '[ "$(json "$T/v$v.json" "[(e[\"id\"], e[\"race\"], e[\"settings\"][\"laps\"]) for e in d[\"entries\"]]")" = "$(json "$T/lb4.json" "[(e[\"id\"], e[\"race\"], e[\"settings\"][\"laps\"]) for e in d[\"entries\"]]")" ]' \
+        "version $v: its entries kept, time trials under the league's settings"
+    check '[ "$(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(\"PRAGMA user_version\").fetchone()[0])" "$T/v$v.db")" = 3 ]' \
+        "version $v: now version 3"
+    check '"$BATON" race token add z --db "$T/v$v.db" >/dev/null 2>&1 && "$BATON" race leaderboard --db "$T/v$v.db" --race head-to-bot | grep -q "^no entries"' \
+        "version $v: its new tables usable"
+done
+# the other race types: each evaluated under the league's official settings (whatever the model
+# was trained with: m3 trained among 6 boxes, m1 in a time trial), each ranked on its own board by
+# total time, its settings and its drive's objects stored with the entry
+check '"$BATON" race train --track oval $M --race object-avoidance --objects 6 --ckpt-dir "$T/m3" --episodes 60 --seed 3 --threads 1 --quiet >/dev/null' \
+    "train model 3 among 6 boxes"
+objects() { python3 -c "import sqlite3,sys; r=sqlite3.connect(sys.argv[1]).execute('SELECT objects FROM trace_objects WHERE entry=?', (int(sys.argv[2]),)).fetchone(); print(r[0] if r else 0)" "$DB" "$1"; }
+check '"$BATON" race submit --ckpt "$T/m3" --alias oa1 --track oval --race object-avoidance --db "$DB" --json >"$T/oa.json" 2>"$T/oa.err"' \
+    "submit to object avoidance: $(cat "$T/oa.err")"
+check '[ "$(json "$T/oa.json" "d[\"race\"] == \"object-avoidance\" and d[\"format\"] == \"total\" and d[\"entries\"] == 1 and d[\"rank\"] == 1 and [(b[\"progress\"], b[\"lane\"]) for b in d[\"settings\"][\"boxes\"]] == [(0.25, 1), (0.5, -1), (0.75, 1)] and d[\"settings\"][\"collision_penalty_s\"] == 5 and not d[\"settings\"][\"randomize\"]")" = True ]' \
+    "object avoidance: the official 3 boxes, not the 6 it trained among: $(cat "$T/oa.json")"
+check '[ "$(objects "$(json "$T/oa.json" "d[\"id\"]")")" = 3 ]' "object avoidance: the drive's 3 boxes stored"
+check '"$BATON" race submit --ckpt "$T/m1" --alias h2b1 --track oval --race head-to-bot --db "$DB" --json >"$T/h2b.json" 2>"$T/h2b.err"' \
+    "submit a time-trial model to head-to-bot: $(cat "$T/h2b.err")"
+check '[ "$(json "$T/h2b.json" "d[\"race\"] == \"head-to-bot\" and d[\"entries\"] == 1 and d[\"settings\"][\"bots\"] == 2 and d[\"settings\"][\"bot_speed_mps\"] == 1 and d[\"settings\"][\"lane_change\"]")" = True ]' \
+    "head-to-bot: the official 2 bots at 1 m/s changing lanes: $(cat "$T/h2b.json")"
+check '[ "$(objects "$(json "$T/h2b.json" "d[\"id\"]")")" = 2 ]' "head-to-bot: the drive's 2 bots stored"
+check '"$BATON" race leaderboard --db "$DB" --race object-avoidance --json >"$T/lboa.json" && [ "$(json "$T/lboa.json" "d[\"race\"] == \"object-avoidance\" and d[\"format\"] == \"total\" and [e[\"alias\"] for e in d[\"entries\"]] == [\"oa1\"]")" = True ]' \
+    "object avoidance's own board, by total time"
+check '"$BATON" race leaderboard --db "$DB" --json >"$T/lbtt.json" && [ "$(json "$T/lbtt.json" "[e[\"alias\"] for e in d[\"entries\"] if e[\"alias\"] in (\"oa1\", \"h2b1\")]")" = "[]" ]' \
+    "the time trial's board holds none of them"
+check '"$BATON" race leaderboard --db "$DB" --race head-to-bot | grep -q "^oval (head-to-bot)"' "the table names the race"
+check '"$BATON" race leaderboard --db "$DB" --race head-to-bot --format time-trial | grep -q "^oval (head-to-bot, time-trial)"' \
+    "and the format when it is not the race's own"
+expect_fail 2 "race 'drag': time-trial, object-avoidance or head-to-bot" "$BATON" race submit --ckpt "$T/m1" --alias x --track oval --race drag --db "$DB"
+expect_fail 2 "race 'drag': time-trial, object-avoidance or head-to-bot" "$BATON" race leaderboard --race drag --db "$DB"
+expect_fail 2 "--objects: the league evaluates every model under its race's official settings" "$BATON" race submit --ckpt "$T/m1" --alias x --track oval --race object-avoidance --objects 6 --db "$DB"
+expect_fail 2 "--bot-speed: the league evaluates" "$BATON" race submit --ckpt "$T/m1" --alias x --track oval --race head-to-bot --bot-speed=2 --db "$DB"
 head -c 8192 /dev/urandom >"$T/bad.db"
 sum=$(md5sum <"$T/bad.db")
 expect_fail 1 "bad.db: not a league database SQLite can read" "$BATON" race leaderboard --db "$T/bad.db"

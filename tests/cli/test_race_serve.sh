@@ -7,6 +7,8 @@
 #   - the page in headless Chromium: the DOM after its script ran has the rows in rank order, the
 #     replay of the first entry started (its line drawn, the car placed on it), no console message at all
 #     (a script error or a failed request would log one); a screenshot kept under the build folder;
+#   - an object-avoidance entry: the page's race selector, and its replay in Chromium drawing the
+#     boxes where the entry's trace puts them at the step shown (translated to within 0.5 px);
 #   - the server refuses a non-loopback address without --allow-remote, and stops on SIGTERM.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/cli/lib.sh
@@ -29,7 +31,7 @@ for _ in $(seq 100); do U=$(head -n1 "$T/url" 2>/dev/null); [ -n "$U" ] && break
 check '[ -n "$U" ]' "the server prints its URL: $(cat "$T/serve.err")"
 code() { curl -s -o "$T/body" -w "%{http_code}" "$@"; }
 
-check '[ "$(code "$U/api/tracks")" = 200 ] && [ "$(json "$T/body" "d[\"tracks\"] == [{\"track\": \"oval\", \"entries\": 2, \"aliases\": 2}]")" = True ]' \
+check '[ "$(code "$U/api/tracks")" = 200 ] && [ "$(json "$T/body" "d[\"tracks\"] == [{\"track\": \"oval\", \"entries\": 2, \"aliases\": 2, \"races\": {\"time-trial\": 2, \"object-avoidance\": 0, \"head-to-bot\": 0}}]")" = True ]' \
     "/api/tracks: $(cat "$T/body")"
 "$BATON" race leaderboard --db "$DB" --track oval --json >"$T/cli.json"
 check '[ "$(code "$U/api/leaderboard?track=oval")" = 200 ] && [ "$(json "$T/body" "[e[\"id\"] for e in d[\"entries\"]]")" = "$(json "$T/cli.json" "[e[\"id\"] for e in d[\"entries\"]]")" ]' \
@@ -87,6 +89,53 @@ check '[ "$(cat "$T/dom.check")" = True ]' "the DOM: rows in rank order, the rep
 check '! grep -q "CONSOLE" "$T/chrome.err"' "no console messages"
 check 'browse --screenshot="$PWD/$SHOT" "$U/track/oval" >/dev/null && file "$SHOT" | grep -q "PNG image data, 1100 x 1000"' \
     "a screenshot: $SHOT"
+
+# ---- object avoidance: its own board on the page, the replay drawing the boxes where the trace puts them
+check '"$BATON" race submit --ckpt "$T/m1" --alias oa --track oval --race object-avoidance --db "$DB" --json >"$T/oa.json"' \
+    "submit to object avoidance"
+OA=$(json "$T/oa.json" 'd["id"]')
+check '[ "$(code "$U/api/entries/$OA/trace")" = 200 ] && cp "$T/body" "$T/oa-trace.json" && [ "$(json "$T/oa-trace.json" "len(d[\"objects\"])")" = 3 ]' \
+    "its trace carries 3 boxes"
+check '[ "$(code "$U/api/tracks")" = 200 ] && [ "$(json "$T/body" "d[\"tracks\"][0][\"races\"]")" = "{'"'"'time-trial'"'"': 2, '"'"'object-avoidance'"'"': 1, '"'"'head-to-bot'"'"': 0}" ]' \
+    "/api/tracks counts each race type's entries: $(cat "$T/body")"
+check '[ "$(code "$U/")" = 200 ] && grep -qF "<a href=\"/track/oval?race=object-avoidance\">object-avoidance (1)</a>" "$T/body" && ! grep -q "head-to-bot (" "$T/body"' \
+    "the index links each race type a track has entries in"
+check '[ "$(code "$U/track/oval?race=object-avoidance")" = 200 ] && grep -q "data-race=\"object-avoidance\" data-entries=\"1\" class=\"sel\"" "$T/body" && grep -q "3 boxes at fixed places" "$T/body"' \
+    "the page's race selector marks object avoidance, its rules said"
+# oa_ok: the DOM after the replay ran: the entry's row, and each box's drawing translated to where
+# the trace puts it at the step the status line shows (within 0.5 px), turned to its heading
+oa_ok() {
+    browse --dump-dom "$U/track/oval?race=object-avoidance" >"$T/oa-dom.html" || return 1
+python3 - "$T/oa-dom.html" "$T/oa-trace.json" "$OA" >"$T/oa.check" <<'PY'
+import json, re, sys
+dom = open(sys.argv[1]).read()
+tr = json.load(open(sys.argv[2]))
+rows = re.findall(r'<tr data-entry="(\d+)"', dom)
+svg = re.search(r'<svg[^>]*>', dom).group(0)
+m = {k: float(re.search(r'data-%s="([-0-9.e]+)"' % k, svg).group(1)) for k in ("x0", "y1", "scale", "left", "top")}
+st = re.search(r'<p id="status">entry (\d+): step (\d+) of (\d+)', dom)
+k = int(st.group(2)) - 1 if st else -1
+drawn = re.findall(r'<g class="object" data-kind="(\w+)" transform="translate\(([-0-9.]+) ([-0-9.]+)\) rotate\(([-0-9.]+)\)">', dom)
+ok = rows == [sys.argv[3]] and st and st.group(1) == sys.argv[3] and len(drawn) == len(tr["objects"]) == 3
+for (kind, x, y, r), o in zip(drawn, tr["objects"]):
+    px = m["left"] + (o["x"][k] - m["x0"]) * m["scale"]
+    py = m["top"] + (m["y1"] - o["y"][k]) * m["scale"]
+    ok = ok and kind == o["kind"] == "box" and abs(float(x) - px) < 0.5 and abs(float(y) - py) < 0.5
+    ok = ok and abs(float(r) + o["yaw"][k] * 180 / 3.141592653589793) < 0.05
+print(bool(ok))
+PY
+    [ "$(cat "$T/oa.check")" = True ] && ! grep -q "CONSOLE" "$T/chrome.err"
+}
+if ! oa_ok; then
+    cp "$T/oa-dom.html" "${BATON_BUILD:-build}/league-oa-dom-1.html" 2>/dev/null
+    echo "the object-avoidance page's first load in Chromium did not check out; loading it again" >&2
+    oa_ok
+fi
+check '[ "$(cat "$T/oa.check")" = True ]' "the replay draws the 3 boxes where the trace puts them"
+check '! grep -q "CONSOLE" "$T/chrome.err"' "no console messages on the object-avoidance page"
+check 'browse --screenshot="$PWD/${BATON_BUILD:-build}/league-oval-oa.png" "$U/track/oval?race=object-avoidance" >/dev/null' \
+    "a screenshot: ${BATON_BUILD:-build}/league-oval-oa.png"
+check '[ "$(code "$U/track/oval?race=sprint")" = 400 ] && grep -q "race .sprint." "$T/body"' "a bad race on the page: 400 naming race"
 
 # ---- addresses and stopping
 check '! "$BATON" race serve --listen 0.0.0.0:0 --db "$DB" 2>"$T/remote.err" && grep -q "not a loopback address" "$T/remote.err"' \

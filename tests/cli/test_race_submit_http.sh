@@ -6,6 +6,10 @@
 #     by the worker (queued -> running -> done, GET /api/submissions/ID) and shown on the
 #     leaderboard and the page, under an alias with SQL- and HTML-special characters; its laps are
 #     `race eval`'s under the league's rules; a track from the league's --tracks folder by name;
+#   - each race type: POST race=object-avoidance and `race submit --server --race head-to-bot`
+#     evaluated under the official settings, each on its own board (/api/leaderboard?race=R), its
+#     trace carrying its boxes or bots; /api/server lists the race types; a bad race or format 400
+#     naming the field;
 #   - every bad input refused with a clear message and nothing stored: no token, a malformed or
 #     wrong one, another alias's token, a revoked one; tars with "../", an absolute path, a symbolic
 #     link, a hard link, a FIFO, a bad checksum, no MANIFEST; an archive over the size limit (by
@@ -108,6 +112,38 @@ expect_fail 2 "needs the racer's token: .BATON_LEAGUE_TOKEN or --token-file" "$B
 expect_fail 2 "--server and --db are two different leagues" "$BATON" race submit --server "$U" --db "$DB" --ckpt "$T/m2" --alias "$A1" --track oval
 check '[ "$(code "$U/api/submissions/99")" = 404 ] && [ "$(code "$U/api/submissions/x")" = 404 ] && [ "$(code "$U/api/submit")" = 405 ]' \
     "unknown submissions 404; GET /api/submit 405"
+
+# ---- the other race types over HTTP: each evaluated under the league's official settings, ranked
+# on its own board by total time, its drive's objects in its trace
+check '[ "$(code "$U/api/server")" = 200 ] && [ "$(json "$T/body" "[(r[\"race\"], r[\"format\"]) for r in d[\"races\"]] == [(\"time-trial\", \"time-trial\"), (\"object-avoidance\", \"total\"), (\"head-to-bot\", \"total\")] and d[\"races\"][1][\"settings\"][\"boxes\"][0] == {\"progress\": 0.25, \"lane\": 1} and d[\"races\"][2][\"settings\"][\"bots\"] == 2")" = True ]' \
+    "/api/server lists the race types and their settings: $(cat "$T/body")"
+check '[ "$(code -H "Authorization: Bearer $TOK2" -H "Content-Type: application/x-tar" --data-binary @"$T/m1.tar" "$U/api/submit?alias=$(enc "$A2")&track=oval&race=object-avoidance")" = 202 ] && wait_state "$(json "$T/body" "d[\"id\"]")" done' \
+    "POST race=object-avoidance: queued and done: $(cat "$T/body") $(cat "$T/sub.json" 2>/dev/null)"
+check '[ "$(json "$T/sub.json" "d[\"race\"], d[\"format\"], d[\"result\"][\"race\"], d[\"result\"][\"rank\"], d[\"entries\"]")" = "object-avoidance total object-avoidance 1 1" ]' \
+    "its submission and result name the race: $(cat "$T/sub.json")"
+OA=$(json "$T/sub.json" 'd["entry"]')
+check 'BATON_LEAGUE_TOKEN="$TOK1" "$BATON" race submit --server "$U" --race head-to-bot --ckpt "$T/m2" --alias "$A1" --track oval --json >"$T/h.json" 2>"$T/h.err" && [ "$(json "$T/h.json" "d[\"state\"], d[\"result\"][\"race\"], d[\"result\"][\"format\"], d[\"result\"][\"rank\"], d[\"entries\"]")" = "done head-to-bot total 1 1" ]' \
+    "race submit --server --race head-to-bot: $(cat "$T/h.json" "$T/h.err" 2>/dev/null)"
+H2B=$(json "$T/h.json" 'd["entry"]')
+check '[ "$(code "$U/api/leaderboard?track=oval&race=object-avoidance")" = 200 ] && [ "$(json "$T/body" "d[\"race\"], d[\"format\"], [(e[\"id\"], e[\"settings\"][\"collision_penalty_s\"]) for e in d[\"entries\"]] == [($OA, 5)]")" = "object-avoidance total True" ]' \
+    "object avoidance's board: $(cat "$T/body")"
+check '[ "$(code "$U/api/leaderboard?track=oval&race=head-to-bot")" = 200 ] && [ "$(json "$T/body" "[e[\"id\"] for e in d[\"entries\"]] == [$H2B] and d[\"entries\"][0][\"settings\"][\"bot_speed_mps\"] == 1")" = True ]' \
+    "head-to-bot's board: $(cat "$T/body")"
+check '[ "$(code "$U/api/leaderboard?track=oval")" = 200 ] && [ "$(json "$T/body" "[e[\"id\"] for e in d[\"entries\"] if e[\"id\"] in ($OA, $H2B) or e[\"race\"] != \"time-trial\"]")" = "[]" ]' \
+    "the time trial's board holds neither"
+check '[ "$(code "$U/api/entries/$OA/trace")" = 200 ] && [ "$(json "$T/body" "[o[\"kind\"] for o in d[\"objects\"]] == [\"box\"] * 3 and all(len(o[\"x\"]) == len(o[\"y\"]) == len(o[\"yaw\"]) == d[\"steps\"] for o in d[\"objects\"])")" = True ]' \
+    "the object-avoidance trace carries its 3 boxes, a place per step"
+check '[ "$(code "$U/api/entries/$H2B/trace")" = 200 ] && [ "$(json "$T/body" "[o[\"kind\"] for o in d[\"objects\"]] == [\"bot\"] * 2 and all(len(set(o[\"x\"])) > 10 for o in d[\"objects\"])")" = True ]' \
+    "the head-to-bot trace carries its 2 bots, moving"
+check '[ "$(code "$U/api/entries/1/trace")" = 200 ] && [ "$(json "$T/body" "\"objects\" in d")" = False ]' "a time trial's trace has no objects"
+refused_race() {  # refused_race QUERY WANT: a POST with that query refused 400, naming the field
+    [ "$(code -H "Authorization: Bearer $TOK2" -H "Content-Type: application/x-tar" --data-binary @"$T/m1.tar" "$U/api/submit?alias=$(enc "$A2")&track=oval&$1")" = 400 ] && grep -q "$2" "$T/body"
+}
+check 'refused_race race=drag "race .drag.: time-trial, object-avoidance or head-to-bot"' "an unknown race: 400 naming race: $(cat "$T/body")"
+check 'refused_race race= "race ..: time-trial"' "an empty race: 400 naming race"
+check 'refused_race "race=head-to-bot&format=sprint" "format .sprint."' "a bad format with a race: 400 naming format"
+check '[ "$(code "$U/api/leaderboard?track=oval&race=Head-To-Bot")" = 400 ] && grep -q "race .Head-To-Bot." "$T/body"' "the leaderboard's race: 400 naming race"
+expect_fail 2 "race 'drag': time-trial, object-avoidance or head-to-bot" "$BATON" race submit --server "$U" --race drag --ckpt "$T/m2" --alias "$A1" --track oval
 
 # ---- bad input: refused, nothing stored
 python3 - "$T" <<'PY'

@@ -1,6 +1,6 @@
 /* fuzz_league_request.c — libFuzzer target: a submission's request (baton_league_request_parse).
- * The input is split at its first five newlines into the Authorization header, the Content-Type,
- * the alias, the track and the format (an empty line: absent); the rest is the body. An accepted
+ * The input is split at its first six newlines into the Authorization header, the Content-Type,
+ * the alias, the track, the format and the race type (an empty line: absent); the rest is the body. An accepted
  * request must carry a well-formed token, an alias the league stores, a built-in track's name
  * (never a path: there is no tracks folder here), and its body unchanged; a refusal names an
  * HTTP status the server answers with. */
@@ -17,10 +17,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!copy) return 0;
     memcpy(copy, data, size);
     copy[size] = 0;
-    const char *field[5] = {0};
+    const char *field[6] = {0};
     char *p = copy;
     size_t used = 0;
-    for (int k = 0; k < 5; k++) {
+    for (int k = 0; k < 6; k++) {
         char *nl = memchr(p, '\n', size - used);
         if (!nl) break;
         *nl = 0;
@@ -28,7 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         used += (size_t)(nl - p) + 1;
         p = nl + 1;
     }
-    baton_league_request q = {field[0], field[1], field[2], field[3], field[4], (const uint8_t *)p, size - used};
+    baton_league_request q = {field[0], field[1], field[2], field[3], field[4], (const uint8_t *)p, size - used, field[5]};
     baton_league_upload_rules rules = {1 << 16, NULL};
     baton_league_upload u;
     unsigned http = 0;
@@ -41,6 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (strchr(u.track_path, '/') || strcmp(u.track, u.track_path)) abort();
         int builtin = 0;
         for (const char *const *b = baton_race_builtin_tracks(); *b; b++) builtin |= !strcmp(*b, u.track);
+        if (u.race < 0 || u.race >= BATON_LEAGUE_RACES) abort();
         if (!builtin || u.archive != q.body || u.len != q.len || u.len > rules.max_bytes) abort();
     }
     free(copy);

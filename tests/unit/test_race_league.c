@@ -5,7 +5,10 @@
  * too long, control characters and broken UTF-8 refused); the database's invariants (created with
  * its id and version; another version, another application's file, bytes SQLite cannot read and a
  * folder each refused by name, the file left as it was); and a real submission: a model trained
- * briefly, evaluated, stored with its trace, read back; a failed one stores nothing. */
+ * briefly, evaluated, stored with its trace, read back; a failed one stores nothing; the race types
+ * (names, official settings and their JSON), a version-2 file upgraded (its entries time trials),
+ * the same model submitted to object avoidance and head-to-bot under the official settings, each
+ * on its own board with its drive's objects stored as evaluated. */
 #include "baton/race_league.h"
 #include "check.h"
 
@@ -155,16 +158,16 @@ static void test_db_files(void)
     CHECK(baton_league_open(p, &l, &err) == BATON_OK);
     baton_league_entry *e = NULL;
     size_t n = 9;
-    CHECK(baton_league_standings(l, NULL, BATON_LEAGUE_TIME_TRIAL, &e, &n, &err) == BATON_OK && n == 0);
+    CHECK(baton_league_standings(l, NULL, BATON_RACE_TIME_TRIAL, BATON_LEAGUE_TIME_TRIAL, &e, &n, &err) == BATON_OK && n == 0);
     free(e);
     baton_league_close(l);
     CHECK(baton_league_open(p, &l, &err) == BATON_OK);   /* reopened: the same file is fine */
     baton_league_close(l);
     /* another schema version */
     sqlite3 *db;
-    CHECK(sqlite3_open(p, &db) == SQLITE_OK && sqlite3_exec(db, "PRAGMA user_version=3", NULL, NULL, NULL) == SQLITE_OK);
+    CHECK(sqlite3_open(p, &db) == SQLITE_OK && sqlite3_exec(db, "PRAGMA user_version=4", NULL, NULL, NULL) == SQLITE_OK);
     sqlite3_close(db);
-    CHECK(baton_league_open(p, &l, &err) == BATON_ERR_FORMAT && strstr(err.msg, "schema version 3") && strstr(err.msg, p));
+    CHECK(baton_league_open(p, &l, &err) == BATON_ERR_FORMAT && strstr(err.msg, "schema version 4") && strstr(err.msg, p));
     /* another application's database (its tables left alone) */
     const char *q = path_in("other.db");
     CHECK(sqlite3_open(q, &db) == SQLITE_OK && sqlite3_exec(db, "CREATE TABLE jobs(x)", NULL, NULL, NULL) == SQLITE_OK);
@@ -204,7 +207,7 @@ static void test_submit(void)
     CHECK(baton_league_open(path_in("sub.db"), &l, &err) == BATON_OK);
     baton_league_entry e;
     const char *alias = "<b>'; DROP TABLE entries;--";
-    CHECK_MSG(baton_league_submit(l, o.session.ckpt_dir, alias, "oval", BATON_LEAGUE_TIME_TRIAL, &e, &err) == BATON_OK, "%s", err.msg);
+    CHECK_MSG(baton_league_submit(l, o.session.ckpt_dir, alias, "oval", BATON_RACE_TIME_TRIAL, BATON_LEAGUE_TIME_TRIAL, &e, &err) == BATON_OK, "%s", err.msg);
     CHECK(e.id == 1 && !strcmp(e.alias, alias) && !strcmp(e.track, "oval") && strlen(e.model_hash) == 64 && e.iteration == 5);
     /* the stored drive is the league's own evaluation under its rules */
     baton_race_eval_opts eo;
@@ -226,13 +229,167 @@ static void test_submit(void)
     baton_race_eval_result_free(&r);
     CHECK(baton_league_trace(l, 99, &n, &x, &y, &v, &lap, &reset, &err) == BATON_ERR_NOTFOUND && strstr(err.msg, "no entry 99"));
     /* failures store nothing */
-    CHECK(baton_league_submit(l, path_in("nothing-here"), "x", "oval", BATON_LEAGUE_TIME_TRIAL, &e, &err) != BATON_OK &&
+    CHECK(baton_league_submit(l, path_in("nothing-here"), "x", "oval", BATON_RACE_TIME_TRIAL, BATON_LEAGUE_TIME_TRIAL, &e, &err) != BATON_OK &&
           strstr(err.msg, "nothing-here"));
-    CHECK(baton_league_submit(l, o.session.ckpt_dir, "x", "no-such-track", BATON_LEAGUE_TIME_TRIAL, &e, &err) != BATON_OK);
-    CHECK(baton_league_submit(l, o.session.ckpt_dir, "", "oval", BATON_LEAGUE_TIME_TRIAL, &e, &err) == BATON_ERR_USAGE);
+    CHECK(baton_league_submit(l, o.session.ckpt_dir, "x", "no-such-track", BATON_RACE_TIME_TRIAL, BATON_LEAGUE_TIME_TRIAL, &e, &err) != BATON_OK);
+    CHECK(baton_league_submit(l, o.session.ckpt_dir, "", "oval", BATON_RACE_TIME_TRIAL, BATON_LEAGUE_TIME_TRIAL, &e, &err) == BATON_ERR_USAGE);
     baton_league_entry *h;
     CHECK(baton_league_history(l, &h, &n, &err) == BATON_OK && n == 1 && !strcmp(h[0].alias, alias));
     free(h);
+    baton_league_close(l);
+}
+
+/* The race types: names, the official settings (whatever the caller's defaults), their JSON. */
+static void test_race_settings(void)
+{
+    baton_err err = {0};
+    int race = -1;
+    CHECK(baton_league_race_parse("head-to-bot", &race, &err) == BATON_OK && race == BATON_RACE_HEAD_TO_BOT);
+    CHECK(baton_league_race_parse("drag", &race, &err) == BATON_ERR_USAGE &&
+          !strcmp(err.msg, "race 'drag': time-trial, object-avoidance or head-to-bot"));
+    CHECK(baton_league_race_parse(NULL, &race, &err) == BATON_ERR_USAGE && strstr(err.msg, "race ''"));
+    CHECK(baton_league_race_format(BATON_RACE_TIME_TRIAL) == BATON_LEAGUE_TIME_TRIAL &&
+          baton_league_race_format(BATON_RACE_OBJECT_AVOIDANCE) == BATON_LEAGUE_TOTAL &&
+          baton_league_race_format(BATON_RACE_HEAD_TO_BOT) == BATON_LEAGUE_TOTAL);
+    baton_race_eval_opts o;
+    CHECK(baton_league_race_official(BATON_RACE_OBJECT_AVOIDANCE, &o, &err) == BATON_OK);
+    CHECK(o.laps == 3 && o.off_track_penalty_s == 5 && o.collision_penalty_s == 5 && o.objects.boxes == 3 &&
+          o.objects.bots == 0 && o.objects.npos == 3 && !o.objects.randomize && o.objects.pos_progress[0] == 0.25 &&
+          o.objects.pos_lane[0] == 1 && o.objects.pos_progress[1] == 0.5 && o.objects.pos_lane[1] == -1 &&
+          o.objects.pos_progress[2] == 0.75 && o.objects.pos_lane[2] == 1);
+    CHECK(baton_league_race_official(BATON_RACE_HEAD_TO_BOT, &o, &err) == BATON_OK);
+    CHECK(o.objects.bots == 2 && o.objects.boxes == 0 && o.objects.bot_speed_mps == 1.0 && o.objects.lane_change &&
+          !o.objects.randomize && o.collision_penalty_s == 5);
+    CHECK(baton_league_race_official(BATON_RACE_TIME_TRIAL, &o, &err) == BATON_OK && o.objects.boxes == 0 && o.objects.bots == 0);
+    CHECK(baton_league_race_official(3, &o, &err) == BATON_ERR_ARG && strstr(err.msg, "race:"));
+    char set[1024];
+    CHECK(baton_league_race_settings(BATON_RACE_TIME_TRIAL, set, sizeof set, &err) == BATON_OK &&
+          !strcmp(set, "{\"race\":\"time-trial\",\"laps\":3,\"off_track_penalty_s\":5}"));
+    CHECK(baton_league_race_settings(BATON_RACE_OBJECT_AVOIDANCE, set, sizeof set, &err) == BATON_OK &&
+          strstr(set, "\"boxes\":[{\"progress\":0.25,\"lane\":1},{\"progress\":0.5,\"lane\":-1},{\"progress\":0.75,\"lane\":1}]"));
+    CHECK(baton_league_race_settings(BATON_RACE_HEAD_TO_BOT, set, sizeof set, &err) == BATON_OK &&
+          strstr(set, "\"bots\":2,\"bot_speed_mps\":1,") && strstr(set, "\"lane_change\":true"));
+    CHECK(baton_league_race_settings(BATON_RACE_HEAD_TO_BOT, set, 40, &err) == BATON_ERR_ARG);
+}
+
+/* A version-2 file (as the league wrote it before race types) is upgraded on open: its entries
+ * time trials under the league's settings of then, its tables otherwise as they were. */
+static void test_upgrade_v2(void)
+{
+    static const char v2[] =
+        "CREATE TABLE entries(id INTEGER PRIMARY KEY, alias TEXT NOT NULL, model_hash TEXT NOT NULL,"
+        " track TEXT NOT NULL, format INTEGER NOT NULL, completed INTEGER NOT NULL, laps INTEGER NOT NULL,"
+        " best_lap_s REAL NOT NULL, total_s REAL NOT NULL, penalties_s REAL NOT NULL, resets INTEGER NOT NULL,"
+        " iteration INTEGER NOT NULL, submitted_at REAL NOT NULL, checkpoint TEXT NOT NULL, track_path TEXT NOT NULL);"
+        "CREATE INDEX entries_track ON entries(track, format);"
+        "CREATE TABLE laps(entry INTEGER NOT NULL REFERENCES entries(id), lap INTEGER NOT NULL, time_s REAL NOT NULL,"
+        " penalty_s REAL NOT NULL, resets INTEGER NOT NULL, steps INTEGER NOT NULL, PRIMARY KEY(entry, lap));"
+        "CREATE TABLE traces(entry INTEGER PRIMARY KEY REFERENCES entries(id), steps INTEGER NOT NULL, data BLOB NOT NULL);"
+        "CREATE TABLE tokens(alias TEXT PRIMARY KEY, hash TEXT NOT NULL, created_at REAL NOT NULL, last_used_at REAL);"
+        "CREATE TABLE submissions(id INTEGER PRIMARY KEY, alias TEXT NOT NULL, track TEXT NOT NULL, track_path TEXT NOT NULL,"
+        " format INTEGER NOT NULL, state INTEGER NOT NULL CHECK(state BETWEEN 0 AND 3), reason TEXT,"
+        " entry INTEGER REFERENCES entries(id), attempts INTEGER NOT NULL DEFAULT 0, bytes INTEGER NOT NULL,"
+        " submitted_at REAL NOT NULL, started_at REAL, finished_at REAL, archive BLOB);"
+        "INSERT INTO entries VALUES(1, 'old', 'h', 'oval', 0, 1, 3, 9.5, 30, 0, 0, 7, 100, 'c', 'oval');"
+        "INSERT INTO entries VALUES(2, 'older', 'h', 'oval', 0, 1, 3, 9.0, 31, 0, 0, 7, 50, 'c', 'oval');"
+        "INSERT INTO submissions(alias, track, track_path, format, state, bytes, submitted_at) VALUES('old', 'oval', 'oval', 0, 2, 1, 99);"
+        "PRAGMA application_id=1651797580; PRAGMA user_version=2;";
+    const char *p = path_in("v2.db");
+    sqlite3 *db;
+    CHECK(sqlite3_open(p, &db) == SQLITE_OK && sqlite3_exec(db, v2, NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(db);
+    baton_err err = {0};
+    baton_league *l;
+    CHECK_MSG(baton_league_open(p, &l, &err) == BATON_OK, "%s", err.msg);
+    baton_league_entry *e = NULL;
+    size_t n = 0;
+    CHECK(baton_league_standings(l, "oval", BATON_RACE_TIME_TRIAL, BATON_LEAGUE_TIME_TRIAL, &e, &n, &err) == BATON_OK &&
+          n == 2 && e[0].id == 2 && e[0].race == BATON_RACE_TIME_TRIAL &&
+          !strcmp(e[0].settings, "{\"race\":\"time-trial\",\"laps\":3,\"off_track_penalty_s\":5}") && e[1].id == 1);
+    free(e);
+    CHECK(baton_league_standings(l, "oval", BATON_RACE_OBJECT_AVOIDANCE, BATON_LEAGUE_TOTAL, &e, &n, &err) == BATON_OK && n == 0);
+    free(e);
+    CHECK(baton_league_standings(l, "oval", 7, BATON_LEAGUE_TOTAL, &e, &n, &err) == BATON_ERR_USAGE && strstr(err.msg, "race:"));
+    baton_league_submission s;
+    CHECK(baton_league_submission_get(l, 1, &s, &err) == BATON_OK && s.race == BATON_RACE_TIME_TRIAL && s.state == BATON_LEAGUE_DONE);
+    size_t nobj = 9, steps = 9;
+    baton_race_object obj[BATON_RACE_MAX_OBJECTS + BATON_RACE_MAX_BOTS];
+    float *pose = (float *)&nobj;
+    CHECK(baton_league_trace_objects(l, 1, &nobj, obj, &steps, &pose, &err) == BATON_OK && nobj == 0 && !pose);
+    baton_league_close(l);
+    CHECK(sqlite3_open(p, &db) == SQLITE_OK);
+    sqlite3_stmt *st;
+    CHECK(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW &&
+          sqlite3_column_int(st, 0) == BATON_LEAGUE_SCHEMA && BATON_LEAGUE_SCHEMA == 3);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+}
+
+/* A model trained in a time trial submitted to object avoidance and head-to-bot: evaluated under
+ * the official settings (race eval with them gives the same drive), each entry on its own board,
+ * its drive's objects stored and read back as evaluated. */
+static void test_submit_races(void)
+{
+    baton_err err = {0};
+    baton_league *l;
+    CHECK(baton_league_open(path_in("races.db"), &l, &err) == BATON_OK);
+    const int races[2] = {BATON_RACE_OBJECT_AVOIDANCE, BATON_RACE_HEAD_TO_BOT};
+    for (int k = 0; k < 2; k++) {
+        baton_league_entry e;
+        CHECK_MSG(baton_league_submit(l, path_in("model"), "racer", "oval", races[k], baton_league_race_format(races[k]), &e,
+                                      &err) == BATON_OK, "%s", err.msg);
+        CHECK(e.race == races[k] && strstr(e.settings, baton_league_race_name(races[k])));
+        size_t nobj, steps;
+        baton_race_object obj[BATON_RACE_MAX_OBJECTS + BATON_RACE_MAX_BOTS];
+        float *pose;
+        CHECK(baton_league_trace_objects(l, e.id, &nobj, obj, &steps, &pose, &err) == BATON_OK && nobj == (k ? 2u : 3u) &&
+              steps > 0 && pose);
+        int kinds = 1;
+        for (size_t i = 0; i < nobj; i++) kinds &= obj[i].kind == (k ? BATON_RACE_BOT : BATON_RACE_BOX);
+        CHECK(kinds);
+        if (k == 0) {   /* the drive as race eval gives it under the official settings (one race: evaluations are slow) */
+            baton_race_eval_opts eo;
+            CHECK(baton_league_race_official(races[k], &eo, &err) == BATON_OK);
+            eo.ckpt = path_in("model"), eo.track = "oval";
+            baton_race_eval_result r;
+            CHECK(baton_race_eval(&eo, &r, &err) == BATON_OK);
+            CHECK(r.total_s == e.total_s && r.resets == e.resets && r.nobj == nobj && r.n == steps);
+            int same = 1;
+            for (size_t i = 0; same && i < nobj; i++)
+                same = obj[i].length_m == (float)r.obj[i].length_m && obj[i].width_m == (float)r.obj[i].width_m;
+            for (size_t i = 0; same && i < steps * nobj * 3; i++) same = pose[i] == r.obj_pose[i];
+            CHECK(same);
+            baton_race_eval_result_free(&r);
+        } else {        /* the bots drive: each somewhere else at the end than at the start */
+            int moved = 1;
+            for (size_t i = 0; i < nobj; i++) moved &= pose[i * 3] != pose[((steps - 1) * nobj + i) * 3];
+            CHECK(moved);
+        }
+        free(pose);
+        baton_league_entry *b;
+        size_t n;
+        CHECK(baton_league_standings(l, "oval", races[k], BATON_LEAGUE_TOTAL, &b, &n, &err) == BATON_OK && n == 1 &&
+              b[0].id == e.id && b[0].rank == 1);
+        free(b);
+    }
+    baton_league_entry *b;
+    size_t n;
+    CHECK(baton_league_standings(l, "oval", BATON_RACE_TIME_TRIAL, BATON_LEAGUE_TIME_TRIAL, &b, &n, &err) == BATON_OK && n == 0);
+    free(b);
+    CHECK(baton_league_submit(l, path_in("model"), "racer", "oval", 5, BATON_LEAGUE_TOTAL, NULL, &err) == BATON_ERR_ARG &&
+          strstr(err.msg, "race:"));
+    baton_league_close(l);
+    /* a row of objects that does not add up is said so, naming the entry */
+    sqlite3 *db;
+    CHECK(sqlite3_open(path_in("races.db"), &db) == SQLITE_OK &&
+          sqlite3_exec(db, "UPDATE trace_objects SET objects = 5 WHERE entry = 1", NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(db);
+    CHECK(baton_league_open(path_in("races.db"), &l, &err) == BATON_OK);
+    size_t nobj, steps;
+    baton_race_object obj[BATON_RACE_MAX_OBJECTS + BATON_RACE_MAX_BOTS];
+    float *pose;
+    CHECK(baton_league_trace_objects(l, 1, &nobj, obj, &steps, &pose, &err) == BATON_ERR_CORRUPT && strstr(err.msg, "entry 1:") &&
+          !pose);
     baton_league_close(l);
 }
 
@@ -243,6 +400,9 @@ int main(void)
     test_alias();
     test_db_files();
     test_submit();
+    test_race_settings();
+    test_upgrade_v2();
+    test_submit_races();
     baton_remove_tree(tmp);
     CHECK_DONE();
 }

@@ -181,7 +181,7 @@ static void test_tar(void)
 /* ---------------------------------------------------------------- the request */
 static baton_league_request req(const char *auth, const char *alias, const char *track, const baton_buf *body)
 {
-    baton_league_request q = {auth, "application/x-tar", alias, track, NULL, body ? body->data : NULL, body ? body->len : 0};
+    baton_league_request q = {auth, "application/x-tar", alias, track, NULL, body ? body->data : NULL, body ? body->len : 0, NULL};
     return q;
 }
 
@@ -240,6 +240,22 @@ static void test_request(void)
     q = req(auth, "a", "oval", &b);
     q.format = "sprint";
     CHECK(parse_refused(q, &r, 400, "format 'sprint'"));
+    /* the race type: named, or time-trial; its standings' format the race's own unless given */
+    q = req(auth, "a", "oval", &b);
+    q.race = "drag";
+    CHECK(parse_refused(q, &r, 400, "race 'drag': time-trial, object-avoidance or head-to-bot"));
+    q.race = "";
+    CHECK(parse_refused(q, &r, 400, "race '': time-trial"));
+    baton_league_upload ur;
+    unsigned hr = 0;
+    q.race = "object-avoidance";
+    CHECK(baton_league_request_parse(&q, &r, &ur, &hr, &err) == BATON_OK && ur.race == BATON_RACE_OBJECT_AVOIDANCE &&
+          ur.format == BATON_LEAGUE_TOTAL);
+    q.race = "head-to-bot", q.format = "time-trial";
+    CHECK(baton_league_request_parse(&q, &r, &ur, &hr, &err) == BATON_OK && ur.race == BATON_RACE_HEAD_TO_BOT &&
+          ur.format == BATON_LEAGUE_TIME_TRIAL);
+    q = req(auth, "a", "oval", &b);
+    CHECK(baton_league_request_parse(&q, &r, &ur, &hr, &err) == BATON_OK && ur.race == BATON_RACE_TIME_TRIAL);
     r.max_bytes = b.len - 1;
     CHECK(parse_refused(req(auth, "a", "oval", &b), &r, 413, "this league takes at most"));
     r.max_bytes = 4096;
@@ -350,7 +366,7 @@ static void test_queue(void)
           s.attempts == 1 && s.finished_at >= s.started_at);
     baton_league_entry *e;
     size_t n;
-    CHECK(baton_league_standings(l, "oval", BATON_LEAGUE_TIME_TRIAL, &e, &n, &err) == BATON_OK && n == 1 &&
+    CHECK(baton_league_standings(l, "oval", BATON_RACE_TIME_TRIAL, BATON_LEAGUE_TIME_TRIAL, &e, &n, &err) == BATON_OK && n == 1 &&
           !strcmp(e[0].alias, u.alias) && e[0].submitted_at == s.submitted_at);
     free(e);
     CHECK(baton_league_queue_run_one(l, tmp, &ran, &err) == BATON_OK && ran == 0);   /* empty */

@@ -1,0 +1,99 @@
+/* league_races.c — the league's race types and their official settings (race_league.h): what
+ * `race=`/`--race` may name, how each race's standings rank by default, the evaluation options the
+ * league drives every model of that race under (never the racer's), and those settings as the
+ * JSON each entry stores (invariant 7).
+ *
+ * Why these settings: DeepRacer's evaluations drive 3 laps with a penalty per off-track reset and
+ * per collision (deepracer-for-cloud's DR_EVAL_OFF_TRACK_PENALTY / DR_EVAL_COLLISION_PENALTY; the
+ * league's 5 s for both, DR_H2B_BOT_CAR_PENALTY's upper end). Object avoidance: 3 boxes at fixed
+ * places (DR_OA_OBJECT_POSITIONS' form, "progress,lane" with lane ±1), so every entry faces the
+ * same course and the ranking compares drivers, not luck; 3 rather than deepracer-for-cloud's 6
+ * so that a box stands in every third of even a short track with room to swing between them.
+ * Head-to-bot: 2 bots (DR_H2B_NUMBER_OF_BOT_CARS allows 0-3) at 1 m/s (deepracer-for-cloud's
+ * 0.2 m/s is a walking pace a model passes without racing it; 1 m/s is the pace the issue's
+ * benchmark races) with lane changes on (3-5 s over 1 m, simapp's values) and no randomizing: the
+ * bots' lane changes come from the simulator's fixed seed, the same drive for every entry.
+ *
+ * Contract: pure functions; the settings JSON of a race is the same bytes on every call. */
+#include "league_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Where the object-avoidance boxes stand: share of the lap from the start line, lane (+1 inner). */
+static const double oa_progress[BATON_LEAGUE_OA_BOXES] = {0.25, 0.50, 0.75};
+static const double oa_lane[BATON_LEAGUE_OA_BOXES] = {1, -1, 1};
+
+int baton_league_race_parse(const char *s, int *race, baton_err *err)
+{
+    for (int r = 0; r < BATON_LEAGUE_RACES; r++)
+        if (s && !strcmp(s, baton_race_type_name(r))) {
+            *race = r;
+            return BATON_OK;
+        }
+    return baton_err_set(err, BATON_ERR_USAGE, "race '%s': time-trial, object-avoidance or head-to-bot", s ? s : "");
+}
+
+const char *baton_league_race_name(int race)
+{
+    return baton_race_type_name(race);
+}
+
+baton_league_format baton_league_race_format(int race)
+{
+    return race == BATON_RACE_TIME_TRIAL ? BATON_LEAGUE_TIME_TRIAL : BATON_LEAGUE_TOTAL;
+}
+
+int baton_league_race_official(int race, baton_race_eval_opts *o, baton_err *err)
+{
+    if (race < 0 || race >= BATON_LEAGUE_RACES)
+        return baton_err_set(err, BATON_ERR_ARG, "race: type %d is not one of the league's", race);
+    baton_race_eval_opts_default(o);   /* the league's rules, whatever the racer's defaults */
+    o->laps = BATON_LEAGUE_LAPS;
+    o->off_track_penalty_s = BATON_LEAGUE_PENALTY_S;
+    o->collision_penalty_s = BATON_LEAGUE_COLLISION_PENALTY_S;
+    baton_race_objects_opts_default(&o->objects);
+    int count = race == BATON_RACE_OBJECT_AVOIDANCE ? BATON_LEAGUE_OA_BOXES : BATON_LEAGUE_H2B_BOTS;
+    if (baton_race_objects_for_race(race, count, &o->objects, err)) return err->code;
+    if (race == BATON_RACE_OBJECT_AVOIDANCE) {
+        o->objects.npos = BATON_LEAGUE_OA_BOXES;
+        for (int i = 0; i < BATON_LEAGUE_OA_BOXES; i++) {
+            o->objects.pos_progress[i] = oa_progress[i];
+            o->objects.pos_lane[i] = oa_lane[i];
+        }
+    } else if (race == BATON_RACE_HEAD_TO_BOT) {
+        o->objects.bot_speed_mps = BATON_LEAGUE_H2B_BOT_SPEED;
+        o->objects.lane_change = 1;
+    }
+    o->objects.randomize = 0;
+    return BATON_OK;
+}
+
+int baton_league_race_settings(int race, char *out, size_t cap, baton_err *err)
+{
+    baton_race_eval_opts o;
+    if (baton_league_race_official(race, &o, err)) return err->code;
+    if (race == BATON_RACE_TIME_TRIAL) {
+        snprintf(out, cap, "%s", LEAGUE_TT_SETTINGS);   /* what version-2 entries were evaluated under */
+        return BATON_OK;
+    }
+    const baton_race_objects_opts *b = &o.objects;
+    int k = snprintf(out, cap, "{\"race\":\"%s\",\"laps\":%d,\"off_track_penalty_s\":%g,\"collision_penalty_s\":%g",
+                     baton_league_race_name(race), o.laps, o.off_track_penalty_s, o.collision_penalty_s);
+    if (race == BATON_RACE_OBJECT_AVOIDANCE) {
+        k += snprintf(out + k, cap > (size_t)k ? cap - (size_t)k : 0, ",\"boxes\":[");
+        for (int i = 0; i < b->npos; i++)
+            k += snprintf(out + k, cap > (size_t)k ? cap - (size_t)k : 0, "%s{\"progress\":%g,\"lane\":%g}", i ? "," : "",
+                          b->pos_progress[i], b->pos_lane[i]);
+        k += snprintf(out + k, cap > (size_t)k ? cap - (size_t)k : 0, "]");
+    } else {
+        k += snprintf(out + k, cap > (size_t)k ? cap - (size_t)k : 0,
+                      ",\"bots\":%d,\"bot_speed_mps\":%g,\"bot_gap_m\":%g,\"lane_change\":%s,\"lane_change_s\":[%g,%g],"
+                      "\"lane_change_m\":%g",
+                      b->bots, b->bot_speed_mps, b->bot_gap_m, b->lane_change ? "true" : "false", b->lane_change_min_s,
+                      b->lane_change_max_s, b->lane_change_m);
+    }
+    k += snprintf(out + k, cap > (size_t)k ? cap - (size_t)k : 0, ",\"randomize\":false}");
+    if (k < 0 || (size_t)k >= cap) return baton_err_set(err, BATON_ERR_ARG, "race: settings longer than %zu bytes", cap);
+    return BATON_OK;
+}
