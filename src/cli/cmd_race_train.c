@@ -308,7 +308,7 @@ int cli_race_export(int argc, char **argv)
     uint64_t bytes = 0;
     baton_ckpt_info *in = NULL;
     size_t n = 0;
-    if (!baton_ckpt_list(out, 1, &in, &n, &err))
+    if (!baton_ckpt_list(out, 0, &in, &n, &err))   /* just written and committed */
         for (size_t i = 0; i < n; i++)
             if (!strcmp(path, in[i].path)) bytes = in[i].bytes;
     free(in);

@@ -83,6 +83,7 @@ struct baton_notice_watcher {
     double token_exp;
     char rebal_last[64];
     char body[BODY_MAX + 1];
+    baton_buf ans;              /* the answer as it arrives, kept from request to request */
     size_t blen;
 };
 
@@ -284,14 +285,13 @@ static long http(baton_notice_watcher *w, const char *method, const char *base, 
     baton_http_req q = {.method = method, .url = url, .headers = hdr, .max_answer = BODY_MAX, .timeout_s = w->timeout_s,
                         .connect_s = w->timeout_s, .no_proxy = 1 /* metadata never goes through a proxy */,
                         .stop = stopping, .ctx = w};
-    baton_buf b = {0};
     baton_err err = {0};
     long status = 0;
-    if (baton_http_request(w->h, &q, &status, &b, &err)) baton_log(BATON_LOG_DEBUG, "notice watcher: %s", err.msg);
-    w->blen = status ? b.len : 0;
-    if (w->blen) memcpy(w->body, b.data, w->blen);
+    w->ans.len = 0;
+    if (baton_http_request(w->h, &q, &status, &w->ans, &err)) baton_log(BATON_LOG_DEBUG, "notice watcher: %s", err.msg);
+    w->blen = status ? w->ans.len : 0;
+    if (w->blen) memcpy(w->body, w->ans.data, w->blen);
     w->body[w->blen] = 0;
-    baton_buf_free(&b);
     return status;
 }
 
@@ -652,6 +652,7 @@ void baton_notice_stop(baton_notice_watcher *w)
     }
     if (w->sig) sig_unregister();
     if (w->h) curl_easy_cleanup(w->h);
+    baton_buf_free(&w->ans);
     if (w->wake[0] >= 0) close(w->wake[0]);
     if (w->wake[1] >= 0) close(w->wake[1]);
     pthread_cond_destroy(&w->cv);

@@ -159,22 +159,20 @@ static int server_limit(const baton_league_remote_opts *o, size_t *max, baton_er
     return rc;
 }
 
-/* The archive sent: the policy alone (race_policy_export) of the checkpoint, in a folder of its
- * own under $TMPDIR that is removed before this returns; *sent gets the source checkpoint's path. */
-static int pack(const baton_league_remote_opts *o, size_t max, baton_buf *tar, char *sent, size_t cap, baton_err *err)
+/* The archive sent: the policy alone (baton_race_policy_export, which finds and verifies the
+ * checkpoint o->ckpt names) in a folder of its own under $TMPDIR, removed before this returns. */
+static int pack(const baton_league_remote_opts *o, size_t max, baton_buf *tar, baton_err *err)
 {
     const char *tmp = getenv("TMPDIR");
     char dir[4096], path[4200];
     if (snprintf(dir, sizeof dir, "%s/baton-submit-XXXXXX", tmp && *tmp ? tmp : "/tmp") >= (int)sizeof dir)
         return baton_err_set(err, BATON_ERR_ARG, "TMPDIR is too long");
     if (!mkdtemp(dir)) return baton_err_set(err, BATON_ERR_IO, "%s: cannot make a folder: %s", dir, strerror(errno));
-    race_run_state st;
-    int rc = race_ckpt_find(o->ckpt, sent, cap, &st, err);
-    if (!rc) rc = baton_race_policy_export(sent, dir, path, sizeof path, err);
+    int rc = baton_race_policy_export(o->ckpt, dir, path, sizeof path, err);
     baton_ckpt_info *in = NULL;
-    size_t n = 0;
-    if (!rc && !(rc = baton_ckpt_list(dir, 1, &in, &n, err)) && n == 1 && in[0].bytes > max)
-        rc = baton_err_set(err, BATON_ERR_ARG, "%s: its policy is %llu bytes, over the %zu bytes the league at %s takes", sent,
+    size_t n = 0;   /* the sizes its MANIFEST gives (just written and committed: not verified again) */
+    if (!rc && !(rc = baton_ckpt_list(dir, 0, &in, &n, err)) && n == 1 && in[0].bytes > max)
+        rc = baton_err_set(err, BATON_ERR_ARG, "%s: its policy is %llu bytes, over the %zu bytes the league at %s takes", o->ckpt,
                            (unsigned long long)in[0].bytes, max, o->server);
     free(in);
     const char *base = strrchr(path, '/');
@@ -189,13 +187,12 @@ int baton_league_remote_submit(const baton_league_remote_opts *o, baton_league_s
     if (!o->server || strncmp(o->server, "http", 4) || !o->token || !o->ckpt || !o->track)
         return baton_err_set(err, BATON_ERR_USAGE, "a server (http://HOST:PORT), a token, a checkpoint and a track are required");
     if (baton_league_alias_check(o->alias, err)) return err->code;
-    char path[4096];
     size_t max = 0;
     baton_buf tar = {0};
     int rc = server_limit(o, &max, err);
-    if (!rc) rc = pack(o, max, &tar, path, sizeof path, err);
+    if (!rc) rc = pack(o, max, &tar, err);
     if (!rc) rc = post(o, &tar, s, err);
-    if (!rc) baton_log(BATON_LOG_INFO, "race submit: the policy of %s (%zu bytes) sent as submission %lld", path, tar.len,
+    if (!rc) baton_log(BATON_LOG_INFO, "race submit: the policy of %s (%zu bytes) sent as submission %lld", o->ckpt, tar.len,
                        (long long)s->id);
     baton_buf_free(&tar);
     if (rc) return rc;

@@ -121,17 +121,10 @@ static double uniform(baton_rng *r)
 
 double race_geom_lane_offset(const race_geom *g, double s, double lane)
 {
-    if (g->loop) {
-        s = fmod(s, g->length);
-        if (s < 0) s += g->length;
-    }
-    size_t k;
-    double x, y;
-    race_poly_at(&g->cl, s, &k, &x, &y);
+    double x, y, u;
+    size_t k = race_geom_at(g, &s, &x, &y, &u);
     const double *a = g->in + 2 * k, *b = g->out + 2 * k, *c = g->c + 2 * k;
     double w0 = hypot(a[0] - b[0], a[1] - b[1]), w1 = hypot(a[2] - b[2], a[3] - b[3]);
-    double len = g->cs[k + 1] - g->cs[k], u = len > 0 ? (s - g->cs[k]) / len : 0;
-    u = u < 0 ? 0 : u > 1 ? 1 : u;
     /* the inner border's side of the segment (its first point, else its second) */
     double ex = c[2] - c[0], ey = c[3] - c[1];
     double side = ex * (a[1] - c[1]) - ey * (a[0] - c[0]);

@@ -98,6 +98,9 @@ struct baton_race_track {
 void race_geom_closest(const race_geom *g, double ndist, int out[2]);
 /* The same, walking from segment seg (the projection's): O(1) for a car that moved a little. */
 void race_geom_closest_hint(const race_geom *g, size_t seg, double ndist, int out[2]);
+/* The centre line at distance s (wrapped onto a loop in place): its point, the segment it lies on
+ * (returned) and how far along that segment, 0..1. */
+size_t race_geom_at(const race_geom *g, double *s, double *x, double *y, double *u);
 /* Pose on the centre line at distance s (forward difference to the next waypoint, as DeepRacer). */
 void race_geom_pose(const race_geom *g, double s, double *x, double *y, double *yaw);
 const race_geom *race_track_geom(const baton_race_track *t, int reversed);

@@ -191,15 +191,8 @@ static void geom_kappa(race_geom *g)
 
 double race_geom_kappa(const race_geom *g, double s)
 {
-    if (g->loop) {
-        s = fmod(s, g->length);
-        if (s < 0) s += g->length;
-    }
-    size_t k;
-    double x, y;
-    race_poly_at(&g->cl, s, &k, &x, &y);
-    double len = g->cs[k + 1] - g->cs[k], t = len > 0 ? (s - g->cs[k]) / len : 0;
-    t = t < 0 ? 0 : t > 1 ? 1 : t;
+    double x, y, t;
+    size_t k = race_geom_at(g, &s, &x, &y, &t);
     return g->kappa[k] + t * (g->kappa[k + 1] - g->kappa[k]);
 }
 

@@ -122,14 +122,23 @@ void race_geom_closest(const race_geom *g, double ndist, int out[2])
     out[1] = (int)next;
 }
 
-void race_geom_pose(const race_geom *g, double s, double *x, double *y, double *yaw)
+size_t race_geom_at(const race_geom *g, double *s, double *x, double *y, double *u)
 {
     if (g->loop) {
-        s = fmod(s, g->length);
-        if (s < 0) s += g->length;
+        *s = fmod(*s, g->length);
+        if (*s < 0) *s += g->length;
     }
-    size_t seg;
-    race_poly_at(&g->cl, s, &seg, x, y);
+    size_t k;
+    race_poly_at(&g->cl, *s, &k, x, y);
+    double len = g->cs[k + 1] - g->cs[k], t = len > 0 ? (*s - g->cs[k]) / len : 0;
+    *u = t < 0 ? 0 : t > 1 ? 1 : t;
+    return k;
+}
+
+void race_geom_pose(const race_geom *g, double s, double *x, double *y, double *yaw)
+{
+    double u;
+    size_t seg = race_geom_at(g, &s, x, y, &u);
     int cw[2];
     race_geom_closest(g, g->length > 0 ? s / g->length : 0, cw);
     const double *nx = g->c + 2 * (size_t)cw[1];

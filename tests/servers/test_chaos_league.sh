@@ -40,7 +40,7 @@ for a in r0 r1 r2 r3 r4 r5 r6 r7; do "$BATON" race token add "$a" --db "$DB" >"$
 check '[ "$(ls "$T"/tok.* | wc -l)" = 8 ] && [ -s "$T/tok.r7" ]' "eight racers' tokens"
 
 python3 - "$BATON" "$DB" "$T" "$N" "$FULL" "${CHAOS_SEED:-7}" >"$T/campaign.out" 2>&1 <<'PY'
-import json, os, random, signal, subprocess, sys, time, urllib.request, urllib.error
+import json, os, random, signal, subprocess, sys, threading, time, urllib.request, urllib.error
 baton, db, tdir, n_want, full, seed = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5] == "1", int(sys.argv[6])
 rnd = random.Random(seed)
 tar = open(tdir + "/m.tar", "rb").read()
@@ -110,7 +110,6 @@ while stats["accepted"] < n_want and time.time() - t0 < 1800:
             time.sleep(0.05)
         time.sleep(rnd.uniform(0, 0.3)); kill(); stats["kills_eval"] += 1; start(); stats["restarts"] += 1
     elif r < 0.35:     # during an upload: the POST on its way
-        import threading
         th = threading.Thread(target=req, args=("/api/submit?alias=r%d&track=oval" % rnd.randrange(8), tar, None))
         th.start(); time.sleep(rnd.uniform(0, 0.01)); kill(); th.join(); stats["kills_upload"] += 1; start(); stats["restarts"] += 1
     elif r < 0.5 and full and not full_until:   # the disk full, then killed, and full a while after
