@@ -4,12 +4,12 @@
 # `baton race eval --laps 3`, and prints the figures with the load and CPU share of the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-make -s -j2 build/baton
-B=build/baton
+[ -n "${B:-}" ] || { make -s -j2 build/baton; B=build/baton; }   # B=path: a copy that a rebuild cannot replace mid-run
 OUT=${OUT:-/tmp/baton-bench-race-train}
 REINVENT=${REINVENT:-../shared/tracks/reinvent_base.npy}
 SENSOR_MIN=${SENSOR_MIN:-15}
 CAMERA_MIN=${CAMERA_MIN:-60}
+RACE_MIN=${RACE_MIN:-30}
 THREADS_SENSOR=${THREADS_SENSOR:-1}
 THREADS_CAMERA=${THREADS_CAMERA:-2}
 mkdir -p "$OUT"
@@ -19,20 +19,23 @@ cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
 echo "# $(date -u +%FT%TZ) $(uname -m), $(nproc) cores ($cpu), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 
-# run NAME MINUTES THREADS TRACK ARGS...: train, then evaluate; figures into $OUT/NAME.*
+# run NAME MINUTES THREADS TRACK RACE ARGS...: train, then evaluate; figures into $OUT/NAME.*
+# RACE: a --race-file for training and evaluation alike, or - for the time trial
 run() {
-    local name=$1 minutes=$2 threads=$3 track=$4
-    shift 4
+    local name=$1 minutes=$2 threads=$3 track=$4 race=$5
+    shift 5
+    local ra=()
+    [ "$race" = - ] || ra=(--race-file "$race")
     local d=$OUT/$name
     rm -rf "$d" "$d".*
-    echo "== $name: baton race train --track $track $* --minutes $minutes --threads $threads"
+    echo "== $name: baton race train --track $track ${ra[*]} $* --minutes $minutes --threads $threads"
     (while :; do cut -d' ' -f1 /proc/loadavg >>"$d.load"; sleep 30; done) &
     local sampler=$!
     local TIMEFORMAT="%R %U %S"   # the trainer's wall, user and system seconds
     { time $B race train --track "$track" --ckpt-dir "$d" --minutes "$minutes" --threads "$threads" --log "$d.csv" \
-        --quiet --json "$@" >"$d.train.json" 2>"$d.train.err"; } 2>"$d.time" || { cat "$d.train.err"; kill $sampler; return 1; }
+        --quiet --json "${ra[@]}" "$@" >"$d.train.json" 2>"$d.train.err"; } 2>"$d.time" || { cat "$d.train.err"; kill $sampler; return 1; }
     kill $sampler 2>/dev/null || true
-    $B race eval --ckpt "$d" --track "$track" --laps 3 --json --svg "$d.svg" --trace "$d.trace.csv" >"$d.eval.json"
+    $B race eval --ckpt "$d" --track "$track" --laps 3 "${ra[@]}" --json --svg "$d.svg" --trace "$d.trace.csv" >"$d.eval.json"
     python3 - "$name" "$d" "$threads" <<'PY'
 import json, sys
 name, d, threads = sys.argv[1:]
@@ -44,6 +47,8 @@ share = (user + sys_) / wall / int(threads)
 laps = [round(l["time_s"], 3) for l in ev["laps"]]
 print("  trained %.1f min, %d iterations, %d episodes, %d car steps, %.0f steps/s (%s kernels)" % (
     tr["total_seconds"] / 60, tr["iteration"], tr["episodes"], tr["sim_steps"], tr["steps_per_s"], tr["kernels"]))
+if ev.get("crashes") is not None or ev.get("overtakes") is not None:
+    print("  objects: %s crash(es), overtakes per lap %s" % (ev.get("crashes"), ev.get("overtakes")))
 print("  time trial: laps %s, best %.3f s, resets %d, limit %.3f s, ratio %.3f%s" % (
     laps, ev["best_lap_s"], ev["resets"], ev["limit_s"], ev["ratio"], "" if ev["completed"] else " (gave up)"))
 if load:
@@ -53,7 +58,8 @@ out = {"bench": "race-train", "case": name, "track": ev["track"], "minutes": rou
        "threads": int(threads), "iterations": tr["iteration"], "episodes": tr["episodes"], "sim_steps": tr["sim_steps"],
        "steps_per_s": round(tr["steps_per_s"]), "laps": laps, "best_lap_s": round(ev["best_lap_s"], 3),
        "total_s": round(ev["total_s"], 3), "resets": ev["resets"], "limit_s": round(ev["limit_s"], 3),
-       "ratio": round(ev["ratio"], 3), "completed": ev["completed"],
+       "ratio": round(ev["ratio"], 3), "completed": ev["completed"], "race": ev.get("race", "time-trial"),
+       "crashes": ev.get("crashes", 0), "overtakes": ev.get("overtakes"),
        "three_laps_no_reset": ev["completed"] and ev["resets"] == 0,
        "load_mean": round(sum(load) / len(load), 2) if load else None, "load_max": max(load) if load else None,
        "cpu_share": round(share, 2), "steps_per_cpu_s": round(tr["sim_steps"] / max(user + sys_, 1e-9))}
@@ -87,18 +93,22 @@ PY
 one() {
     local c=$1
     case $c in
-        sensor-oval) run "$c" "$SENSOR_MIN" "$THREADS_SENSOR" oval --metadata docs/race-model/model_metadata.json \
+        sensor-oval) run "$c" "$SENSOR_MIN" "$THREADS_SENSOR" oval - --metadata docs/race-model/model_metadata.json \
             --hyper docs/race-model/hyperparameters.json ;;
-        sensor-reinvent) run "$c" "$SENSOR_MIN" "$THREADS_SENSOR" "$REINVENT" --metadata docs/race-model/model_metadata.json \
+        sensor-reinvent) run "$c" "$SENSOR_MIN" "$THREADS_SENSOR" "$REINVENT" - --metadata docs/race-model/model_metadata.json \
             --hyper docs/race-model/hyperparameters.json ;;
-        camera-oval) run "$c" "$CAMERA_MIN" "$THREADS_CAMERA" oval --obs camera ;;
-        camera-reinvent) run "$c" "$CAMERA_MIN" "$THREADS_CAMERA" "$REINVENT" --obs camera ;;
+        camera-oval) run "$c" "$CAMERA_MIN" "$THREADS_CAMERA" oval - --obs camera ;;
+        camera-reinvent) run "$c" "$CAMERA_MIN" "$THREADS_CAMERA" "$REINVENT" - --obs camera ;;
+        oa-reinvent) run "$c" "$RACE_MIN" "$THREADS_SENSOR" "$REINVENT" bench/race/object-avoidance.yaml \
+            --metadata docs/race-model/model_metadata.json --hyper docs/race-model/hyperparameters.json ;;
+        h2b-reinvent) run "$c" "$RACE_MIN" "$THREADS_SENSOR" "$REINVENT" bench/race/head-to-bot.yaml \
+            --metadata docs/race-model/model_metadata.json --hyper docs/race-model/hyperparameters.json ;;
         throughput)
             echo "== throughput: 60 s of training on the oval"
             throughput sensor "$THREADS_SENSOR" --metadata docs/race-model/model_metadata.json \
                 --hyper docs/race-model/hyperparameters.json
             throughput camera "$THREADS_CAMERA" --obs camera ;;
-        *) echo "unknown case $c (sensor-oval sensor-reinvent camera-oval camera-reinvent throughput)" >&2; return 2 ;;
+        *) echo "unknown case $c (sensor-oval sensor-reinvent camera-oval camera-reinvent oa-reinvent h2b-reinvent throughput)" >&2; return 2 ;;
     esac
 }
 

@@ -339,6 +339,7 @@ void baton_nn_flush_denormals(int on);
 /* The fast kernels' thread count (OpenMP's team size for later parallel regions; OMP_NUM_THREADS is
  * read only when the runtime starts): n >= 1 sets it. */
 void baton_nn_set_threads(int n);
+int baton_nn_threads(void);                   /* the calling thread's team size for the next parallel region */
 void baton_nn_flush_denormals_here(int on);   /* the calling thread only (cheap: no parallel region) */
 int baton_nn_denormals_flushed(void);         /* 1 when the calling thread flushes them */
 

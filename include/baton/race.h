@@ -482,6 +482,9 @@ typedef struct baton_race_train_opts {
                                    episode; a sensor policy's vector gains the LIDAR ("LIDAR" in its
                                    model_metadata.json) */
     int reference_kernels;
+    int threads;                /* compute threads; 0: the calling thread's OpenMP team. With 2 or more the value
+                                 * network learns on a thread of its own beside the policy's, the threads split
+                                 * between them (the same bytes as one thread doing both) */
     int progress;               /* a progress line on a terminal */
     double progress_every_s;    /* plain progress lines when stderr is not a terminal (0: none) */
     /* which of the run's settings were given (a resume refuses a change to one that was) */
@@ -538,6 +541,9 @@ typedef struct baton_race_lap {
     double penalty_s;
     uint32_t resets;
     uint32_t steps;
+    uint32_t overtakes;         /* head-to-bot: bots passed while driving this lap (a reset's jump is not a pass) */
+    uint32_t overtaken;         /* bots passed on the track by a bot: the car fell behind one while driving */
+    uint32_t bots_passed;       /* bit i: bot i (0-based among the bots) was passed in this lap */
 } baton_race_lap;
 
 typedef struct baton_race_eval_result {
@@ -547,6 +553,7 @@ typedef struct baton_race_eval_result {
     double best_lap_s, total_s, penalties_s;
     uint32_t resets;
     uint32_t crashes;           /* of the resets, crashes into objects */
+    uint32_t overtakes;         /* head-to-bot: bots passed, over all laps */
     double limit_s, ratio;      /* the racing-line limit's lap on this track; best_lap_s / limit_s */
     char track[256];            /* the track as given (a built-in name or a path) */
     char track_name[256];       /* its name (the file's stem for a .npy) */

@@ -142,6 +142,7 @@ int cli_race_train(int argc, char **argv)
         snprintf(t, sizeof t, "%d", threads);
         setenv("OMP_NUM_THREADS", t, 1);
         baton_nn_set_threads(threads);   /* the runtime read the environment before main */
+        o.threads = threads;
     }
     o.minutes = given_min ? minutes : 0;
     o.episodes = given_ep ? episodes : 0;
@@ -178,6 +179,13 @@ static int eval_json(const baton_race_eval_result *r, const char *race)
         cJSON_AddNumberToObject(l, "resets", r->laps[i].resets);
         cJSON_AddNumberToObject(l, "penalty_s", r->laps[i].penalty_s);
         cJSON_AddNumberToObject(l, "steps", r->laps[i].steps);
+        if (r->nobj && r->obj[r->nobj - 1].kind == BATON_RACE_BOT) {   /* bots are last */
+            cJSON_AddNumberToObject(l, "overtakes", r->laps[i].overtakes);
+            cJSON_AddNumberToObject(l, "overtaken", r->laps[i].overtaken);
+            cJSON *b = cJSON_AddArrayToObject(l, "bots_passed");
+            for (int k = 0; k < 32; k++)
+                if (r->laps[i].bots_passed >> k & 1) cJSON_AddItemToArray(b, cJSON_CreateNumber(k));
+        }
         cJSON_AddItemToArray(laps, l);
     }
     cJSON_AddItemToObject(j, "laps", laps);
@@ -185,6 +193,7 @@ static int eval_json(const baton_race_eval_result *r, const char *race)
     cJSON_AddNumberToObject(j, "total_s", r->total_s);
     cJSON_AddNumberToObject(j, "resets", r->resets);
     cJSON_AddNumberToObject(j, "crashes", r->crashes);
+    if (r->nobj && r->obj[r->nobj - 1].kind == BATON_RACE_BOT) cJSON_AddNumberToObject(j, "overtakes", r->overtakes);
     cJSON_AddNumberToObject(j, "penalties_s", r->penalties_s);
     cJSON_AddNumberToObject(j, "limit_s", r->limit_s);
     cJSON_AddNumberToObject(j, "ratio", r->ratio);
@@ -200,9 +209,12 @@ static void eval_text(const baton_race_eval_result *r)
 {
     printf("eval %s on %s (iteration %llu): %s\n", r->checkpoint, r->track_name, (unsigned long long)r->iteration,
            r->completed ? "time trial complete" : "gave up at the step limit");
-    for (size_t i = 0; i < r->nlaps; i++)
-        printf("  lap %zu   %8.3f s   %u reset(s), %.0f s of penalties\n", i + 1, r->laps[i].time_s, r->laps[i].resets,
+    for (size_t i = 0; i < r->nlaps; i++) {
+        printf("  lap %zu   %8.3f s   %u reset(s), %.0f s of penalties", i + 1, r->laps[i].time_s, r->laps[i].resets,
                r->laps[i].penalty_s);
+        if (r->nobj && r->obj[r->nobj - 1].kind == BATON_RACE_BOT) printf(", %u overtake(s)", r->laps[i].overtakes);
+        printf("\n");
+    }
     if (r->nlaps) {
         printf("  best lap %.3f s, total %.3f s, %u reset(s), %u crash(es)\n", r->best_lap_s, r->total_s, r->resets,
                r->crashes);

@@ -2,13 +2,15 @@
  * contract as the reference table, built on oneDNN's C API (CPU engine).
  *
  * What it owns: one process-wide CPU engine (lent to the folded inference plan, fold_dnnl.c,
- * through nn_dnnl.h) and stream, a small cache of oneDNN primitives keyed by
- * operation and geometry (shapes, stride, padding, bias or not, epsilon), a memory object per
- * primitive argument (its data handle is pointed at the caller's arrays on every call), and one
- * user-managed scratchpad buffer shared by all primitives. Primitives are created the first time a
- * geometry is seen and reused after that: in steady state a call sets a few data handles and runs
- * the primitive, and this file allocates nothing. The cache holds CACHE_CAP entries and evicts the
- * least recently used one; the scratchpad grows (only) when a new primitive needs more.
+ * through nn_dnnl.h) and, for each thread that calls the table, its own stream, a small cache of
+ * oneDNN primitives keyed by operation and geometry (shapes, stride, padding, bias or not,
+ * epsilon), a memory object per primitive argument (its data handle is pointed at the caller's
+ * arrays on every call), and one user-managed scratchpad buffer shared by its primitives.
+ * Primitives are created the first time a geometry is seen on a thread and reused after that: in
+ * steady state a call sets a few data handles and runs the primitive, and this file allocates
+ * nothing. A cache holds CACHE_CAP entries and evicts the least recently used one; the scratchpad
+ * grows (only) when a new primitive needs more. A thread's state is allocated at its first call
+ * and freed when the thread ends.
  *
  * Layout: activations whose channel count is a multiple of 16 are blocked, nChw16c (the table's
  * `block` is 16; kern_layout.c converts and pools them), others NCHW; convolution weights stay OIHW
@@ -29,11 +31,12 @@
  * within the input plane — which oneDNN's opaque workspace is not): kern_pool_fast.c's entries.
  * Global average pooling is plain C too (a tiny share of the work).
  *
- * Threads: oneDNN in Debian runs on OpenMP, so OMP_NUM_THREADS sets the thread count. For a fixed
- * thread count every primitive is deterministic, so results are bit-reproducible run to run. Calls
- * are serialised by a mutex (the memory objects and the scratchpad are shared), so the table may be
- * used from several threads. Batch norm and the other hand-written kernels run OpenMP loops on the
- * same team.
+ * Threads: oneDNN in Debian runs on OpenMP, so OMP_NUM_THREADS (or omp_set_num_threads on the
+ * calling thread, baton_nn_set_threads) sets the team's size. For a fixed team size every
+ * primitive is deterministic, so results are bit-reproducible run to run — and the same on any
+ * calling thread. Threads share nothing but the engine, so two threads may run the table at once
+ * (two networks trained side by side, each on a team of one: race's learners). Batch norm and the
+ * other hand-written kernels run OpenMP loops on the calling thread's team.
  *
  * Errors: the table entries cannot return a status. If oneDNN cannot create or run a primitive for
  * some geometry, that call (and later ones with the same geometry) falls back to the reference
@@ -92,21 +95,28 @@ typedef struct entry {
 
 static struct {
     pthread_once_t once;
-    pthread_mutex_t mu;
+    pthread_mutex_t mu;             /* the warnings */
     int ready;
     char why[256];
     dnnl_engine_t eng;
-    dnnl_stream_t strm;
     dnnl_primitive_attr_t attr;     /* scratchpad_mode_user */
     dnnl_primitive_attr_t attr_relu;/* the same and a ReLU post-op */
+    pthread_key_t key;              /* a thread's tstate, freed when it ends */
+    int warned[OP_COUNT];           /* under mu */
+} S = {.once = PTHREAD_ONCE_INIT, .mu = PTHREAD_MUTEX_INITIALIZER};
+
+/* What one calling thread owns: its stream, its primitives and the buffers they run on. */
+typedef struct tstate {
+    dnnl_stream_t strm;
     entry cache[CACHE_CAP];
     uint64_t tick;
-    void *scratch;                  /* oneDNN scratchpad, shared (calls are serialised) */
+    void *scratch;                  /* oneDNN scratchpad, shared by this thread's primitives */
     size_t scratch_size;
-    void *arena;                    /* blocked copies of convolution arguments, shared */
+    void *arena;                    /* blocked copies of convolution arguments, likewise */
     size_t arena_size;
-    int warned[OP_COUNT];
-} S = {.once = PTHREAD_ONCE_INIT, .mu = PTHREAD_MUTEX_INITIALIZER};
+} tstate;
+
+static __thread tstate *T;
 
 /* ---- primitive construction ---- */
 
@@ -137,7 +147,7 @@ static void entry_reset(entry *e)
     e->tick = tick;
 }
 
-/* Make a shared buffer at least need bytes (at primitive creation only; nothing is running). */
+/* Make a thread's buffer at least need bytes (at primitive creation only; nothing is running on it). */
 static dnnl_status_t grow(void **buf, size_t *size, size_t need)
 {
     if (need <= *size) return dnnl_success;
@@ -192,12 +202,12 @@ static dnnl_status_t finish_attr(entry *e, const_dnnl_op_desc_t desc, const_dnnl
         if (st == dnnl_success) st = dnnl_primitive_create(&e->reorder[i], rpd);
         if (rpd) dnnl_primitive_desc_destroy(rpd);
     }
-    if (st == dnnl_success) st = grow(&S.arena, &S.arena_size, arena);
+    if (st == dnnl_success) st = grow(&T->arena, &T->arena_size, arena);
     if (st == dnnl_success) {
         const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
         size_t need = smd ? dnnl_memory_desc_get_size(smd) : 0;
         if (need > 0) {
-            st = grow(&S.scratch, &S.scratch_size, need);
+            st = grow(&T->scratch, &T->scratch_size, need);
             if (st == dnnl_success) {
                 e->args[nids].arg = DNNL_ARG_SCRATCHPAD;
                 st = dnnl_memory_create(&e->args[nids].memory, smd, S.eng, DNNL_MEMORY_NONE);
@@ -390,14 +400,14 @@ static dnnl_status_t build(entry *e)
 
 /* ---- the cache and the call path ---- */
 
-/* Under S.mu: the cached entry for key k, built on a miss (evicting the least recently used). */
+/* The calling thread's cached entry for key k, built on a miss (evicting the least recently used). */
 static entry *lookup(const pkey *k)
 {
     entry *slot = NULL;
     for (int i = 0; i < CACHE_CAP; i++) {
-        entry *e = &S.cache[i];
+        entry *e = &T->cache[i];
         if (e->used && memcmp(&e->key, k, sizeof *k) == 0) {
-            e->tick = ++S.tick;
+            e->tick = ++T->tick;
             return e;
         }
         if (!slot || (slot->used && (!e->used || e->tick < slot->tick))) slot = e;
@@ -405,7 +415,7 @@ static entry *lookup(const pkey *k)
     entry_clear(slot);
     slot->key = *k;
     slot->used = 1;
-    slot->tick = ++S.tick;
+    slot->tick = ++T->tick;
     dnnl_status_t st = build(slot);
     if (st != dnnl_success) {
         entry_reset(slot);
@@ -415,39 +425,66 @@ static entry *lookup(const pkey *k)
     return slot;
 }
 
+static void tstate_free(void *p)
+{
+    tstate *t = p;
+    for (int i = 0; i < CACHE_CAP; i++) entry_clear(&t->cache[i]);
+    if (t->strm) dnnl_stream_destroy(t->strm);
+    free(t->scratch);
+    free(t->arena);
+    free(t);
+}
+
+/* The calling thread's state, at its first call: NULL when there is no memory or no stream (the
+ * call then runs the reference kernel). */
+static tstate *tstate_new(void)
+{
+    tstate *t = calloc(1, sizeof *t);
+    if (!t) return NULL;
+    if (dnnl_stream_create(&t->strm, S.eng, dnnl_stream_default_flags) != dnnl_success ||
+        pthread_setspecific(S.key, t) != 0) {
+        tstate_free(t);
+        return NULL;
+    }
+    return t;
+}
+
 /* Run the primitive for key k on the caller's arrays (ptrs in the order of the entry's arguments).
  * Returns 1 when oneDNN did the work, 0 when the caller must run the reference kernel. */
 static int dispatch(const pkey *k, void *const *ptrs)
 {
-    pthread_mutex_lock(&S.mu);
+    if (!T && !(T = tstate_new())) return 0;
     entry *e = lookup(k);
     dnnl_status_t st = e->failed ? e->why : dnnl_success;
     for (int i = 0; i < e->nuser && st == dnnl_success; i++) {
         st = dnnl_memory_set_data_handle(e->user[i], ptrs[i]);
         if (st == dnnl_success && e->inner[i])
-            st = dnnl_memory_set_data_handle(e->inner[i], (char *)S.arena + e->inner_off[i]);
+            st = dnnl_memory_set_data_handle(e->inner[i], (char *)T->arena + e->inner_off[i]);
     }
     if (st == dnnl_success && e->nargs > e->nuser)
-        st = dnnl_memory_set_data_handle(e->args[e->nuser].memory, S.scratch);
+        st = dnnl_memory_set_data_handle(e->args[e->nuser].memory, T->scratch);
     for (int i = 0; i < e->nuser && st == dnnl_success; i++)
         if (e->reorder[i] && !e->is_out[i]) {
             dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, e->user[i]}, {DNNL_ARG_TO, e->inner[i]}};
-            st = dnnl_primitive_execute(e->reorder[i], S.strm, 2, ra);
+            st = dnnl_primitive_execute(e->reorder[i], T->strm, 2, ra);
         }
-    if (st == dnnl_success) st = dnnl_primitive_execute(e->prim, S.strm, e->nargs, e->args);
+    if (st == dnnl_success) st = dnnl_primitive_execute(e->prim, T->strm, e->nargs, e->args);
     for (int i = 0; i < e->nuser && st == dnnl_success; i++)
         if (e->reorder[i] && e->is_out[i]) {
             dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, e->inner[i]}, {DNNL_ARG_TO, e->user[i]}};
-            st = dnnl_primitive_execute(e->reorder[i], S.strm, 2, ra);
+            st = dnnl_primitive_execute(e->reorder[i], T->strm, 2, ra);
         }
-    if (st == dnnl_success) st = dnnl_stream_wait(S.strm);
+    if (st == dnnl_success) st = dnnl_stream_wait(T->strm);
     const int op = (int)k->v[0];
-    if (st != dnnl_success && !S.warned[op]) {
+    if (st != dnnl_success) {
+        pthread_mutex_lock(&S.mu);
+        int first = !S.warned[op];
         S.warned[op] = 1;
-        baton_log(BATON_LOG_WARN, "nn: oneDNN %s failed (%s); using the reference kernel for it", op_name[op],
-                  dnnl_status2str(st));
+        pthread_mutex_unlock(&S.mu);
+        if (first)
+            baton_log(BATON_LOG_WARN, "nn: oneDNN %s failed (%s); using the reference kernel for it", op_name[op],
+                      dnnl_status2str(st));
     }
-    pthread_mutex_unlock(&S.mu);
     return st == dnnl_success;
 }
 
@@ -710,7 +747,10 @@ static void init_once(void)
         snprintf(S.why, sizeof S.why, "cannot create the oneDNN CPU engine (%s)", dnnl_status2str(st));
         return;
     }
-    st = dnnl_stream_create(&S.strm, S.eng, dnnl_stream_default_flags);
+    dnnl_stream_t probe = NULL;   /* that a stream can be made: every thread's will be */
+    st = dnnl_stream_create(&probe, S.eng, dnnl_stream_default_flags);
+    if (probe) dnnl_stream_destroy(probe);
+    if (st == dnnl_success && pthread_key_create(&S.key, tstate_free) != 0) st = dnnl_out_of_memory;
     if (st == dnnl_success) st = nn_dnnl_attr(&S.attr, 0, 0);
     if (st == dnnl_success) st = nn_dnnl_attr(&S.attr_relu, 0, 1);
     if (st != dnnl_success) {

@@ -12,3 +12,10 @@ void baton_nn_set_threads(int n)
 {
     if (n >= 1) omp_set_num_threads(n);
 }
+
+int omp_get_max_threads(void);
+
+int baton_nn_threads(void)
+{
+    return omp_get_max_threads();
+}

@@ -53,7 +53,8 @@ int race_agent_new(race_agent *a, const baton_race_meta *meta, int stack, uint64
     int rc = baton_nn_model_create(&ps, k, &a->pi, err);
     if (!rc) rc = baton_nn_model_create(&vs, k, &a->vf, err);
     if (!rc && (!(a->x = malloc(sizeof(float) * a->in_elems * (size_t)max_batch)) ||
-                !(a->dout = malloc(sizeof(float) * (size_t)a->nout * (size_t)max_batch))))
+                !(a->dout = malloc(sizeof(float) * (size_t)a->nout * (size_t)max_batch)) ||
+                !(a->dval = malloc(sizeof(float) * (size_t)max_batch))))
         rc = baton_err_set(err, BATON_ERR_NOMEM, "race: out of memory for %d inputs", max_batch);
     if (rc) {
         race_agent_free(a);
@@ -68,8 +69,9 @@ void race_agent_free(race_agent *a)
     baton_nn_model_free(a->vf);
     free(a->x);
     free(a->dout);
+    free(a->dval);
     a->pi = a->vf = NULL;
-    a->x = a->dout = NULL;
+    a->x = a->dout = a->dval = NULL;
 }
 
 void race_agent_frame(const race_agent *a, const baton_race_sim *sim, const baton_race_camera *cam, size_t env,

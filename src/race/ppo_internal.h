@@ -78,7 +78,8 @@ typedef struct race_agent {
     int max_batch;
     baton_nn_model *pi, *vf;
     float *x;                   /* max_batch inputs */
-    float *dout;                /* max_batch × nout: a loss's gradient of the outputs */
+    float *dout;                /* max_batch × nout: the policy loss's gradient of its outputs */
+    float *dval;                /* max_batch: the value loss's, of the value's */
     char kernels[16];
 } race_agent;
 
@@ -233,6 +234,15 @@ int race_rollout_collect(race_rollout *ro, race_collect *c, race_collect_stats *
 /* The stacked input of row into the agent's batch slot. */
 void race_rollout_input(const race_rollout *ro, race_agent *a, int slot, uint32_t row);
 
+/* ---------------------------------------------------------------- a second learner thread (ppo_pair.c) */
+/* The value network's half of each minibatch on a thread of its own (team: its OpenMP team's
+ * size), while the caller runs the policy's; the same bytes as one thread running both. */
+typedef struct race_pair race_pair;
+int race_pair_new(race_pair **p, int team, baton_err *err);
+void race_pair_post(race_pair *p, void (*fn)(void *), void *arg);
+void race_pair_wait(race_pair *p);
+void race_pair_free(race_pair *p);
+
 /* ---------------------------------------------------------------- learning from it (ppo_learn.c) */
 typedef struct race_learn_stats {
     double policy_loss, value_loss, entropy, kl, clip_frac;
@@ -243,8 +253,8 @@ typedef struct race_learn_stats {
  * clipped surrogate and entropy bonus, the value's loss, one Adam step of each network per
  * minibatch. 0 done; 1 stopped by poll between minibatches. */
 int race_learn(race_rollout *ro, race_agent *a, baton_nn_optim *opi, baton_nn_optim *ovf, const baton_race_hyper *h,
-               baton_rng *shuffle, int (*poll)(void *, baton_err *), void *poll_ctx, race_learn_stats *st,
-               baton_err *err);
+               baton_rng *shuffle, race_pair *pair, int (*poll)(void *, baton_err *), void *poll_ctx,
+               race_learn_stats *st, baton_err *err);
 
 /* ---------------------------------------------------------------- files beside the checkpoints (ppo_files.c) */
 /* The log keeps the rows of iterations <= iterations (created with its header when missing). */

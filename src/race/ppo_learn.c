@@ -4,9 +4,10 @@
  * cut one the bootstrap state's), the iteration's advantages standardised, then num_epochs passes
  * over the steps in a shuffled order, in minibatches of batch_size (the last one shorter): for
  * each, the policy's forward, the clipped surrogate with the entropy bonus and its gradient (mean
- * over the minibatch), backward and one Adam step; then the value network's forward against the
- * GAE returns (huber or mean squared error), backward and one Adam step. The learning rate is
- * constant (DeepRacer's).
+ * over the minibatch), backward and one Adam step; and the value network's forward against the
+ * GAE returns (huber or mean squared error), backward and one Adam step — on a second thread at
+ * the same time when the caller has one (race_pair: the same bytes as one after the other). The
+ * learning rate is constant (DeepRacer's).
  *
  * Contract: deterministic for the networks, the experience and the shuffle RNG's state; nothing
  * is allocated (the rollout's and the agent's buffers). A stop asked between minibatches (poll
@@ -51,44 +52,79 @@ static void advantages(race_rollout *ro, double gamma)
     for (size_t i = 0; i < ro->nsamples; i++) ro->rows[ro->samples[i]].adv = ro->tmp[i];
 }
 
-/* one minibatch: policy then value, one Adam step each */
-static int minibatch(race_rollout *ro, race_agent *a, baton_nn_optim *opi, baton_nn_optim *ovf,
-                     const baton_race_hyper *h, const uint64_t *idx, int k, race_learn_stats *st, baton_err *err)
+/* One network's half of a minibatch: its forward on the agent's input (filled, read-only here),
+ * its loss's gradient into its own buffer, backward and one Adam step. The two halves share
+ * nothing else, so they may run at once (ppo_pair.c). */
+typedef struct half {
+    race_rollout *ro;
+    race_agent *a;
+    baton_nn_optim *opt;
+    const baton_race_hyper *h;
+    const uint64_t *idx;
+    int k;
+    double loss, ent, kl, clipped;   /* sums over the minibatch */
+    int rc;
+    baton_err err;
+} half;
+
+static void policy_half(void *arg)
 {
-    for (int j = 0; j < k; j++) race_rollout_input(ro, a, j, ro->samples[idx[j]]);
-    int rc = baton_nn_forward(a->pi, a->x, k, err);
-    if (rc) return rc;
+    half *m = arg;
+    race_agent *a = m->a;
+    if ((m->rc = baton_nn_forward(a->pi, a->x, m->k, &m->err))) return;
     const float *out = baton_nn_logits(a->pi);
-    const double w = 1.0 / k;
-    double loss = 0, ent = 0, kl = 0, clipped = 0;
-    for (int j = 0; j < k; j++) {
-        const race_row *r = &ro->rows[ro->samples[idx[j]]];
+    const double w = 1.0 / m->k;
+    for (int j = 0; j < m->k; j++) {
+        const race_row *r = &m->ro->rows[m->ro->samples[m->idx[j]]];
         const float *o = out + (size_t)j * a->nout;
         float *d = a->dout + (size_t)j * a->nout;
         ppo_terms t;
         if (a->meta.action_type == BATON_RACE_DISCRETE)
-            ppo_discrete_loss(a->nout, o, r->action, r->logp, r->adv, PPO_CLIP, h->beta_entropy, w, d, &t);
+            ppo_discrete_loss(a->nout, o, r->action, r->logp, r->adv, PPO_CLIP, m->h->beta_entropy, w, d, &t);
         else
-            ppo_gauss_loss(2, o, r->u, r->logp, r->adv, PPO_CLIP, h->beta_entropy, w, d, &t);
-        loss += t.loss, ent += t.entropy, kl += t.kl, clipped += t.clipped;
+            ppo_gauss_loss(2, o, r->u, r->logp, r->adv, PPO_CLIP, m->h->beta_entropy, w, d, &t);
+        m->loss += t.loss, m->ent += t.entropy, m->kl += t.kl, m->clipped += t.clipped;
     }
-    if ((rc = baton_nn_backward_from(a->pi, a->dout, err)) || (rc = baton_nn_optim_step(opi, h->lr, err))) return rc;
-    if ((rc = baton_nn_forward(a->vf, a->x, k, err))) return rc;
+    if (!(m->rc = baton_nn_backward_from(a->pi, a->dout, &m->err))) m->rc = baton_nn_optim_step(m->opt, m->h->lr, &m->err);
+}
+
+static void value_half(void *arg)
+{
+    half *m = arg;
+    race_agent *a = m->a;
+    if ((m->rc = baton_nn_forward(a->vf, a->x, m->k, &m->err))) return;
     const float *v = baton_nn_logits(a->vf);
-    double vloss = 0;
-    for (int j = 0; j < k; j++) {
-        const race_row *r = &ro->rows[ro->samples[idx[j]]];
-        vloss += ppo_value_loss(h->loss_type, v[j], r->ret, w, &a->dout[j]);
+    const double w = 1.0 / m->k;
+    for (int j = 0; j < m->k; j++) {
+        const race_row *r = &m->ro->rows[m->ro->samples[m->idx[j]]];
+        m->loss += ppo_value_loss(m->h->loss_type, v[j], r->ret, w, &a->dval[j]);
     }
-    if ((rc = baton_nn_backward_from(a->vf, a->dout, err)) || (rc = baton_nn_optim_step(ovf, h->lr, err))) return rc;
-    st->policy_loss += loss, st->value_loss += vloss, st->entropy += ent, st->kl += kl, st->clip_frac += clipped;
+    if (!(m->rc = baton_nn_backward_from(a->vf, a->dval, &m->err))) m->rc = baton_nn_optim_step(m->opt, m->h->lr, &m->err);
+}
+
+/* one minibatch: the policy's half and the value's, at once when there is a second learner */
+static int minibatch(race_rollout *ro, race_agent *a, baton_nn_optim *opi, baton_nn_optim *ovf,
+                     const baton_race_hyper *h, const uint64_t *idx, int k, race_pair *pair, race_learn_stats *st,
+                     baton_err *err)
+{
+    for (int j = 0; j < k; j++) race_rollout_input(ro, a, j, ro->samples[idx[j]]);
+    half pm = {.ro = ro, .a = a, .opt = opi, .h = h, .idx = idx, .k = k};
+    half vm = {.ro = ro, .a = a, .opt = ovf, .h = h, .idx = idx, .k = k};
+    if (pair) race_pair_post(pair, value_half, &vm);
+    policy_half(&pm);
+    if (pair) race_pair_wait(pair);
+    else value_half(&vm);
+    if (pm.rc) return *err = pm.err, pm.rc;
+    if (vm.rc) return *err = vm.err, vm.rc;
+    st->policy_loss += pm.loss, st->value_loss += vm.loss, st->entropy += pm.ent, st->kl += pm.kl;
+    st->clip_frac += pm.clipped;
     st->updates++;
     return BATON_OK;
 }
 
 int race_learn(race_rollout *ro, race_agent *a, baton_nn_optim *opi, baton_nn_optim *ovf, const baton_race_hyper *h,
-               baton_rng *shuffle, int (*poll)(void *, baton_err *), void *poll_ctx, race_learn_stats *st,
-               baton_err *err)
+               baton_rng *shuffle, race_pair *pair, int (*poll)(void *, baton_err *), void *poll_ctx,
+               race_learn_stats *st, baton_err *err)
 {
     memset(st, 0, sizeof *st);
     if (ro->nsamples == 0) return BATON_OK;
@@ -102,7 +138,7 @@ int race_learn(race_rollout *ro, race_agent *a, baton_nn_optim *opi, baton_nn_op
         for (size_t i = 0; i < ro->nsamples; i += (size_t)B) {
             if (poll && (rc = poll(poll_ctx, err))) return rc;
             int k = (int)(ro->nsamples - i < (size_t)B ? ro->nsamples - i : (size_t)B);
-            if ((rc = minibatch(ro, a, opi, ovf, h, ro->perm + i, k, st, err))) return rc;
+            if ((rc = minibatch(ro, a, opi, ovf, h, ro->perm + i, k, pair, st, err))) return rc;
             seen += (size_t)k;
         }
     }

@@ -48,6 +48,8 @@ typedef struct trainer {
     race_agent agent;
     int have_agent;
     baton_nn_optim *opi, *ovf;
+    race_pair *pair;            /* the value network's learner thread, or NULL */
+    int team0;                  /* the caller's team size, restored at the end */
     race_ckpt_tensors ct;
     race_rollout ro;
     race_collect col;
@@ -180,6 +182,13 @@ static int build(trainer *t, const char *path, int resumed, baton_err *err)
                              err)))
         return rc;
     t->have_agent = 1;
+    const int nthr = o->threads > 0 ? o->threads : baton_nn_threads();
+    if (nthr >= 2) {   /* the policy on this thread, the value beside it, the threads split */
+        baton_nn_set_threads(nthr / 2);
+        if ((rc = race_pair_new(&t->pair, nthr - nthr / 2, err))) return rc;
+    } else if (o->threads > 0) {
+        baton_nn_set_threads(o->threads);
+    }
     baton_nn_optim_cfg oc = {.kind = BATON_NN_ADAMW, .eps = 1e-5};   /* Adam: DeepRacer's eps */
     if ((rc = baton_nn_optim_create(&oc, t->agent.pi, &t->opi, err)) ||
         (rc = baton_nn_optim_create(&oc, t->agent.vf, &t->ovf, err)))
@@ -284,7 +293,8 @@ static int one_iteration(trainer *t, baton_err *err)
     race_collect_stats cs;
     race_learn_stats ls;
     int rc = race_rollout_collect(&t->ro, &t->col, &cs, err);
-    if (!rc) rc = race_learn(&t->ro, &t->agent, t->opi, t->ovf, &t->st.hyper, &t->shuffle, poll, t, &ls, err);
+    if (!rc) rc = race_learn(&t->ro, &t->agent, t->opi, t->ovf, &t->st.hyper, &t->shuffle, t->pair, poll, t, &ls,
+                              err);
     if (rc) return rc;   /* 1: a notice; the iteration is thrown away */
     t->steps_run += (double)cs.samples;
     return iteration_end(t, &cs, &ls, baton_now() - t0, err);
@@ -331,6 +341,7 @@ static void fill_result(const trainer *t, baton_race_train_result *r, const bato
 static void teardown(trainer *t)
 {
     baton_train_session_close(t->sess);
+    race_pair_free(t->pair);
     race_collect_free(&t->col);
     race_rollout_free(&t->ro);
     race_ckpt_tensors_free(&t->ct);
@@ -354,6 +365,7 @@ int baton_race_train(const baton_race_train_opts *o, baton_race_train_result *r,
     trainer *t = calloc(1, sizeof *t);
     if (!t) return baton_err_set(err, BATON_ERR_NOMEM, "race train: out of memory");
     t->o = o;
+    t->team0 = baton_nn_threads();
     /* the networks train with denormals flushed, as TensorFlow's CPU kernels run (src/nn/fpmode.c);
      * the reward function runs without (rollout.c) */
     const int flushed = baton_nn_denormals_flushed();
@@ -372,7 +384,9 @@ int baton_race_train(const baton_race_train_opts *o, baton_race_train_result *r,
     }
     if (t->sess) snprintf(r->checkpoint, sizeof r->checkpoint, "%s", baton_train_session_checkpoint(t->sess));
     teardown(t);
+    const int team0 = t->team0;
     free(t);
+    baton_nn_set_threads(team0);
     baton_nn_flush_denormals(flushed);
     return rc;
 }

@@ -21,6 +21,7 @@
 
 #include "baton/img.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,6 +61,7 @@ typedef struct evaluator {
     baton_buf trace;
     double track_len;
     size_t frames;
+    double gap[BATON_RACE_MAX_OBJECTS + BATON_RACE_MAX_BOTS];   /* each bot's distance ahead of the car */
 } evaluator;
 
 static int alloc_result(evaluator *e, size_t steps, baton_err *err)
@@ -149,6 +151,31 @@ static void record_objects(evaluator *e)
     }
 }
 
+/* Overtakes: each bot's distance ahead of the car along the centre line (both measured from its first
+ * waypoint), wrapped into half a lap either way. While driving, a gap that goes from ahead to
+ * behind without wrapping is a pass; behind to ahead, the bot passed the car. After a reset only
+ * the gaps are taken again (the car was put back; that is no pass). */
+static void count_passes(evaluator *e, baton_race_lap *lap, int driving)
+{
+    baton_race_eval_result *r = e->r;
+    struct baton_race_params p;
+    baton_race_sim_params(e->sim, 0, &p);
+    const double L = e->track_len;
+    for (int i = 0, bot = 0; i < p.num_objects && (size_t)i < r->nobj; i++) {
+        if (r->obj[i].kind != BATON_RACE_BOT) continue;
+        double g = fmod(p.objects_distance[i] - p.projection_distance, L);
+        if (g > L / 2) g -= L;
+        if (g <= -L / 2) g += L;
+        const double was = e->gap[i];
+        if (driving && fabs(g - was) < L / 4) {
+            if (was > 0 && g <= 0) lap->overtakes++, lap->bots_passed |= 1u << bot, r->overtakes++;
+            else if (was <= 0 && g > 0) lap->overtaken++;
+        }
+        e->gap[i] = g;
+        bot++;
+    }
+}
+
 static int drive(evaluator *e, size_t limit, baton_err *err)
 {
     const baton_race_eval_opts *o = e->o;
@@ -160,6 +187,7 @@ static int drive(evaluator *e, size_t limit, baton_err *err)
     baton_race_sim_start(e->sim, 0, 0, 0);
     const baton_race_car_state *st = baton_race_sim_state(e->sim, 0);
     race_pilot_observe(&e->pilot, e->sim, e->cam, 0, 1);
+    count_passes(e, &r->laps[0], 0);
     double penalties = 0, lap_start = 0;
     int rc = o->frames_dir ? write_frame(e, err) : BATON_OK;
     for (size_t k = 0; !rc && k < limit && r->nlaps < laps; k++) {
@@ -173,6 +201,7 @@ static int drive(evaluator *e, size_t limit, baton_err *err)
         r->n++;
         baton_race_lap *lap = &r->laps[r->nlaps];
         lap->steps++;
+        count_passes(e, lap, 1);
         if (o->trace_path) {
             struct baton_race_params p;
             baton_race_sim_params(e->sim, 0, &p);
@@ -203,6 +232,7 @@ static int drive(evaluator *e, size_t limit, baton_err *err)
             lap->resets++;
             lap->penalty_s += add;
             penalties += add;
+            count_passes(e, lap, 0);
             race_pilot_observe(&e->pilot, e->sim, e->cam, 0, 1);
             continue;
         }

@@ -77,6 +77,12 @@ expect_fail 1 "another race \(its objects\)" $TRN --race head-to-bot --bots 3 --
 check '$BATON race eval --ckpt "$T/u" --race head-to-bot --bots 2 --bot-speed 0.4 --max-steps 300 --json >"$T/ue.json" 2>"$T/e"' \
     "eval of the LIDAR model: $(head -c 400 "$T/e")"
 jcheck "$T/ue.json" "d['race'] == 'head-to-bot' and d['iteration'] == 2" "eval of the LIDAR model --json"
+# overtakes: the laps' passes add up; bots at 0.05 m/s start 1/3 and 2/3 of a lap ahead, so a
+# lap driven without a reset passes both, once each (a reset's jump back is no pass)
+check '$BATON race eval --ckpt "$T/u" --race head-to-bot --bots 2 --bot-speed 0.05 --laps 1 --json >"$T/uo.json" 2>"$T/e"' \
+    "eval overtakes: $(head -c 400 "$T/e")"
+jcheck "$T/uo.json" "sum(l['overtakes'] for l in d['laps']) == d['overtakes'] and all('bots_passed' in l for l in d['laps']) and (not d['completed'] or d['resets'] > 0 or (d['overtakes'] == 2 and d['laps'][0]['bots_passed'] == [0, 1]))" \
+    "overtakes per lap"
 check '$BATON race drive $TR --policy "$T/u" --race head-to-bot --bots 2 --max-steps 50 --json >"$T/ud.json" 2>"$T/e"' \
     "drive the LIDAR model: $(head -c 400 "$T/e")"
 # a time trial's checkpoint is as before: no objects in its state, no LIDAR

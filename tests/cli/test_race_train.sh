@@ -15,7 +15,9 @@
 #   - bad files (an unknown action space type, a speed outside 0.1..4, an empty action list, a
 #     negative lr): exit 1 naming the file and the field; usage errors exit 2; a resume with
 #     another --seed and the eval of a checkpoint of `baton train` are refused;
-#   - the job file docs/race-train.yaml passes `baton fleet check`.
+#   - the job file docs/race-train.yaml passes `baton fleet check`;
+#   - --threads 2 (the value network learning on a second thread) ends with --threads 1's bytes,
+#     sensor and camera.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/cli/lib.sh
 export OMP_NUM_THREADS=1 BATON_NOTICE_POLL_S=0.1 BATON_NOTICE_TIMEOUT_S=0.5
@@ -31,6 +33,13 @@ check '$TR --ckpt-dir "$T/a" --episodes 60 --log "$T/a.csv" --trace "$T/trace" -
     "train: $(head -c 600 "$T/a.err" 2>/dev/null)"
 jcheck "$T/a.json" "d['status'] == 'done' and d['iteration'] == 3 and d['episodes'] == 60 and d['sim_steps'] > 0 and d['steps_per_s'] > 0 and not d['resumed']" "train --json"
 check '"$BATON" ckpt verify "$T/a" >/dev/null 2>&1' "checkpoints verify"
+# two learner threads (--threads 2: the value network beside the policy, each on a team of one)
+# end with the bytes of one thread doing both; the camera's CNN likewise, one iteration
+check '${TR/--threads 1/--threads 2} --ckpt-dir "$T/a2" --episodes 60 >/dev/null 2>"$T/a2.err" && cmp -s "$T/a/ckpt-000000003/model.safetensors" "$T/a2/ckpt-000000003/model.safetensors" && cmp -s "$T/a/ckpt-000000003/optim.safetensors" "$T/a2/ckpt-000000003/optim.safetensors"' \
+    "two learners end with one thread's bytes: $(head -c 300 "$T/a2.err" 2>/dev/null)"
+CAM="$BATON race train --track oval --obs camera --seed 3 --quiet --episodes 4 --envs 4 --max-steps 40 --ckpt-every-sec 0"
+check '$CAM --threads 1 --ckpt-dir "$T/c1" >/dev/null 2>"$T/c.err" && $CAM --threads 2 --ckpt-dir "$T/c2" >/dev/null 2>>"$T/c.err" && cmp -s "$T/c1/ckpt-000000001/model.safetensors" "$T/c2/ckpt-000000001/model.safetensors" && cmp -s "$T/c1/ckpt-000000001/optim.safetensors" "$T/c2/ckpt-000000001/optim.safetensors"' \
+    "camera, two learners: one thread's bytes: $(head -c 300 "$T/c.err" 2>/dev/null)"
 check '[ -d "$T/a/ckpt-000000003" ]' "ckpt-<iteration> folders"
 check 'grep -q "\"sensor\":[[:space:]]*\[\"BATON_SENSOR_VECTOR\"\]" "$T/a/model_metadata.json" && grep -q "\"num_epochs\":[[:space:]]*3" "$T/a/hyperparameters.json"' \
     "model_metadata.json and hyperparameters.json beside the checkpoints"
