@@ -22,6 +22,8 @@
  *   - prod(shape) * dtype size == end - begin, computed without overflow;
  *   - 0 <= begin <= end <= data area size; sorted by begin, the tensors neither overlap nor leave
  *     gaps, and together cover the data area exactly (end of the last == file size - 8 - N).
+ * The header is read with util's checked JSON reader (baton_jr): a message names the file, the
+ * tensor and its field ("m.safetensors: tensor 'fc.weight'.shape[1]: is not a whole number ...").
  * Writers here emit tensors in the caller's order with contiguous offsets, metadata first.
  * Hosts are little-endian (checked at compile time), so the data area is a plain copy. */
 #include "ckpt_internal.h"
@@ -39,7 +41,6 @@
 #error "baton's safetensors code assumes a little-endian host"
 #endif
 
-#define MAX_EXACT 9007199254740992.0   /* 2^53: integers above this do not survive a double */
 
 /* safetensors' dtypes, indexed by BATON_ST_* (ckpt.h) */
 static const struct {
@@ -109,79 +110,58 @@ static void fmt_shape(char *out, size_t cap, const int64_t *shape, int ndim)
     if (k < cap) snprintf(out + k, cap - k, "]");
 }
 
-/* An exact non-negative integer below 2^53 from a JSON number. */
-static int json_u64(const cJSON *v, uint64_t *out)
-{
-    if (!cJSON_IsNumber(v)) return 0;
-    double d = v->valuedouble;
-    if (!(d >= 0.0) || d > MAX_EXACT || d != (double)(uint64_t)d) return 0;
-    *out = (uint64_t)d;
-    return 1;
-}
-
-static int parse_tensor(const char *file, const cJSON *item, baton_st_tensor *t, uint64_t data_len,
-                        baton_err *err)
+/* One tensor's entry (r->at names it): dtype, shape and data_offsets, checked against the data
+ * area. Returns r->rc. */
+static int parse_tensor(baton_jr *r, const cJSON *item, baton_st_tensor *t, uint64_t data_len)
 {
     const char *tn = item->string;
-    if (!cJSON_IsObject(item))
-        return baton_err_set(err, BATON_ERR_FORMAT, "%s: tensor '%s': expected an object", file, tn);
-    const cJSON *dt = cJSON_GetObjectItemCaseSensitive(item, "dtype");
-    const cJSON *sh = cJSON_GetObjectItemCaseSensitive(item, "shape");
-    const cJSON *of = cJSON_GetObjectItemCaseSensitive(item, "data_offsets");
-    if (!cJSON_IsString(dt))
-        return baton_err_set(err, BATON_ERR_FORMAT, "%s: tensor '%s': missing string field \"dtype\"",
-                             file, tn);
-    if ((t->dtype = baton_st_dtype_parse(dt->valuestring)) < 0)
-        return baton_err_set(err, BATON_ERR_FORMAT, "%s: tensor '%s': dtype \"%.32s\" is not a safetensors dtype",
-                             file, tn, dt->valuestring);
-    if (!cJSON_IsArray(sh))
-        return baton_err_set(err, BATON_ERR_FORMAT, "%s: tensor '%s': missing array field \"shape\"",
-                             file, tn);
+    char at[48];
+    snprintf(at, sizeof at, "tensor '%.32s%s'", tn, strlen(tn) > 32 ? "..." : "");
+    baton_jr_at(r, "%s", at);
+    if (!cJSON_IsObject(item)) return baton_jr_fail(r, NULL, "is not an object");
+    char dt[16];
+    if (baton_jr_str(r, item, "dtype", dt, sizeof dt)) return r->rc;
+    if ((t->dtype = baton_st_dtype_parse(dt)) < 0) return baton_jr_fail(r, "dtype", "\"%s\" is not a safetensors dtype", dt);
+    const cJSON *sh = baton_jr_get(r, item, "shape"), *of = baton_jr_get(r, item, "data_offsets");
+    if (!cJSON_IsArray(sh)) return baton_jr_fail(r, "shape", sh ? "is not a list" : "is missing");
     int nd = cJSON_GetArraySize(sh);
-    if (nd > BATON_ST_MAX_DIMS)
-        return baton_err_set(err, BATON_ERR_FORMAT, "%s: tensor '%s': shape has %d dimensions, at most %d",
-                             file, tn, nd, BATON_ST_MAX_DIMS);
+    if (nd > BATON_ST_MAX_DIMS) return baton_jr_fail(r, "shape", "has %d dimensions, at most %d", nd, BATON_ST_MAX_DIMS);
     t->ndim = nd;
     uint64_t numel = 1;
     int overflow = 0, i = 0;
     for (const cJSON *d = sh->child; d; d = d->next, i++) {
         uint64_t v;
-        if (!json_u64(d, &v))
-            return baton_err_set(err, BATON_ERR_FORMAT,
-                                 "%s: tensor '%s': shape[%d] is not an integer in [0, 2^53]", file, tn, i);
+        baton_jr_at(r, "%s.shape[%d]", at, i);
+        if (baton_jr_u64(r, d, "", 0, UINT64_MAX, &v)) return r->rc;
         t->shape[i] = (int64_t)v;
         if (__builtin_mul_overflow(numel, v, &numel)) overflow = 1;
     }
+    baton_jr_at(r, "%s", at);
     if (!cJSON_IsArray(of) || cJSON_GetArraySize(of) != 2)
-        return baton_err_set(err, BATON_ERR_FORMAT,
-                             "%s: tensor '%s': \"data_offsets\" must be an array [begin, end]", file, tn);
-    if (!json_u64(of->child, &t->begin) || !json_u64(of->child->next, &t->end))
-        return baton_err_set(err, BATON_ERR_FORMAT,
-                             "%s: tensor '%s': data_offsets are not integers in [0, 2^53]", file, tn);
+        return baton_jr_fail(r, "data_offsets", of ? "is not a list [begin, end]" : "is missing");
+    baton_jr_at(r, "%s.data_offsets[0]", at);
+    baton_jr_u64(r, of->child, "", 0, UINT64_MAX, &t->begin);
+    baton_jr_at(r, "%s.data_offsets[1]", at);
+    if (baton_jr_u64(r, of->child->next, "", 0, UINT64_MAX, &t->end)) return r->rc;
+    baton_jr_at(r, "%s", at);
     if (t->begin > t->end || t->end > data_len)
-        return baton_err_set(err, BATON_ERR_FORMAT,
-                             "%s: tensor '%s': data_offsets [%llu, %llu] outside the data area (%llu bytes)",
-                             file, tn, (unsigned long long)t->begin, (unsigned long long)t->end,
-                             (unsigned long long)data_len);
+        return baton_jr_fail(r, "data_offsets", "[%llu, %llu] outside the data area (%llu bytes)",
+                             (unsigned long long)t->begin, (unsigned long long)t->end, (unsigned long long)data_len);
     uint64_t need;
-    if (overflow || __builtin_mul_overflow(numel, (uint64_t)baton_st_dtype_size(t->dtype), &need))
-        overflow = 1;
+    if (overflow || __builtin_mul_overflow(numel, (uint64_t)baton_st_dtype_size(t->dtype), &need)) overflow = 1;
     if (overflow || need != t->end - t->begin) {
-        char s[160];
-        fmt_shape(s, sizeof s, t->shape, t->ndim);
+        char sh_text[160];
+        fmt_shape(sh_text, sizeof sh_text, t->shape, t->ndim);
         if (overflow)
-            return baton_err_set(err, BATON_ERR_FORMAT,
-                                 "%s: tensor '%s': shape %s %s overflows 64 bits", file, tn, s,
-                                 baton_st_dtype_name(t->dtype));
-        return baton_err_set(err, BATON_ERR_FORMAT,
-                             "%s: tensor '%s': data_offsets [%llu, %llu] hold %llu bytes, shape %s %s needs %llu",
-                             file, tn, (unsigned long long)t->begin, (unsigned long long)t->end,
-                             (unsigned long long)(t->end - t->begin), s, baton_st_dtype_name(t->dtype),
+            return baton_jr_fail(r, "shape", "%s %s overflows 64 bits", sh_text, baton_st_dtype_name(t->dtype));
+        return baton_jr_fail(r, "data_offsets", "[%llu, %llu] hold %llu bytes, shape %s %s needs %llu",
+                             (unsigned long long)t->begin, (unsigned long long)t->end,
+                             (unsigned long long)(t->end - t->begin), sh_text, baton_st_dtype_name(t->dtype),
                              (unsigned long long)need);
     }
     t->numel = numel;
     t->name = strdup(tn);
-    if (!t->name) return baton_err_set(err, BATON_ERR_NOMEM, "%s: out of memory", file);
+    if (!t->name) return r->rc = baton_err_set(r->err, BATON_ERR_NOMEM, "%s: out of memory", r->doc);
     return BATON_OK;
 }
 
@@ -247,23 +227,21 @@ static int check_layout(const char *file, baton_st_header *h, baton_err *err)
     return rc;
 }
 
-static int parse_metadata(const char *file, const cJSON *md, baton_st_header *h, baton_err *err)
+static int parse_metadata(baton_jr *r, const cJSON *md, baton_st_header *h)
 {
-    if (!cJSON_IsObject(md))
-        return baton_err_set(err, BATON_ERR_FORMAT, "%s: \"__metadata__\" must be an object", file);
+    baton_jr_at(r, "__metadata__");
+    if (!cJSON_IsObject(md)) return baton_jr_fail(r, NULL, "is not an object");
     int n = cJSON_GetArraySize(md);
     h->meta_keys = calloc((size_t)n + 1, sizeof *h->meta_keys);
     h->meta_vals = calloc((size_t)n + 1, sizeof *h->meta_vals);
-    if (!h->meta_keys || !h->meta_vals) return baton_err_set(err, BATON_ERR_NOMEM, "%s: out of memory", file);
+    if (!h->meta_keys || !h->meta_vals) return r->rc = baton_err_set(r->err, BATON_ERR_NOMEM, "%s: out of memory", r->doc);
     for (const cJSON *kv = md->child; kv; kv = kv->next) {
-        if (!cJSON_IsString(kv))
-            return baton_err_set(err, BATON_ERR_FORMAT, "%s: __metadata__ '%s': value must be a string",
-                                 file, kv->string);
+        if (!cJSON_IsString(kv)) return baton_jr_fail(r, NULL, "'%.64s': the value is not a string", kv->string);
         h->meta_keys[h->nmeta] = strdup(kv->string);
         h->meta_vals[h->nmeta] = strdup(kv->valuestring);
         h->nmeta++;
         if (!h->meta_keys[h->nmeta - 1] || !h->meta_vals[h->nmeta - 1])
-            return baton_err_set(err, BATON_ERR_NOMEM, "%s: out of memory", file);
+            return r->rc = baton_err_set(r->err, BATON_ERR_NOMEM, "%s: out of memory", r->doc);
     }
     return BATON_OK;
 }
@@ -291,25 +269,12 @@ int baton_st_parse_header(const char *name, const uint8_t *p, size_t avail, uint
     h->header_len = n;
     h->data_start = 8 + n;
     h->data_len = file_size - 8 - n;
-    const char *js = (const char *)p + 8, *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(js, (size_t)n, &end, 0);
-    if (!root) {
-        size_t off = end && end >= js && end <= js + n ? (size_t)(end - js) : 0;
-        return baton_err_set(err, BATON_ERR_FORMAT, "%s: header is not valid JSON (at offset %zu)", name,
-                             8 + off);
-    }
-    int rc = BATON_OK;
-    for (const char *q = end; q < js + n; q++) {
-        if (*q != ' ' && *q != '\t' && *q != '\n' && *q != '\r') {
-            rc = baton_err_set(err, BATON_ERR_FORMAT, "%s: unexpected byte after the header JSON at offset %zu",
-                               name, (size_t)(q - js) + 8);
-            goto out;
-        }
-    }
-    if (!cJSON_IsObject(root)) {
-        rc = baton_err_set(err, BATON_ERR_FORMAT, "%s: header is not a JSON object", name);
-        goto out;
-    }
+    baton_jr r;
+    baton_jr_init(&r, name, err);
+    baton_jr_at(&r, "header at offset 8");
+    cJSON *root = baton_jr_parse(&r, (const char *)p + 8, (size_t)n);
+    int rc = r.rc;
+    if (rc) return rc;
     int cnt = cJSON_GetArraySize(root);
     h->tensors = calloc((size_t)cnt + 1, sizeof *h->tensors);
     if (!h->tensors) {
@@ -323,10 +288,10 @@ int baton_st_parse_header(const char *name, const uint8_t *p, size_t avail, uint
                 rc = baton_err_set(err, BATON_ERR_FORMAT, "%s: \"__metadata__\" appears twice", name);
                 goto out;
             }
-            if ((rc = parse_metadata(name, it, h, err)) != BATON_OK) goto out;
+            if ((rc = parse_metadata(&r, it, h)) != BATON_OK) goto out;
             continue;
         }
-        if ((rc = parse_tensor(name, it, &h->tensors[h->ntensors], h->data_len, err)) != BATON_OK) goto out;
+        if ((rc = parse_tensor(&r, it, &h->tensors[h->ntensors], h->data_len)) != BATON_OK) goto out;
         h->ntensors++;
     }
     rc = check_layout(name, h, err);
