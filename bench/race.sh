@@ -4,12 +4,20 @@
 #
 #   bench/race.sh [RUNS]               the simulator's speed (below)
 #   bench/race.sh train [CASE...]      training benchmarks, each a training run then a time trial:
-#     sensor-oval, sensor-reinvent     the sensor policy (docs/race-model/'s files: continuous
-#                                      steering +-30, speed 0.5..4), default reward, SENSOR_MIN
+#     sensor-oval, sensor-reinvent     the sensor policy (docs/race-model/'s files: 22
+#                                      discrete actions, 1.5..4 m/s), default reward, SENSOR_MIN
 #                                      minutes (15) on THREADS_SENSOR threads (1)
 #     camera-oval, camera-reinvent     DeepRacer's setup: the front camera, the shallow CNN, the
 #                                      console's default actions and hyper-parameters, CAMERA_MIN
 #                                      minutes (60) on THREADS_CAMERA threads (2)
+#     camera-fast-reinvent             the camera and the shallow CNN with the sensor model's fast
+#                                      actions (docs/race-model/camera/: 22, 1.5..4 m/s), CAMERA_MIN
+#                                      minutes on THREADS_CAMERA threads (the value network learning
+#                                      on the second)
+#     oa-reinvent, h2b-reinvent        the league's object-avoidance and head-to-bot courses
+#                                      (bench/race/*.yaml) with the sensor model (LIDAR added),
+#                                      RACE_MIN minutes (30) on THREADS_SENSOR threads; evaluated on
+#                                      the same course: crashes, and overtakes per lap
 #     throughput                       car steps per second through the whole loop, both
 #                                      observations, 60 s each, against DeepRacer's 15 per worker
 #   (all but throughput when none is named; PARALLEL=1 runs the named cases at once, each on its

@@ -99,6 +99,8 @@ one() {
             --hyper docs/race-model/hyperparameters.json ;;
         camera-oval) run "$c" "$CAMERA_MIN" "$THREADS_CAMERA" oval - --obs camera ;;
         camera-reinvent) run "$c" "$CAMERA_MIN" "$THREADS_CAMERA" "$REINVENT" - --obs camera ;;
+        camera-fast-reinvent) run "$c" "$CAMERA_MIN" "$THREADS_CAMERA" "$REINVENT" - \
+            --metadata docs/race-model/camera/model_metadata.json --hyper docs/race-model/camera/hyperparameters.json ;;
         oa-reinvent) run "$c" "$RACE_MIN" "$THREADS_SENSOR" "$REINVENT" bench/race/object-avoidance.yaml \
             --metadata docs/race-model/model_metadata.json --hyper docs/race-model/hyperparameters.json ;;
         h2b-reinvent) run "$c" "$RACE_MIN" "$THREADS_SENSOR" "$REINVENT" bench/race/head-to-bot.yaml \
@@ -108,7 +110,7 @@ one() {
             throughput sensor "$THREADS_SENSOR" --metadata docs/race-model/model_metadata.json \
                 --hyper docs/race-model/hyperparameters.json
             throughput camera "$THREADS_CAMERA" --obs camera ;;
-        *) echo "unknown case $c (sensor-oval sensor-reinvent camera-oval camera-reinvent oa-reinvent h2b-reinvent throughput)" >&2; return 2 ;;
+        *) echo "unknown case $c (sensor-oval sensor-reinvent camera-oval camera-reinvent camera-fast-reinvent oa-reinvent h2b-reinvent throughput)" >&2; return 2 ;;
     esac
 }
 
