@@ -54,7 +54,8 @@ int race_agent_new(race_agent *a, const baton_race_meta *meta, int stack, uint64
     if (!rc) rc = baton_nn_model_create(&vs, k, &a->vf, err);
     if (!rc && (!(a->x = malloc(sizeof(float) * a->in_elems * (size_t)max_batch)) ||
                 !(a->dout = malloc(sizeof(float) * (size_t)a->nout * (size_t)max_batch)) ||
-                !(a->dval = malloc(sizeof(float) * (size_t)max_batch))))
+                !(a->dval = malloc(sizeof(float) * (size_t)max_batch)) ||
+                !(a->xv = malloc(sizeof(float) * a->in_elems * (size_t)max_batch))))
         rc = baton_err_set(err, BATON_ERR_NOMEM, "race: out of memory for %d inputs", max_batch);
     if (rc) {
         race_agent_free(a);
@@ -70,8 +71,9 @@ void race_agent_free(race_agent *a)
     free(a->x);
     free(a->dout);
     free(a->dval);
+    free(a->xv);
     a->pi = a->vf = NULL;
-    a->x = a->dout = a->dval = NULL;
+    a->x = a->dout = a->dval = a->xv = NULL;
 }
 
 void race_agent_frame(const race_agent *a, const baton_race_sim *sim, const baton_race_camera *cam, size_t env,
@@ -86,7 +88,12 @@ void race_agent_frame(const race_agent *a, const baton_race_sim *sim, const bato
 
 void race_agent_input(race_agent *a, int i, const void *const *frames)
 {
-    float *x = a->x + (size_t)i * a->in_elems;
+    race_agent_input_to(a, a->x, i, frames);
+}
+
+void race_agent_input_to(const race_agent *a, float *xs, int i, const void *const *frames)
+{
+    float *x = xs + (size_t)i * a->in_elems;
     for (int k = 0; k < a->stack; k++) {
         if (a->obs == BATON_RACE_OBS_SENSOR) {
             memcpy(x + (size_t)k * a->frame_elems, frames[k], a->frame_bytes);

@@ -60,6 +60,8 @@ int ppo_argmax(int A, const float *z);   /* the first maximum */
 double ppo_uniform(baton_rng *r);        /* [0, 1), 53 bits */
 double ppo_normal(baton_rng *r);         /* Box–Muller, one draw per call */
 
+typedef struct race_pair race_pair;   /* ppo_pair.c: a second learner thread */
+
 /* ---------------------------------------------------------------- the agent (agent.c) */
 /* The policy and value networks (DeepRacer's use_separate_networks_per_head: two networks of the
  * same shape), what they see (a frame: the sensor vector as floats, or the camera's greyscale
@@ -80,6 +82,7 @@ typedef struct race_agent {
     float *x;                   /* max_batch inputs */
     float *dout;                /* max_batch × nout: the policy loss's gradient of its outputs */
     float *dval;                /* max_batch: the value loss's, of the value's */
+    float *xv;                  /* max_batch inputs of the value network valuing rows during a rollout */
     char kernels[16];
 } race_agent;
 
@@ -93,6 +96,7 @@ void race_agent_frame(const race_agent *a, const baton_race_sim *sim, const bato
                       void *dst);
 /* The input of batch slot i from its frames, newest last (frames[k], k < stack). */
 void race_agent_input(race_agent *a, int i, const void *const *frames);
+void race_agent_input_to(const race_agent *a, float *x, int i, const void *const *frames);   /* into x's slot i */
 /* The action (steering, speed) a policy output means: discrete index a, or the continuous sample u
  * (squashed by tanh into the ranges). */
 void race_agent_action(const race_agent *a, int index, const float *u, float *steer, float *speed);
@@ -191,7 +195,19 @@ typedef struct race_rollout {
     size_t gcap;
     uint64_t *perm;             /* the minibatch order */
     float *tmp;                 /* cap floats of scratch */
+    size_t valued;              /* rows [0, valued) have their value (whole batches of the agent's max_batch) */
 } race_rollout;
+
+/* The value network's forward over whole batches of rows [from, to), on the second learner while
+ * the rollout drives on (race_values_early): the same batches race_learn would run, so the same
+ * values. */
+typedef struct race_vjob {
+    race_rollout *ro;
+    race_agent *a;
+    size_t from, to;
+    int posted, rc;
+    baton_err err;
+} race_vjob;
 
 /* What a rollout drives and how (the trainer fills it once). */
 typedef struct race_collect {
@@ -210,6 +226,8 @@ typedef struct race_collect {
     baton_buf *trace;           /* SIM_TRACE_LOG rows of this iteration; NULL: none */
     int (*poll)(void *ctx, baton_err *err);   /* 1: stop now, < 0: error */
     void *poll_ctx;
+    race_pair *pair;            /* the second learner, valuing rows while the cars drive; NULL: none */
+    race_vjob vjob;
     /* working space, envs each */
     int32_t *last;
     uint64_t *episode;
@@ -233,14 +251,15 @@ void race_collect_free(race_collect *c);
 int race_rollout_collect(race_rollout *ro, race_collect *c, race_collect_stats *st, baton_err *err);
 /* The stacked input of row into the agent's batch slot. */
 void race_rollout_input(const race_rollout *ro, race_agent *a, int slot, uint32_t row);
+void race_rollout_input_to(const race_rollout *ro, const race_agent *a, float *x, int slot, uint32_t row);
 
 /* ---------------------------------------------------------------- a second learner thread (ppo_pair.c) */
 /* The value network's half of each minibatch on a thread of its own (team: its OpenMP team's
  * size), while the caller runs the policy's; the same bytes as one thread running both. */
-typedef struct race_pair race_pair;
 int race_pair_new(race_pair **p, int team, baton_err *err);
 void race_pair_post(race_pair *p, void (*fn)(void *), void *arg);
 void race_pair_wait(race_pair *p);
+int race_pair_idle(race_pair *p);    /* 1 when no job is posted or the last one is done */
 void race_pair_free(race_pair *p);
 
 /* ---------------------------------------------------------------- learning from it (ppo_learn.c) */
@@ -255,6 +274,12 @@ typedef struct race_learn_stats {
 int race_learn(race_rollout *ro, race_agent *a, baton_nn_optim *opi, baton_nn_optim *ovf, const baton_race_hyper *h,
                baton_rng *shuffle, race_pair *pair, int (*poll)(void *, baton_err *), void *poll_ctx,
                race_learn_stats *st, baton_err *err);
+
+/* During the rollout: hand the second learner the rows' values in whole batches as they fill (when
+ * it is idle), taking in what it finished; race_values_settle waits for it and returns its
+ * failure, if any (after which rows [0, ro->valued) have their values). */
+void race_values_early(race_rollout *ro, race_collect *c);
+int race_values_settle(race_rollout *ro, race_collect *c, baton_err *err);
 
 /* ---------------------------------------------------------------- files beside the checkpoints (ppo_files.c) */
 /* The log keeps the rows of iterations <= iterations (created with its header when missing). */

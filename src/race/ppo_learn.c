@@ -16,18 +16,54 @@
 
 #include <string.h>
 
-/* every row's value, max_batch at a time */
-static int values(race_rollout *ro, race_agent *a, baton_err *err)
+/* the values of rows [from, to), max_batch at a time from from, the inputs built in x */
+static int value_rows(race_rollout *ro, race_agent *a, float *x, size_t from, size_t to, baton_err *err)
 {
-    for (size_t i = 0; i < ro->n; i += (size_t)a->max_batch) {
-        int k = (int)(ro->n - i < (size_t)a->max_batch ? ro->n - i : (size_t)a->max_batch);
-        for (int j = 0; j < k; j++) race_rollout_input(ro, a, j, (uint32_t)(i + (size_t)j));
-        int rc = baton_nn_forward(a->vf, a->x, k, err);
+    for (size_t i = from; i < to; i += (size_t)a->max_batch) {
+        int k = (int)(to - i < (size_t)a->max_batch ? to - i : (size_t)a->max_batch);
+        for (int j = 0; j < k; j++) race_rollout_input_to(ro, a, x, j, (uint32_t)(i + (size_t)j));
+        int rc = baton_nn_forward(a->vf, x, k, err);
         if (rc) return rc;
         const float *v = baton_nn_logits(a->vf);
         for (int j = 0; j < k; j++) ro->rows[i + (size_t)j].value = v[j];
     }
     return BATON_OK;
+}
+
+static void value_job(void *arg)
+{
+    race_vjob *j = arg;
+    j->rc = value_rows(j->ro, j->a, j->a->xv, j->from, j->to, &j->err);
+}
+
+void race_values_early(race_rollout *ro, race_collect *c)
+{
+    race_vjob *j = &c->vjob;
+    if (!c->pair || j->rc || (j->posted && !race_pair_idle(c->pair))) return;
+    if (j->posted) ro->valued = j->to, j->posted = 0;   /* done (the idle check orders its writes before ours) */
+    const size_t B = (size_t)c->agent->max_batch, whole = (ro->n - ro->valued) / B * B;
+    if (!whole) return;
+    j->ro = ro, j->a = c->agent, j->from = ro->valued, j->to = ro->valued + whole, j->posted = 1;
+    race_pair_post(c->pair, value_job, j);
+}
+
+int race_values_settle(race_rollout *ro, race_collect *c, baton_err *err)
+{
+    race_vjob *j = &c->vjob;
+    if (!c->pair) return BATON_OK;
+    race_pair_wait(c->pair);
+    if (j->posted && !j->rc) ro->valued = j->to;
+    j->posted = 0;
+    int rc = j->rc;
+    if (rc) *err = j->err;
+    j->rc = 0;
+    return rc;
+}
+
+/* every row's value not taken during the rollout, max_batch at a time */
+static int values(race_rollout *ro, race_agent *a, baton_err *err)
+{
+    return value_rows(ro, a, a->x, ro->valued, ro->n, err);
 }
 
 /* GAE of every episode, then the advantages standardised over the iteration */

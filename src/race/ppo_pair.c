@@ -79,6 +79,14 @@ void race_pair_wait(race_pair *p)
     pthread_mutex_unlock(&p->mu);
 }
 
+int race_pair_idle(race_pair *p)
+{
+    pthread_mutex_lock(&p->mu);
+    int idle = !p->busy;
+    pthread_mutex_unlock(&p->mu);
+    return idle;
+}
+
 void race_pair_free(race_pair *p)
 {
     if (!p) return;

@@ -219,7 +219,7 @@ static int build(trainer *t, const char *path, int resumed, baton_err *err)
     c->top_step_m = s->car.max_speed_mps / so.hz;
     c->reward_scale = s->reward_scale;
     c->value_scale = 1 - s->hyper.discount_factor > 1e-4 ? 1 - s->hyper.discount_factor : 1e-4;
-    c->poll = poll, c->poll_ctx = t;
+    c->poll = poll, c->poll_ctx = t, c->pair = t->pair;
     t->act = s->act_rng, t->shuffle = s->shuffle_rng;
     if (!resumed && (rc = race_model_files(o->session.ckpt_dir, &s->meta, &s->hyper, err))) return rc;
     if (o->log_path && (rc = race_log_cut(o->log_path, s->iteration, err))) return rc;

@@ -18,6 +18,9 @@
  * first frame repeated before its start). The buffer holds cap rows (allocated once); an
  * iteration that would fill it cuts every episode under way there (bootstrapped) and ends.
  *
+ * With a second learner (c->pair), the value network values the rows in whole batches on it as
+ * they fill, while the cars drive (ppo_learn.c: the batches learning would run, so the same values).
+ *
  * Contract: deterministic for the agent's weights, the RNG's state and the first episode's
  * number; allocates nothing. */
 #include "ppo_internal.h"
@@ -112,6 +115,11 @@ static uint8_t *frame_of(const race_rollout *ro, uint32_t row) { return ro->fram
 
 void race_rollout_input(const race_rollout *ro, race_agent *a, int slot, uint32_t row)
 {
+    race_rollout_input_to(ro, a, a->x, slot, row);
+}
+
+void race_rollout_input_to(const race_rollout *ro, const race_agent *a, float *x, int slot, uint32_t row)
+{
     const void *f[16];
     int32_t cur = (int32_t)row;
     f[a->stack - 1] = frame_of(ro, row);
@@ -119,7 +127,7 @@ void race_rollout_input(const race_rollout *ro, race_agent *a, int slot, uint32_
         if (ro->rows[cur].prev >= 0) cur = ro->rows[cur].prev;
         f[k] = frame_of(ro, (uint32_t)cur);
     }
-    race_agent_input(a, slot, f);
+    race_agent_input_to(a, x, slot, f);
 }
 
 /* a new row for env (its frame taken now) */
@@ -226,10 +234,10 @@ static int after_step(race_rollout *ro, race_collect *c, int k, uint64_t tick, u
     return BATON_OK;
 }
 
-int race_rollout_collect(race_rollout *ro, race_collect *c, race_collect_stats *s, baton_err *err)
+static int collect(race_rollout *ro, race_collect *c, race_collect_stats *s, baton_err *err)
 {
     memset(s, 0, sizeof *s);
-    ro->n = ro->nsamples = ro->nep = 0;
+    ro->n = ro->nsamples = ro->nep = ro->valued = 0;
     uint64_t started = 0, tick = 0;
     for (uint32_t e = 0; e < c->envs; e++) {
         c->active[e] = 0;
@@ -248,9 +256,19 @@ int race_rollout_collect(race_rollout *ro, race_collect *c, race_collect_stats *
         if (k == 0) break;
         baton_race_sim_step(c->sim, c->steer, c->speed);
         if ((rc = after_step(ro, c, k, tick, &started, s, err))) return rc;
+        race_values_early(ro, c);
         tick++;
     }
     s->samples = ro->nsamples;
     s->ticks = tick;
     return BATON_OK;
+}
+
+int race_rollout_collect(race_rollout *ro, race_collect *c, race_collect_stats *s, baton_err *err)
+{
+    int rc = collect(ro, c, s, err);
+    baton_err verr = {0};
+    int vrc = race_values_settle(ro, c, &verr);   /* the second learner is idle whatever happened */
+    if (!rc && vrc) *err = verr, rc = vrc;
+    return rc;
 }
