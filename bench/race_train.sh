@@ -74,7 +74,7 @@ throughput() {
     local d=$OUT/tp-$name
     rm -rf "$d"
     local TIMEFORMAT="%R %U %S"
-    { time $B race train --track oval --ckpt-dir "$d" --minutes 1 --threads "$threads" --quiet --json "$@" \
+    { time $B race train --track "${TP_TRACK:-oval}" --ckpt-dir "$d" --minutes "${TP_MIN:-1}" --threads "$threads" --quiet --json "$@" \
         >"$d.json" 2>/dev/null; } 2>"$d.time"
     python3 - "$name" "$d" "$threads" <<'PY'
 import json, sys
@@ -82,10 +82,12 @@ name, d, threads = sys.argv[1:]
 tr = json.load(open(d + ".json"))
 real, user, sys_ = [float(x) for x in open(d + ".time").read().split()[-3:]]
 share = (user + sys_) / real / int(threads)
-print("  %-7s %8.0f car steps/s through the whole loop = %.0f x DeepRacer's 15 per worker; CPU %.0f %% of %s thread(s)" % (
-    name, tr["steps_per_s"], tr["steps_per_s"] / 15, 100 * share, threads))
+print("  %-7s %8.0f car steps/s through the whole loop = %.0f x DeepRacer's 15 per worker; CPU %.0f %% of %s thread(s); %.0f per CPU second" % (
+    name, tr["steps_per_s"], tr["steps_per_s"] / 15, 100 * share, threads, tr["sim_steps"] / max(user + sys_, 1e-9)))
 print(json.dumps({"bench": "race-throughput", "obs": name, "threads": int(threads), "steps_per_s": round(tr["steps_per_s"]),
                   "x_deepracer": round(tr["steps_per_s"] / 15), "cpu_share": round(share, 2),
+                  "steps_per_cpu_s": round(tr["sim_steps"] / max(user + sys_, 1e-9)), "sim_steps": tr["sim_steps"],
+                  "seconds": round(tr["total_seconds"], 1),
                   "load": open("/proc/loadavg").read().split()[0]}))
 PY
 }
@@ -110,7 +112,10 @@ one() {
             throughput sensor "$THREADS_SENSOR" --metadata docs/race-model/model_metadata.json \
                 --hyper docs/race-model/hyperparameters.json
             throughput camera "$THREADS_CAMERA" --obs camera ;;
-        *) echo "unknown case $c (sensor-oval sensor-reinvent camera-oval camera-reinvent camera-fast-reinvent oa-reinvent h2b-reinvent throughput)" >&2; return 2 ;;
+        throughput-camera)   # the camera alone: TP_TRACK, TP_MIN minutes, THREADS_CAMERA threads
+            echo "== throughput: the camera, ${TP_MIN:-1} min on ${TP_TRACK:-oval}, $THREADS_CAMERA thread(s)"
+            throughput camera "$THREADS_CAMERA" --obs camera ;;
+        *) echo "unknown case $c (sensor-oval sensor-reinvent camera-oval camera-reinvent camera-fast-reinvent oa-reinvent h2b-reinvent throughput throughput-camera)" >&2; return 2 ;;
     esac
 }
 
