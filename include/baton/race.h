@@ -66,6 +66,15 @@ void baton_race_track_get_info(const baton_race_track *t, baton_race_track_info 
 void baton_race_track_at(const baton_race_track *t, double s, double *x, double *y, double *yaw);
 
 /* ---------------------------------------------------------------- the car and the simulator */
+/* The car's limits, held here once: DeepRacer's speeds (an action's 0.1..4 m/s), and the
+ * acceleration, braking and grip of the lap-time limit's car, which training and evaluation drive
+ * so that a lap is compared with the limit like with like (docs/race.md). */
+#define BATON_RACE_MIN_SPEED_MPS 0.1
+#define BATON_RACE_MAX_SPEED_MPS 4.0
+#define BATON_RACE_ACCEL_MPS2 3.0
+#define BATON_RACE_BRAKE_MPS2 4.0
+#define BATON_RACE_GRIP_MPS2 3.0
+
 /* The 1/18-scale car (geometry from aws-deepracer's URDF; limits from DeepRacer). */
 typedef struct baton_race_car {
     double wheelbase_m;       /* 0.164 (front hinges +0.0823, rear axle -0.0817 from the centre) */
@@ -84,6 +93,9 @@ typedef struct baton_race_car {
                                * scaled by sqrt(1 - (v² |curvature| / grip)²), as the limit scales them */
 } baton_race_car;
 void baton_race_car_default(baton_race_car *c);
+/* The default car with the limit's acceleration, braking, grip and friction circle: the car race
+ * train and race eval drive. */
+void baton_race_car_racing(baton_race_car *c);
 
 /* Episode statuses, named as DeepRacer's SIM_TRACE_LOG names them. */
 enum baton_race_status {

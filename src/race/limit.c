@@ -21,10 +21,10 @@
 void baton_race_limits_default(baton_race_limits *l)
 {
     memset(l, 0, sizeof *l);
-    l->max_speed_mps = 4.0;
-    l->lat_accel_mps2 = 3.0;
-    l->accel_mps2 = 3.0;
-    l->brake_mps2 = 4.0;
+    l->max_speed_mps = BATON_RACE_MAX_SPEED_MPS;
+    l->lat_accel_mps2 = BATON_RACE_GRIP_MPS2;
+    l->accel_mps2 = BATON_RACE_ACCEL_MPS2;
+    l->brake_mps2 = BATON_RACE_BRAKE_MPS2;
     l->friction_exp = 2.0;
     l->margin_m = 0.0935;
     l->step_m = 0.05;

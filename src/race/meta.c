@@ -62,8 +62,8 @@ static int load_file(const char *path, char **text, size_t *len, baton_err *err)
 /* ---------------------------------------------------------------- model_metadata.json */
 
 #define STEER_MAX 30.0
-#define SPEED_MIN 0.1
-#define SPEED_MAX 4.0
+#define SPEED_MIN BATON_RACE_MIN_SPEED_MPS
+#define SPEED_MAX BATON_RACE_MAX_SPEED_MPS
 
 void baton_race_meta_default(baton_race_meta *m)
 {

@@ -26,13 +26,7 @@ void baton_race_train_opts_default(baton_race_train_opts *o)
     o->obs = -1;
     o->trace_every = 1;
     o->reward_scale = BATON_RACE_SCALE_PROGRESS;
-    baton_race_car_default(&o->car);
-    baton_race_limits l;
-    baton_race_limits_default(&l);
-    o->car.accel_mps2 = l.accel_mps2;     /* the lap-time limit's car: a lap is compared with it fairly */
-    o->car.brake_mps2 = l.brake_mps2;
-    o->car.grip_mps2 = l.lat_accel_mps2;
-    o->car.friction_circle = l.friction_exp > 0;
+    baton_race_car_racing(&o->car);   /* the lap-time limit's car: a lap is compared with it fairly */
     baton_race_objects_opts_default(&o->objects);
 }
 

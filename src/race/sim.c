@@ -37,9 +37,18 @@ void baton_race_car_default(baton_race_car *c)
     c->rear_axle_m = 0.0817;
     c->track_m = 0.162;
     c->front_m = 0.14;
-    c->min_speed_mps = 0.1;
-    c->max_speed_mps = 4.0;
+    c->min_speed_mps = BATON_RACE_MIN_SPEED_MPS;
+    c->max_speed_mps = BATON_RACE_MAX_SPEED_MPS;
     c->max_steer_deg = 30.0;
+}
+
+void baton_race_car_racing(baton_race_car *c)
+{
+    baton_race_car_default(c);
+    c->accel_mps2 = BATON_RACE_ACCEL_MPS2;
+    c->brake_mps2 = BATON_RACE_BRAKE_MPS2;
+    c->grip_mps2 = BATON_RACE_GRIP_MPS2;
+    c->friction_circle = 1;
 }
 
 void baton_race_sim_opts_default(baton_race_sim_opts *o)
