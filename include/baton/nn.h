@@ -162,12 +162,20 @@ const baton_nn_kernels *baton_nn_kernels_reference(void);
  * linear, relu and add run as oneDNN primitives on the table's layout (nChw16c where the channel
  * count is a multiple of 16), created once per geometry and cached; batch norm, max pooling and the
  * fused entries run on hand-written vectorised kernels; global average pooling is plain C.
- * Threads: OpenMP for oneDNN and the hand-written kernels, sized by OMP_NUM_THREADS; bit-
- * reproducible for a fixed thread count; calls are serialised, so the table is thread-safe. Results
+ * Threads: OpenMP for oneDNN and the hand-written kernels, sized by the calling thread's team
+ * (OMP_NUM_THREADS, baton_nn_set_threads); bit-reproducible for a fixed team size; each calling
+ * thread has its own primitives and buffers, so threads may run the table at once. Results
  * match the reference within float rounding, not bit for bit. A geometry oneDNN cannot handle runs
  * on the reference kernel (one warning per operation). Returns NULL and fills err when the oneDNN
  * CPU engine cannot be created. */
 const baton_nn_kernels *baton_nn_kernels_dnnl(baton_err *err);
+/* The same table with convolutions and linear layers on oneDNN's bfloat16 kernels (mixed
+ * precision, as PyTorch's bf16 autocast: each call rounds its inputs — activations, weights,
+ * gradients — to bfloat16, sums in f32 and writes f32; the model's weights, gradients and optimizer
+ * stay f32). About twice the f32 speed where the CPU has AVX512-BF16; results within bfloat16's
+ * rounding of the reference (8 significant bits per input). NULL and err where the CPU lacks
+ * AVX512-BF16 (oneDNN would emulate it, slower than f32) or oneDNN cannot start. */
+const baton_nn_kernels *baton_nn_kernels_dnnl_bf16(baton_err *err);
 
 /* Reference-only operations (cheap; no fast path needed). */
 /* Inverted dropout: keep an element when baton_rng_float(rng) >= p (one draw per element, in

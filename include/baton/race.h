@@ -468,6 +468,8 @@ enum {
     BATON_RACE_SCALE_STEP = 1,       /* the reward as returned, per step (DeepRacer's) */
 };
 
+enum { BATON_RACE_F32 = 0, BATON_RACE_BF16 = 1 };   /* the trainer's arithmetic (baton_race_train_opts.precision) */
+
 typedef struct baton_race_train_opts {
     /* the checkpoint folder (session.ckpt_dir, required; resumes from it), its remote copy, the
      * interval (session.ckpt_every counts iterations; --ckpt-every auto and a fleet's
@@ -486,6 +488,9 @@ typedef struct baton_race_train_opts {
     int obs;                    /* BATON_RACE_OBS_*, or -1: the metadata's sensor */
     uint64_t seed;
     int reward_scale;           /* BATON_RACE_SCALE_* */
+    int precision;              /* BATON_RACE_F32 (default) or BATON_RACE_BF16: the networks' convolutions and
+                                 * linear layers on bfloat16 kernels (mixed precision, AVX512-BF16); a resume
+                                 * keeps the run's unless precision_set */
     uint32_t envs;              /* cars per batch; 0: num_episodes_between_training */
     uint32_t max_steps;         /* a training episode's step limit; 0: 10000 (DeepRacer's) */
     baton_race_car car;         /* the car's limits in training (baton_race_train_opts_default: the
@@ -500,7 +505,7 @@ typedef struct baton_race_train_opts {
     int progress;               /* a progress line on a terminal */
     double progress_every_s;    /* plain progress lines when stderr is not a terminal (0: none) */
     /* which of the run's settings were given (a resume refuses a change to one that was) */
-    int seed_set, obs_set, scale_set, envs_set, max_steps_set, objects_set;
+    int seed_set, obs_set, scale_set, envs_set, max_steps_set, objects_set, precision_set;
 } baton_race_train_opts;
 
 typedef struct baton_race_train_result {

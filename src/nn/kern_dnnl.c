@@ -65,7 +65,8 @@ static const char *const op_name[OP_COUNT] = {
     "linear_bwd_weights", "relu_fwd", "relu_bwd", "add",
 };
 
-#define KEY_LEN 14     /* op + up to 13 geometry values */
+#define KEY_LEN 15     /* op + up to 13 geometry values + the bf16 flag */
+#define KEY_BF16 14    /* 1: the bfloat16 table's call (convolutions and inner products) */
 #define MAX_ARGS 6     /* user arguments + scratchpad */
 #define CACHE_CAP 192
 
@@ -239,7 +240,7 @@ static dnnl_status_t hint_pd(dnnl_primitive_desc_t *pd, const_dnnl_op_desc_t des
  * and are reordered into the primitive's blocked weight format around the call — small arrays. */
 static dnnl_status_t build_conv_alg(entry *e, const int64_t *v, dnnl_alg_kind_t alg)
 {
-    dnnl_memory_desc_t x, w, b, y, xa, wa, ya;
+    dnnl_memory_desc_t x, w, b, y, xa, wa, ya, xb, wb, yb;
     const int64_t xd[4] = {v[1], v[2], v[3], v[4]}, wd[4] = {v[5], v[2], v[6], v[7]};
     const int64_t yd[4] = {v[1], v[5], v[10], v[11]};
     const dnnl_format_tag_t any = dnnl_format_tag_any;
@@ -253,10 +254,19 @@ static dnnl_status_t build_conv_alg(entry *e, const int64_t *v, dnnl_alg_kind_t 
     if (st == dnnl_success) st = nn_dnnl_md(&wa, 4, wd, any);
     if (st == dnnl_success) st = nn_dnnl_md(&ya, 4, yd, yt);
     if (st != dnnl_success) return st;
+    xb = xa, wb = wa, yb = ya;   /* what the primitive reads: bfloat16 in the bf16 table's calls */
+    if (v[KEY_BF16]) {
+        dnnl_dims_t dx, dw, dy;
+        for (int i = 0; i < 4; i++) dx[i] = xd[i], dw[i] = wd[i], dy[i] = yd[i];
+        st = dnnl_memory_desc_init_by_tag(&xb, 4, dx, dnnl_bf16, any);
+        if (st == dnnl_success) st = dnnl_memory_desc_init_by_tag(&wb, 4, dw, dnnl_bf16, any);
+        if (st == dnnl_success) st = dnnl_memory_desc_init_by_tag(&yb, 4, dy, dnnl_bf16, any);
+        if (st != dnnl_success) return st;
+    }
     const dnnl_dims_t strides = {v[8], v[8]}, pad = {v[9], v[9]};
     const int bias = (int)v[12];
     dnnl_convolution_desc_t fwd, cd;
-    st = dnnl_convolution_forward_desc_init(&fwd, dnnl_forward_training, alg, &xa, &wa,
+    st = dnnl_convolution_forward_desc_init(&fwd, dnnl_forward_training, alg, &xb, &wb,
                                             bias ? &b : NULL, &ya, strides, pad, pad);
     if (st != dnnl_success) return st;
     switch (v[0]) {
@@ -268,7 +278,7 @@ static dnnl_status_t build_conv_alg(entry *e, const int64_t *v, dnnl_alg_kind_t 
     case OP_CONV_BWD_DATA: {
         const int ids[3] = {DNNL_ARG_DIFF_DST, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_SRC};
         const dnnl_memory_desc_t *pl[3] = {&y, &w, &x};
-        st = dnnl_convolution_backward_data_desc_init(&cd, alg, &xa, &wa, &ya, strides, pad,
+        st = dnnl_convolution_backward_data_desc_init(&cd, alg, &xa, &wb, &yb, strides, pad,
                                                       pad);
         if (st != dnnl_success) return st;
         dnnl_primitive_desc_t h;
@@ -280,8 +290,8 @@ static dnnl_status_t build_conv_alg(entry *e, const int64_t *v, dnnl_alg_kind_t 
     default: {
         const int ids[4] = {DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_WEIGHTS, DNNL_ARG_DIFF_BIAS};
         const dnnl_memory_desc_t *pl[4] = {&x, &y, &w, &b};
-        st = dnnl_convolution_backward_weights_desc_init(&cd, alg, &xa, &wa, bias ? &b : NULL,
-                                                         &ya, strides, pad, pad);
+        st = dnnl_convolution_backward_weights_desc_init(&cd, alg, &xb, &wa, bias ? &b : NULL,
+                                                         &yb, strides, pad, pad);
         if (st != dnnl_success) return st;
         dnnl_primitive_desc_t h;
         st = hint_pd(&h, &fwd);
@@ -320,39 +330,55 @@ static dnnl_status_t build_conv(entry *e, const int64_t *v)
     return build_conv_alg(e, v, dnnl_convolution_direct);
 }
 
-/* key for inner products: n in out bias */
+/* key for inner products: n in out bias (and the bf16 flag). The arrays are plain [n, in], [out, in]
+ * and [n, out] f32; in the bf16 table's calls the primitive reads bfloat16 copies of its inputs
+ * (reordered in per call) and writes f32. */
 static dnnl_status_t build_ip(entry *e, const int64_t *v)
 {
-    dnnl_memory_desc_t x, w, b, y;
+    dnnl_memory_desc_t x, w, b, y, xb, wb, yb, wa;
     dnnl_status_t st = MD2(&x, v[1], v[2]);
     if (st == dnnl_success) st = MD2(&w, v[3], v[2]);
     if (st == dnnl_success) st = MD1(&b, v[3]);
     if (st == dnnl_success) st = MD2(&y, v[1], v[3]);
     if (st != dnnl_success) return st;
+    const int bf = v[KEY_BF16] != 0;
+    xb = x, wb = w, yb = y, wa = w;
+    if (bf) {
+        const dnnl_dims_t dx = {v[1], v[2]}, dw = {v[3], v[2]}, dy = {v[1], v[3]};
+        st = dnnl_memory_desc_init_by_tag(&xb, 2, dx, dnnl_bf16, dnnl_format_tag_any);
+        if (st == dnnl_success) st = dnnl_memory_desc_init_by_tag(&wb, 2, dw, dnnl_bf16, dnnl_format_tag_any);
+        if (st == dnnl_success) st = dnnl_memory_desc_init_by_tag(&yb, 2, dy, dnnl_bf16, dnnl_format_tag_any);
+        if (st == dnnl_success) st = dnnl_memory_desc_init_by_tag(&wa, 2, dw, dnnl_f32, dnnl_format_tag_any);
+        if (st != dnnl_success) return st;
+    }
     const int bias = (int)v[4];
     dnnl_inner_product_desc_t fwd, d;
-    st = dnnl_inner_product_forward_desc_init(&fwd, dnnl_forward_training, &x, &w, bias ? &b : NULL, &y);
+    st = dnnl_inner_product_forward_desc_init(&fwd, dnnl_forward_training, &xb, &wb, bias ? &b : NULL, &y);
     if (st != dnnl_success) return st;
     if (v[0] == OP_IP_FWD) {
         const int ids[4] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS};
-        return finish(e, &fwd, NULL, ids, NULL, bias ? 4 : 3);
+        const dnnl_memory_desc_t *pl[4] = {&x, &w, &y, &b};
+        return finish(e, &fwd, NULL, ids, bf ? pl : NULL, bias ? 4 : 3);
     }
     int ids[4], nids;
+    const dnnl_memory_desc_t *pl[4];
     if (v[0] == OP_IP_BWD_DATA) {
-        st = dnnl_inner_product_backward_data_desc_init(&d, &x, &w, &y);
+        st = dnnl_inner_product_backward_data_desc_init(&d, &x, &wb, &yb);
         const int i3[3] = {DNNL_ARG_DIFF_DST, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_SRC};
         memcpy(ids, i3, sizeof i3);
+        pl[0] = &y, pl[1] = &w, pl[2] = &x;
         nids = 3;
     } else {
-        st = dnnl_inner_product_backward_weights_desc_init(&d, &x, &w, bias ? &b : NULL, &y);
+        st = dnnl_inner_product_backward_weights_desc_init(&d, &xb, &wa, bias ? &b : NULL, &yb);
         const int i4[4] = {DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_WEIGHTS, DNNL_ARG_DIFF_BIAS};
         memcpy(ids, i4, sizeof i4);
+        pl[0] = &x, pl[1] = &y, pl[2] = &w, pl[3] = &b;
         nids = bias ? 4 : 3;
     }
     if (st != dnnl_success) return st;
     dnnl_primitive_desc_t h;
     st = hint_pd(&h, &fwd);
-    if (st == dnnl_success) st = finish(e, &d, h, ids, NULL, nids);
+    if (st == dnnl_success) st = finish(e, &d, h, ids, bf ? pl : NULL, nids);
     if (h) dnnl_primitive_desc_destroy(h);
     return st;
 }
@@ -652,6 +678,69 @@ static void d_linear_bwd_weights(int n, int in, int out, const float *x, const f
     if (!dispatch(&k, p)) nn_ref_linear_bwd_weights(n, in, out, x, dy, dw, db);
 }
 
+/* ---- the bf16 table's convolutions and inner products: oneDNN's bfloat16 kernels (AVX512-BF16),
+ * f32 arrays at the boundary, the inputs rounded to bfloat16 per call, sums and outputs f32 ---- */
+
+static pkey bf(pkey k)
+{
+    k.v[KEY_BF16] = 1;
+    return k;
+}
+
+static void b_conv_fwd(const baton_nn_conv_geom *g, const float *x, const float *w, const float *b, float *y)
+{
+    pkey k = bf(conv_key(OP_CONV_FWD, g, b != NULL));
+    void *p[4] = {P(x), P(w), y, P(b)};
+    if (!dispatch(&k, p)) ref_conv(OP_CONV_FWD, g, x, w, b, y, NULL);
+}
+
+static int b_conv_relu_fwd(const baton_nn_conv_geom *g, const float *x, const float *w, const float *b, float *y)
+{
+    pkey k = bf(conv_key(OP_CONV_FWD, g, b != NULL));
+    k.v[13] = 1;
+    void *p[4] = {P(x), P(w), y, P(b)};
+    if (!dispatch(&k, p)) {
+        b_conv_fwd(g, x, w, b, y);
+        d_relu_fwd((size_t)g->n * g->oc * g->oh * g->ow, y, y);
+    }
+    return 1;
+}
+
+static void b_conv_bwd_data(const baton_nn_conv_geom *g, const float *dy, const float *w, float *dx)
+{
+    pkey k = bf(conv_key(OP_CONV_BWD_DATA, g, 0));
+    void *p[3] = {P(dy), P(w), dx};
+    if (!dispatch(&k, p)) ref_conv(OP_CONV_BWD_DATA, g, dy, w, NULL, dx, NULL);
+}
+
+static void b_conv_bwd_weights(const baton_nn_conv_geom *g, const float *x, const float *dy, float *dw, float *db)
+{
+    pkey k = bf(conv_key(OP_CONV_BWD_W, g, db != NULL));
+    void *p[4] = {P(x), P(dy), dw, db};
+    if (!dispatch(&k, p)) ref_conv(OP_CONV_BWD_W, g, x, dy, NULL, dw, db);
+}
+
+static void b_linear_fwd(int n, int in, int out, const float *x, const float *w, const float *b, float *y)
+{
+    pkey k = bf(ip_key(OP_IP_FWD, n, in, out, b != NULL));
+    void *p[4] = {P(x), P(w), y, P(b)};
+    if (!dispatch(&k, p)) nn_ref_linear_fwd(n, in, out, x, w, b, y);
+}
+
+static void b_linear_bwd_data(int n, int in, int out, const float *dy, const float *w, float *dx)
+{
+    pkey k = bf(ip_key(OP_IP_BWD_DATA, n, in, out, 0));
+    void *p[3] = {P(dy), P(w), dx};
+    if (!dispatch(&k, p)) nn_ref_linear_bwd_data(n, in, out, dy, w, dx);
+}
+
+static void b_linear_bwd_weights(int n, int in, int out, const float *x, const float *dy, float *dw, float *db)
+{
+    pkey k = bf(ip_key(OP_IP_BWD_W, n, in, out, db != NULL));
+    void *p[4] = {P(x), P(dy), dw, db};
+    if (!dispatch(&k, p)) nn_ref_linear_bwd_weights(n, in, out, x, dy, dw, db);
+}
+
 static pkey elt_key(int op, size_t count)
 {
     const int64_t v[1] = {(int64_t)count};
@@ -740,6 +829,22 @@ static const baton_nn_kernels dnnl_table = {
     .add = d_add,
 };
 
+static const char *isa_name(dnnl_cpu_isa_t isa)
+{
+    switch (isa) {
+    case dnnl_cpu_isa_sse41: return "SSE4.1";
+    case dnnl_cpu_isa_avx: return "AVX";
+    case dnnl_cpu_isa_avx2: return "AVX2";
+    case dnnl_cpu_isa_avx512_mic: case dnnl_cpu_isa_avx512_mic_4ops: return "AVX-512 (Xeon Phi)";
+    case dnnl_cpu_isa_avx512_core: return "AVX-512";
+    case dnnl_cpu_isa_avx512_core_vnni: return "AVX-512 with VNNI";
+    default: return "another instruction set";
+    }
+}
+
+static baton_nn_kernels bf16_table;   /* dnnl_table with the bfloat16 convolutions and inner products */
+static int bf16_ok;
+
 static void init_once(void)
 {
     dnnl_status_t st = dnnl_engine_create(&S.eng, dnnl_cpu, 0);
@@ -758,6 +863,19 @@ static void init_once(void)
         return;
     }
     S.ready = 1;
+    bf16_table = dnnl_table;
+    bf16_table.name = "dnnl-bf16";
+    bf16_table.conv_fwd = b_conv_fwd;
+    bf16_table.conv_relu_fwd = b_conv_relu_fwd;
+    bf16_table.conv_bwd_data = b_conv_bwd_data;
+    bf16_table.conv_bwd_weights = b_conv_bwd_weights;
+    bf16_table.linear_fwd = b_linear_fwd;
+    bf16_table.linear_bwd_data = b_linear_bwd_data;
+    bf16_table.linear_bwd_weights = b_linear_bwd_weights;
+    bf16_table.conv_bn_stats_fwd = NULL;   /* that fused entry is the hand-written f32 kernel's */
+    bf16_table.conv_bn_stats_ok = NULL;
+    const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+    bf16_ok = (isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
 }
 
 const baton_nn_kernels *baton_nn_kernels_dnnl(baton_err *err)
@@ -768,6 +886,17 @@ const baton_nn_kernels *baton_nn_kernels_dnnl(baton_err *err)
         return NULL;
     }
     return &dnnl_table;
+}
+
+const baton_nn_kernels *baton_nn_kernels_dnnl_bf16(baton_err *err)
+{
+    if (!baton_nn_kernels_dnnl(err)) return NULL;
+    if (!bf16_ok) {
+        baton_err_set(err, BATON_ERR_ARG, "nn: bfloat16 kernels need AVX512-BF16, which this CPU lacks (oneDNN sees %s)",
+                      isa_name(dnnl_get_effective_cpu_isa()));
+        return NULL;
+    }
+    return &bf16_table;
 }
 
 dnnl_engine_t nn_dnnl_engine(baton_err *err)

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int race_agent_new(race_agent *a, const baton_race_meta *meta, int stack, uint64_t seed, int max_batch, int reference,
+int race_agent_new(race_agent *a, const baton_race_meta *meta, int stack, uint64_t seed, int max_batch, int kind,
                    baton_err *err)
 {
     memset(a, 0, sizeof *a);
@@ -41,7 +41,10 @@ int race_agent_new(race_agent *a, const baton_race_meta *meta, int stack, uint64
     a->nout = meta->action_type == BATON_RACE_DISCRETE ? (int)meta->nactions : 4;
     const baton_nn_kernels *k = NULL;
     snprintf(a->kernels, sizeof a->kernels, "reference");
-    if (!reference) {
+    if (kind == RACE_KERNELS_BF16) {
+        if (!(k = baton_nn_kernels_dnnl_bf16(err))) return baton_err_prefix(err, "race: --precision bf16");
+        snprintf(a->kernels, sizeof a->kernels, "dnnl-bf16");
+    } else if (kind != RACE_KERNELS_REFERENCE) {
         baton_err kerr = {0};
         k = baton_nn_kernels_dnnl(&kerr);
         if (k) snprintf(a->kernels, sizeof a->kernels, "dnnl");

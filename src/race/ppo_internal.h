@@ -86,9 +86,11 @@ typedef struct race_agent {
     char kernels[16];
 } race_agent;
 
-/* Build the networks for meta and stack (seeded from seed; oneDNN unless reference or when it is
- * unavailable), inputs for up to max_batch at once. */
-int race_agent_new(race_agent *a, const baton_race_meta *meta, int stack, uint64_t seed, int max_batch, int reference,
+/* Build the networks for meta and stack (seeded from seed), inputs for up to max_batch at once, on
+ * kernels of kind RACE_KERNELS_*: oneDNN's f32 (the reference ones, logged, when oneDNN is
+ * unavailable), the reference ones, or oneDNN's bfloat16 (an error where the CPU has none). */
+enum { RACE_KERNELS_DNNL = 0, RACE_KERNELS_REFERENCE = 1, RACE_KERNELS_BF16 = 2 };
+int race_agent_new(race_agent *a, const baton_race_meta *meta, int stack, uint64_t seed, int max_batch, int kind,
                    baton_err *err);
 void race_agent_free(race_agent *a);
 /* One frame of env (into dst, frame_bytes): the sensor vector, or the camera's view (cam). */
@@ -120,6 +122,7 @@ typedef struct race_run_state {
      * hyper.stack_size how many frames */
     char track[256], reward[512];
     int reward_scale;           /* BATON_RACE_SCALE_* */
+    int precision;              /* BATON_RACE_F32 or BATON_RACE_BF16: the networks' kernels */
     uint64_t seed;
     uint32_t envs, max_steps;
     baton_race_car car;

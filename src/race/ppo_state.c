@@ -99,6 +99,7 @@ char *race_state_format(const race_run_state *s)
     cJSON_AddStringToObject(j, "track", s->track);
     cJSON_AddStringToObject(j, "reward", s->reward);
     cJSON_AddStringToObject(j, "reward_scale", s->reward_scale == BATON_RACE_SCALE_STEP ? "step" : "progress");
+    if (s->precision == BATON_RACE_BF16) cJSON_AddStringToObject(j, "precision", "bf16");   /* f32 when absent */
     char seed[24];
     snprintf(seed, sizeof seed, "%" PRIu64, s->seed);
     cJSON_AddStringToObject(j, "seed", seed);
@@ -239,11 +240,16 @@ static int parse_fields(const cJSON *j, race_run_state *s, baton_err *err)
     get_file(&r, j, "model_metadata", s);
     get_file(&r, j, "hyperparameters", s);
     if (baton_jr_get(&r, j, "contents")) baton_jr_str(&r, j, "contents", contents, sizeof contents);
+    char precision[8] = "f32";
+    if (baton_jr_get(&r, j, "precision")) baton_jr_str(&r, j, "precision", precision, sizeof precision);
     if (r.rc) return r.rc;
     if (step != s->iteration) return baton_jr_fail(&r, "step", "differs from iteration");
     if (!strcmp(scale, "progress")) s->reward_scale = BATON_RACE_SCALE_PROGRESS;
     else if (!strcmp(scale, "step")) s->reward_scale = BATON_RACE_SCALE_STEP;
     else return baton_jr_fail(&r, "reward_scale", "is neither progress nor step");
+    if (!strcmp(precision, "f32")) s->precision = BATON_RACE_F32;
+    else if (!strcmp(precision, "bf16")) s->precision = BATON_RACE_BF16;
+    else return baton_jr_fail(&r, "precision", "is neither f32 nor bf16");
     if (strcmp(contents, "full") && strcmp(contents, "policy"))
         return baton_jr_fail(&r, "contents", "is neither \"full\" nor \"policy\"");
     s->policy_only = !strcmp(contents, "policy");

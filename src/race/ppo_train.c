@@ -97,6 +97,7 @@ static int fresh_state(trainer *t, baton_err *err)
     if (strlen(o->track) >= sizeof s->track || (o->reward && strlen(o->reward) >= sizeof s->reward))
         return baton_err_set(err, BATON_ERR_ARG, "race train: the track or reward name is too long");
     s->reward_scale = o->reward_scale;
+    s->precision = o->precision;
     s->seed = o->seed;
     s->envs = o->envs ? o->envs : s->hyper.num_episodes_between_training;
     if (s->envs > s->hyper.num_episodes_between_training) s->envs = s->hyper.num_episodes_between_training;
@@ -118,6 +119,7 @@ static int same_settings(trainer *t, const race_run_state *ck, baton_err *err)
     race_run_state now = t->st;
     if (!o->obs_set) now.meta.obs = ck->meta.obs;   /* --obs decides that, not the file */
     if (!o->objects_set) now.objects = ck->objects, now.meta.lidar = ck->meta.lidar;   /* the race's, likewise */
+    if (!o->precision_set) now.precision = ck->precision;
     const char *what = NULL;
     if (strcmp(now.track, ck->track)) what = "--track";
     else if (o->reward && strcmp(now.reward, ck->reward)) what = "--reward";
@@ -126,6 +128,7 @@ static int same_settings(trainer *t, const race_run_state *ck, baton_err *err)
     else if (o->obs_set && now.meta.obs != ck->meta.obs) what = "--obs";
     else if (o->seed_set && now.seed != ck->seed) what = "--seed";
     else if (o->scale_set && now.reward_scale != ck->reward_scale) what = "--reward-scale";
+    else if (o->precision_set && now.precision != ck->precision) what = "--precision";
     else if (o->envs_set && now.envs != ck->envs) what = "--envs";
     else if (o->max_steps_set && now.max_steps != ck->max_steps) what = "--max-steps";
     else if (o->objects_set && memcmp(&now.objects, &ck->objects, sizeof now.objects)) what = "race (its objects)";
@@ -172,8 +175,9 @@ static int build(trainer *t, const char *path, int resumed, baton_err *err)
     if (rc) return rc;
     int max_batch = (int)(s->hyper.batch_size > s->envs ? s->hyper.batch_size : s->envs);
     if (max_batch < 64) max_batch = 64;
-    if ((rc = race_agent_new(&t->agent, &s->meta, (int)s->hyper.stack_size, s->seed, max_batch, o->reference_kernels,
-                             err)))
+    const int kind = o->reference_kernels ? RACE_KERNELS_REFERENCE
+                     : s->precision == BATON_RACE_BF16 ? RACE_KERNELS_BF16 : RACE_KERNELS_DNNL;
+    if ((rc = race_agent_new(&t->agent, &s->meta, (int)s->hyper.stack_size, s->seed, max_batch, kind, err)))
         return rc;
     t->have_agent = 1;
     const int nthr = o->threads > 0 ? o->threads : baton_nn_threads();

@@ -17,7 +17,7 @@
 #     another --seed and the eval of a checkpoint of `baton train` are refused;
 #   - the job file docs/race-train.yaml passes `baton fleet check`;
 #   - --threads 2 (the value network learning on a second thread) ends with --threads 1's bytes,
-#     sensor and camera.
+#     sensor and camera; --precision bf16 resumes to the bytes of an uninterrupted bf16 run.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/cli/lib.sh
 export OMP_NUM_THREADS=1 BATON_NOTICE_POLL_S=0.1 BATON_NOTICE_TIMEOUT_S=0.5
@@ -37,6 +37,23 @@ check '"$BATON" ckpt verify "$T/a" >/dev/null 2>&1' "checkpoints verify"
 # end with the bytes of one thread doing both; the camera's CNN likewise, one iteration
 check '${TR/--threads 1/--threads 2} --ckpt-dir "$T/a2" --episodes 60 >/dev/null 2>"$T/a2.err" && cmp -s "$T/a/ckpt-000000003/model.safetensors" "$T/a2/ckpt-000000003/model.safetensors" && cmp -s "$T/a/ckpt-000000003/optim.safetensors" "$T/a2/ckpt-000000003/optim.safetensors"' \
     "two learners end with one thread's bytes: $(head -c 300 "$T/a2.err" 2>/dev/null)"
+# --precision bf16 (oneDNN's bfloat16 convolutions and linear layers): where the CPU has AVX512-BF16,
+# a run resumed from its first checkpoint ends with the uninterrupted run's bytes (the checkpoint
+# keeps the precision), bytes other than f32's; a resume asking for f32 is refused; elsewhere
+# the run is refused naming what the CPU lacks
+if grep -qw avx512_bf16 /proc/cpuinfo; then
+    check '$TR --ckpt-dir "$T/h1" --episodes 60 --precision bf16 --json >"$T/h1.json" 2>"$T/h.err" && $TR --ckpt-dir "$T/h2" --episodes 20 --precision bf16 >/dev/null 2>>"$T/h.err" && $TR --ckpt-dir "$T/h2" --episodes 60 >/dev/null 2>>"$T/h.err"' \
+        "bf16 runs: $(head -c 300 "$T/h.err" 2>/dev/null)"
+    jcheck "$T/h1.json" "d['kernels'] == 'dnnl-bf16'" "bf16 --json names its kernels"
+    check 'grep -q "\"precision\":[[:space:]]*\"bf16\"" "$T/h2/ckpt-000000003/state.json"' "state.json keeps the precision"
+    check 'cmp -s "$T/h1/ckpt-000000003/model.safetensors" "$T/h2/ckpt-000000003/model.safetensors" && cmp -s "$T/h1/ckpt-000000003/optim.safetensors" "$T/h2/ckpt-000000003/optim.safetensors"' \
+        "bf16: a resumed run ends with the uninterrupted run's bytes"
+    check '! cmp -s "$T/a/ckpt-000000003/model.safetensors" "$T/h1/ckpt-000000003/model.safetensors"' "bf16 is not f32's arithmetic"
+    expect_fail 1 "another --precision" $TR --ckpt-dir "$T/h2" --episodes 80 --precision f32
+else
+    expect_fail 1 "AVX512-BF16" $TR --ckpt-dir "$T/h1" --episodes 20 --precision bf16
+fi
+expect_fail 2 "--precision must be f32 or bf16" $TR --ckpt-dir "$T/h3" --episodes 20 --precision fp8
 CAM="$BATON race train --track oval --obs camera --seed 3 --quiet --episodes 4 --envs 4 --max-steps 40 --ckpt-every-sec 0"
 check '$CAM --threads 1 --ckpt-dir "$T/c1" >/dev/null 2>"$T/c.err" && $CAM --threads 2 --ckpt-dir "$T/c2" >/dev/null 2>>"$T/c.err" && cmp -s "$T/c1/ckpt-000000001/model.safetensors" "$T/c2/ckpt-000000001/model.safetensors" && cmp -s "$T/c1/ckpt-000000001/optim.safetensors" "$T/c2/ckpt-000000001/optim.safetensors"' \
     "camera, two learners: one thread's bytes: $(head -c 300 "$T/c.err" 2>/dev/null)"

@@ -194,6 +194,50 @@ static void test_cnn_dnnl(void)
     baton_nn_model_free(d);
 }
 
+/* race_cnn on the camera with the bfloat16 table (mixed precision): within bfloat16's rounding of
+ * the reference, not the f32 table's bits (it does round), and the same bits run to run */
+static void test_cnn_bf16(void)
+{
+    baton_err err;
+    const baton_nn_kernels *B = baton_nn_kernels_dnnl_bf16(&err), *D = baton_nn_kernels_dnnl(NULL);
+    if (!B) {
+        printf("bfloat16 kernels unavailable (%s): skipped\n", err.msg);
+        CHECK(strstr(err.msg, "AVX512-BF16") != NULL);
+        return;
+    }
+    CHECK(strcmp(B->name, "dnnl-bf16") == 0);
+    const int n = 4, cin = 1, classes = 5;
+    const size_t in = (size_t)cin * 120 * 160;
+    baton_nn_model *r = make("race_cnn", cin, 120, 160, classes, n, NULL), *b = make("race_cnn", cin, 120, 160, classes, n, B);
+    baton_nn_model *d = make("race_cnn", cin, 120, 160, classes, n, D);
+    if (!r || !b || !d) return;
+    float *x = malloc(sizeof(float) * in * n), dout[4 * 5];
+    fill_uniform(&rng, x, in * n, 0, 1);
+    fill_uniform(&rng, dout, sizeof dout / sizeof dout[0], -1, 1);
+    baton_nn_model *ms[3] = {r, b, d};
+    for (int i = 0; i < 3; i++)
+        CHECK(baton_nn_forward(ms[i], x, n, &err) == BATON_OK && baton_nn_backward_from(ms[i], dout, &err) == BATON_OK);
+    double sc, md = maxdiff(baton_nn_logits(b), baton_nn_logits(r), (size_t)n * classes, &sc);
+    CHECK_MSG(md <= 2e-2 * (1 + sc), "bf16 outputs differ from the reference by %g (scale %g)", md, sc);
+    double total = 0;
+    for (size_t i = 0; i < baton_nn_model_ntensors(r); i++) {
+        baton_nn_tensor tr, tb, td;
+        baton_nn_model_tensor(r, i, &tr);
+        baton_nn_model_tensor(b, i, &tb);
+        baton_nn_model_tensor(d, i, &td);
+        md = maxdiff(tb.grad, tr.grad, tr.numel, &sc);
+        CHECK_MSG(md <= 3e-2 * (1 + sc), "bf16 %s: gradients differ from the reference by %g (scale %g)", tr.name, md, sc);
+        total += maxdiff(tb.grad, td.grad, tr.numel, &sc);
+    }
+    CHECK_MSG(total > 0, "the bf16 table gave the f32 table's gradients bit for bit: it did not round");
+    float first[4 * 5];
+    memcpy(first, baton_nn_logits(b), sizeof first);
+    CHECK(baton_nn_forward(b, x, n, &err) == BATON_OK);
+    CHECK(memcmp(first, baton_nn_logits(b), sizeof first) == 0);
+    free(x);
+    for (int i = 0; i < 3; i++) baton_nn_model_free(ms[i]);
+}
+
 int main(void)
 {
     baton_rng_seed(&rng, 2024);
@@ -203,5 +247,6 @@ int main(void)
     test_same_as_loss();
     test_shapes();
     test_cnn_dnnl();
+    test_cnn_bf16();
     CHECK_DONE();
 }
