@@ -112,9 +112,10 @@ one() {
             throughput sensor "$THREADS_SENSOR" --metadata docs/race-model/model_metadata.json \
                 --hyper docs/race-model/hyperparameters.json
             throughput camera "$THREADS_CAMERA" --obs camera ;;
-        throughput-camera)   # the camera alone: TP_TRACK, TP_MIN minutes, THREADS_CAMERA threads
-            echo "== throughput: the camera, ${TP_MIN:-1} min on ${TP_TRACK:-oval}, $THREADS_CAMERA thread(s)"
-            throughput camera "$THREADS_CAMERA" --obs camera ;;
+        throughput-camera)   # the camera alone: TP_TRACK, TP_MIN minutes, THREADS_CAMERA threads, TP_ARGS
+            echo "== throughput: the camera, ${TP_MIN:-1} min on ${TP_TRACK:-oval}, $THREADS_CAMERA thread(s) ${TP_ARGS:-}"
+            # shellcheck disable=SC2086
+            throughput camera "$THREADS_CAMERA" --obs camera ${TP_ARGS:-} ;;
         *) echo "unknown case $c (sensor-oval sensor-reinvent camera-oval camera-reinvent camera-fast-reinvent oa-reinvent h2b-reinvent throughput throughput-camera)" >&2; return 2 ;;
     esac
 }
