@@ -13,7 +13,8 @@
 #     camera-fast-reinvent             the camera and the shallow CNN with the sensor model's fast
 #                                      actions (docs/race-model/camera/: 22, 1.5..4 m/s), CAMERA_MIN
 #                                      minutes on THREADS_CAMERA threads (the value network learning
-#                                      on the second)
+#                                      on the second), CAMERA_PRECISION (bf16 where the CPU has
+#                                      AVX512-BF16, else f32)
 #     oa-reinvent, h2b-reinvent        the league's object-avoidance and head-to-bot courses
 #                                      (bench/race/*.yaml) with the sensor model (LIDAR added),
 #                                      RACE_MIN minutes (30) on THREADS_SENSOR threads; evaluated on

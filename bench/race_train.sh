@@ -10,6 +10,8 @@ REINVENT=${REINVENT:-../shared/tracks/reinvent_base.npy}
 SENSOR_MIN=${SENSOR_MIN:-15}
 CAMERA_MIN=${CAMERA_MIN:-60}
 RACE_MIN=${RACE_MIN:-30}
+# the fast camera case's arithmetic: bfloat16 where the CPU has it
+CAMERA_PRECISION=${CAMERA_PRECISION:-$(grep -qw avx512_bf16 /proc/cpuinfo && echo bf16 || echo f32)}
 THREADS_SENSOR=${THREADS_SENSOR:-1}
 THREADS_CAMERA=${THREADS_CAMERA:-2}
 mkdir -p "$OUT"
@@ -101,7 +103,7 @@ one() {
             --hyper docs/race-model/hyperparameters.json ;;
         camera-oval) run "$c" "$CAMERA_MIN" "$THREADS_CAMERA" oval - --obs camera ;;
         camera-reinvent) run "$c" "$CAMERA_MIN" "$THREADS_CAMERA" "$REINVENT" - --obs camera ;;
-        camera-fast-reinvent) run "$c" "$CAMERA_MIN" "$THREADS_CAMERA" "$REINVENT" - \
+        camera-fast-reinvent) run "$c" "$CAMERA_MIN" "$THREADS_CAMERA" "$REINVENT" - --precision "$CAMERA_PRECISION" \
             --metadata docs/race-model/camera/model_metadata.json --hyper docs/race-model/camera/hyperparameters.json ;;
         oa-reinvent) run "$c" "$RACE_MIN" "$THREADS_SENSOR" "$REINVENT" bench/race/object-avoidance.yaml \
             --metadata docs/race-model/model_metadata.json --hyper docs/race-model/hyperparameters.json ;;
