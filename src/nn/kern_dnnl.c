@@ -346,9 +346,9 @@ static dnnl_status_t build_ip(entry *e, const int64_t *v)
     if (bf) {
         const dnnl_dims_t dx = {v[1], v[2]}, dw = {v[3], v[2]}, dy = {v[1], v[3]};
         st = dnnl_memory_desc_init_by_tag(&xb, 2, dx, dnnl_bf16, dnnl_format_tag_any);
-        if (st == dnnl_success) st = dnnl_memory_desc_init_by_tag(&wb, 2, dw, dnnl_bf16, dnnl_format_tag_any);
+        if (st == dnnl_success) st = dnnl_memory_desc_init_by_tag(&wb, 2, dw, dnnl_bf16, dnnl_ab);
         if (st == dnnl_success) st = dnnl_memory_desc_init_by_tag(&yb, 2, dy, dnnl_bf16, dnnl_format_tag_any);
-        if (st == dnnl_success) st = dnnl_memory_desc_init_by_tag(&wa, 2, dw, dnnl_f32, dnnl_format_tag_any);
+        if (st == dnnl_success) st = dnnl_memory_desc_init_by_tag(&wa, 2, dw, dnnl_f32, dnnl_ab);
         if (st != dnnl_success) return st;
     }
     const int bias = (int)v[4];
