@@ -172,8 +172,9 @@ const baton_nn_kernels *baton_nn_kernels_dnnl(baton_err *err);
 /* The same table with convolutions and linear layers on oneDNN's bfloat16 kernels (mixed
  * precision, as PyTorch's bf16 autocast: each call rounds its inputs — activations, weights,
  * gradients — to bfloat16, sums in f32 and writes f32; the model's weights, gradients and optimizer
- * stay f32). About twice the f32 speed where the CPU has AVX512-BF16; results within bfloat16's
- * rounding of the reference (8 significant bits per input). NULL and err where the CPU lacks
+ * stay f32). Convolutions about twice the f32 speed where the CPU has AVX512-BF16 (linear layers
+ * less: their weights are converted per call); results within bfloat16's rounding of the reference
+ * (8 significant bits per input). NULL and err where the CPU lacks
  * AVX512-BF16 (oneDNN would emulate it, slower than f32) or oneDNN cannot start. */
 const baton_nn_kernels *baton_nn_kernels_dnnl_bf16(baton_err *err);
 
