@@ -209,10 +209,10 @@ static int eval_json(const baton_race_eval_result *r, const char *race)
     return CLI_OK;
 }
 
-static void eval_text(const baton_race_eval_result *r)
+static void eval_text(const baton_race_eval_result *r, const char *race)
 {
-    printf("eval %s on %s (iteration %llu): %s\n", r->checkpoint, r->track_name, (unsigned long long)r->iteration,
-           r->completed ? "time trial complete" : "gave up at the step limit");
+    printf("eval %s on %s (iteration %llu): %s %s\n", r->checkpoint, r->track_name, (unsigned long long)r->iteration,
+           !strcmp(race, "time-trial") ? "time trial" : race, r->completed ? "complete" : "given up at the step limit");
     for (size_t i = 0; i < r->nlaps; i++) {
         printf("  lap %zu   %8.3f s   %u reset(s), %.0f s of penalties", i + 1, r->laps[i].time_s, r->laps[i].resets,
                r->laps[i].penalty_s);
@@ -294,7 +294,7 @@ int cli_race_eval(int argc, char **argv)
         }
         baton_race_track_free(t);
     }
-    if (rc == CLI_OK) rc = json ? eval_json(&r, ro.race ? ro.race : "time-trial") : (eval_text(&r), CLI_OK);
+    if (rc == CLI_OK) rc = json ? eval_json(&r, ro.race ? ro.race : "time-trial") : (eval_text(&r, ro.race ? ro.race : "time-trial"), CLI_OK);
     baton_race_eval_result_free(&r);
     return rc;
 }
