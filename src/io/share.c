@@ -212,9 +212,21 @@ int io_share_poll(baton_loader *l, baton_err *err)
     return rc;
 }
 
+/* The downloader adds its counts when its whole part is done, a moment after the last shard's
+ * rename: a loader that already holds every shard of its part waits that moment, so its stats
+ * are whole (they missed the part's downloads under load). */
+static void settle(const baton_loader *l, io_share *sh)
+{
+    if (!sh->running) return;
+    for (size_t i = 0; i < sh->nmine; i++)
+        if (!l->map[sh->mine[i]]) return;
+    while (!__atomic_load_n(&sh->done, __ATOMIC_ACQUIRE)) sleep_ms(1);
+}
+
 void io_share_stats(const baton_loader *l, baton_loader_stats *st)
 {
     io_share *sh = l->share;
+    settle(l, sh);
     pthread_mutex_lock(&sh->mu);
     st->bytes_fetched += sh->st.bytes_fetched;
     st->bytes_read += sh->st.bytes_read;
