@@ -582,10 +582,20 @@ static int fast_conv(const baton_nn_conv_geom *g, const float *in, const float *
     return 1;
 }
 
-static void d_conv_fwd(const baton_nn_conv_geom *g, const float *x, const float *w, const float *b, float *y)
+/* The convolutions and inner products, one body each for both tables: bf16 = 1 runs oneDNN's
+ * bfloat16 kernels (AVX512-BF16; f32 arrays at the boundary, the inputs rounded to bfloat16 per
+ * call, sums and outputs f32: the key's KEY_BF16 flag), 0 the f32 ones and, where they are
+ * usable, kern_conv_fast.c's direct kernels. The tables' d_* and b_* entries below name them. */
+static pkey with_bf16(pkey k, int bf16)
 {
-    if (fast_conv(g, x, w, b, 0, 0, y)) return;
-    pkey k = conv_key(OP_CONV_FWD, g, b != NULL);
+    k.v[KEY_BF16] = bf16;
+    return k;
+}
+
+static void conv_fwd(int bf16, const baton_nn_conv_geom *g, const float *x, const float *w, const float *b, float *y)
+{
+    if (!bf16 && fast_conv(g, x, w, b, 0, 0, y)) return;
+    pkey k = with_bf16(conv_key(OP_CONV_FWD, g, b != NULL), bf16);
     void *p[4] = {P(x), P(w), y, P(b)};
     if (!dispatch(&k, p)) ref_conv(OP_CONV_FWD, g, x, w, b, y, NULL);
 }
@@ -595,25 +605,26 @@ static void d_relu_fwd(size_t count, const float *x, float *y);
 /* y = max(0, conv(x)): the ReLU as the convolution's post-op (the model's conv + ReLU pair in
  * training). Where oneDNN refuses the post-op for a geometry: conv_fwd, then the ReLU in place —
  * the same values, so the entry takes every geometry. */
-static int d_conv_relu_fwd(const baton_nn_conv_geom *g, const float *x, const float *w, const float *b, float *y)
+static int conv_relu_fwd(int bf16, const baton_nn_conv_geom *g, const float *x, const float *w, const float *b,
+                         float *y)
 {
-    if (fast_conv(g, x, w, b, 1, 0, y)) return 1;
-    pkey k = conv_key(OP_CONV_FWD, g, b != NULL);
+    if (!bf16 && fast_conv(g, x, w, b, 1, 0, y)) return 1;
+    pkey k = with_bf16(conv_key(OP_CONV_FWD, g, b != NULL), bf16);
     k.v[13] = 1;
     void *p[4] = {P(x), P(w), y, P(b)};
     if (!dispatch(&k, p)) {
-        d_conv_fwd(g, x, w, b, y);
+        conv_fwd(bf16, g, x, w, b, y);
         d_relu_fwd((size_t)g->n * g->oc * g->oh * g->ow, y, y);
     }
     return 1;
 }
 
 /* Backward-data of a stride-1 convolution is a forward convolution: dx = conv(dy, w'),
- * w'[i][o][a][b] = w[o][i][K-1-a][K-1-b], padding K-1-pad. Used where oneDNN's forward kernel
- * measured faster than its backward-data one: 16 channels in and out (one channel block; resnet's
- * first stage), "same" padding — 5-7 % per call (min of 30, bench/RESULTS.md §4f). At 32 and 64
- * channels the two are equal, and for lenet's conv2 (32 -> 64, no padding) the forward form was
- * slower, so those keep backward-data. The weights are flipped on the stack per call (16x16x3x3). */
+ * w'[i][o][a][b] = w[o][i][K-1-a][K-1-b], padding K-1-pad. Used (f32 only) where oneDNN's forward
+ * kernel measured faster than its backward-data one: 16 channels in and out (one channel block;
+ * resnet's first stage), "same" padding — 5-7 % per call (min of 30, bench/RESULTS.md §4f). At 32
+ * and 64 channels the two are equal, and for lenet's conv2 (32 -> 64, no padding) the forward form
+ * was slower, so those keep backward-data. The weights are flipped on the stack per call (16x16x3x3). */
 #define FLIP_MAX (16 * 16 * 9)
 
 static int bwd_data_by_fwd(const baton_nn_conv_geom *g)
@@ -622,10 +633,10 @@ static int bwd_data_by_fwd(const baton_nn_conv_geom *g)
            (size_t)g->oc * g->ic * g->kh * g->kw <= FLIP_MAX;
 }
 
-static void d_conv_bwd_data(const baton_nn_conv_geom *g, const float *dy, const float *w, float *dx)
+static void conv_bwd_data(int bf16, const baton_nn_conv_geom *g, const float *dy, const float *w, float *dx)
 {
-    if (fast_conv(g, dy, w, NULL, 0, 1, dx)) return;
-    if (bwd_data_by_fwd(g)) {
+    if (!bf16 && fast_conv(g, dy, w, NULL, 0, 1, dx)) return;
+    if (!bf16 && bwd_data_by_fwd(g)) {
         float wf[FLIP_MAX];
         const int K = g->kh;
         for (int o = 0; o < g->oc; o++)
@@ -636,17 +647,18 @@ static void d_conv_bwd_data(const baton_nn_conv_geom *g, const float *dy, const 
                             w[(((size_t)o * g->ic + i) * K + (K - 1 - a)) * K + (K - 1 - b)];
         const baton_nn_conv_geom t = {.n = g->n, .ic = g->oc, .ih = g->oh, .iw = g->ow, .oc = g->ic, .kh = K,
                                       .kw = K, .stride = 1, .pad = K - 1 - g->pad, .oh = g->ih, .ow = g->iw};
-        d_conv_fwd(&t, dy, wf, NULL, dx);
+        conv_fwd(0, &t, dy, wf, NULL, dx);
         return;
     }
-    pkey k = conv_key(OP_CONV_BWD_DATA, g, 0);
+    pkey k = with_bf16(conv_key(OP_CONV_BWD_DATA, g, 0), bf16);
     void *p[3] = {P(dy), P(w), dx};
     if (!dispatch(&k, p)) ref_conv(OP_CONV_BWD_DATA, g, dy, w, NULL, dx, NULL);
 }
 
-static void d_conv_bwd_weights(const baton_nn_conv_geom *g, const float *x, const float *dy, float *dw, float *db)
+static void conv_bwd_weights(int bf16, const baton_nn_conv_geom *g, const float *x, const float *dy, float *dw,
+                             float *db)
 {
-    pkey k = conv_key(OP_CONV_BWD_W, g, db != NULL);
+    pkey k = with_bf16(conv_key(OP_CONV_BWD_W, g, db != NULL), bf16);
     void *p[4] = {P(x), P(dy), dw, db};
     if (!dispatch(&k, p)) ref_conv(OP_CONV_BWD_W, g, x, dy, NULL, dw, db);
 }
@@ -657,89 +669,77 @@ static pkey ip_key(int op, int n, int in, int out, int bias)
     return key(op, 4, v);
 }
 
-static void d_linear_fwd(int n, int in, int out, const float *x, const float *w, const float *b, float *y)
+static void linear_fwd(int bf16, int n, int in, int out, const float *x, const float *w, const float *b, float *y)
 {
-    pkey k = ip_key(OP_IP_FWD, n, in, out, b != NULL);
+    pkey k = with_bf16(ip_key(OP_IP_FWD, n, in, out, b != NULL), bf16);
     void *p[4] = {P(x), P(w), y, P(b)};
     if (!dispatch(&k, p)) nn_ref_linear_fwd(n, in, out, x, w, b, y);
 }
 
-static void d_linear_bwd_data(int n, int in, int out, const float *dy, const float *w, float *dx)
+static void linear_bwd_data(int bf16, int n, int in, int out, const float *dy, const float *w, float *dx)
 {
-    pkey k = ip_key(OP_IP_BWD_DATA, n, in, out, 0);
+    pkey k = with_bf16(ip_key(OP_IP_BWD_DATA, n, in, out, 0), bf16);
     void *p[3] = {P(dy), P(w), dx};
     if (!dispatch(&k, p)) nn_ref_linear_bwd_data(n, in, out, dy, w, dx);
 }
 
-static void d_linear_bwd_weights(int n, int in, int out, const float *x, const float *dy, float *dw, float *db)
+static void linear_bwd_weights(int bf16, int n, int in, int out, const float *x, const float *dy, float *dw,
+                               float *db)
 {
-    pkey k = ip_key(OP_IP_BWD_W, n, in, out, db != NULL);
+    pkey k = with_bf16(ip_key(OP_IP_BWD_W, n, in, out, db != NULL), bf16);
     void *p[4] = {P(x), P(dy), dw, db};
     if (!dispatch(&k, p)) nn_ref_linear_bwd_weights(n, in, out, x, dy, dw, db);
 }
 
-/* ---- the bf16 table's convolutions and inner products: oneDNN's bfloat16 kernels (AVX512-BF16),
- * f32 arrays at the boundary, the inputs rounded to bfloat16 per call, sums and outputs f32 ---- */
-
-static pkey bf(pkey k)
+/* the two tables' entries */
+#define CG const baton_nn_conv_geom *g
+static void d_conv_fwd(CG, const float *x, const float *w, const float *b, float *y) { conv_fwd(0, g, x, w, b, y); }
+static void b_conv_fwd(CG, const float *x, const float *w, const float *b, float *y) { conv_fwd(1, g, x, w, b, y); }
+static int d_conv_relu_fwd(CG, const float *x, const float *w, const float *b, float *y)
 {
-    k.v[KEY_BF16] = 1;
-    return k;
+    return conv_relu_fwd(0, g, x, w, b, y);
 }
-
-static void b_conv_fwd(const baton_nn_conv_geom *g, const float *x, const float *w, const float *b, float *y)
+static int b_conv_relu_fwd(CG, const float *x, const float *w, const float *b, float *y)
 {
-    pkey k = bf(conv_key(OP_CONV_FWD, g, b != NULL));
-    void *p[4] = {P(x), P(w), y, P(b)};
-    if (!dispatch(&k, p)) ref_conv(OP_CONV_FWD, g, x, w, b, y, NULL);
+    return conv_relu_fwd(1, g, x, w, b, y);
 }
-
-static int b_conv_relu_fwd(const baton_nn_conv_geom *g, const float *x, const float *w, const float *b, float *y)
+static void d_conv_bwd_data(CG, const float *dy, const float *w, float *dx) { conv_bwd_data(0, g, dy, w, dx); }
+static void b_conv_bwd_data(CG, const float *dy, const float *w, float *dx) { conv_bwd_data(1, g, dy, w, dx); }
+static void d_conv_bwd_weights(CG, const float *x, const float *dy, float *dw, float *db)
 {
-    pkey k = bf(conv_key(OP_CONV_FWD, g, b != NULL));
-    k.v[13] = 1;
-    void *p[4] = {P(x), P(w), y, P(b)};
-    if (!dispatch(&k, p)) {
-        b_conv_fwd(g, x, w, b, y);
-        d_relu_fwd((size_t)g->n * g->oc * g->oh * g->ow, y, y);
-    }
-    return 1;
+    conv_bwd_weights(0, g, x, dy, dw, db);
 }
-
-static void b_conv_bwd_data(const baton_nn_conv_geom *g, const float *dy, const float *w, float *dx)
+static void b_conv_bwd_weights(CG, const float *x, const float *dy, float *dw, float *db)
 {
-    pkey k = bf(conv_key(OP_CONV_BWD_DATA, g, 0));
-    void *p[3] = {P(dy), P(w), dx};
-    if (!dispatch(&k, p)) ref_conv(OP_CONV_BWD_DATA, g, dy, w, NULL, dx, NULL);
+    conv_bwd_weights(1, g, x, dy, dw, db);
 }
-
-static void b_conv_bwd_weights(const baton_nn_conv_geom *g, const float *x, const float *dy, float *dw, float *db)
+#undef CG
+#define IP int n, int in, int out
+static void d_linear_fwd(IP, const float *x, const float *w, const float *b, float *y)
 {
-    pkey k = bf(conv_key(OP_CONV_BWD_W, g, db != NULL));
-    void *p[4] = {P(x), P(dy), dw, db};
-    if (!dispatch(&k, p)) ref_conv(OP_CONV_BWD_W, g, x, dy, NULL, dw, db);
+    linear_fwd(0, n, in, out, x, w, b, y);
 }
-
-static void b_linear_fwd(int n, int in, int out, const float *x, const float *w, const float *b, float *y)
+static void b_linear_fwd(IP, const float *x, const float *w, const float *b, float *y)
 {
-    pkey k = bf(ip_key(OP_IP_FWD, n, in, out, b != NULL));
-    void *p[4] = {P(x), P(w), y, P(b)};
-    if (!dispatch(&k, p)) nn_ref_linear_fwd(n, in, out, x, w, b, y);
+    linear_fwd(1, n, in, out, x, w, b, y);
 }
-
-static void b_linear_bwd_data(int n, int in, int out, const float *dy, const float *w, float *dx)
+static void d_linear_bwd_data(IP, const float *dy, const float *w, float *dx)
 {
-    pkey k = bf(ip_key(OP_IP_BWD_DATA, n, in, out, 0));
-    void *p[3] = {P(dy), P(w), dx};
-    if (!dispatch(&k, p)) nn_ref_linear_bwd_data(n, in, out, dy, w, dx);
+    linear_bwd_data(0, n, in, out, dy, w, dx);
 }
-
-static void b_linear_bwd_weights(int n, int in, int out, const float *x, const float *dy, float *dw, float *db)
+static void b_linear_bwd_data(IP, const float *dy, const float *w, float *dx)
 {
-    pkey k = bf(ip_key(OP_IP_BWD_W, n, in, out, db != NULL));
-    void *p[4] = {P(x), P(dy), dw, db};
-    if (!dispatch(&k, p)) nn_ref_linear_bwd_weights(n, in, out, x, dy, dw, db);
+    linear_bwd_data(1, n, in, out, dy, w, dx);
 }
+static void d_linear_bwd_weights(IP, const float *x, const float *dy, float *dw, float *db)
+{
+    linear_bwd_weights(0, n, in, out, x, dy, dw, db);
+}
+static void b_linear_bwd_weights(IP, const float *x, const float *dy, float *dw, float *db)
+{
+    linear_bwd_weights(1, n, in, out, x, dy, dw, db);
+}
+#undef IP
 
 static pkey elt_key(int op, size_t count)
 {
