@@ -40,7 +40,7 @@ ALL_CFLAGS := $(BASE_CFLAGS) $(OPT) $(CFLAGS)
 LDLIBS := -Wl,--as-needed $(PKG_LIBS) -ldnnl -lgomp -lm -pthread
 LDFLAGS_ALL := $(SAN_LDFLAGS) $(LDFLAGS)
 
-COMPONENTS := util http rec io img nn ckpt notice dist train infer fleet race
+COMPONENTS := util http rec io img nn ckpt notice dist train infer fleet race ppo league
 LIB_SRC := $(foreach c,$(COMPONENTS),$(wildcard src/$(c)/*.c))
 CLI_SRC := $(wildcard src/cli/*.c)
 TEST_SRC := $(wildcard tests/unit/test_*.c)

@@ -10,6 +10,8 @@ REINVENT=${REINVENT:-../shared/tracks/reinvent_base.npy}
 SENSOR_MIN=${SENSOR_MIN:-15}
 CAMERA_MIN=${CAMERA_MIN:-60}
 RACE_MIN=${RACE_MIN:-30}
+# head-to-bot's training: its reward (lateral clearance from the bot ahead), its race file (bots at
+# new places each episode; H2B_TRAIN_RACE= to train on the evaluation's) and extra flags (H2B_ARGS)
 # the fast camera case's arithmetic: bfloat16 where the CPU has it
 CAMERA_PRECISION=${CAMERA_PRECISION:-$(grep -qw avx512_bf16 /proc/cpuinfo && echo bf16 || echo f32)}
 THREADS_SENSOR=${THREADS_SENSOR:-1}
@@ -28,14 +30,16 @@ run() {
     shift 5
     local ra=()
     [ "$race" = - ] || ra=(--race-file "$race")
+    local tra=("${ra[@]}")   # training's race file: $TRAIN_RACE where a case sets one
+    [ -z "${TRAIN_RACE:-}" ] || tra=(--race-file "$TRAIN_RACE")
     local d=$OUT/$name
     rm -rf "$d" "$d".*
-    echo "== $name: baton race train --track $track ${ra[*]} $* --minutes $minutes --threads $threads"
+    echo "== $name: baton race train --track $track ${tra[*]} $* --minutes $minutes --threads $threads"
     (while :; do cut -d' ' -f1 /proc/loadavg >>"$d.load"; sleep 30; done) &
     local sampler=$!
     local TIMEFORMAT="%R %U %S"   # the trainer's wall, user and system seconds
     { time $B race train --track "$track" --ckpt-dir "$d" --minutes "$minutes" --threads "$threads" --log "$d.csv" \
-        --quiet --json "${ra[@]}" "$@" >"$d.train.json" 2>"$d.train.err"; } 2>"$d.time" || { cat "$d.train.err"; kill $sampler; return 1; }
+        --quiet --json "${tra[@]}" "$@" >"$d.train.json" 2>"$d.train.err"; } 2>"$d.time" || { cat "$d.train.err"; kill $sampler; return 1; }
     kill $sampler 2>/dev/null || true
     $B race eval --ckpt "$d" --track "$track" --laps 3 "${ra[@]}" --json --svg "$d.svg" --trace "$d.trace.csv" >"$d.eval.json"
     python3 - "$name" "$d" "$threads" <<'PY'
@@ -107,8 +111,10 @@ one() {
             --metadata docs/race-model/camera/model_metadata.json --hyper docs/race-model/camera/hyperparameters.json ;;
         oa-reinvent) run "$c" "$RACE_MIN" "$THREADS_SENSOR" "$REINVENT" bench/race/object-avoidance.yaml \
             --metadata docs/race-model/model_metadata.json --hyper docs/race-model/hyperparameters.json ;;
-        h2b-reinvent) run "$c" "$RACE_MIN" "$THREADS_SENSOR" "$REINVENT" bench/race/head-to-bot.yaml \
-            --metadata docs/race-model/model_metadata.json --hyper docs/race-model/hyperparameters.json ;;
+        h2b-reinvent)   # shellcheck disable=SC2086
+            TRAIN_RACE=${H2B_TRAIN_RACE-bench/race/head-to-bot-train.yaml} run "$c" "$RACE_MIN" "$THREADS_SENSOR" "$REINVENT" bench/race/head-to-bot.yaml \
+            --metadata docs/race-model/model_metadata.json --hyper docs/race-model/hyperparameters.json \
+            --reward "${H2B_REWARD:-bench/race/head-to-bot-reward.c}" ${H2B_ARGS:-} ;;
         throughput)
             echo "== throughput: 60 s of training on the oval"
             throughput sensor "$THREADS_SENSOR" --metadata docs/race-model/model_metadata.json \

@@ -1,4 +1,4 @@
-/* race_league.h — the racing league's results (src/race/league*.c): a model submitted under an
+/* league.h — the racing league (src/league/): a model submitted under an
  * alias and a race type (time trial, object avoidance, head-to-bot) is evaluated by the league
  * itself under that race's official settings (a reported time is never trusted), and the result
  * goes into a SQLite database; the standings rank each alias's best entry per track and race type.
@@ -37,9 +37,10 @@
  * included; `total` (object avoidance's and head-to-bot's default) — the total time of the laps,
  * crash and reset penalties included. A run that did not complete its laps ranks after every run that did (more laps
  * first). Ties go to the earlier submission, then the lower entry id. */
-#ifndef BATON_RACE_LEAGUE_H
-#define BATON_RACE_LEAGUE_H
+#ifndef BATON_LEAGUE_H
+#define BATON_LEAGUE_H
 
+#include "baton/ppo.h"
 #include "baton/race.h"
 
 #define BATON_LEAGUE_APP_ID 0x62746e4c /* "btnL" */
@@ -74,10 +75,6 @@ const char *baton_league_race_name(int race);
 /* How a race's standings rank by default: time trial by the fastest lap, the others by total time
  * (as DeepRacer ranks them). */
 baton_league_format baton_league_race_format(int race);
-/* The evaluation options of race's official settings into o (ckpt and track left NULL). */
-int baton_league_race_official(int race, baton_race_eval_opts *o, baton_err *err);
-/* Those settings as the JSON an entry stores (into out, cap bytes). */
-int baton_league_race_settings(int race, char *out, size_t cap, baton_err *err);
 
 typedef struct baton_league_entry {
     int64_t id;
@@ -116,10 +113,6 @@ int baton_league_alias_check(const char *alias, baton_err *err);
 int baton_league_submit(baton_league *l, const char *ckpt, const char *alias, const char *track, int race,
                         baton_league_format format, baton_league_entry *out, baton_err *err);
 
-/* The ranking rule: a negative, zero or positive number as a ranks before, with or after b. */
-int baton_league_compare(const baton_league_entry *a, const baton_league_entry *b, baton_league_format f);
-/* Order e[0..n) by the rule and keep each alias's best (the rest moved past *kept); set rank. */
-void baton_league_rank(baton_league_entry *e, size_t n, baton_league_format f, size_t *kept);
 
 /* The standings of track (NULL: every track, ranked per track, tracks by name) in race type race,
  * ranked by format f: *out malloc'd, *n entries, ranks set. */
@@ -128,53 +121,12 @@ int baton_league_standings(baton_league *l, const char *track, int race, baton_l
 /* Entry id as stored, its rank set when it is its alias's standing on its track, race and format (0: an
  * earlier entry of the alias stands), *entries the number of standings there. */
 int baton_league_entry_standing(baton_league *l, int64_t id, baton_league_entry *e, size_t *entries, baton_err *err);
-/* The tracks with entries, by name: how many entries and aliases, how many entries of each race
- * type, how to load the track. */
-typedef struct baton_league_track {
-    char track[256];
-    char track_path[1024];
-    size_t entries, aliases;
-    size_t race_entries[BATON_LEAGUE_RACES];
-} baton_league_track;
-int baton_league_tracks(baton_league *l, baton_league_track **out, size_t *n, baton_err *err);
 
 /* An entry as JSON (cJSON object: rank when set, id, alias, track, race, format, settings (an
  * object), completed, laps, best_lap_s, total_s, penalties_s, resets, iteration, model_hash,
  * submitted_at). */
 struct cJSON *baton_league_entry_json(const baton_league_entry *e);
 
-/* Every submission, oldest first (the history). */
-int baton_league_history(baton_league *l, baton_league_entry **out, size_t *n, baton_err *err);
-
-/* The drive of entry id: n steps of x, y, speed (malloc'd together: free(*x) frees all), the lap
- * of each step and 1 where the car was reset after it. */
-int baton_league_trace(baton_league *l, int64_t id, size_t *n, float **x, float **y, float **v,
-                       uint8_t **lap, uint8_t **reset, baton_err *err);
-/* The objects of entry id's drive (league_objects.c): *nobj of them (0 for a time trial, *pose
- * NULL), each's kind and size in obj (cap at least BATON_RACE_MAX_OBJECTS + BATON_RACE_MAX_BOTS;
- * x, y, yaw where it stood first), and *pose (malloc'd) steps × nobj × (x, y, yaw) float32: where
- * each stood after every step of the trace. */
-int baton_league_trace_objects(baton_league *l, int64_t id, size_t *nobj, baton_race_object *obj, size_t *steps,
-                               float **pose, baton_err *err);
-
-/* ---------------------------------------------------------------- uploads (league_tar.c) */
-/* A tar archive held in memory, read under the rules of league_tar.c: regular files and folders
- * only, relative names without "..", at most BATON_LEAGUE_TAR_ENTRIES entries and
- * BATON_LEAGUE_TAR_DEPTH folders deep. Entries point into buf. */
-#define BATON_LEAGUE_TAR_ENTRIES 1024
-#define BATON_LEAGUE_TAR_DEPTH 4
-typedef struct baton_league_tar_entry {
-    char name[256];             /* normalized: no leading "./", no trailing "/" */
-    int is_dir;
-    const uint8_t *data;        /* into the archive; NULL for a folder */
-    size_t size;
-} baton_league_tar_entry;
-int baton_league_tar_read(const uint8_t *buf, size_t len, baton_league_tar_entry **out, size_t *n, baton_err *err);
-/* Write the entries under dir, an existing empty folder (never through a link, never over a file). */
-int baton_league_tar_extract(const baton_league_tar_entry *e, size_t n, const char *dir, baton_err *err);
-/* Append a ustar archive of folder dir (its regular files and folders, by name; anything else
- * refused) to b, its entries named as/...; at most max bytes. */
-int baton_league_tar_write(baton_buf *b, const char *dir, const char *as, size_t max, baton_err *err);
 
 /* ---------------------------------------------------------------- tokens (league_queue.c) */
 /* A racer's token: "btn_" and 64 hex digits (256 random bits); the database keeps its SHA-256. */
@@ -185,8 +137,6 @@ int baton_league_token_add(baton_league *l, const char *alias, int rotate, char 
                            baton_err *err);
 /* The alias's token is removed; an alias without one is BATON_ERR_NOTFOUND. */
 int baton_league_token_revoke(baton_league *l, const char *alias, baton_err *err);
-/* BATON_OK when token is alias's; else BATON_ERR_DENIED (the message never says which part was wrong). */
-int baton_league_token_check(baton_league *l, const char *alias, const char *token, baton_err *err);
 typedef struct baton_league_token_info {
     char alias[BATON_LEAGUE_ALIAS_MAX + 1];
     double created_at, last_used_at;   /* last_used_at 0: never */
@@ -194,47 +144,11 @@ typedef struct baton_league_token_info {
 int baton_league_tokens(baton_league *l, baton_league_token_info **out, size_t *n, baton_err *err);
 
 /* ---------------------------------------------------------------- submissions (league_upload.c, league_queue.c) */
-/* What an HTTP submission carries, as the server received it (any field may be NULL). */
-typedef struct baton_league_request {
-    const char *authorization;  /* "Bearer TOKEN" */
-    const char *content_type;   /* application/x-tar (or application/octet-stream, or none) */
-    const char *alias, *track, *format;
-    const uint8_t *body;        /* the tar of the checkpoint folder */
-    size_t len;
-    const char *race;           /* time-trial (NULL), object-avoidance, head-to-bot */
-} baton_league_request;
-
 typedef struct baton_league_upload_rules {
     size_t max_bytes;           /* the largest archive taken (BATON_LEAGUE_UPLOAD_MAX by default) */
     const char *tracks_dir;     /* where NAME.npy tracks may come from besides the built-ins; NULL: none */
 } baton_league_upload_rules;
 #define BATON_LEAGUE_UPLOAD_MAX ((size_t)64 << 20)
-
-/* A request that passed every check that needs no disk (parsed; the tar read). */
-typedef struct baton_league_upload {
-    char alias[BATON_LEAGUE_ALIAS_MAX + 1];
-    char token[BATON_LEAGUE_TOKEN_LEN + 1];
-    char track[256];            /* its name */
-    char track_path[1024];      /* a built-in's name, or tracks_dir/NAME.npy */
-    baton_league_format format;
-    int race;
-    const uint8_t *archive;     /* the request's body */
-    size_t len;
-} baton_league_upload;
-
-/* Check a request: the token's form, alias, track (a built-in, or NAME of tracks_dir/NAME.npy;
- * never a path), format, size and the archive's structure. *http gets the status to answer with
- * on failure (400, 401, 404, 413, 415). Pure: reads no file but the track folder's listing. */
-int baton_league_request_parse(const baton_league_request *q, const baton_league_upload_rules *rules,
-                               baton_league_upload *u, unsigned *http, baton_err *err);
-
-/* Unpack an archive into a fresh folder under tmp_parent (NULL: $TMPDIR or /tmp) and find the race
- * checkpoint in it (the archive's top level or its one folder, with or without an entry of its
- * own; a checkpoint folder or a folder of them); ckpt gets its path, dir the folder to remove
- * (baton_remove_tree) when done. A checkpoint that does not verify or is not a race model is an
- * error saying so, in the archive's names for its entries (never the folder it was unpacked in). */
-int baton_league_unpack(const uint8_t *archive, size_t len, const char *tmp_parent, char dir[4096], char ckpt[4096],
-                        baton_err *err);
 
 typedef enum {
     BATON_LEAGUE_QUEUED = 0,
@@ -262,20 +176,6 @@ typedef struct baton_league_submission {
     baton_league_entry result;
     size_t entries;
 } baton_league_submission;
-
-/* Queue an upload (its archive kept in the database). An alias with a submission queued or
- * running already is BATON_ERR_BUSY, naming it. */
-int baton_league_enqueue(baton_league *l, const baton_league_upload *u, int64_t *id, baton_err *err);
-int baton_league_submission_get(baton_league *l, int64_t id, baton_league_submission *s, baton_err *err);
-struct cJSON *baton_league_submission_json(const baton_league_submission *s);
-/* At a server's start: submissions left running by a server that died go back to the queue (one
- * that has been started BATON_LEAGUE_ATTEMPTS times fails instead); *requeued says how many. */
-#define BATON_LEAGUE_ATTEMPTS 3
-int baton_league_queue_recover(baton_league *l, size_t *requeued, baton_err *err);
-/* Take the oldest queued submission, evaluate it under the league's rules and store its entry
- * (or its failure); *id gets it, 0 when the queue was empty. An error is the database's; a model
- * that fails to evaluate is a failed submission, not an error. tmp_parent as baton_league_unpack. */
-int baton_league_queue_run_one(baton_league *l, const char *tmp_parent, int64_t *id, baton_err *err);
 
 /* ---------------------------------------------------------------- the client (league_client.c) */
 /* `baton race submit --server URL`: the newest checkpoint of ckpt that verifies (a race model's),

@@ -1,39 +1,24 @@
-/* race.h — the racing league (src/race/): DeepRacer tracks (.npy waypoint files and our built-in
- * designs), a batch car simulator with DeepRacer's episode rules, observations (the front camera
- * and a cheap sensor vector), reward functions (built-ins, the user's C compiled and loaded, the
- * user's Python run in an embedded interpreter), the racing-line lap-time limit, a model's files
- * (model_metadata.json, hyperparameters.json), PPO training as DeepRacer trains (race train) and
- * DeepRacer's time trial with a trained model (race eval).
- *
- * Objects on the track (boxes, bot cars) make DeepRacer's object-avoidance and head-to-bot races.
+/* race.h — the racing simulator (src/race/): DeepRacer tracks (.npy waypoint files and our built-in
+ * designs), a batch car simulator with DeepRacer's episode rules, objects on the track (boxes and
+ * bot cars: the object-avoidance and head-to-bot races), observations (the front camera and a
+ * cheap sensor vector), reward functions (built-ins, the user's C compiled and loaded, the user's
+ * Python run in an embedded interpreter), the racing-line lap-time limit, the centre-line driver
+ * and pictures of a track. Learning to drive on it is ppo.h's; the league that ranks the drivers
+ * is league.h's.
  *
  * What it offers, in the order a caller uses it: tracks; the car and the simulator (and its
- * objects); observations; rewards; the model's files; the lap-time limit; driving a lap; training;
- * timed laps; pictures.
+ * objects); observations; rewards; the lap-time limit; the centre-line driver; pictures.
  *
- * Layering: race builds on util, img (PNG frames), nn (the networks), ckpt and train (the training
- * session's stages) and notice. Nothing here exits or prints; errors are values naming the file
- * and the row, field, step or line. Facts and sources: docs/race.md.
+ * Layering: race builds on util alone. Nothing here exits or prints; errors are values naming the
+ * file and the row, field, step or line. Facts and sources: docs/race.md.
  *
  * Units: metres, seconds, m/s; angles in degrees where DeepRacer uses degrees (actions, params) and
  * radians inside (yaw). World frame: x right, y up, yaw counter-clockwise from +x. */
 #ifndef BATON_RACE_H
 #define BATON_RACE_H
 
-#include "baton/notice.h"
 #include "baton/race_reward.h"
-#include "baton/train_session.h"
 #include "baton/util.h"
-
-/* ---------------------------------------------------------------- .npy arrays */
-/* A 2-D float64 array from a NumPy .npy file: format version 1.0, 2.0 or 3.0, dtype '<f8',
- * C order. Anything else is an error naming the file and what is wrong. */
-typedef struct baton_npy {
-    size_t rows, cols;
-    double *data;            /* rows × cols, row-major, malloc'd */
-} baton_npy;
-int baton_npy_load(const char *path, baton_npy *out, baton_err *err);
-void baton_npy_free(baton_npy *a);
 
 /* ---------------------------------------------------------------- tracks */
 typedef struct baton_race_track baton_race_track;
@@ -153,6 +138,9 @@ const char *baton_race_type_name(int race_type);   /* "time-trial", "object-avoi
  * the keys: baton's names or deepracer-for-cloud's DR_* names); a bad file is an error naming the
  * file, the line and the key. */
 int baton_race_objects_load(const char *path, int *race_type, baton_race_objects_opts *o, baton_err *err);
+/* The settings within their ranges (what the simulator refuses otherwise), naming the field. */
+int baton_race_objects_check(const baton_race_objects_opts *o, baton_err *err);
+int baton_race_objects_any(const baton_race_objects_opts *o);   /* 1 when there is a box or a bot */
 
 typedef struct baton_race_sim_opts {
     size_t envs;              /* cars stepped as one batch, each in its own world (default 1) */
@@ -223,10 +211,6 @@ void baton_race_sim_next_lap(baton_race_sim *s, size_t env);
 /* The progress (percent) env's front point is past its start line, as a lap_complete's overshoot
  * within its last step (0 when it is more than half a lap away). */
 double baton_race_sim_overshoot(const baton_race_sim *s, size_t env);
-/* Put env's car at distance s along the centre line of its direction, lateral metres to the left,
- * heading along the track plus yaw_off radians, standing still; its episode goes on (or starts
- * when it had ended). For time-trial resets and constructed tests. */
-void baton_race_sim_place(baton_race_sim *s, size_t env, double s_m, double lateral_m, double yaw_off);
 
 /* One object of an environment's scene, as it stands after the last step. */
 enum { BATON_RACE_BOX = 0, BATON_RACE_BOT = 1 };
@@ -245,6 +229,9 @@ size_t baton_race_sim_objects(const baton_race_sim *s, size_t env, baton_race_ob
  * episode's number before baton_race_sim_start: a resumed run draws the scenes the run it
  * replaces would have). */
 void baton_race_sim_scene_seed(baton_race_sim *s, size_t env, uint64_t key);
+/* Put env's car back onto the centre line where its front point is, facing along the track,
+ * standing: a time trial's reset after going off the track, reversing or stopping. */
+void baton_race_sim_reset_here(baton_race_sim *s, size_t env);
 /* Put env's car back after a crash for an evaluation that goes on: onto the centre line where
  * its front point is, or as little before it as keeps it clear of every object (up to 3 m back),
  * facing along the track, standing. The crash counter goes on. */
@@ -298,13 +285,6 @@ void baton_race_camera_free(baton_race_camera *c);
  * _ref recomputes every pixel's ray and samples with plain arithmetic; same image within 1 level. */
 void baton_race_camera_render(const baton_race_camera *c, double x, double y, double yaw, uint8_t *out);
 void baton_race_camera_render_ref(const baton_race_camera *c, double x, double y, double yaw, uint8_t *out);
-/* The same view with objects standing on the track: each object a solid box (a bot car: a box of
- * the car's footprint and height), its visible sides shaded by which way they face, hiding the
- * ground behind it. */
-void baton_race_camera_render_objects(const baton_race_camera *c, double x, double y, double yaw,
-                                      const baton_race_object *obj, size_t nobj, uint8_t *out);
-/* Every environment's frame into out (envs × width × height), its objects drawn. */
-void baton_race_sim_camera(const baton_race_sim *s, const baton_race_camera *c, uint8_t *out);
 /* One environment's frame, its objects drawn. */
 void baton_race_sim_camera_env(const baton_race_sim *s, const baton_race_camera *c, size_t env, uint8_t *out);
 
@@ -326,64 +306,6 @@ int baton_race_reward_eval_batch(baton_race_reward *r, const struct baton_race_p
 /* The first example of the DeepRacer guide, in C (the other two: race_internal.h). */
 double baton_race_reward_follow_center_line(const struct baton_race_params *p);
 int baton_race_python_available(void);   /* 1 when built with embedded CPython */
-
-/* ---------------------------------------------------------------- a model's files (src/race/meta.c) */
-/* DeepRacer's model_metadata.json and hyperparameters.json, read as the console and
- * deepracer-for-cloud write them and written back in the same format; keys left out take the
- * console's defaults, keys baton does not use are ignored. Errors name the file and the field
- * ("model_metadata.json: action_space[3].speed 5 is outside 0.1..4 m/s"). */
-#define BATON_RACE_MAX_ACTIONS 256
-enum { BATON_RACE_DISCRETE = 0, BATON_RACE_CONTINUOUS = 1 };
-/* What the policy sees: DeepRacer's FRONT_FACING_CAMERA, or baton's sensor vector (sensor
- * "BATON_SENSOR_VECTOR" in model_metadata.json, network "BATON_SENSOR_MLP"). */
-enum { BATON_RACE_OBS_CAMERA = 0, BATON_RACE_OBS_SENSOR = 1 };
-
-typedef struct baton_race_action {
-    double steer_deg, speed_mps;
-} baton_race_action;
-
-typedef struct baton_race_meta {
-    int action_type;          /* BATON_RACE_DISCRETE (default) or BATON_RACE_CONTINUOUS */
-    size_t nactions;          /* discrete: 1..BATON_RACE_MAX_ACTIONS, in the file's order */
-    baton_race_action actions[BATON_RACE_MAX_ACTIONS];
-    double steer_low, steer_high;   /* continuous: degrees, -30..30, low < high */
-    double speed_low, speed_high;   /* continuous: m/s, 0.1..4, low < high */
-    int obs;                  /* BATON_RACE_OBS_CAMERA (default) or BATON_RACE_OBS_SENSOR */
-    int lidar;                /* 1: "LIDAR" beside BATON_SENSOR_VECTOR: the vector ends with the
-                               * front-facing LIDAR's rays (baton_race_sensor_opts_lidar) */
-    char version[16];         /* as read ("5" when written fresh) */
-} baton_race_meta;
-/* The console's defaults: discrete, steering {-30, -15, 0, 15, 30} x speed {0.4, 0.8} (the guide's
- * table order), the front camera, DEEP_CONVOLUTIONAL_NETWORK_SHALLOW, clipped_ppo. */
-void baton_race_meta_default(baton_race_meta *m);
-/* name is the file's name in messages; text need not be NUL-terminated. */
-int baton_race_meta_parse(const char *name, const char *text, size_t len, baton_race_meta *m, baton_err *err);
-int baton_race_meta_load(const char *path, baton_race_meta *m, baton_err *err);
-char *baton_race_meta_format(const baton_race_meta *m);   /* malloc'd JSON text; NULL when out of memory */
-
-enum { BATON_RACE_LOSS_HUBER = 0, BATON_RACE_LOSS_MSE = 1 };
-typedef struct baton_race_hyper {
-    uint32_t batch_size;      /* 64: samples per gradient step, 1..4096 */
-    double beta_entropy;      /* 0.01 */
-    double discount_factor;   /* 0.999, in (0, 1] */
-    int loss_type;            /* the value loss: "huber" (default) or "mean squared error" */
-    double lr;                /* 0.0003, > 0 */
-    uint32_t num_episodes_between_training;   /* 20, 1..10000 */
-    uint32_t num_epochs;      /* 3, 1..100 */
-    uint32_t stack_size;      /* 1: frames (observations) stacked, 1..16 */
-    uint64_t term_cond_max_episodes;          /* stop after this many episodes (100000) */
-    double term_cond_avg_score;               /* or when an iteration's mean episode reward reaches it (100000) */
-    /* kept and written back; clipped PPO does not use them */
-    char exploration_type[32];                /* "categorical" */
-    double e_greedy_value;                    /* 0.05 */
-    uint64_t epsilon_steps;                   /* 10000 */
-    double sac_alpha;                         /* 0.2 */
-} baton_race_hyper;
-/* The console's defaults today (see docs/race.md). */
-void baton_race_hyper_default(baton_race_hyper *h);
-int baton_race_hyper_parse(const char *name, const char *text, size_t len, baton_race_hyper *h, baton_err *err);
-int baton_race_hyper_load(const char *path, baton_race_hyper *h, baton_err *err);
-char *baton_race_hyper_format(const baton_race_hyper *h);
 
 /* ---------------------------------------------------------------- the lap-time limit */
 /* The fastest lap the car can physically drive: the minimum-curvature line inside the borders
@@ -419,187 +341,12 @@ int baton_race_limit(const baton_race_track *t, const baton_race_limits *l, bato
                      baton_err *err);
 void baton_race_limit_free(baton_race_limit_result *r);
 
-/* ---------------------------------------------------------------- driving a lap */
+/* ---------------------------------------------------------------- the centre-line driver */
 /* The built-in controller: pure pursuit of the centre line, speed from the centre line's curvature
  * (corner speeds at the limit's lateral acceleration times pace², braking at its braking limit times
  * pace, so about `pace` of the speeds the car could take). */
 void baton_race_centerline_action(const baton_race_sim *s, size_t env, double pace, float *steer_deg,
                                   float *speed);
-
-typedef struct baton_race_drive_opts {
-    const char *policy;       /* "centerline", or a checkpoint of `race train` (a ckpt-<k> folder or a folder
-                               * of them): its policy drives, on the car it was trained with */
-    const char *reward;       /* reward spec (default follow_center_line) */
-    const char *frames_dir;   /* write every camera frame as PNG here (NULL: none) */
-    double pace;              /* centerline: share of the corner speeds the car could take, 0.85 */
-    uint32_t max_steps;       /* 0: the simulator's default */
-    baton_race_camera_opts camera;
-    baton_race_sim_opts sim;
-} baton_race_drive_opts;
-void baton_race_drive_opts_default(baton_race_drive_opts *o);
-
-typedef struct baton_race_drive_result {
-    int status;               /* how the lap ended */
-    uint32_t steps;
-    double lap_s;             /* steps / hz when the lap was completed, else the time driven */
-    double progress;
-    double reward_sum;
-    size_t frames;            /* PNG frames written */
-    size_t n;                 /* trace: the centre point and speed after each step */
-    double *x, *y, *v;
-} baton_race_drive_result;
-int baton_race_drive(const baton_race_track *t, const baton_race_drive_opts *o, baton_race_drive_result *r,
-                     baton_err *err);
-void baton_race_drive_result_free(baton_race_drive_result *r);
-
-/* ---------------------------------------------------------------- training (src/race/ppo_train.c) */
-/* `baton race train`: clipped PPO as DeepRacer trains (docs/race.md "Training"), on the batch
- * simulator, as a run of baton_train_session stages: crash-safe ckpt-<iteration>/ checkpoints (the
- * policy and value networks as "policy.*" and "value.*" tensors, their Adam states, and state.json
- * with the counters, the RNGs, model_metadata.json and hyperparameters.json), a bit-exact resume
- * from any of them, a clean stop after a checkpoint on an interruption notice (BATON_STOPPED).
- *
- * Each iteration drives num_episodes_between_training episodes on `envs` cars stepped as one batch
- * (an episode ends at its lap, off the track, reversed, immobilized or at max_steps), then trains
- * both networks for num_epochs passes over them in minibatches of batch_size. */
-enum {
-    BATON_RACE_SCALE_PROGRESS = 0,   /* each step's reward times the progress it made (per top-speed
-                                        step): what a time trial pays for; the default */
-    BATON_RACE_SCALE_STEP = 1,       /* the reward as returned, per step (DeepRacer's) */
-};
-
-enum { BATON_RACE_F32 = 0, BATON_RACE_BF16 = 1 };   /* the trainer's arithmetic (baton_race_train_opts.precision) */
-
-typedef struct baton_race_train_opts {
-    /* the checkpoint folder (session.ckpt_dir, required; resumes from it), its remote copy, the
-     * interval (session.ckpt_every counts iterations; --ckpt-every auto and a fleet's
-     * BATON_CKPT_EVERY=auto give Daly's), retention, notices, the progress file: train_session.h,
-     * as `baton train`'s. The trainer sets session.snapshot and session.ctx itself. */
-    baton_train_session_opts session;
-    const char *track;          /* required: a built-in name or a .npy */
-    const char *reward;         /* a reward spec (baton_race_reward_open); NULL: follow_center_line */
-    const char *metadata;       /* model_metadata.json; NULL: the console's defaults */
-    const char *hyper;          /* hyperparameters.json; NULL: the console's defaults */
-    const char *log_path;       /* per-iteration CSV; NULL: none */
-    const char *trace_dir;      /* SIM_TRACE_LOG CSVs, <iteration>-iteration.csv; NULL: none */
-    uint32_t trace_every;       /* trace every this many iterations (1: every one) */
-    double minutes;             /* training-time budget, summed over restarts (0: none) */
-    uint64_t episodes;          /* episode budget, counted over restarts (0: none) */
-    int obs;                    /* BATON_RACE_OBS_*, or -1: the metadata's sensor */
-    uint64_t seed;
-    int reward_scale;           /* BATON_RACE_SCALE_* */
-    int precision;              /* BATON_RACE_F32 (default) or BATON_RACE_BF16: the networks' convolutions and
-                                 * linear layers on bfloat16 kernels (mixed precision, AVX512-BF16); a resume
-                                 * keeps the run's unless precision_set */
-    uint32_t envs;              /* cars per batch; 0: num_episodes_between_training */
-    uint32_t max_steps;         /* a training episode's step limit; 0: 10000 (DeepRacer's) */
-    baton_race_car car;         /* the car's limits in training (baton_race_train_opts_default: the
-                                   lap-time limit's acceleration, braking and grip) */
-    baton_race_objects_opts objects;   /* boxes and bots (none: a time trial); a collision ends the
-                                   episode; a sensor policy's vector gains the LIDAR ("LIDAR" in its
-                                   model_metadata.json) */
-    int reference_kernels;
-    int threads;                /* compute threads; 0: the calling thread's OpenMP team. With 2 or more the value
-                                 * network learns on a thread of its own beside the policy's, the threads split
-                                 * between them (the same bytes as one thread doing both) */
-    int progress;               /* a progress line on a terminal */
-    double progress_every_s;    /* plain progress lines when stderr is not a terminal (0: none) */
-    /* which of the run's settings were given (a resume refuses a change to one that was) */
-    int seed_set, obs_set, scale_set, envs_set, max_steps_set, objects_set, precision_set;
-} baton_race_train_opts;
-
-typedef struct baton_race_train_result {
-    int resumed;
-    uint64_t resumed_iteration;
-    uint64_t iteration, episodes, sim_steps;   /* totals at the end */
-    double seconds;             /* this process's training time */
-    double total_seconds;       /* over restarts */
-    double steps_per_s;         /* car steps per second through the whole loop, this process */
-    double mean_reward, mean_progress;         /* the last iteration's */
-    double best_lap_s;          /* the fastest lap completed in training, 0 when none */
-    uint64_t laps;
-    char kernels[16];
-    char checkpoint[4096];
-    int stopped;                /* BATON_STOPPED: an interruption notice */
-    char notice[16], notice_source[32];
-    double notice_margin_s;
-    uint64_t rebalances;
-    double ckpt_tau_s, ckpt_delta_s;   /* --ckpt-every auto (a fleet's default): the last interval and the
-                                          blocking cost it rests on; 0 when not automatic */
-    double ckpt_mtbi_s;         /* the hazard it was computed for (session.mtbi_s; 0: none) */
-} baton_race_train_result;
-
-void baton_race_train_opts_default(baton_race_train_opts *o);
-int baton_race_train(const baton_race_train_opts *o, baton_race_train_result *r, baton_err *err);
-
-/* ---------------------------------------------------------------- timed laps (src/race/race_eval.c) */
-/* `baton race eval`: DeepRacer's time trial with a trained policy (its deterministic action): the
- * car starts on the start line standing still and drives `laps` laps in a row; the clock runs from
- * the start; off the track, reversed or immobilized resets the car onto the centre line where it
- * was, standing, with a penalty added to the clock; a lap's time is from line to line (the
- * crossing interpolated within its step), penalties included. With objects (object avoidance,
- * head-to-bot), a crash is a reset clear of the object with the collision penalty. */
-typedef struct baton_race_eval_opts {
-    const char *ckpt;           /* a checkpoint folder, or a folder of them (its newest that verifies) */
-    const char *track;          /* NULL: the one it was trained on */
-    int laps;                   /* 3 */
-    double off_track_penalty_s; /* 5 */
-    uint32_t max_steps;         /* give up after this many steps in all (0: 10000 per lap) */
-    baton_race_car car;         /* the car's limits (default: the lap-time limit's, as in training) */
-    const char *trace_path;     /* SIM_TRACE_LOG CSV of the drive; NULL: none */
-    const char *frames_dir;     /* every camera frame as PNG; NULL: none */
-    baton_race_objects_opts objects;   /* boxes and bots on the track (none: a time trial) */
-    double collision_penalty_s; /* 5: a crash into an object puts the car back clear of it
-                                   (baton_race_sim_crash_reset) with this added to the clock */
-} baton_race_eval_opts;
-
-typedef struct baton_race_lap {
-    double time_s;              /* line to line, penalties included */
-    double penalty_s;
-    uint32_t resets;
-    uint32_t steps;
-    uint32_t overtakes;         /* head-to-bot: bots passed while driving this lap (a reset's jump is not a pass) */
-    uint32_t overtaken;         /* bots passed on the track by a bot: the car fell behind one while driving */
-    uint32_t bots_passed;       /* bit i: bot i (0-based among the bots) was passed in this lap */
-} baton_race_lap;
-
-typedef struct baton_race_eval_result {
-    int completed;              /* all laps driven (else the step limit ended it) */
-    size_t nlaps;               /* laps completed */
-    baton_race_lap *laps;       /* malloc'd */
-    double best_lap_s, total_s, penalties_s;
-    uint32_t resets;
-    uint32_t crashes;           /* of the resets, crashes into objects */
-    uint32_t overtakes;         /* head-to-bot: bots passed, over all laps */
-    double limit_s, ratio;      /* the racing-line limit's lap on this track; best_lap_s / limit_s */
-    char track[256];            /* the track as given (a built-in name or a path) */
-    char track_name[256];       /* its name (the file's stem for a .npy) */
-    uint64_t iteration;         /* the checkpoint's */
-    char checkpoint[4096];
-    /* the drive, step by step (what SIM_TRACE_LOG records), for pictures and for storing */
-    size_t n;
-    double *x, *y, *v;          /* the car's centre and speed after each step */
-    uint32_t *lap_of;           /* the lap each step belongs to (0-based) */
-    uint8_t *reset;             /* 1 where the car was reset after that step */
-    /* the objects on the track (boxes, then bots): nobj of them, each's kind and size in obj, and
-     * where each stood after every step: obj_pose[(k * nobj + i) * 3 + 0..2]
-     * = x, y, yaw of object i after step k (malloc'd; NULL when nobj is 0) */
-    size_t nobj;
-    baton_race_object obj[BATON_RACE_MAX_OBJECTS + BATON_RACE_MAX_BOTS];
-    float *obj_pose;
-} baton_race_eval_result;
-
-void baton_race_eval_opts_default(baton_race_eval_opts *o);
-int baton_race_eval(const baton_race_eval_opts *o, baton_race_eval_result *r, baton_err *err);
-void baton_race_eval_result_free(baton_race_eval_result *r);
-
-/* `baton race export`: the policy of the checkpoint ckpt names (a folder, or a folder of them: its
- * newest that verifies) written as a checkpoint of its own under dir — ckpt-<iteration>/ holding
- * the policy network alone, state.json "contents": "policy" — which `race eval`, `race drive` and a
- * league evaluate as the whole, and a run cannot resume from (no value network, no optimizer). It
- * is what `race submit --server` sends: a camera model's is about a sixth of its checkpoint.
- * out gets the new folder's path. */
-int baton_race_policy_export(const char *ckpt, const char *dir, char *out, size_t cap, baton_err *err);
 
 /* ---------------------------------------------------------------- pictures */
 /* An SVG of the track (surface, borders, dashed centre line, start line and direction, scale bar)

@@ -8,6 +8,7 @@
  *                                               policy: time, reward, camera frames, the path driven;
  *                                               boxes or bot cars on the track (a crash ends it)
  *   limit TRACK [--json] [--svg FILE] [car limits] the racing line's lap against the centre line's */
+#include "baton/ppo.h"
 #include "baton/race.h"
 #include "cli.h"
 
@@ -94,8 +95,8 @@ static int do_track(int argc, char **argv)
 
 static int do_drive(int argc, char **argv)
 {
-    baton_race_drive_opts o;
-    baton_race_drive_opts_default(&o);
+    baton_ppo_drive_opts o;
+    baton_ppo_drive_opts_default(&o);
     const char *svg = NULL, *policy = "centerline", *reward = NULL, *frames = NULL;
     int json = 0, max_steps = 0;
     uint64_t seed = 1;
@@ -138,8 +139,8 @@ static int do_drive(int argc, char **argv)
     baton_race_track *t;
     baton_err err = {0};
     if (baton_race_track_load(pos[0], &t, &err)) return cli_fail("race drive", &err);
-    baton_race_drive_result r;
-    if (baton_race_drive(t, &o, &r, &err)) {
+    baton_ppo_drive_result r;
+    if (baton_ppo_drive(t, &o, &r, &err)) {
         baton_race_track_free(t);
         return cli_fail("race drive", &err);
     }
@@ -175,7 +176,7 @@ static int do_drive(int argc, char **argv)
         if (frames) printf("  frames   %zu PNG files in %s\n", r.frames, frames);
         if (svg) printf("  picture  %s\n", svg);
     }
-    baton_race_drive_result_free(&r);
+    baton_ppo_drive_result_free(&r);
     baton_race_track_free(t);
     return rc;
 }

@@ -5,7 +5,7 @@
  * --db, else $BATON_LEAGUE_DB, else league.db in the current folder. */
 #include "cli.h"
 
-#include "baton/race_league.h"
+#include "baton/league.h"
 
 #include <cjson/cJSON.h>
 #include <pthread.h>

@@ -10,6 +10,7 @@
  *                 crashes, penalties, the best lap against the racing-line limit
  * Usage errors exit 2 naming the option; library errors exit 1. */
 #include "baton/ckpt.h"
+#include "baton/ppo.h"
 #include "baton/race.h"
 #include "cli.h"
 
@@ -18,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void train_json(const baton_race_train_result *r, int rc, int print)
+static void train_json(const baton_ppo_train_result *r, int rc, int print)
 {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "status", rc == BATON_STOPPED ? "stopped" : "done");
@@ -54,7 +55,7 @@ static void train_json(const baton_race_train_result *r, int rc, int print)
     cJSON_Delete(j);
 }
 
-static void train_text(const baton_race_train_result *r, int rc)
+static void train_text(const baton_ppo_train_result *r, int rc)
 {
     printf("iteration %llu, %llu episodes, %llu steps", (unsigned long long)r->iteration,
            (unsigned long long)r->episodes, (unsigned long long)r->sim_steps);
@@ -70,8 +71,8 @@ static void train_text(const baton_race_train_result *r, int rc)
 
 int cli_race_train(int argc, char **argv)
 {
-    baton_race_train_opts o;
-    baton_race_train_opts_default(&o);
+    baton_ppo_train_opts o;
+    baton_ppo_train_opts_default(&o);
     const char *obs = NULL, *scale = NULL, *precision = NULL;
     double minutes = NAN, progress_every = 30;
     uint64_t episodes = UINT64_MAX;
@@ -149,25 +150,25 @@ int cli_race_train(int argc, char **argv)
     }
     o.minutes = given_min ? minutes : 0;
     o.episodes = given_ep ? episodes : 0;
-    if (obs) o.obs = !strcmp(obs, "sensor") ? BATON_RACE_OBS_SENSOR : BATON_RACE_OBS_CAMERA, o.obs_set = 1;
-    if (scale) o.reward_scale = !strcmp(scale, "step") ? BATON_RACE_SCALE_STEP : BATON_RACE_SCALE_PROGRESS, o.scale_set = 1;
-    if (precision) o.precision = !strcmp(precision, "bf16") ? BATON_RACE_BF16 : BATON_RACE_F32, o.precision_set = 1;
+    if (obs) o.obs = !strcmp(obs, "sensor") ? BATON_PPO_OBS_SENSOR : BATON_PPO_OBS_CAMERA, o.obs_set = 1;
+    if (scale) o.reward_scale = !strcmp(scale, "step") ? BATON_PPO_SCALE_STEP : BATON_PPO_SCALE_PROGRESS, o.scale_set = 1;
+    if (precision) o.precision = !strcmp(precision, "bf16") ? BATON_PPO_BF16 : BATON_PPO_F32, o.precision_set = 1;
     o.seed_set = cli_given(argc, argv, "seed");
     if (envs > 0) o.envs = (uint32_t)envs, o.envs_set = 1;
     if (max_steps > 0) o.max_steps = (uint32_t)max_steps, o.max_steps_set = 1;
     o.trace_every = (uint32_t)trace_every;
     o.progress = !quiet && !getenv("BATON_NO_PROGRESS");
     o.progress_every_s = quiet ? 0 : progress_every;
-    baton_race_train_result r;
+    baton_ppo_train_result r;
     baton_err err = {0};
-    int rc = baton_race_train(&o, &r, &err);
+    int rc = baton_ppo_train(&o, &r, &err);
     if (rc && rc != BATON_STOPPED) return cli_fail("race train", &err);
     train_json(&r, rc, json);   /* printed with --json; the result file either way */
     if (!json) train_text(&r, rc);
     return rc == BATON_STOPPED ? CLI_INTERRUPTED : CLI_OK;
 }
 
-static int eval_json(const baton_race_eval_result *r, const char *race)
+static int eval_json(const baton_ppo_eval_result *r, const char *race)
 {
     cJSON *j = cJSON_CreateObject(), *laps = cJSON_CreateArray();
     cJSON_AddStringToObject(j, "race", race);
@@ -209,7 +210,7 @@ static int eval_json(const baton_race_eval_result *r, const char *race)
     return CLI_OK;
 }
 
-static void eval_text(const baton_race_eval_result *r, const char *race)
+static void eval_text(const baton_ppo_eval_result *r, const char *race)
 {
     printf("eval %s on %s (iteration %llu): %s %s\n", r->checkpoint, r->track_name, (unsigned long long)r->iteration,
            !strcmp(race, "time-trial") ? "time trial" : race, r->completed ? "complete" : "given up at the step limit");
@@ -231,8 +232,8 @@ static void eval_text(const baton_race_eval_result *r, const char *race)
 
 int cli_race_eval(int argc, char **argv)
 {
-    baton_race_eval_opts o;
-    baton_race_eval_opts_default(&o);
+    baton_ppo_eval_opts o;
+    baton_ppo_eval_opts_default(&o);
     const char *svg = NULL;
     int json = 0, max_steps = 0;
     struct cli_race_objects ro;
@@ -271,9 +272,9 @@ int cli_race_eval(int argc, char **argv)
         return CLI_USAGE;
     }
     o.max_steps = (uint32_t)max_steps;
-    baton_race_eval_result r;
+    baton_ppo_eval_result r;
     baton_err err = {0};
-    if (baton_race_eval(&o, &r, &err)) return cli_fail("race eval", &err);
+    if (baton_ppo_eval(&o, &r, &err)) return cli_fail("race eval", &err);
     int rc = CLI_OK;
     if (svg) {
         baton_race_track *t = NULL;
@@ -295,11 +296,11 @@ int cli_race_eval(int argc, char **argv)
         baton_race_track_free(t);
     }
     if (rc == CLI_OK) rc = json ? eval_json(&r, ro.race ? ro.race : "time-trial") : (eval_text(&r, ro.race ? ro.race : "time-trial"), CLI_OK);
-    baton_race_eval_result_free(&r);
+    baton_ppo_eval_result_free(&r);
     return rc;
 }
 
-/* `baton race export --ckpt DIR --out DIR [--json]`: baton_race_policy_export. */
+/* `baton race export --ckpt DIR --out DIR [--json]`: baton_ppo_policy_export. */
 int cli_race_export(int argc, char **argv)
 {
     const char *ckpt = NULL, *out = NULL;
@@ -320,7 +321,7 @@ int cli_race_export(int argc, char **argv)
     }
     char path[4096];
     baton_err err = {0};
-    if (baton_race_policy_export(ckpt, out, path, sizeof path, &err)) return cli_fail("race export", &err);
+    if (baton_ppo_policy_export(ckpt, out, path, sizeof path, &err)) return cli_fail("race export", &err);
     uint64_t bytes = 0;
     baton_ckpt_info *in = NULL;
     size_t n = 0;

@@ -1,4 +1,4 @@
-/* league.c — the league's database (race_league.h, invariants 1-4 and 7): open and check the file
+/* league.c — the league's database (league.h, invariants 1-4 and 7): open and check the file
  * (upgrading a version-1 or -2 file),
  * submit (evaluate under the league's fixed rules, hash the checkpoint's MANIFEST, store entry,
  * laps and trace in one transaction), read the standings, the history and an entry's trace.
@@ -210,7 +210,7 @@ static int manifest_hash(const char *dir, char out[65], baton_err *err)
 }
 
 /* The drive as the traces table holds it (invariant 3). */
-static uint8_t *trace_blob(const baton_race_eval_result *r, size_t *len)
+static uint8_t *trace_blob(const baton_ppo_eval_result *r, size_t *len)
 {
     size_t n = r->n;
     uint8_t *b = malloc(n * TRACE_STEP_BYTES + 1);
@@ -246,7 +246,7 @@ static int mark_done(baton_league *l, int64_t submission, int64_t entry, baton_e
     return rc;
 }
 
-int league_store(baton_league *l, baton_league_entry *e, const baton_race_eval_result *r, const char *checkpoint,
+int league_store(baton_league *l, baton_league_entry *e, const baton_ppo_eval_result *r, const char *checkpoint,
                  int64_t submission, baton_err *err)
 {
     int64_t *id = &e->id;
@@ -320,22 +320,22 @@ undo:
 }
 
 int league_evaluate(const char *ckpt, const char *alias, const char *track, int race, baton_league_format format,
-                    baton_league_entry *e, baton_race_eval_result *r, baton_err *err)
+                    baton_league_entry *e, baton_ppo_eval_result *r, baton_err *err)
 {
     memset(e, 0, sizeof *e);
     memset(r, 0, sizeof *r);
     if (baton_league_alias_check(alias, err)) return err->code;
     if (!ckpt || !track) return baton_err_set(err, BATON_ERR_ARG, "a checkpoint and a track are required");
-    baton_race_eval_opts o;   /* the race's official settings, whatever the model was trained with */
+    baton_ppo_eval_opts o;   /* the race's official settings, whatever the model was trained with */
     if (baton_league_race_official(race, &o, err) || baton_league_race_settings(race, e->settings, sizeof e->settings, err))
         return err->code;
     e->race = race;
     o.ckpt = ckpt;
     o.track = track;
-    int rc = baton_race_eval(&o, r, err);
+    int rc = baton_ppo_eval(&o, r, err);
     if (rc) {
         baton_err_prefix(err, "evaluating %s", ckpt);
-        baton_race_eval_result_free(r);
+        baton_ppo_eval_result_free(r);
         return rc;
     }
     snprintf(e->alias, sizeof e->alias, "%s", alias);
@@ -354,7 +354,7 @@ int league_evaluate(const char *ckpt, const char *alias, const char *track, int 
     e->crashes = r->crashes;
     e->iteration = r->iteration;
     e->submitted_at = league_now();
-    if ((rc = manifest_hash(r->checkpoint, e->model_hash, err))) baton_race_eval_result_free(r);
+    if ((rc = manifest_hash(r->checkpoint, e->model_hash, err))) baton_ppo_eval_result_free(r);
     return rc;
 }
 
@@ -362,11 +362,11 @@ int baton_league_submit(baton_league *l, const char *ckpt, const char *alias, co
                         baton_league_format format, baton_league_entry *out, baton_err *err)
 {
     baton_league_entry e;
-    baton_race_eval_result r;
+    baton_ppo_eval_result r;
     int rc = league_evaluate(ckpt, alias, track, race, format, &e, &r, err);
     if (rc) return rc;
     rc = league_store(l, &e, &r, r.checkpoint, 0, err);
-    baton_race_eval_result_free(&r);
+    baton_ppo_eval_result_free(&r);
     if (!rc && out) *out = e;
     return rc;
 }

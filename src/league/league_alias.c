@@ -1,4 +1,4 @@
-/* league_alias.c — what an alias may be (race_league.h, invariant 4): the one check every way in
+/* league_alias.c — what an alias may be (league.h, invariant 4): the one check every way in
  * takes (race submit, race token add, POST /api/submit).
  *
  * Contract: an alias is 1-64 bytes of well-formed UTF-8 (Unicode's table 3-7: no overlong form,
@@ -12,7 +12,7 @@
  *      "алиса" and "Tarō山田" are not. An alias wholly in another script stays distinct from its
  *      Latin look-alike: it is stored and shown as its code points are.
  * Each refusal names the byte offset and, past ASCII, the code point. */
-#include "baton/race_league.h"
+#include "league_internal.h"
 
 #include <string.h>
 

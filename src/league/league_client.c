@@ -1,4 +1,4 @@
-/* league_client.c — `baton race submit --server URL` (race_league.h, "the client"): find the
+/* league_client.c — `baton race submit --server URL` (league.h, "the client"): find the
  * racer's newest verified checkpoint, ask the league its limit (GET /api/server), write the
  * checkpoint's policy alone as a checkpoint of its own (no value network or optimizer: what
  * evaluation needs), tar it in memory, POST it to a league's /api/submit with the racer's token
@@ -8,7 +8,6 @@
  * goes only in the Authorization header, never in a URL or a message; every answer is checked
  * (status, JSON, fields) before it is believed. */
 #include "league_internal.h"
-#include "ppo_internal.h"
 #include "baton/ckpt.h"
 #include "baton/http.h"
 
@@ -159,7 +158,7 @@ static int server_limit(const baton_league_remote_opts *o, size_t *max, baton_er
     return rc;
 }
 
-/* The archive sent: the policy alone (baton_race_policy_export, which finds and verifies the
+/* The archive sent: the policy alone (baton_ppo_policy_export, which finds and verifies the
  * checkpoint o->ckpt names) in a folder of its own under $TMPDIR, removed before this returns. */
 static int pack(const baton_league_remote_opts *o, size_t max, baton_buf *tar, baton_err *err)
 {
@@ -168,7 +167,7 @@ static int pack(const baton_league_remote_opts *o, size_t max, baton_buf *tar, b
     if (snprintf(dir, sizeof dir, "%s/baton-submit-XXXXXX", tmp && *tmp ? tmp : "/tmp") >= (int)sizeof dir)
         return baton_err_set(err, BATON_ERR_ARG, "TMPDIR is too long");
     if (!mkdtemp(dir)) return baton_err_set(err, BATON_ERR_IO, "%s: cannot make a folder: %s", dir, strerror(errno));
-    int rc = baton_race_policy_export(o->ckpt, dir, path, sizeof path, err);
+    int rc = baton_ppo_policy_export(o->ckpt, dir, path, sizeof path, err);
     baton_ckpt_info *in = NULL;
     size_t n = 0;   /* the sizes its MANIFEST gives (just written and committed: not verified again) */
     if (!rc && !(rc = baton_ckpt_list(dir, 0, &in, &n, err)) && n == 1 && in[0].bytes > max)

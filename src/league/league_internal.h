@@ -1,13 +1,127 @@
-/* league_internal.h — what the league's files share (src/race/league*.c): the database handle,
+/* league_internal.h — what the league's files share (src/league/league*.c): the league's functions
+ * that only its own files and tests call (races' settings, ranking, traces, tar, tokens, the
+ * queue: moved out of league.h, which keeps what the command uses), the database handle,
  * its error helper, the two halves of a submission (evaluate a checkpoint; store its entry,
  * optionally marking a queued submission done in the same transaction), the checks of an upload
  * before its body, and the server's paths kept out of what a racer is told. */
 #ifndef BATON_LEAGUE_INTERNAL_H
 #define BATON_LEAGUE_INTERNAL_H
 
-#include "baton/race_league.h"
+#include "baton/league.h"
 
 #include <sqlite3.h>
+
+/* ================================================================ the league's own API: what
+ * its files and its unit tests call, and the command does not (the public API is league.h) */
+
+/* The evaluation options of race's official settings into o (ckpt and track left NULL). */
+int baton_league_race_official(int race, baton_ppo_eval_opts *o, baton_err *err);
+/* Those settings as the JSON an entry stores (into out, cap bytes). */
+int baton_league_race_settings(int race, char *out, size_t cap, baton_err *err);
+
+/* The ranking rule: a negative, zero or positive number as a ranks before, with or after b. */
+int baton_league_compare(const baton_league_entry *a, const baton_league_entry *b, baton_league_format f);
+/* Order e[0..n) by the rule and keep each alias's best (the rest moved past *kept); set rank. */
+void baton_league_rank(baton_league_entry *e, size_t n, baton_league_format f, size_t *kept);
+
+/* The tracks with entries, by name: how many entries and aliases, how many entries of each race
+ * type, how to load the track. */
+typedef struct baton_league_track {
+    char track[256];
+    char track_path[1024];
+    size_t entries, aliases;
+    size_t race_entries[BATON_LEAGUE_RACES];
+} baton_league_track;
+int baton_league_tracks(baton_league *l, baton_league_track **out, size_t *n, baton_err *err);
+
+/* Every submission, oldest first (the history). */
+int baton_league_history(baton_league *l, baton_league_entry **out, size_t *n, baton_err *err);
+
+/* The drive of entry id: n steps of x, y, speed (malloc'd together: free(*x) frees all), the lap
+ * of each step and 1 where the car was reset after it. */
+int baton_league_trace(baton_league *l, int64_t id, size_t *n, float **x, float **y, float **v,
+                       uint8_t **lap, uint8_t **reset, baton_err *err);
+/* The objects of entry id's drive (league_objects.c): *nobj of them (0 for a time trial, *pose
+ * NULL), each's kind and size in obj (cap at least BATON_RACE_MAX_OBJECTS + BATON_RACE_MAX_BOTS;
+ * x, y, yaw where it stood first), and *pose (malloc'd) steps × nobj × (x, y, yaw) float32: where
+ * each stood after every step of the trace. */
+int baton_league_trace_objects(baton_league *l, int64_t id, size_t *nobj, baton_race_object *obj, size_t *steps,
+                               float **pose, baton_err *err);
+
+/* ---------------------------------------------------------------- uploads (league_tar.c) */
+/* A tar archive held in memory, read under the rules of league_tar.c: regular files and folders
+ * only, relative names without "..", at most BATON_LEAGUE_TAR_ENTRIES entries and
+ * BATON_LEAGUE_TAR_DEPTH folders deep. Entries point into buf. */
+#define BATON_LEAGUE_TAR_ENTRIES 1024
+#define BATON_LEAGUE_TAR_DEPTH 4
+typedef struct baton_league_tar_entry {
+    char name[256];             /* normalized: no leading "./", no trailing "/" */
+    int is_dir;
+    const uint8_t *data;        /* into the archive; NULL for a folder */
+    size_t size;
+} baton_league_tar_entry;
+int baton_league_tar_read(const uint8_t *buf, size_t len, baton_league_tar_entry **out, size_t *n, baton_err *err);
+/* Write the entries under dir, an existing empty folder (never through a link, never over a file). */
+int baton_league_tar_extract(const baton_league_tar_entry *e, size_t n, const char *dir, baton_err *err);
+/* Append a ustar archive of folder dir (its regular files and folders, by name; anything else
+ * refused) to b, its entries named as/...; at most max bytes. */
+int baton_league_tar_write(baton_buf *b, const char *dir, const char *as, size_t max, baton_err *err);
+
+
+/* BATON_OK when token is alias's; else BATON_ERR_DENIED (the message never says which part was wrong). */
+int baton_league_token_check(baton_league *l, const char *alias, const char *token, baton_err *err);
+
+/* What an HTTP submission carries, as the server received it (any field may be NULL). */
+typedef struct baton_league_request {
+    const char *authorization;  /* "Bearer TOKEN" */
+    const char *content_type;   /* application/x-tar (or application/octet-stream, or none) */
+    const char *alias, *track, *format;
+    const uint8_t *body;        /* the tar of the checkpoint folder */
+    size_t len;
+    const char *race;           /* time-trial (NULL), object-avoidance, head-to-bot */
+} baton_league_request;
+
+
+/* A request that passed every check that needs no disk (parsed; the tar read). */
+typedef struct baton_league_upload {
+    char alias[BATON_LEAGUE_ALIAS_MAX + 1];
+    char token[BATON_LEAGUE_TOKEN_LEN + 1];
+    char track[256];            /* its name */
+    char track_path[1024];      /* a built-in's name, or tracks_dir/NAME.npy */
+    baton_league_format format;
+    int race;
+    const uint8_t *archive;     /* the request's body */
+    size_t len;
+} baton_league_upload;
+
+/* Check a request: the token's form, alias, track (a built-in, or NAME of tracks_dir/NAME.npy;
+ * never a path), format, size and the archive's structure. *http gets the status to answer with
+ * on failure (400, 401, 404, 413, 415). Pure: reads no file but the track folder's listing. */
+int baton_league_request_parse(const baton_league_request *q, const baton_league_upload_rules *rules,
+                               baton_league_upload *u, unsigned *http, baton_err *err);
+
+/* Unpack an archive into a fresh folder under tmp_parent (NULL: $TMPDIR or /tmp) and find the race
+ * checkpoint in it (the archive's top level or its one folder, with or without an entry of its
+ * own; a checkpoint folder or a folder of them); ckpt gets its path, dir the folder to remove
+ * (baton_remove_tree) when done. A checkpoint that does not verify or is not a race model is an
+ * error saying so, in the archive's names for its entries (never the folder it was unpacked in). */
+int baton_league_unpack(const uint8_t *archive, size_t len, const char *tmp_parent, char dir[4096], char ckpt[4096],
+                        baton_err *err);
+
+
+/* Queue an upload (its archive kept in the database). An alias with a submission queued or
+ * running already is BATON_ERR_BUSY, naming it. */
+int baton_league_enqueue(baton_league *l, const baton_league_upload *u, int64_t *id, baton_err *err);
+int baton_league_submission_get(baton_league *l, int64_t id, baton_league_submission *s, baton_err *err);
+struct cJSON *baton_league_submission_json(const baton_league_submission *s);
+/* At a server's start: submissions left running by a server that died go back to the queue (one
+ * that has been started BATON_LEAGUE_ATTEMPTS times fails instead); *requeued says how many. */
+#define BATON_LEAGUE_ATTEMPTS 3
+int baton_league_queue_recover(baton_league *l, size_t *requeued, baton_err *err);
+/* Take the oldest queued submission, evaluate it under the league's rules and store its entry
+ * (or its failure); *id gets it, 0 when the queue was empty. An error is the database's; a model
+ * that fails to evaluate is a failed submission, not an error. tmp_parent as baton_league_unpack. */
+int baton_league_queue_run_one(baton_league *l, const char *tmp_parent, int64_t *id, baton_err *err);
 
 struct baton_league {
     sqlite3 *db;
@@ -28,19 +142,19 @@ int league_db_fail(baton_league *l, baton_err *err, const char *what);
 double league_now(void);
 
 /* Evaluate ckpt on track under the league's rules for race (its official settings): e (alias, track, result fields, model hash,
- * submitted_at now) and r (the drive; baton_race_eval_result_free it). */
+ * submitted_at now) and r (the drive; baton_ppo_eval_result_free it). */
 int league_evaluate(const char *ckpt, const char *alias, const char *track, int race, baton_league_format f,
-                    baton_league_entry *e, baton_race_eval_result *r, baton_err *err);
+                    baton_league_entry *e, baton_ppo_eval_result *r, baton_err *err);
 /* league_objects.c: the objects of r's drive into trace_objects for entry id, in the caller's
  * transaction (nothing for a drive without objects). */
-int league_objects_store(baton_league *l, int64_t id, const baton_race_eval_result *r, baton_err *err);
+int league_objects_store(baton_league *l, int64_t id, const baton_ppo_eval_result *r, baton_err *err);
 /* The trace answer's ,"objects":[...] member for entry id (steps: the car's trace's) appended to b;
  * nothing for a drive without objects. */
 int league_objects_json(baton_league *l, int64_t id, size_t steps, baton_buf *b, baton_err *err);
 /* Store e and its drive; checkpoint is what the entry records as its source. submission > 0: mark
  * that submission done in the same transaction, only if it is still running (else nothing is
  * stored and the result is BATON_ERR_BUSY). */
-int league_store(baton_league *l, baton_league_entry *e, const baton_race_eval_result *r, const char *checkpoint,
+int league_store(baton_league *l, baton_league_entry *e, const baton_ppo_eval_result *r, const char *checkpoint,
                  int64_t submission, baton_err *err);
 
 /* league_client.c: a league server's JSON answer about a submission (id, state; entry, attempts,

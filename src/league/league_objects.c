@@ -1,4 +1,4 @@
-/* league_objects.c — the objects of an entry's drive (race_league.h, invariant 7): where each box
+/* league_objects.c — the objects of an entry's drive (league.h, invariant 7): where each box
  * and bot stood after every step of the league's evaluation, stored beside the car's trace so the
  * page's replay draws them where the drive met them.
  *
@@ -21,7 +21,7 @@
 #define POSE_FLOATS 3
 #define OBJECTS_CAP (BATON_RACE_MAX_OBJECTS + BATON_RACE_MAX_BOTS)
 
-int league_objects_store(baton_league *l, int64_t id, const baton_race_eval_result *r, baton_err *err)
+int league_objects_store(baton_league *l, int64_t id, const baton_ppo_eval_result *r, baton_err *err)
 {
     if (!r->nobj) return BATON_OK;
     float shapes[OBJECTS_CAP * SHAPE_FLOATS];

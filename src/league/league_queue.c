@@ -1,4 +1,4 @@
-/* league_queue.c — racers' tokens and the submissions queue (race_league.h, invariants 5 and 6):
+/* league_queue.c — racers' tokens and the submissions queue (league.h, invariants 5 and 6):
  * make, check and revoke a token; queue an upload; read a submission; recover the queue after a
  * server died; run the oldest queued submission.
  *
@@ -358,7 +358,7 @@ static int attempt(baton_league *l, const baton_league_submission *s, uint8_t *a
 {
     league_unpacked up;
     baton_league_entry e;
-    baton_race_eval_result r = {0};
+    baton_ppo_eval_result r = {0};
     int rc = BATON_OK;
     *bad = league_unpack(archive, len, tmp_parent, &up, why);
     test_hold();
@@ -378,7 +378,7 @@ static int attempt(baton_league *l, const baton_league_submission *s, uint8_t *a
         snprintf(label, sizeof label, "submission %lld", (long long)s->id);
         e.submitted_at = s->submitted_at;   /* ties go to the earlier upload, not the earlier evaluation */
         rc = league_store(l, &e, &r, label, s->id, err);
-        baton_race_eval_result_free(&r);
+        baton_ppo_eval_result_free(&r);
     }
     if (up.dir[0]) baton_remove_tree(up.dir);   /* after the store: its room is not the entry's */
     if (*bad) return BATON_OK;

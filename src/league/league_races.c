@@ -1,4 +1,4 @@
-/* league_races.c — the league's race types and their official settings (race_league.h): what
+/* league_races.c — the league's race types and their official settings (league.h): what
  * `race=`/`--race` may name, how each race's standings rank by default, the evaluation options the
  * league drives every model of that race under (never the racer's), and those settings as the
  * JSON each entry stores (invariant 7).
@@ -44,11 +44,11 @@ baton_league_format baton_league_race_format(int race)
     return race == BATON_RACE_TIME_TRIAL ? BATON_LEAGUE_TIME_TRIAL : BATON_LEAGUE_TOTAL;
 }
 
-int baton_league_race_official(int race, baton_race_eval_opts *o, baton_err *err)
+int baton_league_race_official(int race, baton_ppo_eval_opts *o, baton_err *err)
 {
     if (race < 0 || race >= BATON_LEAGUE_RACES)
         return baton_err_set(err, BATON_ERR_ARG, "race: type %d is not one of the league's", race);
-    baton_race_eval_opts_default(o);   /* the league's rules, whatever the racer's defaults */
+    baton_ppo_eval_opts_default(o);   /* the league's rules, whatever the racer's defaults */
     o->laps = BATON_LEAGUE_LAPS;
     o->off_track_penalty_s = BATON_LEAGUE_PENALTY_S;
     o->collision_penalty_s = BATON_LEAGUE_COLLISION_PENALTY_S;
@@ -71,7 +71,7 @@ int baton_league_race_official(int race, baton_race_eval_opts *o, baton_err *err
 
 int baton_league_race_settings(int race, char *out, size_t cap, baton_err *err)
 {
-    baton_race_eval_opts o;
+    baton_ppo_eval_opts o;
     if (baton_league_race_official(race, &o, err)) return err->code;
     if (race == BATON_RACE_TIME_TRIAL) {
         snprintf(out, cap, "%s", LEAGUE_TT_SETTINGS);   /* what version-2 entries were evaluated under */

@@ -1,11 +1,11 @@
-/* league_rank.c — the league's ranking rule (race_league.h): time trial by the fastest lap
+/* league_rank.c — the league's ranking rule (league.h): time trial by the fastest lap
  * (penalties included), `total` by the total time; runs that did not complete their laps after
  * every run that did, more laps first; ties to the earlier submission, then the lower id. One
  * standing per alias: its best entry. Also the formats' names (what an alias may be: league_alias.c).
  *
  * Contract: pure functions of the entries given; the order is total (no two distinct entries
  * compare equal), so the standings do not depend on the order rows come in. */
-#include "baton/race_league.h"
+#include "league_internal.h"
 
 #include <stdlib.h>
 #include <string.h>

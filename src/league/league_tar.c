@@ -1,4 +1,4 @@
-/* league_tar.c — the tar archives racers upload (race_league.h, "uploads"): read one held in
+/* league_tar.c — the tar archives racers upload (league.h, "uploads"): read one held in
  * memory into a list of entries, and write those entries under a fresh folder.
  *
  * What is accepted, and nothing else (each refusal names the entry and its offset):
@@ -19,7 +19,7 @@
  *
  * Why by hand: the subset above is about 200 lines, works on the bytes already in memory and
  * refuses by construction what a general archive library would have to be told to refuse. */
-#include "baton/race_league.h"
+#include "league_internal.h"
 
 #include <errno.h>
 #include <dirent.h>

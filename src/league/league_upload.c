@@ -1,4 +1,4 @@
-/* league_upload.c — a submission over HTTP before it is queued (race_league.h, "submissions"):
+/* league_upload.c — a submission over HTTP before it is queued (league.h, "submissions"):
  * parse the request (token, alias, track, format, size; all of it before the body, then the
  * archive's structure) and unpack an archive into a fresh folder to find the race checkpoint in it
  * (its files at the archive's top, or in its one folder, with or without that folder's own entry).
@@ -8,7 +8,6 @@
  * path; baton_league_unpack writes only under the folder it makes and removes it when it fails; what
  * it says names the archive's entries as the archive names them, never the server's folders. */
 #include "league_internal.h"
-#include "ppo_internal.h"
 
 #include <cJSON.h>
 #include <errno.h>
@@ -233,11 +232,7 @@ static int find_ckpt(const char *root, const baton_league_tar_entry *e, size_t n
     }
     if (has_manifest(u->ckpt) && name_as_ckpt(u->ckpt, sizeof u->ckpt, err)) return err->code;
     /* the model must be a race model that loads: what evaluation will do, done now */
-    race_pilot p;
-    race_run_state st;
-    char path[4096];
-    if (race_pilot_open(&p, u->ckpt, path, sizeof path, &st, err)) return baton_err_prefix(err, "not a race model that loads");
-    race_pilot_close(&p);
+    if (baton_ppo_policy_check(u->ckpt, err)) return baton_err_prefix(err, "not a race model that loads");
     return BATON_OK;
 }
 

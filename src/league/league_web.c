@@ -1,4 +1,4 @@
-/* league_web.c — `baton race serve` (race_league.h): the league's page and JSON API over
+/* league_web.c — `baton race serve` (league.h): the league's page and JSON API over
  * libmicrohttpd. GET / lists the tracks; GET /track/NAME shows the standings (time trial, or
  * ?format=total), the track with its racing line, and replays an entry's drive (the car moving
  * along its trace at real time, drawn over the SVG by a short inline script: no external scripts

@@ -1,4 +1,4 @@
-/* league_web_submit.c — POST /api/submit on `baton race serve` (race_league.h, "submissions"):
+/* league_web_submit.c — POST /api/submit on `baton race serve` (league.h, "submissions"):
  * a racer's upload from its headers to its place in the queue.
  *
  * Contract: everything that needs no body is checked on libmicrohttpd's first call, before a byte

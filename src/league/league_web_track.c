@@ -1,5 +1,5 @@
 /* league_web_track.c — what a track page of `baton race serve` draws that does not change between
- * loads (race_league.h, "the page"): the track and its racing-line limit (baton_race_limit, about
+ * loads (league.h, "the page"): the track and its racing-line limit (baton_race_limit, about
  * 40 ms for a built-in track), computed once per track and kept while the track's file is the same.
  *
  * Contract: a view is keyed by the track's path and its file's modification time (ns), size and

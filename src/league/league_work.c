@@ -1,4 +1,4 @@
-/* league_work.c — the league's own folder beside its database (race_league.h, "the work folder"):
+/* league_work.c — the league's own folder beside its database (league.h, "the work folder"):
  * for a database DB it is DB-work/ (mode 0700, beside DB-wal and DB-shm), holding
  *   uploads/ID.tar   a queued submission's archive (mode 0600): written and synced before the row
  *                    that names it commits, read by each attempt, removed once the submission is

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int race_agent_new(race_agent *a, const baton_race_meta *meta, int stack, uint64_t seed, int max_batch, int kind,
+int race_agent_new(race_agent *a, const baton_ppo_meta *meta, int stack, uint64_t seed, int max_batch, int kind,
                    baton_err *err)
 {
     memset(a, 0, sizeof *a);
@@ -26,9 +26,9 @@ int race_agent_new(race_agent *a, const baton_race_meta *meta, int stack, uint64
     a->stack = stack < 1 ? 1 : stack;
     a->max_batch = max_batch;
     baton_race_sensor_opts_default(&a->sensor);
-    if (meta->lidar && a->obs == BATON_RACE_OBS_SENSOR) baton_race_sensor_opts_lidar(&a->sensor);
+    if (meta->lidar && a->obs == BATON_PPO_OBS_SENSOR) baton_race_sensor_opts_lidar(&a->sensor);
     baton_race_camera_opts_default(&a->camera);
-    if (a->obs == BATON_RACE_OBS_SENSOR) {
+    if (a->obs == BATON_PPO_OBS_SENSOR) {
         a->frame_elems = baton_race_sensor_dim(&a->sensor);
         a->frame_bytes = a->frame_elems * sizeof(float);
         a->in_c = a->stack * (int)a->frame_elems, a->in_h = a->in_w = 1;
@@ -38,7 +38,7 @@ int race_agent_new(race_agent *a, const baton_race_meta *meta, int stack, uint64
         a->in_c = a->stack, a->in_h = a->camera.height, a->in_w = a->camera.width;
     }
     a->in_elems = (size_t)a->in_c * a->in_h * a->in_w;
-    a->nout = meta->action_type == BATON_RACE_DISCRETE ? (int)meta->nactions : 4;
+    a->nout = meta->action_type == BATON_PPO_DISCRETE ? (int)meta->nactions : 4;
     const baton_nn_kernels *k = NULL;
     snprintf(a->kernels, sizeof a->kernels, "reference");
     if (kind == RACE_KERNELS_BF16) {
@@ -50,7 +50,7 @@ int race_agent_new(race_agent *a, const baton_race_meta *meta, int stack, uint64
         if (k) snprintf(a->kernels, sizeof a->kernels, "dnnl");
         else baton_log(BATON_LOG_WARN, "race: oneDNN unavailable (%s): the reference kernels run", kerr.msg);
     }
-    const char *net = a->obs == BATON_RACE_OBS_SENSOR ? "race_mlp" : "race_cnn";
+    const char *net = a->obs == BATON_PPO_OBS_SENSOR ? "race_mlp" : "race_cnn";
     baton_nn_spec ps = {net, a->in_c, a->in_h, a->in_w, a->nout, max_batch, seed * 2 + 1};
     baton_nn_spec vs = {net, a->in_c, a->in_h, a->in_w, 1, max_batch, seed * 2 + 2};
     int rc = baton_nn_model_create(&ps, k, &a->pi, err);
@@ -82,7 +82,7 @@ void race_agent_free(race_agent *a)
 void race_agent_frame(const race_agent *a, const baton_race_sim *sim, const baton_race_camera *cam, size_t env,
                       void *dst)
 {
-    if (a->obs == BATON_RACE_OBS_SENSOR) {
+    if (a->obs == BATON_PPO_OBS_SENSOR) {
         baton_race_sim_sensor_env(sim, &a->sensor, env, dst);
     } else {
         baton_race_sim_camera_env(sim, cam, env, dst);
@@ -98,7 +98,7 @@ void race_agent_input_to(const race_agent *a, float *xs, int i, const void *cons
 {
     float *x = xs + (size_t)i * a->in_elems;
     for (int k = 0; k < a->stack; k++) {
-        if (a->obs == BATON_RACE_OBS_SENSOR) {
+        if (a->obs == BATON_PPO_OBS_SENSOR) {
             memcpy(x + (size_t)k * a->frame_elems, frames[k], a->frame_bytes);
         } else {
             const uint8_t *p = frames[k];
@@ -116,8 +116,8 @@ static float squash(float u, double lo, double hi)
 
 void race_agent_action(const race_agent *a, int index, const float *u, float *steer, float *speed)
 {
-    const baton_race_meta *m = &a->meta;
-    if (m->action_type == BATON_RACE_DISCRETE) {
+    const baton_ppo_meta *m = &a->meta;
+    if (m->action_type == BATON_PPO_DISCRETE) {
         *steer = (float)m->actions[index].steer_deg;
         *speed = (float)m->actions[index].speed_mps;
     } else {
@@ -128,7 +128,7 @@ void race_agent_action(const race_agent *a, int index, const float *u, float *st
 
 void race_agent_greedy(const race_agent *a, const float *out, float *steer, float *speed, int *index)
 {
-    if (a->meta.action_type == BATON_RACE_DISCRETE) {
+    if (a->meta.action_type == BATON_PPO_DISCRETE) {
         *index = ppo_argmax(a->nout, out);
         race_agent_action(a, *index, NULL, steer, speed);
     } else {

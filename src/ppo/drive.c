@@ -1,49 +1,14 @@
-/* drive.c — `baton race drive`: one lap with the built-in controller or a trained policy (a
- * checkpoint of `baton race train`, driven by pilot.c with the car it was trained with), the reward
- * of every step, PNG camera frames a person can look at, and the path driven.
- *
- * The controller: pure pursuit of the centre line from the rear axle (look-ahead 0.35 m plus
- * 0.25 s of travel, at most 1 m), and a speed that the car can brake from for every corner in the
- * next few metres — sqrt(a_lat / |kappa|) at the corner plus the braking ramp to it, a_lat and
- * braking from baton_race_limits — scaled by `pace`. */
+/* drive.c — `baton race drive`: one lap with the built-in controller (race's centre-line driver,
+ * src/race/centerline.c) or a trained policy (a checkpoint of `baton race train`, driven by
+ * pilot.c with the car it was trained with), the reward of every step, PNG camera frames a person
+ * can look at, and the path driven. */
 #include "baton/img.h"
 #include "ppo_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-void baton_race_centerline_action(const baton_race_sim *s, size_t env, double pace, float *steer_deg, float *speed)
-{
-    const baton_race_car_state *st = &s->env[env].st;
-    const race_geom *g = race_track_geom(s->t, st->reversed_dir);
-    const baton_race_car *car = &s->o.car;
-    baton_race_limits lim;
-    baton_race_limits_default(&lim);
-    double s0 = st->ndist * g->length;
-    /* steering: pure pursuit */
-    double ld = fmin(1.0, 0.35 + 0.25 * st->speed), tx, ty, tyaw;
-    double sl = s0 + ld;
-    if (!g->loop && sl > g->length) sl = g->length;
-    race_geom_pose(g, sl, &tx, &ty, &tyaw);
-    double c = cos(st->yaw), sn = sin(st->yaw);
-    double rx = st->x - car->rear_axle_m * c, ry = st->y - car->rear_axle_m * sn;
-    double dx = tx - rx, dy = ty - ry, lx = dx * c + dy * sn, lyl = -dx * sn + dy * c;
-    double dist = hypot(lx, lyl), alpha = atan2(lyl, lx);
-    double delta = dist > 1e-6 ? atan(2 * car->wheelbase_m * sin(alpha) / dist) : 0;
-    *steer_deg = (float)(delta * 180 / RACE_PI);
-    /* speed: the slowest of every corner ahead, reached by braking from here */
-    double v = car->max_speed_mps, alat = lim.lat_accel_mps2 * pace * pace;
-    for (double d = 0; d <= 3.0; d += 0.1) {
-        double sk = s0 + d;
-        if (!g->loop && sk > g->length) break;
-        double k = fabs(race_geom_kappa(g, sk));
-        double vc = k > 1e-6 ? sqrt(alat / k) : car->max_speed_mps;
-        v = fmin(v, sqrt(vc * vc + 2 * lim.brake_mps2 * pace * d));
-    }
-    *speed = (float)fmax(car->min_speed_mps, fmin(car->max_speed_mps, v));
-}
-
-void baton_race_drive_opts_default(baton_race_drive_opts *o)
+void baton_ppo_drive_opts_default(baton_ppo_drive_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->policy = "centerline";
@@ -53,7 +18,7 @@ void baton_race_drive_opts_default(baton_race_drive_opts *o)
     baton_race_sim_opts_default(&o->sim);
 }
 
-void baton_race_drive_result_free(baton_race_drive_result *r)
+void baton_ppo_drive_result_free(baton_ppo_drive_result *r)
 {
     free(r->x);
     free(r->y);
@@ -78,7 +43,7 @@ static int write_frame(const char *dir, size_t k, const baton_race_camera_opts *
     return rc;
 }
 
-static int trace_push(baton_race_drive_result *r, size_t *cap, const baton_race_car_state *st)
+static int trace_push(baton_ppo_drive_result *r, size_t *cap, const baton_race_car_state *st)
 {
     if (r->n == *cap) {
         size_t nc = *cap ? 2 * *cap : 1024;
@@ -98,7 +63,7 @@ static int trace_push(baton_race_drive_result *r, size_t *cap, const baton_race_
     return BATON_OK;
 }
 
-int baton_race_drive(const baton_race_track *t, const baton_race_drive_opts *o, baton_race_drive_result *r,
+int baton_ppo_drive(const baton_race_track *t, const baton_ppo_drive_opts *o, baton_ppo_drive_result *r,
                      baton_err *err)
 {
     memset(r, 0, sizeof *r);
@@ -125,7 +90,7 @@ int baton_race_drive(const baton_race_track *t, const baton_race_drive_opts *o, 
     if (!rc) rc = baton_race_sim_new(t, &so, &sim, err);
     if (!rc) rc = baton_race_reward_open(o->reward, &rw, err);
     const baton_race_camera_opts *co = piloted ? &pilot.a.camera : &o->camera;
-    if (!rc && (o->frames_dir || (piloted && pilot.a.obs == BATON_RACE_OBS_CAMERA)))
+    if (!rc && (o->frames_dir || (piloted && pilot.a.obs == BATON_PPO_OBS_CAMERA)))
         rc = baton_race_camera_new(t, co, &cam, err);
     if (!rc && o->frames_dir) {
         rc = baton_mkdir_p(o->frames_dir, err);
@@ -172,6 +137,6 @@ int baton_race_drive(const baton_race_track *t, const baton_race_drive_opts *o, 
     baton_race_camera_free(cam);
     baton_race_reward_free(rw);
     baton_race_sim_free(sim);
-    if (rc) baton_race_drive_result_free(r);
+    if (rc) baton_ppo_drive_result_free(r);
     return rc;
 }

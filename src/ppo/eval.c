@@ -25,19 +25,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-void baton_race_eval_opts_default(baton_race_eval_opts *o)
+void baton_ppo_eval_opts_default(baton_ppo_eval_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->laps = 3;
     o->off_track_penalty_s = 5;
     o->collision_penalty_s = 5;
     baton_race_objects_opts_default(&o->objects);
-    baton_race_train_opts t;
-    baton_race_train_opts_default(&t);
+    baton_ppo_train_opts t;
+    baton_ppo_train_opts_default(&t);
     o->car = t.car;
 }
 
-void baton_race_eval_result_free(baton_race_eval_result *r)
+void baton_ppo_eval_result_free(baton_ppo_eval_result *r)
 {
     free(r->laps);
     free(r->x);
@@ -50,8 +50,8 @@ void baton_race_eval_result_free(baton_race_eval_result *r)
 }
 
 typedef struct evaluator {
-    const baton_race_eval_opts *o;
-    baton_race_eval_result *r;
+    const baton_ppo_eval_opts *o;
+    baton_ppo_eval_result *r;
     race_run_state st;
     baton_race_track *track;
     baton_race_sim *sim;
@@ -66,7 +66,7 @@ typedef struct evaluator {
 
 static int alloc_result(evaluator *e, size_t steps, baton_err *err)
 {
-    baton_race_eval_result *r = e->r;
+    baton_ppo_eval_result *r = e->r;
     r->laps = calloc((size_t)e->o->laps, sizeof *r->laps);
     r->x = malloc(steps * sizeof *r->x);
     r->y = malloc(steps * sizeof *r->y);
@@ -82,7 +82,7 @@ static int alloc_result(evaluator *e, size_t steps, baton_err *err)
 
 static int setup(evaluator *e, char *path, size_t cap, baton_err *err)
 {
-    const baton_race_eval_opts *o = e->o;
+    const baton_ppo_eval_opts *o = e->o;
     int rc = race_pilot_open(&e->pilot, o->ckpt, path, cap, &e->st, err);
     if (rc) return rc;
     const race_agent *a = &e->pilot.a;
@@ -101,7 +101,7 @@ static int setup(evaluator *e, char *path, size_t cap, baton_err *err)
     so.objects = o->objects;
     so.max_steps = 100000000;   /* the step limit is the evaluation's own */
     if ((rc = baton_race_sim_new(e->track, &so, &e->sim, err))) return rc;
-    int camera = a->obs == BATON_RACE_OBS_CAMERA || o->frames_dir;
+    int camera = a->obs == BATON_PPO_OBS_CAMERA || o->frames_dir;
     if (camera && (rc = baton_race_camera_new(e->track, &a->camera, &e->cam, err))) return rc;
     if (o->frames_dir && (rc = baton_mkdir_p(o->frames_dir, err))) return rc;
     e->png = camera ? malloc((size_t)a->camera.width * a->camera.height) : NULL;
@@ -139,7 +139,7 @@ static int write_frame(evaluator *e, baton_err *err)
 /* Where each object stands after step r->n (the replay draws them there). */
 static void record_objects(evaluator *e)
 {
-    baton_race_eval_result *r = e->r;
+    baton_ppo_eval_result *r = e->r;
     if (!r->nobj) return;
     baton_race_object o[BATON_RACE_MAX_OBJECTS + BATON_RACE_MAX_BOTS];
     size_t n = baton_race_sim_objects(e->sim, 0, o, r->nobj);
@@ -155,9 +155,9 @@ static void record_objects(evaluator *e)
  * waypoint), wrapped into half a lap either way. While driving, a gap that goes from ahead to
  * behind without wrapping is a pass; behind to ahead, the bot passed the car. After a reset only
  * the gaps are taken again (the car was put back; that is no pass). */
-static void count_passes(evaluator *e, baton_race_lap *lap, int driving)
+static void count_passes(evaluator *e, baton_ppo_lap *lap, int driving)
 {
-    baton_race_eval_result *r = e->r;
+    baton_ppo_eval_result *r = e->r;
     struct baton_race_params p;
     baton_race_sim_params(e->sim, 0, &p);
     const double L = e->track_len;
@@ -178,8 +178,8 @@ static void count_passes(evaluator *e, baton_race_lap *lap, int driving)
 
 static int drive(evaluator *e, size_t limit, baton_err *err)
 {
-    const baton_race_eval_opts *o = e->o;
-    baton_race_eval_result *r = e->r;
+    const baton_ppo_eval_opts *o = e->o;
+    baton_ppo_eval_result *r = e->r;
     const double dt = 1.0 / 15, pen = o->off_track_penalty_s;
     baton_race_track_info in;
     baton_race_track_get_info(e->track, &in);
@@ -199,7 +199,7 @@ static int drive(evaluator *e, size_t limit, baton_err *err)
         r->x[r->n] = st->x, r->y[r->n] = st->y, r->v[r->n] = st->speed, r->lap_of[r->n] = (uint32_t)r->nlaps;
         record_objects(e);
         r->n++;
-        baton_race_lap *lap = &r->laps[r->nlaps];
+        baton_ppo_lap *lap = &r->laps[r->nlaps];
         lap->steps++;
         count_passes(e, lap, 1);
         if (o->trace_path) {
@@ -222,9 +222,8 @@ static int drive(evaluator *e, size_t limit, baton_err *err)
             baton_race_sim_next_lap(e->sim, 0);
         } else if (st->status != BATON_RACE_IN_PROGRESS) {   /* crashed, off track, reversed, immobilized: a reset */
             int crash = st->status == BATON_RACE_CRASHED;
-            const race_geom *g = race_track_geom(e->track, st->reversed_dir);
             if (crash) baton_race_sim_crash_reset(e->sim, 0);
-            else baton_race_sim_place(e->sim, 0, st->ndist * g->length, 0, 0);
+            else baton_race_sim_reset_here(e->sim, 0);
             double add = crash ? o->collision_penalty_s : pen;
             r->reset[r->n - 1] = 1;
             r->resets++;
@@ -248,7 +247,7 @@ static int drive(evaluator *e, size_t limit, baton_err *err)
     return BATON_OK;
 }
 
-int baton_race_eval(const baton_race_eval_opts *o, baton_race_eval_result *r, baton_err *err)
+int baton_ppo_eval(const baton_ppo_eval_opts *o, baton_ppo_eval_result *r, baton_err *err)
 {
     memset(r, 0, sizeof *r);
     if (!o->ckpt) return baton_err_set(err, BATON_ERR_ARG, "race eval: a checkpoint is required");
@@ -279,6 +278,6 @@ int baton_race_eval(const baton_race_eval_opts *o, baton_race_eval_result *r, ba
     baton_race_track_free(e.track);
     baton_buf_free(&e.trace);
     free(e.png);
-    if (rc) baton_race_eval_result_free(r);
+    if (rc) baton_ppo_eval_result_free(r);
     return rc;
 }

@@ -9,7 +9,7 @@
  * checked (types, ranges, the action list's length) and a failure names the file and the field,
  * with the value and what was expected. *m / *h are written only when the whole file validates.
  * The formatters write what the parsers read back to equal structs. */
-#include "race_internal.h"
+#include "ppo_internal.h"
 
 #include <cJSON.h>
 #include <ctype.h>
@@ -65,15 +65,15 @@ static int load_file(const char *path, char **text, size_t *len, baton_err *err)
 #define SPEED_MIN BATON_RACE_MIN_SPEED_MPS
 #define SPEED_MAX BATON_RACE_MAX_SPEED_MPS
 
-void baton_race_meta_default(baton_race_meta *m)
+void baton_ppo_meta_default(baton_ppo_meta *m)
 {
     memset(m, 0, sizeof *m);
     static const double steer[5] = {-30, -15, 0, 15, 30}, speed[2] = {0.4, 0.8};
     for (int i = 0; i < 5; i++)
-        for (int k = 0; k < 2; k++) m->actions[m->nactions++] = (baton_race_action){steer[i], speed[k]};
-    m->action_type = BATON_RACE_DISCRETE;
+        for (int k = 0; k < 2; k++) m->actions[m->nactions++] = (baton_ppo_action){steer[i], speed[k]};
+    m->action_type = BATON_PPO_DISCRETE;
     m->steer_low = -30, m->steer_high = 30, m->speed_low = 0.5, m->speed_high = 1;   /* the console's continuous default */
-    m->obs = BATON_RACE_OBS_CAMERA;
+    m->obs = BATON_PPO_OBS_CAMERA;
     snprintf(m->version, sizeof m->version, "5");
 }
 
@@ -88,7 +88,7 @@ static void check_speed(baton_jr *r, const char *path, double v)
     if (!(v >= SPEED_MIN && v <= SPEED_MAX)) baton_jr_fail(r, path, "%g is outside 0.1..4 m/s", v);
 }
 
-static void parse_discrete(baton_jr *r, const cJSON *as, baton_race_meta *m)
+static void parse_discrete(baton_jr *r, const cJSON *as, baton_ppo_meta *m)
 {
     if (!cJSON_IsArray(as)) {
         baton_jr_fail(r, "action_space", "must be a list of {steering_angle, speed} for action_space_type discrete");
@@ -96,13 +96,13 @@ static void parse_discrete(baton_jr *r, const cJSON *as, baton_race_meta *m)
     }
     int n = cJSON_GetArraySize(as);
     if (n == 0) baton_jr_fail(r, "action_space", "is an empty list (no actions)");
-    if (n > BATON_RACE_MAX_ACTIONS) baton_jr_fail(r, "action_space", "has %d actions (at most %d)", n, BATON_RACE_MAX_ACTIONS);
+    if (n > BATON_PPO_MAX_ACTIONS) baton_jr_fail(r, "action_space", "has %d actions (at most %d)", n, BATON_PPO_MAX_ACTIONS);
     m->nactions = 0;
     const cJSON *a;
     cJSON_ArrayForEach(a, as)
     {
         if (r->rc) break;
-        baton_race_action *act = &m->actions[m->nactions];
+        baton_ppo_action *act = &m->actions[m->nactions];
         baton_jr_at(r, "action_space[%zu]", m->nactions);
         if (!cJSON_IsObject(a)) baton_jr_fail(r, NULL, "is not an object");
         baton_jr_dbl(r, a, "steering_angle", -HUGE_VAL, HUGE_VAL, &act->steer_deg);
@@ -131,7 +131,7 @@ static void parse_range(baton_jr *r, const cJSON *as, const char *key, double *l
 
 /* "sensor": exactly one camera-like input, which baton simulates as the front camera, or baton's
  * sensor vector; with the sensor vector, "LIDAR" too (its rays appended to the vector). */
-static void parse_sensor(baton_jr *r, const cJSON *j, baton_race_meta *m)
+static void parse_sensor(baton_jr *r, const cJSON *j, baton_ppo_meta *m)
 {
     const cJSON *s = baton_jr_get(r, j, "sensor");
     if (!s) return;   /* before simapp 2: ["observation"], the front camera */
@@ -161,12 +161,12 @@ static void parse_sensor(baton_jr *r, const cJSON *j, baton_race_meta *m)
                       cameras + vectors);
     if (lidars > 1 || (lidars && !vectors))
         baton_jr_fail(r, "sensor", "LIDAR is simulated once, beside BATON_SENSOR_VECTOR (not with the camera)");
-    m->obs = vectors ? BATON_RACE_OBS_SENSOR : BATON_RACE_OBS_CAMERA;
+    m->obs = vectors ? BATON_PPO_OBS_SENSOR : BATON_PPO_OBS_CAMERA;
     m->lidar = lidars;
 }
 
 /* neural_network, training_algorithm, version */
-static void parse_model_keys(baton_jr *r, const cJSON *j, baton_race_meta *m)
+static void parse_model_keys(baton_jr *r, const cJSON *j, baton_ppo_meta *m)
 {
     const cJSON *nn = baton_jr_get(r, j, "neural_network");
     if (nn && !cJSON_IsString(nn)) baton_jr_fail(r, "neural_network", "is not a string");
@@ -185,19 +185,19 @@ static void parse_model_keys(baton_jr *r, const cJSON *j, baton_race_meta *m)
         baton_jr_fail(r, "version", "is not a short string or a number");
 }
 
-int baton_race_meta_parse(const char *name, const char *text, size_t len, baton_race_meta *out, baton_err *err)
+int baton_ppo_meta_parse(const char *name, const char *text, size_t len, baton_ppo_meta *out, baton_err *err)
 {
     baton_jr r;
     baton_jr_init(&r, name, err);
     r.strings = BATON_JR_NUMERIC;
     cJSON *j = parse_object(&r, text, len);
     if (!j) return r.rc;
-    baton_race_meta *m = malloc(sizeof *m);
+    baton_ppo_meta *m = malloc(sizeof *m);
     if (!m) {
         cJSON_Delete(j);
         return baton_err_set(err, BATON_ERR_NOMEM, "%s: out of memory", name);
     }
-    baton_race_meta_default(m);
+    baton_ppo_meta_default(m);
     char type[32] = "discrete";
     get_word(&r, j, "action_space_type", type, sizeof type);
     if (!r.rc && strcmp(type, "discrete") && strcmp(type, "continuous"))
@@ -205,10 +205,10 @@ int baton_race_meta_parse(const char *name, const char *text, size_t len, baton_
     const cJSON *as = baton_jr_get(&r, j, "action_space");
     if (!as) baton_jr_fail(&r, "action_space", "is missing (no actions defined)");
     if (!strcmp(type, "discrete")) {
-        m->action_type = BATON_RACE_DISCRETE;
+        m->action_type = BATON_PPO_DISCRETE;
         parse_discrete(&r, as, m);
     } else {
-        m->action_type = BATON_RACE_CONTINUOUS;
+        m->action_type = BATON_PPO_CONTINUOUS;
         if (!cJSON_IsObject(as))
             baton_jr_fail(&r, "action_space", "must be {steering_angle: {low, high}, speed: {low, high}} for "
                           "action_space_type continuous");
@@ -223,13 +223,13 @@ int baton_race_meta_parse(const char *name, const char *text, size_t len, baton_
     return r.rc;
 }
 
-int baton_race_meta_load(const char *path, baton_race_meta *m, baton_err *err)
+int baton_ppo_meta_load(const char *path, baton_ppo_meta *m, baton_err *err)
 {
     char *text;
     size_t len;
     int rc = load_file(path, &text, &len, err);
     if (rc) return rc;
-    rc = baton_race_meta_parse(path, text, len, m, err);
+    rc = baton_ppo_meta_parse(path, text, len, m, err);
     free(text);
     return rc;
 }
@@ -240,11 +240,11 @@ static cJSON *num(double v)
     return cJSON_CreateNumber(v);
 }
 
-char *baton_race_meta_format(const baton_race_meta *m)
+char *baton_ppo_meta_format(const baton_ppo_meta *m)
 {
     cJSON *j = cJSON_CreateObject();
     if (!j) return NULL;
-    if (m->action_type == BATON_RACE_DISCRETE) {
+    if (m->action_type == BATON_PPO_DISCRETE) {
         cJSON *a = cJSON_AddArrayToObject(j, "action_space");
         for (size_t i = 0; a && i < m->nactions; i++) {
             cJSON *o = cJSON_CreateObject();
@@ -268,12 +268,12 @@ char *baton_race_meta_format(const baton_race_meta *m)
             cJSON_Delete(sp);
         }
     }
-    const char *sensor[2] = {m->obs == BATON_RACE_OBS_SENSOR ? "BATON_SENSOR_VECTOR" : "FRONT_FACING_CAMERA", "LIDAR"};
-    cJSON_AddItemToObject(j, "sensor", cJSON_CreateStringArray(sensor, m->obs == BATON_RACE_OBS_SENSOR && m->lidar ? 2 : 1));
+    const char *sensor[2] = {m->obs == BATON_PPO_OBS_SENSOR ? "BATON_SENSOR_VECTOR" : "FRONT_FACING_CAMERA", "LIDAR"};
+    cJSON_AddItemToObject(j, "sensor", cJSON_CreateStringArray(sensor, m->obs == BATON_PPO_OBS_SENSOR && m->lidar ? 2 : 1));
     cJSON_AddStringToObject(j, "neural_network",
-                            m->obs == BATON_RACE_OBS_SENSOR ? "BATON_SENSOR_MLP" : "DEEP_CONVOLUTIONAL_NETWORK_SHALLOW");
+                            m->obs == BATON_PPO_OBS_SENSOR ? "BATON_SENSOR_MLP" : "DEEP_CONVOLUTIONAL_NETWORK_SHALLOW");
     cJSON_AddStringToObject(j, "training_algorithm", "clipped_ppo");
-    cJSON_AddStringToObject(j, "action_space_type", m->action_type == BATON_RACE_DISCRETE ? "discrete" : "continuous");
+    cJSON_AddStringToObject(j, "action_space_type", m->action_type == BATON_PPO_DISCRETE ? "discrete" : "continuous");
     cJSON_AddStringToObject(j, "version", m->version[0] ? m->version : "5");
     char *s = baton_json_print(j, 1);
     cJSON_Delete(j);
@@ -282,13 +282,13 @@ char *baton_race_meta_format(const baton_race_meta *m)
 
 /* ---------------------------------------------------------------- hyperparameters.json */
 
-void baton_race_hyper_default(baton_race_hyper *h)
+void baton_ppo_hyper_default(baton_ppo_hyper *h)
 {
     memset(h, 0, sizeof *h);
     h->batch_size = 64;
     h->beta_entropy = 0.01;
     h->discount_factor = 0.999;
-    h->loss_type = BATON_RACE_LOSS_HUBER;
+    h->loss_type = BATON_PPO_LOSS_HUBER;
     h->lr = 0.0003;
     h->num_episodes_between_training = 20;
     h->num_epochs = 3;
@@ -318,25 +318,25 @@ static void hyper_uint(baton_jr *r, const cJSON *j, const char *key, uint64_t lo
     if (baton_jr_get(r, j, key)) baton_jr_u64(r, j, key, lo, hi, v);
 }
 
-static void parse_loss(baton_jr *r, const cJSON *j, baton_race_hyper *h)
+static void parse_loss(baton_jr *r, const cJSON *j, baton_ppo_hyper *h)
 {
     char w[48];
     if (!get_word(r, j, "loss_type", w, sizeof w)) return;
-    if (!strcmp(w, "huber")) h->loss_type = BATON_RACE_LOSS_HUBER;
+    if (!strcmp(w, "huber")) h->loss_type = BATON_PPO_LOSS_HUBER;
     else if (!strcmp(w, "mean squared error") || !strcmp(w, "mean_squared_error") || !strcmp(w, "mse"))
-        h->loss_type = BATON_RACE_LOSS_MSE;
+        h->loss_type = BATON_PPO_LOSS_MSE;
     else baton_jr_fail(r, "loss_type", "'%s' is unknown (huber or mean squared error)", w);
 }
 
-int baton_race_hyper_parse(const char *name, const char *text, size_t len, baton_race_hyper *out, baton_err *err)
+int baton_ppo_hyper_parse(const char *name, const char *text, size_t len, baton_ppo_hyper *out, baton_err *err)
 {
     baton_jr r;
     baton_jr_init(&r, name, err);
     r.strings = BATON_JR_NUMERIC;
     cJSON *j = parse_object(&r, text, len);
     if (!j) return r.rc;
-    baton_race_hyper h;
-    baton_race_hyper_default(&h);
+    baton_ppo_hyper h;
+    baton_ppo_hyper_default(&h);
     uint64_t bs = h.batch_size, ne = h.num_episodes_between_training, ep = h.num_epochs, ss = h.stack_size;
     hyper_uint(&r, j, "batch_size", 1, 4096, &bs);
     hyper_real(&r, j, "beta_entropy", 0, 0, 1e3, &h.beta_entropy);
@@ -362,18 +362,18 @@ int baton_race_hyper_parse(const char *name, const char *text, size_t len, baton
     return BATON_OK;
 }
 
-int baton_race_hyper_load(const char *path, baton_race_hyper *h, baton_err *err)
+int baton_ppo_hyper_load(const char *path, baton_ppo_hyper *h, baton_err *err)
 {
     char *text;
     size_t len;
     int rc = load_file(path, &text, &len, err);
     if (rc) return rc;
-    rc = baton_race_hyper_parse(path, text, len, h, err);
+    rc = baton_ppo_hyper_parse(path, text, len, h, err);
     free(text);
     return rc;
 }
 
-char *baton_race_hyper_format(const baton_race_hyper *h)
+char *baton_ppo_hyper_format(const baton_ppo_hyper *h)
 {
     cJSON *j = cJSON_CreateObject();
     if (!j) return NULL;
@@ -383,7 +383,7 @@ char *baton_race_hyper_format(const baton_race_hyper *h)
     cJSON_AddNumberToObject(j, "e_greedy_value", h->e_greedy_value);
     cJSON_AddNumberToObject(j, "epsilon_steps", (double)h->epsilon_steps);
     cJSON_AddStringToObject(j, "exploration_type", h->exploration_type);
-    cJSON_AddStringToObject(j, "loss_type", h->loss_type == BATON_RACE_LOSS_MSE ? "mean squared error" : "huber");
+    cJSON_AddStringToObject(j, "loss_type", h->loss_type == BATON_PPO_LOSS_MSE ? "mean squared error" : "huber");
     cJSON_AddNumberToObject(j, "lr", h->lr);
     cJSON_AddNumberToObject(j, "num_episodes_between_training", h->num_episodes_between_training);
     cJSON_AddNumberToObject(j, "num_epochs", h->num_epochs);

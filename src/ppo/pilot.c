@@ -24,6 +24,16 @@ int race_pilot_open(race_pilot *p, const char *ckpt, char *path, size_t cap, rac
     return BATON_OK;
 }
 
+int baton_ppo_policy_check(const char *ckpt, baton_err *err)
+{
+    race_pilot p;
+    race_run_state st;
+    char path[4096];
+    int rc = race_pilot_open(&p, ckpt, path, sizeof path, &st, err);
+    if (!rc) race_pilot_close(&p);
+    return rc;
+}
+
 void race_pilot_close(race_pilot *p)
 {
     if (p->open) race_agent_free(&p->a);

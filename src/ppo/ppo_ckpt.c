@@ -172,7 +172,7 @@ int race_agent_from_ckpt(race_agent *a, const char *path, const race_run_state *
 
 /* ---------------------------------------------------------------- the policy alone */
 
-int baton_race_policy_export(const char *spec, const char *dir, char *out, size_t cap, baton_err *err)
+int baton_ppo_policy_export(const char *spec, const char *dir, char *out, size_t cap, baton_err *err)
 {
     char path[4096];
     race_run_state *st = calloc(1, sizeof *st);

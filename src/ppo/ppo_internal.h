@@ -1,15 +1,75 @@
-/* ppo_internal.h — what the files of the racing league's PPO trainer share (src/race/ppo_*.c,
- * agent.c, rollout.c, trace.c, race_eval.c): PPO's losses and advantages (ppo_math.c), the agent —
- * the policy and value networks with their observations and actions (agent.c) —, the rollout
- * buffer (rollout.c), a training run's state.json (ppo_state.c), checkpoint tensors
- * (ppo_ckpt.c) and the SIM_TRACE_LOG writer (trace.c); the league's upload check and client
- * (league_upload.c, league_client.c) load checkpoints with it. Nothing outside src/race includes this
- * (the unit tests do, to check the math on hand-computed cases). */
-#ifndef BATON_RACE_PPO_INTERNAL_H
-#define BATON_RACE_PPO_INTERNAL_H
+/* ppo_internal.h — what the files of ppo share (src/ppo/): PPO's losses and advantages
+ * (ppo_math.c), the agent — the policy and value networks with their observations and actions
+ * (agent.c) —, the rollout buffer (rollout.c), a training run's state.json (ppo_state.c),
+ * checkpoint tensors (ppo_ckpt.c), a trained policy driving (pilot.c) and the SIM_TRACE_LOG
+ * writer (trace.c). Nothing outside src/ppo includes this (the unit tests do, to check the math
+ * on hand-computed cases). */
+#ifndef BATON_PPO_INTERNAL_H
+#define BATON_PPO_INTERNAL_H
 
 #include "baton/nn.h"
-#include "race_internal.h"
+#include "baton/ppo.h"
+
+#include <math.h>
+#include <stdint.h>
+
+#define PPO_PI 3.14159265358979323846
+
+/* ---------------------------------------------------------------- a model's files (meta.c) */
+/* DeepRacer's model_metadata.json and hyperparameters.json, read as the console and
+ * deepracer-for-cloud write them and written back in the same format; keys left out take the
+ * console's defaults, keys baton does not use are ignored. Errors name the file and the field
+ * ("model_metadata.json: action_space[3].speed 5 is outside 0.1..4 m/s"). */
+#define BATON_PPO_MAX_ACTIONS 256
+enum { BATON_PPO_DISCRETE = 0, BATON_PPO_CONTINUOUS = 1 };
+
+typedef struct baton_ppo_action {
+    double steer_deg, speed_mps;
+} baton_ppo_action;
+
+typedef struct baton_ppo_meta {
+    int action_type;          /* BATON_PPO_DISCRETE (default) or BATON_PPO_CONTINUOUS */
+    size_t nactions;          /* discrete: 1..BATON_PPO_MAX_ACTIONS, in the file's order */
+    baton_ppo_action actions[BATON_PPO_MAX_ACTIONS];
+    double steer_low, steer_high;   /* continuous: degrees, -30..30, low < high */
+    double speed_low, speed_high;   /* continuous: m/s, 0.1..4, low < high */
+    int obs;                  /* BATON_PPO_OBS_CAMERA (default) or BATON_PPO_OBS_SENSOR */
+    int lidar;                /* 1: "LIDAR" beside BATON_SENSOR_VECTOR: the vector ends with the
+                               * front-facing LIDAR's rays (baton_race_sensor_opts_lidar) */
+    char version[16];         /* as read ("5" when written fresh) */
+} baton_ppo_meta;
+/* The console's defaults: discrete, steering {-30, -15, 0, 15, 30} x speed {0.4, 0.8} (the guide's
+ * table order), the front camera, DEEP_CONVOLUTIONAL_NETWORK_SHALLOW, clipped_ppo. */
+void baton_ppo_meta_default(baton_ppo_meta *m);
+/* name is the file's name in messages; text need not be NUL-terminated. */
+int baton_ppo_meta_parse(const char *name, const char *text, size_t len, baton_ppo_meta *m, baton_err *err);
+int baton_ppo_meta_load(const char *path, baton_ppo_meta *m, baton_err *err);
+char *baton_ppo_meta_format(const baton_ppo_meta *m);   /* malloc'd JSON text; NULL when out of memory */
+
+enum { BATON_PPO_LOSS_HUBER = 0, BATON_PPO_LOSS_MSE = 1 };
+typedef struct baton_ppo_hyper {
+    uint32_t batch_size;      /* 64: samples per gradient step, 1..4096 */
+    double beta_entropy;      /* 0.01 */
+    double discount_factor;   /* 0.999, in (0, 1] */
+    int loss_type;            /* the value loss: "huber" (default) or "mean squared error" */
+    double lr;                /* 0.0003, > 0 */
+    uint32_t num_episodes_between_training;   /* 20, 1..10000 */
+    uint32_t num_epochs;      /* 3, 1..100 */
+    uint32_t stack_size;      /* 1: frames (observations) stacked, 1..16 */
+    uint64_t term_cond_max_episodes;          /* stop after this many episodes (100000) */
+    double term_cond_avg_score;               /* or when an iteration's mean episode reward reaches it (100000) */
+    /* kept and written back; clipped PPO does not use them */
+    char exploration_type[32];                /* "categorical" */
+    double e_greedy_value;                    /* 0.05 */
+    uint64_t epsilon_steps;                   /* 10000 */
+    double sac_alpha;                         /* 0.2 */
+} baton_ppo_hyper;
+/* The console's defaults today (see docs/race.md). */
+void baton_ppo_hyper_default(baton_ppo_hyper *h);
+int baton_ppo_hyper_parse(const char *name, const char *text, size_t len, baton_ppo_hyper *h, baton_err *err);
+int baton_ppo_hyper_load(const char *path, baton_ppo_hyper *h, baton_err *err);
+char *baton_ppo_hyper_format(const baton_ppo_hyper *h);
+
 
 /* ---------------------------------------------------------------- PPO's math (ppo_math.c) */
 #define PPO_CLIP 0.2            /* DeepRacer's clip_likelihood_ratio_using_epsilon */
@@ -49,8 +109,8 @@ void ppo_discrete_loss(int A, const float *z, int a, float logp_old, float adv, 
 double ppo_gauss_logp(int D, const float *out, const float *u);
 void ppo_gauss_loss(int D, const float *out, const float *u, float logp_old, float adv, double eps, double beta,
                     double w, float *dout, ppo_terms *t);
-/* The value loss for prediction v against target: BATON_RACE_LOSS_HUBER (delta 1, as
- * tf.losses.huber_loss) or BATON_RACE_LOSS_MSE ((v - target)^2); its d/dv times w into *dv. */
+/* The value loss for prediction v against target: BATON_PPO_LOSS_HUBER (delta 1, as
+ * tf.losses.huber_loss) or BATON_PPO_LOSS_MSE ((v - target)^2); its d/dv times w into *dv. */
 double ppo_value_loss(int kind, float v, float target, double w, float *dv);
 
 /* Sampling from the policy, deterministic for the RNG's state. */
@@ -67,8 +127,8 @@ typedef struct race_pair race_pair;   /* ppo_pair.c: a second learner thread */
  * same shape), what they see (a frame: the sensor vector as floats, or the camera's greyscale
  * bytes; stack_size frames side by side, the oldest first) and what their outputs mean. */
 typedef struct race_agent {
-    baton_race_meta meta;
-    int obs;                    /* BATON_RACE_OBS_* */
+    baton_ppo_meta meta;
+    int obs;                    /* BATON_PPO_OBS_* */
     int stack;                  /* frames per input */
     baton_race_sensor_opts sensor;
     baton_race_camera_opts camera;
@@ -90,7 +150,7 @@ typedef struct race_agent {
  * kernels of kind RACE_KERNELS_*: oneDNN's f32 (the reference ones, logged, when oneDNN is
  * unavailable), the reference ones, or oneDNN's bfloat16 (an error where the CPU has none). */
 enum { RACE_KERNELS_DNNL = 0, RACE_KERNELS_REFERENCE = 1, RACE_KERNELS_BF16 = 2 };
-int race_agent_new(race_agent *a, const baton_race_meta *meta, int stack, uint64_t seed, int max_batch, int kind,
+int race_agent_new(race_agent *a, const baton_ppo_meta *meta, int stack, uint64_t seed, int max_batch, int kind,
                    baton_err *err);
 void race_agent_free(race_agent *a);
 /* One frame of env (into dst, frame_bytes): the sensor vector, or the camera's view (cam). */
@@ -121,14 +181,14 @@ typedef struct race_run_state {
     /* what the run is: fixed for its life (a resume checks them); meta.obs is what it sees and
      * hyper.stack_size how many frames */
     char track[256], reward[512];
-    int reward_scale;           /* BATON_RACE_SCALE_* */
-    int precision;              /* BATON_RACE_F32 or BATON_RACE_BF16: the networks' kernels */
+    int reward_scale;           /* BATON_PPO_SCALE_* */
+    int precision;              /* BATON_PPO_F32 or BATON_PPO_BF16: the networks' kernels */
     uint64_t seed;
     uint32_t envs, max_steps;
     baton_race_car car;
     baton_race_objects_opts objects;   /* none: a time trial */
-    baton_race_meta meta;
-    baton_race_hyper hyper;
+    baton_ppo_meta meta;
+    baton_ppo_hyper hyper;
     int policy_only;            /* the folder holds the policy network alone (state.json "contents") */
 } race_run_state;
 
@@ -274,7 +334,7 @@ typedef struct race_learn_stats {
  * num_epochs passes of minibatches over the samples in an order drawn from shuffle: the policy's
  * clipped surrogate and entropy bonus, the value's loss, one Adam step of each network per
  * minibatch. 0 done; 1 stopped by poll between minibatches. */
-int race_learn(race_rollout *ro, race_agent *a, baton_nn_optim *opi, baton_nn_optim *ovf, const baton_race_hyper *h,
+int race_learn(race_rollout *ro, race_agent *a, baton_nn_optim *opi, baton_nn_optim *ovf, const baton_ppo_hyper *h,
                baton_rng *shuffle, race_pair *pair, int (*poll)(void *, baton_err *), void *poll_ctx,
                race_learn_stats *st, baton_err *err);
 
@@ -293,7 +353,7 @@ int race_log_row(const char *path, const race_run_state *s, uint64_t steps, doub
 int race_trace_cut(const char *dir, uint64_t from, baton_err *err);
 int race_trace_write(const char *dir, uint64_t index, const baton_buf *rows, baton_err *err);
 /* model_metadata.json and hyperparameters.json into dir, in the console's format. */
-int race_model_files(const char *dir, const baton_race_meta *m, const baton_race_hyper *h, baton_err *err);
+int race_model_files(const char *dir, const baton_ppo_meta *m, const baton_ppo_hyper *h, baton_err *err);
 
 /* ---------------------------------------------------------------- SIM_TRACE_LOG (trace.c) */
 #define RACE_TRACE_HEADER                                                                              \

@@ -95,7 +95,7 @@ typedef struct half {
     race_rollout *ro;
     race_agent *a;
     baton_nn_optim *opt;
-    const baton_race_hyper *h;
+    const baton_ppo_hyper *h;
     const uint64_t *idx;
     int k;
     double loss, ent, kl, clipped;   /* sums over the minibatch */
@@ -115,7 +115,7 @@ static void policy_half(void *arg)
         const float *o = out + (size_t)j * a->nout;
         float *d = a->dout + (size_t)j * a->nout;
         ppo_terms t;
-        if (a->meta.action_type == BATON_RACE_DISCRETE)
+        if (a->meta.action_type == BATON_PPO_DISCRETE)
             ppo_discrete_loss(a->nout, o, r->action, r->logp, r->adv, PPO_CLIP, m->h->beta_entropy, w, d, &t);
         else
             ppo_gauss_loss(2, o, r->u, r->logp, r->adv, PPO_CLIP, m->h->beta_entropy, w, d, &t);
@@ -140,7 +140,7 @@ static void value_half(void *arg)
 
 /* one minibatch: the policy's half and the value's, at once when there is a second learner */
 static int minibatch(race_rollout *ro, race_agent *a, baton_nn_optim *opi, baton_nn_optim *ovf,
-                     const baton_race_hyper *h, const uint64_t *idx, int k, race_pair *pair, race_learn_stats *st,
+                     const baton_ppo_hyper *h, const uint64_t *idx, int k, race_pair *pair, race_learn_stats *st,
                      baton_err *err)
 {
     for (int j = 0; j < k; j++) race_rollout_input(ro, a, j, ro->samples[idx[j]]);
@@ -158,7 +158,7 @@ static int minibatch(race_rollout *ro, race_agent *a, baton_nn_optim *opi, baton
     return BATON_OK;
 }
 
-int race_learn(race_rollout *ro, race_agent *a, baton_nn_optim *opi, baton_nn_optim *ovf, const baton_race_hyper *h,
+int race_learn(race_rollout *ro, race_agent *a, baton_nn_optim *opi, baton_nn_optim *ovf, const baton_ppo_hyper *h,
                baton_rng *shuffle, race_pair *pair, int (*poll)(void *, baton_err *), void *poll_ctx,
                race_learn_stats *st, baton_err *err)
 {

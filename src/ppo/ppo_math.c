@@ -38,7 +38,7 @@ void ppo_normalize(size_t n, float *a)
     for (size_t i = 0; i < n; i++) a[i] = (float)(((double)a[i] - mean) * inv);
 }
 
-/* log-softmax of z into lp (double), returns nothing; A <= BATON_RACE_MAX_ACTIONS */
+/* log-softmax of z into lp (double), returns nothing; A <= BATON_PPO_MAX_ACTIONS */
 static void log_softmax(int A, const float *z, double *lp)
 {
     double mx = -DBL_MAX;
@@ -51,7 +51,7 @@ static void log_softmax(int A, const float *z, double *lp)
 
 double ppo_discrete_logp(int A, const float *z, int a)
 {
-    double lp[BATON_RACE_MAX_ACTIONS];
+    double lp[BATON_PPO_MAX_ACTIONS];
     log_softmax(A, z, lp);
     return lp[a];
 }
@@ -73,7 +73,7 @@ static double surrogate(double logp, float logp_old, float adv, double eps, ppo_
 void ppo_discrete_loss(int A, const float *z, int a, float logp_old, float adv, double eps, double beta, double w,
                        float *dz, ppo_terms *t)
 {
-    double lp[BATON_RACE_MAX_ACTIONS], p[BATON_RACE_MAX_ACTIONS];
+    double lp[BATON_PPO_MAX_ACTIONS], p[BATON_PPO_MAX_ACTIONS];
     log_softmax(A, z, lp);
     double H = 0;
     for (int i = 0; i < A; i++) {
@@ -129,7 +129,7 @@ void ppo_gauss_loss(int D, const float *out, const float *u, float logp_old, flo
 double ppo_value_loss(int kind, float v, float target, double w, float *dv)
 {
     double x = (double)v - (double)target;
-    if (kind == BATON_RACE_LOSS_MSE) {
+    if (kind == BATON_PPO_LOSS_MSE) {
         *dv = (float)(w * 2 * x);
         return x * x;
     }
@@ -154,7 +154,7 @@ double ppo_normal(baton_rng *r)
 
 int ppo_sample_discrete(int A, const float *z, baton_rng *r, float *logp)
 {
-    double lp[BATON_RACE_MAX_ACTIONS];
+    double lp[BATON_PPO_MAX_ACTIONS];
     log_softmax(A, z, lp);
     double x = ppo_uniform(r), c = 0;
     int a = A - 1;

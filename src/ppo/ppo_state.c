@@ -56,7 +56,7 @@ static void add_file(cJSON *o, const char *k, char *text)
 
 static void add_objects(cJSON *j, const baton_race_objects_opts *o)
 {
-    if (!race_objects_any(o)) return;
+    if (!baton_race_objects_any(o)) return;
     cJSON *x = cJSON_AddObjectToObject(j, "objects"), *pos = x ? cJSON_AddArrayToObject(x, "positions") : NULL;
     if (!pos) return;
     cJSON_AddNumberToObject(x, "boxes", o->boxes);
@@ -98,8 +98,8 @@ char *race_state_format(const race_run_state *s)
     cJSON_AddNumberToObject(j, "last_reward", s->last_reward);
     cJSON_AddStringToObject(j, "track", s->track);
     cJSON_AddStringToObject(j, "reward", s->reward);
-    cJSON_AddStringToObject(j, "reward_scale", s->reward_scale == BATON_RACE_SCALE_STEP ? "step" : "progress");
-    if (s->precision == BATON_RACE_BF16) cJSON_AddStringToObject(j, "precision", "bf16");   /* f32 when absent */
+    cJSON_AddStringToObject(j, "reward_scale", s->reward_scale == BATON_PPO_SCALE_STEP ? "step" : "progress");
+    if (s->precision == BATON_PPO_BF16) cJSON_AddStringToObject(j, "precision", "bf16");   /* f32 when absent */
     char seed[24];
     snprintf(seed, sizeof seed, "%" PRIu64, s->seed);
     cJSON_AddStringToObject(j, "seed", seed);
@@ -117,8 +117,8 @@ char *race_state_format(const race_run_state *s)
         cJSON_AddBoolToObject(car, "friction_circle", s->car.friction_circle);
     }
     add_objects(j, &s->objects);
-    add_file(j, "model_metadata", baton_race_meta_format(&s->meta));
-    add_file(j, "hyperparameters", baton_race_hyper_format(&s->hyper));
+    add_file(j, "model_metadata", baton_ppo_meta_format(&s->meta));
+    add_file(j, "hyperparameters", baton_ppo_hyper_format(&s->hyper));
     cJSON_AddStringToObject(j, "contents", s->policy_only ? "policy" : "full");
     char *out = baton_json_print(j, 0);
     cJSON_Delete(j);
@@ -179,11 +179,11 @@ static void get_objects(baton_jr *r, const cJSON *j, baton_race_objects_opts *ob
     baton_jr_dbl(r, j, "objects.start_clear_m", 0, 100, &ob->start_clear_m);
     if (r->rc) return;
     ob->boxes = (int)boxes, ob->bots = (int)bots;
-    if (race_objects_check(ob, r->err)) {   /* the simulator's message, as the file's error */
+    if (baton_race_objects_check(ob, r->err)) {   /* the simulator's message, as the file's error */
         char m[sizeof r->err->msg];
         snprintf(m, sizeof m, "%s", r->err->msg);
         baton_jr_fail(r, "objects", "%s", m);
-    } else if (!race_objects_any(ob)) {
+    } else if (!baton_race_objects_any(ob)) {
         baton_jr_fail(r, "objects", "names no box and no bot");
     }
 }
@@ -200,8 +200,8 @@ static void get_file(baton_jr *r, const cJSON *j, const char *k, race_run_state 
     }
     char name[64];
     snprintf(name, sizeof name, "state.json %s", k);
-    r->rc = !strcmp(k, "model_metadata") ? baton_race_meta_parse(name, text, strlen(text), &s->meta, r->err)
-                                         : baton_race_hyper_parse(name, text, strlen(text), &s->hyper, r->err);
+    r->rc = !strcmp(k, "model_metadata") ? baton_ppo_meta_parse(name, text, strlen(text), &s->meta, r->err)
+                                         : baton_ppo_hyper_parse(name, text, strlen(text), &s->hyper, r->err);
     free(text);
 }
 
@@ -244,11 +244,11 @@ static int parse_fields(const cJSON *j, race_run_state *s, baton_err *err)
     if (baton_jr_get(&r, j, "precision")) baton_jr_str(&r, j, "precision", precision, sizeof precision);
     if (r.rc) return r.rc;
     if (step != s->iteration) return baton_jr_fail(&r, "step", "differs from iteration");
-    if (!strcmp(scale, "progress")) s->reward_scale = BATON_RACE_SCALE_PROGRESS;
-    else if (!strcmp(scale, "step")) s->reward_scale = BATON_RACE_SCALE_STEP;
+    if (!strcmp(scale, "progress")) s->reward_scale = BATON_PPO_SCALE_PROGRESS;
+    else if (!strcmp(scale, "step")) s->reward_scale = BATON_PPO_SCALE_STEP;
     else return baton_jr_fail(&r, "reward_scale", "is neither progress nor step");
-    if (!strcmp(precision, "f32")) s->precision = BATON_RACE_F32;
-    else if (!strcmp(precision, "bf16")) s->precision = BATON_RACE_BF16;
+    if (!strcmp(precision, "f32")) s->precision = BATON_PPO_F32;
+    else if (!strcmp(precision, "bf16")) s->precision = BATON_PPO_BF16;
     else return baton_jr_fail(&r, "precision", "is neither f32 nor bf16");
     if (strcmp(contents, "full") && strcmp(contents, "policy"))
         return baton_jr_fail(&r, "contents", "is neither \"full\" nor \"policy\"");

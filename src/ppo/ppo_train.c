@@ -1,4 +1,4 @@
-/* ppo_train.c — `baton race train` (baton_race_train) as a straight list of stages over a
+/* ppo_train.c — `baton race train` (baton_ppo_train) as a straight list of stages over a
  * training session (train_session.h): open (the session first, so a notice during setup is not missed),
  * resume (the newest checkpoint's state: what the run is and where it stands), build (the track,
  * the reward, the agent, Adam for each network, the simulator, the camera, the buffers), then per
@@ -19,19 +19,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-void baton_race_train_opts_default(baton_race_train_opts *o)
+void baton_ppo_train_opts_default(baton_ppo_train_opts *o)
 {
     memset(o, 0, sizeof *o);
     baton_train_session_opts_default(&o->session);
     o->obs = -1;
     o->trace_every = 1;
-    o->reward_scale = BATON_RACE_SCALE_PROGRESS;
+    o->reward_scale = BATON_PPO_SCALE_PROGRESS;
     baton_race_car_racing(&o->car);   /* the lap-time limit's car: a lap is compared with it fairly */
     baton_race_objects_opts_default(&o->objects);
 }
 
 typedef struct trainer {
-    const baton_race_train_opts *o;
+    const baton_ppo_train_opts *o;
     baton_train_session *sess;
     race_run_state st;          /* at the last iteration's end */
     char *state_json;           /* its state.json */
@@ -85,11 +85,11 @@ static int refresh_state(trainer *t, baton_err *err)
 /* A fresh run's settings from the options and the files. */
 static int fresh_state(trainer *t, baton_err *err)
 {
-    const baton_race_train_opts *o = t->o;
+    const baton_ppo_train_opts *o = t->o;
     race_run_state *s = &t->st;
     memset(s, 0, sizeof *s);
-    int rc = o->metadata ? baton_race_meta_load(o->metadata, &s->meta, err) : (baton_race_meta_default(&s->meta), 0);
-    if (!rc) rc = o->hyper ? baton_race_hyper_load(o->hyper, &s->hyper, err) : (baton_race_hyper_default(&s->hyper), 0);
+    int rc = o->metadata ? baton_ppo_meta_load(o->metadata, &s->meta, err) : (baton_ppo_meta_default(&s->meta), 0);
+    if (!rc) rc = o->hyper ? baton_ppo_hyper_load(o->hyper, &s->hyper, err) : (baton_ppo_hyper_default(&s->hyper), 0);
     if (rc) return rc;
     if (o->obs >= 0) s->meta.obs = o->obs;
     snprintf(s->track, sizeof s->track, "%s", o->track);
@@ -104,7 +104,7 @@ static int fresh_state(trainer *t, baton_err *err)
     s->max_steps = o->max_steps ? o->max_steps : 10000;
     s->car = o->car;
     s->objects = o->objects;
-    s->meta.lidar = race_objects_any(&s->objects) && s->meta.obs == BATON_RACE_OBS_SENSOR;
+    s->meta.lidar = baton_race_objects_any(&s->objects) && s->meta.obs == BATON_PPO_OBS_SENSOR;
     baton_rng_seed3(&s->act_rng, o->seed, 0x616374 /* "act" */, 0);
     baton_rng_seed3(&s->shuffle_rng, o->seed, 0x73687566 /* "shuf" */, 0);
     return BATON_OK;
@@ -113,7 +113,7 @@ static int fresh_state(trainer *t, baton_err *err)
 /* A resumed run is the checkpoint's: a setting given now must be the one it was trained with. */
 static int same_settings(trainer *t, const race_run_state *ck, baton_err *err)
 {
-    const baton_race_train_opts *o = t->o;
+    const baton_ppo_train_opts *o = t->o;
     int rc = fresh_state(t, err);   /* the caller replaces t->st with the checkpoint's next */
     if (rc) return rc;
     race_run_state now = t->st;
@@ -139,9 +139,9 @@ static int same_settings(trainer *t, const race_run_state *ck, baton_err *err)
     return BATON_OK;
 }
 
-static int stage_open(trainer *t, baton_race_train_result *r, char *path, size_t cap, int *resumed, baton_err *err)
+static int stage_open(trainer *t, baton_ppo_train_result *r, char *path, size_t cap, int *resumed, baton_err *err)
 {
-    const baton_race_train_opts *o = t->o;
+    const baton_ppo_train_opts *o = t->o;
     baton_train_session_opts so = o->session;
     so.snapshot = snapshot;
     so.ctx = t;
@@ -168,7 +168,7 @@ static int stage_open(trainer *t, baton_race_train_result *r, char *path, size_t
 
 static int build(trainer *t, const char *path, int resumed, baton_err *err)
 {
-    const baton_race_train_opts *o = t->o;
+    const baton_ppo_train_opts *o = t->o;
     race_run_state *s = &t->st;
     int rc = baton_race_track_load(s->track, &t->track, err);
     if (!rc) rc = baton_race_reward_open(s->reward, &t->reward, err);
@@ -176,7 +176,7 @@ static int build(trainer *t, const char *path, int resumed, baton_err *err)
     int max_batch = (int)(s->hyper.batch_size > s->envs ? s->hyper.batch_size : s->envs);
     if (max_batch < 64) max_batch = 64;
     const int kind = o->reference_kernels ? RACE_KERNELS_REFERENCE
-                     : s->precision == BATON_RACE_BF16 ? RACE_KERNELS_BF16 : RACE_KERNELS_DNNL;
+                     : s->precision == BATON_PPO_BF16 ? RACE_KERNELS_BF16 : RACE_KERNELS_DNNL;
     if ((rc = race_agent_new(&t->agent, &s->meta, (int)s->hyper.stack_size, s->seed, max_batch, kind, err)))
         return rc;
     t->have_agent = 1;
@@ -200,12 +200,12 @@ static int build(trainer *t, const char *path, int resumed, baton_err *err)
     baton_race_sim_opts_default(&so);
     so.envs = s->envs, so.seed = s->seed, so.max_steps = s->max_steps, so.car = s->car, so.objects = s->objects;
     if ((rc = baton_race_sim_new(t->track, &so, &t->sim, err))) return rc;
-    if (s->meta.obs == BATON_RACE_OBS_CAMERA && (rc = baton_race_camera_new(t->track, &t->agent.camera, &t->cam, err)))
+    if (s->meta.obs == BATON_PPO_OBS_CAMERA && (rc = baton_race_camera_new(t->track, &t->agent.camera, &t->cam, err)))
         return rc;
     /* a camera iteration's frames are bounded to about 1.5 GB; steps beyond cut the iteration */
     size_t eps = s->hyper.num_episodes_between_training, cap = eps * ((size_t)s->max_steps + 1) + 2 * s->envs;
     size_t cam_cap = ((size_t)1536 << 20) / (t->agent.frame_bytes ? t->agent.frame_bytes : 1);
-    if (s->meta.obs == BATON_RACE_OBS_CAMERA && cap > cam_cap) cap = cam_cap;
+    if (s->meta.obs == BATON_PPO_OBS_CAMERA && cap > cam_cap) cap = cam_cap;
     if ((rc = race_rollout_new(&t->ro, cap, eps, t->agent.frame_bytes, s->max_steps, err)) ||
         (rc = race_collect_new(&t->col, s->envs, err)))
         return rc;
@@ -234,7 +234,7 @@ static int build(trainer *t, const char *path, int resumed, baton_err *err)
 
 static int budget_left(const trainer *t)
 {
-    const baton_race_train_opts *o = t->o;
+    const baton_ppo_train_opts *o = t->o;
     const race_run_state *s = &t->st;
     double minutes = o->minutes > 0 || o->episodes ? o->minutes : 60;   /* the console's default: an hour */
     if (o->episodes && s->episodes >= o->episodes) return 0;
@@ -247,7 +247,7 @@ static int budget_left(const trainer *t)
 static int iteration_end(trainer *t, const race_collect_stats *cs, const race_learn_stats *ls, double secs,
                          baton_err *err)
 {
-    const baton_race_train_opts *o = t->o;
+    const baton_ppo_train_opts *o = t->o;
     race_run_state *s = &t->st;
     uint64_t index = s->iteration;   /* 0-based: this iteration's trace file */
     s->iteration++;
@@ -281,7 +281,7 @@ static int iteration_end(trainer *t, const race_collect_stats *cs, const race_le
 
 static int one_iteration(trainer *t, baton_err *err)
 {
-    const baton_race_train_opts *o = t->o;
+    const baton_ppo_train_opts *o = t->o;
     double t0 = baton_now();
     t->trace.len = 0;
     int traced = o->trace_dir && t->st.iteration % (o->trace_every ? o->trace_every : 1) == 0;
@@ -300,7 +300,7 @@ static int one_iteration(trainer *t, baton_err *err)
 
 static int run(trainer *t, baton_err *err)
 {
-    const baton_race_train_opts *o = t->o;
+    const baton_ppo_train_opts *o = t->o;
     uint64_t total = o->episodes ? o->episodes : (uint64_t)((o->minutes > 0 ? o->minutes : 60) * 60);
     snprintf(t->label, sizeof t->label, "race train");
     if (o->progress) baton_progress_start(&t->prog, t->label, total);
@@ -317,7 +317,7 @@ static int run(trainer *t, baton_err *err)
     return rc < 0 ? rc : BATON_OK;
 }
 
-static void fill_result(const trainer *t, baton_race_train_result *r, const baton_notice_event *nev)
+static void fill_result(const trainer *t, baton_ppo_train_result *r, const baton_notice_event *nev)
 {
     const race_run_state *s = &t->st;
     r->iteration = s->iteration, r->episodes = s->episodes, r->sim_steps = s->sim_steps;
@@ -354,7 +354,7 @@ static void teardown(trainer *t)
     free(t->state_json);
 }
 
-int baton_race_train(const baton_race_train_opts *o, baton_race_train_result *r, baton_err *err)
+int baton_ppo_train(const baton_ppo_train_opts *o, baton_ppo_train_result *r, baton_err *err)
 {
     memset(r, 0, sizeof *r);
     if (!o->track || !o->session.ckpt_dir)

@@ -11,8 +11,8 @@
  * bootstrap row, whose value stands for what follows.
  *
  * Rewards trained on: the reward function's value (what SIM_TRACE_LOG shows), times the progress
- * the step made over a top-speed step's distance (BATON_RACE_SCALE_PROGRESS; 1 for
- * BATON_RACE_SCALE_STEP), times the value scale (1 - discount).
+ * the step made over a top-speed step's distance (BATON_PPO_SCALE_PROGRESS; 1 for
+ * BATON_PPO_SCALE_STEP), times the value scale (1 - discount).
  *
  * Rows: one per step with its frame; stacked inputs follow the rows' prev links (the episode's
  * first frame repeated before its start). The buffer holds cap rows (allocated once); an
@@ -195,7 +195,7 @@ static int act(race_rollout *ro, race_collect *c, baton_err *err)
         race_row *w = &ro->rows[c->slot_row[i]];
         const float *o = out + (size_t)i * a->nout;
         uint32_t e = c->slot_env[i];
-        if (a->meta.action_type == BATON_RACE_DISCRETE) w->action = ppo_sample_discrete(a->nout, o, c->rng, &w->logp);
+        if (a->meta.action_type == BATON_PPO_DISCRETE) w->action = ppo_sample_discrete(a->nout, o, c->rng, &w->logp);
         else ppo_sample_gauss(2, o, c->rng, w->u, &w->logp);
         race_agent_action(a, w->action, w->u, &c->steer[e], &c->speed[e]);
         c->before[e] = (float)baton_race_sim_state(c->sim, e)->progress;
@@ -218,7 +218,7 @@ static int after_step(race_rollout *ro, race_collect *c, int k, uint64_t tick, u
         uint32_t e = c->slot_env[i], r = c->slot_row[i];
         const baton_race_car_state *st = baton_race_sim_state(c->sim, e);
         double w = 1;
-        if (c->reward_scale == BATON_RACE_SCALE_PROGRESS)
+        if (c->reward_scale == BATON_PPO_SCALE_PROGRESS)
             w = (st->progress - c->before[e]) / 100 * c->track_len / c->top_step_m;
         ro->rows[r].reward = (float)(c->raw[i] * w * c->value_scale);
         c->ep_reward[e] += c->raw[i];

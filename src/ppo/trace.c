@@ -21,7 +21,7 @@ int race_trace_row(baton_buf *b, uint64_t episode, uint32_t steps, const baton_r
     int done = st->status != BATON_RACE_IN_PROGRESS;
     int n = snprintf(line, sizeof line,
                      "%" PRIu64 ",%u,%.4f,%.4f,%.4f,%.2f,%.2f,%d,%.4f,%s,%s,%.4f,%d,%.2f,%.3f,%s,0.0,%u\n", episode, steps,
-                     st->fx, st->fy, st->yaw * (180.0 / RACE_PI), st->cmd_steer_deg, st->cmd_speed, action, reward,
+                     st->fx, st->fy, st->yaw * (180.0 / PPO_PI), st->cmd_steer_deg, st->cmd_speed, action, reward,
                      done ? "True" : "False", st->wheels_on == 4 ? "True" : "False", st->progress,
                      st->nearest_waypoint, track_len, tstamp, baton_race_status_name(st->status), st->crashes);
     if (n < 0 || (size_t)n >= sizeof line) return BATON_ERR_ARG;

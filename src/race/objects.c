@@ -70,12 +70,12 @@ int baton_race_objects_for_race(int race_type, int count, baton_race_objects_opt
     return baton_err_set(err, BATON_ERR_ARG, "race type %d (time-trial, object-avoidance or head-to-bot)", race_type);
 }
 
-int race_objects_any(const baton_race_objects_opts *o)
+int baton_race_objects_any(const baton_race_objects_opts *o)
 {
     return o->boxes > 0 || o->bots > 0;
 }
 
-int race_objects_check(const baton_race_objects_opts *o, baton_err *err)
+int baton_race_objects_check(const baton_race_objects_opts *o, baton_err *err)
 {
     if (o->boxes < 0 || o->boxes > BATON_RACE_MAX_OBJECTS)
         return baton_err_set(err, BATON_ERR_ARG, "objects: boxes %d (want 0..%d)", o->boxes, BATON_RACE_MAX_OBJECTS);

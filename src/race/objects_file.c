@@ -221,7 +221,7 @@ static int read_map(ctx *c, const yaml_node_t *root, int *type, baton_race_objec
     for (int k = K_OBJECTS; !rc && k < K_N; k++)
         if (at[k]) rc = value(c, k, named[k], at[k], *type, o);
     if (!rc && o->npos && !at[K_OBJECTS]) o->boxes = o->npos;   /* the places say how many */
-    if (!rc && race_objects_check(o, c->err)) {
+    if (!rc && baton_race_objects_check(o, c->err)) {
         char m[sizeof c->err->msg];
         snprintf(m, sizeof m, "%s", c->err->msg);
         rc = baton_err_set(c->err, BATON_ERR_FORMAT, "%s: %s", c->file, m);

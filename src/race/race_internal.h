@@ -157,8 +157,6 @@ typedef struct race_scene {
     double dcenter[BATON_RACE_MAX_OBJECTS], dist[BATON_RACE_MAX_OBJECTS];
 } race_scene;
 
-int race_objects_check(const baton_race_objects_opts *o, baton_err *err);
-int race_objects_any(const baton_race_objects_opts *o);
 void race_scene_seed(race_scene *sc, uint64_t seed, size_t env);
 /* A new episode on geometry g starting at start_ndist (share of the lap). */
 void race_scene_start(race_scene *sc, const baton_race_objects_opts *o, const baton_race_car *car,
@@ -235,6 +233,26 @@ void race_camera_render_objects_ref(const baton_race_camera *c, double x, double
 
 /* ---------------------------------------------------------------- what only the tests call
  * (each beside the public functions it checks or builds inputs for) */
+/* A 2-D float64 array from a NumPy .npy file: format version 1.0, 2.0 or 3.0, dtype '<f8',
+ * C order. Anything else is an error naming the file and what is wrong. */
+typedef struct baton_npy {
+    size_t rows, cols;
+    double *data;            /* rows × cols, row-major, malloc'd */
+} baton_npy;
+int baton_npy_load(const char *path, baton_npy *out, baton_err *err);
+void baton_npy_free(baton_npy *a);
+/* Put env's car at distance s along the centre line of its direction, lateral metres to the left,
+ * heading along the track plus yaw_off radians, standing still; its episode goes on (or starts
+ * when it had ended). For constructed tests (race eval resets with
+ * baton_race_sim_reset_here). */
+void baton_race_sim_place(baton_race_sim *s, size_t env, double s_m, double lateral_m, double yaw_off);
+/* The same view with objects standing on the track: each object a solid box (a bot car: a box of
+ * the car's footprint and height), its visible sides shaded by which way they face, hiding the
+ * ground behind it. */
+void baton_race_camera_render_objects(const baton_race_camera *c, double x, double y, double yaw,
+                                      const baton_race_object *obj, size_t nobj, uint8_t *out);
+/* Every environment's frame into out (envs × width × height), its objects drawn. */
+void baton_race_sim_camera(const baton_race_sim *s, const baton_race_camera *c, uint8_t *out);
 /* A .npy from memory (baton_npy_load reads the file and calls it). */
 int baton_npy_parse(const char *name, const uint8_t *buf, size_t n, baton_npy *out, baton_err *err);
 /* Append a .npy (version 1.0, '<f8', C order) of rows × cols doubles to out. */

@@ -206,11 +206,11 @@ int baton_race_sim_new(const baton_race_track *t, const baton_race_sim_opts *o, 
         !(o->round_robin >= 0 && o->round_robin < 1) || !(o->start_offset >= 0 && o->start_offset < 1) ||
         o->steer_noise_deg < 0 || o->speed_noise_mps < 0)
         return baton_err_set(err, BATON_ERR_ARG, "race sim: car or simulator options out of range");
-    int rc = race_objects_check(&o->objects, err);
+    int rc = baton_race_objects_check(&o->objects, err);
     if (rc) return rc;
     baton_race_sim *s = calloc(1, sizeof *s);
     if (!s || !(s->env = calloc(o->envs, sizeof *s->env)) ||
-        (race_objects_any(&o->objects) && !(s->scene = calloc(o->envs, sizeof *s->scene)))) {
+        (baton_race_objects_any(&o->objects) && !(s->scene = calloc(o->envs, sizeof *s->scene)))) {
         if (s) free(s->env);
         free(s);
         return baton_err_set(err, BATON_ERR_NOMEM, "race sim: out of memory");
@@ -433,6 +433,13 @@ size_t baton_race_sim_objects(const baton_race_sim *s, size_t env, baton_race_ob
 void baton_race_sim_scene_seed(baton_race_sim *s, size_t env, uint64_t key)
 {
     if (s->scene && env < s->n) baton_rng_seed3(&s->scene[env].rng, s->o.seed, key, 0x7363656e);   /* "scen" */
+}
+
+void baton_race_sim_reset_here(baton_race_sim *s, size_t env)
+{
+    if (env >= s->n) return;
+    const race_geom *g = race_track_geom(s->t, s->env[env].st.reversed_dir);
+    baton_race_sim_place(s, env, s->env[env].st.ndist * g->length, 0, 0);
 }
 
 void baton_race_sim_crash_reset(baton_race_sim *s, size_t env)

@@ -56,7 +56,8 @@ if [ $san = 0 ]; then
     check '[ $? -eq 0 ]' "pip install --no-build-isolation ./python: $(tail -5 "$T/pip.out")"
     rm -rf python/build python/baton.egg-info
     so=$(ls "$T"/site/baton/_baton*.so 2>/dev/null | head -1)
-    check '[ -n "$so" ] && ldd "$so" | grep -q "libbaton.so.1 => $P/lib/libbaton.so.1"' \
+    soname=libbaton.so.$(sed -n 's/^#define BATON_ABI_VERSION \([0-9]*\).*/\1/p' include/baton/util.h)
+    check '[ -n "$so" ] && ldd "$so" | grep -q "$soname => $P/lib/$soname"' \
         "the extension pip built runs on the installed library: $(ldd "$so" 2>&1 | grep baton)"
     $BATON pack --from fashion-mnist --split test --out "$T/fm" --shard-mb 2 --quiet >/dev/null
     out=$(cd / && PYTHONPATH="$T/site" $PY - "$T/fm" "$T/ck" <<'PYEOF' 2>&1

@@ -3,7 +3,7 @@
  * accepted answer has an id in 1..2^53, a known state, an entry of at least 1 or none, and a
  * terminated reason; a refusal comes with a message; nothing crashes, leaks or overflows (a number
  * past int64 must never be cast). */
-#include "../../src/race/league_internal.h"
+#include "../../src/league/league_internal.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -4,7 +4,7 @@
  * request must carry a well-formed token, an alias the league stores, a built-in track's name
  * (never a path: there is no tracks folder here), and its body unchanged; a refusal names an
  * HTTP status the server answers with. */
-#include "baton/race_league.h"
+#include "../../src/league/league_internal.h"
 
 #include <stdlib.h>
 #include <string.h>

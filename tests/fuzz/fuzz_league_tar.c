@@ -2,7 +2,7 @@
  * it accepts must obey its rules: every name relative, without "..", "." or empty components, no
  * control characters, at most BATON_LEAGUE_TAR_DEPTH deep, unique; every file's bytes inside the
  * input; at most BATON_LEAGUE_TAR_ENTRIES entries. A refusal leaves nothing allocated and says why. */
-#include "baton/race_league.h"
+#include "../../src/league/league_internal.h"
 
 #include <stdlib.h>
 #include <string.h>

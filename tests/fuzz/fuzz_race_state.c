@@ -2,7 +2,7 @@
  * resumed `baton race train` and the league's evaluation trust from disk. Whatever parses must
  * format (race_state_format) into text that parses again to the same state, formatted the same;
  * a refusal comes with a message; nothing crashes, leaks or overflows. */
-#include "../../src/race/ppo_internal.h"
+#include "../../src/ppo/ppo_internal.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* test_race_league.c — the league (race_league.h): the ranking rule on constructed results
+/* test_race_league.c — the league (league.h): the ranking rule on constructed results
  * (penalties in the lap, incomplete runs after complete ones, more laps first, the total format,
  * ties to the earlier submission then the lower id, one standing per alias, the same standings for
  * every order the rows come in); aliases (SQL- and HTML-special ones stored literally, empty,
@@ -9,7 +9,7 @@
  * (names, official settings and their JSON), a version-2 file upgraded (its entries time trials),
  * the same model submitted to object avoidance and head-to-bot under the official settings, each
  * on its own board with its drive's objects stored as evaluated. */
-#include "baton/race_league.h"
+#include "../../src/league/league_internal.h"
 #include "check.h"
 
 #include <sqlite3.h>
@@ -194,15 +194,15 @@ static void test_db_files(void)
 static void test_submit(void)
 {
     baton_err err = {0};
-    baton_race_train_opts o;
-    baton_race_train_opts_default(&o);
+    baton_ppo_train_opts o;
+    baton_ppo_train_opts_default(&o);
     o.track = "oval";
-    o.obs = BATON_RACE_OBS_SENSOR, o.obs_set = 1;
+    o.obs = BATON_PPO_OBS_SENSOR, o.obs_set = 1;
     o.session.ckpt_dir = path_in("model");
     o.episodes = 100;
     o.seed = 3, o.seed_set = 1;
-    baton_race_train_result tr;
-    CHECK_MSG(baton_race_train(&o, &tr, &err) == BATON_OK, "train: %s", err.msg);
+    baton_ppo_train_result tr;
+    CHECK_MSG(baton_ppo_train(&o, &tr, &err) == BATON_OK, "train: %s", err.msg);
     baton_league *l;
     CHECK(baton_league_open(path_in("sub.db"), &l, &err) == BATON_OK);
     baton_league_entry e;
@@ -210,11 +210,11 @@ static void test_submit(void)
     CHECK_MSG(baton_league_submit(l, o.session.ckpt_dir, alias, "oval", BATON_RACE_TIME_TRIAL, BATON_LEAGUE_TIME_TRIAL, &e, &err) == BATON_OK, "%s", err.msg);
     CHECK(e.id == 1 && !strcmp(e.alias, alias) && !strcmp(e.track, "oval") && strlen(e.model_hash) == 64 && e.iteration == 5);
     /* the stored drive is the league's own evaluation under its rules */
-    baton_race_eval_opts eo;
-    baton_race_eval_opts_default(&eo);
+    baton_ppo_eval_opts eo;
+    baton_ppo_eval_opts_default(&eo);
     eo.ckpt = o.session.ckpt_dir, eo.track = "oval";
-    baton_race_eval_result r;
-    CHECK(baton_race_eval(&eo, &r, &err) == BATON_OK);
+    baton_ppo_eval_result r;
+    CHECK(baton_ppo_eval(&eo, &r, &err) == BATON_OK);
     CHECK(r.best_lap_s == e.best_lap_s && r.total_s == e.total_s && r.resets == e.resets && r.nlaps == e.laps);
     size_t n;
     float *x, *y, *v;
@@ -226,7 +226,7 @@ static void test_submit(void)
                reset[k] == r.reset[k];
     CHECK(same);
     free(x);
-    baton_race_eval_result_free(&r);
+    baton_ppo_eval_result_free(&r);
     CHECK(baton_league_trace(l, 99, &n, &x, &y, &v, &lap, &reset, &err) == BATON_ERR_NOTFOUND && strstr(err.msg, "no entry 99"));
     /* failures store nothing */
     CHECK(baton_league_submit(l, path_in("nothing-here"), "x", "oval", BATON_RACE_TIME_TRIAL, BATON_LEAGUE_TIME_TRIAL, &e, &err) != BATON_OK &&
@@ -251,7 +251,7 @@ static void test_race_settings(void)
     CHECK(baton_league_race_format(BATON_RACE_TIME_TRIAL) == BATON_LEAGUE_TIME_TRIAL &&
           baton_league_race_format(BATON_RACE_OBJECT_AVOIDANCE) == BATON_LEAGUE_TOTAL &&
           baton_league_race_format(BATON_RACE_HEAD_TO_BOT) == BATON_LEAGUE_TOTAL);
-    baton_race_eval_opts o;
+    baton_ppo_eval_opts o;
     CHECK(baton_league_race_official(BATON_RACE_OBJECT_AVOIDANCE, &o, &err) == BATON_OK);
     CHECK(o.laps == 3 && o.off_track_penalty_s == 5 && o.collision_penalty_s == 5 && o.objects.boxes == 3 &&
           o.objects.bots == 0 && o.objects.npos == 3 && !o.objects.randomize && o.objects.pos_progress[0] == 0.25 &&
@@ -348,18 +348,18 @@ static void test_submit_races(void)
         for (size_t i = 0; i < nobj; i++) kinds &= obj[i].kind == (k ? BATON_RACE_BOT : BATON_RACE_BOX);
         CHECK(kinds);
         if (k == 0) {   /* the drive as race eval gives it under the official settings (one race: evaluations are slow) */
-            baton_race_eval_opts eo;
+            baton_ppo_eval_opts eo;
             CHECK(baton_league_race_official(races[k], &eo, &err) == BATON_OK);
             eo.ckpt = path_in("model"), eo.track = "oval";
-            baton_race_eval_result r;
-            CHECK(baton_race_eval(&eo, &r, &err) == BATON_OK);
+            baton_ppo_eval_result r;
+            CHECK(baton_ppo_eval(&eo, &r, &err) == BATON_OK);
             CHECK(r.total_s == e.total_s && r.resets == e.resets && r.nobj == nobj && r.n == steps);
             int same = 1;
             for (size_t i = 0; same && i < nobj; i++)
                 same = obj[i].length_m == (float)r.obj[i].length_m && obj[i].width_m == (float)r.obj[i].width_m;
             for (size_t i = 0; same && i < steps * nobj * 3; i++) same = pose[i] == r.obj_pose[i];
             CHECK(same);
-            baton_race_eval_result_free(&r);
+            baton_ppo_eval_result_free(&r);
         } else {        /* the bots drive: each somewhere else at the end than at the start */
             int moved = 1;
             for (size_t i = 0; i < nobj; i++) moved &= pose[i * 3] != pose[((steps - 1) * nobj + i) * 3];

@@ -1,4 +1,4 @@
-/* test_race_league_queue.c — the league's uploads (race_league.h): the tar reader on archives
+/* test_race_league_queue.c — the league's uploads (league.h): the tar reader on archives
  * built here byte by byte (files and folders, "./" names, the ustar prefix, a GNU long name, a pax
  * path; refused: "../", absolute paths, empty and "." components, too deep, links, devices, FIFOs,
  * a name twice, a wrong checksum, no magic, a size beyond the bytes, a cut header, more than the
@@ -9,7 +9,7 @@
  * (queued again, and failed after BATON_LEAGUE_ATTEMPTS); a model that is not a race model fails
  * with the reason, storing no entry. */
 #include "../../src/race/race_internal.h"
-#include "baton/race_league.h"
+#include "../../src/league/league_internal.h"
 #include "check.h"
 
 #include <fcntl.h>
@@ -331,15 +331,15 @@ static int64_t count(baton_league *l, const char *db, const char *sql)
 static void test_queue(void)
 {
     baton_err err = {0};
-    baton_race_train_opts o;
-    baton_race_train_opts_default(&o);
+    baton_ppo_train_opts o;
+    baton_ppo_train_opts_default(&o);
     o.track = "oval";
-    o.obs = BATON_RACE_OBS_SENSOR, o.obs_set = 1;
+    o.obs = BATON_PPO_OBS_SENSOR, o.obs_set = 1;
     o.session.ckpt_dir = path_in("model");
     o.episodes = 100;
     o.seed = 3, o.seed_set = 1;
-    baton_race_train_result tr;
-    CHECK_MSG(baton_race_train(&o, &tr, &err) == BATON_OK, "train: %s", err.msg);
+    baton_ppo_train_result tr;
+    CHECK_MSG(baton_ppo_train(&o, &tr, &err) == BATON_OK, "train: %s", err.msg);
     /* the checkpoint's files at the archive's top level (no folder): named ckpt-<step> on unpacking */
     baton_buf b = {0};
     const char *files[] = {"MANIFEST", "model.safetensors", "optim.safetensors", "state.json"};

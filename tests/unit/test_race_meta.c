@@ -7,43 +7,44 @@
  * +-30, an empty or missing action list, low not below high, unsimulated sensors, another
  * algorithm, a negative lr, whole numbers that are not, not JSON) are errors naming the file and
  * the field. */
+#include "../../src/ppo/ppo_internal.h"
 #include "baton/race.h"
 #include "check.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-static int meta_str(const char *text, baton_race_meta *m, baton_err *err)
+static int meta_str(const char *text, baton_ppo_meta *m, baton_err *err)
 {
-    return baton_race_meta_parse("model_metadata.json", text, strlen(text), m, err);
+    return baton_ppo_meta_parse("model_metadata.json", text, strlen(text), m, err);
 }
 
-static int hyper_str(const char *text, baton_race_hyper *h, baton_err *err)
+static int hyper_str(const char *text, baton_ppo_hyper *h, baton_err *err)
 {
-    return baton_race_hyper_parse("hyperparameters.json", text, strlen(text), h, err);
+    return baton_ppo_hyper_parse("hyperparameters.json", text, strlen(text), h, err);
 }
 
 static void test_documented_metadata(void)
 {
-    baton_race_meta m;
+    baton_ppo_meta m;
     baton_err err = {0};
-    CHECK_MSG(baton_race_meta_load("tests/race/console_model_metadata.json", &m, &err) == BATON_OK, "%s", err.msg);
-    baton_race_meta d;
-    baton_race_meta_default(&d);
-    CHECK(m.action_type == BATON_RACE_DISCRETE && m.nactions == 10 && m.obs == BATON_RACE_OBS_CAMERA);
+    CHECK_MSG(baton_ppo_meta_load("tests/race/console_model_metadata.json", &m, &err) == BATON_OK, "%s", err.msg);
+    baton_ppo_meta d;
+    baton_ppo_meta_default(&d);
+    CHECK(m.action_type == BATON_PPO_DISCRETE && m.nactions == 10 && m.obs == BATON_PPO_OBS_CAMERA);
     CHECK(!strcmp(m.version, "4"));
     /* the console's default actions are the guide's table: -30/0.4, -30/0.8, -15/0.4, ... */
     CHECK(d.nactions == 10 && memcmp(d.actions, m.actions, 10 * sizeof m.actions[0]) == 0);
     CHECK(m.actions[3].steer_deg == -15 && m.actions[3].speed_mps == 0.8 && m.actions[9].steer_deg == 30);
 
-    CHECK_MSG(baton_race_meta_load("tests/race/model_metadata_2019.json", &m, &err) == BATON_OK, "%s", err.msg);
-    CHECK(m.nactions == 6 && m.actions[3].speed_mps == 1 && m.obs == BATON_RACE_OBS_CAMERA);
+    CHECK_MSG(baton_ppo_meta_load("tests/race/model_metadata_2019.json", &m, &err) == BATON_OK, "%s", err.msg);
+    CHECK(m.nactions == 6 && m.actions[3].speed_mps == 1 && m.obs == BATON_PPO_OBS_CAMERA);
 
-    CHECK_MSG(baton_race_meta_load("tests/race/drfc_model_metadata.json", &m, &err) == BATON_OK, "%s", err.msg);
+    CHECK_MSG(baton_ppo_meta_load("tests/race/drfc_model_metadata.json", &m, &err) == BATON_OK, "%s", err.msg);
     CHECK(m.nactions == 5 && m.actions[0].steer_deg == -30 && m.actions[4].speed_mps == 0.6);
 
-    CHECK_MSG(baton_race_meta_load("tests/race/drfc_model_metadata_cont.json", &m, &err) == BATON_OK, "%s", err.msg);
-    CHECK(m.action_type == BATON_RACE_CONTINUOUS && m.speed_low == 1 && m.speed_high == 2);
+    CHECK_MSG(baton_ppo_meta_load("tests/race/drfc_model_metadata_cont.json", &m, &err) == BATON_OK, "%s", err.msg);
+    CHECK(m.action_type == BATON_PPO_CONTINUOUS && m.speed_low == 1 && m.speed_high == 2);
     CHECK(m.steer_low == -30 && m.steer_high == 30 && !strcmp(m.version, "5"));
 
     /* DeepRacer's spellings: type in upper case with spaces, numbers as strings, version a number,
@@ -54,28 +55,28 @@ static void test_documented_metadata(void)
     CHECK_MSG(meta_str(t, &m, &err) == BATON_OK, "%s", err.msg);
     CHECK(m.steer_low == -20 && m.steer_high == 20.5 && m.speed_high == 4 && !strcmp(m.version, "3"));
     CHECK(meta_str("{\"action_space\": [{\"steering_angle\": 0, \"speed\": 1}], \"sensor\": [\"BATON_SENSOR_VECTOR\"],"
-                   " \"neural_network\": \"BATON_SENSOR_MLP\"}", &m, &err) == BATON_OK && m.obs == BATON_RACE_OBS_SENSOR);
+                   " \"neural_network\": \"BATON_SENSOR_MLP\"}", &m, &err) == BATON_OK && m.obs == BATON_PPO_OBS_SENSOR);
     CHECK(m.lidar == 0);
     /* the sensor vector with the LIDAR (races with objects), written back as read */
     CHECK(meta_str("{\"action_space\": [{\"steering_angle\": 0, \"speed\": 1}], \"sensor\": [\"LIDAR\", "
-                   "\"BATON_SENSOR_VECTOR\"]}", &m, &err) == BATON_OK && m.obs == BATON_RACE_OBS_SENSOR && m.lidar == 1);
-    char *s = baton_race_meta_format(&m);
+                   "\"BATON_SENSOR_VECTOR\"]}", &m, &err) == BATON_OK && m.obs == BATON_PPO_OBS_SENSOR && m.lidar == 1);
+    char *s = baton_ppo_meta_format(&m);
     CHECK(s && strstr(s, "[\"BATON_SENSOR_VECTOR\", \"LIDAR\"]"));
-    baton_race_meta b;
+    baton_ppo_meta b;
     CHECK(s && meta_str(s, &b, &err) == BATON_OK && b.lidar == 1);
     free(s);
 }
 
-static void round_trip_meta(const baton_race_meta *m)
+static void round_trip_meta(const baton_ppo_meta *m)
 {
-    char *s = baton_race_meta_format(m);
+    char *s = baton_ppo_meta_format(m);
     CHECK(s != NULL);
     if (!s) return;
-    baton_race_meta b;
+    baton_ppo_meta b;
     baton_err err = {0};
     CHECK_MSG(meta_str(s, &b, &err) == BATON_OK, "%s: %s", err.msg, s);
     CHECK(b.action_type == m->action_type && b.obs == m->obs && !strcmp(b.version, m->version));
-    if (m->action_type == BATON_RACE_DISCRETE)
+    if (m->action_type == BATON_PPO_DISCRETE)
         CHECK(b.nactions == m->nactions && !memcmp(b.actions, m->actions, m->nactions * sizeof m->actions[0]));
     else
         CHECK(b.steer_low == m->steer_low && b.steer_high == m->steer_high && b.speed_low == m->speed_low &&
@@ -86,20 +87,20 @@ static void round_trip_meta(const baton_race_meta *m)
 
 static void test_format(void)
 {
-    baton_race_meta m;
-    baton_race_meta_default(&m);
+    baton_ppo_meta m;
+    baton_ppo_meta_default(&m);
     round_trip_meta(&m);
-    m.actions[2] = (baton_race_action){-7.25, 3.3};
-    m.obs = BATON_RACE_OBS_SENSOR;
+    m.actions[2] = (baton_ppo_action){-7.25, 3.3};
+    m.obs = BATON_PPO_OBS_SENSOR;
     round_trip_meta(&m);
-    m.action_type = BATON_RACE_CONTINUOUS;
+    m.action_type = BATON_PPO_CONTINUOUS;
     m.speed_low = 0.75, m.speed_high = 3.9, m.steer_low = -28.5;
     round_trip_meta(&m);
 
-    baton_race_hyper h, b;
-    baton_race_hyper_default(&h);
-    h.lr = 1.25e-4, h.loss_type = BATON_RACE_LOSS_MSE, h.stack_size = 3, h.term_cond_max_episodes = 12345;
-    char *s = baton_race_hyper_format(&h);
+    baton_ppo_hyper h, b;
+    baton_ppo_hyper_default(&h);
+    h.lr = 1.25e-4, h.loss_type = BATON_PPO_LOSS_MSE, h.stack_size = 3, h.term_cond_max_episodes = 12345;
+    char *s = baton_ppo_hyper_format(&h);
     baton_err err = {0};
     CHECK(s && hyper_str(s, &b, &err) == BATON_OK);
     CHECK(s && !memcmp(&h, &b, sizeof h));
@@ -108,29 +109,29 @@ static void test_format(void)
 
 static void test_documented_hyper(void)
 {
-    baton_race_hyper h, d;
+    baton_ppo_hyper h, d;
     baton_err err = {0};
-    baton_race_hyper_default(&d);
+    baton_ppo_hyper_default(&d);
     CHECK(d.batch_size == 64 && d.num_epochs == 3 && d.lr == 0.0003 && d.beta_entropy == 0.01);
-    CHECK(d.discount_factor == 0.999 && d.loss_type == BATON_RACE_LOSS_HUBER && d.num_episodes_between_training == 20);
-    CHECK_MSG(baton_race_hyper_load("tests/race/console_hyperparameters.json", &h, &err) == BATON_OK, "%s", err.msg);
+    CHECK(d.discount_factor == 0.999 && d.loss_type == BATON_PPO_LOSS_HUBER && d.num_episodes_between_training == 20);
+    CHECK_MSG(baton_ppo_hyper_load("tests/race/console_hyperparameters.json", &h, &err) == BATON_OK, "%s", err.msg);
     CHECK(!memcmp(&h, &d, sizeof h));   /* the console's file holds exactly the defaults */
-    CHECK_MSG(baton_race_hyper_load("tests/race/drfc_hyperparameters.json", &h, &err) == BATON_OK, "%s", err.msg);
+    CHECK_MSG(baton_ppo_hyper_load("tests/race/drfc_hyperparameters.json", &h, &err) == BATON_OK, "%s", err.msg);
     CHECK(h.discount_factor == 0.995 && h.num_epochs == 10 && h.term_cond_avg_score == 350 &&
-          h.term_cond_max_episodes == 1000 && h.loss_type == BATON_RACE_LOSS_HUBER);
+          h.term_cond_max_episodes == 1000 && h.loss_type == BATON_PPO_LOSS_HUBER);
     /* the simulator's spellings: "Huber", "Mean squared error", numbers as strings */
     CHECK(hyper_str("{\"loss_type\": \"Mean squared error\", \"num_epochs\": \"5\", \"lr\": \"1e-4\"}", &h, &err) == BATON_OK);
-    CHECK(h.loss_type == BATON_RACE_LOSS_MSE && h.num_epochs == 5 && h.lr == 1e-4 && h.batch_size == 64);
+    CHECK(h.loss_type == BATON_PPO_LOSS_MSE && h.num_epochs == 5 && h.lr == 1e-4 && h.batch_size == 64);
     CHECK(hyper_str("{\"loss_type\": \"Huber\", \"stack_size\": 2.0}", &h, &err) == BATON_OK &&
-          h.loss_type == BATON_RACE_LOSS_HUBER && h.stack_size == 2);
+          h.loss_type == BATON_PPO_LOSS_HUBER && h.stack_size == 2);
     CHECK(hyper_str("{}", &h, &err) == BATON_OK && !memcmp(&h, &d, sizeof h));
 }
 
 /* text must fail naming every word in want (the file, the field, the value) */
 static void bad_meta(const char *text, const char *want1, const char *want2)
 {
-    baton_race_meta m;
-    baton_race_meta_default(&m);
+    baton_ppo_meta m;
+    baton_ppo_meta_default(&m);
     m.nactions = 7;
     baton_err err = {0};
     int rc = meta_str(text, &m, &err);
@@ -142,7 +143,7 @@ static void bad_meta(const char *text, const char *want1, const char *want2)
 
 static void bad_hyper(const char *text, const char *want1, const char *want2)
 {
-    baton_race_hyper h;
+    baton_ppo_hyper h;
     baton_err err = {0};
     CHECK_MSG(hyper_str(text, &h, &err) == BATON_ERR_FORMAT, "accepted: %s", text);
     CHECK_MSG(strstr(err.msg, "hyperparameters.json") && strstr(err.msg, want1) && (!want2 || strstr(err.msg, want2)),
@@ -203,9 +204,9 @@ static void test_bad(void)
     bad_hyper("{\"exploration_type\": 3}", "exploration_type", NULL);
     bad_hyper("{\"lr\": \"fast\"}", "lr", "not a number");
     bad_hyper("\"hello\"", "not a JSON object", NULL);
-    baton_race_hyper h;
+    baton_ppo_hyper h;
     baton_err err = {0};
-    CHECK(baton_race_hyper_load("tests/race/no_such_hyperparameters.json", &h, &err) != BATON_OK &&
+    CHECK(baton_ppo_hyper_load("tests/race/no_such_hyperparameters.json", &h, &err) != BATON_OK &&
           strstr(err.msg, "no_such_hyperparameters.json"));
 }
 

@@ -6,7 +6,8 @@
  * picture of a box where the pinhole puts it, the LIDAR's reading, bots that keep their lanes and
  * speeds and change lanes on time, seeded scenes that are bit-identical between runs, a crash
  * reset, the trace's crash counter and options refused naming the field. */
-#include "../../src/race/ppo_internal.h"
+#include "../../src/ppo/ppo_internal.h"
+#include "../../src/race/race_internal.h"
 #include "baton/race.h"
 #include "check.h"
 
@@ -636,9 +637,9 @@ static void test_state_objects(void)
 {
     race_run_state s, b;
     memset(&s, 0, sizeof s);
-    baton_race_meta_default(&s.meta);
-    s.meta.obs = BATON_RACE_OBS_SENSOR, s.meta.lidar = 1;
-    baton_race_hyper_default(&s.hyper);
+    baton_ppo_meta_default(&s.meta);
+    s.meta.obs = BATON_PPO_OBS_SENSOR, s.meta.lidar = 1;
+    baton_ppo_hyper_default(&s.hyper);
     baton_rng_seed(&s.act_rng, 3);
     baton_rng_seed(&s.shuffle_rng, 4);
     snprintf(s.track, sizeof s.track, "oval");

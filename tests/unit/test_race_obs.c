@@ -4,6 +4,7 @@
  * sensor vector's rays through the grid against brute force and against the track's geometry. */
 #include "baton/img.h"
 #include "../../src/race/race_internal.h"
+#include "baton/ppo.h"
 #include "baton/race.h"
 #include "check.h"
 
@@ -100,13 +101,13 @@ static void test_frames(void)
     if (!t) return;
     char dir[] = "/tmp/baton-test-frames-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
-    baton_race_drive_opts o;
-    baton_race_drive_opts_default(&o);
+    baton_ppo_drive_opts o;
+    baton_ppo_drive_opts_default(&o);
     o.frames_dir = dir;
     o.max_steps = 12;
-    baton_race_drive_result r;
+    baton_ppo_drive_result r;
     baton_err err = {0};
-    CHECK_MSG(baton_race_drive(t, &o, &r, &err) == BATON_OK, "%s", err.msg);
+    CHECK_MSG(baton_ppo_drive(t, &o, &r, &err) == BATON_OK, "%s", err.msg);
     CHECK(r.status == BATON_RACE_TIME_UP && r.steps == 12 && r.frames == 13 && r.n == 13);
     char path[4200];
     snprintf(path, sizeof path, "%s/frame-00012.png", dir);
@@ -118,10 +119,10 @@ static void test_frames(void)
     CHECK(im.w == 160 && im.h == 120 && im.c == 1);
     baton_image_free(&im);
     free(png);
-    baton_race_drive_result_free(&r);
+    baton_ppo_drive_result_free(&r);
     /* a policy that is not a checkpoint folder: the error names the flag and the folder */
     o.policy = "no-such-ckpt-dir";
-    CHECK(baton_race_drive(t, &o, &r, &err) != BATON_OK && strstr(err.msg, "--policy no-such-ckpt-dir"));
+    CHECK(baton_ppo_drive(t, &o, &r, &err) != BATON_OK && strstr(err.msg, "--policy no-such-ckpt-dir"));
     baton_remove_tree(dir);
     baton_race_track_free(t);
 }

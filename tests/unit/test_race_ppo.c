@@ -1,11 +1,11 @@
-/* test_race_ppo.c — PPO's arithmetic (src/race/ppo_math.c) on cases computed by hand: GAE over an
+/* test_race_ppo.c — PPO's arithmetic (src/ppo/ppo_math.c) on cases computed by hand: GAE over an
  * episode that ends (bootstrap 0) and one that is cut (bootstrap from the value), advantage
  * standardisation, the clipped surrogate where the clip binds (no gradient) and where it does not
  * (each sign of the advantage), the entropy bonus, the Gaussian policy's log-probability and
  * gradients, huber and mean squared error; then every gradient against finite differences on
  * random cases, and sampling: frequencies follow the softmax, Gaussian samples have the policy's
  * mean and spread, the same RNG state gives the same samples. */
-#include "../../src/race/ppo_internal.h"
+#include "../../src/ppo/ppo_internal.h"
 #include "check.h"
 
 #include <math.h>
@@ -90,11 +90,11 @@ static void test_gauss_cases(void)
 static void test_value_loss(void)
 {
     float dv;
-    CHECK(near(ppo_value_loss(BATON_RACE_LOSS_HUBER, 3, 1, 1, &dv), 1.5, 1e-12) && dv == 1);
-    CHECK(near(ppo_value_loss(BATON_RACE_LOSS_HUBER, 1.5f, 1, 1, &dv), 0.125, 1e-12) && near(dv, 0.5, 1e-7));
-    CHECK(near(ppo_value_loss(BATON_RACE_LOSS_HUBER, -2, 1, 0.5, &dv), 2.5, 1e-12) && dv == -0.5f);
-    CHECK(near(ppo_value_loss(BATON_RACE_LOSS_MSE, 3, 1, 1, &dv), 4, 1e-12) && dv == 4);
-    CHECK(near(ppo_value_loss(BATON_RACE_LOSS_MSE, 0.5f, 1, 0.25, &dv), 0.25, 1e-12) && near(dv, -0.25, 1e-7));
+    CHECK(near(ppo_value_loss(BATON_PPO_LOSS_HUBER, 3, 1, 1, &dv), 1.5, 1e-12) && dv == 1);
+    CHECK(near(ppo_value_loss(BATON_PPO_LOSS_HUBER, 1.5f, 1, 1, &dv), 0.125, 1e-12) && near(dv, 0.5, 1e-7));
+    CHECK(near(ppo_value_loss(BATON_PPO_LOSS_HUBER, -2, 1, 0.5, &dv), 2.5, 1e-12) && dv == -0.5f);
+    CHECK(near(ppo_value_loss(BATON_PPO_LOSS_MSE, 3, 1, 1, &dv), 4, 1e-12) && dv == 4);
+    CHECK(near(ppo_value_loss(BATON_PPO_LOSS_MSE, 0.5f, 1, 0.25, &dv), 0.25, 1e-12) && near(dv, -0.25, 1e-7));
 }
 
 /* finite differences of the loss against the analytic gradients, away from the clip's edges */

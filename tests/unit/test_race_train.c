@@ -13,7 +13,7 @@
  *   - state.json written and parsed back equal; a `baton train` checkpoint is refused by eval;
  *   - ckpt's shared loader refuses a checkpoint with an unexpected tensor or a "steps" that is not
  *     a count, naming them. */
-#include "../../src/race/ppo_internal.h"
+#include "../../src/ppo/ppo_internal.h"
 #include "check.h"
 
 #include <stdlib.h>
@@ -39,10 +39,10 @@ static char *path_in(const char *name)
     return o;
 }
 
-static int train(const char *dir, const char *meta, uint64_t episodes, uint64_t seed, baton_race_train_result *r)
+static int train(const char *dir, const char *meta, uint64_t episodes, uint64_t seed, baton_ppo_train_result *r)
 {
-    baton_race_train_opts o;
-    baton_race_train_opts_default(&o);
+    baton_ppo_train_opts o;
+    baton_ppo_train_opts_default(&o);
     o.track = STRAIGHT;
     o.metadata = meta;
     o.hyper = path_in("hyper.json");
@@ -52,7 +52,7 @@ static int train(const char *dir, const char *meta, uint64_t episodes, uint64_t 
     o.session.ckpt_every = 1, o.session.ckpt_every_sec = 0;
     o.session.keep = 100;
     baton_err err = {0};
-    int rc = baton_race_train(&o, r, &err);
+    int rc = baton_ppo_train(&o, r, &err);
     CHECK_MSG(rc == BATON_OK, "train %s: %s", dir, err.msg);
     return rc;
 }
@@ -110,17 +110,17 @@ static void start_probs(const char *dir, double *p, int n)
  * that took action `want` (SIM_TRACE_LOG's action column) */
 static double eval_ok(const char *dir, const char *what, int want)
 {
-    baton_race_eval_opts o;
-    baton_race_eval_opts_default(&o);
+    baton_ppo_eval_opts o;
+    baton_ppo_eval_opts_default(&o);
     o.ckpt = dir;
     o.trace_path = path_in("eval.csv");
-    baton_race_eval_result r;
+    baton_ppo_eval_result r;
     baton_err err = {0};
-    CHECK_MSG(baton_race_eval(&o, &r, &err) == BATON_OK, "%s: %s", what, err.msg);
+    CHECK_MSG(baton_ppo_eval(&o, &r, &err) == BATON_OK, "%s: %s", what, err.msg);
     CHECK_MSG(r.completed && r.nlaps == 1 && r.resets == 0 && r.best_lap_s > 0 && r.limit_s > 0,
               "%s: completed %d laps %zu resets %u best %.2f", what, r.completed, r.nlaps, r.resets, r.best_lap_s);
     CHECK(r.n > 0 && r.ratio == r.best_lap_s / r.limit_s);
-    baton_race_eval_result_free(&r);
+    baton_ppo_eval_result_free(&r);
     FILE *f = fopen(o.trace_path, "r");
     char line[512];
     int n = 0, hit = 0;
@@ -142,7 +142,7 @@ static void test_straight(void)
                      " {\"steering_angle\": 30, \"speed\": 1}], \"sensor\": [\"BATON_SENSOR_VECTOR\"]}");
     const char *dir = path_in("straight");
     double before[3], after[3];
-    baton_race_train_result r;
+    baton_ppo_train_result r;
     if (train(dir, meta, 20, 1, &r)) return;   /* one iteration: the policy has barely moved */
     start_probs(dir, before, 3);
     if (train(dir, meta, 300, 1, &r)) return;
@@ -167,7 +167,7 @@ static void test_straight(void)
 static void test_determinism_and_resume(void)
 {
     const char *meta = path_in("three.json");
-    baton_race_train_result r;
+    baton_ppo_train_result r;
     const char *a = path_in("det-a"), *b = path_in("det-b"), *c = path_in("det-c"), *d = path_in("det-d");
     if (train(a, meta, 120, 7, &r) || train(b, meta, 120, 7, &r) || train(c, meta, 120, 8, &r)) return;
     CHECK(same_file(ck(a, "model.safetensors", 6), ck(b, "model.safetensors", 6)));
@@ -184,16 +184,16 @@ static void test_determinism_and_resume(void)
     CHECK(same_file(ck(a, "model.safetensors", 3), ck(d, "model.safetensors", 3)));
 
     /* a resume with other settings is refused, naming what changed */
-    baton_race_train_opts o;
-    baton_race_train_opts_default(&o);
+    baton_ppo_train_opts o;
+    baton_ppo_train_opts_default(&o);
     o.track = STRAIGHT, o.metadata = meta, o.hyper = path_in("hyper.json"), o.session.ckpt_dir = d, o.episodes = 140;
     o.seed = 9, o.seed_set = 1;
     baton_err err = {0};
-    CHECK(baton_race_train(&o, &r, &err) == BATON_ERR_ARG && strstr(err.msg, "--seed"));
+    CHECK(baton_ppo_train(&o, &r, &err) == BATON_ERR_ARG && strstr(err.msg, "--seed"));
     o.seed = 7, o.metadata = path_in("cont.json");
-    CHECK(baton_race_train(&o, &r, &err) == BATON_ERR_ARG && strstr(err.msg, "--metadata"));
+    CHECK(baton_ppo_train(&o, &r, &err) == BATON_ERR_ARG && strstr(err.msg, "--metadata"));
     o.metadata = NULL, o.track = "oval";
-    CHECK(baton_race_train(&o, &r, &err) == BATON_ERR_ARG && strstr(err.msg, "--track"));
+    CHECK(baton_ppo_train(&o, &r, &err) == BATON_ERR_ARG && strstr(err.msg, "--track"));
 }
 
 /* Write a checkpoint folder at dir from src's files, with `extra` (may be NULL) as one more model
@@ -293,12 +293,12 @@ static void test_ckpt_refused(void)
         CHECK(baton_file_write_atomic(m, mt, mn, &err) == BATON_OK);
     }
     CHECK_MSG(baton_ckpt_verify(bad, &err) == BATON_OK, "the remade folder verifies: %s", err.msg);
-    baton_race_train_opts o;
-    baton_race_train_opts_default(&o);
+    baton_ppo_train_opts o;
+    baton_ppo_train_opts_default(&o);
     o.track = STRAIGHT, o.metadata = path_in("three.json"), o.hyper = path_in("hyper.json");
     o.session.ckpt_dir = path_in("refused-steps"), o.episodes = 140, o.seed = 7, o.seed_set = 1;
-    baton_race_train_result r;
-    int rc = baton_race_train(&o, &r, &err);
+    baton_ppo_train_result r;
+    int rc = baton_ppo_train(&o, &r, &err);
     CHECK_MSG(rc == BATON_ERR_FORMAT && strstr(err.msg, "'steps'") && strstr(err.msg, "not a count"), "rc %d: %s", rc,
               err.msg);
     free(d);
@@ -308,22 +308,22 @@ static void test_ckpt_refused(void)
 static void test_files(void)
 {
     const char *meta = path_in("three.json"), *dir = path_in("files");
-    baton_race_train_opts o;
-    baton_race_train_opts_default(&o);
+    baton_ppo_train_opts o;
+    baton_ppo_train_opts_default(&o);
     o.track = STRAIGHT, o.metadata = meta, o.hyper = path_in("hyper.json"), o.session.ckpt_dir = dir, o.episodes = 60;
     o.log_path = path_in("files.csv");
     o.trace_dir = path_in("trace");
-    baton_race_train_result r;
+    baton_ppo_train_result r;
     baton_err err = {0};
-    CHECK_MSG(baton_race_train(&o, &r, &err) == BATON_OK, "%s", err.msg);
-    baton_race_meta m;
-    baton_race_hyper h;
+    CHECK_MSG(baton_ppo_train(&o, &r, &err) == BATON_OK, "%s", err.msg);
+    baton_ppo_meta m;
+    baton_ppo_hyper h;
     char p[600];
     snprintf(p, sizeof p, "%s/model_metadata.json", dir);
-    CHECK_MSG(baton_race_meta_load(p, &m, &err) == BATON_OK && m.nactions == 3 && m.obs == BATON_RACE_OBS_SENSOR, "%s",
+    CHECK_MSG(baton_ppo_meta_load(p, &m, &err) == BATON_OK && m.nactions == 3 && m.obs == BATON_PPO_OBS_SENSOR, "%s",
               err.msg);
     snprintf(p, sizeof p, "%s/hyperparameters.json", dir);
-    CHECK(baton_race_hyper_load(p, &h, &err) == BATON_OK && h.num_episodes_between_training == 20);
+    CHECK(baton_ppo_hyper_load(p, &h, &err) == BATON_OK && h.num_episodes_between_training == 20);
     uint8_t *text = NULL;
     size_t len = 0;
     CHECK(baton_file_read_all(o.log_path, 1 << 20, &text, &len, &err) == BATON_OK);
@@ -349,15 +349,15 @@ static void test_state(void)
 {
     race_run_state s, b;
     memset(&s, 0, sizeof s);
-    baton_race_meta_default(&s.meta);
-    baton_race_hyper_default(&s.hyper);
+    baton_ppo_meta_default(&s.meta);
+    baton_ppo_hyper_default(&s.hyper);
     s.iteration = 12, s.episodes = 240, s.sim_steps = 123456789012ULL, s.ticks = 777, s.seconds = 12.5;
     baton_rng_seed(&s.act_rng, 3);
     baton_rng_seed(&s.shuffle_rng, 4);
     s.optim_steps = 999, s.best_lap_s = 7.25, s.laps = 40, s.last_reward = -3.5;
     snprintf(s.track, sizeof s.track, "oval");
     snprintf(s.reward, sizeof s.reward, "tests/race/follow_center_line.py");
-    s.reward_scale = BATON_RACE_SCALE_STEP, s.seed = UINT64_MAX, s.envs = 20, s.max_steps = 10000;
+    s.reward_scale = BATON_PPO_SCALE_STEP, s.seed = UINT64_MAX, s.envs = 20, s.max_steps = 10000;
     baton_race_car_default(&s.car);
     s.car.grip_mps2 = 3, s.car.friction_circle = 1;
     char *js = race_state_format(&s);
@@ -367,7 +367,7 @@ static void test_state(void)
     CHECK(b.iteration == 12 && b.sim_steps == s.sim_steps && b.seed == UINT64_MAX && b.seconds == 12.5);
     CHECK(!memcmp(&b.act_rng, &s.act_rng, sizeof s.act_rng) && !memcmp(&b.shuffle_rng, &s.shuffle_rng, sizeof s.act_rng));
     CHECK(!memcmp(&b.meta, &s.meta, sizeof s.meta) && !memcmp(&b.hyper, &s.hyper, sizeof s.hyper));
-    CHECK(!memcmp(&b.car, &s.car, sizeof s.car) && !strcmp(b.reward, s.reward) && b.reward_scale == BATON_RACE_SCALE_STEP);
+    CHECK(!memcmp(&b.car, &s.car, sizeof s.car) && !strcmp(b.reward, s.reward) && b.reward_scale == BATON_PPO_SCALE_STEP);
     free(js);
     const char *bad[] = {
         "{\"kind\": \"supervised\"}",
