@@ -127,9 +127,6 @@ typedef struct baton_infer_stats {
  * skipped (BATON_OK) in a build without CUDA. */
 int baton_infer_bench_context(const char *ckpt, const baton_infer_ctx *ctx, const baton_infer_bench_opts *o,
                               double t0, double t_main, baton_infer_stats *st, baton_err *err);
-/* The timed part alone on an open engine (first, warm-up, loop; fills the latency fields). */
-int baton_infer_bench_engine(baton_infer_engine *e, const baton_infer_bench_opts *o, baton_infer_stats *st,
-                             baton_err *err);
 
 /* Nearest-rank percentile of n ascending values (q in [0, 1]). */
 double baton_infer_percentile(const double *sorted, size_t n, double q);
@@ -323,7 +320,6 @@ void baton_plan_infer_table(FILE *f, const baton_plan_infer *p, const baton_plan
 /* The same as JSON lines: one per row shown, one per configuration not projected
  * ({"config","source":"not projected","reason"}), then {"pick":...}. */
 void baton_plan_infer_json(FILE *f, const baton_plan_infer *p, const baton_plan_infer_opts *o);
-char *baton_plan_row_json(const baton_plan_row *r);   /* malloc'd, no newline */
 /* Pareto chart (log-log): P90 latency against throughput-bound cost per 100k, one point per
  * configuration (current ones only unless include_retired), measured, projected and file points
  * drawn with different markers, the Pareto front joined and only its points labelled. */

@@ -56,14 +56,9 @@ typedef struct baton_train_session_opts {
                                    do nothing; notices are watched and finish reports them */
 } baton_train_session_opts;
 
-/* Latch a notice another rank saw (data parallelism: the world stops at the same step), unless
- * this session already holds one. finish then commits and reports it as its own. */
-void baton_train_session_stop_for(baton_train_session *s, const baton_notice_event *ev);
 /* --ckpt-every auto: the interval in force and the blocking cost it was computed from (0, 0
  * before the first save, or when not auto). */
 void baton_train_session_interval(const baton_train_session *s, double *tau_s, double *delta_s);
-/* The notice this session holds (kind NONE: none). */
-const baton_notice_event *baton_train_session_latched(const baton_train_session *s);
 
 /* Open: checks that ckpt_dir is a folder this process can write and that no other process has it
  * open (BATON_ERR_BUSY naming the holder's pid), opens its store (and the remote), starts the

@@ -247,12 +247,9 @@ void baton_progress_finish(baton_progress *p);
 int baton_net_listen(const char *spec, int allow_remote, char *url, size_t ucap, int *port, int *v6, baton_err *err);
 
 /* SVG text: append s (NULL: nothing) with <, >, & and " escaped for text and attributes; append
- * printf-formatted text (at most 1023 bytes per call); the width in pixels s takes in the charts'
- * sans-serif face (DejaVu Sans, what librsvg and browsers on Debian draw) at size px, by character
- * class and rounded up so that a layout made with it leaves room (bold: about 10 % wider). */
+ * printf-formatted text (at most 1023 bytes per call). */
 void baton_svg_esc(baton_buf *b, const char *s);
 void baton_svg_put(baton_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-double baton_svg_text_width(const char *s, double px, int bold);
 
 typedef struct baton_svg_series {
     const char *name;
