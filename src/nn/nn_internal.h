@@ -288,6 +288,15 @@ int nn_grow(void **arr, int *n, int *cap, size_t elem);
 int nn_fold_lower(const baton_nn_model *m, nn_fold *F, baton_err *err);
 void nn_fold_free(nn_fold *F);
 
+/* fold_table.c: the same op list run on a kernel table (each op a table call), for batch images:
+ * on the reference table, the plain reference of the compiled plan (the tests compare them). */
+typedef struct nn_fold_exec nn_fold_exec;
+int nn_fold_exec_create(const baton_nn_model *m, const baton_nn_kernels *K, int batch, nn_fold_exec **out,
+                        baton_err *err);
+void nn_fold_exec_run(nn_fold_exec *e, const float *x, float *logits);
+int nn_fold_exec_nops(const nn_fold_exec *e);
+void nn_fold_exec_free(nn_fold_exec *e);
+
 /* builder (build.c); each returns the new slot id, or -1 after recording a failure in m->berr */
 int nn_b_input(baton_nn_model *m, int c, int h, int w);
 int nn_b_conv(baton_nn_model *m, const char *name, int in, int oc, int k, int stride, int pad, int bias);
