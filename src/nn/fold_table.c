@@ -70,9 +70,10 @@ int nn_fold_exec_create(const baton_nn_model *m, const baton_nn_kernels *K, int 
     for (int v = 0; !rc && v < e->F.nvals; v++)
         if (!e->F.vals[v].dead && !(e->buf[v] = malloc(val_count(e, v) * sizeof(float))))
             rc = baton_err_set(err, BATON_ERR_NOMEM, "folded plan: out of memory for activations");
-    if (!rc && ((tmp && !(e->tmp = malloc(tmp * sizeof(float)))) || (flat && !(e->flat = malloc(flat * sizeof(float)))) ||
-                (ws && !(e->ws = malloc(ws * sizeof(int32_t))))))
-        rc = baton_err_set(err, BATON_ERR_NOMEM, "folded plan: out of memory");
+    if (!rc && tmp && !(e->tmp = malloc(tmp * sizeof(float)))) rc = BATON_ERR_NOMEM;
+    if (!rc && flat && !(e->flat = malloc(flat * sizeof(float)))) rc = BATON_ERR_NOMEM;
+    if (!rc && ws && !(e->ws = malloc(ws * sizeof(int32_t)))) rc = BATON_ERR_NOMEM;
+    if (rc == BATON_ERR_NOMEM) baton_err_set(err, rc, "folded plan: out of memory");
     if (rc) {
         nn_fold_exec_free(e);
         return rc;
