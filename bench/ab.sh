@@ -10,7 +10,8 @@
 # training throughput, build/bench/train_speed --batch 128 --seconds 4 --reps 3 (img/s), and
 # inference latency, baton infer-bench --path fast --batch 1,64 on bench/infer.sh's checkpoints
 # (batch-1 P50 and batch-64 P50, ms); odd rounds run "before" first, even rounds "after" first.
-# Prints every round, then medians with [min-max] and the after/before ratio; one JSON line.
+# Prints every round, then medians with [min-max], the ratio of the medians after/before and the
+# median of each round's after/before (the two back to back); one JSON line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 A=${1:?usage: bench/ab.sh BEFORE_DIR [ROUNDS]}
@@ -61,13 +62,20 @@ python3 - "$OUT/rows.jsonl" "$(cut -d' ' -f1 /proc/loadavg)" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 out = {"bench": "ab", "load_end": float(sys.argv[2])}
-print(f"{'model':9} {'figure':22} {'before':>24} {'after':>24} {'after/before':>12}")
+print(f"{'model':9} {'figure':18} {'before':>28} {'after':>28} {'after/before':>12} {'per round':>9}")
 for m in ("resnet20", "lenet"):
     for k, name in (("train_img_per_s", "training img/s"), ("b1_p50_ms", "batch-1 P50 ms"), ("b64_p50_ms", "batch-64 P50 ms")):
         v = {s: [x[k] for x in rows if x["model"] == m and x["side"] == s] for s in ("before", "after")}
         med = {s: statistics.median(v[s]) for s in v}
         cell = lambda s: f"{med[s]:.3f} [{min(v[s]):.3f}-{max(v[s]):.3f}]"
-        print(f"{m:9} {name:22} {cell('before'):>24} {cell('after'):>24} {med['after'] / med['before']:12.3f}")
-        out[f"{m}_{k}"] = {"before": med["before"], "after": med["after"], "ratio": round(med["after"] / med["before"], 3)}
+        # each round's after/before (the two ran back to back): their median
+        pair = {}
+        for x in rows:
+            if x["model"] == m:
+                pair.setdefault(x["round"], {})[x["side"]] = x[k]
+        rr = statistics.median(p["after"] / p["before"] for p in pair.values() if len(p) == 2)
+        print(f"{m:9} {name:18} {cell('before'):>28} {cell('after'):>28} {med['after'] / med['before']:12.3f} {rr:9.3f}")
+        out[f"{m}_{k}"] = {"before": med["before"], "after": med["after"], "ratio": round(med["after"] / med["before"], 3),
+                           "round_ratio_median": round(rr, 3)}
 print(json.dumps(out))
 PY
