@@ -3,6 +3,7 @@ what) records a failure and goes on; done() prints "N passed, N failed, N skippe
 a check failed (77 when a part was skipped). tests/cli/test_python.sh runs each tests/python/test_*.py
 with /usr/bin/python3 against the build under test ($BATON_BUILD/python on PYTHONPATH)."""
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -42,6 +43,14 @@ def raises(exc, fn, *args, match=None, **kw):
         print("  (raised %s: %s)" % (type(e).__name__, e), file=sys.stderr)
         return None
     return None
+
+
+# A test started in the background of a non-interactive shell (`cmd &`) inherits SIGINT ignored,
+# and so would every Python it starts — which then never raises KeyboardInterrupt, the very thing
+# the Ctrl-C tests check. A handler of our own is reset to the default at exec, so children start
+# as they would from a terminal.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def run(*cmd, **kw):
