@@ -48,7 +48,7 @@ typedef struct baton_ppo_drive_result {
     double *x, *y, *v;
 } baton_ppo_drive_result;
 int baton_ppo_drive(const baton_race_track *t, const baton_ppo_drive_opts *o, baton_ppo_drive_result *r,
-                     baton_err *err);
+                    baton_err *err);
 void baton_ppo_drive_result_free(baton_ppo_drive_result *r);
 
 /* ---------------------------------------------------------------- training (src/ppo/ppo_train.c) */

@@ -64,7 +64,7 @@ static int trace_push(baton_ppo_drive_result *r, size_t *cap, const baton_race_c
 }
 
 int baton_ppo_drive(const baton_race_track *t, const baton_ppo_drive_opts *o, baton_ppo_drive_result *r,
-                     baton_err *err)
+                    baton_err *err)
 {
     memset(r, 0, sizeof *r);
     if (!(o->pace > 0 && o->pace <= 2)) return baton_err_set(err, BATON_ERR_ARG, "pace %g: want 0 < pace <= 2", o->pace);
