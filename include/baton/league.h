@@ -4,8 +4,9 @@
  * goes into a SQLite database; the standings rank each alias's best entry per track and race type.
  *
  * What it offers, in the order a caller uses it: open the database; submit a checkpoint (evaluate
- * and store); the standings of a track; an entry's lap trace; close. The ranking rule on its own
- * (baton_league_rank) for callers and tests that hold results already.
+ * and store); the standings of a track; racers' tokens; a submission sent to a league's server
+ * over HTTP; the server itself; close. The ranking rule, traces, the tar reader and the queue
+ * are the league's own (src/league/league_internal.h).
  *
  * The database (one file, WAL mode, prepared statements only):
  *   1. PRAGMA application_id is BATON_LEAGUE_APP_ID and PRAGMA user_version is
