@@ -8,27 +8,7 @@
 
 #include "baton/infer.h"
 #include "check.h"
-
-static void randomise_bn(baton_nn_model *m, uint64_t seed)
-{
-    baton_rng r;
-    baton_rng_seed(&r, seed);
-    for (size_t i = 0; i < baton_nn_model_ntensors(m); i++) {
-        baton_nn_tensor t;
-        baton_nn_model_tensor(m, i, &t);
-        if (t.dtype != BATON_NN_F32 || t.ndim != 1) continue;
-        float *d = t.data;
-        const char *leaf = strrchr(t.name, '.');
-        if (!leaf || (!strstr(t.name, "bn") && !strstr(t.name, "short.1"))) continue;
-        for (size_t k = 0; k < t.numel; k++) {
-            float u = baton_rng_float(&r);
-            if (!strcmp(leaf, ".weight")) d[k] = 0.5f + u;
-            else if (!strcmp(leaf, ".bias")) d[k] = u - 0.5f;
-            else if (!strcmp(leaf, ".running_mean")) d[k] = 0.4f * (u - 0.5f);
-            else if (!strcmp(leaf, ".running_var")) d[k] = 0.5f + 1.5f * u;
-        }
-    }
-}
+#include "nn_bn_stats.h"
 
 static double compare(const char *name, int c, int h, int w, int batch)
 {
