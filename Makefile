@@ -19,7 +19,7 @@
 BUILD ?= build
 SAN ?= 0
 CC ?= cc
-PKGS := libpng libturbojpeg zlib libcjson libcurl libmicrohttpd
+PKGS := libpng libturbojpeg libjpeg zlib libcjson libcurl libmicrohttpd
 PKGS += yaml-0.1 sqlite3 libcrypto
 PKGS += ompi-c                  # dist: data-parallel training on Open MPI
 

@@ -20,7 +20,7 @@
 set -euo pipefail
 
 build=(make gcc libc6-dev pkg-config git ca-certificates
-       libpng-dev libturbojpeg0-dev zlib1g-dev libcjson-dev libcurl4-openssl-dev libdnnl-dev libmicrohttpd-dev)
+       libpng-dev libturbojpeg0-dev libjpeg62-turbo-dev zlib1g-dev libcjson-dev libcurl4-openssl-dev libdnnl-dev libmicrohttpd-dev)
 build+=(libyaml-dev libsqlite3-dev)     # fleet: job files (YAML), event history (SQLite); the league's results
 build+=(libssl-dev)                    # the league: SHA-256 of a submitted model (libcrypto)
 build+=(libopenmpi-dev openmpi-bin)    # dist: data-parallel training (libmpi; mpirun for the tests)

@@ -578,11 +578,27 @@ static void worker_wait(baton_league_server *s, long ms, int hard)
     s->poke = 0;
 }
 
+/* Put back the submissions a killed server left running (or fail those at the attempt cap).
+ * Until this has been written nothing is evaluated; on a full disk it cannot be, so the server
+ * starts anyway, serves its pages and takes uploads, and the worker retries it with the backoff
+ * below (0 done, else the error's code). */
+static int recover_queue(baton_league_server *s, baton_err *err)
+{
+    size_t requeued = 0;
+    if (baton_league_queue_recover(s->wl, &requeued, err)) return err->code;
+    if (requeued)
+        baton_log(BATON_LOG_INFO, "league: %zu submission(s) were being evaluated when the server stopped: queued again",
+                  requeued);
+    s->recovered = 1;
+    return BATON_OK;
+}
+
 /* The worker: the queue, one submission at a time, until stopped; woken by a new submission
  * or every second (another process may queue into the same database). An attempt the server
  * failed (its entry not stored: a full disk) is queued again and retried after 1, 2, 4 ... 30 s;
  * if even that could not be written, the worker keeps trying to, so a live server never leaves a
- * submission running. */
+ * submission running. The queue's recovery after a kill (recover_queue) comes first, retried the
+ * same way. */
 static void *worker_main(void *arg)
 {
     baton_league_server *s = arg;
@@ -595,9 +611,11 @@ static void *worker_main(void *arg)
         pthread_mutex_unlock(&s->mu);
         int64_t id = 0;
         baton_err err = {0};
-        if (held && !league_requeue(s->wl, held, why, &err)) held = 0;
+        if (!s->recovered && recover_queue(s, &err))
+            baton_log(BATON_LOG_WARN, "league: the queue cannot be recovered yet (nothing is evaluated until it is): %s", err.msg);
+        else if (held && !league_requeue(s->wl, held, why, &err)) held = 0;
         else if (held) baton_log(BATON_LOG_WARN, "league: submission %lld is still marked running: %s", (long long)held, err.msg);
-        if (!held && baton_league_queue_run_one(s->wl, s->tmp_parent, &id, &err)) {
+        if (s->recovered && !held && baton_league_queue_run_one(s->wl, s->tmp_parent, &id, &err)) {
             baton_log(BATON_LOG_WARN, "league: the queue: %s", err.msg);
             if (id) held = id, snprintf(why, sizeof why, "%s", err.msg);
         }
@@ -622,13 +640,11 @@ void baton_league_serve_opts_default(baton_league_serve_opts *o)
 static int start_worker(baton_league_server *s, const char *db_path, baton_err *err)
 {
     int rc = baton_league_open(db_path, &s->wl, err);
-    size_t requeued = 0;
-    if (!rc) rc = baton_league_queue_recover(s->wl, &requeued, err);
-    if (!rc) rc = league_work_clean(s->wl, err);   /* what a server killed mid-evaluation left */
+    if (!rc) rc = league_work_clean(s->wl, err);   /* what a server killed mid-evaluation left (before uploads arrive) */
     if (rc) return rc;
-    if (requeued)
-        baton_log(BATON_LOG_INFO, "league: %zu submission(s) were being evaluated when the server stopped: queued again",
-                  requeued);
+    baton_err e2 = {0};
+    if (recover_queue(s, &e2))   /* a full disk: the worker retries it; the pages are served meanwhile */
+        baton_log(BATON_LOG_WARN, "league: the queue cannot be recovered yet (the worker retries; pages are served): %s", e2.msg);
     if (pthread_create(&s->worker, NULL, worker_main, s))
         return baton_err_set(err, BATON_ERR_IO, "cannot start the league's worker thread");
     s->worker_started = 1;

@@ -31,6 +31,7 @@ struct baton_league_server {
     baton_league *wl;
     pthread_t worker;
     int worker_started, stop, poke;
+    int recovered;   /* the queue's recovery after a kill is written (the worker's alone after start) */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     /* the request-head deadline (league_web_guard.c) */

@@ -47,7 +47,8 @@ tar = open(tdir + "/m.tar", "rb").read()
 racers = {a: open(f"{tdir}/tok.{a}").read().strip() for a in ["r%d" % i for i in range(8)]}
 mnt = os.path.dirname(db)
 filler = mnt + "/filler"
-stats = {"kills_eval": 0, "kills_upload": 0, "kills_full": 0, "kills_idle": 0, "restarts": 0, "accepted": 0, "refused_busy": 0}
+stats = {"kills_eval": 0, "kills_upload": 0, "kills_full": 0, "kills_idle": 0, "restarts": 0, "accepted": 0, "refused_busy": 0,
+         "start_failures": 0, "pages_failed_full": 0}
 log = open(tdir + "/serve.err", "ab")
 srv, url = None, None
 
@@ -62,8 +63,9 @@ def start():
             url = line
             return
         srv.wait()
+        stats["start_failures"] += 1   # a failure of the league: it must start on a full disk too
         print("the server did not start (attempt %d); room made" % (attempt + 1), flush=True)
-        if os.path.exists(filler): os.unlink(filler)
+        unfill()
     raise SystemExit("the server does not start")
 
 def kill():
@@ -82,6 +84,12 @@ def req(path, body=None, token=None):
     except (OSError, ValueError):
         return None, None   # the server gone mid-request
 
+def unfill():   # the filler goes once, whoever removes it first
+    try:
+        os.unlink(filler)
+    except FileNotFoundError:
+        pass
+
 def fill():
     st = os.statvfs(mnt)
     with open(filler, "ab") as f:
@@ -90,45 +98,50 @@ def fill():
         except OSError:
             pass
 
-start()
-full_until = 0
-t0 = time.time()
-while stats["accepted"] < n_want and time.time() - t0 < 1800:
-    if full_until and time.time() > full_until:
-        os.unlink(filler); full_until = 0
-    for a, tok in racers.items():
-        if stats["accepted"] >= n_want: break
-        st, ans = req("/api/submit?alias=%s&track=oval" % a, tar, tok)
-        if st == 202: stats["accepted"] += 1
-        elif st == 409: stats["refused_busy"] += 1
-    time.sleep(rnd.uniform(0, 0.6))
-    r = rnd.random()
-    if r < 0.25:       # a kill during an evaluation: wait until one runs
-        for _ in range(40):
-            _, s = req("/api/submissions/%d" % max(1, stats["accepted"]))
-            if s and s.get("state") == "running": break
-            time.sleep(0.05)
-        time.sleep(rnd.uniform(0, 0.3)); kill(); stats["kills_eval"] += 1; start(); stats["restarts"] += 1
-    elif r < 0.35:     # during an upload: the POST on its way
-        th = threading.Thread(target=req, args=("/api/submit?alias=r%d&track=oval" % rnd.randrange(8), tar, None))
-        th.start(); time.sleep(rnd.uniform(0, 0.01)); kill(); th.join(); stats["kills_upload"] += 1; start(); stats["restarts"] += 1
-    elif r < 0.5 and full and not full_until:   # the disk full, then killed, and full a while after
-        fill(); time.sleep(rnd.uniform(0.2, 1.0)); kill(); stats["kills_full"] += 1
-        start(); stats["restarts"] += 1; full_until = time.time() + rnd.uniform(1, 4)
-    elif r < 0.55:
-        kill(); stats["kills_idle"] += 1; start(); stats["restarts"] += 1
-if os.path.exists(filler): os.unlink(filler)
-# no more kills: the queue finishes
-deadline = time.time() + 120 + 3 * n_want
-last = None
-while time.time() < deadline:
-    out = subprocess.run(["python3", "-c", "import sqlite3,sys; c=sqlite3.connect('file:%s?mode=ro' % sys.argv[1], uri=True); "
-                          "print(c.execute('select count(*) from submissions where state in (0,1)').fetchone()[0])", db],
-                         capture_output=True, text=True).stdout.strip()
-    last = out
-    if out == "0": break
-    time.sleep(0.5)
-srv.send_signal(signal.SIGTERM); srv.wait()
+try:
+    start()
+    full_until = 0
+    t0 = time.time()
+    while stats["accepted"] < n_want and time.time() - t0 < 1800:
+        if full_until and time.time() > full_until:
+            unfill(); full_until = 0
+        for a, tok in racers.items():
+            if stats["accepted"] >= n_want: break
+            st, ans = req("/api/submit?alias=%s&track=oval" % a, tar, tok)
+            if st == 202: stats["accepted"] += 1
+            elif st == 409: stats["refused_busy"] += 1
+        time.sleep(rnd.uniform(0, 0.6))
+        r = rnd.random()
+        if r < 0.25:       # a kill during an evaluation: wait until one runs
+            for _ in range(40):
+                _, s = req("/api/submissions/%d" % max(1, stats["accepted"]))
+                if s and s.get("state") == "running": break
+                time.sleep(0.05)
+            time.sleep(rnd.uniform(0, 0.3)); kill(); stats["kills_eval"] += 1; start(); stats["restarts"] += 1
+        elif r < 0.35:     # during an upload: the POST on its way
+            th = threading.Thread(target=req, args=("/api/submit?alias=r%d&track=oval" % rnd.randrange(8), tar, None))
+            th.start(); time.sleep(rnd.uniform(0, 0.01)); kill(); th.join(); stats["kills_upload"] += 1; start(); stats["restarts"] += 1
+        elif r < 0.5 and full and not full_until:   # the disk full, then killed, and full a while after
+            fill(); time.sleep(rnd.uniform(0.2, 1.0)); kill(); stats["kills_full"] += 1
+            start(); stats["restarts"] += 1; full_until = time.time() + rnd.uniform(1, 4)
+            if req("/api/server")[0] != 200: stats["pages_failed_full"] += 1   # pages served with no room
+        elif r < 0.55:
+            kill(); stats["kills_idle"] += 1; start(); stats["restarts"] += 1
+    unfill()
+    # no more kills: the queue finishes
+    deadline = time.time() + 120 + 3 * n_want
+    last = None
+    while time.time() < deadline:
+        out = subprocess.run(["python3", "-c", "import sqlite3,sys; c=sqlite3.connect('file:%s?mode=ro' % sys.argv[1], uri=True); "
+                              "print(c.execute('select count(*) from submissions where state in (0,1)').fetchone()[0])", db],
+                             capture_output=True, text=True).stdout.strip()
+        last = out
+        if out == "0": break
+        time.sleep(0.5)
+    srv.send_signal(signal.SIGTERM); srv.wait()
+finally:   # every server this campaign started is stopped, on every path
+    if srv is not None and srv.poll() is None:
+        srv.kill(); srv.wait()
 stats["waiting_at_end"] = int(last) if last and last.isdigit() else -1
 stats["seconds"] = round(time.time() - t0, 1)
 print(json.dumps(stats), flush=True)
@@ -136,6 +149,7 @@ PY
 check '[ -n "$(tail -n1 "$T/campaign.out" | grep "^{")" ]' "the campaign ran: $(tail -n 5 "$T/campaign.out")"
 S=$(tail -n1 "$T/campaign.out")
 check '[ "$(echo "$S" | json /dev/stdin "d[\"accepted\"] >= $N and d[\"waiting_at_end\"] == 0")" = True ]' "every submission accepted and finished: $S"
+check '[ "$(echo "$S" | json /dev/stdin "d[\"start_failures\"] + d[\"pages_failed_full\"]")" = 0 ]' "the server started every time and served its pages, on a full disk too: $S $(grep -v "^baton: info" "$T/serve.err" | tail -n 3)"
 check 'python3 - "$DB" <<"PY"
 import sqlite3, sys
 c = sqlite3.connect(sys.argv[1])
