@@ -41,6 +41,8 @@ typedef struct img_scratch {
     void *jpeg;            /* region.c's libjpeg decompressor, created on first use */
 } img_scratch;
 void img_scratch_free(img_scratch *s);
+/* region.c: destroy s->jpeg (NULL after); what img_scratch_free calls. */
+void img_region_jpeg_free(img_scratch *s);
 
 /* The crop for an image of h × w (from its header): fill box (see the contract). Non-zero (and
  * err set) refuses the image. */

@@ -1,0 +1,321 @@
+/* region.c — decoding the part of an image a crop uses, at the size it is used: img_decode_crop
+ * (the fast path: for JPEG, only the box's rows and iMCU columns, DCT-scaled) and
+ * img_decode_crop_ref (the plain reference: the whole image, then the same resample).
+ *
+ * Contract (see region_internal.h for the interface):
+ *  - JPEG (fast): the libjpeg API of libjpeg-turbo, one decompressor per scratch (s->jpeg), made on
+ *    first use, reset with jpeg_abort_decompress after every image, failed or not, and destroyed by
+ *    img_scratch_free. The header is read once; its size is checked against BATON_IMG_MAX_PIXELS
+ *    and CMYK/YCCK refused before anything is decoded. The DCT scale is the smallest M/8
+ *    (M = 1..8) that keeps the box at least oh × ow (8/8 when the box is smaller). Only the
+ *    columns the resampler's taps reach, plus one pixel each side (jpeg_crop_scanline widens them to
+ *    the iMCU boundary), and the rows they reach, plus one each side, are decoded
+ *    (jpeg_skip_scanlines above, jpeg_abort_decompress below). The box is then mapped into the
+ *    decoded region by the exact scale factor output_size / image_size and resampled.
+ *  - libjpeg never prints and never exits here: fatal errors come back through setjmp/longjmp as
+ *    BATON_ERR_CORRUPT (BATON_ERR_FORMAT when the decoder would need more memory than the image
+ *    can justify: libjpeg's max_memory_to_use is set from the header's size, so a hostile
+ *    progressive file cannot make it allocate more); warnings: "Premature end of JPEG file" is
+ *    BATON_ERR_TRUNCATED and "premature end of data segment" BATON_ERR_CORRUPT, others (extraneous
+ *    bytes, a lost restart marker) are accepted as jpeg.c does. More than JPEG_MAX_SCANS scans is
+ *    refused (BATON_ERR_CORRUPT), as TurboJPEG's scan limit does, so a file of many empty scans
+ *    cannot spin. A baseline file cut off below the box is not noticed: the rows the box uses are
+ *    complete, so its pixels are right (the reference, which decodes everything, says TRUNCATED).
+ *  - PNG and raw (fast and reference) and every encoding in the reference: baton_img_decode of
+ *    the whole image into s->full with c channels, plan on its size, resample. */
+#include "region_internal.h"
+#include "img_internal.h"
+
+#include <limits.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+/* jpeglib.h needs size_t and FILE before it */
+#include <jpeglib.h>
+#include <jerror.h>
+
+#define JPEG_MAX_SCANS 500
+#define JPEG_MEM_SLACK ((uint64_t)48 << 20)  /* tables, row buffers, the Huffman state */
+
+typedef struct region_jpeg {
+    struct jpeg_decompress_struct ci;
+    struct jpeg_error_mgr jerr;
+    struct jpeg_progress_mgr prog;
+    jmp_buf jb;
+    baton_err *err;  /* the current call's */
+    int code;        /* the status a longjmp returns */
+} region_jpeg;
+
+/* Record the failure (message from libjpeg's table) and unwind to the setjmp in crop_jpeg. */
+static void fail(j_common_ptr c, int code)
+{
+    region_jpeg *r = c->client_data;
+    char msg[JMSG_LENGTH_MAX];
+    (*c->err->format_message)(c, msg);
+    int mem = c->err->msg_code == JERR_OUT_OF_MEMORY || c->err->msg_code == JERR_NO_BACKING_STORE;
+    r->code = mem ? BATON_ERR_FORMAT : code;
+    if (mem)
+        baton_err_set(r->err, r->code, "JPEG: the image needs more memory than its size allows (%s)", msg);
+    else
+        baton_err_set(r->err, r->code, "JPEG: %s", msg);
+    longjmp(r->jb, 1);
+}
+
+static void on_error(j_common_ptr c)
+{
+    fail(c, BATON_ERR_CORRUPT);
+}
+
+static void on_message(j_common_ptr c, int level)
+{
+    if (level >= 0) return;  /* trace messages */
+    c->err->num_warnings++;
+    if (c->err->msg_code == JWRN_JPEG_EOF) fail(c, BATON_ERR_TRUNCATED);
+    if (c->err->msg_code == JWRN_HIT_MARKER) fail(c, BATON_ERR_CORRUPT);
+}
+
+static void on_progress(j_common_ptr c)
+{
+    j_decompress_ptr d = (j_decompress_ptr)c;
+    if (c->is_decompressor && d->input_scan_number > JPEG_MAX_SCANS) {
+        region_jpeg *r = c->client_data;
+        r->code = BATON_ERR_CORRUPT;
+        baton_err_set(r->err, r->code, "JPEG: more than %d scans", JPEG_MAX_SCANS);
+        longjmp(r->jb, 1);
+    }
+}
+
+static region_jpeg *scratch_jpeg(img_scratch *s, baton_err *err)
+{
+    if (s->jpeg) return s->jpeg;
+    region_jpeg *r = calloc(1, sizeof *r);
+    if (!r) {
+        baton_err_set(err, BATON_ERR_NOMEM, "JPEG: out of memory for a decompressor");
+        return NULL;
+    }
+    r->ci.err = jpeg_std_error(&r->jerr);
+    r->jerr.error_exit = on_error;
+    r->jerr.emit_message = on_message;
+    r->ci.client_data = r;
+    r->err = err;
+    if (setjmp(r->jb)) {  /* jpeg_create_decompress fails only when out of memory */
+        jpeg_destroy_decompress(&r->ci);
+        free(r);
+        return NULL;
+    }
+    jpeg_create_decompress(&r->ci);
+    r->prog.progress_monitor = on_progress;
+    r->ci.progress = &r->prog;
+    s->jpeg = r;
+    return r;
+}
+
+void img_region_jpeg_free(img_scratch *s)
+{
+    region_jpeg *r = s ? s->jpeg : NULL;
+    if (!r) return;
+    jpeg_destroy_decompress(&r->ci);
+    free(r);
+    s->jpeg = NULL;
+}
+
+static int box_ok(const double box[4], uint32_t h, uint32_t w)
+{
+    for (int i = 0; i < 4; i++)
+        if (!isfinite(box[i])) return 0;
+    return box[0] >= 0 && box[1] >= 0 && box[0] < box[2] && box[1] < box[3] && box[2] <= (double)w &&
+           box[3] <= (double)h;
+}
+
+static int plan_box(img_crop_plan plan, void *ctx, uint32_t h, uint32_t w, double box[4], baton_err *err)
+{
+    int rc = plan(ctx, h, w, box, err);
+    if (rc) return rc;
+    if (!box_ok(box, h, w))
+        return baton_err_set(err, BATON_ERR_ARG, "crop: box (%g,%g)-(%g,%g) is not inside the %ux%u image",
+                             box[0], box[1], box[2], box[3], h, w);
+    return BATON_OK;
+}
+
+static int check_args(uint32_t c, img_crop_plan plan, uint32_t oh, uint32_t ow, img_scratch *s,
+                      baton_image *dst, baton_err *err)
+{
+    if (c != 1 && c != 3)
+        return baton_err_set(err, BATON_ERR_ARG, "crop: %u channels requested (expected 1 or 3)", c);
+    if (!plan || !s || !dst || dst == &s->full)
+        return baton_err_set(err, BATON_ERR_ARG, "crop: no plan, scratch or destination");
+    return img_check_pixels(oh, ow, "crop: output", err);
+}
+
+/* The first decoded pixel [lo, hi) a resample of [b0, b1) (decoded coordinates) to n outputs
+ * reads, one pixel of margin each side, clipped to [0, size). Mirrors resample.c's taps. */
+static void tap_span(double b0, double b1, uint32_t n, uint32_t size, uint32_t *lo, uint32_t *hi)
+{
+    double scale = (b1 - b0) / n, support = scale > 1 ? scale : 1;
+    double a = floor(b0 + 0.5 * scale - support + 0.5) - 1;
+    double b = floor(b1 - 0.5 * scale + support + 0.5) + 1;
+    *lo = a <= 0 ? 0 : a >= size ? size - 1 : (uint32_t)a;
+    *hi = b >= size ? size : b <= *lo ? *lo + 1 : (uint32_t)b;
+}
+
+/* The smallest M/8 that keeps the box at least oh × ow (8 when it is smaller). */
+static int dct_scale(const double box[4], uint32_t oh, uint32_t ow)
+{
+    double bw = box[2] - box[0], bh = box[3] - box[1];
+    for (int m = 1; m < 8; m++)
+        if (bw * m / 8 >= ow && bh * m / 8 >= oh) return m;
+    return 8;
+}
+
+static void set_memory_limit(j_decompress_ptr ci)
+{
+    /* a whole-image coefficient buffer (progressive or multi-scan): 2 bytes per coefficient,
+     * every component at full size at worst, padded to 32-pixel blocks */
+    uint64_t w = ci->image_width + 32u, h = ci->image_height + 32u;
+    uint64_t limit = w * h * 2u * (uint64_t)ci->num_components + JPEG_MEM_SLACK;
+    ci->mem->max_memory_to_use = limit > LONG_MAX ? LONG_MAX : (long)limit;
+}
+
+/* Decode the rows [y0, y1) of the (cropped) output into s->full. */
+static void read_rows(j_decompress_ptr ci, uint32_t y0, uint32_t y1, baton_image *full)
+{
+    if (y0 > 0 && jpeg_skip_scanlines(ci, y0) != y0) ERREXIT(ci, JERR_BAD_STATE);
+    size_t stride = (size_t)full->w * full->c;
+    for (uint32_t y = y0; y < y1; y++) {
+        JSAMPROW row = full->px + (size_t)(y - y0) * stride;
+        if (jpeg_read_scanlines(ci, &row, 1) != 1) ERREXIT(ci, JERR_BAD_STATE);
+    }
+}
+
+typedef struct crop_req {
+    uint32_t c, oh, ow;
+    const uint32_t *expect;
+    img_crop_plan plan;
+    void *ctx;
+    uint32_t *src_h, *src_w;
+} crop_req;
+
+/* After jpeg_read_header: size, colour space and plan checks; the box in image coordinates. */
+static int jpeg_plan(j_decompress_ptr ci, const crop_req *q, double box[4], baton_err *err)
+{
+    uint32_t h = ci->image_height, w = ci->image_width;
+    int rc = img_check_pixels(h, w, "JPEG", err);
+    if (rc) return rc;
+    if (ci->jpeg_color_space == JCS_CMYK || ci->jpeg_color_space == JCS_YCCK)
+        return baton_err_set(err, BATON_ERR_FORMAT, "JPEG: %s colour space is not supported",
+                             ci->jpeg_color_space == JCS_CMYK ? "CMYK" : "YCCK");
+    if (q->expect && ((q->expect[0] && q->expect[0] != h) || (q->expect[1] && q->expect[1] != w)))
+        return baton_err_set(err, BATON_ERR_FORMAT, "JPEG: %ux%u image, expected %ux%u", h, w,
+                             q->expect[0] ? q->expect[0] : h, q->expect[1] ? q->expect[1] : w);
+    if (q->src_h) *q->src_h = h;
+    if (q->src_w) *q->src_w = w;
+    return plan_box(q->plan, q->ctx, h, w, box, err);
+}
+
+/* The decoding proper, under the caller's setjmp: box → the region in s->full, rbox the box in
+ * the region's coordinates. Returns non-zero (err set) for a refusal before decoding. */
+static int jpeg_region(region_jpeg *r, const uint8_t *p, size_t n, const crop_req *q, img_scratch *s,
+                       double rbox[4], baton_err *err)
+{
+    j_decompress_ptr ci = &r->ci;
+    jpeg_mem_src(ci, p, (unsigned long)n);
+    jpeg_read_header(ci, TRUE);
+    double box[4];
+    int rc = jpeg_plan(ci, q, box, err);
+    if (rc) return rc;
+    int m = dct_scale(box, q->oh, q->ow);
+    ci->scale_num = (unsigned)m;
+    ci->scale_denom = 8;
+    ci->out_color_space = q->c == 1 ? JCS_GRAYSCALE : JCS_RGB;
+    ci->dct_method = JDCT_ISLOW;
+    ci->do_fancy_upsampling = TRUE;
+    set_memory_limit(ci);
+    jpeg_start_decompress(ci);
+    uint32_t ws = ci->output_width, hs = ci->output_height;
+    double fx = (double)ws / ci->image_width, fy = (double)hs / ci->image_height;
+    double sb[4] = {box[0] * fx, box[1] * fy, box[2] * fx, box[3] * fy};
+    uint32_t x0, x1, y0, y1;
+    tap_span(sb[0], sb[2], q->ow, ws, &x0, &x1);
+    tap_span(sb[1], sb[3], q->oh, hs, &y0, &y1);
+    JDIMENSION xoff = x0, cw = x1 - x0;
+    if (cw < ws) jpeg_crop_scanline(ci, &xoff, &cw);
+    if (cw != ci->output_width || xoff + cw > ws) ERREXIT(ci, JERR_BAD_CROP_SPEC);
+    rc = baton_image_resize(&s->full, y1 - y0, cw, q->c, err);
+    if (rc) return rc;
+    read_rows(ci, y0, y1, &s->full);
+    double lim[4] = {cw, y1 - y0, cw, y1 - y0};
+    double off[4] = {xoff, y0, xoff, y0};
+    for (int i = 0; i < 4; i++) {
+        double v = sb[i] - off[i];
+        rbox[i] = v < 0 ? 0 : v > lim[i] ? lim[i] : v;
+    }
+    return BATON_OK;
+}
+
+static int crop_jpeg(const uint8_t *p, size_t n, const crop_req *q, img_scratch *s, baton_image *dst,
+                     baton_err *err)
+{
+    if (baton_img_sniff(p, n) != BATON_ENC_JPEG)
+        return baton_err_set(err, BATON_ERR_FORMAT, "JPEG: no SOI marker (FF D8 FF)");
+    if (n > ULONG_MAX) return baton_err_set(err, BATON_ERR_FORMAT, "JPEG: %zu bytes is too big", n);
+    region_jpeg *r = scratch_jpeg(s, err);
+    if (!r) return err ? err->code : BATON_ERR_NOMEM;
+    baton_err local;
+    r->err = err ? err : &local;
+    r->code = BATON_OK;
+    double rbox[4];
+    if (setjmp(r->jb)) {
+        jpeg_abort_decompress(&r->ci);
+        return r->code;
+    }
+    int rc = jpeg_region(r, p, n, q, s, rbox, err);
+    jpeg_abort_decompress(&r->ci);
+    if (rc) return rc;
+    return img_resample_box(&s->full, rbox, q->oh, q->ow, dst, s, err);
+}
+
+/* The whole image into s->full with q->c channels, then the plan and the resample. */
+static int crop_whole(const uint8_t *p, size_t n, baton_encoding enc, const crop_req *q, img_scratch *s,
+                      baton_image *dst, baton_err *err)
+{
+    int rc;
+    if (enc == BATON_ENC_RAW) {
+        rc = baton_img_decode(p, n, enc, q->expect, &s->full, err);
+        if (!rc) rc = img_convert_channels(&s->full, q->c, err);
+    } else {
+        uint32_t e[3] = {q->expect ? q->expect[0] : 0, q->expect ? q->expect[1] : 0, q->c};
+        rc = baton_img_decode(p, n, enc, e, &s->full, err);
+    }
+    if (rc) return rc;
+    if (q->src_h) *q->src_h = s->full.h;
+    if (q->src_w) *q->src_w = s->full.w;
+    double box[4];
+    rc = plan_box(q->plan, q->ctx, s->full.h, s->full.w, box, err);
+    if (rc) return rc;
+    return img_resample_box(&s->full, box, q->oh, q->ow, dst, s, err);
+}
+
+int img_decode_crop(const uint8_t *p, size_t n, baton_encoding enc, const uint32_t expect[3], uint32_t c,
+                    img_crop_plan plan, void *ctx, uint32_t oh, uint32_t ow, img_scratch *s, baton_image *dst,
+                    uint32_t *src_h, uint32_t *src_w, baton_err *err)
+{
+    int rc = check_args(c, plan, oh, ow, s, dst, err);
+    if (rc) return rc;
+    if (!p && n > 0) return baton_err_set(err, BATON_ERR_ARG, "image: NULL buffer of %zu bytes", n);
+    if (enc == BATON_ENC_UNKNOWN) enc = baton_img_sniff(p, n);
+    crop_req q = {c, oh, ow, expect, plan, ctx, src_h, src_w};
+    if (enc == BATON_ENC_JPEG) return crop_jpeg(p, n, &q, s, dst, err);
+    return crop_whole(p, n, enc, &q, s, dst, err);
+}
+
+int img_decode_crop_ref(const uint8_t *p, size_t n, baton_encoding enc, const uint32_t expect[3], uint32_t c,
+                        img_crop_plan plan, void *ctx, uint32_t oh, uint32_t ow, img_scratch *s, baton_image *dst,
+                        uint32_t *src_h, uint32_t *src_w, baton_err *err)
+{
+    int rc = check_args(c, plan, oh, ow, s, dst, err);
+    if (rc) return rc;
+    crop_req q = {c, oh, ow, expect, plan, ctx, src_h, src_w};
+    return crop_whole(p, n, enc, &q, s, dst, err);
+}
