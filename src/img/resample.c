@@ -3,7 +3,7 @@
  * Contract (see region_internal.h): Pillow's ImagingResample with a box and the bilinear
  * (triangle) filter. For each axis, output pixel i of n covering the box [b0, b1) of an input of
  * size N has scale = (b1 - b0) / n, centre = b0 + (i + 0.5)·scale, support = max(scale, 1); its
- * taps are the input pixels j in [trunc(centre - support + 0.5), trunc(centre + support + 0.5))
+ * taps are the input pixels j in [floor(centre - support + 0.5), floor(centre + support + 0.5))
  * clipped to [0, N), weighted by triangle((j - centre + 0.5) / max(scale, 1)) and renormalised to
  * sum 1 (so a tap cut off at the image edge gives its weight to the others). The horizontal pass
  * runs only over the source rows the vertical taps reach, into float rows; the vertical pass sums
@@ -35,23 +35,26 @@ static uint32_t axis_ksize(double scale, uint32_t n_in)
     return k > (double)n_in ? n_in : (uint32_t)k;
 }
 
-/* Pillow's precompute_coeffs for one axis: n outputs over [b0, b1) of an input of n_in. */
+/* Pillow's precompute_coeffs for one axis: n outputs over [b0, b1) of an input of n_in. The
+ * centres are computed relative to floor(b0), so a box moved by a whole number of pixels (a
+ * crop's region offset) gets bit-identical weights. */
 static void axis_coeffs(double b0, double b1, uint32_t n_in, uint32_t n, axis *a)
 {
     double scale = (b1 - b0) / n;
     double fscale = scale > 1.0 ? scale : 1.0, support = fscale, inv = 1.0 / fscale;
+    double base = floor(b0), frac = b0 - base;  /* exact */
     for (uint32_t i = 0; i < n; i++) {
-        double centre = b0 + (i + 0.5) * scale;
-        double lo = centre - support + 0.5, hi = centre + support + 0.5;
-        int64_t xmin = lo < 0 ? 0 : (int64_t)lo;
-        int64_t xmax = hi > (double)n_in ? (int64_t)n_in : (int64_t)hi;
-        if (xmin > (int64_t)n_in - 1) xmin = (int64_t)n_in - 1;
+        double centre = frac + (i + 0.5) * scale;  /* relative to base */
+        int64_t lo = (int64_t)base + (int64_t)floor(centre - support + 0.5);
+        int64_t hi = (int64_t)base + (int64_t)floor(centre + support + 0.5);
+        int64_t xmin = lo < 0 ? 0 : lo > (int64_t)n_in - 1 ? (int64_t)n_in - 1 : lo;
+        int64_t xmax = hi > (int64_t)n_in ? (int64_t)n_in : hi;
         int64_t cnt = xmax - xmin;
         if (cnt > (int64_t)a->ksize) cnt = a->ksize;
         if (cnt < 1) cnt = 1;
         double *w = a->w + (size_t)i * a->ksize, sum = 0;
         for (int64_t k = 0; k < cnt; k++) {
-            w[k] = triangle(((double)(xmin + k) - centre + 0.5) * inv);
+            w[k] = triangle(((double)(xmin + k - (int64_t)base) - centre + 0.5) * inv);
             sum += w[k];
         }
         if (sum > 0) {
