@@ -256,56 +256,70 @@ static void test_resample(baton_rng *r)
 }
 
 /* ---- fast against reference */
-typedef struct diff_stats {
-    double sum_abs;   /* over every byte compared */
-    size_t n;
-    int max_abs;
-    double worst_mean;  /* the largest per-crop mean */
-    int max_abs_m8;     /* crops decoded at 8/8 */
-    size_t crops;
-} diff_stats;
 
-static void diff_add(diff_stats *st, const baton_image *a, const baton_image *b, int m8, double *mean_out,
-                     int *max_out)
+/* Tolerance of the fast path against the reference, by class of crop:
+ *  0 "8/8": the box is less than 8/7 of the output on some side, so no M < 8 keeps it at least
+ *    the output and nothing is DCT-scaled: the decoded pixels are libjpeg's own, the margin keeps
+ *    the filter's taps and the chroma upsampler's context inside the region, and the resampler's
+ *    weights do not change when the box moves by the region's whole-pixel offset. Exact: max 0.
+ *  1 "scaled": libjpeg's scaled IDCT (M×M inverse transform of each 8×8 block's low frequencies)
+ *    does the shrinking down to between 1 and 8/7 (M >= 2; more for M = 1) of the output, and the
+ *    bilinear filter the rest; the reference's filter (a triangle of support = the shrink factor)
+ *    sees the full-size pixels. Two different low-pass kernels: on smooth content they agree to
+ *    a level, on the ±12 pixel noise and 14-pixel texture of fill_photo the DCT kernel, sharper,
+ *    keeps more of both. Measured (printed below): pooled mean abs 1.37 over all such crops (0.26
+ *    to 2.5 per image; the most on grey, unsubsampled images, where nothing else smooths the
+ *    noise), worst crop mean 4.6, max abs 24 on single pixels. Bounds with margin: pooled mean
+ *    <= 2, crop mean <= 8, max <= 40.
+ *  2 "scaled, tiny output" (a side under 8): a whole box averaged into a pixel or a few. At 1/8
+ *    each decoded pixel is one 8×8 block's mean, blocks aligned to the image, not the box, and an
+ *    edge block padded by repetition; the reference weights the box by a wide triangle centred on
+ *    it. On a 90-level gradient the two averages differ by up to ~20 levels (measured: pooled mean
+ *    1.6, worst crop mean 17 and max 28, both 17×13 to 1×1). Bounds: crop mean <= 32, max <= 48,
+ *    no pooled bound (a handful of pixels each).
+ * The overall pooled mean (every byte compared, all classes; measured 0.17) is <= 1. */
+typedef struct acc {
+    double sum;       /* of |fast - ref| over every byte compared */
+    size_t n, crops;
+    double worst_mean;
+    int max;
+} acc;
+typedef struct diff_stats {
+    acc k[3];
+} diff_stats;
+static const char *const class_name[3] = {"8/8", "scaled", "scaled, tiny output"};
+static const double tol_pooled[3] = {0, 2.0, 1e9};
+static const double tol_crop_mean[3] = {0, 8.0, 32.0};
+static const int tol_max[3] = {0, 40, 48};
+#define TOL_MEAN_ALL 1.0
+
+static void acc_add(acc *a, double sum, size_t n, int mx)
 {
-    size_t n = (size_t)a->h * a->w * a->c;
-    double s = 0;
-    int mx = 0;
-    for (size_t i = 0; i < n; i++) {
-        int d = abs((int)a->px[i] - (int)b->px[i]);
-        s += d;
-        if (d > mx) mx = d;
-    }
-    st->sum_abs += s;
-    st->n += n;
-    st->crops++;
-    if (mx > st->max_abs) st->max_abs = mx;
-    if (m8 && mx > st->max_abs_m8) st->max_abs_m8 = mx;
-    if (s / n > st->worst_mean) st->worst_mean = s / n;
-    *mean_out = s / n;
-    *max_out = mx;
+    a->sum += sum;
+    a->n += n;
+    a->crops++;
+    if (mx > a->max) a->max = mx;
+    if (sum / n > a->worst_mean) a->worst_mean = sum / n;
 }
 
-/* Tolerance of the fast path against the reference (per crop). When the box is at least twice
- * the output (M < 8), the fast path lets libjpeg's scaled IDCT (an M×M inverse transform of each
- * 8×8 block, i.e. a per-block area average with the block's high frequencies dropped) do part of
- * the shrinking, then the bilinear filter does the rest; the reference filters the full-size
- * pixels. Both are low-pass filters of the same image with slightly different kernels: on smooth
- * content they agree to a level or so, while on texture and noise near the Nyquist limit of the
- * output they differ by more, and single pixels on sharp edges or block boundaries by a few tens
- * of levels. Measured over the crops below (see the printed numbers): mean abs ~0.4-0.7 levels,
- * worst crop mean ~2, max abs up to ~20. Bounds, with margin: the mean over all crops <= 1.5, each
- * crop's mean <= 4 and max <= 40. At 8/8 (box smaller than twice the output) nothing is
- * DCT-scaled: the decoded pixels are libjpeg's own and the resample is the same, so the crop
- * (skip, iMCU columns, a margin that keeps the filter's taps and the chroma upsampler's context
- * inside the region) must give exactly the reference's bytes: max 0. */
-#define TOL_MEAN_ALL 1.5
-#define TOL_MEAN_CROP 4.0
-#define TOL_MAX_CROP 40
-#define TOL_MAX_M8 0
+static void acc_merge(acc *a, const acc *b)
+{
+    a->sum += b->sum;
+    a->n += b->n;
+    a->crops += b->crops;
+    if (b->max > a->max) a->max = b->max;
+    if (b->worst_mean > a->worst_mean) a->worst_mean = b->worst_mean;
+}
 
-static int compare_crop(const baton_buf *jpg, uint32_t h, uint32_t w, const double box[4], uint32_t c,
-                        uint32_t oh, uint32_t ow, img_scratch *s, diff_stats *st, const char *what)
+static int crop_class(const double box[4], uint32_t oh, uint32_t ow)
+{
+    double bw = box[2] - box[0], bh = box[3] - box[1];
+    if (!(bw * 7 / 8 >= ow && bh * 7 / 8 >= oh)) return 0;  /* no M < 8 would do: see dct_scale */
+    return oh < 8 || ow < 8 ? 2 : 1;
+}
+
+static void compare_crop(const baton_buf *jpg, uint32_t h, uint32_t w, const double box[4], uint32_t c,
+                         uint32_t oh, uint32_t ow, img_scratch *s, diff_stats *st, const char *what)
 {
     baton_image fast = {0}, ref = {0};
     baton_err err;
@@ -317,34 +331,47 @@ static int compare_crop(const baton_buf *jpg, uint32_t h, uint32_t w, const doub
     int rr = img_decode_crop_ref(jpg->data, jpg->len, BATON_ENC_JPEG, NULL, c, plan_fixed, &pr, oh, ow, s,
                                  &ref, NULL, NULL, &err);
     CHECK_MSG(rr == BATON_OK, "%s: %s", what, err.msg);
-    int ok = 1;
     if (rc == BATON_OK && rr == BATON_OK) {
         CHECK(fh == h && fw == w && pf.h == h && pf.w == w && pf.calls == 1);
         CHECK(fast.h == oh && fast.w == ow && fast.c == c && ref.h == oh && ref.w == ow && ref.c == c);
-        double bw = box[2] - box[0], bh = box[3] - box[1];
-        int m8 = !(bw * 7 / 8 >= ow && bh * 7 / 8 >= oh);  /* no M < 8 would do: see dct_scale */
-        double mean;
-        int mx;
-        diff_add(st, &fast, &ref, m8, &mean, &mx);
-        ok = mean <= TOL_MEAN_CROP && mx <= TOL_MAX_CROP && (!m8 || mx <= TOL_MAX_M8);
-        CHECK_MSG(ok, "%s: c=%u box (%g,%g)-(%g,%g) of %ux%u to %ux%u: mean %.3f max %d", what, c, box[0],
-                  box[1], box[2], box[3], h, w, oh, ow, mean, mx);
+        size_t n = (size_t)oh * ow * c;
+        double sum = 0;
+        int mx = 0;
+        for (size_t i = 0; i < n; i++) {
+            int d = abs((int)fast.px[i] - (int)ref.px[i]);
+            sum += d;
+            if (d > mx) mx = d;
+        }
+        int k = crop_class(box, oh, ow);
+        acc_add(&st->k[k], sum, n, mx);
+        CHECK_MSG(sum / n <= tol_crop_mean[k] && mx <= tol_max[k],
+                  "%s (%s): c=%u box (%g,%g)-(%g,%g) of %ux%u to %ux%u: mean %.3f max %d", what, class_name[k],
+                  c, box[0], box[1], box[2], box[3], h, w, oh, ow, sum / n, mx);
     }
     baton_image_free(&fast);
     baton_image_free(&ref);
-    return ok;
 }
 
 static void compare_many(const baton_buf *jpg, uint32_t h, uint32_t w, int grey_src, baton_rng *r, int n,
                          img_scratch *s, diff_stats *st, const char *what)
 {
-    static const uint32_t outs[][2] = {{224, 224}, {32, 32}, {64, 48}, {17, 29}, {1, 1}, {300, 260}};
+    static const uint32_t outs[][2] = {{224, 224}, {32, 32}, {64, 48}, {17, 29}, {1, 1}, {300, 260}, {5, 9}};
     for (int i = 0; i < n; i++) {
         double box[4];
         random_box(r, h, w, box);
         const uint32_t *o = outs[baton_rng_next(r) % (sizeof outs / sizeof outs[0])];
         uint32_t c = (baton_rng_next(r) % 3 == 0) ? (grey_src ? 3 : 1) : (grey_src ? 1 : 3);
         compare_crop(jpg, h, w, box, c, o[0], o[1], s, st, what);
+    }
+}
+
+static void print_stats(const char *what, const diff_stats *st)
+{
+    for (int k = 0; k < 3; k++) {
+        const acc *a = &st->k[k];
+        if (!a->crops) continue;
+        printf("fast vs reference, %-28s %-20s %3zu crops: mean abs %.3f, worst crop mean %.3f, max abs %d\n",
+               what, class_name[k], a->crops, a->sum / a->n, a->worst_mean, a->max);
     }
 }
 
@@ -359,33 +386,33 @@ static void test_fast_vs_ref(baton_rng *r)
         {193, 257, 1, 85, 0, "257x193 grey"},   {240, 320, 3, 80, 1, "320x240 progressive 4:2:0"},
         {97, 131, 1, 90, 1, "131x97 progressive grey"}, {13, 17, 3, 75, 0, "17x13 4:2:0"},
         {1, 1, 3, 85, 0, "1x1"},                {40, 6000, 3, 85, 0, "6000x40 4:2:0"},
-        {64, 64, 3, 92, 1, "64x64 progressive 4:4:4"},
+        {64, 64, 3, 92, 1, "64x64 progressive 4:4:4"}, {480, 640, 3, 90, 0, "640x480 4:4:4"},
     };
     baton_image im = {0};
     baton_buf jpg = {0};
     img_scratch s = {0};
-    diff_stats st = {0};
+    diff_stats all = {0};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         fill_photo(&im, cases[i].h, cases[i].w, cases[i].c, 1000 + i);
         int rc = cases[i].progressive ? encode_jpeg_lib(&im, cases[i].quality, 1, 0, &jpg)
                                       : encode_jpeg(&im, cases[i].quality, &jpg);
         CHECK(rc == BATON_OK);
         diff_stats one = {0};
-        compare_many(&jpg, cases[i].h, cases[i].w, cases[i].c == 1, r, 60, &s, &one, cases[i].what);
-        printf("fast vs reference, %-26s %zu crops: mean abs %.3f, worst crop mean %.3f, max abs %d (8/8: %d)\n",
-               cases[i].what, one.crops, one.sum_abs / (one.n ? one.n : 1), one.worst_mean, one.max_abs,
-               one.max_abs_m8);
-        st.sum_abs += one.sum_abs;
-        st.n += one.n;
-        st.crops += one.crops;
-        if (one.max_abs > st.max_abs) st.max_abs = one.max_abs;
-        if (one.max_abs_m8 > st.max_abs_m8) st.max_abs_m8 = one.max_abs_m8;
-        if (one.worst_mean > st.worst_mean) st.worst_mean = one.worst_mean;
+        compare_many(&jpg, cases[i].h, cases[i].w, cases[i].c == 1, r, 100, &s, &one, cases[i].what);
+        print_stats(cases[i].what, &one);
+        for (int k = 0; k < 3; k++) acc_merge(&all.k[k], &one.k[k]);
     }
-    double mean = st.sum_abs / (st.n ? st.n : 1);
-    printf("fast vs reference, all: %zu crops, mean abs %.3f, worst crop mean %.3f, max abs %d (8/8: %d)\n",
-           st.crops, mean, st.worst_mean, st.max_abs, st.max_abs_m8);
-    CHECK_MSG(mean <= TOL_MEAN_ALL, "mean abs %.3f", mean);
+    print_stats("all", &all);
+    acc total = {0};
+    for (int k = 0; k < 3; k++) {
+        acc_merge(&total, &all.k[k]);
+        double pooled = all.k[k].sum / (all.k[k].n ? all.k[k].n : 1);
+        CHECK_MSG(pooled <= tol_pooled[k], "%s: pooled mean abs %.3f", class_name[k], pooled);
+    }
+    printf("fast vs reference, all crops: %zu, mean abs %.3f, max abs %d\n", total.crops, total.sum / total.n,
+           total.max);
+    CHECK_MSG(total.sum / total.n <= TOL_MEAN_ALL, "mean abs %.3f", total.sum / total.n);
+    CHECK(all.k[1].crops > 50 && all.k[0].crops > 50);  /* both kinds of crop were exercised */
     img_scratch_free(&s);
     baton_image_free(&im);
     baton_buf_free(&jpg);
@@ -436,7 +463,7 @@ static void patch_size(baton_buf *b, size_t sof, uint32_t h, uint32_t w)
 static void check_scratch_works(img_scratch *s, const baton_buf *good, const char *after)
 {
     diff_stats st = {0};
-    double box[4] = {10, 20, 210, 180};
+    double box[4] = {10, 20, 250, 180};
     char what[96];
     snprintf(what, sizeof what, "good image after %s", after);
     compare_crop(good, 375, 500, box, 3, 64, 64, s, &st, what);
