@@ -127,25 +127,34 @@ static void pass_h(const uint8_t *src, uint32_t c, uint32_t ow, const axis *ax, 
     }
 }
 
-static uint8_t to_u8(double v)
+/* Round to nearest (halves up) and clamp; v + 0.5 is positive where it is truncated, so the
+ * truncation is floor (and no libm call in the innermost loop). */
+static inline uint8_t to_u8(double v)
 {
-    v = floor(v + 0.5);
-    return v <= 0 ? 0 : v >= 255 ? 255 : (uint8_t)v;
+    v += 0.5;
+    return v < 1.0 ? 0 : v >= 255.0 ? 255 : (uint8_t)(int)v;
 }
 
-/* The float rows (row r is source row y_first + r) → dst through the vertical taps. */
+/* The float rows (row r is source row y_first + r) → dst through the vertical taps, a block of
+ * VBLOCK values at a time so the taps' rows are read in order. */
+#define VBLOCK 256
 static void pass_v(const float *rows, int32_t y_first, size_t stride, uint32_t oh, const axis *ay,
                    uint8_t *dst)
 {
+    double acc[VBLOCK];
     for (uint32_t y = 0; y < oh; y++) {
         const double *w = ay->w + (size_t)y * ay->ksize;
         int32_t y0 = ay->b[2 * y] - y_first, cnt = ay->b[2 * y + 1];
         uint8_t *d = dst + (size_t)y * stride;
-        for (size_t i = 0; i < stride; i++) {
-            const float *p = rows + (size_t)y0 * stride + i;
-            double acc = 0;
-            for (int32_t k = 0; k < cnt; k++) acc += w[k] * p[(size_t)k * stride];
-            d[i] = to_u8(acc);
+        for (size_t i0 = 0; i0 < stride; i0 += VBLOCK) {
+            size_t len = stride - i0 < VBLOCK ? stride - i0 : VBLOCK;
+            for (size_t j = 0; j < len; j++) acc[j] = 0;
+            for (int32_t k = 0; k < cnt; k++) {
+                const float *p = rows + (size_t)(y0 + k) * stride + i0;
+                double wk = w[k];
+                for (size_t j = 0; j < len; j++) acc[j] += wk * p[j];
+            }
+            for (size_t j = 0; j < len; j++) d[i0 + j] = to_u8(acc[j]);
         }
     }
 }
