@@ -38,6 +38,8 @@ typedef struct img_scratch {
     double *taps;          /* the resampler's weights */
     int32_t *bounds;
     size_t taps_cap, bounds_cap;
+    float *line;           /* the resampler's source row in float and its horizontal weights */
+    size_t line_cap;       /* floats */
     void *jpeg;            /* region.c's libjpeg decompressor, created on first use */
 } img_scratch;
 void img_scratch_free(img_scratch *s);
