@@ -469,7 +469,8 @@ static void check_scratch_works(img_scratch *s, const baton_buf *good, const cha
     compare_crop(good, 375, 500, box, 3, 64, 64, s, &st, what);
 }
 
-static void test_errors(baton_rng *r)
+/* Truncated files and headers that lie about the size. */
+static void test_errors_size(void)
 {
     baton_image im = {0};
     baton_buf good = {0}, b = {0};
@@ -521,6 +522,23 @@ static void test_errors(baton_rng *r)
     CHECK(rf == BATON_OK || is_clean_error(rf));
     printf("lying 8000x8000 header: %.3f s for both decoders twice\n", baton_now() - t0);
     check_scratch_works(&s, &good, "a lying header");
+
+    img_scratch_free(&s);
+    baton_image_free(&im);
+    baton_buf_free(&good);
+    baton_buf_free(&b);
+}
+
+/* CMYK, garbage, bit flips, refusals by the plan or the arguments. */
+static void test_errors_bytes(baton_rng *r)
+{
+    baton_image im = {0};
+    baton_buf good = {0}, b = {0};
+    img_scratch s = {0};
+    fill_photo(&im, 375, 500, 3, 5);
+    CHECK(encode_jpeg(&im, 85, &good) == BATON_OK);
+    double whole[4] = {0, 0, 500, 375};
+    int rf, rr;
 
     /* CMYK refused */
     fill_photo(&im, 40, 48, 3, 6);
@@ -662,7 +680,8 @@ int main(void)
     baton_rng_seed(&r, 11);
     test_resample(&r);
     test_fast_vs_ref(&r);
-    test_errors(&r);
+    test_errors_size();
+    test_errors_bytes(&r);
     test_png_raw(&r);
     test_speed(&r);
     CHECK_DONE();
