@@ -548,6 +548,21 @@ static void test_errors_bytes(baton_rng *r)
     CHECK_EQ_U(rf, BATON_ERR_FORMAT);
     CHECK_EQ_U(rr, BATON_ERR_FORMAT);
 
+    /* a progressive file whose last scan is repeated 600 times: refused past 500 scans, so a
+     * file of many scans cannot keep the decoder busy (the reference has no such limit) */
+    CHECK(encode_jpeg_lib(&im, 85, 1, 0, &b) == BATON_OK);
+    size_t last_sos = 0;
+    for (size_t i = 2; i + 1 < b.len; i++)
+        if (b.data[i] == 0xff && b.data[i + 1] == 0xda) last_sos = i;
+    CHECK(last_sos > 0 && b.data[b.len - 2] == 0xff && b.data[b.len - 1] == 0xd9);
+    baton_buf many = {0};
+    baton_buf_append(&many, b.data, b.len - 2);
+    for (int k = 0; k < 600; k++) baton_buf_append(&many, b.data + last_sos, b.len - 2 - last_sos);
+    baton_buf_append(&many, "\xff\xd9", 2);
+    both(&many, cbox, 3, &s, &rf, &rr, NULL);
+    CHECK_EQ_U(rf, BATON_ERR_CORRUPT);
+    baton_buf_free(&many);
+
     /* garbage, garbage after an SOI marker, and bit flips of a good file */
     for (int t = 0; t < 200; t++) {
         b.len = 0;
