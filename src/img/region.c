@@ -149,8 +149,8 @@ static int check_args(uint32_t c, img_crop_plan plan, uint32_t oh, uint32_t ow, 
     return img_check_pixels(oh, ow, "crop: output", err);
 }
 
-/* The first decoded pixel [lo, hi) a resample of [b0, b1) (decoded coordinates) to n outputs
- * reads, one pixel of margin each side, clipped to [0, size). Mirrors resample.c's taps. */
+/* The decoded pixels [lo, hi) that a resample of [b0, b1) (decoded coordinates) to n outputs
+ * reads, with one pixel of margin each side, clipped to [0, size). Mirrors resample.c's taps. */
 static void tap_span(double b0, double b1, uint32_t n, uint32_t size, uint32_t *lo, uint32_t *hi)
 {
     double scale = (b1 - b0) / n, support = scale > 1 ? scale : 1;
