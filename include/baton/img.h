@@ -59,12 +59,13 @@ typedef struct baton_pack_opts {
     const char *out_dir;
     const char *split;        /* "train" (default) / "test" */
     baton_rec_format format;  /* RecordIO default */
-    baton_encoding encoding;  /* RAW default (imagefolder: JPEG) */
+    baton_encoding encoding;  /* RAW default (imagefolder: each file's bytes as they are) */
     int quality;              /* JPEG quality, default 95 */
     double shard_mb;          /* target shard size, default 64 */
     uint64_t seed;            /* record order: permutation of the source from seed */
     int shuffle;              /* 1 default */
-    uint32_t resize_h, resize_w; /* resize every image to this size first (0 = keep) */
+    uint32_t resize_h, resize_w; /* resize every image to this size first (0 = keep); resize_w 0 with
+                              * resize_h N: the shorter side to N, the aspect kept */
     int progress;             /* show a progress line */
 } baton_pack_opts;
 void baton_pack_opts_default(baton_pack_opts *o);
@@ -100,6 +101,12 @@ typedef struct baton_inspect_report {
     baton_inspect_shape shapes[BATON_INSPECT_MAX_SHAPES];
     uint32_t nshapes;
     uint64_t shape_other;       /* records whose shape did not fit the table */
+    /* the size distribution (of the records whose size is known): extremes, mean megapixels, and
+     * the shorter side's histogram in bins <64, <128, <256, <512, <1024, <2048, >=2048 */
+    uint64_t sized;
+    uint32_t min_h, max_h, min_w, max_w;
+    double pixels;
+    uint64_t short_side[7];
     int verified;
     char **errors;              /* up to BATON_INSPECT_MAX_ERRORS messages */
     size_t nerrors;             /* stored */
@@ -120,7 +127,8 @@ void baton_inspect_free(baton_inspect_report *rep);
 /* ---------------------------------------------------------------- decode pipeline */
 /* Turns a loader's records into float batches for training: a reader thread takes records from
  * the loader in epoch order and copies them into batch slots; `workers` threads decode them
- * (raw/PNG/JPEG), augment (random crop with zero padding, horizontal flip) and normalise
+ * (raw/PNG/JPEG), crop (baton_crop: pad-and-crop, or a random-resized or centre crop decoded at
+ * the size it is used), flip horizontally and normalise
  * ((pixel/255 - mean[c]) / std[c], mean/std from dataset.json) straight into the batch tensor;
  * finished batches are handed over strictly in order through a bounded queue of `depth` batches.
  * Batches never span epochs: batch k of an epoch holds positions [k·batch, (k+1)·batch).
@@ -132,6 +140,24 @@ typedef enum baton_layout {
     BATON_LAYOUT_NCHW = 0,
     BATON_LAYOUT_NHWC = 1,
 } baton_layout;
+
+/* What a sample's pixels are cut from (the crops of ImageNet-class recipes; src/img/crop.c):
+ *  NONE            the image as it is: a fixed-size dataset (crop_pad pads and crops, if set);
+ *  PAD             the same with crop_pad 4 when crop_pad is 0 (CIFAR's RandomCrop(32, padding=4));
+ *  RANDOM_RESIZED  torchvision's RandomResizedCrop(size, scale, ratio): an area fraction uniform in
+ *                  scale, an aspect ratio log-uniform in ratio, up to 10 tries, then the centre
+ *                  fallback; the box decoded at the size it is used and resampled to size × size;
+ *  CENTER          evaluation's Resize(size / 0.875) + CenterCrop(size), as one resample of the box.
+ * RANDOM_RESIZED and CENTER take any image size (datasets whose shape varies). */
+typedef enum baton_crop {
+    BATON_CROP_NONE = 0,
+    BATON_CROP_PAD = 1,
+    BATON_CROP_RANDOM_RESIZED = 2,
+    BATON_CROP_CENTER = 3,
+} baton_crop;
+/* "none", "pad", "random-resized", "center" (also "centre") → *c; non-zero for another name. */
+int baton_crop_parse(const char *name, baton_crop *c);
+const char *baton_crop_name(baton_crop c);
 
 typedef struct baton_pipeline_opts {
     int workers;            /* decode threads; default 2 */
@@ -154,6 +180,12 @@ typedef struct baton_pipeline_opts {
                              * it to this cursor first (in pipe mode a seek streams the block it
                              * lands in: this way open never waits for the network, and a failed
                              * seek is the first next()'s error) */
+    baton_crop crop;        /* default NONE (a dataset of varying size needs RANDOM_RESIZED or CENTER) */
+    uint32_t size;          /* RANDOM_RESIZED / CENTER: output side (default 224) */
+    float scale[2];         /* RANDOM_RESIZED: area fraction range (default 0.08, 1) */
+    float ratio[2];         /* RANDOM_RESIZED: aspect ratio range, w/h (default 3/4, 4/3) */
+    int u8;                 /* batches of un-normalised uint8 pixels (batch->x8; x is NULL): a
+                             * quarter of the bytes to copy to a GPU, normalised there */
 } baton_pipeline_opts;
 
 typedef struct baton_batch {
@@ -162,7 +194,8 @@ typedef struct baton_batch {
     const uint64_t *pos;    /* n epoch positions, one per sample (first + i without parts) */
     uint32_t c, h, w;
     baton_layout layout;
-    float *x;               /* n*c*h*w values */
+    float *x;               /* n*c*h*w values (NULL with opts.u8) */
+    uint8_t *x8;            /* opts.u8: n*c*h*w pixels, 0..255, in the layout (else NULL) */
     int32_t *y;             /* n labels (first label of each record) */
     uint64_t epoch;
     uint64_t first;         /* epoch position of sample 0 */
@@ -173,8 +206,23 @@ typedef struct baton_batch {
 
 typedef struct baton_pipeline baton_pipeline;
 void baton_pipeline_opts_default(baton_pipeline_opts *o);
+
+/* The box a crop takes from an image of h × w for the sample at (seed, epoch, position), as the
+ * pipeline draws it (o's crop, size, scale, ratio and flip; src/img/crop.c says the rule), with the
+ * random draws it used (for a check against torchvision's rule, and for a user's own logs). */
+typedef struct baton_crop_draw {
+    double box[4];          /* x0, y0, x1, y1 in the source's pixels (the whole image for NONE/PAD) */
+    int flip;
+    uint32_t tries;         /* RANDOM_RESIZED: tries drawn, 1..10 */
+    int fallback;           /* RANDOM_RESIZED: no try fitted; the centre fallback */
+    double u_area[10], u_ratio[10];  /* each try's two uniform draws in [0, 1) */
+    uint64_t top, left;     /* the offsets drawn for the try that fitted (or the fallback's) */
+} baton_crop_draw;
+void baton_crop_draw_for(const baton_pipeline_opts *o, uint64_t seed, uint64_t epoch, uint64_t position, uint32_t h,
+                         uint32_t w, baton_crop_draw *d);
 /* The loader must be positioned (baton_loader_seek) or fresh; the pipeline owns reading from it
- * until closed. Images must all have the manifest's fixed shape. */
+ * until closed. With crop NONE or PAD the images must all have the manifest's fixed shape; with
+ * RANDOM_RESIZED or CENTER any size (batches are size × size × the manifest's channels). */
 baton_pipeline *baton_pipeline_open(baton_loader *l, const baton_pipeline_opts *o, baton_err *err);
 /* The next batch: BATON_OK; BATON_END once after an epoch's last batch (then the next epoch's
  * batches follow); or an error (decode errors name the shard and offset). */

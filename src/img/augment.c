@@ -165,3 +165,23 @@ void baton_augment_apply(const baton_image *im, const baton_augment *a, const fl
     img_norm_lut_init(&lut, im->c, mean, std);
     img_augment_apply_lut(im, a, &lut, layout, dst);
 }
+
+/* ---------------------------------------------------------------- uint8 (no normalisation) */
+
+void img_augment_apply_u8(const baton_image *im, const baton_augment *a, baton_layout layout, uint8_t *dst)
+{
+    int64_t h = im->h, w = im->w, c = im->c;
+    for (int64_t y = 0; y < h; y++) {
+        int64_t sy = y + a->dy;
+        for (int64_t x = 0; x < w; x++) {
+            int64_t sx = (a->flip ? w - 1 - x : x) + a->dx;
+            int inside = sy >= 0 && sy < h && sx >= 0 && sx < w;
+            const uint8_t *p = inside ? im->px + (sy * w + sx) * c : NULL;
+            for (int64_t k = 0; k < c; k++) {
+                uint8_t v = p ? p[k] : 0;
+                if (layout == BATON_LAYOUT_NHWC) dst[(y * w + x) * c + k] = v;
+                else dst[(k * h + y) * w + x] = v;
+            }
+        }
+    }
+}

@@ -108,6 +108,9 @@ int img_src_mnist_open(baton_src *s, const char *dir, const char *split, baton_e
 int img_src_cifar_open(baton_src *s, const char *dir, const char *split, baton_err *err);
 int img_src_folder_open(baton_src *s, const char *dir, const char *split, baton_err *err);
 
+/* crop.c: o's crop parameters with the defaults filled in (size 224, scale (0.08, 1), ratio (3/4, 4/3)). */
+void img_crop_params(const baton_pipeline_opts *o, uint32_t *size, double scale[2], double ratio[2]);
+
 /* pipeline.c: a record's label is one training accepts: an integer in [0, classes) (any integer
  * >= 0 up to 2^31-1 when classes is 0). inspect --verify applies the same rule. */
 int img_label_ok(float label, uint32_t classes);

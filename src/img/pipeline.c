@@ -24,9 +24,17 @@
  *    failing one are still returned, then the error, which stays (sticky). Messages name the shard
  *    file and byte offset. Of several failing samples in a batch, the first one is reported.
  *  - Bytes of every batch depend only on (seed, epoch, position) and the options, never on the
- *    thread count or timing (the augmentation draw is per position).
+ *    thread count or timing (the augmentation and crop draws are per position).
+ *  - Crops (opts.crop): NONE and PAD decode the whole image, which must have the manifest's fixed
+ *    shape, and pad-and-crop it; RANDOM_RESIZED and CENTER take any size: the header gives it, the
+ *    box is drawn for it (crop.c), and only what the box needs is decoded, at the size it is used
+ *    (region.c), resampled to size × size; then the flip and the normalisation (or, with u8, the
+ *    pixels as they are). opts.reference decodes whole images at full size and resamples the box
+ *    (the plain reference the tests compare with).
  *  - close() stops every thread; a reader inside baton_loader_next is waited for. */
 #include "augment_internal.h"
+#include "img_internal.h"
+#include "region_internal.h"
 
 #include <errno.h>
 #include <math.h>
@@ -71,8 +79,10 @@ struct baton_pipeline {
     baton_pipeline_opts o;
     baton_cursor start;      /* o.start's cursor (o.start itself is the caller's) */
     uint64_t seed;
-    uint32_t shape[3];       /* H, W, C */
-    size_t sample_floats;
+    uint32_t shape[3];       /* H, W, C of the records (0, 0, C when they vary) */
+    uint32_t out[3];         /* H, W, C of a batch's samples */
+    int crops;               /* RANDOM_RESIZED or CENTER: records of any size, decoded by region */
+    size_t sample_floats;    /* values (or bytes, with u8) of one sample */
     baton_encoding enc;
     img_norm_lut lut;
 
@@ -293,8 +303,58 @@ int img_label_ok(float lab, uint32_t classes)
     return lab >= 0.0f && lab == floorf(lab) && lab <= 2147483647.0f && !(classes && lab >= (float)classes);
 }
 
+/* A worker's decode buffers: the whole image (NONE, PAD), the crop's output, the region decoder's. */
+typedef struct work_buf {
+    baton_image im, cropped;
+    img_scratch sc;
+} work_buf;
+
+/* The plan region.c calls once the header gave the image's size: the sample's box and flip. */
+typedef struct plan_ctx {
+    const baton_pipeline *p;
+    uint64_t epoch, position;
+    int flip;
+} plan_ctx;
+
+static int plan_box(void *arg, uint32_t h, uint32_t w, double box[4], baton_err *err)
+{
+    plan_ctx *c = arg;
+    baton_crop_draw d;
+    baton_crop_draw_for(&c->p->o, c->p->seed, c->epoch, c->position, h, w, &d);
+    memcpy(box, d.box, sizeof d.box);
+    c->flip = d.flip;
+    return BATON_OK;
+}
+
+/* Decode sample i into wb: its image at the batch's size, and the augmentation still to apply. */
+static int decode_sample(baton_pipeline *p, slot *s, uint32_t i, const baton_sample *smp, work_buf *wb,
+                         const baton_image **im, baton_augment *a, baton_err *err)
+{
+    baton_encoding enc = p->enc != BATON_ENC_UNKNOWN ? p->enc : smp->encoding;
+    const uint32_t *expect = p->shape[0] ? p->shape : NULL;
+    if (p->crops) {
+        plan_ctx c = {p, s->b.epoch, s->pos[i], 0};
+        int rc = (p->o.reference ? img_decode_crop_ref : img_decode_crop)(smp->img, smp->img_len, enc, expect, p->out[2],
+                                                                          plan_box, &c, p->out[0], p->out[1], &wb->sc,
+                                                                          &wb->cropped, NULL, NULL, err);
+        if (rc) return rc;
+        *a = (baton_augment){0, 0, c.flip};
+        *im = &wb->cropped;
+        return BATON_OK;
+    }
+    int rc = baton_img_decode(smp->img, smp->img_len, enc, p->shape, &wb->im, err);
+    if (rc) return rc;
+    if (wb->im.h != p->shape[0] || wb->im.w != p->shape[1] || wb->im.c != p->shape[2])
+        return baton_err_set(err, BATON_ERR_FORMAT, "%ux%ux%u image, expected %ux%ux%u", wb->im.h, wb->im.w,
+                             wb->im.c, p->shape[0], p->shape[1], p->shape[2]);
+    uint32_t pad = p->o.crop == BATON_CROP_PAD && !p->o.crop_pad ? 4 : p->o.crop_pad;
+    baton_augment_draw(p->seed, s->b.epoch, s->pos[i], pad, p->o.flip, a);
+    *im = &wb->im;
+    return BATON_OK;
+}
+
 /* Parse, check, decode, augment sample i of slot s. */
-static int do_sample(baton_pipeline *p, slot *s, uint32_t i, baton_image *im, baton_err *err)
+static int do_sample(baton_pipeline *p, slot *s, uint32_t i, work_buf *wb, baton_err *err)
 {
     const char *file = p->m->shards[s->shard[i]].file;
     unsigned long long off = (unsigned long long)s->offset[i];
@@ -306,22 +366,19 @@ static int do_sample(baton_pipeline *p, slot *s, uint32_t i, baton_image *im, ba
     if (!img_label_ok(lab, p->m->classes))
         return baton_err_set(err, BATON_ERR_FORMAT, "%s: offset %llu: label %g is not a class in [0, %u)",
                              file, off, (double)lab, p->m->classes);
-    baton_encoding enc = p->enc != BATON_ENC_UNKNOWN ? p->enc : smp.encoding;
-    rc = baton_img_decode(smp.img, smp.img_len, enc, p->shape, im, err);
+    const baton_image *im = NULL;
+    baton_augment a;
+    rc = decode_sample(p, s, i, &smp, wb, &im, &a, err);
     if (rc) {
         baton_err_prefix(err, "%s: offset %llu", file, off);
         return rc;
     }
-    if (im->h != p->shape[0] || im->w != p->shape[1] || im->c != p->shape[2])
-        return baton_err_set(err, BATON_ERR_FORMAT, "%s: offset %llu: %ux%ux%u image, expected %ux%ux%u",
-                             file, off, im->h, im->w, im->c, p->shape[0], p->shape[1], p->shape[2]);
-    baton_augment a;
-    baton_augment_draw(p->seed, s->b.epoch, s->pos[i], p->o.crop_pad, p->o.flip, &a);
-    float *dst = s->b.x + (size_t)i * p->sample_floats;
-    if (p->o.reference)
-        baton_augment_apply_ref(im, &a, p->mean, p->std, p->o.layout, dst);
+    if (p->o.u8)
+        img_augment_apply_u8(im, &a, p->o.layout, s->b.x8 + (size_t)i * p->sample_floats);
+    else if (p->o.reference)
+        baton_augment_apply_ref(im, &a, p->mean, p->std, p->o.layout, s->b.x + (size_t)i * p->sample_floats);
     else
-        img_augment_apply_lut(im, &a, &p->lut, p->o.layout, dst);
+        img_augment_apply_lut(im, &a, &p->lut, p->o.layout, s->b.x + (size_t)i * p->sample_floats);
     s->b.y[i] = (int32_t)lab;
     return BATON_OK;
 }
@@ -329,7 +386,7 @@ static int do_sample(baton_pipeline *p, slot *s, uint32_t i, baton_image *im, ba
 static void *worker_main(void *arg)
 {
     baton_pipeline *p = arg;
-    baton_image im = {0};
+    work_buf wb = {0};
     baton_err err = {0};
     pthread_mutex_lock(&p->mu);
     for (;;) {
@@ -352,7 +409,7 @@ static void *worker_main(void *arg)
         uint32_t lo = u * UNIT, hi = lo + UNIT < s->b.n ? lo + UNIT : s->b.n, bad = UINT32_MAX;
         int rc = BATON_OK;
         for (uint32_t i = lo; i < hi; i++) {
-            rc = do_sample(p, s, i, &im, &err);
+            rc = do_sample(p, s, i, &wb, &err);
             if (rc) {
                 bad = i;
                 break;
@@ -368,7 +425,9 @@ static void *worker_main(void *arg)
         if (++s->done_units == s->nunits) pthread_cond_broadcast(&p->cv_ready);
     }
     pthread_mutex_unlock(&p->mu);
-    baton_image_free(&im);
+    baton_image_free(&wb.im);
+    baton_image_free(&wb.cropped);
+    img_scratch_free(&wb.sc);
     return NULL;
 }
 
@@ -495,6 +554,7 @@ void baton_pipeline_close(baton_pipeline *p)
     for (uint32_t i = 0; p->slots && i < p->nslots; i++) {
         slot *s = &p->slots[i];
         free(s->b.x);
+        free(s->b.x8);
         free(s->b.y);
         free(s->arena);
         free(s->rec_at);
@@ -531,17 +591,31 @@ static int check_opts(const baton_manifest *m, const baton_pipeline_opts *o, bat
         return baton_err_set(err, BATON_ERR_ARG, "pipeline: unknown layout %d", (int)o->layout);
     if (o->crop_pad > 65536)
         return baton_err_set(err, BATON_ERR_ARG, "pipeline: crop padding %u is too large", o->crop_pad);
-    if (m->shape[0] == 0 || m->shape[1] == 0 || m->shape[2] == 0)
+    if ((unsigned)o->crop > BATON_CROP_CENTER)
+        return baton_err_set(err, BATON_ERR_ARG, "pipeline: unknown crop %d", (int)o->crop);
+    int crops = o->crop == BATON_CROP_RANDOM_RESIZED || o->crop == BATON_CROP_CENTER;
+    if (!crops && (m->shape[0] == 0 || m->shape[1] == 0 || m->shape[2] == 0))
         return baton_err_set(err, BATON_ERR_FORMAT,
-                             "pipeline: dataset %s has images of varying size; a fixed shape is needed",
-                             m->name ? m->name : "?");
-    if (m->shape[2] != 1 && m->shape[2] != 3)
-        return baton_err_set(err, BATON_ERR_FORMAT, "pipeline: %u channels (expected 1 or 3)",
-                             m->shape[2]);
+                             "pipeline: dataset %s has images of varying size: crop them (crop random-resized for "
+                             "training, center for evaluation, with a size)", m->name ? m->name : "?");
+    uint32_t c = m->shape[2] ? m->shape[2] : m->channels;
+    if (c != 1 && c != 3)
+        return baton_err_set(err, BATON_ERR_FORMAT, "pipeline: %u channels (expected 1 or 3)", c);
+    if (crops && (o->size > 4096 || (o->crop_pad && o->crop == BATON_CROP_RANDOM_RESIZED)))
+        return baton_err_set(err, BATON_ERR_ARG, o->size > 4096 ? "pipeline: crop size %u (expected 1..4096)"
+                                                                : "pipeline: crop padding goes with the pad crop, not random-resized",
+                             o->size);
+    uint32_t size;
+    double sc[2], ra[2];
+    img_crop_params(o, &size, sc, ra);
+    if (o->crop == BATON_CROP_RANDOM_RESIZED && !(sc[0] > 0 && sc[0] <= sc[1] && sc[1] <= 1))
+        return baton_err_set(err, BATON_ERR_ARG, "pipeline: scale (%g, %g): expected 0 < min <= max <= 1", sc[0], sc[1]);
+    if (o->crop == BATON_CROP_RANDOM_RESIZED && !(ra[0] > 0 && ra[0] <= ra[1] && isfinite(ra[1])))
+        return baton_err_set(err, BATON_ERR_ARG, "pipeline: ratio (%g, %g): expected 0 < min <= max", ra[0], ra[1]);
     if (m->encoding != BATON_ENC_RAW && m->encoding != BATON_ENC_PNG &&
         m->encoding != BATON_ENC_JPEG && m->encoding != BATON_ENC_UNKNOWN)
         return baton_err_set(err, BATON_ERR_FORMAT, "pipeline: unknown encoding %d", (int)m->encoding);
-    for (uint32_t k = 0; (o->mean || o->std) && k < m->shape[2]; k++)
+    for (uint32_t k = 0; (o->mean || o->std) && k < c; k++)
         if (!o->mean || !o->std || !isfinite(o->mean[k]) || !(o->std[k] > 0) || !isfinite(o->std[k]))
             return baton_err_set(err, BATON_ERR_ARG, "pipeline: normalisation of channel %u: mean must be finite "
                                  "and std positive (both given)", k);
@@ -561,11 +635,18 @@ baton_pipeline *baton_pipeline_open(baton_loader *l, const baton_pipeline_opts *
     }
     const baton_manifest *m = baton_loader_manifest(l);
     if (check_opts(m, o, err)) return NULL;
-    size_t px = (size_t)m->shape[0] * m->shape[1], sample, xbytes;
-    if (__builtin_mul_overflow(px, (size_t)m->shape[2], &sample) ||
-        __builtin_mul_overflow(sample, (size_t)o->batch * sizeof(float), &xbytes)) {
+    uint32_t out[3] = {m->shape[0], m->shape[1], m->shape[2] ? m->shape[2] : m->channels};
+    int crops = o->crop == BATON_CROP_RANDOM_RESIZED || o->crop == BATON_CROP_CENTER;
+    if (crops) {
+        double sc[2], ra[2];
+        img_crop_params(o, &out[0], sc, ra);
+        out[1] = out[0];
+    }
+    size_t px = (size_t)out[0] * out[1], sample, xbytes;
+    if (__builtin_mul_overflow(px, (size_t)out[2], &sample) ||
+        __builtin_mul_overflow(sample, (size_t)o->batch * (o->u8 ? 1 : sizeof(float)), &xbytes)) {
         baton_err_set(err, BATON_ERR_ARG, "pipeline: batch of %u %ux%ux%u images is too large",
-                      o->batch, m->shape[0], m->shape[1], m->shape[2]);
+                      o->batch, out[0], out[1], out[2]);
         return NULL;
     }
 
@@ -580,13 +661,15 @@ baton_pipeline *baton_pipeline_open(baton_loader *l, const baton_pipeline_opts *
     p->seed = baton_loader_cursor(l).seed;
     if (o->start) p->start = *o->start;
     memcpy(p->shape, m->shape, sizeof p->shape);
+    memcpy(p->out, out, sizeof p->out);
+    p->crops = crops;
     p->sample_floats = sample;
     p->enc = m->encoding;
     for (int k = 0; k < 4; k++) {
-        p->mean[k] = o->mean && k < (int)m->shape[2] ? o->mean[k] : m->mean[k];
-        p->std[k] = o->std && k < (int)m->shape[2] ? o->std[k] : m->std[k];
+        p->mean[k] = o->mean && k < (int)out[2] ? o->mean[k] : m->mean[k];
+        p->std[k] = o->std && k < (int)out[2] ? o->std[k] : m->std[k];
     }
-    img_norm_lut_init(&p->lut, m->shape[2], p->mean, p->std);
+    img_norm_lut_init(&p->lut, out[2], p->mean, p->std);
     atomic_init(&p->stop_flag, 0);
 
     /* a first guess at each batch's payload bytes; arenas grow on demand if records are larger */
@@ -607,7 +690,9 @@ baton_pipeline *baton_pipeline_open(baton_loader *l, const baton_pipeline_opts *
     for (uint32_t i = 0; rc == BATON_OK && i < p->nslots; i++) {
         slot *s = &p->slots[i];
         size_t xalloc = (xbytes + 63) / 64 * 64;
-        s->b.x = aligned_alloc(64, xalloc ? xalloc : 64);
+        void *x = aligned_alloc(64, xalloc ? xalloc : 64);
+        if (o->u8) s->b.x8 = x;
+        else s->b.x = x;
         s->b.y = calloc(o->batch, sizeof *s->b.y);
         s->rec_at = calloc(o->batch, sizeof *s->rec_at);
         s->pos = calloc(o->batch, sizeof *s->pos);
@@ -616,14 +701,14 @@ baton_pipeline *baton_pipeline_open(baton_loader *l, const baton_pipeline_opts *
         s->offset = calloc(o->batch, sizeof *s->offset);
         s->arena = malloc(arena0 ? arena0 : 1);
         s->arena_cap = arena0 ? arena0 : 1;
-        if (!s->b.x || !s->b.y || !s->rec_at || !s->pos || !s->rec_len || !s->shard || !s->offset || !s->arena) {
+        if (!x || !s->b.y || !s->rec_at || !s->pos || !s->rec_len || !s->shard || !s->offset || !s->arena) {
             rc = BATON_ERR_NOMEM;
             break;
         }
-        memset(s->b.x, 0, xalloc ? xalloc : 64);
-        s->b.c = m->shape[2];
-        s->b.h = m->shape[0];
-        s->b.w = m->shape[1];
+        memset(x, 0, xalloc ? xalloc : 64);
+        s->b.c = out[2];
+        s->b.h = out[0];
+        s->b.w = out[1];
         s->b.layout = o->layout;
         s->b.priv_ = s;
         p->free_list[p->nfree++] = s;
