@@ -15,11 +15,11 @@ int cmd_pack(int argc, char **argv)
         {"from", CLI_STR, &o.from, "fashion-mnist[:DIR] | imagefolder:DIR | cifar10:DIR"},
         {"out", CLI_STR, &o.out_dir, "output folder (shards + dataset.json)"},
         {"format", CLI_STR, &format, "recordio (default) | tfrecord"},
-        {"encode", CLI_STR, &encode, "raw | png | jpeg (default raw; imagefolder: jpeg)"},
+        {"encode", CLI_STR, &encode, "raw | png | jpeg (default raw; imagefolder: each file's bytes as they are)"},
         {"quality", CLI_INT, &o.quality, "JPEG quality 1..100 (default 95)"},
         {"shard-mb", CLI_DBL, &o.shard_mb, "target shard size in MB (default 64)"},
         {"split", CLI_STR, &o.split, "train (default) | test"},
-        {"resize", CLI_STR, &resize, "HxW: resize every image first (bilinear)"},
+        {"resize", CLI_STR, &resize, "HxW: every image to that size (bilinear); N: the shorter side to N, keeping the aspect (antialiased)"},
         {"seed", CLI_U64, &o.seed, "record order seed (default 0); output is deterministic"},
         {"no-shuffle", CLI_FLAG, &no_shuffle, "keep the source order"},
         {"quiet", CLI_FLAG, &quiet, "no progress line"},
@@ -49,8 +49,10 @@ int cmd_pack(int argc, char **argv)
     if (resize) {
         unsigned h = 0, w = 0;
         char tail;
-        if (sscanf(resize, "%ux%u%c", &h, &w, &tail) != 2 || !h || !w) {
-            fprintf(stderr, "baton pack: --resize '%s': expected HxW, e.g. 224x224\n", resize);
+        if ((sscanf(resize, "%ux%u%c", &h, &w, &tail) != 2 || !h || !w) &&
+            (sscanf(resize, "%u%c", &h, &tail) != 1 || !h || (w = 0))) {
+            fprintf(stderr, "baton pack: --resize '%s': expected HxW (e.g. 224x224) or the shorter side (e.g. 256)\n",
+                    resize);
             return CLI_USAGE;
         }
         o.resize_h = h;
@@ -73,7 +75,7 @@ int cmd_pack(int argc, char **argv)
         printf("packed %llu %s/%s images into %zu %s shard(s) in %s: %.1f MB, %s, %.1f s\n",
                (unsigned long long)m.samples, m.name, m.split, m.nshards,
                baton_rec_format_name(m.format), o.out_dir, (double)bytes / 1e6,
-               baton_encoding_name(m.encoding), dt);
+               m.encoding == BATON_ENC_UNKNOWN ? "mixed (each file's own)" : baton_encoding_name(m.encoding), dt);
     }
     baton_manifest_free(&m);
     return CLI_OK;

@@ -74,8 +74,25 @@ static void count_label(inspector *in, float label)
     rep->label_hist[k]++;
 }
 
+static const char *const side_bins[7] = {"<64", "64-127", "128-255", "256-511", "512-1023", "1024-2047", ">=2048"};
+
+static void count_size(baton_inspect_report *rep, uint32_t h, uint32_t w)
+{
+    if (!h || !w) return;
+    if (!rep->sized++) rep->min_h = rep->max_h = h, rep->min_w = rep->max_w = w;
+    if (h < rep->min_h) rep->min_h = h;
+    if (h > rep->max_h) rep->max_h = h;
+    if (w < rep->min_w) rep->min_w = w;
+    if (w > rep->max_w) rep->max_w = w;
+    rep->pixels += (double)h * w;
+    uint32_t s = h < w ? h : w, b = 0;
+    while (b < 6 && s >= (64u << b)) b++;
+    rep->short_side[b]++;
+}
+
 static void count_shape(baton_inspect_report *rep, uint32_t h, uint32_t w, uint32_t c)
 {
+    count_size(rep, h, w);
     for (uint32_t i = 0; i < rep->nshapes; i++)
         if (rep->shapes[i].h == h && rep->shapes[i].w == w && rep->shapes[i].c == c) {
             rep->shapes[i].count++;
@@ -108,7 +125,8 @@ static void examine(inspector *in, const char *name, baton_rec_format fmt, const
      * pixels may begin with any bytes, so sniffing them would be a guess); a loose RecordIO file
      * is sniffed. */
     baton_encoding enc = s.encoding;
-    if (enc == BATON_ENC_UNKNOWN) enc = in->m ? in->m->encoding : baton_img_sniff(s.img, s.img_len);
+    int mixed = in->m && in->m->encoding == BATON_ENC_UNKNOWN;   /* "mixed": each record PNG or JPEG */
+    if (enc == BATON_ENC_UNKNOWN) enc = in->m && !mixed ? in->m->encoding : baton_img_sniff(s.img, s.img_len);
     rep->enc_count[enc == BATON_ENC_UNKNOWN ? 3 : enc]++;
     if (!in->m && in->verify) {
         if (enc == BATON_ENC_UNKNOWN) {
@@ -122,11 +140,11 @@ static void examine(inspector *in, const char *name, baton_rec_format fmt, const
             in->loose_images++;
         }
     }
-    if (in->m && enc != in->m->encoding && in->verify)
+    if (in->m && (mixed ? enc != BATON_ENC_PNG && enc != BATON_ENC_JPEG : enc != in->m->encoding) && in->verify)
         add_error(rep, "%s: offset %llu: record id %llu is %s, dataset.json says %s", name,
                   (unsigned long long)r->offset, (unsigned long long)s.id,
                   enc == BATON_ENC_UNKNOWN ? "not a PNG or JPEG image" : baton_encoding_name(enc),
-                  baton_encoding_name(in->m->encoding));
+                  mixed ? "PNG or JPEG" : baton_encoding_name(in->m->encoding));
 
     uint32_t expect[3] = {s.h, s.w, s.c};
     if (in->m && in->m->shape[0]) memcpy(expect, in->m->shape, sizeof expect);
@@ -422,6 +440,17 @@ char *baton_inspect_to_json(const baton_inspect_report *rep)
         cJSON_AddNumberToObject(s, "count", (double)sh->count);
         cJSON_AddItemToArray(shapes, s);
     }
+    if (rep->sized) {
+        cJSON *sz = cJSON_AddObjectToObject(o, "sizes");
+        cJSON_AddNumberToObject(sz, "images", (double)rep->sized);
+        cJSON_AddNumberToObject(sz, "min_h", rep->min_h);
+        cJSON_AddNumberToObject(sz, "max_h", rep->max_h);
+        cJSON_AddNumberToObject(sz, "min_w", rep->min_w);
+        cJSON_AddNumberToObject(sz, "max_w", rep->max_w);
+        cJSON_AddNumberToObject(sz, "mean_megapixels", rep->pixels / (double)rep->sized / 1e6);
+        cJSON *hist = cJSON_AddObjectToObject(sz, "shorter_side");
+        for (int b = 0; b < 7; b++) cJSON_AddNumberToObject(hist, side_bins[b], (double)rep->short_side[b]);
+    }
     cJSON_AddBoolToObject(o, "verified", rep->verified);
     cJSON_AddBoolToObject(o, "ok", rep->nerrors_total == 0);
     cJSON *errs = cJSON_AddArrayToObject(o, "errors");
@@ -437,7 +466,8 @@ void baton_inspect_print(const baton_inspect_report *rep, FILE *f)
 {
     if (rep->has_manifest)
         fprintf(f, "dataset    %s/%s: %s, %s, %u classes\n", rep->manifest.name, rep->manifest.split,
-                baton_rec_format_name(rep->format), baton_encoding_name(rep->manifest.encoding),
+                baton_rec_format_name(rep->format),
+                rep->manifest.encoding == BATON_ENC_UNKNOWN ? "mixed" : baton_encoding_name(rep->manifest.encoding),
                 rep->manifest.classes);
     else
         fprintf(f, "file       %s\n", baton_rec_format_name(rep->format));
@@ -456,6 +486,12 @@ void baton_inspect_print(const baton_inspect_report *rep, FILE *f)
         else fprintf(f, " unknown:%llu", (unsigned long long)s->count);
     }
     if (rep->shape_other) fprintf(f, " other:%llu", (unsigned long long)rep->shape_other);
+    if (rep->sized && (rep->min_h != rep->max_h || rep->min_w != rep->max_w)) {
+        fprintf(f, "\nsizes      h %u..%u, w %u..%u, mean %.2f megapixels; shorter side", rep->min_h, rep->max_h,
+                rep->min_w, rep->max_w, rep->pixels / (double)rep->sized / 1e6);
+        for (int b = 0; b < 7; b++)
+            if (rep->short_side[b]) fprintf(f, " %s:%llu", side_bins[b], (unsigned long long)rep->short_side[b]);
+    }
     fprintf(f, "\nencodings ");
     for (int i = 0; i < 4; i++)
         if (rep->enc_count[i]) fprintf(f, " %s:%llu", enc_names[i], (unsigned long long)rep->enc_count[i]);

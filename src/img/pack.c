@@ -15,8 +15,15 @@
  *  - Every image is decoded once (pixels are needed for the normalisation statistics anyway), so an
  *    undecodable input file is reported by name before anything is published.
  *  - Source files that are already in the requested encoding are stored as they are (no second
- *    lossy JPEG pass); everything else is encoded from pixels. */
+ *    lossy JPEG pass); everything else is encoded from pixels. An image folder packed without
+ *    --encode keeps every file's bytes as they are, JPEG and PNG alike (dataset.json says "jpeg",
+ *    "png" or, for both, "mixed": each record's own encoding is sniffed when decoded).
+ *  - --resize HxW resizes to that size (bilinear, as before); --resize N resizes the shorter side
+ *    to N keeping the aspect (the longer side floor(long·N/short), as im2rec's --resize) with the
+ *    antialiased resampler (region_internal.h). Resized images are encoded again (in their file's
+ *    encoding when kept, else the requested one). */
 #include "img_internal.h"
+#include "region_internal.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -30,7 +37,7 @@ void baton_pack_opts_default(baton_pack_opts *o)
     memset(o, 0, sizeof *o);
     o->split = "train";
     o->format = BATON_FMT_RECORDIO;
-    o->encoding = BATON_ENC_UNKNOWN;  /* resolved by source: raw, or jpeg for imagefolder */
+    o->encoding = BATON_ENC_UNKNOWN;  /* resolved by source: raw, or each file's own for imagefolder */
     o->quality = 95;
     o->shard_mb = 64;
     o->shuffle = 1;
@@ -50,6 +57,9 @@ typedef struct packer {
     uint64_t pixels;           /* per channel */
     uint32_t seen_h, seen_w;   /* sources of unknown shape: the first image's size ... */
     int varied;                /* ... and whether any other image differed */
+    int keep;                  /* an image folder without --encode: each file's bytes as they are */
+    uint64_t kept[2];          /* records stored as PNG, as JPEG (keep) */
+    img_scratch sc;            /* the shorter-side resize's */
 } packer;
 
 static int shard_paths(const packer *p, size_t k, char *rec, char *idx, size_t cap, char *recname,
@@ -157,11 +167,22 @@ static int pack_item(packer *p, size_t i, uint64_t key, baton_err *err)
         if (rc) return baton_err_prefix(err, "%s", what);
         im = &p->img;
     }
-    if (p->o->resize_h) {
+    if (p->o->resize_h && p->o->resize_w) {
         rc = baton_img_resize_bilinear(im, p->o->resize_h, p->o->resize_w, &p->sized, err);
         if (rc) return baton_err_prefix(err, "%s", what);
         im = &p->sized;
         it.image = im;  /* resized pixels: never pass the original file through */
+    } else if (p->o->resize_h) {   /* the shorter side */
+        uint64_t n = p->o->resize_h, sh = im->h < im->w ? im->h : im->w, lg = im->h < im->w ? im->w : im->h;
+        uint64_t nl = lg * n / sh ? lg * n / sh : 1;
+        if (nl > 65500) return baton_err_set(err, BATON_ERR_FORMAT, "%s: %ux%u resized to a shorter side of %u is %llu long",
+                                             what, im->h, im->w, p->o->resize_h, (unsigned long long)nl);
+        const double box[4] = {0, 0, im->w, im->h};
+        rc = img_resample_box(im, box, (uint32_t)(im->h < im->w ? n : nl), (uint32_t)(im->h < im->w ? nl : n), &p->sized,
+                              &p->sc, err);
+        if (rc) return baton_err_prefix(err, "%s", what);
+        im = &p->sized;
+        it.image = im;
     }
     rc = check_shape(p, im, what, err);
     if (rc) return rc;
@@ -169,7 +190,8 @@ static int pack_item(packer *p, size_t i, uint64_t key, baton_err *err)
 
     const uint8_t *bytes;
     size_t nbytes;
-    baton_encoding enc = p->m->encoding;
+    baton_encoding enc = p->keep ? (it.encoding == BATON_ENC_PNG ? BATON_ENC_PNG : BATON_ENC_JPEG) : p->m->encoding;
+    if (p->keep) p->kept[enc == BATON_ENC_JPEG]++;
     if (enc == BATON_ENC_RAW) {
         bytes = im->px;
         nbytes = (size_t)im->h * im->w * im->c;
@@ -213,19 +235,21 @@ static int fill_header(packer *p, baton_err *err)
     m->split = strdup(o->split ? o->split : "train");
     m->format = o->format;
     m->encoding = o->encoding;
-    if (m->encoding == BATON_ENC_UNKNOWN)
-        m->encoding = !strcmp(baton_src_name(p->src), "imagefolder") ? BATON_ENC_JPEG : BATON_ENC_RAW;
-    m->quality = m->encoding == BATON_ENC_JPEG ? o->quality : 0;
+    p->keep = m->encoding == BATON_ENC_UNKNOWN && !strcmp(baton_src_name(p->src), "imagefolder");
+    if (m->encoding == BATON_ENC_UNKNOWN && !p->keep) m->encoding = BATON_ENC_RAW;
+    m->quality = m->encoding == BATON_ENC_JPEG || (p->keep && o->resize_h) ? o->quality : 0;
     m->seed = o->seed;
     m->shuffled = o->shuffle;
     m->classes = baton_src_classes(p->src);
     baton_src_shape(p->src, m->shape);
     m->channels = m->shape[2];
     if (o->resize_h) {
-        if (!o->resize_w || o->resize_h > 16384 || o->resize_w > 16384)
+        if (o->resize_h > 16384 || o->resize_w > 16384)
             return baton_err_set(err, BATON_ERR_ARG, "--resize %ux%u: sides must be 1..16384",
                                  o->resize_h, o->resize_w);
-        if (m->shape[0]) m->shape[0] = o->resize_h, m->shape[1] = o->resize_w;
+        if (m->shape[0] && o->resize_w) m->shape[0] = o->resize_h, m->shape[1] = o->resize_w;
+        else if (m->shape[0] && m->shape[0] != m->shape[1]) m->shape[0] = m->shape[1] = m->shape[2] = 0;  /* found as packed */
+        else if (m->shape[0]) m->shape[0] = m->shape[1] = o->resize_h;
     }
     if (!m->name || !m->split) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
     m->class_names = calloc(m->classes ? m->classes : 1, sizeof *m->class_names);
@@ -346,6 +370,8 @@ int baton_pack(const baton_pack_opts *o, baton_manifest *out, baton_err *err)
 
     if (rc == BATON_OK) {
         out->samples = n;
+        if (p.keep)   /* the files' own encodings: one, or both */
+            out->encoding = !p.kept[1] ? BATON_ENC_PNG : !p.kept[0] ? BATON_ENC_JPEG : BATON_ENC_UNKNOWN;
         if (!out->shape[0] && !p.varied) {  /* every image had the same size: say so */
             out->shape[0] = p.seen_h;
             out->shape[1] = p.seen_w;
@@ -365,6 +391,7 @@ int baton_pack(const baton_pack_opts *o, baton_manifest *out, baton_err *err)
     free(order);
     baton_image_free(&p.img);
     baton_image_free(&p.sized);
+    img_scratch_free(&p.sc);
     baton_buf_free(&p.enc);
     baton_buf_free(&p.payload);
     baton_src_close(p.src);

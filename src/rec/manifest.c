@@ -127,8 +127,10 @@ static void parse_kind(baton_jr *r, const cJSON *root, baton_manifest *m)
         baton_jr_fail(r, "format", "expected \"recordio\" or \"tfrecord\"");
     f = baton_jr_get(r, root, "encoding");
     if (!r->rc && !f) baton_jr_fail(r, "encoding", "is missing");
+    else if (!r->rc && cJSON_IsString(f) && !strcmp(f->valuestring, "mixed"))
+        m->encoding = BATON_ENC_UNKNOWN;   /* PNG and JPEG records: each sniffed */
     else if (!r->rc && (!cJSON_IsString(f) || baton_encoding_parse(f->valuestring, &m->encoding) != BATON_OK))
-        baton_jr_fail(r, "encoding", "expected \"raw\", \"png\" or \"jpeg\"");
+        baton_jr_fail(r, "encoding", "expected \"raw\", \"png\", \"jpeg\" or \"mixed\"");
     if (!baton_jr_u64(r, root, "quality", 0, 100, &v)) m->quality = (int)v;
     baton_jr_u64(r, root, "samples", 0, UINT64_MAX, &m->samples);
     if (!baton_jr_u64(r, root, "classes", 0, UINT32_MAX, &v)) m->classes = (uint32_t)v;
@@ -317,7 +319,7 @@ char *baton_manifest_to_json(const baton_manifest *m)
     add(root, "name", str(m->name), &ok);
     add(root, "split", str(m->split), &ok);
     add(root, "format", str(baton_rec_format_name(m->format)), &ok);
-    add(root, "encoding", str(baton_encoding_name(m->encoding)), &ok);
+    add(root, "encoding", str(m->encoding == BATON_ENC_UNKNOWN ? "mixed" : baton_encoding_name(m->encoding)), &ok);
     add(root, "quality", num(m->quality > 0 ? (uint64_t)m->quality : 0), &ok);
     add(root, "samples", num(m->samples), &ok);
     add(root, "classes", num(m->classes), &ok);
