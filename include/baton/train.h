@@ -43,6 +43,13 @@ typedef struct baton_train_state {
     int norm_channels;          /* 0: state.json has no normalisation */
     float mean[4], std[4];      /* the training data's, per channel */
     uint32_t input_shape[3], classes;   /* written; 0 when not read */
+    /* the augmentation the samples were drawn with ("augment"; written when crop or flip is on):
+     * a resume draws the same crops, evaluation takes the centre crop of the same size */
+    int has_augment;
+    int crop;                   /* baton_crop */
+    uint32_t crop_size;
+    float scale[2], ratio[2];
+    int flip;
 } baton_train_state;
 
 /* Parse and validate state.json text (len bytes; need not be NUL-terminated); see state.c for the
@@ -103,6 +110,14 @@ typedef struct baton_train_opts {
     int sync_bn;                /* with ranks: batch norm over the whole global batch (its statistics
                                    summed over the ranks, baton_nn_model_set_bn_sync); 0: each
                                    rank's own part (the default, as PyTorch DDP) */
+    /* the samples' crop and flip (baton_crop, img.h): NONE (the default) takes a fixed-size dataset as
+     * it is; RANDOM_RESIZED (crop_size, scale, ratio: the pipeline's defaults when 0) takes any image
+     * size, and its validation the centre crop of crop_size; flip: random horizontal flip. Kept in
+     * state.json; a resume with other values is refused, naming them */
+    int crop;
+    uint32_t crop_size;
+    float scale[2], ratio[2];
+    int flip;
     const char *sample_log;     /* NULL, or a file each rank appends "epoch position rank label crc32c"
                                    to for every sample it trains (one write per batch; the CRC32C of
                                    its input floats): an audit that every sample of an epoch is seen
@@ -155,7 +170,10 @@ int baton_train_run(const baton_train_opts *o, baton_train_result *r, baton_err 
  * ckpt is a checkpoint folder or a directory of them (its newest that verifies). The model is named
  * by the checkpoint's state.json; the dataset's image shape and classes must be the ones it was
  * trained on, and it is normalised with the training data's statistics from state.json. mode as in
- * baton_train_opts (file/cache need local_dir).
+ * baton_train_opts (file/cache need local_dir). A model trained with the random-resized or centre
+ * crop is evaluated on the centre crop of the size it trained on (any image size); crop_set with
+ * crop CENTER (or size > 0) takes the centre crop of size instead, and with crop NONE the images as
+ * they are (a fixed-size dataset).
  * --------------------------------------------------------------------------------------------- */
 typedef struct baton_eval_result {
     double loss, accuracy;
@@ -170,7 +188,8 @@ typedef struct baton_eval_result {
 } baton_eval_result;
 
 int baton_eval_run(const char *ckpt, const char *data_uri, baton_io_mode mode, int mode_set,
-                   const char *local_dir, uint32_t batch, baton_eval_result *r, baton_err *err);
+                   const char *local_dir, uint32_t batch, int crop, int crop_set, uint32_t size, baton_eval_result *r,
+                   baton_err *err);
 void baton_eval_result_free(baton_eval_result *r);
 
 #endif

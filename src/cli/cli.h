@@ -4,6 +4,7 @@
 #ifndef BATON_CLI_H
 #define BATON_CLI_H
 
+#include "baton/img.h"
 #include "baton/notice.h"
 
 enum { CLI_OK = 0, CLI_ERROR = 1, CLI_USAGE = 2, CLI_INTERRUPTED = BATON_EXIT_STOPPED };
@@ -55,6 +56,24 @@ int cli_fleet_run_file(const char *cmd, const char *path, struct baton_fleet_opt
  * what the state folder holds; a baton_backend value), and `baton fleet` for slurm and aws. */
 int cli_fleet_backend(const struct cli_fleet_args *a);
 int cli_fleet_remote(const struct cli_fleet_args *a, int backend);
+
+/* crop_args.c: --crop, --size, --scale A,B, --ratio A,B (train, eval, bench-io) */
+struct cli_crop {
+    const char *crop, *scale, *ratio;
+    int size;
+};
+struct cli_crop_out {
+    baton_crop crop;
+    int set;                 /* --crop was given */
+    uint32_t size;
+    float scale[2], ratio[2];   /* 0, 0: the pipeline's defaults */
+};
+#define CLI_CROP_OPTS(c)                                                                                                \
+    {"crop", CLI_STR, &(c).crop, "random-resized | center | pad | none: the samples' crop (any image size with the first two)"}, \
+        {"size", CLI_INT, &(c).size, "with --crop random-resized or center: the side of the crop (default 224)"},     \
+        {"scale", CLI_STR, &(c).scale, "A,B: random-resized's area fraction range (default 0.08,1)"},                  \
+        {"ratio", CLI_STR, &(c).ratio, "A,B: random-resized's aspect ratio range (default 0.75,1.333)"}
+int cli_crop_finish(const struct cli_crop *c, const char *cmd, struct cli_crop_out *o);
 
 /* Option table. kind: CLI_FLAG sets *(int*)dst = 1; CLI_STR stores the argument pointer;
  * CLI_INT / CLI_U64 / CLI_DBL parse numbers (a bad number is a usage error). */

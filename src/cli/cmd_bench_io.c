@@ -17,7 +17,9 @@ int cmd_bench_io(int argc, char **argv)
     baton_pipeline_opts_default(&o.pipe);
     const char *mode = "all", *svg = "bench-io.svg", *layout = "nchw";
     int json = 0, quiet = 0, workers = o.pipe.workers, batch = (int)o.pipe.batch, pad = 2, noflip = 0;
-    int inflight = o.fetch.inflight;
+    int inflight = o.fetch.inflight, u8 = 0;
+    struct cli_crop cc = {0};
+    struct cli_crop_out co;
     double chunk_mb = (double)o.fetch.chunk_bytes / 1048576.0;
     o.epochs = 3;
     o.work_dir = "bench-io-work";
@@ -32,6 +34,8 @@ int cmd_bench_io(int argc, char **argv)
         {"batch", CLI_INT, &batch, "batch size (default 128)"},
         {"crop-pad", CLI_INT, &pad, "random crop padding (default 2)"},
         {"no-flip", CLI_FLAG, &noflip, "no random horizontal flip"},
+        CLI_CROP_OPTS(cc),
+        {"uint8", CLI_FLAG, &u8, "batches of un-normalised uint8 pixels (what a GPU normalises itself)"},
         {"no-decode", CLI_FLAG, &o.no_decode, "the data path alone: records read in order, not decoded"},
         {"layout", CLI_STR, &layout, "nchw (default) | nhwc"},
         {"seed", CLI_U64, &o.seed, "order and augmentation seed"},
@@ -69,6 +73,13 @@ int cmd_bench_io(int argc, char **argv)
         fprintf(stderr, "baton bench-io: --workers, --batch, --inflight, --chunk-mb must be positive\n");
         return CLI_USAGE;
     }
+    if (cli_crop_finish(&cc, "bench-io", &co)) return CLI_USAGE;
+    o.pipe.crop = co.crop;
+    o.pipe.size = co.size;
+    memcpy(o.pipe.scale, co.scale, sizeof o.pipe.scale);
+    memcpy(o.pipe.ratio, co.ratio, sizeof o.pipe.ratio);
+    o.pipe.u8 = u8;
+    if (co.crop == BATON_CROP_RANDOM_RESIZED || co.crop == BATON_CROP_CENTER) pad = 0;   /* the crop replaces the padding */
     o.pipe.workers = workers;
     o.pipe.batch = (uint32_t)batch;
     o.pipe.crop_pad = (uint32_t)pad;

@@ -13,6 +13,8 @@ int cmd_eval(int argc, char **argv)
 {
     const char *ckpt = NULL, *data = NULL, *mode = NULL, *work = "eval-data";
     int batch = 256, json = 0;
+    struct cli_crop cc = {0};
+    struct cli_crop_out co;
     const struct cli_opt opts[] = {
         {"ckpt", CLI_STR, &ckpt, "checkpoint folder, or a folder of them (newest that verifies)"},
         {"data", CLI_STR, &data, "dataset URI"},
@@ -20,6 +22,8 @@ int cmd_eval(int argc, char **argv)
         {"work-dir", CLI_STR, &work, "local copies for file/cache mode (default ./eval-data)"},
         {"batch", CLI_INT, &batch, "batch size (default 256)"},
         {"json", CLI_FLAG, &json, "one JSON object"},
+        {"crop", CLI_STR, &cc.crop, "center | none (default: the centre crop of the size the model trained on, if it trained on crops)"},
+        {"size", CLI_INT, &cc.size, "the centre crop's side (default: the training's)"},
         {0},
     };
     const char *pos[1];
@@ -34,6 +38,11 @@ int cmd_eval(int argc, char **argv)
         fprintf(stderr, "baton eval: --batch must be >= 1\n");
         return CLI_USAGE;
     }
+    if (cli_crop_finish(&cc, "eval", &co)) return CLI_USAGE;
+    if (co.crop == BATON_CROP_RANDOM_RESIZED || co.crop == BATON_CROP_PAD) {
+        fprintf(stderr, "baton eval: --crop %s: evaluation takes the centre crop (center) or the images as they are (none)\n", cc.crop);
+        return CLI_USAGE;
+    }
     baton_io_mode m = BATON_MODE_MOUNT;
     if (mode && baton_io_mode_parse(mode, &m)) {
         fprintf(stderr, "baton eval: --mode '%s': expected file, pipe, mount or cache\n", mode);
@@ -41,7 +50,8 @@ int cmd_eval(int argc, char **argv)
     }
     baton_eval_result r;
     baton_err err = {0};
-    if (baton_eval_run(ckpt, data, m, mode != NULL, work, (uint32_t)batch, &r, &err)) return cli_fail("eval", &err);
+    if (baton_eval_run(ckpt, data, m, mode != NULL, work, (uint32_t)batch, (int)co.crop, co.set, co.size, &r, &err))
+        return cli_fail("eval", &err);
     uint32_t k = r.classes;
     if (json) {
         printf("{\"loss\":%.6f,\"accuracy\":%.6f,\"samples\":%llu,\"step\":%llu,\"model\":\"%s\",\"classes\":%u,"

@@ -92,6 +92,8 @@ int cmd_train(int argc, char **argv)
     const char *dist = NULL;
     int batch = (int)o.batch, threads = 0, quiet = 0, reference = 0, json = 0;
     struct cli_session cs;
+    struct cli_crop cc = {0};
+    struct cli_crop_out co;
     cli_session_init(&cs, &o.session);
     const struct cli_opt opts[] = {
         {"data", CLI_STR, &o.data_uri, "training dataset URI: path, file://, http(s)://, s3://bucket/prefix"},
@@ -118,6 +120,8 @@ int cmd_train(int argc, char **argv)
         {"sample-log", CLI_STR, &o.sample_log,
          "append \"epoch position rank label crc32c\" to FILE for every sample trained (an audit of the data order; the CRC is of its input floats)"},
         {"bucket-mb", CLI_DBL, &bucket_mb, "gradient allreduce bucket in MB, > 0 (default 1)"},
+        CLI_CROP_OPTS(cc),
+        {"flip", CLI_FLAG, &o.flip, "random horizontal flip (p = 0.5)"},
         {"sync-bn", CLI_FLAG, &o.sync_bn, "with ranks: batch norm statistics over the whole global batch (default: each rank's part)"},
         {0},
     };
@@ -143,7 +147,11 @@ int cmd_train(int argc, char **argv)
         fprintf(stderr, "baton train: %s\n", bad);
         return CLI_USAGE;
     }
-    if (cli_session_finish(&cs, "train", argc, argv)) return CLI_USAGE;
+    if (cli_session_finish(&cs, "train", argc, argv) || cli_crop_finish(&cc, "train", &co)) return CLI_USAGE;
+    o.crop = (int)co.crop;
+    o.crop_size = co.size;
+    memcpy(o.scale, co.scale, sizeof o.scale);
+    memcpy(o.ratio, co.ratio, sizeof o.ratio);
     if (mode) {
         if (baton_io_mode_parse(mode, &o.mode)) {
             fprintf(stderr, "baton train: --mode '%s': expected file, pipe, mount or cache\n", mode);

@@ -27,10 +27,7 @@ int train_open_loader(const char *uri, baton_io_mode mode, int mode_set, const b
     }
     int rc = baton_loader_open(&lo, l, err);
     if (rc) return baton_err_prefix(err, "%s", uri);
-    const baton_manifest *m = baton_loader_manifest(*l);
-    if (!m->shape[0] || !m->shape[1] || !m->shape[2])
-        rc = baton_err_set(err, BATON_ERR_FORMAT, "%s: images vary in size; training needs one fixed shape", uri);
-    else if (baton_loader_epoch_size(*l) == 0)
+    if (baton_loader_epoch_size(*l) == 0)
         rc = baton_err_set(err, BATON_ERR_FORMAT, "%s: no records", uri);
     if (rc) {
         baton_loader_close(*l);
@@ -39,15 +36,46 @@ int train_open_loader(const char *uri, baton_io_mode mode, int mode_set, const b
     return rc;
 }
 
+static int crops(const train_aug *a)
+{
+    return a && (a->crop == BATON_CROP_RANDOM_RESIZED || a->crop == BATON_CROP_CENTER);
+}
+
+train_aug train_aug_eval(const train_aug *a)
+{
+    train_aug e = {0};
+    if (crops(a)) e.crop = BATON_CROP_CENTER, e.size = a->size;
+    return e;
+}
+
+int train_input_shape(const baton_manifest *m, const train_aug *a, const char *uri, uint32_t shape[3], baton_err *err)
+{
+    if (crops(a)) {
+        shape[0] = shape[1] = a->size ? a->size : 224;
+        shape[2] = m->shape[2] ? m->shape[2] : m->channels;
+        return BATON_OK;
+    }
+    if (!m->shape[0] || !m->shape[1] || !m->shape[2])
+        return baton_err_set(err, BATON_ERR_FORMAT, "%s: images vary in size: crop them to one size (--crop random-resized "
+                             "--size N for training; evaluation then takes the centre crop)", uri);
+    memcpy(shape, m->shape, 3 * sizeof *shape);
+    return BATON_OK;
+}
+
 static baton_pipeline *open_pipe(baton_loader *l, uint32_t batch, int workers, const float *mean, const float *std,
-                                 int rank, int world, baton_err *err)
+                                 int rank, int world, const train_aug *a, baton_err *err)
 {
     baton_pipeline_opts po;
     baton_pipeline_opts_default(&po);
     po.batch = batch;
     po.workers = workers > 0 ? workers : 2;
-    po.crop_pad = 0;
-    po.flip = 0;
+    if (a) {
+        po.crop = (baton_crop)a->crop;
+        po.size = a->size;
+        memcpy(po.scale, a->scale, sizeof po.scale);
+        memcpy(po.ratio, a->ratio, sizeof po.ratio);
+        po.flip = a->flip;
+    }
     po.layout = BATON_LAYOUT_NCHW;
     po.mean = mean;
     po.std = std;
@@ -59,15 +87,15 @@ static baton_pipeline *open_pipe(baton_loader *l, uint32_t batch, int workers, c
 }
 
 baton_pipeline *train_open_pipe(baton_loader *l, uint32_t batch, int workers, const float *mean, const float *std,
-                                baton_err *err)
+                                const train_aug *a, baton_err *err)
 {
-    return open_pipe(l, batch, workers, mean, std, 0, 1, err);
+    return open_pipe(l, batch, workers, mean, std, 0, 1, a, err);
 }
 
 baton_pipeline *train_open_pipe_part(baton_loader *l, uint32_t batch, int workers, int rank, int world,
-                                     baton_err *err)
+                                     const train_aug *a, baton_err *err)
 {
-    return open_pipe(l, batch, workers, NULL, NULL, rank, world, err);
+    return open_pipe(l, batch, workers, NULL, NULL, rank, world, a, err);
 }
 
 int train_shape_mismatch(baton_err *err, const char *what, const uint32_t ws[3], uint32_t wc, const char *uri,

@@ -84,22 +84,27 @@ static int find_ckpt(const char *ckpt, char *path, size_t cap, uint64_t *step, b
 /* What the model expects against what the dataset has: shape and classes from state.json, the
  * normalisation's channel count for checkpoints that do not record the shape. */
 static int check_fits(const char *path, const baton_train_state *st, const char *uri, const baton_manifest *dm,
-                      baton_err *err)
+                      const uint32_t shape[3], baton_err *err)
 {
     char what[4200];
     snprintf(what, sizeof what, "%s: trained on", path);
     if (st->classes) {
-        if (memcmp(st->input_shape, dm->shape, sizeof dm->shape) || st->classes != dm->classes)
+        /* a crop's size may differ from training's (a convolutional net evaluated at another
+         * resolution); the channels and classes may not */
+        int crop = st->has_augment && (st->crop == BATON_CROP_RANDOM_RESIZED || st->crop == BATON_CROP_CENTER);
+        if ((crop ? st->input_shape[2] != shape[2] : memcmp(st->input_shape, shape, 3 * sizeof *shape)) ||
+            st->classes != dm->classes)
             return train_shape_mismatch(err, what, st->input_shape, st->classes, uri, dm);
-    } else if (st->norm_channels > 0 && (uint32_t)st->norm_channels != dm->shape[2]) {
+    } else if (st->norm_channels > 0 && (uint32_t)st->norm_channels != shape[2]) {
         return baton_err_set(err, BATON_ERR_FORMAT, "%s: trained on %d-channel images; %s has %u channels", path,
-                             st->norm_channels, uri, dm->shape[2]);
+                             st->norm_channels, uri, shape[2]);
     }
     return BATON_OK;
 }
 
 int baton_eval_run(const char *ckpt, const char *data_uri, baton_io_mode mode, int mode_set,
-                   const char *local_dir, uint32_t batch, baton_eval_result *r, baton_err *err)
+                   const char *local_dir, uint32_t batch, int crop, int crop_set, uint32_t size, baton_eval_result *r,
+                   baton_err *err)
 {
     memset(r, 0, sizeof *r);
     if (!ckpt || !data_uri || batch < 1) return baton_err_set(err, BATON_ERR_ARG, "checkpoint, data and batch are required");
@@ -123,18 +128,23 @@ int baton_eval_run(const char *ckpt, const char *data_uri, baton_io_mode mode, i
     if ((rc = train_open_loader(data_uri, mode, mode_set, &so, local_dir, 0, 0, st.seed, &l, err))) return rc;
     const baton_manifest *man = baton_loader_manifest(l);
     char kname[16];
-    if ((rc = check_fits(path, &st, data_uri, man, err))) goto out;
+    train_aug trained = {st.crop, st.crop_size, {st.scale[0], st.scale[1]}, {st.ratio[0], st.ratio[1]}, 0};
+    train_aug aug = train_aug_eval(&trained);   /* the centre crop of the size it trained on */
+    if (crop == BATON_CROP_CENTER || (crop == BATON_CROP_NONE && size)) aug.crop = BATON_CROP_CENTER, aug.size = size ? size : aug.size;
+    else if (crop == BATON_CROP_NONE && crop_set) aug = (train_aug){0};
+    uint32_t shape[3];
+    if ((rc = train_input_shape(man, &aug, data_uri, shape, err))) goto out;
+    if ((rc = check_fits(path, &st, data_uri, man, shape, err))) goto out;
     const int norm = st.norm_channels > 0;
     baton_cursor end = {st.seed, 1, 0};   /* one pass: nothing after it is fetched */
     if ((rc = baton_loader_set_end(l, &end, err))) goto out;
-    if (!(p = train_open_pipe(l, batch, 2, norm ? st.mean : NULL, norm ? st.std : NULL, err))) {
+    if (!(p = train_open_pipe(l, batch, 2, norm ? st.mean : NULL, norm ? st.std : NULL, &aug, err))) {
         rc = err->code;
         goto out;
     }
-    if ((rc = train_model_for(r->model, man->shape, man->classes, batch, st.seed, 0, &m, kname, err))) goto out;
+    if ((rc = train_model_for(r->model, shape, man->classes, batch, st.seed, 0, &m, kname, err))) goto out;
     if ((rc = baton_ckpt_load(path, m, NULL, NULL, err))) {
-        baton_err_prefix(err, "dataset %s (%ux%ux%u, %u classes)", data_uri, man->shape[0], man->shape[1],
-                         man->shape[2], man->classes);
+        baton_err_prefix(err, "dataset %s (%ux%ux%u, %u classes)", data_uri, shape[0], shape[1], shape[2], man->classes);
         goto out;
     }
     r->classes = (uint32_t)baton_nn_model_classes(m);

@@ -28,6 +28,8 @@
  *   "hyper"         may also hold "epochs" and "steps_per_epoch" (integers >= 1), read when present
  *   "input_shape"   optional [h, w, c] (integers 1..10^6) with "classes" (integer >= 1): what the
  *                   model was built for
+ *   "augment"       optional {"crop": "none"|"pad"|"random-resized"|"center", "size": integer 0..4096,
+ *                   "scale": [2 numbers in (0, 1]], "ratio": [2 positive numbers], "flip": boolean}
  * (checkpoints of older versions lack the optional fields: their has_* flags stay 0).
  * Integers are JSON numbers that are whole, non-negative and at most 2^53 (exact in a double), or
  * strings of decimal digits (any uint64; seeds are written that way). Every failure names the field.
@@ -110,6 +112,38 @@ static void parse_schedule_shape(baton_jr *r, const cJSON *j, baton_train_state 
     st->classes = (uint32_t)cl;
 }
 
+static void pair(baton_jr *r, const cJSON *j, const char *name, double hi, float out[2])
+{
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(j, name);
+    for (int k = 0; k < 2 && !r->rc; k++) {
+        const cJSON *x = cJSON_IsArray(a) && cJSON_GetArraySize(a) == 2 ? cJSON_GetArrayItem(a, k) : NULL;
+        if (!cJSON_IsNumber(x) || !(x->valuedouble > 0 && x->valuedouble <= hi)) baton_jr_fail(r, "augment", "%s is not two numbers in (0, %g]", name, hi);
+        else out[k] = (float)x->valuedouble;
+    }
+}
+
+/* augment: optional */
+static void parse_augment(baton_jr *r, const cJSON *j, baton_train_state *st)
+{
+    const cJSON *a = baton_jr_get(r, j, "augment");
+    if (!a || r->rc) return;
+    baton_jr_obj(r, j, "augment");
+    const cJSON *c = r->rc ? NULL : cJSON_GetObjectItemCaseSensitive(a, "crop");
+    baton_crop crop = BATON_CROP_NONE;
+    if (!r->rc && (!cJSON_IsString(c) || baton_crop_parse(c->valuestring, &crop)))
+        baton_jr_fail(r, "augment.crop", "expected \"none\", \"pad\", \"random-resized\" or \"center\"");
+    uint64_t size = 0;
+    baton_jr_u64(r, j, "augment.size", 0, 4096, &size);
+    pair(r, a, "scale", 1, st->scale);
+    pair(r, a, "ratio", 1e6, st->ratio);
+    const cJSON *f = r->rc ? NULL : cJSON_GetObjectItemCaseSensitive(a, "flip");
+    if (!r->rc && !cJSON_IsBool(f)) baton_jr_fail(r, "augment.flip", "is not true or false");
+    st->crop = (int)crop;
+    st->crop_size = (uint32_t)size;
+    st->flip = cJSON_IsTrue(f);
+    st->has_augment = !r->rc;
+}
+
 /* metrics and normalisation: optional */
 static void parse_metrics_norm(baton_jr *r, const cJSON *j, baton_train_state *st)
 {
@@ -156,6 +190,7 @@ int baton_train_state_parse(const char *text, size_t len, baton_train_state *out
         baton_jr_hex64(&r, j, "dropout_rng", 4, st.rng);
         parse_schedule_shape(&r, j, &st);
         parse_metrics_norm(&r, j, &st);
+        parse_augment(&r, j, &st);
     }
     if (!r.rc) *out = st;
     cJSON_Delete(j);
@@ -227,6 +262,17 @@ char *baton_train_state_format(const baton_train_state *s)
     cJSON *sh = cJSON_AddArrayToObject(j, "input_shape");
     for (int k = 0; k < 3; k++) cJSON_AddItemToArray(sh, cJSON_CreateNumber(s->input_shape[k]));
     add_num(j, "classes", s->classes);
+    if (s->has_augment) {
+        cJSON *a = cJSON_AddObjectToObject(j, "augment");
+        cJSON_AddStringToObject(a, "crop", baton_crop_name((baton_crop)s->crop));
+        add_num(a, "size", s->crop_size);
+        cJSON *sa = cJSON_AddArrayToObject(a, "scale"), *ra = cJSON_AddArrayToObject(a, "ratio");
+        for (int k = 0; k < 2; k++) {
+            cJSON_AddItemToArray(sa, cJSON_CreateNumber(s->scale[k]));
+            cJSON_AddItemToArray(ra, cJSON_CreateNumber(s->ratio[k]));
+        }
+        cJSON_AddBoolToObject(a, "flip", s->flip);
+    }
     cJSON *ep = cJSON_AddObjectToObject(j, "epoch_sums");
     add_num(ep, "loss_sum", s->ep_loss_sum);
     add_num(ep, "correct", (double)s->ep_correct);

@@ -38,6 +38,8 @@ typedef struct trainer {
     baton_nn_model *model;
     baton_nn_optim *optim;
     const baton_manifest *man;
+    train_aug aug;              /* the samples' crop and flip (opts) */
+    uint32_t in_shape[3];       /* what the model sees: the crop's size, or the dataset's fixed shape */
     baton_nn_sched sched;
     uint64_t esize;             /* samples per epoch */
     baton_train_state st;       /* what the next checkpoint's state.json holds */
@@ -99,7 +101,7 @@ static int check_same_run(trainer *t, baton_err *err)
     memset(&f, 0, sizeof f);
     f.seed = o->seed, f.batch = o->batch, f.epochs = o->epochs, f.max_steps = o->max_steps, f.esize = t->esize;
     f.spe = t->st.steps_per_epoch;
-    memcpy(f.shape, t->man->shape, sizeof f.shape);
+    memcpy(f.shape, t->in_shape, sizeof f.shape);
     f.classes = t->man->classes;
     f.sync_bn = o->sync_bn != 0;
     snprintf(f.model, sizeof f.model, "%s", o->model);
@@ -135,7 +137,12 @@ static int stage_open(trainer *t, baton_train_result *r, baton_err *err)
                                err);
     if (rc) return rc;
     t->man = baton_loader_manifest(t->loader);
-    if ((rc = train_model_for(o->model, t->man->shape, t->man->classes, o->batch, o->seed, o->reference_kernels,
+    t->aug = (train_aug){o->crop, o->crop_size, {o->scale[0], o->scale[1]}, {o->ratio[0], o->ratio[1]}, o->flip != 0};
+    if (!t->aug.scale[0] && !t->aug.scale[1]) t->aug.scale[0] = 0.08f, t->aug.scale[1] = 1.0f;   /* the pipeline's defaults, */
+    if (!t->aug.ratio[0] && !t->aug.ratio[1]) t->aug.ratio[0] = 0.75f, t->aug.ratio[1] = 4.0f / 3.0f;   /* written down */
+    if (!t->aug.size && (t->aug.crop == BATON_CROP_RANDOM_RESIZED || t->aug.crop == BATON_CROP_CENTER)) t->aug.size = 224;
+    if ((rc = train_input_shape(t->man, &t->aug, o->data_uri, t->in_shape, err))) return rc;
+    if ((rc = train_model_for(o->model, t->in_shape, t->man->classes, o->batch, o->seed, o->reference_kernels,
                               &t->model, r->kernels, err)))
         return rc;
     baton_nn_optim_cfg oc = {.kind = BATON_NN_SGD, .momentum = 0.9, .nesterov = 1, .weight_decay = 5e-4};
@@ -150,10 +157,14 @@ static int stage_open(trainer *t, baton_train_result *r, baton_err *err)
     s->epochs = o->epochs ? o->epochs : 1;
     s->base_lr = o->lr > 0 ? o->lr : (!strncmp(o->model, "resnet", 6) ? 0.1 : 0.01);
     s->momentum = oc.momentum, s->nesterov = oc.nesterov, s->weight_decay = oc.weight_decay;
-    s->norm_channels = (int)(t->man->shape[2] < 4 ? t->man->shape[2] : 4);
+    s->norm_channels = (int)(t->in_shape[2] < 4 ? t->in_shape[2] : 4);
     memcpy(s->mean, t->man->mean, sizeof s->mean);
     memcpy(s->std, t->man->std, sizeof s->std);
-    memcpy(s->input_shape, t->man->shape, sizeof s->input_shape);
+    memcpy(s->input_shape, t->in_shape, sizeof s->input_shape);
+    s->has_augment = t->aug.crop != BATON_CROP_NONE || t->aug.flip;
+    s->crop = t->aug.crop, s->crop_size = t->aug.size, s->flip = t->aug.flip;
+    memcpy(s->scale, t->aug.scale, sizeof s->scale);
+    memcpy(s->ratio, t->aug.ratio, sizeof s->ratio);
     s->classes = t->man->classes;
     if (t->dist && ((rc = check_same_run(t, err)) || (rc = train_dist_attach(t->dist, t->model, o->bucket_bytes, o->sync_bn, err))))
         return rc;
@@ -164,10 +175,13 @@ static int stage_open(trainer *t, baton_train_result *r, baton_err *err)
     if ((rc = train_open_loader(o->val_uri, o->mode, o->mode_set, &o->session.store, vlocal, 0, 0, o->seed, &t->vloader, err)))
         return rc;
     const baton_manifest *vm = baton_loader_manifest(t->vloader);
-    if (memcmp(vm->shape, t->man->shape, sizeof vm->shape) || vm->classes != t->man->classes) {
+    train_aug va = train_aug_eval(&t->aug);
+    uint32_t vshape[3];
+    if ((rc = train_input_shape(vm, &va, o->val_uri, vshape, err))) return rc;
+    if (memcmp(vshape, t->in_shape, sizeof vshape) || vm->classes != t->man->classes) {
         char what[4200];
         snprintf(what, sizeof what, "--data %s", o->data_uri);
-        return train_shape_mismatch(err, what, t->man->shape, t->man->classes, o->val_uri, vm);
+        return train_shape_mismatch(err, what, t->in_shape, t->man->classes, o->val_uri, vm);
     }
     return BATON_OK;
 }
@@ -187,7 +201,8 @@ static int plan_reads(trainer *t, baton_err *err)
     if (rc || !t->vloader) return rc;
     baton_cursor vend = {o->seed, end.epoch > s->cursor.epoch ? end.epoch - s->cursor.epoch : 0, 0};
     if ((rc = baton_loader_set_end(t->vloader, &vend, err))) return rc;
-    t->vpipe = train_open_pipe(t->vloader, o->batch, o->workers, t->man->mean, t->man->std, err);
+    train_aug va = train_aug_eval(&t->aug);
+    t->vpipe = train_open_pipe(t->vloader, o->batch, o->workers, t->man->mean, t->man->std, &va, err);
     return t->vpipe ? BATON_OK : err->code;
 }
 
@@ -220,6 +235,15 @@ static int adopt_hyper(trainer *t, const baton_train_state *ck, baton_err *err)
                              "; resume with the same values",
                              ck->seed, ck->batch);
     baton_train_state *s = &t->st;
+    if (ck->has_augment != s->has_augment ||
+        (s->has_augment && (ck->crop != s->crop || ck->crop_size != s->crop_size || ck->flip != s->flip ||
+                            memcmp(ck->scale, s->scale, sizeof s->scale) || memcmp(ck->ratio, s->ratio, sizeof s->ratio))))
+        return baton_err_set(err, BATON_ERR_ARG,
+                             "the checkpoint was trained with --crop %s --size %u --scale %g,%g --ratio %g,%g%s; this run "
+                             "has --crop %s --size %u --scale %g,%g --ratio %g,%g%s: resume with the same values",
+                             baton_crop_name((baton_crop)ck->crop), ck->crop_size, ck->scale[0], ck->scale[1], ck->ratio[0],
+                             ck->ratio[1], ck->flip ? " --flip" : "", baton_crop_name((baton_crop)s->crop), s->crop_size,
+                             s->scale[0], s->scale[1], s->ratio[0], s->ratio[1], s->flip ? " --flip" : "");
     const uint64_t spe = s->steps_per_epoch;
     uint64_t epochs = ck->epochs ? ck->epochs : s->epochs;
     double lr = ck->has_schedule ? ck->base_lr : s->base_lr;
@@ -297,7 +321,7 @@ static int stage_resume(trainer *t, baton_train_result *r, baton_err *err)
     if ((rc = plan_reads(t, err))) return rc;
     if ((rc = baton_loader_seek(t->loader, &s->cursor, err))) return rc;
     if (!(t->pipe = train_open_pipe_part(t->loader, o->batch, o->workers, train_dist_rank(t->dist),
-                                         train_dist_world(t->dist), err)))
+                                         train_dist_world(t->dist), &t->aug, err)))
         return err->code;
     if (o->log_path && !train_dist_rank(t->dist) && (rc = train_csv_cut(o->log_path, s->epoch, err))) return rc;
     baton_train_session_begin(t->sess, s->step, r->resumed);

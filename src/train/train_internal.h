@@ -8,17 +8,30 @@
 
 /* data.c: open uri as a loader (mode_set 0: mount for a local path, pipe otherwise; file/cache
  * copy into local_dir, shared by share_size ranks of one machine when that is > 1: see
- * baton_loader_opts). Checks that the images have one fixed shape and that there are records. */
+ * baton_loader_opts). Checks that there are records. */
 int train_open_loader(const char *uri, baton_io_mode mode, int mode_set, const baton_store_opts *store,
                       const char *local_dir, uint32_t share_rank, uint32_t share_size, uint64_t seed,
                       baton_loader **l, baton_err *err);
-/* The decode pipeline over l: NCHW, no augmentation, normalised with mean/std (NULL: the dataset's
- * own). NULL with err filled on failure. */
+/* A sample's crop and flip (state.json's "augment"; crop is a baton_crop). */
+typedef struct train_aug {
+    int crop;
+    uint32_t size;
+    float scale[2], ratio[2];
+    int flip;
+} train_aug;
+/* What evaluation of a model trained with a takes: the centre crop of the same size for the
+ * random-resized or centre crops, else the images as they are; no flip. */
+train_aug train_aug_eval(const train_aug *a);
+/* The shape [h, w, c] the model sees for m's images under a: size × size for the random-resized
+ * and centre crops, else m's fixed shape (a dataset whose images vary is refused, naming uri). */
+int train_input_shape(const baton_manifest *m, const train_aug *a, const char *uri, uint32_t shape[3], baton_err *err);
+/* The decode pipeline over l: NCHW, the augmentation a (NULL: none), normalised with mean/std
+ * (NULL: the dataset's own). NULL with err filled on failure. */
 baton_pipeline *train_open_pipe(baton_loader *l, uint32_t batch, int workers, const float *mean, const float *std,
-                                baton_err *err);
+                                const train_aug *a, baton_err *err);
 /* The same keeping only part `rank` of `world` of each batch (the pipeline's parts). */
 baton_pipeline *train_open_pipe_part(baton_loader *l, uint32_t batch, int workers, int rank, int world,
-                                     baton_err *err);
+                                     const train_aug *a, baton_err *err);
 /* The error for a dataset whose images or classes differ from what a model was built for. */
 int train_shape_mismatch(baton_err *err, const char *what, const uint32_t want_shape[3], uint32_t want_classes,
                          const char *uri, const baton_manifest *got);
