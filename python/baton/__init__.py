@@ -49,6 +49,7 @@ from baton._baton import (  # noqa: F401  (the public names)
     UsageError,
     __version__,
     crc32c,
+    crop_box,
 )
 
 try:  # DataLoader(loader, batch_size=None) iterates an IterableDataset; without torch, a plain iterable
@@ -96,4 +97,4 @@ def result(**figures):
 
 __all__ = ["Loader", "Checkpoints", "Notice", "Batch", "Error", "CorruptError", "FormatError",
            "NotFoundError", "NetworkError", "BusyError", "NoSpaceError", "DeniedError", "UsageError",
-           "EXIT_INTERRUPTED", "ABI_VERSION", "__version__", "crc32c", "result"]
+           "EXIT_INTERRUPTED", "ABI_VERSION", "__version__", "crc32c", "crop_box", "result"]

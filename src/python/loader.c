@@ -108,9 +108,9 @@ typedef struct {
 static int view_getbuffer(View *self, Py_buffer *v, int flags)
 {
     const baton_batch *b = self->lease->b;
-    void *buf = self->kind == V_IMAGES ? (void *)b->x
+    void *buf = self->kind == V_IMAGES ? (b->x8 ? (void *)b->x8 : (void *)b->x)
                 : self->kind == V_LABELS ? (void *)self->lease->labels : (void *)b->pos;
-    Py_ssize_t item = self->kind == V_IMAGES ? 4 : 8, len = item;
+    Py_ssize_t item = self->kind == V_IMAGES ? (b->x8 ? 1 : 4) : 8, len = item;
     for (int i = 0; i < self->ndim; i++) len *= self->shape[i];
     v->buf = buf;
     v->obj = Py_NewRef((PyObject *)self);
@@ -118,7 +118,7 @@ static int view_getbuffer(View *self, Py_buffer *v, int flags)
     v->itemsize = item;
     v->readonly = 0;
     v->ndim = self->ndim;
-    v->format = (flags & PyBUF_FORMAT) ? (char *)(self->kind == V_IMAGES ? "f" : self->kind == V_LABELS ? "q" : "Q")
+    v->format = (flags & PyBUF_FORMAT) ? (char *)(self->kind == V_IMAGES ? (b->x8 ? "B" : "f") : self->kind == V_LABELS ? "q" : "Q")
                                        : NULL;
     v->shape = (flags & PyBUF_ND) ? self->shape : NULL;
     v->strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? self->strides : NULL;
@@ -151,7 +151,7 @@ static PyObject *make_view(Lease *ls, int kind, int ndim, const Py_ssize_t *shap
     v->lease = (Lease *)Py_NewRef((PyObject *)ls);
     v->kind = kind;
     v->ndim = ndim;
-    Py_ssize_t st = kind == V_IMAGES ? 4 : 8;
+    Py_ssize_t st = kind == V_IMAGES ? (ls->b->x8 ? 1 : 4) : 8;
     for (int i = ndim - 1; i >= 0; i--) {
         v->shape[i] = shape[i];
         v->strides[i] = st;
@@ -269,16 +269,31 @@ static int loader_init(Loader *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"uri", "mode", "batch", "shuffle", "seed", "epochs", "rank", "world", "threads",
                              "normalize", "local_dir", "drop_last", "layout", "depth", "s3_endpoint", "block",
-                             "crop_pad", "flip", NULL};
+                             "crop_pad", "flip", "size", "crop", "scale", "ratio", "dtype", NULL};
     const char *uri, *mode = NULL, *layout = "nchw", *local = NULL, *endpoint = NULL;
     PyObject *mode_o = NULL, *seed_o = NULL, *epochs_o = NULL, *norm = NULL, *local_o = NULL, *ep_o = NULL;
-    Py_ssize_t batch = 128, rank = 0, world = 1, threads = 2, depth = 4, block = 0, crop = 0;
+    Py_ssize_t batch = 128, rank = 0, world = 1, threads = 2, depth = 4, block = 0, crop = 0, size = 0;
     int shuffle = 1, drop_last = 0, flip = 0;
+    const char *crop_name = NULL, *dtype = "float32";
+    PyObject *crop_o = NULL;
+    double scale[2] = {0.08, 1.0}, ratio[2] = {3.0 / 4.0, 4.0 / 3.0};
     if (self->l) return pyb_usage_rc("baton.Loader: already open");
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|OnpOOnnnOOpsnOnnp", kwlist, &uri, &mode_o, &batch, &shuffle,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|OnpOOnnnOOpsnOnnpnO(dd)(dd)s", kwlist, &uri, &mode_o, &batch, &shuffle,
                                      &seed_o, &epochs_o, &rank, &world, &threads, &norm, &local_o, &drop_last,
-                                     &layout, &depth, &ep_o, &block, &crop, &flip))
+                                     &layout, &depth, &ep_o, &block, &crop, &flip, &size, &crop_o, &scale[0],
+                                     &scale[1], &ratio[0], &ratio[1], &dtype))
         return -1;
+    if (pyb_opt_str(crop_o, "crop", &crop_name)) return -1;
+    baton_crop crop_kind = BATON_CROP_NONE;
+    if (crop_name && baton_crop_parse(crop_name, &crop_kind))
+        return pyb_usage_rc("crop '%s': expected \"random-resized\", \"center\", \"pad\" or None", crop_name);
+    if (strcmp(dtype, "float32") && strcmp(dtype, "uint8"))
+        return pyb_usage_rc("dtype '%s': expected \"float32\" or \"uint8\"", dtype);
+    if (size < 0 || size > 4096) return pyb_usage_rc("size: must be 1..4096");
+    if (!(scale[0] > 0 && scale[0] <= scale[1] && scale[1] <= 1))
+        return pyb_usage_rc("scale (%g, %g): expected 0 < min <= max <= 1", scale[0], scale[1]);
+    if (!(ratio[0] > 0 && ratio[0] <= ratio[1] && ratio[1] < 1e6))
+        return pyb_usage_rc("ratio (%g, %g): expected 0 < min <= max", ratio[0], ratio[1]);
     if (pyb_opt_str(mode_o, "mode", &mode) || pyb_opt_str(local_o, "local_dir", &local) ||
         pyb_opt_str(ep_o, "s3_endpoint", &endpoint))
         return -1;
@@ -348,9 +363,10 @@ static int loader_init(Loader *self, PyObject *args, PyObject *kw)
     self->l = l;
     self->m = baton_loader_manifest(l);
     self->esize = baton_loader_epoch_size(l);
-    if (!self->m->shape[0] || !self->m->shape[1] || !self->m->shape[2])
-        baton_err_set(&err, BATON_ERR_FORMAT, "%s: images vary in size; batches need one fixed shape (pack with --resize)",
-                      uri);
+    int crops = crop_kind == BATON_CROP_RANDOM_RESIZED || crop_kind == BATON_CROP_CENTER;
+    if (!crops && (!self->m->shape[0] || !self->m->shape[1] || !self->m->shape[2]))
+        baton_err_set(&err, BATON_ERR_FORMAT, "%s: images vary in size: crop them to one size (crop=\"random-resized\" "
+                      "for training, crop=\"center\" for evaluation; size=224 by default)", uri);
     else if (!self->esize)
         baton_err_set(&err, BATON_ERR_FORMAT, "%s: no records", uri);
     self->epochs = epochs;
@@ -365,13 +381,18 @@ static int loader_init(Loader *self, PyObject *args, PyObject *kw)
     self->po.depth = (uint32_t)depth;
     self->po.crop_pad = (uint32_t)crop;
     self->po.flip = flip;
+    self->po.crop = crop_kind;
+    self->po.size = (uint32_t)size;
+    self->po.scale[0] = (float)scale[0], self->po.scale[1] = (float)scale[1];
+    self->po.ratio[0] = (float)ratio[0], self->po.ratio[1] = (float)ratio[1];
+    self->po.u8 = !strcmp(dtype, "uint8");
     self->po.part_rank = (uint32_t)rank;
     self->po.part_world = (uint32_t)world;
     if (err.code) {
         loader_close_all(self);
         return pyb_raise_rc(&err);
     }
-    if (parse_normalize(self, norm, self->m->shape[2])) {
+    if (parse_normalize(self, norm, self->m->shape[2] ? self->m->shape[2] : self->m->channels)) {
         loader_close_all(self);
         return -1;
     }
@@ -606,11 +627,29 @@ static PyObject *get_info(Loader *self, void *c)
         Py_XDECREF(s);
     }
     if (!names) return NULL;
-    return Py_BuildValue("{s:K,s:K,s:I,s:(III),s:N,s:s,s:K,s:s}", "samples", (unsigned long long)m->samples,
+    uint32_t sh[3] = {m->shape[0], m->shape[1], m->shape[2] ? m->shape[2] : m->channels};
+    if (self->po.crop == BATON_CROP_RANDOM_RESIZED || self->po.crop == BATON_CROP_CENTER)   /* what a batch holds */
+        sh[0] = sh[1] = self->po.size ? self->po.size : 224;
+    /* what float batches are normalised with (uint8 batches are not: a GPU does it with these) */
+    const float *mean = self->po.mean ? self->po.mean : m->mean, *std = self->po.std ? self->po.std : m->std;
+    PyObject *mo = PyList_New(0), *so = PyList_New(0);
+    for (uint32_t k = 0; mo && so && k < sh[2] && k < 4; k++) {
+        PyObject *a = PyFloat_FromDouble(mean[k]), *b = PyFloat_FromDouble(std[k]);
+        if (!a || !b || PyList_Append(mo, a) || PyList_Append(so, b)) Py_CLEAR(mo);
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+    }
+    if (!mo || !so) {
+        Py_XDECREF(mo);
+        Py_XDECREF(so);
+        Py_DECREF(names);
+        return NULL;
+    }
+    return Py_BuildValue("{s:K,s:K,s:I,s:(III),s:N,s:s,s:K,s:s,s:N,s:N,s:s}", "samples", (unsigned long long)m->samples,
                          "epoch_samples", (unsigned long long)self->esize, "classes", m->classes, "shape",
-                         m->shape[2], m->shape[0], m->shape[1], "class_names", names, "mode",
+                         sh[2], sh[0], sh[1], "class_names", names, "mode",
                          baton_io_mode_name(self->lo.mode), "epochs", (unsigned long long)self->epochs, "uri",
-                         self->uri);
+                         self->uri, "mean", mo, "std", so, "dtype", self->po.u8 ? "uint8" : "float32");
 }
 
 static PyMethodDef loader_methods[] = {
@@ -629,7 +668,7 @@ static PyMethodDef loader_methods[] = {
 static PyGetSetDef loader_getset[] = {
     {"epoch", (getter)get_epoch, NULL, "The epoch the next batch belongs to.", NULL},
     {"position", (getter)get_position, NULL, "The epoch position of the next sample.", NULL},
-    {"info", (getter)get_info, NULL, "samples, classes, shape (C, H, W), class_names, mode, epochs, uri.", NULL},
+    {"info", (getter)get_info, NULL, "samples, classes, shape (C, H, W), class_names, mode, epochs, uri, mean and std (what float32 batches are normalised with), dtype.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -642,7 +681,7 @@ PyTypeObject pyb_LoaderType = {
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
     .tp_doc = "Loader(uri, mode=None, batch=128, shuffle=True, seed=0, epochs=1, rank=0, world=1, threads=2, "
               "normalize=True, local_dir=None, drop_last=False, layout='nchw', depth=4, s3_endpoint=None, "
-              "block=0, crop_pad=0, flip=False)\n\nA baton dataset as batches (see the baton package).",
+              "block=0, crop_pad=0, flip=False, size=224, crop=None, scale=(0.08, 1.0), ratio=(3/4, 4/3), dtype=\"float32\")\n\nA baton dataset as batches (see the baton package).",
     .tp_iter = (getiterfunc)loader_iter,
     .tp_iternext = (iternextfunc)loader_next,
     .tp_methods = loader_methods,
@@ -654,7 +693,7 @@ PyTypeObject pyb_LoaderType = {
 };
 
 static PyStructSequence_Field batch_fields[] = {
-    {"images", "float32 (n, C, H, W) (or (n, H, W, C)): the decoded, normalised images"},
+    {"images", "float32 (n, C, H, W) (or (n, H, W, C)): the decoded, normalised images (uint8 pixels with dtype=\"uint8\")"},
     {"labels", "int64 (n,): the labels"},
     {"epoch", "the epoch"},
     {"index", "the batch's index in the epoch (the same at any world size)"},

@@ -125,7 +125,48 @@ static PyObject *crc32c(PyObject *self, PyObject *args)
     return PyLong_FromUnsignedLong(crc);
 }
 
+/* crop_box(h, w, seed, epoch, position, crop="random-resized", size=224, scale, ratio, flip=True): the box a
+ * Loader cuts for that sample, with the draws behind it (baton_crop_draw_for) */
+static PyObject *crop_box(PyObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"h", "w", "seed", "epoch", "position", "crop", "size", "scale", "ratio", "flip", NULL};
+    unsigned int h, w, size = 224;
+    unsigned long long seed, epoch, position;
+    const char *crop = "random-resized";
+    double scale[2] = {0.08, 1.0}, ratio[2] = {3.0 / 4.0, 4.0 / 3.0};
+    int flip = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "IIKKK|sI(dd)(dd)p", kwlist, &h, &w, &seed, &epoch, &position, &crop,
+                                     &size, &scale[0], &scale[1], &ratio[0], &ratio[1], &flip))
+        return NULL;
+    baton_pipeline_opts o;
+    baton_pipeline_opts_default(&o);
+    if (baton_crop_parse(crop, &o.crop)) return pyb_usage("crop '%s': expected \"random-resized\" or \"center\"", crop);
+    o.size = size;
+    o.scale[0] = (float)scale[0], o.scale[1] = (float)scale[1];
+    o.ratio[0] = (float)ratio[0], o.ratio[1] = (float)ratio[1];
+    o.flip = flip;
+    baton_crop_draw d;
+    baton_crop_draw_for(&o, seed, epoch, position, h, w, &d);
+    PyObject *ua = PyList_New(d.tries), *ur = PyList_New(d.tries);
+    for (uint32_t i = 0; ua && ur && i < d.tries; i++) {
+        PyList_SET_ITEM(ua, i, PyFloat_FromDouble(d.u_area[i]));
+        PyList_SET_ITEM(ur, i, PyFloat_FromDouble(d.u_ratio[i]));
+    }
+    if (!ua || !ur) {
+        Py_XDECREF(ua);
+        Py_XDECREF(ur);
+        return NULL;
+    }
+    return Py_BuildValue("{s:(dddd),s:O,s:O,s:N,s:N,s:K,s:K}", "box", d.box[0], d.box[1], d.box[2], d.box[3], "flip",
+                         d.flip ? Py_True : Py_False, "fallback", d.fallback ? Py_True : Py_False, "u_area", ua,
+                         "u_ratio", ur, "top", (unsigned long long)d.top, "left", (unsigned long long)d.left);
+}
+
 static PyMethodDef methods[] = {
+    {"crop_box", (PyCFunction)(void (*)(void))crop_box, METH_VARARGS | METH_KEYWORDS,
+     "crop_box(h, w, seed, epoch, position, crop=\"random-resized\", size=224, scale=(0.08, 1.0), ratio=(3/4, 4/3), "
+     "flip=True) -> dict: the box (x0, y0, x1, y1) a Loader with that seed cuts from an h x w image at (epoch, "
+     "position), its flip, and the uniform draws of each try (u_area, u_ratio) with the offsets (top, left)."},
     {"library_version", version, METH_NOARGS, "The version of the libbaton this module runs on."},
     {"crc32c", crc32c, METH_VARARGS,
      "crc32c(data, crc=0) -> int: the CRC32C of a bytes-like object (continuing crc), as dataset.json and "
