@@ -105,7 +105,7 @@ $(BUILD)/tests/%: tests/unit/%.c tests/unit/check.h $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests/unit $(LDFLAGS_ALL) -o $@ $< $(LIB) $(LDLIBS)
 
-tests: $(BIN) $(TEST_BIN)
+tests: $(BIN) $(TEST_BIN) $(BUILD)/bench/photos   # photos: the photo-like folders of the image tests
 
 # benchmark programs (bench/*.c), run by the bench/*.sh scripts
 $(BUILD)/bench/%: bench/%.c $(LIB)
