@@ -210,4 +210,18 @@ check("savings_pct" in tot and "on demand" in r.stdout + r.stderr, "the cost rep
 res = (st.get("tasks") or [{}])[0].get("result") or {}
 check(res.get("status") == "done" and res.get("step") == STEPS and 0 < res.get("accuracy", 0) <= 1,
       "the report carries the script's result (baton.result): %s" % res)
+
+# photographs of any size: random-resized crops; uint8 batches normalised by torch train as float32 ones
+PH = os.path.join(TMP, "photos")
+r = run(os.path.join(os.environ.get("BATON_BUILD", "build"), "bench", "photos"), "--out", PH, "--n", "64",
+        "--classes", "4", "--min", "40", "--max", "200")
+r = r.returncode == 0 and run(BATON, "pack", "--from", "imagefolder:" + PH, "--out", PH + "-ds", "--quiet")
+check(r and r.returncode == 0, "a photo-like dataset: %s" % (r and r.stderr))
+PHC = ["--data", PH + "-ds", "--epochs", "1", "--batch", "16", "--deterministic", "--threads", "2", "--max-steps", "3"]
+outs = [run(sys.executable, EX, *PHC, "--ckpt", os.path.join(TMP, "ph%d" % k), "--crop", crop, "--size", "32", *extra, env=ENV)
+        for k, (crop, extra) in enumerate([("random-resized", ["--flip"]), ("center", []), ("center", ["--uint8"])])]
+js = [last_json(o.stdout) for o in outs]
+check(all(o.returncode == 0 for o in outs) and all(j.get("step") == 3 for j in js),
+      "the example trains on random-resized and centre crops: %s" % [o.stderr[-300:] for o in outs if o.returncode])
+check(js[1].get("loss") == js[2].get("loss"), "uint8 normalised by torch gives float32's loss: %s %s" % (js[1].get("loss"), js[2].get("loss")))
 done()
