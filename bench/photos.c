@@ -3,12 +3,13 @@
  * which are not available offline.
  *
  *   photos --out DIR [--n 125350] [--classes 500] [--seed 1] [--min 300] [--max 800] [--quality 90]
- *          [--specials] [--cmyk FILE] [--json]
+ *          [--specials] [--cmyk FILE] [--part K/P] [--json]
  *
  * Contract:
  *  - DIR/cNNN/NNNNNNN.jpg, image i in class i mod classes; sides uniform in [min, max] each, drawn
  *    from RNG(seed, i), so the folder is a pure function of the options (the same bytes on every run
- *    with the same libjpeg-turbo).
+ *    with the same libjpeg-turbo). --part K/P writes only the images i with i mod P = K (and the
+ *    specials with K = 0): P processes make the same folder together.
  *  - The pixels cost what a photo's cost to decode: smooth illumination, a few objects with their
  *    own colour and texture, several octaves of value noise and per-pixel sensor noise, so the
  *    entropy-coded data is dense like a photo's (~110-130 KB at ImageNet's mean size and quality 90,
@@ -33,6 +34,7 @@ typedef struct gen_opts {
     uint64_t n, seed;
     uint32_t classes, min, max;
     int quality, specials, json;
+    uint64_t part, parts;
     const char *cmyk;
 } gen_opts;
 
@@ -169,7 +171,7 @@ static int specials(const gen_opts *o, baton_image *im, uint64_t *bytes, uint64_
 
 static int parse(int argc, char **argv, gen_opts *o)
 {
-    *o = (gen_opts){.n = 125350, .seed = 1, .classes = 500, .min = 300, .max = 800, .quality = 90};
+    *o = (gen_opts){.n = 125350, .seed = 1, .classes = 500, .min = 300, .max = 800, .quality = 90, .parts = 1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--specials")) o->specials = 1;
@@ -183,6 +185,11 @@ static int parse(int argc, char **argv, gen_opts *o)
         else if (!strcmp(a, "--min")) o->min = (uint32_t)strtoul(v, NULL, 10), i++;
         else if (!strcmp(a, "--max")) o->max = (uint32_t)strtoul(v, NULL, 10), i++;
         else if (!strcmp(a, "--quality")) o->quality = atoi(v), i++;
+        else if (!strcmp(a, "--part")) {
+            unsigned long long k, n;
+            if (sscanf(v, "%llu/%llu", &k, &n) != 2 || !n || k >= n) return -1;
+            o->part = k, o->parts = n, i++;
+        }
         else return -1;
     }
     if ((!o->out && !o->cmyk) || !o->classes || o->classes > 100000 || !o->min || o->min > o->max || o->max > 8000 ||
@@ -196,7 +203,7 @@ int main(int argc, char **argv)
     gen_opts o;
     if (parse(argc, argv, &o)) {
         fprintf(stderr, "usage: photos --out DIR [--n N] [--classes C] [--seed S] [--min PX] [--max PX] [--quality Q] "
-                        "[--specials] [--cmyk FILE] [--json]\n");
+                        "[--specials] [--cmyk FILE] [--part K/P] [--json]\n");
         return 2;
     }
     baton_image im = {0};
@@ -210,7 +217,10 @@ int main(int argc, char **argv)
         if (!o.out) return 0;
     }
     char path[4200];
-    mkdir(o.out, 0755);
+    if (baton_mkdir_p(o.out, &err)) {
+        fprintf(stderr, "photos: %s\n", err.msg);
+        return 1;
+    }
     for (uint32_t k = 0; k < o.classes && k < o.n; k++) {
         snprintf(path, sizeof path, "%s/c%03u", o.out, k);
         if (mkdir(path, 0755) && errno != EEXIST) {
@@ -218,8 +228,8 @@ int main(int argc, char **argv)
             return 1;
         }
     }
-    int rc = o.specials ? specials(&o, &im, &bytes, &count, &err) : 0;
-    for (uint64_t i = 0; !rc && i < o.n; i++) {
+    int rc = o.specials && o.part == 0 ? specials(&o, &im, &bytes, &count, &err) : 0;
+    for (uint64_t i = o.part; !rc && i < o.n; i += o.parts) {
         baton_rng r;
         baton_rng_seed3(&r, o.seed, 0x73697a65ULL, i);
         uint32_t h = o.min + (uint32_t)baton_rng_below(&r, o.max - o.min + 1);
@@ -229,7 +239,7 @@ int main(int argc, char **argv)
         if (!rc) rc = save(path, &im, BATON_ENC_JPEG, o.quality, &bytes, &err);
         pixels += (uint64_t)h * w;
         count++;
-        if (!o.json && (i + 1) % 5000 == 0) fprintf(stderr, "photos: %llu of %llu\n", (unsigned long long)i + 1, (unsigned long long)o.n);
+        if (!o.json && count % 5000 == 0) fprintf(stderr, "photos: %llu of %llu\n", (unsigned long long)i + 1, (unsigned long long)o.n);
     }
     baton_image_free(&im);
     if (rc) {
@@ -239,7 +249,7 @@ int main(int argc, char **argv)
     if (o.json)
         printf("{\"images\": %llu, \"bytes\": %llu, \"mean_bytes\": %.0f, \"mean_megapixels\": %.4f}\n",
                (unsigned long long)count, (unsigned long long)bytes, count ? (double)bytes / count : 0.0,
-               o.n ? (double)pixels / o.n / 1e6 : 0.0);
+               count ? (double)pixels / count / 1e6 : 0.0);
     else
         printf("%llu images, %.1f MB, %.1f KB each on average, in %s\n", (unsigned long long)count, bytes / 1e6,
                count ? bytes / 1e3 / count : 0.0, o.out);

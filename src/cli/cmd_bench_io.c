@@ -36,6 +36,7 @@ int cmd_bench_io(int argc, char **argv)
         {"no-flip", CLI_FLAG, &noflip, "no random horizontal flip"},
         CLI_CROP_OPTS(cc),
         {"uint8", CLI_FLAG, &u8, "batches of un-normalised uint8 pixels (what a GPU normalises itself)"},
+        {"reference", CLI_FLAG, &o.pipe.reference, "the pipeline's plain reference path (crops: whole images decoded at full size)"},
         {"no-decode", CLI_FLAG, &o.no_decode, "the data path alone: records read in order, not decoded"},
         {"layout", CLI_STR, &layout, "nchw (default) | nhwc"},
         {"seed", CLI_U64, &o.seed, "order and augmentation seed"},

@@ -11,6 +11,8 @@ import traceback
 
 passed = failed = skipped = 0
 BATON = os.environ.get("BATON", "build/baton")
+# the build under test, as an absolute path (the tests run from tests/python)
+BUILD_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", os.environ.get("BATON_BUILD", "build"))
 TMP = tempfile.mkdtemp(prefix="baton-py-")
 SAN = "build-san" in os.environ.get("BATON_BUILD", "")   # the sanitizer build: slower, fewer rounds
 

@@ -20,7 +20,7 @@ import urllib.request
 import numpy as np
 
 import baton
-from harness import BATON, SAN, TMP, check, done, pack, run
+from harness import BATON, BUILD_DIR, SAN, TMP, check, done, pack, run
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EX = os.path.join(HERE, "..", "..", "examples", "pytorch", "train.py")
@@ -213,7 +213,7 @@ check(res.get("status") == "done" and res.get("step") == STEPS and 0 < res.get("
 
 # photographs of any size: random-resized crops; uint8 batches normalised by torch train as float32 ones
 PH = os.path.join(TMP, "photos")
-r = run(os.path.join(os.environ.get("BATON_BUILD", "build"), "bench", "photos"), "--out", PH, "--n", "64",
+r = run(os.path.join(BUILD_DIR, "bench", "photos"), "--out", PH, "--n", "64",
         "--classes", "4", "--min", "40", "--max", "200")
 r = r.returncode == 0 and run(BATON, "pack", "--from", "imagefolder:" + PH, "--out", PH + "-ds", "--quiet")
 check(r and r.returncode == 0, "a photo-like dataset: %s" % (r and r.stderr))

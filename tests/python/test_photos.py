@@ -15,9 +15,9 @@ import os
 import numpy as np
 
 import baton
-from harness import TMP, baton as cli, check, done, raises, run, SAN
+from harness import BUILD_DIR, TMP, baton as cli, check, done, raises, run, SAN
 
-PHOTOS = os.path.join(os.environ.get("BATON_BUILD", "build"), "bench", "photos")
+PHOTOS = os.path.join(BUILD_DIR, "bench", "photos")
 SRC, DS = os.path.join(TMP, "photos"), os.path.join(TMP, "photos-ds")
 r = run(PHOTOS, "--out", SRC, "--n", "150", "--classes", "5", "--min", "48", "--max", "260", "--specials")
 check(r.returncode == 0, "photos: %s" % r.stderr)
