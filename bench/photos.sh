@@ -156,13 +156,12 @@ python3 - "$RES" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 io = [r for r in rows if "source" in r and r["source"] != "reference"]
-print("%-14s %9s %10s %9s %10s %12s %9s" % ("source/mode", "launch_s", "samples/s", "epoch_s", "20 ep (h)", "fetched/ep", "peak MB"))
+print("%-16s %9s %10s %9s %10s %14s %9s" % ("source/mode", "launch_s", "samples/s", "epoch_s", "20 ep (h)", "fetched/dataset", "peak MB"))
 for r in io:
     ep = r.get("epoch_s") or [0]
-    fe = r.get("epoch_fetched") or [0]
-    print("%-14s %9.3f %10.0f %9.1f %10.2f %11.2fx %9.0f" % (r["source"] + "/" + r["mode"], r["launch_s"], r["samples_per_s"],
-          sorted(ep)[len(ep) // 2], r["projected_20_epochs_s"] / 3600, (sorted(fe)[len(fe) // 2] / r["dataset_bytes"]) if r.get("dataset_bytes") else 0,
-          r["peak_rss_mb"]))
+    fetched = "%.2fx in %d ep" % (r["bytes_fetched"] / r["dataset_bytes"], len(ep)) if r.get("dataset_bytes") else "-"
+    print("%-16s %9.3f %10.0f %9.1f %10.2f %14s %9.0f" % (r["source"] + "/" + r["mode"], r["launch_s"], r["samples_per_s"],
+          sorted(ep)[len(ep) // 2], r["projected_20_epochs_s"] / 3600, fetched, r["peak_rss_mb"]))
 mount = next((r for r in io if r["source"] == "local"), None)
 torch = [r for r in rows if r.get("loader") == "torch"]
 whole = next((r for r in rows if r.get("naive") == "decode_whole"), None)
