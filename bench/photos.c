@@ -212,9 +212,13 @@ int main(int argc, char **argv)
     if (o.cmyk) {
         if (draw(&im, 64, 80, 3, o.seed, &err) || write_libjpeg(o.cmyk, &im, 0, 1, o.quality)) {
             fprintf(stderr, "photos: %s: cannot write a CMYK JPEG\n", o.cmyk);
+            baton_image_free(&im);
             return 1;
         }
-        if (!o.out) return 0;
+        if (!o.out) {
+            baton_image_free(&im);
+            return 0;
+        }
     }
     char path[4200];
     if (baton_mkdir_p(o.out, &err)) {

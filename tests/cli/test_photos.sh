@@ -49,7 +49,7 @@ check '"$BATON" inspect "$T/d" --verify >/dev/null' "inspect --verify passes"
 # refused, naming the file
 mkdir -p "$T/bad/a"
 cp "$T/f/c001/"*.jpg "$T/bad/a/"
-"$PHOTOS" --cmyk "$T/bad/a/zz-cmyk.jpg"
+check '"$PHOTOS" --cmyk "$T/bad/a/zz-cmyk.jpg"' "a CMYK JPEG"
 expect_fail 1 "zz-cmyk.jpg.*CMYK" "$BATON" pack --from "imagefolder:$T/bad" --out "$T/bad-d" --quiet
 rm "$T/bad/a/zz-cmyk.jpg"
 f=$(ls "$T/bad/a/"*.jpg | head -1)

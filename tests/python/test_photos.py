@@ -15,7 +15,7 @@ import os
 import numpy as np
 
 import baton
-from harness import BUILD_DIR, TMP, baton as cli, check, done, raises, run, SAN
+from harness import BUILD_DIR, TMP, baton as cli, check, done, raises, run, skip, SAN
 
 PHOTOS = os.path.join(BUILD_DIR, "bench", "photos")
 SRC, DS = os.path.join(TMP, "photos"), os.path.join(TMP, "photos-ds")
@@ -163,4 +163,51 @@ with baton.Loader(DS, **ev) as a, baton.Loader(DS, dtype="uint8", **ev) as b:
           "uint8 normalised with info's mean and std (as a GPU would) is the float batch")
 with baton.Loader(DS, layout="nhwc", dtype="uint8", **ev) as l:
     check(next(iter(l)).images.shape == (32, 64, 64, 3), "uint8 in NHWC")
+# ---- a record that lies: a header claiming 60000x60000 (a decompression bomb), a stream cut short
+# (EOI after a third of it), garbage after the SOI: an error naming the shard and the record's
+# offset, never a crash (the sanitizer build runs this too); dataset.json's checksums are made to
+# agree, so only the image itself is wrong
+import json, shutil, struct
+
+
+def lie(kind, k=3):
+    d = os.path.join(TMP, "lie-" + kind)
+    shutil.copytree(DS, d)
+    man = json.load(open(os.path.join(d, "dataset.json")))
+    sh = man["shards"][0]
+    path = os.path.join(d, sh["file"])
+    b = bytearray(open(path, "rb").read())
+    off = [int(l.split("\t")[1]) for l in open(os.path.join(d, sh["index"])) if l.strip()][k]
+    n = struct.unpack_from("<I", b, off + 4)[0] & ((1 << 29) - 1)
+    flag = struct.unpack_from("<I", b, off + 8)[0]
+    img = off + 8 + 24 + 4 * flag
+    end = off + 8 + n
+    if b[img:img + 2] != b"\xff\xd8":
+        return None, None
+    if kind == "bomb":   # the SOF's height and width
+        i = img + 2
+        while i < end and not (b[i] == 0xFF and b[i + 1] in (0xC0, 0xC1, 0xC2)):
+            i += 2 + struct.unpack_from(">H", b, i + 2)[0]
+        struct.pack_into(">HH", b, i + 5, 60000, 60000)
+    elif kind == "cut":
+        cut = img + (end - img) // 3
+        b[cut:end] = b"\xff\xd9" + b"\x00" * (end - cut - 2)
+    else:
+        b[img + 2:end] = bytes((i * 37 + 11) & 0xFF for i in range(end - img - 2))
+    open(path, "wb").write(b)
+    sh["crc32c"] = "%08x" % baton.crc32c(bytes(b))
+    json.dump(man, open(os.path.join(d, "dataset.json"), "w"))
+    return d, "%s: offset %d" % (sh["file"], off)
+
+
+for kind in ("bomb", "cut", "garbage"):
+    d, where = lie(kind)
+    if d is None:
+        skip("record 3 of the first shard is not a JPEG")
+        continue
+    for crop in ("random-resized", "center"):
+        with baton.Loader(d, batch=8, seed=9, crop=crop, size=32) as l:
+            e = raises(baton.Error, lambda: [None for b in l])
+        check(e is not None and where in str(e), "%s record, %s crop: an error naming %s: %s" % (kind, crop, where, e))
+
 done()
