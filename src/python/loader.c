@@ -24,6 +24,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAX_BATCH 16384
 #define MAX_SLOTS 64
@@ -175,10 +176,16 @@ typedef struct {
     baton_cursor cur;           /* after the last batch handed out */
     uint64_t epochs;            /* 0: no end */
     uint64_t esize;
-    int busy;                   /* a thread is inside next() with the GIL released */
+    int busy;                   /* a call is inside the Loader with the GIL released (next(), a reseek) */
+    unsigned long busy_thread;  /* ... made by this thread */
+    int closing;                /* close() waits for that call: next() gives up its wait */
     PyObject *weakrefs;
 } Loader;
 
+/* Threads: every field is read and written with the GIL held. A call that releases the GIL while
+ * it uses the pipeline or the loader marks the Loader busy first (and its thread), so a call from
+ * another thread meanwhile is a UsageError, never a use of what is being replaced; close() and a
+ * reseek detach the pointers before they release the GIL to stop and free them. */
 static int check_open(Loader *self)
 {
     if (!self->l) {
@@ -186,22 +193,32 @@ static int check_open(Loader *self)
         return -1;
     }
     if (self->busy) {
-        pyb_usage("baton.Loader: in use by another thread (one thread at a time iterates a Loader)");
+        pyb_usage(self->busy_thread == PyThread_get_thread_ident()
+                      ? "baton.Loader: in use by this thread's next() (called from a signal handler?)"
+                      : "baton.Loader: in use by another thread (one thread at a time iterates a Loader)");
         return -1;
     }
     return 0;
 }
 
+static void set_busy(Loader *self, int on)
+{
+    self->busy = on;
+    self->busy_thread = on ? PyThread_get_thread_ident() : 0;
+}
+
 static void loader_close_all(Loader *self)
 {
-    gen_retire(self->g);
-    self->g = NULL;
-    if (self->l) {
+    gen *g = self->g;
+    baton_loader *l = self->l;
+    self->g = NULL;   /* detached: no other thread reaches them while they stop */
+    self->l = NULL;
+    self->m = NULL;
+    gen_retire(g);
+    if (l) {
         Py_BEGIN_ALLOW_THREADS
-        baton_loader_close(self->l);
+        baton_loader_close(l);
         Py_END_ALLOW_THREADS
-        self->l = NULL;
-        self->m = NULL;
     }
 }
 
@@ -467,23 +484,31 @@ static PyObject *make_batch(Loader *self, baton_batch *b)
 static PyObject *loader_next(Loader *self)
 {
     if (check_open(self)) return NULL;
+    if (self->closing) return pyb_usage("baton.Loader: being closed by another thread");
     if (self->epochs && self->cur.epoch >= self->epochs) return NULL;   /* StopIteration */
-    if (!self->g && open_gen(self)) return NULL;
+    set_busy(self, 1);   /* before the pipeline opens with the GIL released */
+    if (!self->g && open_gen(self)) {
+        set_busy(self, 0);
+        return NULL;
+    }
     baton_batch *b = NULL;
     baton_err err = {0};
     int rc;
-    self->busy = 1;
     for (;;) {
         Py_BEGIN_ALLOW_THREADS
         rc = baton_pipeline_next_timed(self->g->p, &b, 0.1, &err);
         Py_END_ALLOW_THREADS
         if (rc != BATON_NEED_MORE) break;
+        if (self->closing) {   /* close() from another thread waits for this call */
+            set_busy(self, 0);
+            return pyb_usage("baton.Loader: closed by another thread while waiting for a batch");
+        }
         if (PyErr_CheckSignals() < 0) {
-            self->busy = 0;
+            set_busy(self, 0);
             return NULL;
         }
     }
-    self->busy = 0;
+    set_busy(self, 0);
     if (rc == BATON_END) {
         if (self->cur.position) self->cur = (baton_cursor){self->cur.seed, self->cur.epoch + 1, 0};
         return NULL;   /* the epoch's end: StopIteration */
@@ -516,7 +541,10 @@ static Py_ssize_t loader_len(Loader *self)
 /* ---------------------------------------------------------------- state */
 static PyObject *loader_state_dict(Loader *self, PyObject *noargs)
 {
-    if (check_open(self)) return NULL;
+    /* read with the GIL held: also from this thread's signal handler during next() (the cursor after
+     * the last batch handed out) */
+    if (!(self->busy && self->busy_thread == PyThread_get_thread_ident()) && check_open(self)) return NULL;
+    if (!self->l) return pyb_usage("baton.Loader: closed");
     return Py_BuildValue("{s:i,s:s,s:K,s:K,s:K,s:I,s:K,s:O}", "version", 1, "uri", self->uri, "seed",
                          (unsigned long long)self->cur.seed, "epoch", (unsigned long long)self->cur.epoch,
                          "position", (unsigned long long)self->cur.position, "batch", self->po.batch, "samples",
@@ -565,9 +593,12 @@ static PyObject *loader_load_state_dict(Loader *self, PyObject *d)
     if (pos > self->esize) return pyb_usage("load_state_dict: position %llu is past the epoch's %llu samples",
                                             (unsigned long long)pos, (unsigned long long)self->esize);
     if (pos == self->esize) epoch++, pos = 0;   /* the end of an epoch: the next one */
-    gen_retire(self->g);
+    gen *old = self->g;
     self->g = NULL;
     self->cur = (baton_cursor){seed, epoch, pos};
+    set_busy(self, 1);   /* the old pipeline stops with the GIL released: nobody opens another meanwhile */
+    gen_retire(old);
+    set_busy(self, 0);
     Py_RETURN_NONE;
 }
 
@@ -595,9 +626,19 @@ static PyObject *loader_stats(Loader *self, PyObject *noargs)
                          "epoch_fetched", per);
 }
 
+/* close(): waits for another thread's call in progress (its next() gives up its wait within 0.1 s);
+ * from the busy thread itself (a signal handler during next()) it is refused. */
 static PyObject *loader_close(Loader *self, PyObject *noargs)
 {
-    if (self->busy) return pyb_usage("baton.Loader: in use by another thread");
+    if (self->busy && self->busy_thread == PyThread_get_thread_ident())
+        return pyb_usage("baton.Loader: close() from inside this thread's next() (a signal handler?): close it after");
+    self->closing++;
+    while (self->busy) {
+        Py_BEGIN_ALLOW_THREADS
+        usleep(1000);
+        Py_END_ALLOW_THREADS
+    }
+    self->closing--;
     loader_close_all(self);
     Py_RETURN_NONE;
 }
