@@ -40,6 +40,44 @@ static void usage(FILE *f)
                "See docs/pytorch.md; examples/pytorch/train.py and examples/c/stream.c.\n");
 }
 
+/* Damerau-Levenshtein distance (optimal string alignment) of two short words, capped at 9. */
+static int distance(const char *a, const char *b)
+{
+    size_t n = strlen(a), m = strlen(b);
+    if (n > 31 || m > 31) return 9;
+    int d[32][32];
+    for (size_t i = 0; i <= n; i++) d[i][0] = (int)i;
+    for (size_t j = 0; j <= m; j++) d[0][j] = (int)j;
+    for (size_t i = 1; i <= n; i++)
+        for (size_t j = 1; j <= m; j++) {
+            int c = a[i - 1] != b[j - 1], v = d[i - 1][j - 1] + c;
+            if (d[i - 1][j] + 1 < v) v = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < v) v = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < v) v = d[i - 2][j - 2] + 1;
+            d[i][j] = v;
+        }
+    return d[n][m];
+}
+
+/* An unknown command: the nearest one when it is close (two edits at most), else the list. */
+static int unknown(const char *cmd)
+{
+    size_t best = 0;
+    int bd = 9;
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        int d = distance(cmd, commands[i].name);
+        if (d < bd) bd = d, best = i;
+    }
+    if (bd <= 2 && bd < (int)strlen(cmd)) {
+        fprintf(stderr, "baton: unknown command '%s' (did you mean '%s'? baton %s --help)\n", cmd, commands[best].name,
+                commands[best].name);
+        return CLI_USAGE;
+    }
+    fprintf(stderr, "baton: unknown command '%s'\n", cmd);
+    usage(stderr);
+    return CLI_USAGE;
+}
+
 int main(int argc, char **argv)
 {
     /* Every command writes results to stdout and events, warnings and errors to stderr. Line-buffer
@@ -49,6 +87,14 @@ int main(int argc, char **argv)
     if (argc < 2) {
         usage(stderr);
         return CLI_USAGE;
+    }
+    if (!strcmp(argv[1], "help") && argc > 2) {   /* baton help CMD: CMD's options, as CMD --help */
+        for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+            if (!strcmp(argv[2], commands[i].name)) {
+                char *av[3] = {argv[2], "--help", NULL};
+                return commands[i].run(2, av);
+            }
+        return unknown(argv[2]);
     }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);
@@ -60,7 +106,5 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "baton: unknown command '%s'\n", argv[1]);
-    usage(stderr);
-    return CLI_USAGE;
+    return unknown(argv[1]);
 }

@@ -73,4 +73,8 @@ kill $hp 2>/dev/null; wait $hp 2>/dev/null
 check '"$BATON" --help | grep "^  race " | grep -q "train | eval | submit | leaderboard | serve"' "baton --help lists race's subcommands"
 expect_fail 1 "not a loopback address \(add --allow-remote" $BATON race serve --listen 0.0.0.0:0 --db "$T/l.db"
 expect_fail 1 "not a loopback address \(add --allow-remote" $BATON imds --listen 0.0.0.0:0
+# a mistyped command says the nearest; `baton help CMD` is CMD --help
+expect_fail 2 "unknown command 'trian' \(did you mean 'train'\?" $BATON trian
+expect_fail 2 "unknown command 'xyzzy'$" $BATON xyzzy
+check '"$BATON" help train | head -1 | grep -q "^usage: baton train --data URI"' "baton help train: train's usage"
 finish
