@@ -277,6 +277,7 @@ typedef struct {
     int pfd;                    /* $BATON_PROGRESS_FILE, -1 none */
     int busy;
     uint64_t saves;
+    pid_t pid;                  /* the process that opened it: a forked child never touches its store */
 } Checkpoints;
 
 static PyObject *json_call(const char *fn, PyObject *arg, PyObject *kw)
@@ -295,12 +296,16 @@ static PyObject *json_call(const char *fn, PyObject *arg, PyObject *kw)
 static int ck_check(Checkpoints *self)
 {
     if (!self->s) return pyb_usage_rc("baton.Checkpoints: closed");
+    if (self->pid != getpid())
+        return pyb_usage_rc("baton.Checkpoints: opened by process %d; a forked child cannot use it (its lock, "
+                            "threads and folder are the parent's)", (int)self->pid);
     if (self->busy) return pyb_usage_rc("baton.Checkpoints: in use by another thread");
     return 0;
 }
 
 static void ck_close_all(Checkpoints *self)
 {
+    if (self->s && self->pid != getpid()) self->s = NULL;   /* a forked child: the parent's, left alone */
     if (self->s) {
         baton_ckpt_store *s = self->s;
         self->s = NULL;
@@ -383,6 +388,7 @@ static int ck_init(Checkpoints *self, PyObject *args, PyObject *kw)
     Py_END_ALLOW_THREADS
     if (rc) return pyb_raise_rc(&err);
     self->s = s;
+    self->pid = getpid();
     const char *pf = getenv("BATON_PROGRESS_FILE");
     if (pf && *pf) self->pfd = open(pf, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
     return 0;

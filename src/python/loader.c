@@ -34,6 +34,7 @@ typedef struct gen {
     baton_pipeline *p;
     Py_ssize_t leases;          /* batches handed out, not yet released */
     int retired;                /* stopped; freed with its last lease */
+    pid_t pid;                  /* the process whose threads run it (a forked child has none) */
     uint32_t batch, ntab;
     struct {
         const baton_batch *b;
@@ -81,7 +82,7 @@ typedef struct {
 static void lease_dealloc(Lease *self)
 {
     gen *g = self->g;
-    if (g) {
+    if (g && g->pid == getpid()) {   /* in a forked child the pipeline is the parent's: left alone */
         baton_pipeline_release(g->p, self->b);
         if (--g->leases == 0 && g->retired) gen_free(g);
     }
@@ -179,6 +180,7 @@ typedef struct {
     int busy;                   /* a call is inside the Loader with the GIL released (next(), a reseek) */
     unsigned long busy_thread;  /* ... made by this thread */
     int closing;                /* close() waits for that call: next() gives up its wait */
+    pid_t pid;                  /* the process that opened it: a forked child never touches its threads */
     PyObject *weakrefs;
 } Loader;
 
@@ -190,6 +192,11 @@ static int check_open(Loader *self)
 {
     if (!self->l) {
         pyb_usage("baton.Loader: closed");
+        return -1;
+    }
+    if (self->pid != getpid()) {
+        pyb_usage("baton.Loader: opened by process %d; a forked child opens its own (the threads are the parent's)",
+                  (int)self->pid);
         return -1;
     }
     if (self->busy) {
@@ -214,6 +221,7 @@ static void loader_close_all(Loader *self)
     self->g = NULL;   /* detached: no other thread reaches them while they stop */
     self->l = NULL;
     self->m = NULL;
+    if (self->pid != getpid()) return;   /* a forked child: the parent's threads and files, left alone */
     gen_retire(g);
     if (l) {
         Py_BEGIN_ALLOW_THREADS
@@ -378,6 +386,7 @@ static int loader_init(Loader *self, PyObject *args, PyObject *kw)
         return pyb_raise_rc(&err);
     }
     self->l = l;
+    self->pid = getpid();
     self->m = baton_loader_manifest(l);
     self->esize = baton_loader_epoch_size(l);
     int crops = crop_kind == BATON_CROP_RANDOM_RESIZED || crop_kind == BATON_CROP_CENTER;
@@ -432,6 +441,7 @@ static int open_gen(Loader *self)
         free(g);
         return pyb_raise_rc(&err);
     }
+    g->pid = getpid();
     self->g = g;
     return 0;
 }
