@@ -206,11 +206,14 @@ static int format_dtype(const char *fmt, Py_ssize_t item)
 static int add_entry(entries *t, PyObject *key, PyObject *val, const char *what)
 {
     size_t i = t->n;
-    const char *name = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : NULL;
+    Py_ssize_t nlen = 0;
+    const char *name = PyUnicode_Check(key) ? PyUnicode_AsUTF8AndSize(key, &nlen) : NULL;
     if (!name) {
         PyErr_Clear();
         return pyb_usage_rc("%s: tensor names must be strings", what);
     }
+    if ((size_t)nlen != strlen(name))   /* a NUL inside: two names would be cut to one */
+        return pyb_usage_rc("%s: tensor name '%s\\0...' holds a NUL character", what, name);
     int forced = -1;
     if (PyTuple_Check(val)) {   /* (dtype, buffer) */
         const char *dn = PyTuple_GET_SIZE(val) == 2 && PyUnicode_Check(PyTuple_GET_ITEM(val, 0))
@@ -408,10 +411,29 @@ static PyObject *ck_save(Checkpoints *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"step", "tensors", "state", "optim", "sync", NULL};
     unsigned long long step;
-    PyObject *tensors, *state = Py_None, *optim = Py_None;
+    PyObject *step_o, *tensors, *state = Py_None, *optim = Py_None;
     int sync = 0;
     if (ck_check(self)) return NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "KO|OO$p", kwlist, &step, &tensors, &state, &optim, &sync)) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|OO$p", kwlist, &step_o, &tensors, &state, &optim, &sync)) return NULL;
+    step = PyLong_Check(step_o) ? PyLong_AsUnsignedLongLong(step_o) : (unsigned long long)-1;
+    if (!PyLong_Check(step_o) || (step == (unsigned long long)-1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return pyb_usage("save: step must be an integer in [0, 2^64)");
+    }
+    /* a step below the newest in the folder (a folder reused for a new run) would be committed and
+     * then deleted by retention at once, and load() would return the old run's */
+    baton_ckpt_info *ls = NULL;
+    size_t nls = 0;
+    uint64_t have = 0;
+    baton_err lerr = {0};
+    int below = 0;
+    if (baton_ckpt_list(self->dir, 2, &ls, &nls, &lerr) == BATON_OK)   /* quick: MANIFESTs, newest first */
+        for (size_t i = 0; i < nls && !below; i++)
+            if (ls[i].status == BATON_OK) have = ls[i].step, below = step < have, i = nls;
+    free(ls);
+    if (below)
+        return pyb_usage("save: step %llu is below the newest checkpoint in %s (step %llu): a new run takes a folder "
+                         "of its own (or remove the old checkpoints first)", step, self->dir, (unsigned long long)have);
     PyObject *doc = Py_BuildValue("{s:K,s:s,s:O}", "step", step, "kind", "baton-python", "state", state);
     PyObject *kwd = doc ? Py_BuildValue("{s:O,s:(ss)}", "allow_nan", Py_False, "separators", ",", ":") : NULL;
     PyObject *js = kwd ? json_call("dumps", doc, kwd) : NULL;

@@ -128,7 +128,7 @@ os.environ["BATON_CKPT_EVERY"] = "auto"
 os.environ["BATON_SPOT_MTBI_S"] = "3600"
 pf = os.path.join(TMP, "progress")
 os.environ["BATON_PROGRESS_FILE"] = pf
-with baton.Checkpoints(D4) as ck:
+with baton.Checkpoints(D4 + "-auto") as ck:   # a run of its own: D4 holds step 2 already
     iv = ck.interval
     check(iv["auto"] and iv["mtbi_s"] == 3600, "a fleet worker's environment: auto, its hazard (%s)" % iv)
     check(ck.due(1), "auto: the first save at once (to measure its cost)")
@@ -211,4 +211,18 @@ if torch is not None and not SAN:
     check(all(torch.equal(a, b) for a, b in zip(mb.state_dict().values(), mb2.state_dict().values())),
           "a bfloat16 model back exactly")
 
+# the defects issue, item 7 and 8: a step below the newest in the folder, a step past 2^64, a tensor name with a NUL
+DL = os.path.join(TMP, "ck-lower")
+with baton.Checkpoints(DL, keep=2) as ck:
+    ck.save(10, {"w": np.zeros(3, np.float32)}, {}, sync=True)
+    e = raises(baton.UsageError, ck.save, 5, {"w": np.zeros(3, np.float32)}, {})
+    check(e is not None and "step 5 is below the newest checkpoint" in str(e) and "(step 10)" in str(e),
+          "a save below the newest step is refused naming both: %s" % e)
+    check(raises(baton.UsageError, ck.save, 2 ** 64 + 5, {"w": np.zeros(3, np.float32)}, {}) is not None,
+          "a step past 2^64 is refused, not wrapped")
+    e = raises(baton.UsageError, ck.save, 11, {"a\0b": np.zeros(3, np.float32), "a\0c": np.zeros(1, np.float32)}, {})
+    check(e is not None and "NUL" in str(e), "a tensor name holding a NUL is refused: %s" % e)
+    ck.save(11, {"w": np.ones(3, np.float32)}, {}, sync=True)
+    got = ck.load()
+    check(got is not None and got.step == 11, "the folder goes on at the next step")
 done()
