@@ -22,6 +22,13 @@ if [ "${BATON_BENCH_LONG:-0}" = 1 ]; then
 else
     echo "== skipped: bench/accuracy.sh (~40 min on 2 cores; BATON_BENCH_LONG=1 runs it)"
 fi
+if [ "${BATON_BENCH_LONG:-0}" = 1 ]; then
+    echo "== photographs at the seed's scale: 125,350 JPEGs, every mode, DataLoader + torchvision (bench/photos.sh; hours, ~50 GB)"
+    bench/photos.sh
+else
+    echo "== photographs, a fiftieth of the seed's scale (bench/photos.sh with SCALE=0.02; BATON_BENCH_LONG=1 runs all of it)"
+    SCALE=0.02 EPOCHS=2 PEER_S=20 bench/photos.sh
+fi
 echo "== data-parallel training: 2 ranks against 2 threads, the allreduce (bench/dist.sh)"
 bench/dist.sh
 echo "== baton for your own PyTorch trainer: the Loader against DataLoader, end to end (bench/pytorch.sh)"

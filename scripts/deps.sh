@@ -4,7 +4,7 @@
 # quick when everything is present (one dpkg-query). Run as root on Debian 12.
 #
 #   scripts/deps.sh            build + test dependencies (the default)
-#   scripts/deps.sh --bench    also the benchmark peers (Pillow for PyTorch's DataLoader) and
+#   scripts/deps.sh --bench    also the benchmark peers (Pillow and torchvision for PyTorch's DataLoader) and
 #                              s3fs (bench/io.sh mounts the RADOS Gateway bucket for mount mode)
 #   scripts/deps.sh --check    list what is missing, install nothing (exit 1 if anything is)
 #
@@ -33,7 +33,7 @@ test+=(chromium)         # race: the league's page loaded in a headless browser
 test+=(python3-torch python3-numpy libopenblas0-openmp   # the baton Python module: its tests, the PyTorch example
        python3-boto3 python3-pip python3-setuptools)     # an independent S3 client; pip install ./python offline
 
-bench=(python3-pil s3fs)
+bench=(python3-pil s3fs python3-torchvision)   # torchvision: bench/photos.sh's peer, examples' --model resnet50
 
 want=("${build[@]}" "${test[@]}")
 [ "${1:-}" = "--bench" ] && want+=("${bench[@]}")
