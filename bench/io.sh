@@ -116,18 +116,7 @@ if [ -n "$SRV_CPUS" ]; then
 fi
 if [ "$USE_RGW" = 1 ]; then
     $BATON push "$W/big" s3://bench/big --create-bucket --quiet >/dev/null
-    if command -v s3fs >/dev/null && [ -e /dev/fuse ]; then
-        printf '%s:%s\n' "$AWS_ACCESS_KEY_ID" "$AWS_SECRET_ACCESS_KEY" >"$SRV/s3fs.pass"
-        chmod 600 "$SRV/s3fs.pass"
-        mkdir -p "$SRV/s3mnt"
-        if s3fs bench "$SRV/s3mnt" -o url="$AWS_ENDPOINT_URL" -o use_path_request_style -o ro \
-            -o passwd_file="$SRV/s3fs.pass" -o endpoint="$AWS_REGION" 2>"$SRV/s3fs.err"; then
-            S3FS_MNT=$SRV/s3mnt
-            for _ in $(seq 100); do [ -f "$S3FS_MNT/big/dataset.json" ] && break; sleep 0.1; done
-        else
-            echo "s3fs mount failed: $(head -c 300 "$SRV/s3fs.err")"
-        fi
-    fi
+    srv_s3fs bench big/dataset.json || true
 fi
 
 table() {  # JSON lines of bench-io (with a "round" field) -> medians per mode and the DoD ratios

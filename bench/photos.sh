@@ -121,18 +121,8 @@ if { want s3 || want s3fs; } && [ -x "$(command -v radosgw)" ]; then
     if want s3; then
         for m in file pipe cache; do bench "s3-$m" --data s3://bench/photos/ --mode "$m" --epochs "$EPOCHS"; done
     fi
-    if want s3fs && command -v s3fs >/dev/null && [ -e /dev/fuse ]; then
-        printf '%s:%s\n' "$AWS_ACCESS_KEY_ID" "$AWS_SECRET_ACCESS_KEY" >"$SRV/s3fs.pass"
-        chmod 600 "$SRV/s3fs.pass"
-        mkdir -p "$SRV/s3mnt"
-        if s3fs bench "$SRV/s3mnt" -o url="$AWS_ENDPOINT_URL" -o use_path_request_style -o ro \
-            -o passwd_file="$SRV/s3fs.pass" -o endpoint="$AWS_REGION" 2>"$SRV/s3fs.err"; then
-            S3FS_MNT=$SRV/s3mnt
-            for _ in $(seq 100); do [ -f "$S3FS_MNT/photos/dataset.json" ] && break; sleep 0.1; done
-            bench s3fs-mount --data "$S3FS_MNT/photos" --mode mount --epochs "$EPOCHS"
-        else
-            echo "s3fs mount failed: $(head -c 300 "$SRV/s3fs.err")"
-        fi
+    if want s3fs && srv_s3fs bench photos/dataset.json; then
+        bench s3fs-mount --data "$S3FS_MNT/photos" --mode mount --epochs "$EPOCHS"
     fi
 else
     [ -n "${DATA:-}" ] || trap 'rm -rf "$W"' EXIT

@@ -5,6 +5,8 @@
 #   srv_rgw                  RADOS Gateway; exports AWS_* (endpoint, keys, region); sets RGW_PORT
 #   srv_proxy VAR UPSTREAM [faultproxy options...]   fault proxy in front of UPSTREAM; port in VAR
 #   srv_have_rgw             true when the Ceph packages are installed
+#   srv_s3fs BUCKET FILE     mount BUCKET of srv_rgw's gateway read-only with s3fs; sets S3FS_MNT once
+#                            FILE (a key in it) is visible; 1 (a line said why) where it cannot
 SRV_DIR_SELF=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SRV_PIDS=()
 
@@ -59,4 +61,19 @@ srv_proxy() {
     SRV_PIDS+=($!)
     for _ in $(seq 1 100); do grep -q listening "$SRV/proxy-$port.out" && break; sleep 0.05; done
     printf -v "$var" '%s' "$port"
+}
+
+srv_s3fs() {
+    S3FS_MNT=
+    command -v s3fs >/dev/null && [ -e /dev/fuse ] || return 1
+    printf '%s:%s\n' "$AWS_ACCESS_KEY_ID" "$AWS_SECRET_ACCESS_KEY" >"$SRV/s3fs.pass"
+    chmod 600 "$SRV/s3fs.pass"
+    mkdir -p "$SRV/s3mnt"
+    if ! s3fs "$1" "$SRV/s3mnt" -o url="$AWS_ENDPOINT_URL" -o use_path_request_style -o ro \
+        -o passwd_file="$SRV/s3fs.pass" -o endpoint="$AWS_REGION" 2>"$SRV/s3fs.err"; then
+        echo "s3fs mount failed: $(head -c 300 "$SRV/s3fs.err")"
+        return 1
+    fi
+    S3FS_MNT=$SRV/s3mnt
+    for _ in $(seq 100); do [ -f "$S3FS_MNT/$2" ] && break; sleep 0.1; done
 }
