@@ -1,6 +1,7 @@
 /* args.c — the declarative option parser shared by all subcommands (see cli.h). */
 #include "cli.h"
 
+#include <cJSON.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,15 +104,17 @@ int cli_fail(const char *cmd, const baton_err *err)
     return err->code == BATON_ERR_USAGE ? CLI_USAGE : CLI_ERROR;
 }
 
-void cli_json_string(FILE *f, const char *s)
+int cli_print_json(FILE *f, cJSON *j)
 {
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
-        else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
-        else fputc(*p, f);
+    char *s = j ? baton_json_print(j, 0) : NULL;
+    cJSON_Delete(j);
+    if (!s) {
+        fprintf(stderr, "baton: out of memory\n");
+        return CLI_ERROR;
     }
-    fputc('"', f);
+    fprintf(f, "%s\n", s);
+    free(s);
+    return CLI_OK;
 }
 
 int cli_given(int argc, char **argv, const char *name)

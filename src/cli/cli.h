@@ -91,8 +91,11 @@ int cli_parse(const char *cmd, const char *synopsis, const struct cli_opt *opts,
               char **argv, const char **pos, int maxpos, int *npos, int *help_shown);
 /* 1 when argv holds --NAME (as "--NAME" or "--NAME=..."): tells an explicit value from a default. */
 int cli_given(int argc, char **argv, const char *name);
-/* Write s as a JSON string (quoted, escaped) to f. */
-void cli_json_string(FILE *f, const char *s);
+/* Print j (then a newline) to f through baton_json_print — every number exact, every string
+ * escaped — and delete it. CLI_OK, or CLI_ERROR with a message when j is NULL or out of memory
+ * (a NULL j is what a failed cJSON_Create* chain leaves). */
+struct cJSON;
+int cli_print_json(FILE *f, struct cJSON *j);
 /* A run's result (one JSON object, text) into $BATON_RESULT_FILE when it is set, atomically: the
  * fleet's reports show each task's result beside its cost. A failure is a warning, not an error. */
 void cli_result_file(const char *json);

@@ -5,8 +5,35 @@
 #include "baton/img.h"
 #include "cli.h"
 
+#include <cJSON.h>
+
 #include <stdlib.h>
 #include <string.h>
+
+/* One mode's result as one JSON object (NULL when out of memory). */
+static cJSON *result_json(const char *name, const baton_bench_io_result *r)
+{
+    cJSON *j = cJSON_CreateObject(), *a;
+    cJSON_AddStringToObject(j, "mode", name);
+    cJSON_AddNumberToObject(j, "launch_s", r->launch_s);
+    cJSON_AddNumberToObject(j, "samples_per_s", r->samples_per_s);
+    if ((a = cJSON_AddArrayToObject(j, "epoch_s")))
+        for (uint64_t e = 0; e < r->epochs; e++) cJSON_AddItemToArray(a, cJSON_CreateNumber(r->epoch_s[e]));
+    cJSON_AddNumberToObject(j, "total_s", r->total_s);
+    cJSON_AddNumberToObject(j, "samples", (double)r->samples);
+    cJSON_AddNumberToObject(j, "open_s", r->open_s);
+    cJSON_AddNumberToObject(j, "bytes_read", (double)r->bytes_read);
+    cJSON_AddNumberToObject(j, "retries", (double)r->retries);
+    cJSON_AddNumberToObject(j, "launch_cpu_s", r->launch_cpu_s);
+    if ((a = cJSON_AddArrayToObject(j, "epoch_cpu_s")))
+        for (uint64_t e = 0; e < r->epochs; e++) cJSON_AddItemToArray(a, cJSON_CreateNumber(r->epoch_cpu_s[e]));
+    cJSON_AddNumberToObject(j, "dataset_bytes", (double)r->dataset_bytes);
+    cJSON_AddNumberToObject(j, "bytes_fetched", (double)r->bytes_fetched);
+    cJSON_AddNumberToObject(j, "open_fetched", (double)r->open_fetched);
+    if ((a = cJSON_AddArrayToObject(j, "epoch_fetched")))
+        for (uint64_t e = 0; e < r->epochs; e++) cJSON_AddItemToArray(a, cJSON_CreateNumber((double)r->epoch_fetched[e]));
+    return j;
+}
 
 int cmd_bench_io(int argc, char **argv)
 {
@@ -108,25 +135,17 @@ int cmd_bench_io(int argc, char **argv)
         const baton_bench_io_result *r = &res[i];
         const char *name = baton_io_mode_name(r->mode);
         if (r->skipped) {
-            if (json) printf("{\"mode\":\"%s\",\"skipped\":\"%s\"}\n", name, r->skip_reason);
+            if (json) {
+                cJSON *j = cJSON_CreateObject();
+                cJSON_AddStringToObject(j, "mode", name);
+                cJSON_AddStringToObject(j, "skipped", r->skip_reason);
+                cli_print_json(stdout, j);
+            }
             else printf("%-6s skipped: %s\n", name, r->skip_reason);
             continue;
         }
         if (json) {
-            printf("{\"mode\":\"%s\",\"launch_s\":%.4f,\"samples_per_s\":%.1f,\"epoch_s\":[", name, r->launch_s,
-                   r->samples_per_s);
-            for (uint64_t e = 0; e < r->epochs; e++) printf("%s%.4f", e ? "," : "", r->epoch_s[e]);
-            printf("],\"total_s\":%.4f,\"samples\":%llu,\"open_s\":%.4f,\"bytes_read\":%llu,\"retries\":%llu,"
-                   "\"launch_cpu_s\":%.3f,\"epoch_cpu_s\":[",
-                   r->total_s, (unsigned long long)r->samples, r->open_s, (unsigned long long)r->bytes_read,
-                   (unsigned long long)r->retries, r->launch_cpu_s);
-            for (uint64_t e = 0; e < r->epochs; e++) printf("%s%.3f", e ? "," : "", r->epoch_cpu_s[e]);
-            printf("],\"dataset_bytes\":%llu,\"bytes_fetched\":%llu,\"open_fetched\":%llu,\"epoch_fetched\":[",
-                   (unsigned long long)r->dataset_bytes, (unsigned long long)r->bytes_fetched,
-                   (unsigned long long)r->open_fetched);
-            for (uint64_t e = 0; e < r->epochs; e++)
-                printf("%s%llu", e ? "," : "", (unsigned long long)r->epoch_fetched[e]);
-            printf("]}\n");
+            cli_print_json(stdout, result_json(name, r));
         } else {
             printf("%-6s %9.3f %11.0f %9.2f ", name, r->launch_s, r->samples_per_s, r->total_s);
             for (uint64_t e = 0; e < r->epochs; e++) printf(" %.2f", r->epoch_s[e]);

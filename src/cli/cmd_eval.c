@@ -6,6 +6,8 @@
 #include "baton/train.h"
 #include "cli.h"
 
+#include <cJSON.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,22 +56,27 @@ int cmd_eval(int argc, char **argv)
         return cli_fail("eval", &err);
     uint32_t k = r.classes;
     if (json) {
-        printf("{\"loss\":%.6f,\"accuracy\":%.6f,\"samples\":%llu,\"step\":%llu,\"model\":\"%s\",\"classes\":%u,"
-               "\"confusion\":[",
-               r.loss, r.accuracy, (unsigned long long)r.samples, (unsigned long long)r.step, r.model, k);
-        for (uint32_t i = 0; i < k; i++) {
-            printf("%s[", i ? "," : "");
-            for (uint32_t j = 0; j < k; j++) printf("%s%llu", j ? "," : "", (unsigned long long)r.confusion[i * k + j]);
-            printf("]");
-        }
-        printf("],\"per_class_accuracy\":[");
-        for (uint32_t i = 0; i < k; i++) {
-            uint64_t row = 0;
-            for (uint32_t j = 0; j < k; j++) row += r.confusion[i * k + j];
-            if (row) printf("%s%.6f", i ? "," : "", (double)r.confusion[i * k + i] / (double)row);
-            else printf("%snull", i ? "," : "");
-        }
-        printf("]}\n");
+        cJSON *j = cJSON_CreateObject(), *cm, *pc;
+        cJSON_AddNumberToObject(j, "loss", r.loss);
+        cJSON_AddNumberToObject(j, "accuracy", r.accuracy);
+        cJSON_AddNumberToObject(j, "samples", (double)r.samples);
+        cJSON_AddNumberToObject(j, "step", (double)r.step);
+        cJSON_AddStringToObject(j, "model", r.model);
+        cJSON_AddNumberToObject(j, "classes", k);
+        if ((cm = cJSON_AddArrayToObject(j, "confusion")))
+            for (uint32_t i = 0; i < k; i++) {
+                cJSON *row = cJSON_CreateArray();
+                for (uint32_t c = 0; c < k; c++) cJSON_AddItemToArray(row, cJSON_CreateNumber((double)r.confusion[i * k + c]));
+                cJSON_AddItemToArray(cm, row);
+            }
+        if ((pc = cJSON_AddArrayToObject(j, "per_class_accuracy")))
+            for (uint32_t i = 0; i < k; i++) {
+                uint64_t row = 0;
+                for (uint32_t c = 0; c < k; c++) row += r.confusion[i * k + c];
+                cJSON_AddItemToArray(pc, row ? cJSON_CreateNumber((double)r.confusion[i * k + i] / (double)row)
+                                             : cJSON_CreateNull());
+            }
+        if (cli_print_json(stdout, j)) return CLI_ERROR;
     } else {
         printf("model %s, step %llu, %llu samples: loss %.4f, accuracy %.4f\n", r.model, (unsigned long long)r.step,
                (unsigned long long)r.samples, r.loss, r.accuracy);

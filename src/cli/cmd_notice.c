@@ -6,6 +6,8 @@
 #include "baton/notice.h"
 #include "cli.h"
 
+#include <cJSON.h>
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,10 +20,20 @@ static void print_event(const baton_notice_event *ev, int json)
     double left = ev->deadline > 0 ? ev->deadline - baton_wall_now() : 0;
     const char *action = baton_notice_kind_name(ev->kind);
     if (json) {
-        printf("{\"action\":\"%s\",\"deadline\":", action);
-        if (ev->deadline > 0) printf("\"%s\",\"deadline_unix\":%.3f,\"seconds_left\":%.1f", dl, ev->deadline, left);
-        else printf("null,\"deadline_unix\":null,\"seconds_left\":null");
-        printf(",\"seen_at\":\"%s\",\"source\":\"%s\"}\n", seen, ev->source);
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "action", action);
+        if (ev->deadline > 0) {
+            cJSON_AddStringToObject(j, "deadline", dl);
+            cJSON_AddNumberToObject(j, "deadline_unix", round(ev->deadline * 1e3) / 1e3);   /* ms, 0.1 s: */
+            cJSON_AddNumberToObject(j, "seconds_left", round(left * 10) / 10);            /* what is known */
+        } else {
+            cJSON_AddNullToObject(j, "deadline");
+            cJSON_AddNullToObject(j, "deadline_unix");
+            cJSON_AddNullToObject(j, "seconds_left");
+        }
+        cJSON_AddStringToObject(j, "seen_at", seen);
+        cJSON_AddStringToObject(j, "source", ev->source);
+        cli_print_json(stdout, j);
     } else if (ev->deadline > 0) {
         printf("%s deadline %s (in %.0f s) source %s\n", action, dl, left, ev->source);
     } else {

@@ -17,19 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int print_json(cJSON *o)
-{
-    char *s = o ? baton_json_print(o, 0) : NULL;
-    cJSON_Delete(o);
-    if (!s) {
-        fprintf(stderr, "baton race: out of memory\n");
-        return CLI_ERROR;
-    }
-    printf("%s\n", s);
-    free(s);
-    return CLI_OK;
-}
-
 static int do_track(int argc, char **argv)
 {
     const char *svg = NULL;
@@ -78,7 +65,7 @@ static int do_track(int argc, char **argv)
         double bbox[4] = {in.xmin, in.ymin, in.xmax, in.ymax};
         cJSON_AddItemToObject(o, "bbox_m", cJSON_CreateDoubleArray(bbox, 4));
         baton_race_track_free(t);
-        return print_json(o);
+        return cli_print_json(stdout, o);
     }
     printf("track %s: %s, %s, %zu rows", in.name, in.loop ? "loop" : "open",
            in.ccw ? "counter-clockwise" : "clockwise", in.rows);
@@ -167,7 +154,7 @@ static int do_drive(int argc, char **argv)
         cJSON_AddNumberToObject(j, "progress", r.progress);
         cJSON_AddNumberToObject(j, "reward", r.reward_sum);
         cJSON_AddNumberToObject(j, "frames", (double)r.frames);
-        rc = print_json(j);
+        rc = cli_print_json(stdout, j);
     } else if (rc == CLI_OK) {
         printf("drive %s with %s: %s after %u steps = %.2f s, progress %.1f %%\n", in.name, policy,
                baton_race_status_name(r.status), r.steps, r.lap_s, r.progress);
@@ -243,7 +230,7 @@ static int do_limit(int argc, char **argv)
         cJSON_AddNumberToObject(j, "accel_mps2", l.accel_mps2);
         cJSON_AddNumberToObject(j, "brake_mps2", l.brake_mps2);
         cJSON_AddNumberToObject(j, "margin_m", l.margin_m);
-        rc = print_json(j);
+        rc = cli_print_json(stdout, j);
     } else if (rc == CLI_OK) {
         printf("limit %s: racing line %.2f m, lap %.3f s; centre line %.2f m, lap %.3f s (racing line %.1f %% faster)\n",
                in.name, r.racing.length_m, r.lap_s, r.center.length_m, r.centerline_lap_s,

@@ -21,16 +21,6 @@ static const char *db_path(const char *given)
     return given ? given : env && *env ? env : "league.db";
 }
 
-static int print_json(cJSON *j)
-{
-    char *s = baton_json_print(j, 0);
-    cJSON_Delete(j);
-    if (!s) return CLI_ERROR;
-    puts(s);
-    free(s);
-    return CLI_OK;
-}
-
 /* The token for --server: $BATON_LEAGUE_TOKEN or the first line of --token-file (never an
  * argument, which every process on the machine can read). */
 static int read_token(const char *file, char tok[BATON_LEAGUE_TOKEN_LEN + 1], baton_err *err)
@@ -96,7 +86,7 @@ static int submit_remote(const char *server, const char *token_file, const char 
         }
         if (s.state == BATON_LEAGUE_FAILED) cJSON_AddStringToObject(j, "reason", s.reason);
         cJSON_AddNumberToObject(j, "attempts", s.attempts);
-        if (print_json(j)) return CLI_ERROR;
+        if (cli_print_json(stdout, j)) return CLI_ERROR;
     } else if (s.state == BATON_LEAGUE_DONE) {
         printf("submission %lld: done (%s/api/leaderboard?track=%s%s%s)\n", (long long)s.id, server, track,
                race ? "&race=" : "", race ? baton_league_race_name(race) : "");
@@ -186,7 +176,7 @@ int cli_race_submit(int argc, char **argv)
         cJSON *j = baton_league_entry_json(&e);   /* rank when it stands */
         cJSON_AddBoolToObject(j, "standing", e.rank != 0);
         cJSON_AddNumberToObject(j, "entries", (double)n);
-        return print_json(j);
+        return cli_print_json(stdout, j);
     }
     print_entry(&e, n);
     return CLI_OK;
@@ -229,7 +219,7 @@ int cli_race_leaderboard(int argc, char **argv)
         cJSON *a = cJSON_AddArrayToObject(j, "entries");
         for (size_t i = 0; i < n; i++) cJSON_AddItemToArray(a, baton_league_entry_json(&e[i]));
         free(e);
-        return print_json(j);
+        return cli_print_json(stdout, j);
     }
     char label[64];
     race_label(race, f, label, sizeof label);
@@ -368,7 +358,7 @@ int cli_race_token(int argc, char **argv)
                 printf("%-24s %-19s  %s\n", t[i].alias, made, used);
             }
             free(t);
-            if (json) rc = print_json(j) ? BATON_ERR_NOMEM : BATON_OK;
+            if (json) rc = cli_print_json(stdout, j) ? BATON_ERR_NOMEM : BATON_OK;
         }
     }
     baton_league_close(l);

@@ -202,12 +202,7 @@ static int eval_json(const baton_ppo_eval_result *r, const char *race)
     cJSON_AddNumberToObject(j, "penalties_s", r->penalties_s);
     cJSON_AddNumberToObject(j, "limit_s", r->limit_s);
     cJSON_AddNumberToObject(j, "ratio", r->ratio);
-    char *s = baton_json_print(j, 0);
-    cJSON_Delete(j);
-    if (!s) return CLI_ERROR;
-    printf("%s\n", s);
-    free(s);
-    return CLI_OK;
+    return cli_print_json(stdout, j);
 }
 
 static void eval_text(const baton_ppo_eval_result *r, const char *race)
@@ -333,11 +328,7 @@ int cli_race_export(int argc, char **argv)
         cJSON *j = cJSON_CreateObject();
         cJSON_AddStringToObject(j, "checkpoint", path);
         cJSON_AddNumberToObject(j, "bytes", (double)bytes);
-        char *s = baton_json_print(j, 0);
-        cJSON_Delete(j);
-        if (!s) return CLI_ERROR;
-        printf("%s\n", s);
-        free(s);
+        if (cli_print_json(stdout, j)) return CLI_ERROR;
     } else {
         printf("the policy of %s: %s (%.1f MB)\n", ckpt, path, bytes / 1e6);
     }

@@ -8,34 +8,54 @@
 #include "baton/train.h"
 #include "cli.h"
 
+#include <cJSON.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-static void print_json(FILE *f, const baton_train_result *r, int rc)
+/* The run's result as one JSON object (NULL when out of memory). */
+static cJSON *result_json(const baton_train_result *r, int rc)
 {
-    fprintf(f, "{\"status\":\"%s\",\"step\":%" PRIu64 ",\"epoch\":%" PRIu64 ",\"epochs\":%" PRIu64
-           ",\"steps_per_epoch\":%" PRIu64 ",\"steps_run\":%" PRIu64 ",\"resumed\":%s,\"resumed_step\":%" PRIu64
-           ",\"loss\":%.6f,\"accuracy\":%.6f",
-           rc == BATON_STOPPED ? "stopped" : "done", r->step, r->epoch, r->epochs, r->steps_per_epoch, r->steps_run,
-           r->resumed ? "true" : "false", r->resumed_step, r->loss, r->accuracy);
-    if (r->has_val) fprintf(f, ",\"val_loss\":%.6f,\"val_accuracy\":%.6f", r->val_loss, r->val_accuracy);
-    fprintf(f, ",\"lr\":%.8g,\"seconds\":%.3f,\"samples_per_s\":%.1f,\"kernels\":\"%s\",\"rebalances\":%" PRIu64, r->lr,
-           r->seconds, r->samples_per_s, r->kernels, r->rebalances);
-    if (r->ckpt_tau_s > 0)
-        fprintf(f, ",\"ckpt_tau_s\":%.3f,\"ckpt_delta_s\":%.6f,\"ckpt_mtbi_s\":%.3f", r->ckpt_tau_s, r->ckpt_delta_s,
-                r->ckpt_mtbi_s);
-    if (r->world > 1)
-        fprintf(f, ",\"world\":%d,\"comm_s_per_step\":%.6f,\"wait_s_per_step\":%.6f,\"overlap\":%.4f,\"allreduce_mb\":%.3f",
-               r->world, r->comm_s_per_step, r->wait_s_per_step, r->overlap, r->allreduce_mb);
-    fprintf(f, ",\"checkpoint\":");
-    cli_json_string(f, r->checkpoint);
-    if (rc == BATON_STOPPED) {
-        fprintf(f, ",\"notice\":\"%s\",\"notice_source\":\"%s\",\"notice_margin_s\":%.1f", r->notice, r->notice_source,
-               r->notice_margin_s);
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "status", rc == BATON_STOPPED ? "stopped" : "done");
+    cJSON_AddNumberToObject(j, "step", (double)r->step);
+    cJSON_AddNumberToObject(j, "epoch", (double)r->epoch);
+    cJSON_AddNumberToObject(j, "epochs", (double)r->epochs);
+    cJSON_AddNumberToObject(j, "steps_per_epoch", (double)r->steps_per_epoch);
+    cJSON_AddNumberToObject(j, "steps_run", (double)r->steps_run);
+    cJSON_AddBoolToObject(j, "resumed", r->resumed);
+    cJSON_AddNumberToObject(j, "resumed_step", (double)r->resumed_step);
+    cJSON_AddNumberToObject(j, "loss", r->loss);
+    cJSON_AddNumberToObject(j, "accuracy", r->accuracy);
+    if (r->has_val) {
+        cJSON_AddNumberToObject(j, "val_loss", r->val_loss);
+        cJSON_AddNumberToObject(j, "val_accuracy", r->val_accuracy);
     }
-    fprintf(f, "}\n");
+    cJSON_AddNumberToObject(j, "lr", r->lr);
+    cJSON_AddNumberToObject(j, "seconds", r->seconds);
+    cJSON_AddNumberToObject(j, "samples_per_s", r->samples_per_s);
+    cJSON_AddStringToObject(j, "kernels", r->kernels);
+    cJSON_AddNumberToObject(j, "rebalances", (double)r->rebalances);
+    if (r->ckpt_tau_s > 0) {
+        cJSON_AddNumberToObject(j, "ckpt_tau_s", r->ckpt_tau_s);
+        cJSON_AddNumberToObject(j, "ckpt_delta_s", r->ckpt_delta_s);
+        cJSON_AddNumberToObject(j, "ckpt_mtbi_s", r->ckpt_mtbi_s);
+    }
+    if (r->world > 1) {
+        cJSON_AddNumberToObject(j, "world", r->world);
+        cJSON_AddNumberToObject(j, "comm_s_per_step", r->comm_s_per_step);
+        cJSON_AddNumberToObject(j, "wait_s_per_step", r->wait_s_per_step);
+        cJSON_AddNumberToObject(j, "overlap", r->overlap);
+        cJSON_AddNumberToObject(j, "allreduce_mb", r->allreduce_mb);
+    }
+    cJSON_AddStringToObject(j, "checkpoint", r->checkpoint);
+    if (rc == BATON_STOPPED) {
+        cJSON_AddStringToObject(j, "notice", r->notice);
+        cJSON_AddStringToObject(j, "notice_source", r->notice_source);
+        cJSON_AddNumberToObject(j, "notice_margin_s", r->notice_margin_s);
+    }
+    return j;
 }
 
 static void print_text(const baton_train_result *r, int rc)
@@ -67,14 +87,14 @@ static void print_text(const baton_train_result *r, int rc)
 
 static void report(const baton_train_result *r, int rc, void *ctx)
 {
-    if (*(const int *)ctx) print_json(stdout, r, rc);
+    if (*(const int *)ctx) cli_print_json(stdout, result_json(r, rc));
     else print_text(r, rc);
     fflush(stdout);
     char *js = NULL;
     size_t len = 0;
     FILE *m = getenv("BATON_RESULT_FILE") ? open_memstream(&js, &len) : NULL;
     if (m) {   /* the run's result where the fleet's report reads it */
-        print_json(m, r, rc);
+        cli_print_json(m, result_json(r, rc));
         fclose(m);
         cli_result_file(js);
         free(js);
