@@ -3,8 +3,12 @@
 #   make            build/libbaton.a, build/libbaton.so (+ .so.ABI), build/baton and the Python
 #                   module build/python/baton (PYTHONPATH=build/python)
 #   make install PREFIX=DIR [DESTDIR=D]   the library, its public headers, baton.pc and the command
-#   make test       the whole suite: unit + CLI + server tests, then again under ASan+UBSan,
-#                   plus a short run of every fuzz target (tests/run.sh prints "N passed, N failed, N skipped")
+#   make test       the whole suite: unit + CLI + server tests; under ASan+UBSan every unit test and
+#                   the CLI scripts tests/san-set.txt names (chosen by coverage, scripts/san-select.sh),
+#                   every fuzz target replayed over its seeds and their mutations (tests/run.sh prints
+#                   "N passed, N failed, N skipped" and the ten slowest)
+#   make test-full  the same with every CLI script under ASan+UBSan and a short libFuzzer run of
+#                   every fuzz target (about 15 minutes more)
 #   make bench      the benchmarks under bench/
 #   make fuzz       every libFuzzer target for longer (FUZZ_SECONDS, default 60 each)
 #   make chaos      the long reliability runs: the kill campaign (1,000 kills, tests/servers/test_chaos.sh),
@@ -61,7 +65,7 @@ SONAME := libbaton.so.$(BATON_ABI)
 SO := $(BUILD)/libbaton.so
 $(LIB_OBJ): ALL_CFLAGS += -fPIC -fno-semantic-interposition
 
-.PHONY: all test bench bench-build fuzz clean tests deps run check-layers chaos install python
+.PHONY: all test test-full fuzz-replay bench bench-build fuzz clean tests deps run check-layers chaos install python
 all: $(BIN) $(SO) python
 
 $(BUILD)/obj/%.o: %.c
@@ -142,6 +146,15 @@ $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_BUILD)/libbaton.a
 
 fuzz-build: $(FUZZ_BIN)
 
+# the same targets without libFuzzer, in this build (tests/fuzz/replay.c's main): `make test` runs
+# them in the sanitizer build over the seeds and their deterministic mutations
+REPLAY_BIN := $(FUZZ_SRC:tests/fuzz/fuzz_%.c=$(BUILD)/fuzz/replay_%)
+$(BUILD)/fuzz/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS_ALL) -o $@ $< tests/fuzz/replay.c $(LIB) $(LDLIBS)
+
+fuzz-replay: $(REPLAY_BIN)
+
 FUZZ_SECONDS ?= 60
 fuzz: fuzz-build
 	tests/fuzz/run.sh $(FUZZ_SECONDS)
@@ -188,6 +201,10 @@ install: $(BIN) $(SO) $(LIB)
 
 test:
 	tests/run.sh
+
+# every CLI script repeated under the sanitizers and the libFuzzer targets run (not only replayed)
+test-full:
+	BATON_TEST_FULL=1 tests/run.sh
 
 # every #include "baton/..." against README's component table (its "may include" column)
 check-layers:

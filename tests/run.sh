@@ -3,13 +3,20 @@
 #   1. install missing Debian packages (scripts/deps.sh),
 #   2. check every #include against README's component table (make check-layers), build normally
 #      and with ASan+UBSan,
-#   3. run every unit test program and every CLI test script against both builds,
-#   4. run every libFuzzer target briefly (FUZZ_SECONDS, default 2 s each),
-#   5. run the loopback server tests (nginx, RADOS Gateway, fault proxy).
+#   3. run every unit test program and every CLI test script against the plain build, and under the
+#      sanitizers every unit test program and every CLI script but those tests/san-set.txt leaves
+#      out (scripts/san-select.sh chooses from line coverage: the rest reach every line of src/
+#      that only CLI scripts reach),
+#   4. run every fuzz target in the sanitizer build over its seeds and 2,000 deterministic
+#      mutations of each (tests/fuzz/replay.c; at most 1 s a target),
+#   5. run the loopback server tests (nginx, RADOS Gateway, fault proxy),
+#   6. print the ten slowest tests.
 # Each program or script is one test (failed too when it leaves one of this tree's programs
 # running); one that exits 77 was skipped (a server not installed, not root): it prints its
 # "skip - REASON" lines, and under CI (BATON_CI=1, set by .ci/run) a skip fails the run — a skip
 # is never a pass. The last line is "N passed, N failed, N skipped".
+# BATON_TEST_FULL=1 (make test-full) repeats every CLI script under the sanitizers and runs every
+# libFuzzer target briefly (FUZZ_SECONDS, default 2 s each) in a third, clang-built library.
 # BATON_TEST_QUICK=1 skips the sanitizer pass and fuzzing (for a fast local loop).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -38,7 +45,7 @@ left_running() {  # left_running BEFORE: the pids of ours not in BEFORE, after a
     echo "$left"
 }
 
-pass=0 fail=0 skipped=0 failed=() skips=()
+pass=0 fail=0 skipped=0 failed=() skips=() times=()
 run() {  # run NAME CMD...
     local name=$1; shift
     local t0=$SECONDS log before left ok=0 rc
@@ -71,12 +78,17 @@ run() {  # run NAME CMD...
         tail -n 40 "$log" | sed 's/^/      | /'
     fi
     rm -f "$log"
+    times+=("$((SECONDS - t0)) $name")
 }
 
 run "check-layers (README's component table)" make -s check-layers
 
+full=${BATON_TEST_FULL:-0}
 builds=(build)
 [ "${BATON_TEST_QUICK:-0}" = 1 ] || builds+=(build-san)
+# left_out_of_san SCRIPT: whether tests/san-set.txt leaves the script out of the sanitizer pass
+# ("-NAME": what it reaches, the chosen scripts reach); a script it does not name runs there
+left_out_of_san() { grep -qx -- "-$(basename "$1" .sh)" tests/san-set.txt; }
 for b in "${builds[@]}"; do
     san=0; [ "$b" = build-san ] && san=1
     if ! make -s -j"$jobs" BUILD="$b" SAN="$san" all tests >/tmp/baton-build-$$.log 2>&1; then
@@ -94,11 +106,20 @@ for b in "${builds[@]}"; do
         # a walk-through of a document checks what it promises, not memory safety (the tests of
         # the commands it runs cover that in both builds): "# plain build only" keeps it to one
         [ "$san" = 1 ] && grep -q '^# plain build only' "$s" && continue
+        [ "$san" = 1 ] && [ "$full" != 1 ] && left_out_of_san "$s" && continue
         run "$b/cli/$(basename "$s" .sh)" env BATON="$b/baton" BATON_BUILD="$b" bash "$s"
     done
 done
 
-if [ "${BATON_TEST_QUICK:-0}" != 1 ]; then
+if [ "${BATON_TEST_QUICK:-0}" != 1 ] && [ "$full" != 1 ]; then
+    if make -s -j"$jobs" BUILD=build-san SAN=1 fuzz-replay >/tmp/baton-fuzz-$$.log 2>&1; then
+        run "fuzz targets replayed (seeds + mutations, sanitizers)" tests/fuzz/replay.sh build-san
+    else
+        cat /tmp/baton-fuzz-$$.log; fail=$((fail + 1)); failed+=("fuzz-replay build")
+    fi
+    rm -f /tmp/baton-fuzz-$$.log
+fi
+if [ "${BATON_TEST_QUICK:-0}" != 1 ] && [ "$full" = 1 ]; then
     if make -s -j"$jobs" fuzz-build >/tmp/baton-fuzz-$$.log 2>&1; then
         run "fuzz (${FUZZ_SECONDS:-2}s per target)" tests/fuzz/run.sh "${FUZZ_SECONDS:-2}"
     else
@@ -112,6 +133,8 @@ for s in tests/servers/test_*.sh; do
     run "servers/$(basename "$s" .sh)" bash "$s"
 done
 
+echo "the ten slowest:"
+printf '%s\n' "${times[@]}" | sort -rn | head -n 10 | awk '{ s = $1; $1 = ""; printf "  %4ds %s\n", s, $0 }'
 [ ${#skips[@]} -eq 0 ] || printf 'skipped: %s\n' "${skips[@]}"
 [ ${#failed[@]} -eq 0 ] || printf 'failed: %s\n' "${failed[*]}"
 echo "$pass passed, $fail failed, $skipped skipped"

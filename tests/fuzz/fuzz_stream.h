@@ -88,7 +88,7 @@ static void fuzz_push(baton_rec_format fmt, const uint8_t *data, size_t size, si
 static void fuzz_stream(baton_rec_format fmt, const uint8_t *data, size_t size)
 {
     if (size < 1) return;
-    size_t chunk = data[0] < 128 ? 1 + data[0] % 64 : 1 + (size_t)(data[0] - 128) * 97;
+    size_t chunk = data[0] < 128 ? 1 + (size_t)(data[0] % 64) : 1 + (size_t)(data[0] - 128) * 97;
     data++;
     size--;
 
