@@ -30,8 +30,9 @@ int cmd_pack(int argc, char **argv)
     int npos, help;
     if (cli_parse("pack", "--from SOURCE --out DIR [options]", opts, argc, argv, pos, 0, &npos, &help))
         return help ? CLI_OK : CLI_USAGE;
-    if (!o.from || !o.out_dir) {
-        fprintf(stderr, "baton pack: --from and --out are required (baton pack --help)\n");
+    char miss[256];
+    if (cli_missing(miss, "--from", o.from, "--out", o.out_dir, NULL)) {
+        fprintf(stderr, "baton pack: %s (baton pack --help)\n", miss);
         return CLI_USAGE;
     }
     if (baton_rec_format_parse(format, &o.format)) {

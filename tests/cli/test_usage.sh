@@ -77,4 +77,13 @@ expect_fail 1 "not a loopback address \(add --allow-remote" $BATON imds --listen
 expect_fail 2 "unknown command 'trian' \(did you mean 'train'\?" $BATON trian
 expect_fail 2 "unknown command 'xyzzy'$" $BATON xyzzy
 check '"$BATON" help train | head -1 | grep -q "^usage: baton train --data URI"' "baton help train: train's usage"
+# a missing required option is named alone — never one that was given — and every usage error
+# exits 2, whichever layer finds it (pack's source is parsed by the library)
+mkdir -p "$T/nodataset"
+expect_fail 2 "baton train: --model and --ckpt-dir are required$" $BATON train --data "$T/nodataset"
+expect_fail 2 "baton train: --ckpt-dir is required$" $BATON train --data "$T/nodataset" --model mlp
+expect_fail 2 "baton eval: --data is required" $BATON eval --ckpt "$T/c0"
+expect_fail 2 "baton race submit: --alias and --track are required" $BATON race submit --ckpt "$T/c0"
+expect_fail 2 "unknown source 'mnist'" $BATON pack --from mnist --out "$T/p"
+expect_fail 2 "unknown model 'nosuch'" $BATON train --data "$T/fm" --model nosuch --ckpt-dir "$T/cm"
 finish
