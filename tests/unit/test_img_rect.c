@@ -42,12 +42,19 @@ static void fill_photo(baton_image *im, uint32_t h, uint32_t w, uint32_t c, uint
             }
 }
 
+static void quiet(j_common_ptr c, int level)
+{
+    (void)c;
+    (void)level;
+}
+
 /* libjpeg directly: luma sampled hs × vs (chroma 1×1), progressive or not. */
 static int encode(const baton_image *im, int quality, int hs, int vs, int progressive, baton_buf *out)
 {
     struct jpeg_compress_struct cj;
     struct jpeg_error_mgr je;
     cj.err = jpeg_std_error(&je);
+    je.emit_message = quiet;  /* "quantization tables are too coarse for baseline" below 25 */
     jpeg_create_compress(&cj);
     unsigned char *mem = NULL;
     unsigned long size = 0;
