@@ -3,14 +3,15 @@
  * img_decode_crop_ref (the plain reference: the whole image, then the same resample).
  *
  * Contract (see region_internal.h for the interface):
- *  - JPEG (fast): the libjpeg API of libjpeg-turbo, one decompressor per scratch (s->jpeg), made on
- *    first use, reset with jpeg_abort_decompress after every image, failed or not, and destroyed by
- *    img_scratch_free. The header is read once; its size is checked against BATON_IMG_MAX_PIXELS
+ *  - JPEG (fast): the libjpeg API of libjpeg-turbo, a decompressor created for every image and
+ *    destroyed after it, failed or not (libjpeg would otherwise lend one file's Huffman and
+ *    quantisation tables to the next file that lacks them); its error handler lives in the scratch
+ *    (s->jpeg), made on first use and freed by img_scratch_free. The header is read once; its size is checked against BATON_IMG_MAX_PIXELS
  *    and CMYK/YCCK refused before anything is decoded. The DCT scale is the smallest M/8
  *    (M = 1, 2, 4: the scales with SIMD kernels) that keeps the box at least oh × ow, else 8/8. Only the
  *    columns the resampler's taps reach, plus one pixel each side (jpeg_crop_scanline widens them to
  *    the iMCU boundary), and the rows they reach, plus one each side, are decoded
- *    (jpeg_skip_scanlines above, jpeg_abort_decompress below). The box is then mapped into the
+ *    (jpeg_skip_scanlines above; nothing below is read). The box is then mapped into the
  *    decoded region by the exact scale factor output_size / image_size and resampled.
  *  - JPEG with a restart marker after every MCU (`baton pack --jpeg-restart`; recognised from the
  *    header: jpeg_rect_internal.h says which files): the same region — same scale, columns, rows
@@ -54,6 +55,7 @@ typedef struct region_jpeg {
     jmp_buf jb;
     baton_err *err;  /* the current call's */
     int code;        /* the status a longjmp returns */
+    int live;        /* ci is created */
 } region_jpeg;
 
 /* Record the failure (message from libjpeg's table) and unwind to the setjmp in crop_jpeg. */
@@ -107,17 +109,27 @@ static region_jpeg *scratch_jpeg(img_scratch *s, baton_err *err)
     r->jerr.error_exit = on_error;
     r->jerr.emit_message = on_message;
     r->ci.client_data = r;
-    r->err = err;
-    if (setjmp(r->jb)) {  /* jpeg_create_decompress fails only when out of memory */
-        jpeg_destroy_decompress(&r->ci);
-        free(r);
-        return NULL;
-    }
-    jpeg_create_decompress(&r->ci);
     r->prog.progress_monitor = on_progress;
-    r->ci.progress = &r->prog;
     s->jpeg = r;
     return r;
+}
+
+/* A decompressor for one image, under the caller's setjmp (creating fails only when out of
+ * memory). libjpeg keeps the quantisation and Huffman tables of the images a decompressor decoded
+ * before (for abbreviated streams), so a file that uses a table it does not define would decode
+ * with the previous file's: its pixels would depend on the record the worker decoded last. A
+ * fresh one per image costs microseconds. */
+static void jpeg_begin(region_jpeg *r)
+{
+    r->live = 1;
+    jpeg_create_decompress(&r->ci);
+    r->ci.progress = &r->prog;
+}
+
+static void jpeg_end(region_jpeg *r)
+{
+    if (r->live) jpeg_destroy_decompress(&r->ci);
+    r->live = 0;
 }
 
 void img_region_jpeg_free(img_scratch *s)
@@ -130,7 +142,7 @@ void img_region_jpeg_free(img_scratch *s)
     }
     region_jpeg *r = s->jpeg;
     if (!r) return;
-    jpeg_destroy_decompress(&r->ci);
+    jpeg_end(r);
     free(r);
     s->jpeg = NULL;
 }
@@ -350,7 +362,7 @@ static int jpeg_region_rect(region_jpeg *r, jrect *j, const uint8_t *p, const cr
     return BATON_OK;
 }
 
-/* jpeg_region under a setjmp for libjpeg's errors; the decompressor is reset after it. */
+/* jpeg_region under a setjmp for libjpeg's errors, with a decompressor of its own. */
 static int run_scan(region_jpeg *r, const uint8_t *p, size_t n, const crop_req *q, const double *planned,
                     img_scratch *s, double rbox[4], baton_err *err)
 {
@@ -358,11 +370,12 @@ static int run_scan(region_jpeg *r, const uint8_t *p, size_t n, const crop_req *
     r->err = err ? err : &local;
     r->code = BATON_OK;
     if (setjmp(r->jb)) {
-        jpeg_abort_decompress(&r->ci);
+        jpeg_end(r);
         return r->code;
     }
+    jpeg_begin(r);
     int rc = jpeg_region(r, p, n, q, planned, s, rbox, r->err);
-    jpeg_abort_decompress(&r->ci);
+    jpeg_end(r);
     return rc;
 }
 
@@ -373,11 +386,12 @@ static int run_rect(region_jpeg *r, jrect *j, const uint8_t *p, const crop_req *
     r->err = err;
     r->code = BATON_OK;
     if (setjmp(r->jb)) {
-        jpeg_abort_decompress(&r->ci);
+        jpeg_end(r);
         return r->code;
     }
+    jpeg_begin(r);
     int rc = jpeg_region_rect(r, j, p, q, box, s, rbox, err);
-    jpeg_abort_decompress(&r->ci);
+    jpeg_end(r);
     return rc;
 }
 
