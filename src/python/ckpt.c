@@ -336,8 +336,11 @@ static int parse_every(Checkpoints *self, PyObject *every, double mtbi)
         baton_ckpt_policy_init(&self->pol, 0, 60, 0, mtbi);
         return baton_ckpt_policy_from_env(&self->pol, &err) < 0 ? pyb_raise_rc(&err) : 0;
     }
-    if (PyUnicode_Check(every))
-        return baton_ckpt_policy_parse(&self->pol, PyUnicode_AsUTF8(every), mtbi, &err) ? pyb_raise_rc(&err) : 0;
+    if (PyUnicode_Check(every)) {
+        const char *text = NULL;
+        if (pyb_opt_str(every, "every", &text)) return -1;
+        return baton_ckpt_policy_parse(&self->pol, text, mtbi, &err) ? pyb_raise_rc(&err) : 0;
+    }
     if (PyLong_Check(every)) {
         long long n = PyLong_AsLongLong(every);
         if (n < 1) {

@@ -211,6 +211,19 @@ if torch is not None and not SAN:
         bt.load(ck, mb2)
     check(all(torch.equal(a, b) for a, b in zip(mb.state_dict().values(), mb2.state_dict().values())),
           "a bfloat16 model back exactly")
+    # twelve GPUs' generator states go back in device order (sorted as text, rng.cuda.10 came
+    # before rng.cuda.2); no GPU here: the CUDA calls are stood in for
+    states = {"rng.cuda.%d" % i: np.full(4, i, np.uint8) for i in range(12)}
+    fake = type("C", (), {"optim": states, "dtypes": {}, "tensors": {}, "state": {}})()
+    given = []
+    real = torch.cuda.is_available, torch.cuda.set_rng_state_all
+    torch.cuda.is_available, torch.cuda.set_rng_state_all = (lambda: True), given.extend
+    try:
+        bt.unflatten(fake)
+    finally:
+        torch.cuda.is_available, torch.cuda.set_rng_state_all = real
+    check([int(t[0]) for t in given] == list(range(12)), "CUDA generators restored in device order: %s"
+          % [int(t[0]) for t in given])
 
 # the defects issue, item 7 and 8: a step below the newest in the folder, a step past 2^64, a tensor name with a NUL
 DL = os.path.join(TMP, "ck-lower")
@@ -268,4 +281,9 @@ with open(os.path.join(folder, "MANIFEST"), "w") as f:
 with baton.Checkpoints(DS) as ck:
     e = raises(baton.FormatError, ck.load)
     check(e is not None and "state.json" in str(e), "a state.json without a step Python can read: FormatError: %s" % e)
+
+# ---- every= that is not text (a lone surrogate): a UsageError, not a SystemError
+for bad in ("\udcff", "5m\x00"):
+    e = raises(baton.UsageError, baton.Checkpoints, os.path.join(TMP, "ev"), every=bad)
+    check(e is not None and "every" in str(e), "every=%r: UsageError: %s" % (bad, e))
 done()
