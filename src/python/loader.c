@@ -208,6 +208,15 @@ static int check_open(Loader *self)
     return 0;
 }
 
+/* For calls that only read the Loader's fields (with the GIL held): also from this thread's signal
+ * handler during next(), which holds the GIL between two waits for a batch — the Loader is then
+ * where the last batch handed out left it. */
+static int check_readable(Loader *self)
+{
+    if (self->busy && self->busy_thread == PyThread_get_thread_ident() && self->l) return 0;
+    return check_open(self);
+}
+
 static void set_busy(Loader *self, int on)
 {
     self->busy = on;
@@ -290,6 +299,34 @@ static int parse_normalize(Loader *self, PyObject *norm, uint32_t channels)
     return 0;
 }
 
+/* The pipeline's prefetch buffers: depth batches of `batch` decoded images, allocated whole when
+ * the first batch is asked for. More than the machine's memory is refused; more than 1 GiB is a
+ * warning naming the size (a batch larger than the dataset's epoch says so: its buffers hold
+ * samples no batch will have). */
+static int check_prefetch(Loader *self)
+{
+    const baton_manifest *m = self->m;
+    uint64_t c = m->shape[2] ? m->shape[2] : m->channels, h = m->shape[0], w = m->shape[1];
+    if (self->po.crop == BATON_CROP_RANDOM_RESIZED || self->po.crop == BATON_CROP_CENTER)
+        h = w = self->po.size ? self->po.size : 224;
+    double bytes = (double)self->po.depth * self->po.batch * (double)(c * h * w) * (self->po.u8 ? 1 : 4);
+    double phys = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    char what[256], why[160] = "";
+    snprintf(what, sizeof what, "depth=%u batches of batch=%u %llux%llux%llu %s images take %.1f GB of prefetch buffers",
+             self->po.depth, self->po.batch, (unsigned long long)c, (unsigned long long)h, (unsigned long long)w,
+             self->po.u8 ? "uint8" : "float32", bytes / 1e9);
+    if ((uint64_t)self->po.batch > self->esize)
+        snprintf(why, sizeof why, " (an epoch holds %llu samples: every batch is smaller than its buffer)",
+                 (unsigned long long)self->esize);
+    if (phys > 0 && bytes > phys)
+        return pyb_usage_rc("baton.Loader: %s%s, more than this machine's %.1f GB of memory: lower depth= or batch=",
+                            what, why, phys / 1e9);
+    if (bytes > (double)(1u << 30))
+        return PyErr_WarnFormat(PyExc_UserWarning, 1, "baton.Loader: %s%s; lower depth= or batch= to use less",
+                                what, why);
+    return 0;
+}
+
 static int loader_init(Loader *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"uri", "mode", "batch", "shuffle", "seed", "epochs", "rank", "world", "threads",
@@ -351,6 +388,10 @@ static int loader_init(Loader *self, PyObject *args, PyObject *kw)
                       : strcmp(layout, "nchw") && strcmp(layout, "nhwc") ? "layout: must be \"nchw\" or \"nhwc\""
                       : NULL;
     if (bad) return pyb_usage_rc("%s", bad);
+    if (world > batch)
+        return pyb_usage_rc("world %zd > batch %zd: batch is the global batch, split over the world's ranks, so %zd "
+                            "of them would get no sample in any step; use batch >= world",
+                            world, batch, world - batch);
 
     baton_loader_opts_default(&self->lo);
     int is_local = !strstr(uri, "://") || !strncmp(uri, "file://", 7);
@@ -418,7 +459,8 @@ static int loader_init(Loader *self, PyObject *args, PyObject *kw)
         loader_close_all(self);
         return pyb_raise_rc(&err);
     }
-    if (parse_normalize(self, norm, self->m->shape[2] ? self->m->shape[2] : self->m->channels)) {
+    if (parse_normalize(self, norm, self->m->shape[2] ? self->m->shape[2] : self->m->channels) ||
+        check_prefetch(self)) {
         loader_close_all(self);
         return -1;
     }
@@ -543,7 +585,7 @@ static PyObject *loader_iter(Loader *self)
 
 static Py_ssize_t loader_len(Loader *self)
 {
-    if (check_open(self)) return -1;
+    if (check_readable(self)) return -1;
     uint64_t B = self->po.batch;
     return (Py_ssize_t)(self->po.drop_last ? self->esize / B : (self->esize + B - 1) / B);
 }
@@ -553,8 +595,7 @@ static PyObject *loader_state_dict(Loader *self, PyObject *noargs)
 {
     /* read with the GIL held: also from this thread's signal handler during next() (the cursor after
      * the last batch handed out) */
-    if (!(self->busy && self->busy_thread == PyThread_get_thread_ident()) && check_open(self)) return NULL;
-    if (!self->l) return pyb_usage("baton.Loader: closed");
+    if (check_readable(self)) return NULL;
     return Py_BuildValue("{s:i,s:s,s:K,s:K,s:K,s:I,s:K,s:O}", "version", 1, "uri", self->uri, "seed",
                          (unsigned long long)self->cur.seed, "epoch", (unsigned long long)self->cur.epoch,
                          "position", (unsigned long long)self->cur.position, "batch", self->po.batch, "samples",
@@ -615,7 +656,7 @@ static PyObject *loader_load_state_dict(Loader *self, PyObject *d)
 /* ---------------------------------------------------------------- stats and the rest */
 static PyObject *loader_stats(Loader *self, PyObject *noargs)
 {
-    if (check_open(self)) return NULL;
+    if (check_readable(self)) return NULL;
     baton_loader_stats st;
     baton_loader_get_stats(self->l, &st);
     uint64_t dataset = 0;
@@ -669,7 +710,7 @@ static PyObject *get_position(Loader *self, void *c)
 
 static PyObject *get_info(Loader *self, void *c)
 {
-    if (check_open(self)) return NULL;
+    if (check_readable(self)) return NULL;
     const baton_manifest *m = self->m;
     PyObject *names = PyList_New(0);
     for (uint32_t i = 0; names && m->class_names && i < m->classes; i++) {
