@@ -251,6 +251,29 @@ static void loader_dealloc(Loader *self)
 
 static char *dupstr(const char *s) { return s ? strdup(s) : NULL; }
 
+static int env_count(const char *name, uint32_t *out)
+{
+    const char *v = getenv(name);
+    char *end;
+    if (!v || !*v) return 0;
+    unsigned long n = strtoul(v, &end, 10);
+    if (*end || n > 65536) return 0;
+    *out = (uint32_t)n;
+    return 1;
+}
+
+/* This process's place among the processes of this machine, as its launcher tells it: torchrun's
+ * LOCAL_RANK and LOCAL_WORLD_SIZE, or Open MPI's OMPI_COMM_WORLD_LOCAL_RANK and _LOCAL_SIZE.
+ * 0 when neither says (a process started by hand). */
+static int launcher_local(uint32_t *rank, uint32_t *size)
+{
+    if (env_count("LOCAL_RANK", rank) && env_count("LOCAL_WORLD_SIZE", size) && *rank < *size) return 1;
+    if (env_count("OMPI_COMM_WORLD_LOCAL_RANK", rank) && env_count("OMPI_COMM_WORLD_LOCAL_SIZE", size) &&
+        *rank < *size)
+        return 1;
+    return 0;
+}
+
 /* The default folder for file and cache modes' local copy: $XDG_CACHE_HOME/baton/data/<CRC of the
  * URI> (~/.cache when unset), reused by later runs on the same URI (each shard verified). */
 static int default_local_dir(const char *uri, char *out, size_t cap)
@@ -394,8 +417,7 @@ static int loader_init(Loader *self, PyObject *args, PyObject *kw)
                             world, batch, world - batch);
 
     baton_loader_opts_default(&self->lo);
-    int is_local = !strstr(uri, "://") || !strncmp(uri, "file://", 7);
-    self->lo.mode = is_local ? BATON_MODE_MOUNT : BATON_MODE_PIPE;
+    self->lo.mode = baton_io_mode_for_uri(uri);
     if (mode && baton_io_mode_parse(mode, &self->lo.mode))
         return pyb_usage_rc("mode '%s': expected file, pipe, mount or cache", mode);
     self->uri = dupstr(uri);
@@ -412,20 +434,23 @@ static int loader_init(Loader *self, PyObject *args, PyObject *kw)
             return pyb_usage_rc("%s mode needs local_dir= (a folder for the local copy): HOME is not set",
                              baton_io_mode_name(self->lo.mode));
         self->local_dir = dupstr(local ? local : def);
-        if (baton_mkdir_p(self->local_dir, &err)) return pyb_raise_rc(&err);
         self->lo.local_dir = self->local_dir;
+        /* file mode in the default folder (one per URI, so the same for every rank of this machine):
+         * the ranks the launcher places here split the downloads, as baton train --dist mpi's do */
+        uint32_t lr, ls;
+        if (!local && self->lo.mode == BATON_MODE_FILE && launcher_local(&lr, &ls) && ls > 1)
+            self->lo.share_rank = lr, self->lo.share_size = ls;
     }
-    if (!self->uri || (endpoint && !self->endpoint)) return PyErr_NoMemory(), -1;
+    if (!self->uri || (endpoint && !self->endpoint) ||
+        ((self->lo.mode == BATON_MODE_FILE || self->lo.mode == BATON_MODE_CACHE) && !self->local_dir))
+        return PyErr_NoMemory(), -1;
 
     int rc;
     baton_loader *l = NULL;
     Py_BEGIN_ALLOW_THREADS
-    rc = baton_loader_open(&self->lo, &l, &err);
+    rc = baton_loader_open_dataset(&self->lo, 1, &l, &err);
     Py_END_ALLOW_THREADS
-    if (rc) {
-        baton_err_prefix(&err, "%s", uri);
-        return pyb_raise_rc(&err);
-    }
+    if (rc) return pyb_raise_rc(&err);
     self->l = l;
     self->pid = getpid();
     self->m = baton_loader_manifest(l);
@@ -434,8 +459,6 @@ static int loader_init(Loader *self, PyObject *args, PyObject *kw)
     if (!crops && (!self->m->shape[0] || !self->m->shape[1] || !self->m->shape[2]))
         baton_err_set(&err, BATON_ERR_FORMAT, "%s: images vary in size: crop them to one size (crop=\"random-resized\" "
                       "for training, crop=\"center\" for evaluation; size=224 by default)", uri);
-    else if (!self->esize)
-        baton_err_set(&err, BATON_ERR_FORMAT, "%s: no records", uri);
     self->epochs = epochs;
     self->cur = (baton_cursor){seed, 0, 0};
     baton_cursor end = {seed, epochs, 0};

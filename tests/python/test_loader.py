@@ -273,6 +273,41 @@ check(rss1 - rss0 < 16 * 1024 and th1 == th0 and fd1 == fd0,
       "%d cycles in %.1f s: RSS %d -> %d kB, threads %d -> %d, fds %d -> %d" % (
           rounds, time.time() - t0, rss0, rss1, th0, th1, fd0, fd1))
 
+# ---- file mode, 4 ranks of one machine started at once on one URI (the default local folder, one
+# per URI): every rank opens, and each shard is downloaded once on the machine — the ranks a
+# launcher places (torchrun's LOCAL_RANK/LOCAL_WORLD_SIZE) split the downloads, ranks started by
+# hand take turns. Several rounds each, each in a fresh cache folder. (11 of 16 such starts failed
+# with "rename: No such file or directory".)
+RANK = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, %r)
+    import baton, time
+    r = int(sys.argv[1])
+    time.sleep(max(0, float(sys.argv[3]) - time.time()))   # all four open at once
+    l = baton.Loader(sys.argv[2], mode="file", batch=100, rank=r, world=4, seed=1)
+    n = sum(len(b.labels) for b in l)
+    st = l.stats()
+    print(n, st["downloads"], flush=True)
+""") % (os.path.dirname(baton.__file__) + "/..")
+nshards = len(json.load(open(os.path.join(FM, "dataset.json")))["shards"])
+for launcher in (True, False):
+    bad = []
+    for rnd in range(3 if SAN else 5):
+        env = dict(os.environ, XDG_CACHE_HOME=os.path.join(TMP, "xdg-%d-%d" % (launcher, rnd)))
+        env.pop("LOCAL_RANK", None), env.pop("OMPI_COMM_WORLD_LOCAL_RANK", None)
+        procs, at = [], time.time() + (8 if SAN else 3)
+        for r in range(4):
+            e = dict(env, LOCAL_RANK=str(r), LOCAL_WORLD_SIZE="4") if launcher else env
+            procs.append(subprocess.Popen([sys.executable, "-c", RANK, str(r), FM, str(at)], env=e, stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE, text=True))
+        outs = [p.communicate(timeout=300) + (p.returncode,) for p in procs]
+        got = [o[0].split() for o in outs]
+        if any(o[2] != 0 for o in outs) or [int(g[0]) for g in got] != [2500] * 4 or \
+                sum(int(g[1]) for g in got) != nshards:
+            bad.append([(o[2], o[0].strip(), o[1].strip().splitlines()[-1:]) for o in outs])
+    check(not bad, "4 ranks in file mode on one URI started at once (%s): every rank opens, %d downloads in all: %s"
+          % ("LOCAL_RANK from the launcher" if launcher else "by hand", nshards, bad[:2]))
+
 # ---- world > batch: some ranks would never get a sample; refused, naming both. A last partial
 # batch smaller than the world gives the ranks past its end an empty batch, so every rank takes the
 # same number of steps.
