@@ -251,40 +251,6 @@ static void loader_dealloc(Loader *self)
 
 static char *dupstr(const char *s) { return s ? strdup(s) : NULL; }
 
-static int env_count(const char *name, uint32_t *out)
-{
-    const char *v = getenv(name);
-    char *end;
-    if (!v || !*v) return 0;
-    unsigned long n = strtoul(v, &end, 10);
-    if (*end || n > 65536) return 0;
-    *out = (uint32_t)n;
-    return 1;
-}
-
-/* This process's place among the processes of this machine, as its launcher tells it: torchrun's
- * LOCAL_RANK and LOCAL_WORLD_SIZE, or Open MPI's OMPI_COMM_WORLD_LOCAL_RANK and _LOCAL_SIZE.
- * 0 when neither says (a process started by hand). */
-static int launcher_local(uint32_t *rank, uint32_t *size)
-{
-    if (env_count("LOCAL_RANK", rank) && env_count("LOCAL_WORLD_SIZE", size) && *rank < *size) return 1;
-    if (env_count("OMPI_COMM_WORLD_LOCAL_RANK", rank) && env_count("OMPI_COMM_WORLD_LOCAL_SIZE", size) &&
-        *rank < *size)
-        return 1;
-    return 0;
-}
-
-/* The default folder for file and cache modes' local copy: $XDG_CACHE_HOME/baton/data/<CRC of the
- * URI> (~/.cache when unset), reused by later runs on the same URI (each shard verified). */
-static int default_local_dir(const char *uri, char *out, size_t cap)
-{
-    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    unsigned crc = (unsigned)baton_crc32c(0, uri, strlen(uri));
-    int n = xdg && *xdg ? snprintf(out, cap, "%s/baton/data/%08x", xdg, crc)
-            : home && *home ? snprintf(out, cap, "%s/.cache/baton/data/%08x", home, crc) : -1;
-    return n > 0 && (size_t)n < cap ? 0 : -1;
-}
-
 /* normalize: True (dataset.json's mean and std), False (pixel / 255), or (mean, std) sequences */
 static int parse_normalize(Loader *self, PyObject *norm, uint32_t channels)
 {
@@ -319,34 +285,6 @@ static int parse_normalize(Loader *self, PyObject *norm, uint32_t channels)
     }
     self->po.mean = self->mean;
     self->po.std = self->std;
-    return 0;
-}
-
-/* The pipeline's prefetch buffers: depth batches of `batch` decoded images, allocated whole when
- * the first batch is asked for. More than the machine's memory is refused; more than 1 GiB is a
- * warning naming the size (a batch larger than the dataset's epoch says so: its buffers hold
- * samples no batch will have). */
-static int check_prefetch(Loader *self)
-{
-    const baton_manifest *m = self->m;
-    uint64_t c = m->shape[2] ? m->shape[2] : m->channels, h = m->shape[0], w = m->shape[1];
-    if (self->po.crop == BATON_CROP_RANDOM_RESIZED || self->po.crop == BATON_CROP_CENTER)
-        h = w = self->po.size ? self->po.size : 224;
-    double bytes = (double)self->po.depth * self->po.batch * (double)(c * h * w) * (self->po.u8 ? 1 : 4);
-    double phys = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
-    char what[256], why[160] = "";
-    snprintf(what, sizeof what, "depth=%u batches of batch=%u %llux%llux%llu %s images take %.1f GB of prefetch buffers",
-             self->po.depth, self->po.batch, (unsigned long long)c, (unsigned long long)h, (unsigned long long)w,
-             self->po.u8 ? "uint8" : "float32", bytes / 1e9);
-    if ((uint64_t)self->po.batch > self->esize)
-        snprintf(why, sizeof why, " (an epoch holds %llu samples: every batch is smaller than its buffer)",
-                 (unsigned long long)self->esize);
-    if (phys > 0 && bytes > phys)
-        return pyb_usage_rc("baton.Loader: %s%s, more than this machine's %.1f GB of memory: lower depth= or batch=",
-                            what, why, phys / 1e9);
-    if (bytes > (double)(1u << 30))
-        return PyErr_WarnFormat(PyExc_UserWarning, 1, "baton.Loader: %s%s; lower depth= or batch= to use less",
-                                what, why);
     return 0;
 }
 
@@ -430,7 +368,7 @@ static int loader_init(Loader *self, PyObject *args, PyObject *kw)
     baton_err err = {0};
     if (self->lo.mode == BATON_MODE_FILE || self->lo.mode == BATON_MODE_CACHE) {
         char def[4096];
-        if (!local && default_local_dir(uri, def, sizeof def))
+        if (!local && pyb_default_local_dir(uri, def, sizeof def))
             return pyb_usage_rc("%s mode needs local_dir= (a folder for the local copy): HOME is not set",
                              baton_io_mode_name(self->lo.mode));
         self->local_dir = dupstr(local ? local : def);
@@ -438,7 +376,7 @@ static int loader_init(Loader *self, PyObject *args, PyObject *kw)
         /* file mode in the default folder (one per URI, so the same for every rank of this machine):
          * the ranks the launcher places here split the downloads, as baton train --dist mpi's do */
         uint32_t lr, ls;
-        if (!local && self->lo.mode == BATON_MODE_FILE && launcher_local(&lr, &ls) && ls > 1)
+        if (!local && self->lo.mode == BATON_MODE_FILE && pyb_launcher_local(&lr, &ls) && ls > 1)
             self->lo.share_rank = lr, self->lo.share_size = ls;
     }
     if (!self->uri || (endpoint && !self->endpoint) ||
@@ -483,7 +421,7 @@ static int loader_init(Loader *self, PyObject *args, PyObject *kw)
         return pyb_raise_rc(&err);
     }
     if (parse_normalize(self, norm, self->m->shape[2] ? self->m->shape[2] : self->m->channels) ||
-        check_prefetch(self)) {
+        pyb_prefetch_check(self->m, &self->po, self->esize)) {
         loader_close_all(self);
         return -1;
     }
