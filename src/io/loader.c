@@ -9,6 +9,8 @@
  *          to local_dir and verified; later epochs read the local copy (shards that did not come
  *          whole through the stream — after a restart mid-shard, or for other workers' blocks —
  *          are downloaded first). A full disk turns caching off with a warning (pipe from then on).
+ *   A folder of file mode's is shared: by a group of loaders that split the downloads (share.c), or
+ *   else by whichever processes open it, which take turns downloading (download_turn).
  *
  * Orders: file/mount/cache-after-epoch-0 use the indexed order, pipe and cache's epoch 0 the
  * streamed order (order.c; its reading is stream.c's). Local reads map the shard files (through
@@ -28,6 +30,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define BLOCK_TARGET_BYTES (32u << 20)
@@ -175,6 +178,58 @@ static int write_local_manifest(baton_loader *l, baton_err *err)
     return baton_manifest_save(l->local_dir, &l->m, err);
 }
 
+/* File mode's download into a folder that no group splits: the loaders of other processes with the
+ * same folder (the Python module's default folder is one per URI) take turns, so each shard is
+ * fetched once and no two writers share a ".part" (one's rename took the other's file away). The
+ * lock is released when its holder closes it or dies; a waiter then finds the shards in place and
+ * verified, or downloads what is missing. */
+static int download_turn(const char *dir, int *fd, baton_err *err)
+{
+    char path[4200], what[4200];
+    if (baton_path_join(path, sizeof path, dir, ".download.lock", err)) return err->code;
+    snprintf(what, sizeof what, "the local copy in %s", dir);
+    for (int said = 0;; said = 1) {
+        baton_err e = {0};
+        int rc = baton_lock_acquire(path, what, fd, &e);
+        if (rc != BATON_ERR_BUSY) {
+            if (rc) *err = e;
+            return rc;
+        }
+        if (!said) baton_log(BATON_LOG_INFO, "waiting for another process's download: %s", e.msg);
+        struct timespec ts = {0, 50 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
+baton_io_mode baton_io_mode_for_uri(const char *uri)
+{
+    return !strstr(uri, "://") || !strncmp(uri, "file://", 7) ? BATON_MODE_MOUNT : BATON_MODE_PIPE;
+}
+
+int baton_loader_open_dataset(const baton_loader_opts *o, int mode_set, baton_loader **out, baton_err *err)
+{
+    *out = NULL;
+    if (!o->uri) return baton_err_set(err, BATON_ERR_ARG, "no data URI");
+    baton_loader_opts lo = *o;
+    if (!mode_set) lo.mode = baton_io_mode_for_uri(o->uri);
+    if (lo.mode == BATON_MODE_FILE || lo.mode == BATON_MODE_CACHE) {
+        if (!lo.local_dir)
+            return baton_err_set(err, BATON_ERR_ARG, "%s mode needs a local folder", baton_io_mode_name(lo.mode));
+        int rc = baton_mkdir_p(lo.local_dir, err);
+        if (rc) return rc;
+    } else {
+        lo.local_dir = NULL, lo.share_rank = 0, lo.share_size = 0;
+    }
+    int rc = baton_loader_open(&lo, out, err);
+    if (rc) return baton_err_prefix(err, "%s", o->uri);
+    if (baton_loader_epoch_size(*out) == 0) {
+        baton_loader_close(*out);
+        *out = NULL;
+        return baton_err_set(err, BATON_ERR_FORMAT, "%s: no records", o->uri);
+    }
+    return BATON_OK;
+}
+
 int baton_loader_open(const baton_loader_opts *o, baton_loader **out, baton_err *err)
 {
     *out = NULL;
@@ -237,8 +292,11 @@ int baton_loader_open(const baton_loader_opts *o, baton_loader **out, baton_err 
         for (size_t s = 0; !rc && s < l->m.nshards; s++) rc = io_share_map(l, (uint32_t)s, err);
         if (!rc) rc = write_local_manifest(l, err);
     } else if (!rc && o->mode == BATON_MODE_FILE) {
-        rc = io_download(l->store, &l->m, l->local_dir, NULL, &o->fetch, &l->st, err);
+        int lock = -1;
+        rc = download_turn(l->local_dir, &lock, err);
+        if (!rc) rc = io_download(l->store, &l->m, l->local_dir, NULL, &o->fetch, &l->st, err);
         if (!rc) rc = write_local_manifest(l, err);
+        baton_lock_release(lock);
         if (!rc) rc = map_shards(l, l->local_dir, err);
     }
     if (!rc && o->mode == BATON_MODE_MOUNT) rc = map_shards(l, baton_store_local_dir(l->store), err);
