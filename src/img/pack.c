@@ -47,6 +47,7 @@ void baton_pack_opts_default(baton_pack_opts *o)
     o->quality = 95;
     o->shard_mb = 64;
     o->shuffle = 1;
+    o->piece_bytes = BATON_PIECE_BYTES_DEFAULT;
 }
 
 typedef struct packer {
@@ -100,7 +101,9 @@ static int open_shard(packer *p, baton_err *err)
     p->m->nshards++;  /* counted now so the manifest frees the names on any failure */
     if (!si->file || !si->index) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
     p->w = baton_shard_writer_open(rec, idx, p->o->format, err);
-    return p->w ? BATON_OK : err->code;
+    if (!p->w) return err->code;
+    si->piece_bytes = p->o->piece_bytes;   /* 0: none, as an older pack wrote */
+    return si->piece_bytes ? baton_shard_writer_set_pieces(p->w, si->piece_bytes, err) : BATON_OK;
 }
 
 static int close_shard(packer *p, baton_err *err)
@@ -111,6 +114,20 @@ static int close_shard(packer *p, baton_err *err)
     si->crc32c = baton_shard_writer_crc32c(p->w);
     si->index_bytes = baton_shard_writer_idx_bytes(p->w);
     si->index_crc32c = baton_shard_writer_idx_crc32c(p->w);
+    size_t n;
+    const uint32_t *pc = baton_shard_writer_pieces(p->w, &n);
+    if (n != baton_shard_pieces(si)) {
+        baton_shard_writer_abort(p->w);
+        p->w = NULL;
+        return baton_err_set(err, BATON_ERR_FORMAT, "%s: internal: %zu piece checksums for %llu pieces", si->file, n,
+                             (unsigned long long)baton_shard_pieces(si));
+    }
+    if (n && !(si->piece_crc32c = malloc(n * sizeof *pc))) {
+        baton_shard_writer_abort(p->w);
+        p->w = NULL;
+        return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    }
+    if (n) memcpy(si->piece_crc32c, pc, n * sizeof *pc);
     int rc = baton_shard_writer_commit(p->w, err);
     p->w = NULL;
     return rc;
