@@ -4,20 +4,22 @@
 # beside torchvision's DataLoader on the original files and a whole-image libjpeg-turbo decode.
 #   1. generates the files (bench/photos: deterministic from SEED, sides 300-800 px, ~116 KB each,
 #      textured and noisy so they cost what photos cost to decode) and packs them into 64 MB
-#      RecordIO shards (each file's bytes kept);
+#      RecordIO shards (each file's bytes kept), and again with --jpeg-restart (every JPEG
+#      transcoded losslessly to a restart marker after every MCU: crops decode only their MCUs);
 #   2. measures the decode cost per megapixel of these files against real photographs where a
 #      Debian package ships some (python3-skimage's data folder), one thread each;
 #   3. with the RADOS Gateway (memstore: the shards live in RAM — BATON_RGW_MEM_MB, default the
 #      shards' size + 1 GiB), pushes the shards and runs `baton bench-io` in file, pipe and cache mode
 #      over S3, mount mode over the local disk and over an s3fs mount of the bucket (the FSx
 #      stand-in): launch (start → first batch), samples/s, epoch times, EPOCHS epochs measured and 20
-#      projected, bytes fetched per epoch, peak memory (GNU time's maximum RSS);
+#      projected, bytes fetched per epoch, peak memory (GNU time's maximum RSS); the --jpeg-restart
+#      pack in mount mode over the local disk (local-rst);
 #   4. the naive limits: bench/decode_whole (every pixel of every file decoded, WORKERS threads) and
 #      `bench-io --reference` (the pipeline decoding whole images, then the same crop);
 #   5. the peer: bench/photos_peer.py, DataLoader + torchvision (ImageFolder, RandomResizedCrop,
 #      flip, ToTensor, Normalize) with 1 to 4 workers, its best, and baton's Loader through the same
 #      loop, each for PEER_S seconds.
-# Needs about 3.2 × the dataset on disk under DATA's folder (files, shards, s3fs cache) and its size
+# Needs about 4.3 × the dataset on disk under DATA's folder (files, shards, s3fs cache) and its size
 # in memory for the gateway: checked first. SCALE=0.04 makes a 5,014-image run of a few minutes.
 #   bench/photos.sh            env: SCALE (1), SEED (1), EPOCHS (3), WORKERS (2), PEER_S (60),
 #                              DATA=DIR (keep and reuse the files and shards there), OUT (bench/out),
@@ -42,7 +44,7 @@ make -s "$BUILD/baton" "$BUILD/bench/photos" "$BUILD/bench/decode_whole" "$BUILD
     make -s all bench-build >/dev/null
 W=${DATA:-$(mktemp -d /var/tmp/baton-photos-XXXXXX)}
 mkdir -p "$W"
-need_gb=$(python3 -c "print(round($N * 116e3 * 3.2 / 1e9 + 1, 1))")
+need_gb=$(python3 -c "print(round($N * 116e3 * 4.3 / 1e9 + 1, 1))")
 free_gb=$(df -P -B1 "$W" | awk 'NR==2 { printf "%.1f", $4 / 1e9 }')
 echo "== $N images in $CLASSES classes (SCALE=$SCALE): about $need_gb GB of disk needed under $W, $free_gb GB free"
 if [ ! -f "$W/shards/dataset.json" ] && python3 -c "import sys; sys.exit(0 if $free_gb >= $need_gb else 1)"; then :;
@@ -69,6 +71,11 @@ if [ ! -f "$W/shards/dataset.json" ]; then
     t0=$(date +%s)
     "$BATON" pack --from "imagefolder:$W/files" --out "$W/shards" --shard-mb 64 --quiet
     echo "packed in $(( $(date +%s) - t0 )) s: $(du -sh "$W/shards" | cut -f1) in $(ls "$W/shards" | grep -c '\.rec$') shards"
+fi
+if [ ! -f "$W/shards-rst/dataset.json" ]; then
+    t0=$(date +%s)
+    "$BATON" pack --from "imagefolder:$W/files" --out "$W/shards-rst" --shard-mb 64 --quiet --jpeg-restart
+    echo "packed with --jpeg-restart in $(( $(date +%s) - t0 )) s: $(du -sh "$W/shards-rst" | cut -f1)"
 fi
 RES=$OUT/photos.jsonl
 : >"$RES"
@@ -105,6 +112,7 @@ PY
 echo "== baton bench-io, random-resized crop 224 + flip, $EPOCHS epochs"
 want local && bench local --data "$W/shards" --mode mount --epochs "$EPOCHS"
 want local && bench local-file --data "$W/shards" --mode file --epochs "$EPOCHS"
+want local && bench local-rst --data "$W/shards-rst" --mode mount --epochs "$EPOCHS"
 if { want s3 || want s3fs; } && [ -x "$(command -v radosgw)" ]; then
     . tests/servers/lib.sh
     srv_init
@@ -146,6 +154,7 @@ python3 - "$RES" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 io = [r for r in rows if "source" in r and r["source"] != "reference"]
+rst = next((r for r in io if r["source"] == "local-rst"), None)
 print("%-16s %9s %10s %9s %10s %14s %9s" % ("source/mode", "launch_s", "samples/s", "epoch_s", "20 ep (h)", "fetched/dataset", "peak MB"))
 for r in io:
     ep = r.get("epoch_s") or [0]
@@ -162,6 +171,10 @@ if mount:
         print("baton (mount) / DataLoader + torchvision's best (%d workers): %.2fx" % (best["workers"], mount["samples_per_s"] / best["samples_per_s"]))
     if whole:
         print("baton (mount) / whole-image decode alone: %.2fx" % (mount["samples_per_s"] / whole["images_per_s"]))
+    if rst and best:
+        print("baton (mount, --jpeg-restart pack) / DataLoader + torchvision's best: %.2fx" % (rst["samples_per_s"] / best["samples_per_s"]))
+    if rst and whole:
+        print("baton (mount, --jpeg-restart pack) / whole-image decode alone: %.2fx" % (rst["samples_per_s"] / whole["images_per_s"]))
     if ref:
         print("baton (mount) / its reference path (whole images, then the crop): %.2fx" % (mount["samples_per_s"] / ref["samples_per_s"]))
     pipe = next((r for r in io if r["mode"] == "pipe"), None)

@@ -102,7 +102,7 @@ def main(argv=None):
     rank = int(env.get("RANK", env.get("OMPI_COMM_WORLD_RANK", 0)))
     world = int(env.get("WORLD_SIZE", env.get("OMPI_COMM_WORLD_SIZE", 1)))
     local = int(env.get("LOCAL_RANK", env.get("OMPI_COMM_WORLD_LOCAL_RANK", 0)))
-    notice = baton.Notice()   # before torch starts threads: they leave SIGTERM to the watcher
+    notice = baton.Notice()   # SIGTERM, Ctrl-C and spot notices as `if notice:`
     if a.deterministic:
         env.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
         torch.use_deterministic_algorithms(True)

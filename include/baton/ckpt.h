@@ -162,7 +162,9 @@ int baton_ckpt_store_restore(baton_ckpt_store *s, char *path, size_t cap, uint64
 /* What a trainer resumes from, through its open store: the newest checkpoint under the directory
  * that verifies (every newer one that does not is moved aside to .ckpt-<step>.corrupt, as
  * retention would, with a warning), or, when there is none and a remote is attached, the remote's
- * newest complete one restored (baton_ckpt_store_restore). BATON_ERR_NOTFOUND: a fresh start. */
+ * newest complete one restored (baton_ckpt_store_restore). BATON_ERR_NOTFOUND: a fresh start.
+ * A background persist in flight is waited for first (its outcome still goes to baton_ckpt_wait or
+ * baton_ckpt_reap), so the folder found is the newest and stays until the store's next persist. */
 int baton_ckpt_store_latest(baton_ckpt_store *s, char *path, size_t cap, uint64_t *step, baton_err *err);
 
 /* ---------------------------------------------------------------------------------------------

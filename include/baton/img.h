@@ -67,6 +67,13 @@ typedef struct baton_pack_opts {
     uint32_t resize_h, resize_w; /* resize every image to this size first (0 = keep); resize_w 0 with
                               * resize_h N: the shorter side to N, the aspect kept */
     int progress;             /* show a progress line */
+    int jpeg_restart;         /* every JPEG record transcoded losslessly to one sequential scan with
+                               * a restart marker after every MCU and optimised Huffman tables (the
+                               * same pixels; crops decode only their MCUs); 0 default: bytes kept */
+    uint64_t piece_bytes;     /* each shard's CRC32C per piece of this size, in dataset.json, so
+                              * readers check a piece before decoding from it (default
+                              * BATON_PIECE_BYTES_DEFAULT, 256 KiB; 0: none, as packs before
+                              * piece checksums wrote) */
 } baton_pack_opts;
 void baton_pack_opts_default(baton_pack_opts *o);
 /* Pack a source into OUT_DIR: shards "<split>-NNNNN.rec|.tfrecord" + ".idx", then dataset.json

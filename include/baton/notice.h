@@ -100,13 +100,18 @@ typedef struct baton_notice_opts {
                                     when DMI says this is a GCE instance */
     double sigterm_grace_s;      /* deadline of a SIGTERM notice = arrival + this (default 30;
                                     BATON_SIGTERM_GRACE_S); 0: unknown */
+    int guest;                   /* with handle_sigterm, for a program that goes on after the watcher
+                                    (an interpreter): no thread's signal mask changes (the handler,
+                                    which only records the signal, runs on whichever thread the
+                                    kernel picks), and when the last watcher stops and it is a guest,
+                                    the previous handlers come back even after a signal came */
 } baton_notice_opts;
 
 /* Defaults from the environment: AWS_EC2_METADATA_SERVICE_ENDPOINT, AWS_EC2_METADATA_DISABLED,
  * BATON_GCE_METADATA_ENDPOINT (or GCE_METADATA_HOST), BATON_DMI_DIR, BATON_NOTICE_POLL_S,
  * BATON_NOTICE_TIMEOUT_S, BATON_SIGTERM_GRACE_S. The strings point into the environment. */
 void baton_notice_opts_default(baton_notice_opts *o);
-/* With handle_sigterm, SIGTERM and SIGINT are blocked in the calling thread (and so in every thread it starts
+/* With handle_sigterm and not guest, SIGTERM and SIGINT are blocked in the calling thread (and so in every thread it starts
  * afterwards) and taken by the watcher's thread; when the last such watcher stops
  * (baton_notice_stop, from the same thread), that thread's mask is as before. Start the watcher before any compute threads. */
 int baton_notice_start(const baton_notice_opts *o, baton_notice_watcher **out, baton_err *err);

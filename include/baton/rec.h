@@ -213,12 +213,25 @@ uint64_t baton_shard_writer_records(const baton_shard_writer *w);
 uint32_t baton_shard_writer_crc32c(const baton_shard_writer *w);
 uint64_t baton_shard_writer_idx_bytes(const baton_shard_writer *w);
 uint32_t baton_shard_writer_idx_crc32c(const baton_shard_writer *w);
+/* Piece checksums: before the first _add, piece_bytes > 0 asks for the CRC32C of every
+ * piece_bytes of the shard file ([k·piece_bytes, (k+1)·piece_bytes), the last one shorter), which
+ * _pieces returns (*n of them, valid until _commit or _abort; the last one final once every record
+ * was added). BATON_ERR_ARG after an _add or for a size outside BATON_PIECE_BYTES_MIN..MAX. */
+int baton_shard_writer_set_pieces(baton_shard_writer *w, uint64_t piece_bytes, baton_err *err);
+const uint32_t *baton_shard_writer_pieces(const baton_shard_writer *w, size_t *n);
 int baton_shard_writer_commit(baton_shard_writer *w, baton_err *err);  /* frees w */
 void baton_shard_writer_abort(baton_shard_writer *w);                  /* removes temps, frees */
 
 /* ---------------------------------------------------------------- manifest (dataset.json) */
 #define BATON_MANIFEST_NAME "dataset.json"
 #define BATON_MANIFEST_MAX_BYTES (64u << 20)
+
+/* Pieces: a shard is also checksummed in fixed-size pieces, [k·piece_bytes, (k+1)·piece_bytes)
+ * (the last one shorter), small enough that a reader checks the piece before it decodes any record
+ * from it. A dataset packed before pieces existed has none (piece_bytes 0): only whole shards. */
+#define BATON_PIECE_BYTES_DEFAULT (256u << 10)
+#define BATON_PIECE_BYTES_MIN (4u << 10)
+#define BATON_PIECE_BYTES_MAX (64u << 20)
 
 typedef struct baton_shard_info {
     char *file;            /* shard file name, relative to the dataset folder (no '/' or "..") */
@@ -228,7 +241,12 @@ typedef struct baton_shard_info {
     uint32_t crc32c;       /* of the whole shard file */
     uint64_t index_bytes;
     uint32_t index_crc32c;
+    uint64_t piece_bytes;  /* 0: no piece checksums (an older dataset) */
+    uint32_t *piece_crc32c; /* baton_shard_pieces(si) CRC32Cs, one per piece; NULL when none */
 } baton_shard_info;
+
+/* Pieces of a shard: ceil(bytes / piece_bytes), 0 when it has none. */
+uint64_t baton_shard_pieces(const baton_shard_info *si);
 
 typedef struct baton_manifest {
     int version;                 /* 1 */

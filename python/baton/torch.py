@@ -89,7 +89,8 @@ def unflatten(c, model=None, optimizer=None, rng=True):
     if rng:
         if "rng.cpu" in c.optim:
             torch.set_rng_state(torch.from_numpy(np.array(c.optim["rng.cpu"])))
-        cuda = [c.optim[k] for k in sorted(c.optim) if k.startswith("rng.cuda.")]
+        cuda = [c.optim[k] for k in sorted((k for k in c.optim if k.startswith("rng.cuda.")),
+                                           key=lambda k: int(k[len("rng.cuda."):]))]   # rng.cuda.10 after .9
         if cuda and torch.cuda.is_available():
             torch.cuda.set_rng_state_all([torch.from_numpy(np.array(s)) for s in cuda])
 

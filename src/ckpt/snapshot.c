@@ -5,7 +5,9 @@
  *
  * Contract:
  *   - one store is driven from one thread (the training loop); the background thread only reads
- *     the snapshot and writes the result fields, which the owner reads after pthread_join;
+ *     the snapshot and writes the result fields, which the owner reads after pthread_join; it is the
+ *     folder's one writer, so baton_ckpt_store_latest first waits for a persist in flight (what it
+ *     finds is then the newest, and stays until the owner's next persist);
  *   - the snapshot buffers are allocated on first use and reused; they grow only when the tensor
  *     set or the state text grows (never in steady state);
  *   - at most one persist is in flight. A snapshot taken while one is in flight waits for it
@@ -35,7 +37,10 @@ struct baton_ckpt_store {
     int fresh;                                /* a snapshot not yet handed to a persist */
     pthread_t th;
     int busy;                                 /* a thread was started and not joined */
-    atomic_int done;                          /* set by the thread as it finishes */
+    atomic_int done;                          /* set by the thread as it finishes (under mu, cv
+                                                 broadcast: settle() waits for it) */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
     int rc;
     baton_err err;
     char committed[4096];
@@ -90,6 +95,8 @@ int baton_ckpt_store_open(const char *dir, int keep, baton_ckpt_store **out, bat
     }
     s->lock_fd = fd;
     s->made_dir = !existed;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
     snprintf(s->dir, sizeof s->dir, "%s", dir);
     s->keep = keep > 0 ? keep : BATON_CKPT_KEEP_DEFAULT;
     *out = s;
@@ -125,6 +132,8 @@ void baton_ckpt_store_close(baton_ckpt_store *s)
     ckpt_vcache_free(&s->vc);
     tidy_unused(s);   /* still holding the lock: nobody else is in the folder */
     baton_lock_release(s->lock_fd);
+    pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->mu);
     free(s);
 }
 
@@ -267,8 +276,21 @@ static void *persist_thread(void *arg)
 {
     baton_ckpt_store *s = arg;
     persist_now(s, 0);
+    pthread_mutex_lock(&s->mu);
     atomic_store(&s->done, 1);
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
     return NULL;
+}
+
+/* Wait until the persist in flight, if any, has finished writing the folder (its commit and its
+ * retention), without collecting its outcome: wait() or reap() still report it. */
+static void settle(baton_ckpt_store *s)
+{
+    if (!s->busy) return;
+    pthread_mutex_lock(&s->mu);
+    while (!atomic_load(&s->done)) pthread_cond_wait(&s->cv, &s->mu);
+    pthread_mutex_unlock(&s->mu);
 }
 
 int baton_ckpt_persist_async(baton_ckpt_store *s, baton_err *err)
@@ -311,6 +333,9 @@ int baton_ckpt_store_restore(baton_ckpt_store *s, char *path, size_t cap, uint64
 
 int baton_ckpt_store_latest(baton_ckpt_store *s, char *path, size_t cap, uint64_t *step, baton_err *err)
 {
+    /* the store's own persist is the folder's one writer: a commit in flight would publish a newer
+     * folder, and its retention (keep=1) remove the one found here while the caller reads it */
+    settle(s);
     baton_ckpt_info *v;
     size_t n;
     int rc = baton_ckpt_list(s->dir, 0, &v, &n, err);
@@ -318,7 +343,7 @@ int baton_ckpt_store_latest(baton_ckpt_store *s, char *path, size_t cap, uint64_
     rc = BATON_ERR_NOTFOUND;
     for (size_t i = 0; i < n && rc; i++) {
         baton_err ve = {0};
-        if (baton_ckpt_verify(v[i].path, &ve) != BATON_OK) {   /* we hold the lock: no writer */
+        if (baton_ckpt_verify(v[i].path, &ve) != BATON_OK) {   /* the lock, and no persist in flight: no writer */
             ckpt_move_aside(s->dir, v[i].step, v[i].path, ve.msg);
             continue;
         }

@@ -3,6 +3,7 @@
 
 #include <cJSON.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -115,6 +116,27 @@ int cli_print_json(FILE *f, cJSON *j)
     fprintf(f, "%s\n", s);
     free(s);
     return CLI_OK;
+}
+
+const char *cli_missing(char buf[256], const char *name, const void *val, ...)
+{
+    const char *miss[16];
+    int n = 0;
+    va_list ap;
+    va_start(ap, val);
+    while (name) {
+        if (!val && n < 16) miss[n++] = name;
+        name = va_arg(ap, const char *);
+        if (name) val = va_arg(ap, const void *);
+    }
+    va_end(ap);
+    if (n == 0) return NULL;
+    size_t at = 0;
+    buf[0] = 0;
+    for (int i = 0; i < n && at < 256; i++)
+        at += (size_t)snprintf(buf + at, 256 - at, "%s%s", i == 0 ? "" : i + 1 == n ? " and " : ", ", miss[i]);
+    if (at < 256) snprintf(buf + at, 256 - at, " %s required", n == 1 ? "is" : "are");
+    return buf;
 }
 
 int cli_given(int argc, char **argv, const char *name)

@@ -89,6 +89,11 @@ struct cli_opt {
  * CLI_USAGE after printing what was wrong (or the help text for --help: then *help_shown = 1). */
 int cli_parse(const char *cmd, const char *synopsis, const struct cli_opt *opts, int argc,
               char **argv, const char **pos, int maxpos, int *npos, int *help_shown);
+/* The required options that are missing, as "--a and --b are required" in buf (which it
+ * returns), or NULL when every one is given. Arguments: pairs of an option's name ("--data") and
+ * its value (NULL: not given), ended by a NULL name. Names only what is missing: an option given
+ * is never said to be required. */
+const char *cli_missing(char buf[256], const char *name, const void *val, ...);
 /* 1 when argv holds --NAME (as "--NAME" or "--NAME=..."): tells an explicit value from a default. */
 int cli_given(int argc, char **argv, const char *name);
 /* Print j (then a newline) to f through baton_json_print — every number exact, every string

@@ -57,8 +57,9 @@ int cmd_channel(int argc, char **argv)
     if (cli_parse("channel", "--data URI --fifo-dir DIR --channel NAME [--epochs N]", opts, argc, argv, pos,
                   0, &npos, &help))
         return help ? CLI_OK : CLI_USAGE;
-    if (!lo.uri || !co.fifo_dir) {
-        fprintf(stderr, "baton channel: --data and --fifo-dir are required\n");
+    char miss[256];
+    if (cli_missing(miss, "--data", lo.uri, "--fifo-dir", co.fifo_dir, NULL)) {
+        fprintf(stderr, "baton channel: %s (baton channel --help)\n", miss);
         return CLI_USAGE;
     }
     if (baton_io_mode_parse(mode, &lo.mode)) {

@@ -32,8 +32,9 @@ int cmd_eval(int argc, char **argv)
     int npos, help;
     if (cli_parse("eval", "--ckpt DIR --data URI [--json]", opts, argc, argv, pos, 0, &npos, &help))
         return help ? CLI_OK : CLI_USAGE;
-    if (!ckpt || !data) {
-        fprintf(stderr, "baton eval: --ckpt and --data are required\n");
+    char miss[256];
+    if (cli_missing(miss, "--ckpt", ckpt, "--data", data, NULL)) {
+        fprintf(stderr, "baton eval: %s (baton eval --help)\n", miss);
         return CLI_USAGE;
     }
     if (batch < 1) {

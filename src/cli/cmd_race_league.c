@@ -146,8 +146,9 @@ int cli_race_submit(int argc, char **argv)
     baton_err err = {0};
     baton_league_format f;
     int race;
-    if (!ckpt || !alias || !track) {
-        fprintf(stderr, "baton race submit: --ckpt, --alias and --track are required\n");
+    char miss[256];
+    if (cli_missing(miss, "--ckpt", ckpt, "--alias", alias, "--track", track, NULL)) {
+        fprintf(stderr, "baton race submit: %s (baton race submit --help)\n", miss);
         return CLI_USAGE;
     }
     if ((server && db) || (!server && token_file) || wait_s < 0) {

@@ -116,8 +116,9 @@ int cli_race_train(int argc, char **argv)
                   opts, argc, argv, pos, 0, &npos, &help))
         return help ? CLI_OK : CLI_USAGE;
     int given_min = cli_given(argc, argv, "minutes"), given_ep = cli_given(argc, argv, "episodes");
-    const char *bad = !o.track || !o.session.ckpt_dir ? "--track and --ckpt-dir are required"
-                    : given_min && given_ep ? "give --minutes or --episodes, not both"
+    char miss[256];
+    const char *bad = cli_missing(miss, "--track", o.track, "--ckpt-dir", o.session.ckpt_dir, NULL)
+                          ?: given_min && given_ep ? "give --minutes or --episodes, not both"
                     : given_min && !(minutes > 0 && isfinite(minutes)) ? "--minutes must be a positive number"
                     : given_ep && episodes == 0 ? "--episodes must be >= 1"
                     : obs && strcmp(obs, "sensor") && strcmp(obs, "camera") ? "--obs must be sensor or camera"
@@ -310,8 +311,9 @@ int cli_race_export(int argc, char **argv)
     int npos, help;
     if (cli_parse("race export", "--ckpt DIR --out DIR [--json]", opts, argc, argv, pos, 0, &npos, &help))
         return help ? CLI_OK : CLI_USAGE;
-    if (!ckpt || !out) {
-        fprintf(stderr, "baton race export: --ckpt and --out are required\n");
+    char miss[256];
+    if (cli_missing(miss, "--ckpt", ckpt, "--out", out, NULL)) {
+        fprintf(stderr, "baton race export: %s (baton race export --help)\n", miss);
         return CLI_USAGE;
     }
     char path[4096];

@@ -173,7 +173,7 @@ static int demo(const char *work, const demo_cfg *c)
     baton_fleet_fmt_duration(baton_now() - t0, dur, sizeof dur);
     baton_fleet_fmt_duration(r.now_sim, sim, sizeof sim);
     printf("\nbaton demo done\n");
-    printf("  accuracy     %.4f on the %llu test images (checkpoint step %llu)\n", ev.accuracy,
+    printf("  accuracy     %.4f on the %llu test images, never trained on (checkpoint step %llu)\n", ev.accuracy,
            (unsigned long long)ev.samples, (unsigned long long)ev.step);
     printf("  wall time    %s (the fleet: %s simulated at x%g)\n", dur, sim, r.rec.job.time_scale);
     printf("  interruptions %d (%d with notice; %s), %d instance(s); work lost %lld steps\n", r.interruptions,

@@ -153,8 +153,9 @@ int cmd_train(int argc, char **argv)
                   "[--max-steps K] [--threads T] [--no-notice] [--json]",
                   opts, argc, argv, pos, 0, &npos, &help))
         return help ? CLI_OK : CLI_USAGE;
-    const char *bad = !o.data_uri || !o.model || !o.session.ckpt_dir ? "--data, --model and --ckpt-dir are required"
-                    : epochs == 0 ? "--epochs must be >= 1"
+    char miss[256];
+    const char *bad = cli_missing(miss, "--data", o.data_uri, "--model", o.model, "--ckpt-dir", o.session.ckpt_dir, NULL)
+                          ?: epochs == 0 ? "--epochs must be >= 1"
                     : cli_given(argc, argv, "lr") && !(lr > 0 && isfinite(lr)) ? "--lr must be a positive number"
                     : max_steps == 0 ? "--max-steps must be >= 1 (leave it out for no limit)"
                     : threads < 0 ? "--threads must not be negative"

@@ -160,14 +160,18 @@ static void dur(double s, char *out, size_t cap) { baton_fleet_fmt_duration(s, o
  * the known keys that are numbers, in this order; 0 when there are none. */
 static int result_text(const cJSON *j, char *out, size_t cap)
 {
-    static const char *const keys[] = {"loss", "accuracy", "val_loss", "val_accuracy", "best_lap_s", "laps",
-                                       "mean_reward", "mean_progress", "samples_per_s", "step", "iteration"};
+    /* a trainer's loss and accuracy are its last steps' (training, not test): said so */
+    static const char *const keys[][2] = {
+        {"loss", "training loss"}, {"accuracy", "training accuracy"}, {"val_loss", "validation loss"},
+        {"val_accuracy", "validation accuracy"}, {"best_lap_s", "best lap s"}, {"laps", "laps"},
+        {"mean_reward", "mean reward"}, {"mean_progress", "mean progress"}, {"samples_per_s", "samples/s"},
+        {"step", "step"}, {"iteration", "iteration"}};
     size_t o = 0;
     out[0] = 0;
-    for (size_t i = 0; j && i < sizeof keys / sizeof *keys && o + 40 < cap; i++) {
-        const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, keys[i]);
+    for (size_t i = 0; j && i < sizeof keys / sizeof *keys && o + 48 < cap; i++) {
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(j, keys[i][0]);
         if (!cJSON_IsNumber(x)) continue;
-        o += (size_t)snprintf(out + o, cap - o, "%s%s %.4g", o ? ", " : "", keys[i], x->valuedouble);
+        o += (size_t)snprintf(out + o, cap - o, "%s%s %.4g", o ? ", " : "", keys[i][1], x->valuedouble);
     }
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(j, "status");
     if (o && cJSON_IsString(st) && o + 20 < cap) snprintf(out + o, cap - o, " (%s)", st->valuestring);

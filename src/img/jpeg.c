@@ -2,9 +2,12 @@
  * encode.
  *
  * Contract:
- *  - One decompressor and one compressor handle per thread, created on first use and destroyed
- *    when the thread exits (pthread key destructors), so decoding in a loop does not allocate
- *    handles. TurboJPEG never prints; its messages become baton errors.
+ *  - A fresh decompressor for every probe and decode (a few microseconds): libjpeg keeps a
+ *    decompressor's Huffman and quantisation tables from one image to the next, so a file that
+ *    uses a table it does not define would decode with an earlier file's — its pixels depending
+ *    on what the thread decoded before. One compressor per thread, created on first use and
+ *    destroyed when the thread exits (a pthread key destructor). TurboJPEG never prints; its
+ *    messages become baton errors.
  *  - Decode: grey JPEGs stay 1 channel, every other colour space becomes RGB (libjpeg's
  *    YCbCr -> RGB with fancy upsampling and the accurate integer IDCT); CMYK/YCCK are refused
  *    (BATON_ERR_FORMAT). Fatal libjpeg errors are BATON_ERR_CORRUPT. libjpeg warnings: a stream
@@ -25,7 +28,7 @@
 #define JPEG_MAX_DIM 65500  /* libjpeg's limit per side */
 
 static pthread_once_t keys_once = PTHREAD_ONCE_INIT;
-static pthread_key_t key_dec, key_enc;
+static pthread_key_t key_enc;
 static int keys_ok;
 
 static void destroy_handle(void *h)
@@ -35,31 +38,32 @@ static void destroy_handle(void *h)
 
 static void make_keys(void)
 {
-    if (pthread_key_create(&key_dec, destroy_handle) != 0) return;
-    if (pthread_key_create(&key_enc, destroy_handle) != 0) {
-        pthread_key_delete(key_dec);
-        return;
-    }
+    if (pthread_key_create(&key_enc, destroy_handle) != 0) return;
     keys_ok = 1;
 }
 
-static tjhandle thread_handle(int compress, baton_err *err)
+static tjhandle new_decompressor(baton_err *err)
+{
+    tjhandle h = tjInitDecompress();
+    if (!h) baton_err_set(err, BATON_ERR_NOMEM, "JPEG: cannot create a decompressor");
+    return h;
+}
+
+static tjhandle thread_compressor(baton_err *err)
 {
     pthread_once(&keys_once, make_keys);
     if (!keys_ok) {
         baton_err_set(err, BATON_ERR_NOMEM, "JPEG: cannot create thread keys");
         return NULL;
     }
-    pthread_key_t key = compress ? key_enc : key_dec;
-    tjhandle h = pthread_getspecific(key);
+    tjhandle h = pthread_getspecific(key_enc);
     if (h) return h;
-    h = compress ? tjInitCompress() : tjInitDecompress();
+    h = tjInitCompress();
     if (!h) {
-        baton_err_set(err, BATON_ERR_NOMEM, "JPEG: cannot create a %s",
-                      compress ? "compressor" : "decompressor");
+        baton_err_set(err, BATON_ERR_NOMEM, "JPEG: cannot create a compressor");
         return NULL;
     }
-    if (pthread_setspecific(key, h) != 0) {
+    if (pthread_setspecific(key_enc, h) != 0) {
         tjDestroy(h);
         baton_err_set(err, BATON_ERR_NOMEM, "JPEG: cannot store the thread's handle");
         return NULL;
@@ -70,9 +74,9 @@ static tjhandle thread_handle(int compress, baton_err *err)
 /* After a failed call TurboJPEG's handle may be left mid-stream (a header error is not always
  * followed by an abort, and later calls then fail the same way), so a failed handle is dropped
  * and the thread gets a fresh one on its next call. Call after the message has been copied. */
-static void drop_handle(int compress, tjhandle h)
+static void drop_compressor(tjhandle h)
 {
-    pthread_setspecific(compress ? key_enc : key_dec, NULL);
+    pthread_setspecific(key_enc, NULL);
     tjDestroy(h);
 }
 
@@ -85,9 +89,7 @@ static int read_header(tjhandle tj, const uint8_t *p, size_t n, uint32_t *h, uin
     if (n > ULONG_MAX) return baton_err_set(err, BATON_ERR_FORMAT, "JPEG: %zu bytes is too big", n);
     int jw = 0, jh = 0, sub = 0, cs = 0;
     if (tjDecompressHeader3(tj, p, (unsigned long)n, &jw, &jh, &sub, &cs) != 0) {
-        baton_err_set(err, BATON_ERR_CORRUPT, "JPEG: bad header: %s", tjGetErrorStr2(tj));
-        drop_handle(0, tj);
-        return BATON_ERR_CORRUPT;
+        return baton_err_set(err, BATON_ERR_CORRUPT, "JPEG: bad header: %s", tjGetErrorStr2(tj));
     }
     if (cs == TJCS_CMYK || cs == TJCS_YCCK)
         return baton_err_set(err, BATON_ERR_FORMAT, "JPEG: %s colour space is not supported",
@@ -105,23 +107,18 @@ static int read_header(tjhandle tj, const uint8_t *p, size_t n, uint32_t *h, uin
 int img_jpeg_probe(const uint8_t *p, size_t n, uint32_t *h, uint32_t *w, uint32_t *c,
                    baton_err *err)
 {
-    tjhandle tj = thread_handle(0, err);
+    tjhandle tj = new_decompressor(err);
     if (!tj) return err ? err->code : BATON_ERR_NOMEM;
-    return read_header(tj, p, n, h, w, c, err);
+    int rc = read_header(tj, p, n, h, w, c, err);
+    tjDestroy(tj);
+    return rc;
 }
 
-int img_jpeg_decode(const uint8_t *p, size_t n, uint32_t force_c, baton_image *im,
-                    baton_err *err)
+/* The decode itself, on a handle whose header has been read. */
+static int decode_into(tjhandle tj, const uint8_t *p, size_t n, baton_image *im, baton_err *err)
 {
-    tjhandle tj = thread_handle(0, err);
-    if (!tj) return err ? err->code : BATON_ERR_NOMEM;
-    uint32_t h, w, c;
-    int rc = read_header(tj, p, n, &h, &w, &c, err);
-    if (rc) return rc;
-    if (force_c) c = force_c;  /* libjpeg converts YCbCr -> grey (Y) and grey -> RGB itself */
-    rc = baton_image_resize(im, h, w, c, err);
-    if (rc) return rc;
-    int pf = c == 1 ? TJPF_GRAY : TJPF_RGB;
+    uint32_t h = im->h, w = im->w, c = im->c;
+    int rc, pf = c == 1 ? TJPF_GRAY : TJPF_RGB;
     if (tjDecompress2(tj, p, (unsigned long)n, im->px, (int)w, 0, (int)h, pf,
                       TJFLAG_ACCURATEDCT) != 0) {
         const char *msg = tjGetErrorStr2(tj);
@@ -131,11 +128,23 @@ int img_jpeg_decode(const uint8_t *p, size_t n, uint32_t force_c, baton_image *i
             else if (!strstr(msg, "premature end of data segment"))
                 return BATON_OK;  /* a harmless warning: the image is complete */
         }
-        baton_err_set(err, rc, "JPEG: %s", msg);
-        drop_handle(0, tj);
-        return rc;
+        return baton_err_set(err, rc, "JPEG: %s", msg);
     }
     return BATON_OK;
+}
+
+int img_jpeg_decode(const uint8_t *p, size_t n, uint32_t force_c, baton_image *im,
+                    baton_err *err)
+{
+    tjhandle tj = new_decompressor(err);
+    if (!tj) return err ? err->code : BATON_ERR_NOMEM;
+    uint32_t h, w, c;
+    int rc = read_header(tj, p, n, &h, &w, &c, err);
+    if (!rc && force_c) c = force_c;  /* libjpeg converts YCbCr -> grey (Y) and grey -> RGB itself */
+    if (!rc) rc = baton_image_resize(im, h, w, c, err);
+    if (!rc) rc = decode_into(tj, p, n, im, err);
+    tjDestroy(tj);
+    return rc;
 }
 
 int img_jpeg_encode(const baton_image *im, int quality, baton_buf *out, baton_err *err)
@@ -143,7 +152,7 @@ int img_jpeg_encode(const baton_image *im, int quality, baton_buf *out, baton_er
     if (im->w > JPEG_MAX_DIM || im->h > JPEG_MAX_DIM)
         return baton_err_set(err, BATON_ERR_ARG, "JPEG: %ux%u image (at most %d per side)", im->h,
                              im->w, JPEG_MAX_DIM);
-    tjhandle tj = thread_handle(1, err);
+    tjhandle tj = thread_compressor(err);
     if (!tj) return err ? err->code : BATON_ERR_NOMEM;
     int sub = im->c == 1 ? TJSAMP_GRAY : quality >= 90 ? TJSAMP_444 : TJSAMP_420;
     unsigned long bound = tjBufSize((int)im->w, (int)im->h, sub);
@@ -156,7 +165,7 @@ int img_jpeg_encode(const baton_image *im, int quality, baton_buf *out, baton_er
     if (tjCompress2(tj, im->px, (int)im->w, 0, (int)im->h, im->c == 1 ? TJPF_GRAY : TJPF_RGB, &dst,
                     &size, sub, quality, TJFLAG_NOREALLOC | TJFLAG_ACCURATEDCT) != 0) {
         baton_err_set(err, BATON_ERR_FORMAT, "JPEG: encode failed: %s", tjGetErrorStr2(tj));
-        drop_handle(1, tj);
+        drop_compressor(tj);
         return BATON_ERR_FORMAT;
     }
     if (dst != out->data + out->len || size > bound)

@@ -21,9 +21,15 @@
  *  - --resize HxW resizes to that size (bilinear, as before); --resize N resizes the shorter side
  *    to N keeping the aspect (the longer side floor(long·N/short), as im2rec's --resize) with the
  *    antialiased resampler (region_internal.h). Resized images are encoded again (in their file's
- *    encoding when kept, else the requested one). */
+ *    encoding when kept, else the requested one).
+ *  - --jpeg-restart (opt-in): every JPEG record, kept or encoded, is transcoded losslessly to one
+ *    sequential scan with a restart marker after every MCU and Huffman tables optimised for it
+ *    (img_jpeg_restart, jpeg_rect_internal.h): the same DCT coefficients, so the same pixels; the
+ *    crop decoder recognises such a file from its header and decodes only the MCUs around a box.
+ *    Refused when the pack writes no JPEG (raw records, --encode png). The byte cost is logged. */
 #include "img_internal.h"
 #include "region_internal.h"
+#include "jpeg_rect_internal.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -41,6 +47,7 @@ void baton_pack_opts_default(baton_pack_opts *o)
     o->quality = 95;
     o->shard_mb = 64;
     o->shuffle = 1;
+    o->piece_bytes = BATON_PIECE_BYTES_DEFAULT;
 }
 
 typedef struct packer {
@@ -60,6 +67,8 @@ typedef struct packer {
     int keep;                  /* an image folder without --encode: each file's bytes as they are */
     uint64_t kept[2];          /* records stored as PNG, as JPEG (keep) */
     img_scratch sc;            /* the shorter-side resize's */
+    baton_buf rst;             /* the record's JPEG transcoded (--jpeg-restart) */
+    uint64_t rst_n, rst_in, rst_out;  /* JPEGs transcoded, their bytes before and after */
 } packer;
 
 static int shard_paths(const packer *p, size_t k, char *rec, char *idx, size_t cap, char *recname,
@@ -92,7 +101,9 @@ static int open_shard(packer *p, baton_err *err)
     p->m->nshards++;  /* counted now so the manifest frees the names on any failure */
     if (!si->file || !si->index) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
     p->w = baton_shard_writer_open(rec, idx, p->o->format, err);
-    return p->w ? BATON_OK : err->code;
+    if (!p->w) return err->code;
+    si->piece_bytes = p->o->piece_bytes;   /* 0: none, as an older pack wrote */
+    return si->piece_bytes ? baton_shard_writer_set_pieces(p->w, si->piece_bytes, err) : BATON_OK;
 }
 
 static int close_shard(packer *p, baton_err *err)
@@ -103,6 +114,20 @@ static int close_shard(packer *p, baton_err *err)
     si->crc32c = baton_shard_writer_crc32c(p->w);
     si->index_bytes = baton_shard_writer_idx_bytes(p->w);
     si->index_crc32c = baton_shard_writer_idx_crc32c(p->w);
+    size_t n;
+    const uint32_t *pc = baton_shard_writer_pieces(p->w, &n);
+    if (n != baton_shard_pieces(si)) {
+        baton_shard_writer_abort(p->w);
+        p->w = NULL;
+        return baton_err_set(err, BATON_ERR_FORMAT, "%s: internal: %zu piece checksums for %llu pieces", si->file, n,
+                             (unsigned long long)baton_shard_pieces(si));
+    }
+    if (n && !(si->piece_crc32c = malloc(n * sizeof *pc))) {
+        baton_shard_writer_abort(p->w);
+        p->w = NULL;
+        return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    }
+    if (n) memcpy(si->piece_crc32c, pc, n * sizeof *pc);
     int rc = baton_shard_writer_commit(p->w, err);
     p->w = NULL;
     return rc;
@@ -205,6 +230,16 @@ static int pack_item(packer *p, size_t i, uint64_t key, baton_err *err)
         bytes = p->enc.data;
         nbytes = p->enc.len;
     }
+    if (p->o->jpeg_restart && enc == BATON_ENC_JPEG) {
+        p->rst.len = 0;
+        rc = img_jpeg_restart(bytes, nbytes, &p->rst, err);
+        if (rc) return baton_err_prefix(err, "%s: --jpeg-restart", what);
+        p->rst_n++;
+        p->rst_in += nbytes;
+        p->rst_out += p->rst.len;
+        bytes = p->rst.data;
+        nbytes = p->rst.len;
+    }
     float label = (float)it.label;
     baton_sample_in in = {
         .id = it.id, .labels = &label, .nlabels = 1, .img = bytes, .img_len = nbytes,
@@ -252,6 +287,9 @@ static int fill_header(packer *p, baton_err *err)
         else if (m->shape[0]) m->shape[0] = m->shape[1] = o->resize_h;
     }
     if (!m->name || !m->split) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    if (o->jpeg_restart && !p->keep && m->encoding != BATON_ENC_JPEG)
+        return baton_err_set(err, BATON_ERR_USAGE, "--jpeg-restart applies to JPEG records; these are %s (--encode jpeg, "
+                             "or an image folder of JPEGs)", baton_encoding_name(m->encoding));
     m->class_names = calloc(m->classes ? m->classes : 1, sizeof *m->class_names);
     if (!m->class_names) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
     for (uint32_t k = 0; k < m->classes; k++)
@@ -383,6 +421,10 @@ int baton_pack(const baton_pack_opts *o, baton_manifest *out, baton_err *err)
             out->mean[k] = (float)mean;
             out->std[k] = (float)sqrt(var > 1e-12 ? var : 1e-12);
         }
+        if (p.rst_n)
+            baton_log(BATON_LOG_INFO, "--jpeg-restart: %llu JPEG(s) transcoded, %.1f MB -> %.1f MB (%+.1f%%)",
+                      (unsigned long long)p.rst_n, p.rst_in / 1e6, p.rst_out / 1e6,
+                      100.0 * ((double)p.rst_out / (double)p.rst_in - 1));
         rc = baton_manifest_save(o->out_dir, out, err);
         if (rc == BATON_OK) tidy(o->out_dir, had_old ? &old : NULL, out);
     }
@@ -394,6 +436,7 @@ int baton_pack(const baton_pack_opts *o, baton_manifest *out, baton_err *err)
     img_scratch_free(&p.sc);
     baton_buf_free(&p.enc);
     baton_buf_free(&p.payload);
+    baton_buf_free(&p.rst);
     baton_src_close(p.src);
     if (rc) baton_manifest_free(out);
     return rc;

@@ -3,15 +3,23 @@
  * img_decode_crop_ref (the plain reference: the whole image, then the same resample).
  *
  * Contract (see region_internal.h for the interface):
- *  - JPEG (fast): the libjpeg API of libjpeg-turbo, one decompressor per scratch (s->jpeg), made on
- *    first use, reset with jpeg_abort_decompress after every image, failed or not, and destroyed by
- *    img_scratch_free. The header is read once; its size is checked against BATON_IMG_MAX_PIXELS
+ *  - JPEG (fast): the libjpeg API of libjpeg-turbo, a decompressor created for every image and
+ *    destroyed after it, failed or not (libjpeg would otherwise lend one file's Huffman and
+ *    quantisation tables to the next file that lacks them); its error handler lives in the scratch
+ *    (s->jpeg), made on first use and freed by img_scratch_free. The header is read once; its size is checked against BATON_IMG_MAX_PIXELS
  *    and CMYK/YCCK refused before anything is decoded. The DCT scale is the smallest M/8
  *    (M = 1, 2, 4: the scales with SIMD kernels) that keeps the box at least oh × ow, else 8/8. Only the
  *    columns the resampler's taps reach, plus one pixel each side (jpeg_crop_scanline widens them to
  *    the iMCU boundary), and the rows they reach, plus one each side, are decoded
- *    (jpeg_skip_scanlines above, jpeg_abort_decompress below). The box is then mapped into the
+ *    (jpeg_skip_scanlines above; nothing below is read). The box is then mapped into the
  *    decoded region by the exact scale factor output_size / image_size and resampled.
+ *  - JPEG with a restart marker after every MCU (`baton pack --jpeg-restart`; recognised from the
+ *    header: jpeg_rect_internal.h says which files): the same region — same scale, columns, rows
+ *    and libjpeg calls — is decoded from a small JPEG of only the MCUs that hold it plus one MCU
+ *    each side (jpeg_rect.c), so the MCUs above and beside the box are never entropy-decoded; the
+ *    result is byte-identical to the path above (tests/unit/test_img_rect.c). If the rectangle
+ *    fails for any reason the path above decodes the file's own bytes with the box already planned
+ *    (the plan runs once per image) and its result or error stands. s->rect_off turns it off.
  *  - libjpeg never prints and never exits here: fatal errors come back through setjmp/longjmp as
  *    BATON_ERR_CORRUPT (BATON_ERR_FORMAT when the decoder would need more memory than the image
  *    can justify: libjpeg's max_memory_to_use is set from the header's size, so a hostile
@@ -25,6 +33,7 @@
  *    the whole image into s->full with c channels, plan on its size, resample. */
 #include "region_internal.h"
 #include "img_internal.h"
+#include "jpeg_rect_internal.h"
 
 #include <limits.h>
 #include <math.h>
@@ -46,6 +55,7 @@ typedef struct region_jpeg {
     jmp_buf jb;
     baton_err *err;  /* the current call's */
     int code;        /* the status a longjmp returns */
+    int live;        /* ci is created */
 } region_jpeg;
 
 /* Record the failure (message from libjpeg's table) and unwind to the setjmp in crop_jpeg. */
@@ -99,24 +109,40 @@ static region_jpeg *scratch_jpeg(img_scratch *s, baton_err *err)
     r->jerr.error_exit = on_error;
     r->jerr.emit_message = on_message;
     r->ci.client_data = r;
-    r->err = err;
-    if (setjmp(r->jb)) {  /* jpeg_create_decompress fails only when out of memory */
-        jpeg_destroy_decompress(&r->ci);
-        free(r);
-        return NULL;
-    }
-    jpeg_create_decompress(&r->ci);
     r->prog.progress_monitor = on_progress;
-    r->ci.progress = &r->prog;
     s->jpeg = r;
     return r;
 }
 
+/* A decompressor for one image, under the caller's setjmp (creating fails only when out of
+ * memory). libjpeg keeps the quantisation and Huffman tables of the images a decompressor decoded
+ * before (for abbreviated streams), so a file that uses a table it does not define would decode
+ * with the previous file's: its pixels would depend on the record the worker decoded last. A
+ * fresh one per image costs microseconds. */
+static void jpeg_begin(region_jpeg *r)
+{
+    r->live = 1;
+    jpeg_create_decompress(&r->ci);
+    r->ci.progress = &r->prog;
+}
+
+static void jpeg_end(region_jpeg *r)
+{
+    if (r->live) jpeg_destroy_decompress(&r->ci);
+    r->live = 0;
+}
+
 void img_region_jpeg_free(img_scratch *s)
 {
-    region_jpeg *r = s ? s->jpeg : NULL;
+    if (!s) return;
+    if (s->rect) {
+        jrect_free(s->rect);
+        free(s->rect);
+        s->rect = NULL;
+    }
+    region_jpeg *r = s->jpeg;
     if (!r) return;
-    jpeg_destroy_decompress(&r->ci);
+    jpeg_end(r);
     free(r);
     s->jpeg = NULL;
 }
@@ -200,15 +226,13 @@ typedef struct crop_req {
     uint32_t *src_h, *src_w;
 } crop_req;
 
-/* After jpeg_read_header: size, colour space and plan checks; the box in image coordinates. */
-static int jpeg_plan(j_decompress_ptr ci, const crop_req *q, double box[4], baton_err *err)
+/* After the header: size, colour space (refused: "CMYK", "YCCK" or NULL) and plan checks; the box
+ * in image coordinates. */
+static int jpeg_plan(uint32_t h, uint32_t w, const char *refused, const crop_req *q, double box[4], baton_err *err)
 {
-    uint32_t h = ci->image_height, w = ci->image_width;
     int rc = img_check_pixels(h, w, "JPEG", err);
     if (rc) return rc;
-    if (ci->jpeg_color_space == JCS_CMYK || ci->jpeg_color_space == JCS_YCCK)
-        return baton_err_set(err, BATON_ERR_FORMAT, "JPEG: %s colour space is not supported",
-                             ci->jpeg_color_space == JCS_CMYK ? "CMYK" : "YCCK");
+    if (refused) return baton_err_set(err, BATON_ERR_FORMAT, "JPEG: %s colour space is not supported", refused);
     if (q->expect && ((q->expect[0] && q->expect[0] != h) || (q->expect[1] && q->expect[1] != w)))
         return baton_err_set(err, BATON_ERR_FORMAT, "JPEG: %ux%u image, expected %ux%u", h, w,
                              q->expect[0] ? q->expect[0] : h, q->expect[1] ? q->expect[1] : w);
@@ -217,46 +241,169 @@ static int jpeg_plan(j_decompress_ptr ci, const crop_req *q, double box[4], bato
     return plan_box(q->plan, q->ctx, h, w, box, err);
 }
 
+/* The region of the ws × hs output (the image at scale M/8) that the box needs: the box in output
+ * coordinates (sb) and the pixel span the resampler's taps reach (x0..x1, y0..y1). */
+typedef struct region_span {
+    double sb[4];
+    uint32_t x0, x1, y0, y1;
+} region_span;
+
+static void span_of(const double box[4], uint32_t h, uint32_t w, uint32_t hs, uint32_t ws, const crop_req *q,
+                    region_span *g)
+{
+    double fx = (double)ws / w, fy = (double)hs / h;
+    double sb[4] = {box[0] * fx, box[1] * fy, box[2] * fx, box[3] * fy};
+    memcpy(g->sb, sb, sizeof sb);
+    tap_span(sb[0], sb[2], q->ow, ws, &g->x0, &g->x1);
+    tap_span(sb[1], sb[3], q->oh, hs, &g->y0, &g->y1);
+}
+
+/* The box in the coordinates of the decoded region (columns xoff.., rows g->y0..), clamped to it. */
+static void region_box(const region_span *g, uint32_t xoff, uint32_t cw, double rbox[4])
+{
+    double rows = g->y1 - g->y0;
+    double lim[4] = {cw, rows, cw, rows};
+    double off[4] = {xoff, g->y0, xoff, g->y0};
+    for (int i = 0; i < 4; i++) {
+        double v = g->sb[i] - off[i];
+        rbox[i] = v < 0 ? 0 : v > lim[i] ? lim[i] : v;
+    }
+}
+
+static void set_output(j_decompress_ptr ci, int m, uint32_t c)
+{
+    ci->scale_num = (unsigned)m;
+    ci->scale_denom = 8;
+    ci->out_color_space = c == 1 ? JCS_GRAYSCALE : JCS_RGB;
+    ci->dct_method = JDCT_ISLOW;
+    ci->do_fancy_upsampling = TRUE;
+    set_memory_limit(ci);
+}
+
 /* The decoding proper, under the caller's setjmp: box → the region in s->full, rbox the box in
- * the region's coordinates. Returns non-zero (err set) for a refusal before decoding. */
-static int jpeg_region(region_jpeg *r, const uint8_t *p, size_t n, const crop_req *q, img_scratch *s,
-                       double rbox[4], baton_err *err)
+ * the region's coordinates. planned: the box, when the rectangle path planned it already (the
+ * plan runs once per image: it may draw random numbers). Returns non-zero (err set) for a refusal
+ * before decoding. */
+static int jpeg_region(region_jpeg *r, const uint8_t *p, size_t n, const crop_req *q, const double *planned,
+                       img_scratch *s, double rbox[4], baton_err *err)
 {
     j_decompress_ptr ci = &r->ci;
     jpeg_mem_src(ci, p, (unsigned long)n);
     jpeg_read_header(ci, TRUE);
     double box[4];
-    int rc = jpeg_plan(ci, q, box, err);
-    if (rc) return rc;
-    int m = dct_scale(box, q->oh, q->ow);
-    ci->scale_num = (unsigned)m;
-    ci->scale_denom = 8;
-    ci->out_color_space = q->c == 1 ? JCS_GRAYSCALE : JCS_RGB;
-    ci->dct_method = JDCT_ISLOW;
-    ci->do_fancy_upsampling = TRUE;
-    set_memory_limit(ci);
+    int rc;
+    if (planned) {
+        memcpy(box, planned, sizeof box);
+        if (!box_ok(box, ci->image_height, ci->image_width)) ERREXIT(ci, JERR_BAD_STATE);
+    } else {
+        J_COLOR_SPACE cs = ci->jpeg_color_space;
+        rc = jpeg_plan(ci->image_height, ci->image_width, cs == JCS_CMYK ? "CMYK" : cs == JCS_YCCK ? "YCCK" : NULL, q,
+                       box, err);
+        if (rc) return rc;
+    }
+    set_output(ci, dct_scale(box, q->oh, q->ow), q->c);
     jpeg_start_decompress(ci);
     uint32_t ws = ci->output_width, hs = ci->output_height;
-    double fx = (double)ws / ci->image_width, fy = (double)hs / ci->image_height;
-    double sb[4] = {box[0] * fx, box[1] * fy, box[2] * fx, box[3] * fy};
-    uint32_t x0, x1, y0, y1;
-    tap_span(sb[0], sb[2], q->ow, ws, &x0, &x1);
-    tap_span(sb[1], sb[3], q->oh, hs, &y0, &y1);
-    JDIMENSION xoff = x0, cw = x1 - x0;
+    region_span g;
+    span_of(box, ci->image_height, ci->image_width, hs, ws, q, &g);
+    JDIMENSION xoff = g.x0, cw = g.x1 - g.x0;
     if (cw < ws) jpeg_crop_scanline(ci, &xoff, &cw);
     if (cw != ci->output_width || xoff + cw > ws) ERREXIT(ci, JERR_BAD_CROP_SPEC);
-    rc = baton_image_resize(&s->full, y1 - y0, cw, q->c, err);
+    rc = baton_image_resize(&s->full, g.y1 - g.y0, cw, q->c, err);
     if (rc) return rc;
-    read_rows(ci, y0, y1, &s->full);
-    double lim[4] = {cw, y1 - y0, cw, y1 - y0};
-    double off[4] = {xoff, y0, xoff, y0};
-    for (int i = 0; i < 4; i++) {
-        double v = sb[i] - off[i];
-        rbox[i] = v < 0 ? 0 : v > lim[i] ? lim[i] : v;
-    }
+    read_rows(ci, g.y0, g.y1, &s->full);
+    region_box(&g, xoff, cw, rbox);
     return BATON_OK;
 }
 
+/* The rectangle path, under the caller's setjmp, for a file with a restart marker after every MCU
+ * (j indexed it): the same region jpeg_region would decode — the same scale, span, iMCU-aligned
+ * columns (jpeg_crop_scanline's rule) and rows — but from a JPEG of only the MCUs that hold it, plus
+ * one MCU each side where the image has one (the rows above give the chroma upsampling of the
+ * region's first row its context, the row below that of its last; the column margins are within
+ * what jpeg_crop_scanline leaves out), decoded with the same calls: s->full gets the same bytes,
+ * without entropy-decoding every MCU above and beside the box. */
+static int jpeg_region_rect(region_jpeg *r, jrect *j, const uint8_t *p, const crop_req *q, const double box[4],
+                            img_scratch *s, double rbox[4], baton_err *err)
+{
+    j_decompress_ptr ci = &r->ci;
+    uint32_t m = (uint32_t)dct_scale(box, q->oh, q->ow);
+    uint32_t ws = (uint32_t)(((uint64_t)j->w * m + 7) / 8), hs = (uint32_t)(((uint64_t)j->h * m + 7) / 8);
+    region_span g;
+    span_of(box, j->h, j->w, hs, ws, q, &g);
+    uint32_t xoff = g.x0, cw = g.x1 - g.x0;
+    if (cw < ws) {  /* jpeg_crop_scanline: down to the iMCU column, which is one MCU wide here */
+        uint32_t align = m * j->hmax;
+        xoff = g.x0 / align * align;
+        cw = g.x1 - xoff;
+    }
+    uint32_t smw = j->mcu_w * m / 8, smh = j->mcu_h * m / 8;  /* an MCU in output pixels */
+    uint32_t mx0 = xoff / smw, mx1 = (xoff + cw + smw - 1) / smw, my0 = g.y0 / smh, my1 = (g.y1 + smh - 1) / smh;
+    if (mx1 > j->mcux || my1 > j->mcuy) ERREXIT(ci, JERR_BAD_CROP_SPEC);
+    uint32_t rx0 = mx0 ? mx0 - 1 : 0, rx1 = mx1 < j->mcux ? mx1 + 1 : mx1;
+    uint32_t ry0 = my0 ? my0 - 1 : 0, ry1 = my1 < j->mcuy ? my1 + 1 : my1;
+    size_t len = jrect_build(j, p, rx0, rx1, ry0, ry1);
+    if (!len) return baton_err_set(err, BATON_ERR_NOMEM, "JPEG: out of memory for a %ux%u-MCU rectangle",
+                                   ry1 - ry0, rx1 - rx0);
+    jpeg_mem_src(ci, j->out, (unsigned long)len);
+    jpeg_read_header(ci, TRUE);
+    set_output(ci, (int)m, q->c);
+    jpeg_start_decompress(ci);
+    uint32_t ox = rx0 * smw, oy = ry0 * smh;
+    uint32_t rw = (rx1 == j->mcux ? ws : rx1 * smw) - ox, rh = (ry1 == j->mcuy ? hs : ry1 * smh) - oy;
+    if (ci->output_width != rw || ci->output_height != rh) ERREXIT(ci, JERR_BAD_CROP_SPEC);
+    JDIMENSION rxoff = xoff - ox, rcw = cw;
+    if (cw < ws) jpeg_crop_scanline(ci, &rxoff, &rcw);
+    if (rxoff != xoff - ox || rcw != cw || ci->output_width != cw) ERREXIT(ci, JERR_BAD_CROP_SPEC);
+    int rc = baton_image_resize(&s->full, g.y1 - g.y0, cw, q->c, err);
+    if (rc) return rc;
+    read_rows(ci, g.y0 - oy, g.y1 - oy, &s->full);
+    region_box(&g, xoff, cw, rbox);
+    return BATON_OK;
+}
+
+/* jpeg_region under a setjmp for libjpeg's errors, with a decompressor of its own. */
+static int run_scan(region_jpeg *r, const uint8_t *p, size_t n, const crop_req *q, const double *planned,
+                    img_scratch *s, double rbox[4], baton_err *err)
+{
+    baton_err local;
+    r->err = err ? err : &local;
+    r->code = BATON_OK;
+    if (setjmp(r->jb)) {
+        jpeg_end(r);
+        return r->code;
+    }
+    jpeg_begin(r);
+    int rc = jpeg_region(r, p, n, q, planned, s, rbox, r->err);
+    jpeg_end(r);
+    return rc;
+}
+
+/* jpeg_region_rect likewise. */
+static int run_rect(region_jpeg *r, jrect *j, const uint8_t *p, const crop_req *q, const double box[4],
+                    img_scratch *s, double rbox[4], baton_err *err)
+{
+    r->err = err;
+    r->code = BATON_OK;
+    if (setjmp(r->jb)) {
+        jpeg_end(r);
+        return r->code;
+    }
+    jpeg_begin(r);
+    int rc = jpeg_region_rect(r, j, p, q, box, s, rbox, err);
+    jpeg_end(r);
+    return rc;
+}
+
+static jrect *scratch_rect(img_scratch *s)
+{
+    if (!s->rect) s->rect = calloc(1, sizeof(jrect));
+    return s->rect;
+}
+
+/* A file with a restart marker after every MCU takes the rectangle path; if that fails for any
+ * reason (a header libjpeg refuses, corrupt data in the rectangle, out of memory) the ordinary path
+ * decodes the file's own bytes with the box already planned, and its result or error stands. */
 static int crop_jpeg(const uint8_t *p, size_t n, const crop_req *q, img_scratch *s, baton_image *dst,
                      baton_err *err)
 {
@@ -265,16 +412,20 @@ static int crop_jpeg(const uint8_t *p, size_t n, const crop_req *q, img_scratch 
     if (n > ULONG_MAX) return baton_err_set(err, BATON_ERR_FORMAT, "JPEG: %zu bytes is too big", n);
     region_jpeg *r = scratch_jpeg(s, err);
     if (!r) return err ? err->code : BATON_ERR_NOMEM;
-    baton_err local;
-    r->err = err ? err : &local;
-    r->code = BATON_OK;
-    double rbox[4];
-    if (setjmp(r->jb)) {
-        jpeg_abort_decompress(&r->ci);
-        return r->code;
+    double box[4], rbox[4];
+    const double *planned = NULL;
+    jrect *j = s->rect_off ? NULL : scratch_rect(s);
+    if (j && jrect_index(j, p, n)) {
+        int rc = jpeg_plan(j->h, j->w, NULL, q, box, err);
+        if (rc) return rc;
+        planned = box;
+        baton_err quiet;
+        if (run_rect(r, j, p, q, box, s, rbox, &quiet) == BATON_OK) {
+            s->rect_decodes++;
+            return img_resample_box(&s->full, rbox, q->oh, q->ow, dst, s, err);
+        }
     }
-    int rc = jpeg_region(r, p, n, q, s, rbox, err);
-    jpeg_abort_decompress(&r->ci);
+    int rc = run_scan(r, p, n, q, planned, s, rbox, err);
     if (rc) return rc;
     return img_resample_box(&s->full, rbox, q->oh, q->ow, dst, s, err);
 }

@@ -18,7 +18,9 @@
  *    that keeps the box at least oh × ow, then resamples the box (mapped into the decoded region's
  *    coordinates) to oh × ow; PNG and raw decode whole and resample. img_decode_crop_ref is the
  *    plain reference: baton_img_decode of the whole image at full size, then img_resample_box on the
- *    same box. The two agree within the tolerance tests/unit/test_img_region.c states.
+ *    same box. The two agree within the tolerance tests/unit/test_img_region.c states. A JPEG with a
+ *    restart marker after every MCU is decoded from its box's MCUs alone (jpeg_rect_internal.h),
+ *    to the same bytes as the fast path gives without it (tests/unit/test_img_rect.c).
  *  - Errors are values (never a crash or a print, whatever the bytes): a header that lies about
  *    the size, a truncated stream ("Premature end": BATON_ERR_TRUNCATED), corrupt data
  *    (BATON_ERR_CORRUPT), a decompression bomb (more than BATON_IMG_MAX_PIXELS: BATON_ERR_FORMAT),
@@ -41,6 +43,9 @@ typedef struct img_scratch {
     float *line;           /* the resampler's source row in float and its horizontal weights */
     size_t line_cap;       /* floats */
     void *jpeg;            /* region.c's libjpeg decompressor, created on first use */
+    void *rect;            /* region.c's restart index and rectangle (jpeg_rect.c), on first use */
+    int rect_off;          /* 1: never the rectangle path (tests and benchmarks compare the two) */
+    uint64_t rect_decodes; /* crops the rectangle path gave (tests check which path ran) */
 } img_scratch;
 void img_scratch_free(img_scratch *s);
 /* region.c: destroy s->jpeg (NULL after); what img_scratch_free calls. */

@@ -53,7 +53,7 @@ int baton_src_open(const char *spec, const char *split, baton_src **out, baton_e
         kind = "imagefolder";
         open_fn = img_src_folder_open;
     } else {
-        return baton_err_set(err, BATON_ERR_ARG,
+        return baton_err_set(err, BATON_ERR_USAGE,
                              "unknown source '%s' (expected fashion-mnist[:DIR], cifar10:DIR or "
                              "imagefolder:DIR)", spec);
     }

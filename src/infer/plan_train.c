@@ -111,8 +111,9 @@ void baton_plan_train_table(FILE *f, const baton_plan_train *p, const baton_plan
     fprintf(f, "%.0f samples x %g epochs; spot: %.0f %% of instances reclaimed per month -> mean time between "
                "interruptions %.0f h; checkpoint %.0f s, restart %.0f s\n",
             o->dataset, o->epochs, o->interrupt_month * 100, p->mtbi_h, o->ckpt_seconds, o->restart_seconds);
-    fprintf(f, "%-14s %-9s %10s %10s %10s %9s %12s %9s %10s %10s\n", "type", "source", "samples/s", "time",
-            "on-demand", "spot $/h", "ckpt every", "overhead", "spot time", "spot cost");
+    /* the rate and the checkpoint plan, then the job twice: on demand (time, cost) and on spot */
+    fprintf(f, "%-14s %-9s %10s %9s %12s %9s %10s %10s %10s %10s\n", "type", "source", "samples/s", "spot $/h",
+            "ckpt every", "overhead", "od time", "od cost", "spot time", "spot cost");
     int est = 0, unworthy = 0;
     for (size_t i = 0; i < p->n; i++) {
         const baton_plan_train_row *r = &p->rows[i];
@@ -122,13 +123,14 @@ void baton_plan_train_table(FILE *f, const baton_plan_train *p, const baton_plan
         duration_text(st, sizeof st, r->spot_hours);
         infer_money_text(od, sizeof od, r->od_cost);
         infer_money_text(sc, sizeof sc, r->spot_cost);
-        fprintf(f, "%-14s %-9s %10.1f %10s %10s %8.4f%s %12s %8.2f%% %10s %10s%s\n", r->config,
-                r->source == BATON_SRC_MEASURED ? "measured" : "projected", r->samples_per_s, t, od,
-                r->spot_price, r->spot_estimated ? "*" : " ", tau, r->overhead * 100, st, sc,
+        fprintf(f, "%-14s %-9s %10.1f %8.4f%s %12s %8.2f%% %10s %10s %10s %10s%s\n", r->config,
+                r->source == BATON_SRC_MEASURED ? "measured" : "projected", r->samples_per_s, r->spot_price,
+                r->spot_estimated ? "*" : " ", tau, r->overhead * 100, t, od, st, sc,
                 !r->worth_it ? "  not worth it" : (long)i == p->pick ? "  <- pick" : "");
         est |= r->spot_estimated;
         unworthy += !r->worth_it;
     }
+    fprintf(f, "od: on demand; the costs are the whole job's, the $/h the rate\n");
     if (est) fprintf(f, "* no spot price in the catalog: on-demand x (1 - %.2f) (--spot-discount)\n", o->spot_discount);
     fprintf(f, "checkpoint interval: Daly's optimum (Young's sqrt(2*delta*M) = %.1f min); overhead = checkpoint "
                "writes + lost work + restarts, Daly's expected wall time\n",

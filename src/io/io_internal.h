@@ -113,6 +113,32 @@ int io_verify_size(const char *uri, const char *name, uint64_t expect, uint64_t 
 int io_verify_add(io_verify *v, const char *uri, const baton_manifest *m, uint32_t s, uint64_t pass, uint64_t at,
                   uint64_t n, uint32_t crc, int *whole, baton_err *err);
 
+/* Pieces (pieces.c): a shard's bytes against dataset.json's piece_crc32c before any record is
+ * decoded from them. A shard without pieces (an older dataset) passes every call unchecked. */
+/* [start, end) widened to the whole pieces around it (unchanged without pieces). */
+void io_piece_span(const baton_shard_info *si, uint64_t start, uint64_t end, uint64_t *lo, uint64_t *hi);
+/* Bytes [at, at+n) of shard si, whole pieces (at on a piece boundary, at+n on one or at the
+ * shard's end), whose CRC32C is crc: BATON_OK when each piece is the one dataset.json lists, else
+ * BATON_ERR_CORRUPT naming the shard, the first piece that differs (byte range) and both CRC32Cs. */
+int io_piece_check(const char *uri, const baton_shard_info *si, uint64_t at, const uint8_t *data, size_t n,
+                   uint32_t crc, baton_err *err);
+/* Fetch options (defaults filled in) whose chunks hold whole pieces of every shard of m. */
+int io_piece_fetch_opts(const baton_manifest *m, baton_fetch_opts *fo, baton_err *err);
+/* One warning when shards of m have no pieces (uri: the dataset's). */
+void io_pieces_warn_old(const char *uri, const baton_manifest *m);
+
+/* Local shard files for the indexed order (shardfile.c): read with pread (a file cut short under
+ * the reader is an error naming it, never SIGBUS), each piece checked against dataset.json before
+ * a byte of it is returned and kept in a bounded cache of checked pieces. */
+typedef struct io_shardfile io_shardfile;
+/* Open and size-check every shard of m in folder dir (uri names the dataset in errors). */
+int io_shardfile_open(io_shardfile **out, const char *uri, const char *dir, const baton_manifest *m,
+                      size_t cache_bytes, baton_err *err);
+/* Bytes [at, end) of shard s: *p valid until the next call. Checked piece by piece when the shard
+ * has pieces; else read as they are (the caller sums the whole shard). */
+int io_shardfile_read(io_shardfile *f, uint32_t s, uint64_t at, uint64_t end, const uint8_t **p, baton_err *err);
+void io_shardfile_close(io_shardfile *f);
+
 /* Verified local copies (localcopy.c). */
 typedef struct io_sink {
     const baton_shard_info *si;

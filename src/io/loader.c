@@ -9,6 +9,8 @@
  *          to local_dir and verified; later epochs read the local copy (shards that did not come
  *          whole through the stream — after a restart mid-shard, or for other workers' blocks —
  *          are downloaded first). A full disk turns caching off with a warning (pipe from then on).
+ *   A folder of file mode's is shared: by a group of loaders that split the downloads (share.c), or
+ *   else by whichever processes open it, which take turns downloading (download_turn).
  *
  * Orders: file/mount/cache-after-epoch-0 use the indexed order, pipe and cache's epoch 0 the
  * streamed order (order.c; its reading is stream.c's). Local reads map the shard files (through
@@ -28,9 +30,11 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define BLOCK_TARGET_BYTES (32u << 20)
+#define PIECE_CACHE_BYTES (64u << 20)   /* mount mode: checked pieces kept in memory */
 
 void baton_loader_opts_default(baton_loader_opts *o)
 {
@@ -175,6 +179,58 @@ static int write_local_manifest(baton_loader *l, baton_err *err)
     return baton_manifest_save(l->local_dir, &l->m, err);
 }
 
+/* File mode's download into a folder that no group splits: the loaders of other processes with the
+ * same folder (the Python module's default folder is one per URI) take turns, so each shard is
+ * fetched once and no two writers share a ".part" (one's rename took the other's file away). The
+ * lock is released when its holder closes it or dies; a waiter then finds the shards in place and
+ * verified, or downloads what is missing. */
+static int download_turn(const char *dir, int *fd, baton_err *err)
+{
+    char path[4200], what[4200];
+    if (baton_path_join(path, sizeof path, dir, ".download.lock", err)) return err->code;
+    snprintf(what, sizeof what, "the local copy in %s", dir);
+    for (int said = 0;; said = 1) {
+        baton_err e = {0};
+        int rc = baton_lock_acquire(path, what, fd, &e);
+        if (rc != BATON_ERR_BUSY) {
+            if (rc) *err = e;
+            return rc;
+        }
+        if (!said) baton_log(BATON_LOG_INFO, "waiting for another process's download: %s", e.msg);
+        struct timespec ts = {0, 50 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
+baton_io_mode baton_io_mode_for_uri(const char *uri)
+{
+    return !strstr(uri, "://") || !strncmp(uri, "file://", 7) ? BATON_MODE_MOUNT : BATON_MODE_PIPE;
+}
+
+int baton_loader_open_dataset(const baton_loader_opts *o, int mode_set, baton_loader **out, baton_err *err)
+{
+    *out = NULL;
+    if (!o->uri) return baton_err_set(err, BATON_ERR_ARG, "no data URI");
+    baton_loader_opts lo = *o;
+    if (!mode_set) lo.mode = baton_io_mode_for_uri(o->uri);
+    if (lo.mode == BATON_MODE_FILE || lo.mode == BATON_MODE_CACHE) {
+        if (!lo.local_dir)
+            return baton_err_set(err, BATON_ERR_ARG, "%s mode needs a local folder", baton_io_mode_name(lo.mode));
+        int rc = baton_mkdir_p(lo.local_dir, err);
+        if (rc) return rc;
+    } else {
+        lo.local_dir = NULL, lo.share_rank = 0, lo.share_size = 0;
+    }
+    int rc = baton_loader_open(&lo, out, err);
+    if (rc) return baton_err_prefix(err, "%s", o->uri);
+    if (baton_loader_epoch_size(*out) == 0) {
+        baton_loader_close(*out);
+        *out = NULL;
+        return baton_err_set(err, BATON_ERR_FORMAT, "%s: no records", o->uri);
+    }
+    return BATON_OK;
+}
+
 int baton_loader_open(const baton_loader_opts *o, baton_loader **out, baton_err *err)
 {
     *out = NULL;
@@ -207,6 +263,11 @@ int baton_loader_open(const baton_loader_opts *o, baton_loader **out, baton_err 
         rc = baton_manifest_parse(name, (const char *)mj.data, mj.len, &l->m, err);
     }
     baton_buf_free(&mj);
+    if (!rc) {
+        io_pieces_warn_old(baton_store_uri(l->store), &l->m);
+        l->sfetch = o->fetch;
+        rc = io_piece_fetch_opts(&l->m, &l->sfetch, err);
+    }
     if (!rc && l->local_dir) rc = baton_mkdir_p(l->local_dir, err);
     if (!rc) {
         size_t n = l->m.nshards;
@@ -237,11 +298,16 @@ int baton_loader_open(const baton_loader_opts *o, baton_loader **out, baton_err 
         for (size_t s = 0; !rc && s < l->m.nshards; s++) rc = io_share_map(l, (uint32_t)s, err);
         if (!rc) rc = write_local_manifest(l, err);
     } else if (!rc && o->mode == BATON_MODE_FILE) {
-        rc = io_download(l->store, &l->m, l->local_dir, NULL, &o->fetch, &l->st, err);
+        int lock = -1;
+        rc = download_turn(l->local_dir, &lock, err);
+        if (!rc) rc = io_download(l->store, &l->m, l->local_dir, NULL, &l->sfetch, &l->st, err);
         if (!rc) rc = write_local_manifest(l, err);
+        baton_lock_release(lock);
         if (!rc) rc = map_shards(l, l->local_dir, err);
     }
-    if (!rc && o->mode == BATON_MODE_MOUNT) rc = map_shards(l, baton_store_local_dir(l->store), err);
+    if (!rc && o->mode == BATON_MODE_MOUNT)
+        rc = io_shardfile_open(&l->sf, baton_store_uri(l->store), baton_store_local_dir(l->store), &l->m,
+                               PIECE_CACHE_BYTES, err);
     if (rc) {
         baton_loader_close(l);
         return rc;
@@ -316,7 +382,7 @@ static int indexed_prepare(baton_loader *l, baton_err *err)
 {
     if (l->o.mode == BATON_MODE_CACHE && !l->cache_ready && !l->share) {
         io_stream_reset(l);
-        baton_fetch_opts fo = l->o.fetch;
+        baton_fetch_opts fo = l->sfetch;
         uint64_t before = l->st.bytes_fetched;
         int rc = io_download(l->store, &l->m, l->local_dir, l->cache_written, &fo, &l->st, err);
         io_loader_count_fetched(l, l->cur.epoch, l->st.bytes_fetched - before);
@@ -345,20 +411,24 @@ static int indexed_next(baton_loader *l, baton_record *out, baton_err *err)
         if (rc) return rc;
     }
     uint64_t j = g - l->shard_first[s], at = l->off[s][j], end = io_loader_rec_end(l, s, j + 1);
-    baton_rec r;
-    int rc = baton_rec_read_at(l->m.format, l->map[s] + at, end - at, at, l->m.shards[s].file,
-                               &l->scratch, &r, err);
-    if (rc) return rc;
-    l->st.bytes_read += end - at;
-    if (l->o.mode == BATON_MODE_MOUNT) {   /* read in place: these bytes come from the store */
-        l->st.bytes_fetched += end - at;
+    const uint8_t *bytes = l->map[s] ? l->map[s] + at : NULL;
+    int rc = BATON_OK;
+    if (l->sf) {   /* mount mode: read in place, each piece checked before a record of it is decoded */
+        rc = io_shardfile_read(l->sf, s, at, end, &bytes, err);
+        if (rc) return rc;
+        l->st.bytes_fetched += end - at;   /* these bytes come from the store */
         io_loader_count_fetched(l, l->cur.epoch, end - at);
-        /* and nothing checked them yet: summed into the shard's CRC32C, compared once the epoch
-         * read every record of the shard (file and cache copies were checked as they were written) */
-        rc = io_verify_add(&l->verify, baton_store_uri(l->store), &l->m, s, l->cur.epoch, at, end - at,
-                           baton_crc32c(0, l->map[s] + at, end - at), NULL, err);
+        /* a shard without pieces (an older dataset): summed into its CRC32C, compared once the
+         * epoch read every record of it (file and cache copies were checked as they were written) */
+        if (!l->m.shards[s].piece_bytes)
+            rc = io_verify_add(&l->verify, baton_store_uri(l->store), &l->m, s, l->cur.epoch, at, end - at,
+                               baton_crc32c(0, bytes, end - at), NULL, err);
         if (rc) return rc;
     }
+    baton_rec r;
+    rc = baton_rec_read_at(l->m.format, bytes, end - at, at, l->m.shards[s].file, &l->scratch, &r, err);
+    if (rc) return rc;
+    l->st.bytes_read += end - at;
     out->data = r.data;
     out->len = r.len;
     out->shard = s;
@@ -443,6 +513,7 @@ void baton_loader_close(baton_loader *l)
     if (!l) return;
     io_share_close(l);
     io_stream_reset(l);
+    io_shardfile_close(l->sf);
     for (size_t s = 0; s < l->m.nshards; s++) {
         if (l->off) free(l->off[s]);
         if (l->map && l->map[s]) baton_sys.munmap((void *)l->map[s], l->map_len[s]);

@@ -9,7 +9,8 @@ typedef struct plan_seg {   /* one fetched range: a run of records of one shard 
     uint64_t epoch, block;
     uint32_t shard;
     uint64_t first, count;  /* records */
-    uint64_t start, end;    /* bytes */
+    uint64_t start, end;    /* bytes of those records */
+    uint64_t fstart, fend;  /* bytes fetched: [start, end) widened to whole pieces */
     uint64_t bfirst;        /* index of record `first` within its block */
     uint64_t n, lo, hi;     /* the block's records, and the positions [lo, hi) of its permutation
                                that are handed out (the rest are not needed: before a resume
@@ -44,7 +45,8 @@ struct baton_loader {
     uint64_t ep_base;
     size_t ep_len;
 
-    /* local (indexed) reading */
+    /* local (indexed) reading: mount mode reads through sf, file and cache mode map their copies */
+    io_shardfile *sf;
     const uint8_t **map;
     size_t *map_len;
     uint64_t *perm, perm_epoch;
@@ -52,6 +54,7 @@ struct baton_loader {
     baton_buf scratch;
 
     /* streamed reading */
+    baton_fetch_opts sfetch;  /* o.fetch with chunks of whole pieces (io_piece_fetch_opts) */
     baton_fetch *fetch;
     plan_seg *plan;
     size_t plan_len, plan_cap, plan_next;  /* next plan entry whose data we consume */

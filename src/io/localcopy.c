@@ -9,8 +9,10 @@
  * opens a copy, or by the sink as this process wrote it: io_download's `written`). So no fsync is needed —
  * a copy torn by a crash fails that check and is fetched again — and writing the cache costs the
  * trainer no disk flushes. io_download pulls
- * whole shards through one ordered fetcher (several ranged requests in flight), downloads a
- * shard again once when its checksum does not match, and fails clearly the second time. */
+ * whole shards through one ordered fetcher (several ranged requests in flight; with fetch options
+ * from io_piece_fetch_opts each chunk holds whole pieces, checked as it arrives, so a wrong shard
+ * stops at its first wrong piece), downloads a shard again once when its checksum does not match,
+ * and fails clearly the second time, naming the piece where the shard has pieces. */
 #include "io_internal.h"
 
 #include <errno.h>
@@ -101,8 +103,9 @@ int io_local_valid(const char *dir, const baton_shard_info *si)
  * checksum did not match are listed in bad[] (their .part removed); other errors abort. */
 static int download_pass(baton_store *store, const baton_manifest *m, const char *dir,
                          const baton_fetch_opts *fo, const uint32_t *todo, size_t n, const int *cancel,
-                         uint32_t *bad, size_t *nbad, baton_loader_stats *st, baton_err *err)
+                         uint32_t *bad, size_t *nbad, baton_err *why, baton_loader_stats *st, baton_err *err)
 {
+    uint64_t skip = UINT64_MAX;   /* a shard found wrong: the rest of its pieces pass unused */
     *nbad = 0;
     baton_fetch *f = baton_fetch_new(store, fo, err);
     if (!f) return err->code;
@@ -120,19 +123,35 @@ static int download_pass(baton_store *store, const baton_manifest *m, const char
             rc = baton_err_set(err, BATON_ERR_ARG, "cancelled");
             break;
         }
+        st->bytes_read += p.len;
+        if (p.tag == skip) {
+            baton_fetch_release(f, &p);
+            continue;
+        }
         rc = io_verify_size(baton_store_uri(store), si->file, si->bytes, p.object_size, p.offset, err);
+        if (rc == BATON_OK && si->piece_bytes && p.offset % si->piece_bytes == 0 &&
+            (p.offset + p.len) % si->piece_bytes * (p.offset + p.len != si->bytes) == 0 &&
+            io_piece_check(baton_store_uri(store), si, p.offset, p.data, p.len, p.crc32c, why) == BATON_ERR_CORRUPT) {
+            baton_log(BATON_LOG_WARN, "%s; downloading it again", why->msg);
+            bad[(*nbad)++] = (uint32_t)p.tag;
+            if (open) io_sink_abort(&sink);
+            open = 0;
+            skip = p.tag;
+            baton_fetch_release(f, &p);
+            continue;
+        }
         if (rc == BATON_OK && !open) {
             rc = io_sink_open(&sink, dir, si, err);
             open = rc == BATON_OK;
         }
         if (rc == BATON_OK) rc = io_sink_write(&sink, p.data, p.len, err);
-        st->bytes_read += p.len;
         int last = p.last;
         baton_fetch_release(f, &p);
         if (rc == BATON_OK && last) {
             open = 0;
             rc = io_sink_commit(&sink, err);
             if (rc == BATON_ERR_CORRUPT) {
+                *why = *err;
                 baton_log(BATON_LOG_WARN, "%s; downloading it again", err->msg);
                 bad[(*nbad)++] = (uint32_t)p.tag;
                 rc = BATON_OK;
@@ -176,6 +195,7 @@ int io_download_some(baton_store *store, const baton_manifest *m, const char *di
         return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
     }
     size_t ntodo = 0, nbad = 0;
+    baton_err why = {0};
     for (size_t k = 0; k < n; k++) {
         uint32_t i = list ? list[k] : (uint32_t)k;
         if (!(written && written[i] && written_here(dir, &m->shards[i])) && !io_local_valid(dir, &m->shards[i]))
@@ -183,19 +203,19 @@ int io_download_some(baton_store *store, const baton_manifest *m, const char *di
     }
     int rc = BATON_OK;
     if (ntodo) {
-        rc = download_pass(store, m, dir, fo, todo, ntodo, cancel, bad, &nbad, st, err);
+        rc = download_pass(store, m, dir, fo, todo, ntodo, cancel, bad, &nbad, &why, st, err);
         st->downloads += ntodo;
     }
     if (rc == BATON_OK && nbad) {
         st->redownloads += nbad;
         memcpy(todo, bad, nbad * sizeof *bad);
         ntodo = nbad;
-        rc = download_pass(store, m, dir, fo, todo, ntodo, cancel, bad, &nbad, st, err);
+        rc = download_pass(store, m, dir, fo, todo, ntodo, cancel, bad, &nbad, &why, st, err);
         if (rc == BATON_OK && nbad)
             rc = baton_err_set(err, BATON_ERR_CORRUPT,
                                "%s: checksum mismatch again after downloading it a second time "
-                               "(the store's copy does not match dataset.json)",
-                               m->shards[bad[0]].file);
+                               "(the store's copy does not match dataset.json): %s",
+                               m->shards[bad[0]].file, why.msg);
     }
     free(todo);
     free(bad);

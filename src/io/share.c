@@ -59,7 +59,7 @@ static void *downloader(void *arg)
     baton_loader_stats st;
     memset(&st, 0, sizeof st);
     baton_err e = {0};
-    int rc = io_download_some(l->store, &l->m, l->local_dir, NULL, sh->mine, sh->nmine, &sh->cancel, &l->o.fetch,
+    int rc = io_download_some(l->store, &l->m, l->local_dir, NULL, sh->mine, sh->nmine, &sh->cancel, &l->sfetch,
                               &st, &e);
     pthread_mutex_lock(&sh->mu);
     sh->st.bytes_fetched += st.bytes_fetched;

@@ -4,7 +4,10 @@
  * Owns: the plan (one entry per fetched range, in consumption order, consumed entries dropped),
  * the baton_fetch that streams those ranges, the block arena and its permutation, and cache
  * mode's copy of the shards that pass by whole; every piece is checked against dataset.json on the
- * way (verify.c: the size the store tells, each shard's CRC32C once all of it passed in an epoch).
+ * way: the size the store tells, and before any record of it goes to the reader, each piece's
+ * CRC32C (pieces.c; a range is fetched widened to whole pieces, and the fetch chunks hold whole
+ * pieces, so the fetch thread's CRC of a chunk is all the check needs). A shard of an older dataset
+ * without pieces is checked whole once all of it passed in an epoch (verify.c), as before.
  *
  * Contract: the plan runs at most one epoch ahead of the reader, never past the end the caller
  * set (baton_loader_set_end): an epoch's ranges are queued when the epoch before it starts, so the
@@ -77,8 +80,10 @@ static int plan_push(baton_loader *l, const plan_seg *ps, baton_err *err)
         l->plan = p;
         l->plan_cap = cap;
     }
-    l->plan[l->plan_len] = *ps;
-    int rc = baton_fetch_add(l->fetch, l->m.shards[ps->shard].file, ps->start, ps->end - ps->start,
+    plan_seg *q = &l->plan[l->plan_len];
+    *q = *ps;
+    io_piece_span(&l->m.shards[q->shard], q->start, q->end, &q->fstart, &q->fend);
+    int rc = baton_fetch_add(l->fetch, l->m.shards[q->shard].file, q->fstart, q->fend - q->fstart,
                              l->plan_base + l->plan_len, err);
     l->plan_len++;
     return rc;
@@ -87,6 +92,20 @@ static int plan_push(baton_loader *l, const plan_seg *ps, baton_err *err)
 /* What one more request costs, in bytes: an S3 GET is priced like about 4 KiB of egress. Two
  * needed records closer than this are fetched by one request, the records between them too. */
 #define REQUEST_BYTES 4096
+
+/* The bytes a run [start, end) of shard s costs to fetch: widened to whole pieces. */
+static uint64_t span_lo(const baton_loader *l, uint32_t s, uint64_t start)
+{
+    uint64_t lo, hi;
+    io_piece_span(&l->m.shards[s], start, start + 1, &lo, &hi);
+    return lo;
+}
+static uint64_t span_hi(const baton_loader *l, uint32_t s, uint64_t end)
+{
+    uint64_t lo, hi;
+    io_piece_span(&l->m.shards[s], end - 1, end, &lo, &hi);
+    return hi;
+}
 
 /* The ranges that cover the needed records of a block (need NULL: all of them): one per run of
  * needed records inside one segment, runs closer than REQUEST_BYTES joined. dry: only count their
@@ -104,13 +123,13 @@ static int block_runs(baton_loader *l, const plan_seg *proto, const io_segment *
         for (uint64_t k = 0; k < seg[i].count && rc == BATON_OK; k++) {
             if (need && !need[base + k]) continue;
             uint64_t j = seg[i].first + k;
-            if (open && l->off[s][j] - run.end <= REQUEST_BYTES) {
+            if (open && span_lo(l, s, l->off[s][j]) <= span_hi(l, s, run.end) + REQUEST_BYTES) {
                 run.count = j + 1 - run.first;
                 run.end = io_loader_rec_end(l, s, j + 1);
                 continue;
             }
             if (open) {
-                *cost += run.end - run.start + REQUEST_BYTES;
+                *cost += span_hi(l, s, run.end) - span_lo(l, s, run.start) + REQUEST_BYTES;
                 if (!dry && have) rc = plan_push(l, &pend, err);
                 pend = run;
                 have = 1;
@@ -124,7 +143,7 @@ static int block_runs(baton_loader *l, const plan_seg *proto, const io_segment *
             open = 1;
         }
         if (open) {
-            *cost += run.end - run.start + REQUEST_BYTES;
+            *cost += span_hi(l, s, run.end) - span_lo(l, s, run.start) + REQUEST_BYTES;
             if (!dry && have && rc == BATON_OK) rc = plan_push(l, &pend, err);
             pend = run;
             have = 1;
@@ -281,17 +300,22 @@ void io_loader_count_fetched(baton_loader *l, uint64_t epoch, uint64_t n)
 }
 
 /* A streamed piece of plan entry p at offset `at`: checked against dataset.json (the size the
- * store told; the shard's CRC32C once all of it passed in this epoch), then cache mode's copy. */
+ * store told; its pieces' CRC32Cs, or for a shard without pieces the shard's CRC32C once all of it
+ * passed in this epoch), then its part [lo, hi) inside the records' bytes to cache mode's copy. */
 static int check_piece(baton_loader *l, const plan_seg *p, uint64_t at, const baton_fetch_piece *piece,
-                       baton_err *err)
+                       uint64_t lo, uint64_t hi, baton_err *err)
 {
     const baton_shard_info *si = &l->m.shards[p->shard];
     const char *uri = baton_store_uri(l->store);
     int whole = 0;
     int rc = io_verify_size(uri, si->file, si->bytes, piece->object_size, at, err);
-    if (rc == BATON_OK)
+    if (rc == BATON_OK && si->piece_bytes) {
+        rc = io_piece_check(uri, si, at, piece->data, piece->len, piece->crc32c, err);
+        whole = 1;   /* every byte the copy gets was checked */
+    } else if (rc == BATON_OK) {
         rc = io_verify_add(&l->verify, uri, &l->m, p->shard, p->epoch, at, piece->len, piece->crc32c, &whole, err);
-    if (rc == BATON_OK) cache_piece(l, p, at, piece->data, piece->len, whole);
+    }
+    if (rc == BATON_OK && lo < hi) cache_piece(l, p, lo, piece->data + (lo - at), (size_t)(hi - lo), whole);
     return rc;
 }
 
@@ -310,7 +334,7 @@ static int assemble_block(baton_loader *l, baton_err *err)
         if ((rc = block_scratch(l, p->n, err))) return rc;
         l->reader = baton_rec_reader_new(l->m.format, name, p->start);
         if (!l->reader) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
-        uint64_t got = 0, at = p->start;
+        uint64_t got = 0, at = p->fstart;
         baton_fetch_piece piece;
         int last = 0;
         while (!last && rc == BATON_OK) {
@@ -322,13 +346,15 @@ static int assemble_block(baton_loader *l, baton_err *err)
                                    (unsigned long long)piece.offset, (unsigned long long)at);
                 break;
             }
-            if ((rc = check_piece(l, p, at, &piece, err)) != BATON_OK) {
+            /* the records' bytes in this piece (the rest only completes its first or last piece) */
+            uint64_t lo = at > p->start ? at : p->start, hi = at + piece.len < p->end ? at + piece.len : p->end;
+            if ((rc = check_piece(l, p, at, &piece, lo, hi, err)) != BATON_OK) {
                 baton_fetch_release(l->fetch, &piece);
                 break;
             }
             /* lent, not copied: the records come out of the piece itself (only one that crosses
              * its edge is copied by the reader); the piece goes back once they are in the arena */
-            rc = baton_rec_reader_feed_ref(l->reader, piece.data, piece.len, err);
+            if (lo < hi) rc = baton_rec_reader_feed_ref(l->reader, piece.data + (lo - at), (size_t)(hi - lo), err);
             at += piece.len;
             last = piece.last;
             l->st.bytes_read += piece.len;
@@ -387,7 +413,7 @@ int io_stream_plan_ahead(baton_loader *l, baton_err *err)
 int io_stream_seek(baton_loader *l, baton_err *err)
 {
     io_stream_reset(l);
-    l->fetch = baton_fetch_new(l->store, &l->o.fetch, err);
+    l->fetch = baton_fetch_new(l->store, &l->sfetch, err);
     if (!l->fetch) return err->code;
     uint64_t size = io_stream_epoch_size(l->total, l->block, l->o.rank, l->o.world);
     if (l->cur.position >= size) return BATON_OK;  /* at the end: next() ends the epoch */

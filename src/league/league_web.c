@@ -142,8 +142,8 @@ static enum MHD_Result page_index(baton_league_server *s, struct MHD_Connection 
             if (!t[i].race_entries[k]) continue;
             baton_svg_put(&b, "%s<a href=\"/track/", first ? "" : " · ");
             put_url_part(&b, t[i].track);
-            baton_svg_put(&b, "?race=%s\">%s (%zu)</a>", baton_league_race_name(k), baton_league_race_name(k),
-                          t[i].race_entries[k]);
+            baton_svg_put(&b, "?race=%s\">%s (%zu %s)</a>", baton_league_race_name(k), baton_league_race_name(k),
+                          t[i].race_entries[k], t[i].race_entries[k] == 1 ? "entry" : "entries");
             first = 0;
         }
         baton_svg_put(&b, "</td></tr>\n");
@@ -207,21 +207,16 @@ static void standings_table(baton_buf *b, const baton_league_entry *e, size_t n)
 
 static int race_and_format(struct MHD_Connection *c, int *race, baton_league_format *f, baton_err *err);
 
-/* The race types' selector: each with its count of standings on the track, the shown one marked. */
-static int race_selector(baton_league_server *s, baton_buf *b, const char *name, int race, baton_err *err)
+/* The race types' selector: each with its count of entries on the track (the front page's count),
+ * the shown one marked. */
+static void race_selector(baton_buf *b, const size_t entries[BATON_LEAGUE_RACES], int race)
 {
     baton_svg_put(b, "<p id=\"races\">race type:");
-    for (int r = 0; r < BATON_LEAGUE_RACES; r++) {
-        baton_league_entry *e;
-        size_t n;
-        if (baton_league_standings(s->l, name, r, baton_league_race_format(r), &e, &n, err)) return err->code;
-        free(e);
-        baton_svg_put(b, " <a href=\"?race=%s\" data-race=\"%s\" data-entries=\"%zu\"%s>%s (%zu)</a>",
-                      baton_league_race_name(r), baton_league_race_name(r), n, r == race ? " class=\"sel\"" : "",
-                      baton_league_race_name(r), n);
-    }
+    for (int r = 0; r < BATON_LEAGUE_RACES; r++)
+        baton_svg_put(b, " <a href=\"?race=%s\" data-race=\"%s\" data-entries=\"%zu\"%s>%s (%zu %s)</a>",
+                      baton_league_race_name(r), baton_league_race_name(r), entries[r], r == race ? " class=\"sel\"" : "",
+                      baton_league_race_name(r), entries[r], entries[r] == 1 ? "entry" : "entries");
     baton_svg_put(b, "</p>\n");
-    return BATON_OK;
 }
 
 /* What the league drives a race's models under, in a sentence for the page. */
@@ -254,12 +249,15 @@ static enum MHD_Result page_track(baton_league_server *s, struct MHD_Connection 
     baton_race_track *track = NULL;
     const baton_race_limit_result *lr = NULL;
     int rc = league_track_view_get(s, t[k].track_path, &track, &lr, &err);   /* computed once per track */
+    size_t race_entries[BATON_LEAGUE_RACES];   /* what the front page counts, said here too */
+    memcpy(race_entries, t[k].race_entries, sizeof race_entries);
     free(t);
     baton_league_entry *e = NULL;
     size_t n = 0;
     if (rc) return league_reply_error(s, c, 500, err.msg);
     baton_buf b = {0};
-    if ((rc = baton_league_standings(s->l, name, race, f, &e, &n, &err)) || (rc = race_selector(s, &b, name, race, &err))) {
+    race_selector(&b, race_entries, race);
+    if ((rc = baton_league_standings(s->l, name, race, f, &e, &n, &err))) {
         league_track_view_put(s);
         free(e);
         baton_buf_free(&b);
@@ -269,7 +267,8 @@ static enum MHD_Result page_track(baton_league_server *s, struct MHD_Connection 
     b = (baton_buf){0};
     char title[512];
     const char *rn = baton_league_race_name(race);
-    snprintf(title, sizeof title, "%s — %s — %s — baton league", name, rn, baton_league_format_name(f));
+    snprintf(title, sizeof title, "%s — %s, %s — baton league", name, rn,
+             f == BATON_LEAGUE_TOTAL ? "total time" : "fastest lap");
     page_head(&b, title);
     baton_svg_put(&b, "<p><a href=\"/\">all tracks</a> · <a href=\"?race=%s&amp;format=%s\">%s</a></p>\n", rn,
                   f == BATON_LEAGUE_TOTAL ? "time-trial" : "total", f == BATON_LEAGUE_TOTAL ? "fastest lap" : "total time");
@@ -282,6 +281,8 @@ static enum MHD_Result page_track(baton_league_server *s, struct MHD_Connection 
     baton_svg_put(&b, "<p>the racing-line limit: %.3f s a lap; ", lr->lap_s);
     race_rules(&b, race);
     baton_svg_put(&b, ".</p>\n");
+    baton_svg_put(&b, "<p id=\"counts\">%zu %s ranked from %zu %s (each racer's best)</p>\n", n,
+                  n == 1 ? "racer" : "racers", race_entries[race], race_entries[race] == 1 ? "entry" : "entries");
     standings_table(&b, e, n);
     baton_svg_put(&b, "<p id=\"status\">%s</p>\n<div id=\"track\">", n ? "" : "no entries in this race yet");
     baton_race_svg_line lines[1] = {{"racing line (limit)", lr->racing.x, lr->racing.y, NULL, lr->racing.n, 1}};

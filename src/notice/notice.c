@@ -24,8 +24,11 @@
  * killed by a second SIGTERM (SIGKILL still ends it). A SIGINT after the first signal ends the
  * process at once (the default action, re-raised): the second Ctrl-C of a user who will not wait
  * for the checkpoint. SIGINT is left alone when it was ignored at start (a background job of a
- * non-interactive shell), as a program started under such a shell should.
- * The signals are taken by the watcher threads alone: baton_notice_start blocks them in the calling
+ * non-interactive shell), as a program started under such a shell should. A guest watcher
+ * (baton_notice_opts.guest: the Python module's, in a program that goes on after it stops) changes
+ * no thread's mask, and when the last watcher stops and it is a guest, the previous dispositions
+ * come back even after a signal came (the signal was delivered as a notice; the program decides).
+ * Otherwise the signals are taken by the watcher threads alone: baton_notice_start blocks them in the calling
  * thread, so every thread that thread starts afterwards (oneDNN's OpenMP team, decode workers,
  * checkpoint writers) inherits the block; when the last such watcher stops, the calling thread's
  * mask is as it was before the first one started (start and stop from the same thread). A handler interrupting a oneDNN kernel on a compute thread was
@@ -62,7 +65,7 @@ enum { MODE_UNKNOWN = 0, MODE_V2, MODE_V1 };
 
 struct baton_notice_watcher {
     double poll_s, timeout_s, grace_s;
-    int watching, sig;
+    int watching, sig, guest;
     char ec2[512], gce[512];
     pthread_t th;
     int th_started;
@@ -92,6 +95,7 @@ static pthread_mutex_t sig_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t sig_once = PTHREAD_ONCE_INIT;
 static int sig_pipe[2] = {-1, -1};
 static int sig_users;
+static int sig_mask_users;            /* users that blocked the signals in their thread (not guests) */
 static int sig_caller_blocked;        /* SIGTERM was blocked in the first starter's thread already */
 static int sig_int_caller_blocked;    /* the same for SIGINT */
 static int sig_installed;             /* our handlers are in place (sig_old* hold the previous ones) */
@@ -131,7 +135,7 @@ static void on_sigterm(int s)
     errno = e;
 }
 
-static int sig_register(baton_err *err)
+static int sig_register(int guest, baton_err *err)
 {
     pthread_once(&sig_once, sig_pipe_init);
     if (sig_pipe[0] < 0) return baton_err_set(err, BATON_ERR_IO, "notice watcher: pipe: %s", strerror(errno));
@@ -152,31 +156,37 @@ static int sig_register(baton_err *err)
             sig_installed = 1;
         }
         atomic_store(&sig_active, 1);
-        sigset_t cur;
-        pthread_sigmask(SIG_SETMASK, NULL, &cur);
-        sig_caller_blocked = sigismember(&cur, SIGTERM) == 1;
-        sig_int_caller_blocked = sigismember(&cur, SIGINT) == 1;
     }
-    sigset_t t;
-    sigemptyset(&t);
-    sigaddset(&t, SIGTERM);
-    sigaddset(&t, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &t, NULL);
+    if (!guest) {   /* a guest leaves every thread's mask alone */
+        if (sig_mask_users++ == 0) {
+            sigset_t cur;
+            pthread_sigmask(SIG_SETMASK, NULL, &cur);
+            sig_caller_blocked = sigismember(&cur, SIGTERM) == 1;
+            sig_int_caller_blocked = sigismember(&cur, SIGINT) == 1;
+        }
+        sigset_t t;
+        sigemptyset(&t);
+        sigaddset(&t, SIGTERM);
+        sigaddset(&t, SIGINT);
+        pthread_sigmask(SIG_BLOCK, &t, NULL);
+    }
     pthread_mutex_unlock(&sig_mu);
     return BATON_OK;
 }
 
-static void sig_unregister(void)
+static void sig_unregister(int guest)
 {
     pthread_mutex_lock(&sig_mu);
-    if (--sig_users == 0) {
-        atomic_store(&sig_active, 0);
+    if (!guest && --sig_mask_users == 0) {
         sigset_t t;
         sigemptyset(&t);
         if (!sig_caller_blocked) sigaddset(&t, SIGTERM);
         if (!sig_int_caller_blocked) sigaddset(&t, SIGINT);
         pthread_sigmask(SIG_UNBLOCK, &t, NULL);
-        if (!sig_seen) {
+    }
+    if (--sig_users == 0) {
+        atomic_store(&sig_active, 0);
+        if (!sig_seen || guest) {
             sigaction(SIGTERM, &sig_old, NULL);
             if (sig_int_taken) sigaction(SIGINT, &sig_old_int, NULL);
             sig_installed = 0;
@@ -561,8 +571,9 @@ int baton_notice_start(const baton_notice_opts *o, baton_notice_watcher **out, b
         }
     }
     if (o->handle_sigterm) {
-        if ((rc = sig_register(err))) goto fail;
+        if ((rc = sig_register(o->guest, err))) goto fail;
         w->sig = 1;
+        w->guest = o->guest;
         w->watching |= BATON_NOTICE_WATCH_SIGTERM;
     }
     if (pthread_create(&w->th, NULL, watch, w) != 0) {
@@ -650,7 +661,7 @@ void baton_notice_stop(baton_notice_watcher *w)
         }
         pthread_join(w->th, NULL);
     }
-    if (w->sig) sig_unregister();
+    if (w->sig) sig_unregister(w->guest);
     if (w->h) curl_easy_cleanup(w->h);
     baton_buf_free(&w->ans);
     if (w->wake[0] >= 0) close(w->wake[0]);

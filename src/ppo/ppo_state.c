@@ -207,10 +207,17 @@ static void get_file(baton_jr *r, const cJSON *j, const char *k, race_run_state 
 
 static int parse_fields(const cJSON *j, race_run_state *s, baton_err *err)
 {
-    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(j, "kind");
-    if (!cJSON_IsString(kind) || strcmp(kind->valuestring, "race-ppo"))
-        return baton_err_set(err, BATON_ERR_FORMAT, "state.json: not a race model's checkpoint (kind is not "
-                             "\"race-ppo\"; a `baton train` checkpoint?)");
+    const char *kind = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "kind"));
+    if (!kind || strcmp(kind, "race-ppo")) {
+        /* say what it is where that is known (the Python module's, baton train's), never guess */
+        const char *what = kind ? baton_ckpt_kind_hint(kind)
+                           : cJSON_IsString(cJSON_GetObjectItemCaseSensitive(j, "model"))
+                               ? "a checkpoint of baton train: evaluate it with baton eval"
+                               : NULL;
+        if (what) return baton_err_set(err, BATON_ERR_FORMAT, "state.json: not a race model's checkpoint: %s", what);
+        return baton_err_set(err, BATON_ERR_FORMAT, "state.json: not a race model's checkpoint (its kind is %s%s%s, "
+                             "not \"race-ppo\")", kind ? "\"" : "", kind ? kind : "missing", kind ? "\"" : "");
+    }
     baton_jr r;
     baton_jr_init(&r, "state.json", err);
     r.strings = BATON_JR_DIGITS;   /* seeds: any uint64 as decimal digits */

@@ -336,8 +336,11 @@ static int parse_every(Checkpoints *self, PyObject *every, double mtbi)
         baton_ckpt_policy_init(&self->pol, 0, 60, 0, mtbi);
         return baton_ckpt_policy_from_env(&self->pol, &err) < 0 ? pyb_raise_rc(&err) : 0;
     }
-    if (PyUnicode_Check(every))
-        return baton_ckpt_policy_parse(&self->pol, PyUnicode_AsUTF8(every), mtbi, &err) ? pyb_raise_rc(&err) : 0;
+    if (PyUnicode_Check(every)) {
+        const char *text = NULL;
+        if (pyb_opt_str(every, "every", &text)) return -1;
+        return baton_ckpt_policy_parse(&self->pol, text, mtbi, &err) ? pyb_raise_rc(&err) : 0;
+    }
     if (PyLong_Check(every)) {
         long long n = PyLong_AsLongLong(every);
         if (n < 1) {
@@ -508,17 +511,25 @@ static PyObject *ck_wait(Checkpoints *self, PyObject *noargs)
     return committed(self);
 }
 
+/* The newest checkpoint that verifies (the library waits for a save in flight first); the GIL is
+ * released and the store marked busy by the caller. */
+static int latest_path(Checkpoints *self, char *path, size_t cap, uint64_t *step, baton_err *err)
+{
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = baton_ckpt_store_latest(self->s, path, cap, step, err);
+    Py_END_ALLOW_THREADS
+    return rc;
+}
+
 static PyObject *ck_latest(Checkpoints *self, PyObject *noargs)
 {
     if (ck_check(self)) return NULL;
     char path[4096];
     uint64_t step = 0;
     baton_err err = {0};
-    int rc;
     self->busy = 1;
-    Py_BEGIN_ALLOW_THREADS
-    rc = baton_ckpt_store_latest(self->s, path, sizeof path, &step, &err);
-    Py_END_ALLOW_THREADS
+    int rc = latest_path(self, path, sizeof path, &step, &err);
     self->busy = 0;
     if (rc == BATON_ERR_NOTFOUND) Py_RETURN_NONE;
     if (rc) return pyb_raise(&err);
@@ -560,9 +571,15 @@ static PyObject *load_folder(const char *path)
     if (!st) st = Py_NewRef(doc);
     Py_XDECREF(kind);
     Py_DECREF(doc);
+    if (!step) {   /* the error was cleared above: raise one that names the file */
+        Py_DECREF(st);
+        baton_err e = {0};
+        baton_err_set(&e, BATON_ERR_FORMAT, "%s/state.json: not an object with a \"step\"", path);
+        return pyb_raise(&e);
+    }
     PyObject *model = PyDict_New(), *optim = PyDict_New(), *dtypes = PyDict_New();
     char p[4200];
-    int bad = !model || !optim || !dtypes || !step;
+    int bad = !model || !optim || !dtypes;
     snprintf(p, sizeof p, "%s/model.safetensors", path);
     bad = bad || read_tensors(p, model, dtypes, NULL);
     snprintf(p, sizeof p, "%s/optim.safetensors", path);
@@ -593,10 +610,15 @@ static PyObject *ck_load(Checkpoints *self, PyObject *args, PyObject *kw)
     if (ck_check(self)) return NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "|z", kwlist, &path)) return NULL;
     if (path) return load_folder(path);
-    PyObject *lt = ck_latest(self, NULL);
-    if (!lt || lt == Py_None) return lt;
-    PyObject *r = load_folder(PyUnicode_AsUTF8(PyTuple_GET_ITEM(lt, 1)));
-    Py_DECREF(lt);
+    /* busy from finding the folder to reading it: no save from another thread (whose retention
+     * could remove it) starts in between */
+    char found[4096];
+    uint64_t step = 0;
+    baton_err err = {0};
+    self->busy = 1;
+    int rc = latest_path(self, found, sizeof found, &step, &err);
+    PyObject *r = rc == BATON_OK ? load_folder(found) : rc == BATON_ERR_NOTFOUND ? Py_NewRef(Py_None) : pyb_raise(&err);
+    self->busy = 0;
     return r;
 }
 

@@ -208,6 +208,15 @@ static int check_open(Loader *self)
     return 0;
 }
 
+/* For calls that only read the Loader's fields (with the GIL held): also from this thread's signal
+ * handler during next(), which holds the GIL between two waits for a batch — the Loader is then
+ * where the last batch handed out left it. */
+static int check_readable(Loader *self)
+{
+    if (self->busy && self->busy_thread == PyThread_get_thread_ident() && self->l) return 0;
+    return check_open(self);
+}
+
 static void set_busy(Loader *self, int on)
 {
     self->busy = on;
@@ -241,17 +250,6 @@ static void loader_dealloc(Loader *self)
 }
 
 static char *dupstr(const char *s) { return s ? strdup(s) : NULL; }
-
-/* The default folder for file and cache modes' local copy: $XDG_CACHE_HOME/baton/data/<CRC of the
- * URI> (~/.cache when unset), reused by later runs on the same URI (each shard verified). */
-static int default_local_dir(const char *uri, char *out, size_t cap)
-{
-    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    unsigned crc = (unsigned)baton_crc32c(0, uri, strlen(uri));
-    int n = xdg && *xdg ? snprintf(out, cap, "%s/baton/data/%08x", xdg, crc)
-            : home && *home ? snprintf(out, cap, "%s/.cache/baton/data/%08x", home, crc) : -1;
-    return n > 0 && (size_t)n < cap ? 0 : -1;
-}
 
 /* normalize: True (dataset.json's mean and std), False (pixel / 255), or (mean, std) sequences */
 static int parse_normalize(Loader *self, PyObject *norm, uint32_t channels)
@@ -351,10 +349,13 @@ static int loader_init(Loader *self, PyObject *args, PyObject *kw)
                       : strcmp(layout, "nchw") && strcmp(layout, "nhwc") ? "layout: must be \"nchw\" or \"nhwc\""
                       : NULL;
     if (bad) return pyb_usage_rc("%s", bad);
+    if (world > batch)
+        return pyb_usage_rc("world %zd > batch %zd: batch is the global batch, split over the world's ranks, so %zd "
+                            "of them would get no sample in any step; use batch >= world",
+                            world, batch, world - batch);
 
     baton_loader_opts_default(&self->lo);
-    int is_local = !strstr(uri, "://") || !strncmp(uri, "file://", 7);
-    self->lo.mode = is_local ? BATON_MODE_MOUNT : BATON_MODE_PIPE;
+    self->lo.mode = baton_io_mode_for_uri(uri);
     if (mode && baton_io_mode_parse(mode, &self->lo.mode))
         return pyb_usage_rc("mode '%s': expected file, pipe, mount or cache", mode);
     self->uri = dupstr(uri);
@@ -367,24 +368,27 @@ static int loader_init(Loader *self, PyObject *args, PyObject *kw)
     baton_err err = {0};
     if (self->lo.mode == BATON_MODE_FILE || self->lo.mode == BATON_MODE_CACHE) {
         char def[4096];
-        if (!local && default_local_dir(uri, def, sizeof def))
+        if (!local && pyb_default_local_dir(uri, def, sizeof def))
             return pyb_usage_rc("%s mode needs local_dir= (a folder for the local copy): HOME is not set",
                              baton_io_mode_name(self->lo.mode));
         self->local_dir = dupstr(local ? local : def);
-        if (baton_mkdir_p(self->local_dir, &err)) return pyb_raise_rc(&err);
         self->lo.local_dir = self->local_dir;
+        /* file mode in the default folder (one per URI, so the same for every rank of this machine):
+         * the ranks the launcher places here split the downloads, as baton train --dist mpi's do */
+        uint32_t lr, ls;
+        if (!local && self->lo.mode == BATON_MODE_FILE && pyb_launcher_local(&lr, &ls) && ls > 1)
+            self->lo.share_rank = lr, self->lo.share_size = ls;
     }
-    if (!self->uri || (endpoint && !self->endpoint)) return PyErr_NoMemory(), -1;
+    if (!self->uri || (endpoint && !self->endpoint) ||
+        ((self->lo.mode == BATON_MODE_FILE || self->lo.mode == BATON_MODE_CACHE) && !self->local_dir))
+        return PyErr_NoMemory(), -1;
 
     int rc;
     baton_loader *l = NULL;
     Py_BEGIN_ALLOW_THREADS
-    rc = baton_loader_open(&self->lo, &l, &err);
+    rc = baton_loader_open_dataset(&self->lo, 1, &l, &err);
     Py_END_ALLOW_THREADS
-    if (rc) {
-        baton_err_prefix(&err, "%s", uri);
-        return pyb_raise_rc(&err);
-    }
+    if (rc) return pyb_raise_rc(&err);
     self->l = l;
     self->pid = getpid();
     self->m = baton_loader_manifest(l);
@@ -393,8 +397,6 @@ static int loader_init(Loader *self, PyObject *args, PyObject *kw)
     if (!crops && (!self->m->shape[0] || !self->m->shape[1] || !self->m->shape[2]))
         baton_err_set(&err, BATON_ERR_FORMAT, "%s: images vary in size: crop them to one size (crop=\"random-resized\" "
                       "for training, crop=\"center\" for evaluation; size=224 by default)", uri);
-    else if (!self->esize)
-        baton_err_set(&err, BATON_ERR_FORMAT, "%s: no records", uri);
     self->epochs = epochs;
     self->cur = (baton_cursor){seed, 0, 0};
     baton_cursor end = {seed, epochs, 0};
@@ -418,7 +420,8 @@ static int loader_init(Loader *self, PyObject *args, PyObject *kw)
         loader_close_all(self);
         return pyb_raise_rc(&err);
     }
-    if (parse_normalize(self, norm, self->m->shape[2] ? self->m->shape[2] : self->m->channels)) {
+    if (parse_normalize(self, norm, self->m->shape[2] ? self->m->shape[2] : self->m->channels) ||
+        pyb_prefetch_check(self->m, &self->po, self->esize)) {
         loader_close_all(self);
         return -1;
     }
@@ -543,7 +546,7 @@ static PyObject *loader_iter(Loader *self)
 
 static Py_ssize_t loader_len(Loader *self)
 {
-    if (check_open(self)) return -1;
+    if (check_readable(self)) return -1;
     uint64_t B = self->po.batch;
     return (Py_ssize_t)(self->po.drop_last ? self->esize / B : (self->esize + B - 1) / B);
 }
@@ -553,8 +556,7 @@ static PyObject *loader_state_dict(Loader *self, PyObject *noargs)
 {
     /* read with the GIL held: also from this thread's signal handler during next() (the cursor after
      * the last batch handed out) */
-    if (!(self->busy && self->busy_thread == PyThread_get_thread_ident()) && check_open(self)) return NULL;
-    if (!self->l) return pyb_usage("baton.Loader: closed");
+    if (check_readable(self)) return NULL;
     return Py_BuildValue("{s:i,s:s,s:K,s:K,s:K,s:I,s:K,s:O}", "version", 1, "uri", self->uri, "seed",
                          (unsigned long long)self->cur.seed, "epoch", (unsigned long long)self->cur.epoch,
                          "position", (unsigned long long)self->cur.position, "batch", self->po.batch, "samples",
@@ -615,7 +617,7 @@ static PyObject *loader_load_state_dict(Loader *self, PyObject *d)
 /* ---------------------------------------------------------------- stats and the rest */
 static PyObject *loader_stats(Loader *self, PyObject *noargs)
 {
-    if (check_open(self)) return NULL;
+    if (check_readable(self)) return NULL;
     baton_loader_stats st;
     baton_loader_get_stats(self->l, &st);
     uint64_t dataset = 0;
@@ -669,7 +671,7 @@ static PyObject *get_position(Loader *self, void *c)
 
 static PyObject *get_info(Loader *self, void *c)
 {
-    if (check_open(self)) return NULL;
+    if (check_readable(self)) return NULL;
     const baton_manifest *m = self->m;
     PyObject *names = PyList_New(0);
     for (uint32_t i = 0; names && m->class_names && i < m->classes; i++) {

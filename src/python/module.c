@@ -99,8 +99,18 @@ int pyb_opt_str(PyObject *o, const char *name, const char **out)
         pyb_usage("%s: expected a string, got %s", name, Py_TYPE(o)->tp_name);
         return -1;
     }
-    *out = PyUnicode_AsUTF8(o);
-    return *out ? 0 : -1;
+    Py_ssize_t n = 0;
+    *out = PyUnicode_AsUTF8AndSize(o, &n);
+    if (!*out) {   /* a lone surrogate ("\udcff", a byte os.fsdecode could not decode): not text */
+        PyErr_Clear();
+        pyb_usage("%s: not valid text (it holds a lone surrogate, which has no UTF-8 form)", name);
+        return -1;
+    }
+    if ((size_t)n != strlen(*out)) {
+        pyb_usage("%s: holds a NUL character", name);
+        return -1;
+    }
+    return 0;
 }
 
 static PyObject *version(PyObject *self, PyObject *noargs)

@@ -4,9 +4,11 @@
  * atomic loads, no system call), saves, and exits with baton.EXIT_INTERRUPTED (75).
  *
  * Signals: while a Notice with signals=True is open, SIGTERM and Ctrl-C are notices, not
- * KeyboardInterrupt (a second Ctrl-C ends the process at once, as in `baton train`); closing the
- * last one puts Python's handlers back unless a signal came. Start it before threads that should
- * not take the signals (the library blocks them in the calling thread and its later threads).
+ * KeyboardInterrupt (a second Ctrl-C ends the process at once, as in `baton train`); closing (or
+ * dropping) the last one, on any thread, before or after a signal came, puts back exactly the
+ * handlers that were there before. The watcher is the library's guest watcher: it changes no
+ * thread's signal mask (a mask belongs to one thread, and a Notice may be closed or collected on
+ * another; the handler only records the signal, so it may run on any thread, as Python's own does).
  *
  * wait(timeout) releases the GIL and wakes every 100 ms for Python's own signals. */
 #include "python_internal.h"
@@ -28,7 +30,7 @@ static int nt_check(Notice *self)
 static void nt_close_all(Notice *self)
 {
     if (!self->w) return;
-    baton_notice_stop(self->w);   /* from the thread that started it: the signal mask comes back */
+    baton_notice_stop(self->w);   /* any thread: no mask was changed, the handlers come back */
     self->w = NULL;
 }
 
@@ -60,6 +62,7 @@ static int nt_init(Notice *self, PyObject *args, PyObject *kw)
         o.timeout_s = timeout;
     }
     o.handle_sigterm = signals;
+    o.guest = 1;
     baton_err err = {0};
     if (baton_notice_start(&o, &self->w, &err)) return pyb_raise_rc(&err);
     return 0;

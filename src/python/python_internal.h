@@ -30,6 +30,14 @@ PyObject *pyb_asarray(PyObject *obj);
 /* A keyword argument as a C string, an int, a float (None or absent: the default). -1 on error. */
 int pyb_opt_str(PyObject *o, const char *name, const char **out);
 
+/* loader_args.c: the default local folder of a URI (-1: no HOME); this process's local rank and
+ * the number of ranks on its machine as its launcher tells (0: none does); the prefetch buffers of
+ * depth batches checked (-1 with an exception: more than the machine's memory, or a warning that
+ * warnings= turned into an error) */
+int pyb_default_local_dir(const char *uri, char *out, size_t cap);
+int pyb_launcher_local(uint32_t *rank, uint32_t *size);
+int pyb_prefetch_check(const baton_manifest *m, const baton_pipeline_opts *po, uint64_t esize);
+
 /* The types, made ready by module.c's init */
 extern PyTypeObject pyb_LoaderType, pyb_LeaseType, pyb_ViewType;
 extern PyTypeObject pyb_CheckpointsType, pyb_FileType;

@@ -10,8 +10,10 @@
  * ones are refused, on load and on save. Shard names are plain file names (no '/', no ".."),
  * samples == Σ shards[].records, classes == len(class_names), shape is [H,W,C] all > 0 (then
  * C == channels) or all 0 (sizes vary), channels is 1..4, mean/std hold `channels` numbers with
- * std > 0. crc32c fields are 8-digit hex strings ("e3069283"). Unknown fields are ignored, so
- * newer writers can add some. Saving serialises, re-parses the text (the same validation a
+ * std > 0. crc32c fields are 8-digit hex strings ("e3069283"). A shard's pieces (optional: older
+ * datasets have none) are piece_bytes (BATON_PIECE_BYTES_MIN..MAX) and piece_crc32c, one string of
+ * 8 hex digits per piece with nothing between them, which must sum to the shard's crc32c. Unknown
+ * fields are ignored, so newer writers can add some. Saving serialises, re-parses the text (the same validation a
  * reader will apply) and only then writes it with baton_file_write_atomic. */
 #include "rec_internal.h"
 
@@ -38,24 +40,74 @@ static void get_string(baton_jr *r, const cJSON *o, const char *path, char **out
     if (!(*out = strdup(v->valuestring))) r->rc = baton_err_set(r->err, BATON_ERR_NOMEM, "%s: out of memory", r->doc);
 }
 
+/* The 8 hex digits at s as a number; -1 when they are not 8 hex digits. */
+static int64_t hex8(const char *s)
+{
+    uint32_t x = 0;
+    for (size_t i = 0; i < 8; i++) {
+        char ch = s[i];
+        int d = ch >= '0' && ch <= '9' ? ch - '0'
+              : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+              : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : -1;
+        if (d < 0) return -1;
+        x = x << 4 | (uint32_t)d;
+    }
+    return x;
+}
+
 static void get_crc(baton_jr *r, const cJSON *o, const char *path, uint32_t *out)
 {
     const cJSON *v = baton_jr_get(r, o, path);
     if (r->rc) return;
     const char *s = cJSON_IsString(v) ? v->valuestring : NULL;
-    uint32_t x = 0;
-    size_t i = 0;
-    for (; s && s[i] && i < 8; i++) {
-        char ch = s[i];
-        int d = ch >= '0' && ch <= '9' ? ch - '0'
-              : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
-              : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : -1;
-        if (d < 0) break;
-        x = x << 4 | (uint32_t)d;
-    }
+    int64_t x = s && strlen(s) == 8 ? hex8(s) : -1;
     if (!v) baton_jr_fail(r, path, "is missing");
-    else if (!s || i != 8 || s[8] != 0) baton_jr_fail(r, path, "is not 8 hexadecimal digits, like \"e3069283\"");
-    else *out = x;
+    else if (x < 0) baton_jr_fail(r, path, "is not 8 hexadecimal digits, like \"e3069283\"");
+    else *out = (uint32_t)x;
+}
+
+uint64_t baton_shard_pieces(const baton_shard_info *si)
+{
+    return si->piece_bytes ? si->bytes / si->piece_bytes + (si->bytes % si->piece_bytes != 0) : 0;
+}
+
+/* piece_bytes and piece_crc32c of a shard, when it has them: one CRC per piece, which together
+ * must be the shard's crc32c (a list that contradicts it could never verify a byte). */
+static void get_pieces(baton_jr *r, const cJSON *o, baton_shard_info *si)
+{
+    const cJSON *v = baton_jr_get(r, o, "piece_crc32c");
+    if (r->rc || (!v && !baton_jr_get(r, o, "piece_bytes"))) return;
+    baton_jr_u64(r, o, "piece_bytes", BATON_PIECE_BYTES_MIN, BATON_PIECE_BYTES_MAX, &si->piece_bytes);
+    if (r->rc) return;
+    uint64_t n = baton_shard_pieces(si);
+    const char *s = cJSON_IsString(v) ? v->valuestring : NULL;
+    if (!s) {
+        baton_jr_fail(r, "piece_crc32c", v ? "is not a string" : "is missing (piece_bytes is given)");
+        return;
+    }
+    if (strlen(s) != n * 8) {
+        baton_jr_fail(r, "piece_crc32c", "%zu characters, expected 8 hexadecimal digits for each of the %llu pieces",
+                      strlen(s), (unsigned long long)n);
+        return;
+    }
+    if (!(si->piece_crc32c = malloc((n ? n : 1) * sizeof *si->piece_crc32c))) {
+        r->rc = baton_err_set(r->err, BATON_ERR_NOMEM, "%s: out of memory", r->doc);
+        return;
+    }
+    uint32_t whole = 0;
+    for (uint64_t k = 0; k < n; k++) {
+        int64_t x = hex8(s + 8 * k);
+        if (x < 0) {
+            baton_jr_fail(r, "piece_crc32c", "piece %llu (characters %llu..%llu) is not 8 hexadecimal digits",
+                          (unsigned long long)k, (unsigned long long)(8 * k), (unsigned long long)(8 * k + 7));
+            return;
+        }
+        si->piece_crc32c[k] = (uint32_t)x;
+        uint64_t end = (k + 1) * si->piece_bytes < si->bytes ? (k + 1) * si->piece_bytes : si->bytes;
+        whole ^= baton_crc32c_shift((uint32_t)x, si->bytes - end);
+    }
+    if (n && whole != si->crc32c)
+        baton_jr_fail(r, "piece_crc32c", "its pieces sum to CRC32C %08x, but crc32c says %08x", whole, si->crc32c);
 }
 
 /* A shard or index file name: a plain name inside the dataset folder. */
@@ -109,6 +161,7 @@ static void parse_shard(baton_jr *r, const cJSON *s, size_t i, baton_shard_info 
         baton_jr_u64(r, s, "index_bytes", 0, UINT64_MAX, &si->index_bytes);
         get_crc(r, s, "index_crc32c", &si->index_crc32c);
     }
+    get_pieces(r, s, si);
     if (!r->rc) baton_jr_at(r, "%s", "");
 }
 
@@ -283,6 +336,19 @@ static cJSON *crc_item(uint32_t crc)
     return cJSON_CreateString(s);
 }
 
+/* A shard's piece CRCs as one string, 8 hex digits each. */
+static cJSON *pieces_item(const baton_shard_info *si)
+{
+    uint64_t n = baton_shard_pieces(si);
+    char *t = malloc(n * 8 + 1);
+    if (!t) return NULL;
+    for (uint64_t k = 0; k < n; k++) snprintf(t + 8 * k, 9, "%08x", si->piece_crc32c[k]);
+    t[n * 8] = 0;
+    cJSON *item = cJSON_CreateString(t);
+    free(t);
+    return item;
+}
+
 /* Add item to obj; remembers failure in *ok (cJSON_AddItemToObject fails only on NULL). */
 static void add(cJSON *obj, const char *key, cJSON *item, int *ok)
 {
@@ -357,6 +423,10 @@ char *baton_manifest_to_json(const baton_manifest *m)
             add(s, "index_bytes", num(si->index_bytes), &ok);
             add(s, "index_crc32c", crc_item(si->index_crc32c), &ok);
         }
+        if (si->piece_bytes && si->piece_crc32c) {
+            add(s, "piece_bytes", num(si->piece_bytes), &ok);
+            add(s, "piece_crc32c", pieces_item(si), &ok);
+        }
         push(shards, s, &ok);
     }
     add(root, "shards", shards, &ok);
@@ -405,6 +475,7 @@ void baton_manifest_free(baton_manifest *m)
     for (size_t i = 0; m->shards && i < m->nshards; i++) {
         free(m->shards[i].file);
         free(m->shards[i].index);
+        free(m->shards[i].piece_crc32c);
     }
     free(m->shards);
     memset(m, 0, sizeof *m);

@@ -2,7 +2,8 @@
  *
  * Owns two temp files, "<final>.tmp.<pid>", and a write buffer for each (records are framed into
  * a 1 MiB buffer, flushed with one write() when full). Keeps the running CRC32C and byte count of
- * both files, and one index line "key\toffset\n" per record (offset = the record's first byte).
+ * both files, one index line "key\toffset\n" per record (offset = the record's first byte), and
+ * when asked (_set_pieces) the CRC32C of every fixed-size piece of the shard file.
  * _commit flushes, fsyncs both files, renames them to their final names and fsyncs the
  * directories; until then no file exists under a final name, and on any failure (commit or abort)
  * the temps are removed and whatever this commit already renamed is removed again.
@@ -34,6 +35,9 @@ typedef struct out_file {
 struct baton_shard_writer {
     baton_rec_format fmt;
     out_file rec, idx;
+    uint64_t piece_bytes;   /* 0: no piece checksums */
+    uint32_t *pieces;       /* npieces so far; the last one open while its bytes come */
+    size_t npieces, cap_pieces;
     int has_idx;
     uint64_t records;
     int err_code;
@@ -86,7 +90,49 @@ void baton_shard_writer_abort(baton_shard_writer *w)
     if (!w) return;
     out_discard(&w->rec);
     if (w->has_idx) out_discard(&w->idx);
+    free(w->pieces);
     free(w);
+}
+
+int baton_shard_writer_set_pieces(baton_shard_writer *w, uint64_t piece_bytes, baton_err *err)
+{
+    if (w->records || w->rec.bytes)
+        return baton_err_set(err, BATON_ERR_ARG, "%s: piece size set after the first record", w->rec.final);
+    if (piece_bytes < BATON_PIECE_BYTES_MIN || piece_bytes > BATON_PIECE_BYTES_MAX)
+        return baton_err_set(err, BATON_ERR_ARG, "%s: piece size %llu is outside %u..%u bytes", w->rec.final,
+                             (unsigned long long)piece_bytes, BATON_PIECE_BYTES_MIN, BATON_PIECE_BYTES_MAX);
+    w->piece_bytes = piece_bytes;
+    return BATON_OK;
+}
+
+const uint32_t *baton_shard_writer_pieces(const baton_shard_writer *w, size_t *n)
+{
+    *n = w->npieces;
+    return w->pieces;
+}
+
+/* The shard file's bytes [at, at+n) were just framed: summed into their pieces. */
+static int pieces_add(baton_shard_writer *w, uint64_t at, const uint8_t *p, size_t n)
+{
+    while (n > 0) {
+        uint64_t k = at / w->piece_bytes, room = (k + 1) * w->piece_bytes - at;
+        size_t m = room < n ? (size_t)room : n;
+        if (k == w->npieces) {   /* a new piece opens */
+            if (w->npieces == w->cap_pieces) {
+                size_t cap = w->cap_pieces ? w->cap_pieces * 2 : 64;
+                uint32_t *q = realloc(w->pieces, cap * sizeof *q);
+                if (!q) return BATON_ERR_NOMEM;
+                w->pieces = q;
+                w->cap_pieces = cap;
+            }
+            w->pieces[w->npieces++] = 0;
+        }
+        w->pieces[k] = baton_crc32c(w->pieces[k], p, m);
+        at += m;
+        p += m;
+        n -= m;
+    }
+    return BATON_OK;
 }
 
 baton_shard_writer *baton_shard_writer_open(const char *rec_path, const char *idx_path,
@@ -136,6 +182,8 @@ int baton_shard_writer_add(baton_shard_writer *w, uint64_t key, const void *payl
     size_t old = w->rec.buf.len;
     int rc = baton_rec_frame(w->fmt, &w->rec.buf, payload, n, err);
     if (rc) return rc;   /* nothing was appended: the writer is still usable */
+    if (w->piece_bytes && pieces_add(w, offset, w->rec.buf.data + old, w->rec.buf.len - old) != BATON_OK)
+        return fail(w, baton_err_set(err, BATON_ERR_NOMEM, "%s: out of memory", w->rec.final), err);
     if ((rc = out_added(&w->rec, old, SHARD_FLUSH, err))) return fail(w, rc, err);
     if (w->has_idx) {
         old = w->idx.buf.len;

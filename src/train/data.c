@@ -4,36 +4,20 @@
 
 #include <string.h>
 
-static int is_local_uri(const char *uri) { return !strstr(uri, "://") || !strncmp(uri, "file://", 7); }
-
 int train_open_loader(const char *uri, baton_io_mode mode, int mode_set, const baton_store_opts *store,
                       const char *local_dir, uint32_t share_rank, uint32_t share_size, uint64_t seed,
                       baton_loader **l, baton_err *err)
 {
-    *l = NULL;
     baton_loader_opts lo;
     baton_loader_opts_default(&lo);
     lo.uri = uri;
-    lo.mode = mode_set ? mode : (is_local_uri(uri) ? BATON_MODE_MOUNT : BATON_MODE_PIPE);
+    lo.mode = mode;
     lo.store = *store;
     lo.seed = seed;
-    if (lo.mode == BATON_MODE_FILE || lo.mode == BATON_MODE_CACHE) {
-        if (!local_dir) return baton_err_set(err, BATON_ERR_ARG, "%s mode needs a local folder", baton_io_mode_name(lo.mode));
-        int rc = baton_mkdir_p(local_dir, err);
-        if (rc) return rc;
-        lo.local_dir = local_dir;
-        lo.share_rank = share_rank;
-        lo.share_size = share_size;
-    }
-    int rc = baton_loader_open(&lo, l, err);
-    if (rc) return baton_err_prefix(err, "%s", uri);
-    if (baton_loader_epoch_size(*l) == 0)
-        rc = baton_err_set(err, BATON_ERR_FORMAT, "%s: no records", uri);
-    if (rc) {
-        baton_loader_close(*l);
-        *l = NULL;
-    }
-    return rc;
+    lo.local_dir = local_dir;
+    lo.share_rank = share_rank;
+    lo.share_size = share_size;
+    return baton_loader_open_dataset(&lo, mode_set, l, err);
 }
 
 static int crops(const train_aug *a)

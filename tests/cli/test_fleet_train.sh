@@ -56,7 +56,7 @@ check '[ "$(json "$T/six.json" "d[\"totals\"][\"max_lost_steps_with_notice\"]")"
 # the report carries the task's result beside its cost: the finished run's loss and accuracy
 check '[ "$(json "$T/six.json" "(lambda t: t[\"result\"][\"status\"] == \"done\" and t[\"result\"][\"step\"] == 790 and 0 < t[\"result\"][\"loss\"] < 3 and 0 < t[\"result\"][\"accuracy\"] <= 1 and t[\"spot_cost\"] > 0)(d[\"tasks\"][0])")" = True ]' \
     "the report carries the task's result and cost: $(json "$T/six.json" "d[\"tasks\"][0].get(\"result\")" 2>&1)"
-check '"$BATON" fleet status six --state "$S" | grep -Eq "^    result: loss [0-9.]+, accuracy [0-9.]+, .*\(done\); spot [$][0-9.]+$"' \
+check '"$BATON" fleet status six --state "$S" | grep -Eq "^    result: training loss [0-9.]+, training accuracy [0-9.]+, .*\(done\); spot [$][0-9.]+$"' \
     "the text report shows the result: $("$BATON" fleet status six --state "$S" 2>&1 | grep result)"
 check '[ "$(json "$T/six.json" "d[\"totals\"][\"max_lost_steps_without_notice\"]")" -le 10 ]' "at most one checkpoint interval lost without notice"
 check '[ "$(json "$T/six.json" "sum(1 for i in d[\"instances\"] if i[\"exit_code\"] == 75)")" = 5 ]' "five trainers exited 75 after a checkpoint"

@@ -83,6 +83,9 @@ check '[ "$("$BATON" plan train --samples-per-s 900 --dataset 60000 --epochs 5 -
 # it, and a pick among the rest
 check '! grep -Eq "[$]0[.]0[01]( |$)" "$T/train" && grep -q "^p5.48xlarge .*not worth it" "$T/train" && ! grep -q "^c5.4xlarge .*not worth it" "$T/train"' \
     "plan train: costs readable, overheads above 100 % not worth it: $(grep -E "^(p5.48|c5.4)" "$T/train")"
+# the rate and the job's costs are told apart: spot $/h beside the checkpoint plan, each cost beside its time
+check 'grep -Eq "^type +source +samples/s +spot [$]/h +ckpt every +overhead +od time +od cost +spot time +spot cost$" "$T/train"' \
+    "plan train's header: $(sed -n 2p "$T/train")"
 check 'grep -q "^pick: g4dn.xlarge on spot" "$T/train"' "plan train picks the cheapest type worth it: $(grep "^pick" "$T/train")"
 # every --json is one JSON document
 for cmd in "infer-bench --ckpt $T/lenet --threads 1 --path fast --runs 3 --seconds 0" \

@@ -3,6 +3,8 @@
 # of varying size (bench/photos: greyscale, progressive, RGB and grey PNG, 1×1, 6000 px wide)
 #   - packs keeping every file's bytes (each record's payload hashes to its file's SHA-256), into a
 #     dataset.json that says the shape varies and the encoding is mixed; `inspect` shows the sizes;
+#   - `--jpeg-restart` transcodes every JPEG (the same pixels, a restart marker after every MCU) and
+#     keeps every PNG, and is refused when nothing would be JPEG;
 #   - a CMYK JPEG and a truncated JPEG are refused by pack, naming the file;
 #   - `--resize 64` resizes the shorter side keeping the aspect;
 #   - `baton train --crop random-resized --size 32 --flip` trains on it, and a run SIGKILLed after a
@@ -41,6 +43,41 @@ for rec in sorted(glob.glob(ds + "/*.rec")):
         off += 8 + (n + 3) // 4 * 4
 assert seen == len(files), (seen, len(files))
 PY' "every record holds its file's bytes unchanged"
+
+# --jpeg-restart: every JPEG transcoded to a restart marker after every MCU, the same pixels; PNGs kept
+check '"$BATON" pack --from "imagefolder:$T/f" --out "$T/rst" --shard-mb 1 --jpeg-restart >/dev/null 2>"$T/rst.err"' \
+    "pack --jpeg-restart"
+check 'grep -q "jpeg-restart: 94 JPEG(s) transcoded" "$T/rst.err"' "pack --jpeg-restart says what it cost"
+if ! /usr/bin/python3 -c "import numpy, PIL" 2>/dev/null; then
+    skip "no /usr/bin/python3 with numpy and PIL: the transcoded pack's pixels are not compared (scripts/deps.sh --bench installs PIL)"
+else check '/usr/bin/python3 - "$T/f" "$T/rst" <<"PY"
+import glob, hashlib, io, os, struct, sys
+import numpy as np
+from PIL import Image
+src, ds = sys.argv[1], sys.argv[2]
+files = [os.path.join(src, c, f) for c in sorted(os.listdir(src)) for f in sorted(os.listdir(os.path.join(src, c)))]
+seen = 0
+for rec in sorted(glob.glob(ds + "/*.rec")):
+    b, off = open(rec, "rb").read(), 0
+    while off < len(b):
+        magic, lrec = struct.unpack_from("<II", b, off)
+        n = lrec & ((1 << 29) - 1)
+        flag, label, id1, id2 = struct.unpack_from("<IfQQ", b, off + 8)
+        img = b[off + 8 + 24 + 4 * flag: off + 8 + n]
+        orig = open(files[id1], "rb").read()
+        if orig[:2] == b"\xff\xd8":
+            assert b"\xff\xdd\x00\x04\x00\x01" in img and b"\xff\xc2" not in img, "record %d: no DRI 1" % id1
+            a, o = np.asarray(Image.open(io.BytesIO(img))), np.asarray(Image.open(files[id1]))
+            assert a.shape == o.shape and (a == o).all(), "record %d: pixels differ from %s" % (id1, files[id1])
+        else:
+            assert img == orig, "record %d: a PNG was changed" % id1
+        seen += 1
+        off += 8 + (n + 3) // 4 * 4
+assert seen == len(files), (seen, len(files))
+PY' "--jpeg-restart: every JPEG record decodes to its file's pixels (PIL), every PNG is its file"
+fi
+check '"$BATON" inspect "$T/rst" --verify >/dev/null' "inspect --verify passes on the transcoded pack"
+expect_fail 2 "jpeg-restart applies to JPEG records" "$BATON" pack --from "imagefolder:$T/f" --out "$T/x" --encode png --jpeg-restart --quiet
 "$BATON" inspect "$T/d" >"$T/inspect.out" 2>&1
 check 'grep -q "^sizes      h 1\.\.375, w 1\.\.6000" "$T/inspect.out" && grep -q "png:2 jpeg:94" "$T/inspect.out"' \
     "inspect shows the size distribution: $(cat "$T/inspect.out")"

@@ -98,8 +98,15 @@ check '[ "$(code "$U/api/entries/$OA/trace")" = 200 ] && cp "$T/body" "$T/oa-tra
     "its trace carries 3 boxes"
 check '[ "$(code "$U/api/tracks")" = 200 ] && [ "$(json "$T/body" "d[\"tracks\"][0][\"races\"]")" = "{'"'"'time-trial'"'"': 2, '"'"'object-avoidance'"'"': 1, '"'"'head-to-bot'"'"': 0}" ]' \
     "/api/tracks counts each race type's entries: $(cat "$T/body")"
-check '[ "$(code "$U/")" = 200 ] && grep -qF "<a href=\"/track/oval?race=object-avoidance\">object-avoidance (1)</a>" "$T/body" && ! grep -q "head-to-bot (" "$T/body"' \
+check '[ "$(code "$U/")" = 200 ] && grep -qF "<a href=\"/track/oval?race=object-avoidance\">object-avoidance (1 entry)</a>" "$T/body" && ! grep -q "head-to-bot (" "$T/body"' \
     "the index links each race type a track has entries in"
+# the front page and the track page count the same thing (entries), and the track page says how many
+# racers its table ranks from them; its title names the race type and the format once each
+check 'grep -qF ">time-trial (2 entries)</a>" "$T/body" && [ "$(code "$U/track/oval")" = 200 ] &&
+       grep -qF "data-entries=\"2\" class=\"sel\">time-trial (2 entries)</a>" "$T/body" &&
+       grep -qF "<p id=\"counts\">2 racers ranked from 2 entries" "$T/body" &&
+       grep -qF "<title>oval — time-trial, fastest lap — baton league</title>" "$T/body"' \
+    "front page and track page agree on the counts; the title: $(grep -o "<title>[^<]*" "$T/body")"
 check '[ "$(code "$U/track/oval?race=object-avoidance")" = 200 ] && grep -q "data-race=\"object-avoidance\" data-entries=\"1\" class=\"sel\"" "$T/body" && grep -q "3 boxes at fixed places" "$T/body"' \
     "the page's race selector marks object avoidance, its rules said"
 # oa_ok: the DOM after the replay ran: the entry's row, and each box's drawing translated to where

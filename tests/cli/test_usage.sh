@@ -77,4 +77,23 @@ expect_fail 1 "not a loopback address \(add --allow-remote" $BATON imds --listen
 expect_fail 2 "unknown command 'trian' \(did you mean 'train'\?" $BATON trian
 expect_fail 2 "unknown command 'xyzzy'$" $BATON xyzzy
 check '"$BATON" help train | head -1 | grep -q "^usage: baton train --data URI"' "baton help train: train's usage"
+# a missing required option is named alone — never one that was given — and every usage error
+# exits 2, whichever layer finds it (pack's source is parsed by the library)
+mkdir -p "$T/nodataset"
+expect_fail 2 "baton train: --model and --ckpt-dir are required$" $BATON train --data "$T/nodataset"
+expect_fail 2 "baton train: --ckpt-dir is required$" $BATON train --data "$T/nodataset" --model mlp
+expect_fail 2 "baton eval: --data is required" $BATON eval --ckpt "$T/c0"
+expect_fail 2 "baton race submit: --alias and --track are required" $BATON race submit --ckpt "$T/c0"
+expect_fail 2 "unknown source 'mnist'" $BATON pack --from mnist --out "$T/p"
+expect_fail 2 "unknown model 'nosuch'" $BATON train --data "$T/fm" --model nosuch --ckpt-dir "$T/cm"
+# race submit says what a checkpoint that is not a race model's is, from what it holds (never a guess)
+expect_fail 1 "not a race model's checkpoint: a checkpoint of baton train: evaluate it with baton eval" \
+    $BATON race submit --ckpt "$T/c1" --alias a --track oval --db "$T/league.db"
+case "$BATON_BUILD" in /*) PYB=$BATON_BUILD/python ;; *) PYB=$PWD/${BATON_BUILD:-build}/python ;; esac
+if [ -d "$PYB/baton" ] && [ -x /usr/bin/python3 ] && [ "${BATON_BUILD:-build}" = "${BATON_BUILD%san*}" ]; then
+    PYTHONPATH=$PYB /usr/bin/python3 -c "import baton, numpy as np, sys
+with baton.Checkpoints(sys.argv[1]) as c: c.save(1, {'w': np.ones(3, np.float32)}, {}, sync=True)" "$T/pyck"
+    expect_fail 1 "not a race model's checkpoint: a checkpoint of the Python module \(baton.Checkpoints\)" \
+        $BATON race submit --ckpt "$T/pyck" --alias a --track oval --db "$T/league.db"
+fi
 finish

@@ -8,14 +8,18 @@
  * Images the probe says are over 4 Mpixel are skipped so runs stay fast (the decoder's own guard
  * is 64 Mpixel). Any bytes must give the output shape or a clean error (a negative status with a
  * message): no crash, leak, hang or output. The scratch is reused across runs, as a pipeline
- * worker's is, so an image that fails must leave it fit for the next. Seeds:
- * tests/fuzz/seeds/region/ (this header, then a small JPEG, progressive JPEG or PNG). */
+ * worker's is, so an image that fails must leave it fit for the next. A JPEG the rectangle path
+ * decoded (a restart marker after every MCU) is decoded again the ordinary way (a second scratch
+ * with rect_off): when that succeeds too, the bytes must be the same. Seeds:
+ * tests/fuzz/seeds/region/ (this header, then a small JPEG, progressive JPEG or PNG; restart-*:
+ * JPEGs with a restart marker after every MCU, as `baton pack --jpeg-restart` writes them). */
 #include "../../src/img/img_internal.h"
 #include "../../src/img/region_internal.h"
 #include "baton/img.h"
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define FUZZ_HDR 7
 
@@ -46,8 +50,8 @@ static int plan(void *ctx, uint32_t h, uint32_t w, double box[4], baton_err *err
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static img_scratch s;  /* reused across runs, as a decode loop would */
-    static baton_image out;
+    static img_scratch s, plain = {.rect_off = 1};  /* reused across runs, as a decode loop would */
+    static baton_image out, out2;
     if (size < FUZZ_HDR) return 0;
     const uint8_t *p = data + FUZZ_HDR;
     size_t n = size - FUZZ_HDR;
@@ -61,6 +65,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     err.msg[0] = 0;
     uint32_t sh = 0, sw = 0;
+    uint64_t rects = s.rect_decodes;
     int rc = img_decode_crop(p, n, enc, NULL, c, plan, &q, oh, ow, &s, &out, &sh, &sw, &err);
     if (rc == BATON_OK) {
         if (out.h != oh || out.w != ow || out.c != c || sh == 0 || sw == 0) abort();
@@ -69,9 +74,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else if (rc >= 0 || err.msg[0] == 0) {
         abort();
     }
+    if (rc == BATON_OK && s.rect_decodes != rects &&
+        img_decode_crop(p, n, enc, NULL, c, plan, &q, oh, ow, &plain, &out2, NULL, NULL, &err) == BATON_OK &&
+        memcmp(out.px, out2.px, (size_t)oh * ow * c) != 0)
+        abort();  /* the rectangle path gave other bytes than the ordinary one */
     if (data[0] & 8) {
         img_scratch_free(&s);
+        img_scratch_free(&plain);
+        plain.rect_off = 1;
         baton_image_free(&out);
+        baton_image_free(&out2);
     }
     return 0;
 }

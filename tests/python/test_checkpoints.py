@@ -2,7 +2,8 @@
 `baton ckpt verify|ls|show` read; a save copies before it returns; retention; the folder's lock;
 a damaged newest checkpoint moved aside and the one before loaded; due() by steps, seconds and
 Daly's interval and the fleet's progress file; wrong input as baton.Error; baton.torch's round trip
-of a model, an optimizer and the generators."""
+of a model, an optimizer and the generators; load() while a background save commits and retention
+(keep=1) removes the folder before it (the defects issue, item 7): never an error, never None."""
 import json
 import os
 import subprocess
@@ -210,6 +211,19 @@ if torch is not None and not SAN:
         bt.load(ck, mb2)
     check(all(torch.equal(a, b) for a, b in zip(mb.state_dict().values(), mb2.state_dict().values())),
           "a bfloat16 model back exactly")
+    # twelve GPUs' generator states go back in device order (sorted as text, rng.cuda.10 came
+    # before rng.cuda.2); no GPU here: the CUDA calls are stood in for
+    states = {"rng.cuda.%d" % i: np.full(4, i, np.uint8) for i in range(12)}
+    fake = type("C", (), {"optim": states, "dtypes": {}, "tensors": {}, "state": {}})()
+    given = []
+    real = torch.cuda.is_available, torch.cuda.set_rng_state_all
+    torch.cuda.is_available, torch.cuda.set_rng_state_all = (lambda: True), given.extend
+    try:
+        bt.unflatten(fake)
+    finally:
+        torch.cuda.is_available, torch.cuda.set_rng_state_all = real
+    check([int(t[0]) for t in given] == list(range(12)), "CUDA generators restored in device order: %s"
+          % [int(t[0]) for t in given])
 
 # the defects issue, item 7 and 8: a step below the newest in the folder, a step past 2^64, a tensor name with a NUL
 DL = os.path.join(TMP, "ck-lower")
@@ -225,4 +239,51 @@ with baton.Checkpoints(DL, keep=2) as ck:
     ck.save(11, {"w": np.ones(3, np.float32)}, {}, sync=True)
     got = ck.load()
     check(got is not None and got.step == 11, "the folder goes on at the next step")
+
+# ---- load() during a background save with keep=1: the save's commit and its retention (which
+# removes the folder before it) never make load() fail or find nothing
+DK = os.path.join(TMP, "keep1")
+big = {"w": np.arange(1 << 20, dtype=np.float32)}   # 4 MiB: the commit takes a moment
+errors, nones, behind = [], 0, 0
+with baton.Checkpoints(DK, keep=1) as ck:
+    ck.save(1, big, {"s": 1}, sync=True)
+    for step in range(2, 2 + (60 if SAN else 300)):
+        ck.save(step, big, {"s": step})   # committed in the background
+        try:
+            got = ck.load()
+        except baton.Error as e:
+            errors.append(str(e))
+            continue
+        if got is None:
+            nones += 1
+        elif got.step != step or got.state["s"] != step or got.tensors["w"][-1] != (1 << 20) - 1:
+            behind += 1
+    ck.wait()
+check(not errors and nones == 0 and behind == 0,
+      "load() during background saves with keep=1: %d errors %s, %d None, %d not the save just made"
+      % (len(errors), errors[:2], nones, behind))
+check(sorted(os.listdir(DK)) == [".lock", "ckpt-%09d" % step], "one checkpoint kept, nothing moved aside: %s"
+      % sorted(os.listdir(DK)))
+
+# ---- a state.json whose "step" the library reads but Python's json does not (a key cut short at a
+# NUL by the C parser): a FormatError naming the file, not a SystemError
+DS = os.path.join(TMP, "stepless")
+with baton.Checkpoints(DS) as ck:
+    ck.save(7, {"w": np.ones(2, np.float32)}, {}, sync=True)
+folder = os.path.join(DS, "ckpt-000000007")
+text = b'{"step\\u0000": 7}\n'
+with open(os.path.join(folder, "state.json"), "wb") as f:
+    f.write(text)
+lines = open(os.path.join(folder, "MANIFEST")).read().splitlines()
+lines = [("state.json %d %08x" % (len(text), baton.crc32c(text))) if l.startswith("state.json ") else l for l in lines]
+with open(os.path.join(folder, "MANIFEST"), "w") as f:
+    f.write("\n".join(lines) + "\n")
+with baton.Checkpoints(DS) as ck:
+    e = raises(baton.FormatError, ck.load)
+    check(e is not None and "state.json" in str(e), "a state.json without a step Python can read: FormatError: %s" % e)
+
+# ---- every= that is not text (a lone surrogate): a UsageError, not a SystemError
+for bad in ("\udcff", "5m\x00"):
+    e = raises(baton.UsageError, baton.Checkpoints, os.path.join(TMP, "ev"), every=bad)
+    check(e is not None and "every" in str(e), "every=%r: UsageError: %s" % (bad, e))
 done()

@@ -2,7 +2,9 @@
 trains on, in each mode (mount, file, cache, pipe); rank/world parts that make up the W = 1
 batches; an exact resume from state_dict(); no shuffle; normalisation and layouts; zero-copy
 batches that outlive a pipeline; bad input as baton.Error (never a crash or a hang); Ctrl-C while
-waiting; 1,000 open/iterate/close cycles without growth; a DataLoader around it.
+waiting; 1,000 open/iterate/close cycles without growth; a DataLoader around it; world > batch
+refused, prefetch buffers over 1 GiB a warning naming their size, the Loader's state read from a
+signal handler while next() waits (the defects issue, item 8).
 (Over HTTP and S3 servers: tests/servers/test_python.sh.)"""
 import json
 import os
@@ -270,6 +272,92 @@ print("%d open/iterate/close cycles: %.1f s" % (rounds, time.time() - t0), flush
 check(rss1 - rss0 < 16 * 1024 and th1 == th0 and fd1 == fd0,
       "%d cycles in %.1f s: RSS %d -> %d kB, threads %d -> %d, fds %d -> %d" % (
           rounds, time.time() - t0, rss0, rss1, th0, th1, fd0, fd1))
+
+# ---- file mode, 4 ranks of one machine started at once on one URI (the default local folder, one
+# per URI): every rank opens, and each shard is downloaded once on the machine — the ranks a
+# launcher places (torchrun's LOCAL_RANK/LOCAL_WORLD_SIZE) split the downloads, ranks started by
+# hand take turns. Several rounds each, each in a fresh cache folder. (11 of 16 such starts failed
+# with "rename: No such file or directory".)
+RANK = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, %r)
+    import baton, time
+    r = int(sys.argv[1])
+    time.sleep(max(0, float(sys.argv[3]) - time.time()))   # all four open at once
+    l = baton.Loader(sys.argv[2], mode="file", batch=100, rank=r, world=4, seed=1)
+    n = sum(len(b.labels) for b in l)
+    st = l.stats()
+    print(n, st["downloads"], flush=True)
+""") % (os.path.dirname(baton.__file__) + "/..")
+nshards = len(json.load(open(os.path.join(FM, "dataset.json")))["shards"])
+for launcher in (True, False):
+    bad = []
+    for rnd in range(3 if SAN else 5):
+        env = dict(os.environ, XDG_CACHE_HOME=os.path.join(TMP, "xdg-%d-%d" % (launcher, rnd)))
+        env.pop("LOCAL_RANK", None), env.pop("OMPI_COMM_WORLD_LOCAL_RANK", None)
+        procs, at = [], time.time() + (8 if SAN else 3)
+        for r in range(4):
+            e = dict(env, LOCAL_RANK=str(r), LOCAL_WORLD_SIZE="4") if launcher else env
+            procs.append(subprocess.Popen([sys.executable, "-c", RANK, str(r), FM, str(at)], env=e, stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE, text=True))
+        outs = [p.communicate(timeout=300) + (p.returncode,) for p in procs]
+        got = [o[0].split() for o in outs]
+        if any(o[2] != 0 for o in outs) or [int(g[0]) for g in got] != [2500] * 4 or \
+                sum(int(g[1]) for g in got) != nshards:
+            bad.append([(o[2], o[0].strip(), o[1].strip().splitlines()[-1:]) for o in outs])
+    check(not bad, "4 ranks in file mode on one URI started at once (%s): every rank opens, %d downloads in all: %s"
+          % ("LOCAL_RANK from the launcher" if launcher else "by hand", nshards, bad[:2]))
+
+# ---- world > batch: some ranks would never get a sample; refused, naming both. A last partial
+# batch smaller than the world gives the ranks past its end an empty batch, so every rank takes the
+# same number of steps.
+e = raises(baton.UsageError, baton.Loader, FM, batch=2, world=4, rank=3)
+check(e is not None and "world 4 > batch 2" in str(e), "world > batch refused: %s" % e)
+sizes = [[len(b.labels) for b in baton.Loader(FM, batch=N - 2, world=4, rank=r, depth=2)] for r in range(4)]
+check(sizes == [[2500, 1], [2500, 1], [2499, 0], [2499, 0]], "the last batch of 2 over 4 ranks: %s" % sizes)
+
+# ---- prefetch buffers: depth batches of decoded images, allocated whole at the first batch; over
+# 1 GiB a warning names the size (checked before any is allocated: the Loader is closed unused)
+import warnings
+with warnings.catch_warnings(record=True) as w:
+    warnings.simplefilter("always")
+    baton.Loader(FM, batch=16384, depth=64).close()
+    baton.Loader(FM, batch=128, depth=4).close()
+msgs = [str(x.message) for x in w]
+check(len(msgs) == 1 and "3.3 GB of prefetch buffers" in msgs[0] and "10000 samples" in msgs[0],
+      "batch=16384, depth=64 on 10,000 samples: one warning naming the size: %s" % msgs)
+e = raises(baton.UsageError, baton.Loader, FM, batch=16384, depth=64, crop="center", size=4096)
+check(e is not None and "more than this machine's" in str(e), "prefetch buffers beyond the machine's memory refused: %s" % e)
+
+# ---- the Loader read from a signal handler while next() waits for a batch (state_dict() for a
+# checkpoint, stats(), len(), info): the cursor after the last batch handed out. 20 rounds.
+seen, errs, inside, waiting = [], [], [False], [0]
+def on_alarm(s, f):
+    if inside[0]:
+        try:
+            seen.append((l.state_dict()["position"], l.stats()["mode"], len(l), l.info["samples"]))
+        except Exception as ex:
+            errs.append(repr(ex))
+        try:
+            iter(l)   # refused only inside next(): proof that the reads above ran during its wait
+        except baton.UsageError:
+            waiting[0] += 1
+old_alarm = signal.signal(signal.SIGALRM, on_alarm)
+for r in range(20):
+    l = baton.Loader(FM, batch=4096, threads=1, depth=2, crop="random-resized", size=160, dtype="uint8", seed=r)
+    signal.setitimer(signal.ITIMER_REAL, 0.002, 0.002)
+    it = iter(l)
+    for k in range(2):
+        inside[0] = True
+        next(it)
+        inside[0] = False
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    l.close()
+signal.signal(signal.SIGALRM, old_alarm)
+check(not errs and waiting[0] > 0 and all(p in (0, 4096, 8192) and m == "mount" and n == 3 and k == N
+                                         for p, m, n, k in seen),
+      "state_dict(), stats(), len(), info from a signal handler during next(): %d reads (%d during its wait), errors %s"
+      % (len(seen), waiting[0], errs[:2]))
 
 # ---- through torch's DataLoader (batch_size=None): the same batches, as tensors
 try:

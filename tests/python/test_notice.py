@@ -1,7 +1,9 @@
 """test_notice.py — baton.Notice against `baton imds` (the metadata emulator): a spot interruption
 and a rebalance recommendation seen through IMDSv2; SIGTERM and Ctrl-C as notices while it is open
 (and Ctrl-C a KeyboardInterrupt again once it is closed, or with signals=False); a garbage-answering
-service is never a notice; wait() times out."""
+service is never a notice; wait() times out. Closing — on the thread that made it or another, by
+close() or by dropping it, before or after a signal came — gives back exactly the handlers and the
+signal masks of before (the defects issue, item 5): 20 rounds of each."""
 import os
 import subprocess
 import sys
@@ -94,4 +96,83 @@ r = run(sys.executable, "-c", PLAIN % here, timeout=30)
 check(r.stdout.strip() == "KeyboardInterrupt" and time.time() - t0 < 10,
       "signals=False: Ctrl-C interrupts wait() (%s %s)" % (r.stdout, r.stderr[-300:]))
 check(baton.EXIT_INTERRUPTED == 75, "EXIT_INTERRUPTED is 75")
+
+# Closing gives back exactly what was there: the main thread's mask (a Notice closed or dropped on
+# another thread used to leave SIGTERM and SIGINT blocked in it, so the process ignored both), and
+# the handlers, also after a signal came (every later Ctrl-C and SIGTERM used to be ignored).
+BACK = textwrap.dedent("""
+    import os, signal, sys, threading, time
+    sys.path.insert(0, %r)
+    import baton
+    ROUNDS = 20
+    SIGS = {signal.SIGTERM, signal.SIGINT}
+    def mask():
+        return signal.pthread_sigmask(signal.SIG_BLOCK, []) & SIGS
+    got = []
+    def mine(s, f):
+        got.append(s)
+    def ctrl_c():   # True when Ctrl-C is Python's KeyboardInterrupt again, in this thread
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(200):
+                time.sleep(0.01)
+        except KeyboardInterrupt:
+            return True
+        return False
+    def closer(n, how):
+        if how == "close":
+            n[0].close()
+        n.clear()   # the last reference: dropped on this thread
+    bad = {"mask": 0, "ctrl-c": 0, "handler": 0, "term": 0, "event": 0}
+    signal.signal(signal.SIGTERM, mine)
+    before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT), mask()
+    for r in range(ROUNDS):
+        for how in ("close", "drop"):                # closed on another thread
+            n = [baton.Notice(signals=True)]
+            t = threading.Thread(target=closer, args=(n, how))
+            t.start()
+            t.join()
+            bad["mask"] += mask() != before[2]
+            bad["handler"] += (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) != before[:2]
+            bad["ctrl-c"] += not ctrl_c()
+        for sig in (signal.SIGTERM, signal.SIGINT):  # a signal came, then closed (here or elsewhere)
+            n = baton.Notice(signals=True)
+            os.kill(os.getpid(), sig)
+            ev = n.wait(5)
+            bad["event"] += ev is None or ev["kind"] != ("sigterm" if sig == signal.SIGTERM else "sigint")
+            if r %% 2:
+                n.close()
+            else:
+                t = threading.Thread(target=closer, args=([n], "close"))
+                t.start()
+                t.join()
+            del n
+            bad["mask"] += mask() != before[2]
+            bad["handler"] += (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) != before[:2]
+            bad["ctrl-c"] += not ctrl_c()
+            del got[:]
+            os.kill(os.getpid(), signal.SIGTERM)
+            for _ in range(200):
+                if got:
+                    break
+                time.sleep(0.01)
+            bad["term"] += got != [signal.SIGTERM]
+    print(" ".join("%%s=%%d" %% kv for kv in sorted(bad.items())), flush=True)
+    # and with the default SIGTERM: after a notice and close, SIGTERM ends the process again
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    n = baton.Notice(signals=True)
+    os.kill(os.getpid(), signal.SIGTERM)
+    n.wait(5)
+    n.close()
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(5)
+    print("SIGTERM ignored", flush=True)
+""")
+r = run(sys.executable, "-c", BACK % here, timeout=300)
+out = r.stdout.split("\n")
+check(out[0] == "ctrl-c=0 event=0 handler=0 mask=0 term=0",
+      "20 rounds: a Notice closed or dropped on another thread, or closed after a signal, gives back the "
+      "masks and handlers (Ctrl-C a KeyboardInterrupt, SIGTERM the program's handler): %s %s" % (r.stdout, r.stderr[-500:]))
+check(r.returncode == -15 and "SIGTERM ignored" not in r.stdout,
+      "after a SIGTERM notice and close, the default SIGTERM ends the process again (exit %s)" % r.returncode)
 done()

@@ -8,7 +8,9 @@ packed with each file's bytes as they are):
     the whole batch (the samples a step sees do not depend on the world size);
   - centre-crop evaluation is deterministic; dtype="uint8" is the same pixels un-normalised;
   - no crop on images of varying size is refused with the way out; bad crop arguments are usage
-    errors."""
+    errors;
+  - the pack made with --jpeg-restart gives the plain pack's bytes for both crops, and its lying
+    records fail as the plain pack's do."""
 import math
 import os
 
@@ -163,6 +165,17 @@ with baton.Loader(DS, **ev) as a, baton.Loader(DS, dtype="uint8", **ev) as b:
           "uint8 normalised with info's mean and std (as a GPU would) is the float batch")
 with baton.Loader(DS, layout="nhwc", dtype="uint8", **ev) as l:
     check(next(iter(l)).images.shape == (32, 64, 64, 3), "uint8 in NHWC")
+# ---- --jpeg-restart: the same pack with every JPEG transcoded to a restart marker after every MCU;
+# its crops are decoded from the box's MCUs alone, to the same bytes
+DS_RST = os.path.join(TMP, "photos-rst")
+r = cli("pack", "--from", "imagefolder:" + SRC, "--out", DS_RST, "--shard-mb", "1", "--quiet", "--jpeg-restart")
+check(r.returncode == 0 and "JPEG(s) transcoded" in r.stderr, "pack --jpeg-restart: %s" % r.stderr)
+with baton.Loader(DS_RST, threads=2, **kw) as l:
+    check(same(batches(l) + batches(l), whole), "random-resized crops of the --jpeg-restart pack: the plain pack's bytes")
+with baton.Loader(DS, **ev) as a, baton.Loader(DS_RST, **ev) as b:
+    check(same(batches(a), batches(b)), "centre crops of the --jpeg-restart pack: the plain pack's bytes")
+
+
 # ---- a record that lies: a header claiming 60000x60000 (a decompression bomb), a stream cut short
 # (EOI after a third of it), garbage after the SOI: an error naming the shard and the record's
 # offset, never a crash (the sanitizer build runs this too); dataset.json's checksums are made to
@@ -170,9 +183,9 @@ with baton.Loader(DS, layout="nhwc", dtype="uint8", **ev) as l:
 import json, shutil, struct
 
 
-def lie(kind, k=3):
-    d = os.path.join(TMP, "lie-" + kind)
-    shutil.copytree(DS, d)
+def lie(kind, k=3, src=DS):
+    d = os.path.join(TMP, "lie-" + kind + ("-rst" if src != DS else ""))
+    shutil.copytree(src, d)
     man = json.load(open(os.path.join(d, "dataset.json")))
     sh = man["shards"][0]
     path = os.path.join(d, sh["file"])
@@ -196,18 +209,22 @@ def lie(kind, k=3):
         b[img + 2:end] = bytes((i * 37 + 11) & 0xFF for i in range(end - img - 2))
     open(path, "wb").write(b)
     sh["crc32c"] = "%08x" % baton.crc32c(bytes(b))
+    if "piece_bytes" in sh:   # and its pieces': a pack whose records lie, not a damaged file
+        p = sh["piece_bytes"]
+        sh["piece_crc32c"] = "".join("%08x" % baton.crc32c(bytes(b[k:k + p])) for k in range(0, len(b), p))
     json.dump(man, open(os.path.join(d, "dataset.json"), "w"))
     return d, "%s: offset %d" % (sh["file"], off)
 
 
-for kind in ("bomb", "cut", "garbage"):
-    d, where = lie(kind)
+for kind, src in [("bomb", DS), ("cut", DS), ("garbage", DS), ("bomb", DS_RST), ("cut", DS_RST), ("garbage", DS_RST)]:
+    d, where = lie(kind, src=src)
     if d is None:
         skip("record 3 of the first shard is not a JPEG")
         continue
     for crop in ("random-resized", "center"):
         with baton.Loader(d, batch=8, seed=9, crop=crop, size=32) as l:
             e = raises(baton.Error, lambda: [None for b in l])
-        check(e is not None and where in str(e), "%s record, %s crop: an error naming %s: %s" % (kind, crop, where, e))
+        check(e is not None and where in str(e), "%s record%s, %s crop: an error naming %s: %s" %
+              (kind, " (--jpeg-restart)" if src != DS else "", crop, where, e))
 
 done()

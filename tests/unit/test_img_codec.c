@@ -9,6 +9,8 @@
 #include <math.h>
 #include <png.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <jpeglib.h>
 #include <stdlib.h>
 #include <zlib.h>
 
@@ -581,6 +583,85 @@ static void test_threads(void)
     baton_buf_free(&jpg);
 }
 
+/* A JPEG whose scan uses Huffman table 0 while its DHT segments define table 2 (the file lacks
+ * the tables it needs): its decode must not depend on what the thread decoded before (libjpeg
+ * keeps a decompressor's tables from one image to the next). */
+struct tables_job {
+    const baton_buf *bad;
+    int rc;
+    baton_image out;
+};
+
+static void *decode_fresh(void *arg)
+{
+    struct tables_job *j = arg;
+    baton_err err;
+    j->rc = baton_img_decode(j->bad->data, j->bad->len, BATON_ENC_JPEG, NULL, &j->out, &err);
+    return NULL;
+}
+
+/* RGB a (h×w×3) as a baseline JPEG with Huffman tables optimised for it (not the standard ones
+ * TurboJPEG's encoder and libjpeg's defaults use), through libjpeg itself. */
+static void encode_optimised(const baton_image *a, baton_buf *out)
+{
+    struct jpeg_compress_struct c;
+    struct jpeg_error_mgr e;
+    c.err = jpeg_std_error(&e);
+    jpeg_create_compress(&c);
+    unsigned char *mem = NULL;
+    unsigned long len = 0;
+    jpeg_mem_dest(&c, &mem, &len);
+    c.image_width = a->w;
+    c.image_height = a->h;
+    c.input_components = 3;
+    c.in_color_space = JCS_RGB;
+    jpeg_set_defaults(&c);
+    jpeg_set_quality(&c, 85, TRUE);
+    c.optimize_coding = TRUE;
+    jpeg_start_compress(&c, TRUE);
+    while (c.next_scanline < c.image_height) {
+        JSAMPROW row = a->px + (size_t)c.next_scanline * a->w * 3;
+        jpeg_write_scanlines(&c, &row, 1);
+    }
+    jpeg_finish_compress(&c);
+    jpeg_destroy_compress(&c);
+    baton_buf_append(out, mem, len);
+    free(mem);
+}
+
+static void test_tables_not_kept(void)
+{
+    baton_image a = {0}, after = {0};
+    baton_buf good = {0}, bad = {0};
+    baton_err err;
+    fill_smooth(&a, 32, 40, 3);
+    encode_optimised(&a, &good);
+    baton_buf_append(&bad, good.data, good.len);
+    int changed = 0;
+    for (size_t i = 2; i + 4 < bad.len; i++)   /* every DHT's first table: class/id 0x00 -> 0x02 */
+        if (bad.data[i] == 0xff && bad.data[i + 1] == 0xc4 && (bad.data[i + 4] & 0x0f) == 0) {
+            bad.data[i + 4] |= 0x02;
+            changed++;
+        }
+    CHECK(changed > 0);
+    struct tables_job fresh = {&bad, 0, {0}};
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, decode_fresh, &fresh) == 0);   /* a thread that decoded nothing */
+    pthread_join(t, NULL);
+    baton_image tmp = {0};
+    CHECK(baton_img_decode(good.data, good.len, BATON_ENC_JPEG, NULL, &tmp, &err) == BATON_OK);
+    int rc = baton_img_decode(bad.data, bad.len, BATON_ENC_JPEG, NULL, &after, &err);
+    CHECK_MSG(rc == fresh.rc && (rc != BATON_OK || (after.h == fresh.out.h && after.w == fresh.out.w &&
+                                                    !memcmp(after.px, fresh.out.px, (size_t)after.h * after.w * after.c))),
+              "a JPEG lacking its tables decodes differently after another JPEG (%d, %d)", fresh.rc, rc);
+    baton_image_free(&a);
+    baton_image_free(&after);
+    baton_image_free(&tmp);
+    baton_image_free(&fresh.out);
+    baton_buf_free(&good);
+    baton_buf_free(&bad);
+}
+
 int main(void)
 {
     baton_rng r;
@@ -592,5 +673,6 @@ int main(void)
     test_jpeg();
     test_bad_inputs(&r);
     test_threads();
+    test_tables_not_kept();
     CHECK_DONE();
 }

@@ -6,7 +6,8 @@
  *  - resume: a fresh loader seeked to a batch's `next` cursor continues byte-identically across an
  *    epoch boundary (also from a cursor inside a batch);
  *  - BATON_END exactly once per epoch; ceil(N/B) batches (floor with drop_last), cursors;
- *  - an undecodable record and an out-of-range label are errors naming shard and offset; the error
+ *  - an undecodable record and an out-of-range label (dataset.json's checksums made to match, as
+ *    if packed so) are errors naming shard and offset; the error
  *    is sticky and close() returns; close() with a full queue returns; holding every batch is an
  *    error, not a hang.
  * Datasets: a generated image folder (always), and Fashion-MNIST's 10k test split when Debian's
@@ -486,6 +487,26 @@ static void test_resume(const char *dir, uint32_t batch)
     run_free(&full);
 }
 
+/* dataset.json made to list shard s as it now is (its CRC32C and its pieces'): a pack whose
+ * records themselves are bad, which the checksums pass and the decoder must refuse. */
+static void reseal(const char *dir, baton_manifest *m, size_t s)
+{
+    baton_shard_info *si = &m->shards[s];
+    char path[1400];
+    snprintf(path, sizeof path, "%s/%s", dir, si->file);
+    uint8_t *b = NULL;
+    size_t n = 0;
+    baton_err err = {0};
+    CHECK(baton_file_read_all(path, 1u << 30, &b, &n, &err) == BATON_OK && n == si->bytes);
+    si->crc32c = baton_crc32c(0, b, n);
+    for (uint64_t k = 0; k < baton_shard_pieces(si); k++) {
+        uint64_t lo = k * si->piece_bytes, hi = lo + si->piece_bytes < n ? lo + si->piece_bytes : n;
+        si->piece_crc32c[k] = baton_crc32c(0, b + lo, (size_t)(hi - lo));
+    }
+    free(b);
+    CHECK_MSG(baton_manifest_save(dir, m, &err) == BATON_OK, "%s", err.msg);
+}
+
 static void test_bad_records(const char *jpeg_dir, const char *other_dir)
 {
     baton_err err = {0};
@@ -509,6 +530,7 @@ static void test_bad_records(const char *jpeg_dir, const char *other_dir)
         CHECK(fwrite("\0\0\0\0", 1, 4, f) == 4);
         CHECK(fclose(f) == 0);
     }
+    reseal(bad, &m, 0);
     char want_off[64];
     snprintf(want_off, sizeof want_off, "offset %llu", (unsigned long long)off);
     baton_pipeline_opts o = popts(2, 16, 2, 1);
@@ -551,6 +573,7 @@ static void test_bad_records(const char *jpeg_dir, const char *other_dir)
         CHECK(fwrite(&lab, 4, 1, f) == 1);
         CHECK(fclose(f) == 0);
     }
+    reseal(bad, &m, last);
     snprintf(want_off, sizeof want_off, "offset %llu", (unsigned long long)off);
     r = run_pipeline(bad, (baton_cursor){1, 0, 0}, &o, 3, SIZE_MAX);
     CHECK(r.rc < 0);

@@ -55,7 +55,7 @@ static void test_specs(void)
 {
     baton_src *s = (baton_src *)1;
     baton_err err = {0};
-    CHECK(baton_src_open("mnist:/x", "train", &s, &err) == BATON_ERR_ARG && s == NULL);
+    CHECK(baton_src_open("mnist:/x", "train", &s, &err) == BATON_ERR_USAGE && s == NULL);
     CHECK(strstr(err.msg, "unknown source") != NULL);
     CHECK(baton_src_open("cifar10", "train", &s, &err) == BATON_ERR_ARG);
     CHECK(baton_src_open("imagefolder:", "train", &s, &err) == BATON_ERR_ARG);

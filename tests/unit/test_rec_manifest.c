@@ -1,6 +1,8 @@
 /* test_rec_manifest.c — rec: dataset.json. A full manifest survives to_json → parse unchanged
  * (and serialises to the same bytes again), save + load through a folder, a folder without a
- * manifest, and one malformed field at a time — each error names the field. */
+ * manifest, and one malformed field at a time — each error names the field. Piece checksums: a
+ * shard's pieces survive the round trip, and pieces that contradict the shard's CRC32C, a list of
+ * the wrong length or a size out of range are refused naming the field. */
 #include "baton/rec.h"
 #include "check.h"
 
@@ -32,8 +34,8 @@ static baton_manifest sample(void)
     m.nshards = 2;
     m.shards = calloc(2, sizeof *m.shards);
     m.shards[0] = (baton_shard_info){strdup("train-00000.rec"), strdup("train-00000.idx"),
-                                     123456789012ULL, 40000, 0xe3069283U, 500000, 0x0000abcdU};
-    m.shards[1] = (baton_shard_info){strdup("train-00001.rec"), NULL, 99, 20000, 0, 0, 0};
+                                     123456789012ULL, 40000, 0xe3069283U, 500000, 0x0000abcdU, 0, NULL};
+    m.shards[1] = (baton_shard_info){strdup("train-00001.rec"), NULL, 99, 20000, 0, 0, 0, 0, NULL};
     m.samples = 60000;
     return m;
 }
@@ -87,8 +89,47 @@ static int rejects(const char *json, const char *from, const char *to, const cha
     return ok;
 }
 
+/* A shard of 10000 bytes in 4 KiB pieces (3 of them, the last 1808 bytes). */
+static void pieces(void)
+{
+    uint8_t data[10000];
+    for (size_t i = 0; i < sizeof data; i++) data[i] = (uint8_t)(i * 7 + 3);
+    baton_manifest m = sample(), back;
+    baton_err err = {0};
+    baton_shard_info *si = &m.shards[1];
+    si->bytes = sizeof data;
+    si->crc32c = baton_crc32c(0, data, sizeof data);
+    si->piece_bytes = 4096;
+    CHECK(baton_shard_pieces(si) == 3 && baton_shard_pieces(&m.shards[0]) == 0);
+    si->piece_crc32c = malloc(3 * sizeof *si->piece_crc32c);
+    for (int k = 0; k < 3; k++)
+        si->piece_crc32c[k] = baton_crc32c(0, data + 4096 * k, k < 2 ? 4096 : sizeof data - 8192);
+    char *json = baton_manifest_to_json(&m);
+    CHECK(json && strstr(json, "\"piece_bytes\":\t4096"));
+    char hex[32];
+    snprintf(hex, sizeof hex, "\"%08x%08x%08x\"", si->piece_crc32c[0], si->piece_crc32c[1], si->piece_crc32c[2]);
+    CHECK_MSG(json && strstr(json, hex), "%s", json);
+    CHECK_MSG(baton_manifest_parse("dataset.json", json, strlen(json), &back, &err) == BATON_OK, "%s", err.msg);
+    CHECK(back.shards[1].piece_bytes == 4096 && back.shards[0].piece_bytes == 0 && !back.shards[0].piece_crc32c &&
+          !memcmp(back.shards[1].piece_crc32c, si->piece_crc32c, 3 * sizeof *si->piece_crc32c));
+    baton_manifest_free(&back);
+    char wrong[32];
+    snprintf(wrong, sizeof wrong, "\"%08x%08x%08x\"", si->piece_crc32c[0], si->piece_crc32c[1] ^ 1, si->piece_crc32c[2]);
+    CHECK(rejects(json, hex, wrong, "shards[1].piece_crc32c: its pieces sum to CRC32C"));
+    snprintf(wrong, sizeof wrong, "\"%08x%08x\"", si->piece_crc32c[0], si->piece_crc32c[1]);
+    CHECK(rejects(json, hex, wrong, "shards[1].piece_crc32c: 16 characters, expected 8 hexadecimal digits for each of the 3"));
+    snprintf(wrong, sizeof wrong, "\"%08x%08xzz%06x\"", si->piece_crc32c[0], si->piece_crc32c[1], 0);
+    CHECK(rejects(json, hex, wrong, "shards[1].piece_crc32c: piece 2 (characters 16..23)"));
+    CHECK(rejects(json, "\"piece_bytes\":\t4096", "\"piece_bytes\":\t4095", "shards[1].piece_bytes"));
+    CHECK(rejects(json, "\"piece_bytes\":\t4096", "\"piece_bytesx\":\t4096", "shards[1].piece_bytes: is missing"));
+    CHECK(rejects(json, "\"piece_crc32c\"", "\"piece_crc\"", "shards[1].piece_crc32c: is missing"));
+    free(json);
+    baton_manifest_free(&m);
+}
+
 int main(void)
 {
+    pieces();
     baton_manifest m = sample(), back;
     baton_err err = {0};
     char *json = baton_manifest_to_json(&m);

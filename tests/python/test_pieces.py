@@ -1,0 +1,105 @@
+"""test_pieces.py — baton.Loader delivers no sample from bytes that were not checked against
+dataset.json. Fashion-MNIST packed twice with different seeds (raw records of one size: shard N of
+either pack has the same size and offsets); one shard of the second put in place of the first's.
+In file, pipe, mount and cache mode, at world 1, 2 and 4 (every rank), and resumed from a
+state_dict() in the middle of the epoch, every batch before the error holds exactly the samples
+the untouched pack gives at those positions, and the error (baton.CorruptError) names the shard,
+the piece's bytes and both CRC32Cs. A dataset packed before piece checksums still loads. Shards cut
+short while a mount-mode Loader reads them: baton.Error naming the shard, the process alive."""
+import json
+import os
+import shutil
+
+import baton
+from harness import TMP, check, done, pack, raises
+
+A = pack(os.path.join(TMP, "a"), "train", "--seed", "1")
+B = pack(os.path.join(TMP, "b"), "train", "--seed", "2")
+S = "train-00020"
+BAD = os.path.join(TMP, "bad")
+shutil.copytree(A, BAD)
+shutil.copy(os.path.join(B, S + ".rec"), os.path.join(BAD, S + ".rec"))
+check(open(os.path.join(A, S + ".idx")).read() == open(os.path.join(B, S + ".idx")).read(),
+      "the two packs' shard has the same index")
+
+
+def lines(uri, mode, rank=0, world=1, state=None, tag=""):
+    """(positions → (label, crc)) of every sample delivered, and the error that ended it (or None)."""
+    kw = {"local_dir": os.path.join(TMP, "copy-%s-%s-%d-%d%s" % (os.path.basename(uri), mode, rank, world, tag))} \
+        if mode in ("file", "cache") else {}
+    got, err = {}, None
+    try:
+        with baton.Loader(uri, mode=mode, batch=64, seed=5, epochs=1, rank=rank, world=world, block=512,
+                          normalize=False, dtype="uint8", **kw) as l:
+            if state:
+                l.load_state_dict(state)
+            for b in l:
+                x = b.images.reshape(len(b.labels), -1)
+                for i in range(len(b.labels)):
+                    got[int(b.positions[i])] = (int(b.labels[i]), baton.crc32c(x[i].tobytes()))
+    except baton.Error as e:
+        err = e
+    return got, err
+
+
+def wrong(ref, got):
+    return sum(ref.get(p) != v for p, v in got.items())
+
+
+PIECE = S + ".rec: bytes "
+for mode in ("file", "pipe", "mount", "cache"):
+    for world in (1, 2, 4):
+        for rank in range(world):
+            ref, e0 = lines(A, mode, rank, world)
+            got, e = lines(BAD, mode, rank, world)
+            what = "%s mode, rank %d of %d" % (mode, rank, world)
+            check(e0 is None and len(ref) > 0, "%s: the untouched pack (%s)" % (what, e0))
+            check(isinstance(e, baton.CorruptError) and PIECE in str(e) and "(piece " in str(e) and
+                  "dataset.json says" in str(e), "%s: the error names the shard and the piece: %r" % (what, e))
+            check(wrong(ref, got) == 0, "%s: %d of %d samples delivered before the error are wrong" % (
+                what, wrong(ref, got), len(got)))
+
+# ---- resumed in the middle of the epoch (and of a shard): from a state taken on the untouched pack
+for mode in ("pipe", "mount", "cache"):
+    ref, _ = lines(A, mode)
+    state = {"seed": 5, "epoch": 0, "position": 19200 + 37 * 64, "batch": 64, "samples": 60000}
+    got, e = lines(BAD, mode, state=state, tag="-resumed")
+    check(isinstance(e, baton.CorruptError) and PIECE in str(e), "%s mode, resumed: %r" % (mode, e))
+    check(wrong(ref, got) == 0 and min(got, default=state["position"]) >= state["position"],
+          "%s mode, resumed: %d of %d samples delivered are wrong" % (mode, wrong(ref, got), len(got)))
+
+# ---- a dataset packed before piece checksums loads and delivers the same samples
+OLD = os.path.join(TMP, "old")
+shutil.copytree(A, OLD)
+m = json.load(open(os.path.join(OLD, "dataset.json")))
+for s in m["shards"]:
+    s.pop("piece_bytes", None), s.pop("piece_crc32c", None)
+json.dump(m, open(os.path.join(OLD, "dataset.json"), "w"))
+for mode in ("mount", "pipe"):
+    ref, _ = lines(A, mode)
+    got, e = lines(OLD, mode)
+    check(e is None and got == ref, "%s mode, a dataset without pieces: the same samples (%r)" % (mode, e))
+
+# ---- shards cut short under a running mount-mode reader: an error naming one, never SIGBUS
+for kind in ("no pieces", "pieces of 4 KiB"):
+    CUT = pack(os.path.join(TMP, "cut-" + kind[:2]), "train", "--seed", "1",
+               *(("--piece-kb", "4") if kind != "no pieces" else ()))
+    if kind == "no pieces":
+        m = json.load(open(os.path.join(CUT, "dataset.json")))
+        for s in m["shards"]:
+            s.pop("piece_bytes", None), s.pop("piece_crc32c", None)
+        json.dump(m, open(os.path.join(CUT, "dataset.json"), "w"))
+    n, err = 0, None
+    try:
+        with baton.Loader(CUT, mode="mount", batch=64, seed=5, epochs=3) as l:
+            for b in l:
+                n += len(b.labels)
+                if n == 640:
+                    for f in os.listdir(CUT):
+                        if f.endswith(".rec"):
+                            os.truncate(os.path.join(CUT, f), 1000)
+    except baton.Error as e:
+        err = e
+    check(isinstance(err, baton.Error) and "the file ends at offset" in str(err) and "now 1000 bytes" in str(err)
+          and ".rec" in str(err), "%s: shards cut short after %d samples: %r" % (kind, n, err))
+done()
