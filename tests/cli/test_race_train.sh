@@ -171,7 +171,7 @@ expect_fail 1 "m3.json: action_space: is an empty list" $TR --ckpt-dir "$T/b3" -
 expect_fail 1 "h1.json: lr: -0.001 must be a positive number" $TR --ckpt-dir "$T/b4" --episodes 20 --hyper "$T/h1.json"
 expect_fail 1 "no_such.json" $TR --ckpt-dir "$T/b5" --episodes 20 --metadata "$T/no_such.json"
 expect_fail 1 "another --seed" "$BATON" race train --track oval --obs sensor --ckpt-dir "$T/a" --episodes 100 --seed 4 --quiet
-expect_fail 2 "--track and --ckpt-dir are required" "$BATON" race train --ckpt-dir "$T/u"
+expect_fail 2 "--track is required" "$BATON" race train --ckpt-dir "$T/u"
 # a run that fails leaves no checkpoint folder behind (not one holding only its .lock)
 expect_fail 1 "no such built-in track" "$BATON" race train --track nosuchtrack --ckpt-dir "$T/nt" --episodes 1
 check '[ ! -e "$T/nt" ] && [ ! -e "$T/b1" ] && [ ! -e "$T/b5" ]' "failed runs leave no folder: $(ls -A "$T/nt" 2>&1)"

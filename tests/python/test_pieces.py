@@ -1,5 +1,5 @@
 """test_pieces.py — baton.Loader delivers no sample from bytes that were not checked against
-dataset.json. Fashion-MNIST packed twice with different seeds (raw records of one size: shard N of
+dataset.json. Fashion-MNIST (its test split) packed twice with different seeds (raw records of one size: shard N of
 either pack has the same size and offsets); one shard of the second put in place of the first's.
 In file, pipe, mount and cache mode, at world 1, 2 and 4 (every rank), and resumed from a
 state_dict() in the middle of the epoch, every batch before the error holds exactly the samples
@@ -13,9 +13,9 @@ import shutil
 import baton
 from harness import TMP, check, done, pack, raises
 
-A = pack(os.path.join(TMP, "a"), "train", "--seed", "1")
-B = pack(os.path.join(TMP, "b"), "train", "--seed", "2")
-S = "train-00020"
+A = pack(os.path.join(TMP, "a"), "test", "--seed", "1")
+B = pack(os.path.join(TMP, "b"), "test", "--seed", "2")
+S = "test-00005"
 BAD = os.path.join(TMP, "bad")
 shutil.copytree(A, BAD)
 shutil.copy(os.path.join(B, S + ".rec"), os.path.join(BAD, S + ".rec"))
@@ -62,7 +62,7 @@ for mode in ("file", "pipe", "mount", "cache"):
 # ---- resumed in the middle of the epoch (and of a shard): from a state taken on the untouched pack
 for mode in ("pipe", "mount", "cache"):
     ref, _ = lines(A, mode)
-    state = {"seed": 5, "epoch": 0, "position": 19200 + 37 * 64, "batch": 64, "samples": 60000}
+    state = {"seed": 5, "epoch": 0, "position": 3840 + 5 * 64, "batch": 64, "samples": 10000}
     got, e = lines(BAD, mode, state=state, tag="-resumed")
     check(isinstance(e, baton.CorruptError) and PIECE in str(e), "%s mode, resumed: %r" % (mode, e))
     check(wrong(ref, got) == 0 and min(got, default=state["position"]) >= state["position"],
@@ -82,7 +82,7 @@ for mode in ("mount", "pipe"):
 
 # ---- shards cut short under a running mount-mode reader: an error naming one, never SIGBUS
 for kind in ("no pieces", "pieces of 4 KiB"):
-    CUT = pack(os.path.join(TMP, "cut-" + kind[:2]), "train", "--seed", "1",
+    CUT = pack(os.path.join(TMP, "cut-" + kind[:2]), "test", "--seed", "1",
                *(("--piece-kb", "4") if kind != "no pieces" else ()))
     if kind == "no pieces":
         m = json.load(open(os.path.join(CUT, "dataset.json")))

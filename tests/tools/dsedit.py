@@ -56,6 +56,9 @@ def main():
         struct.pack_into("<f", buf, off + 8 + 4, value)   # IRHeader: u32 flag, f32 label, ...
         open(path, "wb").write(buf)
         sh["crc32c"] = "%08x" % crc32c(buf)
+        if sh.get("piece_bytes"):   # the checksum of every piece too (dataset.json's piece_crc32c)
+            pb = sh["piece_bytes"]
+            sh["piece_crc32c"] = "".join("%08x" % crc32c(buf[i:i + pb]) for i in range(0, len(buf), pb))
     elif what == "swap-index":
         i, j = int(sys.argv[3]), int(sys.argv[4])
         path = os.path.join(d, sh["index"])
