@@ -90,7 +90,8 @@ $(LIB): $(LIB_OBJ)
 $(BIN): $(CLI_OBJ) $(LIB)
 	$(CC) $(LDFLAGS_ALL) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS)
 
-# libbaton.so exports the baton_* names only (src/libbaton.map), binds its own calls to itself, and
+# libbaton.so exports exactly the functions include/baton declares (BUILD/libbaton.map, made by
+# scripts/exports.sh from the headers: an internal function never leaks), binds its own calls to itself, and
 # leaves out the embedded Python of race's reward functions: a Python process that loads it (the
 # baton module) is itself the interpreter, and a second libpython in it would be a second runtime
 # (src/race/reward_py.c then says that Python rewards need the baton command)
@@ -100,8 +101,12 @@ $(BUILD)/obj/src/race/reward_py.nopy.o: src/race/reward_py.c
 	@mkdir -p $(dir $@)
 	$(CC) $(BASE_CFLAGS) $(OPT) $(CFLAGS) -fPIC -fno-semantic-interposition -DBATON_SHARED_LIBRARY -c $< -o $@
 
-$(BUILD)/$(SONAME): $(SO_OBJ) src/libbaton.map
-	$(CC) $(LDFLAGS_ALL) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=src/libbaton.map -Wl,-Bsymbolic \
+$(BUILD)/libbaton.map: $(wildcard include/baton/*.h) scripts/exports.sh
+	@mkdir -p $(dir $@)
+	scripts/exports.sh >$@.tmp && mv $@.tmp $@
+
+$(BUILD)/$(SONAME): $(SO_OBJ) $(BUILD)/libbaton.map
+	$(CC) $(LDFLAGS_ALL) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=$(BUILD)/libbaton.map -Wl,-Bsymbolic \
 	    -Wl,-z,defs -o $@ $(SO_OBJ) $(SO_LIBS)
 
 $(SO): $(BUILD)/$(SONAME)

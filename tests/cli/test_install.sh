@@ -178,4 +178,11 @@ check '[ "$l3" = "0|$VER|$ABI" ]' "matching versions: $l3"
 v=$("$P/bin/baton" --version 2>&1)
 check '[ "$v" = "baton $VER" ]' "installed baton --version: $v"
 
+# the shared library exports exactly what include/baton declares (scripts/exports.sh), so an
+# internal function (baton_augment_apply: img's, in img_internal.h) is not reachable from outside
+nm -D --defined-only "$B/libbaton.so" | awk '$2 ~ /^[TtWiDdBbRr]$/ {print $3}' | sed 's/@.*//' | grep -v '^BATON_' | sort -u >"$T/exported"
+scripts/exports.sh --names >"$T/declared"
+check 'cmp -s "$T/exported" "$T/declared"' \
+    "libbaton.so exports exactly the declared API: $(diff "$T/declared" "$T/exported" | head -5 | tr '\n' ' ')"
+check '! grep -qx baton_augment_apply "$T/exported" && grep -qx baton_loader_open "$T/exported"' "an internal function is not exported, a public one is"
 finish
