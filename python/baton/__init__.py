@@ -60,6 +60,25 @@ except ImportError:  # pragma: no cover - torch is optional
     _worker_info = None
 
 
+# The generators' states of a checkpoint just loaded (baton.torch.load), put back when the pass of the
+# Loader at its cursor begins: torch's DataLoader draws its base seed from the global generator at
+# each iter(), before it asks the dataset for its iterator, and the run that saved drew none there.
+_resume = None   # (the Loader state's (seed, epoch, position, batch, samples), a function restoring them)
+
+
+def _resume_at(state, restore):
+    """Call restore() when a Loader resumed at state (a Loader's state_dict(), mid-epoch) begins its
+    next pass (None: forget it)."""
+    global _resume
+    _resume = None
+    if state and 0 < state.get("position", 0) < state.get("samples", 0):
+        _resume = (_cursor_key(state), restore)
+
+
+def _cursor_key(st):
+    return tuple(st.get(k) for k in ("seed", "epoch", "position", "batch", "samples"))
+
+
 class _Pass:
     """One pass over a Loader: what iter(loader) returns (a newer iter() ends it)."""
     __slots__ = ("_loader", "_n")
@@ -102,6 +121,10 @@ own threads (threads=), and worker processes would each read the whole dataset."
                              "(baton decodes in its own threads; each worker would read everything)")
         _baton.Loader.__iter__(self)   # a partial pass before this one starts again
         self._passes = getattr(self, "_passes", 0) + 1
+        global _resume
+        if _resume is not None and _resume[0] == _cursor_key(self.state_dict()):
+            restore, _resume = _resume[1], None
+            restore()
         return _Pass(self, self._passes)
 
 

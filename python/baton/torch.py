@@ -12,6 +12,11 @@ random generators' states ("rng.cpu", "rng.cuda.<i>"); the optimizer's other val
 steps kept as numbers) ride in state.json under "optimizer"; a scheduler's, a GradScaler's and a
 Loader's state dicts under "scheduler", "scaler" and "loader" (baton._state keeps inf, nan, NumPy
 scalars and small tensors exact).
+
+The generators are restored at load, and once more when the pass of the Loader at the loaded
+cursor begins (a mid-epoch checkpoint): torch's DataLoader draws its base seed from the global
+generator at each iter(), where the run that saved drew nothing, so without this every later
+dropout mask would differ.
 """
 import numpy as np
 import torch
@@ -102,6 +107,8 @@ def unflatten(c, model=None, optimizer=None, rng=True):
             if cuda and torch.cuda.is_available():
                 torch.cuda.set_rng_state_all(cuda)
         restore()
+        st = c.state.get("loader") if isinstance(c.state, dict) else None
+        baton._resume_at(st if isinstance(st, dict) else None, restore)
 
 
 def _scheduler_state(s):
