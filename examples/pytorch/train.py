@@ -7,6 +7,8 @@ data-parallel under torchrun or mpirun (docs/pytorch.md walks through the lines 
   torchrun --nproc-per-node 2 examples/pytorch/train.py --data DIR --ckpt ckpt     (or mpirun -n 2)
   python3 examples/pytorch/train.py --data photos/ --crop random-resized --size 224 --model resnet50 \
       --device cuda --ckpt ckpt     (photographs of any size; uint8 batches normalised on the GPU)
+While it trains, rank 0 prints a progress line every 30 s (--log-s) or N steps (--log-every):
+`step S of T, epoch E, loss L, accuracy A, R samples/s` over the steps since the line before.
 The last line printed is JSON: step, epochs, loss, accuracy, samples/s, the step it resumed from,
 the newest checkpoint. --dataloader feeds the Loader through torch.utils.data.DataLoader
 (batch_size=None), --dropout P adds dropout before the classifier: a resumed run still ends with
@@ -83,6 +85,27 @@ def make_model(a, c, classes, size):
     return getattr(torchvision.models, a.model)(num_classes=classes)
 
 
+class Progress:
+    """A line every --log-s seconds or --log-every steps, `baton train`'s words, flushed at once (in
+    order with the final JSON line when stdout is a file): loss and accuracy over the steps since
+    the line before, samples/s over its time (this rank's samples times the world)."""
+
+    def __init__(self, a, step, total, world):
+        self.every, self.secs, self.total, self.world = a.log_every, a.log_s, total, world
+        self.last = (step, time.time(), 0, 0.0, 0.0)
+
+    def step(self, step, epoch, seen, loss_sum, correct):
+        s0, t0, n0, l0, c0 = self.last
+        now = time.time()
+        if not ((self.every and step - s0 >= self.every) or (self.secs and now - t0 >= self.secs)):
+            return
+        l, c = loss_sum.item(), correct.item()
+        print("step %d of %d, epoch %d, loss %.4f, accuracy %.4f, %.0f samples/s" % (
+            step, self.total, epoch, (l - l0) / max(step - s0, 1), (c - c0) / max(seen - n0, 1),
+            (seen - n0) * self.world / max(now - t0, 1e-9)), flush=True)
+        self.last = (step, now, seen, l, c)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data", required=True), p.add_argument("--mode", default=None)
@@ -103,6 +126,8 @@ def main(argv=None):
     p.add_argument("--dropout", type=float, default=0.0, help="dropout before the classifier (ours)")
     p.add_argument("--dataloader", action="store_true", help="through torch's DataLoader(loader, batch_size=None) "
                    "(its batches are plain lists: under torchrun a last partial batch's loss is scaled by this rank's part)")
+    p.add_argument("--log-s", type=float, default=30.0, help="seconds between progress lines (0: none by time)")
+    p.add_argument("--log-every", type=int, default=0, help="steps between progress lines (0: by time only)")
     a = p.parse_args(argv)
     env = os.environ   # torchrun sets RANK/WORLD_SIZE, mpirun OMPI_COMM_WORLD_*
     rank = int(env.get("RANK", env.get("OMPI_COMM_WORLD_RANK", 0)))
@@ -139,6 +164,7 @@ def main(argv=None):
     if a.dataloader:   # tensors instead of NumPy views; the same batches in the same order
         from torch.utils.data import DataLoader
         data = DataLoader(loader, batch_size=None)
+    log = Progress(a, step, total, world) if rank == 0 else None
     for epoch in range(loader.epoch, a.epochs):
         if limit and step >= limit:
             break
@@ -158,6 +184,8 @@ def main(argv=None):
             opt.zero_grad(set_to_none=True), loss.backward(), opt.step()
             step, seen = step + 1, seen + len(y)
             loss_sum, correct = loss_sum + loss.detach().cpu(), correct + (out.argmax(1) == y).sum().cpu()
+            if log:
+                log.step(step, epoch, seen, loss_sum, correct)
             stop = bool(notice)
             if world > 1:   # a notice on any rank stops every rank after the same step
                 flag = torch.tensor([int(stop)], device=device)

@@ -4,7 +4,8 @@ each iter(), so a run resumed from a mid-epoch checkpoint would draw once more t
 saved and every later dropout mask would differ; baton.torch.load puts the generators back again
 when that pass begins. In process (a checkpoint mid-epoch and one at an epoch's end), then
 examples/pytorch/train.py --dataloader --dropout SIGKILLed twice and restarted: weights and
-optimizer state byte-identical to an uninterrupted run."""
+optimizer state byte-identical to an uninterrupted run. And the example's progress lines (item 15):
+every N steps, in order before the final JSON line in a file."""
 import json
 import os
 import re
@@ -71,7 +72,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 EX = os.path.join(HERE, "..", "..", "examples", "pytorch", "train.py")
 STEPS = 12 if SAN else 24
 ARGS = [sys.executable, EX, "--data", FM, "--epochs", "1", "--batch", "128", "--deterministic", "--threads", "2",
-        "--dataloader", "--dropout", "0.3", "--max-steps", str(STEPS), "--every", "4"]
+        "--dataloader", "--dropout", "0.3", "--max-steps", str(STEPS), "--every", "4", "--log-every", "5", "--log-s", "0"]
 ENV = dict(os.environ, OMP_NUM_THREADS="2")
 
 
@@ -89,6 +90,12 @@ with open(out, "w") as f:
     rc = subprocess.run(ARGS + ["--ckpt", R], env=ENV, stdout=f, stderr=subprocess.PIPE, text=True)
 lines = open(out).read().splitlines()
 check(rc.returncode == 0 and os.path.isdir(final(R)), "the uninterrupted run: %s %s" % (lines[-1:], rc.stderr[-400:]))
+prog = [l for l in lines if l.startswith("step ")]
+pat = re.compile(r"step (\d+) of 79, epoch 0, loss [0-9.]+, accuracy [0-9.]+, \d+ samples/s$")
+steps = [int(m.group(1)) if m else -1 for m in map(pat.match, prog)]
+check(steps == list(range(5, STEPS + 1, 5)), "a progress line every 5 steps, baton train's words: %s" % prog[:3])
+check(lines and lines[-1].startswith("{") and all(l.startswith("step ") for l in lines[:-1]),
+      "in a file: the progress lines in order, then the JSON line: %s" % lines[-2:])
 
 K = os.path.join(TMP, "ex-killed")
 kills = 0
