@@ -11,8 +11,9 @@
  *    written waits for it. sync=True commits (and uploads) before returning.
  *  - tensors and optim map names to objects with the buffer protocol (NumPy arrays, C-contiguous)
  *    or to (dtype, buffer) pairs for dtypes NumPy lacks ("BF16"); the dtype comes from the buffer's
- *    format. state is anything json.dumps takes; state.json is {"step": N, "kind": "baton-python",
- *    "state": state}, which `baton ckpt show` prints.
+ *    format. state is what JSON holds and what torch's state dicts hold besides (baton._state:
+ *    inf and nan, NumPy scalars, small tensors, tagged "$baton"); state.json is {"step": N, "kind":
+ *    "baton-python", "state": state}, which `baton ckpt show` prints.
  *  - due(step), called once per step, says whether a save is due (every N steps, S seconds, or
  *    Daly's interval: ckpt.h's policy), writes the fleet's progress file ($BATON_PROGRESS_FILE), and
  *    collects a finished background save: one that failed makes due() true at once (a retry).
