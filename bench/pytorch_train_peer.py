@@ -49,6 +49,9 @@ class PeerLoader:
             yield Batch(x, y)
         self.epoch += 1
 
+    def set_epoch(self, e):   # DataLoader's shuffle draws its own order each epoch
+        self.epoch = e
+
     def state_dict(self):
         return {"epoch": self.epoch}
 

@@ -7,8 +7,12 @@ data-parallel under torchrun or mpirun (docs/pytorch.md walks through the lines 
   torchrun --nproc-per-node 2 examples/pytorch/train.py --data DIR --ckpt ckpt     (or mpirun -n 2)
   python3 examples/pytorch/train.py --data photos/ --crop random-resized --size 224 --model resnet50 \
       --device cuda --ckpt ckpt     (photographs of any size; uint8 batches normalised on the GPU)
+While it trains, rank 0 prints a progress line every 30 s (--log-s) or N steps (--log-every):
+`step S of T, epoch E, loss L, accuracy A, R samples/s` over the steps since the line before.
 The last line printed is JSON: step, epochs, loss, accuracy, samples/s, the step it resumed from,
-the newest checkpoint.
+the newest checkpoint. --dataloader feeds the Loader through torch.utils.data.DataLoader
+(batch_size=None), --dropout P adds dropout before the classifier: a resumed run still ends with
+the weights of an uninterrupted one.
 """
 import argparse, json, math, os, sys, time
 
@@ -38,7 +42,7 @@ class Block(nn.Module):
         return F.relu(out + (x if self.short is None else self.short(x)))
 
 
-def resnet(depth, channels, classes, size, kind="batch"):
+def resnet(depth, channels, classes, size, kind="batch", dropout=0.0):
     """ResNet-(6n+2) of He et al.; an ImageNet stem (7x7/2 and a max pool) for images over 64 px."""
     n, width = (depth - 2) // 6, 16 if size <= 64 else 64
     stem = [nn.Conv2d(channels, width, 3, 1, 1, bias=False)] if size <= 64 else [
@@ -49,7 +53,8 @@ def resnet(depth, channels, classes, size, kind="batch"):
         for i in range(n):
             layers.append(Block(cin, cout, stride if i == 0 else 1, kind))
             cin = cout
-    return nn.Sequential(*stem, *layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(cin, classes))
+    head = [nn.Dropout(dropout)] if dropout > 0 else []
+    return nn.Sequential(*stem, *layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), *head, nn.Linear(cin, classes))
 
 
 def open_loader(a, rank, world):
@@ -75,9 +80,30 @@ def on_device(t, loader, device):
 
 def make_model(a, c, classes, size):
     if a.model == "resnet":
-        return resnet(a.depth, c, classes, size, a.norm)
+        return resnet(a.depth, c, classes, size, a.norm, a.dropout)
     import torchvision   # Debian's python3-torchvision
     return getattr(torchvision.models, a.model)(num_classes=classes)
+
+
+class Progress:
+    """A line every --log-s seconds or --log-every steps, `baton train`'s words, flushed at once (in
+    order with the final JSON line when stdout is a file): loss and accuracy over the steps since
+    the line before, samples/s over its time (this rank's samples times the world)."""
+
+    def __init__(self, a, step, total, world):
+        self.every, self.secs, self.total, self.world = a.log_every, a.log_s, total, world
+        self.last = (step, time.time(), 0, 0.0, 0.0)
+
+    def step(self, step, epoch, seen, loss_sum, correct):
+        s0, t0, n0, l0, c0 = self.last
+        now = time.time()
+        if not ((self.every and step - s0 >= self.every) or (self.secs and now - t0 >= self.secs)):
+            return
+        l, c = loss_sum.item(), correct.item()
+        print("step %d of %d, epoch %d, loss %.4f, accuracy %.4f, %.0f samples/s" % (
+            step, self.total, epoch, (l - l0) / max(step - s0, 1), (c - c0) / max(seen - n0, 1),
+            (seen - n0) * self.world / max(now - t0, 1e-9)), flush=True)
+        self.last = (step, now, seen, l, c)
 
 
 def main(argv=None):
@@ -97,6 +123,11 @@ def main(argv=None):
                    help="random-resized: ImageNet's training crop (images of any size)")
     p.add_argument("--size", type=int, default=224), p.add_argument("--flip", action="store_true")
     p.add_argument("--uint8", action="store_true", help="uint8 batches normalised by torch (the default with a crop on cuda)")
+    p.add_argument("--dropout", type=float, default=0.0, help="dropout before the classifier (ours)")
+    p.add_argument("--dataloader", action="store_true", help="through torch's DataLoader(loader, batch_size=None) "
+                   "(its batches are plain lists: under torchrun a last partial batch's loss is scaled by this rank's part)")
+    p.add_argument("--log-s", type=float, default=30.0, help="seconds between progress lines (0: none by time)")
+    p.add_argument("--log-every", type=int, default=0, help="steps between progress lines (0: by time only)")
     a = p.parse_args(argv)
     env = os.environ   # torchrun sets RANK/WORLD_SIZE, mpirun OMPI_COMM_WORLD_*
     rank = int(env.get("RANK", env.get("OMPI_COMM_WORLD_RANK", 0)))
@@ -129,20 +160,32 @@ def main(argv=None):
     total, saved, first = a.epochs * len(loader), step, step
     seen, t0, loss_sum, correct, stop = 0, time.time(), torch.zeros(()), torch.zeros(()), False
     limit = a.max_steps or None   # a run resumed at or past --max-steps trains nothing more
+    data = loader
+    if a.dataloader:   # tensors instead of NumPy views; the same batches in the same order
+        from torch.utils.data import DataLoader
+        data = DataLoader(loader, batch_size=None)
+    log = Progress(a, step, total, world) if rank == 0 else None
     for epoch in range(loader.epoch, a.epochs):
         if limit and step >= limit:
             break
         model.train()
-        for batch in loader:   # (images, labels) as NumPy views; .total: the global batch's size
-            x, y = on_device(torch.from_numpy(batch.images), loader, device), torch.from_numpy(batch.labels).to(device)
+        loader.set_epoch(epoch)   # as with a DistributedSampler (the cursor stays where a resume put it)
+        for batch in data:   # (images, labels) as NumPy views (tensors from a DataLoader); .total: the global batch's size
+            images, labels = batch
+            if not torch.is_tensor(images):
+                images, labels = torch.from_numpy(images), torch.from_numpy(labels)
+            x, y = on_device(images, loader, device), labels.to(device)
             x = x.contiguous(memory_format=torch.channels_last)   # oneDNN's and cuDNN's fast layout
+            btotal = getattr(batch, "total", None) or len(y) * world   # a DataLoader's batch is a plain list
             for g in opt.param_groups:   # cosine schedule: a function of the step alone
                 g["lr"] = 0.5 * a.lr * (1 + math.cos(math.pi * step / total))
             out = model(x)
-            loss = F.cross_entropy(out, y, reduction="sum") * world / batch.total
+            loss = F.cross_entropy(out, y, reduction="sum") * world / btotal
             opt.zero_grad(set_to_none=True), loss.backward(), opt.step()
             step, seen = step + 1, seen + len(y)
             loss_sum, correct = loss_sum + loss.detach().cpu(), correct + (out.argmax(1) == y).sum().cpu()
+            if log:
+                log.step(step, epoch, seen, loss_sum, correct)
             stop = bool(notice)
             if world > 1:   # a notice on any rank stops every rank after the same step
                 flag = torch.tensor([int(stop)], device=device)

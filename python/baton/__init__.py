@@ -4,7 +4,7 @@ The work is done by baton's C library (libbaton); this package only names it:
 
     import baton, baton.torch
 
-    loader = baton.Loader("s3://bucket/ds/", mode="pipe", batch=128, seed=1, epochs=10)
+    loader = baton.Loader("s3://bucket/ds/", mode="pipe", batch=128, seed=1)
     ckpt = baton.Checkpoints("ckpt", uri="s3://bucket/run1/", every="auto")
     notice = baton.Notice()                      # EC2/GCE notices, SIGTERM, Ctrl-C
     c = baton.torch.load(ckpt, model, opt)       # the newest that verifies, or None
@@ -60,11 +60,55 @@ except ImportError:  # pragma: no cover - torch is optional
     _worker_info = None
 
 
+# The generators' states of a checkpoint just loaded (baton.torch.load), put back when the pass of the
+# Loader at its cursor begins: torch's DataLoader draws its base seed from the global generator at
+# each iter(), before it asks the dataset for its iterator, and the run that saved drew none there.
+_resume = None   # (the Loader state's (seed, epoch, position, batch, samples), a function restoring them)
+
+
+def _resume_at(state, restore):
+    """Call restore() when a Loader resumed at state (a Loader's state_dict(), mid-epoch) begins its
+    next pass (None: forget it)."""
+    global _resume
+    _resume = None
+    if state and 0 < state.get("position", 0) < state.get("samples", 0):
+        _resume = (_cursor_key(state), restore)
+
+
+def _cursor_key(st):
+    return tuple(st.get(k) for k in ("seed", "epoch", "position", "batch", "samples"))
+
+
+class _Pass:
+    """One pass over a Loader: what iter(loader) returns (a newer iter() ends it)."""
+    __slots__ = ("_loader", "_n")
+
+    def __init__(self, loader, n):
+        self._loader, self._n = loader, n
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self._loader._passes != self._n:
+            raise UsageError("baton.Loader: an iterator of an earlier pass (a newer iter(loader) started "
+                             "another; one pass at a time)")
+        return _baton.Loader.__next__(self._loader)
+
+    def __len__(self):
+        return len(self._loader)
+
+
 class Loader(_baton.Loader, _Iterable):
     __doc__ = _baton.Loader.__doc__ + """
 
 Iterating yields the batches of one epoch (from the cursor), then stops; iterate again for the
-next epoch, up to epochs (None: no end). A batch is (images, labels) — float32 (n, C, H, W) and
+next epoch, up to epochs (None, the default: no end). Each iter() is a pass: a pass that handed out
+part of its batches (a peek with next(iter(loader)), a break) starts again at its own start when
+iter() is called again (the epoch's start, or where load_state_dict() put the cursor), so a peek
+skips nothing; next(loader) without iter() goes on from the cursor. set_epoch(e), as a
+DistributedSampler's: the next pass is epoch e from its start (from the cursor when it is already
+in epoch e, as after load_state_dict()). A batch is (images, labels) — float32 (n, C, H, W) and
 int64 (n,) NumPy arrays in the pipeline's own memory, valid while referenced — with .epoch,
 .index, .positions (uint64) and .total (the global batch's size; n is this rank's part).
 normalize: True (dataset.json's mean and std), False (pixels / 255), or (mean, std).
@@ -75,7 +119,13 @@ own threads (threads=), and worker processes would each read the whole dataset."
         if _worker_info is not None and _worker_info() is not None:
             raise UsageError("baton.Loader in a DataLoader worker process: use num_workers=0 "
                              "(baton decodes in its own threads; each worker would read everything)")
-        return _baton.Loader.__iter__(self)
+        _baton.Loader.__iter__(self)   # a partial pass before this one starts again
+        self._passes = getattr(self, "_passes", 0) + 1
+        global _resume
+        if _resume is not None and _resume[0] == _cursor_key(self.state_dict()):
+            restore, _resume = _resume[1], None
+            restore()
+        return _Pass(self, self._passes)
 
 
 def result(**figures):

@@ -11,8 +11,9 @@
  *    written waits for it. sync=True commits (and uploads) before returning.
  *  - tensors and optim map names to objects with the buffer protocol (NumPy arrays, C-contiguous)
  *    or to (dtype, buffer) pairs for dtypes NumPy lacks ("BF16"); the dtype comes from the buffer's
- *    format. state is anything json.dumps takes; state.json is {"step": N, "kind": "baton-python",
- *    "state": state}, which `baton ckpt show` prints.
+ *    format. state is what JSON holds and what torch's state dicts hold besides (baton._state:
+ *    inf and nan, NumPy scalars, small tensors, tagged "$baton"); state.json is {"step": N, "kind":
+ *    "baton-python", "state": state}, which `baton ckpt show` prints.
  *  - due(step), called once per step, says whether a save is due (every N steps, S seconds, or
  *    Daly's interval: ckpt.h's policy), writes the fleet's progress file ($BATON_PROGRESS_FILE), and
  *    collects a finished background save: one that failed makes due() true at once (a retry).
@@ -283,9 +284,11 @@ typedef struct {
     pid_t pid;                  /* the process that opened it: a forked child never touches its store */
 } Checkpoints;
 
+/* state.json's text and back through baton._state (dumps, loads): JSON that also holds what torch's
+ * state dicts hold (inf and nan, NumPy scalars, small tensors), its errors naming the key's path */
 static PyObject *json_call(const char *fn, PyObject *arg, PyObject *kw)
 {
-    PyObject *mod = PyImport_ImportModule("json");
+    PyObject *mod = PyImport_ImportModule("baton._state");
     PyObject *f = mod ? PyObject_GetAttrString(mod, fn) : NULL;
     Py_XDECREF(mod);
     if (!f) return NULL;
@@ -438,14 +441,12 @@ static PyObject *ck_save(Checkpoints *self, PyObject *args, PyObject *kw)
         return pyb_usage("save: step %llu is below the newest checkpoint in %s (step %llu): a new run takes a folder "
                          "of its own (or remove the old checkpoints first)", step, self->dir, (unsigned long long)have);
     PyObject *doc = Py_BuildValue("{s:K,s:s,s:O}", "step", step, "kind", "baton-python", "state", state);
-    PyObject *kwd = doc ? Py_BuildValue("{s:O,s:(ss)}", "allow_nan", Py_False, "separators", ",", ":") : NULL;
-    PyObject *js = kwd ? json_call("dumps", doc, kwd) : NULL;
+    PyObject *js = doc ? json_call("dumps", doc, NULL) : NULL;
     Py_XDECREF(doc);
-    Py_XDECREF(kwd);
     const char *text = js ? PyUnicode_AsUTF8(js) : NULL;
     if (!text) {
         Py_XDECREF(js);
-        return NULL;   /* json's own error: what in the state it cannot hold */
+        return NULL;   /* baton._state's error: the path of what in the state it cannot hold */
     }
     entries mt, ot;
     if (to_entries(tensors, "tensors", &mt)) {

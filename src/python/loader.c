@@ -4,7 +4,12 @@
  *
  * Contract:
  *  - iterating yields the batches of the current epoch from the cursor, then stops; the next
- *    iteration is the next epoch (as a DataLoader behaves), until `epochs` (None: forever). Each
+ *    iteration is the next epoch (as a DataLoader behaves), until `epochs` (None, the default: no
+ *    end). A pass is what one iter() hands out: iter() while the pass before it handed out some
+ *    but not all of its batches (a peek, a break) starts that pass again where it started (the
+ *    epoch's start, or where load_state_dict()/set_epoch() put the cursor), so nothing is skipped;
+ *    next(loader) without iter() goes on from the cursor. set_epoch(e): the next pass is epoch e,
+ *    from its start — or from the cursor when the cursor is already in epoch e (a resumed run). Each
  *    batch is a baton.Batch: (images, labels) as a tuple, with epoch, index, positions and total as
  *    attributes. images is float32 (n, C, H, W) (or (n, H, W, C) with layout="nhwc") and shares the
  *    pipeline's memory (no copy); labels are int64 (what PyTorch's losses take), positions uint64.
@@ -175,6 +180,8 @@ typedef struct {
     char *uri, *local_dir, *endpoint;
     float mean[4], std[4];
     baton_cursor cur;           /* after the last batch handed out */
+    baton_cursor pass_start;    /* where the current pass began: iter() restarts a partial pass here */
+    int pass_dirty;             /* the current pass handed out a batch and has not ended */
     uint64_t epochs;            /* 0: no end */
     uint64_t esize;
     int busy;                   /* a call is inside the Loader with the GIL released (next(), a reseek) */
@@ -328,8 +335,8 @@ static int loader_init(Loader *self, PyObject *args, PyObject *kw)
             return pyb_usage_rc("seed: expected an integer in [0, 2^64)");
         }
     }
-    uint64_t epochs = 1;
-    if (epochs_o == Py_None) {
+    uint64_t epochs = 0;   /* no end: each pass is the next epoch */
+    if (!epochs_o || epochs_o == Py_None) {
         epochs = 0;
     } else if (epochs_o) {
         long long e = PyLong_AsLongLong(epochs_o);
@@ -398,7 +405,8 @@ static int loader_init(Loader *self, PyObject *args, PyObject *kw)
         baton_err_set(&err, BATON_ERR_FORMAT, "%s: images vary in size: crop them to one size (crop=\"random-resized\" "
                       "for training, crop=\"center\" for evaluation; size=224 by default)", uri);
     self->epochs = epochs;
-    self->cur = (baton_cursor){seed, 0, 0};
+    self->cur = self->pass_start = (baton_cursor){seed, 0, 0};
+    self->pass_dirty = 0;
     baton_cursor end = {seed, epochs, 0};
     if (!err.code && epochs) baton_loader_set_end(l, &end, &err);
     baton_pipeline_opts_default(&self->po);
@@ -498,7 +506,11 @@ static PyObject *loader_next(Loader *self)
 {
     if (check_open(self)) return NULL;
     if (self->closing) return pyb_usage("baton.Loader: being closed by another thread");
-    if (self->epochs && self->cur.epoch >= self->epochs) return NULL;   /* StopIteration */
+    if (self->epochs && self->cur.epoch >= self->epochs) {   /* the last epoch's end: StopIteration */
+        self->pass_start = self->cur;
+        self->pass_dirty = 0;
+        return NULL;
+    }
     set_busy(self, 1);   /* before the pipeline opens with the GIL released */
     if (!self->g && open_gen(self)) {
         set_busy(self, 0);
@@ -524,6 +536,8 @@ static PyObject *loader_next(Loader *self)
     set_busy(self, 0);
     if (rc == BATON_END) {
         if (self->cur.position) self->cur = (baton_cursor){self->cur.seed, self->cur.epoch + 1, 0};
+        self->pass_start = self->cur;   /* the next pass is the next epoch */
+        self->pass_dirty = 0;
         return NULL;   /* the epoch's end: StopIteration */
     }
     if (rc < 0) {
@@ -535,13 +549,40 @@ static PyObject *loader_next(Loader *self)
         return pyb_raise(&err);
     }
     self->cur = b->next;
+    self->pass_dirty = 1;
     return make_batch(self, b);
 }
 
+/* Put the cursor at c for the next pass: the pipeline is reopened there at the next batch. */
+static void seek_pass(Loader *self, baton_cursor c)
+{
+    gen *old = self->g;
+    self->g = NULL;
+    self->cur = self->pass_start = c;
+    self->pass_dirty = 0;
+    set_busy(self, 1);   /* the old pipeline stops with the GIL released: nobody opens another meanwhile */
+    gen_retire(old);
+    set_busy(self, 0);
+}
+
+/* A new pass: a pass that handed out part of its batches starts again where it started. */
 static PyObject *loader_iter(Loader *self)
 {
     if (check_open(self)) return NULL;
+    if (self->pass_dirty) seek_pass(self, self->pass_start);
     return Py_NewRef((PyObject *)self);
+}
+
+static PyObject *loader_set_epoch(Loader *self, PyObject *arg)
+{
+    if (check_open(self)) return NULL;
+    unsigned long long e = PyLong_Check(arg) ? PyLong_AsUnsignedLongLong(arg) : (unsigned long long)-1;
+    if (!PyLong_Check(arg) || (e == (unsigned long long)-1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return pyb_usage("set_epoch: expected an epoch number (an integer >= 0)");
+    }
+    if (e != self->cur.epoch) seek_pass(self, (baton_cursor){self->cur.seed, e, 0});
+    Py_RETURN_NONE;
 }
 
 static Py_ssize_t loader_len(Loader *self)
@@ -605,12 +646,7 @@ static PyObject *loader_load_state_dict(Loader *self, PyObject *d)
     if (pos > self->esize) return pyb_usage("load_state_dict: position %llu is past the epoch's %llu samples",
                                             (unsigned long long)pos, (unsigned long long)self->esize);
     if (pos == self->esize) epoch++, pos = 0;   /* the end of an epoch: the next one */
-    gen *old = self->g;
-    self->g = NULL;
-    self->cur = (baton_cursor){seed, epoch, pos};
-    set_busy(self, 1);   /* the old pipeline stops with the GIL released: nobody opens another meanwhile */
-    gen_retire(old);
-    set_busy(self, 0);
+    seek_pass(self, (baton_cursor){seed, epoch, pos});
     Py_RETURN_NONE;
 }
 
@@ -710,6 +746,8 @@ static PyMethodDef loader_methods[] = {
      "The cursor after the last batch handed out (a dict JSON can hold): save it with a checkpoint."},
     {"load_state_dict", (PyCFunction)loader_load_state_dict, METH_O,
      "Continue exactly where a state_dict() was taken (same seed, batch, shuffle and dataset)."},
+    {"set_epoch", (PyCFunction)loader_set_epoch, METH_O,
+     "The next pass is epoch e: from its start, or from the cursor when it is already in epoch e (resumed)."},
     {"stats", (PyCFunction)loader_stats, METH_NOARGS,
      "Bytes read and fetched (per epoch too), the open time, retries (exact between epochs)."},
     {"close", (PyCFunction)loader_close, METH_NOARGS, "Stop the threads and free the buffers not held."},
@@ -732,7 +770,7 @@ PyTypeObject pyb_LoaderType = {
     .tp_basicsize = sizeof(Loader),
     .tp_dealloc = (destructor)loader_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_doc = "Loader(uri, mode=None, batch=128, shuffle=True, seed=0, epochs=1, rank=0, world=1, threads=2, "
+    .tp_doc = "Loader(uri, mode=None, batch=128, shuffle=True, seed=0, epochs=None, rank=0, world=1, threads=2, "
               "normalize=True, local_dir=None, drop_last=False, layout='nchw', depth=4, s3_endpoint=None, "
               "block=0, crop_pad=0, flip=False, size=224, crop=None, scale=(0.08, 1.0), ratio=(3/4, 4/3), dtype=\"float32\")\n\nA baton dataset as batches (see the baton package).",
     .tp_iter = (getiterfunc)loader_iter,
