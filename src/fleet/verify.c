@@ -15,7 +15,7 @@
  *     uninterrupted run, sorted, kinds in the order given; one is delivered once the running
  *     process has reached its step (and trained at least one step itself): SIGTERM, SIGINT or
  *     SIGKILL to the process group, or the emulator's notice;
- *   - an interruption the process goes on past (still running 5 s later, two steps further) is
+ *   - an interruption the process goes on past (still running 1 s later, two steps further) is
  *     "ignored", and the next one is delivered to the same process; one that stops it is
  *     "stopped" whatever its exit status (a SIGTERM not handled ends it by signal: still a stop),
  *     and the command is run again; a process that exits non-zero with no interruption delivered,
@@ -42,7 +42,8 @@
 
 extern char **environ;
 
-#define IGNORE_AFTER_S 5.0     /* an interruption not acted upon this long (and two steps on) is ignored */
+#define IGNORE_AFTER_S 1.0     /* an interruption not acted upon this long (and two steps on) is ignored: ten
+                                  * polls of the notice watcher at 0.1 s, a signal at once */
 #define STOP_GRACE_S 120.0     /* a process still running this long after a stop request is killed */
 
 static const char *const kind_names[] = {"term", "kill", "notice", "int"};
@@ -477,9 +478,9 @@ void baton_verify_report_print(FILE *f, const baton_verify_report *r)
                    " checkpoints compared\n", r->steps, r->batches, r->losses, r->ckpts);
     else
         fprintf(f, "different at step %" PRIu64 ": %s: %s\n", r->step, baton_verify_cause_name(r->cause), r->what);
-    fprintf(f, "%-5s %-13s %-8s %-8s %-8s %-8s %-5s %8s\n", "run", "interruption", "drawn", "at", "from", "to", "exit",
+    fprintf(f, "%-5s %-17s %-8s %-8s %-8s %-8s %-5s %8s\n", "run", "interruption", "drawn", "at", "from", "to", "exit",
             "seconds");
-    fprintf(f, "%-5s %-13s %-8s %-8s %-8d %-8" PRIu64 " %-5d %8.2f\n", "ref", "-", "-", "-", 0, r->ref.last_step,
+    fprintf(f, "%-5s %-17s %-8s %-8s %-8d %-8" PRIu64 " %-5d %8.2f\n", "ref", "-", "-", "-", 0, r->ref.last_step,
             r->ref.exit_code, r->ref.seconds);
     for (int i = 0; i < r->nruns; i++) {
         const baton_verify_run *u = &r->runs[i];
@@ -491,19 +492,19 @@ void baton_verify_report_print(FILE *f, const baton_verify_report *r)
             snprintf(kind, sizeof kind, "%s%s", baton_verify_kind_name(in->kind),
                      in->outcome == BATON_VERIFY_STOPPED ? "" : in->outcome == BATON_VERIFY_IGNORED ? " (ignored)" : " (finished)");
             if (!shown)
-                fprintf(f, "%-5d %-13s %-8" PRIu64 " %-8" PRIu64 " %-8" PRIu64 " %-8" PRIu64 " %-5d %8.2f\n", i + 1, kind,
+                fprintf(f, "%-5d %-17s %-8" PRIu64 " %-8" PRIu64 " %-8" PRIu64 " %-8" PRIu64 " %-5d %8.2f\n", i + 1, kind,
                         in->drawn, in->at, u->resumed_from, u->last_step, u->exit_code, u->seconds);
             else
-                fprintf(f, "%-5s %-13s %-8" PRIu64 " %-8" PRIu64 "\n", "", kind, in->drawn, in->at);
+                fprintf(f, "%-5s %-17s %-8" PRIu64 " %-8" PRIu64 "\n", "", kind, in->drawn, in->at);
             shown = 1;
         }
         if (!shown)
-            fprintf(f, "%-5d %-13s %-8s %-8s %-8" PRIu64 " %-8" PRIu64 " %-5d %8.2f\n", i + 1, "-", "-", "-", u->resumed_from,
+            fprintf(f, "%-5d %-17s %-8s %-8s %-8" PRIu64 " %-8" PRIu64 " %-5d %8.2f\n", i + 1, "-", "-", "-", u->resumed_from,
                     u->last_step, u->exit_code, u->seconds);
     }
     for (int k = 0; k < r->nints; k++)
         if (r->ints[k].run < 0)
-            fprintf(f, "      %-13s %-8" PRIu64 " not reached (the runs ended first)\n", baton_verify_kind_name(r->ints[k].kind),
+            fprintf(f, "      %-17s %-8" PRIu64 " not reached (the runs ended first)\n", baton_verify_kind_name(r->ints[k].kind),
                     r->ints[k].drawn);
     fprintf(f, "time: uninterrupted %.2f s; interrupted %.2f s in %d runs; the whole check %.2f s (%.2f× the "
                "uninterrupted run; its own work beside the runs %.2f s)\n", r->ref_s, r->interrupted_s, r->nruns, r->total_s,

@@ -36,6 +36,14 @@ check '[ "$(json "$T/train.json" "d[\"steps\"]")" = 60 ] && [ "$(json "$T/train.
 check '[ "$(json "$T/train.json" "\",\".join(sorted(i[\"kind\"] + \":\" + i[\"outcome\"] for i in d[\"interruptions\"]))")" = "int:stopped,kill:stopped,notice:stopped,term:stopped" ]' \
     "baton train: every kind stopped it: $(json "$T/train.json" "d[\"interruptions\"]")"
 echo "baton train: $(json "$T/train.json" "d[\"seconds\"]")"
+# a kind the command does not react to (notices, to a train that does not watch them) is reported,
+# not a difference
+"$BATON" verify-resume --interruptions 2 --kinds notice --ckpt-dir "$T/nn" --json -- \
+    "$BATON" train --data "$T/fm" --model mlp --max-steps 40 --ckpt-every-steps 5 --ckpt-dir "$T/nn" --no-notice --quiet \
+    >"$T/nn.json" 2>"$T/nn.err"
+rc=$?
+check '[ $rc -eq 0 ] && [ "$(json "$T/nn.json" "d[\"cause\"] == \"identical\" and d[\"interruptions\"][0][\"outcome\"] in (\"ignored\", \"finished first\") and all(i[\"outcome\"] != \"stopped\" for i in d[\"interruptions\"])")" = True ]' \
+    "notices to a run that ignores them: reported, identical (exit $rc): $(head -c 600 "$T/nn.json") $(tail -3 "$T/nn.err")"
 
 # a broken trainer is caught: the table says where and why
 python_ok=1
