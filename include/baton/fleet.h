@@ -380,7 +380,7 @@ int baton_fleet_report_svg(const baton_fleet_report *r, const char *path, baton_
 void baton_fleet_fmt_duration(double s, char *out, size_t cap);
 
 /* ---------------------------------------------------------------------------------------------
- * Proof that a command resumes exactly (src/fleet/verify.c runs, src/fleet/verify_log.c compares):
+ * Proof that a command resumes exactly (src/fleet/verify.c runs, src/fleet/verify_compare.c compares):
  * `baton verify-resume`. The command runs once uninterrupted, then again from an emptied checkpoint
  * folder with interruptions at random steps (SIGTERM, SIGKILL, a spot notice through an in-process
  * metadata emulator, SIGINT), rerun after each until it exits 0. Both runs log what they did to
