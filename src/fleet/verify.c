@@ -414,8 +414,9 @@ static int run_interrupted(vctx *c, char **logs, uint64_t *failed_step, char *wh
                     rec->resumed_from, rec->last_step, rec->exit_code, rec->seconds);
         if (rc || code == 0) break;
         int stopped = next > before && r->ints[next - 1].outcome == BATON_VERIFY_STOPPED;
-        if (code < 0 || !stopped) {
-            *failed_step = rec->last_step + 1;
+        if (code < 0 || !stopped) {   /* where the runs stopped getting further */
+            for (int i = 0; i < r->nruns; i++)
+                if (r->runs[i].last_step + 1 > *failed_step) *failed_step = r->runs[i].last_step + 1;
             snprintf(what, cap, "run %d (from step %" PRIu64 ") %s at step %" PRIu64 " (its output: %.600s)", r->nruns,
                      rec->resumed_from, code < 0 ? "ran past its time limit" : "failed", rec->last_step, p.out);
             if (code > 0) {
