@@ -22,7 +22,8 @@
  *     or runs past its time limit (3 × the uninterrupted run + 60 s by default), is a failure at
  *     the step it reached;
  *   - after its end every process's group gets SIGKILL (nothing of it lingers holding the folder's
- *     lock); the work folder is removed when the runs are identical and it was not given. */
+ *     lock), and a process gets SIGKILL when the check itself ends first (PR_SET_PDEATHSIG: a
+ *     Ctrl-C); the work folder is removed when the runs are identical and it was not given. */
 #include "verify_internal.h"
 
 #include "baton/notice.h"
@@ -35,6 +36,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -205,6 +207,7 @@ static int proc_start(vctx *c, proc *p, const char *name, baton_err *err)
     if (pid == 0) {
         setpgid(0, 0);
         reset_signals();
+        prctl(PR_SET_PDEATHSIG, SIGKILL);   /* the check stopped (Ctrl-C): its command with it */
         dup2(nullfd, 0);
         dup2(outfd, 1);
         dup2(outfd, 2);
