@@ -382,9 +382,9 @@ static int run_reference(vctx *c, vref **ref, baton_err *err)
     c->timeout_s = limit;
     r->ref_s = r->ref.seconds;
     if (code != 0)
-        return baton_err_set(err, BATON_ERR_ARG, "the uninterrupted run %s (its output: %s)",
+        return baton_err_set(err, BATON_ERR_ARG, "the uninterrupted run %s (exit %d; its output: %s)",
                              code < 0 ? "ran past its time limit" : code > 128 ? "was killed by a signal" : "failed",
-                             p.out);
+                             r->ref.exit_code, p.out);
     if ((rc = verify_ref_load(p.log, ref, err))) return rc;
     r->steps = verify_ref_steps(*ref);
     if (r->steps == 0)
