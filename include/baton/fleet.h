@@ -379,4 +379,85 @@ int baton_fleet_report_svg(const baton_fleet_report *r, const char *path, baton_
 /* "1h02m03s" style simulated durations. */
 void baton_fleet_fmt_duration(double s, char *out, size_t cap);
 
+/* ---------------------------------------------------------------------------------------------
+ * Proof that a command resumes exactly (src/fleet/verify.c runs, src/fleet/verify_compare.c compares):
+ * `baton verify-resume`. The command runs once uninterrupted, then again from an emptied checkpoint
+ * folder with interruptions at random steps (SIGTERM, SIGKILL, a spot notice through an in-process
+ * metadata emulator, SIGINT), rerun after each until it exits 0. Both runs log what they did to
+ * $BATON_VERIFY_LOG (util.h: the batches, losses, checkpoints and resume points the library logs,
+ * and the losses a Python script logs with baton.log_step), and the logs are compared step by step:
+ * step N is the N-th training step, its batch the N-th batch after a resume from step 0, or the
+ * k-th batch of a process that resumed from step R when N = R + k. Every process's every event is
+ * held to the uninterrupted run's at its step; the first difference by step is the verdict.
+ * --------------------------------------------------------------------------------------------- */
+enum { BATON_VERIFY_TERM = 1, BATON_VERIFY_KILL = 2, BATON_VERIFY_NOTICE = 4, BATON_VERIFY_INT = 8 };
+#define BATON_VERIFY_ALL_KINDS 15u
+/* "term,kill,notice,int" (any of them, comma-separated) into BATON_VERIFY_* bits; BATON_ERR_USAGE
+ * naming an unknown one. */
+int baton_verify_kinds_parse(const char *s, unsigned *kinds, baton_err *err);
+const char *baton_verify_kind_name(int kind);   /* "term", ...; "-" for 0 */
+
+typedef struct baton_verify_opts {
+    char *const *argv;          /* the command (argv[0] looked up in PATH), NULL-terminated */
+    const char *ckpt_dir;       /* the command's checkpoint folder: emptied before each of the two runs */
+    const char *work_dir;       /* the logs and each run's output; NULL: a new folder in $TMPDIR, removed
+                                   when the runs are identical */
+    int interruptions;          /* how many (default 4); at distinct steps drawn uniformly in 1..steps-1 */
+    unsigned kinds;             /* BATON_VERIFY_* bits, used in turn (default all four) */
+    uint64_t seed;              /* for the steps drawn */
+    double run_timeout_s;       /* one process's limit (0: 3 × the uninterrupted run's time + 60 s) */
+    int progress;               /* a line on stderr per run */
+} baton_verify_opts;
+void baton_verify_opts_default(baton_verify_opts *o);
+
+enum { BATON_VERIFY_IDENTICAL = 0, BATON_VERIFY_SAMPLES, BATON_VERIFY_LOSS, BATON_VERIFY_WEIGHTS,
+       BATON_VERIFY_OPTIM, BATON_VERIFY_FAILED, BATON_VERIFY_EARLY, BATON_VERIFY_LONGER };
+/* "identical", "samples", "loss", "weights", "optimizer", "failed", "ended early", "ran longer" */
+const char *baton_verify_cause_name(int cause);
+
+/* What became of an interruption: the process stopped (and was rerun); it went on (ignored: a
+ * command that does not watch for that kind); it finished before it could stop; never delivered
+ * (the runs ended before its step). */
+enum { BATON_VERIFY_STOPPED = 0, BATON_VERIFY_IGNORED, BATON_VERIFY_FINISHED, BATON_VERIFY_UNREACHED };
+#define BATON_VERIFY_MAX_INTS 32
+#define BATON_VERIFY_MAX_RUNS (BATON_VERIFY_MAX_INTS + 1)
+typedef struct baton_verify_int {
+    int kind;
+    uint64_t drawn;             /* the step drawn */
+    uint64_t at;                /* the step the process was at when it was delivered */
+    int run;                    /* the process (index into runs) it was delivered to; -1 none */
+    int outcome;                /* BATON_VERIFY_STOPPED, ... */
+} baton_verify_int;
+typedef struct baton_verify_run {
+    uint64_t resumed_from;      /* the step its log says it resumed from */
+    uint64_t last_step;         /* the last step it reached */
+    int exit_code;              /* exit status, or 128 + the signal that ended it */
+    double seconds;
+} baton_verify_run;
+
+typedef struct baton_verify_report {
+    int cause;                  /* BATON_VERIFY_IDENTICAL or the first difference's */
+    uint64_t step;              /* its step */
+    char what[1024];            /* what differed, in words */
+    uint64_t steps;             /* the uninterrupted run's */
+    uint64_t batches, losses, ckpts;   /* events compared */
+    baton_verify_run ref;
+    double ref_s, interrupted_s, total_s;   /* the uninterrupted run, the interrupted runs together,
+                                               the whole check */
+    baton_verify_run runs[BATON_VERIFY_MAX_RUNS];
+    int nruns;
+    baton_verify_int ints[BATON_VERIFY_MAX_INTS];
+    int nints;
+    char work_dir[4096];
+    int kept;                   /* work_dir was kept (a difference, or given) */
+} baton_verify_report;
+
+/* Run the check. BATON_OK with the verdict in r (identical or not); an error when the check could
+ * not be made: the command cannot start, its uninterrupted run fails (the message names its output
+ * file), it logs no steps (no BATON_VERIFY_LOG events: not a baton trainer), the folder is unsafe
+ * to empty. */
+int baton_verify_resume(const baton_verify_opts *o, baton_verify_report *r, baton_err *err);
+void baton_verify_report_print(FILE *f, const baton_verify_report *r);
+char *baton_verify_report_json(const baton_verify_report *r);   /* malloc'd */
+
 #endif

@@ -239,6 +239,9 @@ int baton_pipeline_next(baton_pipeline *p, baton_batch **b, baton_err *err);
  * loop checking for Ctrl-C). */
 int baton_pipeline_next_timed(baton_pipeline *p, baton_batch **b, double timeout_s, baton_err *err);
 void baton_pipeline_release(baton_pipeline *p, baton_batch *b);
+/* Whether next() logs each batch it hands over to BATON_VERIFY_LOG (util.h; on by default): an
+ * evaluation pipeline turns it off, so that `baton verify-resume` sees the training batches only. */
+void baton_pipeline_set_logged(baton_pipeline *p, int on);
 /* Stop every thread (the loader is the caller's again); batches handed out stay valid, and next
  * returns nothing new, until close. */
 void baton_pipeline_stop(baton_pipeline *p);

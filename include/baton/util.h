@@ -222,6 +222,14 @@ enum { BATON_LOG_ERROR = 0, BATON_LOG_WARN = 1, BATON_LOG_INFO = 2, BATON_LOG_DE
 void baton_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void baton_log_set_level(int level);
 
+/* ---- the event log `baton verify-resume` compares runs by (src/util/verify_log.c) ---- */
+/* With BATON_VERIFY_LOG=FILE in the environment, append one line (fmt's JSON object) to FILE in
+ * one write; without it, nothing. The library logs {"ev":"resume","step":S} when a trainer starts
+ * (S = 0 fresh), {"ev":"batch",...} when the decode pipeline hands a batch over, {"ev":"ckpt",...}
+ * when a checkpoint commits and {"ev":"loss",...} per step of baton train and race train. */
+void baton_verify_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int baton_verify_log_on(void);    /* 1 when the log is on (to skip work that only feeds it) */
+
 /* ---- progress line: redrawn in place on a terminal (stderr); when stderr is not a terminal (a
  * log file, a pipe, a fleet worker's output), an optional plain line every few seconds ---- */
 typedef struct baton_progress {

@@ -22,6 +22,7 @@
 
 #include <dirent.h>
 #include <inttypes.h>
+#include <openssl/evp.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -250,6 +251,24 @@ int baton_ckpt_snapshot(baton_ckpt_store *s, const baton_nn_model *m, const bato
     return rc;
 }
 
+/* A committed checkpoint, to BATON_VERIFY_LOG: its step and the SHA-256 of its model and optimizer
+ * files (verify-resume compares them with an uninterrupted run's). */
+static void log_commit(const baton_ckpt_store *s)
+{
+    if (!baton_verify_log_on()) return;
+    char hex[2][65];
+    const baton_buf *files[2] = {&s->model, &s->optim};
+    for (int f = 0; f < 2; f++) {
+        unsigned char md[EVP_MAX_MD_SIZE];
+        unsigned int n = 0;
+        hex[f][0] = 0;
+        if (!EVP_Digest(files[f]->data, files[f]->len, md, &n, EVP_sha256(), NULL)) continue;
+        for (unsigned int i = 0; i < n && i < 32; i++) snprintf(hex[f] + 2 * i, 3, "%02x", md[i]);
+    }
+    baton_verify_log("{\"ev\":\"ckpt\",\"step\":%" PRIu64 ",\"model\":\"%s\",\"optim\":\"%s\"}", s->step, hex[0],
+                     hex[1]);
+}
+
 static void persist_now(baton_ckpt_store *s, int sync)
 {
     baton_ckpt_blob files[3] = {
@@ -259,6 +278,7 @@ static void persist_now(baton_ckpt_store *s, int sync)
     };
     memset(&s->err, 0, sizeof s->err);
     s->rc = ckpt_commit(s->dir, s->step, files, 3, s->keep, &s->vc, s->committed, sizeof s->committed, &s->err);
+    if (s->rc == BATON_OK) log_commit(s);
     if (s->rc != BATON_OK || !s->remote) return;
     if (sync) {
         s->rc = baton_ckpt_remote_upload(s->remote, s->committed, s->step, &s->err);

@@ -30,6 +30,7 @@ int cmd_infer_bench(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_fleet(int argc, char **argv);
 int cmd_race(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
 /* cmd_race_train.c: `baton race train` and `baton race eval` (argv[0] is the action) */
 int cli_race_train(int argc, char **argv);
 int cli_race_eval(int argc, char **argv);

@@ -106,6 +106,7 @@ struct baton_pipeline {
     pthread_t *workers;
     int nworkers;
     int mu_ok, cv_ok;
+    int unlogged;            /* no batch events (an evaluation pipeline; baton_pipeline_set_logged) */
 };
 
 void baton_pipeline_opts_default(baton_pipeline_opts *o)
@@ -495,9 +496,36 @@ static int next_until(baton_pipeline *p, baton_batch **b, const struct timespec 
     return rc;
 }
 
+/* The batch handed over, to BATON_VERIFY_LOG: its epoch, first position, sample count and a digest
+ * of its samples (each one's epoch position, shard and byte offset: which records it holds). */
+static void log_batch(const baton_pipeline *p, const baton_batch *b)
+{
+    if (p->unlogged || !baton_verify_log_on()) return;
+    const slot *s = b->priv_;
+    uint64_t h = 0x6261746f6e626174ull ^ b->epoch;
+    for (uint32_t i = 0; i < b->n; i++) {
+        uint64_t v[3] = {s->pos[i], s->shard[i], s->offset[i]};
+        for (int k = 0; k < 3; k++) {   /* splitmix64's finaliser over the running value */
+            uint64_t z = (h ^ v[k]) + 0x9e3779b97f4a7c15ull;
+            z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+            z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+            h = z ^ (z >> 31);
+        }
+    }
+    baton_verify_log("{\"ev\":\"batch\",\"epoch\":%llu,\"first\":%llu,\"n\":%u,\"digest\":\"%016llx\"}",
+                     (unsigned long long)b->epoch, (unsigned long long)b->first, b->n, (unsigned long long)h);
+}
+
+void baton_pipeline_set_logged(baton_pipeline *p, int on)
+{
+    if (p) p->unlogged = !on;
+}
+
 int baton_pipeline_next(baton_pipeline *p, baton_batch **b, baton_err *err)
 {
-    return next_until(p, b, NULL, err);
+    int rc = next_until(p, b, NULL, err);
+    if (rc == BATON_OK) log_batch(p, *b);
+    return rc;
 }
 
 int baton_pipeline_next_timed(baton_pipeline *p, baton_batch **b, double timeout_s, baton_err *err)
@@ -509,7 +537,9 @@ int baton_pipeline_next_timed(baton_pipeline *p, baton_batch **b, double timeout
     long long ns = (long long)ts.tv_nsec + (long long)((timeout_s - floor(timeout_s)) * 1e9);
     ts.tv_sec += (time_t)floor(timeout_s) + (time_t)(ns / 1000000000);
     ts.tv_nsec = (long)(ns % 1000000000);
-    return next_until(p, b, &ts, err);
+    int rc = next_until(p, b, &ts, err);
+    if (rc == BATON_OK) log_batch(p, *b);
+    return rc;
 }
 
 void baton_pipeline_release(baton_pipeline *p, baton_batch *b)

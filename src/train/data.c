@@ -73,7 +73,9 @@ static baton_pipeline *open_pipe(baton_loader *l, uint32_t batch, int workers, c
 baton_pipeline *train_open_pipe(baton_loader *l, uint32_t batch, int workers, const float *mean, const float *std,
                                 const train_aug *a, baton_err *err)
 {
-    return open_pipe(l, batch, workers, mean, std, 0, 1, a, err);
+    baton_pipeline *p = open_pipe(l, batch, workers, mean, std, 0, 1, a, err);
+    baton_pipeline_set_logged(p, 0);   /* evaluation's batches are not training steps */
+    return p;
 }
 
 baton_pipeline *train_open_pipe_part(baton_loader *l, uint32_t batch, int workers, int rank, int world,

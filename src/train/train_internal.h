@@ -26,7 +26,8 @@ train_aug train_aug_eval(const train_aug *a);
  * and centre crops, else m's fixed shape (a dataset whose images vary is refused, naming uri). */
 int train_input_shape(const baton_manifest *m, const train_aug *a, const char *uri, uint32_t shape[3], baton_err *err);
 /* The decode pipeline over l: NCHW, the augmentation a (NULL: none), normalised with mean/std
- * (NULL: the dataset's own). NULL with err filled on failure. */
+ * (NULL: the dataset's own), its batches not logged for verify-resume (evaluation's). NULL with err
+ * filled on failure. */
 baton_pipeline *train_open_pipe(baton_loader *l, uint32_t batch, int workers, const float *mean, const float *std,
                                 const train_aug *a, baton_err *err);
 /* The same keeping only part `rank` of `world` of each batch (the pipeline's parts). */
