@@ -20,8 +20,10 @@ if [ ! -x $PY ] || [ ! -d "$BD/python/baton" ]; then
 fi
 san=0
 case "$B" in *san*) san=1 ;; esac
-for t in tests/python/test_*.py; do
-    name=$(basename "$t")
+# one_file NAME: tests/python/NAME with the module under test, its output in $T/NAME.out and its
+# exit status in $T/NAME.rc
+one_file() {
+    local name=$1
     if [ $san = 1 ]; then
         env PYTHONPATH="$BD/python" LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)" \
             ASAN_OPTIONS=detect_leaks=0:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
@@ -29,7 +31,24 @@ for t in tests/python/test_*.py; do
     else
         env PYTHONPATH="$BD/python" bash -c "cd tests/python && exec $PY $name" >"$T/$name.out" 2>&1
     fi
-    rc=$?
+    echo $? >"$T/$name.rc"
+}
+# Two files at a time (they wait on processes, servers and the disk more than they compute; each
+# has its own folders), except those whose first line says "# alone": their checks time a notice
+# against the steps of a training run, so they run by themselves, after the others.
+names=() alone=()
+for t in tests/python/test_*.py; do
+    if head -n 1 "$t" | grep -q '^# alone'; then alone+=("$(basename "$t")"); else names+=("$(basename "$t")"); fi
+done
+for name in "${names[@]}"; do
+    while [ "$(jobs -rp | wc -l)" -ge 2 ]; do wait -n; done
+    one_file "$name" &
+done
+wait
+for name in "${alone[@]}"; do one_file "$name"; done
+for t in tests/python/test_*.py; do
+    name=$(basename "$t")
+    rc=$(cat "$T/$name.rc" 2>/dev/null || echo 1)
     sum=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$T/$name.out" | tail -1)
     if [ -z "$sum" ]; then
         bad "$name ended without its summary (exit $rc): $(grep -v '^baton: ' "$T/$name.out" | tail -n 25)"
