@@ -176,6 +176,9 @@ typedef struct baton_worker_spec {
 
 /* Start a worker; *pid is the shim (= the process group), *start its /proc start time. */
 int baton_worker_spawn(const baton_worker_spec *w, int *pid, uint64_t *start, baton_err *err);
+/* In a child after fork, before exec: every catchable signal back to its default action and
+ * none blocked (what a supervisor set up for itself must not reach the command it starts). */
+void fleet_reset_signals(void);
 /* Start time of a process (clock ticks since boot, /proc/PID/stat field 22); 0 if it is gone. */
 uint64_t baton_proc_start_time(int pid);
 /* 1 when pid is alive and still the process that started at start (not a reused pid). */

@@ -131,7 +131,7 @@ static void shim_write_status(const char *path, const char *tmp, int code)
     rename(tmp, path);
 }
 
-static void reset_signals(void)
+void fleet_reset_signals(void)
 {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -205,7 +205,7 @@ int baton_worker_spawn(const baton_worker_spec *w, int *pid_out, uint64_t *start
         sigaction(SIGPIPE, &ign, NULL);
         pid_t c = fork();
         if (c == 0) {
-            reset_signals();
+            fleet_reset_signals();
             if (chdir(w->cwd) != 0) _exit(126);
             dup2(nullfd >= 0 ? nullfd : logfd, 0);
             dup2(logfd, 1);

@@ -25,6 +25,7 @@
  *     lock), and a process gets SIGKILL when the check itself ends first (PR_SET_PDEATHSIG: a
  *     Ctrl-C); the work folder is removed when the runs are identical and it was not given. */
 #include "verify_internal.h"
+#include "fleet_parts.h"
 
 #include "baton/notice.h"
 
@@ -153,18 +154,6 @@ static void set_env(char **envp, size_t *k, const char *entry)
     envp[(*k)++] = (char *)entry;
 }
 
-static void reset_signals(void)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = SIG_DFL;
-    for (int s = 1; s < 32; s++)
-        if (s != SIGKILL && s != SIGSTOP) sigaction(s, &sa, NULL);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-}
-
 static int proc_start(vctx *c, proc *p, const char *name, baton_err *err)
 {
     memset(p, 0, sizeof *p);
@@ -206,7 +195,7 @@ static int proc_start(vctx *c, proc *p, const char *name, baton_err *err)
     }
     if (pid == 0) {
         setpgid(0, 0);
-        reset_signals();
+        fleet_reset_signals();
         prctl(PR_SET_PDEATHSIG, SIGKILL);   /* the check stopped (Ctrl-C): its command with it */
         dup2(nullfd, 0);
         dup2(outfd, 1);

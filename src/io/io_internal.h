@@ -167,4 +167,8 @@ int io_download_some(baton_store *store, const baton_manifest *m, const char *di
                      const uint32_t *list, size_t nlist, const int *cancel, const baton_fetch_opts *fo,
                      baton_loader_stats *st, baton_err *err);
 
+/* Open a shard file read-only into *fd, checked: a regular file of the size dataset.json says
+ * (BATON_ERR_CORRUPT naming both sizes otherwise); the fd is closed on any error (loader.c). */
+int io_open_shard(const char *path, const baton_shard_info *si, int *fd, baton_err *err);
+
 #endif

@@ -131,8 +131,7 @@ static int load_indexes(baton_loader *l, baton_err *err)
     return rc;
 }
 
-/* Map one shard file read-only (through baton_sys, so tests can fail each call). */
-int io_map_shard(const char *path, const baton_shard_info *si, const uint8_t **map, baton_err *err)
+int io_open_shard(const char *path, const baton_shard_info *si, int *out, baton_err *err)
 {
     int fd = baton_open_regular(path, err);
     if (fd == -2) return err->code;
@@ -148,6 +147,17 @@ int io_map_shard(const char *path, const baton_shard_info *si, const uint8_t **m
     else if ((uint64_t)st.st_size != si->bytes)
         rc = baton_err_set(err, BATON_ERR_CORRUPT, "%s: %lld bytes, dataset.json says %llu", path,
                            (long long)st.st_size, (unsigned long long)si->bytes);
+    if (rc) baton_sys.close(fd);
+    else *out = fd;
+    return rc;
+}
+
+/* Map one shard file read-only (through baton_sys, so tests can fail each call). */
+int io_map_shard(const char *path, const baton_shard_info *si, const uint8_t **map, baton_err *err)
+{
+    int fd = -1;
+    int rc = io_open_shard(path, si, &fd, err);
+    if (rc) return rc;
     void *p = NULL;
     if (rc == BATON_OK && si->bytes) {
         p = baton_sys.mmap(NULL, si->bytes, PROT_READ, MAP_SHARED, fd, 0);

@@ -62,22 +62,9 @@ static int open_shard(io_shardfile *f, uint32_t s, baton_err *err)
     const baton_shard_info *si = &f->m->shards[s];
     char path[4096];
     if (shard_path(f, s, path, sizeof path, err)) return err->code;
-    int fd = baton_open_regular(path, err);
-    if (fd == -2) return err->code;
-    if (fd < 0)
-        return baton_err_set(err, errno == ENOENT ? BATON_ERR_NOTFOUND : BATON_ERR_IO, "%s: cannot open shard: %s",
-                             path, strerror(errno));
-    struct stat st;
-    int rc = BATON_OK;
-    if (baton_sys.fstat(fd, &st) != 0)
-        rc = baton_err_set(err, BATON_ERR_IO, "%s: cannot stat shard: %s", path, strerror(errno));
-    else if ((uint64_t)st.st_size != si->bytes)
-        rc = baton_err_set(err, BATON_ERR_CORRUPT, "%s: %lld bytes, dataset.json says %llu", path,
-                           (long long)st.st_size, (unsigned long long)si->bytes);
-    if (rc) {
-        baton_sys.close(fd);
-        return rc;
-    }
+    int fd = -1;
+    int rc = io_open_shard(path, si, &fd, err);
+    if (rc) return rc;
     if (f->nopen == MAX_OPEN) {   /* the ring is full: close its oldest */
         uint32_t old = f->ring[f->ring_head];
         baton_sys.close(f->fd[old]);
