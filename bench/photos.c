@@ -102,7 +102,9 @@ static int draw(baton_image *im, uint32_t h, uint32_t w, uint32_t c, uint64_t se
     return BATON_OK;
 }
 
-/* libjpeg writes what TurboJPEG's encoder does not: progressive and CMYK files */
+/* libjpeg writes what TurboJPEG's encoder (through baton_img_encode, 4:4:4 at quality 90 and up)
+ * does not: the photos themselves at 4:2:0 with the standard Huffman tables, as cameras write them,
+ * and the progressive and CMYK specials. */
 static int write_libjpeg(const char *path, const baton_image *im, int progressive, int cmyk, int quality)
 {
     FILE *f = fopen(path, "wb");
@@ -240,7 +242,10 @@ int main(int argc, char **argv)
         uint32_t w = o.min + (uint32_t)baton_rng_below(&r, o.max - o.min + 1);
         snprintf(path, sizeof path, "%s/c%03u/%07llu.jpg", o.out, (unsigned)(i % o.classes), (unsigned long long)i);
         rc = draw(&im, h, w, 3, o.seed * 1000003 + i, &err);
-        if (!rc) rc = save(path, &im, BATON_ENC_JPEG, o.quality, &bytes, &err);
+        struct stat st;
+        if (!rc && (write_libjpeg(path, &im, 0, 0, o.quality) || stat(path, &st)))
+            rc = baton_err_set(&err, BATON_ERR_IO, "%s: cannot write", path);
+        if (!rc) bytes += (uint64_t)st.st_size;
         pixels += (uint64_t)h * w;
         count++;
         if (!o.json && count % 5000 == 0) fprintf(stderr, "photos: %llu of %llu\n", (unsigned long long)i + 1, (unsigned long long)o.n);
