@@ -11,8 +11,9 @@
 #      mutations of each (tests/fuzz/replay.c; at most 1 s a target),
 #   5. run the loopback server tests (nginx, RADOS Gateway, fault proxy),
 #   6. print the ten slowest tests.
-# Each program or script is one test (failed too when it leaves one of this tree's programs
-# running); one that exits 77 was skipped (a server not installed, not root): it prints its
+# Tests run two at a time (BATON_TEST_LANES; a script whose header says "# alone: WHY" runs by
+# itself). Each program or script is one test (failed too when it leaves one of this tree's
+# programs running); one that exits 77 was skipped (a server not installed, not root): it prints its
 # "skip - REASON" lines, and under CI (BATON_CI=1, set by .ci/run) a skip fails the run — a skip
 # is never a pass. The last line is "N passed, N failed, N skipped".
 # BATON_TEST_FULL=1 (make test-full) repeats every CLI script under the sanitizers and runs every
@@ -25,38 +26,47 @@ scripts/deps.sh || { echo "0 passed, 1 failed, 0 skipped"; exit 1; }
 jobs=$(nproc 2>/dev/null || echo 2)
 
 ROOT=$PWD
-# ours: the pids of processes running this tree's baton or test programs (a test that leaves one
-# running — a worker, a watcher, a server of baton's — fails, and what it left is killed)
+# ours [TAG]: the pids of processes running this tree's baton or test programs (a test that leaves
+# one running — a worker, a watcher, a server of baton's — fails, and what it left is killed); with
+# a TAG, only those started under that test (BATON_TEST_TAG=TAG in their environment)
 ours() {
-    local dir exe
+    local dir exe tag=${1:-}
     find /proc -mindepth 2 -maxdepth 2 -path '/proc/[0-9]*/exe' -printf '%h %l\n' 2>/dev/null |
         while read -r dir exe; do
-            case "$exe" in "$ROOT"/build*/baton | "$ROOT"/build*/tests/test_*) echo "${dir#/proc/}" ;; esac
+            case "$exe" in "$ROOT"/build*/baton | "$ROOT"/build*/tests/test_*) ;; *) continue ;; esac
+            if [ -n "$tag" ]; then
+                tr '\0' '\n' <"$dir/environ" 2>/dev/null | grep -qx "BATON_TEST_TAG=$tag" || continue
+            fi
+            echo "${dir#/proc/}"
         done
 }
-left_running() {  # left_running BEFORE: the pids of ours not in BEFORE, after a grace of 2 s
-    local before=" $1 " p left=""
+left_running() {  # left_running TAG: the pids of ours under TAG (any, with none), after a grace of 2 s
+    local left
     for _ in 1 2 3 4 5; do
-        left=""
-        for p in $(ours); do case "$before" in *" $p "*) ;; *) left+="$p " ;; esac; done
-        [ -z "$left" ] && return 0
+        left=$(ours "$1" | tr '\n' ' ')
+        [ -z "${left// /}" ] && return 0
         sleep 0.5
     done
     echo "$left"
 }
 
+# Tests run in LANES lanes at once (BATON_TEST_LANES, default 2: most tests wait on processes,
+# servers and timers more than they compute, and these machines have two cores); a CLI script
+# with a "# alone: REASON" line in its header runs with no other test beside it (it times
+# something against the clock, installs into the build, or starts a server that is one per
+# machine). Each test's line is printed when it ends, so lines come in the order tests end.
+LANES=${BATON_TEST_LANES:-2}
+case "$LANES" in [1-9]) ;; *) LANES=2 ;; esac
 pass=0 fail=0 skipped=0 failed=() skips=() times=()
-run() {  # run NAME CMD...
-    local name=$1; shift
-    local t0=$SECONDS log before left ok=0 rc
-    log=$(mktemp)
-    before=$(ours | tr '\n' ' ')
-    "$@" >"$log" 2>&1
-    rc=$?
+declare -A job_name=() job_t0=() job_log=() job_tag=()
+seq_no=0
+# report NAME RC LOG T0 TAG: judge one test that ended (its leftovers too) and print its line
+report() {
+    local name=$1 rc=$2 log=$3 t0=$4 tag=$5 left ok=0
     [ "$rc" = 0 ] && ok=1
     [ "$rc" = 77 ] && ok=skip
-    left=$(left_running "$before")
-    if [ -n "$left" ]; then
+    left=$(left_running "$tag")
+    if [ -n "${left// /}" ]; then
         ok=0
         for p in $left; do
             echo "left running: pid $p: $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)" >>"$log"
@@ -79,6 +89,32 @@ run() {  # run NAME CMD...
     fi
     rm -f "$log"
     times+=("$((SECONDS - t0)) $name")
+}
+# reap: wait for one running test to end and report it
+reap() {
+    local pid rc
+    wait -n -p pid "${!job_name[@]}"
+    rc=$?
+    [ -n "$pid" ] || return 0
+    report "${job_name[$pid]}" "$rc" "${job_log[$pid]}" "${job_t0[$pid]}" "${job_tag[$pid]}"
+    unset "job_name[$pid]" "job_t0[$pid]" "job_log[$pid]" "job_tag[$pid]"
+}
+drain() { while [ ${#job_name[@]} -gt 0 ]; do reap; done; }
+# start NAME CMD...: run a test in the next free lane
+start() {
+    local name=$1; shift
+    while [ ${#job_name[@]} -ge "$LANES" ]; do reap; done
+    seq_no=$((seq_no + 1))
+    local tag="$$-$seq_no" log
+    log=$(mktemp)
+    BATON_TEST_TAG=$tag "$@" >"$log" 2>&1 &
+    job_name[$!]=$name; job_t0[$!]=$SECONDS; job_log[$!]=$log; job_tag[$!]=$tag
+}
+# run NAME CMD...: a test alone (the lanes drained first)
+run() {
+    drain
+    start "$@"
+    drain
 }
 
 run "check-layers (README's component table)" make -s check-layers
@@ -110,7 +146,7 @@ for b in "${builds[@]}"; do
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1
     for t in "$b"/tests/test_*; do
         case "$t" in *.d) continue ;; esac
-        run "$b/$(basename "$t")" "$t"
+        start "$b/$(basename "$t")" "$t"
     done
     for s in tests/cli/test_*.sh; do
         [ -e "$s" ] || continue
@@ -118,8 +154,10 @@ for b in "${builds[@]}"; do
         # the commands it runs cover that in both builds): "# plain build only" keeps it to one
         [ "$san" = 1 ] && grep -q '^# plain build only' "$s" && continue
         [ "$san" = 1 ] && [ "$full" != 1 ] && left_out_of_san "$s" && continue
-        run "$b/cli/$(basename "$s" .sh)" env BATON="$b/baton" BATON_BUILD="$b" bash "$s"
+        if sed -n 1,25p "$s" | grep -q '^# alone'; then r=run; else r=start; fi
+        $r "$b/cli/$(basename "$s" .sh)" env BATON="$b/baton" BATON_BUILD="$b" bash "$s"
     done
+    drain
 done
 
 if [ "${BATON_TEST_QUICK:-0}" != 1 ] && [ "$full" != 1 ]; then
@@ -136,8 +174,15 @@ fi
 
 for s in tests/servers/test_*.sh; do
     [ -e "$s" ] || continue
-    run "servers/$(basename "$s" .sh)" bash "$s"
+    if sed -n 1,25p "$s" | grep -q '^# alone'; then r=run; else r=start; fi
+    $r "servers/$(basename "$s" .sh)" bash "$s"
 done
+drain
+left=$(left_running "")
+if [ -n "${left// /}" ]; then
+    fail=$((fail + 1)); failed+=("left running after the suite: $left")
+    for p in $left; do kill -9 "$p" 2>/dev/null; done
+fi
 
 echo "the ten slowest:"
 printf '%s\n' "${times[@]}" | sort -rn | head -n 10 | awk '{ s = $1; $1 = ""; printf "  %4ds %s\n", s, $0 }'

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# alone: it installs the build (make install), which another test may be installing too
 # test_install.sh — `make install` into a scratch prefix, then the installed copy used as a user
 # would: the files and the symlink, the soname and the exported names (baton_* only), baton.pc,
 # examples/c/stream.c compiled and linked against the installed headers and library alone (shared,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# alone: it runs its test files two at a time itself and installs the build (make install)
 # test_python.sh — the baton Python module: every tests/python/test_*.py (loader, checkpoints,
 # notices; each prints "N passed, N failed, N skipped", added up here) with Debian's
 # /usr/bin/python3 against $BATON_BUILD/python — under the sanitizer build with ASan's and UBSan's

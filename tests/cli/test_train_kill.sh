@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# alone: its kills land at moments timed against the training speed of a machine it has to itself
 # test_train_kill.sh — crash safety of `baton train`: SIGKILL a run at 20 pseudo-random moments
 # (every third kill waits for a checkpoint write to be in flight, i.e. for a .ckpt-*.tmp.* folder),
 # and after each kill check that the newest checkpoint `baton ckpt ls` calls ok verifies on its own
