@@ -290,6 +290,10 @@ baton_fetch *baton_fetch_new(baton_store *s, const baton_fetch_opts *o, baton_er
     size_t nslot = d.max_buffered / d.chunk_bytes;
     if (nslot < 1) nslot = 1;
     if (nslot > 1 << 16) nslot = 1 << 16;
+    if (io_store_faults(s)) {  /* the wrapper passes blocking calls only (store_fault.c) */
+        baton_err_set(err, BATON_ERR_ARG, "%s: a fault-injecting store cannot be fetched from", s->uri);
+        return NULL;
+    }
     baton_fetch *f = calloc(1, sizeof *f);
     if (!f) {
         baton_err_set(err, BATON_ERR_NOMEM, "%s: out of memory", s->uri);

@@ -1,5 +1,6 @@
-/* store.c — a dataset folder named by a URI: open, close, accessors, and the dispatch of each
- * operation to the local (store_local.c) or remote (store_remote.c) implementation.
+/* store.c — a dataset folder named by a URI: open, close, accessors, and each operation's checks
+ * before it goes through the store's method table (io_store_ops: local in store_local.c, HTTP
+ * and S3 in store_remote.c, a fault-injecting wrapper in store_fault.c).
  *
  * Owns: the baton_store object: its parsed URI, the URL every object name is appended to, the S3
  * endpoint, region and credentials (read once at open; the secret and session token are wiped at
@@ -51,6 +52,7 @@ static void wipe_free(char *p)
 void baton_store_close(baton_store *s)
 {
     if (!s) return;
+    if (s->ops && s->ops->close) s->ops->close(s);
     for (int i = 0; i < s->npool; i++) curl_easy_cleanup(s->pool[i]);
     pthread_mutex_destroy(&s->mu);
     free(s->uri);
@@ -200,6 +202,7 @@ int baton_store_open(const char *uri, const baton_store_opts *o, baton_store **o
 
     switch (u.kind) {
     case BATON_STORE_LOCAL:
+        s->ops = &io_store_local_ops;
         s->uri = cat3(u.path, strcmp(u.path, "/") == 0 ? "" : "/", "");
         s->local_dir = strdup(u.path);
         if (!s->uri || !s->local_dir) {
@@ -217,6 +220,7 @@ int baton_store_open(const char *uri, const baton_store_opts *o, baton_store **o
         }
         break;
     case BATON_STORE_HTTP: {
+        s->ops = &io_store_http_ops;
         rc = baton_http_global_init(err);
         if (rc != BATON_OK) break;
         char *head = cat3(u.scheme, "://", u.authority);
@@ -229,6 +233,7 @@ int baton_store_open(const char *uri, const baton_store_opts *o, baton_store **o
         break;
     }
     case BATON_STORE_S3: {
+        s->ops = &io_store_s3_ops;
         rc = baton_http_global_init(err);
         if (rc != BATON_OK) break;
         char *head = cat3("s3://", u.bucket, "/");
@@ -270,9 +275,7 @@ const char *baton_store_local_dir(const baton_store *s)
 int baton_store_get(baton_store *s, const char *name, size_t max, baton_buf *out, baton_err *err)
 {
     int rc = io_name_check(s->uri, name, err);
-    if (rc != BATON_OK) return rc;
-    if (s->kind == BATON_STORE_LOCAL) return io_local_get(s, name, max, out, err);
-    return io_remote_get(s, name, max, out, err);
+    return rc ? rc : s->ops->get(s, name, max, out, err);
 }
 
 int baton_store_get_range(baton_store *s, const char *name, uint64_t off, uint64_t len,
@@ -284,45 +287,44 @@ int baton_store_get_range(baton_store *s, const char *name, uint64_t off, uint64
         return baton_err_set(err, BATON_ERR_ARG, "%s%s: range of %llu bytes at offset %llu is too large",
                              s->uri, name, (unsigned long long)len, (unsigned long long)off);
     if (len == 0) return BATON_OK;
-    if (s->kind == BATON_STORE_LOCAL) return io_local_get_range(s, name, off, len, out, err);
-    return io_remote_get_range(s, name, off, len, out, err);
+    return s->ops->get_range(s, name, off, len, out, err);
 }
 
 int baton_store_size(baton_store *s, const char *name, uint64_t *size, baton_err *err)
 {
     int rc = io_name_check(s->uri, name, err);
-    if (rc != BATON_OK) return rc;
-    if (s->kind == BATON_STORE_LOCAL) return io_local_size(s, name, size, err);
-    return io_remote_size(s, name, size, err);
+    return rc ? rc : s->ops->size(s, name, size, err);
+}
+
+static int read_only(const baton_store *s, const char *name, baton_err *err)
+{
+    return baton_err_set(err, BATON_ERR_ARG, "%s%s: HTTP stores are read-only", s->uri, name);
 }
 
 int baton_store_put(baton_store *s, const char *name, const void *p, size_t n, baton_err *err)
 {
     int rc = io_name_check(s->uri, name, err);
     if (rc != BATON_OK) return rc;
-    switch (s->kind) {
-    case BATON_STORE_LOCAL: return io_local_put(s, name, p, n, err);
-    case BATON_STORE_S3: return io_remote_put(s, name, p, n, NULL, err);
-    default: break;
-    }
-    return baton_err_set(err, BATON_ERR_ARG, "%s%s: HTTP stores are read-only", s->uri, name);
+    return s->ops->put ? s->ops->put(s, name, p, n, err) : read_only(s, name, err);
 }
 
 int baton_store_put_file(baton_store *s, const char *name, const char *path, baton_err *err)
 {
     int rc = io_name_check(s->uri, name, err);
     if (rc != BATON_OK) return rc;
-    switch (s->kind) {
-    case BATON_STORE_LOCAL: return io_local_put_file(s, name, path, err);
-    case BATON_STORE_S3: return io_remote_put(s, name, NULL, 0, path, err);
-    default: break;
-    }
-    return baton_err_set(err, BATON_ERR_ARG, "%s%s: HTTP stores are read-only", s->uri, name);
+    return s->ops->put_file ? s->ops->put_file(s, name, path, err) : read_only(s, name, err);
+}
+
+int baton_store_delete(baton_store *s, const char *name, baton_err *err)
+{
+    int rc = io_name_check(s->uri, name, err);
+    if (rc != BATON_OK) return rc;
+    return s->ops->del ? s->ops->del(s, name, err) : read_only(s, name, err);
 }
 
 int baton_store_create_bucket(baton_store *s, baton_err *err)
 {
-    if (s->kind != BATON_STORE_S3)
+    if (!s->ops->create_bucket)
         return baton_err_set(err, BATON_ERR_ARG, "%s: not an S3 store: no bucket to create", s->uri);
-    return io_remote_create_bucket(s, err);
+    return s->ops->create_bucket(s, err);
 }

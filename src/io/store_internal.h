@@ -34,7 +34,50 @@ int io_escape_append(baton_buf *b, const char *s);
 /* ---------------------------------------------------------------- the store */
 #define IO_HANDLE_POOL 8
 
+typedef struct io_objlist io_objlist;
+
+/* What a kind of store does: one table per implementation (local: store_local.c, HTTP and S3:
+ * store_remote.c, a fault-injecting wrapper for tests: store_fault.c). The public calls in store.c
+ * check the name and the arguments, then call through s->ops; a NULL entry is an operation the kind
+ * does not have (HTTP stores are read-only and cannot be listed; only S3 has buckets), refused
+ * there with a message naming the store. `list` appends to l (the caller sorts and frees). */
+typedef struct io_store_ops {
+    int (*get)(baton_store *s, const char *name, size_t max, baton_buf *out, baton_err *err);
+    int (*get_range)(baton_store *s, const char *name, uint64_t off, uint64_t len, baton_buf *out, baton_err *err);
+    int (*size)(baton_store *s, const char *name, uint64_t *size, baton_err *err);
+    int (*put)(baton_store *s, const char *name, const void *p, size_t n, baton_err *err);
+    int (*put_file)(baton_store *s, const char *name, const char *path, baton_err *err);
+    int (*del)(baton_store *s, const char *name, baton_err *err);
+    int (*list)(baton_store *s, const char *prefix, io_objlist *l, baton_err *err);
+    int (*create_bucket)(baton_store *s, baton_err *err);
+    void (*close)(baton_store *s);   /* what the kind holds beyond the common fields (NULL: nothing) */
+} io_store_ops;
+
+extern const io_store_ops io_store_local_ops, io_store_http_ops, io_store_s3_ops;
+
+/* Faults a wrapped store injects (store_fault.c): deterministic, counted per operation. */
+enum { IO_OP_GET, IO_OP_GET_RANGE, IO_OP_SIZE, IO_OP_PUT, IO_OP_PUT_FILE, IO_OP_DEL, IO_OP_LIST, IO_OP_N };
+typedef struct io_faults {
+    unsigned ops;          /* which operations fail: bit (1u << IO_OP_*) each; 0 = none */
+    uint32_t fail_every;   /* of those, the calls numbered k·fail_every (1-based) fail; 1 = every call */
+    int code;              /* the failure's code (0: BATON_ERR_IO) */
+    double delay_s;        /* every call (failing or not) sleeps this long first: a slow store */
+} io_faults;
+typedef struct io_fault_state {
+    baton_store *inner;
+    io_faults f;
+    uint64_t calls[IO_OP_N];    /* calls seen, per operation (atomic) */
+    uint64_t failed[IO_OP_N];   /* calls failed, per operation (atomic) */
+} io_fault_state;
+/* A store that passes every call to inner (which it owns from then on: closing it closes inner)
+ * after f's delay, failing the calls f names with "injected fault: OP NAME (call K)" instead.
+ * Only the blocking calls go through it: its kind and URI are inner's, its local_dir NULL. */
+int io_store_faulty(baton_store *inner, const io_faults *f, baton_store **out, baton_err *err);
+/* The fault state of a store io_store_faulty made (NULL for any other store). */
+io_fault_state *io_store_faults(baton_store *s);
+
 struct baton_store {
+    const io_store_ops *ops;
     baton_store_kind kind;
     baton_store_opts opts;
     char *uri;          /* for messages; ends with '/' (local: the folder path + '/') */
@@ -51,6 +94,7 @@ struct baton_store {
     pthread_mutex_t mu; /* guards pool */
     CURL *pool[IO_HANDLE_POOL];
     int npool;
+    io_fault_state *faults;   /* a fault-injecting wrapper's (store_fault.c) */
 };
 
 /* ---------------------------------------------------------------- remote requests (remote.c) */
@@ -126,29 +170,19 @@ void io_sleep_s(double s);
 int io_etag_strong(const char *etag);
 
 /* ---------------------------------------------------------------- local stores (store_local.c) */
-int io_local_get(baton_store *s, const char *name, size_t max, baton_buf *out, baton_err *err);
-int io_local_get_range(baton_store *s, const char *name, uint64_t off, uint64_t len,
-                       baton_buf *out, baton_err *err);
-int io_local_size(baton_store *s, const char *name, uint64_t *size, baton_err *err);
-int io_local_put(baton_store *s, const char *name, const void *p, size_t n, baton_err *err);
-int io_local_put_file(baton_store *s, const char *name, const char *path, baton_err *err);
 /* Open an object for reading; path of the file into path (cap bytes) for messages. */
 int io_local_open(baton_store *s, const char *name, char *path, size_t cap, baton_err *err);
 
-/* ---------------------------------------------------------------- remote stores (store_remote.c) */
-int io_remote_get(baton_store *s, const char *name, size_t max, baton_buf *out, baton_err *err);
-int io_remote_get_range(baton_store *s, const char *name, uint64_t off, uint64_t len,
-                        baton_buf *out, baton_err *err);
-int io_remote_size(baton_store *s, const char *name, uint64_t *size, baton_err *err);
-int io_remote_put(baton_store *s, const char *name, const void *p, size_t n, const char *path,
-                  baton_err *err);
-int io_remote_create_bucket(baton_store *s, baton_err *err);
-
 /* ---------------------------------------------------------------- listings (store_list.c) */
-typedef struct io_objlist {
+struct io_objlist {
     baton_store_obj *v;
     size_t n, cap, max;     /* more than max entries is an error */
-} io_objlist;
+};
+/* The local store's list: a walk of its folder (objects are regular files). */
+int io_local_list(baton_store *s, const char *prefix, io_objlist *l, baton_err *err);
+/* S3's list (ListObjectsV2, paged) and delete. */
+int io_s3_list(baton_store *s, const char *prefix, io_objlist *l, baton_err *err);
+int io_s3_delete(baton_store *s, const char *name, baton_err *err);
 /* Parse one ListObjectsV2 page (len bytes, not NUL-terminated) into l: keyprefix is the full key
  * prefix asked for, skip the length of the store's own prefix (removed from every key); where
  * names the store in messages. *truncated and the continuation token (tcap bytes) for the next

@@ -1,5 +1,6 @@
-/* store_list.c — listing and deleting objects of a store (see io.h): S3 ListObjectsV2 (paged,
- * SigV4-signed) and DELETE; on local stores a walk of the folder tree and unlink.
+/* store_list.c — listing objects of a store (see io.h) and deleting them on S3: ListObjectsV2
+ * (paged, SigV4-signed) and DELETE; on local stores a walk of the folder tree (store_local.c
+ * deletes).
  *
  * Owns: the ListObjectsV2 request (query string built in SigV4 canonical form: parameters sorted,
  * values percent-encoded with upper-case hex, because libcurl 7.88 signs the query as given), the
@@ -97,6 +98,16 @@ static int walk(baton_store *s, char *rel, size_t rl, const char *prefix, io_obj
         }
     }
     closedir(d);
+    return rc;
+}
+
+int io_local_list(baton_store *s, const char *prefix, io_objlist *l, baton_err *err)
+{
+    char *rel = malloc(IO_KEY_MAX + 2);
+    if (!rel) return baton_err_set(err, BATON_ERR_NOMEM, "%s: out of memory", s->uri);
+    rel[0] = 0;
+    int rc = walk(s, rel, 0, prefix, l, 0, err);
+    free(rel);
     return rc;
 }
 
@@ -317,7 +328,7 @@ static int request(baton_store *s, const char *url, const char *method, const ch
     return rc;
 }
 
-static int s3_list(baton_store *s, const char *prefix, io_objlist *l, baton_err *err)
+int io_s3_list(baton_store *s, const char *prefix, io_objlist *l, baton_err *err)
 {
     const char *store_prefix = s->uri + 5 + strlen(s->bucket) + 1;   /* "s3://" bucket "/" */
     size_t skip = strlen(store_prefix);
@@ -377,18 +388,8 @@ int baton_store_list(baton_store *s, const char *prefix, size_t max, baton_store
             return baton_err_set(err, BATON_ERR_ARG, "%s: list prefix has a bad character", s->uri);
     io_objlist l = {0};
     l.max = max ? max : 1000000;
-    int rc;
-    if (s->kind == BATON_STORE_LOCAL) {
-        char *rel = malloc(IO_KEY_MAX + 2);
-        if (!rel) return baton_err_set(err, BATON_ERR_NOMEM, "%s: out of memory", s->uri);
-        rel[0] = 0;
-        rc = walk(s, rel, 0, prefix, &l, 0, err);
-        free(rel);
-    } else if (s->kind == BATON_STORE_S3) {
-        rc = s3_list(s, prefix, &l, err);
-    } else {
-        rc = baton_err_set(err, BATON_ERR_ARG, "%s: HTTP stores cannot be listed", s->uri);
-    }
+    int rc = s->ops->list ? s->ops->list(s, prefix, &l, err)
+                          : baton_err_set(err, BATON_ERR_ARG, "%s: HTTP stores cannot be listed", s->uri);
     if (rc != BATON_OK) {
         baton_store_list_free(l.v, l.n);
         return rc;
@@ -399,27 +400,12 @@ int baton_store_list(baton_store *s, const char *prefix, size_t max, baton_store
     return BATON_OK;
 }
 
-int baton_store_delete(baton_store *s, const char *name, baton_err *err)
+int io_s3_delete(baton_store *s, const char *name, baton_err *err)
 {
-    int rc = io_name_check(s->uri, name, err);
-    if (rc != BATON_OK) return rc;
-    if (s->kind == BATON_STORE_LOCAL) {
-        char path[4096];
-        if ((rc = baton_path_join(path, sizeof path, s->local_dir, name, err)) != BATON_OK) return rc;
-        if (baton_sys.unlink(path) != 0 && errno != ENOENT)
-            return baton_err_set(err, BATON_ERR_IO, "%s: cannot delete: %s", path, strerror(errno));
-        /* folders exist only for their objects (as on S3): remove the ones left empty */
-        for (char *slash = strrchr(path, '/'); slash && slash > path + strlen(s->local_dir); slash = strrchr(path, '/')) {
-            *slash = 0;
-            if (rmdir(path) != 0) break;
-        }
-        return BATON_OK;
-    }
-    if (s->kind != BATON_STORE_S3) return baton_err_set(err, BATON_ERR_ARG, "%s%s: HTTP stores are read-only", s->uri, name);
     char *url = io_object_url(s, name);
     if (!url) return baton_err_set(err, BATON_ERR_NOMEM, "%s%s: out of memory", s->uri, name);
     long status = 0;
-    rc = request(s, url, "DELETE", name, NULL, &status, err);
+    int rc = request(s, url, "DELETE", name, NULL, &status, err);
     free(url);
     if (rc == BATON_ERR_NOTFOUND && status == 404) {
         /* already gone: fine, unless the bucket itself is missing */

@@ -1,7 +1,8 @@
 /* store_local.c — stores on a local or mounted file system: objects are files under the folder.
  *
  * Owns: whole-file reads, ranged reads (pread), sizes, crash-safe writes (temp file, fsync,
- * rename, fsync of the parent) and streamed copies for put_file. Every system call that moves data
+ * rename, fsync of the parent), streamed copies for put_file, deletes that remove the folders they
+ * leave empty; the local store's method table (the walk that lists it is in store_list.c). Every system call that moves data
  * goes through baton_sys, so tests can inject failures.
  *
  * Contract: a missing object is BATON_ERR_NOTFOUND naming its path; a range that runs past the end
@@ -44,8 +45,8 @@ int io_local_open(baton_store *s, const char *name, char *path, size_t cap, bato
     return fd;
 }
 
-int io_local_get_range(baton_store *s, const char *name, uint64_t off, uint64_t len,
-                       baton_buf *out, baton_err *err)
+static int local_get_range(baton_store *s, const char *name, uint64_t off, uint64_t len,
+                           baton_buf *out, baton_err *err)
 {
     char path[4096];
     int fd = io_local_open(s, name, path, sizeof path, err);
@@ -82,7 +83,7 @@ int io_local_get_range(baton_store *s, const char *name, uint64_t off, uint64_t 
     return rc;
 }
 
-int io_local_get(baton_store *s, const char *name, size_t max, baton_buf *out, baton_err *err)
+static int local_get(baton_store *s, const char *name, size_t max, baton_buf *out, baton_err *err)
 {
     char path[4096];
     int fd = io_local_open(s, name, path, sizeof path, err);
@@ -97,10 +98,10 @@ int io_local_get(baton_store *s, const char *name, size_t max, baton_buf *out, b
     baton_sys.close(fd);
     if (rc != BATON_OK) return rc;
     if (st.st_size == 0) return BATON_OK;
-    return io_local_get_range(s, name, 0, (uint64_t)st.st_size, out, err);
+    return local_get_range(s, name, 0, (uint64_t)st.st_size, out, err);
 }
 
-int io_local_size(baton_store *s, const char *name, uint64_t *size, baton_err *err)
+static int local_size(baton_store *s, const char *name, uint64_t *size, baton_err *err)
 {
     char path[4096];
     int fd = io_local_open(s, name, path, sizeof path, err);
@@ -121,7 +122,7 @@ static int make_parent(const char *path, baton_err *err)
     return baton_mkdir_p(dir, err);
 }
 
-int io_local_put(baton_store *s, const char *name, const void *p, size_t n, baton_err *err)
+static int local_put(baton_store *s, const char *name, const void *p, size_t n, baton_err *err)
 {
     char path[4096];
     int rc = object_path(s, name, path, sizeof path, err);
@@ -130,7 +131,7 @@ int io_local_put(baton_store *s, const char *name, const void *p, size_t n, bato
     return rc;
 }
 
-int io_local_put_file(baton_store *s, const char *name, const char *src, baton_err *err)
+static int local_put_file(baton_store *s, const char *name, const char *src, baton_err *err)
 {
     char path[4096], tmp[4200];
     int rc = object_path(s, name, path, sizeof path, err);
@@ -164,3 +165,28 @@ int io_local_put_file(baton_store *s, const char *name, const char *src, baton_e
     baton_sys.close(in);
     return baton_file_publish(out, tmp, path, rc, err);
 }
+
+static int local_delete(baton_store *s, const char *name, baton_err *err)
+{
+    char path[4096];
+    int rc = object_path(s, name, path, sizeof path, err);
+    if (rc != BATON_OK) return rc;
+    if (baton_sys.unlink(path) != 0 && errno != ENOENT)
+        return baton_err_set(err, BATON_ERR_IO, "%s: cannot delete: %s", path, strerror(errno));
+    /* folders exist only for their objects (as on S3): remove the ones left empty */
+    for (char *slash = strrchr(path, '/'); slash && slash > path + strlen(s->local_dir); slash = strrchr(path, '/')) {
+        *slash = 0;
+        if (rmdir(path) != 0) break;
+    }
+    return BATON_OK;
+}
+
+const io_store_ops io_store_local_ops = {
+    .get = local_get,
+    .get_range = local_get_range,
+    .size = local_size,
+    .put = local_put,
+    .put_file = local_put_file,
+    .del = local_delete,
+    .list = io_local_list,
+};

@@ -1,5 +1,6 @@
 /* store_remote.c — the blocking store calls for HTTP and S3 stores: GET (whole object, bounded),
- * ranged GET, HEAD for the size, PUT from memory or streamed from a file, and bucket creation.
+ * ranged GET, HEAD for the size, PUT from memory or streamed from a file, and bucket creation;
+ * the method tables of both kinds (S3's list and delete are in store_list.c).
  *
  * Owns: what each call asks for and accepts; the retry loop and the handle pool they share are
  * io_call_run's (remote.c).
@@ -183,13 +184,13 @@ static int remote_read(baton_store *s, const char *name, uint64_t off, uint64_t 
     return rc;
 }
 
-int io_remote_get(baton_store *s, const char *name, size_t max, baton_buf *out, baton_err *err)
+static int remote_get(baton_store *s, const char *name, size_t max, baton_buf *out, baton_err *err)
 {
     return remote_read(s, name, 0, UINT64_MAX, max, 1, out, err);
 }
 
-int io_remote_get_range(baton_store *s, const char *name, uint64_t off, uint64_t len,
-                        baton_buf *out, baton_err *err)
+static int remote_get_range(baton_store *s, const char *name, uint64_t off, uint64_t len,
+                            baton_buf *out, baton_err *err)
 {
     return remote_read(s, name, off, len, (size_t)len, 0, out, err);
 }
@@ -223,7 +224,7 @@ static int head_check(baton_store *s, io_call *c, CURLcode cc, int *retry, baton
     return baton_err_set(err, BATON_ERR_NET, "%s: HEAD answer without Content-Length", obj);
 }
 
-int io_remote_size(baton_store *s, const char *name, uint64_t *size, baton_err *err)
+static int remote_size(baton_store *s, const char *name, uint64_t *size, baton_err *err)
 {
     char *url = io_object_url(s, name);
     io_call *c = url ? calloc(1, sizeof *c) : NULL;
@@ -336,8 +337,8 @@ static int remote_put(baton_store *s, const char *url, const char *name, upload 
     return rc;
 }
 
-int io_remote_put(baton_store *s, const char *name, const void *p, size_t n, const char *path,
-                  baton_err *err)
+static int s3_put_any(baton_store *s, const char *name, const void *p, size_t n, const char *path,
+                      baton_err *err)
 {
     upload u = {.mem = p, .fd = -1, .path = path, .size = n};
     if (path) {
@@ -366,7 +367,7 @@ int io_remote_put(baton_store *s, const char *name, const void *p, size_t n, con
     return rc;
 }
 
-int io_remote_create_bucket(baton_store *s, baton_err *err)
+static int s3_create_bucket(baton_store *s, baton_err *err)
 {
     char body[256] = "";
     if (s->aws_default && strcmp(s->region, "us-east-1") != 0)
@@ -377,3 +378,31 @@ int io_remote_create_bucket(baton_store *s, baton_err *err)
     upload u = {.bucket = 1, .mem = (const uint8_t *)body, .fd = -1, .size = strlen(body)};
     return remote_put(s, s->bucket_url, "", &u, err);
 }
+
+static int s3_put(baton_store *s, const char *name, const void *p, size_t n, baton_err *err)
+{
+    return s3_put_any(s, name, p, n, NULL, err);
+}
+
+static int s3_put_file(baton_store *s, const char *name, const char *path, baton_err *err)
+{
+    return s3_put_any(s, name, NULL, 0, path, err);
+}
+
+/* HTTP: a read-only folder of files on a web server (no listing: a server's index page is not one) */
+const io_store_ops io_store_http_ops = {
+    .get = remote_get,
+    .get_range = remote_get_range,
+    .size = remote_size,
+};
+
+const io_store_ops io_store_s3_ops = {
+    .get = remote_get,
+    .get_range = remote_get_range,
+    .size = remote_size,
+    .put = s3_put,
+    .put_file = s3_put_file,
+    .del = io_s3_delete,
+    .list = io_s3_list,
+    .create_bucket = s3_create_bucket,
+};

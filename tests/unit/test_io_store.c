@@ -1,8 +1,10 @@
 /* test_io_store.c — io stores: URI parsing and object-name rules; the local store (get, range,
- * size, put, put_file, errors); the HTTP store against nginx (ranges byte-exact, HEAD, 404,
+ * size, put, put_file, errors); the fault-injecting wrapper (store_fault.c's contract); the HTTP store against nginx (ranges byte-exact, HEAD, 404,
  * read-only); the S3 store against the RADOS Gateway (bucket, put, put_file, get, range, size,
  * wrong secret → 403 naming the key id but never the secret, unknown object, missing bucket);
  * a closed port → a quick network error. Servers that are not installed are skipped. */
+#include "../../src/io/io_internal.h"
+#include "../../src/io/store_internal.h"
 #include "baton/io.h"
 #include "check.h"
 #include "testsrv.h"
@@ -153,6 +155,51 @@ static void test_local(const char *dir)
     baton_buf_free(&b);
     free(data);
     baton_store_close(s);
+}
+
+/* The fault-injecting wrapper over a local store: every 2nd put and every 3rd get fail, counted
+ * per operation, naming the object; failed puts leave nothing; the rest pass through; a fetch
+ * refuses it; closing it closes the store it wraps. */
+static void test_faults(const char *dir)
+{
+    baton_err err = {0};
+    baton_store *in = open_ok(dir, NULL), *s = NULL;
+    if (!in) return;
+    io_faults f = {.ops = 1u << IO_OP_PUT | 1u << IO_OP_GET, .fail_every = 2, .delay_s = 0.001};
+    CHECK(io_store_faulty(in, &f, &s, &err) == BATON_OK && s);
+    if (!s) return;
+    io_fault_state *fs = io_store_faults(s);
+    CHECK(fs && io_store_faults(in) == NULL);
+    CHECK(strcmp(baton_store_uri(s), baton_store_uri(in)) == 0 && baton_store_kind_of(s) == BATON_STORE_LOCAL);
+    CHECK(baton_store_local_dir(s) == NULL);
+    char name[32];
+    int ok = 0, failed = 0;
+    for (int i = 0; i < 6; i++) {
+        snprintf(name, sizeof name, "f/obj%d", i);
+        int rc = baton_store_put(s, name, "abc", 3, &err);
+        if (rc == BATON_OK) ok++;
+        else {
+            failed++;
+            CHECK_MSG(rc == BATON_ERR_IO && strstr(err.msg, name) && strstr(err.msg, "injected fault: put"), "%s", err.msg);
+            uint64_t sz;
+            CHECK(baton_store_size(in, name, &sz, &err) == BATON_ERR_NOTFOUND);  /* nothing written */
+        }
+    }
+    CHECK(ok == 3 && failed == 3 && fs->calls[IO_OP_PUT] == 6 && fs->failed[IO_OP_PUT] == 3);
+    baton_buf b = {0};
+    CHECK(baton_store_get(s, "f/obj0", 10, &b, &err) == BATON_OK && b.len == 3);
+    CHECK(baton_store_get(s, "f/obj0", 10, &b, &err) == BATON_ERR_IO && b.len == 3);  /* untouched */
+    CHECK(baton_store_get_range(s, "f/obj0", 1, 2, &b, &err) == BATON_OK && b.len == 5);  /* not named: passes */
+    baton_store_obj *v = NULL;
+    size_t n = 0;
+    CHECK(baton_store_list(s, "f/", 0, &v, &n, &err) == BATON_OK && n == 3 && fs->calls[IO_OP_LIST] == 1);
+    baton_store_list_free(v, n);
+    CHECK(baton_store_delete(s, "f/obj0", &err) == BATON_OK && fs->calls[IO_OP_DEL] == 1);
+    CHECK(baton_store_create_bucket(s, &err) == BATON_ERR_ARG);  /* the inner store's answer */
+    CHECK(baton_store_put(s, "../x", "a", 1, &err) == BATON_ERR_ARG && fs->calls[IO_OP_PUT] == 6);  /* names checked first */
+    CHECK(baton_fetch_new(s, NULL, &err) == NULL && strstr(err.msg, "fault-injecting"));
+    baton_buf_free(&b);
+    baton_store_close(s);   /* closes in too (ASan would see a leak otherwise) */
 }
 
 static void test_http(const char *www, int port)
@@ -437,6 +484,7 @@ int main(void)
 
     test_uris(dir);
     test_local(dir);
+    test_faults(dir);
     test_down();
 
     int port, failed;
