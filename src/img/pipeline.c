@@ -187,6 +187,80 @@ static int arena_fit(slot *s, size_t extra, baton_err *err)
     return BATON_OK;
 }
 
+enum { READ_DONE, READ_ENDED, READ_STOPPED, READ_FAILED };
+
+/* The records of the batch [*pos, end) into s (another rank's read past, not kept): n kept, total
+ * read. READ_DONE when the batch is whole; READ_ENDED when the loader ended first (fewer records
+ * than its epoch size said; *pos is where); READ_STOPPED when the pipeline stops; READ_FAILED
+ * with err set. */
+static int read_batch(baton_pipeline *p, slot *s, uint64_t *pos, uint64_t end, uint32_t *n, uint32_t *total,
+                      baton_err *err)
+{
+    const uint64_t bstart = *pos / p->o.batch * p->o.batch;
+    *n = *total = 0;
+    s->arena_len = 0;
+    while (*pos < end) {
+        if (atomic_load_explicit(&p->stop_flag, memory_order_relaxed)) return READ_STOPPED;
+        baton_record r;
+        int mine = p->o.part_world <= 1 || (*pos - bstart) % p->o.part_world == p->o.part_rank;
+        int rc = mine ? baton_loader_next(p->l, &r, err) : baton_loader_skip(p->l, &r, err);
+        if (rc == BATON_END) return READ_ENDED;
+        if (rc == BATON_OK && r.position != *pos)
+            rc = baton_err_set(err, BATON_ERR_ARG, "loader: record at position %llu, expected %llu",
+                               (unsigned long long)r.position, (unsigned long long)*pos);
+        if (rc == BATON_OK && mine) rc = arena_fit(s, r.len, err);
+        if (rc != BATON_OK) return READ_FAILED;
+        (*total)++;
+        if (mine) {
+            if (r.len) memcpy(s->arena + s->arena_len, r.data, r.len);
+            s->rec_at[*n] = s->arena_len;
+            s->rec_len[*n] = r.len;
+            s->shard[*n] = r.shard;
+            s->offset[*n] = r.offset;
+            s->pos[*n] = *pos;
+            s->arena_len += r.len;
+            (*n)++;
+        }
+        (*pos)++;
+    }
+    return READ_DONE;
+}
+
+/* Hand the slot's batch to the workers (or back to the free list when it is to be dropped), and
+ * an END marker after it when the loader ended the epoch early. */
+static void publish_batch(baton_pipeline *p, slot *s, int drop, int got_end)
+{
+    pthread_mutex_lock(&p->mu);
+    if (drop) {
+        p->free_list[p->nfree++] = s;
+    } else {
+        s->nunits = (s->b.n + UNIT - 1) / UNIT;
+        s->next_unit = 0;
+        s->done_units = 0;
+        s->err_code = 0;
+        s->err_index = UINT32_MAX;
+        q_push(p, s, Q_BATCH);
+        pthread_cond_broadcast(&p->cv_work);
+    }
+    if (got_end) q_push(p, NULL, Q_END);  /* room was reserved with the slot */
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* The epoch's tail: nothing (more) to deliver; read up to the loader's END, then queue an END
+ * marker. 0 to go on, -1 to stop (failed or stopped). */
+static int read_tail(baton_pipeline *p, baton_err *err)
+{
+    baton_record r;
+    int rc;
+    while ((rc = baton_loader_next(p->l, &r, err)) == BATON_OK)
+        if (atomic_load_explicit(&p->stop_flag, memory_order_relaxed)) return -1;
+    if (rc != BATON_END) {
+        reader_fail(p, err);
+        return -1;
+    }
+    return reader_push_marker(p, Q_END) ? 0 : -1;
+}
+
 static void *reader_main(void *arg)
 {
     baton_pipeline *p = arg;
@@ -199,100 +273,38 @@ static void *reader_main(void *arg)
     baton_cursor cur = baton_loader_cursor(p->l);
     uint64_t epoch = cur.epoch, pos = cur.position, size = baton_loader_epoch_size(p->l);
     while (!atomic_load_explicit(&p->stop_flag, memory_order_relaxed)) {
-        if (pos >= size || (p->o.drop_last && (pos / B + 1) * B > size)) {
-            /* the epoch's tail: nothing (more) to deliver; read up to the loader's END */
-            baton_record r;
-            int rc;
-            while ((rc = baton_loader_next(p->l, &r, &err)) == BATON_OK)
-                if (atomic_load_explicit(&p->stop_flag, memory_order_relaxed)) return NULL;
-            if (rc != BATON_END) {
-                reader_fail(p, &err);
-                return NULL;
-            }
-            if (!reader_push_marker(p, Q_END)) return NULL;
-            cur = baton_loader_cursor(p->l);
-            epoch = cur.epoch;
-            pos = cur.position;
-            size = baton_loader_epoch_size(p->l);
-            continue;
-        }
-        slot *s = reader_take_slot(p);
-        if (!s) return NULL;
-        uint64_t end = (pos / B + 1) * B;
-        if (end > size) end = size;
-        uint32_t n = 0, total = 0;
-        uint64_t first = pos;
-        const uint64_t bstart = pos / B * B;
-        int got_end = 0;
-        s->arena_len = 0;
-        while (pos < end) {
-            if (atomic_load_explicit(&p->stop_flag, memory_order_relaxed)) {
+        int ended = pos >= size || (p->o.drop_last && (pos / B + 1) * B > size);
+        if (!ended) {
+            slot *s = reader_take_slot(p);
+            if (!s) return NULL;
+            uint64_t end = (pos / B + 1) * B < size ? (pos / B + 1) * B : size, first = pos;
+            uint32_t n, total;
+            int rc = read_batch(p, s, &pos, end, &n, &total, &err);
+            if (rc == READ_STOPPED || rc == READ_FAILED) {
                 reader_return_slot(p, s);
+                if (rc == READ_FAILED) reader_fail(p, &err);
                 return NULL;
             }
-            baton_record r;
-            int mine = p->o.part_world <= 1 || (pos - bstart) % p->o.part_world == p->o.part_rank;
-            int rc = mine ? baton_loader_next(p->l, &r, &err) : baton_loader_skip(p->l, &r, &err);
-            if (rc == BATON_END) {
-                got_end = 1;  /* fewer records than the loader's epoch size said: end here */
-                break;
-            }
-            if (rc == BATON_OK && r.position != pos)
-                rc = baton_err_set(&err, BATON_ERR_ARG,
-                                   "loader: record at position %llu, expected %llu",
-                                   (unsigned long long)r.position, (unsigned long long)pos);
-            if (rc == BATON_OK && mine) rc = arena_fit(s, r.len, &err);
-            if (rc != BATON_OK) {
-                reader_return_slot(p, s);
-                reader_fail(p, &err);
-                return NULL;
-            }
-            total++;
-            if (!mine) {   /* another rank's sample */
-                pos++;
-                continue;
-            }
-            if (r.len) memcpy(s->arena + s->arena_len, r.data, r.len);
-            s->rec_at[n] = s->arena_len;
-            s->rec_len[n] = r.len;
-            s->shard[n] = r.shard;
-            s->offset[n] = r.offset;
-            s->pos[n] = pos;
-            s->arena_len += r.len;
-            n++;
-            pos++;
+            int got_end = rc == READ_ENDED;
+            if (got_end) size = pos;
+            int last = pos == size || (p->o.drop_last && (pos + B > size));
+            baton_batch *b = &s->b;
+            b->n = n;
+            b->total = total;
+            b->pos = s->pos;
+            b->epoch = epoch;
+            b->first = first;
+            b->last_of_epoch = last;
+            b->next = last ? (baton_cursor){p->seed, epoch + 1, 0} : (baton_cursor){p->seed, epoch, pos};
+            publish_batch(p, s, total == 0 || (p->o.drop_last && got_end && pos % B != 0), got_end);
+            if (!got_end) continue;
+        } else if (read_tail(p, &err)) {
+            return NULL;
         }
-        if (got_end) size = pos;
-        int last = pos == size || (p->o.drop_last && (pos + B > size));
-        int drop = total == 0 || (p->o.drop_last && got_end && pos % B != 0);
-        baton_batch *b = &s->b;
-        b->n = n;
-        b->total = total;
-        b->pos = s->pos;
-        b->epoch = epoch;
-        b->first = first;
-        b->last_of_epoch = last;
-        b->next = last ? (baton_cursor){p->seed, epoch + 1, 0} : (baton_cursor){p->seed, epoch, pos};
-        pthread_mutex_lock(&p->mu);
-        if (drop) {
-            p->free_list[p->nfree++] = s;
-        } else {
-            s->nunits = (n + UNIT - 1) / UNIT;
-            s->next_unit = 0;
-            s->done_units = 0;
-            s->err_code = 0;
-            s->err_index = UINT32_MAX;
-            q_push(p, s, Q_BATCH);
-            pthread_cond_broadcast(&p->cv_work);
-        }
-        if (got_end) q_push(p, NULL, Q_END);  /* room was reserved with the slot */
-        pthread_mutex_unlock(&p->mu);
-        if (got_end) {
-            cur = baton_loader_cursor(p->l);
-            epoch = cur.epoch;
-            pos = cur.position;
-            size = baton_loader_epoch_size(p->l);
-        }
+        cur = baton_loader_cursor(p->l);   /* the next epoch */
+        epoch = cur.epoch;
+        pos = cur.position;
+        size = baton_loader_epoch_size(p->l);
     }
     return NULL;
 }
@@ -652,6 +664,87 @@ static int check_opts(const baton_manifest *m, const baton_pipeline_opts *o, bat
     return BATON_OK;
 }
 
+/* A first guess at each batch's payload bytes (arenas grow on demand if records are larger). */
+static size_t arena_guess(const baton_manifest *m, uint32_t batch)
+{
+    uint64_t bytes = 0;
+    for (size_t s = 0; s < m->nshards; s++) bytes += m->shards[s].bytes;
+    uint64_t per = m->samples ? bytes / m->samples + 64 : 4096;
+    uint64_t guess = per * batch + per * batch / 4;
+    return guess > ((uint64_t)256 << 20) ? ((size_t)256 << 20) : (size_t)guess;
+}
+
+/* The depth's batch slots, each with its batch buffer of xbytes and an arena of arena0 bytes,
+ * all on the free list. */
+static int alloc_slots(baton_pipeline *p, size_t xbytes, size_t arena0, baton_err *err)
+{
+    const baton_pipeline_opts *o = &p->o;
+    p->nslots = o->depth;
+    p->qcap = 2 * o->depth + 2;
+    p->slots = calloc(p->nslots, sizeof *p->slots);
+    p->free_list = calloc(p->nslots, sizeof *p->free_list);
+    p->q = calloc(p->qcap, sizeof *p->q);
+    p->workers = calloc((size_t)o->workers, sizeof *p->workers);
+    int rc = !p->slots || !p->free_list || !p->q || !p->workers ? BATON_ERR_NOMEM : BATON_OK;
+    for (uint32_t i = 0; rc == BATON_OK && i < p->nslots; i++) {
+        slot *s = &p->slots[i];
+        size_t xalloc = (xbytes + 63) / 64 * 64;
+        void *x = aligned_alloc(64, xalloc ? xalloc : 64);
+        if (o->u8) s->b.x8 = x;
+        else s->b.x = x;
+        s->b.y = calloc(o->batch, sizeof *s->b.y);
+        s->rec_at = calloc(o->batch, sizeof *s->rec_at);
+        s->pos = calloc(o->batch, sizeof *s->pos);
+        s->rec_len = calloc(o->batch, sizeof *s->rec_len);
+        s->shard = calloc(o->batch, sizeof *s->shard);
+        s->offset = calloc(o->batch, sizeof *s->offset);
+        s->arena = malloc(arena0 ? arena0 : 1);
+        s->arena_cap = arena0 ? arena0 : 1;
+        if (!x || !s->b.y || !s->rec_at || !s->pos || !s->rec_len || !s->shard || !s->offset || !s->arena) {
+            rc = BATON_ERR_NOMEM;
+            break;
+        }
+        /* not zeroed: every sample writes all its pixels, and a batch's tail past n is never
+         * handed out, so the pages are touched by the workers that fill them (no 300 MB memset
+         * before the first batch of 224-px crops). The sanitizer build fills them with a pattern,
+         * so a pixel a sample forgets to write shows in its tests' results. */
+#if defined(__SANITIZE_ADDRESS__)
+        memset(x, 0xa5, xalloc ? xalloc : 64);
+#endif
+        s->b.c = p->out[2];
+        s->b.h = p->out[0];
+        s->b.w = p->out[1];
+        s->b.layout = o->layout;
+        s->b.priv_ = s;
+        p->free_list[p->nfree++] = s;
+    }
+    if (rc)
+        return baton_err_set(err, BATON_ERR_NOMEM, "pipeline: out of memory for %u batches of %zu bytes", p->nslots,
+                             xbytes);
+    return BATON_OK;
+}
+
+/* The lock, the condition variables, the workers and the reader (baton_pipeline_close undoes
+ * whatever of them was made). */
+static int start_threads(baton_pipeline *p, baton_err *err)
+{
+    if (pthread_mutex_init(&p->mu, NULL) != 0) return baton_err_set(err, BATON_ERR_NOMEM, "pipeline: cannot create a mutex");
+    p->mu_ok = 1;
+    if (pthread_cond_init(&p->cv_reader, NULL) != 0 || pthread_cond_init(&p->cv_work, NULL) != 0 ||
+        pthread_cond_init(&p->cv_ready, NULL) != 0)   /* a failed init leaves nothing to destroy on Linux */
+        return baton_err_set(err, BATON_ERR_NOMEM, "pipeline: cannot create condition variables");
+    p->cv_ok = 1;
+    for (int i = 0; i < p->o.workers; i++) {
+        if (pthread_create(&p->workers[i], NULL, worker_main, p) != 0)
+            return baton_err_set(err, BATON_ERR_NOMEM, "pipeline: cannot start worker thread %d", i);
+        p->nworkers++;
+    }
+    if (pthread_create(&p->reader, NULL, reader_main, p) != 0)
+        return baton_err_set(err, BATON_ERR_NOMEM, "pipeline: cannot start the reader thread");
+    p->reader_started = 1;
+    return BATON_OK;
+}
+
 baton_pipeline *baton_pipeline_open(baton_loader *l, const baton_pipeline_opts *o, baton_err *err)
 {
     baton_pipeline_opts def;
@@ -702,86 +795,9 @@ baton_pipeline *baton_pipeline_open(baton_loader *l, const baton_pipeline_opts *
     img_norm_lut_init(&p->lut, out[2], p->mean, p->std);
     atomic_init(&p->stop_flag, 0);
 
-    /* a first guess at each batch's payload bytes; arenas grow on demand if records are larger */
-    uint64_t bytes = 0;
-    for (size_t s = 0; s < m->nshards; s++) bytes += m->shards[s].bytes;
-    uint64_t per = m->samples ? bytes / m->samples + 64 : 4096;
-    uint64_t guess = per * o->batch + per * o->batch / 4;
-    size_t arena0 = guess > ((uint64_t)256 << 20) ? ((size_t)256 << 20) : (size_t)guess;
-
-    int rc = BATON_OK;
-    p->nslots = o->depth;
-    p->qcap = 2 * o->depth + 2;
-    p->slots = calloc(p->nslots, sizeof *p->slots);
-    p->free_list = calloc(p->nslots, sizeof *p->free_list);
-    p->q = calloc(p->qcap, sizeof *p->q);
-    p->workers = calloc((size_t)o->workers, sizeof *p->workers);
-    if (!p->slots || !p->free_list || !p->q || !p->workers) rc = BATON_ERR_NOMEM;
-    for (uint32_t i = 0; rc == BATON_OK && i < p->nslots; i++) {
-        slot *s = &p->slots[i];
-        size_t xalloc = (xbytes + 63) / 64 * 64;
-        void *x = aligned_alloc(64, xalloc ? xalloc : 64);
-        if (o->u8) s->b.x8 = x;
-        else s->b.x = x;
-        s->b.y = calloc(o->batch, sizeof *s->b.y);
-        s->rec_at = calloc(o->batch, sizeof *s->rec_at);
-        s->pos = calloc(o->batch, sizeof *s->pos);
-        s->rec_len = calloc(o->batch, sizeof *s->rec_len);
-        s->shard = calloc(o->batch, sizeof *s->shard);
-        s->offset = calloc(o->batch, sizeof *s->offset);
-        s->arena = malloc(arena0 ? arena0 : 1);
-        s->arena_cap = arena0 ? arena0 : 1;
-        if (!x || !s->b.y || !s->rec_at || !s->pos || !s->rec_len || !s->shard || !s->offset || !s->arena) {
-            rc = BATON_ERR_NOMEM;
-            break;
-        }
-        /* not zeroed: every sample writes all its pixels, and a batch's tail past n is never
-         * handed out, so the pages are touched by the workers that fill them (no 300 MB memset
-         * before the first batch of 224-px crops). The sanitizer build fills them with a pattern,
-         * so a pixel a sample forgets to write shows in its tests' results. */
-#if defined(__SANITIZE_ADDRESS__)
-        memset(x, 0xa5, xalloc ? xalloc : 64);
-#endif
-        s->b.c = out[2];
-        s->b.h = out[0];
-        s->b.w = out[1];
-        s->b.layout = o->layout;
-        s->b.priv_ = s;
-        p->free_list[p->nfree++] = s;
-    }
-    if (rc) {
-        baton_err_set(err, BATON_ERR_NOMEM, "pipeline: out of memory for %u batches of %zu bytes",
-                      p->nslots, xbytes);
+    if (alloc_slots(p, xbytes, arena_guess(m, o->batch), err) || start_threads(p, err)) {
         baton_pipeline_close(p);
         return NULL;
     }
-    if (pthread_mutex_init(&p->mu, NULL) != 0) {
-        baton_err_set(err, BATON_ERR_NOMEM, "pipeline: cannot create a mutex");
-        baton_pipeline_close(p);
-        return NULL;
-    }
-    p->mu_ok = 1;
-    if (pthread_cond_init(&p->cv_reader, NULL) != 0 || pthread_cond_init(&p->cv_work, NULL) != 0 ||
-        pthread_cond_init(&p->cv_ready, NULL) != 0) {
-        /* a failed init leaves nothing to destroy on Linux; the others are destroyed with them */
-        baton_err_set(err, BATON_ERR_NOMEM, "pipeline: cannot create condition variables");
-        baton_pipeline_close(p);
-        return NULL;
-    }
-    p->cv_ok = 1;
-    for (int i = 0; i < o->workers; i++) {
-        if (pthread_create(&p->workers[i], NULL, worker_main, p) != 0) {
-            baton_err_set(err, BATON_ERR_NOMEM, "pipeline: cannot start worker thread %d", i);
-            baton_pipeline_close(p);
-            return NULL;
-        }
-        p->nworkers++;
-    }
-    if (pthread_create(&p->reader, NULL, reader_main, p) != 0) {
-        baton_err_set(err, BATON_ERR_NOMEM, "pipeline: cannot start the reader thread");
-        baton_pipeline_close(p);
-        return NULL;
-    }
-    p->reader_started = 1;
     return p;
 }
