@@ -318,9 +318,10 @@ static int jpeg_region(region_jpeg *r, const uint8_t *p, size_t n, const crop_re
 
 /* The rectangle path, under the caller's setjmp, for a file with a restart marker after every MCU
  * (j indexed it): the same region jpeg_region would decode — the same scale, span, iMCU-aligned
- * columns (jpeg_crop_scanline's rule) and rows — but from a JPEG of only the MCUs that hold it, plus
- * one MCU row above and one below where the image has them (they give the chroma upsampling of the
- * region's first and last rows their context; no column margin is needed, since
+ * columns (jpeg_crop_scanline's rule) and rows — but from a JPEG of only the MCUs that hold it,
+ * plus, where a component is upsampled vertically (4:2:0, 4:4:0), one MCU row above and one below
+ * where the image has them (they give the chroma upsampling of the region's first and last rows
+ * their context; 4:4:4, 4:2:2 and grey need none; no column margin is needed, since
  * jpeg_crop_scanline's edges are upsampled as image edges in both paths), decoded with the same
  * calls: s->full gets the same bytes, without entropy-decoding every MCU above and beside the box. */
 static int jpeg_region_rect(region_jpeg *r, jrect *j, const uint8_t *p, const crop_req *q, const double box[4],
@@ -341,7 +342,10 @@ static int jpeg_region_rect(region_jpeg *r, jrect *j, const uint8_t *p, const cr
     uint32_t mx0 = xoff / smw, mx1 = (xoff + cw + smw - 1) / smw, my0 = g.y0 / smh, my1 = (g.y1 + smh - 1) / smh;
     if (mx1 > j->mcux || my1 > j->mcuy) ERREXIT(ci, JERR_BAD_CROP_SPEC);
     uint32_t rx0 = mx0, rx1 = mx1;   /* no column margin: jpeg_crop_scanline's edges are image edges */
-    uint32_t ry0 = my0 ? my0 - 1 : 0, ry1 = my1 < j->mcuy ? my1 + 1 : my1;
+    /* a row margin only where a component is upsampled vertically (an MCU taller than 8 rows:
+     * 4:2:0, 4:4:0), whose fancy upsampling reads the chroma row above and below */
+    int vctx = j->mcu_h > 8;
+    uint32_t ry0 = my0 && vctx ? my0 - 1 : my0, ry1 = my1 < j->mcuy && vctx ? my1 + 1 : my1;
     size_t len = jrect_build(j, p, rx0, rx1, ry0, ry1);
     if (!len) return baton_err_set(err, BATON_ERR_NOMEM, "JPEG: out of memory for a %ux%u-MCU rectangle",
                                    ry1 - ry0, rx1 - rx0);
