@@ -2,7 +2,7 @@
 # photos.sh — the data-path seed's experiment at its scale: 125,350 photo-sized JPEGs in 500
 # classes (~16 GB), ImageNet's random-resized crop 224 + flip as the work, through every input mode,
 # beside torchvision's DataLoader on the original files and a whole-image libjpeg-turbo decode.
-#   1. generates the files (bench/photos: deterministic from SEED, sides 300-800 px, ~116 KB each,
+#   1. generates the files (bench/photos: deterministic from SEED, sides 300-800 px, ~110 KB each, 4:2:0,
 #      textured and noisy so they cost what photos cost to decode) and packs them into 64 MB
 #      RecordIO shards (each file's bytes kept), and again with --jpeg-restart (every JPEG
 #      transcoded losslessly to a restart marker after every MCU: crops decode only their MCUs);
