@@ -14,7 +14,9 @@
  * epoch's stale .done is removed before its pipe is made. */
 #include "io_internal.h"
 
+#include <cJSON.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
@@ -43,6 +45,27 @@ static int open_writer(const char *path, double timeout_s, baton_err *err)
 
 /* A channel name is one path component of letters, digits, '.', '_' and '-' (not starting with '.'):
  * its pipes must land inside fifo_dir. */
+/* The epoch's ".done" file: {"epoch", "records", "pid", "last"}, written whole or not at all
+ * (a failure is a warning: the pipe's EOF still ends the epoch). */
+static void write_done(const char *path, uint64_t epoch, uint64_t records, int last)
+{
+    cJSON *j = cJSON_CreateObject();
+    char *text = NULL;
+    if (j && cJSON_AddNumberToObject(j, "epoch", (double)epoch) && cJSON_AddNumberToObject(j, "records", (double)records) &&
+        cJSON_AddNumberToObject(j, "pid", (double)getpid()) && cJSON_AddBoolToObject(j, "last", last))
+        text = baton_json_print(j, 0);
+    cJSON_Delete(j);
+    baton_err e2 = {0};
+    if (!text) {
+        baton_log(BATON_LOG_WARN, "%s: out of memory", path);
+        return;
+    }
+    size_t k = strlen(text);
+    text[k] = '\n';   /* over the terminator: the file is the line and its newline */
+    if (baton_file_write_atomic(path, text, k + 1, &e2)) baton_log(BATON_LOG_WARN, "%s: %s", path, e2.msg);
+    free(text);
+}
+
 static int channel_name_ok(const char *s)
 {
     size_t n = s ? strlen(s) : 0;
@@ -131,13 +154,7 @@ int baton_channel_run(baton_loader *l, const baton_channel_opts *o, baton_channe
         }
         if (o->progress) baton_progress_finish(&prog);
         if (rc == BATON_END && st->readers_gone == gone) {   /* every record written: say so before the EOF */
-            char js[160];
-            int k = snprintf(js, sizeof js, "{\"epoch\":%llu,\"records\":%llu,\"pid\":%d,\"last\":%s}\n",
-                             (unsigned long long)epoch, (unsigned long long)n, (int)getpid(),
-                             epoch + 1 >= o->epochs ? "true" : "false");
-            baton_err e2 = {0};
-            if (baton_file_write_atomic(done, js, (size_t)k, &e2))
-                baton_log(BATON_LOG_WARN, "%s: %s", done, e2.msg);
+            write_done(done, epoch, n, epoch + 1 >= o->epochs);
         }
         close(fd);
         unlink(path);
