@@ -195,6 +195,9 @@ $(BUILD)/python/baton/%.py: python/baton/%.py
 PREFIX ?= /usr/local
 DESTDIR ?=
 LIBDIR ?= $(PREFIX)/lib
+# the dynamic linker's default folders: baton.pc names no rpath there (it does for /usr/local/lib,
+# which is found only after ldconfig)
+SYS_LIBDIRS := /usr/lib /usr/lib64 /lib /lib64 $(addprefix /usr/lib/,$(shell $(CC) -print-multiarch 2>/dev/null))
 install: $(BIN) $(SO) $(LIB)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/baton $(DESTDIR)$(LIBDIR)/pkgconfig
 	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/baton
@@ -204,6 +207,7 @@ install: $(BIN) $(SO) $(LIB)
 	install -m 0644 $(LIB) $(DESTDIR)$(LIBDIR)/libbaton.a
 	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@VERSION@|$(BATON_VER)|' \
 	    -e 's|@REQUIRES@|$(strip $(PKGS) $(if $(PY_LIBS),python3-embed))|' \
+	    $(if $(filter $(SYS_LIBDIRS),$(patsubst %/,%,$(LIBDIR))),-e '/^Libs:/s| -Wl[^ ]*||') \
 	    scripts/baton.pc.in >$(DESTDIR)$(LIBDIR)/pkgconfig/baton.pc
 
 test:
