@@ -31,7 +31,29 @@ Error       what the library reports, with its message; CorruptError, FormatErro
 
 docs/pytorch.md has the walk-through, examples/pytorch/train.py a whole trainer.
 """
-from baton import _baton
+
+
+def _load_failed(e):
+    """The ImportError of the C extension, with the folder it looked in for libbaton.so.N: the one
+    setup.py built it against (baton/_built.py), or beside a make build ($ORIGIN/../..)."""
+    import os
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        from baton import _built
+        where = "%s (libbaton %s, from %s, when the module was installed)" % (_built.LIBDIR, _built.VERSION,
+                                                                              _built.FROM)
+    except ImportError:
+        where = "%s (a make build: the library beside build/python)" % os.path.dirname(os.path.dirname(here))
+    return ImportError("baton: the C extension in %s cannot load: %s. It looks for libbaton in %s; install "
+                       "the library there again, or reinstall the module against the one you have "
+                       "(make install PREFIX=P; PKG_CONFIG_PATH=P/lib/pkgconfig pip install ./python)"
+                       % (here, e, where), name=e.name, path=e.path)
+
+
+try:
+    from baton import _baton
+except ImportError as _e:
+    raise _load_failed(_e) from None
 from baton._baton import (  # noqa: F401  (the public names)
     ABI_VERSION,
     EXIT_INTERRUPTED,
