@@ -175,7 +175,7 @@ PY_EXT := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config_var
 PY_INC := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)
 PYMOD_SRC := $(wildcard src/python/*.c)
 PYMOD_OBJ := $(PYMOD_SRC:%.c=$(BUILD)/obj/%.o)
-PYMOD_PY := $(patsubst python/baton/%,$(BUILD)/python/baton/%,$(wildcard python/baton/*.py))
+PYMOD_PY := $(patsubst python/baton/%,$(BUILD)/python/baton/%,$(wildcard python/baton/*.py python/baton/*.pyi python/baton/py.typed))
 PYMOD := $(BUILD)/python/baton/_baton$(PY_EXT)
 $(PYMOD_OBJ): ALL_CFLAGS += -fPIC -isystem $(PY_INC) -fvisibility=hidden
 ifneq ($(PY_EXT),)
@@ -188,6 +188,12 @@ $(PYMOD): $(PYMOD_OBJ) $(SO)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS_ALL) -shared -o $@ $(PYMOD_OBJ) -L$(BUILD) -l:$(SONAME) -Wl,-rpath,'$$ORIGIN/../..'
 $(BUILD)/python/baton/%.py: python/baton/%.py
+	@mkdir -p $(dir $@)
+	cp $< $@
+$(BUILD)/python/baton/%.pyi: python/baton/%.pyi
+	@mkdir -p $(dir $@)
+	cp $< $@
+$(BUILD)/python/baton/py.typed: python/baton/py.typed
 	@mkdir -p $(dir $@)
 	cp $< $@
 

@@ -84,12 +84,13 @@ setup(
     version=version,
     description="baton's data path, checkpoints and interruption notices for your own PyTorch trainer",
     packages=["baton"],
+    package_data={"baton": ["_baton.pyi", "py.typed"]},   # the extension's signatures for type checkers
     package_dir={"baton": os.path.join(here, "baton")} if os.getcwd() != here else {"baton": "baton"},
     ext_modules=[Extension(
         "baton._baton", sources=sources, include_dirs=include + [os.path.join(top, "src", "python")],
         library_dirs=[libdir], libraries=["baton"], runtime_library_dirs=[libdir],
         depends=[os.path.join(libdir, "libbaton.so")] + [os.path.join(top, "src", "python", "python_internal.h")],
         extra_compile_args=["-std=c11", "-D_GNU_SOURCE", "-fvisibility=hidden", "-Wall", "-Wno-unused-parameter"])],
-    python_requires=">=3.9",
+    python_requires=">=3.10",   # the C sources call 3.10's API (Py_NewRef, PyModule_AddObjectRef): python_internal.h
     cmdclass={"build_ext": BuildExt},
 )

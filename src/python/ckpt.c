@@ -370,7 +370,8 @@ static int ck_init(Checkpoints *self, PyObject *args, PyObject *kw)
     Py_ssize_t keep = BATON_CKPT_KEEP_DEFAULT;
     self->pfd = -1;
     if (self->s) return pyb_usage_rc("baton.Checkpoints: already open");
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|nOOOO", kwlist, &dir, &keep, &uri_o, &every, &ep_o, &mtbi_o))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|$nOOOO:Checkpoints", kwlist, &dir, &keep, &uri_o, &every, &ep_o,
+                                     &mtbi_o))
         return -1;
     if (pyb_opt_str(uri_o, "uri", &uri) || pyb_opt_str(ep_o, "s3_endpoint", &endpoint)) return -1;
     if (keep < 1 || keep > 1000000) return pyb_usage_rc("keep: must be at least 1");
@@ -395,6 +396,13 @@ static int ck_init(Checkpoints *self, PyObject *args, PyObject *kw)
         s = NULL;
     }
     Py_END_ALLOW_THREADS
+    uint32_t rank, world;
+    const char *who;
+    if (rc == BATON_ERR_BUSY && pyb_launcher_rank(&rank, &world, &who) && world > 1)   /* every DDP rank opened it */
+        baton_err_set(&err, BATON_ERR_BUSY,
+                      "checkpoint folder %s is locked by another process, and this one is rank %u of %u (%s): open "
+                      "baton.Checkpoints on rank 0 only; rank 0 saves and loads, and broadcasts what it loaded "
+                      "(examples/pytorch/train.py)", dir, rank, world, who);
     if (rc) return pyb_raise_rc(&err);
     self->s = s;
     self->pid = getpid();
@@ -420,7 +428,7 @@ static PyObject *ck_save(Checkpoints *self, PyObject *args, PyObject *kw)
     PyObject *step_o, *tensors, *state = Py_None, *optim = Py_None;
     int sync = 0;
     if (ck_check(self)) return NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|OO$p", kwlist, &step_o, &tensors, &state, &optim, &sync)) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|OO$p:save", kwlist, &step_o, &tensors, &state, &optim, &sync)) return NULL;
     step = PyLong_Check(step_o) ? PyLong_AsUnsignedLongLong(step_o) : (unsigned long long)-1;
     if (!PyLong_Check(step_o) || (step == (unsigned long long)-1 && PyErr_Occurred())) {
         PyErr_Clear();
@@ -609,7 +617,7 @@ static PyObject *ck_load(Checkpoints *self, PyObject *args, PyObject *kw)
     static char *kwlist[] = {"path", NULL};
     const char *path = NULL;
     if (ck_check(self)) return NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|z", kwlist, &path)) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|z:load", kwlist, &path)) return NULL;
     if (path) return load_folder(path);
     /* busy from finding the folder to reading it: no save from another thread (whose retention
      * could remove it) starts in between */
@@ -630,7 +638,7 @@ static PyObject *ck_list(Checkpoints *self, PyObject *args, PyObject *kw)
     static char *kwlist[] = {"verify", NULL};
     int verify = 0;
     if (ck_check(self)) return NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|p", kwlist, &verify)) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|$p:list", kwlist, &verify)) return NULL;
     baton_ckpt_info *v = NULL;
     size_t n = 0;
     baton_err err = {0};
@@ -679,19 +687,33 @@ static PyObject *get_dir(Checkpoints *self, void *c) { return PyUnicode_FromStri
 
 static PyMethodDef ck_methods[] = {
     {"save", (PyCFunction)(void (*)(void))ck_save, METH_VARARGS | METH_KEYWORDS,
-     "save(step, tensors, state=None, optim=None, *, sync=False): copy the tensors and commit them in the "
-     "background (sync: before returning)."},
+     "save($self, step, tensors, state=None, optim=None, *, sync=False)\n--\n\n"
+     "Copy the tensors and commit them as checkpoint `step` in the background; returns at once.\n"
+     "step     the number of steps done (an integer above the newest checkpoint's).\n"
+     "tensors  {name: array}: NumPy arrays or anything with the buffer protocol (safetensors).\n"
+     "state    a dict JSON can hold (inf, nan, NumPy scalars and small tensors too): the loader's cursor, "
+     "the epoch, a scheduler's state.\n"
+     "optim    {name: array} of the optimizer's tensors (optim.safetensors).\n"
+     "sync     commit before returning."},
     {"due", (PyCFunction)ck_due, METH_O,
-     "due(step) -> bool: call once per step; whether a save is due now (also: the fleet's progress file)."},
+     "due($self, step, /)\n--\n\n"
+     "Call once per step with the steps done: whether a save is due now (every=); also the fleet's progress file."},
     {"wait", (PyCFunction)ck_wait, METH_NOARGS,
+     "wait($self, /)\n--\n\n"
      "Block until every save is committed (and uploaded); the newest committed folder, or None."},
     {"latest", (PyCFunction)ck_latest, METH_NOARGS,
+     "latest($self, /)\n--\n\n"
      "(step, path) of the newest checkpoint that verifies (restored from uri= when the folder is empty), or None."},
     {"load", (PyCFunction)(void (*)(void))ck_load, METH_VARARGS | METH_KEYWORDS,
-     "load(path=None) -> baton.Checkpoint or None: the newest that verifies, or the folder given."},
+     "load($self, path=None)\n--\n\n"
+     "The newest checkpoint that verifies as a baton.Checkpoint (step, tensors, state, optim, path), or None; "
+     "path: that checkpoint folder instead."},
     {"list", (PyCFunction)(void (*)(void))ck_list, METH_VARARGS | METH_KEYWORDS,
-     "list(verify=False): every checkpoint folder, newest first, with ok and the reason when not."},
-    {"close", (PyCFunction)ck_close, METH_NOARGS, "Wait for saves in flight and release the folder's lock."},
+     "list($self, *, verify=False)\n--\n\n"
+     "Every checkpoint folder, newest first: step, path, bytes, ok and the reason when not (verify: read every "
+     "file's checksum, else only the MANIFEST)."},
+    {"close", (PyCFunction)ck_close, METH_NOARGS,
+     "close($self, /)\n--\n\nWait for saves in flight and release the folder's lock."},
     {"__enter__", (PyCFunction)ck_enter, METH_NOARGS, NULL},
     {"__exit__", (PyCFunction)ck_exit, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL},
@@ -717,8 +739,20 @@ PyTypeObject pyb_CheckpointsType = {
     .tp_basicsize = sizeof(Checkpoints),
     .tp_dealloc = (destructor)ck_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_doc = "Checkpoints(dir, keep=3, uri=None, every=None, s3_endpoint=None, mtbi=None)\n\n"
-              "A checkpoint folder (see the baton package).",
+    .tp_doc = "Checkpoints(dir, *, keep=3, uri=None, every=None, s3_endpoint=None, mtbi=None)\n--\n\n"
+              "A checkpoint folder, committed with baton's protocol (lock, MANIFEST last, retention). Every "
+              "argument after dir is keyword-only.\n\n"
+              "dir          the folder (made when missing), locked while open: one process at a time; under "
+              "torchrun or mpirun open it on rank 0 only.\n"
+              "keep         how many committed checkpoints retention keeps.\n"
+              "uri          a copy of each committed checkpoint there too (s3://, file://, a path), restored from "
+              "when dir holds none.\n"
+              "every        when due(step) says a save is due: None (a baton fleet worker's setting, else every 60 "
+              "s), steps (an int), seconds (a float), or \"auto\" (from the measured cost of a save and mtbi), "
+              "\"100\", \"90s\", \"5m\", \"off\".\n"
+              "s3_endpoint an S3-compatible server's URL for uri (default: $AWS_ENDPOINT_URL, else AWS).\n"
+              "mtbi         every=\"auto\"'s mean time between interruptions, in seconds (default: a baton fleet "
+              "worker's $BATON_SPOT_MTBI_S, else unknown).",
     .tp_methods = ck_methods,
     .tp_getset = ck_getset,
     .tp_init = (initproc)ck_init,

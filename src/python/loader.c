@@ -299,27 +299,43 @@ static int loader_init(Loader *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"uri", "mode", "batch", "shuffle", "seed", "epochs", "rank", "world", "threads",
                              "normalize", "local_dir", "drop_last", "layout", "depth", "s3_endpoint", "block",
-                             "crop_pad", "flip", "size", "crop", "scale", "ratio", "dtype", NULL};
+                             "crop_pad", "flip", "size", "crop", "scale", "ratio", "dtype", "batch_size", NULL};
     const char *uri, *mode = NULL, *layout = "nchw", *local = NULL, *endpoint = NULL;
     PyObject *mode_o = NULL, *seed_o = NULL, *epochs_o = NULL, *norm = NULL, *local_o = NULL, *ep_o = NULL;
-    Py_ssize_t batch = 128, rank = 0, world = 1, threads = 2, depth = 4, block = 0, crop = 0, size = 0;
+    Py_ssize_t batch = PY_SSIZE_T_MIN, batch_size = PY_SSIZE_T_MIN, rank = 0, world = 1, threads = 2, depth = 4,
+               block = 0, crop = 0, size = 224;
     int shuffle = 1, drop_last = 0, flip = 0;
     const char *crop_name = NULL, *dtype = "float32";
     PyObject *crop_o = NULL;
     double scale[2] = {0.08, 1.0}, ratio[2] = {3.0 / 4.0, 4.0 / 3.0};
     if (self->l) return pyb_usage_rc("baton.Loader: already open");
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|OnpOOnnnOOpsnOnnpnO(dd)(dd)s", kwlist, &uri, &mode_o, &batch, &shuffle,
-                                     &seed_o, &epochs_o, &rank, &world, &threads, &norm, &local_o, &drop_last,
-                                     &layout, &depth, &ep_o, &block, &crop, &flip, &size, &crop_o, &scale[0],
-                                     &scale[1], &ratio[0], &ratio[1], &dtype))
+    /* the arguments after uri are keyword-only */
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|$OnpOOnnnOOpsnOnnpnO(dd)(dd)sn:Loader", kwlist, &uri, &mode_o, &batch,
+                                     &shuffle, &seed_o, &epochs_o, &rank, &world, &threads, &norm, &local_o,
+                                     &drop_last, &layout, &depth, &ep_o, &block, &crop, &flip, &size, &crop_o,
+                                     &scale[0], &scale[1], &ratio[0], &ratio[1], &dtype, &batch_size))
         return -1;
+    /* batch: the global batch (every rank's samples of a step); batch_size: PyTorch's, this process's */
+    if (batch != PY_SSIZE_T_MIN && batch_size != PY_SSIZE_T_MIN)
+        return pyb_usage_rc("batch=%zd and batch_size=%zd: give one (batch is the global batch over all world ranks, "
+                            "batch_size this process's part, as in PyTorch: batch = batch_size * world)",
+                            batch, batch_size);
+    if (batch_size != PY_SSIZE_T_MIN) {
+        if (batch_size < 1 || batch_size > MAX_BATCH) return pyb_usage_rc("batch_size: must be 1..16384");
+        if (world >= 1 && batch_size > MAX_BATCH / world)
+            return pyb_usage_rc("batch_size=%zd with world=%zd: the global batch %zd is over 16384", batch_size, world,
+                                batch_size * world);
+        batch = batch_size * (world >= 1 ? world : 1);
+    } else if (batch == PY_SSIZE_T_MIN) {
+        batch = 128;
+    }
     if (pyb_opt_str(crop_o, "crop", &crop_name)) return -1;
     baton_crop crop_kind = BATON_CROP_NONE;
     if (crop_name && baton_crop_parse(crop_name, &crop_kind))
         return pyb_usage_rc("crop '%s': expected \"random-resized\", \"center\", \"pad\" or None", crop_name);
     if (strcmp(dtype, "float32") && strcmp(dtype, "uint8"))
         return pyb_usage_rc("dtype '%s': expected \"float32\" or \"uint8\"", dtype);
-    if (size < 0 || size > 4096) return pyb_usage_rc("size: must be 1..4096");
+    if (size < 1 || size > 4096) return pyb_usage_rc("size: must be 1..4096");
     if (!(scale[0] > 0 && scale[0] <= scale[1] && scale[1] <= 1))
         return pyb_usage_rc("scale (%g, %g): expected 0 < min <= max <= 1", scale[0], scale[1]);
     if (!(ratio[0] > 0 && ratio[0] <= ratio[1] && ratio[1] < 1e6))
@@ -541,10 +557,11 @@ static PyObject *loader_next(Loader *self)
         return NULL;   /* the epoch's end: StopIteration */
     }
     if (rc < 0) {
-        if (rc == BATON_ERR_ARG && strstr(err.msg, "held by the caller")) {
+        if (rc == BATON_ERR_ARG && self->g && self->g->leases >= (Py_ssize_t)self->po.depth) {   /* every slot is ours */
             size_t k = strlen(err.msg);
             snprintf(err.msg + k, sizeof err.msg - k,
-                     " (drop the arrays of earlier batches, or open the Loader with a larger depth=)");
+                     " (drop the arrays of earlier batches, or open the Loader with a larger depth=; inside a "
+                     "torch DataLoader give it batch_size=None: a Loader's items are whole batches)");
         }
         return pyb_raise(&err);
     }
@@ -743,14 +760,14 @@ static PyObject *get_info(Loader *self, void *c)
 
 static PyMethodDef loader_methods[] = {
     {"state_dict", (PyCFunction)loader_state_dict, METH_NOARGS,
-     "The cursor after the last batch handed out (a dict JSON can hold): save it with a checkpoint."},
+     "state_dict($self, /)\n--\n\nThe cursor after the last batch handed out (a dict JSON can hold): save it with a checkpoint."},
     {"load_state_dict", (PyCFunction)loader_load_state_dict, METH_O,
-     "Continue exactly where a state_dict() was taken (same seed, batch, shuffle and dataset)."},
+     "load_state_dict($self, state, /)\n--\n\nContinue exactly where a state_dict() was taken (same seed, batch, shuffle and dataset)."},
     {"set_epoch", (PyCFunction)loader_set_epoch, METH_O,
-     "The next pass is epoch e: from its start, or from the cursor when it is already in epoch e (resumed)."},
+     "set_epoch($self, epoch, /)\n--\n\nThe next pass is epoch e: from its start, or from the cursor when it is already in epoch e (resumed)."},
     {"stats", (PyCFunction)loader_stats, METH_NOARGS,
-     "Bytes read and fetched (per epoch too), the open time, retries (exact between epochs)."},
-    {"close", (PyCFunction)loader_close, METH_NOARGS, "Stop the threads and free the buffers not held."},
+     "stats($self, /)\n--\n\nBytes read and fetched (per epoch too), the open time, retries (exact between epochs)."},
+    {"close", (PyCFunction)loader_close, METH_NOARGS, "close($self, /)\n--\n\nStop the threads and free the buffers not held."},
     {"__enter__", (PyCFunction)loader_enter, METH_NOARGS, NULL},
     {"__exit__", (PyCFunction)loader_exit, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL},
@@ -770,9 +787,45 @@ PyTypeObject pyb_LoaderType = {
     .tp_basicsize = sizeof(Loader),
     .tp_dealloc = (destructor)loader_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_doc = "Loader(uri, mode=None, batch=128, shuffle=True, seed=0, epochs=None, rank=0, world=1, threads=2, "
-              "normalize=True, local_dir=None, drop_last=False, layout='nchw', depth=4, s3_endpoint=None, "
-              "block=0, crop_pad=0, flip=False, size=224, crop=None, scale=(0.08, 1.0), ratio=(3/4, 4/3), dtype=\"float32\")\n\nA baton dataset as batches (see the baton package).",
+    .tp_doc = "Loader(uri, *, batch=None, batch_size=None, mode=None, shuffle=True, seed=0, epochs=None, rank=0, world=1, threads=2, normalize=True, local_dir=None, drop_last=False, layout='nchw', depth=4, s3_endpoint=None, block=0, crop_pad=0, flip=False, size=224, crop=None, scale=(0.08, 1.0), ratio=(0.75, 1.3333333333333333), dtype='float32')\n"
+              "--\n"
+              "\n"
+              "A baton dataset as batches, exactly those `baton train` trains on for the same seed and batch.\n"
+              "Every argument after uri is keyword-only.\n"
+              "\n"
+              "uri          the dataset `baton pack` made: a folder, file://, http(s):// or s3:// (its dataset.json).\n"
+              "batch        the global batch: the samples of one step over all `world` ranks (128 when neither\n"
+              "             batch nor batch_size is given); each rank gets its part (sample i of the batch goes to\n"
+              "             rank i mod world), so a run resumes at any world size.\n"
+              "batch_size   PyTorch's meaning: this process's samples per step; the global batch is then\n"
+              "             batch_size * world. Give batch or batch_size, not both.\n"
+              "mode         \"mount\" (read in place; a path's default), \"pipe\" (stream; http(s):// and s3://'s\n"
+              "             default), \"file\" (download whole into local_dir, then read it), \"cache\" (stream the\n"
+              "             first epoch, keeping a copy in local_dir for the next).\n"
+              "shuffle      a new order each epoch drawn from seed (False: the packed order).\n"
+              "seed         the order's and the augmentations' seed, an integer in [0, 2^64).\n"
+              "epochs       how many epochs iteration goes through (None: no end; each iter() is the next epoch).\n"
+              "rank, world  this process's place among data-parallel processes (torchrun's RANK and WORLD_SIZE).\n"
+              "threads      decode threads (1..256).\n"
+              "normalize    True: dataset.json's per-channel mean and std; False: pixels / 255; or (mean, std),\n"
+              "             one number per channel each.\n"
+              "local_dir    file and cache modes' local copy (default $XDG_CACHE_HOME/baton/data/<CRC of uri>,\n"
+              "             shared by the ranks a launcher places on one machine, which split the downloads).\n"
+              "drop_last    leave out an epoch's last batch when it is partial.\n"
+              "layout       \"nchw\" or \"nhwc\": the images' axis order.\n"
+              "depth        batches decoded ahead (2..64): the prefetch buffers, and how many batches a caller may\n"
+              "             hold at once (their arrays alive).\n"
+              "s3_endpoint  an S3-compatible server's URL for s3:// (default: $AWS_ENDPOINT_URL, else AWS).\n"
+              "block        pipe and cache modes' streamed order: records per shuffle block, the memory of the\n"
+              "             shuffle (0: about 32 MiB of records, 64..16384).\n"
+              "crop_pad     pad by this many pixels and crop a random window of the original size (0: none).\n"
+              "flip         a random horizontal flip per sample.\n"
+              "size         the side of crop=\"random-resized\" and crop=\"center\"'s output (1..4096).\n"
+              "crop         None (the images as they are: one size), \"pad\" (crop_pad 4 by default), \"random-resized\"\n"
+              "             (training: torchvision's RandomResizedCrop draws), \"center\" (evaluation: resize, center).\n"
+              "scale, ratio \"random-resized\"'s ranges of area and aspect (torchvision's defaults).\n"
+              "dtype        \"float32\" (normalised) or \"uint8\" (raw pixels, a quarter of the bytes: normalise on the\n"
+              "             GPU with info[\"mean\"] and info[\"std\"]).",
     .tp_iter = (getiterfunc)loader_iter,
     .tp_iternext = (iternextfunc)loader_next,
     .tp_methods = loader_methods,

@@ -174,12 +174,12 @@ static PyObject *crop_box(PyObject *self, PyObject *args, PyObject *kw)
 
 static PyMethodDef methods[] = {
     {"crop_box", (PyCFunction)(void (*)(void))crop_box, METH_VARARGS | METH_KEYWORDS,
-     "crop_box(h, w, seed, epoch, position, crop=\"random-resized\", size=224, scale=(0.08, 1.0), ratio=(3/4, 4/3), "
-     "flip=True) -> dict: the box (x0, y0, x1, y1) a Loader with that seed cuts from an h x w image at (epoch, "
+     "crop_box(h, w, seed, epoch, position, crop='random-resized', size=224, scale=(0.08, 1.0), "
+     "ratio=(0.75, 1.3333333333333333), flip=True)\n--\n\nA dict: the box (x0, y0, x1, y1) a Loader with that seed cuts from an h x w image at (epoch, "
      "position), its flip, and the uniform draws of each try (u_area, u_ratio) with the offsets (top, left)."},
-    {"library_version", version, METH_NOARGS, "The version of the libbaton this module runs on."},
+    {"library_version", version, METH_NOARGS, "library_version()\n--\n\nThe version of the libbaton this module runs on."},
     {"crc32c", crc32c, METH_VARARGS,
-     "crc32c(data, crc=0) -> int: the CRC32C of a bytes-like object (continuing crc), as dataset.json and "
+     "crc32c(data, crc=0, /)\n--\n\nThe CRC32C of a bytes-like object (continuing crc), as dataset.json and "
      "checkpoint MANIFESTs hold them."},
     {NULL, NULL, 0, NULL},
 };

@@ -14,6 +14,13 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+/* The oldest Python these sources compile for: 3.10 (Py_NewRef, PyModule_AddObjectRef); python/setup.py's
+ * python_requires says the same, and nothing newer is called (tests/python/test_api.py checks both). */
+#define PYB_MIN_PYTHON 0x030A0000
+#if PY_VERSION_HEX < PYB_MIN_PYTHON
+#error "baton's Python module needs Python 3.10 or newer"
+#endif
+
 #include "baton/ckpt.h"
 #include "baton/img.h"
 #include "baton/notice.h"
@@ -31,11 +38,13 @@ PyObject *pyb_asarray(PyObject *obj);
 int pyb_opt_str(PyObject *o, const char *name, const char **out);
 
 /* loader_args.c: the default local folder of a URI (-1: no HOME); this process's local rank and
- * the number of ranks on its machine as its launcher tells (0: none does); the prefetch buffers of
+ * the number of ranks on its machine, or its rank and the job's size (*who: the variable), as its
+ * launcher tells (0: none does); the prefetch buffers of
  * depth batches checked (-1 with an exception: more than the machine's memory, or a warning that
  * warnings= turned into an error) */
 int pyb_default_local_dir(const char *uri, char *out, size_t cap);
 int pyb_launcher_local(uint32_t *rank, uint32_t *size);
+int pyb_launcher_rank(uint32_t *rank, uint32_t *size, const char **who);
 int pyb_prefetch_check(const baton_manifest *m, const baton_pipeline_opts *po, uint64_t esize);
 
 /* The types, made ready by module.c's init */

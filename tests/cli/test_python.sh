@@ -92,6 +92,7 @@ if [ $san = 0 ]; then
     err=$(cd / && PYTHONPATH="$T/site2" $PY -c 'import baton' 2>&1 | tail -1)
     check '[[ "$err" == "ImportError: baton: "*"cannot open shared object file"*"looks for libbaton in $P2/lib "* ]]' \
         "an import without its library names where it looked: $err"
+    check '[ -f "$T/site/baton/_baton.pyi" ] && [ -f "$T/site/baton/py.typed" ]' "pip installs no .pyi stub: $(ls "$T/site/baton")"
     so=$(ls "$T"/site/baton/_baton*.so 2>/dev/null | head -1)
     soname=libbaton.so.$(sed -n 's/^#define BATON_ABI_VERSION \([0-9]*\).*/\1/p' include/baton/util.h)
     check '[ -n "$so" ] && ldd "$so" | grep -q "$soname => $P/lib/$soname"' \
