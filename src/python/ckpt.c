@@ -40,16 +40,16 @@ static void file_dealloc(File *self)
 {
     free(self->data);
     baton_st_header_free(&self->h);
-    Py_TYPE(self)->tp_free((PyObject *)self);
+    pyb_free((PyObject *)self);
 }
 
-PyTypeObject pyb_FileType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "baton._SafetensorsFile",
-    .tp_basicsize = sizeof(File),
-    .tp_dealloc = (destructor)file_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "A safetensors file read into memory; its tensors are views of it.",
+static PyType_Slot file_slots[] = {
+    {Py_tp_dealloc, file_dealloc},
+    {Py_tp_doc, "A safetensors file read into memory; its tensors are views of it."},
+    {0, NULL},
 };
+PyType_Spec pyb_FileSpec = {"baton._SafetensorsFile", sizeof(File), 0,
+                            Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION, file_slots};
 
 /* One tensor of a File, through the buffer protocol. */
 typedef struct {
@@ -97,27 +97,26 @@ static int tv_getbuffer(TensorView *self, Py_buffer *v, int flags)
     return 0;
 }
 
-static PyBufferProcs tv_buffer = {.bf_getbuffer = (getbufferproc)tv_getbuffer};
-
 static void tv_dealloc(TensorView *self)
 {
     Py_XDECREF(self->f);
-    Py_TYPE(self)->tp_free((PyObject *)self);
+    pyb_free((PyObject *)self);
 }
 
-static PyTypeObject TensorViewType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "baton._TensorView",
-    .tp_basicsize = sizeof(TensorView),
-    .tp_dealloc = (destructor)tv_dealloc,
-    .tp_as_buffer = &tv_buffer,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+static PyType_Slot tv_slots[] = {
+    {Py_tp_dealloc, tv_dealloc},
+    {Py_bf_getbuffer, tv_getbuffer},
+    {0, NULL},
 };
+PyType_Spec pyb_TensorViewSpec = {"baton._TensorView", sizeof(TensorView), 0,
+                                  Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION, tv_slots};
 
 /* Read one safetensors file into {name: array} and {name: dtype name}; the metadata into meta. */
 static int read_tensors(const char *path, PyObject *arrays, PyObject *dtypes, PyObject *meta)
 {
-    if (PyType_Ready(&TensorViewType)) return -1;
-    File *f = PyObject_New(File, &pyb_FileType);
+    pyb_state *mst = pyb_state_now();
+    if (!mst) return -1;
+    File *f = PyObject_New(File, mst->File);
     if (!f) return -1;
     f->data = NULL;
     memset(&f->h, 0, sizeof f->h);
@@ -132,7 +131,7 @@ static int read_tensors(const char *path, PyObject *arrays, PyObject *dtypes, Py
     }
     for (size_t i = 0; i < f->h.ntensors; i++) {
         const baton_st_tensor *t = &f->h.tensors[i];
-        TensorView *v = PyObject_New(TensorView, &TensorViewType);
+        TensorView *v = PyObject_New(TensorView, mst->TensorView);
         if (!v) break;
         v->f = (File *)Py_NewRef((PyObject *)f);
         v->i = i;
@@ -327,7 +326,7 @@ static void ck_dealloc(Checkpoints *self)
 {
     ck_close_all(self);
     free(self->dir);
-    Py_TYPE(self)->tp_free((PyObject *)self);
+    pyb_free((PyObject *)self);
 }
 
 /* every: None (the environment of a fleet worker, else every 60 s), an int (steps), a float
@@ -554,8 +553,7 @@ static PyStructSequence_Field ckpt_fields[] = {
     {"dtypes", "{name: safetensors dtype} of both files (BF16 arrays are their raw uint16 bits)"},
     {NULL, NULL},
 };
-static PyStructSequence_Desc ckpt_desc = {"baton.Checkpoint", "A checkpoint read back.", ckpt_fields, 6};
-static PyTypeObject *CheckpointType;
+PyStructSequence_Desc pyb_ckpt_desc = {"baton.Checkpoint", "A checkpoint read back.", ckpt_fields, 6};
 
 static PyObject *load_folder(const char *path)
 {
@@ -593,7 +591,8 @@ static PyObject *load_folder(const char *path)
     bad = bad || read_tensors(p, model, dtypes, NULL);
     snprintf(p, sizeof p, "%s/optim.safetensors", path);
     bad = bad || read_tensors(p, optim, dtypes, NULL);
-    PyObject *r = bad ? NULL : PyStructSequence_New(CheckpointType);
+    pyb_state *mst = bad ? NULL : pyb_state_now();
+    PyObject *r = mst ? PyStructSequence_New(mst->Checkpoint) : NULL;
     if (!r) {
         Py_XDECREF(step);
         Py_XDECREF(model);
@@ -728,18 +727,14 @@ static PyGetSetDef ck_getset[] = {
 
 static PyObject *ck_new(PyTypeObject *t, PyObject *a, PyObject *k)
 {
-    if (!CheckpointType && !(CheckpointType = PyStructSequence_NewType(&ckpt_desc))) return NULL;
     Checkpoints *self = (Checkpoints *)t->tp_alloc(t, 0);
     if (self) self->pfd = -1;
     return (PyObject *)self;
 }
 
-PyTypeObject pyb_CheckpointsType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "baton._baton.Checkpoints",
-    .tp_basicsize = sizeof(Checkpoints),
-    .tp_dealloc = (destructor)ck_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_doc = "Checkpoints(dir, *, keep=3, uri=None, every=None, s3_endpoint=None, mtbi=None)\n--\n\n"
+static PyType_Slot ck_slots[] = {
+    {Py_tp_dealloc, ck_dealloc},
+    {Py_tp_doc, (void *)("Checkpoints(dir, *, keep=3, uri=None, every=None, s3_endpoint=None, mtbi=None)\n--\n\n"
               "A checkpoint folder, committed with baton's protocol (lock, MANIFEST last, retention). Every "
               "argument after dir is keyword-only.\n\n"
               "dir          the folder (made when missing), locked while open: one process at a time; under "
@@ -752,9 +747,12 @@ PyTypeObject pyb_CheckpointsType = {
               "\"100\", \"90s\", \"5m\", \"off\".\n"
               "s3_endpoint an S3-compatible server's URL for uri (default: $AWS_ENDPOINT_URL, else AWS).\n"
               "mtbi         every=\"auto\"'s mean time between interruptions, in seconds (default: a baton fleet "
-              "worker's $BATON_SPOT_MTBI_S, else unknown).",
-    .tp_methods = ck_methods,
-    .tp_getset = ck_getset,
-    .tp_init = (initproc)ck_init,
-    .tp_new = ck_new,
+              "worker's $BATON_SPOT_MTBI_S, else unknown).")},
+    {Py_tp_methods, ck_methods},
+    {Py_tp_getset, ck_getset},
+    {Py_tp_init, ck_init},
+    {Py_tp_new, ck_new},
+    {0, NULL},
 };
+PyType_Spec pyb_CheckpointsSpec = {"baton._baton.Checkpoints", sizeof(Checkpoints), 0,
+                                   Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, ck_slots};

@@ -27,6 +27,8 @@
  *  - one thread at a time: a second thread entering while one waits gets baton.UsageError. */
 #include "python_internal.h"
 
+#include <structmember.h>
+
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -91,16 +93,16 @@ static void lease_dealloc(Lease *self)
         baton_pipeline_release(g->p, self->b);
         if (--g->leases == 0 && g->retired) gen_free(g);
     }
-    Py_TYPE(self)->tp_free((PyObject *)self);
+    pyb_free((PyObject *)self);
 }
 
-PyTypeObject pyb_LeaseType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "baton._BatchLease",
-    .tp_basicsize = sizeof(Lease),
-    .tp_dealloc = (destructor)lease_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "A decode-pipeline slot held while any array of its batch is alive.",
+static PyType_Slot lease_slots[] = {
+    {Py_tp_dealloc, lease_dealloc},
+    {Py_tp_doc, "A decode-pipeline slot held while any array of its batch is alive."},
+    {0, NULL},
 };
+PyType_Spec pyb_LeaseSpec = {"baton._BatchLease", sizeof(Lease), 0,
+                             Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION, lease_slots};
 
 /* One array of a batch, exported through the buffer protocol (NumPy views it without a copy). */
 enum { V_IMAGES, V_LABELS, V_POSITIONS };
@@ -134,35 +136,33 @@ static int view_getbuffer(View *self, Py_buffer *v, int flags)
     return 0;
 }
 
-static PyBufferProcs view_buffer = {.bf_getbuffer = (getbufferproc)view_getbuffer};
-
 static void view_dealloc(View *self)
 {
     Py_XDECREF(self->lease);
-    Py_TYPE(self)->tp_free((PyObject *)self);
+    pyb_free((PyObject *)self);
 }
 
-PyTypeObject pyb_ViewType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "baton._BatchView",
-    .tp_basicsize = sizeof(View),
-    .tp_dealloc = (destructor)view_dealloc,
-    .tp_as_buffer = &view_buffer,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "One array of a batch (images, labels or positions), in the pipeline's memory.",
+static PyType_Slot view_slots[] = {
+    {Py_tp_dealloc, view_dealloc},
+    {Py_bf_getbuffer, view_getbuffer},
+    {Py_tp_doc, "One array of a batch (images, labels or positions), in the pipeline's memory."},
+    {0, NULL},
 };
+PyType_Spec pyb_ViewSpec = {"baton._BatchView", sizeof(View), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+                            view_slots};
 
-static PyObject *make_view(Lease *ls, int kind, int ndim, const Py_ssize_t *shape)
+static PyObject *make_view(pyb_state *st, Lease *ls, int kind, int ndim, const Py_ssize_t *shape)
 {
-    View *v = PyObject_New(View, &pyb_ViewType);
+    View *v = PyObject_New(View, st->View);
     if (!v) return NULL;
     v->lease = (Lease *)Py_NewRef((PyObject *)ls);
     v->kind = kind;
     v->ndim = ndim;
-    Py_ssize_t st = kind == V_IMAGES ? (ls->b->x8 ? 1 : 4) : 8;
+    Py_ssize_t stride = kind == V_IMAGES ? (ls->b->x8 ? 1 : 4) : 8;
     for (int i = ndim - 1; i >= 0; i--) {
         v->shape[i] = shape[i];
-        v->strides[i] = st;
-        st *= shape[i];
+        v->strides[i] = stride;
+        stride *= shape[i];
     }
     PyObject *a = pyb_asarray((PyObject *)v);
     Py_DECREF(v);
@@ -188,6 +188,7 @@ typedef struct {
     unsigned long busy_thread;  /* ... made by this thread */
     int closing;                /* close() waits for that call: next() gives up its wait */
     pid_t pid;                  /* the process that opened it: a forked child never touches its threads */
+    pyb_state *st;              /* its module's (its types) */
     PyObject *weakrefs;
 } Loader;
 
@@ -253,7 +254,7 @@ static void loader_dealloc(Loader *self)
     free(self->uri);
     free(self->local_dir);
     free(self->endpoint);
-    Py_TYPE(self)->tp_free((PyObject *)self);
+    pyb_free((PyObject *)self);
 }
 
 static char *dupstr(const char *s) { return s ? strdup(s) : NULL; }
@@ -309,6 +310,7 @@ static int loader_init(Loader *self, PyObject *args, PyObject *kw)
     PyObject *crop_o = NULL;
     double scale[2] = {0.08, 1.0}, ratio[2] = {3.0 / 4.0, 4.0 / 3.0};
     if (self->l) return pyb_usage_rc("baton.Loader: already open");
+    if (!(self->st = pyb_state_of(Py_TYPE(self)))) return pyb_usage_rc("baton.Loader: not a type of baton._baton");
     /* the arguments after uri are keyword-only */
     if (!PyArg_ParseTupleAndKeywords(args, kw, "s|$OnpOOnnnOOpsnOnnpnO(dd)(dd)sn:Loader", kwlist, &uri, &mode_o, &batch,
                                      &shuffle, &seed_o, &epochs_o, &rank, &world, &threads, &norm, &local_o,
@@ -482,7 +484,7 @@ static PyObject *make_batch(Loader *self, baton_batch *b)
         return PyErr_NoMemory();
     }
     for (uint32_t i = 0; i < b->n; i++) labels[i] = b->y[i];
-    Lease *ls = PyObject_New(Lease, &pyb_LeaseType);
+    Lease *ls = PyObject_New(Lease, self->st->Lease);
     if (!ls) {
         baton_pipeline_release(g->p, b);
         return NULL;
@@ -494,11 +496,11 @@ static PyObject *make_batch(Loader *self, baton_batch *b)
     Py_ssize_t n = b->n;
     Py_ssize_t ish[4] = {n, b->c, b->h, b->w};
     if (b->layout == BATON_LAYOUT_NHWC) ish[1] = b->h, ish[2] = b->w, ish[3] = b->c;
-    PyObject *images = make_view(ls, V_IMAGES, 4, ish);
-    PyObject *lab = images ? make_view(ls, V_LABELS, 1, &n) : NULL;
-    PyObject *pos = lab ? make_view(ls, V_POSITIONS, 1, &n) : NULL;
+    PyObject *images = make_view(self->st, ls, V_IMAGES, 4, ish);
+    PyObject *lab = images ? make_view(self->st, ls, V_LABELS, 1, &n) : NULL;
+    PyObject *pos = lab ? make_view(self->st, ls, V_POSITIONS, 1, &n) : NULL;
     Py_DECREF(ls);
-    PyObject *bt = pos ? PyStructSequence_New(pyb_BatchType) : NULL;
+    PyObject *bt = pos ? PyStructSequence_New(self->st->Batch) : NULL;
     if (!bt) {
         Py_XDECREF(images);
         Py_XDECREF(lab);
@@ -780,14 +782,14 @@ static PyGetSetDef loader_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-static PySequenceMethods loader_seq = {.sq_length = (lenfunc)loader_len};
+static PyMemberDef loader_members[] = {
+    {"__weaklistoffset__", T_PYSSIZET, offsetof(Loader, weakrefs), READONLY, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
 
-PyTypeObject pyb_LoaderType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "baton._baton.Loader",
-    .tp_basicsize = sizeof(Loader),
-    .tp_dealloc = (destructor)loader_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_doc = "Loader(uri, *, batch=None, batch_size=None, mode=None, shuffle=True, seed=0, epochs=None, rank=0, world=1, threads=2, normalize=True, local_dir=None, drop_last=False, layout='nchw', depth=4, s3_endpoint=None, block=0, crop_pad=0, flip=False, size=224, crop=None, scale=(0.08, 1.0), ratio=(0.75, 1.3333333333333333), dtype='float32')\n"
+static PyType_Slot loader_slots[] = {
+    {Py_tp_dealloc, loader_dealloc},
+    {Py_tp_doc, (void *)("Loader(uri, *, batch=None, batch_size=None, mode=None, shuffle=True, seed=0, epochs=None, rank=0, world=1, threads=2, normalize=True, local_dir=None, drop_last=False, layout='nchw', depth=4, s3_endpoint=None, block=0, crop_pad=0, flip=False, size=224, crop=None, scale=(0.08, 1.0), ratio=(0.75, 1.3333333333333333), dtype='float32')\n"
               "--\n"
               "\n"
               "A baton dataset as batches, exactly those `baton train` trains on for the same seed and batch.\n"
@@ -825,16 +827,19 @@ PyTypeObject pyb_LoaderType = {
               "             (training: torchvision's RandomResizedCrop draws), \"center\" (evaluation: resize, center).\n"
               "scale, ratio \"random-resized\"'s ranges of area and aspect (torchvision's defaults).\n"
               "dtype        \"float32\" (normalised) or \"uint8\" (raw pixels, a quarter of the bytes: normalise on the\n"
-              "             GPU with info[\"mean\"] and info[\"std\"]).",
-    .tp_iter = (getiterfunc)loader_iter,
-    .tp_iternext = (iternextfunc)loader_next,
-    .tp_methods = loader_methods,
-    .tp_getset = loader_getset,
-    .tp_as_sequence = &loader_seq,
-    .tp_init = (initproc)loader_init,
-    .tp_new = PyType_GenericNew,
-    .tp_weaklistoffset = offsetof(Loader, weakrefs),
+              "             GPU with info[\"mean\"] and info[\"std\"]).")},
+    {Py_tp_iter, loader_iter},
+    {Py_tp_iternext, loader_next},
+    {Py_tp_methods, loader_methods},
+    {Py_tp_getset, loader_getset},
+    {Py_tp_members, loader_members},
+    {Py_sq_length, loader_len},
+    {Py_tp_init, loader_init},
+    {Py_tp_new, PyType_GenericNew},
+    {0, NULL},
 };
+PyType_Spec pyb_LoaderSpec = {"baton._baton.Loader", sizeof(Loader), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+                              loader_slots};
 
 static PyStructSequence_Field batch_fields[] = {
     {"images", "float32 (n, C, H, W) (or (n, H, W, C)): the decoded, normalised images (uint8 pixels with dtype=\"uint8\")"},
@@ -845,13 +850,6 @@ static PyStructSequence_Field batch_fields[] = {
     {"total", "samples of the whole global batch (n is this rank's part of it)"},
     {NULL, NULL},
 };
-static PyStructSequence_Desc batch_desc = {
+PyStructSequence_Desc pyb_batch_desc = {
     "baton.Batch", "One batch: (images, labels), with epoch, index, positions and total.", batch_fields, 2,
 };
-PyTypeObject *pyb_BatchType;
-
-int pyb_loader_init_types(void)
-{
-    pyb_BatchType = PyStructSequence_NewType(&batch_desc);
-    return pyb_BatchType ? 0 : -1;
-}

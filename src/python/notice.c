@@ -37,7 +37,7 @@ static void nt_close_all(Notice *self)
 static void nt_dealloc(Notice *self)
 {
     nt_close_all(self);
-    Py_TYPE(self)->tp_free((PyObject *)self);
+    pyb_free((PyObject *)self);
 }
 
 static int nt_init(Notice *self, PyObject *args, PyObject *kw)
@@ -186,24 +186,22 @@ static PyGetSetDef nt_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-static PyNumberMethods nt_number = {.nb_bool = (inquiry)nt_bool};
-
-PyTypeObject pyb_NoticeType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "baton._baton.Notice",
-    .tp_basicsize = sizeof(Notice),
-    .tp_dealloc = (destructor)nt_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_doc = "Notice(*, endpoint=None, poll=None, signals=True, timeout=None)\n--\n\n"
+static PyType_Slot nt_slots[] = {
+    {Py_tp_dealloc, nt_dealloc},
+    {Py_tp_doc, (void *)("Notice(*, endpoint=None, poll=None, signals=True, timeout=None)\n--\n\n"
               "True once an interruption notice came: a cloud's spot notice, SIGTERM or Ctrl-C. Every argument is "
               "keyword-only.\n\n"
               "endpoint  the EC2 metadata service to poll (default: $AWS_EC2_METADATA_SERVICE_ENDPOINT, else "
               "EC2's; GCE's from $GCE_METADATA_HOST).\n"
               "poll      seconds between polls, 0.01..3600 (default: $BATON_NOTICE_POLL_S, else 5).\n"
               "signals   catch SIGTERM and SIGINT (Ctrl-C) as notices while open (False: leave them alone).\n"
-              "timeout   seconds per metadata request, (0, 60] (default: $BATON_NOTICE_TIMEOUT_S, else 1).",
-    .tp_as_number = &nt_number,
-    .tp_methods = nt_methods,
-    .tp_getset = nt_getset,
-    .tp_init = (initproc)nt_init,
-    .tp_new = PyType_GenericNew,
+              "timeout   seconds per metadata request, (0, 60] (default: $BATON_NOTICE_TIMEOUT_S, else 1).")},
+    {Py_nb_bool, nt_bool},
+    {Py_tp_methods, nt_methods},
+    {Py_tp_getset, nt_getset},
+    {Py_tp_init, nt_init},
+    {Py_tp_new, PyType_GenericNew},
+    {0, NULL},
 };
+PyType_Spec pyb_NoticeSpec = {"baton._baton.Notice", sizeof(Notice), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+                              nt_slots};

@@ -47,11 +47,31 @@ int pyb_launcher_local(uint32_t *rank, uint32_t *size);
 int pyb_launcher_rank(uint32_t *rank, uint32_t *size, const char **who);
 int pyb_prefetch_check(const baton_manifest *m, const baton_pipeline_opts *po, uint64_t esize);
 
-/* The types, made ready by module.c's init */
-extern PyTypeObject pyb_LoaderType, pyb_LeaseType, pyb_ViewType;
-extern PyTypeObject pyb_CheckpointsType, pyb_FileType;
-extern PyTypeObject pyb_NoticeType;
-extern PyTypeObject *pyb_BatchType;   /* a struct sequence, created at init */
-int pyb_loader_init_types(void);
+/* What one import of the module holds (multi-phase init: one per interpreter, nothing shared
+ * between them): its exception classes, its types (heap types made from the specs below when the
+ * module executes), NumPy's asarray once looked up. */
+typedef struct pyb_state {
+    PyObject *Error, *CorruptError, *FormatError, *NotFoundError, *NetworkError, *BusyError, *NoSpaceError,
+        *DeniedError, *UsageError;
+    PyTypeObject *Loader, *Lease, *View, *Batch, *Checkpoints, *Checkpoint, *File, *TensorView, *Notice;
+    PyObject *np_asarray;
+    int np_looked;
+} pyb_state;
+
+/* The state of the module that made type t (a subclass of one of its types too); NULL (no
+ * exception) for another type. */
+pyb_state *pyb_state_of(PyTypeObject *t);
+/* The state of this interpreter's baton._baton (sys.modules); NULL with an exception when it has
+ * none (a call during its teardown). */
+pyb_state *pyb_state_now(void);
+
+/* The types' specs (module.c makes them per module) and the struct sequences' descriptions */
+extern PyType_Spec pyb_LoaderSpec, pyb_LeaseSpec, pyb_ViewSpec;
+extern PyType_Spec pyb_CheckpointsSpec, pyb_FileSpec, pyb_TensorViewSpec;
+extern PyType_Spec pyb_NoticeSpec;
+extern PyStructSequence_Desc pyb_batch_desc, pyb_ckpt_desc;
+
+/* A heap type's instance going away: free it and drop its reference to its type. */
+void pyb_free(PyObject *self);
 
 #endif

@@ -5,7 +5,8 @@ shipped .pyi stub agree, every argument explained; the arguments after uri (dir)
 batch (global) and batch_size (per process, PyTorch's) both accepted, not together; a DataLoader that
 batches the Loader's batches (its default batch_size=1, or 64) refused with the fix; the "all
 batches held" error told apart by the Loader's own count, not its text; Checkpoints opened on a
-second DDP rank says "open it on rank 0"; setup.py's Python floor is the one the C sources need."""
+second DDP rank says "open it on rank 0"; the extension initialised per module (a second load and
+a subinterpreter have their own classes); setup.py's Python floor is the one the C sources need."""
 import ast
 import inspect
 import os
@@ -159,6 +160,34 @@ with baton.Checkpoints(D):
         os.environ.update({k: v for k, v in saved.items() if v is not None})
         check(e is not None and "rank 1 of 2 (%s)" % next(iter(env)) in str(e) and "on rank 0 only" in str(e),
               "a second open on rank 1 of 2 (%s): %s" % (next(iter(env)), e))
+
+# ---- per interpreter (multi-phase init, heap types): a second load of the extension is a module of
+# its own (its own exception classes and types); a subinterpreter imports it and gets its errors
+import importlib.util  # noqa: E402
+spec = importlib.util.spec_from_file_location("baton._baton", ext.__file__)
+m2 = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(m2)
+check(m2 is not ext and m2.Error is not ext.Error and m2.Loader is not ext.Loader and
+      issubclass(m2.UsageError, m2.Error) and not issubclass(m2.UsageError, ext.Error),
+      "a second load of the extension shares its module state with the first")
+check(all(t.__flags__ & (1 << 9) for t in (ext.Loader, ext.Checkpoints, ext.Notice, m2.Loader)),
+      "the types are heap types (one per module)")
+del m2
+try:
+    import _xxsubinterpreters as subinterp
+except ImportError:
+    subinterp = None
+if subinterp is not None:
+    out = os.path.join(TMP, "subinterp.txt")
+    interp = subinterp.create()
+    subinterp.run_string(interp, "import baton\n"
+                         "try:\n    baton.Loader(%r)\nexcept baton.NotFoundError as e:\n    r = 'NotFoundError'\n"
+                         "open(%r, 'w').write(r + ' ' + str(baton.crc32c(b'baton')))\n"
+                         % (os.path.join(TMP, "missing"), out))
+    subinterp.destroy(interp)
+    got = open(out).read() if os.path.exists(out) else ""
+    check(got == "NotFoundError %d" % baton.crc32c(b"baton"), "a subinterpreter imports baton and gets its errors: %r"
+          % got)
 
 # ---- the Python floor: setup.py's python_requires is the C sources' PYB_MIN_PYTHON, and they call
 # nothing newer (3.11's API, by name)
