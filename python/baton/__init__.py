@@ -22,14 +22,17 @@ The work is done by baton's C library (libbaton); this package only names it:
 
 Loader      a dataset (path, file://, http(s)://, s3://) in file, pipe, mount or cache mode as batches:
             the samples and order of `baton train` for the same seed, split over rank/world by
-            position in each global batch; state_dict()/load_state_dict() resume mid-epoch exactly.
+            position in each global batch (batch=, or PyTorch's per-process batch_size=);
+            state_dict()/load_state_dict() resume mid-epoch exactly.
 Checkpoints save(step, tensors, state, optim) committed in the background with baton's protocol
             (lock, MANIFEST last, retention, S3 copy); due(step), wait(), latest(), load().
 Notice      true once an interruption notice came; wait(timeout).
 Error       what the library reports, with its message; CorruptError, FormatError, NotFoundError,
             NetworkError, BusyError, NoSpaceError, DeniedError, UsageError below it.
 
-docs/pytorch.md has the walk-through, examples/pytorch/train.py a whole trainer.
+docs/pytorch.md has the walk-through, examples/pytorch/train.py a whole trainer. help() of each
+class explains every argument (all keyword-only after the first); importing baton loads neither
+torch nor NumPy (baton.torch does).
 """
 
 

@@ -1,6 +1,7 @@
 /* python_internal.h — the baton Python module's C side (the files of src/python), one file per type:
- *   module.c   the module `baton._baton`: errors (baton.Error and its subclasses, raised with the
- *              library's message), constants, the version check at import, and the types below
+ *   module.c   the module `baton._baton` (multi-phase init: a module state per import, so per
+ *              interpreter): errors (baton.Error and its subclasses, raised with the library's
+ *              message), constants, the version check at import, and the heap types below
  *   loader.c   Loader: a dataset as batches of NumPy arrays that share the decode pipeline's memory
  *   ckpt.c     Checkpoints (save in the background, load, wait) and Checkpoint (what load returns)
  *   notice.c   Notice: the interruption watcher
