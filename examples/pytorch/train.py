@@ -170,6 +170,7 @@ def main(argv=None):
         from torch.utils.data import DataLoader
         data = DataLoader(loader, batch_size=None)
     log = Progress(a, step, total, world) if rank == 0 else None
+    verify = bool(env.get("BATON_VERIFY_LOG"))   # (reading a loss waits for the device: only there)
     for epoch in range(loader.epoch, a.epochs):
         if limit and step >= limit:
             break
@@ -191,6 +192,8 @@ def main(argv=None):
             loss_sum, correct = loss_sum + loss.detach().cpu(), correct + (out.argmax(1) == y).sum().cpu()
             if log:
                 log.step(step, epoch, seen, loss_sum, correct)
+                if verify:   # under `baton verify-resume`: each step's loss compared with an uninterrupted run's
+                    baton.log_step(step, loss.item())
             stop = bool(notice)
             if world > 1:   # a notice on any rank stops every rank after the same step
                 flag = torch.tensor([int(stop)], device=device)
