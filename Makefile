@@ -175,7 +175,7 @@ PY_EXT := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config_var
 PY_INC := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)
 PYMOD_SRC := $(wildcard src/python/*.c)
 PYMOD_OBJ := $(PYMOD_SRC:%.c=$(BUILD)/obj/%.o)
-PYMOD_PY := $(patsubst python/baton/%,$(BUILD)/python/baton/%,$(wildcard python/baton/*.py))
+PYMOD_PY := $(patsubst python/baton/%,$(BUILD)/python/baton/%,$(wildcard python/baton/*.py python/baton/*.pyi python/baton/py.typed))
 PYMOD := $(BUILD)/python/baton/_baton$(PY_EXT)
 $(PYMOD_OBJ): ALL_CFLAGS += -fPIC -isystem $(PY_INC) -fvisibility=hidden
 ifneq ($(PY_EXT),)
@@ -190,11 +190,20 @@ $(PYMOD): $(PYMOD_OBJ) $(SO)
 $(BUILD)/python/baton/%.py: python/baton/%.py
 	@mkdir -p $(dir $@)
 	cp $< $@
+$(BUILD)/python/baton/%.pyi: python/baton/%.pyi
+	@mkdir -p $(dir $@)
+	cp $< $@
+$(BUILD)/python/baton/py.typed: python/baton/py.typed
+	@mkdir -p $(dir $@)
+	cp $< $@
 
 # ---- install: the library (shared and static), the public headers, baton.pc, the command
 PREFIX ?= /usr/local
 DESTDIR ?=
 LIBDIR ?= $(PREFIX)/lib
+# the dynamic linker's default folders: baton.pc names no rpath there (it does for /usr/local/lib,
+# which is found only after ldconfig)
+SYS_LIBDIRS := /usr/lib /usr/lib64 /lib /lib64 $(addprefix /usr/lib/,$(shell $(CC) -print-multiarch 2>/dev/null))
 install: $(BIN) $(SO) $(LIB)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/baton $(DESTDIR)$(LIBDIR)/pkgconfig
 	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/baton
@@ -204,6 +213,7 @@ install: $(BIN) $(SO) $(LIB)
 	install -m 0644 $(LIB) $(DESTDIR)$(LIBDIR)/libbaton.a
 	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@VERSION@|$(BATON_VER)|' \
 	    -e 's|@REQUIRES@|$(strip $(PKGS) $(if $(PY_LIBS),python3-embed))|' \
+	    $(if $(filter $(SYS_LIBDIRS),$(patsubst %/,%,$(LIBDIR))),-e '/^Libs:/s| -Wl[^ ]*||') \
 	    scripts/baton.pc.in >$(DESTDIR)$(LIBDIR)/pkgconfig/baton.pc
 
 test:

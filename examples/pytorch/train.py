@@ -4,9 +4,14 @@ sample, stopping cleanly on an interruption notice (exit 75), on CPU or CUDA, on
 data-parallel under torchrun or mpirun (docs/pytorch.md walks through the lines that are baton's).
 
   python3 examples/pytorch/train.py --data s3://bucket/fm/ --mode pipe --ckpt ckpt --epochs 5
-  torchrun --nproc-per-node 2 examples/pytorch/train.py --data DIR --ckpt ckpt     (or mpirun -n 2)
+  torchrun --nproc_per_node 2 --redirects 9:1 --tee 9:1 examples/pytorch/train.py --data DIR --ckpt ckpt
+  mpirun -n 2 python3 examples/pytorch/train.py --data DIR --ckpt ckpt          (Open MPI: the same run)
   python3 examples/pytorch/train.py --data photos/ --crop random-resized --size 224 --model resnet50 \
       --device cuda --ckpt ckpt     (photographs of any size; uint8 batches normalised on the GPU)
+Two processes on one machine (W = 2): Debian's torchrun (torch 1.13 on Python 3.11) takes
+--nproc_per_node (it rejects --nproc-per-node) and crashes parsing its own defaults of --redirects
+and --tee ("0" is None under 3.11's IntFlag); any mapping gets past that, and "9:1" (local rank 9's
+stdout, which two processes do not have) changes nothing. Newer torch: torchrun --nproc-per-node 2.
 While it trains, rank 0 prints a progress line every 30 s (--log-s) or N steps (--log-every):
 `step S of T, epoch E, loss L, accuracy A, R samples/s` over the steps since the line before.
 The last line printed is JSON: step, epochs, loss, accuracy, samples/s, the step it resumed from,
@@ -165,6 +170,7 @@ def main(argv=None):
         from torch.utils.data import DataLoader
         data = DataLoader(loader, batch_size=None)
     log = Progress(a, step, total, world) if rank == 0 else None
+    verify = bool(env.get("BATON_VERIFY_LOG"))   # (reading a loss waits for the device: only there)
     for epoch in range(loader.epoch, a.epochs):
         if limit and step >= limit:
             break
@@ -186,6 +192,8 @@ def main(argv=None):
             loss_sum, correct = loss_sum + loss.detach().cpu(), correct + (out.argmax(1) == y).sum().cpu()
             if log:
                 log.step(step, epoch, seen, loss_sum, correct)
+                if verify:   # under `baton verify-resume`: each step's loss compared with an uninterrupted run's
+                    baton.log_step(step, loss.item())
             stop = bool(notice)
             if world > 1:   # a notice on any rank stops every rank after the same step
                 flag = torch.tensor([int(stop)], device=device)

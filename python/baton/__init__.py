@@ -22,16 +22,41 @@ The work is done by baton's C library (libbaton); this package only names it:
 
 Loader      a dataset (path, file://, http(s)://, s3://) in file, pipe, mount or cache mode as batches:
             the samples and order of `baton train` for the same seed, split over rank/world by
-            position in each global batch; state_dict()/load_state_dict() resume mid-epoch exactly.
+            position in each global batch (batch=, or PyTorch's per-process batch_size=);
+            state_dict()/load_state_dict() resume mid-epoch exactly.
 Checkpoints save(step, tensors, state, optim) committed in the background with baton's protocol
             (lock, MANIFEST last, retention, S3 copy); due(step), wait(), latest(), load().
 Notice      true once an interruption notice came; wait(timeout).
 Error       what the library reports, with its message; CorruptError, FormatError, NotFoundError,
             NetworkError, BusyError, NoSpaceError, DeniedError, UsageError below it.
 
-docs/pytorch.md has the walk-through, examples/pytorch/train.py a whole trainer.
+docs/pytorch.md has the walk-through, examples/pytorch/train.py a whole trainer. help() of each
+class explains every argument (all keyword-only after the first); importing baton loads neither
+torch nor NumPy (baton.torch does).
 """
-from baton import _baton
+
+
+def _load_failed(e):
+    """The ImportError of the C extension, with the folder it looked in for libbaton.so.N: the one
+    setup.py built it against (baton/_built.py), or beside a make build ($ORIGIN/../..)."""
+    import os
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        from baton import _built
+        where = "%s (libbaton %s, from %s, when the module was installed)" % (_built.LIBDIR, _built.VERSION,
+                                                                              _built.FROM)
+    except ImportError:
+        where = "%s (a make build: the library beside build/python)" % os.path.dirname(os.path.dirname(here))
+    return ImportError("baton: the C extension in %s cannot load: %s. It looks for libbaton in %s; install "
+                       "the library there again, or reinstall the module against the one you have "
+                       "(make install PREFIX=P; PKG_CONFIG_PATH=P/lib/pkgconfig pip install ./python)"
+                       % (here, e, where), name=e.name, path=e.path)
+
+
+try:
+    from baton import _baton
+except ImportError as _e:
+    raise _load_failed(_e) from None
 from baton._baton import (  # noqa: F401  (the public names)
     ABI_VERSION,
     EXIT_INTERRUPTED,
@@ -52,12 +77,55 @@ from baton._baton import (  # noqa: F401  (the public names)
     crop_box,
 )
 
-try:  # DataLoader(loader, batch_size=None) iterates an IterableDataset; without torch, a plain iterable
-    from torch.utils.data import IterableDataset as _Iterable
-    from torch.utils.data import get_worker_info as _worker_info
-except ImportError:  # pragma: no cover - torch is optional
-    _Iterable = object
-    _worker_info = None
+import sys as _sys
+
+# torch is not imported here (it takes a second or more; numpy a tenth): only baton.torch imports it.
+# A Loader is still a torch IterableDataset wherever torch is loaded, whenever it was: isinstance()
+# consults an object's __class__, and a Loader's names, once torch.utils.data is imported, a class
+# that derives from both (as unittest.mock's spec objects do), so DataLoader iterates it.
+_dataset_class = None
+
+
+def _torch_data():
+    return _sys.modules.get("torch.utils.data")
+
+
+def _as_dataset():
+    """The Loader class that is also torch's IterableDataset (None while torch is not loaded)."""
+    global _dataset_class
+    if _dataset_class is None:
+        data = _torch_data()
+        if data is None or not hasattr(data, "IterableDataset"):
+            return None
+        _dataset_class = type("Loader", (Loader, data.IterableDataset), {"__module__": __name__, "__slots__": ()})
+    return _dataset_class
+
+
+def _dataloader_misuse(loader, data):
+    """A UsageError when the caller is a DataLoader that batches the Loader's items (batch_size not
+    None): each of them is a whole batch already. Looks up the frames of iter(dataloader)."""
+    f, auto, size = _sys._getframe(2), None, None
+    for _ in range(8):
+        if f is None:
+            break
+        for name in ("self", "loader"):
+            o = f.f_locals.get(name)
+            if o is None or not type(o).__module__.startswith("torch.utils.data"):
+                continue
+            if auto is None and getattr(o, "dataset", None) is loader and hasattr(o, "auto_collation"):
+                auto = bool(o.auto_collation)
+            if isinstance(o, data.DataLoader) and o.dataset is loader:
+                size = o.batch_size
+        f = f.f_back
+    if not auto:
+        return None
+    n = "1 (DataLoader's default)" if size == 1 else str(size)
+    return UsageError("baton.Loader inside DataLoader(batch_size=%s): a Loader's items are whole batches, which the "
+                      "DataLoader would stack %s at a time (%s); give it batch_size=None and the Loader its batch: "
+                      "DataLoader(baton.Loader(uri, batch_size=%s, ...), batch_size=None)"
+                      % (n, size if size is not None else "several",
+                         "5-D images" if size == 1 else "more than depth= lets a caller hold",
+                         size if size is not None else "N"))
 
 
 # The generators' states of a checkpoint just loaded (baton.torch.load), put back when the pass of the
@@ -99,7 +167,7 @@ class _Pass:
         return len(self._loader)
 
 
-class Loader(_baton.Loader, _Iterable):
+class Loader(_baton.Loader):
     __doc__ = _baton.Loader.__doc__ + """
 
 Iterating yields the batches of one epoch (from the cursor), then stops; iterate again for the
@@ -115,10 +183,19 @@ normalize: True (dataset.json's mean and std), False (pixels / 255), or (mean, s
 Inside torch.utils.data.DataLoader use batch_size=None and num_workers=0: baton decodes in its
 own threads (threads=), and worker processes would each read the whole dataset."""
 
+    @property
+    def __class__(self):   # torch's IterableDataset too, once torch is loaded (see _as_dataset)
+        return _as_dataset() or Loader
+
     def __iter__(self):
-        if _worker_info is not None and _worker_info() is not None:
+        data = _torch_data()
+        if data is not None and getattr(data, "get_worker_info", None) and data.get_worker_info() is not None:
             raise UsageError("baton.Loader in a DataLoader worker process: use num_workers=0 "
                              "(baton decodes in its own threads; each worker would read everything)")
+        if data is not None and hasattr(data, "DataLoader"):
+            e = _dataloader_misuse(self, data)
+            if e is not None:
+                raise e
         _baton.Loader.__iter__(self)   # a partial pass before this one starts again
         self._passes = getattr(self, "_passes", 0) + 1
         global _resume

@@ -40,16 +40,16 @@ static void file_dealloc(File *self)
 {
     free(self->data);
     baton_st_header_free(&self->h);
-    Py_TYPE(self)->tp_free((PyObject *)self);
+    pyb_free((PyObject *)self);
 }
 
-PyTypeObject pyb_FileType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "baton._SafetensorsFile",
-    .tp_basicsize = sizeof(File),
-    .tp_dealloc = (destructor)file_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "A safetensors file read into memory; its tensors are views of it.",
+static PyType_Slot file_slots[] = {
+    {Py_tp_dealloc, file_dealloc},
+    {Py_tp_doc, "A safetensors file read into memory; its tensors are views of it."},
+    {0, NULL},
 };
+PyType_Spec pyb_FileSpec = {"baton._SafetensorsFile", sizeof(File), 0,
+                            Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION, file_slots};
 
 /* One tensor of a File, through the buffer protocol. */
 typedef struct {
@@ -97,27 +97,26 @@ static int tv_getbuffer(TensorView *self, Py_buffer *v, int flags)
     return 0;
 }
 
-static PyBufferProcs tv_buffer = {.bf_getbuffer = (getbufferproc)tv_getbuffer};
-
 static void tv_dealloc(TensorView *self)
 {
     Py_XDECREF(self->f);
-    Py_TYPE(self)->tp_free((PyObject *)self);
+    pyb_free((PyObject *)self);
 }
 
-static PyTypeObject TensorViewType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "baton._TensorView",
-    .tp_basicsize = sizeof(TensorView),
-    .tp_dealloc = (destructor)tv_dealloc,
-    .tp_as_buffer = &tv_buffer,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+static PyType_Slot tv_slots[] = {
+    {Py_tp_dealloc, tv_dealloc},
+    {Py_bf_getbuffer, tv_getbuffer},
+    {0, NULL},
 };
+PyType_Spec pyb_TensorViewSpec = {"baton._TensorView", sizeof(TensorView), 0,
+                                  Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION, tv_slots};
 
 /* Read one safetensors file into {name: array} and {name: dtype name}; the metadata into meta. */
 static int read_tensors(const char *path, PyObject *arrays, PyObject *dtypes, PyObject *meta)
 {
-    if (PyType_Ready(&TensorViewType)) return -1;
-    File *f = PyObject_New(File, &pyb_FileType);
+    pyb_state *mst = pyb_state_now();
+    if (!mst) return -1;
+    File *f = PyObject_New(File, mst->File);
     if (!f) return -1;
     f->data = NULL;
     memset(&f->h, 0, sizeof f->h);
@@ -132,7 +131,7 @@ static int read_tensors(const char *path, PyObject *arrays, PyObject *dtypes, Py
     }
     for (size_t i = 0; i < f->h.ntensors; i++) {
         const baton_st_tensor *t = &f->h.tensors[i];
-        TensorView *v = PyObject_New(TensorView, &TensorViewType);
+        TensorView *v = PyObject_New(TensorView, mst->TensorView);
         if (!v) break;
         v->f = (File *)Py_NewRef((PyObject *)f);
         v->i = i;
@@ -327,7 +326,7 @@ static void ck_dealloc(Checkpoints *self)
 {
     ck_close_all(self);
     free(self->dir);
-    Py_TYPE(self)->tp_free((PyObject *)self);
+    pyb_free((PyObject *)self);
 }
 
 /* every: None (the environment of a fleet worker, else every 60 s), an int (steps), a float
@@ -370,7 +369,8 @@ static int ck_init(Checkpoints *self, PyObject *args, PyObject *kw)
     Py_ssize_t keep = BATON_CKPT_KEEP_DEFAULT;
     self->pfd = -1;
     if (self->s) return pyb_usage_rc("baton.Checkpoints: already open");
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|nOOOO", kwlist, &dir, &keep, &uri_o, &every, &ep_o, &mtbi_o))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|$nOOOO:Checkpoints", kwlist, &dir, &keep, &uri_o, &every, &ep_o,
+                                     &mtbi_o))
         return -1;
     if (pyb_opt_str(uri_o, "uri", &uri) || pyb_opt_str(ep_o, "s3_endpoint", &endpoint)) return -1;
     if (keep < 1 || keep > 1000000) return pyb_usage_rc("keep: must be at least 1");
@@ -395,6 +395,13 @@ static int ck_init(Checkpoints *self, PyObject *args, PyObject *kw)
         s = NULL;
     }
     Py_END_ALLOW_THREADS
+    uint32_t rank, world;
+    const char *who;
+    if (rc == BATON_ERR_BUSY && pyb_launcher_rank(&rank, &world, &who) && world > 1)   /* every DDP rank opened it */
+        baton_err_set(&err, BATON_ERR_BUSY,
+                      "checkpoint folder %s is locked by another process, and this one is rank %u of %u (%s): open "
+                      "baton.Checkpoints on rank 0 only; rank 0 saves and loads, and broadcasts what it loaded "
+                      "(examples/pytorch/train.py)", dir, rank, world, who);
     if (rc) return pyb_raise_rc(&err);
     self->s = s;
     self->pid = getpid();
@@ -420,7 +427,7 @@ static PyObject *ck_save(Checkpoints *self, PyObject *args, PyObject *kw)
     PyObject *step_o, *tensors, *state = Py_None, *optim = Py_None;
     int sync = 0;
     if (ck_check(self)) return NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|OO$p", kwlist, &step_o, &tensors, &state, &optim, &sync)) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|OO$p:save", kwlist, &step_o, &tensors, &state, &optim, &sync)) return NULL;
     step = PyLong_Check(step_o) ? PyLong_AsUnsignedLongLong(step_o) : (unsigned long long)-1;
     if (!PyLong_Check(step_o) || (step == (unsigned long long)-1 && PyErr_Occurred())) {
         PyErr_Clear();
@@ -546,8 +553,7 @@ static PyStructSequence_Field ckpt_fields[] = {
     {"dtypes", "{name: safetensors dtype} of both files (BF16 arrays are their raw uint16 bits)"},
     {NULL, NULL},
 };
-static PyStructSequence_Desc ckpt_desc = {"baton.Checkpoint", "A checkpoint read back.", ckpt_fields, 6};
-static PyTypeObject *CheckpointType;
+PyStructSequence_Desc pyb_ckpt_desc = {"baton.Checkpoint", "A checkpoint read back.", ckpt_fields, 6};
 
 static PyObject *load_folder(const char *path)
 {
@@ -585,7 +591,8 @@ static PyObject *load_folder(const char *path)
     bad = bad || read_tensors(p, model, dtypes, NULL);
     snprintf(p, sizeof p, "%s/optim.safetensors", path);
     bad = bad || read_tensors(p, optim, dtypes, NULL);
-    PyObject *r = bad ? NULL : PyStructSequence_New(CheckpointType);
+    pyb_state *mst = bad ? NULL : pyb_state_now();
+    PyObject *r = mst ? PyStructSequence_New(mst->Checkpoint) : NULL;
     if (!r) {
         Py_XDECREF(step);
         Py_XDECREF(model);
@@ -609,7 +616,7 @@ static PyObject *ck_load(Checkpoints *self, PyObject *args, PyObject *kw)
     static char *kwlist[] = {"path", NULL};
     const char *path = NULL;
     if (ck_check(self)) return NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|z", kwlist, &path)) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|z:load", kwlist, &path)) return NULL;
     if (path) return load_folder(path);
     /* busy from finding the folder to reading it: no save from another thread (whose retention
      * could remove it) starts in between */
@@ -630,7 +637,7 @@ static PyObject *ck_list(Checkpoints *self, PyObject *args, PyObject *kw)
     static char *kwlist[] = {"verify", NULL};
     int verify = 0;
     if (ck_check(self)) return NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|p", kwlist, &verify)) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|$p:list", kwlist, &verify)) return NULL;
     baton_ckpt_info *v = NULL;
     size_t n = 0;
     baton_err err = {0};
@@ -679,19 +686,33 @@ static PyObject *get_dir(Checkpoints *self, void *c) { return PyUnicode_FromStri
 
 static PyMethodDef ck_methods[] = {
     {"save", (PyCFunction)(void (*)(void))ck_save, METH_VARARGS | METH_KEYWORDS,
-     "save(step, tensors, state=None, optim=None, *, sync=False): copy the tensors and commit them in the "
-     "background (sync: before returning)."},
+     "save($self, step, tensors, state=None, optim=None, *, sync=False)\n--\n\n"
+     "Copy the tensors and commit them as checkpoint `step` in the background; returns at once.\n"
+     "step     the number of steps done (an integer above the newest checkpoint's).\n"
+     "tensors  {name: array}: NumPy arrays or anything with the buffer protocol (safetensors).\n"
+     "state    a dict JSON can hold (inf, nan, NumPy scalars and small tensors too): the loader's cursor, "
+     "the epoch, a scheduler's state.\n"
+     "optim    {name: array} of the optimizer's tensors (optim.safetensors).\n"
+     "sync     commit before returning."},
     {"due", (PyCFunction)ck_due, METH_O,
-     "due(step) -> bool: call once per step; whether a save is due now (also: the fleet's progress file)."},
+     "due($self, step, /)\n--\n\n"
+     "Call once per step with the steps done: whether a save is due now (every=); also the fleet's progress file."},
     {"wait", (PyCFunction)ck_wait, METH_NOARGS,
+     "wait($self, /)\n--\n\n"
      "Block until every save is committed (and uploaded); the newest committed folder, or None."},
     {"latest", (PyCFunction)ck_latest, METH_NOARGS,
+     "latest($self, /)\n--\n\n"
      "(step, path) of the newest checkpoint that verifies (restored from uri= when the folder is empty), or None."},
     {"load", (PyCFunction)(void (*)(void))ck_load, METH_VARARGS | METH_KEYWORDS,
-     "load(path=None) -> baton.Checkpoint or None: the newest that verifies, or the folder given."},
+     "load($self, path=None)\n--\n\n"
+     "The newest checkpoint that verifies as a baton.Checkpoint (step, tensors, state, optim, path), or None; "
+     "path: that checkpoint folder instead."},
     {"list", (PyCFunction)(void (*)(void))ck_list, METH_VARARGS | METH_KEYWORDS,
-     "list(verify=False): every checkpoint folder, newest first, with ok and the reason when not."},
-    {"close", (PyCFunction)ck_close, METH_NOARGS, "Wait for saves in flight and release the folder's lock."},
+     "list($self, *, verify=False)\n--\n\n"
+     "Every checkpoint folder, newest first: step, path, bytes, ok and the reason when not (verify: read every "
+     "file's checksum, else only the MANIFEST)."},
+    {"close", (PyCFunction)ck_close, METH_NOARGS,
+     "close($self, /)\n--\n\nWait for saves in flight and release the folder's lock."},
     {"__enter__", (PyCFunction)ck_enter, METH_NOARGS, NULL},
     {"__exit__", (PyCFunction)ck_exit, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL},
@@ -706,21 +727,32 @@ static PyGetSetDef ck_getset[] = {
 
 static PyObject *ck_new(PyTypeObject *t, PyObject *a, PyObject *k)
 {
-    if (!CheckpointType && !(CheckpointType = PyStructSequence_NewType(&ckpt_desc))) return NULL;
     Checkpoints *self = (Checkpoints *)t->tp_alloc(t, 0);
     if (self) self->pfd = -1;
     return (PyObject *)self;
 }
 
-PyTypeObject pyb_CheckpointsType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "baton._baton.Checkpoints",
-    .tp_basicsize = sizeof(Checkpoints),
-    .tp_dealloc = (destructor)ck_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_doc = "Checkpoints(dir, keep=3, uri=None, every=None, s3_endpoint=None, mtbi=None)\n\n"
-              "A checkpoint folder (see the baton package).",
-    .tp_methods = ck_methods,
-    .tp_getset = ck_getset,
-    .tp_init = (initproc)ck_init,
-    .tp_new = ck_new,
+static PyType_Slot ck_slots[] = {
+    {Py_tp_dealloc, ck_dealloc},
+    {Py_tp_doc, (void *)("Checkpoints(dir, *, keep=3, uri=None, every=None, s3_endpoint=None, mtbi=None)\n--\n\n"
+              "A checkpoint folder, committed with baton's protocol (lock, MANIFEST last, retention). Every "
+              "argument after dir is keyword-only.\n\n"
+              "dir          the folder (made when missing), locked while open: one process at a time; under "
+              "torchrun or mpirun open it on rank 0 only.\n"
+              "keep         how many committed checkpoints retention keeps.\n"
+              "uri          a copy of each committed checkpoint there too (s3://, file://, a path), restored from "
+              "when dir holds none.\n"
+              "every        when due(step) says a save is due: None (a baton fleet worker's setting, else every 60 "
+              "s), steps (an int), seconds (a float), or \"auto\" (from the measured cost of a save and mtbi), "
+              "\"100\", \"90s\", \"5m\", \"off\".\n"
+              "s3_endpoint an S3-compatible server's URL for uri (default: $AWS_ENDPOINT_URL, else AWS).\n"
+              "mtbi         every=\"auto\"'s mean time between interruptions, in seconds (default: a baton fleet "
+              "worker's $BATON_SPOT_MTBI_S, else unknown).")},
+    {Py_tp_methods, ck_methods},
+    {Py_tp_getset, ck_getset},
+    {Py_tp_init, ck_init},
+    {Py_tp_new, ck_new},
+    {0, NULL},
 };
+PyType_Spec pyb_CheckpointsSpec = {"baton._baton.Checkpoints", sizeof(Checkpoints), 0,
+                                   Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, ck_slots};

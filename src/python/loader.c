@@ -27,6 +27,8 @@
  *  - one thread at a time: a second thread entering while one waits gets baton.UsageError. */
 #include "python_internal.h"
 
+#include <structmember.h>
+
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -91,16 +93,16 @@ static void lease_dealloc(Lease *self)
         baton_pipeline_release(g->p, self->b);
         if (--g->leases == 0 && g->retired) gen_free(g);
     }
-    Py_TYPE(self)->tp_free((PyObject *)self);
+    pyb_free((PyObject *)self);
 }
 
-PyTypeObject pyb_LeaseType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "baton._BatchLease",
-    .tp_basicsize = sizeof(Lease),
-    .tp_dealloc = (destructor)lease_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "A decode-pipeline slot held while any array of its batch is alive.",
+static PyType_Slot lease_slots[] = {
+    {Py_tp_dealloc, lease_dealloc},
+    {Py_tp_doc, "A decode-pipeline slot held while any array of its batch is alive."},
+    {0, NULL},
 };
+PyType_Spec pyb_LeaseSpec = {"baton._BatchLease", sizeof(Lease), 0,
+                             Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION, lease_slots};
 
 /* One array of a batch, exported through the buffer protocol (NumPy views it without a copy). */
 enum { V_IMAGES, V_LABELS, V_POSITIONS };
@@ -134,35 +136,33 @@ static int view_getbuffer(View *self, Py_buffer *v, int flags)
     return 0;
 }
 
-static PyBufferProcs view_buffer = {.bf_getbuffer = (getbufferproc)view_getbuffer};
-
 static void view_dealloc(View *self)
 {
     Py_XDECREF(self->lease);
-    Py_TYPE(self)->tp_free((PyObject *)self);
+    pyb_free((PyObject *)self);
 }
 
-PyTypeObject pyb_ViewType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "baton._BatchView",
-    .tp_basicsize = sizeof(View),
-    .tp_dealloc = (destructor)view_dealloc,
-    .tp_as_buffer = &view_buffer,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "One array of a batch (images, labels or positions), in the pipeline's memory.",
+static PyType_Slot view_slots[] = {
+    {Py_tp_dealloc, view_dealloc},
+    {Py_bf_getbuffer, view_getbuffer},
+    {Py_tp_doc, "One array of a batch (images, labels or positions), in the pipeline's memory."},
+    {0, NULL},
 };
+PyType_Spec pyb_ViewSpec = {"baton._BatchView", sizeof(View), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+                            view_slots};
 
-static PyObject *make_view(Lease *ls, int kind, int ndim, const Py_ssize_t *shape)
+static PyObject *make_view(pyb_state *st, Lease *ls, int kind, int ndim, const Py_ssize_t *shape)
 {
-    View *v = PyObject_New(View, &pyb_ViewType);
+    View *v = PyObject_New(View, st->View);
     if (!v) return NULL;
     v->lease = (Lease *)Py_NewRef((PyObject *)ls);
     v->kind = kind;
     v->ndim = ndim;
-    Py_ssize_t st = kind == V_IMAGES ? (ls->b->x8 ? 1 : 4) : 8;
+    Py_ssize_t stride = kind == V_IMAGES ? (ls->b->x8 ? 1 : 4) : 8;
     for (int i = ndim - 1; i >= 0; i--) {
         v->shape[i] = shape[i];
-        v->strides[i] = st;
-        st *= shape[i];
+        v->strides[i] = stride;
+        stride *= shape[i];
     }
     PyObject *a = pyb_asarray((PyObject *)v);
     Py_DECREF(v);
@@ -188,6 +188,7 @@ typedef struct {
     unsigned long busy_thread;  /* ... made by this thread */
     int closing;                /* close() waits for that call: next() gives up its wait */
     pid_t pid;                  /* the process that opened it: a forked child never touches its threads */
+    pyb_state *st;              /* its module's (its types) */
     PyObject *weakrefs;
 } Loader;
 
@@ -253,7 +254,7 @@ static void loader_dealloc(Loader *self)
     free(self->uri);
     free(self->local_dir);
     free(self->endpoint);
-    Py_TYPE(self)->tp_free((PyObject *)self);
+    pyb_free((PyObject *)self);
 }
 
 static char *dupstr(const char *s) { return s ? strdup(s) : NULL; }
@@ -299,27 +300,44 @@ static int loader_init(Loader *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"uri", "mode", "batch", "shuffle", "seed", "epochs", "rank", "world", "threads",
                              "normalize", "local_dir", "drop_last", "layout", "depth", "s3_endpoint", "block",
-                             "crop_pad", "flip", "size", "crop", "scale", "ratio", "dtype", NULL};
+                             "crop_pad", "flip", "size", "crop", "scale", "ratio", "dtype", "batch_size", NULL};
     const char *uri, *mode = NULL, *layout = "nchw", *local = NULL, *endpoint = NULL;
     PyObject *mode_o = NULL, *seed_o = NULL, *epochs_o = NULL, *norm = NULL, *local_o = NULL, *ep_o = NULL;
-    Py_ssize_t batch = 128, rank = 0, world = 1, threads = 2, depth = 4, block = 0, crop = 0, size = 0;
+    Py_ssize_t batch = PY_SSIZE_T_MIN, batch_size = PY_SSIZE_T_MIN, rank = 0, world = 1, threads = 2, depth = 4,
+               block = 0, crop = 0, size = 224;
     int shuffle = 1, drop_last = 0, flip = 0;
     const char *crop_name = NULL, *dtype = "float32";
     PyObject *crop_o = NULL;
     double scale[2] = {0.08, 1.0}, ratio[2] = {3.0 / 4.0, 4.0 / 3.0};
     if (self->l) return pyb_usage_rc("baton.Loader: already open");
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|OnpOOnnnOOpsnOnnpnO(dd)(dd)s", kwlist, &uri, &mode_o, &batch, &shuffle,
-                                     &seed_o, &epochs_o, &rank, &world, &threads, &norm, &local_o, &drop_last,
-                                     &layout, &depth, &ep_o, &block, &crop, &flip, &size, &crop_o, &scale[0],
-                                     &scale[1], &ratio[0], &ratio[1], &dtype))
+    if (!(self->st = pyb_state_of(Py_TYPE(self)))) return pyb_usage_rc("baton.Loader: not a type of baton._baton");
+    /* the arguments after uri are keyword-only */
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|$OnpOOnnnOOpsnOnnpnO(dd)(dd)sn:Loader", kwlist, &uri, &mode_o, &batch,
+                                     &shuffle, &seed_o, &epochs_o, &rank, &world, &threads, &norm, &local_o,
+                                     &drop_last, &layout, &depth, &ep_o, &block, &crop, &flip, &size, &crop_o,
+                                     &scale[0], &scale[1], &ratio[0], &ratio[1], &dtype, &batch_size))
         return -1;
+    /* batch: the global batch (every rank's samples of a step); batch_size: PyTorch's, this process's */
+    if (batch != PY_SSIZE_T_MIN && batch_size != PY_SSIZE_T_MIN)
+        return pyb_usage_rc("batch=%zd and batch_size=%zd: give one (batch is the global batch over all world ranks, "
+                            "batch_size this process's part, as in PyTorch: batch = batch_size * world)",
+                            batch, batch_size);
+    if (batch_size != PY_SSIZE_T_MIN) {
+        if (batch_size < 1 || batch_size > MAX_BATCH) return pyb_usage_rc("batch_size: must be 1..16384");
+        if (world >= 1 && batch_size > MAX_BATCH / world)
+            return pyb_usage_rc("batch_size=%zd with world=%zd: the global batch %zd is over 16384", batch_size, world,
+                                batch_size * world);
+        batch = batch_size * (world >= 1 ? world : 1);
+    } else if (batch == PY_SSIZE_T_MIN) {
+        batch = 128;
+    }
     if (pyb_opt_str(crop_o, "crop", &crop_name)) return -1;
     baton_crop crop_kind = BATON_CROP_NONE;
     if (crop_name && baton_crop_parse(crop_name, &crop_kind))
         return pyb_usage_rc("crop '%s': expected \"random-resized\", \"center\", \"pad\" or None", crop_name);
     if (strcmp(dtype, "float32") && strcmp(dtype, "uint8"))
         return pyb_usage_rc("dtype '%s': expected \"float32\" or \"uint8\"", dtype);
-    if (size < 0 || size > 4096) return pyb_usage_rc("size: must be 1..4096");
+    if (size < 1 || size > 4096) return pyb_usage_rc("size: must be 1..4096");
     if (!(scale[0] > 0 && scale[0] <= scale[1] && scale[1] <= 1))
         return pyb_usage_rc("scale (%g, %g): expected 0 < min <= max <= 1", scale[0], scale[1]);
     if (!(ratio[0] > 0 && ratio[0] <= ratio[1] && ratio[1] < 1e6))
@@ -466,7 +484,7 @@ static PyObject *make_batch(Loader *self, baton_batch *b)
         return PyErr_NoMemory();
     }
     for (uint32_t i = 0; i < b->n; i++) labels[i] = b->y[i];
-    Lease *ls = PyObject_New(Lease, &pyb_LeaseType);
+    Lease *ls = PyObject_New(Lease, self->st->Lease);
     if (!ls) {
         baton_pipeline_release(g->p, b);
         return NULL;
@@ -478,11 +496,11 @@ static PyObject *make_batch(Loader *self, baton_batch *b)
     Py_ssize_t n = b->n;
     Py_ssize_t ish[4] = {n, b->c, b->h, b->w};
     if (b->layout == BATON_LAYOUT_NHWC) ish[1] = b->h, ish[2] = b->w, ish[3] = b->c;
-    PyObject *images = make_view(ls, V_IMAGES, 4, ish);
-    PyObject *lab = images ? make_view(ls, V_LABELS, 1, &n) : NULL;
-    PyObject *pos = lab ? make_view(ls, V_POSITIONS, 1, &n) : NULL;
+    PyObject *images = make_view(self->st, ls, V_IMAGES, 4, ish);
+    PyObject *lab = images ? make_view(self->st, ls, V_LABELS, 1, &n) : NULL;
+    PyObject *pos = lab ? make_view(self->st, ls, V_POSITIONS, 1, &n) : NULL;
     Py_DECREF(ls);
-    PyObject *bt = pos ? PyStructSequence_New(pyb_BatchType) : NULL;
+    PyObject *bt = pos ? PyStructSequence_New(self->st->Batch) : NULL;
     if (!bt) {
         Py_XDECREF(images);
         Py_XDECREF(lab);
@@ -541,10 +559,11 @@ static PyObject *loader_next(Loader *self)
         return NULL;   /* the epoch's end: StopIteration */
     }
     if (rc < 0) {
-        if (rc == BATON_ERR_ARG && strstr(err.msg, "held by the caller")) {
+        if (rc == BATON_ERR_ARG && self->g && self->g->leases >= (Py_ssize_t)self->po.depth) {   /* every slot is ours */
             size_t k = strlen(err.msg);
             snprintf(err.msg + k, sizeof err.msg - k,
-                     " (drop the arrays of earlier batches, or open the Loader with a larger depth=)");
+                     " (drop the arrays of earlier batches, or open the Loader with a larger depth=; inside a "
+                     "torch DataLoader give it batch_size=None: a Loader's items are whole batches)");
         }
         return pyb_raise(&err);
     }
@@ -743,14 +762,14 @@ static PyObject *get_info(Loader *self, void *c)
 
 static PyMethodDef loader_methods[] = {
     {"state_dict", (PyCFunction)loader_state_dict, METH_NOARGS,
-     "The cursor after the last batch handed out (a dict JSON can hold): save it with a checkpoint."},
+     "state_dict($self, /)\n--\n\nThe cursor after the last batch handed out (a dict JSON can hold): save it with a checkpoint."},
     {"load_state_dict", (PyCFunction)loader_load_state_dict, METH_O,
-     "Continue exactly where a state_dict() was taken (same seed, batch, shuffle and dataset)."},
+     "load_state_dict($self, state, /)\n--\n\nContinue exactly where a state_dict() was taken (same seed, batch, shuffle and dataset)."},
     {"set_epoch", (PyCFunction)loader_set_epoch, METH_O,
-     "The next pass is epoch e: from its start, or from the cursor when it is already in epoch e (resumed)."},
+     "set_epoch($self, epoch, /)\n--\n\nThe next pass is epoch e: from its start, or from the cursor when it is already in epoch e (resumed)."},
     {"stats", (PyCFunction)loader_stats, METH_NOARGS,
-     "Bytes read and fetched (per epoch too), the open time, retries (exact between epochs)."},
-    {"close", (PyCFunction)loader_close, METH_NOARGS, "Stop the threads and free the buffers not held."},
+     "stats($self, /)\n--\n\nBytes read and fetched (per epoch too), the open time, retries (exact between epochs)."},
+    {"close", (PyCFunction)loader_close, METH_NOARGS, "close($self, /)\n--\n\nStop the threads and free the buffers not held."},
     {"__enter__", (PyCFunction)loader_enter, METH_NOARGS, NULL},
     {"__exit__", (PyCFunction)loader_exit, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL},
@@ -763,25 +782,64 @@ static PyGetSetDef loader_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-static PySequenceMethods loader_seq = {.sq_length = (lenfunc)loader_len};
-
-PyTypeObject pyb_LoaderType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "baton._baton.Loader",
-    .tp_basicsize = sizeof(Loader),
-    .tp_dealloc = (destructor)loader_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_doc = "Loader(uri, mode=None, batch=128, shuffle=True, seed=0, epochs=None, rank=0, world=1, threads=2, "
-              "normalize=True, local_dir=None, drop_last=False, layout='nchw', depth=4, s3_endpoint=None, "
-              "block=0, crop_pad=0, flip=False, size=224, crop=None, scale=(0.08, 1.0), ratio=(3/4, 4/3), dtype=\"float32\")\n\nA baton dataset as batches (see the baton package).",
-    .tp_iter = (getiterfunc)loader_iter,
-    .tp_iternext = (iternextfunc)loader_next,
-    .tp_methods = loader_methods,
-    .tp_getset = loader_getset,
-    .tp_as_sequence = &loader_seq,
-    .tp_init = (initproc)loader_init,
-    .tp_new = PyType_GenericNew,
-    .tp_weaklistoffset = offsetof(Loader, weakrefs),
+static PyMemberDef loader_members[] = {
+    {"__weaklistoffset__", T_PYSSIZET, offsetof(Loader, weakrefs), READONLY, NULL},
+    {NULL, 0, 0, 0, NULL},
 };
+
+static PyType_Slot loader_slots[] = {
+    {Py_tp_dealloc, loader_dealloc},
+    {Py_tp_doc, (void *)("Loader(uri, *, batch=None, batch_size=None, mode=None, shuffle=True, seed=0, epochs=None, rank=0, world=1, threads=2, normalize=True, local_dir=None, drop_last=False, layout='nchw', depth=4, s3_endpoint=None, block=0, crop_pad=0, flip=False, size=224, crop=None, scale=(0.08, 1.0), ratio=(0.75, 1.3333333333333333), dtype='float32')\n"
+              "--\n"
+              "\n"
+              "A baton dataset as batches, exactly those `baton train` trains on for the same seed and batch.\n"
+              "Every argument after uri is keyword-only.\n"
+              "\n"
+              "uri          the dataset `baton pack` made: a folder, file://, http(s):// or s3:// (its dataset.json).\n"
+              "batch        the global batch: the samples of one step over all `world` ranks (128 when neither\n"
+              "             batch nor batch_size is given); each rank gets its part (sample i of the batch goes to\n"
+              "             rank i mod world), so a run resumes at any world size.\n"
+              "batch_size   PyTorch's meaning: this process's samples per step; the global batch is then\n"
+              "             batch_size * world. Give batch or batch_size, not both.\n"
+              "mode         \"mount\" (read in place; a path's default), \"pipe\" (stream; http(s):// and s3://'s\n"
+              "             default), \"file\" (download whole into local_dir, then read it), \"cache\" (stream the\n"
+              "             first epoch, keeping a copy in local_dir for the next).\n"
+              "shuffle      a new order each epoch drawn from seed (False: the packed order).\n"
+              "seed         the order's and the augmentations' seed, an integer in [0, 2^64).\n"
+              "epochs       how many epochs iteration goes through (None: no end; each iter() is the next epoch).\n"
+              "rank, world  this process's place among data-parallel processes (torchrun's RANK and WORLD_SIZE).\n"
+              "threads      decode threads (1..256).\n"
+              "normalize    True: dataset.json's per-channel mean and std; False: pixels / 255; or (mean, std),\n"
+              "             one number per channel each.\n"
+              "local_dir    file and cache modes' local copy (default $XDG_CACHE_HOME/baton/data/<CRC of uri>,\n"
+              "             shared by the ranks a launcher places on one machine, which split the downloads).\n"
+              "drop_last    leave out an epoch's last batch when it is partial.\n"
+              "layout       \"nchw\" or \"nhwc\": the images' axis order.\n"
+              "depth        batches decoded ahead (2..64): the prefetch buffers, and how many batches a caller may\n"
+              "             hold at once (their arrays alive).\n"
+              "s3_endpoint  an S3-compatible server's URL for s3:// (default: $AWS_ENDPOINT_URL, else AWS).\n"
+              "block        pipe and cache modes' streamed order: records per shuffle block, the memory of the\n"
+              "             shuffle (0: about 32 MiB of records, 64..16384).\n"
+              "crop_pad     pad by this many pixels and crop a random window of the original size (0: none).\n"
+              "flip         a random horizontal flip per sample.\n"
+              "size         the side of crop=\"random-resized\" and crop=\"center\"'s output (1..4096).\n"
+              "crop         None (the images as they are: one size), \"pad\" (crop_pad 4 by default), \"random-resized\"\n"
+              "             (training: torchvision's RandomResizedCrop draws), \"center\" (evaluation: resize, center).\n"
+              "scale, ratio \"random-resized\"'s ranges of area and aspect (torchvision's defaults).\n"
+              "dtype        \"float32\" (normalised) or \"uint8\" (raw pixels, a quarter of the bytes: normalise on the\n"
+              "             GPU with info[\"mean\"] and info[\"std\"]).")},
+    {Py_tp_iter, loader_iter},
+    {Py_tp_iternext, loader_next},
+    {Py_tp_methods, loader_methods},
+    {Py_tp_getset, loader_getset},
+    {Py_tp_members, loader_members},
+    {Py_sq_length, loader_len},
+    {Py_tp_init, loader_init},
+    {Py_tp_new, PyType_GenericNew},
+    {0, NULL},
+};
+PyType_Spec pyb_LoaderSpec = {"baton._baton.Loader", sizeof(Loader), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+                              loader_slots};
 
 static PyStructSequence_Field batch_fields[] = {
     {"images", "float32 (n, C, H, W) (or (n, H, W, C)): the decoded, normalised images (uint8 pixels with dtype=\"uint8\")"},
@@ -792,13 +850,6 @@ static PyStructSequence_Field batch_fields[] = {
     {"total", "samples of the whole global batch (n is this rank's part of it)"},
     {NULL, NULL},
 };
-static PyStructSequence_Desc batch_desc = {
+PyStructSequence_Desc pyb_batch_desc = {
     "baton.Batch", "One batch: (images, labels), with epoch, index, positions and total.", batch_fields, 2,
 };
-PyTypeObject *pyb_BatchType;
-
-int pyb_loader_init_types(void)
-{
-    pyb_BatchType = PyStructSequence_NewType(&batch_desc);
-    return pyb_BatchType ? 0 : -1;
-}

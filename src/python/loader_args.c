@@ -1,6 +1,7 @@
 /* loader_args.c — what a baton.Loader's arguments imply beyond themselves: the default folder of
- * file and cache modes' local copy, this process's place among the ranks of its machine (from its
- * launcher's environment), and the prefetch buffers' size (a warning, or a refusal). */
+ * file and cache modes' local copy, this process's place among the ranks of its machine and of its
+ * job (from its launcher's environment; Checkpoints asks too), and the prefetch buffers' size (a
+ * warning, or a refusal). */
 #include "python_internal.h"
 
 #include <stdlib.h>
@@ -27,6 +28,21 @@ int pyb_launcher_local(uint32_t *rank, uint32_t *size)
     if (env_count("OMPI_COMM_WORLD_LOCAL_RANK", rank) && env_count("OMPI_COMM_WORLD_LOCAL_SIZE", size) &&
         *rank < *size)
         return 1;
+    return 0;
+}
+
+/* This process's rank and the number of ranks of its job, as its launcher tells it: torchrun's RANK
+ * and WORLD_SIZE, Open MPI's OMPI_COMM_WORLD_RANK and _SIZE, Slurm's SLURM_PROCID and SLURM_NTASKS;
+ * *who names the variable. 0 when none says (a process started by hand). */
+int pyb_launcher_rank(uint32_t *rank, uint32_t *size, const char **who)
+{
+    static const char *const vars[][2] = {
+        {"RANK", "WORLD_SIZE"}, {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}, {"SLURM_PROCID", "SLURM_NTASKS"}};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        if (env_count(vars[i][0], rank) && env_count(vars[i][1], size) && *rank < *size) {
+            *who = vars[i][0];
+            return 1;
+        }
     return 0;
 }
 

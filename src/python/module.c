@@ -1,6 +1,7 @@
 /* module.c — `baton._baton`, the C extension behind `import baton`: the exception classes, the
  * constants, the check that the library loaded is the one these sources were compiled against,
- * and the registration of the types (python_internal.h).
+ * and the registration of the types (python_internal.h): multi-phase init, so that each
+ * interpreter's import has its own module, exception classes and heap types (pyb_state).
  *
  * Errors: every library failure becomes baton.Error or one of its subclasses, chosen by the
  * status (baton_status in util.h), with the library's message unchanged (it names the file,
@@ -10,28 +11,64 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
-static PyObject *Error, *CorruptError, *FormatError, *NotFoundError, *NetworkError, *BusyError, *NoSpaceError,
-    *DeniedError, *UsageError;
+static struct PyModuleDef moddef;
+
+pyb_state *pyb_state_of(PyTypeObject *t)
+{
+    PyObject *mro = t->tp_mro;
+    for (Py_ssize_t i = 0; mro && i < PyTuple_GET_SIZE(mro); i++) {
+        PyTypeObject *b = (PyTypeObject *)PyTuple_GET_ITEM(mro, i);
+        if (!(b->tp_flags & Py_TPFLAGS_HEAPTYPE)) continue;
+        PyObject *m = ((PyHeapTypeObject *)b)->ht_module;   /* as 3.11 does by module def */
+        if (m && PyModule_GetDef(m) == &moddef) return PyModule_GetState(m);
+    }
+    return NULL;
+}
+
+pyb_state *pyb_state_now(void)
+{
+    PyObject *name = PyUnicode_FromString("baton._baton");
+    PyObject *m = name ? PyImport_GetModule(name) : NULL;
+    Py_XDECREF(name);
+    pyb_state *st = m && PyModule_Check(m) && PyModule_GetDef(m) == &moddef ? PyModule_GetState(m) : NULL;
+    Py_XDECREF(m);   /* sys.modules holds it while its objects are in use */
+    if (!st && !PyErr_Occurred()) PyErr_SetString(PyExc_ImportError, "baton._baton is not imported");
+    return st;
+}
+
+void pyb_free(PyObject *self)
+{
+    PyTypeObject *t = Py_TYPE(self);
+    t->tp_free(self);
+    Py_DECREF(t);
+}
 
 PyObject *pyb_raise(const baton_err *err)
 {
-    PyObject *cls = Error;
+    if (err->code == BATON_ERR_NOMEM) return PyErr_NoMemory();
+    pyb_state *st = pyb_state_now();
+    const char *msg = err->msg[0] ? err->msg : baton_status_name(err->code);
+    if (!st) {
+        PyErr_Clear();
+        PyErr_SetString(PyExc_RuntimeError, msg);
+        return NULL;
+    }
+    PyObject *cls = st->Error;
     switch (err->code) {
     case BATON_ERR_TRUNCATED:
-    case BATON_ERR_CORRUPT: cls = CorruptError; break;
-    case BATON_ERR_FORMAT: cls = FormatError; break;
-    case BATON_ERR_NOTFOUND: cls = NotFoundError; break;
-    case BATON_ERR_NET: cls = NetworkError; break;
-    case BATON_ERR_BUSY: cls = BusyError; break;
-    case BATON_ERR_NOSPACE: cls = NoSpaceError; break;
-    case BATON_ERR_DENIED: cls = DeniedError; break;
+    case BATON_ERR_CORRUPT: cls = st->CorruptError; break;
+    case BATON_ERR_FORMAT: cls = st->FormatError; break;
+    case BATON_ERR_NOTFOUND: cls = st->NotFoundError; break;
+    case BATON_ERR_NET: cls = st->NetworkError; break;
+    case BATON_ERR_BUSY: cls = st->BusyError; break;
+    case BATON_ERR_NOSPACE: cls = st->NoSpaceError; break;
+    case BATON_ERR_DENIED: cls = st->DeniedError; break;
     case BATON_ERR_USAGE:
-    case BATON_ERR_ARG: cls = UsageError; break;
-    case BATON_ERR_NOMEM: return PyErr_NoMemory();
+    case BATON_ERR_ARG: cls = st->UsageError; break;
     default: break;
     }
-    const char *msg = err->msg[0] ? err->msg : baton_status_name(err->code);
     PyObject *e = PyObject_CallFunction(cls, "s", msg);
     if (!e) return NULL;
     PyObject *code = PyLong_FromLong(err->code), *name = PyUnicode_FromString(baton_status_name(err->code));
@@ -74,22 +111,21 @@ int pyb_usage_rc(const char *fmt, ...)
     return -1;
 }
 
-/* numpy.asarray, looked up once (NULL: NumPy is not installed; memoryviews instead) */
-static PyObject *np_asarray;
-static int np_looked;
-
+/* numpy.asarray, looked up once per module (NULL: NumPy is not installed; memoryviews instead) */
 PyObject *pyb_asarray(PyObject *obj)
 {
-    if (!np_looked) {
-        np_looked = 1;
+    pyb_state *st = pyb_state_of(Py_TYPE(obj));
+    if (!st && !(st = pyb_state_now())) return NULL;
+    if (!st->np_looked) {
+        st->np_looked = 1;
         PyObject *np = PyImport_ImportModule("numpy");
         if (np) {
-            np_asarray = PyObject_GetAttrString(np, "asarray");
+            st->np_asarray = PyObject_GetAttrString(np, "asarray");
             Py_DECREF(np);
         }
-        if (!np_asarray) PyErr_Clear();
+        if (!st->np_asarray) PyErr_Clear();
     }
-    return np_asarray ? PyObject_CallOneArg(np_asarray, obj) : PyMemoryView_FromObject(obj);
+    return st->np_asarray ? PyObject_CallOneArg(st->np_asarray, obj) : PyMemoryView_FromObject(obj);
 }
 
 int pyb_opt_str(PyObject *o, const char *name, const char **out)
@@ -174,20 +210,14 @@ static PyObject *crop_box(PyObject *self, PyObject *args, PyObject *kw)
 
 static PyMethodDef methods[] = {
     {"crop_box", (PyCFunction)(void (*)(void))crop_box, METH_VARARGS | METH_KEYWORDS,
-     "crop_box(h, w, seed, epoch, position, crop=\"random-resized\", size=224, scale=(0.08, 1.0), ratio=(3/4, 4/3), "
-     "flip=True) -> dict: the box (x0, y0, x1, y1) a Loader with that seed cuts from an h x w image at (epoch, "
+     "crop_box(h, w, seed, epoch, position, crop='random-resized', size=224, scale=(0.08, 1.0), "
+     "ratio=(0.75, 1.3333333333333333), flip=True)\n--\n\nA dict: the box (x0, y0, x1, y1) a Loader with that seed cuts from an h x w image at (epoch, "
      "position), its flip, and the uniform draws of each try (u_area, u_ratio) with the offsets (top, left)."},
-    {"library_version", version, METH_NOARGS, "The version of the libbaton this module runs on."},
+    {"library_version", version, METH_NOARGS, "library_version()\n--\n\nThe version of the libbaton this module runs on."},
     {"crc32c", crc32c, METH_VARARGS,
-     "crc32c(data, crc=0) -> int: the CRC32C of a bytes-like object (continuing crc), as dataset.json and "
+     "crc32c(data, crc=0, /)\n--\n\nThe CRC32C of a bytes-like object (continuing crc), as dataset.json and "
      "checkpoint MANIFESTs hold them."},
     {NULL, NULL, 0, NULL},
-};
-
-static struct PyModuleDef moddef = {
-    PyModuleDef_HEAD_INIT, "baton._baton",
-    "baton's C library from Python: Loader, Checkpoints, Notice (see the baton package)", -1, methods,
-    NULL, NULL, NULL, NULL,
 };
 
 static int add_error(PyObject *m, const char *name, PyObject *base, const char *doc, PyObject **out)
@@ -198,42 +228,99 @@ static int add_error(PyObject *m, const char *name, PyObject *base, const char *
     return *out && PyModule_AddObjectRef(m, name, *out) == 0 ? 0 : -1;
 }
 
-static int add_type(PyObject *m, const char *name, PyTypeObject *t)
+/* A heap type of this module from spec; named in the module when public is set. */
+static int add_type(PyObject *m, PyType_Spec *spec, const char *public, PyTypeObject **out)
 {
-    return PyType_Ready(t) == 0 && PyModule_AddObjectRef(m, name, (PyObject *)t) == 0 ? 0 : -1;
+    *out = (PyTypeObject *)PyType_FromModuleAndSpec(m, spec, NULL);
+    return *out && (!public || PyModule_AddObjectRef(m, public, (PyObject *)*out) == 0) ? 0 : -1;
 }
 
-PyMODINIT_FUNC PyInit__baton(void)
+/* Py_mod_exec: the module's contents, made for each module object (each interpreter's import) */
+static int exec_module(PyObject *m)
 {
     baton_err err = {0};
     if (BATON_VERSION_CHECK(&err)) {
         PyErr_Format(PyExc_ImportError, "baton: %s", err.msg);
-        return NULL;
+        return -1;
     }
-    PyObject *m = PyModule_Create(&moddef);
-    if (!m) return NULL;
+    pyb_state *st = PyModule_GetState(m);
     if (add_error(m, "Error", PyExc_Exception,
                   "A failure in baton's library; the message names the file, offset, field or URI. "
                   "Attributes: code (the library's status) and status (its name).",
-                  &Error) ||
-        add_error(m, "CorruptError", Error, "Bytes that fail a checksum, or end in the middle of a record.",
-                  &CorruptError) ||
-        add_error(m, "FormatError", Error, "Well-formed bytes that are not what was expected.", &FormatError) ||
-        add_error(m, "NotFoundError", Error, "A file, object or checkpoint that is not there.", &NotFoundError) ||
-        add_error(m, "NetworkError", Error, "A server that cannot be reached or keeps failing.", &NetworkError) ||
-        add_error(m, "BusyError", Error, "Held by another process (a checkpoint folder's lock).", &BusyError) ||
-        add_error(m, "NoSpaceError", Error, "The disk is full.", &NoSpaceError) ||
-        add_error(m, "DeniedError", Error, "A missing or wrong credential.", &DeniedError) ||
-        add_error(m, "UsageError", Error, "An argument outside what the call accepts.", &UsageError) ||
+                  &st->Error) ||
+        add_error(m, "CorruptError", st->Error, "Bytes that fail a checksum, or end in the middle of a record.",
+                  &st->CorruptError) ||
+        add_error(m, "FormatError", st->Error, "Well-formed bytes that are not what was expected.",
+                  &st->FormatError) ||
+        add_error(m, "NotFoundError", st->Error, "A file, object or checkpoint that is not there.",
+                  &st->NotFoundError) ||
+        add_error(m, "NetworkError", st->Error, "A server that cannot be reached or keeps failing.",
+                  &st->NetworkError) ||
+        add_error(m, "BusyError", st->Error, "Held by another process (a checkpoint folder's lock).",
+                  &st->BusyError) ||
+        add_error(m, "NoSpaceError", st->Error, "The disk is full.", &st->NoSpaceError) ||
+        add_error(m, "DeniedError", st->Error, "A missing or wrong credential.", &st->DeniedError) ||
+        add_error(m, "UsageError", st->Error, "An argument outside what the call accepts.", &st->UsageError) ||
         PyModule_AddIntConstant(m, "EXIT_INTERRUPTED", BATON_EXIT_STOPPED) ||
         PyModule_AddStringConstant(m, "__version__", BATON_VERSION) ||
-        PyModule_AddIntConstant(m, "ABI_VERSION", BATON_ABI_VERSION) || pyb_loader_init_types() ||
-        add_type(m, "Loader", &pyb_LoaderType) || PyType_Ready(&pyb_LeaseType) || PyType_Ready(&pyb_ViewType) ||
-        PyModule_AddObjectRef(m, "Batch", (PyObject *)pyb_BatchType) ||
-        add_type(m, "Checkpoints", &pyb_CheckpointsType) || PyType_Ready(&pyb_FileType) ||
-        add_type(m, "Notice", &pyb_NoticeType)) {
-        Py_DECREF(m);
-        return NULL;
-    }
-    return m;
+        PyModule_AddIntConstant(m, "ABI_VERSION", BATON_ABI_VERSION) ||
+        !(st->Batch = PyStructSequence_NewType(&pyb_batch_desc)) ||
+        PyModule_AddObjectRef(m, "Batch", (PyObject *)st->Batch) ||
+        !(st->Checkpoint = PyStructSequence_NewType(&pyb_ckpt_desc)) ||
+        add_type(m, &pyb_LoaderSpec, "Loader", &st->Loader) || add_type(m, &pyb_LeaseSpec, NULL, &st->Lease) ||
+        add_type(m, &pyb_ViewSpec, NULL, &st->View) ||
+        add_type(m, &pyb_CheckpointsSpec, "Checkpoints", &st->Checkpoints) ||
+        add_type(m, &pyb_FileSpec, NULL, &st->File) || add_type(m, &pyb_TensorViewSpec, NULL, &st->TensorView) ||
+        add_type(m, &pyb_NoticeSpec, "Notice", &st->Notice))
+        return -1;
+    return 0;
 }
+
+/* Every reference the state holds, for the collector and for teardown */
+enum { NREFS = 19 };
+static void state_refs(pyb_state *st, PyObject **r[NREFS])
+{
+    PyObject **v[NREFS] = {
+        &st->Error, &st->CorruptError, &st->FormatError, &st->NotFoundError, &st->NetworkError, &st->BusyError,
+        &st->NoSpaceError, &st->DeniedError, &st->UsageError, (PyObject **)&st->Loader, (PyObject **)&st->Lease,
+        (PyObject **)&st->View, (PyObject **)&st->Batch, (PyObject **)&st->Checkpoints,
+        (PyObject **)&st->Checkpoint, (PyObject **)&st->File, (PyObject **)&st->TensorView,
+        (PyObject **)&st->Notice, &st->np_asarray};
+    memcpy(r, v, sizeof v);
+}
+
+static int state_traverse(PyObject *m, visitproc visit, void *arg)
+{
+    pyb_state *st = PyModule_GetState(m);
+    PyObject **r[NREFS];
+    if (!st) return 0;
+    state_refs(st, r);
+    for (int i = 0; i < NREFS; i++) Py_VISIT(*r[i]);
+    return 0;
+}
+
+static int state_clear(PyObject *m)
+{
+    pyb_state *st = PyModule_GetState(m);
+    PyObject **r[NREFS];
+    if (!st) return 0;
+    state_refs(st, r);
+    for (int i = 0; i < NREFS; i++) Py_CLEAR(*r[i]);
+    return 0;
+}
+
+static void state_free(void *m) { state_clear((PyObject *)m); }
+
+static PyModuleDef_Slot slots[] = {
+    {Py_mod_exec, (void *)exec_module},
+    {0, NULL},
+};
+
+/* Multi-phase init: each import (each interpreter's) gets a module of its own, its state above */
+static struct PyModuleDef moddef = {
+    PyModuleDef_HEAD_INIT, "baton._baton",
+    "baton's C library from Python: Loader, Checkpoints, Notice (see the baton package)", sizeof(pyb_state), methods,
+    slots, state_traverse, state_clear, state_free,
+};
+
+PyMODINIT_FUNC PyInit__baton(void) { return PyModuleDef_Init(&moddef); }

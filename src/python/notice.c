@@ -37,7 +37,7 @@ static void nt_close_all(Notice *self)
 static void nt_dealloc(Notice *self)
 {
     nt_close_all(self);
-    Py_TYPE(self)->tp_free((PyObject *)self);
+    pyb_free((PyObject *)self);
 }
 
 static int nt_init(Notice *self, PyObject *args, PyObject *kw)
@@ -48,7 +48,7 @@ static int nt_init(Notice *self, PyObject *args, PyObject *kw)
     double poll = -1, timeout = -1;
     int signals = 1;
     if (self->w) return pyb_usage_rc("baton.Notice: already started");
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|Odpd", kwlist, &ep_o, &poll, &signals, &timeout)) return -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|$Odpd:Notice", kwlist, &ep_o, &poll, &signals, &timeout)) return -1;
     if (pyb_opt_str(ep_o, "endpoint", &endpoint)) return -1;
     baton_notice_opts o;
     baton_notice_opts_default(&o);
@@ -128,7 +128,7 @@ static PyObject *nt_wait(Notice *self, PyObject *args, PyObject *kw)
     PyObject *to = Py_None;
     int rebalance = 0;
     if (nt_check(self)) return NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|Op", kwlist, &to, &rebalance)) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|O$p:wait", kwlist, &to, &rebalance)) return NULL;
     double limit = -1;
     if (to != Py_None && ((limit = PyFloat_AsDouble(to)) == -1 && PyErr_Occurred())) return NULL;
     if (self->ev.kind != BATON_NOTICE_NONE) return event_dict(&self->ev);
@@ -167,9 +167,11 @@ static PyObject *nt_exit(Notice *self, PyObject *args) { return nt_close(self, N
 
 static PyMethodDef nt_methods[] = {
     {"wait", (PyCFunction)(void (*)(void))nt_wait, METH_VARARGS | METH_KEYWORDS,
-     "wait(timeout=None, rebalance=False) -> event dict or None: block until a notice (or a rebalance "
-     "recommendation, when asked) or the timeout."},
-    {"close", (PyCFunction)nt_close, METH_NOARGS, "Stop watching; the signal handlers come back."},
+     "wait($self, timeout=None, *, rebalance=False)\n--\n\n"
+     "Block until a notice (or, with rebalance=True, a rebalance recommendation) or timeout seconds (None: no "
+     "limit); the event dict (kind, source, deadline, seen_at, seconds_left) or None. Ctrl-C gets through."},
+    {"close", (PyCFunction)nt_close, METH_NOARGS,
+     "close($self, /)\n--\n\nStop watching; the process's previous signal handlers and mask come back."},
     {"__enter__", (PyCFunction)nt_enter, METH_NOARGS, NULL},
     {"__exit__", (PyCFunction)nt_exit, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL},
@@ -184,18 +186,22 @@ static PyGetSetDef nt_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-static PyNumberMethods nt_number = {.nb_bool = (inquiry)nt_bool};
-
-PyTypeObject pyb_NoticeType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "baton._baton.Notice",
-    .tp_basicsize = sizeof(Notice),
-    .tp_dealloc = (destructor)nt_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_doc = "Notice(endpoint=None, poll=None, signals=True, timeout=None)\n\n"
-              "True once an interruption notice came (see the baton package).",
-    .tp_as_number = &nt_number,
-    .tp_methods = nt_methods,
-    .tp_getset = nt_getset,
-    .tp_init = (initproc)nt_init,
-    .tp_new = PyType_GenericNew,
+static PyType_Slot nt_slots[] = {
+    {Py_tp_dealloc, nt_dealloc},
+    {Py_tp_doc, (void *)("Notice(*, endpoint=None, poll=None, signals=True, timeout=None)\n--\n\n"
+              "True once an interruption notice came: a cloud's spot notice, SIGTERM or Ctrl-C. Every argument is "
+              "keyword-only.\n\n"
+              "endpoint  the EC2 metadata service to poll (default: $AWS_EC2_METADATA_SERVICE_ENDPOINT, else "
+              "EC2's; GCE's from $GCE_METADATA_HOST).\n"
+              "poll      seconds between polls, 0.01..3600 (default: $BATON_NOTICE_POLL_S, else 5).\n"
+              "signals   catch SIGTERM and SIGINT (Ctrl-C) as notices while open (False: leave them alone).\n"
+              "timeout   seconds per metadata request, (0, 60] (default: $BATON_NOTICE_TIMEOUT_S, else 1).")},
+    {Py_nb_bool, nt_bool},
+    {Py_tp_methods, nt_methods},
+    {Py_tp_getset, nt_getset},
+    {Py_tp_init, nt_init},
+    {Py_tp_new, PyType_GenericNew},
+    {0, NULL},
 };
+PyType_Spec pyb_NoticeSpec = {"baton._baton.Notice", sizeof(Notice), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+                              nt_slots};

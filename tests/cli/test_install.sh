@@ -3,6 +3,7 @@
 # test_install.sh — `make install` into a scratch prefix, then the installed copy used as a user
 # would: the files and the symlink, the soname and the exported names (baton_* only), baton.pc,
 # examples/c/stream.c compiled and linked against the installed headers and library alone (shared,
+# with no flag beyond `pkg-config --cflags --libs baton`, which carries the rpath,
 # and static through baton.pc's private requirements), its digests per input mode, its errors, the
 # run-time version check, and the installed command.
 # $BATON_BUILD is the build under test (build or build-san, or any folder made with BUILD=DIR).
@@ -64,15 +65,22 @@ export PKG_CONFIG_PATH=$P/lib/pkgconfig
 check '[ "$(pkg-config --modversion baton)" = "$VER" ]' "pkg-config --modversion: '$(pkg-config --modversion baton 2>&1)' (util.h: $VER)"
 PC=$(pkg-config --cflags --libs baton)
 check '[[ " $PC " == *" -I$P/include "* && " $PC " == *" -L$P/lib "* && " $PC " == *" -lbaton "* ]]' "pkg-config --cflags --libs baton: $PC"
+# the rpath of libdir, so that what pkg-config builds runs without LD_LIBRARY_PATH (stream.c below,
+# built exactly as its comment says); none when libdir is the dynamic linker's own (/usr/lib)
+check '[[ " $PC " == *" -Wl,-rpath,$P/lib "* ]]' "baton.pc's Libs carry no rpath of $P/lib: $PC"
+mk install DESTDIR="$T/stage2" PREFIX=/usr >"$T/out" 2>&1 || bad "make install PREFIX=/usr: $(tail -5 "$T/out")"
+check 'grep -qx "Libs: -L\${libdir} -lbaton" "$T/stage2/usr/lib/pkgconfig/baton.pc" && grep -q "^Libs: .*-rpath,\${libdir}" "$T/stage/opt/baton/lib64/pkgconfig/baton.pc"' \
+    "rpath in baton.pc: $(grep -h ^Libs: "$T/stage2/usr/lib/pkgconfig/baton.pc" "$T/stage/opt/baton/lib64/pkgconfig/baton.pc" | paste -sd '|')"
 
 # --- examples/c/stream.c against the installed copy only (no -Iinclude; $T is outside the tree) ---
 S=$T/stream
 # shellcheck disable=SC2086
-cc -std=c11 -Wall -Wextra -Werror $SANFLAGS "$ROOT/examples/c/stream.c" $PC -Wl,-rpath,"$P/lib" -MD -MF "$T/stream.d" \
+cc -std=c11 -Wall -Wextra -Werror $SANFLAGS "$ROOT/examples/c/stream.c" $PC -MD -MF "$T/stream.d" \
     -o "$S" 2>"$T/e" || bad "stream.c does not build against the installed copy: $(head -5 "$T/e")"
 check 'grep -q "$P/include/baton/img.h" "$T/stream.d" && ! grep -q "$ROOT/include" "$T/stream.d"' \
     "stream.c's headers do not come from the prefix alone: $(grep -o '[^ ]*baton/[a-z_]*\.h' "$T/stream.d" | head -3 | paste -sd ' ')"
 check 'ldd "$S" | grep -q "$SONAME => $P/lib/$SONAME "' "ldd: $(ldd "$S" 2>&1 | grep baton)"
+check 'env -u LD_LIBRARY_PATH "$S" >/dev/null 2>&1; [ $? -eq 2 ]' "stream (built with pkg-config alone) does not start: $(env -u LD_LIBRARY_PATH "$S" 2>&1 | head -2)"
 
 $BATON pack --from fashion-mnist --split test --out "$T/fm" --shard-mb 1 --quiet >/dev/null 2>"$T/e" || bad "pack: $(cat "$T/e")"
 # the dataset's label total, from inspect's histogram (sum of k * count[k])
@@ -168,7 +176,7 @@ int main(void)
 }
 EOF
 # shellcheck disable=SC2086
-cc -std=c11 -Wall -Wextra -Werror $SANFLAGS "$T/ver.c" $PC -Wl,-rpath,"$P/lib" -o "$T/ver" 2>"$T/e" || bad "ver.c: $(head -3 "$T/e")"
+cc -std=c11 -Wall -Wextra -Werror $SANFLAGS "$T/ver.c" $PC -o "$T/ver" 2>"$T/e" || bad "ver.c: $(head -3 "$T/e")"
 "$T/ver" >"$T/ver.out" 2>&1
 l1=$(sed -n 1p "$T/ver.out") l2=$(sed -n 2p "$T/ver.out") l3=$(sed -n 3p "$T/ver.out")
 check '[ "${l1%%|*}" -lt 0 ] && [[ "$l1" == *"ABI $ABI"* ]] && [[ "$l1" == *"ABI $((ABI + 1))"* ]]' "ABI mismatch: $l1"

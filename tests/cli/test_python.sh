@@ -6,7 +6,8 @@
 # runtimes preloaded, so the extension and the library run instrumented inside the interpreter —
 # then, in the plain build, the module as a user installs it: `make install PREFIX=…` and
 # `pip install --no-build-isolation --no-index ./python` (offline, Debian's setuptools), imported
-# from outside the tree.
+# from outside the tree; installed again against a second prefix (rebuilt, not python/build/'s
+# first build), and imported without its library (the error names the folder).
 cd "$(dirname "$0")/../.." || exit 1
 . tests/cli/lib.sh
 B=${BATON_BUILD:-build}
@@ -74,7 +75,25 @@ if [ $san = 0 ]; then
     PKG_CONFIG_PATH=$P/lib/pkgconfig $PY -m pip install --no-build-isolation --no-index --target "$T/site" ./python \
         >"$T/pip.out" 2>&1
     check '[ $? -eq 0 ]' "pip install --no-build-isolation ./python: $(tail -5 "$T/pip.out")"
+    # again against another installed library, python/build/ left from the first: rebuilt against
+    # the one pkg-config finds now, and said (pip -v); with that library gone, the import names
+    # the folder it looked in
+    P2=$T/prefix2
+    make -s install PREFIX="$P2" BUILD="$B" >"$T/install2.out" 2>&1
+    PKG_CONFIG_PATH=$P2/lib/pkgconfig $PY -m pip install -v --no-build-isolation --no-index --target "$T/site2" ./python \
+        >"$T/pip2.out" 2>&1
+    check '[ $? -eq 0 ]' "pip install against a second prefix: $(tail -5 "$T/pip2.out")"
     rm -rf python/build python/baton.egg-info
+    so2=$(ls "$T"/site2/baton/_baton*.so 2>/dev/null | head -1)
+    check '[ -n "$so2" ] && ldd "$so2" | grep -q "libbaton[^ ]* => $P2/lib/"' \
+        "a second pip install reuses python/build/ linked to the first library: $(ldd "$so2" 2>&1 | grep baton)"
+    check 'grep -q "baton: building against libbaton [^ ]* in $P2/lib (from pkg-config baton); rebuilt: the earlier build was against .* $P/lib" "$T/pip2.out"' \
+        "pip -v says which library it builds against: $(grep 'baton: building' "$T/pip2.out")"
+    mv "$P2/lib" "$P2/lib.away"
+    err=$(cd / && PYTHONPATH="$T/site2" $PY -c 'import baton' 2>&1 | tail -1)
+    check '[[ "$err" == "ImportError: baton: "*"cannot open shared object file"*"looks for libbaton in $P2/lib "* ]]' \
+        "an import without its library names where it looked: $err"
+    check '[ -f "$T/site/baton/_baton.pyi" ] && [ -f "$T/site/baton/py.typed" ]' "pip installs no .pyi stub: $(ls "$T/site/baton")"
     so=$(ls "$T"/site/baton/_baton*.so 2>/dev/null | head -1)
     soname=libbaton.so.$(sed -n 's/^#define BATON_ABI_VERSION \([0-9]*\).*/\1/p' include/baton/util.h)
     check '[ -n "$so" ] && ldd "$so" | grep -q "$soname => $P/lib/$soname"' \
