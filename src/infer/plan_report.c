@@ -6,6 +6,8 @@
  * Contract: reads a finished plan (plan_infer.c); writes to the FILE or path given. */
 #include "infer_internal.h"
 
+#include <cJSON.h>
+
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -174,27 +176,46 @@ void baton_plan_infer_table(FILE *f, const baton_plan_infer *p, const baton_plan
 }
 
 /* ------------------------------------------------------------------ JSON */
-char *baton_plan_row_json(const baton_plan_row *r)
+/* Every value through cJSON and baton_json_print: strings escaped, numbers exact. */
+static cJSON *row_object(const baton_plan_row *r)
 {
-    char buf[1024];
-    snprintf(buf, sizeof buf,
-             "{\"configuration\":\"%s\",\"source\":\"%s\",\"context\":\"%s\",\"basis\":\"%s\",\"p90_ms\":%.6g,"
-             "\"p90_from_mean\":%s,\"mean_ms\":%.6g,\"per_s\":%.2f,\"efficiency\":%.5g,\"floor_ms\":%.6g,"
-             "\"at_floor\":%s,\"call_ms\":%.6g,\"price_per_h\":%.4f,\"cost_seq_100k\":%.7g,\"cost_thr_100k\":%.7g,\"meets_slo\":%s,"
-             "\"retired\":%s}",
-             r->config, src_name[r->source], r->context, r->basis, r->p90_ms, r->p90_from_mean ? "true" : "false",
-             r->mean_ms, r->per_s, r->efficiency, r->floor_ms, r->at_floor ? "true" : "false", r->call_ms, r->price_per_h,
-             r->cost_seq, r->cost_thr, r->meets ? "true" : "false", r->retired ? "true" : "false");
-    return strdup(buf);
+    cJSON *j = cJSON_CreateObject();
+    if (!j) return NULL;
+    cJSON_AddStringToObject(j, "configuration", r->config);
+    cJSON_AddStringToObject(j, "source", src_name[r->source]);
+    cJSON_AddStringToObject(j, "context", r->context);
+    cJSON_AddStringToObject(j, "basis", r->basis);
+    cJSON_AddNumberToObject(j, "p90_ms", r->p90_ms);
+    cJSON_AddBoolToObject(j, "p90_from_mean", r->p90_from_mean);
+    cJSON_AddNumberToObject(j, "mean_ms", r->mean_ms);
+    cJSON_AddNumberToObject(j, "per_s", r->per_s);
+    cJSON_AddNumberToObject(j, "efficiency", r->efficiency);
+    cJSON_AddNumberToObject(j, "floor_ms", r->floor_ms);
+    cJSON_AddBoolToObject(j, "at_floor", r->at_floor);
+    cJSON_AddNumberToObject(j, "call_ms", r->call_ms);
+    cJSON_AddNumberToObject(j, "price_per_h", r->price_per_h);
+    cJSON_AddNumberToObject(j, "cost_seq_100k", r->cost_seq);
+    cJSON_AddNumberToObject(j, "cost_thr_100k", r->cost_thr);
+    cJSON_AddBoolToObject(j, "meets_slo", r->meets);
+    cJSON_AddBoolToObject(j, "retired", r->retired);
+    return j;
 }
 
-/* s as a JSON string body (quotes and backslashes escaped; catalog notes are plain text). */
-static void json_text(FILE *f, const char *s)
+/* j printed on one line (then deleted), followed by tail and a newline; "null" when out of memory */
+static void json_line(FILE *f, const char *head, cJSON *j, const char *tail)
 {
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\') fputc('\\', f);
-        if ((unsigned char)*s >= 0x20) fputc(*s, f);
-    }
+    char *s = j ? baton_json_print(j, 0) : NULL;
+    fprintf(f, "%s%s%s\n", head, s ? s : "null", tail);
+    free(s);
+    cJSON_Delete(j);
+}
+
+char *baton_plan_row_json(const baton_plan_row *r)
+{
+    cJSON *j = row_object(r);
+    char *s = j ? baton_json_print(j, 0) : NULL;
+    cJSON_Delete(j);
+    return s;
 }
 
 const char *infer_pick_basis(const baton_plan_row *r, char *b, size_t n)
@@ -218,23 +239,32 @@ void baton_plan_infer_json(FILE *f, const baton_plan_infer *p, const baton_plan_
     fprintf(f, "{\"rows\":[\n");
     size_t left = m + p->nskipped;
     for (size_t k = 0; k < m; k++) {
-        char *js = baton_plan_row_json(&p->rows[idx[k]]);
-        fprintf(f, "%s%s\n", js ? js : "null", --left ? "," : "");
-        free(js);
+        --left;
+        json_line(f, "", row_object(&p->rows[idx[k]]), left ? "," : "");
     }
     for (size_t i = 0; i < p->nskipped; i++) {
-        fprintf(f, "{\"configuration\":\"%s\",\"source\":\"not projected\",\"reason\":\"", p->skipped[i].config);
-        json_text(f, p->skipped[i].reason);
-        fprintf(f, "\"}%s\n", --left ? "," : "");
+        cJSON *j = cJSON_CreateObject();
+        if (j) {
+            cJSON_AddStringToObject(j, "configuration", p->skipped[i].config);
+            cJSON_AddStringToObject(j, "source", "not projected");
+            cJSON_AddStringToObject(j, "reason", p->skipped[i].reason);
+        }
+        --left;
+        json_line(f, "", j, left ? "," : "");
     }
     if (p->pick >= 0) {
         char why[200];
-        fprintf(f, "],\n\"pick\":{\"configuration\":\"%s\",\"context\":\"%s\",\"source\":\"%s\",\"cost_thr_100k\":%.7g,"
-                   "\"p90_ms\":%.6g,\"rests_on\":\"",
-                p->rows[p->pick].config, p->rows[p->pick].context, src_name[p->rows[p->pick].source],
-                p->rows[p->pick].cost_thr, p->rows[p->pick].p90_ms);
-        json_text(f, infer_pick_basis(&p->rows[p->pick], why, sizeof why));
-        fprintf(f, "\"}}\n");
+        const baton_plan_row *r = &p->rows[p->pick];
+        cJSON *j = cJSON_CreateObject();
+        if (j) {
+            cJSON_AddStringToObject(j, "configuration", r->config);
+            cJSON_AddStringToObject(j, "context", r->context);
+            cJSON_AddStringToObject(j, "source", src_name[r->source]);
+            cJSON_AddNumberToObject(j, "cost_thr_100k", r->cost_thr);
+            cJSON_AddNumberToObject(j, "p90_ms", r->p90_ms);
+            cJSON_AddStringToObject(j, "rests_on", infer_pick_basis(r, why, sizeof why));
+        }
+        json_line(f, "],\n\"pick\":", j, "}");
     } else
         fprintf(f, "],\n\"pick\":null}\n");
     free(idx);
