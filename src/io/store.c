@@ -48,6 +48,11 @@ static void wipe_free(char *p)
     free(p);
 }
 
+void baton_store_set_deadline(baton_store *s, double t)
+{
+    atomic_store(&s->deadline_ms, t > 0 ? (long long)(t * 1000.0) : 0);
+}
+
 void baton_store_close(baton_store *s)
 {
     if (!s) return;

@@ -84,6 +84,8 @@ check 'grep -q "notice: terminate (imds-v2)" "$T/n1.err"' "interrupt-after: noti
 check 'grep -Eq "^stopped on a terminate notice \(imds-v2\), [0-9]+ s before the deadline" "$T/n1.out"' \
     "interrupt-after: summary line: $(cat "$T/n1.out")"
 check '[ "$(echo "$t1 - $t0 < 30" | bc)" = 1 ]' "interrupt-after: exit well within the 60 s notice ($t0 .. $t1)"
+check 'grep -Eq "^interruption: terminate notice at [0-9T:-]+Z, deadline \+[56][0-9]\.[0-9] s, step [0-9]+ committed at \+[0-9.]+ s, no remote, exit at \+[0-9.]+ s, margin [0-9.]+ s$" "$T/n1.out"' \
+    "interrupt-after: the interruption's times: $(cat "$T/n1.out")"
 stop_imds
 resumed_ok "interrupt-after" "$T/n1"
 
