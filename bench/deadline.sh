@@ -1,21 +1,24 @@
 #!/usr/bin/env bash
 # deadline.sh — every notice ends in a commit inside its deadline: a job on the local spot fleet
-# interrupted N times (default 100), each instance once it has trained GAP steps, every time with
+# interrupted N times (default 100), at every GAP-th step of the task (the market's at_step: a
+# resumed instance trains at least one step first), every time with
 # the market's two-minute notice (time x60: two wall seconds). Reads the fleet's "deadline" events
 # (baton fleet status --json: deadlines) and prints how many commits landed inside their deadlines,
 # the steps lost, and the percentiles of notice → commit, notice → exit and the margin left; then
 # one JSON line. Not part of `make test` (minutes of wall time).
-#   bench/deadline.sh [N]     (BATON=path/to/baton; MODEL=mlp BATCH=64 GAP=20 SCALE=60 NOTICE=2m)
+#   bench/deadline.sh [N]     (BATON=path/to/baton; MODEL=mlp BATCH=64 GAP=100 SCALE=60 NOTICE=2m)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BATON=$(realpath "${BATON:-build/baton}")
-N=${1:-100} MODEL=${MODEL:-mlp} BATCH=${BATCH:-64} GAP=${GAP:-20} SCALE=${SCALE:-60} NOTICE=${NOTICE:-2m}
+N=${1:-100} MODEL=${MODEL:-mlp} BATCH=${BATCH:-64} GAP=${GAP:-100} SCALE=${SCALE:-60} NOTICE=${NOTICE:-2m}
 W=$(mktemp -d /tmp/baton-bench-deadline-XXXXXX)
 trap '[ -n "${KEEP:-}" ] || rm -rf "$W"' EXIT
 export BATON_NO_PROGRESS=1 BATON_LOG=warn
 
 $BATON pack --from fashion-mnist --split test --out "$W/data" --quiet >/dev/null
-# enough steps for N interruptions GAP steps apart and a last stretch (the test split: 157 steps an epoch)
+# enough steps for N interruptions GAP steps apart and a last stretch (the test split: 157 steps an
+# epoch); an instance goes on training until it sees its notice, so GAP must exceed what it trains
+# meanwhile (mlp here: tens of steps), or later interruptions land on one instance's steps and fewer happen
 steps=$(( (N + 2) * GAP ))
 epochs=$(( steps / 157 + 1 ))
 {
@@ -30,7 +33,7 @@ epochs=$(( steps / 157 + 1 ))
     echo "  capacity_cooldown: 1s"   # one pool: its replacement is not held back by the reclaim
     echo "  random: false"
     echo "  interruptions:"
-    for _ in $(seq "$N"); do echo "    - {after_steps: $GAP}"; done
+    for k in $(seq "$N"); do echo "    - {at_step: $((k * GAP))}"; done
 } >"$W/job.yaml"
 t0=$(date +%s.%N)
 $BATON fleet run "$W/job.yaml" --state "$W/state" --quiet >/dev/null
