@@ -206,17 +206,24 @@ def main(argv=None):
                 break
         if stop or (limit and step >= limit):
             break
+    interruption = None
     if ckpt:
         if saved != step:
             baton.torch.save(ckpt, step, model, opt, {"loader": loader.state_dict()})
-        ckpt.wait()   # committed (and uploaded) before the exit status says so
+        if stop and notice:   # planned by the notice's deadline: committed and verified here, uploaded if it fits
+            interruption = ckpt.wait(deadline=notice.event)
+        else:
+            ckpt.wait()   # committed (and uploaded) before the exit status says so
     el = time.time() - t0
     if rank == 0:
         res = {"step": step, "epoch": loader.epoch, "status": "stopped" if stop else "done",
                "loss": loss_sum.item() / max(step - first, 1), "accuracy": correct.item() / max(seen, 1),
                "samples_per_s": seen * world / el if el > 0 else 0}
         print(json.dumps(dict(res, stopped=stop, notice=notice.event, resumed_from=first,
-                              checkpoint=ckpt.last_committed if ckpt else None)), flush=True)
+                              checkpoint=ckpt.last_committed if ckpt else None, interruption=interruption)),
+              flush=True)
+        if interruption:
+            res["interruption"] = interruption
         baton.result(**res)   # under a baton fleet: the report shows it beside the task's cost
     return baton.EXIT_INTERRUPTED if stop else 0
 

@@ -168,6 +168,52 @@ int baton_ckpt_store_restore(baton_ckpt_store *s, char *path, size_t cap, uint64
 int baton_ckpt_store_latest(baton_ckpt_store *s, char *path, size_t cap, uint64_t *step, baton_err *err);
 
 /* ---------------------------------------------------------------------------------------------
+ * Commits planned by a deadline (src/ckpt/snapshot.c)
+ *
+ * On an interruption notice a trainer has until the notice's deadline. baton_ckpt_persist_by
+ * commits locally first (the store's fresh snapshot, or the newest committed one when there is
+ * none), verifies the folder (baton_ckpt_verify), and only then decides the upload from the
+ * measured cost of this run's past uploads: with no deadline, or when the longest of the last
+ * uploads fits before deadline - margin (or none was measured yet), it uploads on the calling
+ * thread, every request cut at deadline - margin; otherwise, or when that upload is cut or fails,
+ * the upload is left to the next machine, which finds the local commit on the volume the fleet
+ * carries over (baton_ckpt_store_upload_left). An upload is said done only when its MANIFEST
+ * object is written. What the uploader held (an older checkpoint queued or under way) is dropped
+ * first: the interruption's checkpoint supersedes it.
+ * --------------------------------------------------------------------------------------------- */
+enum { BATON_CKPT_UPLOAD_NONE = 0,   /* no remote attached */
+       BATON_CKPT_UPLOAD_DONE = 1,   /* uploaded, MANIFEST object last */
+       BATON_CKPT_UPLOAD_LEFT = 2 }; /* left to the next machine */
+
+typedef struct baton_ckpt_by {
+    uint64_t step;              /* the committed checkpoint's */
+    double commit_at;           /* wall time (unix seconds) the local commit was verified */
+    double commit_s;            /* seconds from the call to then (a persist in flight included) */
+    int upload;                 /* BATON_CKPT_UPLOAD_* */
+    double upload_at, upload_s; /* DONE: when it finished and how long it took; LEFT after a try:
+                                   how long the try ran (0 when not tried) */
+    double upload_est_s;        /* the measured cost it was planned with (-1: none measured) */
+    char why[256];              /* LEFT: why */
+} baton_ckpt_by;
+
+/* deadline: wall time (unix seconds; 0: none); margin_s: kept free before it. BATON_OK with *out
+ * filled once the local commit is verified (an upload left is not an error); an error when the
+ * local commit or its verification failed (then nothing is claimed). */
+int baton_ckpt_persist_by(baton_ckpt_store *s, double deadline, double margin_s, baton_ckpt_by *out, baton_err *err);
+/* The measured costs of this store's commits: the longest of the last (up to) 8 local commits
+ * (write, fsync, rename) and of the last 8 uploads, in seconds (-1: none yet), and their counts. */
+typedef struct baton_ckpt_costs {
+    uint64_t commits, uploads;
+    double commit_s, upload_s;
+} baton_ckpt_costs;
+void baton_ckpt_store_costs(baton_ckpt_store *s, baton_ckpt_costs *c);
+/* The next machine's half: when a remote is attached and does not hold a complete checkpoint of
+ * step (the one resumed from folder), queue its upload (background) and return 1 (logged: "left
+ * by the previous machine"); 0 when there is nothing to do; a remote that cannot be listed is a
+ * warning and 0. */
+int baton_ckpt_store_upload_left(baton_ckpt_store *s, const char *folder, uint64_t step);
+
+/* ---------------------------------------------------------------------------------------------
  * safetensors (src/ckpt/safetensors.c)
  * --------------------------------------------------------------------------------------------- */
 #define BATON_ST_MAX_DIMS 8

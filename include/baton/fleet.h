@@ -376,6 +376,19 @@ void baton_fleet_report_free(baton_fleet_report *r);
 void baton_fleet_report_print(FILE *f, const baton_fleet_report *r, int events);
 char *baton_fleet_report_json(const baton_fleet_report *r, int events);   /* malloc'd */
 int baton_fleet_report_svg(const baton_fleet_report *r, const char *path, baton_err *err);
+/* Each interruption against its deadline (src/fleet/fleet_deadline.c): the supervisor logs a
+ * "deadline" event when a worker exits 75 after a run that left its interruption's times in the
+ * task's result file (baton train, race train, baton.result of a Python trainer); from those
+ * events, seconds after each notice (p50: the lower middle value). Returns n, or -1 when out of
+ * memory. */
+typedef struct baton_fleet_deadline_stats {
+    size_t n;                   /* interruptions with a recorded commit */
+    size_t with_deadline, inside;   /* of them: a known deadline, and exited before it */
+    size_t uploaded, left;      /* the upload done before the exit, or left to the next machine */
+    double commit_p50, commit_max, exit_p50, exit_max;
+    double margin_p50, margin_min;  /* deadline - exit, over those with a deadline */
+} baton_fleet_deadline_stats;
+int baton_fleet_deadlines(const baton_fleet_report *r, baton_fleet_deadline_stats *st);
 /* "1h02m03s" style simulated durations. */
 void baton_fleet_fmt_duration(double s, char *out, size_t cap);
 

@@ -89,6 +89,11 @@ int baton_store_list(baton_store *s, const char *prefix, size_t max, baton_store
 void baton_store_list_free(baton_store_obj *v, size_t n);
 /* Delete an object (S3 DELETE / unlink); one that does not exist is success. */
 int baton_store_delete(baton_store *s, const char *name, baton_err *err);
+/* Remote stores: every request (get, put, list, delete; not the fetch thread's streams) ends by
+ * wall time t (unix seconds; 0: no limit again). A request under way at t is cut, none starts
+ * after it (BATON_ERR_NET, "cut at the deadline" / "stopped at the deadline"). Any thread may
+ * call it, while other threads use the store. Local stores ignore it. */
+void baton_store_set_deadline(baton_store *s, double t);
 
 /* ---------------------------------------------------------------- fetch: ordered range streaming */
 typedef struct baton_fetch_opts {

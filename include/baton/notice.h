@@ -18,12 +18,13 @@
  * The emulator (src/notice/imds.c) serves EC2's metadata paths on loopback with libmicrohttpd:
  * static items, spot/instance-action (404 until an interruption is scheduled, then
  * {"action","time"}), spot/termination-time, events/recommendations/rebalance, the IMDSv2 token
- * PUT, GCE's instance/preempted, and control requests (PUT /baton/interrupt, /baton/rebalance,
+ * PUT, GCE's instance/preempted, Azure's Scheduled Events (metadata/scheduledevents, with
+ * Metadata: true: a Preempt event whose NotBefore is the notice's time), and control requests (PUT /baton/interrupt, /baton/rebalance,
  * /baton/clear) that schedule events on demand.
  *
  * The watcher (src/notice/notice.c) is one thread that polls the metadata service(s) every poll_s
  * seconds with short timeouts (IMDSv2 token flow with a v1 fallback; GCE with Metadata-Flavor:
- * Google) and turns SIGTERM into a notice. It latches the first terminal notice it sees (kind,
+ * Google; Azure with Metadata: true) and turns SIGTERM into a notice. It latches the first terminal notice it sees (kind,
  * deadline, source) and never changes it afterwards; readers see it through atomics, so
  * baton_notice_poll costs a few atomic loads and never blocks. An unreachable, slow or
  * garbage-answering service is never a notice.
@@ -81,7 +82,7 @@ typedef struct baton_notice_event {
     baton_notice_kind kind;
     double deadline;             /* unix seconds; 0 unknown */
     double seen_at;              /* unix seconds */
-    char source[32];             /* "imds-v2", "imds-v1", "sigterm", "sigint", "gce" */
+    char source[32];             /* "imds-v2", "imds-v1", "sigterm", "sigint", "gce", "azure" */
 } baton_notice_event;
 
 typedef struct baton_notice_watcher baton_notice_watcher;
@@ -99,7 +100,11 @@ typedef struct baton_notice_opts {
     const char *gce_endpoint;    /* GCE metadata base URL; NULL: http://169.254.169.254, and only
                                     when DMI says this is a GCE instance */
     double sigterm_grace_s;      /* deadline of a SIGTERM notice = arrival + this (default 30;
-                                    BATON_SIGTERM_GRACE_S); 0: unknown */
+                                    BATON_TERM_GRACE_S, or the older BATON_SIGTERM_GRACE_S; under
+                                    Slurm, SLURM's --signal lead when the job script exports it as
+                                    BATON_TERM_GRACE_S); 0: unknown */
+    const char *azure_endpoint;  /* Azure metadata base URL; NULL: http://169.254.169.254, and only
+                                    when DMI says this is an Azure machine */
     int guest;                   /* with handle_sigterm, for a program that goes on after the watcher
                                     (an interpreter): no thread's signal mask changes (the handler,
                                     which only records the signal, runs on whichever thread the
@@ -108,8 +113,8 @@ typedef struct baton_notice_opts {
 } baton_notice_opts;
 
 /* Defaults from the environment: AWS_EC2_METADATA_SERVICE_ENDPOINT, AWS_EC2_METADATA_DISABLED,
- * BATON_GCE_METADATA_ENDPOINT (or GCE_METADATA_HOST), BATON_DMI_DIR, BATON_NOTICE_POLL_S,
- * BATON_NOTICE_TIMEOUT_S, BATON_SIGTERM_GRACE_S. The strings point into the environment. */
+ * BATON_GCE_METADATA_ENDPOINT (or GCE_METADATA_HOST), BATON_AZURE_METADATA_ENDPOINT, BATON_DMI_DIR,
+ * BATON_NOTICE_POLL_S, BATON_NOTICE_TIMEOUT_S, BATON_TERM_GRACE_S (or BATON_SIGTERM_GRACE_S). The strings point into the environment. */
 void baton_notice_opts_default(baton_notice_opts *o);
 /* With handle_sigterm and not guest, SIGTERM and SIGINT are blocked in the calling thread (and so in every thread it starts
  * afterwards) and taken by the watcher's thread; when the last such watcher stops
@@ -127,7 +132,8 @@ int baton_notice_wait(baton_notice_watcher *w, double timeout_s, baton_notice_ev
  * (ev->kind = BATON_NOTICE_REBALANCE, deadline 0, seen_at its noticeTime). */
 int baton_notice_wait_any(baton_notice_watcher *w, double timeout_s, int rebalance_too, baton_notice_event *ev);
 /* Which services the watcher polls (for messages): flags below. */
-enum { BATON_NOTICE_WATCH_EC2 = 1, BATON_NOTICE_WATCH_GCE = 2, BATON_NOTICE_WATCH_SIGTERM = 4 };
+enum { BATON_NOTICE_WATCH_EC2 = 1, BATON_NOTICE_WATCH_GCE = 2, BATON_NOTICE_WATCH_SIGTERM = 4,
+       BATON_NOTICE_WATCH_AZURE = 8 };
 int baton_notice_watching(const baton_notice_watcher *w);
 void baton_notice_stop(baton_notice_watcher *w);
 

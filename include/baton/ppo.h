@@ -122,6 +122,7 @@ typedef struct baton_ppo_train_result {
     int stopped;                /* BATON_STOPPED: an interruption notice */
     char notice[16], notice_source[32];
     double notice_margin_s;
+    baton_train_stop interruption;   /* stopped: the notice's deadline, the commit, the upload, the exit */
     uint64_t rebalances;
     double ckpt_tau_s, ckpt_delta_s;   /* --ckpt-every auto (a fleet's default): the last interval and the
                                           blocking cost it rests on; 0 when not automatic */

@@ -151,6 +151,8 @@ typedef struct baton_train_result {
     char notice_source[32];     /* imds-v2, imds-v1, sigterm, sigint, gce */
     double notice_deadline;     /* unix seconds; 0 unknown */
     double notice_margin_s;     /* seconds left before the deadline when the run returned */
+    baton_train_stop interruption;   /* stopped: the notice's deadline, the commit, the upload (or
+                                        "left to the next machine") and the exit, when (train_session.h) */
     uint64_t rebalances;        /* rebalance recommendations seen (each one checkpointed) */
     int rank, world;            /* this process's place in the data-parallel world (0, 1 alone) */
     double comm_s_per_step;     /* allreduce span per step (first bucket started → last done) */

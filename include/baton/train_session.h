@@ -51,6 +51,8 @@ typedef struct baton_train_session_opts {
                                    measures it) and mtbi_s; re-estimated after every save. Replaces
                                    ckpt_every_sec; without a hazard (mtbi_s <= 0) ckpt_every_sec */
     double mtbi_s;              /* mean time between interruptions, seconds (0: unknown) */
+    double deadline_margin_s;   /* on a notice, the upload is attempted only when it fits before the
+                                   notice's deadline less this (default 5; BATON_DEADLINE_MARGIN_S) */
     int follower;               /* a data-parallel rank other than 0: no store, no lock, no progress
                                    file (rank 0 commits for the world); resume finds nothing, saves
                                    do nothing; notices are watched and finish reports them */
@@ -86,8 +88,30 @@ int baton_train_session_step_done(baton_train_session *s, uint64_t step, baton_e
 /* Finish, when the loop ended at global step `step` without an error: a synchronous checkpoint of
  * that step unless one was just saved, then waits for background persists and uploads. Returns
  * BATON_STOPPED when a terminal notice stopped the run (*notice filled; may be NULL), else BATON_OK
- * or the error. */
+ * or the error. On a notice the commit is planned by its deadline (baton_ckpt_persist_by): the
+ * step under way was finished (the loop polls between steps), the checkpoint is committed and
+ * verified locally, and uploaded only when the measured upload cost fits before the deadline less
+ * deadline_margin_s, else left to the next machine; BATON_STOPPED only after a verified local
+ * commit. baton_train_session_stop_report then says what happened when. */
 int baton_train_session_finish(baton_train_session *s, uint64_t step, baton_notice_event *notice, baton_err *err);
+/* What a notice's stop did, for reports: every time is wall time (unix seconds). */
+typedef struct baton_train_stop {
+    int stopped;                /* 1 when finish stopped on a notice (the rest is then filled) */
+    char kind[16], source[32];  /* as baton_train_notice_describe */
+    double notice_at;           /* when the watcher latched it */
+    double deadline;            /* 0: unknown */
+    uint64_t step;              /* the committed step */
+    double commit_at, commit_s; /* the local commit verified, and how long the commit took */
+    int upload;                 /* BATON_CKPT_UPLOAD_NONE / _DONE / _LEFT (left to the next machine) */
+    double upload_at, upload_s, upload_est_s;
+    char upload_why[256];
+    double exit_at;             /* when finish returned */
+    double margin_s;            /* deadline - exit_at (0 when the deadline is unknown) */
+} baton_train_stop;
+const baton_train_stop *baton_train_session_stop_report(const baton_train_session *s);
+/* "uploaded in 0.4 s", "left to the next machine", "no remote" (for messages and tables). */
+const char *baton_train_stop_upload_text(const baton_train_stop *st, char *buf, size_t cap);
+
 /* The newest checkpoint this session committed (or resumed from): its folder, "" when none. */
 const char *baton_train_session_checkpoint(const baton_train_session *s);
 uint64_t baton_train_session_rebalances(const baton_train_session *s);
@@ -99,14 +123,15 @@ void baton_train_session_close(baton_train_session *s);
  * The options' defaults and where they come from
  * --------------------------------------------------------------------------------------------- */
 /* Defaults: store options as baton_store_opts_default, a checkpoint every
- * BATON_TRAIN_CKPT_EVERY_SEC seconds, nothing else set (notices not watched: a program turns them
+ * BATON_TRAIN_CKPT_EVERY_SEC seconds, deadline_margin_s -1 (5 s unless the environment says), nothing else set (notices not watched: a program turns them
  * on, as the CLI does unless --no-notice). */
 void baton_train_session_opts_default(baton_train_session_opts *o);
 /* After the caller's flags, what the environment says where they did not, as `baton fleet` (and
  * its Slurm and AWS backends) tells a task: BATON_CKPT_EVERY (auto, off, a number of steps or
  * seconds as in baton_ckpt_policy_parse; applied only when interval_given is 0, i.e. no flag set an
  * interval), BATON_SPOT_MTBI_S (the hazard, seconds, when mtbi_s is 0), BATON_PROGRESS_FILE (when
- * progress_file is NULL). A bad value is BATON_ERR_USAGE naming the variable. */
+ * progress_file is NULL), BATON_DEADLINE_MARGIN_S (when deadline_margin_s is negative, i.e. not
+ * given). A bad value is BATON_ERR_USAGE naming the variable. */
 int baton_train_session_opts_env(baton_train_session_opts *o, int interval_given, baton_err *err);
 
 /* What a latched notice says, for a trainer's result: its kind ("sigterm"/"sigint" for a signal,

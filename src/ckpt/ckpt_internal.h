@@ -108,6 +108,21 @@ int baton_ckpt_remote_enqueue(baton_ckpt_remote *r, const char *folder, uint64_t
 int baton_ckpt_remote_wait(baton_ckpt_remote *r, baton_err *err);
 /* Uploads completed so far. */
 uint64_t baton_ckpt_remote_uploads(baton_ckpt_remote *r);
+/* The measured cost of an upload: the longest of the last (up to) 8 completed ones, in seconds
+ * (remote retention included), or -1 when none completed yet; *n (may be NULL) the uploads so far. */
+double baton_ckpt_remote_cost(baton_ckpt_remote *r, uint64_t *n);
+/* Every request of the remote ends by wall time t (baton_store_set_deadline; 0: no limit). */
+void baton_ckpt_remote_set_deadline(baton_ckpt_remote *r, double t);
+/* The interruption's checkpoint (step) replaces what the uploader holds: a queued upload is dropped and
+ * one under way is cut at once (waited for; its failure is not reported: the upload of the
+ * interruption's checkpoint, or the next machine, replaces it). */
+void baton_ckpt_remote_supersede(baton_ckpt_remote *r, uint64_t step);
+/* 1 when an upload of step (or a later one) completed in this process: one already under way when
+ * supersede was called may have finished before it could be cut (a local folder is not cut). */
+int baton_ckpt_remote_uploaded(baton_ckpt_remote *r, uint64_t step);
+/* 1 when the remote holds a complete checkpoint of step (its MANIFEST object), 0 when not, < 0
+ * when it cannot be listed. */
+int baton_ckpt_remote_has(baton_ckpt_remote *r, uint64_t step, baton_err *err);
 /* Steps of the complete remote checkpoints (MANIFEST present), newest first (caller frees). */
 int baton_ckpt_remote_list(baton_ckpt_remote *r, uint64_t **steps, size_t *n, baton_err *err);
 /* Keep the newest keep complete remote checkpoints (0: the remote's keep); delete older ones

@@ -54,6 +54,8 @@ struct baton_ckpt_remote {
     int rc, reported;                   /* outcome of the last upload, and whether it was reported */
     baton_err err;
     uint64_t uploads;                   /* completed uploads */
+    uint64_t last_step;                 /* the step of the newest completed upload (uploads > 0) */
+    double took[8];                     /* seconds of the last (up to) 8 completed uploads, a ring */
     baton_buf buf[16];                  /* file contents while uploading (reused; one per file) */
 };
 
@@ -290,12 +292,17 @@ static int upload_record(baton_ckpt_remote *r, const char *folder, uint64_t step
 {
     baton_err e = {0};
     pthread_mutex_lock(&r->up);
+    double t0 = baton_now();
     int rc = upload_locked(r, folder, step, &e);
+    double took = baton_now() - t0;
     pthread_mutex_lock(&r->mu);
     r->rc = rc;
     r->err = e;
     r->reported = reported || rc == BATON_OK;
-    if (rc == BATON_OK) r->uploads++;
+    if (rc == BATON_OK) {
+        r->took[r->uploads++ % 8] = took;
+        if (step > r->last_step || r->uploads == 1) r->last_step = step;
+    }
     pthread_mutex_unlock(&r->mu);
     pthread_mutex_unlock(&r->up);
     if (rc != BATON_OK && err) *err = e;
@@ -382,6 +389,61 @@ uint64_t baton_ckpt_remote_uploads(baton_ckpt_remote *r)
     uint64_t n = r->uploads;
     pthread_mutex_unlock(&r->mu);
     return n;
+}
+
+double baton_ckpt_remote_cost(baton_ckpt_remote *r, uint64_t *n)
+{
+    pthread_mutex_lock(&r->mu);
+    double worst = -1;
+    size_t k = r->uploads < 8 ? (size_t)r->uploads : 8;
+    for (size_t i = 0; i < k; i++)
+        if (r->took[i] > worst) worst = r->took[i];
+    if (n) *n = r->uploads;
+    pthread_mutex_unlock(&r->mu);
+    return worst;
+}
+
+void baton_ckpt_remote_set_deadline(baton_ckpt_remote *r, double t)
+{
+    baton_store_set_deadline(r->st, t);
+}
+
+int baton_ckpt_remote_uploaded(baton_ckpt_remote *r, uint64_t step)
+{
+    pthread_mutex_lock(&r->mu);
+    int done = r->uploads > 0 && r->last_step >= step;
+    pthread_mutex_unlock(&r->mu);
+    return done;
+}
+
+void baton_ckpt_remote_supersede(baton_ckpt_remote *r, uint64_t step)
+{
+    pthread_mutex_lock(&r->mu);
+    if (r->has_pending) {
+        if (r->pending_step != step)
+            baton_log(BATON_LOG_INFO, "checkpoint %" PRIu64 " not uploaded: the interruption's checkpoint supersedes it",
+                      r->pending_step);
+        r->has_pending = 0;
+    }
+    if (r->active) {
+        baton_store_set_deadline(r->st, 0.001);   /* long past: the transfer under way stops */
+        while (r->active) pthread_cond_wait(&r->cv, &r->mu);
+        baton_store_set_deadline(r->st, 0);
+        r->reported = 1;   /* cut on purpose: not a failure to report */
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
+int baton_ckpt_remote_has(baton_ckpt_remote *r, uint64_t step, baton_err *err)
+{
+    uint64_t *steps;
+    size_t n;
+    int rc = baton_ckpt_remote_list(r, &steps, &n, err);
+    if (rc != BATON_OK) return rc;
+    int found = 0;
+    for (size_t i = 0; i < n && !found; i++) found = steps[i] == step;
+    free(steps);
+    return found;
 }
 
 void baton_ckpt_remote_close(baton_ckpt_remote *r)

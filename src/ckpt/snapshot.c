@@ -27,6 +27,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 struct baton_ckpt_store {
@@ -46,6 +47,9 @@ struct baton_ckpt_store {
     baton_err err;
     char committed[4096];
     baton_ckpt_remote *remote;                /* NULL: local only */
+    double commit_took[8];                    /* seconds of the last (up to) 8 local commits, a ring
+                                                 (under mu: the persist thread writes it) */
+    uint64_t commits;
     ckpt_vcache vc;                           /* retention's memory of verified folders (used by
                                                  the one persist in flight, or the owner) */
     int lock_fd;                              /* DIR/.lock, held while the store is open */
@@ -269,6 +273,10 @@ static void log_commit(const baton_ckpt_store *s)
                      hex[1]);
 }
 
+enum { PERSIST_ASYNC = 0, PERSIST_SYNC = 1, PERSIST_LOCAL = 2 };
+
+/* Commit the snapshot; then, with a remote: queue its upload (ASYNC), upload it here (SYNC), or
+ * nothing (LOCAL: the caller decides). */
 static void persist_now(baton_ckpt_store *s, int sync)
 {
     baton_ckpt_blob files[3] = {
@@ -277,10 +285,17 @@ static void persist_now(baton_ckpt_store *s, int sync)
         {"state.json", s->state.data, s->state.len},
     };
     memset(&s->err, 0, sizeof s->err);
+    double t0 = baton_now();
     s->rc = ckpt_commit(s->dir, s->step, files, 3, s->keep, &s->vc, s->committed, sizeof s->committed, &s->err);
-    if (s->rc == BATON_OK) log_commit(s);
-    if (s->rc != BATON_OK || !s->remote) return;
-    if (sync) {
+    if (s->rc == BATON_OK) {
+        double took = baton_now() - t0;
+        pthread_mutex_lock(&s->mu);
+        s->commit_took[s->commits++ % 8] = took;
+        pthread_mutex_unlock(&s->mu);
+        log_commit(s);
+    }
+    if (s->rc != BATON_OK || !s->remote || sync == PERSIST_LOCAL) return;
+    if (sync == PERSIST_SYNC) {
         s->rc = baton_ckpt_remote_upload(s->remote, s->committed, s->step, &s->err);
         if (s->rc != BATON_OK)
             baton_err_prefix(&s->err, "checkpoint %" PRIu64 " committed locally (%s) but not uploaded", s->step,
@@ -295,7 +310,7 @@ static void persist_now(baton_ckpt_store *s, int sync)
 static void *persist_thread(void *arg)
 {
     baton_ckpt_store *s = arg;
-    persist_now(s, 0);
+    persist_now(s, PERSIST_ASYNC);
     pthread_mutex_lock(&s->mu);
     atomic_store(&s->done, 1);
     pthread_cond_broadcast(&s->cv);
@@ -382,9 +397,117 @@ int baton_ckpt_persist_sync(baton_ckpt_store *s, baton_err *err)
     join(s, NULL, 1);
     if (!s->fresh) return baton_err_set(err, BATON_ERR_ARG, "%s: no new snapshot to persist", s->dir);
     s->fresh = 0;
-    persist_now(s, 1);
+    persist_now(s, PERSIST_SYNC);
     if (s->rc != BATON_OK && err) *err = s->err;
     return s->rc;
+}
+
+/* ---------------------------------------------------------------- commits planned by a deadline */
+static double wall_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void baton_ckpt_store_costs(baton_ckpt_store *s, baton_ckpt_costs *c)
+{
+    memset(c, 0, sizeof *c);
+    c->commit_s = c->upload_s = -1;
+    pthread_mutex_lock(&s->mu);
+    c->commits = s->commits;
+    for (uint64_t i = 0; i < s->commits && i < 8; i++)
+        if (s->commit_took[i] > c->commit_s) c->commit_s = s->commit_took[i];
+    pthread_mutex_unlock(&s->mu);
+    if (s->remote) c->upload_s = baton_ckpt_remote_cost(s->remote, &c->uploads);
+}
+
+/* The upload half of baton_ckpt_persist_by, for the committed folder of out->step. */
+static void upload_by(baton_ckpt_store *s, double deadline, double margin_s, baton_ckpt_by *out)
+{
+    baton_ckpt_remote_supersede(s->remote, out->step);
+    uint64_t n = 0;
+    out->upload_est_s = baton_ckpt_remote_cost(s->remote, &n);
+    double limit = deadline > 0 ? deadline - margin_s : 0, now = wall_now();
+    if (baton_ckpt_remote_uploaded(s->remote, out->step)) {   /* the background upload finished first */
+        out->upload = BATON_CKPT_UPLOAD_DONE;
+        out->upload_at = now;
+        snprintf(out->why, sizeof out->why, "uploaded in the background before the notice was handled");
+        return;
+    }
+    out->upload = BATON_CKPT_UPLOAD_LEFT;
+    if (limit > 0 && now >= limit) {
+        snprintf(out->why, sizeof out->why, "no time left: %.1f s before the deadline, a margin of %.1f s kept",
+                 deadline - now, margin_s);
+        return;
+    }
+    if (limit > 0 && out->upload_est_s >= 0 && now + out->upload_est_s > limit) {
+        snprintf(out->why, sizeof out->why,
+                 "an upload takes %.1f s here (the longest of the last %d), %.1f s are left before the deadline "
+                 "less a margin of %.1f s",
+                 out->upload_est_s, n < 8 ? (int)n : 8, limit - now, margin_s);
+        return;
+    }
+    baton_err e = {0};
+    double t0 = baton_now();
+    baton_ckpt_remote_set_deadline(s->remote, limit);
+    int rc = baton_ckpt_remote_upload(s->remote, s->committed, out->step, &e);
+    baton_ckpt_remote_set_deadline(s->remote, 0);
+    out->upload_s = baton_now() - t0;
+    if (rc == BATON_OK) {
+        out->upload = BATON_CKPT_UPLOAD_DONE;
+        out->upload_at = wall_now();
+    } else {
+        snprintf(out->why, sizeof out->why, "%.250s", e.msg);
+    }
+}
+
+int baton_ckpt_persist_by(baton_ckpt_store *s, double deadline, double margin_s, baton_ckpt_by *out, baton_err *err)
+{
+    memset(out, 0, sizeof *out);
+    out->upload_est_s = -1;
+    double t0 = baton_now();
+    baton_err jerr = {0};
+    int jrc = join(s, &jerr, 0);
+    if (s->fresh) {   /* the newest state: committed here, locally only */
+        if (jrc != BATON_OK) baton_log(BATON_LOG_WARN, "background checkpoint save failed: %s", jerr.msg);
+        s->fresh = 0;
+        persist_now(s, PERSIST_LOCAL);
+        if (s->rc != BATON_OK) {
+            if (err) *err = s->err;
+            return s->rc;
+        }
+    } else if (jrc != BATON_OK) {   /* the save of the newest state failed and nothing newer exists */
+        if (err) *err = jerr;
+        return jrc;
+    } else if (!s->committed[0]) {
+        return baton_err_set(err, BATON_ERR_ARG, "%s: nothing to commit", s->dir);
+    }
+    int rc = baton_ckpt_verify(s->committed, err);
+    if (rc != BATON_OK) return baton_err_prefix(err, "the interruption's checkpoint does not verify");
+    out->step = s->step;
+    out->commit_at = wall_now();
+    out->commit_s = baton_now() - t0;
+    if (s->remote) upload_by(s, deadline, margin_s, out);
+    return BATON_OK;
+}
+
+int baton_ckpt_store_upload_left(baton_ckpt_store *s, const char *folder, uint64_t step)
+{
+    if (!s->remote) return 0;
+    baton_err e = {0};
+    int has = baton_ckpt_remote_has(s->remote, step, &e);
+    if (has < 0) {
+        baton_log(BATON_LOG_WARN, "cannot tell whether checkpoint %" PRIu64 " is uploaded: %s", step, e.msg);
+        return 0;
+    }
+    if (has) return 0;
+    if (baton_ckpt_remote_enqueue(s->remote, folder, step, &e) != BATON_OK) {
+        baton_log(BATON_LOG_WARN, "checkpoint %" PRIu64 " not uploaded: %s", step, e.msg);
+        return 0;
+    }
+    baton_log(BATON_LOG_INFO, "checkpoint %" PRIu64 " was left to this machine by the previous one: uploading it", step);
+    return 1;
 }
 
 int baton_ckpt_save_sync(baton_ckpt_store *s, const baton_nn_model *m, const baton_nn_optim *o,

@@ -122,6 +122,8 @@ struct cli_session {
     double rate_pct;        /* NAN: not given */
     int keep;               /* -1: not given */
     int no_notice;
+    double term_grace;      /* --term-grace: NAN not given */
+    baton_notice_opts nopts;   /* the watcher's options when a flag changes them */
 };
 #define CLI_SESSION_OPTS(c, units, unit)                                                                         \
     {"ckpt-dir", CLI_STR, &(c).so->ckpt_dir, "checkpoint folder (required); resumes from it"},                    \
@@ -138,8 +140,19 @@ struct cli_session {
      "with --ckpt-every auto: percent of spot instances reclaimed per month (Spot Advisor's bucket)"},           \
     {"keep", CLI_INT, &(c).keep, "checkpoints kept, >= 1 (default 3)"},                                           \
     {"no-notice", CLI_FLAG, &(c).no_notice, "ignore interruption notices (metadata service, SIGTERM, SIGINT)"},   \
+    {"term-grace", CLI_DBL, &(c).term_grace,                                                                      \
+     "a SIGTERM's deadline, seconds after it comes (default 30, or $BATON_TERM_GRACE_S; 0: unknown)"},             \
+    {"deadline-margin", CLI_DBL, &(c).so->deadline_margin_s,                                                      \
+     "on a notice, upload the checkpoint only if it fits before the deadline less S seconds (default 5)"},        \
     {"progress-file", CLI_STR, &(c).so->progress_file, "keep the current " unit " in FILE (default $BATON_PROGRESS_FILE)"}
 void cli_session_init(struct cli_session *c, struct baton_train_session_opts *so);
+/* An interruption's times (train_session.h's baton_train_stop), for `baton train`'s and `race
+ * train`'s results: an "interruption" object in parent (nothing when the run did not stop on a
+ * notice), and one summary line "interruption: … notice at …, deadline +10.0 s, step N committed at
+ * +0.05 s, left to the next machine, exit at +0.06 s, margin 9.9 s". */
+struct baton_train_stop;
+void cli_interruption_json(struct cJSON *parent, const struct baton_train_stop *st);
+void cli_interruption_print(FILE *f, const struct baton_train_stop *st);
 /* CLI_OK, or CLI_USAGE after printing "baton CMD: what is wrong". */
 int cli_session_finish(struct cli_session *c, const char *cmd, int argc, char **argv);
 

@@ -46,7 +46,7 @@ static void print_event(const baton_notice_event *ev, int json)
 static const char *no_service_why(const baton_notice_opts *o)
 {
     return o->ec2_disabled ? "AWS_EC2_METADATA_DISABLED=true and no AWS_EC2_METADATA_SERVICE_ENDPOINT set"
-                           : "not an EC2 or GCE instance, and no AWS_EC2_METADATA_SERVICE_ENDPOINT set";
+                           : "not an EC2, GCE or Azure machine, and no AWS_EC2_METADATA_SERVICE_ENDPOINT set";
 }
 
 int cmd_notice(int argc, char **argv)
@@ -61,6 +61,7 @@ int cmd_notice(int argc, char **argv)
         {"rebalance", CLI_FLAG, &rebalance, "also return on a rebalance recommendation"},
         {"endpoint", CLI_STR, &o.endpoint, "EC2 metadata URL (else AWS_EC2_METADATA_SERVICE_ENDPOINT)"},
         {"gce-endpoint", CLI_STR, &o.gce_endpoint, "GCE metadata URL (else BATON_GCE_METADATA_ENDPOINT)"},
+        {"azure-endpoint", CLI_STR, &o.azure_endpoint, "Azure metadata URL (else BATON_AZURE_METADATA_ENDPOINT)"},
         {"poll", CLI_DBL, &poll, "seconds between polls (else BATON_NOTICE_POLL_S, default 5)"},
         {"no-sigterm", CLI_FLAG, &no_sigterm, "do not treat SIGTERM as a notice"},
         {0},

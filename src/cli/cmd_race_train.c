@@ -47,6 +47,7 @@ static void train_json(const baton_ppo_train_result *r, int rc, int print)
         cJSON_AddStringToObject(j, "notice", r->notice);
         cJSON_AddStringToObject(j, "notice_source", r->notice_source);
         cJSON_AddNumberToObject(j, "notice_margin_s", r->notice_margin_s);
+        cli_interruption_json(j, &r->interruption);
     }
     char *s = baton_json_print(j, 0);
     if (s && print) printf("%s\n", s);
@@ -66,7 +67,10 @@ static void train_text(const baton_ppo_train_result *r, int rc)
     printf("\n  last iteration: reward %.2f per episode, lap completion %.1f %%\n", r->mean_reward, r->mean_progress);
     if (r->best_lap_s > 0) printf("  best lap in training %.2f s (%llu laps completed)\n", r->best_lap_s, (unsigned long long)r->laps);
     if (r->checkpoint[0]) printf("  checkpoint %s\n", r->checkpoint);
-    if (rc == BATON_STOPPED) printf("stopped on a %s notice (%s)\n", r->notice, r->notice_source);
+    if (rc == BATON_STOPPED) {
+        printf("stopped on a %s notice (%s)\n", r->notice, r->notice_source);
+        cli_interruption_print(stdout, &r->interruption);
+    }
 }
 
 int cli_race_train(int argc, char **argv)

@@ -181,6 +181,15 @@ static int demo(const char *work, const demo_cfg *c)
            (int)r.rec.ninsts, (long long)r.lost_steps);
     printf("  time         useful %.0f s, restarts %.0f s, lost %.0f s (simulated)\n", t->useful_s, t->restart_s,
            t->lost_s);
+    baton_fleet_deadline_stats dl;
+    if (baton_fleet_deadlines(&r, &dl) > 0) {
+        printf("  deadlines    %zu notice(s): committed p50 %.2f s / max %.2f s after the notice, exited p50 %.2f s / "
+               "max %.2f s", dl.n, dl.commit_p50, dl.commit_max, dl.exit_p50, dl.exit_max);
+        if (dl.with_deadline)
+            printf("; margin p50 %.1f s, min %.1f s (%zu of %zu inside)", dl.margin_p50, dl.margin_min, dl.inside,
+                   dl.with_deadline);
+        printf("\n");
+    }
     printf("  cost         spot $%.4f vs on-demand $%.4f for the same work: %.1f %% saved "
            "(SageMaker-style %.1f %%)\n", t->spot_cost, t->counterfactual_cost, t->savings_vs_on_demand_pct,
            t->savings_sagemaker_pct);

@@ -54,6 +54,7 @@ static cJSON *result_json(const baton_train_result *r, int rc)
         cJSON_AddStringToObject(j, "notice", r->notice);
         cJSON_AddStringToObject(j, "notice_source", r->notice_source);
         cJSON_AddNumberToObject(j, "notice_margin_s", r->notice_margin_s);
+        cli_interruption_json(j, &r->interruption);
     }
     return j;
 }
@@ -76,6 +77,7 @@ static void print_text(const baton_train_result *r, int rc)
                    r->notice_margin_s);
         else
             printf("stopped on a %s notice (%s)\n", r->notice, r->notice_source);
+        cli_interruption_print(stdout, &r->interruption);
         /* Open MPI's mpirun, when it is the one signalled (Ctrl-C, SIGTERM), reports 1 for the job
          * it ended whatever its ranks return: say so where the user looks */
         if (r->world > 1 && getenv("OMPI_COMM_WORLD_SIZE") && !strncmp(r->notice_source, "sig", 3))

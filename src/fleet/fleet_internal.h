@@ -74,6 +74,9 @@ void fleet_ckpt_dir(const sup *s, const char *volume, char *out, size_t cap);
 void fleet_inst_paths(sup *s, size_t i);
 int fleet_start_imds(sup *s, size_t i, int port, baton_err *err);
 void fleet_kill_now(sup *s, size_t i);
+/* After worker i exited 75: a "deadline" event from the interruption its run left in the task's
+ * result file (fleet_deadline.c); nothing when there is none from this run. */
+void fleet_deadline_event(sup *s, size_t i);
 void fleet_finish_instance(sup *s, size_t i, baton_wevent ev, int code, double t_end, const char *fmt, ...)
     __attribute__((format(printf, 6, 7)));
 int fleet_transition(sup *s, size_t i, baton_wevent ev, cJSON *detail, const char *fmt, ...)

@@ -624,9 +624,11 @@ static void reap_tick(sup *s, size_t i, double now)
         }
     }
     if (code == 0) fleet_finish_instance(s, i, BATON_WE_EXIT_OK, 0, t_end, "exited 0: done");
-    else if (code == BATON_EXIT_STOPPED)
+    else if (code == BATON_EXIT_STOPPED) {
+        fleet_deadline_event(s, i);
         fleet_finish_instance(s, i, BATON_WE_EXIT_STOPPED, BATON_EXIT_STOPPED, t_end, "%s",
                         in->state == BATON_W_NOTICED ? "stopped after a checkpoint (exit 75)" : "stopped (exit 75)");
+    }
     else if (code < 0) fleet_finish_instance(s, i, BATON_WE_CRASH, -1, t_end, "vanished (no exit status)");
     else fleet_finish_instance(s, i, BATON_WE_CRASH, code, t_end, "crashed (exit %d)", code);
 }

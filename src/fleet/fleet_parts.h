@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "baton/fleet.h"
 
@@ -203,5 +204,12 @@ const char *baton_fleet_report_state(const baton_fleet_report *r);
 /* A task's progress: its final step when done, else the newest step any of its instances reached;
  * -1 when none reported one. */
 int64_t baton_fleet_report_task_step(const baton_fleet_report *r, size_t task);
+
+/* Interruptions against their deadlines (src/fleet/fleet_deadline.c; the figures: baton_fleet_deadlines
+ * in fleet.h): the report's table and percentiles (nothing without such events), and the JSON's
+ * "deadlines" object. */
+struct cJSON;
+void fleet_deadlines_print(FILE *f, const baton_fleet_report *r);
+void fleet_deadlines_json(struct cJSON *o, const baton_fleet_report *r);
 
 #endif

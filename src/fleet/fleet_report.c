@@ -242,6 +242,7 @@ void baton_fleet_report_print(FILE *f, const baton_fleet_report *r, int events)
             t->counterfactual_cost, t->savings_vs_on_demand_pct);
     fprintf(f, "SageMaker-style: training seconds %.0f, billable seconds %.0f, managed spot savings %.1f %%\n",
             t->training_s, t->billable_s, t->savings_sagemaker_pct);
+    fleet_deadlines_print(f, r);
     if (events && r->rec.nevents) {
         size_t from = r->rec.nevents > (size_t)events ? r->rec.nevents - (size_t)events : 0;
         fprintf(f, "\nevents (last %zu of %zu):\n", r->rec.nevents - from, r->rec.nevents);
@@ -294,6 +295,7 @@ char *baton_fleet_report_json(const baton_fleet_report *r, int events)
         else cJSON_AddNullToObject(x, "result");
         cJSON_AddItemToArray(ta, x);
     }
+    fleet_deadlines_json(o, r);
     cJSON *ia = cJSON_AddArrayToObject(o, "instances");
     for (size_t i = 0; i < r->rec.ninsts; i++) {
         const baton_fleet_inst *in = &r->rec.insts[i];

@@ -180,6 +180,8 @@ int baton_slurm_script(const baton_job *job, const baton_slurm_opts *o, size_t t
     rc |= rmt_shq(b, volume);
     rc |= rmt_printf(b, "\nexport BATON_INSTANCE_ID=\"slurm-$SLURM_JOB_ID\" BATON_INSTANCE_TYPE=\"slurm:${SLURM_JOB_PARTITION:-default}\""
                         " BATON_ZONE=\"${SLURMD_NODENAME:-}\"\nexport BATON_PROGRESS_FILE=\"$BATON_VOLUME/.baton/progress\"\n");
+    /* the signal comes signal_before seconds ahead of the time limit: that is a TERM notice's deadline */
+    rc |= rmt_printf(b, "export BATON_TERM_GRACE_S=\"${BATON_TERM_GRACE_S:-%.0f}\"\n", o->signal_before);
     if (bindir && *bindir) {
         rc |= rmt_printf(b, "export PATH=");
         rc |= rmt_shq(b, bindir);

@@ -19,6 +19,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -476,12 +477,34 @@ int io_call_check(baton_store *s, io_call *c, CURLcode cc, int *retry, baton_err
     return io_request_error(s, c->name, c->err_off, cc, c->errbuf, &c->resp, retry, err);
 }
 
+/* Milliseconds left before the store's deadline (baton_store_set_deadline); LLONG_MAX: none. */
+static long long deadline_left_ms(baton_store *s)
+{
+    long long ms = atomic_load(&s->deadline_ms);
+    if (!ms) return LLONG_MAX;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return ms - ((long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+}
+
+static int past_deadline(baton_store *s) { return deadline_left_ms(s) <= 0; }
+
+static int on_progress(void *ud, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
+{
+    (void)a, (void)b, (void)c, (void)d;
+    return past_deadline(ud);   /* non-zero aborts the transfer */
+}
+
 int io_call_run(baton_store *s, io_call *c, baton_err *err)
 {
     CURL *h = take_handle(s);
     if (!h) return baton_err_set(err, BATON_ERR_NOMEM, "%s%s: out of memory", s->uri, c->name);
     int fails = 0, rc;
     for (;;) {
+        if (past_deadline(s)) {   /* none starts after it, and a cut one is not tried again */
+            rc = baton_err_set(err, BATON_ERR_NET, "%s%s: stopped at the deadline", s->uri, c->name);
+            break;
+        }
         struct curl_slist *hdrs = NULL;
         curl_easy_reset(h);
         c->progress = 0;
@@ -490,10 +513,19 @@ int io_call_run(baton_store *s, io_call *c, baton_err *err)
                               err);
         if (rc != BATON_OK) break;
         if (c->prepare) c->prepare(c, h);
+        curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+        curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+        curl_easy_setopt(h, CURLOPT_XFERINFODATA, s);
+        long long left = deadline_left_ms(s);   /* a deadline set later is the progress callback's */
+        if (left != LLONG_MAX) curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(left < 1 ? 1 : left));
         CURLcode cc = curl_easy_perform(h);
         curl_slist_free_all(hdrs);
         int retry = 0;
         rc = (c->check ? c->check : io_call_check)(s, c, cc, &retry, err);
+        if (rc != BATON_OK && (cc == CURLE_ABORTED_BY_CALLBACK || cc == CURLE_OPERATION_TIMEDOUT) && past_deadline(s)) {
+            rc = baton_err_set(err, BATON_ERR_NET, "%s%s: cut at the deadline", s->uri, c->name);
+            break;
+        }
         if (rc == BATON_OK || !retry) break;
         if (c->progress) {
             fails = 0;   /* bytes moved: try again at once for the rest */

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <strings.h>
+#include <time.h>
 
 void baton_store_opts_default(baton_store_opts *o)
 {
@@ -47,6 +48,11 @@ static void wipe_free(char *p)
     if (!p) return;
     explicit_bzero(p, strlen(p));
     free(p);
+}
+
+void baton_store_set_deadline(baton_store *s, double t)
+{
+    atomic_store(&s->deadline_ms, t > 0 ? (long long)(t * 1000.0) : 0);
 }
 
 void baton_store_close(baton_store *s)
@@ -272,16 +278,33 @@ const char *baton_store_local_dir(const baton_store *s)
     return s->kind == BATON_STORE_LOCAL ? s->local_dir : NULL;
 }
 
-int baton_store_get(baton_store *s, const char *name, size_t max, baton_buf *out, baton_err *err)
+/* Before any call: the name's rules, and the deadline (baton_store_set_deadline): no call starts
+ * after it, whatever the kind (a local folder's copies cannot be cut once started, so this is
+ * where they stop; remote.c also cuts a transfer under way). */
+static int call_ok(baton_store *s, const char *name, baton_err *err)
 {
     int rc = io_name_check(s->uri, name, err);
+    if (rc != BATON_OK) return rc;
+    long long d = atomic_load(&s->deadline_ms);
+    if (d > 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        if ((long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 >= d)
+            return baton_err_set(err, BATON_ERR_NET, "%s%s: stopped at the deadline", s->uri, name);
+    }
+    return BATON_OK;
+}
+
+int baton_store_get(baton_store *s, const char *name, size_t max, baton_buf *out, baton_err *err)
+{
+    int rc = call_ok(s, name, err);
     return rc ? rc : s->ops->get(s, name, max, out, err);
 }
 
 int baton_store_get_range(baton_store *s, const char *name, uint64_t off, uint64_t len,
                           baton_buf *out, baton_err *err)
 {
-    int rc = io_name_check(s->uri, name, err);
+    int rc = call_ok(s, name, err);
     if (rc != BATON_OK) return rc;
     if (len > SIZE_MAX / 2 || off > UINT64_MAX - len)
         return baton_err_set(err, BATON_ERR_ARG, "%s%s: range of %llu bytes at offset %llu is too large",
@@ -292,7 +315,7 @@ int baton_store_get_range(baton_store *s, const char *name, uint64_t off, uint64
 
 int baton_store_size(baton_store *s, const char *name, uint64_t *size, baton_err *err)
 {
-    int rc = io_name_check(s->uri, name, err);
+    int rc = call_ok(s, name, err);
     return rc ? rc : s->ops->size(s, name, size, err);
 }
 
@@ -303,21 +326,21 @@ static int read_only(const baton_store *s, const char *name, baton_err *err)
 
 int baton_store_put(baton_store *s, const char *name, const void *p, size_t n, baton_err *err)
 {
-    int rc = io_name_check(s->uri, name, err);
+    int rc = call_ok(s, name, err);
     if (rc != BATON_OK) return rc;
     return s->ops->put ? s->ops->put(s, name, p, n, err) : read_only(s, name, err);
 }
 
 int baton_store_put_file(baton_store *s, const char *name, const char *path, baton_err *err)
 {
-    int rc = io_name_check(s->uri, name, err);
+    int rc = call_ok(s, name, err);
     if (rc != BATON_OK) return rc;
     return s->ops->put_file ? s->ops->put_file(s, name, path, err) : read_only(s, name, err);
 }
 
 int baton_store_delete(baton_store *s, const char *name, baton_err *err)
 {
-    int rc = io_name_check(s->uri, name, err);
+    int rc = call_ok(s, name, err);
     if (rc != BATON_OK) return rc;
     return s->ops->del ? s->ops->del(s, name, err) : read_only(s, name, err);
 }

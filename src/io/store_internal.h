@@ -9,6 +9,8 @@
 #include "baton/http.h"
 #include "baton/io.h"
 
+#include <stdatomic.h>
+
 #include <curl/curl.h>
 #include <pthread.h>
 
@@ -91,6 +93,7 @@ struct baton_store {
     int aws_default;    /* S3 on AWS itself (no endpoint given) */
     char *access_key, *secret_key, *session_token;
     int no_ranges;      /* remote: the server answered a Range request with 200 (atomic; fetch_plain.c) */
+    atomic_llong deadline_ms; /* requests end by this wall time (unix ms; 0: no limit): baton_store_set_deadline */
     pthread_mutex_t mu; /* guards pool */
     CURL *pool[IO_HANDLE_POOL];
     int npool;

@@ -5,7 +5,9 @@
  * EC2: sys_vendor "Amazon EC2" (Nitro), board_asset_tag "i-..." (the instance id on Nitro), or
  * "amazon" in bios_version / bios_vendor / product_version (older Xen-based instances: e.g.
  * bios_version "4.11.amazon"). GCE: "Google" in sys_vendor / bios_vendor or product_name
- * "Google Compute Engine". Files that are missing or unreadable (product_uuid is root-only) count
+ * "Google Compute Engine". Azure: chassis_asset_tag 7783-7084-3265-9085-8269-3286-77 (the tag every Azure
+ * machine carries; a Hyper-V machine elsewhere says "Microsoft Corporation" too, so the vendor is not
+ * enough). Files that are missing or unreadable (product_uuid is root-only) count
  * as empty. */
 #include "notice_internal.h"
 
@@ -56,5 +58,7 @@ int baton_cloud_detect(const char *dmi_dir)
     if (!strcmp(v, "Google Compute Engine")) return BATON_CLOUD_GCE;
     dmi_read(dir, "bios_vendor", v, sizeof v);
     if (has_word(v, "Google")) return BATON_CLOUD_GCE;
+    dmi_read(dir, "chassis_asset_tag", v, sizeof v);
+    if (!strcmp(v, "7783-7084-3265-9085-8269-3286-77")) return BATON_CLOUD_AZURE;
     return BATON_CLOUD_UNKNOWN;
 }

@@ -14,6 +14,14 @@
  *                             401 when v2_only
  *   GET /computeMetadata/v1/instance/preempted  (GCE) "TRUE" once an interruption is visible,
  *                             else "FALSE"; 403 without Metadata-Flavor: Google
+ *   GET /metadata/scheduledevents?api-version=…   (Azure) {"DocumentIncarnation": N, "Events": []},
+ *                             and once an interruption is visible one Preempt event for this
+ *                             machine (EventStatus Scheduled, NotBefore = the notice's time as an
+ *                             HTTP date; Started, NotBefore "", once that time has passed); the
+ *                             incarnation grows with every change. POST (an acknowledgement) 200.
+ *   GET /metadata/instance/compute/name?api-version=…&format=text   (Azure) the machine's name
+ *                             Azure paths answer 400 with a JSON error without Metadata: true or
+ *                             without api-version, as Azure's service does
  * Control (no token needed, work in every mode):
  *   PUT /baton/interrupt[?action=terminate|stop|hibernate&notice=SEC]  schedule one now
  *   PUT /baton/rebalance      a rebalance recommendation now (a new noticeTime)
@@ -59,6 +67,8 @@ struct baton_imds {
     double sched_at, sched_notice;
     char sched_action[16];
     double rebal_at, rebal_time;   /* 0: none; visible from rebal_at on, noticeTime = rebal_time */
+    unsigned incarnation;          /* Azure's DocumentIncarnation: one more per change of the events */
+    char event_id[40];             /* Azure's EventId of the scheduled interruption */
     struct { char tok[48]; double expires; } tokens[TOKENS];
     unsigned tok_next;
     baton_rng rng;
@@ -154,6 +164,10 @@ static void schedule(baton_imds *m, double at, const char *action, double notice
     m->sched_at = at;
     snprintf(m->sched_action, sizeof m->sched_action, "%s", valid_action(action) ? action : m->action);
     m->sched_notice = notice_s >= 0 ? notice_s : m->notice_s;
+    m->incarnation++;
+    uint64_t a = baton_rng_next(&m->rng), b = baton_rng_next(&m->rng);
+    snprintf(m->event_id, sizeof m->event_id, "%08x-%04x-4%03x-8%03x-%012llx", (unsigned)a, (unsigned)(a >> 32) & 0xffff,
+             (unsigned)(a >> 48) & 0xfff, (unsigned)b & 0xfff, (unsigned long long)(b >> 16) & 0xffffffffffffULL);
 }
 
 /* ---------------------------------------------------------------- tokens (m->mu held) */
@@ -262,6 +276,47 @@ static enum MHD_Result handle_gce(baton_imds *m, struct MHD_Connection *c, const
     return reply(c, 200, "application/text", vis ? "TRUE" : "FALSE", vis ? 4 : 5, "Metadata-Flavor", "Google");
 }
 
+static enum MHD_Result azure_error(struct MHD_Connection *c, const char *msg)
+{
+    char body[256];
+    snprintf(body, sizeof body, "{\"error\":\"%s\"}", msg);
+    return reply(c, 400, "application/json; charset=utf-8", body, strlen(body), NULL, NULL);
+}
+
+static enum MHD_Result handle_azure(baton_imds *m, struct MHD_Connection *c, const char *method, const char *path)
+{
+    const char *md = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Metadata");
+    if (!md || strcasecmp(md, "true")) return azure_error(c, "Bad request. Required metadata header not specified");
+    if (!MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "api-version"))
+        return azure_error(c, "Bad request. api-version was not specified in the request");
+    if (m->garbage) return reply_garbage(m, c);
+    if (!strcmp(path, "instance/compute/name")) {
+        if (strcmp(method, "GET")) return reply_status(c, 405);
+        return reply(c, 200, "text/plain; charset=utf-8", "baton-vm", 8, NULL, NULL);
+    }
+    if (strcmp(path, "scheduledevents")) return reply_status(c, 404);
+    if (!strcmp(method, "POST")) return reply(c, 200, "application/json", "", 0, NULL, NULL);   /* acknowledged */
+    if (strcmp(method, "GET")) return reply_status(c, 405);
+    double now = baton_wall_now();
+    char body[1024];
+    pthread_mutex_lock(&m->mu);
+    if (notice_visible(m, now)) {
+        double t = notice_time(m, now);
+        char nb[32] = "";
+        if (now < t) baton_notice_http_time_format(t, nb);
+        snprintf(body, sizeof body,
+                 "{\"DocumentIncarnation\":%u,\"Events\":[{\"EventId\":\"%s\",\"EventStatus\":\"%s\","
+                 "\"EventType\":\"Preempt\",\"ResourceType\":\"VirtualMachine\",\"Resources\":[\"baton-vm\"],"
+                 "\"NotBefore\":\"%s\",\"Description\":\"Virtual machine is being preempted.\","
+                 "\"EventSource\":\"Platform\",\"DurationInSeconds\":-1}]}",
+                 m->incarnation, m->event_id, nb[0] ? "Scheduled" : "Started", nb);
+    } else {
+        snprintf(body, sizeof body, "{\"DocumentIncarnation\":%u,\"Events\":[]}", m->incarnation);
+    }
+    pthread_mutex_unlock(&m->mu);
+    return reply(c, 200, "application/json; charset=utf-8", body, strlen(body), NULL, NULL);
+}
+
 static enum MHD_Result handle_control(baton_imds *m, struct MHD_Connection *c, const char *method, const char *what)
 {
     if (!strcmp(what, "state")) {
@@ -334,6 +389,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     atomic_fetch_add(&m->requests, 1);
     if (!strcmp(url, "/latest/api/token")) return handle_token(m, c, method);
     if (!strncmp(url, "/baton/", 7)) return handle_control(m, c, method, url + 7);
+    if (!strncmp(url, "/metadata/", 10)) return handle_azure(m, c, method, url + 10);
     if (strcmp(method, "GET") && strcmp(method, "HEAD")) return reply_status(c, 405);
     if (!strncmp(url, "/latest/meta-data", 17) && (url[17] == '/' || !url[17]))
         return handle_meta(m, c, url[17] ? url + 18 : "");
@@ -428,6 +484,7 @@ void baton_imds_rebalance(baton_imds *m)
 void baton_imds_clear(baton_imds *m)
 {
     pthread_mutex_lock(&m->mu);
+    if (m->sched) m->incarnation++;
     m->sched = 0;
     m->rebal_at = m->rebal_time = 0;
     pthread_mutex_unlock(&m->mu);

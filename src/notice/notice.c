@@ -9,6 +9,9 @@
  *     token and starts over. Then GET spot/instance-action and events/recommendations/rebalance.
  *   GCE (when an endpoint is configured, or DMI says GCE): GET instance/preempted with
  *     Metadata-Flavor: Google; "TRUE" is a notice with a 30 s deadline.
+ *   Azure (when an endpoint is configured, or DMI says Azure): GET instance/compute/name once (up to
+ *     three tries), then metadata/scheduledevents with Metadata: true every round; a Preempt or
+ *     Terminate event naming this machine is a notice whose deadline is its NotBefore (azure.c).
  * A terminal notice needs a 200 whose body is a JSON object with "action" terminate|stop|hibernate
  * and a "time" that parses as ISO 8601; anything else (timeouts, refused connections, 5xx, HTML,
  * JSON of another shape, bodies over 4 KiB) is ignored. The first terminal notice is latched: its
@@ -66,7 +69,9 @@ enum { MODE_UNKNOWN = 0, MODE_V2, MODE_V1 };
 struct baton_notice_watcher {
     double poll_s, timeout_s, grace_s;
     int watching, sig, guest;
-    char ec2[512], gce[512];
+    char ec2[512], gce[512], azure[512];
+    char vm[128];                       /* Azure: this machine's name ("" until known) */
+    int vm_tries;
     pthread_t th;
     int th_started;
     int wake[2];
@@ -230,7 +235,9 @@ void baton_notice_opts_default(baton_notice_opts *o)
     o->dmi_dir = env_str("BATON_DMI_DIR");
     o->poll_s = env_seconds("BATON_NOTICE_POLL_S", 5);
     o->timeout_s = env_seconds("BATON_NOTICE_TIMEOUT_S", 1);
-    o->sigterm_grace_s = env_seconds("BATON_SIGTERM_GRACE_S", 30);
+    o->azure_endpoint = env_str("BATON_AZURE_METADATA_ENDPOINT");
+    o->sigterm_grace_s = env_str("BATON_TERM_GRACE_S") ? env_seconds("BATON_TERM_GRACE_S", 30)
+                                                       : env_seconds("BATON_SIGTERM_GRACE_S", 30);
     o->handle_sigterm = 1;
 }
 
@@ -279,6 +286,18 @@ int baton_notice_targets(const baton_notice_opts *o, char *ec2, size_t ec2_cap, 
     }
     if (gce[0]) flags |= BATON_NOTICE_WATCH_GCE;
     return flags;
+}
+
+int baton_notice_azure_target(const baton_notice_opts *o, char *azure, size_t cap, baton_err *err)
+{
+    azure[0] = 0;
+    if (o->azure_endpoint) {
+        int rc = base_url(o->azure_endpoint, azure, cap, "Azure metadata endpoint", err);
+        if (rc) return rc;
+    } else if (baton_cloud_detect(o->dmi_dir) == BATON_CLOUD_AZURE) {
+        snprintf(azure, cap, "http://169.254.169.254");
+    }
+    return azure[0] ? BATON_NOTICE_WATCH_AZURE : 0;
 }
 
 /* ---------------------------------------------------------------- HTTP (the polling thread) */
@@ -480,6 +499,28 @@ static void gce_round(baton_notice_watcher *w)
     }
 }
 
+/* Azure: this machine's name once (its events are the ones that name it), then Scheduled Events. */
+static void azure_round(baton_notice_watcher *w)
+{
+    if (!w->vm[0] && w->vm_tries < 3) {
+        w->vm_tries++;
+        long st = http(w, "GET", w->azure, "/metadata/instance/compute/name?api-version=2021-02-01&format=text",
+                       "Metadata: true", NULL);
+        size_t n = w->blen, i = 0;
+        while (i < n && w->body[i] > ' ' && w->body[i] <= '~') i++;
+        if (st == 200 && n && i == n && n < sizeof w->vm) memcpy(w->vm, w->body, n + 1);
+        if (atomic_load(&w->stop)) return;
+    }
+    long st = http(w, "GET", w->azure, "/metadata/scheduledevents?api-version=2020-07-01", "Metadata: true", NULL);
+    baton_notice_kind k;
+    double when;
+    char id[64];
+    if (st == 200 && baton_notice_parse_azure(w->body, w->blen, w->vm, baton_wall_now(), &k, &when, id, sizeof id)) {
+        baton_log(BATON_LOG_DEBUG, "notice watcher: Azure event %s for %s", id, w->vm[0] ? w->vm : "this machine");
+        latch(w, k, when, baton_wall_now(), "azure");
+    }
+}
+
 /* ---------------------------------------------------------------- the thread */
 static void check_signal(baton_notice_watcher *w)
 {
@@ -507,6 +548,9 @@ static void *watch(void *arg)
             if ((w->watching & BATON_NOTICE_WATCH_GCE) && atomic_load(&w->term_kind) == BATON_NOTICE_NONE &&
                 !atomic_load(&w->stop))
                 gce_round(w);
+            if ((w->watching & BATON_NOTICE_WATCH_AZURE) && atomic_load(&w->term_kind) == BATON_NOTICE_NONE &&
+                !atomic_load(&w->stop))
+                azure_round(w);
             pthread_mutex_lock(&w->mu);
             atomic_fetch_add(&w->rounds, 1);
             pthread_cond_broadcast(&w->cv);
@@ -553,6 +597,11 @@ int baton_notice_start(const baton_notice_opts *o, baton_notice_watcher **out, b
         return rc;
     }
     w->watching = rc & ~BATON_NOTICE_WATCH_SIGTERM;
+    if ((rc = baton_notice_azure_target(o, w->azure, sizeof w->azure, err)) < 0) {
+        free(w);
+        return rc;
+    }
+    w->watching |= rc;
     rc = BATON_OK;
     pthread_mutex_init(&w->mu, NULL);
     pthread_condattr_t ca;
@@ -564,7 +613,7 @@ int baton_notice_start(const baton_notice_opts *o, baton_notice_watcher **out, b
         rc = baton_err_set(err, BATON_ERR_IO, "notice watcher: pipe: %s", strerror(errno));
         goto fail;
     }
-    if (w->watching & (BATON_NOTICE_WATCH_EC2 | BATON_NOTICE_WATCH_GCE)) {
+    if (w->watching & (BATON_NOTICE_WATCH_EC2 | BATON_NOTICE_WATCH_GCE | BATON_NOTICE_WATCH_AZURE)) {
         if (baton_http_global_init(err) || !(w->h = curl_easy_init())) {
             rc = baton_err_set(err, BATON_ERR_NET, "notice watcher: libcurl initialisation failed");
             goto fail;
@@ -583,6 +632,8 @@ int baton_notice_start(const baton_notice_opts *o, baton_notice_watcher **out, b
     w->th_started = 1;
     if (w->watching & BATON_NOTICE_WATCH_EC2) baton_log(BATON_LOG_DEBUG, "notice watcher: EC2 metadata at %s", w->ec2);
     if (w->watching & BATON_NOTICE_WATCH_GCE) baton_log(BATON_LOG_DEBUG, "notice watcher: GCE metadata at %s", w->gce);
+    if (w->watching & BATON_NOTICE_WATCH_AZURE)
+        baton_log(BATON_LOG_DEBUG, "notice watcher: Azure metadata at %s", w->azure);
     *out = w;
     return BATON_OK;
 fail:

@@ -334,6 +334,8 @@ static void fill_result(const trainer *t, baton_ppo_train_result *r, const baton
     if (nev && nev->kind != BATON_NOTICE_NONE) {
         r->stopped = 1;
         baton_train_notice_describe(nev, r->notice, r->notice_source, &r->notice_margin_s);
+        if (t->sess) r->interruption = *baton_train_session_stop_report(t->sess);
+        if (r->interruption.stopped) r->notice_margin_s = r->interruption.margin_s;
     }
 }
 

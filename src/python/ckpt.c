@@ -280,6 +280,7 @@ typedef struct {
     int pfd;                    /* $BATON_PROGRESS_FILE, -1 none */
     int busy;
     uint64_t saves;
+    int left_checked;           /* the resumed checkpoint's upload was checked (upload_left) */
     pid_t pid;                  /* the process that opened it: a forked child never touches its store */
 } Checkpoints;
 
@@ -505,28 +506,87 @@ static PyObject *committed(Checkpoints *self)
     return PyUnicode_FromString(c);
 }
 
-static PyObject *ck_wait(Checkpoints *self, PyObject *noargs)
+/* A deadline given to wait(): unix seconds, or a Notice's event (its "deadline", None: unknown). */
+static int deadline_arg(PyObject *o, double *t)
 {
+    *t = 0;
+    if (PyDict_Check(o)) {
+        o = PyDict_GetItemString(o, "deadline");   /* borrowed */
+        if (!o || o == Py_None) return 0;
+    }
+    double x = PyFloat_AsDouble(o);
+    if (x == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        pyb_usage("wait: deadline must be unix seconds (a Notice's event['deadline']) or a Notice's event");
+        return -1;
+    }
+    if (!(x >= 0)) {
+        pyb_usage("wait: deadline must be >= 0 unix seconds");
+        return -1;
+    }
+    *t = x;
+    return 0;
+}
+
+/* What baton_ckpt_persist_by did, as the dict wait(deadline=...) returns. */
+static PyObject *by_dict(const baton_ckpt_by *by, double deadline, const char *folder)
+{
+    double now = baton_wall_now();
+    const char *up = by->upload == BATON_CKPT_UPLOAD_DONE   ? "done"
+                     : by->upload == BATON_CKPT_UPLOAD_LEFT ? "left to the next machine"
+                                                            : "none";
+    return Py_BuildValue("{s:K,s:s,s:d,s:d,s:s,s:d,s:N,s:N,s:s,s:N,s:d,s:N}", "step", (unsigned long long)by->step,
+                         "checkpoint", folder, "commit_at", by->commit_at, "commit_s", by->commit_s, "upload", up,
+                         "upload_s", by->upload_s,
+                         "upload_at", by->upload == BATON_CKPT_UPLOAD_DONE ? PyFloat_FromDouble(by->upload_at)
+                                                                            : Py_NewRef(Py_None),
+                         "upload_estimate_s", by->upload_est_s >= 0 ? PyFloat_FromDouble(by->upload_est_s)
+                                                                    : Py_NewRef(Py_None),
+                         "why", by->why, "deadline", deadline > 0 ? PyFloat_FromDouble(deadline) : Py_NewRef(Py_None),
+                         "exit_at", now, "margin_s",
+                         deadline > 0 ? PyFloat_FromDouble(deadline - now) : Py_NewRef(Py_None));
+}
+
+static PyObject *ck_wait(Checkpoints *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"deadline", "margin", NULL};
+    PyObject *dl = Py_None;
+    double margin = -1, deadline = 0;
     if (ck_check(self)) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|O$d", kwlist, &dl, &margin)) return NULL;
+    if (dl != Py_None && deadline_arg(dl, &deadline)) return NULL;
+    if (margin < 0) {
+        const char *m = getenv("BATON_DEADLINE_MARGIN_S");
+        char *end = NULL;
+        margin = m && *m ? strtod(m, &end) : 5;
+        if (m && *m && (end == m || *end || !(margin >= 0 && margin <= 3600))) margin = 5;
+    }
     baton_err err = {0};
+    baton_ckpt_by by;
     int rc;
     self->busy = 1;
     Py_BEGIN_ALLOW_THREADS
-    rc = baton_ckpt_wait(self->s, &err);
+    rc = dl == Py_None ? baton_ckpt_wait(self->s, &err) : baton_ckpt_persist_by(self->s, deadline, margin, &by, &err);
     Py_END_ALLOW_THREADS
     self->busy = 0;
     if (rc) return pyb_raise(&err);
-    return committed(self);
+    if (dl == Py_None) return committed(self);
+    if (by.upload == BATON_CKPT_UPLOAD_LEFT)
+        baton_log(BATON_LOG_WARN, "checkpoint %llu left to the next machine: %s", (unsigned long long)by.step, by.why);
+    return by_dict(&by, deadline, baton_ckpt_last_committed(self->s));
 }
 
 /* The newest checkpoint that verifies (the library waits for a save in flight first); the GIL is
  * released and the store marked busy by the caller. */
 static int latest_path(Checkpoints *self, char *path, size_t cap, uint64_t *step, baton_err *err)
 {
-    int rc;
+    int rc, check = !self->left_checked;
     Py_BEGIN_ALLOW_THREADS
     rc = baton_ckpt_store_latest(self->s, path, cap, step, err);
+    /* once: a checkpoint the previous machine committed but had no time to upload */
+    if (rc == BATON_OK && check) baton_ckpt_store_upload_left(self->s, path, *step);
     Py_END_ALLOW_THREADS
+    if (rc == BATON_OK) self->left_checked = 1;
     return rc;
 }
 
@@ -697,9 +757,14 @@ static PyMethodDef ck_methods[] = {
     {"due", (PyCFunction)ck_due, METH_O,
      "due($self, step, /)\n--\n\n"
      "Call once per step with the steps done: whether a save is due now (every=); also the fleet's progress file."},
-    {"wait", (PyCFunction)ck_wait, METH_NOARGS,
-     "wait($self, /)\n--\n\n"
-     "Block until every save is committed (and uploaded); the newest committed folder, or None."},
+    {"wait", (PyCFunction)(void (*)(void))ck_wait, METH_VARARGS | METH_KEYWORDS,
+     "wait($self, deadline=None, *, margin=None)\n--\n\n"
+     "Block until every save is committed (and uploaded); the newest committed folder, or None.\n"
+     "deadline  unix seconds, or a Notice's event: the interruption's commit, planned by it: the newest save "
+     "committed and verified locally, uploaded only if this run's measured upload cost fits before the deadline "
+     "less margin (default 5 s, $BATON_DEADLINE_MARGIN_S), else left to the next machine (which uploads it when "
+     "it resumes); then returns a dict: step, checkpoint, commit_at, commit_s, upload ('done', 'left to the next "
+     "machine', 'none'), upload_s, upload_at, upload_estimate_s, why, deadline, exit_at, margin_s."},
     {"latest", (PyCFunction)ck_latest, METH_NOARGS,
      "latest($self, /)\n--\n\n"
      "(step, path) of the newest checkpoint that verifies (restored from uri= when the folder is empty), or None."},

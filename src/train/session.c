@@ -26,6 +26,7 @@ void baton_train_session_opts_default(baton_train_session_opts *o)
     memset(o, 0, sizeof *o);
     baton_store_opts_default(&o->store);
     o->ckpt_every_sec = BATON_TRAIN_CKPT_EVERY_SEC;
+    o->deadline_margin_s = -1;
 }
 
 int baton_train_session_opts_env(baton_train_session_opts *o, int interval_given, baton_err *err)
@@ -43,6 +44,15 @@ int baton_train_session_opts_env(baton_train_session_opts *o, int interval_given
     }
     const char *pf = getenv("BATON_PROGRESS_FILE");
     if (!o->progress_file && pf && *pf) o->progress_file = pf;
+    const char *dm = getenv("BATON_DEADLINE_MARGIN_S");
+    if (o->deadline_margin_s < 0 && dm && *dm) {
+        char *end;
+        double x = strtod(dm, &end);
+        if (end == dm || *end || !(x >= 0 && x <= 3600))
+            return baton_err_set(err, BATON_ERR_USAGE, "BATON_DEADLINE_MARGIN_S='%s': expected seconds in 0..3600", dm);
+        o->deadline_margin_s = x;
+    }
+    if (o->deadline_margin_s < 0) o->deadline_margin_s = 5;
     return BATON_OK;
 }
 
@@ -63,6 +73,7 @@ struct baton_train_session {
     uint64_t last_saved;        /* step of the newest save handed to the store; UINT64_MAX none */
     baton_ckpt_policy pol;      /* when periodic saves are due (ckpt.h) */
     uint64_t rebalances;
+    baton_train_stop stop;      /* what a notice's stop did (finish) */
     char resumed_from[4096];
 };
 
@@ -113,6 +124,8 @@ int baton_train_session_resume(baton_train_session *s, char *path, size_t cap, u
     }
     if ((rc = baton_ckpt_load(path, NULL, NULL, state, err))) return baton_err_prefix(err, "resume from %s", path);
     snprintf(s->resumed_from, sizeof s->resumed_from, "%s", path);
+    /* a checkpoint the previous machine committed but had no time to upload (the volume carried it) */
+    if (s->o.ckpt_uri) baton_ckpt_store_upload_left(s->store, path, *step);
     return BATON_OK;
 }
 
@@ -183,12 +196,73 @@ int baton_train_session_step_done(baton_train_session *s, uint64_t step, baton_e
     return BATON_OK;
 }
 
+/* The stop on a notice: the state of the steps done committed and verified locally, the upload
+ * planned by the deadline (baton_ckpt_persist_by), and what happened when, in s->stop. */
+static int finish_by_deadline(baton_train_session *s, uint64_t step, baton_err *err)
+{
+    baton_train_stop *st = &s->stop;
+    double margin;
+    memset(st, 0, sizeof *st);
+    baton_train_notice_describe(&s->nev, st->kind, st->source, &margin);
+    st->notice_at = s->nev.seen_at;
+    st->deadline = s->nev.deadline;
+    uint64_t cs;
+    int rc = BATON_OK;
+    if (s->last_saved == step && baton_ckpt_reap(s->store, 1, &cs) < 0) s->last_saved = UINT64_MAX;   /* failed: again */
+    /* nothing of this step committed by this store (a notice right after a resume): commit it again */
+    if (s->last_saved != step || !baton_ckpt_last_committed(s->store)[0]) {
+        rc = s->o.snapshot(s->o.ctx, s->store, step, err);
+        if (rc) return baton_err_prefix(err, "checkpoint at step %" PRIu64, step);
+        s->last_saved = step;
+    }
+    baton_ckpt_by by;
+    if ((rc = baton_ckpt_persist_by(s->store, s->nev.deadline, s->o.deadline_margin_s, &by, err)))
+        return baton_err_prefix(err, "checkpoint at step %" PRIu64, step);
+    s->committed = by.step;
+    st->step = by.step;
+    st->commit_at = by.commit_at;
+    st->commit_s = by.commit_s;
+    st->upload = by.upload;
+    st->upload_at = by.upload_at;
+    st->upload_s = by.upload_s;
+    st->upload_est_s = by.upload_est_s;
+    snprintf(st->upload_why, sizeof st->upload_why, "%s", by.why);
+    return BATON_OK;
+}
+
+const char *baton_train_stop_upload_text(const baton_train_stop *st, char *buf, size_t cap)
+{
+    if (st->upload == BATON_CKPT_UPLOAD_DONE) snprintf(buf, cap, "uploaded in %.1f s", st->upload_s);
+    else if (st->upload == BATON_CKPT_UPLOAD_LEFT) snprintf(buf, cap, "left to the next machine");
+    else snprintf(buf, cap, "no remote");
+    return buf;
+}
+
 int baton_train_session_finish(baton_train_session *s, uint64_t step, baton_notice_event *notice, baton_err *err)
 {
     int rc;
     if (!s->store) {
         if (notice) *notice = s->nev;
         return s->nev.kind != BATON_NOTICE_NONE ? BATON_STOPPED : BATON_OK;
+    }
+    if (s->nev.kind != BATON_NOTICE_NONE) {
+        if (notice) *notice = s->nev;
+        if ((rc = finish_by_deadline(s, step, err))) return rc;
+        baton_train_stop *st = &s->stop;
+        st->stopped = 1;
+        st->exit_at = baton_wall_now();
+        st->margin_s = st->deadline > 0 ? st->deadline - st->exit_at : 0;
+        const char *cp = baton_ckpt_last_committed(s->store), *slash = strrchr(cp, '/');
+        char left[48] = "deadline unknown", up[64];
+        if (st->deadline > 0) snprintf(left, sizeof left, "%.0f s before the deadline", st->margin_s);
+        baton_log(BATON_LOG_WARN, "notice: %s (%s), %s: checkpoint %s committed, stopping",
+                  s->nev.kind == BATON_NOTICE_SIGNAL ? "signal" : baton_notice_kind_name(s->nev.kind), s->nev.source,
+                  left, slash ? slash + 1 : cp);
+        baton_log(BATON_LOG_INFO, "interruption: commit took %.2f s (verified), %s", st->commit_s,
+                  baton_train_stop_upload_text(st, up, sizeof up));
+        if (st->upload == BATON_CKPT_UPLOAD_LEFT)
+            baton_log(BATON_LOG_WARN, "checkpoint %" PRIu64 " left to the next machine: %s", st->step, st->upload_why);
+        return BATON_STOPPED;
     }
     if (s->last_saved == step) {
         rc = baton_ckpt_wait(s->store, err);
@@ -201,18 +275,10 @@ int baton_train_session_finish(baton_train_session *s, uint64_t step, baton_noti
     }
     if (!rc) rc = baton_ckpt_wait(s->store, err);
     if (notice) *notice = s->nev;
-    if (rc == BATON_OK && s->nev.kind != BATON_NOTICE_NONE) {
-        const char *cp = baton_ckpt_last_committed(s->store), *slash = strrchr(cp, '/');
-        char left[48] = "deadline unknown";
-        if (s->nev.deadline > 0)
-            snprintf(left, sizeof left, "%.0f s before the deadline", s->nev.deadline - baton_wall_now());
-        baton_log(BATON_LOG_WARN, "notice: %s (%s), %s: checkpoint %s committed, stopping",
-                  s->nev.kind == BATON_NOTICE_SIGNAL ? "signal" : baton_notice_kind_name(s->nev.kind), s->nev.source,
-                  left, slash ? slash + 1 : cp);
-        return BATON_STOPPED;
-    }
     return rc;
 }
+
+const baton_train_stop *baton_train_session_stop_report(const baton_train_session *s) { return &s->stop; }
 
 void baton_train_session_stop_for(baton_train_session *s, const baton_notice_event *ev)
 {

@@ -84,6 +84,8 @@ check 'grep -q "notice: terminate (imds-v2)" "$T/n1.err"' "interrupt-after: noti
 check 'grep -Eq "^stopped on a terminate notice \(imds-v2\), [0-9]+ s before the deadline" "$T/n1.out"' \
     "interrupt-after: summary line: $(cat "$T/n1.out")"
 check '[ "$(echo "$t1 - $t0 < 30" | bc)" = 1 ]' "interrupt-after: exit well within the 60 s notice ($t0 .. $t1)"
+check 'grep -Eq "^interruption: terminate notice at [0-9T:-]+Z, deadline \+[56][0-9]\.[0-9] s, step [0-9]+ committed at \+[0-9.]+ s, no remote, exit at \+[0-9.]+ s, margin [0-9.]+ s$" "$T/n1.out"' \
+    "interrupt-after: the interruption's times: $(cat "$T/n1.out")"
 stop_imds
 resumed_ok "interrupt-after" "$T/n1"
 
@@ -206,6 +208,14 @@ check 'grep -Eq "^hibernate deadline [0-9T:-]+Z \(in ([3-8][0-9]|90) s\) source 
 check 'AWS_EC2_METADATA_SERVICE_ENDPOINT=$URL "$BATON" notice wait --json --timeout 20 >"$T/w2" 2>/dev/null' "wait --json"
 check '/usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d[\"action\"]==\"hibernate\" and d[\"source\"]==\"imds-v2\" and 30<d[\"seconds_left\"]<=90, d" "$T/w2"' \
     "wait --json fields: $(cat "$T/w2")"
+# the same scheduled interruption through GCE's and Azure's paths of the emulator: preempted, with
+# GCE's 30 s and Azure's NotBefore (the emulator's 90 s) as deadlines
+check 'AWS_EC2_METADATA_DISABLED=true "$BATON" notice wait --gce-endpoint "$URL" --json --timeout 20 >"$T/w3" 2>/dev/null' "wait: GCE"
+check '/usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d[\"action\"]==\"preempted\" and d[\"source\"]==\"gce\" and 28<d[\"seconds_left\"]<=30, d" "$T/w3"' \
+    "wait: GCE's preemption, 30 s: $(cat "$T/w3")"
+check 'AWS_EC2_METADATA_DISABLED=true "$BATON" notice wait --azure-endpoint "$URL" --json --timeout 20 >"$T/w4" 2>/dev/null' "wait: Azure"
+check '/usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d[\"action\"]==\"preempted\" and d[\"source\"]==\"azure\" and 30<d[\"seconds_left\"]<=90, d" "$T/w4"' \
+    "wait: Azure's Preempt, its NotBefore: $(cat "$T/w4")"
 # an endpoint named explicitly is asked even with AWS_EC2_METADATA_DISABLED=true (which only turns
 # off finding the instance's own service); without one, the message names the variable
 check 'AWS_EC2_METADATA_DISABLED=true AWS_EC2_METADATA_SERVICE_ENDPOINT=$URL "$BATON" notice wait --timeout 20 2>/dev/null | grep -q "^hibernate "' \

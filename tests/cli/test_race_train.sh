@@ -155,6 +155,8 @@ check '[ "$rc" -eq 75 ]' "notice: exit $rc, want 75: $(tail -c 400 "$T/n.err" 2>
 check 'grep -Eq "notice: terminate .*checkpoint ckpt-[0-9]+ committed, stopping" "$T/n.err" && "$BATON" ckpt verify "$T/n" >/dev/null 2>&1' \
     "notice: the stop is logged and the checkpoint verifies"
 check 'grep -q "stopped on a terminate notice" "$T/n.out"' "notice: summary"
+check 'grep -Eq "^interruption: terminate notice at .*, deadline \+[56][0-9]\.[0-9] s, step [0-9]+ committed at \+[0-9.]+ s, no remote, exit at \+[0-9.]+ s, margin [0-9.]+ s$" "$T/n.out"' \
+    "notice: the interruption's times: $(cat "$T/n.out")"
 step=$(newest_ok "$T/n")
 check '[ -n "$step" ] && [ "$step" -lt $((N / 20)) ]' "notice: stopped before the end (at '$step')"
 check 'AWS_EC2_METADATA_DISABLED=true $TK --ckpt-dir "$T/n" >/dev/null 2>&1 && cmp -s "$T/ref/$FIN/model.safetensors" "$T/n/$FIN/model.safetensors"' \

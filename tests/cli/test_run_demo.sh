@@ -37,6 +37,17 @@ check '[ "$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); $relay"
     "each replacement resumed from the checkpoint committed at its predecessor's notice (past steps 18 and 39), the last reached step 60"
 check 'grep -q "interruptions 2 (2 with notice; scheduled at 30 % and 65 % of the steps), 3 instance(s); work lost 0 steps" "$T/out"' \
     "the demo's closing lines: 2 interruptions with notice, 0 lost"
+# each notice's commit against its deadline: in the fleet's events, its report and the demo's lines
+check '[ "$(json "$T/status.json" "d[\"deadlines\"][\"interruptions\"], d[\"deadlines\"][\"inside\"]")" = "2 2" ]' \
+    "the report: 2 interruptions, both exited inside their deadlines: $(json "$T/status.json" "d.get(\"deadlines\")")"
+check '[ "$(json "$T/status.json" "all(0 <= e[\"commit_after_s\"] <= e[\"exit_after_s\"] < e[\"deadline_after_s\"] and e[\"margin_s\"] > 0 for e in d[\"deadlines\"][\"each\"])")" = True ]' \
+    "each: committed, then exited, before the deadline"
+check 'grep -Eq "fleet .*: notice -> step [0-9]+ committed \+[0-9.]+ s, no upload, exit \+[0-9.]+ s; margin [0-9.]+ s of [0-9.]+ s" "$T/out"' \
+    "the fleet's event says it"
+check 'grep -q "^interruptions against their deadlines" "$T/out" && grep -Eq "^  2 interruption\(s\): commit p50 [0-9.]+ s, max [0-9.]+ s; exit p50 [0-9.]+ s, max [0-9.]+ s; margin p50 [0-9.]+ s, min [0-9.]+ s; 2 of 2 inside the deadline" "$T/out"' \
+    "the fleet's report: the table and p50/max"
+check 'grep -Eq "^  deadlines    2 notice\(s\): committed p50 [0-9.]+ s / max [0-9.]+ s after the notice, exited p50 [0-9.]+ s / max [0-9.]+ s; margin p50 [0-9.]+ s, min [0-9.]+ s \(2 of 2 inside\)" "$T/out"' \
+    "the demo's closing lines: the deadlines"
 
 # one file, in the order it happened
 banner=$(line_of "^baton demo: ResNet-8")

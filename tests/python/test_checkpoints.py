@@ -282,6 +282,38 @@ with baton.Checkpoints(DS) as ck:
     e = raises(baton.FormatError, ck.load)
     check(e is not None and "state.json" in str(e), "a state.json without a step Python can read: FormatError: %s" % e)
 
+# ---- wait(deadline=...): the interruption's commit planned by the notice's deadline. Without a
+# remote: committed and verified, nothing to upload. With a remote (a folder store) and time: uploaded
+# before it returns. With no time left (a deadline inside the margin): committed locally, the upload
+# left to the next machine and nothing claimed remotely; the next opener of the folder uploads it.
+DD, RU = os.path.join(TMP, "dl"), os.path.join(TMP, "dl-remote")
+with baton.Checkpoints(DD) as ck:
+    ck.save(3, {"w": np.ones(8, np.float32)}, {})
+    r = ck.wait(deadline={"kind": "sigterm", "deadline": time.time() + 30})
+check(r["step"] == 3 and r["upload"] == "none" and r["commit_s"] >= 0 and 20 < r["margin_s"] <= 30 and
+      r["checkpoint"].endswith("ckpt-000000003"), "wait(deadline=event) without a remote: %s" % r)
+with baton.Checkpoints(DD, uri=RU) as ck:
+    ck.save(4, {"w": np.ones(8, np.float32)}, {})
+    r = ck.wait(deadline=time.time() + 30)
+check(r["upload"] == "done" and r["upload_at"] >= r["commit_at"] and
+      os.path.isfile(os.path.join(RU, "ckpt-000000004", "MANIFEST")), "wait(deadline) with time: uploaded: %s" % r)
+with baton.Checkpoints(DD, uri=RU) as ck:
+    ck.save(5, {"w": np.ones(8, np.float32)}, {})
+    r = ck.wait(deadline=time.time() + 1, margin=5)
+# the background upload save() queued is cut when the notice is handled, unless it finished first
+# (a local folder copies in milliseconds): then it is said to be done, and it is
+check((r["step"] == 5 and r["upload"] == "left to the next machine" and "no time left" in r["why"] and
+       not os.path.exists(os.path.join(RU, "ckpt-000000005", "MANIFEST"))) or
+      (r["upload"] == "done" and "before the notice" in r["why"] and
+       os.path.isfile(os.path.join(RU, "ckpt-000000005", "MANIFEST"))),
+      "wait(deadline) without time: left to the next machine and nothing claimed, or said done only when done: %s" % r)
+with baton.Checkpoints(DD, uri=RU) as ck:
+    check(ck.latest()[0] == 5, "the next machine resumes from the local commit")
+    ck.wait()
+check(os.path.isfile(os.path.join(RU, "ckpt-000000005", "MANIFEST")), "and uploads what was left to it")
+e = raises(baton.UsageError, baton.Checkpoints(os.path.join(TMP, "dl2")).wait, deadline="soon")
+check(e is not None and "deadline" in str(e), "wait(deadline='soon'): UsageError: %s" % e)
+
 # ---- every= that is not text (a lone surrogate): a UsageError, not a SystemError
 for bad in ("\udcff", "5m\x00"):
     e = raises(baton.UsageError, baton.Checkpoints, os.path.join(TMP, "ev"), every=bad)

@@ -114,6 +114,10 @@ j = last_json(out)
 check(p.returncode == 75 and j.get("stopped") and j["notice"]["kind"] == "terminate",
       "a notice: exit 75, stopped (%d, %s, %s)" % (p.returncode, out[-300:], err[-300:]))
 stop = j.get("step", 0)
+i = j.get("interruption") or {}
+check(i.get("step") == stop and i.get("upload") == "none" and i.get("deadline") and
+      j["notice"]["seen_at"] <= i["commit_at"] <= i["exit_at"] < i["deadline"] and i["margin_s"] > 60,
+      "the result line's interruption: committed and exited inside EC2's deadline: %s" % i)
 with baton.Checkpoints(N) as ck:
     c = ck.load()
 check(c is not None and c.step == stop and 0 < stop < STEPS, "the checkpoint is of the step it stopped at (%s, %s)" % (

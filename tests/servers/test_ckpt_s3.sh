@@ -4,7 +4,9 @@
 # checkpoint folder was deleted restores from the bucket and ends byte-identical to an
 # uninterrupted local run; a corrupted newest remote object makes the restore fall back to the
 # previous checkpoint (and still end byte-identical); remote retention; a SIGTERM makes the trainer
-# upload its final checkpoint before it exits 75, and a fresh machine continues from it; a wrong
+# upload its final checkpoint before it exits 75, and a fresh machine continues from it; a notice
+# whose deadline a slow store's upload cannot meet: the local commit is in at once, the upload is
+# left to the next machine, which uploads it and resumes from it (about 16 s); a wrong
 # secret and a missing bucket fail with messages that name the bucket and never the secret.
 # Skips (exit 77, tests/run.sh's "skipped", with the reason) when radosgw is not installed.
 #
@@ -99,7 +101,7 @@ check '[ "$(cat "$T/keys3" | tr "\n" " ")" = "runs/r2/ckpt-000000015/MANIFEST ru
 # fast machine time to be interrupted mid-run
 TN="$BATON train --data $D --model mlp --epochs 4 --batch 64 --seed 7 --threads 2 --quiet --max-steps 600"
 check '$TN --ckpt-dir "$T/u600" --ckpt-every-steps 10 >/dev/null' "local run to 600 steps"
-$TN --ckpt-dir "$T/s" --ckpt-uri s3://$B/runs/r3 --ckpt-every-steps 10 >/dev/null 2>"$T/s.err" &
+$TN --ckpt-dir "$T/s" --ckpt-uri s3://$B/runs/r3 --ckpt-every-steps 10 >"$T/s.out" 2>"$T/s.err" &
 tp=$!
 check 'wait_ckpt "$T/s"' "SIGTERM: first checkpoint appears"
 kill -TERM "$tp"
@@ -110,11 +112,53 @@ echo "interrupted: exit $rc, newest checkpoint ${last:-none}"
 check '[ "$rc" -eq 75 ] && [ -n "$last" ]' "SIGTERM: exit $rc (want 75), newest local checkpoint ${last:-none}: $(tail -c 400 "$T/s.err")"
 s3curl "$EP/$B?list-type=2&prefix=runs%2Fr3%2F" | grep -o '<Key>[^<]*</Key>' | sed 's/<[^>]*>//g' >"$T/keys4"
 check 'grep -qx "runs/r3/$last/MANIFEST" "$T/keys4"' "the interruption checkpoint $last is uploaded before exit 75"
+check 'grep -Eq "^interruption: sigterm notice at .*, deadline \+30\.0 s, step [0-9]+ committed at \+[0-9.]+ s, uploaded at \+[0-9.]+ s, exit at \+[0-9.]+ s, margin [0-9.]+ s$" "$T/s.out"' \
+    "a fast store: the summary says uploaded before the exit, inside the deadline: $(cat "$T/s.out")"
 rm -rf "$T/s"
 $TN --ckpt-dir "$T/s" --ckpt-uri s3://$B/runs/r3 --ckpt-every-steps 10 >/dev/null 2>"$T/s2.err"
 check '[ $? -eq 0 ] && grep -q "restored s3://$B/runs/r3/$last/" "$T/s2.err"' "a fresh machine restores $last: $(cat "$T/s2.err")"
 check 'cmp -s "$T/u600/ckpt-000000600/model.safetensors" "$T/s/ckpt-000000600/model.safetensors"' \
     "after interruption and restore the final model is byte-identical"
+
+# a deadline the upload cannot meet: each request through the proxy waits 2 s, so an upload (about
+# six requests) takes 12 s or more; a SIGTERM with a 10 s deadline (margin 2 s) once one upload has
+# been measured. The checkpoint is committed locally at once, its upload is left to the next
+# machine (no MANIFEST object: nothing claimed), exit 75 long before the deadline; the next run on
+# the same folder (the volume a fleet carries over) uploads it through the fast store and resumes.
+srv_proxy SLOW "$RGW_PORT" --delay-ms 2000
+TD="$BATON train --data $D --model mlp --epochs 50 --batch 64 --seed 7 --threads 2 --quiet --ckpt-every-steps 20 --term-grace 10 --deadline-margin 2"
+BATON_RESULT_FILE=$T/dl.json $TD --ckpt-dir "$T/dl" --ckpt-uri s3://$B/runs/r4 --s3-endpoint "http://127.0.0.1:$SLOW" \
+    --max-steps 100000 >"$T/dl.out" 2>"$T/dl.err" &
+tp=$!
+r4keys() { s3curl "$EP/$B?list-type=2&prefix=runs%2Fr4%2F" | grep -o '<Key>[^<]*</Key>' | sed 's/<[^>]*>//g'; }
+for _ in $(seq 1 400); do r4keys | grep -q /MANIFEST && break; sleep 0.1; done
+t0=$(date +%s.%N)
+kill -TERM "$tp"
+wait "$tp"
+rc=$?
+took=$(echo "$(date +%s.%N) - $t0" | bc)
+last=$(ls -d "$T/dl"/ckpt-* 2>/dev/null | sort | tail -n 1 | xargs -n1 basename 2>/dev/null)
+echo "slow store: exit $rc after $took s, newest checkpoint ${last:-none}"
+check '[ "$rc" -eq 75 ] && [ -n "$last" ] && [ "$(echo "$took < 8" | bc)" = 1 ]' \
+    "slow store: exit $rc (want 75) $took s after the signal (want < 8): $(tail -c 600 "$T/dl.err")"
+check '"$BATON" ckpt verify "$T/dl/$last" >/dev/null' "slow store: the local commit $last verifies"
+check 'grep -q "^interruption: sigterm notice at .*, deadline +10.0 s, step [0-9]* committed at +[0-9.]* s, left to the next machine, exit at" "$T/dl.out"' \
+    "slow store: the summary says the upload is left to the next machine: $(cat "$T/dl.out")"
+check 'grep -q "left to the next machine: an upload takes [0-9.]* s here" "$T/dl.err"' \
+    "slow store: why, from the measured upload: $(grep -i left "$T/dl.err")"
+check '! r4keys | grep -qx "runs/r4/$last/MANIFEST"' "slow store: no upload of $last is claimed"
+check 'python3 - "$T/dl.json" <<PY
+import json, sys
+i = json.load(open(sys.argv[1]))["interruption"]
+assert i["upload"] == "left to the next machine" and i["upload_estimate_s"] >= 10, i
+assert i["notice_at"] <= i["commit_at"] <= i["exit_at"] < i["deadline"] - 2 and i["margin_s"] > 2, i
+PY' "slow store: the result file's interruption: $(cat "$T/dl.json")"
+n=$((10#${last#ckpt-}))
+$TD --ckpt-dir "$T/dl" --ckpt-uri s3://$B/runs/r4 --max-steps $((n + 20)) >"$T/dl2.out" 2>"$T/dl2.err"
+check '[ $? -eq 0 ] && grep -q "checkpoint $n was left to this machine by the previous one: uploading it" "$T/dl2.err"' \
+    "the next machine uploads $last: $(cat "$T/dl2.err")"
+check 'r4keys | grep -qx "runs/r4/$last/MANIFEST" && grep -q "^step $((n + 20)), " "$T/dl2.out"' \
+    "$last is uploaded, and the run resumed from it to step $((n + 20)): $(cat "$T/dl2.out")"
 
 # errors name the bucket, never the secret
 rm -rf "$T/c"

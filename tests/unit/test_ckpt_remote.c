@@ -5,9 +5,13 @@
  * checkpoint incomplete, never complete); a failed MANIFEST upload leaves the checkpoint incomplete
  * and makes a synchronous save fail with the local commit standing; a damaged local file is never
  * uploaded; restore into an empty folder, falling back past a corrupted and a truncated newest
- * remote checkpoint, and NOTFOUND when the remote holds none. */
+ * remote checkpoint, and NOTFOUND when the remote holds none. Commits planned by a deadline
+ * (baton_ckpt_persist_by): uploaded with time, left to the next machine without it (no time left, or
+ * the measured upload cost does not fit), never claimed remotely then, and uploaded by the next
+ * opener (baton_ckpt_store_upload_left). */
 #include "../../src/ckpt/ckpt_internal.h"
 #include "baton/ckpt.h"
+#include "baton/notice.h"
 #include "check.h"
 
 #include <errno.h>
@@ -15,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static char root[256], local[300], remote[300];
@@ -92,6 +97,85 @@ static int fail_model_unlink(const char *path)
     return real_unlink(path);
 }
 
+/* a slow remote: every file the upload creates there takes 0.1 s more */
+static char slow_dir[400];
+static int slow_remote_open(const char *path, int flags, mode_t mode)
+{
+    if ((flags & O_CREAT) && strstr(path, slow_dir) == path) usleep(100 * 1000);
+    return real_open(path, flags, mode);
+}
+
+static void test_deadline(void)
+{
+    char dl_local[400], dl_remote[400], path[4096];
+    snprintf(dl_local, sizeof dl_local, "%s/dl-local", root);
+    snprintf(dl_remote, sizeof dl_remote, "%s/dl-remote", root);
+    baton_err err = {0};
+    baton_ckpt_store *s = NULL;
+    baton_ckpt_by by;
+    CHECK(baton_ckpt_store_open(dl_local, 3, &s, &err) == BATON_OK);
+    if (!s) return;
+    CHECK(baton_ckpt_persist_by(s, 0, 0, &by, &err) == BATON_ERR_ARG);   /* nothing to commit */
+    CHECK(baton_ckpt_store_attach(s, dl_remote, NULL, &err) == BATON_OK);
+    baton_ckpt_costs c;
+    baton_ckpt_store_costs(s, &c);
+    CHECK(c.commits == 0 && c.uploads == 0 && c.commit_s < 0 && c.upload_s < 0);
+    /* no deadline: committed, verified, uploaded */
+    CHECK(snap(s, 1, &err) == BATON_OK);
+    CHECK_MSG(baton_ckpt_persist_by(s, 0, 5, &by, &err) == BATON_OK, "%s", err.msg);
+    CHECK(by.step == 1 && by.upload == BATON_CKPT_UPLOAD_DONE && by.upload_est_s < 0 && by.commit_s >= 0 &&
+          exists(dl_remote, 1, "MANIFEST"));
+    /* a slow upload is measured; a background save's commit is collected by persist_by */
+    snprintf(slow_dir, sizeof slow_dir, "%s", dl_remote);
+    baton_sys.open = slow_remote_open;
+    CHECK(snap(s, 2, &err) == BATON_OK);
+    CHECK(baton_ckpt_persist_async(s, &err) == BATON_OK);
+    CHECK_MSG(baton_ckpt_wait(s, &err) == BATON_OK, "%s", err.msg);
+    baton_sys.open = real_open;
+    baton_ckpt_store_costs(s, &c);
+    CHECK_MSG(c.commits == 2 && c.uploads == 2 && c.upload_s >= 0.35, "%llu uploads, %.3f s", (unsigned long long)c.uploads,
+              c.upload_s);
+    /* that cost does not fit before the deadline less the margin: left, nothing claimed */
+    double now = baton_wall_now();
+    CHECK(snap(s, 3, &err) == BATON_OK);
+    CHECK_MSG(baton_ckpt_persist_by(s, now + 1.2, 1, &by, &err) == BATON_OK, "%s", err.msg);
+    CHECK_MSG(by.upload == BATON_CKPT_UPLOAD_LEFT && by.upload_est_s >= 0.35 && strstr(by.why, "an upload takes") &&
+                  by.upload_s == 0,
+              "%d %s", by.upload, by.why);
+    CHECK(exists(dl_local, 3, "MANIFEST") && !exists(dl_remote, 3, "model.safetensors"));
+    /* with time: uploaded */
+    CHECK(snap(s, 4, &err) == BATON_OK);
+    CHECK_MSG(baton_ckpt_persist_by(s, now + 60, 5, &by, &err) == BATON_OK, "%s", err.msg);
+    CHECK(by.upload == BATON_CKPT_UPLOAD_DONE && by.upload_at >= by.commit_at && exists(dl_remote, 4, "MANIFEST"));
+    /* no time left at all */
+    CHECK(snap(s, 5, &err) == BATON_OK);
+    CHECK_MSG(baton_ckpt_persist_by(s, now + 2, 5, &by, &err) == BATON_OK, "%s", err.msg);
+    CHECK(by.upload == BATON_CKPT_UPLOAD_LEFT && strstr(by.why, "no time left") && !exists(dl_remote, 5, "MANIFEST"));
+    /* a damaged local commit is never stopped on: an error, not a claim */
+    CHECK(snap(s, 6, &err) == BATON_OK);
+    CHECK(baton_ckpt_persist_async(s, &err) == BATON_OK);
+    uint64_t reaped = 0;
+    CHECK(baton_ckpt_reap(s, 1, &reaped) == 1 && reaped == 6);
+    flip(dl_local, 6, "model.safetensors", 90);
+    CHECK(baton_ckpt_persist_by(s, now + 60, 5, &by, &err) == BATON_ERR_CORRUPT && strstr(err.msg, "does not verify"));
+    flip(dl_local, 6, "model.safetensors", 90);
+    CHECK(snap(s, 7, &err) == BATON_OK);
+    CHECK_MSG(baton_ckpt_persist_by(s, baton_wall_now() + 1, 5, &by, &err) == BATON_OK, "%s", err.msg);
+    CHECK(by.step == 7 && by.upload == BATON_CKPT_UPLOAD_LEFT && !exists(dl_remote, 7, "MANIFEST"));
+    baton_ckpt_store_close(s);
+    /* the next machine: the local folder of step 7 is not in the remote; upload it, once */
+    s = NULL;
+    CHECK(baton_ckpt_store_open(dl_local, 3, &s, &err) == BATON_OK);
+    if (!s) return;
+    CHECK(baton_ckpt_store_attach(s, dl_remote, NULL, &err) == BATON_OK);
+    uint64_t step = 0;
+    CHECK(baton_ckpt_store_latest(s, path, sizeof path, &step, &err) == BATON_OK && step == 7);
+    CHECK(baton_ckpt_store_upload_left(s, path, step) == 1);
+    CHECK_MSG(baton_ckpt_wait(s, &err) == BATON_OK, "%s", err.msg);
+    CHECK(exists(dl_remote, 7, "MANIFEST") && baton_ckpt_store_upload_left(s, path, step) == 0);
+    baton_ckpt_store_close(s);
+}
+
 static void test_store_list(void)
 {
     baton_err err = {0};
@@ -146,6 +230,7 @@ int main(void)
     real_unlink = baton_sys.unlink;
 
     test_store_list();
+    test_deadline();
 
     /* background uploads: one per persist, waited for with baton_ckpt_wait */
     baton_ckpt_store *s = NULL;

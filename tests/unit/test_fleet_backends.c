@@ -115,6 +115,8 @@ static void test_slurm(void)
     baton_buf b = {0};
     CHECK(baton_slurm_script(&job, &o, 1, "/vol/task-1", "/opt/baton/bin", &b, &err) == 0);
     CHECK(contains(&b, "#SBATCH --requeue\n") && contains(&b, "#SBATCH --signal=B:USR1@180\n"));
+    /* the signal's lead is the deadline of the TERM notice it becomes */
+    CHECK(contains(&b, "export BATON_TERM_GRACE_S=\"${BATON_TERM_GRACE_S:-180}\"\n"));
     CHECK(contains(&b, "#SBATCH --open-mode=append\n") && contains(&b, "#SBATCH --chdir=/vol/task-1\n"));
     CHECK(contains(&b, "#SBATCH --output=/vol/task-1/logs/slurm-%j.log\n"));
     CHECK(contains(&b, "#SBATCH --partition=gpu\n") && contains(&b, "#SBATCH --time=2:00:00\n") &&

@@ -352,6 +352,34 @@ static void test_s3(void)
         srv_proxy_stop(pp);
     }
 
+    /* a deadline (baton_store_set_deadline): through a proxy that holds each request 1.5 s, a PUT is
+     * cut at its deadline; none starts after it; without one it goes through */
+    const char *slow[] = {"--delay-ms", "1500", NULL};
+    pp = srv_proxy_start(real ? atoi(strrchr(real, ':') + 1) : 0, &pport, slow);
+    if (pp > 0) {
+        char ep[64];
+        snprintf(ep, sizeof ep, "http://127.0.0.1:%d", pport);
+        baton_store_opts o;
+        baton_store_opts_default(&o);
+        o.s3_endpoint = ep;
+        baton_store *ps = open_ok("s3://baton-test/ds/v1", &o);
+        if (ps) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            double t0 = baton_now(), wall = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+            baton_store_set_deadline(ps, wall + 0.3);
+            CHECK(baton_store_put(ps, "cut.bin", "abc", 3, &err) == BATON_ERR_NET);
+            CHECK_MSG(strstr(err.msg, "at the deadline") && baton_now() - t0 < 1.2, "%.2f s: %s", baton_now() - t0, err.msg);
+            t0 = baton_now();
+            CHECK(baton_store_put(ps, "cut.bin", "abc", 3, &err) == BATON_ERR_NET);
+            CHECK_MSG(strstr(err.msg, "stopped at the deadline") && baton_now() - t0 < 0.1, "%s", err.msg);
+            baton_store_set_deadline(ps, 0);
+            CHECK_MSG(baton_store_put(ps, "cut.bin", "abc", 3, &err) == BATON_OK, "%s", err.msg);
+            baton_store_close(ps);
+        }
+        srv_proxy_stop(pp);
+    }
+
     /* a missing bucket */
     baton_store *nb = open_ok("s3://no-such-bucket-here/p", NULL);
     if (nb) {

@@ -1,7 +1,8 @@
 /* test_notice_imds.c — the metadata emulator over real HTTP (libcurl against its loopback port):
  * static paths, the IMDSv2 token PUT (ttl bounds, X-Forwarded-For), v2-only 401s, expired and
  * unknown tokens, instance-action before/after a scheduled interruption (fixed and sliding time),
- * termination-time, rebalance, the GCE preempted path, control requests, the token-status and
+ * termination-time, rebalance, the GCE preempted path, Azure's Scheduled Events (and the parser of
+ * their answers, HTTP dates), control requests, the token-status and
  * garbage modes, the loopback-only rule, and ISO 8601 parsing. */
 #include "baton/notice.h"
 #include "check.h"
@@ -260,6 +261,82 @@ static void test_v2_only_and_notice(int slide)
     baton_imds_stop(m);
 }
 
+static void test_azure(void)
+{
+    /* HTTP dates */
+    double t = 0;
+    char s[32];
+    CHECK(baton_notice_http_time_parse("Mon, 19 Sep 2016 18:29:47 GMT", &t) == 0 && t == 1474309787.0);
+    baton_notice_http_time_format(1474309787.0, s);
+    CHECK_MSG(!strcmp(s, "Mon, 19 Sep 2016 18:29:47 GMT"), "%s", s);
+    CHECK(baton_notice_http_time_parse("Tue, 19 Sep 2016 18:29:47 GMT", &t) == -1);   /* not that weekday */
+    CHECK(baton_notice_http_time_parse("Mon, 31 Apr 2016 18:29:47 GMT", &t) == -1);
+    CHECK(baton_notice_http_time_parse("Mon, 19 Sep 2016 18:29:47 UTC", &t) == -1);
+    CHECK(baton_notice_http_time_parse("2016-09-19T18:29:47Z", &t) == -1);
+    CHECK(baton_notice_http_time_parse("", &t) == -1);
+
+    /* the parser: this machine's Preempt or Terminate only, NotBefore plausible */
+    double now = 1474309787.0 - 40;
+    baton_notice_kind k;
+    char id[64];
+    const char *ok = "{\"DocumentIncarnation\":2,\"Events\":[{\"EventId\":\"e1\",\"EventType\":\"Preempt\","
+                     "\"ResourceType\":\"VirtualMachine\",\"Resources\":[\"vm1\"],\"EventStatus\":\"Scheduled\","
+                     "\"NotBefore\":\"Mon, 19 Sep 2016 18:29:47 GMT\",\"Description\":\"\",\"EventSource\":\"Platform\","
+                     "\"DurationInSeconds\":-1}]}";
+    CHECK(baton_notice_parse_azure(ok, strlen(ok), "vm1", now, &k, &t, id, sizeof id) == 1 &&
+          k == BATON_NOTICE_PREEMPTED && t == 1474309787.0 && !strcmp(id, "e1"));
+    CHECK(baton_notice_parse_azure(ok, strlen(ok), NULL, now, &k, &t, NULL, 0) == 1);
+    CHECK(baton_notice_parse_azure(ok, strlen(ok), "vm2", now, &k, &t, NULL, 0) == 0);   /* another machine's */
+    CHECK(baton_notice_parse_azure(ok, strlen(ok), "vm1", now - 7200, &k, &t, NULL, 0) == 0);   /* implausible */
+    const char *reboot = "{\"DocumentIncarnation\":2,\"Events\":[{\"EventId\":\"e1\",\"EventType\":\"Reboot\","
+                         "\"ResourceType\":\"VirtualMachine\",\"Resources\":[\"vm1\"],\"EventStatus\":\"Scheduled\","
+                         "\"NotBefore\":\"Mon, 19 Sep 2016 18:29:47 GMT\"}]}";
+    CHECK(baton_notice_parse_azure(reboot, strlen(reboot), "vm1", now, &k, &t, NULL, 0) == 0);   /* keeps the machine */
+    const char *term = "{\"DocumentIncarnation\":3,\"Events\":[{\"EventId\":\"e2\",\"EventType\":\"Terminate\","
+                       "\"ResourceType\":\"VirtualMachine\",\"Resources\":[\"a\",\"vm1\"],\"EventStatus\":\"Started\","
+                       "\"NotBefore\":\"\"}]}";
+    CHECK(baton_notice_parse_azure(term, strlen(term), "vm1", now, &k, &t, NULL, 0) == 1 && k == BATON_NOTICE_TERMINATE &&
+          t == now);
+    const char *bad[] = {"{\"Events\":[]}", "[]", "{\"DocumentIncarnation\":1,\"Events\":{}}", "",
+                         "{\"DocumentIncarnation\":1,\"Events\":[{\"EventType\":\"Preempt\"}]}"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        CHECK(baton_notice_parse_azure(bad[i], strlen(bad[i]), NULL, now, &k, &t, NULL, 0) == 0);
+
+    /* the emulator */
+    baton_imds *m = NULL;
+    baton_err err = {0};
+    CHECK_MSG(baton_imds_start(NULL, &m, &err) == BATON_OK, "%s", err.msg);
+    if (!m) return;
+    const char *u = baton_imds_url(m), *se = "/metadata/scheduledevents?api-version=2020-07-01";
+    body b;
+    CHECK(get(u, se, NULL, &b) == 400 && b.data && strstr(b.data, "metadata header"));
+    free(b.data);
+    CHECK(get(u, "/metadata/scheduledevents", "Metadata: true", &b) == 400 && b.data && strstr(b.data, "api-version"));
+    free(b.data);
+    CHECK(get(u, se, "Metadata: true", &b) == 200 && body_is(&b, "{\"DocumentIncarnation\":0,\"Events\":[]}"));
+    free(b.data);
+    CHECK(get(u, "/metadata/instance/compute/name?api-version=2021-02-01&format=text", "Metadata: true", &b) == 200 &&
+          body_is(&b, "baton-vm"));
+    free(b.data);
+    double t0 = baton_wall_now();
+    baton_imds_interrupt(m, NULL, 30);
+    CHECK(get(u, se, "Metadata: true", &b) == 200 && b.data);
+    CHECK_MSG(b.data && baton_notice_parse_azure(b.data, b.len, "baton-vm", baton_wall_now(), &k, &t, id, sizeof id) == 1 &&
+                  k == BATON_NOTICE_PREEMPTED && t > t0 + 28.9 && t < t0 + 30.1 && strlen(id) == 36,
+              "%s", b.data ? b.data : "(none)");
+    CHECK(b.data && strstr(b.data, "\"DocumentIncarnation\":1,") && strstr(b.data, "\"EventStatus\":\"Scheduled\""));
+    free(b.data);
+    CHECK(req("POST", u, se, "Metadata: true", NULL, NULL) == 200);   /* an acknowledgement */
+    baton_imds_interrupt(m, NULL, 0);   /* its time has come: Started, no NotBefore */
+    CHECK(get(u, se, "Metadata: true", &b) == 200 && b.data && strstr(b.data, "\"EventStatus\":\"Started\"") &&
+          strstr(b.data, "\"NotBefore\":\"\"") && strstr(b.data, "\"DocumentIncarnation\":2,"));
+    free(b.data);
+    CHECK(req("PUT", u, "/baton/clear", NULL, NULL, NULL) == 200);
+    CHECK(get(u, se, "Metadata: true", &b) == 200 && body_is(&b, "{\"DocumentIncarnation\":3,\"Events\":[]}"));
+    free(b.data);
+    baton_imds_stop(m);
+}
+
 static void test_scheduled_and_gce(void)
 {
     baton_imds_opts o;
@@ -370,6 +447,7 @@ int main(void)
     test_v2_only_and_notice(0);
     test_v2_only_and_notice(1);
     test_scheduled_and_gce();
+    test_azure();
     test_modes();
     curl_global_cleanup();
     CHECK_DONE();

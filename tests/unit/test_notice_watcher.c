@@ -1,6 +1,7 @@
 /* test_notice_watcher.c — the notice watcher against the metadata emulator on loopback: IMDSv2 token
  * flow, IMDSv1 fallback (token PUT answered 403 / 404), a v2-only service, latching of a sliding
  * deadline (and no more polling once latched), rebalance once per recommendation, GCE preempted,
+ * Azure's Scheduled Events (a Preempt's NotBefore as the deadline),
  * SIGTERM (handler restored afterwards, no stale latch in the next watcher), and the failure
  * modes that must never be a notice nor block the caller: garbage answers, a closed port, a
  * listening socket that never answers. Also DMI detection on fake folders and
@@ -26,6 +27,7 @@ static void opts_for(baton_notice_opts *o, const char *endpoint)
     baton_notice_opts_default(o);
     o->endpoint = endpoint;
     o->gce_endpoint = NULL;
+    o->azure_endpoint = NULL;
     o->ec2_disabled = 0;
     o->poll_s = 0.05;
     o->timeout_s = 0.5;
@@ -286,6 +288,44 @@ static void test_gce(void)
     baton_imds_stop(m);
 }
 
+static void test_azure(void)
+{
+    baton_imds *m = imds(0, 0, 0, 0);
+    if (!m) return;
+    baton_notice_opts o;
+    opts_for(&o, NULL);
+    o.ec2_disabled = 1;
+    o.azure_endpoint = baton_imds_url(m);
+    baton_notice_watcher *w = NULL;
+    baton_err err = {0};
+    CHECK_MSG(baton_notice_start(&o, &w, &err) == BATON_OK, "%s", err.msg);
+    if (!w) return;
+    CHECK(baton_notice_watching(w) == BATON_NOTICE_WATCH_AZURE);
+    rounds(w, 2);
+    CHECK(baton_notice_poll(w, NULL, NULL) == 0);
+    double t0 = baton_wall_now();
+    baton_imds_interrupt(m, NULL, 45);
+    baton_notice_event ev;
+    CHECK(baton_notice_wait(w, 3, &ev) == 1 && ev.kind == BATON_NOTICE_PREEMPTED && !strcmp(ev.source, "azure"));
+    /* NotBefore has whole seconds */
+    CHECK_MSG(ev.deadline > t0 + 43.9 && ev.deadline < t0 + 45.1, "deadline %.2f s after the interruption",
+              ev.deadline - t0);
+    baton_notice_stop(w);
+    baton_imds_stop(m);
+
+    /* garbage from an Azure endpoint is never a notice */
+    m = imds(0, 0, 0, 1);
+    if (!m) return;
+    o.azure_endpoint = baton_imds_url(m);
+    CHECK_MSG(baton_notice_start(&o, &w, &err) == BATON_OK, "%s", err.msg);
+    if (w) {
+        rounds(w, 12);
+        CHECK(baton_notice_poll(w, NULL, NULL) == 0);
+        baton_notice_stop(w);
+    }
+    baton_imds_stop(m);
+}
+
 static void test_sigterm(void)
 {
     baton_notice_opts o;
@@ -357,12 +397,15 @@ static void test_dmi_and_env(void)
     write_file(d[4], "sys_vendor", "QEMU\n");
     write_file(d[4], "product_name", "Standard PC (Q35 + ICH9, 2009)\n");
     write_file(d[4], "board_asset_tag", "\n");
+    write_file(d[5], "sys_vendor", "Microsoft Corporation\n");
+    write_file(d[5], "chassis_asset_tag", "7783-7084-3265-9085-8269-3286-77\n");
     CHECK(baton_cloud_detect(d[0]) == BATON_CLOUD_EC2);
     CHECK(baton_cloud_detect(d[1]) == BATON_CLOUD_EC2);
     CHECK(baton_cloud_detect(d[2]) == BATON_CLOUD_EC2);
     CHECK(baton_cloud_detect(d[3]) == BATON_CLOUD_GCE);
     CHECK(baton_cloud_detect(d[4]) == BATON_CLOUD_UNKNOWN);
-    CHECK(baton_cloud_detect(d[5]) == BATON_CLOUD_UNKNOWN);   /* empty folder */
+    CHECK(baton_cloud_detect(d[5]) == BATON_CLOUD_AZURE);
+    CHECK(baton_cloud_detect(base) == BATON_CLOUD_UNKNOWN);   /* no DMI files at all */
     setenv("BATON_DMI_DIR", d[0], 1);
     CHECK(baton_cloud_detect(NULL) == BATON_CLOUD_EC2);
     setenv("BATON_DMI_DIR", dmi_none, 1);
@@ -385,6 +428,13 @@ static void test_dmi_and_env(void)
     o.ec2_disabled = 1;
     CHECK(baton_notice_targets(&o, ec2, sizeof ec2, gce, sizeof gce, &err) == 0);
     o.ec2_disabled = 0;
+    char az[256];
+    o.dmi_dir = d[5];
+    CHECK(baton_notice_azure_target(&o, az, sizeof az, &err) == BATON_NOTICE_WATCH_AZURE &&
+          !strcmp(az, "http://169.254.169.254"));
+    CHECK(baton_notice_targets(&o, ec2, sizeof ec2, gce, sizeof gce, &err) == 0);
+    o.dmi_dir = d[0];
+    CHECK(baton_notice_azure_target(&o, az, sizeof az, &err) == 0 && !az[0]);
     o.endpoint = "127.0.0.1:1338/";
     CHECK(baton_notice_targets(&o, ec2, sizeof ec2, gce, sizeof gce, &err) == BATON_NOTICE_WATCH_EC2 &&
           !strcmp(ec2, "http://127.0.0.1:1338"));
@@ -403,6 +453,19 @@ static void test_dmi_and_env(void)
           o.handle_sigterm && o.gce_endpoint && !strcmp(o.gce_endpoint, "http://127.0.0.1:8"));
     unsetenv("BATON_GCE_METADATA_ENDPOINT");
     unsetenv("BATON_NOTICE_POLL_S");
+    /* SIGTERM's grace: BATON_TERM_GRACE_S, else the older BATON_SIGTERM_GRACE_S, else 30 s */
+    setenv("BATON_SIGTERM_GRACE_S", "20", 1);
+    baton_notice_opts_default(&o);
+    CHECK(o.sigterm_grace_s == 20);
+    setenv("BATON_TERM_GRACE_S", "7", 1);
+    setenv("BATON_AZURE_METADATA_ENDPOINT", "http://127.0.0.1:7", 1);
+    baton_notice_opts_default(&o);
+    CHECK(o.sigterm_grace_s == 7 && o.azure_endpoint && !strcmp(o.azure_endpoint, "http://127.0.0.1:7"));
+    unsetenv("BATON_TERM_GRACE_S");
+    unsetenv("BATON_SIGTERM_GRACE_S");
+    unsetenv("BATON_AZURE_METADATA_ENDPOINT");
+    baton_notice_opts_default(&o);
+    CHECK(o.sigterm_grace_s == 30 && !o.azure_endpoint);
 
     /* AWS_EC2_METADATA_DISABLED=true turns off finding the instance's own service (DMI, above),
      * not an endpoint the user named: a live service at AWS_EC2_METADATA_SERVICE_ENDPOINT is asked */
@@ -441,6 +504,7 @@ int main(void)
 {
     unsetenv("AWS_EC2_METADATA_DISABLED");
     unsetenv("AWS_EC2_METADATA_SERVICE_ENDPOINT");
+    unsetenv("BATON_AZURE_METADATA_ENDPOINT");
     snprintf(dmi_none, sizeof dmi_none, "/tmp/baton-no-dmi-%d", (int)getpid());   /* does not exist */
     setenv("BATON_DMI_DIR", dmi_none, 1);   /* never a real metadata service, whatever machine this is */
     test_flow(0, 0, 0, "imds-v2");
@@ -452,6 +516,7 @@ int main(void)
     test_garbage();
     test_unreachable_and_slow();
     test_gce();
+    test_azure();
     test_sigterm();
     test_dmi_and_env();
     CHECK_DONE();
