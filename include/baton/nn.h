@@ -285,7 +285,10 @@ double baton_nn_model_macs(const baton_nn_model *m);
  * batch × C×H×W floats (plain NCHW), logits batch × classes; it allocates nothing and runs one
  * query at a time per plan. nprims: primitives run per query; bytes: memory the plan holds. */
 typedef struct baton_nn_infer_plan baton_nn_infer_plan;
-int baton_nn_infer_plan_create(const baton_nn_model *m, int batch, baton_nn_infer_plan **out, baton_err *err);
+/* precision BATON_NN_PRECISION_BF16: weights and activations in bfloat16 (sums f32; biases and the
+ * logits f32), refused where the CPU lacks bfloat16 (as baton_nn_kernels_dnnl_bf16) */
+int baton_nn_infer_plan_create(const baton_nn_model *m, int batch, int precision, baton_nn_infer_plan **out,
+                               baton_err *err);
 int baton_nn_infer_plan_run(baton_nn_infer_plan *p, const float *x, float *logits, baton_err *err);
 int baton_nn_infer_plan_nprims(const baton_nn_infer_plan *p);
 size_t baton_nn_infer_plan_bytes(const baton_nn_infer_plan *p);
