@@ -31,6 +31,15 @@
  * within the input plane — which oneDNN's opaque workspace is not): kern_pool_fast.c's entries.
  * Global average pooling is plain C too (a tiny share of the work).
  *
+ * The bfloat16 table (baton_nn_kernels_dnnl_bf16, the same entries but for convolutions and inner
+ * products): those run on oneDNN's bf16 kernels with f32 sums and f32 outputs. Their weights are
+ * the caller's bfloat16 copy (weights_bf16: the model's, written by the optimizer), reordered into
+ * the primitive's layout per call but never converted; activations and gradients are converted
+ * per call. Convolutions leave the activation layout to oneDNN, which on AMX picks channels-last
+ * (nhwc): the f32 nChw16c arrays are reordered into bf16 nhwc before and out of nhwc after — a
+ * transpose each way, still far cheaper than the f32 kernel on such a CPU. No Winograd, no
+ * hand-written direct kernel and no statistics-taking fusion in bf16.
+ *
  * Threads: oneDNN in Debian runs on OpenMP, so OMP_NUM_THREADS (or omp_set_num_threads on the
  * calling thread, baton_nn_set_threads) sets the team's size. For a fixed team size every
  * primitive is deterministic, so results are bit-reproducible run to run — and the same on any
@@ -971,7 +980,12 @@ const baton_nn_kernels *baton_nn_kernels_select(int reference, int precision, ba
             baton_err_set(err, BATON_ERR_ARG, "nn: bfloat16 runs on oneDNN's kernels, not on the reference ones");
             return NULL;
         }
-        return baton_nn_kernels_dnnl_bf16(err);
+        const baton_nn_kernels *k = baton_nn_kernels_dnnl_bf16(err);
+        const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+        if (k && (isa & dnnl_cpu_isa_avx512_core_amx) != dnnl_cpu_isa_avx512_core_amx)
+            baton_log(BATON_LOG_WARN, "bfloat16 without AMX (oneDNN sees %s): resnet20 trained at 0.6x its f32 speed "
+                      "so on the benchmark machine (docs/training.md); f32 is likely faster here", isa_name(isa));
+        return k;
     }
     const baton_nn_kernels *k = NULL;
     if (!reference) {
