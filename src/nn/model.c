@@ -56,7 +56,7 @@ static int finalize(baton_nn_model *m, int init_params, baton_err *err)
     m->params = aligned_alloc(64, sizeof(float) * (m->nparam ? m->nparam : NN_ALIGN_ELEMS));
     m->grads = aligned_alloc(64, sizeof(float) * (m->nparam ? m->nparam : NN_ALIGN_ELEMS));
     m->bufs = aligned_alloc(64, sizeof(float) * (m->nbuf ? m->nbuf : NN_ALIGN_ELEMS));
-    m->params16 = aligned_alloc(64, sizeof(uint16_t) * (m->nparam ? nn_align_up(m->nparam) : NN_ALIGN_ELEMS));
+    m->params16 = aligned_alloc(64, sizeof(uint16_t) * ((m->nparam + 31) / 32 * 32 + 32));   /* 64-byte multiple */
     m->params16_stale = 1;
     m->i64 = calloc(m->ni64 ? m->ni64 : 1, sizeof(int64_t));
     m->acts_bytes = sizeof(float) * (nact + nscratch);
