@@ -23,12 +23,12 @@
  *     terms, amplifies it). Then the bfloat16 copy of the weights the optimizer
  *     wrote is what rounding them all again gives, bit for bit (baton_nn_model_weights_changed);
  *     a weight written through baton_nn_model_tensor's pointer is seen by the next forward.
- *   - The folded inference plan in bf16 against the f32 plan (lenet, resnet8, resnet20).
+ *   - The folded inference plan in bf16 against the f32 plan (lenet, resnet20).
  *   - Refusal: with oneDNN limited to AVX-512 without BF16 (ONEDNN_MAX_CPU_ISA, in a child
  *     process before oneDNN starts), the bf16 table and baton_nn_kernels_select refuse, naming
  *     the limit; f32 still runs.
  * On a CPU without AVX512-BF16 the table checks are skipped (the refusal is then checked here
- * without a limit). About 3 s. */
+ * without a limit). About 2 s (20 s under the sanitizers on a busy machine). */
 #include "../../src/nn/nn_internal.h"
 #include "nn_gradcheck.h"
 
@@ -234,7 +234,7 @@ static void test_entries(void)
         snprintf(t, sizeof t, "resnet.fc n%d", batch);
         linear_case(t, batch, 64, 10);
     }
-    for (int i = 0; i < 12; i++) {
+    for (int i = 0; i < 8; i++) {
         int k = 1 + (int)baton_rng_below(&rng, 4), stride = 1 + (int)baton_rng_below(&rng, 2);
         int pad = (int)baton_rng_below(&rng, (uint64_t)(k / 2 + 1)), ih = k + 2 + (int)baton_rng_below(&rng, 10);
         int n = 1 + (int)baton_rng_below(&rng, 4), ic = 1 + (int)baton_rng_below(&rng, 40);
@@ -414,7 +414,6 @@ int main(int argc, char **argv)
     test_model("lenet");
     test_model("resnet8");
     test_plan("lenet");
-    test_plan("resnet8");
     test_plan("resnet20");
     CHECK_DONE();
 }
