@@ -13,6 +13,12 @@
 # ranged 1.06-1.97 for the same code), so the table also gives each round's ratio (the two sides
 # measured back to back), their median, and a 95 % bootstrap interval for that median: a run of a
 # few rounds is a sample, and the interval says how far its ratio can be trusted.
+#
+# Mixed precision (BF16=1, the default where /proc/cpuinfo has avx512_bf16 or amx_bf16; BF16=0 off):
+# each round also runs baton with --precision bf16 and the peer under torch.autocast("cpu",
+# bfloat16) (bench/pytorch_bf16_peer.py), the four runs of a round in a rotating order; a second
+# table gives bf16's img/s and its ratios to baton f32, PyTorch f32 and PyTorch bf16 (medians of
+# the per-round ratios).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-5}
@@ -33,24 +39,51 @@ jget() { sed -n "s/.*\"$1\": *\([0-9.e+-]*\).*/\1/p" | tail -1; }
 
 run_peer() { GLIBC_TUNABLES=$TUNE "$PY" "$PEER" --model "$1" --threads 2 --batch 128 --channels-last --json 2>/dev/null | jget train_img_per_s; }
 
+if [ -z "${BF16:-}" ]; then
+    if grep -qwE 'avx512_bf16|amx_bf16' /proc/cpuinfo; then BF16=1; else BF16=0; fi
+fi
+run_peer_bf16() { GLIBC_TUNABLES=$TUNE "$PY" bench/pytorch_bf16_peer.py --model "$1" --threads 2 --batch 128 --json 2>/dev/null | jget train_img_per_s; }
+
+# run_side SIDE MODEL: one timed run of one side (baton f32: its JSON line, for the GFLOP/s too)
+run_side() {
+    case $1 in
+    baton) build/bench/train_speed --model "$2" --batch 128 --seconds 4 --reps 3 --json ;;
+    baton-bf16) build/bench/train_speed --model "$2" --batch 128 --seconds 4 --reps 3 --precision bf16 --json | jget train_img_per_s ;;
+    peer) run_peer "$2" ;;
+    peer-bf16) run_peer_bf16 "$2" ;;
+    esac
+}
+
+SIDES="baton peer"
+[ "$BF16" = 1 ] && SIDES="baton baton-bf16 peer peer-bf16"
 for model in $MODELS; do
-    : >"$OUT/$model.baton" ; : >"$OUT/$model.peer" ; : >"$OUT/$model.gflops"
+    for s in $SIDES; do : >"$OUT/$model.$s"; done
+    : >"$OUT/$model.gflops"
     for r in $(seq "$ROUNDS"); do
-        # odd rounds run baton first, even rounds the peer first: neither side always follows the other
-        if [ $((r % 2)) = 0 ]; then p=$(run_peer "$model"); fi
-        j=$(build/bench/train_speed --model "$model" --batch 128 --seconds 4 --reps 3 --json)
-        b=$(echo "$j" | jget train_img_per_s); g=$(echo "$j" | jget train_gflops)
-        if [ $((r % 2)) = 1 ]; then p=$(run_peer "$model"); fi
-        echo "$b" >>"$OUT/$model.baton"; echo "$g" >>"$OUT/$model.gflops"
-        echo "$p" >>"$OUT/$model.peer"
-        printf '%-9s round %d: baton %8.1f img/s  pytorch %8.1f img/s\n' "$model" "$r" "$b" "$p"
+        # the sides in a rotating order (two sides: odd rounds baton first, even rounds the peer
+        # first): no side always follows another
+        read -r -a sides <<<"$SIDES"
+        k=$(((r - 1) % ${#sides[@]}))
+        order="${sides[*]:k} ${sides[*]:0:k}"
+        line="$model round $r:"
+        for s in $order; do
+            v=$(run_side "$s" "$model")
+            if [ "$s" = baton ]; then echo "$v" | jget train_gflops >>"$OUT/$model.gflops"; v=$(echo "$v" | jget train_img_per_s); fi
+            eval "val_${s//-/_}=\$v"
+        done
+        for s in $SIDES; do
+            eval "v=\$val_${s//-/_}"
+            echo "$v" >>"$OUT/$model.$s"
+            line="$line $s $(printf '%.1f' "${v:-0}") img/s"
+        done
+        echo "$line"
     done
 done
 
 # ratios(MODEL) -> "median lo hi n_at_goal n": each round's baton/peer ratio, their median and a 95 %
 # bootstrap interval for the median (resampling the rounds, fixed seed).
 ratios() {
-    python3 - "$OUT/$1.baton" "$OUT/$1.peer" <<'PY'
+    python3 - "$OUT/$1.${2:-baton}" "$OUT/$1.${3:-peer}" <<'PY'
 import random, statistics, sys
 def num(x):
     try:
@@ -77,4 +110,17 @@ for model in $MODELS; do
     fig="\"baton_img_per_s\": $b, \"torch_img_per_s\": $p, \"ratio\": $ratio, \"round_ratio_median\": $rm, \"round_ratio_ci95\": [$rlo, $rhi], \"baton_gflops\": $g"
     echo "{\"bench\": \"train\", \"model\": \"$model\", \"batch\": 128, \"threads\": 2, \"rounds\": $ROUNDS, $fig, \"peak_gflops\": $PEAK, \"cpu\": \"$CPU\"}" >>"$OUT/results.jsonl"
     echo "{\"bench\": \"train\", \"model\": \"$model\", $fig}"
+done
+[ "$BF16" = 1 ] || exit 0
+printf '\nmixed precision (baton --precision bf16; PyTorch torch.autocast("cpu", bfloat16)), per-round ratios: median [95%% interval]\n'
+printf '%-9s %11s %11s %11s %11s %22s %22s %22s\n' model "baton f32" "baton bf16" "torch f32" "torch bf16" \
+    "bf16 / baton f32" "bf16 / torch f32" "bf16 / torch bf16"
+for model in $MODELS; do
+    read -r a1 a2 a3 _ _ <<<"$(ratios "$model" baton-bf16 baton)"
+    read -r b1 b2 b3 _ _ <<<"$(ratios "$model" baton-bf16 peer)"
+    read -r c1 c2 c3 _ _ <<<"$(ratios "$model" baton-bf16 peer-bf16)"
+    printf '%-9s %11.1f %11.1f %11.1f %11.1f %8.2f [%.2f-%.2f] %8.2f [%.2f-%.2f] %8.2f [%.2f-%.2f]\n' "$model" \
+        "$(med <"$OUT/$model.baton")" "$(med <"$OUT/$model.baton-bf16")" "$(med <"$OUT/$model.peer")" \
+        "$(med <"$OUT/$model.peer-bf16")" "$a1" "$a2" "$a3" "$b1" "$b2" "$b3" "$c1" "$c2" "$c3"
+    echo "{\"bench\": \"train-bf16\", \"model\": \"$model\", \"rounds\": $ROUNDS, \"baton_bf16_img_per_s\": $(med <"$OUT/$model.baton-bf16"), \"torch_bf16_img_per_s\": $(med <"$OUT/$model.peer-bf16"), \"bf16_over_baton_f32\": $a1, \"bf16_over_torch_f32\": $b1, \"bf16_over_torch_bf16\": $c1, \"cpu\": \"$CPU\"}" | tee -a "$OUT/results.jsonl"
 done

@@ -193,7 +193,7 @@ static int cmp_dbl(const void *a, const void *b)
 int main(int argc, char **argv)
 {
     const char *model = "resnet20";
-    int batch = 128, reps = 3, reference = 0, profile = 0, json = 0;
+    int batch = 128, reps = 3, reference = 0, profile = 0, json = 0, bf16 = 0;
     double seconds = 4;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--model") && i + 1 < argc) model = argv[++i];
@@ -202,10 +202,12 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--seconds") && i + 1 < argc) seconds = atof(argv[++i]);
         else if (!strcmp(argv[i], "--reference")) reference = 1;
         else if (!strcmp(argv[i], "--profile")) profile = 1;
+        else if (!strcmp(argv[i], "--precision") && i + 1 < argc && !strcmp(argv[i + 1], "bf16")) bf16 = 1, i++;
+        else if (!strcmp(argv[i], "--precision") && i + 1 < argc && !strcmp(argv[i + 1], "f32")) i++;
         else if (!strcmp(argv[i], "--json")) json = 1;
         else {
             fprintf(stderr, "usage: train_speed --model NAME [--batch B] [--seconds S] [--reps R] "
-                            "[--reference] [--profile] [--json]\n");
+                            "[--reference] [--precision f32|bf16] [--profile] [--json]\n");
             return 2;
         }
     }
@@ -214,7 +216,8 @@ int main(int argc, char **argv)
         return 2;
     }
     baton_err err = {0};
-    const baton_nn_kernels *k = reference ? baton_nn_kernels_reference() : baton_nn_kernels_dnnl(&err);
+    const baton_nn_kernels *k = reference ? baton_nn_kernels_reference()
+                               : bf16 ? baton_nn_kernels_dnnl_bf16(&err) : baton_nn_kernels_dnnl(&err);
     if (!k) {
         fprintf(stderr, "train_speed: %s\n", err.msg);
         return 1;

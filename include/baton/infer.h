@@ -40,9 +40,11 @@
 /* ---------------------------------------------------------------------------------------------
  * Engine (src/infer/engine.c; the fast path is nn's folded inference plan, src/nn/fold_dnnl.c)
  * --------------------------------------------------------------------------------------------- */
-enum { BATON_INFER_REFERENCE = 0, BATON_INFER_FAST = 1, BATON_INFER_GPU = 2 };
+/* FAST_BF16: the fast path in bfloat16 (nn's plan with BATON_NN_PRECISION_BF16; refused where the
+ * CPU lacks bfloat16) */
+enum { BATON_INFER_REFERENCE = 0, BATON_INFER_FAST = 1, BATON_INFER_GPU = 2, BATON_INFER_FAST_BF16 = 3 };
 
-const char *baton_infer_path_name(int path);              /* "reference", "fast", "gpu" */
+const char *baton_infer_path_name(int path);              /* "reference", "fast", "gpu", "fast-bf16" */
 int baton_infer_path_parse(const char *s, int *path);     /* BATON_OK / BATON_ERR_ARG */
 /* Why the GPU path is unavailable ("no CUDA build"), or NULL when it is available. */
 const char *baton_infer_gpu_unavailable(void);

@@ -66,6 +66,12 @@ typedef struct baton_nn_pool_geom {
 typedef struct baton_nn_kernels {
     const char *name;        /* "reference" or "dnnl" */
     int block;               /* activation layout: 0 NCHW, B > 0 channel blocks of B (see above) */
+    /* 0: the w argument of conv_fwd, conv_relu_fwd, conv_bwd_data, linear_fwd and linear_bwd_data
+     * is float32 (the contract above). 1 (the bf16 table): it points to bfloat16 values (uint16_t,
+     * the top half of a float32; same layout), passed through the entry's float pointer — a model
+     * gives its bfloat16 copy of the weights, which the optimizer's step writes, so no call
+     * converts weights. Gradients (dw) stay float32. */
+    int weights_bf16;
     void (*to_plain)(int n, int c, int h, int w, const float *x, float *y);
     void (*from_plain)(int n, int c, int h, int w, const float *x, float *y);
     /* convolution; b / db may be NULL (no bias) */
@@ -172,11 +178,25 @@ const baton_nn_kernels *baton_nn_kernels_dnnl(baton_err *err);
 /* The same table with convolutions and linear layers on oneDNN's bfloat16 kernels (mixed
  * precision, as PyTorch's bf16 autocast: each call rounds its inputs — activations, weights,
  * gradients — to bfloat16, sums in f32 and writes f32; the model's weights, gradients and optimizer
- * stay f32). Convolutions about twice the f32 speed where the CPU has AVX512-BF16 (linear layers
- * less: their weights are converted per call); results within bfloat16's rounding of the reference
- * (8 significant bits per input). NULL and err where the CPU lacks
+ * stay f32, and the optimizer's step writes a bfloat16 copy of the weights that the table reads:
+ * weights_bf16). On AMX (Sapphire Rapids and later) oneDNN's channels-last bf16 convolutions run
+ * 5-10x the f32 kernels' speed per call, the activations reordered in and out per call; on
+ * AVX512-BF16 alone (Cooper Lake, Zen 4) they were not faster than f32 (bench/RESULTS.md). Results
+ * within bfloat16's rounding of the reference (8 significant bits per input). NULL and err where
+ * oneDNN's CPU ISA (the CPU's, or lower under ONEDNN_MAX_CPU_ISA / DNNL_MAX_CPU_ISA) lacks
  * AVX512-BF16 (oneDNN would emulate it, slower than f32) or oneDNN cannot start. */
 const baton_nn_kernels *baton_nn_kernels_dnnl_bf16(baton_err *err);
+
+/* The arithmetic of a model's convolutions and linear layers: a run's --precision (train, eval,
+ * infer-bench, race-train). */
+enum { BATON_NN_PRECISION_F32 = 0, BATON_NN_PRECISION_BF16 = 1 };
+/* "f32" or "bf16" -> BATON_NN_PRECISION_*; -1 for anything else (NULL included) */
+int baton_nn_precision_parse(const char *s);
+const char *baton_nn_precision_name(int precision);   /* "f32" / "bf16" */
+/* The table a run asks for: reference (precision must be f32) the reference table; f32 the oneDNN
+ * table, or the reference one with a warning when oneDNN cannot start; bf16 the bfloat16 table, or
+ * NULL and err (naming the CPU's instruction set) where it is unavailable — never a slow stand-in. */
+const baton_nn_kernels *baton_nn_kernels_select(int reference, int precision, baton_err *err);
 
 /* Reference-only operations (cheap; no fast path needed). */
 /* Inverted dropout: keep an element when baton_rng_float(rng) >= p (one draw per element, in
@@ -230,6 +250,11 @@ int baton_nn_model_create_empty(const baton_nn_spec *spec, const baton_nn_kernel
 void baton_nn_model_free(baton_nn_model *m);
 
 const char *baton_nn_model_name(const baton_nn_model *m);
+/* A table with weights_bf16 reads the model's bfloat16 copy of its parameters, written by
+ * baton_nn_optim_step; baton_nn_model_tensor and _find hand out writable pointers and so mark it
+ * to be made again before the next forward. A caller that writes a parameter through a pointer it
+ * kept from earlier says so here (cheap; the next forward rounds every parameter again). */
+void baton_nn_model_weights_changed(baton_nn_model *m);
 /* Switch the kernel table (NULL: the reference's); the model plans its operations for it again. A
  * forward run before the switch cannot be followed by loss or backward (run it again). */
 void baton_nn_model_set_kernels(baton_nn_model *m, const baton_nn_kernels *kernels);
@@ -260,7 +285,10 @@ double baton_nn_model_macs(const baton_nn_model *m);
  * batch × C×H×W floats (plain NCHW), logits batch × classes; it allocates nothing and runs one
  * query at a time per plan. nprims: primitives run per query; bytes: memory the plan holds. */
 typedef struct baton_nn_infer_plan baton_nn_infer_plan;
-int baton_nn_infer_plan_create(const baton_nn_model *m, int batch, baton_nn_infer_plan **out, baton_err *err);
+/* precision BATON_NN_PRECISION_BF16: weights and activations in bfloat16 (sums f32; biases and the
+ * logits f32), refused where the CPU lacks bfloat16 (as baton_nn_kernels_dnnl_bf16) */
+int baton_nn_infer_plan_create(const baton_nn_model *m, int batch, int precision, baton_nn_infer_plan **out,
+                               baton_err *err);
 int baton_nn_infer_plan_run(baton_nn_infer_plan *p, const float *x, float *logits, baton_err *err);
 int baton_nn_infer_plan_nprims(const baton_nn_infer_plan *p);
 size_t baton_nn_infer_plan_bytes(const baton_nn_infer_plan *p);

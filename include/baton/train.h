@@ -50,6 +50,7 @@ typedef struct baton_train_state {
     uint32_t crop_size;
     float scale[2], ratio[2];
     int flip;
+    int precision;              /* BATON_NN_PRECISION_F32 or _BF16 ("precision"; f32 when absent) */
 } baton_train_state;
 
 /* Parse and validate state.json text (len bytes; need not be NUL-terminated); see state.c for the
@@ -100,6 +101,12 @@ typedef struct baton_train_opts {
     uint64_t max_steps;         /* global step to stop at; 0: no limit */
     int workers;                /* decode threads; default 2 */
     int reference_kernels;      /* force the plain C kernels */
+    int precision;              /* BATON_NN_PRECISION_F32 (default) or _BF16: convolutions and linear
+                                   layers on oneDNN's bfloat16 kernels, master weights, optimizer and
+                                   batch norm in f32 (baton_nn_kernels_dnnl_bf16); refused where the
+                                   CPU lacks bfloat16. Kept in state.json: a resume keeps the run's
+                                   unless precision_set, and a change needs allow_change */
+    int precision_set;
     int progress;               /* show a progress line on a terminal */
     double progress_every_s;    /* when stderr is not a terminal: a plain progress line every this
                                    many seconds (0: none) */
@@ -144,7 +151,7 @@ typedef struct baton_train_result {
     double lr;                  /* base learning rate of the schedule */
     double seconds;             /* this process's training time */
     double samples_per_s;
-    char kernels[16];           /* "dnnl" / "reference" */
+    char kernels[16];           /* "dnnl" / "dnnl-bf16" / "reference" */
     char checkpoint[4096];      /* the last committed checkpoint folder */
     int stopped;                /* 1: stopped on an interruption notice (status BATON_STOPPED) */
     char notice[16];            /* its kind: terminate, stop, hibernate, sigterm, sigint, preempted */
@@ -175,7 +182,8 @@ int baton_train_run(const baton_train_opts *o, baton_train_result *r, baton_err 
  * baton_train_opts (file/cache need local_dir). A model trained with the random-resized or centre
  * crop is evaluated on the centre crop of the size it trained on (any image size); crop_set with
  * crop CENTER (or size > 0) takes the centre crop of size instead, and with crop NONE the images as
- * they are (a fixed-size dataset).
+ * they are (a fixed-size dataset). precision: BATON_NN_PRECISION_F32 (whatever the checkpoint was
+ * trained in: checkpoints are f32) or _BF16 (refused where the CPU lacks bfloat16).
  * --------------------------------------------------------------------------------------------- */
 typedef struct baton_eval_result {
     double loss, accuracy;
@@ -186,12 +194,13 @@ typedef struct baton_eval_result {
     char (*class_names)[32];    /* classes names from dataset.json ("" when it has none), malloc'd */
     uint64_t step;              /* the checkpoint's step */
     char model[32];
+    char kernels[16];           /* the table it ran on */
     char checkpoint[4096];
 } baton_eval_result;
 
 int baton_eval_run(const char *ckpt, const char *data_uri, baton_io_mode mode, int mode_set,
-                   const char *local_dir, uint32_t batch, int crop, int crop_set, uint32_t size, baton_eval_result *r,
-                   baton_err *err);
+                   const char *local_dir, uint32_t batch, int crop, int crop_set, uint32_t size, int precision,
+                   baton_eval_result *r, baton_err *err);
 void baton_eval_result_free(baton_eval_result *r);
 
 #endif

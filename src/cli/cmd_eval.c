@@ -2,7 +2,9 @@
  * of a checkpoint's model (DIR is a checkpoint folder or a folder of them: its newest that
  * verifies) on a dataset. The table's rows are true classes, its columns predicted classes, with
  * each class's accuracy (recall) at the end of its row. --json prints one object with loss,
- * accuracy, samples, step, model, classes, confusion (an array of rows) and per_class_accuracy. */
+ * accuracy, samples, step, model, kernels, classes, confusion (an array of rows) and
+ * per_class_accuracy. --precision bf16 evaluates on the bfloat16 kernels (any checkpoint: they are
+ * f32). */
 #include "baton/train.h"
 #include "cli.h"
 
@@ -13,7 +15,7 @@
 
 int cmd_eval(int argc, char **argv)
 {
-    const char *ckpt = NULL, *data = NULL, *mode = NULL, *work = "eval-data";
+    const char *ckpt = NULL, *data = NULL, *mode = NULL, *work = "eval-data", *precision = NULL;
     int batch = 256, json = 0;
     struct cli_crop cc = {0};
     struct cli_crop_out co;
@@ -24,13 +26,16 @@ int cmd_eval(int argc, char **argv)
         {"work-dir", CLI_STR, &work, "local copies for file/cache mode (default ./eval-data)"},
         {"batch", CLI_INT, &batch, "batch size (default 256)"},
         {"json", CLI_FLAG, &json, "one JSON object"},
+        {"precision", CLI_STR, &precision,
+         "f32 (default, whatever the checkpoint trained in) | bf16: convolutions and linear layers on bfloat16 "
+         "kernels (CPUs with AVX512-BF16 or AMX; refused elsewhere)"},
         {"crop", CLI_STR, &cc.crop, "center | none (default: the centre crop of the size the model trained on, if it trained on crops)"},
         {"size", CLI_INT, &cc.size, "the centre crop's side (default: the training's)"},
         {0},
     };
     const char *pos[1];
     int npos, help;
-    if (cli_parse("eval", "--ckpt DIR --data URI [--json]", opts, argc, argv, pos, 0, &npos, &help))
+    if (cli_parse("eval", "--ckpt DIR --data URI [--precision f32|bf16] [--json]", opts, argc, argv, pos, 0, &npos, &help))
         return help ? CLI_OK : CLI_USAGE;
     char miss[256];
     if (cli_missing(miss, "--ckpt", ckpt, "--data", data, NULL)) {
@@ -39,6 +44,11 @@ int cmd_eval(int argc, char **argv)
     }
     if (batch < 1) {
         fprintf(stderr, "baton eval: --batch must be >= 1\n");
+        return CLI_USAGE;
+    }
+    const int prec = precision ? baton_nn_precision_parse(precision) : BATON_NN_PRECISION_F32;
+    if (prec < 0) {
+        fprintf(stderr, "baton eval: --precision must be f32 or bf16\n");
         return CLI_USAGE;
     }
     if (cli_crop_finish(&cc, "eval", &co)) return CLI_USAGE;
@@ -53,7 +63,7 @@ int cmd_eval(int argc, char **argv)
     }
     baton_eval_result r;
     baton_err err = {0};
-    if (baton_eval_run(ckpt, data, m, mode != NULL, work, (uint32_t)batch, (int)co.crop, co.set, co.size, &r, &err))
+    if (baton_eval_run(ckpt, data, m, mode != NULL, work, (uint32_t)batch, (int)co.crop, co.set, co.size, prec, &r, &err))
         return cli_fail("eval", &err);
     uint32_t k = r.classes;
     if (json) {
@@ -63,6 +73,7 @@ int cmd_eval(int argc, char **argv)
         cJSON_AddNumberToObject(j, "samples", (double)r.samples);
         cJSON_AddNumberToObject(j, "step", (double)r.step);
         cJSON_AddStringToObject(j, "model", r.model);
+        cJSON_AddStringToObject(j, "kernels", r.kernels);
         cJSON_AddNumberToObject(j, "classes", k);
         if ((cm = cJSON_AddArrayToObject(j, "confusion")))
             for (uint32_t i = 0; i < k; i++) {
@@ -79,8 +90,8 @@ int cmd_eval(int argc, char **argv)
             }
         if (cli_print_json(stdout, j)) return CLI_ERROR;
     } else {
-        printf("model %s, step %llu, %llu samples: loss %.4f, accuracy %.4f\n", r.model, (unsigned long long)r.step,
-               (unsigned long long)r.samples, r.loss, r.accuracy);
+        printf("model %s, step %llu, %llu samples: loss %.4f, accuracy %.4f%s\n", r.model, (unsigned long long)r.step,
+               (unsigned long long)r.samples, r.loss, r.accuracy, prec == BATON_NN_PRECISION_BF16 ? " (bf16)" : "");
         int w = 5;
         for (uint64_t x = r.samples; x >= 10000; x /= 10) w++;
         printf("\nconfusion matrix (rows: true class, columns: predicted class)\n%-18s", "true \\ predicted");

@@ -51,13 +51,40 @@ static int parse_paths(const char *s, int *v, int *n)
     char buf[256];
     snprintf(buf, sizeof buf, "%s", s);
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        if (*n == 3 || baton_infer_path_parse(t, &v[*n])) {
-            fprintf(stderr, "baton infer-bench: --path '%s': expected reference, fast and/or gpu\n", s);
+        if (*n == 4 || baton_infer_path_parse(t, &v[*n])) {
+            fprintf(stderr, "baton infer-bench: --path '%s': expected reference, fast, fast-bf16 and/or gpu\n", s);
             return CLI_USAGE;
         }
         (*n)++;
     }
     return *n ? 0 : CLI_USAGE;
+}
+
+/* --precision f32 | bf16 | f32,bf16 on the paths: the fast path as fast, fast-bf16 or both (each
+ * once); 0, or CLI_USAGE with the message printed. */
+static int apply_precision(const char *s, int *v, int *n)
+{
+    const int f32 = !strcmp(s, "f32") || !strcmp(s, "f32,bf16") || !strcmp(s, "bf16,f32");
+    const int bf16 = !strcmp(s, "bf16") || !strcmp(s, "f32,bf16") || !strcmp(s, "bf16,f32");
+    if (!f32 && !bf16) {
+        fprintf(stderr, "baton infer-bench: --precision '%s': expected f32, bf16 or f32,bf16\n", s);
+        return CLI_USAGE;
+    }
+    int out[8], k = 0, fast = 0;
+    for (int i = 0; i < *n; i++) {
+        if (v[i] != BATON_INFER_FAST && v[i] != BATON_INFER_FAST_BF16) out[k++] = v[i];
+        else if (!fast++) {
+            if (f32) out[k++] = BATON_INFER_FAST;
+            if (bf16) out[k++] = BATON_INFER_FAST_BF16;
+        }
+    }
+    if (!fast) {
+        fprintf(stderr, "baton infer-bench: --precision applies to the fast path, which --path leaves out\n");
+        return CLI_USAGE;
+    }
+    memcpy(v, out, sizeof(int) * (size_t)k);
+    *n = k;
+    return 0;
 }
 
 /* Run one context in a child process; its JSON line into line. */
@@ -144,7 +171,7 @@ int cmd_infer_bench(int argc, char **argv)
 {
     const double t_main = baton_now();
     const char *ckpt = NULL, *threads_s = NULL, *batch_s = "1", *paths_s = "reference,fast,gpu", *csv = NULL;
-    const char *child = NULL;
+    const char *child = NULL, *precision = NULL;
     uint64_t runs = 0, warmup = 10;
     double seconds = -1, max_seconds = 30, t0 = 0;
     int json = 0, peak = 0;
@@ -152,7 +179,11 @@ int cmd_infer_bench(int argc, char **argv)
         {"ckpt", CLI_STR, &ckpt, "checkpoint folder, or a folder of them (newest that verifies)"},
         {"threads", CLI_STR, &threads_s, "thread counts, e.g. 1,2 (default: all CPUs)"},
         {"batch", CLI_STR, &batch_s, "batch sizes, e.g. 1,8,64 (default 1)"},
-        {"path", CLI_STR, &paths_s, "reference,fast,gpu (default all three; gpu needs a CUDA build)"},
+        {"path", CLI_STR, &paths_s,
+         "reference,fast,gpu (default all three; gpu needs a CUDA build), fast-bf16 (the fast path in bfloat16)"},
+        {"precision", CLI_STR, &precision,
+         "f32 | bf16 | f32,bf16: the fast path's arithmetic (bf16: fast-bf16 in place of fast; both: side by side; "
+         "bf16 needs AVX512-BF16 or AMX)"},
         {"runs", CLI_U64, &runs, "minimum timed queries per context (default 200)"},
         {"seconds", CLI_DBL, &seconds, "minimum timed seconds per context (default 1)"},
         {"max-seconds", CLI_DBL, &max_seconds, "stop a context after this long even below --runs (default 30)"},
@@ -168,7 +199,7 @@ int cmd_infer_bench(int argc, char **argv)
     };
     const char *pos[1];
     int npos, help;
-    if (cli_parse("infer-bench", "--ckpt DIR [--threads 1,2] [--batch 1,8,64] [--path reference,fast,gpu] "
+    if (cli_parse("infer-bench", "--ckpt DIR [--threads 1,2] [--batch 1,8,64] [--path reference,fast,gpu] [--precision f32,bf16] "
                   "[--runs N | --seconds S] [--json] [--csv FILE]", opts, argc, argv, pos, 0, &npos, &help))
         return help ? CLI_OK : CLI_USAGE;
     if (!ckpt) {
@@ -194,7 +225,7 @@ int cmd_infer_bench(int argc, char **argv)
     o.peak = peak;
     if (child) return run_child(ckpt, child, t0, t_main, &o);
 
-    int thr[MAX_LIST], bat[MAX_LIST], pth[3], nt = 0, nb = 0, np = 0;
+    int thr[MAX_LIST], bat[MAX_LIST], pth[8], nt = 0, nb = 0, np = 0;
     if (threads_s) {
         if (parse_list("threads", threads_s, 1, 256, thr, &nt)) return CLI_USAGE;
     } else {
@@ -203,8 +234,9 @@ int cmd_infer_bench(int argc, char **argv)
         nt = 1;
     }
     if (parse_list("batch", batch_s, 1, 65536, bat, &nb) || parse_paths(paths_s, pth, &np)) return CLI_USAGE;
+    if (precision && apply_precision(precision, pth, &np)) return CLI_USAGE;
 
-    baton_infer_stats st[3 * MAX_LIST * MAX_LIST];
+    baton_infer_stats st[8 * MAX_LIST * MAX_LIST];
     size_t n = 0;
     baton_err err = {0};
     baton_progress pr;

@@ -165,7 +165,7 @@ static int demo(const char *work, const demo_cfg *c)
     snprintf(ckpt, sizeof ckpt, "%s/ckpt", r.rec.ntasks ? r.rec.tasks[0].volume : "");
     snprintf(test, sizeof test, "%s/test", data);
     baton_eval_result ev;
-    if (baton_eval_run(ckpt, test, BATON_MODE_MOUNT, 1, NULL, 256, 0, 0, 0, &ev, &err)) {
+    if (baton_eval_run(ckpt, test, BATON_MODE_MOUNT, 1, NULL, 256, 0, 0, 0, BATON_NN_PRECISION_F32, &ev, &err)) {
         baton_fleet_report_free(&r);
         return cli_fail("run", &err);
     }

@@ -111,7 +111,7 @@ int cmd_train(int argc, char **argv)
     /* sentinels tell "not given" from an explicit value */
     uint64_t epochs = UINT64_MAX, max_steps = UINT64_MAX;
     double lr = NAN, progress_every = 30, bucket_mb = 1;
-    const char *dist = NULL;
+    const char *dist = NULL, *precision = NULL;
     int batch = (int)o.batch, threads = 0, quiet = 0, reference = 0, json = 0;
     struct cli_session cs;
     struct cli_crop cc = {0};
@@ -132,6 +132,9 @@ int cmd_train(int argc, char **argv)
         {"max-steps", CLI_U64, &max_steps, "stop at global step K >= 1, counted across restarts (default: no limit)"},
         {"threads", CLI_INT, &threads, "compute threads (sets OMP_NUM_THREADS)"},
         {"reference", CLI_FLAG, &reference, "use the plain C kernels instead of oneDNN"},
+        {"precision", CLI_STR, &precision,
+         "f32 (default; a resume: the checkpoint's) | bf16: convolutions and linear layers in bfloat16 with f32 "
+         "sums, weights/optimizer/batch norm/checkpoints f32 (CPUs with AVX512-BF16 or AMX; refused elsewhere)"},
         {"quiet", CLI_FLAG, &quiet, "no progress line"},
         {"progress-every", CLI_DBL, &progress_every,
          "when stderr is not a terminal, a progress line every S seconds (default 30; 0: none)"},
@@ -152,7 +155,7 @@ int cmd_train(int argc, char **argv)
     if (cli_parse("train",
                   "--data URI [--val URI] --model NAME [--epochs N] [--batch B] [--lr X] [--seed S] [--mode M] "
                   "--ckpt-dir DIR [--ckpt-uri s3://B/P] [--ckpt-every-steps K | --ckpt-every-sec S | --ckpt-every auto [--interrupt-rate PCT]] [--log FILE.csv] "
-                  "[--max-steps K] [--threads T] [--no-notice] [--json]",
+                  "[--max-steps K] [--threads T] [--precision f32|bf16] [--no-notice] [--json]",
                   opts, argc, argv, pos, 0, &npos, &help))
         return help ? CLI_OK : CLI_USAGE;
     char miss[256];
@@ -163,6 +166,8 @@ int cmd_train(int argc, char **argv)
                     : threads < 0 ? "--threads must not be negative"
                     : !(progress_every >= 0 && isfinite(progress_every)) ? "--progress-every must be >= 0"
                     : !(bucket_mb > 0 && bucket_mb <= 1024) ? "--bucket-mb must be in (0, 1024]"
+                    : precision && baton_nn_precision_parse(precision) < 0 ? "--precision must be f32 or bf16"
+                    : precision && reference && strcmp(precision, "f32") ? "--precision bf16 runs on oneDNN, not with --reference"
                     : dist && strcmp(dist, "auto") && strcmp(dist, "mpi") && strcmp(dist, "none")
                         ? "--dist must be auto, mpi or none"
                     : NULL;
@@ -193,6 +198,8 @@ int cmd_train(int argc, char **argv)
     o.lr = cli_given(argc, argv, "lr") ? lr : 0;
     o.batch = batch < 0 ? 0 : (uint32_t)batch;
     o.reference_kernels = reference;
+    o.precision = precision ? baton_nn_precision_parse(precision) : BATON_NN_PRECISION_F32;
+    o.precision_set = precision != NULL;
     o.progress = !quiet && !getenv("BATON_NO_PROGRESS");
     o.progress_every_s = quiet ? 0 : progress_every;
     o.dist = !dist || !strcmp(dist, "auto") ? 0 : !strcmp(dist, "mpi") ? 1 : -1;

@@ -22,12 +22,13 @@ const char *baton_infer_path_name(int path)
 {
     return path == BATON_INFER_REFERENCE ? "reference" : path == BATON_INFER_FAST ? "fast"
                                                        : path == BATON_INFER_GPU  ? "gpu"
+                                                       : path == BATON_INFER_FAST_BF16 ? "fast-bf16"
                                                                                   : "?";
 }
 
 int baton_infer_path_parse(const char *s, int *path)
 {
-    for (int p = BATON_INFER_REFERENCE; p <= BATON_INFER_GPU; p++)
+    for (int p = BATON_INFER_REFERENCE; p <= BATON_INFER_FAST_BF16; p++)
         if (!strcmp(s, baton_infer_path_name(p))) {
             *path = p;
             return BATON_OK;
@@ -99,7 +100,7 @@ static int engine_new(const baton_nn_model *m, baton_nn_model *owned, int path, 
     if (batch < 1 || batch > 65536) rc = baton_err_set(err, BATON_ERR_ARG, "batch %d: expected 1..65536", batch);
     else if (path == BATON_INFER_GPU && baton_infer_gpu_unavailable())
         rc = baton_err_set(err, BATON_ERR_ARG, "gpu path: %s", baton_infer_gpu_unavailable());
-    else if (path != BATON_INFER_REFERENCE && path != BATON_INFER_FAST)
+    else if (path != BATON_INFER_REFERENCE && path != BATON_INFER_FAST && path != BATON_INFER_FAST_BF16)
         rc = baton_err_set(err, BATON_ERR_ARG, "unknown inference path %d", path);
     baton_infer_engine *e = rc ? NULL : calloc(1, sizeof *e);
     if (!e) {
@@ -108,8 +109,9 @@ static int engine_new(const baton_nn_model *m, baton_nn_model *owned, int path, 
     }
     fill_info(e, m, path, batch);
     const double t = baton_now();
-    if (path == BATON_INFER_FAST) {
-        rc = baton_nn_infer_plan_create(m, batch, &e->fast, err);
+    if (path == BATON_INFER_FAST || path == BATON_INFER_FAST_BF16) {
+        rc = baton_nn_infer_plan_create(m, batch, path == BATON_INFER_FAST_BF16 ? BATON_NN_PRECISION_BF16
+                                                                               : BATON_NN_PRECISION_F32, &e->fast, err);
         if (!rc) {
             e->info.nprims = baton_nn_infer_plan_nprims(e->fast);
             e->info.bytes = baton_nn_infer_plan_bytes(e->fast);

@@ -1,14 +1,21 @@
 /* dnnl_common.c — small oneDNN helpers shared by the kernel table (kern_dnnl.c) and the folded
- * inference plan (fold_dnnl.c): f32 memory descriptors and primitive attributes (nn_dnnl.h).
+ * inference plan (fold_dnnl.c): memory descriptors (f32, or of a given type) and primitive attributes
+ * (nn_dnnl.h).
  *
  * Contract: each returns oneDNN's status; nothing is allocated but the attribute object asked for. */
 #include "nn_dnnl.h"
 
-dnnl_status_t nn_dnnl_md(dnnl_memory_desc_t *md, int nd, const int64_t *dims, dnnl_format_tag_t tag)
+dnnl_status_t nn_dnnl_md_dt(dnnl_memory_desc_t *md, int nd, const int64_t *dims, dnnl_data_type_t dt,
+                            dnnl_format_tag_t tag)
 {
     dnnl_dims_t d;
     for (int i = 0; i < nd; i++) d[i] = dims[i];
-    return dnnl_memory_desc_init_by_tag(md, nd, d, dnnl_f32, tag);
+    return dnnl_memory_desc_init_by_tag(md, nd, d, dt, tag);
+}
+
+dnnl_status_t nn_dnnl_md(dnnl_memory_desc_t *md, int nd, const int64_t *dims, dnnl_format_tag_t tag)
+{
+    return nn_dnnl_md_dt(md, nd, dims, dnnl_f32, tag);
 }
 
 dnnl_status_t nn_dnnl_attr(dnnl_primitive_attr_t *attr, int sum, int relu)

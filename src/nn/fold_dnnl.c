@@ -20,6 +20,11 @@
  *   4. A warm-up query on zeros: it starts oneDNN's OpenMP threads and touches every weight and
  *      buffer once, so the first real query is not the one that pays for that.
  *
+ * In bfloat16 (precision BF16, where the CPU has it): weights packed into bf16 once, activations
+ * bf16 between layers (oneDNN sums in f32 within a layer and rounds its output), biases and the
+ * logits f32; the input is reordered into bf16 by the first layer's input reorder. PyTorch's bf16
+ * autocast runs inference the same way.
+ *
  * Contract: baton_nn_infer_plan_run allocates nothing and is not thread-safe per plan (one query
  * at a time). Primitives are tuned for the OpenMP thread count in force when the plan was built.
  * A model the lowering cannot express (e.g. batch norm not after a convolution) is refused with a
@@ -61,6 +66,7 @@ struct baton_nn_infer_plan {
     void **bufs;             /* every buffer we allocated */
     int nbufs, capbufs;
     int batch, in_val, out_val;
+    dnnl_data_type_t dt;     /* of the activations and weights: f32, or bf16 (sums f32) */
     void *scratch;
     size_t scratch_size, bytes;
 };
@@ -284,9 +290,9 @@ static int value_of_mem(const baton_nn_infer_plan *f, dnnl_memory_t mem)
 }
 
 /* The same dims as md, format any. */
-static dnnl_status_t md_any(dnnl_memory_desc_t *out, const dnnl_memory_desc_t *md)
+static dnnl_status_t md_any(dnnl_memory_desc_t *out, const dnnl_memory_desc_t *md, dnnl_data_type_t dt)
 {
-    return dnnl_memory_desc_init_by_tag(out, md->ndims, md->dims, dnnl_f32, dnnl_format_tag_any);
+    return dnnl_memory_desc_init_by_tag(out, md->ndims, md->dims, dt, dnnl_format_tag_any);
 }
 
 /* What a convolution or inner product is built from: its descriptors, the weights' logical shape,
@@ -320,20 +326,24 @@ static dnnl_status_t compute_descs(baton_nn_infer_plan *f, const nn_fold_op *o, 
         d->wd[0] = o->oc, d->wd[1] = (int64_t)in->c * in->h * in->w;
         d->wtag = dnnl_ab;
     }
-    dnnl_status_t st = nn_dnnl_md(&d->wmd, d->wnd, d->wd, dnnl_format_tag_any);
+    /* the logits are the caller's f32 array; a bf16 plan's other outputs and weights are bf16 (its
+     * biases f32) */
+    const dnnl_data_type_t dt = f->dt, ddt = final ? dnnl_f32 : dt;
+    dnnl_status_t st = nn_dnnl_md_dt(&d->wmd, d->wnd, d->wd, dt, dnnl_format_tag_any);
     if (st == dnnl_success) st = nn_dnnl_md(&d->bmd, 1, (const int64_t[1]){o->oc}, dnnl_a);
     if (st == dnnl_success) {
         if (o->sum >= 0) d->dmd = f->vals[o->sum].md;
-        else if (o->kind == NN_FOLD_CONV) st = nn_dnnl_md(&d->dmd, 4, (const int64_t[4]){N, o->oc, outv->h, outv->w}, dnnl_format_tag_any);
-        else st = nn_dnnl_md(&d->dmd, 2, (const int64_t[2]){N, o->oc}, final ? dnnl_ab : dnnl_format_tag_any);
+        else if (o->kind == NN_FOLD_CONV)
+            st = nn_dnnl_md_dt(&d->dmd, 4, (const int64_t[4]){N, o->oc, outv->h, outv->w}, ddt, dnnl_format_tag_any);
+        else st = nn_dnnl_md_dt(&d->dmd, 2, (const int64_t[2]){N, o->oc}, ddt, final ? dnnl_ab : dnnl_format_tag_any);
     }
-    if (st == dnnl_success) st = md_any(&d->smd_any, &in->md);
+    if (st == dnnl_success) st = md_any(&d->smd_any, &in->md, dt);
     if (st != dnnl_success) return st;
     const int is4d_ip = o->kind == NN_FOLD_IP && in->md.ndims == 4;
     const int64_t chw = (int64_t)in->c * in->h * in->w;
-    const int try_flat = is4d_ip && nn_dnnl_md(&d->smd_plain, 4, in->md.dims, dnnl_abcd) == dnnl_success &&
-                         nn_dnnl_md(&d->smd_flat, 2, (const int64_t[2]){N, chw}, dnnl_ab) == dnnl_success &&
-                         nn_dnnl_md(&d->wmd_flat, 2, (const int64_t[2]){o->oc, chw}, dnnl_format_tag_any) == dnnl_success;
+    const int try_flat = is4d_ip && nn_dnnl_md_dt(&d->smd_plain, 4, in->md.dims, dt, dnnl_abcd) == dnnl_success &&
+                         nn_dnnl_md_dt(&d->smd_flat, 2, (const int64_t[2]){N, chw}, dt, dnnl_ab) == dnnl_success &&
+                         nn_dnnl_md_dt(&d->wmd_flat, 2, (const int64_t[2]){o->oc, chw}, dt, dnnl_format_tag_any) == dnnl_success;
     const int try_plain = is4d_ip && try_flat && !dnnl_memory_desc_equal(&d->smd_plain, &in->md);
     d->cands[0] = &in->md;
     d->cands[1] = try_flat ? &d->smd_flat : NULL;
@@ -486,7 +496,8 @@ static int make_pool(baton_nn_infer_plan *f, nn_fold_op *o, baton_err *err)
 {
     value *in = &f->vals[o->src], *outv = &f->vals[o->dst];
     dnnl_memory_desc_t dmd;
-    dnnl_status_t st = nn_dnnl_md(&dmd, 4, (const int64_t[4]){f->batch, outv->c, outv->h, outv->w}, dnnl_format_tag_any);
+    dnnl_status_t st = nn_dnnl_md_dt(&dmd, 4, (const int64_t[4]){f->batch, outv->c, outv->h, outv->w},
+                                     in->md.data_type, dnnl_format_tag_any);
     const int gap = o->kind == NN_FOLD_AVGPOOL;
     const dnnl_dims_t strides = {gap ? 1 : o->stride, gap ? 1 : o->stride};
     const dnnl_dims_t kernel = {gap ? in->h : o->k, gap ? in->w : o->k}, pad = {0, 0};
@@ -579,12 +590,16 @@ static int plan_compile(baton_nn_infer_plan *f, const baton_nn_model *m, baton_e
     return rc ? rc : plan_buffers(f, err);
 }
 
-int baton_nn_infer_plan_create(const baton_nn_model *m, int batch, baton_nn_infer_plan **out, baton_err *err)
+int baton_nn_infer_plan_create(const baton_nn_model *m, int batch, int precision, baton_nn_infer_plan **out,
+                               baton_err *err)
 {
     *out = NULL;
+    if (precision == BATON_NN_PRECISION_BF16 && !baton_nn_kernels_dnnl_bf16(err))
+        return baton_err_prefix(err, "fast path in bf16");
     baton_nn_infer_plan *f = calloc(1, sizeof *f);
     if (!f) return baton_err_set(err, BATON_ERR_NOMEM, "fast path: out of memory");
     f->batch = batch;
+    f->dt = precision == BATON_NN_PRECISION_BF16 ? dnnl_bf16 : dnnl_f32;
     f->in_val = f->out_val = -1;
     int rc = plan_compile(f, m, err);
     if (!rc) {

@@ -53,6 +53,8 @@ int nn_fold_exec_create(const baton_nn_model *m, const baton_nn_kernels *K, int 
                         baton_err *err)
 {
     *out = NULL;
+    if (K->weights_bf16)   /* its folded weights are f32 */
+        return baton_err_set(err, BATON_ERR_ARG, "folded plan: kernel table %s reads bfloat16 weights", K->name);
     nn_fold_exec *e = calloc(1, sizeof *e);
     if (!e) return baton_err_set(err, BATON_ERR_NOMEM, "folded plan: out of memory");
     e->K = K;

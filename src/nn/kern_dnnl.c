@@ -31,6 +31,15 @@
  * within the input plane — which oneDNN's opaque workspace is not): kern_pool_fast.c's entries.
  * Global average pooling is plain C too (a tiny share of the work).
  *
+ * The bfloat16 table (baton_nn_kernels_dnnl_bf16, the same entries but for convolutions and inner
+ * products): those run on oneDNN's bf16 kernels with f32 sums and f32 outputs. Their weights are
+ * the caller's bfloat16 copy (weights_bf16: the model's, written by the optimizer), reordered into
+ * the primitive's layout per call but never converted; activations and gradients are converted
+ * per call. Convolutions leave the activation layout to oneDNN, which on AMX picks channels-last
+ * (nhwc): the f32 nChw16c arrays are reordered into bf16 nhwc before and out of nhwc after — a
+ * transpose each way, still far cheaper than the f32 kernel on such a CPU. No Winograd, no
+ * hand-written direct kernel and no statistics-taking fusion in bf16.
+ *
  * Threads: oneDNN in Debian runs on OpenMP, so OMP_NUM_THREADS (or omp_set_num_threads on the
  * calling thread, baton_nn_set_threads) sets the team's size. For a fixed team size every
  * primitive is deterministic, so results are bit-reproducible run to run — and the same on any
@@ -244,6 +253,7 @@ static dnnl_status_t build_conv_alg(entry *e, const int64_t *v, dnnl_alg_kind_t 
     const int64_t xd[4] = {v[1], v[2], v[3], v[4]}, wd[4] = {v[5], v[2], v[6], v[7]};
     const int64_t yd[4] = {v[1], v[5], v[10], v[11]};
     const dnnl_format_tag_t any = dnnl_format_tag_any;
+    dnnl_memory_desc_t wu;   /* the weights the caller passes: f32, or the model's bf16 copy */
     const dnnl_format_tag_t xt = nn_is_blocked(NN_BLOCK, (int)v[2]) ? dnnl_aBcd16b : dnnl_abcd;
     const dnnl_format_tag_t yt = nn_is_blocked(NN_BLOCK, (int)v[5]) ? dnnl_aBcd16b : dnnl_abcd;
     dnnl_status_t st = nn_dnnl_md(&x, 4, xd, xt);
@@ -254,13 +264,21 @@ static dnnl_status_t build_conv_alg(entry *e, const int64_t *v, dnnl_alg_kind_t 
     if (st == dnnl_success) st = nn_dnnl_md(&wa, 4, wd, any);
     if (st == dnnl_success) st = nn_dnnl_md(&ya, 4, yd, yt);
     if (st != dnnl_success) return st;
-    xb = xa, wb = wa, yb = ya;   /* what the primitive reads: bfloat16 in the bf16 table's calls */
+    xb = xa, wb = wa, yb = ya, wu = w;   /* what the primitive reads: bfloat16 in the bf16 table's calls */
     if (v[KEY_BF16]) {
         dnnl_dims_t dx, dw, dy;
         for (int i = 0; i < 4; i++) dx[i] = xd[i], dw[i] = wd[i], dy[i] = yd[i];
+        st = dnnl_memory_desc_init_by_tag(&wu, 4, dw, dnnl_bf16, dnnl_abcd);
+        if (st != dnnl_success) return st;
         st = dnnl_memory_desc_init_by_tag(&xb, 4, dx, dnnl_bf16, any);
         if (st == dnnl_success) st = dnnl_memory_desc_init_by_tag(&wb, 4, dw, dnnl_bf16, any);
         if (st == dnnl_success) st = dnnl_memory_desc_init_by_tag(&yb, 4, dy, dnnl_bf16, any);
+        /* the f32 outputs (forward's y, backward-data's dx) in the primitive's layout too: with
+         * them fixed to nChw16c oneDNN 2.6 picks its AVX512-BF16 kernels; free, its AMX ones
+         * (channels-last), 5-10x faster per call on a CPU with AMX — the reorders into and out
+         * of the table's layout cost less than that difference */
+        if (st == dnnl_success) st = nn_dnnl_md(&xa, 4, xd, any);
+        if (st == dnnl_success) st = nn_dnnl_md(&ya, 4, yd, any);
         if (st != dnnl_success) return st;
     }
     const dnnl_dims_t strides = {v[8], v[8]}, pad = {v[9], v[9]};
@@ -272,12 +290,12 @@ static dnnl_status_t build_conv_alg(entry *e, const int64_t *v, dnnl_alg_kind_t 
     switch (v[0]) {
     case OP_CONV_FWD: {
         const int ids[4] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS};
-        const dnnl_memory_desc_t *pl[4] = {&x, &w, &y, &b};
+        const dnnl_memory_desc_t *pl[4] = {&x, &wu, &y, &b};
         return finish_attr(e, &fwd, v[13] ? S.attr_relu : S.attr, NULL, ids, pl, bias ? 4 : 3);
     }
     case OP_CONV_BWD_DATA: {
         const int ids[3] = {DNNL_ARG_DIFF_DST, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_SRC};
-        const dnnl_memory_desc_t *pl[3] = {&y, &w, &x};
+        const dnnl_memory_desc_t *pl[3] = {&y, &wu, &x};
         st = dnnl_convolution_backward_data_desc_init(&cd, alg, &xa, &wb, &yb, strides, pad,
                                                       pad);
         if (st != dnnl_success) return st;
@@ -315,7 +333,7 @@ static int use_winograd(const int64_t *v)
         const char *e = getenv("BATON_WINOGRAD");
         off = e && strcmp(e, "0") == 0;
     }
-    if (off || v[6] != 3 || v[7] != 3 || v[8] != 1 || v[2] % 16 != 0 || v[5] % 16 != 0) return 0;
+    if (off || v[KEY_BF16] || v[6] != 3 || v[7] != 3 || v[8] != 1 || v[2] % 16 != 0 || v[5] % 16 != 0) return 0;
     return v[0] == OP_CONV_BWD_W ? v[2] >= 16 : v[2] >= 32;
 }
 
@@ -331,24 +349,26 @@ static dnnl_status_t build_conv(entry *e, const int64_t *v)
 }
 
 /* key for inner products: n in out bias (and the bf16 flag). The arrays are plain [n, in], [out, in]
- * and [n, out] f32; in the bf16 table's calls the primitive reads bfloat16 copies of its inputs
- * (reordered in per call) and writes f32. */
+ * and [n, out] f32; in the bf16 table's calls the weights are the caller's bfloat16 [out, in] (read
+ * as they are), the primitive reads bfloat16 copies of the other inputs (reordered in per call) and
+ * writes f32. */
 static dnnl_status_t build_ip(entry *e, const int64_t *v)
 {
-    dnnl_memory_desc_t x, w, b, y, xb, wb, yb, wa;
+    dnnl_memory_desc_t x, w, b, y, xb, wb, yb, wa, wu;
     dnnl_status_t st = MD2(&x, v[1], v[2]);
     if (st == dnnl_success) st = MD2(&w, v[3], v[2]);
     if (st == dnnl_success) st = MD1(&b, v[3]);
     if (st == dnnl_success) st = MD2(&y, v[1], v[3]);
     if (st != dnnl_success) return st;
     const int bf = v[KEY_BF16] != 0;
-    xb = x, wb = w, yb = y, wa = w;
+    xb = x, wb = w, yb = y, wa = w, wu = w;
     if (bf) {
         const dnnl_dims_t dx = {v[1], v[2]}, dw = {v[3], v[2]}, dy = {v[1], v[3]};
         st = dnnl_memory_desc_init_by_tag(&xb, 2, dx, dnnl_bf16, dnnl_format_tag_any);
         if (st == dnnl_success) st = dnnl_memory_desc_init_by_tag(&wb, 2, dw, dnnl_bf16, dnnl_ab);
         if (st == dnnl_success) st = dnnl_memory_desc_init_by_tag(&yb, 2, dy, dnnl_bf16, dnnl_format_tag_any);
         if (st == dnnl_success) st = dnnl_memory_desc_init_by_tag(&wa, 2, dw, dnnl_f32, dnnl_ab);
+        wu = wb;
         if (st != dnnl_success) return st;
     }
     const int bias = (int)v[4];
@@ -357,7 +377,7 @@ static dnnl_status_t build_ip(entry *e, const int64_t *v)
     if (st != dnnl_success) return st;
     if (v[0] == OP_IP_FWD) {
         const int ids[4] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS};
-        const dnnl_memory_desc_t *pl[4] = {&x, &w, &y, &b};
+        const dnnl_memory_desc_t *pl[4] = {&x, &wu, &y, &b};
         return finish(e, &fwd, NULL, ids, bf ? pl : NULL, bias ? 4 : 3);
     }
     int ids[4], nids;
@@ -366,7 +386,7 @@ static dnnl_status_t build_ip(entry *e, const int64_t *v)
         st = dnnl_inner_product_backward_data_desc_init(&d, &x, &wb, &yb);
         const int i3[3] = {DNNL_ARG_DIFF_DST, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_SRC};
         memcpy(ids, i3, sizeof i3);
-        pl[0] = &y, pl[1] = &w, pl[2] = &x;
+        pl[0] = &y, pl[1] = &wu, pl[2] = &x;
         nids = 3;
     } else {
         st = dnnl_inner_product_backward_weights_desc_init(&d, &xb, &wa, bias ? &b : NULL, &yb);
@@ -568,6 +588,32 @@ static void ref_conv(int op, const baton_nn_conv_geom *g, const float *a, const 
     free(py);
 }
 
+/* The reference fallback's f32 weights for a bf16 table's call: its bfloat16 weights (count of
+ * them) widened into a buffer allocated for the call (freed by the caller); NULL, logged, when out
+ * of memory (the caller then writes zeros). */
+static float *widened(const float *w16, size_t count, const char *op)
+{
+    float *w = malloc(sizeof(float) * (count ? count : 1));
+    if (w) nn_bf16_widen(count, (const uint16_t *)(const void *)w16, w);
+    else baton_log(BATON_LOG_ERROR, "nn: out of memory in the reference fallback of %s", op);
+    return w;
+}
+
+/* ref_conv for a forward or backward-data call whose weights are bf16 (bf16 = 1) or f32 */
+static void ref_conv_w(int bf16, int op, const baton_nn_conv_geom *g, const float *a, const float *w,
+                       const float *b, float *out)
+{
+    if (!bf16) {
+        ref_conv(op, g, a, w, b, out, NULL);
+        return;
+    }
+    float *w32 = widened(w, (size_t)g->oc * g->ic * g->kh * g->kw, op_name[op]);
+    if (w32) ref_conv(op, g, a, w32, b, out, NULL);
+    else memset(out, 0, sizeof(float) * (op == OP_CONV_FWD ? (size_t)g->n * g->oc * g->oh * g->ow
+                                                           : (size_t)g->n * g->ic * g->ih * g->iw));
+    free(w32);
+}
+
 /* kern_conv_fast.c's direct kernel where it is usable: y = conv(x) (+ b) (then max(0, .)); with
  * flip, the backward-data dx = conv(dy, flipped w) (stride 1, padding 1 both ways). 0: not usable,
  * nothing written. */
@@ -597,7 +643,7 @@ static void conv_fwd(int bf16, const baton_nn_conv_geom *g, const float *x, cons
     if (!bf16 && fast_conv(g, x, w, b, 0, 0, y)) return;
     pkey k = with_bf16(conv_key(OP_CONV_FWD, g, b != NULL), bf16);
     void *p[4] = {P(x), P(w), y, P(b)};
-    if (!dispatch(&k, p)) ref_conv(OP_CONV_FWD, g, x, w, b, y, NULL);
+    if (!dispatch(&k, p)) ref_conv_w(bf16, OP_CONV_FWD, g, x, w, b, y);
 }
 
 static void d_relu_fwd(size_t count, const float *x, float *y);
@@ -652,7 +698,7 @@ static void conv_bwd_data(int bf16, const baton_nn_conv_geom *g, const float *dy
     }
     pkey k = with_bf16(conv_key(OP_CONV_BWD_DATA, g, 0), bf16);
     void *p[3] = {P(dy), P(w), dx};
-    if (!dispatch(&k, p)) ref_conv(OP_CONV_BWD_DATA, g, dy, w, NULL, dx, NULL);
+    if (!dispatch(&k, p)) ref_conv_w(bf16, OP_CONV_BWD_DATA, g, dy, w, NULL, dx);
 }
 
 static void conv_bwd_weights(int bf16, const baton_nn_conv_geom *g, const float *x, const float *dy, float *dw,
@@ -673,14 +719,22 @@ static void linear_fwd(int bf16, int n, int in, int out, const float *x, const f
 {
     pkey k = with_bf16(ip_key(OP_IP_FWD, n, in, out, b != NULL), bf16);
     void *p[4] = {P(x), P(w), y, P(b)};
-    if (!dispatch(&k, p)) nn_ref_linear_fwd(n, in, out, x, w, b, y);
+    if (dispatch(&k, p)) return;
+    float *w32 = bf16 ? widened(w, (size_t)in * out, op_name[OP_IP_FWD]) : NULL;
+    if (!bf16 || w32) nn_ref_linear_fwd(n, in, out, x, bf16 ? w32 : w, b, y);
+    else memset(y, 0, sizeof(float) * (size_t)n * out);
+    free(w32);
 }
 
 static void linear_bwd_data(int bf16, int n, int in, int out, const float *dy, const float *w, float *dx)
 {
     pkey k = with_bf16(ip_key(OP_IP_BWD_DATA, n, in, out, 0), bf16);
     void *p[3] = {P(dy), P(w), dx};
-    if (!dispatch(&k, p)) nn_ref_linear_bwd_data(n, in, out, dy, w, dx);
+    if (dispatch(&k, p)) return;
+    float *w32 = bf16 ? widened(w, (size_t)in * out, op_name[OP_IP_BWD_DATA]) : NULL;
+    if (!bf16 || w32) nn_ref_linear_bwd_data(n, in, out, dy, bf16 ? w32 : w, dx);
+    else memset(dx, 0, sizeof(float) * (size_t)n * in);
+    free(w32);
 }
 
 static void linear_bwd_weights(int bf16, int n, int in, int out, const float *x, const float *dy, float *dw,
@@ -838,6 +892,9 @@ static const char *isa_name(dnnl_cpu_isa_t isa)
     case dnnl_cpu_isa_avx512_mic: case dnnl_cpu_isa_avx512_mic_4ops: return "AVX-512 (Xeon Phi)";
     case dnnl_cpu_isa_avx512_core: return "AVX-512";
     case dnnl_cpu_isa_avx512_core_vnni: return "AVX-512 with VNNI";
+    case dnnl_cpu_isa_avx512_core_bf16: return "AVX-512 with AVX512-BF16";
+    case dnnl_cpu_isa_avx512_core_amx: return "AVX-512 with AMX";
+    case dnnl_cpu_isa_avx2_vnni: return "AVX2 with VNNI";
     default: return "another instruction set";
     }
 }
@@ -865,6 +922,7 @@ static void init_once(void)
     S.ready = 1;
     bf16_table = dnnl_table;
     bf16_table.name = "dnnl-bf16";
+    bf16_table.weights_bf16 = 1;
     bf16_table.conv_fwd = b_conv_fwd;
     bf16_table.conv_relu_fwd = b_conv_relu_fwd;
     bf16_table.conv_bwd_data = b_conv_bwd_data;
@@ -892,11 +950,50 @@ const baton_nn_kernels *baton_nn_kernels_dnnl_bf16(baton_err *err)
 {
     if (!baton_nn_kernels_dnnl(err)) return NULL;
     if (!bf16_ok) {
-        baton_err_set(err, BATON_ERR_ARG, "nn: bfloat16 kernels need AVX512-BF16, which this CPU lacks (oneDNN sees %s)",
-                      isa_name(dnnl_get_effective_cpu_isa()));
+        const char *lim = getenv("ONEDNN_MAX_CPU_ISA") ? "ONEDNN_MAX_CPU_ISA"
+                          : getenv("DNNL_MAX_CPU_ISA") ? "DNNL_MAX_CPU_ISA" : NULL;
+        char why[128] = "";
+        if (lim) snprintf(why, sizeof why, ", limited by %s=%s", lim, getenv(lim));
+        baton_err_set(err, BATON_ERR_ARG,
+                      "nn: bfloat16 kernels need AVX512-BF16 or AMX, and oneDNN sees %s on this CPU%s; "
+                      "emulated they would be slower than f32: use f32 here",
+                      isa_name(dnnl_get_effective_cpu_isa()), why);
         return NULL;
     }
     return &bf16_table;
+}
+
+int baton_nn_precision_parse(const char *s)
+{
+    return !s ? -1 : !strcmp(s, "f32") ? BATON_NN_PRECISION_F32 : !strcmp(s, "bf16") ? BATON_NN_PRECISION_BF16 : -1;
+}
+
+const char *baton_nn_precision_name(int precision)
+{
+    return precision == BATON_NN_PRECISION_BF16 ? "bf16" : "f32";
+}
+
+const baton_nn_kernels *baton_nn_kernels_select(int reference, int precision, baton_err *err)
+{
+    if (precision == BATON_NN_PRECISION_BF16) {
+        if (reference) {
+            baton_err_set(err, BATON_ERR_ARG, "nn: bfloat16 runs on oneDNN's kernels, not on the reference ones");
+            return NULL;
+        }
+        const baton_nn_kernels *k = baton_nn_kernels_dnnl_bf16(err);
+        const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+        if (k && (isa & dnnl_cpu_isa_avx512_core_amx) != dnnl_cpu_isa_avx512_core_amx)
+            baton_log(BATON_LOG_WARN, "bfloat16 without AMX (oneDNN sees %s): resnet20 trained at 0.6x its f32 speed "
+                      "so on the benchmark machine (docs/training.md); f32 is likely faster here", isa_name(isa));
+        return k;
+    }
+    const baton_nn_kernels *k = NULL;
+    if (!reference) {
+        baton_err kerr = {0};
+        if (!(k = baton_nn_kernels_dnnl(&kerr)))
+            baton_log(BATON_LOG_WARN, "oneDNN unavailable (%s); using the reference kernels", kerr.msg);
+    }
+    return k ? k : baton_nn_kernels_reference();
 }
 
 dnnl_engine_t nn_dnnl_engine(baton_err *err)

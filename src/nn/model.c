@@ -56,11 +56,13 @@ static int finalize(baton_nn_model *m, int init_params, baton_err *err)
     m->params = aligned_alloc(64, sizeof(float) * (m->nparam ? m->nparam : NN_ALIGN_ELEMS));
     m->grads = aligned_alloc(64, sizeof(float) * (m->nparam ? m->nparam : NN_ALIGN_ELEMS));
     m->bufs = aligned_alloc(64, sizeof(float) * (m->nbuf ? m->nbuf : NN_ALIGN_ELEMS));
+    m->params16 = aligned_alloc(64, sizeof(uint16_t) * ((m->nparam + 31) / 32 * 32 + 32));   /* 64-byte multiple */
+    m->params16_stale = 1;
     m->i64 = calloc(m->ni64 ? m->ni64 : 1, sizeof(int64_t));
     m->acts_bytes = sizeof(float) * (nact + nscratch);
     m->acts = baton_bigmem_alloc(m->acts_bytes);   /* zeroed by the kernel, touched by the first step */
     m->wsa = aligned_alloc(64, sizeof(int32_t) * (nws ? nws : NN_ALIGN_ELEMS));
-    if (!m->params || !m->grads || !m->bufs || !m->i64 || !m->acts || !m->wsa)
+    if (!m->params || !m->params16 || !m->grads || !m->bufs || !m->i64 || !m->acts || !m->wsa)
         return baton_err_set(err, BATON_ERR_NOMEM, "model %s: cannot allocate %zu activation floats for batch %d",
                              m->name, nact + nscratch, m->spec.max_batch);
     memset(m->params, 0, sizeof(float) * m->nparam);
@@ -172,6 +174,7 @@ void baton_nn_model_free(baton_nn_model *m)
     free(m->slots);
     free(m->tensors);
     free(m->params);
+    free(m->params16);
     free(m->grads);
     free(m->bufs);
     free(m->i64);
@@ -187,6 +190,7 @@ void baton_nn_model_set_kernels(baton_nn_model *m, const baton_nn_kernels *k)
     m->k = k ? k : baton_nn_kernels_reference();
     nn_plan_fusions(m);   /* the ops for this table */
     m->fwd_n = 0;         /* the activations are the old table's (its layout, its plan) */
+    m->params16_stale = 1;/* the optimizer kept the copy only while the table read it */
     m->have_loss = 0;
 }
 void baton_nn_model_set_training(baton_nn_model *m, int training) { m->training = training != 0; }
@@ -207,6 +211,9 @@ int baton_nn_model_tensor(const baton_nn_model *m, size_t i, baton_nn_tensor *t)
     t->numel = s->numel;
     t->data = s->data;
     t->grad = s->grad;
+    /* a writable pointer to a parameter: the bfloat16 copy is made again before the next forward
+     * on a table that reads it (bf16.c); the model itself is not const, only this view of it */
+    if (s->kind == BATON_NN_PARAM) ((baton_nn_model *)m)->params16_stale = 1;
     return BATON_OK;
 }
 

@@ -12,6 +12,9 @@
 /* f32 descriptor of nd dims (nd <= DNNL_MAX_NDIMS) in layout tag (dnnl_format_tag_any: the
  * primitive's choice) (dnnl_common.c) */
 dnnl_status_t nn_dnnl_md(dnnl_memory_desc_t *md, int nd, const int64_t *dims, dnnl_format_tag_t tag);
+/* the same of data type dt (dnnl_bf16 for the bfloat16 paths) */
+dnnl_status_t nn_dnnl_md_dt(dnnl_memory_desc_t *md, int nd, const int64_t *dims, dnnl_data_type_t dt,
+                            dnnl_format_tag_t tag);
 /* attributes with a user-managed scratchpad, then the post-ops: sum onto dst (sum != 0), then ReLU
  * (relu != 0); the caller destroys *attr, also on failure when it is not NULL (dnnl_common.c) */
 dnnl_status_t nn_dnnl_attr(dnnl_primitive_attr_t *attr, int sum, int relu);

@@ -80,6 +80,12 @@ void nn_ref_layout_copy(int n, int c, int h, int w, const float *x, float *y);
 void nn_blk_gap_fwd(int n, int c, int hw, const float *x, float *y);
 void nn_blk_gap_bwd(int n, int c, int hw, const float *dy, float *dx);
 
+/* bfloat16 (bf16.c): round to nearest even (NaN kept quiet), widen exactly; the model's copy of
+ * its parameters in bfloat16 made current (when its table reads it and it is stale) */
+void nn_bf16_round(size_t n, const float *x, uint16_t *y);
+void nn_bf16_widen(size_t n, const uint16_t *x, float *y);
+void nn_params16_refresh(baton_nn_model *m);
+
 #define NN_ALIGN_ELEMS 16   /* arena alignment: 64 bytes of float / int32 */
 static inline size_t nn_align_up(size_t n) { return (n + NN_ALIGN_ELEMS - 1) / NN_ALIGN_ELEMS * NN_ALIGN_ELEMS; }
 
@@ -208,6 +214,8 @@ struct baton_nn_model {
     size_t param_count;
     size_t max_slot;                        /* largest per_image over slots */
     float *params, *grads, *bufs, *acts;
+    uint16_t *params16;  /* the parameters rounded to bfloat16, for a table with weights_bf16 (bf16.c) */
+    int params16_stale;  /* params may have changed since params16 was written */
     size_t acts_bytes;   /* the mapping behind acts (baton_bigmem_alloc) */
     int64_t *i64;
     int32_t *wsa;

@@ -17,6 +17,13 @@
 #include <string.h>
 
 static float *tdata(const baton_nn_model *m, int t) { return t < 0 ? NULL : (float *)m->tensors[t].data; }
+/* a convolution's or linear layer's weights as the table reads them: the f32 tensor, or with
+ * weights_bf16 its bfloat16 copy (bf16.c), passed through the entry's float pointer */
+static const float *wdata(const baton_nn_model *m, int t)
+{
+    if (!m->k->weights_bf16) return tdata(m, t);
+    return (const float *)(const void *)(m->params16 + m->tensors[t].off);
+}
 static float *tgrad(const baton_nn_model *m, int t) { return t < 0 ? NULL : m->tensors[t].grad; }
 static const nn_layer *layer(const baton_nn_model *m, int i) { return &m->layers[i]; }
 static const nn_slot *slot(const baton_nn_model *m, int i) { return &m->slots[i]; }
@@ -67,7 +74,7 @@ static int conv_fwd(baton_nn_model *m, const nn_op *o, int n)
 {
     const nn_layer *l = layer(m, o->layer);
     const baton_nn_conv_geom g = nn_conv_geom(m, l, n);
-    m->k->conv_fwd(&g, slot(m, l->in)->data, tdata(m, l->tw), tdata(m, l->tb), slot(m, l->out)->data);
+    m->k->conv_fwd(&g, slot(m, l->in)->data, wdata(m, l->tw), tdata(m, l->tb), slot(m, l->out)->data);
     return 1;
 }
 
@@ -75,7 +82,7 @@ static int conv_relu_fwd(baton_nn_model *m, const nn_op *o, int n)
 {
     const nn_layer *l = layer(m, o->layer);
     const baton_nn_conv_geom g = nn_conv_geom(m, l, n);
-    return m->k->conv_relu_fwd(&g, slot(m, l->in)->data, tdata(m, l->tw), tdata(m, l->tb),
+    return m->k->conv_relu_fwd(&g, slot(m, l->in)->data, wdata(m, l->tw), tdata(m, l->tb),
                                slot(m, layer(m, o->relu)->out)->data);
 }
 
@@ -106,7 +113,7 @@ static void conv_back(baton_nn_model *m, const nn_layer *l, int n, const float *
     m->k->conv_bwd_weights(&g, slot(m, l->in)->data, dy, tgrad(m, l->tw), tgrad(m, l->tb));
     float *dx = gx_at(m, gx);
     if (!dx) return;
-    m->k->conv_bwd_data(&g, dy, tdata(m, l->tw), dx);
+    m->k->conv_bwd_data(&g, dy, wdata(m, l->tw), dx);
     gx_done(m, gx, n);
 }
 
@@ -339,7 +346,7 @@ static int linear_fwd(baton_nn_model *m, const nn_op *o, int n)
         m->k->to_plain(n, in->c, in->h, in->w, in->data, l->flat);
         x = l->flat;
     }
-    m->k->linear_fwd(n, (int)in->per_image, slot(m, l->out)->c, x, tdata(m, l->tw), tdata(m, l->tb),
+    m->k->linear_fwd(n, (int)in->per_image, slot(m, l->out)->c, x, wdata(m, l->tw), tdata(m, l->tb),
                      slot(m, l->out)->data);
     return 1;
 }
@@ -353,7 +360,7 @@ static int linear_bwd(baton_nn_model *m, const nn_op *o, int n)
     m->k->linear_bwd_weights(n, fin, fout, o->flat ? l->flat : in->data, dy, tgrad(m, l->tw), tgrad(m, l->tb));
     float *dx = gx_at(m, &o->gx);
     if (!dx) return 1;
-    m->k->linear_bwd_data(n, fin, fout, dy, tdata(m, l->tw), o->flat ? l->flat : dx);
+    m->k->linear_bwd_data(n, fin, fout, dy, wdata(m, l->tw), o->flat ? l->flat : dx);
     if (o->flat) m->k->from_plain(n, in->c, in->h, in->w, l->flat, dx);
     gx_done(m, &o->gx, n);
     return 1;

@@ -173,6 +173,9 @@ int baton_nn_optim_step(baton_nn_optim *o, double lr, baton_err *err)
         return baton_err_set(err, BATON_ERR_ARG, "optimizer for model %s: learning rate %g is not a finite value >= 0",
                              o->m->name, lr);
     baton_nn_model *m = o->m;
+    /* a table reading bfloat16 weights: the step writes their copy too (each tensor rounded as soon
+     * as it is updated, while in cache); it is then current for every parameter */
+    const int w16 = m->k->weights_bf16;
     o->steps++;
     for (size_t k = 0; k < o->nparams; k++) {
         const nn_tensor *t = &m->tensors[o->params[k]];
@@ -181,7 +184,9 @@ int baton_nn_optim_step(baton_nn_optim *o, double lr, baton_err *err)
             sgd_tensor(&o->cfg, o->steps == 1, (float)lr, t->numel, p, t->grad, o->s1 ? o->s1 + t->off : NULL);
         else
             adamw_tensor(&o->cfg, o->steps, lr, t->numel, p, t->grad, o->s1 + t->off, o->s2 + t->off);
+        if (w16) nn_bf16_round(t->numel, p, m->params16 + t->off);
     }
+    m->params16_stale = !w16;   /* the optimizer updates every parameter */
     return BATON_OK;
 }
 

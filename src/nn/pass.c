@@ -39,6 +39,7 @@ int baton_nn_forward(baton_nn_model *m, const float *x, int n, baton_err *err)
         return baton_err_set(err, BATON_ERR_ARG,
                              "model %s: layer %s: batch norm in training needs more than 1 value per channel "
                              "(batch %d)", m->name, m->layers[p->bn_1x1].name, n);
+    nn_params16_refresh(m);   /* a table reading bfloat16 weights: rounded once if they changed */
     const nn_slot *s0 = &m->slots[0];
     if (nn_is_blocked(m->k->block, s0->c))
         m->k->from_plain(n, s0->c, s0->h, s0->w, x, s0->data);

@@ -39,17 +39,10 @@ int race_agent_new(race_agent *a, const baton_ppo_meta *meta, int stack, uint64_
     }
     a->in_elems = (size_t)a->in_c * a->in_h * a->in_w;
     a->nout = meta->action_type == BATON_PPO_DISCRETE ? (int)meta->nactions : 4;
-    const baton_nn_kernels *k = NULL;
-    snprintf(a->kernels, sizeof a->kernels, "reference");
-    if (kind == RACE_KERNELS_BF16) {
-        if (!(k = baton_nn_kernels_dnnl_bf16(err))) return baton_err_prefix(err, "race: --precision bf16");
-        snprintf(a->kernels, sizeof a->kernels, "dnnl-bf16");
-    } else if (kind != RACE_KERNELS_REFERENCE) {
-        baton_err kerr = {0};
-        k = baton_nn_kernels_dnnl(&kerr);
-        if (k) snprintf(a->kernels, sizeof a->kernels, "dnnl");
-        else baton_log(BATON_LOG_WARN, "race: oneDNN unavailable (%s): the reference kernels run", kerr.msg);
-    }
+    const baton_nn_kernels *k = baton_nn_kernels_select(
+        kind == RACE_KERNELS_REFERENCE, kind == RACE_KERNELS_BF16 ? BATON_NN_PRECISION_BF16 : BATON_NN_PRECISION_F32, err);
+    if (!k) return baton_err_prefix(err, "race: --precision bf16");
+    snprintf(a->kernels, sizeof a->kernels, "%s", k->name);
     const char *net = a->obs == BATON_PPO_OBS_SENSOR ? "race_mlp" : "race_cnn";
     baton_nn_spec ps = {net, a->in_c, a->in_h, a->in_w, a->nout, max_batch, seed * 2 + 1};
     baton_nn_spec vs = {net, a->in_c, a->in_h, a->in_w, 1, max_batch, seed * 2 + 2};

@@ -92,15 +92,10 @@ int train_shape_mismatch(baton_err *err, const char *what, const uint32_t ws[3],
 }
 
 int train_model_for(const char *name, const uint32_t shape[3], uint32_t classes, uint32_t batch, uint64_t seed,
-                    int reference, baton_nn_model **m, char kname[16], baton_err *err)
+                    int reference, int precision, baton_nn_model **m, char kname[16], baton_err *err)
 {
-    const baton_nn_kernels *k = NULL;
-    if (!reference) {
-        baton_err kerr = {0};
-        k = baton_nn_kernels_dnnl(&kerr);
-        if (!k) baton_log(BATON_LOG_WARN, "oneDNN unavailable (%s); using the reference kernels", kerr.msg);
-    }
-    if (!k) k = baton_nn_kernels_reference();
+    const baton_nn_kernels *k = baton_nn_kernels_select(reference, precision, err);
+    if (!k) return baton_err_prefix(err, "--precision %s", baton_nn_precision_name(precision));
     snprintf(kname, 16, "%s", k->name);
     baton_nn_spec spec = {
         .name = name,

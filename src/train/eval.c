@@ -103,8 +103,8 @@ static int check_fits(const char *path, const baton_train_state *st, const char 
 }
 
 int baton_eval_run(const char *ckpt, const char *data_uri, baton_io_mode mode, int mode_set,
-                   const char *local_dir, uint32_t batch, int crop, int crop_set, uint32_t size, baton_eval_result *r,
-                   baton_err *err)
+                   const char *local_dir, uint32_t batch, int crop, int crop_set, uint32_t size, int precision,
+                   baton_eval_result *r, baton_err *err)
 {
     memset(r, 0, sizeof *r);
     if (!ckpt || !data_uri || batch < 1) return baton_err_set(err, BATON_ERR_ARG, "checkpoint, data and batch are required");
@@ -127,7 +127,6 @@ int baton_eval_run(const char *ckpt, const char *data_uri, baton_io_mode mode, i
     baton_store_opts_default(&so);
     if ((rc = train_open_loader(data_uri, mode, mode_set, &so, local_dir, 0, 0, st.seed, &l, err))) return rc;
     const baton_manifest *man = baton_loader_manifest(l);
-    char kname[16];
     train_aug trained = {st.crop, st.crop_size, {st.scale[0], st.scale[1]}, {st.ratio[0], st.ratio[1]}, 0};
     train_aug aug = train_aug_eval(&trained);   /* the centre crop of the size it trained on */
     if (crop == BATON_CROP_CENTER || (crop == BATON_CROP_NONE && size)) aug.crop = BATON_CROP_CENTER, aug.size = size ? size : aug.size;
@@ -142,7 +141,7 @@ int baton_eval_run(const char *ckpt, const char *data_uri, baton_io_mode mode, i
         rc = err->code;
         goto out;
     }
-    if ((rc = train_model_for(r->model, shape, man->classes, batch, st.seed, 0, &m, kname, err))) goto out;
+    if ((rc = train_model_for(r->model, shape, man->classes, batch, st.seed, 0, precision, &m, r->kernels, err))) goto out;
     if ((rc = baton_ckpt_load(path, m, NULL, NULL, err))) {
         baton_err_prefix(err, "dataset %s (%ux%ux%u, %u classes)", data_uri, shape[0], shape[1], shape[2], man->classes);
         goto out;

@@ -30,6 +30,8 @@
  *                   model was built for
  *   "augment"       optional {"crop": "none"|"pad"|"random-resized"|"center", "size": integer 0..4096,
  *                   "scale": [2 numbers in (0, 1]], "ratio": [2 positive numbers], "flip": boolean}
+ *   "precision"     optional "f32" | "bf16": the arithmetic of the run's convolutions and linear
+ *                   layers (written for bf16 only; the tensors are f32 either way)
  * (checkpoints of older versions lack the optional fields: their has_* flags stay 0).
  * Integers are JSON numbers that are whole, non-negative and at most 2^53 (exact in a double), or
  * strings of decimal digits (any uint64; seeds are written that way). Every failure names the field.
@@ -191,6 +193,12 @@ int baton_train_state_parse(const char *text, size_t len, baton_train_state *out
         parse_schedule_shape(&r, j, &st);
         parse_metrics_norm(&r, j, &st);
         parse_augment(&r, j, &st);
+        if (!r.rc && baton_jr_get(&r, j, "precision")) {
+            char prec[8] = "";
+            baton_jr_str(&r, j, "precision", prec, sizeof prec);
+            if (!r.rc && (st.precision = baton_nn_precision_parse(prec)) < 0)
+                baton_jr_fail(&r, "precision", "is neither \"f32\" nor \"bf16\"");
+        }
     }
     if (!r.rc) *out = st;
     cJSON_Delete(j);
@@ -273,6 +281,7 @@ char *baton_train_state_format(const baton_train_state *s)
         }
         cJSON_AddBoolToObject(a, "flip", s->flip);
     }
+    if (s->precision == BATON_NN_PRECISION_BF16) cJSON_AddStringToObject(j, "precision", "bf16");
     cJSON *ep = cJSON_AddObjectToObject(j, "epoch_sums");
     add_num(ep, "loss_sum", s->ep_loss_sum);
     add_num(ep, "correct", (double)s->ep_correct);

@@ -39,6 +39,7 @@ typedef struct trainer {
     baton_nn_optim *optim;
     const baton_manifest *man;
     train_aug aug;              /* the samples' crop and flip (opts) */
+    int kprec;                  /* the precision the model's kernels run */
     uint32_t in_shape[3];       /* what the model sees: the crop's size, or the dataset's fixed shape */
     baton_nn_sched sched;
     uint64_t esize;             /* samples per epoch */
@@ -95,7 +96,7 @@ static int check_same_run(trainer *t, baton_err *err)
     const baton_train_opts *o = t->o;
     struct {
         uint64_t seed, batch, epochs, max_steps, esize, spe;
-        uint32_t shape[3], classes, sync_bn;
+        uint32_t shape[3], classes, sync_bn, precision;
         char model[32];
     } f;
     memset(&f, 0, sizeof f);
@@ -104,8 +105,9 @@ static int check_same_run(trainer *t, baton_err *err)
     memcpy(f.shape, t->in_shape, sizeof f.shape);
     f.classes = t->man->classes;
     f.sync_bn = o->sync_bn != 0;
+    f.precision = (uint32_t)o->precision;
     snprintf(f.model, sizeof f.model, "%s", o->model);
-    return train_dist_same(t->dist, "--seed, --batch, --epochs, --max-steps, --model, --sync-bn and the dataset", &f,
+    return train_dist_same(t->dist, "--seed, --batch, --epochs, --max-steps, --model, --sync-bn, --precision and the dataset", &f,
                            sizeof f, err);
 }
 
@@ -143,8 +145,9 @@ static int stage_open(trainer *t, baton_train_result *r, baton_err *err)
     if (!t->aug.size && (t->aug.crop == BATON_CROP_RANDOM_RESIZED || t->aug.crop == BATON_CROP_CENTER)) t->aug.size = 224;
     if ((rc = train_input_shape(t->man, &t->aug, o->data_uri, t->in_shape, err))) return rc;
     if ((rc = train_model_for(o->model, t->in_shape, t->man->classes, o->batch, o->seed, o->reference_kernels,
-                              &t->model, r->kernels, err)))
+                              o->precision, &t->model, r->kernels, err)))
         return rc;
+    t->st.precision = t->kprec = o->precision;
     baton_nn_optim_cfg oc = {.kind = BATON_NN_SGD, .momentum = 0.9, .nesterov = 1, .weight_decay = 5e-4};
     if ((rc = baton_nn_optim_create(&oc, t->model, &t->optim, err))) return rc;
     t->esize = baton_loader_epoch_size(t->loader);
@@ -276,6 +279,35 @@ static int adopt_hyper(trainer *t, const baton_train_state *ck, baton_err *err)
     }
     s->epochs = epochs;
     s->base_lr = lr;
+    s->precision = ck->precision;   /* the run's arithmetic (applied by use_precision) */
+    if (o->precision_set && o->precision != ck->precision) {
+        if (!o->allow_change)
+            return baton_err_set(err, BATON_ERR_ARG,
+                                 "the checkpoint was trained with --precision %s; this run has --precision %s (the "
+                                 "tensors are f32 either way, the arithmetic differs). Leave --precision out to "
+                                 "continue as trained, or pass --allow-change to apply the change",
+                                 baton_nn_precision_name(ck->precision), baton_nn_precision_name(o->precision));
+        baton_log(BATON_LOG_WARN, "resume: --precision changed from %s to %s", baton_nn_precision_name(ck->precision),
+                  baton_nn_precision_name(o->precision));
+        s->precision = o->precision;
+    }
+    return BATON_OK;
+}
+
+/* The model onto the kernels of the run's precision (the checkpoint's, adopted at resume) when it
+ * was built for another. */
+static int use_precision(trainer *t, baton_train_result *r, baton_err *err)
+{
+    const int want = t->st.precision;
+    if (want == t->kprec) return BATON_OK;
+    const baton_nn_kernels *k = baton_nn_kernels_select(t->o->reference_kernels, want, err);
+    if (!k)
+        return baton_err_prefix(err, "the checkpoint was trained with --precision %s (pass --precision %s "
+                                "--allow-change to go on in the other precision)", baton_nn_precision_name(want),
+                                baton_nn_precision_name(t->kprec));
+    baton_nn_model_set_kernels(t->model, k);
+    snprintf(r->kernels, sizeof r->kernels, "%s", k->name);
+    t->kprec = want;
     return BATON_OK;
 }
 
@@ -312,6 +344,7 @@ static int stage_resume(trainer *t, baton_train_result *r, baton_err *err)
     }
     if (t->dist && (rc = train_dist_sync(t->dist, t->model, t->optim, &t->st, &r->resumed, &r->resumed_step, err)))
         return rc;
+    if ((rc = use_precision(t, r, err))) return rc;
     baton_train_state *s = &t->st;
     s->total_steps = s->epochs * s->steps_per_epoch;
     t->sched = (baton_nn_sched){.kind = BATON_NN_SCHED_COSINE, .base_lr = s->base_lr, .total_steps = s->total_steps};

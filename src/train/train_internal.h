@@ -36,10 +36,10 @@ baton_pipeline *train_open_pipe_part(baton_loader *l, uint32_t batch, int worker
 /* The error for a dataset whose images or classes differ from what a model was built for. */
 int train_shape_mismatch(baton_err *err, const char *what, const uint32_t want_shape[3], uint32_t want_classes,
                          const char *uri, const baton_manifest *got);
-/* The zoo model name for these images (oneDNN kernels unless reference, or when unavailable);
- * the table's name into kname. */
+/* The zoo model name for these images on the table reference and precision select
+ * (baton_nn_kernels_select: refused where bf16 is unavailable); the table's name into kname. */
 int train_model_for(const char *name, const uint32_t shape[3], uint32_t classes, uint32_t batch, uint64_t seed,
-                    int reference, baton_nn_model **m, char kname[16], baton_err *err);
+                    int reference, int precision, baton_nn_model **m, char kname[16], baton_err *err);
 
 /* eval.c: one pass over the next epoch of p with the model in evaluation mode; conf (NULL: not
  * wanted) receives the classes × classes confusion counts (row = label, column = first maximum). */

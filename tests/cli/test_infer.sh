@@ -31,6 +31,17 @@ check 'grep -q "no CUDA build" "$T/table" && grep -q "^resnet8 *fast" "$T/table"
 check 'head -n1 "$T/r.csv" | grep -q "^model,threads,batch,path,skipped,cold_start_ms" && [ "$(wc -l <"$T/r.csv")" -eq 3 ]' "CSV header + 2 rows"
 check '"$BATON" infer-bench --ckpt "$T/r8/ckpt-000000002" --threads 1 --path fast --seconds 0.05 --json | grep -q "\"model\":\"resnet8\""' "one checkpoint folder, --seconds"
 
+# --precision f32,bf16: the fast path both ways side by side (bf16 where oneDNN has it, else refused)
+if grep -qwE 'avx512_bf16|amx_bf16' /proc/cpuinfo; then
+    check '"$BATON" infer-bench --ckpt "$T/r8" --threads 1 --batch 4 --path fast --precision f32,bf16 --runs 3 --json >"$T/bf.json" &&
+           grep -c "\"path\":\"fast\"" "$T/bf.json" | grep -qx 1 && grep -c "\"path\":\"fast-bf16\"" "$T/bf.json" | grep -qx 1' \
+        "infer-bench --precision f32,bf16: $(cat "$T/bf.json" 2>/dev/null)"
+    expect_fail 1 "fast path in bf16: .*ONEDNN_MAX_CPU_ISA" env ONEDNN_MAX_CPU_ISA=AVX512_CORE $BATON infer-bench --ckpt "$T/r8" --threads 1 --path fast --precision bf16 --runs 1
+else
+    expect_fail 1 "AVX512-BF16 or AMX" $BATON infer-bench --ckpt "$T/r8" --threads 1 --path fast --precision bf16 --runs 1
+fi
+expect_fail 2 "--precision 'fp8'" $BATON infer-bench --ckpt "$T/r8" --path fast --precision fp8
+
 # plan infer from the measurement: priced as --here, projected elsewhere (labelled), a pick, the chart
 check '"$BATON" plan infer --measured "$T/m.json" --slo-p90-ms 1000 --here c5.large --svg "$T/p.svg" >"$T/plan"' "plan infer --measured"
 check 'grep -q "^c5.large .*measured" "$T/plan" && grep -q "projected" "$T/plan" && grep -q "^pick: " "$T/plan"' "plan rows and pick"

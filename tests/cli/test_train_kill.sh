@@ -9,6 +9,7 @@
 # an uninterrupted run's, and the CSV log's rows must repeat the uninterrupted run's epoch row
 # (train.c documents that a crash may repeat a row, so duplicates are allowed, other rows are not).
 # Delays come from bash's $RANDOM with a fixed seed, so the sequence of delays is repeatable.
+# Then the same for --precision bf16, once (below).
 cd "$(dirname "$0")/../.." || exit 1
 . tests/cli/lib.sh
 export OMP_NUM_THREADS=2
@@ -116,6 +117,37 @@ if [ "$kills" -ge "$KILLS" ] && [ "$rc" -eq 137 ]; then
         check '[ -z "$line" ]' "final run resumed although no checkpoint was ok: $line"
     fi
 fi
+# --precision bf16 (lenet: convolutions and linear layers in bfloat16), where oneDNN has bfloat16 on
+# this CPU: a run SIGKILLed after its first checkpoint resumes — keeping the checkpoint's precision
+# without the flag — to the bytes of an uninterrupted bf16 run; asking f32 on
+# resume is refused without --allow-change; with oneDNN limited to AVX-512 without BF16 the flag is
+# refused, and the checkpoint goes on there in f32 with --allow-change (checkpoints are f32). ~5 s.
+BF="$BATON train --data $D --model lenet --batch 64 --max-steps 16 --ckpt-every-steps 4 --seed 3 --threads 2 --quiet"
+NOBF="env ONEDNN_MAX_CPU_ISA=AVX512_CORE"
+if grep -qwE 'avx512_bf16|amx_bf16' /proc/cpuinfo; then
+    check '$BF --ckpt-dir "$T/bref" --precision bf16 --json >"$T/bref.json" 2>"$T/bref.err"' "bf16 run: $(head -c 300 "$T/bref.err" 2>/dev/null)"
+    check '[ "$(json "$T/bref.json" "d[\"kernels\"]")" = dnnl-bf16 ]' "bf16 run's kernels: $(cat "$T/bref.json")"
+    $BF --ckpt-dir "$T/bk" --precision bf16 >/dev/null 2>&1 &
+    pid=$!
+    until=$((${EPOCHREALTIME/./} + 20000000))
+    until [ -d "$T/bk/ckpt-000000004" ] || [ "${EPOCHREALTIME/./}" -gt "$until" ]; do sleep 0.02; done
+    kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+    check '[ ! -d "$T/bk/ckpt-000000016" ]' "the bf16 run finished before the kill"
+    check 'grep -q "\"precision\":\"bf16\"" "$T/bk/ckpt-000000004/state.json"' "state.json keeps the precision"
+    expect_fail 1 "trained with --precision bf16; this run has --precision f32" $BF --ckpt-dir "$T/bk" --precision f32
+    check '$BF --ckpt-dir "$T/bk" 2>"$T/bk.err" >/dev/null && grep -q "resuming from" "$T/bk.err"' "bf16 resume: $(head -c 300 "$T/bk.err" 2>/dev/null)"
+    check 'cmp -s "$T/bref/ckpt-000000016/model.safetensors" "$T/bk/ckpt-000000016/model.safetensors" &&
+           cmp -s "$T/bref/ckpt-000000016/optim.safetensors" "$T/bk/ckpt-000000016/optim.safetensors"' \
+        "a bf16 run resumed after SIGKILL ends with other bytes than the uninterrupted one"
+    expect_fail 1 "AVX512-BF16 or AMX.*ONEDNN_MAX_CPU_ISA=AVX512_CORE" $NOBF $BF --ckpt-dir "$T/bn" --precision bf16
+    expect_fail 1 "trained with --precision bf16.*AVX512-BF16" $NOBF $BF --ckpt-dir "$T/bk" --max-steps 17
+    check '$NOBF $BF --ckpt-dir "$T/bk" --max-steps 17 --precision f32 --allow-change --json >"$T/bf.json" 2>/dev/null &&
+           [ "$(json "$T/bf.json" "d[\"kernels\"] + str(d[\"step\"])")" = dnnl17 ]' \
+        "a bf16 checkpoint does not go on in f32 without bfloat16: $(cat "$T/bf.json" 2>/dev/null)"
+else
+    expect_fail 1 "AVX512-BF16 or AMX" $BF --ckpt-dir "$T/bn" --precision bf16
+fi
+
 check '[ "$kills" -ge "$KILLS" ]' "only $kills kills happened"
 check '[ "$early" -le $((KILLS / 2)) ]' "$early of $KILLS kills landed before the run read its checkpoint"
 echo "killed $kills times ($during_write with a checkpoint write in flight, $corrupt_seen with a CORRUPT listing, $fresh_starts fresh starts, $early before the checkpoint was read, $cycle cycle(s)); resumed from steps: ${resumed[*]}"

@@ -48,7 +48,7 @@ static void compare(const char *name, int c, int h, int w, int batch)
     const baton_nn_kernels *D = baton_nn_kernels_dnnl(&err);
     CHECK_MSG(nn_fold_exec_create(m, baton_nn_kernels_reference(), batch, &er, &err) == BATON_OK, "%s", err.msg);
     CHECK_MSG(D && nn_fold_exec_create(m, D, batch, &ed, &err) == BATON_OK, "%s", err.msg);
-    CHECK_MSG(baton_nn_infer_plan_create(m, batch, &plan, &err) == BATON_OK, "%s: %s", name, err.msg);
+    CHECK_MSG(baton_nn_infer_plan_create(m, batch, BATON_NN_PRECISION_F32, &plan, &err) == BATON_OK, "%s: %s", name, err.msg);
     if (er && ed && plan) {
         nn_fold_exec_run(er, x, fr);
         nn_fold_exec_run(er, x, fr2);
