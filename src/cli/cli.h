@@ -35,6 +35,7 @@ int cmd_verify(int argc, char **argv);
 int cli_race_train(int argc, char **argv);
 int cli_race_eval(int argc, char **argv);
 int cli_race_export(int argc, char **argv);
+int cli_race_match(int argc, char **argv);   /* cmd_race_match.c: head-to-model */
 int cli_race_submit(int argc, char **argv);
 int cli_race_leaderboard(int argc, char **argv);
 int cli_race_serve(int argc, char **argv);
