@@ -10,6 +10,8 @@
 #   - race train with bots: the sensor policy's model_metadata.json gains LIDAR, state.json the race;
 #     a run resumed between iterations (the race taken from the checkpoint) ends with the
 #     uninterrupted run's bytes; another race on resume is refused; eval and drive of that model;
+#   - race match (head-to-model): two one-action checkpoints built to collide, the car behind
+#     crashing and paying for it; the same match of two trained models twice, the same JSON;
 #   - bad flags exit 2 naming the flag (a setting of another race type, counts out of range, an
 #     unknown race);
 #   - --race-file: a YAML file of baton's names and a JSON file of deepracer-for-cloud's DR_* names
@@ -87,6 +89,34 @@ check '$BATON race drive $TR --policy "$T/u" --race head-to-bot --bots 2 --max-s
     "drive the LIDAR model: $(head -c 400 "$T/e")"
 # a time trial's checkpoint is as before: no objects in its state, no LIDAR
 check '! grep -q "\"objects\"" "$T/m/ckpt-000000001/state.json" && ! grep -q LIDAR "$T/m/model_metadata.json"' "time trial files unchanged"
+
+# ---- head-to-model: `race match`. Two checkpoints built to collide: one action each, straight on,
+# "slow" (0.5 m/s) on the line and "fast" (4 m/s) 1 m behind it: the car behind hits the one ahead
+# from behind and pays for each crash (5 s), the one ahead none (bumped); the trace has one crashed
+# row per crash, each car an episode. The same match of two trained models is the same JSON twice.
+for v in slow:0.5 fast:4; do
+    printf '{"action_space": [{"steering_angle": 0, "speed": %s, "index": 0}], "sensor": ["BATON_SENSOR_VECTOR"], "neural_network": "BATON_SENSOR_MLP", "training_algorithm": "clipped_ppo", "action_space_type": "discrete", "version": "5"}' \
+        "${v#*:}" >"$T/${v%%:*}.json"
+    check '$BATON race train --track $TR --metadata "$T/${v%%:*}.json" --hyper docs/race-model/hyperparameters.json --ckpt-dir "$T/${v%%:*}" --episodes 1 --seed 1 --threads 1 --quiet >/dev/null 2>"$T/e"' \
+        "a one-action model (${v%%:*}): $(head -c 300 "$T/e")"
+done
+check '$BATON race match --ckpt "$T/slow" --ckpt "$T/fast" --laps 1 --json --trace "$T/match.csv" --svg "$T/match.svg" >"$T/hit.json" 2>"$T/e"' \
+    "match built to collide: $(head -c 300 "$T/e")"
+jcheck "$T/hit.json" "d['race'] == 'head-to-model' and [c['start'] for c in d['cars']] == [1, 2] and d['cars'][1]['crashes'] > 0 and d['cars'][0]['crashes'] == 0 and d['cars'][0]['bumps'] > 0 and d['cars'][1]['penalties_s'] >= 5 * d['cars'][1]['crashes'] and d['cars'][0]['position'] == 1 and all(c['completed'] for c in d['cars'])" \
+    "the car behind crashes into the one ahead and pays for it"
+fast_crashes=$(json "$T/hit.json" "d['cars'][1]['crashes']")
+check '[ "$(grep -c "^1,.*,crashed,0.0," "$T/match.csv")" = "$fast_crashes" ] && [ "$(grep -c "^0,.*,crashed," "$T/match.csv")" = 0 ]' \
+    "the trace: one crashed row per crash of the car behind ($fast_crashes)"
+check 'grep -q "$T/slow" "$T/match.svg" && grep -q "$T/fast" "$T/match.svg"' "the match's SVG names both cars"
+for k in 1 2; do
+    $BATON race match --ckpt "$T/u" --ckpt "$T/m" --track $TR --laps 1 --seed 7 --max-steps 600 --json >"$T/mm$k.json" 2>"$T/e"
+done
+check 'cmp -s "$T/mm1.json" "$T/mm2.json"' "the same match twice, the same JSON: $(head -c 300 "$T/e") $(head -c 300 "$T/mm1.json")"
+jcheck "$T/mm1.json" "len(d['cars']) == 2 and sorted(c['position'] for c in d['cars']) == [1, 2] and all(set(c) >= {'car', 'laps', 'total_s', 'crashes', 'overtakes', 'position'} for c in d['cars'])" \
+    "match --json: one object per car"
+expect_fail 2 "two to four --ckpt are required" $BATON race match --ckpt "$T/u" --track $TR
+expect_fail 2 "at most 4 cars" $BATON race match --ckpt "$T/u" --ckpt "$T/u" --ckpt "$T/u" --ckpt "$T/u" --ckpt "$T/u" --track $TR
+expect_fail 1 "a start gap of 0.1 m" $BATON race match --ckpt "$T/u" --ckpt "$T/m" --track $TR --gap 0.1
 
 # ---- usage errors name the flag
 expect_fail 2 "--objects needs --race object-avoidance" $BATON race drive $TR --objects 3
