@@ -37,6 +37,7 @@ struct baton_league_server {
     /* the request-head deadline (league_web_guard.c) */
     league_conn *conns;          /* every open connection, under guard_mu */
     long long head_deadline_ms;
+    unsigned long long heads_evicted;   /* connections shut down for a newer one (league_web_guard.c), under guard_mu */
     pthread_t guard;
     int guard_started, guard_stop;
     pthread_mutex_t guard_mu;
