@@ -208,8 +208,9 @@ void baton_ppo_eval_result_free(baton_ppo_eval_result *r);
 typedef struct baton_ppo_match_opts {
     int ncars;                          /* 2..BATON_PPO_MATCH_MAX */
     const char *ckpt[BATON_PPO_MATCH_MAX];   /* a checkpoint folder (or a folder of them: its newest that
-                                           verifies), or "centerline" / "centerline:PACE": race's
-                                           centre-line driver (it sees nobody), for tests and baselines */
+                                           verifies), or "centerline[:PACE[:LANE]]": race's centre-line
+                                           driver (0.85, 0: the centre line; it sees nobody), for tests
+                                           and baselines */
     const char *name[BATON_PPO_MATCH_MAX];   /* a racer's alias; NULL: the checkpoint as given */
     const char *track;                  /* NULL: the first checkpoint's */
     int laps;                           /* 3 */

@@ -360,6 +360,10 @@ void baton_race_limit_free(baton_race_limit_result *r);
  * pace, so about `pace` of the speeds the car could take). */
 void baton_race_centerline_action(const baton_race_sim *s, size_t env, double pace, float *steer_deg,
                                   float *speed);
+/* The same along a lane's line (lane -1..1 as objects' lanes: +1 the inner lane's centre, a quarter
+ * of the width towards the inner border; 0 the centre line, the same action as above). */
+void baton_race_lane_action(const baton_race_sim *s, size_t env, double pace, double lane, float *steer_deg,
+                            float *speed);
 
 /* ---------------------------------------------------------------- pictures */
 /* An SVG of the track (surface, borders, dashed centre line, start line and direction, scale bar)

@@ -2,8 +2,8 @@
  * shared simulator: each car sees the others as it sees bot cars, and a car that hits another from
  * behind has crashed). Every car is driven by its own pilot (pilot.c: its checkpoint's policy,
  * sensor or camera, its own frame stack and camera) with the deterministic action, as race eval
- * drives one; or by race's centre-line driver ("centerline[:PACE]", which sees nobody: a baseline
- * and the tests' car built to be hit or to hit).
+ * drives one; or by race's centre-line driver ("centerline[:PACE[:LANE]]", along the centre line
+ * or a lane's, which sees nobody: a baseline, and the tests' cars built to hit or to pass).
  *
  * The match's rules (docs/race.md "Head-to-model"): a loop; car k starts gap_m × k behind the start
  * line, standing, and drives `laps` laps from its own place (each car the same distance); the clock
@@ -50,8 +50,8 @@ void baton_ppo_match_result_free(baton_ppo_match_result *r)
 }
 
 typedef struct driver {
-    int centerline;             /* race's centre-line driver at pace */
-    double pace;
+    int centerline;             /* race's centre-line driver at pace, along lane */
+    double pace, lane;
     race_pilot pilot;
     race_run_state st;
     baton_race_camera *cam;     /* a camera policy's own camera */
@@ -91,12 +91,14 @@ static int open_driver(matcher *m, int i, baton_err *err)
     if (!strncmp(spec, "centerline", 10) && (spec[10] == 0 || spec[10] == ':')) {
         d->centerline = 1;
         d->pace = 0.85;
-        if (spec[10] == ':') {
+        if (spec[10] == ':') {   /* :PACE[:LANE] */
             char *end;
             d->pace = strtod(spec + 11, &end);
-            if (end == spec + 11 || *end || !(d->pace > 0 && d->pace <= 2))
-                return baton_err_set(err, BATON_ERR_ARG, "race match: car %d: %s: the pace must be above 0, at most 2", i + 1,
-                                     spec);
+            if (*end == ':') d->lane = strtod(end + 1, &end);
+            if (end == spec + 11 || *end || !(d->pace > 0 && d->pace <= 2) || !(d->lane >= -1 && d->lane <= 1))
+                return baton_err_set(err, BATON_ERR_ARG,
+                                     "race match: car %d: %s: want centerline:PACE[:LANE], the pace above 0 and at most 2, "
+                                     "the lane -1..1", i + 1, spec);
         }
         snprintf(c->checkpoint, sizeof c->checkpoint, "centerline");
         return BATON_OK;
@@ -256,7 +258,7 @@ static int drive(matcher *m, size_t limit, baton_err *err)
             if (!m->active[i]) continue;
             driver *d = &m->d[i];
             if (d->centerline) {
-                baton_race_centerline_action(m->sim, (size_t)i, d->pace, &steer[i], &speed[i]);
+                baton_race_lane_action(m->sim, (size_t)i, d->pace, d->lane, &steer[i], &speed[i]);
                 index[i] = -1;
             } else {
                 rc = race_pilot_act(&d->pilot, &steer[i], &speed[i], &index[i], err);

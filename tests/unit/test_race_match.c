@@ -161,6 +161,13 @@ static void test_match(void)
     }
     baton_ppo_match_result_free(&r);
     baton_ppo_match_result_free(&again);
+    /* in lanes (inner slow ahead, outer fast behind): one clean pass in a lap, the second car's */
+    run_match(&r, "centerline:0.3:1", "centerline:0.9:-1");
+    CHECK_MSG(r.car[1].overtakes == 1 && r.car[0].overtaken == 1 && r.car[0].overtakes == 0 && r.car[1].overtaken == 0,
+              "overtakes %u %u, overtaken %u %u", r.car[0].overtakes, r.car[1].overtakes, r.car[0].overtaken, r.car[1].overtaken);
+    CHECK(r.car[0].crashes == 0 && r.car[1].crashes == 0 && r.car[0].bumps == 0 && r.car[1].bumps == 0);
+    CHECK(r.car[1].position == 1 && r.car[0].position == 2 && r.car[1].total_s < r.car[0].total_s);
+    baton_ppo_match_result_free(&r);
     baton_ppo_match_opts o;
     baton_ppo_match_opts_default(&o);
     o.ncars = 2;
@@ -172,6 +179,8 @@ static void test_match(void)
     o.gap_m = 1;
     o.ckpt[1] = "centerline:9";
     CHECK(baton_ppo_match(&o, &r, &err) == BATON_ERR_ARG && strstr(err.msg, "pace"));
+    o.ckpt[1] = "centerline:1:2";
+    CHECK(baton_ppo_match(&o, &r, &err) == BATON_ERR_ARG && strstr(err.msg, "lane"));
 }
 
 int main(void)
