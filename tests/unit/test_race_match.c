@@ -10,7 +10,8 @@
  *   - a match of a slow car ahead and a fast one behind (race's centre-line driver, which sees
  *     nobody): the car behind crashes into the one ahead and pays the collision penalty for each
  *     crash, the one ahead none and is bumped; the same match twice is the same; passes add up
- *     (each car's overtakes are another's overtaken). */
+ *     (each car's overtakes are another's overtaken); a slow car in the inner lane is passed once,
+ *     cleanly, in a lap by a fast one in the outer lane starting behind it. */
 #include "../../src/race/race_internal.h"
 #include "baton/ppo.h"
 #include "baton/race.h"
