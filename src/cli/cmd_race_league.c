@@ -128,7 +128,8 @@ int cli_race_submit(int argc, char **argv)
         {"alias", CLI_STR, &alias, "the racer's name on the leaderboard, 1-64 bytes of UTF-8 (required)"},
         {"track", CLI_STR, &track, "a built-in track or a DeepRacer .npy (required; with --server, a track's name)"},
         {"race", CLI_STR, &race_s, "time-trial (default) | object-avoidance | head-to-bot: evaluated under the league's "
-                                   "official settings of that race, whatever the model was trained with"},
+                                   "official settings of that race, whatever the model was trained with | head-to-model: "
+                                   "entered, raced against the track's top 8 (both starts), rated"},
         {"format", CLI_STR, &fmt, "time-trial (the fastest lap, penalties included; a time trial's default) | total (the laps' "
                                   "total; the other races' default)"},
         {"db", CLI_STR, &db, "the league database (default $BATON_LEAGUE_DB, else league.db)"},
@@ -156,6 +157,14 @@ int cli_race_submit(int argc, char **argv)
                                                : server ? "--server and --db are two different leagues: one of them"
                                                         : "--token-file goes with --server");
         return CLI_USAGE;
+    }
+    if (!strcmp(race_s, "head-to-model")) {   /* its board is by rating: no format */
+        if (server || fmt) {
+            fprintf(stderr, "baton race submit: --race head-to-model %s\n",
+                    server ? "goes to a league's database (--db); over HTTP it is not taken yet" : "has no --format (its board is by rating)");
+            return CLI_USAGE;
+        }
+        return cli_h2m_submit(db_path(db), ckpt, alias, track, json);
     }
     if (baton_league_race_parse(race_s, &race, &err)) return cli_fail("race submit", &err);
     f = baton_league_race_format(race);
@@ -189,7 +198,8 @@ int cli_race_leaderboard(int argc, char **argv)
     int json = 0;
     const struct cli_opt opts[] = {
         {"track", CLI_STR, &track, "one track's standings, by its name or its .npy path (default: every track)"},
-        {"race", CLI_STR, &race_s, "the race type's standings: time-trial (default) | object-avoidance | head-to-bot"},
+        {"race", CLI_STR, &race_s, "the race type's standings: time-trial (default) | object-avoidance | head-to-bot | "
+                                   "head-to-model (by rating)"},
         {"format", CLI_STR, &fmt, "time-trial (a time trial's default) | total (the other races' default)"},
         {"db", CLI_STR, &db, "the league database (default $BATON_LEAGUE_DB, else league.db)"},
         {"json", CLI_FLAG, &json, "one JSON object: race, format, entries (rank, alias, track, best_lap_s, ...)"},
@@ -203,6 +213,13 @@ int cli_race_leaderboard(int argc, char **argv)
     baton_err err = {0};
     baton_league_format f;
     int race;
+    if (!strcmp(race_s, "head-to-model")) {
+        if (fmt) {
+            fprintf(stderr, "baton race leaderboard: --race head-to-model has no --format (its board is by rating)\n");
+            return CLI_USAGE;
+        }
+        return cli_h2m_board(db_path(db), track, json);
+    }
     if (baton_league_race_parse(race_s, &race, &err)) return cli_fail("race leaderboard", &err);
     f = baton_league_race_format(race);
     if (fmt && baton_league_format_parse(fmt, &f, &err)) return cli_fail("race leaderboard", &err);

@@ -139,6 +139,12 @@ _Static_assert(BATON_RACE_TIME_TRIAL == 0 && BATON_RACE_OBJECT_AVOIDANCE == 1 &&
                "LEAGUE_SQL_* are the race types' values");
 
 int league_db_fail(baton_league *l, baton_err *err, const char *what);
+/* SHA-256 of DIR/MANIFEST as 64 hex digits: a model's identity. */
+int league_manifest_hash(const char *dir, char out[65], baton_err *err);
+/* Head-to-model ratings (league_rating.c): Bradley–Terry strengths fitted to m games (winner,
+ * loser: racer indices < n) with a prior of a win and a loss against a reference racer, on Elo's
+ * scale (1500 the reference) into rating[n]. */
+int baton_league_bt_fit(size_t n, const uint32_t (*games)[2], size_t m, double *rating, baton_err *err);
 double league_now(void);
 
 /* Evaluate ckpt on track under the league's rules for race (its official settings): e (alias, track, result fields, model hash,

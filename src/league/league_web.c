@@ -2,8 +2,9 @@
  * libmicrohttpd. GET / lists the tracks; GET /track/NAME shows the standings (time trial, or
  * ?format=total), the track with its racing line, and replays an entry's drive (the car moving
  * along its trace at real time, drawn over the SVG by a short inline script: no external scripts
- * or fonts); GET /api/tracks, /api/leaderboard?track=T[&format=F], /api/entries/ID/trace and
- * /api/submissions/ID answer JSON; POST /api/submit queues an upload (league_web_submit.c) that
+ * or fonts); GET /api/tracks, /api/leaderboard?track=T[&format=F], /api/entries/ID/trace,
+ * /api/submissions/ID and head-to-model's /api/ratings, /api/matches and /api/matches/ID/trace
+ * (league_web_h2m.c) answer JSON; POST /api/submit queues an upload (league_web_submit.c) that
  * the worker thread evaluates. Anything else is 404 (405 for a method a path does not take).
  *
  * Contract: every alias and track name is escaped where it is written into HTML; one server
@@ -91,7 +92,7 @@ enum MHD_Result league_reply_error(baton_league_server *s, struct MHD_Connection
     return league_reply_json(c, status, j);
 }
 
-static enum MHD_Result reply_buf(struct MHD_Connection *c, baton_buf *b, const char *ctype)
+enum MHD_Result league_reply_buf(struct MHD_Connection *c, baton_buf *b, const char *ctype)
 {
     enum MHD_Result r = b->data ? reply(c, 200, ctype, b->data, b->len) : MHD_NO;
     baton_buf_free(b);
@@ -151,7 +152,7 @@ static enum MHD_Result page_index(baton_league_server *s, struct MHD_Connection 
     if (!n) baton_svg_put(&b, "<tr><td class=\"alias\" colspan=\"4\">no entries yet: <code>baton race submit</code></td></tr>\n");
     baton_svg_put(&b, "</tbody></table>\n</body></html>\n");
     free(t);
-    return reply_buf(c, &b, "text/html; charset=utf-8");
+    return league_reply_buf(c, &b, "text/html; charset=utf-8");
 }
 
 /* The replay: reads the picture's world-to-pixel map from the SVG's root, fetches a trace and moves
@@ -301,7 +302,7 @@ static enum MHD_Result page_track(baton_league_server *s, struct MHD_Connection 
     baton_svg_put(&b, "</body></html>\n");
     league_track_view_put(s);
     free(e);
-    return reply_buf(c, &b, "text/html; charset=utf-8");
+    return league_reply_buf(c, &b, "text/html; charset=utf-8");
 }
 
 static enum MHD_Result api_tracks(baton_league_server *s, struct MHD_Connection *c)
@@ -427,7 +428,7 @@ static enum MHD_Result api_trace(baton_league_server *s, struct MHD_Connection *
         return league_reply_error(s, c, 500, err.msg);
     }
     baton_svg_put(&b, "}");
-    return reply_buf(c, &b, "application/json");
+    return league_reply_buf(c, &b, "application/json");
 }
 
 static enum MHD_Result api_submission(baton_league_server *s, struct MHD_Connection *c, const char *rest)
@@ -488,6 +489,14 @@ static enum MHD_Result route(baton_league_server *s, struct MHD_Connection *c, c
     if (!strcmp(url, "/api/leaderboard")) return api_leaderboard(s, c);
     if (!strncmp(url, "/api/entries/", 13)) return api_trace(s, c, url + 13);
     if (!strncmp(url, "/api/submissions/", 17)) return api_submission(s, c, url + 17);
+    if (!strcmp(url, "/api/ratings")) return league_api_ratings(s, c);
+    if (!strcmp(url, "/api/matches")) return league_api_matches(s, c);
+    if (!strncmp(url, "/api/matches/", 13)) {
+        const char *end = NULL;
+        long long id = path_id(url + 13, &end);
+        if (!id || strcmp(end, "/trace")) return league_reply_error(s, c, 404, "expected /api/matches/ID/trace");
+        return league_api_match_trace(s, c, id);
+    }
     return league_reply_error(s, c, 404, "not found");
 }
 

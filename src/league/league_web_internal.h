@@ -48,6 +48,12 @@ struct baton_league_server {
  * when it named any, and for every 5xx). */
 enum MHD_Result league_reply_json(struct MHD_Connection *c, unsigned status, cJSON *j);
 enum MHD_Result league_reply_error(baton_league_server *s, struct MHD_Connection *c, unsigned status, const char *msg);
+/* 200 with b's bytes (freed; NULL data: out of memory, the connection closed). */
+enum MHD_Result league_reply_buf(struct MHD_Connection *c, baton_buf *b, const char *ctype);
+/* head-to-model's API (league_web_h2m.c): /api/ratings, /api/matches, /api/matches/ID/trace. */
+enum MHD_Result league_api_ratings(baton_league_server *s, struct MHD_Connection *c);
+enum MHD_Result league_api_matches(baton_league_server *s, struct MHD_Connection *c);
+enum MHD_Result league_api_match_trace(baton_league_server *s, struct MHD_Connection *c, long long id);
 
 /* Whether a request to be refused on libmicrohttpd's first call should have its body read (and
  * dropped) first: a declared body of at most LEAGUE_DRAIN_MAX bytes sent without "Expect:

@@ -12,6 +12,7 @@
 #include "../../src/league/league_internal.h"
 #include "check.h"
 
+#include <math.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,9 +166,9 @@ static void test_db_files(void)
     baton_league_close(l);
     /* another schema version */
     sqlite3 *db;
-    CHECK(sqlite3_open(p, &db) == SQLITE_OK && sqlite3_exec(db, "PRAGMA user_version=4", NULL, NULL, NULL) == SQLITE_OK);
+    CHECK(sqlite3_open(p, &db) == SQLITE_OK && sqlite3_exec(db, "PRAGMA user_version=5", NULL, NULL, NULL) == SQLITE_OK);
     sqlite3_close(db);
-    CHECK(baton_league_open(p, &l, &err) == BATON_ERR_FORMAT && strstr(err.msg, "schema version 4") && strstr(err.msg, p));
+    CHECK(baton_league_open(p, &l, &err) == BATON_ERR_FORMAT && strstr(err.msg, "schema version 5") && strstr(err.msg, p));
     /* another application's database (its tables left alone) */
     const char *q = path_in("other.db");
     CHECK(sqlite3_open(q, &db) == SQLITE_OK && sqlite3_exec(db, "CREATE TABLE jobs(x)", NULL, NULL, NULL) == SQLITE_OK);
@@ -320,7 +321,11 @@ static void test_upgrade_v2(void)
     CHECK(sqlite3_open(p, &db) == SQLITE_OK);
     sqlite3_stmt *st;
     CHECK(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW &&
-          sqlite3_column_int(st, 0) == BATON_LEAGUE_SCHEMA && BATON_LEAGUE_SCHEMA == 3);
+          sqlite3_column_int(st, 0) == BATON_LEAGUE_SCHEMA && BATON_LEAGUE_SCHEMA == 4);
+    sqlite3_finalize(st);
+    /* version 4's head-to-model tables came with the upgrade: an empty board */
+    CHECK(sqlite3_prepare_v2(db, "SELECT count(*) FROM h2m_racers, h2m_matches, h2m_cars", -1, &st, NULL) == SQLITE_OK &&
+          sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == 0);
     sqlite3_finalize(st);
     sqlite3_close(db);
 }
@@ -393,6 +398,37 @@ static void test_submit_races(void)
     baton_league_close(l);
 }
 
+/* Bradley–Terry ratings: the maximum-likelihood fit (each racer's expected wins, prior included,
+ * equal its wins), mirror-symmetric, independent of the games' order, finite for the unbeaten,
+ * bad indices refused. */
+static void test_ratings(void)
+{
+    baton_err err = {0};
+    double r[4];
+    CHECK(baton_league_bt_fit(3, NULL, 0, r, &err) == BATON_OK && r[0] == 1500 && r[1] == 1500 && r[2] == 1500);
+    const uint32_t two[4][2] = {{0, 1}, {0, 1}, {1, 0}, {0, 1}};
+    CHECK(baton_league_bt_fit(2, two, 4, r, &err) == BATON_OK && r[0] > r[1] && fabs(r[0] + r[1] - 3000) < 1e-6);
+    const uint32_t g[7][2] = {{0, 1}, {1, 2}, {2, 0}, {0, 2}, {3, 0}, {3, 1}, {3, 2}}, h[7][2] = {{3, 2}, {0, 2}, {3, 0}, {1, 2},
+                                                                                                  {2, 0}, {3, 1}, {0, 1}};
+    double q[4];
+    CHECK(baton_league_bt_fit(4, g, 7, r, &err) == BATON_OK && baton_league_bt_fit(4, h, 7, q, &err) == BATON_OK);
+    for (int i = 0; i < 4; i++) CHECK_MSG(fabs(r[i] - q[i]) < 1e-9 && isfinite(r[i]), "racer %d: %.12g %.12g", i, r[i], q[i]);
+    CHECK(r[3] > r[0] && r[0] > r[1] && r[0] > r[2]);   /* 3 unbeaten; 0 won 2 of 4 */
+    for (int i = 0; i < 4; i++) {   /* the likelihood's stationary point: expected wins = wins, prior included */
+        double p = pow(10, (r[i] - 1500) / 400), expect = 2 * p / (p + 1), wins = 1;
+        for (int k = 0; k < 7; k++) {
+            int w = (int)g[k][0], l = (int)g[k][1];
+            if (w != i && l != i) continue;
+            double o = pow(10, (r[w == i ? l : w] - 1500) / 400);
+            expect += p / (p + o);
+            wins += w == i;
+        }
+        CHECK_MSG(fabs(expect - wins) < 1e-6, "racer %d: %g expected, %g won", i, expect, wins);
+    }
+    const uint32_t bad[1][2] = {{0, 4}};
+    CHECK(baton_league_bt_fit(4, bad, 1, r, &err) == BATON_ERR_ARG && strstr(err.msg, "game 0"));
+}
+
 int main(void)
 {
     CHECK(mkdtemp(tmp) != NULL);
@@ -403,6 +439,7 @@ int main(void)
     test_race_settings();
     test_upgrade_v2();
     test_submit_races();
+    test_ratings();
     baton_remove_tree(tmp);
     CHECK_DONE();
 }
