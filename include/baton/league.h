@@ -228,6 +228,7 @@ typedef struct baton_league_submission {
     baton_league_state state;
     char reason[1024];          /* failed: why */
     int64_t entry;              /* done: the entry it made */
+    int64_t racer;              /* done, head-to-model (race BATON_LEAGUE_H2M): the racer it entered */
     uint32_t attempts;          /* evaluations started (more than 1 after a server died in one) */
     uint64_t bytes;
     double submitted_at, started_at, finished_at;   /* 0: not yet */

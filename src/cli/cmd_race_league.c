@@ -80,6 +80,7 @@ static int submit_remote(const char *server, const char *token_file, const char 
         cJSON_AddNumberToObject(j, "id", (double)s.id);
         cJSON_AddStringToObject(j, "state", baton_league_state_name(s.state));
         if (s.entry) cJSON_AddNumberToObject(j, "entry", (double)s.entry);
+        if (s.racer) cJSON_AddNumberToObject(j, "racer", (double)s.racer);
         if (s.has_result) {
             cJSON_AddItemToObject(j, "result", baton_league_entry_json(&s.result));
             cJSON_AddNumberToObject(j, "entries", (double)s.entries);
@@ -87,6 +88,9 @@ static int submit_remote(const char *server, const char *token_file, const char 
         if (s.state == BATON_LEAGUE_FAILED) cJSON_AddStringToObject(j, "reason", s.reason);
         cJSON_AddNumberToObject(j, "attempts", s.attempts);
         if (cli_print_json(stdout, j)) return CLI_ERROR;
+    } else if (s.state == BATON_LEAGUE_DONE && race == BATON_LEAGUE_H2M) {
+        printf("submission %lld: done: racer %lld, raced and rated (%s/api/ratings?track=%s)\n", (long long)s.id,
+               (long long)s.racer, server, track);
     } else if (s.state == BATON_LEAGUE_DONE) {
         printf("submission %lld: done (%s/api/leaderboard?track=%s%s%s)\n", (long long)s.id, server, track,
                race ? "&race=" : "", race ? baton_league_race_name(race) : "");
@@ -159,11 +163,12 @@ int cli_race_submit(int argc, char **argv)
         return CLI_USAGE;
     }
     if (!strcmp(race_s, "head-to-model")) {   /* its board is by rating: no format */
-        if (server || fmt) {
-            fprintf(stderr, "baton race submit: --race head-to-model %s\n",
-                    server ? "goes to a league's database (--db); over HTTP it is not taken yet" : "has no --format (its board is by rating)");
+        if (fmt) {
+            fprintf(stderr, "baton race submit: --race head-to-model has no --format (its board is by rating)\n");
             return CLI_USAGE;
         }
+        if (baton_league_alias_check(alias, &err)) return cli_fail("race submit", &err);
+        if (server) return submit_remote(server, token_file, ckpt, alias, track, BATON_LEAGUE_H2M, BATON_LEAGUE_TOTAL, wait_s, json);
         return cli_h2m_submit(db_path(db), ckpt, alias, track, json);
     }
     if (baton_league_race_parse(race_s, &race, &err)) return cli_fail("race submit", &err);

@@ -63,7 +63,22 @@ static const char schema4[] =
     " laps INTEGER NOT NULL, total_s REAL NOT NULL, best_lap_s REAL NOT NULL, penalties_s REAL NOT NULL,"
     " crashes INTEGER NOT NULL, bumps INTEGER NOT NULL, overtakes INTEGER NOT NULL, steps INTEGER NOT NULL,"
     " data BLOB NOT NULL, PRIMARY KEY(match, slot));"
-    "CREATE INDEX h2m_cars_racer ON h2m_cars(racer);";
+    "CREATE INDEX h2m_cars_racer ON h2m_cars(racer);"
+    /* submissions take head-to-model (race 3) and name the racer one made: the table rebuilt, as
+     * SQLite changes no CHECK in place (foreign keys are off while a schema is applied) */
+    "CREATE TABLE submissions4(id INTEGER PRIMARY KEY, alias TEXT NOT NULL, track TEXT NOT NULL, track_path TEXT NOT NULL,"
+    " format INTEGER NOT NULL, state INTEGER NOT NULL CHECK(state BETWEEN " LEAGUE_SQL_QUEUED " AND " LEAGUE_SQL_FAILED "), reason TEXT,"
+    " entry INTEGER REFERENCES entries(id), attempts INTEGER NOT NULL DEFAULT 0, bytes INTEGER NOT NULL,"
+    " submitted_at REAL NOT NULL, started_at REAL, finished_at REAL, archive BLOB,"
+    " race INTEGER NOT NULL DEFAULT " LEAGUE_SQL_TIME_TRIAL " CHECK(race BETWEEN " LEAGUE_SQL_TIME_TRIAL " AND " LEAGUE_SQL_HEAD_TO_MODEL "),"
+    " racer INTEGER REFERENCES h2m_racers(id));"
+    "INSERT INTO submissions4(id, alias, track, track_path, format, state, reason, entry, attempts, bytes, submitted_at,"
+    " started_at, finished_at, archive, race) SELECT id, alias, track, track_path, format, state, reason, entry, attempts,"
+    " bytes, submitted_at, started_at, finished_at, archive, race FROM submissions;"
+    "DROP TABLE submissions;"
+    "ALTER TABLE submissions4 RENAME TO submissions;"
+    "CREATE INDEX submissions_state ON submissions(state, id);"
+    "CREATE INDEX submissions_alias ON submissions(alias, state);";
 
 #define TRACE_STEP_BYTES 14 /* x, y, v as float32; lap, reset as uint8 */
 

@@ -15,6 +15,10 @@
  * every match's pairwise order (the car ahead at the finish beat each car behind), each alias's
  * latest racer shown with its rating, matches, wins (first past the line) and losses.
  *
+ * Over HTTP (the queue, league_queue.c) the submission is marked done in the racer's transaction,
+ * before its matches: it is counted once, and a server that dies during the matches leaves the
+ * racer with those already raced.
+ *
  * Contract: prepared statements only, every value bound; a failed entry stores nothing (its
  * exported folder removed). */
 #include "league_internal.h"
@@ -327,8 +331,63 @@ static int export_model(baton_league *l, const char *ckpt, char *tmp, size_t cap
     return rc;
 }
 
+/* Invariant 6 for head-to-model: the running submission done, naming its racer, in the racer's
+ * transaction. */
+static int mark_done(baton_league *l, int64_t submission, int64_t racer, baton_err *err)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(l->db, "UPDATE submissions SET state = " LEAGUE_SQL_DONE ", racer = ?, finished_at = ?, archive = NULL,"
+                                  " reason = NULL WHERE id = ? AND state = " LEAGUE_SQL_RUNNING, -1, &st, NULL) != SQLITE_OK)
+        return league_db_fail(l, err, "cannot mark the submission done");
+    sqlite3_bind_int64(st, 1, racer);
+    sqlite3_bind_double(st, 2, league_now());
+    sqlite3_bind_int64(st, 3, submission);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? BATON_OK : league_db_fail(l, err, "cannot mark the submission done");
+    sqlite3_finalize(st);
+    if (!rc && sqlite3_changes(l->db) != 1)
+        rc = baton_err_set(err, BATON_ERR_BUSY, "%s: submission %lld is no longer running; its racer is not stored", l->path,
+                           (long long)submission);
+    return rc;
+}
+
+int league_h2m_racer(baton_league *l, int64_t id, baton_league_racer *out, baton_err *err)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(l->db, "SELECT id, alias, track, track_path, model_hash, iteration, submitted_at FROM h2m_racers"
+                                  " WHERE id = ?", -1, &st, NULL) != SQLITE_OK)
+        return league_db_fail(l, err, "cannot read the racer");
+    sqlite3_bind_int64(st, 1, id);
+    int r = sqlite3_step(st);
+    if (r == SQLITE_ROW) read_racer(st, out);
+    sqlite3_finalize(st);
+    if (r != SQLITE_ROW)
+        return r == SQLITE_DONE ? baton_err_set(err, BATON_ERR_NOTFOUND, "no racer %lld", (long long)id)
+                                : league_db_fail(l, err, "cannot read the racer");
+    baton_league_racer *b = NULL;   /* rated among all of the track's racers; ranked when it stands */
+    size_t nb = 0;
+    char track[256];
+    snprintf(track, sizeof track, "%s", out->track);
+    int rc = racers_of(l, track, &b, &nb, err);
+    if (!rc && !(rc = rate(l, track, b, nb, err)))
+        for (size_t i = 0; i < nb; i++)
+            if (b[i].id == id) *out = b[i];
+    free(b);
+    b = NULL;
+    if (!rc && !(rc = board(l, track, &b, &nb, err)))
+        for (size_t i = 0; i < nb; i++)
+            if (b[i].id == id) out->rank = b[i].rank;
+    free(b);
+    return rc;
+}
+
 int baton_league_h2m_submit(baton_league *l, const char *ckpt, const char *alias, const char *track,
                             baton_league_racer *out, size_t *nmatches, baton_err *err)
+{
+    return league_h2m_enter(l, ckpt, alias, track, 0, league_now(), out, nmatches, err);
+}
+
+int league_h2m_enter(baton_league *l, const char *ckpt, const char *alias, const char *track, int64_t submission,
+                     double submitted_at, baton_league_racer *out, size_t *nmatches, baton_err *err)
 {
     if (nmatches) *nmatches = 0;
     baton_league_racer me;
@@ -347,7 +406,7 @@ int baton_league_h2m_submit(baton_league *l, const char *ckpt, const char *alias
         free(top);
         return rc;
     }
-    me.submitted_at = league_now();
+    me.submitted_at = submitted_at;
     sqlite3_stmt *st = NULL;
     if (sqlite3_exec(l->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
         rc = league_db_fail(l, err, "cannot begin a transaction");
@@ -363,6 +422,7 @@ int baton_league_h2m_submit(baton_league *l, const char *ckpt, const char *alias
         sqlite3_bind_double(st, 6, me.submitted_at);
         if (sqlite3_step(st) != SQLITE_DONE) rc = league_db_fail(l, err, "cannot store the racer");
         me.id = sqlite3_last_insert_rowid(l->db);
+        if (!rc && submission > 0) rc = mark_done(l, submission, me.id, err);
         if (!rc && !(rc = model_dir(l, me.id, final, sizeof final, err)) && rename(tmp, final))
             rc = baton_err_errno(err, errno, "cannot keep the model", final);
         if (!rc && sqlite3_exec(l->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
@@ -396,16 +456,7 @@ int baton_league_h2m_submit(baton_league *l, const char *ckpt, const char *alias
     }
     free(top);
     if (nmatches) *nmatches = raced;
-    if (out) {
-        baton_league_racer *b;
-        size_t nb;
-        if ((rc = board(l, me.track, &b, &nb, err))) return rc;
-        *out = me;
-        for (size_t i = 0; i < nb; i++)
-            if (b[i].id == me.id) *out = b[i];
-        free(b);
-    }
-    return BATON_OK;
+    return out ? league_h2m_racer(l, me.id, out, err) : BATON_OK;
 }
 
 int baton_league_h2m_matches(baton_league *l, const char *track, size_t limit, baton_league_match **out, size_t *n,

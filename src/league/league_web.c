@@ -443,6 +443,9 @@ static enum MHD_Result api_submission(baton_league_server *s, struct MHD_Connect
     cJSON *j = baton_league_submission_json(&sub);
     baton_league_entry e;
     size_t n = 0;
+    baton_league_racer racer;
+    if (j && sub.state == BATON_LEAGUE_DONE && sub.racer && league_h2m_racer(s->l, sub.racer, &racer, &err) == BATON_OK)
+        cJSON_AddItemToObject(j, "result", baton_league_racer_json(&racer));   /* head-to-model: the racer, rated */
     if (j && sub.state == BATON_LEAGUE_DONE && sub.entry &&
         baton_league_entry_standing(s->l, sub.entry, &e, &n, &err) == BATON_OK) {   /* the racer's result, at once */
         cJSON_AddItemToObject(j, "result", baton_league_entry_json(&e));

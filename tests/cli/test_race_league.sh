@@ -12,7 +12,7 @@
 # settings whatever the model trained with, each on its own board; an unknown race refused;
 # head-to-model: three models entered in turn, their matches (every pairing from both starts), the
 # board by rating as a table, --json and the server's /api/ratings, /api/matches and a match's
-# trace; an alias entered again; version 3 upgraded to 4.
+# trace; a fourth entered over HTTP with a token; an alias entered again; version 3 upgraded to 4.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/cli/lib.sh
 export OMP_NUM_THREADS=1
@@ -202,13 +202,26 @@ jcheck "$T/ht.json" "len(d['cars']) == 2 and all(c['steps'] > 0 and len(c['x']) 
     "/api/matches/1/trace: both cars' drives"
 check '[ "$(curl -s -o /dev/null -w "%{http_code}" "$U/api/matches/99/trace")" = 404 ] && [ "$(curl -s -o /dev/null -w "%{http_code}" "$U/api/matches/1/x")" = 404 ]' \
     "a match that is not there: 404"
+# entered over HTTP with a token: queued, raced against the three (both starts), rated
+"$BATON" race token add carol --db "$H" >"$T/carol.tok" 2>/dev/null
+check '"$BATON" race submit --server "$U" --token-file "$T/carol.tok" --race head-to-model --ckpt "$T/h-mid" --alias carol --track oval --wait 60 --json >"$T/hc.json" 2>"$T/h.err"' \
+    "head-to-model over HTTP: $(cat "$T/h.err")"
+curl -s "$U/api/submissions/$(json "$T/hc.json" "d['id']")" >"$T/hcs.json"
+curl -s "$U/api/matches?track=oval" >"$T/hm2.json"
+jcheck "$T/hc.json" "d['state'] == 'done' and d['racer'] == 4" "the submission done, naming its racer"
+jcheck "$T/hcs.json" "d['race'] == 'head-to-model' and 'format' not in d and d['result']['alias'] == 'carol' and d['result']['matches'] == 6" \
+    "/api/submissions/ID: the racer, rated"
+jcheck "$T/hm2.json" "len(d['matches']) == 12 and sum(1 for m in d['matches'] if 'carol' in [c['alias'] for c in m['cars']]) == 6" \
+    "carol raced each of the three from both starts"
+check '[ "$(curl -s -o /dev/null -w "%{http_code}" -X POST -H "Authorization: Bearer $(cat "$T/carol.tok")" -H "Content-Type: application/x-tar" --data-binary x "$U/api/submit?alias=carol&track=oval&race=head-to-model&format=total")" = 400 ]' \
+    "head-to-model with a format: 400"
 kill "$HPID" 2>/dev/null; wait "$HPID" 2>/dev/null
 check '"$BATON" race submit --race head-to-model --ckpt "$T/h-fast" --alias slow --track oval --db "$H" --json >"$T/h-again.json" 2>"$T/h.err"' \
     "an alias entered again: $(cat "$T/h.err")"
 "$BATON" race leaderboard --race head-to-model --db "$H" --json >"$T/hb2.json"
-jcheck "$T/h-again.json" "d['id'] == 4 and d['matches_raced'] == 4" "it raced the two others, both starts"
-jcheck "$T/hb2.json" "sorted(r['id'] for r in d['racers']) == [2, 3, 4]" "its earlier model left the board"
-check '[ "$(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(\"SELECT count(*) FROM h2m_cars a JOIN h2m_cars b ON a.match = b.match WHERE a.racer = 1 AND b.racer = 4\").fetchone()[0])" "$H")" = 0 ]' \
+jcheck "$T/h-again.json" "d['id'] == 5 and d['matches_raced'] == 6" "it raced the three others, both starts"
+jcheck "$T/hb2.json" "sorted(r['id'] for r in d['racers']) == [2, 3, 4, 5]" "its earlier model left the board"
+check '[ "$(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(\"SELECT count(*) FROM h2m_cars a JOIN h2m_cars b ON a.match = b.match WHERE a.racer = 1 AND b.racer = 5\").fetchone()[0])" "$H")" = 0 ]' \
     "it did not race its own earlier model"
 expect_fail 2 "--race head-to-model has no --format" "$BATON" race submit --race head-to-model --format total --ckpt "$T/h-fast" --alias x --track oval --db "$H"
 expect_fail 1 "head-to-model: track Straight_track is open" "$BATON" race submit --race head-to-model --ckpt "$T/h-fast" --alias x --track ../shared/tracks/Straight_track.npy --db "$H"
