@@ -116,7 +116,7 @@ static const char style[] =
     "td.alias,th.alias{text-align:left;max-width:28em;overflow-wrap:anywhere}tr.sel{background:#fff3cd}a.sel{font-weight:bold}"
     "button{font-size:12px}#status{color:#555}</style>";
 
-static void page_head(baton_buf *b, const char *title)
+void league_page_head(baton_buf *b, const char *title)
 {
     baton_svg_put(b, "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>");
     baton_svg_esc(b, title);
@@ -130,7 +130,7 @@ static enum MHD_Result page_index(baton_league_server *s, struct MHD_Connection 
     baton_err err = {0};
     if (baton_league_tracks(s->l, &t, &n, &err)) return league_reply_error(s, c, 500, err.msg);
     baton_buf b = {0};
-    page_head(&b, "baton league");
+    league_page_head(&b, "baton league");
     baton_svg_put(&b, "<h1>baton league</h1>\n<table id=\"tracks\"><thead><tr><th class=\"alias\">track</th><th>racers</th>"
                       "<th>entries</th><th class=\"alias\">race types</th></tr></thead><tbody>\n");
     for (size_t i = 0; i < n; i++) {
@@ -217,7 +217,7 @@ static void race_selector(baton_buf *b, const size_t entries[BATON_LEAGUE_RACES]
         baton_svg_put(b, " <a href=\"?race=%s\" data-race=\"%s\" data-entries=\"%zu\"%s>%s (%zu %s)</a>",
                       baton_league_race_name(r), baton_league_race_name(r), entries[r], r == race ? " class=\"sel\"" : "",
                       baton_league_race_name(r), entries[r], entries[r] == 1 ? "entry" : "entries");
-    baton_svg_put(b, "</p>\n");
+    baton_svg_put(b, " <a href=\"?race=head-to-model\" data-race=\"head-to-model\">head-to-model (rated)</a></p>\n");
 }
 
 /* What the league drives a race's models under, in a sentence for the page. */
@@ -237,6 +237,8 @@ static enum MHD_Result page_track(baton_league_server *s, struct MHD_Connection 
     baton_league_format f;
     int race;
     baton_err err = {0};
+    const char *rs = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "race");
+    if (rs && !strcmp(rs, "head-to-model")) return league_page_h2m(s, c, name);
     if (race_and_format(c, &race, &f, &err)) return league_reply_error(s, c, 400, err.msg);
     baton_league_track *t;
     size_t nt;
@@ -270,7 +272,7 @@ static enum MHD_Result page_track(baton_league_server *s, struct MHD_Connection 
     const char *rn = baton_league_race_name(race);
     snprintf(title, sizeof title, "%s — %s, %s — baton league", name, rn,
              f == BATON_LEAGUE_TOTAL ? "total time" : "fastest lap");
-    page_head(&b, title);
+    league_page_head(&b, title);
     baton_svg_put(&b, "<p><a href=\"/\">all tracks</a> · <a href=\"?race=%s&amp;format=%s\">%s</a></p>\n", rn,
                   f == BATON_LEAGUE_TOTAL ? "time-trial" : "total", f == BATON_LEAGUE_TOTAL ? "fastest lap" : "total time");
     baton_buf_append(&b, sel.data, sel.len);

@@ -12,7 +12,8 @@
 # settings whatever the model trained with, each on its own board; an unknown race refused;
 # head-to-model: three models entered in turn, their matches (every pairing from both starts), the
 # board by rating as a table, --json and the server's /api/ratings, /api/matches and a match's
-# trace; a fourth entered over HTTP with a token; an alias entered again; version 3 upgraded to 4.
+# trace; the page in headless Chromium (the board, a match replayed with both cars on their
+# traces); a fourth entered over HTTP with a token; an alias entered again; version 3 upgraded to 4.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/cli/lib.sh
 export OMP_NUM_THREADS=1
@@ -202,6 +203,36 @@ jcheck "$T/ht.json" "len(d['cars']) == 2 and all(c['steps'] > 0 and len(c['x']) 
     "/api/matches/1/trace: both cars' drives"
 check '[ "$(curl -s -o /dev/null -w "%{http_code}" "$U/api/matches/99/trace")" = 404 ] && [ "$(curl -s -o /dev/null -w "%{http_code}" "$U/api/matches/1/x")" = 404 ]' \
     "a match that is not there: 404"
+# the page in headless Chromium: the board in /api/ratings' order, the newest match replayed with
+# both cars, each dot where its trace puts it at the step the status line shows
+h2m_page_ok() {
+    timeout 60 "$(command -v chromium || command -v chromium-browser)" --headless=new --no-sandbox --disable-gpu --no-first-run \
+        --user-data-dir="$T/chrome" --enable-logging=stderr --v=0 --window-size=1100,1000 --virtual-time-budget=3000 \
+        --dump-dom "$U/track/oval?race=head-to-model" >"$T/hdom.html" 2>"$T/hchrome.err" || return 1
+    curl -s "$U/api/matches/$(json "$T/hm.json" "d['matches'][0]['id']")/trace" >"$T/ht0.json"
+python3 - "$T/hdom.html" "$T/hr.json" "$T/ht0.json" >"$T/hdom.check" <<'PY'
+import json, re, sys
+dom, ratings, tr = open(sys.argv[1]).read(), json.load(open(sys.argv[2])), json.load(open(sys.argv[3]))
+rows = re.findall(r'<tr data-racer="(\d+)" data-rank="(\d+)"', dom)
+ok = [int(r[0]) for r in rows] == [r["id"] for r in ratings["racers"]]
+svg = re.search(r'<div id="track"><svg[^>]*>', dom).group(0)
+m = {k: float(re.search(r'data-%s="([-0-9.e]+)"' % k, svg).group(1)) for k in ("x0", "y1", "scale", "left", "top")}
+st = re.search(r'<p id="status">match (\d+): step (\d+) of (\d+), (\d+) cars', dom)
+dots = re.findall(r'<circle r="6" fill="[^"]+" stroke="white" cx="([-0-9.]+)" cy="([-0-9.]+)"', dom)
+ok = ok and st and int(st.group(1)) == tr["id"] and int(st.group(4)) == len(tr["cars"]) == len(dots) == 2
+k = int(st.group(2)) - 1 if st else 0
+for (x, y), c in zip(dots, tr["cars"]):
+    j = min(k, c["steps"] - 1)
+    ok = ok and abs(float(x) - (m["left"] + (c["x"][j] - m["x0"]) * m["scale"])) < 0.5
+    ok = ok and abs(float(y) - (m["top"] + (m["y1"] - c["y"][j]) * m["scale"])) < 0.5
+print(bool(ok))
+PY
+    [ "$(cat "$T/hdom.check")" = True ] && ! grep -q "CONSOLE" "$T/hchrome.err"
+}
+h2m_page_ok || { echo "the head-to-model page's first load in Chromium did not check out; loading it again" >&2; h2m_page_ok; }
+check '[ "$(cat "$T/hdom.check")" = True ] && ! grep -q "CONSOLE" "$T/hchrome.err"' \
+    "the page in Chromium: the board as /api/ratings has it, the newest match replayed with both cars on their traces: $(grep CONSOLE "$T/hchrome.err" | head -n 2)"
+check '[ "$(curl -s -o /dev/null -w "%{http_code}" "$U/track/technical?race=head-to-model")" = 404 ]' "a track without racers: 404"
 # entered over HTTP with a token: queued, raced against the three (both starts), rated
 "$BATON" race token add carol --db "$H" >"$T/carol.tok" 2>/dev/null
 check '"$BATON" race submit --server "$U" --token-file "$T/carol.tok" --race head-to-model --ckpt "$T/h-mid" --alias carol --track oval --wait 60 --json >"$T/hc.json" 2>"$T/h.err"' \
