@@ -157,12 +157,14 @@ typedef struct baton_race_sim_opts {
     double speed_noise_mps;   /* Gaussian noise added to each speed action (0) */
     baton_race_car car;
     baton_race_objects_opts objects;   /* none by default */
-    int shared;               /* 0: every environment is a world of its own (training). 1: head-to-model:
-                               * the envs (2..BATON_RACE_MAX_CARS) are cars on one track, no boxes or bots;
-                               * each sees the others as it sees bot cars (the LIDAR, the camera, the
-                               * reward's object fields), and where two cars' footprints touch after a
-                               * step, the one behind along the track (its front point's) has crashed
-                               * and the one ahead is bumped and goes on (docs/race.md "Head-to-model") */
+    int shared;               /* 0: every environment is a world of its own. 2..BATON_RACE_MAX_CARS:
+                               * head-to-model: the envs (a multiple of it) are worlds of `shared` cars
+                               * on one track each (env e: car e % shared of world e / shared), no boxes
+                               * or bots; each car sees the others of its world as it sees bot cars (the
+                               * LIDAR, the camera, the reward's object fields), and where two cars'
+                               * footprints touch after a step, the one behind along the track (its
+                               * front point's) has crashed and the one ahead is bumped and goes on
+                               * (docs/race.md "Head-to-model") */
 } baton_race_sim_opts;
 #define BATON_RACE_MAX_CARS 4
 void baton_race_sim_opts_default(baton_race_sim_opts *o);

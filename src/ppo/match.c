@@ -133,7 +133,7 @@ static int setup(matcher *m, size_t limit, baton_err *err)
     baton_race_sim_opts so;
     baton_race_sim_opts_default(&so);
     so.envs = (size_t)m->n;
-    so.shared = 1;
+    so.shared = m->n;
     so.car = o->car;
     so.seed = o->seed;
     so.steer_noise_deg = o->steer_noise_deg;

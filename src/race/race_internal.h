@@ -208,12 +208,15 @@ struct baton_race_sim {
     race_env *env;
     race_scene *scene;        /* one per environment; NULL without objects */
     size_t n;
+    uint8_t *stepped;         /* shared: which envs moved in the step (n) */
 };
 
-/* Shared track (sim_shared.c): every car's scene holds the others where they stand now; and the
- * collision rule after a step (stepped[e]: env e moved in it): returns the episodes it ended. */
+/* Shared track (sim_shared.c): every car's scene holds the others of its world where they stand
+ * now (one world: the one env is in); and the collision rule after a step (s->stepped[e]: env e
+ * moved in it): returns the episodes it ended. */
 void race_sim_sync_peers(baton_race_sim *s);
-size_t race_sim_collide(baton_race_sim *s, const int *stepped);
+void race_sim_sync_world(baton_race_sim *s, size_t env);
+size_t race_sim_collide(baton_race_sim *s);
 
 /* Fill the params of one environment; ref selects the reference searches. */
 void race_sim_fill_params(const baton_race_sim *s, size_t e, int ref, struct baton_race_params *p);

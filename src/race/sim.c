@@ -21,8 +21,8 @@
  * environment's own RNG seeded from (seed, env), and the objects' from another (objects.c): a run
  * is a function of the seed and the actions.
  *
- * With `shared` the environments are cars on one track (head-to-model: sim_shared.c): all move,
- * then they are checked against each other.
+ * With `shared` the environments are worlds of that many cars on one track each (head-to-model:
+ * sim_shared.c): all move, then each world's cars are checked against each other.
  *
  * step_ref is the same step with the plain searches: every centre-line segment and the full
  * polygon test. */
@@ -189,7 +189,7 @@ static void start_episode(baton_race_sim *s, size_t e)
     st->status = BATON_RACE_IN_PROGRESS;
     if (s->o.shared) {
         v->parked = 0;
-        race_sim_sync_peers(s);
+        race_sim_sync_world(s, e);
     } else if (s->scene) {
         race_scene_start(&s->scene[e], &s->o.objects, &s->o.car, s->t, g, v->start_ndist);
     }
@@ -216,15 +216,16 @@ int baton_race_sim_new(const baton_race_track *t, const baton_race_sim_opts *o, 
         return baton_err_set(err, BATON_ERR_ARG, "race sim: car or simulator options out of range");
     int rc = baton_race_objects_check(&o->objects, err);
     if (rc) return rc;
-    if (o->shared && (o->envs < 2 || o->envs > BATON_RACE_MAX_CARS))
-        return baton_err_set(err, BATON_ERR_ARG, "race sim: %zu cars on one track (want 2 to %d)", o->envs,
-                             BATON_RACE_MAX_CARS);
+    if (o->shared && (o->shared < 2 || o->shared > BATON_RACE_MAX_CARS || o->envs % (size_t)o->shared))
+        return baton_err_set(err, BATON_ERR_ARG, "race sim: %d cars on one track (want 2 to %d) and %zu environments (want a multiple)",
+                             o->shared, BATON_RACE_MAX_CARS, o->envs);
     if (o->shared && baton_race_objects_any(&o->objects))
         return baton_err_set(err, BATON_ERR_ARG, "race sim: cars on one track race without boxes or bots");
     baton_race_sim *s = calloc(1, sizeof *s);
     if (!s || !(s->env = calloc(o->envs, sizeof *s->env)) ||
-        ((baton_race_objects_any(&o->objects) || o->shared) && !(s->scene = calloc(o->envs, sizeof *s->scene)))) {
-        if (s) free(s->env);
+        ((baton_race_objects_any(&o->objects) || o->shared) && !(s->scene = calloc(o->envs, sizeof *s->scene))) ||
+        (o->shared && !(s->stepped = calloc(o->envs, 1)))) {
+        if (s) free(s->env), free(s->scene);
         free(s);
         return baton_err_set(err, BATON_ERR_NOMEM, "race sim: out of memory");
     }
@@ -251,6 +252,7 @@ void baton_race_sim_free(baton_race_sim *s)
     if (!s) return;
     free(s->env);
     free(s->scene);
+    free(s->stepped);
     free(s);
 }
 
@@ -395,14 +397,14 @@ static inline int step_env(baton_race_sim *s, size_t e, float steer_in, float sp
  * each other where they all stand (sim_shared.c). */
 static size_t step_shared(baton_race_sim *s, const float *steer_deg, const float *speed, int ref)
 {
-    int stepped[BATON_RACE_MAX_CARS];
     size_t ended = 0;
     for (size_t e = 0; e < s->n; e++) {
-        stepped[e] = s->env[e].st.status == BATON_RACE_IN_PROGRESS && !s->env[e].parked;
-        if (stepped[e]) ended += (size_t)(ref ? step_env(s, e, steer_deg[e], speed[e], 1) : step_env(s, e, steer_deg[e], speed[e], 0));
+        s->stepped[e] = s->env[e].st.status == BATON_RACE_IN_PROGRESS && !s->env[e].parked;
+        if (s->stepped[e])
+            ended += (size_t)(ref ? step_env(s, e, steer_deg[e], speed[e], 1) : step_env(s, e, steer_deg[e], speed[e], 0));
     }
     race_sim_sync_peers(s);
-    return ended + race_sim_collide(s, stepped);
+    return ended + race_sim_collide(s);
 }
 
 size_t baton_race_sim_step(baton_race_sim *s, const float *steer_deg, const float *speed)
@@ -442,7 +444,7 @@ void baton_race_sim_set_pose(baton_race_sim *s, size_t env, double x, double y, 
     v->rev_count = v->immob_count = 0;
     st->crashed = 0;
     st->status = BATON_RACE_IN_PROGRESS;
-    if (s->o.shared) race_sim_sync_peers(s);   /* the others see it where it now stands */
+    if (s->o.shared) race_sim_sync_world(s, env);   /* the others see it where it now stands */
 }
 
 void baton_race_sim_place(baton_race_sim *s, size_t env, double s_m, double lateral_m, double yaw_off)

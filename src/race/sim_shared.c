@@ -1,7 +1,8 @@
 /* sim_shared.c — head-to-model: two to four cars on one track (baton_race_sim_opts.shared), each
- * an environment of the simulator, each driven by its own policy.
+ * an environment of the simulator, each driven by its own policy; the simulator's envs are worlds
+ * of that many cars (a match: one world; training against opponents: one per learning car).
  *
- * Each car's scene holds the other cars (race_scene_peer), so everything that sees bot cars sees
+ * Each car's scene holds the other cars of its world (race_scene_peer), so everything that sees bot cars sees
  * them: the LIDAR (sensor.c), the camera (camera.c), the reward's object fields (sim_params.c) and
  * a crash reset's search for a clear place. The simulator moves every car first, then the scenes
  * follow (race_sim_sync_peers) and the cars are checked against each other where they all stand
@@ -17,20 +18,26 @@
  * Contract: allocation-free; a function of the cars' poses. */
 #include "race_internal.h"
 
-void race_sim_sync_peers(baton_race_sim *s)
+void race_sim_sync_world(baton_race_sim *s, size_t env)
 {
-    for (size_t e = 0; e < s->n; e++) {
+    size_t cars = (size_t)s->o.shared, w0 = env - env % cars;
+    for (size_t e = w0; e < w0 + cars; e++) {
         race_scene *sc = &s->scene[e];
         const race_geom *g = race_track_geom(s->t, s->env[e].st.reversed_dir);
         size_t k = 0;
-        for (size_t j = 0; j < s->n; j++) {
+        for (size_t j = w0; j < w0 + cars; j++) {
             const race_env *v = &s->env[j];
             if (j == e || v->parked) continue;
-            race_scene_peer(sc, k++, j, &s->o.car, v->st.x, v->st.y, v->st.yaw, v->st.speed, s->t, g);
+            race_scene_peer(sc, k++, j - w0, &s->o.car, v->st.x, v->st.y, v->st.yaw, v->st.speed, s->t, g);
         }
         for (size_t i = k; i < sc->n; i++) sc->o[i].peer = 0;   /* a later car in a freed slot starts fresh */
         sc->n = k;
     }
+}
+
+void race_sim_sync_peers(baton_race_sim *s)
+{
+    for (size_t w0 = 0; w0 < s->n; w0 += (size_t)s->o.shared) race_sim_sync_world(s, w0);
 }
 
 /* b's front point ahead of a's along the centre line (metres; negative: behind). */
@@ -54,12 +61,13 @@ static int crash(baton_race_car_state *st)
     return ended;
 }
 
-size_t race_sim_collide(baton_race_sim *s, const int *stepped)
+size_t race_sim_collide(baton_race_sim *s)
 {
-    size_t ended = 0;
+    size_t ended = 0, cars = (size_t)s->o.shared;
+    const uint8_t *stepped = s->stepped;
     for (size_t e = 0; e < s->n; e++) s->env[e].st.bumped = 0;
     for (size_t a = 0; a < s->n; a++) {
-        for (size_t b = a + 1; b < s->n; b++) {
+        for (size_t b = a + 1; b < a - a % cars + cars; b++) {   /* the rest of a's world */
             race_env *va = &s->env[a], *vb = &s->env[b];
             if (va->parked || vb->parked || !(stepped[a] || stepped[b])) continue;
             race_rect ra, rb;
@@ -86,5 +94,5 @@ void baton_race_sim_park(baton_race_sim *s, size_t env)
 {
     if (!s->o.shared || env >= s->n) return;
     s->env[env].parked = 1;
-    race_sim_sync_peers(s);
+    race_sim_sync_world(s, env);
 }

@@ -1,6 +1,7 @@
 /* test_race_match.c — head-to-model: cars on one track (baton_race_sim_opts.shared) and a match
  * between drivers (baton_ppo_match):
- *   - a shared simulator is refused with one car, five cars, or boxes beside the cars;
+ *   - a shared simulator is refused with one car, five cars, envs not a multiple of its cars, or
+ *     boxes beside the cars; in two worlds of two cars a car sees and touches only its world's;
  *   - each car sees the other as it sees a bot: the reward's object fields, the LIDAR (a car ahead
  *     read where it stands, none behind: the LIDAR faces forward), the camera (its frame differs from
  *     the empty track's where the car ahead stands);
@@ -26,7 +27,7 @@ static baton_race_sim *shared2(const baton_race_track *t)
     baton_race_sim_opts o;
     baton_race_sim_opts_default(&o);
     o.envs = 2;
-    o.shared = 1;
+    o.shared = 2;
     baton_race_sim *s = NULL;
     baton_err err = {0};
     CHECK_MSG(baton_race_sim_new(t, &o, &s, &err) == BATON_OK, "%s", err.msg);
@@ -37,13 +38,15 @@ static void test_refused(const baton_race_track *t)
 {
     baton_race_sim_opts o;
     baton_race_sim_opts_default(&o);
-    o.shared = 1;
     baton_race_sim *s = NULL;
     baton_err err = {0};
+    o.shared = 1;
     o.envs = 1;
     CHECK(baton_race_sim_new(t, &o, &s, &err) == BATON_ERR_ARG && strstr(err.msg, "1 cars on one track"));
-    o.envs = 5;
+    o.shared = o.envs = 5;
     CHECK(baton_race_sim_new(t, &o, &s, &err) == BATON_ERR_ARG && strstr(err.msg, "want 2 to 4"));
+    o.shared = 2, o.envs = 3;
+    CHECK(baton_race_sim_new(t, &o, &s, &err) == BATON_ERR_ARG && strstr(err.msg, "want a multiple"));
     o.envs = 2;
     o.objects.boxes = 1;
     CHECK(baton_race_sim_new(t, &o, &s, &err) == BATON_ERR_ARG && strstr(err.msg, "without boxes or bots"));
@@ -130,6 +133,34 @@ static void test_seen_and_hit(const baton_race_track *t)
     baton_race_sim_free(r);
 }
 
+/* Two worlds of two cars: a car sees and touches only its own world's. */
+static void test_worlds(const baton_race_track *t)
+{
+    baton_race_sim_opts o;
+    baton_race_sim_opts_default(&o);
+    o.envs = 4;
+    o.shared = 2;
+    baton_race_sim *s = NULL;
+    baton_err err = {0};
+    CHECK_MSG(baton_race_sim_new(t, &o, &s, &err) == BATON_OK, "%s", err.msg);
+    if (!s) return;
+    baton_race_sim_place(s, 0, 5.0, 0, 0);   /* world 0: car 0 at 5 m, car 1 at 2 m */
+    baton_race_sim_place(s, 1, 2.0, 0, 0);
+    baton_race_sim_place(s, 2, 4.7, 0, 0);   /* world 1: car 2 right behind world 0's car 0, car 3 far */
+    baton_race_sim_place(s, 3, 8.0, 0, 0);
+    struct baton_race_params p;
+    for (size_t e = 0; e < 4; e++) {
+        baton_race_sim_params(s, e, &p);
+        CHECK(p.num_objects == 1);
+    }
+    baton_race_sim_params(s, 2, &p);
+    CHECK(fabs(p.objects_location[0][0] - baton_race_sim_state(s, 3)->x) < 1e-12);
+    float steer[4] = {0}, speed[4] = {0.1f, 0.1f, 4.0f, 0.1f};
+    baton_race_sim_step(s, steer, speed);   /* car 2 drives through where world 0's car 0 stands */
+    CHECK(baton_race_sim_state(s, 2)->status == BATON_RACE_IN_PROGRESS && baton_race_sim_state(s, 0)->bumps == 0);
+    baton_race_sim_free(s);
+}
+
 static void run_match(baton_ppo_match_result *r, const char *a, const char *b)
 {
     baton_ppo_match_opts o;
@@ -191,6 +222,7 @@ int main(void)
     CHECK_MSG(baton_race_track_load("oval", &t, &err) == BATON_OK, "%s", err.msg);
     test_refused(t);
     test_seen_and_hit(t);
+    test_worlds(t);
     test_match();
     baton_race_track_free(t);
     CHECK_DONE();
