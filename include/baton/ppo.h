@@ -97,6 +97,11 @@ typedef struct baton_ppo_train_opts {
     baton_race_objects_opts objects;   /* boxes and bots (none: a time trial); a collision ends the
                                    episode; a sensor policy's vector gains the LIDAR ("LIDAR" in its
                                    model_metadata.json) */
+    int nopponents;             /* head-to-model: 1 to 3 models the car races against in training (0: none) */
+    const char *opponents[BATON_RACE_MAX_CARS - 1];   /* each a checkpoint (a folder or a folder of them),
+                                   driven by its policy in every car's world, placed anew each episode
+                                   as the bots are; no boxes or bots beside them; a sensor policy's
+                                   vector gains the LIDAR. A resume keeps the run's unless given */
     int reference_kernels;
     int threads;                /* compute threads; 0: the calling thread's OpenMP team. With 2 or more the value
                                  * network learns on a thread of its own beside the policy's, the threads split

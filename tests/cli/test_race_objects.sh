@@ -12,6 +12,8 @@
 #     uninterrupted run's bytes; another race on resume is refused; eval and drive of that model;
 #   - race match (head-to-model): two one-action checkpoints built to collide, the car behind
 #     crashing and paying for it; the same match of two trained models twice, the same JSON;
+#     race train --race head-to-model --opponent: the LIDAR model, its opponent in state.json, a
+#     resumed run byte-identical to an uninterrupted one, another opponent refused on resume;
 #   - bad flags exit 2 naming the flag (a setting of another race type, counts out of range, an
 #     unknown race);
 #   - --race-file: a YAML file of baton's names and a JSON file of deepracer-for-cloud's DR_* names
@@ -114,6 +116,20 @@ done
 check 'cmp -s "$T/mm1.json" "$T/mm2.json"' "the same match twice, the same JSON: $(head -c 300 "$T/e") $(head -c 300 "$T/mm1.json")"
 jcheck "$T/mm1.json" "len(d['cars']) == 2 and sorted(c['position'] for c in d['cars']) == [1, 2] and all(set(c) >= {'car', 'laps', 'total_s', 'crashes', 'overtakes', 'position'} for c in d['cars'])" \
     "match --json: one object per car"
+# training against a model (--race head-to-model --opponent): the sensor policy gains the LIDAR,
+# state.json names the opponent; a run resumed between iterations (the opponent taken from the
+# checkpoint) ends with the uninterrupted run's bytes; another opponent on resume is refused; the
+# trained model then races its opponent
+H2M="--race head-to-model --opponent $T/slow"
+check '$TRN $H2M --ckpt-dir "$T/hu" --episodes 40 >/dev/null 2>"$T/e" && $TRN $H2M --ckpt-dir "$T/hr" --episodes 20 >/dev/null 2>>"$T/e" && $TRN --ckpt-dir "$T/hr" --episodes 40 >/dev/null 2>>"$T/e"' \
+    "train against a model, and in two runs: $(head -c 400 "$T/e")"
+check 'cmp -s "$T/hu/$FIN/model.safetensors" "$T/hr/$FIN/model.safetensors" && cmp -s "$T/hu/$FIN/optim.safetensors" "$T/hr/$FIN/optim.safetensors"' \
+    "a resumed run against a model is byte-identical to an uninterrupted one"
+check 'grep -q "LIDAR" "$T/hu/model_metadata.json" && grep -q "\"opponents\":\[\"[^\"]*/slow\"\]" "$T/hu/$FIN/state.json"' \
+    "the LIDAR model; state.json names its opponent: $(grep -o "\"opponents\":[^]]*]" "$T/hu/$FIN/state.json")"
+expect_fail 1 "another --opponent \(the models raced against\)" $TRN --race head-to-model --opponent "$T/fast" --ckpt-dir "$T/hu" --episodes 60
+expect_fail 2 "--race head-to-model needs --opponent" $TRN --race head-to-model --ckpt-dir "$T/hx" --episodes 20
+check '$BATON race match --ckpt "$T/hu" --ckpt "$T/slow" --laps 1 --max-steps 300 --json >"$T/hm.json" 2>"$T/e"' "the trained model races its opponent: $(head -c 300 "$T/e")"
 expect_fail 2 "two to four --ckpt are required" $BATON race match --ckpt "$T/u" --track $TR
 expect_fail 2 "at most 4 cars" $BATON race match --ckpt "$T/u" --ckpt "$T/u" --ckpt "$T/u" --ckpt "$T/u" --ckpt "$T/u" --track $TR
 expect_fail 1 "a start gap of 0.1 m" $BATON race match --ckpt "$T/u" --ckpt "$T/m" --track $TR --gap 0.1
