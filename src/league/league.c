@@ -53,7 +53,7 @@ static const char schema3[] =
  * its drive. */
 static const char schema4[] =
     "CREATE TABLE h2m_racers(id INTEGER PRIMARY KEY, alias TEXT NOT NULL, track TEXT NOT NULL, track_path TEXT NOT NULL,"
-    " model_hash TEXT NOT NULL, iteration INTEGER NOT NULL, submitted_at REAL NOT NULL);"
+    " model_hash TEXT NOT NULL, iteration INTEGER NOT NULL, submitted_at REAL NOT NULL, submission INTEGER);"
     "CREATE INDEX h2m_racers_track ON h2m_racers(track, alias);"
     "CREATE TABLE h2m_matches(id INTEGER PRIMARY KEY, track TEXT NOT NULL, laps INTEGER NOT NULL, at REAL NOT NULL,"
     " steps INTEGER NOT NULL);"

@@ -15,9 +15,9 @@
  * every match's pairwise order (the car ahead at the finish beat each car behind), each alias's
  * latest racer shown with its rating, matches, wins (first past the line) and losses.
  *
- * Over HTTP (the queue, league_queue.c) the submission is marked done in the racer's transaction,
- * before its matches: it is counted once, and a server that dies during the matches leaves the
- * racer with those already raced.
+ * Over HTTP (the queue, league_queue.c) the racer's row names its submission, which is marked done
+ * once its matches are raced: a server that dies on the way queues it again, and the next attempt
+ * finds the racer entered and races only the pairings not stored yet — entered once, raced once.
  *
  * Contract: prepared statements only, every value bound; a failed entry stores nothing (its
  * exported folder removed). */
@@ -386,6 +386,68 @@ int baton_league_h2m_submit(baton_league *l, const char *ckpt, const char *alias
     return league_h2m_enter(l, ckpt, alias, track, 0, league_now(), out, nmatches, err);
 }
 
+/* The racer a submission entered in an earlier attempt (*found 0: none). */
+static int racer_of_submission(baton_league *l, int64_t submission, baton_league_racer *r, int *found, baton_err *err)
+{
+    sqlite3_stmt *st;
+    *found = 0;
+    if (sqlite3_prepare_v2(l->db, "SELECT id, alias, track, track_path, model_hash, iteration, submitted_at FROM h2m_racers"
+                                  " WHERE submission = ?", -1, &st, NULL) != SQLITE_OK)
+        return league_db_fail(l, err, "cannot read the racers");
+    sqlite3_bind_int64(st, 1, submission);
+    int s = sqlite3_step(st);
+    if (s == SQLITE_ROW) read_racer(st, r), *found = 1;
+    sqlite3_finalize(st);
+    return s == SQLITE_ROW || s == SQLITE_DONE ? BATON_OK : league_db_fail(l, err, "cannot read the racers");
+}
+
+/* Whether a match of first (on the line) and second (behind) is stored already. */
+static int raced_already(baton_league *l, int64_t first, int64_t second)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(l->db, "SELECT count(*) FROM h2m_cars a JOIN h2m_cars b ON a.match = b.match WHERE a.racer = ?"
+                                  " AND a.slot = 0 AND b.racer = ? AND b.slot = 1", -1, &st, NULL) != SQLITE_OK)
+        return 0;
+    sqlite3_bind_int64(st, 1, first);
+    sqlite3_bind_int64(st, 2, second);
+    int n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
+    sqlite3_finalize(st);
+    return n > 0;
+}
+
+/* The new racer's row (naming its submission) and its model's folder, made together. */
+static int store_racer(baton_league *l, baton_league_racer *me, int64_t submission, const char *tmp, baton_err *err)
+{
+    char final[4200];
+    sqlite3_stmt *st = NULL;
+    int rc = BATON_OK;
+    if (sqlite3_exec(l->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) return league_db_fail(l, err, "cannot begin a transaction");
+    if (sqlite3_prepare_v2(l->db, "INSERT INTO h2m_racers(alias, track, track_path, model_hash, iteration, submitted_at,"
+                                  " submission) VALUES(?,?,?,?,?,?,?)", -1, &st, NULL) != SQLITE_OK) {
+        rc = league_db_fail(l, err, "cannot store the racer");
+    } else {
+        sqlite3_bind_text(st, 1, me->alias, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, me->track, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, me->track_path, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 4, me->model_hash, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 5, (sqlite3_int64)me->iteration);
+        sqlite3_bind_double(st, 6, me->submitted_at);
+        if (submission > 0) sqlite3_bind_int64(st, 7, submission);
+        else sqlite3_bind_null(st, 7);
+        if (sqlite3_step(st) != SQLITE_DONE) rc = league_db_fail(l, err, "cannot store the racer");
+        me->id = sqlite3_last_insert_rowid(l->db);
+        if (!rc && !(rc = model_dir(l, me->id, final, sizeof final, err)) && rename(tmp, final))
+            rc = baton_err_errno(err, errno, "cannot keep the model", final);
+        if (!rc && sqlite3_exec(l->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+            rc = league_db_fail(l, err, "cannot store the racer");
+            baton_remove_tree(final);
+        }
+    }
+    sqlite3_finalize(st);
+    if (rc) sqlite3_exec(l->db, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
+}
+
 int league_h2m_enter(baton_league *l, const char *ckpt, const char *alias, const char *track, int64_t submission,
                      double submitted_at, baton_league_racer *out, size_t *nmatches, baton_err *err)
 {
@@ -400,50 +462,34 @@ int league_h2m_enter(baton_league *l, const char *ckpt, const char *alias, const
     snprintf(me.alias, sizeof me.alias, "%s", alias);
     baton_league_racer *top = NULL;
     size_t ntop = 0;
-    char tmp[4300], final[4200];
-    if ((rc = board(l, me.track, &top, &ntop, err))) return rc;   /* as it stood before */
-    if ((rc = export_model(l, ckpt, tmp, sizeof tmp, me.model_hash, &me.iteration, err))) {
-        free(top);
-        return rc;
-    }
-    me.submitted_at = submitted_at;
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_exec(l->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
-        rc = league_db_fail(l, err, "cannot begin a transaction");
-    } else if (sqlite3_prepare_v2(l->db, "INSERT INTO h2m_racers(alias, track, track_path, model_hash, iteration, submitted_at)"
-                                         " VALUES(?,?,?,?,?,?)", -1, &st, NULL) != SQLITE_OK) {
-        rc = league_db_fail(l, err, "cannot store the racer");
-    } else {
-        sqlite3_bind_text(st, 1, me.alias, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, me.track, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 3, me.track_path, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 4, me.model_hash, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 5, (sqlite3_int64)me.iteration);
-        sqlite3_bind_double(st, 6, me.submitted_at);
-        if (sqlite3_step(st) != SQLITE_DONE) rc = league_db_fail(l, err, "cannot store the racer");
-        me.id = sqlite3_last_insert_rowid(l->db);
-        if (!rc && submission > 0) rc = mark_done(l, submission, me.id, err);
-        if (!rc && !(rc = model_dir(l, me.id, final, sizeof final, err)) && rename(tmp, final))
-            rc = baton_err_errno(err, errno, "cannot keep the model", final);
-        if (!rc && sqlite3_exec(l->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
-            rc = league_db_fail(l, err, "cannot store the racer");
-            baton_remove_tree(final);
+    int again = 0;   /* a submission's earlier attempt entered it already: its missing matches now */
+    if (submission > 0 && (rc = racer_of_submission(l, submission, &me, &again, err))) return rc;
+    if ((rc = board(l, me.track, &top, &ntop, err))) return rc;   /* as it stands before its matches */
+    if (!again) {
+        char tmp[4300];
+        if ((rc = export_model(l, ckpt, tmp, sizeof tmp, me.model_hash, &me.iteration, err))) {
+            free(top);
+            return rc;
         }
-    }
-    sqlite3_finalize(st);
-    if (rc) {
-        sqlite3_exec(l->db, "ROLLBACK", NULL, NULL, NULL);
-        baton_remove_tree(tmp);
-        free(top);
-        return rc;
+        me.submitted_at = submitted_at;
+        if ((rc = store_racer(l, &me, submission, tmp, err))) {
+            baton_remove_tree(tmp);
+            free(top);
+            return rc;
+        }
     }
     size_t raced = 0, opponents = 0;
     for (size_t i = 0; i < ntop && opponents < BATON_LEAGUE_H2M_TOP; i++) {
         if (!strcmp(top[i].alias, me.alias)) continue;   /* one's own earlier model is no opponent */
         opponents++;
         for (int first = 0; first < 2; first++) {
+            const baton_league_racer *a = first == 0 ? &me : &top[i], *b = first == 0 ? &top[i] : &me;
+            if (raced_already(l, a->id, b->id)) {
+                raced++;
+                continue;
+            }
             baton_err e2 = {0};
-            int r2 = first == 0 ? race_pair(l, &me, &top[i], &e2) : race_pair(l, &top[i], &me, &e2);
+            int r2 = race_pair(l, a, b, &e2);
             if (r2 == BATON_ERR_NOMEM || r2 == BATON_ERR_IO) {   /* the league's own trouble: said */
                 free(top);
                 *err = e2;
@@ -456,6 +502,7 @@ int league_h2m_enter(baton_league *l, const char *ckpt, const char *alias, const
     }
     free(top);
     if (nmatches) *nmatches = raced;
+    if (submission > 0 && (rc = mark_done(l, submission, me.id, err))) return rc;
     return out ? league_h2m_racer(l, me.id, out, err) : BATON_OK;
 }
 

@@ -152,9 +152,10 @@ double league_now(void);
 /* A race as an upload names it: the three of baton_league_race_parse, or "head-to-model"
  * (BATON_LEAGUE_H2M). */
 int league_race_parse_any(const char *s, int *race, baton_err *err);
-/* league_h2m.c: enter ckpt as baton_league_h2m_submit does; submission > 0: that running
- * submission marked done (naming the racer) in the racer's transaction, before its matches (else
- * nothing is stored and the result is BATON_ERR_BUSY), submitted_at its upload's time. */
+/* league_h2m.c: enter ckpt as baton_league_h2m_submit does; submission > 0: the racer's row names
+ * it, an earlier attempt's racer is taken up again (only its missing matches raced), and the
+ * running submission is marked done naming the racer once its matches are raced (BATON_ERR_BUSY
+ * when it is no longer running); submitted_at its upload's time. */
 int league_h2m_enter(baton_league *l, const char *ckpt, const char *alias, const char *track, int64_t submission,
                      double submitted_at, baton_league_racer *out, size_t *nmatches, baton_err *err);
 /* The racer as the board of its track has it now (rank 0 when an alias's later racer stands). */

@@ -8,7 +8,9 @@
  * briefly, evaluated, stored with its trace, read back; a failed one stores nothing; the race types
  * (names, official settings and their JSON), a version-2 file upgraded (its entries time trials),
  * the same model submitted to object avoidance and head-to-bot under the official settings, each
- * on its own board with its drive's objects stored as evaluated. */
+ * on its own board with its drive's objects stored as evaluated; head-to-model's Bradley–Terry fit
+ * (the likelihood's stationary point, order-independent, finite for the unbeaten) and a queued
+ * head-to-model submission attempted twice: one racer, each pairing raced once, done naming it. */
 #include "../../src/league/league_internal.h"
 #include "check.h"
 
@@ -429,6 +431,48 @@ static void test_ratings(void)
     CHECK(baton_league_bt_fit(4, bad, 1, r, &err) == BATON_ERR_ARG && strstr(err.msg, "game 0"));
 }
 
+static int count_rows(const char *db, const char *sql)
+{
+    sqlite3 *h;
+    sqlite3_stmt *st;
+    int n = -1;
+    if (sqlite3_open(db, &h) == SQLITE_OK && sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK) {
+        if (sqlite3_step(st) == SQLITE_ROW) n = sqlite3_column_int(st, 0);
+        sqlite3_finalize(st);
+    }
+    sqlite3_close(h);
+    return n;
+}
+
+/* Head-to-model over the queue: a submission's racer is entered once, even when an attempt is made
+ * again (a server that died during the matches): the second finds the racer and races nothing
+ * twice; done names the racer. (The model test_submit trained.) */
+static void test_h2m_attempts(void)
+{
+    const char *db = path_in("h2m.db"), *ckpt = path_in("model");
+    baton_err err = {0};
+    baton_league *l;
+    CHECK_MSG(baton_league_open(db, &l, &err) == BATON_OK, "%s", err.msg);
+    baton_league_racer r;
+    size_t m = 9;
+    CHECK_MSG(baton_league_h2m_submit(l, ckpt, "ann", "oval", &r, &m, &err) == BATON_OK && m == 0 && r.rank == 1, "%s", err.msg);
+    sqlite3 *h;
+    const char *running = "INSERT INTO submissions(id, alias, track, track_path, format, state, bytes, submitted_at, race)"
+                          " VALUES(7, 'bob', 'oval', 'oval', 1, 1, 1, 5, 3)";
+    CHECK(sqlite3_open(db, &h) == SQLITE_OK && sqlite3_exec(h, running, NULL, NULL, NULL) == SQLITE_OK);
+    CHECK_MSG(league_h2m_enter(l, ckpt, "bob", "oval", 7, 5, &r, &m, &err) == BATON_OK && m == 2, "%s", err.msg);
+    int64_t bob = r.id;
+    baton_league_submission s;
+    CHECK(baton_league_submission_get(l, 7, &s, &err) == BATON_OK && s.state == BATON_LEAGUE_DONE && s.racer == bob &&
+          s.race == BATON_LEAGUE_H2M);
+    CHECK(sqlite3_exec(h, "UPDATE submissions SET state = 1 WHERE id = 7", NULL, NULL, NULL) == SQLITE_OK);   /* again */
+    sqlite3_close(h);
+    CHECK_MSG(league_h2m_enter(l, ckpt, "bob", "oval", 7, 5, &r, &m, &err) == BATON_OK && m == 2 && r.id == bob, "%s", err.msg);
+    CHECK(count_rows(db, "SELECT count(*) FROM h2m_racers") == 2 && count_rows(db, "SELECT count(*) FROM h2m_matches") == 2);
+    CHECK(league_h2m_enter(l, ckpt, "bob", "oval", 7, 5, &r, &m, &err) == BATON_ERR_BUSY);   /* no longer running */
+    baton_league_close(l);
+}
+
 int main(void)
 {
     CHECK(mkdtemp(tmp) != NULL);
@@ -440,6 +484,7 @@ int main(void)
     test_upgrade_v2();
     test_submit_races();
     test_ratings();
+    test_h2m_attempts();
     baton_remove_tree(tmp);
     CHECK_DONE();
 }
