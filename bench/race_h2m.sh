@@ -2,9 +2,9 @@
 # race_h2m.sh — head-to-model's benchmark (issue: "Race a friend's model"): the docs' sensor model
 # (docs/race-model/, a time trial) trained OPP_MIN minutes (5, as the docs train theirs) on
 # reinvent_base is the friend; a new model of the same files trains LEARN_MIN minutes on one core
-# with `--race head-to-model --opponent` it; then MATCHES matches between them (`baton race match`, 3 laps, the league's
-# rules), half with each on the line, each pair of them under its own seed with a little action
-# noise (STEER_NOISE degrees, SPEED_NOISE m/s) so that the matches differ. Prints a table and one
+# with `--race head-to-model --opponent` it; then MATCHES matches between them (`baton race
+# match`, 3 laps, the league's rules), half with each on the line, each pair of them under its own
+# seed with a little action noise (STEER_NOISE degrees, SPEED_NOISE m/s) so that they differ. Prints a table and one
 # JSON line: the learner's wins (first past the line) of MATCHES.
 #
 #   bench/race_h2m.sh                      # the issue's case: 30 minutes, 20 matches
