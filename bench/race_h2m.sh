@@ -9,6 +9,7 @@
 #
 #   bench/race_h2m.sh                      # the issue's case: 30 minutes, 20 matches
 #   OPP_MIN=2 LEARN_MIN=8 bench/race_h2m.sh   # a short look
+#   FRIEND=DIR LEARN_MIN=8 bench/race_h2m.sh  # an earlier run's friend (copied), not trained again
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -n "${B:-}" ] || { make -s -j2 build/baton; B=build/baton; }   # B=path: a copy that a rebuild cannot replace mid-run
@@ -24,8 +25,13 @@ export OMP_NUM_THREADS=1
 rm -rf "$OUT" && mkdir -p "$OUT"
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
 echo "# $(date -u +%FT%TZ) $(nproc --all) cores ($cpu), load $(cut -d' ' -f1-3 /proc/loadavg), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
-echo "== the friend: $OPP_MIN min, a time trial"
-$B race train --track "$TRACK" $M --ckpt-dir "$OUT/friend" --minutes "$OPP_MIN" --threads 1 --quiet --seed 1
+if [ -n "${FRIEND:-}" ]; then
+    echo "== the friend: $FRIEND"
+    cp -r "$FRIEND" "$OUT/friend"
+else
+    echo "== the friend: $OPP_MIN min, a time trial"
+    $B race train --track "$TRACK" $M --ckpt-dir "$OUT/friend" --minutes "$OPP_MIN" --threads 1 --quiet --seed 1
+fi
 echo "== the learner: $LEARN_MIN min against it"
 $B race train --track "$TRACK" $M --race head-to-model --opponent "$OUT/friend" --ckpt-dir "$OUT/learner" \
     --minutes "$LEARN_MIN" --threads 1 --quiet --seed 2

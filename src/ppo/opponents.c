@@ -3,8 +3,12 @@
  * opponent is driven by its checkpoint's policy with the deterministic action, as race match
  * drives it, all worlds' cars of one opponent in one batch.
  *
- * Each episode of the learning car places its world's opponents anew, as the bots are placed
- * (objects.c: bot i at (i + 1) / (n + 1) of the lap ahead of the car's start), standing. An
+ * Each episode of the learning car places its world's opponents anew, standing, by the episode's
+ * number (mod 3): spread over the lap ahead of the car as the bots are placed (objects.c: bot i at
+ * (i + 1) / (n + 1) of the lap ahead of the car's start); on a loop also as a match's staggered
+ * grid (RACE_OPPONENTS_GAP_M apart), the car last, or the car on the line with them behind it — a
+ * car trained only with its opponents half a lap ahead learned to keep clear of a friend's model
+ * starting just ahead of it, not to pass it (bench/RESULTS.md 17). An
  * opponent drives on through its own laps; off the track, reversed or immobilized it is put back
  * where it was (never onto another car), after hitting a car from behind clear of the others — as
  * a match puts a car back, without a clock. A world whose learning car has no episode left parks
@@ -35,6 +39,9 @@ int race_opponents_open(race_opponents *o, const char *const *ckpts, int k, uint
     if (k < 1 || k > RACE_OPPONENTS_MAX)
         return baton_err_set(err, BATON_ERR_ARG, "race train: %d opponents (want 1 to %d)", k, RACE_OPPONENTS_MAX);
     o->k = k, o->worlds = worlds, o->cars = 1 + k;
+    baton_race_track_info in;
+    baton_race_track_get_info(t, &in);
+    o->length = in.length_m > 0 ? in.length_m : 1, o->loop = in.loop;
     int rc = BATON_OK;
     for (int j = 0; !rc && j < k; j++) {
         char path[4096];
@@ -79,9 +86,16 @@ static void observe(race_opponents *o, const baton_race_sim *sim, uint32_t w, in
     for (size_t i = 0; refill && i + 1 < n; i++) memcpy(h + fb * i, h + fb * (n - 1), fb);
 }
 
-void race_opponents_place(race_opponents *o, baton_race_sim *sim, uint32_t w, double start)
+void race_opponents_place(race_opponents *o, baton_race_sim *sim, uint32_t w, double start, uint64_t episode)
 {
-    for (int j = 0; j < o->k; j++) baton_race_sim_start(sim, env_of(o, w, j), start + (j + 1.0) / (o->k + 1.0), 0);
+    /* episode mod 3: 0 spread ahead as the bots are; on a loop 1 a match's grid with the car last,
+     * 2 with the car on the line (the opponents behind it) */
+    int mode = o->loop ? (int)(episode % 3) : 0;
+    double gap = RACE_OPPONENTS_GAP_M / o->length;
+    for (int j = 0; j < o->k; j++) {
+        double at = mode == 0 ? start + (j + 1.0) / (o->k + 1.0) : mode == 1 ? start + (j + 1) * gap : start - (j + 1) * gap;
+        baton_race_sim_start(sim, env_of(o, w, j), at, 0);
+    }
     for (int j = 0; j < o->k; j++) observe(o, sim, w, j, 1);   /* each sees the others placed */
 }
 

@@ -238,9 +238,12 @@ int race_pilot_act(race_pilot *p, float *steer, float *speed, int *index, baton_
 /* Models the learning car races against (race train --opponent): in each world of the training
  * simulator (shared: 1 + k cars, the learner's first), opponent j is env w * (1 + k) + 1 + j. */
 #define RACE_OPPONENTS_MAX (BATON_RACE_MAX_CARS - 1)
+#define RACE_OPPONENTS_GAP_M 1.0   /* a match's grid (baton_ppo_match_opts.gap_m's default) */
 typedef struct race_opponents {
     int k, cars;                /* opponents per world; cars per world (1 + k) */
     uint32_t worlds;
+    double length;              /* the track's, metres */
+    int loop;
     race_agent a[RACE_OPPONENTS_MAX];
     int open[RACE_OPPONENTS_MAX];
     baton_race_camera *cam[RACE_OPPONENTS_MAX];   /* a camera opponent's */
@@ -250,8 +253,9 @@ typedef struct race_opponents {
 int race_opponents_open(race_opponents *o, const char *const *ckpts, int k, uint32_t worlds, const baton_race_track *t,
                         baton_err *err);
 void race_opponents_close(race_opponents *o);
-/* World w's opponents placed anew for an episode starting at `start` (share of the lap), standing. */
-void race_opponents_place(race_opponents *o, baton_race_sim *sim, uint32_t w, double start);
+/* World w's opponents placed anew for the car's episode `episode` starting at `start` (share of the
+ * lap), standing: by the episode's number, spread ahead, or a match's grid behind or ahead of it. */
+void race_opponents_place(race_opponents *o, baton_race_sim *sim, uint32_t w, double start, uint64_t episode);
 void race_opponents_park(race_opponents *o, baton_race_sim *sim, uint32_t w);
 /* The opponents' actions in the active worlds (active[w]) into steer / speed (the simulator's envs). */
 int race_opponents_act(race_opponents *o, const baton_race_sim *sim, const uint8_t *active, float *steer, float *speed,

@@ -157,7 +157,7 @@ static void start_episode(race_collect *c, uint32_t env, uint64_t episode)
     double start = c->loop ? (double)(episode % ROUND_ROBIN) / ROUND_ROBIN : 0;
     baton_race_sim_scene_seed(c->sim, senv(c, env), episode);   /* objects: the episode's scene, whichever car drives it */
     baton_race_sim_start(c->sim, senv(c, env), start, 0);
-    if (c->opp) race_opponents_place(c->opp, c->sim, env, start);   /* placed anew, as the bots are */
+    if (c->opp) race_opponents_place(c->opp, c->sim, env, start, episode);   /* placed anew */
     c->episode[env] = episode;
     c->last[env] = -1;
     c->ep_reward[env] = 0;
