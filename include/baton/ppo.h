@@ -100,7 +100,8 @@ typedef struct baton_ppo_train_opts {
     int nopponents;             /* head-to-model: 1 to 3 models the car races against in training (0: none) */
     const char *opponents[BATON_RACE_MAX_CARS - 1];   /* each a checkpoint (a folder or a folder of them),
                                    driven by its policy in every car's world, placed anew each episode
-                                   as the bots are; no boxes or bots beside them; a sensor policy's
+                                   (spread ahead as the bots are, or a match's grid with the car last or
+                                   first: opponents.c); no boxes or bots beside them; a sensor policy's
                                    vector gains the LIDAR. A resume keeps the run's unless given */
     int reference_kernels;
     int threads;                /* compute threads; 0: the calling thread's OpenMP team. With 2 or more the value
