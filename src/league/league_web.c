@@ -175,7 +175,7 @@ static const char replay_js[] =
     " gs[i].setAttribute('transform','translate('+px(o.x[k]).toFixed(2)+' '+py(o.y[k]).toFixed(2)+') rotate('+(-o.yaw[k]*180/Math.PI).toFixed(2)+')')})}\n"
     "function show(k){car.setAttribute('cx',px(tr.x[k]));car.setAttribute('cy',py(tr.y[k]));showobjs(k);\n"
     " st.textContent='entry '+tr.id+': step '+(k+1)+' of '+tr.steps+', lap '+(tr.lap[k]+1)+', '+tr.v[k].toFixed(2)+' m/s'}\n"
-    "function frame(now){if(!tr)return;var k=Math.floor((now-t0)/1000*15);if(k>=tr.steps){t0=now;k=0}\n"
+    "function frame(now){if(!tr)return;var k=Math.max(0,Math.floor((now-t0)/1000*15));if(k>=tr.steps){t0=now;k=0}\n"
     " show(k);requestAnimationFrame(frame)}\n"
     "function play(id){fetch('/api/entries/'+id+'/trace').then(function(r){return r.json()}).then(function(d){\n"
     " if(!d.steps)return;tr=d;var p=[];for(var i=0;i<d.steps;i++)p.push(px(d.x[i]).toFixed(1)+','+py(d.y[i]).toFixed(1));\n"
