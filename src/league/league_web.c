@@ -100,7 +100,7 @@ enum MHD_Result league_reply_buf(struct MHD_Connection *c, baton_buf *b, const c
 }
 
 /* A path segment for a link: letters, digits and ._- as they are, the rest %XX. */
-static void put_url_part(baton_buf *b, const char *s)
+void league_put_url_part(baton_buf *b, const char *s)
 {
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || strchr("._-", *p))
@@ -135,14 +135,14 @@ static enum MHD_Result page_index(baton_league_server *s, struct MHD_Connection 
                       "<th>entries</th><th class=\"alias\">race types</th></tr></thead><tbody>\n");
     for (size_t i = 0; i < n; i++) {
         baton_svg_put(&b, "<tr><td class=\"alias\"><a href=\"/track/");
-        put_url_part(&b, t[i].track);
+        league_put_url_part(&b, t[i].track);
         baton_svg_put(&b, "\">");
         baton_svg_esc(&b, t[i].track);
         baton_svg_put(&b, "</a></td><td>%zu</td><td>%zu</td><td class=\"alias\">", t[i].aliases, t[i].entries);
         for (int k = 0, first = 1; k < BATON_LEAGUE_RACES; k++) {   /* the race types it has entries in */
             if (!t[i].race_entries[k]) continue;
             baton_svg_put(&b, "%s<a href=\"/track/", first ? "" : " · ");
-            put_url_part(&b, t[i].track);
+            league_put_url_part(&b, t[i].track);
             baton_svg_put(&b, "?race=%s\">%s (%zu %s)</a>", baton_league_race_name(k), baton_league_race_name(k),
                           t[i].race_entries[k], t[i].race_entries[k] == 1 ? "entry" : "entries");
             first = 0;
@@ -150,8 +150,13 @@ static enum MHD_Result page_index(baton_league_server *s, struct MHD_Connection 
         baton_svg_put(&b, "</td></tr>\n");
     }
     if (!n) baton_svg_put(&b, "<tr><td class=\"alias\" colspan=\"4\">no entries yet: <code>baton race submit</code></td></tr>\n");
-    baton_svg_put(&b, "</tbody></table>\n</body></html>\n");
+    baton_svg_put(&b, "</tbody></table>\n");
     free(t);
+    if (league_h2m_index(s, &b, &err)) {
+        baton_buf_free(&b);
+        return league_reply_error(s, c, 500, err.msg);
+    }
+    baton_svg_put(&b, "</body></html>\n");
     return league_reply_buf(c, &b, "text/html; charset=utf-8");
 }
 

@@ -196,3 +196,31 @@ enum MHD_Result league_page_h2m(baton_league_server *s, struct MHD_Connection *c
     free(m);
     return league_reply_buf(c, &b, "text/html; charset=utf-8");
 }
+
+int league_h2m_index(baton_league_server *s, baton_buf *b, baton_err *err)
+{
+    baton_league_racer *r;
+    size_t n;
+    int rc = baton_league_h2m_ratings(s->l, NULL, &r, &n, err);   /* every track's board, tracks by name */
+    if (rc || !n) {
+        free(rc ? NULL : r);
+        return rc;
+    }
+    baton_svg_put(b, "<h2>head-to-model</h2>\n<table id=\"h2m-tracks\"><thead><tr><th class=\"alias\">track</th><th>racers</th>"
+                     "<th class=\"alias\">leader</th></tr></thead><tbody>\n");
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j < n && !strcmp(r[j].track, r[i].track)) j++;
+        baton_svg_put(b, "<tr><td class=\"alias\"><a href=\"/track/");
+        league_put_url_part(b, r[i].track);
+        baton_svg_put(b, "?race=head-to-model\">");
+        baton_svg_esc(b, r[i].track);
+        baton_svg_put(b, "</a></td><td>%zu</td><td class=\"alias\">", j - i);
+        baton_svg_esc(b, r[i].alias);   /* rank 1: the board's first */
+        baton_svg_put(b, " (%.0f)</td></tr>\n", r[i].rating);
+        i = j;
+    }
+    baton_svg_put(b, "</tbody></table>\n");
+    free(r);
+    return BATON_OK;
+}

@@ -50,11 +50,16 @@ enum MHD_Result league_reply_json(struct MHD_Connection *c, unsigned status, cJS
 enum MHD_Result league_reply_error(baton_league_server *s, struct MHD_Connection *c, unsigned status, const char *msg);
 /* 200 with b's bytes (freed; NULL data: out of memory, the connection closed). */
 enum MHD_Result league_reply_buf(struct MHD_Connection *c, baton_buf *b, const char *ctype);
+/* A path segment for a link: letters, digits and ._- as they are, the rest %XX. */
+void league_put_url_part(baton_buf *b, const char *s);
 /* A page's head (title escaped, the league's style) and the start of its body. */
 void league_page_head(baton_buf *b, const char *title);
 /* head-to-model's API (league_web_h2m.c): /api/ratings, /api/matches, /api/matches/ID/trace, and
  * its page, /track/NAME?race=head-to-model (the board by rating, the matches, a replay with every car). */
 enum MHD_Result league_page_h2m(baton_league_server *s, struct MHD_Connection *c, const char *track);
+/* The front page's head-to-model table (each track with racers: how many, its leader), appended
+ * to b; nothing when there are none. */
+int league_h2m_index(baton_league_server *s, baton_buf *b, baton_err *err);
 enum MHD_Result league_api_ratings(baton_league_server *s, struct MHD_Connection *c);
 enum MHD_Result league_api_matches(baton_league_server *s, struct MHD_Connection *c);
 enum MHD_Result league_api_match_trace(baton_league_server *s, struct MHD_Connection *c, long long id);

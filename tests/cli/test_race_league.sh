@@ -201,6 +201,8 @@ jcheck "$T/hm.json" "len(d['matches']) == 6 and all(len(m['cars']) == 2 and sort
     "/api/matches: every pairing from both starts"
 jcheck "$T/ht.json" "len(d['cars']) == 2 and all(c['steps'] > 0 and len(c['x']) == len(c['y']) == len(c['v']) == c['steps'] for c in d['cars'])" \
     "/api/matches/1/trace: both cars' drives"
+check 'curl -s "$U/" | grep -qF "<a href=\"/track/oval?race=head-to-model\">oval</a></td><td>3</td><td class=\"alias\">fast ("' \
+    "the front page lists the track's head-to-model board and its leader"
 check '[ "$(curl -s -o /dev/null -w "%{http_code}" "$U/api/matches/99/trace")" = 404 ] && [ "$(curl -s -o /dev/null -w "%{http_code}" "$U/api/matches/1/x")" = 404 ]' \
     "a match that is not there: 404"
 # the page in headless Chromium: the board in /api/ratings' order, the newest match replayed with
