@@ -33,6 +33,11 @@
  *      files are time trials under the settings the league had then. trace_objects: where each
  *      box and bot stood after every step of an entry's drive (none for a time trial), written in
  *      the same transaction as its entry (league_objects.c).
+ *   8. Head-to-model (league_h2m.c): h2m_racers, one row per model entered on a track (its policy
+ *      kept in the work folder, DB-work/models/ID/, for the matches still to come); h2m_matches and
+ *      h2m_cars, each match and each of its cars (racer, start slot, result, its drive as float32
+ *      x, y, speed), a match and its cars in one transaction. Ratings are not stored: they are
+ *      fitted to the track's matches when read (league_rating.c).
  *
  * Ranking: time trial (`time-trial`, a time trial's default) — the fastest lap, its penalties
  * included; `total` (object avoidance's and head-to-bot's default) — the total time of the laps,
@@ -45,8 +50,8 @@
 #include "baton/race.h"
 
 #define BATON_LEAGUE_APP_ID 0x62746e4c /* "btnL" */
-#define BATON_LEAGUE_SCHEMA 3   /* 2 added tokens and submissions, 3 race types (invariant 7); older
-                                  * files are upgraded on open */
+#define BATON_LEAGUE_SCHEMA 4   /* 2 added tokens and submissions, 3 race types (invariant 7), 4
+                                  * head-to-model (invariant 8); older files are upgraded on open */
 #define BATON_LEAGUE_ALIAS_MAX 64
 
 typedef enum { BATON_LEAGUE_TIME_TRIAL = 0, BATON_LEAGUE_TOTAL = 1 } baton_league_format;
@@ -129,6 +134,61 @@ int baton_league_entry_standing(baton_league *l, int64_t id, baton_league_entry 
 struct cJSON *baton_league_entry_json(const baton_league_entry *e);
 
 
+/* ---------------------------------------------------------------- head-to-model (league_h2m.c) */
+/* The league's fourth race type (not one of race.h's: its standings are ratings, not times). A
+ * model entered races the track's top BATON_LEAGUE_H2M_TOP racers (each alias's latest model, by
+ * rating), each pairing twice, once from each starting place, under the league's rules
+ * (baton_ppo_match: 3 laps, 1 m apart, 5 s per reset and per crash from behind); each match and
+ * its cars' drives are stored; ratings are Bradley–Terry's fit to every match of the track
+ * (league_rating.c). */
+#define BATON_LEAGUE_H2M BATON_LEAGUE_RACES   /* "head-to-model" */
+#define BATON_LEAGUE_H2M_TOP 8
+
+typedef struct baton_league_racer {
+    int64_t id;
+    char alias[BATON_LEAGUE_ALIAS_MAX + 1];
+    char track[256], track_path[1024];
+    char model_hash[65];
+    uint64_t iteration;
+    double submitted_at;
+    double rating;              /* Elo's scale, 1500 the reference */
+    uint32_t matches, wins, losses;   /* a win: first past the line */
+    uint32_t rank;              /* on the board: 1-based */
+} baton_league_racer;
+
+typedef struct baton_league_match_car {
+    int64_t racer;
+    char alias[BATON_LEAGUE_ALIAS_MAX + 1];
+    int slot, position, completed;
+    uint32_t laps, crashes, bumps, overtakes;
+    double total_s, best_lap_s, penalties_s;
+} baton_league_match_car;
+typedef struct baton_league_match {
+    int64_t id;
+    char track[256];
+    int laps, ncars;
+    double at;
+    size_t steps;
+    baton_league_match_car car[BATON_PPO_MATCH_MAX];   /* in start order */
+} baton_league_match;
+
+/* Enter ckpt (a race model's checkpoint folder or a folder of them) under alias on track: its
+ * policy kept, its matches raced and stored (*nmatches how many). *out (may be NULL) gets the
+ * racer as the board has it afterwards. */
+int baton_league_h2m_submit(baton_league *l, const char *ckpt, const char *alias, const char *track,
+                            baton_league_racer *out, size_t *nmatches, baton_err *err);
+/* The board of track (a name or a .npy path; NULL: every track, by name): each alias's latest
+ * racer, by rating (ties: the earlier submission), *out malloc'd. */
+int baton_league_h2m_ratings(baton_league *l, const char *track, baton_league_racer **out, size_t *n, baton_err *err);
+/* The matches of track (NULL: all), newest first, at most limit (0: all); *out malloc'd. */
+int baton_league_h2m_matches(baton_league *l, const char *track, size_t limit, baton_league_match **out, size_t *n,
+                             baton_err *err);
+/* One car's drive in match id (slot 0-based): n steps of x, y, speed (malloc'd together: free(*x)). */
+int baton_league_h2m_drive(baton_league *l, int64_t match, int slot, size_t *n, float **x, float **y, float **v,
+                           baton_err *err);
+struct cJSON *baton_league_racer_json(const baton_league_racer *r);
+struct cJSON *baton_league_match_json(const baton_league_match *m);
+
 /* ---------------------------------------------------------------- tokens (league_queue.c) */
 /* A racer's token: "btn_" and 64 hex digits (256 random bits); the database keeps its SHA-256. */
 #define BATON_LEAGUE_TOKEN_LEN 68
@@ -168,6 +228,7 @@ typedef struct baton_league_submission {
     baton_league_state state;
     char reason[1024];          /* failed: why */
     int64_t entry;              /* done: the entry it made */
+    int64_t racer;              /* done, head-to-model (race BATON_LEAGUE_H2M): the racer it entered */
     uint32_t attempts;          /* evaluations started (more than 1 after a server died in one) */
     uint64_t bytes;
     double submitted_at, started_at, finished_at;   /* 0: not yet */

@@ -97,6 +97,12 @@ typedef struct baton_ppo_train_opts {
     baton_race_objects_opts objects;   /* boxes and bots (none: a time trial); a collision ends the
                                    episode; a sensor policy's vector gains the LIDAR ("LIDAR" in its
                                    model_metadata.json) */
+    int nopponents;             /* head-to-model: 1 to 3 models the car races against in training (0: none) */
+    const char *opponents[BATON_RACE_MAX_CARS - 1];   /* each a checkpoint (a folder or a folder of them),
+                                   driven by its policy in every car's world, placed anew each episode
+                                   (spread ahead as the bots are, or a match's grid with the car last or
+                                   first: opponents.c); no boxes or bots beside them; a sensor policy's
+                                   vector gains the LIDAR. A resume keeps the run's unless given */
     int reference_kernels;
     int threads;                /* compute threads; 0: the calling thread's OpenMP team. With 2 or more the value
                                  * network learns on a thread of its own beside the policy's, the threads split
@@ -192,6 +198,66 @@ typedef struct baton_ppo_eval_result {
 void baton_ppo_eval_opts_default(baton_ppo_eval_opts *o);
 int baton_ppo_eval(const baton_ppo_eval_opts *o, baton_ppo_eval_result *r, baton_err *err);
 void baton_ppo_eval_result_free(baton_ppo_eval_result *r);
+
+/* ---------------------------------------------------------------- head-to-model (src/ppo/match.c) */
+/* `baton race match`: two to four models on one track at once (race.h's shared simulator), each
+ * car driven by its own policy (sensor or camera, any action space, either precision) with its
+ * deterministic action, each seeing the others as it sees bot cars. Staggered start: car k
+ * (0-based) stands gap_m × k behind the start line, standing, facing along the track, and drives
+ * `laps` laps from its own place. The clock runs from the start for every car; off the track,
+ * reversed or immobilized puts the car back where it was (never onto another car) with the
+ * off-track penalty; a car that hits another from behind crashes: put back clear of the others with
+ * the collision penalty (the car hit is bumped and goes on). A car that has driven its laps leaves
+ * the track. The finish order: cars that drove every lap by total time (penalties included),
+ * then the others by distance driven. An overtake: one car passing another on the track while
+ * both drive (a reset's jump back is none), counted as eval counts passing bots. */
+#define BATON_PPO_MATCH_MAX BATON_RACE_MAX_CARS
+typedef struct baton_ppo_match_opts {
+    int ncars;                          /* 2..BATON_PPO_MATCH_MAX */
+    const char *ckpt[BATON_PPO_MATCH_MAX];   /* a checkpoint folder (or a folder of them: its newest that
+                                           verifies), or "centerline[:PACE[:LANE]]": race's centre-line
+                                           driver (0.85, 0: the centre line; it sees nobody), for tests
+                                           and baselines */
+    const char *name[BATON_PPO_MATCH_MAX];   /* a racer's alias; NULL: the checkpoint as given */
+    const char *track;                  /* NULL: the first checkpoint's */
+    int laps;                           /* 3 */
+    uint64_t seed;                      /* the simulator's (action noise, when set) */
+    double gap_m;                       /* the staggered start: 1.0 m between cars */
+    double off_track_penalty_s;         /* 5 */
+    double collision_penalty_s;         /* 5: to the car that hit another from behind */
+    double steer_noise_deg, speed_noise_mps;   /* Gaussian noise on every action (0): the seed's part */
+    uint32_t max_steps;                 /* 0: 10000 per lap */
+    baton_race_car car;                 /* every car's limits (default: training's) */
+    const char *trace_path;             /* SIM_TRACE_LOG CSV, the cars' rows one after the other, each car an
+                                           "episode" (its start slot, 0-based); NULL: none */
+} baton_ppo_match_opts;
+
+typedef struct baton_ppo_match_car {
+    char name[256];                     /* alias, or the checkpoint as given */
+    char checkpoint[4096];              /* the checkpoint folder driven (or "centerline") */
+    int slot;                           /* start slot, 0: on the line */
+    int completed;                      /* drove every lap */
+    size_t nlaps;
+    double *lap_s;                      /* each lap's time, line to line, penalties included (malloc'd) */
+    double total_s, best_lap_s, penalties_s;
+    double distance_m;                  /* driven along the centre line from its start */
+    uint32_t resets, crashes, bumps, overtakes, overtaken;
+    int position;                       /* 1: the winner */
+    /* the drive, after every step of the match while it was on the track */
+    size_t n;
+    double *x, *y, *v;
+} baton_ppo_match_car;
+
+typedef struct baton_ppo_match_result {
+    int ncars;
+    baton_ppo_match_car car[BATON_PPO_MATCH_MAX];
+    char track[256], track_name[256];
+    size_t steps;                       /* steps of the match */
+} baton_ppo_match_result;
+
+void baton_ppo_match_opts_default(baton_ppo_match_opts *o);
+int baton_ppo_match(const baton_ppo_match_opts *o, baton_ppo_match_result *r, baton_err *err);
+void baton_ppo_match_result_free(baton_ppo_match_result *r);
 
 /* `baton race export`: the policy of the checkpoint ckpt names (a folder, or a folder of them: its
  * newest that verifies) written as a checkpoint of its own under dir — ckpt-<iteration>/ holding

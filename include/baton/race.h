@@ -157,7 +157,16 @@ typedef struct baton_race_sim_opts {
     double speed_noise_mps;   /* Gaussian noise added to each speed action (0) */
     baton_race_car car;
     baton_race_objects_opts objects;   /* none by default */
+    int shared;               /* 0: every environment is a world of its own. 2..BATON_RACE_MAX_CARS:
+                               * head-to-model: the envs (a multiple of it) are worlds of `shared` cars
+                               * on one track each (env e: car e % shared of world e / shared), no boxes
+                               * or bots; each car sees the others of its world as it sees bot cars (the
+                               * LIDAR, the camera, the reward's object fields), and where two cars'
+                               * footprints touch after a step, the one behind along the track (its
+                               * front point's) has crashed and the one ahead is bumped and goes on
+                               * (docs/race.md "Head-to-model") */
 } baton_race_sim_opts;
+#define BATON_RACE_MAX_CARS 4
 void baton_race_sim_opts_default(baton_race_sim_opts *o);
 
 /* One car's state after its last step. */
@@ -178,8 +187,10 @@ typedef struct baton_race_car_state {
     int reversed_dir;         /* this episode drives the track in reverse */
     int status;               /* enum baton_race_status */
     uint64_t total_steps;     /* since the simulator started (sim_time = total_steps / hz) */
-    int crashed;              /* the last step ended touching an object */
+    int crashed;              /* the last step ended touching an object (shared: hitting a car from behind) */
     uint32_t crashes;         /* crashes in this episode (SIM_TRACE_LOG's obstacle_crash_counter) */
+    int bumped;               /* shared: the last step ended with a car behind touching this one */
+    uint32_t bumps;           /* shared: such steps in this episode */
 } baton_race_car_state;
 
 typedef struct baton_race_sim baton_race_sim;
@@ -230,12 +241,16 @@ size_t baton_race_sim_objects(const baton_race_sim *s, size_t env, baton_race_ob
  * replaces would have). */
 void baton_race_sim_scene_seed(baton_race_sim *s, size_t env, uint64_t key);
 /* Put env's car back onto the centre line where its front point is, facing along the track,
- * standing: a time trial's reset after going off the track, reversing or stopping. */
+ * standing: a time trial's reset after going off the track, reversing or stopping (on a shared
+ * track as a crash reset: never onto another car). */
 void baton_race_sim_reset_here(baton_race_sim *s, size_t env);
 /* Put env's car back after a crash for an evaluation that goes on: onto the centre line where
  * its front point is, or as little before it as keeps it clear of every object (up to 3 m back),
  * facing along the track, standing. The crash counter goes on. */
 void baton_race_sim_crash_reset(baton_race_sim *s, size_t env);
+/* Shared track: take env's car off it (a car that has finished): the others no longer see or
+ * touch it; it stays where it is, its episode as it ended, until a start puts it back. */
+void baton_race_sim_park(baton_race_sim *s, size_t env);
 
 /* ---------------------------------------------------------------- observations */
 /* The sensor vector: distances to the borders along `rays` rays spread over fov_deg around the
@@ -347,6 +362,10 @@ void baton_race_limit_free(baton_race_limit_result *r);
  * pace, so about `pace` of the speeds the car could take). */
 void baton_race_centerline_action(const baton_race_sim *s, size_t env, double pace, float *steer_deg,
                                   float *speed);
+/* The same along a lane's line (lane -1..1 as objects' lanes: +1 the inner lane's centre, a quarter
+ * of the width towards the inner border; 0 the centre line, the same action as above). */
+void baton_race_lane_action(const baton_race_sim *s, size_t env, double pace, double lane, float *steer_deg,
+                            float *speed);
 
 /* ---------------------------------------------------------------- pictures */
 /* An SVG of the track (surface, borders, dashed centre line, start line and direction, scale bar)

@@ -35,6 +35,10 @@ int cmd_verify(int argc, char **argv);
 int cli_race_train(int argc, char **argv);
 int cli_race_eval(int argc, char **argv);
 int cli_race_export(int argc, char **argv);
+int cli_race_match(int argc, char **argv);   /* cmd_race_match.c: head-to-model */
+/* cmd_race_h2m.c: the league's head-to-model, once submit's and leaderboard's flags are parsed */
+int cli_h2m_submit(const char *db, const char *ckpt, const char *alias, const char *track, int json);
+int cli_h2m_board(const char *db, const char *track, int json);
 int cli_race_submit(int argc, char **argv);
 int cli_race_leaderboard(int argc, char **argv);
 int cli_race_serve(int argc, char **argv);

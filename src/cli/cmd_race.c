@@ -251,7 +251,7 @@ int cmd_race(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         FILE *f = argc < 2 ? stderr : stdout;
-        fprintf(f, "usage: baton race track|drive|limit|train|eval|submit|leaderboard|serve|token ...\n"
+        fprintf(f, "usage: baton race track|drive|limit|train|eval|match|submit|leaderboard|serve|token ...\n"
                    "  track NAME|PATH [--json] [--svg FILE]   a track's length, widths, turns (built-in: oval, technical)\n"
                    "  drive TRACK [--policy centerline|CKPT] [--reward FILE|NAME] [--frames DIR] [--svg FILE] [--json]\n"
                    "        [--race time-trial|object-avoidance|head-to-bot] [--objects N] [--bots N] [--bot-speed V] [--lane-change]\n"
@@ -260,13 +260,17 @@ int cmd_race(int argc, char **argv)
                    "  train --track T [--reward FILE|NAME] [--metadata F] [--hyper F] --ckpt-dir DIR [--minutes M | --episodes N]\n"
                    "        [--obs sensor|camera] [--seed S]  PPO, as DeepRacer trains; resumes from --ckpt-dir\n"
                    "        [--race ... and its settings]     with boxes or bot cars (a crash ends an episode)\n"
+                   "        [--race head-to-model --opponent CKPT ...]   against 1 to 3 models\n"
                    "  eval --ckpt DIR [--track T] [--laps 3] [--json] [--trace F] [--svg F]   a time trial of a trained model\n"
                    "        [--race ...] [--objects N] [--bots N] [--bot-speed V] [--lane-change] [--randomize] [--collision-penalty S]\n"
                    "                                          or a race with boxes or bots (a crash: a reset with a penalty)\n"
+                   "  match --ckpt A --ckpt B [--ckpt ...] [--track T] [--laps 3] [--seed S] [--gap M] [--json] [--svg F] [--trace F]\n"
+                   "                                          head-to-model: 2 to 4 models on one track at once\n"
                    "  export --ckpt DIR --out DIR [--json]   the policy alone, as a checkpoint (what a league evaluates)\n"
-                   "  submit --ckpt DIR --alias NAME --track T [--format time-trial|total] [--db FILE] [--json]\n"
+                   "  submit --ckpt DIR --alias NAME --track T [--race R] [--format time-trial|total] [--db FILE] [--json]\n"
                    "                                          the league evaluates a model under its rules and stores it\n"
-                   "  leaderboard [--track T] [--format time-trial|total] [--db FILE] [--json]   the standings\n"
+                   "  leaderboard [--track T] [--race R] [--format time-trial|total] [--db FILE] [--json]   the standings\n"
+                   "                                          (--race head-to-model: the board by rating)\n"
                    "  serve [--listen HOST:PORT] [--db FILE] [--tracks DIR]   the league's page (standings, track, replays),\n"
                    "                                          JSON API and submissions over HTTP (POST /api/submit)\n"
                    "  token add ALIAS [--rotate] | ls | revoke ALIAS [--db FILE]   a racer's token for HTTP submissions\n");
@@ -277,11 +281,12 @@ int cmd_race(int argc, char **argv)
     if (!strcmp(argv[1], "limit")) return do_limit(argc - 1, argv + 1);
     if (!strcmp(argv[1], "train")) return cli_race_train(argc - 1, argv + 1);
     if (!strcmp(argv[1], "eval")) return cli_race_eval(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "match")) return cli_race_match(argc - 1, argv + 1);
     if (!strcmp(argv[1], "submit")) return cli_race_submit(argc - 1, argv + 1);
     if (!strcmp(argv[1], "export")) return cli_race_export(argc - 1, argv + 1);
     if (!strcmp(argv[1], "leaderboard")) return cli_race_leaderboard(argc - 1, argv + 1);
     if (!strcmp(argv[1], "serve")) return cli_race_serve(argc - 1, argv + 1);
     if (!strcmp(argv[1], "token")) return cli_race_token(argc - 1, argv + 1);
-    fprintf(stderr, "baton race: unknown action '%s' (track, drive, limit, train, eval, export, submit, leaderboard, serve, token)\n", argv[1]);
+    fprintf(stderr, "baton race: unknown action '%s' (track, drive, limit, train, eval, match, export, submit, leaderboard, serve, token)\n", argv[1]);
     return CLI_USAGE;
 }

@@ -80,6 +80,7 @@ static int submit_remote(const char *server, const char *token_file, const char 
         cJSON_AddNumberToObject(j, "id", (double)s.id);
         cJSON_AddStringToObject(j, "state", baton_league_state_name(s.state));
         if (s.entry) cJSON_AddNumberToObject(j, "entry", (double)s.entry);
+        if (s.racer) cJSON_AddNumberToObject(j, "racer", (double)s.racer);
         if (s.has_result) {
             cJSON_AddItemToObject(j, "result", baton_league_entry_json(&s.result));
             cJSON_AddNumberToObject(j, "entries", (double)s.entries);
@@ -87,6 +88,9 @@ static int submit_remote(const char *server, const char *token_file, const char 
         if (s.state == BATON_LEAGUE_FAILED) cJSON_AddStringToObject(j, "reason", s.reason);
         cJSON_AddNumberToObject(j, "attempts", s.attempts);
         if (cli_print_json(stdout, j)) return CLI_ERROR;
+    } else if (s.state == BATON_LEAGUE_DONE && race == BATON_LEAGUE_H2M) {
+        printf("submission %lld: done: racer %lld, raced and rated (%s/api/ratings?track=%s)\n", (long long)s.id,
+               (long long)s.racer, server, track);
     } else if (s.state == BATON_LEAGUE_DONE) {
         printf("submission %lld: done (%s/api/leaderboard?track=%s%s%s)\n", (long long)s.id, server, track,
                race ? "&race=" : "", race ? baton_league_race_name(race) : "");
@@ -128,7 +132,8 @@ int cli_race_submit(int argc, char **argv)
         {"alias", CLI_STR, &alias, "the racer's name on the leaderboard, 1-64 bytes of UTF-8 (required)"},
         {"track", CLI_STR, &track, "a built-in track or a DeepRacer .npy (required; with --server, a track's name)"},
         {"race", CLI_STR, &race_s, "time-trial (default) | object-avoidance | head-to-bot: evaluated under the league's "
-                                   "official settings of that race, whatever the model was trained with"},
+                                   "official settings of that race, whatever the model was trained with | head-to-model: "
+                                   "entered, raced against the track's top 8 (both starts), rated"},
         {"format", CLI_STR, &fmt, "time-trial (the fastest lap, penalties included; a time trial's default) | total (the laps' "
                                   "total; the other races' default)"},
         {"db", CLI_STR, &db, "the league database (default $BATON_LEAGUE_DB, else league.db)"},
@@ -156,6 +161,15 @@ int cli_race_submit(int argc, char **argv)
                                                : server ? "--server and --db are two different leagues: one of them"
                                                         : "--token-file goes with --server");
         return CLI_USAGE;
+    }
+    if (!strcmp(race_s, "head-to-model")) {   /* its board is by rating: no format */
+        if (fmt) {
+            fprintf(stderr, "baton race submit: --race head-to-model has no --format (its board is by rating)\n");
+            return CLI_USAGE;
+        }
+        if (baton_league_alias_check(alias, &err)) return cli_fail("race submit", &err);
+        if (server) return submit_remote(server, token_file, ckpt, alias, track, BATON_LEAGUE_H2M, BATON_LEAGUE_TOTAL, wait_s, json);
+        return cli_h2m_submit(db_path(db), ckpt, alias, track, json);
     }
     if (baton_league_race_parse(race_s, &race, &err)) return cli_fail("race submit", &err);
     f = baton_league_race_format(race);
@@ -189,7 +203,8 @@ int cli_race_leaderboard(int argc, char **argv)
     int json = 0;
     const struct cli_opt opts[] = {
         {"track", CLI_STR, &track, "one track's standings, by its name or its .npy path (default: every track)"},
-        {"race", CLI_STR, &race_s, "the race type's standings: time-trial (default) | object-avoidance | head-to-bot"},
+        {"race", CLI_STR, &race_s, "the race type's standings: time-trial (default) | object-avoidance | head-to-bot | "
+                                   "head-to-model (by rating)"},
         {"format", CLI_STR, &fmt, "time-trial (a time trial's default) | total (the other races' default)"},
         {"db", CLI_STR, &db, "the league database (default $BATON_LEAGUE_DB, else league.db)"},
         {"json", CLI_FLAG, &json, "one JSON object: race, format, entries (rank, alias, track, best_lap_s, ...)"},
@@ -203,6 +218,13 @@ int cli_race_leaderboard(int argc, char **argv)
     baton_err err = {0};
     baton_league_format f;
     int race;
+    if (!strcmp(race_s, "head-to-model")) {
+        if (fmt) {
+            fprintf(stderr, "baton race leaderboard: --race head-to-model has no --format (its board is by rating)\n");
+            return CLI_USAGE;
+        }
+        return cli_h2m_board(db_path(db), track, json);
+    }
     if (baton_league_race_parse(race_s, &race, &err)) return cli_fail("race leaderboard", &err);
     f = baton_league_race_format(race);
     if (fmt && baton_league_format_parse(fmt, &f, &err)) return cli_fail("race leaderboard", &err);

@@ -73,10 +73,59 @@ static void train_text(const baton_ppo_train_result *r, int rc)
     }
 }
 
+/* --opponent CKPT (once per opponent) and --race head-to-model, taken out of argv into rest before
+ * the rest is parsed; -1 with the usage error said. */
+static int take_opponents(int argc, char **argv, char **rest, int *nrest, baton_ppo_train_opts *o)
+{
+    int h2m = 0;
+    *nrest = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *v = NULL;
+        int race = i > 0 && (!strcmp(argv[i], "--race") || !strncmp(argv[i], "--race=", 7));
+        const char *rv = !race ? NULL : argv[i][6] == '=' ? argv[i] + 7 : i + 1 < argc ? argv[i + 1] : NULL;
+        if (race && rv && !strcmp(rv, "head-to-model")) {
+            h2m = 1;
+            i += argv[i][6] != '=';
+            continue;
+        }
+        if (i > 0 && !strcmp(argv[i], "--opponent")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "baton race train: --opponent needs a checkpoint\n");
+                return -1;
+            }
+            v = argv[++i];
+        } else if (i > 0 && !strncmp(argv[i], "--opponent=", 11)) {
+            v = argv[i] + 11;
+        } else {
+            rest[(*nrest)++] = argv[i];
+            continue;
+        }
+        if (o->nopponents == BATON_RACE_MAX_CARS - 1) {
+            fprintf(stderr, "baton race train: at most %d --opponent\n", BATON_RACE_MAX_CARS - 1);
+            return -1;
+        }
+        o->opponents[o->nopponents++] = v;
+    }
+    if (h2m && !o->nopponents) {
+        fprintf(stderr, "baton race train: --race head-to-model needs --opponent CKPT (the model to race against)\n");
+        return -1;
+    }
+    return 0;
+}
+
 int cli_race_train(int argc, char **argv)
 {
     baton_ppo_train_opts o;
     baton_ppo_train_opts_default(&o);
+    static char *rest[1024];   /* argv without --opponent and --race head-to-model */
+    int nrest = 0;
+    if (argc > 1024) {
+        fprintf(stderr, "baton race train: too many arguments\n");
+        return CLI_USAGE;
+    }
+    if (take_opponents(argc, argv, rest, &nrest, &o)) return CLI_USAGE;
+    argc = nrest;
+    argv = rest;
     const char *obs = NULL, *scale = NULL, *precision = NULL;
     double minutes = NAN, progress_every = 30;
     uint64_t episodes = UINT64_MAX;
@@ -88,6 +137,8 @@ int cli_race_train(int argc, char **argv)
     const struct cli_opt opts[] = {
         {"track", CLI_STR, &o.track, "a built-in track (oval, technical) or a DeepRacer .npy (required)"},
         CLI_RACE_OBJECTS_OPTS(ro),
+        {"opponent", CLI_STR, &o.opponents[0], "head-to-model (--race head-to-model): a model to race against, a checkpoint; "
+                                              "once per opponent, 1 to 3 (a resume keeps the run's)"},
         {"reward", CLI_STR, &o.reward, "FILE.py, FILE.c or a built-in (default follow_center_line)"},
         {"metadata", CLI_STR, &o.metadata, "model_metadata.json: actions and sensor (default: the console's)"},
         {"hyper", CLI_STR, &o.hyper, "hyperparameters.json (default: the console's)"},
@@ -116,7 +167,7 @@ int cli_race_train(int argc, char **argv)
                   "--track T [--reward FILE|NAME] [--metadata F] [--hyper F] --ckpt-dir DIR [--minutes M | --episodes N] "
                   "[--obs sensor|camera] [--seed S] [--log FILE.csv] [--trace DIR] [--json] "
                   "[--race time-trial|object-avoidance|head-to-bot] [--objects N] [--bots N] [--bot-speed V] [--lane-change] "
-                  "[--randomize] [--precision f32|bf16]",
+                  "[--randomize] [--race head-to-model --opponent CKPT ...] [--precision f32|bf16]",
                   opts, argc, argv, pos, 0, &npos, &help))
         return help ? CLI_OK : CLI_USAGE;
     int given_min = cli_given(argc, argv, "minutes"), given_ep = cli_given(argc, argv, "episodes");

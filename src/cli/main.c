@@ -21,7 +21,7 @@ static const struct cli_command commands[] = {
     {"infer-bench", cmd_infer_bench, "inference latency: cold start, first query, P50/P90/P99, throughput"},
     {"plan", cmd_plan, "plan infer | train: cheapest catalog hardware for an SLO, training cost on spot"},
     {"fleet", cmd_fleet, "run | status | cancel a fleet of spot workers from a job file"},
-    {"race", cmd_race, "track | drive | limit | train | eval | submit | leaderboard | serve | token: the DeepRacer-style league"},
+    {"race", cmd_race, "track | drive | limit | train | eval | submit | leaderboard | serve | match | token: the DeepRacer-style league"},
     {"verify-resume", cmd_verify, "prove that a trainer resumes exactly: interrupted runs against an uninterrupted one"},
     {"run", cmd_run, "the main job; with no JOBFILE, the built-in demo"},
 };

@@ -49,6 +49,37 @@ static const char schema3[] =
     "CREATE TABLE trace_objects(entry INTEGER PRIMARY KEY REFERENCES entries(id), objects INTEGER NOT NULL,"
     " steps INTEGER NOT NULL, shapes BLOB NOT NULL, data BLOB NOT NULL);";
 
+/* What version 4 added (invariant 8): head-to-model's racers, matches and each car of a match with
+ * its drive. */
+static const char schema4[] =
+    "CREATE TABLE h2m_racers(id INTEGER PRIMARY KEY, alias TEXT NOT NULL, track TEXT NOT NULL, track_path TEXT NOT NULL,"
+    " model_hash TEXT NOT NULL, iteration INTEGER NOT NULL, submitted_at REAL NOT NULL, submission INTEGER);"
+    "CREATE INDEX h2m_racers_track ON h2m_racers(track, alias);"
+    "CREATE TABLE h2m_matches(id INTEGER PRIMARY KEY, track TEXT NOT NULL, laps INTEGER NOT NULL, at REAL NOT NULL,"
+    " steps INTEGER NOT NULL);"
+    "CREATE INDEX h2m_matches_track ON h2m_matches(track);"
+    "CREATE TABLE h2m_cars(match INTEGER NOT NULL REFERENCES h2m_matches(id), slot INTEGER NOT NULL,"
+    " racer INTEGER NOT NULL REFERENCES h2m_racers(id), position INTEGER NOT NULL, completed INTEGER NOT NULL,"
+    " laps INTEGER NOT NULL, total_s REAL NOT NULL, best_lap_s REAL NOT NULL, penalties_s REAL NOT NULL,"
+    " crashes INTEGER NOT NULL, bumps INTEGER NOT NULL, overtakes INTEGER NOT NULL, steps INTEGER NOT NULL,"
+    " data BLOB NOT NULL, PRIMARY KEY(match, slot));"
+    "CREATE INDEX h2m_cars_racer ON h2m_cars(racer);"
+    /* submissions take head-to-model (race 3) and name the racer one made: the table rebuilt, as
+     * SQLite changes no CHECK in place (foreign keys are off while a schema is applied) */
+    "CREATE TABLE submissions4(id INTEGER PRIMARY KEY, alias TEXT NOT NULL, track TEXT NOT NULL, track_path TEXT NOT NULL,"
+    " format INTEGER NOT NULL, state INTEGER NOT NULL CHECK(state BETWEEN " LEAGUE_SQL_QUEUED " AND " LEAGUE_SQL_FAILED "), reason TEXT,"
+    " entry INTEGER REFERENCES entries(id), attempts INTEGER NOT NULL DEFAULT 0, bytes INTEGER NOT NULL,"
+    " submitted_at REAL NOT NULL, started_at REAL, finished_at REAL, archive BLOB,"
+    " race INTEGER NOT NULL DEFAULT " LEAGUE_SQL_TIME_TRIAL " CHECK(race BETWEEN " LEAGUE_SQL_TIME_TRIAL " AND " LEAGUE_SQL_HEAD_TO_MODEL "),"
+    " racer INTEGER REFERENCES h2m_racers(id));"
+    "INSERT INTO submissions4(id, alias, track, track_path, format, state, reason, entry, attempts, bytes, submitted_at,"
+    " started_at, finished_at, archive, race) SELECT id, alias, track, track_path, format, state, reason, entry, attempts,"
+    " bytes, submitted_at, started_at, finished_at, archive, race FROM submissions;"
+    "DROP TABLE submissions;"
+    "ALTER TABLE submissions4 RENAME TO submissions;"
+    "CREATE INDEX submissions_state ON submissions(state, id);"
+    "CREATE INDEX submissions_alias ON submissions(alias, state);";
+
 #define TRACE_STEP_BYTES 14 /* x, y, v as float32; lap, reset as uint8 */
 
 double league_now(void)
@@ -95,9 +126,9 @@ static int apply(baton_league *l, const char *sql, int ver, const char *what, ba
     return rc;
 }
 
-/* Invariant 1: a new (empty) file gets the schema; version 1 (entries only) gains version 2's
- * and 3's tables and columns, version 2 version 3's, its rows untouched but for the new columns'
- * values (time trials); any other must be ours at our version. */
+/* Invariant 1: a new (empty) file gets the schema; version 1 (entries only) gains version 2's,
+ * 3's and 4's tables and columns, version 2 version 3's and 4's, version 3 version 4's, its rows
+ * untouched but for the new columns' values (time trials); any other must be ours at our version. */
 static int check_or_create(baton_league *l, baton_err *err)
 {
     int64_t app = 0, ver = 0, tables = 0;
@@ -108,19 +139,22 @@ static int check_or_create(baton_league *l, baton_err *err)
         return baton_err_set(err, BATON_ERR_CORRUPT, "%s: not a league database SQLite can read: %s", l->path,
                              sqlite3_errstr(rc));
     if (app == 0 && ver == 0 && tables == 0) {
-        char sql[sizeof schema + sizeof schema2 + sizeof schema3];
-        snprintf(sql, sizeof sql, "%s%s%s", schema, schema2, schema3);
+        char sql[sizeof schema + sizeof schema2 + sizeof schema3 + sizeof schema4];
+        snprintf(sql, sizeof sql, "%s%s%s%s", schema, schema2, schema3, schema4);
         return apply(l, sql, BATON_LEAGUE_SCHEMA, "create the league's tables", err);
     }
     if (app != BATON_LEAGUE_APP_ID)
         return baton_err_set(err, BATON_ERR_FORMAT, "%s: not a league database (application_id 0x%08llx, a league's is 0x%08x)",
                              l->path, (unsigned long long)app, BATON_LEAGUE_APP_ID);
-    if (ver == 1 || ver == 2) {
-        char sql[sizeof schema2 + sizeof schema3];
-        snprintf(sql, sizeof sql, "%s%s", ver == 1 ? schema2 : "", schema3);
-        baton_log(BATON_LOG_INFO, "%s: league schema version %lld: adding race types (its entries are time trials)%s",
-                  l->path, (long long)ver, ver == 1 ? ", tokens and submissions" : "");
-        return apply(l, sql, BATON_LEAGUE_SCHEMA, "upgrade the league's tables to version 3", err);
+    if (ver >= 1 && ver <= 3) {
+        char sql[sizeof schema2 + sizeof schema3 + sizeof schema4];
+        snprintf(sql, sizeof sql, "%s%s%s", ver == 1 ? schema2 : "", ver <= 2 ? schema3 : "", schema4);
+        if (ver <= 2)
+            baton_log(BATON_LOG_INFO, "%s: league schema version %lld: adding race types (its entries are time trials)%s",
+                      l->path, (long long)ver, ver == 1 ? ", tokens and submissions" : "");
+        baton_log(BATON_LOG_INFO, "%s: league schema version %lld: adding head-to-model's racers and matches", l->path,
+                  (long long)ver);
+        return apply(l, sql, BATON_LEAGUE_SCHEMA, "upgrade the league's tables to version 4", err);
     }
     if (ver != BATON_LEAGUE_SCHEMA)
         return baton_err_set(err, BATON_ERR_FORMAT, "%s: league schema version %lld; this baton reads versions 1 to %d",
@@ -192,8 +226,7 @@ void baton_league_close(baton_league *l)
     free(l);
 }
 
-/* SHA-256 of DIR/MANIFEST as 64 hex digits. */
-static int manifest_hash(const char *dir, char out[65], baton_err *err)
+int league_manifest_hash(const char *dir, char out[65], baton_err *err)
 {
     char path[4200];
     if (baton_path_join(path, sizeof path, dir, "MANIFEST", err)) return err->code;
@@ -354,7 +387,7 @@ int league_evaluate(const char *ckpt, const char *alias, const char *track, int 
     e->crashes = r->crashes;
     e->iteration = r->iteration;
     e->submitted_at = league_now();
-    if ((rc = manifest_hash(r->checkpoint, e->model_hash, err))) baton_ppo_eval_result_free(r);
+    if ((rc = league_manifest_hash(r->checkpoint, e->model_hash, err))) baton_ppo_eval_result_free(r);
     return rc;
 }
 

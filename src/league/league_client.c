@@ -96,6 +96,9 @@ int league_submission_read(const uint8_t *data, size_t len, const char *url, bat
     s->state = (baton_league_state)k;
     if (cJSON_IsNumber(entry) && entry->valuedouble >= 1 && entry->valuedouble <= 9007199254740992.0)
         s->entry = (int64_t)entry->valuedouble;   /* beyond 2^53 not an entry of any league (never cast) */
+    const cJSON *racer = cJSON_GetObjectItemCaseSensitive(j, "racer");
+    if (cJSON_IsNumber(racer) && racer->valuedouble >= 1 && racer->valuedouble <= 9007199254740992.0)
+        s->racer = (int64_t)racer->valuedouble;   /* head-to-model: the racer entered */
     if (cJSON_IsNumber(att) && att->valuedouble >= 0 && att->valuedouble < 1e6) s->attempts = (uint32_t)att->valuedouble;
     if (cJSON_IsString(why)) snprintf(s->reason, sizeof s->reason, "%s", why->valuestring);
     read_result(j, s);
@@ -120,8 +123,10 @@ static int post(const baton_league_remote_opts *o, const baton_buf *tar, baton_l
     char *a = h ? curl_easy_escape(h, o->alias, 0) : NULL, *t = h ? curl_easy_escape(h, o->track, 0) : NULL;
     char url[2048];
     int rc = a && t ? BATON_OK : baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
-    if (!rc && snprintf(url, sizeof url, "%s/api/submit?alias=%s&track=%s&race=%s&format=%s", o->server, a, t,
-                        baton_league_race_name(o->race), baton_league_format_name(o->format)) >= (int)sizeof url)
+    if (!rc && (o->race == BATON_LEAGUE_H2M   /* rated, not timed: no format */
+                    ? snprintf(url, sizeof url, "%s/api/submit?alias=%s&track=%s&race=head-to-model", o->server, a, t)
+                    : snprintf(url, sizeof url, "%s/api/submit?alias=%s&track=%s&race=%s&format=%s", o->server, a, t,
+                               baton_league_race_name(o->race), baton_league_format_name(o->format))) >= (int)sizeof url)
         rc = baton_err_set(err, BATON_ERR_ARG, "the submission's URL is too long");
     curl_free(a);
     curl_free(t);

@@ -135,11 +135,31 @@ struct baton_league {
 #define LEAGUE_SQL_TIME_TRIAL "0"
 #define LEAGUE_SQL_OBJECT_AVOIDANCE "1"
 #define LEAGUE_SQL_HEAD_TO_BOT "2"
+#define LEAGUE_SQL_HEAD_TO_MODEL "3"   /* submissions only (schema 4): its results are h2m_racers' */
 _Static_assert(BATON_RACE_TIME_TRIAL == 0 && BATON_RACE_OBJECT_AVOIDANCE == 1 && BATON_RACE_HEAD_TO_BOT == 2 && BATON_LEAGUE_RACES == 3,
                "LEAGUE_SQL_* are the race types' values");
+_Static_assert(BATON_LEAGUE_H2M == 3, "LEAGUE_SQL_HEAD_TO_MODEL is head-to-model's value");
 
 int league_db_fail(baton_league *l, baton_err *err, const char *what);
+/* SHA-256 of DIR/MANIFEST as 64 hex digits: a model's identity. */
+int league_manifest_hash(const char *dir, char out[65], baton_err *err);
+/* Head-to-model ratings (league_rating.c): Bradley–Terry strengths fitted to m games (winner,
+ * loser: racer indices < n) with a prior of a win and a loss against a reference racer, on Elo's
+ * scale (1500 the reference) into rating[n]. */
+int baton_league_bt_fit(size_t n, const uint32_t (*games)[2], size_t m, double *rating, baton_err *err);
 double league_now(void);
+
+/* A race as an upload names it: the three of baton_league_race_parse, or "head-to-model"
+ * (BATON_LEAGUE_H2M). */
+int league_race_parse_any(const char *s, int *race, baton_err *err);
+/* league_h2m.c: enter ckpt as baton_league_h2m_submit does; submission > 0: the racer's row names
+ * it, an earlier attempt's racer is taken up again (only its missing matches raced), and the
+ * running submission is marked done naming the racer once its matches are raced (BATON_ERR_BUSY
+ * when it is no longer running); submitted_at its upload's time. */
+int league_h2m_enter(baton_league *l, const char *ckpt, const char *alias, const char *track, int64_t submission,
+                     double submitted_at, baton_league_racer *out, size_t *nmatches, baton_err *err);
+/* The racer as the board of its track has it now (rank 0 when an alias's later racer stands). */
+int league_h2m_racer(baton_league *l, int64_t id, baton_league_racer *out, baton_err *err);
 
 /* Evaluate ckpt on track under the league's rules for race (its official settings): e (alias, track, result fields, model hash,
  * submitted_at now) and r (the drive; baton_ppo_eval_result_free it). */

@@ -196,8 +196,10 @@ undo:
     return rc;
 }
 
+/* the columns read_sub reads (15; claim reads the archive after them, column 15) */
 static const char sub_cols[] = "id, alias, track, track_path, format, state, coalesce(reason, ''), coalesce(entry, 0),"
-                               " attempts, bytes, submitted_at, coalesce(started_at, 0), coalesce(finished_at, 0), race";
+                               " attempts, bytes, submitted_at, coalesce(started_at, 0), coalesce(finished_at, 0), race,"
+                               " coalesce(racer, 0)";
 
 static void read_sub(sqlite3_stmt *st, baton_league_submission *s)
 {
@@ -217,7 +219,8 @@ static void read_sub(sqlite3_stmt *st, baton_league_submission *s)
     s->started_at = sqlite3_column_double(st, 11);
     s->finished_at = sqlite3_column_double(st, 12);
     int race = sqlite3_column_int(st, 13);
-    s->race = race >= 0 && race < BATON_LEAGUE_RACES ? race : BATON_RACE_TIME_TRIAL;
+    s->race = race >= 0 && race <= BATON_LEAGUE_H2M ? race : BATON_RACE_TIME_TRIAL;
+    s->racer = sqlite3_column_int64(st, 14);
 }
 
 int baton_league_submission_get(baton_league *l, int64_t id, baton_league_submission *s, baton_err *err)
@@ -243,10 +246,11 @@ cJSON *baton_league_submission_json(const baton_league_submission *s)
     cJSON_AddStringToObject(j, "alias", s->alias);
     cJSON_AddStringToObject(j, "track", s->track);
     cJSON_AddStringToObject(j, "race", baton_league_race_name(s->race));
-    cJSON_AddStringToObject(j, "format", baton_league_format_name(s->format));
+    if (s->race != BATON_LEAGUE_H2M) cJSON_AddStringToObject(j, "format", baton_league_format_name(s->format));
     cJSON_AddStringToObject(j, "state", baton_league_state_name(s->state));
     if (s->state != BATON_LEAGUE_DONE && s->reason[0]) cJSON_AddStringToObject(j, "reason", s->reason);   /* why it failed, or why it waits again */
     if (s->entry) cJSON_AddNumberToObject(j, "entry", (double)s->entry);
+    if (s->racer) cJSON_AddNumberToObject(j, "racer", (double)s->racer);
     cJSON_AddNumberToObject(j, "attempts", s->attempts);
     cJSON_AddNumberToObject(j, "bytes", (double)s->bytes);
     cJSON_AddNumberToObject(j, "submitted_at", s->submitted_at);
@@ -302,8 +306,8 @@ static int claim(baton_league *l, baton_league_submission *s, uint8_t **archive,
     int r = sqlite3_step(st), rc = BATON_OK;
     if (r == SQLITE_ROW) {
         read_sub(st, s);
-        const void *b = sqlite3_column_blob(st, 14);   /* queued by an older baton, which kept it there */
-        size_t n = (size_t)sqlite3_column_bytes(st, 14);
+        const void *b = sqlite3_column_blob(st, 15);   /* queued by an older baton, which kept it there */
+        size_t n = (size_t)sqlite3_column_bytes(st, 15);
         if (b && (*archive = malloc(n + 1))) {
             memcpy(*archive, b, n);
             *len = n;
@@ -366,6 +370,25 @@ static int attempt(baton_league *l, const baton_league_submission *s, uint8_t *a
         *err = *why;   /* no room to unpack: the server's, not the model's */
         *bad = 0;
         return err->code;
+    }
+    if (!*bad && s->race == BATON_LEAGUE_H2M) {   /* entered and raced; done with the racer's row */
+        baton_league_racer racer;
+        size_t matches = 0;
+        baton_err e2 = {0};
+        rc = league_h2m_enter(l, up.ckpt, s->alias, s->track_path, s->id, s->submitted_at, &racer, &matches, &e2);
+        if (rc && !retryable(rc) && rc != BATON_ERR_BUSY) {   /* the model's: said in the archive's names */
+            *bad = rc, rc = BATON_OK, *why = e2;
+            league_unpacked_msg(&up, why->msg, sizeof why->msg);
+            league_unpath(why->msg, sizeof why->msg, s->track_path, s->track);
+            league_unpath(why->msg, sizeof why->msg, l->path, "the league's database");
+        } else if (rc) {
+            *err = e2;
+        } else {
+            baton_log(BATON_LOG_INFO, "league: submission %lld done: racer %lld, %zu match(es)", (long long)s->id,
+                      (long long)racer.id, matches);
+        }
+        if (up.dir[0]) baton_remove_tree(up.dir);
+        return rc;
     }
     if (!*bad && (*bad = league_evaluate(up.ckpt, s->alias, s->track_path, s->race, s->format, &e, &r, why))) {
         baton_log(BATON_LOG_INFO, "league: submission %lld: %s", (long long)s->id, why->msg);   /* the full paths */

@@ -36,7 +36,17 @@ int baton_league_race_parse(const char *s, int *race, baton_err *err)
 
 const char *baton_league_race_name(int race)
 {
-    return baton_race_type_name(race);
+    return race == BATON_LEAGUE_H2M ? "head-to-model" : baton_race_type_name(race);
+}
+
+int league_race_parse_any(const char *s, int *race, baton_err *err)
+{
+    if (s && !strcmp(s, "head-to-model")) {
+        *race = BATON_LEAGUE_H2M;
+        return BATON_OK;
+    }
+    if (!baton_league_race_parse(s, race, NULL)) return BATON_OK;
+    return baton_err_set(err, BATON_ERR_USAGE, "race '%s': time-trial, object-avoidance, head-to-bot or head-to-model", s ? s : "");
 }
 
 baton_league_format baton_league_race_format(int race)

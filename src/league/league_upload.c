@@ -97,8 +97,10 @@ int league_request_head(const baton_league_request *q, const baton_league_upload
     if (baton_league_alias_check(q->alias, err)) return baton_err_prefix(err, "alias");
     snprintf(u->alias, sizeof u->alias, "%s", q->alias);
     u->race = BATON_RACE_TIME_TRIAL;
-    if (q->race && baton_league_race_parse(q->race, &u->race, err)) return err->code;
-    u->format = baton_league_race_format(u->race);
+    if (q->race && league_race_parse_any(q->race, &u->race, err)) return err->code;
+    if (u->race == BATON_LEAGUE_H2M && q->format)
+        return refuse(http, 400, err, BATON_ERR_USAGE, "format: head-to-model has none (its board is by rating)");
+    u->format = u->race == BATON_LEAGUE_H2M ? BATON_LEAGUE_TOTAL : baton_league_race_format(u->race);
     if (q->format && baton_league_format_parse(q->format, &u->format, err)) return err->code;
     if (!q->track || !*q->track) return refuse(http, 400, err, BATON_ERR_ARG, "track: required (?track=NAME)");
     return track_lookup(q->track, rules, u, http, err);

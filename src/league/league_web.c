@@ -2,8 +2,9 @@
  * libmicrohttpd. GET / lists the tracks; GET /track/NAME shows the standings (time trial, or
  * ?format=total), the track with its racing line, and replays an entry's drive (the car moving
  * along its trace at real time, drawn over the SVG by a short inline script: no external scripts
- * or fonts); GET /api/tracks, /api/leaderboard?track=T[&format=F], /api/entries/ID/trace and
- * /api/submissions/ID answer JSON; POST /api/submit queues an upload (league_web_submit.c) that
+ * or fonts); GET /api/tracks, /api/leaderboard?track=T[&format=F], /api/entries/ID/trace,
+ * /api/submissions/ID and head-to-model's /api/ratings, /api/matches and /api/matches/ID/trace
+ * (league_web_h2m.c) answer JSON; POST /api/submit queues an upload (league_web_submit.c) that
  * the worker thread evaluates. Anything else is 404 (405 for a method a path does not take).
  *
  * Contract: every alias and track name is escaped where it is written into HTML; one server
@@ -91,7 +92,7 @@ enum MHD_Result league_reply_error(baton_league_server *s, struct MHD_Connection
     return league_reply_json(c, status, j);
 }
 
-static enum MHD_Result reply_buf(struct MHD_Connection *c, baton_buf *b, const char *ctype)
+enum MHD_Result league_reply_buf(struct MHD_Connection *c, baton_buf *b, const char *ctype)
 {
     enum MHD_Result r = b->data ? reply(c, 200, ctype, b->data, b->len) : MHD_NO;
     baton_buf_free(b);
@@ -99,7 +100,7 @@ static enum MHD_Result reply_buf(struct MHD_Connection *c, baton_buf *b, const c
 }
 
 /* A path segment for a link: letters, digits and ._- as they are, the rest %XX. */
-static void put_url_part(baton_buf *b, const char *s)
+void league_put_url_part(baton_buf *b, const char *s)
 {
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || strchr("._-", *p))
@@ -115,7 +116,7 @@ static const char style[] =
     "td.alias,th.alias{text-align:left;max-width:28em;overflow-wrap:anywhere}tr.sel{background:#fff3cd}a.sel{font-weight:bold}"
     "button{font-size:12px}#status{color:#555}</style>";
 
-static void page_head(baton_buf *b, const char *title)
+void league_page_head(baton_buf *b, const char *title)
 {
     baton_svg_put(b, "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>");
     baton_svg_esc(b, title);
@@ -129,19 +130,19 @@ static enum MHD_Result page_index(baton_league_server *s, struct MHD_Connection 
     baton_err err = {0};
     if (baton_league_tracks(s->l, &t, &n, &err)) return league_reply_error(s, c, 500, err.msg);
     baton_buf b = {0};
-    page_head(&b, "baton league");
+    league_page_head(&b, "baton league");
     baton_svg_put(&b, "<h1>baton league</h1>\n<table id=\"tracks\"><thead><tr><th class=\"alias\">track</th><th>racers</th>"
                       "<th>entries</th><th class=\"alias\">race types</th></tr></thead><tbody>\n");
     for (size_t i = 0; i < n; i++) {
         baton_svg_put(&b, "<tr><td class=\"alias\"><a href=\"/track/");
-        put_url_part(&b, t[i].track);
+        league_put_url_part(&b, t[i].track);
         baton_svg_put(&b, "\">");
         baton_svg_esc(&b, t[i].track);
         baton_svg_put(&b, "</a></td><td>%zu</td><td>%zu</td><td class=\"alias\">", t[i].aliases, t[i].entries);
         for (int k = 0, first = 1; k < BATON_LEAGUE_RACES; k++) {   /* the race types it has entries in */
             if (!t[i].race_entries[k]) continue;
             baton_svg_put(&b, "%s<a href=\"/track/", first ? "" : " · ");
-            put_url_part(&b, t[i].track);
+            league_put_url_part(&b, t[i].track);
             baton_svg_put(&b, "?race=%s\">%s (%zu %s)</a>", baton_league_race_name(k), baton_league_race_name(k),
                           t[i].race_entries[k], t[i].race_entries[k] == 1 ? "entry" : "entries");
             first = 0;
@@ -149,9 +150,14 @@ static enum MHD_Result page_index(baton_league_server *s, struct MHD_Connection 
         baton_svg_put(&b, "</td></tr>\n");
     }
     if (!n) baton_svg_put(&b, "<tr><td class=\"alias\" colspan=\"4\">no entries yet: <code>baton race submit</code></td></tr>\n");
-    baton_svg_put(&b, "</tbody></table>\n</body></html>\n");
+    baton_svg_put(&b, "</tbody></table>\n");
     free(t);
-    return reply_buf(c, &b, "text/html; charset=utf-8");
+    if (league_h2m_index(s, &b, &err)) {
+        baton_buf_free(&b);
+        return league_reply_error(s, c, 500, err.msg);
+    }
+    baton_svg_put(&b, "</body></html>\n");
+    return league_reply_buf(c, &b, "text/html; charset=utf-8");
 }
 
 /* The replay: reads the picture's world-to-pixel map from the SVG's root, fetches a trace and moves
@@ -174,7 +180,7 @@ static const char replay_js[] =
     " gs[i].setAttribute('transform','translate('+px(o.x[k]).toFixed(2)+' '+py(o.y[k]).toFixed(2)+') rotate('+(-o.yaw[k]*180/Math.PI).toFixed(2)+')')})}\n"
     "function show(k){car.setAttribute('cx',px(tr.x[k]));car.setAttribute('cy',py(tr.y[k]));showobjs(k);\n"
     " st.textContent='entry '+tr.id+': step '+(k+1)+' of '+tr.steps+', lap '+(tr.lap[k]+1)+', '+tr.v[k].toFixed(2)+' m/s'}\n"
-    "function frame(now){if(!tr)return;var k=Math.floor((now-t0)/1000*15);if(k>=tr.steps){t0=now;k=0}\n"
+    "function frame(now){if(!tr)return;var k=Math.max(0,Math.floor((now-t0)/1000*15));if(k>=tr.steps){t0=now;k=0}\n"
     " show(k);requestAnimationFrame(frame)}\n"
     "function play(id){fetch('/api/entries/'+id+'/trace').then(function(r){return r.json()}).then(function(d){\n"
     " if(!d.steps)return;tr=d;var p=[];for(var i=0;i<d.steps;i++)p.push(px(d.x[i]).toFixed(1)+','+py(d.y[i]).toFixed(1));\n"
@@ -216,7 +222,7 @@ static void race_selector(baton_buf *b, const size_t entries[BATON_LEAGUE_RACES]
         baton_svg_put(b, " <a href=\"?race=%s\" data-race=\"%s\" data-entries=\"%zu\"%s>%s (%zu %s)</a>",
                       baton_league_race_name(r), baton_league_race_name(r), entries[r], r == race ? " class=\"sel\"" : "",
                       baton_league_race_name(r), entries[r], entries[r] == 1 ? "entry" : "entries");
-    baton_svg_put(b, "</p>\n");
+    baton_svg_put(b, " <a href=\"?race=head-to-model\" data-race=\"head-to-model\">head-to-model (rated)</a></p>\n");
 }
 
 /* What the league drives a race's models under, in a sentence for the page. */
@@ -236,6 +242,8 @@ static enum MHD_Result page_track(baton_league_server *s, struct MHD_Connection 
     baton_league_format f;
     int race;
     baton_err err = {0};
+    const char *rs = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "race");
+    if (rs && !strcmp(rs, "head-to-model")) return league_page_h2m(s, c, name);
     if (race_and_format(c, &race, &f, &err)) return league_reply_error(s, c, 400, err.msg);
     baton_league_track *t;
     size_t nt;
@@ -269,7 +277,7 @@ static enum MHD_Result page_track(baton_league_server *s, struct MHD_Connection 
     const char *rn = baton_league_race_name(race);
     snprintf(title, sizeof title, "%s — %s, %s — baton league", name, rn,
              f == BATON_LEAGUE_TOTAL ? "total time" : "fastest lap");
-    page_head(&b, title);
+    league_page_head(&b, title);
     baton_svg_put(&b, "<p><a href=\"/\">all tracks</a> · <a href=\"?race=%s&amp;format=%s\">%s</a></p>\n", rn,
                   f == BATON_LEAGUE_TOTAL ? "time-trial" : "total", f == BATON_LEAGUE_TOTAL ? "fastest lap" : "total time");
     baton_buf_append(&b, sel.data, sel.len);
@@ -301,7 +309,7 @@ static enum MHD_Result page_track(baton_league_server *s, struct MHD_Connection 
     baton_svg_put(&b, "</body></html>\n");
     league_track_view_put(s);
     free(e);
-    return reply_buf(c, &b, "text/html; charset=utf-8");
+    return league_reply_buf(c, &b, "text/html; charset=utf-8");
 }
 
 static enum MHD_Result api_tracks(baton_league_server *s, struct MHD_Connection *c)
@@ -427,7 +435,7 @@ static enum MHD_Result api_trace(baton_league_server *s, struct MHD_Connection *
         return league_reply_error(s, c, 500, err.msg);
     }
     baton_svg_put(&b, "}");
-    return reply_buf(c, &b, "application/json");
+    return league_reply_buf(c, &b, "application/json");
 }
 
 static enum MHD_Result api_submission(baton_league_server *s, struct MHD_Connection *c, const char *rest)
@@ -442,6 +450,9 @@ static enum MHD_Result api_submission(baton_league_server *s, struct MHD_Connect
     cJSON *j = baton_league_submission_json(&sub);
     baton_league_entry e;
     size_t n = 0;
+    baton_league_racer racer;
+    if (j && sub.state == BATON_LEAGUE_DONE && sub.racer && league_h2m_racer(s->l, sub.racer, &racer, &err) == BATON_OK)
+        cJSON_AddItemToObject(j, "result", baton_league_racer_json(&racer));   /* head-to-model: the racer, rated */
     if (j && sub.state == BATON_LEAGUE_DONE && sub.entry &&
         baton_league_entry_standing(s->l, sub.entry, &e, &n, &err) == BATON_OK) {   /* the racer's result, at once */
         cJSON_AddItemToObject(j, "result", baton_league_entry_json(&e));
@@ -488,6 +499,14 @@ static enum MHD_Result route(baton_league_server *s, struct MHD_Connection *c, c
     if (!strcmp(url, "/api/leaderboard")) return api_leaderboard(s, c);
     if (!strncmp(url, "/api/entries/", 13)) return api_trace(s, c, url + 13);
     if (!strncmp(url, "/api/submissions/", 17)) return api_submission(s, c, url + 17);
+    if (!strcmp(url, "/api/ratings")) return league_api_ratings(s, c);
+    if (!strcmp(url, "/api/matches")) return league_api_matches(s, c);
+    if (!strncmp(url, "/api/matches/", 13)) {
+        const char *end = NULL;
+        long long id = path_id(url + 13, &end);
+        if (!id || strcmp(end, "/trace")) return league_reply_error(s, c, 404, "expected /api/matches/ID/trace");
+        return league_api_match_trace(s, c, id);
+    }
     return league_reply_error(s, c, 404, "not found");
 }
 

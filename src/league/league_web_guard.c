@@ -9,7 +9,13 @@
  *   - the handler's first call for a request (the head is complete) clears that time;
  *   - a thread looks every 250 ms and shuts down (shutdown(2), both ways) the socket of each
  *     connection whose head is older than the deadline; libmicrohttpd then sees the end of the
- *     stream and closes the connection itself, on its own thread.
+ *     stream and closes the connection itself, on its own thread;
+ *   - across all addresses at most LEAGUE_HEADS_MAX connections wait on a head (an unfinished
+ *     one, or a keep-alive connection idle between requests): a new connection beyond it shuts
+ *     down the one whose head began first. One address holds at most 16 connections
+ *     (libmicrohttpd's per-address limit), but 8 addresses could hold all 128 the server takes and
+ *     a racer would wait for the deadline; with the cap half of them stay for clients that send
+ *     their request at once, and the oldest waiting head, never a racer's fresh one, gives way.
  * Invariants: (1) a socket is shut down only under guard_mu and only while its connection is in
  * the list; (2) libmicrohttpd tells CLOSED — which takes guard_mu and unlinks — before it closes
  * the descriptor, so the number shut down is never one reused by another connection; (3) a body
@@ -19,6 +25,8 @@
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <time.h>
+
+#define LEAGUE_HEADS_MAX 64   /* of the server's 128 connections (league_web.c) */
 
 struct league_conn {
     struct league_conn *prev, *next;
@@ -39,6 +47,22 @@ static league_conn *conn_of(struct MHD_Connection *c)
     return ci ? ci->socket_context : NULL;
 }
 
+/* Over LEAGUE_HEADS_MAX connections waiting on a head: the oldest one (not fresh) gives way. */
+static void evict_oldest(baton_league_server *s, const league_conn *fresh)
+{
+    unsigned waiting = 0;
+    league_conn *oldest = NULL;
+    for (league_conn *k = s->conns; k; k = k->next) {
+        if (!k->head_since_ms) continue;
+        waiting++;
+        if (k != fresh && (!oldest || k->head_since_ms < oldest->head_since_ms)) oldest = k;
+    }
+    if (waiting <= LEAGUE_HEADS_MAX || !oldest) return;
+    shutdown(oldest->fd, SHUT_RDWR);
+    oldest->head_since_ms = 0;   /* once: libmicrohttpd closes it next */
+    s->heads_evicted++;
+}
+
 void league_guard_notify(void *cls, struct MHD_Connection *c, void **socket_context, enum MHD_ConnectionNotificationCode toe)
 {
     baton_league_server *s = cls;
@@ -52,6 +76,7 @@ void league_guard_notify(void *cls, struct MHD_Connection *c, void **socket_cont
             k->next = s->conns;
             if (s->conns) s->conns->prev = k;
             s->conns = k;
+            evict_oldest(s, k);
         } else {
             free(k);
             k = NULL;
@@ -83,6 +108,7 @@ void league_guard_request_done(baton_league_server *s, struct MHD_Connection *c)
 static void *guard_main(void *arg)
 {
     baton_league_server *s = arg;
+    unsigned long long logged = 0;
     pthread_mutex_lock(&s->guard_mu);
     while (!s->guard_stop) {
         struct timespec ts;
@@ -100,6 +126,11 @@ static void *guard_main(void *arg)
             }
         if (cut) baton_log(BATON_LOG_DEBUG, "league: %u connection(s) closed: no whole request head within %.1f s",
                            cut, s->head_deadline_ms / 1000.0);
+        if (s->heads_evicted != logged) {
+            baton_log(BATON_LOG_DEBUG, "league: %llu connection(s) closed for newer ones: more than %d waiting on a request head",
+                      s->heads_evicted - logged, LEAGUE_HEADS_MAX);
+            logged = s->heads_evicted;
+        }
     }
     pthread_mutex_unlock(&s->guard_mu);
     return NULL;

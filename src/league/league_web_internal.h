@@ -37,6 +37,7 @@ struct baton_league_server {
     /* the request-head deadline (league_web_guard.c) */
     league_conn *conns;          /* every open connection, under guard_mu */
     long long head_deadline_ms;
+    unsigned long long heads_evicted;   /* connections shut down for a newer one (league_web_guard.c), under guard_mu */
     pthread_t guard;
     int guard_started, guard_stop;
     pthread_mutex_t guard_mu;
@@ -47,6 +48,21 @@ struct baton_league_server {
  * when it named any, and for every 5xx). */
 enum MHD_Result league_reply_json(struct MHD_Connection *c, unsigned status, cJSON *j);
 enum MHD_Result league_reply_error(baton_league_server *s, struct MHD_Connection *c, unsigned status, const char *msg);
+/* 200 with b's bytes (freed; NULL data: out of memory, the connection closed). */
+enum MHD_Result league_reply_buf(struct MHD_Connection *c, baton_buf *b, const char *ctype);
+/* A path segment for a link: letters, digits and ._- as they are, the rest %XX. */
+void league_put_url_part(baton_buf *b, const char *s);
+/* A page's head (title escaped, the league's style) and the start of its body. */
+void league_page_head(baton_buf *b, const char *title);
+/* head-to-model's API (league_web_h2m.c): /api/ratings, /api/matches, /api/matches/ID/trace, and
+ * its page, /track/NAME?race=head-to-model (the board by rating, the matches, a replay with every car). */
+enum MHD_Result league_page_h2m(baton_league_server *s, struct MHD_Connection *c, const char *track);
+/* The front page's head-to-model table (each track with racers: how many, its leader), appended
+ * to b; nothing when there are none. */
+int league_h2m_index(baton_league_server *s, baton_buf *b, baton_err *err);
+enum MHD_Result league_api_ratings(baton_league_server *s, struct MHD_Connection *c);
+enum MHD_Result league_api_matches(baton_league_server *s, struct MHD_Connection *c);
+enum MHD_Result league_api_match_trace(baton_league_server *s, struct MHD_Connection *c, long long id);
 
 /* Whether a request to be refused on libmicrohttpd's first call should have its body read (and
  * dropped) first: a declared body of at most LEAGUE_DRAIN_MAX bytes sent without "Expect:

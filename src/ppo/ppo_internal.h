@@ -187,6 +187,8 @@ typedef struct race_run_state {
     uint32_t envs, max_steps;
     baton_race_car car;
     baton_race_objects_opts objects;   /* none: a time trial */
+    int nopponents;             /* head-to-model: models raced against (race train --opponent), 0: none */
+    char opponents[BATON_RACE_MAX_CARS - 1][1024];   /* each as given (a checkpoint folder or a folder of them) */
     baton_ppo_meta meta;
     baton_ppo_hyper hyper;
     int policy_only;            /* the folder holds the policy network alone (state.json "contents") */
@@ -231,6 +233,35 @@ int race_pilot_open(race_pilot *p, const char *ckpt, char *path, size_t cap, rac
 void race_pilot_close(race_pilot *p);
 void race_pilot_observe(race_pilot *p, const baton_race_sim *sim, const baton_race_camera *cam, size_t env, int refill);
 int race_pilot_act(race_pilot *p, float *steer, float *speed, int *index, baton_err *err);
+
+/* ---------------------------------------------------------------- opponents (opponents.c) */
+/* Models the learning car races against (race train --opponent): in each world of the training
+ * simulator (shared: 1 + k cars, the learner's first), opponent j is env w * (1 + k) + 1 + j. */
+#define RACE_OPPONENTS_MAX (BATON_RACE_MAX_CARS - 1)
+#define RACE_OPPONENTS_GAP_M 1.0   /* a match's grid (baton_ppo_match_opts.gap_m's default) */
+typedef struct race_opponents {
+    int k, cars;                /* opponents per world; cars per world (1 + k) */
+    uint32_t worlds;
+    double length;              /* the track's, metres */
+    int loop;
+    race_agent a[RACE_OPPONENTS_MAX];
+    int open[RACE_OPPONENTS_MAX];
+    baton_race_camera *cam[RACE_OPPONENTS_MAX];   /* a camera opponent's */
+    uint8_t *hist[RACE_OPPONENTS_MAX];   /* worlds × stack frames */
+    uint32_t *slot;             /* a batch slot's world */
+} race_opponents;
+int race_opponents_open(race_opponents *o, const char *const *ckpts, int k, uint32_t worlds, const baton_race_track *t,
+                        baton_err *err);
+void race_opponents_close(race_opponents *o);
+/* World w's opponents placed anew for the car's episode `episode` starting at `start` (share of the
+ * lap), standing: by the episode's number, spread ahead, or a match's grid behind or ahead of it. */
+void race_opponents_place(race_opponents *o, baton_race_sim *sim, uint32_t w, double start, uint64_t episode);
+void race_opponents_park(race_opponents *o, baton_race_sim *sim, uint32_t w);
+/* The opponents' actions in the active worlds (active[w]) into steer / speed (the simulator's envs). */
+int race_opponents_act(race_opponents *o, const baton_race_sim *sim, const uint8_t *active, float *steer, float *speed,
+                       baton_err *err);
+/* After a step: each active world's opponents' laps and resets, and what they see now. */
+void race_opponents_after(race_opponents *o, baton_race_sim *sim, const uint8_t *active);
 
 /* ---------------------------------------------------------------- one iteration's experience (rollout.c) */
 enum { RACE_GOES_ON = 0, RACE_ENDED = 1, RACE_CUT = 2 };
@@ -291,11 +322,14 @@ typedef struct race_collect {
     void *poll_ctx;
     race_pair *pair;            /* the second learner, valuing rows while the cars drive; NULL: none */
     race_vjob vjob;
+    race_opponents *opp;        /* models raced against; NULL: none. Then learning car e is the
+                                   simulator's env e * opp->cars, its opponents the envs after it */
     /* working space, envs each */
     int32_t *last;
     uint64_t *episode;
     uint8_t *active;
-    float *steer, *speed, *before;
+    float *steer, *speed;       /* the simulator's envs (envs × cars with opponents) */
+    float *before;
     double *raw, *ep_reward;
     uint32_t *slot_env, *slot_row;
     struct baton_race_params *params;
@@ -308,7 +342,7 @@ typedef struct race_collect_stats {
 
 int race_rollout_new(race_rollout *ro, size_t cap, size_t episodes, size_t frame_bytes, uint32_t max_steps, baton_err *err);
 void race_rollout_free(race_rollout *ro);
-int race_collect_new(race_collect *c, uint32_t envs, baton_err *err);
+int race_collect_new(race_collect *c, uint32_t envs, int cars, baton_err *err);   /* cars: per world (1: no opponents) */
 void race_collect_free(race_collect *c);
 /* Drive one iteration's episodes into ro. 0 done; 1 stopped by poll (ro is to be thrown away). */
 int race_rollout_collect(race_rollout *ro, race_collect *c, race_collect_stats *st, baton_err *err);

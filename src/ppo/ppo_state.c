@@ -13,6 +13,7 @@
  *                "bot_speed_mps", "lane_change", "lane_change_min_s", "lane_change_max_s",
  *                "lane_change_m", "bot_gap_m", "start_clear_m"}   (only with objects: a time
  *                trial's file is as it was, and one without it is a time trial's),
+ *    "opponents": ["<checkpoint>", ...]   (only when trained against models: 1 to 3),
  *    "model_metadata": {...as the console writes it}, "hyperparameters": {...likewise},
  *    "contents": "full" | "policy"}
  * "contents" says what the folder's tensors are: "full" (the policy, the value network and their
@@ -117,6 +118,10 @@ char *race_state_format(const race_run_state *s)
         cJSON_AddBoolToObject(car, "friction_circle", s->car.friction_circle);
     }
     add_objects(j, &s->objects);
+    if (s->nopponents > 0) {   /* head-to-model only: another run's file is as it was */
+        cJSON *a = cJSON_AddArrayToObject(j, "opponents");
+        for (int i = 0; a && i < s->nopponents; i++) cJSON_AddItemToArray(a, cJSON_CreateString(s->opponents[i]));
+    }
     add_file(j, "model_metadata", baton_ppo_meta_format(&s->meta));
     add_file(j, "hyperparameters", baton_ppo_hyper_format(&s->hyper));
     cJSON_AddStringToObject(j, "contents", s->policy_only ? "policy" : "full");
@@ -244,6 +249,18 @@ static int parse_fields(const cJSON *j, race_run_state *s, baton_err *err)
     baton_jr_u64(&r, j, "max_steps", 1, 1000000, &max_steps);
     get_car(&r, j, &s->car);
     get_objects(&r, j, &s->objects);
+    const cJSON *opp = baton_jr_get(&r, j, "opponents");
+    s->nopponents = 0;
+    if (opp && (!cJSON_IsArray(opp) || cJSON_GetArraySize(opp) < 1 || cJSON_GetArraySize(opp) > BATON_RACE_MAX_CARS - 1))
+        baton_jr_fail(&r, "opponents", "is not a list of 1 to %d checkpoints", BATON_RACE_MAX_CARS - 1);
+    for (const cJSON *x = opp && cJSON_IsArray(opp) ? opp->child : NULL; x && !r.rc && s->nopponents < BATON_RACE_MAX_CARS - 1;
+         x = x->next) {
+        if (!cJSON_IsString(x) || !x->valuestring[0] || strlen(x->valuestring) >= sizeof s->opponents[0])
+            baton_jr_fail(&r, "opponents", "holds an entry that is not a checkpoint's path (1 to %zu bytes)",
+                          sizeof s->opponents[0] - 1);
+        else
+            snprintf(s->opponents[s->nopponents++], sizeof s->opponents[0], "%s", x->valuestring);
+    }
     get_file(&r, j, "model_metadata", s);
     get_file(&r, j, "hyperparameters", s);
     if (baton_jr_get(&r, j, "contents")) baton_jr_str(&r, j, "contents", contents, sizeof contents);

@@ -47,6 +47,8 @@ typedef struct trainer {
     race_ckpt_tensors ct;
     race_rollout ro;
     race_collect col;
+    race_opponents opp;         /* head-to-model: the models raced against */
+    int have_opp;
     baton_rng act, shuffle;     /* live */
     baton_buf trace;
     double t0, steps_run;
@@ -104,7 +106,19 @@ static int fresh_state(trainer *t, baton_err *err)
     s->max_steps = o->max_steps ? o->max_steps : 10000;
     s->car = o->car;
     s->objects = o->objects;
-    s->meta.lidar = baton_race_objects_any(&s->objects) && s->meta.obs == BATON_PPO_OBS_SENSOR;
+    if (o->nopponents < 0 || o->nopponents > BATON_RACE_MAX_CARS - 1)
+        return baton_err_set(err, BATON_ERR_ARG, "race train: %d opponents (want 1 to %d)", o->nopponents, BATON_RACE_MAX_CARS - 1);
+    if (o->nopponents && baton_race_objects_any(&o->objects))
+        return baton_err_set(err, BATON_ERR_ARG, "race train: --opponent races without boxes or bots");
+    s->nopponents = o->nopponents;
+    for (int i = 0; i < o->nopponents; i++) {
+        if (!o->opponents[i] || strlen(o->opponents[i]) >= sizeof s->opponents[i])
+            return baton_err_set(err, BATON_ERR_ARG, "race train: opponent %d: no path, or one too long", i + 1);
+        char *abs = realpath(o->opponents[i], NULL);   /* a resume from another folder finds it */
+        snprintf(s->opponents[i], sizeof s->opponents[i], "%s", abs ? abs : o->opponents[i]);
+        free(abs);
+    }
+    s->meta.lidar = (baton_race_objects_any(&s->objects) || s->nopponents) && s->meta.obs == BATON_PPO_OBS_SENSOR;
     baton_rng_seed3(&s->act_rng, o->seed, 0x616374 /* "act" */, 0);
     baton_rng_seed3(&s->shuffle_rng, o->seed, 0x73687566 /* "shuf" */, 0);
     return BATON_OK;
@@ -119,6 +133,11 @@ static int same_settings(trainer *t, const race_run_state *ck, baton_err *err)
     race_run_state now = t->st;
     if (!o->obs_set) now.meta.obs = ck->meta.obs;   /* --obs decides that, not the file */
     if (!o->objects_set) now.objects = ck->objects, now.meta.lidar = ck->meta.lidar;   /* the race's, likewise */
+    if (!o->nopponents) {   /* the opponents: the run's, unless given */
+        now.nopponents = ck->nopponents;
+        memcpy(now.opponents, ck->opponents, sizeof now.opponents);
+        now.meta.lidar = ck->meta.lidar;
+    }
     if (!o->precision_set) now.precision = ck->precision;
     const char *what = NULL;
     if (strcmp(now.track, ck->track)) what = "--track";
@@ -132,6 +151,8 @@ static int same_settings(trainer *t, const race_run_state *ck, baton_err *err)
     else if (o->envs_set && now.envs != ck->envs) what = "--envs";
     else if (o->max_steps_set && now.max_steps != ck->max_steps) what = "--max-steps";
     else if (o->objects_set && memcmp(&now.objects, &ck->objects, sizeof now.objects)) what = "race (its objects)";
+    else if (now.nopponents != ck->nopponents || memcmp(now.opponents, ck->opponents, sizeof now.opponents))
+        what = "--opponent (the models raced against)";
     else if (memcmp(&now.car, &ck->car, sizeof now.car)) what = "the car's limits";
     if (what)
         return baton_err_set(err, BATON_ERR_ARG, "the checkpoint was trained with another %s than this run's; resume "
@@ -199,6 +220,14 @@ static int build(trainer *t, const char *path, int resumed, baton_err *err)
     baton_race_sim_opts so;
     baton_race_sim_opts_default(&so);
     so.envs = s->envs, so.seed = s->seed, so.max_steps = s->max_steps, so.car = s->car, so.objects = s->objects;
+    if (s->nopponents) {   /* head-to-model: a world per learning car, its opponents beside it */
+        const char *paths[BATON_RACE_MAX_CARS - 1];
+        for (int i = 0; i < s->nopponents; i++) paths[i] = s->opponents[i];
+        if ((rc = race_opponents_open(&t->opp, paths, s->nopponents, s->envs, t->track, err))) return rc;
+        t->have_opp = 1;
+        so.shared = 1 + s->nopponents;
+        so.envs = (size_t)s->envs * (size_t)so.shared;
+    }
     if ((rc = baton_race_sim_new(t->track, &so, &t->sim, err))) return rc;
     if (s->meta.obs == BATON_PPO_OBS_CAMERA && (rc = baton_race_camera_new(t->track, &t->agent.camera, &t->cam, err)))
         return rc;
@@ -207,7 +236,7 @@ static int build(trainer *t, const char *path, int resumed, baton_err *err)
     size_t cam_cap = ((size_t)1536 << 20) / (t->agent.frame_bytes ? t->agent.frame_bytes : 1);
     if (s->meta.obs == BATON_PPO_OBS_CAMERA && cap > cam_cap) cap = cam_cap;
     if ((rc = race_rollout_new(&t->ro, cap, eps, t->agent.frame_bytes, s->max_steps, err)) ||
-        (rc = race_collect_new(&t->col, s->envs, err)))
+        (rc = race_collect_new(&t->col, s->envs, 1 + s->nopponents, err)))
         return rc;
     baton_race_track_info in;
     baton_race_track_get_info(t->track, &in);
@@ -218,6 +247,7 @@ static int build(trainer *t, const char *path, int resumed, baton_err *err)
     c->reward_scale = s->reward_scale;
     c->value_scale = 1 - s->hyper.discount_factor > 1e-4 ? 1 - s->hyper.discount_factor : 1e-4;
     c->poll = poll, c->poll_ctx = t, c->pair = t->pair;
+    c->opp = t->have_opp ? &t->opp : NULL;
     t->act = s->act_rng, t->shuffle = s->shuffle_rng;
     if (!resumed && (rc = race_model_files(o->session.ckpt_dir, &s->meta, &s->hyper, err))) return rc;
     if (o->log_path && (rc = race_log_cut(o->log_path, s->iteration, err))) return rc;
@@ -351,6 +381,7 @@ static void teardown(trainer *t)
     if (t->have_agent) race_agent_free(&t->agent);
     baton_race_camera_free(t->cam);
     baton_race_sim_free(t->sim);
+    if (t->have_opp) race_opponents_close(&t->opp);
     baton_race_reward_free(t->reward);
     baton_race_track_free(t->track);
     baton_buf_free(&t->trace);

@@ -18,6 +18,10 @@
  * first frame repeated before its start). The buffer holds cap rows (allocated once); an
  * iteration that would fill it cuts every episode under way there (bootstrapped) and ends.
  *
+ * With opponents (c->opp, opponents.c) each learning car shares its world with them: they act
+ * (deterministically) beside the car, move in the same step, are put back after their own resets
+ * before the car's reward is taken, and are placed anew with each of its episodes.
+ *
  * With a second learner (c->pair), the value network values the rows in whole batches on it as
  * they fill, while the cars drive (ppo_learn.c: the batches learning would run, so the same values).
  *
@@ -73,13 +77,13 @@ void race_rollout_free(race_rollout *ro)
     memset(ro, 0, sizeof *ro);
 }
 
-int race_collect_new(race_collect *c, uint32_t envs, baton_err *err)
+int race_collect_new(race_collect *c, uint32_t envs, int cars, baton_err *err)
 {
     c->last = calloc(envs, sizeof *c->last);
     c->episode = calloc(envs, sizeof *c->episode);
     c->active = calloc(envs, 1);
-    c->steer = calloc(envs, sizeof(float));
-    c->speed = calloc(envs, sizeof(float));
+    c->steer = calloc((size_t)envs * (size_t)(cars > 1 ? cars : 1), sizeof(float));
+    c->speed = calloc((size_t)envs * (size_t)(cars > 1 ? cars : 1), sizeof(float));
     c->before = calloc(envs, sizeof(float));
     c->raw = calloc(envs, sizeof(double));
     c->ep_reward = calloc(envs, sizeof(double));
@@ -113,6 +117,9 @@ void race_collect_free(race_collect *c)
 
 static uint8_t *frame_of(const race_rollout *ro, uint32_t row) { return ro->frames + (size_t)row * ro->frame_bytes; }
 
+/* Learning car e in the simulator (with opponents each world's first car). */
+static inline size_t senv(const race_collect *c, uint32_t e) { return c->opp ? (size_t)e * (size_t)c->opp->cars : e; }
+
 void race_rollout_input(const race_rollout *ro, race_agent *a, int slot, uint32_t row)
 {
     race_rollout_input_to(ro, a, a->x, slot, row);
@@ -140,15 +147,17 @@ static uint32_t new_row(race_rollout *ro, race_collect *c, uint32_t env, int32_t
     w->boot = -1;
     w->action = -1;
     w->sample = (uint8_t)sample;
-    race_agent_frame(c->agent, c->sim, c->cam, env, frame_of(ro, r));
+    race_agent_frame(c->agent, c->sim, c->cam, senv(c, env), frame_of(ro, r));
     if (sample) ro->samples[ro->nsamples++] = r;
     return r;
 }
 
 static void start_episode(race_collect *c, uint32_t env, uint64_t episode)
 {
-    baton_race_sim_scene_seed(c->sim, env, episode);   /* objects: the episode's scene, whichever car drives it */
-    baton_race_sim_start(c->sim, env, c->loop ? (double)(episode % ROUND_ROBIN) / ROUND_ROBIN : 0, 0);
+    double start = c->loop ? (double)(episode % ROUND_ROBIN) / ROUND_ROBIN : 0;
+    baton_race_sim_scene_seed(c->sim, senv(c, env), episode);   /* objects: the episode's scene, whichever car drives it */
+    baton_race_sim_start(c->sim, senv(c, env), start, 0);
+    if (c->opp) race_opponents_place(c->opp, c->sim, env, start, episode);   /* placed anew */
     c->episode[env] = episode;
     c->last[env] = -1;
     c->ep_reward[env] = 0;
@@ -158,7 +167,7 @@ static void start_episode(race_collect *c, uint32_t env, uint64_t episode)
 /* env's episode ended after row r (status st): its end, its bootstrap row, its statistics */
 static void end_episode(race_rollout *ro, race_collect *c, uint32_t env, uint32_t r, int cut, race_collect_stats *s)
 {
-    const baton_race_car_state *st = baton_race_sim_state(c->sim, env);
+    const baton_race_car_state *st = baton_race_sim_state(c->sim, senv(c, env));
     race_row *w = &ro->rows[r];
     w->end = cut ? RACE_CUT : RACE_ENDED;
     if (cut) w->boot = (int32_t)new_row(ro, c, env, (int32_t)r, 0);
@@ -197,8 +206,8 @@ static int act(race_rollout *ro, race_collect *c, baton_err *err)
         uint32_t e = c->slot_env[i];
         if (a->meta.action_type == BATON_PPO_DISCRETE) w->action = ppo_sample_discrete(a->nout, o, c->rng, &w->logp);
         else ppo_sample_gauss(2, o, c->rng, w->u, &w->logp);
-        race_agent_action(a, w->action, w->u, &c->steer[e], &c->speed[e]);
-        c->before[e] = (float)baton_race_sim_state(c->sim, e)->progress;
+        race_agent_action(a, w->action, w->u, &c->steer[senv(c, e)], &c->speed[senv(c, e)]);
+        c->before[e] = (float)baton_race_sim_state(c->sim, senv(c, e))->progress;
     }
     return k;
 }
@@ -207,7 +216,7 @@ static int act(race_rollout *ro, race_collect *c, baton_err *err)
 static int after_step(race_rollout *ro, race_collect *c, int k, uint64_t tick, uint64_t *started,
                       race_collect_stats *s, baton_err *err)
 {
-    for (int i = 0; i < k; i++) baton_race_sim_params(c->sim, c->slot_env[i], &c->params[i]);
+    for (int i = 0; i < k; i++) baton_race_sim_params(c->sim, senv(c, c->slot_env[i]), &c->params[i]);
     /* the user's reward sees IEEE arithmetic, denormals and all (the networks flush them) */
     const int flushed = baton_nn_denormals_flushed();
     if (flushed) baton_nn_flush_denormals_here(0);
@@ -216,7 +225,7 @@ static int after_step(race_rollout *ro, race_collect *c, int k, uint64_t tick, u
     if (rc) return rc;
     for (int i = 0; i < k; i++) {
         uint32_t e = c->slot_env[i], r = c->slot_row[i];
-        const baton_race_car_state *st = baton_race_sim_state(c->sim, e);
+        const baton_race_car_state *st = baton_race_sim_state(c->sim, senv(c, e));
         double w = 1;
         if (c->reward_scale == BATON_PPO_SCALE_PROGRESS)
             w = (st->progress - c->before[e]) / 100 * c->track_len / c->top_step_m;
@@ -230,6 +239,7 @@ static int after_step(race_rollout *ro, race_collect *c, int k, uint64_t tick, u
         int cut = st->status == BATON_RACE_LAP_COMPLETE || st->status == BATON_RACE_TIME_UP;
         end_episode(ro, c, e, r, cut, s);
         if (*started < c->episodes) start_episode(c, e, c->first_episode + (*started)++);
+        else if (c->opp) race_opponents_park(c->opp, c->sim, e);   /* no episode left in this world */
     }
     return BATON_OK;
 }
@@ -242,6 +252,7 @@ static int collect(race_rollout *ro, race_collect *c, race_collect_stats *s, bat
     for (uint32_t e = 0; e < c->envs; e++) {
         c->active[e] = 0;
         if (started < c->episodes) start_episode(c, e, c->first_episode + started++);
+        else if (c->opp) race_opponents_park(c->opp, c->sim, e);
     }
     for (;;) {
         int rc = c->poll ? c->poll(c->poll_ctx, err) : 0;
@@ -254,7 +265,9 @@ static int collect(race_rollout *ro, race_collect *c, race_collect_stats *s, bat
         int k = act(ro, c, err);
         if (k < 0) return k;
         if (k == 0) break;
+        if (c->opp && (rc = race_opponents_act(c->opp, c->sim, c->active, c->steer, c->speed, err))) return rc;
         baton_race_sim_step(c->sim, c->steer, c->speed);
+        if (c->opp) race_opponents_after(c->opp, c->sim, c->active);   /* their laps and resets, before the rewards */
         if ((rc = after_step(ro, c, k, tick, &started, s, err))) return rc;
         race_values_early(ro, c);
         tick++;

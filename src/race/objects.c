@@ -22,6 +22,9 @@
  * (0 for a box), distance along the centre line of its nearest point and distance from it, left of
  * centre.
  *
+ * On a shared track (head-to-model) a scene holds the other cars instead (race_scene_peer): bot
+ * cars the simulator moves, never driven here.
+ *
  * Contract: a scene is a function of its RNG (seeded from the run's seed and the environment) and
  * the options; it allocates nothing. */
 #include "race_internal.h"
@@ -291,11 +294,33 @@ void race_scene_step(race_scene *sc, const baton_race_objects_opts *o, const bat
     sc->t += dt;
     for (size_t i = 0; i < sc->n; i++) {
         race_obj *ob = &sc->o[i];
-        if (ob->kind != BATON_RACE_BOT) continue;
+        if (ob->kind != BATON_RACE_BOT || ob->peer) continue;   /* a peer is a car the simulator moves */
         bot_step(sc, ob, o, g, dt);
         pose(ob, o, g);
         publish(sc, i, t, g, 0);
     }
+}
+
+void race_scene_peer(race_scene *sc, size_t i, size_t env, const baton_race_car *car, double x, double y, double yaw,
+                     double speed, const baton_race_track *t, const race_geom *g)
+{
+    race_obj *ob = &sc->o[i];
+    int fresh = ob->peer != (int)env + 1;   /* the slot held another car: its segment hint is no hint */
+    if (fresh) {
+        memset(ob, 0, sizeof *ob);
+        ob->kind = BATON_RACE_BOT;
+        ob->peer = (int)env + 1;
+        ob->len = race_car_length(car);
+        ob->wid = race_car_width(car);
+        ob->hgt = BATON_RACE_BOT_HEIGHT_M;
+        ob->back = race_car_back(car);
+    }
+    ob->x = x;
+    ob->y = y;
+    ob->yaw = yaw;
+    ob->speed = speed;
+    publish(sc, i, t, g, fresh);
+    ob->s = sc->dist[i];
 }
 
 void race_obj_rect(const race_obj *ob, race_rect *r)

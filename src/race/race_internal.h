@@ -143,6 +143,7 @@ typedef struct race_obj {
     double x, y, yaw;
     double len, wid, hgt, back;
     size_t seg;               /* hint: its centre-line segment */
+    int peer;                 /* shared track: another car (its env + 1), moved by the simulator; 0: a box or bot */
 } race_obj;
 
 typedef struct race_scene {
@@ -166,6 +167,10 @@ void race_scene_step(race_scene *sc, const baton_race_objects_opts *o, const bat
                      const race_geom *g, double dt);
 /* 1 when the rectangle touches any object. */
 int race_scene_hits(const race_scene *sc, const race_rect *r);
+/* Shared track: object i of the scene is car `env` (another car) at (x, y, yaw) driving at speed;
+ * the reward's arrays follow. The scene's count is the caller's to set. */
+void race_scene_peer(race_scene *sc, size_t i, size_t env, const baton_race_car *car, double x, double y, double yaw,
+                     double speed, const baton_race_track *t, const race_geom *g);
 /* Distance along a ray to the nearest object (tmax when none is met before). */
 double race_scene_raycast(const race_scene *sc, double x, double y, double dx, double dy, double tmax);
 void race_obj_rect(const race_obj *ob, race_rect *r);
@@ -193,6 +198,7 @@ typedef struct race_env {
     uint32_t rev_count, immob_count;
     size_t seg;               /* hint: the front point's centre-line segment */
     baton_rng rng;
+    int parked;               /* shared track: off it (not started yet, or parked) */
 } race_env;
 
 struct baton_race_sim {
@@ -202,7 +208,15 @@ struct baton_race_sim {
     race_env *env;
     race_scene *scene;        /* one per environment; NULL without objects */
     size_t n;
+    uint8_t *stepped;         /* shared: which envs moved in the step (n) */
 };
+
+/* Shared track (sim_shared.c): every car's scene holds the others of its world where they stand
+ * now (one world: the one env is in); and the collision rule after a step (s->stepped[e]: env e
+ * moved in it): returns the episodes it ended. */
+void race_sim_sync_peers(baton_race_sim *s);
+void race_sim_sync_world(baton_race_sim *s, size_t env);
+size_t race_sim_collide(baton_race_sim *s);
 
 /* Fill the params of one environment; ref selects the reference searches. */
 void race_sim_fill_params(const baton_race_sim *s, size_t e, int ref, struct baton_race_params *p);

@@ -21,6 +21,9 @@
  * environment's own RNG seeded from (seed, env), and the objects' from another (objects.c): a run
  * is a function of the seed and the actions.
  *
+ * With `shared` the environments are worlds of that many cars on one track each (head-to-model:
+ * sim_shared.c): all move, then each world's cars are checked against each other.
+ *
  * step_ref is the same step with the plain searches: every centre-line segment and the full
  * polygon test. */
 #include "race_internal.h"
@@ -184,7 +187,12 @@ static void start_episode(baton_race_sim *s, size_t e)
     v->seg = nr.seg;
     derive(s, v, 0);
     st->status = BATON_RACE_IN_PROGRESS;
-    if (s->scene) race_scene_start(&s->scene[e], &s->o.objects, &s->o.car, s->t, g, v->start_ndist);
+    if (s->o.shared) {
+        v->parked = 0;
+        race_sim_sync_world(s, e);
+    } else if (s->scene) {
+        race_scene_start(&s->scene[e], &s->o.objects, &s->o.car, s->t, g, v->start_ndist);
+    }
     /* the next episode's start and direction (DeepRacer's finish_episode) */
     if (s->o.random_start)
         v->next_start = (double)(baton_rng_next(&v->rng) >> 11) / 9007199254740992.0;
@@ -208,10 +216,16 @@ int baton_race_sim_new(const baton_race_track *t, const baton_race_sim_opts *o, 
         return baton_err_set(err, BATON_ERR_ARG, "race sim: car or simulator options out of range");
     int rc = baton_race_objects_check(&o->objects, err);
     if (rc) return rc;
+    if (o->shared && (o->shared < 2 || o->shared > BATON_RACE_MAX_CARS || o->envs % (size_t)o->shared))
+        return baton_err_set(err, BATON_ERR_ARG, "race sim: %d cars on one track (want 2 to %d) and %zu environments (want a multiple)",
+                             o->shared, BATON_RACE_MAX_CARS, o->envs);
+    if (o->shared && baton_race_objects_any(&o->objects))
+        return baton_err_set(err, BATON_ERR_ARG, "race sim: cars on one track race without boxes or bots");
     baton_race_sim *s = calloc(1, sizeof *s);
     if (!s || !(s->env = calloc(o->envs, sizeof *s->env)) ||
-        (baton_race_objects_any(&o->objects) && !(s->scene = calloc(o->envs, sizeof *s->scene)))) {
-        if (s) free(s->env);
+        ((baton_race_objects_any(&o->objects) || o->shared) && !(s->scene = calloc(o->envs, sizeof *s->scene))) ||
+        (o->shared && !(s->stepped = calloc(o->envs, 1)))) {
+        if (s) free(s->env), free(s->scene);
         free(s);
         return baton_err_set(err, BATON_ERR_NOMEM, "race sim: out of memory");
     }
@@ -219,6 +233,7 @@ int baton_race_sim_new(const baton_race_track *t, const baton_race_sim_opts *o, 
     s->o = *o;
     s->n = o->envs;
     s->dt = 1 / o->hz;
+    for (size_t e = 0; e < s->n; e++) s->env[e].parked = 1;   /* a shared track's cars join as they start */
     for (size_t e = 0; e < s->n; e++) {
         race_env *v = &s->env[e];
         baton_rng_seed3(&v->rng, o->seed, e, 0x72616365);   /* "race" */
@@ -237,6 +252,7 @@ void baton_race_sim_free(baton_race_sim *s)
     if (!s) return;
     free(s->env);
     free(s->scene);
+    free(s->stepped);
     free(s);
 }
 
@@ -353,7 +369,7 @@ static inline int step_env(baton_race_sim *s, size_t e, float steer_in, float sp
     int lap = st->progress >= 100;
     int off = st->wheels_on == 0;
     st->crashed = 0;
-    if (s->scene) {
+    if (s->scene && !s->o.shared) {   /* a shared track's cars: after every car's move (race_sim_collide) */
         race_rect r;
         race_car_rect(car, st->x, st->y, st->yaw, &r);
         st->crashed = race_scene_hits(&s->scene[e], &r);
@@ -377,8 +393,23 @@ static inline int step_env(baton_race_sim *s, size_t e, float steer_in, float sp
     return st->status != BATON_RACE_IN_PROGRESS;
 }
 
+/* A shared track's step: every car moves, then the scenes follow and the cars are checked against
+ * each other where they all stand (sim_shared.c). */
+static size_t step_shared(baton_race_sim *s, const float *steer_deg, const float *speed, int ref)
+{
+    size_t ended = 0;
+    for (size_t e = 0; e < s->n; e++) {
+        s->stepped[e] = s->env[e].st.status == BATON_RACE_IN_PROGRESS && !s->env[e].parked;
+        if (s->stepped[e])
+            ended += (size_t)(ref ? step_env(s, e, steer_deg[e], speed[e], 1) : step_env(s, e, steer_deg[e], speed[e], 0));
+    }
+    race_sim_sync_peers(s);
+    return ended + race_sim_collide(s);
+}
+
 size_t baton_race_sim_step(baton_race_sim *s, const float *steer_deg, const float *speed)
 {
+    if (s->o.shared) return step_shared(s, steer_deg, speed, 0);
     size_t ended = 0;
     for (size_t e = 0; e < s->n; e++) ended += (size_t)step_env(s, e, steer_deg[e], speed[e], 0);
     return ended;
@@ -386,6 +417,7 @@ size_t baton_race_sim_step(baton_race_sim *s, const float *steer_deg, const floa
 
 size_t baton_race_sim_step_ref(baton_race_sim *s, const float *steer_deg, const float *speed)
 {
+    if (s->o.shared) return step_shared(s, steer_deg, speed, 1);
     size_t ended = 0;
     for (size_t e = 0; e < s->n; e++) ended += (size_t)step_env(s, e, steer_deg[e], speed[e], 1);
     return ended;
@@ -412,6 +444,7 @@ void baton_race_sim_set_pose(baton_race_sim *s, size_t env, double x, double y, 
     v->rev_count = v->immob_count = 0;
     st->crashed = 0;
     st->status = BATON_RACE_IN_PROGRESS;
+    if (s->o.shared) race_sim_sync_world(s, env);   /* the others see it where it now stands */
 }
 
 void baton_race_sim_place(baton_race_sim *s, size_t env, double s_m, double lateral_m, double yaw_off)
@@ -438,6 +471,10 @@ void baton_race_sim_scene_seed(baton_race_sim *s, size_t env, uint64_t key)
 void baton_race_sim_reset_here(baton_race_sim *s, size_t env)
 {
     if (env >= s->n) return;
+    if (s->o.shared) {   /* never onto another car: as little behind as keeps it clear */
+        baton_race_sim_crash_reset(s, env);
+        return;
+    }
     const race_geom *g = race_track_geom(s->t, s->env[env].st.reversed_dir);
     baton_race_sim_place(s, env, s->env[env].st.ndist * g->length, 0, 0);
 }

@@ -10,6 +10,10 @@
 #   - race train with bots: the sensor policy's model_metadata.json gains LIDAR, state.json the race;
 #     a run resumed between iterations (the race taken from the checkpoint) ends with the
 #     uninterrupted run's bytes; another race on resume is refused; eval and drive of that model;
+#   - race match (head-to-model): two one-action checkpoints built to collide, the car behind
+#     crashing and paying for it; the same match of two trained models twice, the same JSON;
+#     race train --race head-to-model --opponent: the LIDAR model, its opponent in state.json, a
+#     resumed run byte-identical to an uninterrupted one, another opponent refused on resume;
 #   - bad flags exit 2 naming the flag (a setting of another race type, counts out of range, an
 #     unknown race);
 #   - --race-file: a YAML file of baton's names and a JSON file of deepracer-for-cloud's DR_* names
@@ -87,6 +91,48 @@ check '$BATON race drive $TR --policy "$T/u" --race head-to-bot --bots 2 --max-s
     "drive the LIDAR model: $(head -c 400 "$T/e")"
 # a time trial's checkpoint is as before: no objects in its state, no LIDAR
 check '! grep -q "\"objects\"" "$T/m/ckpt-000000001/state.json" && ! grep -q LIDAR "$T/m/model_metadata.json"' "time trial files unchanged"
+
+# ---- head-to-model: `race match`. Two checkpoints built to collide: one action each, straight on,
+# "slow" (0.5 m/s) on the line and "fast" (4 m/s) 1 m behind it: the car behind hits the one ahead
+# from behind and pays for each crash (5 s), the one ahead none (bumped); the trace has one crashed
+# row per crash, each car an episode. The same match of two trained models is the same JSON twice.
+for v in slow:0.5 fast:4; do
+    printf '{"action_space": [{"steering_angle": 0, "speed": %s, "index": 0}], "sensor": ["BATON_SENSOR_VECTOR"], "neural_network": "BATON_SENSOR_MLP", "training_algorithm": "clipped_ppo", "action_space_type": "discrete", "version": "5"}' \
+        "${v#*:}" >"$T/${v%%:*}.json"
+    check '$BATON race train --track $TR --metadata "$T/${v%%:*}.json" --hyper docs/race-model/hyperparameters.json --ckpt-dir "$T/${v%%:*}" --episodes 1 --seed 1 --threads 1 --quiet >/dev/null 2>"$T/e"' \
+        "a one-action model (${v%%:*}): $(head -c 300 "$T/e")"
+done
+check '$BATON race match --ckpt "$T/slow" --ckpt "$T/fast" --laps 1 --json --trace "$T/match.csv" --svg "$T/match.svg" >"$T/hit.json" 2>"$T/e"' \
+    "match built to collide: $(head -c 300 "$T/e")"
+jcheck "$T/hit.json" "d['race'] == 'head-to-model' and [c['start'] for c in d['cars']] == [1, 2] and d['cars'][1]['crashes'] > 0 and d['cars'][0]['crashes'] == 0 and d['cars'][0]['bumps'] > 0 and d['cars'][1]['penalties_s'] >= 5 * d['cars'][1]['crashes'] and d['cars'][0]['position'] == 1 and all(c['completed'] for c in d['cars'])" \
+    "the car behind crashes into the one ahead and pays for it"
+fast_crashes=$(json "$T/hit.json" "d['cars'][1]['crashes']")
+check '[ "$(grep -c "^1,.*,crashed,0.0," "$T/match.csv")" = "$fast_crashes" ] && [ "$(grep -c "^0,.*,crashed," "$T/match.csv")" = 0 ]' \
+    "the trace: one crashed row per crash of the car behind ($fast_crashes)"
+check 'grep -q "$T/slow" "$T/match.svg" && grep -q "$T/fast" "$T/match.svg"' "the match's SVG names both cars"
+for k in 1 2; do
+    $BATON race match --ckpt "$T/u" --ckpt "$T/m" --track $TR --laps 1 --seed 7 --max-steps 600 --json >"$T/mm$k.json" 2>"$T/e"
+done
+check 'cmp -s "$T/mm1.json" "$T/mm2.json"' "the same match twice, the same JSON: $(head -c 300 "$T/e") $(head -c 300 "$T/mm1.json")"
+jcheck "$T/mm1.json" "len(d['cars']) == 2 and sorted(c['position'] for c in d['cars']) == [1, 2] and all(set(c) >= {'car', 'laps', 'total_s', 'crashes', 'overtakes', 'position'} for c in d['cars'])" \
+    "match --json: one object per car"
+# training against a model (--race head-to-model --opponent): the sensor policy gains the LIDAR,
+# state.json names the opponent; a run resumed between iterations (the opponent taken from the
+# checkpoint) ends with the uninterrupted run's bytes; another opponent on resume is refused; the
+# trained model then races its opponent
+H2M="--race head-to-model --opponent $T/slow"
+check '$TRN $H2M --ckpt-dir "$T/hu" --episodes 40 >/dev/null 2>"$T/e" && $TRN $H2M --ckpt-dir "$T/hr" --episodes 20 >/dev/null 2>>"$T/e" && $TRN --ckpt-dir "$T/hr" --episodes 40 >/dev/null 2>>"$T/e"' \
+    "train against a model, and in two runs: $(head -c 400 "$T/e")"
+check 'cmp -s "$T/hu/$FIN/model.safetensors" "$T/hr/$FIN/model.safetensors" && cmp -s "$T/hu/$FIN/optim.safetensors" "$T/hr/$FIN/optim.safetensors"' \
+    "a resumed run against a model is byte-identical to an uninterrupted one"
+check 'grep -q "LIDAR" "$T/hu/model_metadata.json" && grep -q "\"opponents\":\[\"[^\"]*/slow\"\]" "$T/hu/$FIN/state.json"' \
+    "the LIDAR model; state.json names its opponent: $(grep -o "\"opponents\":[^]]*]" "$T/hu/$FIN/state.json")"
+expect_fail 1 "another --opponent \(the models raced against\)" $TRN --race head-to-model --opponent "$T/fast" --ckpt-dir "$T/hu" --episodes 60
+expect_fail 2 "--race head-to-model needs --opponent" $TRN --race head-to-model --ckpt-dir "$T/hx" --episodes 20
+check '$BATON race match --ckpt "$T/hu" --ckpt "$T/slow" --laps 1 --max-steps 300 --json >"$T/hm.json" 2>"$T/e"' "the trained model races its opponent: $(head -c 300 "$T/e")"
+expect_fail 2 "two to four --ckpt are required" $BATON race match --ckpt "$T/u" --track $TR
+expect_fail 2 "at most 4 cars" $BATON race match --ckpt "$T/u" --ckpt "$T/u" --ckpt "$T/u" --ckpt "$T/u" --ckpt "$T/u" --track $TR
+expect_fail 1 "a start gap of 0.1 m" $BATON race match --ckpt "$T/u" --ckpt "$T/m" --track $TR --gap 0.1
 
 # ---- usage errors name the flag
 expect_fail 2 "--objects needs --race object-avoidance" $BATON race drive $TR --objects 3

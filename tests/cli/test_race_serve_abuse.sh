@@ -16,7 +16,10 @@
 #     them, and a racer at another address is served within 1 s meanwhile; heads dripped one line
 #     every 0.4 s (each line restarts libmicrohttpd's own timeout) are cut at the server's deadline
 #     for a whole head (--head-timeout 2 here), while a keep-alive connection idle 1.5 s between
-#     two requests is still served.
+#     two requests is still served;
+#   - 8 addresses each dripping 16 heads (all 128 connections): at most 64 wait on a head across
+#     addresses (a new connection closes the oldest), a racer at a ninth address is served within
+#     1 s, and every dripping connection is closed by the deadline.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/cli/lib.sh
 export OMP_NUM_THREADS=1
@@ -298,6 +301,66 @@ PY
 check 'python3 -c "import sys; t = [float(x) for x in sys.argv[1:]]; sys.exit(not all(1.5 < x < 4 for x in t))" $(grep ^drip "$T/drip.out" | cut -d" " -f2-)' \
     "heads dripped a line every 0.4 s: closed at the 2 s deadline (seconds each lasted: $(cat "$T/drip.out"))"
 check 'grep -q "^keepalive HTTP/1.1 200 OK | HTTP/1.1 200 OK" "$T/drip.out"' "a keep-alive connection idle 1.5 s between requests: both served"
+# ---- 8 addresses (127.0.0.10..17) each holding 16 connections that drip a header line every 0.4 s
+# (128: all the server takes): at most 64 connections wait on a head across addresses, a new one
+# closing the oldest, so a racer at a ninth address (127.0.0.18) is served within 1 s; every
+# dripping connection is closed by the 2 s deadline (those not closed for newer ones at it)
+python3 - "$PORT" >"$T/drip8.out" 2>&1 <<'PY'
+import socket, sys, threading, time
+port, t0, lasted, lock = int(sys.argv[1]), time.time(), [], threading.Lock()
+def address(k):
+    conns = []
+    for i in range(16):
+        s = socket.socket()
+        s.bind(("127.0.0.%d" % (10 + k), 0))
+        try:
+            s.connect(("127.0.0.1", port))
+            s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n")
+            conns.append([s, time.time(), 0])
+        except OSError:
+            s.close()
+            with lock: lasted.append(0.0)
+    while conns and time.time() - t0 < 6:
+        time.sleep(0.4)
+        for c in list(conns):
+            s, closed = c[0], False
+            s.setblocking(False)
+            try:
+                closed = s.recv(100) == b""
+            except BlockingIOError:
+                pass
+            except OSError:
+                closed = True
+            if not closed:
+                try:
+                    s.sendall(b"X-%d: y\r\n" % c[2]); c[2] += 1
+                except OSError:
+                    closed = True
+            if closed:
+                with lock: lasted.append(time.time() - c[1])
+                s.close(); conns.remove(c)
+    with lock: lasted.extend([99.0] * len(conns))   # never closed
+th = [threading.Thread(target=address, args=(k,)) for k in range(8)]
+for t in th: t.start()
+time.sleep(0.5)
+s = socket.socket()
+s.bind(("127.0.0.18", 0))
+s.settimeout(3)
+r0, status = time.time(), "none"
+try:
+    s.connect(("127.0.0.1", port))
+    s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    status = s.recv(100).split(b" ")[1].decode()
+except (OSError, IndexError):
+    pass
+racer = time.time() - r0
+for t in th: t.join()
+early, at = sum(x < 1.5 for x in lasted), sum(1.5 <= x <= 3.5 for x in lasted)
+print("racer %s in %.3f s; of %d dripping: %d closed for newer ones, %d at the deadline, longest %.2f s" %
+      (status, racer, len(lasted), early, at, max(lasted)))
+print(status == "200" and racer < 1 and len(lasted) == 128 and early + at == 128 and 60 <= early <= 66)
+PY
+check '[ "$(tail -n1 "$T/drip8.out")" = True ]' "8 addresses dripping heads: $(head -n1 "$T/drip8.out")"
 kill -TERM "$PID"
 check 'for _ in $(seq 100); do kill -0 "$PID" 2>/dev/null || break; sleep 0.05; done; ! kill -0 "$PID" 2>/dev/null' "SIGTERM stops it"
 finish

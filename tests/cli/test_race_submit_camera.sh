@@ -9,7 +9,8 @@
 #     default limit sends the policy alone (the log says how many bytes) and the camera model is
 #     evaluated and ranked;
 #   - a league whose limit the policy exceeds: the client says so, with both sizes, before sending
-#     anything (the server stores no submission).
+#     anything (the server stores no submission);
+#   - head-to-model with camera cars: the model races its exported policy (race match).
 cd "$(dirname "$0")/../.." || exit 1
 . tests/cli/lib.sh
 export OMP_NUM_THREADS=1
@@ -80,4 +81,9 @@ check '[ "$(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).e
 check '[ -z "$(ls -d "${TMPDIR:-/tmp}"/baton-submit-* 2>/dev/null)" ]' "the client's export folder removed"
 kill -TERM "$PID"
 wait "$PID" 2>/dev/null
+# head-to-model with camera cars: the camera model against its exported policy, each seeing the
+# other drawn in its frames (race match; a short drive)
+check '"$BATON" race match --ckpt "$T/cam" --ckpt "$T/pol" --track oval --laps 1 --max-steps 40 --json >"$T/cm.json" 2>"$T/cm.err" &&
+       python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(not (len(d[\"cars\"]) == 2 and d[\"steps\"] == 40))" "$T/cm.json"' \
+    "two camera cars race: $(head -c 300 "$T/cm.err" "$T/cm.json" 2>/dev/null)"
 finish

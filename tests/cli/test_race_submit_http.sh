@@ -139,7 +139,7 @@ check '[ "$(code "$U/api/entries/1/trace")" = 200 ] && [ "$(json "$T/body" "\"ob
 refused_race() {  # refused_race QUERY WANT: a POST with that query refused 400, naming the field
     [ "$(code -H "Authorization: Bearer $TOK2" -H "Content-Type: application/x-tar" --data-binary @"$T/m1.tar" "$U/api/submit?alias=$(enc "$A2")&track=oval&$1")" = 400 ] && grep -q "$2" "$T/body"
 }
-check 'refused_race race=drag "race .drag.: time-trial, object-avoidance or head-to-bot"' "an unknown race: 400 naming race: $(cat "$T/body")"
+check 'refused_race race=drag "race .drag.: time-trial, object-avoidance, head-to-bot or head-to-model"' "an unknown race: 400 naming race: $(cat "$T/body")"
 check 'refused_race race= "race ..: time-trial"' "an empty race: 400 naming race"
 check 'refused_race "race=head-to-bot&format=sprint" "format .sprint."' "a bad format with a race: 400 naming format"
 check '[ "$(code "$U/api/leaderboard?track=oval&race=Head-To-Bot")" = 400 ] && grep -q "race .Head-To-Bot." "$T/body"' "the leaderboard's race: 400 naming race"

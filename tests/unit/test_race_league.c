@@ -8,10 +8,13 @@
  * briefly, evaluated, stored with its trace, read back; a failed one stores nothing; the race types
  * (names, official settings and their JSON), a version-2 file upgraded (its entries time trials),
  * the same model submitted to object avoidance and head-to-bot under the official settings, each
- * on its own board with its drive's objects stored as evaluated. */
+ * on its own board with its drive's objects stored as evaluated; head-to-model's Bradley–Terry fit
+ * (the likelihood's stationary point, order-independent, finite for the unbeaten) and a queued
+ * head-to-model submission attempted twice: one racer, each pairing raced once, done naming it. */
 #include "../../src/league/league_internal.h"
 #include "check.h"
 
+#include <math.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,9 +168,9 @@ static void test_db_files(void)
     baton_league_close(l);
     /* another schema version */
     sqlite3 *db;
-    CHECK(sqlite3_open(p, &db) == SQLITE_OK && sqlite3_exec(db, "PRAGMA user_version=4", NULL, NULL, NULL) == SQLITE_OK);
+    CHECK(sqlite3_open(p, &db) == SQLITE_OK && sqlite3_exec(db, "PRAGMA user_version=5", NULL, NULL, NULL) == SQLITE_OK);
     sqlite3_close(db);
-    CHECK(baton_league_open(p, &l, &err) == BATON_ERR_FORMAT && strstr(err.msg, "schema version 4") && strstr(err.msg, p));
+    CHECK(baton_league_open(p, &l, &err) == BATON_ERR_FORMAT && strstr(err.msg, "schema version 5") && strstr(err.msg, p));
     /* another application's database (its tables left alone) */
     const char *q = path_in("other.db");
     CHECK(sqlite3_open(q, &db) == SQLITE_OK && sqlite3_exec(db, "CREATE TABLE jobs(x)", NULL, NULL, NULL) == SQLITE_OK);
@@ -320,7 +323,11 @@ static void test_upgrade_v2(void)
     CHECK(sqlite3_open(p, &db) == SQLITE_OK);
     sqlite3_stmt *st;
     CHECK(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW &&
-          sqlite3_column_int(st, 0) == BATON_LEAGUE_SCHEMA && BATON_LEAGUE_SCHEMA == 3);
+          sqlite3_column_int(st, 0) == BATON_LEAGUE_SCHEMA && BATON_LEAGUE_SCHEMA == 4);
+    sqlite3_finalize(st);
+    /* version 4's head-to-model tables came with the upgrade: an empty board */
+    CHECK(sqlite3_prepare_v2(db, "SELECT count(*) FROM h2m_racers, h2m_matches, h2m_cars", -1, &st, NULL) == SQLITE_OK &&
+          sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == 0);
     sqlite3_finalize(st);
     sqlite3_close(db);
 }
@@ -393,6 +400,79 @@ static void test_submit_races(void)
     baton_league_close(l);
 }
 
+/* Bradley–Terry ratings: the maximum-likelihood fit (each racer's expected wins, prior included,
+ * equal its wins), mirror-symmetric, independent of the games' order, finite for the unbeaten,
+ * bad indices refused. */
+static void test_ratings(void)
+{
+    baton_err err = {0};
+    double r[4];
+    CHECK(baton_league_bt_fit(3, NULL, 0, r, &err) == BATON_OK && r[0] == 1500 && r[1] == 1500 && r[2] == 1500);
+    const uint32_t two[4][2] = {{0, 1}, {0, 1}, {1, 0}, {0, 1}};
+    CHECK(baton_league_bt_fit(2, two, 4, r, &err) == BATON_OK && r[0] > r[1] && fabs(r[0] + r[1] - 3000) < 1e-6);
+    const uint32_t g[7][2] = {{0, 1}, {1, 2}, {2, 0}, {0, 2}, {3, 0}, {3, 1}, {3, 2}}, h[7][2] = {{3, 2}, {0, 2}, {3, 0}, {1, 2},
+                                                                                                  {2, 0}, {3, 1}, {0, 1}};
+    double q[4];
+    CHECK(baton_league_bt_fit(4, g, 7, r, &err) == BATON_OK && baton_league_bt_fit(4, h, 7, q, &err) == BATON_OK);
+    for (int i = 0; i < 4; i++) CHECK_MSG(fabs(r[i] - q[i]) < 1e-9 && isfinite(r[i]), "racer %d: %.12g %.12g", i, r[i], q[i]);
+    CHECK(r[3] > r[0] && r[0] > r[1] && r[0] > r[2]);   /* 3 unbeaten; 0 won 2 of 4 */
+    for (int i = 0; i < 4; i++) {   /* the likelihood's stationary point: expected wins = wins, prior included */
+        double p = pow(10, (r[i] - 1500) / 400), expect = 2 * p / (p + 1), wins = 1;
+        for (int k = 0; k < 7; k++) {
+            int w = (int)g[k][0], l = (int)g[k][1];
+            if (w != i && l != i) continue;
+            double o = pow(10, (r[w == i ? l : w] - 1500) / 400);
+            expect += p / (p + o);
+            wins += w == i;
+        }
+        CHECK_MSG(fabs(expect - wins) < 1e-6, "racer %d: %g expected, %g won", i, expect, wins);
+    }
+    const uint32_t bad[1][2] = {{0, 4}};
+    CHECK(baton_league_bt_fit(4, bad, 1, r, &err) == BATON_ERR_ARG && strstr(err.msg, "game 0"));
+}
+
+static int count_rows(const char *db, const char *sql)
+{
+    sqlite3 *h;
+    sqlite3_stmt *st;
+    int n = -1;
+    if (sqlite3_open(db, &h) == SQLITE_OK && sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK) {
+        if (sqlite3_step(st) == SQLITE_ROW) n = sqlite3_column_int(st, 0);
+        sqlite3_finalize(st);
+    }
+    sqlite3_close(h);
+    return n;
+}
+
+/* Head-to-model over the queue: a submission's racer is entered once, even when an attempt is made
+ * again (a server that died during the matches): the second finds the racer and races nothing
+ * twice; done names the racer. (The model test_submit trained.) */
+static void test_h2m_attempts(void)
+{
+    const char *db = path_in("h2m.db"), *ckpt = path_in("model");
+    baton_err err = {0};
+    baton_league *l;
+    CHECK_MSG(baton_league_open(db, &l, &err) == BATON_OK, "%s", err.msg);
+    baton_league_racer r;
+    size_t m = 9;
+    CHECK_MSG(baton_league_h2m_submit(l, ckpt, "ann", "oval", &r, &m, &err) == BATON_OK && m == 0 && r.rank == 1, "%s", err.msg);
+    sqlite3 *h;
+    const char *running = "INSERT INTO submissions(id, alias, track, track_path, format, state, bytes, submitted_at, race)"
+                          " VALUES(7, 'bob', 'oval', 'oval', 1, 1, 1, 5, 3)";
+    CHECK(sqlite3_open(db, &h) == SQLITE_OK && sqlite3_exec(h, running, NULL, NULL, NULL) == SQLITE_OK);
+    CHECK_MSG(league_h2m_enter(l, ckpt, "bob", "oval", 7, 5, &r, &m, &err) == BATON_OK && m == 2, "%s", err.msg);
+    int64_t bob = r.id;
+    baton_league_submission s;
+    CHECK(baton_league_submission_get(l, 7, &s, &err) == BATON_OK && s.state == BATON_LEAGUE_DONE && s.racer == bob &&
+          s.race == BATON_LEAGUE_H2M);
+    CHECK(sqlite3_exec(h, "UPDATE submissions SET state = 1 WHERE id = 7", NULL, NULL, NULL) == SQLITE_OK);   /* again */
+    sqlite3_close(h);
+    CHECK_MSG(league_h2m_enter(l, ckpt, "bob", "oval", 7, 5, &r, &m, &err) == BATON_OK && m == 2 && r.id == bob, "%s", err.msg);
+    CHECK(count_rows(db, "SELECT count(*) FROM h2m_racers") == 2 && count_rows(db, "SELECT count(*) FROM h2m_matches") == 2);
+    CHECK(league_h2m_enter(l, ckpt, "bob", "oval", 7, 5, &r, &m, &err) == BATON_ERR_BUSY);   /* no longer running */
+    baton_league_close(l);
+}
+
 int main(void)
 {
     CHECK(mkdtemp(tmp) != NULL);
@@ -403,6 +483,8 @@ int main(void)
     test_race_settings();
     test_upgrade_v2();
     test_submit_races();
+    test_ratings();
+    test_h2m_attempts();
     baton_remove_tree(tmp);
     CHECK_DONE();
 }

@@ -243,7 +243,7 @@ static void test_request(void)
     /* the race type: named, or time-trial; its standings' format the race's own unless given */
     q = req(auth, "a", "oval", &b);
     q.race = "drag";
-    CHECK(parse_refused(q, &r, 400, "race 'drag': time-trial, object-avoidance or head-to-bot"));
+    CHECK(parse_refused(q, &r, 400, "race 'drag': time-trial, object-avoidance, head-to-bot or head-to-model"));
     q.race = "";
     CHECK(parse_refused(q, &r, 400, "race '': time-trial"));
     baton_league_upload ur;
