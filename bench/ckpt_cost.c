@@ -8,7 +8,7 @@
  *     between measurements, outside the timing); median and 90th percentile of --reps saves, as a
  *     share of the trainer's default interval (BATON_TRAIN_CKPT_EVERY_SEC) and of one training step
  *     (batch 128, oneDNN kernels, median of 5; real models only);
- *   - synchronous save (baton_ckpt_save_sync: snapshot, write, fsync every file and the folders,
+ *   - synchronous save (ckpt_save_sync: snapshot, write, fsync every file and the folders,
  *     rename; in a store that keeps them all, so nothing is removed) against `dd if=/dev/zero of=F
  *     bs=1M count=BYTES iflag=count_bytes conv=fsync` of the same number of bytes in the same
  *     folder, alternating, --pairs pairs; medians and their ratio (save / dd; < 1 means the save is
@@ -217,7 +217,7 @@ int main(int argc, char **argv)
             for (int v = 0; v < 2 && !rc; v++) {
                 baton_ckpt_store *ss = v ? s : s2;
                 double t0 = baton_now();
-                if (st.m ? baton_ckpt_save_sync(ss, st.m, st.o, json, step, &err)
+                if (st.m ? ckpt_save_sync(ss, st.m, st.o, json, step, &err)
                          : (snapshot(ss, &st, json, step, &err) || baton_ckpt_persist_sync(ss, &err)))
                     rc = 1;
                 (v ? sr : sv)[i] = baton_now() - t0;

@@ -21,19 +21,19 @@
  * dtype, a shape of non-negative integers whose element count times the dtype size equals
  * end - begin (overflow-safe), offsets inside the data area, no overlap, the tensors covering the
  * data area exactly, unique names; __metadata__ maps strings to strings. */
-int baton_st_parse_header(const char *name, const uint8_t *p, size_t avail, uint64_t file_size,
+int ckpt_st_parse_header(const char *name, const uint8_t *p, size_t avail, uint64_t file_size,
                           baton_st_header *h, baton_err *err);
 /* Index of a tensor by name, or -1. */
-long baton_st_find(const baton_st_header *h, const char *name);
+long ckpt_st_find(const baton_st_header *h, const char *name);
 
 /* Serialise the header for these tensors (offsets contiguous, in the given order; __metadata__
  * first when nmeta > 0; padded with spaces to a multiple of 8) into out: the 8-byte length plus
  * the JSON. *data_len receives the size of the data area that must follow. */
-int baton_st_build_header(const baton_st_entry *t, size_t n, const char *const *meta_keys,
+int ckpt_st_build_header(const baton_st_entry *t, size_t n, const char *const *meta_keys,
                           const char *const *meta_vals, size_t nmeta, baton_buf *out,
                           uint64_t *data_len, baton_err *err);
 /* Write a whole safetensors file (not atomically: callers rename). */
-int baton_st_write_file(const char *path, const baton_st_entry *t, size_t n,
+int ckpt_st_write_file(const char *path, const baton_st_entry *t, size_t n,
                         const char *const *meta_keys, const char *const *meta_vals, size_t nmeta,
                         baton_err *err);
 
@@ -44,7 +44,7 @@ int baton_st_write_file(const char *path, const baton_st_entry *t, size_t n,
 int baton_st_load_tensors(const char *path, const baton_nn_tensor *targets, size_t n, const char *what,
                           baton_st_header *meta, baton_err *err);
 /* Also restores the optimizer's update count from __metadata__ "steps". */
-int baton_ckpt_load_optim(const char *path, baton_nn_optim *o, baton_err *err);
+int ckpt_load_optim(const char *path, baton_nn_optim *o, baton_err *err);
 
 /* ---------------------------------------------------------------------------------------------
  * MANIFEST (src/ckpt/manifest.c)
@@ -65,24 +65,24 @@ typedef struct baton_ckpt_manifest {
 
 /* Parse MANIFEST text: header line "baton-ckpt 1", then one "name bytes crc32c-hex" line per
  * file, each ending in '\n'; names are [A-Za-z0-9._-] (not "." or ".."), unique. */
-int baton_ckpt_manifest_parse(const char *name, const char *text, size_t len, baton_ckpt_manifest *m,
+int ckpt_manifest_parse(const char *name, const char *text, size_t len, baton_ckpt_manifest *m,
                               baton_err *err);
 /* Serialise (malloc'd, NUL-terminated). NULL on out-of-memory. */
-char *baton_ckpt_manifest_format(const baton_ckpt_manifest *m);
+char *ckpt_manifest_format(const baton_ckpt_manifest *m);
 
 /* Check state.json text: parses as a JSON object with an integer "step" equal to step (any step
  * when step is UINT64_MAX). */
-int baton_ckpt_state_check(const char *name, const char *text, size_t len, uint64_t step,
+int ckpt_state_check(const char *name, const char *text, size_t len, uint64_t step,
                            baton_err *err);
 
 /* ---------------------------------------------------------------------------------------------
  * The store's other calls (src/ckpt/snapshot.c)
  * --------------------------------------------------------------------------------------------- */
 /* The interruption path: wait, snapshot, persist, all on the calling thread. */
-int baton_ckpt_save_sync(baton_ckpt_store *s, const baton_nn_model *m, const baton_nn_optim *o,
+int ckpt_save_sync(baton_ckpt_store *s, const baton_nn_model *m, const baton_nn_optim *o,
                          const char *state_json, uint64_t step, baton_err *err);
 /* 1 while a persist is in flight. */
-int baton_ckpt_busy(baton_ckpt_store *s);
+int ckpt_busy(baton_ckpt_store *s);
 
 /* ---------------------------------------------------------------------------------------------
  * The remote copy (src/ckpt/remote.c); what it stores where is described in ckpt.h, beside
@@ -91,43 +91,43 @@ int baton_ckpt_busy(baton_ckpt_store *s);
 typedef struct baton_ckpt_remote baton_ckpt_remote;
 
 /* Open the remote (S3 or a local folder; HTTP stores are read-only). keep as for the local store. */
-int baton_ckpt_remote_open(const char *uri, const baton_store_opts *so, int keep, baton_ckpt_remote **out,
+int ckpt_remote_open(const char *uri, const baton_store_opts *so, int keep, baton_ckpt_remote **out,
                            baton_err *err);
 /* Waits for the uploader to finish what is queued (a failure not yet reported is logged), frees. */
-void baton_ckpt_remote_close(baton_ckpt_remote *r);
-const char *baton_ckpt_remote_uri(const baton_ckpt_remote *r);
+void ckpt_remote_close(baton_ckpt_remote *r);
+const char *ckpt_remote_uri(const baton_ckpt_remote *r);
 /* Upload the committed local folder of checkpoint step on the calling thread (after any upload in
  * flight): every file, checked against the folder's MANIFEST first, then MANIFEST; then remote
  * retention. A queued older checkpoint is dropped. */
-int baton_ckpt_remote_upload(baton_ckpt_remote *r, const char *folder, uint64_t step, baton_err *err);
+int ckpt_remote_upload(baton_ckpt_remote *r, const char *folder, uint64_t step, baton_err *err);
 /* Queue a committed folder for the background uploader; never waits for the network. A queued one
  * that has not started is replaced (it is superseded). */
-int baton_ckpt_remote_enqueue(baton_ckpt_remote *r, const char *folder, uint64_t step, baton_err *err);
+int ckpt_remote_enqueue(baton_ckpt_remote *r, const char *folder, uint64_t step, baton_err *err);
 /* Wait until nothing is queued or uploading; returns the outcome of the last upload when it failed
  * and was not reported yet (each failure is reported once), else BATON_OK. */
-int baton_ckpt_remote_wait(baton_ckpt_remote *r, baton_err *err);
+int ckpt_remote_wait(baton_ckpt_remote *r, baton_err *err);
 /* Uploads completed so far. */
-uint64_t baton_ckpt_remote_uploads(baton_ckpt_remote *r);
+uint64_t ckpt_remote_uploads(baton_ckpt_remote *r);
 /* The measured cost of an upload: the longest of the last (up to) 8 completed ones, in seconds
  * (remote retention included), or -1 when none completed yet; *n (may be NULL) the uploads so far. */
-double baton_ckpt_remote_cost(baton_ckpt_remote *r, uint64_t *n);
+double ckpt_remote_cost(baton_ckpt_remote *r, uint64_t *n);
 /* Every request of the remote ends by wall time t (baton_store_set_deadline; 0: no limit). */
-void baton_ckpt_remote_set_deadline(baton_ckpt_remote *r, double t);
+void ckpt_remote_set_deadline(baton_ckpt_remote *r, double t);
 /* The interruption's checkpoint (step) replaces what the uploader holds: a queued upload is dropped and
  * one under way is cut at once (waited for; its failure is not reported: the upload of the
  * interruption's checkpoint, or the next machine, replaces it). */
-void baton_ckpt_remote_supersede(baton_ckpt_remote *r, uint64_t step);
+void ckpt_remote_supersede(baton_ckpt_remote *r, uint64_t step);
 /* 1 when an upload of step (or a later one) completed in this process: one already under way when
  * supersede was called may have finished before it could be cut (a local folder is not cut). */
-int baton_ckpt_remote_uploaded(baton_ckpt_remote *r, uint64_t step);
+int ckpt_remote_uploaded(baton_ckpt_remote *r, uint64_t step);
 /* 1 when the remote holds a complete checkpoint of step (its MANIFEST object), 0 when not, < 0
  * when it cannot be listed. */
-int baton_ckpt_remote_has(baton_ckpt_remote *r, uint64_t step, baton_err *err);
+int ckpt_remote_has(baton_ckpt_remote *r, uint64_t step, baton_err *err);
 /* Steps of the complete remote checkpoints (MANIFEST present), newest first (caller frees). */
-int baton_ckpt_remote_list(baton_ckpt_remote *r, uint64_t **steps, size_t *n, baton_err *err);
+int ckpt_remote_list(baton_ckpt_remote *r, uint64_t **steps, size_t *n, baton_err *err);
 /* Keep the newest keep complete remote checkpoints (0: the remote's keep); delete older ones
  * (MANIFEST first) and incomplete ones older than the newest complete one. */
-int baton_ckpt_remote_retain(baton_ckpt_remote *r, int keep, baton_err *err);
+int ckpt_remote_retain(baton_ckpt_remote *r, int keep, baton_err *err);
 /* Download the newest complete remote checkpoint that verifies and commit it under dir (keep as in
  * baton_ckpt_commit); its folder into path, its step into *step. Damaged ones are skipped with a
  * warning. BATON_ERR_NOTFOUND when there is none; a listing failure is an error. */
@@ -147,7 +147,7 @@ typedef struct baton_ckpt_blob {
 int baton_ckpt_commit(const char *dir, uint64_t step, const baton_ckpt_blob *files, size_t nfiles,
                       int keep, char *committed, size_t cap, baton_err *err);
 /* Remove stray .ckpt-*.tmp.* folders (crashed runs); returns how many were removed. */
-int baton_ckpt_clean_temps(const char *dir);
+int ckpt_clean_temps(const char *dir);
 /* Apply retention (src/ckpt/retain.c): keep the newest keep checkpoints that pass the full check
  * (baton_ckpt_verify), remove older verified ones, and move every folder that does not verify aside
  * to .ckpt-<step>.corrupt (never deleted). The newest verified checkpoint always stays. */

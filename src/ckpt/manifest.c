@@ -5,7 +5,7 @@
  *   baton-ckpt 1\n
  *   <name> <bytes> <crc32c>\n        one line per file of the folder, in the order written
  *
- * Invariants a reader checks (baton_ckpt_manifest_parse):
+ * Invariants a reader checks (ckpt_manifest_parse):
  *   - the first line is exactly "baton-ckpt 1" (version 1; other versions are refused);
  *   - every line ends in '\n' (a MANIFEST cut short is refused, not half-read);
  *   - name is 1..63 bytes of [A-Za-z0-9._-], not "." or "..", unique within the file;
@@ -34,7 +34,7 @@ static int name_ok(const char *s, size_t n)
     return 1;
 }
 
-int baton_ckpt_manifest_parse(const char *name, const char *text, size_t len, baton_ckpt_manifest *m,
+int ckpt_manifest_parse(const char *name, const char *text, size_t len, baton_ckpt_manifest *m,
                               baton_err *err)
 {
     memset(m, 0, sizeof *m);
@@ -103,7 +103,7 @@ int baton_ckpt_manifest_parse(const char *name, const char *text, size_t len, ba
     return BATON_OK;
 }
 
-char *baton_ckpt_manifest_format(const baton_ckpt_manifest *m)
+char *ckpt_manifest_format(const baton_ckpt_manifest *m)
 {
     size_t cap = 16 + m->nfiles * (BATON_CKPT_NAME_MAX + 40);
     char *s = malloc(cap);
@@ -115,7 +115,7 @@ char *baton_ckpt_manifest_format(const baton_ckpt_manifest *m)
     return s;
 }
 
-int baton_ckpt_state_check(const char *name, const char *text, size_t len, uint64_t step, baton_err *err)
+int ckpt_state_check(const char *name, const char *text, size_t len, uint64_t step, baton_err *err)
 {
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);

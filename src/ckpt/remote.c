@@ -24,7 +24,7 @@
  * Threads: the uploader thread starts on the first enqueue and takes the newest queued checkpoint; a
  * newer enqueue replaces a queued one that has not started (logged). Uploads, background or on the
  * caller's thread, are serialised by one mutex, and each records its outcome under it, so
- * baton_ckpt_remote_wait reports the outcome of the last upload. Messages name the bucket and key
+ * ckpt_remote_wait reports the outcome of the last upload. Messages name the bucket and key
  * (the store's URI plus the object name) and never contain credentials (the io layer scrubs them). */
 #include "baton/rec.h"
 #include "ckpt_internal.h"
@@ -61,7 +61,7 @@ struct baton_ckpt_remote {
 
 static const char *const required[] = {"model.safetensors", "optim.safetensors", "state.json"};
 
-int baton_ckpt_remote_open(const char *uri, const baton_store_opts *so, int keep, baton_ckpt_remote **out,
+int ckpt_remote_open(const char *uri, const baton_store_opts *so, int keep, baton_ckpt_remote **out,
                            baton_err *err)
 {
     *out = NULL;
@@ -90,7 +90,7 @@ int baton_ckpt_remote_open(const char *uri, const baton_store_opts *so, int keep
     return BATON_OK;
 }
 
-const char *baton_ckpt_remote_uri(const baton_ckpt_remote *r) { return baton_store_uri(r->st); }
+const char *ckpt_remote_uri(const baton_ckpt_remote *r) { return baton_store_uri(r->st); }
 
 /* ---------------------------------------------------------------- listing */
 
@@ -143,7 +143,7 @@ static int remote_steps(baton_ckpt_remote *r, baton_store_obj **objs, size_t *no
     return BATON_OK;
 }
 
-int baton_ckpt_remote_list(baton_ckpt_remote *r, uint64_t **steps, size_t *n, baton_err *err)
+int ckpt_remote_list(baton_ckpt_remote *r, uint64_t **steps, size_t *n, baton_err *err)
 {
     *steps = NULL;
     *n = 0;
@@ -181,7 +181,7 @@ static int delete_folder(baton_ckpt_remote *r, const rstep *f, const baton_store
     return BATON_OK;
 }
 
-int baton_ckpt_remote_retain(baton_ckpt_remote *r, int keep, baton_err *err)
+int ckpt_remote_retain(baton_ckpt_remote *r, int keep, baton_err *err)
 {
     if (keep <= 0) keep = r->keep;
     baton_store_obj *objs;
@@ -256,7 +256,7 @@ static int upload_locked(baton_ckpt_remote *r, const char *folder, uint64_t step
     int rc = baton_file_read_all(p, BATON_CKPT_MANIFEST_MAX, &text, &tlen, err);
     if (rc != BATON_OK) return rc;
     baton_ckpt_manifest m;
-    if ((rc = baton_ckpt_manifest_parse(p, (const char *)text, tlen, &m, err)) != BATON_OK) goto out;
+    if ((rc = ckpt_manifest_parse(p, (const char *)text, tlen, &m, err)) != BATON_OK) goto out;
     for (size_t i = 0; i < m.nfiles; i++) {
         const baton_ckpt_file *f = &m.files[i];
         if ((rc = baton_path_join(p, sizeof p, folder, f->name, err)) != BATON_OK) goto out;
@@ -278,7 +278,7 @@ static int upload_locked(baton_ckpt_remote *r, const char *folder, uint64_t step
     snprintf(name, sizeof name, "%s/MANIFEST", dir);
     if ((rc = baton_store_put(r->st, name, text, tlen, err)) != BATON_OK) goto out;
     baton_err rerr = {0};
-    if (baton_ckpt_remote_retain(r, r->keep, &rerr) != BATON_OK)
+    if (ckpt_remote_retain(r, r->keep, &rerr) != BATON_OK)
         baton_log(BATON_LOG_WARN, "remote retention in %s: %s", baton_store_uri(r->st), rerr.msg);
 out:
     free(text);
@@ -309,7 +309,7 @@ static int upload_record(baton_ckpt_remote *r, const char *folder, uint64_t step
     return rc;
 }
 
-int baton_ckpt_remote_upload(baton_ckpt_remote *r, const char *folder, uint64_t step, baton_err *err)
+int ckpt_remote_upload(baton_ckpt_remote *r, const char *folder, uint64_t step, baton_err *err)
 {
     pthread_mutex_lock(&r->mu);
     if (r->has_pending && r->pending_step <= step) r->has_pending = 0;   /* superseded by this one */
@@ -348,7 +348,7 @@ static void *uploader(void *arg)
     return NULL;
 }
 
-int baton_ckpt_remote_enqueue(baton_ckpt_remote *r, const char *folder, uint64_t step, baton_err *err)
+int ckpt_remote_enqueue(baton_ckpt_remote *r, const char *folder, uint64_t step, baton_err *err)
 {
     if (strlen(folder) >= sizeof r->pending) return baton_err_set(err, BATON_ERR_ARG, "%s: path too long", folder);
     pthread_mutex_lock(&r->mu);
@@ -372,7 +372,7 @@ int baton_ckpt_remote_enqueue(baton_ckpt_remote *r, const char *folder, uint64_t
     return rc;
 }
 
-int baton_ckpt_remote_wait(baton_ckpt_remote *r, baton_err *err)
+int ckpt_remote_wait(baton_ckpt_remote *r, baton_err *err)
 {
     pthread_mutex_lock(&r->mu);
     while (r->has_pending || r->active) pthread_cond_wait(&r->cv, &r->mu);
@@ -383,7 +383,7 @@ int baton_ckpt_remote_wait(baton_ckpt_remote *r, baton_err *err)
     return rc;
 }
 
-uint64_t baton_ckpt_remote_uploads(baton_ckpt_remote *r)
+uint64_t ckpt_remote_uploads(baton_ckpt_remote *r)
 {
     pthread_mutex_lock(&r->mu);
     uint64_t n = r->uploads;
@@ -391,7 +391,7 @@ uint64_t baton_ckpt_remote_uploads(baton_ckpt_remote *r)
     return n;
 }
 
-double baton_ckpt_remote_cost(baton_ckpt_remote *r, uint64_t *n)
+double ckpt_remote_cost(baton_ckpt_remote *r, uint64_t *n)
 {
     pthread_mutex_lock(&r->mu);
     double worst = -1;
@@ -403,12 +403,12 @@ double baton_ckpt_remote_cost(baton_ckpt_remote *r, uint64_t *n)
     return worst;
 }
 
-void baton_ckpt_remote_set_deadline(baton_ckpt_remote *r, double t)
+void ckpt_remote_set_deadline(baton_ckpt_remote *r, double t)
 {
     baton_store_set_deadline(r->st, t);
 }
 
-int baton_ckpt_remote_uploaded(baton_ckpt_remote *r, uint64_t step)
+int ckpt_remote_uploaded(baton_ckpt_remote *r, uint64_t step)
 {
     pthread_mutex_lock(&r->mu);
     int done = r->uploads > 0 && r->last_step >= step;
@@ -416,7 +416,7 @@ int baton_ckpt_remote_uploaded(baton_ckpt_remote *r, uint64_t step)
     return done;
 }
 
-void baton_ckpt_remote_supersede(baton_ckpt_remote *r, uint64_t step)
+void ckpt_remote_supersede(baton_ckpt_remote *r, uint64_t step)
 {
     pthread_mutex_lock(&r->mu);
     if (r->has_pending) {
@@ -434,11 +434,11 @@ void baton_ckpt_remote_supersede(baton_ckpt_remote *r, uint64_t step)
     pthread_mutex_unlock(&r->mu);
 }
 
-int baton_ckpt_remote_has(baton_ckpt_remote *r, uint64_t step, baton_err *err)
+int ckpt_remote_has(baton_ckpt_remote *r, uint64_t step, baton_err *err)
 {
     uint64_t *steps;
     size_t n;
-    int rc = baton_ckpt_remote_list(r, &steps, &n, err);
+    int rc = ckpt_remote_list(r, &steps, &n, err);
     if (rc != BATON_OK) return rc;
     int found = 0;
     for (size_t i = 0; i < n && !found; i++) found = steps[i] == step;
@@ -446,7 +446,7 @@ int baton_ckpt_remote_has(baton_ckpt_remote *r, uint64_t step, baton_err *err)
     return found;
 }
 
-void baton_ckpt_remote_close(baton_ckpt_remote *r)
+void ckpt_remote_close(baton_ckpt_remote *r)
 {
     if (!r) return;
     pthread_mutex_lock(&r->mu);
@@ -478,7 +478,7 @@ static int restore_one(baton_ckpt_remote *r, const rstep *f, const char *dir, in
     int rc = baton_store_get(r->st, name, BATON_CKPT_MANIFEST_MAX, &mt, err);
     if (rc == BATON_OK) {
         snprintf(uri, sizeof uri, "%s%s", baton_store_uri(r->st), name);
-        rc = baton_ckpt_manifest_parse(uri, (const char *)mt.data, mt.len, &m, err);
+        rc = ckpt_manifest_parse(uri, (const char *)mt.data, mt.len, &m, err);
     }
     for (size_t k = 0; rc == BATON_OK && k < sizeof required / sizeof required[0]; k++) {
         int found = 0;
@@ -508,10 +508,10 @@ static int restore_one(baton_ckpt_remote *r, const rstep *f, const char *dir, in
         size_t nl = strlen(cf->name);
         if (nl > 12 && !strcmp(cf->name + nl - 12, ".safetensors")) {
             baton_st_header h;
-            if ((rc = baton_st_parse_header(uri, bufs[i].data, bufs[i].len, bufs[i].len, &h, err)) != BATON_OK) break;
+            if ((rc = ckpt_st_parse_header(uri, bufs[i].data, bufs[i].len, bufs[i].len, &h, err)) != BATON_OK) break;
             baton_st_header_free(&h);
         } else if (!strcmp(cf->name, "state.json")) {
-            if ((rc = baton_ckpt_state_check(uri, (const char *)bufs[i].data, bufs[i].len, f->step, err)) != BATON_OK)
+            if ((rc = ckpt_state_check(uri, (const char *)bufs[i].data, bufs[i].len, f->step, err)) != BATON_OK)
                 break;
         }
         blobs[i] = (baton_ckpt_blob){cf->name, bufs[i].data, bufs[i].len};

@@ -12,7 +12,7 @@
  *   offset 8 + N    the data area: each tensor's elements, little-endian, row-major, at
  *                   [begin, end) relative to the start of the data area
  *
- * Invariants a reader checks before it trusts anything (baton_st_parse_header):
+ * Invariants a reader checks before it trusts anything (ckpt_st_parse_header):
  *   - the file holds at least 8 bytes; 8 + N <= file size; N <= 100 MB;
  *   - the header starts with '{', is one well-formed JSON object, followed only by whitespace;
  *   - tensor names are unique; "__metadata__" is not a tensor and maps strings to strings;
@@ -86,7 +86,7 @@ void baton_st_header_free(baton_st_header *h)
     memset(h, 0, sizeof *h);
 }
 
-long baton_st_find(const baton_st_header *h, const char *name)
+long ckpt_st_find(const baton_st_header *h, const char *name)
 {
     for (size_t i = 0; i < h->ntensors; i++)
         if (strcmp(h->tensors[i].name, name) == 0) return (long)i;
@@ -246,7 +246,7 @@ static int parse_metadata(baton_jr *r, const cJSON *md, baton_st_header *h)
     return BATON_OK;
 }
 
-int baton_st_parse_header(const char *name, const uint8_t *p, size_t avail, uint64_t file_size,
+int ckpt_st_parse_header(const char *name, const uint8_t *p, size_t avail, uint64_t file_size,
                           baton_st_header *h, baton_err *err)
 {
     memset(h, 0, sizeof *h);
@@ -324,7 +324,7 @@ static int put_json_string(baton_buf *b, const char *s)
     return baton_buf_append(b, "\"", 1);
 }
 
-int baton_st_build_header(const baton_st_entry *t, size_t n, const char *const *meta_keys,
+int ckpt_st_build_header(const baton_st_entry *t, size_t n, const char *const *meta_keys,
                           const char *const *meta_vals, size_t nmeta, baton_buf *out,
                           uint64_t *data_len, baton_err *err)
 {
@@ -372,13 +372,13 @@ int baton_st_build_header(const baton_st_entry *t, size_t n, const char *const *
     return BATON_OK;
 }
 
-int baton_st_write_file(const char *path, const baton_st_entry *t, size_t n,
+int ckpt_st_write_file(const char *path, const baton_st_entry *t, size_t n,
                         const char *const *meta_keys, const char *const *meta_vals, size_t nmeta,
                         baton_err *err)
 {
     baton_buf hb = {0};
     uint64_t dl;
-    int rc = baton_st_build_header(t, n, meta_keys, meta_vals, nmeta, &hb, &dl, err);
+    int rc = ckpt_st_build_header(t, n, meta_keys, meta_vals, nmeta, &hb, &dl, err);
     if (rc) {
         baton_buf_free(&hb);
         return rc;
@@ -408,7 +408,7 @@ int baton_st_read_file(const char *path, baton_st_header *h, uint8_t **data, bat
     *data = NULL;
     int rc = baton_file_read_all(path, (size_t)1 << 40, data, &len, err);
     if (rc) return rc;
-    rc = baton_st_parse_header(path, *data, len, len, h, err);
+    rc = ckpt_st_parse_header(path, *data, len, len, h, err);
     if (rc) {
         free(*data);
         *data = NULL;
@@ -429,7 +429,7 @@ int baton_st_load_tensors(const char *path, const baton_nn_tensor *targets, size
     size_t problems = 0;
     char first[700] = "";
     for (size_t i = 0; i < n; i++) {
-        long k = baton_st_find(&h, targets[i].name);
+        long k = ckpt_st_find(&h, targets[i].name);
         char want[160], got[160];
         fmt_shape(want, sizeof want, targets[i].shape, targets[i].ndim);
         if (k < 0) {
@@ -459,7 +459,7 @@ int baton_st_load_tensors(const char *path, const baton_nn_tensor *targets, size
                            path, first, "", problems, problems == 1 ? "" : "s", what, n, h.ntensors);
     } else {
         for (size_t i = 0; i < n; i++) {
-            const baton_st_tensor *t = &h.tensors[baton_st_find(&h, targets[i].name)];
+            const baton_st_tensor *t = &h.tensors[ckpt_st_find(&h, targets[i].name)];
             memcpy(targets[i].data, data + h.data_start + t->begin, (size_t)(t->end - t->begin));
         }
     }
@@ -517,7 +517,7 @@ static int meta_steps(const char *path, const baton_st_header *h, uint64_t *step
     return BATON_OK;
 }
 
-int baton_ckpt_load_optim(const char *path, baton_nn_optim *o, baton_err *err)
+int ckpt_load_optim(const char *path, baton_nn_optim *o, baton_err *err)
 {
     baton_nn_tensor *ts;
     size_t n = baton_nn_optim_ntensors(o);

@@ -125,7 +125,7 @@ void baton_ckpt_store_close(baton_ckpt_store *s)
 {
     if (!s) return;
     join(s, NULL, 1);
-    baton_ckpt_remote_close(s->remote);
+    ckpt_remote_close(s->remote);
     baton_buf_free(&s->model);
     baton_buf_free(&s->optim);
     baton_buf_free(&s->state);
@@ -142,7 +142,7 @@ void baton_ckpt_store_close(baton_ckpt_store *s)
     free(s);
 }
 
-int baton_ckpt_busy(baton_ckpt_store *s) { return s->busy && !atomic_load(&s->done); }
+int ckpt_busy(baton_ckpt_store *s) { return s->busy && !atomic_load(&s->done); }
 
 int baton_ckpt_reap(baton_ckpt_store *s, int block, uint64_t *step)
 {
@@ -160,7 +160,7 @@ static int image(baton_ckpt_store *s, baton_buf *img, const baton_st_entry *e, s
                  const char *const *mv, size_t nmeta, baton_err *err)
 {
     uint64_t dl;
-    int rc = baton_st_build_header(e, n, mk, mv, nmeta, &s->scratch, &dl, err);
+    int rc = ckpt_st_build_header(e, n, mk, mv, nmeta, &s->scratch, &dl, err);
     if (rc != BATON_OK) return rc;
     img->len = 0;
     /* a little slack so that a longer header later (more digits) does not reallocate */
@@ -202,7 +202,7 @@ int baton_ckpt_snapshot_entries(baton_ckpt_store *s, const baton_st_entry *mt, s
         join(s, NULL, 1);
     }
     size_t sl = strlen(state_json);
-    int rc = baton_ckpt_state_check("state.json", state_json, sl, step, err);
+    int rc = ckpt_state_check("state.json", state_json, sl, step, err);
     if (rc) return baton_err_prefix(err, "snapshot of step %" PRIu64, step);
     static const char *const mk[] = {"format"}, *const mv[] = {"pt"};
     if ((rc = image(s, &s->model, mt, nm, mk, mv, 1, err)) != BATON_OK) return baton_err_prefix(err, "model.safetensors");
@@ -296,13 +296,13 @@ static void persist_now(baton_ckpt_store *s, int sync)
     }
     if (s->rc != BATON_OK || !s->remote || sync == PERSIST_LOCAL) return;
     if (sync == PERSIST_SYNC) {
-        s->rc = baton_ckpt_remote_upload(s->remote, s->committed, s->step, &s->err);
+        s->rc = ckpt_remote_upload(s->remote, s->committed, s->step, &s->err);
         if (s->rc != BATON_OK)
             baton_err_prefix(&s->err, "checkpoint %" PRIu64 " committed locally (%s) but not uploaded", s->step,
                              s->committed);
     } else {
         baton_err e = {0};
-        if (baton_ckpt_remote_enqueue(s->remote, s->committed, s->step, &e) != BATON_OK)
+        if (ckpt_remote_enqueue(s->remote, s->committed, s->step, &e) != BATON_OK)
             baton_log(BATON_LOG_WARN, "checkpoint %" PRIu64 " not uploaded: %s", s->step, e.msg);
     }
 }
@@ -345,7 +345,7 @@ int baton_ckpt_wait(baton_ckpt_store *s, baton_err *err)
     int rc = join(s, err, 0);
     if (s->remote) {
         baton_err e = {0};
-        int urc = baton_ckpt_remote_wait(s->remote, &e);
+        int urc = ckpt_remote_wait(s->remote, &e);
         if (urc != BATON_OK && rc == BATON_OK) {
             rc = urc;
             if (err) *err = e;
@@ -357,7 +357,7 @@ int baton_ckpt_wait(baton_ckpt_store *s, baton_err *err)
 int baton_ckpt_store_attach(baton_ckpt_store *s, const char *uri, const baton_store_opts *so, baton_err *err)
 {
     if (s->remote) return baton_err_set(err, BATON_ERR_ARG, "%s: a remote is already attached", s->dir);
-    return baton_ckpt_remote_open(uri, so, s->keep, &s->remote, err);
+    return ckpt_remote_open(uri, so, s->keep, &s->remote, err);
 }
 
 int baton_ckpt_store_restore(baton_ckpt_store *s, char *path, size_t cap, uint64_t *step, baton_err *err)
@@ -419,17 +419,17 @@ void baton_ckpt_store_costs(baton_ckpt_store *s, baton_ckpt_costs *c)
     for (uint64_t i = 0; i < s->commits && i < 8; i++)
         if (s->commit_took[i] > c->commit_s) c->commit_s = s->commit_took[i];
     pthread_mutex_unlock(&s->mu);
-    if (s->remote) c->upload_s = baton_ckpt_remote_cost(s->remote, &c->uploads);
+    if (s->remote) c->upload_s = ckpt_remote_cost(s->remote, &c->uploads);
 }
 
 /* The upload half of baton_ckpt_persist_by, for the committed folder of out->step. */
 static void upload_by(baton_ckpt_store *s, double deadline, double margin_s, baton_ckpt_by *out)
 {
-    baton_ckpt_remote_supersede(s->remote, out->step);
+    ckpt_remote_supersede(s->remote, out->step);
     uint64_t n = 0;
-    out->upload_est_s = baton_ckpt_remote_cost(s->remote, &n);
+    out->upload_est_s = ckpt_remote_cost(s->remote, &n);
     double limit = deadline > 0 ? deadline - margin_s : 0, now = wall_now();
-    if (baton_ckpt_remote_uploaded(s->remote, out->step)) {   /* the background upload finished first */
+    if (ckpt_remote_uploaded(s->remote, out->step)) {   /* the background upload finished first */
         out->upload = BATON_CKPT_UPLOAD_DONE;
         out->upload_at = now;
         snprintf(out->why, sizeof out->why, "uploaded in the background before the notice was handled");
@@ -450,9 +450,9 @@ static void upload_by(baton_ckpt_store *s, double deadline, double margin_s, bat
     }
     baton_err e = {0};
     double t0 = baton_now();
-    baton_ckpt_remote_set_deadline(s->remote, limit);
-    int rc = baton_ckpt_remote_upload(s->remote, s->committed, out->step, &e);
-    baton_ckpt_remote_set_deadline(s->remote, 0);
+    ckpt_remote_set_deadline(s->remote, limit);
+    int rc = ckpt_remote_upload(s->remote, s->committed, out->step, &e);
+    ckpt_remote_set_deadline(s->remote, 0);
     out->upload_s = baton_now() - t0;
     if (rc == BATON_OK) {
         out->upload = BATON_CKPT_UPLOAD_DONE;
@@ -496,13 +496,13 @@ int baton_ckpt_store_upload_left(baton_ckpt_store *s, const char *folder, uint64
 {
     if (!s->remote) return 0;
     baton_err e = {0};
-    int has = baton_ckpt_remote_has(s->remote, step, &e);
+    int has = ckpt_remote_has(s->remote, step, &e);
     if (has < 0) {
         baton_log(BATON_LOG_WARN, "cannot tell whether checkpoint %" PRIu64 " is uploaded: %s", step, e.msg);
         return 0;
     }
     if (has) return 0;
-    if (baton_ckpt_remote_enqueue(s->remote, folder, step, &e) != BATON_OK) {
+    if (ckpt_remote_enqueue(s->remote, folder, step, &e) != BATON_OK) {
         baton_log(BATON_LOG_WARN, "checkpoint %" PRIu64 " not uploaded: %s", step, e.msg);
         return 0;
     }
@@ -510,7 +510,7 @@ int baton_ckpt_store_upload_left(baton_ckpt_store *s, const char *folder, uint64
     return 1;
 }
 
-int baton_ckpt_save_sync(baton_ckpt_store *s, const baton_nn_model *m, const baton_nn_optim *o,
+int ckpt_save_sync(baton_ckpt_store *s, const baton_nn_model *m, const baton_nn_optim *o,
                          const char *state_json, uint64_t step, baton_err *err)
 {
     join(s, NULL, 1);

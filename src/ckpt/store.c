@@ -78,7 +78,7 @@ static const char *base_name(const char *path)
     return s;
 }
 
-int baton_ckpt_clean_temps(const char *dir)
+int ckpt_clean_temps(const char *dir)
 {
     DIR *d = opendir(dir);
     if (!d) return 0;
@@ -153,7 +153,7 @@ int ckpt_commit(const char *dir, uint64_t step, const baton_ckpt_blob *files, si
         snprintf(fin, sizeof fin, "%s/ckpt-%09" PRIu64, dir, step) >= (int)sizeof fin ||
         snprintf(old, sizeof old, "%s/.ckpt-%09" PRIu64 ".old.%ld", dir, step, (long)getpid()) >= (int)sizeof old)
         return baton_err_set(err, BATON_ERR_ARG, "%s: path too long", dir);
-    baton_ckpt_clean_temps(dir);
+    ckpt_clean_temps(dir);
     if (baton_sys.mkdir(tmp, 0755) != 0) return io_err(err, "cannot create folder", tmp);
     baton_ckpt_manifest man = {0};
     int rc = BATON_OK, fds[16];
@@ -169,7 +169,7 @@ int ckpt_commit(const char *dir, uint64_t step, const baton_ckpt_blob *files, si
         }
     }
     if (rc == BATON_OK) {
-        char *mt = baton_ckpt_manifest_format(&man);
+        char *mt = ckpt_manifest_format(&man);
         if (!mt) {
             rc = baton_err_set(err, BATON_ERR_NOMEM, "%s: out of memory", tmp);
         } else {
@@ -292,7 +292,7 @@ static int check_st_header(const char *path, uint64_t size, baton_err *err)
     }
     baton_sys.close(fd);
     baton_st_header h;
-    int rc = baton_st_parse_header(path, b, got, size, &h, err);
+    int rc = ckpt_st_parse_header(path, b, got, size, &h, err);
     free(b);
     if (rc == BATON_OK) baton_st_header_free(&h);
     return rc;
@@ -309,7 +309,7 @@ static int verify_impl(const char *ckpt_dir, int full, baton_err *err)
         return baton_err_set(err, BATON_ERR_TRUNCATED, "%s: MANIFEST missing (not committed, or torn)", ckpt_dir);
     if (rc) return rc;
     baton_ckpt_manifest m;
-    rc = baton_ckpt_manifest_parse(p, (const char *)text, len, &m, err);
+    rc = ckpt_manifest_parse(p, (const char *)text, len, &m, err);
     free(text);
     if (rc) return rc;
     for (size_t k = 0; k < sizeof required / sizeof required[0]; k++) {
@@ -346,7 +346,7 @@ static int verify_impl(const char *ckpt_dir, int full, baton_err *err)
             uint8_t *st;
             size_t sl;
             if ((rc = baton_file_read_all(p, (size_t)64 << 20, &st, &sl, err)) != BATON_OK) return rc;
-            rc = baton_ckpt_state_check(p, (const char *)st, sl, step, err);
+            rc = ckpt_state_check(p, (const char *)st, sl, step, err);
             free(st);
             if (rc) return rc;
         }
@@ -416,7 +416,7 @@ int baton_ckpt_list(const char *dir, int verify, baton_ckpt_info **out, size_t *
         baton_ckpt_manifest m;
         baton_err e2 = {0};
         if (baton_file_read_all(p, BATON_CKPT_MANIFEST_MAX, &text, &len, &e2) == BATON_OK) {
-            if (baton_ckpt_manifest_parse(p, (const char *)text, len, &m, &e2) == BATON_OK)
+            if (ckpt_manifest_parse(p, (const char *)text, len, &m, &e2) == BATON_OK)
                 for (size_t k = 0; k < m.nfiles; k++) c->bytes += m.files[k].bytes;
             free(text);
         }
@@ -467,7 +467,7 @@ int baton_ckpt_load(const char *ckpt_dir, baton_nn_model *m, baton_nn_optim *o, 
     }
     if (o) {
         pj(p, sizeof p, ckpt_dir, "optim.safetensors");
-        if ((rc = baton_ckpt_load_optim(p, o, err)) != BATON_OK) return rc;
+        if ((rc = ckpt_load_optim(p, o, err)) != BATON_OK) return rc;
     }
     if (state) {
         pj(p, sizeof p, ckpt_dir, "state.json");

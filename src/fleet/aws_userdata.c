@@ -256,7 +256,7 @@ static int assign(baton_buf *b, const char *name, const char *value)
     return rc;
 }
 
-int baton_aws_userdata(const baton_job *job, const baton_aws_opts *o, size_t task, baton_buf *b, baton_err *err)
+int fleet_aws_userdata(const baton_job *job, const baton_aws_opts *o, size_t task, baton_buf *b, baton_err *err)
 {
     if (task >= job->ncommands) return baton_err_set(err, BATON_ERR_ARG, "task %zu: the job has %zu", task, job->ncommands);
     char num[64];

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void baton_aws_names_of(const baton_job *job, const baton_aws_opts *o, baton_aws_names *nm)
+void fleet_aws_names_of(const baton_job *job, const baton_aws_opts *o, baton_aws_names *nm)
 {
     snprintf(nm->fleet_role, sizeof nm->fleet_role, "%s-%s-fleet", o->role_prefix, job->name);
     snprintf(nm->instance_role, sizeof nm->instance_role, "%s-%s-instance", o->role_prefix, job->name);
@@ -137,7 +137,7 @@ static int task_artefacts(const baton_job *job, const baton_aws_opts *o, const b
 {
     baton_buf ud = {0}, b64 = {0};
     char name[96], path[PATH_MAX + 96], f1[PATH_MAX + 112], f2[PATH_MAX + 112];
-    int rc = baton_aws_userdata(job, o, task, &ud, err);
+    int rc = fleet_aws_userdata(job, o, task, &ud, err);
     if (!rc) {
         task_file(name, sizeof name, job, "user-data", "sh", task);
         rc = baton_path_join(path, sizeof path, dir, name, err);
@@ -203,7 +203,7 @@ int baton_aws_generate(const baton_job *job, const baton_aws_opts *o, const char
     char dir[PATH_MAX];
     if (!realpath(out_dir, dir)) return baton_err_set(err, BATON_ERR_IO, "%s: %s", out_dir, strerror(errno));
     baton_aws_names nm;
-    baton_aws_names_of(job, o, &nm);
+    fleet_aws_names_of(job, o, &nm);
     rc = iam_commands(job, o, &nm, dir, cmds, ncmds, err);
     for (size_t task = 0; task < job->ncommands && !rc; task++) rc = task_artefacts(job, o, &nm, dir, task, cmds, ncmds, err);
     if (!rc) rc = write_commands(job, o, dir, *cmds, *ncmds, err);

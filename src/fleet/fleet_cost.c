@@ -6,7 +6,7 @@
 
 #include <string.h>
 
-void baton_cost_line_compute(const baton_cost_in *in, baton_cost_line *out)
+void fleet_cost_line_compute(const baton_cost_in *in, baton_cost_line *out)
 {
     memset(out, 0, sizeof *out);
     double run = in->running_s > 0 ? in->running_s : 0;
@@ -24,9 +24,9 @@ void baton_cost_line_compute(const baton_cost_in *in, baton_cost_line *out)
     out->counterfactual_cost = out->useful_s * in->on_demand_price / 3600;
 }
 
-void baton_cost_total_init(baton_cost_total *t) { memset(t, 0, sizeof *t); }
+void fleet_cost_total_init(baton_cost_total *t) { memset(t, 0, sizeof *t); }
 
-void baton_cost_total_add(baton_cost_total *t, const baton_cost_in *in, const baton_cost_line *l)
+void fleet_cost_total_add(baton_cost_total *t, const baton_cost_in *in, const baton_cost_line *l)
 {
     double run = in->running_s > 0 ? in->running_s : 0;
     t->instances++;
@@ -43,7 +43,7 @@ void baton_cost_total_add(baton_cost_total *t, const baton_cost_in *in, const ba
     t->free_first_hour += l->free_first_hour;
 }
 
-void baton_cost_total_finish(baton_cost_total *t)
+void fleet_cost_total_finish(baton_cost_total *t)
 {
     t->savings_sagemaker_pct = t->training_s > 0 ? (1 - t->billable_s / t->training_s) * 100 : 0;
     t->savings_vs_on_demand_pct =

@@ -43,7 +43,7 @@ static int db_err(baton_fleet_db *d, baton_err *err, const char *what)
     return baton_err_set(err, BATON_ERR_IO, "%s: %s: %s", d->path, what, sqlite3_errmsg(d->db));
 }
 
-int baton_fleet_db_open(const char *dir, baton_fleet_db **out, baton_err *err)
+int fleet_db_open(const char *dir, baton_fleet_db **out, baton_err *err)
 {
     *out = NULL;
     baton_fleet_db *d = calloc(1, sizeof *d);
@@ -84,7 +84,7 @@ int baton_fleet_db_open(const char *dir, baton_fleet_db **out, baton_err *err)
     return BATON_OK;
 }
 
-void baton_fleet_db_close(baton_fleet_db *d)
+void fleet_db_close(baton_fleet_db *d)
 {
     if (!d) return;
     sqlite3_close(d->db);
@@ -92,12 +92,12 @@ void baton_fleet_db_close(baton_fleet_db *d)
     free(d);
 }
 
-int baton_fleet_db_begin(baton_fleet_db *d, baton_err *err)
+int fleet_db_begin(baton_fleet_db *d, baton_err *err)
 {
     return sqlite3_exec(d->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK ? 0 : db_err(d, err, "begin");
 }
 
-int baton_fleet_db_commit(baton_fleet_db *d, baton_err *err)
+int fleet_db_commit(baton_fleet_db *d, baton_err *err)
 {
     return sqlite3_exec(d->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK ? 0 : db_err(d, err, "commit");
 }
@@ -120,7 +120,7 @@ static int run_stmt(baton_fleet_db *d, const char *sql, const char *fmt, baton_e
     return rc;
 }
 
-int baton_fleet_db_save_job(baton_fleet_db *d, const baton_fleet_job *j, baton_err *err)
+int fleet_db_save_job(baton_fleet_db *d, const baton_fleet_job *j, baton_err *err)
 {
     return run_stmt(d, "INSERT OR REPLACE INTO job VALUES(1,?,?,?,?,?,?,?,?,?,?,?)", "ssdddiiiiss", err, j->name,
                     j->state, j->origin, j->time_scale, j->t_end, (int64_t)j->supervisor_pid,
@@ -128,25 +128,25 @@ int baton_fleet_db_save_job(baton_fleet_db *d, const baton_fleet_job *j, baton_e
                     j->jobfile_text ? j->jobfile_text : "");
 }
 
-int baton_fleet_db_save_task(baton_fleet_db *d, const baton_fleet_task *t, baton_err *err)
+int fleet_db_save_task(baton_fleet_db *d, const baton_fleet_task *t, baton_err *err)
 {
     return run_stmt(d, "INSERT OR REPLACE INTO tasks VALUES(?,?,?,?,?,?,?,?,?)", "issiiissi", err, (int64_t)t->idx,
-                    t->command, baton_task_state_name(t->state), (int64_t)t->crashes, (int64_t)t->launches,
+                    t->command, fleet_task_state_name(t->state), (int64_t)t->crashes, (int64_t)t->launches,
                     (int64_t)t->interruptions, t->volume, t->zone, t->final_step);
 }
 
-int baton_fleet_db_save_inst(baton_fleet_db *d, const baton_fleet_inst *i, baton_err *err)
+int fleet_db_save_inst(baton_fleet_db *d, const baton_fleet_inst *i, baton_err *err)
 {
     return run_stmt(d, "INSERT OR REPLACE INTO instances VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     "isiiissddssiiiddddddddiiiiiis", err, (int64_t)i->id, i->name, (int64_t)i->task,
                     (int64_t)i->launch, (int64_t)i->pool, i->type, i->zone, i->spot_price, i->on_demand_price,
-                    baton_wstate_name(i->state), i->reason, (int64_t)i->pid, (int64_t)i->pid_start,
+                    fleet_wstate_name(i->state), i->reason, (int64_t)i->pid, (int64_t)i->pid_start,
                     (int64_t)i->port, i->t_request, i->t_running, i->t_first_step, i->t_notice, i->t_deadline,
                     i->t_end, i->plan_after, i->plan_notice, i->plan_after_steps, (int64_t)i->exit_code, (int64_t)i->interrupted,
                     i->resumed_step, i->reached_step, i->ckpt_step, i->volume);
 }
 
-int baton_fleet_db_event(baton_fleet_db *d, baton_fleet_event *ev, baton_err *err)
+int fleet_db_event(baton_fleet_db *d, baton_fleet_event *ev, baton_err *err)
 {
     const char *detail = ev->detail ? ev->detail : "{}";
     int rc = run_stmt(d, "INSERT INTO events(t_sim,t_wall,kind,inst,task,from_state,to_state,detail) VALUES(?,?,?,?,?,?,?,?)",
@@ -229,7 +229,7 @@ static int load_rows(baton_fleet_db *d, int with_events, baton_fleet_records *r,
         t->command = strdup(col_text(st, 1));
         const char *s = col_text(st, 2);
         for (int k = 0; k <= BATON_TASK_CANCELLED; k++)
-            if (!strcmp(s, baton_task_state_name((baton_task_state)k))) t->state = (baton_task_state)k;
+            if (!strcmp(s, fleet_task_state_name((baton_task_state)k))) t->state = (baton_task_state)k;
         t->crashes = sqlite3_column_int(st, 3);
         t->launches = sqlite3_column_int(st, 4);
         t->interruptions = sqlite3_column_int(st, 5);
@@ -259,7 +259,7 @@ static int load_rows(baton_fleet_db *d, int with_events, baton_fleet_records *r,
         copy_text(i->zone, sizeof i->zone, col_text(st, c++));
         i->spot_price = sqlite3_column_double(st, c++);
         i->on_demand_price = sqlite3_column_double(st, c++);
-        int s = baton_wstate_parse(col_text(st, c++));
+        int s = fleet_wstate_parse(col_text(st, c++));
         i->state = s < 0 ? BATON_W_CRASHED : (baton_wstate)s;
         copy_text(i->reason, sizeof i->reason, col_text(st, c++));
         i->pid = sqlite3_column_int(st, c++);
@@ -344,13 +344,13 @@ static int check_rows(const baton_fleet_db *d, const baton_fleet_records *r, bat
     return BATON_OK;
 }
 
-int baton_fleet_db_load(baton_fleet_db *d, int with_events, baton_fleet_records *r, int *found, baton_err *err)
+int fleet_db_load(baton_fleet_db *d, int with_events, baton_fleet_records *r, int *found, baton_err *err)
 {
     int rc = load_rows(d, with_events, r, found, err);
     return rc || !*found ? rc : check_rows(d, r, err);
 }
 
-void baton_fleet_records_free(baton_fleet_records *r)
+void fleet_records_free(baton_fleet_records *r)
 {
     free(r->job.jobfile_text);
     for (size_t i = 0; i < r->ntasks; i++) free(r->tasks[i].command);

@@ -62,7 +62,7 @@ int fleet_gang_member_start(sup *s, size_t i, baton_err *err)
     if (rc) return rc;
     in->t_running = fleet_now(s);
     in->resumed_step = in->reached_step = vol[0] ? fleet_verified_ckpt_step(s, vol) : 0;
-    int64_t to = baton_market_steps_to(&s->market, in->task, in->launch, in->resumed_step);
+    int64_t to = fleet_market_steps_to(&s->market, in->task, in->launch, in->resumed_step);
     if (to > 0) in->plan_after_steps = to;
     cJSON *d = cJSON_CreateObject();
     if (d) cJSON_AddStringToObject(d, "metadata", s->lv[i].imds ? baton_imds_url(s->lv[i].imds) : "unreachable");
@@ -73,10 +73,10 @@ int fleet_gang_member_start(sup *s, size_t i, baton_err *err)
 /* SIGKILL the launch's process group; our child is collected here (its status kept for the tick). */
 static void kill_launch(gang *g)
 {
-    baton_worker_kill(g->pid);
+    fleet_worker_kill(g->pid);
     if (!g->child || g->ended) return;
     for (int k = 0; k < 2000; k++) {
-        if (baton_worker_reap(g->pid, &g->code)) {
+        if (fleet_worker_reap(g->pid, &g->code)) {
             g->ended = 1;
             return;
         }
@@ -102,7 +102,7 @@ void fleet_gang_market(sup *s, size_t i, double now)
     const int64_t trained = in->reached_step - (in->resumed_step > 0 ? in->resumed_step : 0);
     if (in->state == BATON_W_RUNNING && in->plan_after >= 0 && now >= in->t_running + in->plan_after &&
         (in->plan_after_steps <= 0 || trained >= in->plan_after_steps)) {
-        baton_market_reclaimed(&s->market, in->pool, now);
+        fleet_market_reclaimed(&s->market, in->pool, now);
         if (in->plan_notice <= 0) {
             in->interrupted = BATON_INT_NO_NOTICE;
             reclaim_member(s, i, now, "interrupted without notice");
@@ -192,12 +192,12 @@ static int launch_ended(sup *s, int task, gang *g, int *code)
         *code = g->code;
         return 1;
     }
-    if (g->child) return baton_worker_reap(g->pid, code);
-    if (baton_proc_same(g->pid, g->pid_start)) return 0;
+    if (g->child) return fleet_worker_reap(g->pid, code);
+    if (fleet_proc_same(g->pid, g->pid_start)) return 0;
     char status[4200];
     double mtime;
     fleet_fmt(status, sizeof status, "%s/run/task-%d.status", s->dir, task);
-    if (!baton_worker_read_status(status, code, &mtime)) *code = -1;
+    if (!fleet_worker_read_status(status, code, &mtime)) *code = -1;
     return 1;
 }
 
@@ -267,7 +267,7 @@ static int start_launch(sup *s, int task, gang *g, size_t *idx, int world, baton
         w.env[w.n++] = "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1";
     }
     baton_worker_spec ws = {(const char *)cmd.data, t->volume, l0->log, l0->status, w.env, w.n};
-    rc = baton_worker_spawn(&ws, &g->pid, &g->pid_start, err);
+    rc = fleet_worker_spawn(&ws, &g->pid, &g->pid_start, err);
     fleet_wenv_free(&w);
     baton_buf_free(&cmd);
     if (rc) return rc;
@@ -280,12 +280,12 @@ static int start_launch(sup *s, int task, gang *g, size_t *idx, int world, baton
         in->pid = g->pid;
         in->pid_start = g->pid_start;
         in->resumed_step = in->reached_step = from;
-        int64_t to = baton_market_steps_to(&s->market, in->task, in->launch, from);
+        int64_t to = fleet_market_steps_to(&s->market, in->task, in->launch, from);
         if (to > 0) in->plan_after_steps = to;   /* a schedule by the task's step: from this launch */
         s->lv[idx[r]].rank = r;
         char cdir[4400];
         fleet_ckpt_dir(s, t->volume, cdir, sizeof cdir);
-        s->lv[idx[r]].last_ckpt = baton_ckpt_newest_name(cdir);
+        s->lv[idx[r]].last_ckpt = fleet_ckpt_newest_name(cdir);
         fleet_save_inst(s, idx[r]);
         size_t k = strlen(names);
         fleet_fmt(names + k, sizeof names - k, "%s%s", r ? ", " : "", in->name);

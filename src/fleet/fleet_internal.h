@@ -81,7 +81,7 @@ void fleet_finish_instance(sup *s, size_t i, baton_wevent ev, int code, double t
     __attribute__((format(printf, 6, 7)));
 int fleet_transition(sup *s, size_t i, baton_wevent ev, cJSON *detail, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
-/* Task t's state through baton_task_next, saved; msg (may be NULL: nothing logged) logged as a
+/* Task t's state through fleet_task_next, saved; msg (may be NULL: nothing logged) logged as a
  * "task" event with the states. A refused event is logged as an error and returns -1. */
 int fleet_task_transition(sup *s, int t, baton_tevent ev, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 int fleet_new_instance(sup *s, int task);

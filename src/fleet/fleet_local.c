@@ -4,8 +4,8 @@
  * cancel, the status line and the loop (a worker's environment is built in fleet_wenv.c).
  *
  * Every instance change goes through fleet_transition(), every task change through
- * fleet_task_transition(): the one place each that calls its table (baton_wstate_next,
- * baton_task_next), saves the row and logs the event (database, JSONL, a line on stderr). Instances live in one
+ * fleet_task_transition(): the one place each that calls its table (fleet_wstate_next,
+ * fleet_task_next), saves the row and logs the event (database, JSONL, a line on stderr). Instances live in one
  * growing array and are referred to by index, never by pointer across a call that may add one. */
 #include "baton/ckpt.h"
 #include "fleet_internal.h"
@@ -81,7 +81,7 @@ void fleet_log_event(sup *s, const char *kind, int idx, int task, const char *fr
     fleet_fmt(ev.to, sizeof ev.to, "%s", to ? to : "");
     ev.detail = detail ? baton_json_print(detail, 0) : NULL;
     cJSON_Delete(detail);
-    if (!s->db_failed && baton_fleet_db_event(s->db, &ev, &s->db_err)) s->db_failed = 1;
+    if (!s->db_failed && fleet_db_event(s->db, &ev, &s->db_err)) s->db_failed = 1;
     free(ev.detail);
     if (!s->o->quiet) {
         char t[32];
@@ -96,17 +96,17 @@ void fleet_log_event(sup *s, const char *kind, int idx, int task, const char *fr
 
 void fleet_save_inst(sup *s, size_t i)
 {
-    if (!s->db_failed && baton_fleet_db_save_inst(s->db, &s->insts[i], &s->db_err)) s->db_failed = 1;
+    if (!s->db_failed && fleet_db_save_inst(s->db, &s->insts[i], &s->db_err)) s->db_failed = 1;
 }
 
 void fleet_save_task(sup *s, int t)
 {
-    if (!s->db_failed && baton_fleet_db_save_task(s->db, &s->tasks[t], &s->db_err)) s->db_failed = 1;
+    if (!s->db_failed && fleet_db_save_task(s->db, &s->tasks[t], &s->db_err)) s->db_failed = 1;
 }
 
 void fleet_save_job(sup *s)
 {
-    if (!s->db_failed && baton_fleet_db_save_job(s->db, &s->rec, &s->db_err)) s->db_failed = 1;
+    if (!s->db_failed && fleet_db_save_job(s->db, &s->rec, &s->db_err)) s->db_failed = 1;
 }
 
 /* The one place an instance changes state. */
@@ -118,36 +118,36 @@ int fleet_transition(sup *s, size_t i, baton_wevent ev, cJSON *detail, const cha
     va_start(ap, fmt);
     vsnprintf(reason, sizeof reason, fmt, ap);
     va_end(ap);
-    int next = baton_wstate_next(in->state, ev);
+    int next = fleet_wstate_next(in->state, ev);
     if (next < 0) {
-        fleet_log_event(s, "error", (int)i, in->task, baton_wstate_name(in->state), NULL, detail,
-                  "refused transition: %s in state %s (%s)", baton_wevent_name(ev), baton_wstate_name(in->state), reason);
+        fleet_log_event(s, "error", (int)i, in->task, fleet_wstate_name(in->state), NULL, detail,
+                  "refused transition: %s in state %s (%s)", fleet_wevent_name(ev), fleet_wstate_name(in->state), reason);
         return -1;
     }
-    const char *from = baton_wstate_name(in->state);
+    const char *from = fleet_wstate_name(in->state);
     in->state = (baton_wstate)next;
     fleet_fmt(in->reason, sizeof in->reason, "%s", reason);
     fleet_save_inst(s, i);
     if (!detail) detail = cJSON_CreateObject();
     if (detail) {
-        cJSON_AddStringToObject(detail, "event", baton_wevent_name(ev));
+        cJSON_AddStringToObject(detail, "event", fleet_wevent_name(ev));
         cJSON_AddStringToObject(detail, "instance", in->name);
         if (in->type[0]) cJSON_AddStringToObject(detail, "type", in->type);
         if (in->zone[0]) cJSON_AddStringToObject(detail, "zone", in->zone);
     }
-    fleet_log_event(s, "transition", (int)i, in->task, from, baton_wstate_name(in->state), detail, "%s -> %s: %s", from,
-              baton_wstate_name(in->state), reason);
+    fleet_log_event(s, "transition", (int)i, in->task, from, fleet_wstate_name(in->state), detail, "%s -> %s: %s", from,
+              fleet_wstate_name(in->state), reason);
     return 0;
 }
 
 int fleet_task_transition(sup *s, int t, baton_tevent ev, const char *fmt, ...)
 {
     baton_fleet_task *tk = &s->tasks[t];
-    int next = baton_task_next(tk->state, ev);
-    const char *from = baton_task_state_name(tk->state);
+    int next = fleet_task_next(tk->state, ev);
+    const char *from = fleet_task_state_name(tk->state);
     if (next < 0) {
         fleet_log_event(s, "error", -1, t, from, NULL, NULL, "task %d: refused transition: %s in state %s", t,
-                        baton_tevent_name(ev), from);
+                        fleet_tevent_name(ev), from);
         return -1;
     }
     tk->state = (baton_task_state)next;
@@ -158,7 +158,7 @@ int fleet_task_transition(sup *s, int t, baton_tevent ev, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(msg, sizeof msg, fmt, ap);
         va_end(ap);
-        fleet_log_event(s, "task", -1, t, from, baton_task_state_name(tk->state), NULL, "%s", msg);
+        fleet_log_event(s, "task", -1, t, from, fleet_task_state_name(tk->state), NULL, "%s", msg);
     }
     return 0;
 }
@@ -280,14 +280,14 @@ void fleet_finish_instance(sup *s, size_t i, baton_wevent ev, int code, double t
     va_end(ap);
     baton_fleet_inst *in = &s->insts[i];
     live *l = &s->lv[i];
-    baton_worker_kill(in->pid);   /* stragglers in its process group */
+    fleet_worker_kill(in->pid);   /* stragglers in its process group */
     if (l->imds) {
         baton_imds_stop(l->imds);
         l->imds = NULL;
     }
     in->exit_code = code;
     in->t_end = t_end;
-    int64_t reached = baton_progress_file_read(l->progress);
+    int64_t reached = fleet_progress_file_read(l->progress);
     if (reached > in->reached_step) in->reached_step = reached;
     if (in->reached_step < in->resumed_step) in->reached_step = in->resumed_step;
     in->ckpt_step = fleet_verified_ckpt_step(s, in->volume);
@@ -350,8 +350,8 @@ static int zone_index(const baton_job *j, const char *zone)
 static void set_pool(sup *s, size_t i, int pool)
 {
     baton_fleet_inst *in = &s->insts[i];
-    const baton_job_type *t = &s->job->types[baton_pool_type(&s->market, pool)];
-    const char *zone = s->job->zones[baton_pool_zone(&s->market, pool)];
+    const baton_job_type *t = &s->job->types[fleet_pool_type(&s->market, pool)];
+    const char *zone = s->job->zones[fleet_pool_zone(&s->market, pool)];
     in->pool = pool;
     fleet_fmt(in->type, sizeof in->type, "%s", t->name);
     fleet_fmt(in->zone, sizeof in->zone, "%s", zone);
@@ -364,7 +364,7 @@ static void try_launch(sup *s, size_t i, double now)
     baton_fleet_inst *in = &s->insts[i];
     double retry = 0;
     const char *pref = s->tasks[in->task].zone[0] ? s->tasks[in->task].zone : NULL;
-    int pool = baton_market_choose(&s->market, now, pref, &retry);
+    int pool = fleet_market_choose(&s->market, now, pref, &retry);
     if (pool < 0) {   /* no capacity anywhere yet: say so once, try again every tick */
         if (!s->lv[i].told_no_capacity) {
             char d[32];
@@ -375,7 +375,7 @@ static void try_launch(sup *s, size_t i, double now)
         return;
     }
     set_pool(s, i, pool);
-    baton_market_plan(&s->market, in->task, in->launch, pool, &in->plan_after, &in->plan_notice,
+    fleet_market_plan(&s->market, in->task, in->launch, pool, &in->plan_after, &in->plan_notice,
                       &in->plan_after_steps);
     char d[32];
     baton_fleet_fmt_duration(s->job->market.launch_delay, d, sizeof d);
@@ -411,7 +411,7 @@ int fleet_attach_volume(sup *s, size_t i, baton_err *err)
     if (!t->volume[0]) {
         fleet_fmt(path, sizeof path, "%s/volumes/%s/vol-%d-%d", s->dir, in->zone, t->idx, s->rec.next_volume++);
         fleet_save_job(s);
-        if (baton_volume_create(path, s->job->volume.seed, err)) return err->code;
+        if (fleet_volume_create(path, s->job->volume.seed, err)) return err->code;
         fleet_fmt(t->volume, sizeof t->volume, "%s", path);
         fleet_fmt(t->zone, sizeof t->zone, "%s", in->zone);
         fleet_save_task(s, t->idx);
@@ -430,13 +430,13 @@ int fleet_attach_volume(sup *s, size_t i, baton_err *err)
         baton_err me = {0};
         char from[sizeof t->volume];   /* volume_step repoints t->volume while the move runs */
         fleet_fmt(from, sizeof from, "%s", t->volume);
-        if (baton_volume_move(from, snap, path, volume_step, arg, &me)) {
+        if (fleet_volume_move(from, snap, path, volume_step, arg, &me)) {
             /* the old volume is intact: run in its zone instead */
             fleet_log_event(s, "volume", (int)i, t->idx, NULL, NULL, NULL, "volume: move failed (%s); the volume stays in %s",
                       me.msg, t->zone);
             int z = zone_index(s->job, t->zone);
             if (z < 0) return baton_err_set(err, BATON_ERR_ARG, "volume zone %s is not in the job's zones", t->zone);
-            set_pool(s, i, baton_pool_type(&s->market, in->pool) * (int)s->job->nzones + z);
+            set_pool(s, i, fleet_pool_type(&s->market, in->pool) * (int)s->job->nzones + z);
         } else {
             /* keep only the newest snapshot */
             char old[4096];
@@ -506,19 +506,19 @@ static int spawn(sup *s, size_t i, baton_err *err)
     unlink(l->progress);
     in->resumed_step = fleet_verified_ckpt_step(s, in->volume);
     in->reached_step = in->resumed_step;
-    int64_t to = baton_market_steps_to(&s->market, in->task, in->launch, in->resumed_step);
+    int64_t to = fleet_market_steps_to(&s->market, in->task, in->launch, in->resumed_step);
     if (to > 0) in->plan_after_steps = to;   /* a schedule by the task's step: counted from here */
     if ((rc = fleet_start_imds(s, i, 0, err))) return rc;
     fleet_wenv w;
     fleet_wenv_build(s, i, &w);
     baton_worker_spec ws = {s->tasks[in->task].command, in->volume, l->log, l->status, w.env, w.n};
-    rc = baton_worker_spawn(&ws, &in->pid, &in->pid_start, err);
+    rc = fleet_worker_spawn(&ws, &in->pid, &in->pid_start, err);
     fleet_wenv_free(&w);
     if (rc) return rc;
     l->child = 1;
     char cdir[4400];
     fleet_ckpt_dir(s, in->volume, cdir, sizeof cdir);
-    l->last_ckpt = baton_ckpt_newest_name(cdir);
+    l->last_ckpt = fleet_ckpt_newest_name(cdir);
     in->t_running = fleet_now(s);   /* after the volume was attached or moved, which takes time */
     cJSON *d = cJSON_CreateObject();
     if (d) {
@@ -563,13 +563,13 @@ static void launch_ready(sup *s, size_t i, double now)
 void fleet_kill_now(sup *s, size_t i)
 {
     baton_fleet_inst *in = &s->insts[i];
-    baton_worker_kill(in->pid);
+    fleet_worker_kill(in->pid);
     s->lv[i].killed = 1;
     if (s->lv[i].child) {   /* SIGKILL is immediate: collect it now */
         int code;
-        for (int k = 0; k < 2000 && !baton_worker_reap(in->pid, &code); k++) usleep(1000);
+        for (int k = 0; k < 2000 && !fleet_worker_reap(in->pid, &code); k++) usleep(1000);
     } else {
-        for (int k = 0; k < 2000 && baton_proc_same(in->pid, in->pid_start); k++) usleep(1000);
+        for (int k = 0; k < 2000 && fleet_proc_same(in->pid, in->pid_start); k++) usleep(1000);
     }
 }
 
@@ -584,7 +584,7 @@ static void market_tick(sup *s, size_t i, double now)
     const int64_t trained = in->reached_step - (in->resumed_step > 0 ? in->resumed_step : 0);
     if (in->state == BATON_W_RUNNING && in->plan_after >= 0 && now >= in->t_running + in->plan_after &&
         (in->plan_after_steps <= 0 || trained >= in->plan_after_steps)) {
-        baton_market_reclaimed(&s->market, in->pool, now);
+        fleet_market_reclaimed(&s->market, in->pool, now);
         if (in->plan_notice > 0) {
             in->interrupted = BATON_INT_NOTICE;
             in->t_notice = now;
@@ -612,11 +612,11 @@ static void reap_tick(sup *s, size_t i, double now)
     int code = -1;
     double t_end = now;
     if (l->child) {
-        if (!baton_worker_reap(in->pid, &code)) return;
+        if (!fleet_worker_reap(in->pid, &code)) return;
     } else {
-        if (baton_proc_same(in->pid, in->pid_start)) return;
+        if (fleet_proc_same(in->pid, in->pid_start)) return;
         double mtime;
-        if (baton_worker_read_status(l->status, &code, &mtime)) {
+        if (fleet_worker_read_status(l->status, &code, &mtime)) {
             double t = (mtime - s->rec.origin) * s->scale;
             if (t < t_end && t >= in->t_running) t_end = t;
         } else {
@@ -639,7 +639,7 @@ static void progress_tick(sup *s, size_t i, double now, double wall)
     live *l = &s->lv[i];
     if (wall < l->next_poll) return;
     l->next_poll = wall + 0.1;
-    int64_t step = baton_progress_file_read(l->progress);
+    int64_t step = fleet_progress_file_read(l->progress);
     if (step > in->reached_step) {
         in->reached_step = step;
         if (in->t_first_step < 0 && step > in->resumed_step) in->t_first_step = now;
@@ -650,7 +650,7 @@ static void progress_tick(sup *s, size_t i, double now, double wall)
     }
     char cdir[4400];
     fleet_ckpt_dir(s, in->volume, cdir, sizeof cdir);
-    int64_t c = baton_ckpt_newest_name(cdir);
+    int64_t c = fleet_ckpt_newest_name(cdir);
     if (c > l->last_ckpt && s->job->nodes.max && l->rank != 0) l->last_ckpt = c;   /* ranks: rank 0's member tells */
     if (c > l->last_ckpt) {
         l->last_ckpt = c;
@@ -692,7 +692,7 @@ static void draw_status(sup *s, double now, double wall)
         const baton_fleet_inst *in = &s->insts[i];
         if (!fleet_alive_state(in->state) && in->state != BATON_W_LAUNCHING) continue;
         k += fleet_fmt(line + k, sizeof line - (size_t)k, " | task %d %s %s/%s step %lld", in->task,
-                  baton_wstate_name(in->state), in->type, in->zone, (long long)(in->reached_step < 0 ? 0 : in->reached_step));
+                  fleet_wstate_name(in->state), in->type, in->zone, (long long)(in->reached_step < 0 ? 0 : in->reached_step));
         if (s->o->progress_total && k > 0 && (size_t)k < sizeof line - 24)
             k += fleet_fmt(line + k, sizeof line - (size_t)k, "/%llu", (unsigned long long)s->o->progress_total);
         shown++;
@@ -714,7 +714,7 @@ static int all_tasks_ended(const sup *s)
 static int any_alive(const sup *s)
 {
     for (size_t i = 0; i < s->ninsts; i++)
-        if (!baton_wstate_terminal(s->insts[i].state)) return 1;
+        if (!fleet_wstate_terminal(s->insts[i].state)) return 1;
     return 0;
 }
 

@@ -17,17 +17,17 @@
 
 static const double bucket_mid[BATON_BUCKET_COUNT] = {0.025, 0.075, 0.125, 0.175, 0.25};
 
-double baton_bucket_monthly(baton_bucket b)
+double fleet_bucket_monthly(baton_bucket b)
 {
     return (unsigned)b < BATON_BUCKET_COUNT ? bucket_mid[b] : bucket_mid[BATON_BUCKET_GT20];
 }
 
-double baton_bucket_hazard(baton_bucket b)
+double fleet_bucket_hazard(baton_bucket b)
 {
-    return -log(1.0 - baton_bucket_monthly(b)) / BATON_MONTH_S;
+    return -log(1.0 - fleet_bucket_monthly(b)) / BATON_MONTH_S;
 }
 
-int baton_market_init(baton_market *m, const baton_job *job, baton_err *err)
+int fleet_market_init(baton_market *m, const baton_job *job, baton_err *err)
 {
     memset(m, 0, sizeof *m);
     m->job = job;
@@ -38,7 +38,7 @@ int baton_market_init(baton_market *m, const baton_job *job, baton_err *err)
     if (job->market.ninterrupts) {
         m->sched = malloc(job->market.ninterrupts * sizeof *m->sched);
         if (!m->sched) {
-            baton_market_free(m);
+            fleet_market_free(m);
             return baton_err_set(err, BATON_ERR_NOMEM, "market: out of memory");
         }
         memcpy(m->sched, job->market.interrupts, job->market.ninterrupts * sizeof *m->sched);
@@ -47,7 +47,7 @@ int baton_market_init(baton_market *m, const baton_job *job, baton_err *err)
     return BATON_OK;
 }
 
-void baton_market_free(baton_market *m)
+void fleet_market_free(baton_market *m)
 {
     free(m->busy_until);
     free(m->sched);
@@ -56,7 +56,7 @@ void baton_market_free(baton_market *m)
     m->nsched = 0;
 }
 
-int baton_market_set_schedule(baton_market *m, const char *spec, baton_err *err)
+int fleet_market_set_schedule(baton_market *m, const char *spec, baton_err *err)
 {
     size_t cap = 1;
     for (const char *p = spec; *p; p++) cap += *p == ',';
@@ -83,7 +83,7 @@ int baton_market_set_schedule(baton_market *m, const char *spec, baton_err *err)
         in->notice = m->job->market.notice;
         char *tend = NULL;
         long t = task ? strtol(task, &tend, 10) : 0;
-        if (baton_duration_parse(item, &in->after) || (notice && baton_duration_parse(notice, &in->notice)) ||
+        if (fleet_duration_parse(item, &in->after) || (notice && fleet_duration_parse(notice, &in->notice)) ||
             (task && (!*task || *tend || t < 0 || (size_t)t >= m->job->ncommands))) {
             free(s);
             return baton_err_set(err, BATON_ERR_USAGE,
@@ -112,8 +112,8 @@ int baton_market_set_schedule(baton_market *m, const char *spec, baton_err *err)
 static double pool_score(const baton_market *m, int pool, double *tie)
 {
     const baton_job *j = m->job;
-    const baton_job_type *t = &j->types[baton_pool_type(m, pool)];
-    double price = baton_job_spot_price(t, j->zones[baton_pool_zone(m, pool)]) / t->speed;
+    const baton_job_type *t = &j->types[fleet_pool_type(m, pool)];
+    double price = baton_job_spot_price(t, j->zones[fleet_pool_zone(m, pool)]) / t->speed;
     switch (j->alloc) {
     case BATON_ALLOC_CAPACITY_OPTIMIZED:
         *tie = 0;
@@ -127,7 +127,7 @@ static double pool_score(const baton_market *m, int pool, double *tie)
     }
 }
 
-int baton_market_choose(const baton_market *m, double t, const char *prefer_zone, double *retry_at)
+int fleet_market_choose(const baton_market *m, double t, const char *prefer_zone, double *retry_at)
 {
     int best = -1;
     double bs = 0, bt = 0, first_free = INFINITY;
@@ -138,7 +138,7 @@ int baton_market_choose(const baton_market *m, double t, const char *prefer_zone
             continue;
         }
         double tie, s = pool_score(m, p, &tie);
-        int pref = prefer_zone && !strcmp(m->job->zones[baton_pool_zone(m, p)], prefer_zone);
+        int pref = prefer_zone && !strcmp(m->job->zones[fleet_pool_zone(m, p)], prefer_zone);
         /* compare (score, tie, not preferred) lexicographically; prices within 1e-9 are equal */
         int better = best < 0 || s < bs - 1e-9 ||
                      (fabs(s - bs) <= 1e-9 && (tie < bt - 1e-9 || (fabs(tie - bt) <= 1e-9 && pref && !bpref)));
@@ -148,7 +148,7 @@ int baton_market_choose(const baton_market *m, double t, const char *prefer_zone
     return best;
 }
 
-void baton_market_reclaimed(baton_market *m, int pool, double t)
+void fleet_market_reclaimed(baton_market *m, int pool, double t)
 {
     if (pool >= 0 && (size_t)pool < m->npools) m->busy_until[pool] = t + m->job->market.capacity_cooldown;
 }
@@ -163,7 +163,7 @@ static const baton_job_interrupt *sched_entry(const baton_market *m, int task, i
     return NULL;
 }
 
-void baton_market_plan(const baton_market *m, int task, int launch_index, int pool, double *after, double *notice,
+void fleet_market_plan(const baton_market *m, int task, int launch_index, int pool, double *after, double *notice,
                        int64_t *after_steps)
 {
     const baton_job *j = m->job;
@@ -178,14 +178,14 @@ void baton_market_plan(const baton_market *m, int task, int launch_index, int po
         return;
     }
     if (!j->market.random || !(j->market.hazard_scale > 0) || pool < 0) return;
-    double rate = baton_bucket_hazard(j->types[baton_pool_type(m, pool)].bucket) * j->market.hazard_scale;
+    double rate = fleet_bucket_hazard(j->types[fleet_pool_type(m, pool)].bucket) * j->market.hazard_scale;
     baton_rng r;
     baton_rng_seed3(&r, j->market.seed, 0x6d61726b6574ULL + (uint64_t)task, (uint64_t)launch_index);
     double u = ((double)(baton_rng_next(&r) >> 11) + 0.5) * (1.0 / 9007199254740992.0);   /* (0, 1) */
     *after = -log(u) / rate;
 }
 
-int64_t baton_market_steps_to(const baton_market *m, int task, int launch_index, int64_t resumed)
+int64_t fleet_market_steps_to(const baton_market *m, int task, int launch_index, int64_t resumed)
 {
     const baton_job_interrupt *e = sched_entry(m, task, launch_index);
     if (!e || e->at_step <= 0) return 0;
@@ -228,7 +228,7 @@ static void put_entry(const baton_market *m, const baton_job_interrupt *e, char 
     }
 }
 
-void baton_market_describe(const baton_market *m, char *out, size_t cap)
+void fleet_market_describe(const baton_market *m, char *out, size_t cap)
 {
     const baton_job *j = m->job;
     const int drawn = j->market.random && j->market.hazard_scale > 0;

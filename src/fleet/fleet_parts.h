@@ -7,7 +7,7 @@
  *
  * In the order the supervisor uses them: it reads the job (baton_job_load, fleet.h) and builds a
  * market from it; creates, snapshots and moves the tasks' volumes; spawns, reaps and kills worker
- * processes; routes each worker's change through baton_wstate_next; and keeps every record in the
+ * processes; routes each worker's change through fleet_wstate_next; and keeps every record in the
  * fleet database. The report (fleet_report.c) loads those records back and prices each instance
  * with the cost accounting. */
 #ifndef BATON_FLEET_PARTS_H
@@ -23,11 +23,11 @@
  * Job-file helpers (src/fleet/jobfile.c)
  * --------------------------------------------------------------------------------------------- */
 /* Parse "<5%", "5-10%", "10-15%", "15-20%", ">20%" (the % optional). 0 on success. */
-int baton_bucket_parse(const char *s, baton_bucket *b);
+int fleet_bucket_parse(const char *s, baton_bucket *b);
 /* Parse a duration: a number of seconds, or a number with s, m, h or d. 0 on success. */
-int baton_duration_parse(const char *s, double *seconds);
+int fleet_duration_parse(const char *s, double *seconds);
 /* A backend option by key (NULL if absent). */
-const baton_job_kv *baton_job_backend_opt(const baton_job *job, const char *key);
+const baton_job_kv *fleet_job_backend_opt(const baton_job *job, const char *key);
 
 /* ---------------------------------------------------------------------------------------------
  * Spot-market simulator (src/fleet/fleet_market.c). All times are simulated seconds.
@@ -41,8 +41,8 @@ const baton_job_kv *baton_job_backend_opt(const baton_job *job, const char *key)
  * --------------------------------------------------------------------------------------------- */
 #define BATON_MONTH_S (730.0 * 3600.0)
 
-double baton_bucket_monthly(baton_bucket b);     /* share reclaimed per month (midpoint) */
-double baton_bucket_hazard(baton_bucket b);      /* rate per simulated second */
+double fleet_bucket_monthly(baton_bucket b);     /* share reclaimed per month (midpoint) */
+double fleet_bucket_hazard(baton_bucket b);      /* rate per simulated second */
 
 typedef struct baton_market {
     const baton_job *job;
@@ -52,37 +52,37 @@ typedef struct baton_market {
     size_t nsched;
 } baton_market;
 
-int baton_market_init(baton_market *m, const baton_job *job, baton_err *err);
-void baton_market_free(baton_market *m);
+int fleet_market_init(baton_market *m, const baton_job *job, baton_err *err);
+void fleet_market_free(baton_market *m);
 /* Replace the schedule with SPEC: comma-separated "AFTER[/NOTICE][@TASK]" entries (durations as in
  * the job file; NOTICE 0 = none), e.g. "5m,5m/0,10m@1". Turns the random market off. */
-int baton_market_set_schedule(baton_market *m, const char *spec, baton_err *err);
+int fleet_market_set_schedule(baton_market *m, const char *spec, baton_err *err);
 /* Choose a pool for a launch at time t: the strategy's best pool with capacity, ties broken in
  * favour of prefer_zone (the task's volume zone; may be NULL), then by listing order. Returns the
  * pool, or -1 when every pool is busy (*retry_at: when the first one frees). */
-int baton_market_choose(const baton_market *m, double t, const char *prefer_zone, double *retry_at);
+int fleet_market_choose(const baton_market *m, double t, const char *prefer_zone, double *retry_at);
 /* The pool reclaimed an instance at time t: it has no capacity for capacity_cooldown. */
-void baton_market_reclaimed(baton_market *m, int pool, double t);
+void fleet_market_reclaimed(baton_market *m, int pool, double t);
 /* When the launch_index-th instance (0-based) of task, in pool, is interrupted: *after simulated
  * seconds after it starts running (< 0: never) and once it trained *after_steps steps (0: any), with
  * *notice seconds of warning (0: none). */
-void baton_market_plan(const baton_market *m, int task, int launch_index, int pool, double *after,
+void fleet_market_plan(const baton_market *m, int task, int launch_index, int pool, double *after,
                        double *notice, int64_t *after_steps);
 /* The schedule entry's at_step for that instance as steps to train from resumed (the step it
  * resumed from): at_step - resumed, at least 1; 0 when its entry has no at_step (or it has none). */
-int64_t baton_market_steps_to(const baton_market *m, int task, int launch_index, int64_t resumed);
+int64_t fleet_market_steps_to(const baton_market *m, int task, int launch_index, int64_t resumed);
 /* One line for the log: whether interruptions are scheduled (and where) or drawn from the hazard. */
-void baton_market_describe(const baton_market *m, char *out, size_t cap);
-static inline int baton_pool_type(const baton_market *m, int pool) { return pool / (int)m->job->nzones; }
-static inline int baton_pool_zone(const baton_market *m, int pool) { return pool % (int)m->job->nzones; }
+void fleet_market_describe(const baton_market *m, char *out, size_t cap);
+static inline int fleet_pool_type(const baton_market *m, int pool) { return pool / (int)m->job->nzones; }
+static inline int fleet_pool_zone(const baton_market *m, int pool) { return pool % (int)m->job->nzones; }
 
 /* ---------------------------------------------------------------------------------------------
  * Cost accounting (src/fleet/fleet_cost.c): the rules are in fleet.h, beside the types.
  * --------------------------------------------------------------------------------------------- */
-void baton_cost_line_compute(const baton_cost_in *in, baton_cost_line *out);
-void baton_cost_total_init(baton_cost_total *t);
-void baton_cost_total_add(baton_cost_total *t, const baton_cost_in *in, const baton_cost_line *l);
-void baton_cost_total_finish(baton_cost_total *t);   /* the two savings percentages */
+void fleet_cost_line_compute(const baton_cost_in *in, baton_cost_line *out);
+void fleet_cost_total_init(baton_cost_total *t);
+void fleet_cost_total_add(baton_cost_total *t, const baton_cost_in *in, const baton_cost_line *l);
+void fleet_cost_total_finish(baton_cost_total *t);   /* the two savings percentages */
 
 /* ---------------------------------------------------------------------------------------------
  * Volumes and snapshots, simulated with folders (src/fleet/fleet_volume.c).
@@ -100,18 +100,18 @@ void baton_cost_total_finish(baton_cost_total *t);   /* the two savings percenta
 
 /* Create the folder (and parents); copy seed into it when seed is non-empty (under a temporary
  * name, verified, then renamed). A volume that already exists is left as it is. */
-int baton_volume_create(const char *path, const char *seed, baton_err *err);
+int fleet_volume_create(const char *path, const char *seed, baton_err *err);
 /* The manifest text of a folder tree (malloc'd, NUL-terminated), as SNAPSHOT would hold it. */
-int baton_volume_manifest(const char *dir, char **text, baton_err *err);
-int baton_snapshot_create(const char *volume, const char *snapshot, baton_err *err);
+int fleet_volume_manifest(const char *dir, char **text, baton_err *err);
+int fleet_snapshot_create(const char *volume, const char *snapshot, baton_err *err);
 /* Every file listed with its size and CRC32C, nothing else present. */
-int baton_snapshot_verify(const char *snapshot, baton_err *err);
-int baton_volume_restore(const char *snapshot, const char *volume, baton_err *err);
+int fleet_snapshot_verify(const char *snapshot, baton_err *err);
+int fleet_volume_restore(const char *snapshot, const char *volume, baton_err *err);
 
-/* Steps reported by baton_volume_move, in order: "snapshot-created", "snapshot-verified",
+/* Steps reported by fleet_volume_move, in order: "snapshot-created", "snapshot-verified",
  * "volume-restored" (the new copy verified), "old-volume-deleted". */
 typedef void (*baton_volume_step_fn)(void *arg, const char *step, const char *path);
-int baton_volume_move(const char *from, const char *snapshot, const char *to, baton_volume_step_fn fn,
+int fleet_volume_move(const char *from, const char *snapshot, const char *to, baton_volume_step_fn fn,
                       void *arg, baton_err *err);
 
 /* ---------------------------------------------------------------------------------------------
@@ -123,39 +123,39 @@ typedef enum { BATON_WE_LAUNCH = 0, BATON_WE_START, BATON_WE_NOTICE, BATON_WE_EX
                BATON_WE_NEVENTS } baton_wevent;
 
 /* The next state, or -1 when the event is not allowed in that state. */
-int baton_wstate_next(baton_wstate s, baton_wevent e);
-int baton_wstate_terminal(baton_wstate s);
-const char *baton_wstate_name(baton_wstate s);     /* "PENDING", ... */
-const char *baton_wevent_name(baton_wevent e);     /* "launch", ... */
-int baton_wstate_parse(const char *name);          /* -1 if unknown */
+int fleet_wstate_next(baton_wstate s, baton_wevent e);
+int fleet_wstate_terminal(baton_wstate s);
+const char *fleet_wstate_name(baton_wstate s);     /* "PENDING", ... */
+const char *fleet_wevent_name(baton_wevent e);     /* "launch", ... */
+int fleet_wstate_parse(const char *name);          /* -1 if unknown */
 
 /* A task's states go through a table too (fleet_state.c): waiting -start-> running -done-> done,
  * running -fail-> failed, waiting|running -cancel-> cancelled, cancelled -resume-> waiting (a rerun
  * of a cancelled job). */
 typedef enum { BATON_TE_START = 0, BATON_TE_DONE, BATON_TE_FAIL, BATON_TE_CANCEL, BATON_TE_RESUME,
                BATON_TE_NEVENTS } baton_tevent;
-int baton_task_next(baton_task_state s, baton_tevent e);   /* -1 when not allowed */
-const char *baton_tevent_name(baton_tevent e);             /* "start", ... */
+int fleet_task_next(baton_task_state s, baton_tevent e);   /* -1 when not allowed */
+const char *fleet_tevent_name(baton_tevent e);             /* "start", ... */
 
 /* ---------------------------------------------------------------------------------------------
  * The fleet database (src/fleet/fleet_db.c); the records it holds are in fleet.h.
  * --------------------------------------------------------------------------------------------- */
-const char *baton_task_state_name(baton_task_state s);
+const char *fleet_task_state_name(baton_task_state s);
 typedef struct baton_fleet_db baton_fleet_db;
 /* Open (creating the schema) STATE/JOB/fleet.db; events also go to events.jsonl next to it. */
-int baton_fleet_db_open(const char *dir, baton_fleet_db **out, baton_err *err);
-void baton_fleet_db_close(baton_fleet_db *db);
-int baton_fleet_db_begin(baton_fleet_db *db, baton_err *err);
-int baton_fleet_db_commit(baton_fleet_db *db, baton_err *err);
-int baton_fleet_db_save_job(baton_fleet_db *db, const baton_fleet_job *j, baton_err *err);
-int baton_fleet_db_save_task(baton_fleet_db *db, const baton_fleet_task *t, baton_err *err);
-int baton_fleet_db_save_inst(baton_fleet_db *db, const baton_fleet_inst *i, baton_err *err);
+int fleet_db_open(const char *dir, baton_fleet_db **out, baton_err *err);
+void fleet_db_close(baton_fleet_db *db);
+int fleet_db_begin(baton_fleet_db *db, baton_err *err);
+int fleet_db_commit(baton_fleet_db *db, baton_err *err);
+int fleet_db_save_job(baton_fleet_db *db, const baton_fleet_job *j, baton_err *err);
+int fleet_db_save_task(baton_fleet_db *db, const baton_fleet_task *t, baton_err *err);
+int fleet_db_save_inst(baton_fleet_db *db, const baton_fleet_inst *i, baton_err *err);
 /* Append an event (seq assigned) to the table and to events.jsonl. */
-int baton_fleet_db_event(baton_fleet_db *db, baton_fleet_event *ev, baton_err *err);
+int fleet_db_event(baton_fleet_db *db, baton_fleet_event *ev, baton_err *err);
 /* Load everything back. *found = 0 when the database holds no job yet. Free with
- * baton_fleet_records_free. */
-int baton_fleet_db_load(baton_fleet_db *db, int with_events, baton_fleet_records *r, int *found, baton_err *err);
-void baton_fleet_records_free(baton_fleet_records *r);
+ * fleet_records_free. */
+int fleet_db_load(baton_fleet_db *db, int with_events, baton_fleet_records *r, int *found, baton_err *err);
+void fleet_records_free(baton_fleet_records *r);
 
 /* ---------------------------------------------------------------------------------------------
  * Worker processes (src/fleet/fleet_proc.c)
@@ -176,34 +176,34 @@ typedef struct baton_worker_spec {
 } baton_worker_spec;
 
 /* Start a worker; *pid is the shim (= the process group), *start its /proc start time. */
-int baton_worker_spawn(const baton_worker_spec *w, int *pid, uint64_t *start, baton_err *err);
+int fleet_worker_spawn(const baton_worker_spec *w, int *pid, uint64_t *start, baton_err *err);
 /* In a child after fork, before exec: every catchable signal back to its default action and
  * none blocked (what a supervisor set up for itself must not reach the command it starts). */
 void fleet_reset_signals(void);
 /* Start time of a process (clock ticks since boot, /proc/PID/stat field 22); 0 if it is gone. */
-uint64_t baton_proc_start_time(int pid);
+uint64_t fleet_proc_start_time(int pid);
 /* 1 when pid is alive and still the process that started at start (not a reused pid). */
-int baton_proc_same(int pid, uint64_t start);
+int fleet_proc_same(int pid, uint64_t start);
 /* Reap a child without blocking: 1 and *code (exit status, or 128+signal) when it has ended. */
-int baton_worker_reap(int pid, int *code);
+int fleet_worker_reap(int pid, int *code);
 /* The status a shim wrote: 1 and *code; 0 when there is none (the shim was killed). */
-int baton_worker_read_status(const char *status_path, int *code, double *mtime);
+int fleet_worker_read_status(const char *status_path, int *code, double *mtime);
 /* SIGKILL the whole process group. */
-void baton_worker_kill(int pid);
+void fleet_worker_kill(int pid);
 /* Read a progress file (a decimal step); -1 when missing or not a number. */
-int64_t baton_progress_file_read(const char *path);
+int64_t fleet_progress_file_read(const char *path);
 /* The highest ckpt-<step> folder name under dir (no verification; -1 when none). */
-int64_t baton_ckpt_newest_name(const char *dir);
+int64_t fleet_ckpt_newest_name(const char *dir);
 
 /* ---------------------------------------------------------------------------------------------
  * Report helpers (src/fleet/fleet_report.c)
  * --------------------------------------------------------------------------------------------- */
 /* What a job shows as its state: the recorded one, or "stalled" for a running job whose supervisor
  * has gone (a rerun of `baton fleet run` adopts its workers). */
-const char *baton_fleet_report_state(const baton_fleet_report *r);
+const char *fleet_report_state(const baton_fleet_report *r);
 /* A task's progress: its final step when done, else the newest step any of its instances reached;
  * -1 when none reported one. */
-int64_t baton_fleet_report_task_step(const baton_fleet_report *r, size_t task);
+int64_t fleet_report_task_step(const baton_fleet_report *r, size_t task);
 
 /* Interruptions against their deadlines (src/fleet/fleet_deadline.c; the figures: baton_fleet_deadlines
  * in fleet.h): the report's table and percentiles (nothing without such events), and the JSON's

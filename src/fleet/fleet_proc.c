@@ -20,7 +20,7 @@
 
 extern char **environ;
 
-uint64_t baton_proc_start_time(int pid)
+uint64_t fleet_proc_start_time(int pid)
 {
     if (pid <= 0) return 0;
     char path[64], buf[1024];
@@ -43,12 +43,12 @@ uint64_t baton_proc_start_time(int pid)
     return strtoull(p, NULL, 10);
 }
 
-int baton_proc_same(int pid, uint64_t start)
+int fleet_proc_same(int pid, uint64_t start)
 {
-    return pid > 0 && start && baton_proc_start_time(pid) == start;
+    return pid > 0 && start && fleet_proc_start_time(pid) == start;
 }
 
-int baton_worker_reap(int pid, int *code)
+int fleet_worker_reap(int pid, int *code)
 {
     int st;
     pid_t r;
@@ -59,12 +59,12 @@ int baton_worker_reap(int pid, int *code)
     return 1;
 }
 
-void baton_worker_kill(int pid)
+void fleet_worker_kill(int pid)
 {
     if (pid > 1) kill(-pid, SIGKILL);
 }
 
-int baton_worker_read_status(const char *status_path, int *code, double *mtime)
+int fleet_worker_read_status(const char *status_path, int *code, double *mtime)
 {
     char buf[32];
     int fd = open(status_path, O_RDONLY | O_CLOEXEC);
@@ -83,7 +83,7 @@ int baton_worker_read_status(const char *status_path, int *code, double *mtime)
     return 1;
 }
 
-int64_t baton_progress_file_read(const char *path)
+int64_t fleet_progress_file_read(const char *path)
 {
     char buf[32];
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -99,7 +99,7 @@ int64_t baton_progress_file_read(const char *path)
     return (int64_t)v;
 }
 
-int64_t baton_ckpt_newest_name(const char *dir)
+int64_t fleet_ckpt_newest_name(const char *dir)
 {
     DIR *d = opendir(dir);
     if (!d) return -1;
@@ -151,7 +151,7 @@ static void close_from(int lowfd, int keep1, int keep2)
         if (fd != keep1 && fd != keep2) close(fd);
 }
 
-int baton_worker_spawn(const baton_worker_spec *w, int *pid_out, uint64_t *start, baton_err *err)
+int fleet_worker_spawn(const baton_worker_spec *w, int *pid_out, uint64_t *start, baton_err *err)
 {
     *pid_out = 0;
     *start = 0;
@@ -230,7 +230,7 @@ int baton_worker_spawn(const baton_worker_spec *w, int *pid_out, uint64_t *start
     free(envp);
     *pid_out = (int)pid;
     for (int i = 0; i < 100 && !*start; i++) {   /* /proc entry appears at once; be patient anyway */
-        *start = baton_proc_start_time((int)pid);
+        *start = fleet_proc_start_time((int)pid);
         if (!*start) usleep(1000);
     }
     return BATON_OK;

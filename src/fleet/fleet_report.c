@@ -16,13 +16,13 @@
 static double inst_end(const baton_fleet_report *r, const baton_fleet_inst *in)
 {
     if (in->t_end >= 0) return in->t_end;
-    if (r->stalled && !(in->pid > 0 && baton_proc_same(in->pid, in->pid_start))) return r->last_sim;
+    if (r->stalled && !(in->pid > 0 && fleet_proc_same(in->pid, in->pid_start))) return r->last_sim;
     return r->now_sim;
 }
 
-const char *baton_fleet_report_state(const baton_fleet_report *r) { return r->stalled ? "stalled" : r->rec.job.state; }
+const char *fleet_report_state(const baton_fleet_report *r) { return r->stalled ? "stalled" : r->rec.job.state; }
 
-int64_t baton_fleet_report_task_step(const baton_fleet_report *r, size_t task)
+int64_t fleet_report_task_step(const baton_fleet_report *r, size_t task)
 {
     const baton_fleet_task *k = &r->rec.tasks[task];
     if (k->final_step >= 0) return k->final_step;
@@ -34,7 +34,7 @@ int64_t baton_fleet_report_task_step(const baton_fleet_report *r, size_t task)
 
 static int64_t lost_steps(const baton_fleet_inst *in)
 {
-    if (!baton_wstate_terminal(in->state) || in->state == BATON_W_DONE || in->state == BATON_W_CANCELLED) return 0;
+    if (!fleet_wstate_terminal(in->state) || in->state == BATON_W_DONE || in->state == BATON_W_CANCELLED) return 0;
     if (in->reached_step < 0 || in->ckpt_step < 0) return 0;
     return in->reached_step > in->ckpt_step ? in->reached_step - in->ckpt_step : 0;
 }
@@ -77,18 +77,18 @@ int baton_fleet_report_load(const char *job_dir, baton_fleet_report *r, baton_er
     snprintf(dbpath, sizeof dbpath, "%s/fleet.db", job_dir);
     if (access(dbpath, F_OK) != 0) return baton_err_set(err, BATON_ERR_NOTFOUND, "%s: no fleet job there", job_dir);
     baton_fleet_db *db;
-    int found = 0, rc = baton_fleet_db_open(job_dir, &db, err);
+    int found = 0, rc = fleet_db_open(job_dir, &db, err);
     if (rc) return rc;
-    rc = baton_fleet_db_load(db, 1, &r->rec, &found, err);
-    baton_fleet_db_close(db);
+    rc = fleet_db_load(db, 1, &r->rec, &found, err);
+    fleet_db_close(db);
     if (!rc && !found) rc = baton_err_set(err, BATON_ERR_NOTFOUND, "%s: the job has not started", job_dir);
     if (rc) {
-        baton_fleet_records_free(&r->rec);
+        fleet_records_free(&r->rec);
         return rc;
     }
     const baton_fleet_job *j = &r->rec.job;
     r->now_sim = j->t_end >= 0 ? j->t_end : (baton_wall_now() - j->origin) * j->time_scale;
-    if (!strcmp(j->state, "running") && !baton_proc_same(j->supervisor_pid, j->supervisor_start)) {
+    if (!strcmp(j->state, "running") && !fleet_proc_same(j->supervisor_pid, j->supervisor_start)) {
         r->stalled = 1;
         for (size_t e = 0; e < r->rec.nevents; e++)
             if (r->rec.events[e].t_sim > r->last_sim) r->last_sim = r->rec.events[e].t_sim;
@@ -100,7 +100,7 @@ int baton_fleet_report_load(const char *job_dir, baton_fleet_report *r, baton_er
         baton_fleet_report_free(r);
         return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
     }
-    baton_cost_total_init(&r->total);
+    fleet_cost_total_init(&r->total);
     for (size_t i = 0; i < n; i++) {
         const baton_fleet_inst *in = &r->rec.insts[i];
         baton_cost_in *c = &r->ins[i];
@@ -120,9 +120,9 @@ int baton_fleet_report_load(const char *job_dir, baton_fleet_report *r, baton_er
         c->spot_price = in->spot_price;
         c->on_demand_price = in->on_demand_price;
         c->provider_interrupted = in->interrupted != BATON_INT_NONE;
-        c->ended = baton_wstate_terminal(in->state);
-        baton_cost_line_compute(c, &r->lines[i]);
-        baton_cost_total_add(&r->total, c, &r->lines[i]);
+        c->ended = fleet_wstate_terminal(in->state);
+        fleet_cost_line_compute(c, &r->lines[i]);
+        fleet_cost_total_add(&r->total, c, &r->lines[i]);
         if (c->ended && in->state != BATON_W_CANCELLED) {
             if (in->interrupted == BATON_INT_NOTICE) {
                 r->with_notice++;
@@ -136,7 +136,7 @@ int baton_fleet_report_load(const char *job_dir, baton_fleet_report *r, baton_er
         }
     }
     r->interruptions = r->with_notice + r->without_notice;
-    baton_cost_total_finish(&r->total);
+    fleet_cost_total_finish(&r->total);
     return load_results(job_dir, r, err);
 }
 
@@ -147,7 +147,7 @@ void baton_fleet_report_free(baton_fleet_report *r)
     free(r->task_spot_cost);
     r->results = NULL;
     r->task_spot_cost = NULL;
-    baton_fleet_records_free(&r->rec);
+    fleet_records_free(&r->rec);
     free(r->lines);
     free(r->ins);
     r->lines = NULL;
@@ -190,7 +190,7 @@ void baton_fleet_report_print(FILE *f, const baton_fleet_report *r, int events)
     dur(r->now_sim, a, sizeof a);
     dur(r->now_sim / (j->time_scale > 0 ? j->time_scale : 1), b, sizeof b);
     fprintf(f, "job %s: %s; tasks %zu (%d done, %d failed); simulated %s (%s of wall time at x%g)\n", j->name,
-            baton_fleet_report_state(r), r->rec.ntasks, done, failed, a, b, j->time_scale);
+            fleet_report_state(r), r->rec.ntasks, done, failed, a, b, j->time_scale);
     if (r->stalled) {
         dur(r->last_sim, c, sizeof c);
         fprintf(f, "  its supervisor (pid %d) is not running: instances whose worker has ended too are counted up to "
@@ -199,11 +199,11 @@ void baton_fleet_report_print(FILE *f, const baton_fleet_report *r, int events)
     }
     for (size_t t = 0; t < r->rec.ntasks; t++) {
         const baton_fleet_task *k = &r->rec.tasks[t];
-        int64_t step = baton_fleet_report_task_step(r, t);
+        int64_t step = fleet_report_task_step(r, t);
         char st[48] = "no step yet";
         if (step >= 0) snprintf(st, sizeof st, "%s %lld", k->final_step >= 0 ? "step" : "reached step", (long long)step);
         fprintf(f, "  task %d: %s, %s, %d interruption(s), %d crash(es), volume %s (%s)\n", k->idx,
-                baton_task_state_name(k->state), st, k->interruptions, k->crashes, k->volume[0] ? k->volume : "-",
+                fleet_task_state_name(k->state), st, k->interruptions, k->crashes, k->volume[0] ? k->volume : "-",
                 k->zone[0] ? k->zone : "-");
         char res[256];
         if (result_text(r->results ? r->results[t] : NULL, res, sizeof res))
@@ -223,7 +223,7 @@ void baton_fleet_report_print(FILE *f, const baton_fleet_report *r, int events)
         dur(r->ins[i].running_s, b, sizeof b);
         dur(l->charged_s, c, sizeof c);
         fprintf(f, "%-19s %4d %-11.11s %-11.11s %-9s %9s %9s %15s %5lld %9s %8.4f %8.4f  %s%s\n", in->name, in->task,
-                in->type[0] ? in->type : "-", in->zone[0] ? in->zone : "-", baton_wstate_name(in->state), a, b, steps,
+                in->type[0] ? in->type : "-", in->zone[0] ? in->zone : "-", fleet_wstate_name(in->state), a, b, steps,
                 (long long)lost_steps(in), c, l->spot_cost, l->on_demand_cost, in->reason,
                 l->free_first_hour ? " [not charged: interrupted in its first hour]" : "");
     }
@@ -268,7 +268,7 @@ char *baton_fleet_report_json(const baton_fleet_report *r, int events)
     if (!o) return NULL;
     cJSON *jo = cJSON_AddObjectToObject(o, "job");
     cJSON_AddStringToObject(jo, "name", j->name);
-    cJSON_AddStringToObject(jo, "state", baton_fleet_report_state(r));
+    cJSON_AddStringToObject(jo, "state", fleet_report_state(r));
     cJSON_AddBoolToObject(jo, "supervisor_running", !strcmp(j->state, "running") && !r->stalled);
     cJSON_AddNumberToObject(jo, "time_scale", j->time_scale);
     cJSON_AddNumberToObject(jo, "sim_seconds", r->now_sim);
@@ -280,10 +280,10 @@ char *baton_fleet_report_json(const baton_fleet_report *r, int events)
         cJSON *x = cJSON_CreateObject();
         cJSON_AddNumberToObject(x, "task", k->idx);
         cJSON_AddStringToObject(x, "command", k->command);
-        cJSON_AddStringToObject(x, "state", baton_task_state_name(k->state));
+        cJSON_AddStringToObject(x, "state", fleet_task_state_name(k->state));
         if (k->final_step >= 0) cJSON_AddNumberToObject(x, "final_step", (double)k->final_step);
         else cJSON_AddNullToObject(x, "final_step");   /* not done (yet) */
-        int64_t step = baton_fleet_report_task_step(r, t);
+        int64_t step = fleet_report_task_step(r, t);
         if (step >= 0) cJSON_AddNumberToObject(x, "step", (double)step);
         else cJSON_AddNullToObject(x, "step");
         cJSON_AddNumberToObject(x, "interruptions", k->interruptions);
@@ -306,7 +306,7 @@ char *baton_fleet_report_json(const baton_fleet_report *r, int events)
         cJSON_AddNumberToObject(x, "task", in->task);
         cJSON_AddStringToObject(x, "type", in->type);
         cJSON_AddStringToObject(x, "zone", in->zone);
-        cJSON_AddStringToObject(x, "state", baton_wstate_name(in->state));
+        cJSON_AddStringToObject(x, "state", fleet_wstate_name(in->state));
         cJSON_AddStringToObject(x, "reason", in->reason);
         cJSON_AddStringToObject(x, "interruption", in->interrupted == BATON_INT_NOTICE ? "notice"
                                                    : in->interrupted == BATON_INT_NO_NOTICE ? "no-notice" : "none");

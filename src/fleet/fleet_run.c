@@ -61,10 +61,10 @@ static int recover(sup *s, baton_fleet_records *r, baton_err *err)
         l->rank = -1;
         fleet_inst_paths(s, i);
         if (in->interrupted != BATON_INT_NONE)
-            baton_market_reclaimed(&s->market, in->pool, in->t_notice >= 0 ? in->t_notice : in->t_end);
+            fleet_market_reclaimed(&s->market, in->pool, in->t_notice >= 0 ? in->t_notice : in->t_end);
         if (!fleet_alive_state(in->state)) continue;
         l->child = 0;
-        if (!baton_proc_same(in->pid, in->pid_start)) continue;   /* ended meanwhile: the loop reads its status */
+        if (!fleet_proc_same(in->pid, in->pid_start)) continue;   /* ended meanwhile: the loop reads its status */
         baton_err ie = {0};
         if (fleet_start_imds(s, i, in->port, &ie)) {
             fleet_kill_now(s, i);
@@ -78,11 +78,11 @@ static int recover(sup *s, baton_fleet_records *r, baton_err *err)
         }
         char cdir[4400];
         fleet_ckpt_dir(s, in->volume, cdir, sizeof cdir);
-        l->last_ckpt = baton_ckpt_newest_name(cdir);
+        l->last_ckpt = fleet_ckpt_newest_name(cdir);
         s->sum->adopted++;
         cJSON *d = cJSON_CreateObject();
         if (d) cJSON_AddNumberToObject(d, "pid", in->pid);
-        fleet_log_event(s, "adopt", (int)i, in->task, baton_wstate_name(in->state), baton_wstate_name(in->state), d,
+        fleet_log_event(s, "adopt", (int)i, in->task, fleet_wstate_name(in->state), fleet_wstate_name(in->state), d,
                   "adopted the running worker (pid %d, metadata on port %d)", in->pid, in->port);
     }
     return 0;
@@ -142,7 +142,7 @@ static void summarise(sup *s)
     m->interruptions = m->with_notice = m->without_notice = m->crashes = 0;
     for (size_t i = 0; i < s->ninsts; i++) {
         const baton_fleet_inst *in = &s->insts[i];
-        if (!baton_wstate_terminal(in->state) || in->state == BATON_W_CANCELLED) continue;
+        if (!fleet_wstate_terminal(in->state) || in->state == BATON_W_CANCELLED) continue;
         if (in->interrupted == BATON_INT_NOTICE) m->with_notice++;
         if (in->interrupted == BATON_INT_NO_NOTICE) m->without_notice++;
         m->crashes += in->state == BATON_W_CRASHED;
@@ -215,10 +215,10 @@ int baton_fleet_run(const baton_job *job, const baton_fleet_opts *o, baton_fleet
     if (!rc && flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0)
         rc = baton_err_set(err, BATON_ERR_ARG, "job %s is already being run by another supervisor (%s/supervisor.lock is held)",
                            job->name, s->dir);
-    if (!rc) rc = baton_fleet_db_open(s->dir, &s->db, err);
-    if (!rc) rc = baton_market_init(&s->market, s->job, err);
-    if (!rc && o->interrupts) rc = baton_market_set_schedule(&s->market, o->interrupts, err);
-    if (!rc) rc = baton_fleet_db_load(s->db, 0, &r, &found, err);
+    if (!rc) rc = fleet_db_open(s->dir, &s->db, err);
+    if (!rc) rc = fleet_market_init(&s->market, s->job, err);
+    if (!rc && o->interrupts) rc = fleet_market_set_schedule(&s->market, o->interrupts, err);
+    if (!rc) rc = fleet_db_load(s->db, 0, &r, &found, err);
     if (!rc && found && (!strcmp(r.job.state, "done") || !strcmp(r.job.state, "failed"))) {
         const int changed = !same_commands(s, &r);
         s->rec = r.job;
@@ -264,7 +264,7 @@ int baton_fleet_run(const baton_job *job, const baton_fleet_opts *o, baton_fleet
     }
     if (rc) goto out;
     s->rec.supervisor_pid = (int)getpid();
-    s->rec.supervisor_start = baton_proc_start_time((int)getpid());
+    s->rec.supervisor_start = fleet_proc_start_time((int)getpid());
     fleet_save_job(s);
     {
         char ts[32];
@@ -273,7 +273,7 @@ int baton_fleet_run(const baton_job *job, const baton_fleet_opts *o, baton_fleet
                   found ? "supervising" : "starting", s->rec.name, s->ntasks, s->job->target_capacity,
                   baton_alloc_name(s->job->alloc), s->scale, ts);
         char md[768];
-        baton_market_describe(&s->market, md, sizeof md);
+        fleet_market_describe(&s->market, md, sizeof md);
         fleet_log_event(s, "market", -1, -1, NULL, NULL, NULL, "market: %s", md);
     }
     if (found) clean_volumes(s);
@@ -308,9 +308,9 @@ out:
     sum->wall_s = baton_wall_now() - wall0;
     for (size_t i = 0; i < s->ninsts && s->lv; i++)
         if (s->lv[i].imds) baton_imds_stop(s->lv[i].imds);
-    baton_fleet_records_free(&r);
-    baton_market_free(&s->market);
-    baton_fleet_db_close(s->db);
+    fleet_records_free(&r);
+    fleet_market_free(&s->market);
+    fleet_db_close(s->db);
     if (s->lock_fd >= 0) close(s->lock_fd);
     for (size_t t = 0; t < s->ntasks; t++) free(s->tasks[t].command);
     free(s->tasks);
@@ -330,27 +330,27 @@ int baton_fleet_cancel(const char *job_dir, double grace_s, baton_err *err)
     baton_fleet_db *db;
     baton_fleet_records r;
     int found = 0, lock = -1;
-    int rc = baton_fleet_db_open(job_dir, &db, err);
+    int rc = fleet_db_open(job_dir, &db, err);
     if (rc) return rc;
-    rc = baton_fleet_db_load(db, 0, &r, &found, err);
-    baton_fleet_db_close(db);
+    rc = fleet_db_load(db, 0, &r, &found, err);
+    fleet_db_close(db);
     if (rc) return rc;
     if (!found || strcmp(r.job.state, "running") != 0) {
         rc = baton_err_set(err, BATON_ERR_ARG, "job at %s is not running (%s)", job_dir, found ? r.job.state : "empty");
-        baton_fleet_records_free(&r);
+        fleet_records_free(&r);
         return rc;
     }
     if ((rc = open_lock(job_dir, &lock, err))) {
-        baton_fleet_records_free(&r);
+        fleet_records_free(&r);
         return rc;
     }
     if (flock(lock, LOCK_EX | LOCK_NB) != 0) {
         /* a supervisor holds the job: ask it to cancel, wait for it to finish */
-        if (baton_proc_same(r.job.supervisor_pid, r.job.supervisor_start)) kill(r.job.supervisor_pid, SIGTERM);
+        if (fleet_proc_same(r.job.supervisor_pid, r.job.supervisor_start)) kill(r.job.supervisor_pid, SIGTERM);
         double until = baton_now() + grace_s + 30;
         while (flock(lock, LOCK_EX | LOCK_NB) != 0 && baton_now() < until) usleep(50000);
         close(lock);
-        baton_fleet_records_free(&r);
+        fleet_records_free(&r);
         return BATON_OK;
     }
     close(lock);
@@ -360,7 +360,7 @@ int baton_fleet_cancel(const char *job_dir, double grace_s, baton_err *err)
     baton_path_dirname(job_dir, state_dir, sizeof state_dir);
     rc = baton_job_parse(r.job.jobfile[0] ? r.job.jobfile : "job", r.job.jobfile_text ? r.job.jobfile_text : "",
                          r.job.jobfile_text ? strlen(r.job.jobfile_text) : 0, &job, err);
-    baton_fleet_records_free(&r);
+    fleet_records_free(&r);
     if (rc) return baton_err_prefix(err, "the job file kept in %s", dbpath);
     baton_fleet_opts o;
     baton_fleet_opts_default(&o);

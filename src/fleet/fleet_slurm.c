@@ -98,7 +98,7 @@ int baton_slurm_check(const baton_job *job, baton_slurm_opts *o, baton_err *err)
         o->ntasks_per_node = (int)x;
     }
     v = rmt_opt(job, "slurm.signal_before", &line);
-    if (v && (baton_duration_parse(v, &o->signal_before) || o->signal_before < 1 || o->signal_before > 65535))
+    if (v && (fleet_duration_parse(v, &o->signal_before) || o->signal_before < 1 || o->signal_before > 65535))
         return rmt_fail(err, job, line, "slurm.signal_before",
                         "expected a duration from 1s to 65535s (how long before the time limit the job gets "
                         "USR1 to checkpoint), got '%.32s'", v);
@@ -143,7 +143,7 @@ static const char *env_name(const baton_job_kv *kv)
     return strncmp(kv->key, "env.", 4) ? kv->key : kv->key + 4;
 }
 
-int baton_slurm_script(const baton_job *job, const baton_slurm_opts *o, size_t task, const char *volume,
+int fleet_slurm_script(const baton_job *job, const baton_slurm_opts *o, size_t task, const char *volume,
                        const char *bindir, baton_buf *b, baton_err *err)
 {
     if (task >= job->ncommands) return baton_err_set(err, BATON_ERR_ARG, "task %zu: the job has %zu", task, job->ncommands);
@@ -450,7 +450,7 @@ static void field(const char *line, const char *key, char *out, size_t cap)
     out[n] = 0;
 }
 
-void baton_slurm_parse_show(const char *line, baton_slurm_task *t)
+void fleet_slurm_parse_show(const char *line, baton_slurm_task *t)
 {
     char v[64];
     field(line, "JobState", t->state, sizeof t->state);
@@ -475,14 +475,14 @@ static int query_job(baton_slurm_task *t, baton_err *err)
                                eo.data ? (char *)eo.data : "");
         }
     } else if (!rc) {
-        baton_slurm_parse_show(out.data ? (const char *)out.data : "", t);
+        fleet_slurm_parse_show(out.data ? (const char *)out.data : "", t);
     }
     baton_buf_free(&out);
     baton_buf_free(&eo);
     return rc;
 }
 
-void baton_slurm_parse_runlog(const char *text, size_t n, baton_slurm_task *t)
+void fleet_slurm_parse_runlog(const char *text, size_t n, baton_slurm_task *t)
 {
     t->runs = t->notices = t->crashes = t->stops = 0;
     t->last_rc = -1;
@@ -522,7 +522,7 @@ static void read_runlog(baton_slurm_task *t)
     baton_err e = {0};
     snprintf(path, sizeof path, "%s/logs/slurm-runs.log", t->volume);
     if (baton_file_read_all(path, 16u << 20, &p, &n, &e)) return;
-    baton_slurm_parse_runlog((const char *)p, n, t);
+    fleet_slurm_parse_runlog((const char *)p, n, t);
     free(p);
 }
 
@@ -646,7 +646,7 @@ int baton_slurm_submit(const baton_job *job, const baton_slurm_opts *o, const ch
         snprintf(logp, sizeof logp, "%s/logs/slurm-runs.log", t[i].volume);
         snprintf(line, sizeof line, "submit time=%s tasks=%zu\n", when, job->ncommands);
         rc = prepare_volume(job, i, t[i].volume, err);
-        if (!rc) rc = baton_slurm_script(job, o, i, t[i].volume, bindir, &b, err);
+        if (!rc) rc = fleet_slurm_script(job, o, i, t[i].volume, bindir, &b, err);
         if (!rc) rc = rmt_write_file(script, b.data, b.len, 0755, err);
         baton_buf_free(&b);
         if (!rc) rc = append_line(logp, line, err);

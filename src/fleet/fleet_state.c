@@ -27,21 +27,21 @@ static const signed char table[BATON_W_NSTATES][BATON_WE_NEVENTS] = {
 };
 #undef X
 
-int baton_wstate_next(baton_wstate s, baton_wevent e)
+int fleet_wstate_next(baton_wstate s, baton_wevent e)
 {
     if ((unsigned)s >= BATON_W_NSTATES || (unsigned)e >= BATON_WE_NEVENTS) return -1;
     return table[s][e];
 }
 
-int baton_wstate_terminal(baton_wstate s)
+int fleet_wstate_terminal(baton_wstate s)
 {
     return s == BATON_W_STOPPED || s == BATON_W_DONE || s == BATON_W_CRASHED || s == BATON_W_CANCELLED;
 }
 
-const char *baton_wstate_name(baton_wstate s) { return (unsigned)s < BATON_W_NSTATES ? state_names[s] : "?"; }
-const char *baton_wevent_name(baton_wevent e) { return (unsigned)e < BATON_WE_NEVENTS ? event_names[e] : "?"; }
+const char *fleet_wstate_name(baton_wstate s) { return (unsigned)s < BATON_W_NSTATES ? state_names[s] : "?"; }
+const char *fleet_wevent_name(baton_wevent e) { return (unsigned)e < BATON_WE_NEVENTS ? event_names[e] : "?"; }
 
-int baton_wstate_parse(const char *name)
+int fleet_wstate_parse(const char *name)
 {
     for (int i = 0; i < BATON_W_NSTATES; i++)
         if (!strcmp(name, state_names[i])) return i;
@@ -59,19 +59,19 @@ static const signed char task_table[BATON_TASK_CANCELLED + 1][BATON_TE_NEVENTS] 
 };
 #undef X
 
-int baton_task_next(baton_task_state s, baton_tevent e)
+int fleet_task_next(baton_task_state s, baton_tevent e)
 {
     if ((unsigned)s > BATON_TASK_CANCELLED || (unsigned)e >= BATON_TE_NEVENTS) return -1;
     return task_table[s][e];
 }
 
-const char *baton_tevent_name(baton_tevent e)
+const char *fleet_tevent_name(baton_tevent e)
 {
     static const char *const n[BATON_TE_NEVENTS] = {"start", "done", "fail", "cancel", "resume"};
     return (unsigned)e < BATON_TE_NEVENTS ? n[e] : "?";
 }
 
-const char *baton_task_state_name(baton_task_state s)
+const char *fleet_task_state_name(baton_task_state s)
 {
     static const char *const n[] = {"waiting", "running", "done", "failed", "cancelled"};
     return (unsigned)s < sizeof n / sizeof n[0] ? n[s] : "?";

@@ -169,7 +169,7 @@ static int run_walk(const char *src, const char *dst, const char *skip, char **m
     return rc;
 }
 
-int baton_volume_manifest(const char *dir, char **text, baton_err *err)
+int fleet_volume_manifest(const char *dir, char **text, baton_err *err)
 {
     return run_walk(dir, NULL, NULL, text, err);
 }
@@ -232,7 +232,7 @@ static int copy_verified(const char *src, const char *skip, const char *dst, con
     return rc;   /* the caller publishes (it may add files first) */
 }
 
-int baton_volume_create(const char *path, const char *seed, baton_err *err)
+int fleet_volume_create(const char *path, const char *seed, baton_err *err)
 {
     if (baton_is_dir(path)) return BATON_OK;
     if (!seed || !*seed) {
@@ -247,7 +247,7 @@ int baton_volume_create(const char *path, const char *seed, baton_err *err)
     return rc ? baton_err_prefix(err, "volume %s", path) : rc;
 }
 
-int baton_snapshot_create(const char *volume, const char *snapshot, baton_err *err)
+int fleet_snapshot_create(const char *volume, const char *snapshot, baton_err *err)
 {
     char tmp[4096], mpath[4200], *man = NULL;
     int rc = tmp_name(tmp, sizeof tmp, snapshot, err);
@@ -278,7 +278,7 @@ static int read_manifest(const char *snapshot, char **text, baton_err *err)
     return 0;
 }
 
-int baton_snapshot_verify(const char *snapshot, baton_err *err)
+int fleet_snapshot_verify(const char *snapshot, baton_err *err)
 {
     char *want = NULL, *have = NULL;
     int rc = read_manifest(snapshot, &want, err);
@@ -290,7 +290,7 @@ int baton_snapshot_verify(const char *snapshot, baton_err *err)
     return rc;
 }
 
-int baton_volume_restore(const char *snapshot, const char *volume, baton_err *err)
+int fleet_volume_restore(const char *snapshot, const char *volume, baton_err *err)
 {
     char *want = NULL, tmp[4096];
     int rc = read_manifest(snapshot, &want, err);
@@ -301,15 +301,15 @@ int baton_volume_restore(const char *snapshot, const char *volume, baton_err *er
     return rc ? baton_err_prefix(err, "restore of %s", volume) : rc;
 }
 
-int baton_volume_move(const char *from, const char *snapshot, const char *to, baton_volume_step_fn fn,
+int fleet_volume_move(const char *from, const char *snapshot, const char *to, baton_volume_step_fn fn,
                       void *arg, baton_err *err)
 {
-    int rc = baton_snapshot_create(from, snapshot, err);
+    int rc = fleet_snapshot_create(from, snapshot, err);
     if (rc) return rc;
     if (fn) fn(arg, "snapshot-created", snapshot);
-    if ((rc = baton_snapshot_verify(snapshot, err))) goto drop_snapshot;
+    if ((rc = fleet_snapshot_verify(snapshot, err))) goto drop_snapshot;
     if (fn) fn(arg, "snapshot-verified", snapshot);
-    if ((rc = baton_volume_restore(snapshot, to, err))) goto drop_snapshot;
+    if ((rc = fleet_volume_restore(snapshot, to, err))) goto drop_snapshot;
     if (fn) fn(arg, "volume-restored", to);
     if (baton_remove_tree(from) != 0)   /* two good copies remain; report, do not fail the move */
         baton_log(BATON_LOG_WARN, "volume %s: could not delete the old copy: %s", from, strerror(errno));

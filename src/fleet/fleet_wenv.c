@@ -18,7 +18,7 @@
  * a gamma posterior with one pseudo-interruption at the prior's rate. 0: no hazard at all. */
 static double worker_mtbi(const sup *s, const baton_fleet_inst *in)
 {
-    double prior = baton_bucket_hazard(s->job->types[baton_pool_type(&s->market, in->pool)].bucket) *
+    double prior = fleet_bucket_hazard(s->job->types[fleet_pool_type(&s->market, in->pool)].bucket) *
                    s->job->market.hazard_scale;   /* per simulated second */
     double n = 0, t = 0, now = fleet_now(s);
     for (size_t k = 0; k < s->ninsts; k++) {

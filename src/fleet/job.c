@@ -25,7 +25,7 @@ const char *baton_alloc_name(baton_alloc a)
 /* the buckets are the catalog's (infer.h), in the same order */
 const char *baton_bucket_name(baton_bucket b) { return baton_infer_bucket_name((int)b); }
 
-int baton_bucket_parse(const char *s, baton_bucket *b)
+int fleet_bucket_parse(const char *s, baton_bucket *b)
 {
     int i;
     if (baton_infer_bucket_parse(s, &i)) return -1;
@@ -33,7 +33,7 @@ int baton_bucket_parse(const char *s, baton_bucket *b)
     return 0;
 }
 
-int baton_duration_parse(const char *s, double *seconds)
+int fleet_duration_parse(const char *s, double *seconds)
 {
     char *end = NULL;
     errno = 0;
@@ -56,7 +56,7 @@ double baton_job_spot_price(const baton_job_type *t, const char *zone)
     return t->spot_price;
 }
 
-const baton_job_kv *baton_job_backend_opt(const baton_job *job, const char *key)
+const baton_job_kv *fleet_job_backend_opt(const baton_job *job, const char *key)
 {
     for (size_t i = 0; i < job->nbackend_opts; i++)
         if (!strcmp(job->backend_opts[i].key, key)) return &job->backend_opts[i];

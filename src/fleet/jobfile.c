@@ -114,7 +114,7 @@ static int get_duration(ctx *c, const yaml_node_t *n, const char *field, double 
     const char *s = "";
     if (scalar(c, n, field, &s)) return c->err->code;
     double v;
-    if (baton_duration_parse(s, &v) || v > 1e9)
+    if (fleet_duration_parse(s, &v) || v > 1e9)
         return fail(c, n, field, "expected a duration (seconds, or a number with s, m, h or d), got '%.64s'", s);
     *out = v;
     return 0;
@@ -313,7 +313,7 @@ static int type_pair(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, 
         const char *v = "";
         if (scalar(c, vn, path, &v)) return c->err->code;
         s->has_bucket = 1;
-        if (baton_bucket_parse(v, &t->bucket))
+        if (fleet_bucket_parse(v, &t->bucket))
             return fail(c, vn, path, "expected a Spot Advisor bucket: <5%%, 5-10%%, 10-15%%, 15-20%% or >20%%, got '%.32s'", v);
         return 0;
     }

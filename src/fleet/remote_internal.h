@@ -51,26 +51,26 @@ int rmt_write_file(const char *path, const void *p, size_t n, unsigned mode, bat
 /* Slurm (fleet_slurm.c) */
 /* The batch script for one task. volume: the task's volume (absolute); bindir: prepended to
  * PATH (the folder of the baton binary; NULL: none). */
-int baton_slurm_script(const baton_job *job, const baton_slurm_opts *o, size_t task, const char *volume,
+int fleet_slurm_script(const baton_job *job, const baton_slurm_opts *o, size_t task, const char *volume,
                        const char *bindir, baton_buf *out, baton_err *err);
 /* The parsers behind status (exposed for tests and fuzzing): one `scontrol show job -o` line into
  * state, reason, node, restarts (a state that is not an upper-case word becomes UNKNOWN); the
  * volume's logs/slurm-runs.log (n bytes, any content) into runs, notices, crashes, stops, last_rc
  * counted since its last "submit" line. */
-void baton_slurm_parse_show(const char *line, baton_slurm_task *t);
-void baton_slurm_parse_runlog(const char *text, size_t n, baton_slurm_task *t);
+void fleet_slurm_parse_show(const char *line, baton_slurm_task *t);
+void fleet_slurm_parse_runlog(const char *text, size_t n, baton_slurm_task *t);
 
 /* AWS (aws_userdata.c, fleet_aws.c) */
 #define BATON_AWS_USERDATA_MAX 16384   /* EC2's limit on user data before base64 */
 
 /* The user-data script of one task (bash; at most BATON_AWS_USERDATA_MAX bytes). */
-int baton_aws_userdata(const baton_job *job, const baton_aws_opts *o, size_t task, baton_buf *out,
+int fleet_aws_userdata(const baton_job *job, const baton_aws_opts *o, size_t task, baton_buf *out,
                        baton_err *err);
 
 /* The names everything is created under. */
 typedef struct baton_aws_names {
     char fleet_role[160], instance_role[160], policy[160], profile[160];   /* fleet_role: spot-fleet only */
 } baton_aws_names;
-void baton_aws_names_of(const baton_job *job, const baton_aws_opts *o, baton_aws_names *nm);
+void fleet_aws_names_of(const baton_job *job, const baton_aws_opts *o, baton_aws_names *nm);
 
 #endif

@@ -166,7 +166,7 @@ out:
 /* ------------------------------------------------------------------ job file sections */
 const char *rmt_opt(const baton_job *job, const char *key, int *line)
 {
-    const baton_job_kv *kv = baton_job_backend_opt(job, key);
+    const baton_job_kv *kv = fleet_job_backend_opt(job, key);
     if (line) *line = kv ? kv->line : 0;
     return kv ? kv->value : NULL;
 }

@@ -3,13 +3,13 @@
  * (pixel/255 - mean[c]) / std[c], written as NCHW or NHWC floats.
  *
  * Contract:
- *  - baton_augment_draw is a pure function of (seed, epoch, position, pad, flip): the RNG stream
+ *  - img_augment_draw is a pure function of (seed, epoch, position, pad, flip): the RNG stream
  *    is baton_rng_seed3(seed ^ "aug ", epoch, position); dy then dx uniform in [-pad, pad] (drawn
  *    only when pad > 0), then the flip bit (drawn only when flip is on, p = 0.5). This matches
  *    torchvision's RandomCrop(size, padding=pad) followed by RandomHorizontalFlip.
  *  - dst[y][x] = norm(P(y + dy, x' + dx)) with x' = w-1-x when flipped, else x; P is the image
  *    with zero pixels outside it (zero before normalisation, as torchvision pads).
- *  - baton_augment_apply_ref is the plain per-pixel loop; baton_augment_apply walks rows, fills
+ *  - img_augment_apply_ref is the plain per-pixel loop; img_augment_apply walks rows, fills
  *    the out-of-image spans with the normalised zero and reads a 256-entry table per channel.
  *    Both compute every value with img_norm_value, so they agree bit for bit (tests memcmp them).
  *  - No allocation; nothing here can fail. Images with more than IMG_NORM_MAX_C channels take
@@ -20,7 +20,7 @@
 
 #define AUG_TAG 0x61756720ULL  /* "aug " */
 
-void baton_augment_draw(uint64_t seed, uint64_t epoch, uint64_t position, uint32_t pad, int flip,
+void img_augment_draw(uint64_t seed, uint64_t epoch, uint64_t position, uint32_t pad, int flip,
                         baton_augment *a)
 {
     a->dy = 0;
@@ -39,7 +39,7 @@ void baton_augment_draw(uint64_t seed, uint64_t epoch, uint64_t position, uint32
 
 /* ---------------------------------------------------------------- reference */
 
-void baton_augment_apply_ref(const baton_image *im, const baton_augment *a, const float *mean,
+void img_augment_apply_ref(const baton_image *im, const baton_augment *a, const float *mean,
                              const float *std, baton_layout layout, float *dst)
 {
     int64_t h = im->h, w = im->w, c = im->c;
@@ -154,11 +154,11 @@ void img_augment_apply_lut(const baton_image *im, const baton_augment *a, const 
     }
 }
 
-void baton_augment_apply(const baton_image *im, const baton_augment *a, const float *mean,
+void img_augment_apply(const baton_image *im, const baton_augment *a, const float *mean,
                          const float *std, baton_layout layout, float *dst)
 {
     if (im->c > IMG_NORM_MAX_C) {
-        baton_augment_apply_ref(im, a, mean, std, layout, dst);
+        img_augment_apply_ref(im, a, mean, std, layout, dst);
         return;
     }
     img_norm_lut lut;

@@ -16,11 +16,11 @@ typedef struct baton_augment {
     int32_t dy, dx;         /* crop offset in the padded image minus pad: source = dst + (dy, dx) */
     int flip;
 } baton_augment;
-void baton_augment_draw(uint64_t seed, uint64_t epoch, uint64_t position, uint32_t pad, int flip,
+void img_augment_draw(uint64_t seed, uint64_t epoch, uint64_t position, uint32_t pad, int flip,
                         baton_augment *a);
-void baton_augment_apply(const baton_image *im, const baton_augment *a, const float *mean,
+void img_augment_apply(const baton_image *im, const baton_augment *a, const float *mean,
                          const float *std, baton_layout layout, float *dst);
-void baton_augment_apply_ref(const baton_image *im, const baton_augment *a, const float *mean,
+void img_augment_apply_ref(const baton_image *im, const baton_augment *a, const float *mean,
                              const float *std, baton_layout layout, float *dst);
 
 #define IMG_NORM_MAX_C 4  /* channels a table holds (the manifest allows 1..4) */
@@ -40,7 +40,7 @@ static inline float img_norm_value(uint32_t px, float mean, float std)
 
 /* Fill the table for c channels (c <= IMG_NORM_MAX_C). */
 void img_norm_lut_init(img_norm_lut *lut, uint32_t c, const float *mean, const float *std);
-/* baton_augment_apply with a prepared table; im->c must equal lut->c. */
+/* img_augment_apply with a prepared table; im->c must equal lut->c. */
 void img_augment_apply_lut(const baton_image *im, const baton_augment *a, const img_norm_lut *lut,
                            baton_layout layout, float *dst);
 

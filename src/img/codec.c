@@ -15,7 +15,7 @@
 
 static const uint8_t png_sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
 
-baton_encoding baton_img_sniff(const uint8_t *p, size_t n)
+baton_encoding img_sniff(const uint8_t *p, size_t n)
 {
     if (p && n >= sizeof png_sig && memcmp(p, png_sig, sizeof png_sig) == 0) return BATON_ENC_PNG;
     if (p && n >= 3 && p[0] == 0xff && p[1] == 0xd8 && p[2] == 0xff) return BATON_ENC_JPEG;
@@ -81,7 +81,7 @@ static int resolve(const uint8_t *p, size_t n, baton_encoding *enc, const uint32
 {
     if (!p && n > 0) return baton_err_set(err, BATON_ERR_ARG, "image: NULL buffer of %zu bytes", n);
     if (*enc == BATON_ENC_UNKNOWN) {
-        *enc = baton_img_sniff(p, n);
+        *enc = img_sniff(p, n);
         if (*enc == BATON_ENC_UNKNOWN)
             return baton_err_set(err, BATON_ERR_FORMAT,
                                  "image: %zu bytes that are neither PNG nor JPEG (no signature)",
@@ -119,7 +119,7 @@ static int check_dims(baton_encoding enc, uint32_t h, uint32_t w, const uint32_t
     return BATON_OK;
 }
 
-int baton_img_probe(const uint8_t *p, size_t n, baton_encoding enc, const uint32_t expect[3],
+int img_probe(const uint8_t *p, size_t n, baton_encoding enc, const uint32_t expect[3],
                     uint32_t *h, uint32_t *w, uint32_t *c, baton_err *err)
 {
     int rc = resolve(p, n, &enc, expect, err);

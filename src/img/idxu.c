@@ -10,7 +10,7 @@
  *    inflated in memory by zlib first, to at most IDXU_MAX_BYTES; zlib's complaints (bad header,
  *    CRC or length check, stream cut short) become CORRUPT / TRUNCATED errors naming the file.
  *  - Bad magic bytes are BATON_ERR_CORRUPT, a type or rank we do not read is BATON_ERR_FORMAT.
- *  - On success out->data is malloc'd (free with baton_idxu_free); on failure *out is empty. */
+ *  - On success out->data is malloc'd (free with img_idxu_free); on failure *out is empty. */
 #include "img_internal.h"
 
 #include <limits.h>
@@ -221,7 +221,7 @@ fail:
     return rc;
 }
 
-int baton_idxu_parse(const char *name, const uint8_t *buf, size_t n, baton_idxu *out,
+int img_idxu_parse(const char *name, const uint8_t *buf, size_t n, baton_idxu *out,
                      baton_err *err)
 {
     memset(out, 0, sizeof *out);
@@ -240,19 +240,19 @@ int baton_idxu_parse(const char *name, const uint8_t *buf, size_t n, baton_idxu 
     return parse_plain(name, buf, n, NULL, out, err);  /* the caller keeps buf; data is copied */
 }
 
-int baton_idxu_load(const char *path, baton_idxu *out, baton_err *err)
+int img_idxu_load(const char *path, baton_idxu *out, baton_err *err)
 {
     memset(out, 0, sizeof *out);
     uint8_t *buf;
     size_t n;
     int rc = baton_file_read_all(path, IDXU_MAX_BYTES, &buf, &n, err);
     if (rc) return rc;
-    rc = baton_idxu_parse(path, buf, n, out, err);
+    rc = img_idxu_parse(path, buf, n, out, err);
     free(buf);
     return rc;
 }
 
-void baton_idxu_free(baton_idxu *x)
+void img_idxu_free(baton_idxu *x)
 {
     if (!x) return;
     free(x->data);

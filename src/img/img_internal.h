@@ -16,13 +16,13 @@
 /* ---- the codecs' other entry points (codec.c, resize.c) */
 /* Sniff the encoding from the first bytes: PNG signature, JPEG SOI marker; otherwise
  * BATON_ENC_UNKNOWN (raw bytes have no signature). */
-baton_encoding baton_img_sniff(const uint8_t *p, size_t n);
+baton_encoding img_sniff(const uint8_t *p, size_t n);
 /* Read only the header: dimensions and channels (C after our conversion: grey stays 1, colour
  * becomes 3). For RAW the caller's expected shape is checked against n. */
-int baton_img_probe(const uint8_t *p, size_t n, baton_encoding enc, const uint32_t expect[3],
+int img_probe(const uint8_t *p, size_t n, baton_encoding enc, const uint32_t expect[3],
                     uint32_t *h, uint32_t *w, uint32_t *c, baton_err *err);
 /* Bilinear resize of src into dst (h × w, same channels), half-pixel centres, edges clamped. */
-int baton_img_resize_bilinear(const baton_image *src, uint32_t h, uint32_t w, baton_image *dst,
+int img_resize_bilinear(const baton_image *src, uint32_t h, uint32_t w, baton_image *dst,
                               baton_err *err);
 
 /* ---- IDX-ubyte, the MNIST family (idxu.c) */
@@ -35,10 +35,10 @@ typedef struct baton_idxu {
     uint8_t *data;      /* product(dims) bytes, malloc'd */
     size_t len;
 } baton_idxu;
-int baton_idxu_parse(const char *name, const uint8_t *buf, size_t n, baton_idxu *out,
+int img_idxu_parse(const char *name, const uint8_t *buf, size_t n, baton_idxu *out,
                      baton_err *err);
-int baton_idxu_load(const char *path, baton_idxu *out, baton_err *err);
-void baton_idxu_free(baton_idxu *x);
+int img_idxu_load(const char *path, baton_idxu *out, baton_err *err);
+void img_idxu_free(baton_idxu *x);
 
 /* ---- dataset sources, what `baton pack` reads (source.c; the object is defined below) */
 /* A source yields labelled images in a fixed order. spec strings as on the command line:
@@ -60,16 +60,16 @@ typedef struct baton_src_item {
     const char *path;         /* imagefolder: the file, for messages */
 } baton_src_item;
 
-int baton_src_open(const char *spec, const char *split, baton_src **out, baton_err *err);
-void baton_src_close(baton_src *s);
-const char *baton_src_name(const baton_src *s);         /* "fashion-mnist", "cifar10", … */
-size_t baton_src_count(const baton_src *s);
-uint32_t baton_src_classes(const baton_src *s);
-const char *baton_src_class_name(const baton_src *s, uint32_t k);
+int img_src_open(const char *spec, const char *split, baton_src **out, baton_err *err);
+void img_src_close(baton_src *s);
+const char *img_src_name(const baton_src *s);         /* "fashion-mnist", "cifar10", … */
+size_t img_src_count(const baton_src *s);
+uint32_t img_src_classes(const baton_src *s);
+const char *img_src_class_name(const baton_src *s, uint32_t k);
 /* Fixed shape {H,W,C} if all images share it and it is known up front; zeros otherwise. */
-void baton_src_shape(const baton_src *s, uint32_t shape[3]);
+void img_src_shape(const baton_src *s, uint32_t shape[3]);
 /* Item i (0 <= i < count). Pointers stay valid until the next call. */
-int baton_src_get(baton_src *s, size_t i, baton_src_item *item, baton_err *err);
+int img_src_get(baton_src *s, size_t i, baton_src_item *item, baton_err *err);
 
 /* ---- shared by the codecs (codec.c) */
 /* BATON_OK if h×w is a non-empty image within BATON_IMG_MAX_PIXELS; else FORMAT naming `what`. */

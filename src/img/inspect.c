@@ -126,7 +126,7 @@ static void examine(inspector *in, const char *name, baton_rec_format fmt, const
      * is sniffed. */
     baton_encoding enc = s.encoding;
     int mixed = in->m && in->m->encoding == BATON_ENC_UNKNOWN;   /* "mixed": each record PNG or JPEG */
-    if (enc == BATON_ENC_UNKNOWN) enc = in->m && !mixed ? in->m->encoding : baton_img_sniff(s.img, s.img_len);
+    if (enc == BATON_ENC_UNKNOWN) enc = in->m && !mixed ? in->m->encoding : img_sniff(s.img, s.img_len);
     rep->enc_count[enc == BATON_ENC_UNKNOWN ? 3 : enc]++;
     if (!in->m && in->verify) {
         if (enc == BATON_ENC_UNKNOWN) {
@@ -164,7 +164,7 @@ static void examine(inspector *in, const char *name, baton_rec_format fmt, const
                               force[2] ? force : NULL, &in->img, &err);
         h = in->img.h, w = in->img.w, c = in->img.c;
     } else {
-        rc = baton_img_probe(s.img, s.img_len, enc, expect, &h, &w, &c, &err);
+        rc = img_probe(s.img, s.img_len, enc, expect, &h, &w, &c, &err);
     }
     if (rc) {
         add_error(rep, "%s: offset %llu: record id %llu: %s", name, (unsigned long long)r->offset,

@@ -84,7 +84,7 @@ static void drop_compressor(tjhandle h)
 static int read_header(tjhandle tj, const uint8_t *p, size_t n, uint32_t *h, uint32_t *w,
                        uint32_t *c, baton_err *err)
 {
-    if (baton_img_sniff(p, n) != BATON_ENC_JPEG)
+    if (img_sniff(p, n) != BATON_ENC_JPEG)
         return baton_err_set(err, BATON_ERR_FORMAT, "JPEG: no SOI marker (FF D8 FF)");
     if (n > ULONG_MAX) return baton_err_set(err, BATON_ERR_FORMAT, "JPEG: %zu bytes is too big", n);
     int jw = 0, jh = 0, sub = 0, cs = 0;

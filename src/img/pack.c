@@ -179,11 +179,11 @@ static int check_shape(packer *p, const baton_image *im, const char *what, baton
 static int pack_item(packer *p, size_t i, uint64_t key, baton_err *err)
 {
     baton_src_item it;
-    int rc = baton_src_get(p->src, i, &it, err);
+    int rc = img_src_get(p->src, i, &it, err);
     if (rc) return rc;
     const baton_image *im = it.image;
     char what[4200];
-    snprintf(what, sizeof what, "%s item %zu", baton_src_name(p->src), i);
+    snprintf(what, sizeof what, "%s item %zu", img_src_name(p->src), i);
     if (!im) {  /* encoded file: decode to validate and measure */
         snprintf(what, sizeof what, "%s", it.path ? it.path : "image");
         uint32_t force[3] = {0, 0, p->m->channels};
@@ -193,7 +193,7 @@ static int pack_item(packer *p, size_t i, uint64_t key, baton_err *err)
         im = &p->img;
     }
     if (p->o->resize_h && p->o->resize_w) {
-        rc = baton_img_resize_bilinear(im, p->o->resize_h, p->o->resize_w, &p->sized, err);
+        rc = img_resize_bilinear(im, p->o->resize_h, p->o->resize_w, &p->sized, err);
         if (rc) return baton_err_prefix(err, "%s", what);
         im = &p->sized;
         it.image = im;  /* resized pixels: never pass the original file through */
@@ -266,17 +266,17 @@ static int fill_header(packer *p, baton_err *err)
     const baton_pack_opts *o = p->o;
     baton_manifest *m = p->m;
     m->version = 1;
-    m->name = strdup(baton_src_name(p->src));
+    m->name = strdup(img_src_name(p->src));
     m->split = strdup(o->split ? o->split : "train");
     m->format = o->format;
     m->encoding = o->encoding;
-    p->keep = m->encoding == BATON_ENC_UNKNOWN && !strcmp(baton_src_name(p->src), "imagefolder");
+    p->keep = m->encoding == BATON_ENC_UNKNOWN && !strcmp(img_src_name(p->src), "imagefolder");
     if (m->encoding == BATON_ENC_UNKNOWN && !p->keep) m->encoding = BATON_ENC_RAW;
     m->quality = m->encoding == BATON_ENC_JPEG || (p->keep && o->resize_h) ? o->quality : 0;
     m->seed = o->seed;
     m->shuffled = o->shuffle;
-    m->classes = baton_src_classes(p->src);
-    baton_src_shape(p->src, m->shape);
+    m->classes = img_src_classes(p->src);
+    img_src_shape(p->src, m->shape);
     m->channels = m->shape[2];
     if (o->resize_h) {
         if (o->resize_h > 16384 || o->resize_w > 16384)
@@ -293,7 +293,7 @@ static int fill_header(packer *p, baton_err *err)
     m->class_names = calloc(m->classes ? m->classes : 1, sizeof *m->class_names);
     if (!m->class_names) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
     for (uint32_t k = 0; k < m->classes; k++)
-        if (!(m->class_names[k] = strdup(baton_src_class_name(p->src, k))))
+        if (!(m->class_names[k] = strdup(img_src_class_name(p->src, k))))
             return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
     return BATON_OK;
 }
@@ -378,14 +378,14 @@ int baton_pack(const baton_pack_opts *o, baton_manifest *out, baton_err *err)
     p.shard_limit = (uint64_t)(o->shard_mb * 1048576.0);
     if (p.shard_limit < 64) p.shard_limit = 64;
     uint64_t *order = NULL;
-    int rc = baton_src_open(o->from, o->split ? o->split : "train", &p.src, err);
+    int rc = img_src_open(o->from, o->split ? o->split : "train", &p.src, err);
     if (rc) return rc;
     rc = fill_header(&p, err);
     if (rc == BATON_OK) rc = baton_mkdir_p(o->out_dir, err);
     int lock_fd = -1, had_old = 0;
     baton_manifest old;
     if (rc == BATON_OK) rc = lock_out(o->out_dir, &lock_fd, &old, &had_old, err);
-    size_t n = baton_src_count(p.src);
+    size_t n = img_src_count(p.src);
     if (rc == BATON_OK && n == 0) rc = baton_err_set(err, BATON_ERR_FORMAT, "%s: no images", o->from);
     if (rc == BATON_OK && !(order = malloc(n * sizeof *order)))
         rc = baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
@@ -437,7 +437,7 @@ int baton_pack(const baton_pack_opts *o, baton_manifest *out, baton_err *err)
     baton_buf_free(&p.enc);
     baton_buf_free(&p.payload);
     baton_buf_free(&p.rst);
-    baton_src_close(p.src);
+    img_src_close(p.src);
     if (rc) baton_manifest_free(out);
     return rc;
 }

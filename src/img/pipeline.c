@@ -361,7 +361,7 @@ static int decode_sample(baton_pipeline *p, slot *s, uint32_t i, const baton_sam
         return baton_err_set(err, BATON_ERR_FORMAT, "%ux%ux%u image, expected %ux%ux%u", wb->im.h, wb->im.w,
                              wb->im.c, p->shape[0], p->shape[1], p->shape[2]);
     uint32_t pad = p->o.crop == BATON_CROP_PAD && !p->o.crop_pad ? 4 : p->o.crop_pad;
-    baton_augment_draw(p->seed, s->b.epoch, s->pos[i], pad, p->o.flip, a);
+    img_augment_draw(p->seed, s->b.epoch, s->pos[i], pad, p->o.flip, a);
     *im = &wb->im;
     return BATON_OK;
 }
@@ -389,7 +389,7 @@ static int do_sample(baton_pipeline *p, slot *s, uint32_t i, work_buf *wb, baton
     if (p->o.u8)
         img_augment_apply_u8(im, &a, p->o.layout, s->b.x8 + (size_t)i * p->sample_floats);
     else if (p->o.reference)
-        baton_augment_apply_ref(im, &a, p->mean, p->std, p->o.layout, s->b.x + (size_t)i * p->sample_floats);
+        img_augment_apply_ref(im, &a, p->mean, p->std, p->o.layout, s->b.x + (size_t)i * p->sample_floats);
     else
         img_augment_apply_lut(im, &a, &p->lut, p->o.layout, s->b.x + (size_t)i * p->sample_floats);
     s->b.y[i] = (int32_t)lab;

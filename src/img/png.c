@@ -70,12 +70,12 @@ int img_png_probe(const uint8_t *p, size_t n, uint32_t *h, uint32_t *w, uint32_t
 {
     /* signature (8) + length (4) + "IHDR" (4) + 13 data bytes + CRC (4) */
     if (n < 33) {
-        if (n < 8 || baton_img_sniff(p, n) != BATON_ENC_PNG)
+        if (n < 8 || img_sniff(p, n) != BATON_ENC_PNG)
             return baton_err_set(err, BATON_ERR_FORMAT, "PNG: no PNG signature");
         return baton_err_set(err, BATON_ERR_TRUNCATED, "PNG: %zu bytes, too short for the header",
                              n);
     }
-    if (baton_img_sniff(p, n) != BATON_ENC_PNG)
+    if (img_sniff(p, n) != BATON_ENC_PNG)
         return baton_err_set(err, BATON_ERR_FORMAT, "PNG: no PNG signature");
     if (be32(p + 8) != 13 || memcmp(p + 12, "IHDR", 4) != 0)
         return baton_err_set(err, BATON_ERR_CORRUPT, "PNG: first chunk is not a 13-byte IHDR");

@@ -411,7 +411,7 @@ static jrect *scratch_rect(img_scratch *s)
 static int crop_jpeg(const uint8_t *p, size_t n, const crop_req *q, img_scratch *s, baton_image *dst,
                      baton_err *err)
 {
-    if (baton_img_sniff(p, n) != BATON_ENC_JPEG)
+    if (img_sniff(p, n) != BATON_ENC_JPEG)
         return baton_err_set(err, BATON_ERR_FORMAT, "JPEG: no SOI marker (FF D8 FF)");
     if (n > ULONG_MAX) return baton_err_set(err, BATON_ERR_FORMAT, "JPEG: %zu bytes is too big", n);
     region_jpeg *r = scratch_jpeg(s, err);
@@ -462,7 +462,7 @@ int img_decode_crop(const uint8_t *p, size_t n, baton_encoding enc, const uint32
     int rc = check_args(c, plan, oh, ow, s, dst, err);
     if (rc) return rc;
     if (!p && n > 0) return baton_err_set(err, BATON_ERR_ARG, "image: NULL buffer of %zu bytes", n);
-    if (enc == BATON_ENC_UNKNOWN) enc = baton_img_sniff(p, n);
+    if (enc == BATON_ENC_UNKNOWN) enc = img_sniff(p, n);
     crop_req q = {c, oh, ow, expect, plan, ctx, src_h, src_w};
     if (enc == BATON_ENC_JPEG) return crop_jpeg(p, n, &q, s, dst, err);
     return crop_whole(p, n, enc, &q, s, dst, err);

@@ -5,7 +5,7 @@
 
 #include <math.h>
 
-int baton_img_resize_bilinear(const baton_image *src, uint32_t h, uint32_t w, baton_image *dst,
+int img_resize_bilinear(const baton_image *src, uint32_t h, uint32_t w, baton_image *dst,
                               baton_err *err)
 {
     if (h == 0 || w == 0 || src->h == 0 || src->w == 0)

@@ -2,10 +2,10 @@
  * "imagefolder:DIR"), the common accessors, and the dispatch to one file per kind
  * (source_mnist.c, source_cifar.c, source_folder.c).
  *
- * Contract: baton_src_open either returns a complete source (count > 0, class names set) or an
+ * Contract: img_src_open either returns a complete source (count > 0, class names set) or an
  * error naming the spec, directory or file; nothing is left open on failure. split is "train"
  * (the default when NULL) or "test"; imagefolder also accepts any other plain folder name.
- * baton_src_get checks i against the count; the item's pointers stay valid until the next call
+ * img_src_get checks i against the count; the item's pointers stay valid until the next call
  * on the same source. A source is not safe to share between threads. */
 #include "img_internal.h"
 
@@ -32,7 +32,7 @@ static int plain_name(const char *s)
     return s[0] && s[0] != '.' && !strchr(s, '/');
 }
 
-int baton_src_open(const char *spec, const char *split, baton_src **out, baton_err *err)
+int img_src_open(const char *spec, const char *split, baton_src **out, baton_err *err)
 {
     *out = NULL;
     if (!spec || !*spec) return baton_err_set(err, BATON_ERR_ARG, "empty source spec");
@@ -71,14 +71,14 @@ int baton_src_open(const char *spec, const char *split, baton_src **out, baton_e
     if (rc == BATON_OK && (s->count == 0 || s->nclasses == 0 || !s->get))
         rc = baton_err_set(err, BATON_ERR_FORMAT, "source '%s': no images", spec);
     if (rc != BATON_OK) {
-        baton_src_close(s);
+        img_src_close(s);
         return rc;
     }
     *out = s;
     return BATON_OK;
 }
 
-void baton_src_close(baton_src *s)
+void img_src_close(baton_src *s)
 {
     if (!s) return;
     if (s->close) s->close(s);
@@ -88,32 +88,32 @@ void baton_src_close(baton_src *s)
     free(s);
 }
 
-const char *baton_src_name(const baton_src *s)
+const char *img_src_name(const baton_src *s)
 {
     return s->kind;
 }
 
-size_t baton_src_count(const baton_src *s)
+size_t img_src_count(const baton_src *s)
 {
     return s->count;
 }
 
-uint32_t baton_src_classes(const baton_src *s)
+uint32_t img_src_classes(const baton_src *s)
 {
     return s->nclasses;
 }
 
-const char *baton_src_class_name(const baton_src *s, uint32_t k)
+const char *img_src_class_name(const baton_src *s, uint32_t k)
 {
     return k < s->nclasses ? s->class_names[k] : NULL;
 }
 
-void baton_src_shape(const baton_src *s, uint32_t shape[3])
+void img_src_shape(const baton_src *s, uint32_t shape[3])
 {
     memcpy(shape, s->shape, sizeof s->shape);
 }
 
-int baton_src_get(baton_src *s, size_t i, baton_src_item *item, baton_err *err)
+int img_src_get(baton_src *s, size_t i, baton_src_item *item, baton_err *err)
 {
     memset(item, 0, sizeof *item);
     if (i >= s->count)

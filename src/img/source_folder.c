@@ -186,7 +186,7 @@ static int folder_get(baton_src *s, size_t i, baton_src_item *item, baton_err *e
     if (rc) return rc;
     rc = read_file(f, err);
     if (rc) return rc;
-    baton_encoding enc = baton_img_sniff(f->data.data, f->data.len);
+    baton_encoding enc = img_sniff(f->data.data, f->data.len);
     if (enc == BATON_ENC_UNKNOWN) {
         const uint8_t *p = f->data.data;
         size_t n = f->data.len;

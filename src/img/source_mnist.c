@@ -64,8 +64,8 @@ static void mnist_close(baton_src *s)
 {
     struct mnist *m = s->impl;
     if (!m) return;
-    baton_idxu_free(&m->images);
-    baton_idxu_free(&m->labels);
+    img_idxu_free(&m->images);
+    img_idxu_free(&m->labels);
     baton_image_free(&m->im);
     free(m);
     s->impl = NULL;
@@ -88,13 +88,13 @@ int img_src_mnist_open(baton_src *s, const char *dir, const char *split, baton_e
     rc = pick_file(dir, base, labels_path, err);
     if (rc) return rc;
 
-    rc = baton_idxu_load(m->images_path, &m->images, err);
+    rc = img_idxu_load(m->images_path, &m->images, err);
     if (rc) return rc;
     if (m->images.ndim != 3)
         return baton_err_set(err, BATON_ERR_FORMAT,
                              "%s: bad IDX magic 0x00000801 (expected 0x00000803 for u8 images)",
                              m->images_path);
-    rc = baton_idxu_load(labels_path, &m->labels, err);
+    rc = img_idxu_load(labels_path, &m->labels, err);
     if (rc) return rc;
     if (m->labels.ndim != 1)
         return baton_err_set(err, BATON_ERR_FORMAT,

@@ -37,7 +37,7 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-int baton_infer_bench_engine(baton_infer_engine *e, const baton_infer_bench_opts *o, baton_infer_stats *st,
+int infer_bench_engine(baton_infer_engine *e, const baton_infer_bench_opts *o, baton_infer_stats *st,
                              baton_err *err)
 {
     const baton_infer_info *in = baton_infer_engine_info(e);
@@ -129,7 +129,7 @@ int baton_infer_bench_context(const char *ckpt, const baton_infer_ctx *ctx, cons
     st->exec_ms = t_main > 0 ? (t_main - t0) * 1e3 : 0;
     st->load_ms = in->load_ms;
     st->prepare_ms = in->prepare_ms;
-    rc = baton_infer_bench_engine(e, o, st, err);
+    rc = infer_bench_engine(e, o, st, err);
     baton_infer_close(e);
     if (!rc && o->peak) st->peak_gflops = baton_infer_peak_gflops(ctx->threads, 0.2);
     return rc;

@@ -33,9 +33,9 @@ struct baton_infer_engine {
 
 /* bench.c */
 /* The timed part alone on an open engine (first, warm-up, loop; fills the latency fields). */
-int baton_infer_bench_engine(baton_infer_engine *e, const baton_infer_bench_opts *o, baton_infer_stats *st,
+int infer_bench_engine(baton_infer_engine *e, const baton_infer_bench_opts *o, baton_infer_stats *st,
                              baton_err *err);
 /* plan_report.c: one row as JSON */
-char *baton_plan_row_json(const baton_plan_row *r);   /* malloc'd, no newline */
+char *infer_plan_row_json(const baton_plan_row *r);   /* malloc'd, no newline */
 
 #endif

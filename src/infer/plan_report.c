@@ -210,7 +210,7 @@ static void json_line(FILE *f, const char *head, cJSON *j, const char *tail)
     cJSON_Delete(j);
 }
 
-char *baton_plan_row_json(const baton_plan_row *r)
+char *infer_plan_row_json(const baton_plan_row *r)
 {
     cJSON *j = row_object(r);
     char *s = j ? baton_json_print(j, 0) : NULL;

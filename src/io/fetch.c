@@ -28,9 +28,9 @@
  *    cache copies need no concurrency; `inflight` is ignored), same order and memory bound.
  *  - Each piece comes with the CRC32C of its bytes (summed by the I/O thread as they arrive) and
  *    the object size the store told with them, for readers that check what they read.
- *  - The first error is sticky: baton_fetch_next returns it (naming the object and offset) from
+ *  - The first error is sticky: io_fetch_next returns it (naming the object and offset) from
  *    then on, and the I/O thread stops all transfers.
- *  - baton_fetch_free stops the thread promptly, even in the middle of transfers. */
+ *  - io_fetch_free stops the thread promptly, even in the middle of transfers. */
 #include "fetch_internal.h"
 
 #include <errno.h>
@@ -276,7 +276,7 @@ static void *io_thread(void *arg)
 
 /* ---------------------------------------------------------------- public API */
 
-baton_fetch *baton_fetch_new(baton_store *s, const baton_fetch_opts *o, baton_err *err)
+baton_fetch *io_fetch_new(baton_store *s, const baton_fetch_opts *o, baton_err *err)
 {
     baton_fetch_opts d;
     baton_fetch_opts_default(&d);
@@ -311,7 +311,7 @@ baton_fetch *baton_fetch_new(baton_store *s, const baton_fetch_opts *o, baton_er
     pthread_cond_init(&f->cv_io, NULL);
     if (!f->slots || !f->freelist || !f->order) {
         baton_err_set(err, BATON_ERR_NOMEM, "%s: out of memory", s->uri);
-        baton_fetch_free(f);
+        io_fetch_free(f);
         return NULL;
     }
     for (int i = 0; i < f->nslot; i++) {
@@ -321,13 +321,13 @@ baton_fetch *baton_fetch_new(baton_store *s, const baton_fetch_opts *o, baton_er
     f->nfree = f->nslot;
     if (s->kind != BATON_STORE_LOCAL) {
         if (baton_http_global_init(err) != BATON_OK) {
-            baton_fetch_free(f);
+            io_fetch_free(f);
             return NULL;
         }
         f->multi = curl_multi_init();
         if (!f->multi) {
             baton_err_set(err, BATON_ERR_NOMEM, "%s: cannot create a transfer set", s->uri);
-            baton_fetch_free(f);
+            io_fetch_free(f);
             return NULL;
         }
         curl_multi_setopt(f->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)f->inflight);
@@ -335,7 +335,7 @@ baton_fetch *baton_fetch_new(baton_store *s, const baton_fetch_opts *o, baton_er
     }
     if (pthread_create(&f->thread, NULL, io_thread, f) != 0) {
         baton_err_set(err, BATON_ERR_IO, "%s: cannot start the I/O thread", s->uri);
-        baton_fetch_free(f);
+        io_fetch_free(f);
         return NULL;
     }
     f->thread_started = 1;
@@ -363,7 +363,7 @@ static void free_obj(fobj *o)
     free(o);
 }
 
-int baton_fetch_add(baton_fetch *f, const char *name, uint64_t off, uint64_t len, uint64_t tag,
+int io_fetch_add(baton_fetch *f, const char *name, uint64_t off, uint64_t len, uint64_t tag,
                     baton_err *err)
 {
     int rc = io_name_check(f->s->uri, name, err);
@@ -418,7 +418,7 @@ nomem:
     return baton_err_set(err, BATON_ERR_NOMEM, "%s%s: out of memory", f->s->uri, name);
 }
 
-void baton_fetch_close_input(baton_fetch *f)
+void io_fetch_close_input(baton_fetch *f)
 {
     pthread_mutex_lock(&f->mu);
     f->input_closed = 1;
@@ -426,7 +426,7 @@ void baton_fetch_close_input(baton_fetch *f)
     pthread_mutex_unlock(&f->mu);
 }
 
-int baton_fetch_next(baton_fetch *f, baton_fetch_piece *p, baton_err *err)
+int io_fetch_next(baton_fetch *f, baton_fetch_piece *p, baton_err *err)
 {
     static const uint8_t empty[1];
     memset(p, 0, sizeof *p);
@@ -470,7 +470,7 @@ int baton_fetch_next(baton_fetch *f, baton_fetch_piece *p, baton_err *err)
     }
 }
 
-void baton_fetch_release(baton_fetch *f, baton_fetch_piece *p)
+void io_fetch_release(baton_fetch *f, baton_fetch_piece *p)
 {
     fchunk *c = p->priv_;
     if (!c) return;
@@ -486,7 +486,7 @@ void baton_fetch_release(baton_fetch *f, baton_fetch_piece *p)
     pthread_mutex_unlock(&f->mu);
 }
 
-void baton_fetch_get_stats(const baton_fetch *f, baton_fetch_stats *st)
+void io_fetch_get_stats(const baton_fetch *f, baton_fetch_stats *st)
 {
     baton_fetch *m = (baton_fetch *)f;
     pthread_mutex_lock(&m->mu);
@@ -494,7 +494,7 @@ void baton_fetch_get_stats(const baton_fetch *f, baton_fetch_stats *st)
     pthread_mutex_unlock(&m->mu);
 }
 
-void baton_fetch_free(baton_fetch *f)
+void io_fetch_free(baton_fetch *f)
 {
     if (!f) return;
     if (f->thread_started) {

@@ -9,7 +9,7 @@
 /* ---------------------------------------------------------------- fetch (fetch.c): the thread
  * behind the loader's streamed reads and downloads; its options (baton_fetch_opts) are in io.h */
 typedef struct baton_fetch_piece {
-    uint64_t tag;           /* the tag given to baton_fetch_add */
+    uint64_t tag;           /* the tag given to io_fetch_add */
     uint64_t offset;        /* object offset of data[0] */
     const uint8_t *data;
     size_t len;
@@ -23,31 +23,31 @@ typedef struct baton_fetch_piece {
 } baton_fetch_piece;
 
 typedef struct baton_fetch baton_fetch;
-baton_fetch *baton_fetch_new(baton_store *s, const baton_fetch_opts *o, baton_err *err);
+baton_fetch *io_fetch_new(baton_store *s, const baton_fetch_opts *o, baton_err *err);
 /* Queue the range [off, off+len) of object name (len = UINT64_MAX: to the end). Ranges are
  * delivered in the order they were added. */
-int baton_fetch_add(baton_fetch *f, const char *name, uint64_t off, uint64_t len, uint64_t tag,
+int io_fetch_add(baton_fetch *f, const char *name, uint64_t off, uint64_t len, uint64_t tag,
                     baton_err *err);
-void baton_fetch_close_input(baton_fetch *f);   /* no more ranges: next returns END after them */
+void io_fetch_close_input(baton_fetch *f);   /* no more ranges: next returns END after them */
 /* Block until the next in-order piece. OK, END, or an error (sticky). Each piece is one complete
  * chunk (at most chunk_bytes; an empty range gives one empty piece with last = 1); it stays valid
  * until released. Held pieces count against max_buffered: a caller that holds all
  * max_buffered / chunk_bytes of them and asks for more gets BATON_ERR_ARG instead of a deadlock.
  * The store must outlive the fetch. */
-int baton_fetch_next(baton_fetch *f, baton_fetch_piece *p, baton_err *err);
-void baton_fetch_release(baton_fetch *f, baton_fetch_piece *p);
+int io_fetch_next(baton_fetch *f, baton_fetch_piece *p, baton_err *err);
+void io_fetch_release(baton_fetch *f, baton_fetch_piece *p);
 /* Counters for benchmarks and tests: bytes is every body byte received, including those of
- * transfers stopped by baton_fetch_free or an error. */
+ * transfers stopped by io_fetch_free or an error. */
 typedef struct baton_fetch_stats {
     uint64_t requests, retries, bytes;
 } baton_fetch_stats;
-void baton_fetch_get_stats(const baton_fetch *f, baton_fetch_stats *st);
-void baton_fetch_free(baton_fetch *f);
+void io_fetch_get_stats(const baton_fetch *f, baton_fetch_stats *st);
+void io_fetch_free(baton_fetch *f);
 
 /* ---------------------------------------------------------------- orders (order.c); what they
  * are is described in io.h, above baton_loader_opts */
 /* shuffle 0: every order below is the identity (shards in manifest order, records in file order) */
-void baton_order_shards(uint64_t seed, uint64_t epoch, size_t nshards, int shuffle, uint64_t *perm);
+void io_order_shards(uint64_t seed, uint64_t epoch, size_t nshards, int shuffle, uint64_t *perm);
 
 /* ---------------------------------------------------------------- epoch layouts (order.c) */
 /* A contiguous run of records inside one shard. */

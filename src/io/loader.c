@@ -101,22 +101,22 @@ static int load_indexes(baton_loader *l, baton_err *err)
     if (l->m.nshards == 0) return BATON_OK;
     baton_fetch_opts fo = l->o.fetch;
     if (fo.inflight < 8) fo.inflight = 8;
-    baton_fetch *f = baton_fetch_new(l->store, &fo, err);
+    baton_fetch *f = io_fetch_new(l->store, &fo, err);
     if (!f) return err->code;
     int rc = BATON_OK;
     for (size_t s = 0; rc == BATON_OK && s < l->m.nshards; s++)
-        rc = baton_fetch_add(f, l->m.shards[s].index, 0, l->m.shards[s].index_bytes, s, err);
-    baton_fetch_close_input(f);
+        rc = io_fetch_add(f, l->m.shards[s].index, 0, l->m.shards[s].index_bytes, s, err);
+    io_fetch_close_input(f);
     baton_buf b = {0};
     baton_fetch_piece p;
-    while (rc == BATON_OK && (rc = baton_fetch_next(f, &p, err)) == BATON_OK) {
+    while (rc == BATON_OK && (rc = io_fetch_next(f, &p, err)) == BATON_OK) {
         if (baton_buf_append(&b, p.data, p.len)) rc = baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
         int last = p.last;
         size_t s = (size_t)p.tag;
         if (rc == BATON_OK)
             rc = io_verify_size(baton_store_uri(l->store), l->m.shards[s].index, l->m.shards[s].index_bytes,
                                 p.object_size, p.offset, err);
-        baton_fetch_release(f, &p);
+        io_fetch_release(f, &p);
         if (rc == BATON_OK && last) {
             rc = take_index(l, s, &b, err);
             b.len = 0;
@@ -125,9 +125,9 @@ static int load_indexes(baton_loader *l, baton_err *err)
     if (rc == BATON_END) rc = BATON_OK;
     baton_buf_free(&b);
     baton_fetch_stats fs;
-    baton_fetch_get_stats(f, &fs);
+    io_fetch_get_stats(f, &fs);
     l->st.bytes_fetched += fs.bytes;
-    baton_fetch_free(f);
+    io_fetch_free(f);
     return rc;
 }
 
@@ -353,7 +353,7 @@ void baton_loader_get_stats(const baton_loader *l, baton_loader_stats *st)
     if (l->share) io_share_stats(l, st);
     if (l->fetch) {
         baton_fetch_stats fs;
-        baton_fetch_get_stats(l->fetch, &fs);
+        io_fetch_get_stats(l->fetch, &fs);
         st->fetch_retries += fs.retries;
         st->bytes_fetched += fs.bytes;
     }

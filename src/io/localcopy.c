@@ -107,25 +107,25 @@ static int download_pass(baton_store *store, const baton_manifest *m, const char
 {
     uint64_t skip = UINT64_MAX;   /* a shard found wrong: the rest of its pieces pass unused */
     *nbad = 0;
-    baton_fetch *f = baton_fetch_new(store, fo, err);
+    baton_fetch *f = io_fetch_new(store, fo, err);
     if (!f) return err->code;
     int rc = BATON_OK;
     for (size_t i = 0; i < n && rc == BATON_OK; i++)
-        rc = baton_fetch_add(f, m->shards[todo[i]].file, 0, m->shards[todo[i]].bytes, todo[i], err);
-    baton_fetch_close_input(f);
+        rc = io_fetch_add(f, m->shards[todo[i]].file, 0, m->shards[todo[i]].bytes, todo[i], err);
+    io_fetch_close_input(f);
     io_sink sink;
     int open = 0;
     baton_fetch_piece p;
-    while (rc == BATON_OK && (rc = baton_fetch_next(f, &p, err)) == BATON_OK) {
+    while (rc == BATON_OK && (rc = io_fetch_next(f, &p, err)) == BATON_OK) {
         const baton_shard_info *si = &m->shards[p.tag];
         if (cancel && __atomic_load_n(cancel, __ATOMIC_ACQUIRE)) {
-            baton_fetch_release(f, &p);
+            io_fetch_release(f, &p);
             rc = baton_err_set(err, BATON_ERR_ARG, "cancelled");
             break;
         }
         st->bytes_read += p.len;
         if (p.tag == skip) {
-            baton_fetch_release(f, &p);
+            io_fetch_release(f, &p);
             continue;
         }
         rc = io_verify_size(baton_store_uri(store), si->file, si->bytes, p.object_size, p.offset, err);
@@ -137,7 +137,7 @@ static int download_pass(baton_store *store, const baton_manifest *m, const char
             if (open) io_sink_abort(&sink);
             open = 0;
             skip = p.tag;
-            baton_fetch_release(f, &p);
+            io_fetch_release(f, &p);
             continue;
         }
         if (rc == BATON_OK && !open) {
@@ -146,7 +146,7 @@ static int download_pass(baton_store *store, const baton_manifest *m, const char
         }
         if (rc == BATON_OK) rc = io_sink_write(&sink, p.data, p.len, err);
         int last = p.last;
-        baton_fetch_release(f, &p);
+        io_fetch_release(f, &p);
         if (rc == BATON_OK && last) {
             open = 0;
             rc = io_sink_commit(&sink, err);
@@ -161,10 +161,10 @@ static int download_pass(baton_store *store, const baton_manifest *m, const char
     if (rc == BATON_END) rc = BATON_OK;
     if (open) io_sink_abort(&sink);
     baton_fetch_stats fs;
-    baton_fetch_get_stats(f, &fs);
+    io_fetch_get_stats(f, &fs);
     st->bytes_fetched += fs.bytes;
     st->fetch_retries += fs.retries;
-    baton_fetch_free(f);
+    io_fetch_free(f);
     return rc;
 }
 

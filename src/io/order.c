@@ -45,7 +45,7 @@ static void identity(uint64_t *perm, uint64_t n)
     for (uint64_t i = 0; i < n; i++) perm[i] = i;
 }
 
-void baton_order_shards(uint64_t seed, uint64_t epoch, size_t nshards, int shuffle, uint64_t *perm)
+void io_order_shards(uint64_t seed, uint64_t epoch, size_t nshards, int shuffle, uint64_t *perm)
 {
     if (!shuffle) {
         identity(perm, nshards);
@@ -98,7 +98,7 @@ int io_stream_layout_init(io_stream_layout *L, const baton_manifest *m, uint64_t
         io_stream_layout_free(L);
         return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
     }
-    baton_order_shards(seed, epoch, n, shuffle, L->shard_perm);
+    io_order_shards(seed, epoch, n, shuffle, L->shard_perm);
     L->start[0] = 0;
     for (size_t i = 0; i < n; i++) L->start[i + 1] = L->start[i] + m->shards[L->shard_perm[i]].records;
     return BATON_OK;

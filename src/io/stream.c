@@ -36,10 +36,10 @@ void io_stream_reset(baton_loader *l)
 {
     if (l->fetch) {
         baton_fetch_stats fs;
-        baton_fetch_get_stats(l->fetch, &fs);
+        io_fetch_get_stats(l->fetch, &fs);
         l->st.fetch_retries += fs.retries;
         l->st.bytes_fetched += fs.bytes;
-        baton_fetch_free(l->fetch);
+        io_fetch_free(l->fetch);
     }
     l->fetch = NULL;
     if (l->reader) baton_rec_reader_free(l->reader);
@@ -83,7 +83,7 @@ static int plan_push(baton_loader *l, const plan_seg *ps, baton_err *err)
     plan_seg *q = &l->plan[l->plan_len];
     *q = *ps;
     io_piece_span(&l->m.shards[q->shard], q->start, q->end, &q->fstart, &q->fend);
-    int rc = baton_fetch_add(l->fetch, l->m.shards[q->shard].file, q->fstart, q->fend - q->fstart,
+    int rc = io_fetch_add(l->fetch, l->m.shards[q->shard].file, q->fstart, q->fend - q->fstart,
                              l->plan_base + l->plan_len, err);
     l->plan_len++;
     return rc;
@@ -338,10 +338,10 @@ static int assemble_block(baton_loader *l, baton_err *err)
         baton_fetch_piece piece;
         int last = 0;
         while (!last && rc == BATON_OK) {
-            rc = baton_fetch_next(l->fetch, &piece, err);
+            rc = io_fetch_next(l->fetch, &piece, err);
             if (rc != BATON_OK) break;
             if (piece.tag != l->plan_base + l->plan_next || piece.offset != at) {
-                baton_fetch_release(l->fetch, &piece);
+                io_fetch_release(l->fetch, &piece);
                 rc = baton_err_set(err, BATON_ERR_FORMAT, "%s: internal: piece at %llu, expected %llu", name,
                                    (unsigned long long)piece.offset, (unsigned long long)at);
                 break;
@@ -349,7 +349,7 @@ static int assemble_block(baton_loader *l, baton_err *err)
             /* the records' bytes in this piece (the rest only completes its first or last piece) */
             uint64_t lo = at > p->start ? at : p->start, hi = at + piece.len < p->end ? at + piece.len : p->end;
             if ((rc = check_piece(l, p, at, &piece, lo, hi, err)) != BATON_OK) {
-                baton_fetch_release(l->fetch, &piece);
+                io_fetch_release(l->fetch, &piece);
                 break;
             }
             /* lent, not copied: the records come out of the piece itself (only one that crosses
@@ -370,7 +370,7 @@ static int assemble_block(baton_loader *l, baton_err *err)
                 l->slot[p->bfirst + got - 1] = l->nrecs;
                 rc = arena_add(l, &r, p->shard, err);
             }
-            baton_fetch_release(l->fetch, &piece);
+            io_fetch_release(l->fetch, &piece);
             if (rc == BATON_NEED_MORE || rc == BATON_END) rc = BATON_OK;
         }
         baton_rec_reader_free(l->reader);
@@ -413,7 +413,7 @@ int io_stream_plan_ahead(baton_loader *l, baton_err *err)
 int io_stream_seek(baton_loader *l, baton_err *err)
 {
     io_stream_reset(l);
-    l->fetch = baton_fetch_new(l->store, &l->sfetch, err);
+    l->fetch = io_fetch_new(l->store, &l->sfetch, err);
     if (!l->fetch) return err->code;
     uint64_t size = io_stream_epoch_size(l->total, l->block, l->o.rank, l->o.world);
     if (l->cur.position >= size) return BATON_OK;  /* at the end: next() ends the epoch */

@@ -360,7 +360,7 @@ int league_evaluate(const char *ckpt, const char *alias, const char *track, int 
     if (baton_league_alias_check(alias, err)) return err->code;
     if (!ckpt || !track) return baton_err_set(err, BATON_ERR_ARG, "a checkpoint and a track are required");
     baton_ppo_eval_opts o;   /* the race's official settings, whatever the model was trained with */
-    if (baton_league_race_official(race, &o, err) || baton_league_race_settings(race, e->settings, sizeof e->settings, err))
+    if (league_race_official(race, &o, err) || league_race_settings(race, e->settings, sizeof e->settings, err))
         return err->code;
     e->race = race;
     o.ckpt = ckpt;
@@ -470,7 +470,7 @@ static int select_entries(baton_league *l, const char *where, int race, const ch
     return BATON_OK;
 }
 
-int baton_league_history(baton_league *l, baton_league_entry **out, size_t *n, baton_err *err)
+int league_history(baton_league *l, baton_league_entry **out, size_t *n, baton_err *err)
 {
     return select_entries(l, "ORDER BY id", -1, NULL, out, n, err);
 }
@@ -479,7 +479,7 @@ int baton_league_entry_standing(baton_league *l, int64_t id, baton_league_entry 
 {
     baton_league_entry *all = NULL, *st = NULL;
     size_t n = 0, ns = 0;
-    int rc = baton_league_history(l, &all, &n, err), found = 0;
+    int rc = league_history(l, &all, &n, err), found = 0;
     for (size_t i = 0; !rc && i < n && !found; i++)
         if (all[i].id == id) *e = all[i], found = 1;
     free(all);
@@ -540,7 +540,7 @@ int baton_league_standings(baton_league *l, const char *track, int race, baton_l
     return BATON_OK;
 }
 
-int baton_league_trace(baton_league *l, int64_t id, size_t *n, float **x, float **y, float **v, uint8_t **lap,
+int league_trace(baton_league *l, int64_t id, size_t *n, float **x, float **y, float **v, uint8_t **lap,
                        uint8_t **reset, baton_err *err)
 {
     sqlite3_stmt *st;
@@ -579,7 +579,7 @@ int baton_league_trace(baton_league *l, int64_t id, size_t *n, float **x, float 
     return BATON_OK;
 }
 
-int baton_league_tracks(baton_league *l, baton_league_track **out, size_t *n, baton_err *err)
+int league_tracks(baton_league *l, baton_league_track **out, size_t *n, baton_err *err)
 {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(l->db, "SELECT track, count(*), count(DISTINCT alias), max(track_path),"

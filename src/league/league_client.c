@@ -180,7 +180,7 @@ static int pack(const baton_league_remote_opts *o, size_t max, baton_buf *tar, b
                            (unsigned long long)in[0].bytes, max, o->server);
     free(in);
     const char *base = strrchr(path, '/');
-    if (!rc) rc = baton_league_tar_write(tar, path, base ? base + 1 : path, max, err);
+    if (!rc) rc = league_tar_write(tar, path, base ? base + 1 : path, max, err);
     baton_remove_tree(dir);
     return rc;
 }

@@ -153,7 +153,7 @@ static int rate(baton_league *l, const char *track, baton_league_racer *r, size_
         free(rating);
         return rc == SQLITE_NOMEM ? baton_err_set(err, BATON_ERR_NOMEM, "out of memory") : league_db_fail(l, err, "cannot read the matches");
     }
-    int brc = baton_league_bt_fit(n, (const uint32_t(*)[2])g, m, rating, err);
+    int brc = league_bt_fit(n, (const uint32_t(*)[2])g, m, rating, err);
     for (size_t i = 0; !brc && i < n; i++) r[i].rating = rating[i];
     free(g);
     free(rating);

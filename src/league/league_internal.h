@@ -15,12 +15,12 @@
  * its files and its unit tests call, and the command does not (the public API is league.h) */
 
 /* The evaluation options of race's official settings into o (ckpt and track left NULL). */
-int baton_league_race_official(int race, baton_ppo_eval_opts *o, baton_err *err);
+int league_race_official(int race, baton_ppo_eval_opts *o, baton_err *err);
 /* Those settings as the JSON an entry stores (into out, cap bytes). */
-int baton_league_race_settings(int race, char *out, size_t cap, baton_err *err);
+int league_race_settings(int race, char *out, size_t cap, baton_err *err);
 
 /* The ranking rule: a negative, zero or positive number as a ranks before, with or after b. */
-int baton_league_compare(const baton_league_entry *a, const baton_league_entry *b, baton_league_format f);
+int league_compare(const baton_league_entry *a, const baton_league_entry *b, baton_league_format f);
 /* Order e[0..n) by the rule and keep each alias's best (the rest moved past *kept); set rank. */
 void baton_league_rank(baton_league_entry *e, size_t n, baton_league_format f, size_t *kept);
 
@@ -32,20 +32,20 @@ typedef struct baton_league_track {
     size_t entries, aliases;
     size_t race_entries[BATON_LEAGUE_RACES];
 } baton_league_track;
-int baton_league_tracks(baton_league *l, baton_league_track **out, size_t *n, baton_err *err);
+int league_tracks(baton_league *l, baton_league_track **out, size_t *n, baton_err *err);
 
 /* Every submission, oldest first (the history). */
-int baton_league_history(baton_league *l, baton_league_entry **out, size_t *n, baton_err *err);
+int league_history(baton_league *l, baton_league_entry **out, size_t *n, baton_err *err);
 
 /* The drive of entry id: n steps of x, y, speed (malloc'd together: free(*x) frees all), the lap
  * of each step and 1 where the car was reset after it. */
-int baton_league_trace(baton_league *l, int64_t id, size_t *n, float **x, float **y, float **v,
+int league_trace(baton_league *l, int64_t id, size_t *n, float **x, float **y, float **v,
                        uint8_t **lap, uint8_t **reset, baton_err *err);
 /* The objects of entry id's drive (league_objects.c): *nobj of them (0 for a time trial, *pose
  * NULL), each's kind and size in obj (cap at least BATON_RACE_MAX_OBJECTS + BATON_RACE_MAX_BOTS;
  * x, y, yaw where it stood first), and *pose (malloc'd) steps × nobj × (x, y, yaw) float32: where
  * each stood after every step of the trace. */
-int baton_league_trace_objects(baton_league *l, int64_t id, size_t *nobj, baton_race_object *obj, size_t *steps,
+int league_trace_objects(baton_league *l, int64_t id, size_t *nobj, baton_race_object *obj, size_t *steps,
                                float **pose, baton_err *err);
 
 /* ---------------------------------------------------------------- uploads (league_tar.c) */
@@ -60,16 +60,16 @@ typedef struct baton_league_tar_entry {
     const uint8_t *data;        /* into the archive; NULL for a folder */
     size_t size;
 } baton_league_tar_entry;
-int baton_league_tar_read(const uint8_t *buf, size_t len, baton_league_tar_entry **out, size_t *n, baton_err *err);
+int league_tar_read(const uint8_t *buf, size_t len, baton_league_tar_entry **out, size_t *n, baton_err *err);
 /* Write the entries under dir, an existing empty folder (never through a link, never over a file). */
-int baton_league_tar_extract(const baton_league_tar_entry *e, size_t n, const char *dir, baton_err *err);
+int league_tar_extract(const baton_league_tar_entry *e, size_t n, const char *dir, baton_err *err);
 /* Append a ustar archive of folder dir (its regular files and folders, by name; anything else
  * refused) to b, its entries named as/...; at most max bytes. */
-int baton_league_tar_write(baton_buf *b, const char *dir, const char *as, size_t max, baton_err *err);
+int league_tar_write(baton_buf *b, const char *dir, const char *as, size_t max, baton_err *err);
 
 
 /* BATON_OK when token is alias's; else BATON_ERR_DENIED (the message never says which part was wrong). */
-int baton_league_token_check(baton_league *l, const char *alias, const char *token, baton_err *err);
+int league_token_check(baton_league *l, const char *alias, const char *token, baton_err *err);
 
 /* What an HTTP submission carries, as the server received it (any field may be NULL). */
 typedef struct baton_league_request {
@@ -97,7 +97,7 @@ typedef struct baton_league_upload {
 /* Check a request: the token's form, alias, track (a built-in, or NAME of tracks_dir/NAME.npy;
  * never a path), format, size and the archive's structure. *http gets the status to answer with
  * on failure (400, 401, 404, 413, 415). Pure: reads no file but the track folder's listing. */
-int baton_league_request_parse(const baton_league_request *q, const baton_league_upload_rules *rules,
+int league_request_parse(const baton_league_request *q, const baton_league_upload_rules *rules,
                                baton_league_upload *u, unsigned *http, baton_err *err);
 
 /* Unpack an archive into a fresh folder under tmp_parent (NULL: $TMPDIR or /tmp) and find the race
@@ -111,17 +111,17 @@ int baton_league_unpack(const uint8_t *archive, size_t len, const char *tmp_pare
 
 /* Queue an upload (its archive kept in the database). An alias with a submission queued or
  * running already is BATON_ERR_BUSY, naming it. */
-int baton_league_enqueue(baton_league *l, const baton_league_upload *u, int64_t *id, baton_err *err);
-int baton_league_submission_get(baton_league *l, int64_t id, baton_league_submission *s, baton_err *err);
-struct cJSON *baton_league_submission_json(const baton_league_submission *s);
+int league_enqueue(baton_league *l, const baton_league_upload *u, int64_t *id, baton_err *err);
+int league_submission_get(baton_league *l, int64_t id, baton_league_submission *s, baton_err *err);
+struct cJSON *league_submission_json(const baton_league_submission *s);
 /* At a server's start: submissions left running by a server that died go back to the queue (one
  * that has been started BATON_LEAGUE_ATTEMPTS times fails instead); *requeued says how many. */
 #define BATON_LEAGUE_ATTEMPTS 3
-int baton_league_queue_recover(baton_league *l, size_t *requeued, baton_err *err);
+int league_queue_recover(baton_league *l, size_t *requeued, baton_err *err);
 /* Take the oldest queued submission, evaluate it under the league's rules and store its entry
  * (or its failure); *id gets it, 0 when the queue was empty. An error is the database's; a model
  * that fails to evaluate is a failed submission, not an error. tmp_parent as baton_league_unpack. */
-int baton_league_queue_run_one(baton_league *l, const char *tmp_parent, int64_t *id, baton_err *err);
+int league_queue_run_one(baton_league *l, const char *tmp_parent, int64_t *id, baton_err *err);
 
 struct baton_league {
     sqlite3 *db;
@@ -146,7 +146,7 @@ int league_manifest_hash(const char *dir, char out[65], baton_err *err);
 /* Head-to-model ratings (league_rating.c): Bradley–Terry strengths fitted to m games (winner,
  * loser: racer indices < n) with a prior of a win and a loss against a reference racer, on Elo's
  * scale (1500 the reference) into rating[n]. */
-int baton_league_bt_fit(size_t n, const uint32_t (*games)[2], size_t m, double *rating, baton_err *err);
+int league_bt_fit(size_t n, const uint32_t (*games)[2], size_t m, double *rating, baton_err *err);
 double league_now(void);
 
 /* A race as an upload names it: the three of baton_league_race_parse, or "head-to-model"
@@ -182,7 +182,7 @@ int league_store(baton_league *l, baton_league_entry *e, const baton_ppo_eval_re
 int league_submission_read(const uint8_t *data, size_t len, const char *url, baton_league_submission *s,
                            baton_err *err);
 
-/* league_upload.c: baton_league_request_parse's checks of everything but the body and its size
+/* league_upload.c: league_request_parse's checks of everything but the body and its size
  * (the token's form, Content-Type, alias, format, track), so a request can be refused before a
  * byte of its body is read. */
 int league_request_head(const baton_league_request *q, const baton_league_upload_rules *rules, baton_league_upload *u,

@@ -63,7 +63,7 @@ static void read_shapes(const float *sh, const float *pose, size_t nobj, baton_r
     }
 }
 
-int baton_league_trace_objects(baton_league *l, int64_t id, size_t *nobj, baton_race_object *obj, size_t *steps,
+int league_trace_objects(baton_league *l, int64_t id, size_t *nobj, baton_race_object *obj, size_t *steps,
                                float **pose, baton_err *err)
 {
     *nobj = 0, *steps = 0, *pose = NULL;
@@ -109,7 +109,7 @@ int league_objects_json(baton_league *l, int64_t id, size_t steps, baton_buf *b,
     size_t nobj, k;
     baton_race_object obj[OBJECTS_CAP];
     float *pose;
-    int rc = baton_league_trace_objects(l, id, &nobj, obj, &k, &pose, err);
+    int rc = league_trace_objects(l, id, &nobj, obj, &k, &pose, err);
     if (rc || !nobj) {
         free(pose);
         return rc;

@@ -79,7 +79,7 @@ int baton_league_token_revoke(baton_league *l, const char *alias, baton_err *err
     return rc;
 }
 
-int baton_league_token_check(baton_league *l, const char *alias, const char *token, baton_err *err)
+int league_token_check(baton_league *l, const char *alias, const char *token, baton_err *err)
 {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(l->db, "SELECT hash FROM tokens WHERE alias = ?", -1, &st, NULL) != SQLITE_OK)
@@ -152,7 +152,7 @@ int league_waiting(baton_league *l, const char *alias, int64_t *id, baton_err *e
     return s == SQLITE_ROW || s == SQLITE_DONE ? BATON_OK : league_db_fail(l, err, "cannot read the queue");
 }
 
-int baton_league_enqueue(baton_league *l, const baton_league_upload *u, int64_t *id, baton_err *err)
+int league_enqueue(baton_league *l, const baton_league_upload *u, int64_t *id, baton_err *err)
 {
     *id = 0;
     if (sqlite3_exec(l->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
@@ -223,7 +223,7 @@ static void read_sub(sqlite3_stmt *st, baton_league_submission *s)
     s->racer = sqlite3_column_int64(st, 14);
 }
 
-int baton_league_submission_get(baton_league *l, int64_t id, baton_league_submission *s, baton_err *err)
+int league_submission_get(baton_league *l, int64_t id, baton_league_submission *s, baton_err *err)
 {
     char sql[400];
     snprintf(sql, sizeof sql, "SELECT %s FROM submissions WHERE id = ?", sub_cols);
@@ -238,7 +238,7 @@ int baton_league_submission_get(baton_league *l, int64_t id, baton_league_submis
     return rc;
 }
 
-cJSON *baton_league_submission_json(const baton_league_submission *s)
+cJSON *league_submission_json(const baton_league_submission *s)
 {
     cJSON *j = cJSON_CreateObject();
     if (!j) return NULL;
@@ -274,7 +274,7 @@ static int exec_update(baton_league *l, const char *sql, int64_t id, const char 
     return rc;
 }
 
-int baton_league_queue_recover(baton_league *l, size_t *requeued, baton_err *err)
+int league_queue_recover(baton_league *l, size_t *requeued, baton_err *err)
 {
     *requeued = 0;
     char why[200];
@@ -411,7 +411,7 @@ static int attempt(baton_league *l, const baton_league_submission *s, uint8_t *a
     return rc;
 }
 
-int baton_league_queue_run_one(baton_league *l, const char *tmp_parent, int64_t *id, baton_err *err)
+int league_queue_run_one(baton_league *l, const char *tmp_parent, int64_t *id, baton_err *err)
 {
     *id = 0;
     baton_league_submission s;

@@ -54,7 +54,7 @@ baton_league_format baton_league_race_format(int race)
     return race == BATON_RACE_TIME_TRIAL ? BATON_LEAGUE_TIME_TRIAL : BATON_LEAGUE_TOTAL;
 }
 
-int baton_league_race_official(int race, baton_ppo_eval_opts *o, baton_err *err)
+int league_race_official(int race, baton_ppo_eval_opts *o, baton_err *err)
 {
     if (race < 0 || race >= BATON_LEAGUE_RACES)
         return baton_err_set(err, BATON_ERR_ARG, "race: type %d is not one of the league's", race);
@@ -79,10 +79,10 @@ int baton_league_race_official(int race, baton_ppo_eval_opts *o, baton_err *err)
     return BATON_OK;
 }
 
-int baton_league_race_settings(int race, char *out, size_t cap, baton_err *err)
+int league_race_settings(int race, char *out, size_t cap, baton_err *err)
 {
     baton_ppo_eval_opts o;
-    if (baton_league_race_official(race, &o, err)) return err->code;
+    if (league_race_official(race, &o, err)) return err->code;
     if (race == BATON_RACE_TIME_TRIAL) {
         snprintf(out, cap, "%s", LEAGUE_TT_SETTINGS);   /* what version-2 entries were evaluated under */
         return BATON_OK;

@@ -28,7 +28,7 @@ static int cmp_num(double a, double b)
     return a < b ? -1 : a > b ? 1 : 0;
 }
 
-int baton_league_compare(const baton_league_entry *a, const baton_league_entry *b, baton_league_format f)
+int league_compare(const baton_league_entry *a, const baton_league_entry *b, baton_league_format f)
 {
     if (a->completed != b->completed) return a->completed ? -1 : 1;
     if (a->laps != b->laps) return a->laps > b->laps ? -1 : 1;
@@ -43,7 +43,7 @@ int baton_league_compare(const baton_league_entry *a, const baton_league_entry *
 
 static int cmp_ctx(const void *a, const void *b, void *f)
 {
-    return baton_league_compare(a, b, *(const baton_league_format *)f);
+    return league_compare(a, b, *(const baton_league_format *)f);
 }
 
 void baton_league_rank(baton_league_entry *e, size_t n, baton_league_format f, size_t *kept)

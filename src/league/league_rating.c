@@ -23,7 +23,7 @@
 
 #define SWEEPS 500
 
-int baton_league_bt_fit(size_t n, const uint32_t (*games)[2], size_t m, double *rating, baton_err *err)
+int league_bt_fit(size_t n, const uint32_t (*games)[2], size_t m, double *rating, baton_err *err)
 {
     double *p = malloc(2 * n * sizeof *p + 1);
     if (!p) return baton_err_set(err, BATON_ERR_NOMEM, "ratings: out of memory for %zu racers", n);

@@ -14,7 +14,7 @@
  * Extraction writes into an existing empty folder with O_CREAT|O_EXCL|O_NOFOLLOW, so even a name
  * that slipped past the checks could not write outside it or through a link.
  *
- * baton_league_tar_write is the other side, for `race submit --server`: a folder's regular files
+ * league_tar_write is the other side, for `race submit --server`: a folder's regular files
  * and folders, by name, in ustar.
  *
  * Why by hand: the subset above is about 200 lines, works on the bytes already in memory and
@@ -259,7 +259,7 @@ static int header(tar_rd *t, const uint8_t *buf, size_t len, int *ended)
     return rc;
 }
 
-int baton_league_tar_read(const uint8_t *buf, size_t len, baton_league_tar_entry **out, size_t *n, baton_err *err)
+int league_tar_read(const uint8_t *buf, size_t len, baton_league_tar_entry **out, size_t *n, baton_err *err)
 {
     *out = NULL;
     *n = 0;
@@ -298,7 +298,7 @@ static int make_parents(int root, const char *name, int through_last, baton_err 
     return BATON_OK;
 }
 
-int baton_league_tar_extract(const baton_league_tar_entry *e, size_t n, const char *dir, baton_err *err)
+int league_tar_extract(const baton_league_tar_entry *e, size_t n, const char *dir, baton_err *err)
 {
     int root = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (root < 0) return baton_err_errno(err, errno, "cannot open the folder", dir);
@@ -399,7 +399,7 @@ static int write_dir(baton_buf *b, const char *dir, const char *as, int depth, s
     return rc;
 }
 
-int baton_league_tar_write(baton_buf *b, const char *dir, const char *as, size_t max, baton_err *err)
+int league_tar_write(baton_buf *b, const char *dir, const char *as, size_t max, baton_err *err)
 {
     int rc = write_dir(b, dir, as, 1, max, err);
     static const uint8_t end[2 * BLOCK];

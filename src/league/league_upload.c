@@ -3,7 +3,7 @@
  * archive's structure) and unpack an archive into a fresh folder to find the race checkpoint in it
  * (its files at the archive's top, or in its one folder, with or without that folder's own entry).
  *
- * Contract: baton_league_request_parse touches no file except to look a track up in the league's
+ * Contract: league_request_parse touches no file except to look a track up in the league's
  * tracks folder, and names each refusal with the HTTP status it deserves; a track is a name, never a
  * path; baton_league_unpack writes only under the folder it makes and removes it when it fails; what
  * it says names the archive's entries as the archive names them, never the server's folders. */
@@ -106,7 +106,7 @@ int league_request_head(const baton_league_request *q, const baton_league_upload
     return track_lookup(q->track, rules, u, http, err);
 }
 
-int baton_league_request_parse(const baton_league_request *q, const baton_league_upload_rules *rules,
+int league_request_parse(const baton_league_request *q, const baton_league_upload_rules *rules,
                                baton_league_upload *u, unsigned *http, baton_err *err)
 {
     int rc = league_request_head(q, rules, u, http, err);
@@ -120,7 +120,7 @@ int baton_league_request_parse(const baton_league_request *q, const baton_league
         return refuse(http, 400, err, BATON_ERR_ARG, "an empty body: send the tar of the checkpoint folder");
     baton_league_tar_entry *e;
     size_t n;
-    if ((rc = baton_league_tar_read(q->body, q->len, &e, &n, err))) return rc;
+    if ((rc = league_tar_read(q->body, q->len, &e, &n, err))) return rc;
     int manifest = 0;
     for (size_t i = 0; i < n && !manifest; i++) {
         const char *s = strrchr(e[i].name, '/');
@@ -245,7 +245,7 @@ int league_unpack(const uint8_t *archive, size_t len, const char *tmp_parent, le
     if (!parent || !*parent) parent = "/tmp";
     baton_league_tar_entry *e;
     size_t n;
-    int rc = baton_league_tar_read(archive, len, &e, &n, err);
+    int rc = league_tar_read(archive, len, &e, &n, err);
     if (rc) return rc;
     if (snprintf(u->dir, sizeof u->dir, "%s/baton-upload-XXXXXX", parent) >= (int)sizeof u->dir || !mkdtemp(u->dir)) {
         baton_log(BATON_LOG_WARN, "league: cannot make a folder for an upload under %s: %s", parent, strerror(errno));
@@ -258,7 +258,7 @@ int league_unpack(const uint8_t *archive, size_t len, const char *tmp_parent, le
         rc = baton_err_set(err, BATON_ERR_ARG, "the upload folder's path is too long");
     else if (mkdir(root, 0700))
         rc = baton_err_errno(err, errno, "cannot make the folder", root);
-    if (!rc) rc = baton_league_tar_extract(e, n, root, err);
+    if (!rc) rc = league_tar_extract(e, n, root, err);
     if (!rc) rc = find_ckpt(root, e, n, u, err);
     free(e);
     if (rc) {

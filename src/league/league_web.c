@@ -128,7 +128,7 @@ static enum MHD_Result page_index(baton_league_server *s, struct MHD_Connection 
     baton_league_track *t;
     size_t n;
     baton_err err = {0};
-    if (baton_league_tracks(s->l, &t, &n, &err)) return league_reply_error(s, c, 500, err.msg);
+    if (league_tracks(s->l, &t, &n, &err)) return league_reply_error(s, c, 500, err.msg);
     baton_buf b = {0};
     league_page_head(&b, "baton league");
     baton_svg_put(&b, "<h1>baton league</h1>\n<table id=\"tracks\"><thead><tr><th class=\"alias\">track</th><th>racers</th>"
@@ -247,7 +247,7 @@ static enum MHD_Result page_track(baton_league_server *s, struct MHD_Connection 
     if (race_and_format(c, &race, &f, &err)) return league_reply_error(s, c, 400, err.msg);
     baton_league_track *t;
     size_t nt;
-    if (baton_league_tracks(s->l, &t, &nt, &err)) return league_reply_error(s, c, 500, err.msg);
+    if (league_tracks(s->l, &t, &nt, &err)) return league_reply_error(s, c, 500, err.msg);
     size_t k = 0;
     while (k < nt && strcmp(t[k].track, name)) k++;
     if (k == nt) {
@@ -317,7 +317,7 @@ static enum MHD_Result api_tracks(baton_league_server *s, struct MHD_Connection 
     baton_league_track *t;
     size_t n;
     baton_err err = {0};
-    if (baton_league_tracks(s->l, &t, &n, &err)) return league_reply_error(s, c, 500, err.msg);
+    if (league_tracks(s->l, &t, &n, &err)) return league_reply_error(s, c, 500, err.msg);
     cJSON *j = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(j, "tracks");
     for (size_t i = 0; i < n; i++) {
         cJSON *x = cJSON_CreateObject();
@@ -348,7 +348,7 @@ static enum MHD_Result api_server(baton_league_server *s, struct MHD_Connection 
         cJSON *x = cJSON_CreateObject();
         cJSON_AddStringToObject(x, "race", baton_league_race_name(i));
         cJSON_AddStringToObject(x, "format", baton_league_format_name(baton_league_race_format(i)));
-        if (!baton_league_race_settings(i, set, sizeof set, NULL)) cJSON_AddItemToObject(x, "settings", cJSON_Parse(set));
+        if (!league_race_settings(i, set, sizeof set, NULL)) cJSON_AddItemToObject(x, "settings", cJSON_Parse(set));
         cJSON_AddItemToArray(r, x);
     }
     return league_reply_json(c, 200, j);
@@ -411,7 +411,7 @@ static enum MHD_Result api_trace(baton_league_server *s, struct MHD_Connection *
     float *x, *y, *v;
     uint8_t *lap, *reset;
     baton_err err = {0};
-    int rc = baton_league_trace(s->l, id, &n, &x, &y, &v, &lap, &reset, &err);
+    int rc = league_trace(s->l, id, &n, &x, &y, &v, &lap, &reset, &err);
     if (rc) return league_reply_error(s, c, rc == BATON_ERR_NOTFOUND ? 404 : 500, err.msg);
     baton_buf b = {0};
     baton_svg_put(&b, "{\"id\":%lld,\"steps\":%zu", id, n);
@@ -445,9 +445,9 @@ static enum MHD_Result api_submission(baton_league_server *s, struct MHD_Connect
     if (!id || *end) return league_reply_error(s, c, 404, "expected /api/submissions/ID");
     baton_league_submission sub;
     baton_err err = {0};
-    int rc = baton_league_submission_get(s->l, id, &sub, &err);
+    int rc = league_submission_get(s->l, id, &sub, &err);
     if (rc) return league_reply_error(s, c, rc == BATON_ERR_NOTFOUND ? 404 : 500, err.msg);
-    cJSON *j = baton_league_submission_json(&sub);
+    cJSON *j = league_submission_json(&sub);
     baton_league_entry e;
     size_t n = 0;
     baton_league_racer racer;
@@ -605,7 +605,7 @@ static void worker_wait(baton_league_server *s, long ms, int hard)
 static int recover_queue(baton_league_server *s, baton_err *err)
 {
     size_t requeued = 0;
-    if (baton_league_queue_recover(s->wl, &requeued, err)) return err->code;
+    if (league_queue_recover(s->wl, &requeued, err)) return err->code;
     if (requeued)
         baton_log(BATON_LOG_INFO, "league: %zu submission(s) were being evaluated when the server stopped: queued again",
                   requeued);
@@ -635,7 +635,7 @@ static void *worker_main(void *arg)
             baton_log(BATON_LOG_WARN, "league: the queue cannot be recovered yet (nothing is evaluated until it is): %s", err.msg);
         else if (held && !league_requeue(s->wl, held, why, &err)) held = 0;
         else if (held) baton_log(BATON_LOG_WARN, "league: submission %lld is still marked running: %s", (long long)held, err.msg);
-        if (s->recovered && !held && baton_league_queue_run_one(s->wl, s->tmp_parent, &id, &err)) {
+        if (s->recovered && !held && league_queue_run_one(s->wl, s->tmp_parent, &id, &err)) {
             baton_log(BATON_LOG_WARN, "league: the queue: %s", err.msg);
             if (id) held = id, snprintf(why, sizeof why, "%s", err.msg);
         }

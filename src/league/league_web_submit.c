@@ -51,7 +51,7 @@ static baton_league_request request_of(struct MHD_Connection *c, const uint8_t *
 static int token_ok(baton_league_server *s, struct MHD_Connection *c, const baton_league_upload *up, enum MHD_Result *ret)
 {
     baton_err err = {0};
-    int rc = baton_league_token_check(s->l, up->alias, up->token, &err);
+    int rc = league_token_check(s->l, up->alias, up->token, &err);
     if (rc) *ret = league_reply_error(s, c, rc == BATON_ERR_DENIED ? 403 : 500, err.msg);
     return rc;
 }
@@ -85,7 +85,7 @@ static unsigned check_head(baton_league_server *s, struct MHD_Connection *c, bat
     baton_err err = {0};
     int rc;
     if (league_request_head(&q, &s->rules, up, &http, &err)) return snprintf(msg, cap, "%s", err.msg), http;
-    if ((rc = baton_league_token_check(s->l, up->alias, up->token, &err)))
+    if ((rc = league_token_check(s->l, up->alias, up->token, &err)))
         return snprintf(msg, cap, "%s", err.msg), rc == BATON_ERR_DENIED ? 403 : 500;
     if (te || !cl)
         return snprintf(msg, cap, "Content-Length required: send the archive with its size (a chunked body is not taken: "
@@ -149,7 +149,7 @@ static enum MHD_Result submit_archive(baton_league_server *s, struct MHD_Connect
     unsigned http = 400;
     baton_err err = {0};
     enum MHD_Result ret;
-    if (baton_league_request_parse(&q, &s->rules, &up, &http, &err)) return league_reply_error(s, c, http, err.msg);
+    if (league_request_parse(&q, &s->rules, &up, &http, &err)) return league_reply_error(s, c, http, err.msg);
     if (token_ok(s, c, &up, &ret)) return ret;   /* again: it may have been revoked while the body arrived */
     /* the model must load now, not fail in the queue an hour later */
     league_unpacked un;
@@ -159,7 +159,7 @@ static enum MHD_Result submit_archive(baton_league_server *s, struct MHD_Connect
                                   err.msg);
     baton_remove_tree(un.dir);
     int64_t id;
-    if ((rc = baton_league_enqueue(s->l, &up, &id, &err)))
+    if ((rc = league_enqueue(s->l, &up, &id, &err)))
         return league_reply_error(s, c, rc == BATON_ERR_BUSY ? 409 : 500, err.msg);
     baton_log(BATON_LOG_INFO, "league: submission %lld queued (%s on %s, %zu bytes)", (long long)id, up.alias, up.track, up.len);
     pthread_mutex_lock(&s->mu);
@@ -167,8 +167,8 @@ static enum MHD_Result submit_archive(baton_league_server *s, struct MHD_Connect
     pthread_cond_signal(&s->cv);
     pthread_mutex_unlock(&s->mu);
     baton_league_submission sub;
-    if (baton_league_submission_get(s->l, id, &sub, &err)) return league_reply_error(s, c, 500, err.msg);
-    cJSON *j = baton_league_submission_json(&sub);
+    if (league_submission_get(s->l, id, &sub, &err)) return league_reply_error(s, c, 500, err.msg);
+    cJSON *j = league_submission_json(&sub);
     char loc[64];
     snprintf(loc, sizeof loc, "/api/submissions/%lld", (long long)id);
     cJSON_AddStringToObject(j, "status_url", loc);

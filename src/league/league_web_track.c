@@ -115,7 +115,7 @@ void league_track_views_warm(baton_league_server *s, baton_league *l)
     baton_league_track *t;
     size_t n;
     baton_err err = {0};
-    if (baton_league_tracks(l, &t, &n, &err)) return;
+    if (league_tracks(l, &t, &n, &err)) return;
     for (size_t i = 0; i < n && i < LEAGUE_VIEWS; i++) {
         long long mt, sz, ino;
         file_key(t[i].track_path, &mt, &sz, &ino);

@@ -107,7 +107,7 @@ int league_work_clean(baton_league *l, baton_err *err)
         if (!id) continue;
         baton_league_submission s;
         baton_err e2 = {0};
-        int r = baton_league_submission_get(l, id, &s, &e2);
+        int r = league_submission_get(l, id, &s, &e2);
         if (r && r != BATON_ERR_NOTFOUND) rc = baton_err_set(err, e2.code, "%s", e2.msg);
         waiting = !r && (s.state == BATON_LEAGUE_QUEUED || s.state == BATON_LEAGUE_RUNNING);
         if (!rc && !waiting) league_archive_drop(l, id);

@@ -38,7 +38,7 @@ static int num(const char *p, int n, int *v)
     return 0;
 }
 
-int baton_notice_http_time_parse(const char *s, double *t)
+int notice_http_time_parse(const char *s, double *t)
 {
     /* "Mon, 19 Sep 2016 18:29:47 GMT": exactly 29 characters */
     if (!s || strlen(s) != 29 || s[3] != ',' || s[4] != ' ' || s[7] != ' ' || s[11] != ' ' || s[16] != ' ' ||
@@ -69,7 +69,7 @@ int baton_notice_http_time_parse(const char *s, double *t)
     return 0;
 }
 
-void baton_notice_http_time_format(double t, char out[32])
+void notice_http_time_format(double t, char out[32])
 {
     time_t u = (time_t)t;
     struct tm tm;
@@ -99,7 +99,7 @@ static int names_vm(const cJSON *ev, const char *vm)
     return 0;
 }
 
-int baton_notice_parse_azure(const char *body, size_t len, const char *vm, double now, baton_notice_kind *kind,
+int notice_parse_azure(const char *body, size_t len, const char *vm, double now, baton_notice_kind *kind,
                              double *deadline, char *event_id, size_t id_cap)
 {
     *kind = BATON_NOTICE_NONE;
@@ -125,7 +125,7 @@ int baton_notice_parse_azure(const char *body, size_t len, const char *vm, doubl
             continue;
         double when;
         if (!nb->valuestring[0] && started) when = now;   /* under way: no time left */
-        else if (baton_notice_http_time_parse(nb->valuestring, &when) || fabs(when - now) > AZURE_SKEW_S) continue;
+        else if (notice_http_time_parse(nb->valuestring, &when) || fabs(when - now) > AZURE_SKEW_S) continue;
         *kind = k;
         *deadline = when;
         if (event_id && id_cap) snprintf(event_id, id_cap, "%s", id->valuestring);

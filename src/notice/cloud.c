@@ -38,7 +38,7 @@ static int has_word(const char *s, const char *w)
     return strcasestr(s, w) != NULL;
 }
 
-int baton_cloud_detect(const char *dmi_dir)
+int notice_cloud_detect(const char *dmi_dir)
 {
     const char *dir = dmi_dir;
     if (!dir) dir = getenv("BATON_DMI_DIR");

@@ -303,7 +303,7 @@ static enum MHD_Result handle_azure(baton_imds *m, struct MHD_Connection *c, con
     if (notice_visible(m, now)) {
         double t = notice_time(m, now);
         char nb[32] = "";
-        if (now < t) baton_notice_http_time_format(t, nb);
+        if (now < t) notice_http_time_format(t, nb);
         snprintf(body, sizeof body,
                  "{\"DocumentIncarnation\":%u,\"Events\":[{\"EventId\":\"%s\",\"EventStatus\":\"%s\","
                  "\"EventType\":\"Preempt\",\"ResourceType\":\"VirtualMachine\",\"Resources\":[\"baton-vm\"],"
@@ -367,7 +367,7 @@ static enum MHD_Result handle_control(baton_imds *m, struct MHD_Connection *c, c
         return reply_text(c, 200, "recommended\n");
     }
     if (!strcmp(what, "clear")) {
-        baton_imds_clear(m);
+        notice_imds_clear(m);
         return reply_text(c, 200, "cleared\n");
     }
     return reply_status(c, 404);
@@ -481,7 +481,7 @@ void baton_imds_rebalance(baton_imds *m)
     pthread_mutex_unlock(&m->mu);
 }
 
-void baton_imds_clear(baton_imds *m)
+void notice_imds_clear(baton_imds *m)
 {
     pthread_mutex_lock(&m->mu);
     if (m->sched) m->incarnation++;

@@ -266,7 +266,7 @@ static int base_url(const char *in, char *out, size_t cap, const char *what, bat
     return BATON_OK;
 }
 
-int baton_notice_targets(const baton_notice_opts *o, char *ec2, size_t ec2_cap, char *gce, size_t gce_cap,
+int notice_targets(const baton_notice_opts *o, char *ec2, size_t ec2_cap, char *gce, size_t gce_cap,
                          baton_err *err)
 {
     int rc, flags = o->handle_sigterm ? BATON_NOTICE_WATCH_SIGTERM : 0, cloud = -1;
@@ -275,26 +275,26 @@ int baton_notice_targets(const baton_notice_opts *o, char *ec2, size_t ec2_cap, 
      * off the discovery of the real service, not an address the user named */
     if (o->endpoint) {
         if ((rc = base_url(o->endpoint, ec2, ec2_cap, "EC2 metadata endpoint", err))) return rc;
-    } else if (!o->ec2_disabled && (cloud = baton_cloud_detect(o->dmi_dir)) == BATON_CLOUD_EC2) {
+    } else if (!o->ec2_disabled && (cloud = notice_cloud_detect(o->dmi_dir)) == BATON_CLOUD_EC2) {
         snprintf(ec2, ec2_cap, "http://169.254.169.254");
     }
     if (ec2[0]) flags |= BATON_NOTICE_WATCH_EC2;
     if (o->gce_endpoint) {
         if ((rc = base_url(o->gce_endpoint, gce, gce_cap, "GCE metadata endpoint", err))) return rc;
-    } else if ((cloud >= 0 ? cloud : baton_cloud_detect(o->dmi_dir)) == BATON_CLOUD_GCE) {
+    } else if ((cloud >= 0 ? cloud : notice_cloud_detect(o->dmi_dir)) == BATON_CLOUD_GCE) {
         snprintf(gce, gce_cap, "http://169.254.169.254");
     }
     if (gce[0]) flags |= BATON_NOTICE_WATCH_GCE;
     return flags;
 }
 
-int baton_notice_azure_target(const baton_notice_opts *o, char *azure, size_t cap, baton_err *err)
+int notice_azure_target(const baton_notice_opts *o, char *azure, size_t cap, baton_err *err)
 {
     azure[0] = 0;
     if (o->azure_endpoint) {
         int rc = base_url(o->azure_endpoint, azure, cap, "Azure metadata endpoint", err);
         if (rc) return rc;
-    } else if (baton_cloud_detect(o->dmi_dir) == BATON_CLOUD_AZURE) {
+    } else if (notice_cloud_detect(o->dmi_dir) == BATON_CLOUD_AZURE) {
         snprintf(azure, cap, "http://169.254.169.254");
     }
     return azure[0] ? BATON_NOTICE_WATCH_AZURE : 0;
@@ -385,7 +385,7 @@ static int members(const cJSON *j)
     return n;
 }
 
-int baton_notice_parse_action(const char *body, size_t len, baton_notice_kind *kind, double *deadline)
+int notice_parse_action(const char *body, size_t len, baton_notice_kind *kind, double *deadline)
 {
     cJSON *j = plain_body(body, len) ? cJSON_ParseWithLength(body, len) : NULL;
     const cJSON *a = cJSON_GetObjectItemCaseSensitive(j, "action");
@@ -404,7 +404,7 @@ int baton_notice_parse_action(const char *body, size_t len, baton_notice_kind *k
     return k != BATON_NOTICE_NONE;
 }
 
-int baton_notice_parse_rebalance(const char *body, size_t len, double *notice_time, char *raw, size_t raw_cap)
+int notice_parse_rebalance(const char *body, size_t len, double *notice_time, char *raw, size_t raw_cap)
 {
     cJSON *j = plain_body(body, len) ? cJSON_ParseWithLength(body, len) : NULL;
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "noticeTime");
@@ -424,7 +424,7 @@ static void ec2_action(baton_notice_watcher *w)
 {
     baton_notice_kind k;
     double when;
-    if (baton_notice_parse_action(w->body, w->blen, &k, &when)) latch(w, k, when, baton_wall_now(), source_name(w));
+    if (notice_parse_action(w->body, w->blen, &k, &when)) latch(w, k, when, baton_wall_now(), source_name(w));
     else baton_log(BATON_LOG_DEBUG, "notice watcher: instance-action answer is not a notice: %.80s", w->body);
 }
 
@@ -433,7 +433,7 @@ static void ec2_rebalance(baton_notice_watcher *w)
 {
     char raw[sizeof w->rebal_last];
     double when;
-    if (!baton_notice_parse_rebalance(w->body, w->blen, &when, raw, sizeof raw) || !strcmp(raw, w->rebal_last)) return;
+    if (!notice_parse_rebalance(w->body, w->blen, &when, raw, sizeof raw) || !strcmp(raw, w->rebal_last)) return;
     memcpy(w->rebal_last, raw, sizeof raw);
     pthread_mutex_lock(&w->mu);
     w->rebal = (baton_notice_event){.kind = BATON_NOTICE_REBALANCE, .deadline = 0, .seen_at = when};
@@ -515,7 +515,7 @@ static void azure_round(baton_notice_watcher *w)
     baton_notice_kind k;
     double when;
     char id[64];
-    if (st == 200 && baton_notice_parse_azure(w->body, w->blen, w->vm, baton_wall_now(), &k, &when, id, sizeof id)) {
+    if (st == 200 && notice_parse_azure(w->body, w->blen, w->vm, baton_wall_now(), &k, &when, id, sizeof id)) {
         baton_log(BATON_LOG_DEBUG, "notice watcher: Azure event %s for %s", id, w->vm[0] ? w->vm : "this machine");
         latch(w, k, when, baton_wall_now(), "azure");
     }
@@ -591,13 +591,13 @@ int baton_notice_start(const baton_notice_opts *o, baton_notice_watcher **out, b
     w->timeout_s = o->timeout_s;
     w->grace_s = o->sigterm_grace_s;
     w->wake[0] = w->wake[1] = -1;
-    int rc = baton_notice_targets(o, w->ec2, sizeof w->ec2, w->gce, sizeof w->gce, err);
+    int rc = notice_targets(o, w->ec2, sizeof w->ec2, w->gce, sizeof w->gce, err);
     if (rc < 0) {
         free(w);
         return rc;
     }
     w->watching = rc & ~BATON_NOTICE_WATCH_SIGTERM;
-    if ((rc = baton_notice_azure_target(o, w->azure, sizeof w->azure, err)) < 0) {
+    if ((rc = notice_azure_target(o, w->azure, sizeof w->azure, err)) < 0) {
         free(w);
         return rc;
     }
@@ -696,7 +696,7 @@ int baton_notice_wait(baton_notice_watcher *w, double timeout_s, baton_notice_ev
 
 int baton_notice_watching(const baton_notice_watcher *w) { return w->watching; }
 
-uint64_t baton_notice_rounds(const baton_notice_watcher *w)
+uint64_t notice_rounds(const baton_notice_watcher *w)
 {
     return atomic_load(&((baton_notice_watcher *)w)->rounds);
 }

@@ -65,7 +65,7 @@ static int load_file(const char *path, char **text, size_t *len, baton_err *err)
 #define SPEED_MIN BATON_RACE_MIN_SPEED_MPS
 #define SPEED_MAX BATON_RACE_MAX_SPEED_MPS
 
-void baton_ppo_meta_default(baton_ppo_meta *m)
+void ppo_meta_default(baton_ppo_meta *m)
 {
     memset(m, 0, sizeof *m);
     static const double steer[5] = {-30, -15, 0, 15, 30}, speed[2] = {0.4, 0.8};
@@ -185,7 +185,7 @@ static void parse_model_keys(baton_jr *r, const cJSON *j, baton_ppo_meta *m)
         baton_jr_fail(r, "version", "is not a short string or a number");
 }
 
-int baton_ppo_meta_parse(const char *name, const char *text, size_t len, baton_ppo_meta *out, baton_err *err)
+int ppo_meta_parse(const char *name, const char *text, size_t len, baton_ppo_meta *out, baton_err *err)
 {
     baton_jr r;
     baton_jr_init(&r, name, err);
@@ -197,7 +197,7 @@ int baton_ppo_meta_parse(const char *name, const char *text, size_t len, baton_p
         cJSON_Delete(j);
         return baton_err_set(err, BATON_ERR_NOMEM, "%s: out of memory", name);
     }
-    baton_ppo_meta_default(m);
+    ppo_meta_default(m);
     char type[32] = "discrete";
     get_word(&r, j, "action_space_type", type, sizeof type);
     if (!r.rc && strcmp(type, "discrete") && strcmp(type, "continuous"))
@@ -223,13 +223,13 @@ int baton_ppo_meta_parse(const char *name, const char *text, size_t len, baton_p
     return r.rc;
 }
 
-int baton_ppo_meta_load(const char *path, baton_ppo_meta *m, baton_err *err)
+int ppo_meta_load(const char *path, baton_ppo_meta *m, baton_err *err)
 {
     char *text;
     size_t len;
     int rc = load_file(path, &text, &len, err);
     if (rc) return rc;
-    rc = baton_ppo_meta_parse(path, text, len, m, err);
+    rc = ppo_meta_parse(path, text, len, m, err);
     free(text);
     return rc;
 }
@@ -240,7 +240,7 @@ static cJSON *num(double v)
     return cJSON_CreateNumber(v);
 }
 
-char *baton_ppo_meta_format(const baton_ppo_meta *m)
+char *ppo_meta_format(const baton_ppo_meta *m)
 {
     cJSON *j = cJSON_CreateObject();
     if (!j) return NULL;
@@ -282,7 +282,7 @@ char *baton_ppo_meta_format(const baton_ppo_meta *m)
 
 /* ---------------------------------------------------------------- hyperparameters.json */
 
-void baton_ppo_hyper_default(baton_ppo_hyper *h)
+void ppo_hyper_default(baton_ppo_hyper *h)
 {
     memset(h, 0, sizeof *h);
     h->batch_size = 64;
@@ -328,7 +328,7 @@ static void parse_loss(baton_jr *r, const cJSON *j, baton_ppo_hyper *h)
     else baton_jr_fail(r, "loss_type", "'%s' is unknown (huber or mean squared error)", w);
 }
 
-int baton_ppo_hyper_parse(const char *name, const char *text, size_t len, baton_ppo_hyper *out, baton_err *err)
+int ppo_hyper_parse(const char *name, const char *text, size_t len, baton_ppo_hyper *out, baton_err *err)
 {
     baton_jr r;
     baton_jr_init(&r, name, err);
@@ -336,7 +336,7 @@ int baton_ppo_hyper_parse(const char *name, const char *text, size_t len, baton_
     cJSON *j = parse_object(&r, text, len);
     if (!j) return r.rc;
     baton_ppo_hyper h;
-    baton_ppo_hyper_default(&h);
+    ppo_hyper_default(&h);
     uint64_t bs = h.batch_size, ne = h.num_episodes_between_training, ep = h.num_epochs, ss = h.stack_size;
     hyper_uint(&r, j, "batch_size", 1, 4096, &bs);
     hyper_real(&r, j, "beta_entropy", 0, 0, 1e3, &h.beta_entropy);
@@ -362,18 +362,18 @@ int baton_ppo_hyper_parse(const char *name, const char *text, size_t len, baton_
     return BATON_OK;
 }
 
-int baton_ppo_hyper_load(const char *path, baton_ppo_hyper *h, baton_err *err)
+int ppo_hyper_load(const char *path, baton_ppo_hyper *h, baton_err *err)
 {
     char *text;
     size_t len;
     int rc = load_file(path, &text, &len, err);
     if (rc) return rc;
-    rc = baton_ppo_hyper_parse(path, text, len, h, err);
+    rc = ppo_hyper_parse(path, text, len, h, err);
     free(text);
     return rc;
 }
 
-char *baton_ppo_hyper_format(const baton_ppo_hyper *h)
+char *ppo_hyper_format(const baton_ppo_hyper *h)
 {
     cJSON *j = cJSON_CreateObject();
     if (!j) return NULL;

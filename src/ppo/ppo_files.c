@@ -101,7 +101,7 @@ int race_trace_write(const char *dir, uint64_t index, const baton_buf *rows, bat
 
 int race_model_files(const char *dir, const baton_ppo_meta *m, const baton_ppo_hyper *h, baton_err *err)
 {
-    char p[4200], *mt = baton_ppo_meta_format(m), *ht = baton_ppo_hyper_format(h);
+    char p[4200], *mt = ppo_meta_format(m), *ht = ppo_hyper_format(h);
     int rc = mt && ht ? BATON_OK : baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
     if (!rc) rc = baton_path_join(p, sizeof p, dir, "model_metadata.json", err);
     if (!rc) rc = baton_file_write_atomic(p, mt, strlen(mt), err);

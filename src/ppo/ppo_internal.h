@@ -40,11 +40,11 @@ typedef struct baton_ppo_meta {
 } baton_ppo_meta;
 /* The console's defaults: discrete, steering {-30, -15, 0, 15, 30} x speed {0.4, 0.8} (the guide's
  * table order), the front camera, DEEP_CONVOLUTIONAL_NETWORK_SHALLOW, clipped_ppo. */
-void baton_ppo_meta_default(baton_ppo_meta *m);
+void ppo_meta_default(baton_ppo_meta *m);
 /* name is the file's name in messages; text need not be NUL-terminated. */
-int baton_ppo_meta_parse(const char *name, const char *text, size_t len, baton_ppo_meta *m, baton_err *err);
-int baton_ppo_meta_load(const char *path, baton_ppo_meta *m, baton_err *err);
-char *baton_ppo_meta_format(const baton_ppo_meta *m);   /* malloc'd JSON text; NULL when out of memory */
+int ppo_meta_parse(const char *name, const char *text, size_t len, baton_ppo_meta *m, baton_err *err);
+int ppo_meta_load(const char *path, baton_ppo_meta *m, baton_err *err);
+char *ppo_meta_format(const baton_ppo_meta *m);   /* malloc'd JSON text; NULL when out of memory */
 
 enum { BATON_PPO_LOSS_HUBER = 0, BATON_PPO_LOSS_MSE = 1 };
 typedef struct baton_ppo_hyper {
@@ -65,10 +65,10 @@ typedef struct baton_ppo_hyper {
     double sac_alpha;                         /* 0.2 */
 } baton_ppo_hyper;
 /* The console's defaults today (see docs/race.md). */
-void baton_ppo_hyper_default(baton_ppo_hyper *h);
-int baton_ppo_hyper_parse(const char *name, const char *text, size_t len, baton_ppo_hyper *h, baton_err *err);
-int baton_ppo_hyper_load(const char *path, baton_ppo_hyper *h, baton_err *err);
-char *baton_ppo_hyper_format(const baton_ppo_hyper *h);
+void ppo_hyper_default(baton_ppo_hyper *h);
+int ppo_hyper_parse(const char *name, const char *text, size_t len, baton_ppo_hyper *h, baton_err *err);
+int ppo_hyper_load(const char *path, baton_ppo_hyper *h, baton_err *err);
+char *ppo_hyper_format(const baton_ppo_hyper *h);
 
 
 /* ---------------------------------------------------------------- PPO's math (ppo_math.c) */

@@ -122,8 +122,8 @@ char *race_state_format(const race_run_state *s)
         cJSON *a = cJSON_AddArrayToObject(j, "opponents");
         for (int i = 0; a && i < s->nopponents; i++) cJSON_AddItemToArray(a, cJSON_CreateString(s->opponents[i]));
     }
-    add_file(j, "model_metadata", baton_ppo_meta_format(&s->meta));
-    add_file(j, "hyperparameters", baton_ppo_hyper_format(&s->hyper));
+    add_file(j, "model_metadata", ppo_meta_format(&s->meta));
+    add_file(j, "hyperparameters", ppo_hyper_format(&s->hyper));
     cJSON_AddStringToObject(j, "contents", s->policy_only ? "policy" : "full");
     char *out = baton_json_print(j, 0);
     cJSON_Delete(j);
@@ -205,8 +205,8 @@ static void get_file(baton_jr *r, const cJSON *j, const char *k, race_run_state 
     }
     char name[64];
     snprintf(name, sizeof name, "state.json %s", k);
-    r->rc = !strcmp(k, "model_metadata") ? baton_ppo_meta_parse(name, text, strlen(text), &s->meta, r->err)
-                                         : baton_ppo_hyper_parse(name, text, strlen(text), &s->hyper, r->err);
+    r->rc = !strcmp(k, "model_metadata") ? ppo_meta_parse(name, text, strlen(text), &s->meta, r->err)
+                                         : ppo_hyper_parse(name, text, strlen(text), &s->hyper, r->err);
     free(text);
 }
 

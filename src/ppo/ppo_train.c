@@ -90,8 +90,8 @@ static int fresh_state(trainer *t, baton_err *err)
     const baton_ppo_train_opts *o = t->o;
     race_run_state *s = &t->st;
     memset(s, 0, sizeof *s);
-    int rc = o->metadata ? baton_ppo_meta_load(o->metadata, &s->meta, err) : (baton_ppo_meta_default(&s->meta), 0);
-    if (!rc) rc = o->hyper ? baton_ppo_hyper_load(o->hyper, &s->hyper, err) : (baton_ppo_hyper_default(&s->hyper), 0);
+    int rc = o->metadata ? ppo_meta_load(o->metadata, &s->meta, err) : (ppo_meta_default(&s->meta), 0);
+    if (!rc) rc = o->hyper ? ppo_hyper_load(o->hyper, &s->hyper, err) : (ppo_hyper_default(&s->hyper), 0);
     if (rc) return rc;
     if (o->obs >= 0) s->meta.obs = o->obs;
     snprintf(s->track, sizeof s->track, "%s", o->track);

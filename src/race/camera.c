@@ -294,7 +294,7 @@ static double cam_obj_hit(const cam_obj *k, double ox, double oz, double rx, dou
     return t0;
 }
 
-void baton_race_camera_render_objects(const baton_race_camera *c, double x, double y, double yaw,
+void race_camera_render_objects(const baton_race_camera *c, double x, double y, double yaw,
                                       const baton_race_object *obj, size_t nobj, uint8_t *out)
 {
     baton_race_camera_render(c, x, y, yaw, out);
@@ -324,7 +324,7 @@ void baton_race_camera_render_objects(const baton_race_camera *c, double x, doub
         }
 }
 
-/* The plain reference of baton_race_camera_render_objects: every pixel's ray in the world's frame
+/* The plain reference of race_camera_render_objects: every pixel's ray in the world's frame
  * (the lens where the car's pose puts it, the ray through the pixel's centre turned by the yaw)
  * against every object's box in the world's frame, the nearest hit's face shaded as the fast path
  * shades it, over the reference ground picture; no bounds, no culling, no per-car frame. */
@@ -385,10 +385,10 @@ void baton_race_sim_camera_env(const baton_race_sim *s, const baton_race_camera 
     }
     baton_race_object obj[BATON_RACE_MAX_OBJECTS];
     size_t n = baton_race_sim_objects(s, env, obj, BATON_RACE_MAX_OBJECTS);
-    baton_race_camera_render_objects(c, st->x, st->y, st->yaw, obj, n, out);
+    race_camera_render_objects(c, st->x, st->y, st->yaw, obj, n, out);
 }
 
-void baton_race_sim_camera(const baton_race_sim *s, const baton_race_camera *c, uint8_t *out)
+void race_sim_camera(const baton_race_sim *s, const baton_race_camera *c, uint8_t *out)
 {
     size_t np = (size_t)c->o.width * (size_t)c->o.height;
     for (size_t e = 0; e < s->n; e++) baton_race_sim_camera_env(s, c, e, out + e * np);

@@ -31,7 +31,7 @@ void baton_race_limits_default(baton_race_limits *l)
     l->start_speed_mps = 0.1;
 }
 
-void baton_race_line_free(baton_race_line *l)
+void race_line_free(baton_race_line *l)
 {
     free(l->x);
     free(l->y);
@@ -43,8 +43,8 @@ void baton_race_line_free(baton_race_line *l)
 
 void baton_race_limit_free(baton_race_limit_result *r)
 {
-    baton_race_line_free(&r->racing);
-    baton_race_line_free(&r->center);
+    race_line_free(&r->racing);
+    race_line_free(&r->center);
 }
 
 int race_line_alloc(baton_race_line *l, size_t n, int loop)
@@ -58,7 +58,7 @@ int race_line_alloc(baton_race_line *l, size_t n, int loop)
     l->kappa = calloc(n, sizeof(double));
     l->v = calloc(n, sizeof(double));
     if (!l->x || !l->y || !l->s || !l->kappa || !l->v) {
-        baton_race_line_free(l);
+        race_line_free(l);
         return BATON_ERR_NOMEM;
     }
     return BATON_OK;
@@ -82,7 +82,7 @@ static double avail(double amax, double v, double k, const baton_race_limits *l)
     return amax * pow(1 - pow(used, l->friction_exp), 1 / l->friction_exp);
 }
 
-int baton_race_speed_profile(baton_race_line *line, const baton_race_limits *l, baton_err *err)
+int race_speed_profile(baton_race_line *line, const baton_race_limits *l, baton_err *err)
 {
     size_t n = line->n;
     int loop = line->loop;
@@ -233,7 +233,7 @@ static int racing_line(size_t n, int loop, const double *in, const double *out, 
             line->x[j] = in[2 * j] + b * (out[2 * j] - in[2 * j]);
             line->y[j] = in[2 * j + 1] + b * (out[2 * j + 1] - in[2 * j + 1]);
         }
-        if ((rc = baton_race_speed_profile(line, l, err))) break;
+        if ((rc = race_speed_profile(line, l, err))) break;
         if (k == 0) res->mincurv_lap_s = line->lap_s;
         if (line->lap_s < best_lap) {
             res->blend = w;
@@ -245,7 +245,7 @@ static int racing_line(size_t n, int loop, const double *in, const double *out, 
     if (!rc) {
         memcpy(line->x, best, n * sizeof *best);
         memcpy(line->y, best + n, n * sizeof *best);
-        rc = baton_race_speed_profile(line, l, err);
+        rc = race_speed_profile(line, l, err);
     }
     free(bm);
     free(bs);
@@ -269,7 +269,7 @@ int baton_race_limit(const baton_race_track *t, const baton_race_limits *l, bato
         out->center.x[j] = c[2 * j];
         out->center.y[j] = c[2 * j + 1];
     }
-    if ((rc = racing_line(n, g->loop, in, ou, l, &out->racing, out, err)) || (rc = baton_race_speed_profile(&out->center, l, err))) {
+    if ((rc = racing_line(n, g->loop, in, ou, l, &out->racing, out, err)) || (rc = race_speed_profile(&out->center, l, err))) {
         if (rc == BATON_ERR_NOMEM) goto fail;
         goto fail_msg;
     }

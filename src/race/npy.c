@@ -127,7 +127,7 @@ static int parse_header(const char *name, const char *h, size_t hl, uint64_t *di
     return BATON_OK;
 }
 
-int baton_npy_parse(const char *name, const uint8_t *buf, size_t n, baton_npy *out, baton_err *err)
+int race_npy_parse(const char *name, const uint8_t *buf, size_t n, baton_npy *out, baton_err *err)
 {
     memset(out, 0, sizeof *out);
     if (n < 10 || memcmp(buf, "\x93NUMPY", 6))
@@ -181,25 +181,25 @@ int baton_npy_parse(const char *name, const uint8_t *buf, size_t n, baton_npy *o
     return BATON_OK;
 }
 
-int baton_npy_load(const char *path, baton_npy *out, baton_err *err)
+int race_npy_load(const char *path, baton_npy *out, baton_err *err)
 {
     uint8_t *buf;
     size_t len;
     memset(out, 0, sizeof *out);
     int rc = baton_file_read_all(path, NPY_MAX_BYTES, &buf, &len, err);
     if (rc) return rc;
-    rc = baton_npy_parse(path, buf, len, out, err);
+    rc = race_npy_parse(path, buf, len, out, err);
     free(buf);
     return rc;
 }
 
-void baton_npy_free(baton_npy *a)
+void race_npy_free(baton_npy *a)
 {
     free(a->data);
     memset(a, 0, sizeof *a);
 }
 
-int baton_npy_write(baton_buf *out, const double *data, size_t rows, size_t cols)
+int race_npy_write(baton_buf *out, const double *data, size_t rows, size_t cols)
 {
     char h[128];
     int hl = snprintf(h, sizeof h, "{'descr': '<f8', 'fortran_order': False, 'shape': (%zu, %zu), }", rows, cols);

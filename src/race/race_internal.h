@@ -240,7 +240,7 @@ int race_python_built(void);
 /* A line of n zeroed points (limit.c); BATON_ERR_NOMEM leaves it empty. */
 int race_line_alloc(baton_race_line *l, size_t n, int loop);
 
-/* The plain reference of baton_race_camera_render_objects (camera.c), for the tests that compare
+/* The plain reference of race_camera_render_objects (camera.c), for the tests that compare
  * them: every pixel's ray against every object's box in the world's frame, no culling. */
 void race_camera_render_objects_ref(const baton_race_camera *c, double x, double y, double yaw,
                                     const baton_race_object *obj, size_t nobj, uint8_t *out);
@@ -253,48 +253,48 @@ typedef struct baton_npy {
     size_t rows, cols;
     double *data;            /* rows × cols, row-major, malloc'd */
 } baton_npy;
-int baton_npy_load(const char *path, baton_npy *out, baton_err *err);
-void baton_npy_free(baton_npy *a);
+int race_npy_load(const char *path, baton_npy *out, baton_err *err);
+void race_npy_free(baton_npy *a);
 /* Put env's car at distance s along the centre line of its direction, lateral metres to the left,
  * heading along the track plus yaw_off radians, standing still; its episode goes on (or starts
  * when it had ended). For constructed tests (race eval resets with
  * baton_race_sim_reset_here). */
-void baton_race_sim_place(baton_race_sim *s, size_t env, double s_m, double lateral_m, double yaw_off);
+void race_sim_place(baton_race_sim *s, size_t env, double s_m, double lateral_m, double yaw_off);
 /* The same view with objects standing on the track: each object a solid box (a bot car: a box of
  * the car's footprint and height), its visible sides shaded by which way they face, hiding the
  * ground behind it. */
-void baton_race_camera_render_objects(const baton_race_camera *c, double x, double y, double yaw,
+void race_camera_render_objects(const baton_race_camera *c, double x, double y, double yaw,
                                       const baton_race_object *obj, size_t nobj, uint8_t *out);
 /* Every environment's frame into out (envs × width × height), its objects drawn. */
-void baton_race_sim_camera(const baton_race_sim *s, const baton_race_camera *c, uint8_t *out);
-/* A .npy from memory (baton_npy_load reads the file and calls it). */
-int baton_npy_parse(const char *name, const uint8_t *buf, size_t n, baton_npy *out, baton_err *err);
+void race_sim_camera(const baton_race_sim *s, const baton_race_camera *c, uint8_t *out);
+/* A .npy from memory (race_npy_load reads the file and calls it). */
+int race_npy_parse(const char *name, const uint8_t *buf, size_t n, baton_npy *out, baton_err *err);
 /* Append a .npy (version 1.0, '<f8', C order) of rows × cols doubles to out. */
-int baton_npy_write(baton_buf *out, const double *data, size_t rows, size_t cols);
+int race_npy_write(baton_buf *out, const double *data, size_t rows, size_t cols);
 /* The same from rows in memory (rows × 6 doubles); name is used in messages. */
-int baton_race_track_from_rows(const char *name, const double *rows, size_t n, baton_race_track **out,
+int race_track_from_rows(const char *name, const double *rows, size_t n, baton_race_track **out,
                                baton_err *err);
 /* The rows as loaded (N × 6), after DeepRacer's clean-up (repeated centre points dropped). */
-const double *baton_race_track_rows(const baton_race_track *t, size_t *n);
+const double *race_track_rows(const baton_race_track *t, size_t *n);
 /* On-track test (DeepRacer's: inside the polygon between the borders), fast and reference. */
-int baton_race_track_contains(const baton_race_track *t, double x, double y);
-int baton_race_track_contains_ref(const baton_race_track *t, double x, double y);
+int race_track_contains(const baton_race_track *t, double x, double y);
+int race_track_contains_ref(const baton_race_track *t, double x, double y);
 /* The reward parameters as the reference computes them (test_race_sim compares). */
-void baton_race_sim_params_ref(const baton_race_sim *s, size_t env, struct baton_race_params *p);
+void race_sim_params_ref(const baton_race_sim *s, size_t env, struct baton_race_params *p);
 /* Put env's car at an exact pose (x, y, yaw), standing still; the episode goes on. */
-void baton_race_sim_set_pose(baton_race_sim *s, size_t env, double x, double y, double yaw);
+void race_sim_set_pose(baton_race_sim *s, size_t env, double x, double y, double yaw);
 /* The sensor vectors by brute-force ray casting (test_race_obs compares). */
-void baton_race_sim_sensor_ref(const baton_race_sim *s, const baton_race_sensor_opts *o, float *out);
+void race_sim_sensor_ref(const baton_race_sim *s, const baton_race_sensor_opts *o, float *out);
 /* The reward's name as opened (a file's path, or a built-in's name). */
-const char *baton_race_reward_name(const baton_race_reward *r);
+const char *race_reward_name(const baton_race_reward *r);
 /* The DeepRacer guide's second and third examples, in C. */
-double baton_race_reward_stay_inside_borders(const struct baton_race_params *p);
-double baton_race_reward_prevent_zigzag(const struct baton_race_params *p);
-/* Free a line's arrays (one the tests built with baton_race_speed_profile). */
-void baton_race_line_free(baton_race_line *l);
+double race_reward_stay_inside_borders(const struct baton_race_params *p);
+double race_reward_prevent_zigzag(const struct baton_race_params *p);
+/* Free a line's arrays (one the tests built with race_speed_profile). */
+void race_line_free(baton_race_line *l);
 /* The speed profile of a path (n points, closed when loop): v <= min(max, sqrt(a_lat / |kappa|)),
  * then forward (acceleration) and backward (braking) passes — twice around a loop. Fills line->s,
  * kappa, v, length_m, lap_s from line->x, y. */
-int baton_race_speed_profile(baton_race_line *line, const baton_race_limits *l, baton_err *err);
+int race_speed_profile(baton_race_line *line, const baton_race_limits *l, baton_err *err);
 
 #endif

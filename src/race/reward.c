@@ -34,14 +34,14 @@ double baton_race_reward_follow_center_line(const struct baton_race_params *p)
     return reward;
 }
 
-double baton_race_reward_stay_inside_borders(const struct baton_race_params *p)
+double race_reward_stay_inside_borders(const struct baton_race_params *p)
 {
     double reward = 1e-3;
     if (p->all_wheels_on_track && (0.5 * p->track_width - p->distance_from_center) >= 0.05) reward = 1.0;
     return reward;
 }
 
-double baton_race_reward_prevent_zigzag(const struct baton_race_params *p)
+double race_reward_prevent_zigzag(const struct baton_race_params *p)
 {
     double reward = baton_race_reward_follow_center_line(p);
     if (fabs(p->steering_angle) > 15) reward *= 0.8;
@@ -53,8 +53,8 @@ static const struct {
     race_reward_fn fn;
 } builtins[] = {
     {"follow_center_line", baton_race_reward_follow_center_line},
-    {"stay_inside_borders", baton_race_reward_stay_inside_borders},
-    {"prevent_zigzag", baton_race_reward_prevent_zigzag},
+    {"stay_inside_borders", race_reward_stay_inside_borders},
+    {"prevent_zigzag", race_reward_prevent_zigzag},
 };
 
 int baton_race_python_available(void)
@@ -108,7 +108,7 @@ void baton_race_reward_free(baton_race_reward *r)
     free(r);
 }
 
-const char *baton_race_reward_name(const baton_race_reward *r)
+const char *race_reward_name(const baton_race_reward *r)
 {
     return r->name;
 }

@@ -110,7 +110,7 @@ void baton_race_sim_sensor_env(const baton_race_sim *s, const baton_race_sensor_
     if (env < s->n) sensor_one(s, env, o, 0, out);
 }
 
-void baton_race_sim_sensor_ref(const baton_race_sim *s, const baton_race_sensor_opts *o, float *out)
+void race_sim_sensor_ref(const baton_race_sim *s, const baton_race_sensor_opts *o, float *out)
 {
     size_t dim = baton_race_sensor_dim(o);
     for (size_t e = 0; e < s->n; e++) sensor_one(s, e, o, 1, out + e * dim);

@@ -423,7 +423,7 @@ size_t baton_race_sim_step_ref(baton_race_sim *s, const float *steer_deg, const 
     return ended;
 }
 
-void baton_race_sim_set_pose(baton_race_sim *s, size_t env, double x, double y, double yaw)
+void race_sim_set_pose(baton_race_sim *s, size_t env, double x, double y, double yaw)
 {
     race_env *v = &s->env[env];
     baton_race_car_state *st = &v->st;
@@ -447,12 +447,12 @@ void baton_race_sim_set_pose(baton_race_sim *s, size_t env, double x, double y, 
     if (s->o.shared) race_sim_sync_world(s, env);   /* the others see it where it now stands */
 }
 
-void baton_race_sim_place(baton_race_sim *s, size_t env, double s_m, double lateral_m, double yaw_off)
+void race_sim_place(baton_race_sim *s, size_t env, double s_m, double lateral_m, double yaw_off)
 {
     const race_geom *g = race_track_geom(s->t, s->env[env].st.reversed_dir);
     double x, y, yaw;
     race_geom_pose(g, s_m, &x, &y, &yaw);
-    baton_race_sim_set_pose(s, env, x - lateral_m * sin(yaw), y + lateral_m * cos(yaw), yaw + yaw_off);
+    race_sim_set_pose(s, env, x - lateral_m * sin(yaw), y + lateral_m * cos(yaw), yaw + yaw_off);
 }
 
 size_t baton_race_sim_objects(const baton_race_sim *s, size_t env, baton_race_object *out, size_t cap)
@@ -476,7 +476,7 @@ void baton_race_sim_reset_here(baton_race_sim *s, size_t env)
         return;
     }
     const race_geom *g = race_track_geom(s->t, s->env[env].st.reversed_dir);
-    baton_race_sim_place(s, env, s->env[env].st.ndist * g->length, 0, 0);
+    race_sim_place(s, env, s->env[env].st.ndist * g->length, 0, 0);
 }
 
 void baton_race_sim_crash_reset(baton_race_sim *s, size_t env)
@@ -493,5 +493,5 @@ void baton_race_sim_crash_reset(baton_race_sim *s, size_t env)
         race_car_rect(&s->o.car, x, y, yaw, &r);
         if (!race_scene_hits(&s->scene[env], &r)) break;
     }
-    baton_race_sim_place(s, env, s0 - back, 0, 0);
+    race_sim_place(s, env, s0 - back, 0, 0);
 }

@@ -132,7 +132,7 @@ void baton_race_sim_params(const baton_race_sim *s, size_t env, struct baton_rac
     race_sim_fill_params(s, env, 0, p);
 }
 
-void baton_race_sim_params_ref(const baton_race_sim *s, size_t env, struct baton_race_params *p)
+void race_sim_params_ref(const baton_race_sim *s, size_t env, struct baton_race_params *p)
 {
     race_sim_fill_params(s, env, 1, p);
 }

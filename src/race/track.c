@@ -276,7 +276,7 @@ static int check_rows(const char *name, const double *rows, size_t n, baton_err 
     return BATON_OK;
 }
 
-int baton_race_track_from_rows(const char *name, const double *rows, size_t n, baton_race_track **out,
+int race_track_from_rows(const char *name, const double *rows, size_t n, baton_race_track **out,
                                baton_err *err)
 {
     *out = NULL;
@@ -336,7 +336,7 @@ int baton_race_track_load(const char *name_or_path, baton_race_track **out, bato
     size_t n;
     int rc = race_builtin_rows(name_or_path, &rows, &n, err);
     if (rc == BATON_OK) {
-        rc = baton_race_track_from_rows(name_or_path, rows, n, out, err);
+        rc = race_track_from_rows(name_or_path, rows, n, out, err);
         free(rows);
         return rc;
     }
@@ -347,17 +347,17 @@ int baton_race_track_load(const char *name_or_path, baton_race_track **out, bato
                              name_or_path, b[0], b[1]);
     }
     baton_npy a;
-    if ((rc = baton_npy_load(name_or_path, &a, err))) return rc;
+    if ((rc = race_npy_load(name_or_path, &a, err))) return rc;
     if (a.cols != 6) {
         rc = baton_err_set(err, BATON_ERR_FORMAT, "%s: shape (%zu, %zu): a track has 6 columns (centre x, y, "
                            "inner x, y, outer x, y)", name_or_path, a.rows, a.cols);
-        baton_npy_free(&a);
+        race_npy_free(&a);
         return rc;
     }
     char nm[256];
-    rc = baton_race_track_from_rows(name_or_path, a.data, a.rows, out, err);
+    rc = race_track_from_rows(name_or_path, a.data, a.rows, out, err);
     if (rc == BATON_OK) snprintf((*out)->name, sizeof (*out)->name, "%s", base_name(name_or_path, nm, sizeof nm));
-    baton_npy_free(&a);
+    race_npy_free(&a);
     return rc;
 }
 
@@ -372,7 +372,7 @@ void baton_race_track_free(baton_race_track *t)
     free(t);
 }
 
-const double *baton_race_track_rows(const baton_race_track *t, size_t *n)
+const double *race_track_rows(const baton_race_track *t, size_t *n)
 {
     *n = t->n;
     return t->rows;
@@ -383,12 +383,12 @@ void baton_race_track_get_info(const baton_race_track *t, baton_race_track_info 
     *info = t->info;
 }
 
-int baton_race_track_contains(const baton_race_track *t, double x, double y)
+int race_track_contains(const baton_race_track *t, double x, double y)
 {
     return race_grid_contains(&t->grid, x, y);
 }
 
-int baton_race_track_contains_ref(const baton_race_track *t, double x, double y)
+int race_track_contains_ref(const baton_race_track *t, double x, double y)
 {
     return race_edges_contain(t->edges, t->nedges, x, y);
 }

@@ -132,7 +132,7 @@ static void build_tables(void)
 
 static inline void tables_init(void) { pthread_once(&tab_once, build_tables); }
 
-uint32_t baton_crc32c_sw(uint32_t crc, const void *p, size_t n)
+uint32_t rec_crc32c_sw(uint32_t crc, const void *p, size_t n)
 {
     tables_init();
     return ~sw_raw(~crc, p, n);
@@ -276,7 +276,7 @@ __attribute__((target("sse4.2"))) static uint32_t hw_raw(uint32_t crc, const uin
 
 static int hw_state = -1; /* -1 unknown, 0 no, 1 yes; a benign race: every thread writes the same */
 
-int baton_crc32c_hw_available(void)
+int rec_crc32c_hw_available(void)
 {
     int s = __atomic_load_n(&hw_state, __ATOMIC_RELAXED);
     if (s < 0) {
@@ -291,36 +291,36 @@ int baton_crc32c_hw_available(void)
     return s;
 }
 
-uint32_t baton_crc32c_hw(uint32_t crc, const void *p, size_t n)
+uint32_t rec_crc32c_hw(uint32_t crc, const void *p, size_t n)
 {
 #if REC_CRC_X86 && defined(__x86_64__)
-    if (baton_crc32c_hw_available()) return ~hw_raw(~crc, p, n, fold_available());
+    if (rec_crc32c_hw_available()) return ~hw_raw(~crc, p, n, fold_available());
 #endif
-    return baton_crc32c_sw(crc, p, n);   /* no instruction: the reference path, same result */
+    return rec_crc32c_sw(crc, p, n);   /* no instruction: the reference path, same result */
 }
 
 uint32_t rec_crc32c_sse42(uint32_t crc, const void *p, size_t n)
 {
 #if REC_CRC_X86 && defined(__x86_64__)
-    if (baton_crc32c_hw_available()) return ~hw_raw(~crc, p, n, 0);
+    if (rec_crc32c_hw_available()) return ~hw_raw(~crc, p, n, 0);
 #endif
-    return baton_crc32c_sw(crc, p, n);
+    return rec_crc32c_sw(crc, p, n);
 }
 
 int rec_crc32c_fold_available(void)
 {
 #if REC_CRC_X86 && defined(__x86_64__)
-    return baton_crc32c_hw_available() && fold_available();
+    return rec_crc32c_hw_available() && fold_available();
 #else
     return 0;
 #endif
 }
 
-uint32_t baton_crc32c(uint32_t crc, const void *p, size_t n) { return baton_crc32c_hw(crc, p, n); }
+uint32_t baton_crc32c(uint32_t crc, const void *p, size_t n) { return rec_crc32c_hw(crc, p, n); }
 
-uint32_t baton_crc32c_mask(uint32_t crc) { return ((crc >> 15) | (crc << 17)) + 0xa282ead8U; }
+uint32_t rec_crc32c_mask(uint32_t crc) { return ((crc >> 15) | (crc << 17)) + 0xa282ead8U; }
 
-uint32_t baton_crc32c_unmask(uint32_t masked)
+uint32_t rec_crc32c_unmask(uint32_t masked)
 {
     uint32_t rot = masked - 0xa282ead8U;
     return (rot >> 17) | (rot << 15);

@@ -76,7 +76,7 @@ int rec_detect_at(const uint8_t *p, size_t n, const char *name, uint64_t offset,
                                  name, off);
     }
     if (n >= 12) {
-        if (baton_crc32c_mask(baton_crc32c(0, p, 8)) == rec_le32(p + 8)) {
+        if (rec_crc32c_mask(baton_crc32c(0, p, 8)) == rec_le32(p + 8)) {
             *fmt = BATON_FMT_TFRECORD;
             return BATON_OK;
         }
@@ -93,7 +93,7 @@ int rec_detect_at(const uint8_t *p, size_t n, const char *name, uint64_t offset,
                          name, off, n);
 }
 
-int baton_rec_detect(const uint8_t *p, size_t n, const char *name, baton_rec_format *fmt,
+int rec_detect(const uint8_t *p, size_t n, const char *name, baton_rec_format *fmt,
                      baton_err *err)
 {
     return rec_detect_at(p, n, name, 0, fmt, err);

@@ -68,7 +68,7 @@ int baton_idx_parse(const char *name, const char *text, size_t n, baton_idx_entr
     return BATON_OK;
 }
 
-int baton_idx_load(const char *path, baton_idx_entry **out, size_t *count, baton_err *err)
+int rec_idx_load(const char *path, baton_idx_entry **out, size_t *count, baton_err *err)
 {
     uint8_t *text;
     size_t n;
@@ -81,7 +81,7 @@ int baton_idx_load(const char *path, baton_idx_entry **out, size_t *count, baton
     return rc;
 }
 
-int baton_idx_append(baton_buf *out, uint64_t key, uint64_t offset)
+int rec_idx_append(baton_buf *out, uint64_t key, uint64_t offset)
 {
     char line[48];
     int len = snprintf(line, sizeof line, "%llu\t%llu\n", (unsigned long long)key,

@@ -19,11 +19,11 @@
 
 /* ---- what src/rec (and its tests) uses beyond rec.h */
 /* CRC32C (crc32c.c): the paths behind baton_crc32c's dispatcher, and TFRecord's masking. */
-uint32_t baton_crc32c_sw(uint32_t crc, const void *p, size_t n);  /* table reference, any CPU */
-uint32_t baton_crc32c_hw(uint32_t crc, const void *p, size_t n);  /* only if _hw_available() */
-int baton_crc32c_hw_available(void);
-uint32_t baton_crc32c_mask(uint32_t crc);    /* TFRecord masking */
-uint32_t baton_crc32c_unmask(uint32_t masked);
+uint32_t rec_crc32c_sw(uint32_t crc, const void *p, size_t n);  /* table reference, any CPU */
+uint32_t rec_crc32c_hw(uint32_t crc, const void *p, size_t n);  /* only if _hw_available() */
+int rec_crc32c_hw_available(void);
+uint32_t rec_crc32c_mask(uint32_t crc);    /* TFRecord masking */
+uint32_t rec_crc32c_unmask(uint32_t masked);
 
 /* Formats (format.c, recordio.c, tfrecord.c, sample.c) */
 #define BATON_RECORDIO_MAGIC 0xced7230aU
@@ -35,16 +35,16 @@ uint32_t baton_crc32c_unmask(uint32_t masked);
 /* Look at the first bytes of a stream and say which format it is. Fails with BATON_ERR_FORMAT
  * for a legacy-magic RecordIO file or for bytes that are neither; BATON_ERR_TRUNCATED if n is too
  * small to tell (n == 0: "empty file"). name is used in messages. */
-int baton_rec_detect(const uint8_t *p, size_t n, const char *name, baton_rec_format *fmt,
+int rec_detect(const uint8_t *p, size_t n, const char *name, baton_rec_format *fmt,
                      baton_err *err);
 /* RecordIO resynchronisation without an index: the first 4-byte-aligned position >= from where a
  * record starts (magic followed by a word with cflag 0 or 1), or n if none. */
-size_t baton_recordio_resync(const uint8_t *buf, size_t n, size_t from);
+size_t rec_recordio_resync(const uint8_t *buf, size_t n, size_t from);
 
 /* .idx files (idx.c; the format is in rec.h, beside baton_idx_parse) */
-int baton_idx_load(const char *path, baton_idx_entry **out, size_t *count, baton_err *err);
+int rec_idx_load(const char *path, baton_idx_entry **out, size_t *count, baton_err *err);
 /* Append one line to out. */
-int baton_idx_append(baton_buf *out, uint64_t key, uint64_t offset);
+int rec_idx_append(baton_buf *out, uint64_t key, uint64_t offset);
 
 static inline uint32_t rec_le32(const uint8_t *p)
 {
@@ -82,7 +82,7 @@ int rec_recordio_parse(const uint8_t *p, size_t n, uint64_t offset, const char *
 int rec_tfrecord_parse(const uint8_t *p, size_t n, uint64_t offset, const char *name, int final,
                        baton_rec *rec, size_t *need, baton_err *err);
 
-/* baton_rec_detect for a window that starts at stream offset `offset` (format.c). */
+/* rec_detect for a window that starts at stream offset `offset` (format.c). */
 int rec_detect_at(const uint8_t *p, size_t n, const char *name, uint64_t offset,
                   baton_rec_format *fmt, baton_err *err);
 /* Detection step of a reader whose format is still unknown (reader.c): BATON_OK once the format

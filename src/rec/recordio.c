@@ -173,7 +173,7 @@ int rec_recordio_parse(const uint8_t *p, size_t n, uint64_t offset, const char *
     return BATON_OK;
 }
 
-size_t baton_recordio_resync(const uint8_t *buf, size_t n, size_t from)
+size_t rec_recordio_resync(const uint8_t *buf, size_t n, size_t from)
 {
     size_t i = align4(from);
     if (i < from) return n;   /* overflow */

@@ -187,7 +187,7 @@ int baton_shard_writer_add(baton_shard_writer *w, uint64_t key, const void *payl
     if ((rc = out_added(&w->rec, old, SHARD_FLUSH, err))) return fail(w, rc, err);
     if (w->has_idx) {
         old = w->idx.buf.len;
-        if (baton_idx_append(&w->idx.buf, key, offset) != BATON_OK)
+        if (rec_idx_append(&w->idx.buf, key, offset) != BATON_OK)
             return fail(w, baton_err_set(err, BATON_ERR_NOMEM, "%s: out of memory", w->idx.final),
                         err);
         if ((rc = out_added(&w->idx, old, IDX_FLUSH, err))) return fail(w, rc, err);

@@ -21,9 +21,9 @@ int baton_tfrecord_frame(baton_buf *out, const void *payload, size_t n, baton_er
         return baton_err_set(err, BATON_ERR_NOMEM, "out of memory framing a %zu-byte record", n);
     uint8_t *o = out->data + out->len;
     rec_put_le64(o, (uint64_t)n);
-    rec_put_le32(o + 8, baton_crc32c_mask(baton_crc32c(0, o, 8)));
+    rec_put_le32(o + 8, rec_crc32c_mask(baton_crc32c(0, o, 8)));
     if (n) memcpy(o + 12, payload, n);
-    rec_put_le32(o + 12 + n, baton_crc32c_mask(baton_crc32c(0, payload, n)));
+    rec_put_le32(o + 12 + n, rec_crc32c_mask(baton_crc32c(0, payload, n)));
     out->len += n + 16;
     return BATON_OK;
 }
@@ -43,7 +43,7 @@ int rec_tfrecord_parse(const uint8_t *p, size_t n, uint64_t offset, const char *
     }
     uint64_t len = rec_le64(p);
     uint32_t stored = rec_le32(p + 8);
-    uint32_t computed = baton_crc32c_mask(baton_crc32c(0, p, 8));
+    uint32_t computed = rec_crc32c_mask(baton_crc32c(0, p, 8));
     if (stored != computed)
         return baton_err_set(err, BATON_ERR_CORRUPT,
                              "%s: offset %llu: length checksum mismatch (stored 0x%08x, computed "
@@ -66,7 +66,7 @@ int rec_tfrecord_parse(const uint8_t *p, size_t n, uint64_t offset, const char *
                              name, (unsigned long long)offset, (unsigned long long)len, total, n);
     }
     stored = rec_le32(p + 12 + len);
-    computed = baton_crc32c_mask(baton_crc32c(0, p + 12, (size_t)len));
+    computed = rec_crc32c_mask(baton_crc32c(0, p + 12, (size_t)len));
     if (stored != computed)
         return baton_err_set(err, BATON_ERR_CORRUPT,
                              "%s: offset %llu: data checksum mismatch (stored 0x%08x, computed "

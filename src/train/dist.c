@@ -206,7 +206,7 @@ int train_dist_share_notice(train_dist *td, baton_train_session *sess, const bat
         if (all[r].kind == BATON_NOTICE_NONE) continue;
         if (r != baton_dist_rank(td->d))
             baton_log(BATON_LOG_INFO, "rank %d saw the notice (%s): the world stops at this step", r, all[r].source);
-        baton_train_session_stop_for(sess, &all[r]);
+        train_session_stop_for(sess, &all[r]);
         break;
     }
     free(all);

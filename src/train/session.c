@@ -280,7 +280,7 @@ int baton_train_session_finish(baton_train_session *s, uint64_t step, baton_noti
 
 const baton_train_stop *baton_train_session_stop_report(const baton_train_session *s) { return &s->stop; }
 
-void baton_train_session_stop_for(baton_train_session *s, const baton_notice_event *ev)
+void train_session_stop_for(baton_train_session *s, const baton_notice_event *ev)
 {
     if (s->nev.kind == BATON_NOTICE_NONE) s->nev = *ev;
 }
@@ -291,7 +291,7 @@ void baton_train_session_interval(const baton_train_session *s, double *tau_s, d
     *delta_s = s->pol.nsaves ? s->pol.delta_sum / (double)s->pol.nsaves : 0;
 }
 
-const baton_notice_event *baton_train_session_latched(const baton_train_session *s) { return &s->nev; }
+const baton_notice_event *train_session_latched(const baton_train_session *s) { return &s->nev; }
 
 const char *baton_train_session_checkpoint(const baton_train_session *s)
 {

@@ -543,7 +543,7 @@ int baton_train_run(const baton_train_opts *o, baton_train_result *r, baton_err 
     if (!(rc = stage_open(&t, r, err)) && !(rc = stage_resume(&t, r, err)) && !(rc = run_steps(&t, err))) {
         baton_notice_event nev = {0};
         if (t.dist && t.stop_all)   /* the world stops: rank 0 commits the notice whoever saw it */
-            rc = train_dist_share_notice(t.dist, t.sess, baton_train_session_latched(t.sess), err);
+            rc = train_dist_share_notice(t.dist, t.sess, train_session_latched(t.sess), err);
         if (!rc) rc = baton_train_session_finish(t.sess, t.st.step, &nev, err);
         /* after rank 0's commit (a collective waits for it): the ranks' weights agree */
         if (t.dist && (rc == BATON_OK || rc == BATON_STOPPED)) {

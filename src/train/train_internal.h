@@ -94,8 +94,8 @@ void train_dist_close(train_dist *td);
 /* session.c, for data parallelism (dist.c, train.c) */
 /* Latch a notice another rank saw (data parallelism: the world stops at the same step), unless
  * this session already holds one. finish then commits and reports it as its own. */
-void baton_train_session_stop_for(baton_train_session *s, const baton_notice_event *ev);
+void train_session_stop_for(baton_train_session *s, const baton_notice_event *ev);
 /* The notice this session holds (kind NONE: none). */
-const baton_notice_event *baton_train_session_latched(const baton_train_session *s);
+const baton_notice_event *train_session_latched(const baton_train_session *s);
 
 #endif

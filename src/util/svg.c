@@ -20,7 +20,7 @@ double svg_nice_step(double range, int ticks)
     return (f < 1.5 ? 1 : f < 3 ? 2 : f < 7 ? 5 : 10) * mag;
 }
 
-double baton_svg_text_width(const char *s, double px, int bold)
+double util_svg_text_width(const char *s, double px, int bold)
 {
     double em = 0;
     for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) {
@@ -140,7 +140,7 @@ typedef struct box {
 
 static box text_box(const char *s, double x, double y, double px, int anchor)
 {
-    const double w = baton_svg_text_width(s, px, 0);
+    const double w = util_svg_text_width(s, px, 0);
     const double x0 = anchor == 0 ? x : anchor == 1 ? x - w / 2 : x - w;
     return (box){x0, y - 0.80 * px, x0 + w, y + 0.25 * px};
 }
@@ -234,7 +234,7 @@ static void frame(baton_buf *b, boxes *bs, const geom *g, const axis *ax, const 
             "font-size=\"15\" font-weight=\"bold\">", g->L);
     baton_svg_esc(b, title);
     baton_svg_put(b, "</text>\n");
-    keep_box(bs, (box){g->L, 24 - 12, g->L + baton_svg_text_width(title, 15, 1), 24 + 4});
+    keep_box(bs, (box){g->L, 24 - 12, g->L + util_svg_text_width(title, 15, 1), 24 + 4});
     for (size_t i = 0; i < ax->nticks; i++) {
         const double x = px_x(g, ax, ax->ticks[i]);
         tick_text(tick, sizeof tick, ax->ticks[i]);
@@ -260,7 +260,7 @@ static void frame(baton_buf *b, boxes *bs, const geom *g, const axis *ax, const 
     baton_svg_esc(b, ylabel);
     baton_svg_put(b, "</text>\n");
     keep_box(bs, text_box(xlabel, g->L + g->pw / 2, g->H - 10, 12, 1));
-    const double yl = baton_svg_text_width(ylabel, 12, 0);
+    const double yl = util_svg_text_width(ylabel, 12, 0);
     keep_box(bs, (box){g->L - g->ytw - 24, g->T + g->ph / 2 - yl / 2, g->L - g->ytw - 10, g->T + g->ph / 2 + yl / 2});
 }
 
@@ -337,13 +337,13 @@ static int render(const char *path, const char *title, const char *xlabel, const
     double ytw = 0, lw = 0;
     for (size_t i = 0; i < ay.nticks; i++) {
         tick_text(tick, sizeof tick, ay.ticks[i]);
-        if (baton_svg_text_width(tick, 12, 0) > ytw) ytw = baton_svg_text_width(tick, 12, 0);
+        if (util_svg_text_width(tick, 12, 0) > ytw) ytw = util_svg_text_width(tick, 12, 0);
     }
     for (size_t i = 0; i < ns; i++)
-        if (baton_svg_text_width(s[i].name, 12, 0) > lw) lw = baton_svg_text_width(s[i].name, 12, 0);
+        if (util_svg_text_width(s[i].name, 12, 0) > lw) lw = util_svg_text_width(s[i].name, 12, 0);
     geom g = {.T = 40, .H = 420, .L = 34 + ytw, .ytw = ytw};
     g.W = g.L + 480 + 54 + lw;
-    if (baton_svg_text_width(title, 15, 1) + g.L + 10 > g.W) g.W = baton_svg_text_width(title, 15, 1) + g.L + 10;
+    if (util_svg_text_width(title, 15, 1) + g.L + 10 > g.W) g.W = util_svg_text_width(title, 15, 1) + g.L + 10;
     g.pw = g.W - g.L - (54 + lw);
     g.ph = g.H - g.T - 50;
     boxes *bs = calloc(1, sizeof *bs);

@@ -11,6 +11,6 @@ double svg_nice_step(double range, int ticks);
 /* The width in pixels s takes in the charts' sans-serif face (DejaVu Sans, what librsvg and
  * browsers on Debian draw) at size px, by character class and rounded up so that a layout made
  * with it leaves room (bold: about 10 % wider). */
-double baton_svg_text_width(const char *s, double px, int bold);
+double util_svg_text_width(const char *s, double px, int bold);
 
 #endif

@@ -34,14 +34,14 @@ int baton_svg_timeline(const char *path, const char *title, const char *xlabel, 
     /* the left margin holds the longest row label; the legend wraps onto as many lines as it needs */
     double label = 0;
     for (size_t i = 0; i < nrows; i++)
-        if (baton_svg_text_width(rows[i].label, 12, 0) > label) label = baton_svg_text_width(rows[i].label, 12, 0);
+        if (util_svg_text_width(rows[i].label, 12, 0) > label) label = util_svg_text_width(rows[i].label, 12, 0);
     const double L = 24 + label, R = 30, T = 46, rowh = 24;
     double W = L + 760 + R;
-    if (baton_svg_text_width(title, 15, 1) + 24 > W) W = baton_svg_text_width(title, 15, 1) + 24;
+    if (util_svg_text_width(title, 15, 1) + 24 > W) W = util_svg_text_width(title, 15, 1) + 24;
     double legend_w = 0;   /* the legend's items on one line, to count its lines */
-    for (size_t s = 0; s < nstyles; s++) legend_w += 30 + baton_svg_text_width(span_names[s], 12, 0);
+    for (size_t s = 0; s < nstyles; s++) legend_w += 30 + util_svg_text_width(span_names[s], 12, 0);
     for (int m = 0; m < 4 && mark_names; m++)
-        if (mark_names[m]) legend_w += 30 + baton_svg_text_width(mark_names[m], 12, 0);
+        if (mark_names[m]) legend_w += 30 + util_svg_text_width(mark_names[m], 12, 0);
     const double legend_lines = ceil(legend_w / (W - L - R) + 1e-9);
     double H = T + rowh * (double)(nrows ? nrows : 1) + 70 + 22 * (legend_lines > 1 ? legend_lines : 1);
     double xmax = 0;
@@ -92,7 +92,7 @@ int baton_svg_timeline(const char *path, const char *title, const char *xlabel, 
     baton_svg_put(&b, "</text>\n");
     double lx = L, ly = T + ph + 60;
     for (size_t s = 0; s < nstyles; s++) {
-        double w = 30 + baton_svg_text_width(span_names[s], 12, 0);
+        double w = 30 + util_svg_text_width(span_names[s], 12, 0);
         if (lx > L && lx + w > W - R) lx = L, ly += 22;   /* wrap */
         baton_svg_put(&b, "<rect x=\"%.0f\" y=\"%.0f\" width=\"14\" height=\"10\" fill=\"%s\"/><text x=\"%.0f\" y=\"%.0f\">", lx,
             ly - 9, span_palette[s % (sizeof span_palette / sizeof *span_palette)], lx + 18, ly);
@@ -102,7 +102,7 @@ int baton_svg_timeline(const char *path, const char *title, const char *xlabel, 
     }
     for (int m = 0; m < 4 && mark_names; m++) {
         if (!mark_names[m]) continue;
-        double w = 30 + baton_svg_text_width(mark_names[m], 12, 0);
+        double w = 30 + util_svg_text_width(mark_names[m], 12, 0);
         if (lx > L && lx + w > W - R) lx = L, ly += 22;
         mark_shape(&b, m, lx + 6, ly - 4, NULL);
         baton_svg_put(&b, "<text x=\"%.0f\" y=\"%.0f\">", lx + 16, ly);

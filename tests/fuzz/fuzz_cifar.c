@@ -56,13 +56,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     snprintf(spec, sizeof spec, "cifar10:%s", dir);
     baton_src *s = NULL;
     baton_err err = {0};
-    int rc = baton_src_open(spec, "test", &s, &err);
+    int rc = img_src_open(spec, "test", &s, &err);
     if (rc == BATON_OK) {
-        if (baton_src_count(s) != (size - off) / 3073 || baton_src_classes(s) != 10) abort();
-        for (size_t i = 0; i < baton_src_count(s); i++) {
+        if (img_src_count(s) != (size - off) / 3073 || img_src_classes(s) != 10) abort();
+        for (size_t i = 0; i < img_src_count(s); i++) {
             baton_src_item it;
             baton_err e2 = {0};
-            int r2 = baton_src_get(s, i, &it, &e2);
+            int r2 = img_src_get(s, i, &it, &e2);
             if (r2 == BATON_OK) {
                 if (!it.image || it.image->h != 32 || it.image->w != 32 || it.image->c != 3 || it.label > 9) abort();
             } else if (r2 >= 0 || !e2.msg[0]) {
@@ -70,8 +70,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             }
         }
         for (uint32_t k = 0; k < 10; k++)
-            if (!baton_src_class_name(s, k) || !baton_src_class_name(s, k)[0]) abort();
-        baton_src_close(s);
+            if (!img_src_class_name(s, k) || !img_src_class_name(s, k)[0]) abort();
+        img_src_close(s);
     } else if (rc >= 0 || err.code != rc || !err.msg[0] || !memchr(err.msg, 0, sizeof err.msg)) {
         abort();
     }

@@ -12,12 +12,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     baton_ckpt_manifest m;
     baton_err err;
-    if (baton_ckpt_manifest_parse("MANIFEST", (const char *)data, size, &m, &err) == BATON_OK) {
-        char *s = baton_ckpt_manifest_format(&m);
+    if (ckpt_manifest_parse("MANIFEST", (const char *)data, size, &m, &err) == BATON_OK) {
+        char *s = ckpt_manifest_format(&m);
         if (!s || strlen(s) != size || memcmp(s, data, size) != 0) abort();
         free(s);
     }
-    baton_ckpt_state_check("state.json", (const char *)data, size, 7, &err);
-    baton_ckpt_state_check("state.json", (const char *)data, size, UINT64_MAX, &err);
+    ckpt_state_check("state.json", (const char *)data, size, 7, &err);
+    ckpt_state_check("state.json", (const char *)data, size, UINT64_MAX, &err);
     return 0;
 }

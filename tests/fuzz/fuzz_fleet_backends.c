@@ -20,14 +20,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         baton_aws_opts ao;
         baton_buf b = {0};
         if (baton_slurm_check(&j, &so, &err) == BATON_OK) {
-            if (baton_slurm_script(&j, &so, 0, "/vol/task-0", "/bin", &b, &err) || b.len < 100) abort();
+            if (fleet_slurm_script(&j, &so, 0, "/vol/task-0", "/bin", &b, &err) || b.len < 100) abort();
         } else if (strncmp(err.msg, "job.yaml", 8)) {
             abort();
         }
         b.len = 0;
         j.backend = BATON_BACKEND_AWS;
         if (baton_aws_check(&j, &ao, &err) == BATON_OK) {
-            int rc = baton_aws_userdata(&j, &ao, j.ncommands - 1, &b, &err);
+            int rc = fleet_aws_userdata(&j, &ao, j.ncommands - 1, &b, &err);
             if (rc ? rc != BATON_ERR_ARG : b.len > BATON_AWS_USERDATA_MAX) abort();
         } else if (strncmp(err.msg, "job.yaml", 8)) {
             abort();
@@ -41,9 +41,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     line[size] = 0;
     baton_slurm_task t;
     memset(&t, 0, sizeof t);
-    baton_slurm_parse_show(line, &t);
+    fleet_slurm_parse_show(line, &t);
     if (t.restarts < 0 || !t.state[0] || strlen(t.state) >= sizeof t.state) abort();
-    baton_slurm_parse_runlog((const char *)data, size, &t);
+    fleet_slurm_parse_runlog((const char *)data, size, &t);
     if (t.runs < 0 || t.notices < 0 || t.crashes < 0 || t.last_rc < -1 || t.last_rc > 255) abort();
     free(line);
     return 0;

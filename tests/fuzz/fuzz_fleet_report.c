@@ -54,15 +54,15 @@ static void make_template(void)
     atexit(cleanup);
     baton_fleet_db *d;
     baton_err err = {0};
-    if (baton_fleet_db_open(dir, &d, &err)) abort();
+    if (fleet_db_open(dir, &d, &err)) abort();
     baton_fleet_job j = {.origin = 1.7e9, .time_scale = 60, .t_end = 900, .supervisor_pid = 0};
     snprintf(j.name, sizeof j.name, "fz");
     snprintf(j.state, sizeof j.state, "done");
-    if (baton_fleet_db_save_job(d, &j, &err)) abort();
+    if (fleet_db_save_job(d, &j, &err)) abort();
     for (int t = 0; t < 2; t++) {
         baton_fleet_task tk = {.idx = t, .command = "baton train", .state = BATON_TASK_DONE, .launches = 2,
                                .interruptions = 1, .final_step = 100};
-        if (baton_fleet_db_save_task(d, &tk, &err)) abort();
+        if (fleet_db_save_task(d, &tk, &err)) abort();
     }
     for (int i = 0; i < 3; i++) {
         baton_fleet_inst in = {.id = i + 1, .task = i % 2, .launch = i / 2, .pool = i, .spot_price = 0.03,
@@ -75,14 +75,14 @@ static void make_template(void)
         snprintf(in.type, sizeof in.type, "c5.large");
         snprintf(in.zone, sizeof in.zone, "us-east-1a");
         snprintf(in.reason, sizeof in.reason, "why");
-        if (baton_fleet_db_save_inst(d, &in, &err)) abort();
+        if (fleet_db_save_inst(d, &in, &err)) abort();
         baton_fleet_event ev = {.t_sim = 90.0 + i, .inst = i + 1, .task = i % 2, .detail = "{\"message\":\"m\"}"};
         snprintf(ev.kind, sizeof ev.kind, "transition");
         snprintf(ev.from, sizeof ev.from, "LAUNCHING");
         snprintf(ev.to, sizeof ev.to, "RUNNING");
-        if (baton_fleet_db_event(d, &ev, &err)) abort();
+        if (fleet_db_event(d, &ev, &err)) abort();
     }
-    baton_fleet_db_close(d);
+    fleet_db_close(d);
     if (rename(db, tmpl)) abort();
 }
 

@@ -18,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     baton_buf b = {0};
     for (size_t i = 0; i < n; i++)
-        if (baton_idx_append(&b, e[i].key, e[i].offset) != BATON_OK) abort();
+        if (rec_idx_append(&b, e[i].key, e[i].offset) != BATON_OK) abort();
     if (baton_idx_parse("fuzz.idx", (const char *)b.data, b.len, &e2, &n2, &err) != BATON_OK ||
         n2 != n)
         abort();

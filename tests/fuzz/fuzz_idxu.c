@@ -11,7 +11,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     baton_idxu x;
     baton_err err;
-    int rc = baton_idxu_parse("fuzz", data, size, &x, &err);
+    int rc = img_idxu_parse("fuzz", data, size, &x, &err);
     if (rc == BATON_OK) {
         size_t want = 1;
         for (uint32_t i = 0; i < x.ndim; i++) want *= x.dims[i];
@@ -23,6 +23,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else if (rc >= 0 || err.msg[0] == 0) {
         abort();
     }
-    baton_idxu_free(&x);
+    img_idxu_free(&x);
     return 0;
 }

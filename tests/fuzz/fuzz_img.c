@@ -14,9 +14,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static baton_image im;  /* reused across runs, as a decode loop would */
     baton_err err;
-    baton_encoding enc = baton_img_sniff(data, size);
+    baton_encoding enc = img_sniff(data, size);
     uint32_t h = 0, w = 0, c = 0;
-    int rc = baton_img_probe(data, size, enc, NULL, &h, &w, &c, &err);
+    int rc = img_probe(data, size, enc, NULL, &h, &w, &c, &err);
     if (rc != BATON_OK) {
         if (rc >= 0 || err.msg[0] == 0) abort();
         if (baton_img_decode(data, size, enc, NULL, &im, &err) == BATON_OK) abort();

@@ -1,4 +1,4 @@
-/* fuzz_league_request.c — libFuzzer target: a submission's request (baton_league_request_parse).
+/* fuzz_league_request.c — libFuzzer target: a submission's request (league_request_parse).
  * The input is split at its first six newlines into the Authorization header, the Content-Type,
  * the alias, the track, the format and the race type (an empty line: absent); the rest is the body. An accepted
  * request must carry a well-formed token, an alias the league stores, a built-in track's name
@@ -33,7 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     baton_league_upload u;
     unsigned http = 0;
     baton_err err = {0};
-    if (baton_league_request_parse(&q, &rules, &u, &http, &err) != BATON_OK) {
+    if (league_request_parse(&q, &rules, &u, &http, &err) != BATON_OK) {
         if (!err.msg[0] || (http != 400 && http != 401 && http != 404 && http != 413 && http != 415)) abort();
     } else {
         if (strlen(u.token) != BATON_LEAGUE_TOKEN_LEN || strncmp(u.token, "btn_", 4)) abort();

@@ -1,4 +1,4 @@
-/* fuzz_league_tar.c — libFuzzer target: the league's tar reader (baton_league_tar_read). Whatever
+/* fuzz_league_tar.c — libFuzzer target: the league's tar reader (league_tar_read). Whatever
  * it accepts must obey its rules: every name relative, without "..", "." or empty components, no
  * control characters, at most BATON_LEAGUE_TAR_DEPTH deep, unique; every file's bytes inside the
  * input; at most BATON_LEAGUE_TAR_ENTRIES entries. A refusal leaves nothing allocated and says why. */
@@ -31,7 +31,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     baton_league_tar_entry *e = NULL;
     size_t n = 0;
     baton_err err = {0};
-    if (baton_league_tar_read(data, size, &e, &n, &err) != BATON_OK) {
+    if (league_tar_read(data, size, &e, &n, &err) != BATON_OK) {
         if (e || n || !err.msg[0]) abort();
         return 0;
     }

@@ -13,11 +13,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     baton_notice_kind k;
     double t = 0;
-    if (baton_notice_parse_action((const char *)data, size, &k, &t) &&
+    if (notice_parse_action((const char *)data, size, &k, &t) &&
         k != BATON_NOTICE_TERMINATE && k != BATON_NOTICE_STOP && k != BATON_NOTICE_HIBERNATE)
         abort();
     char raw[64];
-    if (baton_notice_parse_rebalance((const char *)data, size, &t, raw, sizeof raw) &&
+    if (notice_parse_rebalance((const char *)data, size, &t, raw, sizeof raw) &&
         strlen(raw) >= sizeof raw)
         abort();
     char s[80];

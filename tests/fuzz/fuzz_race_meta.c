@@ -1,5 +1,5 @@
 /* fuzz_race_meta.c — libFuzzer target: the parsers of DeepRacer's model files
- * (baton_ppo_meta_parse for model_metadata.json, baton_ppo_hyper_parse for hyperparameters.json;
+ * (ppo_meta_parse for model_metadata.json, ppo_hyper_parse for hyperparameters.json;
  * the first byte picks which), text a user hands `baton race train` and a checkpoint's state.json
  * carries. Whatever parses must hold the documented ranges (src/ppo/meta.c) and survive a round
  * trip through the formatter; a refusal must come with a message; nothing may crash or leak. */
@@ -26,11 +26,11 @@ static void check_meta(const baton_ppo_meta *m)
         abort();
     }
     if (!memchr(m->version, 0, sizeof m->version)) abort();
-    char *s = baton_ppo_meta_format(m);
+    char *s = ppo_meta_format(m);
     if (!s) return;
     baton_ppo_meta b;
     baton_err err = {0};
-    if (baton_ppo_meta_parse("again", s, strlen(s), &b, &err) != BATON_OK) abort();
+    if (ppo_meta_parse("again", s, strlen(s), &b, &err) != BATON_OK) abort();
     if (b.action_type != m->action_type || b.obs != m->obs || b.nactions != m->nactions) abort();
     free(s);
 }
@@ -42,19 +42,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int rc;
     if (data[0] & 1) {
         baton_ppo_meta m;
-        rc = baton_ppo_meta_parse("model_metadata.json", (const char *)data + 1, size - 1, &m, &err);
+        rc = ppo_meta_parse("model_metadata.json", (const char *)data + 1, size - 1, &m, &err);
         if (rc == BATON_OK) check_meta(&m);
     } else {
         baton_ppo_hyper h;
-        rc = baton_ppo_hyper_parse("hyperparameters.json", (const char *)data + 1, size - 1, &h, &err);
+        rc = ppo_hyper_parse("hyperparameters.json", (const char *)data + 1, size - 1, &h, &err);
         if (rc == BATON_OK) {
             if (h.batch_size < 1 || h.batch_size > 4096 || !(h.lr > 0) || !(h.discount_factor > 0) ||
                 !(h.discount_factor <= 1) || h.num_epochs < 1 || h.stack_size < 1 || h.stack_size > 16 ||
                 h.num_episodes_between_training < 1 || !(h.beta_entropy >= 0))
                 abort();
-            char *s = baton_ppo_hyper_format(&h);
+            char *s = ppo_hyper_format(&h);
             baton_ppo_hyper b;
-            if (s && (baton_ppo_hyper_parse("again", s, strlen(s), &b, &err) != BATON_OK || memcmp(&b, &h, sizeof b)))
+            if (s && (ppo_hyper_parse("again", s, strlen(s), &b, &err) != BATON_OK || memcmp(&b, &h, sizeof b)))
                 abort();
             free(s);
         }

@@ -60,7 +60,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     baton_encoding enc = data[0] & 4 ? BATON_ENC_UNKNOWN : BATON_ENC_JPEG;
     baton_err err;
     uint32_t h = 0, w = 0;
-    if (baton_img_probe(p, n, BATON_ENC_UNKNOWN, NULL, &h, &w, NULL, &err) == BATON_OK &&
+    if (img_probe(p, n, BATON_ENC_UNKNOWN, NULL, &h, &w, NULL, &err) == BATON_OK &&
         (uint64_t)h * w > (4u << 20))
         return 0;
     err.msg[0] = 0;

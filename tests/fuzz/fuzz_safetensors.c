@@ -13,7 +13,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     baton_st_header h, h2;
     baton_err err;
-    if (baton_st_parse_header("fuzz.safetensors", data, size, size, &h, &err) != BATON_OK) return 0;
+    if (ckpt_st_parse_header("fuzz.safetensors", data, size, size, &h, &err) != BATON_OK) return 0;
     if (h.data_start + h.data_len != size) abort();
     baton_st_entry *e = calloc(h.ntensors + 1, sizeof *e);
     if (!e) abort();
@@ -25,7 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     baton_buf b = {0};
     uint64_t dl;
-    if (baton_st_build_header(e, h.ntensors, (const char *const *)h.meta_keys, (const char *const *)h.meta_vals,
+    if (ckpt_st_build_header(e, h.ntensors, (const char *const *)h.meta_keys, (const char *const *)h.meta_vals,
                               h.nmeta, &b, &dl, &err) != BATON_OK)
         abort();
     if (dl != h.data_len) abort();
@@ -33,7 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint8_t *f = calloc(1, b.len + (size_t)dl + 1);
     if (!f) abort();
     memcpy(f, b.data, b.len);
-    if (baton_st_parse_header("rebuilt", f, b.len + (size_t)dl, b.len + dl, &h2, &err) != BATON_OK) abort();
+    if (ckpt_st_parse_header("rebuilt", f, b.len + (size_t)dl, b.len + dl, &h2, &err) != BATON_OK) abort();
     if (h2.ntensors != h.ntensors || h2.nmeta != h.nmeta) abort();
     for (size_t i = 0; i < h.ntensors; i++) {
         const baton_st_tensor *x = &h.tensors[i], *y = &h2.tensors[i];

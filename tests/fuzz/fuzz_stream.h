@@ -119,7 +119,7 @@ static void fuzz_stream(baton_rec_format fmt, const uint8_t *data, size_t size)
 
     /* 3. the input as one payload round-trips through the framing */
     if (fmt == BATON_FMT_RECORDIO) {
-        baton_recordio_resync(data, size, chunk);
+        rec_recordio_resync(data, size, chunk);
     }
     baton_buf framed = {0};
     if (baton_rec_frame(fmt, &framed, data, size, &err) != BATON_OK) abort();

@@ -13,7 +13,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fuzz_touch_sample(BATON_FMT_TFRECORD, &raw);
         baton_rec_format f;
         baton_err err;
-        baton_rec_detect(data + 1, size - 1, "fuzz", &f, &err);
+        rec_detect(data + 1, size - 1, "fuzz", &f, &err);
     }
     return 0;
 }

@@ -251,11 +251,11 @@ int main(void)
         CHECK_MSG(same_file(a, b), "remote %s differs from the local one", files[f]);
     }
     baton_ckpt_remote *r = NULL;
-    CHECK(baton_ckpt_remote_open(remote, NULL, 3, &r, &err) == BATON_OK);
+    CHECK(ckpt_remote_open(remote, NULL, 3, &r, &err) == BATON_OK);
     if (!r) CHECK_DONE();
     uint64_t *steps = NULL;
     size_t n = 0;
-    CHECK(baton_ckpt_remote_list(r, &steps, &n, &err) == BATON_OK);
+    CHECK(ckpt_remote_list(r, &steps, &n, &err) == BATON_OK);
     CHECK_EQ_U(n, 3);   /* retention: 5, 4, 3 */
     CHECK(n == 3 && steps[0] == 5 && steps[1] == 4 && steps[2] == 3);
     free(steps);
@@ -269,7 +269,7 @@ int main(void)
     CHECK_MSG(rc != BATON_OK && strstr(err.msg, "committed locally") && strstr(err.msg, "not uploaded"), "%s", err.msg);
     CHECK(exists(local, 6, "MANIFEST"));
     CHECK(exists(remote, 6, "model.safetensors") && !exists(remote, 6, "MANIFEST"));
-    CHECK(baton_ckpt_remote_list(r, &steps, &n, &err) == BATON_OK);
+    CHECK(ckpt_remote_list(r, &steps, &n, &err) == BATON_OK);
     CHECK(n == 3 && steps[0] == 5);
     free(steps);
 
@@ -286,7 +286,7 @@ int main(void)
     CHECK(baton_ckpt_persist_sync(s, &err) == BATON_OK);   /* retention failures are only warnings */
     baton_sys.unlink = real_unlink;
     CHECK(!exists(remote, 4, "MANIFEST") && exists(remote, 4, "model.safetensors"));
-    CHECK(baton_ckpt_remote_list(r, &steps, &n, &err) == BATON_OK);
+    CHECK(ckpt_remote_list(r, &steps, &n, &err) == BATON_OK);
     CHECK(n == 3 && steps[0] == 8 && steps[1] == 7 && steps[2] == 5);
     free(steps);
 
@@ -294,7 +294,7 @@ int main(void)
     char folder[600];
     snprintf(folder, sizeof folder, "%s/ckpt-000000008", local);
     flip(local, 8, "optim.safetensors", 100);
-    CHECK(baton_ckpt_remote_upload(r, folder, 8, &err) == BATON_ERR_CORRUPT);
+    CHECK(ckpt_remote_upload(r, folder, 8, &err) == BATON_ERR_CORRUPT);
     CHECK(strstr(err.msg, "optim.safetensors") != NULL);
     CHECK(exists(remote, 8, "MANIFEST"));   /* nothing was sent: the earlier upload stands */
     flip(local, 8, "optim.safetensors", 100);
@@ -328,17 +328,17 @@ int main(void)
     snprintf(fresh, sizeof fresh, "%s/fresh3", root);
     CHECK(baton_ckpt_remote_restore(r, fresh, 3, path, sizeof path, &step, &err) == BATON_ERR_NOTFOUND);
     CHECK(strstr(err.msg, "3 with a MANIFEST") != NULL);
-    baton_ckpt_remote_close(r);
+    ckpt_remote_close(r);
 
     /* an empty remote: NOTFOUND; HTTP stores are refused */
     char empty[400];
     snprintf(empty, sizeof empty, "%s/empty-remote", root);
-    CHECK(baton_ckpt_remote_open(empty, NULL, 0, &r, &err) == BATON_OK);   /* a plain folder is created */
+    CHECK(ckpt_remote_open(empty, NULL, 0, &r, &err) == BATON_OK);   /* a plain folder is created */
     if (r) {
         CHECK(baton_ckpt_remote_restore(r, fresh, 3, path, sizeof path, &step, &err) == BATON_ERR_NOTFOUND);
-        baton_ckpt_remote_close(r);
+        ckpt_remote_close(r);
     }
-    CHECK(baton_ckpt_remote_open("http://127.0.0.1:1/x/", NULL, 0, &r, &err) == BATON_ERR_ARG);
+    CHECK(ckpt_remote_open("http://127.0.0.1:1/x/", NULL, 0, &r, &err) == BATON_ERR_ARG);
 
     baton_remove_tree(root);
     CHECK_DONE();

@@ -32,7 +32,7 @@ static int try_hdr(const char *json, size_t data_len, baton_err *err)
     size_t n = mkfile(buf, json, data_len);
     baton_st_header h;
     memset(err, 0, sizeof *err);
-    int rc = baton_st_parse_header("t.safetensors", buf, n, n, &h, err);
+    int rc = ckpt_st_parse_header("t.safetensors", buf, n, n, &h, err);
     if (rc == BATON_OK) baton_st_header_free(&h);
     return rc;
 }
@@ -64,7 +64,7 @@ static void test_golden(void)
     char p[512];
     path_of(p, sizeof p, "golden.safetensors");
     baton_err err = {0};
-    CHECK(baton_st_write_file(p, t, 2, NULL, NULL, 0, &err) == BATON_OK);
+    CHECK(ckpt_st_write_file(p, t, 2, NULL, NULL, 0, &err) == BATON_OK);
     uint8_t *got;
     size_t len;
     CHECK(baton_file_read_all(p, 1 << 20, &got, &len, &err) == BATON_OK);
@@ -121,7 +121,7 @@ static void test_round_trip(void)
     char p[512];
     path_of(p, sizeof p, "rt.safetensors");
     baton_err err = {0};
-    CHECK(baton_st_write_file(p, t, 4, mk, mv, 2, &err) == BATON_OK);
+    CHECK(ckpt_st_write_file(p, t, 4, mk, mv, 2, &err) == BATON_OK);
     baton_st_header h;
     uint8_t *d;
     CHECK(baton_st_read_file(p, &h, &d, &err) == BATON_OK);
@@ -138,7 +138,7 @@ static void test_round_trip(void)
         CHECK(!memcmp(d + h.data_start + h.tensors[2].begin, b, sizeof b));
         CHECK(h.tensors[3].numel == 0 && h.tensors[3].begin == h.tensors[3].end);
         CHECK(h.tensors[0].begin == 0 && h.tensors[1].begin == 48 && h.tensors[2].begin == 56);
-        CHECK(baton_st_find(&h, "fc.bias") == 2 && baton_st_find(&h, "nope") == -1);
+        CHECK(ckpt_st_find(&h, "fc.bias") == 2 && ckpt_st_find(&h, "nope") == -1);
     }
     size_t len = h.data_start + h.data_len, nt = 0;
     CHECK(python_accepts(d, len, &nt) && nt == 4);
@@ -151,16 +151,16 @@ static void test_errors(void)
     baton_err e;
     baton_st_header h;
     uint8_t small[4] = {1, 2, 3, 4};
-    CHECK(baton_st_parse_header("t.safetensors", small, 4, 4, &h, &e) == BATON_ERR_TRUNCATED &&
+    CHECK(ckpt_st_parse_header("t.safetensors", small, 4, 4, &h, &e) == BATON_ERR_TRUNCATED &&
           strstr(e.msg, "8-byte header length"));
     uint8_t big[16] = {0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0};
-    CHECK(baton_st_parse_header("t.safetensors", big, 16, 16, &h, &e) == BATON_ERR_TRUNCATED &&
+    CHECK(ckpt_st_parse_header("t.safetensors", big, 16, 16, &h, &e) == BATON_ERR_TRUNCATED &&
           strstr(e.msg, "runs past the end"));
     uint8_t huge[16] = {0x00, 0xe1, 0xf5, 0x05 + 1, 0, 0, 0, 0};   /* > 100 MB, file claims 1 GB */
-    CHECK(baton_st_parse_header("t.safetensors", huge, 16, 1u << 30, &h, &e) == BATON_ERR_FORMAT &&
+    CHECK(ckpt_st_parse_header("t.safetensors", huge, 16, 1u << 30, &h, &e) == BATON_ERR_FORMAT &&
           strstr(e.msg, "limit"));
     uint8_t part[16] = {100, 0, 0, 0, 0, 0, 0, 0, '{'};
-    CHECK(baton_st_parse_header("t.safetensors", part, 16, 1000, &h, &e) == BATON_ERR_TRUNCATED);
+    CHECK(ckpt_st_parse_header("t.safetensors", part, 16, 1000, &h, &e) == BATON_ERR_TRUNCATED);
     BAD("", 0, BATON_ERR_FORMAT, "does not start with '{'");
     BAD("[1]     ", 0, BATON_ERR_FORMAT, "does not start with '{'");
     BAD("{\"a\":", 0, BATON_ERR_FORMAT, "header at offset 8: not JSON: at byte 4 (line 1, column 5)");
@@ -232,7 +232,7 @@ static void test_dtypes(void)
     char path[600];
     path_of(path, sizeof path, "dtypes.safetensors");
     baton_err err = {0};
-    CHECK(baton_st_write_file(path, e, BATON_ST_NDTYPES, NULL, NULL, 0, &err) == BATON_OK);
+    CHECK(ckpt_st_write_file(path, e, BATON_ST_NDTYPES, NULL, NULL, 0, &err) == BATON_OK);
     baton_st_header h;
     uint8_t *file = NULL;
     CHECK(baton_st_read_file(path, &h, &file, &err) == BATON_OK);
@@ -274,7 +274,7 @@ static void test_load(void)
     char p[512];
     path_of(p, sizeof p, "load.safetensors");
     baton_err err = {0};
-    CHECK(baton_st_write_file(p, t, 2, NULL, NULL, 0, &err) == BATON_OK);
+    CHECK(ckpt_st_write_file(p, t, 2, NULL, NULL, 0, &err) == BATON_OK);
 
     float tw[6] = {0};
     int64_t tc = 0;
@@ -318,7 +318,7 @@ static void test_load(void)
             e[i] = (baton_st_entry){ts[i].name, ts[i].dtype, ts[i].ndim, ts[i].shape, ts[i].data};
         }
         path_of(p, sizeof p, "lenet.safetensors");
-        CHECK(baton_st_write_file(p, e, n, NULL, NULL, 0, &err) == BATON_OK);
+        CHECK(ckpt_st_write_file(p, e, n, NULL, NULL, 0, &err) == BATON_OK);
         CHECK(baton_ckpt_load_model(p, mr, &err) == BATON_ERR_FORMAT);
         CHECK_MSG(strstr(err.msg, "another model") && strstr(err.msg, "model resnet8"), "%s", err.msg);
         CHECK(baton_ckpt_load_model(p, ml2, &err) == BATON_OK);

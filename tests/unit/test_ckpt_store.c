@@ -39,9 +39,9 @@ static int save(uint64_t step, int keep, baton_err *err)
     baton_st_entry t[1] = {{"w", BATON_ST_F32, 2, sw, w}};
     baton_buf m = {0}, o = {0};
     uint64_t dl;
-    baton_st_build_header(t, 1, NULL, NULL, 0, &m, &dl, err);
+    ckpt_st_build_header(t, 1, NULL, NULL, 0, &m, &dl, err);
     baton_buf_append(&m, w, sizeof w);
-    baton_st_build_header(NULL, 0, NULL, NULL, 0, &o, &dl, err);
+    ckpt_st_build_header(NULL, 0, NULL, NULL, 0, &o, &dl, err);
     char state[128];
     snprintf(state, sizeof state, "{\"step\": %llu, \"model\": \"x\"}", (unsigned long long)step);
     baton_ckpt_blob b[3] = {{"model.safetensors", m.data, m.len}, {"optim.safetensors", o.data, o.len},
@@ -62,9 +62,9 @@ static void test_manifest(void)
     baton_ckpt_manifest m;
     baton_err e;
     const char *ok = "baton-ckpt 1\nmodel.safetensors 123 0badf00d\nstate.json 0 00000000\n";
-    CHECK(baton_ckpt_manifest_parse("M", ok, strlen(ok), &m, &e) == BATON_OK && m.nfiles == 2 &&
+    CHECK(ckpt_manifest_parse("M", ok, strlen(ok), &m, &e) == BATON_OK && m.nfiles == 2 &&
           m.files[0].bytes == 123 && m.files[0].crc32c == 0x0badf00d);
-    char *f = baton_ckpt_manifest_format(&m);
+    char *f = ckpt_manifest_format(&m);
     CHECK(f && !strcmp(f, ok));
     free(f);
     static const struct { const char *text, *needle; } bad[] = {
@@ -85,16 +85,16 @@ static void test_manifest(void)
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         memset(&e, 0, sizeof e);
-        int rc = baton_ckpt_manifest_parse("M", bad[i].text, strlen(bad[i].text), &m, &e);
+        int rc = ckpt_manifest_parse("M", bad[i].text, strlen(bad[i].text), &m, &e);
         CHECK_MSG(rc != BATON_OK && strstr(e.msg, bad[i].needle), "case %zu: %s", i, e.msg);
     }
-    CHECK(baton_ckpt_state_check("s", "{\"step\": 5}", 11, 5, &e) == BATON_OK);
-    CHECK(baton_ckpt_state_check("s", "{\"step\": 5}", 11, 6, &e) == BATON_ERR_FORMAT && strstr(e.msg, "is 5"));
-    CHECK(baton_ckpt_state_check("s", "{\"step\": 5", 10, 5, &e) == BATON_ERR_FORMAT);
-    CHECK(baton_ckpt_state_check("s", "[5]", 3, 5, &e) == BATON_ERR_FORMAT && strstr(e.msg, "object"));
-    CHECK(baton_ckpt_state_check("s", "{\"step\": -1}", 12, 5, &e) == BATON_ERR_FORMAT);
-    CHECK(baton_ckpt_state_check("s", "{\"step\": 1.5}", 13, 5, &e) == BATON_ERR_FORMAT);
-    CHECK(baton_ckpt_state_check("s", "{} x", 4, 5, &e) == BATON_ERR_FORMAT);
+    CHECK(ckpt_state_check("s", "{\"step\": 5}", 11, 5, &e) == BATON_OK);
+    CHECK(ckpt_state_check("s", "{\"step\": 5}", 11, 6, &e) == BATON_ERR_FORMAT && strstr(e.msg, "is 5"));
+    CHECK(ckpt_state_check("s", "{\"step\": 5", 10, 5, &e) == BATON_ERR_FORMAT);
+    CHECK(ckpt_state_check("s", "[5]", 3, 5, &e) == BATON_ERR_FORMAT && strstr(e.msg, "object"));
+    CHECK(ckpt_state_check("s", "{\"step\": -1}", 12, 5, &e) == BATON_ERR_FORMAT);
+    CHECK(ckpt_state_check("s", "{\"step\": 1.5}", 13, 5, &e) == BATON_ERR_FORMAT);
+    CHECK(ckpt_state_check("s", "{} x", 4, 5, &e) == BATON_ERR_FORMAT);
     uint64_t st;
     CHECK(baton_ckpt_parse_name("ckpt-000000042", &st) && st == 42);
     CHECK(!baton_ckpt_parse_name("ckpt-", &st) && !baton_ckpt_parse_name("ckpt-1x", &st) &&
@@ -455,7 +455,7 @@ static void test_retention_damaged(void)
         snprintf(p, sizeof p, "%s/.ckpt-%09d.tmp.%d", dir, 100 + i, 70000 + i);
         CHECK(mkdir(p, 0755) == 0);
     }
-    CHECK(baton_ckpt_clean_temps(dir) == 100);
+    CHECK(ckpt_clean_temps(dir) == 100);
     snprintf(dir, sizeof dir, "%s", saved);
 }
 

@@ -113,7 +113,7 @@ static void test_slurm(void)
     CHECK(!strcmp(o.partition, "gpu") && !strcmp(o.time, "2:00:00") && o.cpus_per_task == 4 && o.signal_before == 180);
     CHECK(o.nsbatch_args == 2 && !strcmp(o.sbatch_args[1], "--nice=10"));
     baton_buf b = {0};
-    CHECK(baton_slurm_script(&job, &o, 1, "/vol/task-1", "/opt/baton/bin", &b, &err) == 0);
+    CHECK(fleet_slurm_script(&job, &o, 1, "/vol/task-1", "/opt/baton/bin", &b, &err) == 0);
     CHECK(contains(&b, "#SBATCH --requeue\n") && contains(&b, "#SBATCH --signal=B:USR1@180\n"));
     /* the signal's lead is the deadline of the TERM notice it becomes */
     CHECK(contains(&b, "export BATON_TERM_GRACE_S=\"${BATON_TERM_GRACE_S:-180}\"\n"));
@@ -128,9 +128,9 @@ static void test_slurm(void)
           contains(&b, "export OMP_NUM_THREADS=2\n") && contains(&b, "export PATH=/opt/baton/bin:\"$PATH\"\n"));
     CHECK(contains(&b, "scontrol requeue"));
     baton_buf_free(&b);
-    CHECK(baton_slurm_script(&job, &o, 0, "/vol/with space", NULL, &b, &err) == BATON_ERR_ARG);
-    CHECK(baton_slurm_script(&job, &o, 0, "relative/vol", NULL, &b, &err) == BATON_ERR_ARG);
-    CHECK(baton_slurm_script(&job, &o, 2, "/vol", NULL, &b, &err) == BATON_ERR_ARG);
+    CHECK(fleet_slurm_script(&job, &o, 0, "/vol/with space", NULL, &b, &err) == BATON_ERR_ARG);
+    CHECK(fleet_slurm_script(&job, &o, 0, "relative/vol", NULL, &b, &err) == BATON_ERR_ARG);
+    CHECK(fleet_slurm_script(&job, &o, 2, "/vol", NULL, &b, &err) == BATON_ERR_ARG);
     baton_buf_free(&b);
 
     const char *head = "name: s\nbackend: slurm\ncommand: x\n";
@@ -162,7 +162,7 @@ static void test_slurm(void)
                      "nodes: {min: 2, max: 4}\nslurm:\n  ntasks_per_node: 3\n";
     CHECK(parse(dp, &err) == 0 && job.nodes.min == 2 && job.nodes.max == 4 && job.nodes.line == 4);
     CHECK_MSG(baton_slurm_check(&job, &o, &err) == 0 && o.ntasks_per_node == 3, "%s", err.msg);
-    CHECK(baton_slurm_script(&job, &o, 0, "/vol/task-0", NULL, &b, &err) == 0);
+    CHECK(fleet_slurm_script(&job, &o, 0, "/vol/task-0", NULL, &b, &err) == 0);
     CHECK(contains(&b, "#SBATCH --nodes=2-4\n") && contains(&b, "#SBATCH --ntasks-per-node=3\n") &&
           !contains(&b, "#SBATCH --ntasks=1\n"));
     /* the command line the script runs: sh reads it back to srun, then to the command unchanged */
@@ -196,7 +196,7 @@ static void test_slurm(void)
     baton_buf_free(&b);
     CHECK(parse("name: dp\nbackend: slurm\ncommand: x\nnodes: 3\n", &err) == 0 && job.nodes.min == 3 &&
           job.nodes.max == 3 && baton_slurm_check(&job, &o, &err) == 0);
-    CHECK(baton_slurm_script(&job, &o, 0, "/vol/task-0", NULL, &b, &err) == 0 && contains(&b, "#SBATCH --nodes=3\n") &&
+    CHECK(fleet_slurm_script(&job, &o, 0, "/vol/task-0", NULL, &b, &err) == 0 && contains(&b, "#SBATCH --nodes=3\n") &&
           contains(&b, "#SBATCH --ntasks-per-node=1\n"));
     baton_buf_free(&b);
     snprintf(t, sizeof t, "%snodes: {min: 3, max: 2}\n", head);
@@ -210,19 +210,19 @@ static void test_slurm(void)
     /* the status parsers */
     baton_slurm_task tk;
     memset(&tk, 0, sizeof tk);
-    baton_slurm_parse_show("JobId=12 JobName=baton-s-0 JobState=PENDING Reason=BeginTime Dependency=(null) "
+    fleet_slurm_parse_show("JobId=12 JobName=baton-s-0 JobState=PENDING Reason=BeginTime Dependency=(null) "
                            "Requeue=1 Restarts=3 BatchFlag=1 BatchHost=node7 NumNodes=1\n", &tk);
     CHECK(!strcmp(tk.state, "PENDING") && !strcmp(tk.reason, "BeginTime") && !strcmp(tk.node, "node7") && tk.restarts == 3);
-    baton_slurm_parse_show("JobState=<b>bad</b> Restarts=-5", &tk);
+    fleet_slurm_parse_show("JobState=<b>bad</b> Restarts=-5", &tk);
     CHECK(!strcmp(tk.state, "UNKNOWN") && tk.restarts == 0);
     const char *log = "submit time=a tasks=1\nstart job=1\nend job=1 rc=3 outcome=crash signal=none\n"
                       "submit time=b tasks=1\nstart job=2\nend job=2 task=0 rc=75 outcome=stopped signal=term\n"
                       "start job=2\nend job=2 task=0 rc=143 outcome=stopped signal=term\nstart job=2\n"
                       "end job=2 rc=2 outcome=crash signal=none\nstart job=2\nend job=2 rc=0 outcome=done signal=none";
-    baton_slurm_parse_runlog(log, strlen(log), &tk);
+    fleet_slurm_parse_runlog(log, strlen(log), &tk);
     CHECK_MSG(tk.runs == 4 && tk.notices == 1 && tk.stops == 1 && tk.crashes == 1 && tk.last_rc == 0,
               "runs %d notices %d stops %d crashes %d last %d", tk.runs, tk.notices, tk.stops, tk.crashes, tk.last_rc);
-    baton_slurm_parse_runlog("end rc=999 outcome=x", 20, &tk);
+    fleet_slurm_parse_runlog("end rc=999 outcome=x", 20, &tk);
     CHECK(tk.last_rc == 255 && tk.stops == 1);
     CHECK(baton_slurm_state_final("COMPLETED") && baton_slurm_state_final("GONE") &&
           !baton_slurm_state_final("PENDING") && !baton_slurm_state_final("REQUEUED") && !baton_slurm_state_final("RUNNING"));
@@ -349,7 +349,7 @@ static void test_aws(void)
     CHECK(o.subnets[0] == NULL && o.subnets[1] && !strcmp(o.subnets[1], "subnet-0123456789abcdef0"));
     CHECK(o.ntags == 1 && !strcmp(o.tag_keys[0], "cost-center"));
     baton_buf ud = {0};
-    CHECK(baton_aws_userdata(&job, &o, 1, &ud, &err) == 0);
+    CHECK(fleet_aws_userdata(&job, &o, 1, &ud, &err) == 0);
     CHECK(ud.len < BATON_AWS_USERDATA_MAX && !memcmp(ud.data, "#!/bin/bash\n", 12));
     CHECK(contains(&ud, "\nJOB=a1\nTASK=1\n") && contains(&ud, "\nREGION=eu-west-1\n") && contains(&ud, "\nSIZE_GB=50\n"));
     CHECK(contains(&ud, "\nCOMMAND='echo '\\''two'\\'''\n") && contains(&ud, "\nRETRIES=4\n") &&
@@ -428,7 +428,7 @@ static void test_aws(void)
     free(big);
     CHECK(parse((char *)yaml.data, &err) == 0 && baton_aws_check(&job, &o, &err) == 0);
     baton_buf_free(&yaml);
-    CHECK(baton_aws_userdata(&job, &o, 0, &ud, &err) == BATON_ERR_ARG && strstr(err.msg, "more than EC2's 16384"));
+    CHECK(fleet_aws_userdata(&job, &o, 0, &ud, &err) == BATON_ERR_ARG && strstr(err.msg, "more than EC2's 16384"));
     baton_buf_free(&ud);
 }
 

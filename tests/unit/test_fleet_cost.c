@@ -15,31 +15,31 @@ int main(void)
     baton_cost_line l;
     /* interrupted by the provider after 30 min: free */
     baton_cost_in a = {1800, 0, 0, 0.10, 0.30, 1, 1};
-    baton_cost_line_compute(&a, &l);
+    fleet_cost_line_compute(&a, &l);
     CHECK(l.free_first_hour && l.charged_s == 0 && l.spot_cost == 0);
     CHECK(NEAR(l.on_demand_cost, 0.15) && NEAR(l.useful_s, 1800));
     /* the same 30 min ending by itself (done, or crashed): charged per second */
     baton_cost_in b = a;
     b.provider_interrupted = 0;
-    baton_cost_line_compute(&b, &l);
+    fleet_cost_line_compute(&b, &l);
     CHECK(!l.free_first_hour && NEAR(l.charged_s, 1800) && NEAR(l.spot_cost, 0.05));
     /* still running at 30 min: not known to be free yet */
     b = a;
     b.ended = 0;
-    baton_cost_line_compute(&b, &l);
+    fleet_cost_line_compute(&b, &l);
     CHECK(!l.free_first_hour && NEAR(l.charged_s, 1800));
     /* interrupted after 2 h: every second counts; restart and lost time come out of useful */
     baton_cost_in c = {7200, 120, 300, 0.10, 0.30, 1, 1};
-    baton_cost_line_compute(&c, &l);
+    fleet_cost_line_compute(&c, &l);
     CHECK(NEAR(l.charged_s, 7200) && NEAR(l.spot_cost, 0.20) && NEAR(l.useful_s, 6780));
     CHECK(NEAR(l.counterfactual_cost, 6780 * 0.30 / 3600));
     /* exactly one hour is not "within the first hour" */
     baton_cost_in d = {3600, 0, 0, 0.10, 0.30, 1, 1};
-    baton_cost_line_compute(&d, &l);
+    fleet_cost_line_compute(&d, &l);
     CHECK(!l.free_first_hour && NEAR(l.charged_s, 3600));
     /* the 60 s minimum */
     baton_cost_in e = {20, 0, 0, 0.36, 1.0, 0, 1};
-    baton_cost_line_compute(&e, &l);
+    fleet_cost_line_compute(&e, &l);
     CHECK(NEAR(l.charged_s, 60) && NEAR(l.spot_cost, 0.006));
 
     /* totals over three instances: 2 h interrupted (charged), 30 min interrupted (free), 1 h done */
@@ -47,12 +47,12 @@ int main(void)
                            {1800, 60, 0, 0.10, 0.30, 1, 1},
                            {3600, 120, 0, 0.12, 0.40, 0, 1}};
     baton_cost_total t;
-    baton_cost_total_init(&t);
+    fleet_cost_total_init(&t);
     for (int i = 0; i < 3; i++) {
-        baton_cost_line_compute(&in[i], &l);
-        baton_cost_total_add(&t, &in[i], &l);
+        fleet_cost_line_compute(&in[i], &l);
+        fleet_cost_total_add(&t, &in[i], &l);
     }
-    baton_cost_total_finish(&t);
+    fleet_cost_total_finish(&t);
     CHECK_EQ_U(t.instances, 3);
     CHECK(t.free_first_hour == 1);
     CHECK(NEAR(t.training_s, 12600));
@@ -67,8 +67,8 @@ int main(void)
     CHECK(NEAR(t.savings_vs_on_demand_pct, (1 - 0.32 / cf) * 100));
     CHECK(NEAR(t.on_demand_cost, 7200 * 0.3 / 3600 + 1800 * 0.3 / 3600 + 3600 * 0.4 / 3600));
     /* nothing ran: no division by zero */
-    baton_cost_total_init(&t);
-    baton_cost_total_finish(&t);
+    fleet_cost_total_init(&t);
+    fleet_cost_total_finish(&t);
     CHECK(t.savings_sagemaker_pct == 0 && t.savings_vs_on_demand_pct == 0);
     CHECK_DONE();
 }

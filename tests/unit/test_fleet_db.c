@@ -22,7 +22,7 @@ static void records(void)
 {
     baton_err e = {0};
     baton_fleet_db *db;
-    CHECK_MSG(baton_fleet_db_open(dir, &db, &e) == 0, "%s", e.msg);
+    CHECK_MSG(fleet_db_open(dir, &db, &e) == 0, "%s", e.msg);
     baton_fleet_job j = {.origin = 1700000000.25, .time_scale = 60, .t_end = -1, .supervisor_pid = 42,
                          .supervisor_start = 123456789012ULL, .next_volume = 3, .next_snapshot = 2};
     strcpy(j.name, "job-1");
@@ -43,28 +43,28 @@ static void records(void)
     strcpy(in.zone, "us-east-1a");
     strcpy(in.reason, "it's \"quoted\"");
     strcpy(in.volume, "/v/vol-1-2");
-    CHECK(baton_fleet_db_begin(db, &e) == 0);
-    CHECK(baton_fleet_db_save_job(db, &j, &e) == 0);
-    CHECK(baton_fleet_db_save_task(db, &t, &e) == 0);
-    CHECK(baton_fleet_db_save_inst(db, &in, &e) == 0);
-    CHECK(baton_fleet_db_commit(db, &e) == 0);
+    CHECK(fleet_db_begin(db, &e) == 0);
+    CHECK(fleet_db_save_job(db, &j, &e) == 0);
+    CHECK(fleet_db_save_task(db, &t, &e) == 0);
+    CHECK(fleet_db_save_inst(db, &in, &e) == 0);
+    CHECK(fleet_db_commit(db, &e) == 0);
     in.state = BATON_W_STOPPED;   /* a second save replaces the row */
     in.exit_code = 75;
-    CHECK(baton_fleet_db_save_inst(db, &in, &e) == 0);
+    CHECK(fleet_db_save_inst(db, &in, &e) == 0);
     baton_fleet_event ev = {.t_sim = 12.5, .t_wall = 1700000012.5, .inst = 7, .task = 1, .detail = "{\"step\":60}"};
     strcpy(ev.kind, "checkpoint");
-    CHECK(baton_fleet_db_event(db, &ev, &e) == 0 && ev.seq == 1);
+    CHECK(fleet_db_event(db, &ev, &e) == 0 && ev.seq == 1);
     baton_fleet_event ev2 = {.t_sim = 13, .inst = 0, .task = -1};
     strcpy(ev2.kind, "job");
     strcpy(ev2.from, "running");
     strcpy(ev2.to, "done");
-    CHECK(baton_fleet_db_event(db, &ev2, &e) == 0 && ev2.seq == 2);
-    baton_fleet_db_close(db);
+    CHECK(fleet_db_event(db, &ev2, &e) == 0 && ev2.seq == 2);
+    fleet_db_close(db);
 
-    CHECK(baton_fleet_db_open(dir, &db, &e) == 0);
+    CHECK(fleet_db_open(dir, &db, &e) == 0);
     baton_fleet_records r;
     int found = 0;
-    CHECK(baton_fleet_db_load(db, 1, &r, &found, &e) == 0 && found);
+    CHECK(fleet_db_load(db, 1, &r, &found, &e) == 0 && found);
     CHECK(!strcmp(r.job.name, "job-1") && !strcmp(r.job.state, "running") && r.job.origin == 1700000000.25);
     CHECK(r.job.time_scale == 60 && r.job.t_end == -1 && r.job.supervisor_pid == 42);
     CHECK(r.job.supervisor_start == 123456789012ULL && r.job.next_volume == 3 && r.job.next_snapshot == 2);
@@ -85,8 +85,8 @@ static void records(void)
     CHECK_EQ_U(r.nevents, 2);
     CHECK(!strcmp(r.events[0].kind, "checkpoint") && r.events[0].inst == 7 && !strcmp(r.events[0].detail, "{\"step\":60}"));
     CHECK(r.events[1].task == -1 && !strcmp(r.events[1].to, "done"));
-    baton_fleet_records_free(&r);
-    baton_fleet_db_close(db);
+    fleet_records_free(&r);
+    fleet_db_close(db);
     char cmd[512];
     snprintf(cmd, sizeof cmd,
              "python3 -c \"import json,sys; l=[json.loads(x) for x in open(sys.argv[1])]; "
@@ -100,25 +100,25 @@ static void records(void)
         b.reached_step = bad[k].reached;
         b.t_end = bad[k].t_end;
         b.spot_price = bad[k].price;
-        CHECK(baton_fleet_db_open(dir, &db, &e) == 0 && baton_fleet_db_save_inst(db, &b, &e) == 0);
-        int rc = baton_fleet_db_load(db, 1, &r, &found, &e);
+        CHECK(fleet_db_open(dir, &db, &e) == 0 && fleet_db_save_inst(db, &b, &e) == 0);
+        int rc = fleet_db_load(db, 1, &r, &found, &e);
         CHECK_MSG(rc == BATON_ERR_CORRUPT && strstr(e.msg, "instance 7") && strstr(e.msg, "fleet.db"), "case %zu: %d %s", k,
                   rc, e.msg);
-        baton_fleet_records_free(&r);
-        CHECK(baton_fleet_db_save_inst(db, &in, &e) == 0 && baton_fleet_db_load(db, 1, &r, &found, &e) == 0);
-        baton_fleet_records_free(&r);
-        baton_fleet_db_close(db);
+        fleet_records_free(&r);
+        CHECK(fleet_db_save_inst(db, &in, &e) == 0 && fleet_db_load(db, 1, &r, &found, &e) == 0);
+        fleet_records_free(&r);
+        fleet_db_close(db);
     }
     /* an empty database has no job */
     char d2[300];
     snprintf(d2, sizeof d2, "%s/empty", dir);
     mkdir(d2, 0755);
-    CHECK(baton_fleet_db_open(d2, &db, &e) == 0);
-    CHECK(baton_fleet_db_load(db, 1, &r, &found, &e) == 0 && !found);
-    baton_fleet_db_close(db);
+    CHECK(fleet_db_open(d2, &db, &e) == 0);
+    CHECK(fleet_db_load(db, 1, &r, &found, &e) == 0 && !found);
+    fleet_db_close(db);
     /* a database that cannot be created */
     snprintf(d2, sizeof d2, "%s/no/such/dir", dir);
-    CHECK(baton_fleet_db_open(d2, &db, &e) != 0 && strstr(e.msg, "fleet.db"));
+    CHECK(fleet_db_open(d2, &db, &e) != 0 && strstr(e.msg, "fleet.db"));
 }
 
 static int run_worker(const char *cmd, int *pid, uint64_t *start, const char *const *env, size_t nenv)
@@ -128,13 +128,13 @@ static int run_worker(const char *cmd, int *pid, uint64_t *start, const char *co
     snprintf(status, sizeof status, "%s/w.status", dir);
     baton_worker_spec w = {cmd, dir, log, status, env, nenv};
     baton_err e = {0};
-    return baton_worker_spawn(&w, pid, start, &e);
+    return fleet_worker_spawn(&w, pid, start, &e);
 }
 
 static int wait_code(int pid)
 {
     int code = -1;
-    for (int k = 0; k < 5000 && !baton_worker_reap(pid, &code); k++) usleep(1000);
+    for (int k = 0; k < 5000 && !fleet_worker_reap(pid, &code); k++) usleep(1000);
     return code;
 }
 
@@ -146,40 +146,40 @@ static void workers(void)
     snprintf(status, sizeof status, "%s/w.status", dir);
     const char *env[] = {"BATON_TEST_VAR=forty two"};
     CHECK(run_worker("echo \"$BATON_TEST_VAR in $(pwd)\"; exit 7", &pid, &start, env, 1) == 0);
-    CHECK(pid > 0 && start > 0 && baton_proc_start_time(pid) == start);
+    CHECK(pid > 0 && start > 0 && fleet_proc_start_time(pid) == start);
     CHECK(getpgid(pid) == pid);   /* its own process group */
     CHECK(wait_code(pid) == 7);
-    CHECK(baton_worker_read_status(status, &code, NULL) == 1 && code == 7);
-    CHECK(!baton_proc_same(pid, start));
+    CHECK(fleet_worker_read_status(status, &code, NULL) == 1 && code == 7);
+    CHECK(!fleet_proc_same(pid, start));
     char want[400], cmd[800];
     snprintf(want, sizeof want, "forty two in %s", dir);
     snprintf(cmd, sizeof cmd, "grep -qx '%s' %s/w.log", want, dir);
     CHECK(system(cmd) == 0);
     /* a worker that is killed leaves no status; a pid with another start time is not it */
     CHECK(run_worker("sleep 30", &pid, &start, NULL, 0) == 0);
-    CHECK(baton_proc_same(pid, start) && !baton_proc_same(pid, start + 1));
-    baton_worker_kill(pid);
+    CHECK(fleet_proc_same(pid, start) && !fleet_proc_same(pid, start + 1));
+    fleet_worker_kill(pid);
     CHECK(wait_code(pid) == 128 + SIGKILL);
-    CHECK(baton_worker_read_status(status, &code, NULL) == 0);
+    CHECK(fleet_worker_read_status(status, &code, NULL) == 0);
     /* the shim outlives a SIGTERM sent to the group and reports how the command ended */
     CHECK(run_worker("trap 'exit 75' TERM; sleep 30 & wait", &pid, &start, NULL, 0) == 0);
     usleep(200000);
     kill(-pid, SIGTERM);
     CHECK(wait_code(pid) == 75);
-    CHECK(baton_worker_read_status(status, &code, NULL) == 1 && code == 75);
+    CHECK(fleet_worker_read_status(status, &code, NULL) == 1 && code == 75);
     /* progress files and checkpoint names */
     snprintf(path, sizeof path, "%s/p.step", dir);
-    CHECK(baton_progress_file_read(path) == -1);
+    CHECK(fleet_progress_file_read(path) == -1);
     FILE *f = fopen(path, "w");
     fputs("00000000000000000123\n", f);
     fclose(f);
-    CHECK(baton_progress_file_read(path) == 123);
+    CHECK(fleet_progress_file_read(path) == 123);
     f = fopen(path, "w");
     fputs("junk", f);
     fclose(f);
-    CHECK(baton_progress_file_read(path) == -1);
+    CHECK(fleet_progress_file_read(path) == -1);
     snprintf(path, sizeof path, "%s/ck", dir);
-    CHECK(baton_ckpt_newest_name(path) == -1);
+    CHECK(fleet_ckpt_newest_name(path) == -1);
     mkdir(path, 0755);
     snprintf(path, sizeof path, "%s/ck/ckpt-000000040", dir);
     mkdir(path, 0755);
@@ -188,7 +188,7 @@ static void workers(void)
     snprintf(path, sizeof path, "%s/ck/.ckpt-000000120.tmp.1", dir);
     mkdir(path, 0755);
     snprintf(path, sizeof path, "%s/ck", dir);
-    CHECK(baton_ckpt_newest_name(path) == 100);
+    CHECK(fleet_ckpt_newest_name(path) == 100);
 }
 
 int main(void)

@@ -131,9 +131,9 @@ int main(void)
     CHECK(j.market.random == 0);   /* a schedule turns the random market off unless asked */
     CHECK_EQ_U(j.nenv, 1);
     CHECK(!strcmp(j.env[0].key, "OMP_NUM_THREADS") && !strcmp(j.env[0].value, "1"));
-    const baton_job_kv *kv = baton_job_backend_opt(&j, "aws.security_groups.1");
+    const baton_job_kv *kv = fleet_job_backend_opt(&j, "aws.security_groups.1");
     CHECK(kv && !strcmp(kv->value, "sg-2") && kv->line == 34);
-    kv = baton_job_backend_opt(&j, "aws.tags.team");
+    kv = fleet_job_backend_opt(&j, "aws.tags.team");
     CHECK(kv && !strcmp(kv->value, "ml"));
     baton_job_free(&j);
 
@@ -146,15 +146,15 @@ int main(void)
 
     /* durations and buckets */
     double d;
-    CHECK(baton_duration_parse("90", &d) == 0 && d == 90);
-    CHECK(baton_duration_parse("1.5h", &d) == 0 && d == 5400);
-    CHECK(baton_duration_parse("2d", &d) == 0 && d == 172800);
-    CHECK(baton_duration_parse("5 m", &d) != 0 && baton_duration_parse("-1", &d) != 0 &&
-          baton_duration_parse("1w", &d) != 0 && baton_duration_parse("", &d) != 0);
+    CHECK(fleet_duration_parse("90", &d) == 0 && d == 90);
+    CHECK(fleet_duration_parse("1.5h", &d) == 0 && d == 5400);
+    CHECK(fleet_duration_parse("2d", &d) == 0 && d == 172800);
+    CHECK(fleet_duration_parse("5 m", &d) != 0 && fleet_duration_parse("-1", &d) != 0 &&
+          fleet_duration_parse("1w", &d) != 0 && fleet_duration_parse("", &d) != 0);
     baton_bucket b;
-    CHECK(baton_bucket_parse("10-15%", &b) == 0 && b == BATON_BUCKET_10_15);
-    CHECK(baton_bucket_parse("<5", &b) == 0 && b == BATON_BUCKET_LT5);
-    CHECK(baton_bucket_parse("25%", &b) != 0);
+    CHECK(fleet_bucket_parse("10-15%", &b) == 0 && b == BATON_BUCKET_10_15);
+    CHECK(fleet_bucket_parse("<5", &b) == 0 && b == BATON_BUCKET_LT5);
+    CHECK(fleet_bucket_parse("25%", &b) != 0);
 
     /* bad input: line and field */
     bad("name: j\ncommand: x\ninstance_types: [c5.xlarge]\nzones: [a]\nretries: many\n", "job.yaml:5:", "retries");

@@ -9,7 +9,7 @@
 static int run(const baton_wevent *ev, size_t n)
 {
     int s = BATON_W_PENDING;
-    for (size_t i = 0; i < n && s >= 0; i++) s = baton_wstate_next((baton_wstate)s, ev[i]);
+    for (size_t i = 0; i < n && s >= 0; i++) s = fleet_wstate_next((baton_wstate)s, ev[i]);
     return s;
 }
 
@@ -41,23 +41,23 @@ int main(void)
     CHECK(run(bad1, 1) == -1 && run(bad2, 2) == -1 && run(bad3, 4) == -1 && run(bad4, 4) == -1);
     int terminals = 0;
     for (int s = 0; s < BATON_W_NSTATES; s++) {
-        if (!baton_wstate_terminal((baton_wstate)s)) continue;
+        if (!fleet_wstate_terminal((baton_wstate)s)) continue;
         terminals++;
-        for (int e = 0; e < BATON_WE_NEVENTS; e++) CHECK(baton_wstate_next((baton_wstate)s, (baton_wevent)e) == -1);
+        for (int e = 0; e < BATON_WE_NEVENTS; e++) CHECK(fleet_wstate_next((baton_wstate)s, (baton_wevent)e) == -1);
     }
     CHECK_EQ_U(terminals, 4);
     /* every non-terminal state has a way out */
     for (int s = 0; s < BATON_W_NSTATES; s++) {
-        if (baton_wstate_terminal((baton_wstate)s)) continue;
+        if (fleet_wstate_terminal((baton_wstate)s)) continue;
         int out = 0;
-        for (int e = 0; e < BATON_WE_NEVENTS; e++) out += baton_wstate_next((baton_wstate)s, (baton_wevent)e) >= 0;
+        for (int e = 0; e < BATON_WE_NEVENTS; e++) out += fleet_wstate_next((baton_wstate)s, (baton_wevent)e) >= 0;
         CHECK(out > 0);
     }
-    CHECK(baton_wstate_next((baton_wstate)99, BATON_WE_LAUNCH) == -1);
-    CHECK(baton_wstate_next(BATON_W_PENDING, (baton_wevent)99) == -1);
-    for (int s = 0; s < BATON_W_NSTATES; s++) CHECK(baton_wstate_parse(baton_wstate_name((baton_wstate)s)) == s);
-    CHECK(baton_wstate_parse("RUNNNING") == -1);
-    CHECK(!strcmp(baton_wevent_name(BATON_WE_EXIT_STOPPED), "exit-75"));
+    CHECK(fleet_wstate_next((baton_wstate)99, BATON_WE_LAUNCH) == -1);
+    CHECK(fleet_wstate_next(BATON_W_PENDING, (baton_wevent)99) == -1);
+    for (int s = 0; s < BATON_W_NSTATES; s++) CHECK(fleet_wstate_parse(fleet_wstate_name((baton_wstate)s)) == s);
+    CHECK(fleet_wstate_parse("RUNNNING") == -1);
+    CHECK(!strcmp(fleet_wevent_name(BATON_WE_EXIT_STOPPED), "exit-75"));
 
     /* a task's table: the supervisor's one path for each change, everything else refused */
     static const struct { baton_task_state s; baton_tevent e; int next; } tt[] = {
@@ -74,13 +74,13 @@ int main(void)
             int want = -1;
             for (size_t k = 0; k < sizeof tt / sizeof tt[0]; k++)
                 if (tt[k].s == (baton_task_state)s && tt[k].e == (baton_tevent)e) want = tt[k].next;
-            int got = baton_task_next((baton_task_state)s, (baton_tevent)e);
-            CHECK_MSG(got == want, "task %s -%s-> %d, want %d", baton_task_state_name((baton_task_state)s),
-                      baton_tevent_name((baton_tevent)e), got, want);
+            int got = fleet_task_next((baton_task_state)s, (baton_tevent)e);
+            CHECK_MSG(got == want, "task %s -%s-> %d, want %d", fleet_task_state_name((baton_task_state)s),
+                      fleet_tevent_name((baton_tevent)e), got, want);
             allowed += got >= 0;
         }
     CHECK_EQ_U(allowed, 6);   /* done and failed are final; a task is never done twice */
-    CHECK(baton_task_next((baton_task_state)99, BATON_TE_START) == -1 && baton_task_next(BATON_TASK_WAITING, (baton_tevent)99) == -1);
-    CHECK(!strcmp(baton_tevent_name(BATON_TE_RESUME), "resume"));
+    CHECK(fleet_task_next((baton_task_state)99, BATON_TE_START) == -1 && fleet_task_next(BATON_TASK_WAITING, (baton_tevent)99) == -1);
+    CHECK(!strcmp(fleet_tevent_name(BATON_TE_RESUME), "resume"));
     CHECK_DONE();
 }

@@ -13,13 +13,13 @@
 static void test_draw(void)
 {
     baton_augment a;
-    baton_augment_draw(7, 3, 11, 0, 0, &a);
+    img_augment_draw(7, 3, 11, 0, 0, &a);
     CHECK(a.dy == 0 && a.dx == 0 && a.flip == 0);
 
     /* pure function of its inputs */
     baton_augment b;
-    baton_augment_draw(7, 3, 11, 4, 1, &a);
-    baton_augment_draw(7, 3, 11, 4, 1, &b);
+    img_augment_draw(7, 3, 11, 4, 1, &a);
+    img_augment_draw(7, 3, 11, 4, 1, &b);
     CHECK(a.dy == b.dy && a.dx == b.dx && a.flip == b.flip);
 
     /* ranges, coverage of every offset, fair flip; epochs and seeds give different streams */
@@ -27,7 +27,7 @@ static void test_draw(void)
     uint64_t hy[7] = {0}, hx[7] = {0}, flips = 0, bad = 0, same_epoch = 0, same_seed = 0;
     const uint64_t n = 20000;
     for (uint64_t p = 0; p < n; p++) {
-        baton_augment_draw(42, 1, p, pad, 1, &a);
+        img_augment_draw(42, 1, p, pad, 1, &a);
         if (a.dy < -(int32_t)pad || a.dy > (int32_t)pad || a.dx < -(int32_t)pad ||
             a.dx > (int32_t)pad || (a.flip != 0 && a.flip != 1)) {
             bad++;
@@ -36,9 +36,9 @@ static void test_draw(void)
         hy[a.dy + 3]++;
         hx[a.dx + 3]++;
         flips += (uint64_t)a.flip;
-        baton_augment_draw(42, 2, p, pad, 1, &b);
+        img_augment_draw(42, 2, p, pad, 1, &b);
         same_epoch += a.dy == b.dy && a.dx == b.dx && a.flip == b.flip;
-        baton_augment_draw(43, 1, p, pad, 1, &b);
+        img_augment_draw(43, 1, p, pad, 1, &b);
         same_seed += a.dy == b.dy && a.dx == b.dx && a.flip == b.flip;
     }
     CHECK_EQ_U(bad, 0);
@@ -56,7 +56,7 @@ static void test_draw(void)
     /* flip only: no offsets */
     int moved = 0;
     for (uint64_t p = 0; p < 100; p++) {
-        baton_augment_draw(1, 0, p, 0, 1, &a);
+        img_augment_draw(1, 0, p, 0, 1, &a);
         moved |= a.dy != 0 || a.dx != 0;
     }
     CHECK(!moved);
@@ -107,15 +107,15 @@ static void test_apply(void)
         random_image(&im, h, w, c, &seed);
         uint32_t pad = (uint32_t)(rand_r(&seed) % 7);
         baton_augment a;
-        baton_augment_draw(99, (uint64_t)iter, (uint64_t)iter * 7, pad, 1, &a);
+        img_augment_draw(99, (uint64_t)iter, (uint64_t)iter * 7, pad, 1, &a);
         if (iter % 5 == 0) a.flip = 0;
         for (int lay = 0; lay < 2; lay++) {
             baton_layout layout = lay ? BATON_LAYOUT_NHWC : BATON_LAYOUT_NCHW;
             size_t nv = (size_t)h * w * c;
             memset(ref, 0xa5, nv * sizeof *ref);
             memset(fast, 0x5a, nv * sizeof *fast);
-            baton_augment_apply_ref(&im, &a, mean, std, layout, ref);
-            baton_augment_apply(&im, &a, mean, std, layout, fast);
+            img_augment_apply_ref(&im, &a, mean, std, layout, ref);
+            img_augment_apply(&im, &a, mean, std, layout, fast);
             pad_crop_flip(&im, pad, &a, mean, std, layout, indep);
             cases++;
             if (memcmp(ref, fast, nv * sizeof *ref) != 0) {
@@ -134,7 +134,7 @@ static void test_apply(void)
     /* offsets far outside the image: everything is the normalised zero */
     random_image(&im, 5, 4, 3, &seed);
     baton_augment far = {.dy = 9, .dx = -9, .flip = 1};
-    baton_augment_apply(&im, &far, mean, std, BATON_LAYOUT_NHWC, fast);
+    img_augment_apply(&im, &far, mean, std, BATON_LAYOUT_NHWC, fast);
     int all_zero = 1;
     for (size_t i = 0; i < 5 * 4 * 3; i++)
         if (fast[i] != (0.0f - mean[i % 3]) / std[i % 3]) all_zero = 0;
@@ -146,7 +146,7 @@ static void test_apply(void)
     memcpy(im.px, px, 6);
     baton_augment hand = {.dy = -1, .dx = -1, .flip = 1};
     const float one_mean[1] = {0}, one_std[1] = {1};
-    baton_augment_apply(&im, &hand, one_mean, one_std, BATON_LAYOUT_NCHW, fast);
+    img_augment_apply(&im, &hand, one_mean, one_std, BATON_LAYOUT_NCHW, fast);
     /* unflipped crop: row0 = 0 0 0, row1 = 0 10 20; flipped: row0 = 0 0 0, row1 = 20 10 0 */
     const uint8_t want[6] = {0, 0, 0, 20, 10, 0};
     int hand_ok = 1;

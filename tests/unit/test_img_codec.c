@@ -110,12 +110,12 @@ static void test_sniff_and_image(void)
 {
     static const uint8_t png_sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
     static const uint8_t jpg_sig[3] = {0xff, 0xd8, 0xff};
-    CHECK(baton_img_sniff(png_sig, 8) == BATON_ENC_PNG);
-    CHECK(baton_img_sniff(png_sig, 7) == BATON_ENC_UNKNOWN);
-    CHECK(baton_img_sniff(jpg_sig, 3) == BATON_ENC_JPEG);
-    CHECK(baton_img_sniff(jpg_sig, 2) == BATON_ENC_UNKNOWN);
-    CHECK(baton_img_sniff((const uint8_t *)"hello world", 11) == BATON_ENC_UNKNOWN);
-    CHECK(baton_img_sniff(NULL, 0) == BATON_ENC_UNKNOWN);
+    CHECK(img_sniff(png_sig, 8) == BATON_ENC_PNG);
+    CHECK(img_sniff(png_sig, 7) == BATON_ENC_UNKNOWN);
+    CHECK(img_sniff(jpg_sig, 3) == BATON_ENC_JPEG);
+    CHECK(img_sniff(jpg_sig, 2) == BATON_ENC_UNKNOWN);
+    CHECK(img_sniff((const uint8_t *)"hello world", 11) == BATON_ENC_UNKNOWN);
+    CHECK(img_sniff(NULL, 0) == BATON_ENC_UNKNOWN);
 
     baton_image im = {0};
     baton_err err = {0};
@@ -140,7 +140,7 @@ static void test_raw(baton_rng *r)
     CHECK(baton_img_encode(&a, BATON_ENC_RAW, 0, &out, &err) == BATON_OK);
     CHECK_EQ_U(out.len, 45);
     uint32_t ex[3] = {3, 5, 3}, h, w, c;
-    CHECK(baton_img_probe(out.data, out.len, BATON_ENC_RAW, ex, &h, &w, &c, &err) == BATON_OK);
+    CHECK(img_probe(out.data, out.len, BATON_ENC_RAW, ex, &h, &w, &c, &err) == BATON_OK);
     CHECK(h == 3 && w == 5 && c == 3);
     CHECK(baton_img_decode(out.data, out.len, BATON_ENC_RAW, ex, &b, &err) == BATON_OK);
     CHECK(same_image(&a, &b));
@@ -151,7 +151,7 @@ static void test_raw(baton_rng *r)
     uint32_t bad_c[3] = {3, 5, 2};
     CHECK(baton_img_decode(out.data, 30, BATON_ENC_RAW, bad_c, &b, &err) == BATON_ERR_ARG);
     uint32_t huge[3] = {65536, 65536, 1};
-    CHECK(baton_img_probe(out.data, out.len, BATON_ENC_RAW, huge, &h, &w, &c, &err) ==
+    CHECK(img_probe(out.data, out.len, BATON_ENC_RAW, huge, &h, &w, &c, &err) ==
           BATON_ERR_FORMAT);
     /* encode refuses nonsense images and appends nothing */
     baton_image bad = a;
@@ -182,9 +182,9 @@ static void test_png_round_trip(baton_rng *r)
             CHECK(baton_img_encode(&a, BATON_ENC_PNG, 0, &out, &err) == BATON_OK);
             CHECK(baton_img_encode(&a, BATON_ENC_PNG, 0, &again, &err) == BATON_OK);
             CHECK(out.len == again.len && memcmp(out.data, again.data, out.len) == 0);
-            CHECK(baton_img_sniff(out.data, out.len) == BATON_ENC_PNG);
+            CHECK(img_sniff(out.data, out.len) == BATON_ENC_PNG);
             uint32_t h = 0, w = 0, pc = 0;
-            CHECK(baton_img_probe(out.data, out.len, BATON_ENC_PNG, NULL, &h, &w, &pc, &err) ==
+            CHECK(img_probe(out.data, out.len, BATON_ENC_PNG, NULL, &h, &w, &pc, &err) ==
                   BATON_OK);
             CHECK(h == sizes[s][0] && w == sizes[s][1] && pc == c);
             CHECK(baton_img_decode(out.data, out.len, BATON_ENC_PNG, NULL, &b, &err) == BATON_OK);
@@ -199,7 +199,7 @@ static void test_png_round_trip(baton_rng *r)
     out.len = 0;
     CHECK(baton_img_encode(&a, BATON_ENC_PNG, 0, &out, &err) == BATON_OK);
     uint32_t rgb[3] = {0, 0, 3}, grey[3] = {0, 0, 1}, h, w, c;
-    CHECK(baton_img_probe(out.data, out.len, BATON_ENC_PNG, rgb, &h, &w, &c, &err) == BATON_OK);
+    CHECK(img_probe(out.data, out.len, BATON_ENC_PNG, rgb, &h, &w, &c, &err) == BATON_OK);
     CHECK(c == 3);
     CHECK(baton_img_decode(out.data, out.len, BATON_ENC_PNG, rgb, &b, &err) == BATON_OK);
     int ok = b.c == 3;
@@ -220,7 +220,7 @@ static void test_png_round_trip(baton_rng *r)
     uint32_t wrong[3] = {9, 8, 0}, right[3] = {9, 7, 3}, bad_c[3] = {0, 0, 4};
     CHECK(baton_img_decode(out.data, out.len, BATON_ENC_PNG, wrong, &b, &err) == BATON_ERR_FORMAT);
     CHECK(strstr(err.msg, "9x7 image, expected 9x8") != NULL);
-    CHECK(baton_img_probe(out.data, out.len, BATON_ENC_PNG, wrong, &h, &w, &c, &err) ==
+    CHECK(img_probe(out.data, out.len, BATON_ENC_PNG, wrong, &h, &w, &c, &err) ==
           BATON_ERR_FORMAT);
     CHECK(baton_img_decode(out.data, out.len, BATON_ENC_PNG, right, &b, &err) == BATON_OK);
     CHECK(baton_img_decode(out.data, out.len, BATON_ENC_PNG, bad_c, &b, &err) == BATON_ERR_ARG);
@@ -299,7 +299,7 @@ static void test_png_variants(void)
     CHECK(write_png_variant(&out, w, h, 4, PNG_COLOR_TYPE_PALETTE, PNG_INTERLACE_NONE, rows,
                             pstride, pal, 3, trns, 3) == 0);
     uint32_t ph, pw, pc;
-    CHECK(baton_img_probe(out.data, out.len, BATON_ENC_PNG, NULL, &ph, &pw, &pc, &err) == BATON_OK);
+    CHECK(img_probe(out.data, out.len, BATON_ENC_PNG, NULL, &ph, &pw, &pc, &err) == BATON_OK);
     CHECK(pc == 3);
     CHECK(baton_img_decode(out.data, out.len, BATON_ENC_PNG, NULL, &im, &err) == BATON_OK);
     ok = im.c == 3;
@@ -350,9 +350,9 @@ static void test_jpeg(void)
             CHECK(baton_img_encode(&a, BATON_ENC_JPEG, 95, &out, &err) == BATON_OK);
             CHECK(baton_img_encode(&a, BATON_ENC_JPEG, 95, &again, &err) == BATON_OK);
             CHECK(out.len == again.len && memcmp(out.data, again.data, out.len) == 0);
-            CHECK(baton_img_sniff(out.data, out.len) == BATON_ENC_JPEG);
+            CHECK(img_sniff(out.data, out.len) == BATON_ENC_JPEG);
             uint32_t h = 0, w = 0, pc = 0;
-            CHECK(baton_img_probe(out.data, out.len, BATON_ENC_JPEG, NULL, &h, &w, &pc, &err) ==
+            CHECK(img_probe(out.data, out.len, BATON_ENC_JPEG, NULL, &h, &w, &pc, &err) ==
                   BATON_OK);
             CHECK(h == sizes[s][0] && w == sizes[s][1] && pc == c);
             CHECK(baton_img_decode(out.data, out.len, BATON_ENC_JPEG, NULL, &b, &err) == BATON_OK);
@@ -441,7 +441,7 @@ static void test_bad_inputs(baton_rng *r)
     CHECK(baton_img_decode(jpg.data, jpg.len / 3, BATON_ENC_JPEG, NULL, &b, &err) < 0);
     CHECK(baton_img_decode(jpg.data, jpg.len, BATON_ENC_JPEG, NULL, &b, &err) == BATON_OK);
     CHECK(baton_img_decode(jpg.data, 40, BATON_ENC_JPEG, NULL, &b, &err) < 0);
-    CHECK(baton_img_probe(jpg.data, jpg.len, BATON_ENC_JPEG, NULL, &b.h, &b.w, &b.c, &err) ==
+    CHECK(img_probe(jpg.data, jpg.len, BATON_ENC_JPEG, NULL, &b.h, &b.w, &b.c, &err) ==
           BATON_OK);
 
     /* CRC damage: IDAT's stored CRC, then one byte of IDAT data, then IHDR's CRC */
@@ -459,7 +459,7 @@ static void test_bad_inputs(baton_rng *r)
     memcpy(tmp.data, png.data, png.len);
     tmp.data[29] ^= 0xff;
     uint32_t h, w, c;
-    CHECK(baton_img_probe(tmp.data, tmp.len, BATON_ENC_PNG, NULL, &h, &w, &c, &err) ==
+    CHECK(img_probe(tmp.data, tmp.len, BATON_ENC_PNG, NULL, &h, &w, &c, &err) ==
           BATON_ERR_CORRUPT);
     CHECK(baton_img_decode(tmp.data, tmp.len, BATON_ENC_PNG, NULL, &b, &err) == BATON_ERR_CORRUPT);
 
@@ -473,7 +473,7 @@ static void test_bad_inputs(baton_rng *r)
     baton_buf_append(&tmp, early, 12);
     baton_buf_append(&tmp, ecrcb, 4);
     baton_buf_append(&tmp, png.data + 8, png.len - 8);
-    CHECK(baton_img_probe(tmp.data, tmp.len, BATON_ENC_PNG, NULL, &h, &w, &c, &err) ==
+    CHECK(img_probe(tmp.data, tmp.len, BATON_ENC_PNG, NULL, &h, &w, &c, &err) ==
           BATON_ERR_CORRUPT);
     CHECK(baton_img_decode(tmp.data, tmp.len, BATON_ENC_PNG, NULL, &b, &err) == BATON_ERR_CORRUPT);
     CHECK(strstr(err.msg, "IHDR") != NULL);
@@ -502,7 +502,7 @@ static void test_bad_inputs(baton_rng *r)
     uint32_t crc = (uint32_t)crc32(crc32(0, NULL, 0), tmp.data + 12, 17);
     uint8_t crcb[4] = {(uint8_t)(crc >> 24), (uint8_t)(crc >> 16), (uint8_t)(crc >> 8), (uint8_t)crc};
     memcpy(tmp.data + 29, crcb, 4);
-    CHECK(baton_img_probe(tmp.data, tmp.len, BATON_ENC_PNG, NULL, &h, &w, &c, &err) ==
+    CHECK(img_probe(tmp.data, tmp.len, BATON_ENC_PNG, NULL, &h, &w, &c, &err) ==
           BATON_ERR_FORMAT);
     CHECK(strstr(err.msg, "larger than") != NULL);
     CHECK(baton_img_decode(tmp.data, tmp.len, BATON_ENC_PNG, NULL, &b, &err) == BATON_ERR_FORMAT);
@@ -520,7 +520,7 @@ static void test_bad_inputs(baton_rng *r)
     tmp.data[sof + 6] = 0xe8;
     tmp.data[sof + 7] = 0xfd;  /* width 65000 */
     tmp.data[sof + 8] = 0xe8;
-    CHECK(baton_img_probe(tmp.data, tmp.len, BATON_ENC_JPEG, NULL, &h, &w, &c, &err) ==
+    CHECK(img_probe(tmp.data, tmp.len, BATON_ENC_JPEG, NULL, &h, &w, &c, &err) ==
           BATON_ERR_FORMAT);
     CHECK(baton_img_decode(tmp.data, tmp.len, BATON_ENC_JPEG, NULL, &b, &err) == BATON_ERR_FORMAT);
     CHECK(strstr(err.msg, "larger than") != NULL);

@@ -63,51 +63,51 @@ static void test_plain(void)
     uint32_t img_dims[3] = {2, 3, 4}, lab_dims[1] = {5};
 
     size_t n = build_idx(buf, 8, 3, img_dims, 0);
-    CHECK(baton_idxu_parse("imgs", buf, n, &x, &err) == BATON_OK);
+    CHECK(img_idxu_parse("imgs", buf, n, &x, &err) == BATON_OK);
     CHECK(x.ndim == 3 && x.dims[0] == 2 && x.dims[1] == 3 && x.dims[2] == 4 && x.len == 24);
     CHECK(x.data[0] == 0 && x.data[23] == (uint8_t)(23 * 3));
-    baton_idxu_free(&x);
+    img_idxu_free(&x);
     CHECK(x.data == NULL);
 
     n = build_idx(buf, 8, 1, lab_dims, 0);
-    CHECK(baton_idxu_parse("labels", buf, n, &x, &err) == BATON_OK);
+    CHECK(img_idxu_parse("labels", buf, n, &x, &err) == BATON_OK);
     CHECK(x.ndim == 1 && x.dims[0] == 5 && x.len == 5 && x.data[4] == 12);
-    baton_idxu_free(&x);
+    img_idxu_free(&x);
 
     uint32_t zero[3] = {0, 28, 28};
     n = build_idx(buf, 8, 3, zero, 0);
-    CHECK(baton_idxu_parse("empty", buf, n, &x, &err) == BATON_OK);
+    CHECK(img_idxu_parse("empty", buf, n, &x, &err) == BATON_OK);
     CHECK(x.len == 0 && x.dims[0] == 0);
-    baton_idxu_free(&x);
+    img_idxu_free(&x);
 
     /* magic */
     n = build_idx(buf, 8, 3, img_dims, 0);
     buf[0] = 1;
-    CHECK(baton_idxu_parse("m.idx", buf, n, &x, &err) == BATON_ERR_CORRUPT);
+    CHECK(img_idxu_parse("m.idx", buf, n, &x, &err) == BATON_ERR_CORRUPT);
     CHECK(strstr(err.msg, "m.idx: bad IDX magic 0x01000803") != NULL);
     CHECK(x.data == NULL);
     /* element type */
     n = build_idx(buf, 0x0d, 3, img_dims, 0);
-    CHECK(baton_idxu_parse("t.idx", buf, n, &x, &err) == BATON_ERR_FORMAT);
+    CHECK(img_idxu_parse("t.idx", buf, n, &x, &err) == BATON_ERR_FORMAT);
     CHECK(strstr(err.msg, "0x0d (f32)") != NULL);
     /* rank */
     uint32_t d2[2] = {3, 4};
     n = build_idx(buf, 8, 2, d2, 0);
-    CHECK(baton_idxu_parse("r.idx", buf, n, &x, &err) == BATON_ERR_FORMAT);
+    CHECK(img_idxu_parse("r.idx", buf, n, &x, &err) == BATON_ERR_FORMAT);
     CHECK(strstr(err.msg, "2 dimensions") != NULL);
     n = build_idx(buf, 8, 0, NULL, 0);
-    CHECK(baton_idxu_parse("r0.idx", buf, 4, &x, &err) == BATON_ERR_FORMAT);
+    CHECK(img_idxu_parse("r0.idx", buf, 4, &x, &err) == BATON_ERR_FORMAT);
     /* truncated header, truncated data, trailing bytes */
-    CHECK(baton_idxu_parse("e", buf, 0, &x, &err) == BATON_ERR_TRUNCATED);
-    CHECK(baton_idxu_parse("e", NULL, 0, &x, &err) == BATON_ERR_TRUNCATED);
-    CHECK(baton_idxu_parse("h", buf, 3, &x, &err) == BATON_ERR_TRUNCATED);
+    CHECK(img_idxu_parse("e", buf, 0, &x, &err) == BATON_ERR_TRUNCATED);
+    CHECK(img_idxu_parse("e", NULL, 0, &x, &err) == BATON_ERR_TRUNCATED);
+    CHECK(img_idxu_parse("h", buf, 3, &x, &err) == BATON_ERR_TRUNCATED);
     n = build_idx(buf, 8, 3, img_dims, 0);
-    CHECK(baton_idxu_parse("h", buf, 10, &x, &err) == BATON_ERR_TRUNCATED);
+    CHECK(img_idxu_parse("h", buf, 10, &x, &err) == BATON_ERR_TRUNCATED);
     n = build_idx(buf, 8, 3, img_dims, -1);
-    CHECK(baton_idxu_parse("short.idx", buf, n, &x, &err) == BATON_ERR_TRUNCATED);
+    CHECK(img_idxu_parse("short.idx", buf, n, &x, &err) == BATON_ERR_TRUNCATED);
     CHECK(strstr(err.msg, "2x3x4 = 24 data bytes, file has 23") != NULL);
     n = build_idx(buf, 8, 3, img_dims, 2);
-    CHECK(baton_idxu_parse("long.idx", buf, n, &x, &err) == BATON_ERR_FORMAT);
+    CHECK(img_idxu_parse("long.idx", buf, n, &x, &err) == BATON_ERR_FORMAT);
     CHECK(strstr(err.msg, "24 data bytes, file has 26 (2 trailing bytes)") != NULL);
     /* dimensions whose product overflows, or is huge */
     buf[0] = buf[1] = 0;  /* header only (build_idx would write the data) */
@@ -115,12 +115,12 @@ static void test_plain(void)
     buf[3] = 3;
     for (int i = 0; i < 3; i++) put_be32(buf + 4 + 4 * i, 0xffffffffu);
     n = 16;
-    CHECK(baton_idxu_parse("big", buf, n, &x, &err) == BATON_ERR_FORMAT);
+    CHECK(img_idxu_parse("big", buf, n, &x, &err) == BATON_ERR_FORMAT);
     CHECK(strstr(err.msg, "overflows") != NULL);
     put_be32(buf + 4, 60000);
     put_be32(buf + 8, 28);
     put_be32(buf + 12, 28);
-    CHECK(baton_idxu_parse("cut", buf, 16, &x, &err) == BATON_ERR_TRUNCATED);
+    CHECK(img_idxu_parse("cut", buf, 16, &x, &err) == BATON_ERR_TRUNCATED);
     CHECK(strstr(err.msg, "60000x28x28 = 47040000 data bytes, file has 0") != NULL);
 }
 
@@ -133,43 +133,43 @@ static void test_gzip(void)
     size_t n = build_idx(plain, 8, 3, dims, 0);
     size_t gn = gzip(plain, n, gz, sizeof gz);
     CHECK(gn > 18 && gz[0] == 0x1f && gz[1] == 0x8b);
-    CHECK(baton_idxu_parse("a.gz", gz, gn, &x, &err) == BATON_OK);
+    CHECK(img_idxu_parse("a.gz", gz, gn, &x, &err) == BATON_OK);
     CHECK(x.len == 630 && x.dims[0] == 10 && memcmp(x.data, plain + 16, 630) == 0);
-    baton_idxu_free(&x);
+    img_idxu_free(&x);
 
     /* two members (cat a.gz b.gz), then trailing zeros */
     size_t g1 = gzip(plain, 100, two, sizeof two);
     size_t g2 = gzip(plain + 100, n - 100, two + g1, sizeof two - g1);
     CHECK(g1 > 0 && g2 > 0);
     memset(two + g1 + g2, 0, 8);
-    CHECK(baton_idxu_parse("two.gz", two, g1 + g2 + 8, &x, &err) == BATON_OK);
+    CHECK(img_idxu_parse("two.gz", two, g1 + g2 + 8, &x, &err) == BATON_OK);
     CHECK(x.len == 630 && memcmp(x.data, plain + 16, 630) == 0);
-    baton_idxu_free(&x);
+    img_idxu_free(&x);
     two[g1 + g2 + 3] = 'x';
-    CHECK(baton_idxu_parse("junk.gz", two, g1 + g2 + 8, &x, &err) == BATON_ERR_FORMAT);
+    CHECK(img_idxu_parse("junk.gz", two, g1 + g2 + 8, &x, &err) == BATON_ERR_FORMAT);
     CHECK(strstr(err.msg, "trailing garbage") != NULL);
 
     /* cut short at every length: clean errors */
     int ok = 1;
     for (size_t k = 2; k < gn; k++) {
-        int rc = baton_idxu_parse("cut.gz", gz, k, &x, &err);
+        int rc = img_idxu_parse("cut.gz", gz, k, &x, &err);
         ok &= rc == BATON_ERR_TRUNCATED || rc == BATON_ERR_CORRUPT;
     }
     CHECK(ok);
-    CHECK(baton_idxu_parse("cut.gz", gz, gn - 20, &x, &err) == BATON_ERR_TRUNCATED);
+    CHECK(img_idxu_parse("cut.gz", gz, gn - 20, &x, &err) == BATON_ERR_TRUNCATED);
     CHECK(strstr(err.msg, "ends early") != NULL);
     /* damage: the CRC trailer, a data byte */
     gz[gn - 6] ^= 0xff;
-    CHECK(baton_idxu_parse("crc.gz", gz, gn, &x, &err) == BATON_ERR_CORRUPT);
+    CHECK(img_idxu_parse("crc.gz", gz, gn, &x, &err) == BATON_ERR_CORRUPT);
     CHECK(strstr(err.msg, "crc.gz: gzip data is corrupt") != NULL);
     gz[gn - 6] ^= 0xff;
     gz[3] = 0xe0;  /* reserved header flags */
-    CHECK(baton_idxu_parse("hdr.gz", gz, gn, &x, &err) == BATON_ERR_CORRUPT);
+    CHECK(img_idxu_parse("hdr.gz", gz, gn, &x, &err) == BATON_ERR_CORRUPT);
 
     /* a gzip of a bad IDX still names the problem */
     plain[2] = 0x0c;
     gn = gzip(plain, n, gz, sizeof gz);
-    CHECK(baton_idxu_parse("i32.gz", gz, gn, &x, &err) == BATON_ERR_FORMAT);
+    CHECK(img_idxu_parse("i32.gz", gz, gn, &x, &err) == BATON_ERR_FORMAT);
     CHECK(strstr(err.msg, "i32") != NULL);
 
     /* a small file that inflates a lot is bounded by what it really holds */
@@ -179,7 +179,7 @@ static void test_gzip(void)
     static uint8_t zgz[1 << 16];
     size_t zn = gzip(zeros, 16 + (1 << 20) - 16, zgz, sizeof zgz);  /* header + zeros */
     CHECK(zn > 0 && zn < 4096);
-    CHECK(baton_idxu_parse("zeros.gz", zgz, zn, &x, &err) == BATON_ERR_TRUNCATED);
+    CHECK(img_idxu_parse("zeros.gz", zgz, zn, &x, &err) == BATON_ERR_TRUNCATED);
 }
 
 static void test_files(void)
@@ -194,11 +194,11 @@ static void test_files(void)
     baton_err err = {0};
     CHECK(baton_file_write_atomic(path, buf, n, &err) == BATON_OK);
     baton_idxu x;
-    CHECK(baton_idxu_load(path, &x, &err) == BATON_OK);
+    CHECK(img_idxu_load(path, &x, &err) == BATON_OK);
     CHECK(x.ndim == 1 && x.len == 7);
-    baton_idxu_free(&x);
+    img_idxu_free(&x);
     unlink(path);
-    CHECK(baton_idxu_load(path, &x, &err) == BATON_ERR_NOTFOUND);
+    CHECK(img_idxu_load(path, &x, &err) == BATON_ERR_NOTFOUND);
     CHECK(strstr(err.msg, "l.idx") != NULL);
     rmdir(dir);
 
@@ -206,11 +206,11 @@ static void test_files(void)
         printf("skipping real Fashion-MNIST: %s not installed\n", FMNIST_DIR);
         return;
     }
-    CHECK(baton_idxu_load(FMNIST_DIR "/train-images-idx3-ubyte.gz", &x, &err) == BATON_OK);
+    CHECK(img_idxu_load(FMNIST_DIR "/train-images-idx3-ubyte.gz", &x, &err) == BATON_OK);
     CHECK(x.ndim == 3 && x.dims[0] == 60000 && x.dims[1] == 28 && x.dims[2] == 28);
     CHECK(x.len == 60000u * 784u);
-    baton_idxu_free(&x);
-    CHECK(baton_idxu_load(FMNIST_DIR "/train-labels-idx1-ubyte.gz", &x, &err) == BATON_OK);
+    img_idxu_free(&x);
+    CHECK(img_idxu_load(FMNIST_DIR "/train-labels-idx1-ubyte.gz", &x, &err) == BATON_OK);
     CHECK(x.ndim == 1 && x.dims[0] == 60000 && x.len == 60000);
     int ok = 1;
     size_t hist[10] = {0};
@@ -220,10 +220,10 @@ static void test_files(void)
     }
     CHECK(ok);
     for (int k = 0; k < 10; k++) CHECK_EQ_U(hist[k], 6000);  /* Fashion-MNIST is balanced */
-    baton_idxu_free(&x);
-    CHECK(baton_idxu_load(FMNIST_DIR "/t10k-images-idx3-ubyte.gz", &x, &err) == BATON_OK);
+    img_idxu_free(&x);
+    CHECK(img_idxu_load(FMNIST_DIR "/t10k-images-idx3-ubyte.gz", &x, &err) == BATON_OK);
     CHECK(x.dims[0] == 10000 && x.len == 10000u * 784u);
-    baton_idxu_free(&x);
+    img_idxu_free(&x);
 }
 
 int main(void)

@@ -1,6 +1,6 @@
 /* test_img_pipeline.c — the decode pipeline end to end over mount-mode loaders on packed datasets:
  *  - every batch equals an independent computation (a second loader in the same order, parse,
- *    decode, baton_augment_apply_ref), with and without augmentation, so every sample of an epoch
+ *    decode, img_augment_apply_ref), with and without augmentation, so every sample of an epoch
  *    appears exactly once and in order; RecordIO raw/JPEG/PNG, TFRecord, grey and RGB, NCHW/NHWC;
  *  - batch bytes are identical for 1 and 3 workers (crop pad 2 + flip);
  *  - resume: a fresh loader seeked to a batch's `next` cursor continues byte-identically across an
@@ -266,8 +266,8 @@ static size_t expect_epoch(const char *dir, uint64_t seed, uint64_t epoch,
         if (s.id >= n || seen[s.id]) dup++;
         else seen[s.id] = 1;
         baton_augment a;
-        baton_augment_draw(seed, epoch, i, po->crop_pad, po->flip, &a);
-        baton_augment_apply_ref(&im, &a, m->mean, m->std, po->layout, *xs + i * sf);
+        img_augment_draw(seed, epoch, i, po->crop_pad, po->flip, &a);
+        img_augment_apply_ref(&im, &a, m->mean, m->std, po->layout, *xs + i * sf);
         (*ys)[i] = (int32_t)s.label;
         i++;
     }
@@ -519,7 +519,7 @@ static void test_bad_records(const char *jpeg_dir, const char *other_dir)
     snprintf(path, sizeof path, "%s/%s", bad, m.shards[0].index);
     baton_idx_entry *e = NULL;
     size_t ne = 0;
-    CHECK(baton_idx_load(path, &e, &ne, &err) == BATON_OK && ne > 3);
+    CHECK(rec_idx_load(path, &e, &ne, &err) == BATON_OK && ne > 3);
     uint64_t off = ne > 3 ? e[3].offset : 0;
     snprintf(path, sizeof path, "%s/%s", bad, m.shards[0].file);
     FILE *f = fopen(path, "r+b");
@@ -563,7 +563,7 @@ static void test_bad_records(const char *jpeg_dir, const char *other_dir)
     CHECK(baton_manifest_load(bad, &m, &err) == BATON_OK);
     size_t last = m.nshards - 1;
     snprintf(path, sizeof path, "%s/%s", bad, m.shards[last].index);
-    CHECK(baton_idx_load(path, &e, &ne, &err) == BATON_OK && ne > 0);
+    CHECK(rec_idx_load(path, &e, &ne, &err) == BATON_OK && ne > 0);
     off = ne > 0 ? e[ne - 1].offset : 0;
     snprintf(path, sizeof path, "%s/%s", bad, m.shards[last].file);
     f = fopen(path, "r+b");

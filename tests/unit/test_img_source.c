@@ -55,17 +55,17 @@ static void test_specs(void)
 {
     baton_src *s = (baton_src *)1;
     baton_err err = {0};
-    CHECK(baton_src_open("mnist:/x", "train", &s, &err) == BATON_ERR_USAGE && s == NULL);
+    CHECK(img_src_open("mnist:/x", "train", &s, &err) == BATON_ERR_USAGE && s == NULL);
     CHECK(strstr(err.msg, "unknown source") != NULL);
-    CHECK(baton_src_open("cifar10", "train", &s, &err) == BATON_ERR_ARG);
-    CHECK(baton_src_open("imagefolder:", "train", &s, &err) == BATON_ERR_ARG);
-    CHECK(baton_src_open("", "train", &s, &err) == BATON_ERR_ARG);
-    CHECK(baton_src_open("cifar10:/x", "val", &s, &err) == BATON_ERR_ARG);
-    CHECK(baton_src_open("imagefolder:/x", "../up", &s, &err) == BATON_ERR_ARG);
-    CHECK(baton_src_open("cifar10:/nonexistent-dir", "train", &s, &err) == BATON_ERR_NOTFOUND);
+    CHECK(img_src_open("cifar10", "train", &s, &err) == BATON_ERR_ARG);
+    CHECK(img_src_open("imagefolder:", "train", &s, &err) == BATON_ERR_ARG);
+    CHECK(img_src_open("", "train", &s, &err) == BATON_ERR_ARG);
+    CHECK(img_src_open("cifar10:/x", "val", &s, &err) == BATON_ERR_ARG);
+    CHECK(img_src_open("imagefolder:/x", "../up", &s, &err) == BATON_ERR_ARG);
+    CHECK(img_src_open("cifar10:/nonexistent-dir", "train", &s, &err) == BATON_ERR_NOTFOUND);
     CHECK(strstr(err.msg, "/nonexistent-dir") != NULL);
-    CHECK(baton_src_open("fashion-mnist:/nonexistent-dir", NULL, &s, &err) == BATON_ERR_NOTFOUND);
-    CHECK(baton_src_open("imagefolder:/nonexistent-dir", NULL, &s, &err) == BATON_ERR_NOTFOUND);
+    CHECK(img_src_open("fashion-mnist:/nonexistent-dir", NULL, &s, &err) == BATON_ERR_NOTFOUND);
+    CHECK(img_src_open("imagefolder:/nonexistent-dir", NULL, &s, &err) == BATON_ERR_NOTFOUND);
 }
 
 static void cifar_record(uint8_t *rec, uint8_t label, int seed)
@@ -96,20 +96,20 @@ static void test_cifar(void)
     baton_err err = {0};
     baton_src_item it;
     spec_path(spec, sizeof spec, "cifar10", "cifar");
-    CHECK(baton_src_open(spec, "train", &s, &err) == BATON_OK);
+    CHECK(img_src_open(spec, "train", &s, &err) == BATON_OK);
     if (!s) return;
-    CHECK(strcmp(baton_src_name(s), "cifar10") == 0);
-    CHECK_EQ_U(baton_src_count(s), 10);
-    CHECK_EQ_U(baton_src_classes(s), 10);
-    CHECK(strcmp(baton_src_class_name(s, 0), "airplane") == 0);
-    CHECK(strcmp(baton_src_class_name(s, 9), "truck") == 0);
-    CHECK(baton_src_class_name(s, 10) == NULL);
+    CHECK(strcmp(img_src_name(s), "cifar10") == 0);
+    CHECK_EQ_U(img_src_count(s), 10);
+    CHECK_EQ_U(img_src_classes(s), 10);
+    CHECK(strcmp(img_src_class_name(s, 0), "airplane") == 0);
+    CHECK(strcmp(img_src_class_name(s, 9), "truck") == 0);
+    CHECK(img_src_class_name(s, 10) == NULL);
     uint32_t shape[3];
-    baton_src_shape(s, shape);
+    img_src_shape(s, shape);
     CHECK(shape[0] == 32 && shape[1] == 32 && shape[2] == 3);
     int ok = 1;
     for (size_t i = 0; i < 10; i++) {
-        ok &= baton_src_get(s, i, &it, &err) == BATON_OK;
+        ok &= img_src_get(s, i, &it, &err) == BATON_OK;
         ok &= it.label == i && it.id == i && it.image && it.image->h == 32 && it.image->c == 3;
         int seed = 10 * (int)(i / 2 + 1) + (int)(i % 2);
         for (int p = 0; ok && p < 1024; p++)
@@ -120,45 +120,45 @@ static void test_cifar(void)
     CHECK(ok);
     CHECK(strstr(it.path, "data_batch_5.bin") != NULL);
     CHECK(it.encoding == BATON_ENC_RAW && it.nbytes == 3072 && it.bytes == it.image->px);
-    CHECK(baton_src_get(s, 10, &it, &err) == BATON_ERR_ARG);
-    baton_src_close(s);
+    CHECK(img_src_get(s, 10, &it, &err) == BATON_ERR_ARG);
+    img_src_close(s);
 
     /* test split, custom names */
     write_text("cifar/batches.meta.txt", "a\nb\nc\nd\ne\nf\ng\nh\ni\nj  \r\n\n");
-    CHECK(baton_src_open(spec, "test", &s, &err) == BATON_OK);
+    CHECK(img_src_open(spec, "test", &s, &err) == BATON_OK);
     if (s) {
-        CHECK_EQ_U(baton_src_count(s), 2);
-        CHECK(strcmp(baton_src_class_name(s, 9), "j") == 0);
-        CHECK(baton_src_get(s, 0, &it, &err) == BATON_OK && it.label == 9);
-        CHECK(baton_src_get(s, 1, &it, &err) == BATON_OK && it.label == 3);
+        CHECK_EQ_U(img_src_count(s), 2);
+        CHECK(strcmp(img_src_class_name(s, 9), "j") == 0);
+        CHECK(img_src_get(s, 0, &it, &err) == BATON_OK && it.label == 9);
+        CHECK(img_src_get(s, 1, &it, &err) == BATON_OK && it.label == 3);
         CHECK(it.image->px[0] == 8);
-        baton_src_close(s);
+        img_src_close(s);
     }
     write_text("cifar/batches.meta.txt", "a\nb\n");
-    CHECK(baton_src_open(spec, "test", &s, &err) == BATON_ERR_FORMAT);
+    CHECK(img_src_open(spec, "test", &s, &err) == BATON_ERR_FORMAT);
     CHECK(strstr(err.msg, "batches.meta.txt: 2 class names") != NULL);
     write_text("cifar/batches.meta.txt", "a\nb\nc\nd\ne\nf\ng\nh\ni\nj\n");
 
     /* a label above 9 is an error naming the file and record */
     cifar_record(batch + 3073, 10, 0);
     write_file("cifar/test_batch.bin", batch, sizeof batch);
-    CHECK(baton_src_open(spec, "test", &s, &err) == BATON_OK);
+    CHECK(img_src_open(spec, "test", &s, &err) == BATON_OK);
     if (s) {
-        CHECK(baton_src_get(s, 0, &it, &err) == BATON_OK);
-        CHECK(baton_src_get(s, 1, &it, &err) == BATON_ERR_FORMAT);
+        CHECK(img_src_get(s, 0, &it, &err) == BATON_OK);
+        CHECK(img_src_get(s, 1, &it, &err) == BATON_ERR_FORMAT);
         CHECK(strstr(err.msg, "test_batch.bin: record 1: label 10") != NULL);
-        baton_src_close(s);
+        img_src_close(s);
     }
     /* bad size, empty file, missing file */
     write_file("cifar/test_batch.bin", batch, 3073 + 100);
-    CHECK(baton_src_open(spec, "test", &s, &err) == BATON_ERR_FORMAT);
+    CHECK(img_src_open(spec, "test", &s, &err) == BATON_ERR_FORMAT);
     CHECK(strstr(err.msg, "test_batch.bin: 3173 bytes is not a whole number of 3073-byte") != NULL);
     write_file("cifar/test_batch.bin", batch, 0);
-    CHECK(baton_src_open(spec, "test", &s, &err) == BATON_ERR_FORMAT);
+    CHECK(img_src_open(spec, "test", &s, &err) == BATON_ERR_FORMAT);
     char path[512];
     snprintf(path, sizeof path, "%s/cifar/data_batch_3.bin", root);
     unlink(path);
-    CHECK(baton_src_open(spec, "train", &s, &err) == BATON_ERR_NOTFOUND);
+    CHECK(img_src_open(spec, "train", &s, &err) == BATON_ERR_NOTFOUND);
     CHECK(strstr(err.msg, "data_batch_3.bin") != NULL);
 }
 
@@ -197,21 +197,21 @@ static void test_folder(void)
     baton_src *s = NULL;
     baton_err err = {0};
     baton_src_item it;
-    CHECK(baton_src_open(spec, "train", &s, &err) == BATON_OK);
+    CHECK(img_src_open(spec, "train", &s, &err) == BATON_OK);
     if (!s) return;
-    CHECK(strcmp(baton_src_name(s), "imagefolder") == 0);
-    CHECK_EQ_U(baton_src_count(s), 4);
-    CHECK_EQ_U(baton_src_classes(s), 2);
-    CHECK(strcmp(baton_src_class_name(s, 0), "cat") == 0);
-    CHECK(strcmp(baton_src_class_name(s, 1), "dog") == 0);
+    CHECK(strcmp(img_src_name(s), "imagefolder") == 0);
+    CHECK_EQ_U(img_src_count(s), 4);
+    CHECK_EQ_U(img_src_classes(s), 2);
+    CHECK(strcmp(img_src_class_name(s, 0), "cat") == 0);
+    CHECK(strcmp(img_src_class_name(s, 1), "dog") == 0);
     uint32_t shape[3] = {1, 1, 1};
-    baton_src_shape(s, shape);
+    img_src_shape(s, shape);
     CHECK(shape[0] == 0 && shape[1] == 0 && shape[2] == 0);
     static const char *const names[4] = {"cat/a.jpg", "cat/b.png", "dog/x.PNG", "dog/y.jpeg"};
     static const baton_encoding encs[4] = {BATON_ENC_JPEG, BATON_ENC_PNG, BATON_ENC_PNG,
                                            BATON_ENC_JPEG};
     for (size_t i = 0; i < 4; i++) {
-        CHECK(baton_src_get(s, i, &it, &err) == BATON_OK);
+        CHECK(img_src_get(s, i, &it, &err) == BATON_OK);
         CHECK_EQ_U(it.label, i / 2);
         CHECK(it.image == NULL && it.bytes && it.nbytes > 0);
         CHECK(it.encoding == encs[i]);
@@ -221,17 +221,17 @@ static void test_folder(void)
         if (it.encoding == BATON_ENC_PNG)
             CHECK(memcmp(dec.px, ims[i].px, (size_t)dec.h * dec.w * 3) == 0);
     }
-    baton_src_close(s);
+    img_src_close(s);
 
     /* a .png that is not an image: named on get */
     write_file("folder/dog/z.png", "not an image", 12);
-    CHECK(baton_src_open(spec, "test", &s, &err) == BATON_OK);
+    CHECK(img_src_open(spec, "test", &s, &err) == BATON_OK);
     if (s) {
-        CHECK_EQ_U(baton_src_count(s), 5);
-        CHECK(baton_src_get(s, 4, &it, &err) == BATON_ERR_FORMAT);
+        CHECK_EQ_U(img_src_count(s), 5);
+        CHECK(img_src_get(s, 4, &it, &err) == BATON_ERR_FORMAT);
         CHECK(strstr(err.msg, "dog/z.png: neither PNG nor JPEG") != NULL);
-        CHECK(baton_src_get(s, 0, &it, &err) == BATON_OK);  /* still usable */
-        baton_src_close(s);
+        CHECK(img_src_get(s, 0, &it, &err) == BATON_OK);  /* still usable */
+        img_src_close(s);
     }
 
     /* split folders: DIR/train is used when it exists */
@@ -240,15 +240,15 @@ static void test_folder(void)
     write_image("split/test/one/b.png", BATON_ENC_PNG, 1, &tmp);
     write_image("split/test/two/c.png", BATON_ENC_PNG, 2, &tmp);
     spec_path(spec, sizeof spec, "imagefolder", "split");
-    CHECK(baton_src_open(spec, "train", &s, &err) == BATON_OK);
+    CHECK(img_src_open(spec, "train", &s, &err) == BATON_OK);
     if (s) {
-        CHECK(baton_src_count(s) == 1 && baton_src_classes(s) == 1);
-        baton_src_close(s);
+        CHECK(img_src_count(s) == 1 && img_src_classes(s) == 1);
+        img_src_close(s);
     }
-    CHECK(baton_src_open(spec, "test", &s, &err) == BATON_OK);
+    CHECK(img_src_open(spec, "test", &s, &err) == BATON_OK);
     if (s) {
-        CHECK(baton_src_count(s) == 2 && baton_src_classes(s) == 2);
-        baton_src_close(s);
+        CHECK(img_src_count(s) == 2 && img_src_classes(s) == 2);
+        img_src_close(s);
     }
     /* an empty class folder keeps its label number */
     write_image("gap/a/x.png", BATON_ENC_PNG, 0, &tmp);
@@ -257,20 +257,20 @@ static void test_folder(void)
     snprintf(gap, sizeof gap, "%s/gap/b", root);
     CHECK(mkdir(gap, 0755) == 0);
     spec_path(spec, sizeof spec, "imagefolder", "gap");
-    CHECK(baton_src_open(spec, "train", &s, &err) == BATON_OK);
+    CHECK(img_src_open(spec, "train", &s, &err) == BATON_OK);
     if (s) {
-        CHECK(baton_src_count(s) == 2 && baton_src_classes(s) == 3);
-        CHECK(baton_src_get(s, 1, &it, &err) == BATON_OK && it.label == 2);
-        baton_src_close(s);
+        CHECK(img_src_count(s) == 2 && img_src_classes(s) == 3);
+        CHECK(img_src_get(s, 1, &it, &err) == BATON_OK && it.label == 2);
+        img_src_close(s);
     }
     /* no classes, no images */
     write_file("noclass/x.png", "x", 1);
     spec_path(spec, sizeof spec, "imagefolder", "noclass");
-    CHECK(baton_src_open(spec, "train", &s, &err) == BATON_ERR_FORMAT);
+    CHECK(img_src_open(spec, "train", &s, &err) == BATON_ERR_FORMAT);
     CHECK(strstr(err.msg, "no class sub-folders") != NULL);
     write_file("noimg/a/readme.txt", "x", 1);
     spec_path(spec, sizeof spec, "imagefolder", "noimg");
-    CHECK(baton_src_open(spec, "train", &s, &err) == BATON_ERR_FORMAT);
+    CHECK(img_src_open(spec, "train", &s, &err) == BATON_ERR_FORMAT);
     CHECK(strstr(err.msg, "no .jpg/.jpeg/.png images") != NULL);
 
     for (int i = 0; i < 4; i++) baton_image_free(&ims[i]);
@@ -318,46 +318,46 @@ static void test_mnist(void)
     char spec[256];
     write_mnist("fm", 3, 3, 0);
     spec_path(spec, sizeof spec, "fashion-mnist", "fm");
-    CHECK(baton_src_open(spec, "train", &s, &err) == BATON_OK);
+    CHECK(img_src_open(spec, "train", &s, &err) == BATON_OK);
     if (s) {
-        CHECK_EQ_U(baton_src_count(s), 3);
-        CHECK_EQ_U(baton_src_classes(s), 10);
-        CHECK(strcmp(baton_src_class_name(s, 0), "T-shirt/top") == 0);
-        CHECK(strcmp(baton_src_class_name(s, 9), "Ankle boot") == 0);
+        CHECK_EQ_U(img_src_count(s), 3);
+        CHECK_EQ_U(img_src_classes(s), 10);
+        CHECK(strcmp(img_src_class_name(s, 0), "T-shirt/top") == 0);
+        CHECK(strcmp(img_src_class_name(s, 9), "Ankle boot") == 0);
         uint32_t shape[3];
-        baton_src_shape(s, shape);
+        img_src_shape(s, shape);
         CHECK(shape[0] == 28 && shape[1] == 28 && shape[2] == 1);
-        CHECK(baton_src_get(s, 2, &it, &err) == BATON_OK);
+        CHECK(img_src_get(s, 2, &it, &err) == BATON_OK);
         CHECK(it.label == 4 && it.id == 2 && it.image && it.image->c == 1 && it.image->h == 28);
         CHECK(it.image->px[0] == 100 && it.image->px[8] == 101);
-        baton_src_close(s);
+        img_src_close(s);
     }
-    CHECK(baton_src_open(spec, "test", &s, &err) == BATON_ERR_NOTFOUND);
+    CHECK(img_src_open(spec, "test", &s, &err) == BATON_ERR_NOTFOUND);
     CHECK(strstr(err.msg, "t10k-images-idx3-ubyte.gz") != NULL);
     write_mnist("fm2", 3, 2, 0);
     spec_path(spec, sizeof spec, "fashion-mnist", "fm2");
-    CHECK(baton_src_open(spec, "train", &s, &err) == BATON_ERR_FORMAT);
+    CHECK(img_src_open(spec, "train", &s, &err) == BATON_ERR_FORMAT);
     CHECK(strstr(err.msg, "has 3 images but") != NULL && strstr(err.msg, "has 2 labels") != NULL);
     write_mnist("fm3", 3, 3, 10);
     spec_path(spec, sizeof spec, "fashion-mnist", "fm3");
-    CHECK(baton_src_open(spec, "train", &s, &err) == BATON_ERR_FORMAT);
+    CHECK(img_src_open(spec, "train", &s, &err) == BATON_ERR_FORMAT);
     CHECK(strstr(err.msg, "label 10 at index 1") != NULL);
 
     if (access(FMNIST_DIR "/t10k-images-idx3-ubyte.gz", R_OK) != 0) {
         printf("skipping installed Fashion-MNIST: not present\n");
         return;
     }
-    CHECK(baton_src_open("fashion-mnist", "test", &s, &err) == BATON_OK);
+    CHECK(img_src_open("fashion-mnist", "test", &s, &err) == BATON_OK);
     if (s) {
-        CHECK_EQ_U(baton_src_count(s), 10000);
-        CHECK(baton_src_get(s, 9999, &it, &err) == BATON_OK);
+        CHECK_EQ_U(img_src_count(s), 10000);
+        CHECK(img_src_get(s, 9999, &it, &err) == BATON_OK);
         CHECK(it.label <= 9 && it.image->h == 28 && it.image->w == 28);
-        baton_src_close(s);
+        img_src_close(s);
     }
-    CHECK(baton_src_open("fashion-mnist:" FMNIST_DIR, "train", &s, &err) == BATON_OK);
+    CHECK(img_src_open("fashion-mnist:" FMNIST_DIR, "train", &s, &err) == BATON_OK);
     if (s) {
-        CHECK_EQ_U(baton_src_count(s), 60000);
-        baton_src_close(s);
+        CHECK_EQ_U(img_src_count(s), 60000);
+        img_src_close(s);
     }
 }
 

@@ -35,10 +35,10 @@ static int drain_check(baton_fetch *f, const expect *ex, size_t nex, const unsig
     uint64_t pos = ex[0].off;
     int ok = 1, rc;
     baton_fetch_piece p;
-    while ((rc = baton_fetch_next(f, &p, err)) == BATON_OK) {
+    while ((rc = io_fetch_next(f, &p, err)) == BATON_OK) {
         if (k >= nex) {
             ok = 0;
-            baton_fetch_release(f, &p);
+            io_fetch_release(f, &p);
             break;
         }
         int good = p.tag == ex[k].tag && p.offset == pos && p.offset + p.len <= ex[k].off + ex[k].len &&
@@ -54,7 +54,7 @@ static int drain_check(baton_fetch *f, const expect *ex, size_t nex, const unsig
             fprintf(stderr, "piece %zu: last=%d at %" PRIu64 "\n", k, p.last, pos);
             ok = 0;
         }
-        baton_fetch_release(f, &p);
+        io_fetch_release(f, &p);
         if (p.last) {
             k++;
             if (k < nex) pos = ex[k].off;
@@ -69,29 +69,29 @@ static int drain_check(baton_fetch *f, const expect *ex, size_t nex, const unsig
 static int fetch_crc(baton_store *s, const char *name, const baton_fetch_opts *o, uLong *crc,
                      uint64_t *bytes, baton_fetch_stats *st, baton_err *err)
 {
-    baton_fetch *f = baton_fetch_new(s, o, err);
+    baton_fetch *f = io_fetch_new(s, o, err);
     if (!f) return err->code;
-    int rc = baton_fetch_add(f, name, 0, UINT64_MAX, 42, err);
-    baton_fetch_close_input(f);
+    int rc = io_fetch_add(f, name, 0, UINT64_MAX, 42, err);
+    io_fetch_close_input(f);
     *crc = crc32(0L, Z_NULL, 0);
     *bytes = 0;
     baton_fetch_piece p;
     int contiguous = 1, piece_crc = 1;
     uint64_t told = UINT64_MAX;
-    while (rc == BATON_OK && (rc = baton_fetch_next(f, &p, err)) == BATON_OK) {
+    while (rc == BATON_OK && (rc = io_fetch_next(f, &p, err)) == BATON_OK) {
         if (p.offset != *bytes || p.tag != 42) contiguous = 0;
         if (st && p.crc32c != baton_crc32c(0, p.data, p.len)) piece_crc = 0;
         if (st && (told == UINT64_MAX || p.object_size != told)) told = told == UINT64_MAX ? p.object_size : 0;
         *crc = crc32(*crc, p.data, (uInt)p.len);
         *bytes += p.len;
-        baton_fetch_release(f, &p);
+        io_fetch_release(f, &p);
     }
     CHECK(contiguous);
     CHECK_MSG(piece_crc, "%s: a piece's crc32c is not that of its bytes", name);
     CHECK_MSG(!st || rc != BATON_END || told == *bytes, "%s: pieces told %" PRIu64 " bytes, the object has %" PRIu64,
               name, told, *bytes);
-    if (st) baton_fetch_get_stats(f, st);
-    baton_fetch_free(f);
+    if (st) io_fetch_get_stats(f, st);
+    io_fetch_free(f);
     return rc == BATON_END ? BATON_OK : rc;
 }
 
@@ -123,7 +123,7 @@ static void test_local(const char *dir)
     o.chunk_bytes = 256 * 1024;
     o.inflight = 2;
     o.max_buffered = 1024 * 1024;
-    baton_fetch *f = baton_fetch_new(s, &o, &err);
+    baton_fetch *f = io_fetch_new(s, &o, &err);
     CHECK(f != NULL);
     if (!f) return;
     expect ex[] = {{"a.bin", 0, na, 1}, {"b.bin", 1000, 4000, 2}, {"a.bin", 100, 0, 3},
@@ -131,72 +131,72 @@ static void test_local(const char *dir)
     const unsigned char *data[] = {a, b, a, e, b, a};
     uint64_t lens[] = {UINT64_MAX, 4000, 0, UINT64_MAX, UINT64_MAX, 7};
     for (size_t i = 0; i < 6; i++)
-        CHECK(baton_fetch_add(f, ex[i].name, ex[i].off, lens[i], ex[i].tag, &err) == BATON_OK);
-    baton_fetch_close_input(f);
-    CHECK(baton_fetch_add(f, "a.bin", 0, 1, 9, &err) == BATON_ERR_ARG);
+        CHECK(io_fetch_add(f, ex[i].name, ex[i].off, lens[i], ex[i].tag, &err) == BATON_OK);
+    io_fetch_close_input(f);
+    CHECK(io_fetch_add(f, "a.bin", 0, 1, 9, &err) == BATON_ERR_ARG);
     int rc = drain_check(f, ex, 6, data, &err);
     CHECK_MSG(rc == BATON_END, "%s", err.msg);
     baton_fetch_piece p;
-    CHECK(baton_fetch_next(f, &p, &err) == BATON_END);
+    CHECK(io_fetch_next(f, &p, &err) == BATON_END);
     baton_fetch_stats st;
-    baton_fetch_get_stats(f, &st);
+    io_fetch_get_stats(f, &st);
     CHECK_EQ_U(st.bytes, na + 4000 + nb + 7);
     CHECK_EQ_U(st.retries, 0);
-    baton_fetch_free(f);
+    io_fetch_free(f);
 
     /* the consumer holding every buffer is told, not deadlocked */
     o.max_buffered = 2 * o.chunk_bytes;
-    f = baton_fetch_new(s, &o, &err);
-    CHECK(baton_fetch_add(f, "a.bin", 0, UINT64_MAX, 1, &err) == BATON_OK);
+    f = io_fetch_new(s, &o, &err);
+    CHECK(io_fetch_add(f, "a.bin", 0, UINT64_MAX, 1, &err) == BATON_OK);
     baton_fetch_piece p1, p2, p3;
-    CHECK(baton_fetch_next(f, &p1, &err) == BATON_OK);
-    CHECK(baton_fetch_next(f, &p2, &err) == BATON_OK);
-    CHECK(baton_fetch_next(f, &p3, &err) == BATON_ERR_ARG);
+    CHECK(io_fetch_next(f, &p1, &err) == BATON_OK);
+    CHECK(io_fetch_next(f, &p2, &err) == BATON_OK);
+    CHECK(io_fetch_next(f, &p3, &err) == BATON_ERR_ARG);
     CHECK(strstr(err.msg, "release") != NULL);
     CHECK(p2.offset == o.chunk_bytes && memcmp(p2.data, a + p2.offset, p2.len) == 0);
-    baton_fetch_release(f, &p1);
-    baton_fetch_release(f, &p1);   /* a second release is harmless */
-    CHECK(baton_fetch_next(f, &p3, &err) == BATON_OK);
+    io_fetch_release(f, &p1);
+    io_fetch_release(f, &p1);   /* a second release is harmless */
+    CHECK(io_fetch_next(f, &p3, &err) == BATON_OK);
     CHECK(p3.offset == 2 * o.chunk_bytes && memcmp(p3.data, a + p3.offset, p3.len) == 0);
     /* free while holding pieces and with the input still open */
     double t0 = baton_now();
-    baton_fetch_free(f);
+    io_fetch_free(f);
     CHECK(baton_now() - t0 < 1.0);
 
     /* errors are sticky and name the object */
     o.max_buffered = 1024 * 1024;
-    f = baton_fetch_new(s, &o, &err);
-    CHECK(baton_fetch_add(f, "b.bin", 0, 10, 1, &err) == BATON_OK);
-    CHECK(baton_fetch_add(f, "missing.bin", 0, 10, 2, &err) == BATON_OK);
-    CHECK(baton_fetch_add(f, "../x", 0, 10, 2, &err) == BATON_ERR_ARG);
-    baton_fetch_close_input(f);
-    rc = baton_fetch_next(f, &p, &err);
+    f = io_fetch_new(s, &o, &err);
+    CHECK(io_fetch_add(f, "b.bin", 0, 10, 1, &err) == BATON_OK);
+    CHECK(io_fetch_add(f, "missing.bin", 0, 10, 2, &err) == BATON_OK);
+    CHECK(io_fetch_add(f, "../x", 0, 10, 2, &err) == BATON_ERR_ARG);
+    io_fetch_close_input(f);
+    rc = io_fetch_next(f, &p, &err);
     if (rc == BATON_OK) {
-        baton_fetch_release(f, &p);
-        rc = baton_fetch_next(f, &p, &err);
+        io_fetch_release(f, &p);
+        rc = io_fetch_next(f, &p, &err);
     }
     CHECK(rc == BATON_ERR_NOTFOUND && strstr(err.msg, "missing.bin") != NULL);
-    CHECK(baton_fetch_next(f, &p, &err) == BATON_ERR_NOTFOUND);
-    baton_fetch_free(f);
+    CHECK(io_fetch_next(f, &p, &err) == BATON_ERR_NOTFOUND);
+    io_fetch_free(f);
 
-    f = baton_fetch_new(s, &o, &err);
-    CHECK(baton_fetch_add(f, "b.bin", nb - 10, 20, 1, &err) == BATON_OK);
-    baton_fetch_close_input(f);
-    CHECK(baton_fetch_next(f, &p, &err) == BATON_ERR_TRUNCATED);
+    f = io_fetch_new(s, &o, &err);
+    CHECK(io_fetch_add(f, "b.bin", nb - 10, 20, 1, &err) == BATON_OK);
+    io_fetch_close_input(f);
+    CHECK(io_fetch_next(f, &p, &err) == BATON_ERR_TRUNCATED);
     CHECK(strstr(err.msg, "b.bin") != NULL);
-    baton_fetch_free(f);
+    io_fetch_free(f);
 
-    f = baton_fetch_new(s, &o, &err);
-    CHECK(baton_fetch_add(f, "b.bin", nb + 1, UINT64_MAX, 1, &err) == BATON_OK);
-    baton_fetch_close_input(f);
-    CHECK(baton_fetch_next(f, &p, &err) == BATON_ERR_TRUNCATED);
-    baton_fetch_free(f);
+    f = io_fetch_new(s, &o, &err);
+    CHECK(io_fetch_add(f, "b.bin", nb + 1, UINT64_MAX, 1, &err) == BATON_OK);
+    io_fetch_close_input(f);
+    CHECK(io_fetch_next(f, &p, &err) == BATON_ERR_TRUNCATED);
+    io_fetch_free(f);
 
     /* nothing added at all */
-    f = baton_fetch_new(s, NULL, &err);
-    baton_fetch_close_input(f);
-    CHECK(baton_fetch_next(f, &p, &err) == BATON_END);
-    baton_fetch_free(f);
+    f = io_fetch_new(s, NULL, &err);
+    io_fetch_close_input(f);
+    CHECK(io_fetch_next(f, &p, &err) == BATON_END);
+    io_fetch_free(f);
 
     free(a);
     free(b);
@@ -213,7 +213,7 @@ static void check_ranges(baton_store *s, const char *name, const unsigned char *
     o.chunk_bytes = 300000;
     o.inflight = 3;
     o.max_buffered = 2 * 1024 * 1024;
-    baton_fetch *f = baton_fetch_new(s, &o, &err);
+    baton_fetch *f = io_fetch_new(s, &o, &err);
     if (!f) {
         CHECK(0);
         return;
@@ -223,26 +223,26 @@ static void check_ranges(baton_store *s, const char *name, const unsigned char *
     uint64_t lens[] = {1000000, 1, UINT64_MAX, 0, UINT64_MAX};
     const unsigned char *data[] = {d, d, d, d, d};
     for (size_t i = 0; i < 5; i++)
-        CHECK(baton_fetch_add(f, name, ex[i].off, lens[i], ex[i].tag, &err) == BATON_OK);
-    baton_fetch_close_input(f);
+        CHECK(io_fetch_add(f, name, ex[i].off, lens[i], ex[i].tag, &err) == BATON_OK);
+    io_fetch_close_input(f);
     int rc = drain_check(f, ex, 5, data, &err);
     CHECK_MSG(rc == BATON_END, "%s", err.msg);
-    baton_fetch_free(f);
+    io_fetch_free(f);
 
     /* a range past the end is an error naming the object */
-    f = baton_fetch_new(s, &o, &err);
-    CHECK(baton_fetch_add(f, name, n - 10, 20, 1, &err) == BATON_OK);
-    baton_fetch_close_input(f);
+    f = io_fetch_new(s, &o, &err);
+    CHECK(io_fetch_add(f, name, n - 10, 20, 1, &err) == BATON_OK);
+    io_fetch_close_input(f);
     baton_fetch_piece p;
-    rc = baton_fetch_next(f, &p, &err);
+    rc = io_fetch_next(f, &p, &err);
     CHECK_MSG(rc == BATON_ERR_TRUNCATED && strstr(err.msg, name), "rc %d: %s", rc, err.msg);
-    baton_fetch_free(f);
+    io_fetch_free(f);
     /* a missing object */
-    f = baton_fetch_new(s, &o, &err);
-    CHECK(baton_fetch_add(f, "nope.bin", 0, UINT64_MAX, 1, &err) == BATON_OK);
-    rc = baton_fetch_next(f, &p, &err);
+    f = io_fetch_new(s, &o, &err);
+    CHECK(io_fetch_add(f, "nope.bin", 0, UINT64_MAX, 1, &err) == BATON_OK);
+    rc = io_fetch_next(f, &p, &err);
     CHECK_MSG(rc == BATON_ERR_NOTFOUND && strstr(err.msg, "nope.bin"), "rc %d: %s", rc, err.msg);
-    baton_fetch_free(f);
+    io_fetch_free(f);
 }
 
 static void check_big(baton_store *s, const char *name, uLong want, uint64_t n, const char *what,
@@ -277,32 +277,32 @@ static void check_slow_consumer(baton_store *s, const char *name, const unsigned
     baton_fetch_opts_default(&o);
     o.chunk_bytes = 64 * 1024;
     o.max_buffered = 256 * 1024;
-    baton_fetch *f = baton_fetch_new(s, &o, &err);
+    baton_fetch *f = io_fetch_new(s, &o, &err);
     if (!f) {
         CHECK(0);
         return;
     }
     uint64_t want = n < 6000000 ? n : 6000000;
-    CHECK(baton_fetch_add(f, name, 1000, want - 1000, 7, &err) == BATON_OK);
-    baton_fetch_close_input(f);
+    CHECK(io_fetch_add(f, name, 1000, want - 1000, 7, &err) == BATON_OK);
+    io_fetch_close_input(f);
     baton_fetch_piece held[3];
     int nh = 0, rc, ok = 1;
     uint64_t pos = 1000;
-    while ((rc = baton_fetch_next(f, &held[nh], &err)) == BATON_OK) {
+    while ((rc = io_fetch_next(f, &held[nh], &err)) == BATON_OK) {
         baton_fetch_piece *p = &held[nh++];
         if (p->offset != pos || memcmp(p->data, d + p->offset, p->len) != 0) ok = 0;
         pos += p->len;
         if (nh == 3) {   /* hold three, then let them go slowly */
             struct timespec ts = {0, 1000000};
             nanosleep(&ts, NULL);
-            for (int i = 0; i < nh; i++) baton_fetch_release(f, &held[i]);
+            for (int i = 0; i < nh; i++) io_fetch_release(f, &held[i]);
             nh = 0;
         }
     }
-    for (int i = 0; i < nh; i++) baton_fetch_release(f, &held[i]);
+    for (int i = 0; i < nh; i++) io_fetch_release(f, &held[i]);
     CHECK_MSG(rc == BATON_END && ok && pos == want, "slow consumer: rc %d, ok %d, %" PRIu64 " of %" PRIu64
               " bytes: %s", rc, ok, pos, want, err.msg);
-    baton_fetch_free(f);
+    io_fetch_free(f);
 }
 
 /* A server that ignores Range (faultproxy --no-ranges before nginx: every answer a 200 with the
@@ -377,20 +377,20 @@ static void test_plain(int port, const unsigned char *big, size_t nbig, uLong bi
     srv_proxy_stop(pp);
 }
 
-/* baton_fetch_free in the middle of transfers returns promptly. */
+/* io_fetch_free in the middle of transfers returns promptly. */
 static void check_prompt_free(baton_store *s, const char *name)
 {
     baton_err err = {0};
     baton_fetch_opts o;
     baton_fetch_opts_default(&o);
     o.chunk_bytes = 1 << 20;
-    baton_fetch *f = baton_fetch_new(s, &o, &err);
+    baton_fetch *f = io_fetch_new(s, &o, &err);
     if (!f) return;
-    CHECK(baton_fetch_add(f, name, 0, UINT64_MAX, 1, &err) == BATON_OK);
+    CHECK(io_fetch_add(f, name, 0, UINT64_MAX, 1, &err) == BATON_OK);
     baton_fetch_piece p;
-    CHECK(baton_fetch_next(f, &p, &err) == BATON_OK);
+    CHECK(io_fetch_next(f, &p, &err) == BATON_OK);
     double t0 = baton_now();
-    baton_fetch_free(f);
+    io_fetch_free(f);
     double dt = baton_now() - t0;
     CHECK_MSG(dt < 0.5, "free took %.3f s", dt);
 }
@@ -442,16 +442,16 @@ static void test_http(const char *www, int port, const unsigned char *big, size_
         snprintf(uri, sizeof uri, "http://127.0.0.1:%d/data/", pport);
         CHECK(baton_store_open(uri, &so, &s, &err) == BATON_OK);
         if (s) {
-            baton_fetch *f = baton_fetch_new(s, NULL, &err);
-            CHECK(baton_fetch_add(f, "big.bin", 5000, 10, 1, &err) == BATON_OK);
+            baton_fetch *f = io_fetch_new(s, NULL, &err);
+            CHECK(io_fetch_add(f, "big.bin", 5000, 10, 1, &err) == BATON_OK);
             baton_fetch_piece p;
-            int rc = baton_fetch_next(f, &p, &err);
+            int rc = io_fetch_next(f, &p, &err);
             CHECK_MSG(rc == BATON_ERR_NET && strstr(err.msg, "big.bin at offset 5000") &&
                           strstr(err.msg, "500"), "rc %d: %s", rc, err.msg);
             baton_fetch_stats st;
-            baton_fetch_get_stats(f, &st);
+            io_fetch_get_stats(f, &st);
             CHECK_EQ_U(st.retries, 2);
-            baton_fetch_free(f);
+            io_fetch_free(f);
             baton_store_close(s);
         }
         srv_proxy_stop(pp);
@@ -478,22 +478,22 @@ static void test_s3(const char *bigpath, const unsigned char *big, size_t nbig, 
     o.chunk_bytes = 256 * 1024;
     o.inflight = 1;
     o.max_buffered = 2 * o.chunk_bytes;
-    baton_fetch *f = baton_fetch_new(s, &o, &err);
-    CHECK(baton_fetch_add(f, "changing.bin", 0, n, 1, &err) == BATON_OK);
+    baton_fetch *f = io_fetch_new(s, &o, &err);
+    CHECK(io_fetch_add(f, "changing.bin", 0, n, 1, &err) == BATON_OK);
     baton_fetch_piece p;
-    CHECK(baton_fetch_next(f, &p, &err) == BATON_OK);
+    CHECK(io_fetch_next(f, &p, &err) == BATON_OK);
     CHECK(baton_store_put(s, "changing.bin", big + 1, n, &err) == BATON_OK);
-    baton_fetch_release(f, &p);
+    io_fetch_release(f, &p);
     int rc, pieces = 1, mixed = 0;
-    while ((rc = baton_fetch_next(f, &p, &err)) == BATON_OK) {
+    while ((rc = io_fetch_next(f, &p, &err)) == BATON_OK) {
         if (memcmp(p.data, big + p.offset, p.len) != 0) mixed = 1;
         pieces++;
-        baton_fetch_release(f, &p);
+        io_fetch_release(f, &p);
     }
     CHECK_MSG(rc == BATON_ERR_CORRUPT && strstr(err.msg, "changed") && strstr(err.msg, "changing.bin"),
               "rc %d after %d pieces: %s", rc, pieces, err.msg);
     CHECK(!mixed);
-    baton_fetch_free(f);
+    io_fetch_free(f);
     baton_store_close(s);
 
     /* SigV4 requests retried through faultproxy (drops and 500s) */
@@ -531,16 +531,16 @@ static void test_down(void)
     baton_err err = {0};
     CHECK(baton_store_open(uri, &so, &s, &err) == BATON_OK);
     if (!s) return;
-    baton_fetch *f = baton_fetch_new(s, NULL, &err);
+    baton_fetch *f = io_fetch_new(s, NULL, &err);
     double t0 = baton_now();
-    CHECK(baton_fetch_add(f, "a.rec", 0, UINT64_MAX, 1, &err) == BATON_OK);
+    CHECK(io_fetch_add(f, "a.rec", 0, UINT64_MAX, 1, &err) == BATON_OK);
     baton_fetch_piece p;
-    int rc = baton_fetch_next(f, &p, &err);
+    int rc = io_fetch_next(f, &p, &err);
     double dt = baton_now() - t0;
     CHECK_MSG(rc == BATON_ERR_NET && strstr(err.msg, hp) && strstr(err.msg, "a.rec"), "rc %d: %s", rc,
               err.msg);
     CHECK_MSG(dt < 2.0, "took %.2f s", dt);
-    baton_fetch_free(f);
+    io_fetch_free(f);
     baton_store_close(s);
 }
 

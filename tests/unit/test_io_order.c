@@ -118,8 +118,8 @@ int main(void)
     }
     /* different epochs give different shard orders (12 shards: collisions are ~1/479001600) */
     uint64_t a[12], b[12];
-    baton_order_shards(1, 0, 12, 1, a);
-    baton_order_shards(1, 1, 12, 1, b);
+    io_order_shards(1, 0, 12, 1, a);
+    io_order_shards(1, 1, 12, 1, b);
     CHECK(memcmp(a, b, sizeof a) != 0);
     baton_io_mode mode;
     CHECK(baton_io_mode_parse("cache", &mode) == BATON_OK && mode == BATON_MODE_CACHE);

@@ -197,7 +197,7 @@ static void test_faults(const char *dir)
     CHECK(baton_store_delete(s, "f/obj0", &err) == BATON_OK && fs->calls[IO_OP_DEL] == 1);
     CHECK(baton_store_create_bucket(s, &err) == BATON_ERR_ARG);  /* the inner store's answer */
     CHECK(baton_store_put(s, "../x", "a", 1, &err) == BATON_ERR_ARG && fs->calls[IO_OP_PUT] == 6);  /* names checked first */
-    CHECK(baton_fetch_new(s, NULL, &err) == NULL && strstr(err.msg, "fault-injecting"));
+    CHECK(io_fetch_new(s, NULL, &err) == NULL && strstr(err.msg, "fault-injecting"));
     baton_buf_free(&b);
     baton_store_close(s);   /* closes in too (ASan would see a leak otherwise) */
 }

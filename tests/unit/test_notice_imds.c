@@ -93,7 +93,7 @@ static void test_strict_answers(void)
     baton_notice_time_format(now + 7200, far);
     baton_notice_time_format(now - 8 * 86400.0, old);
     baton_notice_kind k;
-#define ACTION(fmt, ...) (snprintf(ans, sizeof ans, fmt, __VA_ARGS__), baton_notice_parse_action(ans, strlen(ans), &k, &d))
+#define ACTION(fmt, ...) (snprintf(ans, sizeof ans, fmt, __VA_ARGS__), notice_parse_action(ans, strlen(ans), &k, &d))
     CHECK(ACTION("{\"action\": \"terminate\", \"time\": \"%s\"}", soon) && k == BATON_NOTICE_TERMINATE && fabs(d - now - 120) < 1.5);
     CHECK(ACTION("{\"action\":\"stop\",\"time\":\"%s\"}", soon) && k == BATON_NOTICE_STOP);
     /* NUL and control characters inside strings, escapes */
@@ -124,13 +124,13 @@ static void test_strict_answers(void)
 #undef ACTION
     char raw[64];
     snprintf(ans, sizeof ans, "{\"noticeTime\": \"%s\"}", past);
-    CHECK(baton_notice_parse_rebalance(ans, strlen(ans), &t, raw, sizeof raw) && !strcmp(raw, past));
+    CHECK(notice_parse_rebalance(ans, strlen(ans), &t, raw, sizeof raw) && !strcmp(raw, past));
     snprintf(ans, sizeof ans, "{\"noticeTime\": \"%s\"}", far);
-    CHECK(!baton_notice_parse_rebalance(ans, strlen(ans), &t, raw, sizeof raw));
+    CHECK(!notice_parse_rebalance(ans, strlen(ans), &t, raw, sizeof raw));
     snprintf(ans, sizeof ans, "{\"noticeTime\": \"%s\"}", old);
-    CHECK(!baton_notice_parse_rebalance(ans, strlen(ans), &t, raw, sizeof raw));
+    CHECK(!notice_parse_rebalance(ans, strlen(ans), &t, raw, sizeof raw));
     snprintf(ans, sizeof ans, "{\"noticeTime\": \"%s\\u0000\"}", past);
-    CHECK(!baton_notice_parse_rebalance(ans, strlen(ans), &t, raw, sizeof raw));
+    CHECK(!notice_parse_rebalance(ans, strlen(ans), &t, raw, sizeof raw));
 }
 
 static void test_static_and_tokens(void)
@@ -266,14 +266,14 @@ static void test_azure(void)
     /* HTTP dates */
     double t = 0;
     char s[32];
-    CHECK(baton_notice_http_time_parse("Mon, 19 Sep 2016 18:29:47 GMT", &t) == 0 && t == 1474309787.0);
-    baton_notice_http_time_format(1474309787.0, s);
+    CHECK(notice_http_time_parse("Mon, 19 Sep 2016 18:29:47 GMT", &t) == 0 && t == 1474309787.0);
+    notice_http_time_format(1474309787.0, s);
     CHECK_MSG(!strcmp(s, "Mon, 19 Sep 2016 18:29:47 GMT"), "%s", s);
-    CHECK(baton_notice_http_time_parse("Tue, 19 Sep 2016 18:29:47 GMT", &t) == -1);   /* not that weekday */
-    CHECK(baton_notice_http_time_parse("Mon, 31 Apr 2016 18:29:47 GMT", &t) == -1);
-    CHECK(baton_notice_http_time_parse("Mon, 19 Sep 2016 18:29:47 UTC", &t) == -1);
-    CHECK(baton_notice_http_time_parse("2016-09-19T18:29:47Z", &t) == -1);
-    CHECK(baton_notice_http_time_parse("", &t) == -1);
+    CHECK(notice_http_time_parse("Tue, 19 Sep 2016 18:29:47 GMT", &t) == -1);   /* not that weekday */
+    CHECK(notice_http_time_parse("Mon, 31 Apr 2016 18:29:47 GMT", &t) == -1);
+    CHECK(notice_http_time_parse("Mon, 19 Sep 2016 18:29:47 UTC", &t) == -1);
+    CHECK(notice_http_time_parse("2016-09-19T18:29:47Z", &t) == -1);
+    CHECK(notice_http_time_parse("", &t) == -1);
 
     /* the parser: this machine's Preempt or Terminate only, NotBefore plausible */
     double now = 1474309787.0 - 40;
@@ -283,24 +283,24 @@ static void test_azure(void)
                      "\"ResourceType\":\"VirtualMachine\",\"Resources\":[\"vm1\"],\"EventStatus\":\"Scheduled\","
                      "\"NotBefore\":\"Mon, 19 Sep 2016 18:29:47 GMT\",\"Description\":\"\",\"EventSource\":\"Platform\","
                      "\"DurationInSeconds\":-1}]}";
-    CHECK(baton_notice_parse_azure(ok, strlen(ok), "vm1", now, &k, &t, id, sizeof id) == 1 &&
+    CHECK(notice_parse_azure(ok, strlen(ok), "vm1", now, &k, &t, id, sizeof id) == 1 &&
           k == BATON_NOTICE_PREEMPTED && t == 1474309787.0 && !strcmp(id, "e1"));
-    CHECK(baton_notice_parse_azure(ok, strlen(ok), NULL, now, &k, &t, NULL, 0) == 1);
-    CHECK(baton_notice_parse_azure(ok, strlen(ok), "vm2", now, &k, &t, NULL, 0) == 0);   /* another machine's */
-    CHECK(baton_notice_parse_azure(ok, strlen(ok), "vm1", now - 7200, &k, &t, NULL, 0) == 0);   /* implausible */
+    CHECK(notice_parse_azure(ok, strlen(ok), NULL, now, &k, &t, NULL, 0) == 1);
+    CHECK(notice_parse_azure(ok, strlen(ok), "vm2", now, &k, &t, NULL, 0) == 0);   /* another machine's */
+    CHECK(notice_parse_azure(ok, strlen(ok), "vm1", now - 7200, &k, &t, NULL, 0) == 0);   /* implausible */
     const char *reboot = "{\"DocumentIncarnation\":2,\"Events\":[{\"EventId\":\"e1\",\"EventType\":\"Reboot\","
                          "\"ResourceType\":\"VirtualMachine\",\"Resources\":[\"vm1\"],\"EventStatus\":\"Scheduled\","
                          "\"NotBefore\":\"Mon, 19 Sep 2016 18:29:47 GMT\"}]}";
-    CHECK(baton_notice_parse_azure(reboot, strlen(reboot), "vm1", now, &k, &t, NULL, 0) == 0);   /* keeps the machine */
+    CHECK(notice_parse_azure(reboot, strlen(reboot), "vm1", now, &k, &t, NULL, 0) == 0);   /* keeps the machine */
     const char *term = "{\"DocumentIncarnation\":3,\"Events\":[{\"EventId\":\"e2\",\"EventType\":\"Terminate\","
                        "\"ResourceType\":\"VirtualMachine\",\"Resources\":[\"a\",\"vm1\"],\"EventStatus\":\"Started\","
                        "\"NotBefore\":\"\"}]}";
-    CHECK(baton_notice_parse_azure(term, strlen(term), "vm1", now, &k, &t, NULL, 0) == 1 && k == BATON_NOTICE_TERMINATE &&
+    CHECK(notice_parse_azure(term, strlen(term), "vm1", now, &k, &t, NULL, 0) == 1 && k == BATON_NOTICE_TERMINATE &&
           t == now);
     const char *bad[] = {"{\"Events\":[]}", "[]", "{\"DocumentIncarnation\":1,\"Events\":{}}", "",
                          "{\"DocumentIncarnation\":1,\"Events\":[{\"EventType\":\"Preempt\"}]}"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        CHECK(baton_notice_parse_azure(bad[i], strlen(bad[i]), NULL, now, &k, &t, NULL, 0) == 0);
+        CHECK(notice_parse_azure(bad[i], strlen(bad[i]), NULL, now, &k, &t, NULL, 0) == 0);
 
     /* the emulator */
     baton_imds *m = NULL;
@@ -321,7 +321,7 @@ static void test_azure(void)
     double t0 = baton_wall_now();
     baton_imds_interrupt(m, NULL, 30);
     CHECK(get(u, se, "Metadata: true", &b) == 200 && b.data);
-    CHECK_MSG(b.data && baton_notice_parse_azure(b.data, b.len, "baton-vm", baton_wall_now(), &k, &t, id, sizeof id) == 1 &&
+    CHECK_MSG(b.data && notice_parse_azure(b.data, b.len, "baton-vm", baton_wall_now(), &k, &t, id, sizeof id) == 1 &&
                   k == BATON_NOTICE_PREEMPTED && t > t0 + 28.9 && t < t0 + 30.1 && strlen(id) == 36,
               "%s", b.data ? b.data : "(none)");
     CHECK(b.data && strstr(b.data, "\"DocumentIncarnation\":1,") && strstr(b.data, "\"EventStatus\":\"Scheduled\""));

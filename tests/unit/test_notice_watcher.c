@@ -52,8 +52,8 @@ static baton_imds *imds(int v2_only, int slide, int token_status, int garbage)
 /* Wait until the watcher has done n more rounds (bounded). */
 static void rounds(baton_notice_watcher *w, uint64_t n)
 {
-    uint64_t want = baton_notice_rounds(w) + n;
-    for (int i = 0; i < 400 && baton_notice_rounds(w) < want; i++) usleep(10000);
+    uint64_t want = notice_rounds(w) + n;
+    for (int i = 0; i < 400 && notice_rounds(w) < want; i++) usleep(10000);
 }
 
 /* A watcher of the EC2 metadata service at url (the test's options); NULL, with the check failed,
@@ -183,9 +183,9 @@ static void quiet_for(baton_notice_watcher *w, uint64_t nrounds, double max_s)
     static double took[8192];
     size_t n = 0;
     double t0 = baton_now(), worst = 0;
-    uint64_t want = baton_notice_rounds(w) + nrounds;
+    uint64_t want = notice_rounds(w) + nrounds;
     int notices = 0;
-    while (baton_notice_rounds(w) < want && baton_now() - t0 < max_s) {
+    while (notice_rounds(w) < want && baton_now() - t0 < max_s) {
         baton_notice_event ev;
         int rb = 0;
         double a = baton_now();
@@ -195,7 +195,7 @@ static void quiet_for(baton_notice_watcher *w, uint64_t nrounds, double max_s)
         if (n < sizeof took / sizeof *took) took[n++] = d;
         usleep(2000);
     }
-    CHECK_MSG(baton_notice_rounds(w) >= want, "only %llu rounds in %.1f s", (unsigned long long)baton_notice_rounds(w),
+    CHECK_MSG(notice_rounds(w) >= want, "only %llu rounds in %.1f s", (unsigned long long)notice_rounds(w),
               max_s);
     CHECK_EQ_U(notices, 0);
     qsort(took, n, sizeof *took, cmp_d);
@@ -399,15 +399,15 @@ static void test_dmi_and_env(void)
     write_file(d[4], "board_asset_tag", "\n");
     write_file(d[5], "sys_vendor", "Microsoft Corporation\n");
     write_file(d[5], "chassis_asset_tag", "7783-7084-3265-9085-8269-3286-77\n");
-    CHECK(baton_cloud_detect(d[0]) == BATON_CLOUD_EC2);
-    CHECK(baton_cloud_detect(d[1]) == BATON_CLOUD_EC2);
-    CHECK(baton_cloud_detect(d[2]) == BATON_CLOUD_EC2);
-    CHECK(baton_cloud_detect(d[3]) == BATON_CLOUD_GCE);
-    CHECK(baton_cloud_detect(d[4]) == BATON_CLOUD_UNKNOWN);
-    CHECK(baton_cloud_detect(d[5]) == BATON_CLOUD_AZURE);
-    CHECK(baton_cloud_detect(base) == BATON_CLOUD_UNKNOWN);   /* no DMI files at all */
+    CHECK(notice_cloud_detect(d[0]) == BATON_CLOUD_EC2);
+    CHECK(notice_cloud_detect(d[1]) == BATON_CLOUD_EC2);
+    CHECK(notice_cloud_detect(d[2]) == BATON_CLOUD_EC2);
+    CHECK(notice_cloud_detect(d[3]) == BATON_CLOUD_GCE);
+    CHECK(notice_cloud_detect(d[4]) == BATON_CLOUD_UNKNOWN);
+    CHECK(notice_cloud_detect(d[5]) == BATON_CLOUD_AZURE);
+    CHECK(notice_cloud_detect(base) == BATON_CLOUD_UNKNOWN);   /* no DMI files at all */
     setenv("BATON_DMI_DIR", d[0], 1);
-    CHECK(baton_cloud_detect(NULL) == BATON_CLOUD_EC2);
+    CHECK(notice_cloud_detect(NULL) == BATON_CLOUD_EC2);
     setenv("BATON_DMI_DIR", dmi_none, 1);
 
     /* what a watcher would poll, decided without the network */
@@ -416,30 +416,30 @@ static void test_dmi_and_env(void)
     char ec2[256], gce[256];
     baton_err err = {0};
     o.dmi_dir = d[0];
-    CHECK(baton_notice_targets(&o, ec2, sizeof ec2, gce, sizeof gce, &err) == BATON_NOTICE_WATCH_EC2 &&
+    CHECK(notice_targets(&o, ec2, sizeof ec2, gce, sizeof gce, &err) == BATON_NOTICE_WATCH_EC2 &&
           !strcmp(ec2, "http://169.254.169.254") && !gce[0]);
     o.dmi_dir = d[3];
-    CHECK(baton_notice_targets(&o, ec2, sizeof ec2, gce, sizeof gce, &err) == BATON_NOTICE_WATCH_GCE && !ec2[0]);
+    CHECK(notice_targets(&o, ec2, sizeof ec2, gce, sizeof gce, &err) == BATON_NOTICE_WATCH_GCE && !ec2[0]);
     o.dmi_dir = d[4];
     o.handle_sigterm = 1;
-    CHECK(baton_notice_targets(&o, ec2, sizeof ec2, gce, sizeof gce, &err) == BATON_NOTICE_WATCH_SIGTERM);
+    CHECK(notice_targets(&o, ec2, sizeof ec2, gce, sizeof gce, &err) == BATON_NOTICE_WATCH_SIGTERM);
     o.handle_sigterm = 0;
     o.dmi_dir = d[0];
     o.ec2_disabled = 1;
-    CHECK(baton_notice_targets(&o, ec2, sizeof ec2, gce, sizeof gce, &err) == 0);
+    CHECK(notice_targets(&o, ec2, sizeof ec2, gce, sizeof gce, &err) == 0);
     o.ec2_disabled = 0;
     char az[256];
     o.dmi_dir = d[5];
-    CHECK(baton_notice_azure_target(&o, az, sizeof az, &err) == BATON_NOTICE_WATCH_AZURE &&
+    CHECK(notice_azure_target(&o, az, sizeof az, &err) == BATON_NOTICE_WATCH_AZURE &&
           !strcmp(az, "http://169.254.169.254"));
-    CHECK(baton_notice_targets(&o, ec2, sizeof ec2, gce, sizeof gce, &err) == 0);
+    CHECK(notice_targets(&o, ec2, sizeof ec2, gce, sizeof gce, &err) == 0);
     o.dmi_dir = d[0];
-    CHECK(baton_notice_azure_target(&o, az, sizeof az, &err) == 0 && !az[0]);
+    CHECK(notice_azure_target(&o, az, sizeof az, &err) == 0 && !az[0]);
     o.endpoint = "127.0.0.1:1338/";
-    CHECK(baton_notice_targets(&o, ec2, sizeof ec2, gce, sizeof gce, &err) == BATON_NOTICE_WATCH_EC2 &&
+    CHECK(notice_targets(&o, ec2, sizeof ec2, gce, sizeof gce, &err) == BATON_NOTICE_WATCH_EC2 &&
           !strcmp(ec2, "http://127.0.0.1:1338"));
     o.endpoint = "ftp://127.0.0.1";
-    CHECK(baton_notice_targets(&o, ec2, sizeof ec2, gce, sizeof gce, &err) == BATON_ERR_ARG);
+    CHECK(notice_targets(&o, ec2, sizeof ec2, gce, sizeof gce, &err) == BATON_ERR_ARG);
     baton_notice_watcher *w = NULL;
     CHECK(baton_notice_start(&o, &w, &err) == BATON_ERR_ARG && !w && strstr(err.msg, "ftp://"));
 

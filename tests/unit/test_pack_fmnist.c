@@ -93,8 +93,8 @@ int main(void)
     for (int s = 0; s < 2; s++) {
         baton_idxu images, labels;
         baton_err err = {0};
-        CHECK_MSG(baton_idxu_load(splits[s].img, &images, &err) == BATON_OK, "%s", err.msg);
-        CHECK_MSG(baton_idxu_load(splits[s].lab, &labels, &err) == BATON_OK, "%s", err.msg);
+        CHECK_MSG(img_idxu_load(splits[s].img, &images, &err) == BATON_OK, "%s", err.msg);
+        CHECK_MSG(img_idxu_load(splits[s].lab, &labels, &err) == BATON_OK, "%s", err.msg);
         for (int e = 0; e < 3; e++) {
             char out[512];
             snprintf(out, sizeof out, "%s/%s-%d", tmp, splits[s].split, e);
@@ -123,8 +123,8 @@ int main(void)
                 CHECK_MSG(mae < 3.0, "JPEG MAE %.3f", mae);
             }
         }
-        baton_idxu_free(&images);
-        baton_idxu_free(&labels);
+        img_idxu_free(&images);
+        img_idxu_free(&labels);
     }
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);

@@ -66,7 +66,7 @@ static void test_rank(void)
     baton_league_entry t[] = {mk(9, "b", 1, 3, 7.0, 21.0, 5), mk(8, "a", 1, 3, 7.0, 21.0, 5)};
     baton_league_rank(t, 2, BATON_LEAGUE_TIME_TRIAL, &kept);
     CHECK(t[0].id == 8 && t[1].id == 9);
-    CHECK(baton_league_compare(&t[0], &t[0], BATON_LEAGUE_TIME_TRIAL) == 0);
+    CHECK(league_compare(&t[0], &t[0], BATON_LEAGUE_TIME_TRIAL) == 0);
     /* one standing per alias: its best; the others after, unranked, in rank order */
     baton_league_entry h[] = {mk(1, "ann", 1, 3, 9.0, 28.0, 1), mk(2, "bob", 1, 3, 8.0, 25.0, 2),
                               mk(3, "ann", 1, 3, 7.5, 23.0, 3), mk(4, "bob", 0, 1, 6.0, 40.0, 4),
@@ -222,7 +222,7 @@ static void test_submit(void)
     size_t n;
     float *x, *y, *v;
     uint8_t *lap, *reset;
-    CHECK(baton_league_trace(l, e.id, &n, &x, &y, &v, &lap, &reset, &err) == BATON_OK && n == r.n && n > 0);
+    CHECK(league_trace(l, e.id, &n, &x, &y, &v, &lap, &reset, &err) == BATON_OK && n == r.n && n > 0);
     int same = 1;
     for (size_t k = 0; k < n && same; k++)
         same = x[k] == (float)r.x[k] && y[k] == (float)r.y[k] && v[k] == (float)r.v[k] && lap[k] == r.lap_of[k] &&
@@ -230,14 +230,14 @@ static void test_submit(void)
     CHECK(same);
     free(x);
     baton_ppo_eval_result_free(&r);
-    CHECK(baton_league_trace(l, 99, &n, &x, &y, &v, &lap, &reset, &err) == BATON_ERR_NOTFOUND && strstr(err.msg, "no entry 99"));
+    CHECK(league_trace(l, 99, &n, &x, &y, &v, &lap, &reset, &err) == BATON_ERR_NOTFOUND && strstr(err.msg, "no entry 99"));
     /* failures store nothing */
     CHECK(baton_league_submit(l, path_in("nothing-here"), "x", "oval", BATON_RACE_TIME_TRIAL, BATON_LEAGUE_TIME_TRIAL, &e, &err) != BATON_OK &&
           strstr(err.msg, "nothing-here"));
     CHECK(baton_league_submit(l, o.session.ckpt_dir, "x", "no-such-track", BATON_RACE_TIME_TRIAL, BATON_LEAGUE_TIME_TRIAL, &e, &err) != BATON_OK);
     CHECK(baton_league_submit(l, o.session.ckpt_dir, "", "oval", BATON_RACE_TIME_TRIAL, BATON_LEAGUE_TIME_TRIAL, &e, &err) == BATON_ERR_USAGE);
     baton_league_entry *h;
-    CHECK(baton_league_history(l, &h, &n, &err) == BATON_OK && n == 1 && !strcmp(h[0].alias, alias));
+    CHECK(league_history(l, &h, &n, &err) == BATON_OK && n == 1 && !strcmp(h[0].alias, alias));
     free(h);
     baton_league_close(l);
 }
@@ -255,24 +255,24 @@ static void test_race_settings(void)
           baton_league_race_format(BATON_RACE_OBJECT_AVOIDANCE) == BATON_LEAGUE_TOTAL &&
           baton_league_race_format(BATON_RACE_HEAD_TO_BOT) == BATON_LEAGUE_TOTAL);
     baton_ppo_eval_opts o;
-    CHECK(baton_league_race_official(BATON_RACE_OBJECT_AVOIDANCE, &o, &err) == BATON_OK);
+    CHECK(league_race_official(BATON_RACE_OBJECT_AVOIDANCE, &o, &err) == BATON_OK);
     CHECK(o.laps == 3 && o.off_track_penalty_s == 5 && o.collision_penalty_s == 5 && o.objects.boxes == 3 &&
           o.objects.bots == 0 && o.objects.npos == 3 && !o.objects.randomize && o.objects.pos_progress[0] == 0.25 &&
           o.objects.pos_lane[0] == 1 && o.objects.pos_progress[1] == 0.5 && o.objects.pos_lane[1] == -1 &&
           o.objects.pos_progress[2] == 0.75 && o.objects.pos_lane[2] == 1);
-    CHECK(baton_league_race_official(BATON_RACE_HEAD_TO_BOT, &o, &err) == BATON_OK);
+    CHECK(league_race_official(BATON_RACE_HEAD_TO_BOT, &o, &err) == BATON_OK);
     CHECK(o.objects.bots == 2 && o.objects.boxes == 0 && o.objects.bot_speed_mps == 1.0 && o.objects.lane_change &&
           !o.objects.randomize && o.collision_penalty_s == 5);
-    CHECK(baton_league_race_official(BATON_RACE_TIME_TRIAL, &o, &err) == BATON_OK && o.objects.boxes == 0 && o.objects.bots == 0);
-    CHECK(baton_league_race_official(3, &o, &err) == BATON_ERR_ARG && strstr(err.msg, "race:"));
+    CHECK(league_race_official(BATON_RACE_TIME_TRIAL, &o, &err) == BATON_OK && o.objects.boxes == 0 && o.objects.bots == 0);
+    CHECK(league_race_official(3, &o, &err) == BATON_ERR_ARG && strstr(err.msg, "race:"));
     char set[1024];
-    CHECK(baton_league_race_settings(BATON_RACE_TIME_TRIAL, set, sizeof set, &err) == BATON_OK &&
+    CHECK(league_race_settings(BATON_RACE_TIME_TRIAL, set, sizeof set, &err) == BATON_OK &&
           !strcmp(set, "{\"race\":\"time-trial\",\"laps\":3,\"off_track_penalty_s\":5}"));
-    CHECK(baton_league_race_settings(BATON_RACE_OBJECT_AVOIDANCE, set, sizeof set, &err) == BATON_OK &&
+    CHECK(league_race_settings(BATON_RACE_OBJECT_AVOIDANCE, set, sizeof set, &err) == BATON_OK &&
           strstr(set, "\"boxes\":[{\"progress\":0.25,\"lane\":1},{\"progress\":0.5,\"lane\":-1},{\"progress\":0.75,\"lane\":1}]"));
-    CHECK(baton_league_race_settings(BATON_RACE_HEAD_TO_BOT, set, sizeof set, &err) == BATON_OK &&
+    CHECK(league_race_settings(BATON_RACE_HEAD_TO_BOT, set, sizeof set, &err) == BATON_OK &&
           strstr(set, "\"bots\":2,\"bot_speed_mps\":1,") && strstr(set, "\"lane_change\":true"));
-    CHECK(baton_league_race_settings(BATON_RACE_HEAD_TO_BOT, set, 40, &err) == BATON_ERR_ARG);
+    CHECK(league_race_settings(BATON_RACE_HEAD_TO_BOT, set, 40, &err) == BATON_ERR_ARG);
 }
 
 /* A version-2 file (as the league wrote it before race types) is upgraded on open: its entries
@@ -314,11 +314,11 @@ static void test_upgrade_v2(void)
     free(e);
     CHECK(baton_league_standings(l, "oval", 7, BATON_LEAGUE_TOTAL, &e, &n, &err) == BATON_ERR_USAGE && strstr(err.msg, "race:"));
     baton_league_submission s;
-    CHECK(baton_league_submission_get(l, 1, &s, &err) == BATON_OK && s.race == BATON_RACE_TIME_TRIAL && s.state == BATON_LEAGUE_DONE);
+    CHECK(league_submission_get(l, 1, &s, &err) == BATON_OK && s.race == BATON_RACE_TIME_TRIAL && s.state == BATON_LEAGUE_DONE);
     size_t nobj = 9, steps = 9;
     baton_race_object obj[BATON_RACE_MAX_OBJECTS + BATON_RACE_MAX_BOTS];
     float *pose = (float *)&nobj;
-    CHECK(baton_league_trace_objects(l, 1, &nobj, obj, &steps, &pose, &err) == BATON_OK && nobj == 0 && !pose);
+    CHECK(league_trace_objects(l, 1, &nobj, obj, &steps, &pose, &err) == BATON_OK && nobj == 0 && !pose);
     baton_league_close(l);
     CHECK(sqlite3_open(p, &db) == SQLITE_OK);
     sqlite3_stmt *st;
@@ -349,14 +349,14 @@ static void test_submit_races(void)
         size_t nobj, steps;
         baton_race_object obj[BATON_RACE_MAX_OBJECTS + BATON_RACE_MAX_BOTS];
         float *pose;
-        CHECK(baton_league_trace_objects(l, e.id, &nobj, obj, &steps, &pose, &err) == BATON_OK && nobj == (k ? 2u : 3u) &&
+        CHECK(league_trace_objects(l, e.id, &nobj, obj, &steps, &pose, &err) == BATON_OK && nobj == (k ? 2u : 3u) &&
               steps > 0 && pose);
         int kinds = 1;
         for (size_t i = 0; i < nobj; i++) kinds &= obj[i].kind == (k ? BATON_RACE_BOT : BATON_RACE_BOX);
         CHECK(kinds);
         if (k == 0) {   /* the drive as race eval gives it under the official settings (one race: evaluations are slow) */
             baton_ppo_eval_opts eo;
-            CHECK(baton_league_race_official(races[k], &eo, &err) == BATON_OK);
+            CHECK(league_race_official(races[k], &eo, &err) == BATON_OK);
             eo.ckpt = path_in("model"), eo.track = "oval";
             baton_ppo_eval_result r;
             CHECK(baton_ppo_eval(&eo, &r, &err) == BATON_OK);
@@ -395,7 +395,7 @@ static void test_submit_races(void)
     size_t nobj, steps;
     baton_race_object obj[BATON_RACE_MAX_OBJECTS + BATON_RACE_MAX_BOTS];
     float *pose;
-    CHECK(baton_league_trace_objects(l, 1, &nobj, obj, &steps, &pose, &err) == BATON_ERR_CORRUPT && strstr(err.msg, "entry 1:") &&
+    CHECK(league_trace_objects(l, 1, &nobj, obj, &steps, &pose, &err) == BATON_ERR_CORRUPT && strstr(err.msg, "entry 1:") &&
           !pose);
     baton_league_close(l);
 }
@@ -407,13 +407,13 @@ static void test_ratings(void)
 {
     baton_err err = {0};
     double r[4];
-    CHECK(baton_league_bt_fit(3, NULL, 0, r, &err) == BATON_OK && r[0] == 1500 && r[1] == 1500 && r[2] == 1500);
+    CHECK(league_bt_fit(3, NULL, 0, r, &err) == BATON_OK && r[0] == 1500 && r[1] == 1500 && r[2] == 1500);
     const uint32_t two[4][2] = {{0, 1}, {0, 1}, {1, 0}, {0, 1}};
-    CHECK(baton_league_bt_fit(2, two, 4, r, &err) == BATON_OK && r[0] > r[1] && fabs(r[0] + r[1] - 3000) < 1e-6);
+    CHECK(league_bt_fit(2, two, 4, r, &err) == BATON_OK && r[0] > r[1] && fabs(r[0] + r[1] - 3000) < 1e-6);
     const uint32_t g[7][2] = {{0, 1}, {1, 2}, {2, 0}, {0, 2}, {3, 0}, {3, 1}, {3, 2}}, h[7][2] = {{3, 2}, {0, 2}, {3, 0}, {1, 2},
                                                                                                   {2, 0}, {3, 1}, {0, 1}};
     double q[4];
-    CHECK(baton_league_bt_fit(4, g, 7, r, &err) == BATON_OK && baton_league_bt_fit(4, h, 7, q, &err) == BATON_OK);
+    CHECK(league_bt_fit(4, g, 7, r, &err) == BATON_OK && league_bt_fit(4, h, 7, q, &err) == BATON_OK);
     for (int i = 0; i < 4; i++) CHECK_MSG(fabs(r[i] - q[i]) < 1e-9 && isfinite(r[i]), "racer %d: %.12g %.12g", i, r[i], q[i]);
     CHECK(r[3] > r[0] && r[0] > r[1] && r[0] > r[2]);   /* 3 unbeaten; 0 won 2 of 4 */
     for (int i = 0; i < 4; i++) {   /* the likelihood's stationary point: expected wins = wins, prior included */
@@ -428,7 +428,7 @@ static void test_ratings(void)
         CHECK_MSG(fabs(expect - wins) < 1e-6, "racer %d: %g expected, %g won", i, expect, wins);
     }
     const uint32_t bad[1][2] = {{0, 4}};
-    CHECK(baton_league_bt_fit(4, bad, 1, r, &err) == BATON_ERR_ARG && strstr(err.msg, "game 0"));
+    CHECK(league_bt_fit(4, bad, 1, r, &err) == BATON_ERR_ARG && strstr(err.msg, "game 0"));
 }
 
 static int count_rows(const char *db, const char *sql)
@@ -463,7 +463,7 @@ static void test_h2m_attempts(void)
     CHECK_MSG(league_h2m_enter(l, ckpt, "bob", "oval", 7, 5, &r, &m, &err) == BATON_OK && m == 2, "%s", err.msg);
     int64_t bob = r.id;
     baton_league_submission s;
-    CHECK(baton_league_submission_get(l, 7, &s, &err) == BATON_OK && s.state == BATON_LEAGUE_DONE && s.racer == bob &&
+    CHECK(league_submission_get(l, 7, &s, &err) == BATON_OK && s.state == BATON_LEAGUE_DONE && s.racer == bob &&
           s.race == BATON_LEAGUE_H2M);
     CHECK(sqlite3_exec(h, "UPDATE submissions SET state = 1 WHERE id = 7", NULL, NULL, NULL) == SQLITE_OK);   /* again */
     sqlite3_close(h);

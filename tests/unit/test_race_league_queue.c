@@ -73,7 +73,7 @@ static int tar_refused(baton_buf *b, const char *want)
     baton_league_tar_entry *e = (void *)1;
     size_t n = 9;
     baton_err err = {0};
-    int rc = baton_league_tar_read(b->data, b->len, &e, &n, &err);
+    int rc = league_tar_read(b->data, b->len, &e, &n, &err);
     int ok = rc != BATON_OK && e == NULL && n == 0 && strstr(err.msg, want);
     if (!ok) fprintf(stderr, "tar: wanted /%s/, got %d: %s\n", want, rc, err.msg);
     baton_buf_free(b);
@@ -93,20 +93,20 @@ static void test_tar(void)
     baton_league_tar_entry *e;
     size_t n;
     baton_err err = {0};
-    CHECK_MSG(baton_league_tar_read(b.data, b.len, &e, &n, &err) == BATON_OK, "%s", err.msg);
+    CHECK_MSG(league_tar_read(b.data, b.len, &e, &n, &err) == BATON_OK, "%s", err.msg);
     CHECK(n == 3 && !strcmp(e[0].name, "ckpt-5") && e[0].is_dir && !strcmp(e[1].name, "ckpt-5/MANIFEST") &&
           e[1].size == 2 && !memcmp(e[1].data, "m\n", 2) && !strcmp(e[2].name, deep) && e[2].size == 3);
     /* extraction: the files, and nothing through a link planted where a file goes */
     const char *out = path_in("x1");
     CHECK(mkdir(out, 0700) == 0);
-    CHECK_MSG(baton_league_tar_extract(e, n, out, &err) == BATON_OK, "%s", err.msg);
+    CHECK_MSG(league_tar_extract(e, n, out, &err) == BATON_OK, "%s", err.msg);
     uint8_t *got;
     size_t len;
     CHECK(baton_file_read_all(path_in("x1/ckpt-5/MANIFEST"), 100, &got, &len, &err) == BATON_OK && len == 2);
     free(got);
     const char *out2 = path_in("x2");
     CHECK(mkdir(out2, 0700) == 0 && symlink("/tmp", path_in("x2/ckpt-5")) == 0);
-    CHECK(baton_league_tar_extract(e, n, out2, &err) != BATON_OK && strstr(err.msg, "both a file and a folder"));
+    CHECK(league_tar_extract(e, n, out2, &err) != BATON_OK && strstr(err.msg, "both a file and a folder"));
     free(e);
     baton_buf_free(&b);
 
@@ -120,7 +120,7 @@ static void test_tar(void)
     tar_entry(&b, "PaxHeader", 'x', rec, strlen(rec), NULL);
     tar_entry(&b, "ignored", '0', "2", 1, NULL);
     tar_end(&b);
-    CHECK_MSG(baton_league_tar_read(b.data, b.len, &e, &n, &err) == BATON_OK, "%s", err.msg);
+    CHECK_MSG(league_tar_read(b.data, b.len, &e, &n, &err) == BATON_OK, "%s", err.msg);
     CHECK(n == 2 && !strcmp(e[0].name, longname) && !strcmp(e[1].name, "pax/MANIFEST.x"));
     free(e);
     baton_buf_free(&b);
@@ -190,7 +190,7 @@ static int parse_refused(baton_league_request q, const baton_league_upload_rules
     baton_league_upload u;
     unsigned http = 0;
     baton_err err = {0};
-    int rc = baton_league_request_parse(&q, r, &u, &http, &err);
+    int rc = league_request_parse(&q, r, &u, &http, &err);
     int ok = rc != BATON_OK && http == want_http && strstr(err.msg, want);
     if (!ok) fprintf(stderr, "request: wanted %u /%s/, got %d %u: %s\n", want_http, want, rc, http, err.msg);
     return ok;
@@ -206,7 +206,7 @@ static void test_request(void)
     mkdir(path_in("tracks"), 0700);
     const double rows[4 * 6] = {0, 0, 0, 1, 0, -1, 1, 0, 1, 1, 1, -1, 2, 0, 2, 1, 2, -1, 3, 0, 3, 1, 3, -1};
     baton_buf npy = {0};
-    CHECK(baton_npy_write(&npy, rows, 4, 6) == BATON_OK &&
+    CHECK(race_npy_write(&npy, rows, 4, 6) == BATON_OK &&
           baton_file_write_atomic(path_in("tracks/Mine.npy"), npy.data, npy.len, &(baton_err){0}) == BATON_OK);
     baton_buf_free(&npy);
     baton_league_upload_rules r = {4096, path_in("tracks")};
@@ -214,12 +214,12 @@ static void test_request(void)
     unsigned http = 0;
     baton_err err = {0};
     baton_league_request q = req(auth, "<b>'; DROP TABLE entries;--", "oval", &b);
-    CHECK_MSG(baton_league_request_parse(&q, &r, &u, &http, &err) == BATON_OK, "%s", err.msg);
+    CHECK_MSG(league_request_parse(&q, &r, &u, &http, &err) == BATON_OK, "%s", err.msg);
     CHECK(!strcmp(u.alias, q.alias) && !strcmp(u.track, "oval") && !strcmp(u.track_path, "oval") && u.len == b.len &&
           !strcmp(u.token, auth + 7) && u.format == BATON_LEAGUE_TIME_TRIAL);
     q = req(auth, "a", "Mine.npy", &b);
     q.format = "total", q.content_type = "application/octet-stream";
-    CHECK(baton_league_request_parse(&q, &r, &u, &http, &err) == BATON_OK && !strcmp(u.track, "Mine") &&
+    CHECK(league_request_parse(&q, &r, &u, &http, &err) == BATON_OK && !strcmp(u.track, "Mine") &&
           strstr(u.track_path, "/tracks/Mine.npy") && u.track_path[0] == '/' && u.format == BATON_LEAGUE_TOTAL);
     CHECK(parse_refused(req(NULL, "a", "oval", &b), &r, 401, "a token is required"));
     CHECK(parse_refused(req("Basic YTpi", "a", "oval", &b), &r, 401, "expected \"Bearer btn_\""));
@@ -249,13 +249,13 @@ static void test_request(void)
     baton_league_upload ur;
     unsigned hr = 0;
     q.race = "object-avoidance";
-    CHECK(baton_league_request_parse(&q, &r, &ur, &hr, &err) == BATON_OK && ur.race == BATON_RACE_OBJECT_AVOIDANCE &&
+    CHECK(league_request_parse(&q, &r, &ur, &hr, &err) == BATON_OK && ur.race == BATON_RACE_OBJECT_AVOIDANCE &&
           ur.format == BATON_LEAGUE_TOTAL);
     q.race = "head-to-bot", q.format = "time-trial";
-    CHECK(baton_league_request_parse(&q, &r, &ur, &hr, &err) == BATON_OK && ur.race == BATON_RACE_HEAD_TO_BOT &&
+    CHECK(league_request_parse(&q, &r, &ur, &hr, &err) == BATON_OK && ur.race == BATON_RACE_HEAD_TO_BOT &&
           ur.format == BATON_LEAGUE_TIME_TRIAL);
     q = req(auth, "a", "oval", &b);
-    CHECK(baton_league_request_parse(&q, &r, &ur, &hr, &err) == BATON_OK && ur.race == BATON_RACE_TIME_TRIAL);
+    CHECK(league_request_parse(&q, &r, &ur, &hr, &err) == BATON_OK && ur.race == BATON_RACE_TIME_TRIAL);
     r.max_bytes = b.len - 1;
     CHECK(parse_refused(req(auth, "a", "oval", &b), &r, 413, "this league takes at most"));
     r.max_bytes = 4096;
@@ -280,13 +280,13 @@ static void test_tokens(void)
     CHECK(baton_league_token_add(l, "ann", 0, t1, &err) == BATON_OK && strlen(t1) == 68 && !strncmp(t1, "btn_", 4));
     CHECK(baton_league_token_add(l, "bob", 0, t2, &err) == BATON_OK && strcmp(t1, t2));
     CHECK(baton_league_token_add(l, "ann", 0, t3, &err) == BATON_ERR_BUSY && strstr(err.msg, "has a token already"));
-    CHECK(baton_league_token_check(l, "ann", t1, &err) == BATON_OK);
-    CHECK(baton_league_token_check(l, "ann", t2, &err) == BATON_ERR_DENIED);   /* another racer's */
-    CHECK(baton_league_token_check(l, "carl", t1, &err) == BATON_ERR_DENIED);  /* no token at all */
-    CHECK(baton_league_token_check(l, "ann", "", &err) == BATON_ERR_DENIED);
+    CHECK(league_token_check(l, "ann", t1, &err) == BATON_OK);
+    CHECK(league_token_check(l, "ann", t2, &err) == BATON_ERR_DENIED);   /* another racer's */
+    CHECK(league_token_check(l, "carl", t1, &err) == BATON_ERR_DENIED);  /* no token at all */
+    CHECK(league_token_check(l, "ann", "", &err) == BATON_ERR_DENIED);
     CHECK(baton_league_token_add(l, "ann", 1, t3, &err) == BATON_OK);          /* rotated: the old one stops */
-    CHECK(baton_league_token_check(l, "ann", t1, &err) == BATON_ERR_DENIED && baton_league_token_check(l, "ann", t3, &err) == BATON_OK);
-    CHECK(baton_league_token_revoke(l, "bob", &err) == BATON_OK && baton_league_token_check(l, "bob", t2, &err) == BATON_ERR_DENIED);
+    CHECK(league_token_check(l, "ann", t1, &err) == BATON_ERR_DENIED && league_token_check(l, "ann", t3, &err) == BATON_OK);
+    CHECK(baton_league_token_revoke(l, "bob", &err) == BATON_OK && league_token_check(l, "bob", t2, &err) == BATON_ERR_DENIED);
     CHECK(baton_league_token_revoke(l, "bob", &err) == BATON_ERR_NOTFOUND);
     baton_league_token_info *t;
     size_t n;
@@ -357,40 +357,40 @@ static void test_queue(void)
     CHECK_MSG(baton_league_unpack(b.data, b.len, tmp, dir, ckpt, &err) == BATON_OK, "%s", err.msg);
     CHECK(strstr(ckpt, "/ckpt-5") != NULL && baton_remove_tree(dir) == 0);
     int64_t id, id2, ran;
-    CHECK(baton_league_enqueue(l, &u, &id, &err) == BATON_OK && id == 1);
-    CHECK(baton_league_enqueue(l, &u, &id2, &err) == BATON_ERR_BUSY && strstr(err.msg, "has submission 1 waiting"));
+    CHECK(league_enqueue(l, &u, &id, &err) == BATON_OK && id == 1);
+    CHECK(league_enqueue(l, &u, &id2, &err) == BATON_ERR_BUSY && strstr(err.msg, "has submission 1 waiting"));
     baton_league_submission s;
-    CHECK(baton_league_submission_get(l, 1, &s, &err) == BATON_OK && s.state == BATON_LEAGUE_QUEUED && s.bytes == b.len);
-    CHECK(baton_league_queue_run_one(l, tmp, &ran, &err) == BATON_OK && ran == 1);
-    CHECK(baton_league_submission_get(l, 1, &s, &err) == BATON_OK && s.state == BATON_LEAGUE_DONE && s.entry == 1 &&
+    CHECK(league_submission_get(l, 1, &s, &err) == BATON_OK && s.state == BATON_LEAGUE_QUEUED && s.bytes == b.len);
+    CHECK(league_queue_run_one(l, tmp, &ran, &err) == BATON_OK && ran == 1);
+    CHECK(league_submission_get(l, 1, &s, &err) == BATON_OK && s.state == BATON_LEAGUE_DONE && s.entry == 1 &&
           s.attempts == 1 && s.finished_at >= s.started_at);
     baton_league_entry *e;
     size_t n;
     CHECK(baton_league_standings(l, "oval", BATON_RACE_TIME_TRIAL, BATON_LEAGUE_TIME_TRIAL, &e, &n, &err) == BATON_OK && n == 1 &&
           !strcmp(e[0].alias, u.alias) && e[0].submitted_at == s.submitted_at);
     free(e);
-    CHECK(baton_league_queue_run_one(l, tmp, &ran, &err) == BATON_OK && ran == 0);   /* empty */
+    CHECK(league_queue_run_one(l, tmp, &ran, &err) == BATON_OK && ran == 0);   /* empty */
     /* left running by a server that died: queued again, and run once */
-    CHECK(baton_league_enqueue(l, &u, &id, &err) == BATON_OK && id == 2);
+    CHECK(league_enqueue(l, &u, &id, &err) == BATON_OK && id == 2);
     sqlite3 *h;
     CHECK(sqlite3_open(db, &h) == SQLITE_OK &&
           sqlite3_exec(h, "UPDATE submissions SET state = 1, attempts = 1 WHERE id = 2", NULL, NULL, NULL) == SQLITE_OK);
     size_t requeued;
-    CHECK(baton_league_queue_recover(l, &requeued, &err) == BATON_OK && requeued == 1);
-    CHECK(baton_league_submission_get(l, 2, &s, &err) == BATON_OK && s.state == BATON_LEAGUE_QUEUED);
-    CHECK(baton_league_queue_run_one(l, tmp, &ran, &err) == BATON_OK && ran == 2);
+    CHECK(league_queue_recover(l, &requeued, &err) == BATON_OK && requeued == 1);
+    CHECK(league_submission_get(l, 2, &s, &err) == BATON_OK && s.state == BATON_LEAGUE_QUEUED);
+    CHECK(league_queue_run_one(l, tmp, &ran, &err) == BATON_OK && ran == 2);
     CHECK(count(l, db, "SELECT count(*) FROM entries") == 2 && count(l, db, "SELECT attempts FROM submissions WHERE id = 2") == 2);
     /* ... and after BATON_LEAGUE_ATTEMPTS starts it fails instead */
-    CHECK(baton_league_enqueue(l, &u, &id, &err) == BATON_OK && id == 3);
+    CHECK(league_enqueue(l, &u, &id, &err) == BATON_OK && id == 3);
     CHECK(sqlite3_exec(h, "UPDATE submissions SET state = 1, attempts = 3 WHERE id = 3", NULL, NULL, NULL) == SQLITE_OK);
-    CHECK(baton_league_queue_recover(l, &requeued, &err) == BATON_OK && requeued == 0);
-    CHECK(baton_league_submission_get(l, 3, &s, &err) == BATON_OK && s.state == BATON_LEAGUE_FAILED &&
+    CHECK(league_queue_recover(l, &requeued, &err) == BATON_OK && requeued == 0);
+    CHECK(league_submission_get(l, 3, &s, &err) == BATON_OK && s.state == BATON_LEAGUE_FAILED &&
           strstr(s.reason, "interrupted 3 times"));
     /* a result for a submission no longer running is not stored (never counted twice) */
-    CHECK(baton_league_enqueue(l, &u, &id, &err) == BATON_OK && id == 4);
+    CHECK(league_enqueue(l, &u, &id, &err) == BATON_OK && id == 4);
     CHECK(sqlite3_exec(h, "CREATE TRIGGER steal AFTER UPDATE OF state ON submissions WHEN new.state = 1"
                           " BEGIN UPDATE submissions SET state = 2 WHERE id = new.id; END", NULL, NULL, NULL) == SQLITE_OK);
-    CHECK(baton_league_queue_run_one(l, tmp, &ran, &err) == BATON_OK && ran == 4);
+    CHECK(league_queue_run_one(l, tmp, &ran, &err) == BATON_OK && ran == 4);
     CHECK(count(l, db, "SELECT count(*) FROM entries") == 2);
     CHECK(sqlite3_exec(h, "DROP TRIGGER steal", NULL, NULL, NULL) == SQLITE_OK);
     /* an archive that is no race model: failed with the reason, no entry */
@@ -399,12 +399,12 @@ static void test_queue(void)
     baton_league_upload v = u;
     snprintf(v.alias, sizeof v.alias, "bob");
     v.archive = bad.data, v.len = bad.len;
-    CHECK(baton_league_enqueue(l, &v, &id, &err) == BATON_OK && id == 5);
-    CHECK(baton_league_queue_run_one(l, tmp, &ran, &err) == BATON_OK && ran == 5);
-    CHECK(baton_league_submission_get(l, 5, &s, &err) == BATON_OK && s.state == BATON_LEAGUE_FAILED && s.reason[0] &&
+    CHECK(league_enqueue(l, &v, &id, &err) == BATON_OK && id == 5);
+    CHECK(league_queue_run_one(l, tmp, &ran, &err) == BATON_OK && ran == 5);
+    CHECK(league_submission_get(l, 5, &s, &err) == BATON_OK && s.state == BATON_LEAGUE_FAILED && s.reason[0] &&
           !strstr(s.reason, tmp));
     CHECK(count(l, db, "SELECT count(*) FROM entries") == 2 && count(l, db, "SELECT count(*) FROM submissions WHERE archive IS NOT NULL AND id != 4") == 0);
-    CHECK(baton_league_submission_get(l, 99, &s, &err) == BATON_ERR_NOTFOUND);
+    CHECK(league_submission_get(l, 99, &s, &err) == BATON_ERR_NOTFOUND);
     sqlite3_close(h);
     baton_league_close(l);
     baton_buf_free(&bad);

@@ -30,14 +30,14 @@ static void test_circle(void)
             l.y[k] = R * sin(2 * M_PI * k / l.n);
         }
         baton_err err = {0};
-        CHECK(baton_race_speed_profile(&l, &lim, &err) == BATON_OK);
+        CHECK(race_speed_profile(&l, &lim, &err) == BATON_OK);
         double want = fmin(lim.max_speed_mps, sqrt(lim.lat_accel_mps2 * R)), worst = 0;
         for (size_t k = 0; k < l.n; k++) worst = fmax(worst, fabs(l.v[k] / want - 1));
         CHECK_MSG(worst < 1e-9, "R %.1f: speeds off by %g", R, worst);
         CHECK(fabs(l.kappa[0] - 1 / R) < 1e-9);
         double perim = 2 * l.n * R * sin(M_PI / l.n);
         CHECK(fabs(l.lap_s - perim / want) < 1e-9 && fabs(l.length_m - perim) < 1e-9);
-        baton_race_line_free(&l);
+        race_line_free(&l);
     }
 }
 
@@ -49,13 +49,13 @@ static void test_straight(void)
     line_of(&l, 401, 0);
     for (size_t k = 0; k < l.n; k++) l.x[k] = 10.0 * k / 400;
     baton_err err = {0};
-    CHECK(baton_race_speed_profile(&l, &lim, &err) == BATON_OK);
+    CHECK(race_speed_profile(&l, &lim, &err) == BATON_OK);
     double v0 = lim.start_speed_mps, a = lim.accel_mps2, vm = lim.max_speed_mps, worst = 0;
     for (size_t k = 0; k < l.n; k++) worst = fmax(worst, fabs(l.v[k] - fmin(vm, sqrt(v0 * v0 + 2 * a * l.x[k]))));
     CHECK_MSG(worst < 1e-9, "ramp off by %g", worst);
     double s1 = (vm * vm - v0 * v0) / (2 * a), t = (vm - v0) / a + (10 - s1) / vm;
     CHECK_MSG(fabs(l.lap_s / t - 1) < 0.002, "lap %.4f, want %.4f", l.lap_s, t);
-    baton_race_line_free(&l);
+    race_line_free(&l);
 }
 
 /* A stadium: two 6 m straights and half circles of radius 1: on a straight, speed rises from the
@@ -79,7 +79,7 @@ static void test_braking(void)
         }
     }
     baton_err err = {0};
-    CHECK(baton_race_speed_profile(&l, &lim, &err) == BATON_OK);
+    CHECK(race_speed_profile(&l, &lim, &err) == BATON_OK);
     /* the bottom straight, entered at x = -3 (point 0) and left at x = 3 (point ns) */
     double vc = sqrt(lim.lat_accel_mps2 * 1.0), v_in = l.v[0], v_out = l.v[ns], worst = 0;
     CHECK_MSG(fabs(v_in / vc - 1) < 0.05 && fabs(v_out / vc - 1) < 0.05, "corner speeds %.3f %.3f, want %.3f", v_in,
@@ -92,7 +92,7 @@ static void test_braking(void)
     }
     CHECK_MSG(worst < 1e-9, "straight between corners: off by %g", worst);
     CHECK(l.v[ns / 2] == lim.max_speed_mps);
-    baton_race_line_free(&l);
+    race_line_free(&l);
 }
 
 static baton_race_track *ring(double rc, double half)
@@ -106,7 +106,7 @@ static baton_race_track *ring(double rc, double half)
     }
     baton_race_track *t = NULL;
     baton_err err = {0};
-    CHECK_MSG(baton_race_track_from_rows("ring", rows, N, &t, &err) == BATON_OK, "%s", err.msg);
+    CHECK_MSG(race_track_from_rows("ring", rows, N, &t, &err) == BATON_OK, "%s", err.msg);
     free(rows);
     return t;
 }
@@ -150,7 +150,7 @@ static void test_ring(void)
 static double border_clearance(const baton_race_track *t, const baton_race_line *l)
 {
     size_t n;
-    const double *rows = baton_race_track_rows(t, &n);
+    const double *rows = race_track_rows(t, &n);
     double worst = INFINITY;
     for (size_t k = 0; k < l->n; k++)
         for (size_t i = 0; i + 1 < n; i++)
@@ -178,7 +178,7 @@ static void test_tracks(void)
         CHECK_MSG(baton_race_limit(t, &lim, &r, &err) == BATON_OK, "%s", err.msg);
         int on = 1;   /* (an open track's first and last points lie on its ends) */
         for (size_t k = r.racing.loop ? 0 : 1; k + (r.racing.loop ? 0 : 1) < r.racing.n; k++)
-            on &= baton_race_track_contains(t, r.racing.x[k], r.racing.y[k]);
+            on &= race_track_contains(t, r.racing.x[k], r.racing.y[k]);
         double clear = border_clearance(t, &r.racing);
         CHECK_MSG(on && clear > lim.margin_m - 0.005, "%s: racing line %s, %.4f m from a border", specs[i],
                   on ? "on the track" : "off the track", clear);

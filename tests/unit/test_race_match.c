@@ -68,8 +68,8 @@ static void test_seen_and_hit(const baton_race_track *t)
     /* car 0 at 5 m, car 1 0.4 m behind it (front to front): 0.148 m clear */
     baton_race_sim *both[2] = {s, r};
     for (int k = 0; k < 2; k++) {
-        baton_race_sim_place(both[k], 0, 5.0, 0, 0);
-        baton_race_sim_place(both[k], 1, 4.6, 0, 0);
+        race_sim_place(both[k], 0, 5.0, 0, 0);
+        race_sim_place(both[k], 1, 4.6, 0, 0);
     }
     CHECK(!touching(s));
     struct baton_race_params p0, p1;
@@ -144,10 +144,10 @@ static void test_worlds(const baton_race_track *t)
     baton_err err = {0};
     CHECK_MSG(baton_race_sim_new(t, &o, &s, &err) == BATON_OK, "%s", err.msg);
     if (!s) return;
-    baton_race_sim_place(s, 0, 5.0, 0, 0);   /* world 0: car 0 at 5 m, car 1 at 2 m */
-    baton_race_sim_place(s, 1, 2.0, 0, 0);
-    baton_race_sim_place(s, 2, 4.7, 0, 0);   /* world 1: car 2 right behind world 0's car 0, car 3 far */
-    baton_race_sim_place(s, 3, 8.0, 0, 0);
+    race_sim_place(s, 0, 5.0, 0, 0);   /* world 0: car 0 at 5 m, car 1 at 2 m */
+    race_sim_place(s, 1, 2.0, 0, 0);
+    race_sim_place(s, 2, 4.7, 0, 0);   /* world 1: car 2 right behind world 0's car 0, car 3 far */
+    race_sim_place(s, 3, 8.0, 0, 0);
     struct baton_race_params p;
     for (size_t e = 0; e < 4; e++) {
         baton_race_sim_params(s, e, &p);

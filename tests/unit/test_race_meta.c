@@ -16,34 +16,34 @@
 
 static int meta_str(const char *text, baton_ppo_meta *m, baton_err *err)
 {
-    return baton_ppo_meta_parse("model_metadata.json", text, strlen(text), m, err);
+    return ppo_meta_parse("model_metadata.json", text, strlen(text), m, err);
 }
 
 static int hyper_str(const char *text, baton_ppo_hyper *h, baton_err *err)
 {
-    return baton_ppo_hyper_parse("hyperparameters.json", text, strlen(text), h, err);
+    return ppo_hyper_parse("hyperparameters.json", text, strlen(text), h, err);
 }
 
 static void test_documented_metadata(void)
 {
     baton_ppo_meta m;
     baton_err err = {0};
-    CHECK_MSG(baton_ppo_meta_load("tests/race/console_model_metadata.json", &m, &err) == BATON_OK, "%s", err.msg);
+    CHECK_MSG(ppo_meta_load("tests/race/console_model_metadata.json", &m, &err) == BATON_OK, "%s", err.msg);
     baton_ppo_meta d;
-    baton_ppo_meta_default(&d);
+    ppo_meta_default(&d);
     CHECK(m.action_type == BATON_PPO_DISCRETE && m.nactions == 10 && m.obs == BATON_PPO_OBS_CAMERA);
     CHECK(!strcmp(m.version, "4"));
     /* the console's default actions are the guide's table: -30/0.4, -30/0.8, -15/0.4, ... */
     CHECK(d.nactions == 10 && memcmp(d.actions, m.actions, 10 * sizeof m.actions[0]) == 0);
     CHECK(m.actions[3].steer_deg == -15 && m.actions[3].speed_mps == 0.8 && m.actions[9].steer_deg == 30);
 
-    CHECK_MSG(baton_ppo_meta_load("tests/race/model_metadata_2019.json", &m, &err) == BATON_OK, "%s", err.msg);
+    CHECK_MSG(ppo_meta_load("tests/race/model_metadata_2019.json", &m, &err) == BATON_OK, "%s", err.msg);
     CHECK(m.nactions == 6 && m.actions[3].speed_mps == 1 && m.obs == BATON_PPO_OBS_CAMERA);
 
-    CHECK_MSG(baton_ppo_meta_load("tests/race/drfc_model_metadata.json", &m, &err) == BATON_OK, "%s", err.msg);
+    CHECK_MSG(ppo_meta_load("tests/race/drfc_model_metadata.json", &m, &err) == BATON_OK, "%s", err.msg);
     CHECK(m.nactions == 5 && m.actions[0].steer_deg == -30 && m.actions[4].speed_mps == 0.6);
 
-    CHECK_MSG(baton_ppo_meta_load("tests/race/drfc_model_metadata_cont.json", &m, &err) == BATON_OK, "%s", err.msg);
+    CHECK_MSG(ppo_meta_load("tests/race/drfc_model_metadata_cont.json", &m, &err) == BATON_OK, "%s", err.msg);
     CHECK(m.action_type == BATON_PPO_CONTINUOUS && m.speed_low == 1 && m.speed_high == 2);
     CHECK(m.steer_low == -30 && m.steer_high == 30 && !strcmp(m.version, "5"));
 
@@ -60,7 +60,7 @@ static void test_documented_metadata(void)
     /* the sensor vector with the LIDAR (races with objects), written back as read */
     CHECK(meta_str("{\"action_space\": [{\"steering_angle\": 0, \"speed\": 1}], \"sensor\": [\"LIDAR\", "
                    "\"BATON_SENSOR_VECTOR\"]}", &m, &err) == BATON_OK && m.obs == BATON_PPO_OBS_SENSOR && m.lidar == 1);
-    char *s = baton_ppo_meta_format(&m);
+    char *s = ppo_meta_format(&m);
     CHECK(s && strstr(s, "[\"BATON_SENSOR_VECTOR\", \"LIDAR\"]"));
     baton_ppo_meta b;
     CHECK(s && meta_str(s, &b, &err) == BATON_OK && b.lidar == 1);
@@ -69,7 +69,7 @@ static void test_documented_metadata(void)
 
 static void round_trip_meta(const baton_ppo_meta *m)
 {
-    char *s = baton_ppo_meta_format(m);
+    char *s = ppo_meta_format(m);
     CHECK(s != NULL);
     if (!s) return;
     baton_ppo_meta b;
@@ -88,7 +88,7 @@ static void round_trip_meta(const baton_ppo_meta *m)
 static void test_format(void)
 {
     baton_ppo_meta m;
-    baton_ppo_meta_default(&m);
+    ppo_meta_default(&m);
     round_trip_meta(&m);
     m.actions[2] = (baton_ppo_action){-7.25, 3.3};
     m.obs = BATON_PPO_OBS_SENSOR;
@@ -98,9 +98,9 @@ static void test_format(void)
     round_trip_meta(&m);
 
     baton_ppo_hyper h, b;
-    baton_ppo_hyper_default(&h);
+    ppo_hyper_default(&h);
     h.lr = 1.25e-4, h.loss_type = BATON_PPO_LOSS_MSE, h.stack_size = 3, h.term_cond_max_episodes = 12345;
-    char *s = baton_ppo_hyper_format(&h);
+    char *s = ppo_hyper_format(&h);
     baton_err err = {0};
     CHECK(s && hyper_str(s, &b, &err) == BATON_OK);
     CHECK(s && !memcmp(&h, &b, sizeof h));
@@ -111,12 +111,12 @@ static void test_documented_hyper(void)
 {
     baton_ppo_hyper h, d;
     baton_err err = {0};
-    baton_ppo_hyper_default(&d);
+    ppo_hyper_default(&d);
     CHECK(d.batch_size == 64 && d.num_epochs == 3 && d.lr == 0.0003 && d.beta_entropy == 0.01);
     CHECK(d.discount_factor == 0.999 && d.loss_type == BATON_PPO_LOSS_HUBER && d.num_episodes_between_training == 20);
-    CHECK_MSG(baton_ppo_hyper_load("tests/race/console_hyperparameters.json", &h, &err) == BATON_OK, "%s", err.msg);
+    CHECK_MSG(ppo_hyper_load("tests/race/console_hyperparameters.json", &h, &err) == BATON_OK, "%s", err.msg);
     CHECK(!memcmp(&h, &d, sizeof h));   /* the console's file holds exactly the defaults */
-    CHECK_MSG(baton_ppo_hyper_load("tests/race/drfc_hyperparameters.json", &h, &err) == BATON_OK, "%s", err.msg);
+    CHECK_MSG(ppo_hyper_load("tests/race/drfc_hyperparameters.json", &h, &err) == BATON_OK, "%s", err.msg);
     CHECK(h.discount_factor == 0.995 && h.num_epochs == 10 && h.term_cond_avg_score == 350 &&
           h.term_cond_max_episodes == 1000 && h.loss_type == BATON_PPO_LOSS_HUBER);
     /* the simulator's spellings: "Huber", "Mean squared error", numbers as strings */
@@ -131,7 +131,7 @@ static void test_documented_hyper(void)
 static void bad_meta(const char *text, const char *want1, const char *want2)
 {
     baton_ppo_meta m;
-    baton_ppo_meta_default(&m);
+    ppo_meta_default(&m);
     m.nactions = 7;
     baton_err err = {0};
     int rc = meta_str(text, &m, &err);
@@ -206,7 +206,7 @@ static void test_bad(void)
     bad_hyper("\"hello\"", "not a JSON object", NULL);
     baton_ppo_hyper h;
     baton_err err = {0};
-    CHECK(baton_ppo_hyper_load("tests/race/no_such_hyperparameters.json", &h, &err) != BATON_OK &&
+    CHECK(ppo_hyper_load("tests/race/no_such_hyperparameters.json", &h, &err) != BATON_OK &&
           strstr(err.msg, "no_such_hyperparameters.json"));
 }
 

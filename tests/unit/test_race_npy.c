@@ -33,9 +33,9 @@ static int fails_with(const uint8_t *buf, size_t n, const char *want)
 {
     baton_npy a;
     baton_err err = {0};
-    int rc = baton_npy_parse("bad.npy", buf, n, &a, &err);
+    int rc = race_npy_parse("bad.npy", buf, n, &a, &err);
     if (rc == BATON_OK) {
-        baton_npy_free(&a);
+        race_npy_free(&a);
         fprintf(stderr, "parsed, but should fail with '%s'\n", want);
         return 0;
     }
@@ -50,7 +50,7 @@ static void test_real_file(void)
 {
     baton_npy a;
     baton_err err = {0};
-    int rc = baton_npy_load("../shared/tracks/reinvent_base.npy", &a, &err);
+    int rc = race_npy_load("../shared/tracks/reinvent_base.npy", &a, &err);
     CHECK_MSG(rc == BATON_OK, "%s", err.msg);
     if (rc) return;
     CHECK_EQ_U(a.rows, 119);
@@ -58,7 +58,7 @@ static void test_real_file(void)
     /* a loop: the last row repeats the first */
     CHECK(!memcmp(a.data, a.data + 6 * 118, 6 * sizeof(double)));
     CHECK(fabs(a.data[0]) < 20 && fabs(a.data[1]) < 20);
-    baton_npy_free(&a);
+    race_npy_free(&a);
 }
 
 static void test_round_trip(void)
@@ -67,14 +67,14 @@ static void test_round_trip(void)
     for (int i = 0; i < 12; i++) d[i] = i * 0.25 - 1.0 / 3;
     d[5] = -0.0;
     baton_buf b = {0};
-    CHECK(baton_npy_write(&b, d, 4, 3) == BATON_OK);
+    CHECK(race_npy_write(&b, d, 4, 3) == BATON_OK);
     baton_npy a;
     baton_err err = {0};
-    CHECK(baton_npy_parse("rt.npy", b.data, b.len, &a, &err) == BATON_OK);
+    CHECK(race_npy_parse("rt.npy", b.data, b.len, &a, &err) == BATON_OK);
     CHECK_EQ_U(a.rows, 4);
     CHECK_EQ_U(a.cols, 3);
     CHECK(!memcmp(a.data, d, sizeof d));
-    baton_npy_free(&a);
+    race_npy_free(&a);
     /* the header is padded so the data starts at a multiple of 64, as numpy writes it */
     size_t hl = (size_t)b.data[8] | (size_t)b.data[9] << 8;
     CHECK((10 + hl) % 64 == 0);
@@ -84,11 +84,11 @@ static void test_round_trip(void)
     /* versions 2.0 and 3.0 (4-byte header length), keys in another order, 'float64', Python 2 longs */
     uint8_t buf[512];
     size_t n = make_npy(buf, 2, "{'shape': (4L, 3L), 'fortran_order': False, 'descr': '<f8'}\n", d, sizeof d);
-    CHECK(baton_npy_parse("v2.npy", buf, n, &a, &err) == BATON_OK && a.rows == 4 && !memcmp(a.data, d, sizeof d));
-    baton_npy_free(&a);
+    CHECK(race_npy_parse("v2.npy", buf, n, &a, &err) == BATON_OK && a.rows == 4 && !memcmp(a.data, d, sizeof d));
+    race_npy_free(&a);
     n = make_npy(buf, 3, "{\"descr\": \"float64\", \"fortran_order\": False, \"shape\": (2, 6)}", d, sizeof d);
-    CHECK(baton_npy_parse("v3.npy", buf, n, &a, &err) == BATON_OK && a.rows == 2 && a.cols == 6);
-    baton_npy_free(&a);
+    CHECK(race_npy_parse("v3.npy", buf, n, &a, &err) == BATON_OK && a.rows == 2 && a.cols == 6);
+    race_npy_free(&a);
 }
 
 static void test_malformed(void)
@@ -99,8 +99,8 @@ static void test_malformed(void)
     size_t n = make_npy(buf, 1, good, d, sizeof d);
     baton_npy a;
     baton_err err = {0};
-    CHECK(baton_npy_parse("good.npy", buf, n, &a, &err) == BATON_OK);
-    baton_npy_free(&a);
+    CHECK(race_npy_parse("good.npy", buf, n, &a, &err) == BATON_OK);
+    race_npy_free(&a);
 
     uint8_t bad[1024];
     memcpy(bad, buf, n);
@@ -153,8 +153,8 @@ static void test_file_errors(void)
 {
     baton_npy a;
     baton_err err = {0};
-    CHECK(baton_npy_load("/nonexistent/track.npy", &a, &err) != BATON_OK && strstr(err.msg, "/nonexistent/track.npy"));
-    CHECK(baton_npy_load("tests", &a, &err) != BATON_OK && strstr(err.msg, "directory"));
+    CHECK(race_npy_load("/nonexistent/track.npy", &a, &err) != BATON_OK && strstr(err.msg, "/nonexistent/track.npy"));
+    CHECK(race_npy_load("tests", &a, &err) != BATON_OK && strstr(err.msg, "directory"));
 }
 
 int main(void)

@@ -28,7 +28,7 @@ static baton_race_track *straight(double w)
     }
     baton_race_track *t = NULL;
     baton_err err = {0};
-    CHECK_MSG(baton_race_track_from_rows("straight", rows, N, &t, &err) == BATON_OK, "%s", err.msg);
+    CHECK_MSG(race_track_from_rows("straight", rows, N, &t, &err) == BATON_OK, "%s", err.msg);
     return t;
 }
 
@@ -158,7 +158,7 @@ static void overtake(const baton_race_track *t, double lateral, int expect_crash
     o.objects.bot_speed_mps = 0.2;
     baton_race_sim *s = sim_new(t, &o);
     if (!s) return;
-    baton_race_sim_place(s, 0, 0.5, lateral, 0);
+    race_sim_place(s, 0, 0.5, lateral, 0);
     float steer = 0, speed = 1;
     const baton_race_car_state *st = baton_race_sim_state(s, 0);
     for (int k = 0; k < 250 && st->status == BATON_RACE_IN_PROGRESS; k++) baton_race_sim_step(s, &steer, &speed);
@@ -262,7 +262,7 @@ static void test_params(const baton_race_track *t)
     if (!s) return;
     struct baton_race_params p[4];
     /* the car's centre at 7 m (front point 7.14), facing along the track */
-    baton_race_sim_place(s, 0, 7, 0, 0);
+    race_sim_place(s, 0, 7, 0, 0);
     baton_race_sim_params(s, 0, &p[0]);
     const struct baton_race_params *q = &p[0];
     CHECK(q->num_objects == 3 && q->is_crashed == 0);
@@ -278,23 +278,23 @@ static void test_params(const baton_race_track *t)
     CHECK(q->closest_objects[0] == 0 && q->closest_objects[1] == 1);
     CHECK(q->object_in_camera == 1);   /* (10, -0.25) is 3 m ahead, 0.25 m right: in view */
     /* at 16 m the one behind is box 2, the one ahead wraps round to box 0 (behind the camera) */
-    baton_race_sim_place(s, 0, 16, 0, 0);
+    race_sim_place(s, 0, 16, 0, 0);
     baton_race_sim_params(s, 0, &p[1]);
     CHECK(p[1].closest_objects[0] == 2 && p[1].closest_objects[1] == 0 && p[1].object_in_camera == 0);
     /* at 11 m facing backwards: the next box by distance (15 m) is behind the lens */
-    baton_race_sim_place(s, 0, 11, 0, M_PI);
+    race_sim_place(s, 0, 11, 0, M_PI);
     baton_race_sim_params(s, 0, &p[2]);
     CHECK(p[2].closest_objects[0] == 1 && p[2].closest_objects[1] == 2 && p[2].object_in_camera == 0);
     /* the frustum is the Gazebo camera's, 1.13 rad wide: box 1 (2 m ahead, 0.25 m right) is in
      * it with the car turned 17° left, out of it at 46° (it would be in a 120° one) */
-    baton_race_sim_place(s, 0, 8, 0, 0.3);
+    race_sim_place(s, 0, 8, 0, 0.3);
     baton_race_sim_params(s, 0, &p[3]);
     CHECK(p[3].closest_objects[1] == 1 && p[3].object_in_camera == 1);
-    baton_race_sim_place(s, 0, 8, 0, 0.8);
+    race_sim_place(s, 0, 8, 0, 0.8);
     baton_race_sim_params(s, 0, &p[3]);
     CHECK(p[3].closest_objects[1] == 1 && p[3].object_in_camera == 0);
     /* before every object: behind wraps round to the last */
-    baton_race_sim_place(s, 0, 1, 0, 0);
+    race_sim_place(s, 0, 1, 0, 0);
     baton_race_sim_params(s, 0, &p[3]);
     CHECK(p[3].closest_objects[0] == 2 && p[3].closest_objects[1] == 0 && p[3].object_in_camera == 1);
     check_rewards(p, 4);
@@ -341,7 +341,7 @@ static void box_frame(const baton_race_camera *cam, const baton_race_camera_opts
     baton_race_object ob = {BATON_RACE_BOX, 2 + dist, lateral, 0, 0.2, 0.2, 0.2, 0.1, 0, 0};
     uint8_t plain[160 * 120], with[160 * 120];
     baton_race_camera_render(cam, 2, 0, 0, plain);
-    baton_race_camera_render_objects(cam, 2, 0, 0, &ob, 1, with);
+    race_camera_render_objects(cam, 2, 0, 0, &ob, 1, with);
     int u0 = 999, u1 = -1, v0 = 999, v1 = -1, other = 0;
     for (int v = 0; v < 120; v++)
         for (int u = 0; u < 160; u++) {
@@ -387,17 +387,17 @@ static void test_camera(const baton_race_track *t)
     uint8_t a[160 * 120], b[160 * 120];
     baton_race_object ob = {BATON_RACE_BOX, 1.0, 0, 0, 0.2, 0.2, 0.2, 0.1, 0, 0};
     baton_race_camera_render(cam, 2, 0, 0, a);
-    baton_race_camera_render_objects(cam, 2, 0, 0, &ob, 1, b);
+    race_camera_render_objects(cam, 2, 0, 0, &ob, 1, b);
     CHECK(!memcmp(a, b, sizeof a));
     baton_race_object bot = {BATON_RACE_BOT, 3.2, 0, 0, 0.2517, 0.187, 0.16, 0.1117, 0.2, 0};
-    baton_race_camera_render_objects(cam, 2, 0, 0, &bot, 1, b);
+    race_camera_render_objects(cam, 2, 0, 0, &bot, 1, b);
     int dark = 0;
     for (size_t i = 0; i < sizeof a; i++) dark += a[i] != b[i] && b[i] < 40;
     CHECK_MSG(dark > 50, "bot: %d dark pixels", dark);
     /* a box beside the car reaching behind the lens (fwd -0.1..0.6 m, its right side 0.25 m to the
      * left): the side's points where the pinhole puts them, out to the image's left edge */
     baton_race_object side = {BATON_RACE_BOX, 2.25, 0.35, 0, 0.7, 0.2, 0.2, 0.35, 0, 0};
-    baton_race_camera_render_objects(cam, 2, 0, 0, &side, 1, b);
+    race_camera_render_objects(cam, 2, 0, 0, &side, 1, b);
     const double pts[3][3] = {{0.5, 0.25, 0.1}, {0.3, 0.25, 0.1}, {0.35, 0.25, 0.15}};
     for (int i = 0; i < 3; i++) {
         double pu, pv;
@@ -411,8 +411,8 @@ static void test_camera(const baton_race_track *t)
     boxes3(&o);
     baton_race_sim *s = sim_new(t, &o);
     if (s) {
-        baton_race_sim_place(s, 0, 8.5, 0, 0);   /* box 1 (10 m, right lane) 1.5 m ahead */
-        baton_race_sim_camera(s, cam, a);
+        race_sim_place(s, 0, 8.5, 0, 0);   /* box 1 (10 m, right lane) 1.5 m ahead */
+        race_sim_camera(s, cam, a);
         const baton_race_car_state *st = baton_race_sim_state(s, 0);
         baton_race_camera_render(cam, st->x, st->y, st->yaw, b);
         int differ = 0;
@@ -435,7 +435,7 @@ static void test_lidar(const baton_race_track *t)
     o.objects.pos_lane[0] = 0;   /* box 0 on the centre line at 5 m */
     baton_race_sim *s = sim_new(t, &o);
     if (!s) return;
-    baton_race_sim_place(s, 0, 4, 0, 0);   /* the front point at 4.14: 0.76 m from the box's face */
+    race_sim_place(s, 0, 4, 0, 0);   /* the front point at 4.14: 0.76 m from the box's face */
     float v[28];
     baton_race_sim_sensor_env(s, &so, 0, v);
     CHECK_MSG(fabs(v[17 + 5] - 0.76 / 3) < 1e-6, "straight ahead %g", v[17 + 5]);
@@ -465,7 +465,7 @@ static baton_race_track *ring(void)
     }
     baton_race_track *t = NULL;
     baton_err err = {0};
-    CHECK_MSG(baton_race_track_from_rows("ring", rows, N, &t, &err) == BATON_OK, "%s", err.msg);
+    CHECK_MSG(race_track_from_rows("ring", rows, N, &t, &err) == BATON_OK, "%s", err.msg);
     free(rows);
     return t;
 }
@@ -489,7 +489,7 @@ static void test_bots_keep(const baton_race_track *t, double length)
     CHECK(left0[0] == 1 && left0[1] == 0 && left0[2] == 1);   /* inner (left of a ccw loop), outer, inner */
     float steer = 0, speed = 0.1;
     for (int k = 0; k < 1500; k++) {
-        baton_race_sim_place(s, 0, 0, 0, 0);   /* the car stays at the start: the bots drive */
+        race_sim_place(s, 0, 0, 0, 0);   /* the car stays at the start: the bots drive */
         baton_race_sim_step(s, &steer, &speed);
         if (baton_race_sim_state(s, 0)->status != BATON_RACE_IN_PROGRESS) break;
         steps++;
@@ -526,7 +526,7 @@ static void test_bots_change(const baton_race_track *t)
     int starts[32], nstart = 0, was = 0, len = 0, bad = 0;
     double rest = 1;   /* the lane before the change under way */
     for (int k = 1; k <= 900; k++) {
-        baton_race_sim_place(s, 0, 0, 0, 0);
+        race_sim_place(s, 0, 0, 0, 0);
         baton_race_sim_step(s, &steer, &speed);
         baton_race_sim_objects(s, 0, &ob, 1);
         int changing = fabs(ob.lane) < 1;
@@ -637,9 +637,9 @@ static void test_state_objects(void)
 {
     race_run_state s, b;
     memset(&s, 0, sizeof s);
-    baton_ppo_meta_default(&s.meta);
+    ppo_meta_default(&s.meta);
     s.meta.obs = BATON_PPO_OBS_SENSOR, s.meta.lidar = 1;
-    baton_ppo_hyper_default(&s.hyper);
+    ppo_hyper_default(&s.hyper);
     baton_rng_seed(&s.act_rng, 3);
     baton_rng_seed(&s.shuffle_rng, 4);
     snprintf(s.track, sizeof s.track, "oval");
@@ -734,7 +734,7 @@ static void test_camera_ref(const baton_race_track *t)
                                         y + fwd * sin(yaw) + left * cos(yaw), yaw + 3.0 * (baton_rng_float(&r) - 0.5),
                                         bot ? 0.2517 : 0.2, bot ? 0.187 : 0.2, bot ? 0.16 : 0.2, bot ? 0.1117 : 0.1, 0, 0};
         }
-        baton_race_camera_render_objects(cam, x, y, yaw, ob, (size_t)n, a);
+        race_camera_render_objects(cam, x, y, yaw, ob, (size_t)n, a);
         race_camera_render_objects_ref(cam, x, y, yaw, ob, (size_t)n, b);
         size_t here = 0;
         for (size_t i = 0; i < sizeof a; i++) {

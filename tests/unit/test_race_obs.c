@@ -83,7 +83,7 @@ static void test_camera(const char *spec)
     baton_race_sim *s = NULL;
     CHECK(baton_race_sim_new(t, &so, &s, &err) == BATON_OK);
     uint8_t *batch = malloc(3 * np);
-    baton_race_sim_camera(s, cam, batch);
+    race_sim_camera(s, cam, batch);
     const baton_race_car_state *st = baton_race_sim_state(s, 2);
     baton_race_camera_render(cam, st->x, st->y, st->yaw, a);
     CHECK(!memcmp(batch + 2 * np, a, np) && memcmp(batch, batch + 2 * np, np) != 0);
@@ -147,7 +147,7 @@ static void test_sensor(void)
      * centre line ahead is straight */
     baton_race_track_info in;
     baton_race_track_get_info(oval, &in);
-    baton_race_sim_place(s, 0, in.length_m - 1.0 - 0.14, 0, 0);
+    race_sim_place(s, 0, in.length_m - 1.0 - 0.14, 0, 0);
     baton_race_sim_sensor(s, &so, v);
     CHECK_MSG(fabs(v[0] * 3 - 0.38) < 1e-6 && fabs(v[10] * 3 - 0.38) < 1e-6, "%.6f %.6f", v[0] * 3, v[10] * 3);
     CHECK_MSG(v[5] == 1.0f, "%.4f", v[5]);
@@ -155,12 +155,12 @@ static void test_sensor(void)
     CHECK(fabs(v[14]) < 1e-9 && fabs(v[15]) < 1e-9 && fabs(v[16]) < 1e-9);
     /* the front at x = 1.9: 0.5 and 1 m ahead lie on the half circle, curvature 1/1.6 (× 0.25);
      * straight ahead the ray meets the turn's outer border at x = 2 + sqrt(1.98² - 1.6²) */
-    baton_race_sim_place(s, 0, 1.9 - 0.14, 0, 0);
+    race_sim_place(s, 0, 1.9 - 0.14, 0, 0);
     baton_race_sim_sensor(s, &so, v);
     CHECK_MSG(fabs(v[14] - 0.25 / 1.6) < 1e-3 && fabs(v[15] - 0.25 / 1.6) < 1e-3, "%.5f %.5f", v[14], v[15]);
     CHECK_MSG(fabs(v[5] * 3 - (2 + sqrt(1.98 * 1.98 - 1.6 * 1.6) - 1.9)) < 0.01, "%.4f", v[5] * 3);
     /* turned by 0.3 rad: the heading error reads it */
-    baton_race_sim_place(s, 0, 1.0, 0, 0.3);
+    race_sim_place(s, 0, 1.0, 0, 0.3);
     baton_race_sim_sensor(s, &so, v);
     CHECK(fabs(v[13] - 0.3 / M_PI) < 1e-4);
     /* the grid's rays against brute force, everywhere along a noisy drive on each track */
@@ -179,7 +179,7 @@ static void test_sensor(void)
             baton_race_centerline_action(s, 0, 0.8, &steer, &speed);
             baton_race_sim_step(s, &steer, &speed);
             baton_race_sim_sensor(s, &so, v);
-            baton_race_sim_sensor_ref(s, &so, w);
+            race_sim_sensor_ref(s, &so, w);
             for (size_t j = 0; j < dim; j++) same &= fabsf(v[j] - w[j]) < 1e-6f;
             if (baton_race_sim_state(s, 0)->status != BATON_RACE_IN_PROGRESS) baton_race_sim_reset(s, 0);
         }

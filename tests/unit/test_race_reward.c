@@ -40,17 +40,17 @@ static void test_builtins(void)
         p.distance_from_center = d[i];
         p.steering_angle = 20;
         CHECK(baton_race_reward_follow_center_line(&p) == fc[i]);
-        CHECK(baton_race_reward_prevent_zigzag(&p) == fc[i] * 0.8);
+        CHECK(race_reward_prevent_zigzag(&p) == fc[i] * 0.8);
         p.steering_angle = -15;
-        CHECK(baton_race_reward_prevent_zigzag(&p) == fc[i]);
-        CHECK(baton_race_reward_stay_inside_borders(&p) == st[i]);
+        CHECK(race_reward_prevent_zigzag(&p) == fc[i]);
+        CHECK(race_reward_stay_inside_borders(&p) == st[i]);
     }
     p.distance_from_center = 0;
     p.all_wheels_on_track = 0;
-    CHECK(baton_race_reward_stay_inside_borders(&p) == 1e-3);
+    CHECK(race_reward_stay_inside_borders(&p) == 1e-3);
     baton_race_reward *r;
     baton_err err = {0};
-    CHECK(baton_race_reward_open(NULL, &r, &err) == BATON_OK && !strcmp(baton_race_reward_name(r), "follow_center_line"));
+    CHECK(baton_race_reward_open(NULL, &r, &err) == BATON_OK && !strcmp(race_reward_name(r), "follow_center_line"));
     baton_race_reward_free(r);
     CHECK(baton_race_reward_open("nonsense", &r, &err) == BATON_ERR_ARG && strstr(err.msg, "follow_center_line"));
 }

@@ -31,7 +31,7 @@ static baton_race_track *ring(void)
     }
     baton_race_track *t = NULL;
     baton_err err = {0};
-    CHECK_MSG(baton_race_track_from_rows("ring", rows, N, &t, &err) == BATON_OK, "%s", err.msg);
+    CHECK_MSG(race_track_from_rows("ring", rows, N, &t, &err) == BATON_OK, "%s", err.msg);
     free(rows);
     return t;
 }
@@ -61,7 +61,7 @@ static void test_off_track(baton_race_track *oval)
     baton_race_sim_opts_default(&o);
     baton_race_sim *s = sim_new(oval, &o);
     /* on the bottom straight (start at its middle), turned 90° to the right: straight off the edge */
-    baton_race_sim_place(s, 0, 0.5, 0, -M_PI / 2);
+    race_sim_place(s, 0, 0.5, 0, -M_PI / 2);
     const baton_race_car_state *st = baton_race_sim_state(s, 0);
     CHECK(st->wheels_on == 4);
     int saw_partial = 0;
@@ -91,7 +91,7 @@ static void test_reversed(baton_race_track *oval)
     baton_race_sim_opts_default(&o);
     baton_race_sim *s = sim_new(oval, &o);
     /* at the start, facing backwards: progress falls every step; reversed after 15 of them */
-    baton_race_sim_place(s, 0, 0, 0, M_PI);
+    race_sim_place(s, 0, 0, 0, M_PI);
     const baton_race_car_state *st = baton_race_sim_state(s, 0);
     uint32_t k = drive_const(s, 0, 0.5f, 100);
     CHECK_MSG(st->status == BATON_RACE_REVERSED && k == 15, "%s after %u", baton_race_status_name(st->status), k);
@@ -245,7 +245,7 @@ static void test_kinematics(baton_race_track *wide)
     baton_race_sim_opts_default(&o);
     baton_race_sim *s = sim_new(wide, &o);
     const baton_race_car_state *st = baton_race_sim_state(s, 0);
-    baton_race_sim_set_pose(s, 0, 10, 0, 0);   /* on the ring, heading across it */
+    race_sim_set_pose(s, 0, 10, 0, 0);   /* on the ring, heading across it */
     double L = 0.164, a = 0.0817, v = 1.0, d = 20 * M_PI / 180, R = L / tan(d);
     double rx0 = st->x - a, ry0 = st->y, cx = rx0, cy = ry0 + R;
     float steer = 20, speed = 1;
@@ -288,7 +288,7 @@ static void test_kinematics(baton_race_track *wide)
     o.car.grip_mps2 = 3;
     s = sim_new(wide, &o);
     st = baton_race_sim_state(s, 0);
-    baton_race_sim_set_pose(s, 0, 10, 0, 0);
+    race_sim_set_pose(s, 0, 10, 0, 0);
     steer = 30;
     speed = 3;
     double yaw0 = st->yaw;
@@ -299,7 +299,7 @@ static void test_kinematics(baton_race_track *wide)
     baton_race_sim_step(s, &steer, &speed);
     CHECK(fabs(st->yaw - yaw0 - 0.5 / 15 * tan(M_PI / 6) / 0.164) < 1e-12);
     /* actions are clamped to the car's limits; NaN steers straight at the slowest speed */
-    baton_race_sim_place(s, 0, 0, 0, 0);
+    race_sim_place(s, 0, 0, 0, 0);
     steer = 90;
     speed = 9;
     baton_race_sim_step(s, &steer, &speed);
@@ -435,11 +435,11 @@ static void test_params(baton_race_track *oval)
     baton_race_sim *s = sim_new(oval, &o);
     struct baton_race_params p, q;
     /* 0.1 m left of the centre line, heading along it, 1 m into the bottom straight */
-    baton_race_sim_place(s, 0, 1.0, 0.1, 0);
+    race_sim_place(s, 0, 1.0, 0.1, 0);
     float steer = 0, speed = 1.5;
     baton_race_sim_step(s, &steer, &speed);
     baton_race_sim_params(s, 0, &p);
-    baton_race_sim_params_ref(s, 0, &q);
+    race_sim_params_ref(s, 0, &q);
     const baton_race_car_state *st = baton_race_sim_state(s, 0);
     CHECK(p.all_wheels_on_track && !p.is_offtrack && !p.is_crashed && !p.is_reversed);
     CHECK(p.is_left_of_center);
@@ -463,17 +463,17 @@ static void test_params(baton_race_track *oval)
     CHECK(fabs(p.distance_from_center - q.distance_from_center) < 1e-12 && fabs(p.track_width - q.track_width) < 1e-12 &&
           p.is_left_of_center == q.is_left_of_center && p.closest_waypoints[0] == q.closest_waypoints[0]);
     /* right of the centre line */
-    baton_race_sim_place(s, 0, 1.0, -0.2, 0);
+    race_sim_place(s, 0, 1.0, -0.2, 0);
     baton_race_sim_params(s, 0, &p);
     CHECK(!p.is_left_of_center && fabs(p.distance_from_center - 0.2) < 1e-9);
     baton_race_sim_free(s);
     /* driven in reverse the left side swaps */
     o.reverse = 1;
     s = sim_new(oval, &o);
-    baton_race_sim_place(s, 0, 1.0, 0.1, 0);
+    race_sim_place(s, 0, 1.0, 0.1, 0);
     baton_race_sim_params(s, 0, &p);
     CHECK(p.is_reversed && p.is_left_of_center && fabs(p.heading - 180) < 1e-9);
-    baton_race_sim_place(s, 0, 1.0, -0.1, 0);
+    race_sim_place(s, 0, 1.0, -0.1, 0);
     baton_race_sim_params(s, 0, &p);
     CHECK(!p.is_left_of_center);
     baton_race_sim_free(s);

@@ -70,7 +70,7 @@ static void test_builtin(void)
         CHECK(in.loop && in.ccw);
         CHECK(fabs(in.width_m - 0.76) < 1e-9);
         size_t n;
-        const double *rows = baton_race_track_rows(t, &n);
+        const double *rows = race_track_rows(t, &n);
         CHECK(!memcmp(rows, rows + 6 * (n - 1), 6 * sizeof(double)));
         /* the design closes on itself: the row before the last is one step (~0.15 m) from the start */
         double gap = hypot(rows[6 * (n - 2)] - rows[0], rows[6 * (n - 2) + 1] - rows[1]);
@@ -106,7 +106,7 @@ static void test_grid_vs_ref(void)
         for (int k = 0; k < 20000; k++) {
             double x = in.xmin - 0.5 + (in.xmax - in.xmin + 1) * baton_rng_float(&rng);
             double y = in.ymin - 0.5 + (in.ymax - in.ymin + 1) * baton_rng_float(&rng);
-            int a = baton_race_track_contains(t, x, y), b = baton_race_track_contains_ref(t, x, y);
+            int a = race_track_contains(t, x, y), b = race_track_contains_ref(t, x, y);
             mismatch += a != b;
             on += b;
         }
@@ -114,12 +114,12 @@ static void test_grid_vs_ref(void)
         CHECK(on > 1000 && on < 19000);
         /* every centre point is on the track, every point 1 cm outside a border is off */
         size_t n;
-        const double *r = baton_race_track_rows(t, &n);
+        const double *r = race_track_rows(t, &n);
         int bad = 0, loop = !memcmp(r, r + 6 * (n - 1), 6 * sizeof *r);
         for (size_t i = loop ? 0 : 1; i + (loop ? 0 : 1) < n; i++) {   /* an open track's ends lie on its caps */
             double ox = r[6 * i + 4] - r[6 * i], oy = r[6 * i + 5] - r[6 * i + 1], ol = hypot(ox, oy);
-            bad += !baton_race_track_contains(t, r[6 * i], r[6 * i + 1]);
-            bad += baton_race_track_contains(t, r[6 * i + 4] + 0.01 * ox / ol, r[6 * i + 5] + 0.01 * oy / ol);
+            bad += !race_track_contains(t, r[6 * i], r[6 * i + 1]);
+            bad += race_track_contains(t, r[6 * i + 4] + 0.01 * ox / ol, r[6 * i + 5] + 0.01 * oy / ol);
         }
         CHECK_MSG(bad == 0, "%s: %d waypoint checks wrong", specs[s], bad);
         baton_race_track_free(t);
@@ -130,7 +130,7 @@ static void bad_track(const char *name, const double *rows, size_t n, const char
 {
     baton_race_track *t = NULL;
     baton_err err = {0};
-    int rc = baton_race_track_from_rows(name, rows, n, &t, &err);
+    int rc = race_track_from_rows(name, rows, n, &t, &err);
     CHECK_MSG(rc != BATON_OK && strstr(err.msg, want) && strstr(err.msg, name), "%s: rc %d, '%s' (want '%s')", name,
               rc, err.msg, want);
     baton_race_track_free(t);
@@ -150,7 +150,7 @@ static void test_bad_tracks(void)
     }
     baton_race_track *t = NULL;
     baton_err err = {0};
-    CHECK_MSG(baton_race_track_from_rows("square", sq, 9, &t, &err) == BATON_OK, "%s", err.msg);
+    CHECK_MSG(race_track_from_rows("square", sq, 9, &t, &err) == BATON_OK, "%s", err.msg);
     if (t) {
         baton_race_track_info in;
         baton_race_track_get_info(t, &in);
@@ -179,7 +179,7 @@ static void test_bad_tracks(void)
 
     /* through a file: shape (N, 4) */
     baton_buf buf = {0};
-    CHECK(baton_npy_write(&buf, sq, 9, 4) == BATON_OK);
+    CHECK(race_npy_write(&buf, sq, 9, 4) == BATON_OK);
     char path[] = "/tmp/baton-test-track-XXXXXX";
     int fd = mkstemp(path);
     CHECK(fd >= 0 && baton_write_all(fd, buf.data, buf.len, path, &err) == BATON_OK);

@@ -320,10 +320,10 @@ static void test_files(void)
     baton_ppo_hyper h;
     char p[600];
     snprintf(p, sizeof p, "%s/model_metadata.json", dir);
-    CHECK_MSG(baton_ppo_meta_load(p, &m, &err) == BATON_OK && m.nactions == 3 && m.obs == BATON_PPO_OBS_SENSOR, "%s",
+    CHECK_MSG(ppo_meta_load(p, &m, &err) == BATON_OK && m.nactions == 3 && m.obs == BATON_PPO_OBS_SENSOR, "%s",
               err.msg);
     snprintf(p, sizeof p, "%s/hyperparameters.json", dir);
-    CHECK(baton_ppo_hyper_load(p, &h, &err) == BATON_OK && h.num_episodes_between_training == 20);
+    CHECK(ppo_hyper_load(p, &h, &err) == BATON_OK && h.num_episodes_between_training == 20);
     uint8_t *text = NULL;
     size_t len = 0;
     CHECK(baton_file_read_all(o.log_path, 1 << 20, &text, &len, &err) == BATON_OK);
@@ -349,8 +349,8 @@ static void test_state(void)
 {
     race_run_state s, b;
     memset(&s, 0, sizeof s);
-    baton_ppo_meta_default(&s.meta);
-    baton_ppo_hyper_default(&s.hyper);
+    ppo_meta_default(&s.meta);
+    ppo_hyper_default(&s.hyper);
     s.iteration = 12, s.episodes = 240, s.sim_steps = 123456789012ULL, s.ticks = 777, s.seconds = 12.5;
     baton_rng_seed(&s.act_rng, 3);
     baton_rng_seed(&s.shuffle_rng, 4);

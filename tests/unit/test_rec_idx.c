@@ -74,7 +74,7 @@ int main(void)
     for (int i = 0; i < 500; i++) {
         keys[i] = baton_rng_next(&rng) >> (1 + i % 63);
         offs[i] = baton_rng_next(&rng) >> (1 + (i * 7) % 63);
-        CHECK(baton_idx_append(&b, keys[i], offs[i]) == BATON_OK);
+        CHECK(rec_idx_append(&b, keys[i], offs[i]) == BATON_OK);
     }
     CHECK(baton_idx_parse("t.idx", (const char *)b.data, b.len, &e, &n, &err) == BATON_OK);
     int same = n == 500;
@@ -82,7 +82,7 @@ int main(void)
     CHECK(same);
     free(e);
     b.len = 0;
-    baton_idx_append(&b, 3, 1234);
+    rec_idx_append(&b, 3, 1234);
     CHECK(b.len == 7 && memcmp(b.data, "3\t1234\n", 7) == 0);
 
     /* load from disk */
@@ -91,13 +91,13 @@ int main(void)
     char path[128];
     snprintf(path, sizeof path, "%s/a.idx", dir);
     CHECK(baton_file_write_atomic(path, "0\t0\n1\t24\nzz\n", 12, &err) == BATON_OK);
-    CHECK(baton_idx_load(path, &e, &n, &err) == BATON_ERR_FORMAT);
+    CHECK(rec_idx_load(path, &e, &n, &err) == BATON_ERR_FORMAT);
     CHECK_MSG(strstr(err.msg, "a.idx: line 3"), "%s", err.msg);
     CHECK(baton_file_write_atomic(path, b.data, b.len, &err) == BATON_OK);
-    CHECK(baton_idx_load(path, &e, &n, &err) == BATON_OK && n == 1 && e[0].offset == 1234);
+    CHECK(rec_idx_load(path, &e, &n, &err) == BATON_OK && n == 1 && e[0].offset == 1234);
     free(e);
     unlink(path);
-    CHECK(baton_idx_load(path, &e, &n, &err) == BATON_ERR_NOTFOUND);
+    CHECK(rec_idx_load(path, &e, &n, &err) == BATON_ERR_NOTFOUND);
     rmdir(dir);
     baton_buf_free(&b);
     CHECK_DONE();

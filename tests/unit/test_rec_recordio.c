@@ -136,7 +136,7 @@ int main(void)
     CHECK_MSG(strstr(err.msg, "legacy RecordIO magic 0x3ed7230a (old dmlc-core) is not supported"),
               "%s", err.msg);
     baton_rec_format fmt;
-    CHECK(baton_rec_detect(legacy, 16, "old.rec", &fmt, &err) == BATON_ERR_FORMAT);
+    CHECK(rec_detect(legacy, 16, "old.rec", &fmt, &err) == BATON_ERR_FORMAT);
     CHECK(strstr(err.msg, "old.rec") && strstr(err.msg, "legacy RecordIO magic 0x3ed7230a"));
     /* cflag 2 with no first part */
     uint8_t c2[8] = {M, 0, 0, 0, 0x40};
@@ -181,19 +181,19 @@ int main(void)
     CHECK(rec.data == two + 8);   /* single-part: zero-copy */
 
     /* ---- detection ---- */
-    CHECK(baton_rec_detect(hello, 16, "a.rec", &fmt, &err) == BATON_OK &&
+    CHECK(rec_detect(hello, 16, "a.rec", &fmt, &err) == BATON_OK &&
           fmt == BATON_FMT_RECORDIO);
-    CHECK(baton_rec_detect(hello, 4, "a.rec", &fmt, &err) == BATON_OK && fmt == BATON_FMT_RECORDIO);
-    CHECK(baton_rec_detect(hello, 0, "a.rec", &fmt, &err) == BATON_ERR_TRUNCATED);
+    CHECK(rec_detect(hello, 4, "a.rec", &fmt, &err) == BATON_OK && fmt == BATON_FMT_RECORDIO);
+    CHECK(rec_detect(hello, 0, "a.rec", &fmt, &err) == BATON_ERR_TRUNCATED);
     CHECK_MSG(strstr(err.msg, "a.rec: empty file"), "%s", err.msg);
-    CHECK(baton_rec_detect(hello, 3, "a.rec", &fmt, &err) == BATON_ERR_TRUNCATED);
+    CHECK(rec_detect(hello, 3, "a.rec", &fmt, &err) == BATON_ERR_TRUNCATED);
     uint8_t junk[16] = "not a record!!!";
-    CHECK(baton_rec_detect(junk, 16, "a.rec", &fmt, &err) == BATON_ERR_FORMAT);
+    CHECK(rec_detect(junk, 16, "a.rec", &fmt, &err) == BATON_ERR_FORMAT);
     baton_buf tf = {0};
     CHECK(baton_tfrecord_frame(&tf, "hello", 5, &err) == BATON_OK);
-    CHECK(baton_rec_detect(tf.data, tf.len, "a.tfrecord", &fmt, &err) == BATON_OK &&
+    CHECK(rec_detect(tf.data, tf.len, "a.tfrecord", &fmt, &err) == BATON_OK &&
           fmt == BATON_FMT_TFRECORD);
-    CHECK(baton_rec_detect(tf.data, 11, "a.tfrecord", &fmt, &err) == BATON_ERR_TRUNCATED);
+    CHECK(rec_detect(tf.data, 11, "a.tfrecord", &fmt, &err) == BATON_ERR_TRUNCATED);
     baton_buf_free(&tf);
     CHECK(!strcmp(baton_rec_format_name(BATON_FMT_RECORDIO), "recordio"));
     CHECK(!strcmp(baton_rec_format_name(BATON_FMT_TFRECORD), "tfrecord"));
@@ -217,15 +217,15 @@ int main(void)
     int rs = 1;
     for (size_t from = 0; from <= s.len; from++) {
         size_t want = from == 0 ? 0 : from <= 16 ? 16 : from <= 40 ? 40 : s.len;
-        if (baton_recordio_resync(s.data, s.len, from) != want) {
+        if (rec_recordio_resync(s.data, s.len, from) != want) {
             rs = 0;
             fprintf(stderr, "resync from %zu: %zu, want %zu\n", from,
-                    baton_recordio_resync(s.data, s.len, from), want);
+                    rec_recordio_resync(s.data, s.len, from), want);
         }
     }
     CHECK(rs);
-    CHECK(baton_recordio_resync(s.data, s.len, SIZE_MAX - 1) == s.len);
-    CHECK(baton_recordio_resync(s.data, 7, 0) == 7);
+    CHECK(rec_recordio_resync(s.data, s.len, SIZE_MAX - 1) == s.len);
+    CHECK(rec_recordio_resync(s.data, 7, 0) == 7);
     baton_buf_free(&s);
     baton_buf_free(&b);
     baton_buf_free(&scratch);

@@ -91,7 +91,7 @@ static void write_and_check(baton_rec_format fmt, size_t nrec, size_t maxlen)
         for (size_t k = 0; k < len; k++) payload.data[k] = (uint8_t)baton_rng_next(&rng);
         payload.len = len;
         uint64_t key = i % 2 ? BATON_SHARD_KEY_AUTO : 1000 + i;
-        baton_idx_append(&want_idx, i % 2 ? i : 1000 + i, want.len);
+        rec_idx_append(&want_idx, i % 2 ? i : 1000 + i, want.len);
         baton_rec_frame(fmt, &want, payload.data, len, &err);
         CHECK(baton_shard_writer_add(w, key, payload.data, len, &err) == BATON_OK);
     }
@@ -114,7 +114,7 @@ static void write_and_check(baton_rec_format fmt, size_t nrec, size_t maxlen)
     /* the index points at every record */
     baton_idx_entry *e;
     size_t ne;
-    CHECK(baton_idx_load(idx, &e, &ne, &err) == BATON_OK && ne == nrec);
+    CHECK(rec_idx_load(idx, &e, &ne, &err) == BATON_OK && ne == nrec);
     baton_buf scratch = {0};
     int ok = 1;
     for (size_t i = 0; i < ne; i++) {

@@ -39,8 +39,8 @@ static void *watch(void *arg)
     monitor *m = arg;
     struct timespec ts = {0, 200 * 1000};
     while (!atomic_load(&m->stop)) {
-        int64_t p = baton_progress_file_read(m->progress);   /* first the step, then the checkpoint */
-        int64_t c = baton_ckpt_newest_name(m->ckpt_dir);
+        int64_t p = fleet_progress_file_read(m->progress);   /* first the step, then the checkpoint */
+        int64_t c = fleet_ckpt_newest_name(m->ckpt_dir);
         if (p >= 0) {
             int64_t gap = p - (c < 0 ? 0 : c);
             if (gap > m->max_gap) m->max_gap = gap;
@@ -102,7 +102,7 @@ int main(void)
            (long long)m.samples, (long long)m.max_gap, EVERY, r.seconds);
     CHECK(m.samples > 100);
     CHECK_MSG(m.max_gap <= EVERY, "gap %lld > %d", (long long)m.max_gap, EVERY);
-    CHECK(baton_ckpt_newest_name(ckpt) == 60);
+    CHECK(fleet_ckpt_newest_name(ckpt) == 60);
     char cmd[700];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
     CHECK(system(cmd) == 0);
