@@ -41,7 +41,7 @@ int ckpt_st_write_file(const char *path, const baton_st_entry *t, size_t n,
  * target by name, dtype and shape and every target must be present; otherwise nothing is written
  * and the error names the tensor ("a checkpoint of another model"). what names the set in
  * messages ("model resnet20"). If meta is non-NULL, *meta receives the header (caller frees). */
-int baton_st_load_tensors(const char *path, const baton_nn_tensor *targets, size_t n, const char *what,
+int ckpt_st_load_tensors(const char *path, const baton_nn_tensor *targets, size_t n, const char *what,
                           baton_st_header *meta, baton_err *err);
 /* Also restores the optimizer's update count from __metadata__ "steps". */
 int ckpt_load_optim(const char *path, baton_nn_optim *o, baton_err *err);
@@ -129,9 +129,9 @@ int ckpt_remote_list(baton_ckpt_remote *r, uint64_t **steps, size_t *n, baton_er
  * (MANIFEST first) and incomplete ones older than the newest complete one. */
 int ckpt_remote_retain(baton_ckpt_remote *r, int keep, baton_err *err);
 /* Download the newest complete remote checkpoint that verifies and commit it under dir (keep as in
- * baton_ckpt_commit); its folder into path, its step into *step. Damaged ones are skipped with a
+ * ckpt_commit_files); its folder into path, its step into *step. Damaged ones are skipped with a
  * warning. BATON_ERR_NOTFOUND when there is none; a listing failure is an error. */
-int baton_ckpt_remote_restore(baton_ckpt_remote *r, const char *dir, int keep, char *path, size_t cap,
+int ckpt_remote_restore(baton_ckpt_remote *r, const char *dir, int keep, char *path, size_t cap,
                               uint64_t *step, baton_err *err);
 
 /* ---------------------------------------------------------------------------------------------
@@ -144,14 +144,14 @@ typedef struct baton_ckpt_blob {
     const void *data;
     size_t len;
 } baton_ckpt_blob;
-int baton_ckpt_commit(const char *dir, uint64_t step, const baton_ckpt_blob *files, size_t nfiles,
+int ckpt_commit_files(const char *dir, uint64_t step, const baton_ckpt_blob *files, size_t nfiles,
                       int keep, char *committed, size_t cap, baton_err *err);
 /* Remove stray .ckpt-*.tmp.* folders (crashed runs); returns how many were removed. */
 int ckpt_clean_temps(const char *dir);
 /* Apply retention (src/ckpt/retain.c): keep the newest keep checkpoints that pass the full check
  * (baton_ckpt_verify), remove older verified ones, and move every folder that does not verify aside
  * to .ckpt-<step>.corrupt (never deleted). The newest verified checkpoint always stays. */
-int baton_ckpt_retain(const char *dir, int keep, baton_err *err);
+int ckpt_retain_dir(const char *dir, int keep, baton_err *err);
 
 /* ---------------------------------------------------------------------------------------------
  * The verification memory, and commit and retention with it (store.c, retain.c)
@@ -180,7 +180,7 @@ int ckpt_vcache_status(ckpt_vcache *c, const char *path, uint64_t step, char *re
 void ckpt_vcache_put_ok(ckpt_vcache *c, const char *path, uint64_t step);
 void ckpt_vcache_free(ckpt_vcache *c);
 
-/* baton_ckpt_commit and baton_ckpt_retain with a verification memory (NULL: none). */
+/* ckpt_commit_files and ckpt_retain_dir with a verification memory (NULL: none). */
 int ckpt_commit(const char *dir, uint64_t step, const baton_ckpt_blob *files, size_t nfiles, int keep,
                 ckpt_vcache *c, char *committed, size_t cap, baton_err *err);
 int ckpt_retain(const char *dir, int keep, ckpt_vcache *c, baton_err *err);

@@ -17,7 +17,7 @@
  *    never uploaded, and local retention removing the folder meanwhile does not cut an upload short.
  *  - Restore trusts nothing it downloads: the MANIFEST must parse and list the required files; each
  *    file must have the listed size and CRC32C, safetensors headers must validate and state.json's
- *    step must be the folder's; then the files are committed locally through baton_ckpt_commit (the
+ *    step must be the folder's; then the files are committed locally through ckpt_commit_files (the
  *    same atomic protocol as a save) and the new folder is verified again. A damaged remote
  *    checkpoint is skipped with a warning naming the object, and the next newest is tried.
  *
@@ -517,14 +517,14 @@ static int restore_one(baton_ckpt_remote *r, const rstep *f, const char *dir, in
         blobs[i] = (baton_ckpt_blob){cf->name, bufs[i].data, bufs[i].len};
     }
     if (rc == BATON_OK) rc = baton_mkdir_p(dir, err);
-    if (rc == BATON_OK) rc = baton_ckpt_commit(dir, f->step, blobs, m.nfiles, keep, path, cap, err);
+    if (rc == BATON_OK) rc = ckpt_commit_files(dir, f->step, blobs, m.nfiles, keep, path, cap, err);
     if (rc == BATON_OK && (rc = baton_ckpt_verify(path, err)) != BATON_OK) baton_remove_tree(path);
     baton_buf_free(&mt);
     for (size_t i = 0; i < 16; i++) baton_buf_free(&bufs[i]);
     return rc;
 }
 
-int baton_ckpt_remote_restore(baton_ckpt_remote *r, const char *dir, int keep, char *path, size_t cap, uint64_t *step,
+int ckpt_remote_restore(baton_ckpt_remote *r, const char *dir, int keep, char *path, size_t cap, uint64_t *step,
                               baton_err *err)
 {
     baton_store_obj *objs;

@@ -1,7 +1,7 @@
 /* retain.c — retention: which checkpoint folders stay after a commit, and what happens to those
  * that do not verify.
  *
- * Rules (baton_ckpt_retain / ckpt_retain), over the ckpt-<step> folders newest first:
+ * Rules (ckpt_retain_dir / ckpt_retain), over the ckpt-<step> folders newest first:
  *   1. a folder counts only when it passes the full check (baton_ckpt_verify: every byte against
  *      its MANIFEST) — the same check resume uses; a folder with the right sizes but a flipped byte
  *      is damaged, not one of the K;
@@ -162,4 +162,4 @@ int ckpt_retain(const char *dir, int keep, ckpt_vcache *c, baton_err *err)
     return BATON_OK;
 }
 
-int baton_ckpt_retain(const char *dir, int keep, baton_err *err) { return ckpt_retain(dir, keep, NULL, err); }
+int ckpt_retain_dir(const char *dir, int keep, baton_err *err) { return ckpt_retain(dir, keep, NULL, err); }

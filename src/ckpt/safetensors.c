@@ -418,7 +418,7 @@ int baton_st_read_file(const char *path, baton_st_header *h, uint8_t **data, bat
 
 /* ---- loading into named tensors ---- */
 
-int baton_st_load_tensors(const char *path, const baton_nn_tensor *targets, size_t n, const char *what,
+int ckpt_st_load_tensors(const char *path, const baton_nn_tensor *targets, size_t n, const char *what,
                           baton_st_header *meta, baton_err *err)
 {
     baton_st_header h;
@@ -495,7 +495,7 @@ int baton_ckpt_load_model(const char *path, baton_nn_model *m, baton_err *err)
     if (rc) return rc;
     char what[96];
     snprintf(what, sizeof what, "model %s", baton_nn_model_name(m));
-    rc = baton_st_load_tensors(path, ts, n, what, NULL, err);
+    rc = ckpt_st_load_tensors(path, ts, n, what, NULL, err);
     free(ts);
     return rc;
 }
@@ -524,7 +524,7 @@ int ckpt_load_optim(const char *path, baton_nn_optim *o, baton_err *err)
     int rc = collect(n, get_optim, o, &ts, err);
     if (rc) return rc;
     baton_st_header h;
-    rc = baton_st_load_tensors(path, ts, n, "the optimizer", &h, err);
+    rc = ckpt_st_load_tensors(path, ts, n, "the optimizer", &h, err);
     free(ts);
     if (rc) return rc;
     uint64_t steps = baton_nn_optim_steps(o);
@@ -541,11 +541,11 @@ int baton_ckpt_load_tensors(const char *ckpt_dir, const baton_nn_tensor *mt, siz
     if (rc) return rc;
     char p[4200];
     if ((rc = baton_path_join(p, sizeof p, ckpt_dir, "model.safetensors", err))) return rc;
-    if ((rc = baton_st_load_tensors(p, mt, nm, "the model", NULL, err))) return rc;
+    if ((rc = ckpt_st_load_tensors(p, mt, nm, "the model", NULL, err))) return rc;
     if (!ot) return BATON_OK;
     if ((rc = baton_path_join(p, sizeof p, ckpt_dir, "optim.safetensors", err))) return rc;
     baton_st_header h;
-    if ((rc = baton_st_load_tensors(p, ot, no, "the optimizer", &h, err))) return rc;
+    if ((rc = ckpt_st_load_tensors(p, ot, no, "the optimizer", &h, err))) return rc;
     uint64_t steps = 0;
     rc = meta_steps(p, &h, &steps, err);
     if (!rc && optim_steps) *optim_steps = steps;

@@ -363,7 +363,7 @@ int baton_ckpt_store_attach(baton_ckpt_store *s, const char *uri, const baton_st
 int baton_ckpt_store_restore(baton_ckpt_store *s, char *path, size_t cap, uint64_t *step, baton_err *err)
 {
     if (!s->remote) return baton_err_set(err, BATON_ERR_NOTFOUND, "%s: no remote attached", s->dir);
-    return baton_ckpt_remote_restore(s->remote, s->dir, s->keep, path, cap, step, err);
+    return ckpt_remote_restore(s->remote, s->dir, s->keep, path, cap, step, err);
 }
 
 int baton_ckpt_store_latest(baton_ckpt_store *s, char *path, size_t cap, uint64_t *step, baton_err *err)

@@ -22,7 +22,7 @@
  *                               BATON_CKPT_LIST_ASIDE
  *   DIR/.lock                   held (flock) by the process that has the folder open as a store
  *
- * Commit protocol (baton_ckpt_commit): clean stray temporaries; mkdir the temp folder; for each
+ * Commit protocol (ckpt_commit_files): clean stray temporaries; mkdir the temp folder; for each
  * file create and write it (starting its write-back at once); write MANIFEST the same way; fsync
  * and close every file; fsync the temp folder; move an existing ckpt-<step> aside (to .old when it
  * verifies, to .corrupt when it does not); rename the temp folder to ckpt-<step>; fsync DIR. Any
@@ -138,7 +138,7 @@ static int write_file(const char *path, const void *p, size_t n, uint32_t *crc, 
     return rc;
 }
 
-int baton_ckpt_commit(const char *dir, uint64_t step, const baton_ckpt_blob *files, size_t nfiles, int keep,
+int ckpt_commit_files(const char *dir, uint64_t step, const baton_ckpt_blob *files, size_t nfiles, int keep,
                       char *committed, size_t cap, baton_err *err)
 {
     return ckpt_commit(dir, step, files, nfiles, keep, NULL, committed, cap, err);

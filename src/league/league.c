@@ -530,7 +530,7 @@ int baton_league_standings(baton_league *l, const char *track, int race, baton_l
         size_t b = a;
         while (b < cnt && !strcmp(e[b].track, e[a].track)) b++;
         size_t kept;
-        baton_league_rank(e + a, b - a, f, &kept);
+        league_rank_entries(e + a, b - a, f, &kept);
         memmove(e + w, e + a, kept * sizeof *e);
         w += kept;
         a = b;

@@ -22,7 +22,7 @@ int league_race_settings(int race, char *out, size_t cap, baton_err *err);
 /* The ranking rule: a negative, zero or positive number as a ranks before, with or after b. */
 int league_compare(const baton_league_entry *a, const baton_league_entry *b, baton_league_format f);
 /* Order e[0..n) by the rule and keep each alias's best (the rest moved past *kept); set rank. */
-void baton_league_rank(baton_league_entry *e, size_t n, baton_league_format f, size_t *kept);
+void league_rank_entries(baton_league_entry *e, size_t n, baton_league_format f, size_t *kept);
 
 /* The tracks with entries, by name: how many entries and aliases, how many entries of each race
  * type, how to load the track. */
@@ -105,7 +105,7 @@ int league_request_parse(const baton_league_request *q, const baton_league_uploa
  * own; a checkpoint folder or a folder of them); ckpt gets its path, dir the folder to remove
  * (baton_remove_tree) when done. A checkpoint that does not verify or is not a race model is an
  * error saying so, in the archive's names for its entries (never the folder it was unpacked in). */
-int baton_league_unpack(const uint8_t *archive, size_t len, const char *tmp_parent, char dir[4096], char ckpt[4096],
+int league_unpack_archive(const uint8_t *archive, size_t len, const char *tmp_parent, char dir[4096], char ckpt[4096],
                         baton_err *err);
 
 
@@ -120,7 +120,7 @@ struct cJSON *league_submission_json(const baton_league_submission *s);
 int league_queue_recover(baton_league *l, size_t *requeued, baton_err *err);
 /* Take the oldest queued submission, evaluate it under the league's rules and store its entry
  * (or its failure); *id gets it, 0 when the queue was empty. An error is the database's; a model
- * that fails to evaluate is a failed submission, not an error. tmp_parent as baton_league_unpack. */
+ * that fails to evaluate is a failed submission, not an error. tmp_parent as league_unpack_archive. */
 int league_queue_run_one(baton_league *l, const char *tmp_parent, int64_t *id, baton_err *err);
 
 struct baton_league {
@@ -188,7 +188,7 @@ int league_submission_read(const uint8_t *data, size_t len, const char *url, bat
 int league_request_head(const baton_league_request *q, const baton_league_upload_rules *rules, baton_league_upload *u,
                         unsigned *http, baton_err *err);
 
-/* An unpacked archive (baton_league_unpack): the folder made for it (remove it when done), the
+/* An unpacked archive (league_unpack_archive): the folder made for it (remove it when done), the
  * checkpoint or run folder in it to evaluate, and what the archive calls that folder ("": its top
  * level). A failed unpack has said its error in the archive's names and removed the folder. */
 typedef struct league_unpacked {

@@ -46,7 +46,7 @@ static int cmp_ctx(const void *a, const void *b, void *f)
     return league_compare(a, b, *(const baton_league_format *)f);
 }
 
-void baton_league_rank(baton_league_entry *e, size_t n, baton_league_format f, size_t *kept)
+void league_rank_entries(baton_league_entry *e, size_t n, baton_league_format f, size_t *kept)
 {
     qsort_r(e, n, sizeof *e, cmp_ctx, &f);
     /* keep the first (best) entry of each alias in place, the rest after them in rank order */

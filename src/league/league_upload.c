@@ -5,7 +5,7 @@
  *
  * Contract: league_request_parse touches no file except to look a track up in the league's
  * tracks folder, and names each refusal with the HTTP status it deserves; a track is a name, never a
- * path; baton_league_unpack writes only under the folder it makes and removes it when it fails; what
+ * path; league_unpack_archive writes only under the folder it makes and removes it when it fails; what
  * it says names the archive's entries as the archive names them, never the server's folders. */
 #include "league_internal.h"
 
@@ -271,7 +271,7 @@ int league_unpack(const uint8_t *archive, size_t len, const char *tmp_parent, le
     return rc;
 }
 
-int baton_league_unpack(const uint8_t *archive, size_t len, const char *tmp_parent, char dir[4096], char ckpt[4096],
+int league_unpack_archive(const uint8_t *archive, size_t len, const char *tmp_parent, char dir[4096], char ckpt[4096],
                         baton_err *err)
 {
     league_unpacked u;

@@ -188,10 +188,14 @@ v=$("$P/bin/baton" --version 2>&1)
 check '[ "$v" = "baton $VER" ]' "installed baton --version: $v"
 
 # the shared library exports exactly what include/baton declares (scripts/exports.sh), so an
-# internal function (baton_augment_apply: img's, in img_internal.h) is not reachable from outside
+# internal function (img_augment_apply, in img_internal.h) is not reachable from outside, and every
+# function of the library named baton_* is declared there
 nm -D --defined-only "$B/libbaton.so" | awk '$2 ~ /^[TtWiDdBbRr]$/ {print $3}' | sed 's/@.*//' | grep -v '^BATON_' | sort -u >"$T/exported"
 scripts/exports.sh --names >"$T/declared"
 check 'cmp -s "$T/exported" "$T/declared"' \
     "libbaton.so exports exactly the declared API: $(diff "$T/declared" "$T/exported" | head -5 | tr '\n' ' ')"
-check '! grep -qx baton_augment_apply "$T/exported" && grep -qx baton_loader_open "$T/exported"' "an internal function is not exported, a public one is"
+check '! grep -qx img_augment_apply "$T/exported" && grep -qx baton_loader_open "$T/exported"' "an internal function is not exported, a public one is"
+nm --defined-only "$B/libbaton.a" 2>/dev/null | awk '$2 == "T" {print $3}' | grep '^baton_' | sort -u >"$T/named"
+check '[ -z "$(comm -23 "$T/named" "$T/declared")" ]' \
+    "every baton_* function of the library is public API: not declared in include/baton: $(comm -23 "$T/named" "$T/declared" | head -8 | tr '\n' ' ')"
 finish

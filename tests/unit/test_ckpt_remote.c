@@ -305,7 +305,7 @@ int main(void)
     uint64_t step = 0;
     snprintf(fresh, sizeof fresh, "%s/fresh", root);
     CHECK(baton_mkdir_p(fresh, &err) == BATON_OK);
-    CHECK_MSG(baton_ckpt_remote_restore(r, fresh, 3, path, sizeof path, &step, &err) == BATON_OK, "%s", err.msg);
+    CHECK_MSG(ckpt_remote_restore(r, fresh, 3, path, sizeof path, &step, &err) == BATON_OK, "%s", err.msg);
     CHECK_EQ_U(step, 8);
     CHECK(baton_ckpt_verify(path, &err) == BATON_OK);
     for (int f = 0; f < 4; f++) {
@@ -320,13 +320,13 @@ int main(void)
     snprintf(p, sizeof p, "%s/ckpt-000000007/state.json", remote);
     CHECK(truncate(p, 5) == 0);
     snprintf(fresh, sizeof fresh, "%s/fresh2", root);
-    CHECK_MSG(baton_ckpt_remote_restore(r, fresh, 3, path, sizeof path, &step, &err) == BATON_OK, "%s", err.msg);
+    CHECK_MSG(ckpt_remote_restore(r, fresh, 3, path, sizeof path, &step, &err) == BATON_OK, "%s", err.msg);
     CHECK_EQ_U(step, 5);
     CHECK(exists(fresh, 5, "MANIFEST") && !exists(fresh, 8, "MANIFEST") && !exists(fresh, 7, "MANIFEST"));
     /* nothing usable remotely */
     flip(remote, 5, "state.json", 2);
     snprintf(fresh, sizeof fresh, "%s/fresh3", root);
-    CHECK(baton_ckpt_remote_restore(r, fresh, 3, path, sizeof path, &step, &err) == BATON_ERR_NOTFOUND);
+    CHECK(ckpt_remote_restore(r, fresh, 3, path, sizeof path, &step, &err) == BATON_ERR_NOTFOUND);
     CHECK(strstr(err.msg, "3 with a MANIFEST") != NULL);
     ckpt_remote_close(r);
 
@@ -335,7 +335,7 @@ int main(void)
     snprintf(empty, sizeof empty, "%s/empty-remote", root);
     CHECK(ckpt_remote_open(empty, NULL, 0, &r, &err) == BATON_OK);   /* a plain folder is created */
     if (r) {
-        CHECK(baton_ckpt_remote_restore(r, fresh, 3, path, sizeof path, &step, &err) == BATON_ERR_NOTFOUND);
+        CHECK(ckpt_remote_restore(r, fresh, 3, path, sizeof path, &step, &err) == BATON_ERR_NOTFOUND);
         ckpt_remote_close(r);
     }
     CHECK(ckpt_remote_open("http://127.0.0.1:1/x/", NULL, 0, &r, &err) == BATON_ERR_ARG);

@@ -283,23 +283,23 @@ static void test_load(void)
         {.name = "w", .dtype = BATON_NN_F32, .ndim = 2, .shape = {2, 3}, .numel = 6, .data = tw},
         {.name = "extra", .dtype = BATON_NN_F32, .ndim = 1, .shape = {1}, .numel = 1, .data = tw},
     };
-    CHECK(baton_st_load_tensors(p, tg, 2, "test set", NULL, &err) == BATON_OK);
+    CHECK(ckpt_st_load_tensors(p, tg, 2, "test set", NULL, &err) == BATON_OK);
     CHECK(tc == 7 && tw[5] == 6.0f);
     memset(tw, 0, sizeof tw);
     tc = 0;
-    CHECK(baton_st_load_tensors(p, tg, 3, "test set", NULL, &err) == BATON_ERR_FORMAT);
+    CHECK(ckpt_st_load_tensors(p, tg, 3, "test set", NULL, &err) == BATON_ERR_FORMAT);
     CHECK(strstr(err.msg, "tensor 'extra' [1] F32 is missing") && strstr(err.msg, "another model"));
     CHECK(tc == 0 && tw[0] == 0.0f);   /* nothing written on error */
-    CHECK(baton_st_load_tensors(p, tg + 1, 1, "test set", NULL, &err) == BATON_ERR_FORMAT);
+    CHECK(ckpt_st_load_tensors(p, tg + 1, 1, "test set", NULL, &err) == BATON_ERR_FORMAT);
     CHECK(strstr(err.msg, "unexpected tensor 'c'"));
     tg[1].shape[1] = 2;
     tg[1].shape[0] = 3;
-    CHECK(baton_st_load_tensors(p, tg, 2, "test set", NULL, &err) == BATON_ERR_FORMAT);
+    CHECK(ckpt_st_load_tensors(p, tg, 2, "test set", NULL, &err) == BATON_ERR_FORMAT);
     CHECK_MSG(strstr(err.msg, "tensor 'w' is [2, 3] F32 in the file, test set expects [3, 2] F32"), "%s", err.msg);
     tg[1].shape[0] = 2;
     tg[1].shape[1] = 3;
     tg[0].dtype = BATON_NN_F32;
-    CHECK(baton_st_load_tensors(p, tg, 2, "test set", NULL, &err) == BATON_ERR_FORMAT);
+    CHECK(ckpt_st_load_tensors(p, tg, 2, "test set", NULL, &err) == BATON_ERR_FORMAT);
     CHECK(strstr(err.msg, "tensor 'c' is [] I64"));
 
     /* a real model's file into a model of another architecture */

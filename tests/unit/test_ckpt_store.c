@@ -46,7 +46,7 @@ static int save(uint64_t step, int keep, baton_err *err)
     snprintf(state, sizeof state, "{\"step\": %llu, \"model\": \"x\"}", (unsigned long long)step);
     baton_ckpt_blob b[3] = {{"model.safetensors", m.data, m.len}, {"optim.safetensors", o.data, o.len},
                             {"state.json", state, strlen(state)}};
-    int rc = baton_ckpt_commit(dir, step, b, 3, keep, NULL, 0, err);
+    int rc = ckpt_commit_files(dir, step, b, 3, keep, NULL, 0, err);
     baton_buf_free(&m);
     baton_buf_free(&o);
     return rc;

@@ -54,24 +54,24 @@ static void test_rank(void)
         mk(6, "zero", 0, 0, 0.0, 60.0, 97),       /* no lap: last, its 0 s never counts as fast */
     };
     size_t n = sizeof e / sizeof e[0], kept;
-    baton_league_rank(e, n, BATON_LEAGUE_TIME_TRIAL, &kept);
+    league_rank_entries(e, n, BATON_LEAGUE_TIME_TRIAL, &kept);
     const char *want[] = {"clean", "tie-late", "pen", "dnf-fast", "dnf-one", "zero"};
     CHECK(kept == n);
     for (size_t i = 0; i < n; i++) CHECK_MSG(!strcmp(e[i].alias, want[i]) && e[i].rank == i + 1, "rank %zu: %s", i, e[i].alias);
     /* the total format: by the laps' total, so tie-late (26.0) before clean (27.0) */
-    baton_league_rank(e, n, BATON_LEAGUE_TOTAL, &kept);
+    league_rank_entries(e, n, BATON_LEAGUE_TOTAL, &kept);
     const char *want_total[] = {"tie-late", "clean", "pen", "dnf-fast", "dnf-one", "zero"};
     for (size_t i = 0; i < n; i++) CHECK_MSG(!strcmp(e[i].alias, want_total[i]), "total %zu: %s", i, e[i].alias);
     /* an exact tie in time and submission: the lower id */
     baton_league_entry t[] = {mk(9, "b", 1, 3, 7.0, 21.0, 5), mk(8, "a", 1, 3, 7.0, 21.0, 5)};
-    baton_league_rank(t, 2, BATON_LEAGUE_TIME_TRIAL, &kept);
+    league_rank_entries(t, 2, BATON_LEAGUE_TIME_TRIAL, &kept);
     CHECK(t[0].id == 8 && t[1].id == 9);
     CHECK(league_compare(&t[0], &t[0], BATON_LEAGUE_TIME_TRIAL) == 0);
     /* one standing per alias: its best; the others after, unranked, in rank order */
     baton_league_entry h[] = {mk(1, "ann", 1, 3, 9.0, 28.0, 1), mk(2, "bob", 1, 3, 8.0, 25.0, 2),
                               mk(3, "ann", 1, 3, 7.5, 23.0, 3), mk(4, "bob", 0, 1, 6.0, 40.0, 4),
                               mk(5, "ann", 1, 3, 7.9, 24.0, 5)};
-    baton_league_rank(h, 5, BATON_LEAGUE_TIME_TRIAL, &kept);
+    league_rank_entries(h, 5, BATON_LEAGUE_TIME_TRIAL, &kept);
     CHECK(kept == 2 && h[0].id == 3 && h[0].rank == 1 && h[1].id == 2 && h[1].rank == 2);
     CHECK(h[2].id == 5 && h[3].id == 1 && h[4].id == 4 && h[2].rank == 0 && h[4].rank == 0);
     /* every order of the rows gives the same standings */
@@ -87,7 +87,7 @@ static void test_rank(void)
             s[i] = s[j], s[j] = x;
         }
         size_t k2;
-        baton_league_rank(s, 5, BATON_LEAGUE_TIME_TRIAL, &k2);
+        league_rank_entries(s, 5, BATON_LEAGUE_TIME_TRIAL, &k2);
         int same = k2 == kept;
         for (int i = 0; i < 5 && same; i++) same = s[i].id == base[i].id;
         CHECK(same);

@@ -354,7 +354,7 @@ static void test_queue(void)
     CHECK(baton_league_open(db, &l, &err) == BATON_OK);
     baton_league_upload u = {.alias = "<i>ann</i>", .track = "oval", .track_path = "oval", .archive = b.data, .len = b.len};
     char dir[4096], ckpt[4096];
-    CHECK_MSG(baton_league_unpack(b.data, b.len, tmp, dir, ckpt, &err) == BATON_OK, "%s", err.msg);
+    CHECK_MSG(league_unpack_archive(b.data, b.len, tmp, dir, ckpt, &err) == BATON_OK, "%s", err.msg);
     CHECK(strstr(ckpt, "/ckpt-5") != NULL && baton_remove_tree(dir) == 0);
     int64_t id, id2, ran;
     CHECK(league_enqueue(l, &u, &id, &err) == BATON_OK && id == 1);
