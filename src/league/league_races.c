@@ -31,7 +31,7 @@ int baton_league_race_parse(const char *s, int *race, baton_err *err)
             *race = r;
             return BATON_OK;
         }
-    return baton_err_set(err, BATON_ERR_USAGE, "race '%s': time-trial, object-avoidance or head-to-bot", s ? s : "");
+    return baton_err_set(err, BATON_ERR_USAGE, "race '%s': time-trial, object-avoidance, head-to-bot or head-to-model", s ? s : "");
 }
 
 const char *baton_league_race_name(int race)

@@ -155,8 +155,8 @@ check '"$BATON" race leaderboard --db "$DB" --json >"$T/lbtt.json" && [ "$(json 
 check '"$BATON" race leaderboard --db "$DB" --race head-to-bot | grep -q "^oval (head-to-bot)"' "the table names the race"
 check '"$BATON" race leaderboard --db "$DB" --race head-to-bot --format time-trial | grep -q "^oval (head-to-bot, time-trial)"' \
     "and the format when it is not the race's own"
-expect_fail 2 "race 'drag': time-trial, object-avoidance or head-to-bot" "$BATON" race submit --ckpt "$T/m1" --alias x --track oval --race drag --db "$DB"
-expect_fail 2 "race 'drag': time-trial, object-avoidance or head-to-bot" "$BATON" race leaderboard --race drag --db "$DB"
+expect_fail 2 "race 'drag': time-trial, object-avoidance, head-to-bot or head-to-model" "$BATON" race submit --ckpt "$T/m1" --alias x --track oval --race drag --db "$DB"
+expect_fail 2 "race 'drag': time-trial, object-avoidance, head-to-bot or head-to-model" "$BATON" race leaderboard --race drag --db "$DB"
 expect_fail 2 "--objects: the league evaluates every model under its race's official settings" "$BATON" race submit --ckpt "$T/m1" --alias x --track oval --race object-avoidance --objects 6 --db "$DB"
 expect_fail 2 "--bot-speed: the league evaluates" "$BATON" race submit --ckpt "$T/m1" --alias x --track oval --race head-to-bot --bot-speed=2 --db "$DB"
 head -c 8192 /dev/urandom >"$T/bad.db"

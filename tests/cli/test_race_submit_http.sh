@@ -143,7 +143,7 @@ check 'refused_race race=drag "race .drag.: time-trial, object-avoidance, head-t
 check 'refused_race race= "race ..: time-trial"' "an empty race: 400 naming race"
 check 'refused_race "race=head-to-bot&format=sprint" "format .sprint."' "a bad format with a race: 400 naming format"
 check '[ "$(code "$U/api/leaderboard?track=oval&race=Head-To-Bot")" = 400 ] && grep -q "race .Head-To-Bot." "$T/body"' "the leaderboard's race: 400 naming race"
-expect_fail 2 "race 'drag': time-trial, object-avoidance or head-to-bot" "$BATON" race submit --server "$U" --race drag --ckpt "$T/m2" --alias "$A1" --track oval
+expect_fail 2 "race 'drag': time-trial, object-avoidance, head-to-bot or head-to-model" "$BATON" race submit --server "$U" --race drag --ckpt "$T/m2" --alias "$A1" --track oval
 
 # ---- bad input: refused, nothing stored
 python3 - "$T" <<'PY'

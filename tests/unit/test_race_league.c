@@ -249,7 +249,7 @@ static void test_race_settings(void)
     int race = -1;
     CHECK(baton_league_race_parse("head-to-bot", &race, &err) == BATON_OK && race == BATON_RACE_HEAD_TO_BOT);
     CHECK(baton_league_race_parse("drag", &race, &err) == BATON_ERR_USAGE &&
-          !strcmp(err.msg, "race 'drag': time-trial, object-avoidance or head-to-bot"));
+          !strcmp(err.msg, "race 'drag': time-trial, object-avoidance, head-to-bot or head-to-model"));
     CHECK(baton_league_race_parse(NULL, &race, &err) == BATON_ERR_USAGE && strstr(err.msg, "race ''"));
     CHECK(baton_league_race_format(BATON_RACE_TIME_TRIAL) == BATON_LEAGUE_TIME_TRIAL &&
           baton_league_race_format(BATON_RACE_OBJECT_AVOIDANCE) == BATON_LEAGUE_TOTAL &&
