@@ -37,7 +37,7 @@ int race_opponents_open(race_opponents *o, const char *const *ckpts, int k, uint
 {
     memset(o, 0, sizeof *o);
     if (k < 1 || k > RACE_OPPONENTS_MAX)
-        return baton_err_set(err, BATON_ERR_ARG, "race train: %d opponents (want 1 to %d)", k, RACE_OPPONENTS_MAX);
+        return baton_err_set(err, BATON_ERR_ARG, "%d opponents (want 1 to %d)", k, RACE_OPPONENTS_MAX);
     o->k = k, o->worlds = worlds, o->cars = 1 + k;
     baton_race_track_info in;
     baton_race_track_get_info(t, &in);
@@ -46,7 +46,7 @@ int race_opponents_open(race_opponents *o, const char *const *ckpts, int k, uint
     for (int j = 0; !rc && j < k; j++) {
         char path[4096];
         race_run_state *st = calloc(1, sizeof *st);
-        if (!st) rc = baton_err_set(err, BATON_ERR_NOMEM, "race train: out of memory");
+        if (!st) rc = baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
         if (!rc && !(rc = race_ckpt_find(ckpts[j], path, sizeof path, st, err)) &&
             !(rc = race_agent_from_ckpt(&o->a[j], path, st, (int)worlds, err)))
             o->open[j] = 1;
@@ -57,10 +57,10 @@ int race_opponents_open(race_opponents *o, const char *const *ckpts, int k, uint
         }
         if (o->a[j].obs == BATON_PPO_OBS_CAMERA && (rc = baton_race_camera_new(t, &o->a[j].camera, &o->cam[j], err))) break;
         if (!(o->hist[j] = malloc((size_t)worlds * o->a[j].frame_bytes * (size_t)o->a[j].stack + 1)))
-            rc = baton_err_set(err, BATON_ERR_NOMEM, "race train: out of memory for the opponents' frames");
+            rc = baton_err_set(err, BATON_ERR_NOMEM, "out of memory for the opponents' frames");
     }
     if (!rc && !(o->slot = calloc(worlds ? worlds : 1, sizeof *o->slot)))
-        rc = baton_err_set(err, BATON_ERR_NOMEM, "race train: out of memory");
+        rc = baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
     if (rc) race_opponents_close(o);
     return rc;
 }

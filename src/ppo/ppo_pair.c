@@ -48,7 +48,7 @@ int race_pair_new(race_pair **out, int team, baton_err *err)
 {
     *out = NULL;
     race_pair *p = calloc(1, sizeof *p);
-    if (!p) return baton_err_set(err, BATON_ERR_NOMEM, "race train: out of memory for the second learner");
+    if (!p) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory for the second learner");
     p->team = team < 1 ? 1 : team;
     p->flushed = baton_nn_denormals_flushed();
     pthread_mutex_init(&p->mu, NULL);
@@ -58,7 +58,7 @@ int race_pair_new(race_pair **out, int team, baton_err *err)
         pthread_cond_destroy(&p->cv);
         pthread_mutex_destroy(&p->mu);
         free(p);
-        return baton_err_set(err, BATON_ERR_IO, "race train: cannot start the second learner's thread (error %d)", e);
+        return baton_err_set(err, BATON_ERR_IO, "cannot start the second learner's thread (error %d)", e);
     }
     *out = p;
     return BATON_OK;

@@ -62,7 +62,7 @@ typedef struct trainer {
 static int snapshot(void *ctx, baton_ckpt_store *store, uint64_t step, baton_err *err)
 {
     trainer *t = ctx;
-    if (step != t->st.iteration) return baton_err_set(err, BATON_ERR_ARG, "race train: checkpoint of step %" PRIu64
+    if (step != t->st.iteration) return baton_err_set(err, BATON_ERR_ARG, "checkpoint of step %" PRIu64
                                                       " asked at iteration %" PRIu64, step, t->st.iteration);
     return baton_ckpt_snapshot_tensors(store, t->ct.mt, t->ct.nm, t->ct.ot, t->ct.no, t->st.optim_steps, t->state_json,
                                        step, BATON_CKPT_WAIT, err);
@@ -79,7 +79,7 @@ static int refresh_state(trainer *t, baton_err *err)
 {
     free(t->state_json);
     t->state_json = race_state_format(&t->st);
-    return t->state_json ? BATON_OK : baton_err_set(err, BATON_ERR_NOMEM, "race train: out of memory for state.json");
+    return t->state_json ? BATON_OK : baton_err_set(err, BATON_ERR_NOMEM, "out of memory for state.json");
 }
 
 /* ---------------------------------------------------------------- stage: what the run is */
@@ -97,7 +97,7 @@ static int fresh_state(trainer *t, baton_err *err)
     snprintf(s->track, sizeof s->track, "%s", o->track);
     snprintf(s->reward, sizeof s->reward, "%s", o->reward ? o->reward : "follow_center_line");
     if (strlen(o->track) >= sizeof s->track || (o->reward && strlen(o->reward) >= sizeof s->reward))
-        return baton_err_set(err, BATON_ERR_ARG, "race train: the track or reward name is too long");
+        return baton_err_set(err, BATON_ERR_ARG, "the track or reward name is too long");
     s->reward_scale = o->reward_scale;
     s->precision = o->precision;
     s->seed = o->seed;
@@ -107,13 +107,13 @@ static int fresh_state(trainer *t, baton_err *err)
     s->car = o->car;
     s->objects = o->objects;
     if (o->nopponents < 0 || o->nopponents > BATON_RACE_MAX_CARS - 1)
-        return baton_err_set(err, BATON_ERR_ARG, "race train: %d opponents (want 1 to %d)", o->nopponents, BATON_RACE_MAX_CARS - 1);
+        return baton_err_set(err, BATON_ERR_ARG, "%d opponents (want 1 to %d)", o->nopponents, BATON_RACE_MAX_CARS - 1);
     if (o->nopponents && baton_race_objects_any(&o->objects))
-        return baton_err_set(err, BATON_ERR_ARG, "race train: --opponent races without boxes or bots");
+        return baton_err_set(err, BATON_ERR_ARG, "--opponent races without boxes or bots");
     s->nopponents = o->nopponents;
     for (int i = 0; i < o->nopponents; i++) {
         if (!o->opponents[i] || strlen(o->opponents[i]) >= sizeof s->opponents[i])
-            return baton_err_set(err, BATON_ERR_ARG, "race train: opponent %d: no path, or one too long", i + 1);
+            return baton_err_set(err, BATON_ERR_ARG, "opponent %d: no path, or one too long", i + 1);
         char *abs = realpath(o->opponents[i], NULL);   /* a resume from another folder finds it */
         snprintf(s->opponents[i], sizeof s->opponents[i], "%s", abs ? abs : o->opponents[i]);
         free(abs);
@@ -392,10 +392,10 @@ int baton_ppo_train(const baton_ppo_train_opts *o, baton_ppo_train_result *r, ba
 {
     memset(r, 0, sizeof *r);
     if (!o->track || !o->session.ckpt_dir)
-        return baton_err_set(err, BATON_ERR_ARG, "race train: a track and a checkpoint folder are required");
-    if (o->trace_dir && !o->trace_every) return baton_err_set(err, BATON_ERR_ARG, "race train: trace every 0 iterations");
+        return baton_err_set(err, BATON_ERR_ARG, "a track and a checkpoint folder are required");
+    if (o->trace_dir && !o->trace_every) return baton_err_set(err, BATON_ERR_ARG, "trace every 0 iterations");
     trainer *t = calloc(1, sizeof *t);
-    if (!t) return baton_err_set(err, BATON_ERR_NOMEM, "race train: out of memory");
+    if (!t) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
     t->o = o;
     t->team0 = baton_nn_threads();
     /* the networks train with denormals flushed, as TensorFlow's CPU kernels run (src/nn/fpmode.c);

@@ -56,7 +56,7 @@ int race_rollout_new(race_rollout *ro, size_t cap, size_t episodes, size_t frame
     if (!ro->rows || !ro->frames || !ro->samples || !ro->perm || !ro->tmp || !ro->ep_last || !ro->gat || !ro->gr || !ro->gv ||
         !ro->ga || !ro->gret) {
         race_rollout_free(ro);
-        return baton_err_set(err, BATON_ERR_NOMEM, "race train: out of memory for %zu steps of experience", cap);
+        return baton_err_set(err, BATON_ERR_NOMEM, "out of memory for %zu steps of experience", cap);
     }
     return BATON_OK;
 }
@@ -93,7 +93,7 @@ int race_collect_new(race_collect *c, uint32_t envs, int cars, baton_err *err)
     if (!c->last || !c->episode || !c->active || !c->steer || !c->speed || !c->before || !c->raw || !c->ep_reward ||
         !c->slot_env || !c->slot_row || !c->params) {
         race_collect_free(c);
-        return baton_err_set(err, BATON_ERR_NOMEM, "race train: out of memory for %u cars", envs);
+        return baton_err_set(err, BATON_ERR_NOMEM, "out of memory for %u cars", envs);
     }
     return BATON_OK;
 }
@@ -233,7 +233,7 @@ static int after_step(race_rollout *ro, race_collect *c, int k, uint64_t tick, u
         c->ep_reward[e] += c->raw[i];
         if (c->trace && (rc = race_trace_row(c->trace, c->episode[e], st->steps, st, ro->rows[r].action, c->raw[i],
                                              c->track_len, (double)(c->tick0 + tick) / c->hz)))
-            return baton_err_set(err, rc, "race train: out of memory for the trace");
+            return baton_err_set(err, rc, "out of memory for the trace");
         c->last[e] = (int32_t)r;
         if (st->status == BATON_RACE_IN_PROGRESS) continue;
         int cut = st->status == BATON_RACE_LAP_COMPLETE || st->status == BATON_RACE_TIME_UP;
