@@ -191,15 +191,20 @@ static const char replay_js[] =
     "var first=document.querySelector('button[data-replay]');if(first)play(first.dataset.replay);\n"
     "})();\n</script>\n";
 
+void league_utc_minutes(double t, char out[32])
+{
+    time_t s = (time_t)t;
+    struct tm tm;
+    strftime(out, 32, "%Y-%m-%d %H:%M", gmtime_r(&s, &tm));
+}
+
 static void standings_table(baton_buf *b, const baton_league_entry *e, size_t n)
 {
     baton_svg_put(b, "<table id=\"standings\"><thead><tr><th>rank</th><th class=\"alias\">alias</th><th>best lap</th>"
                      "<th>total</th><th>resets</th><th>laps</th><th>submitted (UTC)</th><th>model</th><th></th></tr></thead><tbody>\n");
     for (size_t i = 0; i < n; i++) {
         char when[32];
-        time_t t = (time_t)e[i].submitted_at;
-        struct tm tm;
-        strftime(when, sizeof when, "%Y-%m-%d %H:%M", gmtime_r(&t, &tm));
+        league_utc_minutes(e[i].submitted_at, when);
         baton_svg_put(b, "<tr data-entry=\"%lld\" data-rank=\"%u\"><td>%u</td><td class=\"alias\">", (long long)e[i].id,
                       e[i].rank, e[i].rank);
         baton_svg_esc(b, e[i].alias);

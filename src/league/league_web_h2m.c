@@ -120,9 +120,7 @@ static void board_table(baton_buf *b, const baton_league_racer *r, size_t n)
                      "<th>wins</th><th>losses</th><th>submitted (UTC)</th><th>model</th></tr></thead><tbody>\n");
     for (size_t i = 0; i < n; i++) {
         char when[32];
-        time_t t = (time_t)r[i].submitted_at;
-        struct tm tm;
-        strftime(when, sizeof when, "%Y-%m-%d %H:%M", gmtime_r(&t, &tm));
+        league_utc_minutes(r[i].submitted_at, when);
         baton_svg_put(b, "<tr data-racer=\"%lld\" data-rank=\"%u\"><td>%u</td><td class=\"alias\">", (long long)r[i].id,
                       r[i].rank, r[i].rank);
         baton_svg_esc(b, r[i].alias);

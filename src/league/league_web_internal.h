@@ -50,6 +50,8 @@ enum MHD_Result league_reply_json(struct MHD_Connection *c, unsigned status, cJS
 enum MHD_Result league_reply_error(baton_league_server *s, struct MHD_Connection *c, unsigned status, const char *msg);
 /* 200 with b's bytes (freed; NULL data: out of memory, the connection closed). */
 enum MHD_Result league_reply_buf(struct MHD_Connection *c, baton_buf *b, const char *ctype);
+/* A submission time (unix seconds) as the pages show it: "YYYY-MM-DD HH:MM", UTC. */
+void league_utc_minutes(double t, char out[32]);
 /* A path segment for a link: letters, digits and ._- as they are, the rest %XX. */
 void league_put_url_part(baton_buf *b, const char *s);
 /* A page's head (title escaped, the league's style) and the start of its body. */
