@@ -7,7 +7,9 @@
  *              (what `baton pack --jpeg-restart` stores) — the markers' cost to it
  *   rectangle  the crop decoder on the transcoded file: its box's MCUs alone
  *
- *   crop_paths DIR [--rounds R] [--limit N] [--seed S] [--json]   (JPEG files under DIR/<class>/)
+ *   crop_paths DIR [--rounds R] [--limit N] [--seed S] [--only WAY] [--json]   (JPEGs under DIR/<class>/)
+ *
+ * --only runs one way alone (for a profiler); the comparison of outputs then does not happen.
  *
  * Contract: files read and transcoded first (not timed; the byte cost is reported); then R rounds
  * over every file, the four ways alternated on each file in a rotating order, each timed with
@@ -109,7 +111,7 @@ static const char *const way_name[WAYS] = {"whole", "ordinary", "ord-rst", "rect
 int main(int argc, char **argv)
 {
     const char *dir = NULL;
-    int rounds = 3, json = 0;
+    int rounds = 3, json = 0, only = -1;
     size_t limit = (size_t)-1;
     uint64_t seed = 1;
     for (int i = 1; i < argc; i++) {
@@ -117,11 +119,17 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--limit") && i + 1 < argc) limit = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--json")) json = 1;
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
+            only = -2;
+            for (int w = 0; w < WAYS; w++)
+                if (!strcmp(argv[i + 1], way_name[w])) only = w;
+            i++;
+        }
         else if (argv[i][0] != '-' && !dir) dir = argv[i];
         else dir = NULL, i = argc;
     }
-    if (!dir || rounds < 1) {
-        fprintf(stderr, "usage: crop_paths DIR [--rounds R] [--limit N] [--seed S] [--json]\n");
+    if (!dir || rounds < 1 || only == -2) {
+        fprintf(stderr, "usage: crop_paths DIR [--rounds R] [--limit N] [--seed S] [--only WAY] [--json]\n");
         return 2;
     }
     file *fs = NULL;
@@ -141,6 +149,7 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < n; i++)
             for (int k = 0; k < WAYS; k++) {
                 int way = (int)((k + i + (size_t)rd) % WAYS);
+                if (only >= 0 && way != only) continue;
                 baton_rng r;
                 baton_rng_seed3(&r, seed, (uint64_t)rd, i);
                 const file *f = &fs[i];
@@ -161,7 +170,7 @@ int main(int argc, char **argv)
                     return 1;
                 }
                 rects += s_rect.rect_decodes != before;
-                if (k == WAYS - 1)
+                if (k == WAYS - 1 && only < 0)
                     for (int w = ORD_RST; w <= RECT; w++)
                         differ += memcmp(out[ORDINARY].px, out[w].px, (size_t)224 * 224 * 3) != 0;
             }
@@ -177,7 +186,8 @@ int main(int argc, char **argv)
                bytes[0] / n / 1e3, 100.0 * (bytes[1] / bytes[0] - 1));
         printf("random-resized crop to 224x224, CPU ms per image (%d rounds, ways alternated):\n", rounds);
         for (int w = 0; w < WAYS; w++)
-            printf("  %-10s %.3f ms   (whole / it: %.2fx)\n", way_name[w], t[w] * per, t[WHOLE] / t[w]);
+            if (only < 0) printf("  %-10s %.3f ms   (whole / it: %.2fx)\n", way_name[w], t[w] * per, t[WHOLE] / t[w]);
+            else if (w == only) printf("  %-10s %.3f ms\n", way_name[w], t[w] * per);
         printf("rectangle path taken for %zu of %zu crops; outputs differing from the ordinary path's: %zu\n", rects,
                n * (size_t)rounds, differ);
     }

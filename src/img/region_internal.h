@@ -35,12 +35,12 @@
 /* Working memory of one thread (a pipeline worker): zero-initialise, reuse, free once. */
 typedef struct img_scratch {
     baton_image full;      /* the decoded image or region */
-    float *rows;           /* the resampler's intermediate (horizontal pass) */
+    float *rows;           /* the resampler's intermediate (one vertically summed row) */
     size_t rows_cap;       /* floats */
     double *taps;          /* the resampler's weights */
     int32_t *bounds;
     size_t taps_cap, bounds_cap;
-    float *line;           /* the resampler's source row in float and its horizontal weights */
+    float *line;           /* the resampler's weights in float */
     size_t line_cap;       /* floats */
     void *jpeg;            /* region.c's libjpeg decompressor, created on first use */
     void *rect;            /* region.c's restart index and rectangle (jpeg_rect.c), on first use */

@@ -5,11 +5,14 @@
  * size N has scale = (b1 - b0) / n, centre = b0 + (i + 0.5)·scale, support = max(scale, 1); its
  * taps are the input pixels j in [floor(centre - support + 0.5), floor(centre + support + 0.5))
  * clipped to [0, N), weighted by triangle((j - centre + 0.5) / max(scale, 1)) and renormalised to
- * sum 1 (so a tap cut off at the image edge gives its weight to the others). The horizontal pass
- * runs only over the source rows the vertical taps reach, into float rows; the vertical pass sums
- * them, rounds to nearest and clamps to 0..255. Weights are computed in double and applied in
- * float (within a level of a double-precision evaluation, ties aside). Deterministic; the
- * scratch (weights, bounds, rows) grows to the largest size seen and is reused. */
+ * sum 1 (so a tap cut off at the image edge gives its weight to the others). Row by row of the
+ * output: the vertical pass sums the source rows its taps reach, over the source columns the
+ * horizontal taps reach, into one float row; the horizontal pass sums that row's taps, rounds to
+ * nearest and clamps to 0..255. (Vertical first: a crop shrinks, so the horizontal pass, the one
+ * that gathers, runs over the output's rows rather than the source's, and nothing is held
+ * between output rows.) Weights are computed in double and applied in float (within a level of a
+ * double-precision evaluation, ties aside). Deterministic, the same bytes with or without SSE2;
+ * the scratch (weights, bounds, one row) grows to the largest size seen and is reused. */
 #include "region_internal.h"
 #include "img_internal.h"
 
@@ -113,69 +116,6 @@ static int scratch_rows(img_scratch *s, size_t n, size_t nline, baton_err *err)
  * of four lanes per tap (GCC and clang vector extension). */
 typedef float v4f __attribute__((vector_size(16)));
 
-/* An RGB pixel's three bytes into lanes 0..2 (lane 3 zero). */
-static inline v4f px3_to_v4f(const uint8_t *s)
-{
-#ifdef __SSE2__
-    __m128i v = _mm_cvtsi32_si128((int)(s[0] | (uint32_t)s[1] << 8 | (uint32_t)s[2] << 16));
-    v = _mm_unpacklo_epi8(v, _mm_setzero_si128());
-    v = _mm_unpacklo_epi16(v, _mm_setzero_si128());
-    return (v4f)_mm_cvtepi32_ps(v);
-#else
-    return (v4f){s[0], s[1], s[2], 0};
-#endif
-}
-
-/* The horizontal pass's view of one call: float weights, the source columns it reads. */
-typedef struct hpass {
-    const axis *ax;
-    const float *wf;   /* ow × ksize, the weights in float */
-    int32_t x_first;   /* the first source column any tap reads */
-    int32_t x_last;    /* one past the last */
-    void *line;        /* (x_last - x_first) converted source pixels */
-} hpass;
-
-/* One source row → one float row of ow × c, through the horizontal taps. */
-static void pass_h(const uint8_t *src, uint32_t c, uint32_t ow, const hpass *hp, float *out)
-{
-    const axis *ax = hp->ax;
-    const uint8_t *s = src + (size_t)hp->x_first * c;
-    int32_t n = hp->x_last - hp->x_first;
-    if (c == 3) {
-        v4f *row = hp->line;
-        for (int32_t x = 0; x < n; x++, s += 3) row[x] = px3_to_v4f(s);
-        for (uint32_t x = 0; x < ow; x++) {
-            const float *w = hp->wf + (size_t)x * ax->ksize;
-            const v4f *p = row + (ax->b[2 * x] - hp->x_first);
-            v4f acc = {0, 0, 0, 0};
-            for (int32_t k = 0, cnt = ax->b[2 * x + 1]; k < cnt; k++) acc += w[k] * p[k];
-            out[3 * x] = acc[0];
-            out[3 * x + 1] = acc[1];
-            out[3 * x + 2] = acc[2];
-        }
-    } else if (c == 1) {
-        float *row = hp->line;
-        for (int32_t x = 0; x < n; x++) row[x] = s[x];
-        for (uint32_t x = 0; x < ow; x++) {
-            const float *w = hp->wf + (size_t)x * ax->ksize;
-            const float *p = row + (ax->b[2 * x] - hp->x_first);
-            float acc = 0;
-            for (int32_t k = 0, cnt = ax->b[2 * x + 1]; k < cnt; k++) acc += w[k] * p[k];
-            out[x] = acc;
-        }
-    } else {
-        for (uint32_t x = 0; x < ow; x++) {
-            const double *w = ax->w + (size_t)x * ax->ksize;
-            const uint8_t *p = src + (size_t)ax->b[2 * x] * c;
-            for (uint32_t ch = 0; ch < c; ch++) {
-                double s0 = 0;
-                for (int32_t k = 0, cnt = ax->b[2 * x + 1]; k < cnt; k++) s0 += w[k] * p[(size_t)k * c + ch];
-                out[(size_t)x * c + ch] = (float)s0;
-            }
-        }
-    }
-}
-
 /* Round to nearest (halves up) and clamp; v + 0.5 is positive where it is truncated, so the
  * truncation is floor (and no libm call in the innermost loop). */
 static inline uint8_t to_u8(double v)
@@ -200,32 +140,106 @@ static inline void store4_u8(uint8_t *d, v4f a)
 #endif
 }
 
-/* The float rows (row r is source row y_first + r) → dst through the vertical taps, a block of
- * VBLOCK values at a time, four lanes at once, so the taps' rows are read in order. */
-#define VBLOCK 256
-static void pass_v(const float *rows, int32_t y_first, size_t stride, uint32_t oh, const axis *ay,
-                   uint8_t *dst)
+/* The vertical pass for one output row: vrow[j] = Σ_k w[k]·src[k·stride + j] for j < len, the
+ * taps summed in order from zero (the SSE2 lanes and the scalar tail do the same operations, so
+ * every value is the same whichever computed it). src is the first tap's row at the first column. */
+static void pass_v(const uint8_t *src, size_t stride, const float *w, int32_t cnt, size_t len, float *vrow)
 {
-    v4f acc[VBLOCK / 4];
-    for (uint32_t y = 0; y < oh; y++) {
-        const double *w = ay->w + (size_t)y * ay->ksize;
-        int32_t y0 = ay->b[2 * y] - y_first, cnt = ay->b[2 * y + 1];
-        uint8_t *d = dst + (size_t)y * stride;
-        for (size_t i0 = 0; i0 < stride; i0 += VBLOCK) {
-            size_t len = stride - i0 < VBLOCK ? stride - i0 : VBLOCK, nv = (len + 3) / 4, full = len / 4;
-            for (size_t j = 0; j < nv; j++) acc[j] = (v4f){0, 0, 0, 0};
-            for (int32_t k = 0; k < cnt; k++) {
-                const float *p = rows + (size_t)(y0 + k) * stride + i0;
-                float wk = (float)w[k];
-                for (size_t j = 0; j < full; j++) {
-                    v4f pv;
-                    memcpy(&pv, p + 4 * j, sizeof pv);
-                    acc[j] += wk * pv;
-                }
-                for (size_t j = 4 * full; j < len; j++) acc[full][j - 4 * full] += wk * p[j];
+    size_t j = 0;
+#ifdef __SSE2__
+    const __m128i z = _mm_setzero_si128();
+    for (; j + 16 <= len; j += 16) {
+        __m128 a0 = _mm_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        for (int32_t k = 0; k < cnt; k++) {
+            __m128i b;
+            memcpy(&b, src + (size_t)k * stride + j, sizeof b);
+            __m128i lo = _mm_unpacklo_epi8(b, z), hi = _mm_unpackhi_epi8(b, z);
+            __m128 wk = _mm_set1_ps(w[k]);
+            a0 = _mm_add_ps(a0, _mm_mul_ps(wk, _mm_cvtepi32_ps(_mm_unpacklo_epi16(lo, z))));
+            a1 = _mm_add_ps(a1, _mm_mul_ps(wk, _mm_cvtepi32_ps(_mm_unpackhi_epi16(lo, z))));
+            a2 = _mm_add_ps(a2, _mm_mul_ps(wk, _mm_cvtepi32_ps(_mm_unpacklo_epi16(hi, z))));
+            a3 = _mm_add_ps(a3, _mm_mul_ps(wk, _mm_cvtepi32_ps(_mm_unpackhi_epi16(hi, z))));
+        }
+        _mm_storeu_ps(vrow + j, a0);
+        _mm_storeu_ps(vrow + j + 4, a1);
+        _mm_storeu_ps(vrow + j + 8, a2);
+        _mm_storeu_ps(vrow + j + 12, a3);
+    }
+#endif
+    for (; j < len; j++) {
+        float a = 0;
+        for (int32_t k = 0; k < cnt; k++) a += w[k] * (float)src[(size_t)k * stride + j];
+        vrow[j] = a;
+    }
+}
+
+/* Output pixel x of an RGB row: its taps over the vertical sums, four lanes (the fourth unused). */
+static inline v4f pixel3(const float *vrow, const axis *ax, int32_t x_first, const v4f *wv, uint32_t x)
+{
+    const float *p = vrow + 3 * (size_t)(ax->b[2 * x] - x_first);
+    const v4f *w = wv + (size_t)x * ax->ksize;
+    v4f acc = {0, 0, 0, 0};
+    for (int32_t k = 0, cnt = ax->b[2 * x + 1]; k < cnt; k++) {
+        v4f pv;
+        memcpy(&pv, p + 3 * k, sizeof pv);
+        acc += w[k] * pv;
+    }
+    return acc;
+}
+
+/* Four RGB pixels rounded and clamped as to_u8 does, into d[0..11] (d[12] is written too: the
+ * caller writes the pixel after them later). */
+static inline void store4x4_u8(uint8_t *d, const v4f a[4])
+{
+#ifdef __SSE2__
+    const __m128 half = _mm_set1_ps(0.5f), zero = _mm_setzero_ps(), top = _mm_set1_ps(255.0f);
+    __m128i i[4];
+    for (int j = 0; j < 4; j++)
+        i[j] = _mm_cvttps_epi32(_mm_min_ps(_mm_max_ps(_mm_add_ps((__m128)a[j], half), zero), top));
+    __m128i b = _mm_packus_epi16(_mm_packs_epi32(i[0], i[1]), _mm_packs_epi32(i[2], i[3]));
+    for (int j = 0; j < 4; j++, b = _mm_srli_si128(b, 4)) {  /* each pixel's fourth byte overwritten next */
+        uint32_t u = (uint32_t)_mm_cvtsi128_si32(b);
+        memcpy(d + 3 * j, &u, sizeof u);
+    }
+#else
+    for (int j = 0; j < 4; j++) store4_u8(d + 3 * j, a[j]);
+#endif
+}
+
+/* The horizontal pass for one output row: the vertical sums (vrow: source columns from x_first,
+ * c floats each, 4 floats of zero after them) through the horizontal taps, rounded, into d.
+ * wb: the weights in float, for RGB broadcast to four lanes (ow × ksize × 4), else ow × ksize. */
+static void pass_h(const float *vrow, uint32_t c, uint32_t ow, const axis *ax, int32_t x_first, const float *wb,
+                   uint8_t *d)
+{
+    uint32_t ks = ax->ksize;
+    if (c == 3) {  /* one pixel's three channels (and the next pixel's first, unused) per tap */
+        const v4f *wv = (const v4f *)wb;
+        uint32_t x = 0;
+        for (; x + 4 < ow; x += 4) {  /* four pixels, rounded together; a pixel is left after them */
+            v4f acc[4];
+            for (uint32_t i = 0; i < 4; i++) acc[i] = pixel3(vrow, ax, x_first, wv, x + i);
+            store4x4_u8(d + 3 * (size_t)x, acc);
+        }
+        for (; x < ow; x++) {
+            v4f acc = pixel3(vrow, ax, x_first, wv, x);
+            if (x + 1 < ow) {
+                store4_u8(d + 3 * (size_t)x, acc);  /* its fourth byte is the next pixel's, written next */
+            } else {
+                uint8_t t[4];
+                store4_u8(t, acc);
+                memcpy(d + 3 * (size_t)x, t, 3);
             }
-            for (size_t j = 0; j < full; j++) store4_u8(d + i0 + 4 * j, acc[j]);
-            for (size_t j = 4 * full; j < len; j++) d[i0 + j] = to_u8(acc[full][j - 4 * full]);
+        }
+        return;
+    }
+    for (uint32_t x = 0; x < ow; x++) {
+        const float *p = vrow + (size_t)(ax->b[2 * x] - x_first) * c;
+        const float *w = wb + (size_t)x * ks;
+        for (uint32_t ch = 0; ch < c; ch++) {
+            float acc = 0;
+            for (int32_t k = 0, cnt = ax->b[2 * x + 1]; k < cnt; k++) acc += w[k] * p[(size_t)k * c + ch];
+            d[(size_t)x * c + ch] = to_u8(acc);
         }
     }
 }
@@ -260,29 +274,29 @@ int img_resample_box(const baton_image *src, const double box[4], uint32_t oh, u
     axis_coeffs(box[0], box[2], src->w, ow, &ax);
     axis_coeffs(box[1], box[3], src->h, oh, &ay);
 
-    int32_t y_first = ay.b[0], y_last = ay.b[2 * (oh - 1)] + ay.b[2 * (oh - 1) + 1];
-    for (uint32_t y = 0; y < oh; y++) {  /* the bounds are monotone, but cheap to be sure */
-        if (ay.b[2 * y] < y_first) y_first = ay.b[2 * y];
-        if (ay.b[2 * y] + ay.b[2 * y + 1] > y_last) y_last = ay.b[2 * y] + ay.b[2 * y + 1];
+    int32_t x_first = ax.b[0], x_last = ax.b[0] + ax.b[1];
+    for (uint32_t x = 0; x < ow; x++) {  /* the bounds are monotone, but cheap to be sure */
+        if (ax.b[2 * x] < x_first) x_first = ax.b[2 * x];
+        if (ax.b[2 * x] + ax.b[2 * x + 1] > x_last) x_last = ax.b[2 * x] + ax.b[2 * x + 1];
     }
-    hpass hp = {&ax, NULL, ax.b[0], ax.b[0] + ax.b[1], NULL};
-    for (uint32_t x = 0; x < ow; x++) {
-        if (ax.b[2 * x] < hp.x_first) hp.x_first = ax.b[2 * x];
-        if (ax.b[2 * x] + ax.b[2 * x + 1] > hp.x_last) hp.x_last = ax.b[2 * x] + ax.b[2 * x + 1];
-    }
-    size_t stride = (size_t)ow * src->c, line = 4 * (size_t)(hp.x_last - hp.x_first);
-    rc = scratch_rows(s, (size_t)(y_last - y_first) * stride, line + nx, err);
+    size_t len = (size_t)(x_last - x_first) * src->c, nw = src->c == 3 ? 4 * nx : nx;
+    rc = scratch_rows(s, len + 4, nw + ny, err);
     if (rc) return rc;
     rc = baton_image_resize(dst, oh, ow, src->c, err);
     if (rc) return rc;
-    hp.line = s->line;
-    float *wf = s->line + line;
-    for (size_t i = 0; i < nx; i++) wf[i] = (float)ax.w[i];
-    hp.wf = wf;
-    size_t src_stride = (size_t)src->w * src->c;
-    for (int32_t y = y_first; y < y_last; y++)
-        pass_h(src->px + (size_t)y * src_stride, src->c, ow, &hp, s->rows + (size_t)(y - y_first) * stride);
-    pass_v(s->rows, y_first, stride, oh, &ay, dst->px);
+    float *wh = s->line, *wv = s->line + nw;
+    if (src->c == 3)
+        for (size_t i = 0; i < nx; i++) wh[4 * i] = wh[4 * i + 1] = wh[4 * i + 2] = wh[4 * i + 3] = (float)ax.w[i];
+    else
+        for (size_t i = 0; i < nx; i++) wh[i] = (float)ax.w[i];
+    for (size_t i = 0; i < ny; i++) wv[i] = (float)ay.w[i];
+    memset(s->rows + len, 0, 4 * sizeof *s->rows);
+    size_t src_stride = (size_t)src->w * src->c, dst_stride = (size_t)ow * src->c;
+    for (uint32_t y = 0; y < oh; y++) {
+        const uint8_t *first = src->px + (size_t)ay.b[2 * y] * src_stride + (size_t)x_first * src->c;
+        pass_v(first, src_stride, wv + (size_t)y * ay.ksize, ay.b[2 * y + 1], len, s->rows);
+        pass_h(s->rows, src->c, ow, &ax, x_first, wh, dst->px + (size_t)y * dst_stride);
+    }
     return BATON_OK;
 }
 
