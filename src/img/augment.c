@@ -109,6 +109,23 @@ void img_augment_apply_lut(const baton_image *im, const baton_augment *a, const 
                            baton_layout layout, float *dst)
 {
     int64_t h = im->h, w = im->w, c = im->c;
+    if (layout == BATON_LAYOUT_NCHW && c == 3 && a->dy == 0 && a->dx == 0) {
+        /* the crops' case (no shift): each source row read once, into the three planes */
+        const float *t0 = lut->v[0], *t1 = lut->v[1], *t2 = lut->v[2];
+        size_t plane = (size_t)(h * w);
+        for (int64_t y = 0; y < h; y++) {
+            const uint8_t *s = im->px + y * w * 3;
+            float *r = dst + y * w, *g = r + plane, *b = g + plane;
+            if (a->flip)
+                for (int64_t x = 0; x < w; x++) {
+                    const uint8_t *p = s + (w - 1 - x) * 3;
+                    r[x] = t0[p[0]], g[x] = t1[p[1]], b[x] = t2[p[2]];
+                }
+            else
+                for (int64_t x = 0; x < w; x++, s += 3) r[x] = t0[s[0]], g[x] = t1[s[1]], b[x] = t2[s[2]];
+        }
+        return;
+    }
     if (layout == BATON_LAYOUT_NCHW || c == 1) {
         for (int64_t k = 0; k < c; k++) {
             const float *t = lut->v[k];
