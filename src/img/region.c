@@ -319,9 +319,10 @@ static int jpeg_region(region_jpeg *r, const uint8_t *p, size_t n, const crop_re
 /* The rectangle path, under the caller's setjmp, for a file with a restart marker after every MCU
  * (j indexed it): the same region jpeg_region would decode — the same scale, span, iMCU-aligned
  * columns (jpeg_crop_scanline's rule) and rows — but from a JPEG of only the MCUs that hold it,
- * plus, where a component is upsampled vertically (4:2:0, 4:4:0), one MCU row above and one below
- * where the image has them (they give the chroma upsampling of the region's first and last rows
- * their context; 4:4:4, 4:2:2 and grey need none; no column margin is needed, since
+ * plus, where a component is upsampled vertically (4:2:0, 4:4:0) and the span starts on an MCU
+ * row's first row (ends on its last), one MCU row above (below) where the image has it (it gives
+ * the chroma upsampling of that row its context; no other row reads it; 4:4:4, 4:2:2 and grey
+ * need none; no column margin is needed, since
  * jpeg_crop_scanline's edges are upsampled as image edges in both paths), decoded with the same
  * calls: s->full gets the same bytes, without entropy-decoding every MCU above and beside the box. */
 static int jpeg_region_rect(region_jpeg *r, jrect *j, const uint8_t *p, const crop_req *q, const double box[4],
@@ -343,9 +344,13 @@ static int jpeg_region_rect(region_jpeg *r, jrect *j, const uint8_t *p, const cr
     if (mx1 > j->mcux || my1 > j->mcuy) ERREXIT(ci, JERR_BAD_CROP_SPEC);
     uint32_t rx0 = mx0, rx1 = mx1;   /* no column margin: jpeg_crop_scanline's edges are image edges */
     /* a row margin only where a component is upsampled vertically (an MCU taller than 8 rows:
-     * 4:2:0, 4:4:0), whose fancy upsampling reads the chroma row above and below */
+     * 4:2:0, 4:4:0), whose fancy upsampling reads the chroma row above and below: of the
+     * region's rows, only its first reads the chroma row above it (output row 2k blends chroma
+     * rows k and k - 1) and only its last the row below (2k + 1: k and k + 1), so the margin is
+     * needed only where the span starts on the MCU row's first row or ends on its last one */
     int vctx = j->mcu_h > 8;
-    uint32_t ry0 = my0 && vctx ? my0 - 1 : my0, ry1 = my1 < j->mcuy && vctx ? my1 + 1 : my1;
+    int above = vctx && my0 > 0 && g.y0 == my0 * smh, below = vctx && my1 < j->mcuy && g.y1 == my1 * smh;
+    uint32_t ry0 = above ? my0 - 1 : my0, ry1 = below ? my1 + 1 : my1;
     size_t len = jrect_build(j, p, rx0, rx1, ry0, ry1);
     if (!len) return baton_err_set(err, BATON_ERR_NOMEM, "JPEG: out of memory for a %ux%u-MCU rectangle",
                                    ry1 - ry0, rx1 - rx0);
