@@ -55,7 +55,10 @@ void img_region_jpeg_free(img_scratch *s);
  * err set) refuses the image. */
 typedef int (*img_crop_plan)(void *ctx, uint32_t h, uint32_t w, double box[4], baton_err *err);
 
-/* box of src → dst, oh × ow, src's channels. */
+/* box of src → dst, oh × ow, src's channels. Where the CPU has AVX2 both passes use it, with the
+ * same arithmetic lane by lane (the same bytes); img_resample_baseline = 1 turns it off (tests
+ * compare the two). */
+extern int img_resample_baseline;
 int img_resample_box(const baton_image *src, const double box[4], uint32_t oh, uint32_t ow,
                      baton_image *dst, img_scratch *s, baton_err *err);
 

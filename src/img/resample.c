@@ -22,6 +22,12 @@
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define HAVE_AVX2_PATH 1
+#endif
+
+int img_resample_baseline = 0;
 
 typedef struct axis {
     uint32_t ksize;   /* taps per output pixel (row stride of the weights) */
@@ -173,16 +179,24 @@ static void pass_v(const uint8_t *src, size_t stride, const float *w, int32_t cn
     }
 }
 
+/* The RGB weights, by pairs of output pixels: pair q (pixels 2q, 2q + 1), tap k holds pixel 2q's
+ * weight in lanes 0..3 and 2q + 1's in lanes 4..7 (zero past a pixel's count), so the AVX2 pass
+ * multiplies two pixels' taps at once and the SSE2 pass reads its four lanes. */
+static inline const v4f *pair_w(const float *wp, uint32_t ks, uint32_t x)
+{
+    return (const v4f *)(wp + ((size_t)(x / 2) * ks * 8 + 4 * (x & 1)));
+}
+
 /* Output pixel x of an RGB row: its taps over the vertical sums, four lanes (the fourth unused). */
-static inline v4f pixel3(const float *vrow, const axis *ax, int32_t x_first, const v4f *wv, uint32_t x)
+static inline v4f pixel3(const float *vrow, const axis *ax, int32_t x_first, const float *wp, uint32_t x)
 {
     const float *p = vrow + 3 * (size_t)(ax->b[2 * x] - x_first);
-    const v4f *w = wv + (size_t)x * ax->ksize;
+    const v4f *w = pair_w(wp, ax->ksize, x);
     v4f acc = {0, 0, 0, 0};
     for (int32_t k = 0, cnt = ax->b[2 * x + 1]; k < cnt; k++) {
         v4f pv;
         memcpy(&pv, p + 3 * k, sizeof pv);
-        acc += w[k] * pv;
+        acc += w[2 * k] * pv;
     }
     return acc;
 }
@@ -206,23 +220,23 @@ static inline void store4x4_u8(uint8_t *d, const v4f a[4])
 #endif
 }
 
-/* The horizontal pass for one output row: the vertical sums (vrow: source columns from x_first,
- * c floats each, 4 floats of zero after them) through the horizontal taps, rounded, into d.
- * wb: the weights in float, for RGB broadcast to four lanes (ow × ksize × 4), else ow × ksize. */
+/* The horizontal pass for one output row, from output pixel from (a multiple of 4; 0 but for the
+ * AVX2 pass's rest): the vertical sums (vrow: source columns from x_first, c floats each, then
+ * zeros) through the horizontal taps, rounded, into d. wb: the weights in float, for RGB by pairs
+ * (pair_w), else ow × ksize. */
 static void pass_h(const float *vrow, uint32_t c, uint32_t ow, const axis *ax, int32_t x_first, const float *wb,
-                   uint8_t *d)
+                   uint32_t from, uint8_t *d)
 {
     uint32_t ks = ax->ksize;
     if (c == 3) {  /* one pixel's three channels (and the next pixel's first, unused) per tap */
-        const v4f *wv = (const v4f *)wb;
-        uint32_t x = 0;
+        uint32_t x = from;
         for (; x + 4 < ow; x += 4) {  /* four pixels, rounded together; a pixel is left after them */
             v4f acc[4];
-            for (uint32_t i = 0; i < 4; i++) acc[i] = pixel3(vrow, ax, x_first, wv, x + i);
+            for (uint32_t i = 0; i < 4; i++) acc[i] = pixel3(vrow, ax, x_first, wb, x + i);
             store4x4_u8(d + 3 * (size_t)x, acc);
         }
         for (; x < ow; x++) {
-            v4f acc = pixel3(vrow, ax, x_first, wv, x);
+            v4f acc = pixel3(vrow, ax, x_first, wb, x);
             if (x + 1 < ow) {
                 store4_u8(d + 3 * (size_t)x, acc);  /* its fourth byte is the next pixel's, written next */
             } else {
@@ -243,6 +257,82 @@ static void pass_h(const float *vrow, uint32_t c, uint32_t ow, const axis *ax, i
         }
     }
 }
+
+#ifdef HAVE_AVX2_PATH
+/* The vertical pass with AVX2: 32 bytes of each tap row at a time, then pass_v for the rest. Lane
+ * by lane the same operations as pass_v (0 + w0·x0 + w1·x1 …, a multiply then an add: avx2 does
+ * not bring FMA contraction), so the same floats. */
+__attribute__((target("avx2"))) static void pass_v_avx2(const uint8_t *src, size_t stride, const float *w,
+                                                        int32_t cnt, size_t len, float *vrow)
+{
+    size_t j = 0;
+    for (; j + 32 <= len; j += 32) {
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        const uint8_t *s = src + j;
+        for (int32_t k = 0; k < cnt; k++, s += stride) {
+            __m256 wk = _mm256_set1_ps(w[k]);
+            __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)s);
+            __m128i lo = _mm256_castsi256_si128(b), hi = _mm256_extracti128_si256(b, 1);
+            a0 = _mm256_add_ps(a0, _mm256_mul_ps(wk, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(lo))));
+            a1 = _mm256_add_ps(a1, _mm256_mul_ps(wk, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(lo, 8)))));
+            a2 = _mm256_add_ps(a2, _mm256_mul_ps(wk, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(hi))));
+            a3 = _mm256_add_ps(a3, _mm256_mul_ps(wk, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(hi, 8)))));
+        }
+        _mm256_storeu_ps(vrow + j, a0);
+        _mm256_storeu_ps(vrow + j + 8, a1);
+        _mm256_storeu_ps(vrow + j + 16, a2);
+        _mm256_storeu_ps(vrow + j + 24, a3);
+    }
+    for (; j + 8 <= len; j += 8) {
+        __m256 a = _mm256_setzero_ps();
+        const uint8_t *s = src + j;
+        for (int32_t k = 0; k < cnt; k++, s += stride) {
+            __m128i b8 = _mm_loadl_epi64((const __m128i *)(const void *)s);
+            a = _mm256_add_ps(a, _mm256_mul_ps(_mm256_set1_ps(w[k]), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(b8))));
+        }
+        _mm256_storeu_ps(vrow + j, a);
+    }
+    if (j < len) pass_v(src + j, stride, w, cnt, len - j, vrow + j);
+}
+
+/* Two adjacent output pixels' sums, side by side (pixel xa in lanes 0..3): their taps up to the
+ * larger count (a zero weight adds +0 to a non-negative sum, which leaves it as it is). */
+__attribute__((target("avx2"))) static inline __m256 pair_sum(const float *vrow, const int32_t *b, int32_t x_first,
+                                                              const float *w, uint32_t xa)
+{
+    const float *pa = vrow + 3 * (size_t)(b[2 * xa] - x_first), *pb = vrow + 3 * (size_t)(b[2 * xa + 2] - x_first);
+    int32_t kmax = b[2 * xa + 1] > b[2 * xa + 3] ? b[2 * xa + 1] : b[2 * xa + 3];
+    __m256 s = _mm256_setzero_ps();
+    for (int32_t k = 0; k < kmax; k++) {
+        __m256 v = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(pa + 3 * k)), _mm_loadu_ps(pb + 3 * k), 1);
+        s = _mm256_add_ps(s, _mm256_mul_ps(_mm256_loadu_ps(w + 8 * k), v));
+    }
+    return s;
+}
+
+/* The horizontal pass of an RGB row with AVX2: two pixels per multiply, four rounded as
+ * store4x4_u8 rounds and written as 16 bytes (the last 4 are the next pixels', written next),
+ * then pass_h for the rest. The same floats and bytes as pass_h. */
+__attribute__((target("avx2"))) static void pass_h3_avx2(const float *vrow, uint32_t ow, const axis *ax,
+                                                         int32_t x_first, const float *wp, uint8_t *d)
+{
+    uint32_t ks = ax->ksize, x = 0;
+    const __m256 half = _mm256_set1_ps(0.5f), zero = _mm256_setzero_ps(), top = _mm256_set1_ps(255.0f);
+    const __m128i pick = _mm_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1);
+    for (; x + 6 <= ow; x += 4) {
+        const float *w = wp + (size_t)(x / 2) * ks * 8;
+        __m256 s01 = pair_sum(vrow, ax->b, x_first, w, x);
+        __m256 s23 = pair_sum(vrow, ax->b, x_first, w + (size_t)ks * 8, x + 2);
+        __m256i i01 = _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(_mm256_add_ps(s01, half), zero), top));
+        __m256i i23 = _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(_mm256_add_ps(s23, half), zero), top));
+        __m256i p = _mm256_packus_epi16(_mm256_packs_epi32(i01, i23), _mm256_setzero_si256());
+        /* lane 0: pixels 0 and 2, lane 1: 1 and 3, four bytes each */
+        __m128i px = _mm_unpacklo_epi32(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
+        _mm_storeu_si128((__m128i *)(void *)(d + 3 * (size_t)x), _mm_shuffle_epi8(px, pick));
+    }
+    pass_h(vrow, 3, ow, ax, x_first, wp, x, d);
+}
+#endif
 
 static int box_ok(const double box[4], uint32_t h, uint32_t w)
 {
@@ -279,23 +369,45 @@ int img_resample_box(const baton_image *src, const double box[4], uint32_t oh, u
         if (ax.b[2 * x] < x_first) x_first = ax.b[2 * x];
         if (ax.b[2 * x] + ax.b[2 * x + 1] > x_last) x_last = ax.b[2 * x] + ax.b[2 * x + 1];
     }
-    size_t len = (size_t)(x_last - x_first) * src->c, nw = src->c == 3 ? 4 * nx : nx;
-    rc = scratch_rows(s, len + 4, nw + ny, err);
+    /* the row, then zeros: a tap past a pixel's count (weight zero) and the fourth lane read there */
+    size_t len = (size_t)(x_last - x_first) * src->c, pad = 3 * (size_t)ax.ksize + 4;
+    size_t nw = src->c == 3 ? ((size_t)ow + 1) / 2 * ax.ksize * 8 : nx;
+    rc = scratch_rows(s, len + pad, nw + ny, err);
     if (rc) return rc;
     rc = baton_image_resize(dst, oh, ow, src->c, err);
     if (rc) return rc;
     float *wh = s->line, *wv = s->line + nw;
-    if (src->c == 3)
-        for (size_t i = 0; i < nx; i++) wh[4 * i] = wh[4 * i + 1] = wh[4 * i + 2] = wh[4 * i + 3] = (float)ax.w[i];
-    else
+    if (src->c == 3) {
+        memset(wh, 0, nw * sizeof *wh);
+        for (uint32_t x = 0; x < ow; x++)
+            for (int32_t k = 0; k < ax.b[2 * x + 1]; k++) {
+                float *o = wh + (size_t)(x / 2) * ax.ksize * 8 + 8 * (size_t)k + 4 * (x & 1);
+                o[0] = o[1] = o[2] = o[3] = (float)ax.w[(size_t)x * ax.ksize + (size_t)k];
+            }
+    } else {
         for (size_t i = 0; i < nx; i++) wh[i] = (float)ax.w[i];
+    }
     for (size_t i = 0; i < ny; i++) wv[i] = (float)ay.w[i];
-    memset(s->rows + len, 0, 4 * sizeof *s->rows);
+    memset(s->rows + len, 0, pad * sizeof *s->rows);
     size_t src_stride = (size_t)src->w * src->c, dst_stride = (size_t)ow * src->c;
+    int avx2 = 0;
+#ifdef HAVE_AVX2_PATH
+    avx2 = !img_resample_baseline && __builtin_cpu_supports("avx2");
+#endif
     for (uint32_t y = 0; y < oh; y++) {
         const uint8_t *first = src->px + (size_t)ay.b[2 * y] * src_stride + (size_t)x_first * src->c;
-        pass_v(first, src_stride, wv + (size_t)y * ay.ksize, ay.b[2 * y + 1], len, s->rows);
-        pass_h(s->rows, src->c, ow, &ax, x_first, wh, dst->px + (size_t)y * dst_stride);
+        const float *w = wv + (size_t)y * ay.ksize;
+        uint8_t *d = dst->px + (size_t)y * dst_stride;
+#ifdef HAVE_AVX2_PATH
+        if (avx2) {
+            pass_v_avx2(first, src_stride, w, ay.b[2 * y + 1], len, s->rows);
+            if (src->c == 3) pass_h3_avx2(s->rows, ow, &ax, x_first, wh, d);
+            else pass_h(s->rows, src->c, ow, &ax, x_first, wh, 0, d);
+            continue;
+        }
+#endif
+        pass_v(first, src_stride, w, ay.b[2 * y + 1], len, s->rows);
+        pass_h(s->rows, src->c, ow, &ax, x_first, wh, 0, d);
     }
     return BATON_OK;
 }
