@@ -88,7 +88,7 @@ int baton_fleet_report_load(const char *job_dir, baton_fleet_report *r, baton_er
     }
     const baton_fleet_job *j = &r->rec.job;
     r->now_sim = j->t_end >= 0 ? j->t_end : (baton_wall_now() - j->origin) * j->time_scale;
-    if (!strcmp(j->state, "running") && !fleet_proc_same(j->supervisor_pid, j->supervisor_start)) {
+    if (fleet_job_state_parse(j->state) == FLEET_JOB_RUNNING && !fleet_proc_same(j->supervisor_pid, j->supervisor_start)) {
         r->stalled = 1;
         for (size_t e = 0; e < r->rec.nevents; e++)
             if (r->rec.events[e].t_sim > r->last_sim) r->last_sim = r->rec.events[e].t_sim;
@@ -269,7 +269,7 @@ char *baton_fleet_report_json(const baton_fleet_report *r, int events)
     cJSON *jo = cJSON_AddObjectToObject(o, "job");
     cJSON_AddStringToObject(jo, "name", j->name);
     cJSON_AddStringToObject(jo, "state", fleet_report_state(r));
-    cJSON_AddBoolToObject(jo, "supervisor_running", !strcmp(j->state, "running") && !r->stalled);
+    cJSON_AddBoolToObject(jo, "supervisor_running", fleet_job_state_parse(j->state) == FLEET_JOB_RUNNING && !r->stalled);
     cJSON_AddNumberToObject(jo, "time_scale", j->time_scale);
     cJSON_AddNumberToObject(jo, "sim_seconds", r->now_sim);
     cJSON_AddNumberToObject(jo, "wall_seconds", r->now_sim / (j->time_scale > 0 ? j->time_scale : 1));

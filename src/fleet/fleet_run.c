@@ -49,7 +49,7 @@ static int recover(sup *s, baton_fleet_records *r, baton_err *err)
     r->ninsts = 0;
     s->lv = calloc(s->cap ? s->cap : 1, sizeof *s->lv);
     if (!s->lv) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
-    fleet_fmt(s->rec.state, sizeof s->rec.state, "running");
+    if (fleet_job_step(s, FLEET_JE_RESUME, err)) return err->code;
     s->rec.t_end = -1;
     double now = fleet_now(s);
     fleet_log_event(s, "job", -1, -1, NULL, "running", NULL, "resuming job %s from its database (%zu task(s), %zu instance(s) so far)",
@@ -219,7 +219,7 @@ int baton_fleet_run(const baton_job *job, const baton_fleet_opts *o, baton_fleet
     if (!rc) rc = fleet_market_init(&s->market, s->job, err);
     if (!rc && o->interrupts) rc = fleet_market_set_schedule(&s->market, o->interrupts, err);
     if (!rc) rc = fleet_db_load(s->db, 0, &r, &found, err);
-    if (!rc && found && (!strcmp(r.job.state, "done") || !strcmp(r.job.state, "failed"))) {
+    if (!rc && found && fleet_job_final(r.job.state)) {
         const int changed = !same_commands(s, &r);
         s->rec = r.job;
         r.job.jobfile_text = NULL;
@@ -244,7 +244,7 @@ int baton_fleet_run(const baton_job *job, const baton_fleet_opts *o, baton_fleet
         rc = recover(s, &r, err);
     } else if (!rc) {
         fleet_fmt(s->rec.name, sizeof s->rec.name, "%s", job->name);
-        fleet_fmt(s->rec.state, sizeof s->rec.state, "running");
+        rc = fleet_job_step(s, FLEET_JE_START, err);
         s->scale = o->time_scale > 0 ? o->time_scale : job->market.time_scale;
         s->rec.time_scale = s->scale;
         s->rec.origin = wall0;
@@ -296,7 +296,7 @@ int baton_fleet_run(const baton_job *job, const baton_fleet_opts *o, baton_fleet
             cancelled = 1;
         }
     }
-    fleet_fmt(s->rec.state, sizeof s->rec.state, "%s", failed ? "failed" : cancelled ? "cancelled" : "done");
+    fleet_job_step(s, failed ? FLEET_JE_FAIL : cancelled ? FLEET_JE_CANCEL : FLEET_JE_DONE, NULL);   /* running: always allowed */
     s->rec.t_end = fleet_now(s);
     s->rec.supervisor_pid = 0;
     fleet_save_job(s);
@@ -335,7 +335,7 @@ int baton_fleet_cancel(const char *job_dir, double grace_s, baton_err *err)
     rc = fleet_db_load(db, 0, &r, &found, err);
     fleet_db_close(db);
     if (rc) return rc;
-    if (!found || strcmp(r.job.state, "running") != 0) {
+    if (!found || fleet_job_state_parse(r.job.state) != FLEET_JOB_RUNNING) {
         rc = baton_err_set(err, BATON_ERR_ARG, "job at %s is not running (%s)", job_dir, found ? r.job.state : "empty");
         fleet_records_free(&r);
         return rc;
