@@ -540,105 +540,171 @@ static int parse_commands(ctx *c, yaml_node_t *vn, const char *path)
     return 0;
 }
 
-static int top_pair(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, void *arg, const char *path)
+/* name: it names the job's folder */
+static int top_name(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, void *arg, const char *path)
 {
     baton_job *j = c->job;
     top_seen *s = arg;
-    if (!strcmp(key, "name")) {
-        s->name_node = vn;
-        if (get_string(c, vn, path, j->name, sizeof j->name)) return c->err->code;
-        if (!j->name[0] || j->name[0] == '.' || j->name[0] == '-')
-            return fail(c, vn, path, "must start with a letter or digit");
-        for (const char *p = j->name; *p; p++)
-            if (!isalnum((unsigned char)*p) && *p != '.' && *p != '-' && *p != '_')
-                return fail(c, vn, path, "only letters, digits, '.', '-' and '_' (it names a folder)");
-        return 0;
+    s->name_node = vn;
+    if (get_string(c, vn, path, j->name, sizeof j->name)) return c->err->code;
+    if (!j->name[0] || j->name[0] == '.' || j->name[0] == '-')
+        return fail(c, vn, path, "must start with a letter or digit");
+    for (const char *p = j->name; *p; p++)
+        if (!isalnum((unsigned char)*p) && *p != '.' && *p != '-' && *p != '_')
+            return fail(c, vn, path, "only letters, digits, '.', '-' and '_' (it names a folder)");
+    return 0;
+}
+
+static int top_backend(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, void *arg, const char *path)
+{
+    baton_job *j = c->job;
+    top_seen *s = arg;
+    const char *v = "";
+    s->backend = vn;
+    if (scalar(c, vn, path, &v)) return c->err->code;
+    if (!strcmp(v, "local")) j->backend = BATON_BACKEND_LOCAL;
+    else if (!strcmp(v, "slurm")) j->backend = BATON_BACKEND_SLURM;
+    else if (!strcmp(v, "aws")) j->backend = BATON_BACKEND_AWS;
+    else return fail(c, vn, path, "expected local, slurm or aws, got '%.32s'", v);
+    return 0;
+}
+
+/* command (one) or commands (a list), not both */
+static int top_command(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, void *arg, const char *path)
+{
+    top_seen *s = arg;
+    if (s->command || s->commands)
+        return fail(c, kn, path, "give either 'command' or 'commands', not both");
+    if (!strcmp(key, "command")) {
+        s->command = vn;
+        if (vn->type != YAML_SCALAR_NODE)
+            return fail(c, vn, path, "expected one command line (use 'commands:' for a list)");
+    } else {
+        s->commands = vn;
     }
-    if (!strcmp(key, "backend")) {
-        const char *v = "";
-        s->backend = vn;
-        if (scalar(c, vn, path, &v)) return c->err->code;
-        if (!strcmp(v, "local")) j->backend = BATON_BACKEND_LOCAL;
-        else if (!strcmp(v, "slurm")) j->backend = BATON_BACKEND_SLURM;
-        else if (!strcmp(v, "aws")) j->backend = BATON_BACKEND_AWS;
-        else return fail(c, vn, path, "expected local, slurm or aws, got '%.32s'", v);
-        return 0;
+    return parse_commands(c, vn, path);
+}
+
+static int top_capacity(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, void *arg, const char *path)
+{
+    baton_job *j = c->job;
+    top_seen *s = arg;
+    long v;
+    s->capacity = vn;
+    if (get_int(c, vn, path, 1, 1024, &v)) return c->err->code;
+    j->target_capacity = (int)v;
+    return 0;
+}
+
+static int top_alloc(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, void *arg, const char *path)
+{
+    baton_job *j = c->job;
+    const char *v = "";
+    if (scalar(c, vn, path, &v)) return c->err->code;
+    if (!strcmp(v, "price-capacity-optimized") || !strcmp(v, "priceCapacityOptimized"))
+        j->alloc = BATON_ALLOC_PRICE_CAPACITY_OPTIMIZED;
+    else if (!strcmp(v, "lowest-price") || !strcmp(v, "lowestPrice")) j->alloc = BATON_ALLOC_LOWEST_PRICE;
+    else if (!strcmp(v, "capacity-optimized") || !strcmp(v, "capacityOptimized"))
+        j->alloc = BATON_ALLOC_CAPACITY_OPTIMIZED;
+    else
+        return fail(c, vn, path, "expected price-capacity-optimized (the default), capacity-optimized or "
+                    "lowest-price, got '%.32s'", v);
+    j->alloc_line = line_of(vn);
+    return 0;
+}
+
+static int top_retries(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, void *arg, const char *path)
+{
+    baton_job *j = c->job;
+    long v;
+    if (get_int(c, vn, path, 0, 1000, &v)) return c->err->code;
+    j->retries = (int)v;
+    return 0;
+}
+
+static int top_types(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, void *arg, const char *path)
+{
+    top_seen *s = arg;
+    s->types_node = vn;
+    return each_item(c, vn, path, "a list of instance types", type_item, NULL);
+}
+
+static int top_zones(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, void *arg, const char *path)
+{
+    baton_job *j = c->job;
+    top_seen *s = arg;
+    s->zones_node = vn;
+    if (vn->type == YAML_SCALAR_NODE) {
+        j->nzones = 1;
+        return get_string(c, vn, path, j->zones[0], sizeof j->zones[0]);
     }
-    if (!strcmp(key, "command") || !strcmp(key, "commands")) {
-        if (s->command || s->commands)
-            return fail(c, kn, path, "give either 'command' or 'commands', not both");
-        if (!strcmp(key, "command")) {
-            s->command = vn;
-            if (vn->type != YAML_SCALAR_NODE)
-                return fail(c, vn, path, "expected one command line (use 'commands:' for a list)");
-        } else {
-            s->commands = vn;
-        }
-        return parse_commands(c, vn, path);
+    return each_item(c, vn, path, "a list of zone names", zone_item, NULL);
+}
+
+/* env: NAME: value lines, each NAME a valid variable name */
+static int top_env(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, void *arg, const char *path)
+{
+    baton_job *j = c->job;
+    if (vn->type != YAML_MAPPING_NODE) return fail(c, vn, path, "expected NAME: value lines");
+    flat_arg fa = {&j->env, &j->nenv, 1};
+    size_t before = j->nenv;
+    if (each_pair(c, vn, "", flatten_pair, &fa)) return c->err->code;
+    for (size_t i = before; i < j->nenv; i++) {
+        const char *k = j->env[i].key;
+        int okname = (isalpha((unsigned char)k[0]) || k[0] == '_');
+        for (const char *p = k; *p && okname; p++) okname = isalnum((unsigned char)*p) || *p == '_';
+        if (!okname)
+            return baton_err_set(c->err, BATON_ERR_FORMAT, "%s:%d: env.%s: not a valid environment variable name",
+                                 c->file, j->env[i].line, k);
     }
-    if (!strcmp(key, "target_capacity")) {
-        long v;
-        s->capacity = vn;
-        if (get_int(c, vn, path, 1, 1024, &v)) return c->err->code;
-        j->target_capacity = (int)v;
-        return 0;
-    }
-    if (!strcmp(key, "allocation_strategy")) {
-        const char *v = "";
-        if (scalar(c, vn, path, &v)) return c->err->code;
-        if (!strcmp(v, "price-capacity-optimized") || !strcmp(v, "priceCapacityOptimized"))
-            j->alloc = BATON_ALLOC_PRICE_CAPACITY_OPTIMIZED;
-        else if (!strcmp(v, "lowest-price") || !strcmp(v, "lowestPrice")) j->alloc = BATON_ALLOC_LOWEST_PRICE;
-        else if (!strcmp(v, "capacity-optimized") || !strcmp(v, "capacityOptimized"))
-            j->alloc = BATON_ALLOC_CAPACITY_OPTIMIZED;
-        else
-            return fail(c, vn, path, "expected price-capacity-optimized (the default), capacity-optimized or "
-                        "lowest-price, got '%.32s'", v);
-        j->alloc_line = line_of(vn);
-        return 0;
-    }
-    if (!strcmp(key, "retries")) {
-        long v;
-        if (get_int(c, vn, path, 0, 1000, &v)) return c->err->code;
-        j->retries = (int)v;
-        return 0;
-    }
-    if (!strcmp(key, "nodes")) return parse_nodes(c, vn, path);
-    if (!strcmp(key, "instance_types")) {
-        s->types_node = vn;
-        return each_item(c, vn, path, "a list of instance types", type_item, NULL);
-    }
-    if (!strcmp(key, "zones")) {
-        s->zones_node = vn;
-        if (vn->type == YAML_SCALAR_NODE) {
-            j->nzones = 1;
-            return get_string(c, vn, path, j->zones[0], sizeof j->zones[0]);
-        }
-        return each_item(c, vn, path, "a list of zone names", zone_item, NULL);
-    }
-    if (!strcmp(key, "state_dir")) return get_string(c, vn, path, j->state_dir, sizeof j->state_dir);
-    if (!strcmp(key, "volume")) return each_pair(c, vn, path, volume_pair, NULL);
-    if (!strcmp(key, "market")) return each_pair(c, vn, path, market_pair, NULL);
-    if (!strcmp(key, "env")) {
-        if (vn->type != YAML_MAPPING_NODE) return fail(c, vn, path, "expected NAME: value lines");
-        flat_arg fa = {&j->env, &j->nenv, 1};
-        size_t before = j->nenv;
-        if (each_pair(c, vn, "", flatten_pair, &fa)) return c->err->code;
-        for (size_t i = before; i < j->nenv; i++) {
-            const char *k = j->env[i].key;
-            int okname = (isalpha((unsigned char)k[0]) || k[0] == '_');
-            for (const char *p = k; *p && okname; p++) okname = isalnum((unsigned char)*p) || *p == '_';
-            if (!okname)
-                return baton_err_set(c->err, BATON_ERR_FORMAT, "%s:%d: env.%s: not a valid environment variable name",
-                                     c->file, j->env[i].line, k);
-        }
-        return 0;
-    }
-    if (!strcmp(key, "slurm") || !strcmp(key, "aws")) {
-        if (vn->type != YAML_MAPPING_NODE) return fail(c, vn, path, "expected a mapping of %s options", key);
-        flat_arg fa = {&j->backend_opts, &j->nbackend_opts, 0};
-        return flatten(c, vn, path, &fa);
-    }
+    return 0;
+}
+
+/* slurm or aws: the backend's options, flattened */
+static int top_backend_opts(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, void *arg, const char *path)
+{
+    baton_job *j = c->job;
+    if (vn->type != YAML_MAPPING_NODE) return fail(c, vn, path, "expected a mapping of %s options", key);
+    flat_arg fa = {&j->backend_opts, &j->nbackend_opts, 0};
+    return flatten(c, vn, path, &fa);
+}
+
+static int top_nodes(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, void *arg, const char *path)
+{
+    return parse_nodes(c, vn, path);
+}
+
+static int top_state_dir(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, void *arg, const char *path)
+{
+    return get_string(c, vn, path, c->job->state_dir, sizeof c->job->state_dir);
+}
+
+static int top_volume(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, void *arg, const char *path)
+{
+    return each_pair(c, vn, path, volume_pair, NULL);
+}
+
+static int top_market(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, void *arg, const char *path)
+{
+    return each_pair(c, vn, path, market_pair, NULL);
+}
+
+/* The job file's top-level keys, each with its parser. */
+static const struct {
+    const char *key;
+    pair_fn fn;
+} top_keys[] = {
+    {"name", top_name}, {"backend", top_backend}, {"command", top_command}, {"commands", top_command},
+    {"target_capacity", top_capacity}, {"allocation_strategy", top_alloc}, {"retries", top_retries},
+    {"nodes", top_nodes}, {"instance_types", top_types}, {"zones", top_zones}, {"state_dir", top_state_dir},
+    {"volume", top_volume}, {"market", top_market}, {"env", top_env}, {"slurm", top_backend_opts},
+    {"aws", top_backend_opts},
+};
+
+static int top_pair(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, void *arg, const char *path)
+{
+    for (size_t k = 0; k < sizeof top_keys / sizeof top_keys[0]; k++)
+        if (!strcmp(key, top_keys[k].key)) return top_keys[k].fn(c, key, kn, vn, arg, path);
     return unknown(c, kn, path,
                    "name, backend, command, commands, target_capacity, allocation_strategy, retries, nodes, "
                    "instance_types, zones, state_dir, volume, market, env, slurm, aws");
