@@ -1,4 +1,5 @@
 /* args.c — the declarative option parser shared by all subcommands (see cli.h). */
+#include "baton/nn.h"
 #include "cli.h"
 
 #include <cJSON.h>
@@ -148,6 +149,15 @@ int cli_given(int argc, char **argv, const char *name)
         if (!strcmp(a, "--")) break;
     }
     return 0;
+}
+
+void cli_set_threads(int threads)
+{
+    if (threads <= 0) return;
+    char t[16];
+    snprintf(t, sizeof t, "%d", threads);
+    setenv("OMP_NUM_THREADS", t, 1);
+    baton_nn_set_threads(threads);   /* the runtime read the environment before main */
 }
 
 void cli_result_file(const char *json)

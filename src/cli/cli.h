@@ -101,6 +101,9 @@ int cli_parse(const char *cmd, const char *synopsis, const struct cli_opt *opts,
 const char *cli_missing(char buf[256], const char *name, const void *val, ...);
 /* 1 when argv holds --NAME (as "--NAME" or "--NAME=..."): tells an explicit value from a default. */
 int cli_given(int argc, char **argv, const char *name);
+/* --threads T (T > 0; else nothing): OMP_NUM_THREADS for what the run starts, and this process's
+ * compute threads (the runtime read the environment before main). */
+void cli_set_threads(int threads);
 /* Print j (then a newline) to f through baton_json_print — every number exact, every string
  * escaped — and delete it. CLI_OK, or CLI_ERROR with a message when j is NULL or out of memory
  * (a NULL j is what a failed cJSON_Create* chain leaves). */

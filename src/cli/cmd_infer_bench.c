@@ -167,6 +167,111 @@ static int run_child(const char *ckpt, const char *spec, double t0, double t_mai
     return CLI_OK;
 }
 
+/* The contexts to run: paths × thread counts × batch sizes. */
+typedef struct grid {
+    int thr[MAX_LIST], bat[MAX_LIST], pth[8], nt, nb, np;
+} grid;
+
+/* --threads (default: every CPU), --batch, --path and --precision into g; CLI_USAGE (said) when one
+ * is wrong. */
+static int parse_grid(const char *threads_s, const char *batch_s, const char *paths_s, const char *precision, grid *g)
+{
+    g->nt = g->nb = g->np = 0;
+    if (threads_s) {
+        if (parse_list("threads", threads_s, 1, 256, g->thr, &g->nt)) return CLI_USAGE;
+    } else {
+        long nc = sysconf(_SC_NPROCESSORS_ONLN);
+        g->thr[0] = nc > 0 && nc <= 256 ? (int)nc : 1;
+        g->nt = 1;
+    }
+    if (parse_list("batch", batch_s, 1, 65536, g->bat, &g->nb) || parse_paths(paths_s, g->pth, &g->np)) return CLI_USAGE;
+    if (precision && apply_precision(precision, g->pth, &g->np)) return CLI_USAGE;
+    return 0;
+}
+
+/* Every context of the grid, each in its own process (a GPU path without a GPU: one skipped row
+ * per batch size), with progress; st[*n] the results so far when one fails (CLI_ERROR, said). */
+static int run_grid(char **argv0, const char *ckpt, const grid *g, const baton_infer_bench_opts *o,
+                    baton_infer_stats *st, size_t *n)
+{
+    baton_err err = {0};
+    baton_progress pr;
+    baton_progress_start(&pr, "infer-bench contexts", (uint64_t)g->np * g->nt * g->nb);
+    int rc = CLI_OK;
+    for (int a = 0; a < g->np && rc == CLI_OK; a++) {
+        if (g->pth[a] == BATON_INFER_GPU && baton_infer_gpu_unavailable()) {
+            for (int b = 0; b < g->nb; b++) {   /* one row per batch size: the GPU's threads do not apply */
+                baton_infer_ctx c = {.threads = 1, .batch = g->bat[b], .path = BATON_INFER_GPU};
+                baton_infer_bench_context(ckpt, &c, o, 0, 0, &st[(*n)++], &err);
+            }
+            continue;
+        }
+        for (int t = 0; t < g->nt && rc == CLI_OK; t++)
+            for (int b = 0; b < g->nb && rc == CLI_OK; b++) {
+                baton_infer_ctx c = {.threads = g->thr[t], .batch = g->bat[b], .path = g->pth[a]};
+                char line[4096];
+                if (spawn_context(argv0, ckpt, &c, o, line, sizeof line, &err) ||
+                    baton_infer_stats_parse("benchmark process", 1, line, &st[*n], &err)) {
+                    rc = cli_fail("infer-bench", &err);
+                    break;
+                }
+                (*n)++;
+                baton_progress_update(&pr, *n);
+            }
+    }
+    baton_progress_finish(&pr);
+    for (size_t i = 0; i < *n; i++)   /* skipped rows carry the model name of the others */
+        if (!st[i].model[0]) {
+            for (size_t k = 0; k < *n; k++)
+                if (st[k].model[0]) {
+                    memcpy(st[i].model, st[k].model, sizeof st[i].model);
+                    break;
+                }
+        }
+    return rc;
+}
+
+/* The results: one JSON array (a context per line), or the table and what cold start means. */
+static void print_results(const baton_infer_stats *st, size_t n, int json)
+{
+    if (json) {
+        printf("[\n");
+        for (size_t i = 0; i < n; i++) {
+            char *js = baton_infer_stats_json(&st[i]);
+            printf("%s%s\n", js ? js : "null", i + 1 < n ? "," : "");
+            free(js);
+        }
+        printf("]\n");
+    } else if (n) {
+        baton_infer_stats_table(stdout, st, n);
+        for (size_t i = 0; i < n; i++)
+            if (!st[i].skipped[0]) {
+                printf("cold start = process spawn -> checkpoint verified, read, loaded -> primitives ready "
+                       "(first context: %.1f ms = %.1f exec + %.1f load + %.1f prepare + rest)\n",
+                       st[i].cold_start_ms, st[i].exec_ms, st[i].load_ms, st[i].prepare_ms);
+                break;
+            }
+    }
+}
+
+/* The options' own checks; CLI_USAGE (said) when one is wrong. */
+static int check_opts(const char *ckpt, double seconds, double max_seconds)
+{
+    if (!ckpt) {
+        fprintf(stderr, "baton infer-bench: --ckpt is required\n");
+        return CLI_USAGE;
+    }
+    if (seconds != -1 && (seconds < 0 || seconds > 86400)) {
+        fprintf(stderr, "baton infer-bench: --seconds must be in 0..86400\n");
+        return CLI_USAGE;
+    }
+    if (max_seconds <= 0) {
+        fprintf(stderr, "baton infer-bench: --max-seconds must be > 0\n");
+        return CLI_USAGE;
+    }
+    return 0;
+}
+
 int cmd_infer_bench(int argc, char **argv)
 {
     const double t_main = baton_now();
@@ -202,18 +307,7 @@ int cmd_infer_bench(int argc, char **argv)
     if (cli_parse("infer-bench", "--ckpt DIR [--threads 1,2] [--batch 1,8,64] [--path reference,fast,gpu] [--precision f32,bf16] "
                   "[--runs N | --seconds S] [--json] [--csv FILE]", opts, argc, argv, pos, 0, &npos, &help))
         return help ? CLI_OK : CLI_USAGE;
-    if (!ckpt) {
-        fprintf(stderr, "baton infer-bench: --ckpt is required\n");
-        return CLI_USAGE;
-    }
-    if (seconds != -1 && (seconds < 0 || seconds > 86400)) {
-        fprintf(stderr, "baton infer-bench: --seconds must be in 0..86400\n");
-        return CLI_USAGE;
-    }
-    if (max_seconds <= 0) {
-        fprintf(stderr, "baton infer-bench: --max-seconds must be > 0\n");
-        return CLI_USAGE;
-    }
+    if (check_opts(ckpt, seconds, max_seconds)) return CLI_USAGE;
     baton_infer_bench_opts o;
     baton_infer_bench_opts_default(&o);
     if (runs || seconds >= 0) {   /* one condition given alone is the only one */
@@ -225,71 +319,13 @@ int cmd_infer_bench(int argc, char **argv)
     o.peak = peak;
     if (child) return run_child(ckpt, child, t0, t_main, &o);
 
-    int thr[MAX_LIST], bat[MAX_LIST], pth[8], nt = 0, nb = 0, np = 0;
-    if (threads_s) {
-        if (parse_list("threads", threads_s, 1, 256, thr, &nt)) return CLI_USAGE;
-    } else {
-        long nc = sysconf(_SC_NPROCESSORS_ONLN);
-        thr[0] = nc > 0 && nc <= 256 ? (int)nc : 1;
-        nt = 1;
-    }
-    if (parse_list("batch", batch_s, 1, 65536, bat, &nb) || parse_paths(paths_s, pth, &np)) return CLI_USAGE;
-    if (precision && apply_precision(precision, pth, &np)) return CLI_USAGE;
-
+    grid g;
+    if (parse_grid(threads_s, batch_s, paths_s, precision, &g)) return CLI_USAGE;
     baton_infer_stats st[8 * MAX_LIST * MAX_LIST];
     size_t n = 0;
     baton_err err = {0};
-    baton_progress pr;
-    baton_progress_start(&pr, "infer-bench contexts", (uint64_t)np * nt * nb);
-    int rc = CLI_OK;
-    for (int a = 0; a < np && rc == CLI_OK; a++) {
-        if (pth[a] == BATON_INFER_GPU && baton_infer_gpu_unavailable()) {
-            for (int b = 0; b < nb; b++) {   /* one row per batch size: the GPU's threads do not apply */
-                baton_infer_ctx c = {.threads = 1, .batch = bat[b], .path = BATON_INFER_GPU};
-                baton_infer_bench_context(ckpt, &c, &o, 0, 0, &st[n++], &err);
-            }
-            continue;
-        }
-        for (int t = 0; t < nt && rc == CLI_OK; t++)
-            for (int b = 0; b < nb && rc == CLI_OK; b++) {
-                baton_infer_ctx c = {.threads = thr[t], .batch = bat[b], .path = pth[a]};
-                char line[4096];
-                if (spawn_context(argv - 1, ckpt, &c, &o, line, sizeof line, &err) ||
-                    baton_infer_stats_parse("benchmark process", 1, line, &st[n], &err)) {
-                    rc = cli_fail("infer-bench", &err);
-                    break;
-                }
-                n++;
-                baton_progress_update(&pr, n);
-            }
-    }
-    baton_progress_finish(&pr);
-    for (size_t i = 0; i < n; i++)   /* skipped rows carry the model name of the others */
-        if (!st[i].model[0]) {
-            for (size_t k = 0; k < n; k++)
-                if (st[k].model[0]) {
-                    memcpy(st[i].model, st[k].model, sizeof st[i].model);
-                    break;
-                }
-        }
-    if (json) {   /* one JSON array, a context per line */
-        printf("[\n");
-        for (size_t i = 0; i < n; i++) {
-            char *js = baton_infer_stats_json(&st[i]);
-            printf("%s%s\n", js ? js : "null", i + 1 < n ? "," : "");
-            free(js);
-        }
-        printf("]\n");
-    } else if (n) {
-        baton_infer_stats_table(stdout, st, n);
-        for (size_t i = 0; i < n; i++)
-            if (!st[i].skipped[0]) {
-                printf("cold start = process spawn -> checkpoint verified, read, loaded -> primitives ready "
-                       "(first context: %.1f ms = %.1f exec + %.1f load + %.1f prepare + rest)\n",
-                       st[i].cold_start_ms, st[i].exec_ms, st[i].load_ms, st[i].prepare_ms);
-                break;
-            }
-    }
+    int rc = run_grid(argv - 1, ckpt, &g, &o, st, &n);
+    print_results(st, n, json);
     if (csv && n && baton_infer_stats_csv(csv, st, n, &err) && rc == CLI_OK) rc = cli_fail("infer-bench", &err);
     return rc;
 }

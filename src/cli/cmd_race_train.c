@@ -113,6 +113,58 @@ static int take_opponents(int argc, char **argv, char **rest, int *nrest, baton_
     return 0;
 }
 
+/* The options that are not fields of baton_ppo_train_opts, as given (-1, NAN, UINT64_MAX: not
+ * given). */
+typedef struct race_train_args {
+    const char *obs, *scale, *precision;
+    double minutes, progress_every;
+    uint64_t episodes;
+    int envs, max_steps, threads, quiet, json, trace_every;
+} race_train_args;
+
+/* What is wrong with the options, in words, or NULL. */
+static const char *check_args(const baton_ppo_train_opts *o, const race_train_args *a, int argc, char **argv,
+                              char miss[256])
+{
+    const int given_min = cli_given(argc, argv, "minutes"), given_ep = cli_given(argc, argv, "episodes");
+    return cli_missing(miss, "--track", o->track, "--ckpt-dir", o->session.ckpt_dir, NULL)
+               ?: given_min && given_ep ? "give --minutes or --episodes, not both"
+         : given_min && !(a->minutes > 0 && isfinite(a->minutes)) ? "--minutes must be a positive number"
+         : given_ep && a->episodes == 0 ? "--episodes must be >= 1"
+         : a->obs && strcmp(a->obs, "sensor") && strcmp(a->obs, "camera") ? "--obs must be sensor or camera"
+         : a->scale && strcmp(a->scale, "progress") && strcmp(a->scale, "step") ? "--reward-scale must be progress or step"
+         : cli_given(argc, argv, "envs") && (a->envs < 1 || a->envs > 4096) ? "--envs must be 1..4096"
+         : cli_given(argc, argv, "max-steps") && (a->max_steps < 1 || a->max_steps > 100000) ? "--max-steps must be 1..100000"
+         : a->trace_every < 1 ? "--trace-every must be >= 1"
+         : a->threads < 0 ? "--threads must not be negative"
+         : a->precision && strcmp(a->precision, "f32") && strcmp(a->precision, "bf16") ? "--precision must be f32 or bf16"
+         : a->precision && !strcmp(a->precision, "bf16") && o->reference_kernels ? "--precision bf16 runs on oneDNN, not with --reference"
+         : !(a->progress_every >= 0 && isfinite(a->progress_every)) ? "--progress-every must be >= 0"
+         : NULL;
+}
+
+/* The checked options into o; a resume takes the run's race, sensor, scale, precision, seed,
+ * envs and step limit unless one is given. */
+static void apply_args(baton_ppo_train_opts *o, const race_train_args *a, int argc, char **argv)
+{
+    o->objects_set = cli_given(argc, argv, "race") || cli_given(argc, argv, "objects") || cli_given(argc, argv, "bots") ||
+                     cli_given(argc, argv, "bot-speed") || cli_given(argc, argv, "lane-change") ||
+                     cli_given(argc, argv, "randomize");
+    cli_set_threads(a->threads);
+    if (a->threads > 0) o->threads = a->threads;
+    o->minutes = cli_given(argc, argv, "minutes") ? a->minutes : 0;
+    o->episodes = cli_given(argc, argv, "episodes") ? a->episodes : 0;
+    if (a->obs) o->obs = !strcmp(a->obs, "sensor") ? BATON_PPO_OBS_SENSOR : BATON_PPO_OBS_CAMERA, o->obs_set = 1;
+    if (a->scale) o->reward_scale = !strcmp(a->scale, "step") ? BATON_PPO_SCALE_STEP : BATON_PPO_SCALE_PROGRESS, o->scale_set = 1;
+    if (a->precision) o->precision = !strcmp(a->precision, "bf16") ? BATON_PPO_BF16 : BATON_PPO_F32, o->precision_set = 1;
+    o->seed_set = cli_given(argc, argv, "seed");
+    if (a->envs > 0) o->envs = (uint32_t)a->envs, o->envs_set = 1;
+    if (a->max_steps > 0) o->max_steps = (uint32_t)a->max_steps, o->max_steps_set = 1;
+    o->trace_every = (uint32_t)a->trace_every;
+    o->progress = !a->quiet && !getenv("BATON_NO_PROGRESS");
+    o->progress_every_s = a->quiet ? 0 : a->progress_every;
+}
+
 int cli_race_train(int argc, char **argv)
 {
     baton_ppo_train_opts o;
@@ -126,10 +178,8 @@ int cli_race_train(int argc, char **argv)
     if (take_opponents(argc, argv, rest, &nrest, &o)) return CLI_USAGE;
     argc = nrest;
     argv = rest;
-    const char *obs = NULL, *scale = NULL, *precision = NULL;
-    double minutes = NAN, progress_every = 30;
-    uint64_t episodes = UINT64_MAX;
-    int envs = -1, max_steps = -1, threads = 0, quiet = 0, json = 0, trace_every = 1;
+    race_train_args a = {.minutes = NAN, .progress_every = 30, .episodes = UINT64_MAX, .envs = -1, .max_steps = -1,
+                         .trace_every = 1};
     struct cli_session cs;
     cli_session_init(&cs, &o.session);
     struct cli_race_objects ro;
@@ -143,22 +193,22 @@ int cli_race_train(int argc, char **argv)
         {"metadata", CLI_STR, &o.metadata, "model_metadata.json: actions and sensor (default: the console's)"},
         {"hyper", CLI_STR, &o.hyper, "hyperparameters.json (default: the console's)"},
         CLI_SESSION_OPTS(cs, "iterations", "iteration"),
-        {"minutes", CLI_DBL, &minutes, "training time, summed over restarts (default 60, the console's)"},
-        {"episodes", CLI_U64, &episodes, "episodes, counted over restarts (instead of --minutes)"},
-        {"obs", CLI_STR, &obs, "sensor | camera (default: the metadata's sensor; camera for the console's)"},
+        {"minutes", CLI_DBL, &a.minutes, "training time, summed over restarts (default 60, the console's)"},
+        {"episodes", CLI_U64, &a.episodes, "episodes, counted over restarts (instead of --minutes)"},
+        {"obs", CLI_STR, &a.obs, "sensor | camera (default: the metadata's sensor; camera for the console's)"},
         {"seed", CLI_U64, &o.seed, "initialisation, actions and minibatches (default 0)"},
-        {"reward-scale", CLI_STR, &scale, "progress (default: each step's reward times its progress) | step (DeepRacer's)"},
-        {"envs", CLI_INT, &envs, "cars stepped as one batch (default num_episodes_between_training)"},
-        {"max-steps", CLI_INT, &max_steps, "a training episode's step limit (default 10000)"},
+        {"reward-scale", CLI_STR, &a.scale, "progress (default: each step's reward times its progress) | step (DeepRacer's)"},
+        {"envs", CLI_INT, &a.envs, "cars stepped as one batch (default num_episodes_between_training)"},
+        {"max-steps", CLI_INT, &a.max_steps, "a training episode's step limit (default 10000)"},
         {"log", CLI_STR, &o.log_path, "CSV log, one row per iteration"},
         {"trace", CLI_STR, &o.trace_dir, "SIM_TRACE_LOG CSVs into DIR (<n>-iteration.csv)"},
-        {"trace-every", CLI_INT, &trace_every, "trace one iteration in K (default 1: all)"},
-        {"threads", CLI_INT, &threads, "compute threads (sets OMP_NUM_THREADS)"},
+        {"trace-every", CLI_INT, &a.trace_every, "trace one iteration in K (default 1: all)"},
+        {"threads", CLI_INT, &a.threads, "compute threads (sets OMP_NUM_THREADS)"},
         {"reference", CLI_FLAG, &o.reference_kernels, "the plain C kernels instead of oneDNN"},
-        {"precision", CLI_STR, &precision, "f32 (default) | bf16: convolutions and linear layers on bfloat16 kernels (AVX512-BF16; about twice as fast)"},
-        {"quiet", CLI_FLAG, &quiet, "no progress line"},
-        {"progress-every", CLI_DBL, &progress_every, "when stderr is not a terminal, a progress line every S seconds (30)"},
-        {"json", CLI_FLAG, &json, "the summary as one JSON object"},
+        {"precision", CLI_STR, &a.precision, "f32 (default) | bf16: convolutions and linear layers on bfloat16 kernels (AVX512-BF16; about twice as fast)"},
+        {"quiet", CLI_FLAG, &a.quiet, "no progress line"},
+        {"progress-every", CLI_DBL, &a.progress_every, "when stderr is not a terminal, a progress line every S seconds (30)"},
+        {"json", CLI_FLAG, &a.json, "the summary as one JSON object"},
         {0},
     };
     const char *pos[1];
@@ -170,22 +220,8 @@ int cli_race_train(int argc, char **argv)
                   "[--randomize] [--race head-to-model --opponent CKPT ...] [--precision f32|bf16]",
                   opts, argc, argv, pos, 0, &npos, &help))
         return help ? CLI_OK : CLI_USAGE;
-    int given_min = cli_given(argc, argv, "minutes"), given_ep = cli_given(argc, argv, "episodes");
     char miss[256];
-    const char *bad = cli_missing(miss, "--track", o.track, "--ckpt-dir", o.session.ckpt_dir, NULL)
-                          ?: given_min && given_ep ? "give --minutes or --episodes, not both"
-                    : given_min && !(minutes > 0 && isfinite(minutes)) ? "--minutes must be a positive number"
-                    : given_ep && episodes == 0 ? "--episodes must be >= 1"
-                    : obs && strcmp(obs, "sensor") && strcmp(obs, "camera") ? "--obs must be sensor or camera"
-                    : scale && strcmp(scale, "progress") && strcmp(scale, "step") ? "--reward-scale must be progress or step"
-                    : cli_given(argc, argv, "envs") && (envs < 1 || envs > 4096) ? "--envs must be 1..4096"
-                    : cli_given(argc, argv, "max-steps") && (max_steps < 1 || max_steps > 100000) ? "--max-steps must be 1..100000"
-                    : trace_every < 1 ? "--trace-every must be >= 1"
-                    : threads < 0 ? "--threads must not be negative"
-                    : precision && strcmp(precision, "f32") && strcmp(precision, "bf16") ? "--precision must be f32 or bf16"
-                    : precision && !strcmp(precision, "bf16") && o.reference_kernels ? "--precision bf16 runs on oneDNN, not with --reference"
-                    : !(progress_every >= 0 && isfinite(progress_every)) ? "--progress-every must be >= 0"
-                    : NULL;
+    const char *bad = check_args(&o, &a, argc, argv, miss);
     if (bad) {
         fprintf(stderr, "baton race train: %s\n", bad);
         return CLI_USAGE;
@@ -193,34 +229,13 @@ int cli_race_train(int argc, char **argv)
     if (cli_session_finish(&cs, "race train", argc, argv)) return CLI_USAGE;
     int rc_ro;
     if ((rc_ro = cli_race_objects_finish(&ro, "race train", argc, argv, &o.objects))) return rc_ro;
-    /* a resume takes the run's race unless one is given */
-    o.objects_set = cli_given(argc, argv, "race") || cli_given(argc, argv, "objects") || cli_given(argc, argv, "bots") ||
-                    cli_given(argc, argv, "bot-speed") || cli_given(argc, argv, "lane-change") ||
-                    cli_given(argc, argv, "randomize");
-    if (threads > 0) {
-        char t[16];
-        snprintf(t, sizeof t, "%d", threads);
-        setenv("OMP_NUM_THREADS", t, 1);
-        baton_nn_set_threads(threads);   /* the runtime read the environment before main */
-        o.threads = threads;
-    }
-    o.minutes = given_min ? minutes : 0;
-    o.episodes = given_ep ? episodes : 0;
-    if (obs) o.obs = !strcmp(obs, "sensor") ? BATON_PPO_OBS_SENSOR : BATON_PPO_OBS_CAMERA, o.obs_set = 1;
-    if (scale) o.reward_scale = !strcmp(scale, "step") ? BATON_PPO_SCALE_STEP : BATON_PPO_SCALE_PROGRESS, o.scale_set = 1;
-    if (precision) o.precision = !strcmp(precision, "bf16") ? BATON_PPO_BF16 : BATON_PPO_F32, o.precision_set = 1;
-    o.seed_set = cli_given(argc, argv, "seed");
-    if (envs > 0) o.envs = (uint32_t)envs, o.envs_set = 1;
-    if (max_steps > 0) o.max_steps = (uint32_t)max_steps, o.max_steps_set = 1;
-    o.trace_every = (uint32_t)trace_every;
-    o.progress = !quiet && !getenv("BATON_NO_PROGRESS");
-    o.progress_every_s = quiet ? 0 : progress_every;
+    apply_args(&o, &a, argc, argv);
     baton_ppo_train_result r;
     baton_err err = {0};
     int rc = baton_ppo_train(&o, &r, &err);
     if (rc && rc != BATON_STOPPED) return cli_fail("race train", &err);
-    train_json(&r, rc, json);   /* printed with --json; the result file either way */
-    if (!json) train_text(&r, rc);
+    train_json(&r, rc, a.json);   /* printed with --json; the result file either way */
+    if (!a.json) train_text(&r, rc);
     return rc == BATON_STOPPED ? CLI_INTERRUPTED : CLI_OK;
 }
 

@@ -103,16 +103,67 @@ static void report(const baton_train_result *r, int rc, void *ctx)
     }
 }
 
+/* The options that are not fields of baton_train_opts, as given: sentinels tell "not given" from
+ * an explicit value. */
+typedef struct train_args {
+    const char *mode, *dist, *precision;
+    uint64_t epochs, max_steps;
+    double lr, progress_every, bucket_mb;
+    int batch, threads, quiet, reference, json;
+} train_args;
+
+/* What is wrong with the options, in words, or NULL. */
+static const char *check_args(const baton_train_opts *o, const train_args *a, int argc, char **argv, char miss[256])
+{
+    return cli_missing(miss, "--data", o->data_uri, "--model", o->model, "--ckpt-dir", o->session.ckpt_dir, NULL)
+               ?: a->epochs == 0 ? "--epochs must be >= 1"
+         : cli_given(argc, argv, "lr") && !(a->lr > 0 && isfinite(a->lr)) ? "--lr must be a positive number"
+         : a->max_steps == 0 ? "--max-steps must be >= 1 (leave it out for no limit)"
+         : a->threads < 0 ? "--threads must not be negative"
+         : !(a->progress_every >= 0 && isfinite(a->progress_every)) ? "--progress-every must be >= 0"
+         : !(a->bucket_mb > 0 && a->bucket_mb <= 1024) ? "--bucket-mb must be in (0, 1024]"
+         : a->precision && baton_nn_precision_parse(a->precision) < 0 ? "--precision must be f32 or bf16"
+         : a->precision && a->reference && strcmp(a->precision, "f32") ? "--precision bf16 runs on oneDNN, not with --reference"
+         : a->dist && strcmp(a->dist, "auto") && strcmp(a->dist, "mpi") && strcmp(a->dist, "none")
+             ? "--dist must be auto, mpi or none"
+         : NULL;
+}
+
+/* The checked options into o (the crop's too); CLI_USAGE (said) for an unknown --mode. */
+static int apply_args(baton_train_opts *o, const train_args *a, const struct cli_crop_out *co, int argc, char **argv)
+{
+    o->crop = (int)co->crop;
+    o->crop_size = co->size;
+    memcpy(o->scale, co->scale, sizeof o->scale);
+    memcpy(o->ratio, co->ratio, sizeof o->ratio);
+    if (a->mode) {
+        if (baton_io_mode_parse(a->mode, &o->mode)) {
+            fprintf(stderr, "baton train: --mode '%s': expected file, pipe, mount or cache\n", a->mode);
+            return CLI_USAGE;
+        }
+        o->mode_set = 1;
+    }
+    cli_set_threads(a->threads);
+    o->epochs = a->epochs == UINT64_MAX ? 0 : a->epochs;
+    o->max_steps = a->max_steps == UINT64_MAX ? 0 : a->max_steps;
+    o->lr = cli_given(argc, argv, "lr") ? a->lr : 0;
+    o->batch = a->batch < 0 ? 0 : (uint32_t)a->batch;
+    o->reference_kernels = a->reference;
+    o->precision = a->precision ? baton_nn_precision_parse(a->precision) : BATON_NN_PRECISION_F32;
+    o->precision_set = a->precision != NULL;
+    o->progress = !a->quiet && !getenv("BATON_NO_PROGRESS");
+    o->progress_every_s = a->quiet ? 0 : a->progress_every;
+    o->dist = !a->dist || !strcmp(a->dist, "auto") ? 0 : !strcmp(a->dist, "mpi") ? 1 : -1;
+    o->bucket_bytes = (size_t)(a->bucket_mb * 1e6);
+    return 0;
+}
+
 int cmd_train(int argc, char **argv)
 {
     baton_train_opts o;
     baton_train_opts_default(&o);
-    const char *mode = NULL;
-    /* sentinels tell "not given" from an explicit value */
-    uint64_t epochs = UINT64_MAX, max_steps = UINT64_MAX;
-    double lr = NAN, progress_every = 30, bucket_mb = 1;
-    const char *dist = NULL, *precision = NULL;
-    int batch = (int)o.batch, threads = 0, quiet = 0, reference = 0, json = 0;
+    train_args a = {.epochs = UINT64_MAX, .max_steps = UINT64_MAX, .lr = NAN, .progress_every = 30, .bucket_mb = 1,
+                    .batch = (int)o.batch};
     struct cli_session cs;
     struct cli_crop cc = {0};
     struct cli_crop_out co;
@@ -121,30 +172,30 @@ int cmd_train(int argc, char **argv)
         {"data", CLI_STR, &o.data_uri, "training dataset URI: path, file://, http(s)://, s3://bucket/prefix"},
         {"val", CLI_STR, &o.val_uri, "validation dataset URI, evaluated after each epoch"},
         {"model", CLI_STR, &o.model, "mlp | lenet | resnet8 | resnet20 | resnet56"},
-        {"epochs", CLI_U64, &epochs, "epochs (default: the checkpoint's when resuming, else 1)"},
-        {"batch", CLI_INT, &batch, "batch size, 1..4096 (default 128)"},
-        {"lr", CLI_DBL, &lr, "base learning rate > 0 (default: the checkpoint's, else 0.1 resnet, 0.01 lenet/mlp), cosine"},
+        {"epochs", CLI_U64, &a.epochs, "epochs (default: the checkpoint's when resuming, else 1)"},
+        {"batch", CLI_INT, &a.batch, "batch size, 1..4096 (default 128)"},
+        {"lr", CLI_DBL, &a.lr, "base learning rate > 0 (default: the checkpoint's, else 0.1 resnet, 0.01 lenet/mlp), cosine"},
         {"seed", CLI_U64, &o.seed, "data order and initialisation seed (default 0)"},
         {"allow-change", CLI_FLAG, &o.allow_change, "on resume, apply a changed --epochs or --lr (or dataset size)"},
-        {"mode", CLI_STR, &mode, "file | pipe | mount | cache (default mount for a path, else pipe)"},
+        {"mode", CLI_STR, &a.mode, "file | pipe | mount | cache (default mount for a path, else pipe)"},
         CLI_SESSION_OPTS(cs, "steps", "step"),
         {"log", CLI_STR, &o.log_path, "CSV log, one row per epoch (appended; cut back to the checkpoint on resume)"},
-        {"max-steps", CLI_U64, &max_steps, "stop at global step K >= 1, counted across restarts (default: no limit)"},
-        {"threads", CLI_INT, &threads, "compute threads (sets OMP_NUM_THREADS)"},
-        {"reference", CLI_FLAG, &reference, "use the plain C kernels instead of oneDNN"},
-        {"precision", CLI_STR, &precision,
+        {"max-steps", CLI_U64, &a.max_steps, "stop at global step K >= 1, counted across restarts (default: no limit)"},
+        {"threads", CLI_INT, &a.threads, "compute threads (sets OMP_NUM_THREADS)"},
+        {"reference", CLI_FLAG, &a.reference, "use the plain C kernels instead of oneDNN"},
+        {"precision", CLI_STR, &a.precision,
          "f32 (default; a resume: the checkpoint's) | bf16: convolutions and linear layers in bfloat16 with f32 "
          "sums, weights/optimizer/batch norm/checkpoints f32 (CPUs with AVX512-BF16 or AMX; refused elsewhere)"},
-        {"quiet", CLI_FLAG, &quiet, "no progress line"},
-        {"progress-every", CLI_DBL, &progress_every,
+        {"quiet", CLI_FLAG, &a.quiet, "no progress line"},
+        {"progress-every", CLI_DBL, &a.progress_every,
          "when stderr is not a terminal, a progress line every S seconds (default 30; 0: none)"},
-        {"json", CLI_FLAG, &json, "the summary as one JSON object"},
-        {"dist", CLI_STR, &dist,
+        {"json", CLI_FLAG, &a.json, "the summary as one JSON object"},
+        {"dist", CLI_STR, &a.dist,
          "auto | mpi | none: data parallel over MPI ranks (auto: when started by mpirun or srun --mpi=pmix; "
          "mpi: required)"},
         {"sample-log", CLI_STR, &o.sample_log,
          "append \"epoch position rank label crc32c\" to FILE for every sample trained (an audit of the data order; the CRC is of its input floats)"},
-        {"bucket-mb", CLI_DBL, &bucket_mb, "gradient allreduce bucket in MB, > 0 (default 1)"},
+        {"bucket-mb", CLI_DBL, &a.bucket_mb, "gradient allreduce bucket in MB, > 0 (default 1)"},
         CLI_CROP_OPTS(cc),
         {"flip", CLI_FLAG, &o.flip, "random horizontal flip (p = 0.5)"},
         {"sync-bn", CLI_FLAG, &o.sync_bn, "with ranks: batch norm statistics over the whole global batch (default: each rank's part)"},
@@ -159,55 +210,18 @@ int cmd_train(int argc, char **argv)
                   opts, argc, argv, pos, 0, &npos, &help))
         return help ? CLI_OK : CLI_USAGE;
     char miss[256];
-    const char *bad = cli_missing(miss, "--data", o.data_uri, "--model", o.model, "--ckpt-dir", o.session.ckpt_dir, NULL)
-                          ?: epochs == 0 ? "--epochs must be >= 1"
-                    : cli_given(argc, argv, "lr") && !(lr > 0 && isfinite(lr)) ? "--lr must be a positive number"
-                    : max_steps == 0 ? "--max-steps must be >= 1 (leave it out for no limit)"
-                    : threads < 0 ? "--threads must not be negative"
-                    : !(progress_every >= 0 && isfinite(progress_every)) ? "--progress-every must be >= 0"
-                    : !(bucket_mb > 0 && bucket_mb <= 1024) ? "--bucket-mb must be in (0, 1024]"
-                    : precision && baton_nn_precision_parse(precision) < 0 ? "--precision must be f32 or bf16"
-                    : precision && reference && strcmp(precision, "f32") ? "--precision bf16 runs on oneDNN, not with --reference"
-                    : dist && strcmp(dist, "auto") && strcmp(dist, "mpi") && strcmp(dist, "none")
-                        ? "--dist must be auto, mpi or none"
-                    : NULL;
+    const char *bad = check_args(&o, &a, argc, argv, miss);
     if (bad) {
         fprintf(stderr, "baton train: %s\n", bad);
         return CLI_USAGE;
     }
-    if (cli_session_finish(&cs, "train", argc, argv) || cli_crop_finish(&cc, "train", &co)) return CLI_USAGE;
-    o.crop = (int)co.crop;
-    o.crop_size = co.size;
-    memcpy(o.scale, co.scale, sizeof o.scale);
-    memcpy(o.ratio, co.ratio, sizeof o.ratio);
-    if (mode) {
-        if (baton_io_mode_parse(mode, &o.mode)) {
-            fprintf(stderr, "baton train: --mode '%s': expected file, pipe, mount or cache\n", mode);
-            return CLI_USAGE;
-        }
-        o.mode_set = 1;
-    }
-    if (threads > 0) {
-        char t[16];
-        snprintf(t, sizeof t, "%d", threads);
-        setenv("OMP_NUM_THREADS", t, 1);
-        baton_nn_set_threads(threads);   /* the runtime read the environment before main */
-    }
-    o.epochs = epochs == UINT64_MAX ? 0 : epochs;
-    o.max_steps = max_steps == UINT64_MAX ? 0 : max_steps;
-    o.lr = cli_given(argc, argv, "lr") ? lr : 0;
-    o.batch = batch < 0 ? 0 : (uint32_t)batch;
-    o.reference_kernels = reference;
-    o.precision = precision ? baton_nn_precision_parse(precision) : BATON_NN_PRECISION_F32;
-    o.precision_set = precision != NULL;
-    o.progress = !quiet && !getenv("BATON_NO_PROGRESS");
-    o.progress_every_s = quiet ? 0 : progress_every;
-    o.dist = !dist || !strcmp(dist, "auto") ? 0 : !strcmp(dist, "mpi") ? 1 : -1;
-    o.bucket_bytes = (size_t)(bucket_mb * 1e6);
+    if (cli_session_finish(&cs, "train", argc, argv) || cli_crop_finish(&cc, "train", &co) ||
+        apply_args(&o, &a, &co, argc, argv))
+        return CLI_USAGE;
 
     /* rank 0 speaks for the world, from inside the run: before the other ranks may exit */
     o.report = report;
-    o.report_ctx = &json;
+    o.report_ctx = &a.json;
     baton_train_result r;
     baton_err err = {0};
     int rc = baton_train_run(&o, &r, &err);

@@ -187,10 +187,8 @@ static void copy_text(char *dst, size_t cap, const char *src)
     snprintf(dst, cap, "%s", src);
 }
 
-static int load_rows(baton_fleet_db *d, int with_events, baton_fleet_records *r, int *found, baton_err *err)
+static int load_job(baton_fleet_db *d, baton_fleet_job *j, int *found, baton_err *err)
 {
-    memset(r, 0, sizeof *r);
-    *found = 0;
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(d->db, "SELECT name,state,origin,time_scale,t_end,supervisor_pid,supervisor_start,"
                                   "next_volume,next_snapshot,jobfile,jobfile_text FROM job WHERE id = 1",
@@ -198,7 +196,6 @@ static int load_rows(baton_fleet_db *d, int with_events, baton_fleet_records *r,
         return db_err(d, err, "read");
     int rc = 0;
     if (sqlite3_step(st) == SQLITE_ROW) {
-        baton_fleet_job *j = &r->job;
         *found = 1;
         copy_text(j->name, sizeof j->name, col_text(st, 0));
         copy_text(j->state, sizeof j->state, col_text(st, 1));
@@ -214,8 +211,13 @@ static int load_rows(baton_fleet_db *d, int with_events, baton_fleet_records *r,
         if (!j->jobfile_text) rc = baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
     }
     sqlite3_finalize(st);
-    if (rc || !*found) return rc;
+    return rc;
+}
 
+static int load_tasks(baton_fleet_db *d, baton_fleet_records *r, baton_err *err)
+{
+    sqlite3_stmt *st;
+    int rc = 0;
     if (sqlite3_prepare_v2(d->db, "SELECT idx,command,state,crashes,launches,interruptions,volume,zone,final_step"
                                   " FROM tasks ORDER BY idx", -1, &st, NULL) != SQLITE_OK)
         return db_err(d, err, "read");
@@ -239,8 +241,44 @@ static int load_rows(baton_fleet_db *d, int with_events, baton_fleet_records *r,
         if (!t->command) rc = baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
     }
     sqlite3_finalize(st);
-    if (rc) return rc;
+    return rc;
+}
 
+/* One row of instances (SELECT *, in the table's column order). */
+static void read_inst(sqlite3_stmt *st, baton_fleet_inst *i)
+{
+    int c = 0;
+    i->id = sqlite3_column_int(st, c++);
+    copy_text(i->name, sizeof i->name, col_text(st, c++));
+    i->task = sqlite3_column_int(st, c++);
+    i->launch = sqlite3_column_int(st, c++);
+    i->pool = sqlite3_column_int(st, c++);
+    copy_text(i->type, sizeof i->type, col_text(st, c++));
+    copy_text(i->zone, sizeof i->zone, col_text(st, c++));
+    i->spot_price = sqlite3_column_double(st, c++);
+    i->on_demand_price = sqlite3_column_double(st, c++);
+    int s = fleet_wstate_parse(col_text(st, c++));
+    i->state = s < 0 ? BATON_W_CRASHED : (baton_wstate)s;
+    copy_text(i->reason, sizeof i->reason, col_text(st, c++));
+    i->pid = sqlite3_column_int(st, c++);
+    i->pid_start = (uint64_t)sqlite3_column_int64(st, c++);
+    i->port = sqlite3_column_int(st, c++);
+    double *times[] = {&i->t_request, &i->t_running, &i->t_first_step, &i->t_notice, &i->t_deadline,
+                       &i->t_end, &i->plan_after, &i->plan_notice};
+    for (size_t k = 0; k < sizeof times / sizeof times[0]; k++) *times[k] = sqlite3_column_double(st, c++);
+    i->plan_after_steps = sqlite3_column_int64(st, c++);
+    i->exit_code = sqlite3_column_int(st, c++);
+    i->interrupted = (baton_int_kind)sqlite3_column_int(st, c++);
+    i->resumed_step = sqlite3_column_int64(st, c++);
+    i->reached_step = sqlite3_column_int64(st, c++);
+    i->ckpt_step = sqlite3_column_int64(st, c++);
+    copy_text(i->volume, sizeof i->volume, col_text(st, c++));
+}
+
+static int load_insts(baton_fleet_db *d, baton_fleet_records *r, baton_err *err)
+{
+    sqlite3_stmt *st;
+    int rc = 0;
     if (sqlite3_prepare_v2(d->db, "SELECT * FROM instances ORDER BY id", -1, &st, NULL) != SQLITE_OK)
         return db_err(d, err, "read");
     while (!rc && sqlite3_step(st) == SQLITE_ROW) {
@@ -249,36 +287,16 @@ static int load_rows(baton_fleet_db *d, int with_events, baton_fleet_records *r,
         r->insts = p;
         baton_fleet_inst *i = &p[r->ninsts++];
         memset(i, 0, sizeof *i);
-        int c = 0;
-        i->id = sqlite3_column_int(st, c++);
-        copy_text(i->name, sizeof i->name, col_text(st, c++));
-        i->task = sqlite3_column_int(st, c++);
-        i->launch = sqlite3_column_int(st, c++);
-        i->pool = sqlite3_column_int(st, c++);
-        copy_text(i->type, sizeof i->type, col_text(st, c++));
-        copy_text(i->zone, sizeof i->zone, col_text(st, c++));
-        i->spot_price = sqlite3_column_double(st, c++);
-        i->on_demand_price = sqlite3_column_double(st, c++);
-        int s = fleet_wstate_parse(col_text(st, c++));
-        i->state = s < 0 ? BATON_W_CRASHED : (baton_wstate)s;
-        copy_text(i->reason, sizeof i->reason, col_text(st, c++));
-        i->pid = sqlite3_column_int(st, c++);
-        i->pid_start = (uint64_t)sqlite3_column_int64(st, c++);
-        i->port = sqlite3_column_int(st, c++);
-        double *times[] = {&i->t_request, &i->t_running, &i->t_first_step, &i->t_notice, &i->t_deadline,
-                           &i->t_end, &i->plan_after, &i->plan_notice};
-        for (size_t k = 0; k < sizeof times / sizeof times[0]; k++) *times[k] = sqlite3_column_double(st, c++);
-        i->plan_after_steps = sqlite3_column_int64(st, c++);
-        i->exit_code = sqlite3_column_int(st, c++);
-        i->interrupted = (baton_int_kind)sqlite3_column_int(st, c++);
-        i->resumed_step = sqlite3_column_int64(st, c++);
-        i->reached_step = sqlite3_column_int64(st, c++);
-        i->ckpt_step = sqlite3_column_int64(st, c++);
-        copy_text(i->volume, sizeof i->volume, col_text(st, c++));
+        read_inst(st, i);
     }
     sqlite3_finalize(st);
-    if (rc || !with_events) return rc;
+    return rc;
+}
 
+static int load_events(baton_fleet_db *d, baton_fleet_records *r, baton_err *err)
+{
+    sqlite3_stmt *st;
+    int rc = 0;
     if (sqlite3_prepare_v2(d->db, "SELECT seq,t_sim,t_wall,kind,inst,task,from_state,to_state,detail FROM events"
                                   " ORDER BY seq", -1, &st, NULL) != SQLITE_OK)
         return db_err(d, err, "read");
@@ -300,6 +318,18 @@ static int load_rows(baton_fleet_db *d, int with_events, baton_fleet_records *r,
         if (!e->detail) rc = baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
     }
     sqlite3_finalize(st);
+    return rc;
+}
+
+static int load_rows(baton_fleet_db *d, int with_events, baton_fleet_records *r, int *found, baton_err *err)
+{
+    memset(r, 0, sizeof *r);
+    *found = 0;
+    int rc = load_job(d, &r->job, found, err);
+    if (rc || !*found) return rc;
+    rc = load_tasks(d, r, err);
+    if (!rc) rc = load_insts(d, r, err);
+    if (!rc && with_events) rc = load_events(d, r, err);
     return rc;
 }
 

@@ -84,6 +84,9 @@ int fleet_transition(sup *s, size_t i, baton_wevent ev, cJSON *detail, const cha
 /* Task t's state through fleet_task_next, saved; msg (may be NULL: nothing logged) logged as a
  * "task" event with the states. A refused event is logged as an error and returns -1. */
 int fleet_task_transition(sup *s, int t, baton_tevent ev, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* The one place the job's state changes (through fleet_job_next): an impossible event is logged and
+ * refused with BATON_ERR_ARG. The caller saves the record with the fields that change with it. */
+int fleet_job_step(sup *s, fleet_jevent ev, baton_err *err);
 int fleet_new_instance(sup *s, int task);
 int64_t fleet_verified_ckpt_step(const sup *s, const char *volume);
 /* The task's volume in instance i's zone: created, attached or moved (i's volume set). */

@@ -4,8 +4,8 @@
  * cancel, the status line and the loop (a worker's environment is built in fleet_wenv.c).
  *
  * Every instance change goes through fleet_transition(), every task change through
- * fleet_task_transition(): the one place each that calls its table (fleet_wstate_next,
- * fleet_task_next), saves the row and logs the event (database, JSONL, a line on stderr). Instances live in one
+ * fleet_task_transition(), the job's through fleet_job_step(): the one place each that calls its
+ * table (fleet_wstate_next, fleet_task_next, fleet_job_next; fleet_state.c), saves the row and logs the event (database, JSONL, a line on stderr). Instances live in one
  * growing array and are referred to by index, never by pointer across a call that may add one. */
 #include "baton/ckpt.h"
 #include "fleet_internal.h"
@@ -161,6 +161,20 @@ int fleet_task_transition(sup *s, int t, baton_tevent ev, const char *fmt, ...)
         fleet_log_event(s, "task", -1, t, from, fleet_task_state_name(tk->state), NULL, "%s", msg);
     }
     return 0;
+}
+
+int fleet_job_step(sup *s, fleet_jevent ev, baton_err *err)
+{
+    const int from = fleet_job_state_parse(s->rec.state);
+    const int next = from < 0 ? -1 : fleet_job_next((fleet_jstate)from, ev);
+    if (next < 0) {
+        fleet_log_event(s, "error", -1, -1, s->rec.state, NULL, NULL, "job %s: refused transition: %s in state '%s'",
+                        s->rec.name, fleet_jevent_name(ev), s->rec.state);
+        return baton_err_set(err, BATON_ERR_ARG, "job %s: refused transition: %s in state '%s'", s->rec.name,
+                             fleet_jevent_name(ev), s->rec.state);
+    }
+    fleet_fmt(s->rec.state, sizeof s->rec.state, "%s", fleet_job_state_name((fleet_jstate)next));
+    return BATON_OK;
 }
 
 /* ------------------------------------------------------------------ instances */

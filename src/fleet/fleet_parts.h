@@ -137,6 +137,21 @@ typedef enum { BATON_TE_START = 0, BATON_TE_DONE, BATON_TE_FAIL, BATON_TE_CANCEL
 int fleet_task_next(baton_task_state s, baton_tevent e);   /* -1 when not allowed */
 const char *fleet_tevent_name(baton_tevent e);             /* "start", ... */
 
+/* A job's states (fleet_state.c, whose top comment has the diagram). The record keeps the state's
+ * name (baton_fleet_job.state, which fleet.h shows as a string); the supervisor changes it only
+ * through fleet_job_step (fleet_local.c), which goes through this table. NEW is a job not yet in
+ * its database (an empty name). */
+typedef enum { FLEET_JOB_NEW = 0, FLEET_JOB_RUNNING, FLEET_JOB_DONE, FLEET_JOB_FAILED, FLEET_JOB_CANCELLED,
+               FLEET_JOB_NSTATES } fleet_jstate;
+typedef enum { FLEET_JE_START = 0, FLEET_JE_RESUME, FLEET_JE_DONE, FLEET_JE_FAIL, FLEET_JE_CANCEL,
+               FLEET_JE_NEVENTS } fleet_jevent;
+int fleet_job_next(fleet_jstate s, fleet_jevent e);       /* -1 when not allowed */
+const char *fleet_job_state_name(fleet_jstate s);         /* "" (new), "running", "done", ... */
+const char *fleet_jevent_name(fleet_jevent e);            /* "start", ... */
+int fleet_job_state_parse(const char *name);              /* -1 if unknown */
+/* done or failed: a job that ended and is not run again (a cancelled one resumes). */
+int fleet_job_final(const char *name);
+
 /* ---------------------------------------------------------------------------------------------
  * The fleet database (src/fleet/fleet_db.c); the records it holds are in fleet.h.
  * --------------------------------------------------------------------------------------------- */

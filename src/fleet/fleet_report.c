@@ -88,7 +88,7 @@ int baton_fleet_report_load(const char *job_dir, baton_fleet_report *r, baton_er
     }
     const baton_fleet_job *j = &r->rec.job;
     r->now_sim = j->t_end >= 0 ? j->t_end : (baton_wall_now() - j->origin) * j->time_scale;
-    if (!strcmp(j->state, "running") && !fleet_proc_same(j->supervisor_pid, j->supervisor_start)) {
+    if (fleet_job_state_parse(j->state) == FLEET_JOB_RUNNING && !fleet_proc_same(j->supervisor_pid, j->supervisor_start)) {
         r->stalled = 1;
         for (size_t e = 0; e < r->rec.nevents; e++)
             if (r->rec.events[e].t_sim > r->last_sim) r->last_sim = r->rec.events[e].t_sim;
@@ -261,19 +261,21 @@ void baton_fleet_report_print(FILE *f, const baton_fleet_report *r, int events)
     }
 }
 
-char *baton_fleet_report_json(const baton_fleet_report *r, int events)
+static void job_json(cJSON *o, const baton_fleet_report *r)
 {
     const baton_fleet_job *j = &r->rec.job;
-    cJSON *o = cJSON_CreateObject();
-    if (!o) return NULL;
     cJSON *jo = cJSON_AddObjectToObject(o, "job");
     cJSON_AddStringToObject(jo, "name", j->name);
     cJSON_AddStringToObject(jo, "state", fleet_report_state(r));
-    cJSON_AddBoolToObject(jo, "supervisor_running", !strcmp(j->state, "running") && !r->stalled);
+    cJSON_AddBoolToObject(jo, "supervisor_running", fleet_job_state_parse(j->state) == FLEET_JOB_RUNNING && !r->stalled);
     cJSON_AddNumberToObject(jo, "time_scale", j->time_scale);
     cJSON_AddNumberToObject(jo, "sim_seconds", r->now_sim);
     cJSON_AddNumberToObject(jo, "wall_seconds", r->now_sim / (j->time_scale > 0 ? j->time_scale : 1));
     cJSON_AddStringToObject(jo, "jobfile", j->jobfile);
+}
+
+static void tasks_json(cJSON *o, const baton_fleet_report *r)
+{
     cJSON *ta = cJSON_AddArrayToObject(o, "tasks");
     for (size_t t = 0; t < r->rec.ntasks; t++) {
         const baton_fleet_task *k = &r->rec.tasks[t];
@@ -295,45 +297,49 @@ char *baton_fleet_report_json(const baton_fleet_report *r, int events)
         else cJSON_AddNullToObject(x, "result");
         cJSON_AddItemToArray(ta, x);
     }
-    fleet_deadlines_json(o, r);
-    cJSON *ia = cJSON_AddArrayToObject(o, "instances");
-    for (size_t i = 0; i < r->rec.ninsts; i++) {
-        const baton_fleet_inst *in = &r->rec.insts[i];
-        const baton_cost_line *l = &r->lines[i];
-        cJSON *x = cJSON_CreateObject();
-        cJSON_AddNumberToObject(x, "id", in->id);
-        cJSON_AddStringToObject(x, "name", in->name);
-        cJSON_AddNumberToObject(x, "task", in->task);
-        cJSON_AddStringToObject(x, "type", in->type);
-        cJSON_AddStringToObject(x, "zone", in->zone);
-        cJSON_AddStringToObject(x, "state", fleet_wstate_name(in->state));
-        cJSON_AddStringToObject(x, "reason", in->reason);
-        cJSON_AddStringToObject(x, "interruption", in->interrupted == BATON_INT_NOTICE ? "notice"
-                                                   : in->interrupted == BATON_INT_NO_NOTICE ? "no-notice" : "none");
-        cJSON_AddNumberToObject(x, "exit_code", in->exit_code);
-        cJSON_AddNumberToObject(x, "t_request", in->t_request);
-        cJSON_AddNumberToObject(x, "t_running", in->t_running);
-        cJSON_AddNumberToObject(x, "t_first_step", in->t_first_step);
-        cJSON_AddNumberToObject(x, "t_notice", in->t_notice);
-        cJSON_AddNumberToObject(x, "t_end", in->t_end);
-        cJSON_AddNumberToObject(x, "resumed_step", (double)in->resumed_step);
-        cJSON_AddNumberToObject(x, "reached_step", (double)in->reached_step);
-        cJSON_AddNumberToObject(x, "checkpoint_step", (double)in->ckpt_step);
-        cJSON_AddNumberToObject(x, "lost_steps", (double)lost_steps(in));
-        cJSON_AddNumberToObject(x, "spot_price", in->spot_price);
-        cJSON_AddNumberToObject(x, "on_demand_price", in->on_demand_price);
-        cJSON_AddNumberToObject(x, "running_s", r->ins[i].running_s);
-        cJSON_AddNumberToObject(x, "restart_s", r->ins[i].restart_s);
-        cJSON_AddNumberToObject(x, "lost_s", r->ins[i].lost_s);
-        cJSON_AddNumberToObject(x, "useful_s", l->useful_s);
-        cJSON_AddNumberToObject(x, "charged_s", l->charged_s);
-        cJSON_AddBoolToObject(x, "free_first_hour", l->free_first_hour);
-        cJSON_AddNumberToObject(x, "spot_cost", l->spot_cost);
-        cJSON_AddNumberToObject(x, "on_demand_cost", l->on_demand_cost);
-        cJSON_AddNumberToObject(x, "counterfactual_cost", l->counterfactual_cost);
-        cJSON_AddStringToObject(x, "volume", in->volume);
-        cJSON_AddItemToArray(ia, x);
-    }
+}
+
+static void instance_json(cJSON *ia, const baton_fleet_report *r, size_t i)
+{
+    const baton_fleet_inst *in = &r->rec.insts[i];
+    const baton_cost_line *l = &r->lines[i];
+    cJSON *x = cJSON_CreateObject();
+    cJSON_AddNumberToObject(x, "id", in->id);
+    cJSON_AddStringToObject(x, "name", in->name);
+    cJSON_AddNumberToObject(x, "task", in->task);
+    cJSON_AddStringToObject(x, "type", in->type);
+    cJSON_AddStringToObject(x, "zone", in->zone);
+    cJSON_AddStringToObject(x, "state", fleet_wstate_name(in->state));
+    cJSON_AddStringToObject(x, "reason", in->reason);
+    cJSON_AddStringToObject(x, "interruption", in->interrupted == BATON_INT_NOTICE ? "notice"
+                                               : in->interrupted == BATON_INT_NO_NOTICE ? "no-notice" : "none");
+    cJSON_AddNumberToObject(x, "exit_code", in->exit_code);
+    cJSON_AddNumberToObject(x, "t_request", in->t_request);
+    cJSON_AddNumberToObject(x, "t_running", in->t_running);
+    cJSON_AddNumberToObject(x, "t_first_step", in->t_first_step);
+    cJSON_AddNumberToObject(x, "t_notice", in->t_notice);
+    cJSON_AddNumberToObject(x, "t_end", in->t_end);
+    cJSON_AddNumberToObject(x, "resumed_step", (double)in->resumed_step);
+    cJSON_AddNumberToObject(x, "reached_step", (double)in->reached_step);
+    cJSON_AddNumberToObject(x, "checkpoint_step", (double)in->ckpt_step);
+    cJSON_AddNumberToObject(x, "lost_steps", (double)lost_steps(in));
+    cJSON_AddNumberToObject(x, "spot_price", in->spot_price);
+    cJSON_AddNumberToObject(x, "on_demand_price", in->on_demand_price);
+    cJSON_AddNumberToObject(x, "running_s", r->ins[i].running_s);
+    cJSON_AddNumberToObject(x, "restart_s", r->ins[i].restart_s);
+    cJSON_AddNumberToObject(x, "lost_s", r->ins[i].lost_s);
+    cJSON_AddNumberToObject(x, "useful_s", l->useful_s);
+    cJSON_AddNumberToObject(x, "charged_s", l->charged_s);
+    cJSON_AddBoolToObject(x, "free_first_hour", l->free_first_hour);
+    cJSON_AddNumberToObject(x, "spot_cost", l->spot_cost);
+    cJSON_AddNumberToObject(x, "on_demand_cost", l->on_demand_cost);
+    cJSON_AddNumberToObject(x, "counterfactual_cost", l->counterfactual_cost);
+    cJSON_AddStringToObject(x, "volume", in->volume);
+    cJSON_AddItemToArray(ia, x);
+}
+
+static void totals_json(cJSON *o, const baton_fleet_report *r)
+{
     const baton_cost_total *t = &r->total;
     cJSON *to = cJSON_AddObjectToObject(o, "totals");
     cJSON_AddNumberToObject(to, "instances", (double)t->instances);
@@ -356,23 +362,38 @@ char *baton_fleet_report_json(const baton_fleet_report *r, int events)
     cJSON_AddNumberToObject(to, "on_demand_counterfactual_cost", t->counterfactual_cost);
     cJSON_AddNumberToObject(to, "savings_pct", t->savings_vs_on_demand_pct);
     cJSON_AddNumberToObject(to, "sagemaker_savings_pct", t->savings_sagemaker_pct);
-    if (events) {
-        cJSON *ea = cJSON_AddArrayToObject(o, "events");
-        for (size_t e = 0; e < r->rec.nevents; e++) {
-            const baton_fleet_event *ev = &r->rec.events[e];
-            cJSON *x = cJSON_CreateObject();
-            cJSON_AddNumberToObject(x, "seq", (double)ev->seq);
-            cJSON_AddNumberToObject(x, "t_sim", ev->t_sim);
-            cJSON_AddStringToObject(x, "kind", ev->kind);
-            cJSON_AddNumberToObject(x, "instance", ev->inst);
-            cJSON_AddNumberToObject(x, "task", ev->task);
-            if (ev->from[0]) cJSON_AddStringToObject(x, "from", ev->from);
-            if (ev->to[0]) cJSON_AddStringToObject(x, "to", ev->to);
-            cJSON *dj = cJSON_Parse(ev->detail ? ev->detail : "{}");
-            if (dj) cJSON_AddItemToObject(x, "detail", dj);
-            cJSON_AddItemToArray(ea, x);
-        }
+}
+
+static void events_json(cJSON *o, const baton_fleet_report *r)
+{
+    cJSON *ea = cJSON_AddArrayToObject(o, "events");
+    for (size_t e = 0; e < r->rec.nevents; e++) {
+        const baton_fleet_event *ev = &r->rec.events[e];
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddNumberToObject(x, "seq", (double)ev->seq);
+        cJSON_AddNumberToObject(x, "t_sim", ev->t_sim);
+        cJSON_AddStringToObject(x, "kind", ev->kind);
+        cJSON_AddNumberToObject(x, "instance", ev->inst);
+        cJSON_AddNumberToObject(x, "task", ev->task);
+        if (ev->from[0]) cJSON_AddStringToObject(x, "from", ev->from);
+        if (ev->to[0]) cJSON_AddStringToObject(x, "to", ev->to);
+        cJSON *dj = cJSON_Parse(ev->detail ? ev->detail : "{}");
+        if (dj) cJSON_AddItemToObject(x, "detail", dj);
+        cJSON_AddItemToArray(ea, x);
     }
+}
+
+char *baton_fleet_report_json(const baton_fleet_report *r, int events)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    job_json(o, r);
+    tasks_json(o, r);
+    fleet_deadlines_json(o, r);
+    cJSON *ia = cJSON_AddArrayToObject(o, "instances");
+    for (size_t i = 0; i < r->rec.ninsts; i++) instance_json(ia, r, i);
+    totals_json(o, r);
+    if (events) events_json(o, r);
     char *s = baton_json_print(o, 0);
     cJSON_Delete(o);
     return s;

@@ -49,7 +49,7 @@ static int recover(sup *s, baton_fleet_records *r, baton_err *err)
     r->ninsts = 0;
     s->lv = calloc(s->cap ? s->cap : 1, sizeof *s->lv);
     if (!s->lv) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
-    fleet_fmt(s->rec.state, sizeof s->rec.state, "running");
+    if (fleet_job_step(s, FLEET_JE_RESUME, err)) return err->code;
     s->rec.t_end = -1;
     double now = fleet_now(s);
     fleet_log_event(s, "job", -1, -1, NULL, "running", NULL, "resuming job %s from its database (%zu task(s), %zu instance(s) so far)",
@@ -180,14 +180,11 @@ static int open_lock(const char *dir, int *fd_out, baton_err *err)
     return 0;
 }
 
-int baton_fleet_run(const baton_job *job, const baton_fleet_opts *o, baton_fleet_summary *sum, baton_err *err)
+/* ------------------------------------------------------------------ baton_fleet_run's stages */
+static sup *sup_new(const baton_job *job, const baton_fleet_opts *o, baton_fleet_summary *sum)
 {
-    memset(sum, 0, sizeof *sum);
-    if (job->backend != BATON_BACKEND_LOCAL)
-        return baton_err_set(err, BATON_ERR_ARG, "%s: backend %s is not run by the local supervisor", job->path,
-                             baton_backend_name(job->backend));
     sup *s = calloc(1, sizeof *s);
-    if (!s) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    if (!s) return NULL;
     s->jc = *job;
     s->job = &s->jc;
     s->o = o;
@@ -196,119 +193,13 @@ int baton_fleet_run(const baton_job *job, const baton_fleet_opts *o, baton_fleet
     if (o->seed_set) s->jc.market.seed = o->seed;
     if (o->hazard_set) s->jc.market.hazard_scale = o->hazard_scale;
     if (o->hazard_set && o->hazard_scale > 0) s->jc.market.random = 1;
-    double wall0 = baton_wall_now();
-    char rel[4096], sub[4200];
-    baton_fleet_records r;
-    memset(&r, 0, sizeof r);
-    int found = 0, rc = baton_fleet_job_dir(o->state_dir ? o->state_dir : job->state_dir, job->name, rel, sizeof rel, err);
-    if (!rc && (rc = baton_mkdir_p(rel, err))) baton_err_prefix(err, "state folder");
-    static const char *const subs[] = {"run", "volumes", "snapshots"};
-    for (size_t k = 0; !rc && k < 3; k++) {
-        fleet_fmt(sub, sizeof sub, "%s/%s", rel, subs[k]);
-        if ((rc = baton_mkdir_p(sub, err))) baton_err_prefix(err, "state folder");
-    }
-    if (!rc && !realpath(rel, s->dir)) rc = baton_err_set(err, BATON_ERR_IO, "%s: %s", rel, strerror(errno));
-    if (!rc && access(s->dir, W_OK) != 0)
-        rc = baton_err_set(err, BATON_ERR_IO, "state folder %s is not writable: %s", s->dir, strerror(errno));
-    fleet_fmt(sum->dir, sizeof sum->dir, "%s", s->dir);
-    if (!rc) rc = open_lock(s->dir, &s->lock_fd, err);
-    if (!rc && flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0)
-        rc = baton_err_set(err, BATON_ERR_ARG, "job %s is already being run by another supervisor (%s/supervisor.lock is held)",
-                           job->name, s->dir);
-    if (!rc) rc = fleet_db_open(s->dir, &s->db, err);
-    if (!rc) rc = fleet_market_init(&s->market, s->job, err);
-    if (!rc && o->interrupts) rc = fleet_market_set_schedule(&s->market, o->interrupts, err);
-    if (!rc) rc = fleet_db_load(s->db, 0, &r, &found, err);
-    if (!rc && found && (!strcmp(r.job.state, "done") || !strcmp(r.job.state, "failed"))) {
-        const int changed = !same_commands(s, &r);
-        s->rec = r.job;
-        r.job.jobfile_text = NULL;
-        s->tasks = r.tasks;
-        s->ntasks = r.ntasks;
-        s->insts = r.insts;
-        s->ninsts = r.ninsts;
-        r.tasks = NULL, r.insts = NULL, r.ntasks = r.ninsts = 0;
-        s->scale = s->rec.time_scale;
-        summarise(s);
-        if (changed) {
-            /* the user edited the file after the job ended: say so, and how to run the new one */
-            baton_log(BATON_LOG_WARN, "job %s already ended (%s), and %s has changed since: its commands differ from "
-                      "the ones that ran. To run the new commands, give the job another name, or remove %s",
-                      s->rec.name, s->rec.state, job->path, s->dir);
-        } else if (!o->quiet) {
-            fprintf(stderr, "fleet: job %s already ended (%s); nothing to run\n", s->rec.name, s->rec.state);
-        }
-        goto out;
-    }
-    if (!rc && found) {
-        rc = recover(s, &r, err);
-    } else if (!rc) {
-        fleet_fmt(s->rec.name, sizeof s->rec.name, "%s", job->name);
-        fleet_fmt(s->rec.state, sizeof s->rec.state, "running");
-        s->scale = o->time_scale > 0 ? o->time_scale : job->market.time_scale;
-        s->rec.time_scale = s->scale;
-        s->rec.origin = wall0;
-        s->rec.t_end = -1;
-        fleet_fmt(s->rec.jobfile, sizeof s->rec.jobfile, "%s", job->path);
-        s->rec.jobfile_text = o->jobfile_text ? baton_job_redact_env(job, o->jobfile_text) : NULL;   /* no secrets kept */
-        s->ntasks = job->ncommands;
-        s->tasks = calloc(s->ntasks, sizeof *s->tasks);
-        if (!s->tasks) rc = baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
-        for (size_t t = 0; !rc && t < s->ntasks; t++) {
-            s->tasks[t].idx = (int)t;
-            s->tasks[t].command = strdup(job->commands[t]);
-            s->tasks[t].final_step = -1;
-            if (!s->tasks[t].command) rc = baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
-            else fleet_save_task(s, (int)t);
-        }
-    }
-    if (rc) goto out;
-    s->rec.supervisor_pid = (int)getpid();
-    s->rec.supervisor_start = fleet_proc_start_time((int)getpid());
-    fleet_save_job(s);
-    {
-        char ts[32];
-        baton_fleet_fmt_duration(s->job->market.notice, ts, sizeof ts);
-        fleet_log_event(s, "job", -1, -1, NULL, "running", NULL, "%s job %s: %zu task(s), capacity %d, %s, time x%g, notice %s",
-                  found ? "supervising" : "starting", s->rec.name, s->ntasks, s->job->target_capacity,
-                  baton_alloc_name(s->job->alloc), s->scale, ts);
-        char md[768];
-        fleet_market_describe(&s->market, md, sizeof md);
-        fleet_log_event(s, "market", -1, -1, NULL, NULL, NULL, "market: %s", md);
-    }
-    if (found) clean_volumes(s);
-    struct sigaction sa, old_int, old_term;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    fleet_stop_flag = o->cancel ? 1 : 0;
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
-    rc = fleet_loop(s, err);
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
-    if (rc) goto out;
-    int failed = 0, cancelled = 0;
-    for (size_t t = 0; t < s->ntasks; t++) {
-        if (s->tasks[t].state == BATON_TASK_FAILED) failed = 1;
-        if (s->tasks[t].state == BATON_TASK_WAITING || s->tasks[t].state == BATON_TASK_RUNNING) {
-            fleet_task_transition(s, (int)t, BATON_TE_CANCEL, NULL);
-            cancelled = 1;
-        }
-    }
-    fleet_fmt(s->rec.state, sizeof s->rec.state, "%s", failed ? "failed" : cancelled ? "cancelled" : "done");
-    s->rec.t_end = fleet_now(s);
-    s->rec.supervisor_pid = 0;
-    fleet_save_job(s);
-    fleet_log_event(s, "job", -1, -1, "running", s->rec.state, NULL, "job %s %s", s->rec.name, s->rec.state);
-    if (s->db_failed) rc = baton_err_set(err, s->db_err.code, "%s", s->db_err.msg);
-    summarise(s);
-    write_reports(s);
-out:
-    sum->wall_s = baton_wall_now() - wall0;
+    return s;
+}
+
+static void sup_free(sup *s)
+{
     for (size_t i = 0; i < s->ninsts && s->lv; i++)
         if (s->lv[i].imds) baton_imds_stop(s->lv[i].imds);
-    fleet_records_free(&r);
     fleet_market_free(&s->market);
     fleet_db_close(s->db);
     if (s->lock_fd >= 0) close(s->lock_fd);
@@ -319,6 +210,170 @@ out:
     free(s->gangs);
     free(s->rec.jobfile_text);
     free(s);
+}
+
+/* The job's state folder (and run/, volumes/, snapshots/), held by its lock; its database and the
+ * market. sum->dir names the folder. */
+static int open_state(sup *s, baton_err *err)
+{
+    const baton_job *job = s->job;
+    const baton_fleet_opts *o = s->o;
+    char rel[4096], sub[4200];
+    int rc = baton_fleet_job_dir(o->state_dir ? o->state_dir : job->state_dir, job->name, rel, sizeof rel, err);
+    if (!rc && (rc = baton_mkdir_p(rel, err))) baton_err_prefix(err, "state folder");
+    static const char *const subs[] = {"run", "volumes", "snapshots"};
+    for (size_t k = 0; !rc && k < 3; k++) {
+        fleet_fmt(sub, sizeof sub, "%s/%s", rel, subs[k]);
+        if ((rc = baton_mkdir_p(sub, err))) baton_err_prefix(err, "state folder");
+    }
+    if (!rc && !realpath(rel, s->dir)) rc = baton_err_set(err, BATON_ERR_IO, "%s: %s", rel, strerror(errno));
+    if (!rc && access(s->dir, W_OK) != 0)
+        rc = baton_err_set(err, BATON_ERR_IO, "state folder %s is not writable: %s", s->dir, strerror(errno));
+    fleet_fmt(s->sum->dir, sizeof s->sum->dir, "%s", s->dir);
+    if (!rc) rc = open_lock(s->dir, &s->lock_fd, err);
+    if (!rc && flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0)
+        rc = baton_err_set(err, BATON_ERR_ARG, "job %s is already being run by another supervisor (%s/supervisor.lock is held)",
+                           job->name, s->dir);
+    if (!rc) rc = fleet_db_open(s->dir, &s->db, err);
+    if (!rc) rc = fleet_market_init(&s->market, s->job, err);
+    if (!rc && o->interrupts) rc = fleet_market_set_schedule(&s->market, o->interrupts, err);
+    return rc;
+}
+
+/* A job that already ended (done or failed): its records summarised, and said so. */
+static void take_ended(sup *s, baton_fleet_records *r)
+{
+    const int changed = !same_commands(s, r);
+    s->rec = r->job;
+    r->job.jobfile_text = NULL;
+    s->tasks = r->tasks;
+    s->ntasks = r->ntasks;
+    s->insts = r->insts;
+    s->ninsts = r->ninsts;
+    r->tasks = NULL, r->insts = NULL, r->ntasks = r->ninsts = 0;
+    s->scale = s->rec.time_scale;
+    summarise(s);
+    if (changed) {
+        /* the user edited the file after the job ended: say so, and how to run the new one */
+        baton_log(BATON_LOG_WARN, "job %s already ended (%s), and %s has changed since: its commands differ from "
+                  "the ones that ran. To run the new commands, give the job another name, or remove %s",
+                  s->rec.name, s->rec.state, s->job->path, s->dir);
+    } else if (!s->o->quiet) {
+        fprintf(stderr, "fleet: job %s already ended (%s); nothing to run\n", s->rec.name, s->rec.state);
+    }
+}
+
+/* A job seen for the first time: its record and one waiting task per command, saved. */
+static int start_new(sup *s, double wall0, baton_err *err)
+{
+    const baton_job *job = s->job;
+    const baton_fleet_opts *o = s->o;
+    fleet_fmt(s->rec.name, sizeof s->rec.name, "%s", job->name);
+    int rc = fleet_job_step(s, FLEET_JE_START, err);
+    s->scale = o->time_scale > 0 ? o->time_scale : job->market.time_scale;
+    s->rec.time_scale = s->scale;
+    s->rec.origin = wall0;
+    s->rec.t_end = -1;
+    fleet_fmt(s->rec.jobfile, sizeof s->rec.jobfile, "%s", job->path);
+    s->rec.jobfile_text = o->jobfile_text ? baton_job_redact_env(job, o->jobfile_text) : NULL;   /* no secrets kept */
+    s->ntasks = job->ncommands;
+    s->tasks = calloc(s->ntasks, sizeof *s->tasks);
+    if (!s->tasks) rc = baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    for (size_t t = 0; !rc && t < s->ntasks; t++) {
+        s->tasks[t].idx = (int)t;
+        s->tasks[t].command = strdup(job->commands[t]);
+        s->tasks[t].final_step = -1;
+        if (!s->tasks[t].command) rc = baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+        else fleet_save_task(s, (int)t);
+    }
+    return rc;
+}
+
+/* This process as the job's supervisor, said in the log with the market's description; a
+ * recovered job's stale volume copies removed. */
+static void announce(sup *s, int found)
+{
+    s->rec.supervisor_pid = (int)getpid();
+    s->rec.supervisor_start = fleet_proc_start_time((int)getpid());
+    fleet_save_job(s);
+    char ts[32];
+    baton_fleet_fmt_duration(s->job->market.notice, ts, sizeof ts);
+    fleet_log_event(s, "job", -1, -1, NULL, "running", NULL, "%s job %s: %zu task(s), capacity %d, %s, time x%g, notice %s",
+                    found ? "supervising" : "starting", s->rec.name, s->ntasks, s->job->target_capacity,
+                    baton_alloc_name(s->job->alloc), s->scale, ts);
+    char md[768];
+    fleet_market_describe(&s->market, md, sizeof md);
+    fleet_log_event(s, "market", -1, -1, NULL, NULL, NULL, "market: %s", md);
+    if (found) clean_volumes(s);
+}
+
+/* The loop, with SIGINT and SIGTERM cancelling it (o->cancel: from the start). */
+static int supervise(sup *s, baton_err *err)
+{
+    struct sigaction sa, old_int, old_term;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    fleet_stop_flag = s->o->cancel ? 1 : 0;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    int rc = fleet_loop(s, err);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    return rc;
+}
+
+/* The job's end: tasks left waiting or running cancelled, the job done, failed or cancelled, its
+ * record saved, the summary and the report files written. An error is the database's. */
+static int finish(sup *s, baton_err *err)
+{
+    int failed = 0, cancelled = 0, rc = BATON_OK;
+    for (size_t t = 0; t < s->ntasks; t++) {
+        if (s->tasks[t].state == BATON_TASK_FAILED) failed = 1;
+        if (s->tasks[t].state == BATON_TASK_WAITING || s->tasks[t].state == BATON_TASK_RUNNING) {
+            fleet_task_transition(s, (int)t, BATON_TE_CANCEL, NULL);
+            cancelled = 1;
+        }
+    }
+    fleet_job_step(s, failed ? FLEET_JE_FAIL : cancelled ? FLEET_JE_CANCEL : FLEET_JE_DONE, NULL);   /* running: always allowed */
+    s->rec.t_end = fleet_now(s);
+    s->rec.supervisor_pid = 0;
+    fleet_save_job(s);
+    fleet_log_event(s, "job", -1, -1, "running", s->rec.state, NULL, "job %s %s", s->rec.name, s->rec.state);
+    if (s->db_failed) rc = baton_err_set(err, s->db_err.code, "%s", s->db_err.msg);
+    summarise(s);
+    write_reports(s);
+    return rc;
+}
+
+int baton_fleet_run(const baton_job *job, const baton_fleet_opts *o, baton_fleet_summary *sum, baton_err *err)
+{
+    memset(sum, 0, sizeof *sum);
+    if (job->backend != BATON_BACKEND_LOCAL)
+        return baton_err_set(err, BATON_ERR_ARG, "%s: backend %s is not run by the local supervisor", job->path,
+                             baton_backend_name(job->backend));
+    sup *s = sup_new(job, o, sum);
+    if (!s) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    const double wall0 = baton_wall_now();
+    baton_fleet_records r;
+    memset(&r, 0, sizeof r);
+    int found = 0, ended = 0;
+    int rc = open_state(s, err);
+    if (!rc) rc = fleet_db_load(s->db, 0, &r, &found, err);
+    if (!rc && found && fleet_job_final(r.job.state)) {
+        take_ended(s, &r);
+        ended = 1;
+    } else if (!rc) {
+        rc = found ? recover(s, &r, err) : start_new(s, wall0, err);
+    }
+    if (!rc && !ended) {
+        announce(s, found);
+        rc = supervise(s, err);
+        if (!rc) rc = finish(s, err);
+    }
+    sum->wall_s = baton_wall_now() - wall0;
+    fleet_records_free(&r);
+    sup_free(s);
     return rc;
 }
 
@@ -335,7 +390,7 @@ int baton_fleet_cancel(const char *job_dir, double grace_s, baton_err *err)
     rc = fleet_db_load(db, 0, &r, &found, err);
     fleet_db_close(db);
     if (rc) return rc;
-    if (!found || strcmp(r.job.state, "running") != 0) {
+    if (!found || fleet_job_state_parse(r.job.state) != FLEET_JOB_RUNNING) {
         rc = baton_err_set(err, BATON_ERR_ARG, "job at %s is not running (%s)", job_dir, found ? r.job.state : "empty");
         fleet_records_free(&r);
         return rc;

@@ -143,14 +143,9 @@ static const char *env_name(const baton_job_kv *kv)
     return strncmp(kv->key, "env.", 4) ? kv->key : kv->key + 4;
 }
 
-int fleet_slurm_script(const baton_job *job, const baton_slurm_opts *o, size_t task, const char *volume,
-                       const char *bindir, baton_buf *b, baton_err *err)
+/* The #SBATCH lines: the name, log, requeue and signal baton depends on, then the user's. */
+static int sbatch_lines(const baton_job *job, const baton_slurm_opts *o, size_t task, const char *volume, baton_buf *b)
 {
-    if (task >= job->ncommands) return baton_err_set(err, BATON_ERR_ARG, "task %zu: the job has %zu", task, job->ncommands);
-    if (strpbrk(volume, " \t\n\r%\\") || volume[0] != '/')
-        return baton_err_set(err, BATON_ERR_ARG,
-                             "%s: a task volume for Slurm must be an absolute path without spaces, '%%' or '\\' "
-                             "(it goes into #SBATCH lines)", volume);
     int rc = 0;
     rc |= rmt_printf(b, "#!/bin/bash\n# baton fleet, slurm backend: job %s, task %zu of %zu. Written by `baton fleet run`,\n"
                         "# which overwrites it; `sbatch` this file to resubmit the task by hand. See docs/slurm.md.\n",
@@ -175,7 +170,14 @@ int fleet_slurm_script(const baton_job *job, const baton_slurm_opts *o, size_t t
     if (o->constraint[0]) rc |= rmt_printf(b, "#SBATCH --constraint=%s\n", o->constraint);
     if (o->cpus_per_task) rc |= rmt_printf(b, "#SBATCH --cpus-per-task=%d\n", o->cpus_per_task);
     for (size_t i = 0; i < o->nsbatch_args; i++) rc |= rmt_printf(b, "#SBATCH %s\n", o->sbatch_args[i]);
+    return rc;
+}
 
+/* The task's environment: BATON_* for the task and its volume, PATH with bindir, the job's env. */
+static int task_env(const baton_job *job, const baton_slurm_opts *o, size_t task, const char *volume, const char *bindir,
+                    baton_buf *b)
+{
+    int rc = 0;
     rc |= rmt_printf(b, "set -u\nexport BATON_JOB=%s BATON_TASK=%zu BATON_VOLUME=", job->name, task);
     rc |= rmt_shq(b, volume);
     rc |= rmt_printf(b, "\nexport BATON_INSTANCE_ID=\"slurm-$SLURM_JOB_ID\" BATON_INSTANCE_TYPE=\"slurm:${SLURM_JOB_PARTITION:-default}\""
@@ -192,6 +194,13 @@ int fleet_slurm_script(const baton_job *job, const baton_slurm_opts *o, size_t t
         rc |= rmt_shq(b, job->env[i].value);
         rc |= rmt_printf(b, "\n");
     }
+    return rc;
+}
+
+/* retries= and command= (with nodes: every rank of the allocation through srun). */
+static int task_command(const baton_job *job, size_t task, baton_buf *b)
+{
+    int rc = 0;
     rc |= rmt_printf(b, "retries=%d\ncommand=", job->retries);
     if (job->nodes.max) {
         /* nodes: the command is every rank of the allocation (srun starts one per task slot, Open
@@ -205,7 +214,13 @@ int fleet_slurm_script(const baton_job *job, const baton_slurm_opts *o, size_t t
     } else {
         rc |= rmt_shq(b, job->commands[task]);
     }
-    rc |= rmt_printf(b, "\n%s",
+    return rc;
+}
+
+/* The script's body after command=: run it in its own process group, forward the signals as TERM,
+ * log the run's outcome and requeue the job when it checkpointed, ran out of time or crashed within
+ * its retries. */
+static const char script_body[] =
 "runlog=\"$BATON_VOLUME/logs/slurm-runs.log\"\n"
 "mkdir -p \"$BATON_VOLUME/logs\" \"$BATON_VOLUME/.baton\"\n"
 "stamp() { date -u +%Y-%m-%dT%H:%M:%SZ; }\n"
@@ -260,7 +275,20 @@ int fleet_slurm_script(const baton_job *job, const baton_slurm_opts *o, size_t t
 "    # requeueing signals every process of the job, scontrol included: it ignores TERM\n"
 "    ( trap '' TERM; exec scontrol requeue \"$SLURM_JOB_ID\" ) || echo \"baton: scontrol requeue $SLURM_JOB_ID failed\"\n"
 "fi\n"
-"exit $rc\n");
+"exit $rc\n";
+
+int fleet_slurm_script(const baton_job *job, const baton_slurm_opts *o, size_t task, const char *volume,
+                       const char *bindir, baton_buf *b, baton_err *err)
+{
+    if (task >= job->ncommands) return baton_err_set(err, BATON_ERR_ARG, "task %zu: the job has %zu", task, job->ncommands);
+    if (strpbrk(volume, " \t\n\r%\\") || volume[0] != '/')
+        return baton_err_set(err, BATON_ERR_ARG,
+                             "%s: a task volume for Slurm must be an absolute path without spaces, '%%' or '\\' "
+                             "(it goes into #SBATCH lines)", volume);
+    int rc = sbatch_lines(job, o, task, volume, b);
+    rc |= task_env(job, o, task, volume, bindir, b);
+    rc |= task_command(job, task, b);
+    rc |= rmt_printf(b, "\n%s", script_body);
     if (rc) return baton_err_set(err, BATON_ERR_NOMEM, "batch script: out of memory");
     return BATON_OK;
 }

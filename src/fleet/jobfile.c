@@ -6,278 +6,27 @@
  * in docs/jobfile.md; anything else fails with "FILE:LINE: FIELD: what was wrong". Unknown fields,
  * duplicate keys, anchors/aliases, wrong types, out-of-range numbers and unknown enum words are
  * errors. Backend sections (`slurm:`, `aws:`) and `env:` are flattened to key/value pairs with
- * their line numbers and not interpreted here. On failure *job is left empty (freed). */
+ * their line numbers and not interpreted here. On failure *job is left empty (freed). Walking the
+ * document (values, mappings, lists, flattening) is jobfile_yaml.c's. */
 #include "baton/infer.h"
-#include "fleet_parts.h"
+#include "jobfile_internal.h"
 
 #include <ctype.h>
-#include <errno.h>
-#include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
-
-/* ------------------------------------------------------------------ walking the document */
-typedef struct ctx {
-    const char *file;
-    yaml_document_t *doc;
-    baton_err *err;
-    baton_job *job;
-    int has_random;     /* market.random was given */
-} ctx;
-
-static int line_of(const yaml_node_t *n) { return n ? (int)n->start_mark.line + 1 : 0; }
-
-static int fail(ctx *c, const yaml_node_t *n, const char *field, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int fail(ctx *c, const yaml_node_t *n, const char *field, const char *fmt, ...)
-{
-    char msg[768];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return baton_err_set(c->err, BATON_ERR_FORMAT, "%s:%d: %s: %s", c->file, line_of(n),
-                         *field ? field : "(top level)", msg);
-}
-
-static yaml_node_t *node_at(ctx *c, int idx) { return yaml_document_get_node(c->doc, idx); }
-
-static const char *kind_name(const yaml_node_t *n)
-{
-    return n->type == YAML_MAPPING_NODE ? "a mapping" : n->type == YAML_SEQUENCE_NODE ? "a list"
-                                                                                      : "a scalar";
-}
-
-/* A scalar's text; fails on non-scalars and on embedded NULs. */
-static int scalar(ctx *c, const yaml_node_t *n, const char *field, const char **out)
-{
-    if (n->type != YAML_SCALAR_NODE)
-        return fail(c, n, field, "expected a single value, got %s", kind_name(n));
-    const char *s = (const char *)n->data.scalar.value;
-    if (strlen(s) != n->data.scalar.length) return fail(c, n, field, "contains a NUL byte");
-    *out = s;
-    return 0;
-}
-
-static int get_string(ctx *c, const yaml_node_t *n, const char *field, char *dst, size_t cap)
-{
-    const char *s = "";
-    if (scalar(c, n, field, &s)) return c->err->code;
-    if (strlen(s) >= cap) return fail(c, n, field, "longer than %zu characters", cap - 1);
-    memcpy(dst, s, strlen(s) + 1);
-    return 0;
-}
-
-static int get_strdup(ctx *c, const yaml_node_t *n, const char *field, char **dst)
-{
-    const char *s = "";
-    if (scalar(c, n, field, &s)) return c->err->code;
-    if (!*s) return fail(c, n, field, "is empty");
-    free(*dst);
-    *dst = strdup(s);
-    if (!*dst) return baton_err_set(c->err, BATON_ERR_NOMEM, "%s: out of memory", c->file);
-    return 0;
-}
-
-static int get_number(ctx *c, const yaml_node_t *n, const char *field, double lo, double hi,
-                      const char *what, double *out)
-{
-    const char *s = "";
-    if (scalar(c, n, field, &s)) return c->err->code;
-    char *end = NULL;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(v))
-        return fail(c, n, field, "expected %s, got '%.64s'", what, s);
-    if (v < lo || v > hi) return fail(c, n, field, "%g is out of range (%g to %g)", v, lo, hi);
-    *out = v;
-    return 0;
-}
-
-static int get_int(ctx *c, const yaml_node_t *n, const char *field, long lo, long hi, long *out)
-{
-    const char *s = "";
-    if (scalar(c, n, field, &s)) return c->err->code;
-    char *end = NULL;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end) return fail(c, n, field, "expected a whole number, got '%.64s'", s);
-    if (v < lo || v > hi) return fail(c, n, field, "%ld is out of range (%ld to %ld)", v, lo, hi);
-    *out = v;
-    return 0;
-}
-
-static int get_duration(ctx *c, const yaml_node_t *n, const char *field, double *out)
-{
-    const char *s = "";
-    if (scalar(c, n, field, &s)) return c->err->code;
-    double v;
-    if (fleet_duration_parse(s, &v) || v > 1e9)
-        return fail(c, n, field, "expected a duration (seconds, or a number with s, m, h or d), got '%.64s'", s);
-    *out = v;
-    return 0;
-}
-
-static int get_bool(ctx *c, const yaml_node_t *n, const char *field, int *out)
-{
-    const char *s = "";
-    if (scalar(c, n, field, &s)) return c->err->code;
-    if (!strcmp(s, "true") || !strcmp(s, "yes") || !strcmp(s, "on")) *out = 1;
-    else if (!strcmp(s, "false") || !strcmp(s, "no") || !strcmp(s, "off")) *out = 0;
-    else return fail(c, n, field, "expected true or false, got '%.64s'", s);
-    return 0;
-}
-
-/* Iterate a mapping: checks keys are scalars and unique; calls fn for each pair. */
-typedef int (*pair_fn)(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, void *arg,
-                       const char *path);
-
-/* The first pair of the mapping whose scalar key an earlier pair has (its index, *first the
- * earlier one's), or npairs: O(n log n), not pairwise (a mapping of many keys stays linear). */
-static size_t first_dup_key(ctx *c, yaml_node_pair_t *pairs, size_t npairs, size_t *first)
-{
-    const char **keys = calloc(npairs ? npairs : 1, sizeof *keys);
-    size_t *at = malloc((npairs ? npairs : 1) * sizeof *at), nk = 0, dup = npairs;
-    for (size_t k = 0; keys && at && k < npairs; k++) {
-        yaml_node_t *kn = node_at(c, pairs[k].key);
-        if (kn && kn->type == YAML_SCALAR_NODE) keys[nk] = (const char *)kn->data.scalar.value, at[nk++] = k;
-    }
-    size_t f, d = keys && at ? baton_first_duplicate(keys, nk, &f) : nk;
-    if (d < nk) dup = at[d], *first = at[f];
-    free(keys);
-    free(at);
-    return dup;
-}
-
-static int each_pair(ctx *c, yaml_node_t *map, const char *path, pair_fn fn, void *arg)
-{
-    if (map->type != YAML_MAPPING_NODE)
-        return fail(c, map, path, "expected a mapping (key: value lines), got %s", kind_name(map));
-    yaml_node_pair_t *pairs = map->data.mapping.pairs.start;
-    size_t npairs = (size_t)(map->data.mapping.pairs.top - pairs), first = 0;
-    const size_t dup = first_dup_key(c, pairs, npairs, &first);
-    for (yaml_node_pair_t *p = pairs; p < map->data.mapping.pairs.top; p++) {
-        yaml_node_t *kn = node_at(c, p->key), *vn = node_at(c, p->value);
-        if (!kn || !vn) return fail(c, map, path, "malformed mapping");
-        const char *key = "";
-        if (kn->type != YAML_SCALAR_NODE) return fail(c, kn, path, "keys must be plain words");
-        if (scalar(c, kn, path, &key)) return c->err->code;
-        if ((size_t)(p - pairs) == dup)
-            return fail(c, kn, path, "duplicate key '%.64s' (first on line %d)", key,
-                        line_of(node_at(c, pairs[first].key)));
-        char sub[512];
-        snprintf(sub, sizeof sub, "%s%s%s", path, *path ? "." : "", key);
-        int rc = fn(c, key, kn, vn, arg, sub);
-        if (rc) return rc;
-    }
-    return 0;
-}
-
-/* Iterate a list: calls fn for each item with its path "path[i]"; what names the expected list in
- * the error for a node that is not one ("a list of zone names"). */
-typedef int (*item_fn)(ctx *c, yaml_node_t *item, const char *path, void *arg);
-
-static int each_item(ctx *c, yaml_node_t *seq, const char *path, const char *what, item_fn fn, void *arg)
-{
-    if (seq->type != YAML_SEQUENCE_NODE) return fail(c, seq, path, "expected %s", what);
-    int i = 0;
-    for (yaml_node_item_t *it = seq->data.sequence.items.start; it < seq->data.sequence.items.top; it++) {
-        char sub[512];
-        snprintf(sub, sizeof sub, "%s[%d]", path, i++);
-        yaml_node_t *e = node_at(c, *it);
-        if (!e) return fail(c, seq, path, "malformed list");
-        int rc = fn(c, e, sub, arg);
-        if (rc) return rc;
-    }
-    return 0;
-}
-
-static int unknown(ctx *c, yaml_node_t *kn, const char *path, const char *known)
-{
-    return fail(c, kn, path, "unknown field (known here: %s)", known);
-}
-
-/* Room for element n of an array that only grow() enlarges: its capacity is 0 for n = 0, else the
- * next power of two >= max(n, 8), so it doubles (an allocator that copies on every realloc, as the
- * sanitizers' does, would make one element at a time quadratic). The new element is zeroed. */
-static int grow(void **arr, size_t n, size_t elem, baton_err *err, const char *file)
-{
-    if (n == 0 || (n >= 8 && (n & (n - 1)) == 0)) {
-        void *p = realloc(*arr, (n ? 2 * n : 8) * elem);
-        if (!p) return baton_err_set(err, BATON_ERR_NOMEM, "%s: out of memory", file);
-        *arr = p;
-    }
-    memset((char *)*arr + n * elem, 0, elem);
-    return 0;
-}
-
-/* ------------------------------------------------------------------ flattened sections */
-static int add_kv(ctx *c, baton_job_kv **arr, size_t *n, const char *key, const char *value, int line)
-{
-    if (grow((void **)arr, *n, sizeof **arr, c->err, c->file)) return c->err->code;
-    (*arr)[*n].key = strdup(key);
-    (*arr)[*n].value = strdup(value);
-    (*arr)[*n].line = line;
-    (*n)++;
-    if (!(*arr)[*n - 1].key || !(*arr)[*n - 1].value)
-        return baton_err_set(c->err, BATON_ERR_NOMEM, "%s: out of memory", c->file);
-    return 0;
-}
-
-typedef struct flat_arg {
-    baton_job_kv **arr;
-    size_t *n;
-    int depth;
-} flat_arg;
-
-static int flatten(ctx *c, yaml_node_t *n, const char *path, flat_arg *fa);
-
-static int flatten_pair(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, void *arg,
-                        const char *path)
-{
-    (void)key;
-    (void)kn;
-    return flatten(c, vn, path, arg);
-}
-
-static int flatten(ctx *c, yaml_node_t *n, const char *path, flat_arg *fa)
-{
-    if (fa->depth > 8) return fail(c, n, path, "nested too deeply");
-    if (n->type == YAML_SCALAR_NODE) {
-        const char *s = "";
-        if (scalar(c, n, path, &s)) return c->err->code;
-        return add_kv(c, fa->arr, fa->n, path, s, line_of(n));
-    }
-    fa->depth++;
-    int rc = 0;
-    if (n->type == YAML_MAPPING_NODE) {
-        rc = each_pair(c, n, path, flatten_pair, fa);
-    } else {
-        int i = 0;
-        for (yaml_node_item_t *it = n->data.sequence.items.start; !rc && it < n->data.sequence.items.top; it++) {
-            char sub[512];
-            snprintf(sub, sizeof sub, "%s.%d", path, i++);
-            yaml_node_t *e = node_at(c, *it);
-            rc = e ? flatten(c, e, sub, fa) : fail(c, n, path, "malformed list");
-        }
-    }
-    fa->depth--;
-    return rc;
-}
 
 /* ------------------------------------------------------------------ instance types */
 static int zone_price_pair(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, void *arg,
                            const char *path)
 {
     baton_job_type *t = arg;
-    if (strlen(key) >= sizeof t->zone_prices[0].zone) return fail(c, kn, path, "zone name too long");
-    if (grow((void **)&t->zone_prices, t->nzone_prices, sizeof *t->zone_prices, c->err, c->file))
+    if (strlen(key) >= sizeof t->zone_prices[0].zone) return jf_fail(c, kn, path, "zone name too long");
+    if (jf_grow((void **)&t->zone_prices, t->nzone_prices, sizeof *t->zone_prices, c->err, c->file))
         return c->err->code;
     baton_job_zone_price *z = &t->zone_prices[t->nzone_prices];
     memcpy(z->zone, key, strlen(key) + 1);
-    if (get_number(c, vn, path, 0, 1e5, "a price in dollars per hour", &z->price)) return c->err->code;
+    if (jf_get_number(c, vn, path, 0, 1e5, "a price in dollars per hour", &z->price)) return c->err->code;
     t->nzone_prices++;
     return 0;
 }
@@ -291,33 +40,33 @@ static int type_pair(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, 
 {
     type_seen *s = arg;
     baton_job_type *t = s->t;
-    if (!strcmp(key, "name")) return get_string(c, vn, path, t->name, sizeof t->name);
+    if (!strcmp(key, "name")) return jf_get_string(c, vn, path, t->name, sizeof t->name);
     if (!strcmp(key, "on_demand_price")) {
         s->has_od = 1;
-        return get_number(c, vn, path, 0, 1e5, "a price in dollars per hour", &t->on_demand_price);
+        return jf_get_number(c, vn, path, 0, 1e5, "a price in dollars per hour", &t->on_demand_price);
     }
     if (!strcmp(key, "spot_price")) {
         s->has_spot = 1;
         if (vn->type == YAML_MAPPING_NODE) {
             t->spot_price = -1;   /* every zone must then be listed; checked later */
-            return each_pair(c, vn, path, zone_price_pair, t);
+            return jf_each_pair(c, vn, path, zone_price_pair, t);
         }
-        return get_number(c, vn, path, 0, 1e5, "a price in dollars per hour (or zone: price lines)",
+        return jf_get_number(c, vn, path, 0, 1e5, "a price in dollars per hour (or zone: price lines)",
                           &t->spot_price);
     }
     if (!strcmp(key, "speed")) {
         s->has_speed = 1;
-        return get_number(c, vn, path, 1e-3, 1e6, "a relative speed (1 = baseline)", &t->speed);
+        return jf_get_number(c, vn, path, 1e-3, 1e6, "a relative speed (1 = baseline)", &t->speed);
     }
     if (!strcmp(key, "interruption")) {
         const char *v = "";
-        if (scalar(c, vn, path, &v)) return c->err->code;
+        if (jf_scalar(c, vn, path, &v)) return c->err->code;
         s->has_bucket = 1;
         if (fleet_bucket_parse(v, &t->bucket))
-            return fail(c, vn, path, "expected a Spot Advisor bucket: <5%%, 5-10%%, 10-15%%, 15-20%% or >20%%, got '%.32s'", v);
+            return jf_fail(c, vn, path, "expected a Spot Advisor bucket: <5%%, 5-10%%, 10-15%%, 15-20%% or >20%%, got '%.32s'", v);
         return 0;
     }
-    return unknown(c, kn, path, "name, on_demand_price, spot_price, speed, interruption");
+    return jf_unknown(c, kn, path, "name, on_demand_price, spot_price, speed, interruption");
 }
 
 /* The catalog's types a job can run on bare (current instances with both prices), for messages. */
@@ -335,33 +84,33 @@ static int catalog_names(char *out, size_t cap)
 static int parse_type(ctx *c, yaml_node_t *n, const char *path)
 {
     baton_job *j = c->job;
-    if (j->ntypes >= BATON_JOB_MAX_TYPES) return fail(c, n, path, "more than %d instance types", BATON_JOB_MAX_TYPES);
-    if (grow((void **)&j->types, j->ntypes, sizeof *j->types, c->err, c->file)) return c->err->code;
+    if (j->ntypes >= BATON_JOB_MAX_TYPES) return jf_fail(c, n, path, "more than %d instance types", BATON_JOB_MAX_TYPES);
+    if (jf_grow((void **)&j->types, j->ntypes, sizeof *j->types, c->err, c->file)) return c->err->code;
     baton_job_type *t = &j->types[j->ntypes++];
     t->line = line_of(n);
     t->speed = 1;
     type_seen s = {t, 0, 0, 0, 0};
     if (n->type == YAML_SCALAR_NODE) {
-        if (get_string(c, n, path, t->name, sizeof t->name)) return c->err->code;
+        if (jf_get_string(c, n, path, t->name, sizeof t->name)) return c->err->code;
     } else if (n->type == YAML_MAPPING_NODE) {
-        if (each_pair(c, n, path, type_pair, &s)) return c->err->code;
-        if (!t->name[0]) return fail(c, n, path, "missing 'name' (e.g. name: c5.xlarge)");
+        if (jf_each_pair(c, n, path, type_pair, &s)) return c->err->code;
+        if (!t->name[0]) return jf_fail(c, n, path, "missing 'name' (e.g. name: c5.xlarge)");
     } else {
-        return fail(c, n, path, "expected a type name or a mapping with name and prices, got a list");
+        return jf_fail(c, n, path, "expected a type name or a mapping with name and prices, got a list");
     }
     for (const char *p = t->name; *p; p++)
         if (!isalnum((unsigned char)*p) && *p != '.' && *p != '-' && *p != '_')
-            return fail(c, n, path, "instance type '%.64s': only letters, digits, '.', '-' and '_'", t->name);
+            return jf_fail(c, n, path, "instance type '%.64s': only letters, digits, '.', '-' and '_'", t->name);
     for (size_t i = 0; i + 1 < j->ntypes; i++)
         if (!strcmp(j->types[i].name, t->name))
-            return fail(c, n, path, "instance type '%s' listed twice (first on line %d)", t->name, j->types[i].line);
+            return jf_fail(c, n, path, "instance type '%s' listed twice (first on line %d)", t->name, j->types[i].line);
     const baton_infer_catalog_entry *e = baton_infer_catalog_find(baton_infer_catalog_builtin(), t->name);
     if (e && (e->kind == BATON_CAT_ACCEL || e->retired)) e = NULL;   /* not an instance one can launch */
     if (!s.has_od || !s.has_spot) {
         if (!e || (!s.has_spot && e->spot < 0)) {
             char names[1024];
             catalog_names(names, sizeof names);
-            return fail(c, n, path, "%s instance type '%s': give on_demand_price and spot_price, or use one of %s",
+            return jf_fail(c, n, path, "%s instance type '%s': give on_demand_price and spot_price, or use one of %s",
                         e ? "no spot price in the catalog for" : "unknown", t->name, names);
         }
         t->from_catalog = 1;
@@ -382,15 +131,15 @@ static int volume_pair(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn
     baton_job *j = c->job;
     (void)arg;
     if (!strcmp(key, "checkpoints")) {
-        if (get_string(c, vn, path, j->volume.checkpoints, sizeof j->volume.checkpoints)) return c->err->code;
+        if (jf_get_string(c, vn, path, j->volume.checkpoints, sizeof j->volume.checkpoints)) return c->err->code;
         const char *p = j->volume.checkpoints;
         if (!*p || *p == '/' || strstr(p, ".."))
-            return fail(c, vn, path, "a relative folder inside the volume, without '..'");
+            return jf_fail(c, vn, path, "a relative folder inside the volume, without '..'");
         return 0;
     }
-    if (!strcmp(key, "seed")) return get_string(c, vn, path, j->volume.seed, sizeof j->volume.seed);
-    if (!strcmp(key, "size_gb")) return get_number(c, vn, path, 1, 65536, "a size in GB", &j->volume.size_gb);
-    return unknown(c, kn, path, "checkpoints, seed, size_gb");
+    if (!strcmp(key, "seed")) return jf_get_string(c, vn, path, j->volume.seed, sizeof j->volume.seed);
+    if (!strcmp(key, "size_gb")) return jf_get_number(c, vn, path, 1, 65536, "a size in GB", &j->volume.size_gb);
+    return jf_unknown(c, kn, path, "checkpoints, seed, size_gb");
 }
 
 static int nodes_pair(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, void *arg, const char *path)
@@ -398,8 +147,8 @@ static int nodes_pair(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn,
     baton_job *j = c->job;
     long v;
     (void)arg;
-    if (strcmp(key, "min") && strcmp(key, "max")) return unknown(c, kn, path, "min, max");
-    if (get_int(c, vn, path, 1, 1024, &v)) return c->err->code;
+    if (strcmp(key, "min") && strcmp(key, "max")) return jf_unknown(c, kn, path, "min, max");
+    if (jf_get_int(c, vn, path, 1, 1024, &v)) return c->err->code;
     *(key[1] == 'i' ? &j->nodes.min : &j->nodes.max) = (int)v;
     return 0;
 }
@@ -411,17 +160,17 @@ static int parse_nodes(ctx *c, yaml_node_t *vn, const char *path)
     j->nodes.line = line_of(vn);
     if (vn->type == YAML_SCALAR_NODE) {
         long v;
-        if (get_int(c, vn, path, 1, 1024, &v)) return c->err->code;
+        if (jf_get_int(c, vn, path, 1, 1024, &v)) return c->err->code;
         j->nodes.min = j->nodes.max = (int)v;
         return 0;
     }
-    if (vn->type != YAML_MAPPING_NODE) return fail(c, vn, path, "expected a number of machines or {min: M, max: N}");
-    if (each_pair(c, vn, path, nodes_pair, NULL)) return c->err->code;
-    if (!j->nodes.min && !j->nodes.max) return fail(c, vn, path, "give min, max or both");
+    if (vn->type != YAML_MAPPING_NODE) return jf_fail(c, vn, path, "expected a number of machines or {min: M, max: N}");
+    if (jf_each_pair(c, vn, path, nodes_pair, NULL)) return c->err->code;
+    if (!j->nodes.min && !j->nodes.max) return jf_fail(c, vn, path, "give min, max or both");
     if (!j->nodes.min) j->nodes.min = j->nodes.max;
     if (!j->nodes.max) j->nodes.max = j->nodes.min;
     if (j->nodes.min > j->nodes.max)
-        return fail(c, vn, path, "min (%d) is more than max (%d)", j->nodes.min, j->nodes.max);
+        return jf_fail(c, vn, path, "min (%d) is more than max (%d)", j->nodes.min, j->nodes.max);
     return 0;
 }
 
@@ -430,42 +179,42 @@ static int interrupt_pair(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t 
     baton_job_interrupt *in = arg;
     if (!strcmp(key, "task")) {
         long v;
-        if (get_int(c, vn, path, 0, BATON_JOB_MAX_COMMANDS - 1, &v)) return c->err->code;
+        if (jf_get_int(c, vn, path, 0, BATON_JOB_MAX_COMMANDS - 1, &v)) return c->err->code;
         in->task = (int)v;
         return 0;
     }
-    if (!strcmp(key, "after")) return get_duration(c, vn, path, &in->after);
-    if (!strcmp(key, "notice")) return get_duration(c, vn, path, &in->notice);
+    if (!strcmp(key, "after")) return jf_get_duration(c, vn, path, &in->after);
+    if (!strcmp(key, "notice")) return jf_get_duration(c, vn, path, &in->notice);
     if (!strcmp(key, "after_steps")) {
         long v;
-        if (get_int(c, vn, path, 1, 1000000000L, &v)) return c->err->code;
+        if (jf_get_int(c, vn, path, 1, 1000000000L, &v)) return c->err->code;
         in->after_steps = v;
         return 0;
     }
     if (!strcmp(key, "at_step")) {
         long v;
-        if (get_int(c, vn, path, 1, 1000000000L, &v)) return c->err->code;
+        if (jf_get_int(c, vn, path, 1, 1000000000L, &v)) return c->err->code;
         in->at_step = v;
         return 0;
     }
-    return unknown(c, kn, path, "task, after, after_steps, at_step, notice");
+    return jf_unknown(c, kn, path, "task, after, after_steps, at_step, notice");
 }
 
 static int interrupt_item(ctx *c, yaml_node_t *e, const char *sub, void *arg)
 {
     baton_job *j = c->job;
-    if (grow((void **)&j->market.interrupts, j->market.ninterrupts, sizeof *j->market.interrupts, c->err, c->file))
+    if (jf_grow((void **)&j->market.interrupts, j->market.ninterrupts, sizeof *j->market.interrupts, c->err, c->file))
         return c->err->code;
     baton_job_interrupt *in = &j->market.interrupts[j->market.ninterrupts++];
     in->notice = -1;
     in->after = -1;
     in->line = line_of(e);
-    if (each_pair(c, e, sub, interrupt_pair, in)) return c->err->code;
+    if (jf_each_pair(c, e, sub, interrupt_pair, in)) return c->err->code;
     if (in->after_steps > 0 && in->at_step > 0)
-        return fail(c, e, sub, "give 'after_steps' (steps this instance trained) or 'at_step' (the task's step), not both");
+        return jf_fail(c, e, sub, "give 'after_steps' (steps this instance trained) or 'at_step' (the task's step), not both");
     if (in->after < 0 && (in->after_steps > 0 || in->at_step > 0)) in->after = 0;
     if (in->after < 0)
-        return fail(c, e, sub, "missing 'after' (simulated time after the instance starts), 'after_steps' or 'at_step'");
+        return jf_fail(c, e, sub, "missing 'after' (simulated time after the instance starts), 'after_steps' or 'at_step'");
     if (in->notice < 0) in->notice = -2;   /* the market's default notice; resolved below */
     return 0;
 }
@@ -475,24 +224,24 @@ static int market_pair(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn
     baton_job *j = c->job;
     (void)arg;
     if (!strcmp(key, "time_scale"))
-        return get_number(c, vn, path, 1e-3, 1e6, "a number (simulated seconds per wall second)", &j->market.time_scale);
+        return jf_get_number(c, vn, path, 1e-3, 1e6, "a number (simulated seconds per wall second)", &j->market.time_scale);
     if (!strcmp(key, "seed")) {
         long v;
-        if (get_int(c, vn, path, 0, 2147483647L, &v)) return c->err->code;
+        if (jf_get_int(c, vn, path, 0, 2147483647L, &v)) return c->err->code;
         j->market.seed = (uint64_t)v;
         return 0;
     }
-    if (!strcmp(key, "launch_delay")) return get_duration(c, vn, path, &j->market.launch_delay);
-    if (!strcmp(key, "notice")) return get_duration(c, vn, path, &j->market.notice);
-    if (!strcmp(key, "capacity_cooldown")) return get_duration(c, vn, path, &j->market.capacity_cooldown);
+    if (!strcmp(key, "launch_delay")) return jf_get_duration(c, vn, path, &j->market.launch_delay);
+    if (!strcmp(key, "notice")) return jf_get_duration(c, vn, path, &j->market.notice);
+    if (!strcmp(key, "capacity_cooldown")) return jf_get_duration(c, vn, path, &j->market.capacity_cooldown);
     if (!strcmp(key, "hazard_scale"))
-        return get_number(c, vn, path, 0, 1e9, "a multiplier", &j->market.hazard_scale);
+        return jf_get_number(c, vn, path, 0, 1e9, "a multiplier", &j->market.hazard_scale);
     if (!strcmp(key, "random")) {
         c->has_random = 1;
-        return get_bool(c, vn, path, &j->market.random);
+        return jf_get_bool(c, vn, path, &j->market.random);
     }
-    if (!strcmp(key, "interruptions")) return each_item(c, vn, path, "a list of {after, notice, task}", interrupt_item, NULL);
-    return unknown(c, kn, path, "time_scale, seed, launch_delay, notice, hazard_scale, capacity_cooldown, random, interruptions");
+    if (!strcmp(key, "interruptions")) return jf_each_item(c, vn, path, "a list of {after, notice, task}", interrupt_item, NULL);
+    return jf_unknown(c, kn, path, "time_scale, seed, launch_delay, notice, hazard_scale, capacity_cooldown, random, interruptions");
 }
 
 /* ------------------------------------------------------------------ top level */
@@ -503,10 +252,10 @@ typedef struct top_seen {
 static int command_item(ctx *c, yaml_node_t *e, const char *sub, void *arg)
 {
     baton_job *j = c->job;
-    if (j->ncommands >= BATON_JOB_MAX_COMMANDS) return fail(c, e, sub, "more than %d commands", BATON_JOB_MAX_COMMANDS);
-    if (grow((void **)&j->commands, j->ncommands, sizeof *j->commands, c->err, c->file)) return c->err->code;
+    if (j->ncommands >= BATON_JOB_MAX_COMMANDS) return jf_fail(c, e, sub, "more than %d commands", BATON_JOB_MAX_COMMANDS);
+    if (jf_grow((void **)&j->commands, j->ncommands, sizeof *j->commands, c->err, c->file)) return c->err->code;
     j->ncommands++;
-    return get_strdup(c, e, sub, &j->commands[j->ncommands - 1]);
+    return jf_get_strdup(c, e, sub, &j->commands[j->ncommands - 1]);
 }
 
 static int type_item(ctx *c, yaml_node_t *e, const char *sub, void *arg) { return parse_type(c, e, sub); }
@@ -514,15 +263,15 @@ static int type_item(ctx *c, yaml_node_t *e, const char *sub, void *arg) { retur
 static int zone_item(ctx *c, yaml_node_t *e, const char *sub, void *arg)
 {
     baton_job *j = c->job;
-    if (j->nzones >= BATON_JOB_MAX_ZONES) return fail(c, e, sub, "more than %d zones", BATON_JOB_MAX_ZONES);
+    if (j->nzones >= BATON_JOB_MAX_ZONES) return jf_fail(c, e, sub, "more than %d zones", BATON_JOB_MAX_ZONES);
     char *z = j->zones[j->nzones];
-    if (get_string(c, e, sub, z, sizeof j->zones[0])) return c->err->code;
-    if (!*z) return fail(c, e, sub, "is empty");
+    if (jf_get_string(c, e, sub, z, sizeof j->zones[0])) return c->err->code;
+    if (!*z) return jf_fail(c, e, sub, "is empty");
     for (const char *p = z; *p; p++)
         if (!isalnum((unsigned char)*p) && *p != '-' && *p != '_')
-            return fail(c, e, sub, "zone '%s': only letters, digits, '-' and '_'", z);
+            return jf_fail(c, e, sub, "zone '%s': only letters, digits, '-' and '_'", z);
     for (size_t k = 0; k < j->nzones; k++)
-        if (!strcmp(j->zones[k], z)) return fail(c, e, sub, "zone '%s' listed twice", z);
+        if (!strcmp(j->zones[k], z)) return jf_fail(c, e, sub, "zone '%s' listed twice", z);
     j->nzones++;
     return 0;
 }
@@ -531,115 +280,181 @@ static int parse_commands(ctx *c, yaml_node_t *vn, const char *path)
 {
     baton_job *j = c->job;
     if (vn->type == YAML_SCALAR_NODE) {
-        if (grow((void **)&j->commands, 0, sizeof *j->commands, c->err, c->file)) return c->err->code;
+        if (jf_grow((void **)&j->commands, 0, sizeof *j->commands, c->err, c->file)) return c->err->code;
         j->ncommands = 1;
-        return get_strdup(c, vn, path, &j->commands[0]);
+        return jf_get_strdup(c, vn, path, &j->commands[0]);
     }
-    if (each_item(c, vn, path, "a command line or a list of them", command_item, NULL)) return c->err->code;
-    if (!j->ncommands) return fail(c, vn, path, "the list is empty");
+    if (jf_each_item(c, vn, path, "a command line or a list of them", command_item, NULL)) return c->err->code;
+    if (!j->ncommands) return jf_fail(c, vn, path, "the list is empty");
     return 0;
 }
 
-static int top_pair(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, void *arg, const char *path)
+/* name: it names the job's folder */
+static int top_name(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, void *arg, const char *path)
 {
     baton_job *j = c->job;
     top_seen *s = arg;
-    if (!strcmp(key, "name")) {
-        s->name_node = vn;
-        if (get_string(c, vn, path, j->name, sizeof j->name)) return c->err->code;
-        if (!j->name[0] || j->name[0] == '.' || j->name[0] == '-')
-            return fail(c, vn, path, "must start with a letter or digit");
-        for (const char *p = j->name; *p; p++)
-            if (!isalnum((unsigned char)*p) && *p != '.' && *p != '-' && *p != '_')
-                return fail(c, vn, path, "only letters, digits, '.', '-' and '_' (it names a folder)");
-        return 0;
+    s->name_node = vn;
+    if (jf_get_string(c, vn, path, j->name, sizeof j->name)) return c->err->code;
+    if (!j->name[0] || j->name[0] == '.' || j->name[0] == '-')
+        return jf_fail(c, vn, path, "must start with a letter or digit");
+    for (const char *p = j->name; *p; p++)
+        if (!isalnum((unsigned char)*p) && *p != '.' && *p != '-' && *p != '_')
+            return jf_fail(c, vn, path, "only letters, digits, '.', '-' and '_' (it names a folder)");
+    return 0;
+}
+
+static int top_backend(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, void *arg, const char *path)
+{
+    baton_job *j = c->job;
+    top_seen *s = arg;
+    const char *v = "";
+    s->backend = vn;
+    if (jf_scalar(c, vn, path, &v)) return c->err->code;
+    if (!strcmp(v, "local")) j->backend = BATON_BACKEND_LOCAL;
+    else if (!strcmp(v, "slurm")) j->backend = BATON_BACKEND_SLURM;
+    else if (!strcmp(v, "aws")) j->backend = BATON_BACKEND_AWS;
+    else return jf_fail(c, vn, path, "expected local, slurm or aws, got '%.32s'", v);
+    return 0;
+}
+
+/* command (one) or commands (a list), not both */
+static int top_command(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, void *arg, const char *path)
+{
+    top_seen *s = arg;
+    if (s->command || s->commands)
+        return jf_fail(c, kn, path, "give either 'command' or 'commands', not both");
+    if (!strcmp(key, "command")) {
+        s->command = vn;
+        if (vn->type != YAML_SCALAR_NODE)
+            return jf_fail(c, vn, path, "expected one command line (use 'commands:' for a list)");
+    } else {
+        s->commands = vn;
     }
-    if (!strcmp(key, "backend")) {
-        const char *v = "";
-        s->backend = vn;
-        if (scalar(c, vn, path, &v)) return c->err->code;
-        if (!strcmp(v, "local")) j->backend = BATON_BACKEND_LOCAL;
-        else if (!strcmp(v, "slurm")) j->backend = BATON_BACKEND_SLURM;
-        else if (!strcmp(v, "aws")) j->backend = BATON_BACKEND_AWS;
-        else return fail(c, vn, path, "expected local, slurm or aws, got '%.32s'", v);
-        return 0;
+    return parse_commands(c, vn, path);
+}
+
+static int top_capacity(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, void *arg, const char *path)
+{
+    baton_job *j = c->job;
+    top_seen *s = arg;
+    long v;
+    s->capacity = vn;
+    if (jf_get_int(c, vn, path, 1, 1024, &v)) return c->err->code;
+    j->target_capacity = (int)v;
+    return 0;
+}
+
+static int top_alloc(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, void *arg, const char *path)
+{
+    baton_job *j = c->job;
+    const char *v = "";
+    if (jf_scalar(c, vn, path, &v)) return c->err->code;
+    if (!strcmp(v, "price-capacity-optimized") || !strcmp(v, "priceCapacityOptimized"))
+        j->alloc = BATON_ALLOC_PRICE_CAPACITY_OPTIMIZED;
+    else if (!strcmp(v, "lowest-price") || !strcmp(v, "lowestPrice")) j->alloc = BATON_ALLOC_LOWEST_PRICE;
+    else if (!strcmp(v, "capacity-optimized") || !strcmp(v, "capacityOptimized"))
+        j->alloc = BATON_ALLOC_CAPACITY_OPTIMIZED;
+    else
+        return jf_fail(c, vn, path, "expected price-capacity-optimized (the default), capacity-optimized or "
+                    "lowest-price, got '%.32s'", v);
+    j->alloc_line = line_of(vn);
+    return 0;
+}
+
+static int top_retries(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, void *arg, const char *path)
+{
+    baton_job *j = c->job;
+    long v;
+    if (jf_get_int(c, vn, path, 0, 1000, &v)) return c->err->code;
+    j->retries = (int)v;
+    return 0;
+}
+
+static int top_types(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, void *arg, const char *path)
+{
+    top_seen *s = arg;
+    s->types_node = vn;
+    return jf_each_item(c, vn, path, "a list of instance types", type_item, NULL);
+}
+
+static int top_zones(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, void *arg, const char *path)
+{
+    baton_job *j = c->job;
+    top_seen *s = arg;
+    s->zones_node = vn;
+    if (vn->type == YAML_SCALAR_NODE) {
+        j->nzones = 1;
+        return jf_get_string(c, vn, path, j->zones[0], sizeof j->zones[0]);
     }
-    if (!strcmp(key, "command") || !strcmp(key, "commands")) {
-        if (s->command || s->commands)
-            return fail(c, kn, path, "give either 'command' or 'commands', not both");
-        if (!strcmp(key, "command")) {
-            s->command = vn;
-            if (vn->type != YAML_SCALAR_NODE)
-                return fail(c, vn, path, "expected one command line (use 'commands:' for a list)");
-        } else {
-            s->commands = vn;
-        }
-        return parse_commands(c, vn, path);
+    return jf_each_item(c, vn, path, "a list of zone names", zone_item, NULL);
+}
+
+/* env: NAME: value lines, each NAME a valid variable name */
+static int top_env(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, void *arg, const char *path)
+{
+    baton_job *j = c->job;
+    if (vn->type != YAML_MAPPING_NODE) return jf_fail(c, vn, path, "expected NAME: value lines");
+    flat_arg fa = {&j->env, &j->nenv, 1};
+    size_t before = j->nenv;
+    if (jf_each_pair(c, vn, "", jf_flatten_pair, &fa)) return c->err->code;
+    for (size_t i = before; i < j->nenv; i++) {
+        const char *k = j->env[i].key;
+        int okname = (isalpha((unsigned char)k[0]) || k[0] == '_');
+        for (const char *p = k; *p && okname; p++) okname = isalnum((unsigned char)*p) || *p == '_';
+        if (!okname)
+            return baton_err_set(c->err, BATON_ERR_FORMAT, "%s:%d: env.%s: not a valid environment variable name",
+                                 c->file, j->env[i].line, k);
     }
-    if (!strcmp(key, "target_capacity")) {
-        long v;
-        s->capacity = vn;
-        if (get_int(c, vn, path, 1, 1024, &v)) return c->err->code;
-        j->target_capacity = (int)v;
-        return 0;
-    }
-    if (!strcmp(key, "allocation_strategy")) {
-        const char *v = "";
-        if (scalar(c, vn, path, &v)) return c->err->code;
-        if (!strcmp(v, "price-capacity-optimized") || !strcmp(v, "priceCapacityOptimized"))
-            j->alloc = BATON_ALLOC_PRICE_CAPACITY_OPTIMIZED;
-        else if (!strcmp(v, "lowest-price") || !strcmp(v, "lowestPrice")) j->alloc = BATON_ALLOC_LOWEST_PRICE;
-        else if (!strcmp(v, "capacity-optimized") || !strcmp(v, "capacityOptimized"))
-            j->alloc = BATON_ALLOC_CAPACITY_OPTIMIZED;
-        else
-            return fail(c, vn, path, "expected price-capacity-optimized (the default), capacity-optimized or "
-                        "lowest-price, got '%.32s'", v);
-        j->alloc_line = line_of(vn);
-        return 0;
-    }
-    if (!strcmp(key, "retries")) {
-        long v;
-        if (get_int(c, vn, path, 0, 1000, &v)) return c->err->code;
-        j->retries = (int)v;
-        return 0;
-    }
-    if (!strcmp(key, "nodes")) return parse_nodes(c, vn, path);
-    if (!strcmp(key, "instance_types")) {
-        s->types_node = vn;
-        return each_item(c, vn, path, "a list of instance types", type_item, NULL);
-    }
-    if (!strcmp(key, "zones")) {
-        s->zones_node = vn;
-        if (vn->type == YAML_SCALAR_NODE) {
-            j->nzones = 1;
-            return get_string(c, vn, path, j->zones[0], sizeof j->zones[0]);
-        }
-        return each_item(c, vn, path, "a list of zone names", zone_item, NULL);
-    }
-    if (!strcmp(key, "state_dir")) return get_string(c, vn, path, j->state_dir, sizeof j->state_dir);
-    if (!strcmp(key, "volume")) return each_pair(c, vn, path, volume_pair, NULL);
-    if (!strcmp(key, "market")) return each_pair(c, vn, path, market_pair, NULL);
-    if (!strcmp(key, "env")) {
-        if (vn->type != YAML_MAPPING_NODE) return fail(c, vn, path, "expected NAME: value lines");
-        flat_arg fa = {&j->env, &j->nenv, 1};
-        size_t before = j->nenv;
-        if (each_pair(c, vn, "", flatten_pair, &fa)) return c->err->code;
-        for (size_t i = before; i < j->nenv; i++) {
-            const char *k = j->env[i].key;
-            int okname = (isalpha((unsigned char)k[0]) || k[0] == '_');
-            for (const char *p = k; *p && okname; p++) okname = isalnum((unsigned char)*p) || *p == '_';
-            if (!okname)
-                return baton_err_set(c->err, BATON_ERR_FORMAT, "%s:%d: env.%s: not a valid environment variable name",
-                                     c->file, j->env[i].line, k);
-        }
-        return 0;
-    }
-    if (!strcmp(key, "slurm") || !strcmp(key, "aws")) {
-        if (vn->type != YAML_MAPPING_NODE) return fail(c, vn, path, "expected a mapping of %s options", key);
-        flat_arg fa = {&j->backend_opts, &j->nbackend_opts, 0};
-        return flatten(c, vn, path, &fa);
-    }
-    return unknown(c, kn, path,
+    return 0;
+}
+
+/* slurm or aws: the backend's options, flattened */
+static int top_backend_opts(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, void *arg, const char *path)
+{
+    baton_job *j = c->job;
+    if (vn->type != YAML_MAPPING_NODE) return jf_fail(c, vn, path, "expected a mapping of %s options", key);
+    flat_arg fa = {&j->backend_opts, &j->nbackend_opts, 0};
+    return jf_flatten(c, vn, path, &fa);
+}
+
+static int top_nodes(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, void *arg, const char *path)
+{
+    return parse_nodes(c, vn, path);
+}
+
+static int top_state_dir(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, void *arg, const char *path)
+{
+    return jf_get_string(c, vn, path, c->job->state_dir, sizeof c->job->state_dir);
+}
+
+static int top_volume(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, void *arg, const char *path)
+{
+    return jf_each_pair(c, vn, path, volume_pair, NULL);
+}
+
+static int top_market(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, void *arg, const char *path)
+{
+    return jf_each_pair(c, vn, path, market_pair, NULL);
+}
+
+/* The job file's top-level keys, each with its parser. */
+static const struct {
+    const char *key;
+    pair_fn fn;
+} top_keys[] = {
+    {"name", top_name}, {"backend", top_backend}, {"command", top_command}, {"commands", top_command},
+    {"target_capacity", top_capacity}, {"allocation_strategy", top_alloc}, {"retries", top_retries},
+    {"nodes", top_nodes}, {"instance_types", top_types}, {"zones", top_zones}, {"state_dir", top_state_dir},
+    {"volume", top_volume}, {"market", top_market}, {"env", top_env}, {"slurm", top_backend_opts},
+    {"aws", top_backend_opts},
+};
+
+static int top_pair(ctx *c, const char *key, yaml_node_t *kn, yaml_node_t *vn, void *arg, const char *path)
+{
+    for (size_t k = 0; k < sizeof top_keys / sizeof top_keys[0]; k++)
+        if (!strcmp(key, top_keys[k].key)) return top_keys[k].fn(c, key, kn, vn, arg, path);
+    return jf_unknown(c, kn, path,
                    "name, backend, command, commands, target_capacity, allocation_strategy, retries, nodes, "
                    "instance_types, zones, state_dir, volume, market, env, slurm, aws");
 }
@@ -659,7 +474,7 @@ static int check_no_aliases(ctx *c)
         if (nd->type == YAML_SEQUENCE_NODE) {
             for (yaml_node_item_t *it = nd->data.sequence.items.start; it < nd->data.sequence.items.top; it++)
                 if (*it >= 1 && (size_t)*it <= n && refs[*it]++) {
-                    rc = fail(c, nd, "yaml", "anchors and aliases (*name) are not supported in job files");
+                    rc = jf_fail(c, nd, "yaml", "anchors and aliases (*name) are not supported in job files");
                     break;
                 }
         } else if (nd->type == YAML_MAPPING_NODE) {
@@ -668,7 +483,7 @@ static int check_no_aliases(ctx *c)
                 kids[1] = p->value;
                 for (int k = 0; k < 2; k++)
                     if (kids[k] >= 1 && (size_t)kids[k] <= n && refs[kids[k]]++) {
-                        rc = fail(c, node_at(c, kids[0]), "yaml",
+                        rc = jf_fail(c, node_at(c, kids[0]), "yaml",
                                   "anchors and aliases (*name) are not supported in job files");
                         break;
                     }
@@ -683,17 +498,17 @@ static int finish(ctx *c, yaml_node_t *root, top_seen *s)
 {
     baton_job *j = c->job;
     if (!s->command && !s->commands)
-        return fail(c, root, "command", "missing: the program each instance runs (e.g. command: baton train ...)");
-    if (!j->name[0]) return fail(c, root, "name", "missing: a name for the job (it names the state folder)");
+        return jf_fail(c, root, "command", "missing: the program each instance runs (e.g. command: baton train ...)");
+    if (!j->name[0]) return jf_fail(c, root, "name", "missing: a name for the job (it names the state folder)");
     if (!j->target_capacity) j->target_capacity = (int)j->ncommands;
     if ((size_t)j->target_capacity > j->ncommands)
-        return fail(c, s->capacity, "target_capacity",
+        return jf_fail(c, s->capacity, "target_capacity",
                     "%d instances but %zu command(s): each instance runs one command; list one command per "
                     "experiment under 'commands:' (a sweep)", j->target_capacity, j->ncommands);
     int needs_market = j->backend != BATON_BACKEND_SLURM;
     if (needs_market && !j->ntypes)
-        return fail(c, root, "instance_types", "missing: at least one instance type (e.g. - c5.xlarge)");
-    if (needs_market && !j->nzones) return fail(c, root, "zones", "missing: at least one zone (e.g. [us-east-1a])");
+        return jf_fail(c, root, "instance_types", "missing: at least one instance type (e.g. - c5.xlarge)");
+    if (needs_market && !j->nzones) return jf_fail(c, root, "zones", "missing: at least one zone (e.g. [us-east-1a])");
     for (size_t i = 0; i < j->ntypes; i++) {
         baton_job_type *t = &j->types[i];
         for (size_t k = 0; k < t->nzone_prices; k++) {
@@ -856,8 +671,8 @@ int baton_job_parse(const char *name, const char *text, size_t len, baton_job *j
     if (!rc) rc = check_no_aliases(&c);
     top_seen seen = {0};
     if (!rc && root->type != YAML_MAPPING_NODE)
-        rc = fail(&c, root, "job", "expected a mapping of fields (name:, command:, ...), got %s", kind_name(root));
-    if (!rc) rc = each_pair(&c, root, "", top_pair, &seen);
+        rc = jf_fail(&c, root, "job", "expected a mapping of fields (name:, command:, ...), got %s", jf_kind_name(root));
+    if (!rc) rc = jf_each_pair(&c, root, "", top_pair, &seen);
     if (!rc) rc = finish(&c, root, &seen);
     yaml_document_delete(&doc);
     yaml_parser_delete(&parser);

@@ -264,16 +264,9 @@ static uint8_t *trace_blob(const baton_ppo_eval_result *r, size_t *len)
 /* Invariant 6: the submission is done with this entry, in the caller's transaction. */
 static int mark_done(baton_league *l, int64_t submission, int64_t entry, baton_err *err)
 {
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(l->db, "UPDATE submissions SET state = " LEAGUE_SQL_DONE ", entry = ?, finished_at = ?, archive = NULL, reason = NULL"
-                                  " WHERE id = ? AND state = " LEAGUE_SQL_RUNNING, -1, &st, NULL) != SQLITE_OK)
-        return league_db_fail(l, err, "cannot mark the submission done");
-    sqlite3_bind_int64(st, 1, entry);
-    sqlite3_bind_double(st, 2, league_now());
-    sqlite3_bind_int64(st, 3, submission);
-    int rc = sqlite3_step(st) == SQLITE_DONE ? BATON_OK : league_db_fail(l, err, "cannot mark the submission done");
-    sqlite3_finalize(st);
-    if (!rc && sqlite3_changes(l->db) != 1)
+    league_sub_move m = {.id = submission, .ref = entry};
+    int rc = league_sub_step(l, LEAGUE_SE_DONE_ENTRY, &m, err);
+    if (!rc && m.changed != 1)
         rc = baton_err_set(err, BATON_ERR_BUSY, "%s: submission %lld is no longer running; its result is not stored", l->path,
                            (long long)submission);
     return rc;

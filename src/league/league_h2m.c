@@ -335,16 +335,9 @@ static int export_model(baton_league *l, const char *ckpt, char *tmp, size_t cap
  * transaction. */
 static int mark_done(baton_league *l, int64_t submission, int64_t racer, baton_err *err)
 {
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(l->db, "UPDATE submissions SET state = " LEAGUE_SQL_DONE ", racer = ?, finished_at = ?, archive = NULL,"
-                                  " reason = NULL WHERE id = ? AND state = " LEAGUE_SQL_RUNNING, -1, &st, NULL) != SQLITE_OK)
-        return league_db_fail(l, err, "cannot mark the submission done");
-    sqlite3_bind_int64(st, 1, racer);
-    sqlite3_bind_double(st, 2, league_now());
-    sqlite3_bind_int64(st, 3, submission);
-    int rc = sqlite3_step(st) == SQLITE_DONE ? BATON_OK : league_db_fail(l, err, "cannot mark the submission done");
-    sqlite3_finalize(st);
-    if (!rc && sqlite3_changes(l->db) != 1)
+    league_sub_move m = {.id = submission, .ref = racer};
+    int rc = league_sub_step(l, LEAGUE_SE_DONE_RACER, &m, err);
+    if (!rc && m.changed != 1)
         rc = baton_err_set(err, BATON_ERR_BUSY, "%s: submission %lld is no longer running; its racer is not stored", l->path,
                            (long long)submission);
     return rc;

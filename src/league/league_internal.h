@@ -206,6 +206,27 @@ void league_unpath(char *msg, size_t cap, const char *server, const char *client
 
 /* league_queue.c: the alias's submission that is queued or running (*id 0: none). */
 int league_waiting(baton_league *l, const char *alias, int64_t *id, baton_err *err);
+/* league_state.c: a submission's state machine (the diagram is at the top of that file). Every
+ * change of a submission's state is league_sub_step: one UPDATE guarded by the state the move
+ * leaves; m->changed says how many rows it moved (0: none was in that state, which the caller
+ * judges). m->id picks the submission (claim: the oldest queued; give-up and restart: every
+ * running one); returning, when set, adds RETURNING with those columns and calls row for each. */
+typedef enum { LEAGUE_SE_CLAIM = 0, LEAGUE_SE_DONE_ENTRY, LEAGUE_SE_DONE_RACER, LEAGUE_SE_FAIL, LEAGUE_SE_GIVE_UP,
+               LEAGUE_SE_REQUEUE, LEAGUE_SE_RESTART, LEAGUE_SE_N } league_sub_event;
+typedef struct league_sub_move {
+    int64_t id;              /* the submission */
+    int64_t ref;             /* done-entry: the entry; done-racer: the racer */
+    const char *reason;      /* fail, give-up, requeue */
+    const char *returning;   /* columns, or NULL */
+    int (*row)(sqlite3_stmt *st, void *arg, baton_err *err);
+    void *arg;
+    int changed;             /* out */
+} league_sub_move;
+int league_sub_step(baton_league *l, league_sub_event ev, league_sub_move *m, baton_err *err);
+/* The move's states (for tests and messages); -1 for an unknown event. */
+int league_sub_move_of(league_sub_event ev, baton_league_state *from, baton_league_state *to);
+const char *league_sub_event_name(league_sub_event ev);
+
 /* A running submission whose attempt the server failed (its entry could not be stored, its upload
  * not unpacked for want of space) back in the queue with why as its reason, the attempt not
  * counted; a no-op when it is no longer running. */

@@ -3,9 +3,10 @@
  * server died; run the oldest queued submission.
  *
  * Contract: a token is returned once and only its SHA-256 stored, compared in constant time; a
- * submission moves queued -> running -> done | failed, each move one UPDATE guarded by the state
- * it leaves, and done is set in the transaction that stores its entry (league_store), so a
- * submission is never counted twice and never lost. */
+ * submission moves queued -> running -> done | failed through league_sub_step (league_state.c,
+ * with the diagram), each move one UPDATE guarded by the state it leaves, and done is set in the
+ * transaction that stores its entry (league_store), so a submission is never counted twice and
+ * never lost. */
 #include "league_internal.h"
 
 #include <cJSON.h>
@@ -16,12 +17,6 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
-
-const char *baton_league_state_name(baton_league_state s)
-{
-    static const char *const names[] = {"queued", "running", "done", "failed"};
-    return (unsigned)s < 4 ? names[s] : "?";
-}
 
 static void sha256_hex(const char *s, char out[65])
 {
@@ -259,35 +254,38 @@ cJSON *league_submission_json(const baton_league_submission *s)
     return j;
 }
 
-/* One guarded UPDATE (the state it leaves in the WHERE clause): how many rows it moved. */
-static int exec_update(baton_league *l, const char *sql, int64_t id, const char *text, int *changed, baton_err *err)
-{
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(l->db, sql, -1, &st, NULL) != SQLITE_OK) return league_db_fail(l, err, "cannot update the queue");
-    int k = 1;
-    sqlite3_bind_double(st, k++, league_now());
-    if (text) sqlite3_bind_text(st, k++, text, -1, SQLITE_STATIC);
-    if (id) sqlite3_bind_int64(st, k++, id);
-    int rc = sqlite3_step(st) == SQLITE_DONE ? BATON_OK : league_db_fail(l, err, "cannot update the queue");
-    sqlite3_finalize(st);
-    if (changed) *changed = rc ? 0 : sqlite3_changes(l->db);
-    return rc;
-}
-
 int league_queue_recover(baton_league *l, size_t *requeued, baton_err *err)
 {
     *requeued = 0;
     char why[200];
     snprintf(why, sizeof why, "the evaluation was interrupted %d times (the server stopped during it)", BATON_LEAGUE_ATTEMPTS);
-    int failed = 0, back = 0;
-    char sql[200];
-    snprintf(sql, sizeof sql, "UPDATE submissions SET finished_at = ?, state = " LEAGUE_SQL_FAILED ", reason = ?, archive = NULL"
-                              " WHERE state = " LEAGUE_SQL_RUNNING " AND attempts >= %d", BATON_LEAGUE_ATTEMPTS);
-    int rc = exec_update(l, sql, 0, why, &failed, err);
-    if (!rc) rc = exec_update(l, "UPDATE submissions SET started_at = ?, state = " LEAGUE_SQL_QUEUED " WHERE state = " LEAGUE_SQL_RUNNING, 0, NULL, &back, err);
-    if (!rc) *requeued = (size_t)back;
-    if (failed) baton_log(BATON_LOG_WARN, "%s: %d submission(s) failed: %s", l->path, failed, why);
+    league_sub_move failed = {.reason = why}, back = {0};
+    int rc = league_sub_step(l, LEAGUE_SE_GIVE_UP, &failed, err);
+    if (!rc) rc = league_sub_step(l, LEAGUE_SE_RESTART, &back, err);
+    if (!rc) *requeued = (size_t)back.changed;
+    if (failed.changed) baton_log(BATON_LOG_WARN, "%s: %d submission(s) failed: %s", l->path, failed.changed, why);
     return rc;
+}
+
+typedef struct claimed {
+    baton_league_submission *s;
+    uint8_t **archive;
+    size_t *len;
+} claimed;
+
+static int claimed_row(sqlite3_stmt *st, void *arg, baton_err *err)
+{
+    claimed *c = arg;
+    read_sub(st, c->s);
+    const void *b = sqlite3_column_blob(st, 15);   /* queued by an older baton, which kept it there */
+    size_t n = (size_t)sqlite3_column_bytes(st, 15);
+    if (b && (*c->archive = malloc(n + 1))) {
+        memcpy(*c->archive, b, n);
+        *c->len = n;
+    } else if (b) {
+        return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    }
+    return BATON_OK;
 }
 
 /* Claim the oldest queued submission: *s and its archive (malloc'd), or s->id 0 when none. */
@@ -296,29 +294,11 @@ static int claim(baton_league *l, baton_league_submission *s, uint8_t **archive,
     memset(s, 0, sizeof *s);
     *archive = NULL;
     *len = 0;
-    char sql[600];
-    snprintf(sql, sizeof sql, "UPDATE submissions SET started_at = ?1, attempts = attempts + 1, state = " LEAGUE_SQL_RUNNING
-                              " WHERE id = (SELECT id FROM submissions WHERE state = " LEAGUE_SQL_QUEUED " ORDER BY id LIMIT 1)"
-                              " RETURNING %s, archive", sub_cols);
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(l->db, sql, -1, &st, NULL) != SQLITE_OK) return league_db_fail(l, err, "cannot read the queue");
-    sqlite3_bind_double(st, 1, league_now());
-    int r = sqlite3_step(st), rc = BATON_OK;
-    if (r == SQLITE_ROW) {
-        read_sub(st, s);
-        const void *b = sqlite3_column_blob(st, 15);   /* queued by an older baton, which kept it there */
-        size_t n = (size_t)sqlite3_column_bytes(st, 15);
-        if (b && (*archive = malloc(n + 1))) {
-            memcpy(*archive, b, n);
-            *len = n;
-        } else if (b) {
-            rc = baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
-        }
-        r = sqlite3_step(st);   /* RETURNING's statement finishes its UPDATE at SQLITE_DONE */
-    }
-    if (!rc && r != SQLITE_DONE) rc = league_db_fail(l, err, "cannot claim a submission");
-    sqlite3_finalize(st);
-
+    char cols[400];
+    snprintf(cols, sizeof cols, "%s, archive", sub_cols);
+    claimed c = {s, archive, len};
+    league_sub_move m = {.returning = cols, .row = claimed_row, .arg = &c};
+    int rc = league_sub_step(l, LEAGUE_SE_CLAIM, &m, err);
     if (rc) {
         free(*archive);
         *archive = NULL;
@@ -332,10 +312,9 @@ int league_requeue(baton_league *l, int64_t id, const char *why, baton_err *err)
     char said[sizeof ((baton_err *)0)->msg];
     snprintf(said, sizeof said, "the server could not finish its attempt; it is retried: %s", why);
     league_unpath(said, sizeof said, l->path, "the league's database");
-    int changed = 0;
-    int rc = exec_update(l, "UPDATE submissions SET started_at = ?, reason = ?, attempts = max(attempts - 1, 0), state = " LEAGUE_SQL_QUEUED
-                            " WHERE id = ? AND state = " LEAGUE_SQL_RUNNING, id, said, &changed, err);
-    if (!rc && changed) baton_log(BATON_LOG_WARN, "league: submission %lld queued again: %s", (long long)id, why);
+    league_sub_move m = {.id = id, .reason = said};
+    int rc = league_sub_step(l, LEAGUE_SE_REQUEUE, &m, err);
+    if (!rc && m.changed) baton_log(BATON_LOG_WARN, "league: submission %lld queued again: %s", (long long)id, why);
     return rc;
 }
 
@@ -445,9 +424,8 @@ int league_queue_run_one(baton_league *l, const char *tmp_parent, int64_t *id, b
         league_archive_drop(l, s.id);
         return BATON_OK;
     }
-    int changed = 0;
-    rc = exec_update(l, "UPDATE submissions SET finished_at = ?, state = " LEAGUE_SQL_FAILED ", reason = ?, archive = NULL WHERE id = ? AND state = " LEAGUE_SQL_RUNNING,
-                     s.id, why.msg, &changed, err);
+    league_sub_move m = {.id = s.id, .reason = why.msg};
+    rc = league_sub_step(l, LEAGUE_SE_FAIL, &m, err);
     if (!rc) league_archive_drop(l, s.id);
     baton_log(BATON_LOG_INFO, "league: submission %lld failed: %s", (long long)s.id, why.msg);
     return rc;

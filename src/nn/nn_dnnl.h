@@ -18,8 +18,9 @@ dnnl_status_t nn_dnnl_md_dt(dnnl_memory_desc_t *md, int nd, const int64_t *dims,
 /* attributes with a user-managed scratchpad, then the post-ops: sum onto dst (sum != 0), then ReLU
  * (relu != 0); the caller destroys *attr, also on failure when it is not NULL (dnnl_common.c) */
 dnnl_status_t nn_dnnl_attr(dnnl_primitive_attr_t *attr, int sum, int relu);
-/* the kernel table's CPU engine, created once (kern_dnnl.c); NULL with a message in err when
- * oneDNN is unavailable. Never destroyed; streams are each user's own. */
+/* the kernel table's CPU engine, created once (dnnl_prim.c, at the table's first use in
+ * kern_dnnl.c); NULL with a message in err when oneDNN is unavailable. Never destroyed; streams
+ * are each user's own. */
 dnnl_engine_t nn_dnnl_engine(baton_err *err);
 
 #endif

@@ -33,8 +33,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#define MAX_BATCH 16384
-#define MAX_SLOTS 64
+#define MAX_BATCH PYB_LOADER_MAX_BATCH
+#define MAX_SLOTS PYB_LOADER_MAX_DEPTH
 
 /* ---------------------------------------------------------------- a pipeline and its leases */
 typedef struct gen {
@@ -296,118 +296,66 @@ static int parse_normalize(Loader *self, PyObject *norm, uint32_t channels)
     return 0;
 }
 
-static int loader_init(Loader *self, PyObject *args, PyObject *kw)
+/* The options the dataset opens with (lo): the mode, the URI, the S3 endpoint, the seed, the local
+ * copy's folder (file and cache modes; in the default folder, the ranks of this machine share the
+ * downloads). */
+static int set_open_opts(Loader *self, const pyb_loader_args *a)
 {
-    static char *kwlist[] = {"uri", "mode", "batch", "shuffle", "seed", "epochs", "rank", "world", "threads",
-                             "normalize", "local_dir", "drop_last", "layout", "depth", "s3_endpoint", "block",
-                             "crop_pad", "flip", "size", "crop", "scale", "ratio", "dtype", "batch_size", NULL};
-    const char *uri, *mode = NULL, *layout = "nchw", *local = NULL, *endpoint = NULL;
-    PyObject *mode_o = NULL, *seed_o = NULL, *epochs_o = NULL, *norm = NULL, *local_o = NULL, *ep_o = NULL;
-    Py_ssize_t batch = PY_SSIZE_T_MIN, batch_size = PY_SSIZE_T_MIN, rank = 0, world = 1, threads = 2, depth = 4,
-               block = 0, crop = 0, size = 224;
-    int shuffle = 1, drop_last = 0, flip = 0;
-    const char *crop_name = NULL, *dtype = "float32";
-    PyObject *crop_o = NULL;
-    double scale[2] = {0.08, 1.0}, ratio[2] = {3.0 / 4.0, 4.0 / 3.0};
-    if (self->l) return pyb_usage_rc("baton.Loader: already open");
-    if (!(self->st = pyb_state_of(Py_TYPE(self)))) return pyb_usage_rc("baton.Loader: not a type of baton._baton");
-    /* the arguments after uri are keyword-only */
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|$OnpOOnnnOOpsnOnnpnO(dd)(dd)sn:Loader", kwlist, &uri, &mode_o, &batch,
-                                     &shuffle, &seed_o, &epochs_o, &rank, &world, &threads, &norm, &local_o,
-                                     &drop_last, &layout, &depth, &ep_o, &block, &crop, &flip, &size, &crop_o,
-                                     &scale[0], &scale[1], &ratio[0], &ratio[1], &dtype, &batch_size))
-        return -1;
-    /* batch: the global batch (every rank's samples of a step); batch_size: PyTorch's, this process's */
-    if (batch != PY_SSIZE_T_MIN && batch_size != PY_SSIZE_T_MIN)
-        return pyb_usage_rc("batch=%zd and batch_size=%zd: give one (batch is the global batch over all world ranks, "
-                            "batch_size this process's part, as in PyTorch: batch = batch_size * world)",
-                            batch, batch_size);
-    if (batch_size != PY_SSIZE_T_MIN) {
-        if (batch_size < 1 || batch_size > MAX_BATCH) return pyb_usage_rc("batch_size: must be 1..16384");
-        if (world >= 1 && batch_size > MAX_BATCH / world)
-            return pyb_usage_rc("batch_size=%zd with world=%zd: the global batch %zd is over 16384", batch_size, world,
-                                batch_size * world);
-        batch = batch_size * (world >= 1 ? world : 1);
-    } else if (batch == PY_SSIZE_T_MIN) {
-        batch = 128;
-    }
-    if (pyb_opt_str(crop_o, "crop", &crop_name)) return -1;
-    baton_crop crop_kind = BATON_CROP_NONE;
-    if (crop_name && baton_crop_parse(crop_name, &crop_kind))
-        return pyb_usage_rc("crop '%s': expected \"random-resized\", \"center\", \"pad\" or None", crop_name);
-    if (strcmp(dtype, "float32") && strcmp(dtype, "uint8"))
-        return pyb_usage_rc("dtype '%s': expected \"float32\" or \"uint8\"", dtype);
-    if (size < 1 || size > 4096) return pyb_usage_rc("size: must be 1..4096");
-    if (!(scale[0] > 0 && scale[0] <= scale[1] && scale[1] <= 1))
-        return pyb_usage_rc("scale (%g, %g): expected 0 < min <= max <= 1", scale[0], scale[1]);
-    if (!(ratio[0] > 0 && ratio[0] <= ratio[1] && ratio[1] < 1e6))
-        return pyb_usage_rc("ratio (%g, %g): expected 0 < min <= max", ratio[0], ratio[1]);
-    if (pyb_opt_str(mode_o, "mode", &mode) || pyb_opt_str(local_o, "local_dir", &local) ||
-        pyb_opt_str(ep_o, "s3_endpoint", &endpoint))
-        return -1;
-    uint64_t seed = 0;
-    if (seed_o && seed_o != Py_None) {
-        seed = PyLong_AsUnsignedLongLong(seed_o);
-        if (PyErr_Occurred()) {
-            PyErr_Clear();
-            return pyb_usage_rc("seed: expected an integer in [0, 2^64)");
-        }
-    }
-    uint64_t epochs = 0;   /* no end: each pass is the next epoch */
-    if (!epochs_o || epochs_o == Py_None) {
-        epochs = 0;
-    } else if (epochs_o) {
-        long long e = PyLong_AsLongLong(epochs_o);
-        if ((e == -1 && PyErr_Occurred()) || e < 1) {
-            PyErr_Clear();
-            return pyb_usage_rc("epochs: expected a positive integer or None (no end)");
-        }
-        epochs = (uint64_t)e;
-    }
-    const char *bad = batch < 1 || batch > MAX_BATCH ? "batch: must be 1..16384"
-                      : world < 1 || world > 65536 ? "world: must be 1..65536"
-                      : rank < 0 || rank >= world ? "rank: must be 0..world-1"
-                      : threads < 1 || threads > 256 ? "threads: must be 1..256"
-                      : depth < 2 || depth > MAX_SLOTS ? "depth: must be 2..64"
-                      : block < 0 || block > (1 << 24) ? "block: must be 0..16777216"
-                      : crop < 0 || crop > 1024 ? "crop_pad: must be 0..1024"
-                      : strcmp(layout, "nchw") && strcmp(layout, "nhwc") ? "layout: must be \"nchw\" or \"nhwc\""
-                      : NULL;
-    if (bad) return pyb_usage_rc("%s", bad);
-    if (world > batch)
-        return pyb_usage_rc("world %zd > batch %zd: batch is the global batch, split over the world's ranks, so %zd "
-                            "of them would get no sample in any step; use batch >= world",
-                            world, batch, world - batch);
-
     baton_loader_opts_default(&self->lo);
-    self->lo.mode = baton_io_mode_for_uri(uri);
-    if (mode && baton_io_mode_parse(mode, &self->lo.mode))
-        return pyb_usage_rc("mode '%s': expected file, pipe, mount or cache", mode);
-    self->uri = dupstr(uri);
-    self->endpoint = dupstr(endpoint);
+    self->lo.mode = baton_io_mode_for_uri(a->uri);
+    if (a->mode && baton_io_mode_parse(a->mode, &self->lo.mode))
+        return pyb_usage_rc("mode '%s': expected file, pipe, mount or cache", a->mode);
+    self->uri = dupstr(a->uri);
+    self->endpoint = dupstr(a->endpoint);
     self->lo.uri = self->uri;
     self->lo.store.s3_endpoint = self->endpoint;
-    self->lo.seed = seed;
-    self->lo.no_shuffle = !shuffle;
-    self->lo.block = (uint32_t)block;
-    baton_err err = {0};
+    self->lo.seed = a->seed;
+    self->lo.no_shuffle = !a->shuffle;
+    self->lo.block = (uint32_t)a->block;
     if (self->lo.mode == BATON_MODE_FILE || self->lo.mode == BATON_MODE_CACHE) {
         char def[4096];
-        if (!local && pyb_default_local_dir(uri, def, sizeof def))
+        if (!a->local && pyb_default_local_dir(a->uri, def, sizeof def))
             return pyb_usage_rc("%s mode needs local_dir= (a folder for the local copy): HOME is not set",
                              baton_io_mode_name(self->lo.mode));
-        self->local_dir = dupstr(local ? local : def);
+        self->local_dir = dupstr(a->local ? a->local : def);
         self->lo.local_dir = self->local_dir;
         /* file mode in the default folder (one per URI, so the same for every rank of this machine):
          * the ranks the launcher places here split the downloads, as baton train --dist mpi's do */
         uint32_t lr, ls;
-        if (!local && self->lo.mode == BATON_MODE_FILE && pyb_launcher_local(&lr, &ls) && ls > 1)
+        if (!a->local && self->lo.mode == BATON_MODE_FILE && pyb_launcher_local(&lr, &ls) && ls > 1)
             self->lo.share_rank = lr, self->lo.share_size = ls;
     }
-    if (!self->uri || (endpoint && !self->endpoint) ||
+    if (!self->uri || (a->endpoint && !self->endpoint) ||
         ((self->lo.mode == BATON_MODE_FILE || self->lo.mode == BATON_MODE_CACHE) && !self->local_dir))
         return PyErr_NoMemory(), -1;
+    return 0;
+}
 
+/* The pipeline's options (po) from the arguments. */
+static void set_pipeline_opts(Loader *self, const pyb_loader_args *a)
+{
+    baton_pipeline_opts_default(&self->po);
+    self->po.batch = (uint32_t)a->batch;
+    self->po.workers = (int)a->threads;
+    self->po.layout = strcmp(a->layout, "nhwc") ? BATON_LAYOUT_NCHW : BATON_LAYOUT_NHWC;
+    self->po.drop_last = a->drop_last;
+    self->po.depth = (uint32_t)a->depth;
+    self->po.crop_pad = (uint32_t)a->crop;
+    self->po.flip = a->flip;
+    self->po.crop = a->crop_kind;
+    self->po.size = (uint32_t)a->size;
+    self->po.scale[0] = (float)a->scale[0], self->po.scale[1] = (float)a->scale[1];
+    self->po.ratio[0] = (float)a->ratio[0], self->po.ratio[1] = (float)a->ratio[1];
+    self->po.u8 = !strcmp(a->dtype, "uint8");
+    self->po.part_rank = (uint32_t)a->rank;
+    self->po.part_world = (uint32_t)a->world;
+}
+
+/* The dataset opened (with the GIL released), its manifest and epoch size read, the end of the
+ * last epoch set; images of varying size without a crop refused. Closed again on an error. */
+static int open_dataset(Loader *self, const pyb_loader_args *a)
+{
+    baton_err err = {0};
     int rc;
     baton_loader *l = NULL;
     Py_BEGIN_ALLOW_THREADS
@@ -418,35 +366,30 @@ static int loader_init(Loader *self, PyObject *args, PyObject *kw)
     self->pid = getpid();
     self->m = baton_loader_manifest(l);
     self->esize = baton_loader_epoch_size(l);
-    int crops = crop_kind == BATON_CROP_RANDOM_RESIZED || crop_kind == BATON_CROP_CENTER;
+    int crops = a->crop_kind == BATON_CROP_RANDOM_RESIZED || a->crop_kind == BATON_CROP_CENTER;
     if (!crops && (!self->m->shape[0] || !self->m->shape[1] || !self->m->shape[2]))
         baton_err_set(&err, BATON_ERR_FORMAT, "%s: images vary in size: crop them to one size (crop=\"random-resized\" "
-                      "for training, crop=\"center\" for evaluation; size=224 by default)", uri);
-    self->epochs = epochs;
-    self->cur = self->pass_start = (baton_cursor){seed, 0, 0};
+                      "for training, crop=\"center\" for evaluation; size=224 by default)", a->uri);
+    self->epochs = a->epochs;
+    self->cur = self->pass_start = (baton_cursor){a->seed, 0, 0};
     self->pass_dirty = 0;
-    baton_cursor end = {seed, epochs, 0};
-    if (!err.code && epochs) baton_loader_set_end(l, &end, &err);
-    baton_pipeline_opts_default(&self->po);
-    self->po.batch = (uint32_t)batch;
-    self->po.workers = (int)threads;
-    self->po.layout = strcmp(layout, "nhwc") ? BATON_LAYOUT_NCHW : BATON_LAYOUT_NHWC;
-    self->po.drop_last = drop_last;
-    self->po.depth = (uint32_t)depth;
-    self->po.crop_pad = (uint32_t)crop;
-    self->po.flip = flip;
-    self->po.crop = crop_kind;
-    self->po.size = (uint32_t)size;
-    self->po.scale[0] = (float)scale[0], self->po.scale[1] = (float)scale[1];
-    self->po.ratio[0] = (float)ratio[0], self->po.ratio[1] = (float)ratio[1];
-    self->po.u8 = !strcmp(dtype, "uint8");
-    self->po.part_rank = (uint32_t)rank;
-    self->po.part_world = (uint32_t)world;
+    baton_cursor end = {a->seed, a->epochs, 0};
+    if (!err.code && a->epochs) baton_loader_set_end(l, &end, &err);
     if (err.code) {
         loader_close_all(self);
         return pyb_raise_rc(&err);
     }
-    if (parse_normalize(self, norm, self->m->shape[2] ? self->m->shape[2] : self->m->channels) ||
+    return 0;
+}
+
+static int loader_init(Loader *self, PyObject *args, PyObject *kw)
+{
+    pyb_loader_args a;
+    if (self->l) return pyb_usage_rc("baton.Loader: already open");
+    if (!(self->st = pyb_state_of(Py_TYPE(self)))) return pyb_usage_rc("baton.Loader: not a type of baton._baton");
+    if (pyb_loader_args_parse(args, kw, &a) || set_open_opts(self, &a) || open_dataset(self, &a)) return -1;
+    set_pipeline_opts(self, &a);
+    if (parse_normalize(self, a.norm, self->m->shape[2] ? self->m->shape[2] : self->m->channels) ||
         pyb_prefetch_check(self->m, &self->po, self->esize)) {
         loader_close_all(self);
         return -1;

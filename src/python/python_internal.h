@@ -48,6 +48,23 @@ int pyb_launcher_local(uint32_t *rank, uint32_t *size);
 int pyb_launcher_rank(uint32_t *rank, uint32_t *size, const char **who);
 int pyb_prefetch_check(const baton_manifest *m, const baton_pipeline_opts *po, uint64_t esize);
 
+/* A baton.Loader's arguments (loader_args.c), parsed and checked each against its range; -1 with
+ * a Python exception (baton.UsageError naming the argument). batch is the global batch (batch_size
+ * * world when batch_size was given); epochs 0: no end. The strings and norm are borrowed from
+ * the call's arguments. */
+#define PYB_LOADER_MAX_BATCH 16384
+#define PYB_LOADER_MAX_DEPTH 64
+typedef struct pyb_loader_args {
+    const char *uri, *mode, *layout, *local, *endpoint, *dtype;
+    PyObject *norm;
+    Py_ssize_t batch, rank, world, threads, depth, block, crop, size;
+    int shuffle, drop_last, flip;
+    baton_crop crop_kind;
+    double scale[2], ratio[2];
+    uint64_t seed, epochs;
+} pyb_loader_args;
+int pyb_loader_args_parse(PyObject *args, PyObject *kw, pyb_loader_args *a);
+
 /* What one import of the module holds (multi-phase init: one per interpreter, nothing shared
  * between them): its exception classes, its types (heap types made from the specs below when the
  * module executes), NumPy's asarray once looked up. */

@@ -1,5 +1,6 @@
 /* test_fleet_state.c — the worker state machine: the normal paths, every terminal state
- * refusing every event, impossible transitions refused, names round-trip. */
+ * refusing every event, impossible transitions refused, names round-trip; the task's and the job's
+ * tables against the lists of their allowed moves. */
 #include "../../src/fleet/fleet_parts.h"
 #include "baton/fleet.h"
 #include "check.h"
@@ -82,5 +83,32 @@ int main(void)
     CHECK_EQ_U(allowed, 6);   /* done and failed are final; a task is never done twice */
     CHECK(fleet_task_next((baton_task_state)99, BATON_TE_START) == -1 && fleet_task_next(BATON_TASK_WAITING, (baton_tevent)99) == -1);
     CHECK(!strcmp(fleet_tevent_name(BATON_TE_RESUME), "resume"));
+
+    /* the job's table: started once, resumed while running or cancelled, ended once */
+    static const struct { fleet_jstate s; fleet_jevent e; int next; } jt[] = {
+        {FLEET_JOB_NEW, FLEET_JE_START, FLEET_JOB_RUNNING},
+        {FLEET_JOB_RUNNING, FLEET_JE_RESUME, FLEET_JOB_RUNNING},
+        {FLEET_JOB_RUNNING, FLEET_JE_DONE, FLEET_JOB_DONE},
+        {FLEET_JOB_RUNNING, FLEET_JE_FAIL, FLEET_JOB_FAILED},
+        {FLEET_JOB_RUNNING, FLEET_JE_CANCEL, FLEET_JOB_CANCELLED},
+        {FLEET_JOB_CANCELLED, FLEET_JE_RESUME, FLEET_JOB_RUNNING},
+    };
+    allowed = 0;
+    for (int s = 0; s < FLEET_JOB_NSTATES; s++)
+        for (int e = 0; e < FLEET_JE_NEVENTS; e++) {
+            int want = -1;
+            for (size_t k = 0; k < sizeof jt / sizeof jt[0]; k++)
+                if (jt[k].s == (fleet_jstate)s && jt[k].e == (fleet_jevent)e) want = jt[k].next;
+            int got = fleet_job_next((fleet_jstate)s, (fleet_jevent)e);
+            CHECK_MSG(got == want, "job '%s' -%s-> %d, want %d", fleet_job_state_name((fleet_jstate)s),
+                      fleet_jevent_name((fleet_jevent)e), got, want);
+            allowed += got >= 0;
+        }
+    CHECK_EQ_U(allowed, 6);
+    for (int s = 0; s < FLEET_JOB_NSTATES; s++)
+        CHECK(fleet_job_state_parse(fleet_job_state_name((fleet_jstate)s)) == s);
+    CHECK(fleet_job_state_parse("stalled") == -1 && fleet_job_next((fleet_jstate)99, FLEET_JE_START) == -1);
+    CHECK(fleet_job_final("done") && fleet_job_final("failed") && !fleet_job_final("cancelled") &&
+          !fleet_job_final("running") && !fleet_job_final("garbage"));
     CHECK_DONE();
 }

@@ -7,7 +7,8 @@
  * checked, rotated, revoked); and the queue: a real model submitted, run, its entry stored with
  * the submission done; one alias one waiting submission; a submission left running recovered
  * (queued again, and failed after BATON_LEAGUE_ATTEMPTS); a model that is not a race model fails
- * with the reason, storing no entry. */
+ * with the reason, storing no entry; the submission's state machine: its table, and moves on
+ * final states moving nothing. */
 #include "../../src/race/race_internal.h"
 #include "../../src/league/league_internal.h"
 #include "check.h"
@@ -405,6 +406,37 @@ static void test_queue(void)
           !strstr(s.reason, tmp));
     CHECK(count(l, db, "SELECT count(*) FROM entries") == 2 && count(l, db, "SELECT count(*) FROM submissions WHERE archive IS NOT NULL AND id != 4") == 0);
     CHECK(league_submission_get(l, 99, &s, &err) == BATON_ERR_NOTFOUND);
+    /* the state machine's table: every move leaves running but claim; done and failed are final,
+     * so a move on them moves nothing */
+    static const struct { league_sub_event ev; baton_league_state from, to; } mv[] = {
+        {LEAGUE_SE_CLAIM, BATON_LEAGUE_QUEUED, BATON_LEAGUE_RUNNING},
+        {LEAGUE_SE_DONE_ENTRY, BATON_LEAGUE_RUNNING, BATON_LEAGUE_DONE},
+        {LEAGUE_SE_DONE_RACER, BATON_LEAGUE_RUNNING, BATON_LEAGUE_DONE},
+        {LEAGUE_SE_FAIL, BATON_LEAGUE_RUNNING, BATON_LEAGUE_FAILED},
+        {LEAGUE_SE_GIVE_UP, BATON_LEAGUE_RUNNING, BATON_LEAGUE_FAILED},
+        {LEAGUE_SE_REQUEUE, BATON_LEAGUE_RUNNING, BATON_LEAGUE_QUEUED},
+        {LEAGUE_SE_RESTART, BATON_LEAGUE_RUNNING, BATON_LEAGUE_QUEUED},
+    };
+    CHECK_EQ_U(sizeof mv / sizeof mv[0], LEAGUE_SE_N);
+    for (size_t k = 0; k < sizeof mv / sizeof mv[0]; k++) {
+        baton_league_state from, to;
+        CHECK_MSG(league_sub_move_of(mv[k].ev, &from, &to) == 0 && from == mv[k].from && to == mv[k].to, "move %s",
+                  league_sub_event_name(mv[k].ev));
+    }
+    baton_league_state f0, t0;
+    CHECK(league_sub_move_of(LEAGUE_SE_N, &f0, &t0) == -1);
+    league_sub_move m = {.id = 1, .reason = "late"};
+    CHECK(league_sub_step(l, LEAGUE_SE_FAIL, &m, &err) == BATON_OK && m.changed == 0);
+    CHECK(league_submission_get(l, 1, &s, &err) == BATON_OK && s.state == BATON_LEAGUE_DONE && !s.reason[0]);
+    m = (league_sub_move){.id = 5, .reason = "again"};
+    CHECK(league_sub_step(l, LEAGUE_SE_REQUEUE, &m, &err) == BATON_OK && m.changed == 0);
+    CHECK(league_submission_get(l, 5, &s, &err) == BATON_OK && s.state == BATON_LEAGUE_FAILED);
+    m = (league_sub_move){.id = 5, .ref = 1};
+    CHECK(league_sub_step(l, LEAGUE_SE_DONE_ENTRY, &m, &err) == BATON_OK && m.changed == 0);
+    CHECK(count(l, db, "SELECT count(*) FROM submissions WHERE state = 1") == 0);
+    m = (league_sub_move){0};
+    CHECK(league_sub_step(l, LEAGUE_SE_CLAIM, &m, &err) == BATON_OK && m.changed == 0);   /* nothing queued */
+    CHECK(league_sub_step(l, (league_sub_event)99, &m, &err) == BATON_ERR_ARG);
     sqlite3_close(h);
     baton_league_close(l);
     baton_buf_free(&bad);

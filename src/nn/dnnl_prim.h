@@ -1,0 +1,42 @@
+/* dnnl_prim.h — the oneDNN kernel table's primitives (dnnl_prim.c), shared by the table's entries
+ * (kern_dnnl.c) and nothing else: the operations, the key that names a primitive (operation,
+ * geometry, the bf16 flag), and the call that runs the calling thread's cached primitive for a key
+ * on the caller's arrays. Nothing outside src/nn includes this. */
+#ifndef BATON_NN_DNNL_PRIM_H
+#define BATON_NN_DNNL_PRIM_H
+
+#include "nn_dnnl.h"
+
+#include <stdint.h>
+
+enum nn_prim_op {
+    OP_CONV_FWD, OP_CONV_BWD_DATA, OP_CONV_BWD_W,
+    OP_IP_FWD, OP_IP_BWD_DATA, OP_IP_BWD_W,
+    OP_RELU_FWD, OP_RELU_BWD, OP_ADD,
+    OP_COUNT
+};
+extern const char *const nn_prim_op_name[OP_COUNT];   /* "conv_fwd", ... (for messages) */
+
+#define KEY_LEN 15     /* op + up to 13 geometry values + the bf16 flag */
+#define KEY_BF16 14    /* 1: the bfloat16 table's call (convolutions and inner products) */
+
+/* A primitive's name: v[0] the operation, then its geometry (v[13]: a convolution's ReLU post-op),
+ * v[KEY_BF16] the bfloat16 flag; unused values 0. */
+typedef struct pkey {
+    int64_t v[KEY_LEN];
+} pkey;
+
+pkey nn_prim_key(int op, int nv, const int64_t *vals);
+/* a convolution's key: its geometry and whether it has a bias (post-op and bf16 flag 0) */
+pkey nn_prim_conv_key(int op, const baton_nn_conv_geom *g, int bias);
+
+/* Run the primitive for key k on the caller's arrays (ptrs in the order of the entry's arguments).
+ * Returns 1 when oneDNN did the work, 0 when the caller must run the reference kernel (a failure
+ * is logged once per operation). Only after nn_prim_init succeeded. */
+int nn_prim_dispatch(const pkey *k, void *const *ptrs);
+
+/* Once per process: the engine, the attributes and the threads' key; 0, or -1 with why said. */
+int nn_prim_init(char *why, size_t cap);
+dnnl_engine_t nn_prim_engine(void);
+
+#endif
