@@ -4,10 +4,14 @@
  * Threads and ownership:
  *  - one reader thread owns the loader. It takes a free batch slot, copies the payloads of the
  *    batch's records into the slot's arena (grown on demand while warming up, then reused), and
- *    publishes the slot on the in-order queue; at an epoch's end it queues an END marker.
- *  - `workers` threads claim work units (UNIT consecutive samples of the oldest published batch
- *    that still has unclaimed units), parse the record, check the label, decode with their own
- *    baton_image, and augment + normalise into the slot's rows of batch->x.
+ *    queues the slot on the in-order queue as soon as its first UNIT records are in, offering
+ *    each further full unit as it fills (so the first batch's decoding overlaps its reading: a
+ *    launch costs about the larger of the two, not their sum); the batch is complete when its
+ *    last record is in. At an epoch's end it queues an END marker. Before the arena of a queued
+ *    batch moves (realloc), the reader holds new claims and waits for the claimed units to end.
+ *  - `workers` threads claim work units (UNIT consecutive samples of the oldest queued batch
+ *    that has an offered, unclaimed unit), parse the record, check the label, decode with their
+ *    own baton_image, and augment + normalise into the slot's rows of batch->x.
  *  - the caller's baton_pipeline_next pops the queue head once all its units are done;
  *    baton_pipeline_release puts the slot back on the free list.
  *  One mutex guards the queue, the free list and the unit counters; a worker takes it twice per
@@ -61,6 +65,10 @@ typedef struct slot {
     uint64_t *offset;
     /* under the pipeline mutex once published */
     uint32_t nunits, next_unit, done_units;
+    uint32_t avail;          /* records copied and offered to the workers while the batch is read */
+    int open;                /* queued before the reader finished it (its units offered as they fill) */
+    int hold;                /* the reader is about to move the arena: no unit is claimed */
+    int dropped;             /* queued early, then not to be delivered (discarded once its units end) */
     int err_code;
     uint32_t err_index;
     baton_err err;
@@ -167,16 +175,8 @@ static slot *reader_take_slot(baton_pipeline *p)
     return s;
 }
 
-static void reader_return_slot(baton_pipeline *p, slot *s)
+static int arena_grow(slot *s, size_t extra, baton_err *err)
 {
-    pthread_mutex_lock(&p->mu);
-    p->free_list[p->nfree++] = s;
-    pthread_mutex_unlock(&p->mu);
-}
-
-static int arena_fit(slot *s, size_t extra, baton_err *err)
-{
-    if (s->arena_cap - s->arena_len >= extra) return BATON_OK;
     size_t need = s->arena_len + extra, cap = s->arena_cap ? s->arena_cap : 4096;
     if (need < s->arena_len) return baton_err_set(err, BATON_ERR_NOMEM, "record of %zu bytes", extra);
     while (cap < need) cap = cap > SIZE_MAX / 2 ? need : cap * 2;
@@ -187,7 +187,48 @@ static int arena_fit(slot *s, size_t extra, baton_err *err)
     return BATON_OK;
 }
 
+/* Room for extra more bytes in s's arena. A slot already queued (open) may have units being
+ * decoded from its arena: claims are held and the claimed units waited for before it moves. */
+static int arena_fit(baton_pipeline *p, slot *s, size_t extra, baton_err *err)
+{
+    if (s->arena_cap - s->arena_len >= extra) return BATON_OK;
+    if (s->open) {
+        pthread_mutex_lock(&p->mu);
+        s->hold = 1;
+        while (!p->stop && s->done_units < s->next_unit) pthread_cond_wait(&p->cv_ready, &p->mu);
+        int stopped = p->stop;
+        if (stopped) s->hold = 0;
+        pthread_mutex_unlock(&p->mu);
+        if (stopped) return baton_err_set(err, BATON_ERR_ARG, "pipeline: stopped");
+    }
+    int rc = arena_grow(s, extra, err);
+    if (s->open) {
+        pthread_mutex_lock(&p->mu);
+        s->hold = 0;
+        pthread_cond_broadcast(&p->cv_work);
+        pthread_mutex_unlock(&p->mu);
+    }
+    return rc;
+}
+
 enum { READ_DONE, READ_ENDED, READ_STOPPED, READ_FAILED };
+
+/* The first n records of s are in: queue s (the first time) and offer its full units. */
+static void offer_units(baton_pipeline *p, slot *s, uint32_t n)
+{
+    pthread_mutex_lock(&p->mu);
+    if (!s->open) {
+        s->open = 1;
+        s->nunits = UINT32_MAX;
+        s->next_unit = s->done_units = 0;
+        s->err_code = 0;
+        s->err_index = UINT32_MAX;
+        q_push(p, s, Q_BATCH);   /* room was reserved with the slot */
+    }
+    s->avail = n;
+    pthread_cond_broadcast(&p->cv_work);
+    pthread_mutex_unlock(&p->mu);
+}
 
 /* The records of the batch [*pos, end) into s (another rank's read past, not kept): n kept, total
  * read. READ_DONE when the batch is whole; READ_ENDED when the loader ended first (fewer records
@@ -208,7 +249,7 @@ static int read_batch(baton_pipeline *p, slot *s, uint64_t *pos, uint64_t end, u
         if (rc == BATON_OK && r.position != *pos)
             rc = baton_err_set(err, BATON_ERR_ARG, "loader: record at position %llu, expected %llu",
                                (unsigned long long)r.position, (unsigned long long)*pos);
-        if (rc == BATON_OK && mine) rc = arena_fit(s, r.len, err);
+        if (rc == BATON_OK && mine) rc = arena_fit(p, s, r.len, err);
         if (rc != BATON_OK) return READ_FAILED;
         (*total)++;
         if (mine) {
@@ -220,6 +261,7 @@ static int read_batch(baton_pipeline *p, slot *s, uint64_t *pos, uint64_t end, u
             s->pos[*n] = *pos;
             s->arena_len += r.len;
             (*n)++;
+            if (*n % UNIT == 0) offer_units(p, s, *n);
         }
         (*pos)++;
     }
@@ -231,10 +273,18 @@ static int read_batch(baton_pipeline *p, slot *s, uint64_t *pos, uint64_t end, u
 static void publish_batch(baton_pipeline *p, slot *s, int drop, int got_end)
 {
     pthread_mutex_lock(&p->mu);
-    if (drop) {
+    if (s->open) {  /* queued already: complete it (or mark it to be discarded once its units end) */
+        s->open = 0;
+        s->dropped = drop;
+        s->nunits = drop ? s->next_unit : (s->b.n + UNIT - 1) / UNIT;
+        s->avail = s->b.n;
+        pthread_cond_broadcast(&p->cv_work);
+        pthread_cond_broadcast(&p->cv_ready);
+    } else if (drop) {
         p->free_list[p->nfree++] = s;
     } else {
         s->nunits = (s->b.n + UNIT - 1) / UNIT;
+        s->avail = s->b.n;
         s->next_unit = 0;
         s->done_units = 0;
         s->err_code = 0;
@@ -243,6 +293,22 @@ static void publish_batch(baton_pipeline *p, slot *s, int drop, int got_end)
         pthread_cond_broadcast(&p->cv_work);
     }
     if (got_end) q_push(p, NULL, Q_END);  /* room was reserved with the slot */
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* A batch the reader could not finish (failed or stopped): a slot not yet queued goes back to
+ * the free list; one queued early is discarded once its claimed units end. */
+static void abandon_batch(baton_pipeline *p, slot *s)
+{
+    pthread_mutex_lock(&p->mu);
+    if (s->open) {
+        s->open = 0;
+        s->dropped = 1;
+        s->nunits = s->next_unit;
+        pthread_cond_broadcast(&p->cv_ready);
+    } else {
+        p->free_list[p->nfree++] = s;
+    }
     pthread_mutex_unlock(&p->mu);
 }
 
@@ -279,9 +345,12 @@ static void *reader_main(void *arg)
             if (!s) return NULL;
             uint64_t end = (pos / B + 1) * B < size ? (pos / B + 1) * B : size, first = pos;
             uint32_t n, total;
+            s->b.epoch = epoch;   /* the workers' draws need it before the batch is complete */
+            s->open = s->hold = s->dropped = 0;
+            s->avail = 0;
             int rc = read_batch(p, s, &pos, end, &n, &total, &err);
             if (rc == READ_STOPPED || rc == READ_FAILED) {
-                reader_return_slot(p, s);
+                abandon_batch(p, s);
                 if (rc == READ_FAILED) reader_fail(p, &err);
                 return NULL;
             }
@@ -291,8 +360,7 @@ static void *reader_main(void *arg)
             baton_batch *b = &s->b;
             b->n = n;
             b->total = total;
-            b->pos = s->pos;
-            b->epoch = epoch;
+            b->pos = s->pos;   /* b->epoch was set before the read: the workers may be reading it */
             b->first = first;
             b->last_of_epoch = last;
             b->next = last ? (baton_cursor){p->seed, epoch + 1, 0} : (baton_cursor){p->seed, epoch, pos};
@@ -396,6 +464,15 @@ static int do_sample(baton_pipeline *p, slot *s, uint32_t i, work_buf *wb, baton
     return BATON_OK;
 }
 
+/* A unit of s may be claimed (caller holds mu): a full offered one while the reader fills s, any
+ * left once it is complete; none while the reader holds s to move its arena. */
+static int claimable(const slot *s)
+{
+    if (s->hold) return 0;
+    if (s->open) return (uint64_t)(s->next_unit + 1) * UNIT <= s->avail;
+    return s->next_unit < s->nunits;
+}
+
 static void *worker_main(void *arg)
 {
     baton_pipeline *p = arg;
@@ -407,7 +484,7 @@ static void *worker_main(void *arg)
         while (!p->stop) {
             for (uint32_t k = 0; k < p->qlen; k++) {
                 qent *e = &p->q[(p->qhead + k) % p->qcap];
-                if (e->kind == Q_BATCH && e->s->next_unit < e->s->nunits) {
+                if (e->kind == Q_BATCH && claimable(e->s)) {
                     s = e->s;
                     break;
                 }
@@ -417,9 +494,9 @@ static void *worker_main(void *arg)
         }
         if (!s) break;
         uint32_t u = s->next_unit++;
+        uint32_t lo = u * UNIT, hi = lo + UNIT < s->avail ? lo + UNIT : s->avail, bad = UINT32_MAX;
         pthread_mutex_unlock(&p->mu);
 
-        uint32_t lo = u * UNIT, hi = lo + UNIT < s->b.n ? lo + UNIT : s->b.n, bad = UINT32_MAX;
         int rc = BATON_OK;
         for (uint32_t i = lo; i < hi; i++) {
             rc = do_sample(p, s, i, &wb, &err);
@@ -435,7 +512,7 @@ static void *worker_main(void *arg)
             s->err_code = rc < 0 ? rc : BATON_ERR_FORMAT;
             s->err = err;
         }
-        if (++s->done_units == s->nunits) pthread_cond_broadcast(&p->cv_ready);
+        if (++s->done_units == s->nunits || s->hold) pthread_cond_broadcast(&p->cv_ready);
     }
     pthread_mutex_unlock(&p->mu);
     baton_image_free(&wb.im);
@@ -476,8 +553,14 @@ static int next_until(baton_pipeline *p, baton_batch **b, const struct timespec 
                 continue;
             }
             slot *s = e.s;
-            if (s->done_units == s->nunits) {
+            if (!s->open && s->done_units == s->nunits) {
                 q_pop(p);
+                if (s->dropped) {  /* queued early, then abandoned or dropped by the reader */
+                    s->dropped = 0;
+                    p->free_list[p->nfree++] = s;
+                    pthread_cond_signal(&p->cv_reader);
+                    continue;
+                }
                 if (s->err_code) {
                     p->sticky = 1;
                     p->sticky_err = s->err;
