@@ -23,7 +23,12 @@
  *     the step it reached;
  *   - after its end every process's group gets SIGKILL (nothing of it lingers holding the folder's
  *     lock), and a process gets SIGKILL when the check itself ends first (PR_SET_PDEATHSIG: a
- *     Ctrl-C); the work folder is removed when the runs are identical and it was not given. */
+ *     Ctrl-C); the work folder is removed when the runs are identical and it was not given;
+ *   - times: each process's start-up (its start to the first batch or loss it logs, seen by the 5 ms
+ *     poll), its stop (the interruption that stopped it to its exit) and the steps it redid (reached
+ *     by an earlier process: after a kill); the restarts (the stops, and the start-ups of the
+ *     processes after the first) are what the interruptions cost beyond training, and the budget
+ *     is BATON_VERIFY_BUDGET × the uninterrupted run + the restarts. */
 #include "verify_internal.h"
 #include "fleet_parts.h"
 
@@ -134,6 +139,7 @@ typedef struct proc {
     size_t blen;
     vseg seg;
     double t0;
+    double t_step;              /* when its first step was seen under way (0: not yet) */
 } proc;
 
 typedef struct vctx {
@@ -228,6 +234,7 @@ static void proc_read_log(proc *p)
             if (!nl) break;
             vevent e;
             if (verify_parse_line(p->buf + at, (size_t)(nl - p->buf - at), &e)) verify_seg_step(&p->seg, &e);
+            if (p->seg.progressed && !p->t_step) p->t_step = baton_now();
             at = (size_t)(nl - p->buf) + 1;
         }
         memmove(p->buf, p->buf + at, p->blen - at);
@@ -297,12 +304,15 @@ static int proc_run(vctx *c, proc *p, int runi, int *next, baton_verify_run *rec
         nanosleep(&nap, NULL);
     }
     proc_read_log(p);
-    rec->seconds = baton_now() - p->t0;
+    double t_end = baton_now();
+    rec->seconds = t_end - p->t0;
+    rec->startup_s = (p->t_step ? p->t_step : t_end) - p->t0;
     rec->exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 255;
     rec->resumed_from = p->seg.resume;
     rec->last_step = p->seg.last;
     if (active >= 0) {
         r->ints[active].outcome = rec->exit_code == 0 ? BATON_VERIFY_FINISHED : BATON_VERIFY_STOPPED;
+        if (rec->exit_code != 0) rec->stop_s = t_end - t_sent;
         ++*next;
     }
     proc_end(p);
@@ -390,6 +400,7 @@ static int run_interrupted(vctx *c, char **logs, uint64_t *failed_step, char *wh
     baton_verify_report *r = c->r;
     int rc = empty_dir(c->o->ckpt_dir, err), next = 0;
     double t0 = baton_now();
+    uint64_t reached = 0;   /* the furthest step an earlier process got to */
     *failed_step = 0;
     for (r->nruns = 0; !rc && r->nruns < BATON_VERIFY_MAX_RUNS;) {
         char name[32];
@@ -401,6 +412,9 @@ static int run_interrupted(vctx *c, char **logs, uint64_t *failed_step, char *wh
         int code = proc_run(c, &p, r->nruns, &next, rec);
         if (!(logs[r->nruns] = strdup(p.log))) rc = baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
         r->nruns++;
+        if (reached > rec->resumed_from) rec->redone = (rec->last_step < reached ? rec->last_step : reached) - rec->resumed_from;
+        if (rec->last_step > reached) reached = rec->last_step;
+        r->restarts_s += rec->stop_s + (r->nruns > 1 ? rec->startup_s : 0);
         if (c->o->progress)
             fprintf(stderr, "verify-resume: run %d: from step %" PRIu64 " to %" PRIu64 ", exit %d, %.2f s\n", r->nruns,
                     rec->resumed_from, rec->last_step, rec->exit_code, rec->seconds);
@@ -452,6 +466,7 @@ int baton_verify_resume(const baton_verify_opts *o, baton_verify_report *r, bato
     verify_ref_free(ref);
     for (int i = 0; i < BATON_VERIFY_MAX_RUNS; i++) free(logs[i]);
     r->total_s = baton_now() - t0;
+    r->budget_s = BATON_VERIFY_BUDGET * r->ref_s + r->restarts_s;
     r->kept = !made || rc || r->cause != BATON_VERIFY_IDENTICAL;
     if (!r->kept) baton_remove_tree(c.work);
     return rc;
@@ -471,10 +486,10 @@ void baton_verify_report_print(FILE *f, const baton_verify_report *r)
                    " checkpoints compared\n", r->steps, r->batches, r->losses, r->ckpts);
     else
         fprintf(f, "different at step %" PRIu64 ": %s: %s\n", r->step, baton_verify_cause_name(r->cause), r->what);
-    fprintf(f, "%-5s %-17s %-8s %-8s %-8s %-8s %-5s %8s\n", "run", "interruption", "drawn", "at", "from", "to", "exit",
-            "seconds");
-    fprintf(f, "%-5s %-17s %-8s %-8s %-8d %-8" PRIu64 " %-5d %8.2f\n", "ref", "-", "-", "-", 0, r->ref.last_step,
-            r->ref.exit_code, r->ref.seconds);
+    fprintf(f, "%-5s %-17s %-8s %-8s %-8s %-8s %-5s %8s %8s %8s %6s\n", "run", "interruption", "drawn", "at", "from", "to",
+            "exit", "seconds", "start-up", "stop", "redone");
+    fprintf(f, "%-5s %-17s %-8s %-8s %-8d %-8" PRIu64 " %-5d %8.2f %8.2f %8s %6s\n", "ref", "-", "-", "-", 0,
+            r->ref.last_step, r->ref.exit_code, r->ref.seconds, r->ref.startup_s, "-", "-");
     for (int i = 0; i < r->nruns; i++) {
         const baton_verify_run *u = &r->runs[i];
         int shown = 0;
@@ -485,15 +500,16 @@ void baton_verify_report_print(FILE *f, const baton_verify_report *r)
             snprintf(kind, sizeof kind, "%s%s", baton_verify_kind_name(in->kind),
                      in->outcome == BATON_VERIFY_STOPPED ? "" : in->outcome == BATON_VERIFY_IGNORED ? " (ignored)" : " (finished)");
             if (!shown)
-                fprintf(f, "%-5d %-17s %-8" PRIu64 " %-8" PRIu64 " %-8" PRIu64 " %-8" PRIu64 " %-5d %8.2f\n", i + 1, kind,
-                        in->drawn, in->at, u->resumed_from, u->last_step, u->exit_code, u->seconds);
+                fprintf(f, "%-5d %-17s %-8" PRIu64 " %-8" PRIu64 " %-8" PRIu64 " %-8" PRIu64 " %-5d %8.2f %8.2f %8.2f %6" PRIu64 "\n",
+                        i + 1, kind, in->drawn, in->at, u->resumed_from, u->last_step, u->exit_code, u->seconds,
+                        u->startup_s, u->stop_s, u->redone);
             else
                 fprintf(f, "%-5s %-17s %-8" PRIu64 " %-8" PRIu64 "\n", "", kind, in->drawn, in->at);
             shown = 1;
         }
         if (!shown)
-            fprintf(f, "%-5d %-17s %-8s %-8s %-8" PRIu64 " %-8" PRIu64 " %-5d %8.2f\n", i + 1, "-", "-", "-", u->resumed_from,
-                    u->last_step, u->exit_code, u->seconds);
+            fprintf(f, "%-5d %-17s %-8s %-8s %-8" PRIu64 " %-8" PRIu64 " %-5d %8.2f %8.2f %8s %6" PRIu64 "\n", i + 1, "-", "-",
+                    "-", u->resumed_from, u->last_step, u->exit_code, u->seconds, u->startup_s, "-", u->redone);
     }
     for (int k = 0; k < r->nints; k++)
         if (r->ints[k].run < 0)
@@ -502,6 +518,9 @@ void baton_verify_report_print(FILE *f, const baton_verify_report *r)
     fprintf(f, "time: uninterrupted %.2f s; interrupted %.2f s in %d runs; the whole check %.2f s (%.2f× the "
                "uninterrupted run; its own work beside the runs %.2f s)\n", r->ref_s, r->interrupted_s, r->nruns, r->total_s,
             r->ref_s > 0 ? r->total_s / r->ref_s : 0, r->total_s - r->ref_s - r->interrupted_s);
+    fprintf(f, "budget: %.1f× the uninterrupted run + the %d restarts (stops and start-ups: %.2f s) = %.2f s; the check "
+               "took %.2f s (%.0f %%): %s\n", BATON_VERIFY_BUDGET, r->nruns > 0 ? r->nruns - 1 : 0, r->restarts_s, r->budget_s, r->total_s,
+            r->budget_s > 0 ? 100 * r->total_s / r->budget_s : 0, r->total_s <= r->budget_s ? "within" : "over");
     if (r->kept) fprintf(f, "logs: %s\n", r->work_dir);
 }
 
@@ -528,6 +547,11 @@ char *baton_verify_report_json(const baton_verify_report *r)
         cJSON_AddNumberToObject(o, "last_step", (double)u->last_step);
         cJSON_AddNumberToObject(o, "exit", u->exit_code);
         cJSON_AddNumberToObject(o, "seconds", u->seconds);
+        cJSON_AddNumberToObject(o, "startup", u->startup_s);
+        if (i >= 0) {
+            cJSON_AddNumberToObject(o, "stop", u->stop_s);
+            cJSON_AddNumberToObject(o, "redone", (double)u->redone);
+        }
         cJSON_AddItemToArray(runs, o);
     }
     cJSON *ints = cJSON_AddArrayToObject(j, "interruptions");
@@ -549,6 +573,9 @@ char *baton_verify_report_json(const baton_verify_report *r)
     cJSON_AddNumberToObject(t, "total", r->total_s);
     cJSON_AddNumberToObject(t, "ratio", r->ref_s > 0 ? r->total_s / r->ref_s : 0);
     cJSON_AddNumberToObject(t, "own", r->total_s - r->ref_s - r->interrupted_s);
+    cJSON_AddNumberToObject(t, "restarts", r->restarts_s);
+    cJSON_AddNumberToObject(t, "budget", r->budget_s);
+    cJSON_AddBoolToObject(t, "within_budget", r->total_s <= r->budget_s);
     if (r->kept) cJSON_AddStringToObject(j, "logs", r->work_dir);
     char *s = baton_json_print(j, 0);
     cJSON_Delete(j);
