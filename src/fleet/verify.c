@@ -518,7 +518,7 @@ void baton_verify_report_print(FILE *f, const baton_verify_report *r)
     fprintf(f, "time: uninterrupted %.2f s; interrupted %.2f s in %d runs; the whole check %.2f s (%.2f× the "
                "uninterrupted run; its own work beside the runs %.2f s)\n", r->ref_s, r->interrupted_s, r->nruns, r->total_s,
             r->ref_s > 0 ? r->total_s / r->ref_s : 0, r->total_s - r->ref_s - r->interrupted_s);
-    fprintf(f, "budget: %.1f× the uninterrupted run + the %d restarts (stops and start-ups: %.2f s) = %.2f s; the check "
+    fprintf(f, "budget: %.1f× the uninterrupted run + the restarts (%d: their stops and start-ups, %.2f s) = %.2f s; the check "
                "took %.2f s (%.0f %%): %s\n", BATON_VERIFY_BUDGET, r->nruns > 0 ? r->nruns - 1 : 0, r->restarts_s, r->budget_s, r->total_s,
             r->budget_s > 0 ? 100 * r->total_s / r->budget_s : 0, r->total_s <= r->budget_s ? "within" : "over");
     if (r->kept) fprintf(f, "logs: %s\n", r->work_dir);
