@@ -114,15 +114,15 @@ within = sum(1 for r in rows if r.get("within_budget"))
 if as_json:
     print(json.dumps({"cases": rows, "ok": ok_all, "within_budget": within, "budget": 2.5}))
 else:
-    print("%-10s %-6s %-28s %-15s %-15s %-3s %5s %6s %6s %6s %6s %6s %5s" % (
+    print("%-13s %-6s %-28s %-15s %-15s %-3s %5s %6s %6s %6s %6s %6s %5s" % (
         "case", "steps", "stopped by kind", "verdict", "expected", "ok", "procs", "ref s", "check", "restart",
         "budget", "(c-r)/u", "of b."))
     for r in rows:
         if "error" in r:
-            print("%-10s error: %s" % (r["case"], r["error"]))
+            print("%-13s error: %s" % (r["case"], r["error"]))
             continue
         s = r["seconds"]
-        print("%-10s %-6d %-28s %-15s %-15s %-3s %5d %6.2f %6.2f %6.2f %6.2f %6.2f %4.0f%%" % (
+        print("%-13s %-6d %-28s %-15s %-15s %-3s %5d %6.2f %6.2f %6.2f %6.2f %6.2f %4.0f%%" % (
             r["case"] + (" (h)" if r["hidden"] else ""), r["steps"], r["kinds"], r["verdict"], r["expected"],
             "yes" if r["ok"] else "NO", r["processes"], s["uninterrupted"], s["total"], s["restarts"], s["budget"],
             r["less_restarts_x"], 100 * r["of_budget"]))
