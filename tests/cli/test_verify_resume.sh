@@ -29,7 +29,7 @@ check '"$BATON" pack --from fashion-mnist --split test --out "$T/fm" --shard-mb 
 
 # baton train, every kind: identical
 "$BATON" verify-resume --interruptions 4 --kinds term,kill,notice,int --seed 3 --ckpt-dir "$T/ck" --json -- \
-    "$BATON" train --data "$T/fm" --model mlp --max-steps 60 --ckpt-every-steps 5 --ckpt-dir "$T/ck" --quiet \
+    "$BATON" train --data "$T/fm" --model mlp --threads 1 --max-steps 60 --ckpt-every-steps 5 --ckpt-dir "$T/ck" --quiet \
     >"$T/train.json" 2>"$T/train.err"
 rc=$?
 check '[ $rc -eq 0 ] && [ "$(json "$T/train.json" "d[\"cause\"]")" = identical ]' \
@@ -42,7 +42,7 @@ echo "baton train: $(json "$T/train.json" "d[\"seconds\"]")"
 # a kind the command does not react to (notices, to a train that does not watch them) is reported,
 # not a difference
 "$BATON" verify-resume --interruptions 2 --kinds notice --ckpt-dir "$T/nn" --json -- \
-    "$BATON" train --data "$T/fm" --model mlp --max-steps 40 --ckpt-every-steps 5 --ckpt-dir "$T/nn" --no-notice --quiet \
+    "$BATON" train --data "$T/fm" --model mlp --threads 1 --max-steps 40 --ckpt-every-steps 5 --ckpt-dir "$T/nn" --no-notice --quiet \
     >"$T/nn.json" 2>"$T/nn.err"
 rc=$?
 check '[ $rc -eq 0 ] && [ "$(json "$T/nn.json" "d[\"cause\"] == \"identical\" and d[\"interruptions\"][0][\"outcome\"] in (\"ignored\", \"finished first\") and all(i[\"outcome\"] != \"stopped\" for i in d[\"interruptions\"])")" = True ]' \
