@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # verify_resume.sh — `baton verify-resume` on the shipped cases: the two correct ones (the PyTorch
-# example examples/pytorch/train.py with dropout on, and `baton train`; `baton race train` too)
+# example examples/pytorch/train.py with dropout on, also through torch's DataLoader(loader,
+# batch_size=None) with --dataloader, and `baton train`; `baton race train` too)
 # each interrupted 5 times by every kind (SIGTERM, SIGKILL, a spot notice through the local metadata
 # emulator, SIGINT: 20 interruptions at seeded random steps) must be "identical"; the example with
 # one classic bug each (bench/verify_resume/variants.py: the optimizer's state not saved, the
@@ -11,8 +12,8 @@
 # rerun's start-up). A table, or one JSON object with --json. Not part of `make test` (minutes).
 #   bench/verify_resume.sh [--json]    (BATON=path/to/baton; N=5 per kind; SEED=1; STEPS=100 for the
 #                                       example, TRAIN_STEPS=200 for baton train, EPISODES=1600 for race
-#                                       train (80 iterations); CASES="example train race optimizer
-#                                       loader rng scheduler")
+#                                       train (80 iterations); CASES="example dataloader train race
+#                                       optimizer loader rng scheduler")
 # Steps enough that the interruptions rarely pile up at the end: a notice is seen up to 0.1 s late
 # (the watcher's poll), a few of baton train's 33 ms steps, and an interruption drawn at a step an
 # earlier one's lateness already passed is delivered after the rerun's first step — at the last
@@ -25,7 +26,7 @@ BUILD=$(dirname "$BATON")
 JSON=0
 [ "${1:-}" = --json ] && JSON=1
 N=${N:-5} STEPS=${STEPS:-100} TRAIN_STEPS=${TRAIN_STEPS:-200} EPISODES=${EPISODES:-1600} SEED=${SEED:-1}
-CASES=${CASES:-example train race optimizer loader rng scheduler}
+CASES=${CASES:-example dataloader train race optimizer loader rng scheduler}
 W=$(mktemp -d /tmp/baton-bench-verify-XXXXXX)
 trap '[ -n "${KEEP:-}" ] || rm -rf "$W"' EXIT
 export BATON_NO_PROGRESS=1 BATON_LOG=warn BATON_DMI_DIR=/nonexistent/dmi
@@ -62,6 +63,8 @@ run_case() {
 for c in $CASES; do
     case $c in
     example) [ $torch_ok = 1 ] && run_case example $((4 * N)) $(example examples/pytorch/train.py "$W/example.ck") ;;
+    dataloader) [ $torch_ok = 1 ] && run_case dataloader $((4 * N)) $(example examples/pytorch/train.py "$W/dataloader.ck") \
+                    --dataloader ;;
     train) run_case train $((4 * N)) "$BATON" train --data "$W/fm" --model resnet8 --threads 1 --batch 64 --epochs 2 --max-steps "$TRAIN_STEPS" \
                --ckpt-every-steps $EVERY --ckpt-dir "$W/train.ck" --quiet ;;
     race) run_case race $((4 * N)) "$BATON" race train --track oval --obs sensor --episodes "$EPISODES" --seed 4 --threads 1 \

@@ -13,8 +13,10 @@
  *     two runs; the filesystem root, $HOME, the working directory and its parents are refused;
  *   - interruption points: distinct steps drawn (seeded) uniformly in 1..steps-1 of the
  *     uninterrupted run, sorted, kinds in the order given; one is delivered once the running
- *     process has reached its step (and trained at least one step itself): SIGTERM, SIGINT or
- *     SIGKILL to the process group, or the emulator's notice;
+ *     process has reached its step and trained at least one step itself, or at once when it
+ *     resumed at or past the step (an earlier process's late stop carried the run past it: after
+ *     a first step, a process resumed one step before the end would finish first): SIGTERM,
+ *     SIGINT or SIGKILL to the process group, or the emulator's notice;
  *   - an interruption the process goes on past (still running 1 s later, two steps further) is
  *     "ignored", and the next one is delivered to the same process; one that stops it is
  *     "stopped" whatever its exit status (a SIGTERM not handled ends it by signal: still a stop),
@@ -149,6 +151,7 @@ typedef struct proc {
     double t0;
     double t_step;              /* when its first step was seen under way (0: not yet) */
     double t_done;              /* when its first step was seen done (0: not yet) */
+    int resumed;                /* its resume event seen */
 } proc;
 
 typedef struct vctx {
@@ -246,6 +249,7 @@ static void proc_read_log(proc *p)
             vevent e;
             if (verify_parse_line(p->buf + at, (size_t)(nl - p->buf - at), &e)) {
                 verify_seg_step(&p->seg, &e);
+                if (e.type == VEV_RESUME) p->resumed = 1;
                 if (p->seg.progressed && !p->t_step) p->t_step = baton_now();
                 int done = e.type == VEV_LOSS || e.type == VEV_CKPT || (e.type == VEV_BATCH && p->seg.k >= 2);
                 if (p->t_step && !p->t_done && done) p->t_done = baton_now();
@@ -309,7 +313,9 @@ static int proc_run(vctx *c, proc *p, int runi, int *next, baton_verify_run *rec
         if (w == p->pid) break;
         double now = baton_now();
         uint64_t cur = p->seg.last;
-        if (active < 0 && next && *next < r->nints && p->seg.progressed && cur >= r->ints[*next].drawn) {
+        int due = next && *next < r->nints && cur >= r->ints[*next].drawn &&
+                  (p->seg.progressed || (p->resumed && p->seg.resume >= r->ints[*next].drawn));
+        if (active < 0 && due) {
             active = *next;
             baton_verify_int *in = &r->ints[active];
             in->at = cur, in->run = runi;
