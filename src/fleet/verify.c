@@ -45,10 +45,10 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <poll.h>
 #include <sys/inotify.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
