@@ -434,6 +434,9 @@ const char *baton_verify_cause_name(int cause);
 enum { BATON_VERIFY_STOPPED = 0, BATON_VERIFY_IGNORED, BATON_VERIFY_FINISHED, BATON_VERIFY_UNREACHED };
 #define BATON_VERIFY_MAX_INTS 32
 #define BATON_VERIFY_MAX_RUNS (BATON_VERIFY_MAX_INTS + 1)
+/* The check's time, less the restarts (restarts_s), over the uninterrupted run's: at most this (the
+ * two runs, and half of one for the steps redone after a kill and the check's own work). */
+#define BATON_VERIFY_BUDGET 2.5
 typedef struct baton_verify_int {
     int kind;
     uint64_t drawn;             /* the step drawn */
@@ -446,6 +449,11 @@ typedef struct baton_verify_run {
     uint64_t last_step;         /* the last step it reached */
     int exit_code;              /* exit status, or 128 + the signal that ended it */
     double seconds;
+    double startup_s;           /* from its start to its first step done (the first loss or checkpoint
+                                   logged after its first batch, or its second batch): imports, the
+                                   data opened, the checkpoint loaded, a first step with its warm-up */
+    double stop_s;              /* from the interruption that stopped it to its exit (0: none) */
+    uint64_t redone;            /* steps it trained that an earlier process had reached (after a kill) */
 } baton_verify_run;
 
 typedef struct baton_verify_report {
@@ -457,6 +465,12 @@ typedef struct baton_verify_report {
     baton_verify_run ref;
     double ref_s, interrupted_s, total_s;   /* the uninterrupted run, the interrupted runs together,
                                                the whole check */
+    double step_s;              /* the uninterrupted run's mean step after its first */
+    double restarts_s;          /* what the interruptions cost beyond training, which the uninterrupted
+                                   run does not pay: each stopped process's way out (stop_s: the
+                                   commit on a stop, its exit) and each rerun's way in (startup_s
+                                   less step_s: the first step is training too) */
+    double budget_s;            /* BATON_VERIFY_BUDGET × ref_s + restarts_s: what the check may take */
     baton_verify_run runs[BATON_VERIFY_MAX_RUNS];
     int nruns;
     baton_verify_int ints[BATON_VERIFY_MAX_INTS];

@@ -13,8 +13,10 @@
  *     two runs; the filesystem root, $HOME, the working directory and its parents are refused;
  *   - interruption points: distinct steps drawn (seeded) uniformly in 1..steps-1 of the
  *     uninterrupted run, sorted, kinds in the order given; one is delivered once the running
- *     process has reached its step (and trained at least one step itself): SIGTERM, SIGINT or
- *     SIGKILL to the process group, or the emulator's notice;
+ *     process has reached its step and trained at least one step itself, or at once when it
+ *     resumed at or past the step (an earlier process's late stop carried the run past it: after
+ *     a first step, a process resumed one step before the end would finish first): SIGTERM,
+ *     SIGINT or SIGKILL to the process group, or the emulator's notice;
  *   - an interruption the process goes on past (still running 1 s later, two steps further) is
  *     "ignored", and the next one is delivered to the same process; one that stops it is
  *     "stopped" whatever its exit status (a SIGTERM not handled ends it by signal: still a stop),
@@ -23,7 +25,16 @@
  *     the step it reached;
  *   - after its end every process's group gets SIGKILL (nothing of it lingers holding the folder's
  *     lock), and a process gets SIGKILL when the check itself ends first (PR_SET_PDEATHSIG: a
- *     Ctrl-C); the work folder is removed when the runs are identical and it was not given. */
+ *     Ctrl-C); the work folder is removed when the runs are identical and it was not given;
+ *   - the runner wakes when a log is written (inotify on the work folder) or the process exits (its
+ *     pidfd), never on a timer alone: an interruption reaches a trainer of 1 ms steps a step or so
+ *     after its step is logged (a 5 ms nap instead where either is unavailable);
+ *   - times: each process's start-up (its start to its first step done: the first loss or
+ *     checkpoint logged after its first batch, or its second batch), its stop (the interruption
+ *     that stopped it to its exit) and the steps it redid (reached by an earlier process: after a
+ *     kill); the restarts (the stops, and the start-ups of the processes after the first less the
+ *     uninterrupted run's mean step) are what the interruptions cost beyond training, and the
+ *     budget is BATON_VERIFY_BUDGET × the uninterrupted run + the restarts. */
 #include "verify_internal.h"
 #include "fleet_parts.h"
 
@@ -34,10 +45,13 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -130,10 +144,14 @@ typedef struct proc {
     baton_imds *imds;
     char log[4200], out[4200];
     int logfd;                  /* the log, read as it grows */
+    int pidfd;                  /* readable when the process has exited (-1: polled instead) */
     char buf[8192];
     size_t blen;
     vseg seg;
     double t0;
+    double t_step;              /* when its first step was seen under way (0: not yet) */
+    double t_done;              /* when its first step was seen done (0: not yet) */
+    int resumed;                /* its resume event seen */
 } proc;
 
 typedef struct vctx {
@@ -141,6 +159,7 @@ typedef struct vctx {
     baton_verify_report *r;
     char work[4096];
     double timeout_s;
+    int ino;                    /* inotify on the work folder: a log written to (-1: polled instead) */
 } vctx;
 
 static void set_env(char **envp, size_t *k, const char *entry)
@@ -157,7 +176,7 @@ static void set_env(char **envp, size_t *k, const char *entry)
 static int proc_start(vctx *c, proc *p, const char *name, baton_err *err)
 {
     memset(p, 0, sizeof *p);
-    p->logfd = -1;
+    p->logfd = p->pidfd = -1;
     snprintf(p->log, sizeof p->log, "%s/%s.jsonl", c->work, name);
     snprintf(p->out, sizeof p->out, "%s/%s.out", c->work, name);
     unlink(p->log);
@@ -206,6 +225,7 @@ static int proc_start(vctx *c, proc *p, const char *name, baton_err *err)
     }
     setpgid(pid, pid);
     p->pid = pid;
+    p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);   /* a zombie's too: it is reaped only by our waitpid */
 fail:
     free(envp);
     if (outfd >= 0) close(outfd);
@@ -227,7 +247,13 @@ static void proc_read_log(proc *p)
             char *nl = memchr(p->buf + at, '\n', p->blen - at);
             if (!nl) break;
             vevent e;
-            if (verify_parse_line(p->buf + at, (size_t)(nl - p->buf - at), &e)) verify_seg_step(&p->seg, &e);
+            if (verify_parse_line(p->buf + at, (size_t)(nl - p->buf - at), &e)) {
+                verify_seg_step(&p->seg, &e);
+                if (e.type == VEV_RESUME) p->resumed = 1;
+                if (p->seg.progressed && !p->t_step) p->t_step = baton_now();
+                int done = e.type == VEV_LOSS || e.type == VEV_CKPT || (e.type == VEV_BATCH && p->seg.k >= 2);
+                if (p->t_step && !p->t_done && done) p->t_done = baton_now();
+            }
             at = (size_t)(nl - p->buf) + 1;
         }
         memmove(p->buf, p->buf + at, p->blen - at);
@@ -240,8 +266,9 @@ static void proc_end(proc *p)
 {
     if (p->pid > 0) kill(-p->pid, SIGKILL);   /* anything of the group still there */
     if (p->logfd >= 0) close(p->logfd);
+    if (p->pidfd >= 0) close(p->pidfd);
     if (p->imds) baton_imds_stop(p->imds);
-    p->logfd = -1, p->imds = NULL;
+    p->logfd = p->pidfd = -1, p->imds = NULL;
 }
 
 static void deliver(proc *p, int kind)
@@ -254,6 +281,24 @@ static void deliver(proc *p, int kind)
     }
 }
 
+/* Until the log may have grown or the process may have ended (at most 50 ms: the time limits are
+ * checked in between): woken by inotify and the pidfd, so an interruption is delivered within a
+ * step of a fast trainer's; a 5 ms nap where either is missing. */
+static void proc_wait(vctx *c, proc *p)
+{
+    if (c->ino < 0 || p->pidfd < 0) {
+        struct timespec nap = {0, 5 * 1000 * 1000};
+        nanosleep(&nap, NULL);
+        return;
+    }
+    struct pollfd fds[2] = {{.fd = c->ino, .events = POLLIN}, {.fd = p->pidfd, .events = POLLIN}};
+    if (poll(fds, 2, 50) > 0 && (fds[0].revents & POLLIN)) {
+        char buf[4096];
+        while (read(c->ino, buf, sizeof buf) > 0) {
+        }
+    }
+}
+
 /* Run one process to its end, delivering the interruptions from *next on (ints NULL: none).
  * Returns its exit code (128 + signal), or -1 when it ran past the time limit (killed). */
 static int proc_run(vctx *c, proc *p, int runi, int *next, baton_verify_run *rec)
@@ -262,14 +307,15 @@ static int proc_run(vctx *c, proc *p, int runi, int *next, baton_verify_run *rec
     int active = -1, st = 0, timed_out = 0;
     double t_sent = 0, t_kill = 0;
     uint64_t at_sent = 0;
-    struct timespec nap = {0, 5 * 1000 * 1000};
     for (;;) {
         proc_read_log(p);
         pid_t w = waitpid(p->pid, &st, WNOHANG);
         if (w == p->pid) break;
         double now = baton_now();
         uint64_t cur = p->seg.last;
-        if (active < 0 && next && *next < r->nints && p->seg.progressed && cur >= r->ints[*next].drawn) {
+        int due = next && *next < r->nints && cur >= r->ints[*next].drawn &&
+                  (p->seg.progressed || (p->resumed && p->seg.resume >= r->ints[*next].drawn));
+        if (active < 0 && due) {
             active = *next;
             baton_verify_int *in = &r->ints[active];
             in->at = cur, in->run = runi;
@@ -294,15 +340,18 @@ static int proc_run(vctx *c, proc *p, int runi, int *next, baton_verify_run *rec
             kill(-p->pid, SIGKILL);
             timed_out = 1;
         }
-        nanosleep(&nap, NULL);
+        proc_wait(c, p);
     }
     proc_read_log(p);
-    rec->seconds = baton_now() - p->t0;
+    double t_end = baton_now();
+    rec->seconds = t_end - p->t0;
+    rec->startup_s = (p->t_done ? p->t_done : t_end) - p->t0;
     rec->exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 255;
     rec->resumed_from = p->seg.resume;
     rec->last_step = p->seg.last;
     if (active >= 0) {
         r->ints[active].outcome = rec->exit_code == 0 ? BATON_VERIFY_FINISHED : BATON_VERIFY_STOPPED;
+        if (rec->exit_code != 0) rec->stop_s = t_end - t_sent;
         ++*next;
     }
     proc_end(p);
@@ -390,6 +439,8 @@ static int run_interrupted(vctx *c, char **logs, uint64_t *failed_step, char *wh
     baton_verify_report *r = c->r;
     int rc = empty_dir(c->o->ckpt_dir, err), next = 0;
     double t0 = baton_now();
+    uint64_t reached = 0;   /* the furthest step an earlier process got to */
+    r->step_s = r->steps > 1 ? (r->ref.seconds - r->ref.startup_s) / (double)(r->steps - 1) : 0;
     *failed_step = 0;
     for (r->nruns = 0; !rc && r->nruns < BATON_VERIFY_MAX_RUNS;) {
         char name[32];
@@ -401,6 +452,11 @@ static int run_interrupted(vctx *c, char **logs, uint64_t *failed_step, char *wh
         int code = proc_run(c, &p, r->nruns, &next, rec);
         if (!(logs[r->nruns] = strdup(p.log))) rc = baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
         r->nruns++;
+        if (reached > rec->resumed_from)
+            rec->redone = (rec->last_step < reached ? rec->last_step : reached) - rec->resumed_from;
+        if (rec->last_step > reached) reached = rec->last_step;
+        if (r->nruns > 1) r->restarts_s += rec->startup_s > r->step_s ? rec->startup_s - r->step_s : 0;
+        r->restarts_s += rec->stop_s;
         if (c->o->progress)
             fprintf(stderr, "verify-resume: run %d: from step %" PRIu64 " to %" PRIu64 ", exit %d, %.2f s\n", r->nruns,
                     rec->resumed_from, rec->last_step, rec->exit_code, rec->seconds);
@@ -431,13 +487,17 @@ int baton_verify_resume(const baton_verify_opts *o, baton_verify_report *r, bato
         return baton_err_set(err, BATON_ERR_USAGE, "--interruptions must be 1..%d", BATON_VERIFY_MAX_INTS);
     if (!(o->kinds & BATON_VERIFY_ALL_KINDS)) return baton_err_set(err, BATON_ERR_USAGE, "--kinds: none given");
     double t0 = baton_now();
-    vctx c = {.o = o, .r = r};
+    vctx c = {.o = o, .r = r, .ino = -1};
     char real[PATH_MAX];
     int made = 0, exists;
     int rc = check_dir(o->ckpt_dir, real, &exists, err);
     if (!rc) rc = make_work(&c, &made, err);
     if (rc) return rc;
     snprintf(r->work_dir, sizeof r->work_dir, "%s", c.work);
+    if ((c.ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) >= 0 && inotify_add_watch(c.ino, c.work, IN_MODIFY | IN_CREATE) < 0) {
+        close(c.ino);
+        c.ino = -1;
+    }
     vref *ref = NULL;
     char *logs[BATON_VERIFY_MAX_RUNS] = {0};
     rc = run_reference(&c, &ref, err);
@@ -450,8 +510,10 @@ int baton_verify_resume(const baton_verify_opts *o, baton_verify_report *r, bato
         if (!rc) rc = verify_compare(ref, logs, r->nruns, failed_step, what, r, err);
     }
     verify_ref_free(ref);
+    if (c.ino >= 0) close(c.ino);
     for (int i = 0; i < BATON_VERIFY_MAX_RUNS; i++) free(logs[i]);
     r->total_s = baton_now() - t0;
+    r->budget_s = BATON_VERIFY_BUDGET * r->ref_s + r->restarts_s;
     r->kept = !made || rc || r->cause != BATON_VERIFY_IDENTICAL;
     if (!r->kept) baton_remove_tree(c.work);
     return rc;
@@ -471,10 +533,10 @@ void baton_verify_report_print(FILE *f, const baton_verify_report *r)
                    " checkpoints compared\n", r->steps, r->batches, r->losses, r->ckpts);
     else
         fprintf(f, "different at step %" PRIu64 ": %s: %s\n", r->step, baton_verify_cause_name(r->cause), r->what);
-    fprintf(f, "%-5s %-17s %-8s %-8s %-8s %-8s %-5s %8s\n", "run", "interruption", "drawn", "at", "from", "to", "exit",
-            "seconds");
-    fprintf(f, "%-5s %-17s %-8s %-8s %-8d %-8" PRIu64 " %-5d %8.2f\n", "ref", "-", "-", "-", 0, r->ref.last_step,
-            r->ref.exit_code, r->ref.seconds);
+    fprintf(f, "%-5s %-17s %-8s %-8s %-8s %-8s %-5s %8s %8s %8s %6s\n", "run", "interruption", "drawn", "at", "from", "to",
+            "exit", "seconds", "start-up", "stop", "redone");
+    fprintf(f, "%-5s %-17s %-8s %-8s %-8d %-8" PRIu64 " %-5d %8.2f %8.2f %8s %6s\n", "ref", "-", "-", "-", 0,
+            r->ref.last_step, r->ref.exit_code, r->ref.seconds, r->ref.startup_s, "-", "-");
     for (int i = 0; i < r->nruns; i++) {
         const baton_verify_run *u = &r->runs[i];
         int shown = 0;
@@ -485,15 +547,16 @@ void baton_verify_report_print(FILE *f, const baton_verify_report *r)
             snprintf(kind, sizeof kind, "%s%s", baton_verify_kind_name(in->kind),
                      in->outcome == BATON_VERIFY_STOPPED ? "" : in->outcome == BATON_VERIFY_IGNORED ? " (ignored)" : " (finished)");
             if (!shown)
-                fprintf(f, "%-5d %-17s %-8" PRIu64 " %-8" PRIu64 " %-8" PRIu64 " %-8" PRIu64 " %-5d %8.2f\n", i + 1, kind,
-                        in->drawn, in->at, u->resumed_from, u->last_step, u->exit_code, u->seconds);
+                fprintf(f, "%-5d %-17s %-8" PRIu64 " %-8" PRIu64 " %-8" PRIu64 " %-8" PRIu64 " %-5d %8.2f %8.2f %8.2f %6" PRIu64 "\n",
+                        i + 1, kind, in->drawn, in->at, u->resumed_from, u->last_step, u->exit_code, u->seconds,
+                        u->startup_s, u->stop_s, u->redone);
             else
                 fprintf(f, "%-5s %-17s %-8" PRIu64 " %-8" PRIu64 "\n", "", kind, in->drawn, in->at);
             shown = 1;
         }
         if (!shown)
-            fprintf(f, "%-5d %-17s %-8s %-8s %-8" PRIu64 " %-8" PRIu64 " %-5d %8.2f\n", i + 1, "-", "-", "-", u->resumed_from,
-                    u->last_step, u->exit_code, u->seconds);
+            fprintf(f, "%-5d %-17s %-8s %-8s %-8" PRIu64 " %-8" PRIu64 " %-5d %8.2f %8.2f %8s %6" PRIu64 "\n", i + 1, "-", "-",
+                    "-", u->resumed_from, u->last_step, u->exit_code, u->seconds, u->startup_s, "-", u->redone);
     }
     for (int k = 0; k < r->nints; k++)
         if (r->ints[k].run < 0)
@@ -502,6 +565,10 @@ void baton_verify_report_print(FILE *f, const baton_verify_report *r)
     fprintf(f, "time: uninterrupted %.2f s; interrupted %.2f s in %d runs; the whole check %.2f s (%.2f× the "
                "uninterrupted run; its own work beside the runs %.2f s)\n", r->ref_s, r->interrupted_s, r->nruns, r->total_s,
             r->ref_s > 0 ? r->total_s / r->ref_s : 0, r->total_s - r->ref_s - r->interrupted_s);
+    fprintf(f, "budget: %.1f× the uninterrupted run + the restarts (%d: their stops and start-ups less a step each, "
+               "%.2f s) = %.2f s; the check took %.2f s (%.0f %%): %s\n", BATON_VERIFY_BUDGET, r->nruns > 0 ? r->nruns - 1 : 0,
+            r->restarts_s, r->budget_s, r->total_s, r->budget_s > 0 ? 100 * r->total_s / r->budget_s : 0,
+            r->total_s <= r->budget_s ? "within" : "over");
     if (r->kept) fprintf(f, "logs: %s\n", r->work_dir);
 }
 
@@ -528,6 +595,11 @@ char *baton_verify_report_json(const baton_verify_report *r)
         cJSON_AddNumberToObject(o, "last_step", (double)u->last_step);
         cJSON_AddNumberToObject(o, "exit", u->exit_code);
         cJSON_AddNumberToObject(o, "seconds", u->seconds);
+        cJSON_AddNumberToObject(o, "startup", u->startup_s);
+        if (i >= 0) {
+            cJSON_AddNumberToObject(o, "stop", u->stop_s);
+            cJSON_AddNumberToObject(o, "redone", (double)u->redone);
+        }
         cJSON_AddItemToArray(runs, o);
     }
     cJSON *ints = cJSON_AddArrayToObject(j, "interruptions");
@@ -549,6 +621,10 @@ char *baton_verify_report_json(const baton_verify_report *r)
     cJSON_AddNumberToObject(t, "total", r->total_s);
     cJSON_AddNumberToObject(t, "ratio", r->ref_s > 0 ? r->total_s / r->ref_s : 0);
     cJSON_AddNumberToObject(t, "own", r->total_s - r->ref_s - r->interrupted_s);
+    cJSON_AddNumberToObject(t, "step", r->step_s);
+    cJSON_AddNumberToObject(t, "restarts", r->restarts_s);
+    cJSON_AddNumberToObject(t, "budget", r->budget_s);
+    cJSON_AddBoolToObject(t, "within_budget", r->total_s <= r->budget_s);
     if (r->kept) cJSON_AddStringToObject(j, "logs", r->work_dir);
     char *s = baton_json_print(j, 0);
     cJSON_Delete(j);

@@ -5,7 +5,10 @@
 # purpose is caught at the right step with the right cause (exit 1): its loader state saved one
 # batch ahead (samples, the first step after the resume), its momentum not saved (the loss, the
 # second step after it; the weights if a checkpoint comes first), its noise generator not restored
-# (the weights, at the next checkpoint); race train identical; usage errors exit 2.
+# (the weights, at the next checkpoint); the PyTorch example identical under every kind, and the
+# example with each of three classic bugs (the optimizer's state not saved, the loader's state read
+# one batch late, the random generators not saved with dropout on) caught at its step; race train
+# identical; usage errors exit 2.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/cli/lib.sh
 B=${BATON_BUILD:-build}
@@ -26,7 +29,7 @@ check '"$BATON" pack --from fashion-mnist --split test --out "$T/fm" --shard-mb 
 
 # baton train, every kind: identical
 "$BATON" verify-resume --interruptions 4 --kinds term,kill,notice,int --seed 3 --ckpt-dir "$T/ck" --json -- \
-    "$BATON" train --data "$T/fm" --model mlp --max-steps 60 --ckpt-every-steps 5 --ckpt-dir "$T/ck" --quiet \
+    "$BATON" train --data "$T/fm" --model mlp --threads 1 --max-steps 60 --ckpt-every-steps 5 --ckpt-dir "$T/ck" --quiet \
     >"$T/train.json" 2>"$T/train.err"
 rc=$?
 check '[ $rc -eq 0 ] && [ "$(json "$T/train.json" "d[\"cause\"]")" = identical ]' \
@@ -39,7 +42,7 @@ echo "baton train: $(json "$T/train.json" "d[\"seconds\"]")"
 # a kind the command does not react to (notices, to a train that does not watch them) is reported,
 # not a difference
 "$BATON" verify-resume --interruptions 2 --kinds notice --ckpt-dir "$T/nn" --json -- \
-    "$BATON" train --data "$T/fm" --model mlp --max-steps 40 --ckpt-every-steps 5 --ckpt-dir "$T/nn" --no-notice --quiet \
+    "$BATON" train --data "$T/fm" --model mlp --threads 1 --max-steps 40 --ckpt-every-steps 5 --ckpt-dir "$T/nn" --no-notice --quiet \
     >"$T/nn.json" 2>"$T/nn.err"
 rc=$?
 check '[ $rc -eq 0 ] && [ "$(json "$T/nn.json" "d[\"cause\"] == \"identical\" and d[\"interruptions\"][0][\"outcome\"] in (\"ignored\", \"finished first\") and all(i[\"outcome\"] != \"stopped\" for i in d[\"interruptions\"])")" = True ]' \
@@ -91,6 +94,39 @@ if [ $python_ok = 1 ]; then
     rc=$?
     check '[ $rc = 1 ] && grep -q "^different at step [0-9]*: samples: step [0-9]*: the batch held epoch 0 positions" "$T/table" && grep -q "^time: uninterrupted" "$T/table"' \
         "the table: $(head -3 "$T/table")"
+fi
+
+# the PyTorch example (dropout on) under one interruption of every kind: identical; the example with
+# each classic bug (bench/verify_resume/variants.py derives them from it) caught at the first
+# differing step with the right cause (variants.py --expect); bench/verify_resume.sh runs the full set
+torch_ok=$python_ok
+if [ $python_ok = 1 ] && ! /usr/bin/python3 -c "import torch" 2>/dev/null; then
+    skip "no PyTorch for /usr/bin/python3: the example's cases are not run"
+    torch_ok=0
+fi
+case "$B" in *san*) torch_ok=0; echo "(the PyTorch example's cases run in the plain pass: torch under the sanitizers takes minutes)" ;; esac
+if [ $torch_ok = 1 ]; then
+    t0=$(date +%s.%N)
+    check 'python3 bench/verify_resume/variants.py "$T/var" >/dev/null' "the example's variants derive"
+    # seed 9 draws steps 3, 6, 7 and 11 of 16: the notice (polled every 0.1 s, up to 4 of these steps
+    # late) and the last SIGINT land well before the end, where a late one would find the run done
+    ex() {   # ex NAME SCRIPT INTERRUPTIONS KINDS: verify-resume's report in $T/NAME.json, its exit status
+        "${pyenv[@]}" OMP_NUM_THREADS=1 "$BATON" verify-resume --interruptions "$3" --kinds "$4" --seed 9 --quiet \
+            --ckpt-dir "$T/$1.ck" --json -- /usr/bin/python3 "$2" --data "$T/fm" --ckpt "$T/$1.ck" --epochs 1 \
+            --batch 32 --deterministic --threads 1 --loader-threads 1 --max-steps 16 --every 4 --dropout 0.2 \
+            --log-s 0 >"$T/$1.json" 2>"$T/$1.err"
+        echo $?
+    }
+    rc=$(ex example examples/pytorch/train.py 4 term,kill,notice,int)
+    check '[ "$rc" = 0 ] && [ "$(json "$T/example.json" "d[\"cause\"] == \"identical\" and sorted(i[\"kind\"] for i in d[\"interruptions\"] if i[\"outcome\"] == \"stopped\") == [\"int\", \"kill\", \"notice\", \"term\"]")" = True ]' \
+        "the PyTorch example: identical, stopped by every kind (exit $rc): $(head -c 800 "$T/example.json") $(tail -3 "$T/example.err")"
+    for v in optimizer loader rng; do
+        rc=$(ex "$v" "$T/var/train_$v.py" 1 term)
+        want=$(python3 bench/verify_resume/variants.py "$T/$v.json" --expect "$v" --every 4)
+        check '[ "$rc" = 1 ] && [ "$(at "$v")" = "$want" ] && [ "$want" != identical@0 ]' \
+            "the example with the $v bug: $want, got $(at "$v") (exit $rc): $(json "$T/$v.json" "d.get(\"what\")") $(tail -3 "$T/$v.err")"
+    done
+    echo "the PyTorch example's cases: $(python3 -c "import sys; print('%.1f s' % (float(sys.argv[2]) - float(sys.argv[1])))" "$t0" "$(date +%s.%N)")"
 fi
 
 # race train: identical (iterations are its steps; no batches, the policy loss and the checkpoints)

@@ -2,7 +2,8 @@
  * here: a run interrupted and resumed (segments, a step redone after a kill, a torn last line, a
  * line of someone else's) is identical to its uninterrupted run; each kind of difference is named
  * at its step (samples, loss, weights, optimizer, a skipped step, ended early, ran longer, a failed
- * run), the lowest step winning; and the --kinds parser. */
+ * run), the lowest step winning; the --kinds parser; the report's times (start-ups, stops, the
+ * restarts and the budget) in its table and JSON. */
 #include "../../src/fleet/verify_internal.h"
 #include "check.h"
 
@@ -126,6 +127,28 @@ int main(void)
     baton_err err = {0};
     CHECK(baton_verify_kinds_parse("term,notice", &k, &err) == BATON_OK && k == (BATON_VERIFY_TERM | BATON_VERIFY_NOTICE));
     CHECK(baton_verify_kinds_parse("term,hup", &k, &err) == BATON_ERR_USAGE && strstr(err.msg, "'hup'"));
+    /* the report: each run's start-up, stop and steps redone, the restarts and the budget */
+    r = judge(ok, 0);
+    r.ref = (baton_verify_run){0, 6, 0, 2.0, 0.5, 0, 0};
+    r.runs[0] = (baton_verify_run){0, 3, 75, 1.5, 0.5, 0.25, 0};
+    r.runs[1] = (baton_verify_run){3, 6, 0, 1.75, 0.5, 0, 0};
+    r.nruns = 2, r.ref_s = 2.0, r.interrupted_s = 3.25, r.total_s = 5.5, r.restarts_s = 0.75;
+    r.budget_s = BATON_VERIFY_BUDGET * r.ref_s + r.restarts_s;
+    char *js = baton_verify_report_json(&r);
+    CHECK_MSG(js && strstr(js, "\"restarts\":0.75") && strstr(js, "\"budget\":5.75") &&
+                  strstr(js, "\"within_budget\":true") && strstr(js, "\"startup\":0.5") && strstr(js, "\"stop\":0.25"),
+              "%s", js ? js : "(null)");
+    free(js);
+    char *text = NULL;
+    size_t tlen = 0;
+    FILE *f = open_memstream(&text, &tlen);
+    baton_verify_report_print(f, &r);
+    fclose(f);
+    CHECK_MSG(strstr(text, "budget: 2.5× the uninterrupted run + the restarts (1: their stops and start-ups less a step "
+                           "each, 0.75 s) = 5.75 s; the check took 5.50 s (96 %): within"),
+              "%s", text);
+    free(text);
+
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd)) {
