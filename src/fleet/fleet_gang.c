@@ -157,10 +157,12 @@ static void launch_end(sup *s, int task, gang *g, int code, double now)
         l->rank = -1;
         if (code == 0)
             fleet_finish_instance(s, i, BATON_WE_EXIT_OK, 0, now, "exited 0: done (rank %d of %d)", rank, world);
-        else if (in->state == BATON_W_NOTICED)
+        else if (in->state == BATON_W_NOTICED) {
+            if (code == BATON_EXIT_STOPPED) fleet_deadline_event(s, i);   /* the task's result file, in its volume */
             fleet_finish_instance(s, i, BATON_WE_EXIT_STOPPED, code, now, "%s (rank %d of %d)",
                                   code == BATON_EXIT_STOPPED ? "stopped after a checkpoint (exit 75)" : "its ranks ended",
                                   rank, world);
+        }
         else
             fleet_save_inst(s, i);   /* waits for the next launch */
     }

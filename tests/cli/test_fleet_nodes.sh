@@ -4,7 +4,7 @@
 # oversubscribed), LeNet on a Fashion-MNIST pack:
 #   - {min: 1, max: 2}, a notice on the second member once it trained 40 steps: the world stops at
 #     one step (exit 75, the noticed member STOPPED after a checkpoint, not killed at its
-#     deadline), the survivor relaunches alone at once, the replacement joins by a stop of that
+#     deadline, its deadline event logged), the survivor relaunches alone at once, the replacement joins by a stop of that
 #     launch (world 2 -> 1 -> 2); every sample trained exactly once
 #     (the sample audit log) in each epoch of the 200 steps, from both ranks; the end is byte-identical to the same world sizes
 #     run by hand from the same steps (mpirun -n 2, 1, 2); the supervisor is SIGKILLed while the
@@ -61,6 +61,8 @@ check '[ "$(cut -d" " -f1 "$T/grow.worlds" | tr "\n" " ")" = "2 1 2 " ]' "the la
 check 'grep -q "NOTICED -> STOPPED: stopped after a checkpoint (exit 75) (rank 1 of 2)" "$T/grow.err"' \
     "the noticed member stopped after a checkpoint, before its deadline"
 check 'grep -q "more member(s) ready: the 1 rank(s) stop at the next step" "$T/grow.err"' "the replacement joined by a stop of the 1-rank launch"
+check 'grep -q "i-[0-9a-f]* task 0: notice -> step [0-9]* committed +[0-9.]* s, no upload, exit +[0-9.]* s; margin" "$T/grow.err"' \
+    "the noticed member's exit 75 logged its deadline event (rank 0's interruption in the task's result file)"
 check 'grep -q "task 0: done, step 200, 1 interruption(s), 0 crash(es)" "$T/grow.out"' "done at step 200, 1 interruption, no crash"
 check '[ "$(wc -l <"$V/samples")" -eq 12752 ] && [ "$(awk "{print \$1, \$2}" "$V/samples" | sort -u | wc -l)" -eq 12752 ] &&
        [ "$(awk "\$1 == 0" "$V/samples" | wc -l)" -eq 10000 ] && [ "$(awk "{print \$3}" "$V/samples" | sort -u | tr "\n" " ")" = "0 1 " ]' \
