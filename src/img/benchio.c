@@ -129,7 +129,7 @@ int baton_bench_io_run(const baton_bench_io_opts *o, baton_io_mode mode, baton_b
     if (rc || r->skipped) return rc;
     double t0 = baton_now(), c0 = cpu_now();
     baton_loader *l;
-    if ((rc = baton_loader_open(&lo, &l, err))) return rc;
+    if ((rc = baton_loader_open_dataset(&lo, 1, &l, err))) return rc;   /* the front door train and Python use */
     r->open_s = baton_now() - t0;
     baton_cursor end = {o->seed, o->epochs, 0};   /* nothing past the last epoch is fetched */
     if ((rc = baton_loader_set_end(l, &end, err))) {
