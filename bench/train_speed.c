@@ -2,7 +2,10 @@
  * same measurement the PyTorch peer (../shared/peers/torch/bench.py) makes: a model built for
  * 28x28x1 input and 10 classes, SGD with momentum 0.9 and weight decay 5e-4, timed repeats of
  * forward + loss + backward + update. Prints img/s per repeat, the median, achieved GFLOP/s, and
- * with --profile the time per kernel-table entry.
+ * with --profile the time per kernel-table entry. The JSON also gives images per CPU-second of the
+ * process (all its threads; the median repeat's): on a shared machine, with one thread
+ * (OMP_NUM_THREADS=1), a steadier measure of the code than wall-clock img/s, which counts the time
+ * the scheduler gave to others.
  *
  *   train_speed --model resnet20 [--batch 128] [--seconds 4] [--reps 3] [--reference] [--profile] [--json]
  *
@@ -21,6 +24,13 @@ static double now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
@@ -277,10 +287,10 @@ int main(int argc, char **argv)
     memset(pcalls, 0, sizeof pcalls);
     memset(geoms, 0, sizeof geoms);
     ngeoms = 0;
-    double rates[100], opt_time = 0;
+    double rates[100], cpu_rates[100], opt_time = 0;
     unsigned long total_steps = 0;
     for (int r = 0; r < reps; r++) {
-        double t0 = now(), t;
+        double t0 = now(), c0 = cpu_now(), t;
         unsigned long steps = 0;
         do {
             if (baton_nn_train_batch(m, x, y, batch, &loss, &correct, &err)) goto fail;
@@ -292,10 +302,13 @@ int main(int argc, char **argv)
         } while (t < seconds);
         total_steps += steps;
         rates[r] = steps * (double)batch / t;
+        cpu_rates[r] = steps * (double)batch / (cpu_now() - c0);
         if (!json) printf("repeat %d: %.1f img/s (%lu steps, %.2f s)\n", r + 1, rates[r], steps, t);
     }
     qsort(rates, (size_t)reps, sizeof rates[0], cmp_dbl);
     double med = rates[reps / 2];
+    qsort(cpu_rates, (size_t)reps, sizeof cpu_rates[0], cmp_dbl);
+    const double cpu_med = cpu_rates[reps / 2];
     const double gflops = med * train_flops / 1e9;   /* img/s x FLOP per image */
     if (profile) {
         double total = 0;
@@ -323,8 +336,8 @@ int main(int argc, char **argv)
     }
     if (json)
         printf("{\"impl\": \"baton\", \"kernels\": \"%s\", \"model\": \"%s\", \"batch\": %d, \"train_img_per_s\": %.1f, "
-               "\"train_gflops\": %.1f, \"train_flops_per_img\": %.0f}\n",
-               k->name, model, batch, med, gflops, train_flops);
+               "\"train_gflops\": %.1f, \"train_flops_per_img\": %.0f, \"train_img_per_cpu_s\": %.1f}\n",
+               k->name, model, batch, med, gflops, train_flops, cpu_med);
     else
         printf("%s %s batch %d: median %.1f img/s, %.1f GFLOP/s (%.1f MFLOP per image per step)\n", model,
                k->name, batch, med, gflops, train_flops / 1e6);

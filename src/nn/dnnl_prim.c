@@ -198,6 +198,17 @@ static dnnl_status_t hint_pd(dnnl_primitive_desc_t *pd, const_dnnl_op_desc_t des
     return dnnl_primitive_desc_create(pd, desc, S.attr, S.eng, NULL);
 }
 
+/* The oneDNN tag of an activation of c channels in the table's layout: nChw16c (blocked) or NCHW.
+ * For the bf16 table, where oneDNN's AMX convolutions take channels-last (nhwc), the two tensors
+ * whose table layout is nhwc byte for byte — 16 channels blocked by 16 — are
+ * named nhwc, so oneDNN sees the layouts equal: no reorder for the f32 output, a plain conversion
+ * for the bf16 input (instead of a reorder pass each way that moved nothing). */
+static dnnl_format_tag_t act_tag(int bf16, int c)
+{
+    if (bf16 && c == NN_BLOCK) return dnnl_acdb;
+    return nn_is_blocked(NN_BLOCK, c) ? dnnl_aBcd16b : dnnl_abcd;
+}
+
 /* key for convolutions: n ic ih iw oc kh kw stride pad oh ow bias relu (forward: a ReLU post-op).
  * Activations are in the table's layout (nChw16c for channel counts that are multiples of 16, the
  * layout oneDNN's AVX-512 convolutions use natively; NCHW otherwise, e.g. the input images), so
@@ -210,8 +221,7 @@ static dnnl_status_t build_conv_alg(entry *e, const int64_t *v, dnnl_alg_kind_t 
     const int64_t yd[4] = {v[1], v[5], v[10], v[11]};
     const dnnl_format_tag_t any = dnnl_format_tag_any;
     dnnl_memory_desc_t wu;   /* the weights the caller passes: f32, or the model's bf16 copy */
-    const dnnl_format_tag_t xt = nn_is_blocked(NN_BLOCK, (int)v[2]) ? dnnl_aBcd16b : dnnl_abcd;
-    const dnnl_format_tag_t yt = nn_is_blocked(NN_BLOCK, (int)v[5]) ? dnnl_aBcd16b : dnnl_abcd;
+    const dnnl_format_tag_t xt = act_tag(v[KEY_BF16] != 0, (int)v[2]), yt = act_tag(v[KEY_BF16] != 0, (int)v[5]);
     dnnl_status_t st = nn_dnnl_md(&x, 4, xd, xt);
     if (st == dnnl_success) st = nn_dnnl_md(&w, 4, wd, dnnl_abcd);
     if (st == dnnl_success) st = MD1(&b, v[5]);
