@@ -37,12 +37,12 @@ static double cpu_now(void)
 /* --- per-entry profiling: a table whose entries time the wrapped table's ----------------------- */
 enum { P_CONV_F, P_CONV_BD, P_CONV_BW, P_LIN_F, P_LIN_BD, P_LIN_BW, P_BN_F, P_BN_I, P_BN_B, P_RELU_F,
        P_RELU_B, P_MP_F, P_MP_B, P_GAP_F, P_GAP_B, P_ADD, P_BNR_F, P_BNR_B, P_ADDR, P_CONVR_F,
-       P_MPR_B, P_BNAR_F, P_RELU_BA, P_BNAR_B, P_CONVS_F, P_BNAP, P_N };
+       P_MPR_B, P_BNAR_F, P_RELU_BA, P_BNAR_B, P_CONVS_F, P_BNAP, P_CONV_B, P_N };
 static const char *const pname[P_N] = {"conv_fwd", "conv_bwd_data", "conv_bwd_weights", "linear_fwd",
     "linear_bwd_data", "linear_bwd_weights", "bn_fwd_train", "bn_fwd_infer", "bn_bwd", "relu_fwd",
     "relu_bwd", "maxpool_fwd", "maxpool_bwd", "gap_fwd", "gap_bwd", "add", "bn_relu_fwd_train", "bn_relu_bwd",
     "add_relu", "conv_relu_fwd", "maxpool_relu_bwd", "bn_add_relu_fwd_train", "relu_bwd_add", "bn_add_relu_bwd",
-    "conv_bn_stats_fwd", "bn_apply_train"};
+    "conv_bn_stats_fwd", "bn_apply_train", "conv_bwd"};
 static double ptime[P_N];
 static unsigned long pcalls[P_N];
 static const baton_nn_kernels *inner;
@@ -102,6 +102,10 @@ static void w_conv_bd(const baton_nn_conv_geom *g, const float *dy, const float 
 { CTIMED(P_CONV_BD, 1, inner->conv_bwd_data(g, dy, w, dx)); }
 static void w_conv_bw(const baton_nn_conv_geom *g, const float *x, const float *dy, float *dw, float *db)
 { CTIMED(P_CONV_BW, 2, inner->conv_bwd_weights(g, x, dy, dw, db)); }
+/* both backward passes in one call: its time in the per-geometry table's backward-weights column */
+static void w_conv_b(const baton_nn_conv_geom *g, const float *x, const float *dy, const float *w, float *dw,
+                     float *db, float *dx)
+{ CTIMED(P_CONV_B, 2, inner->conv_bwd(g, x, dy, w, dw, db, dx)); }
 static void w_lin_f(int n, int in, int out, const float *x, const float *w, const float *b, float *y)
 { TIMED(P_LIN_F, inner->linear_fwd(n, in, out, x, w, b, y)); }
 static void w_lin_bd(int n, int in, int out, const float *dy, const float *w, float *dx)
@@ -264,6 +268,7 @@ int main(int argc, char **argv)
     profiled.bn_add_relu_bwd = k->bn_add_relu_bwd ? w_bnar_b : NULL;
     profiled.conv_relu_fwd = k->conv_relu_fwd ? w_conv_relu : NULL;
     profiled.conv_bn_stats_fwd = k->conv_bn_stats_fwd ? w_conv_stats : NULL;
+    profiled.conv_bwd = k->conv_bwd ? w_conv_b : NULL;
     profiled.bn_apply_train = k->bn_apply_train ? w_bn_apply : NULL;
     profiled.maxpool_relu_bwd = k->maxpool_relu_bwd ? w_mpr_b : NULL;
     profiled.conv_bn_stats_ok = k->conv_bn_stats_ok;   /* the wrapped entries take what the table's take */
@@ -320,6 +325,8 @@ int main(int argc, char **argv)
                 printf("%-20s %10.2f %8lu %5.1f%%\n", pname[i], 1e3 * ptime[i] / total_steps,
                        pcalls[i] / total_steps, 100 * ptime[i] / total);
         printf("%-20s %10.2f %8d %5.1f%%\n", "optimizer", 1e3 * opt_time / total_steps, 1, 100 * opt_time / total);
+        if (pcalls[P_CONV_B])
+            printf("\n(conv_bwd: both backward passes in one call, counted in the bwd-w column below)");
         printf("\n%-28s %9s %9s %9s   GFLOP/s fwd/bd/bw\n", "convolution (ic>oc hxw kK sS)", "fwd ms", "bwd-d ms",
                "bwd-w ms");
         for (int i = 0; i < ngeoms; i++) {

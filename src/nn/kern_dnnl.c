@@ -285,6 +285,25 @@ static void linear_bwd_weights(int bf16, int n, int in, int out, const float *x,
     if (!nn_prim_dispatch(&k, p)) nn_ref_linear_bwd_weights(n, in, out, x, dy, dw, db);
 }
 
+/* both backward passes (the bf16 table's conv_bwd): dy converted to bfloat16 once, for the
+ * weights' pass and then the data's; the same calls, so the same bits, as the two entries */
+static void b_conv_bwd(const baton_nn_conv_geom *g, const float *x, const float *dy, const float *w, float *dw,
+                       float *db, float *dx)
+{
+    const pkey kw = with_bf16(nn_prim_conv_key(OP_CONV_BWD_W, g, db != NULL), 1);
+    const pkey kd = with_bf16(nn_prim_conv_key(OP_CONV_BWD_DATA, g, 0), 1);
+    const void *dy16 = dx && !bf16_as_f32(g, 0) && !bf16_as_f32(g, 1) ? nn_prim_stage(&kw, 1, dy) : NULL;
+    if (!dy16) {
+        conv_bwd_weights(1, g, x, dy, dw, db);
+        if (dx) conv_bwd_data(1, g, dy, w, dx);
+        return;
+    }
+    void *pw[4] = {P(x), P(dy), dw, db};
+    if (!nn_prim_dispatch_staged(&kw, pw, 1, dy16)) ref_conv(OP_CONV_BWD_W, g, x, dy, NULL, dw, db);
+    void *pd[3] = {P(dy), P(w), dx};
+    if (!nn_prim_dispatch_staged(&kd, pd, 0, dy16)) ref_conv_w(1, OP_CONV_BWD_DATA, g, dy, w, NULL, dx);
+}
+
 /* the two tables' entries */
 #define CG const baton_nn_conv_geom *g
 static void d_conv_fwd(CG, const float *x, const float *w, const float *b, float *y) { conv_fwd(0, g, x, w, b, y); }
@@ -459,6 +478,7 @@ static void init_once(void)
     bf16_table.conv_relu_fwd = b_conv_relu_fwd;
     bf16_table.conv_bwd_data = b_conv_bwd_data;
     bf16_table.conv_bwd_weights = b_conv_bwd_weights;
+    bf16_table.conv_bwd = b_conv_bwd;
     bf16_table.linear_fwd = b_linear_fwd;
     bf16_table.linear_bwd_data = b_linear_bwd_data;
     bf16_table.linear_bwd_weights = b_linear_bwd_weights;
