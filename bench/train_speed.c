@@ -2,9 +2,17 @@
  * same measurement the PyTorch peer (../shared/peers/torch/bench.py) makes: a model built for
  * 28x28x1 input and 10 classes, SGD with momentum 0.9 and weight decay 5e-4, timed repeats of
  * forward + loss + backward + update. Prints img/s per repeat, the median, achieved GFLOP/s, and
- * with --profile the time per kernel-table entry.
+ * with --profile the time per kernel-table entry. The JSON also gives images per CPU-second of the
+ * process (all its threads; the median repeat's): on a shared machine, with one thread
+ * (OMP_NUM_THREADS=1), a steadier measure of the code than wall-clock img/s, which counts the time
+ * the scheduler gave to others.
  *
  *   train_speed --model resnet20 [--batch 128] [--seconds 4] [--reps 3] [--reference] [--profile] [--json]
+ *               [--precision f32|bf16] [--cpu-clock]
+ *
+ * --cpu-clock: every time (the repeats' length, img/s, the profile's ms per step) is the process's
+ * CPU time instead of wall-clock — with OMP_NUM_THREADS=1 on a shared machine, what the code costs
+ * without the time the scheduler gave to other processes.
  *
  * FLOPs: 2 × multiply-accumulates of convolutions and linear layers per image for the forward
  * pass; a training step counts 3 × forward minus the first layer's data gradient (not computed),
@@ -17,22 +25,31 @@
 #include <string.h>
 #include <time.h>
 
+static clockid_t clock_id = CLOCK_MONOTONIC;   /* --cpu-clock: the process's CPU time */
+
 static double now(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(clock_id, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 /* --- per-entry profiling: a table whose entries time the wrapped table's ----------------------- */
 enum { P_CONV_F, P_CONV_BD, P_CONV_BW, P_LIN_F, P_LIN_BD, P_LIN_BW, P_BN_F, P_BN_I, P_BN_B, P_RELU_F,
        P_RELU_B, P_MP_F, P_MP_B, P_GAP_F, P_GAP_B, P_ADD, P_BNR_F, P_BNR_B, P_ADDR, P_CONVR_F,
-       P_MPR_B, P_BNAR_F, P_RELU_BA, P_BNAR_B, P_CONVS_F, P_BNAP, P_N };
+       P_MPR_B, P_BNAR_F, P_RELU_BA, P_BNAR_B, P_CONVS_F, P_BNAP, P_CONV_B, P_N };
 static const char *const pname[P_N] = {"conv_fwd", "conv_bwd_data", "conv_bwd_weights", "linear_fwd",
     "linear_bwd_data", "linear_bwd_weights", "bn_fwd_train", "bn_fwd_infer", "bn_bwd", "relu_fwd",
     "relu_bwd", "maxpool_fwd", "maxpool_bwd", "gap_fwd", "gap_bwd", "add", "bn_relu_fwd_train", "bn_relu_bwd",
     "add_relu", "conv_relu_fwd", "maxpool_relu_bwd", "bn_add_relu_fwd_train", "relu_bwd_add", "bn_add_relu_bwd",
-    "conv_bn_stats_fwd", "bn_apply_train"};
+    "conv_bn_stats_fwd", "bn_apply_train", "conv_bwd"};
 static double ptime[P_N];
 static unsigned long pcalls[P_N];
 static const baton_nn_kernels *inner;
@@ -92,6 +109,10 @@ static void w_conv_bd(const baton_nn_conv_geom *g, const float *dy, const float 
 { CTIMED(P_CONV_BD, 1, inner->conv_bwd_data(g, dy, w, dx)); }
 static void w_conv_bw(const baton_nn_conv_geom *g, const float *x, const float *dy, float *dw, float *db)
 { CTIMED(P_CONV_BW, 2, inner->conv_bwd_weights(g, x, dy, dw, db)); }
+/* both backward passes in one call: its time in the per-geometry table's backward-weights column */
+static void w_conv_b(const baton_nn_conv_geom *g, const float *x, const float *dy, const float *w, float *dw,
+                     float *db, float *dx)
+{ CTIMED(P_CONV_B, 2, inner->conv_bwd(g, x, dy, w, dw, db, dx)); }
 static void w_lin_f(int n, int in, int out, const float *x, const float *w, const float *b, float *y)
 { TIMED(P_LIN_F, inner->linear_fwd(n, in, out, x, w, b, y)); }
 static void w_lin_bd(int n, int in, int out, const float *dy, const float *w, float *dx)
@@ -202,12 +223,13 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--seconds") && i + 1 < argc) seconds = atof(argv[++i]);
         else if (!strcmp(argv[i], "--reference")) reference = 1;
         else if (!strcmp(argv[i], "--profile")) profile = 1;
+        else if (!strcmp(argv[i], "--cpu-clock")) clock_id = CLOCK_PROCESS_CPUTIME_ID;
         else if (!strcmp(argv[i], "--precision") && i + 1 < argc && !strcmp(argv[i + 1], "bf16")) bf16 = 1, i++;
         else if (!strcmp(argv[i], "--precision") && i + 1 < argc && !strcmp(argv[i + 1], "f32")) i++;
         else if (!strcmp(argv[i], "--json")) json = 1;
         else {
             fprintf(stderr, "usage: train_speed --model NAME [--batch B] [--seconds S] [--reps R] "
-                            "[--reference] [--precision f32|bf16] [--profile] [--json]\n");
+                            "[--reference] [--precision f32|bf16] [--profile] [--cpu-clock] [--json]\n");
             return 2;
         }
     }
@@ -254,6 +276,7 @@ int main(int argc, char **argv)
     profiled.bn_add_relu_bwd = k->bn_add_relu_bwd ? w_bnar_b : NULL;
     profiled.conv_relu_fwd = k->conv_relu_fwd ? w_conv_relu : NULL;
     profiled.conv_bn_stats_fwd = k->conv_bn_stats_fwd ? w_conv_stats : NULL;
+    profiled.conv_bwd = k->conv_bwd ? w_conv_b : NULL;
     profiled.bn_apply_train = k->bn_apply_train ? w_bn_apply : NULL;
     profiled.maxpool_relu_bwd = k->maxpool_relu_bwd ? w_mpr_b : NULL;
     profiled.conv_bn_stats_ok = k->conv_bn_stats_ok;   /* the wrapped entries take what the table's take */
@@ -277,10 +300,10 @@ int main(int argc, char **argv)
     memset(pcalls, 0, sizeof pcalls);
     memset(geoms, 0, sizeof geoms);
     ngeoms = 0;
-    double rates[100], opt_time = 0;
+    double rates[100], cpu_rates[100], opt_time = 0;
     unsigned long total_steps = 0;
     for (int r = 0; r < reps; r++) {
-        double t0 = now(), t;
+        double t0 = now(), c0 = cpu_now(), t;
         unsigned long steps = 0;
         do {
             if (baton_nn_train_batch(m, x, y, batch, &loss, &correct, &err)) goto fail;
@@ -292,10 +315,13 @@ int main(int argc, char **argv)
         } while (t < seconds);
         total_steps += steps;
         rates[r] = steps * (double)batch / t;
+        cpu_rates[r] = steps * (double)batch / (cpu_now() - c0);
         if (!json) printf("repeat %d: %.1f img/s (%lu steps, %.2f s)\n", r + 1, rates[r], steps, t);
     }
     qsort(rates, (size_t)reps, sizeof rates[0], cmp_dbl);
     double med = rates[reps / 2];
+    qsort(cpu_rates, (size_t)reps, sizeof cpu_rates[0], cmp_dbl);
+    const double cpu_med = cpu_rates[reps / 2];
     const double gflops = med * train_flops / 1e9;   /* img/s x FLOP per image */
     if (profile) {
         double total = 0;
@@ -307,6 +333,8 @@ int main(int argc, char **argv)
                 printf("%-20s %10.2f %8lu %5.1f%%\n", pname[i], 1e3 * ptime[i] / total_steps,
                        pcalls[i] / total_steps, 100 * ptime[i] / total);
         printf("%-20s %10.2f %8d %5.1f%%\n", "optimizer", 1e3 * opt_time / total_steps, 1, 100 * opt_time / total);
+        if (pcalls[P_CONV_B])
+            printf("\n(conv_bwd: both backward passes in one call, counted in the bwd-w column below)");
         printf("\n%-28s %9s %9s %9s   GFLOP/s fwd/bd/bw\n", "convolution (ic>oc hxw kK sS)", "fwd ms", "bwd-d ms",
                "bwd-w ms");
         for (int i = 0; i < ngeoms; i++) {
@@ -323,8 +351,8 @@ int main(int argc, char **argv)
     }
     if (json)
         printf("{\"impl\": \"baton\", \"kernels\": \"%s\", \"model\": \"%s\", \"batch\": %d, \"train_img_per_s\": %.1f, "
-               "\"train_gflops\": %.1f, \"train_flops_per_img\": %.0f}\n",
-               k->name, model, batch, med, gflops, train_flops);
+               "\"train_gflops\": %.1f, \"train_flops_per_img\": %.0f, \"train_img_per_cpu_s\": %.1f}\n",
+               k->name, model, batch, med, gflops, train_flops, cpu_med);
     else
         printf("%s %s batch %d: median %.1f img/s, %.1f GFLOP/s (%.1f MFLOP per image per step)\n", model,
                k->name, batch, med, gflops, train_flops / 1e6);

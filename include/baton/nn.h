@@ -159,6 +159,12 @@ typedef struct baton_nn_kernels {
     void (*gap_bwd)(int n, int c, int hw, const float *dy, float *dx);
     /* y = a + b elementwise; y may alias a or b */
     void (*add)(size_t count, const float *a, const float *b, float *y);
+    /* optional (NULL where the table has nothing to share between the two): a convolution's two
+     * backward passes in one call — what conv_bwd_weights(g, x, dy, dw, db) then
+     * conv_bwd_data(g, dy, w, dx) write, bit for bit; dx NULL: the weights' pass only. (The bf16
+     * table converts dy to bfloat16 once for both.) */
+    void (*conv_bwd)(const baton_nn_conv_geom *g, const float *x, const float *dy, const float *w, float *dw,
+                     float *db, float *dx);
 } baton_nn_kernels;
 
 /* The plain C reference kernels: single-threaded, straightforward loops, fixed summation order. */

@@ -80,6 +80,10 @@ typedef struct tstate {
     size_t scratch_size;
     void *arena;                    /* blocked copies of convolution arguments, likewise */
     size_t arena_size;
+    void *stage;                    /* nn_prim_stage's copy, and its descriptor */
+    size_t stage_size;
+    dnnl_memory_desc_t stage_md;
+    dnnl_memory_t stage_mem;        /* the copy as a oneDNN memory (its handle set per use) */
 } tstate;
 
 static __thread tstate *T;
@@ -198,6 +202,17 @@ static dnnl_status_t hint_pd(dnnl_primitive_desc_t *pd, const_dnnl_op_desc_t des
     return dnnl_primitive_desc_create(pd, desc, S.attr, S.eng, NULL);
 }
 
+/* The oneDNN tag of an activation of c channels in the table's layout: nChw16c (blocked) or NCHW.
+ * For the bf16 table, where oneDNN's AMX convolutions take channels-last (nhwc), the two tensors
+ * whose table layout is nhwc byte for byte — 16 channels blocked by 16 — are
+ * named nhwc, so oneDNN sees the layouts equal: no reorder for the f32 output, a plain conversion
+ * for the bf16 input (instead of a reorder pass each way that moved nothing). */
+static dnnl_format_tag_t act_tag(int bf16, int c)
+{
+    if (bf16 && c == NN_BLOCK) return dnnl_acdb;
+    return nn_is_blocked(NN_BLOCK, c) ? dnnl_aBcd16b : dnnl_abcd;
+}
+
 /* key for convolutions: n ic ih iw oc kh kw stride pad oh ow bias relu (forward: a ReLU post-op).
  * Activations are in the table's layout (nChw16c for channel counts that are multiples of 16, the
  * layout oneDNN's AVX-512 convolutions use natively; NCHW otherwise, e.g. the input images), so
@@ -210,8 +225,7 @@ static dnnl_status_t build_conv_alg(entry *e, const int64_t *v, dnnl_alg_kind_t 
     const int64_t yd[4] = {v[1], v[5], v[10], v[11]};
     const dnnl_format_tag_t any = dnnl_format_tag_any;
     dnnl_memory_desc_t wu;   /* the weights the caller passes: f32, or the model's bf16 copy */
-    const dnnl_format_tag_t xt = nn_is_blocked(NN_BLOCK, (int)v[2]) ? dnnl_aBcd16b : dnnl_abcd;
-    const dnnl_format_tag_t yt = nn_is_blocked(NN_BLOCK, (int)v[5]) ? dnnl_aBcd16b : dnnl_abcd;
+    const dnnl_format_tag_t xt = act_tag(v[KEY_BF16] != 0, (int)v[2]), yt = act_tag(v[KEY_BF16] != 0, (int)v[5]);
     dnnl_status_t st = nn_dnnl_md(&x, 4, xd, xt);
     if (st == dnnl_success) st = nn_dnnl_md(&w, 4, wd, dnnl_abcd);
     if (st == dnnl_success) st = MD1(&b, v[5]);
@@ -432,6 +446,8 @@ static void tstate_free(void *p)
     tstate *t = p;
     for (int i = 0; i < CACHE_CAP; i++) entry_clear(&t->cache[i]);
     if (t->strm) dnnl_stream_destroy(t->strm);
+    if (t->stage_mem) dnnl_memory_destroy(t->stage_mem);
+    free(t->stage);
     free(t->scratch);
     free(t->arena);
     free(t);
@@ -451,22 +467,60 @@ static tstate *tstate_new(void)
     return t;
 }
 
-/* Run the primitive for key k on the caller's arrays (ptrs in the order of the entry's arguments).
- * Returns 1 when oneDNN did the work, 0 when the caller must run the reference kernel. */
-int nn_prim_dispatch(const pkey *k, void *const *ptrs)
+/* the inner descriptor of an entry's argument i (NULL: none, the plain array is read as it is) */
+static const dnnl_memory_desc_t *inner_md(const entry *e, int i)
+{
+    const dnnl_memory_desc_t *md = NULL;
+    if (!e->inner[i] || dnnl_memory_get_memory_desc(e->inner[i], &md) != dnnl_success) return NULL;
+    return md;
+}
+
+const void *nn_prim_stage(const pkey *k, int i, const void *user)
+{
+    if (!T && !(T = tstate_new())) return NULL;
+    entry *e = lookup(k);
+    const dnnl_memory_desc_t *md = e->failed || i >= e->nuser || e->is_out[i] || !e->reorder[i] ? NULL
+                                                                                                  : inner_md(e, i);
+    if (!md) return NULL;
+    dnnl_status_t st = grow(&T->stage, &T->stage_size, dnnl_memory_desc_get_size(md));
+    if (st == dnnl_success && (!T->stage_mem || !dnnl_memory_desc_equal(md, &T->stage_md))) {
+        if (T->stage_mem) dnnl_memory_destroy(T->stage_mem);   /* a new geometry: once per change */
+        T->stage_mem = NULL;
+        st = dnnl_memory_create(&T->stage_mem, md, S.eng, DNNL_MEMORY_NONE);
+        if (st == dnnl_success) T->stage_md = *md;
+    }
+    if (st == dnnl_success) st = dnnl_memory_set_data_handle(T->stage_mem, T->stage);
+    if (st == dnnl_success) st = dnnl_memory_set_data_handle(e->user[i], (void *)(uintptr_t)user);
+    if (st == dnnl_success) {
+        dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, e->user[i]}, {DNNL_ARG_TO, T->stage_mem}};
+        st = dnnl_primitive_execute(e->reorder[i], T->strm, 2, ra);
+    }
+    if (st == dnnl_success) st = dnnl_stream_wait(T->strm);
+    return st == dnnl_success ? T->stage : NULL;
+}
+
+/* Run the primitive for key k on the caller's arrays (ptrs in the order of the entry's arguments;
+ * argument skip, when >= 0, already in the primitive's layout at staged). Returns 1 when oneDNN
+ * did the work, 0 when the caller must run the reference kernel. */
+static int dispatch(const pkey *k, void *const *ptrs, int skip, const void *staged)
 {
     if (!T && !(T = tstate_new())) return 0;
     entry *e = lookup(k);
     dnnl_status_t st = e->failed ? e->why : dnnl_success;
+    if (skip >= 0 && st == dnnl_success) {
+        const dnnl_memory_desc_t *md = skip < e->nuser && !e->is_out[skip] ? inner_md(e, skip) : NULL;
+        if (!staged || !md || !dnnl_memory_desc_equal(md, &T->stage_md)) skip = -1;
+    }
     for (int i = 0; i < e->nuser && st == dnnl_success; i++) {
         st = dnnl_memory_set_data_handle(e->user[i], ptrs[i]);
         if (st == dnnl_success && e->inner[i])
-            st = dnnl_memory_set_data_handle(e->inner[i], (char *)T->arena + e->inner_off[i]);
+            st = dnnl_memory_set_data_handle(e->inner[i], i == skip ? (void *)(uintptr_t)staged
+                                                                    : (char *)T->arena + e->inner_off[i]);
     }
     if (st == dnnl_success && e->nargs > e->nuser)
         st = dnnl_memory_set_data_handle(e->args[e->nuser].memory, T->scratch);
     for (int i = 0; i < e->nuser && st == dnnl_success; i++)
-        if (e->reorder[i] && !e->is_out[i]) {
+        if (e->reorder[i] && !e->is_out[i] && i != skip) {
             dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, e->user[i]}, {DNNL_ARG_TO, e->inner[i]}};
             st = dnnl_primitive_execute(e->reorder[i], T->strm, 2, ra);
         }
@@ -488,6 +542,13 @@ int nn_prim_dispatch(const pkey *k, void *const *ptrs)
                       dnnl_status2str(st));
     }
     return st == dnnl_success;
+}
+
+int nn_prim_dispatch(const pkey *k, void *const *ptrs) { return dispatch(k, ptrs, -1, NULL); }
+
+int nn_prim_dispatch_staged(const pkey *k, void *const *ptrs, int i, const void *staged)
+{
+    return dispatch(k, ptrs, i, staged);
 }
 
 pkey nn_prim_key(int op, int nv, const int64_t *vals)

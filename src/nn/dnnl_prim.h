@@ -35,6 +35,16 @@ pkey nn_prim_conv_key(int op, const baton_nn_conv_geom *g, int bias);
  * is logged once per operation). Only after nn_prim_init succeeded. */
 int nn_prim_dispatch(const pkey *k, void *const *ptrs);
 
+/* A convolution's two backward passes share d(output): nn_prim_stage runs input argument i's
+ * reorder of key k's primitive (into its layout and type) from user into the calling thread's
+ * stage buffer and returns the staged copy — NULL when that argument needs no reorder or it
+ * failed (the caller then passes the plain array as usual). nn_prim_dispatch_staged is
+ * nn_prim_dispatch with argument i read from that copy instead of reordered again from ptrs[i],
+ * where its primitive's layout for it is the staged one (otherwise as nn_prim_dispatch). The copy
+ * lasts until the thread's next nn_prim_stage. */
+const void *nn_prim_stage(const pkey *k, int i, const void *user);
+int nn_prim_dispatch_staged(const pkey *k, void *const *ptrs, int i, const void *staged);
+
 /* Once per process: the engine, the attributes and the threads' key; 0, or -1 with why said. */
 int nn_prim_init(char *why, size_t cap);
 dnnl_engine_t nn_prim_engine(void);

@@ -30,8 +30,11 @@
  * the primitive's layout per call but never converted; activations and gradients are converted
  * per call. Convolutions leave the activation layout to oneDNN, which on AMX picks channels-last
  * (nhwc): the f32 nChw16c arrays are reordered into bf16 nhwc before and out of nhwc after — a
- * transpose each way, still far cheaper than the f32 kernel on such a CPU. No Winograd, no
- * hand-written direct kernel and no statistics-taking fusion in bf16.
+ * transpose each way, still far cheaper than the f32 kernel on such a CPU (16-channel activations
+ * are channels-last already: only converted). No Winograd, no hand-written direct kernel and no
+ * statistics-taking fusion in bf16. The geometries where the bf16 kernels measured slower (one
+ * input channel, stride 2, 1x1: bf16_as_f32) run on the f32 kernels with the bfloat16 weights
+ * widened — the same weight values, f32 activations.
  *
  * Errors: the table entries cannot return a status. If oneDNN cannot create or run a primitive for
  * some geometry, that call (and later ones with the same geometry) falls back to the reference
@@ -138,8 +141,33 @@ static pkey with_bf16(pkey k, int bf16)
     return k;
 }
 
+/* Where the bf16 table runs a convolution on the f32 kernels instead: the geometries whose bf16
+ * kernels measured slower than the f32 ones on the AMX machine (bench/RESULTS.md §18, CPU time per
+ * call in a resnet20 step) — the first layer (one input channel) and the stride-2 and 1x1
+ * convolutions of the downsampling blocks, too little work per call for AMX to win back its
+ * conversions. Backward-weights reads no weights, so it takes every such geometry; forward and
+ * backward-data widen the bfloat16 weights on the stack (exactly: the same values the bf16 kernel
+ * multiplies by), so they take those whose weights fit. A fixed rule of the geometry, so every
+ * process chooses alike (a resumed run reproduces an uninterrupted one). */
+#define WIDEN_MAX 4608   /* 32x16x3x3: floats of widened weights on the stack */
+
+static int bf16_slower(const baton_nn_conv_geom *g) { return g->ic < 16 || g->stride != 1 || g->kh == 1; }
+
+static int bf16_as_f32(const baton_nn_conv_geom *g, int reads_w)
+{
+    return bf16_slower(g) && (!reads_w || (size_t)g->oc * g->ic * g->kh * g->kw <= WIDEN_MAX);
+}
+
+static void conv_bwd_data(int bf16, const baton_nn_conv_geom *g, const float *dy, const float *w, float *dx);
+
 static void conv_fwd(int bf16, const baton_nn_conv_geom *g, const float *x, const float *w, const float *b, float *y)
 {
+    if (bf16 && bf16_as_f32(g, 1)) {
+        float w32[WIDEN_MAX];
+        nn_bf16_widen((size_t)g->oc * g->ic * g->kh * g->kw, (const uint16_t *)(const void *)w, w32);
+        conv_fwd(0, g, x, w32, b, y);
+        return;
+    }
     if (!bf16 && fast_conv(g, x, w, b, 0, 0, y)) return;
     pkey k = with_bf16(nn_prim_conv_key(OP_CONV_FWD, g, b != NULL), bf16);
     void *p[4] = {P(x), P(w), y, P(b)};
@@ -154,6 +182,11 @@ static void d_relu_fwd(size_t count, const float *x, float *y);
 static int conv_relu_fwd(int bf16, const baton_nn_conv_geom *g, const float *x, const float *w, const float *b,
                          float *y)
 {
+    if (bf16 && bf16_as_f32(g, 1)) {
+        float w32[WIDEN_MAX];
+        nn_bf16_widen((size_t)g->oc * g->ic * g->kh * g->kw, (const uint16_t *)(const void *)w, w32);
+        return conv_relu_fwd(0, g, x, w32, b, y);
+    }
     if (!bf16 && fast_conv(g, x, w, b, 1, 0, y)) return 1;
     pkey k = with_bf16(nn_prim_conv_key(OP_CONV_FWD, g, b != NULL), bf16);
     k.v[13] = 1;
@@ -181,6 +214,12 @@ static int bwd_data_by_fwd(const baton_nn_conv_geom *g)
 
 static void conv_bwd_data(int bf16, const baton_nn_conv_geom *g, const float *dy, const float *w, float *dx)
 {
+    if (bf16 && bf16_as_f32(g, 1)) {
+        float w32[WIDEN_MAX];
+        nn_bf16_widen((size_t)g->oc * g->ic * g->kh * g->kw, (const uint16_t *)(const void *)w, w32);
+        conv_bwd_data(0, g, dy, w32, dx);
+        return;
+    }
     if (!bf16 && fast_conv(g, dy, w, NULL, 0, 1, dx)) return;
     if (!bf16 && bwd_data_by_fwd(g)) {
         float wf[FLIP_MAX];
@@ -204,6 +243,7 @@ static void conv_bwd_data(int bf16, const baton_nn_conv_geom *g, const float *dy
 static void conv_bwd_weights(int bf16, const baton_nn_conv_geom *g, const float *x, const float *dy, float *dw,
                              float *db)
 {
+    if (bf16 && bf16_as_f32(g, 0)) bf16 = 0;
     pkey k = with_bf16(nn_prim_conv_key(OP_CONV_BWD_W, g, db != NULL), bf16);
     void *p[4] = {P(x), P(dy), dw, db};
     if (!nn_prim_dispatch(&k, p)) ref_conv(OP_CONV_BWD_W, g, x, dy, NULL, dw, db);
@@ -243,6 +283,25 @@ static void linear_bwd_weights(int bf16, int n, int in, int out, const float *x,
     pkey k = with_bf16(ip_key(OP_IP_BWD_W, n, in, out, db != NULL), bf16);
     void *p[4] = {P(x), P(dy), dw, db};
     if (!nn_prim_dispatch(&k, p)) nn_ref_linear_bwd_weights(n, in, out, x, dy, dw, db);
+}
+
+/* both backward passes (the bf16 table's conv_bwd): dy converted to bfloat16 once, for the
+ * weights' pass and then the data's; the same calls, so the same bits, as the two entries */
+static void b_conv_bwd(const baton_nn_conv_geom *g, const float *x, const float *dy, const float *w, float *dw,
+                       float *db, float *dx)
+{
+    const pkey kw = with_bf16(nn_prim_conv_key(OP_CONV_BWD_W, g, db != NULL), 1);
+    const pkey kd = with_bf16(nn_prim_conv_key(OP_CONV_BWD_DATA, g, 0), 1);
+    const void *dy16 = dx && !bf16_as_f32(g, 0) && !bf16_as_f32(g, 1) ? nn_prim_stage(&kw, 1, dy) : NULL;
+    if (!dy16) {
+        conv_bwd_weights(1, g, x, dy, dw, db);
+        if (dx) conv_bwd_data(1, g, dy, w, dx);
+        return;
+    }
+    void *pw[4] = {P(x), P(dy), dw, db};
+    if (!nn_prim_dispatch_staged(&kw, pw, 1, dy16)) ref_conv(OP_CONV_BWD_W, g, x, dy, NULL, dw, db);
+    void *pd[3] = {P(dy), P(w), dx};
+    if (!nn_prim_dispatch_staged(&kd, pd, 0, dy16)) ref_conv_w(1, OP_CONV_BWD_DATA, g, dy, w, NULL, dx);
 }
 
 /* the two tables' entries */
@@ -419,6 +478,7 @@ static void init_once(void)
     bf16_table.conv_relu_fwd = b_conv_relu_fwd;
     bf16_table.conv_bwd_data = b_conv_bwd_data;
     bf16_table.conv_bwd_weights = b_conv_bwd_weights;
+    bf16_table.conv_bwd = b_conv_bwd;
     bf16_table.linear_fwd = b_linear_fwd;
     bf16_table.linear_bwd_data = b_linear_bwd_data;
     bf16_table.linear_bwd_weights = b_linear_bwd_weights;

@@ -110,8 +110,13 @@ static int conv_relu_pool_fwd(baton_nn_model *m, const nn_op *o, int n)
 static void conv_back(baton_nn_model *m, const nn_layer *l, int n, const float *dy, const nn_gout *gx)
 {
     const baton_nn_conv_geom g = nn_conv_geom(m, l, n);
-    m->k->conv_bwd_weights(&g, slot(m, l->in)->data, dy, tgrad(m, l->tw), tgrad(m, l->tb));
     float *dx = gx_at(m, gx);
+    if (m->k->conv_bwd) {   /* both passes in one call (the bf16 table: dy converted once) */
+        m->k->conv_bwd(&g, slot(m, l->in)->data, dy, wdata(m, l->tw), tgrad(m, l->tw), tgrad(m, l->tb), dx);
+        if (dx) gx_done(m, gx, n);
+        return;
+    }
+    m->k->conv_bwd_weights(&g, slot(m, l->in)->data, dy, tgrad(m, l->tw), tgrad(m, l->tb));
     if (!dx) return;
     m->k->conv_bwd_data(&g, dy, wdata(m, l->tw), dx);
     gx_done(m, gx, n);

@@ -142,6 +142,36 @@ static void conv_case(const char *tag, int n, int ic, int ih, int oc, int k, int
     CHECK_MSG(within(what, dwg, dwr, dws, nw, (double)n * oh * oh, &differs), "%s", what);
     CHECK_MSG(differs > 0, "%s: the bf16 result is the f32 one", what);
     if (b) CHECK_MSG(within(what, dbg, dbr, dbs, (size_t)oc, (double)n * oh * oh, &differs), "%s db", what);
+    /* conv_bwd: both passes in one call (d(output) converted once), the two entries' bits */
+    if (B->conv_bwd) {
+        float *t2 = vec(nx, 0, 0), dbb[64];
+        B->conv_bwd(&g, tx, tdy, W16(w16), dws, b ? dbb : NULL, t2);
+        B->conv_bwd_data(&g, tdy, W16(w16), t);
+        CHECK_MSG(memcmp(dws, dwg, sizeof(float) * nw) == 0 && memcmp(t, t2, sizeof(float) * nx) == 0 &&
+                      (!b || memcmp(dbb, dbg, sizeof(float) * (size_t)oc) == 0),
+                  "%s conv_bwd is not conv_bwd_weights + conv_bwd_data", tag);
+        B->conv_bwd(&g, tx, tdy, W16(w16), dws, b ? dbb : NULL, NULL);
+        CHECK_MSG(memcmp(dws, dwg, sizeof(float) * nw) == 0, "%s conv_bwd without dx", tag);
+        free(t2);
+    }
+    /* the geometries the bf16 table runs on the f32 kernels (kern_dnnl.c's bf16_as_f32: one input
+     * channel, stride 2, 1x1): the f32 table's bits — on the bfloat16 weights widened, for the
+     * passes that read weights and whose weights fit its stack buffer */
+    if (ic < 16 || stride != 1 || k == 1) {
+        D->conv_bwd_weights(&g, tx, tdy, dwr, b ? dbr : NULL);
+        CHECK_MSG(memcmp(dwr, dwg, sizeof(float) * nw) == 0, "%s: not the f32 kernel's", what);
+        if (nw <= 4608) {
+            nn_bf16_widen(nw, w16, w);
+            float *t2 = vec(ny > nx ? ny : nx, 0, 0);
+            B->conv_fwd(&g, tx, W16(w16), b, t);
+            D->conv_fwd(&g, tx, w, b, t2);
+            CHECK_MSG(memcmp(t, t2, sizeof(float) * ny) == 0, "%s conv_fwd: not the f32 kernel's", tag);
+            B->conv_bwd_data(&g, tdy, W16(w16), t);
+            D->conv_bwd_data(&g, tdy, w, t2);
+            CHECK_MSG(memcmp(t, t2, sizeof(float) * nx) == 0, "%s conv_bwd_data: not the f32 kernel's", tag);
+            free(t2);
+        }
+    }
     free(x), free(w), free(b), free(dy), free(ax), free(aw), free(ady), free(w16), free(ref), free(s), free(got);
     free(dwr), free(dws), free(dwg), free(tx), free(tdy), free(t);
 }
