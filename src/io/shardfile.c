@@ -1,5 +1,6 @@
-/* shardfile.c — local shard files read in the indexed order (mount mode: a dataset folder on a
- * local disk or a mounted NFS/EFS/FSx path), record by record, in any order.
+/* shardfile.c — local shard files read in the indexed order, record by record, in any order: mount
+ * mode's dataset folder (a local disk or a mounted NFS/EFS/FSx path) and file and cache mode's
+ * local copy (a folder that other processes can clean, truncate or replace under the reader).
  *
  * Owns: one descriptor per shard (opened and size-checked when the reader opens; at most
  * MAX_OPEN kept open at once, the others reopened when needed), a cache of checked pieces (slots
@@ -37,7 +38,7 @@ typedef struct slot {
 } slot;
 
 struct io_shardfile {
-    const char *uri;
+    char *uri;
     char *dir;
     const baton_manifest *m;
     int *fd;                 /* per shard, -1 when closed */
@@ -104,21 +105,21 @@ static int read_exact(io_shardfile *f, uint32_t s, uint64_t at, uint8_t *buf, si
     return BATON_OK;
 }
 
-int io_shardfile_open(io_shardfile **out, const char *uri, const char *dir, const baton_manifest *m,
-                      size_t cache_bytes, baton_err *err)
+int io_shardfile_new(io_shardfile **out, const char *uri, const char *dir, const baton_manifest *m,
+                     size_t cache_bytes, baton_err *err)
 {
     *out = NULL;
     io_shardfile *f = calloc(1, sizeof *f);
     size_t n = m->nshards ? m->nshards : 1;
     if (f) {
-        f->uri = uri;
+        f->uri = strdup(uri);
         f->m = m;
         f->dir = strdup(dir);
         if ((f->fd = malloc(n * sizeof *f->fd))) memset(f->fd, 0xff, n * sizeof *f->fd);   /* all -1 */
         f->ring = malloc(MAX_OPEN * sizeof *f->ring);
         f->first_piece = calloc(n + 1, sizeof *f->first_piece);
     }
-    if (!f || !f->dir || !f->fd || !f->ring || !f->first_piece) {
+    if (!f || !f->uri || !f->dir || !f->fd || !f->ring || !f->first_piece) {
         io_shardfile_close(f);
         return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
     }
@@ -135,15 +136,21 @@ int io_shardfile_open(io_shardfile **out, const char *uri, const char *dir, cons
             return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
         }
     }
-    for (size_t s = 0; s < m->nshards; s++) {   /* every shard there, of its size, before the first record */
-        int rc = open_shard(f, (uint32_t)s, err);
-        if (rc) {
-            io_shardfile_close(f);
-            return rc;
-        }
-    }
     *out = f;
     return BATON_OK;
+}
+
+int io_shardfile_open(io_shardfile **out, const char *uri, const char *dir, const baton_manifest *m,
+                      size_t cache_bytes, baton_err *err)
+{
+    int rc = io_shardfile_new(out, uri, dir, m, cache_bytes, err);
+    for (size_t s = 0; rc == BATON_OK && s < m->nshards; s++)   /* every shard there, of its size, before the first record */
+        rc = open_shard(*out, (uint32_t)s, err);
+    if (rc) {
+        io_shardfile_close(*out);
+        *out = NULL;
+    }
+    return rc;
 }
 
 /* Piece k of shard s, read and checked (or found in the cache). */
@@ -214,6 +221,7 @@ void io_shardfile_close(io_shardfile *f)
     free(f->ring);
     free(f->first_piece);
     free(f->dir);
+    free(f->uri);
     baton_buf_free(&f->scratch);
     free(f);
 }
