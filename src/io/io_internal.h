@@ -142,6 +142,9 @@ int io_shardfile_open(io_shardfile **out, const char *uri, const char *dir, cons
  * shard that another process is still downloading). */
 int io_shardfile_new(io_shardfile **out, const char *uri, const char *dir, const baton_manifest *m,
                      size_t cache_bytes, baton_err *err);
+/* A local copy that was checked whole as it was written: each piece is checked the first time this
+ * reader needs it; once checked and dropped from the cache, its records are read as they are. */
+int io_shardfile_check_once(io_shardfile *f, baton_err *err);
 int io_shardfile_read(io_shardfile *f, uint32_t s, uint64_t at, uint64_t end, const uint8_t **p, baton_err *err);
 void io_shardfile_close(io_shardfile *f);
 

@@ -159,8 +159,9 @@ static int open_local(baton_loader *l, int lazy, baton_err *err)
 {
     if (l->sf) return BATON_OK;
     if (!lazy) memset(l->local_ok, 1, l->m.nshards);
-    return (lazy ? io_shardfile_new : io_shardfile_open)(&l->sf, l->local_uri, l->local_dir, &l->m, PIECE_CACHE_BYTES,
-                                                         err);
+    int rc = (lazy ? io_shardfile_new : io_shardfile_open)(&l->sf, l->local_uri, l->local_dir, &l->m, PIECE_CACHE_BYTES,
+                                                           err);
+    return rc ? rc : io_shardfile_check_once(l->sf, err);
 }
 
 static int write_local_manifest(baton_loader *l, baton_err *err)

@@ -16,7 +16,13 @@
  * records are decoded from that copy; a file changed after the check cannot change them.
  *
  * Contract: a record's bytes are returned only after every piece they lie in was read whole and
- * its CRC32C matched dataset.json (io_piece_check names the piece otherwise). A shard without
+ * its CRC32C matched dataset.json (io_piece_check names the piece otherwise). By default (mount
+ * mode) they are the checked bytes themselves, from the cache. Under io_shardfile_check_once (a
+ * local copy, checked whole as it was written) each piece is checked the first time this reader
+ * needs it, and a record of a piece checked before but since dropped from the cache is read as it
+ * is: a random order over a dataset larger than the cache would otherwise read and check a whole
+ * piece (256 KiB by default) for each record — for 3 KiB records, ten times slower than the
+ * mapping this replaced (bench/RESULTS.md). A shard without
  * pieces (an older dataset) is read as it is, and its caller sums the whole shard. A file that
  * is shorter than dataset.json says when a read reaches past its end is BATON_ERR_TRUNCATED
  * naming the shard and the offset; other read errors are BATON_ERR_IO. */
@@ -48,6 +54,7 @@ struct io_shardfile {
     slot *slots;
     size_t nslots;
     uint64_t piece_max;
+    uint8_t *checked;        /* io_shardfile_check_once: per piece (dataset-wide), checked by this reader */
     baton_buf scratch;
 };
 
@@ -173,8 +180,25 @@ static int get_piece(io_shardfile *f, uint32_t s, uint64_t k, const uint8_t **p,
     sl->shard = s;
     sl->piece = k;
     sl->valid = 1;
+    if (f->checked) f->checked[f->first_piece[s] + k] = 1;
     *p = sl->buf;
     return BATON_OK;
+}
+
+int io_shardfile_check_once(io_shardfile *f, baton_err *err)
+{
+    uint64_t n = f->first_piece[f->m->nshards];
+    if (!f->checked && !(f->checked = calloc(n ? n : 1, 1))) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    return BATON_OK;
+}
+
+/* Whether pieces k0..k1 of shard s were all checked by this reader (check-once policy). */
+static int all_checked(const io_shardfile *f, uint32_t s, uint64_t k0, uint64_t k1)
+{
+    if (!f->checked) return 0;
+    for (uint64_t k = k0; k <= k1; k++)
+        if (!f->checked[f->first_piece[s] + k]) return 0;
+    return 1;
 }
 
 int io_shardfile_read(io_shardfile *f, uint32_t s, uint64_t at, uint64_t end, const uint8_t **p, baton_err *err)
@@ -193,6 +217,13 @@ int io_shardfile_read(io_shardfile *f, uint32_t s, uint64_t at, uint64_t end, co
     }
     uint64_t P = si->piece_bytes, k0 = at / P, k1 = (end - 1) / P;
     const uint8_t *piece;
+    const slot *sl = &f->slots[(f->first_piece[s] + k0) % f->nslots];
+    if (!(k0 == k1 && sl->valid && sl->shard == s && sl->piece == k0) && all_checked(f, s, k0, k1)) {
+        f->scratch.len = 0;   /* check once: pieces checked before (and not one cached piece), read as they are */
+        if (baton_buf_reserve(&f->scratch, n)) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+        *p = f->scratch.data;
+        return read_exact(f, s, at, f->scratch.data, n, err);
+    }
     if (k0 == k1) {   /* inside one piece: straight from the cache */
         int rc = get_piece(f, s, k0, &piece, err);
         if (rc == BATON_OK) *p = piece + (at - k0 * P);
@@ -220,6 +251,7 @@ void io_shardfile_close(io_shardfile *f)
     free(f->fd);
     free(f->ring);
     free(f->first_piece);
+    free(f->checked);
     free(f->dir);
     free(f->uri);
     baton_buf_free(&f->scratch);
