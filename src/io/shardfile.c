@@ -5,8 +5,8 @@
  * Owns: one descriptor per shard (opened and size-checked when the reader opens; at most
  * MAX_OPEN kept open at once, the others reopened when needed), a cache of checked pieces (slots
  * of one piece each, placed by the piece's number in the dataset, allocated on first use, at most
- * cache_bytes in all), and a scratch buffer for a record that crosses pieces (or of a shard
- * without pieces).
+ * cache_bytes in all), a scratch buffer for a record that crosses pieces (or of a shard without
+ * pieces, or read as it is), and under io_shardfile_check_once a flag per piece checked.
  *
  * Why pread and not a mapping: a mapped file that another process truncates kills the reader with
  * SIGBUS at the first touch of a page past the new end — in any thread, also in the decode
@@ -151,8 +151,8 @@ int io_shardfile_open(io_shardfile **out, const char *uri, const char *dir, cons
                       size_t cache_bytes, baton_err *err)
 {
     int rc = io_shardfile_new(out, uri, dir, m, cache_bytes, err);
-    for (size_t s = 0; rc == BATON_OK && s < m->nshards; s++)   /* every shard there, of its size, before the first record */
-        rc = open_shard(*out, (uint32_t)s, err);
+    /* every shard there, of its size, before the first record */
+    for (size_t s = 0; rc == BATON_OK && s < m->nshards; s++) rc = open_shard(*out, (uint32_t)s, err);
     if (rc) {
         io_shardfile_close(*out);
         *out = NULL;
@@ -188,7 +188,8 @@ static int get_piece(io_shardfile *f, uint32_t s, uint64_t k, const uint8_t **p,
 int io_shardfile_check_once(io_shardfile *f, baton_err *err)
 {
     uint64_t n = f->first_piece[f->m->nshards];
-    if (!f->checked && !(f->checked = calloc(n ? n : 1, 1))) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    if (!f->checked && !(f->checked = calloc(n ? n : 1, 1)))
+        return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
     return BATON_OK;
 }
 

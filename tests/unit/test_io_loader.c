@@ -5,8 +5,8 @@
  * counted by the loader), fetches little of a block it stops inside, and refuses to read past it.
  * Failed open, fstat and pread calls on shard files (through baton_sys) give errors naming them;
  * file mode reads its local copy with pread too, and a copy cut short under it is an error naming
- * the file and the offset (never SIGBUS). A dataset with piece checksums fetches whole pieces around what it needs; one without
- * (an older pack) keeps the tighter bounds of record ranges.
+ * the file and the offset (never SIGBUS). A dataset with piece checksums fetches whole pieces
+ * around what it needs; one without (an older pack) keeps the tighter bounds of record ranges.
  *
  * Without arguments it packs a small dataset and checks the four modes over a local path. The
  * URIs in BATON_TEST_URIS (space-separated, e.g. an nginx and an S3 copy of the same dataset
