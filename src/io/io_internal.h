@@ -127,15 +127,24 @@ int io_piece_fetch_opts(const baton_manifest *m, baton_fetch_opts *fo, baton_err
 /* One warning when shards of m have no pieces (uri: the dataset's). */
 void io_pieces_warn_old(const char *uri, const baton_manifest *m);
 
-/* Local shard files for the indexed order (shardfile.c): read with pread (a file cut short under
+/* Local shard files for the indexed order (shardfile.c; mount mode's folder, file and cache mode's
+ * copy): read with pread (a file cut short under
  * the reader is an error naming it, never SIGBUS), each piece checked against dataset.json before
  * a byte of it is returned and kept in a bounded cache of checked pieces. */
 typedef struct io_shardfile io_shardfile;
-/* Open and size-check every shard of m in folder dir (uri names the dataset in errors). */
+/* Open and size-check every shard of m in folder dir (uri, copied: the folder as errors name it,
+ * ending in '/'). */
 int io_shardfile_open(io_shardfile **out, const char *uri, const char *dir, const baton_manifest *m,
                       size_t cache_bytes, baton_err *err);
 /* Bytes [at, end) of shard s: *p valid until the next call. Checked piece by piece when the shard
  * has pieces; else read as they are (the caller sums the whole shard). */
+/* The same without opening any shard yet: each is opened and size-checked at its first read (a
+ * shard that another process is still downloading). */
+int io_shardfile_new(io_shardfile **out, const char *uri, const char *dir, const baton_manifest *m,
+                     size_t cache_bytes, baton_err *err);
+/* A local copy that was checked whole as it was written: each piece is checked the first time this
+ * reader needs it; once checked and dropped from the cache, its records are read as they are. */
+int io_shardfile_check_once(io_shardfile *f, baton_err *err);
 int io_shardfile_read(io_shardfile *f, uint32_t s, uint64_t at, uint64_t end, const uint8_t **p, baton_err *err);
 void io_shardfile_close(io_shardfile *f);
 

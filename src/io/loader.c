@@ -13,9 +13,10 @@
  *   else by whichever processes open it, which take turns downloading (download_turn).
  *
  * Orders: file/mount/cache-after-epoch-0 use the indexed order, pipe and cache's epoch 0 the
- * streamed order (order.c; its reading is stream.c's). Local reads map the shard files (through
- * baton_sys) and use the shard's index: a record is returned zero-copy unless it is a multi-part
- * RecordIO record. Streamed reads go through one baton_fetch that is given the ranges of the
+ * streamed order (order.c; its reading is stream.c's). Local reads — mount mode's folder, file and
+ * cache mode's copy alike — go through shardfile.c (pread into checked pieces of our own memory, so
+ * a file cut short or replaced under the reader is an error naming it, never SIGBUS) and use the
+ * shard's index. Streamed reads go through one baton_fetch that is given the ranges of the
  * current and the next epoch ahead of time, so the next epoch starts without a stall, but never
  * a range past the end the caller set (baton_loader_set_end); the fetcher bounds what is buffered.
  *
@@ -28,13 +29,12 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #define BLOCK_TARGET_BYTES (32u << 20)
-#define PIECE_CACHE_BYTES (64u << 20)   /* mount mode: checked pieces kept in memory */
+#define PIECE_CACHE_BYTES (64u << 20)   /* local reading: checked pieces kept in memory */
 
 void baton_loader_opts_default(baton_loader_opts *o)
 {
@@ -152,36 +152,16 @@ int io_open_shard(const char *path, const baton_shard_info *si, int *out, baton_
     return rc;
 }
 
-/* Map one shard file read-only (through baton_sys, so tests can fail each call). */
-int io_map_shard(const char *path, const baton_shard_info *si, const uint8_t **map, baton_err *err)
+/* File and cache mode: the local copy, every shard in place and checked, read from now on through
+ * the pread reader (shardfile.c) — opened and size-checked now unless `lazy` (a shared cache whose
+ * shards arrive one by one: io_share_take marks each, its first read opens it). */
+static int open_local(baton_loader *l, int lazy, baton_err *err)
 {
-    int fd = -1;
-    int rc = io_open_shard(path, si, &fd, err);
-    if (rc) return rc;
-    void *p = NULL;
-    if (rc == BATON_OK && si->bytes) {
-        p = baton_sys.mmap(NULL, si->bytes, PROT_READ, MAP_SHARED, fd, 0);
-        if (p == MAP_FAILED)
-            rc = baton_err_set(err, BATON_ERR_IO, "%s: cannot map %llu bytes: %s", path,
-                               (unsigned long long)si->bytes, strerror(errno));
-    }
-    baton_sys.close(fd);   /* the mapping stays */
-    if (rc == BATON_OK) *map = p;
-    return rc;
-}
-
-static int map_shards(baton_loader *l, const char *dir, baton_err *err)
-{
-    for (size_t s = 0; s < l->m.nshards; s++) {
-        if (l->map[s]) continue;
-        const baton_shard_info *si = &l->m.shards[s];
-        char path[4096];
-        if (baton_path_join(path, sizeof path, dir, si->file, err)) return err->code;
-        int rc = io_map_shard(path, si, &l->map[s], err);
-        if (rc) return rc;
-        l->map_len[s] = si->bytes;
-    }
-    return BATON_OK;
+    if (l->sf) return BATON_OK;
+    if (!lazy) memset(l->local_ok, 1, l->m.nshards);
+    int rc = (lazy ? io_shardfile_new : io_shardfile_open)(&l->sf, l->local_uri, l->local_dir, &l->m, PIECE_CACHE_BYTES,
+                                                           err);
+    return rc ? rc : io_shardfile_check_once(l->sf, err);
 }
 
 static int write_local_manifest(baton_loader *l, baton_err *err)
@@ -259,7 +239,11 @@ int baton_loader_open(const baton_loader_opts *o, baton_loader **out, baton_err 
     l->o = *o;
     l->uri = strdup(o->uri);
     l->local_dir = o->local_dir ? strdup(o->local_dir) : NULL;
-    int rc = (!l->uri || (o->local_dir && !l->local_dir)) ? baton_err_set(err, BATON_ERR_NOMEM, "out of memory") : 0;
+    if (o->local_dir && (l->local_uri = malloc(strlen(o->local_dir) + 2)))
+        sprintf(l->local_uri, "%s%s", o->local_dir,
+                *o->local_dir && o->local_dir[strlen(o->local_dir) - 1] == '/' ? "" : "/");
+    int rc = (!l->uri || (o->local_dir && (!l->local_dir || !l->local_uri)))
+                 ? baton_err_set(err, BATON_ERR_NOMEM, "out of memory") : 0;
     if (!rc) rc = baton_store_open(o->uri, &o->store, &l->store, err);
     if (!rc && o->mode == BATON_MODE_MOUNT && baton_store_kind_of(l->store) != BATON_STORE_LOCAL)
         rc = baton_err_set(err, BATON_ERR_ARG, "%s: mount mode reads a path (a mounted file system), not a URL",
@@ -283,10 +267,9 @@ int baton_loader_open(const baton_loader_opts *o, baton_loader **out, baton_err 
         size_t n = l->m.nshards;
         l->off = calloc(n ? n : 1, sizeof *l->off);
         l->shard_first = calloc(n + 1, sizeof *l->shard_first);
-        l->map = calloc(n ? n : 1, sizeof *l->map);
-        l->map_len = calloc(n ? n : 1, sizeof *l->map_len);
+        l->local_ok = calloc(n ? n : 1, 1);
         if (o->mode == BATON_MODE_CACHE) l->cache_written = calloc(n ? n : 1, 1);
-        if (!l->off || !l->shard_first || !l->map || !l->map_len || (o->mode == BATON_MODE_CACHE && !l->cache_written))
+        if (!l->off || !l->shard_first || !l->local_ok || (o->mode == BATON_MODE_CACHE && !l->cache_written))
             rc = baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
         for (size_t s = 0; !rc && s < n; s++)
             l->shard_first[s + 1] = l->shard_first[s] + l->m.shards[s].records;
@@ -305,15 +288,16 @@ int baton_loader_open(const baton_loader_opts *o, baton_loader **out, baton_err 
         rc = io_share_open(l, err);
     if (!rc && o->mode == BATON_MODE_FILE && l->share) {   /* every shard, fetched by its owner */
         rc = io_share_plan(l, err);
-        for (size_t s = 0; !rc && s < l->m.nshards; s++) rc = io_share_map(l, (uint32_t)s, err);
+        for (size_t s = 0; !rc && s < l->m.nshards; s++) rc = io_share_take(l, (uint32_t)s, err);
         if (!rc) rc = write_local_manifest(l, err);
+        if (!rc) rc = open_local(l, 0, err);
     } else if (!rc && o->mode == BATON_MODE_FILE) {
         int lock = -1;
         rc = download_turn(l->local_dir, &lock, err);
         if (!rc) rc = io_download(l->store, &l->m, l->local_dir, NULL, &l->sfetch, &l->st, err);
         if (!rc) rc = write_local_manifest(l, err);
         baton_lock_release(lock);
-        if (!rc) rc = map_shards(l, l->local_dir, err);
+        if (!rc) rc = open_local(l, 0, err);
     }
     if (!rc && o->mode == BATON_MODE_MOUNT)
         rc = io_shardfile_open(&l->sf, baton_store_uri(l->store), baton_store_local_dir(l->store), &l->m,
@@ -397,9 +381,13 @@ static int indexed_prepare(baton_loader *l, baton_err *err)
         int rc = io_download(l->store, &l->m, l->local_dir, l->cache_written, &fo, &l->st, err);
         io_loader_count_fetched(l, l->cur.epoch, l->st.bytes_fetched - before);
         if (rc == BATON_OK) rc = write_local_manifest(l, err);
-        if (rc == BATON_OK) rc = map_shards(l, l->local_dir, err);
+        if (rc == BATON_OK) rc = open_local(l, 0, err);
         if (rc) return rc;
         l->cache_ready = 1;
+    }
+    if (l->o.mode == BATON_MODE_CACHE && l->share) {   /* shards taken one by one (io_share_take) */
+        int rc = open_local(l, 1, err);
+        if (rc) return rc;
     }
     if (!l->perm_valid || l->perm_epoch != l->cur.epoch) {
         if (!l->perm && !(l->perm = malloc((l->total ? l->total : 1) * sizeof *l->perm)))
@@ -416,25 +404,27 @@ static int indexed_next(baton_loader *l, baton_record *out, baton_err *err)
 {
     uint64_t g = l->perm[l->cur.position];
     uint32_t s = io_loader_shard_of(l, g);
-    if (!l->map[s] && l->share) {
-        int rc = io_share_map(l, s, err);
+    if (l->share && !l->local_ok[s]) {
+        int rc = io_share_take(l, s, err);
         if (rc) return rc;
     }
     uint64_t j = g - l->shard_first[s], at = l->off[s][j], end = io_loader_rec_end(l, s, j + 1);
-    const uint8_t *bytes = l->map[s] ? l->map[s] + at : NULL;
-    int rc = BATON_OK;
-    if (l->sf) {   /* mount mode: read in place, each piece checked before a record of it is decoded */
-        rc = io_shardfile_read(l->sf, s, at, end, &bytes, err);
-        if (rc) return rc;
-        l->st.bytes_fetched += end - at;   /* these bytes come from the store */
+    const uint8_t *bytes = NULL;
+    /* read with pread, each piece checked before a record of it is decoded */
+    int rc = io_shardfile_read(l->sf, s, at, end, &bytes, err);
+    if (rc) return rc;
+    int mount = l->o.mode == BATON_MODE_MOUNT;
+    if (mount) {   /* these bytes come from the store */
+        l->st.bytes_fetched += end - at;
         io_loader_count_fetched(l, l->cur.epoch, end - at);
-        /* a shard without pieces (an older dataset): summed into its CRC32C, compared once the
-         * epoch read every record of it (file and cache copies were checked as they were written) */
-        if (!l->m.shards[s].piece_bytes)
-            rc = io_verify_add(&l->verify, baton_store_uri(l->store), &l->m, s, l->cur.epoch, at, end - at,
-                               baton_crc32c(0, bytes, end - at), NULL, err);
-        if (rc) return rc;
     }
+    /* a shard without pieces (an older dataset): summed into its CRC32C, compared once the epoch
+     * read every record of it (a local copy was checked as it was written; this catches one
+     * changed since) */
+    if (!l->m.shards[s].piece_bytes)
+        rc = io_verify_add(&l->verify, mount ? baton_store_uri(l->store) : l->local_uri, &l->m, s, l->cur.epoch, at,
+                           end - at, baton_crc32c(0, bytes, end - at), NULL, err);
+    if (rc) return rc;
     baton_rec r;
     rc = baton_rec_read_at(l->m.format, bytes, end - at, at, l->m.shards[s].file, &l->scratch, &r, err);
     if (rc) return rc;
@@ -524,14 +514,11 @@ void baton_loader_close(baton_loader *l)
     io_share_close(l);
     io_stream_reset(l);
     io_shardfile_close(l->sf);
-    for (size_t s = 0; s < l->m.nshards; s++) {
-        if (l->off) free(l->off[s]);
-        if (l->map && l->map[s]) baton_sys.munmap((void *)l->map[s], l->map_len[s]);
-    }
+    for (size_t s = 0; l->off && s < l->m.nshards; s++) free(l->off[s]);
     free(l->off);
     free(l->shard_first);
-    free(l->map);
-    free(l->map_len);
+    free(l->local_ok);
+    free(l->local_uri);
     free(l->perm);
     free(l->cache_written);
     free(l->plan);

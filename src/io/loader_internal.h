@@ -45,10 +45,10 @@ struct baton_loader {
     uint64_t ep_base;
     size_t ep_len;
 
-    /* local (indexed) reading: mount mode reads through sf, file and cache mode map their copies */
+    /* local (indexed) reading, with pread through sf: mount mode's folder, file and cache mode's copy */
     io_shardfile *sf;
-    const uint8_t **map;
-    size_t *map_len;
+    char *local_uri;        /* local_dir ending in '/': how errors name the copy's files */
+    uint8_t *local_ok;      /* file and cache mode: per shard, the copy in place and checked */
     uint64_t *perm, perm_epoch;
     int perm_valid;
     baton_buf scratch;
@@ -86,8 +86,6 @@ uint32_t io_loader_shard_of(const baton_loader *l, uint64_t g);
 /* The worker's order of `epoch`: perm[p] = the global record number at the worker's position p
  * (l->total entries at most). */
 int io_loader_order(const baton_loader *l, uint64_t epoch, uint64_t *perm, baton_err *err);
-/* Map a local shard file read-only, after checking that it is a regular file of the listed size. */
-int io_map_shard(const char *path, const baton_shard_info *si, const uint8_t **map, baton_err *err);
 
 /* share.c: one local copy for the loaders of one machine (share_size > 1) */
 typedef struct io_share io_share;
@@ -96,8 +94,8 @@ void io_share_close(baton_loader *l);
 /* At a seek (l->perm holding the cursor's epoch): the shards needed from the cursor to the end;
  * this loader's downloader (re)started for its part when needed. */
 int io_share_plan(baton_loader *l, baton_err *err);
-/* Shard s in place and checked, then mapped into l->map[s] (waiting for it, bounded). */
-int io_share_map(baton_loader *l, uint32_t s, baton_err *err);
+/* Shard s in place and checked, then marked in l->local_ok (waiting for it, bounded). */
+int io_share_take(baton_loader *l, uint32_t s, baton_err *err);
 /* Per record: the downloader's bytes counted, its failure returned. */
 int io_share_poll(baton_loader *l, baton_err *err);
 void io_share_stats(const baton_loader *l, baton_loader_stats *st);

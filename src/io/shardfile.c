@@ -1,11 +1,12 @@
-/* shardfile.c — local shard files read in the indexed order (mount mode: a dataset folder on a
- * local disk or a mounted NFS/EFS/FSx path), record by record, in any order.
+/* shardfile.c — local shard files read in the indexed order, record by record, in any order: mount
+ * mode's dataset folder (a local disk or a mounted NFS/EFS/FSx path) and file and cache mode's
+ * local copy (a folder that other processes can clean, truncate or replace under the reader).
  *
  * Owns: one descriptor per shard (opened and size-checked when the reader opens; at most
  * MAX_OPEN kept open at once, the others reopened when needed), a cache of checked pieces (slots
  * of one piece each, placed by the piece's number in the dataset, allocated on first use, at most
- * cache_bytes in all), and a scratch buffer for a record that crosses pieces (or of a shard
- * without pieces).
+ * cache_bytes in all), a scratch buffer for a record that crosses pieces (or of a shard without
+ * pieces, or read as it is), and under io_shardfile_check_once a flag per piece checked.
  *
  * Why pread and not a mapping: a mapped file that another process truncates kills the reader with
  * SIGBUS at the first touch of a page past the new end — in any thread, also in the decode
@@ -15,7 +16,13 @@
  * records are decoded from that copy; a file changed after the check cannot change them.
  *
  * Contract: a record's bytes are returned only after every piece they lie in was read whole and
- * its CRC32C matched dataset.json (io_piece_check names the piece otherwise). A shard without
+ * its CRC32C matched dataset.json (io_piece_check names the piece otherwise). By default (mount
+ * mode) they are the checked bytes themselves, from the cache. Under io_shardfile_check_once (a
+ * local copy, checked whole as it was written) each piece is checked the first time this reader
+ * needs it, and a record of a piece checked before but since dropped from the cache is read as it
+ * is: a random order over a dataset larger than the cache would otherwise read and check a whole
+ * piece (256 KiB by default) for each record — for 3 KiB records, ten times slower than the
+ * mapping this replaced (bench/RESULTS.md). A shard without
  * pieces (an older dataset) is read as it is, and its caller sums the whole shard. A file that
  * is shorter than dataset.json says when a read reaches past its end is BATON_ERR_TRUNCATED
  * naming the shard and the offset; other read errors are BATON_ERR_IO. */
@@ -37,7 +44,7 @@ typedef struct slot {
 } slot;
 
 struct io_shardfile {
-    const char *uri;
+    char *uri;
     char *dir;
     const baton_manifest *m;
     int *fd;                 /* per shard, -1 when closed */
@@ -47,6 +54,7 @@ struct io_shardfile {
     slot *slots;
     size_t nslots;
     uint64_t piece_max;
+    uint8_t *checked;        /* io_shardfile_check_once: per piece (dataset-wide), checked by this reader */
     baton_buf scratch;
 };
 
@@ -104,21 +112,21 @@ static int read_exact(io_shardfile *f, uint32_t s, uint64_t at, uint8_t *buf, si
     return BATON_OK;
 }
 
-int io_shardfile_open(io_shardfile **out, const char *uri, const char *dir, const baton_manifest *m,
-                      size_t cache_bytes, baton_err *err)
+int io_shardfile_new(io_shardfile **out, const char *uri, const char *dir, const baton_manifest *m,
+                     size_t cache_bytes, baton_err *err)
 {
     *out = NULL;
     io_shardfile *f = calloc(1, sizeof *f);
     size_t n = m->nshards ? m->nshards : 1;
     if (f) {
-        f->uri = uri;
+        f->uri = strdup(uri);
         f->m = m;
         f->dir = strdup(dir);
         if ((f->fd = malloc(n * sizeof *f->fd))) memset(f->fd, 0xff, n * sizeof *f->fd);   /* all -1 */
         f->ring = malloc(MAX_OPEN * sizeof *f->ring);
         f->first_piece = calloc(n + 1, sizeof *f->first_piece);
     }
-    if (!f || !f->dir || !f->fd || !f->ring || !f->first_piece) {
+    if (!f || !f->uri || !f->dir || !f->fd || !f->ring || !f->first_piece) {
         io_shardfile_close(f);
         return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
     }
@@ -135,15 +143,21 @@ int io_shardfile_open(io_shardfile **out, const char *uri, const char *dir, cons
             return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
         }
     }
-    for (size_t s = 0; s < m->nshards; s++) {   /* every shard there, of its size, before the first record */
-        int rc = open_shard(f, (uint32_t)s, err);
-        if (rc) {
-            io_shardfile_close(f);
-            return rc;
-        }
-    }
     *out = f;
     return BATON_OK;
+}
+
+int io_shardfile_open(io_shardfile **out, const char *uri, const char *dir, const baton_manifest *m,
+                      size_t cache_bytes, baton_err *err)
+{
+    int rc = io_shardfile_new(out, uri, dir, m, cache_bytes, err);
+    /* every shard there, of its size, before the first record */
+    for (size_t s = 0; rc == BATON_OK && s < m->nshards; s++) rc = open_shard(*out, (uint32_t)s, err);
+    if (rc) {
+        io_shardfile_close(*out);
+        *out = NULL;
+    }
+    return rc;
 }
 
 /* Piece k of shard s, read and checked (or found in the cache). */
@@ -166,8 +180,26 @@ static int get_piece(io_shardfile *f, uint32_t s, uint64_t k, const uint8_t **p,
     sl->shard = s;
     sl->piece = k;
     sl->valid = 1;
+    if (f->checked) f->checked[f->first_piece[s] + k] = 1;
     *p = sl->buf;
     return BATON_OK;
+}
+
+int io_shardfile_check_once(io_shardfile *f, baton_err *err)
+{
+    uint64_t n = f->first_piece[f->m->nshards];
+    if (!f->checked && !(f->checked = calloc(n ? n : 1, 1)))
+        return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    return BATON_OK;
+}
+
+/* Whether pieces k0..k1 of shard s were all checked by this reader (check-once policy). */
+static int all_checked(const io_shardfile *f, uint32_t s, uint64_t k0, uint64_t k1)
+{
+    if (!f->checked) return 0;
+    for (uint64_t k = k0; k <= k1; k++)
+        if (!f->checked[f->first_piece[s] + k]) return 0;
+    return 1;
 }
 
 int io_shardfile_read(io_shardfile *f, uint32_t s, uint64_t at, uint64_t end, const uint8_t **p, baton_err *err)
@@ -186,6 +218,13 @@ int io_shardfile_read(io_shardfile *f, uint32_t s, uint64_t at, uint64_t end, co
     }
     uint64_t P = si->piece_bytes, k0 = at / P, k1 = (end - 1) / P;
     const uint8_t *piece;
+    const slot *sl = &f->slots[(f->first_piece[s] + k0) % f->nslots];
+    if (!(k0 == k1 && sl->valid && sl->shard == s && sl->piece == k0) && all_checked(f, s, k0, k1)) {
+        f->scratch.len = 0;   /* check once: pieces checked before (and not one cached piece), read as they are */
+        if (baton_buf_reserve(&f->scratch, n)) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+        *p = f->scratch.data;
+        return read_exact(f, s, at, f->scratch.data, n, err);
+    }
     if (k0 == k1) {   /* inside one piece: straight from the cache */
         int rc = get_piece(f, s, k0, &piece, err);
         if (rc == BATON_OK) *p = piece + (at - k0 * P);
@@ -213,7 +252,9 @@ void io_shardfile_close(io_shardfile *f)
     free(f->fd);
     free(f->ring);
     free(f->first_piece);
+    free(f->checked);
     free(f->dir);
+    free(f->uri);
     baton_buf_free(&f->scratch);
     free(f);
 }

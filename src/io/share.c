@@ -179,13 +179,13 @@ int io_share_plan(baton_loader *l, baton_err *err)
      * running keeps going when its part holds them all (the next epoch, for instance). */
     int covered = sh->running && !__atomic_load_n(&sh->failed, __ATOMIC_ACQUIRE);
     for (size_t i = 0; rc == BATON_OK && i < n; i++)
-        if (io_share_owner(l, list[i]) == l->o.share_rank && !l->map[list[i]]) covered &= sh->assigned[list[i]];
+        if (io_share_owner(l, list[i]) == l->o.share_rank && !l->local_ok[list[i]]) covered &= sh->assigned[list[i]];
     if (rc == BATON_OK && !covered) {
         stop(sh);
         sh->nmine = 0;
         memset(sh->assigned, 0, ns);
         for (size_t i = 0; i < n; i++)
-            if (io_share_owner(l, list[i]) == l->o.share_rank && !l->map[list[i]])
+            if (io_share_owner(l, list[i]) == l->o.share_rank && !l->local_ok[list[i]])
                 sh->assigned[list[i]] = 1, sh->mine[sh->nmine++] = list[i];
         __atomic_store_n(&sh->done, 0, __ATOMIC_RELEASE);
         __atomic_store_n(&sh->failed, 0, __ATOMIC_RELEASE);
@@ -219,7 +219,7 @@ static void settle(const baton_loader *l, io_share *sh)
 {
     if (!sh->running) return;
     for (size_t i = 0; i < sh->nmine; i++)
-        if (!l->map[sh->mine[i]]) return;
+        if (!l->local_ok[sh->mine[i]]) return;
     while (!__atomic_load_n(&sh->done, __ATOMIC_ACQUIRE)) sleep_ms(1);
 }
 
@@ -250,7 +250,7 @@ static int same(seen a, seen b) { return a.ino == b.ino && a.size == b.size && a
  * a new end) never gives a shard to a second loader while the first may still be writing it. */
 uint32_t io_share_owner(const baton_loader *l, uint32_t s) { return s % l->o.share_size; }
 
-int io_share_map(baton_loader *l, uint32_t s, baton_err *err)
+int io_share_take(baton_loader *l, uint32_t s, baton_err *err)
 {
     io_share *sh = l->share;
     const baton_shard_info *si = &l->m.shards[s];
@@ -265,8 +265,7 @@ int io_share_map(baton_loader *l, uint32_t s, baton_err *err)
         seen now = identity(path);
         if (now.size == (long long)si->bytes && !same(now, sh->rejected[s])) {
             if (io_local_valid(l->local_dir, si)) {
-                if ((rc = io_map_shard(path, si, &l->map[s], err))) return rc;
-                l->map_len[s] = si->bytes;
+                l->local_ok[s] = 1;   /* read with pread (shardfile.c), each piece checked again */
                 return BATON_OK;
             }
             sh->rejected[s] = now;   /* not this copy again; wait for its replacement */

@@ -8,7 +8,8 @@
 # trained on differs from what the same run trains on from the untouched pack (its --sample-log,
 # position by position). `baton bench-io` and `baton channel` refuse it the same way. A dataset
 # packed before piece checksums trains as before, with one warning. A shard cut short under a
-# running mount-mode reader is an error naming it, never SIGBUS. (The Python Loader's part:
+# running reader (mount mode's folder, file and cache mode's local copy) is an error naming it,
+# never SIGBUS. (The Python Loader's part:
 # tests/python/test_pieces.py.)
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/../servers/lib.sh"
@@ -142,23 +143,30 @@ check '[ "$(wrong "$T/ok-mount.log" "$T/old.log")" = 0 ] && [ "$(lines "$T/old.l
 cp "$T/b/$S.rec" "$T/old/$S.rec"   # and its whole-shard check still speaks
 expect_fail 1 "$S\\.rec: CRC32C [0-9a-f]{8} over its 1048560 bytes" train old-bad "$T/old" mount
 
-# --- a shard cut short under a running reader in mount mode: an error naming it, no SIGBUS
-# (pieces of 4 KiB: most are not read yet when the files shrink; without pieces: every record is read)
+# --- shards cut short under a running reader: an error naming one, no SIGBUS. Mount mode cuts the
+# dataset's files, file and cache mode their local copy (in the checkpoint folder) once they read
+# it (cache mode: after its streamed epoch 0). (Pieces of 4 KiB: most are not read yet when the files
+# shrink; without pieces: every record is read.)
 for kb in 4 none; do
     rm -rf "$T/cut"
     if [ $kb = none ]; then $PACK --out "$T/cut" --seed 1; else $PACK --out "$T/cut" --seed 1 --piece-kb $kb; fi \
         >/dev/null 2>&1 || bad "pack ($kb)"
     [ $kb = none ] && strip_pieces "$T/cut"
-    rm -f "$T/cut.log"
-    $BATON train --data "$T/cut" --model mlp --epochs 50 --batch 64 --threads 1 --mode mount --ckpt-dir "$T/ck-cut-$kb" \
-        --sample-log "$T/cut.log" --quiet --no-notice >/dev/null 2>"$T/e" &
-    pid=$!
-    for _ in $(seq 6000); do [ "$(lines "$T/cut.log")" -ge 640 ] && break; sleep 0.005; done
-    for f in "$T"/cut/*.rec; do truncate -s 1000 "$f"; done
-    wait $pid
-    rc=$?
-    echo "pieces: $kb (KiB), shards cut short after $(lines "$T/cut.log") samples: exit $rc: $(head -c 300 "$T/e")"
-    check '[ $rc = 1 ] && grep -Eq "test-[0-9]{5}\.rec: the file ends at offset [0-9]+ \(now 1000 bytes\), dataset\.json says [0-9]+" "$T/e"' \
-        "mount mode, shards cut short while training ($kb KiB pieces): exit $rc (a signal is > 128): $(head -c 600 "$T/e")"
+    for mode in file cache mount; do   # mount last: it cuts the pack itself
+        rm -f "$T/cut.log"
+        ck="$T/ck-cut-$kb-$mode" at=640
+        [ $mode = cache ] && at=10640
+        $BATON train --data "$T/cut" --model mlp --epochs 50 --batch 64 --threads 1 --mode $mode --ckpt-dir "$ck" \
+            --sample-log "$T/cut.log" --quiet --no-notice >/dev/null 2>"$T/e" &
+        pid=$!
+        for _ in $(seq 12000); do [ "$(lines "$T/cut.log")" -ge $at ] && break; sleep 0.005; done
+        if [ $mode = mount ]; then dir="$T/cut"; else dir=$(dirname "$(ls "$ck"/data*/test-00000.rec)"); fi
+        for f in "$dir"/*.rec; do truncate -s 1000 "$f"; done
+        wait $pid
+        rc=$?
+        echo "$mode mode, pieces: $kb (KiB), shards cut short after $(lines "$T/cut.log") samples: exit $rc: $(head -c 300 "$T/e")"
+        check '[ $rc = 1 ] && grep -Eq "$dir/test-[0-9]{5}\.rec: the file ends at offset [0-9]+ \(now 1000 bytes\), dataset\.json says [0-9]+" "$T/e"' \
+            "$mode mode, shards cut short while training ($kb KiB pieces): exit $rc (a signal is > 128): $(head -c 600 "$T/e")"
+    done
 done
 finish

@@ -23,15 +23,17 @@ fi
 san=0
 case "$B" in *san*) san=1 ;; esac
 # one_file NAME: tests/python/NAME with the module under test, its output in $T/NAME.out and its
-# exit status in $T/NAME.rc
+# exit status in $T/NAME.rc; its TMPDIR is $T/tmp/NAME, which it must leave empty (what a test or a
+# tool it starts — torchrun's torchelastic_* folders — leaves behind is caught below, not left in /tmp)
 one_file() {
     local name=$1
+    mkdir -p "$T/tmp/$name"
     if [ $san = 1 ]; then
-        env PYTHONPATH="$BD/python" LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)" \
+        env TMPDIR="$T/tmp/$name" PYTHONPATH="$BD/python" LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)" \
             ASAN_OPTIONS=detect_leaks=0:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
             bash -c "cd tests/python && exec $PY $name" >"$T/$name.out" 2>&1
     else
-        env PYTHONPATH="$BD/python" bash -c "cd tests/python && exec $PY $name" >"$T/$name.out" 2>&1
+        env TMPDIR="$T/tmp/$name" PYTHONPATH="$BD/python" bash -c "cd tests/python && exec $PY $name" >"$T/$name.out" 2>&1
     fi
     echo $? >"$T/$name.rc"
 }
@@ -64,6 +66,8 @@ for t in tests/python/test_*.py; do
         grep -E '^(FAIL|skip)|Error|Traceback|ERROR' "$T/$name.out" | head -n 40 >&2
     fi
     echo "$name: $sum"
+    left=$(ls -A "$T/tmp/$name" 2>/dev/null | head -n 5 | paste -sd ' ' -)
+    [ -z "$left" ] || [ "${BATON_KEEP_TMP:-0}" = 1 ] || bad "$name left in its TMPDIR: $left"
 done
 
 # installed as a user does it (the plain build: the sanitizer runtime cannot be preloaded by pip)

@@ -5,7 +5,8 @@ In file, pipe, mount and cache mode, at world 1, 2 and 4 (every rank), and resum
 state_dict() in the middle of the epoch, every batch before the error holds exactly the samples
 the untouched pack gives at those positions, and the error (baton.CorruptError) names the shard,
 the piece's bytes and both CRC32Cs. A dataset packed before piece checksums still loads. Shards cut
-short while a mount-mode Loader reads them: baton.Error naming the shard, the process alive."""
+short while a Loader reads them — mount mode's folder, file and cache mode's local copy: baton.Error
+naming the shard, the process alive."""
 import json
 import os
 import shutil
@@ -80,7 +81,9 @@ for mode in ("mount", "pipe"):
     got, e = lines(OLD, mode)
     check(e is None and got == ref, "%s mode, a dataset without pieces: the same samples (%r)" % (mode, e))
 
-# ---- shards cut short under a running mount-mode reader: an error naming one, never SIGBUS
+# ---- shards cut short under a running reader: an error naming one, never SIGBUS. Mount mode cuts
+# the dataset's own files; file and cache mode their local copy (another job sharing the folder, a
+# cleaner of /tmp), once they read it (cache mode: after its streamed epoch 0)
 for kind in ("no pieces", "pieces of 4 KiB"):
     CUT = pack(os.path.join(TMP, "cut-" + kind[:2]), "test", "--seed", "1",
                *(("--piece-kb", "4") if kind != "no pieces" else ()))
@@ -89,17 +92,24 @@ for kind in ("no pieces", "pieces of 4 KiB"):
         for s in m["shards"]:
             s.pop("piece_bytes", None), s.pop("piece_crc32c", None)
         json.dump(m, open(os.path.join(CUT, "dataset.json"), "w"))
-    n, err = 0, None
-    try:
-        with baton.Loader(CUT, mode="mount", batch=64, seed=5, epochs=3) as l:
-            for b in l:
-                n += len(b.labels)
-                if n == 640:
-                    for f in os.listdir(CUT):
-                        if f.endswith(".rec"):
-                            os.truncate(os.path.join(CUT, f), 1000)
-    except baton.Error as e:
-        err = e
-    check(isinstance(err, baton.Error) and "the file ends at offset" in str(err) and "now 1000 bytes" in str(err)
-          and ".rec" in str(err), "%s: shards cut short after %d samples: %r" % (kind, n, err))
+    for mode in ("file", "cache", "mount"):   # mount last: it cuts the pack itself
+        where = CUT if mode == "mount" else os.path.join(TMP, "cut-copy-%s-%s" % (kind[:2], mode))
+        kw = {} if mode == "mount" else {"local_dir": where}
+        at = 640 + (10000 if mode == "cache" else 0)
+        n, err = 0, None
+        try:
+            with baton.Loader(CUT, mode=mode, batch=64, seed=5, epochs=3, **kw) as l:
+                for epoch in range(3):
+                    for b in l:
+                        n += len(b.labels)
+                        if n == at:
+                            for f in os.listdir(where):
+                                if f.endswith(".rec"):
+                                    os.truncate(os.path.join(where, f), 1000)
+        except baton.Error as e:
+            err = e
+        check(isinstance(err, baton.Error) and "the file ends at offset" in str(err) and "now 1000 bytes" in str(err)
+              and where + "/test-" in str(err) and ".rec" in str(err),
+              "%s mode, %s: shards cut short after %d samples: %r" % (mode, kind, n, err))
+        print("%s mode, %s: cut short after %d samples: %s" % (mode, kind, n, err))
 done()
