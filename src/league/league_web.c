@@ -40,7 +40,7 @@ cJSON *baton_league_entry_json(const baton_league_entry *e)
     cJSON_AddStringToObject(j, "track", e->track);
     cJSON_AddStringToObject(j, "race", baton_league_race_name(e->race));
     cJSON_AddStringToObject(j, "format", baton_league_format_name(e->format));
-    cJSON *set = e->settings[0] ? cJSON_Parse(e->settings) : NULL;
+    cJSON *set = e->settings[0] ? baton_jr_value(e->settings, strlen(e->settings)) : NULL;
     if (set) cJSON_AddItemToObject(j, "settings", set);
     cJSON_AddBoolToObject(j, "completed", e->completed);
     cJSON_AddNumberToObject(j, "laps", e->laps);
@@ -353,7 +353,7 @@ static enum MHD_Result api_server(baton_league_server *s, struct MHD_Connection 
         cJSON *x = cJSON_CreateObject();
         cJSON_AddStringToObject(x, "race", baton_league_race_name(i));
         cJSON_AddStringToObject(x, "format", baton_league_format_name(baton_league_race_format(i)));
-        if (!league_race_settings(i, set, sizeof set, NULL)) cJSON_AddItemToObject(x, "settings", cJSON_Parse(set));
+        if (!league_race_settings(i, set, sizeof set, NULL)) cJSON_AddItemToObject(x, "settings", baton_jr_value(set, strlen(set)));
         cJSON_AddItemToArray(r, x);
     }
     return league_reply_json(c, 200, j);

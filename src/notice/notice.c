@@ -387,7 +387,7 @@ static int members(const cJSON *j)
 
 int notice_parse_action(const char *body, size_t len, baton_notice_kind *kind, double *deadline)
 {
-    cJSON *j = plain_body(body, len) ? cJSON_ParseWithLength(body, len) : NULL;
+    cJSON *j = plain_body(body, len) ? baton_jr_value(body, len) : NULL;
     const cJSON *a = cJSON_GetObjectItemCaseSensitive(j, "action");
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "time");
     baton_notice_kind k = BATON_NOTICE_NONE;
@@ -406,7 +406,7 @@ int notice_parse_action(const char *body, size_t len, baton_notice_kind *kind, d
 
 int notice_parse_rebalance(const char *body, size_t len, double *notice_time, char *raw, size_t raw_cap)
 {
-    cJSON *j = plain_body(body, len) ? cJSON_ParseWithLength(body, len) : NULL;
+    cJSON *j = plain_body(body, len) ? baton_jr_value(body, len) : NULL;
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "noticeTime");
     double when = 0, now = baton_wall_now();
     int ok = cJSON_IsObject(j) && members(j) == 1 && cJSON_IsString(t) && strlen(t->valuestring) < raw_cap &&
