@@ -17,6 +17,12 @@ struct cJSON;
 char *baton_json_print(const struct cJSON *j, int formatted);
 /* d as that text into out; returns the digits used. */
 int baton_json_number_format(double d, char out[32]);
+/* j written to f as one document that may also be read line by line: an object's members one per
+ * line, and each element of a member that is a list on a line of its own:
+ *   {"rows":[\n{...},\n{...}\n],\n"pick":{...}}\n
+ * (anything but an object: baton_json_print's text and a newline); numbers as baton_json_print
+ * writes them. BATON_OK, or BATON_ERR_NOMEM. */
+int baton_json_write_lines(FILE *f, const struct cJSON *j);
 
 /* ---- reading checked JSON from outside (src/util/json_read.c) ---- */
 /* A reader of one JSON document with a sticky error, as Redis's rio: the first failure is kept

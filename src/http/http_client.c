@@ -4,7 +4,7 @@
  * Contract: baton_http_request never follows a redirect to another protocol, never raises a
  * signal, bounds the answer (max_answer) and the time (timeout_s, connect_s), and leaves h reset
  * to its defaults' state for the next request (the connection kept). */
-#include "baton/http.h"
+#include "http.h"
 
 #include <pthread.h>
 #include <stdlib.h>

@@ -3,7 +3,7 @@
  *
  * Contract: baton_http_serve takes the socket (closed when the daemon does not start); an answer's
  * body is copied, so the caller's buffer may go as soon as it returns. */
-#include "baton/http.h"
+#include "http.h"
 
 #include <cJSON.h>
 #include <stdlib.h>

@@ -9,7 +9,7 @@
  * (status, JSON, fields) before it is believed. */
 #include "league_internal.h"
 #include "baton/ckpt.h"
-#include "baton/http.h"
+#include "../http/http.h"
 
 #include <cJSON.h>
 #include <errno.h>

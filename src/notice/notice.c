@@ -46,7 +46,7 @@
 #include "notice_internal.h"
 
 #include <cJSON.h>
-#include "baton/http.h"
+#include "../http/http.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>

@@ -5,7 +5,7 @@
  * a POST's and a PUT's body and headers echoed, the same kept handle used three times, an answer
  * over max_answer refused naming its size, a request stopped by its callback and one past its
  * timeout, and a refused connection named by method and URL. */
-#include "baton/http.h"
+#include "../../src/http/http.h"
 #include "check.h"
 
 #include <cJSON.h>

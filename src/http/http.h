@@ -1,10 +1,11 @@
-/* http.h — the HTTP plumbing baton's components share (src/http/): libcurl set up once and one
+/* http.h — internal to the library, never installed (it pulls in curl and microhttpd): the HTTP
+ * plumbing baton's components share (src/http/): libcurl set up once and one
  * request into memory (the client side of the notice watcher, the league client, the stores'
  * defaults), and libmicrohttpd started on a listening socket with its answers (the metadata
  * emulator, the league's server). The streaming transfers of the stores (ranges, S3 signing,
  * pause and resume) stay in io; what every handle needs is set here once. */
-#ifndef BATON_HTTP_H
-#define BATON_HTTP_H
+#ifndef HTTP_HTTP_H
+#define HTTP_HTTP_H
 
 #include "baton/util.h"
 
