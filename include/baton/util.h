@@ -18,11 +18,11 @@
  * signature changes incompatibly; it is the number in libbaton.so's soname (libbaton.so.1), so the
  * dynamic loader refuses a library of another ABI, and a program checks the library it got at run
  * time with BATON_VERSION_CHECK (src/util/version.c). */
-#define BATON_VERSION "0.5.0"
+#define BATON_VERSION "0.6.0"
 #define BATON_VERSION_MAJOR 0
-#define BATON_VERSION_MINOR 5
+#define BATON_VERSION_MINOR 6
 #define BATON_VERSION_PATCH 0
-#define BATON_ABI_VERSION 4
+#define BATON_ABI_VERSION 5
 
 /* Status codes. Positive values are non-error outcomes of iterators. */
 enum baton_status {

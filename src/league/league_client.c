@@ -31,9 +31,9 @@ static int request(const char *url, const char *token, const baton_buf *body, lo
         hdr[k++] = auth;
     }
     if (body) hdr[k++] = "Content-Type: application/x-tar";
-    baton_http_req q = {.method = body ? "POST" : "GET", .url = url, .headers = hdr, .body = body ? body->data : NULL,
+    http_req q = {.method = body ? "POST" : "GET", .url = url, .headers = hdr, .body = body ? body->data : NULL,
                         .body_len = body ? body->len : 0, .max_answer = (size_t)1 << 20, .timeout_s = 600, .connect_s = 10};
-    int rc = baton_http_request(NULL, &q, status, out, err);
+    int rc = http_request(NULL, &q, status, out, err);
     memset(auth, 0, sizeof auth);
     return rc;
 }
@@ -119,7 +119,7 @@ static int answer_error(const char *what, long status, const baton_buf *b, baton
 
 static int post(const baton_league_remote_opts *o, const baton_buf *tar, baton_league_submission *s, baton_err *err)
 {
-    CURL *h = baton_http_global_init(err) ? NULL : curl_easy_init();
+    CURL *h = http_global_init(err) ? NULL : curl_easy_init();
     char *a = h ? curl_easy_escape(h, o->alias, 0) : NULL, *t = h ? curl_easy_escape(h, o->track, 0) : NULL;
     char url[2048];
     int rc = a && t ? BATON_OK : baton_err_set(err, BATON_ERR_NOMEM, "out of memory");

@@ -96,7 +96,7 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const ch
                              size_t len, const char *hname, const char *hval)
 {
     const char *const headers[] = {MHD_HTTP_HEADER_SERVER, "EC2ws", hname, hval, NULL};
-    return baton_http_reply(c, status, ctype, body, len, headers);
+    return http_reply(c, status, ctype, body, len, headers);
 }
 
 /* j's text (baton_json_print) into out, j deleted; returns out ("{}" when out of memory) */
@@ -481,7 +481,7 @@ int baton_imds_start(const baton_imds_opts *o, baton_imds **out, baton_err *err)
     const struct MHD_OptionItem opts[] = {{MHD_OPTION_CONNECTION_TIMEOUT, 10, NULL},
                                           {MHD_OPTION_CONNECTION_LIMIT, 256, NULL},
                                           {MHD_OPTION_END, 0, NULL}};
-    if (!(m->d = baton_http_serve(fd, v6, handler, m, opts, m->url, err))) {
+    if (!(m->d = http_serve(fd, v6, handler, m, opts, m->url, err))) {
         pthread_mutex_destroy(&m->mu);
         free(m);
         return err ? err->code : BATON_ERR_IO;
