@@ -16,7 +16,12 @@
 #      that is neither typedef, #define nor extern "C" and names baton_NAME( .
 #   5. No public header including <curl/curl.h> or <microhttpd.h> (every program on the library
 #      would need their headers): such plumbing lives in src/http/http.h, inside the library.
-# The same rules as README's "Layout" section; tests/run.sh runs this with check-layers (under 1 s).
+#   6. No JSON built by printf: a call of a printf-like function (…printf, …_put, verify_log) whose
+#      format, on the call's first line, holds {\" or \": followed by a conversion. JSON goes
+#      through cJSON and baton_json_print / baton_json_write_lines (numbers that read back bit for
+#      bit, strings escaped). src/ckpt/safetensors.c writes its header's bytes itself (it says why);
+#      baton_verify_log's lines wait for that function to take a cJSON (its printf-style API).
+# The same rules as README's "Layout" section; tests/run.sh runs this with check-layers (about 1 s).
 set -uo pipefail
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 cd "$root" || exit 1
@@ -32,6 +37,13 @@ while IFS=: read -r f n _; do
     echo "$f:$n: cJSON_Parse outside src/util/json_read.c: read through baton_jr (baton_jr_parse, baton_jr_value)"
     bad=1
 done < <(grep -rn --include='*.[ch]' 'cJSON_Parse' src)
+
+# 6. printf-built JSON
+while IFS=: read -r f n _; do
+    echo "$f:$n: JSON built by printf: build a cJSON and print it with baton_json_print (or baton_json_write_lines)"
+    bad=1
+done < <(grep -rnE --include='*.c' '(printf|_put|verify_log)[[:space:]]*\([^;]*"([^"\\]|\\.)*(\{\\"|\\":[[:space:]]*%)' src |
+         grep -v '^src/ckpt/safetensors\.c:' | grep -v 'baton_verify_log(')
 
 # 2. and 3. files and functions, in one awk over every source file
 files=$(find src -name '*.[ch]' | sort)
