@@ -44,13 +44,13 @@ int http_request(CURL *h, const http_req *q, long *status, baton_buf *ans, baton
  * polling thread, handler h(cls), and the options of opts (pairs ended by MHD_OPTION_END; may be
  * NULL). On failure fd is closed and NULL returned with the error naming what (e.g. the URL). */
 struct MHD_Daemon *http_serve(int fd, int v6, MHD_AccessHandlerCallback h, void *cls,
-                                    const struct MHD_OptionItem *opts, const char *what, baton_err *err);
+                              const struct MHD_OptionItem *opts, const char *what, baton_err *err);
 /* An answer of len bytes (copied) with its content type (NULL: none) and extra headers as name,
  * value pairs ended by NULL (may be NULL). */
 enum MHD_Result http_reply(struct MHD_Connection *c, unsigned status, const char *ctype, const void *body,
-                                 size_t len, const char *const *headers);
+                           size_t len, const char *const *headers);
 /* j printed (baton_json_print) as application/json, then deleted. */
 enum MHD_Result http_reply_json(struct MHD_Connection *c, unsigned status, struct cJSON *j,
-                                      const char *const *headers);
+                                const char *const *headers);
 
 #endif

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 struct MHD_Daemon *http_serve(int fd, int v6, MHD_AccessHandlerCallback h, void *cls,
-                                    const struct MHD_OptionItem *opts, const char *what, baton_err *err)
+                              const struct MHD_OptionItem *opts, const char *what, baton_err *err)
 {
     static const struct MHD_OptionItem none[] = {{MHD_OPTION_END, 0, NULL}};
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | (v6 ? MHD_USE_IPv6 : 0);
@@ -25,7 +25,7 @@ struct MHD_Daemon *http_serve(int fd, int v6, MHD_AccessHandlerCallback h, void 
 }
 
 enum MHD_Result http_reply(struct MHD_Connection *c, unsigned status, const char *ctype, const void *body,
-                                 size_t len, const char *const *headers)
+                           size_t len, const char *const *headers)
 {
     struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
     if (!r) return MHD_NO;

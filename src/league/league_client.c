@@ -32,7 +32,7 @@ static int request(const char *url, const char *token, const baton_buf *body, lo
     }
     if (body) hdr[k++] = "Content-Type: application/x-tar";
     http_req q = {.method = body ? "POST" : "GET", .url = url, .headers = hdr, .body = body ? body->data : NULL,
-                        .body_len = body ? body->len : 0, .max_answer = (size_t)1 << 20, .timeout_s = 600, .connect_s = 10};
+                  .body_len = body ? body->len : 0, .max_answer = (size_t)1 << 20, .timeout_s = 600, .connect_s = 10};
     int rc = http_request(NULL, &q, status, out, err);
     memset(auth, 0, sizeof auth);
     return rc;

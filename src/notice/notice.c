@@ -312,8 +312,8 @@ static long http(baton_notice_watcher *w, const char *method, const char *base, 
     if (snprintf(url, sizeof url, "%s%s", base, path) >= (int)sizeof url) return 0;
     const char *hdr[3] = {h1 ? h1 : h2, h1 ? h2 : NULL, NULL};
     http_req q = {.method = method, .url = url, .headers = hdr, .max_answer = BODY_MAX, .timeout_s = w->timeout_s,
-                        .connect_s = w->timeout_s, .no_proxy = 1 /* metadata never goes through a proxy */,
-                        .stop = stopping, .ctx = w};
+                  .connect_s = w->timeout_s, .no_proxy = 1 /* metadata never goes through a proxy */,
+                  .stop = stopping, .ctx = w};
     baton_err err = {0};
     long status = 0;
     w->ans.len = 0;
