@@ -15,6 +15,8 @@
 #                   the league's (200 submissions, tests/servers/test_chaos_league.sh)
 #                   and every entry of tests/mutations/list must make a test fail
 #   make check-layers  every #include "baton/..." against README's component table
+#   make check-code    the code's shape: JSON parsed in one file, files <= 900 lines, functions
+#                      <= 120, public headers <= 50 functions and free of curl/microhttpd
 #   make SAN=1 BUILD=build-san   the sanitizer build used by `make test`
 #
 # Sources are found by wildcard: src/<component>/*.c form the library, src/cli/*.c the command,
@@ -67,7 +69,7 @@ SONAME := libbaton.so.$(BATON_ABI)
 SO := $(BUILD)/libbaton.so
 $(LIB_OBJ): ALL_CFLAGS += -fPIC -fno-semantic-interposition
 
-.PHONY: all test test-full fuzz-replay bench bench-build fuzz clean tests deps run check-layers chaos install python
+.PHONY: all test test-full fuzz-replay bench bench-build fuzz clean tests deps run check-layers check-code chaos install python
 all: $(BIN) $(SO) python
 
 $(BUILD)/obj/%.o: %.c
@@ -226,6 +228,10 @@ test-full:
 # every #include "baton/..." against README's component table (its "may include" column)
 check-layers:
 	@scripts/check-layers.sh
+
+# the shape scripts/check-code.sh's header describes (cJSON_Parse only in the reader, sizes, headers)
+check-code:
+	@scripts/check-code.sh
 
 # the demo: the build first, quietly (its commands are not what a newcomer came to see)
 run:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # run.sh — the whole test suite, as `make test` and CI run it:
 #   1. install missing Debian packages (scripts/deps.sh),
-#   2. check every #include against README's component table (make check-layers), build normally
+#   2. check every #include against README's component table (make check-layers) and the code's
+#      shape (make check-code: scripts/check-code.sh), build normally
 #      and with ASan+UBSan,
 #   3. run every unit test program and every CLI test script against the plain build, and under the
 #      sanitizers every unit test program and every CLI script but those tests/san-set.txt leaves
@@ -118,6 +119,7 @@ run() {
 }
 
 run "check-layers (README's component table)" make -s check-layers
+run "check-code (one JSON reader, file/function/header sizes)" make -s check-code
 
 full=${BATON_TEST_FULL:-0}
 builds=(build)

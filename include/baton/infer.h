@@ -375,5 +375,8 @@ int baton_plan_train_run(const baton_infer_catalog *c, const baton_plan_train_op
 void baton_plan_train_free(baton_plan_train *p);
 void baton_plan_train_table(FILE *f, const baton_plan_train *p, const baton_plan_train_opts *o);
 char *baton_plan_train_row_json(const baton_plan_train_row *r);
+/* The plan as one JSON document, a row per line: {"rows":[...],"mtbi_h":H,"pick":TYPE|null,
+ * "pick_on_demand":TYPE|null} (baton_json_write_lines; mtbi_h -1: no interruptions). */
+void baton_plan_train_json(FILE *f, const baton_plan_train *p);
 
 #endif

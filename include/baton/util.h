@@ -142,56 +142,6 @@ int baton_is_dir(const char *path);
  * names[i], *first = that smallest i; n when all differ. O(n log n). */
 size_t baton_first_duplicate(const char *const *names, size_t n, size_t *first);
 
-/* ---- JSON text whose numbers read back bit for bit (src/util/json.c) ---- */
-struct cJSON;
-/* cJSON_Print (formatted) or cJSON_PrintUnformatted of j alone, every finite number written with
- * the fewest digits (15-17) that strtod reads back to the same double; j is left as it was.
- * malloc'd; NULL when out of memory. */
-char *baton_json_print(const struct cJSON *j, int formatted);
-/* d as that text into out; returns the digits used. */
-int baton_json_number_format(double d, char out[32]);
-
-/* ---- reading checked JSON from outside (src/util/json_read.c) ---- */
-/* A reader of one JSON document with a sticky error, as Redis's rio: the first failure is kept
- * (r->rc and *err) and every later call does nothing and returns it, so a parser reads field after
- * field and looks at the outcome once. Every message names the document and the field:
- * "state.json: car.grip_mps2: is 2000, outside 0..1000". A path is one or more keys joined by '.'
- * and is looked up from the object given, so a nested field may be read from the root; r->at
- * (baton_jr_at: an element of a list, "shards[3]") goes before it in messages. Integers are JSON
- * numbers that are whole, >= 0 and below 2^53 (exact in a double), and strings where r->strings
- * says so. */
-typedef struct baton_jr {
-    const char *doc;            /* the document as messages name it: "state.json" */
-    baton_err *err;
-    int rc;                     /* BATON_OK, or the first failure's code */
-    int strings;                /* BATON_JR_*: which strings count as numbers */
-    char at[64];
-} baton_jr;
-enum {
-    BATON_JR_NUMBERS = 0,       /* numbers only (the default) */
-    BATON_JR_DIGITS = 1,        /* integers also as strings of 1..20 decimal digits: any uint64 (state.json's seeds) */
-    BATON_JR_NUMERIC = 2,       /* any number also as a string holding one, white space around it allowed, as
-                                 * Python's float() and int() read DeepRacer's files */
-};
-void baton_jr_init(baton_jr *r, const char *doc, baton_err *err);
-/* text as one JSON object with nothing but white space after it (else NULL, the message giving
- * the byte where parsing stopped); cJSON_Delete it. */
-struct cJSON *baton_jr_parse(baton_jr *r, const char *text, size_t len);
-/* Fail at path (NULL: the document itself) with the message DOC: [AT.]PATH: WHAT. */
-int baton_jr_fail(baton_jr *r, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-void baton_jr_at(baton_jr *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* The value at path, NULL when absent (not an error) or after a failure. */
-const struct cJSON *baton_jr_get(baton_jr *r, const struct cJSON *o, const char *path);
-/* Required: an object; an integer in lo..hi; a finite number in lo..hi; a string of 1..cap-1 bytes;
- * true or false (*v 1 or 0); a list of n strings of 1..16 hex digits, not all zero (a generator's
- * state). Each returns r->rc. */
-const struct cJSON *baton_jr_obj(baton_jr *r, const struct cJSON *o, const char *path);
-int baton_jr_u64(baton_jr *r, const struct cJSON *o, const char *path, uint64_t lo, uint64_t hi, uint64_t *v);
-int baton_jr_dbl(baton_jr *r, const struct cJSON *o, const char *path, double lo, double hi, double *v);
-int baton_jr_str(baton_jr *r, const struct cJSON *o, const char *path, char *out, size_t cap);
-int baton_jr_bool(baton_jr *r, const struct cJSON *o, const char *path, int *v);
-int baton_jr_hex64(baton_jr *r, const struct cJSON *o, const char *path, size_t n, uint64_t *out);
-
 /* ---- exclusive locks on a folder (src/util/lock.c) ---- */
 /* Take an exclusive advisory lock (flock) on the file PATH, creating it, and write this process's
  * pid into it, so that a second taker can name the holder. The lock lasts until baton_lock_release
@@ -248,62 +198,14 @@ void baton_progress_plain_every(baton_progress *p, const char *label, uint64_t t
 void baton_progress_update(baton_progress *p, uint64_t done);   /* redraws at most 10×/s */
 void baton_progress_finish(baton_progress *p);
 
-/* ---- SVG line charts (a browser opens them; no dependencies) ---- */
+/* ---- a listening socket (src/util/net.c) ---- */
 /* A listening TCP socket on "HOST:PORT" or "[V6]:PORT" (port 0: a free one; src/util/net.c): -1 and err
  * when the address is malformed, not loopback and allow_remote is 0, or cannot be bound. url gets
  * "http://HOST:PORT" as bound, *port the port, *v6 whether it is IPv6. */
 int baton_net_listen(const char *spec, int allow_remote, char *url, size_t ucap, int *port, int *v6, baton_err *err);
 
-/* SVG text: append s (NULL: nothing) with <, >, & and " escaped for text and attributes; append
- * printf-formatted text (at most 1023 bytes per call). */
-void baton_svg_esc(baton_buf *b, const char *s);
-void baton_svg_put(baton_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-typedef struct baton_svg_series {
-    const char *name;
-    const double *x, *y;
-    size_t n;
-} baton_svg_series;
-/* Write a line chart with markers, axes with ticks, and a legend. */
-int baton_svg_lines(const char *path, const char *title, const char *xlabel, const char *ylabel,
-                    const baton_svg_series *s, size_t ns, baton_err *err);
-/* Scatter charts: points with markers, an optional text label per point, and optionally a line
- * through a series' points (e.g. a Pareto front). */
-enum { BATON_SVG_DOT = 0, BATON_SVG_RING, BATON_SVG_SQUARE, BATON_SVG_DIAMOND, BATON_SVG_NOMARK };
-typedef struct baton_svg_points {
-    const char *name;
-    const double *x, *y;
-    size_t n;
-    const char *const *labels;   /* per point (NULL entries: no label), or NULL; placed where they
-                                    overlap no other text, else left out (kept as a tooltip) */
-    int line;                    /* also join the points in order */
-    int marker;                  /* BATON_SVG_DOT (default), _RING, _SQUARE, _DIAMOND, _NOMARK */
-} baton_svg_points;
-/* The same with logarithmic axes (BATON_SVG_XLOG, BATON_SVG_YLOG: whole decades; values <= 0 not
- * drawn). */
-enum { BATON_SVG_XLOG = 1, BATON_SVG_YLOG = 2 };
-int baton_svg_scatter_axes(const char *path, const char *title, const char *xlabel, const char *ylabel,
-                           const baton_svg_points *s, size_t ns, unsigned flags, baton_err *err);
-
-/* ---- SVG timelines: one row per item (e.g. an instance), spans coloured by style, point marks
- * (src/util/svg_timeline.c). Mark kinds: 0 a tick, 1 a triangle, 2 a cross, 3 a dot. ---- */
-typedef struct baton_svg_span {
-    double t0, t1;
-    int style;                  /* index into span_names (and the span palette) */
-} baton_svg_span;
-typedef struct baton_svg_mark {
-    double t;
-    size_t row;
-    int kind;
-    const char *title;          /* tooltip; may be NULL */
-} baton_svg_mark;
-typedef struct baton_svg_row {
-    const char *label;
-    const baton_svg_span *spans;
-    size_t nspans;
-} baton_svg_row;
-int baton_svg_timeline(const char *path, const char *title, const char *xlabel, const baton_svg_row *rows,
-                       size_t nrows, const char *const *span_names, size_t nstyles, const baton_svg_mark *marks,
-                       size_t nmarks, const char *const mark_names[4], baton_err *err);
+/* JSON (util_json.h) and SVG charts (util_svg.h) are part of this header too. */
+#include "baton/util_json.h"
+#include "baton/util_svg.h"
 
 #endif

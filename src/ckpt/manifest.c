@@ -117,23 +117,11 @@ char *ckpt_manifest_format(const baton_ckpt_manifest *m)
 
 int ckpt_state_check(const char *name, const char *text, size_t len, uint64_t step, baton_err *err)
 {
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
-    if (!root) {
-        size_t off = end && end >= text && end <= text + len ? (size_t)(end - text) : 0;
-        return baton_err_set(err, BATON_ERR_FORMAT, "%s: not valid JSON (at offset %zu)", name, off);
-    }
+    baton_jr r;
+    baton_jr_init(&r, name, err);
+    cJSON *root = baton_jr_parse(&r, text, len);
+    if (!root) return r.rc;
     int rc = BATON_OK;
-    for (const char *q = end; q < text + len; q++)
-        if (*q != ' ' && *q != '\t' && *q != '\n' && *q != '\r') {
-            rc = baton_err_set(err, BATON_ERR_FORMAT, "%s: unexpected byte after the JSON at offset %zu", name,
-                               (size_t)(q - text));
-            goto out;
-        }
-    if (!cJSON_IsObject(root)) {
-        rc = baton_err_set(err, BATON_ERR_FORMAT, "%s: not a JSON object", name);
-        goto out;
-    }
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(root, "step");
     double d = cJSON_IsNumber(st) ? st->valuedouble : -1.0;
     if (!cJSON_IsNumber(st) || !(d >= 0.0) || d > 9007199254740992.0 || d != (double)(uint64_t)d) {

@@ -301,7 +301,11 @@ out:
     return rc;
 }
 
-/* ---- writing ---- */
+/* ---- writing ----
+ * The header is written by its own walk, not through baton_json_print: the format fixes its bytes
+ * (tensors in the order given, data_offsets as exact 64-bit integers where a double would round
+ * past 2^53, the length prefix and the padding to 8 bytes computed from the text as it grows), so
+ * that the same tensors always give the same bytes. */
 
 static int put(baton_buf *b, const char *s) { return baton_buf_append(b, s, strlen(s)); }
 

@@ -151,7 +151,7 @@ static int do_show(const char *arg)
     uint8_t *text;
     size_t len;
     if (baton_file_read_all(p, (size_t)64 << 20, &text, &len, &err) == BATON_OK) {
-        cJSON *j = cJSON_ParseWithLength((const char *)text, len);
+        cJSON *j = baton_jr_value((const char *)text, len);
         char *pretty = j ? baton_json_print(j, 1) : NULL;
         printf("\nstate.json:\n%s\n", pretty ? pretty : (const char *)text);
         if (!j) {

@@ -195,16 +195,7 @@ static int plan_train(int argc, char **argv)
     if (baton_plan_train_run(&cat, &o, &p, &err)) {
         rc = cli_fail("plan train", &err);
     } else if (json) {   /* one document: the rows (one per line), then the picks */
-        printf("{\"rows\":[\n");
-        for (size_t i = 0; i < p.n; i++) {
-            char *js = baton_plan_train_row_json(&p.rows[i]);
-            printf("%s%s\n", js ? js : "null", i + 1 < p.n ? "," : "");
-            free(js);
-        }
-        printf("],\n\"mtbi_h\":%.6g,\"pick\":", isinf(p.mtbi_h) ? -1.0 : p.mtbi_h);
-        if (p.pick >= 0) printf("\"%s\"", p.rows[p.pick].config);
-        else printf("null");
-        printf(",\"pick_on_demand\":\"%s\"}\n", p.rows[p.pick_od].config);
+        baton_plan_train_json(stdout, &p);
     } else {
         baton_plan_train_table(stdout, &p, &o);
         if (o.here_gflops > 0 && !(o.here && baton_infer_catalog_find(&cat, o.here)))

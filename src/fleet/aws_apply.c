@@ -76,7 +76,7 @@ static int read_record(const char *out_dir, record *f, baton_err *err)
     size_t len;
     int rc = baton_file_read_all(path, 1u << 20, &p, &len, err);
     if (rc) return rc == BATON_ERR_NOTFOUND ? baton_err_prefix(err, "nothing was created from %s", out_dir) : rc;
-    cJSON *root = cJSON_ParseWithLength((const char *)p, len);
+    cJSON *root = baton_jr_value((const char *)p, len);
     free(p);
     cJSON *reg = cJSON_GetObjectItem(root, "region"), *req = cJSON_GetObjectItem(root, "requests"),
           *api = cJSON_GetObjectItem(root, "api");
@@ -171,7 +171,7 @@ static int describe(const record *f, cJSON **answer, baton_err *err)
     baton_buf o = {0}, e = {0};
     int st, rc = ids_call(f, w[0], w[1], w[2], NULL, &o, &e, &st, err);
     if (!rc && st) rc = baton_err_set(err, BATON_ERR_NET, "aws %s %s: exit %d: %.300s", w[0], w[1], st, text_of(&e));
-    *answer = rc ? NULL : cJSON_Parse(text_of(&o));
+    *answer = rc ? NULL : baton_jr_value(text_of(&o), o.len);
     if (!rc && !*answer) rc = baton_err_set(err, BATON_ERR_FORMAT, "aws %s %s: not JSON: '%.200s'", w[0], w[1], text_of(&o));
     baton_buf_free(&o);
     baton_buf_free(&e);
@@ -298,7 +298,7 @@ static int request_field(const baton_aws_cmd *c, const char *key, char *out, siz
             size_t len;
             baton_err e = {0};
             if (baton_file_read_all(p[1] + 7, 1u << 20, &t, &len, &e)) return -1;
-            cJSON *j = cJSON_ParseWithLength((const char *)t, len);
+            cJSON *j = baton_jr_value((const char *)t, len);
             free(t);
             const char *v = str_of(j, key);
             if (v && strlen(v) < cap && rmt_only(v, IDCHARS)) snprintf(out, cap, "%s", v);
@@ -342,7 +342,7 @@ static int note_created(const baton_aws_cmd *c, int api, const char *line, const
 {
     const int task = c->fleet_task >= 0 ? c->fleet_task : c->template_task;
     char id[128] = "";
-    cJSON *root = cJSON_Parse(text_of(o));
+    cJSON *root = baton_jr_value(text_of(o), o->len);
     if (c->template_task >= 0) {
         const char *v = str_of(cJSON_GetObjectItem(root, "LaunchTemplate"), "LaunchTemplateName");
         if (v && strlen(v) < sizeof id && rmt_only(v, IDCHARS)) snprintf(id, sizeof id, "%s", v);

@@ -164,7 +164,7 @@ int fleet_db_event(baton_fleet_db *d, baton_fleet_event *ev, baton_err *err)
     if (ev->task >= 0) cJSON_AddNumberToObject(o, "task", ev->task);
     if (ev->from[0]) cJSON_AddStringToObject(o, "from", ev->from);
     if (ev->to[0]) cJSON_AddStringToObject(o, "to", ev->to);
-    cJSON *dj = cJSON_Parse(detail);
+    cJSON *dj = detail ? baton_jr_value(detail, strlen(detail)) : NULL;
     if (dj) cJSON_AddItemToObject(o, "detail", dj);
     char *line = baton_json_print(o, 0);
     cJSON_Delete(o);

@@ -32,7 +32,7 @@ void fleet_deadline_event(sup *s, size_t i)
     size_t len = 0;
     baton_err err = {0};
     if (baton_file_read_all(path, 1 << 20, &text, &len, &err)) return;
-    cJSON *j = cJSON_ParseWithLength((const char *)text, len);
+    cJSON *j = baton_jr_value((const char *)text, len);
     free(text);
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(j, "interruption");
     double started = s->rec.origin + in->t_running / (s->scale > 0 ? s->scale : 1);
@@ -101,7 +101,7 @@ int baton_fleet_deadlines(const baton_fleet_report *r, baton_fleet_deadline_stat
     for (size_t e = 0; e < r->rec.nevents; e++) {
         const baton_fleet_event *ev = &r->rec.events[e];
         if (strcmp(ev->kind, "deadline")) continue;
-        cJSON *d = cJSON_Parse(ev->detail ? ev->detail : "{}");
+        cJSON *d = fleet_event_detail(ev);
         double ca = num(d, "commit_after_s", -1), xa = num(d, "exit_after_s", -1), mg = num(d, "margin_s", NAN);
         const cJSON *up = cJSON_GetObjectItemCaseSensitive(d, "upload");
         if (ca >= 0 && xa >= 0) {
@@ -137,7 +137,7 @@ void fleet_deadlines_print(FILE *f, const baton_fleet_report *r)
     for (size_t e = 0; e < r->rec.nevents; e++) {
         const baton_fleet_event *ev = &r->rec.events[e];
         if (strcmp(ev->kind, "deadline")) continue;
-        cJSON *d = cJSON_Parse(ev->detail ? ev->detail : "{}");
+        cJSON *d = fleet_event_detail(ev);
         const char *iname = "?";
         for (size_t i = 0; i < r->rec.ninsts; i++)
             if (r->rec.insts[i].id == ev->inst) iname = r->rec.insts[i].name;
@@ -185,7 +185,7 @@ void fleet_deadlines_json(cJSON *o, const baton_fleet_report *r)
     for (size_t e = 0; a && e < r->rec.nevents; e++) {
         const baton_fleet_event *ev = &r->rec.events[e];
         if (strcmp(ev->kind, "deadline")) continue;
-        cJSON *x = cJSON_Parse(ev->detail ? ev->detail : "{}");
+        cJSON *x = fleet_event_detail(ev);
         if (!x) continue;
         cJSON_AddNumberToObject(x, "task", (double)ev->task);
         cJSON_AddNumberToObject(x, "t_sim", ev->t_sim);

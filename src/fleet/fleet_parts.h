@@ -226,5 +226,8 @@ int64_t fleet_report_task_step(const baton_fleet_report *r, size_t task);
 struct cJSON;
 void fleet_deadlines_print(FILE *f, const baton_fleet_report *r);
 void fleet_deadlines_json(struct cJSON *o, const baton_fleet_report *r);
+/* An event's detail (the JSON object the supervisor wrote; none: {}) parsed, NULL when it is not
+ * JSON (src/fleet/fleet_report.c); cJSON_Delete it. */
+struct cJSON *fleet_event_detail(const baton_fleet_event *ev);
 
 #endif

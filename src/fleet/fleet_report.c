@@ -62,12 +62,18 @@ static int load_results(const char *job_dir, baton_fleet_report *r, baton_err *e
         size_t len = 0;
         baton_err ignore = {0};
         if (baton_file_read_all(path, 1 << 16, &data, &len, &ignore)) continue;
-        cJSON *j = cJSON_ParseWithLength((const char *)data, len);
+        cJSON *j = baton_jr_value((const char *)data, len);
         free(data);
         if (cJSON_IsObject(j)) r->results[t] = j;
         else cJSON_Delete(j);
     }
     return BATON_OK;
+}
+
+cJSON *fleet_event_detail(const baton_fleet_event *ev)
+{
+    const char *d = ev->detail ? ev->detail : "{}";
+    return baton_jr_value(d, strlen(d));
 }
 
 int baton_fleet_report_load(const char *job_dir, baton_fleet_report *r, baton_err *err)
@@ -248,7 +254,7 @@ void baton_fleet_report_print(FILE *f, const baton_fleet_report *r, int events)
         fprintf(f, "\nevents (last %zu of %zu):\n", r->rec.nevents - from, r->rec.nevents);
         for (size_t e = from; e < r->rec.nevents; e++) {
             const baton_fleet_event *ev = &r->rec.events[e];
-            cJSON *dj = cJSON_Parse(ev->detail ? ev->detail : "{}");
+            cJSON *dj = fleet_event_detail(ev);
             const cJSON *m = dj ? cJSON_GetObjectItemCaseSensitive(dj, "message") : NULL;
             dur(ev->t_sim, a, sizeof a);
             const char *iname = "";
@@ -377,7 +383,7 @@ static void events_json(cJSON *o, const baton_fleet_report *r)
         cJSON_AddNumberToObject(x, "task", ev->task);
         if (ev->from[0]) cJSON_AddStringToObject(x, "from", ev->from);
         if (ev->to[0]) cJSON_AddStringToObject(x, "to", ev->to);
-        cJSON *dj = cJSON_Parse(ev->detail ? ev->detail : "{}");
+        cJSON *dj = fleet_event_detail(ev);
         if (dj) cJSON_AddItemToObject(x, "detail", dj);
         cJSON_AddItemToArray(ea, x);
     }
@@ -448,7 +454,7 @@ int baton_fleet_report_svg(const baton_fleet_report *r, const char *path, baton_
         if (strcmp(ev->kind, "checkpoint") != 0) continue;
         for (size_t i = 0; i < n; i++)
             if (r->rec.insts[i].id == ev->inst) {
-                cJSON *dj = cJSON_Parse(ev->detail ? ev->detail : "{}");
+                cJSON *dj = fleet_event_detail(ev);
                 const cJSON *st = dj ? cJSON_GetObjectItemCaseSensitive(dj, "step") : NULL;
                 snprintf(titles[nm], sizeof titles[nm], "checkpoint %lld",
                          cJSON_IsNumber(st) ? (long long)st->valuedouble : -1LL);

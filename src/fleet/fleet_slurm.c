@@ -416,7 +416,7 @@ static int read_record(const char *job_dir, record *r, baton_err *err)
     size_t len;
     int rc = baton_file_read_all(path, 16u << 20, &p, &len, err);
     if (rc) return rc;
-    cJSON *root = cJSON_ParseWithLength((const char *)p, len);
+    cJSON *root = baton_jr_value((const char *)p, len);
     free(p);
     cJSON *tasks = root ? cJSON_GetObjectItem(root, "tasks") : NULL;
     cJSON *ck = root ? cJSON_GetObjectItem(root, "checkpoints") : NULL;

@@ -1,10 +1,10 @@
 /* http_client.c — libcurl once for all of baton (http.h, the client): the global initialisation,
  * the options every handle has, and a request whose answer is read into memory.
  *
- * Contract: baton_http_request never follows a redirect to another protocol, never raises a
+ * Contract: http_request never follows a redirect to another protocol, never raises a
  * signal, bounds the answer (max_answer) and the time (timeout_s, connect_s), and leaves h reset
  * to its defaults' state for the next request (the connection kept). */
-#include "baton/http.h"
+#include "http.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -14,7 +14,7 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static CURLcode init_rc;
 static void init(void) { init_rc = curl_global_init(CURL_GLOBAL_DEFAULT); }
 
-int baton_http_global_init(baton_err *err)
+int http_global_init(baton_err *err)
 {
     pthread_once(&once, init);
     if (init_rc != CURLE_OK)
@@ -22,7 +22,7 @@ int baton_http_global_init(baton_err *err)
     return BATON_OK;
 }
 
-void baton_http_defaults(CURL *h, double connect_s)
+void http_defaults(CURL *h, double connect_s)
 {
     long ms = (long)(connect_s * 1000.0);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
@@ -52,14 +52,14 @@ static size_t on_body(char *p, size_t size, size_t n, void *ud)
 static int on_progress(void *ud, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
 {
     (void)a, (void)b, (void)c, (void)d;
-    const baton_http_req *q = ud;
+    const http_req *q = ud;
     return q->stop(q->ctx) ? 1 : 0;
 }
 
-int baton_http_request(CURL *h, const baton_http_req *q, long *status, baton_buf *ans, baton_err *err)
+int http_request(CURL *h, const http_req *q, long *status, baton_buf *ans, baton_err *err)
 {
     *status = 0;
-    int rc = baton_http_global_init(err);
+    int rc = http_global_init(err);
     if (rc) return rc;
     CURL *own = h ? NULL : curl_easy_init();
     if (!h && !(h = own)) return baton_err_set(err, BATON_ERR_NOMEM, "libcurl: out of memory");
@@ -70,7 +70,7 @@ int baton_http_request(CURL *h, const baton_http_req *q, long *status, baton_buf
     const char *method = q->method ? q->method : "GET";
     sink s = {ans, q->max_answer ? q->max_answer : (size_t)1 << 20, ans->len, 0};
     char errbuf[CURL_ERROR_SIZE] = "";
-    baton_http_defaults(h, q->connect_s > 0 ? q->connect_s : 10);
+    http_defaults(h, q->connect_s > 0 ? q->connect_s : 10);
     curl_easy_setopt(h, CURLOPT_URL, q->url);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hs);

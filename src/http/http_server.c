@@ -1,17 +1,17 @@
 /* http_server.c — libmicrohttpd for all of baton (http.h, the server): a daemon with its own
  * polling thread on a socket the caller listens on, and answers with their headers.
  *
- * Contract: baton_http_serve takes the socket (closed when the daemon does not start); an answer's
+ * Contract: http_serve takes the socket (closed when the daemon does not start); an answer's
  * body is copied, so the caller's buffer may go as soon as it returns. */
-#include "baton/http.h"
+#include "http.h"
 
 #include <cJSON.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-struct MHD_Daemon *baton_http_serve(int fd, int v6, MHD_AccessHandlerCallback h, void *cls,
-                                    const struct MHD_OptionItem *opts, const char *what, baton_err *err)
+struct MHD_Daemon *http_serve(int fd, int v6, MHD_AccessHandlerCallback h, void *cls,
+                              const struct MHD_OptionItem *opts, const char *what, baton_err *err)
 {
     static const struct MHD_OptionItem none[] = {{MHD_OPTION_END, 0, NULL}};
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | (v6 ? MHD_USE_IPv6 : 0);
@@ -24,8 +24,8 @@ struct MHD_Daemon *baton_http_serve(int fd, int v6, MHD_AccessHandlerCallback h,
     return d;
 }
 
-enum MHD_Result baton_http_reply(struct MHD_Connection *c, unsigned status, const char *ctype, const void *body,
-                                 size_t len, const char *const *headers)
+enum MHD_Result http_reply(struct MHD_Connection *c, unsigned status, const char *ctype, const void *body,
+                           size_t len, const char *const *headers)
 {
     struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
     if (!r) return MHD_NO;
@@ -36,12 +36,12 @@ enum MHD_Result baton_http_reply(struct MHD_Connection *c, unsigned status, cons
     return ret;
 }
 
-enum MHD_Result baton_http_reply_json(struct MHD_Connection *c, unsigned status, cJSON *j, const char *const *headers)
+enum MHD_Result http_reply_json(struct MHD_Connection *c, unsigned status, cJSON *j, const char *const *headers)
 {
     char *s = j ? baton_json_print(j, 0) : NULL;
     cJSON_Delete(j);
     if (!s) return MHD_NO;
-    enum MHD_Result r = baton_http_reply(c, status, "application/json", s, strlen(s), headers);
+    enum MHD_Result r = http_reply(c, status, "application/json", s, strlen(s), headers);
     free(s);
     return r;
 }

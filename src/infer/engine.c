@@ -158,7 +158,7 @@ static int state_int(const cJSON *j, const char *key, int lo, int hi, int *v, co
 static int read_state(const char *path, const char *text, baton_nn_spec *spec, char *name, size_t cap,
                       baton_infer_info *info, baton_err *err)
 {
-    cJSON *j = cJSON_Parse(text);
+    cJSON *j = baton_jr_value(text, strlen(text));
     if (!cJSON_IsObject(j)) {
         cJSON_Delete(j);
         return baton_err_set(err, BATON_ERR_FORMAT, "%s/state.json: not a JSON object", path);

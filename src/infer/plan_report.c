@@ -201,15 +201,6 @@ static cJSON *row_object(const baton_plan_row *r)
     return j;
 }
 
-/* j printed on one line (then deleted), followed by tail and a newline; "null" when out of memory */
-static void json_line(FILE *f, const char *head, cJSON *j, const char *tail)
-{
-    char *s = j ? baton_json_print(j, 0) : NULL;
-    fprintf(f, "%s%s%s\n", head, s ? s : "null", tail);
-    free(s);
-    cJSON_Delete(j);
-}
-
 char *infer_plan_row_json(const baton_plan_row *r)
 {
     cJSON *j = row_object(r);
@@ -233,40 +224,38 @@ const char *infer_pick_basis(const baton_plan_row *r, char *b, size_t n)
 void baton_plan_infer_json(FILE *f, const baton_plan_infer *p, const baton_plan_infer_opts *o)
 {
     size_t *idx = calloc(p->n + 1, sizeof *idx);
-    if (!idx) return;
+    cJSON *doc = cJSON_CreateObject(), *rows = cJSON_AddArrayToObject(doc, "rows");
+    if (!idx || !rows) {
+        free(idx);
+        cJSON_Delete(doc);
+        return;
+    }
     const size_t m = baton_plan_infer_order(p, o->all, idx);
     /* one document, a row per line: {"rows":[...], "pick":{...}|null} */
-    fprintf(f, "{\"rows\":[\n");
-    size_t left = m + p->nskipped;
-    for (size_t k = 0; k < m; k++) {
-        --left;
-        json_line(f, "", row_object(&p->rows[idx[k]]), left ? "," : "");
-    }
+    for (size_t k = 0; k < m; k++) cJSON_AddItemToArray(rows, row_object(&p->rows[idx[k]]));
     for (size_t i = 0; i < p->nskipped; i++) {
         cJSON *j = cJSON_CreateObject();
-        if (j) {
-            cJSON_AddStringToObject(j, "configuration", p->skipped[i].config);
-            cJSON_AddStringToObject(j, "source", "not projected");
-            cJSON_AddStringToObject(j, "reason", p->skipped[i].reason);
-        }
-        --left;
-        json_line(f, "", j, left ? "," : "");
+        cJSON_AddStringToObject(j, "configuration", p->skipped[i].config);
+        cJSON_AddStringToObject(j, "source", "not projected");
+        cJSON_AddStringToObject(j, "reason", p->skipped[i].reason);
+        cJSON_AddItemToArray(rows, j);
     }
+    cJSON *pick = cJSON_CreateNull();
     if (p->pick >= 0) {
         char why[200];
         const baton_plan_row *r = &p->rows[p->pick];
-        cJSON *j = cJSON_CreateObject();
-        if (j) {
-            cJSON_AddStringToObject(j, "configuration", r->config);
-            cJSON_AddStringToObject(j, "context", r->context);
-            cJSON_AddStringToObject(j, "source", src_name[r->source]);
-            cJSON_AddNumberToObject(j, "cost_thr_100k", r->cost_thr);
-            cJSON_AddNumberToObject(j, "p90_ms", r->p90_ms);
-            cJSON_AddStringToObject(j, "rests_on", infer_pick_basis(r, why, sizeof why));
-        }
-        json_line(f, "],\n\"pick\":", j, "}");
-    } else
-        fprintf(f, "],\n\"pick\":null}\n");
+        cJSON_Delete(pick);
+        pick = cJSON_CreateObject();
+        cJSON_AddStringToObject(pick, "configuration", r->config);
+        cJSON_AddStringToObject(pick, "context", r->context);
+        cJSON_AddStringToObject(pick, "source", src_name[r->source]);
+        cJSON_AddNumberToObject(pick, "cost_thr_100k", r->cost_thr);
+        cJSON_AddNumberToObject(pick, "p90_ms", r->p90_ms);
+        cJSON_AddStringToObject(pick, "rests_on", infer_pick_basis(r, why, sizeof why));
+    }
+    cJSON_AddItemToObject(doc, "pick", pick);
+    baton_json_write_lines(f, doc);
+    cJSON_Delete(doc);
     free(idx);
 }
 

@@ -16,6 +16,7 @@
 #include "infer_internal.h"
 #include "baton/ckpt.h"
 
+#include <cJSON.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,15 +153,40 @@ void baton_plan_train_table(FILE *f, const baton_plan_train *p, const baton_plan
     }
 }
 
+static cJSON *train_row_object(const baton_plan_train_row *r)
+{
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "type", r->config);
+    cJSON_AddStringToObject(j, "source", r->source == BATON_SRC_MEASURED ? "measured" : "projected");
+    cJSON_AddNumberToObject(j, "samples_per_s", r->samples_per_s);
+    cJSON_AddNumberToObject(j, "hours", r->hours);
+    cJSON_AddNumberToObject(j, "on_demand_cost", r->od_cost);
+    cJSON_AddNumberToObject(j, "spot_price_per_h", r->spot_price);
+    cJSON_AddBoolToObject(j, "spot_price_estimated", r->spot_estimated);
+    cJSON_AddNumberToObject(j, "ckpt_interval_s", r->tau_s);
+    cJSON_AddNumberToObject(j, "overhead", r->overhead);
+    cJSON_AddNumberToObject(j, "spot_hours", r->spot_hours);
+    cJSON_AddNumberToObject(j, "spot_cost", r->spot_cost);
+    cJSON_AddBoolToObject(j, "worth_it", r->worth_it);
+    return j;
+}
+
 char *baton_plan_train_row_json(const baton_plan_train_row *r)
 {
-    char buf[640];
-    snprintf(buf, sizeof buf,
-             "{\"type\":\"%s\",\"source\":\"%s\",\"samples_per_s\":%.2f,\"hours\":%.7g,\"on_demand_cost\":%.7g,"
-             "\"spot_price_per_h\":%.4f,\"spot_price_estimated\":%s,\"ckpt_interval_s\":%.1f,\"overhead\":%.5f,"
-             "\"spot_hours\":%.7g,\"spot_cost\":%.7g,\"worth_it\":%s}",
-             r->config, r->source == BATON_SRC_MEASURED ? "measured" : "projected", r->samples_per_s, r->hours,
-             r->od_cost, r->spot_price, r->spot_estimated ? "true" : "false", r->tau_s, r->overhead, r->spot_hours,
-             r->spot_cost, r->worth_it ? "true" : "false");
-    return strdup(buf);
+    cJSON *j = train_row_object(r);
+    char *s = j ? baton_json_print(j, 0) : NULL;
+    cJSON_Delete(j);
+    return s;
+}
+
+void baton_plan_train_json(FILE *f, const baton_plan_train *p)
+{
+    cJSON *doc = cJSON_CreateObject(), *rows = cJSON_AddArrayToObject(doc, "rows");
+    for (size_t i = 0; rows && i < p->n; i++) cJSON_AddItemToArray(rows, train_row_object(&p->rows[i]));
+    cJSON_AddNumberToObject(doc, "mtbi_h", isinf(p->mtbi_h) ? -1.0 : p->mtbi_h);
+    cJSON_AddItemToObject(doc, "pick", p->pick >= 0 ? cJSON_CreateString(p->rows[p->pick].config) : cJSON_CreateNull());
+    cJSON_AddItemToObject(doc, "pick_on_demand",
+                          p->pick_od >= 0 ? cJSON_CreateString(p->rows[p->pick_od].config) : cJSON_CreateNull());
+    if (rows) baton_json_write_lines(f, doc);
+    cJSON_Delete(doc);
 }

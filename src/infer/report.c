@@ -62,7 +62,7 @@ static int num(const cJSON *j, const char *key, int required, double *v, const c
 int baton_infer_stats_parse(const char *name, size_t line, const char *text, baton_infer_stats *st, baton_err *err)
 {
     memset(st, 0, sizeof *st);
-    cJSON *j = cJSON_Parse(text);
+    cJSON *j = baton_jr_value(text, strlen(text));
     if (!cJSON_IsObject(j)) {
         cJSON_Delete(j);
         return baton_err_set(err, BATON_ERR_FORMAT, "%s:%zu: not a JSON object", name, line);
@@ -119,7 +119,7 @@ out:
 /* A JSON array of infer-bench objects (whatever its layout: pretty-printed is fine). */
 static int stats_array(const char *path, const char *text, baton_infer_stats **out, size_t *cnt, baton_err *err)
 {
-    cJSON *a = cJSON_Parse(text);
+    cJSON *a = baton_jr_value(text, strlen(text));
     if (!cJSON_IsArray(a)) {
         cJSON_Delete(a);
         return baton_err_set(err, BATON_ERR_FORMAT, "%s: not a JSON array (expected infer-bench --json output)", path);

@@ -320,7 +320,7 @@ baton_fetch *io_fetch_new(baton_store *s, const baton_fetch_opts *o, baton_err *
     }
     f->nfree = f->nslot;
     if (s->kind != BATON_STORE_LOCAL) {
-        if (baton_http_global_init(err) != BATON_OK) {
+        if (http_global_init(err) != BATON_OK) {
             io_fetch_free(f);
             return NULL;
         }

@@ -158,7 +158,7 @@ int io_request_setup(const baton_store *s, CURL *h, const char *url, int range, 
     *hdrs = NULL;
     long stall_s = (long)(s->opts.stall_timeout_s + 0.5);
     if (stall_s < 1) stall_s = 1;
-    baton_http_defaults(h, s->opts.connect_timeout_s);
+    http_defaults(h, s->opts.connect_timeout_s);
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1024L);
     curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, stall_s);

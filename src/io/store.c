@@ -227,7 +227,7 @@ int baton_store_open(const char *uri, const baton_store_opts *o, baton_store **o
         break;
     case BATON_STORE_HTTP: {
         s->ops = &io_store_http_ops;
-        rc = baton_http_global_init(err);
+        rc = http_global_init(err);
         if (rc != BATON_OK) break;
         char *head = cat3(u.scheme, "://", u.authority);
         s->uri = head ? cat3(head, "/", u.prefix) : NULL;
@@ -240,7 +240,7 @@ int baton_store_open(const char *uri, const baton_store_opts *o, baton_store **o
     }
     case BATON_STORE_S3: {
         s->ops = &io_store_s3_ops;
-        rc = baton_http_global_init(err);
+        rc = http_global_init(err);
         if (rc != BATON_OK) break;
         char *head = cat3("s3://", u.bucket, "/");
         s->uri = head ? cat3(head, u.prefix, "") : NULL;

@@ -6,7 +6,7 @@
 #ifndef BATON_STORE_INTERNAL_H
 #define BATON_STORE_INTERNAL_H
 
-#include "baton/http.h"
+#include "../http/http.h"
 #include "baton/io.h"
 
 #include <stdatomic.h>

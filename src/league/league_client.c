@@ -9,7 +9,7 @@
  * (status, JSON, fields) before it is believed. */
 #include "league_internal.h"
 #include "baton/ckpt.h"
-#include "baton/http.h"
+#include "../http/http.h"
 
 #include <cJSON.h>
 #include <errno.h>
@@ -31,9 +31,9 @@ static int request(const char *url, const char *token, const baton_buf *body, lo
         hdr[k++] = auth;
     }
     if (body) hdr[k++] = "Content-Type: application/x-tar";
-    baton_http_req q = {.method = body ? "POST" : "GET", .url = url, .headers = hdr, .body = body ? body->data : NULL,
-                        .body_len = body ? body->len : 0, .max_answer = (size_t)1 << 20, .timeout_s = 600, .connect_s = 10};
-    int rc = baton_http_request(NULL, &q, status, out, err);
+    http_req q = {.method = body ? "POST" : "GET", .url = url, .headers = hdr, .body = body ? body->data : NULL,
+                  .body_len = body ? body->len : 0, .max_answer = (size_t)1 << 20, .timeout_s = 600, .connect_s = 10};
+    int rc = http_request(NULL, &q, status, out, err);
     memset(auth, 0, sizeof auth);
     return rc;
 }
@@ -80,7 +80,7 @@ static void read_result(const cJSON *j, baton_league_submission *s)
 
 int league_submission_read(const uint8_t *data, size_t len, const char *url, baton_league_submission *s, baton_err *err)
 {
-    cJSON *j = cJSON_ParseWithLength((const char *)data, len);
+    cJSON *j = baton_jr_value((const char *)data, len);
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(j, "id"), *st = cJSON_GetObjectItemCaseSensitive(j, "state");
     const cJSON *entry = cJSON_GetObjectItemCaseSensitive(j, "entry"), *why = cJSON_GetObjectItemCaseSensitive(j, "reason");
     const cJSON *att = cJSON_GetObjectItemCaseSensitive(j, "attempts");
@@ -109,7 +109,7 @@ int league_submission_read(const uint8_t *data, size_t len, const char *url, bat
 /* An error answer: the server's {"error": ...} and its status. */
 static int answer_error(const char *what, long status, const baton_buf *b, baton_err *err)
 {
-    cJSON *j = cJSON_ParseWithLength((const char *)b->data, b->len);
+    cJSON *j = baton_jr_value((const char *)b->data, b->len);
     const cJSON *e = cJSON_GetObjectItemCaseSensitive(j, "error");
     int rc = baton_err_set(err, status == 401 || status == 403 ? BATON_ERR_DENIED : status == 409 ? BATON_ERR_BUSY : BATON_ERR_NET,
                            "%s: the league answered %ld: %s", what, status, cJSON_IsString(e) ? e->valuestring : "(no message)");
@@ -119,7 +119,7 @@ static int answer_error(const char *what, long status, const baton_buf *b, baton
 
 static int post(const baton_league_remote_opts *o, const baton_buf *tar, baton_league_submission *s, baton_err *err)
 {
-    CURL *h = baton_http_global_init(err) ? NULL : curl_easy_init();
+    CURL *h = http_global_init(err) ? NULL : curl_easy_init();
     char *a = h ? curl_easy_escape(h, o->alias, 0) : NULL, *t = h ? curl_easy_escape(h, o->track, 0) : NULL;
     char url[2048];
     int rc = a && t ? BATON_OK : baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
@@ -153,7 +153,7 @@ static int server_limit(const baton_league_remote_opts *o, size_t *max, baton_er
     if (!rc && status == 404) *max = BATON_LEAGUE_UPLOAD_MAX;
     else if (!rc && status != 200) rc = answer_error(url, status, &ans, err);
     else if (!rc) {
-        cJSON *j = cJSON_ParseWithLength((const char *)ans.data, ans.len);
+        cJSON *j = baton_jr_value((const char *)ans.data, ans.len);
         double m = num_in(j, "max_upload_bytes", 1024, 4294967296.0);
         cJSON_Delete(j);
         if (isnan(m)) rc = baton_err_set(err, BATON_ERR_FORMAT, "%s: no \"max_upload_bytes\" of 1024 .. 4294967296", url);

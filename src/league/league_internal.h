@@ -170,7 +170,10 @@ int league_evaluate(const char *ckpt, const char *alias, const char *track, int 
 int league_objects_store(baton_league *l, int64_t id, const baton_ppo_eval_result *r, baton_err *err);
 /* The trace answer's ,"objects":[...] member for entry id (steps: the car's trace's) appended to b;
  * nothing for a drive without objects. */
-int league_objects_json(baton_league *l, int64_t id, size_t steps, baton_buf *b, baton_err *err);
+int league_objects_json(baton_league *l, int64_t id, size_t steps, struct cJSON *o, baton_err *err);
+/* n floats (v[0], v[stride], ...) as a JSON list, each rounded to `decimals` places (2..4: a
+ * trace's 0.1 mm keeps its answer small); NULL when out of memory */
+struct cJSON *league_json_rounded(const float *v, size_t n, size_t stride, int decimals);
 /* Store e and its drive; checkpoint is what the entry records as its source. submission > 0: mark
  * that submission done in the same transaction, only if it is still running (else nothing is
  * stored and the result is BATON_ERR_BUSY). */

@@ -14,6 +14,8 @@
  * naming the entry. */
 #include "league_internal.h"
 
+#include <cJSON.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -101,10 +103,18 @@ int league_trace_objects(baton_league *l, int64_t id, size_t *nobj, baton_race_o
     return BATON_OK;
 }
 
-/* The trace answer's "objects" member (GET /api/entries/ID/trace): ,"objects":[{kind, length_m,
- * width_m, back_m, x:[...], y:[...], yaw:[...]}...] with one place per step of the trace (steps:
- * the car's); nothing for a drive without objects. */
-int league_objects_json(baton_league *l, int64_t id, size_t steps, baton_buf *b, baton_err *err)
+cJSON *league_json_rounded(const float *v, size_t n, size_t stride, int decimals)
+{
+    const double scale = decimals >= 4 ? 1e4 : decimals == 3 ? 1e3 : 1e2;
+    cJSON *a = cJSON_CreateArray();
+    for (size_t i = 0; a && i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(round(v[i * stride] * scale) / scale));
+    return a;
+}
+
+/* The trace answer's "objects" member (GET /api/entries/ID/trace) added to o: "objects":[{kind,
+ * length_m, width_m, back_m, x:[...], y:[...], yaw:[...]}...] with one place per step of the trace
+ * (steps: the car's); nothing for a drive without objects. */
+int league_objects_json(baton_league *l, int64_t id, size_t steps, cJSON *o, baton_err *err)
 {
     size_t nobj, k;
     baton_race_object obj[OBJECTS_CAP];
@@ -119,19 +129,18 @@ int league_objects_json(baton_league *l, int64_t id, size_t steps, baton_buf *b,
         return baton_err_set(err, BATON_ERR_CORRUPT, "%s: entry %lld: %zu steps of objects for %zu of the car", l->path,
                              (long long)id, k, steps);
     }
-    baton_svg_put(b, ",\"objects\":[");
-    for (size_t i = 0; i < nobj; i++) {
-        baton_svg_put(b, "%s{\"kind\":\"%s\",\"length_m\":%.3f,\"width_m\":%.3f,\"back_m\":%.3f", i ? "," : "",
-                      obj[i].kind == BATON_RACE_BOT ? "bot" : "box", obj[i].length_m, obj[i].width_m, obj[i].back_m);
+    cJSON *a = cJSON_AddArrayToObject(o, "objects");
+    for (size_t i = 0; a && i < nobj; i++) {
+        cJSON *x = cJSON_CreateObject();
+        const float dims[3] = {obj[i].length_m, obj[i].width_m, obj[i].back_m};
+        static const char *const dim_names[3] = {"length_m", "width_m", "back_m"};
+        cJSON_AddStringToObject(x, "kind", obj[i].kind == BATON_RACE_BOT ? "bot" : "box");
+        for (int d = 0; d < 3; d++) cJSON_AddNumberToObject(x, dim_names[d], round(dims[d] * 1e3) / 1e3);
         static const char *const names[POSE_FLOATS] = {"x", "y", "yaw"};
-        for (int c = 0; c < POSE_FLOATS; c++) {
-            baton_svg_put(b, ",\"%s\":[", names[c]);
-            for (size_t t = 0; t < k; t++) baton_svg_put(b, t ? ",%.4f" : "%.4f", pose[(t * nobj + i) * POSE_FLOATS + c]);
-            baton_svg_put(b, "]");
-        }
-        baton_svg_put(b, "}");
+        for (int c = 0; c < POSE_FLOATS; c++)
+            cJSON_AddItemToObject(x, names[c], league_json_rounded(pose + i * POSE_FLOATS + c, k, nobj * POSE_FLOATS, 4));
+        cJSON_AddItemToArray(a, x);
     }
-    baton_svg_put(b, "]");
     free(pose);
     return BATON_OK;
 }

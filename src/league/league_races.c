@@ -17,7 +17,9 @@
  * Contract: pure functions; the settings JSON of a race is the same bytes on every call. */
 #include "league_internal.h"
 
+#include <cJSON.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Where the object-avoidance boxes stand: share of the lap from the start line, lane (+1 inner). */
@@ -88,22 +90,35 @@ int league_race_settings(int race, char *out, size_t cap, baton_err *err)
         return BATON_OK;
     }
     const baton_race_objects_opts *b = &o.objects;
-    int k = snprintf(out, cap, "{\"race\":\"%s\",\"laps\":%d,\"off_track_penalty_s\":%g,\"collision_penalty_s\":%g",
-                     baton_league_race_name(race), o.laps, o.off_track_penalty_s, o.collision_penalty_s);
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "race", baton_league_race_name(race));
+    cJSON_AddNumberToObject(j, "laps", o.laps);
+    cJSON_AddNumberToObject(j, "off_track_penalty_s", o.off_track_penalty_s);
+    cJSON_AddNumberToObject(j, "collision_penalty_s", o.collision_penalty_s);
     if (race == BATON_RACE_OBJECT_AVOIDANCE) {
-        k += snprintf(out + k, cap > (size_t)k ? cap - (size_t)k : 0, ",\"boxes\":[");
-        for (int i = 0; i < b->npos; i++)
-            k += snprintf(out + k, cap > (size_t)k ? cap - (size_t)k : 0, "%s{\"progress\":%g,\"lane\":%g}", i ? "," : "",
-                          b->pos_progress[i], b->pos_lane[i]);
-        k += snprintf(out + k, cap > (size_t)k ? cap - (size_t)k : 0, "]");
+        cJSON *boxes = cJSON_AddArrayToObject(j, "boxes");
+        for (int i = 0; i < b->npos; i++) {
+            cJSON *x = cJSON_CreateObject();
+            cJSON_AddNumberToObject(x, "progress", b->pos_progress[i]);
+            cJSON_AddNumberToObject(x, "lane", b->pos_lane[i]);
+            cJSON_AddItemToArray(boxes, x);
+        }
     } else {
-        k += snprintf(out + k, cap > (size_t)k ? cap - (size_t)k : 0,
-                      ",\"bots\":%d,\"bot_speed_mps\":%g,\"bot_gap_m\":%g,\"lane_change\":%s,\"lane_change_s\":[%g,%g],"
-                      "\"lane_change_m\":%g",
-                      b->bots, b->bot_speed_mps, b->bot_gap_m, b->lane_change ? "true" : "false", b->lane_change_min_s,
-                      b->lane_change_max_s, b->lane_change_m);
+        const double lc[2] = {b->lane_change_min_s, b->lane_change_max_s};
+        cJSON_AddNumberToObject(j, "bots", b->bots);
+        cJSON_AddNumberToObject(j, "bot_speed_mps", b->bot_speed_mps);
+        cJSON_AddNumberToObject(j, "bot_gap_m", b->bot_gap_m);
+        cJSON_AddBoolToObject(j, "lane_change", b->lane_change);
+        cJSON_AddItemToObject(j, "lane_change_s", cJSON_CreateDoubleArray(lc, 2));
+        cJSON_AddNumberToObject(j, "lane_change_m", b->lane_change_m);
     }
-    k += snprintf(out + k, cap > (size_t)k ? cap - (size_t)k : 0, ",\"randomize\":false}");
-    if (k < 0 || (size_t)k >= cap) return baton_err_set(err, BATON_ERR_ARG, "race: settings longer than %zu bytes", cap);
+    cJSON_AddFalseToObject(j, "randomize");
+    char *text = baton_json_print(j, 0);
+    cJSON_Delete(j);
+    if (!text) return baton_err_set(err, BATON_ERR_NOMEM, "race: out of memory");
+    size_t k = strlen(text);
+    if (k < cap) memcpy(out, text, k + 1);
+    free(text);
+    if (k >= cap) return baton_err_set(err, BATON_ERR_ARG, "race: settings longer than %zu bytes", cap);
     return BATON_OK;
 }

@@ -40,7 +40,7 @@ cJSON *baton_league_entry_json(const baton_league_entry *e)
     cJSON_AddStringToObject(j, "track", e->track);
     cJSON_AddStringToObject(j, "race", baton_league_race_name(e->race));
     cJSON_AddStringToObject(j, "format", baton_league_format_name(e->format));
-    cJSON *set = e->settings[0] ? cJSON_Parse(e->settings) : NULL;
+    cJSON *set = e->settings[0] ? baton_jr_value(e->settings, strlen(e->settings)) : NULL;
     if (set) cJSON_AddItemToObject(j, "settings", set);
     cJSON_AddBoolToObject(j, "completed", e->completed);
     cJSON_AddNumberToObject(j, "laps", e->laps);
@@ -62,12 +62,12 @@ static const char *const headers[] = {
 
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *ctype, const void *body, size_t len)
 {
-    return baton_http_reply(c, status, ctype, body, len, headers);
+    return http_reply(c, status, ctype, body, len, headers);
 }
 
 enum MHD_Result league_reply_json(struct MHD_Connection *c, unsigned status, cJSON *j)
 {
-    return baton_http_reply_json(c, status, j, headers);
+    return http_reply_json(c, status, j, headers);
 }
 
 /* msg without the server's own paths that may reach one: its database's and its tracks folder's
@@ -353,7 +353,7 @@ static enum MHD_Result api_server(baton_league_server *s, struct MHD_Connection 
         cJSON *x = cJSON_CreateObject();
         cJSON_AddStringToObject(x, "race", baton_league_race_name(i));
         cJSON_AddStringToObject(x, "format", baton_league_format_name(baton_league_race_format(i)));
-        if (!league_race_settings(i, set, sizeof set, NULL)) cJSON_AddItemToObject(x, "settings", cJSON_Parse(set));
+        if (!league_race_settings(i, set, sizeof set, NULL)) cJSON_AddItemToObject(x, "settings", baton_jr_value(set, strlen(set)));
         cJSON_AddItemToArray(r, x);
     }
     return league_reply_json(c, 200, j);
@@ -418,29 +418,24 @@ static enum MHD_Result api_trace(baton_league_server *s, struct MHD_Connection *
     baton_err err = {0};
     int rc = league_trace(s->l, id, &n, &x, &y, &v, &lap, &reset, &err);
     if (rc) return league_reply_error(s, c, rc == BATON_ERR_NOTFOUND ? 404 : 500, err.msg);
-    baton_buf b = {0};
-    baton_svg_put(&b, "{\"id\":%lld,\"steps\":%zu", id, n);
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddNumberToObject(j, "id", (double)id);
+    cJSON_AddNumberToObject(j, "steps", (double)n);
     const float *f[3] = {x, y, v};
     const char *names[3] = {"x", "y", "v"};
-    for (int k = 0; k < 3; k++) {
-        baton_svg_put(&b, ",\"%s\":[", names[k]);
-        for (size_t i = 0; i < n; i++) baton_svg_put(&b, i ? ",%.4f" : "%.4f", f[k][i]);
-        baton_svg_put(&b, "]");
-    }
+    for (int k = 0; k < 3; k++) cJSON_AddItemToObject(j, names[k], league_json_rounded(f[k], n, 1, 4));
     const uint8_t *u[2] = {lap, reset};
     const char *un[2] = {"lap", "reset"};
     for (int k = 0; k < 2; k++) {
-        baton_svg_put(&b, ",\"%s\":[", un[k]);
-        for (size_t i = 0; i < n; i++) baton_svg_put(&b, i ? ",%u" : "%u", u[k][i]);
-        baton_svg_put(&b, "]");
+        cJSON *a = cJSON_AddArrayToObject(j, un[k]);
+        for (size_t i = 0; a && i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(u[k][i]));
     }
     free(x);
-    if ((rc = league_objects_json(s->l, id, n, &b, &err))) {
-        baton_buf_free(&b);
+    if ((rc = league_objects_json(s->l, id, n, j, &err))) {
+        cJSON_Delete(j);
         return league_reply_error(s, c, 500, err.msg);
     }
-    baton_svg_put(&b, "}");
-    return league_reply_buf(c, &b, "application/json");
+    return league_reply_json(c, 200, j);
 }
 
 static enum MHD_Result api_submission(baton_league_server *s, struct MHD_Connection *c, const char *rest)
@@ -732,7 +727,7 @@ int baton_league_serve_start(const baton_league_serve_opts *o, baton_league_serv
             {MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)uri_log, s},
             {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)league_guard_notify, s},
             {MHD_OPTION_END, 0, NULL}};
-        if (!(s->d = baton_http_serve(fd, v6, handler, s, opts, s->url, err))) rc = err->code;
+        if (!(s->d = http_serve(fd, v6, handler, s, opts, s->url, err))) rc = err->code;
     }
     if (rc) {
         baton_league_serve_stop(s);

@@ -87,31 +87,29 @@ enum MHD_Result league_api_matches(baton_league_server *s, struct MHD_Connection
 enum MHD_Result league_api_match_trace(baton_league_server *s, struct MHD_Connection *c, long long id)
 {
     baton_err err = {0};
-    baton_buf b = {0};
-    baton_svg_put(&b, "{\"id\":%lld,\"cars\":[", id);
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddNumberToObject(j, "id", (double)id);
+    cJSON *cars = cJSON_AddArrayToObject(j, "cars");
     int slot = 0, rc = BATON_OK;
     for (; slot < BATON_PPO_MATCH_MAX; slot++) {
         size_t n;
         float *x, *y, *v;
         if ((rc = baton_league_h2m_drive(s->l, id, slot, &n, &x, &y, &v, &err))) break;
-        baton_svg_put(&b, "%s{\"start\":%d,\"steps\":%zu", slot ? "," : "", slot + 1, n);
+        cJSON *car = cJSON_CreateObject();
+        cJSON_AddNumberToObject(car, "start", slot + 1);
+        cJSON_AddNumberToObject(car, "steps", (double)n);
         const float *f[3] = {x, y, v};
         const char *names[3] = {"x", "y", "v"};
-        for (int k = 0; k < 3; k++) {
-            baton_svg_put(&b, ",\"%s\":[", names[k]);
-            for (size_t i = 0; i < n; i++) baton_svg_put(&b, i ? ",%.4f" : "%.4f", f[k][i]);
-            baton_svg_put(&b, "]");
-        }
-        baton_svg_put(&b, "}");
+        for (int k = 0; k < 3; k++) cJSON_AddItemToObject(car, names[k], league_json_rounded(f[k], n, 1, 4));
+        cJSON_AddItemToArray(cars, car);
         free(x);
     }
     if (rc != BATON_ERR_NOTFOUND || slot == 0) {   /* past the last car: done; no car at all: no match */
-        baton_buf_free(&b);
+        cJSON_Delete(j);
         return league_reply_error(s, c, rc == BATON_ERR_NOTFOUND ? 404 : 500,
                                   rc == BATON_ERR_NOTFOUND ? "no such match" : err.msg);
     }
-    baton_svg_put(&b, "]}");
-    return league_reply_buf(c, &b, "application/json");
+    return league_reply_json(c, 200, j);
 }
 
 static void board_table(baton_buf *b, const baton_league_racer *r, size_t n)

@@ -4,7 +4,7 @@
 #define BATON_LEAGUE_WEB_INTERNAL_H
 
 #include "league_internal.h"
-#include "baton/http.h"
+#include "../http/http.h"
 
 #include <cJSON.h>
 #include <microhttpd.h>

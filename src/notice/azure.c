@@ -105,7 +105,7 @@ int notice_parse_azure(const char *body, size_t len, const char *vm, double now,
     *kind = BATON_NOTICE_NONE;
     for (size_t i = 0; i < len; i++)   /* no escapes: a "\u0000" would cut a name short */
         if (body[i] == '\\' || ((unsigned char)body[i] < 0x20 && !strchr(" \t\r\n", body[i]))) return 0;
-    cJSON *j = cJSON_ParseWithLength(body, len);
+    cJSON *j = baton_jr_value(body, len);
     const cJSON *evs = cJSON_GetObjectItemCaseSensitive(j, "Events"), *ev;
     const cJSON *inc = cJSON_GetObjectItemCaseSensitive(j, "DocumentIncarnation");
     if (!cJSON_IsObject(j) || !cJSON_IsArray(evs) || !cJSON_IsNumber(inc)) {

@@ -34,7 +34,7 @@
  * Listens on loopback unless allow_remote; port 0 = ephemeral (the socket is bound here, so the
  * port is known before the first request). One libmicrohttpd polling thread; state under a mutex. */
 #include "notice_internal.h"
-#include "baton/http.h"
+#include "../http/http.h"
 
 #include <arpa/inet.h>
 #include <cJSON.h>
@@ -96,7 +96,34 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const ch
                              size_t len, const char *hname, const char *hval)
 {
     const char *const headers[] = {MHD_HTTP_HEADER_SERVER, "EC2ws", hname, hval, NULL};
-    return baton_http_reply(c, status, ctype, body, len, headers);
+    return http_reply(c, status, ctype, body, len, headers);
+}
+
+/* j's text (baton_json_print) into out, j deleted; returns out ("{}" when out of memory) */
+static const char *json_text(cJSON *j, char *out, size_t cap)
+{
+    char *s = baton_json_print(j, 0);
+    snprintf(out, cap, "%s", s ? s : "{}");
+    free(s);
+    cJSON_Delete(j);
+    return out;
+}
+
+/* Azure's one preemption event in its list (not_before "": already started) */
+static void azure_event(cJSON *events, const char *id, const char *not_before)
+{
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "EventId", id);
+    cJSON_AddStringToObject(e, "EventStatus", not_before[0] ? "Scheduled" : "Started");
+    cJSON_AddStringToObject(e, "EventType", "Preempt");
+    cJSON_AddStringToObject(e, "ResourceType", "VirtualMachine");
+    const char *vm = "baton-vm";
+    cJSON_AddItemToObject(e, "Resources", cJSON_CreateStringArray(&vm, 1));
+    cJSON_AddStringToObject(e, "NotBefore", not_before);
+    cJSON_AddStringToObject(e, "Description", "Virtual machine is being preempted.");
+    cJSON_AddStringToObject(e, "EventSource", "Platform");
+    cJSON_AddNumberToObject(e, "DurationInSeconds", -1);
+    cJSON_AddItemToArray(events, e);
 }
 
 static enum MHD_Result reply_text(struct MHD_Connection *c, unsigned status, const char *text)
@@ -239,8 +266,10 @@ static enum MHD_Result handle_meta(baton_imds *m, struct MHD_Connection *c, cons
         if ((found = notice_visible(m, now))) {
             char t[32];
             baton_notice_time_format(notice_time(m, now), t);
-            snprintf(body, sizeof body, "{\"action\": \"%s\", \"time\": \"%s\"}", m->sched_action, t);
-            text = body;
+            cJSON *j = cJSON_CreateObject();
+            cJSON_AddStringToObject(j, "action", m->sched_action);
+            cJSON_AddStringToObject(j, "time", t);
+            text = json_text(j, body, sizeof body);
         }
     } else if (!strcmp(path, "spot/termination-time")) {
         if ((found = notice_visible(m, now) && !strcmp(m->sched_action, "terminate"))) {
@@ -251,8 +280,9 @@ static enum MHD_Result handle_meta(baton_imds *m, struct MHD_Connection *c, cons
         if ((found = m->rebal_at > 0 && now >= m->rebal_at)) {
             char t[32];
             baton_notice_time_format(m->rebal_time, t);
-            snprintf(body, sizeof body, "{\"noticeTime\": \"%s\"}", t);
-            text = body;
+            cJSON *j = cJSON_CreateObject();
+            cJSON_AddStringToObject(j, "noticeTime", t);
+            text = json_text(j, body, sizeof body);
         }
     } else {
         found = 0;
@@ -279,7 +309,9 @@ static enum MHD_Result handle_gce(baton_imds *m, struct MHD_Connection *c, const
 static enum MHD_Result azure_error(struct MHD_Connection *c, const char *msg)
 {
     char body[256];
-    snprintf(body, sizeof body, "{\"error\":\"%s\"}", msg);
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "error", msg);
+    json_text(j, body, sizeof body);
     return reply(c, 400, "application/json; charset=utf-8", body, strlen(body), NULL, NULL);
 }
 
@@ -299,20 +331,18 @@ static enum MHD_Result handle_azure(baton_imds *m, struct MHD_Connection *c, con
     if (strcmp(method, "GET")) return reply_status(c, 405);
     double now = baton_wall_now();
     char body[1024];
+    cJSON *doc = cJSON_CreateObject();
     pthread_mutex_lock(&m->mu);
+    cJSON_AddNumberToObject(doc, "DocumentIncarnation", m->incarnation);
     if (notice_visible(m, now)) {
         double t = notice_time(m, now);
         char nb[32] = "";
         if (now < t) notice_http_time_format(t, nb);
-        snprintf(body, sizeof body,
-                 "{\"DocumentIncarnation\":%u,\"Events\":[{\"EventId\":\"%s\",\"EventStatus\":\"%s\","
-                 "\"EventType\":\"Preempt\",\"ResourceType\":\"VirtualMachine\",\"Resources\":[\"baton-vm\"],"
-                 "\"NotBefore\":\"%s\",\"Description\":\"Virtual machine is being preempted.\","
-                 "\"EventSource\":\"Platform\",\"DurationInSeconds\":-1}]}",
-                 m->incarnation, m->event_id, nb[0] ? "Scheduled" : "Started", nb);
+        azure_event(cJSON_AddArrayToObject(doc, "Events"), m->event_id, nb);
     } else {
-        snprintf(body, sizeof body, "{\"DocumentIncarnation\":%u,\"Events\":[]}", m->incarnation);
+        cJSON_AddArrayToObject(doc, "Events");
     }
+    json_text(doc, body, sizeof body);
     pthread_mutex_unlock(&m->mu);
     return reply(c, 200, "application/json; charset=utf-8", body, strlen(body), NULL, NULL);
 }
@@ -451,7 +481,7 @@ int baton_imds_start(const baton_imds_opts *o, baton_imds **out, baton_err *err)
     const struct MHD_OptionItem opts[] = {{MHD_OPTION_CONNECTION_TIMEOUT, 10, NULL},
                                           {MHD_OPTION_CONNECTION_LIMIT, 256, NULL},
                                           {MHD_OPTION_END, 0, NULL}};
-    if (!(m->d = baton_http_serve(fd, v6, handler, m, opts, m->url, err))) {
+    if (!(m->d = http_serve(fd, v6, handler, m, opts, m->url, err))) {
         pthread_mutex_destroy(&m->mu);
         free(m);
         return err ? err->code : BATON_ERR_IO;

@@ -46,7 +46,7 @@
 #include "notice_internal.h"
 
 #include <cJSON.h>
-#include "baton/http.h"
+#include "../http/http.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -311,13 +311,13 @@ static long http(baton_notice_watcher *w, const char *method, const char *base, 
     char url[1024];
     if (snprintf(url, sizeof url, "%s%s", base, path) >= (int)sizeof url) return 0;
     const char *hdr[3] = {h1 ? h1 : h2, h1 ? h2 : NULL, NULL};
-    baton_http_req q = {.method = method, .url = url, .headers = hdr, .max_answer = BODY_MAX, .timeout_s = w->timeout_s,
-                        .connect_s = w->timeout_s, .no_proxy = 1 /* metadata never goes through a proxy */,
-                        .stop = stopping, .ctx = w};
+    http_req q = {.method = method, .url = url, .headers = hdr, .max_answer = BODY_MAX, .timeout_s = w->timeout_s,
+                  .connect_s = w->timeout_s, .no_proxy = 1 /* metadata never goes through a proxy */,
+                  .stop = stopping, .ctx = w};
     baton_err err = {0};
     long status = 0;
     w->ans.len = 0;
-    if (baton_http_request(w->h, &q, &status, &w->ans, &err)) baton_log(BATON_LOG_DEBUG, "notice watcher: %s", err.msg);
+    if (http_request(w->h, &q, &status, &w->ans, &err)) baton_log(BATON_LOG_DEBUG, "notice watcher: %s", err.msg);
     w->blen = status ? w->ans.len : 0;
     if (w->blen) memcpy(w->body, w->ans.data, w->blen);
     w->body[w->blen] = 0;
@@ -387,7 +387,7 @@ static int members(const cJSON *j)
 
 int notice_parse_action(const char *body, size_t len, baton_notice_kind *kind, double *deadline)
 {
-    cJSON *j = plain_body(body, len) ? cJSON_ParseWithLength(body, len) : NULL;
+    cJSON *j = plain_body(body, len) ? baton_jr_value(body, len) : NULL;
     const cJSON *a = cJSON_GetObjectItemCaseSensitive(j, "action");
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "time");
     baton_notice_kind k = BATON_NOTICE_NONE;
@@ -406,7 +406,7 @@ int notice_parse_action(const char *body, size_t len, baton_notice_kind *kind, d
 
 int notice_parse_rebalance(const char *body, size_t len, double *notice_time, char *raw, size_t raw_cap)
 {
-    cJSON *j = plain_body(body, len) ? cJSON_ParseWithLength(body, len) : NULL;
+    cJSON *j = plain_body(body, len) ? baton_jr_value(body, len) : NULL;
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "noticeTime");
     double when = 0, now = baton_wall_now();
     int ok = cJSON_IsObject(j) && members(j) == 1 && cJSON_IsString(t) && strlen(t->valuestring) < raw_cap &&
@@ -614,7 +614,7 @@ int baton_notice_start(const baton_notice_opts *o, baton_notice_watcher **out, b
         goto fail;
     }
     if (w->watching & (BATON_NOTICE_WATCH_EC2 | BATON_NOTICE_WATCH_GCE | BATON_NOTICE_WATCH_AZURE)) {
-        if (baton_http_global_init(err) || !(w->h = curl_easy_init())) {
+        if (http_global_init(err) || !(w->h = curl_easy_init())) {
             rc = baton_err_set(err, BATON_ERR_NET, "notice watcher: libcurl initialisation failed");
             goto fail;
         }

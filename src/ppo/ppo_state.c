@@ -50,7 +50,7 @@ static cJSON *rng_json(const baton_rng *r)
 /* an embedded file: the formatter's text parsed back into a subtree */
 static void add_file(cJSON *o, const char *k, char *text)
 {
-    cJSON *j = text ? cJSON_Parse(text) : NULL;
+    cJSON *j = text ? baton_jr_value(text, strlen(text)) : NULL;
     free(text);
     if (j) cJSON_AddItemToObject(o, k, j);
 }

@@ -60,3 +60,48 @@ char *baton_json_print(const cJSON *cj, int formatted)
     j->next = next;
     return s;
 }
+
+/* s as a JSON string (escaped), written to f; -1 when out of memory */
+static int put_key(FILE *f, const char *s)
+{
+    cJSON *k = cJSON_CreateString(s);
+    char *t = k ? cJSON_PrintUnformatted(k) : NULL;
+    cJSON_Delete(k);
+    if (!t) return -1;
+    fprintf(f, "%s:", t);
+    cJSON_free(t);
+    return 0;
+}
+
+int baton_json_write_lines(FILE *f, const cJSON *j)
+{
+    if (!cJSON_IsObject(j)) {
+        char *s = baton_json_print(j, 0);
+        if (!s) return BATON_ERR_NOMEM;
+        fprintf(f, "%s\n", s);
+        free(s);
+        return BATON_OK;
+    }
+    fputc('{', f);
+    for (const cJSON *m = j->child; m; m = m->next) {
+        if (put_key(f, m->string ? m->string : "")) return BATON_ERR_NOMEM;
+        if (cJSON_IsArray(m)) {
+            fputs("[\n", f);
+            for (const cJSON *x = m->child; x; x = x->next) {
+                char *s = baton_json_print(x, 0);
+                if (!s) return BATON_ERR_NOMEM;
+                fprintf(f, "%s%s\n", s, x->next ? "," : "");
+                free(s);
+            }
+            fputc(']', f);
+        } else {
+            char *s = baton_json_print(m, 0);
+            if (!s) return BATON_ERR_NOMEM;
+            fputs(s, f);
+            free(s);
+        }
+        if (m->next) fputs(",\n", f);
+    }
+    fputs("}\n", f);
+    return BATON_OK;
+}

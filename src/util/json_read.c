@@ -1,10 +1,11 @@
-/* json_read.c — reading checked JSON from outside with a sticky error (util.h, baton_jr).
+/* json_read.c — the one JSON reader: checked JSON from outside with a sticky error (util_json.h,
+ * baton_jr), and baton_jr_value for text its caller judges. No other file calls cJSON_Parse.
  *
  * Contract: a getter on a reader that has failed writes nothing and returns the first failure; a
  * getter that fails writes nothing to its output. Lookups are case-sensitive; a path's keys are
  * split at '.', so a key holding a dot cannot be named (none of baton's files has one). Messages
  * quote at most 64 bytes of a value from the document. */
-#include "baton/util.h"
+#include "baton/util_json.h"
 
 #include <cJSON.h>
 #include <ctype.h>
@@ -48,26 +49,51 @@ int baton_jr_fail(baton_jr *r, const char *path, const char *fmt, ...)
     return r->rc;
 }
 
+/* text as one JSON value with nothing but white space after it: the value, else NULL and *stop the
+ * byte where parsing stopped (len: text after the value) */
+static cJSON *value(const char *text, size_t len, size_t *stop, size_t *after)
+{
+    const char *end = NULL;
+    *stop = *after = len;
+    if (!text) return NULL;
+    cJSON *j = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    if (!j) {
+        *stop = end && end >= text && end <= text + len ? (size_t)(end - text) : 0;
+        return NULL;
+    }
+    for (const char *q = end; q && q < text + len; q++)
+        if (*q != ' ' && *q != '\t' && *q != '\n' && *q != '\r') {
+            *after = (size_t)(q - text);
+            cJSON_Delete(j);
+            return NULL;
+        }
+    return j;
+}
+
+struct cJSON *baton_jr_value(const char *text, size_t len)
+{
+    size_t stop, after;
+    return value(text, len, &stop, &after);
+}
+
 struct cJSON *baton_jr_parse(baton_jr *r, const char *text, size_t len)
 {
     if (r->rc) return NULL;
-    const char *end = NULL;
-    cJSON *j = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    size_t at, after;
+    cJSON *j = value(text, len, &at, &after);
+    if (!j && after < len) {
+        baton_jr_fail(r, NULL, "text after the JSON object (at byte %zu)", after);
+        return NULL;
+    }
     if (!j) {
-        size_t at = end && end >= text && end <= text + len ? (size_t)(end - text) : 0, line = 1, col = 1;
-        for (size_t i = 0; i < at; i++) {
+        size_t line = 1, col = 1;
+        for (size_t i = 0; text && i < at; i++) {
             if (text[i] == '\n') line++, col = 1;
             else col++;
         }
         baton_jr_fail(r, NULL, "not JSON: at byte %zu (line %zu, column %zu)", at, line, col);
         return NULL;
     }
-    for (const char *q = end; q && q < text + len; q++)
-        if (*q != ' ' && *q != '\t' && *q != '\n' && *q != '\r') {
-            baton_jr_fail(r, NULL, "text after the JSON object (at byte %zu)", (size_t)(q - text));
-            cJSON_Delete(j);
-            return NULL;
-        }
     if (!cJSON_IsObject(j)) {
         baton_jr_fail(r, NULL, "not a JSON object");
         cJSON_Delete(j);

@@ -137,5 +137,19 @@ int main(void)
     r.strings = BATON_JR_NUMERIC;
     CHECK(baton_jr_dbl(&r, j, "bad", 0, 1, &d) == BATON_ERR_FORMAT && strstr(err.msg, "bad: is not a number"));
     cJSON_Delete(j);
+    /* baton_jr_value: any value, nothing but white space after it, no message either way */
+    const char *vals[][2] = {{"[1, 2] \n", "array"}, {"\"s\"", "string"}, {"{}", "object"}};
+    for (size_t k = 0; k < 3; k++) {
+        j = baton_jr_value(vals[k][0], strlen(vals[k][0]));
+        CHECK_MSG(j != NULL, "%s", vals[k][1]);
+        cJSON_Delete(j);
+    }
+    const char *nots[] = {"", "{", "{} x", "[1] [2]", "nul"};
+    for (size_t k = 0; k < 5; k++) CHECK_MSG(baton_jr_value(nots[k], strlen(nots[k])) == NULL, "not JSON %zu", k);
+    CHECK(baton_jr_value(NULL, 0) == NULL);
+    /* len bounds the text */
+    j = baton_jr_value("{\"a\": 1} trailing", 8);
+    CHECK(cJSON_IsObject(j));
+    cJSON_Delete(j);
     CHECK_DONE();
 }

@@ -1,10 +1,11 @@
-/* http.h — the HTTP plumbing baton's components share (src/http/): libcurl set up once and one
+/* http.h — internal to the library, never installed (it pulls in curl and microhttpd): the HTTP
+ * plumbing baton's components share (src/http/): libcurl set up once and one
  * request into memory (the client side of the notice watcher, the league client, the stores'
  * defaults), and libmicrohttpd started on a listening socket with its answers (the metadata
  * emulator, the league's server). The streaming transfers of the stores (ranges, S3 signing,
  * pause and resume) stay in io; what every handle needs is set here once. */
-#ifndef BATON_HTTP_H
-#define BATON_HTTP_H
+#ifndef HTTP_HTTP_H
+#define HTTP_HTTP_H
 
 #include "baton/util.h"
 
@@ -13,12 +14,12 @@
 
 /* ---------------------------------------------------------------- the client (http_client.c) */
 /* curl_global_init, once per process whatever the threads; BATON_ERR_NET when it failed. */
-int baton_http_global_init(baton_err *err);
+int http_global_init(baton_err *err);
 /* What every baton handle has: no signals, http and https only (also after a redirect), baton's
  * user agent, the connect timeout (seconds, at least 1 ms). */
-void baton_http_defaults(CURL *h, double connect_s);
+void http_defaults(CURL *h, double connect_s);
 
-typedef struct baton_http_req {
+typedef struct http_req {
     const char *method;         /* "GET" (NULL), "POST" or "PUT" */
     const char *url;
     const char *const *headers; /* "Name: value" lines, NULL-terminated; may be NULL */
@@ -30,26 +31,26 @@ typedef struct baton_http_req {
     int no_proxy;               /* never through a proxy (the link-local metadata address) */
     int (*stop)(void *ctx);     /* polled during the transfer: non-zero aborts it */
     void *ctx;
-} baton_http_req;
+} http_req;
 
 /* One request on h (a handle kept for its connection, reset first; NULL: a handle of its own).
  * *status gets the answer's HTTP status and ans (appended to) its body. A failure to get a whole
  * answer — refused, timed out, over max_answer, stopped — is BATON_ERR_NET naming the method, the
  * URL and the cause; an HTTP error status is not a failure here. */
-int baton_http_request(CURL *h, const baton_http_req *q, long *status, baton_buf *ans, baton_err *err);
+int http_request(CURL *h, const http_req *q, long *status, baton_buf *ans, baton_err *err);
 
 /* ---------------------------------------------------------------- the server (http_server.c) */
 /* libmicrohttpd on fd (a listening socket, baton_net_listen's; v6 when it is IPv6) with its own
  * polling thread, handler h(cls), and the options of opts (pairs ended by MHD_OPTION_END; may be
  * NULL). On failure fd is closed and NULL returned with the error naming what (e.g. the URL). */
-struct MHD_Daemon *baton_http_serve(int fd, int v6, MHD_AccessHandlerCallback h, void *cls,
-                                    const struct MHD_OptionItem *opts, const char *what, baton_err *err);
+struct MHD_Daemon *http_serve(int fd, int v6, MHD_AccessHandlerCallback h, void *cls,
+                              const struct MHD_OptionItem *opts, const char *what, baton_err *err);
 /* An answer of len bytes (copied) with its content type (NULL: none) and extra headers as name,
  * value pairs ended by NULL (may be NULL). */
-enum MHD_Result baton_http_reply(struct MHD_Connection *c, unsigned status, const char *ctype, const void *body,
-                                 size_t len, const char *const *headers);
+enum MHD_Result http_reply(struct MHD_Connection *c, unsigned status, const char *ctype, const void *body,
+                           size_t len, const char *const *headers);
 /* j printed (baton_json_print) as application/json, then deleted. */
-enum MHD_Result baton_http_reply_json(struct MHD_Connection *c, unsigned status, struct cJSON *j,
-                                      const char *const *headers);
+enum MHD_Result http_reply_json(struct MHD_Connection *c, unsigned status, struct cJSON *j,
+                                const char *const *headers);
 
 #endif
