@@ -173,11 +173,16 @@ void baton_log(int level, const char *fmt, ...) __attribute__((format(printf, 2,
 void baton_log_set_level(int level);
 
 /* ---- the event log `baton verify-resume` compares runs by (src/util/verify_log.c) ---- */
-/* With BATON_VERIFY_LOG=FILE in the environment, append one line (fmt's JSON object) to FILE in
- * one write; without it, nothing. The library logs {"ev":"resume","step":S} when a trainer starts
- * (S = 0 fresh), {"ev":"batch",...} when the decode pipeline hands a batch over, {"ev":"ckpt",...}
- * when a checkpoint commits and {"ev":"loss",...} per step of baton train and race train. */
-void baton_verify_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* With BATON_VERIFY_LOG=FILE in the environment, append one line (a JSON object) to FILE in one
+ * write; without it, nothing. {"ev":"resume","step":S} when a trainer starts (S = 0 fresh);
+ * {"ev":"batch","epoch":E,"first":P,"n":N,"digest":"16 hex digits"} when the decode pipeline hands
+ * a batch over; {"ev":"ckpt","step":S,"model":HEX,"optim":HEX} when a checkpoint commits;
+ * {"ev":"loss","step":S,"loss":L} per step of baton train and race train (a non-finite L as the
+ * string "nan", "inf" or "-inf"). */
+void baton_verify_log_resume(uint64_t step);
+void baton_verify_log_batch(uint64_t epoch, uint64_t first, uint32_t n, uint64_t digest);
+void baton_verify_log_ckpt(uint64_t step, const char *model_sha256, const char *optim_sha256);
+void baton_verify_log_loss(uint64_t step, double loss);
 int baton_verify_log_on(void);    /* 1 when the log is on (to skip work that only feeds it) */
 
 /* ---- progress line: redrawn in place on a terminal (stderr); when stderr is not a terminal (a

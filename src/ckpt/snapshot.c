@@ -269,8 +269,7 @@ static void log_commit(const baton_ckpt_store *s)
         if (!EVP_Digest(files[f]->data, files[f]->len, md, &n, EVP_sha256(), NULL)) continue;
         for (unsigned int i = 0; i < n && i < 32; i++) snprintf(hex[f] + 2 * i, 3, "%02x", md[i]);
     }
-    baton_verify_log("{\"ev\":\"ckpt\",\"step\":%" PRIu64 ",\"model\":\"%s\",\"optim\":\"%s\"}", s->step, hex[0],
-                     hex[1]);
+    baton_verify_log_ckpt(s->step, hex[0], hex[1]);
 }
 
 enum { PERSIST_ASYNC = 0, PERSIST_SYNC = 1, PERSIST_LOCAL = 2 };

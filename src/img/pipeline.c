@@ -607,8 +607,7 @@ static void log_batch(const baton_pipeline *p, const baton_batch *b)
             h = z ^ (z >> 31);
         }
     }
-    baton_verify_log("{\"ev\":\"batch\",\"epoch\":%llu,\"first\":%llu,\"n\":%u,\"digest\":\"%016llx\"}",
-                     (unsigned long long)b->epoch, (unsigned long long)b->first, b->n, (unsigned long long)h);
+    baton_verify_log_batch(b->epoch, b->first, b->n, h);
 }
 
 void baton_pipeline_set_logged(baton_pipeline *p, int on)

@@ -281,7 +281,7 @@ static int iteration_end(trainer *t, const race_collect_stats *cs, const race_le
     race_run_state *s = &t->st;
     uint64_t index = s->iteration;   /* 0-based: this iteration's trace file */
     s->iteration++;
-    baton_verify_log("{\"ev\":\"loss\",\"step\":%" PRIu64 ",\"loss\":%.17g}", s->iteration, ls->policy_loss);
+    baton_verify_log_loss(s->iteration, ls->policy_loss);
     s->episodes += t->col.episodes;
     s->sim_steps += cs->samples;
     s->ticks += cs->ticks;

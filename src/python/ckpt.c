@@ -687,7 +687,7 @@ static PyObject *ck_load(Checkpoints *self, PyObject *args, PyObject *kw)
     int rc = latest_path(self, found, sizeof found, &step, &err);
     PyObject *r = rc == BATON_OK ? load_folder(found) : rc == BATON_ERR_NOTFOUND ? Py_NewRef(Py_None) : pyb_raise(&err);
     if (r)   /* what a resume starts from, for `baton verify-resume` (0: a fresh start) */
-        baton_verify_log("{\"ev\":\"resume\",\"step\":%llu}", rc == BATON_OK ? (unsigned long long)step : 0ull);
+        baton_verify_log_resume(rc == BATON_OK ? step : 0);
     self->busy = 0;
     return r;
 }

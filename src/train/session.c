@@ -131,7 +131,7 @@ int baton_train_session_resume(baton_train_session *s, char *path, size_t cap, u
 
 void baton_train_session_begin(baton_train_session *s, uint64_t step, int resumed)
 {
-    baton_verify_log("{\"ev\":\"resume\",\"step\":%" PRIu64 "}", resumed ? step : 0);
+    baton_verify_log_resume(resumed ? step : 0);
     s->committed = resumed ? step : 0;
     s->last_saved = resumed ? step : UINT64_MAX;
     s->pol.saved_t = baton_now();

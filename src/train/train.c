@@ -422,7 +422,7 @@ static int stage_step(trainer *t, int *last, baton_err *err)
     if (rc) return baton_err_prefix(err, "step %" PRIu64, s->step);
     if (!isfinite(loss)) return baton_err_set(err, BATON_ERR_ARG, "step %" PRIu64 ": loss is %f (lower --lr)", s->step, loss);
     s->step++;
-    baton_verify_log("{\"ev\":\"loss\",\"step\":%" PRIu64 ",\"loss\":%.9g}", s->step, (double)loss);
+    baton_verify_log_loss(s->step, (double)loss);
     t->samples += n;
     s->ep_loss_sum += loss_sum;
     s->ep_correct += gcorrect;

@@ -1,6 +1,7 @@
 /* verify_log.c — the event log that `baton verify-resume` reads: when the environment variable
- * BATON_VERIFY_LOG names a file, baton_verify_log appends one line to it per call (a JSON object
- * the caller formats), each with a single write on a descriptor opened with O_APPEND, so lines from
+ * BATON_VERIFY_LOG names a file, each baton_verify_log_* call appends one line to it (a JSON object
+ * built here with cJSON and printed by json.c's writer, so names and numbers follow its rules),
+ * each with a single write on a descriptor opened with O_APPEND, so lines from
  * several threads (the training loop, the checkpoint thread) never interleave within a line.
  *
  * Contract:
@@ -12,6 +13,11 @@
  *     evidence for the verifier, never a reason for a trainer to stop;
  *   - a forked child keeps writing to the same file (the descriptor is inherited). */
 #include "baton/util.h"
+
+#include <cjson/cJSON.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -45,18 +51,68 @@ int baton_verify_log_on(void)
     return fd >= 0;
 }
 
-void baton_verify_log(const char *fmt, ...)
+/* One event: ev's object printed on one line and written in one call; ev is freed. */
+static void log_event(cJSON *ev)
 {
-    if (!baton_verify_log_on()) return;
+    char *text = ev ? baton_json_print(ev, 0) : NULL;
+    cJSON_Delete(ev);
+    if (!text) return;
     char line[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(line, sizeof line - 1, fmt, ap);
-    va_end(ap);
-    if (n < 0) return;
-    if ((size_t)n > sizeof line - 2) n = (int)sizeof line - 2;
+    size_t n = strlen(text);
+    if (n > sizeof line - 1) n = sizeof line - 1;
+    memcpy(line, text, n);
+    free(text);
     line[n++] = '\n';
     ssize_t w;
-    do w = write(atomic_load(&log_fd), line, (size_t)n);
+    do w = write(atomic_load(&log_fd), line, n);
     while (w < 0 && errno == EINTR);
+}
+
+/* {"ev": ev, "step": step}, or NULL when the log is off. */
+static cJSON *event(const char *ev, uint64_t step)
+{
+    if (!baton_verify_log_on()) return NULL;
+    cJSON *j = cJSON_CreateObject();
+    if (!j) return NULL;
+    cJSON_AddStringToObject(j, "ev", ev);
+    cJSON_AddNumberToObject(j, "step", (double)step);
+    return j;
+}
+
+void baton_verify_log_resume(uint64_t step)
+{
+    log_event(event("resume", step));
+}
+
+void baton_verify_log_batch(uint64_t epoch, uint64_t first, uint32_t n, uint64_t digest)
+{
+    if (!baton_verify_log_on()) return;
+    cJSON *j = cJSON_CreateObject();
+    if (!j) return;
+    char hex[17];
+    snprintf(hex, sizeof hex, "%016" PRIx64, digest);
+    cJSON_AddStringToObject(j, "ev", "batch");
+    cJSON_AddNumberToObject(j, "epoch", (double)epoch);
+    cJSON_AddNumberToObject(j, "first", (double)first);
+    cJSON_AddNumberToObject(j, "n", n);
+    cJSON_AddStringToObject(j, "digest", hex);
+    log_event(j);
+}
+
+void baton_verify_log_ckpt(uint64_t step, const char *model_sha256, const char *optim_sha256)
+{
+    cJSON *j = event("ckpt", step);
+    if (!j) return;
+    cJSON_AddStringToObject(j, "model", model_sha256 ? model_sha256 : "");
+    cJSON_AddStringToObject(j, "optim", optim_sha256 ? optim_sha256 : "");
+    log_event(j);
+}
+
+void baton_verify_log_loss(uint64_t step, double loss)
+{
+    cJSON *j = event("loss", step);
+    if (!j) return;
+    if (isfinite(loss)) cJSON_AddNumberToObject(j, "loss", loss);
+    else cJSON_AddStringToObject(j, "loss", isnan(loss) ? "nan" : loss > 0 ? "inf" : "-inf");
+    log_event(j);
 }
