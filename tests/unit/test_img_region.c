@@ -174,10 +174,16 @@ static int plain_resample_max_diff(const baton_image *src, const double box[4], 
         plain_weights(box[1], box[3], src->h, out->h, y, wy);
         for (uint32_t x = 0; x < out->w; x++) {
             plain_weights(box[0], box[2], src->w, out->w, x, wx);
+            /* the weights' support (outside it they are 0 and add nothing) */
+            uint32_t i0 = 0, i1 = src->w, j0 = 0, j1 = src->h;
+            while (i0 < i1 && wx[i0] == 0) i0++;
+            while (i1 > i0 && wx[i1 - 1] == 0) i1--;
+            while (j0 < j1 && wy[j0] == 0) j0++;
+            while (j1 > j0 && wy[j1 - 1] == 0) j1--;
             for (uint32_t k = 0; k < src->c; k++) {
                 double v = 0;
-                for (uint32_t j = 0; j < src->h; j++)
-                    for (uint32_t i = 0; i < src->w; i++)
+                for (uint32_t j = j0; j < j1; j++)
+                    for (uint32_t i = i0; i < i1; i++)
                         v += wy[j] * wx[i] * src->px[((size_t)j * src->w + i) * src->c + k];
                 long e = lround(v < 0 ? 0 : v > 255 ? 255 : v);
                 int d = abs((int)e - (int)out->px[((size_t)y * out->w + x) * out->c + k]);
@@ -230,9 +236,13 @@ static void test_resample(baton_rng *r)
     printf("resample vs plain double: max abs difference %d\n", worst);
     /* photo-sized: random boxes of a 333x517 image to 224x224 and 97x61, both channel counts */
     int big_same = 1, big_worst = 0;
+    baton_image photo[2] = {{0}, {0}};   /* made once (fill_photo's sines are the slow part) */
+    fill_photo(&photo[0], 333, 517, 1, 1000);
+    fill_photo(&photo[1], 333, 517, 3, 1001);
     for (int t = 0; t < 24; t++) {
         uint32_t c = t % 3 ? 3 : 1, oh = t % 4 ? 224 : 97, ow = t % 4 ? 224 : 61;
-        fill_photo(&src, 333, 517, c, (uint64_t)t + 1000);
+        baton_image_resize(&src, 333, 517, c, &err);
+        memcpy(src.px, photo[c == 3].px, (size_t)333 * 517 * c);
         double box[4];
         random_box(r, 333, 517, box);
         CHECK(img_resample_box(&src, box, oh, ow, &out, &s, &err) == BATON_OK);
@@ -240,9 +250,13 @@ static void test_resample(baton_rng *r)
         CHECK(img_resample_box(&src, box, oh, ow, &base, &s, &err) == BATON_OK);
         img_resample_baseline = 0;
         big_same &= memcmp(base.px, out.px, (size_t)oh * ow * c) == 0;
-        int d = plain_resample_max_diff(&src, box, &out);
-        if (d > big_worst) big_worst = d;
+        if (t % 6 == 0) {   /* the plain evaluation of a whole 224x224 output is the slow part */
+            int d = plain_resample_max_diff(&src, box, &out);
+            if (d > big_worst) big_worst = d;
+        }
     }
+    baton_image_free(&photo[0]);
+    baton_image_free(&photo[1]);
     CHECK(big_same);
     CHECK_MSG(big_worst <= 1, "photo-sized boxes: %d levels off the plain double evaluation", big_worst);
     printf("resample, photo-sized boxes: AVX2 and baseline passes %s, max abs difference from plain double %d\n",
