@@ -213,17 +213,24 @@ static int arena_fit(baton_pipeline *p, slot *s, size_t extra, baton_err *err)
 
 enum { READ_DONE, READ_ENDED, READ_STOPPED, READ_FAILED };
 
+/* Queue s with fresh unit counters, nunits units to do (caller holds mu; room was reserved with
+ * the slot). */
+static void queue_slot(baton_pipeline *p, slot *s, uint32_t nunits)
+{
+    s->nunits = nunits;
+    s->next_unit = s->done_units = 0;
+    s->err_code = 0;
+    s->err_index = UINT32_MAX;
+    q_push(p, s, Q_BATCH);
+}
+
 /* The first n records of s are in: queue s (the first time) and offer its full units. */
 static void offer_units(baton_pipeline *p, slot *s, uint32_t n)
 {
     pthread_mutex_lock(&p->mu);
     if (!s->open) {
         s->open = 1;
-        s->nunits = UINT32_MAX;
-        s->next_unit = s->done_units = 0;
-        s->err_code = 0;
-        s->err_index = UINT32_MAX;
-        q_push(p, s, Q_BATCH);   /* room was reserved with the slot */
+        queue_slot(p, s, UINT32_MAX);   /* the count is known once the batch is complete */
     }
     s->avail = n;
     pthread_cond_broadcast(&p->cv_work);
@@ -283,13 +290,8 @@ static void publish_batch(baton_pipeline *p, slot *s, int drop, int got_end)
     } else if (drop) {
         p->free_list[p->nfree++] = s;
     } else {
-        s->nunits = (s->b.n + UNIT - 1) / UNIT;
         s->avail = s->b.n;
-        s->next_unit = 0;
-        s->done_units = 0;
-        s->err_code = 0;
-        s->err_index = UINT32_MAX;
-        q_push(p, s, Q_BATCH);
+        queue_slot(p, s, (s->b.n + UNIT - 1) / UNIT);
         pthread_cond_broadcast(&p->cv_work);
     }
     if (got_end) q_push(p, NULL, Q_END);  /* room was reserved with the slot */
