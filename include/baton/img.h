@@ -72,7 +72,7 @@ typedef struct baton_pack_opts {
                                * same pixels; crops decode only their MCUs); 0 default: bytes kept */
     uint64_t piece_bytes;     /* each shard's CRC32C per piece of this size, in dataset.json, so
                               * readers check a piece before decoding from it (default
-                              * BATON_PIECE_BYTES_DEFAULT, 256 KiB; 0: none, as packs before
+                              * BATON_PIECE_BYTES_DEFAULT, 64 KiB; 0: none, as packs before
                               * piece checksums wrote) */
 } baton_pack_opts;
 void baton_pack_opts_default(baton_pack_opts *o);

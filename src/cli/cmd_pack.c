@@ -18,7 +18,7 @@ int cmd_pack(int argc, char **argv)
         {"encode", CLI_STR, &encode, "raw | png | jpeg (default raw; imagefolder: each file's bytes as they are)"},
         {"quality", CLI_INT, &o.quality, "JPEG quality 1..100 (default 95)"},
         {"shard-mb", CLI_DBL, &o.shard_mb, "target shard size in MB (default 64)"},
-        {"piece-kb", CLI_INT, &piece_kb, "checksum every N KiB of a shard (default 256; 4..65536): readers check a piece before using it"},
+        {"piece-kb", CLI_INT, &piece_kb, "checksum every N KiB of a shard (default 64; 4..65536): readers check a piece before using it"},
         {"split", CLI_STR, &o.split, "train (default) | test"},
         {"resize", CLI_STR, &resize, "HxW: every image to that size (bilinear); N: the shorter side to N, keeping the aspect (antialiased)"},
         {"jpeg-restart", CLI_FLAG, &o.jpeg_restart, "JPEG records transcoded losslessly (same pixels; +0.1% bytes for 4:2:0 photos, ~12% at 4:4:4) to a restart marker after every MCU: a crop decodes only its box's MCUs"},

@@ -21,7 +21,7 @@
  * local copy, checked whole as it was written) each piece is checked the first time this reader
  * needs it, and a record of a piece checked before but since dropped from the cache is read as it
  * is: a random order over a dataset larger than the cache would otherwise read and check a whole
- * piece (256 KiB by default) for each record — for 3 KiB records, ten times slower than the
+ * piece (64 KiB by default) for each record — for 3 KiB records, several times slower than the
  * mapping this replaced (bench/RESULTS.md). A shard without
  * pieces (an older dataset) is read as it is, and its caller sums the whole shard. A file that
  * is shorter than dataset.json says when a read reaches past its end is BATON_ERR_TRUNCATED

@@ -30,7 +30,7 @@ for f in "$T"/b/*.rec; do
     [ "$(stat -c %s "$f")" = "$(stat -c %s "$T/a/$n")" ] && cp "$f" "$T/badall/$n"
 done
 PIECE='test-[0-9]{5}\.rec: bytes [0-9]+\.\.[0-9]+ \(piece [0-9]+ of [0-9]+\): CRC32C [0-9a-f]{8}, dataset\.json says [0-9a-f]{8}'
-ONE="$S\\.rec: bytes [0-9]+\\.\\.[0-9]+ \\(piece [0-9]+ of 4\\): CRC32C [0-9a-f]{8}, dataset\\.json says [0-9a-f]{8}"
+ONE="$S\\.rec: bytes [0-9]+\\.\\.[0-9]+ \\(piece [0-9]+ of 16\\): CRC32C [0-9a-f]{8}, dataset\\.json says [0-9a-f]{8}"
 
 # wrong REF LOG: samples LOG trained on that differ from REF's at the same epoch, position and rank
 wrong() {

@@ -24,7 +24,7 @@ head -c 5000 /dev/zero >>"$T/long/test-00003.rec"
 cp -r "$T/ok" "$T/short"
 truncate -s 1000000 "$T/short/test-00003.rec"
 
-CRC='test-00000\.rec: (bytes 0\.\.262143 \(piece 1 of 4\): CRC32C [0-9a-f]{8}, dataset\.json says [0-9a-f]{8}|checksum mismatch .*dataset\.json)'
+CRC='test-00000\.rec: (bytes 0\.\.65535 \(piece 1 of 16\): CRC32C [0-9a-f]{8}, dataset\.json says [0-9a-f]{8}|checksum mismatch .*dataset\.json)'
 LONG="test-00003\.rec: $((size + 5000)) bytes.*dataset\.json says $size"
 SHORT='test-00003\.rec.*[ (]1000000 bytes'
 
