@@ -3,12 +3,12 @@
  * Owns a file descriptor and a baton_rec_reader. read() goes straight into the reader's buffer
  * (reserve/commit, no extra copy) in chunks of REC_FILE_CHUNK bytes, a size that keeps a chunk in
  * the CPU's cache between the kernel's copy, the CRC32C pass and the record parse. The optional
- * whole-file checksum is computed in the same pass. Regular files of REC_FILE_MAP_MIN bytes or more
- * are mapped instead (baton_sys.mmap) and parsed in place through baton_rec_reader_borrow: no copy
- * at all, which measured 1.5× faster than read() for a page-cache-warm scan with CRC; if the
- * mapping fails the read() path is used. On a mapped file the whole-file CRC32C runs in a second
- * thread over the mapping while this one parses (a scan is bound by one core's memory bandwidth;
- * two cores read faster); it is joined when the scan ends, so _checksum is valid after END.
+ * whole-file checksum is computed in the same pass.
+ *
+ * Why read() and not a mapping (a mapping measured faster for a page-cache-warm scan): a mapped
+ * file that another process truncates kills the reader with SIGBUS at the first touch of a page
+ * past the new end; read() returns fewer bytes instead, which the reader reports as a truncated
+ * record naming the file and offset (as io's shardfile.c reads with pread for the same reason).
  *
  * Contract: _open fails (NULL + err) when the file cannot be opened, or, when fmt is
  * BATON_FMT_UNKNOWN, when its first bytes are neither format (legacy RecordIO magic, empty file,
@@ -17,18 +17,14 @@
 #include "rec_internal.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #ifndef REC_FILE_CHUNK
 #define REC_FILE_CHUNK ((size_t)1 << 20)
 #endif
-#define REC_FILE_MAP_MIN ((size_t)1 << 20)
 
 struct baton_rec_file {
     int fd;
@@ -37,27 +33,7 @@ struct baton_rec_file {
     baton_err sticky;
     char *path;
     baton_rec_reader *r;
-    void *map;        /* the whole file, when mapped */
-    size_t map_len;
-    pthread_t crc_thread;   /* mapped + checksum: CRC32C of the mapping, in parallel */
-    int crc_started, crc_joined;
-    uint32_t crc;
 };
-
-static void *crc_main(void *arg)
-{
-    baton_rec_file *f = arg;
-    f->crc = baton_crc32c(0, f->map, f->map_len);
-    return NULL;
-}
-
-static void crc_join(baton_rec_file *f)
-{
-    if (f->crc_started && !f->crc_joined) {
-        pthread_join(f->crc_thread, NULL);
-        f->crc_joined = 1;
-    }
-}
 
 /* One read() into the reader; at end of file, finish the reader. */
 static int fill(baton_rec_file *f, baton_err *err)
@@ -124,24 +100,7 @@ baton_rec_file *baton_rec_file_open(const char *path, baton_rec_format fmt, int 
         baton_rec_file_close(f);
         return NULL;
     }
-    struct stat st;
-    if (fstat(f->fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size >= REC_FILE_MAP_MIN &&
-        (uint64_t)st.st_size <= SIZE_MAX) {
-        void *m = baton_sys.mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, f->fd, 0);
-        if (m != MAP_FAILED) {
-            (void)madvise(m, (size_t)st.st_size, MADV_SEQUENTIAL);
-            f->map = m;
-            f->map_len = (size_t)st.st_size;
-            f->eof = 1;
-            if (baton_rec_reader_borrow(f->r, m, f->map_len, err)) {
-                baton_rec_file_close(f);
-                return NULL;
-            }
-            if (checksum && pthread_create(&f->crc_thread, NULL, crc_main, f) == 0)
-                f->crc_started = 1;  /* else the reader's own CRC (enabled above) is used */
-        }
-    }
-    if (checksum && !f->crc_started) baton_rec_reader_enable_checksum(f->r);
+    if (checksum) baton_rec_reader_enable_checksum(f->r);
     int rc;
     /* a finished reader never answers NEED_MORE, so this ends at EOF at the latest */
     while ((rc = rec_reader_detect(f->r, err)) == BATON_NEED_MORE)
@@ -161,10 +120,7 @@ int baton_rec_file_next(baton_rec_file *f, baton_rec *rec, baton_err *err)
     }
     for (;;) {
         int rc = baton_rec_reader_next(f->r, rec, err);
-        if (rc != BATON_NEED_MORE) {
-            if (rc != BATON_OK) crc_join(f);  /* the scan is over: the CRC is due */
-            return rc;
-        }
+        if (rc != BATON_NEED_MORE) return rc;
         if (f->eof) /* cannot happen: a finished reader never asks for more */
             return baton_err_set(err, BATON_ERR_IO, "%s: reader wants bytes after the end",
                                  f->path);
@@ -180,10 +136,6 @@ baton_rec_format baton_rec_file_format(const baton_rec_file *f)
 
 uint32_t baton_rec_file_checksum(const baton_rec_file *f)
 {
-    if (f->crc_started) {
-        crc_join((baton_rec_file *)(uintptr_t)f);  /* normally joined already, at the end */
-        return f->crc;
-    }
     return baton_rec_reader_checksum(f->r);
 }
 uint64_t baton_rec_file_bytes(const baton_rec_file *f) { return baton_rec_reader_fed(f->r); }
@@ -191,10 +143,8 @@ uint64_t baton_rec_file_bytes(const baton_rec_file *f) { return baton_rec_reader
 void baton_rec_file_close(baton_rec_file *f)
 {
     if (!f) return;
-    crc_join(f);
     if (f->fd >= 0) baton_sys.close(f->fd);
     baton_rec_reader_free(f->r);
-    if (f->map) baton_sys.munmap(f->map, f->map_len);
     free(f->path);
     free(f);
 }
