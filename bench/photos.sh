@@ -23,7 +23,8 @@
 # in memory for the gateway: checked first. SCALE=0.04 makes a 5,014-image run of a few minutes.
 #   bench/photos.sh            env: SCALE (1), SEED (1), EPOCHS (3), WORKERS (2), PEER_S (60),
 #                              DATA=DIR (keep and reuse the files and shards there), OUT (bench/out),
-#                              SOURCES ("local s3 s3fs"), PEER=0 skips the peer
+#                              REAL=DIR (real photographs to compare the decode cost with),
+#                              SOURCES ("local local-file s3 s3fs"), PEER=0 skips the peer
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -35,7 +36,7 @@ CLASSES=$(( N / 250 > 500 ? 500 : (N / 250 > 2 ? N / 250 : 2) ))
 EPOCHS=${EPOCHS:-3}
 WORKERS=${WORKERS:-2}
 PEER_S=${PEER_S:-60}
-SOURCES=${SOURCES:-local s3 s3fs}
+SOURCES=${SOURCES:-local local-file s3 s3fs}
 OUT=${OUT:-$ROOT/bench/out}
 want() { case " $SOURCES " in *" $1 "*) return 0 ;; esac; return 1; }
 mkdir -p "$OUT"
@@ -82,7 +83,7 @@ RES=$OUT/photos.jsonl
 
 echo "== decode cost per megapixel, one thread"
 "$BUILD/bench/decode_whole" "$W/files" --threads 1 --limit 2000 --json | tee -a "$RES" | sed 's/^/synthetic: /'
-REAL=/usr/share/skimage-data   # python3-skimage's photographs, where installed
+REAL=${REAL:-/usr/share/skimage-data}   # a folder of real photographs (JPEG); else python3-skimage's, where installed
 [ -d "$REAL" ] || REAL=$(python3 -c "import skimage, os; print(os.path.join(os.path.dirname(skimage.__file__), 'data'))" 2>/dev/null || true)
 if [ -n "$REAL" ] && [ -d "$REAL" ] && ls "$REAL"/*.jpg >/dev/null 2>&1; then
     mkdir -p "$W/real/a" && cp "$REAL"/*.jpg "$W/real/a/"
@@ -111,7 +112,7 @@ PY
 
 echo "== baton bench-io, random-resized crop 224 + flip, $EPOCHS epochs"
 want local && bench local --data "$W/shards" --mode mount --epochs "$EPOCHS"
-want local && bench local-file --data "$W/shards" --mode file --epochs "$EPOCHS"
+want local-file && bench local-file --data "$W/shards" --mode file --epochs "$EPOCHS"
 want local && bench local-rst --data "$W/shards-rst" --mode mount --epochs "$EPOCHS"
 if { want s3 || want s3fs; } && [ -x "$(command -v radosgw)" ]; then
     . tests/servers/lib.sh
