@@ -311,15 +311,15 @@ __attribute__((target("avx2"))) static inline __m256 pair_sum(const float *vrow,
 }
 
 /* The horizontal pass of an RGB row with AVX2: two pixels per multiply, four rounded as
- * store4x4_u8 rounds and written as 16 bytes (the last 4 are the next pixels', written next),
- * then pass_h for the rest. The same floats and bytes as pass_h. */
+ * store4x4_u8 rounds and written as 16 bytes (the last 4 are the next pixels', written next; the
+ * row's last four as their 12 bytes), then pass_h for the 0-3 left. The same floats and bytes as pass_h. */
 __attribute__((target("avx2"))) static void pass_h3_avx2(const float *vrow, uint32_t ow, const axis *ax,
                                                          int32_t x_first, const float *wp, uint8_t *d)
 {
     uint32_t ks = ax->ksize, x = 0;
     const __m256 half = _mm256_set1_ps(0.5f), zero = _mm256_setzero_ps(), top = _mm256_set1_ps(255.0f);
     const __m128i pick = _mm_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1);
-    for (; x + 6 <= ow; x += 4) {
+    for (; x + 4 <= ow; x += 4) {
         const float *w = wp + (size_t)(x / 2) * ks * 8;
         __m256 s01 = pair_sum(vrow, ax->b, x_first, w, x);
         __m256 s23 = pair_sum(vrow, ax->b, x_first, w + (size_t)ks * 8, x + 2);
@@ -327,8 +327,14 @@ __attribute__((target("avx2"))) static void pass_h3_avx2(const float *vrow, uint
         __m256i i23 = _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(_mm256_add_ps(s23, half), zero), top));
         __m256i p = _mm256_packus_epi16(_mm256_packs_epi32(i01, i23), _mm256_setzero_si256());
         /* lane 0: pixels 0 and 2, lane 1: 1 and 3, four bytes each */
-        __m128i px = _mm_unpacklo_epi32(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
-        _mm_storeu_si128((__m128i *)(void *)(d + 3 * (size_t)x), _mm_shuffle_epi8(px, pick));
+        __m128i px = _mm_shuffle_epi8(_mm_unpacklo_epi32(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1)), pick);
+        if (x + 6 <= ow) {
+            _mm_storeu_si128((__m128i *)(void *)(d + 3 * (size_t)x), px);
+        } else {   /* the row's last four pixels: their 12 bytes alone */
+            uint8_t t[16];
+            _mm_storeu_si128((__m128i *)(void *)t, px);
+            memcpy(d + 3 * (size_t)x, t, 12);
+        }
     }
     pass_h(vrow, 3, ow, ax, x_first, wp, x, d);
 }
