@@ -366,8 +366,8 @@ static int open_dataset(Loader *self, const pyb_loader_args *a)
     self->pid = getpid();
     self->m = baton_loader_manifest(l);
     self->esize = baton_loader_epoch_size(l);
-    int crops = a->crop_kind == BATON_CROP_RANDOM_RESIZED || a->crop_kind == BATON_CROP_CENTER;
-    if (!crops && (!self->m->shape[0] || !self->m->shape[1] || !self->m->shape[2]))
+    uint32_t shape[3];
+    if (baton_pipeline_shape(self->m, a->crop_kind, (uint32_t)a->size, shape))
         baton_err_set(&err, BATON_ERR_FORMAT, "%s: images vary in size: crop them to one size (crop=\"random-resized\" "
                       "for training, crop=\"center\" for evaluation; size=224 by default)", a->uri);
     self->epochs = a->epochs;
