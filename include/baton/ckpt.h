@@ -287,6 +287,10 @@ double baton_ckpt_mtbi_hours(double monthly_fraction);
  * so far and the mean time between interruptions mtbi_s, re-estimated after every save (the first
  * save is due at once, to measure δ; τ is kept within [1 s, 1 h]; without a hazard, every_sec).
  * baton train's --ckpt-every-steps/-sec/auto and the Python module's Checkpoints(every=…) are this. */
+/* The default interval: a background checkpoint at the first step that ends 60 s or more after
+ * the previous one (baton train without --ckpt-every, Checkpoints(every=None) outside a fleet; and
+ * auto's interval while there is no hazard). */
+#define BATON_CKPT_EVERY_SEC_DEFAULT 60.0
 typedef struct baton_ckpt_policy {
     uint64_t every_steps;       /* 0: none by count */
     double every_sec;           /* 0: none by time */

@@ -23,7 +23,7 @@
 /* The default checkpoint interval: a background checkpoint at the first step that ends 60 s or
  * more after the previous one. Its blocking part (the snapshot) costs well under 1 ms for the
  * models here (bench/ckpt.sh), and at most a minute of work is lost to a hard kill. */
-#define BATON_TRAIN_CKPT_EVERY_SEC 60.0
+#define BATON_TRAIN_CKPT_EVERY_SEC BATON_CKPT_EVERY_SEC_DEFAULT
 
 typedef struct baton_train_session baton_train_session;
 

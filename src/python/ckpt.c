@@ -335,7 +335,7 @@ static int parse_every(Checkpoints *self, PyObject *every, double mtbi)
 {
     baton_err err = {0};
     if (!every || every == Py_None) {
-        baton_ckpt_policy_init(&self->pol, 0, 60, 0, mtbi);
+        baton_ckpt_policy_init(&self->pol, 0, BATON_CKPT_EVERY_SEC_DEFAULT, 0, mtbi);
         return baton_ckpt_policy_from_env(&self->pol, &err) < 0 ? pyb_raise_rc(&err) : 0;
     }
     if (PyUnicode_Check(every)) {

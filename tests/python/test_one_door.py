@@ -17,6 +17,9 @@ STEPS, BATCH, SEED = 12, 64, 5
 MPI = shutil.which("mpirun")
 mpi_env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                OMPI_MCA_rmaps_base_oversubscribe="1", OMP_NUM_THREADS="1", BATON_DIST_TIMEOUT_S="60")
+# the sanitizer build's baton carries its own runtime: mpirun and its daemons run without the
+# interpreter's preload (test_python.sh's), as tests/cli/lib.sh's mpi_setup runs them
+mpi_env.pop("LD_PRELOAD", None)
 if "build-san" in os.environ.get("BATON_BUILD", ""):
     mpi_env["ASAN_OPTIONS"] = (mpi_env.get("ASAN_OPTIONS", "") + ":detect_leaks=0").lstrip(":")
 
