@@ -287,6 +287,10 @@ double baton_ckpt_mtbi_hours(double monthly_fraction);
  * so far and the mean time between interruptions mtbi_s, re-estimated after every save (the first
  * save is due at once, to measure δ; τ is kept within [1 s, 1 h]; without a hazard, every_sec).
  * baton train's --ckpt-every-steps/-sec/auto and the Python module's Checkpoints(every=…) are this. */
+/* The default interval: a background checkpoint at the first step that ends 60 s or more after
+ * the previous one (baton train without --ckpt-every, Checkpoints(every=None) outside a fleet; and
+ * auto's interval while there is no hazard). */
+#define BATON_CKPT_EVERY_SEC_DEFAULT 60.0
 typedef struct baton_ckpt_policy {
     uint64_t every_steps;       /* 0: none by count */
     double every_sec;           /* 0: none by time */
@@ -311,5 +315,37 @@ void baton_ckpt_policy_saved(baton_ckpt_policy *p, double now, double blocked_s)
  * $BATON_SPOT_MTBI_S; 0 and p unchanged when neither is set, 1 when set from them, < 0 on a bad
  * value (named). */
 int baton_ckpt_policy_from_env(baton_ckpt_policy *p, baton_err *err);
+
+/* ---------------------------------------------------------------- checkpoint cadence (cadence.c)
+ * The one object that paces a training loop's checkpoints, for `baton train`'s session
+ * (train_session.h) and the Python module's Checkpoints alike: the policy above, the progress
+ * file (the global step for a fleet's supervisor, $BATON_PROGRESS_FILE), the collection of a
+ * finished background save, the bound on uncommitted work and the retry after a failed save.
+ * The caller saves; the cadence says when. Per step: due(step, now); after a save handed to the
+ * store: saved(now, blocked_s). Every time is baton_now()'s clock (a test may pass its own). */
+typedef struct baton_ckpt_cadence baton_ckpt_cadence;
+enum { BATON_CKPT_NOT_DUE = 0, BATON_CKPT_DUE = 1, BATON_CKPT_RETRY = 2 };
+/* policy: copied (its clock starts at its saved_t, i.e. when it was initialised, until begin);
+ * progress_file: NULL none, else opened now (a file that cannot be opened is a warning, not an
+ * error); bound_steps: 0 none, else due() waits for a background persist before the progress
+ * file would run more than bound_steps steps ahead of the newest committed checkpoint. */
+int baton_ckpt_cadence_open(const baton_ckpt_policy *policy, const char *progress_file, uint64_t bound_steps,
+                            baton_ckpt_cadence **out, baton_err *err);
+/* The run starts at global step `step` at time now, the newest committed checkpoint being
+ * `committed` (a resume's step, else 0): the clock restarts, the progress file says step. */
+void baton_ckpt_cadence_begin(baton_ckpt_cadence *c, uint64_t step, uint64_t committed, double now);
+/* After global step `step`: collects a finished background save of store (NULL: none; waiting
+ * for it when the bound says), writes the progress file, then BATON_CKPT_RETRY when a background
+ * save failed (logged; save again now), BATON_CKPT_DUE when the policy says, else
+ * BATON_CKPT_NOT_DUE. */
+int baton_ckpt_cadence_due(baton_ckpt_cadence *c, baton_ckpt_store *store, uint64_t step, double now);
+/* A save was handed to the store at now (its end), having held the loop blocked_s seconds: the
+ * clock restarts (whatever asked for the save), automatic measures δ. */
+void baton_ckpt_cadence_saved(baton_ckpt_cadence *c, double now, double blocked_s);
+/* Checkpoint `step` is committed (a synchronous save, or one the caller collected itself). */
+void baton_ckpt_cadence_committed(baton_ckpt_cadence *c, uint64_t step);
+const baton_ckpt_policy *baton_ckpt_cadence_policy(const baton_ckpt_cadence *c);
+/* Closes the progress file (left as it is). NULL is fine. */
+void baton_ckpt_cadence_close(baton_ckpt_cadence *c);
 
 #endif

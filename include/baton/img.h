@@ -231,6 +231,12 @@ void baton_crop_draw_for(const baton_pipeline_opts *o, uint64_t seed, uint64_t e
  * until closed. With crop NONE or PAD the images must all have the manifest's fixed shape; with
  * RANDOM_RESIZED or CENTER any size (batches are size × size × the manifest's channels). */
 baton_pipeline *baton_pipeline_open(baton_loader *l, const baton_pipeline_opts *o, baton_err *err);
+/* The H, W, C of the images a pipeline with this crop and size (0: 224) makes from a dataset with
+ * manifest m: size x size with RANDOM_RESIZED or CENTER, else the manifest's fixed shape (C: its
+ * channels). -1 when its images vary in size and there is no such crop (each front end says so in
+ * its own words: flags, keyword arguments). `baton train` and the Python module's Loader size their
+ * model and buffers with it, as the pipeline does. */
+int baton_pipeline_shape(const baton_manifest *m, baton_crop crop, uint32_t size, uint32_t out[3]);
 /* The next batch: BATON_OK; BATON_END once after an epoch's last batch (then the next epoch's
  * batches follow); or an error (decode errors name the shard and offset). */
 int baton_pipeline_next(baton_pipeline *p, baton_batch **b, baton_err *err);

@@ -178,7 +178,8 @@ typedef struct baton_loader_stats {
 typedef struct baton_loader baton_loader;
 void baton_loader_opts_default(baton_loader_opts *o);
 int baton_loader_open(const baton_loader_opts *o, baton_loader **out, baton_err *err);
-/* The input mode a URI gets when none is asked for: mount for a path or file://, pipe otherwise. */
+/* The input mode a URI gets when none is asked for: mount for a path or file://, pipe otherwise
+ * (never file or cache: a front end needs a local folder only when its user asks for one). */
 baton_io_mode baton_io_mode_for_uri(const char *uri);
 /* A dataset opened as `baton train` and the Python module open it: without mode_set,
  * baton_io_mode_for_uri's mode (o->mode ignored); file and cache modes create
@@ -186,6 +187,8 @@ baton_io_mode baton_io_mode_for_uri(const char *uri);
  * dataset whose epoch has no record is refused (BATON_ERR_FORMAT). In file mode, processes that
  * open one local_dir outside a share group take turns downloading (each shard fetched once). */
 int baton_loader_open_dataset(const baton_loader_opts *o, int mode_set, baton_loader **out, baton_err *err);
+/* The mode it was opened in (the one asked for, or the URI's default). */
+baton_io_mode baton_loader_mode(const baton_loader *l);
 const baton_manifest *baton_loader_manifest(const baton_loader *l);
 /* Records this worker gets in one epoch. */
 uint64_t baton_loader_epoch_size(const baton_loader *l);

@@ -8,7 +8,9 @@
  * poll (stop on a terminal notice; checkpoint on a rebalance recommendation) and step-done
  * (periodic background checkpoints, a bound on uncommitted work, one retry after a failed save),
  * and finish (the final synchronous checkpoint and what stopped the run). A loop brings only its
- * own step and its own state; it checkpoints through a callback.
+ * own step and its own state; it checkpoints through a callback. When a save is due, the progress
+ * file and the bound are ckpt.h's cadence (baton_ckpt_cadence), which the Python module's
+ * Checkpoints paces its saves with too.
  *
  * Layering: part of train; builds on ckpt (and io's store options through it) and notice. A
  * trainer in another component includes this header, not train.h. Errors are values. */
@@ -21,7 +23,7 @@
 /* The default checkpoint interval: a background checkpoint at the first step that ends 60 s or
  * more after the previous one. Its blocking part (the snapshot) costs well under 1 ms for the
  * models here (bench/ckpt.sh), and at most a minute of work is lost to a hard kill. */
-#define BATON_TRAIN_CKPT_EVERY_SEC 60.0
+#define BATON_TRAIN_CKPT_EVERY_SEC BATON_CKPT_EVERY_SEC_DEFAULT
 
 typedef struct baton_train_session baton_train_session;
 

@@ -45,7 +45,7 @@ int baton_ckpt_policy_parse(baton_ckpt_policy *p, const char *spec, double mtbi_
 {
     if (!spec) return baton_err_set(err, BATON_ERR_USAGE, "checkpoint interval: none given");
     if (!strcmp(spec, "auto")) {
-        baton_ckpt_policy_init(p, 0, 60, 1, mtbi_s);
+        baton_ckpt_policy_init(p, 0, BATON_CKPT_EVERY_SEC_DEFAULT, 1, mtbi_s);
         return BATON_OK;
     }
     if (!strcmp(spec, "off")) {

@@ -50,6 +50,17 @@ void img_crop_params(const baton_pipeline_opts *o, uint32_t *size, double scale[
     ratio[1] = o->ratio[0] || o->ratio[1] ? o->ratio[1] : 4.0 / 3.0;
 }
 
+int baton_pipeline_shape(const baton_manifest *m, baton_crop crop, uint32_t size, uint32_t out[3])
+{
+    out[2] = m->shape[2] ? m->shape[2] : m->channels;
+    if (crop == BATON_CROP_RANDOM_RESIZED || crop == BATON_CROP_CENTER) {
+        out[0] = out[1] = size ? size : 224;   /* img_crop_params' default */
+        return 0;
+    }
+    out[0] = m->shape[0], out[1] = m->shape[1];
+    return m->shape[0] && m->shape[1] && m->shape[2] ? 0 : -1;
+}
+
 static double u53(baton_rng *r) { return (double)(baton_rng_next(r) >> 11) * (1.0 / 9007199254740992.0); }
 
 static void set_box(baton_crop_draw *d, double top, double left, double ch, double cw)

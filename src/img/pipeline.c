@@ -720,7 +720,8 @@ static int check_opts(const baton_manifest *m, const baton_pipeline_opts *o, bat
     if ((unsigned)o->crop > BATON_CROP_CENTER)
         return baton_err_set(err, BATON_ERR_ARG, "pipeline: unknown crop %d", (int)o->crop);
     int crops = o->crop == BATON_CROP_RANDOM_RESIZED || o->crop == BATON_CROP_CENTER;
-    if (!crops && (m->shape[0] == 0 || m->shape[1] == 0 || m->shape[2] == 0))
+    uint32_t shape[3];
+    if (baton_pipeline_shape(m, o->crop, o->size, shape))
         return baton_err_set(err, BATON_ERR_FORMAT,
                              "pipeline: dataset %s has images of varying size: crop them (crop random-resized for "
                              "training, center for evaluation, with a size)", m->name ? m->name : "?");
@@ -842,13 +843,9 @@ baton_pipeline *baton_pipeline_open(baton_loader *l, const baton_pipeline_opts *
     }
     const baton_manifest *m = baton_loader_manifest(l);
     if (check_opts(m, o, err)) return NULL;
-    uint32_t out[3] = {m->shape[0], m->shape[1], m->shape[2] ? m->shape[2] : m->channels};
+    uint32_t out[3];
+    baton_pipeline_shape(m, o->crop, o->size, out);   /* checked by check_opts */
     int crops = o->crop == BATON_CROP_RANDOM_RESIZED || o->crop == BATON_CROP_CENTER;
-    if (crops) {
-        double sc[2], ra[2];
-        img_crop_params(o, &out[0], sc, ra);
-        out[1] = out[0];
-    }
     size_t px = (size_t)out[0] * out[1], sample, xbytes;
     if (__builtin_mul_overflow(px, (size_t)out[2], &sample) ||
         __builtin_mul_overflow(sample, (size_t)o->batch * (o->u8 ? 1 : sizeof(float)), &xbytes)) {

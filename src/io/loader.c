@@ -221,6 +221,8 @@ int baton_loader_open_dataset(const baton_loader_opts *o, int mode_set, baton_lo
     return BATON_OK;
 }
 
+baton_io_mode baton_loader_mode(const baton_loader *l) { return l->o.mode; }
+
 int baton_loader_open(const baton_loader_opts *o, baton_loader **out, baton_err *err)
 {
     *out = NULL;

@@ -15,15 +15,14 @@
  *    inf and nan, NumPy scalars, small tensors, tagged "$baton"); state.json is {"step": N, "kind":
  *    "baton-python", "state": state}, which `baton ckpt show` prints.
  *  - due(step), called once per step, says whether a save is due (every N steps, S seconds, or
- *    Daly's interval: ckpt.h's policy), writes the fleet's progress file ($BATON_PROGRESS_FILE), and
- *    collects a finished background save: one that failed makes due() true at once (a retry).
+ *    Daly's interval), writes the fleet's progress file ($BATON_PROGRESS_FILE), and collects a
+ *    finished background save: one that failed makes due() true at once (a retry). All of it is
+ *    ckpt.h's cadence, the one `baton train` paces its checkpoints with; this file converts types.
  *  - load() returns the newest checkpoint that verifies as a baton.Checkpoint whose arrays share one
  *    buffer per file; newer damaged ones are moved aside; with uri= and an empty folder, the
  *    object store's newest complete one is restored first. */
 #include "python_internal.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -276,8 +275,8 @@ typedef struct {
     PyObject_HEAD
     baton_ckpt_store *s;
     char *dir;
-    baton_ckpt_policy pol;
-    int pfd;                    /* $BATON_PROGRESS_FILE, -1 none */
+    baton_ckpt_policy pol;      /* every= parsed; then the cadence's copy is the one in force */
+    baton_ckpt_cadence *cad;    /* when due() says a save is due, the progress file (ckpt.h) */
     int busy;
     uint64_t saves;
     int left_checked;           /* the resumed checkpoint's upload was checked (upload_left) */
@@ -319,8 +318,8 @@ static void ck_close_all(Checkpoints *self)
         baton_ckpt_store_close(s);
         Py_END_ALLOW_THREADS
     }
-    if (self->pfd >= 0) close(self->pfd);
-    self->pfd = -1;
+    baton_ckpt_cadence_close(self->cad);
+    self->cad = NULL;
 }
 
 static void ck_dealloc(Checkpoints *self)
@@ -336,7 +335,7 @@ static int parse_every(Checkpoints *self, PyObject *every, double mtbi)
 {
     baton_err err = {0};
     if (!every || every == Py_None) {
-        baton_ckpt_policy_init(&self->pol, 0, 60, 0, mtbi);
+        baton_ckpt_policy_init(&self->pol, 0, BATON_CKPT_EVERY_SEC_DEFAULT, 0, mtbi);
         return baton_ckpt_policy_from_env(&self->pol, &err) < 0 ? pyb_raise_rc(&err) : 0;
     }
     if (PyUnicode_Check(every)) {
@@ -368,7 +367,6 @@ static int ck_init(Checkpoints *self, PyObject *args, PyObject *kw)
     const char *dir, *uri = NULL, *endpoint = NULL;
     PyObject *uri_o = NULL, *every = NULL, *ep_o = NULL, *mtbi_o = NULL;
     Py_ssize_t keep = BATON_CKPT_KEEP_DEFAULT;
-    self->pfd = -1;
     if (self->s) return pyb_usage_rc("baton.Checkpoints: already open");
     if (!PyArg_ParseTupleAndKeywords(args, kw, "s|$nOOOO:Checkpoints", kwlist, &dir, &keep, &uri_o, &every, &ep_o,
                                      &mtbi_o))
@@ -403,22 +401,13 @@ static int ck_init(Checkpoints *self, PyObject *args, PyObject *kw)
                       "checkpoint folder %s is locked by another process, and this one is rank %u of %u (%s): open "
                       "baton.Checkpoints on rank 0 only; rank 0 saves and loads, and broadcasts what it loaded "
                       "(examples/pytorch/train.py)", dir, rank, world, who);
+    /* no bound on uncommitted work: the caller's save waits for the persist in flight anyway */
+    if (!rc && (rc = baton_ckpt_cadence_open(&self->pol, getenv("BATON_PROGRESS_FILE"), 0, &self->cad, &err)))
+        baton_ckpt_store_close(s);
     if (rc) return pyb_raise_rc(&err);
     self->s = s;
     self->pid = getpid();
-    const char *pf = getenv("BATON_PROGRESS_FILE");
-    if (pf && *pf) self->pfd = open(pf, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
     return 0;
-}
-
-static void progress_put(Checkpoints *self, uint64_t step)
-{
-    char b[24];
-    int n = snprintf(b, sizeof b, "%020" PRIu64 "\n", step);   /* fixed width, rewritten in place */
-    if (self->pfd >= 0 && pwrite(self->pfd, b, (size_t)n, 0) != n) {
-        close(self->pfd);
-        self->pfd = -1;
-    }
 }
 
 static PyObject *ck_save(Checkpoints *self, PyObject *args, PyObject *kw)
@@ -483,7 +472,8 @@ static PyObject *ck_save(Checkpoints *self, PyObject *args, PyObject *kw)
         baton_err_prefix(&err, "checkpoint at step %llu", step);
         return pyb_raise(&err);
     }
-    baton_ckpt_policy_saved(&self->pol, baton_now(), blocked);
+    if (sync) baton_ckpt_cadence_committed(self->cad, step);
+    baton_ckpt_cadence_saved(self->cad, baton_now(), blocked);
     self->saves++;
     Py_RETURN_NONE;
 }
@@ -493,10 +483,26 @@ static PyObject *ck_due(Checkpoints *self, PyObject *arg)
     if (ck_check(self)) return NULL;
     unsigned long long step = PyLong_AsUnsignedLongLong(arg);
     if (PyErr_Occurred()) return NULL;
-    progress_put(self, step);
-    uint64_t cs;
-    if (baton_ckpt_reap(self->s, 0, &cs) < 0) Py_RETURN_TRUE;   /* logged; save again now */
-    return PyBool_FromLong(baton_ckpt_policy_due(&self->pol, step, baton_now()));
+    /* a failed background save (logged) makes a save due at once: the retry is the caller's save */
+    return PyBool_FromLong(baton_ckpt_cadence_due(self->cad, self->s, step, baton_now()) != BATON_CKPT_NOT_DUE);
+}
+
+/* _cadence(op, step, now, blocked=0.0): the cadence driven with a clock of the caller's (tests
+ * replay one script through this and through the C path of `baton train`): "begin" (the run
+ * starts at step, nothing committed), "due" (the decision: 0 not due, 1 due, 2 retry; no store
+ * reaped), "saved" (a save handed over at now, blocking `blocked` seconds). */
+static PyObject *ck_cadence(Checkpoints *self, PyObject *args)
+{
+    const char *op;
+    unsigned long long step;
+    double now, blocked = 0;
+    if (!self->cad) return pyb_usage("baton.Checkpoints: closed");
+    if (!PyArg_ParseTuple(args, "sKd|d:_cadence", &op, &step, &now, &blocked)) return NULL;
+    if (!strcmp(op, "begin")) baton_ckpt_cadence_begin(self->cad, step, 0, now);
+    else if (!strcmp(op, "due")) return PyLong_FromLong(baton_ckpt_cadence_due(self->cad, NULL, step, now));
+    else if (!strcmp(op, "saved")) baton_ckpt_cadence_saved(self->cad, now, blocked);
+    else return pyb_usage("_cadence: op '%s': expected begin, due or saved", op);
+    Py_RETURN_NONE;
 }
 
 static PyObject *committed(Checkpoints *self)
@@ -736,7 +742,7 @@ static PyObject *get_committed(Checkpoints *self, void *c)
 
 static PyObject *get_interval(Checkpoints *self, void *c)
 {
-    const baton_ckpt_policy *p = &self->pol;
+    const baton_ckpt_policy *p = self->cad ? baton_ckpt_cadence_policy(self->cad) : &self->pol;
     return Py_BuildValue("{s:K,s:d,s:O,s:d,s:d,s:d}", "every_steps", (unsigned long long)p->every_steps, "every_s",
                          p->every_sec, "auto", p->automatic ? Py_True : Py_False, "mtbi_s", p->mtbi_s, "tau_s", p->tau,
                          "delta_s", p->nsaves ? p->delta_sum / (double)p->nsaves : 0.0);
@@ -757,6 +763,7 @@ static PyMethodDef ck_methods[] = {
     {"due", (PyCFunction)ck_due, METH_O,
      "due($self, step, /)\n--\n\n"
      "Call once per step with the steps done: whether a save is due now (every=); also the fleet's progress file."},
+    {"_cadence", (PyCFunction)ck_cadence, METH_VARARGS, NULL},
     {"wait", (PyCFunction)(void (*)(void))ck_wait, METH_VARARGS | METH_KEYWORDS,
      "wait($self, deadline=None, *, margin=None)\n--\n\n"
      "Block until every save is committed (and uploaded); the newest committed folder, or None.\n"
@@ -793,7 +800,6 @@ static PyGetSetDef ck_getset[] = {
 static PyObject *ck_new(PyTypeObject *t, PyObject *a, PyObject *k)
 {
     Checkpoints *self = (Checkpoints *)t->tp_alloc(t, 0);
-    if (self) self->pfd = -1;
     return (PyObject *)self;
 }
 

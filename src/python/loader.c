@@ -296,13 +296,13 @@ static int parse_normalize(Loader *self, PyObject *norm, uint32_t channels)
     return 0;
 }
 
-/* The options the dataset opens with (lo): the mode, the URI, the S3 endpoint, the seed, the local
- * copy's folder (file and cache modes; in the default folder, the ranks of this machine share the
+/* The options the dataset opens with (lo): the mode asked for (none: the library's default for the
+ * URI, baton_loader_open_dataset), the URI, the S3 endpoint, the seed, the local copy's folder (file
+ * and cache modes, only ever asked for; in the default folder, the ranks of this machine share the
  * downloads). */
 static int set_open_opts(Loader *self, const pyb_loader_args *a)
 {
     baton_loader_opts_default(&self->lo);
-    self->lo.mode = baton_io_mode_for_uri(a->uri);
     if (a->mode && baton_io_mode_parse(a->mode, &self->lo.mode))
         return pyb_usage_rc("mode '%s': expected file, pipe, mount or cache", a->mode);
     self->uri = dupstr(a->uri);
@@ -359,15 +359,16 @@ static int open_dataset(Loader *self, const pyb_loader_args *a)
     int rc;
     baton_loader *l = NULL;
     Py_BEGIN_ALLOW_THREADS
-    rc = baton_loader_open_dataset(&self->lo, 1, &l, &err);
+    rc = baton_loader_open_dataset(&self->lo, a->mode != NULL, &l, &err);
     Py_END_ALLOW_THREADS
     if (rc) return pyb_raise_rc(&err);
     self->l = l;
+    self->lo.mode = baton_loader_mode(l);   /* what stats and repr say */
     self->pid = getpid();
     self->m = baton_loader_manifest(l);
     self->esize = baton_loader_epoch_size(l);
-    int crops = a->crop_kind == BATON_CROP_RANDOM_RESIZED || a->crop_kind == BATON_CROP_CENTER;
-    if (!crops && (!self->m->shape[0] || !self->m->shape[1] || !self->m->shape[2]))
+    uint32_t shape[3];
+    if (baton_pipeline_shape(self->m, a->crop_kind, (uint32_t)a->size, shape))
         baton_err_set(&err, BATON_ERR_FORMAT, "%s: images vary in size: crop them to one size (crop=\"random-resized\" "
                       "for training, crop=\"center\" for evaluation; size=224 by default)", a->uri);
     self->epochs = a->epochs;

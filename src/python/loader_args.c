@@ -63,9 +63,9 @@ int pyb_default_local_dir(const char *uri, char *out, size_t cap)
  * samples no batch will have). */
 int pyb_prefetch_check(const baton_manifest *m, const baton_pipeline_opts *po, uint64_t esize)
 {
-    uint64_t c = m->shape[2] ? m->shape[2] : m->channels, h = m->shape[0], w = m->shape[1];
-    if (po->crop == BATON_CROP_RANDOM_RESIZED || po->crop == BATON_CROP_CENTER)
-        h = w = po->size ? po->size : 224;
+    uint32_t shape[3];
+    baton_pipeline_shape(m, po->crop, po->size, shape);   /* varying sizes without a crop: refused at open */
+    uint64_t c = shape[2], h = shape[0], w = shape[1];
     double bytes = (double)po->depth * po->batch * (double)(c * h * w) * (po->u8 ? 1 : 4);
     double phys = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
     char what[256], why[160] = "";

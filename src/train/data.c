@@ -34,15 +34,9 @@ train_aug train_aug_eval(const train_aug *a)
 
 int train_input_shape(const baton_manifest *m, const train_aug *a, const char *uri, uint32_t shape[3], baton_err *err)
 {
-    if (crops(a)) {
-        shape[0] = shape[1] = a->size ? a->size : 224;
-        shape[2] = m->shape[2] ? m->shape[2] : m->channels;
-        return BATON_OK;
-    }
-    if (!m->shape[0] || !m->shape[1] || !m->shape[2])
+    if (baton_pipeline_shape(m, a ? (baton_crop)a->crop : BATON_CROP_NONE, a ? a->size : 0, shape))
         return baton_err_set(err, BATON_ERR_FORMAT, "%s: images vary in size: crop them to one size (--crop random-resized "
                              "--size N for training; evaluation then takes the centre crop)", uri);
-    memcpy(shape, m->shape, 3 * sizeof *shape);
     return BATON_OK;
 }
 

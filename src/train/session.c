@@ -7,19 +7,19 @@
  *   - one session per checkpoint folder: the store's lock (ckpt) makes a second opener fail with
  *     the holder's pid; a folder this process cannot write fails at open, before any work;
  *   - the caller's thread drives everything; background persists run on the store's thread;
- *   - work at risk: with ckpt_every, the progress file never runs more than ckpt_every steps ahead
- *     of the newest committed checkpoint (step-done waits for a persist that has not committed);
+ *   - when to save, the progress file and the bound on work at risk are the checkpoint cadence's
+ *     (ckpt.h, baton_ckpt_cadence, shared with the Python module's Checkpoints): with ckpt_every,
+ *     the progress file never runs more than ckpt_every steps ahead of the newest committed
+ *     checkpoint (step-done waits for a persist that has not committed); every save restarts the
+ *     clock of a time-based interval;
  *   - a failed background save is retried once at once, synchronously, from the current state;
  *     a second failure is the run's error (training does not go on without a safety net);
  *   - finish commits the final state synchronously, so a BATON_STOPPED run has its checkpoint. */
 #include "baton/train_session.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 void baton_train_session_opts_default(baton_train_session_opts *o)
 {
@@ -68,23 +68,12 @@ struct baton_train_session {
     baton_ckpt_store *store;
     baton_notice_watcher *nw;
     baton_notice_event nev;     /* the latched terminal notice (kind NONE while there is none) */
-    int pfd;                    /* progress file, -1 none */
-    uint64_t committed;         /* step of the newest committed checkpoint (the start state: 0) */
+    baton_ckpt_cadence *cad;    /* when saves are due, the progress file, the bound (ckpt.h) */
     uint64_t last_saved;        /* step of the newest save handed to the store; UINT64_MAX none */
-    baton_ckpt_policy pol;      /* when periodic saves are due (ckpt.h) */
     uint64_t rebalances;
     baton_train_stop stop;      /* what a notice's stop did (finish) */
     char resumed_from[4096];
 };
-
-/* The global step for a supervisor (fleet work-lost accounting): a fixed-width number rewritten
- * in place, so a reader never sees a torn or shorter value. */
-static void progress_put(int fd, uint64_t step)
-{
-    char b[24];
-    int n = snprintf(b, sizeof b, "%020" PRIu64 "\n", step);
-    if (fd >= 0 && pwrite(fd, b, (size_t)n, 0) != n) baton_log(BATON_LOG_DEBUG, "progress file: %s", strerror(errno));
-}
 
 int baton_train_session_open(const baton_train_session_opts *o, baton_train_session **out, baton_err *err)
 {
@@ -93,19 +82,19 @@ int baton_train_session_open(const baton_train_session_opts *o, baton_train_sess
     baton_train_session *s = calloc(1, sizeof *s);
     if (!s) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
     s->o = *o;
-    s->pfd = -1;
     s->last_saved = UINT64_MAX;
     int rc = o->follower ? BATON_OK : baton_ckpt_store_open(o->ckpt_dir, o->keep, &s->store, err);
     if (!rc && !o->follower && o->ckpt_uri && (rc = baton_ckpt_store_attach(s->store, o->ckpt_uri, &o->store, err)))
         baton_err_prefix(err, "--ckpt-uri %s", o->ckpt_uri);
     if (!rc && o->notice) rc = baton_notice_start(o->notice_opts, &s->nw, err);
-    if (!rc && !o->follower && o->progress_file && (s->pfd = open(o->progress_file, O_WRONLY | O_CREAT | O_CLOEXEC, 0644)) < 0)
-        baton_log(BATON_LOG_WARN, "%s: cannot open the progress file: %s", o->progress_file, strerror(errno));
+    baton_ckpt_policy pol;
+    baton_ckpt_policy_init(&pol, o->ckpt_every, o->ckpt_every_sec, o->ckpt_auto, o->mtbi_s);
+    /* the bound: the progress file never more than ckpt_every steps ahead of the newest commit */
+    if (!rc) rc = baton_ckpt_cadence_open(&pol, o->follower ? NULL : o->progress_file, o->ckpt_every, &s->cad, err);
     if (rc) {
         baton_train_session_close(s);
         return rc;
     }
-    baton_ckpt_policy_init(&s->pol, o->ckpt_every, o->ckpt_every_sec, o->ckpt_auto, o->mtbi_s);
     *out = s;
     return BATON_OK;
 }
@@ -132,26 +121,26 @@ int baton_train_session_resume(baton_train_session *s, char *path, size_t cap, u
 void baton_train_session_begin(baton_train_session *s, uint64_t step, int resumed)
 {
     baton_verify_log_resume(resumed ? step : 0);
-    s->committed = resumed ? step : 0;
     s->last_saved = resumed ? step : UINT64_MAX;
-    s->pol.saved_t = baton_now();
-    progress_put(s->pfd, step);
+    baton_ckpt_cadence_begin(s->cad, step, resumed ? step : 0, baton_now());
 }
 
-/* Snapshot through the caller and persist: in the background, or on this thread (sync). */
+/* Snapshot through the caller and persist: in the background, or on this thread (sync). Every
+ * save restarts the cadence's clock; δ is what the snapshot held the loop for (as the Python
+ * module's save measures it). */
 static int save(baton_train_session *s, uint64_t step, int sync, baton_err *err)
 {
     if (!s->store) return BATON_OK;   /* a follower: rank 0 saves */
     double t0 = baton_now();
     uint64_t cs;
-    if (baton_ckpt_reap(s->store, 1, &cs) > 0) s->committed = cs;
+    if (baton_ckpt_reap(s->store, 1, &cs) > 0) baton_ckpt_cadence_committed(s->cad, cs);
     int rc = s->o.snapshot(s->o.ctx, s->store, step, err);   /* waits for a persist in flight */
+    double blocked = baton_now() - t0;
     if (!rc) rc = sync ? baton_ckpt_persist_sync(s->store, err) : baton_ckpt_persist_async(s->store, err);
     if (rc) return baton_err_prefix(err, "checkpoint at step %" PRIu64, step);
     s->last_saved = step;
-    if (sync) s->committed = step;
-    /* δ: what the save held the loop for (the clock restarts where the caller says: step_done) */
-    if (s->o.ckpt_auto && !sync) baton_ckpt_policy_saved(&s->pol, s->pol.saved_t, baton_now() - t0);
+    if (sync) baton_ckpt_cadence_committed(s->cad, step);
+    baton_ckpt_cadence_saved(s->cad, baton_now(), blocked);
     return BATON_OK;
 }
 
@@ -182,18 +171,10 @@ int baton_train_session_poll(baton_train_session *s, uint64_t step, baton_err *e
 
 int baton_train_session_step_done(baton_train_session *s, uint64_t step, baton_err *err)
 {
-    uint64_t cs;
     if (!s->store) return BATON_OK;
-    int k = baton_ckpt_reap(s->store, s->o.ckpt_every && step - s->committed > s->o.ckpt_every, &cs);
-    if (k > 0) s->committed = cs;
-    progress_put(s->pfd, step);
-    if (k < 0) return retry(s, step, err);
-    if (baton_ckpt_policy_due(&s->pol, step, baton_now())) {
-        int rc = save(s, step, 0, err);
-        s->pol.saved_t = baton_now();
-        return rc;
-    }
-    return BATON_OK;
+    int due = baton_ckpt_cadence_due(s->cad, s->store, step, baton_now());
+    if (due == BATON_CKPT_RETRY) return retry(s, step, err);
+    return due == BATON_CKPT_DUE ? save(s, step, 0, err) : BATON_OK;
 }
 
 /* The stop on a notice: the state of the steps done committed and verified locally, the upload
@@ -218,7 +199,7 @@ static int finish_by_deadline(baton_train_session *s, uint64_t step, baton_err *
     baton_ckpt_by by;
     if ((rc = baton_ckpt_persist_by(s->store, s->nev.deadline, s->o.deadline_margin_s, &by, err)))
         return baton_err_prefix(err, "checkpoint at step %" PRIu64, step);
-    s->committed = by.step;
+    baton_ckpt_cadence_committed(s->cad, by.step);
     st->step = by.step;
     st->commit_at = by.commit_at;
     st->commit_s = by.commit_s;
@@ -287,8 +268,9 @@ void train_session_stop_for(baton_train_session *s, const baton_notice_event *ev
 
 void baton_train_session_interval(const baton_train_session *s, double *tau_s, double *delta_s)
 {
-    *tau_s = s->pol.tau;
-    *delta_s = s->pol.nsaves ? s->pol.delta_sum / (double)s->pol.nsaves : 0;
+    const baton_ckpt_policy *p = baton_ckpt_cadence_policy(s->cad);
+    *tau_s = p->tau;
+    *delta_s = p->nsaves ? p->delta_sum / (double)p->nsaves : 0;
 }
 
 const baton_notice_event *train_session_latched(const baton_train_session *s) { return &s->nev; }
@@ -311,6 +293,6 @@ void baton_train_session_close(baton_train_session *s)
         baton_ckpt_store_close(s->store);
     }
     baton_notice_stop(s->nw);
-    if (s->pfd >= 0) close(s->pfd);
+    baton_ckpt_cadence_close(s->cad);
     free(s);
 }
