@@ -18,9 +18,9 @@
  * signature changes incompatibly; it is the number in libbaton.so's soname (libbaton.so.1), so the
  * dynamic loader refuses a library of another ABI, and a program checks the library it got at run
  * time with BATON_VERSION_CHECK (src/util/version.c). */
-#define BATON_VERSION "0.6.0"
+#define BATON_VERSION "0.7.0"
 #define BATON_VERSION_MAJOR 0
-#define BATON_VERSION_MINOR 6
+#define BATON_VERSION_MINOR 7
 #define BATON_VERSION_PATCH 0
 #define BATON_ABI_VERSION 5
 
