@@ -2,7 +2,9 @@
 what) records a failure and goes on; done() prints "N passed, N failed, N skipped" and exits 1 when
 a check failed (77 when a part was skipped). tests/cli/test_python.sh runs each tests/python/test_*.py
 with /usr/bin/python3 against the build under test ($BATON_BUILD/python on PYTHONPATH)."""
+import atexit
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -14,6 +16,14 @@ BATON = os.environ.get("BATON", "build/baton")
 # the build under test, as an absolute path (the tests run from tests/python)
 BUILD_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", os.environ.get("BATON_BUILD", "build"))
 TMP = tempfile.mkdtemp(prefix="baton-py-")
+
+
+def _remove_tmp():
+    if os.environ.get("BATON_KEEP_TMP") != "1":
+        shutil.rmtree(TMP, ignore_errors=True)
+
+
+atexit.register(_remove_tmp)   # also when a test ends by an exception or sys.exit before done()
 SAN = "build-san" in os.environ.get("BATON_BUILD", "")   # the sanitizer build: slower, fewer rounds
 
 
@@ -72,8 +82,6 @@ def pack(out, split="test", *extra):
 
 
 def done():
-    import shutil
-    if os.environ.get("BATON_KEEP_TMP") != "1":
-        shutil.rmtree(TMP, ignore_errors=True)
+    _remove_tmp()
     print("%d passed, %d failed, %d skipped" % (passed, failed, skipped), flush=True)
     sys.exit(1 if failed else 77 if skipped else 0)
