@@ -3,7 +3,7 @@
  * saves and the retry after a failed one. `baton train`'s session (src/train/session.c) and the
  * Python module's Checkpoints (src/python/ckpt.c) pace their saves through it, so the same steps
  * and times give the same decisions on both (tests/unit/test_ckpt_cadence.c and
- * tests/python/test_one_door.py replay one script, tests/fixtures/cadence.txt).
+ * tests/python/test_one_door.py replay one script, tests/unit/cadence.txt).
  *
  * Contract:
  *   - the caller saves; due() only says when, and never saves itself;
