@@ -28,7 +28,9 @@
  * products): those run on oneDNN's bf16 kernels with f32 sums and f32 outputs. Their weights are
  * the caller's bfloat16 copy (weights_bf16: the model's, written by the optimizer), reordered into
  * the primitive's layout per call but never converted; activations and gradients are converted
- * per call. Convolutions leave the activation layout to oneDNN, which on AMX picks channels-last
+ * per call — a convolution's input once, in forward, into a bfloat16 copy its backward-weights
+ * reads again (dnnl_prim.c's saved copies: the same bits as converting it there), d(output) once
+ * for both backward passes. Convolutions leave the activation layout to oneDNN, which on AMX picks channels-last
  * (nhwc): the f32 nChw16c arrays are reordered into bf16 nhwc before and out of nhwc after — a
  * transpose each way, still far cheaper than the f32 kernel on such a CPU (16-channel activations
  * are channels-last already: only converted). No Winograd, no hand-written direct kernel and no
@@ -160,6 +162,18 @@ static int bf16_as_f32(const baton_nn_conv_geom *g, int reads_w)
 
 static void conv_bwd_data(int bf16, const baton_nn_conv_geom *g, const float *dy, const float *w, float *dx);
 
+/* The name of a bf16 convolution's input as forward saves it in bfloat16 (nn_prim_save) and its
+ * backward-weights reads it back (nn_prim_saved): the geometry (whatever the bias or post-op). */
+static pkey save_name(const baton_nn_conv_geom *g) { return with_bf16(nn_prim_conv_key(OP_CONV_FWD, g, 0), 1); }
+
+/* run forward key k (bf16) on p = {x, w, y, b}, x converted into its saved copy first */
+static int fwd_saving(const pkey *k, const baton_nn_conv_geom *g, void *const *p)
+{
+    const pkey nm = save_name(g);
+    const void *st[4] = {nn_prim_save(k, 0, p[0], &nm), NULL, NULL, NULL};
+    return nn_prim_dispatch_copies(k, p, st);
+}
+
 static void conv_fwd(int bf16, const baton_nn_conv_geom *g, const float *x, const float *w, const float *b, float *y)
 {
     if (bf16 && bf16_as_f32(g, 1)) {
@@ -171,7 +185,7 @@ static void conv_fwd(int bf16, const baton_nn_conv_geom *g, const float *x, cons
     if (!bf16 && fast_conv(g, x, w, b, 0, 0, y)) return;
     pkey k = with_bf16(nn_prim_conv_key(OP_CONV_FWD, g, b != NULL), bf16);
     void *p[4] = {P(x), P(w), y, P(b)};
-    if (!nn_prim_dispatch(&k, p)) ref_conv_w(bf16, OP_CONV_FWD, g, x, w, b, y);
+    if (!(bf16 ? fwd_saving(&k, g, p) : nn_prim_dispatch(&k, p))) ref_conv_w(bf16, OP_CONV_FWD, g, x, w, b, y);
 }
 
 static void d_relu_fwd(size_t count, const float *x, float *y);
@@ -191,7 +205,7 @@ static int conv_relu_fwd(int bf16, const baton_nn_conv_geom *g, const float *x, 
     pkey k = with_bf16(nn_prim_conv_key(OP_CONV_FWD, g, b != NULL), bf16);
     k.v[13] = 1;
     void *p[4] = {P(x), P(w), y, P(b)};
-    if (!nn_prim_dispatch(&k, p)) {
+    if (!(bf16 ? fwd_saving(&k, g, p) : nn_prim_dispatch(&k, p))) {
         conv_fwd(bf16, g, x, w, b, y);
         d_relu_fwd((size_t)g->n * g->oc * g->oh * g->ow, y, y);
     }
@@ -246,7 +260,9 @@ static void conv_bwd_weights(int bf16, const baton_nn_conv_geom *g, const float 
     if (bf16 && bf16_as_f32(g, 0)) bf16 = 0;
     pkey k = with_bf16(nn_prim_conv_key(OP_CONV_BWD_W, g, db != NULL), bf16);
     void *p[4] = {P(x), P(dy), dw, db};
-    if (!nn_prim_dispatch(&k, p)) ref_conv(OP_CONV_BWD_W, g, x, dy, NULL, dw, db);
+    const pkey nm = save_name(g);
+    const void *st[4] = {bf16 ? nn_prim_saved(&nm, x) : NULL, NULL, NULL, NULL};
+    if (!nn_prim_dispatch_copies(&k, p, st)) ref_conv(OP_CONV_BWD_W, g, x, dy, NULL, dw, db);
 }
 
 static pkey ip_key(int op, int n, int in, int out, int bias)
@@ -299,7 +315,9 @@ static void b_conv_bwd(const baton_nn_conv_geom *g, const float *x, const float 
         return;
     }
     void *pw[4] = {P(x), P(dy), dw, db};
-    if (!nn_prim_dispatch_staged(&kw, pw, 1, dy16)) ref_conv(OP_CONV_BWD_W, g, x, dy, NULL, dw, db);
+    const pkey nm = save_name(g);
+    const void *sw[4] = {nn_prim_saved(&nm, x), dy16, NULL, NULL};
+    if (!nn_prim_dispatch_copies(&kw, pw, sw)) ref_conv(OP_CONV_BWD_W, g, x, dy, NULL, dw, db);
     void *pd[3] = {P(dy), P(w), dx};
     if (!nn_prim_dispatch_staged(&kd, pd, 0, dy16)) ref_conv_w(1, OP_CONV_BWD_DATA, g, dy, w, NULL, dx);
 }

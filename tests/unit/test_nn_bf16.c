@@ -23,6 +23,8 @@
  *     terms, amplifies it). Then the bfloat16 copy of the weights the optimizer
  *     wrote is what rounding them all again gives, bit for bit (baton_nn_model_weights_changed);
  *     a weight written through baton_nn_model_tensor's pointer is seen by the next forward.
+ *   - The input a bf16 convolution's forward saves in bfloat16 for backward-weights: the same bits
+ *     as converting it there, read indeed, and stale after another thread's forward on it.
  *   - The folded inference plan in bf16 against the f32 plan (lenet, resnet20).
  *   - Refusal: with oneDNN limited to AVX-512 without BF16 (ONEDNN_MAX_CPU_ISA, in a child
  *     process before oneDNN starts), the bf16 table and baton_nn_kernels_select refuse, naming
@@ -32,6 +34,7 @@
 #include "../../src/nn/nn_internal.h"
 #include "nn_gradcheck.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -277,6 +280,52 @@ static void test_entries(void)
     }
 }
 
+/* A bf16 convolution's forward keeps its input in bfloat16 for backward-weights (dnnl_prim.c's
+ * nn_prim_save): backward-weights after a forward gives the bits it gives with no forward before
+ * (the input converted then), and it reads the saved copy indeed (x changed behind the table's back
+ * after the forward — outside the contract — leaves the result as it was); a later forward on x
+ * on another thread makes this thread's copy stale (x's new values read). resnet's 16-channel
+ * stage, batch 2. */
+typedef struct fwd_job {
+    const baton_nn_conv_geom *g;
+    const float *x, *w;
+    float *y;
+} fwd_job;
+
+static void *fwd_thread(void *arg)
+{
+    const fwd_job *j = arg;
+    B->conv_fwd(j->g, j->x, j->w, NULL, j->y);
+    return NULL;
+}
+
+static void test_saved_input(void)
+{
+    const baton_nn_conv_geom g = {2, 16, 28, 28, 16, 3, 3, 1, 1, 28, 28};
+    const size_t nx = (size_t)2 * 16 * 28 * 28, nw = 16 * 16 * 9;
+    float *x = vec(nx, -1, 1), *x2 = vec(nx, -1, 1), *dy = vec(nx, -1, 1), *w = vec(nw, -0.5f, 0.5f);
+    float *y = vec(nx, 0, 0), *fresh = vec(nw, 0, 0), *fresh2 = vec(nw, 0, 0), *got = vec(nw, 0, 0);
+    float *dx = vec(nx, 0, 0);
+    uint16_t *w16 = to16(w, nw);
+    B->conv_bwd_weights(&g, x2, dy, fresh2, NULL);   /* x2 read as it is: no forward saved it */
+    B->conv_bwd_weights(&g, x, dy, fresh, NULL);
+    B->conv_fwd(&g, x, W16(w16), NULL, y);
+    B->conv_bwd_weights(&g, x, dy, got, NULL);
+    CHECK_MSG(memcmp(got, fresh, sizeof(float) * nw) == 0, "bwd-weights on the saved input: other bits");
+    B->conv_bwd(&g, x, dy, W16(w16), got, NULL, dx);
+    CHECK_MSG(memcmp(got, fresh, sizeof(float) * nw) == 0, "conv_bwd on the saved input: other bits");
+    CHECK(B->conv_relu_fwd(&g, x, W16(w16), NULL, y) == 1);
+    memcpy(x, x2, sizeof(float) * nx);   /* behind the table's back */
+    B->conv_bwd_weights(&g, x, dy, got, NULL);
+    CHECK_MSG(memcmp(got, fresh, sizeof(float) * nw) == 0, "bwd-weights did not read the saved input");
+    fwd_job j = {&g, x, W16(w16), dx};   /* x (now x2's values) saved again, on another thread */
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, fwd_thread, &j) == 0 && pthread_join(t, NULL) == 0);
+    B->conv_bwd(&g, x, dy, W16(w16), got, NULL, dx);
+    CHECK_MSG(memcmp(got, fresh2, sizeof(float) * nw) == 0, "a copy saved before another thread's forward was read");
+    free(x), free(x2), free(dy), free(w), free(y), free(fresh), free(fresh2), free(got), free(dx), free(w16);
+}
+
 /* the layers bf16 leaves in f32: the f32 table's own functions */
 static void test_f32_entries(void)
 {
@@ -441,6 +490,7 @@ int main(int argc, char **argv)
     }
     test_f32_entries();
     test_entries();
+    test_saved_input();
     test_model("lenet");
     test_model("resnet8");
     test_plan("lenet");
