@@ -511,27 +511,36 @@ static const dnnl_memory_desc_t *inner_md(const entry *e, int i)
     return md;
 }
 
-const void *nn_prim_stage(const pkey *k, int i, const void *user)
+/* Input argument i of entry e converted from user into the primitive's layout for it, into *buf
+ * (grown to fit) through *mem (made again when that layout is not *cur): nn_prim_stage's and
+ * nn_prim_save's copy. dnnl_success, or why not (the argument needs no reorder: invalid). */
+static dnnl_status_t copy_input(entry *e, int i, const void *user, void **buf, size_t *size, dnnl_memory_desc_t *cur,
+                                dnnl_memory_t *mem)
 {
-    if (!T && !(T = tstate_new())) return NULL;
-    entry *e = lookup(k);
     const dnnl_memory_desc_t *md = e->failed || i >= e->nuser || e->is_out[i] || !e->reorder[i] ? NULL
                                                                                                   : inner_md(e, i);
-    if (!md) return NULL;
-    dnnl_status_t st = grow(&T->stage, &T->stage_size, dnnl_memory_desc_get_size(md));
-    if (st == dnnl_success && (!T->stage_mem || !dnnl_memory_desc_equal(md, &T->stage_md))) {
-        if (T->stage_mem) dnnl_memory_destroy(T->stage_mem);   /* a new geometry: once per change */
-        T->stage_mem = NULL;
-        st = dnnl_memory_create(&T->stage_mem, md, S.eng, DNNL_MEMORY_NONE);
-        if (st == dnnl_success) T->stage_md = *md;
+    if (!md) return dnnl_invalid_arguments;
+    dnnl_status_t st = grow(buf, size, dnnl_memory_desc_get_size(md));
+    if (st == dnnl_success && (!*mem || !dnnl_memory_desc_equal(md, cur))) {
+        if (*mem) dnnl_memory_destroy(*mem);   /* a new geometry: once per change */
+        *mem = NULL;
+        st = dnnl_memory_create(mem, md, S.eng, DNNL_MEMORY_NONE);
+        if (st == dnnl_success) *cur = *md;
     }
-    if (st == dnnl_success) st = dnnl_memory_set_data_handle(T->stage_mem, T->stage);
+    if (st == dnnl_success) st = dnnl_memory_set_data_handle(*mem, *buf);
     if (st == dnnl_success) st = dnnl_memory_set_data_handle(e->user[i], (void *)(uintptr_t)user);
     if (st == dnnl_success) {
-        dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, e->user[i]}, {DNNL_ARG_TO, T->stage_mem}};
+        dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, e->user[i]}, {DNNL_ARG_TO, *mem}};
         st = dnnl_primitive_execute(e->reorder[i], T->strm, 2, ra);
     }
     if (st == dnnl_success) st = dnnl_stream_wait(T->strm);
+    return st;
+}
+
+const void *nn_prim_stage(const pkey *k, int i, const void *user)
+{
+    if (!T && !(T = tstate_new())) return NULL;
+    const dnnl_status_t st = copy_input(lookup(k), i, user, &T->stage, &T->stage_size, &T->stage_md, &T->stage_mem);
     return st == dnnl_success ? T->stage : NULL;
 }
 
@@ -579,8 +588,6 @@ const void *nn_prim_save(const pkey *k, int i, const void *user, const pkey *nam
 {
     if (!T && !(T = tstate_new())) return NULL;
     entry *e = lookup(k);
-    const dnnl_memory_desc_t *md = e->failed || i >= e->nuser || e->is_out[i] || !e->reorder[i] ? NULL
-                                                                                                  : inner_md(e, i);
     saved *v = save_find(name, user);
     if (!v) {   /* an empty place, or the least recently used one */
         v = &T->save[0];
@@ -588,20 +595,7 @@ const void *nn_prim_save(const pkey *k, int i, const void *user, const pkey *nam
             if (v->seq && (!T->save[j].seq || T->save[j].tick < v->tick)) v = &T->save[j];
     }
     v->seq = 0;   /* until this save is whole */
-    dnnl_status_t st = md ? grow(&v->buf, &v->size, dnnl_memory_desc_get_size(md)) : dnnl_invalid_arguments;
-    if (st == dnnl_success && (!v->mem || !dnnl_memory_desc_equal(md, &v->md))) {
-        if (v->mem) dnnl_memory_destroy(v->mem);
-        v->mem = NULL;
-        st = dnnl_memory_create(&v->mem, md, S.eng, DNNL_MEMORY_NONE);
-        if (st == dnnl_success) v->md = *md;
-    }
-    if (st == dnnl_success) st = dnnl_memory_set_data_handle(v->mem, v->buf);
-    if (st == dnnl_success) st = dnnl_memory_set_data_handle(e->user[i], (void *)(uintptr_t)user);
-    if (st == dnnl_success) {
-        dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, e->user[i]}, {DNNL_ARG_TO, v->mem}};
-        st = dnnl_primitive_execute(e->reorder[i], T->strm, 2, ra);
-    }
-    if (st == dnnl_success) st = dnnl_stream_wait(T->strm);
+    const dnnl_status_t st = copy_input(e, i, user, &v->buf, &v->size, &v->md, &v->mem);
     const uint64_t seq = sv_note(name, user, st == dnnl_success);
     if (!seq) return NULL;
     v->name = *name;
