@@ -589,6 +589,11 @@ const void *nn_prim_save(const pkey *k, int i, const void *user, const pkey *nam
     if (!T && !(T = tstate_new())) return NULL;
     entry *e = lookup(k);
     saved *v = save_find(name, user);
+    for (int j = 0; !v && j < SAVE_CAP; j++) {   /* user's copy for another batch size: its place */
+        pkey a = T->save[j].name, b = *name;
+        a.v[1] = b.v[1] = 0;
+        if (T->save[j].seq && T->save[j].user == user && memcmp(&a, &b, sizeof a) == 0) v = &T->save[j];
+    }
     if (!v) {   /* an empty place, or the least recently used one */
         v = &T->save[0];
         for (int j = 1; j < SAVE_CAP; j++)

@@ -284,8 +284,8 @@ static void test_entries(void)
  * nn_prim_save): backward-weights after a forward gives the bits it gives with no forward before
  * (the input converted then), and it reads the saved copy indeed (x changed behind the table's back
  * after the forward — outside the contract — leaves the result as it was); a later forward on x
- * on another thread makes this thread's copy stale (x's new values read). resnet's 16-channel
- * stage, batch 2. */
+ * on another thread makes this thread's copy stale (x's new values read), and a forward of another
+ * batch size on x takes the copy's place. resnet's 16-channel stage, batch 2. */
 typedef struct fwd_job {
     const baton_nn_conv_geom *g;
     const float *x, *w;
@@ -323,6 +323,10 @@ static void test_saved_input(void)
     CHECK(pthread_create(&t, NULL, fwd_thread, &j) == 0 && pthread_join(t, NULL) == 0);
     B->conv_bwd(&g, x, dy, W16(w16), got, NULL, dx);
     CHECK_MSG(memcmp(got, fresh2, sizeof(float) * nw) == 0, "a copy saved before another thread's forward was read");
+    const baton_nn_conv_geom g1 = {1, 16, 28, 28, 16, 3, 3, 1, 1, 28, 28};   /* a batch of 1 takes its place */
+    B->conv_fwd(&g1, x, W16(w16), NULL, y);
+    B->conv_bwd_weights(&g, x, dy, got, NULL);
+    CHECK_MSG(memcmp(got, fresh2, sizeof(float) * nw) == 0, "after a forward of another batch size: other bits");
     free(x), free(x2), free(dy), free(w), free(y), free(fresh), free(fresh2), free(got), free(dx), free(w16);
 }
 
