@@ -48,15 +48,15 @@ int nn_prim_dispatch_staged(const pkey *k, void *const *ptrs, int i, const void 
 /* A bf16 convolution's input converted once (forward) and read again by backward-weights:
  * nn_prim_save runs input argument i's reorder of key k's primitive from user into the calling
  * thread's copy named (name, user) and returns it — NULL when the argument needs no reorder or it
- * failed (no copy of (name, user) is then current). A convolution's name is its geometry (v[1]
- * the batch size): the save takes the place of user's copy for another batch size, if any. nn_prim_saved returns that copy while it is
- * current: the process's last save of (name, user), on this thread (a later one on any thread, a
- * failed one, or the eviction of the thread's least recently used copy beyond SAVE_CAP make it
- * stale); NULL otherwise. The copy holds user's values at the save: a caller reads it only where
- * user is unchanged since (the backward of the forward that saved it). nn_prim_dispatch_copies is
- * nn_prim_dispatch with each input i whose staged[i] is set (a staged or saved copy of this
- * thread) read from that copy where its layout is the primitive's for it, reordered from ptrs[i]
- * otherwise. */
+ * failed (no copy of (name, user) is then current). A convolution's name is its geometry (v[1] the
+ * batch size): the save takes the place of user's copy for another batch size, if any.
+ * nn_prim_saved returns that copy while it is current: the process's last save of (name, user), on
+ * this thread (a later one on any thread, a failed one, or the eviction of the thread's least
+ * recently used copy beyond SAVE_CAP make it stale); NULL otherwise. The copy holds user's values
+ * at the save: a caller reads it only where user is unchanged since (the backward of the forward
+ * that saved it). nn_prim_dispatch_copies is nn_prim_dispatch with each input i whose staged[i] is
+ * set (a staged or saved copy of this thread) read from that copy where its layout is the
+ * primitive's for it, reordered from ptrs[i] otherwise. */
 const void *nn_prim_save(const pkey *k, int i, const void *user, const pkey *name);
 const void *nn_prim_saved(const pkey *name, const void *user);
 int nn_prim_dispatch_copies(const pkey *k, void *const *ptrs, const void *const *staged);

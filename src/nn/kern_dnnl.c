@@ -30,10 +30,10 @@
  * the primitive's layout per call but never converted; activations and gradients are converted
  * per call — a convolution's input once, in forward, into a bfloat16 copy its backward-weights
  * reads again (dnnl_prim.c's saved copies: the same bits as converting it there), d(output) once
- * for both backward passes. Convolutions leave the activation layout to oneDNN, which on AMX picks channels-last
- * (nhwc): the f32 nChw16c arrays are reordered into bf16 nhwc before and out of nhwc after — a
- * transpose each way, still far cheaper than the f32 kernel on such a CPU (16-channel activations
- * are channels-last already: only converted). No Winograd, no hand-written direct kernel and no
+ * for both backward passes. Convolutions leave the activation layout to oneDNN, which on AMX
+ * picks channels-last (nhwc): the f32 nChw16c arrays are reordered into bf16 nhwc before and out
+ * of nhwc after — a transpose each way, still far cheaper than the f32 kernel on such a CPU
+ * (16-channel activations are channels-last already: only converted). No Winograd, no hand-written direct kernel and no
  * statistics-taking fusion in bf16. The geometries where the bf16 kernels measured slower (one
  * input channel, stride 2, 1x1: bf16_as_f32) run on the f32 kernels with the bfloat16 weights
  * widened — the same weight values, f32 activations.
@@ -262,7 +262,8 @@ static void conv_bwd_weights(int bf16, const baton_nn_conv_geom *g, const float 
     void *p[4] = {P(x), P(dy), dw, db};
     const pkey nm = save_name(g);
     const void *st[4] = {bf16 ? nn_prim_saved(&nm, x) : NULL, NULL, NULL, NULL};
-    if (!nn_prim_dispatch_copies(&k, p, st)) ref_conv(OP_CONV_BWD_W, g, x, dy, NULL, dw, db);
+    if (!(bf16 ? nn_prim_dispatch_copies(&k, p, st) : nn_prim_dispatch(&k, p)))
+        ref_conv(OP_CONV_BWD_W, g, x, dy, NULL, dw, db);
 }
 
 static pkey ip_key(int op, int n, int in, int out, int bias)
