@@ -234,15 +234,15 @@ static dnnl_status_t hint_pd(dnnl_primitive_desc_t *pd, const_dnnl_op_desc_t des
     return dnnl_primitive_desc_create(pd, desc, S.attr, S.eng, NULL);
 }
 
-/* The oneDNN tag of an activation of c channels in the table's layout: nChw16c (blocked) or NCHW.
- * For the bf16 table, where oneDNN's AMX convolutions take channels-last (nhwc), the two tensors
- * whose table layout is nhwc byte for byte — 16 channels blocked by 16 — are
- * named nhwc, so oneDNN sees the layouts equal: no reorder for the f32 output, a plain conversion
- * for the bf16 input (instead of a reorder pass each way that moved nothing). */
-static dnnl_format_tag_t act_tag(int bf16, int c)
+/* The oneDNN tag of an activation of c channels in the table's layout: nChw16c (blocked) or NCHW
+ * for the f32 table; for the bf16 table (cl: its keys' KEY_BF16 flag, 1 for its bfloat16 calls and
+ * 2 for those it runs on the f32 kernels), channels-last (nhwc) where c is a multiple of 16 — the
+ * layout oneDNN's AMX convolutions take, so its activations need no reorder, only a conversion of
+ * the inputs to bfloat16 (16 channels: nhwc is nChw16c byte for byte). */
+static dnnl_format_tag_t act_tag(int cl, int c)
 {
-    if (bf16 && c == NN_BLOCK) return dnnl_acdb;
-    return nn_is_blocked(NN_BLOCK, c) ? dnnl_aBcd16b : dnnl_abcd;
+    if (!nn_is_blocked(NN_BLOCK, c)) return dnnl_abcd;
+    return cl ? dnnl_acdb : dnnl_aBcd16b;
 }
 
 /* key for convolutions: n ic ih iw oc kh kw stride pad oh ow bias relu (forward: a ReLU post-op).
@@ -257,7 +257,10 @@ static dnnl_status_t build_conv_alg(entry *e, const int64_t *v, dnnl_alg_kind_t 
     const int64_t yd[4] = {v[1], v[5], v[10], v[11]};
     const dnnl_format_tag_t any = dnnl_format_tag_any;
     dnnl_memory_desc_t wu;   /* the weights the caller passes: f32, or the model's bf16 copy */
-    const dnnl_format_tag_t xt = act_tag(v[KEY_BF16] != 0, (int)v[2]), yt = act_tag(v[KEY_BF16] != 0, (int)v[5]);
+    /* the bf16 table's f32 calls between activations of at most 16 channels: blocked, the same bytes
+     * as channels-last there, so the f32 table's kernels (and bits) */
+    const int cl = v[KEY_BF16] == 2 && v[2] <= NN_BLOCK && v[5] <= NN_BLOCK ? 0 : (int)v[KEY_BF16];
+    const dnnl_format_tag_t xt = act_tag(cl, (int)v[2]), yt = act_tag(cl, (int)v[5]);
     dnnl_status_t st = nn_dnnl_md(&x, 4, xd, xt);
     if (st == dnnl_success) st = nn_dnnl_md(&w, 4, wd, dnnl_abcd);
     if (st == dnnl_success) st = MD1(&b, v[5]);
@@ -267,7 +270,7 @@ static dnnl_status_t build_conv_alg(entry *e, const int64_t *v, dnnl_alg_kind_t 
     if (st == dnnl_success) st = nn_dnnl_md(&ya, 4, yd, yt);
     if (st != dnnl_success) return st;
     xb = xa, wb = wa, yb = ya, wu = w;   /* what the primitive reads: bfloat16 in the bf16 table's calls */
-    if (v[KEY_BF16]) {
+    if (v[KEY_BF16] == 1) {
         dnnl_dims_t dx, dw, dy;
         for (int i = 0; i < 4; i++) dx[i] = xd[i], dw[i] = wd[i], dy[i] = yd[i];
         st = dnnl_memory_desc_init_by_tag(&wu, 4, dw, dnnl_bf16, dnnl_abcd);
@@ -362,7 +365,7 @@ static dnnl_status_t build_ip(entry *e, const int64_t *v)
     if (st == dnnl_success) st = MD1(&b, v[3]);
     if (st == dnnl_success) st = MD2(&y, v[1], v[3]);
     if (st != dnnl_success) return st;
-    const int bf = v[KEY_BF16] != 0;
+    const int bf = v[KEY_BF16] == 1;
     xb = x, wb = w, yb = y, wa = w, wu = w;
     if (bf) {
         const dnnl_dims_t dx = {v[1], v[2]}, dw = {v[3], v[2]}, dy = {v[1], v[3]};

@@ -18,7 +18,8 @@ enum nn_prim_op {
 extern const char *const nn_prim_op_name[OP_COUNT];   /* "conv_fwd", ... (for messages) */
 
 #define KEY_LEN 15     /* op + up to 13 geometry values + the bf16 flag */
-#define KEY_BF16 14    /* 1: the bfloat16 table's call (convolutions and inner products) */
+#define KEY_BF16 14    /* 1: the bfloat16 table's call (convolutions and inner products); 2: its call
+                        * of a convolution on the f32 kernels (channels-last activations too) */
 
 /* A primitive's name: v[0] the operation, then its geometry (v[13]: a convolution's ReLU post-op),
  * v[KEY_BF16] the bfloat16 flag; unused values 0. */

@@ -227,3 +227,60 @@ int nn_fast_maxpool_relu_bwd(const baton_nn_pool_geom *g, const float *dy, const
 }
 
 int nn_fast_maxpool_relu_ok(const baton_nn_pool_geom *g) { return nn_is_blocked(B, g->c); }
+
+/* ---- the bf16 table's entries: channels-last activations (nn_cl_to_plain's layout) ----
+ * 16 channels (nhwc is nChw16c) and other counts as the oneDNN table's entries; a multiple of 16
+ * above that by the reference's loop on [n][h][w][c], its workspace (the flat index within the
+ * input plane, as the reference's) in the output's layout. */
+void nn_cl_maxpool_fwd(const baton_nn_pool_geom *g, const float *x, float *y, int32_t *ws)
+{
+    const int c = g->c;
+    if (c == B || !nn_is_blocked(B, c) || (size_t)g->ih * g->iw == 1) {
+        nn_fast_maxpool_fwd(g, x, y, ws);
+        return;
+    }
+    /* per output pixel, the window's pixels in the reference's order, each a contiguous run of c
+     * channels: the first largest value (NaN over a number) and its index, as the reference */
+    const size_t iplane = (size_t)g->ih * g->iw, oplane = (size_t)g->oh * g->ow;
+    for (int i = 0; i < g->n; i++) {
+        const float *xp = x + (size_t)i * c * iplane;
+        for (int oh = 0; oh < g->oh; oh++)
+            for (int ow = 0; ow < g->ow; ow++) {
+                const size_t o = ((size_t)i * oplane + (size_t)oh * g->ow + ow) * c;
+                float *yo = y + o;
+                int32_t *wo = ws + o;
+                const int first = (oh * g->stride) * g->iw + ow * g->stride;
+                memcpy(yo, xp + (size_t)first * c, sizeof(float) * (size_t)c);
+                for (int ch = 0; ch < c; ch++) wo[ch] = first;
+                for (int kh = 0; kh < g->k; kh++)
+                    for (int kw = 0; kw < g->k; kw++) {
+                        const int idx = (oh * g->stride + kh) * g->iw + ow * g->stride + kw;
+                        const float *xv = xp + (size_t)idx * c;
+                        for (int ch = 0; ch < c; ch++) {
+                            const float v = xv[ch], bv = yo[ch];
+                            if (v > bv || (v != v && bv == bv)) {
+                                yo[ch] = v;
+                                wo[ch] = idx;
+                            }
+                        }
+                    }
+            }
+    }
+}
+
+void nn_cl_maxpool_bwd(const baton_nn_pool_geom *g, const float *dy, const int32_t *ws, float *dx)
+{
+    const int c = g->c;
+    if (c == B || !nn_is_blocked(B, c) || (size_t)g->ih * g->iw == 1) {
+        nn_fast_maxpool_bwd(g, dy, ws, dx);
+        return;
+    }
+    const size_t iplane = (size_t)g->ih * g->iw, oplane = (size_t)g->oh * g->ow;
+    memset(dx, 0, sizeof(float) * (size_t)g->n * c * iplane);
+    for (int i = 0; i < g->n; i++)
+        for (size_t o = 0; o < oplane; o++)
+            for (int ch = 0; ch < c; ch++) {
+                const size_t at = ((size_t)i * oplane + o) * c + ch;
+                dx[((size_t)i * iplane + (size_t)ws[at]) * c + ch] += dy[at];
+            }
+}
