@@ -261,13 +261,18 @@ static dnnl_status_t build_conv_alg(entry *e, const int64_t *v, dnnl_alg_kind_t 
      * as channels-last there, so the f32 table's kernels (and bits) */
     const int cl = v[KEY_BF16] == 2 && v[2] <= NN_BLOCK && v[5] <= NN_BLOCK ? 0 : (int)v[KEY_BF16];
     const dnnl_format_tag_t xt = act_tag(cl, (int)v[2]), yt = act_tag(cl, (int)v[5]);
+    /* and between an NCHW side (the input images) and a channels-last one, the primitive on the
+     * blocked layout (oneDNN has only its reference kernel for NCHW to nhwc, 200x slower), the
+     * channels-last side reordered around it */
+    const int mixed = cl == 2 && (v[2] % NN_BLOCK != 0 || v[5] % NN_BLOCK != 0);
+    const dnnl_format_tag_t xpt = mixed ? act_tag(0, (int)v[2]) : xt, ypt = mixed ? act_tag(0, (int)v[5]) : yt;
     dnnl_status_t st = nn_dnnl_md(&x, 4, xd, xt);
     if (st == dnnl_success) st = nn_dnnl_md(&w, 4, wd, dnnl_abcd);
     if (st == dnnl_success) st = MD1(&b, v[5]);
     if (st == dnnl_success) st = nn_dnnl_md(&y, 4, yd, yt);
-    if (st == dnnl_success) st = nn_dnnl_md(&xa, 4, xd, xt);
+    if (st == dnnl_success) st = nn_dnnl_md(&xa, 4, xd, xpt);
     if (st == dnnl_success) st = nn_dnnl_md(&wa, 4, wd, any);
-    if (st == dnnl_success) st = nn_dnnl_md(&ya, 4, yd, yt);
+    if (st == dnnl_success) st = nn_dnnl_md(&ya, 4, yd, ypt);
     if (st != dnnl_success) return st;
     xb = xa, wb = wa, yb = ya, wu = w;   /* what the primitive reads: bfloat16 in the bf16 table's calls */
     if (v[KEY_BF16] == 1) {

@@ -491,15 +491,6 @@ static const char *isa_name(dnnl_cpu_isa_t isa)
     }
 }
 
-/* the fused max-pool/ReLU backward on the bf16 table: 16 channels (channels-last is blocked) */
-static int b_maxpool_relu_ok(const baton_nn_pool_geom *g) { return g->c == NN_BLOCK; }
-
-static int b_maxpool_relu_bwd(const baton_nn_pool_geom *g, const float *dy, const int32_t *ws, const float *relu_out,
-                              float *dx)
-{
-    return b_maxpool_relu_ok(g) && nn_fast_maxpool_relu_bwd(g, dy, ws, relu_out, dx);
-}
-
 static baton_nn_kernels bf16_table;   /* dnnl_table with the bfloat16 convolutions and inner products */
 static int bf16_ok;
 
@@ -541,8 +532,8 @@ static void init_once(void)
     bf16_table.bn_add_relu_bwd = nn_fast_bn_add_relu_bwd_cl;
     bf16_table.maxpool_fwd = nn_cl_maxpool_fwd;
     bf16_table.maxpool_bwd = nn_cl_maxpool_bwd;
-    bf16_table.maxpool_relu_bwd = b_maxpool_relu_bwd;
-    bf16_table.maxpool_relu_ok = b_maxpool_relu_ok;
+    bf16_table.maxpool_relu_bwd = nn_cl_maxpool_relu_bwd;
+    bf16_table.maxpool_relu_ok = nn_cl_maxpool_relu_ok;
     bf16_table.gap_fwd = nn_cl_gap_fwd;
     bf16_table.gap_bwd = nn_cl_gap_bwd;
     const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();

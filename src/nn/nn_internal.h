@@ -127,6 +127,9 @@ void nn_cl_gap_fwd(int n, int c, int hw, const float *x, float *y);
 void nn_cl_gap_bwd(int n, int c, int hw, const float *dy, float *dx);
 void nn_cl_maxpool_fwd(const baton_nn_pool_geom *g, const float *x, float *y, int32_t *ws);
 void nn_cl_maxpool_bwd(const baton_nn_pool_geom *g, const float *dy, const int32_t *ws, float *dx);
+int nn_cl_maxpool_relu_bwd(const baton_nn_pool_geom *g, const float *dy, const int32_t *ws, const float *relu_out,
+                           float *dx);
+int nn_cl_maxpool_relu_ok(const baton_nn_pool_geom *g);
 void nn_ref_layout_copy(int n, int c, int h, int w, const float *x, float *y);
 void nn_blk_gap_fwd(int n, int c, int hw, const float *x, float *y);
 void nn_blk_gap_bwd(int n, int c, int hw, const float *dy, float *dx);
