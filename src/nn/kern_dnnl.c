@@ -38,7 +38,8 @@
  * No Winograd, no hand-written direct kernel and no statistics-taking fusion in bf16. The
  * geometries where the bf16 kernels measured slower (one input channel, stride 2, 1x1:
  * bf16_as_f32) run on oneDNN's f32 kernels (on channels-last activations where a side has more
- * than 16 channels) with the bfloat16 weights widened — the same weight values, f32 activations.
+ * than 16 channels, except from an NCHW input: dnnl_prim.c) with the bfloat16 weights widened —
+ * the same weight values, f32 activations.
  *
  * Errors: the table entries cannot return a status. If oneDNN cannot create or run a primitive for
  * some geometry, that call (and later ones with the same geometry) falls back to the reference
