@@ -72,6 +72,10 @@ typedef struct baton_nn_kernels {
      * gives its bfloat16 copy of the weights, which the optimizer's step writes, so no call
      * converts weights. Gradients (dw) stay float32. */
     int weights_bf16;
+    /* 1 (the bf16 table): an activation whose channel count is a multiple of `block` is stored
+     * channels-last, [n][h][w][c], instead of in channel blocks (the layout oneDNN's AMX
+     * convolutions read and write); the rest of the contract above unchanged */
+    int channels_last;
     void (*to_plain)(int n, int c, int h, int w, const float *x, float *y);
     void (*from_plain)(int n, int c, int h, int w, const float *x, float *y);
     /* convolution; b / db may be NULL (no bias) */

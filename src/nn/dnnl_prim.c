@@ -8,7 +8,11 @@
  * through nn_dnnl.h) and, for each thread that calls the table, its own stream, a small cache of
  * oneDNN primitives keyed by operation and geometry (shapes, stride, padding, bias or not,
  * epsilon), a memory object per primitive argument (its data handle is pointed at the caller's
- * arrays on every call), and one user-managed scratchpad buffer shared by its primitives.
+ * arrays on every call), one user-managed scratchpad buffer shared by its primitives, and the
+ * bfloat16 copies of convolution inputs that forward saves for backward-weights (nn_prim_save: up
+ * to SAVE_CAP per thread, each the size of its input, kept until the thread ends; a process-wide
+ * record of the last save of each input, under a mutex, makes a copy stale once any thread saves
+ * that input again).
  * Primitives are created the first time a geometry is seen on a thread and reused after that: in
  * steady state a call sets a few data handles and runs the primitive, and this file allocates
  * nothing. A cache holds CACHE_CAP entries and evicts the least recently used one; the scratchpad
@@ -18,9 +22,10 @@
  * Threads: oneDNN in Debian runs on OpenMP, so OMP_NUM_THREADS (or omp_set_num_threads on the
  * calling thread, baton_nn_set_threads) sets the team's size. For a fixed team size every
  * primitive is deterministic, so results are bit-reproducible run to run — and the same on any
- * calling thread. Threads share nothing but the engine, so two threads may run the table at once
- * (two networks trained side by side, each on a team of one: race's learners). Batch norm and the
- * other hand-written kernels run OpenMP loops on the calling thread's team.
+ * calling thread. Threads share nothing but the engine and the saved copies' record, so two
+ * threads may run the table at once (two networks trained side by side, each on a team of one:
+ * race's learners). Batch norm and the other hand-written kernels run OpenMP loops on the
+ * calling thread's team.
  *
  * Errors: a primitive oneDNN cannot create for a geometry is remembered as failed for it (its
  * status kept), and nn_prim_dispatch then returns 0 at once, as it does when running one fails;
@@ -71,6 +76,32 @@ static struct {
     int warned[OP_COUNT];           /* under mu */
 } S = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
+/* nn_prim_save's copy of an input in a primitive's layout, named by (name, user); current while
+ * seq is the process's last save of user (SV: a later save on any thread, or one that failed,
+ * makes it stale). */
+#define SAVE_CAP 64
+typedef struct saved {
+    pkey name;
+    const void *user;
+    uint64_t seq;                   /* 0: empty */
+    uint64_t tick;                  /* last use, for LRU eviction */
+    void *buf;
+    size_t size;
+    dnnl_memory_desc_t md;
+    dnnl_memory_t mem;              /* buf as a oneDNN memory of md */
+} saved;
+
+/* the last save of each (name, user) pair (SAVE_USERS of them, the least recent forgotten: its
+ * copies then count as stale), process-wide */
+#define SAVE_USERS 256
+static struct {
+    pthread_mutex_t mu;
+    uint64_t seq;
+    pkey name[SAVE_USERS];
+    const void *user[SAVE_USERS];
+    uint64_t last[SAVE_USERS];
+} SV = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
 /* What one calling thread owns: its stream, its primitives and the buffers they run on. */
 typedef struct tstate {
     dnnl_stream_t strm;
@@ -84,6 +115,7 @@ typedef struct tstate {
     size_t stage_size;
     dnnl_memory_desc_t stage_md;
     dnnl_memory_t stage_mem;        /* the copy as a oneDNN memory (its handle set per use) */
+    saved save[SAVE_CAP];           /* nn_prim_save's copies */
 } tstate;
 
 static __thread tstate *T;
@@ -202,15 +234,15 @@ static dnnl_status_t hint_pd(dnnl_primitive_desc_t *pd, const_dnnl_op_desc_t des
     return dnnl_primitive_desc_create(pd, desc, S.attr, S.eng, NULL);
 }
 
-/* The oneDNN tag of an activation of c channels in the table's layout: nChw16c (blocked) or NCHW.
- * For the bf16 table, where oneDNN's AMX convolutions take channels-last (nhwc), the two tensors
- * whose table layout is nhwc byte for byte — 16 channels blocked by 16 — are
- * named nhwc, so oneDNN sees the layouts equal: no reorder for the f32 output, a plain conversion
- * for the bf16 input (instead of a reorder pass each way that moved nothing). */
-static dnnl_format_tag_t act_tag(int bf16, int c)
+/* The oneDNN tag of an activation of c channels in the table's layout: nChw16c (blocked) or NCHW
+ * for the f32 table; for the bf16 table (cl: its keys' KEY_BF16 flag, 1 for its bfloat16 calls and
+ * 2 for those it runs on the f32 kernels), channels-last (nhwc) where c is a multiple of 16 — the
+ * layout oneDNN's AMX convolutions take, so its activations need no reorder, only a conversion of
+ * the inputs to bfloat16 (16 channels: nhwc is nChw16c byte for byte). */
+static dnnl_format_tag_t act_tag(int cl, int c)
 {
-    if (bf16 && c == NN_BLOCK) return dnnl_acdb;
-    return nn_is_blocked(NN_BLOCK, c) ? dnnl_aBcd16b : dnnl_abcd;
+    if (!nn_is_blocked(NN_BLOCK, c)) return dnnl_abcd;
+    return cl ? dnnl_acdb : dnnl_aBcd16b;
 }
 
 /* key for convolutions: n ic ih iw oc kh kw stride pad oh ow bias relu (forward: a ReLU post-op).
@@ -225,17 +257,25 @@ static dnnl_status_t build_conv_alg(entry *e, const int64_t *v, dnnl_alg_kind_t 
     const int64_t yd[4] = {v[1], v[5], v[10], v[11]};
     const dnnl_format_tag_t any = dnnl_format_tag_any;
     dnnl_memory_desc_t wu;   /* the weights the caller passes: f32, or the model's bf16 copy */
-    const dnnl_format_tag_t xt = act_tag(v[KEY_BF16] != 0, (int)v[2]), yt = act_tag(v[KEY_BF16] != 0, (int)v[5]);
+    /* the bf16 table's f32 calls between activations of at most 16 channels: blocked, the same bytes
+     * as channels-last there, so the f32 table's kernels (and bits) */
+    const int cl = v[KEY_BF16] == 2 && v[2] <= NN_BLOCK && v[5] <= NN_BLOCK ? 0 : (int)v[KEY_BF16];
+    const dnnl_format_tag_t xt = act_tag(cl, (int)v[2]), yt = act_tag(cl, (int)v[5]);
+    /* and between an NCHW side (the input images) and a channels-last one, the primitive on the
+     * blocked layout (oneDNN has only its reference kernel for NCHW to nhwc, 200x slower), the
+     * channels-last side reordered around it */
+    const int mixed = cl == 2 && (v[2] % NN_BLOCK != 0 || v[5] % NN_BLOCK != 0);
+    const dnnl_format_tag_t xpt = mixed ? act_tag(0, (int)v[2]) : xt, ypt = mixed ? act_tag(0, (int)v[5]) : yt;
     dnnl_status_t st = nn_dnnl_md(&x, 4, xd, xt);
     if (st == dnnl_success) st = nn_dnnl_md(&w, 4, wd, dnnl_abcd);
     if (st == dnnl_success) st = MD1(&b, v[5]);
     if (st == dnnl_success) st = nn_dnnl_md(&y, 4, yd, yt);
-    if (st == dnnl_success) st = nn_dnnl_md(&xa, 4, xd, xt);
+    if (st == dnnl_success) st = nn_dnnl_md(&xa, 4, xd, xpt);
     if (st == dnnl_success) st = nn_dnnl_md(&wa, 4, wd, any);
-    if (st == dnnl_success) st = nn_dnnl_md(&ya, 4, yd, yt);
+    if (st == dnnl_success) st = nn_dnnl_md(&ya, 4, yd, ypt);
     if (st != dnnl_success) return st;
     xb = xa, wb = wa, yb = ya, wu = w;   /* what the primitive reads: bfloat16 in the bf16 table's calls */
-    if (v[KEY_BF16]) {
+    if (v[KEY_BF16] == 1) {
         dnnl_dims_t dx, dw, dy;
         for (int i = 0; i < 4; i++) dx[i] = xd[i], dw[i] = wd[i], dy[i] = yd[i];
         st = dnnl_memory_desc_init_by_tag(&wu, 4, dw, dnnl_bf16, dnnl_abcd);
@@ -330,7 +370,7 @@ static dnnl_status_t build_ip(entry *e, const int64_t *v)
     if (st == dnnl_success) st = MD1(&b, v[3]);
     if (st == dnnl_success) st = MD2(&y, v[1], v[3]);
     if (st != dnnl_success) return st;
-    const int bf = v[KEY_BF16] != 0;
+    const int bf = v[KEY_BF16] == 1;
     xb = x, wb = w, yb = y, wa = w, wu = w;
     if (bf) {
         const dnnl_dims_t dx = {v[1], v[2]}, dw = {v[3], v[2]}, dy = {v[1], v[3]};
@@ -448,6 +488,10 @@ static void tstate_free(void *p)
     if (t->strm) dnnl_stream_destroy(t->strm);
     if (t->stage_mem) dnnl_memory_destroy(t->stage_mem);
     free(t->stage);
+    for (int i = 0; i < SAVE_CAP; i++) {
+        if (t->save[i].mem) dnnl_memory_destroy(t->save[i].mem);
+        free(t->save[i].buf);
+    }
     free(t->scratch);
     free(t->arena);
     free(t);
@@ -475,52 +519,147 @@ static const dnnl_memory_desc_t *inner_md(const entry *e, int i)
     return md;
 }
 
-const void *nn_prim_stage(const pkey *k, int i, const void *user)
+/* Input argument i of entry e converted from user into the primitive's layout for it, into *buf
+ * (grown to fit) through *mem (made again when that layout is not *cur): nn_prim_stage's and
+ * nn_prim_save's copy. dnnl_success, or why not (the argument needs no reorder: invalid). */
+static dnnl_status_t copy_input(entry *e, int i, const void *user, void **buf, size_t *size, dnnl_memory_desc_t *cur,
+                                dnnl_memory_t *mem)
 {
-    if (!T && !(T = tstate_new())) return NULL;
-    entry *e = lookup(k);
     const dnnl_memory_desc_t *md = e->failed || i >= e->nuser || e->is_out[i] || !e->reorder[i] ? NULL
                                                                                                   : inner_md(e, i);
-    if (!md) return NULL;
-    dnnl_status_t st = grow(&T->stage, &T->stage_size, dnnl_memory_desc_get_size(md));
-    if (st == dnnl_success && (!T->stage_mem || !dnnl_memory_desc_equal(md, &T->stage_md))) {
-        if (T->stage_mem) dnnl_memory_destroy(T->stage_mem);   /* a new geometry: once per change */
-        T->stage_mem = NULL;
-        st = dnnl_memory_create(&T->stage_mem, md, S.eng, DNNL_MEMORY_NONE);
-        if (st == dnnl_success) T->stage_md = *md;
+    if (!md) return dnnl_invalid_arguments;
+    dnnl_status_t st = grow(buf, size, dnnl_memory_desc_get_size(md));
+    if (st == dnnl_success && (!*mem || !dnnl_memory_desc_equal(md, cur))) {
+        if (*mem) dnnl_memory_destroy(*mem);   /* a new geometry: once per change */
+        *mem = NULL;
+        st = dnnl_memory_create(mem, md, S.eng, DNNL_MEMORY_NONE);
+        if (st == dnnl_success) *cur = *md;
     }
-    if (st == dnnl_success) st = dnnl_memory_set_data_handle(T->stage_mem, T->stage);
+    if (st == dnnl_success) st = dnnl_memory_set_data_handle(*mem, *buf);
     if (st == dnnl_success) st = dnnl_memory_set_data_handle(e->user[i], (void *)(uintptr_t)user);
     if (st == dnnl_success) {
-        dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, e->user[i]}, {DNNL_ARG_TO, T->stage_mem}};
+        dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, e->user[i]}, {DNNL_ARG_TO, *mem}};
         st = dnnl_primitive_execute(e->reorder[i], T->strm, 2, ra);
     }
     if (st == dnnl_success) st = dnnl_stream_wait(T->strm);
+    return st;
+}
+
+const void *nn_prim_stage(const pkey *k, int i, const void *user)
+{
+    if (!T && !(T = tstate_new())) return NULL;
+    const dnnl_status_t st = copy_input(lookup(k), i, user, &T->stage, &T->stage_size, &T->stage_md, &T->stage_mem);
     return st == dnnl_success ? T->stage : NULL;
 }
 
+/* ---- saved inputs ---- */
+
+/* SV: a new sequence number for a save of (name, user), recorded as its last; returned when ok,
+ * else 0 (the record then says no copy of it is current) */
+static uint64_t sv_note(const pkey *name, const void *user, int ok)
+{
+    pthread_mutex_lock(&SV.mu);
+    const uint64_t seq = ++SV.seq;
+    int at = -1, oldest = 0;
+    for (int i = 0; i < SAVE_USERS && at < 0; i++)
+        if (SV.user[i] == user && memcmp(&SV.name[i], name, sizeof *name) == 0) at = i;
+        else if (SV.last[i] < SV.last[oldest]) oldest = i;
+    if (at < 0) at = oldest;
+    SV.name[at] = *name;
+    SV.user[at] = user;
+    SV.last[at] = seq;
+    pthread_mutex_unlock(&SV.mu);
+    return ok ? seq : 0;
+}
+
+/* whether seq is the last save of (name, user) */
+static int sv_current(const pkey *name, const void *user, uint64_t seq)
+{
+    pthread_mutex_lock(&SV.mu);
+    int cur = 0;
+    for (int i = 0; i < SAVE_USERS; i++)
+        if (SV.user[i] == user && memcmp(&SV.name[i], name, sizeof *name) == 0) cur = SV.last[i] == seq;
+    pthread_mutex_unlock(&SV.mu);
+    return cur;
+}
+
+static saved *save_find(const pkey *name, const void *user)
+{
+    for (int i = 0; i < SAVE_CAP; i++) {
+        saved *v = &T->save[i];
+        if (v->seq && v->user == user && memcmp(&v->name, name, sizeof *name) == 0) return v;
+    }
+    return NULL;
+}
+
+const void *nn_prim_save(const pkey *k, int i, const void *user, const pkey *name)
+{
+    if (!T && !(T = tstate_new())) return NULL;
+    entry *e = lookup(k);
+    saved *v = save_find(name, user);
+    for (int j = 0; !v && j < SAVE_CAP; j++) {   /* user's copy for another batch size: its place */
+        pkey a = T->save[j].name, b = *name;
+        a.v[1] = b.v[1] = 0;
+        if (T->save[j].seq && T->save[j].user == user && memcmp(&a, &b, sizeof a) == 0) v = &T->save[j];
+    }
+    if (!v) {   /* an empty place, or the least recently used one */
+        v = &T->save[0];
+        for (int j = 1; j < SAVE_CAP; j++)
+            if (v->seq && (!T->save[j].seq || T->save[j].tick < v->tick)) v = &T->save[j];
+    }
+    v->seq = 0;   /* until this save is whole */
+    const dnnl_status_t st = copy_input(e, i, user, &v->buf, &v->size, &v->md, &v->mem);
+    const uint64_t seq = sv_note(name, user, st == dnnl_success);
+    if (!seq) return NULL;
+    v->name = *name;
+    v->user = user;
+    v->seq = seq;
+    v->tick = ++T->tick;
+    return v->buf;
+}
+
+const void *nn_prim_saved(const pkey *name, const void *user)
+{
+    if (!T) return NULL;
+    saved *v = save_find(name, user);
+    if (!v || !sv_current(name, user, v->seq)) return NULL;
+    v->tick = ++T->tick;
+    return v->buf;
+}
+
+/* the descriptor of a staged or saved copy of this thread (NULL: neither) */
+static const dnnl_memory_desc_t *copy_md(const void *p)
+{
+    if (p && p == T->stage) return &T->stage_md;
+    for (int i = 0; p && i < SAVE_CAP; i++)
+        if (T->save[i].seq && T->save[i].buf == p) return &T->save[i].md;
+    return NULL;
+}
+
 /* Run the primitive for key k on the caller's arrays (ptrs in the order of the entry's arguments;
- * argument skip, when >= 0, already in the primitive's layout at staged). Returns 1 when oneDNN
- * did the work, 0 when the caller must run the reference kernel. */
-static int dispatch(const pkey *k, void *const *ptrs, int skip, const void *staged)
+ * an input i with staged[i] set read from that copy where it is in the primitive's layout for it).
+ * Returns 1 when oneDNN did the work, 0 when the caller must run the reference kernel. */
+static int dispatch(const pkey *k, void *const *ptrs, const void *const *staged)
 {
     if (!T && !(T = tstate_new())) return 0;
     entry *e = lookup(k);
     dnnl_status_t st = e->failed ? e->why : dnnl_success;
-    if (skip >= 0 && st == dnnl_success) {
-        const dnnl_memory_desc_t *md = skip < e->nuser && !e->is_out[skip] ? inner_md(e, skip) : NULL;
-        if (!staged || !md || !dnnl_memory_desc_equal(md, &T->stage_md)) skip = -1;
+    int skip[MAX_ARGS] = {0};
+    for (int i = 0; staged && i < e->nuser && st == dnnl_success; i++) {
+        const dnnl_memory_desc_t *md = !e->is_out[i] && e->reorder[i] ? inner_md(e, i) : NULL;
+        const dnnl_memory_desc_t *smd = copy_md(staged[i]);
+        skip[i] = md && smd && dnnl_memory_desc_equal(md, smd);
     }
     for (int i = 0; i < e->nuser && st == dnnl_success; i++) {
         st = dnnl_memory_set_data_handle(e->user[i], ptrs[i]);
         if (st == dnnl_success && e->inner[i])
-            st = dnnl_memory_set_data_handle(e->inner[i], i == skip ? (void *)(uintptr_t)staged
-                                                                    : (char *)T->arena + e->inner_off[i]);
+            st = dnnl_memory_set_data_handle(e->inner[i], skip[i] ? (void *)(uintptr_t)staged[i]
+                                                                  : (char *)T->arena + e->inner_off[i]);
     }
     if (st == dnnl_success && e->nargs > e->nuser)
         st = dnnl_memory_set_data_handle(e->args[e->nuser].memory, T->scratch);
     for (int i = 0; i < e->nuser && st == dnnl_success; i++)
-        if (e->reorder[i] && !e->is_out[i] && i != skip) {
+        if (e->reorder[i] && !e->is_out[i] && !skip[i]) {
             dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, e->user[i]}, {DNNL_ARG_TO, e->inner[i]}};
             st = dnnl_primitive_execute(e->reorder[i], T->strm, 2, ra);
         }
@@ -544,11 +683,18 @@ static int dispatch(const pkey *k, void *const *ptrs, int skip, const void *stag
     return st == dnnl_success;
 }
 
-int nn_prim_dispatch(const pkey *k, void *const *ptrs) { return dispatch(k, ptrs, -1, NULL); }
+int nn_prim_dispatch(const pkey *k, void *const *ptrs) { return dispatch(k, ptrs, NULL); }
 
 int nn_prim_dispatch_staged(const pkey *k, void *const *ptrs, int i, const void *staged)
 {
-    return dispatch(k, ptrs, i, staged);
+    const void *st[MAX_ARGS] = {0};
+    if (i >= 0 && i < MAX_ARGS) st[i] = staged;
+    return dispatch(k, ptrs, st);
+}
+
+int nn_prim_dispatch_copies(const pkey *k, void *const *ptrs, const void *const *staged)
+{
+    return dispatch(k, ptrs, staged);
 }
 
 pkey nn_prim_key(int op, int nv, const int64_t *vals)

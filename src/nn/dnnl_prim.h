@@ -18,7 +18,8 @@ enum nn_prim_op {
 extern const char *const nn_prim_op_name[OP_COUNT];   /* "conv_fwd", ... (for messages) */
 
 #define KEY_LEN 15     /* op + up to 13 geometry values + the bf16 flag */
-#define KEY_BF16 14    /* 1: the bfloat16 table's call (convolutions and inner products) */
+#define KEY_BF16 14    /* 1: the bfloat16 table's call (convolutions and inner products); 2: its call
+                        * of a convolution on the f32 kernels (channels-last activations too) */
 
 /* A primitive's name: v[0] the operation, then its geometry (v[13]: a convolution's ReLU post-op),
  * v[KEY_BF16] the bfloat16 flag; unused values 0. */
@@ -44,6 +45,22 @@ int nn_prim_dispatch(const pkey *k, void *const *ptrs);
  * lasts until the thread's next nn_prim_stage. */
 const void *nn_prim_stage(const pkey *k, int i, const void *user);
 int nn_prim_dispatch_staged(const pkey *k, void *const *ptrs, int i, const void *staged);
+
+/* A bf16 convolution's input converted once (forward) and read again by backward-weights:
+ * nn_prim_save runs input argument i's reorder of key k's primitive from user into the calling
+ * thread's copy named (name, user) and returns it — NULL when the argument needs no reorder or it
+ * failed (no copy of (name, user) is then current). A convolution's name is its geometry (v[1] the
+ * batch size): the save takes the place of user's copy for another batch size, if any.
+ * nn_prim_saved returns that copy while it is current: the process's last save of (name, user), on
+ * this thread (a later one on any thread, a failed one, or the eviction of the thread's least
+ * recently used copy beyond SAVE_CAP make it stale); NULL otherwise. The copy holds user's values
+ * at the save: a caller reads it only where user is unchanged since (the backward of the forward
+ * that saved it). nn_prim_dispatch_copies is nn_prim_dispatch with each input i whose staged[i] is
+ * set (a staged or saved copy of this thread) read from that copy where its layout is the
+ * primitive's for it, reordered from ptrs[i] otherwise. */
+const void *nn_prim_save(const pkey *k, int i, const void *user, const pkey *name);
+const void *nn_prim_saved(const pkey *name, const void *user);
+int nn_prim_dispatch_copies(const pkey *k, void *const *ptrs, const void *const *staged);
 
 /* Once per process: the engine, the attributes and the threads' key; 0, or -1 with why said. */
 int nn_prim_init(char *why, size_t cap);

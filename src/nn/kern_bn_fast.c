@@ -1,6 +1,9 @@
 /* kern_bn_fast.c — the fast batch-normalisation kernels of the oneDNN table (training forward,
  * inference forward, backward) over activations [n, c, hw] in the table's layout — NCHW, or
- * blocked [n][c/16][hw][16] when c is a multiple of 16 — and the threads they run on.
+ * blocked [n][c/16][hw][16] when c is a multiple of 16 — and the threads they run on; the _cl
+ * entries are the same kernels on the bf16 table's channels-last layout ([n][hw][c] when c is a
+ * multiple of 16: a block is sixteen adjacent channels of a pixel, c floats from the next pixel's),
+ * with the same arithmetic in the same order, so the same bits for the same values.
  *
  * Contract: that of the kernel table (nn.h, baton_nn_kernels) and of the reference kernels in
  * kern_norm.c — the same formulas (PyTorch's: batch mean and BIASED batch variance returned and
@@ -48,6 +51,7 @@
 #define MAX_THREADS 16
 #define MIN_PARALLEL 32768   /* fewer elements than this: one thread (not worth waking the team) */
 #define COEF_ROWS 6
+#define BLK_PART_MAX 4096   /* doubles of partial sums on the stack: blocks * chunks * PART_STRIDE */
 #define PART_STRIDE 48       /* blocked: doubles of partial sums per item, up to three sums of 16 lanes */
 
 typedef float vf __attribute__((vector_size(LANES * sizeof(float))));
@@ -202,6 +206,9 @@ typedef struct job {
     int chunks, per_chunk;
     double *part;
     const float *coef;
+    int cl;                        /* blocked kinds on channels-last activations: [n][hw][c], the
+                                    * sixteen lanes of block cb at offset cb * 16 of each pixel */
+    int cl_gb;                     /* channels-last: blocks per item (cl_item) */
 } job;
 
 /* The spans of channel ch, cut to at most SUM_BLOCK elements: offset of piece k of image i. */
@@ -432,13 +439,153 @@ static void blk_item(const job *j, int item)
     memcpy(part + 32, d2, sizeof d2);
 }
 
+/* Channels-last, one image's NB blocks from cb0 (NB a constant where inlined), pixel by pixel:
+ * each block's sums in the order blk_item sums them (pixel order, even and odd pixels apart), its
+ * outputs by the same operations, so the same bits. */
+static inline __attribute__((always_inline)) void cl_image_pass(const job *j, int i, int cb0, const int NB,
+                                                                double (*d)[3][16])
+{
+    const size_t C = (size_t)j->c, c0 = (size_t)cb0 * 16;
+    const int hw = j->hw;
+    const float *x = j->x + (size_t)i * C * hw + c0;
+    v16 m[4], k1[4], k2[4], k3[4], f1[4], f2[4], a0[4], a1[4], b0[4], b1[4];   /* NB <= 4 */
+    for (int b = 0; b < NB; b++) {
+        const float *cf = j->coef + c0 + (size_t)b * 16;
+        m[b] = v16from(cf), k1[b] = v16from(cf + C), k2[b] = v16from(cf + 2 * C), k3[b] = v16from(cf + 3 * C);
+        f1[b] = v16from(cf + 4 * C), f2[b] = v16from(cf + 5 * C);
+        a0[b] = a1[b] = b0[b] = b1[b] = (v16){0};
+    }
+    switch (j->kind) {
+    case JOB_B_STATS: {
+        int p = 0;
+        for (; p + 2 <= hw; p += 2)
+            for (int b = 0; b < NB; b++)
+                a0[b] += v16load(x + (size_t)p * C + b * 16), a1[b] += v16load(x + (size_t)(p + 1) * C + b * 16);
+        for (; p < hw; p++)
+            for (int b = 0; b < NB; b++) a0[b] += v16load(x + (size_t)p * C + b * 16);
+        v16 sa[4], mf[4];
+        double mu[4][16];
+        for (int b = 0; b < NB; b++) {
+            sa[b] = a0[b] + a1[b];
+            for (int l = 0; l < 16; l++) {
+                mu[b][l] = (double)sa[b][l] / hw;
+                mf[b][l] = (float)mu[b][l];
+            }
+        }
+        for (p = 0; p + 2 <= hw; p += 2)
+            for (int b = 0; b < NB; b++) {
+                const v16 u = v16load(x + (size_t)p * C + b * 16) - mf[b];
+                const v16 w = v16load(x + (size_t)(p + 1) * C + b * 16) - mf[b];
+                b0[b] += u * u;
+                b1[b] += w * w;
+            }
+        for (; p < hw; p++)
+            for (int b = 0; b < NB; b++) {
+                const v16 u = v16load(x + (size_t)p * C + b * 16) - mf[b];
+                b0[b] += u * u;
+            }
+        for (int b = 0; b < NB; b++) {
+            const v16 sb = b0[b] + b1[b];
+            for (int l = 0; l < 16; l++) {
+                const double dm = (double)mf[b][l] - mu[b][l];
+                d[b][0][l] += sa[b][l];
+                d[b][1][l] += (double)sb[l] - hw * dm * dm;
+                d[b][2][l] += sa[b][l] * mu[b][l];
+            }
+        }
+        return;
+    }
+    case JOB_B_AFFINE: {
+        float *y = j->y + (size_t)i * C * hw + c0;
+        const float *r = j->res ? j->res + (size_t)i * C * hw + c0 : NULL;
+        for (int p = 0; p < hw; p++)
+            for (int b = 0; b < NB; b++) {
+                const size_t o = (size_t)p * C + b * 16;
+                const v16 v = (v16load(x + o) - m[b]) * k1[b] + k2[b];
+                v16store(y + o, r ? v16relu(v + v16load(r + o)) : j->relu ? v16relu(v) : v);
+            }
+        return;
+    }
+    case JOB_B_BSUM: {
+        const size_t base = (size_t)i * C * hw + c0;
+        const float *dy = j->dy + base, *yo = j->g ? j->yo + base : NULL;
+        const float *dy2 = j->g && j->dy2 ? j->dy2 + base : NULL;
+        float *go = j->g ? j->g + base : NULL;
+        for (int p = 0; p < hw; p++)
+            for (int b = 0; b < NB; b++) {
+                const size_t o = (size_t)p * C + b * 16;
+                v16 g = v16load(dy + o);
+                const v16 xm = v16load(x + o) - m[b];
+                if (j->relu) g = v16mask(g, xm * f1[b] + f2[b]);
+                if (go) {
+                    if (dy2) g += v16load(dy2 + o);
+                    g = v16mask(g, v16load(yo + o));
+                    v16store(go + o, g);
+                }
+                if (p & 1) {
+                    a1[b] += g;
+                    b1[b] += g * xm;
+                } else {
+                    a0[b] += g;
+                    b0[b] += g * xm;
+                }
+            }
+        for (int b = 0; b < NB; b++) {
+            const v16 sa = a0[b] + a1[b], sb = b0[b] + b1[b];
+            for (int l = 0; l < 16; l++) d[b][0][l] += sa[l], d[b][1][l] += sb[l];
+        }
+        return;
+    }
+    default: {
+        const size_t base = (size_t)i * C * hw + c0;
+        const float *dy = j->dy + base;
+        float *dx = j->dx + base;
+        for (int p = 0; p < hw; p++)
+            for (int b = 0; b < NB; b++) {
+                const size_t o = (size_t)p * C + b * 16;
+                const v16 xm = v16load(x + o) - m[b];
+                v16 g = v16load(dy + o);
+                if (j->relu) g = v16mask(g, xm * f1[b] + f2[b]);
+                v16store(dx + o, k1[b] * (g - k2[b] - xm * k3[b]));
+            }
+        return;
+    }
+    }
+}
+
+/* Channels-last, an item is an image chunk: each image's blocks, four (then two, then one) at a
+ * time, pixel by pixel (one block at a time through the images, each pass reading every other
+ * cache line of a 32- or 64-channel activation, made batch norm 40 % slower than on the blocked
+ * layout; this is as fast). The partial sums per (block, chunk), as blk_item's. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx512f", "default")))
+#endif
+static void cl_item(const job *j, int item)
+{
+    const int nb = j->cl_gb, cb0 = item / j->chunks * nb, ch = item % j->chunks;
+    const int i0 = ch * j->per_chunk, i1 = i0 + j->per_chunk < j->n ? i0 + j->per_chunk : j->n;
+    double d[BLK_PART_MAX / PART_STRIDE][3][16];
+    memset(d, 0, sizeof(double) * 3 * 16 * (size_t)nb);
+    for (int i = i0; i < i1; i++) {
+        int b = 0;
+        for (; b + 4 <= nb; b += 4) cl_image_pass(j, i, cb0 + b, 4, d + b);
+        for (; b + 2 <= nb; b += 2) cl_image_pass(j, i, cb0 + b, 2, d + b);
+        for (; b < nb; b++) cl_image_pass(j, i, cb0 + b, 1, d + b);
+    }
+    for (int b = 0; b < nb; b++)
+        memcpy(j->part + ((size_t)(cb0 + b) * j->chunks + ch) * PART_STRIDE, d[b], sizeof d[b]);
+}
+
 static void run_item(const job *j, int it)
 {
     switch (j->kind) {
     case JOB_TRAIN: train_channel(j, it); break;
     case JOB_INFER: infer_plane(j, it); break;
     case JOB_BWD: bwd_channel(j, it); break;
-    default: blk_item(j, it); break;
+    default:
+        if (j->cl) cl_item(j, it);
+        else blk_item(j, it);
+        break;
     }
 }
 
@@ -491,7 +638,6 @@ static void run(job *j)
 
 /* ---- blocked calls ---- */
 
-#define BLK_PART_MAX 4096   /* doubles of partial sums on the stack: blocks * chunks * PART_STRIDE */
 
 /* The cut of images into chunks for a blocked call: about 4096 elements per lane and chunk, at most
  * 16 chunks, fewer when the partials would not fit. A function of (n, c, hw) only. */
@@ -505,6 +651,13 @@ static void blk_plan(job *j)
     j->per_chunk = (int)((j->n + want - 1) / want);
     j->chunks = (j->n + j->per_chunk - 1) / j->per_chunk;
     j->items = cb * j->chunks;
+    if (j->cl) {   /* channels-last: an item takes every block of its chunk, or two where that leaves a
+                    * thread idle (which blocks an item takes changes no sum) */
+        const size_t total = (size_t)j->n * j->c * j->hw;
+        const int threads = total >= MIN_PARALLEL ? team_size() : 1;
+        j->cl_gb = threads > 1 && j->chunks < 2 * threads && cb % 2 == 0 ? 2 : cb;
+        j->items = j->chunks * (cb / j->cl_gb);
+    }
 }
 
 /* Lane l of channel block cb summed over the chunks, in chunk order; which = 0, 1 or 2 (the sum). */
@@ -539,12 +692,12 @@ static void blk_fwd_coef(int c, const float *gamma, const float *beta, float eps
     }
 }
 
-static void blk_fwd_train(int n, int c, int hw, const float *x, const float *gamma, const float *beta, float eps,
-                          float *y, float *mean, float *var, float *coef, int relu, const float *res)
+static void blk_fwd_train(int cl, int n, int c, int hw, const float *x, const float *gamma, const float *beta,
+                          float eps, float *y, float *mean, float *var, float *coef, int relu, const float *res)
 {
     double part[BLK_PART_MAX];
     job j = {.n = n, .c = c, .hw = hw, .eps = eps, .x = x, .y = y, .part = part, .coef = coef, .relu = relu,
-             .res = res};
+             .res = res, .cl = cl};
     blk_plan(&j);
     const double count = (double)n * hw;
     blk_phase(&j, JOB_B_STATS);
@@ -562,11 +715,11 @@ static void blk_fwd_train(int n, int c, int hw, const float *x, const float *gam
     blk_phase(&j, JOB_B_AFFINE);
 }
 
-static void blk_fwd_infer(int n, int c, int hw, const float *x, const float *gamma, const float *beta,
+static void blk_fwd_infer(int cl, int n, int c, int hw, const float *x, const float *gamma, const float *beta,
                           const float *mean, const float *var, float eps, float *y, float *coef)
 {
     double part[BLK_PART_MAX];
-    job j = {.n = n, .c = c, .hw = hw, .eps = eps, .x = x, .y = y, .part = part, .coef = coef};
+    job j = {.n = n, .c = c, .hw = hw, .eps = eps, .x = x, .y = y, .part = part, .coef = coef, .cl = cl};
     blk_plan(&j);
     blk_fwd_coef(c, gamma, beta, eps, mean, var, coef);
     blk_phase(&j, JOB_B_AFFINE);
@@ -577,13 +730,13 @@ static void blk_fwd_infer(int n, int c, int hw, const float *x, const float *gam
  * bn(x) bit for bit), which saves reading the ReLU's output. g != NULL: the batch norm's output
  * went through a residual add and a ReLU with output yo; its gradient is (dy [+ dy2]) where yo > 0,
  * written to g in the sums' pass and read back by the dx pass. */
-static void blk_bwd(int n, int c, int hw, const float *x, const float *dy, const float *gamma, const float *beta,
-                    const float *mean, const float *var, float eps, float *dx, float *dgamma, float *dbeta, float *coef,
-                    const float *yo, const float *dy2, float *g)
+static void blk_bwd(int cl, int n, int c, int hw, const float *x, const float *dy, const float *gamma,
+                    const float *beta, const float *mean, const float *var, float eps, float *dx, float *dgamma,
+                    float *dbeta, float *coef, const float *yo, const float *dy2, float *g)
 {
     double part[BLK_PART_MAX];
     job j = {.n = n, .c = c, .hw = hw, .eps = eps, .x = x, .dy = dy, .dx = dx, .part = part, .coef = coef,
-             .relu = beta != NULL, .yo = yo, .dy2 = dy2, .g = g};
+             .relu = beta != NULL, .yo = yo, .dy2 = dy2, .g = g, .cl = cl};
     blk_plan(&j);
     const double count = (double)n * hw;
     for (int ch = 0; ch < c; ch++) {
@@ -606,15 +759,15 @@ static void blk_bwd(int n, int c, int hw, const float *x, const float *dy, const
     blk_phase(&j, JOB_B_DX);
 }
 
-/* ---- the table entries ---- */
+/* ---- the table entries, on either layout (cl: channels-last); kern_bn_entries.c names them ---- */
 
-void nn_fast_bn_fwd_train(int n, int c, int hw, const float *x, const float *gamma, const float *beta, float eps,
-                          float *y, float *mean, float *var)
+void nn_fast_bn_fwd_train_lay(int cl, int n, int c, int hw, const float *x, const float *gamma, const float *beta,
+                              float eps, float *y, float *mean, float *var)
 {
     if (n <= 0 || c <= 0 || hw <= 0) return;
     if (blk_ok(c, hw)) {
         float coef[COEF_ROWS * (BLK_PART_MAX / PART_STRIDE) * 16];
-        blk_fwd_train(n, c, hw, x, gamma, beta, eps, y, mean, var, coef, 0, NULL);
+        blk_fwd_train(cl, n, c, hw, x, gamma, beta, eps, y, mean, var, coef, 0, NULL);
         return;
     }
     job j = {.kind = JOB_TRAIN, .n = n, .c = c, .hw = hw, .eps = eps, .items = c, .x = x, .gamma = gamma,
@@ -622,13 +775,13 @@ void nn_fast_bn_fwd_train(int n, int c, int hw, const float *x, const float *gam
     run(&j);
 }
 
-void nn_fast_bn_fwd_infer(int n, int c, int hw, const float *x, const float *gamma, const float *beta,
-                          const float *mean, const float *var, float eps, float *y)
+void nn_fast_bn_fwd_infer_lay(int cl, int n, int c, int hw, const float *x, const float *gamma, const float *beta,
+                              const float *mean, const float *var, float eps, float *y)
 {
     if (n <= 0 || c <= 0 || hw <= 0) return;
     if (blk_ok(c, hw)) {
         float coef[COEF_ROWS * (BLK_PART_MAX / PART_STRIDE) * 16];
-        blk_fwd_infer(n, c, hw, x, gamma, beta, mean, var, eps, y, coef);
+        blk_fwd_infer(cl, n, c, hw, x, gamma, beta, mean, var, eps, y, coef);
         return;
     }
     job j = {.kind = JOB_INFER, .n = n, .c = c, .hw = hw, .eps = eps, .items = n * c, .x = x, .gamma = gamma,
@@ -636,13 +789,13 @@ void nn_fast_bn_fwd_infer(int n, int c, int hw, const float *x, const float *gam
     run(&j);
 }
 
-void nn_fast_bn_bwd(int n, int c, int hw, const float *x, const float *dy, const float *gamma, const float *mean,
-                    const float *var, float eps, float *dx, float *dgamma, float *dbeta)
+void nn_fast_bn_bwd_lay(int cl, int n, int c, int hw, const float *x, const float *dy, const float *gamma,
+                        const float *mean, const float *var, float eps, float *dx, float *dgamma, float *dbeta)
 {
     if (n <= 0 || c <= 0 || hw <= 0) return;
     if (blk_ok(c, hw)) {
         float coef[COEF_ROWS * (BLK_PART_MAX / PART_STRIDE) * 16];
-        blk_bwd(n, c, hw, x, dy, gamma, NULL, mean, var, eps, dx, dgamma, dbeta, coef, NULL, NULL, NULL);
+        blk_bwd(cl, n, c, hw, x, dy, gamma, NULL, mean, var, eps, dx, dgamma, dbeta, coef, NULL, NULL, NULL);
         return;
     }
     job j = {.kind = JOB_BWD, .n = n, .c = c, .hw = hw, .eps = eps, .items = c, .x = x, .dy = dy, .gamma = gamma,
@@ -653,33 +806,35 @@ void nn_fast_bn_bwd(int n, int c, int hw, const float *x, const float *dy, const
 /* Batch norm fused with the ReLU after it (blocked activations only: the geometries
  * nn_fast_bn_stats_ok accepts, for any n; 0 for others, nothing written). Forward writes y = max(0, bn(x)); backward takes d(y) and the forward's gamma,
  * beta and statistics, and finds where y > 0 from x (blk_bwd). */
-int nn_fast_bn_relu_fwd_train(int n, int c, int hw, const float *x, const float *gamma, const float *beta, float eps,
-                              float *y, float *mean, float *var)
+int nn_fast_bn_relu_fwd_train_lay(int cl, int n, int c, int hw, const float *x, const float *gamma, const float *beta,
+                                  float eps, float *y, float *mean, float *var)
 {
     if (n <= 0 || c <= 0 || hw <= 0 || !blk_ok(c, hw)) return 0;
     float coef[COEF_ROWS * (BLK_PART_MAX / PART_STRIDE) * 16];
-    blk_fwd_train(n, c, hw, x, gamma, beta, eps, y, mean, var, coef, 1, NULL);
+    blk_fwd_train(cl, n, c, hw, x, gamma, beta, eps, y, mean, var, coef, 1, NULL);
     return 1;
 }
 
 /* Batch norm, then the residual add and the ReLU after it (a resnet block's tail), in training:
  * y = max(0, bn(x) + res), blocked activations only (0 for others, nothing written). The bn output is
  * rounded to float before the add, so y equals bn_fwd_train followed by add_relu bit for bit. */
-int nn_fast_bn_add_relu_fwd_train(int n, int c, int hw, const float *x, const float *res, const float *gamma,
-                                  const float *beta, float eps, float *y, float *mean, float *var)
+int nn_fast_bn_add_relu_fwd_train_lay(int cl, int n, int c, int hw, const float *x, const float *res,
+                                      const float *gamma, const float *beta, float eps, float *y, float *mean,
+                                      float *var)
 {
     if (n <= 0 || c <= 0 || hw <= 0 || !blk_ok(c, hw)) return 0;
     float coef[COEF_ROWS * (BLK_PART_MAX / PART_STRIDE) * 16];
-    blk_fwd_train(n, c, hw, x, gamma, beta, eps, y, mean, var, coef, 1, res);
+    blk_fwd_train(cl, n, c, hw, x, gamma, beta, eps, y, mean, var, coef, 1, res);
     return 1;
 }
 
-int nn_fast_bn_relu_bwd(int n, int c, int hw, const float *x, const float *dy, const float *gamma, const float *beta,
-                        const float *mean, const float *var, float eps, float *dx, float *dgamma, float *dbeta)
+int nn_fast_bn_relu_bwd_lay(int cl, int n, int c, int hw, const float *x, const float *dy, const float *gamma,
+                            const float *beta, const float *mean, const float *var, float eps, float *dx, float *dgamma,
+                            float *dbeta)
 {
     if (n <= 0 || c <= 0 || hw <= 0 || !blk_ok(c, hw)) return 0;
     float coef[COEF_ROWS * (BLK_PART_MAX / PART_STRIDE) * 16];
-    blk_bwd(n, c, hw, x, dy, gamma, beta, mean, var, eps, dx, dgamma, dbeta, coef, NULL, NULL, NULL);
+    blk_bwd(cl, n, c, hw, x, dy, gamma, beta, mean, var, eps, dx, dgamma, dbeta, coef, NULL, NULL, NULL);
     return 1;
 }
 
@@ -687,13 +842,13 @@ int nn_fast_bn_relu_bwd(int n, int c, int hw, const float *x, const float *dy, c
  * (+ dy2 when not NULL); g = that where y > 0, the gradient of both addends, written out; dx,
  * dgamma, dbeta the batch norm's backward of g. The same results as relu_bwd_add (or relu_bwd), then
  * bn_bwd, bit for bit when dy2 is given. g may not alias any input. */
-int nn_fast_bn_add_relu_bwd(int n, int c, int hw, const float *x, const float *y, const float *dy, const float *dy2,
-                            const float *gamma, const float *mean, const float *var, float eps, float *g, float *dx,
-                            float *dgamma, float *dbeta)
+int nn_fast_bn_add_relu_bwd_lay(int cl, int n, int c, int hw, const float *x, const float *y, const float *dy,
+                                const float *dy2, const float *gamma, const float *mean, const float *var, float eps,
+                                float *g, float *dx, float *dgamma, float *dbeta)
 {
     if (n <= 0 || c <= 0 || hw <= 0 || !blk_ok(c, hw)) return 0;
     float coef[COEF_ROWS * (BLK_PART_MAX / PART_STRIDE) * 16];
-    blk_bwd(n, c, hw, x, dy, gamma, NULL, mean, var, eps, dx, dgamma, dbeta, coef, y, dy2, g);
+    blk_bwd(cl, n, c, hw, x, dy, gamma, NULL, mean, var, eps, dx, dgamma, dbeta, coef, y, dy2, g);
     return 1;
 }
 
@@ -708,14 +863,15 @@ int nn_fast_bn_stats_ok(int c, int hw) { return c > 0 && blk_ok(c, hw); }
  * bn_fwd_train returns them): y = bn(x), or max(0, bn(x)) (relu), or max(0, bn(x) + res) (res not
  * NULL) — what bn_fwd_train, bn_relu_fwd_train and bn_add_relu_fwd_train write, bit for bit.
  * Blocked only; 0 for others, nothing written. */
-int nn_fast_bn_apply_train(int n, int c, int hw, const float *x, const float *res, int relu, const float *gamma,
-                           const float *beta, float eps, const float *mean, const float *var, float *y)
+int nn_fast_bn_apply_train_lay(int cl, int n, int c, int hw, const float *x, const float *res, int relu,
+                               const float *gamma, const float *beta, float eps, const float *mean, const float *var,
+                               float *y)
 {
     if (n <= 0 || c <= 0 || hw <= 0 || !blk_ok(c, hw)) return 0;
     float coef[COEF_ROWS * (BLK_PART_MAX / PART_STRIDE) * 16];
     double part[BLK_PART_MAX];
     job j = {.n = n, .c = c, .hw = hw, .eps = eps, .x = x, .y = y, .part = part, .coef = coef,
-             .relu = relu || res, .res = res};
+             .relu = relu || res, .res = res, .cl = cl};
     blk_plan(&j);
     blk_fwd_coef(c, gamma, beta, eps, mean, var, coef);
     blk_phase(&j, JOB_B_AFFINE);

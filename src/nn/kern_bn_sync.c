@@ -8,7 +8,7 @@
  * Contract: the formulas of kern_norm.c (batch mean, BIASED batch variance; invstd = 1 / sqrtf(var +
  * eps) from the float var; dx = gamma * invstd * (dy - mean(dy) - xhat * mean(dy * xhat)); the
  * means over the whole batch), on activations in the table's layout (NCHW, or blocked
- * [n][c/16][hw][16]). Sums are double, in a fixed order, two passes forward (the sum, then the
+ * [n][c/16][hw][16], or channels-last [n][hw][c] for the bf16 table). Sums are double, in a fixed order, two passes forward (the sum, then the
  * squares about the whole batch's mean: two calls of bn_sync) and one backward (sum dy and sum dy *
  * xhat: one call). dgamma and dbeta are this part's own sums — the gradient reducer sums them over
  * the parts like every other gradient. The calls every process makes, in the same order: forward,
@@ -25,6 +25,7 @@
 static inline size_t at(int blocked, int c, int hw, int i, int ch, int k)
 {
     if (!blocked) return ((size_t)i * c + ch) * hw + k;
+    if (blocked == 2) return ((size_t)i * hw + k) * c + ch;   /* channels-last */
     return (((size_t)i * (c / NN_BLOCK) + ch / NN_BLOCK) * hw + k) * NN_BLOCK + ch % NN_BLOCK;
 }
 
@@ -38,7 +39,8 @@ static int sum(baton_nn_model *m, double *v, int n)
 int nn_sync_bn_fwd(baton_nn_model *m, nn_layer *l, int n, float *y)
 {
     const nn_slot *in = &m->slots[l->in];
-    const int c = in->c, hw = in->h * in->w, blk = nn_is_blocked(m->k->block, c) && hw > 1;
+    const int c = in->c, hw = in->h * in->w;
+    const int blk = nn_is_blocked(m->k->block, c) && hw > 1 ? 1 + m->k->channels_last : 0;   /* at()'s layout */
     const float *x = in->data;
     double *v = m->bn_sync_buf;
     v[0] = (double)n * hw;
@@ -72,7 +74,8 @@ int nn_sync_bn_fwd(baton_nn_model *m, nn_layer *l, int n, float *y)
 int nn_sync_bn_bwd(baton_nn_model *m, const nn_layer *l, int n, const float *dy, float *dx)
 {
     const nn_slot *in = &m->slots[l->in];
-    const int c = in->c, hw = in->h * in->w, blk = nn_is_blocked(m->k->block, c) && hw > 1;
+    const int c = in->c, hw = in->h * in->w;
+    const int blk = nn_is_blocked(m->k->block, c) && hw > 1 ? 1 + m->k->channels_last : 0;   /* at()'s layout */
     const float *x = in->data, *gamma = m->tensors[l->tw].data;
     float *dgamma = m->tensors[l->tw].grad, *dbeta = m->tensors[l->tb].grad;
     double *v = m->bn_sync_buf;

@@ -28,13 +28,18 @@
  * products): those run on oneDNN's bf16 kernels with f32 sums and f32 outputs. Their weights are
  * the caller's bfloat16 copy (weights_bf16: the model's, written by the optimizer), reordered into
  * the primitive's layout per call but never converted; activations and gradients are converted
- * per call. Convolutions leave the activation layout to oneDNN, which on AMX picks channels-last
- * (nhwc): the f32 nChw16c arrays are reordered into bf16 nhwc before and out of nhwc after — a
- * transpose each way, still far cheaper than the f32 kernel on such a CPU (16-channel activations
- * are channels-last already: only converted). No Winograd, no hand-written direct kernel and no
- * statistics-taking fusion in bf16. The geometries where the bf16 kernels measured slower (one
- * input channel, stride 2, 1x1: bf16_as_f32) run on the f32 kernels with the bfloat16 weights
- * widened — the same weight values, f32 activations.
+ * per call — a convolution's input once, in forward, into a bfloat16 copy its backward-weights
+ * reads again (dnnl_prim.c's saved copies: the same bits as converting it there), d(output) once
+ * for both backward passes. Its activations are channels-last (nhwc, the table's channels_last;
+ * the layout oneDNN's AMX convolutions read and write — fixed to nChw16c, oneDNN 2.6 runs its much
+ * slower AVX512-BF16 kernels): a convolution's f32 output needs no reorder and its input only a
+ * conversion to bfloat16. Batch norm and its fusions (kern_bn_fast.c's _cl entries), pooling and
+ * the layout conversions have channels-last variants; the elementwise entries are the f32 table's.
+ * No Winograd, no hand-written direct kernel and no statistics-taking fusion in bf16. The
+ * geometries where the bf16 kernels measured slower (one input channel, stride 2, 1x1:
+ * bf16_as_f32) run on oneDNN's f32 kernels (on channels-last activations where a side has more
+ * than 16 channels, except from an NCHW input: dnnl_prim.c) with the bfloat16 weights widened —
+ * the same weight values, f32 activations.
  *
  * Errors: the table entries cannot return a status. If oneDNN cannot create or run a primitive for
  * some geometry, that call (and later ones with the same geometry) falls back to the reference
@@ -54,10 +59,21 @@
 
 #define P(p) ((void *)(uintptr_t)(p))
 
+static void to_plain(int cl, int n, int c, int h, int w, const float *x, float *y)
+{
+    (cl ? nn_cl_to_plain : nn_blk_to_plain)(n, c, h, w, x, y);
+}
+
+static void from_plain(int cl, int n, int c, int h, int w, const float *x, float *y)
+{
+    (cl ? nn_cl_from_plain : nn_blk_from_plain)(n, c, h, w, x, y);
+}
+
 /* The reference convolution on the table's layout: the rare path where oneDNN refused a geometry.
- * Blocked arguments get NCHW copies allocated for the call (this path is already a slow one). */
-static void ref_conv(int op, const baton_nn_conv_geom *g, const float *a, const float *w, const float *b, float *out,
-                     float *db)
+ * Blocked (cl: channels-last) arguments get NCHW copies allocated for the call (this path is already a
+ * slow one). */
+static void ref_conv(int cl, int op, const baton_nn_conv_geom *g, const float *a, const float *w, const float *b,
+                     float *out, float *db)
 {
     const int bx = nn_is_blocked(NN_BLOCK, g->ic), by = nn_is_blocked(NN_BLOCK, g->oc);
     const size_t nx = (size_t)g->n * g->ic * g->ih * g->iw, ny = (size_t)g->n * g->oc * g->oh * g->ow;
@@ -72,18 +88,18 @@ static void ref_conv(int op, const baton_nn_conv_geom *g, const float *a, const 
     }
     switch (op) {
     case OP_CONV_FWD:      /* a = x; out = y */
-        if (bx) nn_layout_to_plain(NN_BLOCK, g->n, g->ic, g->ih, g->iw, a, px);
+        if (bx) to_plain(cl, g->n, g->ic, g->ih, g->iw, a, px);
         nn_ref_conv_fwd(g, bx ? px : a, w, b, by ? py : out);
-        if (by) nn_layout_from_plain(NN_BLOCK, g->n, g->oc, g->oh, g->ow, py, out);
+        if (by) from_plain(cl, g->n, g->oc, g->oh, g->ow, py, out);
         break;
     case OP_CONV_BWD_DATA: /* a = dy; out = dx */
-        if (by) nn_layout_to_plain(NN_BLOCK, g->n, g->oc, g->oh, g->ow, a, py);
+        if (by) to_plain(cl, g->n, g->oc, g->oh, g->ow, a, py);
         nn_ref_conv_bwd_data(g, by ? py : a, w, bx ? px : out);
-        if (bx) nn_layout_from_plain(NN_BLOCK, g->n, g->ic, g->ih, g->iw, px, out);
+        if (bx) from_plain(cl, g->n, g->ic, g->ih, g->iw, px, out);
         break;
     default:               /* a = x, w = dy; out = dw */
-        if (bx) nn_layout_to_plain(NN_BLOCK, g->n, g->ic, g->ih, g->iw, a, px);
-        if (by) nn_layout_to_plain(NN_BLOCK, g->n, g->oc, g->oh, g->ow, w, py);
+        if (bx) to_plain(cl, g->n, g->ic, g->ih, g->iw, a, px);
+        if (by) to_plain(cl, g->n, g->oc, g->oh, g->ow, w, py);
         nn_ref_conv_bwd_weights(g, bx ? px : a, by ? py : w, out, db);
         break;
     }
@@ -102,16 +118,17 @@ static float *widened(const float *w16, size_t count, const char *op)
     return w;
 }
 
-/* ref_conv for a forward or backward-data call whose weights are bf16 (bf16 = 1) or f32 */
+/* ref_conv for a forward or backward-data call whose weights are bf16 (bf16 = 1) or f32 (0, or 2:
+ * the bf16 table's call on the f32 kernels, channels-last) */
 static void ref_conv_w(int bf16, int op, const baton_nn_conv_geom *g, const float *a, const float *w,
                        const float *b, float *out)
 {
-    if (!bf16) {
-        ref_conv(op, g, a, w, b, out, NULL);
+    if (bf16 != 1) {
+        ref_conv(bf16, op, g, a, w, b, out, NULL);
         return;
     }
     float *w32 = widened(w, (size_t)g->oc * g->ic * g->kh * g->kw, nn_prim_op_name[op]);
-    if (w32) ref_conv(op, g, a, w32, b, out, NULL);
+    if (w32) ref_conv(1, op, g, a, w32, b, out, NULL);
     else memset(out, 0, sizeof(float) * (op == OP_CONV_FWD ? (size_t)g->n * g->oc * g->oh * g->ow
                                                            : (size_t)g->n * g->ic * g->ih * g->iw));
     free(w32);
@@ -160,18 +177,30 @@ static int bf16_as_f32(const baton_nn_conv_geom *g, int reads_w)
 
 static void conv_bwd_data(int bf16, const baton_nn_conv_geom *g, const float *dy, const float *w, float *dx);
 
+/* The name of a bf16 convolution's input as forward saves it in bfloat16 (nn_prim_save) and its
+ * backward-weights reads it back (nn_prim_saved): the geometry (whatever the bias or post-op). */
+static pkey save_name(const baton_nn_conv_geom *g) { return with_bf16(nn_prim_conv_key(OP_CONV_FWD, g, 0), 1); }
+
+/* run forward key k (bf16) on p = {x, w, y, b}, x converted into its saved copy first */
+static int fwd_saving(const pkey *k, const baton_nn_conv_geom *g, void *const *p)
+{
+    const pkey nm = save_name(g);
+    const void *st[4] = {nn_prim_save(k, 0, p[0], &nm), NULL, NULL, NULL};
+    return nn_prim_dispatch_copies(k, p, st);
+}
+
 static void conv_fwd(int bf16, const baton_nn_conv_geom *g, const float *x, const float *w, const float *b, float *y)
 {
-    if (bf16 && bf16_as_f32(g, 1)) {
+    if (bf16 == 1 && bf16_as_f32(g, 1)) {
         float w32[WIDEN_MAX];
         nn_bf16_widen((size_t)g->oc * g->ic * g->kh * g->kw, (const uint16_t *)(const void *)w, w32);
-        conv_fwd(0, g, x, w32, b, y);
+        conv_fwd(2, g, x, w32, b, y);
         return;
     }
     if (!bf16 && fast_conv(g, x, w, b, 0, 0, y)) return;
     pkey k = with_bf16(nn_prim_conv_key(OP_CONV_FWD, g, b != NULL), bf16);
     void *p[4] = {P(x), P(w), y, P(b)};
-    if (!nn_prim_dispatch(&k, p)) ref_conv_w(bf16, OP_CONV_FWD, g, x, w, b, y);
+    if (!(bf16 == 1 ? fwd_saving(&k, g, p) : nn_prim_dispatch(&k, p))) ref_conv_w(bf16, OP_CONV_FWD, g, x, w, b, y);
 }
 
 static void d_relu_fwd(size_t count, const float *x, float *y);
@@ -182,16 +211,16 @@ static void d_relu_fwd(size_t count, const float *x, float *y);
 static int conv_relu_fwd(int bf16, const baton_nn_conv_geom *g, const float *x, const float *w, const float *b,
                          float *y)
 {
-    if (bf16 && bf16_as_f32(g, 1)) {
+    if (bf16 == 1 && bf16_as_f32(g, 1)) {
         float w32[WIDEN_MAX];
         nn_bf16_widen((size_t)g->oc * g->ic * g->kh * g->kw, (const uint16_t *)(const void *)w, w32);
-        return conv_relu_fwd(0, g, x, w32, b, y);
+        return conv_relu_fwd(2, g, x, w32, b, y);
     }
     if (!bf16 && fast_conv(g, x, w, b, 1, 0, y)) return 1;
     pkey k = with_bf16(nn_prim_conv_key(OP_CONV_FWD, g, b != NULL), bf16);
     k.v[13] = 1;
     void *p[4] = {P(x), P(w), y, P(b)};
-    if (!nn_prim_dispatch(&k, p)) {
+    if (!(bf16 == 1 ? fwd_saving(&k, g, p) : nn_prim_dispatch(&k, p))) {
         conv_fwd(bf16, g, x, w, b, y);
         d_relu_fwd((size_t)g->n * g->oc * g->oh * g->ow, y, y);
     }
@@ -214,10 +243,10 @@ static int bwd_data_by_fwd(const baton_nn_conv_geom *g)
 
 static void conv_bwd_data(int bf16, const baton_nn_conv_geom *g, const float *dy, const float *w, float *dx)
 {
-    if (bf16 && bf16_as_f32(g, 1)) {
+    if (bf16 == 1 && bf16_as_f32(g, 1)) {
         float w32[WIDEN_MAX];
         nn_bf16_widen((size_t)g->oc * g->ic * g->kh * g->kw, (const uint16_t *)(const void *)w, w32);
-        conv_bwd_data(0, g, dy, w32, dx);
+        conv_bwd_data(2, g, dy, w32, dx);
         return;
     }
     if (!bf16 && fast_conv(g, dy, w, NULL, 0, 1, dx)) return;
@@ -243,10 +272,13 @@ static void conv_bwd_data(int bf16, const baton_nn_conv_geom *g, const float *dy
 static void conv_bwd_weights(int bf16, const baton_nn_conv_geom *g, const float *x, const float *dy, float *dw,
                              float *db)
 {
-    if (bf16 && bf16_as_f32(g, 0)) bf16 = 0;
+    if (bf16 == 1 && bf16_as_f32(g, 0)) bf16 = 2;
     pkey k = with_bf16(nn_prim_conv_key(OP_CONV_BWD_W, g, db != NULL), bf16);
     void *p[4] = {P(x), P(dy), dw, db};
-    if (!nn_prim_dispatch(&k, p)) ref_conv(OP_CONV_BWD_W, g, x, dy, NULL, dw, db);
+    const pkey nm = save_name(g);
+    const void *st[4] = {bf16 == 1 ? nn_prim_saved(&nm, x) : NULL, NULL, NULL, NULL};
+    if (!(bf16 == 1 ? nn_prim_dispatch_copies(&k, p, st) : nn_prim_dispatch(&k, p)))
+        ref_conv(bf16, OP_CONV_BWD_W, g, x, dy, NULL, dw, db);
 }
 
 static pkey ip_key(int op, int n, int in, int out, int bias)
@@ -299,7 +331,9 @@ static void b_conv_bwd(const baton_nn_conv_geom *g, const float *x, const float 
         return;
     }
     void *pw[4] = {P(x), P(dy), dw, db};
-    if (!nn_prim_dispatch_staged(&kw, pw, 1, dy16)) ref_conv(OP_CONV_BWD_W, g, x, dy, NULL, dw, db);
+    const pkey nm = save_name(g);
+    const void *sw[4] = {nn_prim_saved(&nm, x), dy16, NULL, NULL};
+    if (!nn_prim_dispatch_copies(&kw, pw, sw)) ref_conv(1, OP_CONV_BWD_W, g, x, dy, NULL, dw, db);
     void *pd[3] = {P(dy), P(w), dx};
     if (!nn_prim_dispatch_staged(&kd, pd, 0, dy16)) ref_conv_w(1, OP_CONV_BWD_DATA, g, dy, w, NULL, dx);
 }
@@ -484,6 +518,25 @@ static void init_once(void)
     bf16_table.linear_bwd_weights = b_linear_bwd_weights;
     bf16_table.conv_bn_stats_fwd = NULL;   /* that fused entry is the hand-written f32 kernel's */
     bf16_table.conv_bn_stats_ok = NULL;
+    /* channels-last activations: the layout entries, batch norm, pooling on it (the elementwise
+     * entries take any layout) */
+    bf16_table.channels_last = 1;
+    bf16_table.to_plain = nn_cl_to_plain;
+    bf16_table.from_plain = nn_cl_from_plain;
+    bf16_table.bn_fwd_train = nn_fast_bn_fwd_train_cl;
+    bf16_table.bn_fwd_infer = nn_fast_bn_fwd_infer_cl;
+    bf16_table.bn_bwd = nn_fast_bn_bwd_cl;
+    bf16_table.bn_relu_fwd_train = nn_fast_bn_relu_fwd_train_cl;
+    bf16_table.bn_relu_bwd = nn_fast_bn_relu_bwd_cl;
+    bf16_table.bn_add_relu_fwd_train = nn_fast_bn_add_relu_fwd_train_cl;
+    bf16_table.bn_apply_train = nn_fast_bn_apply_train_cl;
+    bf16_table.bn_add_relu_bwd = nn_fast_bn_add_relu_bwd_cl;
+    bf16_table.maxpool_fwd = nn_cl_maxpool_fwd;
+    bf16_table.maxpool_bwd = nn_cl_maxpool_bwd;
+    bf16_table.maxpool_relu_bwd = nn_cl_maxpool_relu_bwd;
+    bf16_table.maxpool_relu_ok = nn_cl_maxpool_relu_ok;
+    bf16_table.gap_fwd = nn_cl_gap_fwd;
+    bf16_table.gap_bwd = nn_cl_gap_bwd;
     const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
     bf16_ok = (isa & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
 }

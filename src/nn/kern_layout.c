@@ -1,6 +1,6 @@
-/* kern_layout.c — the blocked activation layout of the oneDNN table (nChw16c) and the kernels of
- * that table that must know it: conversions to and from NCHW and global average pooling over
- * blocked activations (max pooling over them is kern_pool_fast.c's).
+/* kern_layout.c — the blocked activation layout of the oneDNN table (nChw16c), the channels-last
+ * one of its bfloat16 twin (nhwc), and the kernels of those tables that must know them: conversions
+ * to and from NCHW and global average pooling (max pooling is kern_pool_fast.c's).
  *
  * The layout: an activation [n, c, h, w] whose channel count is a multiple of NN_BLOCK (16) is
  * stored as [n][c / 16][h][w][16] — sixteen channels of one pixel side by side, the layout
@@ -76,6 +76,71 @@ void nn_blk_gap_bwd(int n, int c, int hw, const float *dy, float *dx)
             float *dp = dx + ((size_t)i * cb + b) * (size_t)hw * B;
             for (int p = 0; p < hw; p++) memcpy(dp + (size_t)p * B, d, sizeof d);
         }
+}
+
+/* Channels-last (the bf16 table: oneDNN's AMX convolutions read and write it, so its activations
+ * need no reorder around them): a channel count that is a multiple of NN_BLOCK is stored
+ * [n][h][w][c]; others, and h = w = 1, as NCHW. */
+static int cl_is(int c, size_t hw) { return nn_is_blocked(NN_BLOCK, c) && hw > 1; }
+
+void nn_cl_to_plain(int n, int c, int h, int w, const float *x, float *y)
+{
+    const size_t hw = (size_t)h * w;
+    if (!cl_is(c, hw)) {
+        if (x != y) memmove(y, x, sizeof(float) * (size_t)n * c * hw);
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        const float *src = x + (size_t)i * c * hw;
+        float *dst = y + (size_t)i * c * hw;
+        for (size_t p = 0; p < hw; p++)
+            for (int l = 0; l < c; l++) dst[(size_t)l * hw + p] = src[p * c + l];
+    }
+}
+
+void nn_cl_from_plain(int n, int c, int h, int w, const float *x, float *y)
+{
+    const size_t hw = (size_t)h * w;
+    if (!cl_is(c, hw)) {
+        if (x != y) memmove(y, x, sizeof(float) * (size_t)n * c * hw);
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        const float *src = x + (size_t)i * c * hw;
+        float *dst = y + (size_t)i * c * hw;
+        for (size_t p = 0; p < hw; p++)
+            for (int l = 0; l < c; l++) dst[p * c + l] = src[(size_t)l * hw + p];
+    }
+}
+
+/* as nn_blk_gap_fwd: per (image, channel) a double sum in pixel order */
+void nn_cl_gap_fwd(int n, int c, int hw, const float *x, float *y)
+{
+    if (!cl_is(c, (size_t)hw)) {
+        nn_ref_gap_fwd(n, c, hw, x, y);
+        return;
+    }
+    for (int i = 0; i < n; i++)
+        for (int b = 0; b < c / NN_BLOCK; b++) {
+            const float *xp = x + (size_t)i * c * hw + (size_t)b * NN_BLOCK;
+            double acc[NN_BLOCK] = {0};
+            for (int p = 0; p < hw; p++)
+                for (int l = 0; l < NN_BLOCK; l++) acc[l] += xp[(size_t)p * c + l];
+            for (int l = 0; l < NN_BLOCK; l++) y[(size_t)i * c + (size_t)b * NN_BLOCK + l] = (float)(acc[l] / hw);
+        }
+}
+
+void nn_cl_gap_bwd(int n, int c, int hw, const float *dy, float *dx)
+{
+    if (!cl_is(c, (size_t)hw)) {
+        nn_ref_gap_bwd(n, c, hw, dy, dx);
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        float *dp = dx + (size_t)i * c * hw;
+        for (int l = 0; l < c; l++) dp[l] = dy[(size_t)i * c + l] / (float)hw;
+        for (int p = 1; p < hw; p++) memcpy(dp + (size_t)p * c, dp, sizeof(float) * (size_t)c);
+    }
 }
 
 /* the table entries (kernel-table signatures: the block is the table's) */

@@ -39,26 +39,27 @@
         at[l] = gt_ ? (idx) : at[l];                                            \
     }
 
-CLONES static void fwd_plane_2x2(const baton_nn_pool_geom *g, const float *xp, float *yp, int32_t *wp)
+/* ps: floats from one pixel to the next (B blocked, the channel count channels-last) */
+CLONES static void fwd_plane_2x2(const baton_nn_pool_geom *g, const float *xp, float *yp, int32_t *wp, size_t ps)
 {
     const int iw = g->iw;
     for (int oy = 0; oy < g->oh; oy++)
         for (int ox = 0; ox < g->ow; ox++) {
             const int32_t i0 = 2 * oy * iw + 2 * ox;
-            const float *v0 = xp + (size_t)i0 * B, *v2 = v0 + (size_t)iw * B;
+            const float *v0 = xp + (size_t)i0 * ps, *v2 = v0 + (size_t)iw * ps;
             float best[B];
             int32_t at[B];
             for (int l = 0; l < B; l++) best[l] = v0[l], at[l] = i0;
-            TAKE(best, at, v0 + B, i0 + 1);
+            TAKE(best, at, v0 + ps, i0 + 1);
             TAKE(best, at, v2, i0 + iw);
-            TAKE(best, at, v2 + B, i0 + iw + 1);
-            const size_t o = ((size_t)oy * g->ow + ox) * B;
+            TAKE(best, at, v2 + ps, i0 + iw + 1);
+            const size_t o = ((size_t)oy * g->ow + ox) * ps;
             memcpy(yp + o, best, sizeof best);
             memcpy(wp + o, at, sizeof at);
         }
 }
 
-CLONES static void fwd_plane(const baton_nn_pool_geom *g, const float *xp, float *yp, int32_t *wp)
+CLONES static void fwd_plane(const baton_nn_pool_geom *g, const float *xp, float *yp, int32_t *wp, size_t ps)
 {
     for (int oy = 0; oy < g->oh; oy++)
         for (int ox = 0; ox < g->ow; ox++) {
@@ -66,13 +67,13 @@ CLONES static void fwd_plane(const baton_nn_pool_geom *g, const float *xp, float
             const int32_t first = y0 * g->iw + x0;
             float best[B];
             int32_t at[B];
-            for (int l = 0; l < B; l++) best[l] = xp[(size_t)first * B + l], at[l] = first;
+            for (int l = 0; l < B; l++) best[l] = xp[(size_t)first * ps + l], at[l] = first;
             for (int ky = 0; ky < g->k; ky++)
                 for (int kx = 0; kx < g->k; kx++) {
                     const int32_t idx = (y0 + ky) * g->iw + x0 + kx;
-                    TAKE(best, at, xp + (size_t)idx * B, idx);
+                    TAKE(best, at, xp + (size_t)idx * ps, idx);
                 }
-            const size_t o = ((size_t)oy * g->ow + ox) * B;
+            const size_t o = ((size_t)oy * g->ow + ox) * ps;
             memcpy(yp + o, best, sizeof best);
             memcpy(wp + o, at, sizeof at);
         }
@@ -100,28 +101,28 @@ static inline void tap_masked(float *restrict d, const float *restrict gp, const
 /* 2x2 stride 2: each input element belongs to at most one window; rows and columns past the last
  * window (odd sizes) get 0 */
 CLONES static void bwd_plane_2x2(const baton_nn_pool_geom *g, const float *gp, const int32_t *wp, const float *rp,
-                                 float *dp)
+                                 float *dp, size_t ps)
 {
     const int iw = g->iw;
     for (int oy = 0; oy < g->oh; oy++) {
         for (int ox = 0; ox < g->ow; ox++) {
-            const size_t o = ((size_t)oy * g->ow + ox) * B;
+            const size_t o = ((size_t)oy * g->ow + ox) * ps;
             const int32_t i0 = 2 * oy * iw + 2 * ox;
             const int32_t idx[4] = {i0, i0 + 1, i0 + iw, i0 + iw + 1};
             for (int t = 0; t < 4; t++) {
                 if (rp)
-                    tap_masked(dp + (size_t)idx[t] * B, gp + o, wp + o, rp + (size_t)idx[t] * B, idx[t]);
+                    tap_masked(dp + (size_t)idx[t] * ps, gp + o, wp + o, rp + (size_t)idx[t] * ps, idx[t]);
                 else
-                    tap(dp + (size_t)idx[t] * B, gp + o, wp + o, idx[t]);
+                    tap(dp + (size_t)idx[t] * ps, gp + o, wp + o, idx[t]);
             }
         }
         if (iw > 2 * g->ow) {   /* an odd last column */
-            memset(dp + ((size_t)2 * oy * iw + 2 * g->ow) * B, 0, sizeof(float) * B);
-            memset(dp + ((size_t)(2 * oy + 1) * iw + 2 * g->ow) * B, 0, sizeof(float) * B);
+            memset(dp + ((size_t)2 * oy * iw + 2 * g->ow) * ps, 0, sizeof(float) * B);
+            memset(dp + ((size_t)(2 * oy + 1) * iw + 2 * g->ow) * ps, 0, sizeof(float) * B);
         }
     }
-    if (g->ih > 2 * g->oh)   /* an odd last row */
-        memset(dp + (size_t)2 * g->oh * iw * B, 0, sizeof(float) * B * (size_t)iw * (g->ih - 2 * g->oh));
+    for (size_t q = (size_t)2 * g->oh * iw; q < (size_t)g->ih * iw; q++)   /* an odd last row */
+        memset(dp + q * ps, 0, sizeof(float) * B);
 }
 
 CLONES static void bwd_plane(const baton_nn_pool_geom *g, const float *gp, const int32_t *wp, const float *rp,
@@ -145,9 +146,9 @@ static void blk_fwd(const baton_nn_pool_geom *g, const float *x, float *y, int32
 #pragma omp parallel for schedule(static)
     for (long p = 0; p < planes; p++) {
         if (quick)
-            fwd_plane_2x2(g, x + p * ihw, y + p * ohw, ws + p * ohw);
+            fwd_plane_2x2(g, x + p * ihw, y + p * ohw, ws + p * ohw, B);
         else
-            fwd_plane(g, x + p * ihw, y + p * ohw, ws + p * ohw);
+            fwd_plane(g, x + p * ihw, y + p * ohw, ws + p * ohw, B);
     }
 }
 
@@ -161,7 +162,7 @@ static void blk_bwd(const baton_nn_pool_geom *g, const float *dy, const int32_t 
     for (long p = 0; p < planes; p++) {
         const float *rp = relu_out ? relu_out + p * ihw : NULL;
         if (quick)
-            bwd_plane_2x2(g, dy + p * ohw, ws + p * ohw, rp, dx + p * ihw);
+            bwd_plane_2x2(g, dy + p * ohw, ws + p * ohw, rp, dx + p * ihw, B);
         else
             bwd_plane(g, dy + p * ohw, ws + p * ohw, rp, dx + p * ihw);
     }
@@ -227,3 +228,78 @@ int nn_fast_maxpool_relu_bwd(const baton_nn_pool_geom *g, const float *dy, const
 }
 
 int nn_fast_maxpool_relu_ok(const baton_nn_pool_geom *g) { return nn_is_blocked(B, g->c); }
+
+/* ---- the bf16 table's entries: channels-last activations (nn_cl_to_plain's layout) ----
+ * 16 channels (nhwc is nChw16c) and other counts as the oneDNN table's entries; a multiple of 16
+ * above that by the same plane kernels, a plane being one image's block of 16 channels (pixels c
+ * floats apart), its workspace (the flat index within the input plane, as the reference's) in the
+ * output's layout. */
+static int cl_own(const baton_nn_pool_geom *g)
+{
+    return g->c != B && nn_is_blocked(B, g->c) && (size_t)g->ih * g->iw > 1;
+}
+
+void nn_cl_maxpool_fwd(const baton_nn_pool_geom *g, const float *x, float *y, int32_t *ws)
+{
+    if (!cl_own(g)) {
+        nn_fast_maxpool_fwd(g, x, y, ws);
+        return;
+    }
+    const int cbn = g->c / B;
+    const long planes = (long)g->n * cbn;
+    const size_t ihw = (size_t)g->ih * g->iw * g->c, ohw = (size_t)g->oh * g->ow * g->c;
+    const int quick = two_by_two(g);
+#pragma omp parallel for schedule(static)
+    for (long p = 0; p < planes; p++) {
+        const size_t xo = (size_t)(p / cbn) * ihw + (size_t)(p % cbn) * B;
+        const size_t yo = (size_t)(p / cbn) * ohw + (size_t)(p % cbn) * B;
+        if (quick)
+            fwd_plane_2x2(g, x + xo, y + yo, ws + yo, (size_t)g->c);
+        else
+            fwd_plane(g, x + xo, y + yo, ws + yo, (size_t)g->c);
+    }
+}
+
+/* relu_out NULL: no ReLU mask. 2x2 stride 2 by the plane kernel; other windows by the reference's
+ * scatter on channels-last arrays, then the mask */
+static void cl_bwd(const baton_nn_pool_geom *g, const float *dy, const int32_t *ws, const float *relu_out, float *dx)
+{
+    const int c = g->c, cbn = c / B;
+    const size_t iplane = (size_t)g->ih * g->iw, oplane = (size_t)g->oh * g->ow;
+    if (two_by_two(g)) {
+        const long planes = (long)g->n * cbn;
+#pragma omp parallel for schedule(static)
+        for (long p = 0; p < planes; p++) {
+            const size_t xo = (size_t)(p / cbn) * iplane * c + (size_t)(p % cbn) * B;
+            const size_t yo = (size_t)(p / cbn) * oplane * c + (size_t)(p % cbn) * B;
+            bwd_plane_2x2(g, dy + yo, ws + yo, relu_out ? relu_out + xo : NULL, dx + xo, (size_t)c);
+        }
+        return;
+    }
+    memset(dx, 0, sizeof(float) * (size_t)g->n * c * iplane);
+    for (int i = 0; i < g->n; i++)
+        for (size_t o = 0; o < oplane; o++)
+            for (int ch = 0; ch < c; ch++) {
+                const size_t at = ((size_t)i * oplane + o) * c + ch;
+                dx[((size_t)i * iplane + (size_t)ws[at]) * c + ch] += dy[at];
+            }
+    if (relu_out)
+        for (size_t k = 0; k < (size_t)g->n * c * iplane; k++) dx[k] = relu_out[k] > 0.0f ? dx[k] : 0.0f;
+}
+
+void nn_cl_maxpool_bwd(const baton_nn_pool_geom *g, const float *dy, const int32_t *ws, float *dx)
+{
+    if (!cl_own(g)) nn_fast_maxpool_bwd(g, dy, ws, dx);
+    else cl_bwd(g, dy, ws, NULL, dx);
+}
+
+int nn_cl_maxpool_relu_ok(const baton_nn_pool_geom *g) { return nn_is_blocked(B, g->c); }
+
+int nn_cl_maxpool_relu_bwd(const baton_nn_pool_geom *g, const float *dy, const int32_t *ws, const float *relu_out,
+                           float *dx)
+{
+    if (!nn_cl_maxpool_relu_ok(g)) return 0;
+    if (!cl_own(g)) return nn_fast_maxpool_relu_bwd(g, dy, ws, relu_out, dx);
+    cl_bwd(g, dy, ws, relu_out, dx);
+    return 1;
+}

@@ -39,6 +39,48 @@ int nn_fast_bn_add_relu_bwd(int n, int c, int hw, const float *x, const float *y
                             float *dgamma, float *dbeta);
 int nn_fast_add_relu(size_t count, const float *a, const float *b, float *y);
 int nn_fast_relu_bwd_add(size_t count, const float *y, const float *dy, const float *dy2, float *dx);
+/* kern_bn_fast.c's kernels behind those entries and the _cl ones below: cl 0 blocked (or NCHW),
+ * 1 channels-last */
+void nn_fast_bn_fwd_train_lay(int cl, int n, int c, int hw, const float *x, const float *gamma, const float *beta,
+                              float eps, float *y, float *mean, float *var);
+void nn_fast_bn_fwd_infer_lay(int cl, int n, int c, int hw, const float *x, const float *gamma, const float *beta,
+                              const float *mean, const float *var, float eps, float *y);
+void nn_fast_bn_bwd_lay(int cl, int n, int c, int hw, const float *x, const float *dy, const float *gamma,
+                        const float *mean, const float *var, float eps, float *dx, float *dgamma, float *dbeta);
+int nn_fast_bn_relu_fwd_train_lay(int cl, int n, int c, int hw, const float *x, const float *gamma, const float *beta,
+                                  float eps, float *y, float *mean, float *var);
+int nn_fast_bn_add_relu_fwd_train_lay(int cl, int n, int c, int hw, const float *x, const float *res,
+                                      const float *gamma, const float *beta, float eps, float *y, float *mean,
+                                      float *var);
+int nn_fast_bn_relu_bwd_lay(int cl, int n, int c, int hw, const float *x, const float *dy, const float *gamma,
+                            const float *beta, const float *mean, const float *var, float eps, float *dx,
+                            float *dgamma, float *dbeta);
+int nn_fast_bn_add_relu_bwd_lay(int cl, int n, int c, int hw, const float *x, const float *y, const float *dy,
+                                const float *dy2, const float *gamma, const float *mean, const float *var, float eps,
+                                float *g, float *dx, float *dgamma, float *dbeta);
+int nn_fast_bn_apply_train_lay(int cl, int n, int c, int hw, const float *x, const float *res, int relu,
+                               const float *gamma, const float *beta, float eps, const float *mean, const float *var,
+                               float *y);
+/* the same entries on channels-last activations ([n][hw][c], c a multiple of 16: the bf16 table's
+ * layout), the same arithmetic in the same order (kern_bn_fast.c) */
+void nn_fast_bn_fwd_train_cl(int n, int c, int hw, const float *x, const float *gamma, const float *beta, float eps,
+                             float *y, float *mean, float *var);
+void nn_fast_bn_fwd_infer_cl(int n, int c, int hw, const float *x, const float *gamma, const float *beta,
+                             const float *mean, const float *var, float eps, float *y);
+void nn_fast_bn_bwd_cl(int n, int c, int hw, const float *x, const float *dy, const float *gamma, const float *mean,
+                       const float *var, float eps, float *dx, float *dgamma, float *dbeta);
+int nn_fast_bn_relu_fwd_train_cl(int n, int c, int hw, const float *x, const float *gamma, const float *beta,
+                                 float eps, float *y, float *mean, float *var);
+int nn_fast_bn_relu_bwd_cl(int n, int c, int hw, const float *x, const float *dy, const float *gamma,
+                           const float *beta, const float *mean, const float *var, float eps, float *dx,
+                           float *dgamma, float *dbeta);
+int nn_fast_bn_add_relu_fwd_train_cl(int n, int c, int hw, const float *x, const float *res, const float *gamma,
+                                     const float *beta, float eps, float *y, float *mean, float *var);
+int nn_fast_bn_add_relu_bwd_cl(int n, int c, int hw, const float *x, const float *y, const float *dy,
+                               const float *dy2, const float *gamma, const float *mean, const float *var, float eps,
+                               float *g, float *dx, float *dgamma, float *dbeta);
+int nn_fast_bn_apply_train_cl(int n, int c, int hw, const float *x, const float *res, int relu, const float *gamma,
+                              const float *beta, float eps, const float *mean, const float *var, float *y);
 /* the oneDNN table's max pooling (kern_pool_fast.c): the reference's results, threaded on blocked
  * activations */
 void nn_fast_maxpool_fwd(const baton_nn_pool_geom *g, const float *x, float *y, int32_t *ws);
@@ -76,6 +118,18 @@ void nn_layout_to_plain(int block, int n, int c, int h, int w, const float *x, f
 void nn_layout_from_plain(int block, int n, int c, int h, int w, const float *x, float *y);
 void nn_blk_to_plain(int n, int c, int h, int w, const float *x, float *y);
 void nn_blk_from_plain(int n, int c, int h, int w, const float *x, float *y);
+/* the bf16 table's layout (kern_layout.c): a channel count that is a multiple of NN_BLOCK
+ * channels-last, [n][h][w][c] (16 channels: the same bytes as nChw16c); others NCHW. Conversions,
+ * global average pooling and max pooling (the reference's results, bit for bit) on it. */
+void nn_cl_to_plain(int n, int c, int h, int w, const float *x, float *y);
+void nn_cl_from_plain(int n, int c, int h, int w, const float *x, float *y);
+void nn_cl_gap_fwd(int n, int c, int hw, const float *x, float *y);
+void nn_cl_gap_bwd(int n, int c, int hw, const float *dy, float *dx);
+void nn_cl_maxpool_fwd(const baton_nn_pool_geom *g, const float *x, float *y, int32_t *ws);
+void nn_cl_maxpool_bwd(const baton_nn_pool_geom *g, const float *dy, const int32_t *ws, float *dx);
+int nn_cl_maxpool_relu_bwd(const baton_nn_pool_geom *g, const float *dy, const int32_t *ws, const float *relu_out,
+                           float *dx);
+int nn_cl_maxpool_relu_ok(const baton_nn_pool_geom *g);
 void nn_ref_layout_copy(int n, int c, int h, int w, const float *x, float *y);
 void nn_blk_gap_fwd(int n, int c, int hw, const float *x, float *y);
 void nn_blk_gap_bwd(int n, int c, int hw, const float *dy, float *dx);

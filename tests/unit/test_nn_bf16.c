@@ -13,9 +13,10 @@
  *     exact). The
  *     sums of |a||b| are the reference kernel run on |a| and |b|. A table that did not round at all
  *     would pass too, so each layer must also differ from the f32 result somewhere.
- *   - Every other entry (batch norm and its fusions, ReLU, pooling, add) is the f32 table's own
- *     function: those layers run in f32 under bf16 and test_nn_dnnl checks them against the
- *     reference.
+ *   - Every other entry (batch norm and its fusions, ReLU, pooling, add) runs in f32 under bf16,
+ *     on channels-last activations: the f32 table's results on blocked ones bit for bit (16, 32,
+ *     48, 64 and 24 channels; test_nn_dnnl checks those against the reference), the elementwise
+ *     entries the f32 table's own.
  *   - Whole models (lenet, resnet8): one training step under the bf16 table against the reference:
  *     the loss within 2e-2, each gradient tensor within a relative L2 error of 0.25 (measured at
  *     initialisation, batch 8: 0.001-0.09 for lenet, 0.02-0.19 for resnet8 — the rounding of each
@@ -23,6 +24,8 @@
  *     terms, amplifies it). Then the bfloat16 copy of the weights the optimizer
  *     wrote is what rounding them all again gives, bit for bit (baton_nn_model_weights_changed);
  *     a weight written through baton_nn_model_tensor's pointer is seen by the next forward.
+ *   - The input a bf16 convolution's forward saves in bfloat16 for backward-weights: the same bits
+ *     as converting it there, read indeed, and stale after another thread's forward on it.
  *   - The folded inference plan in bf16 against the f32 plan (lenet, resnet20).
  *   - Refusal: with oneDNN limited to AVX-512 without BF16 (ONEDNN_MAX_CPU_ISA, in a child
  *     process before oneDNN starts), the bf16 table and baton_nn_kernels_select refuse, naming
@@ -32,6 +35,7 @@
 #include "../../src/nn/nn_internal.h"
 #include "nn_gradcheck.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -80,20 +84,37 @@ static int within(const char *what, const float *got, const float *ref, const fl
     return 1;
 }
 
-/* the bf16 table on NCHW arrays: its activations are blocked where the channel count allows */
-static float *in_layout(int n, int c, int h, int w, const float *x)
+/* a table's activations from NCHW arrays and back: blocked (the f32 table) or channels-last (the
+ * bf16 table) where the channel count allows */
+static float *in_layout_of(const baton_nn_kernels *k, int n, int c, int h, int w, const float *x)
 {
     float *t = malloc(sizeof(float) * (size_t)n * c * h * w);
-    if (!t) return NULL;
-    if (nn_is_blocked(B->block, c)) B->from_plain(n, c, h, w, x, t);
-    else memcpy(t, x, sizeof(float) * (size_t)n * c * h * w);
+    if (t) k->from_plain(n, c, h, w, x, t);
     return t;
 }
 
-static void out_layout(int n, int c, int h, int w, const float *t, float *y)
+static void out_layout_of(const baton_nn_kernels *k, int n, int c, int h, int w, const float *t, float *y)
 {
-    if (nn_is_blocked(B->block, c)) B->to_plain(n, c, h, w, t, y);
-    else memcpy(y, t, sizeof(float) * (size_t)n * c * h * w);
+    k->to_plain(n, c, h, w, t, y);
+}
+
+static float *in_layout(int n, int c, int h, int w, const float *x) { return in_layout_of(B, n, c, h, w, x); }
+static void out_layout(int n, int c, int h, int w, const float *t, float *y) { out_layout_of(B, n, c, h, w, t, y); }
+
+/* the f32 table's result within f32 rounding: where the bf16 table's f32 calls read channels-last
+ * activations of more than 16 channels, oneDNN runs its channels-last kernels, which sum in another
+ * order than its blocked ones (a difference of a few units in the last place of the largest
+ * value; 2^-18 of it allowed) */
+static int f32_close(const float *a, const float *b, size_t n)
+{
+    double mx = 0;
+    for (size_t i = 0; i < n; i++) mx = fmax(mx, fabs(b[i]));
+    for (size_t i = 0; i < n; i++)
+        if (!(fabs((double)a[i] - b[i]) <= ldexp(mx, -18))) {
+            fprintf(stderr, "element %zu: %.9g, f32 table %.9g (largest %.3g)\n", i, a[i], b[i], mx);
+            return 0;
+        }
+    return 1;
 }
 
 static void conv_case(const char *tag, int n, int ic, int ih, int oc, int k, int stride, int pad, int bias)
@@ -155,22 +176,27 @@ static void conv_case(const char *tag, int n, int ic, int ih, int oc, int k, int
         free(t2);
     }
     /* the geometries the bf16 table runs on the f32 kernels (kern_dnnl.c's bf16_as_f32: one input
-     * channel, stride 2, 1x1): the f32 table's bits — on the bfloat16 weights widened, for the
-     * passes that read weights and whose weights fit its stack buffer */
+     * channel, stride 2, 1x1): the f32 table's results (f32_close) — on the bfloat16 weights
+     * widened, for the passes that read weights and whose weights fit its stack buffer */
     if (ic < 16 || stride != 1 || k == 1) {
-        D->conv_bwd_weights(&g, tx, tdy, dwr, b ? dbr : NULL);
-        CHECK_MSG(memcmp(dwr, dwg, sizeof(float) * nw) == 0, "%s: not the f32 kernel's", what);
+        float *dx_ = in_layout_of(D, n, ic, ih, ih, x), *ddy = in_layout_of(D, n, oc, oh, oh, dy);
+        D->conv_bwd_weights(&g, dx_, ddy, dwr, b ? dbr : NULL);
+        CHECK_MSG(f32_close(dwr, dwg, nw), "%s: not the f32 kernel's", what);
         if (nw <= 4608) {
             nn_bf16_widen(nw, w16, w);
-            float *t2 = vec(ny > nx ? ny : nx, 0, 0);
+            float *t2 = vec(ny > nx ? ny : nx, 0, 0), *p1 = vec(ny > nx ? ny : nx, 0, 0);
+            float *p2 = vec(ny > nx ? ny : nx, 0, 0);
             B->conv_fwd(&g, tx, W16(w16), b, t);
-            D->conv_fwd(&g, tx, w, b, t2);
-            CHECK_MSG(memcmp(t, t2, sizeof(float) * ny) == 0, "%s conv_fwd: not the f32 kernel's", tag);
+            D->conv_fwd(&g, dx_, w, b, t2);
+            out_layout(n, oc, oh, oh, t, p1), out_layout_of(D, n, oc, oh, oh, t2, p2);
+            CHECK_MSG(f32_close(p1, p2, ny), "%s conv_fwd: not the f32 kernel's", tag);
             B->conv_bwd_data(&g, tdy, W16(w16), t);
-            D->conv_bwd_data(&g, tdy, w, t2);
-            CHECK_MSG(memcmp(t, t2, sizeof(float) * nx) == 0, "%s conv_bwd_data: not the f32 kernel's", tag);
-            free(t2);
+            D->conv_bwd_data(&g, ddy, w, t2);
+            out_layout(n, ic, ih, ih, t, p1), out_layout_of(D, n, ic, ih, ih, t2, p2);
+            CHECK_MSG(f32_close(p1, p2, nx), "%s conv_bwd_data: not the f32 kernel's", tag);
+            free(t2), free(p1), free(p2);
         }
+        free(dx_), free(ddy);
     }
     free(x), free(w), free(b), free(dy), free(ax), free(aw), free(ady), free(w16), free(ref), free(s), free(got);
     free(dwr), free(dws), free(dwg), free(tx), free(tdy), free(t);
@@ -277,18 +303,171 @@ static void test_entries(void)
     }
 }
 
-/* the layers bf16 leaves in f32: the f32 table's own functions */
+/* A bf16 convolution's forward keeps its input in bfloat16 for backward-weights (dnnl_prim.c's
+ * nn_prim_save): backward-weights after a forward gives the bits it gives with no forward before
+ * (the input converted then), and it reads the saved copy indeed (x changed behind the table's back
+ * after the forward — outside the contract — leaves the result as it was); a later forward on x
+ * on another thread makes this thread's copy stale (x's new values read), and a forward of another
+ * batch size on x takes the copy's place. resnet's 16-channel stage, batch 2. */
+typedef struct fwd_job {
+    const baton_nn_conv_geom *g;
+    const float *x, *w;
+    float *y;
+} fwd_job;
+
+static void *fwd_thread(void *arg)
+{
+    const fwd_job *j = arg;
+    B->conv_fwd(j->g, j->x, j->w, NULL, j->y);
+    return NULL;
+}
+
+static void test_saved_input(void)
+{
+    const baton_nn_conv_geom g = {2, 16, 28, 28, 16, 3, 3, 1, 1, 28, 28};
+    const size_t nx = (size_t)2 * 16 * 28 * 28, nw = 16 * 16 * 9;
+    float *x = vec(nx, -1, 1), *x2 = vec(nx, -1, 1), *dy = vec(nx, -1, 1), *w = vec(nw, -0.5f, 0.5f);
+    float *y = vec(nx, 0, 0), *fresh = vec(nw, 0, 0), *fresh2 = vec(nw, 0, 0), *got = vec(nw, 0, 0);
+    float *dx = vec(nx, 0, 0);
+    uint16_t *w16 = to16(w, nw);
+    B->conv_bwd_weights(&g, x2, dy, fresh2, NULL);   /* x2 read as it is: no forward saved it */
+    B->conv_bwd_weights(&g, x, dy, fresh, NULL);
+    B->conv_fwd(&g, x, W16(w16), NULL, y);
+    B->conv_bwd_weights(&g, x, dy, got, NULL);
+    CHECK_MSG(memcmp(got, fresh, sizeof(float) * nw) == 0, "bwd-weights on the saved input: other bits");
+    B->conv_bwd(&g, x, dy, W16(w16), got, NULL, dx);
+    CHECK_MSG(memcmp(got, fresh, sizeof(float) * nw) == 0, "conv_bwd on the saved input: other bits");
+    CHECK(B->conv_relu_fwd(&g, x, W16(w16), NULL, y) == 1);
+    memcpy(x, x2, sizeof(float) * nx);   /* behind the table's back */
+    B->conv_bwd_weights(&g, x, dy, got, NULL);
+    CHECK_MSG(memcmp(got, fresh, sizeof(float) * nw) == 0, "bwd-weights did not read the saved input");
+    fwd_job j = {&g, x, W16(w16), dx};   /* x (now x2's values) saved again, on another thread */
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, fwd_thread, &j) == 0 && pthread_join(t, NULL) == 0);
+    B->conv_bwd(&g, x, dy, W16(w16), got, NULL, dx);
+    CHECK_MSG(memcmp(got, fresh2, sizeof(float) * nw) == 0, "a copy saved before another thread's forward was read");
+    const baton_nn_conv_geom g1 = {1, 16, 28, 28, 16, 3, 3, 1, 1, 28, 28};   /* a batch of 1 takes its place */
+    B->conv_fwd(&g1, x, W16(w16), NULL, y);
+    B->conv_bwd_weights(&g, x, dy, got, NULL);
+    CHECK_MSG(memcmp(got, fresh2, sizeof(float) * nw) == 0, "after a forward of another batch size: other bits");
+    free(x), free(x2), free(dy), free(w), free(y), free(fresh), free(fresh2), free(got), free(dx), free(w16);
+}
+
+/* The layers bf16 leaves in f32 run on channels-last activations (the layout oneDNN's AMX
+ * convolutions read and write): every such entry of the bf16 table on channels-last arrays gives
+ * the f32 table's results on blocked ones bit for bit (the same arithmetic in the same order), for
+ * 16, 32, 48 and 64 channels and a count that is not blocked (24); its layout conversions are exact
+ * inverses; the elementwise entries are the f32 table's own. */
+static int same_plain(const baton_nn_kernels *k, int n, int c, int h, int w, const float *a, const float *ref,
+                      float *tmp)
+{
+    k->to_plain(n, c, h, w, a, tmp);
+    return memcmp(tmp, ref, sizeof(float) * (size_t)n * c * h * w) == 0;
+}
+
+static void cl_case(int n, int c, int h)
+{
+    const int hw = h * h;
+    const size_t cnt = (size_t)n * c * hw;
+    float *x = vec(cnt, -2, 2), *dy = vec(cnt, -1, 1), *res = vec(cnt, -1, 1), *g = vec((size_t)c, 0.5f, 1.5f);
+    float *bt = vec((size_t)c, -0.5f, 0.5f), *t = vec(cnt, 0, 0);
+    float *xb = vec(cnt, 0, 0), *xc = vec(cnt, 0, 0), *dyb = vec(cnt, 0, 0), *dyc = vec(cnt, 0, 0);
+    float *rb = vec(cnt, 0, 0), *rc = vec(cnt, 0, 0), *yb = vec(cnt, 0, 0), *yc = vec(cnt, 0, 0);
+    float *db = vec(cnt, 0, 0), *dc = vec(cnt, 0, 0), *gb = vec(cnt, 0, 0), *gc = vec(cnt, 0, 0);
+    float st[8][64], pb[4][64], pc[4][64];
+    D->from_plain(n, c, h, h, x, xb), B->from_plain(n, c, h, h, x, xc);
+    D->from_plain(n, c, h, h, dy, dyb), B->from_plain(n, c, h, h, dy, dyc);
+    D->from_plain(n, c, h, h, res, rb), B->from_plain(n, c, h, h, res, rc);
+    CHECK_MSG(same_plain(B, n, c, h, h, xc, x, t), "c%d: channels-last round trip", c);
+    const int fused = B->bn_fused_ok(c, hw);
+    CHECK(fused == D->bn_fused_ok(c, hw));
+#define PLAIN_EQ(what, pb_, pc_)                                                                                      \
+    do {                                                                                                             \
+        float *u_ = vec(cnt, 0, 0);                                                                                  \
+        D->to_plain(n, c, h, h, pb_, u_);                                                                            \
+        CHECK_MSG(same_plain(B, n, c, h, h, pc_, u_, t), "n%d c%d %dx%d: %s differs from the f32 table's", n, c, h, \
+                  h, what);                                                                                          \
+        free(u_);                                                                                                    \
+    } while (0)
+#define STATS_EQ(what)                                                                                                \
+    CHECK_MSG(memcmp(pb, pc, sizeof(float) * 2 * 64) == 0, "n%d c%d: %s statistics differ", n, c, what)
+    memset(pb, 0, sizeof pb), memset(pc, 0, sizeof pc);
+    D->bn_fwd_train(n, c, hw, xb, g, bt, 1e-5f, yb, pb[0], pb[1]);
+    B->bn_fwd_train(n, c, hw, xc, g, bt, 1e-5f, yc, pc[0], pc[1]);
+    PLAIN_EQ("bn_fwd_train", yb, yc);
+    STATS_EQ("bn_fwd_train");
+    memcpy(st[0], pb[0], sizeof st[0]), memcpy(st[1], pb[1], sizeof st[1]);
+    D->bn_fwd_infer(n, c, hw, xb, g, bt, st[0], st[1], 1e-5f, yb);
+    B->bn_fwd_infer(n, c, hw, xc, g, bt, st[0], st[1], 1e-5f, yc);
+    PLAIN_EQ("bn_fwd_infer", yb, yc);
+    D->bn_bwd(n, c, hw, xb, dyb, g, st[0], st[1], 1e-5f, db, pb[2], pb[3]);
+    B->bn_bwd(n, c, hw, xc, dyc, g, st[0], st[1], 1e-5f, dc, pc[2], pc[3]);
+    PLAIN_EQ("bn_bwd", db, dc);
+    CHECK_MSG(memcmp(pb[2], pc[2], sizeof(float) * 2 * 64) == 0, "c%d: bn_bwd dgamma/dbeta differ", c);
+    if (fused) {
+        CHECK(D->bn_relu_fwd_train(n, c, hw, xb, g, bt, 1e-5f, yb, pb[0], pb[1]) &&
+              B->bn_relu_fwd_train(n, c, hw, xc, g, bt, 1e-5f, yc, pc[0], pc[1]));
+        PLAIN_EQ("bn_relu_fwd_train", yb, yc);
+        STATS_EQ("bn_relu_fwd_train");
+        CHECK(D->bn_relu_bwd(n, c, hw, xb, dyb, g, bt, st[0], st[1], 1e-5f, db, pb[2], pb[3]) &&
+              B->bn_relu_bwd(n, c, hw, xc, dyc, g, bt, st[0], st[1], 1e-5f, dc, pc[2], pc[3]));
+        PLAIN_EQ("bn_relu_bwd", db, dc);
+        CHECK(D->bn_add_relu_fwd_train(n, c, hw, xb, rb, g, bt, 1e-5f, yb, pb[0], pb[1]) &&
+              B->bn_add_relu_fwd_train(n, c, hw, xc, rc, g, bt, 1e-5f, yc, pc[0], pc[1]));
+        PLAIN_EQ("bn_add_relu_fwd_train", yb, yc);
+        STATS_EQ("bn_add_relu_fwd_train");
+        CHECK(D->bn_add_relu_bwd(n, c, hw, xb, yb, dyb, rb, g, st[0], st[1], 1e-5f, gb, db, pb[2], pb[3]) &&
+              B->bn_add_relu_bwd(n, c, hw, xc, yc, dyc, rc, g, st[0], st[1], 1e-5f, gc, dc, pc[2], pc[3]));
+        PLAIN_EQ("bn_add_relu_bwd dx", db, dc);
+        PLAIN_EQ("bn_add_relu_bwd g", gb, gc);
+        CHECK_MSG(memcmp(pb[2], pc[2], sizeof(float) * 2 * 64) == 0, "c%d: bn_add_relu_bwd dgamma/dbeta differ", c);
+        CHECK(D->bn_apply_train(n, c, hw, xb, rb, 1, g, bt, 1e-5f, st[0], st[1], yb) &&
+              B->bn_apply_train(n, c, hw, xc, rc, 1, g, bt, 1e-5f, st[0], st[1], yc));
+        PLAIN_EQ("bn_apply_train", yb, yc);
+    }
+    float gy[8 * 64], gd[8 * 64];
+    D->gap_fwd(n, c, hw, xb, gy), B->gap_fwd(n, c, hw, xc, gd);
+    CHECK_MSG(memcmp(gy, gd, sizeof(float) * (size_t)n * c) == 0, "c%d: gap_fwd differs", c);
+    D->gap_bwd(n, c, hw, gy, db), B->gap_bwd(n, c, hw, gy, dc);
+    PLAIN_EQ("gap_bwd", db, dc);
+    for (int k = 2; k <= 3; k++) {   /* 2x2 stride 2, 3x3 stride 2 */
+        const int oh = (h - k) / 2 + 1;
+        const baton_nn_pool_geom pg = {n, c, h, h, k, 2, oh, oh};
+        const size_t oc = (size_t)n * c * oh * oh;
+        int32_t *wb = malloc(sizeof(int32_t) * oc), *wc = malloc(sizeof(int32_t) * oc);
+        float *ob = vec(oc, 0, 0), *o2 = vec(oc, 0, 0), *q = vec(oc, 0, 0), *qb = vec(oc, 0, 0), *qc = vec(oc, 0, 0);
+        float *u = vec(oc, 0, 0), *v = vec(oc, 0, 0);
+        D->maxpool_fwd(&pg, xb, ob, wb), B->maxpool_fwd(&pg, xc, o2, wc);
+        D->to_plain(n, c, oh, oh, ob, u), B->to_plain(n, c, oh, oh, o2, v);
+        CHECK_MSG(memcmp(u, v, sizeof(float) * oc) == 0, "c%d k%d: maxpool_fwd differs", c, k);
+        D->from_plain(n, c, oh, oh, q, qb), B->from_plain(n, c, oh, oh, q, qc);
+        D->maxpool_bwd(&pg, qb, wb, db), B->maxpool_bwd(&pg, qc, wc, dc);
+        PLAIN_EQ("maxpool_bwd", db, dc);
+        if (B->maxpool_relu_ok(&pg)) {
+            CHECK(D->maxpool_relu_bwd(&pg, qb, wb, xb, db) && B->maxpool_relu_bwd(&pg, qc, wc, xc, dc));
+            PLAIN_EQ("maxpool_relu_bwd", db, dc);
+        }
+        free(wb), free(wc), free(ob), free(o2), free(q), free(qb), free(qc), free(u), free(v);
+    }
+#undef PLAIN_EQ
+#undef STATS_EQ
+    free(x), free(dy), free(res), free(g), free(bt), free(t), free(xb), free(xc), free(dyb), free(dyc);
+    free(rb), free(rc), free(yb), free(yc), free(db), free(dc), free(gb), free(gc);
+}
+
 static void test_f32_entries(void)
 {
     CHECK(B->weights_bf16 == 1 && D->weights_bf16 == 0 && B->block == D->block);
-    CHECK(B->bn_fwd_train == D->bn_fwd_train && B->bn_fwd_infer == D->bn_fwd_infer && B->bn_bwd == D->bn_bwd);
-    CHECK(B->bn_relu_fwd_train == D->bn_relu_fwd_train && B->bn_relu_bwd == D->bn_relu_bwd);
-    CHECK(B->bn_add_relu_fwd_train == D->bn_add_relu_fwd_train && B->bn_add_relu_bwd == D->bn_add_relu_bwd);
-    CHECK(B->bn_apply_train == D->bn_apply_train && B->add_relu == D->add_relu && B->add == D->add);
+    CHECK(B->channels_last == 1 && D->channels_last == 0);
+    CHECK(B->add_relu == D->add_relu && B->add == D->add);
     CHECK(B->relu_fwd == D->relu_fwd && B->relu_bwd == D->relu_bwd && B->relu_bwd_add == D->relu_bwd_add);
-    CHECK(B->maxpool_fwd == D->maxpool_fwd && B->maxpool_bwd == D->maxpool_bwd && B->gap_fwd == D->gap_fwd);
-    CHECK(B->gap_bwd == D->gap_bwd && B->maxpool_relu_bwd == D->maxpool_relu_bwd);
     CHECK(B->conv_bn_stats_fwd == NULL);   /* the f32 kernel's fusion: bf16 runs the convolution */
+    const int cs[5] = {16, 32, 48, 64, 24};   /* 48: the kernels' groups of two blocks and one */
+    for (int i = 0; i < 5; i++) {
+        cl_case(3, cs[i], 7);
+        cl_case(2, cs[i], 14);
+    }
+    cl_case(8, 64, 14);   /* large enough for two threads: an item then takes two blocks of four */
 }
 
 static baton_nn_model *make(const char *name, int batch, const baton_nn_kernels *k)
@@ -441,6 +620,7 @@ int main(int argc, char **argv)
     }
     test_f32_entries();
     test_entries();
+    test_saved_input();
     test_model("lenet");
     test_model("resnet8");
     test_plan("lenet");

@@ -1,0 +1,74 @@
+/* kern_bn_entries.c — the batch-norm entries of the oneDNN kernel tables, one per layout: on
+ * blocked activations (nChw16c, the f32 table) and on channels-last ones (_cl: nhwc, the bf16
+ * table), each kern_bn_fast.c's kernel for that layout (nn_fast_bn_*_lay). Contract: the kernel
+ * table's (nn.h); the two layouts give the same bits for the same values. */
+#include "nn_internal.h"
+
+#define BN_X float *y, float *mean, float *var
+void nn_fast_bn_fwd_train(int n, int c, int hw, const float *x, const float *gamma, const float *beta, float eps, BN_X)
+{
+    nn_fast_bn_fwd_train_lay(0, n, c, hw, x, gamma, beta, eps, y, mean, var);
+}
+void nn_fast_bn_fwd_train_cl(int n, int c, int hw, const float *x, const float *gamma, const float *beta, float eps,
+                             BN_X)
+{
+    nn_fast_bn_fwd_train_lay(1, n, c, hw, x, gamma, beta, eps, y, mean, var);
+}
+#define BN_I int n, int c, int hw, const float *x, const float *gamma, const float *beta, const float *mean, \
+             const float *var, float eps, float *y
+void nn_fast_bn_fwd_infer(BN_I) { nn_fast_bn_fwd_infer_lay(0, n, c, hw, x, gamma, beta, mean, var, eps, y); }
+void nn_fast_bn_fwd_infer_cl(BN_I) { nn_fast_bn_fwd_infer_lay(1, n, c, hw, x, gamma, beta, mean, var, eps, y); }
+#define BN_B int n, int c, int hw, const float *x, const float *dy, const float *gamma, const float *mean, \
+             const float *var, float eps, float *dx, float *dgamma, float *dbeta
+void nn_fast_bn_bwd(BN_B) { nn_fast_bn_bwd_lay(0, n, c, hw, x, dy, gamma, mean, var, eps, dx, dgamma, dbeta); }
+void nn_fast_bn_bwd_cl(BN_B) { nn_fast_bn_bwd_lay(1, n, c, hw, x, dy, gamma, mean, var, eps, dx, dgamma, dbeta); }
+#define BN_R int n, int c, int hw, const float *x, const float *gamma, const float *beta, float eps, BN_X
+int nn_fast_bn_relu_fwd_train(BN_R)
+{
+    return nn_fast_bn_relu_fwd_train_lay(0, n, c, hw, x, gamma, beta, eps, y, mean, var);
+}
+int nn_fast_bn_relu_fwd_train_cl(BN_R)
+{
+    return nn_fast_bn_relu_fwd_train_lay(1, n, c, hw, x, gamma, beta, eps, y, mean, var);
+}
+#define BN_A int n, int c, int hw, const float *x, const float *res, const float *gamma, const float *beta, \
+             float eps, BN_X
+int nn_fast_bn_add_relu_fwd_train(BN_A)
+{
+    return nn_fast_bn_add_relu_fwd_train_lay(0, n, c, hw, x, res, gamma, beta, eps, y, mean, var);
+}
+int nn_fast_bn_add_relu_fwd_train_cl(BN_A)
+{
+    return nn_fast_bn_add_relu_fwd_train_lay(1, n, c, hw, x, res, gamma, beta, eps, y, mean, var);
+}
+#define BN_RB int n, int c, int hw, const float *x, const float *dy, const float *gamma, const float *beta, \
+              const float *mean, const float *var, float eps, float *dx, float *dgamma, float *dbeta
+int nn_fast_bn_relu_bwd(BN_RB)
+{
+    return nn_fast_bn_relu_bwd_lay(0, n, c, hw, x, dy, gamma, beta, mean, var, eps, dx, dgamma, dbeta);
+}
+int nn_fast_bn_relu_bwd_cl(BN_RB)
+{
+    return nn_fast_bn_relu_bwd_lay(1, n, c, hw, x, dy, gamma, beta, mean, var, eps, dx, dgamma, dbeta);
+}
+#define BN_AB int n, int c, int hw, const float *x, const float *y, const float *dy, const float *dy2, \
+              const float *gamma, const float *mean, const float *var, float eps, float *g, float *dx, \
+              float *dgamma, float *dbeta
+int nn_fast_bn_add_relu_bwd(BN_AB)
+{
+    return nn_fast_bn_add_relu_bwd_lay(0, n, c, hw, x, y, dy, dy2, gamma, mean, var, eps, g, dx, dgamma, dbeta);
+}
+int nn_fast_bn_add_relu_bwd_cl(BN_AB)
+{
+    return nn_fast_bn_add_relu_bwd_lay(1, n, c, hw, x, y, dy, dy2, gamma, mean, var, eps, g, dx, dgamma, dbeta);
+}
+#define BN_P int n, int c, int hw, const float *x, const float *res, int relu, const float *gamma, \
+             const float *beta, float eps, const float *mean, const float *var, float *y
+int nn_fast_bn_apply_train(BN_P)
+{
+    return nn_fast_bn_apply_train_lay(0, n, c, hw, x, res, relu, gamma, beta, eps, mean, var, y);
+}
+int nn_fast_bn_apply_train_cl(BN_P)
+{
+    return nn_fast_bn_apply_train_lay(1, n, c, hw, x, res, relu, gamma, beta, eps, mean, var, y);
+}
