@@ -22,7 +22,7 @@
 #define BATON_VERSION_MAJOR 0
 #define BATON_VERSION_MINOR 7
 #define BATON_VERSION_PATCH 0
-#define BATON_ABI_VERSION 5
+#define BATON_ABI_VERSION 6
 
 /* Status codes. Positive values are non-error outcomes of iterators. */
 enum baton_status {

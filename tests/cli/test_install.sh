@@ -14,7 +14,7 @@ P=$T/prefix
 ROOT=$PWD
 VER=$(sed -n 's/^#define BATON_VERSION "\(.*\)"/\1/p' include/baton/util.h)
 ABI=$(sed -n 's/^#define BATON_ABI_VERSION \([0-9]*\).*/\1/p' include/baton/util.h)
-SONAME=libbaton.so.$ABI   # libbaton.so.5
+SONAME=libbaton.so.$ABI   # libbaton.so.6
 
 # the sanitizer build's library needs ASan's runtime first in the process: programs linked against
 # it are compiled with the same -fsanitize flags (and `make install` is told SAN=1, so that a stale
