@@ -9,7 +9,7 @@
 #   2. measures the decode cost per megapixel of these files against real photographs where a
 #      Debian package ships some (python3-skimage's data folder), one thread each;
 #   3. with the RADOS Gateway (memstore: the shards live in RAM — BATON_RGW_MEM_MB, default the
-#      shards' size + 1 GiB), pushes the shards and runs `baton bench-io` in file, pipe and cache mode
+#      shards' size × 1.2 + 1 GiB; BlueStore on disk when that is over half the memory), pushes the shards and runs `baton bench-io` in file, pipe and cache mode
 #      over S3, mount mode over the local disk and over an s3fs mount of the bucket (the FSx
 #      stand-in): launch (start → first batch), samples/s, epoch times, EPOCHS epochs measured and 20
 #      projected, bytes fetched per epoch, peak memory (GNU time's maximum RSS); the --jpeg-restart
@@ -19,8 +19,8 @@
 #   5. the peer: bench/photos_peer.py, DataLoader + torchvision (ImageFolder, RandomResizedCrop,
 #      flip, ToTensor, Normalize) with 1 to 4 workers, its best, and baton's Loader through the same
 #      loop, each for PEER_S seconds.
-# Needs about 4.3 × the dataset on disk under DATA's folder (files, shards, s3fs cache) and its size
-# in memory for the gateway: checked first. SCALE=0.04 makes a 5,014-image run of a few minutes.
+# Needs about 4.3 × the dataset on disk under DATA's folder (files, shards, s3fs cache) and 1.2 × its
+# size in memory for the gateway: checked first. SCALE=0.04 makes a 5,014-image run of a few minutes.
 #   bench/photos.sh            env: SCALE (1), SEED (1), EPOCHS (3), WORKERS (2), PEER_S (60),
 #                              DATA=DIR (keep and reuse the files and shards there), OUT (bench/out),
 #                              REAL=DIR (real photographs to compare the decode cost with),
@@ -124,7 +124,18 @@ if { want s3 || want s3fs; } && [ -x "$(command -v radosgw)" ]; then
         [ -n "${DATA:-}" ] || rm -rf "$W"
     }
     trap cleanup EXIT
-    export BATON_RGW_MEM_MB=${BATON_RGW_MEM_MB:-$(( $(du -sm "$W/shards" | cut -f1) + 1024 ))}
+    # the OSD refuses writes past 95 % full (Ceph's full ratio), and RADOS keeps more than the bytes:
+    # the shards' size x 1.2 + 1 GiB (a 13.6 GB dataset did not fit in its size + 1 GiB). A dataset
+    # that needs more than half the memory available goes to BlueStore on a file instead (memstore
+    # took 23.7 GB of RSS pushing 13.6 GB, and the kernel killed it)
+    shards_mb=$(du -sm "$W/shards" | cut -f1)
+    avail_mb=$(awk '/MemAvailable/ { print int($2 / 1024) }' /proc/meminfo)
+    if [ -z "${BATON_RGW_MEM_MB:-}" ] && [ $(( shards_mb * 12 / 10 + 1024 )) -gt $(( avail_mb / 2 )) ]; then
+        export BATON_RGW_DISK_MB=${BATON_RGW_DISK_MB:-$(( shards_mb * 13 / 10 + 2048 ))}
+        echo "the gateway keeps the shards on disk (BlueStore, $BATON_RGW_DISK_MB MiB): $shards_mb MB of shards, $avail_mb MB of memory available"
+    else
+        export BATON_RGW_MEM_MB=${BATON_RGW_MEM_MB:-$(( shards_mb * 12 / 10 + 1024 ))}
+    fi
     srv_rgw
     "$BATON" push "$W/shards" s3://bench/photos --create-bucket --quiet >/dev/null
     if want s3; then

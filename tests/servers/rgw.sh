@@ -20,6 +20,9 @@
 #   BATON_RGW_ACCESS_KEY   access key of the S3 user   (default batontest)
 #   BATON_RGW_SECRET_KEY   its secret                  (default batontestsecret)
 #   BATON_RGW_MEM_MB       memstore capacity in MiB    (default 2048; data lives in RAM)
+#   BATON_RGW_DISK_MB      when set: BlueStore on a file of this many MiB in DIR instead of
+#                          memstore (data on disk, about 1 GiB of RAM: datasets larger than
+#                          memory; slower writes)
 #   BATON_RGW_TIMEOUT      seconds allowed for start   (default 60)
 #   BATON_RGW_GRACEFUL=1   stop with TERM, one daemon after the other (~0.5 s)
 #                          instead of KILL (~0.05 s; nothing in DIR is kept anyway)
@@ -128,7 +131,20 @@ do_start() {
 
     fsid=$(cat /proc/sys/kernel/random/uuid)
     osd_uuid=$(cat /proc/sys/kernel/random/uuid)
-    local mem_bytes=$(( MEM_MB * 1024 * 1024 ))
+    local mem_bytes=$(( MEM_MB * 1024 * 1024 )) store_conf
+    if [ -n "$DISK_MB" ]; then   # BlueStore on a file in DIR (bluestore block create makes it at mkfs)
+        store_conf="osd objectstore = bluestore
+bluestore block create = true
+bluestore block size = $(( DISK_MB * 1024 * 1024 ))
+bluestore block db create = false
+bluestore block wal create = false
+osd memory target = 1073741824
+bluestore cache autotune = false
+bluestore cache size = 268435456"
+    else
+        store_conf="osd objectstore = memstore
+memstore device bytes = $mem_bytes"
+    fi
 
     # Note: "$name", "$cluster" and "$id" below are ceph metavariables, not shell.
     cat > "$CONF" <<EOF
@@ -159,8 +175,7 @@ keyring = $DIR/keyring
 crash dir = $DIR/crash
 mon data = $DIR/mon/\$cluster-\$id
 osd data = $DIR/osd/\$cluster-\$id
-osd objectstore = memstore
-memstore device bytes = $mem_bytes
+$store_conf
 
 [client.rgw.test]
 rgw frontends = beast endpoint=127.0.0.1:$PORT
@@ -245,6 +260,8 @@ start)
     AK=${BATON_RGW_ACCESS_KEY:-batontest}
     SK=${BATON_RGW_SECRET_KEY:-batontestsecret}
     MEM_MB=${BATON_RGW_MEM_MB:-2048}
+    DISK_MB=${BATON_RGW_DISK_MB:-}
+    case "$DISK_MB" in *[!0-9]*) die "BATON_RGW_DISK_MB must be an integer" ;; esac
     TIMEOUT=${BATON_RGW_TIMEOUT:-60}
     case "$MEM_MB$TIMEOUT" in *[!0-9]*) die "BATON_RGW_MEM_MB and BATON_RGW_TIMEOUT must be integers" ;; esac
     case "$AK$SK" in *[!A-Za-z0-9._/+=-]*) die "access key / secret: use only [A-Za-z0-9._/+=-]" ;; esac
