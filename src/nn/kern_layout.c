@@ -83,9 +83,11 @@ void nn_blk_gap_bwd(int n, int c, int hw, const float *dy, float *dx)
  * [n][h][w][c]; others, and h = w = 1, as NCHW. */
 static int cl_is(int c, size_t hw) { return nn_is_blocked(NN_BLOCK, c) && hw > 1; }
 
-void nn_cl_to_plain(int n, int c, int h, int w, const float *x, float *y)
+/* Each of n images: x as rows × cols, transposed into y as cols × rows (x != y, or the layout is
+ * one where nothing moves). */
+static void cl_transpose(int n, int c, int h, int w, int to_plain, const float *x, float *y)
 {
-    const size_t hw = (size_t)h * w;
+    const size_t hw = (size_t)h * w, rows = to_plain ? hw : (size_t)c, cols = to_plain ? (size_t)c : hw;
     if (!cl_is(c, hw)) {
         if (x != y) memmove(y, x, sizeof(float) * (size_t)n * c * hw);
         return;
@@ -93,25 +95,14 @@ void nn_cl_to_plain(int n, int c, int h, int w, const float *x, float *y)
     for (int i = 0; i < n; i++) {
         const float *src = x + (size_t)i * c * hw;
         float *dst = y + (size_t)i * c * hw;
-        for (size_t p = 0; p < hw; p++)
-            for (int l = 0; l < c; l++) dst[(size_t)l * hw + p] = src[p * c + l];
+        for (size_t r = 0; r < rows; r++)
+            for (size_t k = 0; k < cols; k++) dst[k * rows + r] = src[r * cols + k];
     }
 }
 
-void nn_cl_from_plain(int n, int c, int h, int w, const float *x, float *y)
-{
-    const size_t hw = (size_t)h * w;
-    if (!cl_is(c, hw)) {
-        if (x != y) memmove(y, x, sizeof(float) * (size_t)n * c * hw);
-        return;
-    }
-    for (int i = 0; i < n; i++) {
-        const float *src = x + (size_t)i * c * hw;
-        float *dst = y + (size_t)i * c * hw;
-        for (size_t p = 0; p < hw; p++)
-            for (int l = 0; l < c; l++) dst[p * c + l] = src[(size_t)l * hw + p];
-    }
-}
+void nn_cl_to_plain(int n, int c, int h, int w, const float *x, float *y) { cl_transpose(n, c, h, w, 1, x, y); }
+
+void nn_cl_from_plain(int n, int c, int h, int w, const float *x, float *y) { cl_transpose(n, c, h, w, 0, x, y); }
 
 /* as nn_blk_gap_fwd: per (image, channel) a double sum in pixel order */
 void nn_cl_gap_fwd(int n, int c, int hw, const float *x, float *y)
