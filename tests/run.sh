@@ -36,7 +36,7 @@ ours() {
         while read -r dir exe; do
             case "$exe" in "$ROOT"/build*/baton | "$ROOT"/build*/tests/test_*) ;; *) continue ;; esac
             if [ -n "$tag" ]; then
-                tr '\0' '\n' <"$dir/environ" 2>/dev/null | grep -qx "BATON_TEST_TAG=$tag" || continue
+                tr '\0' '\n' 2>/dev/null <"$dir/environ" | grep -qx "BATON_TEST_TAG=$tag" || continue
             fi
             echo "${dir#/proc/}"
         done
