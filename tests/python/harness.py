@@ -81,6 +81,15 @@ def pack(out, split="test", *extra):
     return out
 
 
+def sample_lines(b, rank):
+    """A baton.Loader batch as `baton train --sample-log`'s lines: epoch, position, rank, label and
+    the CRC32C of the sample's input bytes, as strings (import baton first)."""
+    import baton
+    x = b.images.reshape(len(b.labels), -1)
+    return [[str(b.epoch), str(int(b.positions[i])), str(rank), str(int(b.labels[i])),
+             "%08x" % baton.crc32c(x[i].tobytes())] for i in range(len(b.labels))]
+
+
 def done():
     _remove_tmp()
     print("%d passed, %d failed, %d skipped" % (passed, failed, skipped), flush=True)

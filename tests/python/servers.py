@@ -18,7 +18,7 @@ import sys
 import numpy as np
 
 import baton
-from harness import TMP, baton as cli, check, done
+from harness import TMP, baton as cli, check, done, sample_lines
 
 DATA, HTTP, S3, LOG = os.environ["DATA"], os.environ["NGINX_URL"], os.environ["S3_URI"], os.environ["NGINX_LOG"]
 N = 10000
@@ -39,9 +39,7 @@ def lines(l, count):
     while len(out) < count:
         n0 = len(out)
         for b in l:
-            x = b.images.reshape(len(b.labels), -1)
-            out += [[str(b.epoch), str(int(b.positions[i])), "0", str(int(b.labels[i])),
-                     "%08x" % baton.crc32c(x[i].tobytes())] for i in range(len(b.labels))]
+            out += sample_lines(b, 0)
         if len(out) == n0:
             break
     return out[:count]

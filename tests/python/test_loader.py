@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 import baton
-from harness import TMP, baton as cli, check, done, pack, raises, run, SAN
+from harness import TMP, baton as cli, check, done, pack, raises, run, sample_lines, SAN
 
 FM = pack(os.path.join(TMP, "fm"))
 N = 10000
@@ -42,10 +42,7 @@ def loader_lines(l, count, rank=0):
         got = False
         for b in l:
             got = True
-            x = b.images.reshape(len(b.labels), -1)
-            for i in range(len(b.labels)):
-                out.append([str(b.epoch), str(int(b.positions[i])), str(rank), str(int(b.labels[i])),
-                            "%08x" % baton.crc32c(x[i].tobytes())])
+            out += sample_lines(b, rank)
             if len(out) >= count:
                 break
         if not got:

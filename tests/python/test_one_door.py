@@ -10,7 +10,7 @@ import shutil
 import subprocess
 
 import baton
-from harness import BATON, TMP, check, done, pack, skip
+from harness import BATON, TMP, check, done, pack, sample_lines, skip
 
 FM = pack(os.path.join(TMP, "fm"))
 STEPS, BATCH, SEED = 12, 64, 5
@@ -44,10 +44,7 @@ def yielded(mode, rank, world, count):
     out = []
     with baton.Loader(FM, mode=mode, batch=BATCH, seed=SEED, epochs=1, rank=rank, world=world, **kw) as l:
         for b in l:
-            x = b.images.reshape(len(b.labels), -1)
-            for i in range(len(b.labels)):
-                out.append([str(b.epoch), str(int(b.positions[i])), str(rank), str(int(b.labels[i])),
-                            "%08x" % baton.crc32c(x[i].tobytes())])
+            out += sample_lines(b, rank)
             if len(out) >= count:
                 break
     return out[:count]
