@@ -58,6 +58,11 @@ left_running() {  # left_running TAG: the pids of ours under TAG (any, with none
 # machine). Each test's line is printed when it ends, so lines come in the order tests end.
 LANES=${BATON_TEST_LANES:-2}
 case "$LANES" in [1-9]) ;; *) LANES=2 ;; esac
+# The lanes share two cores, and an OpenMP team (oneDNN's and ours, libgomp) spins up to 300,000
+# times at a barrier before it sleeps: two race trainings side by side took 30 s instead of 2.5 here
+# and 230-310 s each on a CI machine, each team spinning on the core the other needed. A short spin
+# leaves a test alone as fast (1.7-1.8 s either way) and the pair at 2.5 s.
+export GOMP_SPINCOUNT=${GOMP_SPINCOUNT:-1000}
 pass=0 fail=0 skipped=0 failed=() skips=() times=()
 declare -A job_name=() job_t0=() job_log=() job_tag=()
 seq_no=0

@@ -12,7 +12,9 @@
  *   - the checkpoint folder is emptied (its entries removed, the folder kept) before each of the
  *     two runs; the filesystem root, $HOME, the working directory and its parents are refused;
  *   - interruption points: distinct steps drawn (seeded) uniformly in 1..steps-1 of the
- *     uninterrupted run, sorted, kinds in the order given; one is delivered once the running
+ *     uninterrupted run, sorted, kinds in the order given (but a notice drawn where the
+ *     uninterrupted run had less than 5 polls of the watcher left trades places with the earliest
+ *     other kind: a notice polled after the end tests nothing); one is delivered once the running
  *     process has reached its step and trained at least one step itself, or at once when it
  *     resumed at or past the step (an earlier process's late stop carried the run past it: after
  *     a first step, a process resumed one step before the end would finish first): SIGTERM,
@@ -61,6 +63,7 @@ extern char **environ;
 
 #define IGNORE_AFTER_S 1.0     /* an interruption not acted upon this long (and two steps on) is ignored: ten
                                   * polls of the notice watcher at 0.1 s, a signal at once */
+#define NOTICE_ROOM_POLLS 5.0   /* polls of the notice watcher a notice's point leaves before the end */
 #define STOP_GRACE_S 120.0     /* a process still running this long after a stop request is killed */
 
 static const char *const kind_names[] = {"term", "kill", "notice", "int"};
@@ -390,6 +393,21 @@ static void draw_points(const baton_verify_opts *o, uint64_t steps, baton_verify
     for (int i = 0; i < n; i++)
         r->ints[i] = (baton_verify_int){kinds[i % nk], pts[i], 0, -1, BATON_VERIFY_UNREACHED};
     r->nints = n;
+    /* a notice is acted on at the watcher's next poll: one drawn where the uninterrupted run had
+     * less than NOTICE_ROOM_POLLS polls left trades kinds with the earliest other kind before it */
+    const char *e = getenv("BATON_NOTICE_POLL_S");
+    double poll = e && *e ? strtod(e, NULL) : 0.1;
+    if (!(poll > 0 && poll < 3600)) poll = 0.1;
+    for (int i = n - 1; i > 0; i--) {
+        if (r->ints[i].kind != BATON_VERIFY_NOTICE || (double)(steps - pts[i]) * r->step_s >= NOTICE_ROOM_POLLS * poll)
+            continue;
+        for (int j = 0; j < i; j++)
+            if (r->ints[j].kind != BATON_VERIFY_NOTICE) {
+                r->ints[i].kind = r->ints[j].kind;
+                r->ints[j].kind = BATON_VERIFY_NOTICE;
+                break;
+            }
+    }
 }
 
 static int make_work(vctx *c, int *made, baton_err *err)
@@ -440,7 +458,6 @@ static int run_interrupted(vctx *c, char **logs, uint64_t *failed_step, char *wh
     int rc = empty_dir(c->o->ckpt_dir, err), next = 0;
     double t0 = baton_now();
     uint64_t reached = 0;   /* the furthest step an earlier process got to */
-    r->step_s = r->steps > 1 ? (r->ref.seconds - r->ref.startup_s) / (double)(r->steps - 1) : 0;
     *failed_step = 0;
     for (r->nruns = 0; !rc && r->nruns < BATON_VERIFY_MAX_RUNS;) {
         char name[32];
@@ -502,6 +519,7 @@ int baton_verify_resume(const baton_verify_opts *o, baton_verify_report *r, bato
     char *logs[BATON_VERIFY_MAX_RUNS] = {0};
     rc = run_reference(&c, &ref, err);
     if (!rc) {
+        r->step_s = r->steps > 1 ? (r->ref.seconds - r->ref.startup_s) / (double)(r->steps - 1) : 0;
         draw_points(o, r->steps, r);
         c.timeout_s = o->run_timeout_s > 0 ? o->run_timeout_s : 3 * r->ref_s + 60;
         uint64_t failed_step;

@@ -29,13 +29,13 @@ check '"$BATON" pack --from fashion-mnist --split test --out "$T/fm" --shard-mb 
 
 # baton train, every kind: identical
 "$BATON" verify-resume --interruptions 4 --kinds term,kill,notice,int --seed 3 --ckpt-dir "$T/ck" --json -- \
-    "$BATON" train --data "$T/fm" --model mlp --threads 1 --max-steps 60 --ckpt-every-steps 5 --ckpt-dir "$T/ck" --quiet \
+    "$BATON" train --data "$T/fm" --model mlp --threads 1 --epochs 3 --max-steps 200 --ckpt-every-steps 10 --ckpt-dir "$T/ck" --quiet \
     >"$T/train.json" 2>"$T/train.err"
 rc=$?
 check '[ $rc -eq 0 ] && [ "$(json "$T/train.json" "d[\"cause\"]")" = identical ]' \
     "baton train: identical (exit $rc): $(head -c 800 "$T/train.json") $(tail -5 "$T/train.err")"
-check '[ "$(json "$T/train.json" "d[\"steps\"]")" = 60 ] && [ "$(json "$T/train.json" "d[\"compared\"][\"batches\"] >= 60 and d[\"compared\"][\"losses\"] >= 60 and d[\"compared\"][\"checkpoints\"] >= 2")" = True ]' \
-    "baton train: 60 steps, every batch and loss compared"
+check '[ "$(json "$T/train.json" "d[\"steps\"]")" = 200 ] && [ "$(json "$T/train.json" "d[\"compared\"][\"batches\"] >= 200 and d[\"compared\"][\"losses\"] >= 200 and d[\"compared\"][\"checkpoints\"] >= 2")" = True ]' \
+    "baton train: 200 steps, every batch and loss compared"
 check '[ "$(json "$T/train.json" "\",\".join(sorted(i[\"kind\"] + \":\" + i[\"outcome\"] for i in d[\"interruptions\"]))")" = "int:stopped,kill:stopped,notice:stopped,term:stopped" ]' \
     "baton train: every kind stopped it: $(json "$T/train.json" "d[\"interruptions\"]")"
 echo "baton train: $(json "$T/train.json" "d[\"seconds\"]")"
