@@ -51,7 +51,10 @@
 #define MAX_THREADS 16
 #define MIN_PARALLEL 32768   /* fewer elements than this: one thread (not worth waking the team) */
 #define COEF_ROWS 6
-#define BLK_PART_MAX 4096   /* doubles of partial sums on the stack: blocks * chunks * PART_STRIDE */
+#define BLK_PART_MAX (NN_BN_MAX_C / 16 * PART_STRIDE)   /* doubles of partial sums on the stack: room for
+                                                        * blocks * chunks * PART_STRIDE at NN_BN_MAX_C */
+#define BLK_PART_PLAN 4096  /* the chunk plan's bound on those partials (blk_plan): a fixed number, so a
+                             * call's summation order stays what it was before the stack room grew */
 #define PART_STRIDE 48       /* blocked: doubles of partial sums per item, up to three sums of 16 lanes */
 
 typedef float vf __attribute__((vector_size(LANES * sizeof(float))));
@@ -647,7 +650,7 @@ static void blk_plan(job *j)
     long want = (long)j->n * j->hw / 4096;
     if (want < 1) want = 1;
     if (want > 16) want = 16;
-    while (want > 1 && (long)cb * want * PART_STRIDE > BLK_PART_MAX) want--;
+    while (want > 1 && (long)cb * want * PART_STRIDE > BLK_PART_PLAN) want--;
     j->per_chunk = (int)((j->n + want - 1) / want);
     j->chunks = (j->n + j->per_chunk - 1) / j->per_chunk;
     j->items = cb * j->chunks;

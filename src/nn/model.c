@@ -28,6 +28,10 @@ static int finalize(baton_nn_model *m, int init_params, baton_err *err)
     const size_t B = (size_t)m->spec.max_batch;
     /* activation arena: per slot data + grad, per layer extras */
     size_t nact = 0, nws = 0;
+    for (size_t i = 0; i < m->nslots; i++)
+        if (m->slots[i].c > NN_BN_MAX_C && needs_flat(&m->slots[i]))   /* blocked, h * w > 1 */
+            return baton_err_set(err, BATON_ERR_ARG, "model %s: an activation of %d channels (at most %d with "
+                                 "more than one pixel)", m->name, m->slots[i].c, NN_BN_MAX_C);
     for (size_t i = 0; i < m->nslots; i++) {
         m->slots[i].off_data = nact;
         nact += nn_align_up(m->slots[i].per_image * B);

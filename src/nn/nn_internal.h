@@ -113,6 +113,10 @@ void nn_ref_gap_bwd(int n, int c, int hw, const float *dy, float *dx);
 void nn_ref_add(size_t count, const float *a, const float *b, float *y);
 /* the blocked layout of the oneDNN table (kern_layout.c): channel blocks of NN_BLOCK */
 #define NN_BLOCK 16
+/* the most channels of a blocked activation (a multiple of 16, more than one pixel): the blocked
+ * batch-norm kernels keep their per-channel partial sums on the stack (kern_bn_fast.c); model.c
+ * refuses a model with more */
+#define NN_BN_MAX_C 4096
 int nn_is_blocked(int block, int c);
 void nn_layout_to_plain(int block, int n, int c, int h, int w, const float *x, float *y);
 void nn_layout_from_plain(int block, int n, int c, int h, int w, const float *x, float *y);

@@ -574,6 +574,16 @@ static void test_bn(void)
     bn_case("bn hw3", 37, 5, 3);
     bn_case("bn large hw", 2, 3, 100003);
     bn_case("bn large hw n1", 1, 2, 300000);
+    /* more channels than the blocked kernels keep partial sums for on the stack */
+    bn_case("bn c2048", 2, 2048, 4);
+    baton_err e = {0};
+    const baton_nn_kernels *blocked = D, *cl = baton_nn_kernels_dnnl_bf16(&e);
+    if (cl) {   /* the bfloat16 table's batch norm: float32 on channels-last activations */
+        D = cl;
+        bn_case("bn c2048 channels-last", 2, 2048, 4);
+        bn_case("bn c64 channels-last", 4, 64, 9);
+        D = blocked;
+    }
 }
 
 /* Batch norm from two threads at once (one of them runs on the pool, the other on its own or
