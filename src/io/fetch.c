@@ -426,7 +426,11 @@ void io_fetch_close_input(baton_fetch *f)
     pthread_mutex_unlock(&f->mu);
 }
 
-int io_fetch_next(baton_fetch *f, baton_fetch_piece *p, baton_err *err)
+static int fetch_next(baton_fetch *f, baton_fetch_piece *p, int wait, baton_err *err);
+int io_fetch_next(baton_fetch *f, baton_fetch_piece *p, baton_err *err) { return fetch_next(f, p, 1, err); }
+int io_fetch_next_nowait(baton_fetch *f, baton_fetch_piece *p, baton_err *err) { return fetch_next(f, p, 0, err); }
+
+static int fetch_next(baton_fetch *f, baton_fetch_piece *p, int wait, baton_err *err)
 {
     static const uint8_t empty[1];
     memset(p, 0, sizeof *p);
@@ -465,6 +469,10 @@ int io_fetch_next(baton_fetch *f, baton_fetch_piece *p, baton_err *err)
             return baton_err_set(err, BATON_ERR_ARG,
                                  "%s: all %d fetch buffers are held by the caller; release pieces "
                                  "before asking for more", f->s->uri, f->nslot);
+        }
+        if (!wait) {
+            pthread_mutex_unlock(&f->mu);
+            return BATON_NEED_MORE;
         }
         pthread_cond_wait(&f->cv_out, &f->mu);
     }

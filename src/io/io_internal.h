@@ -35,6 +35,8 @@ void io_fetch_close_input(baton_fetch *f);   /* no more ranges: next returns END
  * max_buffered / chunk_bytes of them and asks for more gets BATON_ERR_ARG instead of a deadlock.
  * The store must outlive the fetch. */
 int io_fetch_next(baton_fetch *f, baton_fetch_piece *p, baton_err *err);
+/* The same without waiting: BATON_NEED_MORE when the next in-order piece has not arrived yet. */
+int io_fetch_next_nowait(baton_fetch *f, baton_fetch_piece *p, baton_err *err);
 void io_fetch_release(baton_fetch *f, baton_fetch_piece *p);
 /* Counters for benchmarks and tests: bytes is every body byte received, including those of
  * transfers stopped by io_fetch_free or an error. */

@@ -93,47 +93,99 @@ static int take_index(baton_loader *l, size_t s, const baton_buf *b, baton_err *
 /* Every shard's index, fetched concurrently (many shards must not mean many round trips before
  * the first batch): at least INDEX_INFLIGHT requests in flight. The objects are small, so the
  * store's latency sets the time: 204 of them from a RADOS Gateway on BlueStore took 1.16 s at 8 in
- * flight, 0.35-0.39 s at 32 and 0.24-0.33 s at 64 (bench/RESULTS.md §16 part 5). */
+ * flight, 0.35-0.39 s at 32 and 0.24-0.33 s at 64 (bench/RESULTS.md §16 part 5). Pipe and cache
+ * mode do not wait for them at the open: they are asked for in the order epoch 0 streams the shards
+ * and taken as the plan reaches each shard (io_loader_index), so the first block waits for its own
+ * shards' indexes only; the other modes take them all before the open returns. */
 #define INDEX_INFLIGHT 64
-static int load_indexes(baton_loader *l, baton_err *err)
+static int index_start(baton_loader *l, baton_err *err)
 {
-    for (size_t s = 0; s < l->m.nshards; s++)
+    size_t n = l->m.nshards;
+    for (size_t s = 0; s < n; s++)
         if (!l->m.shards[s].index)
             return baton_err_set(err, BATON_ERR_FORMAT, "%s: shard %s has no .idx listed in dataset.json",
                                  l->uri, l->m.shards[s].file);
-    if (l->m.nshards == 0) return BATON_OK;
+    if (n == 0) return BATON_OK;
+    uint64_t *order = malloc(n * sizeof *order);
+    if (!order) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    int streamed = l->o.mode == BATON_MODE_PIPE || l->o.mode == BATON_MODE_CACHE;
+    io_order_shards(l->o.seed, 0, n, streamed && !l->o.no_shuffle, order);
     baton_fetch_opts fo = l->o.fetch;
     if (fo.inflight < INDEX_INFLIGHT) fo.inflight = INDEX_INFLIGHT;
     fo.chunk_bytes = 1u << 20;   /* a slot per request in flight (max_buffered / chunk_bytes slots) */
-    baton_fetch *f = io_fetch_new(l->store, &fo, err);
-    if (!f) return err->code;
     int rc = BATON_OK;
-    for (size_t s = 0; rc == BATON_OK && s < l->m.nshards; s++)
-        rc = io_fetch_add(f, l->m.shards[s].index, 0, l->m.shards[s].index_bytes, s, err);
-    io_fetch_close_input(f);
-    baton_buf b = {0};
+    if (!(l->ifetch = io_fetch_new(l->store, &fo, err))) rc = err->code;
+    for (size_t i = 0; rc == BATON_OK && i < n; i++) {
+        const baton_shard_info *si = &l->m.shards[order[i]];
+        rc = io_fetch_add(l->ifetch, si->index, 0, si->index_bytes, order[i], err);
+    }
+    free(order);
+    if (l->ifetch) io_fetch_close_input(l->ifetch);
+    return rc;
+}
+
+/* The index fetch's bytes counted (they belong to the open, wherever they arrive) and it freed. */
+static void index_done(baton_loader *l)
+{
+    if (!l->ifetch) return;
+    baton_fetch_stats fs;
+    io_fetch_get_stats(l->ifetch, &fs);
+    l->st.fetch_retries += fs.retries;
+    l->st.bytes_fetched += fs.bytes;
+    l->st.open_fetched += fs.bytes;
+    io_fetch_free(l->ifetch);
+    l->ifetch = NULL;
+    baton_buf_free(&l->ibuf);
+}
+
+/* Take the indexes as they arrive (every one when want is SIZE_MAX, else until shard want has its);
+ * without `wait`, only those already in. */
+static int index_take_until(baton_loader *l, size_t want, int wait, baton_err *err)
+{
+    int rc = BATON_OK;
     baton_fetch_piece p;
-    while (rc == BATON_OK && (rc = io_fetch_next(f, &p, err)) == BATON_OK) {
-        if (baton_buf_append(&b, p.data, p.len)) rc = baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    while (l->ifetch && (want == SIZE_MAX || !l->off[want])) {
+        rc = wait ? io_fetch_next(l->ifetch, &p, err) : io_fetch_next_nowait(l->ifetch, &p, err);
+        if (rc == BATON_NEED_MORE) return BATON_OK;
+        if (rc != BATON_OK) break;
+        if (baton_buf_append(&l->ibuf, p.data, p.len)) rc = baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
         int last = p.last;
         size_t s = (size_t)p.tag;
         if (rc == BATON_OK)
             rc = io_verify_size(baton_store_uri(l->store), l->m.shards[s].index, l->m.shards[s].index_bytes,
                                 p.object_size, p.offset, err);
-        io_fetch_release(f, &p);
+        io_fetch_release(l->ifetch, &p);
         if (rc == BATON_OK && last) {
-            rc = take_index(l, s, &b, err);
-            b.len = 0;
+            rc = take_index(l, s, &l->ibuf, err);
+            l->ibuf.len = 0;
         }
+        if (rc) break;
     }
-    if (rc == BATON_END) rc = BATON_OK;
-    baton_buf_free(&b);
-    baton_fetch_stats fs;
-    io_fetch_get_stats(f, &fs);
-    l->st.bytes_fetched += fs.bytes;
-    io_fetch_free(f);
+    if (rc == BATON_END) {
+        index_done(l);
+        rc = want == SIZE_MAX || l->off[want] ? BATON_OK
+                                                : baton_err_set(err, BATON_ERR_IO, "%s: the index of shard %s did not arrive",
+                                                                l->uri, l->m.shards[want].file);
+    }
     return rc;
 }
+
+int io_loader_index(baton_loader *l, uint32_t s, baton_err *err)
+{
+    if (s < l->m.nshards && l->off[s]) return BATON_OK;
+    if (!l->ifetch)
+        return baton_err_set(err, BATON_ERR_IO, "%s: the index of shard %u is not loaded", l->uri, (unsigned)s);
+    return index_take_until(l, s, 1, err);
+}
+
+int io_loader_index_ready(baton_loader *l, uint32_t s, int *ready, baton_err *err)
+{
+    int rc = l->off[s] || !l->ifetch ? io_loader_index(l, s, err) : index_take_until(l, s, 0, err);
+    *ready = rc == BATON_OK && l->off[s];
+    return rc;
+}
+
+static int index_take_all(baton_loader *l, baton_err *err) { return index_take_until(l, SIZE_MAX, 1, err); }
 
 int io_open_shard(const char *path, const baton_shard_info *si, int *out, baton_err *err)
 {
@@ -242,6 +294,7 @@ int baton_loader_open(const baton_loader_opts *o, baton_loader **out, baton_err 
     double t0 = baton_now();
     baton_loader *l = calloc(1, sizeof *l);
     if (!l) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    l->rest_b = UINT64_MAX;
     l->o = *o;
     l->uri = strdup(o->uri);
     l->local_dir = o->local_dir ? strdup(o->local_dir) : NULL;
@@ -280,7 +333,8 @@ int baton_loader_open(const baton_loader_opts *o, baton_loader **out, baton_err 
         for (size_t s = 0; !rc && s < n; s++)
             l->shard_first[s + 1] = l->shard_first[s] + l->m.shards[s].records;
         if (!rc) rc = io_verify_init(&l->verify, n, err);
-        if (!rc) rc = load_indexes(l, err);
+        if (!rc) rc = index_start(l, err);
+        if (!rc && o->mode != BATON_MODE_PIPE && o->mode != BATON_MODE_CACHE) rc = index_take_all(l, err);
         l->total = l->m.samples;
     }
     if (!rc) {
@@ -341,6 +395,13 @@ void baton_loader_get_stats(const baton_loader *l, baton_loader_stats *st)
 {
     *st = l->st;
     if (l->share) io_share_stats(l, st);
+    if (l->ifetch) {   /* indexes still arriving: the open's bytes */
+        baton_fetch_stats fs;
+        io_fetch_get_stats(l->ifetch, &fs);
+        st->fetch_retries += fs.retries;
+        st->bytes_fetched += fs.bytes;
+        st->open_fetched += fs.bytes;
+    }
     if (l->fetch) {
         baton_fetch_stats fs;
         io_fetch_get_stats(l->fetch, &fs);
@@ -380,6 +441,8 @@ int io_loader_order(const baton_loader *l, uint64_t epoch, uint64_t *perm, baton
 
 static int indexed_prepare(baton_loader *l, baton_err *err)
 {
+    int irc = index_take_all(l, err);   /* the indexed order reaches every shard */
+    if (irc) return irc;
     if (l->o.mode == BATON_MODE_CACHE && !l->cache_ready && !l->share) {
         io_stream_reset(l);
         baton_fetch_opts fo = l->sfetch;
@@ -519,6 +582,7 @@ void baton_loader_close(baton_loader *l)
     if (!l) return;
     io_share_close(l);
     io_stream_reset(l);
+    index_done(l);
     io_shardfile_close(l->sf);
     for (size_t s = 0; l->off && s < l->m.nshards; s++) free(l->off[s]);
     free(l->off);

@@ -29,7 +29,10 @@ struct baton_loader {
     char *uri, *local_dir;
     baton_store *store;
     baton_manifest m;
-    uint64_t **off;         /* per shard: byte offset of each record (from the .idx) */
+    uint64_t **off;         /* per shard: byte offset of each record (from the .idx); NULL until
+                             * its index arrived (io_loader_index) */
+    baton_fetch *ifetch;    /* the indexes still arriving (pipe and cache mode); NULL once all came */
+    baton_buf ibuf;         /* the index being assembled from ifetch's pieces */
     uint64_t *shard_first;  /* per shard: global number of its first record (shard-major) */
     uint64_t total, block;
     baton_cursor cur;
@@ -59,7 +62,10 @@ struct baton_loader {
     plan_seg *plan;
     size_t plan_len, plan_cap, plan_next;  /* next plan entry whose data we consume */
     uint64_t plan_base;                    /* fetch tag of plan[0]: consumed entries are dropped */
-    uint64_t planned_through;              /* epochs < this are in the plan */
+    uint64_t planned_through;              /* epochs < this are in the plan (but rest_b's blocks) */
+    uint64_t rest_epoch, rest_b;           /* blocks of rest_epoch from rest_b on wait to be planned
+                                            * (their shards' indexes still arriving); rest_b
+                                            * UINT64_MAX: none */
     baton_buf arena;
     blk_rec *recs;
     size_t nrecs, cap_recs;
@@ -79,6 +85,13 @@ struct baton_loader {
     struct io_share *share; /* a local copy shared by the ranks of a machine (share.c), or NULL */
     io_verify verify;       /* streamed and mount-mode reads: each shard against dataset.json */
 };
+
+/* loader.c, for stream.c: shard s's record offsets in l->off[s], taking the indexes that arrive
+ * before it (in pipe and cache mode they stream in behind the open: the first block waits only
+ * for its own shards' indexes). */
+int io_loader_index(baton_loader *l, uint32_t s, baton_err *err);
+/* The same without waiting: *ready 1 when shard s's index is in (those that arrived taken). */
+int io_loader_index_ready(baton_loader *l, uint32_t s, int *ready, baton_err *err);
 
 /* loader.c, for share.c */
 /* The shard holding global record g. */
