@@ -315,6 +315,10 @@ void baton_ckpt_policy_saved(baton_ckpt_policy *p, double now, double blocked_s)
  * $BATON_SPOT_MTBI_S; 0 and p unchanged when neither is set, 1 when set from them, < 0 on a bad
  * value (named). */
 int baton_ckpt_policy_from_env(baton_ckpt_policy *p, baton_err *err);
+/* The margin a commit keeps free before a notice's deadline (baton_ckpt_persist_by) when the caller
+ * gives none: $BATON_DEADLINE_MARGIN_S, seconds in 0..3600, else 5; BATON_ERR_USAGE naming a value
+ * that is not such seconds. */
+int baton_ckpt_margin_from_env(double *margin_s, baton_err *err);
 
 /* ---------------------------------------------------------------- checkpoint cadence (cadence.c)
  * The one object that paces a training loop's checkpoints, for `baton train`'s session

@@ -1,7 +1,8 @@
 /* interval.c — how often to checkpoint: Young's (1974) and Daly's (2006, "A higher order estimate
  * of the optimum checkpoint interval for restart dumps") optimum for a blocking checkpoint cost δ
  * and a mean time between interruptions M, and M for a monthly interruption rate under a constant
- * hazard. Used by `baton plan train` (its table) and by training's --ckpt-every auto. */
+ * hazard. Used by `baton plan train` (its table) and by training's --ckpt-every auto. And the
+ * environment's say in them: a fleet worker's interval and MTBI, the deadline margin. */
 #include "baton/ckpt.h"
 
 #include <errno.h>
@@ -113,4 +114,17 @@ void baton_ckpt_policy_saved(baton_ckpt_policy *p, double now, double blocked_s)
         baton_log(BATON_LOG_INFO, "checkpoint interval: %.1f s (Daly, blocking cost %.1f ms, mean time between "
                   "interruptions %.0f s)", tau, delta * 1e3, p->mtbi_s);
     p->tau = tau;
+}
+
+int baton_ckpt_margin_from_env(double *margin_s, baton_err *err)
+{
+    const char *dm = getenv("BATON_DEADLINE_MARGIN_S");
+    *margin_s = 5;
+    if (!dm || !*dm) return BATON_OK;
+    char *end;
+    double x = strtod(dm, &end);
+    if (end == dm || *end || !(x >= 0 && x <= 3600))
+        return baton_err_set(err, BATON_ERR_USAGE, "BATON_DEADLINE_MARGIN_S='%s': expected seconds in 0..3600", dm);
+    *margin_s = x;
+    return BATON_OK;
 }

@@ -561,13 +561,8 @@ static PyObject *ck_wait(Checkpoints *self, PyObject *args, PyObject *kw)
     if (ck_check(self)) return NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "|O$d", kwlist, &dl, &margin)) return NULL;
     if (dl != Py_None && deadline_arg(dl, &deadline)) return NULL;
-    if (margin < 0) {
-        const char *m = getenv("BATON_DEADLINE_MARGIN_S");
-        char *end = NULL;
-        margin = m && *m ? strtod(m, &end) : 5;
-        if (m && *m && (end == m || *end || !(margin >= 0 && margin <= 3600))) margin = 5;
-    }
     baton_err err = {0};
+    if (margin < 0 && baton_ckpt_margin_from_env(&margin, &err)) return pyb_raise(&err);
     baton_ckpt_by by;
     int rc;
     self->busy = 1;

@@ -44,16 +44,7 @@ int baton_train_session_opts_env(baton_train_session_opts *o, int interval_given
     }
     const char *pf = getenv("BATON_PROGRESS_FILE");
     if (!o->progress_file && pf && *pf) o->progress_file = pf;
-    const char *dm = getenv("BATON_DEADLINE_MARGIN_S");
-    if (o->deadline_margin_s < 0 && dm && *dm) {
-        char *end;
-        double x = strtod(dm, &end);
-        if (end == dm || *end || !(x >= 0 && x <= 3600))
-            return baton_err_set(err, BATON_ERR_USAGE, "BATON_DEADLINE_MARGIN_S='%s': expected seconds in 0..3600", dm);
-        o->deadline_margin_s = x;
-    }
-    if (o->deadline_margin_s < 0) o->deadline_margin_s = 5;
-    return BATON_OK;
+    return o->deadline_margin_s < 0 ? baton_ckpt_margin_from_env(&o->deadline_margin_s, err) : BATON_OK;
 }
 
 void baton_train_notice_describe(const baton_notice_event *ev, char kind[16], char source[32], double *margin_s)

@@ -1,6 +1,6 @@
 /* test_ckpt_policy.c — when a save is due (ckpt.h's baton_ckpt_policy): the interval's forms and
  * their errors, every N steps, every S seconds, Daly's interval re-estimated from the measured
- * blocking cost, and a fleet worker's environment. */
+ * blocking cost, and a fleet worker's environment (the interval, the MTBI, the deadline margin). */
 #include "baton/ckpt.h"
 #include "check.h"
 
@@ -74,6 +74,19 @@ static void test_env(void)
     setenv("BATON_SPOT_MTBI_S", "x", 1);
     CHECK(baton_ckpt_policy_from_env(&p, &err) < 0 && strstr(err.msg, "BATON_SPOT_MTBI_S"));
     unsetenv("BATON_SPOT_MTBI_S");
+    /* the deadline margin (baton train and the Python module's Checkpoints.wait read it alike) */
+    double m = -1;
+    unsetenv("BATON_DEADLINE_MARGIN_S");
+    CHECK(baton_ckpt_margin_from_env(&m, &err) == BATON_OK && m == 5);
+    setenv("BATON_DEADLINE_MARGIN_S", "2.5", 1);
+    CHECK(baton_ckpt_margin_from_env(&m, &err) == BATON_OK && m == 2.5);
+    const char *bad[] = {"soon", "-1", "3601", "1s", "nan"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        setenv("BATON_DEADLINE_MARGIN_S", bad[i], 1);
+        CHECK_MSG(baton_ckpt_margin_from_env(&m, &err) == BATON_ERR_USAGE && strstr(err.msg, bad[i]) &&
+                      strstr(err.msg, "BATON_DEADLINE_MARGIN_S"), "%s: %s", bad[i], err.msg);
+    }
+    unsetenv("BATON_DEADLINE_MARGIN_S");
 }
 
 int main(void)
