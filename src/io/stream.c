@@ -15,9 +15,9 @@
  * open's first read among them) the first block is queued at once and the blocks after it as
  * their shards' indexes arrive (loader.c takes them behind the open), all of them before the
  * reader needs them; ranges are queued in the order they are read whatever the indexes' order.
- * Every byte of an epoch is asked for once (the fetcher retries only what did not arrive). A block only partly
- * needed because the end falls inside it fetches only the ranges around the needed records when
- * that costs less than half (a request counted as REQUEST_BYTES). Records come out of a block
+ * Every byte of an epoch is asked for once (the fetcher retries only what did not arrive). A
+ * block only partly needed because the end falls inside it fetches only the ranges around the
+ * needed records when that costs less than half (a request counted as REQUEST_BYTES). Records come out of a block
  * exactly as from a whole one, so the order does not depend on where reading started or ends. */
 #include "loader_internal.h"
 
