@@ -2,7 +2,8 @@
  * command is told — its metadata service, volume, job, task, instance, type and zone, the progress
  * and result files, how often to poll for a notice, the checkpoint interval (BATON_CKPT_EVERY=auto
  * and the hazard its instance runs under, BATON_SPOT_MTBI_S), PATH and PYTHONPATH that find the
- * baton that runs the fleet, then the job file's own env: entries.
+ * baton that runs the fleet, a short OpenMP spin (the workers share the machine's cores), then the
+ * job file's own env: entries.
  *
  * Contract: every string lives in the fleet_wenv (fixed buffers, and the env: entries malloc'd
  * until fleet_wenv_free); a value too long is cut (fleet_fmt), never overflowed. */
@@ -65,6 +66,13 @@ void fleet_wenv_build(sup *s, size_t i, fleet_wenv *w)
     w->n = w->nextra = 0;
     for (size_t k = 0; k < sizeof base / sizeof base[0]; k++) w->env[w->n++] = base[k];
     w->env[w->n++] = w->result;
+    /* the workers of a local fleet share this machine's cores, and an OpenMP team (oneDNN's, the
+     * trainer's) spins up to 300,000 rounds at a barrier before it sleeps, on a core another
+     * worker needs: two resnet8 trainers side by side took 5.5 s, 2.5 s with 1,000 rounds (one
+     * alone the same either way). Unless this environment or the job's env: sets it. */
+    int spin = getenv("GOMP_SPINCOUNT") != NULL;
+    for (size_t k = 0; k < s->job->nenv; k++) spin |= !strcmp(s->job->env[k].key, "GOMP_SPINCOUNT");
+    if (!spin) w->env[w->n++] = "GOMP_SPINCOUNT=1000";
     /* the baton Python module built beside the baton binary (make's $(BUILD)/python), as PATH finds
      * the binary: a PyTorch script under the fleet imports the baton that runs it */
     char mod[4200];

@@ -10,7 +10,9 @@
 #     reaches it, nothing is lost;
 #   - cancel and resume;
 #   - bad input: malformed job file, unknown instance type, unwritable state folder, garbage and
-#     unreachable metadata services.
+#     unreachable metadata services;
+#   - the workers' environment: a job's env: secrets reach them and nothing else; a short OpenMP
+#     spin (GOMP_SPINCOUNT=1000) unless the job's env: sets one.
 cd "$(dirname "$0")/../.." || exit 1
 . tests/cli/lib.sh
 FAKE="sh $PWD/tests/cli/fake_trainer.sh"
@@ -272,6 +274,24 @@ check '! grep -rqa "$SECRET" "$S/sec" "$T/sec.out" "$T/sec.err" && "$BATON" flee
     "the secret is nowhere in the state folder (fleet.db, events, logs) or the output"
 check 'python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(\"SELECT jobfile_text FROM job\").fetchone()[0])" "$S/sec/fleet.db" | grep -q "API_TOKEN: <redacted>"' \
     "the kept job file says <redacted>"
+# ---- the workers share the machine's cores: a short OpenMP spin, unless the job's env: (or the
+# caller's environment) sets one
+for want in default 7; do
+    cat >"$T/spin-$want.yaml" <<EOY
+name: spin-$want
+command: '[ "\$GOMP_SPINCOUNT" = "\$WANT" ]'
+instance_types: [c5.xlarge]
+zones: [us-east-1a]
+market:
+  time_scale: 600
+  launch_delay: 5s
+env:
+  WANT: "$([ $want = default ] && echo 1000 || echo $want)"
+$([ $want = default ] || echo "  GOMP_SPINCOUNT: \"$want\"")
+EOY
+    check 'env -u GOMP_SPINCOUNT "$BATON" fleet run "$T/spin-$want.yaml" --state "$S" >/dev/null 2>"$T/spin.err"' \
+        "the workers' GOMP_SPINCOUNT ($want): $(tail -3 "$T/spin.err" 2>/dev/null)"
+done
 expect_fail 1 "no fleet job" "$BATON" fleet status nosuchjob --state "$S"
 expect_fail 1 "not running" "$BATON" fleet cancel a --state "$S"
 finish
