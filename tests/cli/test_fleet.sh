@@ -276,21 +276,11 @@ check 'python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execut
     "the kept job file says <redacted>"
 # ---- the workers share the machine's cores: a short OpenMP spin, unless the job's env: (or the
 # caller's environment) sets one
-for want in default 7; do
-    cat >"$T/spin-$want.yaml" <<EOY
-name: spin-$want
-command: '[ "\$GOMP_SPINCOUNT" = "\$WANT" ]'
-instance_types: [c5.xlarge]
-zones: [us-east-1a]
-market:
-  time_scale: 600
-  launch_delay: 5s
-env:
-  WANT: "$([ $want = default ] && echo 1000 || echo $want)"
-$([ $want = default ] || echo "  GOMP_SPINCOUNT: \"$want\"")
-EOY
-    check 'env -u GOMP_SPINCOUNT "$BATON" fleet run "$T/spin-$want.yaml" --state "$S" >/dev/null 2>"$T/spin.err"' \
-        "the workers' GOMP_SPINCOUNT ($want): $(tail -3 "$T/spin.err" 2>/dev/null)"
+job spin-default "'[ \"\$GOMP_SPINCOUNT\" = 1000 ]'"
+job spin-own "'[ \"\$GOMP_SPINCOUNT\" = 7 ]'" "env:" "  GOMP_SPINCOUNT: \"7\""
+for name in spin-default spin-own; do
+    check 'env -u GOMP_SPINCOUNT "$BATON" fleet run "$T/$name.yaml" --state "$S" >/dev/null 2>"$T/spin.err"' \
+        "$name: the workers' GOMP_SPINCOUNT: $(tail -3 "$T/spin.err" 2>/dev/null)"
 done
 expect_fail 1 "no fleet job" "$BATON" fleet status nosuchjob --state "$S"
 expect_fail 1 "not running" "$BATON" fleet cancel a --state "$S"
