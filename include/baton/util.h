@@ -79,6 +79,11 @@ typedef struct baton_buf {
 
 int baton_buf_reserve(baton_buf *b, size_t extra);             /* ensure cap >= len + extra */
 int baton_buf_append(baton_buf *b, const void *p, size_t n);
+/* Append printf's output, however long (BATON_ERR_NOMEM when it cannot grow: b keeps what it had);
+ * text and HTML pages are printed through it. */
+int baton_buf_printf(baton_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Append s with the five XML/HTML specials escaped (& < > " '): text or an attribute's value. */
+int baton_buf_esc_xml(baton_buf *b, const char *s);
 void baton_buf_free(baton_buf *b);
 
 /* ---- large zeroed regions from the kernel (lazily faulted, huge pages advised; src/util/bigmem.c) ---- */

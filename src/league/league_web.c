@@ -106,7 +106,7 @@ void league_put_url_part(baton_buf *b, const char *s)
         if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || strchr("._-", *p))
             baton_buf_append(b, p, 1);
         else
-            baton_svg_put(b, "%%%02X", *p);
+            baton_buf_printf(b, "%%%02X", *p);
     }
 }
 
@@ -118,9 +118,9 @@ static const char style[] =
 
 void league_page_head(baton_buf *b, const char *title)
 {
-    baton_svg_put(b, "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>");
-    baton_svg_esc(b, title);
-    baton_svg_put(b, "</title><link rel=\"icon\" href=\"data:,\">%s</head>\n<body>\n", style);
+    baton_buf_printf(b, "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>");
+    baton_buf_esc_xml(b, title);
+    baton_buf_printf(b, "</title><link rel=\"icon\" href=\"data:,\">%s</head>\n<body>\n", style);
 }
 
 static enum MHD_Result page_index(baton_league_server *s, struct MHD_Connection *c)
@@ -131,32 +131,32 @@ static enum MHD_Result page_index(baton_league_server *s, struct MHD_Connection 
     if (league_tracks(s->l, &t, &n, &err)) return league_reply_error(s, c, 500, err.msg);
     baton_buf b = {0};
     league_page_head(&b, "baton league");
-    baton_svg_put(&b, "<h1>baton league</h1>\n<table id=\"tracks\"><thead><tr><th class=\"alias\">track</th><th>racers</th>"
+    baton_buf_printf(&b, "<h1>baton league</h1>\n<table id=\"tracks\"><thead><tr><th class=\"alias\">track</th><th>racers</th>"
                       "<th>entries</th><th class=\"alias\">race types</th></tr></thead><tbody>\n");
     for (size_t i = 0; i < n; i++) {
-        baton_svg_put(&b, "<tr><td class=\"alias\"><a href=\"/track/");
+        baton_buf_printf(&b, "<tr><td class=\"alias\"><a href=\"/track/");
         league_put_url_part(&b, t[i].track);
-        baton_svg_put(&b, "\">");
-        baton_svg_esc(&b, t[i].track);
-        baton_svg_put(&b, "</a></td><td>%zu</td><td>%zu</td><td class=\"alias\">", t[i].aliases, t[i].entries);
+        baton_buf_printf(&b, "\">");
+        baton_buf_esc_xml(&b, t[i].track);
+        baton_buf_printf(&b, "</a></td><td>%zu</td><td>%zu</td><td class=\"alias\">", t[i].aliases, t[i].entries);
         for (int k = 0, first = 1; k < BATON_LEAGUE_RACES; k++) {   /* the race types it has entries in */
             if (!t[i].race_entries[k]) continue;
-            baton_svg_put(&b, "%s<a href=\"/track/", first ? "" : " · ");
+            baton_buf_printf(&b, "%s<a href=\"/track/", first ? "" : " · ");
             league_put_url_part(&b, t[i].track);
-            baton_svg_put(&b, "?race=%s\">%s (%zu %s)</a>", baton_league_race_name(k), baton_league_race_name(k),
+            baton_buf_printf(&b, "?race=%s\">%s (%zu %s)</a>", baton_league_race_name(k), baton_league_race_name(k),
                           t[i].race_entries[k], t[i].race_entries[k] == 1 ? "entry" : "entries");
             first = 0;
         }
-        baton_svg_put(&b, "</td></tr>\n");
+        baton_buf_printf(&b, "</td></tr>\n");
     }
-    if (!n) baton_svg_put(&b, "<tr><td class=\"alias\" colspan=\"4\">no entries yet: <code>baton race submit</code></td></tr>\n");
-    baton_svg_put(&b, "</tbody></table>\n");
+    if (!n) baton_buf_printf(&b, "<tr><td class=\"alias\" colspan=\"4\">no entries yet: <code>baton race submit</code></td></tr>\n");
+    baton_buf_printf(&b, "</tbody></table>\n");
     free(t);
     if (league_h2m_index(s, &b, &err)) {
         baton_buf_free(&b);
         return league_reply_error(s, c, 500, err.msg);
     }
-    baton_svg_put(&b, "</body></html>\n");
+    baton_buf_printf(&b, "</body></html>\n");
     return league_reply_buf(c, &b, "text/html; charset=utf-8");
 }
 
@@ -200,20 +200,20 @@ void league_utc_minutes(double t, char out[32])
 
 static void standings_table(baton_buf *b, const baton_league_entry *e, size_t n)
 {
-    baton_svg_put(b, "<table id=\"standings\"><thead><tr><th>rank</th><th class=\"alias\">alias</th><th>best lap</th>"
+    baton_buf_printf(b, "<table id=\"standings\"><thead><tr><th>rank</th><th class=\"alias\">alias</th><th>best lap</th>"
                      "<th>total</th><th>resets</th><th>laps</th><th>submitted (UTC)</th><th>model</th><th></th></tr></thead><tbody>\n");
     for (size_t i = 0; i < n; i++) {
         char when[32];
         league_utc_minutes(e[i].submitted_at, when);
-        baton_svg_put(b, "<tr data-entry=\"%lld\" data-rank=\"%u\"><td>%u</td><td class=\"alias\">", (long long)e[i].id,
+        baton_buf_printf(b, "<tr data-entry=\"%lld\" data-rank=\"%u\"><td>%u</td><td class=\"alias\">", (long long)e[i].id,
                       e[i].rank, e[i].rank);
-        baton_svg_esc(b, e[i].alias);
-        baton_svg_put(b, "</td><td>%.3f s</td><td>%.3f s</td><td>%u</td><td>%u%s</td><td>%s</td><td><code>%.12s</code></td>"
+        baton_buf_esc_xml(b, e[i].alias);
+        baton_buf_printf(b, "</td><td>%.3f s</td><td>%.3f s</td><td>%u</td><td>%u%s</td><td>%s</td><td><code>%.12s</code></td>"
                          "<td><button data-replay=\"%lld\">replay</button></td></tr>\n",
                       e[i].best_lap_s, e[i].total_s, e[i].resets, e[i].laps, e[i].completed ? "" : " (did not finish)", when,
                       e[i].model_hash, (long long)e[i].id);
     }
-    baton_svg_put(b, "</tbody></table>\n");
+    baton_buf_printf(b, "</tbody></table>\n");
 }
 
 static int race_and_format(struct MHD_Connection *c, int *race, baton_league_format *f, baton_err *err);
@@ -222,23 +222,23 @@ static int race_and_format(struct MHD_Connection *c, int *race, baton_league_for
  * the shown one marked. */
 static void race_selector(baton_buf *b, const size_t entries[BATON_LEAGUE_RACES], int race)
 {
-    baton_svg_put(b, "<p id=\"races\">race type:");
+    baton_buf_printf(b, "<p id=\"races\">race type:");
     for (int r = 0; r < BATON_LEAGUE_RACES; r++)
-        baton_svg_put(b, " <a href=\"?race=%s\" data-race=\"%s\" data-entries=\"%zu\"%s>%s (%zu %s)</a>",
+        baton_buf_printf(b, " <a href=\"?race=%s\" data-race=\"%s\" data-entries=\"%zu\"%s>%s (%zu %s)</a>",
                       baton_league_race_name(r), baton_league_race_name(r), entries[r], r == race ? " class=\"sel\"" : "",
                       baton_league_race_name(r), entries[r], entries[r] == 1 ? "entry" : "entries");
-    baton_svg_put(b, " <a href=\"?race=head-to-model\" data-race=\"head-to-model\">head-to-model (rated)</a></p>\n");
+    baton_buf_printf(b, " <a href=\"?race=head-to-model\" data-race=\"head-to-model\">head-to-model (rated)</a></p>\n");
 }
 
 /* What the league drives a race's models under, in a sentence for the page. */
 static void race_rules(baton_buf *b, int race)
 {
-    baton_svg_put(b, "the league drives every model itself under the race's official settings: %d laps from a standing start, "
+    baton_buf_printf(b, "the league drives every model itself under the race's official settings: %d laps from a standing start, "
                      "%g s per reset", BATON_LEAGUE_LAPS, BATON_LEAGUE_PENALTY_S);
     if (race == BATON_RACE_OBJECT_AVOIDANCE)
-        baton_svg_put(b, "; %d boxes at fixed places, %g s per crash", BATON_LEAGUE_OA_BOXES, BATON_LEAGUE_COLLISION_PENALTY_S);
+        baton_buf_printf(b, "; %d boxes at fixed places, %g s per crash", BATON_LEAGUE_OA_BOXES, BATON_LEAGUE_COLLISION_PENALTY_S);
     else if (race == BATON_RACE_HEAD_TO_BOT)
-        baton_svg_put(b, "; %d bot cars at %g m/s changing lanes, %g s per crash", BATON_LEAGUE_H2B_BOTS,
+        baton_buf_printf(b, "; %d bot cars at %g m/s changing lanes, %g s per crash", BATON_LEAGUE_H2B_BOTS,
                       BATON_LEAGUE_H2B_BOT_SPEED, BATON_LEAGUE_COLLISION_PENALTY_S);
 }
 
@@ -283,21 +283,21 @@ static enum MHD_Result page_track(baton_league_server *s, struct MHD_Connection 
     snprintf(title, sizeof title, "%s — %s, %s — baton league", name, rn,
              f == BATON_LEAGUE_TOTAL ? "total time" : "fastest lap");
     league_page_head(&b, title);
-    baton_svg_put(&b, "<p><a href=\"/\">all tracks</a> · <a href=\"?race=%s&amp;format=%s\">%s</a></p>\n", rn,
+    baton_buf_printf(&b, "<p><a href=\"/\">all tracks</a> · <a href=\"?race=%s&amp;format=%s\">%s</a></p>\n", rn,
                   f == BATON_LEAGUE_TOTAL ? "time-trial" : "total", f == BATON_LEAGUE_TOTAL ? "fastest lap" : "total time");
     baton_buf_append(&b, sel.data, sel.len);
     baton_buf_free(&sel);
-    baton_svg_put(&b, "<h1>");
-    baton_svg_esc(&b, name);
-    baton_svg_put(&b, " — <span id=\"race\">%s</span>, %s</h1>\n", rn,
+    baton_buf_printf(&b, "<h1>");
+    baton_buf_esc_xml(&b, name);
+    baton_buf_printf(&b, " — <span id=\"race\">%s</span>, %s</h1>\n", rn,
                   f == BATON_LEAGUE_TOTAL ? "total time of 3 laps" : "fastest lap");
-    baton_svg_put(&b, "<p>the racing-line limit: %.3f s a lap; ", lr->lap_s);
+    baton_buf_printf(&b, "<p>the racing-line limit: %.3f s a lap; ", lr->lap_s);
     race_rules(&b, race);
-    baton_svg_put(&b, ".</p>\n");
-    baton_svg_put(&b, "<p id=\"counts\">%zu %s ranked from %zu %s (each racer's best)</p>\n", n,
+    baton_buf_printf(&b, ".</p>\n");
+    baton_buf_printf(&b, "<p id=\"counts\">%zu %s ranked from %zu %s (each racer's best)</p>\n", n,
                   n == 1 ? "racer" : "racers", race_entries[race], race_entries[race] == 1 ? "entry" : "entries");
     standings_table(&b, e, n);
-    baton_svg_put(&b, "<p id=\"status\">%s</p>\n<div id=\"track\">", n ? "" : "no entries in this race yet");
+    baton_buf_printf(&b, "<p id=\"status\">%s</p>\n<div id=\"track\">", n ? "" : "no entries in this race yet");
     baton_race_svg_line lines[1] = {{"racing line (limit)", lr->racing.x, lr->racing.y, NULL, lr->racing.n, 1}};
     char svgtitle[300];
     baton_race_track_info info;
@@ -307,11 +307,11 @@ static enum MHD_Result page_track(baton_league_server *s, struct MHD_Connection 
     baton_race_svg_buf(&b, track, svgtitle, lines, 1);
     /* the replay's line and car go in before the picture's closing tag */
     if (b.data && b.len - at >= 7 && !memcmp(b.data + b.len - 7, "</svg>\n", 7)) b.len -= 7;
-    baton_svg_put(&b, "<polyline id=\"driven\" fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\" points=\"\"/><g id=\"objects\"></g>"
+    baton_buf_printf(&b, "<polyline id=\"driven\" fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\" points=\"\"/><g id=\"objects\"></g>"
                       "<circle id=\"car\" r=\"6\" fill=\"#d62728\" stroke=\"white\" stroke-width=\"1.5\" visibility=\"hidden\"/>"
                       "</svg>\n</div>\n");
     baton_buf_append(&b, replay_js, strlen(replay_js));
-    baton_svg_put(&b, "</body></html>\n");
+    baton_buf_printf(&b, "</body></html>\n");
     league_track_view_put(s);
     free(e);
     return league_reply_buf(c, &b, "text/html; charset=utf-8");

@@ -114,36 +114,36 @@ enum MHD_Result league_api_match_trace(baton_league_server *s, struct MHD_Connec
 
 static void board_table(baton_buf *b, const baton_league_racer *r, size_t n)
 {
-    baton_svg_put(b, "<table id=\"ratings\"><thead><tr><th>rank</th><th class=\"alias\">alias</th><th>rating</th><th>matches</th>"
+    baton_buf_printf(b, "<table id=\"ratings\"><thead><tr><th>rank</th><th class=\"alias\">alias</th><th>rating</th><th>matches</th>"
                      "<th>wins</th><th>losses</th><th>submitted (UTC)</th><th>model</th></tr></thead><tbody>\n");
     for (size_t i = 0; i < n; i++) {
         char when[32];
         league_utc_minutes(r[i].submitted_at, when);
-        baton_svg_put(b, "<tr data-racer=\"%lld\" data-rank=\"%u\"><td>%u</td><td class=\"alias\">", (long long)r[i].id,
+        baton_buf_printf(b, "<tr data-racer=\"%lld\" data-rank=\"%u\"><td>%u</td><td class=\"alias\">", (long long)r[i].id,
                       r[i].rank, r[i].rank);
-        baton_svg_esc(b, r[i].alias);
-        baton_svg_put(b, "</td><td>%.0f</td><td>%u</td><td>%u</td><td>%u</td><td>%s</td><td><code>%.12s</code></td></tr>\n",
+        baton_buf_esc_xml(b, r[i].alias);
+        baton_buf_printf(b, "</td><td>%.0f</td><td>%u</td><td>%u</td><td>%u</td><td>%s</td><td><code>%.12s</code></td></tr>\n",
                       r[i].rating, r[i].matches, r[i].wins, r[i].losses, when, r[i].model_hash);
     }
-    if (!n) baton_svg_put(b, "<tr><td class=\"alias\" colspan=\"8\">no racers yet: <code>baton race submit --race head-to-model</code></td></tr>\n");
-    baton_svg_put(b, "</tbody></table>\n");
+    if (!n) baton_buf_printf(b, "<tr><td class=\"alias\" colspan=\"8\">no racers yet: <code>baton race submit --race head-to-model</code></td></tr>\n");
+    baton_buf_printf(b, "</tbody></table>\n");
 }
 
 static void matches_table(baton_buf *b, const baton_league_match *m, size_t n)
 {
-    baton_svg_put(b, "<table id=\"matches\"><thead><tr><th>match</th><th class=\"alias\">cars, in start order: position, total</th>"
+    baton_buf_printf(b, "<table id=\"matches\"><thead><tr><th>match</th><th class=\"alias\">cars, in start order: position, total</th>"
                      "<th></th></tr></thead><tbody>\n");
     for (size_t i = 0; i < n; i++) {
-        baton_svg_put(b, "<tr data-match=\"%lld\"><td>%lld</td><td class=\"alias\">", (long long)m[i].id, (long long)m[i].id);
+        baton_buf_printf(b, "<tr data-match=\"%lld\"><td>%lld</td><td class=\"alias\">", (long long)m[i].id, (long long)m[i].id);
         for (int k = 0; k < m[i].ncars; k++) {
             const baton_league_match_car *c = &m[i].car[k];
-            baton_svg_put(b, "%s", k ? " · " : "");
-            baton_svg_esc(b, c->alias);
-            baton_svg_put(b, " %d. %.2f s%s", c->position, c->total_s, c->completed ? "" : " (did not finish)");
+            baton_buf_printf(b, "%s", k ? " · " : "");
+            baton_buf_esc_xml(b, c->alias);
+            baton_buf_printf(b, " %d. %.2f s%s", c->position, c->total_s, c->completed ? "" : " (did not finish)");
         }
-        baton_svg_put(b, "</td><td><button data-match=\"%lld\">replay</button></td></tr>\n", (long long)m[i].id);
+        baton_buf_printf(b, "</td><td><button data-match=\"%lld\">replay</button></td></tr>\n", (long long)m[i].id);
     }
-    baton_svg_put(b, "</tbody></table>\n");
+    baton_buf_printf(b, "</tbody></table>\n");
 }
 
 enum MHD_Result league_page_h2m(baton_league_server *s, struct MHD_Connection *c, const char *track)
@@ -171,22 +171,22 @@ enum MHD_Result league_page_h2m(baton_league_server *s, struct MHD_Connection *c
     char title[512];
     snprintf(title, sizeof title, "%s — head-to-model, by rating — baton league", track);
     league_page_head(&b, title);
-    baton_svg_put(&b, "<p><a href=\"/\">all tracks</a> · <a href=\"?race=time-trial\">time-trial</a></p>\n<h1>");
-    baton_svg_esc(&b, track);
-    baton_svg_put(&b, " — <span id=\"race\">head-to-model</span>, by rating</h1>\n");
-    baton_svg_put(&b, "<p>each new model races the track's top %d twice, from both starts: %d laps, 1 m apart, %g s per reset "
+    baton_buf_printf(&b, "<p><a href=\"/\">all tracks</a> · <a href=\"?race=time-trial\">time-trial</a></p>\n<h1>");
+    baton_buf_esc_xml(&b, track);
+    baton_buf_printf(&b, " — <span id=\"race\">head-to-model</span>, by rating</h1>\n");
+    baton_buf_printf(&b, "<p>each new model races the track's top %d twice, from both starts: %d laps, 1 m apart, %g s per reset "
                       "and per crash into a car ahead; ratings are Bradley–Terry's fit to every match (1500 the reference).</p>\n",
                   BATON_LEAGUE_H2M_TOP, BATON_LEAGUE_LAPS, BATON_LEAGUE_PENALTY_S);
     board_table(&b, r, n);
     matches_table(&b, m, nm);
-    baton_svg_put(&b, "<p id=\"status\">%s</p>\n<div id=\"track\">", nm ? "" : "no matches yet");
+    baton_buf_printf(&b, "<p id=\"status\">%s</p>\n<div id=\"track\">", nm ? "" : "no matches yet");
     baton_race_svg_line lines[1] = {{"racing line (limit)", lr->racing.x, lr->racing.y, NULL, lr->racing.n, 1}};
     size_t at = b.len;
     baton_race_svg_buf(&b, t, title, lines, 1);
     if (b.data && b.len - at >= 7 && !memcmp(b.data + b.len - 7, "</svg>\n", 7)) b.len -= 7;   /* the cars go inside */
-    baton_svg_put(&b, "<g id=\"cars\"></g></svg>\n</div>\n");
+    baton_buf_printf(&b, "<g id=\"cars\"></g></svg>\n</div>\n");
     baton_buf_append(&b, replay_js, strlen(replay_js));
-    baton_svg_put(&b, "</body></html>\n");
+    baton_buf_printf(&b, "</body></html>\n");
     league_track_view_put(s);
     free(r);
     free(m);
@@ -202,21 +202,21 @@ int league_h2m_index(baton_league_server *s, baton_buf *b, baton_err *err)
         free(rc ? NULL : r);
         return rc;
     }
-    baton_svg_put(b, "<h2>head-to-model</h2>\n<table id=\"h2m-tracks\"><thead><tr><th class=\"alias\">track</th><th>racers</th>"
+    baton_buf_printf(b, "<h2>head-to-model</h2>\n<table id=\"h2m-tracks\"><thead><tr><th class=\"alias\">track</th><th>racers</th>"
                      "<th class=\"alias\">leader</th></tr></thead><tbody>\n");
     for (size_t i = 0; i < n;) {
         size_t j = i;
         while (j < n && !strcmp(r[j].track, r[i].track)) j++;
-        baton_svg_put(b, "<tr><td class=\"alias\"><a href=\"/track/");
+        baton_buf_printf(b, "<tr><td class=\"alias\"><a href=\"/track/");
         league_put_url_part(b, r[i].track);
-        baton_svg_put(b, "?race=head-to-model\">");
-        baton_svg_esc(b, r[i].track);
-        baton_svg_put(b, "</a></td><td>%zu</td><td class=\"alias\">", j - i);
-        baton_svg_esc(b, r[i].alias);   /* rank 1: the board's first */
-        baton_svg_put(b, " (%.0f)</td></tr>\n", r[i].rating);
+        baton_buf_printf(b, "?race=head-to-model\">");
+        baton_buf_esc_xml(b, r[i].track);
+        baton_buf_printf(b, "</a></td><td>%zu</td><td class=\"alias\">", j - i);
+        baton_buf_esc_xml(b, r[i].alias);   /* rank 1: the board's first */
+        baton_buf_printf(b, " (%.0f)</td></tr>\n", r[i].rating);
         i = j;
     }
-    baton_svg_put(b, "</tbody></table>\n");
+    baton_buf_printf(b, "</tbody></table>\n");
     free(r);
     return BATON_OK;
 }

@@ -1,7 +1,10 @@
 /* buf.c — growable byte buffer. Grows geometrically; never shrinks until freed, so a buffer
- * reused in a loop stops allocating once it has seen the largest item. */
+ * reused in a loop stops allocating once it has seen the largest item. Also the printer of text and
+ * HTML into one (baton_buf_printf, baton_buf_esc_xml): nothing cut at any length. */
 #include "baton/util.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +30,39 @@ int baton_buf_append(baton_buf *b, const void *p, size_t n)
     memcpy(b->data + b->len, p, n);
     b->len += n;
     return BATON_OK;
+}
+
+int baton_buf_printf(baton_buf *b, const char *fmt, ...)
+{
+    char small[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    va_end(ap);
+    if (n < 0) return BATON_ERR_ARG;
+    if ((size_t)n < sizeof small) return baton_buf_append(b, small, (size_t)n);
+    int rc = baton_buf_reserve(b, (size_t)n + 1);   /* vsnprintf writes the terminator too */
+    if (rc) return rc;
+    va_start(ap, fmt);
+    vsnprintf((char *)b->data + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+    return BATON_OK;
+}
+
+int baton_buf_esc_xml(baton_buf *b, const char *s)
+{
+    int rc = BATON_OK;
+    for (const char *run = s; s && rc == BATON_OK; s++) {
+        const char *r = *s == '<' ? "&lt;" : *s == '>' ? "&gt;" : *s == '&' ? "&amp;" : *s == '"' ? "&quot;"
+                      : *s == '\'' ? "&#39;" : NULL;
+        if (!r && *s) continue;
+        rc = baton_buf_append(b, run, (size_t)(s - run));   /* the plain run before it */
+        if (rc == BATON_OK && r) rc = baton_buf_append(b, r, strlen(r));
+        if (!*s) break;
+        run = s + 1;
+    }
+    return rc;
 }
 
 void baton_buf_free(baton_buf *b)

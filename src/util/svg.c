@@ -41,23 +41,25 @@ double util_svg_text_width(const char *s, double px, int bold)
     return em * px * (bold ? 1.12 : 1.0) + 2;
 }
 
-void baton_svg_esc(baton_buf *b, const char *s)
-{
-    for (; s && *s; s++) {
-        const char *r = *s == '<' ? "&lt;" : *s == '>' ? "&gt;" : *s == '&' ? "&amp;" : *s == '"' ? "&quot;" : *s == '\'' ? "&#39;" : NULL;
-        if (r) baton_buf_append(b, r, strlen(r));
-        else baton_buf_append(b, s, 1);
-    }
-}
+void baton_svg_esc(baton_buf *b, const char *s) { baton_buf_esc_xml(b, s); }
 
 void baton_svg_put(baton_buf *b, const char *fmt, ...)
 {
-    char tmp[1024];
     va_list ap;
     va_start(ap, fmt);
+    char tmp[1024];   /* the SVG writers' short pieces; anything longer goes through baton_buf_printf */
     int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
     va_end(ap);
-    if (n > 0) baton_buf_append(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
+    if (n >= (int)sizeof tmp) {
+        va_start(ap, fmt);
+        char *big = malloc((size_t)n + 1);
+        if (big) vsnprintf(big, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+        if (big) baton_buf_append(b, big, (size_t)n);
+        free(big);
+    } else if (n > 0) {
+        baton_buf_append(b, tmp, (size_t)n);
+    }
 }
 
 /* ------------------------------------------------------------------ axes */

@@ -1,4 +1,4 @@
-/* test_util.c — util: buffers, RNG determinism and permutations, atomic writes, error values,
+/* test_util.c — util: buffers and their text printer, RNG determinism and permutations, atomic writes, error values,
  * and a write failure injected through the system-call table. */
 #include "baton/util.h"
 #include "check.h"
@@ -48,6 +48,24 @@ int main(void)
     for (int i = 0; i < 1000; i++) CHECK(baton_buf_append(&b, "abcd", 4) == BATON_OK);
     CHECK_EQ_U(b.len, 4000);
     CHECK(memcmp(b.data + 3996, "abcd", 4) == 0);
+    baton_buf_free(&b);
+    /* the text printer: nothing cut at any length (the SVG helper's printer cut at 1,023 bytes),
+     * and the five XML/HTML specials escaped, the rest as it is */
+    char *big = malloc(5001);
+    CHECK(big != NULL);
+    if (big) {
+        memset(big, 'x', 5000), big[5000] = 0;
+        CHECK(baton_buf_printf(&b, "<%s|%d>", big, 42) == BATON_OK);
+        CHECK_EQ_U(b.len, 5005);
+        CHECK(b.len == 5005 && b.data[0] == '<' && !memcmp(b.data + 5001, "|42>", 4));
+        free(big);
+    }
+    CHECK(baton_buf_printf(&b, "%s", "") == BATON_OK && b.len == 5005);
+    b.len = 0;
+    CHECK(baton_buf_esc_xml(&b, "a<b>&\"c'd\xc3\xa9") == BATON_OK);
+    CHECK(b.len == strlen("a&lt;b&gt;&amp;&quot;c&#39;d\xc3\xa9") &&
+          !memcmp(b.data, "a&lt;b&gt;&amp;&quot;c&#39;d\xc3\xa9", b.len));
+    CHECK(baton_buf_esc_xml(&b, NULL) == BATON_OK && baton_buf_esc_xml(&b, "") == BATON_OK);
     baton_buf_free(&b);
 
     baton_rng r1, r2;
