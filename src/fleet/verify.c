@@ -395,9 +395,10 @@ static void draw_points(const baton_verify_opts *o, uint64_t steps, baton_verify
     r->nints = n;
     /* a notice is acted on at the watcher's next poll: one drawn where the uninterrupted run had
      * less than NOTICE_ROOM_POLLS polls left trades kinds with the earliest other kind before it */
+    baton_notice_opts no;   /* the child's watcher reads the variable so; unset, proc_start sets 0.1 */
+    baton_notice_opts_default(&no);
     const char *e = getenv("BATON_NOTICE_POLL_S");
-    double poll = e && *e ? strtod(e, NULL) : 0.1;
-    if (!(poll > 0 && poll < 3600)) poll = 0.1;
+    double poll = e && *e && no.poll_s > 0 ? no.poll_s : 0.1;
     for (int i = n - 1; i > 0; i--) {
         if (r->ints[i].kind != BATON_VERIFY_NOTICE || (double)(steps - pts[i]) * r->step_s >= NOTICE_ROOM_POLLS * poll)
             continue;

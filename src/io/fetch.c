@@ -502,6 +502,15 @@ void io_fetch_get_stats(const baton_fetch *f, baton_fetch_stats *st)
     pthread_mutex_unlock(&m->mu);
 }
 
+void io_fetch_add_stats(const baton_fetch *f, baton_loader_stats *st, int open)
+{
+    baton_fetch_stats fs;
+    io_fetch_get_stats(f, &fs);
+    st->fetch_retries += fs.retries;
+    st->bytes_fetched += fs.bytes;
+    if (open) st->open_fetched += fs.bytes;
+}
+
 void io_fetch_free(baton_fetch *f)
 {
     if (!f) return;

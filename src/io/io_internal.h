@@ -44,6 +44,8 @@ typedef struct baton_fetch_stats {
     uint64_t requests, retries, bytes;
 } baton_fetch_stats;
 void io_fetch_get_stats(const baton_fetch *f, baton_fetch_stats *st);
+/* Its retries and bytes added to a loader's stats (and to their open_fetched when `open`). */
+void io_fetch_add_stats(const baton_fetch *f, baton_loader_stats *st, int open);
 void io_fetch_free(baton_fetch *f);
 
 /* ---------------------------------------------------------------- orders (order.c); what they

@@ -128,11 +128,7 @@ static int index_start(baton_loader *l, baton_err *err)
 static void index_done(baton_loader *l)
 {
     if (!l->ifetch) return;
-    baton_fetch_stats fs;
-    io_fetch_get_stats(l->ifetch, &fs);
-    l->st.fetch_retries += fs.retries;
-    l->st.bytes_fetched += fs.bytes;
-    l->st.open_fetched += fs.bytes;
+    io_fetch_add_stats(l->ifetch, &l->st, 1);
     io_fetch_free(l->ifetch);
     l->ifetch = NULL;
     baton_buf_free(&l->ibuf);
@@ -395,19 +391,8 @@ void baton_loader_get_stats(const baton_loader *l, baton_loader_stats *st)
 {
     *st = l->st;
     if (l->share) io_share_stats(l, st);
-    if (l->ifetch) {   /* indexes still arriving: the open's bytes */
-        baton_fetch_stats fs;
-        io_fetch_get_stats(l->ifetch, &fs);
-        st->fetch_retries += fs.retries;
-        st->bytes_fetched += fs.bytes;
-        st->open_fetched += fs.bytes;
-    }
-    if (l->fetch) {
-        baton_fetch_stats fs;
-        io_fetch_get_stats(l->fetch, &fs);
-        st->fetch_retries += fs.retries;
-        st->bytes_fetched += fs.bytes;
-    }
+    if (l->ifetch) io_fetch_add_stats(l->ifetch, st, 1);   /* indexes still arriving: the open's */
+    if (l->fetch) io_fetch_add_stats(l->fetch, st, 0);
 }
 
 uint64_t baton_loader_epoch_fetched(const baton_loader *l, uint64_t epoch)

@@ -160,10 +160,7 @@ static int download_pass(baton_store *store, const baton_manifest *m, const char
     }
     if (rc == BATON_END) rc = BATON_OK;
     if (open) io_sink_abort(&sink);
-    baton_fetch_stats fs;
-    io_fetch_get_stats(f, &fs);
-    st->bytes_fetched += fs.bytes;
-    st->fetch_retries += fs.retries;
+    io_fetch_add_stats(f, st, 0);
     io_fetch_free(f);
     return rc;
 }

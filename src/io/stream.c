@@ -38,10 +38,7 @@ int io_loader_epoch_streamed(const baton_loader *l, uint64_t epoch)
 void io_stream_reset(baton_loader *l)
 {
     if (l->fetch) {
-        baton_fetch_stats fs;
-        io_fetch_get_stats(l->fetch, &fs);
-        l->st.fetch_retries += fs.retries;
-        l->st.bytes_fetched += fs.bytes;
+        io_fetch_add_stats(l->fetch, &l->st, 0);
         io_fetch_free(l->fetch);
     }
     l->fetch = NULL;

@@ -2,6 +2,7 @@
  * reused in a loop stops allocating once it has seen the largest item. Also the printer of text and
  * HTML into one (baton_buf_printf, baton_buf_esc_xml): nothing cut at any length. */
 #include "baton/util.h"
+#include "svg_internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -32,22 +33,29 @@ int baton_buf_append(baton_buf *b, const void *p, size_t n)
     return BATON_OK;
 }
 
-int baton_buf_printf(baton_buf *b, const char *fmt, ...)
+int util_buf_vprintf(baton_buf *b, const char *fmt, va_list ap)
 {
     char small[256];
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    int rc = n < 0 ? BATON_ERR_ARG : BATON_OK;
+    if (rc == BATON_OK && (size_t)n < sizeof small) rc = baton_buf_append(b, small, (size_t)n);
+    else if (rc == BATON_OK && (rc = baton_buf_reserve(b, (size_t)n + 1)) == BATON_OK) {   /* + the terminator */
+        vsnprintf((char *)b->data + b->len, (size_t)n + 1, fmt, again);
+        b->len += (size_t)n;
+    }
+    va_end(again);
+    return rc;
+}
+
+int baton_buf_printf(baton_buf *b, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(small, sizeof small, fmt, ap);
+    int rc = util_buf_vprintf(b, fmt, ap);
     va_end(ap);
-    if (n < 0) return BATON_ERR_ARG;
-    if ((size_t)n < sizeof small) return baton_buf_append(b, small, (size_t)n);
-    int rc = baton_buf_reserve(b, (size_t)n + 1);   /* vsnprintf writes the terminator too */
-    if (rc) return rc;
-    va_start(ap, fmt);
-    vsnprintf((char *)b->data + b->len, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    b->len += (size_t)n;
-    return BATON_OK;
+    return rc;
 }
 
 int baton_buf_esc_xml(baton_buf *b, const char *s)

@@ -47,19 +47,8 @@ void baton_svg_put(baton_buf *b, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    char tmp[1024];   /* the SVG writers' short pieces; anything longer goes through baton_buf_printf */
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    util_buf_vprintf(b, fmt, ap);
     va_end(ap);
-    if (n >= (int)sizeof tmp) {
-        va_start(ap, fmt);
-        char *big = malloc((size_t)n + 1);
-        if (big) vsnprintf(big, (size_t)n + 1, fmt, ap);
-        va_end(ap);
-        if (big) baton_buf_append(b, big, (size_t)n);
-        free(big);
-    } else if (n > 0) {
-        baton_buf_append(b, tmp, (size_t)n);
-    }
 }
 
 /* ------------------------------------------------------------------ axes */
