@@ -9,8 +9,8 @@
 #   2. measures the decode cost per megapixel of these files against real photographs where a
 #      Debian package ships some (python3-skimage's data folder), one thread each;
 #   3. with the RADOS Gateway (memstore: the shards live in RAM — BATON_RGW_MEM_MB, default the
-#      shards' size × 1.2 + 1 GiB; BlueStore on disk when that is over half the memory), pushes the shards and runs `baton bench-io` in file, pipe and cache mode
-#      over S3, mount mode over the local disk and over an s3fs mount of the bucket (the FSx
+#      shards' size × 1.2 + 1 GiB; BlueStore on disk when that is over half the memory), pushes
+#      the shards and runs `baton bench-io` in file, pipe and cache mode over S3, mount mode over the local disk and over an s3fs mount of the bucket (the FSx
 #      stand-in): launch (start → first batch), samples/s, epoch times, EPOCHS epochs measured and 20
 #      projected, bytes fetched per epoch, peak memory (GNU time's maximum RSS); the --jpeg-restart
 #      pack in mount mode over the local disk (local-rst);
