@@ -11,9 +11,10 @@
 #   3. with the RADOS Gateway (memstore: the shards live in RAM — BATON_RGW_MEM_MB, default the
 #      shards' size × 1.2 + 1 GiB; BlueStore on disk when that is over half the memory), pushes
 #      the shards and runs `baton bench-io` in file, pipe and cache mode over S3, mount mode over
-#      the local disk and over an s3fs mount of the bucket (the FSx stand-in): launch (start → first batch), samples/s, epoch times, EPOCHS epochs measured and 20
-#      projected, bytes fetched per epoch, peak memory (GNU time's maximum RSS); the --jpeg-restart
-#      pack in mount mode over the local disk (local-rst);
+#      the local disk and over an s3fs mount of the bucket (the FSx stand-in): launch (start →
+#      first batch), samples/s, epoch times, EPOCHS epochs measured and 20 projected, bytes
+#      fetched per epoch, peak memory (GNU time's maximum RSS); the --jpeg-restart pack in mount
+#      mode over the local disk (local-rst);
 #   4. the naive limits: bench/decode_whole (every pixel of every file decoded, WORKERS threads) and
 #      `bench-io --reference` (the pipeline decoding whole images, then the same crop);
 #   5. the peer: bench/photos_peer.py, DataLoader + torchvision (ImageFolder, RandomResizedCrop,
