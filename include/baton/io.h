@@ -210,6 +210,12 @@ int baton_loader_next(baton_loader *l, baton_record *r, baton_err *err);
  * anyway, so there it is next. */
 int baton_loader_skip(baton_loader *l, baton_record *out, baton_err *err);
 baton_cursor baton_loader_cursor(const baton_loader *l);
+/* Launch first: with hold 1 a streamed loader (pipe mode, cache mode's first epoch) fetches the
+ * block it is reading and nothing ahead of it, so a launch's first batch is decoded without the
+ * read-ahead's transfers competing for the cores; when the reader needs the next block it is
+ * fetched all the same (never a wait). With hold 0 the read-ahead resumes at once (plans what was
+ * held back). Records and their order do not change. Call from the thread that reads. */
+int baton_loader_hold_ahead(baton_loader *l, int hold, baton_err *err);
 void baton_loader_get_stats(const baton_loader *l, baton_loader_stats *st);
 /* Bytes the store sent for the records of one epoch (streamed ranges as they are used, cache
  * mode's download before its first local epoch, mount mode's reads); file mode's download counts

@@ -111,6 +111,8 @@ int img_src_folder_open(baton_src *s, const char *dir, const char *split, baton_
 /* crop.c: o's crop parameters with the defaults filled in (size 224, scale (0.08, 1), ratio (3/4, 4/3)). */
 void img_crop_params(const baton_pipeline_opts *o, uint32_t *size, double scale[2], double ratio[2]);
 
+/* pipeline_opts.c: the pipeline's options checked against the dataset (pipeline.c's open). */
+int img_pipeline_check_opts(const baton_manifest *m, const baton_pipeline_opts *o, baton_err *err);
 /* pipeline.c: a record's label is one training accepts: an integer in [0, classes) (any integer
  * >= 0 up to 2^31-1 when classes is 0). inspect --verify applies the same rule. */
 int img_label_ok(float label, uint32_t classes);

@@ -9,6 +9,9 @@
  *    launch costs about the larger of the two, not their sum); the batch is complete when its
  *    last record is in. At an epoch's end it queues an END marker. Before the arena of a queued
  *    batch moves (realloc), the reader holds new claims and waits for the claimed units to end.
+ *    Launch first: the reader holds the loader's read-ahead (baton_loader_hold_ahead) until the
+ *    first batch is decoded, so its decoding does not share the cores with the transfer of blocks
+ *    not needed yet (pipe mode at the seed's scale: bench/RESULTS.md §16).
  *  - `workers` threads claim work units (UNIT consecutive samples of the oldest queued batch
  *    that has an offered, unclaimed unit), parse the record, check the label, decode with their
  *    own baton_image, and augment + normalise into the slot's rows of batch->x.
@@ -49,8 +52,6 @@
 #include <time.h>
 
 #define UNIT 16              /* samples per work unit */
-#define MAX_WORKERS 256
-#define MAX_DEPTH 1024
 
 enum { Q_BATCH = 0, Q_END = 1, Q_ERR = 2 };
 
@@ -73,6 +74,7 @@ typedef struct slot {
     uint32_t err_index;
     baton_err err;
     int out;                 /* handed to the caller, not yet released */
+    int first;               /* the launch's first batch: the loader's read-ahead waits for it */
 } slot;
 
 typedef struct qent {
@@ -108,6 +110,7 @@ struct baton_pipeline {
     baton_err reader_err;    /* the error a Q_ERR entry stands for */
     int sticky;
     baton_err sticky_err;
+    int first_done;          /* the first batch is decoded (the reader then lets the loader read ahead) */
 
     pthread_t reader;
     int reader_started;
@@ -116,15 +119,6 @@ struct baton_pipeline {
     int mu_ok, cv_ok;
     int unlogged;            /* no batch events (an evaluation pipeline; baton_pipeline_set_logged) */
 };
-
-void baton_pipeline_opts_default(baton_pipeline_opts *o)
-{
-    memset(o, 0, sizeof *o);
-    o->workers = 2;
-    o->batch = 128;
-    o->layout = BATON_LAYOUT_NCHW;
-    o->depth = 4;
-}
 
 /* ---------------------------------------------------------------- queue (caller holds mu) */
 
@@ -295,6 +289,7 @@ static void publish_batch(baton_pipeline *p, slot *s, int drop, int got_end)
         pthread_cond_broadcast(&p->cv_work);
     }
     if (got_end) q_push(p, NULL, Q_END);  /* room was reserved with the slot */
+    if (s->first && (drop || s->done_units == s->nunits)) p->first_done = 1;   /* nothing (more) to wait for */
     pthread_mutex_unlock(&p->mu);
 }
 
@@ -329,11 +324,27 @@ static int read_tail(baton_pipeline *p, baton_err *err)
     return reader_push_marker(p, Q_END) ? 0 : -1;
 }
 
+/* After the first batch is published: wait until it is decoded (the workers have the cores to
+ * themselves meanwhile), then let the loader read ahead. 0 to go on, -1 to stop. */
+static int launch_done(baton_pipeline *p, baton_err *err)
+{
+    pthread_mutex_lock(&p->mu);
+    while (!p->first_done && !p->stop) pthread_cond_wait(&p->cv_ready, &p->mu);
+    int stop = p->stop;
+    pthread_mutex_unlock(&p->mu);
+    if (stop) return -1;
+    if (baton_loader_hold_ahead(p->l, 0, err) == BATON_OK) return 0;
+    reader_fail(p, err);
+    return -1;
+}
+
 static void *reader_main(void *arg)
 {
     baton_pipeline *p = arg;
     baton_err err = {0};
     const uint64_t B = p->o.batch;
+    int launching = 1;   /* the first batch: decoded before the loader reads ahead (launch time) */
+    baton_loader_hold_ahead(p->l, 1, &err);   /* holding cannot fail */
     if (p->o.start && baton_loader_seek(p->l, &p->start, &err) != BATON_OK) {   /* may stream: not the caller's wait */
         reader_fail(p, &err);
         return NULL;
@@ -349,6 +360,7 @@ static void *reader_main(void *arg)
             uint32_t n, total;
             s->b.epoch = epoch;   /* the workers' draws need it before the batch is complete */
             s->open = s->hold = s->dropped = 0;
+            s->first = launching;
             s->avail = 0;
             int rc = read_batch(p, s, &pos, end, &n, &total, &err);
             if (rc == READ_STOPPED || rc == READ_FAILED) {
@@ -367,6 +379,10 @@ static void *reader_main(void *arg)
             b->last_of_epoch = last;
             b->next = last ? (baton_cursor){p->seed, epoch + 1, 0} : (baton_cursor){p->seed, epoch, pos};
             publish_batch(p, s, total == 0 || (p->o.drop_last && got_end && pos % B != 0), got_end);
+            if (launching) {
+                launching = 0;
+                if (launch_done(p, &err)) return NULL;
+            }
             if (!got_end) continue;
         } else if (read_tail(p, &err)) {
             return NULL;
@@ -514,7 +530,8 @@ static void *worker_main(void *arg)
             s->err_code = rc < 0 ? rc : BATON_ERR_FORMAT;
             s->err = err;
         }
-        if (++s->done_units == s->nunits || s->hold) pthread_cond_broadcast(&p->cv_ready);
+        if (++s->done_units == s->nunits && s->first) p->first_done = 1;
+        if (s->done_units == s->nunits || s->hold) pthread_cond_broadcast(&p->cv_ready);
     }
     pthread_mutex_unlock(&p->mu);
     baton_image_free(&wb.im);
@@ -702,53 +719,6 @@ void baton_pipeline_close(baton_pipeline *p)
     free(p);
 }
 
-static int check_opts(const baton_manifest *m, const baton_pipeline_opts *o, baton_err *err)
-{
-    if (o->workers < 1 || o->workers > MAX_WORKERS)
-        return baton_err_set(err, BATON_ERR_ARG, "pipeline: %d workers (expected 1..%d)", o->workers,
-                             MAX_WORKERS);
-    if (o->batch < 1) return baton_err_set(err, BATON_ERR_ARG, "pipeline: batch size 0");
-    if (o->part_world > 1 && o->part_rank >= o->part_world)
-        return baton_err_set(err, BATON_ERR_ARG, "pipeline: part %u of %u", o->part_rank, o->part_world);
-    if (o->depth < 1 || o->depth > MAX_DEPTH)
-        return baton_err_set(err, BATON_ERR_ARG, "pipeline: depth %u (expected 1..%d)", o->depth,
-                             MAX_DEPTH);
-    if (o->layout != BATON_LAYOUT_NCHW && o->layout != BATON_LAYOUT_NHWC)
-        return baton_err_set(err, BATON_ERR_ARG, "pipeline: unknown layout %d", (int)o->layout);
-    if (o->crop_pad > 65536)
-        return baton_err_set(err, BATON_ERR_ARG, "pipeline: crop padding %u is too large", o->crop_pad);
-    if ((unsigned)o->crop > BATON_CROP_CENTER)
-        return baton_err_set(err, BATON_ERR_ARG, "pipeline: unknown crop %d", (int)o->crop);
-    int crops = o->crop == BATON_CROP_RANDOM_RESIZED || o->crop == BATON_CROP_CENTER;
-    uint32_t shape[3];
-    if (baton_pipeline_shape(m, o->crop, o->size, shape))
-        return baton_err_set(err, BATON_ERR_FORMAT,
-                             "pipeline: dataset %s has images of varying size: crop them (crop random-resized for "
-                             "training, center for evaluation, with a size)", m->name ? m->name : "?");
-    uint32_t c = m->shape[2] ? m->shape[2] : m->channels;
-    if (c != 1 && c != 3)
-        return baton_err_set(err, BATON_ERR_FORMAT, "pipeline: %u channels (expected 1 or 3)", c);
-    if (crops && (o->size > 4096 || (o->crop_pad && o->crop == BATON_CROP_RANDOM_RESIZED)))
-        return baton_err_set(err, BATON_ERR_ARG, o->size > 4096 ? "pipeline: crop size %u (expected 1..4096)"
-                                                                : "pipeline: crop padding goes with the pad crop, not random-resized",
-                             o->size);
-    uint32_t size;
-    double sc[2], ra[2];
-    img_crop_params(o, &size, sc, ra);
-    if (o->crop == BATON_CROP_RANDOM_RESIZED && !(sc[0] > 0 && sc[0] <= sc[1] && sc[1] <= 1))
-        return baton_err_set(err, BATON_ERR_ARG, "pipeline: scale (%g, %g): expected 0 < min <= max <= 1", sc[0], sc[1]);
-    if (o->crop == BATON_CROP_RANDOM_RESIZED && !(ra[0] > 0 && ra[0] <= ra[1] && isfinite(ra[1])))
-        return baton_err_set(err, BATON_ERR_ARG, "pipeline: ratio (%g, %g): expected 0 < min <= max", ra[0], ra[1]);
-    if (m->encoding != BATON_ENC_RAW && m->encoding != BATON_ENC_PNG &&
-        m->encoding != BATON_ENC_JPEG && m->encoding != BATON_ENC_UNKNOWN)
-        return baton_err_set(err, BATON_ERR_FORMAT, "pipeline: unknown encoding %d", (int)m->encoding);
-    for (uint32_t k = 0; (o->mean || o->std) && k < c; k++)
-        if (!o->mean || !o->std || !isfinite(o->mean[k]) || !(o->std[k] > 0) || !isfinite(o->std[k]))
-            return baton_err_set(err, BATON_ERR_ARG, "pipeline: normalisation of channel %u: mean must be finite "
-                                 "and std positive (both given)", k);
-    return BATON_OK;
-}
-
 /* A first guess at each batch's payload bytes (arenas grow on demand if records are larger). */
 static size_t arena_guess(const baton_manifest *m, uint32_t batch)
 {
@@ -842,9 +812,9 @@ baton_pipeline *baton_pipeline_open(baton_loader *l, const baton_pipeline_opts *
         return NULL;
     }
     const baton_manifest *m = baton_loader_manifest(l);
-    if (check_opts(m, o, err)) return NULL;
+    if (img_pipeline_check_opts(m, o, err)) return NULL;
     uint32_t out[3];
-    baton_pipeline_shape(m, o->crop, o->size, out);   /* checked by check_opts */
+    baton_pipeline_shape(m, o->crop, o->size, out);   /* checked by img_pipeline_check_opts */
     int crops = o->crop == BATON_CROP_RANDOM_RESIZED || o->crop == BATON_CROP_CENTER;
     size_t px = (size_t)out[0] * out[1], sample, xbytes;
     if (__builtin_mul_overflow(px, (size_t)out[2], &sample) ||

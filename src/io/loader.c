@@ -514,6 +514,13 @@ int baton_loader_seek(baton_loader *l, const baton_cursor *c, baton_err *err)
     return indexed_prepare(l, err);
 }
 
+int baton_loader_hold_ahead(baton_loader *l, int hold, baton_err *err)
+{
+    int was = l->hold_ahead;
+    l->hold_ahead = hold != 0;
+    return was && !hold && l->positioned && l->streamed ? io_stream_release(l, err) : BATON_OK;
+}
+
 int baton_loader_set_end(baton_loader *l, const baton_cursor *end, baton_err *err)
 {
     if (end->seed != l->o.seed)

@@ -39,6 +39,7 @@ struct baton_loader {
     baton_cursor end;       /* has_end: nothing at or past it is fetched or handed out */
     int has_end;
     int positioned;
+    int hold_ahead;         /* baton_loader_hold_ahead: only the block being read is fetched */
     int streamed;           /* current epoch uses the streamed order */
     int cache_off;          /* cache mode: caching disabled (disk full) */
     int cache_ready;        /* cache mode: local copy complete */
@@ -129,6 +130,8 @@ void io_stream_reset(baton_loader *l);
 int io_stream_seek(baton_loader *l, baton_err *err);
 /* Keep the plan one epoch ahead of l->cur (up to the end). */
 int io_stream_plan_ahead(baton_loader *l, baton_err *err);
+/* baton_loader_hold_ahead's release: plan what the hold kept back. */
+int io_stream_release(baton_loader *l, baton_err *err);
 /* The next record of the current epoch (the caller checks the epoch's size and the end). */
 int io_stream_next(baton_loader *l, baton_record *out, baton_err *err);
 

@@ -15,6 +15,8 @@
  * open's first read among them) the first block is queued at once and the blocks after it as
  * their shards' indexes arrive (loader.c takes them behind the open), all of them before the
  * reader needs them; ranges are queued in the order they are read whatever the indexes' order.
+ * Held (baton_loader_hold_ahead, a pipeline's launch) only the block being read is fetched, the
+ * next one when the reader needs it; the release plans what was held back.
  * Every byte of an epoch is asked for once (the fetcher retries only what did not arrive). A
  * block only partly needed because the end falls inside it fetches only the ranges around the
  * needed records when that costs less than half (a request counted as REQUEST_BYTES). Records come out of a block
@@ -441,6 +443,10 @@ static int plan_rest(baton_loader *l, baton_err *err)
 {
     if (l->rest_b == UINT64_MAX) return BATON_OK;
     int must = l->plan_next >= l->plan_len;
+    if (l->hold_ahead) {   /* held: only the block the reader needs next, once it needs it */
+        if (!must || (l->blk_valid && l->blk_pos < l->blk_end)) return BATON_OK;
+        return plan_blocks(l, l->rest_epoch, l->rest_b, 0, PLAN_FIRST, err);
+    }
     int rc = plan_blocks(l, l->rest_epoch, l->rest_b, 0, must ? PLAN_ALL : PLAN_READY, err);
     return rc == BATON_OK && l->rest_b == UINT64_MAX ? io_stream_plan_ahead(l, err) : rc;
 }
@@ -458,10 +464,18 @@ int io_stream_seek(baton_loader *l, baton_err *err)
      * after it are planned as theirs come in (plan_rest): a launch waits for the first block and
      * its own shards' indexes, not for every index (204 objects: 0.3 s from a gateway) */
     int rc = plan_blocks(l, l->cur.epoch, b, within, PLAN_FIRST, err);
-    if (rc == BATON_OK && l->rest_b == UINT64_MAX) rc = io_stream_plan_ahead(l, err);
+    if (rc == BATON_OK && l->rest_b == UINT64_MAX && !l->hold_ahead) rc = io_stream_plan_ahead(l, err);
     if (rc == BATON_OK) rc = assemble_block(l, err);
     if (rc == BATON_OK) rc = plan_rest(l, err);
     return rc;
+}
+
+int io_stream_release(baton_loader *l, baton_err *err)
+{
+    if (!l->fetch) return BATON_OK;   /* not streaming now: a seek plans as usual */
+    int rc = BATON_OK;   /* the blocks whose indexes are in; the others as plan_rest takes them */
+    if (l->rest_b != UINT64_MAX) rc = plan_blocks(l, l->rest_epoch, l->rest_b, 0, PLAN_READY, err);
+    return rc == BATON_OK && l->rest_b == UINT64_MAX ? io_stream_plan_ahead(l, err) : rc;
 }
 
 int io_stream_next(baton_loader *l, baton_record *out, baton_err *err)

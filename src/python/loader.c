@@ -474,9 +474,12 @@ static PyObject *loader_next(Loader *self)
         return NULL;
     }
     set_busy(self, 1);   /* before the pipeline opens with the GIL released */
-    if (!self->g && open_gen(self)) {
-        set_busy(self, 0);
-        return NULL;
+    if (!self->g) {
+        if (open_gen(self)) {
+            set_busy(self, 0);
+            return NULL;
+        }
+        pyb_numpy_load(self->st);   /* the pipeline's threads fetch meanwhile */
     }
     baton_batch *b = NULL;
     baton_err err = {0};

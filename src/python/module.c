@@ -111,20 +111,25 @@ int pyb_usage_rc(const char *fmt, ...)
     return -1;
 }
 
-/* numpy.asarray, looked up once per module (NULL: NumPy is not installed; memoryviews instead) */
+/* numpy.asarray, looked up once per module (left NULL when NumPy is not installed) */
+void pyb_numpy_load(pyb_state *st)
+{
+    if (st->np_looked) return;
+    st->np_looked = 1;
+    PyObject *np = PyImport_ImportModule("numpy");
+    if (np) {
+        st->np_asarray = PyObject_GetAttrString(np, "asarray");
+        Py_DECREF(np);
+    }
+    if (!st->np_asarray) PyErr_Clear();
+}
+
+/* numpy.asarray(obj), or a memoryview without NumPy */
 PyObject *pyb_asarray(PyObject *obj)
 {
     pyb_state *st = pyb_state_of(Py_TYPE(obj));
     if (!st && !(st = pyb_state_now())) return NULL;
-    if (!st->np_looked) {
-        st->np_looked = 1;
-        PyObject *np = PyImport_ImportModule("numpy");
-        if (np) {
-            st->np_asarray = PyObject_GetAttrString(np, "asarray");
-            Py_DECREF(np);
-        }
-        if (!st->np_asarray) PyErr_Clear();
-    }
+    pyb_numpy_load(st);
     return st->np_asarray ? PyObject_CallOneArg(st->np_asarray, obj) : PyMemoryView_FromObject(obj);
 }
 

@@ -82,6 +82,9 @@ pyb_state *pyb_state_of(PyTypeObject *t);
 /* The state of this interpreter's baton._baton (sys.modules); NULL with an exception when it has
  * none (a call during its teardown). */
 pyb_state *pyb_state_now(void);
+/* NumPy's asarray looked up (NumPy imported) once per module: the first batch's arrays need it;
+ * a Loader calls it while its pipeline fetches the first block, so the import is not in a launch. */
+void pyb_numpy_load(pyb_state *st);
 
 /* The types' specs (module.c makes them per module) and the struct sequences' descriptions */
 extern PyType_Spec pyb_LoaderSpec, pyb_LeaseSpec, pyb_ViewSpec;

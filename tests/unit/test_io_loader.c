@@ -8,7 +8,8 @@
  * the file and the offset (never SIGBUS). A dataset with piece checksums fetches whole pieces
  * around what it needs; one without (an older pack) keeps the tighter bounds of record ranges.
  * Pipe mode opens before the shards' indexes arrive (a broken one is found at the first read,
- * mount mode finds it at the open).
+ * mount mode finds it at the open). Held for a launch (baton_loader_hold_ahead), it fetches only
+ * the block it reads until released, and the same records and bytes as a reader never held.
  *
  * Without arguments it packs a small dataset and checks the four modes over a local path. The
  * URIs in BATON_TEST_URIS (space-separated, e.g. an nginx and an S3 copy of the same dataset
@@ -355,6 +356,71 @@ static void check_lazy_index(const char *dataset)
     baton_loader_close(l);
 }
 
+/* Streamed bytes fetched so far (the indexes, which count as the open's, left out); waits `ms`
+ * first, so that a fetcher allowed to read ahead has had the time to. */
+static uint64_t streamed_bytes(const baton_loader *l, int ms)
+{
+    if (ms) usleep((useconds_t)ms * 1000);
+    baton_loader_stats st;
+    baton_loader_get_stats(l, &st);
+    return st.bytes_fetched - st.open_fetched;
+}
+
+/* baton_loader_hold_ahead (a launch's first batch before the read-ahead): held, a pipe reader
+ * fetches the block it reads and nothing more — no byte ahead of it after a wait, the next block
+ * only once it is needed — while a reader not held has read ahead within the same wait; released,
+ * it reads ahead again. Records, order and the epoch's bytes are those of a reader never held. */
+static void check_hold(const char *dataset, uint64_t total)
+{
+    const uint32_t block = 1000;
+    baton_loader *h = NULL, *f = NULL;
+    if (open_loader(dataset, BATON_MODE_PIPE, 0, 1, NULL, block, &h) ||
+        open_loader(dataset, BATON_MODE_PIPE, 0, 1, NULL, block, &f)) {
+        baton_loader_close(h);
+        return;
+    }
+    baton_err err = {0};
+    baton_cursor end = {11, 1, 0};
+    CHECK(baton_loader_set_end(h, &end, &err) == BATON_OK && baton_loader_set_end(f, &end, &err) == BATON_OK);
+    CHECK(baton_loader_hold_ahead(h, 1, &err) == BATON_OK);
+    baton_record rh, rf;
+    CHECK_MSG(baton_loader_next(h, &rh, &err) == BATON_OK, "%s", err.msg);
+    CHECK_MSG(baton_loader_next(f, &rf, &err) == BATON_OK, "%s", err.msg);
+    CHECK_EQ_U(record_id(h, &rh), record_id(f, &rf));
+    uint64_t first = streamed_bytes(h, 0), free_ahead = first;
+    for (int i = 0; i < 50 && free_ahead <= first; i++) free_ahead = streamed_bytes(f, 100);
+    CHECK_MSG(free_ahead > first, "a reader not held fetched %llu bytes, the held one's first block %llu",
+              (unsigned long long)free_ahead, (unsigned long long)first);
+    CHECK_EQ_U(streamed_bytes(h, 200), first);   /* held: nothing ahead */
+    uint64_t n = 1, same = 1;
+    for (; n < block && n < total; n++) {   /* the rest of the first block: still nothing more */
+        CHECK(baton_loader_next(h, &rh, &err) == BATON_OK && baton_loader_next(f, &rf, &err) == BATON_OK);
+        same += record_id(h, &rh) == record_id(f, &rf);
+    }
+    CHECK_EQ_U(streamed_bytes(h, 100), first);
+    CHECK(baton_loader_next(h, &rh, &err) == BATON_OK && baton_loader_next(f, &rf, &err) == BATON_OK);
+    same += record_id(h, &rh) == record_id(f, &rf), n++;
+    uint64_t second = streamed_bytes(h, 0);   /* the next block, fetched as it is needed */
+    CHECK_MSG(second > first && second < 3 * first, "first block %llu bytes, with the second %llu",
+              (unsigned long long)first, (unsigned long long)second);
+    CHECK_EQ_U(streamed_bytes(h, 200), second);
+    CHECK(baton_loader_hold_ahead(h, 0, &err) == BATON_OK);   /* released: reads ahead again */
+    uint64_t ahead = second;
+    for (int i = 0; i < 50 && ahead <= second; i++) ahead = streamed_bytes(h, 100);
+    CHECK_MSG(ahead > second, "released, still %llu bytes", (unsigned long long)ahead);
+    int a, b;
+    while ((a = baton_loader_next(h, &rh, &err)) == BATON_OK && (b = baton_loader_next(f, &rf, &err)) == BATON_OK)
+        same += record_id(h, &rh) == record_id(f, &rf), n++;
+    CHECK_EQ_U(a, BATON_END);
+    CHECK_EQ_U(baton_loader_next(f, &rf, &err), BATON_END);
+    CHECK_EQ_U(n, total);
+    CHECK_EQ_U(same, total);
+    CHECK_EQ_U(baton_loader_epoch_fetched(h, 0), baton_loader_epoch_fetched(f, 0));
+    CHECK_EQ_U(streamed_bytes(h, 0), streamed_bytes(f, 0));
+    baton_loader_close(h);
+    baton_loader_close(f);
+}
+
 /* skip: the same positions as next, the record after the skipped ones the same as a reader that
  * read them, and in an indexed order (mount mode) not a byte read for the skipped ones */
 static void check_skip(const char *dataset)
@@ -492,6 +558,7 @@ int main(void)
         check_sys_calls(dataset);
         check_skip(dataset);
         check_lazy_index(dataset);
+        check_hold(dataset, total);
     } else {
         char *copy = strdup(uris), *save = NULL;
         for (char *u = strtok_r(copy, " ", &save); u; u = strtok_r(NULL, " ", &save))
