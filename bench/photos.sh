@@ -11,8 +11,10 @@
 #   3. with the RADOS Gateway (memstore: the shards live in RAM — BATON_RGW_MEM_MB, default the
 #      shards' size × 1.2 + 1 GiB; BlueStore on disk when that is over half the memory), pushes
 #      the shards and runs `baton bench-io` in file, pipe and cache mode over S3, mount mode over
-#      the local disk and over an s3fs mount of the bucket (the FSx stand-in): launch (start →
-#      first batch), samples/s, epoch times, EPOCHS epochs measured and 20 projected, bytes
+#      the local disk and over an s3fs mount of the bucket (the FSx stand-in; s3fs-cache: with
+#      s3fs's local cache, each shard downloaded whole at its first open, as a lazily loaded FSx
+#      for Lustre does, then read through FUSE from that copy): launch (start → first batch),
+#      samples/s, epoch times, EPOCHS epochs measured and 20 projected, bytes
 #      fetched per epoch, peak memory (GNU time's maximum RSS); the --jpeg-restart pack in mount
 #      mode over the local disk (local-rst);
 #   4. the naive limits: bench/decode_whole (every pixel of every file decoded, WORKERS threads) and
@@ -25,7 +27,8 @@
 #   bench/photos.sh            env: SCALE (1), SEED (1), EPOCHS (3), WORKERS (2), PEER_S (60),
 #                              DATA=DIR (keep and reuse the files and shards there), OUT (bench/out),
 #                              REAL=DIR (real photographs to compare the decode cost with),
-#                              SOURCES ("local local-file s3 s3fs"), PEER=0 skips the peer
+#                              SOURCES ("local local-file s3 s3fs", or s3fs-cache too),
+#                              PEER=0 skips the peer
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -115,7 +118,7 @@ echo "== baton bench-io, random-resized crop 224 + flip, $EPOCHS epochs"
 want local && bench local --data "$W/shards" --mode mount --epochs "$EPOCHS"
 want local-file && bench local-file --data "$W/shards" --mode file --epochs "$EPOCHS"
 want local && bench local-rst --data "$W/shards-rst" --mode mount --epochs "$EPOCHS"
-if { want s3 || want s3fs; } && [ -x "$(command -v radosgw)" ]; then
+if { want s3 || want s3fs || want s3fs-cache; } && [ -x "$(command -v radosgw)" ]; then
     . tests/servers/lib.sh
     srv_init
     S3FS_MNT=
@@ -144,6 +147,14 @@ if { want s3 || want s3fs; } && [ -x "$(command -v radosgw)" ]; then
     fi
     if want s3fs && srv_s3fs bench photos/dataset.json; then
         bench s3fs-mount --data "$S3FS_MNT/photos" --mode mount --epochs "$EPOCHS"
+    fi
+    if want s3fs-cache; then   # s3fs with its local cache: every shard downloaded whole at the open
+        [ -n "$S3FS_MNT" ] && { fusermount -u "$S3FS_MNT" 2>/dev/null || umount -l "$S3FS_MNT"; }
+        S3FS_MNT=
+        if srv_s3fs bench photos/dataset.json "$W/s3fs-cache"; then
+            bench s3fs-cache-mount --data "$S3FS_MNT/photos" --mode mount --epochs "$EPOCHS"
+        fi
+        rm -rf "$W/s3fs-cache"
     fi
 else
     [ -n "${DATA:-}" ] || trap 'rm -rf "$W"' EXIT

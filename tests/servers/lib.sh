@@ -5,7 +5,9 @@
 #   srv_rgw                  RADOS Gateway; exports AWS_* (endpoint, keys, region); sets RGW_PORT
 #   srv_proxy VAR UPSTREAM [faultproxy options...]   fault proxy in front of UPSTREAM; port in VAR
 #   srv_have_rgw             true when the Ceph packages are installed
-#   srv_s3fs BUCKET FILE     mount BUCKET of srv_rgw's gateway read-only with s3fs; sets S3FS_MNT once
+#   srv_s3fs BUCKET FILE [CACHE]  mount BUCKET of srv_rgw's gateway read-only with s3fs (with CACHE,
+#                            s3fs's local cache there: each object downloaded whole at its first
+#                            open, as a lazily loaded FSx for Lustre does); sets S3FS_MNT once
 #                            FILE (a key in it) is visible; 1 (a line said why) where it cannot
 SRV_DIR_SELF=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SRV_PIDS=()
@@ -69,8 +71,10 @@ srv_s3fs() {
     printf '%s:%s\n' "$AWS_ACCESS_KEY_ID" "$AWS_SECRET_ACCESS_KEY" >"$SRV/s3fs.pass"
     chmod 600 "$SRV/s3fs.pass"
     mkdir -p "$SRV/s3mnt"
+    local cache=()
+    [ -n "${3:-}" ] && mkdir -p "$3" && cache=(-o use_cache="$3" -o parallel_count=8 -o multipart_size=16)
     if ! s3fs "$1" "$SRV/s3mnt" -o url="$AWS_ENDPOINT_URL" -o use_path_request_style -o ro \
-        -o passwd_file="$SRV/s3fs.pass" -o endpoint="$AWS_REGION" 2>"$SRV/s3fs.err"; then
+        -o passwd_file="$SRV/s3fs.pass" -o endpoint="$AWS_REGION" "${cache[@]}" 2>"$SRV/s3fs.err"; then
         echo "s3fs mount failed: $(head -c 300 "$SRV/s3fs.err")"
         return 1
     fi
