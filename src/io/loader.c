@@ -96,8 +96,28 @@ static int take_index(baton_loader *l, size_t s, const baton_buf *b, baton_err *
  * flight, 0.35-0.39 s at 32 and 0.24-0.33 s at 64 (bench/RESULTS.md §16 part 5). Pipe and cache
  * mode do not wait for them at the open: they are asked for in the order epoch 0 streams the shards
  * and taken as the plan reaches each shard (io_loader_index), so the first block waits for its own
- * shards' indexes only; the other modes take them all before the open returns. */
+ * shards' indexes only — asked for alone (INDEX_FIRST), the rest once the first arrived, so that
+ * they do not queue behind 63 others at the store — the other modes take them all before the open
+ * returns. */
 #define INDEX_INFLIGHT 64
+#define INDEX_FIRST 2
+
+/* Ask for the indexes of l->iorder[l->iasked, upto); all asked: no more input. */
+static int index_ask(baton_loader *l, size_t upto, baton_err *err)
+{
+    int rc = BATON_OK;
+    for (; rc == BATON_OK && l->iasked < upto; l->iasked++) {
+        const baton_shard_info *si = &l->m.shards[l->iorder[l->iasked]];
+        rc = io_fetch_add(l->ifetch, si->index, 0, si->index_bytes, l->iorder[l->iasked], err);
+    }
+    if (rc == BATON_OK && l->iasked == l->m.nshards) {
+        io_fetch_close_input(l->ifetch);
+        free(l->iorder);
+        l->iorder = NULL;
+    }
+    return rc;
+}
+
 static int index_start(baton_loader *l, baton_err *err)
 {
     size_t n = l->m.nshards;
@@ -106,27 +126,21 @@ static int index_start(baton_loader *l, baton_err *err)
             return baton_err_set(err, BATON_ERR_FORMAT, "%s: shard %s has no .idx listed in dataset.json",
                                  l->uri, l->m.shards[s].file);
     if (n == 0) return BATON_OK;
-    uint64_t *order = malloc(n * sizeof *order);
-    if (!order) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    if (!(l->iorder = malloc(n * sizeof *l->iorder))) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
     int streamed = l->o.mode == BATON_MODE_PIPE || l->o.mode == BATON_MODE_CACHE;
-    io_order_shards(l->o.seed, 0, n, streamed && !l->o.no_shuffle, order);
+    io_order_shards(l->o.seed, 0, n, streamed && !l->o.no_shuffle, l->iorder);
     baton_fetch_opts fo = l->o.fetch;
     if (fo.inflight < INDEX_INFLIGHT) fo.inflight = INDEX_INFLIGHT;
     fo.chunk_bytes = 1u << 20;   /* a slot per request in flight (max_buffered / chunk_bytes slots) */
-    int rc = BATON_OK;
-    if (!(l->ifetch = io_fetch_new(l->store, &fo, err))) rc = err->code;
-    for (size_t i = 0; rc == BATON_OK && i < n; i++) {
-        const baton_shard_info *si = &l->m.shards[order[i]];
-        rc = io_fetch_add(l->ifetch, si->index, 0, si->index_bytes, order[i], err);
-    }
-    free(order);
-    if (l->ifetch) io_fetch_close_input(l->ifetch);
-    return rc;
+    if (!(l->ifetch = io_fetch_new(l->store, &fo, err))) return err->code;
+    return index_ask(l, streamed && n > INDEX_FIRST ? INDEX_FIRST : n, err);
 }
 
 /* The index fetch's bytes counted (they belong to the open, wherever they arrive) and it freed. */
 static void index_done(baton_loader *l)
 {
+    free(l->iorder);
+    l->iorder = NULL;
     if (!l->ifetch) return;
     io_fetch_add_stats(l->ifetch, &l->st, 1);
     io_fetch_free(l->ifetch);
@@ -154,6 +168,7 @@ static int index_take_until(baton_loader *l, size_t want, int wait, baton_err *e
         if (rc == BATON_OK && last) {
             rc = take_index(l, s, &l->ibuf, err);
             l->ibuf.len = 0;
+            if (rc == BATON_OK && l->iorder) rc = index_ask(l, l->m.nshards, err);   /* the first came: the rest */
         }
         if (rc) break;
     }

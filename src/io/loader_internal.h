@@ -33,6 +33,8 @@ struct baton_loader {
                              * its index arrived (io_loader_index) */
     baton_fetch *ifetch;    /* the indexes still arriving (pipe and cache mode); NULL once all came */
     baton_buf ibuf;         /* the index being assembled from ifetch's pieces */
+    uint64_t *iorder;       /* the shards in the order their indexes are asked for */
+    size_t iasked;          /* of them, asked for so far (the first alone, the rest once it came) */
     uint64_t *shard_first;  /* per shard: global number of its first record (shard-major) */
     uint64_t total, block;
     baton_cursor cur;
