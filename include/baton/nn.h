@@ -169,6 +169,24 @@ typedef struct baton_nn_kernels {
      * table converts dy to bfloat16 once for both.) */
     void (*conv_bwd)(const baton_nn_conv_geom *g, const float *x, const float *dy, const float *w, float *dw,
                      float *db, float *dx);
+    /* optional (NULL but in the bf16 table): an activation in bfloat16 (uint16_t, the top half of a
+     * float32; the table's layout) between a convolution and the batch norm that is its only reader.
+     * conv_fwd_y16 is conv_fwd writing y in bfloat16 — its f32 sums rounded once, to nearest even —
+     * for the geometries conv_y16_ok accepts. The bn_x16 entries read such an x and are otherwise
+     * the batch-norm entries, for the geometries bn_fused_ok accepts (0 for others, nothing
+     * written): bn_x16_fwd_train is bn_fwd_train (res NULL, relu 0), bn_relu_fwd_train (relu 1) or
+     * bn_add_relu_fwd_train (res given); bn_x16_fwd_infer is bn_fwd_infer; bn_x16_bwd is bn_bwd (y
+     * NULL, relu 0), bn_relu_bwd (relu 1; beta given) or bn_add_relu_bwd (y given: the add+ReLU's
+     * output). Their results are those entries' on x widened to float32 (exact), bit for bit. */
+    int (*conv_fwd_y16)(const baton_nn_conv_geom *g, const float *x, const float *w, const float *b, uint16_t *y);
+    int (*conv_y16_ok)(const baton_nn_conv_geom *g);
+    int (*bn_x16_fwd_train)(int n, int c, int hw, const uint16_t *x, const float *res, int relu, const float *gamma,
+                            const float *beta, float eps, float *y, float *mean, float *var);
+    int (*bn_x16_fwd_infer)(int n, int c, int hw, const uint16_t *x, const float *gamma, const float *beta,
+                            const float *mean, const float *var, float eps, float *y);
+    int (*bn_x16_bwd)(int n, int c, int hw, const uint16_t *x, const float *y, const float *dy, const float *dy2,
+                      int relu, const float *gamma, const float *beta, const float *mean, const float *var,
+                      float eps, float *g, float *dx, float *dgamma, float *dbeta);
 } baton_nn_kernels;
 
 /* The plain C reference kernels: single-threaded, straightforward loops, fixed summation order. */

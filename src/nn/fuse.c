@@ -302,8 +302,30 @@ int nn_plan_alloc(baton_nn_model *m, baton_err *err)
     return BATON_OK;
 }
 
+/* Which slots hold bfloat16 (nn_slot.bf16): a convolution's output whose only reader is the batch
+ * norm after it, where the table writes it so (conv_fwd_y16, for the geometries conv_y16_ok
+ * accepts) and reads it in that batch norm's every form (bn_x16_*, for bn_fused_ok's geometries;
+ * synchronised batch norm too: kern_bn_sync.c) — the same in both plans (the convolution is its
+ * own op in each). Not with a statistics-taking convolution (it writes float32). */
+static void plan_bf16_slots(baton_nn_model *m)
+{
+    const baton_nn_kernels *k = m->k;
+    for (size_t s = 0; s < m->nslots; s++) m->slots[s].bf16 = 0;
+    if (!k->conv_fwd_y16 || !k->bn_x16_fwd_train || !k->bn_x16_fwd_infer || !k->bn_x16_bwd || k->conv_bn_stats_fwd)
+        return;
+    for (size_t li = 0; li < m->nlayers; li++) {
+        const nn_layer *l = &m->layers[li];
+        if (l->kind != NN_CONV || !next_is(m, li, NN_BN)) continue;
+        const nn_slot *s = &m->slots[l->out];
+        const baton_nn_conv_geom g = nn_conv_geom(m, l, m->spec.max_batch);
+        if ((!k->bn_fused_ok || k->bn_fused_ok(s->c, s->h * s->w)) && (!k->conv_y16_ok || k->conv_y16_ok(&g)))
+            m->slots[l->out].bf16 = 1;
+    }
+}
+
 void nn_plan_fusions(baton_nn_model *m)
 {
+    plan_bf16_slots(m);
     plan_infer(m);
     plan_train(m);
     plan_grads(m);

@@ -3,7 +3,9 @@
  * blocked [n][c/16][hw][16] when c is a multiple of 16 — and the threads they run on; the _cl
  * entries are the same kernels on the bf16 table's channels-last layout ([n][hw][c] when c is a
  * multiple of 16: a block is sixteen adjacent channels of a pixel, c floats from the next pixel's),
- * with the same arithmetic in the same order, so the same bits for the same values.
+ * with the same arithmetic in the same order, so the same bits for the same values; cl = 2 is that
+ * layout with x in bfloat16 (the bf16 table's convolution outputs: widened as read, exactly, so the
+ * bits of the f32 kernels on the widened values).
  *
  * Contract: that of the kernel table (nn.h, baton_nn_kernels) and of the reference kernels in
  * kern_norm.c — the same formulas (PyTorch's: batch mean and BIASED batch variance returned and
@@ -210,7 +212,8 @@ typedef struct job {
     double *part;
     const float *coef;
     int cl;                        /* blocked kinds on channels-last activations: [n][hw][c], the
-                                    * sixteen lanes of block cb at offset cb * 16 of each pixel */
+                                    * sixteen lanes of block cb at offset cb * 16 of each pixel; 2: x
+                                    * holds bfloat16 values (uint16_t), the rest float */
     int cl_gb;                     /* channels-last: blocks per item (cl_item) */
 } job;
 
@@ -324,6 +327,16 @@ static inline void v16store(float *p, v16 v)
 }
 
 static inline v16 v16from(const float *p16) { return v16load(p16); }
+
+/* sixteen bfloat16 values widened to float32 (exact: each is the top half of its float) */
+typedef uint16_t v16h __attribute__((vector_size(16 * sizeof(uint16_t))));
+typedef uint32_t v16u __attribute__((vector_size(16 * sizeof(uint32_t))));
+static inline v16 v16widen(const uint16_t *p)
+{
+    v16h h;
+    memcpy(&h, p, sizeof h);
+    return (v16)(__builtin_convertvector(h, v16u) << 16);
+}
 
 static inline const float *blk_plane(const job *j, const float *base, int img, int cb)
 {
@@ -446,11 +459,13 @@ static void blk_item(const job *j, int item)
  * each block's sums in the order blk_item sums them (pixel order, even and odd pixels apart), its
  * outputs by the same operations, so the same bits. */
 static inline __attribute__((always_inline)) void cl_image_pass(const job *j, int i, int cb0, const int NB,
-                                                                double (*d)[3][16])
+                                                                const int X16, double (*d)[3][16])
 {
     const size_t C = (size_t)j->c, c0 = (size_t)cb0 * 16;
     const int hw = j->hw;
-    const float *x = j->x + (size_t)i * C * hw + c0;
+    const float *x = X16 ? NULL : j->x + (size_t)i * C * hw + c0;
+    const uint16_t *xh = X16 ? (const uint16_t *)(const void *)j->x + (size_t)i * C * hw + c0 : NULL;
+#define XL(o) (X16 ? v16widen(xh + (o)) : v16load(x + (o)))   /* x's sixteen lanes at offset o */
     v16 m[4], k1[4], k2[4], k3[4], f1[4], f2[4], a0[4], a1[4], b0[4], b1[4];   /* NB <= 4 */
     for (int b = 0; b < NB; b++) {
         const float *cf = j->coef + c0 + (size_t)b * 16;
@@ -463,9 +478,9 @@ static inline __attribute__((always_inline)) void cl_image_pass(const job *j, in
         int p = 0;
         for (; p + 2 <= hw; p += 2)
             for (int b = 0; b < NB; b++)
-                a0[b] += v16load(x + (size_t)p * C + b * 16), a1[b] += v16load(x + (size_t)(p + 1) * C + b * 16);
+                a0[b] += XL((size_t)p * C + b * 16), a1[b] += XL((size_t)(p + 1) * C + b * 16);
         for (; p < hw; p++)
-            for (int b = 0; b < NB; b++) a0[b] += v16load(x + (size_t)p * C + b * 16);
+            for (int b = 0; b < NB; b++) a0[b] += XL((size_t)p * C + b * 16);
         v16 sa[4], mf[4];
         double mu[4][16];
         for (int b = 0; b < NB; b++) {
@@ -477,14 +492,14 @@ static inline __attribute__((always_inline)) void cl_image_pass(const job *j, in
         }
         for (p = 0; p + 2 <= hw; p += 2)
             for (int b = 0; b < NB; b++) {
-                const v16 u = v16load(x + (size_t)p * C + b * 16) - mf[b];
-                const v16 w = v16load(x + (size_t)(p + 1) * C + b * 16) - mf[b];
+                const v16 u = XL((size_t)p * C + b * 16) - mf[b];
+                const v16 w = XL((size_t)(p + 1) * C + b * 16) - mf[b];
                 b0[b] += u * u;
                 b1[b] += w * w;
             }
         for (; p < hw; p++)
             for (int b = 0; b < NB; b++) {
-                const v16 u = v16load(x + (size_t)p * C + b * 16) - mf[b];
+                const v16 u = XL((size_t)p * C + b * 16) - mf[b];
                 b0[b] += u * u;
             }
         for (int b = 0; b < NB; b++) {
@@ -504,7 +519,7 @@ static inline __attribute__((always_inline)) void cl_image_pass(const job *j, in
         for (int p = 0; p < hw; p++)
             for (int b = 0; b < NB; b++) {
                 const size_t o = (size_t)p * C + b * 16;
-                const v16 v = (v16load(x + o) - m[b]) * k1[b] + k2[b];
+                const v16 v = (XL(o) - m[b]) * k1[b] + k2[b];
                 v16store(y + o, r ? v16relu(v + v16load(r + o)) : j->relu ? v16relu(v) : v);
             }
         return;
@@ -518,7 +533,7 @@ static inline __attribute__((always_inline)) void cl_image_pass(const job *j, in
             for (int b = 0; b < NB; b++) {
                 const size_t o = (size_t)p * C + b * 16;
                 v16 g = v16load(dy + o);
-                const v16 xm = v16load(x + o) - m[b];
+                const v16 xm = XL(o) - m[b];
                 if (j->relu) g = v16mask(g, xm * f1[b] + f2[b]);
                 if (go) {
                     if (dy2) g += v16load(dy2 + o);
@@ -546,7 +561,7 @@ static inline __attribute__((always_inline)) void cl_image_pass(const job *j, in
         for (int p = 0; p < hw; p++)
             for (int b = 0; b < NB; b++) {
                 const size_t o = (size_t)p * C + b * 16;
-                const v16 xm = v16load(x + o) - m[b];
+                const v16 xm = XL(o) - m[b];
                 v16 g = v16load(dy + o);
                 if (j->relu) g = v16mask(g, xm * f1[b] + f2[b]);
                 v16store(dx + o, k1[b] * (g - k2[b] - xm * k3[b]));
@@ -571,9 +586,12 @@ static void cl_item(const job *j, int item)
     memset(d, 0, sizeof(double) * 3 * 16 * (size_t)nb);
     for (int i = i0; i < i1; i++) {
         int b = 0;
-        for (; b + 4 <= nb; b += 4) cl_image_pass(j, i, cb0 + b, 4, d + b);
-        for (; b + 2 <= nb; b += 2) cl_image_pass(j, i, cb0 + b, 2, d + b);
-        for (; b < nb; b++) cl_image_pass(j, i, cb0 + b, 1, d + b);
+        for (const int h = j->cl == 2; b + 4 <= nb; b += 4)   /* h: x in bfloat16 */
+            h ? cl_image_pass(j, i, cb0 + b, 4, 1, d + b) : cl_image_pass(j, i, cb0 + b, 4, 0, d + b);
+        for (const int h = j->cl == 2; b + 2 <= nb; b += 2)
+            h ? cl_image_pass(j, i, cb0 + b, 2, 1, d + b) : cl_image_pass(j, i, cb0 + b, 2, 0, d + b);
+        for (const int h = j->cl == 2; b < nb; b++)
+            h ? cl_image_pass(j, i, cb0 + b, 1, 1, d + b) : cl_image_pass(j, i, cb0 + b, 1, 0, d + b);
     }
     for (int b = 0; b < nb; b++)
         memcpy(j->part + ((size_t)(cb0 + b) * j->chunks + ch) * PART_STRIDE, d[b], sizeof d[b]);
@@ -640,7 +658,6 @@ static void run(job *j)
 }
 
 /* ---- blocked calls ---- */
-
 
 /* The cut of images into chunks for a blocked call: about 4096 elements per lane and chunk, at most
  * 16 chunks, fewer when the partials would not fit. A function of (n, c, hw) only. */
@@ -806,9 +823,9 @@ void nn_fast_bn_bwd_lay(int cl, int n, int c, int hw, const float *x, const floa
     run(&j);
 }
 
-/* Batch norm fused with the ReLU after it (blocked activations only: the geometries
- * nn_fast_bn_stats_ok accepts, for any n; 0 for others, nothing written). Forward writes y = max(0, bn(x)); backward takes d(y) and the forward's gamma,
- * beta and statistics, and finds where y > 0 from x (blk_bwd). */
+/* Batch norm fused with the ReLU after it (blocked activations only: the geometries nn_fast_bn_stats_ok
+ * accepts, for any n; 0 for others, nothing written). Forward writes y = max(0, bn(x)); backward takes
+ * d(y) and the forward's gamma, beta and statistics, and finds where y > 0 from x (blk_bwd). */
 int nn_fast_bn_relu_fwd_train_lay(int cl, int n, int c, int hw, const float *x, const float *gamma, const float *beta,
                                   float eps, float *y, float *mean, float *var)
 {

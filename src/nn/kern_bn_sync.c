@@ -8,7 +8,8 @@
  * Contract: the formulas of kern_norm.c (batch mean, BIASED batch variance; invstd = 1 / sqrtf(var +
  * eps) from the float var; dx = gamma * invstd * (dy - mean(dy) - xhat * mean(dy * xhat)); the
  * means over the whole batch), on activations in the table's layout (NCHW, or blocked
- * [n][c/16][hw][16], or channels-last [n][hw][c] for the bf16 table). Sums are double, in a fixed order, two passes forward (the sum, then the
+ * [n][c/16][hw][16], or channels-last [n][hw][c] for the bf16 table, there in bfloat16 where the
+ * slot holds it: nn_slot.bf16, widened as read). Sums are double, in a fixed order, two passes forward (the sum, then the
  * squares about the whole batch's mean: two calls of bn_sync) and one backward (sum dy and sum dy *
  * xhat: one call). dgamma and dbeta are this part's own sums — the gradient reducer sums them over
  * the parts like every other gradient. The calls every process makes, in the same order: forward,
@@ -29,6 +30,16 @@ static inline size_t at(int blocked, int c, int hw, int i, int ch, int k)
     return (((size_t)i * (c / NN_BLOCK) + ch / NN_BLOCK) * hw + k) * NN_BLOCK + ch % NN_BLOCK;
 }
 
+/* element e of slot s's data: float32, or bfloat16 widened (exactly) */
+static inline float xv(const nn_slot *s, size_t e)
+{
+    if (!s->bf16) return s->data[e];
+    const uint32_t u = (uint32_t)((const uint16_t *)(const void *)s->data)[e] << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
 static int sum(baton_nn_model *m, double *v, int n)
 {
     if (m->bn_sync_rc) return 0;
@@ -41,13 +52,12 @@ int nn_sync_bn_fwd(baton_nn_model *m, nn_layer *l, int n, float *y)
     const nn_slot *in = &m->slots[l->in];
     const int c = in->c, hw = in->h * in->w;
     const int blk = nn_is_blocked(m->k->block, c) && hw > 1 ? 1 + m->k->channels_last : 0;   /* at()'s layout */
-    const float *x = in->data;
     double *v = m->bn_sync_buf;
     v[0] = (double)n * hw;
     for (int ch = 0; ch < c; ch++) {
         double s = 0;
         for (int i = 0; i < n; i++)
-            for (int k = 0; k < hw; k++) s += x[at(blk, c, hw, i, ch, k)];
+            for (int k = 0; k < hw; k++) s += xv(in, at(blk, c, hw, i, ch, k));
         v[1 + ch] = s;
     }
     if (!sum(m, v, 1 + c)) return 0;
@@ -58,16 +68,18 @@ int nn_sync_bn_fwd(baton_nn_model *m, nn_layer *l, int n, float *y)
         double s = 0;
         for (int i = 0; i < n; i++)
             for (int k = 0; k < hw; k++) {
-                const double d = x[at(blk, c, hw, i, ch, k)] - mu;
+                const double d = xv(in, at(blk, c, hw, i, ch, k)) - mu;
                 s += d * d;
             }
         v[ch] = s;
     }
     if (!sum(m, v, c)) return 0;
     for (int ch = 0; ch < c; ch++) l->save_var[ch] = (float)(v[ch] / l->sync_count);
-    if (n > 0)
-        m->k->bn_fwd_infer(n, c, hw, x, (const float *)m->tensors[l->tw].data, (const float *)m->tensors[l->tb].data,
-                           l->save_mean, l->save_var, NN_BN_EPS, y);
+    const float *gm = m->tensors[l->tw].data, *bt = m->tensors[l->tb].data;
+    if (n > 0 && in->bf16)
+        return m->k->bn_x16_fwd_infer(n, c, hw, (const uint16_t *)(const void *)in->data, gm, bt, l->save_mean,
+                                      l->save_var, NN_BN_EPS, y);
+    if (n > 0) m->k->bn_fwd_infer(n, c, hw, in->data, gm, bt, l->save_mean, l->save_var, NN_BN_EPS, y);
     return 1;
 }
 
@@ -76,7 +88,7 @@ int nn_sync_bn_bwd(baton_nn_model *m, const nn_layer *l, int n, const float *dy,
     const nn_slot *in = &m->slots[l->in];
     const int c = in->c, hw = in->h * in->w;
     const int blk = nn_is_blocked(m->k->block, c) && hw > 1 ? 1 + m->k->channels_last : 0;   /* at()'s layout */
-    const float *x = in->data, *gamma = m->tensors[l->tw].data;
+    const float *gamma = m->tensors[l->tw].data;
     float *dgamma = m->tensors[l->tw].grad, *dbeta = m->tensors[l->tb].grad;
     double *v = m->bn_sync_buf;
     for (int ch = 0; ch < c; ch++) {
@@ -86,7 +98,7 @@ int nn_sync_bn_bwd(baton_nn_model *m, const nn_layer *l, int n, const float *dy,
             for (int k = 0; k < hw; k++) {
                 const size_t e = at(blk, c, hw, i, ch, k);
                 sdy += dy[e];
-                sdyx += (double)dy[e] * ((x[e] - mu) * invstd);
+                sdyx += (double)dy[e] * ((xv(in, e) - mu) * invstd);
             }
         v[ch] = sdy;
         v[c + ch] = sdyx;
@@ -101,7 +113,7 @@ int nn_sync_bn_bwd(baton_nn_model *m, const nn_layer *l, int n, const float *dy,
         for (int i = 0; i < n; i++)
             for (int k = 0; k < hw; k++) {
                 const size_t e = at(blk, c, hw, i, ch, k);
-                const float xhat = (x[e] - mu) * invstd;
+                const float xhat = (xv(in, e) - mu) * invstd;
                 dx[e] = k1 * (dy[e] - mdy - xhat * mdyx);
             }
     }

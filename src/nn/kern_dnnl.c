@@ -35,6 +35,9 @@
  * slower AVX512-BF16 kernels): a convolution's f32 output needs no reorder and its input only a
  * conversion to bfloat16. Batch norm and its fusions (kern_bn_fast.c's _cl entries), pooling and
  * the layout conversions have channels-last variants; the elementwise entries are the f32 table's.
+ * A convolution whose only reader is a batch norm writes its output in bfloat16 instead
+ * (conv_fwd_y16: the primitive rounds its f32 sums as it stores them), which kern_bn_fast.c's
+ * channels-last kernels read widened (the bn_x16 entries; fuse.c picks those slots).
  * No Winograd, no hand-written direct kernel and no statistics-taking fusion in bf16. The
  * geometries where the bf16 kernels measured slower (one input channel, stride 2, 1x1:
  * bf16_as_f32) run on oneDNN's f32 kernels (on channels-last activations where a side has more
@@ -338,6 +341,33 @@ static void b_conv_bwd(const baton_nn_conv_geom *g, const float *x, const float 
     if (!nn_prim_dispatch_staged(&kd, pd, 0, dy16)) ref_conv_w(1, OP_CONV_BWD_DATA, g, dy, w, NULL, dx);
 }
 
+/* The bf16 table's forward writing y in bfloat16 (conv_fwd_y16): a convolution it runs on the
+ * bfloat16 kernels (not bf16_as_f32) into a channels-last output of more than one pixel, the
+ * primitive's f32 sums rounded as it stores them (KEY_BF16 3), its input saved as conv_fwd saves
+ * it. The reference fallback rounds conv_fwd's f32 output (a buffer allocated for the call). */
+static int b_conv_y16_ok(const baton_nn_conv_geom *g)
+{
+    return !bf16_as_f32(g, 1) && nn_is_blocked(NN_BLOCK, g->oc) && g->oh * g->ow > 1;
+}
+
+static int b_conv_fwd_y16(const baton_nn_conv_geom *g, const float *x, const float *w, const float *b, uint16_t *y)
+{
+    if (!b_conv_y16_ok(g)) return 0;
+    const pkey k = with_bf16(nn_prim_conv_key(OP_CONV_FWD, g, b != NULL), 3);
+    void *p[4] = {P(x), P(w), y, P(b)};
+    if (fwd_saving(&k, g, p)) return 1;
+    const size_t cnt = (size_t)g->n * g->oc * g->oh * g->ow;
+    float *t = malloc(sizeof(float) * cnt);
+    if (!t) {
+        baton_log(BATON_LOG_ERROR, "nn: out of memory in the reference fallback of conv_fwd_y16");
+        return 0;
+    }
+    conv_fwd(1, g, x, w, b, t);
+    nn_bf16_round(cnt, t, y);
+    free(t);
+    return 1;
+}
+
 /* the two tables' entries */
 #define CG const baton_nn_conv_geom *g
 static void d_conv_fwd(CG, const float *x, const float *w, const float *b, float *y) { conv_fwd(0, g, x, w, b, y); }
@@ -513,6 +543,12 @@ static void init_once(void)
     bf16_table.conv_bwd_data = b_conv_bwd_data;
     bf16_table.conv_bwd_weights = b_conv_bwd_weights;
     bf16_table.conv_bwd = b_conv_bwd;
+    /* a convolution's output in bfloat16 where a batch norm is its only reader (fuse.c) */
+    bf16_table.conv_fwd_y16 = b_conv_fwd_y16;
+    bf16_table.conv_y16_ok = b_conv_y16_ok;
+    bf16_table.bn_x16_fwd_train = nn_fast_bn_x16_fwd_train;
+    bf16_table.bn_x16_fwd_infer = nn_fast_bn_x16_fwd_infer;
+    bf16_table.bn_x16_bwd = nn_fast_bn_x16_bwd;
     bf16_table.linear_fwd = b_linear_fwd;
     bf16_table.linear_bwd_data = b_linear_bwd_data;
     bf16_table.linear_bwd_weights = b_linear_bwd_weights;

@@ -81,6 +81,15 @@ int nn_fast_bn_add_relu_bwd_cl(int n, int c, int hw, const float *x, const float
                                float *g, float *dx, float *dgamma, float *dbeta);
 int nn_fast_bn_apply_train_cl(int n, int c, int hw, const float *x, const float *res, int relu, const float *gamma,
                               const float *beta, float eps, const float *mean, const float *var, float *y);
+/* the bf16 table's batch norm on a convolution's bfloat16 output (kern_bn_entries.c: nn.h's bn_x16
+ * entries, the _cl kernels with x widened as read) */
+int nn_fast_bn_x16_fwd_train(int n, int c, int hw, const uint16_t *x, const float *res, int relu, const float *gamma,
+                             const float *beta, float eps, float *y, float *mean, float *var);
+int nn_fast_bn_x16_fwd_infer(int n, int c, int hw, const uint16_t *x, const float *gamma, const float *beta,
+                             const float *mean, const float *var, float eps, float *y);
+int nn_fast_bn_x16_bwd(int n, int c, int hw, const uint16_t *x, const float *y, const float *dy, const float *dy2,
+                       int relu, const float *gamma, const float *beta, const float *mean, const float *var, float eps,
+                       float *g, float *dx, float *dgamma, float *dbeta);
 /* the oneDNN table's max pooling (kern_pool_fast.c): the reference's results, threaded on blocked
  * activations */
 void nn_fast_maxpool_fwd(const baton_nn_pool_geom *g, const float *x, float *y, int32_t *ws);
@@ -160,6 +169,9 @@ typedef struct nn_slot {
     size_t per_image;         /* c*h*w */
     size_t off_data, off_grad;/* in the activation arena */
     float *data, *grad;
+    int bf16;                 /* data holds bfloat16 values (uint16_t; grad stays float): a
+                               * convolution's output read only by the batch norm after it, where the
+                               * table has the entries for it (fuse.c, plan_bf16_slots) */
 } nn_slot;
 
 typedef struct nn_tensor {

@@ -28,6 +28,8 @@ static float *tgrad(const baton_nn_model *m, int t) { return t < 0 ? NULL : m->t
 static const nn_layer *layer(const baton_nn_model *m, int i) { return &m->layers[i]; }
 static const nn_slot *slot(const baton_nn_model *m, int i) { return &m->slots[i]; }
 static size_t count(const baton_nn_model *m, int s, int n) { return m->slots[s].per_image * (size_t)n; }
+/* a slot's data as bfloat16 (nn_slot.bf16: a convolution's output read by a batch norm) */
+static uint16_t *data16(const nn_slot *s) { return (uint16_t *)(void *)s->data; }
 
 baton_nn_conv_geom nn_conv_geom(const baton_nn_model *m, const nn_layer *l, int n)
 {
@@ -74,6 +76,8 @@ static int conv_fwd(baton_nn_model *m, const nn_op *o, int n)
 {
     const nn_layer *l = layer(m, o->layer);
     const baton_nn_conv_geom g = nn_conv_geom(m, l, n);
+    if (slot(m, l->out)->bf16)
+        return m->k->conv_fwd_y16(&g, slot(m, l->in)->data, wdata(m, l->tw), tdata(m, l->tb), data16(slot(m, l->out)));
     m->k->conv_fwd(&g, slot(m, l->in)->data, wdata(m, l->tw), tdata(m, l->tb), slot(m, l->out)->data);
     return 1;
 }
@@ -181,7 +185,9 @@ static int bn_train(baton_nn_model *m, const nn_layer *l, int stats, const float
         bn_running_update(m, l, l->sync_count);
         return 1;
     }
-    if (stats)
+    if (in->bf16)   /* x in bfloat16 (never with stats or bn_sync: fuse.c) */
+        done = k->bn_x16_fwd_train(n, c, hw, data16(in), res, relu, gm, bt, NN_BN_EPS, y, l->save_mean, l->save_var);
+    else if (stats)
         done = k->bn_apply_train(n, c, hw, x, res, relu, gm, bt, NN_BN_EPS, l->save_mean, l->save_var, y);
     else if (res)
         done = k->bn_add_relu_fwd_train(n, c, hw, x, res, gm, bt, NN_BN_EPS, y, l->save_mean, l->save_var);
@@ -226,6 +232,9 @@ static int bn_infer_fwd(baton_nn_model *m, const nn_op *o, int n)
 {
     const nn_layer *l = layer(m, o->layer);
     const nn_slot *in = slot(m, l->in);
+    if (in->bf16)
+        return m->k->bn_x16_fwd_infer(n, in->c, in->h * in->w, data16(in), tdata(m, l->tw), tdata(m, l->tb),
+                                      tdata(m, l->trm), tdata(m, l->trv), NN_BN_EPS, slot(m, l->out)->data);
     m->k->bn_fwd_infer(n, in->c, in->h * in->w, in->data, tdata(m, l->tw), tdata(m, l->tb), tdata(m, l->trm),
                        tdata(m, l->trv), NN_BN_EPS, slot(m, l->out)->data);
     return 1;
@@ -238,6 +247,11 @@ static int bn_bwd(baton_nn_model *m, const nn_op *o, int n)
     float *dx = gx_at(m, &o->gx);
     if (m->bn_sync_fn) {
         if (!nn_sync_bn_bwd(m, l, n, dy_of(m, o, n), dx ? dx : m->scratch)) return 0;
+    } else if (in->bf16) {
+        if (!m->k->bn_x16_bwd(n, in->c, in->h * in->w, data16(in), NULL, dy_of(m, o, n), NULL, 0, tdata(m, l->tw),
+                              NULL, l->save_mean, l->save_var, NN_BN_EPS, NULL, dx ? dx : m->scratch,
+                              tgrad(m, l->tw), tgrad(m, l->tb)))
+            return 0;
     } else {
         m->k->bn_bwd(n, in->c, in->h * in->w, in->data, dy_of(m, o, n), tdata(m, l->tw), l->save_mean,
                      l->save_var, NN_BN_EPS, dx ? dx : m->scratch, tgrad(m, l->tw), tgrad(m, l->tb));
@@ -252,9 +266,13 @@ static int bn_relu_bwd(baton_nn_model *m, const nn_op *o, int n)
     const nn_layer *l = layer(m, o->layer);
     const nn_slot *in = slot(m, l->in);
     float *dx = gx_at(m, &o->gx);
-    if (!m->k->bn_relu_bwd(n, in->c, in->h * in->w, in->data, dy_of(m, o, n), tdata(m, l->tw), tdata(m, l->tb),
-                           l->save_mean, l->save_var, NN_BN_EPS, dx ? dx : m->scratch, tgrad(m, l->tw),
-                           tgrad(m, l->tb)))
+    const int hw = in->h * in->w;
+    const float *dy = dy_of(m, o, n), *gm = tdata(m, l->tw), *bt = tdata(m, l->tb);
+    float *d = dx ? dx : m->scratch;
+    if (!(in->bf16 ? m->k->bn_x16_bwd(n, in->c, hw, data16(in), NULL, dy, NULL, 1, gm, bt, l->save_mean, l->save_var,
+                                      NN_BN_EPS, NULL, d, tgrad(m, l->tw), tgrad(m, l->tb))
+                   : m->k->bn_relu_bwd(n, in->c, hw, in->data, dy, gm, bt, l->save_mean, l->save_var, NN_BN_EPS, d,
+                                       tgrad(m, l->tw), tgrad(m, l->tb))))
         return 0;
     gx_done(m, &o->gx, n);
     return 1;
@@ -268,6 +286,11 @@ static int bn_add_relu_bwd(baton_nn_model *m, const nn_op *o, int n)
 {
     const nn_layer *b = layer(m, o->bn);
     const nn_slot *in = slot(m, o->in);
+    if (in->bf16)
+        return m->k->bn_x16_bwd(n, in->c, in->h * in->w, data16(in), slot(m, o->out)->data, dy_of(m, o, n),
+                                o->dy2 ? m->scratch : NULL, 1, tdata(m, b->tw), NULL, b->save_mean, b->save_var,
+                                NN_BN_EPS, m->slots[o->in2].grad, m->slots[o->in].grad, tgrad(m, b->tw),
+                                tgrad(m, b->tb));
     return m->k->bn_add_relu_bwd(n, in->c, in->h * in->w, in->data, slot(m, o->out)->data, dy_of(m, o, n),
                                  o->dy2 ? m->scratch : NULL, tdata(m, b->tw), b->save_mean, b->save_var, NN_BN_EPS,
                                  m->slots[o->in2].grad, m->slots[o->in].grad, tgrad(m, b->tw), tgrad(m, b->tb));
