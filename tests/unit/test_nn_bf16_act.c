@@ -109,8 +109,8 @@ static void conv_case(int n, int ic, int ih, int oc, int k, int stride, int pad,
     float *xl = vec(xn, 0, 0);
     B->from_plain(n, ic, ih, ih, x, xl);
     const float *wp = (const float *)(const void *)w16;
-    CHECK(B->conv_fwd_y16(&g, xl, wp, b, ya) == 1);
     B->conv_fwd(&g, xl, wp, b, y);
+    CHECK(B->conv_fwd_y16(&g, xl, wp, b, ya) == 1);
     nn_bf16_round(yn, y, yb);
     size_t differ = 0;
     for (size_t i = 0; i < yn; i++) differ += ya[i] != yb[i];
@@ -231,10 +231,13 @@ int main(int argc, char **argv)
         bn_case(2, cs[i], 14);
     }
     bn_case(8, 64, 14);
+    /* the stride-2 one first: under the sanitizers, oneDNN 2.6's dnnl_primitive_create crashed
+     * (a read past a heap block, inside libdnnl) creating a second bf16 primitive for it after the
+     * other geometries' (n 4 or 8; alone, or first, it passes) — bench/RESULTS.md §18d met the same */
+    conv_case(8, 32, 14, 64, 3, 2, 1, 1);
     conv_case(4, 16, 28, 16, 3, 1, 1, 1);
     conv_case(4, 32, 14, 32, 3, 1, 1, 1);
     conv_case(4, 64, 7, 64, 3, 1, 1, 1);
-    conv_case(4, 32, 14, 64, 3, 2, 1, 1);
     conv_case(4, 1, 28, 16, 3, 1, 1, 0);
     conv_case(4, 16, 28, 32, 3, 2, 1, 0);
     conv_case(4, 16, 28, 32, 1, 2, 0, 0);
