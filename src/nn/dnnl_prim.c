@@ -275,7 +275,7 @@ static dnnl_status_t build_conv_alg(entry *e, const int64_t *v, dnnl_alg_kind_t 
     if (st == dnnl_success) st = nn_dnnl_md(&ya, 4, yd, ypt);
     if (st != dnnl_success) return st;
     xb = xa, wb = wa, yb = ya, wu = w;   /* what the primitive reads: bfloat16 in the bf16 table's calls */
-    if (v[KEY_BF16] == 1 || v[KEY_BF16] == 3) {
+    if (v[KEY_BF16] & 1) {
         dnnl_dims_t dx, dw, dy;
         for (int i = 0; i < 4; i++) dx[i] = xd[i], dw[i] = wd[i], dy[i] = yd[i];
         st = dnnl_memory_desc_init_by_tag(&wu, 4, dw, dnnl_bf16, dnnl_abcd);
@@ -289,9 +289,11 @@ static dnnl_status_t build_conv_alg(entry *e, const int64_t *v, dnnl_alg_kind_t 
          * of the table's layout cost less than that difference */
         if (st == dnnl_success) st = nn_dnnl_md(&xa, 4, xd, any);
         if (st == dnnl_success) st = nn_dnnl_md(&ya, 4, yd, any);
-        /* 3: a forward writing its output in bfloat16 (conv_fwd_y16: the f32 sums rounded once) */
-        if (st == dnnl_success && v[KEY_BF16] == 3) st = nn_dnnl_md_dt(&y, 4, yd, dnnl_bf16, yt);
-        if (st == dnnl_success && v[KEY_BF16] == 3) st = nn_dnnl_md_dt(&ya, 4, yd, dnnl_bf16, any);
+        /* | 2: a forward writing its output in bfloat16 (the f32 sums rounded once); | 4: the
+         * caller's x is bfloat16 already (conv_fwd16, conv_bwd_x16) */
+        if (st == dnnl_success && (v[KEY_BF16] & 2)) st = nn_dnnl_md_dt(&y, 4, yd, dnnl_bf16, yt);
+        if (st == dnnl_success && (v[KEY_BF16] & 2)) st = nn_dnnl_md_dt(&ya, 4, yd, dnnl_bf16, any);
+        if (st == dnnl_success && (v[KEY_BF16] & 4)) st = nn_dnnl_md_dt(&x, 4, xd, dnnl_bf16, xt);
         if (st != dnnl_success) return st;
     }
     const dnnl_dims_t strides = {v[8], v[8]}, pad = {v[9], v[9]};

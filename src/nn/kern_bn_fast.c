@@ -3,9 +3,9 @@
  * blocked [n][c/16][hw][16] when c is a multiple of 16 — and the threads they run on; the _cl
  * entries are the same kernels on the bf16 table's channels-last layout ([n][hw][c] when c is a
  * multiple of 16: a block is sixteen adjacent channels of a pixel, c floats from the next pixel's),
- * with the same arithmetic in the same order, so the same bits for the same values; cl = 2 is that
- * layout with x in bfloat16 (the bf16 table's convolution outputs: widened as read, exactly, so the
- * bits of the f32 kernels on the widened values).
+ * with the same arithmetic in the same order, so the same bits for the same values. On that layout
+ * x may be bfloat16 (cl | NN_CL_X16: widened as read, exactly, so the f32 kernels' bits on the widened
+ * values) and y too (cl | NN_CL_Y16: the f32 result rounded to nearest even as it is stored).
  *
  * Contract: that of the kernel table (nn.h, baton_nn_kernels) and of the reference kernels in
  * kern_norm.c — the same formulas (PyTorch's: batch mean and BIASED batch variance returned and
@@ -37,6 +37,7 @@
  * (same results). Nothing is allocated per call (the blocked path keeps its partial sums on the
  * stack). */
 #include "nn_internal.h"
+#include "bf16_vec.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -212,8 +213,8 @@ typedef struct job {
     double *part;
     const float *coef;
     int cl;                        /* blocked kinds on channels-last activations: [n][hw][c], the
-                                    * sixteen lanes of block cb at offset cb * 16 of each pixel; 2: x
-                                    * holds bfloat16 values (uint16_t), the rest float */
+                                    * sixteen lanes of block cb at offset cb * 16 of each pixel; with
+                                    * NN_CL_X16 x, NN_CL_Y16 y hold bfloat16 (uint16_t), the rest float */
     int cl_gb;                     /* channels-last: blocks per item (cl_item) */
 } job;
 
@@ -328,15 +329,6 @@ static inline void v16store(float *p, v16 v)
 
 static inline v16 v16from(const float *p16) { return v16load(p16); }
 
-/* sixteen bfloat16 values widened to float32 (exact: each is the top half of its float) */
-typedef uint16_t v16h __attribute__((vector_size(16 * sizeof(uint16_t))));
-typedef uint32_t v16u __attribute__((vector_size(16 * sizeof(uint32_t))));
-static inline v16 v16widen(const uint16_t *p)
-{
-    v16h h;
-    memcpy(&h, p, sizeof h);
-    return (v16)(__builtin_convertvector(h, v16u) << 16);
-}
 
 static inline const float *blk_plane(const job *j, const float *base, int img, int cb)
 {
@@ -459,13 +451,13 @@ static void blk_item(const job *j, int item)
  * each block's sums in the order blk_item sums them (pixel order, even and odd pixels apart), its
  * outputs by the same operations, so the same bits. */
 static inline __attribute__((always_inline)) void cl_image_pass(const job *j, int i, int cb0, const int NB,
-                                                                const int X16, double (*d)[3][16])
+                                                                const int X16, const int Y16, double (*d)[3][16])
 {
     const size_t C = (size_t)j->c, c0 = (size_t)cb0 * 16;
     const int hw = j->hw;
     const float *x = X16 ? NULL : j->x + (size_t)i * C * hw + c0;
     const uint16_t *xh = X16 ? (const uint16_t *)(const void *)j->x + (size_t)i * C * hw + c0 : NULL;
-#define XL(o) (X16 ? v16widen(xh + (o)) : v16load(x + (o)))   /* x's sixteen lanes at offset o */
+#define XL(o) (X16 ? nn_v16_widen(xh + (o)) : v16load(x + (o)))   /* x's sixteen lanes at offset o */
     v16 m[4], k1[4], k2[4], k3[4], f1[4], f2[4], a0[4], a1[4], b0[4], b1[4];   /* NB <= 4 */
     for (int b = 0; b < NB; b++) {
         const float *cf = j->coef + c0 + (size_t)b * 16;
@@ -514,13 +506,16 @@ static inline __attribute__((always_inline)) void cl_image_pass(const job *j, in
         return;
     }
     case JOB_B_AFFINE: {
-        float *y = j->y + (size_t)i * C * hw + c0;
+        float *y = Y16 ? NULL : j->y + (size_t)i * C * hw + c0;
+        uint16_t *yh = Y16 ? (uint16_t *)(void *)j->y + (size_t)i * C * hw + c0 : NULL;
         const float *r = j->res ? j->res + (size_t)i * C * hw + c0 : NULL;
         for (int p = 0; p < hw; p++)
             for (int b = 0; b < NB; b++) {
                 const size_t o = (size_t)p * C + b * 16;
-                const v16 v = (XL(o) - m[b]) * k1[b] + k2[b];
-                v16store(y + o, r ? v16relu(v + v16load(r + o)) : j->relu ? v16relu(v) : v);
+                v16 v = (XL(o) - m[b]) * k1[b] + k2[b];
+                v = r ? v16relu(v + v16load(r + o)) : j->relu ? v16relu(v) : v;
+                if (Y16) nn_v16_round(yh + o, v);
+                else v16store(y + o, v);
             }
         return;
     }
@@ -586,12 +581,16 @@ static void cl_item(const job *j, int item)
     memset(d, 0, sizeof(double) * 3 * 16 * (size_t)nb);
     for (int i = i0; i < i1; i++) {
         int b = 0;
-        for (const int h = j->cl == 2; b + 4 <= nb; b += 4)   /* h: x in bfloat16 */
-            h ? cl_image_pass(j, i, cb0 + b, 4, 1, d + b) : cl_image_pass(j, i, cb0 + b, 4, 0, d + b);
-        for (const int h = j->cl == 2; b + 2 <= nb; b += 2)
-            h ? cl_image_pass(j, i, cb0 + b, 2, 1, d + b) : cl_image_pass(j, i, cb0 + b, 2, 0, d + b);
-        for (const int h = j->cl == 2; b < nb; b++)
-            h ? cl_image_pass(j, i, cb0 + b, 1, 1, d + b) : cl_image_pass(j, i, cb0 + b, 1, 0, d + b);
+#define CL_PASSES(X, Y) do { for (; b + 4 <= nb; b += 4) cl_image_pass(j, i, cb0 + b, 4, X, Y, d + b);     \
+                            for (; b + 2 <= nb; b += 2) cl_image_pass(j, i, cb0 + b, 2, X, Y, d + b);     \
+                            for (; b < nb; b++) cl_image_pass(j, i, cb0 + b, 1, X, Y, d + b); } while (0)
+        switch (j->cl & (NN_CL_X16 | NN_CL_Y16)) {   /* which of x and y hold bfloat16 */
+        case NN_CL_X16: CL_PASSES(1, 0); break;
+        case NN_CL_Y16: CL_PASSES(0, 1); break;
+        case NN_CL_X16 | NN_CL_Y16: CL_PASSES(1, 1); break;
+        default: CL_PASSES(0, 0); break;
+        }
+#undef CL_PASSES
     }
     for (int b = 0; b < nb; b++)
         memcpy(j->part + ((size_t)(cb0 + b) * j->chunks + ch) * PART_STRIDE, d[b], sizeof d[b]);

@@ -9,7 +9,8 @@
  * eps) from the float var; dx = gamma * invstd * (dy - mean(dy) - xhat * mean(dy * xhat)); the
  * means over the whole batch), on activations in the table's layout (NCHW, or blocked
  * [n][c/16][hw][16], or channels-last [n][hw][c] for the bf16 table, there in bfloat16 where the
- * slot holds it: nn_slot.bf16, widened as read). Sums are double, in a fixed order, two passes forward (the sum, then the
+ * slot holds it: nn_slot.bf16, widened as read). Sums are double, in a fixed order, two passes
+ * forward (the sum, then the
  * squares about the whole batch's mean: two calls of bn_sync) and one backward (sum dy and sum dy *
  * xhat: one call). dgamma and dbeta are this part's own sums — the gradient reducer sums them over
  * the parts like every other gradient. The calls every process makes, in the same order: forward,
@@ -18,6 +19,7 @@
  * so the others are never left waiting. Nothing is allocated per call (m->bn_sync_buf, sized once).
  * A failed sum is sticky in m->bn_sync_rc / bn_sync_err; the op reports 0 and the pass names it. */
 #include "nn_internal.h"
+#include "bf16_vec.h"
 
 #include <math.h>
 #include <string.h>
@@ -33,11 +35,7 @@ static inline size_t at(int blocked, int c, int hw, int i, int ch, int k)
 /* element e of slot s's data: float32, or bfloat16 widened (exactly) */
 static inline float xv(const nn_slot *s, size_t e)
 {
-    if (!s->bf16) return s->data[e];
-    const uint32_t u = (uint32_t)((const uint16_t *)(const void *)s->data)[e] << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
+    return s->bf16 ? nn_bf16_widen1(((const uint16_t *)(const void *)s->data)[e]) : s->data[e];
 }
 
 static int sum(baton_nn_model *m, double *v, int n)
@@ -77,8 +75,7 @@ int nn_sync_bn_fwd(baton_nn_model *m, nn_layer *l, int n, float *y)
     for (int ch = 0; ch < c; ch++) l->save_var[ch] = (float)(v[ch] / l->sync_count);
     const float *gm = m->tensors[l->tw].data, *bt = m->tensors[l->tb].data;
     if (n > 0 && in->bf16)
-        return m->k->bn_x16_fwd_infer(n, c, hw, (const uint16_t *)(const void *)in->data, gm, bt, l->save_mean,
-                                      l->save_var, NN_BN_EPS, y);
+        return m->k->bn16_fwd_infer(n, c, hw, 1, in->data, gm, bt, l->save_mean, l->save_var, NN_BN_EPS, 0, y);
     if (n > 0) m->k->bn_fwd_infer(n, c, hw, in->data, gm, bt, l->save_mean, l->save_var, NN_BN_EPS, y);
     return 1;
 }

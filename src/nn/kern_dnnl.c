@@ -35,9 +35,10 @@
  * slower AVX512-BF16 kernels): a convolution's f32 output needs no reorder and its input only a
  * conversion to bfloat16. Batch norm and its fusions (kern_bn_fast.c's _cl entries), pooling and
  * the layout conversions have channels-last variants; the elementwise entries are the f32 table's.
- * A convolution whose only reader is a batch norm writes its output in bfloat16 instead
- * (conv_fwd_y16: the primitive rounds its f32 sums as it stores them), which kern_bn_fast.c's
- * channels-last kernels read widened (the bn_x16 entries; fuse.c picks those slots).
+ * Where a batch norm alone reads a convolution's output, and a convolution alone reads a batch
+ * norm's ReLU output, those activations are bfloat16 (fuse.c picks the slots): the convolutions
+ * read and write them as they are (conv_fwd16, conv_bwd_x16: the primitive rounds its f32 sums as it
+ * stores them), kern_bn_fast.c's channels-last kernels widen and round as they read and write.
  * No Winograd, no hand-written direct kernel and no statistics-taking fusion in bf16. The
  * geometries where the bf16 kernels measured slower (one input channel, stride 2, 1x1:
  * bf16_as_f32) run on oneDNN's f32 kernels (on channels-last activations where a side has more
@@ -341,30 +342,74 @@ static void b_conv_bwd(const baton_nn_conv_geom *g, const float *x, const float 
     if (!nn_prim_dispatch_staged(&kd, pd, 0, dy16)) ref_conv_w(1, OP_CONV_BWD_DATA, g, dy, w, NULL, dx);
 }
 
-/* The bf16 table's forward writing y in bfloat16 (conv_fwd_y16): a convolution it runs on the
- * bfloat16 kernels (not bf16_as_f32) into a channels-last output of more than one pixel, the
- * primitive's f32 sums rounded as it stores them (KEY_BF16 3), its input saved as conv_fwd saves
- * it. The reference fallback rounds conv_fwd's f32 output (a buffer allocated for the call). */
-static int b_conv_y16_ok(const baton_nn_conv_geom *g)
+/* The bf16 table's convolutions on bfloat16 activations (conv_fwd16, conv_bwd_x16; conv16_ok):
+ * those it runs on the bfloat16 kernels (not bf16_as_f32) between channels-last activations of
+ * more than one pixel. Forward: the primitive reads x in bfloat16 as it is (KEY_BF16 | 4; no copy
+ * to save: backward-weights reads x itself) or converts and saves it as conv_fwd does, and rounds
+ * its f32 sums as it stores y (| 2). The reference fallbacks (buffers allocated for the call) widen
+ * x and round conv_fwd's f32 output. */
+static int b_conv16_ok(const baton_nn_conv_geom *g)
 {
-    return !bf16_as_f32(g, 1) && nn_is_blocked(NN_BLOCK, g->oc) && g->oh * g->ow > 1;
+    return !bf16_as_f32(g, 1) && nn_is_blocked(NN_BLOCK, g->ic) && nn_is_blocked(NN_BLOCK, g->oc) &&
+           g->ih * g->iw > 1 && g->oh * g->ow > 1;
 }
 
-static int b_conv_fwd_y16(const baton_nn_conv_geom *g, const float *x, const float *w, const float *b, uint16_t *y)
+/* x in bfloat16 widened into a buffer allocated for the call (NULL, logged, when out of memory) */
+static float *widened_x(const baton_nn_conv_geom *g, const void *x)
 {
-    if (!b_conv_y16_ok(g)) return 0;
-    const pkey k = with_bf16(nn_prim_conv_key(OP_CONV_FWD, g, b != NULL), 3);
-    void *p[4] = {P(x), P(w), y, P(b)};
-    if (fwd_saving(&k, g, p)) return 1;
-    const size_t cnt = (size_t)g->n * g->oc * g->oh * g->ow;
+    const size_t cnt = (size_t)g->n * g->ic * g->ih * g->iw;
     float *t = malloc(sizeof(float) * cnt);
-    if (!t) {
-        baton_log(BATON_LOG_ERROR, "nn: out of memory in the reference fallback of conv_fwd_y16");
+    if (t) nn_bf16_widen(cnt, x, t);
+    else baton_log(BATON_LOG_ERROR, "nn: out of memory in the reference fallback of a bfloat16 convolution");
+    return t;
+}
+
+static int b_conv_fwd16(const baton_nn_conv_geom *g, int x16, const void *x, const float *w, const float *b, int y16,
+                        void *y)
+{
+    if (!b_conv16_ok(g)) return 0;
+    const pkey k = with_bf16(nn_prim_conv_key(OP_CONV_FWD, g, b != NULL), 1 | (y16 ? 2 : 0) | (x16 ? 4 : 0));
+    void *p[4] = {P(x), P(w), y, P(b)};
+    if (x16 ? nn_prim_dispatch(&k, p) : fwd_saving(&k, g, p)) return 1;
+    const size_t cnt = (size_t)g->n * g->oc * g->oh * g->ow;
+    float *xw = x16 ? widened_x(g, x) : NULL, *t = y16 ? malloc(sizeof(float) * cnt) : y;
+    if ((x16 && !xw) || !t) {
+        if (y16) free(t);
+        free(xw);
         return 0;
     }
-    conv_fwd(1, g, x, w, b, t);
-    nn_bf16_round(cnt, t, y);
-    free(t);
+    conv_fwd(1, g, x16 ? xw : x, w, b, t);
+    if (y16) nn_bf16_round(cnt, t, y), free(t);
+    free(xw);
+    return 1;
+}
+
+/* both backward passes as b_conv_bwd, the weights' pass reading x in bfloat16 as it is (| 4) */
+static int b_conv_bwd_x16(const baton_nn_conv_geom *g, const uint16_t *x, const float *dy, const float *w, float *dw,
+                          float *db, float *dx)
+{
+    if (!b_conv16_ok(g)) return 0;
+    if (bf16_as_f32(g, 0)) {   /* backward-weights on the f32 kernels (stride 2): conv_bwd on x widened */
+        float *xw = widened_x(g, x);
+        if (xw) b_conv_bwd(g, xw, dy, w, dw, db, dx);
+        free(xw);
+        return xw != NULL;
+    }
+    const pkey kw = with_bf16(nn_prim_conv_key(OP_CONV_BWD_W, g, db != NULL), 5);
+    const pkey kd = with_bf16(nn_prim_conv_key(OP_CONV_BWD_DATA, g, 0), 1);
+    const void *dy16 = dx ? nn_prim_stage(&kw, 1, dy) : NULL;
+    void *pw[4] = {P(x), P(dy), dw, db};
+    const void *sw[4] = {NULL, dy16, NULL, NULL};
+    if (!nn_prim_dispatch_copies(&kw, pw, sw)) {
+        float *xw = widened_x(g, x);
+        if (!xw) return 0;
+        ref_conv(1, OP_CONV_BWD_W, g, xw, dy, NULL, dw, db);
+        free(xw);
+    }
+    if (!dx) return 1;
+    void *pd[3] = {P(dy), P(w), dx};
+    if (!(dy16 ? nn_prim_dispatch_staged(&kd, pd, 0, dy16) : nn_prim_dispatch(&kd, pd)))
+        ref_conv_w(1, OP_CONV_BWD_DATA, g, dy, w, NULL, dx);
     return 1;
 }
 
@@ -543,12 +588,15 @@ static void init_once(void)
     bf16_table.conv_bwd_data = b_conv_bwd_data;
     bf16_table.conv_bwd_weights = b_conv_bwd_weights;
     bf16_table.conv_bwd = b_conv_bwd;
-    /* a convolution's output in bfloat16 where a batch norm is its only reader (fuse.c) */
-    bf16_table.conv_fwd_y16 = b_conv_fwd_y16;
-    bf16_table.conv_y16_ok = b_conv_y16_ok;
-    bf16_table.bn_x16_fwd_train = nn_fast_bn_x16_fwd_train;
-    bf16_table.bn_x16_fwd_infer = nn_fast_bn_x16_fwd_infer;
+    /* activations in bfloat16 between convolutions and batch norms (fuse.c) */
+    bf16_table.conv_fwd16 = b_conv_fwd16;
+    bf16_table.conv_bwd_x16 = b_conv_bwd_x16;
+    bf16_table.conv16_ok = b_conv16_ok;
+    bf16_table.bn16_fwd_train = nn_fast_bn16_fwd_train;
+    bf16_table.bn16_fwd_infer = nn_fast_bn16_fwd_infer;
     bf16_table.bn_x16_bwd = nn_fast_bn_x16_bwd;
+    bf16_table.relu_fwd_y16 = nn_fast_relu_fwd_y16;
+    bf16_table.relu_bwd_y16 = nn_fast_relu_bwd_y16;
     bf16_table.linear_fwd = b_linear_fwd;
     bf16_table.linear_bwd_data = b_linear_bwd_data;
     bf16_table.linear_bwd_weights = b_linear_bwd_weights;

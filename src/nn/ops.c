@@ -28,7 +28,7 @@ static float *tgrad(const baton_nn_model *m, int t) { return t < 0 ? NULL : m->t
 static const nn_layer *layer(const baton_nn_model *m, int i) { return &m->layers[i]; }
 static const nn_slot *slot(const baton_nn_model *m, int i) { return &m->slots[i]; }
 static size_t count(const baton_nn_model *m, int s, int n) { return m->slots[s].per_image * (size_t)n; }
-/* a slot's data as bfloat16 (nn_slot.bf16: a convolution's output read by a batch norm) */
+/* a slot's data as bfloat16 (nn_slot.bf16: between convolutions and batch norms, fuse.c) */
 static uint16_t *data16(const nn_slot *s) { return (uint16_t *)(void *)s->data; }
 
 baton_nn_conv_geom nn_conv_geom(const baton_nn_model *m, const nn_layer *l, int n)
@@ -76,8 +76,9 @@ static int conv_fwd(baton_nn_model *m, const nn_op *o, int n)
 {
     const nn_layer *l = layer(m, o->layer);
     const baton_nn_conv_geom g = nn_conv_geom(m, l, n);
-    if (slot(m, l->out)->bf16)
-        return m->k->conv_fwd_y16(&g, slot(m, l->in)->data, wdata(m, l->tw), tdata(m, l->tb), data16(slot(m, l->out)));
+    const nn_slot *in = slot(m, l->in), *out = slot(m, l->out);
+    if (in->bf16 || out->bf16)
+        return m->k->conv_fwd16(&g, in->bf16, in->data, wdata(m, l->tw), tdata(m, l->tb), out->bf16, out->data);
     m->k->conv_fwd(&g, slot(m, l->in)->data, wdata(m, l->tw), tdata(m, l->tb), slot(m, l->out)->data);
     return 1;
 }
@@ -115,6 +116,11 @@ static void conv_back(baton_nn_model *m, const nn_layer *l, int n, const float *
 {
     const baton_nn_conv_geom g = nn_conv_geom(m, l, n);
     float *dx = gx_at(m, gx);
+    if (slot(m, l->in)->bf16) {   /* x in bfloat16 (the plan took only geometries conv16_ok accepts) */
+        m->k->conv_bwd_x16(&g, data16(slot(m, l->in)), dy, wdata(m, l->tw), tgrad(m, l->tw), tgrad(m, l->tb), dx);
+        if (dx) gx_done(m, gx, n);
+        return;
+    }
     if (m->k->conv_bwd) {   /* both passes in one call (the bf16 table: dy converted once) */
         m->k->conv_bwd(&g, slot(m, l->in)->data, dy, wdata(m, l->tw), tgrad(m, l->tw), tgrad(m, l->tb), dx);
         if (dx) gx_done(m, gx, n);
@@ -173,8 +179,10 @@ static void bn_running_update(baton_nn_model *m, const nn_layer *l, double count
 
 /* The training forward of batch norm l into y: res NULL and relu 0 alone, relu 1 with the ReLU,
  * res given with the add and the ReLU. */
-static int bn_train(baton_nn_model *m, const nn_layer *l, int stats, const float *res, int relu, float *y, int n)
+static int bn_train(baton_nn_model *m, const nn_layer *l, int stats, const float *res, int relu, const nn_slot *out,
+                    int n)
 {
+    float *y = out->data;
     const baton_nn_kernels *k = m->k;
     const nn_slot *in = slot(m, l->in);
     const int c = in->c, hw = in->h * in->w;
@@ -185,8 +193,9 @@ static int bn_train(baton_nn_model *m, const nn_layer *l, int stats, const float
         bn_running_update(m, l, l->sync_count);
         return 1;
     }
-    if (in->bf16)   /* x in bfloat16 (never with stats or bn_sync: fuse.c) */
-        done = k->bn_x16_fwd_train(n, c, hw, data16(in), res, relu, gm, bt, NN_BN_EPS, y, l->save_mean, l->save_var);
+    if (in->bf16 || out->bf16)   /* x or y in bfloat16 (never with stats: fuse.c) */
+        done = k->bn16_fwd_train(n, c, hw, in->bf16, x, res, relu, gm, bt, NN_BN_EPS, out->bf16, y, l->save_mean,
+                                 l->save_var);
     else if (stats)
         done = k->bn_apply_train(n, c, hw, x, res, relu, gm, bt, NN_BN_EPS, l->save_mean, l->save_var, y);
     else if (res)
@@ -215,26 +224,26 @@ int nn_sync_bn_idle(baton_nn_model *m)
 
 static int bn_fwd(baton_nn_model *m, const nn_op *o, int n)
 {
-    return bn_train(m, layer(m, o->layer), o->stats, NULL, 0, m->slots[o->out].data, n);
+    return bn_train(m, layer(m, o->layer), o->stats, NULL, 0, slot(m, o->out), n);
 }
 
 static int bn_relu_fwd(baton_nn_model *m, const nn_op *o, int n)
 {
-    return bn_train(m, layer(m, o->layer), o->stats, NULL, 1, m->slots[o->out].data, n);
+    return bn_train(m, layer(m, o->layer), o->stats, NULL, 1, slot(m, o->out), n);
 }
 
 static int bn_add_relu_fwd(baton_nn_model *m, const nn_op *o, int n)
 {
-    return bn_train(m, layer(m, o->bn), o->stats, slot(m, o->in2)->data, 1, m->slots[o->out].data, n);
+    return bn_train(m, layer(m, o->bn), o->stats, slot(m, o->in2)->data, 1, slot(m, o->out), n);
 }
 
 static int bn_infer_fwd(baton_nn_model *m, const nn_op *o, int n)
 {
     const nn_layer *l = layer(m, o->layer);
-    const nn_slot *in = slot(m, l->in);
-    if (in->bf16)
-        return m->k->bn_x16_fwd_infer(n, in->c, in->h * in->w, data16(in), tdata(m, l->tw), tdata(m, l->tb),
-                                      tdata(m, l->trm), tdata(m, l->trv), NN_BN_EPS, slot(m, l->out)->data);
+    const nn_slot *in = slot(m, l->in), *out = slot(m, l->out);
+    if (in->bf16 || out->bf16)
+        return m->k->bn16_fwd_infer(n, in->c, in->h * in->w, in->bf16, in->data, tdata(m, l->tw), tdata(m, l->tb),
+                                    tdata(m, l->trm), tdata(m, l->trv), NN_BN_EPS, out->bf16, out->data);
     m->k->bn_fwd_infer(n, in->c, in->h * in->w, in->data, tdata(m, l->tw), tdata(m, l->tb), tdata(m, l->trm),
                        tdata(m, l->trv), NN_BN_EPS, slot(m, l->out)->data);
     return 1;
@@ -301,6 +310,8 @@ static int bn_add_relu_bwd(baton_nn_model *m, const nn_op *o, int n)
 static int relu_fwd(baton_nn_model *m, const nn_op *o, int n)
 {
     const nn_layer *l = layer(m, o->layer);
+    if (slot(m, l->out)->bf16)   /* a batch norm's ReLU output a convolution reads (fuse.c) */
+        return m->k->relu_fwd_y16(count(m, l->out, n), slot(m, l->in)->data, data16(slot(m, l->out)));
     m->k->relu_fwd(count(m, l->out, n), slot(m, l->in)->data, slot(m, l->out)->data);
     return 1;
 }
@@ -310,7 +321,11 @@ static int relu_bwd(baton_nn_model *m, const nn_op *o, int n)
     const float *dy = dy_of(m, o, n);
     float *dx = gx_at(m, &o->gx);
     if (!dx) return 1;
-    m->k->relu_bwd(count(m, o->out, n), slot(m, o->out)->data, dy, dx);
+    if (slot(m, o->out)->bf16) {
+        if (!m->k->relu_bwd_y16(count(m, o->out, n), data16(slot(m, o->out)), dy, dx)) return 0;
+    } else {
+        m->k->relu_bwd(count(m, o->out, n), slot(m, o->out)->data, dy, dx);
+    }
     gx_done(m, &o->gx, n);
     return 1;
 }
