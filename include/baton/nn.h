@@ -214,7 +214,9 @@ const baton_nn_kernels *baton_nn_kernels_reference(void);
 const baton_nn_kernels *baton_nn_kernels_dnnl(baton_err *err);
 /* The same table with convolutions and linear layers on oneDNN's bfloat16 kernels (mixed
  * precision, as PyTorch's bf16 autocast: each call rounds its inputs — activations, weights,
- * gradients — to bfloat16, sums in f32 and writes f32; the model's weights, gradients and optimizer
+ * gradients — to bfloat16, sums in f32 and writes f32, or bfloat16 through the conv_fwd16 family
+ * of entries, which a model uses for the activations between its convolutions and batch norms;
+ * the model's weights, gradients and optimizer
  * stay f32, and the optimizer's step writes a bfloat16 copy of the weights that the table reads:
  * weights_bf16). On AMX (Sapphire Rapids and later) oneDNN's channels-last bf16 convolutions run
  * 5-10x the f32 kernels' speed per call, the activations reordered in and out per call; on
