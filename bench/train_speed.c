@@ -50,7 +50,7 @@ static const char *const pname[P_N] = {"conv_fwd", "conv_bwd_data", "conv_bwd_we
     "linear_bwd_data", "linear_bwd_weights", "bn_fwd_train", "bn_fwd_infer", "bn_bwd", "relu_fwd",
     "relu_bwd", "maxpool_fwd", "maxpool_bwd", "gap_fwd", "gap_bwd", "add", "bn_relu_fwd_train", "bn_relu_bwd",
     "add_relu", "conv_relu_fwd", "maxpool_relu_bwd", "bn_add_relu_fwd_train", "relu_bwd_add", "bn_add_relu_bwd",
-    "conv_bn_stats_fwd", "bn_apply_train", "conv_bwd", "conv_fwd16", "conv_bwd_x16", "bn16_fwd_train", "bn16_fwd_infer",
+    "conv_bn_stats_fwd", "bn_apply_train", "conv_bwd", "conv_fwd16", "conv_bwd16", "bn16_fwd_train", "bn16_fwd_infer",
     "bn_x16_bwd", "relu_fwd_y16", "relu_bwd_y16"};
 static double ptime[P_N];
 static unsigned long pcalls[P_N];
@@ -189,11 +189,11 @@ static int w_conv_f16(const baton_nn_conv_geom *g, int x16, const void *x, const
     CTIMED(P_CONV_F16, 0, done = inner->conv_fwd16(g, x16, x, w, b, y16, y));
     return done;
 }
-static int w_conv_b16(const baton_nn_conv_geom *g, const uint16_t *x, const float *dy, const float *w, float *dw,
-                      float *db, float *dx)
+static int w_conv_b16(const baton_nn_conv_geom *g, int x16, const void *x, int dy16, const void *dy, const float *w,
+                      float *dw, float *db, float *dx)
 {
     int done = 0;
-    CTIMED(P_CONV_B16, 2, done = inner->conv_bwd_x16(g, x, dy, w, dw, db, dx));
+    CTIMED(P_CONV_B16, 2, done = inner->conv_bwd16(g, x16, x, dy16, dy, w, dw, db, dx));
     return done;
 }
 static int w_bn16_f(int n, int c, int hw, int x16, const void *x, const float *r, int relu, const float *g,
@@ -212,10 +212,11 @@ static int w_bn16_i(int n, int c, int hw, int x16, const void *x, const float *g
 }
 static int w_bn16_b(int n, int c, int hw, const uint16_t *x, const float *y, const float *dy, const float *dy2,
                     int relu, const float *gm, const float *bt, const float *mean, const float *var, float eps,
-                    float *g, float *dx, float *dg, float *db)
+                    float *g, int dx16, void *dx, float *dg, float *db)
 {
     int done = 0;
-    TIMED(P_BN16_B, done = inner->bn_x16_bwd(n, c, hw, x, y, dy, dy2, relu, gm, bt, mean, var, eps, g, dx, dg, db));
+    TIMED(P_BN16_B, done = inner->bn_x16_bwd(n, c, hw, x, y, dy, dy2, relu, gm, bt, mean, var, eps, g, dx16, dx, dg,
+                                             db));
     return done;
 }
 static int w_relu16_f(size_t count, const float *x, uint16_t *y)
@@ -323,8 +324,9 @@ int main(int argc, char **argv)
     profiled.channels_last = k->channels_last;
     profiled.weights_bf16 = k->weights_bf16;
     profiled.conv_fwd16 = k->conv_fwd16 ? w_conv_f16 : NULL;
-    profiled.conv_bwd_x16 = k->conv_bwd_x16 ? w_conv_b16 : NULL;
+    profiled.conv_bwd16 = k->conv_bwd16 ? w_conv_b16 : NULL;
     profiled.conv16_ok = k->conv16_ok;
+    profiled.conv_dy16_ok = k->conv_dy16_ok;
     profiled.bn16_fwd_train = k->bn16_fwd_train ? w_bn16_f : NULL;
     profiled.bn16_fwd_infer = k->bn16_fwd_infer ? w_bn16_i : NULL;
     profiled.bn_x16_bwd = k->bn_x16_bwd ? w_bn16_b : NULL;

@@ -175,25 +175,28 @@ typedef struct baton_nn_kernels {
      * only a convolution reads. Each x16 / y16 flag says that x / y holds bfloat16 values; an
      * output in bfloat16 is the float32 result rounded once, to nearest even. conv_fwd16 is
      * conv_fwd, and conv_bwd_x16 conv_bwd (dx NULL: the weights' pass only) with x in bfloat16, for
-     * the geometries conv16_ok accepts. bn16_fwd_train is bn_fwd_train (res NULL, relu 0),
+     * the geometries conv16_ok accepts; conv_bwd16 is conv_bwd with x and/or dy in bfloat16 (dy:
+     * for the geometries conv_dy16_ok accepts). bn16_fwd_train is bn_fwd_train (res NULL, relu 0),
      * bn_relu_fwd_train (relu 1) or bn_add_relu_fwd_train (res given); bn16_fwd_infer is
      * bn_fwd_infer; bn_x16_bwd is bn_bwd (y NULL, relu 0), bn_relu_bwd (relu 1; beta given) or
-     * bn_add_relu_bwd (y given: the add+ReLU's output) — for the geometries bn_fused_ok accepts (0
+     * bn_add_relu_bwd (y given: the add+ReLU's output), dx in bfloat16 with dx16 (g stays float32)
+     * — for the geometries bn_fused_ok accepts (0
      * for others, nothing written). relu_fwd_y16 and relu_bwd_y16 are relu_fwd and relu_bwd with
      * the ReLU's output in bfloat16. Their results are those of the float32 entries on the inputs
      * widened (exact), the bfloat16 outputs those entries' rounded, bit for bit. */
     int (*conv_fwd16)(const baton_nn_conv_geom *g, int x16, const void *x, const float *w, const float *b, int y16,
                       void *y);
-    int (*conv_bwd_x16)(const baton_nn_conv_geom *g, const uint16_t *x, const float *dy, const float *w, float *dw,
-                        float *db, float *dx);
+    int (*conv_bwd16)(const baton_nn_conv_geom *g, int x16, const void *x, int dy16, const void *dy, const float *w,
+                      float *dw, float *db, float *dx);
     int (*conv16_ok)(const baton_nn_conv_geom *g);
+    int (*conv_dy16_ok)(const baton_nn_conv_geom *g);
     int (*bn16_fwd_train)(int n, int c, int hw, int x16, const void *x, const float *res, int relu,
                           const float *gamma, const float *beta, float eps, int y16, void *y, float *mean, float *var);
     int (*bn16_fwd_infer)(int n, int c, int hw, int x16, const void *x, const float *gamma, const float *beta,
                           const float *mean, const float *var, float eps, int y16, void *y);
     int (*bn_x16_bwd)(int n, int c, int hw, const uint16_t *x, const float *y, const float *dy, const float *dy2,
                       int relu, const float *gamma, const float *beta, const float *mean, const float *var,
-                      float eps, float *g, float *dx, float *dgamma, float *dbeta);
+                      float eps, float *g, int dx16, void *dx, float *dgamma, float *dbeta);
     int (*relu_fwd_y16)(size_t count, const float *x, uint16_t *y);
     int (*relu_bwd_y16)(size_t count, const uint16_t *y, const float *dy, float *dx);
 } baton_nn_kernels;

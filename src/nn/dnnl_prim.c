@@ -289,10 +289,11 @@ static dnnl_status_t build_conv_alg(entry *e, const int64_t *v, dnnl_alg_kind_t 
          * of the table's layout cost less than that difference */
         if (st == dnnl_success) st = nn_dnnl_md(&xa, 4, xd, any);
         if (st == dnnl_success) st = nn_dnnl_md(&ya, 4, yd, any);
-        /* | 2: a forward writing its output in bfloat16 (the f32 sums rounded once); | 4: the
-         * caller's x is bfloat16 already (conv_fwd16, conv_bwd_x16) */
+        /* | 2: the caller's y in bfloat16 — a forward's output (the f32 sums rounded once as stored),
+         * a backward's d(output); | 4: the caller's x in bfloat16 (conv_fwd16, conv_bwd16) */
         if (st == dnnl_success && (v[KEY_BF16] & 2)) st = nn_dnnl_md_dt(&y, 4, yd, dnnl_bf16, yt);
-        if (st == dnnl_success && (v[KEY_BF16] & 2)) st = nn_dnnl_md_dt(&ya, 4, yd, dnnl_bf16, any);
+        if (st == dnnl_success && (v[KEY_BF16] & 2) && v[0] == OP_CONV_FWD)
+            st = nn_dnnl_md_dt(&ya, 4, yd, dnnl_bf16, any);   /* backward: its f32 forward as the hint */
         if (st == dnnl_success && (v[KEY_BF16] & 4)) st = nn_dnnl_md_dt(&x, 4, xd, dnnl_bf16, xt);
         if (st != dnnl_success) return st;
     }

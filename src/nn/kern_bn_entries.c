@@ -27,10 +27,10 @@ int nn_fast_bn16_fwd_infer(int n, int c, int hw, int x16, const void *x, const f
 }
 int nn_fast_bn_x16_bwd(int n, int c, int hw, const uint16_t *x, const float *y, const float *dy, const float *dy2,
                        int relu, const float *gamma, const float *beta, const float *mean, const float *var, float eps,
-                       float *g, float *dx, float *dgamma, float *dbeta)
+                       float *g, int dx16, void *dx, float *dgamma, float *dbeta)
 {
     if (!nn_fast_bn_stats_ok(c, hw)) return 0;
-    const int cl = CL16(1, 0);
+    const int cl = CL16(1, dx16);
     if (y)
         return nn_fast_bn_add_relu_bwd_lay(cl, n, c, hw, F(x), y, dy, dy2, gamma, mean, var, eps, g, dx, dgamma, dbeta);
     if (relu) return nn_fast_bn_relu_bwd_lay(cl, n, c, hw, F(x), dy, gamma, beta, mean, var, eps, dx, dgamma, dbeta);

@@ -552,14 +552,16 @@ static inline __attribute__((always_inline)) void cl_image_pass(const job *j, in
     default: {
         const size_t base = (size_t)i * C * hw + c0;
         const float *dy = j->dy + base;
-        float *dx = j->dx + base;
+        float *dx = Y16 ? NULL : j->dx + base;
+        uint16_t *dxh = Y16 ? (uint16_t *)(void *)j->dx + base : NULL;
         for (int p = 0; p < hw; p++)
             for (int b = 0; b < NB; b++) {
                 const size_t o = (size_t)p * C + b * 16;
                 const v16 xm = XL(o) - m[b];
                 v16 g = v16load(dy + o);
                 if (j->relu) g = v16mask(g, xm * f1[b] + f2[b]);
-                v16store(dx + o, k1[b] * (g - k2[b] - xm * k3[b]));
+                if (Y16) nn_v16_round(dxh + o, k1[b] * (g - k2[b] - xm * k3[b]));
+                else v16store(dx + o, k1[b] * (g - k2[b] - xm * k3[b]));
             }
         return;
     }

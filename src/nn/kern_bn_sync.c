@@ -110,8 +110,9 @@ int nn_sync_bn_bwd(baton_nn_model *m, const nn_layer *l, int n, const float *dy,
         for (int i = 0; i < n; i++)
             for (int k = 0; k < hw; k++) {
                 const size_t e = at(blk, c, hw, i, ch, k);
-                const float xhat = (xv(in, e) - mu) * invstd;
-                dx[e] = k1 * (dy[e] - mdy - xhat * mdyx);
+                const float xhat = (xv(in, e) - mu) * invstd, d = k1 * (dy[e] - mdy - xhat * mdyx);
+                if (in->grad16) ((uint16_t *)(void *)dx)[e] = nn_bf16_round1(d);   /* nn_slot.grad16 */
+                else dx[e] = d;
             }
     }
     return 1;

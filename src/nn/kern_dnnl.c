@@ -36,9 +36,11 @@
  * conversion to bfloat16. Batch norm and its fusions (kern_bn_fast.c's _cl entries), pooling and
  * the layout conversions have channels-last variants; the elementwise entries are the f32 table's.
  * Where a batch norm alone reads a convolution's output, and a convolution alone reads a batch
- * norm's ReLU output, those activations are bfloat16 (fuse.c picks the slots): the convolutions
- * read and write them as they are (conv_fwd16, conv_bwd_x16: the primitive rounds its f32 sums as it
- * stores them), kern_bn_fast.c's channels-last kernels widen and round as they read and write.
+ * norm's ReLU output, those activations are bfloat16 (fuse.c picks the slots), and so is d(the
+ * convolution's output) where both its backward passes run on the bfloat16 kernels: the
+ * convolutions read and write them as they are (conv_fwd16, conv_bwd16: the primitive rounds its
+ * f32 sums as it stores them), kern_bn_fast.c's channels-last kernels widen and round as they read
+ * and write.
  * No Winograd, no hand-written direct kernel and no statistics-taking fusion in bf16. The
  * geometries where the bf16 kernels measured slower (one input channel, stride 2, 1x1:
  * bf16_as_f32) run on oneDNN's f32 kernels (on channels-last activations where a side has more
@@ -354,15 +356,16 @@ static int b_conv16_ok(const baton_nn_conv_geom *g)
            g->ih * g->iw > 1 && g->oh * g->ow > 1;
 }
 
-/* x in bfloat16 widened into a buffer allocated for the call (NULL, logged, when out of memory) */
-static float *widened_x(const baton_nn_conv_geom *g, const void *x)
+/* count bfloat16 values widened into a buffer allocated for the call (NULL, logged, when out of
+ * memory) */
+static float *widened16(const void *p, size_t count)
 {
-    const size_t cnt = (size_t)g->n * g->ic * g->ih * g->iw;
-    float *t = malloc(sizeof(float) * cnt);
-    if (t) nn_bf16_widen(cnt, x, t);
+    float *t = malloc(sizeof(float) * (count ? count : 1));
+    if (t) nn_bf16_widen(count, p, t);
     else baton_log(BATON_LOG_ERROR, "nn: out of memory in the reference fallback of a bfloat16 convolution");
     return t;
 }
+#define widened_x(g, x) widened16(x, (size_t)(g)->n * (g)->ic * (g)->ih * (g)->iw)
 
 static int b_conv_fwd16(const baton_nn_conv_geom *g, int x16, const void *x, const float *w, const float *b, int y16,
                         void *y)
@@ -384,32 +387,50 @@ static int b_conv_fwd16(const baton_nn_conv_geom *g, int x16, const void *x, con
     return 1;
 }
 
-/* both backward passes as b_conv_bwd, the weights' pass reading x in bfloat16 as it is (| 4) */
-static int b_conv_bwd_x16(const baton_nn_conv_geom *g, const uint16_t *x, const float *dy, const float *w, float *dw,
-                          float *db, float *dx)
+/* d(output) in bfloat16 too: both backward passes on the bfloat16 kernels */
+static int b_conv_dy16_ok(const baton_nn_conv_geom *g) { return b_conv16_ok(g) && !bf16_as_f32(g, 0); }
+
+/* the reference of b_conv_bwd16's passes on x and dy widened where they are bfloat16; 0 when out
+ * of memory */
+static int bwd16_ref(const baton_nn_conv_geom *g, int x16, const void *x, int dy16, const void *dy, const float *w,
+                     float *dw, float *db, float *dx)
 {
-    if (!b_conv16_ok(g)) return 0;
-    if (bf16_as_f32(g, 0)) {   /* backward-weights on the f32 kernels (stride 2): conv_bwd on x widened */
+    float *xw = x16 ? widened_x(g, x) : NULL;
+    float *dyw = dy16 ? widened16(dy, (size_t)g->n * g->oc * g->oh * g->ow) : NULL;
+    const int ok = (!x16 || xw) && (!dy16 || dyw);
+    if (ok && dw) ref_conv(1, OP_CONV_BWD_W, g, x16 ? xw : x, dy16 ? dyw : dy, NULL, dw, db);
+    if (ok && dx) ref_conv_w(1, OP_CONV_BWD_DATA, g, dy16 ? dyw : dy, w, NULL, dx);
+    free(xw), free(dyw);
+    return ok;
+}
+
+/* both backward passes as b_conv_bwd, with x (| 4) and / or dy (| 2) in bfloat16 read as they are:
+ * no saved copy of x needed, no conversion of dy */
+static int b_conv_bwd16(const baton_nn_conv_geom *g, int x16, const void *x, int dy16, const void *dy, const float *w,
+                        float *dw, float *db, float *dx)
+{
+    if (!b_conv16_ok(g) || (dy16 && !b_conv_dy16_ok(g))) return 0;
+    if (!x16 && !dy16) {
+        b_conv_bwd(g, x, dy, w, dw, db, dx);
+        return 1;
+    }
+    if (bf16_as_f32(g, 0)) {   /* x16 alone, backward-weights on the f32 kernels (stride 2): x widened */
         float *xw = widened_x(g, x);
         if (xw) b_conv_bwd(g, xw, dy, w, dw, db, dx);
         free(xw);
         return xw != NULL;
     }
-    const pkey kw = with_bf16(nn_prim_conv_key(OP_CONV_BWD_W, g, db != NULL), 5);
-    const pkey kd = with_bf16(nn_prim_conv_key(OP_CONV_BWD_DATA, g, 0), 1);
-    const void *dy16 = dx ? nn_prim_stage(&kw, 1, dy) : NULL;
+    const pkey kw = with_bf16(nn_prim_conv_key(OP_CONV_BWD_W, g, db != NULL), 1 | (dy16 ? 2 : 0) | (x16 ? 4 : 0));
+    const pkey kd = with_bf16(nn_prim_conv_key(OP_CONV_BWD_DATA, g, 0), 1 | (dy16 ? 2 : 0));
+    const void *dys = !dy16 && dx ? nn_prim_stage(&kw, 1, dy) : NULL;   /* f32 dy: converted once */
+    const pkey nm = save_name(g);
     void *pw[4] = {P(x), P(dy), dw, db};
-    const void *sw[4] = {NULL, dy16, NULL, NULL};
-    if (!nn_prim_dispatch_copies(&kw, pw, sw)) {
-        float *xw = widened_x(g, x);
-        if (!xw) return 0;
-        ref_conv(1, OP_CONV_BWD_W, g, xw, dy, NULL, dw, db);
-        free(xw);
-    }
+    const void *sw[4] = {x16 ? NULL : nn_prim_saved(&nm, x), dys, NULL, NULL};
+    if (!nn_prim_dispatch_copies(&kw, pw, sw) && !bwd16_ref(g, x16, x, dy16, dy, w, dw, db, NULL)) return 0;
     if (!dx) return 1;
     void *pd[3] = {P(dy), P(w), dx};
-    if (!(dy16 ? nn_prim_dispatch_staged(&kd, pd, 0, dy16) : nn_prim_dispatch(&kd, pd)))
-        ref_conv_w(1, OP_CONV_BWD_DATA, g, dy, w, NULL, dx);
+    if (!(dys ? nn_prim_dispatch_staged(&kd, pd, 0, dys) : nn_prim_dispatch(&kd, pd)))
+        return bwd16_ref(g, x16, x, dy16, dy, w, NULL, NULL, dx);
     return 1;
 }
 
@@ -590,8 +611,9 @@ static void init_once(void)
     bf16_table.conv_bwd = b_conv_bwd;
     /* activations in bfloat16 between convolutions and batch norms (fuse.c) */
     bf16_table.conv_fwd16 = b_conv_fwd16;
-    bf16_table.conv_bwd_x16 = b_conv_bwd_x16;
+    bf16_table.conv_bwd16 = b_conv_bwd16;
     bf16_table.conv16_ok = b_conv16_ok;
+    bf16_table.conv_dy16_ok = b_conv_dy16_ok;
     bf16_table.bn16_fwd_train = nn_fast_bn16_fwd_train;
     bf16_table.bn16_fwd_infer = nn_fast_bn16_fwd_infer;
     bf16_table.bn_x16_bwd = nn_fast_bn_x16_bwd;

@@ -116,8 +116,10 @@ static void conv_back(baton_nn_model *m, const nn_layer *l, int n, const float *
 {
     const baton_nn_conv_geom g = nn_conv_geom(m, l, n);
     float *dx = gx_at(m, gx);
-    if (slot(m, l->in)->bf16) {   /* x in bfloat16 (the plan took only geometries conv16_ok accepts) */
-        m->k->conv_bwd_x16(&g, data16(slot(m, l->in)), dy, wdata(m, l->tw), tgrad(m, l->tw), tgrad(m, l->tb), dx);
+    const nn_slot *in = slot(m, l->in), *out = slot(m, l->out);
+    if (in->bf16 || out->grad16) {   /* x, dy in bfloat16 (the plan took only geometries the table takes so) */
+        m->k->conv_bwd16(&g, in->bf16, in->data, out->grad16, dy, wdata(m, l->tw), tgrad(m, l->tw), tgrad(m, l->tb),
+                         dx);
         if (dx) gx_done(m, gx, n);
         return;
     }
@@ -258,7 +260,7 @@ static int bn_bwd(baton_nn_model *m, const nn_op *o, int n)
         if (!nn_sync_bn_bwd(m, l, n, dy_of(m, o, n), dx ? dx : m->scratch)) return 0;
     } else if (in->bf16) {
         if (!m->k->bn_x16_bwd(n, in->c, in->h * in->w, data16(in), NULL, dy_of(m, o, n), NULL, 0, tdata(m, l->tw),
-                              NULL, l->save_mean, l->save_var, NN_BN_EPS, NULL, dx ? dx : m->scratch,
+                              NULL, l->save_mean, l->save_var, NN_BN_EPS, NULL, in->grad16, dx ? dx : m->scratch,
                               tgrad(m, l->tw), tgrad(m, l->tb)))
             return 0;
     } else {
@@ -279,7 +281,7 @@ static int bn_relu_bwd(baton_nn_model *m, const nn_op *o, int n)
     const float *dy = dy_of(m, o, n), *gm = tdata(m, l->tw), *bt = tdata(m, l->tb);
     float *d = dx ? dx : m->scratch;
     if (!(in->bf16 ? m->k->bn_x16_bwd(n, in->c, hw, data16(in), NULL, dy, NULL, 1, gm, bt, l->save_mean, l->save_var,
-                                      NN_BN_EPS, NULL, d, tgrad(m, l->tw), tgrad(m, l->tb))
+                                      NN_BN_EPS, NULL, in->grad16, d, tgrad(m, l->tw), tgrad(m, l->tb))
                    : m->k->bn_relu_bwd(n, in->c, hw, in->data, dy, gm, bt, l->save_mean, l->save_var, NN_BN_EPS, d,
                                        tgrad(m, l->tw), tgrad(m, l->tb))))
         return 0;
@@ -298,8 +300,8 @@ static int bn_add_relu_bwd(baton_nn_model *m, const nn_op *o, int n)
     if (in->bf16)
         return m->k->bn_x16_bwd(n, in->c, in->h * in->w, data16(in), slot(m, o->out)->data, dy_of(m, o, n),
                                 o->dy2 ? m->scratch : NULL, 1, tdata(m, b->tw), NULL, b->save_mean, b->save_var,
-                                NN_BN_EPS, m->slots[o->in2].grad, m->slots[o->in].grad, tgrad(m, b->tw),
-                                tgrad(m, b->tb));
+                                NN_BN_EPS, m->slots[o->in2].grad, in->grad16, m->slots[o->in].grad,
+                                tgrad(m, b->tw), tgrad(m, b->tb));
     return m->k->bn_add_relu_bwd(n, in->c, in->h * in->w, in->data, slot(m, o->out)->data, dy_of(m, o, n),
                                  o->dy2 ? m->scratch : NULL, tdata(m, b->tw), b->save_mean, b->save_var, NN_BN_EPS,
                                  m->slots[o->in2].grad, m->slots[o->in].grad, tgrad(m, b->tw), tgrad(m, b->tb));

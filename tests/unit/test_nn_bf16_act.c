@@ -7,14 +7,15 @@
  *     Batch norm (training forward alone, with its ReLU, with the add and ReLU; evaluation; x, y
  *     or both in bfloat16; the three backwards) on 16, 32, 48 and 64 channels, planes of 7x7 and
  *     14x14, batches of 3 and 8 (two threads' items at 8x64x14x14), statistics and parameter
- *     gradients included; the ReLU forward and backward on a count that is not a multiple of 16;
- *     the convolutions (forward with x, y or both in bfloat16, both backward passes with x in
- *     bfloat16) on resnet20's layers that take them (16->16 28x28, 32->32 14x14, 64->64 7x7,
- *     32->64 stride 2), the geometries left to f32 declined (one input channel, 1x1, stride 2
+ *     gradients included, dx in bfloat16 too; the ReLU forward and backward on a count that is not
+ *     a multiple of 16; the convolutions (forward with x, y or both in bfloat16, both backward
+ *     passes with x, d(output) or both in bfloat16) on resnet20's layers that take them (16->16
+ *     28x28, 32->32 14x14, 64->64 7x7, 32->64 stride 2: not d(output), its backward-weights runs
+ *     on the f32 kernels), the geometries left to f32 declined (one input channel, 1x1, stride 2
  *     with weights small enough to widen).
  *   - The plan: which slots hold bfloat16 (resnet8: every convolution output a batch norm alone
  *     reads, and every batch norm's ReLU output such a convolution alone reads, where conv16_ok
- *     takes the convolution; the same under synchronised batch norm — test_nn_part checks its
+ *     takes the convolution; the convolution output's gradient where conv_dy16_ok does; the same under synchronised batch norm — test_nn_part checks its
  *     sums on them; none in the f32 table).
  *   - Whole model (resnet8, batch 8, one training step) against the f32 reference, beside the same
  *     step with f32 activations (the bf16 table without these entries): the tolerance of
@@ -99,13 +100,18 @@ static void bn_case(int n, int c, int h)
     for (int form = 0; form < 3; form++) {
         memset(sa[2], 0, sizeof(float) * 2 * 64), memset(sb[2], 0, sizeof(float) * 2 * 64);
         CHECK(B->bn_x16_bwd(n, c, hw, x16, form == 2 ? yo : NULL, dy, form == 2 ? dy2 : NULL, form >= 1, g,
-                            form == 1 ? bt : NULL, sa[0], sa[1], 1e-5f, ga, da, sa[2], sa[3]) == 1);
+                            form == 1 ? bt : NULL, sa[0], sa[1], 1e-5f, ga, 0, da, sa[2], sa[3]) == 1);
         if (form == 0) B->bn_bwd(n, c, hw, xw, dy, g, sa[0], sa[1], 1e-5f, db, sb[2], sb[3]);
         else if (form == 1) CHECK(B->bn_relu_bwd(n, c, hw, xw, dy, g, bt, sa[0], sa[1], 1e-5f, db, sb[2], sb[3]));
         else CHECK(B->bn_add_relu_bwd(n, c, hw, xw, yo, dy, dy2, g, sa[0], sa[1], 1e-5f, gb, db, sb[2], sb[3]));
         SAME("bn_x16_bwd dx", da, db, cnt);
         SAME("bn_x16_bwd dgamma/dbeta", sa[2], sb[2], 2 * 64);
         if (form == 2) SAME("bn_x16_bwd g", ga, gb, cnt);
+        CHECK(B->bn_x16_bwd(n, c, hw, x16, form == 2 ? yo : NULL, dy, form == 2 ? dy2 : NULL, form >= 1, g,
+                            form == 1 ? bt : NULL, sa[0], sa[1], 1e-5f, ga, 1, y16, sa[2], sa[3]) == 1);
+        nn_bf16_round(cnt, db, r16);   /* dx in bfloat16: the f32 entry's rounded */
+        CHECK_MSG(memcmp(y16, r16, sizeof(uint16_t) * cnt) == 0, "n%d c%d hw%d: bn_x16_bwd's bfloat16 dx (form %d)", n,
+                  c, hw, form);
     }
     free(x), free(xw), free(dy), free(dy2), free(res), free(g), free(bt), free(ya), free(yb), free(da), free(db);
     free(ga), free(gb), free(yo), free(x16), free(y16), free(r16);
@@ -143,12 +149,23 @@ static void conv_case(int n, int ic, int ih, int oc, int k, int stride, int pad,
     CHECK(B->conv_fwd16(&g, 1, x16, wp, b, 0, ya) == 1);
     CHECK_MSG(memcmp(ya, y, sizeof(float) * yn) == 0, "%d>%d %dx%d k%d s%d: conv_fwd16 (x16 1, y16 0)", ic, oc, ih,
               ih, k, stride);
+    uint16_t *dy16 = malloc(sizeof(uint16_t) * yn);
+    if (dy16) nn_bf16_round(yn, dy, dy16);
+    if (dy16 && B->conv_dy16_ok(&g)) nn_bf16_widen(yn, dy16, dy);   /* dy then holds bfloat16 values */
     B->conv_bwd(&g, xw, dy, wp, dw, db, dx);
-    CHECK(B->conv_bwd_x16(&g, x16, dy, wp, dwa, dba, dxa) == 1);
-    CHECK_MSG(memcmp(dwa, dw, sizeof(float) * wn) == 0 && memcmp(dba, db, sizeof(float) * (size_t)oc) == 0 &&
-                  memcmp(dxa, dx, sizeof(float) * xn) == 0,
-              "%d>%d %dx%d k%d s%d: conv_bwd_x16 differs from conv_bwd on the widened input", ic, oc, ih, ih, k,
-              stride);
+    for (int v = 1; dy16 && v < 4; v++) {   /* x16 (bit 0), dy16 (bit 1) */
+        const int xs = v & 1, ds = v >> 1;
+        if (ds && !B->conv_dy16_ok(&g)) continue;
+        memset(dwa, 0, sizeof(float) * wn), memset(dxa, 0, sizeof(float) * xn);
+        CHECK(B->conv_bwd16(&g, xs, xs ? (const void *)x16 : xw, ds, ds ? (const void *)dy16 : dy, wp, dwa, dba,
+                            dxa) == 1);
+        CHECK_MSG(memcmp(dwa, dw, sizeof(float) * wn) == 0 && memcmp(dba, db, sizeof(float) * (size_t)oc) == 0 &&
+                      memcmp(dxa, dx, sizeof(float) * xn) == 0,
+                  "%d>%d %dx%d k%d s%d: conv_bwd16 (x16 %d, dy16 %d) differs from conv_bwd on the widened inputs", ic,
+                  oc, ih, ih, k, stride, xs, ds);
+    }
+    CHECK(B->conv_dy16_ok(&g) == (stride == 1));   /* stride 2: backward-weights on the f32 kernels */
+    free(dy16);
     free(xl), free(xw), free(w), free(b), free(y), free(ya), free(dy), free(dx), free(dxa), free(dw), free(dwa);
     free(w16), free(x16), free(y16), free(r16);
 }
@@ -202,6 +219,8 @@ static int want_slots(const baton_nn_model *m)
         const baton_nn_conv_geom g = nn_conv_geom(m, l, m->spec.max_batch);
         const int ok = B->conv16_ok(&g);
         CHECK_MSG(m->slots[l->out].bf16 == ok, "layer %s: bf16 output %d", l->name, m->slots[l->out].bf16);
+        CHECK_MSG(m->slots[l->out].grad16 == (ok && B->conv_dy16_ok(&g)), "layer %s: bf16 gradient %d", l->name,
+                  m->slots[l->out].grad16);
         want += ok;
         int readers = 0;   /* of the convolution's input */
         for (size_t lj = 0; lj < m->nlayers; lj++)
