@@ -111,33 +111,34 @@ static int conv_relu_pool_fwd(baton_nn_model *m, const nn_op *o, int n)
     return conv_relu_fwd(m, o, n) && pool_fwd_of(m, layer(m, o->pool), n);
 }
 
-/* the convolution's backward from d(its output) = dy */
-static void conv_back(baton_nn_model *m, const nn_layer *l, int n, const float *dy, const nn_gout *gx)
+/* the convolution's backward from d(its output) = dy; 0 where a bfloat16 entry declined */
+static int conv_back(baton_nn_model *m, const nn_layer *l, int n, const float *dy, const nn_gout *gx)
 {
     const baton_nn_conv_geom g = nn_conv_geom(m, l, n);
     float *dx = gx_at(m, gx);
     const nn_slot *in = slot(m, l->in), *out = slot(m, l->out);
     if (in->bf16 || out->grad16) {   /* x, dy in bfloat16 (the plan took only geometries the table takes so) */
-        m->k->conv_bwd16(&g, in->bf16, in->data, out->grad16, dy, wdata(m, l->tw), tgrad(m, l->tw), tgrad(m, l->tb),
-                         dx);
+        if (!m->k->conv_bwd16(&g, in->bf16, in->data, out->grad16, dy, wdata(m, l->tw), tgrad(m, l->tw),
+                              tgrad(m, l->tb), dx))
+            return 0;
         if (dx) gx_done(m, gx, n);
-        return;
+        return 1;
     }
     if (m->k->conv_bwd) {   /* both passes in one call (the bf16 table: dy converted once) */
         m->k->conv_bwd(&g, slot(m, l->in)->data, dy, wdata(m, l->tw), tgrad(m, l->tw), tgrad(m, l->tb), dx);
         if (dx) gx_done(m, gx, n);
-        return;
+        return 1;
     }
     m->k->conv_bwd_weights(&g, slot(m, l->in)->data, dy, tgrad(m, l->tw), tgrad(m, l->tb));
-    if (!dx) return;
+    if (!dx) return 1;
     m->k->conv_bwd_data(&g, dy, wdata(m, l->tw), dx);
     gx_done(m, gx, n);
+    return 1;
 }
 
 static int conv_bwd(baton_nn_model *m, const nn_op *o, int n)
 {
-    conv_back(m, layer(m, o->layer), n, dy_of(m, o, n), &o->gx);
-    return 1;
+    return conv_back(m, layer(m, o->layer), n, dy_of(m, o, n), &o->gx);
 }
 
 /* the ReLU's backward into d(conv output) (the convolution's only reader), then the convolution's */
@@ -147,8 +148,7 @@ static int conv_relu_bwd(baton_nn_model *m, const nn_op *o, int n)
     const nn_slot *r = slot(m, o->out);
     float *dc = m->slots[c->out].grad;
     m->k->relu_bwd(count(m, o->out, n), r->data, dy_of(m, o, n), dc);
-    conv_back(m, c, n, dc, &o->gx);
-    return 1;
+    return conv_back(m, c, n, dc, &o->gx);
 }
 
 /* the pool's and the ReLU's backward in one pass into d(conv output), then the convolution's */
@@ -158,8 +158,7 @@ static int conv_relu_pool_bwd(baton_nn_model *m, const nn_op *o, int n)
     const baton_nn_pool_geom g = nn_pool_geom(m, p, n);
     float *dc = m->slots[c->out].grad;
     if (!m->k->maxpool_relu_bwd(&g, dy_of(m, o, n), p->ws, slot(m, p->in)->data, dc)) return 0;
-    conv_back(m, c, n, dc, &o->gx);
-    return 1;
+    return conv_back(m, c, n, dc, &o->gx);
 }
 
 /* ---- batch norm: alone, with the ReLU after it, or with the residual add and ReLU after it;
@@ -195,7 +194,7 @@ static int bn_train(baton_nn_model *m, const nn_layer *l, int stats, const float
         bn_running_update(m, l, l->sync_count);
         return 1;
     }
-    if (in->bf16 || out->bf16)   /* x or y in bfloat16 (never with stats: fuse.c) */
+    if (in->bf16 || out->bf16)   /* x or y in bfloat16 (never with stats or bn_sync: fuse.c, ops above) */
         done = k->bn16_fwd_train(n, c, hw, in->bf16, x, res, relu, gm, bt, NN_BN_EPS, out->bf16, y, l->save_mean,
                                  l->save_var);
     else if (stats)
