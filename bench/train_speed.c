@@ -44,12 +44,14 @@ static double cpu_now(void)
 /* --- per-entry profiling: a table whose entries time the wrapped table's ----------------------- */
 enum { P_CONV_F, P_CONV_BD, P_CONV_BW, P_LIN_F, P_LIN_BD, P_LIN_BW, P_BN_F, P_BN_I, P_BN_B, P_RELU_F,
        P_RELU_B, P_MP_F, P_MP_B, P_GAP_F, P_GAP_B, P_ADD, P_BNR_F, P_BNR_B, P_ADDR, P_CONVR_F,
-       P_MPR_B, P_BNAR_F, P_RELU_BA, P_BNAR_B, P_CONVS_F, P_BNAP, P_CONV_B, P_N };
+       P_MPR_B, P_BNAR_F, P_RELU_BA, P_BNAR_B, P_CONVS_F, P_BNAP, P_CONV_B, P_CONV_F16,
+       P_CONV_B16, P_BN16_F, P_BN16_I, P_BN16_B, P_RELU16_F, P_RELU16_B, P_N };
 static const char *const pname[P_N] = {"conv_fwd", "conv_bwd_data", "conv_bwd_weights", "linear_fwd",
     "linear_bwd_data", "linear_bwd_weights", "bn_fwd_train", "bn_fwd_infer", "bn_bwd", "relu_fwd",
     "relu_bwd", "maxpool_fwd", "maxpool_bwd", "gap_fwd", "gap_bwd", "add", "bn_relu_fwd_train", "bn_relu_bwd",
     "add_relu", "conv_relu_fwd", "maxpool_relu_bwd", "bn_add_relu_fwd_train", "relu_bwd_add", "bn_add_relu_bwd",
-    "conv_bn_stats_fwd", "bn_apply_train", "conv_bwd"};
+    "conv_bn_stats_fwd", "bn_apply_train", "conv_bwd", "conv_fwd16", "conv_bwd16", "bn16_fwd_train", "bn16_fwd_infer",
+    "bn_x16_bwd", "relu_fwd_y16", "relu_bwd_y16"};
 static double ptime[P_N];
 static unsigned long pcalls[P_N];
 static const baton_nn_kernels *inner;
@@ -179,6 +181,56 @@ static int w_bnr_b(int n, int c, int hw, const float *x, const float *dy, const 
     TIMED(P_BNR_B, done = inner->bn_relu_bwd(n, c, hw, x, dy, g, b, mean, var, eps, dx, dg, db));
     return done;
 }
+/* the bf16 table's entries on bfloat16 activations (between convolutions and batch norms) */
+static int w_conv_f16(const baton_nn_conv_geom *g, int x16, const void *x, const float *w, const float *b, int y16,
+                      void *y)
+{
+    int done = 0;
+    CTIMED(P_CONV_F16, 0, done = inner->conv_fwd16(g, x16, x, w, b, y16, y));
+    return done;
+}
+static int w_conv_b16(const baton_nn_conv_geom *g, int x16, const void *x, int dy16, const void *dy, const float *w,
+                      float *dw, float *db, float *dx)
+{
+    int done = 0;
+    CTIMED(P_CONV_B16, 2, done = inner->conv_bwd16(g, x16, x, dy16, dy, w, dw, db, dx));
+    return done;
+}
+static int w_bn16_f(int n, int c, int hw, int x16, const void *x, const float *r, int relu, const float *g,
+                    const float *b, float eps, int y16, void *y, float *mean, float *var)
+{
+    int done = 0;
+    TIMED(P_BN16_F, done = inner->bn16_fwd_train(n, c, hw, x16, x, r, relu, g, b, eps, y16, y, mean, var));
+    return done;
+}
+static int w_bn16_i(int n, int c, int hw, int x16, const void *x, const float *g, const float *b, const float *mean,
+                    const float *var, float eps, int y16, void *y)
+{
+    int done = 0;
+    TIMED(P_BN16_I, done = inner->bn16_fwd_infer(n, c, hw, x16, x, g, b, mean, var, eps, y16, y));
+    return done;
+}
+static int w_bn16_b(int n, int c, int hw, const uint16_t *x, const float *y, const float *dy, const float *dy2,
+                    int relu, const float *gm, const float *bt, const float *mean, const float *var, float eps,
+                    float *g, int dx16, void *dx, float *dg, float *db)
+{
+    int done = 0;
+    TIMED(P_BN16_B, done = inner->bn_x16_bwd(n, c, hw, x, y, dy, dy2, relu, gm, bt, mean, var, eps, g, dx16, dx, dg,
+                                             db));
+    return done;
+}
+static int w_relu16_f(size_t count, const float *x, uint16_t *y)
+{
+    int done = 0;
+    TIMED(P_RELU16_F, done = inner->relu_fwd_y16(count, x, y));
+    return done;
+}
+static int w_relu16_b(size_t count, const uint16_t *y, const float *dy, float *dx)
+{
+    int done = 0;
+    TIMED(P_RELU16_B, done = inner->relu_bwd_y16(count, y, dy, dx));
+    return done;
+}
 
 static baton_nn_kernels profiled = {
     .name = "profiled", .conv_fwd = w_conv_fwd, .conv_bwd_data = w_conv_bd, .conv_bwd_weights = w_conv_bw,
@@ -256,6 +308,7 @@ int main(int argc, char **argv)
     baton_nn_kernels counting = *k;
     counting.conv_fwd = c_conv_fwd;
     counting.linear_fwd = c_lin_f;
+    counting.conv_fwd16 = NULL;   /* every convolution through conv_fwd (f32 activations: the same FLOPs) */
     size_t xcount = (size_t)batch * 28 * 28;
     float *x = malloc(xcount * sizeof *x);
     int32_t *y = malloc((size_t)batch * sizeof *y);
@@ -267,7 +320,18 @@ int main(int argc, char **argv)
     baton_nn_model_set_training(m, 0);
     if (baton_nn_forward(m, x, 1, &err)) goto fail;
     baton_nn_model_set_training(m, 1);
-    profiled.block = k->block;   /* the wrapped table's layout */
+    profiled.block = k->block;   /* the wrapped table's layout and weights */
+    profiled.channels_last = k->channels_last;
+    profiled.weights_bf16 = k->weights_bf16;
+    profiled.conv_fwd16 = k->conv_fwd16 ? w_conv_f16 : NULL;
+    profiled.conv_bwd16 = k->conv_bwd16 ? w_conv_b16 : NULL;
+    profiled.conv16_ok = k->conv16_ok;
+    profiled.conv_dy16_ok = k->conv_dy16_ok;
+    profiled.bn16_fwd_train = k->bn16_fwd_train ? w_bn16_f : NULL;
+    profiled.bn16_fwd_infer = k->bn16_fwd_infer ? w_bn16_i : NULL;
+    profiled.bn_x16_bwd = k->bn_x16_bwd ? w_bn16_b : NULL;
+    profiled.relu_fwd_y16 = k->relu_fwd_y16 ? w_relu16_f : NULL;
+    profiled.relu_bwd_y16 = k->relu_bwd_y16 ? w_relu16_b : NULL;
     profiled.bn_relu_fwd_train = k->bn_relu_fwd_train ? w_bnr_f : NULL;   /* fused only where it fuses */
     profiled.bn_relu_bwd = k->bn_relu_bwd ? w_bnr_b : NULL;
     profiled.add_relu = k->add_relu ? w_addr : NULL;

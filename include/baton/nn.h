@@ -169,6 +169,36 @@ typedef struct baton_nn_kernels {
      * table converts dy to bfloat16 once for both.) */
     void (*conv_bwd)(const baton_nn_conv_geom *g, const float *x, const float *dy, const float *w, float *dw,
                      float *db, float *dx);
+    /* optional (NULL but in the bf16 table): activations in bfloat16 (uint16_t, the top half of a
+     * float32; the table's layout) where a convolution writes or reads them — a convolution's
+     * output that only the batch norm after it reads, and the output of a batch norm's ReLU that
+     * only a convolution reads. Each x16 / y16 flag says that x / y holds bfloat16 values; an
+     * output in bfloat16 is the float32 result rounded once, to nearest even. conv_fwd16 is
+     * conv_fwd, and conv_bwd_x16 conv_bwd (dx NULL: the weights' pass only) with x in bfloat16, for
+     * the geometries conv16_ok accepts; conv_bwd16 is conv_bwd with x and/or dy in bfloat16 (dy:
+     * for the geometries conv_dy16_ok accepts). bn16_fwd_train is bn_fwd_train (res NULL, relu 0),
+     * bn_relu_fwd_train (relu 1) or bn_add_relu_fwd_train (res given); bn16_fwd_infer is
+     * bn_fwd_infer; bn_x16_bwd is bn_bwd (y NULL, relu 0), bn_relu_bwd (relu 1; beta given) or
+     * bn_add_relu_bwd (y given: the add+ReLU's output), dx in bfloat16 with dx16 (g stays float32)
+     * — for the geometries bn_fused_ok accepts (0
+     * for others, nothing written). relu_fwd_y16 and relu_bwd_y16 are relu_fwd and relu_bwd with
+     * the ReLU's output in bfloat16. Their results are those of the float32 entries on the inputs
+     * widened (exact), the bfloat16 outputs those entries' rounded, bit for bit. */
+    int (*conv_fwd16)(const baton_nn_conv_geom *g, int x16, const void *x, const float *w, const float *b, int y16,
+                      void *y);
+    int (*conv_bwd16)(const baton_nn_conv_geom *g, int x16, const void *x, int dy16, const void *dy, const float *w,
+                      float *dw, float *db, float *dx);
+    int (*conv16_ok)(const baton_nn_conv_geom *g);
+    int (*conv_dy16_ok)(const baton_nn_conv_geom *g);
+    int (*bn16_fwd_train)(int n, int c, int hw, int x16, const void *x, const float *res, int relu,
+                          const float *gamma, const float *beta, float eps, int y16, void *y, float *mean, float *var);
+    int (*bn16_fwd_infer)(int n, int c, int hw, int x16, const void *x, const float *gamma, const float *beta,
+                          const float *mean, const float *var, float eps, int y16, void *y);
+    int (*bn_x16_bwd)(int n, int c, int hw, const uint16_t *x, const float *y, const float *dy, const float *dy2,
+                      int relu, const float *gamma, const float *beta, const float *mean, const float *var,
+                      float eps, float *g, int dx16, void *dx, float *dgamma, float *dbeta);
+    int (*relu_fwd_y16)(size_t count, const float *x, uint16_t *y);
+    int (*relu_bwd_y16)(size_t count, const uint16_t *y, const float *dy, float *dx);
 } baton_nn_kernels;
 
 /* The plain C reference kernels: single-threaded, straightforward loops, fixed summation order. */
@@ -187,7 +217,9 @@ const baton_nn_kernels *baton_nn_kernels_reference(void);
 const baton_nn_kernels *baton_nn_kernels_dnnl(baton_err *err);
 /* The same table with convolutions and linear layers on oneDNN's bfloat16 kernels (mixed
  * precision, as PyTorch's bf16 autocast: each call rounds its inputs — activations, weights,
- * gradients — to bfloat16, sums in f32 and writes f32; the model's weights, gradients and optimizer
+ * gradients — to bfloat16, sums in f32 and writes f32, or bfloat16 through the conv_fwd16 family
+ * of entries, which a model uses for the activations between its convolutions and batch norms;
+ * the model's weights, gradients and optimizer
  * stay f32, and the optimizer's step writes a bfloat16 copy of the weights that the table reads:
  * weights_bf16). On AMX (Sapphire Rapids and later) oneDNN's channels-last bf16 convolutions run
  * 5-10x the f32 kernels' speed per call, the activations reordered in and out per call; on

@@ -275,7 +275,7 @@ static dnnl_status_t build_conv_alg(entry *e, const int64_t *v, dnnl_alg_kind_t 
     if (st == dnnl_success) st = nn_dnnl_md(&ya, 4, yd, ypt);
     if (st != dnnl_success) return st;
     xb = xa, wb = wa, yb = ya, wu = w;   /* what the primitive reads: bfloat16 in the bf16 table's calls */
-    if (v[KEY_BF16] == 1) {
+    if (v[KEY_BF16] & 1) {
         dnnl_dims_t dx, dw, dy;
         for (int i = 0; i < 4; i++) dx[i] = xd[i], dw[i] = wd[i], dy[i] = yd[i];
         st = dnnl_memory_desc_init_by_tag(&wu, 4, dw, dnnl_bf16, dnnl_abcd);
@@ -289,6 +289,12 @@ static dnnl_status_t build_conv_alg(entry *e, const int64_t *v, dnnl_alg_kind_t 
          * of the table's layout cost less than that difference */
         if (st == dnnl_success) st = nn_dnnl_md(&xa, 4, xd, any);
         if (st == dnnl_success) st = nn_dnnl_md(&ya, 4, yd, any);
+        /* | 2: the caller's y in bfloat16 — a forward's output (the f32 sums rounded once as stored),
+         * a backward's d(output); | 4: the caller's x in bfloat16 (conv_fwd16, conv_bwd16) */
+        if (st == dnnl_success && (v[KEY_BF16] & 2)) st = nn_dnnl_md_dt(&y, 4, yd, dnnl_bf16, yt);
+        if (st == dnnl_success && (v[KEY_BF16] & 2) && v[0] == OP_CONV_FWD)
+            st = nn_dnnl_md_dt(&ya, 4, yd, dnnl_bf16, any);   /* backward: its f32 forward as the hint */
+        if (st == dnnl_success && (v[KEY_BF16] & 4)) st = nn_dnnl_md_dt(&x, 4, xd, dnnl_bf16, xt);
         if (st != dnnl_success) return st;
     }
     const dnnl_dims_t strides = {v[8], v[8]}, pad = {v[9], v[9]};

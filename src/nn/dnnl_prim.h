@@ -19,7 +19,9 @@ extern const char *const nn_prim_op_name[OP_COUNT];   /* "conv_fwd", ... (for me
 
 #define KEY_LEN 15     /* op + up to 13 geometry values + the bf16 flag */
 #define KEY_BF16 14    /* 1: the bfloat16 table's call (convolutions and inner products); 2: its call
-                        * of a convolution on the f32 kernels (channels-last activations too) */
+                        * of a convolution on the f32 kernels (channels-last activations too); 1 | 2:
+                        * its convolution's y (forward's output, backward's d(output)) in bfloat16,
+                        * 1 | 4: its x in bfloat16 (conv_fwd16, conv_bwd16) */
 
 /* A primitive's name: v[0] the operation, then its geometry (v[13]: a convolution's ReLU post-op),
  * v[KEY_BF16] the bfloat16 flag; unused values 0. */

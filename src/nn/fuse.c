@@ -302,8 +302,51 @@ int nn_plan_alloc(baton_nn_model *m, baton_err *err)
     return BATON_OK;
 }
 
+/* Convolution li reads and writes bfloat16 where its table can (conv16_ok at the largest batch) and
+ * its output's only reader is the batch norm after it, which takes it in every form (bn_fused_ok:
+ * the bfloat16 batch-norm entries' geometries) — so it is its own op in both plans. */
+static int conv16_at(const baton_nn_model *m, size_t li)
+{
+    const baton_nn_kernels *k = m->k;
+    if (m->layers[li].kind != NN_CONV || !next_is(m, li, NN_BN)) return 0;
+    const nn_slot *s = &m->slots[m->layers[li].out];
+    const baton_nn_conv_geom g = nn_conv_geom(m, &m->layers[li], m->spec.max_batch);
+    return (!k->bn_fused_ok || k->bn_fused_ok(s->c, s->h * s->w)) && (!k->conv16_ok || k->conv16_ok(&g));
+}
+
+/* Which slots hold bfloat16 (nn_slot.bf16), where the table has the entries for them (conv_fwd16,
+ * bn16_*, relu_*_y16; nn.h): the output of a convolution conv16_at takes, and the output of a
+ * batch norm's ReLU whose only reader is such a convolution (the batch norm writes it fused with
+ * its ReLU, or the ReLU alone after it: evaluation, synchronised batch norm; backward finds the
+ * ReLU's mask from the batch norm's input, or reads it from the bfloat16 output). The gradient of
+ * such a convolution output too (nn_slot.grad16) where both its backward passes run on the
+ * bfloat16 kernels (conv_dy16_ok): the batch norm's backward, its only contribution, writes it
+ * rounded — what the convolution's backward would round it to. Statistics, other gradients and
+ * everything else stay float32. Not with a statistics-taking convolution (it writes float32). */
+static void plan_bf16_slots(baton_nn_model *m)
+{
+    const baton_nn_kernels *k = m->k;
+    for (size_t s = 0; s < m->nslots; s++) m->slots[s].bf16 = m->slots[s].grad16 = 0;
+    if (!k->conv_fwd16 || !k->conv_bwd16 || !k->bn16_fwd_train || !k->bn16_fwd_infer || !k->bn_x16_bwd ||
+        !k->relu_fwd_y16 || !k->relu_bwd_y16 || k->conv_bn_stats_fwd)
+        return;
+    for (size_t li = 0; li < m->nlayers; li++) {
+        if (conv16_at(m, li)) {   /* its gradient too where both backward passes are bfloat16 */
+            nn_slot *s = &m->slots[m->layers[li].out];
+            const baton_nn_conv_geom g = nn_conv_geom(m, &m->layers[li], m->spec.max_batch);
+            s->bf16 = 1;
+            s->grad16 = k->conv_dy16_ok && k->conv_dy16_ok(&g);
+        }
+        const nn_layer *r = &m->layers[li];   /* a batch norm's ReLU, read by such a convolution alone */
+        if (li > 0 && r->kind == NN_RELU && m->layers[li - 1].kind == NN_BN && only_user(m, li - 1) &&
+            next_is(m, li, NN_CONV) && conv16_at(m, li + 1))
+            m->slots[r->out].bf16 = 1;
+    }
+}
+
 void nn_plan_fusions(baton_nn_model *m)
 {
+    plan_bf16_slots(m);
     plan_infer(m);
     plan_train(m);
     plan_grads(m);

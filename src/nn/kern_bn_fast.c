@@ -3,7 +3,9 @@
  * blocked [n][c/16][hw][16] when c is a multiple of 16 — and the threads they run on; the _cl
  * entries are the same kernels on the bf16 table's channels-last layout ([n][hw][c] when c is a
  * multiple of 16: a block is sixteen adjacent channels of a pixel, c floats from the next pixel's),
- * with the same arithmetic in the same order, so the same bits for the same values.
+ * with the same arithmetic in the same order, so the same bits for the same values. On that layout
+ * x may be bfloat16 (cl | NN_CL_X16: widened as read, exactly, so the f32 kernels' bits on the widened
+ * values) and y too (cl | NN_CL_Y16: the f32 result rounded to nearest even as it is stored).
  *
  * Contract: that of the kernel table (nn.h, baton_nn_kernels) and of the reference kernels in
  * kern_norm.c — the same formulas (PyTorch's: batch mean and BIASED batch variance returned and
@@ -35,6 +37,7 @@
  * (same results). Nothing is allocated per call (the blocked path keeps its partial sums on the
  * stack). */
 #include "nn_internal.h"
+#include "bf16_vec.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -210,7 +213,8 @@ typedef struct job {
     double *part;
     const float *coef;
     int cl;                        /* blocked kinds on channels-last activations: [n][hw][c], the
-                                    * sixteen lanes of block cb at offset cb * 16 of each pixel */
+                                    * sixteen lanes of block cb at offset cb * 16 of each pixel; with
+                                    * NN_CL_X16 x, NN_CL_Y16 y hold bfloat16 (uint16_t), the rest float */
     int cl_gb;                     /* channels-last: blocks per item (cl_item) */
 } job;
 
@@ -324,6 +328,7 @@ static inline void v16store(float *p, v16 v)
 }
 
 static inline v16 v16from(const float *p16) { return v16load(p16); }
+
 
 static inline const float *blk_plane(const job *j, const float *base, int img, int cb)
 {
@@ -446,11 +451,13 @@ static void blk_item(const job *j, int item)
  * each block's sums in the order blk_item sums them (pixel order, even and odd pixels apart), its
  * outputs by the same operations, so the same bits. */
 static inline __attribute__((always_inline)) void cl_image_pass(const job *j, int i, int cb0, const int NB,
-                                                                double (*d)[3][16])
+                                                                const int X16, const int Y16, double (*d)[3][16])
 {
     const size_t C = (size_t)j->c, c0 = (size_t)cb0 * 16;
     const int hw = j->hw;
-    const float *x = j->x + (size_t)i * C * hw + c0;
+    const float *x = X16 ? NULL : j->x + (size_t)i * C * hw + c0;
+    const uint16_t *xh = X16 ? (const uint16_t *)(const void *)j->x + (size_t)i * C * hw + c0 : NULL;
+#define XL(o) (X16 ? nn_v16_widen(xh + (o)) : v16load(x + (o)))   /* x's sixteen lanes at offset o */
     v16 m[4], k1[4], k2[4], k3[4], f1[4], f2[4], a0[4], a1[4], b0[4], b1[4];   /* NB <= 4 */
     for (int b = 0; b < NB; b++) {
         const float *cf = j->coef + c0 + (size_t)b * 16;
@@ -463,9 +470,9 @@ static inline __attribute__((always_inline)) void cl_image_pass(const job *j, in
         int p = 0;
         for (; p + 2 <= hw; p += 2)
             for (int b = 0; b < NB; b++)
-                a0[b] += v16load(x + (size_t)p * C + b * 16), a1[b] += v16load(x + (size_t)(p + 1) * C + b * 16);
+                a0[b] += XL((size_t)p * C + b * 16), a1[b] += XL((size_t)(p + 1) * C + b * 16);
         for (; p < hw; p++)
-            for (int b = 0; b < NB; b++) a0[b] += v16load(x + (size_t)p * C + b * 16);
+            for (int b = 0; b < NB; b++) a0[b] += XL((size_t)p * C + b * 16);
         v16 sa[4], mf[4];
         double mu[4][16];
         for (int b = 0; b < NB; b++) {
@@ -477,14 +484,14 @@ static inline __attribute__((always_inline)) void cl_image_pass(const job *j, in
         }
         for (p = 0; p + 2 <= hw; p += 2)
             for (int b = 0; b < NB; b++) {
-                const v16 u = v16load(x + (size_t)p * C + b * 16) - mf[b];
-                const v16 w = v16load(x + (size_t)(p + 1) * C + b * 16) - mf[b];
+                const v16 u = XL((size_t)p * C + b * 16) - mf[b];
+                const v16 w = XL((size_t)(p + 1) * C + b * 16) - mf[b];
                 b0[b] += u * u;
                 b1[b] += w * w;
             }
         for (; p < hw; p++)
             for (int b = 0; b < NB; b++) {
-                const v16 u = v16load(x + (size_t)p * C + b * 16) - mf[b];
+                const v16 u = XL((size_t)p * C + b * 16) - mf[b];
                 b0[b] += u * u;
             }
         for (int b = 0; b < NB; b++) {
@@ -499,13 +506,16 @@ static inline __attribute__((always_inline)) void cl_image_pass(const job *j, in
         return;
     }
     case JOB_B_AFFINE: {
-        float *y = j->y + (size_t)i * C * hw + c0;
+        float *y = Y16 ? NULL : j->y + (size_t)i * C * hw + c0;
+        uint16_t *yh = Y16 ? (uint16_t *)(void *)j->y + (size_t)i * C * hw + c0 : NULL;
         const float *r = j->res ? j->res + (size_t)i * C * hw + c0 : NULL;
         for (int p = 0; p < hw; p++)
             for (int b = 0; b < NB; b++) {
                 const size_t o = (size_t)p * C + b * 16;
-                const v16 v = (v16load(x + o) - m[b]) * k1[b] + k2[b];
-                v16store(y + o, r ? v16relu(v + v16load(r + o)) : j->relu ? v16relu(v) : v);
+                v16 v = (XL(o) - m[b]) * k1[b] + k2[b];
+                v = r ? v16relu(v + v16load(r + o)) : j->relu ? v16relu(v) : v;
+                if (Y16) nn_v16_round(yh + o, v);
+                else v16store(y + o, v);
             }
         return;
     }
@@ -518,7 +528,7 @@ static inline __attribute__((always_inline)) void cl_image_pass(const job *j, in
             for (int b = 0; b < NB; b++) {
                 const size_t o = (size_t)p * C + b * 16;
                 v16 g = v16load(dy + o);
-                const v16 xm = v16load(x + o) - m[b];
+                const v16 xm = XL(o) - m[b];
                 if (j->relu) g = v16mask(g, xm * f1[b] + f2[b]);
                 if (go) {
                     if (dy2) g += v16load(dy2 + o);
@@ -542,14 +552,16 @@ static inline __attribute__((always_inline)) void cl_image_pass(const job *j, in
     default: {
         const size_t base = (size_t)i * C * hw + c0;
         const float *dy = j->dy + base;
-        float *dx = j->dx + base;
+        float *dx = Y16 ? NULL : j->dx + base;
+        uint16_t *dxh = Y16 ? (uint16_t *)(void *)j->dx + base : NULL;
         for (int p = 0; p < hw; p++)
             for (int b = 0; b < NB; b++) {
                 const size_t o = (size_t)p * C + b * 16;
-                const v16 xm = v16load(x + o) - m[b];
+                const v16 xm = XL(o) - m[b];
                 v16 g = v16load(dy + o);
                 if (j->relu) g = v16mask(g, xm * f1[b] + f2[b]);
-                v16store(dx + o, k1[b] * (g - k2[b] - xm * k3[b]));
+                if (Y16) nn_v16_round(dxh + o, k1[b] * (g - k2[b] - xm * k3[b]));
+                else v16store(dx + o, k1[b] * (g - k2[b] - xm * k3[b]));
             }
         return;
     }
@@ -571,9 +583,16 @@ static void cl_item(const job *j, int item)
     memset(d, 0, sizeof(double) * 3 * 16 * (size_t)nb);
     for (int i = i0; i < i1; i++) {
         int b = 0;
-        for (; b + 4 <= nb; b += 4) cl_image_pass(j, i, cb0 + b, 4, d + b);
-        for (; b + 2 <= nb; b += 2) cl_image_pass(j, i, cb0 + b, 2, d + b);
-        for (; b < nb; b++) cl_image_pass(j, i, cb0 + b, 1, d + b);
+#define CL_PASSES(X, Y) do { for (; b + 4 <= nb; b += 4) cl_image_pass(j, i, cb0 + b, 4, X, Y, d + b);     \
+                            for (; b + 2 <= nb; b += 2) cl_image_pass(j, i, cb0 + b, 2, X, Y, d + b);     \
+                            for (; b < nb; b++) cl_image_pass(j, i, cb0 + b, 1, X, Y, d + b); } while (0)
+        switch (j->cl & (NN_CL_X16 | NN_CL_Y16)) {   /* which of x and y hold bfloat16 */
+        case NN_CL_X16: CL_PASSES(1, 0); break;
+        case NN_CL_Y16: CL_PASSES(0, 1); break;
+        case NN_CL_X16 | NN_CL_Y16: CL_PASSES(1, 1); break;
+        default: CL_PASSES(0, 0); break;
+        }
+#undef CL_PASSES
     }
     for (int b = 0; b < nb; b++)
         memcpy(j->part + ((size_t)(cb0 + b) * j->chunks + ch) * PART_STRIDE, d[b], sizeof d[b]);
@@ -640,7 +659,6 @@ static void run(job *j)
 }
 
 /* ---- blocked calls ---- */
-
 
 /* The cut of images into chunks for a blocked call: about 4096 elements per lane and chunk, at most
  * 16 chunks, fewer when the partials would not fit. A function of (n, c, hw) only. */
@@ -806,9 +824,9 @@ void nn_fast_bn_bwd_lay(int cl, int n, int c, int hw, const float *x, const floa
     run(&j);
 }
 
-/* Batch norm fused with the ReLU after it (blocked activations only: the geometries
- * nn_fast_bn_stats_ok accepts, for any n; 0 for others, nothing written). Forward writes y = max(0, bn(x)); backward takes d(y) and the forward's gamma,
- * beta and statistics, and finds where y > 0 from x (blk_bwd). */
+/* Batch norm fused with the ReLU after it (blocked activations only: the geometries nn_fast_bn_stats_ok
+ * accepts, for any n; 0 for others, nothing written). Forward writes y = max(0, bn(x)); backward takes
+ * d(y) and the forward's gamma, beta and statistics, and finds where y > 0 from x (blk_bwd). */
 int nn_fast_bn_relu_fwd_train_lay(int cl, int n, int c, int hw, const float *x, const float *gamma, const float *beta,
                                   float eps, float *y, float *mean, float *var)
 {

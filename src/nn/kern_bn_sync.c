@@ -8,7 +8,9 @@
  * Contract: the formulas of kern_norm.c (batch mean, BIASED batch variance; invstd = 1 / sqrtf(var +
  * eps) from the float var; dx = gamma * invstd * (dy - mean(dy) - xhat * mean(dy * xhat)); the
  * means over the whole batch), on activations in the table's layout (NCHW, or blocked
- * [n][c/16][hw][16], or channels-last [n][hw][c] for the bf16 table). Sums are double, in a fixed order, two passes forward (the sum, then the
+ * [n][c/16][hw][16], or channels-last [n][hw][c] for the bf16 table, there in bfloat16 where the
+ * slot holds it: nn_slot.bf16, widened as read). Sums are double, in a fixed order, two passes
+ * forward (the sum, then the
  * squares about the whole batch's mean: two calls of bn_sync) and one backward (sum dy and sum dy *
  * xhat: one call). dgamma and dbeta are this part's own sums — the gradient reducer sums them over
  * the parts like every other gradient. The calls every process makes, in the same order: forward,
@@ -17,6 +19,7 @@
  * so the others are never left waiting. Nothing is allocated per call (m->bn_sync_buf, sized once).
  * A failed sum is sticky in m->bn_sync_rc / bn_sync_err; the op reports 0 and the pass names it. */
 #include "nn_internal.h"
+#include "bf16_vec.h"
 
 #include <math.h>
 #include <string.h>
@@ -27,6 +30,12 @@ static inline size_t at(int blocked, int c, int hw, int i, int ch, int k)
     if (!blocked) return ((size_t)i * c + ch) * hw + k;
     if (blocked == 2) return ((size_t)i * hw + k) * c + ch;   /* channels-last */
     return (((size_t)i * (c / NN_BLOCK) + ch / NN_BLOCK) * hw + k) * NN_BLOCK + ch % NN_BLOCK;
+}
+
+/* element e of slot s's data: float32, or bfloat16 widened (exactly) */
+static inline float xv(const nn_slot *s, size_t e)
+{
+    return s->bf16 ? nn_bf16_widen1(((const uint16_t *)(const void *)s->data)[e]) : s->data[e];
 }
 
 static int sum(baton_nn_model *m, double *v, int n)
@@ -41,13 +50,12 @@ int nn_sync_bn_fwd(baton_nn_model *m, nn_layer *l, int n, float *y)
     const nn_slot *in = &m->slots[l->in];
     const int c = in->c, hw = in->h * in->w;
     const int blk = nn_is_blocked(m->k->block, c) && hw > 1 ? 1 + m->k->channels_last : 0;   /* at()'s layout */
-    const float *x = in->data;
     double *v = m->bn_sync_buf;
     v[0] = (double)n * hw;
     for (int ch = 0; ch < c; ch++) {
         double s = 0;
         for (int i = 0; i < n; i++)
-            for (int k = 0; k < hw; k++) s += x[at(blk, c, hw, i, ch, k)];
+            for (int k = 0; k < hw; k++) s += xv(in, at(blk, c, hw, i, ch, k));
         v[1 + ch] = s;
     }
     if (!sum(m, v, 1 + c)) return 0;
@@ -58,16 +66,17 @@ int nn_sync_bn_fwd(baton_nn_model *m, nn_layer *l, int n, float *y)
         double s = 0;
         for (int i = 0; i < n; i++)
             for (int k = 0; k < hw; k++) {
-                const double d = x[at(blk, c, hw, i, ch, k)] - mu;
+                const double d = xv(in, at(blk, c, hw, i, ch, k)) - mu;
                 s += d * d;
             }
         v[ch] = s;
     }
     if (!sum(m, v, c)) return 0;
     for (int ch = 0; ch < c; ch++) l->save_var[ch] = (float)(v[ch] / l->sync_count);
-    if (n > 0)
-        m->k->bn_fwd_infer(n, c, hw, x, (const float *)m->tensors[l->tw].data, (const float *)m->tensors[l->tb].data,
-                           l->save_mean, l->save_var, NN_BN_EPS, y);
+    const float *gm = m->tensors[l->tw].data, *bt = m->tensors[l->tb].data;
+    if (n > 0 && in->bf16)
+        return m->k->bn16_fwd_infer(n, c, hw, 1, in->data, gm, bt, l->save_mean, l->save_var, NN_BN_EPS, 0, y);
+    if (n > 0) m->k->bn_fwd_infer(n, c, hw, in->data, gm, bt, l->save_mean, l->save_var, NN_BN_EPS, y);
     return 1;
 }
 
@@ -76,7 +85,7 @@ int nn_sync_bn_bwd(baton_nn_model *m, const nn_layer *l, int n, const float *dy,
     const nn_slot *in = &m->slots[l->in];
     const int c = in->c, hw = in->h * in->w;
     const int blk = nn_is_blocked(m->k->block, c) && hw > 1 ? 1 + m->k->channels_last : 0;   /* at()'s layout */
-    const float *x = in->data, *gamma = m->tensors[l->tw].data;
+    const float *gamma = m->tensors[l->tw].data;
     float *dgamma = m->tensors[l->tw].grad, *dbeta = m->tensors[l->tb].grad;
     double *v = m->bn_sync_buf;
     for (int ch = 0; ch < c; ch++) {
@@ -86,7 +95,7 @@ int nn_sync_bn_bwd(baton_nn_model *m, const nn_layer *l, int n, const float *dy,
             for (int k = 0; k < hw; k++) {
                 const size_t e = at(blk, c, hw, i, ch, k);
                 sdy += dy[e];
-                sdyx += (double)dy[e] * ((x[e] - mu) * invstd);
+                sdyx += (double)dy[e] * ((xv(in, e) - mu) * invstd);
             }
         v[ch] = sdy;
         v[c + ch] = sdyx;
@@ -101,8 +110,9 @@ int nn_sync_bn_bwd(baton_nn_model *m, const nn_layer *l, int n, const float *dy,
         for (int i = 0; i < n; i++)
             for (int k = 0; k < hw; k++) {
                 const size_t e = at(blk, c, hw, i, ch, k);
-                const float xhat = (x[e] - mu) * invstd;
-                dx[e] = k1 * (dy[e] - mdy - xhat * mdyx);
+                const float xhat = (xv(in, e) - mu) * invstd, d = k1 * (dy[e] - mdy - xhat * mdyx);
+                if (in->grad16) ((uint16_t *)(void *)dx)[e] = nn_bf16_round1(d);   /* nn_slot.grad16 */
+                else dx[e] = d;
             }
     }
     return 1;

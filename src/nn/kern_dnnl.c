@@ -35,6 +35,12 @@
  * slower AVX512-BF16 kernels): a convolution's f32 output needs no reorder and its input only a
  * conversion to bfloat16. Batch norm and its fusions (kern_bn_fast.c's _cl entries), pooling and
  * the layout conversions have channels-last variants; the elementwise entries are the f32 table's.
+ * Where a batch norm alone reads a convolution's output, and a convolution alone reads a batch
+ * norm's ReLU output, those activations are bfloat16 (fuse.c picks the slots), and so is d(the
+ * convolution's output) where both its backward passes run on the bfloat16 kernels: the
+ * convolutions read and write them as they are (conv_fwd16, conv_bwd16: the primitive rounds its
+ * f32 sums as it stores them), kern_bn_fast.c's channels-last kernels widen and round as they read
+ * and write.
  * No Winograd, no hand-written direct kernel and no statistics-taking fusion in bf16. The
  * geometries where the bf16 kernels measured slower (one input channel, stride 2, 1x1:
  * bf16_as_f32) run on oneDNN's f32 kernels (on channels-last activations where a side has more
@@ -338,6 +344,96 @@ static void b_conv_bwd(const baton_nn_conv_geom *g, const float *x, const float 
     if (!nn_prim_dispatch_staged(&kd, pd, 0, dy16)) ref_conv_w(1, OP_CONV_BWD_DATA, g, dy, w, NULL, dx);
 }
 
+/* The bf16 table's convolutions on bfloat16 activations (conv_fwd16, conv_bwd_x16; conv16_ok):
+ * those it runs on the bfloat16 kernels (not bf16_as_f32) between channels-last activations of
+ * more than one pixel. Forward: the primitive reads x in bfloat16 as it is (KEY_BF16 | 4; no copy
+ * to save: backward-weights reads x itself) or converts and saves it as conv_fwd does, and rounds
+ * its f32 sums as it stores y (| 2). The reference fallbacks (buffers allocated for the call) widen
+ * x and round conv_fwd's f32 output. */
+static int b_conv16_ok(const baton_nn_conv_geom *g)
+{
+    return !bf16_as_f32(g, 1) && nn_is_blocked(NN_BLOCK, g->ic) && nn_is_blocked(NN_BLOCK, g->oc) &&
+           g->ih * g->iw > 1 && g->oh * g->ow > 1;
+}
+
+/* count bfloat16 values widened into a buffer allocated for the call (NULL, logged, when out of
+ * memory) */
+static float *widened16(const void *p, size_t count)
+{
+    float *t = malloc(sizeof(float) * (count ? count : 1));
+    if (t) nn_bf16_widen(count, p, t);
+    else baton_log(BATON_LOG_ERROR, "nn: out of memory in the reference fallback of a bfloat16 convolution");
+    return t;
+}
+#define widened_x(g, x) widened16(x, (size_t)(g)->n * (g)->ic * (g)->ih * (g)->iw)
+
+static int b_conv_fwd16(const baton_nn_conv_geom *g, int x16, const void *x, const float *w, const float *b, int y16,
+                        void *y)
+{
+    if (!b_conv16_ok(g)) return 0;
+    const pkey k = with_bf16(nn_prim_conv_key(OP_CONV_FWD, g, b != NULL), 1 | (y16 ? 2 : 0) | (x16 ? 4 : 0));
+    void *p[4] = {P(x), P(w), y, P(b)};
+    if (x16 ? nn_prim_dispatch(&k, p) : fwd_saving(&k, g, p)) return 1;
+    const size_t cnt = (size_t)g->n * g->oc * g->oh * g->ow;
+    float *xw = x16 ? widened_x(g, x) : NULL, *t = y16 ? malloc(sizeof(float) * cnt) : y;
+    if ((x16 && !xw) || !t) {
+        if (y16) free(t);
+        free(xw);
+        return 0;
+    }
+    conv_fwd(1, g, x16 ? xw : x, w, b, t);
+    if (y16) nn_bf16_round(cnt, t, y), free(t);
+    free(xw);
+    return 1;
+}
+
+/* d(output) in bfloat16 too: both backward passes on the bfloat16 kernels */
+static int b_conv_dy16_ok(const baton_nn_conv_geom *g) { return b_conv16_ok(g) && !bf16_as_f32(g, 0); }
+
+/* the reference of b_conv_bwd16's passes on x and dy widened where they are bfloat16; 0 when out
+ * of memory */
+static int bwd16_ref(const baton_nn_conv_geom *g, int x16, const void *x, int dy16, const void *dy, const float *w,
+                     float *dw, float *db, float *dx)
+{
+    float *xw = x16 ? widened_x(g, x) : NULL;
+    float *dyw = dy16 ? widened16(dy, (size_t)g->n * g->oc * g->oh * g->ow) : NULL;
+    const int ok = (!x16 || xw) && (!dy16 || dyw);
+    if (ok && dw) ref_conv(1, OP_CONV_BWD_W, g, x16 ? xw : x, dy16 ? dyw : dy, NULL, dw, db);
+    if (ok && dx) ref_conv_w(1, OP_CONV_BWD_DATA, g, dy16 ? dyw : dy, w, NULL, dx);
+    free(xw), free(dyw);
+    return ok;
+}
+
+/* both backward passes as b_conv_bwd, with x (| 4) and / or dy (| 2) in bfloat16 read as they are:
+ * no saved copy of x needed, no conversion of dy */
+static int b_conv_bwd16(const baton_nn_conv_geom *g, int x16, const void *x, int dy16, const void *dy, const float *w,
+                        float *dw, float *db, float *dx)
+{
+    if (!b_conv16_ok(g) || (dy16 && !b_conv_dy16_ok(g))) return 0;
+    if (!x16 && !dy16) {
+        b_conv_bwd(g, x, dy, w, dw, db, dx);
+        return 1;
+    }
+    if (bf16_as_f32(g, 0)) {   /* x16 alone, backward-weights on the f32 kernels (stride 2): x widened */
+        float *xw = widened_x(g, x);
+        if (xw) b_conv_bwd(g, xw, dy, w, dw, db, dx);
+        free(xw);
+        return xw != NULL;
+    }
+    const pkey kw = with_bf16(nn_prim_conv_key(OP_CONV_BWD_W, g, db != NULL), 1 | (dy16 ? 2 : 0) | (x16 ? 4 : 0));
+    const pkey kd = with_bf16(nn_prim_conv_key(OP_CONV_BWD_DATA, g, 0), 1 | (dy16 ? 2 : 0));
+    const void *dys = !dy16 && dx ? nn_prim_stage(&kw, 1, dy) : NULL;   /* f32 dy: converted once */
+    const pkey nm = save_name(g);
+    void *pw[4] = {P(x), P(dy), dw, db};
+    const void *sw[4] = {x16 ? NULL : nn_prim_saved(&nm, x), dys, NULL, NULL};
+    if (!nn_prim_dispatch_copies(&kw, pw, sw) && !bwd16_ref(g, x16, x, dy16, dy, w, dw, db, NULL)) return 0;
+    if (!dx) return 1;
+    void *pd[3] = {P(dy), P(w), dx};
+    if (!(dys ? nn_prim_dispatch_staged(&kd, pd, 0, dys) : nn_prim_dispatch(&kd, pd)))
+        return bwd16_ref(g, x16, x, dy16, dy, w, NULL, NULL, dx);
+    return 1;
+}
+
 /* the two tables' entries */
 #define CG const baton_nn_conv_geom *g
 static void d_conv_fwd(CG, const float *x, const float *w, const float *b, float *y) { conv_fwd(0, g, x, w, b, y); }
@@ -513,6 +609,16 @@ static void init_once(void)
     bf16_table.conv_bwd_data = b_conv_bwd_data;
     bf16_table.conv_bwd_weights = b_conv_bwd_weights;
     bf16_table.conv_bwd = b_conv_bwd;
+    /* activations in bfloat16 between convolutions and batch norms (fuse.c) */
+    bf16_table.conv_fwd16 = b_conv_fwd16;
+    bf16_table.conv_bwd16 = b_conv_bwd16;
+    bf16_table.conv16_ok = b_conv16_ok;
+    bf16_table.conv_dy16_ok = b_conv_dy16_ok;
+    bf16_table.bn16_fwd_train = nn_fast_bn16_fwd_train;
+    bf16_table.bn16_fwd_infer = nn_fast_bn16_fwd_infer;
+    bf16_table.bn_x16_bwd = nn_fast_bn_x16_bwd;
+    bf16_table.relu_fwd_y16 = nn_fast_relu_fwd_y16;
+    bf16_table.relu_bwd_y16 = nn_fast_relu_bwd_y16;
     bf16_table.linear_fwd = b_linear_fwd;
     bf16_table.linear_bwd_data = b_linear_bwd_data;
     bf16_table.linear_bwd_weights = b_linear_bwd_weights;

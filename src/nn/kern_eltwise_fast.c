@@ -1,6 +1,8 @@
 /* kern_eltwise_fast.c — fused elementwise kernels of the oneDNN table: y = max(0, a + b), the
  * residual add and the ReLU after it in one pass (a resnet block's tail), and its backward with two
- * gradient contributions, dx = (dy + dy2) where y > 0 (the two readers of a block's output).
+ * gradient contributions, dx = (dy + dy2) where y > 0 (the two readers of a block's output); and the
+ * bf16 table's ReLU whose output is bfloat16 (relu_fwd_y16: max(0, x) rounded as bf16.c rounds;
+ * relu_bwd_y16: dx = dy where that output > 0).
  * Layout-agnostic (any storage order, the same for every operand); outputs may alias inputs.
  *
  * Threads: an OpenMP parallel loop in the normal build — the same team oneDNN's primitives and the
@@ -8,6 +10,7 @@
  * computed alone, so results do not depend on the thread count. Built for AVX-512 and baseline
  * x86-64, the loader choosing per CPU (GCC target_clones). */
 #include "nn_internal.h"
+#include "bf16_vec.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -66,6 +69,29 @@ static void relu_bwd_add_span(const float *y, const float *dy, const float *dy2,
     }
 }
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx512f", "default")))
+#endif
+static void relu_y16_span(const float *x, uint16_t *y, size_t lo, size_t hi)
+{
+    size_t i = lo;
+    for (; i + 16 <= hi; i += 16) {
+        const v16 v = ld(x + i);
+        nn_v16_round(y + i, where_pos(v, v));
+    }
+    for (; i < hi; i++) y[i] = nn_bf16_round1(x[i] > 0.0f ? x[i] : 0.0f);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx512f", "default")))
+#endif
+static void relu_bwd_y16_span(const uint16_t *y, const float *dy, float *dx, size_t lo, size_t hi)
+{
+    size_t i = lo;
+    for (; i + 16 <= hi; i += 16) st(dx + i, where_pos(ld(dy + i), nn_v16_widen(y + i)));
+    for (; i < hi; i++) dx[i] = nn_bf16_widen1(y[i]) > 0.0f ? dy[i] : 0.0f;
+}
+
 /* one of the spans in pieces: the split depends on count only */
 #define SPANS(count, call)                                                             \
     do {                                                                               \
@@ -91,5 +117,17 @@ int nn_fast_add_relu(size_t count, const float *a, const float *b, float *y)
 int nn_fast_relu_bwd_add(size_t count, const float *y, const float *dy, const float *dy2, float *dx)
 {
     SPANS(count, relu_bwd_add_span(y, dy, dy2, dx, lo, hi));
+    return 1;
+}
+
+int nn_fast_relu_fwd_y16(size_t count, const float *x, uint16_t *y)
+{
+    SPANS(count, relu_y16_span(x, y, lo, hi));
+    return 1;
+}
+
+int nn_fast_relu_bwd_y16(size_t count, const uint16_t *y, const float *dy, float *dx)
+{
+    SPANS(count, relu_bwd_y16_span(y, dy, dx, lo, hi));
     return 1;
 }

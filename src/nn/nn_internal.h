@@ -40,7 +40,10 @@ int nn_fast_bn_add_relu_bwd(int n, int c, int hw, const float *x, const float *y
 int nn_fast_add_relu(size_t count, const float *a, const float *b, float *y);
 int nn_fast_relu_bwd_add(size_t count, const float *y, const float *dy, const float *dy2, float *dx);
 /* kern_bn_fast.c's kernels behind those entries and the _cl ones below: cl 0 blocked (or NCHW),
- * 1 channels-last */
+ * 1 channels-last; on channels-last, | NN_CL_X16: x holds bfloat16 values, | NN_CL_Y16: the
+ * output does — y forward, dx backward (uint16_t, through the float pointers) */
+#define NN_CL_X16 2
+#define NN_CL_Y16 4
 void nn_fast_bn_fwd_train_lay(int cl, int n, int c, int hw, const float *x, const float *gamma, const float *beta,
                               float eps, float *y, float *mean, float *var);
 void nn_fast_bn_fwd_infer_lay(int cl, int n, int c, int hw, const float *x, const float *gamma, const float *beta,
@@ -81,6 +84,18 @@ int nn_fast_bn_add_relu_bwd_cl(int n, int c, int hw, const float *x, const float
                                float *g, float *dx, float *dgamma, float *dbeta);
 int nn_fast_bn_apply_train_cl(int n, int c, int hw, const float *x, const float *res, int relu, const float *gamma,
                               const float *beta, float eps, const float *mean, const float *var, float *y);
+/* the bf16 table's batch norm with x or y in bfloat16 (kern_bn_entries.c: nn.h's bn16 and bn_x16
+ * entries, the _cl kernels widening and rounding as they read and write), and its ReLU writing
+ * bfloat16 (kern_eltwise_fast.c) */
+int nn_fast_bn16_fwd_train(int n, int c, int hw, int x16, const void *x, const float *res, int relu, const float *gamma,
+                           const float *beta, float eps, int y16, void *y, float *mean, float *var);
+int nn_fast_bn16_fwd_infer(int n, int c, int hw, int x16, const void *x, const float *gamma, const float *beta,
+                           const float *mean, const float *var, float eps, int y16, void *y);
+int nn_fast_bn_x16_bwd(int n, int c, int hw, const uint16_t *x, const float *y, const float *dy, const float *dy2,
+                       int relu, const float *gamma, const float *beta, const float *mean, const float *var, float eps,
+                       float *g, int dx16, void *dx, float *dgamma, float *dbeta);
+int nn_fast_relu_fwd_y16(size_t count, const float *x, uint16_t *y);
+int nn_fast_relu_bwd_y16(size_t count, const uint16_t *y, const float *dy, float *dx);
 /* the oneDNN table's max pooling (kern_pool_fast.c): the reference's results, threaded on blocked
  * activations */
 void nn_fast_maxpool_fwd(const baton_nn_pool_geom *g, const float *x, float *y, int32_t *ws);
@@ -160,6 +175,13 @@ typedef struct nn_slot {
     size_t per_image;         /* c*h*w */
     size_t off_data, off_grad;/* in the activation arena */
     float *data, *grad;
+    int bf16;                 /* data holds bfloat16 values (uint16_t; grad stays float): a
+                               * convolution's output read only by the batch norm after it, or a batch
+                               * norm's ReLU output read only by a convolution, where the table has
+                               * the entries for it (fuse.c, plan_bf16_slots) */
+    int grad16;               /* grad holds bfloat16 too: d(a bf16 convolution output), which its batch
+                               * norm's backward writes rounded and the convolution's backward reads
+                               * as it is (both its passes on the bfloat16 kernels) */
 } nn_slot;
 
 typedef struct nn_tensor {

@@ -28,6 +28,8 @@ static float *tgrad(const baton_nn_model *m, int t) { return t < 0 ? NULL : m->t
 static const nn_layer *layer(const baton_nn_model *m, int i) { return &m->layers[i]; }
 static const nn_slot *slot(const baton_nn_model *m, int i) { return &m->slots[i]; }
 static size_t count(const baton_nn_model *m, int s, int n) { return m->slots[s].per_image * (size_t)n; }
+/* a slot's data as bfloat16 (nn_slot.bf16: between convolutions and batch norms, fuse.c) */
+static uint16_t *data16(const nn_slot *s) { return (uint16_t *)(void *)s->data; }
 
 baton_nn_conv_geom nn_conv_geom(const baton_nn_model *m, const nn_layer *l, int n)
 {
@@ -74,6 +76,9 @@ static int conv_fwd(baton_nn_model *m, const nn_op *o, int n)
 {
     const nn_layer *l = layer(m, o->layer);
     const baton_nn_conv_geom g = nn_conv_geom(m, l, n);
+    const nn_slot *in = slot(m, l->in), *out = slot(m, l->out);
+    if (in->bf16 || out->bf16)
+        return m->k->conv_fwd16(&g, in->bf16, in->data, wdata(m, l->tw), tdata(m, l->tb), out->bf16, out->data);
     m->k->conv_fwd(&g, slot(m, l->in)->data, wdata(m, l->tw), tdata(m, l->tb), slot(m, l->out)->data);
     return 1;
 }
@@ -106,26 +111,34 @@ static int conv_relu_pool_fwd(baton_nn_model *m, const nn_op *o, int n)
     return conv_relu_fwd(m, o, n) && pool_fwd_of(m, layer(m, o->pool), n);
 }
 
-/* the convolution's backward from d(its output) = dy */
-static void conv_back(baton_nn_model *m, const nn_layer *l, int n, const float *dy, const nn_gout *gx)
+/* the convolution's backward from d(its output) = dy; 0 where a bfloat16 entry declined */
+static int conv_back(baton_nn_model *m, const nn_layer *l, int n, const float *dy, const nn_gout *gx)
 {
     const baton_nn_conv_geom g = nn_conv_geom(m, l, n);
     float *dx = gx_at(m, gx);
+    const nn_slot *in = slot(m, l->in), *out = slot(m, l->out);
+    if (in->bf16 || out->grad16) {   /* x, dy in bfloat16 (the plan took only geometries the table takes so) */
+        if (!m->k->conv_bwd16(&g, in->bf16, in->data, out->grad16, dy, wdata(m, l->tw), tgrad(m, l->tw),
+                              tgrad(m, l->tb), dx))
+            return 0;
+        if (dx) gx_done(m, gx, n);
+        return 1;
+    }
     if (m->k->conv_bwd) {   /* both passes in one call (the bf16 table: dy converted once) */
         m->k->conv_bwd(&g, slot(m, l->in)->data, dy, wdata(m, l->tw), tgrad(m, l->tw), tgrad(m, l->tb), dx);
         if (dx) gx_done(m, gx, n);
-        return;
+        return 1;
     }
     m->k->conv_bwd_weights(&g, slot(m, l->in)->data, dy, tgrad(m, l->tw), tgrad(m, l->tb));
-    if (!dx) return;
+    if (!dx) return 1;
     m->k->conv_bwd_data(&g, dy, wdata(m, l->tw), dx);
     gx_done(m, gx, n);
+    return 1;
 }
 
 static int conv_bwd(baton_nn_model *m, const nn_op *o, int n)
 {
-    conv_back(m, layer(m, o->layer), n, dy_of(m, o, n), &o->gx);
-    return 1;
+    return conv_back(m, layer(m, o->layer), n, dy_of(m, o, n), &o->gx);
 }
 
 /* the ReLU's backward into d(conv output) (the convolution's only reader), then the convolution's */
@@ -135,8 +148,7 @@ static int conv_relu_bwd(baton_nn_model *m, const nn_op *o, int n)
     const nn_slot *r = slot(m, o->out);
     float *dc = m->slots[c->out].grad;
     m->k->relu_bwd(count(m, o->out, n), r->data, dy_of(m, o, n), dc);
-    conv_back(m, c, n, dc, &o->gx);
-    return 1;
+    return conv_back(m, c, n, dc, &o->gx);
 }
 
 /* the pool's and the ReLU's backward in one pass into d(conv output), then the convolution's */
@@ -146,8 +158,7 @@ static int conv_relu_pool_bwd(baton_nn_model *m, const nn_op *o, int n)
     const baton_nn_pool_geom g = nn_pool_geom(m, p, n);
     float *dc = m->slots[c->out].grad;
     if (!m->k->maxpool_relu_bwd(&g, dy_of(m, o, n), p->ws, slot(m, p->in)->data, dc)) return 0;
-    conv_back(m, c, n, dc, &o->gx);
-    return 1;
+    return conv_back(m, c, n, dc, &o->gx);
 }
 
 /* ---- batch norm: alone, with the ReLU after it, or with the residual add and ReLU after it;
@@ -169,8 +180,10 @@ static void bn_running_update(baton_nn_model *m, const nn_layer *l, double count
 
 /* The training forward of batch norm l into y: res NULL and relu 0 alone, relu 1 with the ReLU,
  * res given with the add and the ReLU. */
-static int bn_train(baton_nn_model *m, const nn_layer *l, int stats, const float *res, int relu, float *y, int n)
+static int bn_train(baton_nn_model *m, const nn_layer *l, int stats, const float *res, int relu, const nn_slot *out,
+                    int n)
 {
+    float *y = out->data;
     const baton_nn_kernels *k = m->k;
     const nn_slot *in = slot(m, l->in);
     const int c = in->c, hw = in->h * in->w;
@@ -181,7 +194,10 @@ static int bn_train(baton_nn_model *m, const nn_layer *l, int stats, const float
         bn_running_update(m, l, l->sync_count);
         return 1;
     }
-    if (stats)
+    if (in->bf16 || out->bf16)   /* x or y in bfloat16 (never with stats or bn_sync: fuse.c, ops above) */
+        done = k->bn16_fwd_train(n, c, hw, in->bf16, x, res, relu, gm, bt, NN_BN_EPS, out->bf16, y, l->save_mean,
+                                 l->save_var);
+    else if (stats)
         done = k->bn_apply_train(n, c, hw, x, res, relu, gm, bt, NN_BN_EPS, l->save_mean, l->save_var, y);
     else if (res)
         done = k->bn_add_relu_fwd_train(n, c, hw, x, res, gm, bt, NN_BN_EPS, y, l->save_mean, l->save_var);
@@ -209,23 +225,26 @@ int nn_sync_bn_idle(baton_nn_model *m)
 
 static int bn_fwd(baton_nn_model *m, const nn_op *o, int n)
 {
-    return bn_train(m, layer(m, o->layer), o->stats, NULL, 0, m->slots[o->out].data, n);
+    return bn_train(m, layer(m, o->layer), o->stats, NULL, 0, slot(m, o->out), n);
 }
 
 static int bn_relu_fwd(baton_nn_model *m, const nn_op *o, int n)
 {
-    return bn_train(m, layer(m, o->layer), o->stats, NULL, 1, m->slots[o->out].data, n);
+    return bn_train(m, layer(m, o->layer), o->stats, NULL, 1, slot(m, o->out), n);
 }
 
 static int bn_add_relu_fwd(baton_nn_model *m, const nn_op *o, int n)
 {
-    return bn_train(m, layer(m, o->bn), o->stats, slot(m, o->in2)->data, 1, m->slots[o->out].data, n);
+    return bn_train(m, layer(m, o->bn), o->stats, slot(m, o->in2)->data, 1, slot(m, o->out), n);
 }
 
 static int bn_infer_fwd(baton_nn_model *m, const nn_op *o, int n)
 {
     const nn_layer *l = layer(m, o->layer);
-    const nn_slot *in = slot(m, l->in);
+    const nn_slot *in = slot(m, l->in), *out = slot(m, l->out);
+    if (in->bf16 || out->bf16)
+        return m->k->bn16_fwd_infer(n, in->c, in->h * in->w, in->bf16, in->data, tdata(m, l->tw), tdata(m, l->tb),
+                                    tdata(m, l->trm), tdata(m, l->trv), NN_BN_EPS, out->bf16, out->data);
     m->k->bn_fwd_infer(n, in->c, in->h * in->w, in->data, tdata(m, l->tw), tdata(m, l->tb), tdata(m, l->trm),
                        tdata(m, l->trv), NN_BN_EPS, slot(m, l->out)->data);
     return 1;
@@ -238,6 +257,11 @@ static int bn_bwd(baton_nn_model *m, const nn_op *o, int n)
     float *dx = gx_at(m, &o->gx);
     if (m->bn_sync_fn) {
         if (!nn_sync_bn_bwd(m, l, n, dy_of(m, o, n), dx ? dx : m->scratch)) return 0;
+    } else if (in->bf16) {
+        if (!m->k->bn_x16_bwd(n, in->c, in->h * in->w, data16(in), NULL, dy_of(m, o, n), NULL, 0, tdata(m, l->tw),
+                              NULL, l->save_mean, l->save_var, NN_BN_EPS, NULL, in->grad16, dx ? dx : m->scratch,
+                              tgrad(m, l->tw), tgrad(m, l->tb)))
+            return 0;
     } else {
         m->k->bn_bwd(n, in->c, in->h * in->w, in->data, dy_of(m, o, n), tdata(m, l->tw), l->save_mean,
                      l->save_var, NN_BN_EPS, dx ? dx : m->scratch, tgrad(m, l->tw), tgrad(m, l->tb));
@@ -252,9 +276,13 @@ static int bn_relu_bwd(baton_nn_model *m, const nn_op *o, int n)
     const nn_layer *l = layer(m, o->layer);
     const nn_slot *in = slot(m, l->in);
     float *dx = gx_at(m, &o->gx);
-    if (!m->k->bn_relu_bwd(n, in->c, in->h * in->w, in->data, dy_of(m, o, n), tdata(m, l->tw), tdata(m, l->tb),
-                           l->save_mean, l->save_var, NN_BN_EPS, dx ? dx : m->scratch, tgrad(m, l->tw),
-                           tgrad(m, l->tb)))
+    const int hw = in->h * in->w;
+    const float *dy = dy_of(m, o, n), *gm = tdata(m, l->tw), *bt = tdata(m, l->tb);
+    float *d = dx ? dx : m->scratch;
+    if (!(in->bf16 ? m->k->bn_x16_bwd(n, in->c, hw, data16(in), NULL, dy, NULL, 1, gm, bt, l->save_mean, l->save_var,
+                                      NN_BN_EPS, NULL, in->grad16, d, tgrad(m, l->tw), tgrad(m, l->tb))
+                   : m->k->bn_relu_bwd(n, in->c, hw, in->data, dy, gm, bt, l->save_mean, l->save_var, NN_BN_EPS, d,
+                                       tgrad(m, l->tw), tgrad(m, l->tb))))
         return 0;
     gx_done(m, &o->gx, n);
     return 1;
@@ -268,6 +296,11 @@ static int bn_add_relu_bwd(baton_nn_model *m, const nn_op *o, int n)
 {
     const nn_layer *b = layer(m, o->bn);
     const nn_slot *in = slot(m, o->in);
+    if (in->bf16)
+        return m->k->bn_x16_bwd(n, in->c, in->h * in->w, data16(in), slot(m, o->out)->data, dy_of(m, o, n),
+                                o->dy2 ? m->scratch : NULL, 1, tdata(m, b->tw), NULL, b->save_mean, b->save_var,
+                                NN_BN_EPS, m->slots[o->in2].grad, in->grad16, m->slots[o->in].grad,
+                                tgrad(m, b->tw), tgrad(m, b->tb));
     return m->k->bn_add_relu_bwd(n, in->c, in->h * in->w, in->data, slot(m, o->out)->data, dy_of(m, o, n),
                                  o->dy2 ? m->scratch : NULL, tdata(m, b->tw), b->save_mean, b->save_var, NN_BN_EPS,
                                  m->slots[o->in2].grad, m->slots[o->in].grad, tgrad(m, b->tw), tgrad(m, b->tb));
@@ -278,6 +311,8 @@ static int bn_add_relu_bwd(baton_nn_model *m, const nn_op *o, int n)
 static int relu_fwd(baton_nn_model *m, const nn_op *o, int n)
 {
     const nn_layer *l = layer(m, o->layer);
+    if (slot(m, l->out)->bf16)   /* a batch norm's ReLU output a convolution reads (fuse.c) */
+        return m->k->relu_fwd_y16(count(m, l->out, n), slot(m, l->in)->data, data16(slot(m, l->out)));
     m->k->relu_fwd(count(m, l->out, n), slot(m, l->in)->data, slot(m, l->out)->data);
     return 1;
 }
@@ -287,7 +322,11 @@ static int relu_bwd(baton_nn_model *m, const nn_op *o, int n)
     const float *dy = dy_of(m, o, n);
     float *dx = gx_at(m, &o->gx);
     if (!dx) return 1;
-    m->k->relu_bwd(count(m, o->out, n), slot(m, o->out)->data, dy, dx);
+    if (slot(m, o->out)->bf16) {
+        if (!m->k->relu_bwd_y16(count(m, o->out, n), data16(slot(m, o->out)), dy, dx)) return 0;
+    } else {
+        m->k->relu_bwd(count(m, o->out, n), slot(m, o->out)->data, dy, dx);
+    }
     gx_done(m, &o->gx, n);
     return 1;
 }
