@@ -180,10 +180,10 @@ typedef struct baton_nn_kernels {
      * bn_relu_fwd_train (relu 1) or bn_add_relu_fwd_train (res given); bn16_fwd_infer is
      * bn_fwd_infer; bn_x16_bwd is bn_bwd (y NULL, relu 0), bn_relu_bwd (relu 1; beta given) or
      * bn_add_relu_bwd (y given: the add+ReLU's output), dx in bfloat16 with dx16 (g stays float32)
-     * — for the geometries bn_fused_ok accepts (0
-     * for others, nothing written). relu_fwd_y16 and relu_bwd_y16 are relu_fwd and relu_bwd with
-     * the ReLU's output in bfloat16. Their results are those of the float32 entries on the inputs
-     * widened (exact), the bfloat16 outputs those entries' rounded, bit for bit. */
+     * — for the geometries bn_fused_ok accepts (0 for others, nothing written). relu_fwd_y16 and
+     * relu_bwd_y16 are relu_fwd and relu_bwd with the ReLU's output in bfloat16. Their results are
+     * those of the float32 entries on the inputs widened (exact), the bfloat16 outputs those
+     * entries' rounded, bit for bit. */
     int (*conv_fwd16)(const baton_nn_conv_geom *g, int x16, const void *x, const float *w, const float *b, int y16,
                       void *y);
     int (*conv_bwd16)(const baton_nn_conv_geom *g, int x16, const void *x, int dy16, const void *dy, const float *w,
@@ -219,8 +219,8 @@ const baton_nn_kernels *baton_nn_kernels_dnnl(baton_err *err);
  * precision, as PyTorch's bf16 autocast: each call rounds its inputs — activations, weights,
  * gradients — to bfloat16, sums in f32 and writes f32, or bfloat16 through the conv_fwd16 family
  * of entries, which a model uses for the activations between its convolutions and batch norms;
- * the model's weights, gradients and optimizer
- * stay f32, and the optimizer's step writes a bfloat16 copy of the weights that the table reads:
+ * the model's weights, gradients and optimizer stay f32, and the optimizer's step writes a
+ * bfloat16 copy of the weights that the table reads:
  * weights_bf16). On AMX (Sapphire Rapids and later) oneDNN's channels-last bf16 convolutions run
  * 5-10x the f32 kernels' speed per call, the activations reordered in and out per call; on
  * AVX512-BF16 alone (Cooper Lake, Zen 4) they were not faster than f32 (bench/RESULTS.md). Results
