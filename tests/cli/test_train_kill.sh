@@ -119,9 +119,10 @@ if [ "$kills" -ge "$KILLS" ] && [ "$rc" -eq 137 ]; then
 fi
 # --precision bf16 (lenet: convolutions and linear layers in bfloat16), where oneDNN has bfloat16 on
 # this CPU: a run SIGKILLed after its first checkpoint resumes — keeping the checkpoint's precision
-# without the flag — to the bytes of an uninterrupted bf16 run; asking f32 on
-# resume is refused without --allow-change; with oneDNN limited to AVX-512 without BF16 the flag is
-# refused, and the checkpoint goes on there in f32 with --allow-change (checkpoints are f32). ~5 s.
+# without the flag — to the bytes of an uninterrupted bf16 run (resnet8 too, whose activations
+# between convolutions and batch norms are bfloat16); asking f32 on resume is refused without
+# --allow-change; with oneDNN limited to AVX-512 without BF16 the flag is refused, and the
+# checkpoint goes on there in f32 with --allow-change (checkpoints are f32). ~8 s.
 BF="$BATON train --data $D --model lenet --batch 64 --max-steps 16 --ckpt-every-steps 4 --seed 3 --threads 2 --quiet"
 NOBF="env ONEDNN_MAX_CPU_ISA=AVX512_CORE"
 if grep -qwE 'avx512_bf16|amx_bf16' /proc/cpuinfo; then
@@ -139,6 +140,20 @@ if grep -qwE 'avx512_bf16|amx_bf16' /proc/cpuinfo; then
     check 'cmp -s "$T/bref/ckpt-000000016/model.safetensors" "$T/bk/ckpt-000000016/model.safetensors" &&
            cmp -s "$T/bref/ckpt-000000016/optim.safetensors" "$T/bk/ckpt-000000016/optim.safetensors"' \
         "a bf16 run resumed after SIGKILL ends with other bytes than the uninterrupted one"
+    # resnet8: its activations between convolutions and batch norms in bfloat16 (and their
+    # gradients), which lenet has none of — the same kill, resume and bytes
+    R8="$BATON train --data $D --model resnet8 --batch 64 --max-steps 12 --ckpt-every-steps 4 --seed 3 --threads 2 --quiet --precision bf16"
+    check '$R8 --ckpt-dir "$T/r8ref" >/dev/null 2>"$T/r8ref.err"' "resnet8 bf16 run: $(head -c 300 "$T/r8ref.err" 2>/dev/null)"
+    $R8 --ckpt-dir "$T/r8k" >/dev/null 2>&1 &
+    pid=$!
+    until=$((${EPOCHREALTIME/./} + 20000000))
+    until [ -d "$T/r8k/ckpt-000000004" ] || [ "${EPOCHREALTIME/./}" -gt "$until" ]; do sleep 0.02; done
+    kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+    check '[ ! -d "$T/r8k/ckpt-000000012" ]' "the resnet8 bf16 run finished before the kill"
+    check '$R8 --ckpt-dir "$T/r8k" 2>"$T/r8k.err" >/dev/null && grep -q "resuming from" "$T/r8k.err"' "resnet8 bf16 resume: $(head -c 300 "$T/r8k.err" 2>/dev/null)"
+    check 'cmp -s "$T/r8ref/ckpt-000000012/model.safetensors" "$T/r8k/ckpt-000000012/model.safetensors" &&
+           cmp -s "$T/r8ref/ckpt-000000012/optim.safetensors" "$T/r8k/ckpt-000000012/optim.safetensors"' \
+        "a resnet8 bf16 run resumed after SIGKILL ends with other bytes than the uninterrupted one"
     expect_fail 1 "AVX512-BF16 or AMX.*ONEDNN_MAX_CPU_ISA=AVX512_CORE" $NOBF $BF --ckpt-dir "$T/bn" --precision bf16
     expect_fail 1 "trained with --precision bf16.*AVX512-BF16" $NOBF $BF --ckpt-dir "$T/bk" --max-steps 17
     check '$NOBF $BF --ckpt-dir "$T/bk" --max-steps 17 --precision f32 --allow-change --json >"$T/bf.json" 2>/dev/null &&
