@@ -348,6 +348,9 @@ typedef struct baton_plan_train_opts {
     double ckpt_seconds;     /* δ: blocking cost of one checkpoint */
     double restart_seconds;  /* R: replacement start-up and resume */
     double spot_discount;    /* spot price = on-demand × (1 − this) when the catalog has none */
+    int bf16;                /* samples_per_s was measured with --precision bf16: projected by the
+                                catalog's bf16 figures (fp16_tflops) from the `here` type's, onto
+                                the types that have one (the others cannot run it) */
 } baton_plan_train_opts;
 
 typedef struct baton_plan_train_row {

@@ -140,11 +140,13 @@ static int plan_train(int argc, char **argv)
 {
     baton_plan_train_opts o = {.interrupt_month = 0.10, .ckpt_seconds = 10, .restart_seconds = 120,
                                .spot_discount = 0.5};
-    const char *catalog = NULL;
+    const char *catalog = NULL, *precision = "f32";
     double pct = 10;
     int json = 0;
     const struct cli_opt opts[] = {
         {"samples-per-s", CLI_DBL, &o.samples_per_s, "training throughput measured here (required)"},
+        {"precision", CLI_STR, &precision, "f32 | bf16: what --samples-per-s was measured in (bf16: projected "
+                                           "by the catalog's bf16 figures onto the types that have them; needs --here)"},
         {"dataset", CLI_DBL, &o.dataset, "samples per epoch (required)"},
         {"epochs", CLI_DBL, &o.epochs, "epochs (required)"},
         {"here", CLI_STR, &o.here, "catalog type of this machine (else its peak is measured)"},
@@ -159,7 +161,7 @@ static int plan_train(int argc, char **argv)
     };
     const char *pos[1];
     int npos, help;
-    if (cli_parse("plan train", "--samples-per-s X --dataset N --epochs E [--here TYPE] [--interrupt-rate PCT] "
+    if (cli_parse("plan train", "--samples-per-s X --dataset N --epochs E [--here TYPE] [--precision f32|bf16] [--interrupt-rate PCT] "
                   "[--ckpt-seconds S] [--catalog FILE] [--json]", opts, argc, argv, pos, 0, &npos, &help))
         return help ? CLI_OK : CLI_USAGE;
     if (!(o.samples_per_s > 0) || !(o.dataset > 0) || !(o.epochs > 0)) {
@@ -174,11 +176,16 @@ static int plan_train(int argc, char **argv)
         fprintf(stderr, "baton plan train: --spot-discount must be in [0, 1); --ckpt-seconds and --restart-seconds >= 0\n");
         return CLI_USAGE;
     }
+    if (strcmp(precision, "f32") && strcmp(precision, "bf16")) {
+        fprintf(stderr, "baton plan train: --precision must be f32 or bf16\n");
+        return CLI_USAGE;
+    }
+    o.bf16 = !strcmp(precision, "bf16");
     o.interrupt_month = pct / 100;
     baton_err err = {0};
     baton_infer_catalog cat = {0};
     if (baton_infer_catalog_load(catalog, &cat, &err)) return cli_fail("plan train", &err);
-    if (o.here_gflops <= 0) {
+    if (o.here_gflops <= 0 && !o.bf16) {
         const baton_infer_catalog_entry *h = NULL;
         if (o.here) {
             char name[100];
@@ -198,7 +205,9 @@ static int plan_train(int argc, char **argv)
         baton_plan_train_json(stdout, &p);
     } else {
         baton_plan_train_table(stdout, &p, &o);
-        if (o.here_gflops > 0 && !(o.here && baton_infer_catalog_find(&cat, o.here)))
+        if (o.bf16)
+            printf("projected rows scale samples/s by the catalog's bf16 figures (fp16_tflops) against %s's\n", o.here);
+        else if (o.here_gflops > 0 && !(o.here && baton_infer_catalog_find(&cat, o.here)))
             printf("projected rows scale samples/s by FP32 TFLOPS against this machine's %.0f GFLOP/s\n",
                    o.here_gflops);
     }

@@ -2,7 +2,9 @@
  * on demand and on spot, with the checkpoint interval of Young and Daly and the overhead it implies.
  *
  *   compute hours     = dataset × epochs / samples_per_s, where samples_per_s is measured here and,
- *                       on another type, scaled by its FP32 TFLOPS over this machine's (projected)
+ *                       on another type, scaled by its FP32 TFLOPS over this machine's (projected);
+ *                       a bf16 rate by the bf16 (fp16_tflops) figures instead, from the --here
+ *                       type's, onto the types that have one (the others refuse --precision bf16)
  *   on-demand cost    = hours × on-demand $/h (no interruptions)
  *   spot              = a constant-hazard interruption process with mean time between interruptions
  *                       M (from the monthly reclaim fraction f: M = 730 h / −ln(1 − f)); checkpoints
@@ -44,6 +46,13 @@ int baton_plan_train_run(const baton_infer_catalog *c, const baton_plan_train_op
         if (rc) return baton_err_prefix(err, "--here");
         if (here.tflops > 0) here_tflops = here.tflops * (here.chips > 1 ? here.chips : 1);
     }
+    if (o->bf16) {   /* this machine's bf16 figure is the catalog's: a measured FMA peak is f32's */
+        if (!o->here || !(here.fp16_tflops > 0))
+            return baton_err_set(err, BATON_ERR_USAGE, "a bf16 rate is projected by the catalog's bf16 figures "
+                                 "(fp16_tflops): give --here TYPE, a type that has one%s%s%s",
+                                 o->here ? " (" : "", o->here ? o->here : "", o->here ? " has none)" : "");
+        here_tflops = here.fp16_tflops * (here.chips > 1 ? here.chips : 1);
+    }
     p->rows = calloc(c->n + 1, sizeof *p->rows);
     if (!p->rows) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
     p->mtbi_h = baton_ckpt_mtbi_hours(o->interrupt_month);
@@ -53,14 +62,16 @@ int baton_plan_train_run(const baton_infer_catalog *c, const baton_plan_train_op
     for (size_t i = 0; i < c->n; i++) {
         const baton_infer_catalog_entry *e = &c->e[i];
         if (e->kind == BATON_CAT_ACCEL || e->retired) continue;   /* accelerators do not train; retired: not sold */
+        if (o->bf16 && !(e->fp16_tflops > 0)) continue;          /* no bfloat16 there: --precision bf16 is refused */
+        const double tflops = o->bf16 ? e->fp16_tflops : e->tflops;
         baton_plan_train_row *r = &p->rows[p->n];
         snprintf(r->config, sizeof r->config, "%s", e->name);
         if (o->here && !strcmp(e->name, here.name)) {
             r->source = BATON_SRC_MEASURED;
             r->samples_per_s = o->samples_per_s;
-        } else if (here_tflops > 0 && e->tflops > 0 && e->project) {
+        } else if (here_tflops > 0 && tflops > 0 && e->project) {
             r->source = BATON_SRC_PROJECTED;
-            r->samples_per_s = o->samples_per_s * e->tflops * (e->chips > 1 ? e->chips : 1) / here_tflops;   /* data parallel */
+            r->samples_per_s = o->samples_per_s * tflops * (e->chips > 1 ? e->chips : 1) / here_tflops;   /* data parallel */
         } else {
             continue;   /* nothing to project from or onto */
         }

@@ -14,6 +14,9 @@ expect_fail 2 "^baton imds: give --interrupt-after or --interrupt-at, not both$"
 expect_fail 2 "^baton plan train: --spot-discount must be in \[0, 1\)" $BATON plan train $P --spot-discount 1.5
 expect_fail 2 "^baton plan train: --interrupt-rate must be a percentage from 0 up to \(not including\) 100$" \
     $BATON plan train $P --interrupt-rate 100
+expect_fail 2 "^baton plan train: --precision must be f32 or bf16$" $BATON plan train $P --precision fp8
+expect_fail 2 "^baton plan train: a bf16 rate is projected by the catalog's bf16 figures .*\(c5.xlarge has none\)$" \
+    $BATON plan train $P --precision bf16 --here c5.xlarge
 expect_fail 2 "^baton notice: EC2 metadata endpoint 'notaurl': expected an http:// or https:// URL, or HOST:PORT$" \
     $BATON notice wait --endpoint notaurl --timeout 1
 expect_fail 2 "^baton notice: .*--timeout a number of seconds >= 0" $BATON notice wait --timeout -1

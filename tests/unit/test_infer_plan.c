@@ -555,6 +555,30 @@ static void plan_train(void)
           near(p.rows[0].spot_price, 0.68 * 0.4, 1e-12));
     baton_plan_train_free(&p);
     baton_infer_catalog_free(&ns);
+    /* a bf16 rate (--precision bf16): projected by the bf16 figures (fp16_tflops) from the --here
+     * type's, onto the types that have one; the others (no bfloat16: the flag is refused there)
+     * are left out, and without a --here type that has a bf16 figure there is nothing to project */
+    baton_plan_train_opts b = o;
+    b.here = "c7i.xlarge";
+    b.bf16 = 1;
+    CHECK_MSG(baton_plan_train_run(&c, &b, &p, &err) == BATON_OK, "%s", err.msg);
+    int bseen = 0;
+    for (size_t i = 0; i < p.n; i++) {
+        const baton_plan_train_row *r = &p.rows[i];
+        CHECK_MSG(strncmp(r->config, "c5.", 3) && strncmp(r->config, "c6i.", 4), "%s has no bfloat16", r->config);
+        double want = !strcmp(r->config, "c7i.xlarge") ? 1000 : !strcmp(r->config, "m7i.xlarge") ? 1000   /* same chip */
+                    : !strcmp(r->config, "c7i.large") ? 1000 * 3.28 / 6.55 : !strcmp(r->config, "p3.2xlarge") ? 1000 * 125 / 6.55 : -1;
+        if (want < 0) continue;
+        bseen++;
+        CHECK_MSG(near(r->samples_per_s, want, 1e-6), "%s: %g samples/s, expected %g", r->config, r->samples_per_s, want);
+        CHECK(r->source == (!strcmp(r->config, "c7i.xlarge") ? BATON_SRC_MEASURED : BATON_SRC_PROJECTED));
+    }
+    CHECK(bseen == 4);
+    baton_plan_train_free(&p);
+    b.here = "c5.4xlarge";
+    CHECK(baton_plan_train_run(&c, &b, &p, &err) == BATON_ERR_USAGE && strstr(err.msg, "fp16_tflops"));
+    b.here = NULL;
+    CHECK(baton_plan_train_run(&c, &b, &p, &err) == BATON_ERR_USAGE);
     o.samples_per_s = 0;
     CHECK(baton_plan_train_run(&c, &o, &p, &err) == BATON_ERR_USAGE);
     baton_infer_catalog_free(&c);
