@@ -436,6 +436,13 @@ int io_stream_plan_ahead(baton_loader *l, baton_err *err)
     return rc;
 }
 
+/* The blocks left from rest_b on, as far as `how` says; once none is left, the next epoch's. */
+static int plan_rest_as(baton_loader *l, int how, baton_err *err)
+{
+    int rc = plan_blocks(l, l->rest_epoch, l->rest_b, 0, how, err);
+    return rc == BATON_OK && l->rest_b == UINT64_MAX ? io_stream_plan_ahead(l, err) : rc;
+}
+
 /* The blocks a seek left unplanned (their shards' indexes had not arrived): those whose indexes
  * are in now — all of them, waiting, when nothing planned is left to read — and once none is
  * left, the next epoch's as io_stream_plan_ahead does. */
@@ -447,8 +454,7 @@ static int plan_rest(baton_loader *l, baton_err *err)
         if (!must || (l->blk_valid && l->blk_pos < l->blk_end)) return BATON_OK;
         return plan_blocks(l, l->rest_epoch, l->rest_b, 0, PLAN_FIRST, err);
     }
-    int rc = plan_blocks(l, l->rest_epoch, l->rest_b, 0, must ? PLAN_ALL : PLAN_READY, err);
-    return rc == BATON_OK && l->rest_b == UINT64_MAX ? io_stream_plan_ahead(l, err) : rc;
+    return plan_rest_as(l, must ? PLAN_ALL : PLAN_READY, err);
 }
 
 int io_stream_seek(baton_loader *l, baton_err *err)
@@ -473,9 +479,8 @@ int io_stream_seek(baton_loader *l, baton_err *err)
 int io_stream_release(baton_loader *l, baton_err *err)
 {
     if (!l->fetch) return BATON_OK;   /* not streaming now: a seek plans as usual */
-    int rc = BATON_OK;   /* the blocks whose indexes are in; the others as plan_rest takes them */
-    if (l->rest_b != UINT64_MAX) rc = plan_blocks(l, l->rest_epoch, l->rest_b, 0, PLAN_READY, err);
-    return rc == BATON_OK && l->rest_b == UINT64_MAX ? io_stream_plan_ahead(l, err) : rc;
+    /* the blocks whose indexes are in; the others as plan_rest takes them */
+    return l->rest_b != UINT64_MAX ? plan_rest_as(l, PLAN_READY, err) : io_stream_plan_ahead(l, err);
 }
 
 int io_stream_next(baton_loader *l, baton_record *out, baton_err *err)

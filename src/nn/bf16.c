@@ -16,6 +16,7 @@
  * Contract: no allocation (the copy is allocated with the model); the results do not depend on the
  * thread count. */
 #include "nn_internal.h"
+#include "bf16_vec.h"
 
 #include <string.h>
 
@@ -24,21 +25,12 @@ __attribute__((target_clones("avx512f", "default")))
 #endif
 void nn_bf16_round(size_t n, const float *restrict x, uint16_t *restrict y)
 {
-    for (size_t i = 0; i < n; i++) {
-        uint32_t u;
-        memcpy(&u, &x[i], sizeof u);
-        const uint32_t nan = (u & 0x7fffffffu) > 0x7f800000u;
-        const uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-        y[i] = (uint16_t)(nan ? (u >> 16) | 0x40u : r);
-    }
+    for (size_t i = 0; i < n; i++) y[i] = nn_bf16_round1(x[i]);
 }
 
 void nn_bf16_widen(size_t n, const uint16_t *x, float *y)
 {
-    for (size_t i = 0; i < n; i++) {
-        const uint32_t u = (uint32_t)x[i] << 16;
-        memcpy(&y[i], &u, sizeof u);
-    }
+    for (size_t i = 0; i < n; i++) y[i] = nn_bf16_widen1(x[i]);
 }
 
 void nn_params16_refresh(baton_nn_model *m)

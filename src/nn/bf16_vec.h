@@ -1,8 +1,8 @@
 /* bf16_vec.h — bfloat16 <-> float32 for the kernels that read and write bfloat16 activations
- * (kern_bn_fast.c, kern_eltwise_fast.c): sixteen lanes at a time (GCC vector extensions: one
- * AVX-512 register where the caller is built for it) and one value at a time, with bf16.c's
- * rounding — to nearest, ties to even; a NaN stays a quiet NaN of its sign — so the same bits as
- * nn_bf16_round and oneDNN's conversions. Widening is exact. Nothing outside src/nn includes this. */
+ * (kern_bn_fast.c, kern_eltwise_fast.c) and bf16.c's array conversions: sixteen lanes at a time
+ * (GCC vector extensions: one AVX-512 register where the caller is built for it) and one value at
+ * a time, rounding to nearest, ties to even (a NaN stays a quiet NaN of its sign) — the same bits as
+ * oneDNN's conversions. Widening is exact. Nothing outside src/nn includes this. */
 #ifndef BATON_NN_BF16_VEC_H
 #define BATON_NN_BF16_VEC_H
 
@@ -42,8 +42,8 @@ static inline uint16_t nn_bf16_round1(float x)
 {
     uint32_t u;
     memcpy(&u, &x, sizeof u);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
-    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    const uint32_t nan = (u & 0x7fffffffu) > 0x7f800000u;   /* branchless: loops over it vectorise */
+    return (uint16_t)(nan ? (u >> 16) | 0x40u : (u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
 #endif

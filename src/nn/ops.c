@@ -79,7 +79,7 @@ static int conv_fwd(baton_nn_model *m, const nn_op *o, int n)
     const nn_slot *in = slot(m, l->in), *out = slot(m, l->out);
     if (in->bf16 || out->bf16)
         return m->k->conv_fwd16(&g, in->bf16, in->data, wdata(m, l->tw), tdata(m, l->tb), out->bf16, out->data);
-    m->k->conv_fwd(&g, slot(m, l->in)->data, wdata(m, l->tw), tdata(m, l->tb), slot(m, l->out)->data);
+    m->k->conv_fwd(&g, in->data, wdata(m, l->tw), tdata(m, l->tb), out->data);
     return 1;
 }
 
@@ -125,11 +125,11 @@ static int conv_back(baton_nn_model *m, const nn_layer *l, int n, const float *d
         return 1;
     }
     if (m->k->conv_bwd) {   /* both passes in one call (the bf16 table: dy converted once) */
-        m->k->conv_bwd(&g, slot(m, l->in)->data, dy, wdata(m, l->tw), tgrad(m, l->tw), tgrad(m, l->tb), dx);
+        m->k->conv_bwd(&g, in->data, dy, wdata(m, l->tw), tgrad(m, l->tw), tgrad(m, l->tb), dx);
         if (dx) gx_done(m, gx, n);
         return 1;
     }
-    m->k->conv_bwd_weights(&g, slot(m, l->in)->data, dy, tgrad(m, l->tw), tgrad(m, l->tb));
+    m->k->conv_bwd_weights(&g, in->data, dy, tgrad(m, l->tw), tgrad(m, l->tb));
     if (!dx) return 1;
     m->k->conv_bwd_data(&g, dy, wdata(m, l->tw), dx);
     gx_done(m, gx, n);

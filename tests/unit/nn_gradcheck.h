@@ -42,4 +42,23 @@ static inline int gradcheck(const char *what, gc_loss_fn loss, void *ctx, float 
     return bad;
 }
 
+/* Tensor i of model m against the same tensor of ref (two models of one spec): the sums of
+ * squares of the gradients' difference (*d2) and of ref's gradient (*r2), and its name; 0 when the
+ * tensor has no gradient. */
+static inline int grad_diff2(const baton_nn_model *m, const baton_nn_model *ref, size_t i, double *d2, double *r2,
+                             const char **name)
+{
+    baton_nn_tensor tr, tm;
+    baton_nn_model_tensor(ref, i, &tr);
+    baton_nn_model_tensor(m, i, &tm);
+    if (!tr.grad) return 0;
+    *d2 = *r2 = 0;
+    for (size_t j = 0; j < tr.numel; j++) {
+        const double d = (double)tm.grad[j] - tr.grad[j];
+        *d2 += d * d, *r2 += (double)tr.grad[j] * tr.grad[j];
+    }
+    *name = tr.name;
+    return 1;
+}
+
 #endif

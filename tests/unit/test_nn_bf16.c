@@ -494,17 +494,11 @@ static void test_model(const char *name)
     CHECK_MSG(baton_nn_train_batch(b, x, y, n, &lb, &cb, &err) == BATON_OK, "%s", err.msg);
     CHECK_MSG(fabs(lb - lr_) <= 2e-2 * (1 + fabs(lr_)), "%s: bf16 loss %g, reference %g", name, lb, lr_);
     for (size_t i = 0; i < baton_nn_model_ntensors(r); i++) {
-        baton_nn_tensor tr, tb;
-        baton_nn_model_tensor(r, i, &tr);
-        baton_nn_model_tensor(b, i, &tb);
-        if (!tr.grad) continue;
-        double d2 = 0, r2 = 0;
-        for (size_t j = 0; j < tr.numel; j++) {
-            const double d = (double)tb.grad[j] - tr.grad[j];
-            d2 += d * d, r2 += (double)tr.grad[j] * tr.grad[j];
-        }
+        double d2, r2;
+        const char *tname;
+        if (!grad_diff2(b, r, i, &d2, &r2, &tname)) continue;
         CHECK_MSG(sqrt(d2) <= 0.25 * sqrt(r2) + 1e-12, "%s %s: bf16 gradient's relative L2 error %.3f > 0.25", name,
-                  tr.name, sqrt(d2 / r2));
+                  tname, sqrt(d2 / r2));
     }
     /* the copy the optimizer writes is the weights rounded: forward after a step, then after
      * rounding them all again, the same bits */

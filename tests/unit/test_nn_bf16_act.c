@@ -262,15 +262,9 @@ static double step_error(baton_nn_model *r, baton_nn_model *m, const float *x, c
     double all_d2 = 0, all_r2 = 0;
     *worst = 0;
     for (size_t i = 0; i < baton_nn_model_ntensors(r); i++) {
-        baton_nn_tensor tr, tm;
-        baton_nn_model_tensor(r, i, &tr);
-        baton_nn_model_tensor(m, i, &tm);
-        if (!tr.grad) continue;
-        double d2 = 0, r2 = 0;
-        for (size_t j = 0; j < tr.numel; j++) {
-            const double d = (double)tm.grad[j] - tr.grad[j];
-            d2 += d * d, r2 += (double)tr.grad[j] * tr.grad[j];
-        }
+        double d2, r2;
+        const char *name;
+        if (!grad_diff2(m, r, i, &d2, &r2, &name)) continue;
         *worst = fmax(*worst, sqrt(d2 / (r2 + 1e-300)));
         all_d2 += d2, all_r2 += r2;
     }
