@@ -101,7 +101,7 @@ reap() {
     local pid rc
     wait -n -p pid "${!job_name[@]}"
     rc=$?
-    [ -n "$pid" ] || return 0
+    [ -n "$pid" ] && [ -n "${job_name[$pid]+set}" ] || return 0   # none, or not a test's (the sanitizer build)
     report "${job_name[$pid]}" "$rc" "${job_log[$pid]}" "${job_t0[$pid]}" "${job_tag[$pid]}"
     unset "job_name[$pid]" "job_t0[$pid]" "job_log[$pid]" "job_tag[$pid]"
 }
@@ -136,9 +136,20 @@ left_out_of_san() { grep -qx -- "-$(basename "$1" .sh)" tests/san-set.txt; }
 # build B SAN LOG TARGET...: make the targets in build B, its output in LOG, its status returned
 build() { local b=$1 san=$2 log=$3; shift 3; make -s -j"$jobs" BUILD="$b" SAN="$san" "$@" >"$log" 2>&1; }
 san_build=
+# san_done: wait for the sanitizer build and return its status. Its status comes from a file, not
+# from `wait`: reap's `wait -n` may already have collected the process (then `wait` says "not a
+# child of this shell" and returns 127, which failed a clean run once with every build fine).
+san_done() {
+    local f=/tmp/baton-build-$$-build-san.rc rc
+    wait "$san_build" 2>/dev/null
+    while kill -0 "$san_build" 2>/dev/null; do sleep 1; done
+    rc=$(cat "$f" 2>/dev/null || echo 1)
+    rm -f "$f"
+    return "$rc"
+}
 for b in "${builds[@]}"; do
     san=0; [ "$b" = build-san ] && san=1
-    if [ "$san" = 1 ]; then wait "$san_build"; else build "$b" 0 /tmp/baton-build-$$-"$b".log all tests; fi
+    if [ "$san" = 1 ]; then san_done; else build "$b" 0 /tmp/baton-build-$$-"$b".log all tests; fi
     if [ $? -ne 0 ]; then
         cat /tmp/baton-build-$$-"$b".log; rm -f /tmp/baton-build-$$-"$b".log
         echo "0 passed, 1 failed, 0 skipped"; exit 1
@@ -147,7 +158,7 @@ for b in "${builds[@]}"; do
     # the sanitizer build compiles while the plain build's tests run, at a lower priority than
     # theirs (they wait on processes and servers more than they compute)
     if [ "$san" = 0 ] && [ "${BATON_TEST_QUICK:-0}" != 1 ]; then
-        nice -n 10 bash -c "$(declare -f build); jobs=$jobs; build build-san 1 /tmp/baton-build-$$-build-san.log all tests fuzz-replay" &
+        nice -n 10 bash -c "$(declare -f build); jobs=$jobs; build build-san 1 /tmp/baton-build-$$-build-san.log all tests fuzz-replay; echo \$? >/tmp/baton-build-$$-build-san.rc" &
         san_build=$!
     fi
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1
