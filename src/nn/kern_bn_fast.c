@@ -1,7 +1,8 @@
 /* kern_bn_fast.c — the fast batch-normalisation kernels of the oneDNN table (training forward,
  * inference forward, backward) over activations [n, c, hw] in the table's layout — NCHW, or
  * blocked [n][c/16][hw][16] when c is a multiple of 16 — and the threads they run on; the _cl
- * entries are the same kernels on the bf16 table's channels-last layout ([n][hw][c] when c is a
+ * entries are the same kernels (their items in kern_bn_cl.c, what both share in kern_bn.h) on the
+ * bf16 table's channels-last layout ([n][hw][c] when c is a
  * multiple of 16: a block is sixteen adjacent channels of a pixel, c floats from the next pixel's),
  * with the same arithmetic in the same order, so the same bits for the same values. On that layout
  * x may be bfloat16 (cl | NN_CL_X16: widened as read, exactly, so the f32 kernels' bits on the widened
@@ -37,7 +38,7 @@
  * (same results). Nothing is allocated per call (the blocked path keeps its partial sums on the
  * stack). */
 #include "nn_internal.h"
-#include "bf16_vec.h"
+#include "kern_bn.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -54,11 +55,8 @@
 #define MAX_THREADS 16
 #define MIN_PARALLEL 32768   /* fewer elements than this: one thread (not worth waking the team) */
 #define COEF_ROWS 6
-#define BLK_PART_MAX (NN_BN_MAX_C / 16 * PART_STRIDE)   /* doubles of partial sums on the stack: room for
-                                                        * blocks * chunks * PART_STRIDE at NN_BN_MAX_C */
 #define BLK_PART_PLAN 4096  /* the chunk plan's bound on those partials (blk_plan): a fixed number, so a
                              * call's summation order stays what it was before the stack room grew */
-#define PART_STRIDE 48       /* blocked: doubles of partial sums per item, up to three sums of 16 lanes */
 
 typedef float vf __attribute__((vector_size(LANES * sizeof(float))));
 
@@ -190,41 +188,14 @@ static inline void span_dx(float *restrict dx, const float *restrict x, const fl
 
 /* ---- one call's work ---- */
 
-enum { JOB_TRAIN, JOB_INFER, JOB_BWD,
-       /* blocked activations: the phases of one call, each over (channel block, image chunk) items */
-       JOB_B_STATS, JOB_B_AFFINE, JOB_B_BSUM, JOB_B_DX };
-
-typedef struct job {
-    int kind;
-    int n, c, hw;
-    float eps;
-    int items;                     /* channels (train, backward) or planes (inference) */
-    const float *x, *dy, *gamma, *beta, *mean, *var;
-    float *y, *dx, *omean, *ovar, *dgamma, *dbeta;
-    int relu;                      /* blocked: y = max(0, bn(x)) in forward; in backward dy masked where
-                                    * bn(x) > 0, recomputed from x as the forward computed it */
-    const float *res;              /* blocked forward with relu: y = max(0, bn(x) + res) */
-    const float *yo, *dy2;         /* blocked backward of bn + add + relu: d(bn output) = (dy [+ dy2]) */
-    float *g;                      /* where yo > 0, written to g (the residual input's gradient too) */
-    /* blocked: images [0, n) cut into `chunks` runs of `per_chunk`; per (block, chunk) partial sums
-     * of 16 lanes (two sums in backward) in part; per-channel rows in coef (COEF_ROWS x c): m,
-     * k1/scale, shift/mdy, b, and in backward the forward's scale and shift (for the ReLU mask) */
-    int chunks, per_chunk;
-    double *part;
-    const float *coef;
-    int cl;                        /* blocked kinds on channels-last activations: [n][hw][c], the
-                                    * sixteen lanes of block cb at offset cb * 16 of each pixel; with
-                                    * NN_CL_X16 x, NN_CL_Y16 y hold bfloat16 (uint16_t), the rest float */
-    int cl_gb;                     /* channels-last: blocks per item (cl_item) */
-} job;
 
 /* The spans of channel ch, cut to at most SUM_BLOCK elements: offset of piece k of image i. */
-static inline size_t span_off(const job *j, int i, int ch, int s)
+static inline size_t span_off(const bn_job *j, int i, int ch, int s)
 {
     return ((size_t)i * j->c + ch) * j->hw + s;
 }
 
-static inline int span_len(const job *j, int s)
+static inline int span_len(const bn_job *j, int s)
 {
     return j->hw - s < SUM_BLOCK ? j->hw - s : SUM_BLOCK;
 }
@@ -233,7 +204,7 @@ static inline int span_len(const job *j, int s)
  * forward's output from it for the ReLU mask, so both must round alike */
 static inline float fwd_scale(float var, float eps, float gamma) { return 1.0f / sqrtf(var + eps) * gamma; }
 
-static void train_channel(const job *j, int ch)
+static void train_channel(const bn_job *j, int ch)
 {
     const double count = (double)j->n * j->hw;
     acc s;
@@ -259,7 +230,7 @@ static void train_channel(const job *j, int ch)
     }
 }
 
-static void infer_plane(const job *j, int plane)
+static void infer_plane(const bn_job *j, int plane)
 {
     const int ch = plane % j->c;
     const float scale = fwd_scale(j->var[ch], j->eps, j->gamma[ch]);
@@ -267,7 +238,7 @@ static void infer_plane(const job *j, int plane)
     span_affine(j->y + off, j->x + off, j->hw, j->mean[ch], scale, j->beta[ch]);
 }
 
-static void bwd_channel(const job *j, int ch)
+static void bwd_channel(const bn_job *j, int ch)
 {
     const double count = (double)j->n * j->hw;
     const float invstd = 1.0f / sqrtf(j->var[ch] + j->eps), m = j->mean[ch];
@@ -295,42 +266,9 @@ static void bwd_channel(const job *j, int ch)
  * one image's plane at a time (hw elements per lane, folded into double lanes after each image);
  * the caller adds the items' double partials in chunk order. The cut into chunks depends only on
  * (n, c, hw), so results do not depend on threads. */
-/* the 64-byte vector type below only ever passes between static functions of this file, which the
- * compiler inlines; its note that such a type would change an external ABI without AVX-512 does not
- * apply (GCC and clang both call the warning -Wpsabi) */
-#pragma GCC diagnostic ignored "-Wpsabi"
-typedef float v16 __attribute__((vector_size(16 * sizeof(float))));
-typedef int32_t v16i __attribute__((vector_size(16 * sizeof(int32_t))));
-
-/* max(v, 0) lane by lane, and g where y > 0 (else 0): the fused ReLU, forward and backward */
-static inline v16 v16relu(v16 v)
-{
-    const v16 z = {0};
-    return (v16)((v16i)v & (v > z));
-}
-
-static inline v16 v16mask(v16 g, v16 y)
-{
-    const v16 z = {0};
-    return (v16)((v16i)g & (y > z));
-}
-
-static inline v16 v16load(const float *p)
-{
-    v16 v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-static inline void v16store(float *p, v16 v)
-{
-    memcpy(p, &v, sizeof v);
-}
-
-static inline v16 v16from(const float *p16) { return v16load(p16); }
 
 
-static inline const float *blk_plane(const job *j, const float *base, int img, int cb)
+static inline const float *blk_plane(const bn_job *j, const float *base, int img, int cb)
 {
     return base + ((size_t)img * (j->c / 16) + cb) * (size_t)j->hw * 16;
 }
@@ -341,7 +279,7 @@ static inline const float *blk_plane(const job *j, const float *base, int img, i
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 __attribute__((target_clones("avx512f", "default")))
 #endif
-static void blk_item(const job *j, int item)
+static void blk_item(const bn_job *j, int item)
 {
     const int cb = item / j->chunks, ch = item % j->chunks;
     const int i0 = ch * j->per_chunk, i1 = i0 + j->per_chunk < j->n ? i0 + j->per_chunk : j->n;
@@ -447,165 +385,14 @@ static void blk_item(const job *j, int item)
     memcpy(part + 32, d2, sizeof d2);
 }
 
-/* Channels-last, one image's NB blocks from cb0 (NB a constant where inlined), pixel by pixel:
- * each block's sums in the order blk_item sums them (pixel order, even and odd pixels apart), its
- * outputs by the same operations, so the same bits. */
-static inline __attribute__((always_inline)) void cl_image_pass(const job *j, int i, int cb0, const int NB,
-                                                                const int X16, const int Y16, double (*d)[3][16])
-{
-    const size_t C = (size_t)j->c, c0 = (size_t)cb0 * 16;
-    const int hw = j->hw;
-    const float *x = X16 ? NULL : j->x + (size_t)i * C * hw + c0;
-    const uint16_t *xh = X16 ? (const uint16_t *)(const void *)j->x + (size_t)i * C * hw + c0 : NULL;
-#define XL(o) (X16 ? nn_v16_widen(xh + (o)) : v16load(x + (o)))   /* x's sixteen lanes at offset o */
-    v16 m[4], k1[4], k2[4], k3[4], f1[4], f2[4], a0[4], a1[4], b0[4], b1[4];   /* NB <= 4 */
-    for (int b = 0; b < NB; b++) {
-        const float *cf = j->coef + c0 + (size_t)b * 16;
-        m[b] = v16from(cf), k1[b] = v16from(cf + C), k2[b] = v16from(cf + 2 * C), k3[b] = v16from(cf + 3 * C);
-        f1[b] = v16from(cf + 4 * C), f2[b] = v16from(cf + 5 * C);
-        a0[b] = a1[b] = b0[b] = b1[b] = (v16){0};
-    }
-    switch (j->kind) {
-    case JOB_B_STATS: {
-        int p = 0;
-        for (; p + 2 <= hw; p += 2)
-            for (int b = 0; b < NB; b++)
-                a0[b] += XL((size_t)p * C + b * 16), a1[b] += XL((size_t)(p + 1) * C + b * 16);
-        for (; p < hw; p++)
-            for (int b = 0; b < NB; b++) a0[b] += XL((size_t)p * C + b * 16);
-        v16 sa[4], mf[4];
-        double mu[4][16];
-        for (int b = 0; b < NB; b++) {
-            sa[b] = a0[b] + a1[b];
-            for (int l = 0; l < 16; l++) {
-                mu[b][l] = (double)sa[b][l] / hw;
-                mf[b][l] = (float)mu[b][l];
-            }
-        }
-        for (p = 0; p + 2 <= hw; p += 2)
-            for (int b = 0; b < NB; b++) {
-                const v16 u = XL((size_t)p * C + b * 16) - mf[b];
-                const v16 w = XL((size_t)(p + 1) * C + b * 16) - mf[b];
-                b0[b] += u * u;
-                b1[b] += w * w;
-            }
-        for (; p < hw; p++)
-            for (int b = 0; b < NB; b++) {
-                const v16 u = XL((size_t)p * C + b * 16) - mf[b];
-                b0[b] += u * u;
-            }
-        for (int b = 0; b < NB; b++) {
-            const v16 sb = b0[b] + b1[b];
-            for (int l = 0; l < 16; l++) {
-                const double dm = (double)mf[b][l] - mu[b][l];
-                d[b][0][l] += sa[b][l];
-                d[b][1][l] += (double)sb[l] - hw * dm * dm;
-                d[b][2][l] += sa[b][l] * mu[b][l];
-            }
-        }
-        return;
-    }
-    case JOB_B_AFFINE: {
-        float *y = Y16 ? NULL : j->y + (size_t)i * C * hw + c0;
-        uint16_t *yh = Y16 ? (uint16_t *)(void *)j->y + (size_t)i * C * hw + c0 : NULL;
-        const float *r = j->res ? j->res + (size_t)i * C * hw + c0 : NULL;
-        for (int p = 0; p < hw; p++)
-            for (int b = 0; b < NB; b++) {
-                const size_t o = (size_t)p * C + b * 16;
-                v16 v = (XL(o) - m[b]) * k1[b] + k2[b];
-                v = r ? v16relu(v + v16load(r + o)) : j->relu ? v16relu(v) : v;
-                if (Y16) nn_v16_round(yh + o, v);
-                else v16store(y + o, v);
-            }
-        return;
-    }
-    case JOB_B_BSUM: {
-        const size_t base = (size_t)i * C * hw + c0;
-        const float *dy = j->dy + base, *yo = j->g ? j->yo + base : NULL;
-        const float *dy2 = j->g && j->dy2 ? j->dy2 + base : NULL;
-        float *go = j->g ? j->g + base : NULL;
-        for (int p = 0; p < hw; p++)
-            for (int b = 0; b < NB; b++) {
-                const size_t o = (size_t)p * C + b * 16;
-                v16 g = v16load(dy + o);
-                const v16 xm = XL(o) - m[b];
-                if (j->relu) g = v16mask(g, xm * f1[b] + f2[b]);
-                if (go) {
-                    if (dy2) g += v16load(dy2 + o);
-                    g = v16mask(g, v16load(yo + o));
-                    v16store(go + o, g);
-                }
-                if (p & 1) {
-                    a1[b] += g;
-                    b1[b] += g * xm;
-                } else {
-                    a0[b] += g;
-                    b0[b] += g * xm;
-                }
-            }
-        for (int b = 0; b < NB; b++) {
-            const v16 sa = a0[b] + a1[b], sb = b0[b] + b1[b];
-            for (int l = 0; l < 16; l++) d[b][0][l] += sa[l], d[b][1][l] += sb[l];
-        }
-        return;
-    }
-    default: {
-        const size_t base = (size_t)i * C * hw + c0;
-        const float *dy = j->dy + base;
-        float *dx = Y16 ? NULL : j->dx + base;
-        uint16_t *dxh = Y16 ? (uint16_t *)(void *)j->dx + base : NULL;
-        for (int p = 0; p < hw; p++)
-            for (int b = 0; b < NB; b++) {
-                const size_t o = (size_t)p * C + b * 16;
-                const v16 xm = XL(o) - m[b];
-                v16 g = v16load(dy + o);
-                if (j->relu) g = v16mask(g, xm * f1[b] + f2[b]);
-                if (Y16) nn_v16_round(dxh + o, k1[b] * (g - k2[b] - xm * k3[b]));
-                else v16store(dx + o, k1[b] * (g - k2[b] - xm * k3[b]));
-            }
-        return;
-    }
-    }
-}
-
-/* Channels-last, an item is an image chunk: each image's blocks, four (then two, then one) at a
- * time, pixel by pixel (one block at a time through the images, each pass reading every other
- * cache line of a 32- or 64-channel activation, made batch norm 40 % slower than on the blocked
- * layout; this is as fast). The partial sums per (block, chunk), as blk_item's. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("avx512f", "default")))
-#endif
-static void cl_item(const job *j, int item)
-{
-    const int nb = j->cl_gb, cb0 = item / j->chunks * nb, ch = item % j->chunks;
-    const int i0 = ch * j->per_chunk, i1 = i0 + j->per_chunk < j->n ? i0 + j->per_chunk : j->n;
-    double d[BLK_PART_MAX / PART_STRIDE][3][16];
-    memset(d, 0, sizeof(double) * 3 * 16 * (size_t)nb);
-    for (int i = i0; i < i1; i++) {
-        int b = 0;
-#define CL_PASSES(X, Y) do { for (; b + 4 <= nb; b += 4) cl_image_pass(j, i, cb0 + b, 4, X, Y, d + b);     \
-                            for (; b + 2 <= nb; b += 2) cl_image_pass(j, i, cb0 + b, 2, X, Y, d + b);     \
-                            for (; b < nb; b++) cl_image_pass(j, i, cb0 + b, 1, X, Y, d + b); } while (0)
-        switch (j->cl & (NN_CL_X16 | NN_CL_Y16)) {   /* which of x and y hold bfloat16 */
-        case NN_CL_X16: CL_PASSES(1, 0); break;
-        case NN_CL_Y16: CL_PASSES(0, 1); break;
-        case NN_CL_X16 | NN_CL_Y16: CL_PASSES(1, 1); break;
-        default: CL_PASSES(0, 0); break;
-        }
-#undef CL_PASSES
-    }
-    for (int b = 0; b < nb; b++)
-        memcpy(j->part + ((size_t)(cb0 + b) * j->chunks + ch) * PART_STRIDE, d[b], sizeof d[b]);
-}
-
-static void run_item(const job *j, int it)
+static void run_item(const bn_job *j, int it)
 {
     switch (j->kind) {
     case JOB_TRAIN: train_channel(j, it); break;
     case JOB_INFER: infer_plane(j, it); break;
     case JOB_BWD: bwd_channel(j, it); break;
     default:
-        if (j->cl) cl_item(j, it);
+        if (j->cl) nn_bn_cl_item(j, it);
         else blk_item(j, it);
         break;
     }
@@ -644,7 +431,7 @@ static int team_size(void)
  * and spin a while waiting for more, so the work goes to them): a few chunks of items per thread,
  * taken dynamically, so a thread that gets its CPU late (the machine's other threads) takes fewer
  * instead of holding the call up. Which thread computes an item changes nothing in it. */
-static void run(job *j)
+static void run(bn_job *j)
 {
     const size_t total = (size_t)j->n * j->c * j->hw;
     const int threads = j->items > 1 && total >= MIN_PARALLEL ? team_size() : 1;
@@ -662,7 +449,7 @@ static void run(job *j)
 
 /* The cut of images into chunks for a blocked call: about 4096 elements per lane and chunk, at most
  * 16 chunks, fewer when the partials would not fit. A function of (n, c, hw) only. */
-static void blk_plan(job *j)
+static void blk_plan(bn_job *j)
 {
     const int cb = j->c / 16;
     long want = (long)j->n * j->hw / 4096;
@@ -682,7 +469,7 @@ static void blk_plan(job *j)
 }
 
 /* Lane l of channel block cb summed over the chunks, in chunk order; which = 0, 1 or 2 (the sum). */
-static double blk_total(const job *j, int cb, int l, int which)
+static double blk_total(const bn_job *j, int cb, int l, int which)
 {
     double t = 0.0;
     for (int ch = 0; ch < j->chunks; ch++)
@@ -695,10 +482,18 @@ static int blk_ok(int c, int hw)
     return nn_is_blocked(NN_BLOCK, c) && hw > 1 && (size_t)(c / 16) * PART_STRIDE <= BLK_PART_MAX;
 }
 
-static void blk_phase(job *j, int kind)
+/* A phase; on channels-last, those without sums (normalise, dx) in finer image runs taking every block
+ * (the sums' plan can leave a thread two items or one: resnet's 64-channel 7x7 stage has one chunk) —
+ * each element's result is the same whichever item computes it. */
+static void blk_phase(bn_job *j, int kind)
 {
     j->kind = kind;
-    run(j);
+    if (!j->cl || kind == JOB_B_STATS || kind == JOB_B_BSUM) return run(j);
+    bn_job e = *j;
+    e.per_chunk = (j->n + 15) / 16;
+    e.chunks = e.items = (j->n + e.per_chunk - 1) / e.per_chunk;
+    e.cl_gb = j->c / 16;
+    run(&e);
 }
 
 /* the forward's coefficient rows from the statistics: m, scale, shift (the other rows zero) */
@@ -717,7 +512,7 @@ static void blk_fwd_train(int cl, int n, int c, int hw, const float *x, const fl
                           float eps, float *y, float *mean, float *var, float *coef, int relu, const float *res)
 {
     double part[BLK_PART_MAX];
-    job j = {.n = n, .c = c, .hw = hw, .eps = eps, .x = x, .y = y, .part = part, .coef = coef, .relu = relu,
+    bn_job j = {.n = n, .c = c, .hw = hw, .eps = eps, .x = x, .y = y, .part = part, .coef = coef, .relu = relu,
              .res = res, .cl = cl};
     blk_plan(&j);
     const double count = (double)n * hw;
@@ -740,7 +535,7 @@ static void blk_fwd_infer(int cl, int n, int c, int hw, const float *x, const fl
                           const float *mean, const float *var, float eps, float *y, float *coef)
 {
     double part[BLK_PART_MAX];
-    job j = {.n = n, .c = c, .hw = hw, .eps = eps, .x = x, .y = y, .part = part, .coef = coef, .cl = cl};
+    bn_job j = {.n = n, .c = c, .hw = hw, .eps = eps, .x = x, .y = y, .part = part, .coef = coef, .cl = cl};
     blk_plan(&j);
     blk_fwd_coef(c, gamma, beta, eps, mean, var, coef);
     blk_phase(&j, JOB_B_AFFINE);
@@ -756,7 +551,7 @@ static void blk_bwd(int cl, int n, int c, int hw, const float *x, const float *d
                     float *dbeta, float *coef, const float *yo, const float *dy2, float *g)
 {
     double part[BLK_PART_MAX];
-    job j = {.n = n, .c = c, .hw = hw, .eps = eps, .x = x, .dy = dy, .dx = dx, .part = part, .coef = coef,
+    bn_job j = {.n = n, .c = c, .hw = hw, .eps = eps, .x = x, .dy = dy, .dx = dx, .part = part, .coef = coef,
              .relu = beta != NULL, .yo = yo, .dy2 = dy2, .g = g, .cl = cl};
     blk_plan(&j);
     const double count = (double)n * hw;
@@ -791,7 +586,7 @@ void nn_fast_bn_fwd_train_lay(int cl, int n, int c, int hw, const float *x, cons
         blk_fwd_train(cl, n, c, hw, x, gamma, beta, eps, y, mean, var, coef, 0, NULL);
         return;
     }
-    job j = {.kind = JOB_TRAIN, .n = n, .c = c, .hw = hw, .eps = eps, .items = c, .x = x, .gamma = gamma,
+    bn_job j = {.kind = JOB_TRAIN, .n = n, .c = c, .hw = hw, .eps = eps, .items = c, .x = x, .gamma = gamma,
              .beta = beta, .y = y, .omean = mean, .ovar = var};
     run(&j);
 }
@@ -805,7 +600,7 @@ void nn_fast_bn_fwd_infer_lay(int cl, int n, int c, int hw, const float *x, cons
         blk_fwd_infer(cl, n, c, hw, x, gamma, beta, mean, var, eps, y, coef);
         return;
     }
-    job j = {.kind = JOB_INFER, .n = n, .c = c, .hw = hw, .eps = eps, .items = n * c, .x = x, .gamma = gamma,
+    bn_job j = {.kind = JOB_INFER, .n = n, .c = c, .hw = hw, .eps = eps, .items = n * c, .x = x, .gamma = gamma,
              .beta = beta, .mean = mean, .var = var, .y = y};
     run(&j);
 }
@@ -819,7 +614,7 @@ void nn_fast_bn_bwd_lay(int cl, int n, int c, int hw, const float *x, const floa
         blk_bwd(cl, n, c, hw, x, dy, gamma, NULL, mean, var, eps, dx, dgamma, dbeta, coef, NULL, NULL, NULL);
         return;
     }
-    job j = {.kind = JOB_BWD, .n = n, .c = c, .hw = hw, .eps = eps, .items = c, .x = x, .dy = dy, .gamma = gamma,
+    bn_job j = {.kind = JOB_BWD, .n = n, .c = c, .hw = hw, .eps = eps, .items = c, .x = x, .dy = dy, .gamma = gamma,
              .mean = mean, .var = var, .dx = dx, .dgamma = dgamma, .dbeta = dbeta};
     run(&j);
 }
@@ -891,7 +686,7 @@ int nn_fast_bn_apply_train_lay(int cl, int n, int c, int hw, const float *x, con
     if (n <= 0 || c <= 0 || hw <= 0 || !blk_ok(c, hw)) return 0;
     float coef[COEF_ROWS * (BLK_PART_MAX / PART_STRIDE) * 16];
     double part[BLK_PART_MAX];
-    job j = {.n = n, .c = c, .hw = hw, .eps = eps, .x = x, .y = y, .part = part, .coef = coef,
+    bn_job j = {.n = n, .c = c, .hw = hw, .eps = eps, .x = x, .y = y, .part = part, .coef = coef,
              .relu = relu || res, .res = res, .cl = cl};
     blk_plan(&j);
     blk_fwd_coef(c, gamma, beta, eps, mean, var, coef);
