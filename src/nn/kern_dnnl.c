@@ -234,17 +234,58 @@ static int conv_relu_fwd(int bf16, const baton_nn_conv_geom *g, const float *x, 
 }
 
 /* Backward-data of a stride-1 convolution is a forward convolution: dx = conv(dy, w'),
- * w'[i][o][a][b] = w[o][i][K-1-a][K-1-b], padding K-1-pad. Used (f32 only) where oneDNN's forward
- * kernel measured faster than its backward-data one: 16 channels in and out (one channel block;
- * resnet's first stage), "same" padding — 5-7 % per call (min of 30, bench/RESULTS.md §4f). At 32
- * and 64 channels the two are equal, and for lenet's conv2 (32 -> 64, no padding) the forward form
- * was slower, so those keep backward-data. The weights are flipped on the stack per call (16x16x3x3). */
+ * w'[i][o][a][b] = w[o][i][K-1-a][K-1-b], padding K-1-pad. Used where oneDNN's forward kernel
+ * measured faster than its backward-data one, "same" padding:
+ * - f32: 16 channels in and out (one channel block; resnet's first stage) — 5-7 % per call (min of
+ *   30, bench/RESULTS.md §4f). At 32 and 64 channels the two are equal, and for lenet's conv2
+ *   (32 -> 64, no padding) the forward form was slower, so those keep backward-data.
+ * - bf16 (the bfloat16 kernels' geometries, b_conv16_ok): oneDNN 2.6's AMX backward-data took
+ *   1.9-2.2x its AMX forward per call at 16, 32 and 64 channels (resnet20, two threads,
+ *   bench/RESULTS.md §18g) — its forward is brgemm-based, its backward-data an older kernel.
+ * The weights are flipped on the stack per call (at most FLIP_MAX values; bf16: FLIP16_MAX). */
 #define FLIP_MAX (16 * 16 * 9)
+#define FLIP16_MAX (64 * 64 * 9)
 
-static int bwd_data_by_fwd(const baton_nn_conv_geom *g)
+static int bwd_data_by_fwd(const baton_nn_conv_geom *g, int bf16)
 {
-    return g->stride == 1 && g->kh == g->kw && 2 * g->pad == g->kh - 1 && g->ic == 16 && g->oc == 16 &&
-           (size_t)g->oc * g->ic * g->kh * g->kw <= FLIP_MAX;
+    return g->stride == 1 && g->kh == g->kw && 2 * g->pad == g->kh - 1 &&
+           (bf16 ? (size_t)g->oc * g->ic * g->kh * g->kw <= FLIP16_MAX
+                 : g->ic == 16 && g->oc == 16 && (size_t)g->oc * g->ic * g->kh * g->kw <= FLIP_MAX);
+}
+
+/* w' of the comment above into wf (values of size esz: f32 or the bfloat16 copy), and the
+ * transposed convolution's geometry */
+static baton_nn_conv_geom flip_weights(const baton_nn_conv_geom *g, size_t esz, const void *w, void *wf)
+{
+    const int K = g->kh;
+    for (int o = 0; o < g->oc; o++)
+        for (int i = 0; i < g->ic; i++)
+            for (int a = 0; a < K; a++)
+                for (int b = 0; b < K; b++)
+                    memcpy((char *)wf + ((((size_t)i * g->oc + o) * K + a) * K + b) * esz,
+                           (const char *)w + ((((size_t)o * g->ic + i) * K + (K - 1 - a)) * K + (K - 1 - b)) * esz,
+                           esz);
+    const baton_nn_conv_geom t = {.n = g->n, .ic = g->oc, .ih = g->oh, .iw = g->ow, .oc = g->ic, .kh = K,
+                                  .kw = K, .stride = 1, .pad = K - 1 - g->pad, .oh = g->ih, .ow = g->iw};
+    return t;
+}
+
+static int b_conv16_ok(const baton_nn_conv_geom *g);
+
+/* the bf16 table's backward-data in the forward form (bwd_data_by_fwd) on d(output) dy: f32,
+ * converted by the primitive or read from its copy dys (NULL: none) where that is in the forward's
+ * layout; or bfloat16 (dy16). 0 where it does not apply or oneDNN failed (the caller then runs its
+ * backward-data). */
+static int b_bwd_data_fwd(const baton_nn_conv_geom *g, int dy16, const void *dy, const void *dys, const float *w,
+                          float *dx)
+{
+    if (!b_conv16_ok(g) || !bwd_data_by_fwd(g, 1)) return 0;
+    uint16_t wf[FLIP16_MAX];
+    const baton_nn_conv_geom t = flip_weights(g, sizeof(uint16_t), w, wf);
+    const pkey k = with_bf16(nn_prim_conv_key(OP_CONV_FWD, &t, 0), 1 | (dy16 ? 4 : 0));
+    void *p[4] = {P(dy), wf, dx, NULL};
+    const void *st[4] = {dy16 ? NULL : dys, NULL, NULL, NULL};
+    return nn_prim_dispatch_copies(&k, p, st);
 }
 
 static void conv_bwd_data(int bf16, const baton_nn_conv_geom *g, const float *dy, const float *w, float *dx)
@@ -256,20 +297,13 @@ static void conv_bwd_data(int bf16, const baton_nn_conv_geom *g, const float *dy
         return;
     }
     if (!bf16 && fast_conv(g, dy, w, NULL, 0, 1, dx)) return;
-    if (!bf16 && bwd_data_by_fwd(g)) {
+    if (!bf16 && bwd_data_by_fwd(g, 0)) {
         float wf[FLIP_MAX];
-        const int K = g->kh;
-        for (int o = 0; o < g->oc; o++)
-            for (int i = 0; i < g->ic; i++)
-                for (int a = 0; a < K; a++)
-                    for (int b = 0; b < K; b++)
-                        wf[(((size_t)i * g->oc + o) * K + a) * K + b] =
-                            w[(((size_t)o * g->ic + i) * K + (K - 1 - a)) * K + (K - 1 - b)];
-        const baton_nn_conv_geom t = {.n = g->n, .ic = g->oc, .ih = g->oh, .iw = g->ow, .oc = g->ic, .kh = K,
-                                      .kw = K, .stride = 1, .pad = K - 1 - g->pad, .oh = g->ih, .ow = g->iw};
+        const baton_nn_conv_geom t = flip_weights(g, sizeof(float), w, wf);
         conv_fwd(0, &t, dy, wf, NULL, dx);
         return;
     }
+    if (bf16 == 1 && b_bwd_data_fwd(g, 0, dy, NULL, w, dx)) return;
     pkey k = with_bf16(nn_prim_conv_key(OP_CONV_BWD_DATA, g, 0), bf16);
     void *p[3] = {P(dy), P(w), dx};
     if (!nn_prim_dispatch(&k, p)) ref_conv_w(bf16, OP_CONV_BWD_DATA, g, dy, w, NULL, dx);
@@ -340,6 +374,7 @@ static void b_conv_bwd(const baton_nn_conv_geom *g, const float *x, const float 
     const pkey nm = save_name(g);
     const void *sw[4] = {nn_prim_saved(&nm, x), dy16, NULL, NULL};
     if (!nn_prim_dispatch_copies(&kw, pw, sw)) ref_conv(1, OP_CONV_BWD_W, g, x, dy, NULL, dw, db);
+    if (b_bwd_data_fwd(g, 0, dy, dy16, w, dx)) return;
     void *pd[3] = {P(dy), P(w), dx};
     if (!nn_prim_dispatch_staged(&kd, pd, 0, dy16)) ref_conv_w(1, OP_CONV_BWD_DATA, g, dy, w, NULL, dx);
 }
@@ -427,7 +462,7 @@ static int b_conv_bwd16(const baton_nn_conv_geom *g, int x16, const void *x, int
     void *pw[4] = {P(x), P(dy), dw, db};
     const void *sw[4] = {x16 ? NULL : nn_prim_saved(&nm, x), dys, NULL, NULL};
     if (!nn_prim_dispatch_copies(&kw, pw, sw) && !bwd16_ref(g, x16, x, dy16, dy, w, dw, db, NULL)) return 0;
-    if (!dx) return 1;
+    if (!dx || b_bwd_data_fwd(g, dy16, dy, dys, w, dx)) return 1;
     void *pd[3] = {P(dy), P(w), dx};
     if (!(dys ? nn_prim_dispatch_staged(&kd, pd, 0, dys) : nn_prim_dispatch(&kd, pd)))
         return bwd16_ref(g, x16, x, dy16, dy, w, NULL, NULL, dx);
