@@ -197,10 +197,10 @@ static int w_conv_b16(const baton_nn_conv_geom *g, int x16, const void *x, int d
     return done;
 }
 static int w_bn16_f(int n, int c, int hw, int x16, const void *x, const float *r, int relu, const float *g,
-                    const float *b, float eps, int y16, void *y, float *mean, float *var)
+                    const float *b, float eps, int y16, void *y, uint16_t *ycopy, float *mean, float *var)
 {
     int done = 0;
-    TIMED(P_BN16_F, done = inner->bn16_fwd_train(n, c, hw, x16, x, r, relu, g, b, eps, y16, y, mean, var));
+    TIMED(P_BN16_F, done = inner->bn16_fwd_train(n, c, hw, x16, x, r, relu, g, b, eps, y16, y, ycopy, mean, var));
     return done;
 }
 static int w_bn16_i(int n, int c, int hw, int x16, const void *x, const float *g, const float *b, const float *mean,

@@ -177,7 +177,9 @@ typedef struct baton_nn_kernels {
      * conv_fwd, and conv_bwd_x16 conv_bwd (dx NULL: the weights' pass only) with x in bfloat16, for
      * the geometries conv16_ok accepts; conv_bwd16 is conv_bwd with x and/or dy in bfloat16 (dy:
      * for the geometries conv_dy16_ok accepts). bn16_fwd_train is bn_fwd_train (res NULL, relu 0),
-     * bn_relu_fwd_train (relu 1) or bn_add_relu_fwd_train (res given); bn16_fwd_infer is
+     * bn_relu_fwd_train (relu 1) or bn_add_relu_fwd_train (res given), and with y in float32 (y16 0)
+ * and ycopy not NULL writes y rounded to bfloat16 there too (the copy a bfloat16 convolution
+ * reads of an activation that stays float32: a resnet block's output); bn16_fwd_infer is
      * bn_fwd_infer; bn_x16_bwd is bn_bwd (y NULL, relu 0), bn_relu_bwd (relu 1; beta given) or
      * bn_add_relu_bwd (y given: the add+ReLU's output), dx in bfloat16 with dx16 (g stays float32)
      * — for the geometries bn_fused_ok accepts (0 for others, nothing written). relu_fwd_y16 and
@@ -191,7 +193,8 @@ typedef struct baton_nn_kernels {
     int (*conv16_ok)(const baton_nn_conv_geom *g);
     int (*conv_dy16_ok)(const baton_nn_conv_geom *g);
     int (*bn16_fwd_train)(int n, int c, int hw, int x16, const void *x, const float *res, int relu,
-                          const float *gamma, const float *beta, float eps, int y16, void *y, float *mean, float *var);
+                          const float *gamma, const float *beta, float eps, int y16, void *y, uint16_t *ycopy,
+                          float *mean, float *var);
     int (*bn16_fwd_infer)(int n, int c, int hw, int x16, const void *x, const float *gamma, const float *beta,
                           const float *mean, const float *var, float eps, int y16, void *y);
     int (*bn_x16_bwd)(int n, int c, int hw, const uint16_t *x, const float *y, const float *dy, const float *dy2,

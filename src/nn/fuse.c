@@ -33,7 +33,8 @@
  *
  * Contract: nn_plan_alloc once per model (after the graph is built), nn_plan_fusions whenever the
  * table changes; planning looks only at the graph, the table's entries and predicates, and
- * m->spec.max_batch, and allocates nothing itself (a predicate may reserve its kernel's buffers). */
+ * m->spec.max_batch, and allocates only the bfloat16 copies' buffer (plan_copies; a predicate may
+ * reserve its kernel's buffers). */
 #include "nn_internal.h"
 
 #include <stdlib.h>
@@ -344,11 +345,61 @@ static void plan_bf16_slots(baton_nn_model *m)
     }
 }
 
+/* The bfloat16 copies (nn_slot.data16, nn_op.copy16): a float32 activation that a training op's batch
+ * norm writes fused with its ReLU, or with its add and ReLU — a resnet block's output, which the
+ * residual add, the backward's ReLU mask and the convolutions on the float32 kernels read as float32 —
+ * gets a bfloat16 copy where a convolution on the bfloat16 kernels reads it (conv16_ok): the batch
+ * norm's kernel rounds each value into the copy as it stores it, and that convolution reads the copy
+ * in both passes instead of converting its input (a pass over it) and saving the conversion. The
+ * same bits either way: both round to nearest even. One buffer for every copy at the largest batch;
+ * where it cannot be had, no copies (the same results). */
+static int copy_reader(const baton_nn_model *m, const nn_op *o)
+{
+    const baton_nn_conv_geom g = nn_conv_geom(m, &m->layers[o->layer], m->spec.max_batch);
+    return m->k->conv16_ok(&g);
+}
+
+static void plan_copies(baton_nn_model *m)
+{
+    const baton_nn_kernels *k = m->k;
+    int *want = m->plan_work;   /* per slot: 1 a fused batch norm writes it, 2 and a bfloat16 convolution
+                                 * reads it */
+    free(m->copies16);
+    m->copies16 = NULL;
+    for (size_t s = 0; s < m->nslots; s++) m->slots[s].data16 = NULL, want[s] = 0;
+    if (!k->bn16_fwd_train || !k->conv_fwd16 || !k->conv_bwd16 || !k->conv16_ok || k->conv_bn_stats_fwd) return;
+    nn_plan *p = &m->train;
+    for (size_t i = 0; i < p->nops; i++) {
+        const nn_op *o = &p->ops[i];
+        if ((o->kind == NN_OP_BN_RELU || o->kind == NN_OP_BN_ADD_RELU) && !o->stats && !m->slots[o->out].bf16 &&
+            o->out != m->out_slot)
+            want[o->out] = 1;
+    }
+    for (size_t i = 0; i < p->nops; i++)
+        if (p->ops[i].kind == NN_OP_CONV && want[p->ops[i].in] && copy_reader(m, &p->ops[i])) want[p->ops[i].in] = 2;
+    size_t total = 0;
+    for (size_t s = 0; s < m->nslots; s++)
+        if (want[s] == 2) total += nn_align_up(m->slots[s].per_image * (size_t)m->spec.max_batch);
+    if (!total || !(m->copies16 = aligned_alloc(64, sizeof(uint16_t) * total))) return;
+    total = 0;
+    for (size_t s = 0; s < m->nslots; s++)
+        if (want[s] == 2) {
+            m->slots[s].data16 = m->copies16 + total;
+            total += nn_align_up(m->slots[s].per_image * (size_t)m->spec.max_batch);
+        }
+    for (size_t i = 0; i < p->nops; i++) {
+        nn_op *o = &p->ops[i];
+        if (o->kind == NN_OP_CONV) o->copy16 = want[o->in] == 2 && copy_reader(m, o);
+        else if (o->kind == NN_OP_BN_RELU || o->kind == NN_OP_BN_ADD_RELU) o->copy16 = want[o->out] == 2;
+    }
+}
+
 void nn_plan_fusions(baton_nn_model *m)
 {
     plan_bf16_slots(m);
     plan_infer(m);
     plan_train(m);
+    plan_copies(m);
     plan_grads(m);
 }
 
@@ -357,4 +408,5 @@ void nn_plan_free(baton_nn_model *m)
     free(m->train.ops);
     free(m->infer.ops);
     free(m->plan_work);
+    free(m->copies16);
 }

@@ -41,6 +41,7 @@ typedef struct job {
                                     * sixteen lanes of block cb at offset cb * 16 of each pixel; with
                                     * NN_CL_X16 x, NN_CL_Y16 y hold bfloat16 (uint16_t), the rest float */
     int cl_gb;                     /* channels-last: blocks per item (nn_bn_cl_item) */
+    uint16_t *y2;                  /* channels-last forward, y float32: y rounded to bfloat16 here too */
 } bn_job;
 
 /* the 64-byte vector type below only ever passes between static functions of this file, which the

@@ -67,6 +67,7 @@ static inline __attribute__((always_inline)) void cl_image_pass(const bn_job *j,
         float *y = Y16 ? NULL : j->y + (size_t)i * C * hw + c0;
         uint16_t *yh = Y16 ? (uint16_t *)(void *)j->y + (size_t)i * C * hw + c0 : NULL;
         const float *r = j->res ? j->res + (size_t)i * C * hw + c0 : NULL;
+        uint16_t *y2 = !Y16 && j->y2 ? j->y2 + (size_t)i * C * hw + c0 : NULL;
         for (int p = 0; p < hw; p++)
             for (int b = 0; b < NB; b++) {
                 const size_t o = (size_t)p * C + b * 16;
@@ -74,6 +75,7 @@ static inline __attribute__((always_inline)) void cl_image_pass(const bn_job *j,
                 v = r ? v16relu(v + v16load(r + o)) : j->relu ? v16relu(v) : v;
                 if (Y16) nn_v16_round(yh + o, v);
                 else v16store(y + o, v);
+                if (y2) nn_v16_round(y2 + o, v);
             }
         return;
     }

@@ -9,14 +9,11 @@
 #define F(p) ((const float *)(const void *)(p))   /* the kernels take bfloat16 through their float pointers */
 #define CL16(x16, y16) (1 | ((x16) ? NN_CL_X16 : 0) | ((y16) ? NN_CL_Y16 : 0))
 int nn_fast_bn16_fwd_train(int n, int c, int hw, int x16, const void *x, const float *res, int relu, const float *gamma,
-                           const float *beta, float eps, int y16, void *y, float *mean, float *var)
+                           const float *beta, float eps, int y16, void *y, uint16_t *ycopy, float *mean, float *var)
 {
     if (!nn_fast_bn_stats_ok(c, hw)) return 0;
-    const int cl = CL16(x16, y16);
-    if (res) return nn_fast_bn_add_relu_fwd_train_lay(cl, n, c, hw, F(x), res, gamma, beta, eps, y, mean, var);
-    if (relu) return nn_fast_bn_relu_fwd_train_lay(cl, n, c, hw, F(x), gamma, beta, eps, y, mean, var);
-    nn_fast_bn_fwd_train_lay(cl, n, c, hw, F(x), gamma, beta, eps, y, mean, var);
-    return 1;
+    return nn_fast_bn_train16_lay(CL16(x16, y16), n, c, hw, F(x), res, relu, gamma, beta, eps, y, y16 ? NULL : ycopy,
+                                  mean, var);
 }
 int nn_fast_bn16_fwd_infer(int n, int c, int hw, int x16, const void *x, const float *gamma, const float *beta,
                            const float *mean, const float *var, float eps, int y16, void *y)

@@ -508,12 +508,14 @@ static void blk_fwd_coef(int c, const float *gamma, const float *beta, float eps
     }
 }
 
+/* y2 (channels-last, y float32; NULL none): y rounded to bfloat16 written there too */
 static void blk_fwd_train(int cl, int n, int c, int hw, const float *x, const float *gamma, const float *beta,
-                          float eps, float *y, float *mean, float *var, float *coef, int relu, const float *res)
+                          float eps, float *y, float *mean, float *var, float *coef, int relu, const float *res,
+                          uint16_t *y2)
 {
     double part[BLK_PART_MAX];
     bn_job j = {.n = n, .c = c, .hw = hw, .eps = eps, .x = x, .y = y, .part = part, .coef = coef, .relu = relu,
-             .res = res, .cl = cl};
+                .res = res, .cl = cl, .y2 = cl && !(cl & NN_CL_Y16) ? y2 : NULL};
     blk_plan(&j);
     const double count = (double)n * hw;
     blk_phase(&j, JOB_B_STATS);
@@ -583,7 +585,7 @@ void nn_fast_bn_fwd_train_lay(int cl, int n, int c, int hw, const float *x, cons
     if (n <= 0 || c <= 0 || hw <= 0) return;
     if (blk_ok(c, hw)) {
         float coef[COEF_ROWS * (BLK_PART_MAX / PART_STRIDE) * 16];
-        blk_fwd_train(cl, n, c, hw, x, gamma, beta, eps, y, mean, var, coef, 0, NULL);
+        blk_fwd_train(cl, n, c, hw, x, gamma, beta, eps, y, mean, var, coef, 0, NULL, NULL);
         return;
     }
     bn_job j = {.kind = JOB_TRAIN, .n = n, .c = c, .hw = hw, .eps = eps, .items = c, .x = x, .gamma = gamma,
@@ -627,7 +629,7 @@ int nn_fast_bn_relu_fwd_train_lay(int cl, int n, int c, int hw, const float *x, 
 {
     if (n <= 0 || c <= 0 || hw <= 0 || !blk_ok(c, hw)) return 0;
     float coef[COEF_ROWS * (BLK_PART_MAX / PART_STRIDE) * 16];
-    blk_fwd_train(cl, n, c, hw, x, gamma, beta, eps, y, mean, var, coef, 1, NULL);
+    blk_fwd_train(cl, n, c, hw, x, gamma, beta, eps, y, mean, var, coef, 1, NULL, NULL);
     return 1;
 }
 
@@ -640,7 +642,20 @@ int nn_fast_bn_add_relu_fwd_train_lay(int cl, int n, int c, int hw, const float 
 {
     if (n <= 0 || c <= 0 || hw <= 0 || !blk_ok(c, hw)) return 0;
     float coef[COEF_ROWS * (BLK_PART_MAX / PART_STRIDE) * 16];
-    blk_fwd_train(cl, n, c, hw, x, gamma, beta, eps, y, mean, var, coef, 1, res);
+    blk_fwd_train(cl, n, c, hw, x, gamma, beta, eps, y, mean, var, coef, 1, res, NULL);
+    return 1;
+}
+
+/* The bf16 table's training forward (kern_bn_entries.c's bn16 entry): bn_fwd_train, bn_relu_fwd_train
+ * (relu) or bn_add_relu_fwd_train (res)'s kernel, and where ycopy is given (y float32), y rounded to
+ * bfloat16 written there too. Blocked geometries only (0 for others, nothing written). */
+int nn_fast_bn_train16_lay(int cl, int n, int c, int hw, const float *x, const float *res, int relu,
+                           const float *gamma, const float *beta, float eps, float *y, uint16_t *ycopy, float *mean,
+                           float *var)
+{
+    if (n <= 0 || c <= 0 || hw <= 0 || !blk_ok(c, hw)) return 0;
+    float coef[COEF_ROWS * (BLK_PART_MAX / PART_STRIDE) * 16];
+    blk_fwd_train(cl, n, c, hw, x, gamma, beta, eps, y, mean, var, coef, relu || res, res, ycopy);
     return 1;
 }
 

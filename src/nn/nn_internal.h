@@ -52,6 +52,9 @@ void nn_fast_bn_bwd_lay(int cl, int n, int c, int hw, const float *x, const floa
                         const float *mean, const float *var, float eps, float *dx, float *dgamma, float *dbeta);
 int nn_fast_bn_relu_fwd_train_lay(int cl, int n, int c, int hw, const float *x, const float *gamma, const float *beta,
                                   float eps, float *y, float *mean, float *var);
+int nn_fast_bn_train16_lay(int cl, int n, int c, int hw, const float *x, const float *res, int relu,
+                           const float *gamma, const float *beta, float eps, float *y, uint16_t *ycopy, float *mean,
+                           float *var);
 int nn_fast_bn_add_relu_fwd_train_lay(int cl, int n, int c, int hw, const float *x, const float *res,
                                       const float *gamma, const float *beta, float eps, float *y, float *mean,
                                       float *var);
@@ -88,7 +91,7 @@ int nn_fast_bn_apply_train_cl(int n, int c, int hw, const float *x, const float 
  * entries, the _cl kernels widening and rounding as they read and write), and its ReLU writing
  * bfloat16 (kern_eltwise_fast.c) */
 int nn_fast_bn16_fwd_train(int n, int c, int hw, int x16, const void *x, const float *res, int relu, const float *gamma,
-                           const float *beta, float eps, int y16, void *y, float *mean, float *var);
+                           const float *beta, float eps, int y16, void *y, uint16_t *ycopy, float *mean, float *var);
 int nn_fast_bn16_fwd_infer(int n, int c, int hw, int x16, const void *x, const float *gamma, const float *beta,
                            const float *mean, const float *var, float eps, int y16, void *y);
 int nn_fast_bn_x16_bwd(int n, int c, int hw, const uint16_t *x, const float *y, const float *dy, const float *dy2,
@@ -182,6 +185,9 @@ typedef struct nn_slot {
     int grad16;               /* grad holds bfloat16 too: d(a bf16 convolution output), which its batch
                                * norm's backward writes rounded and the convolution's backward reads
                                * as it is (both its passes on the bfloat16 kernels) */
+    uint16_t *data16;         /* NULL, or a bfloat16 copy of data (which stays float32): the training
+                               * forward's batch norm that writes data writes it too, and the bfloat16
+                               * convolutions reading data read it instead (fuse.c, plan_copies) */
 } nn_slot;
 
 typedef struct nn_tensor {
@@ -260,6 +266,8 @@ struct nn_op {
     int alias;                /* add+relu: d(in) = d(in2), kept once in in2's grad (in's producer reads
                                * it there: its dy) */
     nn_gout gx, gx2;          /* d(in), d(in2) */
+    int copy16;               /* training: a batch norm op writing out's data16 too; a convolution
+                               * reading in's data16 (in both passes) */
 };
 
 typedef struct nn_plan {
@@ -301,7 +309,8 @@ struct baton_nn_model {
     int32_t *wsa;
     float *scratch;      /* a gradient contribution to a slot already holding one, until added */
     nn_plan train, infer;/* the ops of a training and of an evaluation forward, for k */
-    int *plan_work;      /* fuse.c's working space (planning allocates nothing) */
+    int *plan_work;      /* fuse.c's working space */
+    uint16_t *copies16;  /* the slots' data16 (fuse.c, plan_copies; NULL none) */
     int out_slot;
     int build_err;                          /* sticky builder failure (status) */
     baton_err berr;

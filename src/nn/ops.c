@@ -77,6 +77,8 @@ static int conv_fwd(baton_nn_model *m, const nn_op *o, int n)
     const nn_layer *l = layer(m, o->layer);
     const baton_nn_conv_geom g = nn_conv_geom(m, l, n);
     const nn_slot *in = slot(m, l->in), *out = slot(m, l->out);
+    if (o->copy16)   /* x float32, read from its bfloat16 copy (fuse.c, plan_copies) */
+        return m->k->conv_fwd16(&g, 1, in->data16, wdata(m, l->tw), tdata(m, l->tb), out->bf16, out->data);
     if (in->bf16 || out->bf16)
         return m->k->conv_fwd16(&g, in->bf16, in->data, wdata(m, l->tw), tdata(m, l->tb), out->bf16, out->data);
     m->k->conv_fwd(&g, in->data, wdata(m, l->tw), tdata(m, l->tb), out->data);
@@ -111,14 +113,19 @@ static int conv_relu_pool_fwd(baton_nn_model *m, const nn_op *o, int n)
     return conv_relu_fwd(m, o, n) && pool_fwd_of(m, layer(m, o->pool), n);
 }
 
-/* the convolution's backward from d(its output) = dy; 0 where a bfloat16 entry declined */
-static int conv_back(baton_nn_model *m, const nn_layer *l, int n, const float *dy, const nn_gout *gx)
+/* the convolution's backward from d(its output) = dy; 0 where a bfloat16 entry declined. With copy16, x
+ * read from its bfloat16 copy where the weights' pass runs on the bfloat16 kernels (conv_dy16_ok: both
+ * passes do) — the copy is what they would convert x to; the float32 kernels read x itself. */
+static int conv_back(baton_nn_model *m, const nn_layer *l, int n, const float *dy, const nn_gout *gx, int copy16)
 {
     const baton_nn_conv_geom g = nn_conv_geom(m, l, n);
+    copy16 = copy16 && m->k->conv_dy16_ok && m->k->conv_dy16_ok(&g);
     float *dx = gx_at(m, gx);
     const nn_slot *in = slot(m, l->in), *out = slot(m, l->out);
-    if (in->bf16 || out->grad16) {   /* x, dy in bfloat16 (the plan took only geometries the table takes so) */
-        if (!m->k->conv_bwd16(&g, in->bf16, in->data, out->grad16, dy, wdata(m, l->tw), tgrad(m, l->tw),
+    if (in->bf16 || out->grad16 || copy16) {   /* x, dy in bfloat16 (the plan took only geometries the table
+                                                * takes so) */
+        const void *x = copy16 ? (const void *)in->data16 : in->data;
+        if (!m->k->conv_bwd16(&g, in->bf16 || copy16, x, out->grad16, dy, wdata(m, l->tw), tgrad(m, l->tw),
                               tgrad(m, l->tb), dx))
             return 0;
         if (dx) gx_done(m, gx, n);
@@ -138,7 +145,7 @@ static int conv_back(baton_nn_model *m, const nn_layer *l, int n, const float *d
 
 static int conv_bwd(baton_nn_model *m, const nn_op *o, int n)
 {
-    return conv_back(m, layer(m, o->layer), n, dy_of(m, o, n), &o->gx);
+    return conv_back(m, layer(m, o->layer), n, dy_of(m, o, n), &o->gx, o->copy16);
 }
 
 /* the ReLU's backward into d(conv output) (the convolution's only reader), then the convolution's */
@@ -148,7 +155,7 @@ static int conv_relu_bwd(baton_nn_model *m, const nn_op *o, int n)
     const nn_slot *r = slot(m, o->out);
     float *dc = m->slots[c->out].grad;
     m->k->relu_bwd(count(m, o->out, n), r->data, dy_of(m, o, n), dc);
-    return conv_back(m, c, n, dc, &o->gx);
+    return conv_back(m, c, n, dc, &o->gx, 0);
 }
 
 /* the pool's and the ReLU's backward in one pass into d(conv output), then the convolution's */
@@ -158,7 +165,7 @@ static int conv_relu_pool_bwd(baton_nn_model *m, const nn_op *o, int n)
     const baton_nn_pool_geom g = nn_pool_geom(m, p, n);
     float *dc = m->slots[c->out].grad;
     if (!m->k->maxpool_relu_bwd(&g, dy_of(m, o, n), p->ws, slot(m, p->in)->data, dc)) return 0;
-    return conv_back(m, c, n, dc, &o->gx);
+    return conv_back(m, c, n, dc, &o->gx, 0);
 }
 
 /* ---- batch norm: alone, with the ReLU after it, or with the residual add and ReLU after it;
@@ -179,9 +186,9 @@ static void bn_running_update(baton_nn_model *m, const nn_layer *l, double count
 }
 
 /* The training forward of batch norm l into y: res NULL and relu 0 alone, relu 1 with the ReLU,
- * res given with the add and the ReLU. */
+ * res given with the add and the ReLU; with copy16, y's bfloat16 copy written too (out->data16). */
 static int bn_train(baton_nn_model *m, const nn_layer *l, int stats, const float *res, int relu, const nn_slot *out,
-                    int n)
+                    int copy16, int n)
 {
     float *y = out->data;
     const baton_nn_kernels *k = m->k;
@@ -194,9 +201,9 @@ static int bn_train(baton_nn_model *m, const nn_layer *l, int stats, const float
         bn_running_update(m, l, l->sync_count);
         return 1;
     }
-    if (in->bf16 || out->bf16)   /* x or y in bfloat16 (never with stats or bn_sync: fuse.c, ops above) */
-        done = k->bn16_fwd_train(n, c, hw, in->bf16, x, res, relu, gm, bt, NN_BN_EPS, out->bf16, y, l->save_mean,
-                                 l->save_var);
+    if (in->bf16 || out->bf16 || copy16)   /* bfloat16 x, y or copy (never with stats or bn_sync: fuse.c) */
+        done = k->bn16_fwd_train(n, c, hw, in->bf16, x, res, relu, gm, bt, NN_BN_EPS, out->bf16, y,
+                                 copy16 ? out->data16 : NULL, l->save_mean, l->save_var);
     else if (stats)
         done = k->bn_apply_train(n, c, hw, x, res, relu, gm, bt, NN_BN_EPS, l->save_mean, l->save_var, y);
     else if (res)
@@ -225,17 +232,17 @@ int nn_sync_bn_idle(baton_nn_model *m)
 
 static int bn_fwd(baton_nn_model *m, const nn_op *o, int n)
 {
-    return bn_train(m, layer(m, o->layer), o->stats, NULL, 0, slot(m, o->out), n);
+    return bn_train(m, layer(m, o->layer), o->stats, NULL, 0, slot(m, o->out), o->copy16, n);
 }
 
 static int bn_relu_fwd(baton_nn_model *m, const nn_op *o, int n)
 {
-    return bn_train(m, layer(m, o->layer), o->stats, NULL, 1, slot(m, o->out), n);
+    return bn_train(m, layer(m, o->layer), o->stats, NULL, 1, slot(m, o->out), o->copy16, n);
 }
 
 static int bn_add_relu_fwd(baton_nn_model *m, const nn_op *o, int n)
 {
-    return bn_train(m, layer(m, o->bn), o->stats, slot(m, o->in2)->data, 1, slot(m, o->out), n);
+    return bn_train(m, layer(m, o->bn), o->stats, slot(m, o->in2)->data, 1, slot(m, o->out), o->copy16, n);
 }
 
 static int bn_infer_fwd(baton_nn_model *m, const nn_op *o, int n)

@@ -17,6 +17,11 @@
  *     reads, and every batch norm's ReLU output such a convolution alone reads, where conv16_ok
  *     takes the convolution; the convolution output's gradient where conv_dy16_ok does; the same under synchronised batch norm — test_nn_part checks its
  *     sums on them; none in the f32 table).
+ *   - The bfloat16 copies of float32 activations (nn_slot.data16): bn16_fwd_train's copy is its y
+ *     rounded; the plan gives one to each float32 ReLU output after a batch norm or an add that a
+ *     convolution on the bfloat16 kernels reads (resnet8: two), none to evaluation's ops or under
+ *     synchronised batch norm; and two training steps with them give the loss, gradients and
+ *     weights of two without them, bit for bit.
  *   - Whole model (resnet8, batch 8, one training step) against the f32 reference, beside the same
  *     step with f32 activations (the bf16 table without these entries): the tolerance of
  *     bfloat16 activations. The loss within 2e-2; the gradients' relative L2 error over all
@@ -75,7 +80,7 @@ static void bn_case(int n, int c, int h)
     for (int form = 0; form < 3; form++) {   /* alone, with the ReLU, with the add and the ReLU */
         const float *r = form == 2 ? res : NULL;
         memset(sa, 0, sizeof sa), memset(sb, 0, sizeof sb);
-        CHECK(B->bn16_fwd_train(n, c, hw, 1, x16, r, form >= 1, g, bt, 1e-5f, 0, ya, sa[0], sa[1]) == 1);
+        CHECK(B->bn16_fwd_train(n, c, hw, 1, x16, r, form >= 1, g, bt, 1e-5f, 0, ya, NULL, sa[0], sa[1]) == 1);
         if (form == 0) B->bn_fwd_train(n, c, hw, xw, g, bt, 1e-5f, yb, sb[0], sb[1]);
         else if (form == 1) CHECK(B->bn_relu_fwd_train(n, c, hw, xw, g, bt, 1e-5f, yb, sb[0], sb[1]));
         else CHECK(B->bn_add_relu_fwd_train(n, c, hw, xw, res, g, bt, 1e-5f, yb, sb[0], sb[1]));
@@ -83,11 +88,18 @@ static void bn_case(int n, int c, int h)
         SAME("bn16_fwd_train statistics", sa, sb, 2 * 64);
         for (int xs = 0; xs < 2; xs++) {   /* y in bfloat16: the f32 result rounded, x either way */
             CHECK(B->bn16_fwd_train(n, c, hw, xs, xs ? (const void *)x16 : xw, r, form >= 1, g, bt, 1e-5f, 1, y16,
-                                    sa[2], sa[3]) == 1);
+                                    NULL, sa[2], sa[3]) == 1);
             nn_bf16_round(cnt, yb, r16);
             CHECK_MSG(memcmp(y16, r16, sizeof(uint16_t) * cnt) == 0 && memcmp(sa[2], sb[0], sizeof(float) * 128) == 0,
                       "n%d c%d hw%d: bn16_fwd_train's bfloat16 y (x16 %d) is not the f32 entry's rounded", n, c, hw,
                       xs);
+            /* y in float32 with its bfloat16 copy (a resnet block's output): both, the same bits */
+            memset(yo, 0, sizeof(float) * cnt), memset(y16, 0, sizeof(uint16_t) * cnt);
+            CHECK(B->bn16_fwd_train(n, c, hw, xs, xs ? (const void *)x16 : xw, r, form >= 1, g, bt, 1e-5f, 0, yo,
+                                    y16, sa[2], sa[3]) == 1);
+            CHECK_MSG(memcmp(y16, r16, sizeof(uint16_t) * cnt) == 0 && memcmp(yo, yb, sizeof(float) * cnt) == 0,
+                      "n%d c%d hw%d: bn16_fwd_train's y and its bfloat16 copy (x16 %d) are not the f32 entry's y "
+                      "and that rounded", n, c, hw, xs);
         }
         if (form == 2) memcpy(yo, ya, sizeof(float) * cnt);   /* the add+ReLU output backward reads */
     }
@@ -233,19 +245,62 @@ static int want_slots(const baton_nn_model *m)
     return want;
 }
 
+/* the bfloat16 copies the plan should make in m (fuse.c's plan_copies, spelled out on the layers): a
+ * float32 ReLU output after a batch norm or a residual add, read by a convolution conv16_ok takes;
+ * and the ops that write and read them */
+static int want_copies(const baton_nn_model *m)
+{
+    int want = 0;
+    for (size_t li = 1; li < m->nlayers; li++) {
+        const nn_layer *l = &m->layers[li];
+        const int before = m->layers[li - 1].kind;
+        if (l->kind != NN_RELU || m->slots[l->out].bf16 || (before != NN_BN && before != NN_ADD)) continue;
+        int read = 0;
+        for (size_t lj = 0; lj < m->nlayers; lj++)
+            if (m->layers[lj].kind == NN_CONV && m->layers[lj].in == l->out) {
+                const baton_nn_conv_geom g = nn_conv_geom(m, &m->layers[lj], m->spec.max_batch);
+                read |= B->conv16_ok(&g);
+            }
+        CHECK_MSG((m->slots[l->out].data16 != NULL) == read, "layer %s: a bfloat16 copy %d", l->name, !read);
+        want += read;
+    }
+    for (size_t i = 0; i < m->train.nops; i++) {
+        const nn_op *o = &m->train.ops[i];
+        const int slot = o->kind == NN_OP_CONV ? o->in : o->out;
+        CHECK_MSG(!o->copy16 || m->slots[slot].data16, "op %zu: copy16 without a copy", i);
+        if (o->kind == NN_OP_BN_RELU || o->kind == NN_OP_BN_ADD_RELU)
+            CHECK_MSG(o->copy16 == (m->slots[o->out].data16 != NULL), "op %zu: writes no copy", i);
+    }
+    for (size_t i = 0; i < m->infer.nops; i++) CHECK(!m->infer.ops[i].copy16);
+    return want;
+}
+
+static int copies(const baton_nn_model *m)
+{
+    int c = 0;
+    for (size_t s = 0; s < m->nslots; s++) c += m->slots[s].data16 != NULL;
+    return c;
+}
+
 static void test_plan(void)
 {
     baton_nn_model *m = make("resnet8", 4, B);
     if (!m) return;
     const int want = want_slots(m);
     CHECK_MSG(want >= 6 && bf16_slots(m) == want, "resnet8: %d bfloat16 slots, want %d", bf16_slots(m), want);
+    /* resnet8: the stem's output (read by the first block's 16->16) and the second block's (read by
+     * the third's 32->64 stride 2, on the bfloat16 kernels); not the first block's (its readers are
+     * stride-2 convolutions of 16 channels, on the f32 kernels) nor the last (global pooling) */
+    const int wc = want_copies(m);
+    CHECK_MSG(wc == 2 && copies(m) == wc, "resnet8: %d bfloat16 copies, want %d", copies(m), wc);
     baton_err err;
     CHECK(baton_nn_model_set_bn_sync(m, sum_noop, NULL, &err) == BATON_OK);
     CHECK_MSG(bf16_slots(m) == want, "synchronised batch norm reads and writes bfloat16 activations too");
+    CHECK_MSG(copies(m) == 0, "synchronised batch norm runs alone: no copies");
     CHECK(baton_nn_model_set_bn_sync(m, NULL, NULL, &err) == BATON_OK);
-    CHECK(bf16_slots(m) == want);
+    CHECK(bf16_slots(m) == want && copies(m) == wc);
     baton_nn_model_set_kernels(m, D);
-    CHECK(bf16_slots(m) == 0);
+    CHECK(bf16_slots(m) == 0 && copies(m) == 0);
     baton_nn_model_free(m);
 }
 
@@ -307,6 +362,50 @@ static void test_model(void)
     free(x);
 }
 
+/* Two training steps of resnet8 with the block outputs' bfloat16 copies and with them taken out of
+ * the plan (the convolutions then convert their float32 input themselves): the same loss,
+ * gradients and weights, bit for bit — the copies are the conversion done earlier. */
+static void test_copies(void)
+{
+    const int n = 8;
+    baton_nn_model *a = make("resnet8", n, B), *b = make("resnet8", n, B);
+    if (!a || !b) return;
+    CHECK(copies(a) == 2);
+    for (size_t i = 0; i < b->train.nops; i++) b->train.ops[i].copy16 = 0;
+    float *x = vec((size_t)n * 784, -1, 1);
+    int32_t y[8];
+    for (int i = 0; i < n; i++) y[i] = (int32_t)baton_rng_below(&rng, 10);
+    baton_nn_optim *oa = NULL, *ob = NULL;
+    baton_err err;
+    const baton_nn_optim_cfg oc = {.kind = BATON_NN_SGD, .momentum = 0.9, .nesterov = 1, .weight_decay = 5e-4};
+    CHECK(baton_nn_optim_create(&oc, a, &oa, &err) == BATON_OK && baton_nn_optim_create(&oc, b, &ob, &err) == BATON_OK);
+    for (int step = 0; step < 2 && oa && ob; step++) {
+        float la = 0, lb = 0;
+        int ca, cb;
+        CHECK(baton_nn_train_batch(a, x, y, n, &la, &ca, &err) == BATON_OK);
+        CHECK(baton_nn_train_batch(b, x, y, n, &lb, &cb, &err) == BATON_OK);
+        CHECK_MSG(memcmp(&la, &lb, sizeof la) == 0, "step %d: loss %.9g with copies, %.9g without", step, la, lb);
+        for (size_t i = 0; i < baton_nn_model_ntensors(a); i++) {
+            baton_nn_tensor ta, tb;
+            baton_nn_model_tensor(a, i, &ta);
+            baton_nn_model_tensor(b, i, &tb);
+            CHECK_MSG(!ta.grad || memcmp(ta.grad, tb.grad, sizeof(float) * ta.numel) == 0,
+                      "step %d: %s's gradient differs with the copies", step, ta.name);
+        }
+        CHECK(baton_nn_optim_step(oa, 0.1, &err) == BATON_OK && baton_nn_optim_step(ob, 0.1, &err) == BATON_OK);
+    }
+    for (size_t i = 0; i < baton_nn_model_ntensors(a); i++) {
+        baton_nn_tensor ta, tb;
+        baton_nn_model_tensor(a, i, &ta);
+        baton_nn_model_tensor(b, i, &tb);
+        CHECK_MSG(memcmp(ta.data, tb.data, ta.numel * (ta.dtype == BATON_NN_I64 ? 8 : 4)) == 0,
+                  "%s differs after two steps with the copies", ta.name);
+    }
+    baton_nn_optim_free(oa), baton_nn_optim_free(ob);
+    baton_nn_model_free(a), baton_nn_model_free(b);
+    free(x);
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 1 && !getenv("OMP_WAIT_POLICY")) {   /* as test_nn_bf16: passive waiting on a busy machine */
@@ -343,5 +442,6 @@ int main(int argc, char **argv)
     relu_case(128 * 16 * 28 * 28 + 5);   /* threaded */
     test_plan();
     test_model();
+    test_copies();
     CHECK_DONE();
 }
