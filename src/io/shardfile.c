@@ -3,7 +3,7 @@
  * local copy (a folder that other processes can clean, truncate or replace under the reader).
  *
  * Owns: one descriptor per shard (opened and size-checked when the reader opens; at most
- * MAX_OPEN kept open at once, the others reopened when needed), a cache of checked pieces (slots
+ * open_budget's kept open at once, the others reopened when needed), a cache of checked pieces (slots
  * of one piece each, placed by the piece's number in the dataset, allocated on first use, at most
  * cache_bytes in all), a scratch buffer for a record that crosses pieces (or of a shard without
  * pieces, or read as it is), and under io_shardfile_check_once a flag per piece checked.
@@ -31,10 +31,27 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define MAX_OPEN 64
+/* Descriptors kept open: every shard where the process's limit leaves room — a quarter of its soft
+ * RLIMIT_NOFILE, at least MIN_OPEN, at most MAX_OPEN — else the oldest closed as another opens. A
+ * reopen costs microseconds on a local disk but a round trip through a FUSE or network file system
+ * (s3fs: a random order over 204 shards with 64 kept open reopened one for 69 % of the records). */
+#define MIN_OPEN 64
+#define MAX_OPEN 4096
+
+static size_t open_budget(size_t nshards)
+{
+    struct rlimit rl;
+    size_t cap = MIN_OPEN;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+        cap = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur / 4 > MAX_OPEN ? MAX_OPEN
+              : rl.rlim_cur / 4 > MIN_OPEN                            ? (size_t)rl.rlim_cur / 4
+                                                                        : MIN_OPEN;
+    return nshards && nshards < cap ? nshards : cap;
+}
 
 typedef struct slot {
     uint8_t *buf;
@@ -49,7 +66,7 @@ struct io_shardfile {
     const baton_manifest *m;
     int *fd;                 /* per shard, -1 when closed */
     uint32_t *ring;          /* shards whose descriptor is open, oldest first */
-    size_t nopen, ring_head;
+    size_t nopen, ring_head, max_open;
     uint64_t *first_piece;   /* per shard: dataset-wide number of its first piece */
     slot *slots;
     size_t nslots;
@@ -63,7 +80,7 @@ static int shard_path(const io_shardfile *f, uint32_t s, char *path, size_t cap,
     return baton_path_join(path, cap, f->dir, f->m->shards[s].file, err);
 }
 
-/* Open shard s (closing the oldest open one when MAX_OPEN are) and check its size. */
+/* Open shard s (closing the oldest open one when max_open are) and check its size. */
 static int open_shard(io_shardfile *f, uint32_t s, baton_err *err)
 {
     if (f->fd[s] >= 0) return BATON_OK;
@@ -73,14 +90,14 @@ static int open_shard(io_shardfile *f, uint32_t s, baton_err *err)
     int fd = -1;
     int rc = io_open_shard(path, si, &fd, err);
     if (rc) return rc;
-    if (f->nopen == MAX_OPEN) {   /* the ring is full: close its oldest */
+    if (f->nopen == f->max_open) {   /* the ring is full: close its oldest */
         uint32_t old = f->ring[f->ring_head];
         baton_sys.close(f->fd[old]);
         f->fd[old] = -1;
         f->ring[f->ring_head] = s;
-        f->ring_head = (f->ring_head + 1) % MAX_OPEN;
+        f->ring_head = (f->ring_head + 1) % f->max_open;
     } else {
-        f->ring[(f->ring_head + f->nopen++) % MAX_OPEN] = s;
+        f->ring[(f->ring_head + f->nopen++) % f->max_open] = s;
     }
     f->fd[s] = fd;
     return BATON_OK;
@@ -123,7 +140,8 @@ int io_shardfile_new(io_shardfile **out, const char *uri, const char *dir, const
         f->m = m;
         f->dir = strdup(dir);
         if ((f->fd = malloc(n * sizeof *f->fd))) memset(f->fd, 0xff, n * sizeof *f->fd);   /* all -1 */
-        f->ring = malloc(MAX_OPEN * sizeof *f->ring);
+        f->max_open = open_budget(m->nshards);
+        f->ring = malloc(f->max_open * sizeof *f->ring);
         f->first_piece = calloc(n + 1, sizeof *f->first_piece);
     }
     if (!f || !f->uri || !f->dir || !f->fd || !f->ring || !f->first_piece) {

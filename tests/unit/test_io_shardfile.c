@@ -4,13 +4,18 @@
  * mode) or each piece is checked once (io_shardfile_check_once: file and cache mode's copy, whose
  * dropped pieces are read as they are, without reading 256 KiB for a 3 KiB record). A piece that
  * differs from dataset.json is CORRUPT naming it before any byte of it is returned, in both
- * policies; a file cut short under the reader is TRUNCATED naming the file and the offset. */
+ * policies; a file cut short under the reader is TRUNCATED naming the file and the offset. The
+ * descriptors kept open: all 70 shards of a dataset where the process's limit leaves room (a quarter
+ * of the soft RLIMIT_NOFILE), 64 under a soft limit of 256, the oldest closed and reopened as
+ * others are read — the same bytes either way. */
 #include "../../src/io/io_internal.h"
 #include "check.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #define PIECE 4096u
@@ -49,6 +54,69 @@ static int open_reader(io_shardfile **f, const baton_manifest *m, size_t cache, 
     int rc = io_shardfile_open(f, uri, dir, m, cache, err);
     if (rc == BATON_OK && once) rc = io_shardfile_check_once(*f, err);
     return rc;
+}
+
+
+/* descriptors this process has open */
+static int open_fds(void)
+{
+    int n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    for (struct dirent *e; d && (e = readdir(d));) n += e->d_name[0] != '.';
+    if (d) closedir(d);
+    return n - 1;   /* opendir's own */
+}
+
+/* 70 one-piece shards read in a random order with the soft descriptor limit at `soft`: every read
+ * the shard's bytes, and at most `keep` descriptors open */
+static void many_shards(rlim_t soft, int keep)
+{
+    enum { NS = 70, SB = 1000 };
+    static uint8_t data[NS][SB];
+    static uint32_t crc[NS];
+    static char names[NS][32];
+    static baton_shard_info si[NS];
+    baton_rng r;
+    baton_rng_seed(&r, 11);
+    char path[sizeof dir + 40];
+    for (int s = 0; s < NS; s++) {
+        for (int i = 0; i < SB; i++) data[s][i] = (uint8_t)baton_rng_next(&r);
+        snprintf(names[s], sizeof names[s], "m-%05d.rec", s);
+        snprintf(path, sizeof path, "%s/m-%05d.rec", dir, s);
+        write_file(path, data[s], SB);
+        crc[s] = baton_crc32c(0, data[s], SB);
+        si[s] = (baton_shard_info){.file = names[s], .bytes = SB, .records = 1, .piece_bytes = PIECE,
+                                   .piece_crc32c = &crc[s]};
+    }
+    baton_manifest m;
+    memset(&m, 0, sizeof m);
+    m.nshards = NS;
+    m.shards = si;
+    struct rlimit old, rl;
+    CHECK(getrlimit(RLIMIT_NOFILE, &old) == 0);
+    rl = old;
+    rl.rlim_cur = soft < old.rlim_max ? soft : old.rlim_max;
+    CHECK(setrlimit(RLIMIT_NOFILE, &rl) == 0);
+    const int base = open_fds();
+    io_shardfile *f = NULL;
+    baton_err err = {0};
+    CHECK_MSG(io_shardfile_open(&f, dir, dir, &m, PIECE, &err) == BATON_OK, "%s", err.msg);
+    int most = open_fds() - base, bad = 0;
+    for (int i = 0; f && i < 700; i++) {
+        const uint32_t s = (uint32_t)baton_rng_below(&r, NS);
+        const uint64_t at = baton_rng_below(&r, SB), end = at + 1 + baton_rng_below(&r, SB - at);
+        const uint8_t *p = NULL;
+        if (io_shardfile_read(f, s, at, end, &p, &err) != BATON_OK || memcmp(p, data[s] + at, (size_t)(end - at)))
+            bad++;
+        const int now = open_fds() - base;
+        most = now > most ? now : most;
+    }
+    CHECK_MSG(bad == 0, "soft limit %llu: %d of 700 reads wrong (%s)", (unsigned long long)soft, bad, err.msg);
+    CHECK_MSG(most == keep, "soft limit %llu: %d descriptors open at most, want %d", (unsigned long long)soft, most,
+              keep);
+    io_shardfile_close(f);
+    CHECK(open_fds() == base);
+    CHECK(setrlimit(RLIMIT_NOFILE, &old) == 0);
 }
 
 int main(void)
@@ -133,6 +201,8 @@ int main(void)
         io_shardfile_close(f);
         write_file(path, ref, BYTES);
     }
+    many_shards(256, 64);
+    many_shards(4096, 70);
     char cmd[800];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0);
