@@ -47,9 +47,8 @@ static size_t open_budget(size_t nshards)
     struct rlimit rl;
     size_t cap = MIN_OPEN;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
-        cap = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur / 4 > MAX_OPEN ? MAX_OPEN
-              : rl.rlim_cur / 4 > MIN_OPEN                            ? (size_t)rl.rlim_cur / 4
-                                                                        : MIN_OPEN;
+        cap = rl.rlim_cur == RLIM_INFINITY ? MAX_OPEN : (size_t)(rl.rlim_cur / 4);
+    cap = cap < MIN_OPEN ? MIN_OPEN : cap > MAX_OPEN ? MAX_OPEN : cap;
     return nshards && nshards < cap ? nshards : cap;
 }
 

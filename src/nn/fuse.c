@@ -350,13 +350,17 @@ static void plan_bf16_slots(baton_nn_model *m)
  * residual add, the backward's ReLU mask and the convolutions on the float32 kernels read as float32 —
  * gets a bfloat16 copy where a convolution on the bfloat16 kernels reads it (conv16_ok): the batch
  * norm's kernel rounds each value into the copy as it stores it, and that convolution reads the copy
- * in both passes instead of converting its input (a pass over it) and saving the conversion. The
+ * instead of converting its input (a pass over it) and saving the conversion — in forward, and in
+ * backward where its weights' pass runs on the bfloat16 kernels too (copy_reader). The
  * same bits either way: both round to nearest even. One buffer for every copy at the largest batch;
  * where it cannot be had, no copies (the same results). */
+/* how convolution op o would read a copy of its input: 0 not (the f32 kernels), 1 in forward, 2 in
+ * backward too (its weights' pass on the bfloat16 kernels, conv_dy16_ok; else that pass reads x itself) */
 static int copy_reader(const baton_nn_model *m, const nn_op *o)
 {
     const baton_nn_conv_geom g = nn_conv_geom(m, &m->layers[o->layer], m->spec.max_batch);
-    return m->k->conv16_ok(&g);
+    if (!m->k->conv16_ok(&g)) return 0;
+    return m->k->conv_dy16_ok && m->k->conv_dy16_ok(&g) ? 2 : 1;
 }
 
 static void plan_copies(baton_nn_model *m)
@@ -389,7 +393,7 @@ static void plan_copies(baton_nn_model *m)
         }
     for (size_t i = 0; i < p->nops; i++) {
         nn_op *o = &p->ops[i];
-        if (o->kind == NN_OP_CONV) o->copy16 = want[o->in] == 2 && copy_reader(m, o);
+        if (o->kind == NN_OP_CONV) o->copy16 = want[o->in] == 2 ? copy_reader(m, o) : 0;
         else if (o->kind == NN_OP_BN_RELU || o->kind == NN_OP_BN_ADD_RELU) o->copy16 = want[o->out] == 2;
     }
 }

@@ -12,8 +12,8 @@ int nn_fast_bn16_fwd_train(int n, int c, int hw, int x16, const void *x, const f
                            const float *beta, float eps, int y16, void *y, uint16_t *ycopy, float *mean, float *var)
 {
     if (!nn_fast_bn_stats_ok(c, hw)) return 0;
-    return nn_fast_bn_train16_lay(CL16(x16, y16), n, c, hw, F(x), res, relu, gamma, beta, eps, y, y16 ? NULL : ycopy,
-                                  mean, var);
+    return nn_fast_bn_fused_train_lay(CL16(x16, y16), n, c, hw, F(x), res, relu, gamma, beta, eps, y, ycopy, mean,
+                                      var);
 }
 int nn_fast_bn16_fwd_infer(int n, int c, int hw, int x16, const void *x, const float *gamma, const float *beta,
                            const float *mean, const float *var, float eps, int y16, void *y)
@@ -56,21 +56,21 @@ void nn_fast_bn_bwd_cl(BN_B) { nn_fast_bn_bwd_lay(1, n, c, hw, x, dy, gamma, mea
 #define BN_R int n, int c, int hw, const float *x, const float *gamma, const float *beta, float eps, BN_X
 int nn_fast_bn_relu_fwd_train(BN_R)
 {
-    return nn_fast_bn_relu_fwd_train_lay(0, n, c, hw, x, gamma, beta, eps, y, mean, var);
+    return nn_fast_bn_fused_train_lay(0, n, c, hw, x, NULL, 1, gamma, beta, eps, y, NULL, mean, var);
 }
 int nn_fast_bn_relu_fwd_train_cl(BN_R)
 {
-    return nn_fast_bn_relu_fwd_train_lay(1, n, c, hw, x, gamma, beta, eps, y, mean, var);
+    return nn_fast_bn_fused_train_lay(1, n, c, hw, x, NULL, 1, gamma, beta, eps, y, NULL, mean, var);
 }
 #define BN_A int n, int c, int hw, const float *x, const float *res, const float *gamma, const float *beta, \
              float eps, BN_X
 int nn_fast_bn_add_relu_fwd_train(BN_A)
 {
-    return nn_fast_bn_add_relu_fwd_train_lay(0, n, c, hw, x, res, gamma, beta, eps, y, mean, var);
+    return nn_fast_bn_fused_train_lay(0, n, c, hw, x, res, 1, gamma, beta, eps, y, NULL, mean, var);
 }
 int nn_fast_bn_add_relu_fwd_train_cl(BN_A)
 {
-    return nn_fast_bn_add_relu_fwd_train_lay(1, n, c, hw, x, res, gamma, beta, eps, y, mean, var);
+    return nn_fast_bn_fused_train_lay(1, n, c, hw, x, res, 1, gamma, beta, eps, y, NULL, mean, var);
 }
 #define BN_RB int n, int c, int hw, const float *x, const float *dy, const float *gamma, const float *beta, \
               const float *mean, const float *var, float eps, float *dx, float *dgamma, float *dbeta

@@ -488,7 +488,10 @@ static int blk_ok(int c, int hw)
 static void blk_phase(bn_job *j, int kind)
 {
     j->kind = kind;
-    if (!j->cl || kind == JOB_B_STATS || kind == JOB_B_BSUM) return run(j);
+    if (!j->cl || kind == JOB_B_STATS || kind == JOB_B_BSUM) {
+        run(j);
+        return;
+    }
     bn_job e = *j;
     e.per_chunk = (j->n + 15) / 16;
     e.chunks = e.items = (j->n + e.per_chunk - 1) / e.per_chunk;
@@ -621,37 +624,16 @@ void nn_fast_bn_bwd_lay(int cl, int n, int c, int hw, const float *x, const floa
     run(&j);
 }
 
-/* Batch norm fused with the ReLU after it (blocked activations only: the geometries nn_fast_bn_stats_ok
- * accepts, for any n; 0 for others, nothing written). Forward writes y = max(0, bn(x)); backward takes
- * d(y) and the forward's gamma, beta and statistics, and finds where y > 0 from x (blk_bwd). */
-int nn_fast_bn_relu_fwd_train_lay(int cl, int n, int c, int hw, const float *x, const float *gamma, const float *beta,
-                                  float eps, float *y, float *mean, float *var)
-{
-    if (n <= 0 || c <= 0 || hw <= 0 || !blk_ok(c, hw)) return 0;
-    float coef[COEF_ROWS * (BLK_PART_MAX / PART_STRIDE) * 16];
-    blk_fwd_train(cl, n, c, hw, x, gamma, beta, eps, y, mean, var, coef, 1, NULL, NULL);
-    return 1;
-}
-
-/* Batch norm, then the residual add and the ReLU after it (a resnet block's tail), in training:
- * y = max(0, bn(x) + res), blocked activations only (0 for others, nothing written). The bn output is
- * rounded to float before the add, so y equals bn_fwd_train followed by add_relu bit for bit. */
-int nn_fast_bn_add_relu_fwd_train_lay(int cl, int n, int c, int hw, const float *x, const float *res,
-                                      const float *gamma, const float *beta, float eps, float *y, float *mean,
-                                      float *var)
-{
-    if (n <= 0 || c <= 0 || hw <= 0 || !blk_ok(c, hw)) return 0;
-    float coef[COEF_ROWS * (BLK_PART_MAX / PART_STRIDE) * 16];
-    blk_fwd_train(cl, n, c, hw, x, gamma, beta, eps, y, mean, var, coef, 1, res, NULL);
-    return 1;
-}
-
-/* The bf16 table's training forward (kern_bn_entries.c's bn16 entry): bn_fwd_train, bn_relu_fwd_train
- * (relu) or bn_add_relu_fwd_train (res)'s kernel, and where ycopy is given (y float32), y rounded to
- * bfloat16 written there too. Blocked geometries only (0 for others, nothing written). */
-int nn_fast_bn_train16_lay(int cl, int n, int c, int hw, const float *x, const float *res, int relu,
-                           const float *gamma, const float *beta, float eps, float *y, uint16_t *ycopy, float *mean,
-                           float *var)
+/* The training forward alone (relu 0, res NULL; with the blocked geometries, unlike bn_fwd_train_lay),
+ * fused with the ReLU after it (relu: y = max(0, bn(x))), or with the residual add and the ReLU after
+ * that (res: y = max(0, bn(x) + res), a resnet block's tail; the bn output rounded to float before the
+ * add, so y equals bn_fwd_train followed by add_relu bit for bit); where ycopy is given (channels-last,
+ * y float32), y rounded to bfloat16 written there too. Blocked geometries only (nn_fast_bn_stats_ok,
+ * for any n; 0 for others, nothing written). The fused backward takes d(y) and the forward's gamma,
+ * beta and statistics, and finds where y > 0 from x (blk_bwd). */
+int nn_fast_bn_fused_train_lay(int cl, int n, int c, int hw, const float *x, const float *res, int relu,
+                               const float *gamma, const float *beta, float eps, float *y, uint16_t *ycopy, float *mean,
+                               float *var)
 {
     if (n <= 0 || c <= 0 || hw <= 0 || !blk_ok(c, hw)) return 0;
     float coef[COEF_ROWS * (BLK_PART_MAX / PART_STRIDE) * 16];

@@ -50,14 +50,9 @@ void nn_fast_bn_fwd_infer_lay(int cl, int n, int c, int hw, const float *x, cons
                               const float *mean, const float *var, float eps, float *y);
 void nn_fast_bn_bwd_lay(int cl, int n, int c, int hw, const float *x, const float *dy, const float *gamma,
                         const float *mean, const float *var, float eps, float *dx, float *dgamma, float *dbeta);
-int nn_fast_bn_relu_fwd_train_lay(int cl, int n, int c, int hw, const float *x, const float *gamma, const float *beta,
-                                  float eps, float *y, float *mean, float *var);
-int nn_fast_bn_train16_lay(int cl, int n, int c, int hw, const float *x, const float *res, int relu,
-                           const float *gamma, const float *beta, float eps, float *y, uint16_t *ycopy, float *mean,
-                           float *var);
-int nn_fast_bn_add_relu_fwd_train_lay(int cl, int n, int c, int hw, const float *x, const float *res,
-                                      const float *gamma, const float *beta, float eps, float *y, float *mean,
-                                      float *var);
+int nn_fast_bn_fused_train_lay(int cl, int n, int c, int hw, const float *x, const float *res, int relu,
+                               const float *gamma, const float *beta, float eps, float *y, uint16_t *ycopy, float *mean,
+                               float *var);
 int nn_fast_bn_relu_bwd_lay(int cl, int n, int c, int hw, const float *x, const float *dy, const float *gamma,
                             const float *beta, const float *mean, const float *var, float eps, float *dx,
                             float *dgamma, float *dbeta);
@@ -266,8 +261,8 @@ struct nn_op {
     int alias;                /* add+relu: d(in) = d(in2), kept once in in2's grad (in's producer reads
                                * it there: its dy) */
     nn_gout gx, gx2;          /* d(in), d(in2) */
-    int copy16;               /* training: a batch norm op writing out's data16 too; a convolution
-                               * reading in's data16 (in both passes) */
+    int copy16;               /* training: a batch norm op writing out's data16 too (1); a convolution
+                               * reading in's data16 in forward (1) or in both passes (2) */
 };
 
 typedef struct nn_plan {

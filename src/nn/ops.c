@@ -113,13 +113,12 @@ static int conv_relu_pool_fwd(baton_nn_model *m, const nn_op *o, int n)
     return conv_relu_fwd(m, o, n) && pool_fwd_of(m, layer(m, o->pool), n);
 }
 
-/* the convolution's backward from d(its output) = dy; 0 where a bfloat16 entry declined. With copy16, x
- * read from its bfloat16 copy where the weights' pass runs on the bfloat16 kernels (conv_dy16_ok: both
- * passes do) — the copy is what they would convert x to; the float32 kernels read x itself. */
+/* the convolution's backward from d(its output) = dy, x read from its bfloat16 copy with copy16 (the
+ * plan's copy16 2: the weights' pass on the bfloat16 kernels, which would convert x to that copy); 0
+ * where a bfloat16 entry declined */
 static int conv_back(baton_nn_model *m, const nn_layer *l, int n, const float *dy, const nn_gout *gx, int copy16)
 {
     const baton_nn_conv_geom g = nn_conv_geom(m, l, n);
-    copy16 = copy16 && m->k->conv_dy16_ok && m->k->conv_dy16_ok(&g);
     float *dx = gx_at(m, gx);
     const nn_slot *in = slot(m, l->in), *out = slot(m, l->out);
     if (in->bf16 || out->grad16 || copy16) {   /* x, dy in bfloat16 (the plan took only geometries the table
@@ -145,7 +144,7 @@ static int conv_back(baton_nn_model *m, const nn_layer *l, int n, const float *d
 
 static int conv_bwd(baton_nn_model *m, const nn_op *o, int n)
 {
-    return conv_back(m, layer(m, o->layer), n, dy_of(m, o, n), &o->gx, o->copy16);
+    return conv_back(m, layer(m, o->layer), n, dy_of(m, o, n), &o->gx, o->copy16 == 2);
 }
 
 /* the ReLU's backward into d(conv output) (the convolution's only reader), then the convolution's */
