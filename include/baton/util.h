@@ -89,6 +89,9 @@ void baton_buf_free(baton_buf *b);
 /* ---- large zeroed regions from the kernel (lazily faulted, huge pages advised; src/util/bigmem.c) ---- */
 void *baton_bigmem_alloc(size_t bytes);   /* zeroed, page-aligned; NULL when out of memory */
 void baton_bigmem_free(void *p, size_t bytes);
+/* Grow (or shrink) a region from baton_bigmem_alloc to bytes, contents kept, the new part zero;
+ * NULL when out of memory (p is then left as it was). */
+void *baton_bigmem_realloc(void *p, size_t old_bytes, size_t bytes);
 
 /* ---- system calls behind a table (tests replace entries to inject failures) ---- */
 struct stat;

@@ -57,6 +57,7 @@ enum { Q_BATCH = 0, Q_END = 1, Q_ERR = 2 };
 
 typedef struct slot {
     baton_batch b;           /* b.priv_ points back here */
+    size_t xalloc;           /* the mapping behind b.x or b.x8 (baton_bigmem_alloc) */
     /* filled by the reader while the slot is its own */
     uint8_t *arena;
     size_t arena_len, arena_cap;
@@ -174,7 +175,7 @@ static int arena_grow(slot *s, size_t extra, baton_err *err)
     size_t need = s->arena_len + extra, cap = s->arena_cap ? s->arena_cap : 4096;
     if (need < s->arena_len) return baton_err_set(err, BATON_ERR_NOMEM, "record of %zu bytes", extra);
     while (cap < need) cap = cap > SIZE_MAX / 2 ? need : cap * 2;
-    uint8_t *a = realloc(s->arena, cap);
+    uint8_t *a = baton_bigmem_realloc(s->arena, s->arena_cap, cap);
     if (!a) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory for a %zu-byte batch arena", cap);
     s->arena = a;
     s->arena_cap = cap;
@@ -696,10 +697,9 @@ void baton_pipeline_close(baton_pipeline *p)
     baton_pipeline_stop(p);
     for (uint32_t i = 0; p->slots && i < p->nslots; i++) {
         slot *s = &p->slots[i];
-        free(s->b.x);
-        free(s->b.x8);
+        baton_bigmem_free(s->b.x ? (void *)s->b.x : (void *)s->b.x8, s->xalloc);
         free(s->b.y);
-        free(s->arena);
+        baton_bigmem_free(s->arena, s->arena_cap);
         free(s->rec_at);
         free(s->pos);
         free(s->rec_len);
@@ -744,7 +744,8 @@ static int alloc_slots(baton_pipeline *p, size_t xbytes, size_t arena0, baton_er
     for (uint32_t i = 0; rc == BATON_OK && i < p->nslots; i++) {
         slot *s = &p->slots[i];
         size_t xalloc = (xbytes + 63) / 64 * 64;
-        void *x = aligned_alloc(64, xalloc ? xalloc : 64);
+        void *x = baton_bigmem_alloc(xalloc);
+        s->xalloc = xalloc;
         if (o->u8) s->b.x8 = x;
         else s->b.x = x;
         s->b.y = calloc(o->batch, sizeof *s->b.y);
@@ -753,16 +754,19 @@ static int alloc_slots(baton_pipeline *p, size_t xbytes, size_t arena0, baton_er
         s->rec_len = calloc(o->batch, sizeof *s->rec_len);
         s->shard = calloc(o->batch, sizeof *s->shard);
         s->offset = calloc(o->batch, sizeof *s->offset);
-        s->arena = malloc(arena0 ? arena0 : 1);
+        s->arena = baton_bigmem_alloc(arena0 ? arena0 : 1);   /* huge pages advised, as x */
         s->arena_cap = arena0 ? arena0 : 1;
         if (!x || !s->b.y || !s->rec_at || !s->pos || !s->rec_len || !s->shard || !s->offset || !s->arena) {
             rc = BATON_ERR_NOMEM;
             break;
         }
-        /* not zeroed: every sample writes all its pixels, and a batch's tail past n is never
-         * handed out, so the pages are touched by the workers that fill them (no 300 MB memset
-         * before the first batch of 224-px crops). The sanitizer build fills them with a pattern,
-         * so a pixel a sample forgets to write shows in its tests' results. */
+        /* from the kernel, not written here: every sample writes all its pixels, and a batch's
+         * tail past n is never handed out, so the pages are touched by the workers that fill them
+         * (no 300 MB memset before the first batch of 224-px crops), with huge pages advised: a
+         * batch of 128 such crops is 77 MB, 19,000 first-touch faults at 4 KiB (0.4 CPU-s of a
+         * 2,507-image epoch on a virtual machine, bench/RESULTS.md §16). The sanitizer build
+         * fills them with a pattern, so a pixel a sample forgets to write shows in its tests'
+         * results. */
 #if defined(__SANITIZE_ADDRESS__)
         memset(x, 0xa5, xalloc ? xalloc : 64);
 #endif

@@ -5,20 +5,39 @@
  * (process start to first step) is dominated by this memory, not by the checkpoint.
  *
  * Contract: baton_bigmem_alloc returns 64-byte (in fact page-) aligned zeroed memory or NULL;
- * baton_bigmem_free takes the same size. */
+ * baton_bigmem_free takes the same size; baton_bigmem_realloc moves the pages (mremap), it does
+ * not copy them, and leaves the region as it was when it fails. */
 #include "baton/util.h"
 
 #include <sys/mman.h>
+
+static void advise(void *p, size_t bytes)
+{
+#ifdef MADV_HUGEPAGE
+    if (bytes >= (size_t)4 << 20) (void)madvise(p, bytes, MADV_HUGEPAGE);   /* advice only */
+#else
+    (void)p, (void)bytes;
+#endif
+}
 
 void *baton_bigmem_alloc(size_t bytes)
 {
     if (bytes == 0) bytes = 64;
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) return NULL;
-#ifdef MADV_HUGEPAGE
-    if (bytes >= (size_t)4 << 20) (void)madvise(p, bytes, MADV_HUGEPAGE);   /* advice only */
-#endif
+    advise(p, bytes);
     return p;
+}
+
+void *baton_bigmem_realloc(void *p, size_t old_bytes, size_t bytes)
+{
+    if (!p) return baton_bigmem_alloc(bytes);
+    if (old_bytes == 0) old_bytes = 64;
+    if (bytes == 0) bytes = 64;
+    void *q = mremap(p, old_bytes, bytes, MREMAP_MAYMOVE);
+    if (q == MAP_FAILED) return NULL;
+    advise(q, bytes);
+    return q;
 }
 
 void baton_bigmem_free(void *p, size_t bytes)

@@ -41,9 +41,41 @@ static void test_errors(void)
     unlink(lock);
 }
 
+/* Large regions: zero from the start; growing keeps the bytes and adds zeros (a pipeline's arena,
+ * moved while records are in it); shrinking keeps the front; size 0 and NULL are legal. */
+static void test_bigmem(void)
+{
+    size_t a = (5u << 20) + 123, b = (13u << 20) + 7;
+    uint8_t *p = baton_bigmem_alloc(a);
+    CHECK(p != NULL && ((uintptr_t)p & 63) == 0);
+    if (!p) return;
+    CHECK(p[0] == 0 && p[a - 1] == 0);
+    for (size_t i = 0; i < a; i++) p[i] = (uint8_t)(i * 31 + 7);
+    uint8_t *q = baton_bigmem_realloc(p, a, b);
+    CHECK(q != NULL);
+    if (!q) {
+        baton_bigmem_free(p, a);
+        return;
+    }
+    size_t bad = 0, nonzero = 0;
+    for (size_t i = 0; i < a; i++) bad += q[i] != (uint8_t)(i * 31 + 7);
+    for (size_t i = a; i < b; i++) nonzero += q[i] != 0;
+    CHECK_EQ_U(bad, 0);
+    CHECK_EQ_U(nonzero, 0);
+    q[b - 1] = 1;
+    uint8_t *r = baton_bigmem_realloc(q, b, 4096);
+    CHECK(r != NULL && r[4095] == (uint8_t)(4095 * 31 + 7));
+    baton_bigmem_free(r ? r : q, r ? 4096 : b);
+    uint8_t *z = baton_bigmem_realloc(NULL, 0, 0);
+    CHECK(z != NULL);
+    baton_bigmem_free(z, 0);
+    baton_bigmem_free(NULL, 0);
+}
+
 int main(void)
 {
     test_errors();
+    test_bigmem();
     baton_buf b = {0};
     for (int i = 0; i < 1000; i++) CHECK(baton_buf_append(&b, "abcd", 4) == BATON_OK);
     CHECK_EQ_U(b.len, 4000);
