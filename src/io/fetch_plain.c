@@ -60,7 +60,7 @@ static int pick(baton_fetch *f, fplain *pl)
         return baton_err_set(&pl->verr, BATON_ERR_TRUNCATED, "%s%s: object is %" PRIu64
                              " bytes, the range of %zu bytes at offset %" PRIu64 " runs past its end",
                              f->s->uri, o->name, o->size, x->len, x->off), PICK_ERR;
-    if (x->len > 0 && !x->buf && !(x->buf = malloc(f->chunk)))
+    if (x->len > 0 && !x->buf && !(x->buf = baton_bigmem_alloc(f->chunk)))
         return baton_err_set(&pl->verr, BATON_ERR_NOMEM, "out of memory for a %zu-byte chunk", f->chunk),
                PICK_ERR;
     x->got = 0;

@@ -115,7 +115,7 @@ static void chunk_start(baton_fetch *f, fchunk *c)
         curl_easy_reset(c->easy);
     }
     if (c->len > 0 && !c->buf) {
-        c->buf = malloc(f->chunk);
+        c->buf = baton_bigmem_alloc(f->chunk);   /* freed by io_fetch_free */
         if (!c->buf) {
             fetch_set_error_msg(f, BATON_ERR_NOMEM, "out of memory for a %zu-byte chunk", f->chunk);
             return;

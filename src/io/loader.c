@@ -606,7 +606,7 @@ void baton_loader_close(baton_loader *l)
     free(l->pperm);
     free(l->ep_fetched);
     io_verify_free(&l->verify);
-    baton_buf_free(&l->arena);
+    baton_bigmem_free(l->arena.data, l->arena.cap);   /* stream.c's block arena */
     baton_buf_free(&l->scratch);
     baton_manifest_free(&l->m);
     baton_store_close(l->store);

@@ -2,7 +2,8 @@
  * to fetch, and the records of each block out of them in the block's permutation (order.c).
  *
  * Owns: the plan (one entry per fetched range, in consumption order, consumed entries dropped),
- * the baton_fetch that streams those ranges, the block arena and its permutation, and cache
+ * the baton_fetch that streams those ranges, the block arena (baton_bigmem_alloc'd: a launch writes
+ * its first 32 MB block into it) and its permutation, and cache
  * mode's copy of the shards that pass by whole; every piece is checked against dataset.json on the
  * way: the size the store tells, and before any record of it goes to the reader, each piece's
  * CRC32C (pieces.c; a range is fetched widened to whole pieces, and the fetch chunks hold whole
@@ -298,8 +299,21 @@ static int arena_add(baton_loader *l, const baton_rec *r, uint32_t shard, baton_
         l->recs = p;
         l->cap_recs = cap;
     }
-    size_t at = l->arena.len;
-    if (baton_buf_append(&l->arena, r->data, r->len)) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    baton_buf *a = &l->arena;
+    if (a->cap - a->len < r->len) {   /* it may move, as a realloc would: records are read one at a time */
+        size_t cap = a->cap ? a->cap : (size_t)1 << 20;
+        while (cap - a->len < r->len) {
+            if (cap > SIZE_MAX / 2) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+            cap *= 2;
+        }
+        void *d = baton_bigmem_realloc(a->data, a->cap, cap);
+        if (!d) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory for a %zu-byte block", cap);
+        a->data = d;
+        a->cap = cap;
+    }
+    size_t at = a->len;
+    if (r->len) memcpy(a->data + at, r->data, r->len);
+    a->len += r->len;
     l->recs[l->nrecs++] = (blk_rec){at, r->len, shard, r->offset};
     return BATON_OK;
 }
