@@ -12,8 +12,8 @@
  *    delivered piece is one COMPLETE chunk (at most chunk_bytes; the last of a range may be
  *    shorter; an empty range gives one empty piece). A piece stays valid until it is released.
  *  - Memory is bounded: there are max(1, max_buffered / chunk_bytes) slots, each with one buffer of
- *    chunk_bytes allocated on first use (baton_bigmem_alloc) and reused afterwards (no allocation per chunk in steady
- *    state). A slot is busy from the moment its chunk is planned until the consumer releases the
+ *    chunk_bytes allocated on first use (baton_bigmem_alloc) and reused afterwards (no allocation
+ *    per chunk in steady state). A slot is busy from the moment its chunk is planned until the consumer releases the
  *    piece, so received + in-flight + held bytes never exceed max_buffered. At most `inflight`
  *    requests run at once. A consumer that holds every slot and asks for more gets BATON_ERR_ARG.
  *  - Remote: a range of unknown length (UINT64_MAX) first sends one chunk-sized request whose

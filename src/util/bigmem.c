@@ -6,10 +6,40 @@
  *
  * Contract: baton_bigmem_alloc returns 64-byte (in fact page-) aligned zeroed memory or NULL;
  * baton_bigmem_free takes the same size; baton_bigmem_realloc moves the pages (mremap), it does
- * not copy them, and leaves the region as it was when it fails. */
+ * not copy them, and leaves the region as it was when it fails (the sanitizer build: the heap,
+ * copied). */
 #include "baton/util.h"
 
+#include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+/* The sanitizer build takes these regions from the heap instead, so that a write past the end of a
+ * batch buffer, an arena or a fetch chunk is caught there as it is for any other buffer. */
+void *baton_bigmem_alloc(size_t bytes)
+{
+    void *p = NULL;
+    if (bytes == 0) bytes = 64;
+    if (posix_memalign(&p, 4096, bytes) != 0) return NULL;
+    return memset(p, 0, bytes);
+}
+
+void *baton_bigmem_realloc(void *p, size_t old_bytes, size_t bytes)
+{
+    void *q = baton_bigmem_alloc(bytes);
+    if (!q || !p) return q;
+    memcpy(q, p, old_bytes < bytes ? old_bytes : bytes);
+    free(p);
+    return q;
+}
+
+void baton_bigmem_free(void *p, size_t bytes)
+{
+    (void)bytes;
+    free(p);
+}
+#else
 
 static void advise(void *p, size_t bytes)
 {
@@ -46,3 +76,4 @@ void baton_bigmem_free(void *p, size_t bytes)
     if (bytes == 0) bytes = 64;
     munmap(p, bytes);
 }
+#endif
