@@ -48,7 +48,7 @@ worlds() { sed -n 's/.*launched \([0-9]*\) rank(s) under mpirun.*from step \([0-
 job grow 1 200 2m 30
 "$BATON" fleet run "$T/grow.yaml" >/dev/null 2>"$T/grow.err1" &
 sup=$!
-for _ in $(seq 300); do grep -q "launched 2 rank(s)" "$T/grow.err1" 2>/dev/null && break; sleep 0.05; done
+for _ in $(seq 1200); do grep -q "launched 2 rank(s)" "$T/grow.err1" 2>/dev/null && break; sleep 0.05; done   # up to 60 s: slow under the sanitizers beside another lane
 kill -KILL "$sup" 2>/dev/null; wait "$sup" 2>/dev/null
 check '"$BATON" fleet run "$T/grow.yaml" >"$T/grow.out" 2>"$T/grow.err2"' "fleet run, nodes {min: 1, max: 2}, resumed by a new supervisor"
 check '[ "$(grep -c "adopted the running worker (pid $(sed -n "s/.*under mpirun (pid \([0-9]*\)).*/\1/p" "$T/grow.err1" | head -1)," "$T/grow.err2")" -eq 2 ]' \
