@@ -92,6 +92,10 @@ void baton_bigmem_free(void *p, size_t bytes);
 /* Grow (or shrink) a region from baton_bigmem_alloc to bytes, contents kept, the new part zero;
  * NULL when out of memory (p is then left as it was). */
 void *baton_bigmem_realloc(void *p, size_t old_bytes, size_t bytes);
+/* Room for extra more bytes after the len in use of a region *p of *cap bytes (*p NULL and *cap 0:
+ * none yet): its capacity doubled from *cap (first when 0) until they fit. 0, or -1 when out of
+ * memory or len + extra overflows (*p and *cap then left as they were). The region may move. */
+int baton_bigmem_reserve(void **p, size_t *cap, size_t len, size_t extra, size_t first);
 
 /* ---- system calls behind a table (tests replace entries to inject failures) ---- */
 struct stat;

@@ -172,13 +172,11 @@ static slot *reader_take_slot(baton_pipeline *p)
 
 static int arena_grow(slot *s, size_t extra, baton_err *err)
 {
-    size_t need = s->arena_len + extra, cap = s->arena_cap ? s->arena_cap : 4096;
-    if (need < s->arena_len) return baton_err_set(err, BATON_ERR_NOMEM, "record of %zu bytes", extra);
-    while (cap < need) cap = cap > SIZE_MAX / 2 ? need : cap * 2;
-    uint8_t *a = baton_bigmem_realloc(s->arena, s->arena_cap, cap);
-    if (!a) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory for a %zu-byte batch arena", cap);
+    void *a = s->arena;
+    if (baton_bigmem_reserve(&a, &s->arena_cap, s->arena_len, extra, 4096))
+        return baton_err_set(err, BATON_ERR_NOMEM, "out of memory for a batch arena (%zu + %zu bytes)", s->arena_len,
+                             extra);
     s->arena = a;
-    s->arena_cap = cap;
     return BATON_OK;
 }
 

@@ -301,15 +301,10 @@ static int arena_add(baton_loader *l, const baton_rec *r, uint32_t shard, baton_
     }
     baton_buf *a = &l->arena;
     if (a->cap - a->len < r->len) {   /* it may move, as a realloc would: records are read one at a time */
-        size_t cap = a->cap ? a->cap : (size_t)1 << 20;
-        while (cap - a->len < r->len) {
-            if (cap > SIZE_MAX / 2) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
-            cap *= 2;
-        }
-        void *d = baton_bigmem_realloc(a->data, a->cap, cap);
-        if (!d) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory for a %zu-byte block", cap);
+        void *d = a->data;
+        if (baton_bigmem_reserve(&d, &a->cap, a->len, r->len, (size_t)1 << 20))
+            return baton_err_set(err, BATON_ERR_NOMEM, "out of memory for a block (%zu + %zu bytes)", a->len, r->len);
         a->data = d;
-        a->cap = cap;
     }
     size_t at = a->len;
     if (r->len) memcpy(a->data + at, r->data, r->len);

@@ -7,9 +7,11 @@
  * Contract: baton_bigmem_alloc returns 64-byte (in fact page-) aligned zeroed memory or NULL;
  * baton_bigmem_free takes the same size; baton_bigmem_realloc moves the pages (mremap), it does
  * not copy them, and leaves the region as it was when it fails (the sanitizer build: the heap,
- * copied). */
+ * copied); baton_bigmem_reserve is the one doubling growth of an arena built on them (the
+ * pipeline's record arenas, the stream's block arena). */
 #include "baton/util.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -77,3 +79,19 @@ void baton_bigmem_free(void *p, size_t bytes)
     munmap(p, bytes);
 }
 #endif
+
+int baton_bigmem_reserve(void **p, size_t *cap, size_t len, size_t extra, size_t first)
+{
+    if (*cap >= len && *cap - len >= extra) return 0;
+    size_t need = len + extra, c = *cap ? *cap : (first ? first : 4096);
+    if (need < len) return -1;
+    while (c < need) {
+        if (c > SIZE_MAX / 2) return -1;
+        c *= 2;
+    }
+    void *q = baton_bigmem_realloc(*p, *cap, c);
+    if (!q) return -1;
+    *p = q;
+    *cap = c;
+    return 0;
+}

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 static int fail_writes;
@@ -72,10 +73,32 @@ static void test_bigmem(void)
     baton_bigmem_free(NULL, 0);
 }
 
+/* An arena's growth: doubled from its first size until the bytes fit, kept when they fit already,
+ * refused (region and capacity unchanged) when len + extra overflows. */
+static void test_bigmem_reserve(void)
+{
+    void *p = NULL;
+    size_t cap = 0;
+    CHECK(baton_bigmem_reserve(&p, &cap, 0, 10, 4096) == 0 && p != NULL);
+    CHECK_EQ_U(cap, 4096);
+    if (!p) return;
+    memset(p, 0xab, 4096);
+    void *was = p;
+    CHECK(baton_bigmem_reserve(&p, &cap, 4000, 96, 4096) == 0 && p == was && cap == 4096);   /* fits */
+    CHECK(baton_bigmem_reserve(&p, &cap, 4000, 97, 4096) == 0 && cap == 8192);
+    CHECK(baton_bigmem_reserve(&p, &cap, 8192, 40000, 4096) == 0 && cap == 65536);   /* 8192 * 2^3 */
+    CHECK(((uint8_t *)p)[0] == 0xab && ((uint8_t *)p)[4095] == 0xab && ((uint8_t *)p)[4096] == 0);
+    was = p;
+    CHECK(baton_bigmem_reserve(&p, &cap, 100, SIZE_MAX - 50, 4096) == -1 && p == was && cap == 65536);
+    CHECK(baton_bigmem_reserve(&p, &cap, 100, SIZE_MAX / 2 + 2, 4096) == -1 && p == was && cap == 65536);
+    baton_bigmem_free(p, cap);
+}
+
 int main(void)
 {
     test_errors();
     test_bigmem();
+    test_bigmem_reserve();
     baton_buf b = {0};
     for (int i = 0; i < 1000; i++) CHECK(baton_buf_append(&b, "abcd", 4) == BATON_OK);
     CHECK_EQ_U(b.len, 4000);
