@@ -13,7 +13,7 @@
 #   5. run the loopback server tests (nginx, RADOS Gateway, fault proxy),
 #   6. print the ten slowest tests.
 # Tests run two at a time (BATON_TEST_LANES; a script whose header says "# alone: WHY" runs by
-# itself). Each program or script is one test (failed too when it leaves one of this tree's
+# itself, at the start of its pass). Each program or script is one test (failed too when it leaves one of this tree's
 # programs running); one that exits 77 was skipped (a server not installed, not root): it prints its
 # "skip - REASON" lines, and under CI (BATON_CI=1, set by .ci/run) a skip fails the run — a skip
 # is never a pass. The last line is "N passed, N failed, N skipped".
@@ -96,10 +96,10 @@ report() {
     rm -f "$log"
     times+=("$((SECONDS - t0)) $name")
 }
-# reap: wait for one running test to end and report it
+# reap [PID...]: wait for one running test (or one of the PIDs) to end and report it
 reap() {
     local pid rc
-    wait -n -p pid "${!job_name[@]}"
+    wait -n -p pid "${!job_name[@]}" "$@"
     rc=$?
     [ -n "$pid" ] && [ -n "${job_name[$pid]+set}" ] || return 0   # none, or not a test's (the sanitizer build)
     report "${job_name[$pid]}" "$rc" "${job_log[$pid]}" "${job_t0[$pid]}" "${job_tag[$pid]}"
@@ -139,10 +139,12 @@ san_build=
 # san_done: wait for the sanitizer build and return its status. Its status comes from a file, not
 # from `wait`: reap's `wait -n` may already have collected the process (then `wait` says "not a
 # child of this shell" and returns 127, which failed a clean run once with every build fine).
+# The plain pass's tests are reported as they end meanwhile (their seconds are taken at the report).
 san_done() {
     local f=/tmp/baton-build-$$-build-san.rc rc
-    wait "$san_build" 2>/dev/null
-    while kill -0 "$san_build" 2>/dev/null; do sleep 1; done
+    while kill -0 "$san_build" 2>/dev/null; do
+        if [ ${#job_name[@]} -gt 0 ]; then reap "$san_build"; else sleep 1; fi
+    done
     rc=$(cat "$f" 2>/dev/null || echo 1)
     rm -f "$f"
     return "$rc"
@@ -151,6 +153,7 @@ for b in "${builds[@]}"; do
     san=0; [ "$b" = build-san ] && san=1
     if [ "$san" = 1 ]; then san_done; else build "$b" 0 /tmp/baton-build-$$-"$b".log all tests; fi
     if [ $? -ne 0 ]; then
+        drain >/dev/null   # the plain build's tests still running
         cat /tmp/baton-build-$$-"$b".log; rm -f /tmp/baton-build-$$-"$b".log
         echo "0 passed, 1 failed, 0 skipped"; exit 1
     fi
@@ -162,24 +165,33 @@ for b in "${builds[@]}"; do
         san_build=$!
     fi
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1
-    for t in "$b"/tests/test_*; do
-        case "$t" in *.d) continue ;; esac
-        start "$b/$(basename "$t")" "$t"
-    done
+    # the scripts that run alone first, then the rest in the lanes: one drain a pass (the plain
+    # pass's alone scripts find the lanes empty, with the sanitizer build compiling niced beside
+    # them), and no drain at a pass's end — the next pass's tests, the fuzz replay and the server
+    # tests start as lanes free up
+    alone=() lane=()
     for s in tests/cli/test_*.sh; do
         [ -e "$s" ] || continue
         # a walk-through of a document checks what it promises, not memory safety (the tests of
         # the commands it runs cover that in both builds): "# plain build only" keeps it to one
         [ "$san" = 1 ] && grep -q '^# plain build only' "$s" && continue
         [ "$san" = 1 ] && [ "$full" != 1 ] && left_out_of_san "$s" && continue
-        if sed -n 1,25p "$s" | grep -q '^# alone'; then r=run; else r=start; fi
-        $r "$b/cli/$(basename "$s" .sh)" env BATON="$b/baton" BATON_BUILD="$b" bash "$s"
+        if sed -n 1,25p "$s" | grep -q '^# alone'; then alone+=("$s"); else lane+=("$s"); fi
     done
-    drain
+    for s in "${alone[@]}"; do
+        run "$b/cli/$(basename "$s" .sh)" env BATON="$b/baton" BATON_BUILD="$b" bash "$s"
+    done
+    for t in "$b"/tests/test_*; do
+        case "$t" in *.d) continue ;; esac
+        start "$b/$(basename "$t")" "$t"
+    done
+    for s in "${lane[@]}"; do
+        start "$b/cli/$(basename "$s" .sh)" env BATON="$b/baton" BATON_BUILD="$b" bash "$s"
+    done
 done
 
 if [ "${BATON_TEST_QUICK:-0}" != 1 ] && [ "$full" != 1 ]; then
-    run "fuzz targets replayed (seeds + mutations, sanitizers)" tests/fuzz/replay.sh build-san
+    start "fuzz targets replayed (seeds + mutations, sanitizers)" tests/fuzz/replay.sh build-san
 fi
 if [ "${BATON_TEST_QUICK:-0}" != 1 ] && [ "$full" = 1 ]; then
     if make -s -j"$jobs" fuzz-build >/tmp/baton-fuzz-$$.log 2>&1; then

@@ -1,4 +1,3 @@
-# alone: its spot-fleet check times notices against a training run (tests/cli/test_python.sh runs it by itself)
 """test_example.py — examples/pytorch/train.py, a PyTorch ResNet on baton's Loader, Checkpoints and
 Notice: SIGKILLed at random moments and while a checkpoint is being written, restarted each time,
 it ends with weights and optimizer state byte-identical to an uninterrupted run; an interruption
