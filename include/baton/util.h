@@ -86,17 +86,6 @@ int baton_buf_printf(baton_buf *b, const char *fmt, ...) __attribute__((format(p
 int baton_buf_esc_xml(baton_buf *b, const char *s);
 void baton_buf_free(baton_buf *b);
 
-/* ---- large zeroed regions from the kernel (lazily faulted, huge pages advised; src/util/bigmem.c) ---- */
-void *baton_bigmem_alloc(size_t bytes);   /* zeroed, page-aligned; NULL when out of memory */
-void baton_bigmem_free(void *p, size_t bytes);
-/* Grow (or shrink) a region from baton_bigmem_alloc to bytes, contents kept, the new part zero;
- * NULL when out of memory (p is then left as it was). */
-void *baton_bigmem_realloc(void *p, size_t old_bytes, size_t bytes);
-/* Room for extra more bytes after the len in use of a region *p of *cap bytes (*p NULL and *cap 0:
- * none yet): its capacity doubled from *cap (first when 0) until they fit. 0, or -1 when out of
- * memory or len + extra overflows (*p and *cap then left as they were). The region may move. */
-int baton_bigmem_reserve(void **p, size_t *cap, size_t len, size_t extra, size_t first);
-
 /* ---- system calls behind a table (tests replace entries to inject failures) ---- */
 struct stat;
 typedef struct baton_sys_table {
@@ -221,8 +210,10 @@ void baton_progress_finish(baton_progress *p);
  * "http://HOST:PORT" as bound, *port the port, *v6 whether it is IPv6. */
 int baton_net_listen(const char *spec, int allow_remote, char *url, size_t ucap, int *port, int *v6, baton_err *err);
 
-/* JSON (util_json.h) and SVG charts (util_svg.h) are part of this header too. */
+/* JSON (util_json.h), large regions from the kernel (util_mem.h) and SVG charts (util_svg.h) are part
+ * of this header too. */
 #include "baton/util_json.h"
+#include "baton/util_mem.h"
 #include "baton/util_svg.h"
 
 #endif
