@@ -4,10 +4,14 @@
 #
 # The rule: the sanitizer pass runs every unit test program, and of the CLI scripts (tests/cli/
 # test_*.sh, less those marked "# plain build only") the cheapest set whose coverage holds at least
-# SAN_COVER (default 0.98) of the lines of src/ that some CLI script reaches and no unit test does —
+# SAN_COVER (default 0.97) of the lines of src/ that some CLI script reaches and no unit test does —
 # a weighted set cover, solved greedily (most such lines per second first, which is within a
 # logarithmic factor of the best), stopped when the share is reached. The lines left to the plain
 # pass alone are counted per file in the list's header. `make test-full` still repeats every script.
+# (0.97, not 0.98: with 9,682 such lines, 98 % took 29 scripts and 676 s of the coverage build —
+# 200 CPU-seconds more in the sanitizer pass than the choice before it, which the suite's 25
+# minutes have no room for; 97 % takes 26 and 602 s, what the earlier choice and the two scripts
+# new since it cost, 603 s, for 97.4 % instead of 93.8 %.)
 #
 #   1. build BUILD=build-cov with gcc's --coverage,
 #   2. run every unit test, and collect the lines they reach (gcov's JSON),
@@ -79,7 +83,7 @@ if [ "${SAN_SELECT_REUSE:-0}" != 1 ]; then
     zero
 fi
 
-$PY - "$B" tests/san-set.txt "$ALWAYS" "${SAN_COVER:-0.98}" <<'PY'
+$PY - "$B" tests/san-set.txt "$ALWAYS" "${SAN_COVER:-0.97}" <<'PY'
 import collections, os, sys
 b, out, always, cover = sys.argv[1], sys.argv[2], sys.argv[3].split(), float(sys.argv[4])
 read = lambda n: set(open(f"{b}/lines/{n}").read().split())
