@@ -9,7 +9,7 @@
 #include "baton/util.h"
 
 /* ---- large zeroed regions from the kernel (lazily faulted, huge pages advised; src/util/bigmem.c) ---- */
-void *baton_bigmem_alloc(size_t bytes);   /* zeroed, page-aligned; NULL when out of memory */
+void *baton_bigmem_alloc(size_t bytes);   /* zeroed, 64-byte aligned; NULL when out of memory */
 void baton_bigmem_free(void *p, size_t bytes);
 /* Grow (or shrink) a region from baton_bigmem_alloc to bytes, contents kept, the new part zero;
  * NULL when out of memory (p is then left as it was). */

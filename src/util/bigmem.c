@@ -4,10 +4,10 @@
  * first touch costs one fault per 2 MB instead of one per 4 KB. The start-up of a resumed run
  * (process start to first step) is dominated by this memory, not by the checkpoint.
  *
- * Contract: baton_bigmem_alloc returns 64-byte (in fact page-) aligned zeroed memory or NULL;
- * baton_bigmem_free takes the same size; baton_bigmem_realloc moves the pages (mremap), it does
- * not copy them, and leaves the region as it was when it fails (the sanitizer build: the heap,
- * copied); baton_bigmem_reserve is the one doubling growth of an arena built on them (the
+ * Contract: baton_bigmem_alloc returns zeroed memory, 64-byte aligned (page-aligned but in the
+ * sanitizer build), or NULL; baton_bigmem_free takes the same size; baton_bigmem_realloc moves the
+ * pages (mremap), it does not copy them, and leaves the region as it was when it fails (the
+ * sanitizer build: the heap, copied); baton_bigmem_reserve is the one doubling growth of an arena built on them (the
  * pipeline's record arenas, the stream's block arena). */
 #include "baton/util.h"
 
