@@ -13,10 +13,10 @@
 #   5. run the loopback server tests (nginx, RADOS Gateway, fault proxy),
 #   6. print the ten slowest tests.
 # Tests run two at a time (BATON_TEST_LANES; a script whose header says "# alone: WHY" runs by
-# itself, at the start of its pass). Each program or script is one test (failed too when it leaves one of this tree's
-# programs running); one that exits 77 was skipped (a server not installed, not root): it prints its
-# "skip - REASON" lines, and under CI (BATON_CI=1, set by .ci/run) a skip fails the run — a skip
-# is never a pass. The last line is "N passed, N failed, N skipped".
+# itself, at the start of its pass). Each program or script is one test (failed too when it leaves
+# one of this tree's programs running); one that exits 77 was skipped (a server not installed,
+# not root): it prints its "skip - REASON" lines, and under CI (BATON_CI=1, set by .ci/run) a skip
+# fails the run — a skip is never a pass. The last line is "N passed, N failed, N skipped".
 # BATON_TEST_FULL=1 (make test-full) repeats every CLI script under the sanitizers and runs every
 # libFuzzer target briefly (FUZZ_SECONDS, default 2 s each) in a third, clang-built library.
 # BATON_TEST_QUICK=1 skips the sanitizer pass and fuzzing (for a fast local loop).

@@ -40,23 +40,19 @@ one_file() {
     echo $? >"$T/$name.rc"
 }
 # Two files at a time (they wait on processes, servers and the disk more than they compute; each
-# has its own folders), the longest first (FIRST: test_loader.py 45 s plain and 90 s under the
-# sanitizers, test_example.py 60 s in both), so that the two end together; a file whose first
-# line says "# alone" runs by itself, after the others (none does now: test_example.py's spot-fleet
-# check gives a notice 8 s of the clock, and notice to exit took 1.9-2.4 s at a load of 10).
-FIRST="test_loader.py test_example.py"
-names=() alone=()
-for t in $(for f in $FIRST; do echo "tests/python/$f"; done) tests/python/test_*.py; do
+# has its own folders), the longest first (test_loader.py 45 s plain and 90 s under the sanitizers,
+# test_example.py 60 s in both), so that the two end together. None runs by itself: test_example.py's
+# spot-fleet check gives a notice 8 s of the clock, and notice to exit took 1.9-2.4 s at a load of 10.
+names=(test_loader.py test_example.py)
+for t in tests/python/test_*.py; do
     name=$(basename "$t")
-    [ -e "$t" ] && [[ " ${names[*]} ${alone[*]} " != *" $name "* ]] || continue
-    if head -n 1 "$t" | grep -q '^# alone'; then alone+=("$name"); else names+=("$name"); fi
+    case " ${names[*]} " in *" $name "*) ;; *) names+=("$name") ;; esac
 done
 for name in "${names[@]}"; do
     while [ "$(jobs -rp | wc -l)" -ge 2 ]; do wait -n; done
     one_file "$name" &
 done
 wait
-for name in "${alone[@]}"; do one_file "$name"; done
 for t in tests/python/test_*.py; do
     name=$(basename "$t")
     rc=$(cat "$T/$name.rc" 2>/dev/null || echo 1)
