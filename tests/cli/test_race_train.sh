@@ -7,7 +7,9 @@
 #   - `race eval --json` (laps, best_lap_s, total_s, resets, limit_s, ratio), --trace, --svg;
 #     `race drive --policy CKPT --frames DIR` (one PNG per step, and the first);
 #   - SIGKILL at pseudo-random moments (every third one aimed at a checkpoint write) and resume:
-#     the newest checkpoint `ckpt ls` calls ok verifies, the restart resumes from exactly it, and
+#     the newest checkpoint `ckpt ls` calls ok verifies, the restart resumes from exactly it (a
+#     run killed before it read its checkpoint, leaving the folder as it was, is counted — at most
+#     half the kills — not judged), and
 #     the last run ends with model.safetensors and optim.safetensors byte-identical to an
 #     uninterrupted run's;
 #   - an interruption notice from `baton imds`: exit 75 with a committed checkpoint and the log
@@ -111,8 +113,9 @@ TK="$TR --episodes $N --ckpt-every-steps 1"
 check '$TK --ckpt-dir "$T/ref" >/dev/null 2>"$T/ref.err"' "reference run: $(head -c 300 "$T/ref.err" 2>/dev/null)"
 check '[ -f "$T/ref/$FIN/model.safetensors" ]' "reference has $FIN"
 newest_ok() { "$BATON" ckpt ls "$1" 2>/dev/null | awk '$NF == "ok" { print $1 + 0; exit }'; }
-K=$T/k kills=0 expect= resumed=()
+K=$T/k kills=0 expect= resumed=() early=0
 while [ "$kills" -lt 10 ]; do
+    before=$(ls -A "$K" 2>/dev/null)
     $TK --ckpt-dir "$K" >/dev/null 2>"$T/k.err" &
     pid=$!
     ms=$((20 + RANDOM % 300))
@@ -126,6 +129,8 @@ while [ "$kills" -lt 10 ]; do
     rc=$?
     line=$(grep -m1 'resuming from' "$T/k.err")
     if [ -z "$expect" ]; then check '[ -z "$line" ]' "kill: resumed with no checkpoint ok: $line"
+    elif [ -z "$line" ] && [ "$rc" -eq 137 ] && [ "$(ls -A "$K" 2>/dev/null)" = "$before" ]; then
+        early=$((early + 1))   # killed before it read its checkpoint (a slow start): it changed nothing
     else check '[[ "$line" == *"(iteration $expect, "* ]]' "kill: expected a resume from $expect: $(head -c 300 "$T/k.err" 2>/dev/null)"; resumed+=("$expect"); fi
     [ "$rc" -ne 137 ] && break   # it finished before the kill
     kills=$((kills + 1))
@@ -135,7 +140,8 @@ done
 check '$TK --ckpt-dir "$K" >/dev/null 2>"$T/kf.err"' "final run after the kills: $(head -c 300 "$T/kf.err" 2>/dev/null)"
 check 'cmp -s "$T/ref/$FIN/model.safetensors" "$K/$FIN/model.safetensors" && cmp -s "$T/ref/$FIN/optim.safetensors" "$K/$FIN/optim.safetensors"' \
     "after $kills kills: final weights differ from the uninterrupted run's"
-echo "killed $kills times; resumed from: ${resumed[*]}"
+check '[ "$early" -le $((kills / 2)) ]' "$early of $kills kills landed before the run read its checkpoint"
+echo "killed $kills times ($early before the checkpoint was read); resumed from: ${resumed[*]}"
 
 # ---- an interruption notice from the metadata emulator: exit 75, then the same end bytes
 # The run takes 0.45 s here, less on a faster machine: the notice is sent by a control request
