@@ -63,6 +63,13 @@ case "$LANES" in [1-9]) ;; *) LANES=2 ;; esac
 # and 230-310 s each on a CI machine, each team spinning on the core the other needed. A short spin
 # leaves a test alone as fast (1.7-1.8 s either way) and the pair at 2.5 s.
 export GOMP_SPINCOUNT=${GOMP_SPINCOUNT:-1000}
+# `python3` in every test is Debian's /usr/bin/python3 (scripts/deps.sh installs its numpy, torch and
+# boto3), whatever comes first on PATH: a pyenv shim there costs 0.4 s a call (a hundred bash
+# processes), and the scripts call python3 hundreds of times (test_verify_resume.sh 36).
+if [ "$(command -v python3)" != /usr/bin/python3 ] && [ -x /usr/bin/python3 ]; then
+    PYBIN=$(mktemp -d /tmp/baton-pybin-XXXXXX) && ln -s /usr/bin/python3 "$PYBIN/python3" && export PATH="$PYBIN:$PATH"
+    trap 'rm -rf "$PYBIN"' EXIT
+fi
 pass=0 fail=0 skipped=0 failed=() skips=() times=()
 declare -A job_name=() job_t0=() job_log=() job_tag=()
 seq_no=0

@@ -12,6 +12,10 @@ unset AWS_EC2_METADATA_SERVICE_ENDPOINT BATON_GCE_METADATA_ENDPOINT GCE_METADATA
 T=$(mktemp -d /tmp/baton-cli-XXXXXX)
 trap '[ "${BATON_KEEP_TMP:-0}" = 1 ] || rm -rf "$T"' EXIT
 npass=0 nfail=0 nskip=0
+# python3 is Debian's (as tests/run.sh sets it for the suite), also in a script run by hand
+if [ "$(command -v python3)" != /usr/bin/python3 ] && [ -x /usr/bin/python3 ]; then
+    mkdir -p "$T/.py" && ln -s /usr/bin/python3 "$T/.py/python3" && export PATH="$T/.py:$PATH"
+fi
 
 ok()   { npass=$((npass + 1)); }
 bad()  { nfail=$((nfail + 1)); echo "FAIL: $*" >&2; }
