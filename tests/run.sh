@@ -6,7 +6,7 @@
 #      and with ASan+UBSan,
 #   3. run every unit test program and every CLI test script against the plain build, and under the
 #      sanitizers every unit test program and every CLI script but those tests/san-set.txt leaves
-#      out (scripts/san-select.sh chooses from line coverage: the rest reach 98 % of the lines of
+#      out (scripts/san-select.sh chooses from line coverage: the rest reach 97 % of the lines of
 #      src/ that only CLI scripts reach, in the fewest seconds),
 #   4. run every fuzz target in the sanitizer build over its seeds and 2,000 deterministic
 #      mutations of each (tests/fuzz/replay.c; at most 1 s a target),
