@@ -39,6 +39,11 @@ typedef struct http_req {
  * URL and the cause; an HTTP error status is not a failure here. */
 int http_request(CURL *h, const http_req *q, long *status, baton_buf *ans, baton_err *err);
 
+/* ---------------------------------------------------------------- the libraries (http_dl.c) */
+/* libcurl and libmicrohttpd are opened at their first use; why libmicrohttpd cannot be used
+ * ("" when it can). libcurl's cause is curl_easy_strerror's text then. */
+const char *http_server_why(void);
+
 /* ---------------------------------------------------------------- the server (http_server.c) */
 /* libmicrohttpd on fd (a listening socket, baton_net_listen's; v6 when it is IPv6) with its own
  * polling thread, handler h(cls), and the options of opts (pairs ended by MHD_OPTION_END; may be

@@ -19,7 +19,8 @@ struct MHD_Daemon *http_serve(int fd, int v6, MHD_AccessHandlerCallback h, void 
                                             MHD_OPTION_ARRAY, opts ? opts : none, MHD_OPTION_END);
     if (!d) {
         close(fd);
-        baton_err_set(err, BATON_ERR_IO, "libmicrohttpd did not start on %s", what);
+        const char *why = http_server_why();
+        baton_err_set(err, BATON_ERR_IO, "libmicrohttpd did not start on %s%s%s", what, *why ? ": " : "", why);
     }
     return d;
 }
