@@ -10,6 +10,7 @@ Requests without an Authorization header (none expected from baton's S3 client) 
 import datetime
 import re
 import sys
+import types
 
 import botocore.auth
 from botocore.awsrequest import AWSRequest
@@ -19,6 +20,21 @@ LINE = re.compile(r"^(\S+) (\S+) host=\[(.*?)\] date=\[(.*?)\] sha=\[(.*?)\] ran
                   r"auth=\[(.*)\]$")
 AUTH = re.compile(r"^AWS4-HMAC-SHA256 Credential=([^/]+)/(\d{8})/([^/]+)/s3/aws4_request, "
                   r"SignedHeaders=([a-z0-9;-]+), Signature=([0-9a-f]{64})$")
+
+
+class _Clock(datetime.datetime):
+    """The request's own time for the signer: botocore 1.29 (Debian 12's) reads datetime.datetime.
+    utcnow() in add_auth, later ones get_current_datetime(); a signature computed at the clock's
+    time differed from every request once the second had turned since it was sent."""
+    at = None
+
+    @classmethod
+    def utcnow(cls):
+        return cls.at
+
+
+botocore.auth.datetime = types.SimpleNamespace(**{k: getattr(datetime, k) for k in dir(datetime) if not k.startswith("__")})
+botocore.auth.datetime.datetime = _Clock
 
 
 def main():
@@ -42,6 +58,7 @@ def main():
         if "x-amz-security-token" not in signed.split(";"):
             bad.append("%s %s: the token is not among the signed headers (%s)" % (method, uri, signed))
         when = datetime.datetime.strptime(date, "%Y%m%dT%H%M%SZ")
+        _Clock.at = when
         botocore.auth.get_current_datetime = lambda: when
         headers = {"Host": host}
         if rng != "-":
