@@ -124,7 +124,7 @@ void league_track_views_warm(baton_league_server *s, baton_league *l)
         pthread_mutex_unlock(&s->views_mu);
         if (v) continue;
         if (compute(s, t[i].track_path, &v, &err) == BATON_OK)
-            pthread_mutex_unlock(&s->views_mu);
+            pthread_mutex_unlock(&s->views_mu), baton_log(BATON_LOG_DEBUG, "league: the page of %s drawn ahead", t[i].track);
         else
             pthread_mutex_unlock(&s->views_mu), baton_log(BATON_LOG_INFO, "league: the page of %s: %s", t[i].track, err.msg);
     }

@@ -17,14 +17,17 @@ cp ../shared/tracks/Oval_track.npy "$T/tracks/Oval_track.npy"
 check '"$BATON" race train --track oval $M --ckpt-dir "$T/m" --episodes 200 --seed 2 --threads 1 --quiet >/dev/null' "train a model"
 check '"$BATON" race submit --ckpt "$T/m" --alias ann --track oval --db "$DB" >/dev/null && "$BATON" race submit --ckpt "$T/m" --alias ann --track "$T/tracks/Oval_track.npy" --db "$DB" >/dev/null' \
     "entries on the built-in oval and on a track file"
-"$BATON" race serve --listen 127.0.0.1:0 --db "$DB" >"$T/url" 2>"$T/serve.err" &
+BATON_LOG=debug "$BATON" race serve --listen 127.0.0.1:0 --db "$DB" >"$T/url" 2>"$T/serve.err" &
 pids+=($!)
 for _ in $(seq 200); do U=$(head -n1 "$T/url" 2>/dev/null); [ -n "$U" ] && break; sleep 0.05; done
 check '[ -n "$U" ]' "the server prints its URL: $(cat "$T/serve.err")"
 
 t() { curl -s -o "$T/page" -w "%{http_code} %{time_total}\n" "$U$1"; }
 limit() { grep -o 'the racing-line limit: [0-9.]* s' "$T/page"; }
-sleep 1   # the worker computes the league's tracks' pages ahead of their first load
+# the worker draws the league's two tracks' pages ahead of their first load (a fixed second was
+# not always enough under the sanitizers beside another test)
+for _ in $(seq 600); do [ "$(grep -c 'drawn ahead' "$T/serve.err")" -ge 2 ] && break; sleep 0.05; done
+check '[ "$(grep -c "drawn ahead" "$T/serve.err")" -ge 2 ]' "the worker draws both tracks' pages ahead: $(tail -3 "$T/serve.err")"
 first=$(t /track/oval)
 for _ in $(seq 20); do t /track/oval; done >"$T/times"
 check '[ "${first%% *}" = 200 ] && [ "$(awk "\$1 != 200" "$T/times" | wc -l)" = 0 ]' "the page loads: $first"
