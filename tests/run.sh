@@ -10,7 +10,8 @@
 #      src/ that only CLI scripts reach, in the fewest seconds),
 #   4. run every fuzz target in the sanitizer build over its seeds and 2,000 deterministic
 #      mutations of each (tests/fuzz/replay.c; at most 1 s a target),
-#   5. run the loopback server tests (nginx, RADOS Gateway, fault proxy),
+#   5. run the loopback server tests (nginx, RADOS Gateway, Slurm, fault proxy), started in the
+#      last pass after its unit tests, so that their long ones do not end the run alone,
 #   6. print the ten slowest tests.
 # Tests run two at a time (BATON_TEST_LANES; a script whose header says "# alone: WHY" runs by
 # itself, at the start of its pass). Each program or script is one test (failed too when it leaves
@@ -156,6 +157,16 @@ san_done() {
     rm -f "$f"
     return "$rc"
 }
+# start_servers: the loopback server tests (tests/servers/test_*.sh; nginx, the RADOS Gateway,
+# Slurm, the fault proxy), in the lanes but for a "# alone" one
+start_servers() {
+    local s r
+    for s in tests/servers/test_*.sh; do
+        [ -e "$s" ] || continue
+        if sed -n 1,25p "$s" | grep -q '^# alone'; then r=run; else r=start; fi
+        $r "servers/$(basename "$s" .sh)" bash "$s"
+    done
+}
 for b in "${builds[@]}"; do
     san=0; [ "$b" = build-san ] && san=1
     if [ "$san" = 1 ]; then san_done; else build "$b" 0 /tmp/baton-build-$$-"$b".log all tests; fi
@@ -174,8 +185,8 @@ for b in "${builds[@]}"; do
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1
     # the scripts that run alone first, then the rest in the lanes: one drain a pass (the plain
     # pass's alone scripts find the lanes empty, with the sanitizer build compiling niced beside
-    # them), and no drain at a pass's end — the next pass's tests, the fuzz replay and the server
-    # tests start as lanes free up
+    # them), and no drain at a pass's end — the next pass's tests and the fuzz replay start as
+    # lanes free up
     alone=() lane=()
     for s in tests/cli/test_*.sh; do
         [ -e "$s" ] || continue
@@ -192,6 +203,9 @@ for b in "${builds[@]}"; do
         case "$t" in *.d) continue ;; esac
         start "$b/$(basename "$t")" "$t"
     done
+    # the loopback server tests before the last pass's scripts, not after them: their longest two
+    # (test_chaos about 55 s, test_slurm 35 s) at the very end left a lane idle for a minute
+    [ "$b" = "${builds[-1]}" ] && start_servers
     for s in "${lane[@]}"; do
         start "$b/cli/$(basename "$s" .sh)" env BATON="$b/baton" BATON_BUILD="$b" bash "$s"
     done
@@ -209,11 +223,6 @@ if [ "${BATON_TEST_QUICK:-0}" != 1 ] && [ "$full" = 1 ]; then
     rm -f /tmp/baton-fuzz-$$.log
 fi
 
-for s in tests/servers/test_*.sh; do
-    [ -e "$s" ] || continue
-    if sed -n 1,25p "$s" | grep -q '^# alone'; then r=run; else r=start; fi
-    $r "servers/$(basename "$s" .sh)" bash "$s"
-done
 drain
 left=$(left_running "")
 if [ -n "${left// /}" ]; then
