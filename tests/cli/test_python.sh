@@ -30,7 +30,7 @@ one_file() {
     local name=$1
     mkdir -p "$T/tmp/$name"
     # (ASan's quarantine of freed memory 32 MB, not 256: torch's tensors went through it, and every
-    # allocation after came from fresh pages — test_example.py 74 → 63 s under the sanitizers)
+    # allocation after came from fresh pages — test_example.py 74 → 63 s, when it still ran here)
     if [ $san = 1 ]; then
         env TMPDIR="$T/tmp/$name" PYTHONPATH="$BD/python" LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)" \
             ASAN_OPTIONS=detect_leaks=0:abort_on_error=0:quarantine_size_mb=32 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
