@@ -12,11 +12,21 @@
  *  - img_augment_apply_ref is the plain per-pixel loop; img_augment_apply walks rows, fills
  *    the out-of-image spans with the normalised zero and reads a 256-entry table per channel.
  *    Both compute every value with img_norm_value, so they agree bit for bit (tests memcmp them).
+ *  - img_augment_apply_u8 is the same crop and flip without normalisation (bytes), beside its
+ *    plain loop img_augment_apply_u8_ref.
+ *  - The crops' case (3 channels, NCHW, no shift) goes 16 pixels at a time with AVX2 where the
+ *    CPU has it, for floats and bytes: the same results (the tests compare every path with its
+ *    plain loop).
  *  - No allocation; nothing here can fail. Images with more than IMG_NORM_MAX_C channels take
  *    the reference path. */
 #include "augment_internal.h"
 
 #include <string.h>
+#include <stdint.h>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define HAVE_AVX2_ROWS 1
+#endif
 
 #define AUG_TAG 0x61756720ULL  /* "aug " */
 
@@ -105,6 +115,86 @@ static void row_plane(const uint8_t *src, int64_t w, int64_t c, int64_t dx, int 
     fill(row + x1, (size_t)(w - x1), t[0]);
 }
 
+#ifdef HAVE_AVX2_ROWS
+/* The crops' rows (3 channels, no shift) with AVX2, 16 pixels at a time: their 48 bytes loaded as
+ * three 16-byte pieces and split into one 16-byte run per channel by byte shuffles (pick[flip][k][j]:
+ * byte i of channel k's run from piece j, or zero; flipped, pixel 15 - i's, so the run comes out
+ * reversed), then for floats each byte's table entry gathered, 8 at a time. The same table entries
+ * and bytes as the scalar loops, so the same results; the columns past the last 16 are theirs.
+ * Where a row's planes are aligned the stores are streamed (non-temporal), and the caller fences
+ * once per sample: a batch (77 MB of 224-px float crops) is read next by its consumer, not by
+ * this core, and is far larger than the cache — streamed, its lines are not first read from
+ * memory to be overwritten (1-3 % of a crop's CPU on the 2-core machines; bench/RESULTS.md §16). */
+#define PK(f, k, j, i) \
+    (char)((3 * ((f) ? 15 - (i) : (i)) + (k)) / 16 == (j) ? (3 * ((f) ? 15 - (i) : (i)) + (k)) % 16 : -128)
+#define PK16(f, k, j)                                                                                        \
+    {PK(f, k, j, 0),  PK(f, k, j, 1),  PK(f, k, j, 2),  PK(f, k, j, 3),  PK(f, k, j, 4),  PK(f, k, j, 5),     \
+     PK(f, k, j, 6),  PK(f, k, j, 7),  PK(f, k, j, 8),  PK(f, k, j, 9),  PK(f, k, j, 10), PK(f, k, j, 11),    \
+     PK(f, k, j, 12), PK(f, k, j, 13), PK(f, k, j, 14), PK(f, k, j, 15)}
+#define PK3(f, k) {PK16(f, k, 0), PK16(f, k, 1), PK16(f, k, 2)}
+static const char pick[2][3][3][16] = {{PK3(0, 0), PK3(0, 1), PK3(0, 2)}, {PK3(1, 0), PK3(1, 1), PK3(1, 2)}};
+
+static int rows_avx2(void)
+{
+    return __builtin_cpu_supports("avx2");
+}
+
+/* Channel k's 16 bytes of the 16 pixels at s (three 16-byte loads, nothing read past s + 48). */
+__attribute__((target("avx2"))) static inline __m128i channel16(const __m128i c[3], const char (*m)[16])
+{
+    __m128i v = _mm_shuffle_epi8(c[0], _mm_loadu_si128((const __m128i *)(const void *)m[0]));
+    v = _mm_or_si128(v, _mm_shuffle_epi8(c[1], _mm_loadu_si128((const __m128i *)(const void *)m[1])));
+    return _mm_or_si128(v, _mm_shuffle_epi8(c[2], _mm_loadu_si128((const __m128i *)(const void *)m[2])));
+}
+
+__attribute__((target("avx2"))) static inline void load48(const uint8_t *p, __m128i c[3])
+{
+    for (int j = 0; j < 3; j++) c[j] = _mm_loadu_si128((const __m128i *)(const void *)(p + 16 * j));
+}
+
+/* Columns [0, return) of one output row of floats in the three planes. */
+__attribute__((target("avx2"))) static int64_t rows3_f32_avx2(const uint8_t *s, int64_t w, int flip,
+                                                              const float *const t[3], float *const o[3])
+{
+    int64_t x = 0;
+    int nt = (((uintptr_t)o[0] | (uintptr_t)o[1] | (uintptr_t)o[2]) & 31) == 0;
+    for (; x + 16 <= w; x += 16) {
+        __m128i c[3];
+        load48(s + 3 * (flip ? w - 16 - x : x), c);
+        for (int k = 0; k < 3; k++) {
+            __m128i v = channel16(c, pick[flip][k]);
+            __m256 lo = _mm256_i32gather_ps(t[k], _mm256_cvtepu8_epi32(v), 4);
+            __m256 hi = _mm256_i32gather_ps(t[k], _mm256_cvtepu8_epi32(_mm_srli_si128(v, 8)), 4);
+            if (nt) {
+                _mm256_stream_ps(o[k] + x, lo);
+                _mm256_stream_ps(o[k] + x + 8, hi);
+            } else {
+                _mm256_storeu_ps(o[k] + x, lo);
+                _mm256_storeu_ps(o[k] + x + 8, hi);
+            }
+        }
+    }
+    return x;
+}
+
+__attribute__((target("avx2"))) static int64_t rows3_u8_avx2(const uint8_t *s, int64_t w, int flip,
+                                                             uint8_t *const o[3])
+{
+    int64_t x = 0;
+    int nt = (((uintptr_t)o[0] | (uintptr_t)o[1] | (uintptr_t)o[2]) & 15) == 0;
+    for (; x + 16 <= w; x += 16) {
+        __m128i c[3];
+        load48(s + 3 * (flip ? w - 16 - x : x), c);
+        for (int k = 0; k < 3; k++) {
+            __m128i v = channel16(c, pick[flip][k]);
+            if (nt) _mm_stream_si128((__m128i *)(void *)(o[k] + x), v);
+            else _mm_storeu_si128((__m128i *)(void *)(o[k] + x), v);
+        }
+    }
+    return x;
+}
+#endif
+
 void img_augment_apply_lut(const baton_image *im, const baton_augment *a, const img_norm_lut *lut,
                            baton_layout layout, float *dst)
 {
@@ -113,17 +203,28 @@ void img_augment_apply_lut(const baton_image *im, const baton_augment *a, const 
         /* the crops' case (no shift): each source row read once, into the three planes */
         const float *t0 = lut->v[0], *t1 = lut->v[1], *t2 = lut->v[2];
         size_t plane = (size_t)(h * w);
+#ifdef HAVE_AVX2_ROWS
+        int simd = rows_avx2();
+        const float *const t[3] = {t0, t1, t2};
+#endif
         for (int64_t y = 0; y < h; y++) {
             const uint8_t *s = im->px + y * w * 3;
             float *r = dst + y * w, *g = r + plane, *b = g + plane;
+            int64_t x = 0;
+#ifdef HAVE_AVX2_ROWS
+            if (simd) x = rows3_f32_avx2(s, w, a->flip, t, (float *const[3]){r, g, b});
+#endif
             if (a->flip)
-                for (int64_t x = 0; x < w; x++) {
+                for (; x < w; x++) {
                     const uint8_t *p = s + (w - 1 - x) * 3;
                     r[x] = t0[p[0]], g[x] = t1[p[1]], b[x] = t2[p[2]];
                 }
             else
-                for (int64_t x = 0; x < w; x++, s += 3) r[x] = t0[s[0]], g[x] = t1[s[1]], b[x] = t2[s[2]];
+                for (const uint8_t *p = s + 3 * x; x < w; x++, p += 3) r[x] = t0[p[0]], g[x] = t1[p[1]], b[x] = t2[p[2]];
         }
+#ifdef HAVE_AVX2_ROWS
+        if (simd) _mm_sfence();   /* the streamed stores before the batch is handed on */
+#endif
         return;
     }
     if (layout == BATON_LAYOUT_NCHW || c == 1) {
@@ -186,6 +287,35 @@ void img_augment_apply(const baton_image *im, const baton_augment *a, const floa
 /* ---------------------------------------------------------------- uint8 (no normalisation) */
 
 void img_augment_apply_u8(const baton_image *im, const baton_augment *a, baton_layout layout, uint8_t *dst)
+{
+    int64_t h = im->h, w = im->w;
+    if (layout == BATON_LAYOUT_NCHW && im->c == 3 && a->dy == 0 && a->dx == 0) {
+        /* the crops' case, as img_augment_apply_lut's: each source row read once, into the planes */
+        size_t plane = (size_t)(h * w);
+#ifdef HAVE_AVX2_ROWS
+        int simd = rows_avx2();
+#endif
+        for (int64_t y = 0; y < h; y++) {
+            const uint8_t *s = im->px + y * w * 3;
+            uint8_t *r = dst + y * w, *g = r + plane, *b = g + plane;
+            int64_t x = 0;
+#ifdef HAVE_AVX2_ROWS
+            if (simd) x = rows3_u8_avx2(s, w, a->flip, (uint8_t *const[3]){r, g, b});
+#endif
+            for (; x < w; x++) {
+                const uint8_t *p = s + (a->flip ? w - 1 - x : x) * 3;
+                r[x] = p[0], g[x] = p[1], b[x] = p[2];
+            }
+        }
+#ifdef HAVE_AVX2_ROWS
+        if (simd) _mm_sfence();
+#endif
+        return;
+    }
+    img_augment_apply_u8_ref(im, a, layout, dst);
+}
+
+void img_augment_apply_u8_ref(const baton_image *im, const baton_augment *a, baton_layout layout, uint8_t *dst)
 {
     int64_t h = im->h, w = im->w, c = im->c;
     for (int64_t y = 0; y < h; y++) {

@@ -44,7 +44,10 @@ void img_norm_lut_init(img_norm_lut *lut, uint32_t c, const float *mean, const f
 void img_augment_apply_lut(const baton_image *im, const baton_augment *a, const img_norm_lut *lut,
                            baton_layout layout, float *dst);
 
-/* The same crop and flip without normalisation: the pixels (0 outside the image) in the layout. */
+/* The same crop and flip without normalisation: the pixels (0 outside the image) in the layout.
+ * _ref is the plain per-pixel loop; img_augment_apply_u8 walks rows for the crops' case (3 channels,
+ * NCHW, no shift) and is _ref otherwise: the same bytes (tests memcmp them). */
 void img_augment_apply_u8(const baton_image *im, const baton_augment *a, baton_layout layout, uint8_t *dst);
+void img_augment_apply_u8_ref(const baton_image *im, const baton_augment *a, baton_layout layout, uint8_t *dst);
 
 #endif
