@@ -15,8 +15,9 @@
  *    decoded region by the exact scale factor output_size / image_size and resampled.
  *  - JPEG with a restart marker after every MCU (`baton pack --jpeg-restart`; recognised from the
  *    header: jpeg_rect_internal.h says which files): the same region — same scale, columns, rows
- *    and libjpeg calls — is decoded from a small JPEG of only the MCUs that hold it plus one MCU
- *    each side (jpeg_rect.c), so the MCUs above and beside the box are never entropy-decoded; the
+ *    and libjpeg calls — is decoded from a small JPEG of only the MCUs that hold it, plus the MCU
+ *    row above (below) where vertically upsampled chroma reads it (jpeg_region_rect says when;
+ *    jpeg_rect.c cuts it), so the MCUs above and beside the box are never entropy-decoded; the
  *    result is byte-identical to the path above (tests/unit/test_img_rect.c). If the rectangle
  *    fails for any reason the path above decodes the file's own bytes with the box already planned
  *    (the plan runs once per image) and its result or error stands. s->rect_off turns it off.
