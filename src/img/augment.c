@@ -14,9 +14,9 @@
  *    Both compute every value with img_norm_value, so they agree bit for bit (tests memcmp them).
  *  - img_augment_apply_u8 is the same crop and flip without normalisation (bytes), beside its
  *    plain loop img_augment_apply_u8_ref.
- *  - The crops' case (3 channels, NCHW, no shift) goes 16 pixels at a time with AVX2 where the
- *    CPU has it, for floats and bytes: the same results (the tests compare every path with its
- *    plain loop).
+ *  - The crops' case (3 channels, no shift) goes 16 pixels at a time with AVX2 where the CPU has
+ *    it, in either layout, for floats and bytes: the same results (the tests compare every path
+ *    with its plain loop).
  *  - No allocation; nothing here can fail. Images with more than IMG_NORM_MAX_C channels take
  *    the reference path. */
 #include "augment_internal.h"
@@ -193,6 +193,63 @@ __attribute__((target("avx2"))) static int64_t rows3_u8_avx2(const uint8_t *s, i
     }
     return x;
 }
+
+/* NHWC: the same 16 pixels kept interleaved, reversed when flipped (rev[j][m]: byte t of output
+ * piece j from source piece m, pixel 15 - (16j + t) / 3's channel (16j + t) % 3, or zero). */
+#define PR_SRC(j, t) (3 * (15 - (16 * (j) + (t)) / 3) + (16 * (j) + (t)) % 3)
+#define PR(j, m, t) (char)(PR_SRC(j, t) / 16 == (m) ? PR_SRC(j, t) % 16 : -128)
+#define PR16(j, m)                                                                                      \
+    {PR(j, m, 0),  PR(j, m, 1),  PR(j, m, 2),  PR(j, m, 3),  PR(j, m, 4),  PR(j, m, 5),  PR(j, m, 6),      \
+     PR(j, m, 7),  PR(j, m, 8),  PR(j, m, 9),  PR(j, m, 10), PR(j, m, 11), PR(j, m, 12), PR(j, m, 13),     \
+     PR(j, m, 14), PR(j, m, 15)}
+static const char rev[3][3][16] = {{PR16(0, 0), PR16(0, 1), PR16(0, 2)},
+                                   {PR16(1, 0), PR16(1, 1), PR16(1, 2)},
+                                   {PR16(2, 0), PR16(2, 1), PR16(2, 2)}};
+
+/* The 48 bytes of 16 pixels at s in output order: as they are, or the pixels reversed. */
+__attribute__((target("avx2"))) static inline void pixels16(const uint8_t *s, int flip, __m128i out[3])
+{
+    __m128i c[3];
+    load48(s, c);
+    for (int j = 0; j < 3; j++) out[j] = flip ? channel16(c, rev[j]) : c[j];
+}
+
+/* Columns [0, return) of one NHWC output row of floats: each byte's entry gathered from the table
+ * of its channel (v[k][px] at 256k + px of the table's floats; value i of a row is channel i mod
+ * 3, so eight values take one of three offset patterns). */
+__attribute__((target("avx2"))) static int64_t rows3_hwc_f32_avx2(const uint8_t *s, int64_t w, int flip,
+                                                                  const float *t, float *o)
+{
+    const __m256i off[3] = {_mm256_setr_epi32(0, 256, 512, 0, 256, 512, 0, 256),
+                            _mm256_setr_epi32(512, 0, 256, 512, 0, 256, 512, 0),
+                            _mm256_setr_epi32(256, 512, 0, 256, 512, 0, 256, 512)};
+    int nt = ((uintptr_t)o & 31) == 0;
+    int64_t x = 0;
+    for (; x + 16 <= w; x += 16) {
+        __m128i px[3];
+        pixels16(s + 3 * (flip ? w - 16 - x : x), flip, px);
+        float *d = o + 3 * x;
+        for (int g = 0; g < 6; g++) {
+            __m128i b = g & 1 ? _mm_srli_si128(px[g / 2], 8) : px[g / 2];
+            __m256 v = _mm256_i32gather_ps(t, _mm256_add_epi32(_mm256_cvtepu8_epi32(b), off[g % 3]), 4);
+            if (nt) _mm256_stream_ps(d + 8 * g, v);
+            else _mm256_storeu_ps(d + 8 * g, v);
+        }
+    }
+    return x;
+}
+
+/* Columns [0, return) of one flipped NHWC output row of bytes. */
+__attribute__((target("avx2"))) static int64_t rows3_hwc_u8_flip_avx2(const uint8_t *s, int64_t w, uint8_t *o)
+{
+    int64_t x = 0;
+    for (; x + 16 <= w; x += 16) {
+        __m128i px[3];
+        pixels16(s + 3 * (w - 16 - x), 1, px);
+        for (int j = 0; j < 3; j++) _mm_storeu_si128((__m128i *)(void *)(o + 3 * x + 16 * j), px[j]);
+    }
+    return x;
+}
 #endif
 
 void img_augment_apply_lut(const baton_image *im, const baton_augment *a, const img_norm_lut *lut,
@@ -224,6 +281,28 @@ void img_augment_apply_lut(const baton_image *im, const baton_augment *a, const 
         }
 #ifdef HAVE_AVX2_ROWS
         if (simd) _mm_sfence();   /* the streamed stores before the batch is handed on */
+#endif
+        return;
+    }
+    if (layout == BATON_LAYOUT_NHWC && c == 3 && a->dy == 0 && a->dx == 0) {
+        /* the crops' case in NHWC: whole pixels, in order or reversed */
+#ifdef HAVE_AVX2_ROWS
+        int simd = rows_avx2();
+#endif
+        for (int64_t y = 0; y < h; y++) {
+            const uint8_t *s = im->px + y * w * 3;
+            float *row = dst + y * w * 3;
+            int64_t x = 0;
+#ifdef HAVE_AVX2_ROWS
+            if (simd) x = rows3_hwc_f32_avx2(s, w, a->flip, &lut->v[0][0], row);
+#endif
+            for (; x < w; x++) {
+                const uint8_t *p = s + (a->flip ? w - 1 - x : x) * 3;
+                row[3 * x] = lut->v[0][p[0]], row[3 * x + 1] = lut->v[1][p[1]], row[3 * x + 2] = lut->v[2][p[2]];
+            }
+        }
+#ifdef HAVE_AVX2_ROWS
+        if (simd) _mm_sfence();
 #endif
         return;
     }
@@ -310,6 +389,25 @@ void img_augment_apply_u8(const baton_image *im, const baton_augment *a, baton_l
 #ifdef HAVE_AVX2_ROWS
         if (simd) _mm_sfence();
 #endif
+        return;
+    }
+    if (layout == BATON_LAYOUT_NHWC && im->c == 3 && a->dy == 0 && a->dx == 0) {
+        if (!a->flip) {
+            memcpy(dst, im->px, (size_t)(h * w) * 3);
+            return;
+        }
+#ifdef HAVE_AVX2_ROWS
+        int simd = rows_avx2();
+#endif
+        for (int64_t y = 0; y < h; y++) {
+            const uint8_t *s = im->px + y * w * 3;
+            uint8_t *row = dst + y * w * 3;
+            int64_t x = 0;
+#ifdef HAVE_AVX2_ROWS
+            if (simd) x = rows3_hwc_u8_flip_avx2(s, w, row);
+#endif
+            for (; x < w; x++) memcpy(row + 3 * x, s + (w - 1 - x) * 3, 3);
+        }
         return;
     }
     img_augment_apply_u8_ref(im, a, layout, dst);

@@ -46,7 +46,7 @@ void img_augment_apply_lut(const baton_image *im, const baton_augment *a, const 
 
 /* The same crop and flip without normalisation: the pixels (0 outside the image) in the layout.
  * _ref is the plain per-pixel loop; img_augment_apply_u8 walks rows for the crops' case (3 channels,
- * NCHW, no shift) and is _ref otherwise: the same bytes (tests memcmp them). */
+ * no shift, either layout) and is _ref otherwise: the same bytes (tests memcmp them). */
 void img_augment_apply_u8(const baton_image *im, const baton_augment *a, baton_layout layout, uint8_t *dst);
 void img_augment_apply_u8_ref(const baton_image *im, const baton_augment *a, baton_layout layout, uint8_t *dst);
 

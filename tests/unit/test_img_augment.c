@@ -160,9 +160,9 @@ static void test_apply(void)
     baton_image_free(&im);
 }
 
-/* The crops' rows (3 channels, NCHW, no shift: the 16-pixel AVX2 blocks and their scalar
- * tails), floats and bytes, flipped and not, at every width to 80 and at offsets that leave the
- * planes aligned or not: each equal to its plain loop. */
+/* The crops' rows (3 channels, no shift: the 16-pixel AVX2 blocks and their scalar tails), in
+ * both layouts, floats and bytes, flipped and not, at every width to 80 and at offsets that leave
+ * the rows aligned or not: each equal to its plain loop. */
 static void test_crop_rows(void)
 {
     unsigned seed = 77;
@@ -172,31 +172,33 @@ static void test_crop_rows(void)
     float *ref = aligned_alloc(64, cap * sizeof *ref), *fast = aligned_alloc(64, cap * sizeof *fast);
     uint8_t *ref8 = aligned_alloc(64, cap), *fast8 = aligned_alloc(64, cap);
     uint64_t cases = 0, bad = 0, bad8 = 0;
+    for (int lay = 0; lay < 2; lay++)
     for (uint32_t w = 1; w <= 80; w++)
         for (uint32_t h = 1; h <= 5; h += 4)
             for (int flip = 0; flip < 2; flip++)
                 for (size_t off = 0; off < 16; off += 5) {
+                    baton_layout layout = lay ? BATON_LAYOUT_NHWC : BATON_LAYOUT_NCHW;
                     random_image(&im, h, w, 3, &seed);
                     baton_augment a = {.flip = flip};
                     memset(ref, 0xa5, cap * sizeof *ref);
                     memset(fast, 0xa5, cap * sizeof *fast);
                     memset(ref8, 0xa5, cap);
                     memset(fast8, 0xa5, cap);
-                    img_augment_apply_ref(&im, &a, mean, std, BATON_LAYOUT_NCHW, ref + off);
-                    img_augment_apply(&im, &a, mean, std, BATON_LAYOUT_NCHW, fast + off);
-                    img_augment_apply_u8_ref(&im, &a, BATON_LAYOUT_NCHW, ref8 + off);
-                    img_augment_apply_u8(&im, &a, BATON_LAYOUT_NCHW, fast8 + off);
+                    img_augment_apply_ref(&im, &a, mean, std, layout, ref + off);
+                    img_augment_apply(&im, &a, mean, std, layout, fast + off);
+                    img_augment_apply_u8_ref(&im, &a, layout, ref8 + off);
+                    img_augment_apply_u8(&im, &a, layout, fast8 + off);
                     cases++;
                     if (memcmp(ref, fast, cap * sizeof *ref) != 0) {   /* and nothing written around them */
-                        if (!bad) fprintf(stderr, "crop rows (floats) differ: %ux%u flip %d offset %zu\n", h, w, flip, off);
+                        if (!bad) fprintf(stderr, "crop rows (floats) differ: %ux%u flip %d offset %zu layout %d\n", h, w, flip, off, lay);
                         bad++;
                     }
                     if (memcmp(ref8, fast8, cap) != 0) {
-                        if (!bad8) fprintf(stderr, "crop rows (bytes) differ: %ux%u flip %d offset %zu\n", h, w, flip, off);
+                        if (!bad8) fprintf(stderr, "crop rows (bytes) differ: %ux%u flip %d offset %zu layout %d\n", h, w, flip, off, lay);
                         bad8++;
                     }
                 }
-    CHECK_EQ_U(cases, 80 * 2 * 2 * 4);
+    CHECK_EQ_U(cases, 2 * 80 * 2 * 2 * 4);
     CHECK_EQ_U(bad, 0);
     CHECK_EQ_U(bad8, 0);
     /* a flipped byte row by hand: pixels 0..19 with R = i, G = 100 + i, B = 200 - i */
@@ -206,6 +208,11 @@ static void test_crop_rows(void)
     int hand = 1;
     for (int x = 0; x < 20; x++)
         if (fast8[x] != 19 - x || fast8[20 + x] != 119 - x || fast8[40 + x] != 181 + x) hand = 0;
+    CHECK(hand);
+    img_augment_apply_u8(&im, &(baton_augment){.flip = 1}, BATON_LAYOUT_NHWC, fast8);
+    hand = 1;
+    for (int x = 0; x < 20; x++)
+        if (fast8[3 * x] != 19 - x || fast8[3 * x + 1] != 119 - x || fast8[3 * x + 2] != 181 + x) hand = 0;
     CHECK(hand);
     free(ref);
     free(fast);
