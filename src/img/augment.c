@@ -250,6 +250,36 @@ __attribute__((target("avx2"))) static int64_t rows3_hwc_u8_flip_avx2(const uint
     }
     return x;
 }
+
+static void rows_fence(void)
+{
+    _mm_sfence();   /* the streamed stores before the batch is handed on */
+}
+#else
+/* Without AVX2 in the compiler: no columns done ahead of the scalar loops. */
+static int rows_avx2(void)
+{
+    return 0;
+}
+static int64_t rows3_f32_avx2(const uint8_t *s, int64_t w, int flip, const float *const t[3], float *const o[3])
+{
+    return 0;
+}
+static int64_t rows3_u8_avx2(const uint8_t *s, int64_t w, int flip, uint8_t *const o[3])
+{
+    return 0;
+}
+static int64_t rows3_hwc_f32_avx2(const uint8_t *s, int64_t w, int flip, const float *t, float *o)
+{
+    return 0;
+}
+static int64_t rows3_hwc_u8_flip_avx2(const uint8_t *s, int64_t w, uint8_t *o)
+{
+    return 0;
+}
+static void rows_fence(void)
+{
+}
 #endif
 
 void img_augment_apply_lut(const baton_image *im, const baton_augment *a, const img_norm_lut *lut,
@@ -260,17 +290,12 @@ void img_augment_apply_lut(const baton_image *im, const baton_augment *a, const 
         /* the crops' case (no shift): each source row read once, into the three planes */
         const float *t0 = lut->v[0], *t1 = lut->v[1], *t2 = lut->v[2];
         size_t plane = (size_t)(h * w);
-#ifdef HAVE_AVX2_ROWS
         int simd = rows_avx2();
         const float *const t[3] = {t0, t1, t2};
-#endif
         for (int64_t y = 0; y < h; y++) {
             const uint8_t *s = im->px + y * w * 3;
             float *r = dst + y * w, *g = r + plane, *b = g + plane;
-            int64_t x = 0;
-#ifdef HAVE_AVX2_ROWS
-            if (simd) x = rows3_f32_avx2(s, w, a->flip, t, (float *const[3]){r, g, b});
-#endif
+            int64_t x = simd ? rows3_f32_avx2(s, w, a->flip, t, (float *const[3]){r, g, b}) : 0;
             if (a->flip)
                 for (; x < w; x++) {
                     const uint8_t *p = s + (w - 1 - x) * 3;
@@ -279,31 +304,22 @@ void img_augment_apply_lut(const baton_image *im, const baton_augment *a, const 
             else
                 for (const uint8_t *p = s + 3 * x; x < w; x++, p += 3) r[x] = t0[p[0]], g[x] = t1[p[1]], b[x] = t2[p[2]];
         }
-#ifdef HAVE_AVX2_ROWS
-        if (simd) _mm_sfence();   /* the streamed stores before the batch is handed on */
-#endif
+        if (simd) rows_fence();
         return;
     }
     if (layout == BATON_LAYOUT_NHWC && c == 3 && a->dy == 0 && a->dx == 0) {
         /* the crops' case in NHWC: whole pixels, in order or reversed */
-#ifdef HAVE_AVX2_ROWS
         int simd = rows_avx2();
-#endif
         for (int64_t y = 0; y < h; y++) {
             const uint8_t *s = im->px + y * w * 3;
             float *row = dst + y * w * 3;
-            int64_t x = 0;
-#ifdef HAVE_AVX2_ROWS
-            if (simd) x = rows3_hwc_f32_avx2(s, w, a->flip, &lut->v[0][0], row);
-#endif
+            int64_t x = simd ? rows3_hwc_f32_avx2(s, w, a->flip, &lut->v[0][0], row) : 0;
             for (; x < w; x++) {
                 const uint8_t *p = s + (a->flip ? w - 1 - x : x) * 3;
                 row[3 * x] = lut->v[0][p[0]], row[3 * x + 1] = lut->v[1][p[1]], row[3 * x + 2] = lut->v[2][p[2]];
             }
         }
-#ifdef HAVE_AVX2_ROWS
-        if (simd) _mm_sfence();
-#endif
+        if (simd) rows_fence();
         return;
     }
     if (layout == BATON_LAYOUT_NCHW || c == 1) {
@@ -371,24 +387,17 @@ void img_augment_apply_u8(const baton_image *im, const baton_augment *a, baton_l
     if (layout == BATON_LAYOUT_NCHW && im->c == 3 && a->dy == 0 && a->dx == 0) {
         /* the crops' case, as img_augment_apply_lut's: each source row read once, into the planes */
         size_t plane = (size_t)(h * w);
-#ifdef HAVE_AVX2_ROWS
         int simd = rows_avx2();
-#endif
         for (int64_t y = 0; y < h; y++) {
             const uint8_t *s = im->px + y * w * 3;
             uint8_t *r = dst + y * w, *g = r + plane, *b = g + plane;
-            int64_t x = 0;
-#ifdef HAVE_AVX2_ROWS
-            if (simd) x = rows3_u8_avx2(s, w, a->flip, (uint8_t *const[3]){r, g, b});
-#endif
+            int64_t x = simd ? rows3_u8_avx2(s, w, a->flip, (uint8_t *const[3]){r, g, b}) : 0;
             for (; x < w; x++) {
                 const uint8_t *p = s + (a->flip ? w - 1 - x : x) * 3;
                 r[x] = p[0], g[x] = p[1], b[x] = p[2];
             }
         }
-#ifdef HAVE_AVX2_ROWS
-        if (simd) _mm_sfence();
-#endif
+        if (simd) rows_fence();
         return;
     }
     if (layout == BATON_LAYOUT_NHWC && im->c == 3 && a->dy == 0 && a->dx == 0) {
@@ -396,16 +405,11 @@ void img_augment_apply_u8(const baton_image *im, const baton_augment *a, baton_l
             memcpy(dst, im->px, (size_t)(h * w) * 3);
             return;
         }
-#ifdef HAVE_AVX2_ROWS
         int simd = rows_avx2();
-#endif
         for (int64_t y = 0; y < h; y++) {
             const uint8_t *s = im->px + y * w * 3;
             uint8_t *row = dst + y * w * 3;
-            int64_t x = 0;
-#ifdef HAVE_AVX2_ROWS
-            if (simd) x = rows3_hwc_u8_flip_avx2(s, w, row);
-#endif
+            int64_t x = simd ? rows3_hwc_u8_flip_avx2(s, w, row) : 0;
             for (; x < w; x++) memcpy(row + 3 * x, s + (w - 1 - x) * 3, 3);
         }
         return;
