@@ -5,14 +5,16 @@
  *              entropy-decoded, the box's rows and iMCU columns transformed, DCT-scaled)
  *   ord-rst    the same path on the file transcoded with a restart marker after every MCU
  *              (what `baton pack --jpeg-restart` stores) — the markers' cost to it
- *   rectangle  the crop decoder on the transcoded file: its box's MCUs alone
+ *   rect-lj    the crop decoder on the transcoded file: its box's MCUs alone, entropy-decoded by
+ *              libjpeg's own Huffman decoder (its slow path: a restart interval is set)
+ *   rectangle  the same with baton's decoder of the box's MCUs (src/img/jpeg_mcu.c): the default
  *
  *   crop_paths DIR [--rounds R] [--limit N] [--seed S] [--only WAY] [--json]   (JPEGs under DIR/<class>/)
  *
  * --only runs one way alone (for a profiler); the comparison of outputs then does not happen.
  *
  * Contract: files read and transcoded first (not timed; the byte cost is reported); then R rounds
- * over every file, the four ways alternated on each file in a rotating order, each timed with
+ * over every file, the five ways alternated on each file in a rotating order, each timed with
  * CLOCK_THREAD_CPUTIME_ID on one thread, the box drawn from (seed, round, file). Prints ms per
  * image and the ratios; the rectangle's output is compared with the ordinary path's (it must be
  * the same bytes: exit 1 if not). */
@@ -105,8 +107,8 @@ static int plan_rrc(void *ctx, uint32_t h, uint32_t w, double box[4], baton_err 
     return BATON_OK;
 }
 
-enum { WHOLE, ORDINARY, ORD_RST, RECT, WAYS };
-static const char *const way_name[WAYS] = {"whole", "ordinary", "ord-rst", "rectangle"};
+enum { WHOLE, ORDINARY, ORD_RST, RECT_LJ, RECT, WAYS };
+static const char *const way_name[WAYS] = {"whole", "ordinary", "ord-rst", "rect-lj", "rectangle"};
 
 int main(int argc, char **argv)
 {
@@ -140,7 +142,7 @@ int main(int argc, char **argv)
     }
     double bytes[2] = {0, 0}, t[WAYS] = {0};
     for (size_t i = 0; i < n; i++) bytes[0] += fs[i].len, bytes[1] += fs[i].rst_len;
-    img_scratch s_ord = {.rect_off = 1}, s_rect = {0};
+    img_scratch s_ord = {.rect_off = 1}, s_rect = {0}, s_lj = {.huff_off = 1};
     baton_image whole = {0}, out[WAYS] = {{0}};
     baton_err err = {0};
     uint32_t rgb[3] = {0, 0, 3};
@@ -162,8 +164,8 @@ int main(int argc, char **argv)
                                          BATON_ENC_JPEG, NULL, 3, plan_rrc, &r, 224, 224, &s_ord, &out[way], NULL, NULL,
                                          &err);
                 else
-                    rc = img_decode_crop(f->rst, f->rst_len, BATON_ENC_JPEG, NULL, 3, plan_rrc, &r, 224, 224, &s_rect,
-                                         &out[way], NULL, NULL, &err);
+                    rc = img_decode_crop(f->rst, f->rst_len, BATON_ENC_JPEG, NULL, 3, plan_rrc, &r, 224, 224,
+                                         way == RECT ? &s_rect : &s_lj, &out[way], NULL, NULL, &err);
                 t[way] += cpu_now() - t0;
                 if (rc) {
                     fprintf(stderr, "crop_paths: file %zu, %s: %s\n", i, way_name[way], err.msg);
@@ -193,6 +195,7 @@ int main(int argc, char **argv)
     }
     img_scratch_free(&s_ord);
     img_scratch_free(&s_rect);
+    img_scratch_free(&s_lj);
     baton_image_free(&whole);
     for (int w = 0; w < WAYS; w++) baton_image_free(&out[w]);
     for (size_t i = 0; i < n; i++) free(fs[i].data), free(fs[i].rst);

@@ -137,12 +137,12 @@ int jrect_index(jrect *j, const uint8_t *p, size_t n)
     }
 }
 
-size_t jrect_build(jrect *j, const uint8_t *p, uint32_t x0, uint32_t x1, uint32_t y0, uint32_t y1)
+size_t jrect_build(jrect *j, const uint8_t *p, uint32_t x0, uint32_t x1, uint32_t y0, uint32_t y1, int data)
 {
     if (x0 >= x1 || y0 >= y1 || x1 > j->mcux || y1 > j->mcuy) return 0;
     const size_t *iv = j->iv;
-    size_t need = j->hdr_len;
-    for (uint32_t y = y0; y < y1; y++) need += iv[(size_t)y * j->mcux + x1] - iv[(size_t)y * j->mcux + x0];
+    size_t need = j->hdr_len + 2;
+    for (uint32_t y = y0; data && y < y1; y++) need += iv[(size_t)y * j->mcux + x1] - iv[(size_t)y * j->mcux + x0];
     if (need > j->out_cap) {
         size_t cap = j->out_cap ? j->out_cap : 16384;
         while (cap < need) cap *= 2;
@@ -161,6 +161,11 @@ size_t jrect_build(jrect *j, const uint8_t *p, uint32_t x0, uint32_t x1, uint32_
     sof[7] = (uint8_t)(rw >> 8);
     sof[8] = (uint8_t)rw;
     size_t o = j->hdr_len;
+    if (!data) {
+        out[o++] = 0xff;
+        out[o++] = 0xd9;
+        return o;
+    }
     unsigned k = 0;
     for (uint32_t y = y0; y < y1; y++) {
         /* a row's MCUs are contiguous in the file, each followed by its marker (RST, or EOI after
@@ -180,5 +185,6 @@ void jrect_free(jrect *j)
     free(j->hdr);
     free(j->iv);
     free(j->out);
+    jmcu_free(j->mcu);
     *j = (jrect){0};
 }

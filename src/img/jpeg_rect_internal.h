@@ -27,7 +27,19 @@
  *    rectangle's intervals in raster order with RST markers renumbered from RST0, and EOI. Each
  *    MCU's entropy bytes are copied unchanged: every interval starts with reset DC predictors, so
  *    the rectangle decodes to exactly the pixels the whole image has there, up to the chroma
- *    upsampling at its edges. Returns the length in j->out, or 0 when out of memory.
+ *    upsampling at its edges. With data = 0 the header and EOI only, no entropy bytes: what
+ *    jmcu_install's decoder reads the MCUs from the file itself for. Returns the length in j->out,
+ *    or 0 when out of memory.
+ *  - jmcu_install (src/img/jpeg_mcu.c): after jpeg_start_decompress of the rectangle
+ *    [x0, x1) × [y0, y1) that jrect_build cut from p (j indexed p), makes ci's entropy decoder
+ *    one that decodes each MCU straight from its interval in p — the coefficients libjpeg's own
+ *    decoder gives, with a fast Huffman lookup (libjpeg-turbo takes its slow path whenever a
+ *    restart interval is set). Returns 0, installing nothing, for a scan it does not take (not
+ *    one sequential Huffman scan of every component, a table missing or malformed). A stream it
+ *    cannot decode (an unknown code, a run past the block, an MCU longer than its interval) is
+ *    libjpeg's error_exit, so the caller's longjmp; region.c then decodes the file the ordinary
+ *    way. p and j must outlive the decompression; its state lives in j (j->mcu, freed by
+ *    jrect_free).
  *  - A jrect is zero-initialised, reused for any number of files (buffers grow to the largest)
  *    and released with jrect_free. */
 #ifndef BATON_JPEG_RECT_INTERNAL_H
@@ -51,10 +63,16 @@ typedef struct jrect {
     size_t iv_cap;             /* entries */
     uint8_t *out;              /* the rectangle's JPEG */
     size_t out_cap;
+    struct jmcu *mcu;          /* jpeg_mcu.c's decoder, on first use */
 } jrect;
 
 int jrect_index(jrect *j, const uint8_t *p, size_t n);
-size_t jrect_build(jrect *j, const uint8_t *p, uint32_t x0, uint32_t x1, uint32_t y0, uint32_t y1);
+size_t jrect_build(jrect *j, const uint8_t *p, uint32_t x0, uint32_t x1, uint32_t y0, uint32_t y1, int data);
 void jrect_free(jrect *j);
+
+struct jpeg_decompress_struct;
+int jmcu_install(struct jpeg_decompress_struct *ci, jrect *j, const uint8_t *p, uint32_t x0, uint32_t x1,
+                 uint32_t y0, uint32_t y1);
+void jmcu_free(struct jmcu *m);
 
 #endif

@@ -18,9 +18,11 @@
  *    and libjpeg calls — is decoded from a small JPEG of only the MCUs that hold it, plus the MCU
  *    row above (below) where vertically upsampled chroma reads it (jpeg_region_rect says when;
  *    jpeg_rect.c cuts it), so the MCUs above and beside the box are never entropy-decoded; the
- *    result is byte-identical to the path above (tests/unit/test_img_rect.c). If the rectangle
- *    fails for any reason the path above decodes the file's own bytes with the box already planned
- *    (the plan runs once per image) and its result or error stands. s->rect_off turns it off.
+ *    MCUs are entropy-decoded by jpeg_mcu.c's decoder straight from the file (s->huff_off: by
+ *    libjpeg's own, from a copy of their bytes). The result is byte-identical to the path above
+ *    (tests/unit/test_img_rect.c). If the rectangle fails for any reason the path above decodes
+ *    the file's own bytes with the box already planned (the plan runs once per image) and its
+ *    result or error stands. s->rect_off turns it off.
  *  - libjpeg never prints and never exits here: fatal errors come back through setjmp/longjmp as
  *    BATON_ERR_CORRUPT (BATON_ERR_FORMAT when the decoder would need more memory than the image
  *    can justify: libjpeg's max_memory_to_use is set from the header's size, so a hostile
@@ -352,13 +354,14 @@ static int jpeg_region_rect(region_jpeg *r, jrect *j, const uint8_t *p, const cr
     int vctx = j->mcu_h > 8;
     int above = vctx && my0 > 0 && g.y0 == my0 * smh, below = vctx && my1 < j->mcuy && g.y1 == my1 * smh;
     uint32_t ry0 = above ? my0 - 1 : my0, ry1 = below ? my1 + 1 : my1;
-    size_t len = jrect_build(j, p, rx0, rx1, ry0, ry1);
+    size_t len = jrect_build(j, p, rx0, rx1, ry0, ry1, s->huff_off);
     if (!len) return baton_err_set(err, BATON_ERR_NOMEM, "JPEG: out of memory for a %ux%u-MCU rectangle",
                                    ry1 - ry0, rx1 - rx0);
     jpeg_mem_src(ci, j->out, (unsigned long)len);
     jpeg_read_header(ci, TRUE);
     set_output(ci, (int)m, q->c);
     jpeg_start_decompress(ci);
+    if (!s->huff_off && !jmcu_install(ci, j, p, rx0, rx1, ry0, ry1)) ERREXIT(ci, JERR_NOT_COMPILED);
     uint32_t ox = rx0 * smw, oy = ry0 * smh;
     uint32_t rw = (rx1 == j->mcux ? ws : rx1 * smw) - ox, rh = (ry1 == j->mcuy ? hs : ry1 * smh) - oy;
     if (ci->output_width != rw || ci->output_height != rh) ERREXIT(ci, JERR_BAD_CROP_SPEC);

@@ -45,6 +45,8 @@ typedef struct img_scratch {
     void *jpeg;            /* region.c's libjpeg decompressor, created on first use */
     void *rect;            /* region.c's restart index and rectangle (jpeg_rect.c), on first use */
     int rect_off;          /* 1: never the rectangle path (tests and benchmarks compare the two) */
+    int huff_off;          /* 1: the rectangle path with libjpeg's own Huffman decoder, not
+                            * jpeg_mcu.c's (its reference, in tests and benchmarks) */
     uint64_t rect_decodes; /* crops the rectangle path gave (tests check which path ran) */
 } img_scratch;
 void img_scratch_free(img_scratch *s);
