@@ -124,6 +124,10 @@ int baton_write_all(int fd, const void *p, size_t n, const char *name, baton_err
  * into, never replaced; a FIFO with no reader, a directory, a socket or a block device is an
  * error naming what it is. */
 int baton_file_write_atomic(const char *path, const void *p, size_t n, baton_err *err);
+/* The same without the two fsyncs: a reader never sees a half-written file while this process
+ * runs, but after a crash the file may be the old one, the new one or torn. Only for copies every
+ * reader checks against a size and CRC32C listed elsewhere (a local copy's shard index). */
+int baton_file_write_replace(const char *path, const void *p, size_t n, baton_err *err);
 int baton_fsync_dir(const char *dir, baton_err *err);
 /* Finish a file written under the temporary name tmp (open as fd): fsync, close, rename to path,
  * fsync the parent. rc is the status of the writing so far: on any failure, then or here, the

@@ -50,7 +50,10 @@ void baton_loader_opts_default(baton_loader_opts *o)
 /* ---------------------------------------------------------------- opening */
 
 /* Check one shard's index (bytes in b) against the manifest, keep its offsets, and (file and
- * cache modes) write it beside the local copy. */
+ * cache modes) write it beside the local copy — without fsync, as the shards' copies are
+ * (localcopy.c): the loader always takes indexes from the store, and whoever reads the folder
+ * later checks the copy against dataset.json's size and CRC32C here; in cache mode the first
+ * shard's index is on the way to the first batch, and two fsyncs cost milliseconds each. */
 static int take_index(baton_loader *l, size_t s, const baton_buf *b, baton_err *err)
 {
     const baton_shard_info *si = &l->m.shards[s];
@@ -64,7 +67,7 @@ static int take_index(baton_loader *l, size_t s, const baton_buf *b, baton_err *
     if (rc == BATON_OK && (l->o.mode == BATON_MODE_FILE || l->o.mode == BATON_MODE_CACHE)) {
         char path[4096];  /* keep the index beside the local copy: it becomes a dataset folder */
         rc = baton_path_join(path, sizeof path, l->local_dir, si->index, err);
-        if (rc == BATON_OK) rc = baton_file_write_atomic(path, b->data, b->len, err);
+        if (rc == BATON_OK) rc = baton_file_write_replace(path, b->data, b->len, err);
     }
     if (rc) {
         free(e);

@@ -193,7 +193,7 @@ static int write_special(const char *path, mode_t mode, const void *p, size_t n,
     return rc;
 }
 
-int baton_file_write_atomic(const char *path, const void *p, size_t n, baton_err *err)
+static int write_via_tmp(const char *path, const void *p, size_t n, int durable, baton_err *err)
 {
     struct stat st;
     if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) return write_special(path, st.st_mode, p, n, err);
@@ -204,7 +204,22 @@ int baton_file_write_atomic(const char *path, const void *p, size_t n, baton_err
         return baton_err_set(err, BATON_ERR_ARG, "%s: path too long", path);
     int fd = baton_sys.open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return io_err(err, "cannot create", tmp);
-    return baton_file_publish(fd, tmp, path, baton_write_all(fd, p, n, tmp, err), err);
+    int rc = baton_write_all(fd, p, n, tmp, err);
+    if (durable) return baton_file_publish(fd, tmp, path, rc, err);
+    if (baton_sys.close(fd) != 0 && rc == BATON_OK) rc = io_err(err, "close failed", tmp);
+    if (rc == BATON_OK && baton_sys.rename(tmp, path) != 0) rc = io_err(err, "rename failed", path);
+    if (rc != BATON_OK) baton_sys.unlink(tmp);
+    return rc;
+}
+
+int baton_file_write_atomic(const char *path, const void *p, size_t n, baton_err *err)
+{
+    return write_via_tmp(path, p, n, 1, err);
+}
+
+int baton_file_write_replace(const char *path, const void *p, size_t n, baton_err *err)
+{
+    return write_via_tmp(path, p, n, 0, err);
 }
 
 int baton_mkdir_p(const char *path, baton_err *err)

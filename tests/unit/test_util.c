@@ -3,10 +3,18 @@
 #include "baton/util.h"
 #include "check.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+static int fsyncs;
+static int counting_fsync(int fd)
+{
+    fsyncs++;
+    return fsync(fd);
+}
 
 static int fail_writes;
 static ssize_t failing_write(int fd, const void *p, size_t n)
@@ -177,6 +185,28 @@ int main(void)
     char tmp[300];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
     CHECK(access(tmp, F_OK) != 0);
+
+    /* the same without fsync (a copy its readers check): replaced whole, nothing left behind on
+     * a failure, the old file intact */
+    baton_sys.fsync = counting_fsync;
+    CHECK(baton_file_write_replace(path, "again", 5, &err) == BATON_OK && fsyncs == 0);
+    CHECK(baton_file_write_atomic(path, "hello", 5, &err) == BATON_OK && fsyncs == 2);  /* the file and its folder */
+    CHECK(baton_file_write_replace(path, "world!", 6, &err) == BATON_OK && fsyncs == 2);
+    CHECK(baton_file_read_all(path, 100, &data, &n, &err) == BATON_OK);
+    CHECK(n == 6 && memcmp(data, "world!", 6) == 0);
+    free(data);
+    baton_sys.write = failing_write;
+    CHECK(baton_file_write_replace(path, "lost", 4, &err) == BATON_ERR_NOSPACE);
+    baton_sys_reset();
+    CHECK(baton_file_read_all(path, 100, &data, &n, &err) == BATON_OK);
+    CHECK(n == 6 && memcmp(data, "world!", 6) == 0);
+    free(data);
+    snprintf(sub, sizeof sub, "%s", dir);
+    DIR *dd = opendir(sub);
+    int entries = 0;
+    for (struct dirent *e; dd && (e = readdir(dd));) entries += e->d_name[0] != '.';
+    if (dd) closedir(dd);
+    CHECK_MSG(entries == 1, "%d files in the folder after a failed replace (expected a.txt alone)", entries);
 
     snprintf(sub, sizeof sub, "%s/x/y/z", dir);
     CHECK(baton_mkdir_p(sub, &err) == BATON_OK);
