@@ -19,7 +19,9 @@
  *     64 × (16 + 15) bits, so the bit reader (8-byte loads) stays inside the padding until the
  *     check after the block.
  *  3. Every interval starts with the DC predictors at 0 (a restart), so MCUs decode in any order;
- *     calls with no blocks (jpeg_skip_scanlines skipping whole iMCU rows) only count the MCU. */
+ *     calls with no blocks (jpeg_skip_scanlines skipping whole iMCU rows) only count the MCU.
+ *  4. The decoding is built twice, plain and with BMI2 (chosen by the CPU; jmcu_baseline = 1
+ *     forces the plain one): the same C, so the same coefficients. */
 #include "jpeg_rect_internal.h"
 
 #include <stdio.h>
@@ -55,6 +57,7 @@ struct jmcu {
     uint32_t x0, x1, y1, x, y;        /* the rectangle, and the next MCU */
     uint8_t *buf;                     /* one interval, un-stuffed, then JMCU_PAD zeros */
     size_t cap;
+    int (*decode)(j_decompress_ptr, struct jmcu *, size_t, JBLOCKROW *, int *);
 };
 
 /* The natural order of the zig-zag index, with 16 entries past the end so a run that overshoots
@@ -65,7 +68,7 @@ static const uint8_t natural[64 + 16] = {
     30, 37, 44, 51, 58, 59, 52, 45, 38, 31, 39, 46, 53, 60, 61, 54, 47, 55, 62, 63, 63, 63,
     63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63};
 
-static int extend(uint32_t v, uint32_t s)
+static inline __attribute__((always_inline)) int extend(uint32_t v, uint32_t s)
 {
     return v < (1u << (s - 1)) ? (int)v - (int)(1u << s) + 1 : (int)v;
 }
@@ -119,7 +122,9 @@ typedef struct bitrd {
     const uint8_t *ptr;
 } bitrd;
 
-static inline void refill(bitrd *r)
+#define INLINE static inline __attribute__((always_inline))
+
+INLINE void refill(bitrd *r)
 {
     uint64_t v;
     memcpy(&v, r->ptr, 8);
@@ -128,7 +133,7 @@ static inline void refill(bitrd *r)
     r->cnt |= 56;
 }
 
-static inline void consume(bitrd *r, uint32_t n)
+INLINE void consume(bitrd *r, uint32_t n)
 {
     r->acc <<= n;
     r->cnt -= n;
@@ -136,7 +141,7 @@ static inline void consume(bitrd *r, uint32_t n)
 
 /* The symbol at the reader's position (at least 16 bits in acc), its code length in *l; -1 for
  * a code no table has. */
-static inline int symbol(const huff *h, uint64_t acc, uint32_t *l)
+INLINE int symbol(const huff *h, uint64_t acc, uint32_t *l)
 {
     uint32_t e = h->look[acc >> (64 - LOOK)];
     if (e) {
@@ -155,9 +160,12 @@ static inline int symbol(const huff *h, uint64_t acc, uint32_t *l)
     return -1;
 }
 
-/* One block: 0 for a code no table has or a run past the block's end. Every coefficient (a
- * code of <= 16 bits and <= 15 bits of value) starts with a refill, so acc always holds it. */
-static int decode_block(const struct jmcu *m, int blk, bitrd *r, int *last, JCOEF *out)
+/* One block: 0 for a code no table has or a run past the block's end. The reader is refilled
+ * (56 bits or more) before every coefficient, which takes at most 16 + 15 bits. The next
+ * coefficient's lookup is made from acc as shifted, before the refill: a coefficient leaves at
+ * least 25 bits and the lookup reads 11, and a refill only adds bits below the ones there, so
+ * the two do not wait for each other. */
+INLINE int decode_block(const struct jmcu *m, int blk, bitrd *r, int *last, JCOEF *out)
 {
     const huff *dc = m->bdc[blk], *ac = m->bac[blk];
     bitrd b = *r;
@@ -172,14 +180,16 @@ static int decode_block(const struct jmcu *m, int blk, bitrd *r, int *last, JCOE
         consume(&b, s);
     }
     out[0] = (JCOEF)*last;
+    int32_t f = ac->fast[b.acc >> (64 - LOOK)];
+    refill(&b);
     int k = 1;
     while (k < 64) {
-        refill(&b);
-        int32_t f = ac->fast[b.acc >> (64 - LOOK)];
         if (f) {
             k += (f >> 8) & 15;
             out[natural[k]] = (JCOEF)(f >> 16);
             consume(&b, (uint32_t)f & 255);
+            f = ac->fast[b.acc >> (64 - LOOK)];
+            refill(&b);
             k++;
             continue;
         }
@@ -196,6 +206,8 @@ static int decode_block(const struct jmcu *m, int blk, bitrd *r, int *last, JCOE
             if (run != 15) break;
             k += 16;
         }
+        f = ac->fast[b.acc >> (64 - LOOK)];
+        refill(&b);
     }
     *r = b;
     return k <= 64;
@@ -230,6 +242,47 @@ static size_t unstuff(j_decompress_ptr ci, struct jmcu *m, size_t i)
     return o * 8;
 }
 
+/* The MCU's blocks from its interval: 0 (err: what) when it cannot be decoded. */
+INLINE int decode_blocks(j_decompress_ptr ci, struct jmcu *m, size_t i, JBLOCKROW *blocks, int *what)
+{
+    size_t nbits = unstuff(ci, m, i);
+    bitrd r = {0, 0, m->buf};
+    int last[MAX_COMPS_IN_SCAN] = {0};
+    for (int b = 0; b < m->nblocks; b++) {
+        if (!decode_block(m, b, &r, &last[m->bci[b]], blocks[b][0])) return *what = JWRN_HUFF_BAD_CODE, 0;
+        if ((size_t)(r.ptr - m->buf) * 8 - r.cnt > nbits) return *what = JWRN_HIT_MARKER, 0;
+    }
+    return 1;
+}
+
+/* The same code built twice: for any x86-64, and with BMI2's shifts (one instruction each, where
+ * a shift by a register's count is two: 3 % of a crop), chosen once by the CPU. */
+static int mcu_plain(j_decompress_ptr ci, struct jmcu *m, size_t i, JBLOCKROW *blocks, int *what)
+{
+    return decode_blocks(ci, m, i, blocks, what);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("bmi2"))) static int mcu_bmi2(j_decompress_ptr ci, struct jmcu *m, size_t i,
+                                                    JBLOCKROW *blocks, int *what)
+{
+    return decode_blocks(ci, m, i, blocks, what);
+}
+
+static int have_bmi2(void)
+{
+    return __builtin_cpu_supports("bmi2");
+}
+#else
+#define mcu_bmi2 mcu_plain
+static int have_bmi2(void)
+{
+    return 0;
+}
+#endif
+
+int jmcu_baseline;
+
 static boolean decode_mcu(j_decompress_ptr ci, JBLOCKROW *blocks)
 {
     struct jmcu *m = (struct jmcu *)ci->entropy;
@@ -239,14 +292,8 @@ static boolean decode_mcu(j_decompress_ptr ci, JBLOCKROW *blocks)
         m->x = m->x0;
         m->y++;
     }
-    if (!blocks) return TRUE;
-    size_t nbits = unstuff(ci, m, i);
-    bitrd r = {0, 0, m->buf};
-    int last[MAX_COMPS_IN_SCAN] = {0};
-    for (int b = 0; b < m->nblocks; b++) {
-        if (!decode_block(m, b, &r, &last[m->bci[b]], blocks[b][0])) ERREXIT(ci, JWRN_HUFF_BAD_CODE);
-        if ((size_t)(r.ptr - m->buf) * 8 - r.cnt > nbits) ERREXIT(ci, JWRN_HIT_MARKER);
-    }
+    int what = 0;
+    if (blocks && !m->decode(ci, m, i, blocks, &what)) ERREXIT(ci, what);
     return TRUE;
 }
 
@@ -290,6 +337,7 @@ int jmcu_install(struct jpeg_decompress_struct *ci, jrect *j, const uint8_t *p, 
     m->x1 = x1;
     m->y = y0;
     m->y1 = y1;
+    m->decode = !jmcu_baseline && have_bmi2() ? mcu_bmi2 : mcu_plain;
     m->pub.start_pass = start_pass;
     m->pub.decode_mcu = decode_mcu;
     m->pub.insufficient_data = FALSE;

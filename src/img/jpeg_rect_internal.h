@@ -74,5 +74,8 @@ struct jpeg_decompress_struct;
 int jmcu_install(struct jpeg_decompress_struct *ci, jrect *j, const uint8_t *p, uint32_t x0, uint32_t x1,
                  uint32_t y0, uint32_t y1);
 void jmcu_free(struct jmcu *m);
+/* 1: jmcu_install's decoder built for any x86-64 even where the CPU has BMI2 (tests compare the
+ * two builds of the same code). */
+extern int jmcu_baseline;
 
 #endif
