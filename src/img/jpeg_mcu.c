@@ -32,6 +32,7 @@
 #include <jpegint.h>
 #include <jerror.h>
 
+#define INLINE static inline __attribute__((always_inline))  /* into both builds (BMI2 or not) */
 #define LOOK 11                /* bits looked up at once */
 #define JMCU_PAD (64 * 31 / 8 + 24)  /* a block's most bits, what acc holds, a load */
 
@@ -68,7 +69,7 @@ static const uint8_t natural[64 + 16] = {
     30, 37, 44, 51, 58, 59, 52, 45, 38, 31, 39, 46, 53, 60, 61, 54, 47, 55, 62, 63, 63, 63,
     63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63};
 
-static inline __attribute__((always_inline)) int extend(uint32_t v, uint32_t s)
+INLINE int extend(uint32_t v, uint32_t s)
 {
     return v < (1u << (s - 1)) ? (int)v - (int)(1u << s) + 1 : (int)v;
 }
@@ -121,8 +122,6 @@ typedef struct bitrd {
     uint32_t cnt;
     const uint8_t *ptr;
 } bitrd;
-
-#define INLINE static inline __attribute__((always_inline))
 
 INLINE void refill(bitrd *r)
 {

@@ -160,18 +160,25 @@ int baton_fsync_dir(const char *dir, baton_err *err)
     return BATON_OK;
 }
 
-int baton_file_publish(int fd, const char *tmp, const char *path, int rc, baton_err *err)
+/* baton_file_publish, with the two fsyncs only when durable. */
+static int publish(int fd, const char *tmp, const char *path, int rc, int durable, baton_err *err)
 {
-    if (rc == BATON_OK && baton_sys.fsync(fd) != 0) rc = io_err(err, "fsync failed", tmp);
+    if (durable && rc == BATON_OK && baton_sys.fsync(fd) != 0) rc = io_err(err, "fsync failed", tmp);
     if (baton_sys.close(fd) != 0 && rc == BATON_OK) rc = io_err(err, "close failed", tmp);
     if (rc == BATON_OK && baton_sys.rename(tmp, path) != 0) rc = io_err(err, "rename failed", path);
     if (rc != BATON_OK) {
         baton_sys.unlink(tmp);
         return rc;
     }
+    if (!durable) return BATON_OK;
     char dir[4096];
     baton_path_dirname(path, dir, sizeof dir);
     return baton_fsync_dir(dir, err);
+}
+
+int baton_file_publish(int fd, const char *tmp, const char *path, int rc, baton_err *err)
+{
+    return publish(fd, tmp, path, rc, 1, err);
 }
 
 /* An output path that names a character device or a FIFO (/dev/null, /dev/stdout, a pipe a reader
@@ -204,12 +211,7 @@ static int write_via_tmp(const char *path, const void *p, size_t n, int durable,
         return baton_err_set(err, BATON_ERR_ARG, "%s: path too long", path);
     int fd = baton_sys.open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return io_err(err, "cannot create", tmp);
-    int rc = baton_write_all(fd, p, n, tmp, err);
-    if (durable) return baton_file_publish(fd, tmp, path, rc, err);
-    if (baton_sys.close(fd) != 0 && rc == BATON_OK) rc = io_err(err, "close failed", tmp);
-    if (rc == BATON_OK && baton_sys.rename(tmp, path) != 0) rc = io_err(err, "rename failed", path);
-    if (rc != BATON_OK) baton_sys.unlink(tmp);
-    return rc;
+    return publish(fd, tmp, path, baton_write_all(fd, p, n, tmp, err), durable, err);
 }
 
 int baton_file_write_atomic(const char *path, const void *p, size_t n, baton_err *err)
