@@ -141,6 +141,9 @@ typedef struct baton_loader_opts {
     uint32_t block;             /* streamed order: records per shuffle block; 0 = from the
                                    manifest, about 32 MiB of records, between 64 and 16384 */
     int download_threads;       /* file mode: parallel downloads; default 4 */
+    int download_first;         /* file mode: download and check every shard before the open
+                                   returns (SageMaker's File mode). Default 0: the copy fills while
+                                   epoch 0 reads it, each record's pieces asked for first (fill.c) */
     /* File and cache modes: local_dir shared by share_size loaders of one run (the ranks of one
      * machine), this one number share_rank (0 .. share_size-1). They split the downloads: of the
      * shards needed from the cursor to the end, in order of first use, shard s is fetched by a

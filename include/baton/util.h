@@ -93,6 +93,7 @@ typedef struct baton_sys_table {
     ssize_t (*read)(int fd, void *buf, size_t n);
     ssize_t (*write)(int fd, const void *buf, size_t n);
     ssize_t (*pread)(int fd, void *buf, size_t n, off_t off);
+    ssize_t (*pwrite)(int fd, const void *buf, size_t n, off_t off);
     int (*fsync)(int fd);
     int (*close)(int fd);
     int (*rename)(const char *from, const char *to);

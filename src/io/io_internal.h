@@ -180,6 +180,23 @@ int io_download_some(baton_store *store, const baton_manifest *m, const char *di
                      const uint32_t *list, size_t nlist, const int *cancel, const baton_fetch_opts *fo,
                      baton_loader_stats *st, baton_err *err);
 
+/* File mode's copy filled while the first epoch reads it (fill.c; its contract there): the files
+ * opened or created in dir (uri: how errors name it), the download thread started, waiting for
+ * io_fill_start. Every shard of m must have pieces. */
+typedef struct io_fill io_fill;
+int io_fill_open(io_fill **out, baton_store *store, const baton_manifest *m, const char *dir, const char *uri,
+                 const baton_fetch_opts *fo, baton_err *err);
+void io_fill_start(io_fill *f);   /* the download begins (after the first batch's records were asked for) */
+/* Bytes [at, end) of shard s will be read soon: the pieces of them nobody fetches yet, asked for. */
+int io_fill_want(io_fill *f, uint32_t s, uint64_t at, uint64_t end, baton_err *err);
+/* Bytes [at, end) of shard s, every piece of them checked: *p valid until the next call. */
+int io_fill_read(io_fill *f, uint32_t s, uint64_t at, uint64_t end, const uint8_t **p, baton_err *err);
+/* Store bytes received since the last poll; *done 1 once every shard has its final name; the
+ * download's failure. */
+int io_fill_poll(io_fill *f, uint64_t *got, int *done, baton_err *err);
+void io_fill_stats(io_fill *f, baton_loader_stats *st);   /* bytes, retries, shards fetched added */
+void io_fill_close(io_fill *f);
+
 /* Open a shard file read-only into *fd, checked: a regular file of the size dataset.json says
  * (BATON_ERR_CORRUPT naming both sizes otherwise); the fd is closed on any error (loader.c). */
 int io_open_shard(const char *path, const baton_shard_info *si, int *fd, baton_err *err);

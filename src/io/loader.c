@@ -262,6 +262,43 @@ static int download_turn(const char *dir, int *fd, baton_err *err)
     }
 }
 
+/* File mode without a group, once it has the folder's turn. The copy is filled while epoch 0 reads
+ * it (fill.c: the records' own pieces asked for first, everything downloaded behind them, each byte
+ * fetched once; what an earlier holder left is used piece by piece, each piece checked) and the
+ * turn kept until the copy is whole or the loader closes; or — a dataset packed before pieces, or
+ * download_first asked — every shard is downloaded and checked before the open returns
+ * (SageMaker's File mode). */
+static int file_open(baton_loader *l, baton_err *err)
+{
+    int pieced = l->m.nshards > 0, lock = -1;
+    for (size_t s = 0; s < l->m.nshards; s++) pieced &= l->m.shards[s].piece_bytes != 0;
+    int rc = download_turn(l->local_dir, &lock, err);
+    if (rc) return rc;
+    if (pieced && !l->o.download_first) {
+        rc = io_fill_open(&l->fill, l->store, &l->m, l->local_dir, l->local_uri, &l->sfetch, err);
+        if (rc) baton_lock_release(lock);
+        else l->dl_lock = lock;
+        return rc;
+    }
+    rc = io_download(l->store, &l->m, l->local_dir, NULL, &l->sfetch, &l->st, err);
+    if (!rc) rc = write_local_manifest(l, err);
+    baton_lock_release(lock);
+    return rc ? rc : open_local(l, 0, err);
+}
+
+/* The filled copy complete: the folder made a dataset (its dataset.json), the turn given back, and
+ * the copy read from now on as any checked local copy. */
+static int fill_finish(baton_loader *l, baton_err *err)
+{
+    io_fill_stats(l->fill, &l->st);
+    io_fill_close(l->fill);
+    l->fill = NULL;
+    int rc = write_local_manifest(l, err);
+    baton_lock_release(l->dl_lock);
+    l->dl_lock = -1;
+    return rc ? rc : open_local(l, 0, err);
+}
+
 baton_io_mode baton_io_mode_for_uri(const char *uri)
 {
     return !strstr(uri, "://") || !strncmp(uri, "file://", 7) ? BATON_MODE_MOUNT : BATON_MODE_PIPE;
@@ -309,6 +346,7 @@ int baton_loader_open(const baton_loader_opts *o, baton_loader **out, baton_err 
     baton_loader *l = calloc(1, sizeof *l);
     if (!l) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
     l->rest_b = UINT64_MAX;
+    l->dl_lock = -1;
     l->o = *o;
     l->uri = strdup(o->uri);
     l->local_dir = o->local_dir ? strdup(o->local_dir) : NULL;
@@ -366,12 +404,7 @@ int baton_loader_open(const baton_loader_opts *o, baton_loader **out, baton_err 
         if (!rc) rc = write_local_manifest(l, err);
         if (!rc) rc = open_local(l, 0, err);
     } else if (!rc && o->mode == BATON_MODE_FILE) {
-        int lock = -1;
-        rc = download_turn(l->local_dir, &lock, err);
-        if (!rc) rc = io_download(l->store, &l->m, l->local_dir, NULL, &l->sfetch, &l->st, err);
-        if (!rc) rc = write_local_manifest(l, err);
-        baton_lock_release(lock);
-        if (!rc) rc = open_local(l, 0, err);
+        rc = file_open(l, err);
     }
     if (!rc && o->mode == BATON_MODE_MOUNT)
         rc = io_shardfile_open(&l->sf, baton_store_uri(l->store), baton_store_local_dir(l->store), &l->m,
@@ -409,6 +442,7 @@ void baton_loader_get_stats(const baton_loader *l, baton_loader_stats *st)
 {
     *st = l->st;
     if (l->share) io_share_stats(l, st);
+    if (l->fill) io_fill_stats(l->fill, st);
     if (l->ifetch) io_fetch_add_stats(l->ifetch, st, 1);   /* indexes still arriving: the open's */
     if (l->fetch) io_fetch_add_stats(l->fetch, st, 0);
 }
@@ -469,7 +503,42 @@ static int indexed_prepare(baton_loader *l, baton_err *err)
         l->perm_epoch = l->cur.epoch;
         l->perm_valid = 1;
     }
+    l->fill_asked = l->cur.position;   /* file mode filling its copy: ask from here */
     return l->share && l->o.mode == BATON_MODE_CACHE ? io_share_plan(l, err) : BATON_OK;
+}
+
+/* File mode while its copy fills: what arrived counted, the copy taken over once whole, and the
+ * pieces of the records up to FILL_AHEAD positions on asked for. The download starts once the
+ * first FILL_START records were read (or a second after the open), so that the first batch does
+ * not share the store with it. */
+#define FILL_AHEAD 256
+#define FILL_START 128
+
+/* What arrived counted in the epoch being read; the copy taken over once whole when `take` (not
+ * while a record handed out points into the fill's buffer). */
+static int fill_poll(baton_loader *l, int take, baton_err *err)
+{
+    uint64_t got;
+    int done, rc = io_fill_poll(l->fill, &got, &done, err);
+    if (got) io_loader_count_fetched(l, l->cur.epoch, got);
+    return rc || !done || !take ? rc : fill_finish(l, err);
+}
+
+static int fill_ahead(baton_loader *l, baton_err *err)
+{
+    int rc = BATON_OK;
+    uint64_t upto = l->cur.position + FILL_AHEAD, size = baton_loader_epoch_size(l);
+    if (upto > size) upto = size;
+    if (l->has_end && l->end.epoch == l->cur.epoch && upto > l->end.position) upto = l->end.position;
+    if (l->fill_asked < l->cur.position) l->fill_asked = l->cur.position;
+    for (; rc == BATON_OK && l->fill_asked < upto; l->fill_asked++) {
+        uint64_t g = l->perm[l->fill_asked];
+        uint32_t s = io_loader_shard_of(l, g);
+        uint64_t j = g - l->shard_first[s];
+        rc = io_fill_want(l->fill, s, l->off[s][j], io_loader_rec_end(l, s, j + 1), err);
+    }
+    if (++l->fill_reads == FILL_START) io_fill_start(l->fill);
+    return rc;
 }
 
 static int indexed_next(baton_loader *l, baton_record *out, baton_err *err)
@@ -480,10 +549,18 @@ static int indexed_next(baton_loader *l, baton_record *out, baton_err *err)
         int rc = io_share_take(l, s, err);
         if (rc) return rc;
     }
+    int rc = l->fill ? fill_poll(l, 1, err) : BATON_OK;
+    if (rc == BATON_OK && l->fill) rc = fill_ahead(l, err);
+    if (rc) return rc;
     uint64_t j = g - l->shard_first[s], at = l->off[s][j], end = io_loader_rec_end(l, s, j + 1);
     const uint8_t *bytes = NULL;
     /* read with pread, each piece checked before a record of it is decoded */
-    int rc = io_shardfile_read(l->sf, s, at, end, &bytes, err);
+    if (l->fill) {   /* bytes in the fill's buffer: the copy can be taken over after the read */
+        rc = io_fill_read(l->fill, s, at, end, &bytes, err);
+        if (rc == BATON_OK) rc = fill_poll(l, 0, err);
+    } else {
+        rc = io_shardfile_read(l->sf, s, at, end, &bytes, err);
+    }
     if (rc) return rc;
     int mount = l->o.mode == BATON_MODE_MOUNT;
     if (mount) {   /* these bytes come from the store */
@@ -591,6 +668,13 @@ void baton_loader_close(baton_loader *l)
 {
     if (!l) return;
     io_share_close(l);
+    uint64_t got;
+    int done;
+    baton_err e;
+    if (l->fill && io_fill_poll(l->fill, &got, &done, &e) == BATON_OK && done)
+        write_local_manifest(l, &e);   /* whole: the folder is a dataset */
+    io_fill_close(l->fill);   /* else the download stops; what is in place is used piece by piece next time */
+    baton_lock_release(l->dl_lock);
     io_stream_reset(l);
     index_done(l);
     io_shardfile_close(l->sf);

@@ -85,6 +85,10 @@ struct baton_loader {
     int sink_open;
     uint32_t sink_shard;
 
+    io_fill *fill;          /* file mode: the copy filling while it is read (fill.c); NULL once whole */
+    int dl_lock;            /* file mode: the folder's download turn while fill runs; -1 */
+    uint64_t fill_asked;    /* positions of the current epoch below this: pieces asked for */
+    uint64_t fill_reads;    /* records read through fill (the first starts the download) */
     struct io_share *share; /* a local copy shared by the ranks of a machine (share.c), or NULL */
     io_verify verify;       /* streamed and mount-mode reads: each shard against dataset.json */
 };

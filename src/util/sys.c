@@ -13,8 +13,8 @@ static int sys_open(const char *path, int flags, mode_t mode) { return open(path
 
 #define REAL_CALLS                                                                    \
     {                                                                                 \
-        .open = sys_open, .read = read, .write = write, .pread = pread, .fsync = fsync, \
-        .close = close, .rename = rename, .unlink = unlink, .mkdir = mkdir, .mmap = mmap, \
+        .open = sys_open, .read = read, .write = write, .pread = pread, .pwrite = pwrite, \
+        .fsync = fsync, .close = close, .rename = rename, .unlink = unlink, .mkdir = mkdir, .mmap = mmap, \
         .munmap = munmap, .fstat = fstat,                                             \
     }
 

@@ -103,8 +103,8 @@ for kind in ("no pieces", "pieces of 4 KiB"):
                     for b in l:
                         n += len(b.labels)
                         if n == at:
-                            for f in os.listdir(where):
-                                if f.endswith(".rec"):
+                            for f in os.listdir(where):   # file mode's copy may be filling: .rec.part
+                                if f.endswith(".rec") or f.endswith(".rec.part"):
                                     os.truncate(os.path.join(where, f), 1000)
         except baton.Error as e:
             err = e
