@@ -284,7 +284,7 @@ typedef struct baton_bench_io_result {
     /* CPU seconds (user + system) this process spent: launch, then per epoch (the store's server,
      * when it runs on the same machine, is not counted) */
     double launch_cpu_s, epoch_cpu_s[BATON_BENCH_MAX_EPOCHS];
-    uint64_t epochs, samples, bytes_read, retries;
+    uint64_t epochs, samples, bytes_read, retries, record_requests;
     /* what the store sent (baton_loader_stats): in all, during open, for each epoch's records;
      * against dataset_bytes, the shards' size */
     uint64_t bytes_fetched, open_fetched, epoch_fetched[BATON_BENCH_MAX_EPOCHS], dataset_bytes;

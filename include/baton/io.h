@@ -105,7 +105,7 @@ void baton_fetch_opts_default(baton_fetch_opts *o);
 
 /* ---------------------------------------------------------------- order and cursor */
 typedef enum baton_io_mode {
-    BATON_MODE_FILE = 0,    /* download every shard (parallel, verified), then read locally */
+    BATON_MODE_FILE = 0,    /* a verified local copy, filled while epoch 0 reads it, then read locally */
     BATON_MODE_PIPE = 1,    /* stream shards, no local copy, bounded memory */
     BATON_MODE_MOUNT = 2,   /* read the (mounted) path directly */
     BATON_MODE_CACHE = 3,   /* stream epoch 0 while writing a verified local copy; then read it */
@@ -168,13 +168,15 @@ typedef struct baton_record {
 } baton_record;
 
 typedef struct baton_loader_stats {
-    double open_s;              /* baton_loader_open: manifest + (file mode) download */
+    double open_s;              /* baton_loader_open: manifest, indexes (download_first: the download) */
     uint64_t bytes_read;        /* record bytes taken from the store or the local copy */
     uint64_t bytes_fetched;     /* what the store sent: dataset.json, indexes, downloads, streamed
                                    ranges (read-ahead that was never used included); mount mode:
                                    what was read from the mounted folder */
-    uint64_t open_fetched;      /* of these, during baton_loader_open (file mode: the download) */
+    uint64_t open_fetched;      /* of these, during baton_loader_open (download_first: the download) */
     uint64_t downloads, redownloads, fetch_retries;
+    uint64_t record_requests;   /* file mode while its copy fills: requests for the pieces of records
+                                   about to be read (the rest came with the download) */
     int cache_fallback;         /* cache mode fell back to pipe (disk full) */
 } baton_loader_stats;
 
@@ -216,13 +218,15 @@ baton_cursor baton_loader_cursor(const baton_loader *l);
 /* Launch first: with hold 1 a streamed loader (pipe mode, cache mode's first epoch) fetches the
  * block it is reading and nothing ahead of it, so a launch's first batch is decoded without the
  * read-ahead's transfers competing for the cores; when the reader needs the next block it is
- * fetched all the same (never a wait). With hold 0 the read-ahead resumes at once (plans what was
+ * fetched all the same (never a wait). File mode while its copy fills asks for fewer records ahead
+ * and starts its download only once released. With hold 0 the read-ahead resumes at once (plans what was
  * held back). Records and their order do not change. Call from the thread that reads. */
 int baton_loader_hold_ahead(baton_loader *l, int hold, baton_err *err);
 void baton_loader_get_stats(const baton_loader *l, baton_loader_stats *st);
 /* Bytes the store sent for the records of one epoch (streamed ranges as they are used, cache
- * mode's download before its first local epoch, mount mode's reads); file mode's download counts
- * in open_fetched. Not safe while another thread is in next(). */
+ * mode's download before its first local epoch, mount mode's reads, file mode's copy in the epoch
+ * it arrives in — with download_first, in open_fetched). Not safe while another thread is in
+ * next(). */
 uint64_t baton_loader_epoch_fetched(const baton_loader *l, uint64_t epoch);
 void baton_loader_close(baton_loader *l);
 

@@ -244,7 +244,13 @@ typedef struct baton_manifest {
     int shuffled;
     size_t nshards;
     baton_shard_info *shards;
+    /* Every shard's .idx in one file, in shards[] order (each part checked by its shard's
+     * index_crc32c): a reader that needs all the indexes gets them in one request instead of one
+     * per shard. NULL when absent (packed by an older baton, or shards without indexes). */
+    char *indexes;         /* "dataset.idx" */
+    uint64_t indexes_bytes; /* == Σ shards[].index_bytes */
 } baton_manifest;
+#define BATON_INDEXES_NAME "dataset.idx"
 
 /* Parse and validate (types, ranges, shard names, sums: samples == Σ records). */
 int baton_manifest_parse(const char *name, const char *json, size_t n, baton_manifest *m,

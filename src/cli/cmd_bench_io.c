@@ -25,6 +25,7 @@ static cJSON *result_json(const char *name, const baton_bench_io_result *r)
     cJSON_AddNumberToObject(j, "open_s", r->open_s);
     cJSON_AddNumberToObject(j, "bytes_read", (double)r->bytes_read);
     cJSON_AddNumberToObject(j, "retries", (double)r->retries);
+    if (r->record_requests) cJSON_AddNumberToObject(j, "record_requests", (double)r->record_requests);
     cJSON_AddNumberToObject(j, "launch_cpu_s", r->launch_cpu_s);
     if ((a = cJSON_AddArrayToObject(j, "epoch_cpu_s")))
         for (uint64_t e = 0; e < r->epochs; e++) cJSON_AddItemToArray(a, cJSON_CreateNumber(r->epoch_cpu_s[e]));

@@ -109,6 +109,7 @@ static void loader_totals(baton_loader *l, baton_bench_io_result *r)
     baton_loader_get_stats(l, &st);
     r->bytes_read = st.bytes_read;
     r->retries = st.fetch_retries;
+    r->record_requests = st.record_requests;
     r->bytes_fetched = st.bytes_fetched;
     r->open_fetched = st.open_fetched;
     for (uint64_t e = 0; e < r->epochs; e++) r->epoch_fetched[e] = baton_loader_epoch_fetched(l, e);

@@ -331,6 +331,27 @@ static uint64_t total_bytes_of(const char *path)
     return stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
 }
 
+/* dataset.idx: each shard's part the bytes dataset.json lists for its .idx (what readers check). */
+static void check_indexes(inspector *in, const char *dir)
+{
+    char path[4096];
+    baton_err err = {0};
+    uint8_t *b = NULL;
+    size_t n = 0, at = 0;
+    if (baton_path_join(path, sizeof path, dir, in->m->indexes, &err) ||
+        baton_file_read_all(path, (size_t)in->m->indexes_bytes, &b, &n, &err)) {
+        add_error(in->rep, "%s", err.msg);
+        return;
+    }
+    if (n != in->m->indexes_bytes)
+        add_error(in->rep, "%s: %zu bytes, dataset.json says %llu", path, n, (unsigned long long)in->m->indexes_bytes);
+    for (size_t i = 0; n == in->m->indexes_bytes && i < in->m->nshards; at += in->m->shards[i++].index_bytes)
+        if (baton_crc32c(0, b + at, (size_t)in->m->shards[i].index_bytes) != in->m->shards[i].index_crc32c)
+            add_error(in->rep, "%s: the part of %s (bytes %zu..) differs from dataset.json's index_crc32c", path,
+                      in->m->shards[i].index, at);
+    free(b);
+}
+
 static int inspect_dataset(inspector *in, const char *dir, baton_err *err)
 {
     baton_inspect_report *rep = in->rep;
@@ -353,6 +374,7 @@ static int inspect_dataset(inspector *in, const char *dir, baton_err *err)
         scan_file(in, path, si->file, si->index ? idx : NULL, si);
     }
     if (in->progress) baton_progress_finish(&in->prog);
+    if (in->verify && in->m->indexes) check_indexes(in, dir);
     if (rep->records != in->m->samples && rep->nerrors_total == 0)
         add_error(rep, "%s: %llu records in the shards, dataset.json says %llu samples", dir,
                   (unsigned long long)rep->records, (unsigned long long)in->m->samples);

@@ -298,6 +298,34 @@ static int fill_header(packer *p, baton_err *err)
     return BATON_OK;
 }
 
+/* Every shard's index in one file (dataset.json's "indexes"), so that a reader that needs them all
+ * (the indexed order's first batch touches most shards) asks the store once, not once per shard.
+ * Each part is read back from the shard's own .idx and checked against its size and CRC32C. */
+static int write_indexes(const char *dir, baton_manifest *m, baton_err *err)
+{
+    baton_buf all = {0};
+    char path[4200];
+    int rc = BATON_OK;
+    for (size_t i = 0; rc == BATON_OK && i < m->nshards; i++) {
+        const baton_shard_info *si = &m->shards[i];
+        uint8_t *b = NULL;
+        size_t n = 0;
+        if (!si->index) return BATON_OK;   /* not every shard has one: no such file */
+        rc = baton_path_join(path, sizeof path, dir, si->index, err);
+        if (rc == BATON_OK) rc = baton_file_read_all(path, (size_t)si->index_bytes, &b, &n, err);
+        if (rc == BATON_OK && (n != si->index_bytes || baton_crc32c(0, b, n) != si->index_crc32c))
+            rc = baton_err_set(err, BATON_ERR_CORRUPT, "%s: internal: the index changed while packing", path);
+        if (rc == BATON_OK && baton_buf_append(&all, b, n)) rc = baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+        free(b);
+    }
+    if (rc == BATON_OK) rc = baton_path_join(path, sizeof path, dir, BATON_INDEXES_NAME, err);
+    if (rc == BATON_OK) rc = baton_file_write_atomic(path, all.data, all.len, err);
+    if (rc == BATON_OK && !(m->indexes = strdup(BATON_INDEXES_NAME))) rc = baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    m->indexes_bytes = all.len;
+    baton_buf_free(&all);
+    return rc;
+}
+
 /* After a pack is published: the shards of the dataset it replaced that the new one does not list,
  * and temporary files of packs that were killed (NAME.tmp.PID of a process that is gone), are
  * removed — a folder holds exactly what its dataset.json says, plus whatever else the user keeps
@@ -306,7 +334,7 @@ static int listed(const baton_manifest *m, const char *name)
 {
     for (size_t i = 0; i < m->nshards; i++)
         if (!strcmp(m->shards[i].file, name) || (m->shards[i].index && !strcmp(m->shards[i].index, name))) return 1;
-    return 0;
+    return m->indexes && !strcmp(m->indexes, name);
 }
 
 static void tidy(const char *dir, const baton_manifest *old, const baton_manifest *now)
@@ -425,7 +453,8 @@ int baton_pack(const baton_pack_opts *o, baton_manifest *out, baton_err *err)
             baton_log(BATON_LOG_INFO, "--jpeg-restart: %llu JPEG(s) transcoded, %.1f MB -> %.1f MB (%+.1f%%)",
                       (unsigned long long)p.rst_n, p.rst_in / 1e6, p.rst_out / 1e6,
                       100.0 * ((double)p.rst_out / (double)p.rst_in - 1));
-        rc = baton_manifest_save(o->out_dir, out, err);
+        rc = write_indexes(o->out_dir, out, err);
+        if (rc == BATON_OK) rc = baton_manifest_save(o->out_dir, out, err);
         if (rc == BATON_OK) tidy(o->out_dir, had_old ? &old : NULL, out);
     }
     if (had_old) baton_manifest_free(&old);

@@ -1,7 +1,9 @@
 /* loader.c — records of each epoch, in order, through one of four input modes.
  *
- *   file   every shard is downloaded first (parallel ranged requests, verified against
- *          dataset.json, one re-download on a mismatch) into local_dir, then read there.
+ *   file   a verified copy in local_dir, filled while epoch 0 reads it (fill.c: the pieces of the
+ *          records about to be read asked for first, a download of the rest behind them), then
+ *          read there; with download_first (or a dataset without pieces) every shard is
+ *          downloaded and checked before the open returns.
  *   mount  the dataset folder is read in place (a local disk or a mounted NFS/EFS/FSx path).
  *   pipe   shards are streamed from the store; nothing is written locally; memory is bounded by
  *          the fetcher's buffer plus one shuffle block.
@@ -54,7 +56,7 @@ void baton_loader_opts_default(baton_loader_opts *o)
  * (localcopy.c): the loader always takes indexes from the store, and whoever reads the folder
  * later checks the copy against dataset.json's size and CRC32C here; in cache mode the first
  * shard's index is on the way to the first batch, and two fsyncs cost milliseconds each. */
-static int take_index(baton_loader *l, size_t s, const baton_buf *b, baton_err *err)
+static int take_index(baton_loader *l, size_t s, const baton_buf *b, int keep, baton_err *err)
 {
     const baton_shard_info *si = &l->m.shards[s];
     uint32_t crc = baton_crc32c(0, b->data, b->len);
@@ -64,7 +66,7 @@ static int take_index(baton_loader *l, size_t s, const baton_buf *b, baton_err *
     baton_idx_entry *e = NULL;
     size_t n = 0;
     int rc = baton_idx_parse(si->index, (const char *)b->data, b->len, &e, &n, err);
-    if (rc == BATON_OK && (l->o.mode == BATON_MODE_FILE || l->o.mode == BATON_MODE_CACHE)) {
+    if (rc == BATON_OK && keep && (l->o.mode == BATON_MODE_FILE || l->o.mode == BATON_MODE_CACHE)) {
         char path[4096];  /* keep the index beside the local copy: it becomes a dataset folder */
         rc = baton_path_join(path, sizeof path, l->local_dir, si->index, err);
         if (rc == BATON_OK) rc = baton_file_write_replace(path, b->data, b->len, err);
@@ -129,10 +131,18 @@ static int index_start(baton_loader *l, baton_err *err)
             return baton_err_set(err, BATON_ERR_FORMAT, "%s: shard %s has no .idx listed in dataset.json",
                                  l->uri, l->m.shards[s].file);
     if (n == 0) return BATON_OK;
-    if (!(l->iorder = malloc(n * sizeof *l->iorder))) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
     int streamed = l->o.mode == BATON_MODE_PIPE || l->o.mode == BATON_MODE_CACHE;
-    io_order_shards(l->o.seed, 0, n, streamed && !l->o.no_shuffle, l->iorder);
     baton_fetch_opts fo = l->o.fetch;
+    if (!streamed && l->m.indexes) {   /* all of them at once: one file, a few requests */
+        fo.chunk_bytes = 1u << 20;
+        l->iall = 1;
+        if (!(l->ifetch = io_fetch_new(l->store, &fo, err))) return err->code;
+        int rc = io_fetch_add(l->ifetch, l->m.indexes, 0, l->m.indexes_bytes, 0, err);
+        io_fetch_close_input(l->ifetch);
+        return rc;
+    }
+    if (!(l->iorder = malloc(n * sizeof *l->iorder))) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    io_order_shards(l->o.seed, 0, n, streamed && !l->o.no_shuffle, l->iorder);
     if (fo.inflight < INDEX_INFLIGHT) fo.inflight = INDEX_INFLIGHT;
     fo.chunk_bytes = 1u << 20;   /* a slot per request in flight (max_buffered / chunk_bytes slots) */
     if (!(l->ifetch = io_fetch_new(l->store, &fo, err))) return err->code;
@@ -151,6 +161,28 @@ static void index_done(baton_loader *l)
     baton_buf_free(&l->ibuf);
 }
 
+/* The indexes in one file: each shard's part taken as soon as all of it is in l->ibuf (l->ioff:
+ * where the next part starts); once all are, the file kept beside a local copy as it came (one
+ * write, not one per shard: write_local_manifest writes the shards' own .idx files later). */
+static int index_take_parts(baton_loader *l, baton_err *err)
+{
+    int rc = BATON_OK, before = l->inext < l->m.nshards;
+    while (rc == BATON_OK && l->inext < l->m.nshards && l->ibuf.len - l->ioff >= l->m.shards[l->inext].index_bytes) {
+        baton_buf part = {l->ibuf.data + l->ioff, (size_t)l->m.shards[l->inext].index_bytes, 0};
+        rc = take_index(l, l->inext, &part, 0, err);
+        if (rc) return baton_err_prefix(err, "%s%s: the part of %s", baton_store_uri(l->store), l->m.indexes,
+                                        l->m.shards[l->inext].index);
+        l->ioff += part.len;
+        l->inext++;
+    }
+    if (before && l->inext == l->m.nshards && l->local_dir && (l->o.mode == BATON_MODE_FILE || l->o.mode == BATON_MODE_CACHE)) {
+        char path[4096];
+        rc = baton_path_join(path, sizeof path, l->local_dir, l->m.indexes, err);
+        if (rc == BATON_OK) rc = baton_file_write_replace(path, l->ibuf.data, l->ibuf.len, err);
+    }
+    return rc;
+}
+
 /* Take the indexes as they arrive (every one when want is SIZE_MAX, else until shard want has its);
  * without `wait`, only those already in. */
 static int index_take_until(baton_loader *l, size_t want, int wait, baton_err *err)
@@ -164,17 +196,27 @@ static int index_take_until(baton_loader *l, size_t want, int wait, baton_err *e
         if (baton_buf_append(&l->ibuf, p.data, p.len)) rc = baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
         int last = p.last;
         size_t s = (size_t)p.tag;
+        if (rc == BATON_OK && l->iall) {
+            rc = io_verify_size(baton_store_uri(l->store), l->m.indexes, l->m.indexes_bytes, p.object_size, p.offset, err);
+            io_fetch_release(l->ifetch, &p);
+            if (rc == BATON_OK) rc = index_take_parts(l, err);
+            if (rc) break;
+            continue;
+        }
         if (rc == BATON_OK)
             rc = io_verify_size(baton_store_uri(l->store), l->m.shards[s].index, l->m.shards[s].index_bytes,
                                 p.object_size, p.offset, err);
         io_fetch_release(l->ifetch, &p);
         if (rc == BATON_OK && last) {
-            rc = take_index(l, s, &l->ibuf, err);
+            rc = take_index(l, s, &l->ibuf, 1, err);
             l->ibuf.len = 0;
             if (rc == BATON_OK && l->iorder) rc = index_ask(l, l->m.nshards, err);   /* the first came: the rest */
         }
         if (rc) break;
     }
+    if (rc == BATON_END && l->iall && l->inext < l->m.nshards)
+        rc = baton_err_set(err, BATON_ERR_TRUNCATED, "%s%s: ends before the index of %s", baton_store_uri(l->store),
+                           l->m.indexes, l->m.shards[l->inext].index);
     if (rc == BATON_END) {
         index_done(l);
         rc = want == SIZE_MAX || l->off[want] ? BATON_OK
@@ -236,6 +278,22 @@ static int open_local(baton_loader *l, int lazy, baton_err *err)
 
 static int write_local_manifest(baton_loader *l, baton_err *err)
 {
+    if (l->iall) {   /* the indexes came in one file (index_take_parts kept it): each shard's own .idx too */
+        char path[4096];
+        uint8_t *b = NULL;
+        size_t n = 0, at = 0;
+        int rc = baton_path_join(path, sizeof path, l->local_dir, l->m.indexes, err);
+        if (rc == BATON_OK) rc = baton_file_read_all(path, (size_t)l->m.indexes_bytes, &b, &n, err);
+        if (rc == BATON_OK && n != l->m.indexes_bytes)
+            rc = baton_err_set(err, BATON_ERR_CORRUPT, "%s: %zu bytes, dataset.json says %llu", path, n,
+                               (unsigned long long)l->m.indexes_bytes);
+        for (size_t s = 0; rc == BATON_OK && s < l->m.nshards; at += l->m.shards[s++].index_bytes) {
+            rc = baton_path_join(path, sizeof path, l->local_dir, l->m.shards[s].index, err);
+            if (rc == BATON_OK) rc = baton_file_write_replace(path, b + at, (size_t)l->m.shards[s].index_bytes, err);
+        }
+        free(b);
+        if (rc) return rc;
+    }
     return baton_manifest_save(l->local_dir, &l->m, err);
 }
 
@@ -507,13 +565,14 @@ static int indexed_prepare(baton_loader *l, baton_err *err)
     return l->share && l->o.mode == BATON_MODE_CACHE ? io_share_plan(l, err) : BATON_OK;
 }
 
-/* File mode while its copy fills: what arrived counted, the copy taken over once whole, and the
- * pieces of the records up to FILL_AHEAD positions on asked for. The download starts once the
- * first FILL_START records were read (or a second after the open), so that the first batch does
- * not share the store with it. */
+/* File mode while its copy fills: the pieces of the records up to FILL_AHEAD positions on asked
+ * for. At a launch (held: baton_loader_hold_ahead) only FILL_HELD ahead, and the download starts
+ * once the hold is released after FILL_START records (or a second after the open, for a reader
+ * that reads nothing): the first batch's decoding does not share the cores with transfers that
+ * can wait (the store serving on the same machine, as pipe mode found). */
 #define FILL_AHEAD 256
+#define FILL_HELD 128
 #define FILL_START 128
-
 /* What arrived counted in the epoch being read; the copy taken over once whole when `take` (not
  * while a record handed out points into the fill's buffer). */
 static int fill_poll(baton_loader *l, int take, baton_err *err)
@@ -527,7 +586,7 @@ static int fill_poll(baton_loader *l, int take, baton_err *err)
 static int fill_ahead(baton_loader *l, baton_err *err)
 {
     int rc = BATON_OK;
-    uint64_t upto = l->cur.position + FILL_AHEAD, size = baton_loader_epoch_size(l);
+    uint64_t upto = l->cur.position + (l->hold_ahead ? FILL_HELD : FILL_AHEAD), size = baton_loader_epoch_size(l);
     if (upto > size) upto = size;
     if (l->has_end && l->end.epoch == l->cur.epoch && upto > l->end.position) upto = l->end.position;
     if (l->fill_asked < l->cur.position) l->fill_asked = l->cur.position;
@@ -537,7 +596,10 @@ static int fill_ahead(baton_loader *l, baton_err *err)
         uint64_t j = g - l->shard_first[s];
         rc = io_fill_want(l->fill, s, l->off[s][j], io_loader_rec_end(l, s, j + 1), err);
     }
-    if (++l->fill_reads == FILL_START) io_fill_start(l->fill);
+    if (++l->fill_reads >= FILL_START && !l->hold_ahead && !l->fill_started) {
+        io_fill_start(l->fill);
+        l->fill_started = 1;
+    }
     return rc;
 }
 

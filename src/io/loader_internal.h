@@ -35,6 +35,8 @@ struct baton_loader {
     baton_buf ibuf;         /* the index being assembled from ifetch's pieces */
     uint64_t *iorder;       /* the shards in the order their indexes are asked for */
     size_t iasked;          /* of them, asked for so far (the first alone, the rest once it came) */
+    int iall;               /* the indexes come in one file (dataset.json's "indexes"), in shard order */
+    size_t inext, ioff;     /* iall: the shard whose index is next in it, and where in ibuf */
     uint64_t *shard_first;  /* per shard: global number of its first record (shard-major) */
     uint64_t total, block;
     baton_cursor cur;
@@ -88,7 +90,8 @@ struct baton_loader {
     io_fill *fill;          /* file mode: the copy filling while it is read (fill.c); NULL once whole */
     int dl_lock;            /* file mode: the folder's download turn while fill runs; -1 */
     uint64_t fill_asked;    /* positions of the current epoch below this: pieces asked for */
-    uint64_t fill_reads;    /* records read through fill (the first starts the download) */
+    uint64_t fill_reads;    /* records read through fill (FILL_START of them start the download) */
+    int fill_started;
     struct io_share *share; /* a local copy shared by the ranks of a machine (share.c), or NULL */
     io_verify verify;       /* streamed and mount-mode reads: each shard against dataset.json */
 };

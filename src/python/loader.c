@@ -632,11 +632,12 @@ static PyObject *loader_stats(Loader *self, PyObject *noargs)
         Py_XDECREF(v);
     }
     if (!per) return NULL;
-    return Py_BuildValue("{s:s,s:d,s:K,s:K,s:K,s:K,s:K,s:K,s:N}", "mode", baton_io_mode_name(self->lo.mode),
+    return Py_BuildValue("{s:s,s:d,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:N}", "mode", baton_io_mode_name(self->lo.mode),
                          "open_s", st.open_s, "bytes_read", (unsigned long long)st.bytes_read, "bytes_fetched",
                          (unsigned long long)st.bytes_fetched, "open_fetched", (unsigned long long)st.open_fetched,
                          "retries", (unsigned long long)st.fetch_retries, "downloads",
-                         (unsigned long long)st.downloads, "dataset_bytes", (unsigned long long)dataset,
+                         (unsigned long long)st.downloads, "record_requests", (unsigned long long)st.record_requests,
+                         "dataset_bytes", (unsigned long long)dataset,
                          "epoch_fetched", per);
 }
 

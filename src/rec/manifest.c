@@ -12,7 +12,9 @@
  * C == channels) or all 0 (sizes vary), channels is 1..4, mean/std hold `channels` numbers with
  * std > 0. crc32c fields are 8-digit hex strings ("e3069283"). A shard's pieces (optional: older
  * datasets have none) are piece_bytes (BATON_PIECE_BYTES_MIN..MAX) and piece_crc32c, one string of
- * 8 hex digits per piece with nothing between them, which must sum to the shard's crc32c. Unknown
+ * 8 hex digits per piece with nothing between them, which must sum to the shard's crc32c. The
+ * optional "indexes" ({"file", "bytes"}: every shard's .idx in one file) needs every shard to have
+ * an index, and bytes == Σ index_bytes. Unknown
  * fields are ignored, so newer writers can add some. Saving serialises, re-parses the text (the same validation a
  * reader will apply) and only then writes it with baton_file_write_atomic. */
 #include "rec_internal.h"
@@ -237,6 +239,30 @@ static void parse_shape(baton_jr *r, const cJSON *root, baton_manifest *m)
     if (!baton_jr_bool(r, root, "shuffled", &b)) m->shuffled = b;
 }
 
+/* "indexes": {"file": "dataset.idx", "bytes": N}, every shard's index in one file (optional). */
+static void parse_indexes(baton_jr *r, const cJSON *root, baton_manifest *m)
+{
+    const cJSON *o = baton_jr_get(r, root, "indexes");
+    if (r->rc || !o || cJSON_IsNull(o)) return;
+    baton_jr_at(r, "indexes");
+    if (!cJSON_IsObject(o)) baton_jr_fail(r, NULL, "is not an object");
+    get_string(r, o, "file", &m->indexes);
+    check_file_name(r, m->indexes, "file");
+    baton_jr_u64(r, o, "bytes", 0, UINT64_MAX, &m->indexes_bytes);
+    uint64_t sum = 0;
+    for (size_t i = 0; !r->rc && i < m->nshards; i++) {
+        if (!m->shards[i].index) {
+            baton_jr_fail(r, NULL, "given, but shards[%zu] has no index", i);
+            return;
+        }
+        sum += m->shards[i].index_bytes;
+    }
+    if (!r->rc && sum != m->indexes_bytes)
+        baton_jr_fail(r, "bytes", "%llu, but the shards' indexes hold %llu bytes", (unsigned long long)m->indexes_bytes,
+                      (unsigned long long)sum);
+    if (!r->rc) baton_jr_at(r, "%s", "");
+}
+
 static void parse_shards(baton_jr *r, const cJSON *root, baton_manifest *m)
 {
     const cJSON *shards = baton_jr_get(r, root, "shards");
@@ -291,6 +317,7 @@ int baton_manifest_parse(const char *name, const char *json, size_t n, baton_man
         parse_kind(&r, root, m);
         parse_shape(&r, root, m);
         parse_shards(&r, root, m);
+        parse_indexes(&r, root, m);
     }
     cJSON_Delete(root);
     if (r.rc) baton_manifest_free(m);
@@ -430,6 +457,11 @@ char *baton_manifest_to_json(const baton_manifest *m)
         push(shards, s, &ok);
     }
     add(root, "shards", shards, &ok);
+    if (m->indexes) {
+        cJSON *ix = cJSON_CreateObject();
+        if (ix) add(ix, "file", str(m->indexes), &ok), add(ix, "bytes", num(m->indexes_bytes), &ok);
+        add(root, "indexes", ix, &ok);
+    }
     char *out = ok ? baton_json_print(root, 1) : NULL;
     cJSON_Delete(root);
     return out;
@@ -478,5 +510,6 @@ void baton_manifest_free(baton_manifest *m)
         free(m->shards[i].piece_crc32c);
     }
     free(m->shards);
+    free(m->indexes);
     memset(m, 0, sizeof *m);
 }

@@ -10,6 +10,11 @@ $BATON pack --from fashion-mnist --out "$T/raw" --shard-mb 8 >/dev/null 2>"$T/e"
 check '[ -f "$T/raw/dataset.json" ]' "no dataset.json"
 check '[ $(ls "$T/raw"/train-*.rec | wc -l) -ge 6 ]' "expected >= 6 shards at 8 MB"
 check '! ls "$T/raw" | grep -q tmp' "temporary files left behind"
+# every shard's index in one file, in dataset.json's order (what readers of the indexed order fetch)
+check 'cat $(ls "$T/raw"/train-*.idx | sort) | cmp -s - "$T/raw/dataset.idx"' "dataset.idx is not the shards' .idx in order"
+check 'grep -q "\"indexes\"" "$T/raw/dataset.json"' "dataset.json does not list dataset.idx"
+cp -r "$T/raw" "$T/rawx" && printf 9 | dd of="$T/rawx/dataset.idx" bs=1 seek=0 conv=notrunc status=none
+expect_fail 1 'dataset.idx: the part of train-00000.idx' $BATON inspect "$T/rawx" --verify
 $BATON inspect "$T/raw" --verify --json >"$T/j" 2>"$T/e" || bad "inspect raw: $(cat "$T/e")"
 check 'grep -q "\"records\":60000" "$T/j"' "records != 60000: $(head -c 300 "$T/j")"
 check 'grep -q "\"ok\":true" "$T/j"' "verify not ok"
@@ -135,7 +140,7 @@ expect_fail 2 '^baton pack: --shard-mb 0 is outside' $BATON pack --from fashion-
 check '$BATON pack --from fashion-mnist --split test --out "$T/re" --shard-mb 1 --quiet >/dev/null' "pack 1 MB shards"
 touch "$T/re/mine.txt" "$T/re/test-00003.rec.tmp.2147483646" "$T/re/test-00004.rec.tmp.$$"
 check '$BATON pack --from fashion-mnist --split test --out "$T/re" --shard-mb 4 --quiet >/dev/null 2>&1' "repack with 4 MB shards"
-check '[ "$(ls "$T/re" | tr "\n" " ")" = "dataset.json mine.txt test-00000.idx test-00000.rec test-00001.idx test-00001.rec test-00004.rec.tmp.$$ " ]' \
+check '[ "$(ls "$T/re" | tr "\n" " ")" = "dataset.idx dataset.json mine.txt test-00000.idx test-00000.rec test-00001.idx test-00001.rec test-00004.rec.tmp.$$ " ]' \
     "only the new shards remain: $(ls "$T/re" | tr "\n" " ")"
 check '$BATON inspect "$T/re" --verify >/dev/null 2>&1' "the repacked folder verifies"
 

@@ -127,9 +127,32 @@ static void pieces(void)
     baton_manifest_free(&m);
 }
 
+/* Every shard's index in one file: round trip, and bytes that are not the indexes' sum, a shard
+ * without an index or a path for a name refused naming the field. */
+static void indexes(void)
+{
+    baton_manifest m = sample(), back;
+    baton_err err = {0};
+    free(m.shards[1].file);
+    m.shards[1] = (baton_shard_info){strdup("train-00001.rec"), strdup("train-00001.idx"), 99, 20000, 0, 700, 1, 0, NULL};
+    m.indexes = strdup(BATON_INDEXES_NAME);
+    m.indexes_bytes = 500700;
+    char *json = baton_manifest_to_json(&m);
+    CHECK_MSG(json && strstr(json, "\"indexes\":\t{") && strstr(json, "\"bytes\":\t500700"), "%s", json ? json : "");
+    CHECK_MSG(baton_manifest_parse("dataset.json", json, strlen(json), &back, &err) == BATON_OK, "%s", err.msg);
+    CHECK(back.indexes && !strcmp(back.indexes, "dataset.idx") && back.indexes_bytes == 500700);
+    baton_manifest_free(&back);
+    CHECK(rejects(json, "\"bytes\":\t500700", "\"bytes\":\t500701", "indexes.bytes: 500701, but the shards' indexes hold 500700"));
+    CHECK(rejects(json, "\"file\":\t\"dataset.idx\"", "\"file\":\t\"../dataset.idx\"", "indexes.file"));
+    CHECK(rejects(json, "\"index\":\t\"train-00001.idx\"", "\"index\":\tnull", "indexes: given, but shards[1] has no index"));
+    free(json);
+    baton_manifest_free(&m);
+}
+
 int main(void)
 {
     pieces();
+    indexes();
     baton_manifest m = sample(), back;
     baton_err err = {0};
     char *json = baton_manifest_to_json(&m);
