@@ -73,6 +73,7 @@ struct io_fill {
     uint64_t downloads;         /* shards of which a piece was fetched */
     baton_buf buf;          /* the reader's pieces, read back */
     size_t chunk;           /* the download's fetch chunk: whole pieces of every shard */
+    baton_fetch_opts wopts; /* the reader's fetch's */
 };
 
 static uint64_t pend(const baton_shard_info *si, uint64_t k)
@@ -369,6 +370,7 @@ int io_fill_open(io_fill **out, baton_store *store, const baton_manifest *m, con
     wo.chunk_bytes = 1u << 20, wo.max_buffered = 32u << 20;
     f->chunk = fo->chunk_bytes;
     if (!rc) rc = io_piece_fetch_opts(m, &wo, err);
+    f->wopts = wo;
     if (!rc && !(f->want = io_fetch_new(store, &wo, err))) rc = err->code;
     baton_fetch_opts dlo = *fo;   /* the download: whole runs of pieces, more of them in flight */
     dlo.inflight = dlo.inflight < DL_INFLIGHT ? DL_INFLIGHT : dlo.inflight;
@@ -411,6 +413,18 @@ int io_fill_want(io_fill *f, uint32_t s, uint64_t at, uint64_t end, baton_err *e
         k0 = r;
     }
     return rc;
+}
+
+int io_fill_forget(io_fill *f, baton_err *err)
+{
+    io_fetch_free(f->want);   /* its transfers stop; what it holds is dropped */
+    f->want = NULL;
+    pthread_mutex_lock(&f->mu);
+    for (size_t s = 0; s < f->nshards; s++)
+        for (uint64_t k = 0; k < f->sh[s].npieces; k++)
+            if (f->sh[s].st[k] == P_ASKED) f->sh[s].st[k] = P_MISSING;
+    pthread_mutex_unlock(&f->mu);
+    return (f->want = io_fetch_new(f->store, &f->wopts, err)) ? BATON_OK : err->code;
 }
 
 int io_fill_read(io_fill *f, uint32_t s, uint64_t at, uint64_t end, const uint8_t **out, baton_err *err)

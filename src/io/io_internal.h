@@ -189,6 +189,8 @@ int io_fill_open(io_fill **out, baton_store *store, const baton_manifest *m, con
 void io_fill_start(io_fill *f);   /* the download begins (after the first batch's records were asked for) */
 /* Bytes [at, end) of shard s will be read soon: the pieces of them nobody fetches yet, asked for. */
 int io_fill_want(io_fill *f, uint32_t s, uint64_t at, uint64_t end, baton_err *err);
+/* The pieces asked for and not read yet forgotten (a seek elsewhere): asked again when needed. */
+int io_fill_forget(io_fill *f, baton_err *err);
 /* Bytes [at, end) of shard s, every piece of them checked: *p valid until the next call. */
 int io_fill_read(io_fill *f, uint32_t s, uint64_t at, uint64_t end, const uint8_t **p, baton_err *err);
 /* Store bytes received since the last poll; *done 1 once every shard has its final name; the

@@ -38,6 +38,18 @@
 #define BLOCK_TARGET_BYTES (32u << 20)
 #define PIECE_CACHE_BYTES (64u << 20)   /* local reading: checked pieces kept in memory */
 
+/* File mode while its copy fills: the pieces of the records up to FILL_AHEAD positions on asked
+ * for; FILL_HELD at the open, for epoch 0's start (a seek elsewhere forgets them), and at a
+ * launch (held: baton_loader_hold_ahead). The download starts once the hold is released after
+ * FILL_START records (or a second after the open, for a reader that reads nothing): the first batch's decoding does not share the cores with transfers that
+ * can wait (the store serving on the same machine, as pipe mode found). */
+#define FILL_AHEAD 256
+#define FILL_HELD 128
+#define FILL_START 128
+
+static int perm_ready(baton_loader *l, baton_err *err);
+static int fill_ask(baton_loader *l, uint64_t ahead, baton_err *err);
+
 void baton_loader_opts_default(baton_loader_opts *o)
 {
     memset(o, 0, sizeof *o);
@@ -463,6 +475,11 @@ int baton_loader_open(const baton_loader_opts *o, baton_loader **out, baton_err 
         if (!rc) rc = open_local(l, 0, err);
     } else if (!rc && o->mode == BATON_MODE_FILE) {
         rc = file_open(l, err);
+        if (!rc && l->fill) {   /* the first records' pieces on their way while the caller sets up */
+            l->cur = (baton_cursor){o->seed, 0, 0};
+            rc = perm_ready(l, err);
+            if (!rc) rc = fill_ask(l, FILL_HELD, err);
+        }
     }
     if (!rc && o->mode == BATON_MODE_MOUNT)
         rc = io_shardfile_open(&l->sf, baton_store_uri(l->store), baton_store_local_dir(l->store), &l->m,
@@ -534,6 +551,32 @@ int io_loader_order(const baton_loader *l, uint64_t epoch, uint64_t *perm, baton
     return BATON_OK;
 }
 
+/* l->perm: the order of the cursor's epoch. */
+static int perm_ready(baton_loader *l, baton_err *err)
+{
+    if (l->perm_valid && l->perm_epoch == l->cur.epoch) return BATON_OK;
+    if (!l->perm && !(l->perm = malloc((l->total ? l->total : 1) * sizeof *l->perm)))
+        return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
+    int rc = io_loader_order(l, l->cur.epoch, l->perm, err);
+    if (rc) return rc;
+    l->perm_epoch = l->cur.epoch;
+    l->perm_valid = 1;
+    return BATON_OK;
+}
+
+/* File mode filling its copy, at a seek: records asked for ahead that the reader will not read
+ * next (asked at the open for epoch 0's start, and the cursor is elsewhere) are forgotten, so the
+ * first record of the new position does not queue behind them; asking goes on from the cursor. */
+static int fill_seek(baton_loader *l, baton_err *err)
+{
+    int next = l->cur.epoch == l->fill_epoch && l->cur.position == l->fill_read_to;
+    if (next) return BATON_OK;
+    int rc = l->fill_asked > l->fill_read_to ? io_fill_forget(l->fill, err) : BATON_OK;
+    l->fill_epoch = l->cur.epoch;
+    l->fill_read_to = l->fill_asked = l->cur.position;
+    return rc;
+}
+
 static int indexed_prepare(baton_loader *l, baton_err *err)
 {
     int irc = index_take_all(l, err);   /* the indexed order reaches every shard */
@@ -553,26 +596,12 @@ static int indexed_prepare(baton_loader *l, baton_err *err)
         int rc = open_local(l, 1, err);
         if (rc) return rc;
     }
-    if (!l->perm_valid || l->perm_epoch != l->cur.epoch) {
-        if (!l->perm && !(l->perm = malloc((l->total ? l->total : 1) * sizeof *l->perm)))
-            return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
-        int rc = io_loader_order(l, l->cur.epoch, l->perm, err);
-        if (rc) return rc;
-        l->perm_epoch = l->cur.epoch;
-        l->perm_valid = 1;
-    }
-    l->fill_asked = l->cur.position;   /* file mode filling its copy: ask from here */
+    int rc = perm_ready(l, err);
+    if (rc == BATON_OK && l->fill) rc = fill_seek(l, err);
+    if (rc) return rc;
     return l->share && l->o.mode == BATON_MODE_CACHE ? io_share_plan(l, err) : BATON_OK;
 }
 
-/* File mode while its copy fills: the pieces of the records up to FILL_AHEAD positions on asked
- * for. At a launch (held: baton_loader_hold_ahead) only FILL_HELD ahead, and the download starts
- * once the hold is released after FILL_START records (or a second after the open, for a reader
- * that reads nothing): the first batch's decoding does not share the cores with transfers that
- * can wait (the store serving on the same machine, as pipe mode found). */
-#define FILL_AHEAD 256
-#define FILL_HELD 128
-#define FILL_START 128
 /* What arrived counted in the epoch being read; the copy taken over once whole when `take` (not
  * while a record handed out points into the fill's buffer). */
 static int fill_poll(baton_loader *l, int take, baton_err *err)
@@ -583,10 +612,11 @@ static int fill_poll(baton_loader *l, int take, baton_err *err)
     return rc || !done || !take ? rc : fill_finish(l, err);
 }
 
-static int fill_ahead(baton_loader *l, baton_err *err)
+/* Ask for the pieces of the cursor's epoch's positions up to `ahead` past the cursor. */
+static int fill_ask(baton_loader *l, uint64_t ahead, baton_err *err)
 {
     int rc = BATON_OK;
-    uint64_t upto = l->cur.position + (l->hold_ahead ? FILL_HELD : FILL_AHEAD), size = baton_loader_epoch_size(l);
+    uint64_t upto = l->cur.position + ahead, size = baton_loader_epoch_size(l);
     if (upto > size) upto = size;
     if (l->has_end && l->end.epoch == l->cur.epoch && upto > l->end.position) upto = l->end.position;
     if (l->fill_asked < l->cur.position) l->fill_asked = l->cur.position;
@@ -596,6 +626,12 @@ static int fill_ahead(baton_loader *l, baton_err *err)
         uint64_t j = g - l->shard_first[s];
         rc = io_fill_want(l->fill, s, l->off[s][j], io_loader_rec_end(l, s, j + 1), err);
     }
+    return rc;
+}
+
+static int fill_ahead(baton_loader *l, baton_err *err)
+{
+    int rc = fill_ask(l, l->hold_ahead ? FILL_HELD : FILL_AHEAD, err);
     if (++l->fill_reads >= FILL_START && !l->hold_ahead && !l->fill_started) {
         io_fill_start(l->fill);
         l->fill_started = 1;
@@ -619,6 +655,7 @@ static int indexed_next(baton_loader *l, baton_record *out, baton_err *err)
     /* read with pread, each piece checked before a record of it is decoded */
     if (l->fill) {   /* bytes in the fill's buffer: the copy can be taken over after the read */
         rc = io_fill_read(l->fill, s, at, end, &bytes, err);
+        l->fill_read_to = l->cur.position + 1;
         if (rc == BATON_OK) rc = fill_poll(l, 0, err);
     } else {
         rc = io_shardfile_read(l->sf, s, at, end, &bytes, err);

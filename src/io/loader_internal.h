@@ -89,7 +89,9 @@ struct baton_loader {
 
     io_fill *fill;          /* file mode: the copy filling while it is read (fill.c); NULL once whole */
     int dl_lock;            /* file mode: the folder's download turn while fill runs; -1 */
-    uint64_t fill_asked;    /* positions of the current epoch below this: pieces asked for */
+    uint64_t fill_epoch;    /* the epoch whose positions below fill_asked had their pieces asked for */
+    uint64_t fill_asked;
+    uint64_t fill_read_to;  /* of them, the reader read those below this */
     uint64_t fill_reads;    /* records read through fill (FILL_START of them start the download) */
     int fill_started;
     struct io_share *share; /* a local copy shared by the ranks of a machine (share.c), or NULL */
