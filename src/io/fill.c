@@ -292,7 +292,7 @@ static int download(io_fill *f, baton_err *err)
 {
     scan c = {0, 0};
     baton_buf b = {0};
-    int rc = BATON_OK, outstanding = 0, more = 1;
+    int rc = BATON_OK, outstanding = 0, more = 1, wrapped = 0;
     while (rc == BATON_OK && !__atomic_load_n(&f->cancel, __ATOMIC_ACQUIRE)) {
         while (rc == BATON_OK && more && outstanding < DL_AHEAD) {
             uint32_t s;
@@ -300,7 +300,10 @@ static int download(io_fill *f, baton_err *err)
             pthread_mutex_lock(&f->mu);
             int kind = next_run(f, &c, &s, &k0, &k1);
             pthread_mutex_unlock(&f->mu);
-            if (!kind) {
+            if (!kind && !wrapped) {   /* once more from the start: pieces the reader asked for and */
+                c = (scan){0, 0};       /* forgot (io_fill_forget), or found wrong, behind the scan */
+                wrapped = 1;
+            } else if (!kind) {
                 more = 0;
             } else if (kind == RUN_CHECK) {
                 int ok;
@@ -320,7 +323,7 @@ static int download(io_fill *f, baton_err *err)
         rc = take_piece(f, &p, &again, err);
         io_fetch_release(f->dl, &p);
         if (last) outstanding--;
-        if (again) c = (scan){0, 0}, more = 1;
+        if (again) c = (scan){0, 0}, more = 1, wrapped = 0;
     }
     baton_buf_free(&b);
     return rc;
@@ -498,7 +501,7 @@ void io_fill_close(io_fill *f)
     if (!f) return;
     if (f->running) {
         pthread_mutex_lock(&f->mu);
-        f->cancel = 1;
+        __atomic_store_n(&f->cancel, 1, __ATOMIC_RELEASE);
         pthread_cond_broadcast(&f->cv);
         pthread_mutex_unlock(&f->mu);
         pthread_join(f->thread, NULL);
