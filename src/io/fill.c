@@ -19,9 +19,10 @@
  *      download thread, which checks them all); a piece that fails is fetched again.
  *   5. A shard gets its final name only once every piece is in place and checked: its CRC32C is
  *      then dataset.json's (the manifest's pieces sum to it, manifest.c checks).
- *   6. Threads: the loader's thread calls the functions below; the download thread touches the
- *      store, the files, and the states and counters under mu only. Closing cancels it between
- *      two pieces and joins it.
+ *   6. Threads: the loader's thread calls the functions below (io_fill_stats may come from any
+ *      thread: the fetches it reads are replaced and freed under mu); the download thread touches
+ *      the store, the files, and the states and counters under mu only. Retiring or closing
+ *      cancels it between two pieces and joins it.
  * Only for datasets whose shards all have pieces (loader.c downloads older ones first). */
 #include "io_internal.h"
 
@@ -74,6 +75,7 @@ struct io_fill {
     baton_buf buf;          /* the reader's pieces, read back */
     size_t chunk;           /* the download's fetch chunk: whole pieces of every shard */
     baton_fetch_opts wopts; /* the reader's fetch's */
+    baton_loader_stats past; /* counts of fetches freed (io_fill_forget, io_fill_retire); under mu */
 };
 
 static uint64_t pend(const baton_shard_info *si, uint64_t k)
@@ -418,16 +420,34 @@ int io_fill_want(io_fill *f, uint32_t s, uint64_t at, uint64_t end, baton_err *e
     return rc;
 }
 
+/* The fetch *pf's counts kept in f->past and *pf replaced by by (under mu, so that io_fill_stats
+ * from another thread never reads a fetch being freed), then freed: its transfers stop. */
+static void retire_fetch(io_fill *f, baton_fetch **pf, baton_fetch *by)
+{
+    baton_fetch *old = *pf;
+    pthread_mutex_lock(&f->mu);
+    if (old) {
+        baton_fetch_stats fs;
+        io_fetch_get_stats(old, &fs);
+        if (pf == &f->want) f->past.record_requests += fs.requests;
+        io_fetch_add_stats(old, &f->past, 0);
+    }
+    *pf = by;
+    pthread_mutex_unlock(&f->mu);
+    io_fetch_free(old);
+}
+
 int io_fill_forget(io_fill *f, baton_err *err)
 {
-    io_fetch_free(f->want);   /* its transfers stop; what it holds is dropped */
-    f->want = NULL;
+    baton_fetch *fresh = io_fetch_new(f->store, &f->wopts, err);
+    if (!fresh) return err->code;
+    retire_fetch(f, &f->want, fresh);   /* what the old one holds is dropped */
     pthread_mutex_lock(&f->mu);
     for (size_t s = 0; s < f->nshards; s++)
         for (uint64_t k = 0; k < f->sh[s].npieces; k++)
             if (f->sh[s].st[k] == P_ASKED) f->sh[s].st[k] = P_MISSING;
     pthread_mutex_unlock(&f->mu);
-    return (f->want = io_fetch_new(f->store, &f->wopts, err)) ? BATON_OK : err->code;
+    return BATON_OK;
 }
 
 int io_fill_read(io_fill *f, uint32_t s, uint64_t at, uint64_t end, const uint8_t **out, baton_err *err)
@@ -488,34 +508,46 @@ void io_fill_stats(io_fill *f, baton_loader_stats *st)
 {
     pthread_mutex_lock(&f->mu);
     st->downloads += f->downloads;
+    st->record_requests += f->past.record_requests;
+    st->bytes_fetched += f->past.bytes_fetched;
+    st->fetch_retries += f->past.fetch_retries;
+    if (f->want) {
+        baton_fetch_stats fs;
+        io_fetch_get_stats(f->want, &fs);
+        st->record_requests += fs.requests;
+        io_fetch_add_stats(f->want, st, 0);
+    }
+    if (f->dl) io_fetch_add_stats(f->dl, st, 0);
     pthread_mutex_unlock(&f->mu);
-    baton_fetch_stats fs;
-    io_fetch_get_stats(f->want, &fs);
-    st->record_requests += fs.requests;
-    io_fetch_add_stats(f->want, st, 0);
-    io_fetch_add_stats(f->dl, st, 0);
 }
 
-void io_fill_close(io_fill *f)
+void io_fill_retire(io_fill *f)
 {
-    if (!f) return;
     if (f->running) {
         pthread_mutex_lock(&f->mu);
         __atomic_store_n(&f->cancel, 1, __ATOMIC_RELEASE);
         pthread_cond_broadcast(&f->cv);
         pthread_mutex_unlock(&f->mu);
         pthread_join(f->thread, NULL);
+        f->running = 0;
     }
-    io_fetch_free(f->want);
-    io_fetch_free(f->dl);
+    retire_fetch(f, &f->want, NULL);
+    retire_fetch(f, &f->dl, NULL);
     for (size_t s = 0; f->sh && s < f->nshards; s++) {
         if (f->sh[s].fd >= 0) baton_sys.close(f->sh[s].fd);
-        free(f->sh[s].st);
+        f->sh[s].fd = -1;
     }
+    baton_buf_free(&f->buf);
+}
+
+void io_fill_close(io_fill *f)
+{
+    if (!f) return;
+    io_fill_retire(f);
+    for (size_t s = 0; f->sh && s < f->nshards; s++) free(f->sh[s].st);
     free(f->sh);
     free(f->dir);
     free(f->uri);
-    baton_buf_free(&f->buf);
     pthread_cond_destroy(&f->cv);
     pthread_mutex_destroy(&f->mu);
     free(f);

@@ -196,7 +196,11 @@ int io_fill_read(io_fill *f, uint32_t s, uint64_t at, uint64_t end, const uint8_
 /* Store bytes received since the last poll; *done 1 once every shard has its final name; the
  * download's failure. */
 int io_fill_poll(io_fill *f, uint64_t *got, int *done, baton_err *err);
-void io_fill_stats(io_fill *f, baton_loader_stats *st);   /* bytes, retries, shards fetched added */
+/* Bytes, retries, shards and record requests added to st: safe from any thread until io_fill_close. */
+void io_fill_stats(io_fill *f, baton_loader_stats *st);
+/* The copy whole (or the reading over): the download thread joined, the fetches and files closed;
+ * io_fill_stats still answers (the loader keeps a retired fill until it closes). */
+void io_fill_retire(io_fill *f);
 void io_fill_close(io_fill *f);
 
 /* Open a shard file read-only into *fd, checked: a regular file of the size dataset.json says

@@ -50,6 +50,9 @@
 static int perm_ready(baton_loader *l, baton_err *err);
 static int fill_ask(baton_loader *l, uint64_t ahead, baton_err *err);
 
+/* File mode's copy still filling (l->fill stays, retired, once it is whole: for stats). */
+static int filling(const baton_loader *l) { return l->fill && !l->fill_whole; }
+
 void baton_loader_opts_default(baton_loader_opts *o)
 {
     memset(o, 0, sizeof *o);
@@ -360,9 +363,8 @@ static int file_open(baton_loader *l, baton_err *err)
  * the copy read from now on as any checked local copy. */
 static int fill_finish(baton_loader *l, baton_err *err)
 {
-    io_fill_stats(l->fill, &l->st);
-    io_fill_close(l->fill);
-    l->fill = NULL;
+    io_fill_retire(l->fill);   /* kept, retired, until the loader closes: another thread's stats read it */
+    l->fill_whole = 1;
     int rc = write_local_manifest(l, err);
     baton_lock_release(l->dl_lock);
     l->dl_lock = -1;
@@ -597,7 +599,7 @@ static int indexed_prepare(baton_loader *l, baton_err *err)
         if (rc) return rc;
     }
     int rc = perm_ready(l, err);
-    if (rc == BATON_OK && l->fill) rc = fill_seek(l, err);
+    if (rc == BATON_OK && filling(l)) rc = fill_seek(l, err);
     if (rc) return rc;
     return l->share && l->o.mode == BATON_MODE_CACHE ? io_share_plan(l, err) : BATON_OK;
 }
@@ -647,13 +649,13 @@ static int indexed_next(baton_loader *l, baton_record *out, baton_err *err)
         int rc = io_share_take(l, s, err);
         if (rc) return rc;
     }
-    int rc = l->fill ? fill_poll(l, 1, err) : BATON_OK;
-    if (rc == BATON_OK && l->fill) rc = fill_ahead(l, err);
+    int rc = filling(l) ? fill_poll(l, 1, err) : BATON_OK;
+    if (rc == BATON_OK && filling(l)) rc = fill_ahead(l, err);
     if (rc) return rc;
     uint64_t j = g - l->shard_first[s], at = l->off[s][j], end = io_loader_rec_end(l, s, j + 1);
     const uint8_t *bytes = NULL;
     /* read with pread, each piece checked before a record of it is decoded */
-    if (l->fill) {   /* bytes in the fill's buffer: the copy can be taken over after the read */
+    if (filling(l)) {   /* bytes in the fill's buffer: the copy can be taken over after the read */
         rc = io_fill_read(l->fill, s, at, end, &bytes, err);
         l->fill_read_to = l->cur.position + 1;
         if (rc == BATON_OK) rc = fill_poll(l, 0, err);
@@ -770,7 +772,7 @@ void baton_loader_close(baton_loader *l)
     uint64_t got;
     int done;
     baton_err e;
-    if (l->fill && io_fill_poll(l->fill, &got, &done, &e) == BATON_OK && done)
+    if (filling(l) && io_fill_poll(l->fill, &got, &done, &e) == BATON_OK && done)
         write_local_manifest(l, &e);   /* whole: the folder is a dataset */
     io_fill_close(l->fill);   /* else the download stops; what is in place is used piece by piece next time */
     baton_lock_release(l->dl_lock);

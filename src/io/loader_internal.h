@@ -87,7 +87,9 @@ struct baton_loader {
     int sink_open;
     uint32_t sink_shard;
 
-    io_fill *fill;          /* file mode: the copy filling while it is read (fill.c); NULL once whole */
+    io_fill *fill;          /* file mode: the copy filling while it is read (fill.c); retired once
+                             * whole (fill_whole), freed at close */
+    int fill_whole;
     int dl_lock;            /* file mode: the folder's download turn while fill runs; -1 */
     uint64_t fill_epoch;    /* the epoch whose positions below fill_asked had their pieces asked for */
     uint64_t fill_asked;

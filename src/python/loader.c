@@ -319,6 +319,7 @@ static int set_open_opts(Loader *self, const pyb_loader_args *a)
                              baton_io_mode_name(self->lo.mode));
         self->local_dir = dupstr(a->local ? a->local : def);
         self->lo.local_dir = self->local_dir;
+        self->lo.download_first = a->download_first;
         /* file mode in the default folder (one per URI, so the same for every rank of this machine):
          * the ranks the launcher places here split the downloads, as baton train --dist mpi's do */
         uint32_t lr, ls;
@@ -737,7 +738,7 @@ static PyMemberDef loader_members[] = {
 
 static PyType_Slot loader_slots[] = {
     {Py_tp_dealloc, loader_dealloc},
-    {Py_tp_doc, (void *)("Loader(uri, *, batch=None, batch_size=None, mode=None, shuffle=True, seed=0, epochs=None, rank=0, world=1, threads=2, normalize=True, local_dir=None, drop_last=False, layout='nchw', depth=4, s3_endpoint=None, block=0, crop_pad=0, flip=False, size=224, crop=None, scale=(0.08, 1.0), ratio=(0.75, 1.3333333333333333), dtype='float32')\n"
+    {Py_tp_doc, (void *)("Loader(uri, *, batch=None, batch_size=None, mode=None, shuffle=True, seed=0, epochs=None, rank=0, world=1, threads=2, normalize=True, local_dir=None, drop_last=False, layout='nchw', depth=4, s3_endpoint=None, block=0, crop_pad=0, flip=False, size=224, crop=None, scale=(0.08, 1.0), ratio=(0.75, 1.3333333333333333), dtype='float32', download_first=False)\n"
               "--\n"
               "\n"
               "A baton dataset as batches, exactly those `baton train` trains on for the same seed and batch.\n"
@@ -762,6 +763,8 @@ static PyType_Slot loader_slots[] = {
               "local_dir    file and cache modes' local copy (default $XDG_CACHE_HOME/baton/data/<CRC of uri>,\n"
               "             shared by the ranks a launcher places on one machine, which split the downloads).\n"
               "drop_last    leave out an epoch's last batch when it is partial.\n"
+              "download_first  file mode: download and check every shard before the first batch (SageMaker's\n"
+              "             File mode); by default the copy fills while the first epoch reads it.\n"
               "layout       \"nchw\" or \"nhwc\": the images' axis order.\n"
               "depth        batches decoded ahead (2..64): the prefetch buffers, and how many batches a caller may\n"
               "             hold at once (their arrays alive).\n"

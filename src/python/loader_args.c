@@ -97,17 +97,18 @@ static int parse_kw(PyObject *args, PyObject *kw, pyb_loader_args *a, raw_args *
 {
     static char *kwlist[] = {"uri", "mode", "batch", "shuffle", "seed", "epochs", "rank", "world", "threads",
                              "normalize", "local_dir", "drop_last", "layout", "depth", "s3_endpoint", "block",
-                             "crop_pad", "flip", "size", "crop", "scale", "ratio", "dtype", "batch_size", NULL};
+                             "crop_pad", "flip", "size", "crop", "scale", "ratio", "dtype", "batch_size",
+                             "download_first", NULL};
     *a = (pyb_loader_args){.layout = "nchw", .dtype = "float32", .batch = PY_SSIZE_T_MIN, .world = 1, .threads = 2,
                            .depth = 4, .size = 224, .shuffle = 1, .crop_kind = BATON_CROP_NONE,
                            .scale = {0.08, 1.0}, .ratio = {3.0 / 4.0, 4.0 / 3.0}};
     *r = (raw_args){.batch_size = PY_SSIZE_T_MIN};
     /* the arguments after uri are keyword-only */
-    return PyArg_ParseTupleAndKeywords(args, kw, "s|$OnpOOnnnOOpsnOnnpnO(dd)(dd)sn:Loader", kwlist, &a->uri, &r->mode,
+    return PyArg_ParseTupleAndKeywords(args, kw, "s|$OnpOOnnnOOpsnOnnpnO(dd)(dd)snp:Loader", kwlist, &a->uri, &r->mode,
                                        &a->batch, &a->shuffle, &r->seed, &r->epochs, &a->rank, &a->world, &a->threads,
                                        &a->norm, &r->local, &a->drop_last, &a->layout, &a->depth, &r->endpoint,
                                        &a->block, &a->crop, &a->flip, &a->size, &r->crop, &a->scale[0], &a->scale[1],
-                                       &a->ratio[0], &a->ratio[1], &a->dtype, &r->batch_size)
+                                       &a->ratio[0], &a->ratio[1], &a->dtype, &r->batch_size, &a->download_first)
                ? 0
                : -1;
 }

@@ -58,7 +58,7 @@ typedef struct pyb_loader_args {
     const char *uri, *mode, *layout, *local, *endpoint, *dtype;
     PyObject *norm;
     Py_ssize_t batch, rank, world, threads, depth, block, crop, size;
-    int shuffle, drop_last, flip;
+    int shuffle, drop_last, flip, download_first;
     baton_crop crop_kind;
     double scale[2], ratio[2];
     uint64_t seed, epochs;

@@ -61,6 +61,23 @@ for mode in ("mount", "file", "cache", "pipe"):
     check(got == ref, "%s: the Loader yields exactly what baton train trained on (first difference at %s)" % (
         mode, next((i for i, (a, b) in enumerate(zip(got, ref)) if a != b), len(got))))
 
+# ---- file mode: the copy filled while epoch 0 reads it (the default), or downloaded first
+# (download_first=True, SageMaker's File mode): the same batches; the store's bytes once, in epoch 0
+# or at the open
+runs = {}
+for first in (False, True):
+    with baton.Loader(FM, mode="file", batch=64, seed=7, epochs=2, download_first=first,
+                      local_dir=os.path.join(TMP, "fill-%d" % first)) as l:
+        labels = [b.labels.copy() for b in l]
+        runs[first] = (labels, l.stats())
+(la, sa), (lb, sb) = runs[False], runs[True]
+check(len(la) == len(lb) and all(np.array_equal(a, b) for a, b in zip(la, lb)),
+      "file mode: the filled copy and the download first yield the same batches")
+check(sa["epoch_fetched"] == [sa["dataset_bytes"], 0] and sa["open_fetched"] < sa["dataset_bytes"] / 10 and
+      sa["record_requests"] > 0, "file mode, filled while read: the dataset once, in epoch 0: %s" % sa)
+check(sb["epoch_fetched"] == [0, 0] and sb["open_fetched"] >= sb["dataset_bytes"] and sb["record_requests"] == 0,
+      "file mode, download_first: the dataset once, at the open: %s" % sb)
+
 # ---- rank/world: the parts of each global batch together are the W = 1 batch, in order
 with baton.Loader(FM, batch=64, seed=3, epochs=1) as one, \
         baton.Loader(FM, batch=64, seed=3, epochs=1, rank=0, world=2) as r0, \
