@@ -151,7 +151,9 @@ static int index_start(baton_loader *l, baton_err *err)
     if (!streamed && l->m.indexes) {   /* all of them at once: one file, a few requests */
         fo.chunk_bytes = 1u << 20;
         l->iall = 1;
-        if (!(l->ifetch = io_fetch_new(l->store, &fo, err))) return err->code;
+        baton_fetch *f = io_fetch_new(l->store, &fo, err);
+        if (!f) return err->code;
+        io_loader_set_fetch(l, &l->ifetch, f, 1);
         int rc = io_fetch_add(l->ifetch, l->m.indexes, 0, l->m.indexes_bytes, 0, err);
         io_fetch_close_input(l->ifetch);
         return rc;
@@ -160,7 +162,9 @@ static int index_start(baton_loader *l, baton_err *err)
     io_order_shards(l->o.seed, 0, n, streamed && !l->o.no_shuffle, l->iorder);
     if (fo.inflight < INDEX_INFLIGHT) fo.inflight = INDEX_INFLIGHT;
     fo.chunk_bytes = 1u << 20;   /* a slot per request in flight (max_buffered / chunk_bytes slots) */
-    if (!(l->ifetch = io_fetch_new(l->store, &fo, err))) return err->code;
+    baton_fetch *f = io_fetch_new(l->store, &fo, err);
+    if (!f) return err->code;
+    io_loader_set_fetch(l, &l->ifetch, f, 1);
     return index_ask(l, streamed && n > INDEX_FIRST ? INDEX_FIRST : n, err);
 }
 
@@ -170,9 +174,7 @@ static void index_done(baton_loader *l)
     free(l->iorder);
     l->iorder = NULL;
     if (!l->ifetch) return;
-    io_fetch_add_stats(l->ifetch, &l->st, 1);
-    io_fetch_free(l->ifetch);
-    l->ifetch = NULL;
+    io_loader_set_fetch(l, &l->ifetch, NULL, 1);
     baton_buf_free(&l->ibuf);
 }
 
@@ -419,6 +421,7 @@ int baton_loader_open(const baton_loader_opts *o, baton_loader **out, baton_err 
     if (!l) return baton_err_set(err, BATON_ERR_NOMEM, "out of memory");
     l->rest_b = UINT64_MAX;
     l->dl_lock = -1;
+    pthread_mutex_init(&l->stats_mu, NULL);
     l->o = *o;
     l->uri = strdup(o->uri);
     l->local_dir = o->local_dir ? strdup(o->local_dir) : NULL;
@@ -515,13 +518,29 @@ uint64_t baton_loader_epoch_size(const baton_loader *l)
 
 baton_cursor baton_loader_cursor(const baton_loader *l) { return l->cur; }
 
+void io_loader_set_fetch(baton_loader *l, baton_fetch **pf, baton_fetch *by, int open)
+{
+    baton_fetch *old = *pf;
+    pthread_mutex_lock(&l->stats_mu);
+    if (old) io_fetch_add_stats(old, &l->st, open);
+    *pf = by;
+    pthread_mutex_unlock(&l->stats_mu);
+    io_fetch_free(old);
+}
+
+/* From any thread (a Python stats() beside the pipeline's reader): the fetches it reads are
+ * replaced under stats_mu, the share's and the fill's counts are under their own locks. The
+ * loader's own counters are read as they are (whole words; a count may lag a record). */
 void baton_loader_get_stats(const baton_loader *l, baton_loader_stats *st)
 {
+    pthread_mutex_t *mu = (pthread_mutex_t *)&l->stats_mu;
+    pthread_mutex_lock(mu);
     *st = l->st;
-    if (l->share) io_share_stats(l, st);
-    if (l->fill) io_fill_stats(l->fill, st);
     if (l->ifetch) io_fetch_add_stats(l->ifetch, st, 1);   /* indexes still arriving: the open's */
     if (l->fetch) io_fetch_add_stats(l->fetch, st, 0);
+    pthread_mutex_unlock(mu);
+    if (l->share) io_share_stats(l, st);
+    if (l->fill) io_fill_stats(l->fill, st);
 }
 
 uint64_t baton_loader_epoch_fetched(const baton_loader *l, uint64_t epoch)
@@ -800,5 +819,6 @@ void baton_loader_close(baton_loader *l)
     baton_store_close(l->store);
     free(l->uri);
     free(l->local_dir);
+    pthread_mutex_destroy(&l->stats_mu);
     free(l);
 }

@@ -5,6 +5,8 @@
 
 #include "io_internal.h"
 
+#include <pthread.h>
+
 typedef struct plan_seg {   /* one fetched range: a run of records of one shard */
     uint64_t epoch, block;
     uint32_t shard;
@@ -96,6 +98,8 @@ struct baton_loader {
     uint64_t fill_read_to;  /* of them, the reader read those below this */
     uint64_t fill_reads;    /* records read through fill (FILL_START of them start the download) */
     int fill_started;
+    pthread_mutex_t stats_mu; /* fetch and ifetch are replaced under it (io_loader_set_fetch), so
+                               * baton_loader_get_stats from another thread never reads a freed one */
     struct io_share *share; /* a local copy shared by the ranks of a machine (share.c), or NULL */
     io_verify verify;       /* streamed and mount-mode reads: each shard against dataset.json */
 };
@@ -106,6 +110,10 @@ struct baton_loader {
 int io_loader_index(baton_loader *l, uint32_t s, baton_err *err);
 /* The same without waiting: *ready 1 when shard s's index is in (those that arrived taken). */
 int io_loader_index_ready(baton_loader *l, uint32_t s, int *ready, baton_err *err);
+
+/* *pf (l->fetch or l->ifetch) replaced by `by` under stats_mu, the old one's counts added to l->st
+ * (and to its open_fetched when `open`) and then freed. */
+void io_loader_set_fetch(baton_loader *l, baton_fetch **pf, baton_fetch *by, int open);
 
 /* loader.c, for share.c */
 /* The shard holding global record g. */

@@ -40,11 +40,7 @@ int io_loader_epoch_streamed(const baton_loader *l, uint64_t epoch)
 
 void io_stream_reset(baton_loader *l)
 {
-    if (l->fetch) {
-        io_fetch_add_stats(l->fetch, &l->st, 0);
-        io_fetch_free(l->fetch);
-    }
-    l->fetch = NULL;
+    io_loader_set_fetch(l, &l->fetch, NULL, 0);
     if (l->reader) baton_rec_reader_free(l->reader);
     l->reader = NULL;
     if (l->sink_open) io_sink_abort(&l->sink);
@@ -469,8 +465,9 @@ static int plan_rest(baton_loader *l, baton_err *err)
 int io_stream_seek(baton_loader *l, baton_err *err)
 {
     io_stream_reset(l);
-    l->fetch = io_fetch_new(l->store, &l->sfetch, err);
-    if (!l->fetch) return err->code;
+    baton_fetch *f = io_fetch_new(l->store, &l->sfetch, err);
+    if (!f) return err->code;
+    io_loader_set_fetch(l, &l->fetch, f, 0);
     uint64_t size = io_stream_epoch_size(l->total, l->block, l->o.rank, l->o.world);
     if (l->cur.position >= size) return BATON_OK;  /* at the end: next() ends the epoch */
     uint64_t b, within;
