@@ -54,6 +54,7 @@ typedef struct fshard {
     int retried;            /* pieces of it arrived wrong once already */
     int fetched;            /* a piece of it was fetched (counted in downloads) */
     int create;             /* its ".part" is created (and sized) at its first use */
+    int whole;              /* every piece in place and checked, the file under its name */
 } fshard;
 
 struct io_fill {
@@ -122,12 +123,12 @@ static int mark_present(io_fill *f, uint32_t s, uint64_t k, uint64_t k1, baton_e
     fshard *h = &f->sh[s];
     for (; k <= k1; k++)
         if (h->st[k] != P_PRESENT) h->st[k] = P_PRESENT, h->present++;
-    if (h->present < h->npieces || h->renamed) return BATON_OK;
+    if (h->present < h->npieces || h->whole) return BATON_OK;
     char part[4200], final[4200];
     if (path_of(f, s, 1, part, sizeof part, err) || path_of(f, s, 0, final, sizeof final, err)) return err->code;
-    if (baton_sys.rename(part, final) != 0)
+    if (!h->renamed && baton_sys.rename(part, final) != 0)
         return baton_err_set(err, BATON_ERR_IO, "%s: rename: %s", final, strerror(errno));
-    h->renamed = 1;
+    h->renamed = h->whole = 1;   /* a copy found in place under its name counts once checked */
     f->complete++;
     return BATON_OK;
 }
@@ -148,7 +149,8 @@ static int open_shards(io_fill *f, baton_err *err)
         if (in_place || (stat(part, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size == si->bytes)) {
             memset(h->st, P_UNCHECKED, h->npieces);   /* used piece by piece, each checked first */
             h->renamed = in_place;
-            if (in_place && h->npieces == 0) f->complete++;
+            int rc = h->npieces == 0 ? mark_present(f, s, 1, 0, err) : BATON_OK;   /* an empty shard */
+            if (rc) return rc;
             continue;
         }
         h->create = 1;   /* at its first use: the open creates no files */

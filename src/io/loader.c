@@ -755,11 +755,13 @@ static int loader_advance(baton_loader *l, baton_record *out, int skip, baton_er
     }
     uint64_t size = baton_loader_epoch_size(l);
     if (l->cur.position >= size) {
-        /* epoch over: position the next one (its ranges may already be streaming) */
+        /* epoch over: position the next one (its ranges may already be streaming); a filled copy
+         * whole by now is taken over (no record handed out points into the fill any more) */
+        int rc = filling(l) ? fill_poll(l, 1, err) : BATON_OK;
+        if (rc) return rc;
         l->cur.epoch++;
         l->cur.position = 0;
         int streamed = io_loader_epoch_streamed(l, l->cur.epoch);
-        int rc = BATON_OK;
         if (streamed && l->streamed && l->fetch) rc = io_stream_plan_ahead(l, err);
         else l->positioned = 0;
         l->streamed = streamed;

@@ -548,6 +548,8 @@ static void check_sys_calls(const char *dataset)
  * every reader yields the uninterrupted records. */
 static uint64_t fill_epoch(const char *uri, const char *local, const uint64_t *ref, uint64_t total)
 {
+    char lock[700];
+    snprintf(lock, sizeof lock, "%s/.download.lock", local);
     baton_loader *l;
     baton_loader_stats st;
     if (open_loader(uri, BATON_MODE_FILE, 0, 1, local, 0, &l)) return UINT64_MAX;
@@ -559,6 +561,11 @@ static uint64_t fill_epoch(const char *uri, const char *local, const uint64_t *r
         if (record_id(l, &r) != ref[got++]) bad++;
     CHECK_MSG(got == total && bad == 0, "file mode in %s: %llu records, %llu not the reference's: %s", local,
               (unsigned long long)got, (unsigned long long)bad, err.msg);
+    /* one epoch read every piece: the copy is whole and taken over, the folder's lock given back */
+    baton_record r2;
+    int fd = -1, lrc = baton_loader_next(l, &r2, &err) == BATON_END ? baton_lock_acquire(lock, "copy", &fd, &err) : -1;
+    CHECK_MSG(lrc == BATON_OK, "file mode in %s: after a whole epoch the folder's lock is free: %s", local, err.msg);
+    baton_lock_release(fd);
     baton_loader_get_stats(l, &st);
     baton_loader_close(l);
     return st.bytes_fetched - st.open_fetched;
