@@ -175,6 +175,10 @@ static int shard_io(io_fill *f, uint32_t s, uint64_t lo, uint64_t hi, uint8_t *b
     pthread_mutex_unlock(&f->mu);
     if (rc) return rc;
     size_t n = (size_t)(hi - lo), done = 0;
+    struct stat st;   /* a copy cut short under us (a cleaner of the folder) is not written past */
+    if (wr && baton_sys.fstat(fd, &st) == 0 && (uint64_t)st.st_size < si->bytes)
+        rc = baton_err_set(err, BATON_ERR_TRUNCATED, "%s: the file is now %lld bytes, dataset.json says %llu: it was "
+                           "cut short while being filled", path, (long long)st.st_size, (unsigned long long)si->bytes);
     while (rc == BATON_OK && done < n) {
         ssize_t r = wr ? baton_sys.pwrite(fd, buf + done, n - done, (off_t)(lo + done))
                        : baton_sys.pread(fd, buf + done, n - done, (off_t)(lo + done));
@@ -182,7 +186,6 @@ static int shard_io(io_fill *f, uint32_t s, uint64_t lo, uint64_t hi, uint8_t *b
         if (r > 0) {
             done += (size_t)r;
         } else if (r == 0 && !wr) {   /* as shardfile.c says it */
-            struct stat st;
             long long now = baton_sys.fstat(fd, &st) == 0 ? (long long)st.st_size : -1;
             rc = baton_err_set(err, BATON_ERR_TRUNCATED, "%s: the file ends at offset %llu (now %lld bytes), "
                                "dataset.json says %llu: it was cut short while being read", path,

@@ -108,8 +108,12 @@ for kind in ("no pieces", "pieces of 4 KiB"):
                                     os.truncate(os.path.join(where, f), 1000)
         except baton.Error as e:
             err = e
-        check(isinstance(err, baton.Error) and "the file ends at offset" in str(err) and "now 1000 bytes" in str(err)
-              and where + "/test-" in str(err) and ".rec" in str(err),
+        # (file mode's copy may still be filling: its download can write past the cut before a read
+        # meets it, and the read finds the hole's zeros instead of the file's end; either names the file)
+        cut = ("the file ends at offset" in str(err) or "cut short while being filled" in str(err)) and \
+            "now 1000 bytes" in str(err)
+        refilled = mode == "file" and isinstance(err, baton.CorruptError) and "the copy changed after it was written" in str(err)
+        check(isinstance(err, baton.Error) and (cut or refilled) and where + "/test-" in str(err) and ".rec" in str(err),
               "%s mode, %s: shards cut short after %d samples: %r" % (mode, kind, n, err))
         print("%s mode, %s: cut short after %d samples: %s" % (mode, kind, n, err))
 done()
