@@ -1,8 +1,8 @@
 /* loader.c — records of each epoch, in order, through one of four input modes.
  *
- *   file   a verified copy in local_dir, filled while epoch 0 reads it (fill.c: the pieces of the
- *          records about to be read asked for first, a download of the rest behind them), then
- *          read there; with download_first (or a dataset without pieces) every shard is
+ *   file   a verified copy in local_dir, filled while epoch 0 reads it (fill.c, loader_fill.c: the
+ *          pieces of the records about to be read asked for first, a download of the rest behind
+ *          them), then read there; with download_first (or a dataset without pieces) every shard is
  *          downloaded and checked before the open returns.
  *   mount  the dataset folder is read in place (a local disk or a mounted NFS/EFS/FSx path).
  *   pipe   shards are streamed from the store; nothing is written locally; memory is bounded by
@@ -38,20 +38,8 @@
 #define BLOCK_TARGET_BYTES (32u << 20)
 #define PIECE_CACHE_BYTES (64u << 20)   /* local reading: checked pieces kept in memory */
 
-/* File mode while its copy fills: the pieces of the records up to FILL_AHEAD positions on asked
- * for; FILL_HELD at the open, for epoch 0's start (a seek elsewhere forgets them), and at a
- * launch (held: baton_loader_hold_ahead). The download starts once the hold is released after
- * FILL_START records (or a second after the open, for a reader that reads nothing): the first batch's decoding does not share the cores with transfers that
- * can wait (the store serving on the same machine, as pipe mode found). */
-#define FILL_AHEAD 256
-#define FILL_HELD 128
-#define FILL_START 128
 
 static int perm_ready(baton_loader *l, baton_err *err);
-static int fill_ask(baton_loader *l, uint64_t ahead, baton_err *err);
-
-/* File mode's copy still filling (l->fill stays, retired, once it is whole: for stats). */
-static int filling(const baton_loader *l) { return l->fill && !l->fill_whole; }
 
 void baton_loader_opts_default(baton_loader_opts *o)
 {
@@ -284,7 +272,7 @@ int io_open_shard(const char *path, const baton_shard_info *si, int *out, baton_
 /* File and cache mode: the local copy, every shard in place and checked, read from now on through
  * the pread reader (shardfile.c) — opened and size-checked now unless `lazy` (a shared cache whose
  * shards arrive one by one: io_share_take marks each, its first read opens it). */
-static int open_local(baton_loader *l, int lazy, baton_err *err)
+int io_loader_open_local(baton_loader *l, int lazy, baton_err *err)
 {
     if (l->sf) return BATON_OK;
     if (!lazy) memset(l->local_ok, 1, l->m.nshards);
@@ -293,7 +281,7 @@ static int open_local(baton_loader *l, int lazy, baton_err *err)
     return rc ? rc : io_shardfile_check_once(l->sf, err);
 }
 
-static int write_local_manifest(baton_loader *l, baton_err *err)
+int io_loader_write_local(baton_loader *l, baton_err *err)
 {
     if (l->iall) {   /* the indexes came in one file (index_take_parts kept it): each shard's own .idx too */
         char path[4096];
@@ -356,22 +344,11 @@ static int file_open(baton_loader *l, baton_err *err)
         return rc;
     }
     rc = io_download(l->store, &l->m, l->local_dir, NULL, &l->sfetch, &l->st, err);
-    if (!rc) rc = write_local_manifest(l, err);
+    if (!rc) rc = io_loader_write_local(l, err);
     baton_lock_release(lock);
-    return rc ? rc : open_local(l, 0, err);
+    return rc ? rc : io_loader_open_local(l, 0, err);
 }
 
-/* The filled copy complete: the folder made a dataset (its dataset.json), the turn given back, and
- * the copy read from now on as any checked local copy. */
-static int fill_finish(baton_loader *l, baton_err *err)
-{
-    io_fill_retire(l->fill);   /* kept, retired, until the loader closes: another thread's stats read it */
-    l->fill_whole = 1;
-    int rc = write_local_manifest(l, err);
-    baton_lock_release(l->dl_lock);
-    l->dl_lock = -1;
-    return rc ? rc : open_local(l, 0, err);
-}
 
 baton_io_mode baton_io_mode_for_uri(const char *uri)
 {
@@ -476,14 +453,14 @@ int baton_loader_open(const baton_loader_opts *o, baton_loader **out, baton_err 
     if (!rc && o->mode == BATON_MODE_FILE && l->share) {   /* every shard, fetched by its owner */
         rc = io_share_plan(l, err);
         for (size_t s = 0; !rc && s < l->m.nshards; s++) rc = io_share_take(l, (uint32_t)s, err);
-        if (!rc) rc = write_local_manifest(l, err);
-        if (!rc) rc = open_local(l, 0, err);
+        if (!rc) rc = io_loader_write_local(l, err);
+        if (!rc) rc = io_loader_open_local(l, 0, err);
     } else if (!rc && o->mode == BATON_MODE_FILE) {
         rc = file_open(l, err);
         if (!rc && l->fill) {   /* the first records' pieces on their way while the caller sets up */
             l->cur = (baton_cursor){o->seed, 0, 0};
             rc = perm_ready(l, err);
-            if (!rc) rc = fill_ask(l, FILL_HELD, err);
+            if (!rc) rc = io_loader_fill_launch(l, err);
         }
     }
     if (!rc && o->mode == BATON_MODE_MOUNT)
@@ -585,18 +562,6 @@ static int perm_ready(baton_loader *l, baton_err *err)
     return BATON_OK;
 }
 
-/* File mode filling its copy, at a seek: records asked for ahead that the reader will not read
- * next (asked at the open for epoch 0's start, and the cursor is elsewhere) are forgotten, so the
- * first record of the new position does not queue behind them; asking goes on from the cursor. */
-static int fill_seek(baton_loader *l, baton_err *err)
-{
-    int next = l->cur.epoch == l->fill_epoch && l->cur.position == l->fill_read_to;
-    if (next) return BATON_OK;
-    int rc = l->fill_asked > l->fill_read_to ? io_fill_forget(l->fill, err) : BATON_OK;
-    l->fill_epoch = l->cur.epoch;
-    l->fill_read_to = l->fill_asked = l->cur.position;
-    return rc;
-}
 
 static int indexed_prepare(baton_loader *l, baton_err *err)
 {
@@ -608,57 +573,23 @@ static int indexed_prepare(baton_loader *l, baton_err *err)
         uint64_t before = l->st.bytes_fetched;
         int rc = io_download(l->store, &l->m, l->local_dir, l->cache_written, &fo, &l->st, err);
         io_loader_count_fetched(l, l->cur.epoch, l->st.bytes_fetched - before);
-        if (rc == BATON_OK) rc = write_local_manifest(l, err);
-        if (rc == BATON_OK) rc = open_local(l, 0, err);
+        if (rc == BATON_OK) rc = io_loader_write_local(l, err);
+        if (rc == BATON_OK) rc = io_loader_open_local(l, 0, err);
         if (rc) return rc;
         l->cache_ready = 1;
     }
     if (l->o.mode == BATON_MODE_CACHE && l->share) {   /* shards taken one by one (io_share_take) */
-        int rc = open_local(l, 1, err);
+        int rc = io_loader_open_local(l, 1, err);
         if (rc) return rc;
     }
     int rc = perm_ready(l, err);
-    if (rc == BATON_OK && filling(l)) rc = fill_seek(l, err);
+    if (rc == BATON_OK && io_loader_filling(l)) rc = io_loader_fill_seek(l, err);
     if (rc) return rc;
     return l->share && l->o.mode == BATON_MODE_CACHE ? io_share_plan(l, err) : BATON_OK;
 }
 
-/* What arrived counted in the epoch being read; the copy taken over once whole when `take` (not
- * while a record handed out points into the fill's buffer). */
-static int fill_poll(baton_loader *l, int take, baton_err *err)
-{
-    uint64_t got;
-    int done, rc = io_fill_poll(l->fill, &got, &done, err);
-    if (got) io_loader_count_fetched(l, l->cur.epoch, got);
-    return rc || !done || !take ? rc : fill_finish(l, err);
-}
 
-/* Ask for the pieces of the cursor's epoch's positions up to `ahead` past the cursor. */
-static int fill_ask(baton_loader *l, uint64_t ahead, baton_err *err)
-{
-    int rc = BATON_OK;
-    uint64_t upto = l->cur.position + ahead, size = baton_loader_epoch_size(l);
-    if (upto > size) upto = size;
-    if (l->has_end && l->end.epoch == l->cur.epoch && upto > l->end.position) upto = l->end.position;
-    if (l->fill_asked < l->cur.position) l->fill_asked = l->cur.position;
-    for (; rc == BATON_OK && l->fill_asked < upto; l->fill_asked++) {
-        uint64_t g = l->perm[l->fill_asked];
-        uint32_t s = io_loader_shard_of(l, g);
-        uint64_t j = g - l->shard_first[s];
-        rc = io_fill_want(l->fill, s, l->off[s][j], io_loader_rec_end(l, s, j + 1), err);
-    }
-    return rc;
-}
 
-static int fill_ahead(baton_loader *l, baton_err *err)
-{
-    int rc = fill_ask(l, l->hold_ahead ? FILL_HELD : FILL_AHEAD, err);
-    if (++l->fill_reads >= FILL_START && !l->hold_ahead && !l->fill_started) {
-        io_fill_start(l->fill);
-        l->fill_started = 1;
-    }
-    return rc;
-}
 
 static int indexed_next(baton_loader *l, baton_record *out, baton_err *err)
 {
@@ -668,16 +599,16 @@ static int indexed_next(baton_loader *l, baton_record *out, baton_err *err)
         int rc = io_share_take(l, s, err);
         if (rc) return rc;
     }
-    int rc = filling(l) ? fill_poll(l, 1, err) : BATON_OK;
-    if (rc == BATON_OK && filling(l)) rc = fill_ahead(l, err);
+    int rc = io_loader_filling(l) ? io_loader_fill_poll(l, 1, err) : BATON_OK;
+    if (rc == BATON_OK && io_loader_filling(l)) rc = io_loader_fill_ahead(l, err);
     if (rc) return rc;
     uint64_t j = g - l->shard_first[s], at = l->off[s][j], end = io_loader_rec_end(l, s, j + 1);
     const uint8_t *bytes = NULL;
     /* read with pread, each piece checked before a record of it is decoded */
-    if (filling(l)) {   /* bytes in the fill's buffer: the copy can be taken over after the read */
+    if (io_loader_filling(l)) {   /* bytes in the fill's buffer: the copy can be taken over after the read */
         rc = io_fill_read(l->fill, s, at, end, &bytes, err);
         l->fill_read_to = l->cur.position + 1;
-        if (rc == BATON_OK) rc = fill_poll(l, 0, err);
+        if (rc == BATON_OK) rc = io_loader_fill_poll(l, 0, err);
     } else {
         rc = io_shardfile_read(l->sf, s, at, end, &bytes, err);
     }
@@ -757,7 +688,7 @@ static int loader_advance(baton_loader *l, baton_record *out, int skip, baton_er
     if (l->cur.position >= size) {
         /* epoch over: position the next one (its ranges may already be streaming); a filled copy
          * whole by now is taken over (no record handed out points into the fill any more) */
-        int rc = filling(l) ? fill_poll(l, 1, err) : BATON_OK;
+        int rc = io_loader_filling(l) ? io_loader_fill_poll(l, 1, err) : BATON_OK;
         if (rc) return rc;
         l->cur.epoch++;
         l->cur.position = 0;
@@ -793,8 +724,8 @@ void baton_loader_close(baton_loader *l)
     uint64_t got;
     int done;
     baton_err e;
-    if (filling(l) && io_fill_poll(l->fill, &got, &done, &e) == BATON_OK && done)
-        write_local_manifest(l, &e);   /* whole: the folder is a dataset */
+    if (io_loader_filling(l) && io_fill_poll(l->fill, &got, &done, &e) == BATON_OK && done)
+        io_loader_write_local(l, &e);   /* whole: the folder is a dataset */
     io_fill_close(l->fill);   /* else the download stops; what is in place is used piece by piece next time */
     baton_lock_release(l->dl_lock);
     io_stream_reset(l);

@@ -115,6 +115,20 @@ int io_loader_index_ready(baton_loader *l, uint32_t s, int *ready, baton_err *er
  * (and to its open_fetched when `open`) and then freed. */
 void io_loader_set_fetch(baton_loader *l, baton_fetch **pf, baton_fetch *by, int open);
 
+/* loader.c, for loader_fill.c: the local copy read through the pread reader (lazy: each shard
+ * opened at its first read), and the folder made a dataset (its dataset.json; the shards' own .idx
+ * files when the indexes came in one). */
+int io_loader_open_local(baton_loader *l, int lazy, baton_err *err);
+int io_loader_write_local(baton_loader *l, baton_err *err);
+
+/* loader_fill.c: file mode's copy filled while it is read (its contract there). */
+static inline int io_loader_filling(const baton_loader *l) { return l->fill && !l->fill_whole; }
+int io_loader_fill_launch(baton_loader *l, baton_err *err);   /* at the open: epoch 0's first records */
+int io_loader_fill_seek(baton_loader *l, baton_err *err);     /* at a seek (l->perm: the cursor's epoch) */
+int io_loader_fill_ahead(baton_loader *l, baton_err *err);    /* before a record is read */
+/* What arrived counted into the cursor's epoch; the copy taken over once whole when `take`. */
+int io_loader_fill_poll(baton_loader *l, int take, baton_err *err);
+
 /* loader.c, for share.c */
 /* The shard holding global record g. */
 uint32_t io_loader_shard_of(const baton_loader *l, uint64_t g);
