@@ -252,6 +252,11 @@ typedef struct baton_manifest {
 } baton_manifest;
 #define BATON_INDEXES_NAME "dataset.idx"
 
+/* dir's dataset.idx (m->indexes, which must be set) read whole into *out (malloc'd, *n ==
+ * m->indexes_bytes), each shard's part checked against its index_bytes and index_crc32c: an
+ * error (BATON_ERR_CORRUPT) names the file and the first part that differs. */
+int baton_indexes_read(const char *dir, const baton_manifest *m, uint8_t **out, size_t *n, baton_err *err);
+
 /* Parse and validate (types, ranges, shard names, sums: samples == Σ records). */
 int baton_manifest_parse(const char *name, const char *json, size_t n, baton_manifest *m,
                          baton_err *err);

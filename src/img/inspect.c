@@ -334,21 +334,10 @@ static uint64_t total_bytes_of(const char *path)
 /* dataset.idx: each shard's part the bytes dataset.json lists for its .idx (what readers check). */
 static void check_indexes(inspector *in, const char *dir)
 {
-    char path[4096];
     baton_err err = {0};
     uint8_t *b = NULL;
-    size_t n = 0, at = 0;
-    if (baton_path_join(path, sizeof path, dir, in->m->indexes, &err) ||
-        baton_file_read_all(path, (size_t)in->m->indexes_bytes, &b, &n, &err)) {
-        add_error(in->rep, "%s", err.msg);
-        return;
-    }
-    if (n != in->m->indexes_bytes)
-        add_error(in->rep, "%s: %zu bytes, dataset.json says %llu", path, n, (unsigned long long)in->m->indexes_bytes);
-    for (size_t i = 0; n == in->m->indexes_bytes && i < in->m->nshards; at += in->m->shards[i++].index_bytes)
-        if (baton_crc32c(0, b + at, (size_t)in->m->shards[i].index_bytes) != in->m->shards[i].index_crc32c)
-            add_error(in->rep, "%s: the part of %s (bytes %zu..) differs from dataset.json's index_crc32c", path,
-                      in->m->shards[i].index, at);
+    size_t n = 0;
+    if (baton_indexes_read(dir, in->m, &b, &n, &err)) add_error(in->rep, "%s", err.msg);
     free(b);
 }
 

@@ -511,6 +511,22 @@ void io_fetch_add_stats(const baton_fetch *f, baton_loader_stats *st, int open)
     if (open) st->open_fetched += fs.bytes;
 }
 
+void io_fetch_replace(baton_fetch **pf, baton_fetch *by, pthread_mutex_t *mu, baton_loader_stats *st, int open,
+                      uint64_t *requests)
+{
+    baton_fetch *old = *pf;
+    pthread_mutex_lock(mu);
+    if (old) {
+        io_fetch_add_stats(old, st, open);
+        baton_fetch_stats fs;
+        io_fetch_get_stats(old, &fs);
+        if (requests) *requests += fs.requests;
+    }
+    *pf = by;
+    pthread_mutex_unlock(mu);
+    io_fetch_free(old);
+}
+
 void io_fetch_free(baton_fetch *f)
 {
     if (!f) return;

@@ -425,21 +425,10 @@ int io_fill_want(io_fill *f, uint32_t s, uint64_t at, uint64_t end, baton_err *e
     return rc;
 }
 
-/* The fetch *pf's counts kept in f->past and *pf replaced by by (under mu, so that io_fill_stats
- * from another thread never reads a fetch being freed), then freed: its transfers stop. */
+/* *pf replaced by `by`, its counts kept in f->past, under mu (io_fill_stats reads them there). */
 static void retire_fetch(io_fill *f, baton_fetch **pf, baton_fetch *by)
 {
-    baton_fetch *old = *pf;
-    pthread_mutex_lock(&f->mu);
-    if (old) {
-        baton_fetch_stats fs;
-        io_fetch_get_stats(old, &fs);
-        if (pf == &f->want) f->past.record_requests += fs.requests;
-        io_fetch_add_stats(old, &f->past, 0);
-    }
-    *pf = by;
-    pthread_mutex_unlock(&f->mu);
-    io_fetch_free(old);
+    io_fetch_replace(pf, by, &f->mu, &f->past, 0, pf == &f->want ? &f->past.record_requests : NULL);
 }
 
 int io_fill_forget(io_fill *f, baton_err *err)

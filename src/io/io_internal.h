@@ -6,6 +6,8 @@
 
 #include "baton/io.h"
 
+#include <pthread.h>
+
 /* ---------------------------------------------------------------- fetch (fetch.c): the thread
  * behind the loader's streamed reads and downloads; its options (baton_fetch_opts) are in io.h */
 typedef struct baton_fetch_piece {
@@ -38,6 +40,11 @@ int io_fetch_next(baton_fetch *f, baton_fetch_piece *p, baton_err *err);
 /* The same without waiting: BATON_NEED_MORE when the next in-order piece has not arrived yet. */
 int io_fetch_next_nowait(baton_fetch *f, baton_fetch_piece *p, baton_err *err);
 void io_fetch_release(baton_fetch *f, baton_fetch_piece *p);
+/* *pf replaced by `by` under mu, the old fetch's retries and bytes added to st (and to its
+ * open_fetched when `open`) and its requests to *requests (may be NULL), then freed (its transfers
+ * stop): a thread that reads *pf's counts under mu never meets a freed fetch. */
+void io_fetch_replace(baton_fetch **pf, baton_fetch *by, pthread_mutex_t *mu, baton_loader_stats *st, int open,
+                      uint64_t *requests);
 /* Counters for benchmarks and tests: bytes is every body byte received, including those of
  * transfers stopped by io_fetch_free or an error. */
 typedef struct baton_fetch_stats {

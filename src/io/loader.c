@@ -287,11 +287,7 @@ int io_loader_write_local(baton_loader *l, baton_err *err)
         char path[4096];
         uint8_t *b = NULL;
         size_t n = 0, at = 0;
-        int rc = baton_path_join(path, sizeof path, l->local_dir, l->m.indexes, err);
-        if (rc == BATON_OK) rc = baton_file_read_all(path, (size_t)l->m.indexes_bytes, &b, &n, err);
-        if (rc == BATON_OK && n != l->m.indexes_bytes)
-            rc = baton_err_set(err, BATON_ERR_CORRUPT, "%s: %zu bytes, dataset.json says %llu", path, n,
-                               (unsigned long long)l->m.indexes_bytes);
+        int rc = baton_indexes_read(l->local_dir, &l->m, &b, &n, err);
         for (size_t s = 0; rc == BATON_OK && s < l->m.nshards; at += l->m.shards[s++].index_bytes) {
             rc = baton_path_join(path, sizeof path, l->local_dir, l->m.shards[s].index, err);
             if (rc == BATON_OK) rc = baton_file_write_replace(path, b + at, (size_t)l->m.shards[s].index_bytes, err);
@@ -497,12 +493,7 @@ baton_cursor baton_loader_cursor(const baton_loader *l) { return l->cur; }
 
 void io_loader_set_fetch(baton_loader *l, baton_fetch **pf, baton_fetch *by, int open)
 {
-    baton_fetch *old = *pf;
-    pthread_mutex_lock(&l->stats_mu);
-    if (old) io_fetch_add_stats(old, &l->st, open);
-    *pf = by;
-    pthread_mutex_unlock(&l->stats_mu);
-    io_fetch_free(old);
+    io_fetch_replace(pf, by, &l->stats_mu, &l->st, open, NULL);
 }
 
 /* From any thread (a Python stats() beside the pipeline's reader): the fetches it reads are

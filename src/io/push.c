@@ -33,13 +33,8 @@ int baton_dataset_push(const char *dir, baton_store *dst, int progress, baton_er
     }
     if (rc == BATON_OK && m.indexes) {   /* every index in one file: checked part by part, as readers do */
         uint8_t *b = NULL;
-        size_t n = 0, at = 0;
-        rc = baton_path_join(path, sizeof path, dir, m.indexes, err);
-        if (rc == BATON_OK) rc = baton_file_read_all(path, (size_t)m.indexes_bytes, &b, &n, err);
-        for (size_t i = 0; rc == BATON_OK && i < m.nshards; at += m.shards[i++].index_bytes)
-            if (n != m.indexes_bytes || baton_crc32c(0, b + at, (size_t)m.shards[i].index_bytes) != m.shards[i].index_crc32c)
-                rc = baton_err_set(err, BATON_ERR_CORRUPT, "%s: %s's part (bytes %zu..) differs from dataset.json; not "
-                                   "uploading a damaged index", path, m.shards[i].index, at);
+        size_t n = 0;
+        rc = baton_indexes_read(dir, &m, &b, &n, err);
         if (rc == BATON_OK) rc = baton_store_put(dst, m.indexes, b, n, err);
         free(b);
     }

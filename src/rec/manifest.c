@@ -324,6 +324,29 @@ int baton_manifest_parse(const char *name, const char *json, size_t n, baton_man
     return r.rc;
 }
 
+int baton_indexes_read(const char *dir, const baton_manifest *m, uint8_t **out, size_t *n, baton_err *err)
+{
+    char path[4096];
+    *out = NULL;
+    *n = 0;
+    int rc = baton_path_join(path, sizeof path, dir, m->indexes, err);
+    if (rc == BATON_OK) rc = baton_file_read_all(path, (size_t)m->indexes_bytes, out, n, err);
+    if (rc == BATON_OK && *n != m->indexes_bytes)
+        rc = baton_err_set(err, BATON_ERR_CORRUPT, "%s: %zu bytes, dataset.json says %llu", path, *n,
+                           (unsigned long long)m->indexes_bytes);
+    size_t at = 0;
+    for (size_t i = 0; rc == BATON_OK && i < m->nshards; at += m->shards[i++].index_bytes)
+        if (baton_crc32c(0, *out + at, (size_t)m->shards[i].index_bytes) != m->shards[i].index_crc32c)
+            rc = baton_err_set(err, BATON_ERR_CORRUPT, "%s: the part of %s (bytes %zu..) differs from dataset.json's "
+                               "index_crc32c", path, m->shards[i].index, at);
+    if (rc) {
+        free(*out);
+        *out = NULL;
+        *n = 0;
+    }
+    return rc;
+}
+
 int baton_manifest_load(const char *dir, baton_manifest *m, baton_err *err)
 {
     memset(m, 0, sizeof *m);
